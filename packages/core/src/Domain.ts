@@ -1,0 +1,127 @@
+/**
+ * The records admission and routing work on, as they sit in memory on the hot
+ * path. The store persists them; node-http loads them into a `Catalog` and the
+ * `KeyStore` cache.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+
+/** The wire dialects modelgate speaks, to clients and to upstreams. @category models */
+export const Dialect = Schema.Literals(["openai", "gemini", "anthropic"])
+export type Dialect = typeof Dialect.Type
+
+/** Upstream channel types. `azure` speaks the OpenAI dialect with Azure's paths and auth. @category models */
+export const ChannelType = Schema.Literals(["openai", "gemini", "anthropic", "azure"])
+export type ChannelType = typeof ChannelType.Type
+
+/** The dialect a channel type speaks on the wire. @category models */
+export const dialectOf = (type: ChannelType): Dialect => type === "azure" ? "openai" : type
+
+/** User roles. @category models */
+export const Role = Schema.Literals(["user", "admin"])
+export type Role = typeof Role.Type
+
+/**
+ * An API key as admission sees it: never its secret, only who it belongs to and
+ * what it may do. `models` empty means everything the group reaches.
+ *
+ * @category models
+ */
+export interface ApiKey {
+  readonly id: string
+  readonly name: string
+  readonly prefix: string
+  readonly userId: string
+  readonly userName: string
+  readonly userRole: Role
+  readonly userEnabled: boolean
+  readonly group: string
+  readonly models: ReadonlyArray<string>
+  /** Epoch milliseconds, or null for never. */
+  readonly expiresAt: number | null
+  readonly enabled: boolean
+  /** Lifetime spending cap in nano-dollars, or null. */
+  readonly quotaNanos: bigint | null
+  readonly dailyBudgetNanos: bigint | null
+  readonly monthlyBudgetNanos: bigint | null
+}
+
+/**
+ * A model and its price. Prices are nano-dollars per one million tokens
+ * (`input`, `output`, `cachedInput`) and nano-dollars per call (`perRequest`).
+ * A model with no price at all and `free: false` is refused.
+ *
+ * @category models
+ */
+export interface Model {
+  readonly id: string
+  readonly displayName: string
+  readonly inputNanosPerMillion: bigint | null
+  readonly outputNanosPerMillion: bigint | null
+  readonly cachedInputNanosPerMillion: bigint | null
+  readonly perRequestNanos: bigint | null
+  readonly free: boolean
+  readonly inputTokenLimit: number
+  readonly outputTokenLimit: number
+}
+
+/** Request limits; `null` means no limit. @category models */
+export interface Limits {
+  readonly rpm: number | null
+  readonly tpm: number | null
+  readonly concurrency: number | null
+}
+
+/**
+ * A group: a price ratio (in millionths, so 0.8 is 800000) and default limits for
+ * its members' keys.
+ *
+ * @category models
+ */
+export interface Group {
+  readonly name: string
+  readonly ratioMicros: bigint
+  readonly limits: Limits
+}
+
+/** Per-channel timeouts in milliseconds. @category models */
+export interface ChannelTimeouts {
+  readonly connectMs: number
+  readonly firstByteMs: number
+  readonly idleMs: number
+  readonly totalMs: number
+}
+
+/**
+ * An upstream account. `apiKeys` are decrypted and only ever held in memory.
+ * `modelMap` maps a public model name to the name sent upstream.
+ *
+ * @category models
+ */
+export interface Channel {
+  readonly id: string
+  readonly name: string
+  readonly type: ChannelType
+  readonly baseUrl: string
+  readonly apiKeys: ReadonlyArray<string>
+  readonly models: ReadonlyArray<string>
+  readonly modelMap: Readonly<Record<string, string>>
+  readonly groups: ReadonlyArray<string>
+  readonly priority: number
+  readonly weight: number
+  readonly enabled: boolean
+  readonly headers: Readonly<Record<string, string>>
+  readonly timeouts: ChannelTimeouts
+  /** Azure only: the `api-version` query parameter. */
+  readonly apiVersion: string | null
+}
+
+/** A model-name alias: a glob pattern (`*` matches any run of characters) and its target. @category models */
+export interface Alias {
+  readonly pattern: string
+  readonly target: string
+}
+
+/** The upstream name of a public model on a channel. @category models */
+export const upstreamModel = (channel: Channel, model: string): string => channel.modelMap[model] ?? model

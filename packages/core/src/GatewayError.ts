@@ -1,0 +1,221 @@
+/**
+ * The one error vocabulary of modelgate. Every refusal and failure a client can
+ * see is one of these tagged errors; each dialect maps them to its own status,
+ * envelope and headers in exactly one place (`openai-adapter/ErrorEnvelope`,
+ * `genai-adapter/ErrorEnvelope`).
+ *
+ * Every error carries a public `message` that says what is wrong and what to
+ * do. Internal causes (stack traces, SQL errors, upstream bodies that are not
+ * meant for the caller) are never part of these errors: they are logged with the
+ * request id where they happen.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+
+/** No API key was presented. @category errors */
+export class MissingApiKey extends Schema.TaggedError<MissingApiKey>()("MissingApiKey", {
+  message: Schema.String
+}) {}
+
+/** A key was presented but is not known. @category errors */
+export class InvalidApiKey extends Schema.TaggedError<InvalidApiKey>()("InvalidApiKey", {
+  message: Schema.String
+}) {}
+
+/** The key (or its user) was disabled or revoked. @category errors */
+export class KeyDisabled extends Schema.TaggedError<KeyDisabled>()("KeyDisabled", {
+  message: Schema.String
+}) {}
+
+/** The key's expiry has passed. @category errors */
+export class KeyExpired extends Schema.TaggedError<KeyExpired>()("KeyExpired", {
+  message: Schema.String
+}) {}
+
+/** The request body is malformed; `param` names the offending field when known (`messages[0].role`). @category errors */
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
+  message: Schema.String,
+  param: Schema.optionalKey(Schema.String)
+}) {}
+
+/** The request asks for something the target dialect cannot carry (a 400, never a silent drop). @category errors */
+export class UnsupportedFeature extends Schema.TaggedError<UnsupportedFeature>()("UnsupportedFeature", {
+  message: Schema.String,
+  param: Schema.optionalKey(Schema.String)
+}) {}
+
+/** No model of that name (after aliases) exists on this gateway. @category errors */
+export class ModelNotFound extends Schema.TaggedError<ModelNotFound>()("ModelNotFound", {
+  message: Schema.String,
+  model: Schema.String
+}) {}
+
+/** The model exists but the key's permissions do not include it. @category errors */
+export class ModelNotAllowed extends Schema.TaggedError<ModelNotAllowed>()("ModelNotAllowed", {
+  message: Schema.String,
+  model: Schema.String
+}) {}
+
+/** The model exists but no channel of the key's group serves it. @category errors */
+export class ModelNotInGroup extends Schema.TaggedError<ModelNotInGroup>()("ModelNotInGroup", {
+  message: Schema.String,
+  model: Schema.String,
+  group: Schema.String
+}) {}
+
+/** The model has no price and is not marked free. @category errors */
+export class ModelUnpriced extends Schema.TaggedError<ModelUnpriced>()("ModelUnpriced", {
+  message: Schema.String,
+  model: Schema.String
+}) {}
+
+/** The body exceeds the configured limit. @category errors */
+export class RequestTooLarge extends Schema.TaggedError<RequestTooLarge>()("RequestTooLarge", {
+  message: Schema.String,
+  limitBytes: Schema.Number
+}) {}
+
+/** The balance cannot cover the worst-case cost of the call. @category errors */
+export class InsufficientBalance extends Schema.TaggedError<InsufficientBalance>()("InsufficientBalance", {
+  message: Schema.String
+}) {}
+
+/** A spending cap of the key (lifetime quota, daily or monthly budget) would be exceeded. @category errors */
+export class SpendingCapReached extends Schema.TaggedError<SpendingCapReached>()("SpendingCapReached", {
+  message: Schema.String,
+  cap: Schema.Literals(["quota", "daily", "monthly"])
+}) {}
+
+/** A rate limit was hit; `retryAfterSeconds` says when a retry may succeed. @category errors */
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  message: Schema.String,
+  retryAfterSeconds: Schema.Number,
+  limit: Schema.String
+}) {}
+
+/** The upstream could not be reached, reset the connection or answered 5xx. @category errors */
+export class UpstreamUnavailable extends Schema.TaggedError<UpstreamUnavailable>()("UpstreamUnavailable", {
+  message: Schema.String,
+  status: Schema.optionalKey(Schema.Number)
+}) {}
+
+/** The upstream did not answer in time (connect, first byte, idle gap or total). @category errors */
+export class UpstreamTimeout extends Schema.TaggedError<UpstreamTimeout>()("UpstreamTimeout", {
+  message: Schema.String
+}) {}
+
+/**
+ * The upstream refused the request as the caller's fault (4xx other than auth
+ * and rate limits): its status and message are passed on in the caller's dialect.
+ *
+ * @category errors
+ */
+export class UpstreamRejected extends Schema.TaggedError<UpstreamRejected>()("UpstreamRejected", {
+  message: Schema.String,
+  status: Schema.Number,
+  code: Schema.optionalKey(Schema.String),
+  param: Schema.optionalKey(Schema.String)
+}) {}
+
+/** The upstream rate-limited us; the call may be retried later. @category errors */
+export class UpstreamRateLimited extends Schema.TaggedError<UpstreamRateLimited>()("UpstreamRateLimited", {
+  message: Schema.String,
+  retryAfterSeconds: Schema.optionalKey(Schema.Number)
+}) {}
+
+/** No such route; the message names the likely fix (a doubled or missing `/v1`, a wrong API version). @category errors */
+export class RouteNotFound extends Schema.TaggedError<RouteNotFound>()("RouteNotFound", {
+  message: Schema.String
+}) {}
+
+/** The route exists but not for this method. @category errors */
+export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", {
+  message: Schema.String,
+  allow: Schema.Array(Schema.String)
+}) {}
+
+/** The caller may not use this endpoint (for example an admin endpoint with a user's key). @category errors */
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
+  message: Schema.String
+}) {}
+
+/** A resource of the management API does not exist (or belongs to someone else). @category errors */
+export class ResourceNotFound extends Schema.TaggedError<ResourceNotFound>()("ResourceNotFound", {
+  message: Schema.String
+}) {}
+
+/** The gateway itself failed; the message is generic and the cause is in the log under the request id. @category errors */
+export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", {
+  message: Schema.String
+}) {}
+
+/** The gateway is shutting down or not ready. @category errors */
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
+  message: Schema.String
+}) {}
+
+/**
+ * Every error a client can be shown.
+ *
+ * @category models
+ */
+export type GatewayError =
+  | MissingApiKey
+  | InvalidApiKey
+  | KeyDisabled
+  | KeyExpired
+  | InvalidRequest
+  | UnsupportedFeature
+  | ModelNotFound
+  | ModelNotAllowed
+  | ModelNotInGroup
+  | ModelUnpriced
+  | RequestTooLarge
+  | InsufficientBalance
+  | SpendingCapReached
+  | RateLimited
+  | UpstreamUnavailable
+  | UpstreamTimeout
+  | UpstreamRejected
+  | UpstreamRateLimited
+  | RouteNotFound
+  | MethodNotAllowed
+  | Forbidden
+  | ResourceNotFound
+  | InternalError
+  | ServiceUnavailable
+
+/** The schema of every client-visible error, for (de)serialising them across processes. @category schemas */
+export const GatewayError = Schema.Union([
+  MissingApiKey,
+  InvalidApiKey,
+  KeyDisabled,
+  KeyExpired,
+  InvalidRequest,
+  UnsupportedFeature,
+  ModelNotFound,
+  ModelNotAllowed,
+  ModelNotInGroup,
+  ModelUnpriced,
+  RequestTooLarge,
+  InsufficientBalance,
+  SpendingCapReached,
+  RateLimited,
+  UpstreamUnavailable,
+  UpstreamTimeout,
+  UpstreamRejected,
+  UpstreamRateLimited,
+  RouteNotFound,
+  MethodNotAllowed,
+  Forbidden,
+  ResourceNotFound,
+  InternalError,
+  ServiceUnavailable
+])
+
+const tags = new Set<string>(GatewayError.members.map((member) => member.identifier))
+
+/** Whether a value is one of the client-visible errors. @category guards */
+export const isGatewayError = (u: unknown): u is GatewayError =>
+  typeof u === "object" && u !== null && "_tag" in u && tags.has((u as { _tag: string })._tag)

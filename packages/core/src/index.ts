@@ -1,0 +1,19 @@
+/**
+ * `@modelgate/core`: the pure heart of modelgate. Canonical chat model, admission
+ * rules, pricing, the error vocabulary and stream assembly, as Effect programs
+ * and Schemas over small services. Depends on `effect` only; no Node built-ins,
+ * so it runs in any JavaScript runtime.
+ *
+ * @since 0.1.0
+ */
+export * as Admission from "./Admission.ts"
+export * as Canonical from "./Canonical.ts"
+export * as Catalog from "./Catalog.ts"
+export * as Domain from "./Domain.ts"
+export * as GatewayError from "./GatewayError.ts"
+export * as KeyStore from "./KeyStore.ts"
+export * as ModelName from "./ModelName.ts"
+export * as Money from "./Money.ts"
+export * as Pricing from "./Pricing.ts"
+export * as StreamAssembly from "./StreamAssembly.ts"
+export * as Tokens from "./Tokens.ts"
