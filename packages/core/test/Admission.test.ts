@@ -1,0 +1,126 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Layer } from "effect"
+import { TestClock } from "effect/testing"
+import { allowedModels, authenticate, authorize } from "../src/Admission.ts"
+import { Catalog, makeSnapshot } from "../src/Catalog.ts"
+import type { ApiKey, Channel, Model } from "../src/Domain.ts"
+import { KeyStore } from "../src/KeyStore.ts"
+
+const model = (id: string, over: Partial<Model> = {}): Model => ({
+  id,
+  displayName: id,
+  inputNanosPerMillion: 100n,
+  outputNanosPerMillion: 100n,
+  cachedInputNanosPerMillion: null,
+  perRequestNanos: null,
+  free: false,
+  inputTokenLimit: 1000,
+  outputTokenLimit: 1000,
+  ...over
+})
+
+const channel = (name: string, models: Array<string>, groups: Array<string>, priority = 0): Channel => ({
+  id: name,
+  name,
+  type: "openai",
+  baseUrl: "http://127.0.0.1:1/v1",
+  apiKeys: ["sk-up"],
+  models,
+  modelMap: {},
+  groups,
+  priority,
+  weight: 1,
+  enabled: true,
+  headers: {},
+  timeouts: { connectMs: 1000, firstByteMs: 1000, idleMs: 1000, totalMs: 1000 },
+  apiVersion: null
+})
+
+const key = (over: Partial<ApiKey> = {}): ApiKey => ({
+  id: "key_1",
+  name: "laptop",
+  prefix: "sk-abcdefg",
+  userId: "usr_1",
+  userName: "alice",
+  userRole: "user",
+  userEnabled: true,
+  group: "default",
+  models: [],
+  expiresAt: null,
+  enabled: true,
+  quotaNanos: null,
+  dailyBudgetNanos: null,
+  monthlyBudgetNanos: null,
+  ...over
+})
+
+const snapshot = makeSnapshot({
+  models: [model("gpt-4o-mini"), model("gpt-4o"), model("gemini-2.5-flash"), model("unpriced", { inputNanosPerMillion: null, outputNanosPerMillion: null })],
+  groups: [{ name: "default", ratioMicros: 1_000_000n, limits: { rpm: null, tpm: null, concurrency: null } }],
+  channels: [
+    channel("low", ["gpt-4o-mini"], ["default"], 0),
+    channel("high", ["gpt-4o-mini", "unpriced"], ["default"], 10),
+    channel("vip-only", ["gpt-4o"], ["vip"]),
+    channel("gemini", ["gemini-2.5-flash"], ["default"])
+  ],
+  aliases: [{ pattern: "gemini-*", target: "gemini-2.5-flash" }]
+})
+
+const keys = new Map<string, ApiKey>([
+  ["sk-good", key()],
+  ["sk-off", key({ enabled: false })],
+  ["sk-user-off", key({ userEnabled: false })],
+  ["sk-expiring", key({ expiresAt: 60_000 })],
+  ["sk-narrow", key({ models: ["gpt-4o-mini"] })]
+])
+
+const TestLayer = Layer.mergeAll(
+  Layer.succeed(KeyStore)({ lookup: (secret) => Effect.succeed(keys.get(secret)) }),
+  Layer.succeed(Catalog)({ current: Effect.succeed(snapshot) })
+)
+
+const tagOf = <A, E extends { _tag: string }>(exit: Exit.Exit<A, E>) =>
+  Exit.isFailure(exit) ? exit.cause.reasons.map((r) => ("error" in r ? (r.error as E)._tag : r._tag))[0] : "Success"
+
+describe("Admission", () => {
+  it.effect("tells missing, unknown, disabled and expired keys apart", () =>
+    Effect.gen(function*() {
+      assert.strictEqual(tagOf(yield* Effect.exit(authenticate(undefined))), "MissingApiKey")
+      assert.strictEqual(tagOf(yield* Effect.exit(authenticate(""))), "MissingApiKey")
+      assert.strictEqual(tagOf(yield* Effect.exit(authenticate("sk-nope-nope"))), "InvalidApiKey")
+      assert.strictEqual(tagOf(yield* Effect.exit(authenticate("sk-off"))), "KeyDisabled")
+      assert.strictEqual(tagOf(yield* Effect.exit(authenticate("sk-user-off"))), "KeyDisabled")
+      assert.strictEqual(tagOf(yield* Effect.exit(authenticate("sk-expiring"))), "Success")
+      yield* TestClock.adjust("2 minutes")
+      assert.strictEqual(tagOf(yield* Effect.exit(authenticate("sk-expiring"))), "KeyExpired")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("never echoes a whole unknown key in the message", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(authenticate("sk-secret-that-is-long"))
+      assert.notInclude(error.message, "sk-secret-that-is-long")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("checks model, permission, group and price in that order", () =>
+    Effect.gen(function*() {
+      assert.strictEqual(tagOf(yield* Effect.exit(authorize(key(), "nope"))), "ModelNotFound")
+      assert.strictEqual(tagOf(yield* Effect.exit(authorize(key({ models: ["gpt-4o-mini"] }), "gpt-4o"))), "ModelNotAllowed")
+      assert.strictEqual(tagOf(yield* Effect.exit(authorize(key(), "gpt-4o"))), "ModelNotInGroup")
+      assert.strictEqual(tagOf(yield* Effect.exit(authorize(key(), "unpriced"))), "ModelUnpriced")
+      const route = yield* authorize(key(), "gpt-4o-mini")
+      assert.deepStrictEqual(route.channels.map((c) => c.name), ["high", "low"])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("resolves the models/ prefix and aliases", () =>
+    Effect.gen(function*() {
+      assert.strictEqual((yield* authorize(key(), "models/gpt-4o-mini")).model.id, "gpt-4o-mini")
+      assert.strictEqual((yield* authorize(key(), "gemini-3-pro-preview")).model.id, "gemini-2.5-flash")
+      assert.strictEqual((yield* authorize(key(), "models/gemini-2.0")).model.id, "gemini-2.5-flash")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it("lists exactly what a key may call", () => {
+    assert.deepStrictEqual(allowedModels(snapshot, key()).map((m) => m.id), ["gpt-4o-mini", "gemini-2.5-flash", "unpriced"])
+    assert.deepStrictEqual(allowedModels(snapshot, key({ models: ["gpt-4o-mini", "gpt-4o"] })).map((m) => m.id), ["gpt-4o-mini"])
+    assert.deepStrictEqual(allowedModels(snapshot, key({ group: "vip" })).map((m) => m.id), ["gpt-4o"])
+  })
+})

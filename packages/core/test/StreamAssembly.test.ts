@@ -1,0 +1,71 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as fc from "fast-check"
+import type { ChatResponse, StreamEvent } from "../src/Canonical.ts"
+import { assemble, toEvents } from "../src/StreamAssembly.ts"
+
+const textArb = fc.string({ maxLength: 20 })
+const partArb = fc.oneof(
+  textArb.filter((t) => t.length > 0).map((text) => ({ type: "text" as const, text })),
+  fc.record({ id: fc.string({ minLength: 1, maxLength: 8 }), name: fc.string({ minLength: 1, maxLength: 8 }), arguments: fc.json() })
+    .map((c) => ({ type: "tool_call" as const, ...c }))
+)
+
+// Responses whose adjacent text parts are merged (a stream cannot tell two adjacent text parts apart).
+const responseArb: fc.Arbitrary<ChatResponse> = fc.record({
+  id: fc.string(),
+  model: fc.string(),
+  created: fc.nat(),
+  choices: fc.array(fc.array(partArb, { maxLength: 5 }), { minLength: 1, maxLength: 3 }).map((choices) =>
+    choices.map((parts, index) => ({
+      index,
+      content: parts.reduce<Array<(typeof parts)[number]>>((acc, part) => {
+        const last = acc[acc.length - 1]
+        if (last?.type === "text" && part.type === "text") acc[acc.length - 1] = { type: "text", text: last.text + part.text }
+        else acc.push(part)
+        return acc
+      }, []),
+      finishReason: "stop" as const
+    }))
+  )
+})
+
+/** Splits every text and argument event at random points: a re-chunked stream. */
+const rechunk = (events: Array<StreamEvent>, cuts: Array<number>): Array<StreamEvent> => {
+  let c = 0
+  return events.flatMap((event): Array<StreamEvent> => {
+    const cut = cuts[c++ % cuts.length] ?? 0
+    if (event.type === "text" && event.text.length > 1) {
+      const at = 1 + (cut % (event.text.length - 1))
+      return [{ ...event, text: event.text.slice(0, at) }, { ...event, text: event.text.slice(at) }]
+    }
+    if (event.type === "tool_call_delta" && event.arguments.length > 1) {
+      const at = 1 + (cut % (event.arguments.length - 1))
+      return [{ ...event, arguments: event.arguments.slice(0, at) }, { ...event, arguments: event.arguments.slice(at) }]
+    }
+    return [event]
+  })
+}
+
+describe("StreamAssembly", () => {
+  it("assemble(toEvents(r)) == r", () => {
+    fc.assert(fc.property(responseArb, (response) => {
+      assert.deepStrictEqual(assemble(toEvents(response)), response)
+    }))
+  })
+
+  it("re-chunking a stream never changes the assembled response", () => {
+    fc.assert(fc.property(responseArb, fc.array(fc.nat(), { minLength: 1 }), (response, cuts) => {
+      assert.deepStrictEqual(assemble(rechunk(toEvents(response), cuts)), assemble(toEvents(response)))
+    }))
+  })
+
+  it("a cut stream assembles to what was generated so far", () => {
+    const events: Array<StreamEvent> = [
+      { type: "start", id: "r", model: "m", created: 1 },
+      { type: "text", index: 0, text: "Hel" },
+      { type: "text", index: 0, text: "lo" }
+    ]
+    const response = assemble(events)
+    assert.deepStrictEqual(response.choices, [{ index: 0, content: [{ type: "text", text: "Hello" }], finishReason: null }])
+  })
+})
