@@ -6,6 +6,7 @@
  *
  * @since 0.1.0
  */
+export * as Accounts from "./Accounts.ts"
 export * as Admission from "./Admission.ts"
 export * as Canonical from "./Canonical.ts"
 export * as Catalog from "./Catalog.ts"
@@ -17,3 +18,4 @@ export * as Money from "./Money.ts"
 export * as Pricing from "./Pricing.ts"
 export * as StreamAssembly from "./StreamAssembly.ts"
 export * as Tokens from "./Tokens.ts"
+export * as UsageLog from "./UsageLog.ts"
