@@ -27,4 +27,6 @@ export class Accounts extends Context.Service<Accounts, {
    * settling a hold that is already settled does nothing.
    */
   readonly settle: (holdId: string, chargeNanos: Nanos) => Effect.Effect<void, InternalError>
+  /** The user's current balance (what is not held or spent). */
+  readonly balance: (userId: string) => Effect.Effect<Nanos, InternalError>
 }>()("modelgate/core/Accounts") {}
