@@ -1,0 +1,179 @@
+/**
+ * The configuration file: YAML, decoded with Schema. Field names are snake_case
+ * and are a public interface (docs/configuration.md documents every one with
+ * its default). A file that does not decode stops the start with a message that
+ * names the file, the path of each bad field and what was expected.
+ *
+ * @since 0.1.0
+ */
+import { Data, Effect, Schema, SchemaIssue } from "effect"
+import { Yaml } from "effect/encoding"
+import { readFile } from "node:fs/promises"
+
+const Usd = Schema.Union([Schema.Finite, Schema.String]).annotate({ expected: "a USD amount (a number or a decimal string)" })
+const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+const Timestamp = Schema.Union([Schema.String, Schema.Date]).annotate({ expected: "an ISO 8601 time such as 2027-01-01T00:00:00Z" })
+
+/** Limits on requests per minute, tokens per minute and concurrent calls. @category schemas */
+export const LimitsFields = {
+  rpm: Schema.optionalKey(Schema.NullOr(PositiveInt)),
+  tpm: Schema.optionalKey(Schema.NullOr(PositiveInt)),
+  concurrency: Schema.optionalKey(Schema.NullOr(PositiveInt))
+}
+
+/** An upstream channel. @category schemas */
+export const ChannelConfig = Schema.Struct({
+  name: Schema.NonEmptyString,
+  type: Schema.Literals(["openai", "gemini", "anthropic", "azure"]),
+  base_url: Schema.NonEmptyString,
+  api_key: Schema.optionalKey(Schema.String),
+  api_keys: Schema.optionalKey(Schema.Array(Schema.String)),
+  models: Schema.Array(Schema.NonEmptyString),
+  model_map: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  groups: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
+  priority: Schema.optionalKey(Schema.Int),
+  weight: Schema.optionalKey(NonNegativeInt),
+  enabled: Schema.optionalKey(Schema.Boolean),
+  headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  api_version: Schema.optionalKey(Schema.String),
+  timeouts: Schema.optionalKey(Schema.Struct({
+    connect_ms: Schema.optionalKey(PositiveInt),
+    first_byte_ms: Schema.optionalKey(PositiveInt),
+    idle_ms: Schema.optionalKey(PositiveInt),
+    total_ms: Schema.optionalKey(PositiveInt)
+  }))
+})
+export type ChannelConfig = typeof ChannelConfig.Type
+
+/** A model's price and limits. Prices are USD per one million tokens; `per_request` is USD per call. @category schemas */
+export const ModelConfig = Schema.Struct({
+  input: Schema.optionalKey(Usd),
+  output: Schema.optionalKey(Usd),
+  cached_input: Schema.optionalKey(Usd),
+  per_request: Schema.optionalKey(Usd),
+  free: Schema.optionalKey(Schema.Boolean),
+  display_name: Schema.optionalKey(Schema.String),
+  input_token_limit: Schema.optionalKey(PositiveInt),
+  output_token_limit: Schema.optionalKey(PositiveInt)
+})
+export type ModelConfig = typeof ModelConfig.Type
+
+/** A group of keys: price ratio and default limits. @category schemas */
+export const GroupConfig = Schema.Struct({
+  ratio: Schema.optionalKey(Schema.Union([Schema.Finite, Schema.String])),
+  selectable: Schema.optionalKey(Schema.Boolean),
+  ...LimitsFields
+})
+export type GroupConfig = typeof GroupConfig.Type
+
+/** An API key declared in the file. @category schemas */
+export const KeyConfig = Schema.Struct({
+  name: Schema.NonEmptyString,
+  secret: Schema.optionalKey(Schema.String.check(Schema.isMinLength(20))),
+  group: Schema.optionalKey(Schema.NonEmptyString),
+  models: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
+  expires_at: Schema.optionalKey(Schema.NullOr(Timestamp)),
+  enabled: Schema.optionalKey(Schema.Boolean),
+  quota: Schema.optionalKey(Schema.NullOr(Usd)),
+  daily_budget: Schema.optionalKey(Schema.NullOr(Usd)),
+  monthly_budget: Schema.optionalKey(Schema.NullOr(Usd)),
+  ...LimitsFields
+})
+export type KeyConfig = typeof KeyConfig.Type
+
+/** A user declared in the file. `balance` is the initial balance, credited once. @category schemas */
+export const UserConfig = Schema.Struct({
+  name: Schema.NonEmptyString,
+  role: Schema.optionalKey(Schema.Literals(["user", "admin"])),
+  password: Schema.optionalKey(Schema.String),
+  balance: Schema.optionalKey(Usd),
+  enabled: Schema.optionalKey(Schema.Boolean),
+  groups: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
+  keys: Schema.optionalKey(Schema.Array(KeyConfig)),
+  ...LimitsFields
+})
+export type UserConfig = typeof UserConfig.Type
+
+/** The whole file. Every key is optional; docs/configuration.md lists the defaults. @category schemas */
+export const ConfigFile = Schema.Struct({
+  listen: Schema.optionalKey(Schema.String),
+  database: Schema.optionalKey(Schema.String),
+  redis: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  public_url: Schema.optionalKey(Schema.String),
+  secret_file: Schema.optionalKey(Schema.String),
+  node_id: Schema.optionalKey(Schema.String),
+  max_body_bytes: Schema.optionalKey(PositiveInt),
+  shutdown_grace_seconds: Schema.optionalKey(NonNegativeInt),
+  log_level: Schema.optionalKey(Schema.Literals(["debug", "info", "warning", "error"])),
+  log_format: Schema.optionalKey(Schema.Literals(["json", "logfmt", "pretty"])),
+  usage: Schema.optionalKey(Schema.Struct({
+    flush_interval_ms: Schema.optionalKey(PositiveInt),
+    max_batch: Schema.optionalKey(PositiveInt)
+  })),
+  channels: Schema.optionalKey(Schema.Array(ChannelConfig)),
+  models: Schema.optionalKey(Schema.Record(Schema.String, ModelConfig)),
+  aliases: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  groups: Schema.optionalKey(Schema.Record(Schema.String, GroupConfig)),
+  users: Schema.optionalKey(Schema.Array(UserConfig))
+})
+export type ConfigFile = typeof ConfigFile.Type
+
+/**
+ * The configuration could not be read or decoded. `message` is ready to print:
+ * it names the file, each bad field's path and what was expected.
+ *
+ * @category errors
+ */
+export class ConfigError extends Data.TaggedError("ConfigError")<{
+  readonly message: string
+}> {}
+
+/** Renders a Schema path (`["channels", 0, "type"]`) as `channels[0].type`. @category formatting */
+export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
+  path.reduce<string>((acc, key) =>
+    typeof key === "number" ? `${acc}[${key}]` : acc === "" ? String(key) : `${acc}.${String(key)}`, "")
+
+const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/**
+ * Decodes an already parsed document, or fails with one line per bad field.
+ *
+ * @category decoding
+ */
+export const decode = (document: unknown, source: string): Effect.Effect<ConfigFile, ConfigError> =>
+  Schema.decodeUnknownEffect(ConfigFile)(document ?? {}, { errors: "all", onExcessProperty: "error" }).pipe(
+    Effect.mapError((error) => {
+      const issues = formatter(error.issue).issues
+      const lines = issues.map((issue) => {
+        const path = formatPath((issue.path ?? []).map((p) => typeof p === "object" ? p.key : p))
+        return `  at ${path === "" ? "(top level)" : path}: ${issue.message}`
+      })
+      return new ConfigError({ message: `Invalid configuration in ${source}:\n${lines.join("\n")}` })
+    })
+  )
+
+/**
+ * Parses YAML text and decodes it.
+ *
+ * @category decoding
+ */
+export const parse = (text: string, source: string): Effect.Effect<ConfigFile, ConfigError> =>
+  Effect.try({
+    try: () => Yaml.parse(text),
+    catch: (cause) => new ConfigError({ message: `Invalid YAML in ${source}: ${cause instanceof Error ? cause.message : String(cause)}` })
+  }).pipe(Effect.flatMap((document) => decode(document, source)))
+
+/**
+ * Reads and decodes a configuration file.
+ *
+ * @category decoding
+ */
+export const load = (path: string): Effect.Effect<ConfigFile, ConfigError> =>
+  Effect.tryPromise({
+    try: () => readFile(path, "utf8"),
+    catch: (cause) =>
+      new ConfigError({
+        message: `Cannot read the configuration file ${path}: ${(cause as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : String(cause)}`
+      })
+  }).pipe(Effect.flatMap((text) => parse(text, path)))

@@ -1,0 +1,118 @@
+/**
+ * The money side of one call: the hold taken at admission and its settlement.
+ *
+ * A call is settled exactly once, whichever way it ends: after a non-stream
+ * answer is read, when a stream ends, when the client disconnects mid-stream
+ * (the request fiber is interrupted and the stream's finaliser runs), or when
+ * the call fails before any output (then nothing is charged). Settlement runs
+ * in finalisers (`Effect.onExit`, `Stream.onExit`), never as a step after the
+ * stream, so an interruption cannot skip it.
+ *
+ * @since 0.1.0
+ */
+import { Accounts, type Domain, Pricing, UsageLog } from "@modelgate/core"
+import { Clock, Effect } from "effect"
+
+/** What a call consumed, as metered from the upstream's answer. @category models */
+export interface Metered {
+  readonly promptTokens: number
+  readonly completionTokens: number
+  readonly cachedTokens: number
+  /** Whether the counts are the upstream's own (false: local estimates). */
+  readonly reported: boolean
+}
+
+/** Nothing consumed: the call failed before any output. @category constants */
+export const nothing: Metered = { promptTokens: 0, completionTokens: 0, cachedTokens: 0, reported: false }
+
+/** How the call ended, for the usage record. @category models */
+export interface Outcome {
+  readonly status: number
+  readonly errorCode: string | null
+  readonly ttfbMs: number | null
+}
+
+/** Who is calling what, through which channel. @category models */
+export interface CallInfo {
+  readonly requestId: string
+  readonly startedAt: number
+  readonly key: Domain.ApiKey
+  readonly model: Domain.Model
+  readonly ratioMicros: bigint
+  readonly dialectIn: Domain.Dialect
+  readonly stream: boolean
+}
+
+/** Where the call went. @category models */
+export interface Leg {
+  readonly channel: string
+  readonly upstreamModel: string
+  readonly dialectOut: Domain.Dialect
+  readonly attempts: number
+}
+
+/**
+ * An open hold and the means to settle it once.
+ *
+ * @category models
+ */
+export interface Settlement {
+  readonly holdId: string
+  readonly heldNanos: bigint
+  /** Settles the call (charge for `metered`, release the rest, write the usage record). Later calls do nothing. */
+  readonly finish: (metered: Metered, outcome: Outcome, leg: Leg | undefined) => Effect.Effect<void>
+}
+
+/**
+ * Holds the worst-case cost of a call and returns its settlement.
+ *
+ * @category settlement
+ */
+export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigint) {
+  const accounts = yield* Accounts.Accounts
+  const usage = yield* UsageLog.UsageLog
+  const holdId = yield* accounts.hold({
+    userId: call.key.userId,
+    keyId: call.key.id,
+    amountNanos: heldNanos,
+    requestId: call.requestId
+  })
+  let done = false
+  const finish = (metered: Metered, outcome: Outcome, leg: Leg | undefined): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (done) return Effect.void
+      done = true
+      const costNanos = Pricing.cost(call.model, call.ratioMicros, metered)
+      const charged = costNanos > heldNanos && !metered.reported ? heldNanos : costNanos
+      return Effect.gen(function*() {
+        yield* accounts.settle(holdId, charged).pipe(
+          Effect.catch((error) => Effect.logError("settlement failed; the sweeper will release the hold", error))
+        )
+        const now = yield* Clock.currentTimeMillis
+        yield* usage.record({
+          createdAt: call.startedAt,
+          requestId: call.requestId,
+          userId: call.key.userId,
+          keyId: call.key.id,
+          model: call.model.id,
+          upstreamModel: leg?.upstreamModel ?? call.model.id,
+          channel: leg?.channel ?? "",
+          dialectIn: call.dialectIn,
+          dialectOut: leg?.dialectOut ?? call.dialectIn,
+          stream: call.stream,
+          promptTokens: metered.promptTokens,
+          completionTokens: metered.completionTokens,
+          cachedTokens: metered.cachedTokens,
+          usageReported: metered.reported,
+          costNanos: charged,
+          latencyMs: now - call.startedAt,
+          ttfbMs: outcome.ttfbMs,
+          status: outcome.status,
+          errorCode: outcome.errorCode,
+          attempts: leg?.attempts ?? 0
+        })
+      }).pipe(Effect.uninterruptible)
+    })
+  const settlement: Settlement = { holdId, heldNanos, finish }
+  return settlement
+})

@@ -1,0 +1,73 @@
+import { assert, describe, it } from "@effect/vitest"
+import { match } from "../src/Routes.ts"
+
+describe("Routes", () => {
+  it("matches the OpenAI surface under /v1 and Google's /v1beta/openai", () => {
+    assert.deepStrictEqual(match("POST", "/v1/chat/completions"), { _tag: "OpenAIChat", dialect: "openai" })
+    assert.deepStrictEqual(match("POST", "/v1beta/openai/chat/completions"), { _tag: "OpenAIChat", dialect: "openai" })
+    assert.deepStrictEqual(match("GET", "/v1/models"), { _tag: "OpenAIModels", dialect: "openai" })
+    assert.deepStrictEqual(match("GET", "/v1/models/gpt-4o"), { _tag: "OpenAIModel", dialect: "openai", model: "gpt-4o" })
+  })
+
+  it("matches Gemini model methods, with or without the models/ prefix in the model", () => {
+    assert.deepStrictEqual(match("POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent"), {
+      _tag: "GeminiAction",
+      dialect: "gemini",
+      model: "gemini-2.5-pro",
+      action: "streamGenerateContent"
+    })
+    assert.deepStrictEqual(match("POST", "/v1beta/models/models%2Fgemini-2.5-pro:generateContent"), {
+      _tag: "GeminiAction",
+      dialect: "gemini",
+      model: "models/gemini-2.5-pro",
+      action: "generateContent"
+    })
+    assert.deepStrictEqual(match("GET", "/v1beta/models/gemini-2.5-pro"), { _tag: "GeminiModel", dialect: "gemini", model: "gemini-2.5-pro" })
+  })
+
+  it("answers a wrong method with the allowed ones", () => {
+    const miss = match("GET", "/v1/chat/completions")
+    assert.strictEqual(miss._tag, "MethodNotAllowed")
+    if (miss._tag === "MethodNotAllowed") assert.deepStrictEqual(miss.allow, ["POST"])
+  })
+
+  const notFound = (path: string) => {
+    const miss = match("POST", path)
+    if (miss._tag !== "NotFound") throw new Error(`expected NotFound for ${path}, got ${miss._tag}`)
+    return miss
+  }
+
+  it("names the fix for a doubled /v1", () => {
+    const miss = notFound("/v1/v1/chat/completions")
+    assert.strictEqual(miss.dialect, "openai")
+    assert.match(miss.message, /\/v1 twice/)
+    assert.match(miss.message, /already ends in \/v1/)
+  })
+
+  it("names the fix for a missing /v1", () => {
+    for (const path of ["/chat/completions", "/models", "/embeddings"]) {
+      const miss = notFound(path)
+      assert.strictEqual(miss.dialect, "openai")
+      assert.match(miss.message, /missing \/v1/)
+    }
+  })
+
+  it("tells Gemini clients on the wrong API version to use v1beta, in Gemini's dialect", () => {
+    for (const path of ["/v1/models/gemini-2.5-flash:generateContent", "/v1alpha/models/x:generateContent", "/v1beta/v1beta/models/x:generateContent"]) {
+      const miss = notFound(path)
+      assert.strictEqual(miss.dialect, "gemini", path)
+      assert.match(miss.message, /v1beta/, path)
+    }
+  })
+
+  it("unknown Gemini methods are 404 naming the supported ones", () => {
+    const miss = notFound("/v1beta/models/gemini-2.5-flash:generateAnswer")
+    assert.match(miss.message, /generateContent/)
+  })
+
+  it("never routes an API path to the console", () => {
+    for (const path of ["/v1/foo", "/v1beta/foo", "/chat/completions", "/v2/models"]) {
+      assert.notStrictEqual(match("GET", path)._tag, "Console", path)
+    }
+  })
+})
