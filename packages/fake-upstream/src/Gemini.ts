@@ -1,0 +1,228 @@
+/**
+ * Gemini (Generative Language API v1beta) dialect: `:generateContent`,
+ * `:streamGenerateContent` (SSE with `alt=sse`, else one JSON array),
+ * `:countTokens`, `:embedContent`, `:batchEmbedContents` and the model list.
+ */
+import type { ServerResponse } from "node:http"
+import {
+  type Answer,
+  answerText,
+  contentText,
+  type Conversation,
+  embedding,
+  estimateTokens,
+  isRecord,
+  planAnswer,
+  type ToolResult,
+  type ToolSpec
+} from "./Content.ts"
+import {
+  type CallContext,
+  memoFrame,
+  sendJson,
+  sendLazyJson,
+  sendStream,
+  SENTINEL,
+  splitAtSentinel,
+  type StreamPlan
+} from "./Writer.ts"
+
+/** proto3-JSON parsers accept both spellings; so do we. */
+const field = (o: Record<string, unknown>, camel: string, snake: string): unknown => o[camel] ?? o[snake]
+
+const partsOf = (content: unknown): ReadonlyArray<unknown> =>
+  isRecord(content) && Array.isArray(content["parts"]) ? content["parts"] : []
+
+const responseText = (response: unknown): string => {
+  if (isRecord(response) && typeof response["output"] === "string" && Object.keys(response).length === 1) {
+    return response["output"]
+  }
+  return typeof response === "string" ? response : JSON.stringify(response ?? null)
+}
+
+export const geminiConversation = (body: Record<string, unknown>, model: string): Conversation => {
+  // countTokens may wrap the request: {generateContentRequest: {contents, systemInstruction, tools}}
+  const request = isRecord(body["generateContentRequest"]) ? body["generateContentRequest"] : body
+  const contents = Array.isArray(request["contents"]) ? request["contents"] : []
+  let chars = contentText(partsOf(field(request, "systemInstruction", "system_instruction"))).length
+  let lastUserText = ""
+  for (const content of contents) {
+    if (!isRecord(content)) continue
+    let text = ""
+    for (const part of partsOf(content)) {
+      if (!isRecord(part)) continue
+      if (typeof part["text"] === "string") text += part["text"]
+      const call = field(part, "functionCall", "function_call")
+      if (isRecord(call)) chars += String(call["name"] ?? "").length + JSON.stringify(call["args"] ?? {}).length
+      const response = field(part, "functionResponse", "function_response")
+      if (isRecord(response)) chars += responseText(response["response"]).length
+    }
+    chars += text.length
+    if ((content["role"] ?? "user") === "user" && text !== "") lastUserText = text
+  }
+  let lastToolResult: ToolResult | undefined
+  const last: unknown = contents[contents.length - 1]
+  for (const part of partsOf(last)) {
+    const response = isRecord(part) ? field(part, "functionResponse", "function_response") : undefined
+    if (isRecord(response)) {
+      lastToolResult = {
+        name: typeof response["name"] === "string" ? response["name"] : "tool",
+        text: responseText(response["response"])
+      }
+    }
+  }
+  const tools: Array<ToolSpec> = []
+  if (Array.isArray(request["tools"])) {
+    for (const tool of request["tools"]) {
+      const declarations = isRecord(tool) ? field(tool, "functionDeclarations", "function_declarations") : undefined
+      if (!Array.isArray(declarations)) continue
+      for (const d of declarations) {
+        if (!isRecord(d) || typeof d["name"] !== "string") continue
+        tools.push({
+          name: d["name"],
+          schema: d["parameters"] ?? field(d, "parametersJsonSchema", "parameters_json_schema")
+        })
+      }
+    }
+  }
+  return { model, promptChars: chars, lastUserText, tools, lastToolResult }
+}
+
+const usageMetadata = (prompt: number, candidates: number) => ({
+  promptTokenCount: prompt,
+  candidatesTokenCount: candidates,
+  totalTokenCount: prompt + candidates,
+  promptTokensDetails: [{ modality: "TEXT", tokenCount: prompt }]
+})
+
+const responseId = (seq: number): string => `fake-${seq}`
+
+const parts = (answer: Answer, text: string): Array<unknown> =>
+  answer._tag === "tool" ? [{ functionCall: { name: answer.name, args: answer.args } }] : [{ text }]
+
+export const geminiGenerate = (
+  res: ServerResponse,
+  body: Record<string, unknown>,
+  ctx: CallContext
+): Promise<void> | void => {
+  const conversation = geminiConversation(body, ctx.model)
+  const answer = planAnswer(conversation, ctx.scenario)
+  const promptTokens = estimateTokens(conversation.promptChars)
+  const lazy = answer._tag === "text" && answer.lazy
+  const response = {
+    candidates: [{
+      content: { parts: parts(answer, answer._tag === "text" ? (lazy ? SENTINEL : answerText(answer)) : ""), role: "model" },
+      finishReason: "STOP",
+      index: 0
+    }],
+    ...(ctx.scenario.usage ? { usageMetadata: usageMetadata(promptTokens, answer.outputTokens) } : {}),
+    modelVersion: ctx.model,
+    responseId: responseId(ctx.seq)
+  }
+  const json = JSON.stringify(response)
+  if (answer._tag === "text" && lazy) {
+    const [prefix, suffix] = splitAtSentinel(json)
+    return sendLazyJson(res, ctx.headers, prefix, answer, suffix)
+  }
+  sendJson(res, 200, json, ctx.headers)
+}
+
+export const geminiStream = (
+  res: ServerResponse,
+  body: Record<string, unknown>,
+  ctx: CallContext,
+  sse: boolean
+): Promise<void> => {
+  const conversation = geminiConversation(body, ctx.model)
+  const answer = planAnswer(conversation, ctx.scenario)
+  const promptTokens = estimateTokens(conversation.promptChars)
+  const trailer = `,"modelVersion":${JSON.stringify(ctx.model)},"responseId":"${responseId(ctx.seq)}"}`
+  // Like Google: intermediate chunks carry the prompt count only, the last one the full usage.
+  const partialUsage = ctx.scenario.usage
+    ? `,"usageMetadata":{"promptTokenCount":${promptTokens},"totalTokenCount":${promptTokens}}`
+    : ""
+  const finalUsage = ctx.scenario.usage
+    ? `,"usageMetadata":${JSON.stringify(usageMetadata(promptTokens, answer.outputTokens))}`
+    : ""
+  const chunkJson = (partsJson: string, last: boolean): string =>
+    `{"candidates":[{"content":{"parts":${partsJson},"role":"model"},${
+      last ? `"finishReason":"STOP",` : ""
+    }"index":0}]${last ? finalUsage : partialUsage}${trailer}`
+  const count = answer._tag === "tool" ? 1 : answer.count
+  const middle = memoFrame((chunk) => chunkJson(`[{"text":${JSON.stringify(chunk)}}]`, false))
+  const json = (i: number): string => {
+    const last = i === count - 1
+    if (answer._tag === "tool") return chunkJson(JSON.stringify(parts(answer, "")), true)
+    return last ? chunkJson(`[{"text":${JSON.stringify(answer.chunk(i))}}]`, true) : middle(answer.chunk(i))
+  }
+  const plan: StreamPlan = sse
+    ? {
+      contentType: "text/event-stream",
+      headers: ctx.headers,
+      head: "",
+      count,
+      // Google's framing: one-line JSON, CRLF CRLF; no `event:` lines, no comments.
+      frame: (i) => `data: ${json(i)}\r\n\r\n`,
+      tail: () => ""
+    }
+    : {
+      contentType: "application/json",
+      headers: ctx.headers,
+      head: "",
+      count,
+      frame: (i) => `${i === 0 ? "[" : ","}${json(i)}\n`,
+      tail: () => "]"
+    }
+  return sendStream(res, plan, ctx.scenario)
+}
+
+export const geminiCountTokens = (res: ServerResponse, body: Record<string, unknown>, ctx: CallContext): void => {
+  const tokens = estimateTokens(geminiConversation(body, ctx.model).promptChars)
+  sendJson(
+    res,
+    200,
+    JSON.stringify({ totalTokens: tokens, promptTokensDetails: [{ modality: "TEXT", tokenCount: tokens }] }),
+    ctx.headers
+  )
+}
+
+export const DEFAULT_GEMINI_EMBEDDING_DIMENSIONS = 768
+
+const embedValues = (request: Record<string, unknown>): { values: Array<number> } => {
+  const text = contentText(partsOf(request["content"]))
+  const dims = field(request, "outputDimensionality", "output_dimensionality")
+  const n = typeof dims === "number" && dims >= 1 ? Math.min(Math.floor(dims), 8192) : DEFAULT_GEMINI_EMBEDDING_DIMENSIONS
+  return { values: embedding(text, n) }
+}
+
+export const geminiEmbed = (res: ServerResponse, body: Record<string, unknown>, ctx: CallContext): void => {
+  sendJson(res, 200, JSON.stringify({ embedding: embedValues(body) }), ctx.headers)
+}
+
+export const geminiBatchEmbed = (res: ServerResponse, body: Record<string, unknown>, ctx: CallContext): void => {
+  const requests = Array.isArray(body["requests"]) ? body["requests"] : []
+  const embeddings = requests.map((r) => embedValues(isRecord(r) ? r : {}))
+  sendJson(res, 200, JSON.stringify({ embeddings }), ctx.headers)
+}
+
+// ---------------------------------------------------------------- models
+
+export const geminiModel = (id: string) => {
+  const embed = id.includes("embedding")
+  return {
+    name: `models/${id}`,
+    baseModelId: id,
+    version: "001",
+    displayName: id,
+    description: `fake-upstream model ${id}`,
+    inputTokenLimit: embed ? 2048 : 1048576,
+    outputTokenLimit: embed ? 1 : 65536,
+    supportedGenerationMethods: embed
+      ? ["embedContent", "batchEmbedContents"]
+      : ["generateContent", "streamGenerateContent", "countTokens"],
+    ...(embed ? {} : { temperature: 1, maxTemperature: 2, topP: 0.95, topK: 64 })
+  }
+}
+
+export const geminiModelsBody = (ids: ReadonlyArray<string>): string =>
+  JSON.stringify({ models: ids.map(geminiModel) })

@@ -1,0 +1,168 @@
+/**
+ * Per-request behaviour of the fake upstream ("scenario"), chosen by request
+ * header (wins), by tokens in the model name (so tests that go through a
+ * gateway which does not forward `x-fake-*` headers can still pick a
+ * behaviour), or by the server's global options.
+ *
+ * Model-name tokens (case-insensitive, anywhere in the name, e.g.
+ * `gpt-fake-tools-slow-200`):
+ *   tools            answer with a tool call (when tools are declared)
+ *   slow / slow-N    delay the first byte by `slowMs` (default 1000) / N ms
+ *   fail-NNN         fail with HTTP status NNN in the dialect's error envelope
+ *   cut-N            stream N content chunks, then kill the connection
+ *   stall-N          stream N content chunks, then stall forever
+ *   chunks-NxB       N content chunks of B bytes each
+ *   bytes-B          answer text of about B bytes
+ *   interval-N       N ms between stream chunks
+ *   nousage          omit usage
+ */
+import type { IncomingHttpHeaders } from "node:http"
+
+export type CutMode = "close" | "reset"
+
+export interface Scenario {
+  /** false: never; true: the first declared tool; string: that tool's name. */
+  readonly toolCall: boolean | string
+  readonly delayFirstMs: number
+  readonly failStatus: number | undefined
+  readonly cutAfter: number | undefined
+  readonly cutMode: CutMode
+  readonly stallAfter: number | undefined
+  readonly chunks: number | undefined
+  readonly chunkBytes: number | undefined
+  readonly responseBytes: number | undefined
+  readonly chunkIntervalMs: number
+  readonly usage: boolean
+}
+
+export interface ScenarioDefaults {
+  readonly latencyMs: number
+  readonly chunkIntervalMs: number
+  readonly slowMs: number
+}
+
+/** Upper bounds that keep a typo from asking for terabytes or years. */
+const MAX_CHUNKS = 10_000_000
+const MAX_BYTES = 1 << 30
+const MAX_DELAY_MS = 3_600_000
+
+const header = (headers: IncomingHttpHeaders, name: string): string | undefined => {
+  const value = headers[name]
+  return Array.isArray(value) ? value[0] : value
+}
+
+const int = (raw: string | undefined, max: number): number | undefined => {
+  if (raw === undefined) return undefined
+  const trimmed = raw.trim()
+  if (!/^\d+$/.test(trimmed)) return undefined
+  const n = Number(trimmed)
+  return n <= max ? n : max
+}
+
+const status = (raw: string | undefined): number | undefined => {
+  const n = int(raw, 999)
+  return n !== undefined && n >= 400 && n <= 599 ? n : undefined
+}
+
+// One cheap test on the hot path: only models that contain a control word
+// pay for the individual regular expressions below.
+const MODEL_HINT = /tools|slow|fail-|cut-|stall-|chunks-|bytes-|interval-|nousage/i
+const token = (word: string, arg: string): RegExp => new RegExp(`(?:^|[^a-z0-9])${word}${arg}(?![0-9])`, "i")
+const MODEL_TOOLS = /tools/i
+const MODEL_SLOW = /slow(?:-(\d+))?/i
+const MODEL_FAIL = token("fail-", "(\\d{3})")
+const MODEL_CUT = token("cut-", "(\\d+)")
+const MODEL_STALL = token("stall-", "(\\d+)")
+const MODEL_CHUNKS = token("chunks-", "(\\d+)(?:x(\\d+))?")
+const MODEL_BYTES = token("bytes-", "(\\d+)")
+const MODEL_INTERVAL = token("interval-", "(\\d+)")
+const MODEL_NOUSAGE = /nousage/i
+
+type Mutable = {
+  -readonly [K in keyof Scenario]: Scenario[K]
+}
+
+const fromModel = (model: string, s: Mutable, defaults: ScenarioDefaults): void => {
+  if (!MODEL_HINT.test(model)) return
+  if (MODEL_TOOLS.test(model)) s.toolCall = true
+  const slow = MODEL_SLOW.exec(model)
+  if (slow) s.delayFirstMs = slow[1] !== undefined ? Math.min(Number(slow[1]), MAX_DELAY_MS) : defaults.slowMs
+  const fail = MODEL_FAIL.exec(model)
+  if (fail) s.failStatus = status(fail[1])
+  const cut = MODEL_CUT.exec(model)
+  if (cut) s.cutAfter = int(cut[1], MAX_CHUNKS)
+  const stall = MODEL_STALL.exec(model)
+  if (stall) s.stallAfter = int(stall[1], MAX_CHUNKS)
+  const chunks = MODEL_CHUNKS.exec(model)
+  if (chunks) {
+    s.chunks = int(chunks[1], MAX_CHUNKS)
+    if (chunks[2] !== undefined) s.chunkBytes = int(chunks[2], MAX_BYTES)
+  }
+  const bytes = MODEL_BYTES.exec(model)
+  if (bytes) s.responseBytes = int(bytes[1], MAX_BYTES)
+  const interval = MODEL_INTERVAL.exec(model)
+  if (interval) s.chunkIntervalMs = int(interval[1], MAX_DELAY_MS) ?? s.chunkIntervalMs
+  if (MODEL_NOUSAGE.test(model)) s.usage = false
+}
+
+const fromHeaders = (headers: IncomingHttpHeaders, s: Mutable): void => {
+  const tool = header(headers, "x-fake-tool-call")
+  if (tool !== undefined) {
+    const v = tool.trim()
+    const lower = v.toLowerCase()
+    if (lower === "none" || lower === "0" || lower === "false" || lower === "off") s.toolCall = false
+    else if (v === "" || lower === "1" || lower === "true" || lower === "auto" || v === "*") s.toolCall = true
+    else s.toolCall = v
+  }
+  const delay = int(header(headers, "x-fake-delay-first-ms"), MAX_DELAY_MS)
+  if (delay !== undefined) s.delayFirstMs = delay
+  const fail = header(headers, "x-fake-fail")
+  if (fail !== undefined) s.failStatus = status(fail)
+  const cut = int(header(headers, "x-fake-cut-after"), MAX_CHUNKS)
+  if (cut !== undefined) s.cutAfter = cut
+  const cutMode = header(headers, "x-fake-cut-mode")
+  if (cutMode !== undefined) s.cutMode = cutMode.trim().toLowerCase() === "reset" ? "reset" : "close"
+  const stall = int(header(headers, "x-fake-stall-after"), MAX_CHUNKS)
+  if (stall !== undefined) s.stallAfter = stall
+  const chunks = int(header(headers, "x-fake-chunks"), MAX_CHUNKS)
+  if (chunks !== undefined) s.chunks = chunks
+  const chunkBytes = int(header(headers, "x-fake-chunk-bytes"), MAX_BYTES)
+  if (chunkBytes !== undefined) s.chunkBytes = chunkBytes
+  const responseBytes = int(header(headers, "x-fake-response-bytes"), MAX_BYTES)
+  if (responseBytes !== undefined) s.responseBytes = responseBytes
+  const interval = int(header(headers, "x-fake-chunk-interval-ms"), MAX_DELAY_MS)
+  if (interval !== undefined) s.chunkIntervalMs = interval
+  const usage = header(headers, "x-fake-usage")
+  if (usage !== undefined) s.usage = usage.trim().toLowerCase() !== "none"
+}
+
+/** Quick check so plain requests skip all header parsing. */
+const hasFakeHeader = (headers: IncomingHttpHeaders): boolean => {
+  for (const name in headers) {
+    if (name.startsWith("x-fake-")) return true
+  }
+  return false
+}
+
+export const resolveScenario = (
+  model: string,
+  headers: IncomingHttpHeaders,
+  defaults: ScenarioDefaults
+): Scenario => {
+  const s: Mutable = {
+    toolCall: false,
+    delayFirstMs: 0,
+    failStatus: undefined,
+    cutAfter: undefined,
+    cutMode: "close",
+    stallAfter: undefined,
+    chunks: undefined,
+    chunkBytes: undefined,
+    responseBytes: undefined,
+    chunkIntervalMs: defaults.chunkIntervalMs,
+    usage: true
+  }
+  fromModel(model, s, defaults)
+  if (hasFakeHeader(headers)) fromHeaders(headers, s)
+  return s
+}

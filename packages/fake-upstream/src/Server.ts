@@ -1,0 +1,394 @@
+/**
+ * The fake upstream: one real HTTP listener that imitates OpenAI, Azure
+ * OpenAI, Gemini and Anthropic for tests, demos and benchmarks.
+ *
+ * Why plain `node:http` (and not Effect's HttpServer, which the gateway
+ * itself uses): the benchmarks measure "client → fake upstream" as the
+ * *direct* baseline and compare it with "client → gateway → fake upstream".
+ * The baseline has to cost as little as possible per request, so this server
+ * avoids every layer it can: no framework, no per-request allocation beyond
+ * parsing the body, precomputed static bodies, coalesced stream writes and
+ * keep-alive. Nothing here is meant as an example of gateway code.
+ */
+import * as http from "node:http"
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http"
+import type { AddressInfo, Socket } from "node:net"
+import { setTimeout as sleep } from "node:timers/promises"
+import { anthropicCountTokens, anthropicMessages, anthropicModel, anthropicModelsBody } from "./Anthropic.ts"
+import { isRecord } from "./Content.ts"
+import {
+  anthropicInvalidKey,
+  anthropicMissingKey,
+  AZURE_BAD_KEY,
+  badRequest,
+  type Dialect,
+  type ErrorResponse,
+  failure,
+  GEMINI_INVALID_KEY,
+  GEMINI_MISSING_KEY,
+  notFound,
+  OPENAI_INVALID_KEY,
+  OPENAI_MISSING_KEY
+} from "./Errors.ts"
+import {
+  geminiBatchEmbed,
+  geminiCountTokens,
+  geminiEmbed,
+  geminiGenerate,
+  geminiModel,
+  geminiModelsBody,
+  geminiStream
+} from "./Gemini.ts"
+import { openaiChat, openaiEmbeddings, openaiModel, openaiModelsBody } from "./OpenAI.ts"
+import { resolveScenario, type ScenarioDefaults } from "./Scenario.ts"
+import { type CallContext, cutConnection, sendJson } from "./Writer.ts"
+
+export interface FakeUpstreamModels {
+  readonly openai?: ReadonlyArray<string>
+  readonly gemini?: ReadonlyArray<string>
+  readonly anthropic?: ReadonlyArray<string>
+}
+
+export interface FakeUpstreamOptions {
+  /** TCP port; 0 (default) picks a free one. */
+  readonly port?: number
+  /** Interface to bind; default "127.0.0.1". */
+  readonly host?: string
+  /** When set, only this key is accepted; otherwise any non-empty key is. */
+  readonly apiKey?: string
+  /** Delay added before every response (default 0). */
+  readonly latencyMs?: number
+  /** Delay between stream chunks unless a request says otherwise (default 0). */
+  readonly chunkIntervalMs?: number
+  /** First-byte delay of models whose name contains `slow` (default 1000). */
+  readonly slowMs?: number
+  /** How many requests `requests` keeps (default 1000; 0 disables recording). */
+  readonly maxRecordedRequests?: number
+  /** Model ids listed by the models endpoints (any model id is accepted anyway). */
+  readonly models?: FakeUpstreamModels
+}
+
+export interface RecordedRequest {
+  /** Per-server request number (also used in response ids, e.g. `chatcmpl-fake<seq>`). */
+  readonly seq: number
+  readonly time: number
+  readonly method: string
+  /** Path without the query string. */
+  readonly path: string
+  readonly query: Readonly<Record<string, string>>
+  readonly headers: IncomingHttpHeaders
+  /** Parsed JSON body; the raw text if it is not JSON; undefined without a body. */
+  readonly body: unknown
+  /** The dialect the route belongs to; undefined for unknown routes and /health. */
+  readonly dialect: Dialect | undefined
+  /** Model from the body or the path ("" when there is none). */
+  readonly model: string
+}
+
+export interface FakeUpstream {
+  /** Base URL, e.g. "http://127.0.0.1:34567" (no trailing slash). */
+  readonly url: string
+  readonly host: string
+  readonly port: number
+  /** The most recent requests, oldest first (bounded by `maxRecordedRequests`). */
+  readonly requests: Array<RecordedRequest>
+  readonly clearRequests: () => void
+  /** Stop listening and destroy every open connection (streams included). */
+  readonly close: () => Promise<void>
+}
+
+export const DEFAULT_MODELS: Required<FakeUpstreamModels> = {
+  openai: ["gpt-4o-mini", "gpt-4o", "gpt-4.1-mini", "text-embedding-3-small", "fake-tools"],
+  gemini: ["gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.0-flash", "gemini-embedding-001", "text-embedding-004"],
+  anthropic: ["claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-1"]
+}
+
+type Route =
+  | { readonly kind: "health" }
+  | { readonly kind: "notFound"; readonly dialect: Dialect }
+  | { readonly kind: "static"; readonly dialect: Dialect; readonly body: string }
+  | {
+    readonly kind: "call"
+    readonly dialect: Dialect
+    readonly action: string
+    /** Model taken from the path (Gemini, Azure deployment); otherwise from the body. */
+    readonly model: string | undefined
+  }
+
+const EMPTY_QUERY: Readonly<Record<string, string>> = Object.freeze({})
+
+const first = (value: string | Array<string> | undefined): string | undefined =>
+  Array.isArray(value) ? value[0] : value
+
+const bearer = (headers: IncomingHttpHeaders): string | undefined => {
+  const auth = headers.authorization
+  if (auth === undefined) return undefined
+  const match = /^Bearer\s+(.*)$/i.exec(auth)
+  return match === null ? undefined : match[1].trim()
+}
+
+const apiKeyOf = (dialect: Dialect, headers: IncomingHttpHeaders, query: Readonly<Record<string, string>>) => {
+  switch (dialect) {
+    case "openai":
+      return bearer(headers)
+    case "azure":
+      return first(headers["api-key"]) || bearer(headers)
+    case "gemini":
+      return first(headers["x-goog-api-key"]) || query["key"] || bearer(headers)
+    case "anthropic":
+      return first(headers["x-api-key"]) || bearer(headers)
+  }
+}
+
+const authError = (dialect: Dialect, missing: boolean, requestId: string): ErrorResponse => {
+  switch (dialect) {
+    case "openai":
+      return missing ? OPENAI_MISSING_KEY : OPENAI_INVALID_KEY
+    case "azure":
+      return AZURE_BAD_KEY
+    case "gemini":
+      return missing ? GEMINI_MISSING_KEY : GEMINI_INVALID_KEY
+    case "anthropic":
+      return missing ? anthropicMissingKey(requestId) : anthropicInvalidKey(requestId)
+  }
+}
+
+const decode = (segment: string): string => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}
+
+const urlHost = (host: string): string =>
+  host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "[::1]" : host.includes(":") ? `[${host}]` : host
+
+export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<FakeUpstream> => {
+  const host = options.host ?? "127.0.0.1"
+  const apiKey = options.apiKey
+  const maxRecorded = Math.max(0, options.maxRecordedRequests ?? 1000)
+  const defaults: ScenarioDefaults = {
+    latencyMs: Math.max(0, options.latencyMs ?? 0),
+    chunkIntervalMs: Math.max(0, options.chunkIntervalMs ?? 0),
+    slowMs: Math.max(0, options.slowMs ?? 1000)
+  }
+  const models = { ...DEFAULT_MODELS, ...options.models }
+  // Static bodies are computed once.
+  const openaiModels = openaiModelsBody(models.openai)
+  const geminiModels = geminiModelsBody(models.gemini)
+  const anthropicModels = anthropicModelsBody(models.anthropic)
+  const requests: Array<RecordedRequest> = []
+  let seq = 0
+
+  const notFoundO: Route = { kind: "notFound", dialect: "openai" }
+  const notFoundA: Route = { kind: "notFound", dialect: "anthropic" }
+  const notFoundG: Route = { kind: "notFound", dialect: "gemini" }
+
+  const route = (method: string, path: string, headers: IncomingHttpHeaders): Route => {
+    const get = method === "GET"
+    const post = method === "POST"
+    // Gemini: /v1beta/models/{model}:{action}, also /v1/... (API version v1)
+    // and a doubled `models/` prefix (model given as "models/x").
+    if (path.startsWith("/v1beta/") || (path.startsWith("/v1/models/") && path.includes(":"))) {
+      const rest = decode(path.slice(path.indexOf("/", 1) + 1))
+      if (rest === "models") return get ? { kind: "static", dialect: "gemini", body: geminiModels } : notFoundG
+      const colon = rest.lastIndexOf(":")
+      const name = colon < 0 ? rest : rest.slice(0, colon)
+      if (!name.startsWith("models/") && !name.startsWith("tunedModels/")) return notFoundG
+      const model = name.replace(/^(?:models\/)+/, "")
+      if (colon < 0) {
+        return get && model !== "" ? { kind: "static", dialect: "gemini", body: JSON.stringify(geminiModel(model)) } : notFoundG
+      }
+      return post ? { kind: "call", dialect: "gemini", action: rest.slice(colon + 1), model } : notFoundG
+    }
+    if (path === "/v1/chat/completions") return post ? { kind: "call", dialect: "openai", action: "chat", model: undefined } : notFoundO
+    if (path === "/v1/messages") {
+      return post ? { kind: "call", dialect: "anthropic", action: "messages", model: undefined } : notFoundA
+    }
+    if (path === "/v1/messages/count_tokens") {
+      return post ? { kind: "call", dialect: "anthropic", action: "count_tokens", model: undefined } : notFoundA
+    }
+    if (path === "/v1/embeddings") return post ? { kind: "call", dialect: "openai", action: "embeddings", model: undefined } : notFoundO
+    if (path === "/v1/models" || path.startsWith("/v1/models/")) {
+      if (!get) return notFoundO
+      // Shared path: the anthropic-version header selects Anthropic's shape
+      // (wire-formats §1.1), x-goog-api-key Gemini's (API version v1).
+      const id = path.length > 11 ? decode(path.slice(11)) : undefined
+      if (headers["anthropic-version"] !== undefined) {
+        return {
+          kind: "static",
+          dialect: "anthropic",
+          body: id === undefined ? anthropicModels : JSON.stringify(anthropicModel(id))
+        }
+      }
+      if (headers["x-goog-api-key"] !== undefined && id === undefined) {
+        return { kind: "static", dialect: "gemini", body: geminiModels }
+      }
+      return { kind: "static", dialect: "openai", body: id === undefined ? openaiModels : JSON.stringify(openaiModel(id)) }
+    }
+    if (path.startsWith("/openai/deployments/")) {
+      const slash = path.indexOf("/", 20)
+      if (slash > 20 && post) {
+        const deployment = decode(path.slice(20, slash))
+        const tail = path.slice(slash)
+        if (tail === "/chat/completions") return { kind: "call", dialect: "azure", action: "chat", model: deployment }
+        if (tail === "/embeddings") return { kind: "call", dialect: "azure", action: "embeddings", model: deployment }
+      }
+      return { kind: "notFound", dialect: "azure" }
+    }
+    if (path === "/health" || path === "/healthz") return { kind: "health" }
+    return path.startsWith("/v1/messages") ? notFoundA : notFoundO
+  }
+
+  const record = (entry: RecordedRequest): void => {
+    if (maxRecorded === 0) return
+    requests.push(entry)
+    if (requests.length > maxRecorded) requests.splice(0, requests.length - maxRecorded)
+  }
+
+  const sendError = (res: ServerResponse, error: ErrorResponse, headers: OutgoingHttpHeaders): void => {
+    sendJson(res, error.status, error.body, error.headers === undefined ? headers : { ...headers, ...error.headers })
+  }
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const n = ++seq
+    const method = req.method ?? "GET"
+    const url = req.url ?? "/"
+    const q = url.indexOf("?")
+    const path = q < 0 ? url : url.slice(0, q)
+    const query = q < 0 ? EMPTY_QUERY : Object.fromEntries(new URLSearchParams(url.slice(q + 1)))
+    const r = route(method, path, req.headers)
+
+    let body: unknown = undefined
+    let bodyError = false
+    if (method !== "GET" && method !== "HEAD") {
+      const chunks: Array<Buffer> = []
+      for await (const chunk of req) chunks.push(chunk as Buffer)
+      if (chunks.length > 0) {
+        const text = Buffer.concat(chunks).toString("utf8")
+        try {
+          body = JSON.parse(text)
+        } catch {
+          body = text
+        }
+        bodyError = !isRecord(body)
+      }
+    }
+    const model = r.kind === "call" && r.model !== undefined
+      ? (isRecord(body) && typeof body["model"] === "string" && r.dialect === "azure" ? body["model"] : r.model)
+      : isRecord(body) && typeof body["model"] === "string"
+      ? body["model"]
+      : ""
+    const dialect = r.kind === "health" ? undefined : r.dialect
+    record({ seq: n, time: Date.now(), method, path, query, headers: req.headers, body, dialect, model })
+
+    if (r.kind === "health") return sendJson(res, 200, `{"status":"ok"}`)
+    const requestId = `req_fake${n}`
+    const idHeaders: OutgoingHttpHeaders = r.dialect === "anthropic"
+      ? { "request-id": requestId }
+      : r.dialect === "gemini"
+      ? {}
+      : { "x-request-id": requestId }
+    if (r.kind === "notFound") return sendError(res, notFound(r.dialect, method, path, requestId), idHeaders)
+
+    const scenario = resolveScenario(model, req.headers, defaults)
+    const wait = defaults.latencyMs + scenario.delayFirstMs
+    if (wait > 0) {
+      await sleep(wait)
+      if (res.destroyed) return
+    }
+
+    const key = apiKeyOf(r.dialect, req.headers, query)
+    if (!key || (apiKey !== undefined && key !== apiKey)) {
+      return sendError(res, authError(r.dialect, !key, requestId), idHeaders)
+    }
+    if (scenario.failStatus !== undefined) {
+      return sendError(res, failure(r.dialect, scenario.failStatus, model, requestId), idHeaders)
+    }
+    if (bodyError) return sendError(res, badRequest(r.dialect, "Request body must be a JSON object.", requestId), idHeaders)
+
+    const json = isRecord(body) ? body : {}
+    const streaming = r.kind === "call" &&
+      (r.action === "streamGenerateContent" || ((r.action === "chat" || r.action === "messages") && json["stream"] === true))
+    if (!streaming) {
+      // Non-stream answers: a cut kills the connection before any byte, a
+      // stall never answers (for upstream timeout tests).
+      if (scenario.cutAfter !== undefined && (scenario.stallAfter === undefined || scenario.cutAfter <= scenario.stallAfter)) {
+        return cutConnection(res, scenario.cutMode)
+      }
+      if (scenario.stallAfter !== undefined) return
+    }
+    if (r.kind === "static") return sendJson(res, 200, r.body, idHeaders)
+
+    const ctx: CallContext = { seq: n, model, scenario, headers: idHeaders }
+    switch (r.dialect) {
+      case "openai":
+      case "azure":
+        if (r.action === "chat") return openaiChat(res, json, ctx)
+        return openaiEmbeddings(res, json, ctx)
+      case "anthropic":
+        if (r.action === "messages") return anthropicMessages(res, json, ctx)
+        return anthropicCountTokens(res, json, ctx)
+      case "gemini":
+        switch (r.action) {
+          case "generateContent":
+            return geminiGenerate(res, json, ctx)
+          case "streamGenerateContent":
+            return geminiStream(res, json, ctx, query["alt"] === "sse")
+          case "countTokens":
+            return geminiCountTokens(res, json, ctx)
+          case "embedContent":
+            return geminiEmbed(res, json, ctx)
+          case "batchEmbedContents":
+            return geminiBatchEmbed(res, json, ctx)
+          default:
+            return sendError(res, notFound("gemini", method, path, requestId), idHeaders)
+        }
+    }
+  }
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent && !res.destroyed) {
+        sendJson(res, 500, JSON.stringify({ error: { message: `fake-upstream: ${String(error)}`, type: "server_error" } }))
+      } else {
+        res.destroy()
+      }
+    })
+  })
+  // Generous keep-alive so benchmark clients reuse connections; no request
+  // timeout so stalled streams stay stalled.
+  server.keepAliveTimeout = 65_000
+  server.headersTimeout = 66_000
+  server.requestTimeout = 0
+  const sockets = new Set<Socket>()
+  server.on("connection", (socket: Socket) => {
+    sockets.add(socket)
+    socket.once("close", () => sockets.delete(socket))
+  })
+
+  return new Promise((resolve, reject) => {
+    server.once("error", reject)
+    server.listen(options.port ?? 0, host, () => {
+      server.off("error", reject)
+      const port = (server.address() as AddressInfo).port
+      let closing: Promise<void> | undefined
+      resolve({
+        url: `http://${urlHost(host)}:${port}`,
+        host,
+        port,
+        requests,
+        clearRequests: () => {
+          requests.length = 0
+        },
+        close: () =>
+          (closing ??= new Promise<void>((done) => {
+            server.close(() => done())
+            for (const socket of sockets) socket.destroy()
+            sockets.clear()
+          }))
+      })
+    })
+  })
+}
