@@ -1,0 +1,25 @@
+/**
+ * Sending one real, tiny request through a channel, for the console's Test
+ * button and the health prober. Implemented by the server (it owns the
+ * upstream HTTP client).
+ *
+ * @since 0.1.0
+ */
+import { Context, type Effect } from "effect"
+import type { Channel } from "./Domain.ts"
+
+/** The outcome of a probe. @category models */
+export interface ProbeResult {
+  readonly ok: boolean
+  readonly latencyMs: number
+  /** The upstream's HTTP status, when it answered. */
+  readonly status: number | null
+  /** A short description: the answer's first words, or the upstream's error. */
+  readonly message: string
+}
+
+/** @category services */
+export class ChannelProbe extends Context.Service<ChannelProbe, {
+  /** Sends a one-token chat request for `model` (default: the channel's first model) through `channel`. */
+  readonly probe: (channel: Channel, model?: string) => Effect.Effect<ProbeResult>
+}>()("modelgate/core/ChannelProbe") {}
