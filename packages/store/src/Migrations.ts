@@ -1,0 +1,231 @@
+/**
+ * The schema, as ordered migrations, and `migrate` which applies the missing
+ * ones at start.
+ *
+ * effect/sql's `Migrator` is not used: on PostgreSQL it fails with "Migrations
+ * already running" when several nodes start together, where we want the later
+ * nodes to wait and then find nothing to do. Here the whole run is one
+ * transaction that first takes `pg_advisory_xact_lock` (PostgreSQL) or the
+ * write lock via `BEGIN IMMEDIATE` (SQLite), then reads `schema_migrations`,
+ * so each migration runs exactly once however many processes start at once.
+ *
+ * Conventions: snake_case; all money is BIGINT nano-dollars; timestamps are
+ * BIGINT epoch milliseconds; ids are TEXT (`usr_...`, `key_...`); booleans are
+ * BOOLEAN (0/1 in SQLite); JSON values are TEXT.
+ *
+ * @since 0.1.0
+ */
+import { Clock, Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql"
+
+/**
+ * One migration: an id (strictly increasing) and its statements, per dialect.
+ *
+ * @category models
+ */
+export interface Migration {
+  readonly id: number
+  readonly name: string
+  readonly statements: (dialect: "sqlite" | "pg") => ReadonlyArray<string>
+}
+
+const initial: Migration = {
+  id: 1,
+  name: "initial",
+  statements: () => [
+    `CREATE TABLE users (
+      id TEXT PRIMARY KEY,
+      name TEXT NOT NULL UNIQUE,
+      role TEXT NOT NULL CHECK (role IN ('user', 'admin')),
+      password_hash TEXT NULL,
+      enabled BOOLEAN NOT NULL DEFAULT TRUE,
+      balance_nanos BIGINT NOT NULL DEFAULT 0 CHECK (balance_nanos >= 0),
+      source TEXT NOT NULL CHECK (source IN ('config', 'console')),
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL
+    )`,
+    `CREATE TABLE groups (
+      name TEXT PRIMARY KEY,
+      ratio_micros BIGINT NOT NULL,
+      rpm INTEGER NULL,
+      tpm INTEGER NULL,
+      concurrency INTEGER NULL,
+      selectable BOOLEAN NOT NULL DEFAULT FALSE,
+      source TEXT NOT NULL CHECK (source IN ('config', 'console'))
+    )`,
+    `CREATE TABLE user_groups (
+      user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+      group_name TEXT NOT NULL,
+      PRIMARY KEY (user_id, group_name)
+    )`,
+    `CREATE TABLE api_keys (
+      id TEXT PRIMARY KEY,
+      user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+      name TEXT NOT NULL,
+      prefix TEXT NOT NULL,
+      hash TEXT NOT NULL UNIQUE,
+      group_name TEXT NOT NULL,
+      models TEXT NOT NULL DEFAULT '[]',
+      expires_at BIGINT NULL,
+      enabled BOOLEAN NOT NULL DEFAULT TRUE,
+      quota_nanos BIGINT NULL,
+      daily_budget_nanos BIGINT NULL,
+      monthly_budget_nanos BIGINT NULL,
+      spent_nanos BIGINT NOT NULL DEFAULT 0,
+      rpm INTEGER NULL,
+      tpm INTEGER NULL,
+      concurrency INTEGER NULL,
+      last_used_at BIGINT NULL,
+      created_at BIGINT NOT NULL,
+      source TEXT NOT NULL CHECK (source IN ('config', 'console')),
+      UNIQUE (user_id, name)
+    )`,
+    `CREATE TABLE models (
+      id TEXT PRIMARY KEY,
+      display_name TEXT NOT NULL,
+      input_nanos_per_million BIGINT NULL,
+      output_nanos_per_million BIGINT NULL,
+      cached_input_nanos_per_million BIGINT NULL,
+      per_request_nanos BIGINT NULL,
+      free BOOLEAN NOT NULL DEFAULT FALSE,
+      input_token_limit INTEGER NOT NULL,
+      output_token_limit INTEGER NOT NULL,
+      source TEXT NOT NULL CHECK (source IN ('config', 'console'))
+    )`,
+    `CREATE TABLE aliases (
+      pattern TEXT PRIMARY KEY,
+      target TEXT NOT NULL,
+      position INTEGER NOT NULL
+    )`,
+    `CREATE TABLE channels (
+      id TEXT PRIMARY KEY,
+      name TEXT NOT NULL UNIQUE,
+      type TEXT NOT NULL CHECK (type IN ('openai', 'gemini', 'anthropic', 'azure')),
+      base_url TEXT NOT NULL,
+      api_keys_enc TEXT NOT NULL DEFAULT '[]',
+      models TEXT NOT NULL DEFAULT '[]',
+      model_map TEXT NOT NULL DEFAULT '{}',
+      groups TEXT NOT NULL DEFAULT '[]',
+      priority INTEGER NOT NULL DEFAULT 0,
+      weight INTEGER NOT NULL DEFAULT 1,
+      enabled BOOLEAN NOT NULL DEFAULT TRUE,
+      headers TEXT NOT NULL DEFAULT '{}',
+      timeouts TEXT NOT NULL,
+      api_version TEXT NULL,
+      source TEXT NOT NULL CHECK (source IN ('config', 'console')),
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL
+    )`,
+    `CREATE TABLE ledger (
+      id TEXT PRIMARY KEY,
+      user_id TEXT NOT NULL REFERENCES users (id),
+      kind TEXT NOT NULL CHECK (kind IN ('topup', 'redemption', 'adjustment', 'hold', 'charge', 'release')),
+      amount_nanos BIGINT NOT NULL,
+      hold_id TEXT NULL,
+      request_id TEXT NULL,
+      reason TEXT NULL,
+      actor TEXT NULL,
+      created_at BIGINT NOT NULL
+    )`,
+    `CREATE INDEX ledger_user_created ON ledger (user_id, created_at)`,
+    `CREATE TABLE holds (
+      id TEXT PRIMARY KEY,
+      user_id TEXT NOT NULL REFERENCES users (id),
+      key_id TEXT NOT NULL,
+      amount_nanos BIGINT NOT NULL CHECK (amount_nanos >= 0),
+      request_id TEXT NOT NULL,
+      created_at BIGINT NOT NULL,
+      node_id TEXT NOT NULL
+    )`,
+    `CREATE INDEX holds_node ON holds (node_id)`,
+    `CREATE INDEX holds_created ON holds (created_at)`,
+    `CREATE TABLE usage_records (
+      id TEXT PRIMARY KEY,
+      created_at BIGINT NOT NULL,
+      request_id TEXT NOT NULL,
+      user_id TEXT NOT NULL,
+      key_id TEXT NOT NULL,
+      model TEXT NOT NULL,
+      upstream_model TEXT NOT NULL,
+      channel TEXT NOT NULL,
+      dialect_in TEXT NOT NULL,
+      dialect_out TEXT NOT NULL,
+      stream BOOLEAN NOT NULL,
+      prompt_tokens INTEGER NOT NULL,
+      completion_tokens INTEGER NOT NULL,
+      cached_tokens INTEGER NOT NULL,
+      usage_reported BOOLEAN NOT NULL DEFAULT TRUE,
+      cost_nanos BIGINT NOT NULL,
+      latency_ms INTEGER NOT NULL,
+      ttfb_ms INTEGER NULL,
+      status INTEGER NOT NULL,
+      error_code TEXT NULL,
+      attempts INTEGER NOT NULL
+    )`,
+    `CREATE INDEX usage_user_created ON usage_records (user_id, created_at)`,
+    `CREATE INDEX usage_key_created ON usage_records (key_id, created_at)`,
+    `CREATE TABLE redemption_codes (
+      code_hash TEXT PRIMARY KEY,
+      code_prefix TEXT NOT NULL,
+      amount_nanos BIGINT NOT NULL CHECK (amount_nanos > 0),
+      created_by TEXT NOT NULL,
+      created_at BIGINT NOT NULL,
+      redeemed_by TEXT NULL,
+      redeemed_at BIGINT NULL,
+      batch TEXT NOT NULL
+    )`,
+    `CREATE INDEX redemption_batch ON redemption_codes (batch)`,
+    `CREATE TABLE sessions (
+      id_hash TEXT PRIMARY KEY,
+      user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+      csrf_token TEXT NOT NULL,
+      created_at BIGINT NOT NULL,
+      expires_at BIGINT NOT NULL
+    )`
+  ]
+}
+
+/**
+ * All migrations, in order. Append only: never edit one that has shipped.
+ *
+ * @category migrations
+ */
+export const migrations: ReadonlyArray<Migration> = [initial]
+
+/** An arbitrary constant naming modelgate's migration lock among advisory locks. */
+const PG_LOCK_KEY = 727_460_131
+
+/**
+ * Applies the migrations that have not run yet, in one transaction under a
+ * database-wide lock, and returns the names of those it applied (empty when
+ * the schema was already current).
+ *
+ * @category migrations
+ */
+export const migrate: Effect.Effect<ReadonlyArray<string>, SqlError.SqlError, SqlClient.SqlClient> = Effect.gen(
+  function*() {
+    const sql = yield* SqlClient.SqlClient
+    const dialect = sql.onDialectOrElse({ pg: () => "pg" as const, orElse: () => "sqlite" as const })
+    const run = Effect.gen(function*() {
+      if (dialect === "pg") yield* sql.unsafe(`SELECT pg_advisory_xact_lock(${PG_LOCK_KEY})`)
+      yield* sql.unsafe(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)"
+      )
+      const rows = yield* sql<{ readonly id: unknown }>`SELECT id FROM schema_migrations`
+      const done = new Set(rows.map((row) => Number(row.id)))
+      const applied: Array<string> = []
+      for (const migration of migrations) {
+        if (done.has(migration.id)) continue
+        for (const statement of migration.statements(dialect)) yield* sql.unsafe(statement)
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`INSERT INTO schema_migrations (id, name, applied_at) VALUES (${migration.id}, ${migration.name}, ${now})`
+        applied.push(`${migration.id}_${migration.name}`)
+      }
+      return applied
+    })
+    return yield* sql.withTransaction(run).pipe(
+      dialect === "sqlite" ? Effect.provideService(SqlClient.BeginTransaction, "BEGIN IMMEDIATE") : (self) => self
+    )
+  }
+).pipe(Effect.withSpan("Migrations.migrate"))

@@ -1,0 +1,207 @@
+/**
+ * An Effect `SqlClient` on Node 24's built-in `node:sqlite` (`DatabaseSync`).
+ *
+ * Why this module exists: there is no maintained `@effect/sql-sqlite-node` for
+ * effect 4.1 (its 4.x line is stuck at old betas that import the removed
+ * `effect/unstable/*` paths), so modelgate carries this small driver. It is
+ * deliberately minimal:
+ *
+ * - one connection shared through a semaphore (SQLite allows one writer; the
+ *   single connection also makes every transaction serial, which is what the
+ *   money code relies on in the embedded mode);
+ * - `PRAGMA journal_mode=WAL`, `synchronous=NORMAL`, `busy_timeout` and
+ *   `foreign_keys=ON` on open;
+ * - integers are read as `bigint` by default (`readBigInts`), so BIGINT money
+ *   columns in nano-dollars always come back exact; callers convert small
+ *   integer columns to `number` themselves;
+ * - a bounded least-recently-used cache of prepared statements;
+ * - `layer({ filename })` creates the parent directory of the file.
+ *
+ * `node:sqlite` is synchronous: every statement blocks the event loop for its
+ * duration. Keep it off the per-request path (cache in memory, batch writes).
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Layer, Semaphore, Stream } from "effect"
+import { Reactivity } from "effect/reactivity"
+import { SqlClient, SqlError, Statement } from "effect/sql"
+import type { SqlConnection } from "effect/sql"
+import { mkdirSync } from "node:fs"
+import { dirname, resolve } from "node:path"
+import { DatabaseSync, type StatementSync } from "node:sqlite"
+
+/**
+ * Options of the SQLite client.
+ *
+ * @category models
+ */
+export interface SqliteClientConfig {
+  /** Path of the database file, or `:memory:`. Parent directories are created. */
+  readonly filename: string
+  /** Milliseconds a statement waits for a lock held by another process (default 5000). */
+  readonly busyTimeoutMs?: number | undefined
+  /** Read INTEGER columns as `bigint` (default `true`; required for exact money columns). */
+  readonly readBigInts?: boolean | undefined
+  /** How many prepared statements to keep (default 256). */
+  readonly statementCacheSize?: number | undefined
+  /** Extra span attributes for every query. */
+  readonly spanAttributes?: Record<string, unknown> | undefined
+}
+
+/**
+ * The SQLite client: an effect/sql `SqlClient` plus the open database's file name.
+ *
+ * @category models
+ */
+export interface SqliteClient extends SqlClient.SqlClient {
+  readonly filename: string
+}
+
+/**
+ * The SQLite client service (also provided as `SqlClient.SqlClient` by `layer`).
+ *
+ * @category services
+ */
+export const SqliteClient = Context.Service<SqliteClient>("modelgate/store/SqliteClient")
+
+const classify = (cause: unknown, message: string, operation: string): SqlError.SqlError => {
+  // node:sqlite reports the extended result code as `errcode`; effect's classifier reads `errno`.
+  if (typeof cause === "object" && cause !== null && "errcode" in cause && !("errno" in cause)) {
+    const errcode = (cause as { readonly errcode: unknown }).errcode
+    if (typeof errcode === "number") Object.assign(cause, { errno: errcode })
+  }
+  return new SqlError.SqlError({ reason: SqlError.classifySqliteError(cause, { message, operation }) })
+}
+
+/** A least-recently-used map of prepared statements, keyed by SQL text. */
+const makeStatementCache = (db: DatabaseSync, capacity: number) => {
+  const cache = new Map<string, StatementSync>()
+  return (sql: string): StatementSync => {
+    const hit = cache.get(sql)
+    if (hit !== undefined) {
+      // Re-insert to mark as most recently used.
+      cache.delete(sql)
+      cache.set(sql, hit)
+      return hit
+    }
+    const statement = db.prepare(sql)
+    cache.set(sql, statement)
+    if (cache.size > capacity) {
+      const oldest = cache.keys().next().value
+      if (oldest !== undefined) cache.delete(oldest)
+    }
+    return statement
+  }
+}
+
+/**
+ * Opens the database and builds the client. The database is closed when the
+ * scope closes.
+ *
+ * @category constructors
+ */
+export const make = Effect.fnUntraced(function*(options: SqliteClientConfig) {
+  const filename = options.filename
+  const readBigInts = options.readBigInts ?? true
+  const db = yield* Effect.try({
+    try: () => {
+      if (filename !== ":memory:" && filename !== "") mkdirSync(dirname(resolve(filename)), { recursive: true })
+      const db = new DatabaseSync(filename, {
+        readBigInts,
+        timeout: options.busyTimeoutMs ?? 5000,
+        enableForeignKeyConstraints: true
+      })
+      db.exec("PRAGMA journal_mode = WAL")
+      db.exec("PRAGMA synchronous = NORMAL")
+      db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5000))}`)
+      db.exec("PRAGMA foreign_keys = ON")
+      return db
+    },
+    catch: (cause) => classify(cause, `Failed to open the SQLite database '${filename}'`, "open")
+  })
+  yield* Effect.addFinalizer(() => Effect.sync(() => db.isOpen && db.close()))
+
+  const prepare = makeStatementCache(db, options.statementCacheSize ?? 256)
+
+  const run = (statement: StatementSync, params: ReadonlyArray<unknown>, raw: boolean, arrays: boolean) =>
+    Effect.try({
+      try: (): any => {
+        if (statement.columns().length > 0) {
+          statement.setReturnArrays(arrays)
+          try {
+            return statement.all(...(params as Array<any>))
+          } finally {
+            if (arrays) statement.setReturnArrays(false)
+          }
+        }
+        const result = statement.run(...(params as Array<any>))
+        return raw ? { changes: result.changes, lastInsertRowid: result.lastInsertRowid } : []
+      },
+      catch: (cause) => classify(cause, "Failed to execute statement", "execute")
+    })
+
+  const prepared = (sql: string) =>
+    Effect.try({
+      try: () => prepare(sql),
+      catch: (cause) => classify(cause, "Failed to prepare statement", "prepare")
+    })
+  const unprepared = (sql: string) =>
+    Effect.try({
+      try: () => db.prepare(sql),
+      catch: (cause) => classify(cause, "Failed to prepare statement", "prepare")
+    })
+
+  const connection: SqlConnection.Connection = {
+    execute: (sql, params, transformRows) => {
+      const rows = Effect.flatMap(prepared(sql), (s) => run(s, params, false, false))
+      return transformRows ? Effect.map(rows, transformRows) : rows
+    },
+    executeRaw: (sql, params) => Effect.flatMap(prepared(sql), (s) => run(s, params, true, false)),
+    executeValues: (sql, params) => Effect.flatMap(prepared(sql), (s) => run(s, params, false, true)),
+    executeValuesUnprepared: (sql, params) => Effect.flatMap(unprepared(sql), (s) => run(s, params, false, true)),
+    executeUnprepared: (sql, params, transformRows) => {
+      const rows = Effect.flatMap(unprepared(sql), (s) => run(s, params, false, false))
+      return transformRows ? Effect.map(rows, transformRows) : rows
+    },
+    executeStream: (sql, params, transformRows) =>
+      Stream.fromIterableEffect(
+        Effect.map(
+          Effect.flatMap(prepared(sql), (s) => run(s, params, false, false)),
+          (rows: ReadonlyArray<any>) => transformRows ? transformRows(rows) : rows
+        )
+      )
+  }
+
+  const semaphore = yield* Semaphore.make(1)
+  const acquirers = SqlClient.makeSqliteAcquirers({
+    connection: Effect.succeed(connection),
+    semaphore,
+    isTransaction: () => db.isTransaction
+  })
+
+  const client = yield* SqlClient.make({
+    acquirer: acquirers.acquirer,
+    borrower: acquirers.borrower,
+    transactionAcquirer: acquirers.transactionAcquirer,
+    onCommitFailure: acquirers.onCommitFailure,
+    isTransaction: acquirers.isTransaction,
+    compiler: Statement.makeCompilerSqlite(),
+    driver: "modelgate-sqlite-node",
+    prepareTransactionControls: true,
+    spanAttributes: [
+      ...(options.spanAttributes ? Object.entries(options.spanAttributes) : []),
+      ["db.system.name", "sqlite"]
+    ]
+  })
+  return Object.assign(client, { filename }) as SqliteClient
+})
+
+/**
+ * A layer providing both `SqliteClient` and the generic `SqlClient.SqlClient`.
+ *
+ * @category layers
+ */
+export const layer = (config: SqliteClientConfig): Layer.Layer<SqliteClient | SqlClient.SqlClient, SqlError.SqlError> =>
+  Layer.effectContext(
+    Effect.map(make(config), (client) => Context.make(SqliteClient, client).pipe(Context.add(SqlClient.SqlClient, client)))
+  ).pipe(Layer.provide(Reactivity.layer))

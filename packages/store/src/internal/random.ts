@@ -1,0 +1,30 @@
+/**
+ * Unbiased random base62 strings and prefixed record ids.
+ *
+ * @since 0.1.0
+ */
+const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+/**
+ * `length` base62 characters from `crypto.getRandomValues`, by rejection
+ * sampling: bytes >= 248 (the largest multiple of 62 that fits a byte) are
+ * dropped, so every character is equally likely.
+ */
+export const base62 = (length: number): string => {
+  let out = ""
+  const buffer = new Uint8Array(Math.max(16, Math.ceil(length * 1.1)))
+  while (out.length < length) {
+    crypto.getRandomValues(buffer)
+    for (let i = 0; i < buffer.length && out.length < length; i++) {
+      const byte = buffer[i]!
+      if (byte < 248) out += ALPHABET[byte % 62]
+    }
+  }
+  return out
+}
+
+/** Base62 characters carrying as much entropy as `bytes` random bytes. */
+export const base62LengthFor = (bytes: number): number => Math.ceil((bytes * 8) / Math.log2(62))
+
+/** A new record id such as `usr_3kT9...`: the prefix, an underscore and 20 base62 characters (~119 bits). */
+export const newId = (prefix: string): string => `${prefix}_${base62(20)}`
