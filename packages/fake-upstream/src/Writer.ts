@@ -89,17 +89,11 @@ const write = async (res: ServerResponse, data: string): Promise<void> => {
  */
 export const cutConnection = async (res: ServerResponse, mode: "close" | "reset"): Promise<void> => {
   const socket = res.socket
-  if (socket === null || socket.destroyed) return
-  if (socket.writableLength > 0) {
-    await new Promise<void>((resolve) => {
-      const done = (): void => {
-        socket.off("drain", done)
-        socket.off("close", done)
-        resolve()
-      }
-      socket.on("drain", done)
-      socket.on("close", done)
-    })
+  if (socket === null) return
+  // 'drain' only fires after a write returned false, so poll until the
+  // socket's buffer is empty (bounded, in case the client stopped reading).
+  for (let waited = 0; socket.writableLength > 0 && !socket.destroyed && waited < 5000; waited++) {
+    await sleep(1)
   }
   if (socket.destroyed) return
   if (mode === "reset") socket.resetAndDestroy()
