@@ -1,0 +1,376 @@
+/**
+ * Money: balances, holds, settlement and the ledger.
+ *
+ * Invariant, kept by every operation and checked by the tests: for every user,
+ * `users.balance_nanos == SUM(ledger.amount_nanos)`, and the balance is never
+ * negative. Every change of a balance is one conditional UPDATE plus its ledger
+ * entries in the same transaction:
+ *
+ * - `hold`: `balance -= amount` only `WHERE balance >= amount` (one atomic
+ *   step, so 1,000 concurrent holds against a balance that covers 10 spend
+ *   exactly 10), a `holds` row and a negative 'hold' entry;
+ * - `settle`: deletes the hold (a second settle finds nothing and does
+ *   nothing), writes a 'release' of `+held` and a 'charge' of
+ *   `-min(charge, held + balance)`; any shortfall is named in the charge's
+ *   reason and the balance stops at zero. The charge is added to the key's
+ *   `spent_nanos`;
+ * - `topUp` / `adjust`: a 'topup' or 'adjustment' entry; an adjustment that
+ *   would take the balance below zero is refused;
+ * - `sweepHolds`: releases holds a dead process left behind.
+ *
+ * `layerPort` exposes the repository as core's `Accounts` port.
+ *
+ * @since 0.1.0
+ */
+import { Accounts as AccountsPort, GatewayError, Money } from "@modelgate/core"
+import { Clock, Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql"
+import { newId } from "./internal/random.ts"
+import * as Row from "./internal/row.ts"
+import { InvalidInput } from "./StoreError.ts"
+
+/**
+ * The kinds of ledger entries.
+ *
+ * @category models
+ */
+export type LedgerKind = "topup" | "redemption" | "adjustment" | "hold" | "charge" | "release"
+
+/**
+ * One ledger entry: positive amounts credit the balance, negative ones debit it.
+ *
+ * @category models
+ */
+export interface LedgerEntry {
+  readonly id: string
+  readonly userId: string
+  readonly kind: LedgerKind
+  readonly amountNanos: bigint
+  readonly holdId: string | null
+  readonly requestId: string | null
+  readonly reason: string | null
+  readonly actor: string | null
+  readonly createdAt: number
+}
+
+/**
+ * What `hold` needs; `nodeId` names the process, so its holds can be swept
+ * after a crash.
+ *
+ * @category models
+ */
+export interface HoldRequest {
+  readonly userId: string
+  readonly keyId: string
+  readonly amountNanos: bigint
+  readonly requestId: string
+  readonly nodeId: string
+}
+
+/**
+ * The outcome of a settlement. `settled` is false when the hold was already gone.
+ *
+ * @category models
+ */
+export interface Settlement {
+  readonly settled: boolean
+  readonly heldNanos: bigint
+  readonly chargedNanos: bigint
+  /** What could not be charged because the balance ran out. */
+  readonly shortfallNanos: bigint
+}
+
+/**
+ * Which holds `sweepHolds` releases: all of a node (at its start, after a
+ * crash) or all older than a cutoff (periodically, longer than any call may last).
+ *
+ * @category models
+ */
+export type SweepSelector = { readonly nodeId: string } | { readonly olderThanMs: number }
+
+/**
+ * A page of the ledger, newest first.
+ *
+ * @category models
+ */
+export interface Page {
+  readonly limit: number
+  readonly offset?: number | undefined
+}
+
+const noSettlement: Settlement = { settled: false, heldNanos: 0n, chargedNanos: 0n, shortfallNanos: 0n }
+
+const decodeEntry = (row: Record<string, unknown>): LedgerEntry => ({
+  id: Row.str(row.id, "ledger.id"),
+  userId: Row.str(row.user_id, "ledger.user_id"),
+  kind: Row.str(row.kind, "ledger.kind") as LedgerKind,
+  amountNanos: Row.big(row.amount_nanos, "ledger.amount_nanos"),
+  holdId: Row.strOrNull(row.hold_id, "ledger.hold_id"),
+  requestId: Row.strOrNull(row.request_id, "ledger.request_id"),
+  reason: Row.strOrNull(row.reason, "ledger.reason"),
+  actor: Row.strOrNull(row.actor, "ledger.actor"),
+  createdAt: Row.int(row.created_at, "ledger.created_at")
+})
+
+const userNotFound = (userId: string) => new GatewayError.ResourceNotFound({ message: `No user with id '${userId}'.` })
+
+const requireAmount = (amount: bigint, path: string, allowNegative: boolean, allowZero: boolean) => {
+  if (amount > Money.MAX_NANOS || amount < -Money.MAX_NANOS) {
+    return Effect.fail(new InvalidInput({ path, message: `${path}: ${amount} nano-dollars is beyond the largest accepted amount` }))
+  }
+  if ((!allowNegative && amount < 0n) || (!allowZero && amount === 0n)) {
+    return Effect.fail(
+      new InvalidInput({ path, message: `${path}: expected a ${allowZero ? "non-negative" : "positive"} amount, got ${amount}` })
+    )
+  }
+  return Effect.void
+}
+
+/**
+ * The accounts repository.
+ *
+ * @category services
+ */
+export class Accounts extends Context.Service<Accounts, {
+  readonly balance: (userId: string) => Effect.Effect<bigint, GatewayError.ResourceNotFound | SqlError.SqlError>
+  /** Holds `amountNanos` in one atomic step and returns the hold id. */
+  readonly hold: (
+    request: HoldRequest
+  ) => Effect.Effect<string, GatewayError.InsufficientBalance | GatewayError.ResourceNotFound | InvalidInput | SqlError.SqlError>
+  /** Charges up to `chargeNanos` against the hold and releases the rest. Idempotent. */
+  readonly settle: (holdId: string, chargeNanos: bigint) => Effect.Effect<Settlement, InvalidInput | SqlError.SqlError>
+  /** `settle(holdId, 0)`. */
+  readonly release: (holdId: string) => Effect.Effect<Settlement, SqlError.SqlError>
+  /** Credits a positive amount ('topup'). Returns the new balance. */
+  readonly topUp: (
+    userId: string,
+    amountNanos: bigint,
+    reason: string,
+    actor: string
+  ) => Effect.Effect<bigint, GatewayError.ResourceNotFound | InvalidInput | SqlError.SqlError>
+  /** Adds a signed amount ('adjustment'); refused when the balance would go below zero. Returns the new balance. */
+  readonly adjust: (
+    userId: string,
+    amountNanos: bigint,
+    reason: string,
+    actor: string
+  ) => Effect.Effect<bigint, GatewayError.ResourceNotFound | InvalidInput | SqlError.SqlError>
+  /** Releases the selected open holds; returns how many. */
+  readonly sweepHolds: (selector: SweepSelector) => Effect.Effect<number, SqlError.SqlError>
+  /** The sum of the user's ledger entries (equal to the balance, always). */
+  readonly ledgerSum: (userId: string) => Effect.Effect<bigint, SqlError.SqlError>
+  readonly ledger: (userId: string, page: Page) => Effect.Effect<ReadonlyArray<LedgerEntry>, SqlError.SqlError>
+}>()("modelgate/store/Accounts") {
+  /** @category layers */
+  static readonly layer = Layer.effect(
+    Accounts,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const forUpdate = sql.onDialectOrElse({ pg: () => " FOR UPDATE", orElse: () => "" })
+
+      const entry = (e: Omit<LedgerEntry, "id">) =>
+        sql`INSERT INTO ledger ${
+          sql.insert({
+            id: newId("led"),
+            user_id: e.userId,
+            kind: e.kind,
+            amount_nanos: e.amountNanos,
+            hold_id: e.holdId,
+            request_id: e.requestId,
+            reason: e.reason,
+            actor: e.actor,
+            created_at: e.createdAt
+          })
+        }`
+
+      const balance = (userId: string) =>
+        Effect.flatMap(
+          sql`SELECT balance_nanos FROM users WHERE id = ${userId}`,
+          (rows) =>
+            rows[0] === undefined
+              ? Effect.fail(userNotFound(userId))
+              : Effect.succeed(Row.big(rows[0].balance_nanos, "users.balance_nanos"))
+        )
+
+      const hold = Effect.fn("Accounts.hold")(function*(request: HoldRequest) {
+        yield* requireAmount(request.amountNanos, "amountNanos", false, true)
+        const id = newId("hld")
+        const taken = yield* sql.withTransaction(Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const rows = yield* sql`UPDATE users SET balance_nanos = balance_nanos - ${request.amountNanos}
+            WHERE id = ${request.userId} AND balance_nanos >= ${request.amountNanos} RETURNING id`
+          if (rows.length === 0) return false
+          yield* sql`INSERT INTO holds ${
+            sql.insert({
+              id,
+              user_id: request.userId,
+              key_id: request.keyId,
+              amount_nanos: request.amountNanos,
+              request_id: request.requestId,
+              created_at: now,
+              node_id: request.nodeId
+            })
+          }`
+          yield* entry({
+            userId: request.userId,
+            kind: "hold",
+            amountNanos: -request.amountNanos,
+            holdId: id,
+            requestId: request.requestId,
+            reason: null,
+            actor: null,
+            createdAt: now
+          })
+          return true
+        }))
+        if (taken) return id
+        const current = yield* balance(request.userId)
+        return yield* new GatewayError.InsufficientBalance({
+          message: `Your balance is ${Money.formatUsd(current)} USD but this call may cost up to ` +
+            `${Money.formatUsd(request.amountNanos)} USD. Top up your balance, or ask for fewer output tokens (max_tokens).`
+        })
+      })
+
+      const settleUnchecked = (holdId: string, chargeNanos: bigint) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const deleted = yield* sql`DELETE FROM holds WHERE id = ${holdId} RETURNING user_id, key_id, amount_nanos, request_id`
+          const row = deleted[0]
+          if (row === undefined) return noSettlement
+          const userId = Row.str(row.user_id, "holds.user_id")
+          const keyId = Row.str(row.key_id, "holds.key_id")
+          const held = Row.big(row.amount_nanos, "holds.amount_nanos")
+          const requestId = Row.strOrNull(row.request_id, "holds.request_id")
+          const users = yield* sql`SELECT balance_nanos FROM users WHERE id = ${userId}${sql.literal(forUpdate)}`
+          const balanceNow = Row.big(users[0]!.balance_nanos, "users.balance_nanos")
+          const available = held + balanceNow
+          const charged = chargeNanos < available ? chargeNanos : available
+          const shortfall = chargeNanos - charged
+          const now = yield* Clock.currentTimeMillis
+          yield* sql`UPDATE users SET balance_nanos = balance_nanos + ${held - charged} WHERE id = ${userId}`
+          if (held > 0n) {
+            yield* entry({
+              userId,
+              kind: "release",
+              amountNanos: held,
+              holdId,
+              requestId,
+              reason: null,
+              actor: null,
+              createdAt: now
+            })
+          }
+          if (chargeNanos > 0n) {
+            yield* entry({
+              userId,
+              kind: "charge",
+              amountNanos: -charged,
+              holdId,
+              requestId,
+              reason: shortfall > 0n
+                ? `shortfall of ${Money.formatUsd(shortfall)} USD: the balance ran out`
+                : null,
+              actor: null,
+              createdAt: now
+            })
+            yield* sql`UPDATE api_keys SET spent_nanos = spent_nanos + ${charged} WHERE id = ${keyId}`
+          }
+          return { settled: true, heldNanos: held, chargedNanos: charged, shortfallNanos: shortfall }
+        }))
+
+      const settle = Effect.fn("Accounts.settle")(function*(holdId: string, chargeNanos: bigint) {
+        yield* requireAmount(chargeNanos, "chargeNanos", false, true)
+        return yield* settleUnchecked(holdId, chargeNanos)
+      })
+
+      const credit = (kind: "topup" | "adjustment", allowNegative: boolean) =>
+        Effect.fnUntraced(function*(userId: string, amountNanos: bigint, reason: string, actor: string) {
+          yield* requireAmount(amountNanos, "amountNanos", allowNegative, false)
+          const changed = yield* sql.withTransaction(Effect.gen(function*() {
+            const now = yield* Clock.currentTimeMillis
+            const rows = yield* sql`UPDATE users SET balance_nanos = balance_nanos + ${amountNanos}, updated_at = ${now}
+              WHERE id = ${userId} AND balance_nanos + ${amountNanos} >= 0 RETURNING balance_nanos`
+            if (rows.length === 0) return undefined
+            yield* entry({ userId, kind, amountNanos, holdId: null, requestId: null, reason, actor, createdAt: now })
+            return Row.big(rows[0]!.balance_nanos, "users.balance_nanos")
+          }))
+          if (changed !== undefined) return changed
+          const current = yield* balance(userId)
+          return yield* new InvalidInput({
+            path: "amountNanos",
+            message: `amountNanos: an adjustment of ${Money.formatUsd(amountNanos)} USD would take the balance ` +
+              `of ${Money.formatUsd(current)} USD below zero`
+          })
+        })
+
+      const sweepHolds = Effect.fn("Accounts.sweepHolds")(function*(selector: SweepSelector) {
+        let rows: ReadonlyArray<Record<string, unknown>>
+        if ("nodeId" in selector) {
+          rows = yield* sql`SELECT id FROM holds WHERE node_id = ${selector.nodeId}`
+        } else {
+          const cutoff = (yield* Clock.currentTimeMillis) - selector.olderThanMs
+          rows = yield* sql`SELECT id FROM holds WHERE created_at < ${cutoff}`
+        }
+        let released = 0
+        for (const row of rows) {
+          const result = yield* settleUnchecked(Row.str(row.id, "holds.id"), 0n)
+          if (result.settled) released++
+        }
+        if (released > 0) yield* Effect.logWarning(`Released ${released} orphaned balance hold(s)`)
+        return released
+      })
+
+      return Accounts.of({
+        balance,
+        hold,
+        settle,
+        release: (holdId) => settleUnchecked(holdId, 0n),
+        topUp: credit("topup", false),
+        adjust: credit("adjustment", true),
+        sweepHolds,
+        ledgerSum: (userId) =>
+          Effect.map(
+            sql`SELECT COALESCE(SUM(amount_nanos), 0) AS total FROM ledger WHERE user_id = ${userId}`,
+            (rows) => Row.big(rows[0]!.total, "SUM(ledger.amount_nanos)")
+          ),
+        ledger: (userId, page) =>
+          Effect.map(
+            sql`SELECT * FROM ledger WHERE user_id = ${userId} ORDER BY created_at DESC, id DESC
+              LIMIT ${Math.max(1, Math.min(1000, page.limit))} OFFSET ${Math.max(0, page.offset ?? 0)}`,
+            (rows) => rows.map(decodeEntry)
+          )
+      })
+    })
+  )
+
+  /**
+   * Core's `Accounts` port over this repository, for admission: holds are
+   * tagged with `nodeId`; database failures become `InternalError` (the cause is logged).
+   *
+   * @category layers
+   */
+  static readonly layerPort = (nodeId: string): Layer.Layer<AccountsPort.Accounts, never, Accounts> =>
+    Layer.effect(
+      AccountsPort.Accounts,
+      Effect.map(Accounts, (accounts) => {
+        const internal = (cause: unknown) =>
+          Effect.andThen(
+            Effect.logError("Balance operation failed", cause),
+            Effect.fail(new GatewayError.InternalError({ message: "The gateway could not update your balance. Please retry." }))
+          )
+        return AccountsPort.Accounts.of({
+          hold: (request) =>
+            accounts.hold({ ...request, nodeId }).pipe(
+              Effect.catchTags({ ResourceNotFound: internal, InvalidInput: internal, SqlError: internal })
+            ),
+          settle: (holdId, chargeNanos) =>
+            accounts.settle(holdId, chargeNanos).pipe(
+              Effect.asVoid,
+              Effect.catchTags({ InvalidInput: internal, SqlError: internal })
+            ),
+          balance: (userId) =>
+            accounts.balance(userId).pipe(Effect.catchTags({ ResourceNotFound: internal, SqlError: internal }))
+        })
+      })
+    )
+}

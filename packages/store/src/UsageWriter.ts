@@ -1,0 +1,280 @@
+/**
+ * Usage records: a background writer with group commit, and the queries the
+ * console and billing pages read.
+ *
+ * `record` appends to an in-memory buffer and returns at once (it never waits
+ * on the database). A fiber flushes the buffer every `flushIntervalMs`
+ * (default 200 ms), or as soon as `maxBatch` records (default 500) are queued,
+ * writing each batch of up to `maxBatch` rows in one transaction. A batch that
+ * fails is put back at the head of the buffer and retried on the next tick. The
+ * layer's finalizer stops the fiber and flushes everything that is left, so a
+ * graceful shutdown (SIGTERM) loses nothing; a crash loses at most what was
+ * recorded in the last flush interval.
+ *
+ * `layerPort` exposes the writer as core's `UsageLog` port.
+ *
+ * @since 0.1.0
+ */
+import { UsageLog } from "@modelgate/core"
+import type { Domain } from "@modelgate/core"
+import { Array as Arr, Context, Deferred, Effect, Exit, Layer, Semaphore } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql"
+import { newId } from "./internal/random.ts"
+import * as Row from "./internal/row.ts"
+
+/**
+ * A stored usage record.
+ *
+ * @category models
+ */
+export interface StoredUsage extends UsageLog.UsageRecord {
+  readonly id: string
+}
+
+/**
+ * Filters of `UsageWriter.query`: all optional except the page size. Times are
+ * epoch milliseconds, `from` inclusive, `to` exclusive.
+ *
+ * @category models
+ */
+export interface UsageFilter {
+  readonly userId?: string | undefined
+  readonly keyId?: string | undefined
+  readonly model?: string | undefined
+  readonly from?: number | undefined
+  readonly to?: number | undefined
+  /** 1 to 1000. */
+  readonly limit: number
+  readonly offset?: number | undefined
+}
+
+/**
+ * Totals of one UTC day and model.
+ *
+ * @category models
+ */
+export interface DailyTotal {
+  /** `YYYY-MM-DD`, UTC. */
+  readonly day: string
+  readonly model: string
+  readonly requests: number
+  readonly promptTokens: number
+  readonly completionTokens: number
+  readonly costNanos: bigint
+}
+
+/**
+ * Options of the writer.
+ *
+ * @category models
+ */
+export interface WriterOptions {
+  readonly flushIntervalMs?: number | undefined
+  readonly maxBatch?: number | undefined
+}
+
+const DAY_MS = 86_400_000
+
+const decode = (row: Record<string, unknown>): StoredUsage => ({
+  id: Row.str(row.id, "usage_records.id"),
+  createdAt: Row.int(row.created_at, "usage_records.created_at"),
+  requestId: Row.str(row.request_id, "usage_records.request_id"),
+  userId: Row.str(row.user_id, "usage_records.user_id"),
+  keyId: Row.str(row.key_id, "usage_records.key_id"),
+  model: Row.str(row.model, "usage_records.model"),
+  upstreamModel: Row.str(row.upstream_model, "usage_records.upstream_model"),
+  channel: Row.str(row.channel, "usage_records.channel"),
+  dialectIn: Row.str(row.dialect_in, "usage_records.dialect_in") as Domain.Dialect,
+  dialectOut: Row.str(row.dialect_out, "usage_records.dialect_out") as Domain.Dialect,
+  stream: Row.bool(row.stream, "usage_records.stream"),
+  promptTokens: Row.int(row.prompt_tokens, "usage_records.prompt_tokens"),
+  completionTokens: Row.int(row.completion_tokens, "usage_records.completion_tokens"),
+  cachedTokens: Row.int(row.cached_tokens, "usage_records.cached_tokens"),
+  usageReported: Row.bool(row.usage_reported, "usage_records.usage_reported"),
+  costNanos: Row.big(row.cost_nanos, "usage_records.cost_nanos"),
+  latencyMs: Row.int(row.latency_ms, "usage_records.latency_ms"),
+  ttfbMs: Row.intOrNull(row.ttfb_ms, "usage_records.ttfb_ms"),
+  status: Row.int(row.status, "usage_records.status"),
+  errorCode: Row.strOrNull(row.error_code, "usage_records.error_code"),
+  attempts: Row.int(row.attempts, "usage_records.attempts")
+})
+
+const encode = (r: UsageLog.UsageRecord): Record<string, unknown> => ({
+  id: newId("use"),
+  created_at: r.createdAt,
+  request_id: r.requestId,
+  user_id: r.userId,
+  key_id: r.keyId,
+  model: r.model,
+  upstream_model: r.upstreamModel,
+  channel: r.channel,
+  dialect_in: r.dialectIn,
+  dialect_out: r.dialectOut,
+  stream: r.stream,
+  prompt_tokens: r.promptTokens,
+  completion_tokens: r.completionTokens,
+  cached_tokens: r.cachedTokens,
+  usage_reported: r.usageReported,
+  cost_nanos: r.costNanos,
+  latency_ms: r.latencyMs,
+  ttfb_ms: r.ttfbMs,
+  status: r.status,
+  error_code: r.errorCode,
+  attempts: r.attempts
+})
+
+/**
+ * The usage writer and usage queries.
+ *
+ * @category services
+ */
+export class UsageWriter extends Context.Service<UsageWriter, {
+  /** Queues a record; never blocks on the database. */
+  readonly record: (usage: UsageLog.UsageRecord) => Effect.Effect<void>
+  /** Writes everything queued so far. */
+  readonly flush: Effect.Effect<void, SqlError.SqlError>
+  /** How many records are queued and not yet written. */
+  readonly pending: Effect.Effect<number>
+  /** Records matching the filter, newest first. */
+  readonly query: (filter: UsageFilter) => Effect.Effect<ReadonlyArray<StoredUsage>, SqlError.SqlError>
+  /** Sums per UTC day and model (optionally of one user and time range), oldest day first. */
+  readonly dailyTotals: (
+    filter: Omit<UsageFilter, "limit" | "offset" | "model">
+  ) => Effect.Effect<ReadonlyArray<DailyTotal>, SqlError.SqlError>
+}>()("modelgate/store/UsageWriter") {
+  /**
+   * The writer with its background fiber; the finalizer flushes what is left.
+   *
+   * @category layers
+   */
+  static readonly layerWith = (options: WriterOptions = {}): Layer.Layer<UsageWriter, never, SqlClient.SqlClient> =>
+    Layer.effect(
+      UsageWriter,
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const flushIntervalMs = Math.max(1, options.flushIntervalMs ?? 200)
+        const maxBatch = Math.max(1, options.maxBatch ?? 500)
+        let buffer: Array<UsageLog.UsageRecord> = []
+        let wake = Deferred.makeUnsafe<void>()
+        const lock = yield* Semaphore.make(1)
+
+        const writeBatch = (batch: Array<UsageLog.UsageRecord>): Effect.Effect<void, SqlError.SqlError> => {
+          const rows = batch.map(encode)
+          return Arr.isReadonlyArrayNonEmpty(rows)
+            ? Effect.asVoid(sql.withTransaction(sql`INSERT INTO usage_records ${sql.insert(rows)}`))
+            : Effect.void
+        }
+
+        // One batch at a time; uninterruptible so shutdown waits for a write in flight,
+        // and a failed batch goes back to the head of the buffer.
+        const flushOnce = Effect.uninterruptible(Effect.suspend(() => {
+          if (buffer.length === 0) return Effect.succeed(false)
+          const batch = buffer.length <= maxBatch ? buffer : buffer.slice(0, maxBatch)
+          buffer = buffer.length <= maxBatch ? [] : buffer.slice(maxBatch)
+          return writeBatch(batch).pipe(
+            Effect.onExit((exit) =>
+              Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => {
+                buffer = batch.concat(buffer)
+              })
+            ),
+            Effect.as(true)
+          )
+        }))
+
+        const flush: Effect.Effect<void, SqlError.SqlError> = lock.withPermit(
+          Effect.whileLoop({ while: () => buffer.length > 0, body: () => flushOnce, step: () => {} })
+        )
+
+        const loop = Effect.gen(function*() {
+          while (true) {
+            yield* Effect.raceFirst(Effect.sleep(flushIntervalMs), Deferred.await(wake))
+            wake = Deferred.makeUnsafe<void>()
+            yield* flush.pipe(
+              Effect.catchCause((cause) =>
+                Effect.logError(`Writing usage records failed; ${buffer.length} kept for retry`, cause)
+              )
+            )
+          }
+        })
+
+        yield* Effect.addFinalizer(() =>
+          flush.pipe(
+            Effect.catchCause((cause) =>
+              Effect.logError(`Could not write ${buffer.length} usage record(s) at shutdown`, cause)
+            )
+          )
+        )
+        yield* Effect.forkScoped(loop)
+
+        const query = (filter: UsageFilter) => {
+          const clauses = [
+            ...(filter.userId === undefined ? [] : [sql`user_id = ${filter.userId}`]),
+            ...(filter.keyId === undefined ? [] : [sql`key_id = ${filter.keyId}`]),
+            ...(filter.model === undefined ? [] : [sql`model = ${filter.model}`]),
+            ...(filter.from === undefined ? [] : [sql`created_at >= ${filter.from}`]),
+            ...(filter.to === undefined ? [] : [sql`created_at < ${filter.to}`])
+          ]
+          return Effect.map(
+            sql`SELECT * FROM usage_records WHERE ${sql.and(clauses)} ORDER BY created_at DESC, id DESC
+              LIMIT ${Math.max(1, Math.min(1000, filter.limit))} OFFSET ${Math.max(0, filter.offset ?? 0)}`,
+            (rows) => rows.map(decode)
+          )
+        }
+
+        const dailyTotals = (filter: Omit<UsageFilter, "limit" | "offset" | "model">) => {
+          const clauses = [
+            ...(filter.userId === undefined ? [] : [sql`user_id = ${filter.userId}`]),
+            ...(filter.keyId === undefined ? [] : [sql`key_id = ${filter.keyId}`]),
+            ...(filter.from === undefined ? [] : [sql`created_at >= ${filter.from}`]),
+            ...(filter.to === undefined ? [] : [sql`created_at < ${filter.to}`])
+          ]
+          return Effect.map(
+            sql`SELECT created_at / ${DAY_MS} AS day, model, COUNT(*) AS requests,
+                COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
+                COALESCE(SUM(cost_nanos), 0) AS cost_nanos
+              FROM usage_records WHERE ${sql.and(clauses)}
+              GROUP BY created_at / ${DAY_MS}, model ORDER BY day, model`,
+            (rows) =>
+              rows.map((row): DailyTotal => ({
+                day: new Date(Row.int(row.day, "day") * DAY_MS).toISOString().slice(0, 10),
+                model: Row.str(row.model, "usage_records.model"),
+                requests: Row.int(row.requests, "COUNT(*)"),
+                promptTokens: Row.int(row.prompt_tokens, "SUM(prompt_tokens)"),
+                completionTokens: Row.int(row.completion_tokens, "SUM(completion_tokens)"),
+                costNanos: Row.big(row.cost_nanos, "SUM(cost_nanos)")
+              }))
+          )
+        }
+
+        return UsageWriter.of({
+          record: (usage) =>
+            Effect.sync(() => {
+              buffer.push(usage)
+              if (buffer.length >= maxBatch) Deferred.doneUnsafe(wake, Exit.void)
+            }),
+          flush,
+          pending: Effect.sync(() => buffer.length),
+          query,
+          dailyTotals
+        })
+      })
+    )
+
+  /**
+   * The writer with default options (flush every 200 ms or at 500 queued records).
+   *
+   * @category layers
+   */
+  static readonly layer: Layer.Layer<UsageWriter, never, SqlClient.SqlClient> = UsageWriter.layerWith()
+
+  /**
+   * Core's `UsageLog` port over the writer.
+   *
+   * @category layers
+   */
+  static readonly layerPort: Layer.Layer<UsageLog.UsageLog, never, UsageWriter> = Layer.effect(
+    UsageLog.UsageLog,
+    Effect.map(UsageWriter, (writer) => UsageLog.UsageLog.of({ record: writer.record }))
+  )
+}

@@ -1,0 +1,198 @@
+/**
+ * Users: the people keys and balances belong to, and console logins.
+ *
+ * @since 0.1.0
+ */
+import { GatewayError } from "@modelgate/core"
+import type { Domain } from "@modelgate/core"
+import { Array as Arr, Clock, Context, Effect, Layer, type Redacted } from "effect"
+import { SqlClient, SqlError } from "effect/sql"
+import { newId } from "./internal/random.ts"
+import * as Row from "./internal/row.ts"
+import { hashPassword, type SecretError, verifyPassword } from "./Secrets.ts"
+import { Conflict, InvalidInput } from "./StoreError.ts"
+
+/**
+ * Where a record came from: the config file (re-applied at every start) or the console.
+ *
+ * @category models
+ */
+export type Source = "config" | "console"
+
+/**
+ * A user as stored (never the password hash).
+ *
+ * @category models
+ */
+export interface User {
+  readonly id: string
+  readonly name: string
+  readonly role: Domain.Role
+  readonly enabled: boolean
+  readonly hasPassword: boolean
+  readonly balanceNanos: bigint
+  readonly source: Source
+  readonly createdAt: number
+  readonly updatedAt: number
+}
+
+/**
+ * Input of `Users.create`.
+ *
+ * @category models
+ */
+export interface CreateUser {
+  readonly name: string
+  readonly role?: Domain.Role | undefined
+  readonly enabled?: boolean | undefined
+  readonly password?: Redacted.Redacted<string> | undefined
+  readonly source?: Source | undefined
+}
+
+/** @internal */
+export const decodeUser = (row: Record<string, unknown>): User => ({
+  id: Row.str(row.id, "users.id"),
+  name: Row.str(row.name, "users.name"),
+  role: Row.str(row.role, "users.role") === "admin" ? "admin" : "user",
+  enabled: Row.bool(row.enabled, "users.enabled"),
+  hasPassword: row.password_hash !== null && row.password_hash !== undefined,
+  balanceNanos: Row.big(row.balance_nanos, "users.balance_nanos"),
+  source: Row.str(row.source, "users.source") === "config" ? "config" : "console",
+  createdAt: Row.int(row.created_at, "users.created_at"),
+  updatedAt: Row.int(row.updated_at, "users.updated_at")
+})
+
+const namePattern = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/
+
+/**
+ * Checks a user name: 1 to 64 characters of letters, digits, `.`, `_`, `@`, `-`.
+ *
+ * @category validation
+ */
+export const validateName = (name: string, path: string): Effect.Effect<void, InvalidInput> =>
+  namePattern.test(name) ? Effect.void : Effect.fail(
+    new InvalidInput({
+      path,
+      message: `${path}: '${name}' is not a valid user name (1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit)`
+    })
+  )
+
+const notFound = (what: string) => new GatewayError.ResourceNotFound({ message: `No user ${what}.` })
+
+/** Maps a unique violation to a `Conflict` with a readable message. @internal */
+export const uniqueAsConflict = (message: string) => <A, E, R>(self: Effect.Effect<A, E | SqlError.SqlError, R>) =>
+  Effect.catchIf(
+    self,
+    (error): error is SqlError.SqlError => SqlError.isSqlError(error) && error.reason._tag === "UniqueViolation",
+    () => Effect.fail(new Conflict({ message }))
+  )
+
+/**
+ * The users repository.
+ *
+ * @category services
+ */
+export class Users extends Context.Service<Users, {
+  readonly create: (input: CreateUser) => Effect.Effect<User, InvalidInput | Conflict | SecretError | SqlError.SqlError>
+  readonly findById: (id: string) => Effect.Effect<User | undefined, SqlError.SqlError>
+  readonly findByName: (name: string) => Effect.Effect<User | undefined, SqlError.SqlError>
+  /** All users, by name. */
+  readonly list: Effect.Effect<ReadonlyArray<User>, SqlError.SqlError>
+  readonly setRole: (id: string, role: Domain.Role) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
+  readonly setEnabled: (id: string, enabled: boolean) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
+  /** Sets (or with `undefined`, removes) the console password. */
+  readonly setPassword: (
+    id: string,
+    password: Redacted.Redacted<string> | undefined
+  ) => Effect.Effect<void, GatewayError.ResourceNotFound | SecretError | SqlError.SqlError>
+  /** The enabled user with this name and password, or `undefined` (same answer for unknown name and wrong password). */
+  readonly verifyLogin: (
+    name: string,
+    password: Redacted.Redacted<string>
+  ) => Effect.Effect<User | undefined, SecretError | SqlError.SqlError>
+  /** The groups a user may choose for new keys, besides the one their keys were given. */
+  readonly groups: (id: string) => Effect.Effect<ReadonlyArray<string>, SqlError.SqlError>
+  readonly setGroups: (id: string, groups: ReadonlyArray<string>) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
+}>()("modelgate/store/Users") {
+  /** @category layers */
+  static readonly layer = Layer.effect(
+    Users,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const findById = (id: string) =>
+        Effect.map(sql`SELECT * FROM users WHERE id = ${id}`, (rows) => rows[0] === undefined ? undefined : decodeUser(rows[0]))
+      const findByName = (name: string) =>
+        Effect.map(sql`SELECT * FROM users WHERE name = ${name}`, (rows) => rows[0] === undefined ? undefined : decodeUser(rows[0]))
+
+      const updated = (id: string, rows: ReadonlyArray<unknown>) =>
+        rows.length === 0 ? Effect.fail(notFound(`with id '${id}'`)) : Effect.void
+
+      const create = Effect.fn("Users.create")(function*(input: CreateUser) {
+        yield* validateName(input.name, "name")
+        const passwordHash = input.password === undefined ? null : yield* hashPassword(input.password)
+        const now = yield* Clock.currentTimeMillis
+        const id = newId("usr")
+        yield* sql`INSERT INTO users ${
+          sql.insert({
+            id,
+            name: input.name,
+            role: input.role ?? "user",
+            password_hash: passwordHash,
+            enabled: input.enabled ?? true,
+            balance_nanos: 0n,
+            source: input.source ?? "console",
+            created_at: now,
+            updated_at: now
+          })
+        }`.pipe(uniqueAsConflict(`A user named '${input.name}' already exists.`))
+        return (yield* findById(id))!
+      })
+
+      const setPassword = Effect.fn("Users.setPassword")(function*(id: string, password: Redacted.Redacted<string> | undefined) {
+        const hash = password === undefined ? null : yield* hashPassword(password)
+        const now = yield* Clock.currentTimeMillis
+        yield* updated(id, yield* sql`UPDATE users SET password_hash = ${hash}, updated_at = ${now} WHERE id = ${id} RETURNING id`)
+      })
+
+      const verifyLogin = Effect.fn("Users.verifyLogin")(function*(name: string, password: Redacted.Redacted<string>) {
+        const rows = yield* sql`SELECT * FROM users WHERE name = ${name}`
+        const row = rows[0]
+        if (row === undefined || typeof row.password_hash !== "string") return undefined
+        const user = decodeUser(row)
+        const ok = yield* verifyPassword(password, row.password_hash)
+        return ok && user.enabled ? user : undefined
+      })
+
+      return Users.of({
+        create,
+        findById,
+        findByName,
+        list: Effect.map(sql`SELECT * FROM users ORDER BY name`, (rows) => rows.map(decodeUser)),
+        setRole: Effect.fn("Users.setRole")(function*(id, role) {
+          const now = yield* Clock.currentTimeMillis
+          yield* updated(id, yield* sql`UPDATE users SET role = ${role}, updated_at = ${now} WHERE id = ${id} RETURNING id`)
+        }),
+        setEnabled: Effect.fn("Users.setEnabled")(function*(id, enabled) {
+          const now = yield* Clock.currentTimeMillis
+          yield* updated(id, yield* sql`UPDATE users SET enabled = ${enabled}, updated_at = ${now} WHERE id = ${id} RETURNING id`)
+        }),
+        setPassword,
+        verifyLogin,
+        groups: (id) =>
+          Effect.map(
+            sql`SELECT group_name FROM user_groups WHERE user_id = ${id} ORDER BY group_name`,
+            (rows) => rows.map((row) => Row.str(row.group_name, "user_groups.group_name"))
+          ),
+        setGroups: Effect.fn("Users.setGroups")(function*(id, groups) {
+          yield* sql.withTransaction(Effect.gen(function*() {
+            if ((yield* findById(id)) === undefined) return yield* notFound(`with id '${id}'`)
+            yield* sql`DELETE FROM user_groups WHERE user_id = ${id}`
+            const rows = [...new Set(groups)].map((group_name): Record<string, unknown> => ({ user_id: id, group_name }))
+            if (Arr.isReadonlyArrayNonEmpty(rows)) yield* sql`INSERT INTO user_groups ${sql.insert(rows)}`
+          }))
+        })
+      })
+    })
+  )
+}
