@@ -1,6 +1,6 @@
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import { type FakeUpstreamServer, startFakeUpstream } from "../src/index.ts"
-import { dataEvents, postJson } from "./helpers.ts"
+import { dataEvents, postJson, readAll } from "./helpers.ts"
 
 const KEY = "AIza-test"
 const keyHeader = { "x-goog-api-key": KEY }
@@ -166,5 +166,17 @@ describe("Gemini dialect", () => {
     assert.isTrue(
       body.error.details.some((d: any) => d["@type"] === "type.googleapis.com/google.rpc.RetryInfo" && d.retryDelay === "1s")
     )
+  })
+
+  it("cuts an SSE stream after N chunks, before any finishReason", async () => {
+    const res = await postJson(`${base}/gemini-2.5-flash:streamGenerateContent?alt=sse`, { contents }, {
+      ...keyHeader,
+      "x-fake-cut-after": "2"
+    })
+    const { text, error } = await readAll(res)
+    assert.isDefined(error)
+    const chunks = dataEvents(text, "\r\n\r\n").map((e) => JSON.parse(e))
+    assert.strictEqual(chunks.length, 2)
+    assert.isTrue(chunks.every((c) => c.candidates[0].finishReason === undefined))
   })
 })
