@@ -1,0 +1,317 @@
+/**
+ * The OpenAI dialect of errors, in one place:
+ *
+ * - `toResponse` maps every `GatewayError` to the status, headers and
+ *   `{"error":{"message","type","param","code"}}` body an OpenAI client expects;
+ * - `streamError` is the in-band error event for a stream that already started;
+ * - `classifyUpstream` turns an OpenAI-format upstream error response into the
+ *   right `GatewayError`, without leaking anything about the channel's key.
+ *
+ * Header names are lower case (`retry-after`, `x-should-retry`, `allow`); HTTP
+ * header names are case-insensitive.
+ *
+ * @since 0.1.0
+ */
+import { GatewayError } from "@modelgate/core"
+import { Predicate, Result, Schema } from "effect"
+import * as ChatCompletions from "./ChatCompletions.ts"
+import { frame } from "./Sse.ts"
+
+/** A complete error answer. @category models */
+export interface ErrorResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: ChatCompletions.ErrorEnvelope
+}
+
+/**
+ * OpenAI's error `type` for an HTTP status: `invalid_request_error` (400, 404,
+ * 405, 413 and other 4xx), `authentication_error` (401), `permission_error`
+ * (403), `rate_limit_error` (429), `api_error` (5xx).
+ *
+ * @category mapping
+ */
+export const typeOfStatus = (status: number): string => {
+  if (status === 401) return "authentication_error"
+  if (status === 403) return "permission_error"
+  if (status === 429) return "rate_limit_error"
+  if (status >= 500) return "api_error"
+  return "invalid_request_error"
+}
+
+const JSON_HEADERS: Readonly<Record<string, string>> = { "content-type": "application/json" }
+
+const retryAfter = (seconds: number): string => String(Math.max(0, Math.ceil(seconds)))
+
+const make = (
+  status: number,
+  code: string,
+  message: string,
+  options?: {
+    readonly type?: string
+    readonly param?: string | undefined
+    readonly headers?: Readonly<Record<string, string>>
+  }
+): ErrorResponse => ({
+  status,
+  headers: options?.headers === undefined ? JSON_HEADERS : { ...JSON_HEADERS, ...options.headers },
+  body: {
+    error: {
+      message,
+      type: options?.type ?? typeOfStatus(status),
+      param: options?.param ?? null,
+      code
+    }
+  }
+})
+
+/**
+ * The OpenAI answer for a gateway error. The full table (status / code):
+ * MissingApiKey 401 `missing_api_key`; InvalidApiKey 401 `invalid_api_key`;
+ * KeyDisabled 401 `key_disabled`; KeyExpired 401 `key_expired`; InvalidRequest
+ * 400 `invalid_request` (with `param`); UnsupportedFeature 400
+ * `unsupported_feature`; ModelNotFound 404 `model_not_found`; ModelNotAllowed 403
+ * `model_not_allowed`; ModelNotInGroup 403 `model_not_in_group`; ModelUnpriced
+ * 403 `model_unpriced`; RequestTooLarge 413 `request_too_large`;
+ * InsufficientBalance and SpendingCapReached 429 `insufficient_quota` (type
+ * `insufficient_quota`, `x-should-retry: false`); RateLimited 429
+ * `rate_limit_exceeded` (`retry-after`, `x-should-retry: true`); UpstreamUnavailable
+ * 502 `upstream_error`; UpstreamTimeout 504 `upstream_timeout`; UpstreamRejected the
+ * upstream's status and code (else `upstream_rejected`) and param;
+ * UpstreamRateLimited 429 `upstream_rate_limited` (`retry-after` when known);
+ * RouteNotFound 404 `not_found`; MethodNotAllowed 405 `method_not_allowed`
+ * (`allow`); Forbidden 403 `forbidden`; ResourceNotFound 404 `not_found`;
+ * InternalError 500 `internal_error`; ServiceUnavailable 503 `service_unavailable`.
+ *
+ * @example
+ * ```ts
+ * import { ErrorEnvelope } from "@modelgate/openai-adapter"
+ * import { GatewayError } from "@modelgate/core"
+ *
+ * ErrorEnvelope.toResponse(new GatewayError.RateLimited({ message: "Slow down", retryAfterSeconds: 1.2, limit: "rpm" }))
+ * // { status: 429, headers: { "content-type": "application/json", "retry-after": "2", "x-should-retry": "true" },
+ * //   body: { error: { message: "Slow down", type: "rate_limit_error", param: null, code: "rate_limit_exceeded" } } }
+ * ```
+ *
+ * @category mapping
+ */
+export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
+  switch (error._tag) {
+    case "MissingApiKey":
+      return make(401, "missing_api_key", error.message)
+    case "InvalidApiKey":
+      return make(401, "invalid_api_key", error.message)
+    case "KeyDisabled":
+      return make(401, "key_disabled", error.message)
+    case "KeyExpired":
+      return make(401, "key_expired", error.message)
+    case "InvalidRequest":
+      return make(400, "invalid_request", error.message, { param: error.param })
+    case "UnsupportedFeature":
+      return make(400, "unsupported_feature", error.message, { param: error.param })
+    case "ModelNotFound":
+      return make(404, "model_not_found", error.message)
+    case "ModelNotAllowed":
+      return make(403, "model_not_allowed", error.message)
+    case "ModelNotInGroup":
+      return make(403, "model_not_in_group", error.message)
+    case "ModelUnpriced":
+      return make(403, "model_unpriced", error.message)
+    case "RequestTooLarge":
+      return make(413, "request_too_large", error.message)
+    case "InsufficientBalance":
+    case "SpendingCapReached":
+      return make(429, "insufficient_quota", error.message, {
+        type: "insufficient_quota",
+        headers: { "x-should-retry": "false" }
+      })
+    case "RateLimited":
+      return make(429, "rate_limit_exceeded", error.message, {
+        headers: { "retry-after": retryAfter(error.retryAfterSeconds), "x-should-retry": "true" }
+      })
+    case "UpstreamUnavailable":
+      return make(502, "upstream_error", error.message)
+    case "UpstreamTimeout":
+      return make(504, "upstream_timeout", error.message)
+    case "UpstreamRejected": {
+      const status = Number.isInteger(error.status) && error.status >= 400 && error.status <= 599 ? error.status : 400
+      return make(status, error.code ?? "upstream_rejected", error.message, { param: error.param })
+    }
+    case "UpstreamRateLimited":
+      return make(429, "upstream_rate_limited", error.message, {
+        headers: error.retryAfterSeconds === undefined
+          ? { "x-should-retry": "true" }
+          : { "retry-after": retryAfter(error.retryAfterSeconds), "x-should-retry": "true" }
+      })
+    case "RouteNotFound":
+      return make(404, "not_found", error.message)
+    case "MethodNotAllowed":
+      return make(405, "method_not_allowed", error.message, { headers: { allow: error.allow.join(", ") } })
+    case "Forbidden":
+      return make(403, "forbidden", error.message)
+    case "ResourceNotFound":
+      return make(404, "not_found", error.message)
+    case "InternalError":
+      return make(500, "internal_error", error.message)
+    case "ServiceUnavailable":
+      return make(503, "service_unavailable", error.message)
+  }
+}
+
+/**
+ * The in-band error event for a stream whose 200 headers are already sent:
+ * `data: {"error":{...}}\n\n`. Both official SDKs raise it as an `APIError`.
+ * Close the stream after it (no `[DONE]`).
+ *
+ * @category mapping
+ */
+export const streamError = (error: GatewayError.GatewayError): string => frame(JSON.stringify(toResponse(error).body))
+
+/** Headers as the HTTP layer hands them over (Node's `IncomingHttpHeaders`, a plain record). @category models */
+export type HeaderRecord = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+
+const header = (headers: HeaderRecord, name: string): string | undefined => {
+  let value = headers[name]
+  if (value === undefined) {
+    for (const key in headers) {
+      if (key.toLowerCase() === name) {
+        value = headers[key]
+        break
+      }
+    }
+  }
+  return typeof value === "string" ? value : value?.[0]
+}
+
+/**
+ * The delay an upstream asks for, in seconds: `retry-after-ms` (OpenAI) or a
+ * numeric `retry-after`. (The HTTP-date form of `retry-after` needs a clock and
+ * is ignored.)
+ *
+ * @category upstream
+ */
+export const retryAfterSeconds = (headers: HeaderRecord): number | undefined => {
+  const ms = header(headers, "retry-after-ms")
+  if (ms !== undefined && ms.trim().length > 0) {
+    const value = Number(ms)
+    if (Number.isFinite(value) && value >= 0) return value / 1000
+  }
+  const seconds = header(headers, "retry-after")
+  if (seconds !== undefined && seconds.trim().length > 0) {
+    const value = Number(seconds)
+    if (Number.isFinite(value) && value >= 0) return value
+  }
+  return undefined
+}
+
+const decodeUpstreamEnvelope = Schema.decodeUnknownResult(ChatCompletions.UpstreamErrorEnvelope)
+
+/**
+ * The `error` object of an upstream's error body, when it is in OpenAI's
+ * format (`code` as text). `undefined` for anything else.
+ *
+ * @category upstream
+ */
+export const upstreamErrorOf = (
+  json: unknown
+): { readonly message: string; readonly code?: string; readonly param?: string; readonly type?: string } | undefined => {
+  const result = decodeUpstreamEnvelope(json)
+  if (Result.isFailure(result)) return undefined
+  const error = result.success.error
+  const out: { message: string; code?: string; param?: string; type?: string } = { message: error.message }
+  if (error.code !== undefined && error.code !== null) out.code = String(error.code)
+  if (Predicate.isString(error.param)) out.param = error.param
+  if (Predicate.isString(error.type)) out.type = error.type
+  return out
+}
+
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+/** The errors `classifyUpstream` produces. @category models */
+export type UpstreamError =
+  | GatewayError.UpstreamUnavailable
+  | GatewayError.UpstreamRateLimited
+  | GatewayError.UpstreamRejected
+  | GatewayError.UpstreamTimeout
+
+/**
+ * Classifies an upstream's error object (from a body or an in-band stream
+ * event) with the status it came with. See `classifyUpstream`.
+ *
+ * @category upstream
+ */
+export const classifyUpstreamError = (
+  status: number,
+  error: ReturnType<typeof upstreamErrorOf>,
+  headers: HeaderRecord = {}
+): UpstreamError => {
+  if (status === 401 || status === 403) {
+    return new GatewayError.UpstreamUnavailable({
+      status,
+      message: `The upstream refused the gateway's credentials for this model's channel (HTTP ${status}). ` +
+        "This is a gateway configuration problem, not a problem with your request: an administrator must check the channel's API key."
+    })
+  }
+  if (status === 408) {
+    return new GatewayError.UpstreamTimeout({ message: "The upstream timed out handling the request (HTTP 408). Retry later." })
+  }
+  if (status === 429) {
+    if (error?.code === "insufficient_quota" || error?.type === "insufficient_quota") {
+      return new GatewayError.UpstreamUnavailable({
+        status,
+        message: "The upstream account behind this model's channel has run out of quota. An administrator must top it up or use another channel."
+      })
+    }
+    const seconds = retryAfterSeconds(headers)
+    const message = "The upstream is rate-limiting the gateway for this model." +
+      (seconds === undefined ? " Retry later." : ` Retry after ${Math.ceil(seconds)} seconds.`)
+    return seconds === undefined
+      ? new GatewayError.UpstreamRateLimited({ message })
+      : new GatewayError.UpstreamRateLimited({ message, retryAfterSeconds: seconds })
+  }
+  if (status >= 400 && status < 500) {
+    const out: {
+      message: string
+      status: number
+      code?: string
+      param?: string
+    } = { status, message: error?.message ?? `The upstream refused the request (HTTP ${status}).` }
+    if (error?.code !== undefined) out.code = error.code
+    if (error?.param !== undefined) out.param = error.param
+    return new GatewayError.UpstreamRejected(out)
+  }
+  return new GatewayError.UpstreamUnavailable({
+    status,
+    message: status >= 500
+      ? `The upstream failed (HTTP ${status}). Retry later.`
+      : `The upstream answered with an unexpected HTTP status ${status}.`
+  })
+}
+
+/**
+ * Turns an OpenAI-format upstream error response into the right gateway error:
+ * 401/403 -> `UpstreamUnavailable` (the channel's credentials; nothing of the
+ * upstream's message, which may quote the key, is passed on); 408 ->
+ * `UpstreamTimeout`; 429 -> `UpstreamRateLimited` with the upstream's
+ * `retry-after(-ms)` (or `UpstreamUnavailable` when the upstream account is out
+ * of quota); other 4xx -> `UpstreamRejected` carrying the upstream's message,
+ * `param` and `code`; 5xx and anything else -> `UpstreamUnavailable`.
+ *
+ * @example
+ * ```ts
+ * import { ErrorEnvelope } from "@modelgate/openai-adapter"
+ *
+ * ErrorEnvelope.classifyUpstream(400, '{"error":{"message":"bad temperature","type":"invalid_request_error","param":"temperature","code":null}}', {})
+ * // UpstreamRejected { status: 400, message: "bad temperature", param: "temperature" }
+ * ```
+ *
+ * @category upstream
+ */
+export const classifyUpstream = (status: number, bodyText: string, headers: HeaderRecord): UpstreamError =>
+  classifyUpstreamError(status, upstreamErrorOf(parseJson(bodyText)), headers)

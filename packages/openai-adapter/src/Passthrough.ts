@@ -1,0 +1,341 @@
+/**
+ * The same-dialect fast path (OpenAI client -> OpenAI upstream): no full decode.
+ *
+ * - `inspectChatBody` parses the body once and checks only what routing and
+ *   billing need (`model`, `messages`, `stream`).
+ * - `upstreamBody` re-serialises the same object with only `model` changed
+ *   (and, for streams, `stream_options.include_usage: true`, so usage is always
+ *   reported to the gateway).
+ * - `PassthroughMeter` forwards the upstream's SSE text byte for byte, at event
+ *   boundaries, dropping only the usage chunk when the client did not ask for
+ *   it, and meters the stream: the reported usage, or a count of generated
+ *   characters when the stream is cut before the usage chunk.
+ * - `usageOfResponse` reads the usage of a non-stream answer.
+ *
+ * @since 0.1.0
+ */
+import { GatewayError } from "@modelgate/core"
+import { Effect, Predicate } from "effect"
+
+/** What `inspectChatBody` learnt about a body. @category models */
+export interface InspectedBody {
+  /** The parsed body, to be forwarded unchanged except for `model`. */
+  readonly json: Record<string, unknown>
+  readonly model: string
+  readonly stream: boolean
+  /** The client asked `stream_options.include_usage: true`. */
+  readonly includeUsage: boolean
+  /** `max_completion_tokens`, else `max_tokens`, when a number. */
+  readonly maxTokens: number | undefined
+}
+
+const invalid = (message: string, param?: string) =>
+  param === undefined
+    ? new GatewayError.InvalidRequest({ message })
+    : new GatewayError.InvalidRequest({ message, param })
+
+/**
+ * Parses a chat completions body once and checks `model` (a non-empty string),
+ * `messages` (an array) and `stream` (a boolean, or `null`, when present).
+ * Malformed JSON fails with a message saying where the parser stopped.
+ *
+ * @example
+ * ```ts
+ * import { Passthrough } from "@modelgate/openai-adapter"
+ *
+ * Passthrough.inspectChatBody('{"model":"gpt-4o","messages":[],"stream":true}')
+ * // Effect<{ json, model: "gpt-4o", stream: true, includeUsage: false, maxTokens: undefined }>
+ * Passthrough.inspectChatBody('{"model":')
+ * // fails: InvalidRequest "The request body is not valid JSON: Unexpected end of JSON input"
+ * ```
+ *
+ * @category inspection
+ */
+export const inspectChatBody = (bodyText: string): Effect.Effect<InspectedBody, GatewayError.InvalidRequest> => {
+  let json: unknown
+  try {
+    json = JSON.parse(bodyText)
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : String(error)
+    return Effect.fail(invalid(`The request body is not valid JSON: ${detail}`))
+  }
+  if (!Predicate.isObject(json)) {
+    return Effect.fail(invalid("The request body must be a JSON object with 'model' and 'messages'"))
+  }
+  const model = json.model
+  if (model === undefined) return Effect.fail(invalid("'model' is required", "model"))
+  if (!Predicate.isString(model) || model.length === 0) {
+    return Effect.fail(invalid("'model' must be a non-empty string", "model"))
+  }
+  if (json.messages === undefined) return Effect.fail(invalid("'messages' is required", "messages"))
+  if (!Array.isArray(json.messages)) return Effect.fail(invalid("'messages' must be an array", "messages"))
+  const stream = json.stream
+  if (stream !== undefined && stream !== null && !Predicate.isBoolean(stream)) {
+    return Effect.fail(invalid("'stream' must be a boolean", "stream"))
+  }
+  const options = json.stream_options
+  const includeUsage = Predicate.isObject(options) && options.include_usage === true
+  const maxTokens = Predicate.isNumber(json.max_completion_tokens)
+    ? json.max_completion_tokens
+    : Predicate.isNumber(json.max_tokens)
+    ? json.max_tokens
+    : undefined
+  return Effect.succeed({ json: json as Record<string, unknown>, model, stream: stream === true, includeUsage, maxTokens })
+}
+
+/**
+ * The body for the upstream: the client's object with only `model` replaced
+ * (same key order) and, for streams, `stream_options.include_usage: true` added
+ * (other `stream_options` kept).
+ *
+ * @category inspection
+ */
+export const upstreamBody = (inspected: InspectedBody, upstreamModel: string): string => {
+  const out: Record<string, unknown> = { ...inspected.json, model: upstreamModel }
+  if (inspected.stream) {
+    const options = inspected.json.stream_options
+    out.stream_options = Predicate.isObject(options) ? { ...options, include_usage: true } : { include_usage: true }
+  }
+  return JSON.stringify(out)
+}
+
+// ---------------------------------------------------------------------------
+// Metering
+// ---------------------------------------------------------------------------
+
+/**
+ * Usage of a passthrough call. `reported` says whether the upstream reported it;
+ * when not, `completionTokens` is an estimate from the generated characters
+ * (about four per token, as `Tokens.estimateGeneratedTokens`) and `promptTokens`
+ * is the estimate the caller gave.
+ *
+ * @category metering
+ */
+export interface MeteredUsage {
+  readonly promptTokens: number
+  readonly completionTokens: number
+  readonly cachedTokens: number
+  readonly reported: boolean
+}
+
+/** Options of a `PassthroughMeter`. @category metering */
+export interface PassthroughMeterOptions {
+  /** The client asked `stream_options.include_usage`: forward the usage chunk. */
+  readonly includeUsage: boolean
+  /** The prompt estimate to report when the upstream reports no usage (default 0). */
+  readonly promptTokens?: number
+}
+
+const USAGE_OBJECT = /"usage"\s*:\s*\{/
+
+const isSpace = (code: number) => code === 32 || code === 9 || code === 10 || code === 13
+
+/**
+ * Counts the decoded characters of every JSON string value of `key` in `text`
+ * (`"key": "..."`), without parsing: escapes count as one character.
+ */
+const countStringValues = (text: string, key: string): number => {
+  let total = 0
+  let from = 0
+  for (;;) {
+    const at = text.indexOf(key, from)
+    if (at === -1) return total
+    let i = at + key.length
+    while (i < text.length && isSpace(text.charCodeAt(i))) i++
+    if (text.charCodeAt(i) !== 58 /* : */) {
+      from = i
+      continue
+    }
+    i++
+    while (i < text.length && isSpace(text.charCodeAt(i))) i++
+    if (text.charCodeAt(i) !== 34 /* " */) {
+      from = i
+      continue
+    }
+    i++
+    for (; i < text.length; i++) {
+      const code = text.charCodeAt(i)
+      if (code === 34) break
+      if (code === 92 /* \ */) i += text.charCodeAt(i + 1) === 117 /* u */ ? 5 : 1
+      total++
+    }
+    from = i + 1
+  }
+}
+
+/** Generated characters of a chunk or message text: content, reasoning and tool-call arguments. */
+const countGenerated = (text: string): number =>
+  countStringValues(text, "\"content\"") + countStringValues(text, "\"reasoning_content\"") +
+  countStringValues(text, "\"arguments\"")
+
+const usageOf = (value: unknown): { prompt: number; completion: number; cached: number } | undefined => {
+  if (!Predicate.isObject(value)) return undefined
+  const prompt = value.prompt_tokens
+  const completion = value.completion_tokens
+  if (!Predicate.isNumber(prompt) || !Predicate.isNumber(completion)) return undefined
+  const details = value.prompt_tokens_details
+  const cached = Predicate.isObject(details) && Predicate.isNumber(details.cached_tokens) ? details.cached_tokens : 0
+  return { prompt, completion, cached }
+}
+
+/**
+ * Meters and filters a passthrough stream. Feed it the upstream's SSE text
+ * chunks in order with `push`; forward what it returns (complete events, byte for
+ * byte as received); at the end forward `end()` (an unterminated last event, if
+ * any). Only events whose text holds a `"usage": {` object are parsed; the
+ * characters of `content`, `reasoning_content` and `arguments` strings are
+ * counted by a scan, so a stream cut before its usage chunk can still be billed.
+ *
+ * @example
+ * ```ts
+ * import { Passthrough } from "@modelgate/openai-adapter"
+ *
+ * const meter = new Passthrough.PassthroughMeter({ includeUsage: false, promptTokens: 12 })
+ * meter.push('data: {"choices":[{"index":0,"delta":{"content":"Hel') // "" (event not complete yet)
+ * meter.push('lo"}}]}\n\ndata: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}\n\n')
+ * // 'data: {"choices":[{"index":0,"delta":{"content":"Hello"}}]}\n\n' (usage chunk dropped)
+ * meter.usage() // { promptTokens: 5, completionTokens: 1, cachedTokens: 0, reported: true }
+ * ```
+ *
+ * @category metering
+ */
+export class PassthroughMeter {
+  private readonly includeUsage: boolean
+  private readonly promptEstimate: number
+  /** Text of the event being received (not yet terminated by a blank line). */
+  private pending = ""
+  /** Where the scan for a blank line resumes in `pending`. */
+  private scanned = 0
+  /** `pending` up to `scanned` ends right after a line terminator. */
+  private atLineStart = true
+  private generated = 0
+  private reported: { prompt: number; completion: number; cached: number } | undefined = undefined
+
+  constructor(options: PassthroughMeterOptions) {
+    this.includeUsage = options.includeUsage
+    this.promptEstimate = options.promptTokens ?? 0
+  }
+
+  /** Takes the next chunk of upstream text; returns the text to forward now (possibly empty). */
+  push(chunk: string): string {
+    const text = this.pending.length === 0 ? chunk : this.pending + chunk
+    let out = ""
+    let eventStart = 0
+    let i = this.scanned
+    let lineStart = this.atLineStart
+    const length = text.length
+    while (i < length) {
+      const code = text.charCodeAt(i)
+      if (code !== 10 && code !== 13) {
+        lineStart = false
+        i++
+        continue
+      }
+      // A `\r` at the very end may be the first half of `\r\n`: wait for more text.
+      if (code === 13 && i + 1 === length) break
+      const end = code === 13 && text.charCodeAt(i + 1) === 10 ? i + 2 : i + 1
+      if (lineStart) {
+        out += this.event(text.slice(eventStart, end))
+        eventStart = end
+      }
+      lineStart = true
+      i = end
+    }
+    this.pending = eventStart === 0 ? text : text.slice(eventStart)
+    this.scanned = i - eventStart
+    this.atLineStart = lineStart
+    return out
+  }
+
+  /** Ends the stream: returns any unterminated trailing text, forwarded as is (and metered). */
+  end(): string {
+    const rest = this.pending
+    this.pending = ""
+    this.scanned = 0
+    this.atLineStart = true
+    return rest.length === 0 ? rest : this.event(rest)
+  }
+
+  /** Usage so far: the upstream's report, else the estimate from generated characters. */
+  usage(): MeteredUsage {
+    if (this.reported !== undefined) {
+      return {
+        promptTokens: this.reported.prompt,
+        completionTokens: this.reported.completion,
+        cachedTokens: this.reported.cached,
+        reported: true
+      }
+    }
+    return {
+      promptTokens: this.promptEstimate,
+      completionTokens: this.generated === 0 ? 0 : Math.ceil(this.generated / 4),
+      cachedTokens: 0,
+      reported: false
+    }
+  }
+
+  /** One complete event's raw text: meter it and decide whether to forward it. */
+  private event(raw: string): string {
+    if (!USAGE_OBJECT.test(raw)) {
+      this.generated += countGenerated(raw)
+      return raw
+    }
+    const data = dataOf(raw)
+    let json: unknown
+    try {
+      json = JSON.parse(data)
+    } catch {
+      this.generated += countGenerated(raw)
+      return raw
+    }
+    const usage = Predicate.isObject(json) ? usageOf(json.usage) : undefined
+    if (usage !== undefined) this.reported = usage
+    const choices = Predicate.isObject(json) ? json.choices : undefined
+    if (Array.isArray(choices) && choices.length === 0) return this.includeUsage ? raw : ""
+    this.generated += countGenerated(raw)
+    return raw
+  }
+}
+
+/** The joined `data:` lines of one raw event. */
+const dataOf = (raw: string): string => {
+  let data = ""
+  let first = true
+  for (const line of raw.split(/\r\n|\r|\n/)) {
+    if (!line.startsWith("data:")) continue
+    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5)
+    data = first ? value : data + "\n" + value
+    first = false
+  }
+  return data
+}
+
+/**
+ * The usage of a non-stream answer (parsed JSON): the upstream's report, else
+ * an estimate from the generated characters of its choices.
+ *
+ * @category metering
+ */
+export const usageOfResponse = (json: unknown, promptTokens = 0): MeteredUsage => {
+  const usage = Predicate.isObject(json) ? usageOf(json.usage) : undefined
+  if (usage !== undefined) {
+    return { promptTokens: usage.prompt, completionTokens: usage.completion, cachedTokens: usage.cached, reported: true }
+  }
+  let generated = 0
+  const choices = Predicate.isObject(json) ? json.choices : undefined
+  if (Array.isArray(choices)) {
+    for (const choice of choices) {
+      const message = Predicate.isObject(choice) ? choice.message : undefined
+      if (!Predicate.isObject(message)) continue
+      if (Predicate.isString(message.content)) generated += message.content.length
+      if (Predicate.isString(message.reasoning_content)) generated += message.reasoning_content.length
+      if (Array.isArray(message.tool_calls)) {
+        for (const call of message.tool_calls) {
+          const fn = Predicate.isObject(call) ? call.function : undefined
+          if (Predicate.isObject(fn) && Predicate.isString(fn.arguments)) generated += fn.arguments.length
+        }
+      }
+    }
+  }
+  return { promptTokens, completionTokens: generated === 0 ? 0 : Math.ceil(generated / 4), cachedTokens: 0, reported: false }
+}

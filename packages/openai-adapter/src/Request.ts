@@ -1,0 +1,493 @@
+/**
+ * Chat completions requests: OpenAI wire body <-> canonical `ChatRequest`.
+ *
+ * - `decodeRequest` reads a client's body (the OpenAI-compatible surface). Bad
+ *   input fails with an `InvalidRequest` whose message and `param` name the
+ *   field (`'model' is required`, `messages[2].content[0].image_url`); the
+ *   legacy function-calling API and OpenAI-stored files fail with an
+ *   `UnsupportedFeature`.
+ * - `encodeRequest` writes the body sent to an OpenAI (or OpenAI-compatible)
+ *   upstream.
+ *
+ * Mapping notes (also the contract the round-trip law checks):
+ *
+ * - `system` and `developer` messages go to `ChatRequest.system`, one entry per
+ *   text (a string content is one entry, an array content one entry per part).
+ *   System messages that are not at the start of the conversation are folded
+ *   into `system` too, in order: the canonical model has no mid-conversation
+ *   instructions. `encodeRequest` writes each entry as a leading `system` message.
+ * - `image_url` with a base64 `data:` URL becomes an image with `mediaType` and
+ *   `data`; any other URL stays a `url`. `input_audio` becomes a file part with
+ *   media type `audio/wav` or `audio/mpeg`. `file.file_data` (a `data:` URL)
+ *   becomes a file part.
+ * - Assistant history: `reasoning_content` becomes a leading thinking part,
+ *   `content` text parts (refusals become text), `tool_calls` tool-call parts
+ *   whose `arguments` stay JSON text, unparsed. Each `tool` message becomes a
+ *   canonical `tool` message with one `tool_result` part.
+ * - `max_completion_tokens` wins over `max_tokens`; `n` is `candidateCount`;
+ *   `stop` is always a list; `reasoning_effort` is `reasoning.effort`;
+ *   `stream_options.include_usage` is `includeUsage`.
+ * - Dropped (OpenAI-only, with no canonical field): `logprobs`, `logit_bias`,
+ *   `modalities`, `audio`, `metadata`, `store`, tool `strict`, json-schema
+ *   `description`, and every unknown field.
+ *
+ * @since 0.1.0
+ */
+import { Canonical, GatewayError } from "@modelgate/core"
+import { Effect, Predicate, Result, Schema } from "effect"
+import type { Mutable } from "effect/Types"
+import * as ChatCompletions from "./ChatCompletions.ts"
+import { base64DataUrl, parseBase64DataUrl } from "./internal/dataUrl.ts"
+import { invalidRequest } from "./internal/issues.ts"
+
+/** The errors a client's request body can fail with. @category models */
+export type RequestError = GatewayError.InvalidRequest | GatewayError.UnsupportedFeature
+
+const decodeWire = Schema.decodeUnknownResult(ChatCompletions.ChatCompletionRequest)
+
+const unsupported = (param: string, message: string) => new GatewayError.UnsupportedFeature({ message, param })
+
+/** Refusals that need the raw body (the schema would only say "unexpected value"). */
+const checkUnsupported = (body: { readonly [x: PropertyKey]: unknown }): GatewayError.UnsupportedFeature | undefined => {
+  if (body.functions !== undefined && body.functions !== null) {
+    return unsupported(
+      "functions",
+      "The legacy 'functions' parameter is not supported. Declare functions in 'tools' as " +
+        "{\"type\":\"function\",\"function\":{\"name\",\"description\",\"parameters\"}}."
+    )
+  }
+  if (body.function_call !== undefined && body.function_call !== null) {
+    return unsupported(
+      "function_call",
+      "The legacy 'function_call' parameter is not supported. Use 'tool_choice' instead."
+    )
+  }
+  const messages = body.messages
+  if (Array.isArray(messages)) {
+    for (let i = 0; i < messages.length; i++) {
+      const message: unknown = messages[i]
+      if (Predicate.isObject(message) && message.role === "function") {
+        return unsupported(
+          `messages[${i}].role`,
+          `Messages with role 'function' (the legacy function-calling API) are not supported (messages[${i}]). ` +
+            "Send tool results as {\"role\":\"tool\",\"tool_call_id\",\"content\"}."
+        )
+      }
+    }
+  }
+  const tools = body.tools
+  if (Array.isArray(tools)) {
+    for (let i = 0; i < tools.length; i++) {
+      const tool: unknown = tools[i]
+      if (Predicate.isObject(tool) && Predicate.isString(tool.type) && tool.type !== "function") {
+        return unsupported(
+          `tools[${i}].type`,
+          `Tools of type '${tool.type}' are not supported (tools[${i}]); only 'function' tools are.`
+        )
+      }
+    }
+  }
+  const choice = body.tool_choice
+  if (Predicate.isObject(choice) && Predicate.isString(choice.type) && choice.type !== "function") {
+    return unsupported(
+      "tool_choice.type",
+      `A tool_choice of type '${choice.type}' is not supported; use "auto", "none", "required" or a function.`
+    )
+  }
+  return undefined
+}
+
+const textsOf = (content: string | ReadonlyArray<ChatCompletions.TextContentPart>): Array<string> =>
+  typeof content === "string" ? [content] : content.map((part) => part.text)
+
+const audioMediaType = (format: ChatCompletions.AudioFormat): string => format === "wav" ? "audio/wav" : "audio/mpeg"
+
+const userPart = (part: ChatCompletions.UserContentPart, at: string): Canonical.Part => {
+  switch (part.type) {
+    case "text":
+      return { type: "text", text: part.text }
+    case "image_url": {
+      const detail = part.image_url.detail
+      const inline = parseBase64DataUrl(part.image_url.url)
+      const image: Mutable<Canonical.ImagePart> = inline === undefined
+        ? { type: "image", url: part.image_url.url }
+        : { type: "image", mediaType: inline.mediaType, data: inline.data }
+      if (detail !== undefined && detail !== null) image.detail = detail
+      return image
+    }
+    case "input_audio":
+      return { type: "file", mediaType: audioMediaType(part.input_audio.format), data: part.input_audio.data }
+    case "file": {
+      const file = part.file
+      if (file.file_id !== undefined && file.file_id !== null) {
+        throw unsupported(
+          `${at}.file.file_id`,
+          `Files stored at OpenAI ('file_id', ${at}) cannot be forwarded by the gateway. Send the file inline as 'file_data' (a data: URL).`
+        )
+      }
+      if (file.file_data === undefined || file.file_data === null) {
+        throw new GatewayError.InvalidRequest({
+          message: `'${at}.file.file_data' is required`,
+          param: `${at}.file.file_data`
+        })
+      }
+      const inline = parseBase64DataUrl(file.file_data)
+      const out: Mutable<Canonical.FilePart> = inline === undefined
+        ? { type: "file", mediaType: "application/octet-stream", data: file.file_data }
+        : { type: "file", mediaType: inline.mediaType, data: inline.data }
+      if (file.filename !== undefined && file.filename !== null) out.filename = file.filename
+      return out
+    }
+  }
+}
+
+const withName = (message: Mutable<Canonical.Message>, name: string | null | undefined): Canonical.Message => {
+  if (name !== undefined && name !== null) message.name = name
+  return message
+}
+
+const toCanonical = (wire: ChatCompletions.ChatCompletionRequest): Canonical.ChatRequest => {
+  const system: Array<string> = []
+  const messages: Array<Canonical.Message> = []
+  for (let i = 0; i < wire.messages.length; i++) {
+    const message = wire.messages[i]!
+    switch (message.role) {
+      case "system":
+      case "developer":
+        for (const text of textsOf(message.content)) system.push(text)
+        break
+      case "user": {
+        const content: Array<Canonical.Part> = typeof message.content === "string"
+          ? [{ type: "text", text: message.content }]
+          : message.content.map((part, j) => userPart(part, `messages[${i}].content[${j}]`))
+        messages.push(withName({ role: "user", content }, message.name))
+        break
+      }
+      case "assistant": {
+        const content: Array<Canonical.Part> = []
+        if (Predicate.isString(message.reasoning_content) && message.reasoning_content.length > 0) {
+          content.push({ type: "thinking", text: message.reasoning_content })
+        }
+        if (typeof message.content === "string") {
+          if (message.content.length > 0) content.push({ type: "text", text: message.content })
+        } else if (message.content !== undefined && message.content !== null) {
+          for (const part of message.content) {
+            content.push({ type: "text", text: part.type === "text" ? part.text : part.refusal })
+          }
+        }
+        if (content.length === 0 && Predicate.isString(message.refusal) && message.refusal.length > 0) {
+          content.push({ type: "text", text: message.refusal })
+        }
+        for (const call of message.tool_calls ?? []) {
+          content.push({ type: "tool_call", id: call.id, name: call.function.name, arguments: call.function.arguments })
+        }
+        messages.push(withName({ role: "assistant", content }, message.name))
+        break
+      }
+      case "tool":
+        messages.push({
+          role: "tool",
+          content: [{ type: "tool_result", callId: message.tool_call_id, content: textsOf(message.content).join("") }]
+        })
+        break
+    }
+  }
+
+  const out: Mutable<Canonical.ChatRequest> = { model: wire.model, messages, stream: wire.stream === true }
+  if (system.length > 0) out.system = system
+  if (wire.tools !== undefined && wire.tools !== null) {
+    out.tools = wire.tools.map((tool) => {
+      const def: Mutable<Canonical.ToolDefinition> = { name: tool.function.name }
+      if (Predicate.isString(tool.function.description)) def.description = tool.function.description
+      if (tool.function.parameters !== undefined && tool.function.parameters !== null) {
+        def.parameters = tool.function.parameters
+      }
+      return def
+    })
+  }
+  const choice = wire.tool_choice
+  if (choice !== undefined && choice !== null) {
+    out.toolChoice = typeof choice === "string" ? choice : { type: "tool", name: choice.function.name }
+  }
+  if (Predicate.isBoolean(wire.parallel_tool_calls)) out.parallelToolCalls = wire.parallel_tool_calls
+  const format = wire.response_format
+  if (format !== undefined && format !== null) {
+    if (format.type === "text") out.responseFormat = { type: "text" }
+    else if (format.type === "json_object") out.responseFormat = { type: "json" }
+    else {
+      const schema: Mutable<Extract<Canonical.ResponseFormat, { type: "json_schema" }>> = {
+        type: "json_schema",
+        name: format.json_schema.name,
+        schema: format.json_schema.schema ?? {}
+      }
+      if (Predicate.isBoolean(format.json_schema.strict)) schema.strict = format.json_schema.strict
+      out.responseFormat = schema
+    }
+  }
+  const maxTokens = wire.max_completion_tokens ?? wire.max_tokens
+  if (maxTokens !== undefined && maxTokens !== null) out.maxOutputTokens = maxTokens
+  if (Predicate.isNumber(wire.temperature)) out.temperature = wire.temperature
+  if (Predicate.isNumber(wire.top_p)) out.topP = wire.top_p
+  if (wire.stop !== undefined && wire.stop !== null) out.stop = typeof wire.stop === "string" ? [wire.stop] : wire.stop
+  if (Predicate.isNumber(wire.n)) out.candidateCount = wire.n
+  if (Predicate.isNumber(wire.seed)) out.seed = wire.seed
+  if (Predicate.isNumber(wire.presence_penalty)) out.presencePenalty = wire.presence_penalty
+  if (Predicate.isNumber(wire.frequency_penalty)) out.frequencyPenalty = wire.frequency_penalty
+  if (wire.reasoning_effort !== undefined && wire.reasoning_effort !== null) {
+    out.reasoning = { effort: wire.reasoning_effort }
+  }
+  const includeUsage = wire.stream_options?.include_usage
+  if (Predicate.isBoolean(includeUsage)) out.includeUsage = includeUsage
+  if (Predicate.isString(wire.user)) out.user = wire.user
+  return out
+}
+
+/**
+ * `decodeRequest` as a `Result`, for synchronous callers (property tests, the
+ * laws in `testing/Laws`). Never throws.
+ *
+ * @category decoding
+ */
+export const decodeRequestResult = (body: unknown): Result.Result<Canonical.ChatRequest, RequestError> => {
+  if (Predicate.isObject(body)) {
+    const refusal = checkUnsupported(body)
+    if (refusal !== undefined) return Result.fail(refusal)
+  }
+  const wire = decodeWire(body)
+  if (Result.isFailure(wire)) return Result.fail(invalidRequest(wire.failure.issue))
+  try {
+    return Result.succeed(toCanonical(wire.success))
+  } catch (error) {
+    if (error instanceof GatewayError.UnsupportedFeature || error instanceof GatewayError.InvalidRequest) {
+      return Result.fail(error)
+    }
+    throw error
+  }
+}
+
+/**
+ * Decodes a client's chat completions body (already `JSON.parse`d) into a
+ * canonical request.
+ *
+ * @example
+ * ```ts
+ * import { Request } from "@modelgate/openai-adapter"
+ * import { Effect } from "effect"
+ *
+ * const program = Request.decodeRequest({ model: "gpt-4o", messages: [{ role: "user", content: "Hi" }] })
+ * // Effect<ChatRequest>: { model: "gpt-4o", messages: [{ role: "user", content: [{ type: "text", text: "Hi" }] }], stream: false }
+ * Effect.runSync(program)
+ * // Request.decodeRequest({ messages: [] }) fails with InvalidRequest { message: "'model' is required", param: "model" }
+ * ```
+ *
+ * @category decoding
+ */
+export const decodeRequest = (body: unknown): Effect.Effect<Canonical.ChatRequest, RequestError> =>
+  Effect.fromResult(decodeRequestResult(body))
+
+// ---------------------------------------------------------------------------
+// Encoding (to an OpenAI upstream)
+// ---------------------------------------------------------------------------
+
+/** Options of `encodeRequest`. @category encoding */
+export interface EncodeRequestOptions {
+  /**
+   * The field that carries `maxOutputTokens`: `max_completion_tokens` (default;
+   * required by OpenAI's reasoning models) or the older `max_tokens`, which
+   * some OpenAI-compatible servers still need.
+   */
+  readonly maxTokensField?: "max_completion_tokens" | "max_tokens"
+}
+
+/**
+ * A token budget as an effort level, for upstreams that only take
+ * `reasoning_effort` (budgets from Gemini 2.5 or Anthropic): 0 is `none`, up
+ * to 1,024 `low`, up to 8,192 `medium`, more `high`; negative (Gemini's
+ * "dynamic") gives no effort at all.
+ *
+ * @category encoding
+ */
+export const effortOfBudget = (budget: number): Canonical.ReasoningEffort | undefined =>
+  budget < 0 ? undefined : budget === 0 ? "none" : budget <= 1_024 ? "low" : budget <= 8_192 ? "medium" : "high"
+
+const AUDIO_FORMATS: Readonly<Record<string, ChatCompletions.AudioFormat>> = {
+  "audio/wav": "wav",
+  "audio/x-wav": "wav",
+  "audio/wave": "wav",
+  "audio/mpeg": "mp3",
+  "audio/mp3": "mp3"
+}
+
+const wirePart = (part: Canonical.Part): ChatCompletions.UserContentPart | undefined => {
+  switch (part.type) {
+    case "text":
+      return { type: "text", text: part.text }
+    case "image": {
+      const url = part.url ?? (part.data !== undefined ? base64DataUrl(part.mediaType ?? "image/png", part.data) : undefined)
+      if (url === undefined) return undefined
+      return part.detail === undefined
+        ? { type: "image_url", image_url: { url } }
+        : { type: "image_url", image_url: { url, detail: part.detail } }
+    }
+    case "file": {
+      if (part.data !== undefined) {
+        const format = AUDIO_FORMATS[part.mediaType]
+        if (format !== undefined) return { type: "input_audio", input_audio: { data: part.data, format } }
+        const file_data = base64DataUrl(part.mediaType, part.data)
+        return part.filename === undefined
+          ? { type: "file", file: { file_data } }
+          : { type: "file", file: { file_data, filename: part.filename } }
+      }
+      if (part.uri !== undefined && part.mediaType.startsWith("image/")) return { type: "image_url", image_url: { url: part.uri } }
+      return undefined
+    }
+    default:
+      return undefined
+  }
+}
+
+const pushWireMessages = (message: Canonical.Message, out: Array<ChatCompletions.Message>): void => {
+  if (message.role === "assistant") {
+    const texts: Array<string> = []
+    let reasoning = ""
+    const calls: Array<ChatCompletions.ToolCall> = []
+    for (const part of message.content) {
+      if (part.type === "text") texts.push(part.text)
+      else if (part.type === "thinking") reasoning += part.text
+      else if (part.type === "tool_call") {
+        calls.push({ id: part.id, type: "function", function: { name: part.name, arguments: part.arguments } })
+      }
+    }
+    const wire: Mutable<ChatCompletions.AssistantMessage> = {
+      role: "assistant",
+      content: texts.length === 0 ? null : texts.length === 1 ? texts[0]! : texts.map((text) => ({ type: "text", text }))
+    }
+    if (calls.length > 0) wire.tool_calls = calls
+    if (reasoning.length > 0) wire.reasoning_content = reasoning
+    if (message.name !== undefined) wire.name = message.name
+    out.push(wire)
+    return
+  }
+  const parts: Array<ChatCompletions.UserContentPart> = []
+  for (const part of message.content) {
+    if (part.type === "tool_result") {
+      out.push({ role: "tool", tool_call_id: part.callId, content: part.content })
+      continue
+    }
+    const wire = wirePart(part)
+    if (wire !== undefined) parts.push(wire)
+  }
+  if (parts.length === 0) return
+  const content = parts.length === 1 && parts[0]!.type === "text" ? parts[0].text : parts
+  out.push(message.name === undefined ? { role: "user", content } : { role: "user", content, name: message.name })
+}
+
+/**
+ * Encodes a canonical request as the body for an OpenAI (or OpenAI-compatible)
+ * upstream, with `model` replaced by the upstream's name of the model. Streams
+ * always ask for `stream_options.include_usage: true`, so the gateway can bill
+ * them whatever the client asked for.
+ *
+ * Not carried (OpenAI has no such field): `topK`, `reasoning.includeThoughts`,
+ * thinking signatures, `tool_result.isError` and `name`, and files given only
+ * by URI (check with `ensureEncodable` first). A `reasoning.budgetTokens` with
+ * no effort is sent as `effortOfBudget(budget)`.
+ *
+ * @example
+ * ```ts
+ * import { Request } from "@modelgate/openai-adapter"
+ *
+ * Request.encodeRequest(
+ *   { model: "fast", messages: [{ role: "user", content: [{ type: "text", text: "Hi" }] }], stream: true },
+ *   "gpt-4o-mini"
+ * )
+ * // { model: "gpt-4o-mini", messages: [{ role: "user", content: "Hi" }], stream: true,
+ * //   stream_options: { include_usage: true } }
+ * ```
+ *
+ * @category encoding
+ */
+export const encodeRequest = (
+  request: Canonical.ChatRequest,
+  upstreamModel: string,
+  options?: EncodeRequestOptions
+): ChatCompletions.ChatCompletionRequest => {
+  const messages: Array<ChatCompletions.Message> = []
+  for (const text of request.system ?? []) messages.push({ role: "system", content: text })
+  for (const message of request.messages) pushWireMessages(message, messages)
+  const out: Mutable<ChatCompletions.ChatCompletionRequest> = { model: upstreamModel, messages }
+  if (request.tools !== undefined) {
+    out.tools = request.tools.map((tool) => {
+      const fn: Mutable<ChatCompletions.Tool["function"]> = { name: tool.name }
+      if (tool.description !== undefined) fn.description = tool.description
+      if (tool.parameters !== undefined) fn.parameters = tool.parameters
+      return { type: "function", function: fn }
+    })
+  }
+  if (request.toolChoice !== undefined) {
+    out.tool_choice = typeof request.toolChoice === "string"
+      ? request.toolChoice
+      : { type: "function", function: { name: request.toolChoice.name } }
+  }
+  if (request.parallelToolCalls !== undefined) out.parallel_tool_calls = request.parallelToolCalls
+  const format = request.responseFormat
+  if (format !== undefined) {
+    if (format.type === "text") out.response_format = { type: "text" }
+    else if (format.type === "json") out.response_format = { type: "json_object" }
+    else {
+      const json_schema: Mutable<Extract<ChatCompletions.ResponseFormat, { type: "json_schema" }>["json_schema"]> = {
+        name: format.name ?? "response",
+        schema: format.schema
+      }
+      if (format.strict !== undefined) json_schema.strict = format.strict
+      out.response_format = { type: "json_schema", json_schema }
+    }
+  }
+  if (request.maxOutputTokens !== undefined) {
+    if (options?.maxTokensField === "max_tokens") out.max_tokens = request.maxOutputTokens
+    else out.max_completion_tokens = request.maxOutputTokens
+  }
+  if (request.temperature !== undefined) out.temperature = request.temperature
+  if (request.topP !== undefined) out.top_p = request.topP
+  if (request.stop !== undefined) out.stop = request.stop
+  if (request.candidateCount !== undefined) out.n = request.candidateCount
+  if (request.seed !== undefined) out.seed = request.seed
+  if (request.presencePenalty !== undefined) out.presence_penalty = request.presencePenalty
+  if (request.frequencyPenalty !== undefined) out.frequency_penalty = request.frequencyPenalty
+  const reasoning = request.reasoning
+  if (reasoning !== undefined) {
+    const effort = reasoning.effort ??
+      (reasoning.budgetTokens !== undefined ? effortOfBudget(reasoning.budgetTokens) : undefined)
+    if (effort !== undefined) out.reasoning_effort = effort
+  }
+  out.stream = request.stream
+  if (request.stream) out.stream_options = { include_usage: true }
+  if (request.user !== undefined) out.user = request.user
+  return out
+}
+
+/**
+ * Checks that an OpenAI upstream can carry a canonical request's content:
+ * fails with `UnsupportedFeature` (naming `messages[i].content[j]`) for files
+ * given only by a URI that is not an image (Gemini Files API references), which
+ * OpenAI cannot fetch. `encodeRequest` would otherwise have to drop them.
+ *
+ * @category encoding
+ */
+export const ensureEncodable = (
+  request: Canonical.ChatRequest
+): Effect.Effect<Canonical.ChatRequest, GatewayError.UnsupportedFeature> => {
+  for (let i = 0; i < request.messages.length; i++) {
+    const content = request.messages[i]!.content
+    for (let j = 0; j < content.length; j++) {
+      const part = content[j]!
+      if (part.type === "file" && part.data === undefined && !part.mediaType.startsWith("image/")) {
+        return Effect.fail(unsupported(
+          `messages[${i}].content[${j}]`,
+          `A '${part.mediaType}' file given by URI (messages[${i}].content[${j}]) cannot be sent to an OpenAI upstream; send the file inline.`
+        ))
+      }
+    }
+  }
+  return Effect.succeed(request)
+}

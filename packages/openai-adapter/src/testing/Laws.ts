@@ -1,0 +1,172 @@
+/**
+ * Reusable laws of the OpenAI dialect, as fast-check properties and as
+ * one-call checks that take fast-check parameters (`{ numRuns, seed, ... }`).
+ * Each check throws (with the counterexample) when the law fails, so it can sit
+ * directly inside a vitest `it`.
+ *
+ * @example
+ * ```ts
+ * import { it } from "@effect/vitest"
+ * import * as Laws from "@modelgate/openai-adapter/testing/Laws"
+ *
+ * it("OpenAI request round trip", () => Laws.requestRoundTrip({ numRuns: 200 }))
+ * it("SSE parser ignores splits", () => Laws.sseSplit({ numRuns: 200 }))
+ * ```
+ *
+ * @since 0.1.0
+ */
+import type { Canonical } from "@modelgate/core"
+import { StreamAssembly } from "@modelgate/core"
+import { Result } from "effect"
+import * as fc from "fast-check"
+import type * as ChatCompletions from "../ChatCompletions.ts"
+import { assertEqual } from "../internal/equal.ts"
+import { PassthroughMeter } from "../Passthrough.ts"
+import { decodeRequestResult, encodeRequest } from "../Request.ts"
+import { decodeResponseResult, encodeResponse } from "../Response.ts"
+import { SseParser, type SseEvent } from "../Sse.ts"
+import { decodeSseText, encodeSseText } from "../Stream.ts"
+import * as Arbitraries from "./Arbitraries.ts"
+
+/** `JSON.parse(JSON.stringify(x))`: what a value looks like after the wire. @category helpers */
+export const throughJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value))
+
+/**
+ * What an OpenAI round trip keeps of a canonical request: everything the
+ * arbitraries generate, except `includeUsage`, which `encodeRequest` replaces
+ * (streams always ask the upstream for usage; non-streams never carry it).
+ *
+ * @category helpers
+ */
+export const normalizeForOpenAi = (request: Canonical.ChatRequest): Canonical.ChatRequest => {
+  const { includeUsage: _ignored, ...rest } = request
+  return request.stream ? { ...rest, includeUsage: true } : rest
+}
+
+// ---------------------------------------------------------------------------
+// Properties
+// ---------------------------------------------------------------------------
+
+/**
+ * canonical -> `encodeRequest` -> JSON -> `decodeRequest` gives back the request
+ * (`normalizeForOpenAi`), with the upstream model name.
+ *
+ * @category properties
+ */
+export const requestRoundTripProperty = (arbitrary: fc.Arbitrary<Canonical.ChatRequest> = Arbitraries.canonicalRequest) =>
+  fc.property(arbitrary, (request) => {
+    const decoded = decodeRequestResult(throughJson(encodeRequest(request, "upstream-model")))
+    if (Result.isFailure(decoded)) throw new Error(`decodeRequest failed: ${decoded.failure.message}`)
+    assertEqual(decoded.success, { ...normalizeForOpenAi(request), model: "upstream-model" }, "request round trip")
+  })
+
+/**
+ * canonical -> `encodeResponse` -> JSON -> `decodeResponse` gives back the response,
+ * with the client-facing model name.
+ *
+ * @category properties
+ */
+export const responseRoundTripProperty = (
+  arbitrary: fc.Arbitrary<Canonical.ChatResponse> = Arbitraries.canonicalResponse
+) =>
+  fc.property(arbitrary, (response) => {
+    const decoded = decodeResponseResult(throughJson(encodeResponse(response, "client-model")))
+    if (Result.isFailure(decoded)) throw new Error(`decodeResponse failed: ${decoded.failure.message}`)
+    assertEqual(decoded.success, { ...response, model: "client-model" }, "response round trip")
+  })
+
+/**
+ * A response unfolded into events, encoded as OpenAI SSE text (with usage), cut
+ * at arbitrary points and decoded again assembles to the same response, however
+ * it was cut.
+ *
+ * @category properties
+ */
+export const streamRechunkingProperty = (
+  arbitrary: fc.Arbitrary<Canonical.ChatResponse> = Arbitraries.canonicalResponse
+) =>
+  fc.property(arbitrary, Arbitraries.cuts, (response, cuts) => {
+    const text = encodeSseText(StreamAssembly.toEvents(response), { model: response.model, includeUsage: true })
+    const whole = decodeSseText([text])
+    const split = decodeSseText(Arbitraries.splitAt(text, cuts))
+    if (Result.isFailure(whole) || Result.isFailure(split)) throw new Error("the stream did not decode")
+    assertEqual(StreamAssembly.assemble(split.success), StreamAssembly.assemble(whole.success), "split vs whole")
+    assertEqual(StreamAssembly.assemble(whole.success), response, "stream round trip")
+  })
+
+/**
+ * The SSE parser yields the same events however its input is split, with any
+ * mix of line endings, comments and a BOM.
+ *
+ * @category properties
+ */
+export const sseSplitProperty = (makeParser: () => Pick<SseParser, "push" | "end"> = () => new SseParser()) =>
+  fc.property(Arbitraries.sseEvents, fc.array(fc.nat(), { minLength: 1, maxLength: 16 }), Arbitraries.cuts, (events, seed, cuts) => {
+    const text = Arbitraries.serializeSse(events, seed)
+    const parser = makeParser()
+    const got: Array<SseEvent> = []
+    for (const chunk of Arbitraries.splitAt(text, cuts)) got.push(...parser.push(chunk))
+    got.push(...parser.end())
+    assertEqual(got, events, `events of ${JSON.stringify(text)}`)
+  })
+
+/**
+ * Whatever JSON value a client sends, `decodeRequest` never throws: it succeeds
+ * or fails with `InvalidRequest` or `UnsupportedFeature`.
+ *
+ * @category properties
+ */
+export const decodeRequestTotalProperty = () =>
+  fc.property(fc.oneof(fc.jsonValue(), fc.anything(), Arbitraries.wireRequest), (body) => {
+    const result = decodeRequestResult(body)
+    if (Result.isFailure(result) && result.failure._tag !== "InvalidRequest" && result.failure._tag !== "UnsupportedFeature") {
+      throw new Error(`unexpected error ${String(result.failure)}`)
+    }
+  })
+
+/**
+ * With `include_usage` asked, a `PassthroughMeter` forwards the upstream text
+ * unchanged however it is split, and reports the usage it carries.
+ *
+ * @category properties
+ */
+export const meterSplitProperty = () =>
+  fc.property(Arbitraries.wireChunks, Arbitraries.cuts, (chunks, cuts) => {
+    const text = chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join("") + "data: [DONE]\n\n"
+    const meter = new PassthroughMeter({ includeUsage: true })
+    let forwarded = ""
+    for (const chunk of Arbitraries.splitAt(text, cuts)) forwarded += meter.push(chunk)
+    forwarded += meter.end()
+    assertEqual(forwarded, text, "forwarded text")
+    const usage = chunks.at(-1)?.usage
+    assertEqual(meter.usage().reported, usage !== undefined && usage !== null, "usage reported")
+  })
+
+// ---------------------------------------------------------------------------
+// Checks
+// ---------------------------------------------------------------------------
+
+/** Runs `requestRoundTripProperty`. @category laws */
+export const requestRoundTrip = (params?: fc.Parameters<[Canonical.ChatRequest]>): void =>
+  fc.assert(requestRoundTripProperty(), params)
+
+/** Runs `responseRoundTripProperty`. @category laws */
+export const responseRoundTrip = (params?: fc.Parameters<[Canonical.ChatResponse]>): void =>
+  fc.assert(responseRoundTripProperty(), params)
+
+/** Runs `streamRechunkingProperty`. @category laws */
+export const streamRechunking = (params?: fc.Parameters<[Canonical.ChatResponse, Array<number>]>): void =>
+  fc.assert(streamRechunkingProperty(), params)
+
+/** Runs `sseSplitProperty` on this package's parser. @category laws */
+export const sseSplit = (params?: fc.Parameters<[Array<SseEvent>, Array<number>, Array<number>]>): void =>
+  fc.assert(sseSplitProperty(), params)
+
+/** Runs `decodeRequestTotalProperty`. @category laws */
+export const decodeRequestTotal = (params?: fc.Parameters<[unknown]>): void =>
+  fc.assert(decodeRequestTotalProperty(), params)
+
+/** Runs `meterSplitProperty`. @category laws */
+export const meterSplit = (
+  params?: fc.Parameters<[Array<ChatCompletions.ChatCompletionChunk>, Array<number>]>
+): void => fc.assert(meterSplitProperty(), params)
