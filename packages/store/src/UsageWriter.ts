@@ -230,11 +230,11 @@ export class UsageWriter extends Context.Service<UsageWriter, {
             ...(filter.to === undefined ? [] : [sql`created_at < ${filter.to}`])
           ]
           return Effect.map(
-            sql`SELECT created_at / ${DAY_MS} AS day, model, COUNT(*) AS requests,
+            sql`SELECT created_at / ${sql.literal(String(DAY_MS))} AS day, model, COUNT(*) AS requests,
                 COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
                 COALESCE(SUM(cost_nanos), 0) AS cost_nanos
               FROM usage_records WHERE ${sql.and(clauses)}
-              GROUP BY created_at / ${DAY_MS}, model ORDER BY day, model`,
+              GROUP BY created_at / ${sql.literal(String(DAY_MS))}, model ORDER BY day, model`,
             (rows) =>
               rows.map((row): DailyTotal => ({
                 day: new Date(Row.int(row.day, "day") * DAY_MS).toISOString().slice(0, 10),

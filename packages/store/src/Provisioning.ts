@@ -1,0 +1,453 @@
+/**
+ * Applies the declarative part of the config file to the database, idempotently.
+ *
+ * Every entity declared in the file is upserted by its natural key (user name,
+ * group name, model id, alias pattern, channel name, key (user, name)) with
+ * `source = 'config'`. Rules:
+ *
+ * - Applying the same input twice changes nothing: a row is only written when a
+ *   declared value differs from the stored one (channel keys are compared after
+ *   decryption, passwords by verification, key secrets by hash).
+ * - A user's `balanceNanos` is the INITIAL balance: credited once, as a 'topup'
+ *   ledger entry with reason 'initial balance from config', only when the user
+ *   is created. Later edits of the number do nothing (use top-ups).
+ * - Rows created in the console (`source = 'console'`) are never touched; the
+ *   result lists them under `skipped`.
+ * - Entities removed from the file are left in the database.
+ * - A key without a fixed `secret` gets a generated one when first created; the
+ *   result returns it once (`createdSecrets`) for the server to print.
+ *
+ * The whole run is one transaction; on PostgreSQL it first takes an advisory
+ * lock, so nodes starting together apply it one after the other.
+ *
+ * @since 0.1.0
+ */
+import type { Domain } from "@modelgate/core"
+import { Clock, Context, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql"
+import { channelColumns, groupColumns, modelColumns, validateChannel } from "./CatalogRepo.ts"
+import { newId } from "./internal/random.ts"
+import * as Row from "./internal/row.ts"
+import { validateSecret } from "./Keys.ts"
+import { generateApiKey, hashPassword, KeyHasher, keyPrefix, type SecretError, Secrets, verifyPassword } from "./Secrets.ts"
+import { InvalidInput } from "./StoreError.ts"
+import { validateName } from "./Users.ts"
+
+/**
+ * A user declared in the config file.
+ *
+ * @category models
+ */
+export interface ProvisionUser {
+  readonly name: string
+  /** Default `user`. */
+  readonly role?: Domain.Role | undefined
+  /** Default `true`. */
+  readonly enabled?: boolean | undefined
+  /** Initial balance in nano-dollars, credited once at creation. Default 0. */
+  readonly balanceNanos?: bigint | undefined
+  /** Console password; omitted means the stored one (if any) is kept. */
+  readonly password?: Redacted.Redacted<string> | undefined
+  /** Groups the user may pick for their keys. Replaces the stored list when given. */
+  readonly groups?: ReadonlyArray<string> | undefined
+}
+
+/**
+ * A group declared in the config file.
+ *
+ * @category models
+ */
+export interface ProvisionGroup {
+  readonly name: string
+  /** Price ratio in millionths (1.0 = 1000000). */
+  readonly ratioMicros: bigint
+  readonly limits?: Partial<Domain.Limits> | undefined
+  /** Whether users may pick the group for their own keys. Default `false`. */
+  readonly selectable?: boolean | undefined
+}
+
+/**
+ * A key declared in the config file.
+ *
+ * @category models
+ */
+export interface ProvisionKey {
+  /** The owner's user name. */
+  readonly user: string
+  readonly name: string
+  readonly group: string
+  /** A fixed secret (`sk-...`); without it one is generated at creation. */
+  readonly secret?: Redacted.Redacted<string> | undefined
+  readonly models?: ReadonlyArray<string> | undefined
+  readonly expiresAt?: number | null | undefined
+  readonly enabled?: boolean | undefined
+  readonly quotaNanos?: bigint | null | undefined
+  readonly dailyBudgetNanos?: bigint | null | undefined
+  readonly monthlyBudgetNanos?: bigint | null | undefined
+  readonly limits?: Partial<Domain.Limits> | undefined
+}
+
+/**
+ * The declarative content of a config file, as plain data: money in
+ * nano-dollar bigints, ratios in micros, times in epoch milliseconds. The
+ * server maps its YAML to this shape; every array is optional.
+ *
+ * @category models
+ */
+export interface ProvisionInput {
+  readonly users?: ReadonlyArray<ProvisionUser> | undefined
+  readonly groups?: ReadonlyArray<ProvisionGroup> | undefined
+  readonly models?: ReadonlyArray<Domain.Model> | undefined
+  /** In matching order. */
+  readonly aliases?: ReadonlyArray<Domain.Alias> | undefined
+  /** Channels by name; `apiKeys` in plain text (encrypted when stored). */
+  readonly channels?: ReadonlyArray<Omit<Domain.Channel, "id">> | undefined
+  readonly keys?: ReadonlyArray<ProvisionKey> | undefined
+}
+
+/**
+ * What a provisioning run did.
+ *
+ * @category models
+ */
+export interface ProvisionResult {
+  /** `users:alice`, `channels:openai-main`, ...: rows inserted. */
+  readonly created: ReadonlyArray<string>
+  /** Rows whose declared values differed and were rewritten. */
+  readonly updated: ReadonlyArray<string>
+  /** Declared entries left alone because a console-made row has the same natural key. */
+  readonly skipped: ReadonlyArray<string>
+  /** Secrets generated for keys created in this run, shown once. */
+  readonly createdSecrets: ReadonlyArray<{ readonly user: string; readonly name: string; readonly secret: string }>
+}
+
+const PG_LOCK_KEY = 727_460_132
+
+/** Comparable text of a column value, equal for `1n`, `1`, `true` and equal for `null`/`undefined`. */
+const norm = (value: unknown): string => {
+  if (value === null || value === undefined) return "\u0000null"
+  if (typeof value === "boolean") return value ? "1" : "0"
+  return String(value)
+}
+
+const differs = (row: Record<string, unknown>, desired: Record<string, unknown>): boolean => {
+  for (const key in desired) if (norm(row[key]) !== norm(desired[key])) return true
+  return false
+}
+
+const checkUnique = <A>(items: ReadonlyArray<A>, key: (a: A) => string, path: string) => {
+  const seen = new Set<string>()
+  for (let i = 0; i < items.length; i++) {
+    const k = key(items[i]!)
+    if (seen.has(k)) {
+      return Effect.fail(new InvalidInput({ path: `${path}[${i}]`, message: `${path}[${i}]: '${k}' is declared twice` }))
+    }
+    seen.add(k)
+  }
+  return Effect.void
+}
+
+const checkAmount = (value: bigint | null | undefined, path: string) =>
+  value !== null && value !== undefined && value < 0n
+    ? Effect.fail(new InvalidInput({ path, message: `${path}: expected a non-negative amount, got ${value}` }))
+    : Effect.void
+
+/**
+ * Validates an input before anything is written; errors name the field path.
+ *
+ * @category validation
+ */
+export const validate = Effect.fnUntraced(function*(input: ProvisionInput) {
+  const users = input.users ?? []
+  const keys = input.keys ?? []
+  yield* checkUnique(users, (u) => u.name, "users")
+  yield* checkUnique(input.groups ?? [], (g) => g.name, "groups")
+  yield* checkUnique(input.models ?? [], (m) => m.id, "models")
+  yield* checkUnique(input.aliases ?? [], (a) => a.pattern, "aliases")
+  yield* checkUnique(input.channels ?? [], (c) => c.name, "channels")
+  yield* checkUnique(keys, (k) => `${k.user}/${k.name}`, "keys")
+  for (const [i, user] of users.entries()) {
+    yield* validateName(user.name, `users[${i}].name`)
+    yield* checkAmount(user.balanceNanos, `users[${i}].balanceNanos`)
+  }
+  for (const [i, group] of (input.groups ?? []).entries()) {
+    if (group.ratioMicros < 0n) {
+      return yield* new InvalidInput({ path: `groups[${i}].ratioMicros`, message: `groups[${i}].ratioMicros: expected a non-negative ratio` })
+    }
+  }
+  for (const [i, model] of (input.models ?? []).entries()) {
+    for (const field of ["inputNanosPerMillion", "outputNanosPerMillion", "cachedInputNanosPerMillion", "perRequestNanos"] as const) {
+      yield* checkAmount(model[field], `models[${i}].${field}`)
+    }
+  }
+  for (const [i, channel] of (input.channels ?? []).entries()) yield* validateChannel(channel, `channels[${i}]`)
+  const declaredUsers = new Set(users.map((u) => u.name))
+  for (const [i, key] of keys.entries()) {
+    if (key.name.trim().length === 0) {
+      return yield* new InvalidInput({ path: `keys[${i}].name`, message: `keys[${i}].name: a key needs a name` })
+    }
+    if (key.secret !== undefined) yield* validateSecret(Redacted.value(key.secret), `keys[${i}].secret`)
+    if (!declaredUsers.has(key.user)) {
+      return yield* new InvalidInput({
+        path: `keys[${i}].user`,
+        message: `keys[${i}].user: the user '${key.user}' is not declared under users`
+      })
+    }
+    yield* checkAmount(key.quotaNanos, `keys[${i}].quotaNanos`)
+    yield* checkAmount(key.dailyBudgetNanos, `keys[${i}].dailyBudgetNanos`)
+    yield* checkAmount(key.monthlyBudgetNanos, `keys[${i}].monthlyBudgetNanos`)
+  }
+})
+
+/**
+ * The provisioning service.
+ *
+ * @category services
+ */
+export class Provisioning extends Context.Service<Provisioning, {
+  readonly provision: (input: ProvisionInput) => Effect.Effect<ProvisionResult, InvalidInput | SecretError | SqlError.SqlError>
+}>()("modelgate/store/Provisioning") {
+  /** @category layers */
+  static readonly layer = Layer.effect(
+    Provisioning,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const secrets = yield* Secrets
+      const hasher = yield* KeyHasher
+      const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+
+      const provision = Effect.fn("Provisioning.provision")(function*(input: ProvisionInput) {
+        yield* validate(input)
+        const created: Array<string> = []
+        const updated: Array<string> = []
+        const skipped: Array<string> = []
+        const createdSecrets: Array<{ user: string; name: string; secret: string }> = []
+
+        const run = Effect.gen(function*() {
+          if (isPg) yield* sql.unsafe(`SELECT pg_advisory_xact_lock(${PG_LOCK_KEY})`)
+          const now = yield* Clock.currentTimeMillis
+          const userIds = new Map<string, string>()
+
+          for (const user of input.users ?? []) {
+            const label = `users:${user.name}`
+            const rows = yield* sql`SELECT * FROM users WHERE name = ${user.name}`
+            const row = rows[0]
+            const desired = { role: user.role ?? "user", enabled: user.enabled ?? true }
+            let id: string
+            if (row === undefined) {
+              id = newId("usr")
+              const balance = user.balanceNanos ?? 0n
+              yield* sql`INSERT INTO users ${
+                sql.insert({
+                  id,
+                  name: user.name,
+                  ...desired,
+                  password_hash: user.password === undefined ? null : yield* hashPassword(user.password),
+                  balance_nanos: balance,
+                  source: "config",
+                  created_at: now,
+                  updated_at: now
+                })
+              }`
+              if (balance > 0n) {
+                yield* sql`INSERT INTO ledger ${
+                  sql.insert({
+                    id: newId("led"),
+                    user_id: id,
+                    kind: "topup",
+                    amount_nanos: balance,
+                    hold_id: null,
+                    request_id: null,
+                    reason: "initial balance from config",
+                    actor: "config",
+                    created_at: now
+                  })
+                }`
+              }
+              created.push(label)
+            } else {
+              id = Row.str(row.id, "users.id")
+              if (row.source !== "config") {
+                skipped.push(label)
+                continue
+              }
+              const passwordChanged = user.password !== undefined &&
+                (typeof row.password_hash !== "string" || !(yield* verifyPassword(user.password, row.password_hash)))
+              if (differs(row, desired) || passwordChanged) {
+                yield* sql`UPDATE users SET ${
+                  sql.update({
+                    ...desired,
+                    ...(passwordChanged ? { password_hash: yield* hashPassword(user.password!) } : {}),
+                    updated_at: now
+                  })
+                } WHERE id = ${id}`
+                updated.push(label)
+              }
+            }
+            userIds.set(user.name, id)
+            if (user.groups !== undefined) {
+              const stored = (yield* sql`SELECT group_name FROM user_groups WHERE user_id = ${id} ORDER BY group_name`)
+                .map((r) => Row.str(r.group_name, "user_groups.group_name"))
+              const wanted = [...new Set(user.groups)].sort()
+              if (stored.join("\u0000") !== wanted.join("\u0000")) {
+                yield* sql`DELETE FROM user_groups WHERE user_id = ${id}`
+                for (const group_name of wanted) yield* sql`INSERT INTO user_groups ${sql.insert({ user_id: id, group_name })}`
+                if (!created.includes(label) && !updated.includes(label)) updated.push(label)
+              }
+            }
+          }
+
+          for (const group of input.groups ?? []) {
+            const label = `groups:${group.name}`
+            const desired = groupColumns({
+              name: group.name,
+              ratioMicros: group.ratioMicros,
+              limits: { rpm: group.limits?.rpm ?? null, tpm: group.limits?.tpm ?? null, concurrency: group.limits?.concurrency ?? null },
+              selectable: group.selectable ?? false
+            })
+            const row = (yield* sql`SELECT * FROM groups WHERE name = ${group.name}`)[0]
+            if (row === undefined) {
+              yield* sql`INSERT INTO groups ${sql.insert({ name: group.name, ...desired, source: "config" })}`
+              created.push(label)
+            } else if (row.source !== "config") skipped.push(label)
+            else if (differs(row, desired)) {
+              yield* sql`UPDATE groups SET ${sql.update(desired)} WHERE name = ${group.name}`
+              updated.push(label)
+            }
+          }
+
+          for (const model of input.models ?? []) {
+            const label = `models:${model.id}`
+            const desired = modelColumns(model)
+            const row = (yield* sql`SELECT * FROM models WHERE id = ${model.id}`)[0]
+            if (row === undefined) {
+              yield* sql`INSERT INTO models ${sql.insert({ id: model.id, ...desired, source: "config" })}`
+              created.push(label)
+            } else if (row.source !== "config") skipped.push(label)
+            else if (differs(row, desired)) {
+              yield* sql`UPDATE models SET ${sql.update(desired)} WHERE id = ${model.id}`
+              updated.push(label)
+            }
+          }
+
+          for (const [position, alias] of (input.aliases ?? []).entries()) {
+            const label = `aliases:${alias.pattern}`
+            const desired = { target: alias.target, position }
+            const row = (yield* sql`SELECT * FROM aliases WHERE pattern = ${alias.pattern}`)[0]
+            if (row === undefined) {
+              yield* sql`INSERT INTO aliases ${sql.insert({ pattern: alias.pattern, ...desired })}`
+              created.push(label)
+            } else if (differs(row, desired)) {
+              yield* sql`UPDATE aliases SET ${sql.update(desired)} WHERE pattern = ${alias.pattern}`
+              updated.push(label)
+            }
+          }
+
+          for (const channel of input.channels ?? []) {
+            const label = `channels:${channel.name}`
+            const desired = channelColumns(channel)
+            const row = (yield* sql`SELECT * FROM channels WHERE name = ${channel.name}`)[0]
+            if (row === undefined) {
+              const encrypted = JSON.stringify(yield* Effect.forEach(channel.apiKeys, secrets.encrypt))
+              yield* sql`INSERT INTO channels ${
+                sql.insert({
+                  id: newId("chn"),
+                  name: channel.name,
+                  ...desired,
+                  api_keys_enc: encrypted,
+                  source: "config",
+                  created_at: now,
+                  updated_at: now
+                })
+              }`
+              created.push(label)
+              continue
+            }
+            if (row.source !== "config") {
+              skipped.push(label)
+              continue
+            }
+            const storedKeys = yield* Effect.forEach(
+              Row.stringArray(row.api_keys_enc, "channels.api_keys_enc"),
+              secrets.decrypt
+            )
+            const keysChanged = storedKeys.join("\u0000") !== channel.apiKeys.join("\u0000")
+            if (differs(row, desired) || keysChanged) {
+              yield* sql`UPDATE channels SET ${
+                sql.update({
+                  ...desired,
+                  ...(keysChanged
+                    ? { api_keys_enc: JSON.stringify(yield* Effect.forEach(channel.apiKeys, secrets.encrypt)) }
+                    : {}),
+                  updated_at: now
+                })
+              } WHERE name = ${channel.name}`
+              updated.push(label)
+            }
+          }
+
+          for (const key of input.keys ?? []) {
+            const label = `keys:${key.user}/${key.name}`
+            const userId = userIds.get(key.user)
+            if (userId === undefined) {
+              // The owner is a console user: config must not add keys to it.
+              skipped.push(label)
+              continue
+            }
+            const desired = {
+              group_name: key.group,
+              models: JSON.stringify(key.models ?? []),
+              expires_at: key.expiresAt ?? null,
+              enabled: key.enabled ?? true,
+              quota_nanos: key.quotaNanos ?? null,
+              daily_budget_nanos: key.dailyBudgetNanos ?? null,
+              monthly_budget_nanos: key.monthlyBudgetNanos ?? null,
+              rpm: key.limits?.rpm ?? null,
+              tpm: key.limits?.tpm ?? null,
+              concurrency: key.limits?.concurrency ?? null
+            }
+            const fixed = key.secret === undefined ? undefined : Redacted.value(key.secret)
+            const row = (yield* sql`SELECT * FROM api_keys WHERE user_id = ${userId} AND name = ${key.name}`)[0]
+            if (row === undefined) {
+              const generated = fixed === undefined ? generateApiKey() : { secret: fixed, prefix: keyPrefix(fixed) }
+              yield* sql`INSERT INTO api_keys ${
+                sql.insert({
+                  id: newId("key"),
+                  user_id: userId,
+                  name: key.name,
+                  prefix: generated.prefix,
+                  hash: hasher.hash(generated.secret),
+                  ...desired,
+                  spent_nanos: 0n,
+                  last_used_at: null,
+                  created_at: now,
+                  source: "config"
+                })
+              }`
+              created.push(label)
+              if (fixed === undefined) createdSecrets.push({ user: key.user, name: key.name, secret: generated.secret })
+              continue
+            }
+            if (row.source !== "config") {
+              skipped.push(label)
+              continue
+            }
+            const secretColumns = fixed === undefined ? {} : { hash: hasher.hash(fixed), prefix: keyPrefix(fixed) }
+            if (differs(row, { ...desired, ...secretColumns })) {
+              yield* sql`UPDATE api_keys SET ${sql.update({ ...desired, ...secretColumns })} WHERE id = ${row.id}`
+              updated.push(label)
+            }
+          }
+        })
+
+        yield* sql.withTransaction(run).pipe(
+          isPg ? (self) => self : Effect.provideService(SqlClient.BeginTransaction, "BEGIN IMMEDIATE")
+        )
+        return { created, updated, skipped, createdSecrets }
+      })
+
+      return Provisioning.of({ provision })
+    })
+  )
+}

@@ -1,0 +1,404 @@
+/**
+ * One suite, run on SQLite always and on PostgreSQL when MODELGATE_TEST_POSTGRES is set.
+ */
+import { describe, layer } from "@effect/vitest"
+import { assert } from "@effect/vitest"
+import { Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { SqlClient } from "effect/sql"
+import fc from "fast-check"
+import { Accounts } from "../src/Accounts.ts"
+import { CatalogRepo } from "../src/CatalogRepo.ts"
+import { Keys } from "../src/Keys.ts"
+import { migrate } from "../src/Migrations.ts"
+import { Provisioning, type ProvisionInput } from "../src/Provisioning.ts"
+import { Redemption } from "../src/Redemption.ts"
+import { KeyHasher } from "../src/Secrets.ts"
+import * as Store from "../src/Store.ts"
+import { UsageWriter } from "../src/UsageWriter.ts"
+import { Users } from "../src/Users.ts"
+import { KeyStore } from "@modelgate/core"
+import { databaseLayer, makePostgres, makeSqlite, postgresUrl, type TestDatabase } from "./harness.ts"
+
+const USD = 1_000_000_000n
+
+const storeLayer = (make: () => Promise<TestDatabase>) =>
+  Layer.unwrap(Effect.map(
+    Effect.acquireRelease(Effect.promise(make), (db) => Effect.promise(db.cleanup)),
+    (db) =>
+      Store.layer({
+        url: db.url,
+        masterKey: { secret: Redacted.make("test secret of sufficient length") },
+        nodeId: "node-test",
+        maxConnections: 20
+      }).pipe(Layer.orDie)
+  ))
+
+/** Creates a user with the given balance (through a top-up, so the ledger agrees). */
+const userWith = Effect.fnUntraced(function*(balance: bigint) {
+  const users = yield* Users
+  const accounts = yield* Accounts
+  const user = yield* users.create({ name: `u${Math.random().toString(36).slice(2, 12)}` })
+  if (balance > 0n) yield* accounts.topUp(user.id, balance, "test", "tester")
+  return user
+})
+
+/** Asserts the invariant: balance == ledger sum, and never negative. */
+const assertLedger = Effect.fnUntraced(function*(userId: string) {
+  const accounts = yield* Accounts
+  const balance = yield* accounts.balance(userId)
+  const sum = yield* accounts.ledgerSum(userId)
+  assert.strictEqual(balance, sum, "balance equals the ledger sum")
+  assert.isTrue(balance >= 0n, "balance is never negative")
+  return balance
+})
+
+const suite = (make: () => Promise<TestDatabase>) =>
+  layer(storeLayer(make), { excludeTestServices: true, timeout: "120 seconds" })((it) => {
+    it.effect("migrations are idempotent", () =>
+      Effect.gen(function*() {
+        assert.deepStrictEqual(yield* migrate, [])
+        assert.deepStrictEqual(yield* migrate, [])
+      }))
+
+    it.effect("concurrent migrations on a fresh database apply each migration once", () =>
+      Effect.gen(function*() {
+        const db = yield* Effect.acquireRelease(Effect.promise(make), (db) => Effect.promise(db.cleanup))
+        const results = yield* Effect.all(Array.from({ length: 5 }, () => migrate), { concurrency: "unbounded" }).pipe(
+          Effect.provide(databaseLayer(db, 10))
+        )
+        assert.strictEqual(results.flat().length, 1)
+        assert.deepStrictEqual(results.flat(), ["1_initial"])
+      }))
+
+    it.effect("provisioning is idempotent and never touches console rows", () =>
+      Effect.gen(function*() {
+        const provisioning = yield* Provisioning
+        const users = yield* Users
+        const accounts = yield* Accounts
+        const hasher = yield* KeyHasher
+        const keys = yield* Keys
+        yield* users.create({ name: "console-carol" })
+        const input: ProvisionInput = {
+          users: [
+            { name: "alice", role: "admin", balanceNanos: 25n * USD, password: Redacted.make("alice password"), groups: ["vip"] },
+            { name: "console-carol", balanceNanos: 99n * USD }
+          ],
+          groups: [{ name: "default", ratioMicros: 1_000_000n }, { name: "vip", ratioMicros: 800_000n, selectable: true, limits: { rpm: 60 } }],
+          models: [{
+            id: "gpt-4o-mini",
+            displayName: "GPT-4o mini",
+            inputNanosPerMillion: 150_000_000n,
+            outputNanosPerMillion: 600_000_000n,
+            cachedInputNanosPerMillion: null,
+            perRequestNanos: null,
+            free: false,
+            inputTokenLimit: 128_000,
+            outputTokenLimit: 16_384
+          }],
+          aliases: [{ pattern: "gpt-4o-mini-*", target: "gpt-4o-mini" }],
+          channels: [{
+            name: "openai-main",
+            type: "openai",
+            baseUrl: "https://api.openai.com/v1",
+            apiKeys: ["sk-upstream-1", "sk-upstream-2"],
+            models: ["gpt-4o-mini"],
+            modelMap: {},
+            groups: ["default", "vip"],
+            priority: 0,
+            weight: 1,
+            enabled: true,
+            headers: {},
+            timeouts: { connectMs: 5000, firstByteMs: 30000, idleMs: 30000, totalMs: 600000 },
+            apiVersion: null
+          }],
+          keys: [
+            { user: "alice", name: "fixed", group: "default", secret: Redacted.make("sk-fixed-secret-for-tests-0001") },
+            { user: "alice", name: "generated", group: "vip", models: ["gpt-4o-mini"] },
+            { user: "console-carol", name: "nope", group: "default" }
+          ]
+        }
+        const first = yield* provisioning.provision(input)
+        assert.includeMembers([...first.created], ["users:alice", "groups:vip", "models:gpt-4o-mini", "channels:openai-main", "keys:alice/fixed"])
+        assert.includeMembers([...first.skipped], ["users:console-carol", "keys:console-carol/nope"])
+        assert.strictEqual(first.createdSecrets.length, 1)
+        const second = yield* provisioning.provision(input)
+        assert.deepStrictEqual(second.created, [])
+        assert.deepStrictEqual(second.updated, [])
+        assert.deepStrictEqual(second.createdSecrets, [])
+
+        const alice = (yield* users.findByName("alice"))!
+        assert.strictEqual(alice.role, "admin")
+        assert.strictEqual(alice.balanceNanos, 25n * USD)
+        assert.strictEqual((yield* accounts.ledger(alice.id, { limit: 10 })).length, 1)
+        yield* assertLedger(alice.id)
+        assert.strictEqual((yield* users.findByName("console-carol"))!.balanceNanos, 0n)
+        assert.deepStrictEqual(yield* users.groups(alice.id), ["vip"])
+        assert.isDefined(yield* users.verifyLogin("alice", Redacted.make("alice password")))
+
+        const fixed = yield* keys.findByHash(hasher.hash("sk-fixed-secret-for-tests-0001"))
+        assert.strictEqual(fixed?.userName, "alice")
+        assert.strictEqual(fixed?.userRole, "admin")
+
+        const catalog = yield* (yield* CatalogRepo).load
+        assert.deepStrictEqual(catalog.channels[0]!.apiKeys, ["sk-upstream-1", "sk-upstream-2"])
+        assert.strictEqual(catalog.models[0]!.outputNanosPerMillion, 600_000_000n)
+        assert.deepStrictEqual(catalog.groups.find((g) => g.name === "vip")!.limits, { rpm: 60, tpm: null, concurrency: null })
+        assert.deepStrictEqual(catalog.aliases, [{ pattern: "gpt-4o-mini-*", target: "gpt-4o-mini" }])
+
+        // A changed declaration is applied; the balance in config is only the initial one.
+        const third = yield* provisioning.provision({
+          ...input,
+          users: [{ ...input.users![0]!, role: "user", balanceNanos: 1n }, input.users![1]!]
+        })
+        assert.deepStrictEqual(third.updated, ["users:alice"])
+        assert.strictEqual((yield* users.findByName("alice"))!.balanceNanos, 25n * USD)
+      }))
+
+    it.effect("provisioning errors name the field path", () =>
+      Effect.gen(function*() {
+        const provisioning = yield* Provisioning
+        const error = yield* Effect.flip(provisioning.provision({ users: [{ name: "bob" }], keys: [{ user: "nobody", name: "k", group: "g" }] }))
+        assert.strictEqual(error._tag, "InvalidInput")
+        assert.strictEqual((error as { path: string }).path, "keys[0].user")
+        const bad = yield* Effect.flip(provisioning.provision({ users: [{ name: "bob", balanceNanos: -1n }] }))
+        assert.strictEqual((bad as { path: string }).path, "users[0].balanceNanos")
+      }))
+
+    it.effect("keys: create, look up by hash, disable, revoke, delete", () =>
+      Effect.gen(function*() {
+        const keys = yield* Keys
+        const hasher = yield* KeyHasher
+        const keyStore = yield* KeyStore.KeyStore
+        const user = yield* userWith(0n)
+        const { key, secret } = yield* keys.create({ userId: user.id, name: "laptop", group: "default", models: ["a", "b"] })
+        assert.match(secret, /^sk-[0-9A-Za-z]{43}$/)
+        assert.strictEqual(key.prefix, secret.slice(0, 10))
+        assert.match(key.id, /^key_/)
+        const found = yield* keys.findByHash(hasher.hash(secret))
+        assert.strictEqual(found?.id, key.id)
+        assert.deepStrictEqual(found?.models, ["a", "b"])
+        assert.strictEqual((yield* keyStore.lookup(secret))?.id, key.id)
+        assert.isUndefined(yield* keyStore.lookup(secret + "x"))
+        const duplicate = yield* Effect.flip(keys.create({ userId: user.id, name: "laptop", group: "default" }))
+        assert.strictEqual(duplicate._tag, "Conflict")
+
+        yield* keys.setEnabled(key.id, false)
+        assert.isFalse((yield* keys.findByHash(hasher.hash(secret)))!.enabled)
+        yield* keys.touchLastUsed([{ keyId: key.id, at: 5000 }, { keyId: key.id, at: 7000 }])
+        assert.strictEqual((yield* keys.findById(key.id))!.lastUsedAt, 7000)
+        assert.isTrue((yield* keys.loadAll).some((k) => k.key.id === key.id))
+
+        yield* keys.revoke(key.id)
+        assert.isUndefined(yield* keys.findByHash(hasher.hash(secret)))
+        assert.isFalse((yield* keys.loadAll).some((k) => k.key.id === key.id))
+        const reenable = yield* Effect.flip(keys.setEnabled(key.id, true))
+        assert.strictEqual(reenable._tag, "InvalidInput")
+        yield* keys.remove(key.id)
+        assert.deepStrictEqual(yield* keys.list(user.id), [])
+        const missing = yield* Effect.flip(keys.remove(key.id))
+        assert.strictEqual(missing._tag, "ResourceNotFound")
+      }))
+
+    it.effect("hold, settle and release keep the ledger equal to the balance", () =>
+      Effect.gen(function*() {
+        const accounts = yield* Accounts
+        const keys = yield* Keys
+        const user = yield* userWith(10n * USD)
+        const { key } = yield* keys.create({ userId: user.id, name: "k", group: "default" })
+        const hold = yield* accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 3n * USD, requestId: "r1", nodeId: "n" })
+        assert.strictEqual(yield* accounts.balance(user.id), 7n * USD)
+        const settled = yield* accounts.settle(hold, 1n * USD)
+        assert.deepStrictEqual(settled, { settled: true, heldNanos: 3n * USD, chargedNanos: 1n * USD, shortfallNanos: 0n })
+        assert.strictEqual(yield* accounts.balance(user.id), 9n * USD)
+        // Idempotent: the second settle does nothing.
+        assert.isFalse((yield* accounts.settle(hold, 1n * USD)).settled)
+        assert.strictEqual(yield* assertLedger(user.id), 9n * USD)
+        assert.strictEqual((yield* keys.findById(key.id))!.spentNanos, 1n * USD)
+
+        const released = yield* accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 2n * USD, requestId: "r2", nodeId: "n" })
+        yield* accounts.release(released)
+        assert.strictEqual(yield* assertLedger(user.id), 9n * USD)
+
+        // A charge beyond hold + balance stops at zero and records the shortfall.
+        const big = yield* accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 1n * USD, requestId: "r3", nodeId: "n" })
+        const over = yield* accounts.settle(big, 12n * USD)
+        assert.strictEqual(over.chargedNanos, 9n * USD)
+        assert.strictEqual(over.shortfallNanos, 3n * USD)
+        assert.strictEqual(yield* assertLedger(user.id), 0n)
+
+        const refused = yield* Effect.flip(accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 1n, requestId: "r4", nodeId: "n" }))
+        assert.strictEqual(refused._tag, "InsufficientBalance")
+        assert.include(refused.message, "0.00 USD")
+        assert.include(refused.message, "0.000000001 USD")
+
+        yield* accounts.topUp(user.id, 5n * USD, "gift", "admin")
+        yield* accounts.adjust(user.id, -2n * USD, "correction", "admin")
+        const negative = yield* Effect.flip(accounts.adjust(user.id, -4n * USD, "too much", "admin"))
+        assert.strictEqual(negative._tag, "InvalidInput")
+        assert.include(negative.message, "below zero")
+        assert.strictEqual(yield* assertLedger(user.id), 3n * USD)
+      }))
+
+    it.effect("1,000 concurrent holds against a balance for exactly 10: 10 succeed, balance 0", () =>
+      Effect.gen(function*() {
+        const accounts = yield* Accounts
+        const user = yield* userWith(10n * 7_000n)
+        const results = yield* Effect.all(
+          Array.from({ length: 1000 }, (_, i) =>
+            Effect.exit(accounts.hold({ userId: user.id, keyId: "k", amountNanos: 7_000n, requestId: `r${i}`, nodeId: "n" }))),
+          { concurrency: "unbounded" }
+        )
+        const ok = results.filter(Exit.isSuccess)
+        assert.strictEqual(ok.length, 10)
+        for (const failure of results.filter(Exit.isFailure)) {
+          assert.isTrue(Exit.hasFails(failure) && JSON.stringify(failure.cause).includes("InsufficientBalance"))
+        }
+        assert.strictEqual(yield* assertLedger(user.id), 0n)
+      }))
+
+    it.effect("a code redeemed from 50 fibers at once credits exactly once", () =>
+      Effect.gen(function*() {
+        const redemption = yield* Redemption
+        const { codes } = yield* redemption.generate(1, 5n * USD, "admin")
+        const user = yield* userWith(0n)
+        const results = yield* Effect.all(
+          Array.from({ length: 50 }, () => Effect.exit(redemption.redeem(codes[0]!, user.id))),
+          { concurrency: "unbounded" }
+        )
+        assert.strictEqual(results.filter(Exit.isSuccess).length, 1)
+        assert.strictEqual(yield* assertLedger(user.id), 5n * USD)
+        const again = yield* Effect.flip(redemption.redeem(codes[0]!, user.id))
+        assert.strictEqual(again._tag, "RedemptionFailed")
+        const unknown = yield* Effect.flip(redemption.redeem("mgr-unknown", user.id))
+        assert.strictEqual((unknown as { reason: string }).reason, "unknown")
+        const listed = yield* redemption.list()
+        assert.isTrue(listed.some((c) => c.redeemedBy === user.id))
+        assert.include(yield* redemption.exportCsv(), "code_prefix,amount_usd")
+      }))
+
+    it.effect("property: random holds, charges, releases and top-ups keep balance == ledger sum >= 0", () =>
+      Effect.gen(function*() {
+        const context = yield* Effect.context<Accounts | Users>()
+        const op = fc.oneof(
+          fc.record({ op: fc.constant("hold" as const), amount: fc.bigInt({ min: 0n, max: 5_000n }) }),
+          fc.record({ op: fc.constant("settle" as const), index: fc.nat(20), charge: fc.bigInt({ min: 0n, max: 8_000n }) }),
+          fc.record({ op: fc.constant("release" as const), index: fc.nat(20) }),
+          fc.record({ op: fc.constant("topup" as const), amount: fc.bigInt({ min: 1n, max: 3_000n }) }),
+          fc.record({ op: fc.constant("adjust" as const), amount: fc.bigInt({ min: -3_000n, max: 3_000n }) })
+        )
+        yield* Effect.promise(() =>
+          fc.assert(
+            fc.asyncProperty(fc.bigInt({ min: 0n, max: 10_000n }), fc.array(op, { maxLength: 25 }), (initial, ops) =>
+              Effect.runPromise(Effect.gen(function*() {
+                const accounts = yield* Accounts
+                const user = yield* userWith(initial)
+                const holds: Array<string> = []
+                for (const step of ops) {
+                  if (step.op === "hold") {
+                    const id = yield* Effect.option(accounts.hold({ userId: user.id, keyId: "k", amountNanos: step.amount, requestId: "r", nodeId: "p" }))
+                    if (id._tag === "Some") holds.push(id.value)
+                  } else if (step.op === "settle" && holds.length > 0) {
+                    yield* accounts.settle(holds[step.index % holds.length]!, step.charge)
+                  } else if (step.op === "release" && holds.length > 0) {
+                    yield* accounts.release(holds[step.index % holds.length]!)
+                  } else if (step.op === "topup") {
+                    yield* accounts.topUp(user.id, step.amount, "prop", "test")
+                  } else if (step.op === "adjust" && step.amount !== 0n) {
+                    yield* Effect.ignore(accounts.adjust(user.id, step.amount, "prop", "test"))
+                  }
+                  yield* assertLedger(user.id)
+                }
+                for (const hold of holds) yield* accounts.release(hold)
+                yield* assertLedger(user.id)
+              }).pipe(Effect.provide(context)))
+            ),
+            { numRuns: 20 }
+          )
+        )
+      }))
+
+    it.effect("the sweeper releases holds left by a dead node or older than the cutoff", () =>
+      Effect.gen(function*() {
+        const accounts = yield* Accounts
+        const user = yield* userWith(100n)
+        yield* accounts.hold({ userId: user.id, keyId: "k", amountNanos: 30n, requestId: "r", nodeId: "dead-node" })
+        yield* accounts.hold({ userId: user.id, keyId: "k", amountNanos: 20n, requestId: "r", nodeId: "dead-node" })
+        const live = yield* accounts.hold({ userId: user.id, keyId: "k", amountNanos: 10n, requestId: "r", nodeId: "live-node" })
+        assert.strictEqual(yield* accounts.balance(user.id), 40n)
+        assert.strictEqual(yield* accounts.sweepHolds({ nodeId: "dead-node" }), 2)
+        assert.strictEqual(yield* assertLedger(user.id), 90n)
+        assert.strictEqual(yield* accounts.sweepHolds({ olderThanMs: 3_600_000 }), 0)
+        yield* Effect.sleep("5 millis")
+        assert.isTrue((yield* accounts.sweepHolds({ olderThanMs: 1 })) >= 1)
+        assert.isFalse((yield* accounts.settle(live, 5n)).settled)
+        assert.strictEqual(yield* assertLedger(user.id), 100n)
+      }))
+
+    it.effect("the usage writer batches in the background and flushes on shutdown", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const user = yield* userWith(0n)
+        const record = (i: number) => ({
+          createdAt: Date.UTC(2026, 0, 1 + (i % 2), 12),
+          requestId: `req-${i}`,
+          userId: user.id,
+          keyId: i % 3 === 0 ? "key-a" : "key-b",
+          model: i % 2 === 0 ? "m1" : "m2",
+          upstreamModel: "up",
+          channel: "ch",
+          dialectIn: "openai" as const,
+          dialectOut: "gemini" as const,
+          stream: true,
+          promptTokens: 10,
+          completionTokens: 5,
+          cachedTokens: 0,
+          usageReported: true,
+          costNanos: 1_000n,
+          latencyMs: 100,
+          ttfbMs: i % 2 === 0 ? 20 : null,
+          status: 200,
+          errorCode: null,
+          attempts: 1
+        })
+        // Batching: maxBatch 10 with a long interval; 25 records wake the writer at once.
+        const scope1 = yield* Scope.make()
+        const ctx1 = yield* Layer.buildWithScope(UsageWriter.layerWith({ flushIntervalMs: 60_000, maxBatch: 10 }), scope1).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql)
+        )
+        const writer1 = ctx1.mapUnsafe.get(UsageWriter.key) as UsageWriter["Service"]
+        for (let i = 0; i < 25; i++) yield* writer1.record(record(i))
+        for (let i = 0; i < 200 && (yield* writer1.pending) > 0; i++) yield* Effect.sleep("10 millis")
+        assert.strictEqual(yield* writer1.pending, 0)
+        assert.strictEqual((yield* writer1.query({ userId: user.id, limit: 1000 })).length, 25)
+        yield* Scope.close(scope1, Exit.void)
+
+        // Shutdown: records still queued are written by the finalizer.
+        const scope2 = yield* Scope.make()
+        const ctx2 = yield* Layer.buildWithScope(UsageWriter.layerWith({ flushIntervalMs: 60_000, maxBatch: 1000 }), scope2).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql)
+        )
+        const writer2 = ctx2.mapUnsafe.get(UsageWriter.key) as UsageWriter["Service"]
+        for (let i = 25; i < 40; i++) yield* writer2.record(record(i))
+        assert.strictEqual(yield* writer2.pending, 15)
+        yield* Scope.close(scope2, Exit.void)
+
+        const writer = yield* UsageWriter
+        const all = yield* writer.query({ userId: user.id, limit: 1000 })
+        assert.strictEqual(all.length, 40)
+        assert.strictEqual(all[0]!.costNanos, 1_000n)
+        assert.strictEqual((yield* writer.query({ userId: user.id, keyId: "key-a", model: "m1", limit: 1000 })).length, 7)
+        const page = yield* writer.query({ userId: user.id, limit: 10, offset: 35 })
+        assert.strictEqual(page.length, 5)
+        const totals = yield* writer.dailyTotals({ userId: user.id })
+        assert.deepStrictEqual(totals.map((t) => [t.day, t.model, t.requests]), [["2026-01-01", "m1", 20], ["2026-01-02", "m2", 20]])
+        assert.strictEqual(totals[0]!.costNanos, 20_000n)
+      }))
+  })
+
+describe("sqlite", () => {
+  suite(makeSqlite)
+})
+
+describe.skipIf(postgresUrl === undefined)("postgres (set MODELGATE_TEST_POSTGRES to run)", () => {
+  suite(() => makePostgres(postgresUrl!))
+})
