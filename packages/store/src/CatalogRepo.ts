@@ -45,7 +45,7 @@ export interface GroupInput extends Domain.Group {
  */
 export type ChannelInput = Omit<Domain.Channel, "id">
 
-/** @internal */
+/** Shared with the other repositories of this package, not a stable API. @internal @category internal */
 export const decodeModel = (row: Record<string, unknown>): Domain.Model => ({
   id: Row.str(row.id, "models.id"),
   displayName: Row.str(row.display_name, "models.display_name"),
@@ -58,7 +58,7 @@ export const decodeModel = (row: Record<string, unknown>): Domain.Model => ({
   outputTokenLimit: Row.int(row.output_token_limit, "models.output_token_limit")
 })
 
-/** @internal */
+/** Shared with the other repositories of this package, not a stable API. @internal @category internal */
 export const decodeGroup = (row: Record<string, unknown>): Domain.Group => ({
   name: Row.str(row.name, "groups.name"),
   ratioMicros: Row.big(row.ratio_micros, "groups.ratio_micros"),
@@ -79,7 +79,7 @@ const decodeTimeouts = (value: unknown): Domain.ChannelTimeouts => {
   return { connectMs: field("connectMs"), firstByteMs: field("firstByteMs"), idleMs: field("idleMs"), totalMs: field("totalMs") }
 }
 
-/** @internal */
+/** Shared with the other repositories of this package, not a stable API. @internal @category internal */
 export const modelColumns = (model: Domain.Model) => ({
   display_name: model.displayName,
   input_nanos_per_million: model.inputNanosPerMillion,
@@ -91,7 +91,7 @@ export const modelColumns = (model: Domain.Model) => ({
   output_token_limit: model.outputTokenLimit
 })
 
-/** @internal */
+/** Shared with the other repositories of this package, not a stable API. @internal @category internal */
 export const groupColumns = (group: GroupInput) => ({
   ratio_micros: group.ratioMicros,
   rpm: group.limits.rpm,
@@ -100,7 +100,7 @@ export const groupColumns = (group: GroupInput) => ({
   selectable: group.selectable
 })
 
-/** The channel columns other than id, name, keys, source and timestamps. @internal */
+/** The channel columns other than id, name, keys, source and timestamps. @internal @category internal */
 export const channelColumns = (channel: ChannelInput) => ({
   type: channel.type,
   base_url: channel.baseUrl,

@@ -80,7 +80,7 @@ export interface CachedKey {
 
 const REVOKED = "revoked:"
 
-/** @internal */
+/** Shared with the other repositories of this package, not a stable API. @internal @category internal */
 export const decodeKey = (row: Record<string, unknown>): KeyRecord => ({
   id: Row.str(row.id, "api_keys.id"),
   userId: Row.str(row.user_id, "api_keys.user_id"),

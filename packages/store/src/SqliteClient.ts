@@ -15,7 +15,9 @@
  *   columns in nano-dollars always come back exact; callers convert small
  *   integer columns to `number` themselves;
  * - a bounded least-recently-used cache of prepared statements;
- * - `layer({ filename })` creates the parent directory of the file.
+ * - `layer({ filename })` creates the parent directory of the file;
+ * - `executeStream` reads the whole result first (node:sqlite's iterator would
+ *   hold the single connection across fiber yields); fine for our result sizes.
  *
  * `node:sqlite` is synchronous: every statement blocks the event loop for its
  * duration. Keep it off the per-request path (cache in memory, batch writes).

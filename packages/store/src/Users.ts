@@ -49,7 +49,7 @@ export interface CreateUser {
   readonly source?: Source | undefined
 }
 
-/** @internal */
+/** Shared with the other repositories of this package, not a stable API. @internal @category internal */
 export const decodeUser = (row: Record<string, unknown>): User => ({
   id: Row.str(row.id, "users.id"),
   name: Row.str(row.name, "users.name"),
