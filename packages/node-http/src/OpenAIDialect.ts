@@ -1,0 +1,97 @@
+/**
+ * The OpenAI dialect's codecs, from `@modelgate/openai-adapter`.
+ *
+ * @since 0.1.0
+ */
+import { type Canonical, GatewayError } from "@modelgate/core"
+import { ErrorEnvelope, Models, Passthrough, Request, Response, Sse, Stream as OpenAIStream } from "@modelgate/openai-adapter"
+import { Effect, Result } from "effect"
+import type { ClientCodec, EventDecoder, Inspected, UpstreamCodec } from "./Codecs.ts"
+
+const inspect = (body: string) =>
+  Effect.map(Passthrough.inspectChatBody(body), (inspected): Inspected => ({
+    model: inspected.model,
+    stream: inspected.stream,
+    includeUsage: inspected.includeUsage,
+    maxOutputTokens: inspected.maxTokens,
+    json: inspected.json,
+    forward: (upstreamModel) => Passthrough.upstreamBody(inspected, upstreamModel)
+  }))
+
+/** The OpenAI client side. @category codecs */
+export const client: ClientCodec = {
+  dialect: "openai",
+  inspect,
+  decodeRequest: (inspected) => Request.decodeRequest(inspected.json),
+  passthroughMeter: (inspected) => {
+    const meter = new Passthrough.PassthroughMeter({ includeUsage: inspected.includeUsage })
+    return {
+      push: (text) => meter.push(text),
+      end: () => meter.end(),
+      metered: (promptEstimate) => {
+        const usage = meter.usage()
+        return usage.reported ? usage : { ...usage, promptTokens: promptEstimate }
+      }
+    }
+  },
+  usageOfResponse: (json, promptEstimate) => Passthrough.usageOfResponse(json, promptEstimate),
+  encodeResponse: (response, model) => Response.encodeResponse(response, model),
+  frameEncoder: (inspected, model) => {
+    const encoder = new OpenAIStream.StreamEncoder({ model, includeUsage: inspected.includeUsage })
+    return {
+      push: (events) => {
+        let text = ""
+        for (const event of events) {
+          for (const chunk of encoder.push(event)) text += Sse.frame(JSON.stringify(chunk))
+        }
+        return text
+      },
+      end: () => encoder.finish()
+    }
+  },
+  renderError: (error) => ErrorEnvelope.toResponse(error),
+  streamErrorFrame: (error) => ErrorEnvelope.streamError(error)
+}
+
+/** Incremental decoding of an OpenAI upstream's SSE text; throws the upstream's error when an event is one. */
+const eventDecoder = (): EventDecoder => {
+  const parser = new Sse.SseParser()
+  const decoder = new OpenAIStream.StreamDecoder()
+  let done = false
+  const feed = (events: ReadonlyArray<Sse.SseEvent>): Array<Canonical.StreamEvent> => {
+    const out: Array<Canonical.StreamEvent> = []
+    for (const event of events) {
+      if (done) break
+      if (event.data === "[DONE]") {
+        done = true
+        break
+      }
+      const chunk = OpenAIStream.parseChunk(event.data)
+      if (Result.isFailure(chunk)) throw chunk.failure
+      for (const e of decoder.push(chunk.success)) out.push(e)
+    }
+    return out
+  }
+  return { push: (text) => feed(parser.push(text)), end: () => feed(parser.end()) }
+}
+
+/** The OpenAI upstream side (also Azure, which speaks the same wire format). @category codecs */
+export const upstream: UpstreamCodec = {
+  dialect: "openai",
+  encodeRequest: (request, upstreamModel) => Effect.succeed(JSON.stringify(Request.encodeRequest(request, upstreamModel))),
+  decodeResponse: (json) => Response.decodeResponse(json),
+  eventDecoder,
+  classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers)
+}
+
+/** `GET /v1/models`. @category models */
+export const modelsList = Models.modelsList
+
+/** `GET /v1/models/{id}`. @category models */
+export const modelObject = Models.modelObject
+
+/** An error thrown by a decoder, or an unexpected throw, as a gateway error. @category errors */
+export const asGatewayError = (error: unknown): GatewayError.GatewayError =>
+  GatewayError.isGatewayError(error)
+    ? error
+    : new GatewayError.UpstreamUnavailable({ message: "The upstream's answer could not be read." })

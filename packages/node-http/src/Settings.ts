@@ -1,0 +1,110 @@
+/**
+ * The server's resolved settings: the configuration file's values with every
+ * default applied and the environment's overrides (`MODELGATE_LISTEN`,
+ * `MODELGATE_DATABASE`, `MODELGATE_SECRET`) on top. docs/configuration.md lists
+ * the same defaults; this module is their one source.
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Redacted } from "effect"
+import { hostname } from "node:os"
+import { dirname, join, resolve } from "node:path"
+import { ConfigError, type ConfigFile } from "./ConfigFile.ts"
+
+/** @category models */
+export interface Settings {
+  /** Where the configuration came from (a file path, or "the built-in demo configuration"), for messages. */
+  readonly configSource: string
+  readonly host: string
+  readonly port: number
+  readonly database: string
+  readonly redis: string | null
+  readonly publicUrl: string
+  readonly secret: Redacted.Redacted<string> | null
+  readonly secretFile: string
+  readonly nodeId: string
+  readonly maxBodyBytes: number
+  readonly shutdownGraceSeconds: number
+  readonly logLevel: "debug" | "info" | "warning" | "error"
+  readonly logFormat: "json" | "logfmt" | "pretty"
+  readonly usageFlushIntervalMs: number
+  readonly usageMaxBatch: number
+  /** Where the console's built files are, or null when they are not built. */
+  readonly consoleDir: string | null
+}
+
+/** The settings service. @category services */
+export class ServerSettings extends Context.Service<ServerSettings, Settings>()("modelgate/node-http/ServerSettings") {}
+
+/** Defaults of the top-level settings. @category constants */
+export const defaults = {
+  listen: "127.0.0.1:8080",
+  database: "sqlite:data/modelgate.db",
+  maxBodyBytes: 10 * 1024 * 1024,
+  shutdownGraceSeconds: 30,
+  usageFlushIntervalMs: 200,
+  usageMaxBatch: 500
+} as const
+
+/**
+ * Splits `host:port` (`[::1]:8080`, `:8080` and a bare port are accepted).
+ *
+ * @category parsing
+ */
+export const parseListen = (listen: string): { readonly host: string; readonly port: number } | undefined => {
+  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(listen.trim()) ?? /^()()(\d{1,5})$/.exec(listen.trim())
+  if (match === null) return undefined
+  const port = Number(match[3])
+  if (port > 65_535) return undefined
+  const host = match[1] ?? (match[2] === "" || match[2] === undefined ? "0.0.0.0" : match[2])
+  return { host, port }
+}
+
+/**
+ * Resolves the settings of a configuration file read from `source`.
+ *
+ * @category resolving
+ */
+export const resolveSettings = (
+  file: ConfigFile,
+  env: Readonly<Record<string, string | undefined>>,
+  options: { readonly consoleDir: string | null; readonly source: string }
+): Effect.Effect<Settings, ConfigError> =>
+  Effect.gen(function*() {
+    const listen = env["MODELGATE_LISTEN"] ?? file.listen ?? defaults.listen
+    const address = parseListen(listen)
+    if (address === undefined) {
+      return yield* new ConfigError({
+        message: `Invalid listen address '${listen}' (from ${env["MODELGATE_LISTEN"] !== undefined ? "MODELGATE_LISTEN" : "listen"}): expected HOST:PORT such as 127.0.0.1:8080.`
+      })
+    }
+    const database = env["MODELGATE_DATABASE"] ?? file.database ?? defaults.database
+    const secretEnv = env["MODELGATE_SECRET"]
+    const shownHost = address.host === "0.0.0.0" || address.host === "::" ? "127.0.0.1" : address.host.includes(":") ? `[${address.host}]` : address.host
+    return {
+      configSource: options.source,
+      host: address.host,
+      port: address.port,
+      database,
+      redis: file.redis ?? env["MODELGATE_REDIS"] ?? null,
+      publicUrl: (file.public_url ?? `http://${shownHost}:${address.port}`).replace(/\/+$/, ""),
+      secret: secretEnv !== undefined && secretEnv.length > 0 ? Redacted.make(secretEnv) : null,
+      secretFile: file.secret_file ?? defaultSecretFile(database),
+      nodeId: file.node_id ?? `${hostname()}-${process.pid}`,
+      maxBodyBytes: file.max_body_bytes ?? defaults.maxBodyBytes,
+      shutdownGraceSeconds: file.shutdown_grace_seconds ?? defaults.shutdownGraceSeconds,
+      logLevel: file.log_level ?? "info",
+      logFormat: file.log_format ?? "logfmt",
+      usageFlushIntervalMs: file.usage?.flush_interval_ms ?? defaults.usageFlushIntervalMs,
+      usageMaxBatch: file.usage?.max_batch ?? defaults.usageMaxBatch,
+      consoleDir: options.consoleDir
+    }
+  })
+
+/** The key file sits beside a SQLite database, or in ./data for PostgreSQL. */
+const defaultSecretFile = (database: string): string => {
+  if (database.startsWith("sqlite:") && !database.includes(":memory:")) {
+    return join(dirname(resolve(database.slice("sqlite:".length))), "modelgate.key")
+  }
+  return resolve("data", "modelgate.key")
+}
