@@ -1,0 +1,6 @@
+export * as GenerateContent from "./GenerateContent.ts"
+export * as Request from "./Request.ts"
+export * as Response from "./Response.ts"
+export * as Framing from "./Framing.ts"
+export * as ErrorEnvelope from "./ErrorEnvelope.ts"
+export * as Stream from "./Stream.ts"
