@@ -1,0 +1,163 @@
+/**
+ * The one error of the management API and its JSON envelope. Every failure a
+ * handler can meet (bad input, store conflicts, missing records, refusals) is
+ * mapped here to an `ApiError` with its HTTP status, and written as
+ * `{"error":{"message","type","param","code"}}`, the envelope the gateway's
+ * OpenAI surface uses, so scripts handle one shape.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Schema, SchemaIssue } from "effect"
+import { HttpServerResponse } from "effect/http"
+import type { ErrorBody } from "./Contract.ts"
+
+/**
+ * A refusal or failure with its status. `param` names the offending field
+ * (`models[2]`, `amount`) when there is one; `code` is a stable machine code.
+ *
+ * @category errors
+ */
+export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
+  status: Schema.Int,
+  type: Schema.String,
+  message: Schema.String,
+  param: Schema.NullOr(Schema.String),
+  code: Schema.NullOr(Schema.String),
+  retryAfterSeconds: Schema.optionalKey(Schema.Int)
+}) {}
+
+const make = (status: number, type: string, code: string, message: string, param: string | null = null) =>
+  new ApiError({ status, type, code, message, param })
+
+/** 400: the request is malformed; `param` names the field. @category constructors */
+export const invalid = (message: string, param: string | null = null, code = "invalid_request") =>
+  make(400, "invalid_request_error", code, message, param)
+
+/** 401: not signed in (or the session ended). @category constructors */
+export const unauthenticated = (message = "Sign in first: send the mg_session cookie from POST /api/auth/login, or 'Authorization: Bearer <API key>'.") =>
+  make(401, "authentication_error", "unauthenticated", message)
+
+/** 403: signed in but not allowed. @category constructors */
+export const forbidden = (message: string, code = "forbidden") => make(403, "permission_error", code, message)
+
+/** 404: no such record (or not yours, which reads the same). @category constructors */
+export const notFound = (message: string) => make(404, "not_found_error", "not_found", message)
+
+/** 404 for a path the API does not have. @category constructors */
+export const noRoute = (method: string, path: string) =>
+  make(404, "not_found_error", "unknown_endpoint", `No endpoint ${method} ${path}. See the admin API reference (packages/admin-api/README.md).`)
+
+/** 405 for a known path with another method. @category constructors */
+export const methodNotAllowed = (method: string, path: string, allow: ReadonlyArray<string>) =>
+  make(405, "invalid_request_error", "method_not_allowed", `${method} is not allowed on ${path}; use ${allow.join(" or ")}.`)
+
+/** 409: it would collide with an existing record. @category constructors */
+export const conflict = (message: string) => make(409, "conflict_error", "conflict", message)
+
+/** 429 with a retry delay. @category constructors */
+export const tooManyRequests = (message: string, retryAfterSeconds: number) =>
+  new ApiError({ status: 429, type: "rate_limit_error", code: "rate_limited", message, param: null, retryAfterSeconds })
+
+/** 500: our fault; the cause is logged, never shown. @category constructors */
+export const internal = (message = "The server failed to complete the request; the cause is in its log.") =>
+  make(500, "server_error", "internal_error", message)
+
+const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/**
+ * Renders a Schema path (`["models", 2]`) as `models[2]`.
+ *
+ * @category formatting
+ */
+export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
+  path.reduce<string>(
+    (acc, key) => typeof key === "number" ? `${acc}[${key}]` : acc === "" ? String(key) : `${acc}.${String(key)}`,
+    ""
+  )
+
+/**
+ * The field-level problems of a Schema failure: one `{ path, message }` per
+ * bad field (`path` is `""` for the value as a whole).
+ *
+ * @category formatting
+ */
+export const fieldIssues = (issue: SchemaIssue.Issue): ReadonlyArray<{ readonly path: string; readonly message: string }> =>
+  formatter(issue).issues.map((item) => ({
+    path: formatPath((item.path ?? []).map((p) => (typeof p === "object" && p !== null ? p.key : p) as PropertyKey)),
+    message: item.message
+  }))
+
+/**
+ * Turns a Schema failure of a request part (`body`, `query`) into a 400
+ * naming the first bad field, with every problem listed in the message.
+ *
+ * @category constructors
+ */
+export const fromSchemaIssue = (issue: SchemaIssue.Issue, part: string): ApiError => {
+  const issues = fieldIssues(issue)
+  const first = issues[0]
+  const param = first === undefined || first.path === "" ? null : first.path
+  const message = issues.length === 0
+    ? `The request ${part} is not valid.`
+    : issues.map((i) => `${i.path === "" ? part : i.path}: ${i.message}`).join("; ")
+  return invalid(message, param)
+}
+
+/**
+ * The JSON envelope of an error.
+ *
+ * @category encoding
+ */
+export const toBody = (error: ApiError): ErrorBody => ({
+  error: { message: error.message, type: error.type, param: error.param, code: error.code }
+})
+
+/**
+ * The HTTP response of an error (with `retry-after` on a 429).
+ *
+ * @category encoding
+ */
+export const toResponse = (error: ApiError): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.text(JSON.stringify(toBody(error)), {
+    status: error.status,
+    contentType: "application/json",
+    headers: {
+      "cache-control": "no-store",
+      ...(error.retryAfterSeconds === undefined ? {} : { "retry-after": String(error.retryAfterSeconds) })
+    }
+  })
+
+/**
+ * Maps the store's and core's errors to `ApiError`; anything unexpected is
+ * logged and becomes a 500.
+ *
+ * @category mapping
+ */
+export const fromUnknown = (error: unknown): Effect.Effect<ApiError> => {
+  if (error instanceof ApiError) return Effect.succeed(error)
+  const tag = typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : ""
+  const message = typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
+  switch (tag) {
+    case "InvalidInput": {
+      const path = (error as { path?: string }).path ?? null
+      return Effect.succeed(invalid(message, path))
+    }
+    case "Conflict":
+      return Effect.succeed(conflict(message))
+    case "ResourceNotFound":
+      return Effect.succeed(notFound(message))
+    case "RedemptionFailed":
+      return Effect.succeed(invalid(message, "code", (error as { reason?: string }).reason === "already-redeemed" ? "code_already_redeemed" : "code_unknown"))
+    case "InsufficientBalance":
+      return Effect.succeed(invalid(message, "amount", "insufficient_balance"))
+    case "Forbidden":
+      return Effect.succeed(forbidden(message))
+    case "MissingApiKey":
+    case "InvalidApiKey":
+    case "KeyDisabled":
+    case "KeyExpired":
+      return Effect.succeed(make(401, "authentication_error", "invalid_api_key", message))
+    default:
+      return Effect.as(Effect.logError("admin-api request failed", error), internal())
+  }
+}

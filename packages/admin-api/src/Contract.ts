@@ -1,0 +1,708 @@
+/**
+ * The management API's contract: the request and response Schemas of every
+ * endpoint under `/api/` (except the gateway's own `/api/me`), and a typed
+ * table of the endpoints themselves. The server decodes requests and encodes
+ * responses with these Schemas; the console decodes responses and validates
+ * its forms with the very same ones, so no shape is written twice.
+ *
+ * Browser-safe: depends on `effect` only (no Node built-ins).
+ *
+ * Wire conventions:
+ *
+ * - field names are camelCase;
+ * - money is an exact decimal USD string (`"12.50"`, `"0.000125"`), never a float;
+ * - times are epoch milliseconds (numbers); days are `YYYY-MM-DD` (UTC);
+ * - lists are `{ data, nextCursor }`, paged with `?limit=&cursor=`;
+ * - errors are `{"error":{"message","type","param","code"}}` (the OpenAI envelope),
+ *   with `param` naming the offending field (`models[2]`, `amount`).
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+
+// ---------------------------------------------------------------------------
+// Scalars
+// ---------------------------------------------------------------------------
+
+const usdPattern = /^-?\d{1,10}(\.\d{1,9})?$/
+
+/**
+ * An exact USD amount as a decimal string, at most 9 fractional digits
+ * (nano-dollars): `"10"`, `"0.15"`, `"-3.000000001"`.
+ *
+ * @category scalars
+ */
+export const Usd = Schema.String.check(
+  Schema.isPattern(usdPattern, {
+    expected: "a USD amount such as \"10\" or \"0.15\"",
+    message: "Enter an amount in USD, like 10 or 0.15 (at most 9 decimal places)"
+  })
+)
+export type Usd = typeof Usd.Type
+
+/**
+ * A non-negative USD amount (caps, prices, code values).
+ *
+ * @category scalars
+ */
+export const NonNegativeUsd = Schema.String.check(
+  Schema.isPattern(/^\d{1,10}(\.\d{1,9})?$/, {
+    expected: "a non-negative USD amount such as \"10\" or \"0.15\"",
+    message: "Enter a non-negative amount in USD, like 10 or 0.15 (at most 9 decimal places)"
+  })
+)
+export type NonNegativeUsd = typeof NonNegativeUsd.Type
+
+/**
+ * A strictly positive USD amount.
+ *
+ * @category scalars
+ */
+export const PositiveUsd = NonNegativeUsd.check(
+  Schema.makeFilter((s: string) => /[1-9]/.test(s), { message: "The amount must be greater than 0" })
+)
+export type PositiveUsd = typeof PositiveUsd.Type
+
+/** Epoch milliseconds. @category scalars */
+export const EpochMs = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+export type EpochMs = typeof EpochMs.Type
+
+/** A UTC calendar day, `YYYY-MM-DD`. @category scalars */
+export const Day = Schema.String.check(
+  Schema.isPattern(/^\d{4}-\d{2}-\d{2}$/, { expected: "a day as YYYY-MM-DD", message: "Expected a day as YYYY-MM-DD" })
+)
+export type Day = typeof Day.Type
+
+/** A display name for a key, channel or group: 1 to 64 characters, no surrounding spaces. @category scalars */
+export const Name = Schema.String.check(
+  Schema.isMinLength(1, { message: "Required" }),
+  Schema.isMaxLength(64, { message: "At most 64 characters" }),
+  Schema.isTrimmed({ message: "Remove the spaces at the start and end" })
+)
+export type Name = typeof Name.Type
+
+/** A user name: letters, digits, `.`, `_`, `@`, `-`; 1 to 64 characters, starting with a letter or digit. @category scalars */
+export const UserName = Schema.String.check(
+  Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/, {
+    expected: "a user name",
+    message: "1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit"
+  })
+)
+export type UserName = typeof UserName.Type
+
+/** A new password: 8 to 256 characters. @category scalars */
+export const NewPassword = Schema.String.check(
+  Schema.isMinLength(8, { message: "At least 8 characters" }),
+  Schema.isMaxLength(256, { message: "At most 256 characters" })
+)
+export type NewPassword = typeof NewPassword.Type
+
+/** A price ratio as a decimal string with at most 6 fractional digits (`"1"`, `"0.8"`). @category scalars */
+export const Ratio = Schema.String.check(
+  Schema.isPattern(/^\d{1,6}(\.\d{1,6})?$/, {
+    expected: "a ratio such as \"1\" or \"0.8\"",
+    message: "Enter a ratio like 1 or 0.8 (at most 6 decimal places)"
+  })
+)
+export type Ratio = typeof Ratio.Type
+
+/** A positive whole number limit, or null for none. @category scalars */
+export const LimitValue = Schema.NullOr(
+  Schema.Int.check(Schema.isGreaterThan(0, { message: "Must be a whole number above 0, or empty for no limit" }))
+)
+export type LimitValue = typeof LimitValue.Type
+
+/** User roles. @category scalars */
+export const Role = Schema.Literals(["user", "admin"])
+export type Role = typeof Role.Type
+
+/** Upstream channel types. @category scalars */
+export const ChannelType = Schema.Literals(["openai", "gemini", "anthropic", "azure"])
+export type ChannelType = typeof ChannelType.Type
+
+// ---------------------------------------------------------------------------
+// Envelopes
+// ---------------------------------------------------------------------------
+
+/**
+ * The error body (same shape as the OpenAI envelope the gateway uses).
+ * `type` is one of `invalid_request_error`, `authentication_error`,
+ * `permission_error`, `not_found_error`, `conflict_error`, `rate_limit_error`,
+ * `server_error`.
+ *
+ * @category envelopes
+ */
+export const ErrorBody = Schema.Struct({
+  error: Schema.Struct({
+    message: Schema.String,
+    type: Schema.String,
+    param: Schema.NullOr(Schema.String),
+    code: Schema.NullOr(Schema.String)
+  })
+})
+export type ErrorBody = typeof ErrorBody.Type
+
+/** A page of results; `nextCursor` is null on the last page. @category envelopes */
+export const Page = <S extends Schema.Top>(item: S) =>
+  Schema.Struct({ data: Schema.Array(item), nextCursor: Schema.NullOr(Schema.String) })
+
+/** A whole list (no paging). @category envelopes */
+export const List = <S extends Schema.Top>(item: S) => Schema.Struct({ data: Schema.Array(item) })
+
+/** The answer of an action with nothing else to say. @category envelopes */
+export const Ok = Schema.Struct({ ok: Schema.Literal(true) })
+export type Ok = typeof Ok.Type
+
+/** Paging query: `limit` (1..500, default 50) and an opaque `cursor`. @category envelopes */
+export const PageQuery = Schema.Struct({
+  limit: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 500 }))),
+  cursor: Schema.optionalKey(Schema.String)
+})
+export type PageQuery = typeof PageQuery.Type
+
+// ---------------------------------------------------------------------------
+// Auth
+// ---------------------------------------------------------------------------
+
+/** `POST /api/auth/login`. @category auth */
+export const LoginRequest = Schema.Struct({
+  username: Schema.String.check(Schema.isMinLength(1, { message: "Enter your user name" })),
+  password: Schema.String.check(Schema.isMinLength(1, { message: "Enter your password" }))
+})
+export type LoginRequest = typeof LoginRequest.Type
+
+/** The signed-in user. @category auth */
+export const Me = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  role: Role,
+  balance: Usd
+})
+export type Me = typeof Me.Type
+
+/**
+ * A session: who is signed in, the CSRF token to send as `x-csrf-token` on
+ * every state-changing request, and when the session ends. (`csrfToken` is
+ * null when the caller authenticated with an API key.)
+ *
+ * @category auth
+ */
+export const SessionInfo = Schema.Struct({
+  user: Me,
+  csrfToken: Schema.NullOr(Schema.String),
+  expiresAt: Schema.NullOr(EpochMs)
+})
+export type SessionInfo = typeof SessionInfo.Type
+
+/** `POST /api/auth/password`. @category auth */
+export const ChangePasswordRequest = Schema.Struct({
+  currentPassword: Schema.String.check(Schema.isMinLength(1, { message: "Enter your current password" })),
+  newPassword: NewPassword
+})
+export type ChangePasswordRequest = typeof ChangePasswordRequest.Type
+
+// ---------------------------------------------------------------------------
+// Dashboard and usage
+// ---------------------------------------------------------------------------
+
+/** Spend and tokens of one model on one day. @category usage */
+export const DailyPoint = Schema.Struct({
+  day: Day,
+  model: Schema.String,
+  requests: Schema.Int,
+  promptTokens: Schema.Int,
+  completionTokens: Schema.Int,
+  cost: Usd
+})
+export type DailyPoint = typeof DailyPoint.Type
+
+/** `GET /api/dashboard`. @category usage */
+export const Dashboard = Schema.Struct({
+  balance: Usd,
+  spentToday: Usd,
+  spentThisMonth: Usd,
+  requestsToday: Schema.Int,
+  tokensToday: Schema.Int,
+  activeKeys: Schema.Int,
+  /** The last 30 days, per day and model. */
+  daily: Schema.Array(DailyPoint)
+})
+export type Dashboard = typeof Dashboard.Type
+
+/** One call, as billed. @category usage */
+export const UsageItem = Schema.Struct({
+  id: Schema.String,
+  createdAt: EpochMs,
+  requestId: Schema.String,
+  userId: Schema.String,
+  userName: Schema.String,
+  keyId: Schema.String,
+  keyName: Schema.NullOr(Schema.String),
+  model: Schema.String,
+  stream: Schema.Boolean,
+  promptTokens: Schema.Int,
+  completionTokens: Schema.Int,
+  cachedTokens: Schema.Int,
+  cost: Usd,
+  latencyMs: Schema.Int,
+  status: Schema.Int,
+  errorCode: Schema.NullOr(Schema.String)
+})
+export type UsageItem = typeof UsageItem.Type
+
+/** `GET /api/usage`, `/api/usage.csv` and `/api/usage/daily` filters (query strings). @category usage */
+export const UsageQuery = Schema.Struct({
+  ...PageQuery.fields,
+  keyId: Schema.optionalKey(Schema.String),
+  model: Schema.optionalKey(Schema.String),
+  /** Inclusive lower bound, epoch ms. */
+  from: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))),
+  /** Exclusive upper bound, epoch ms. */
+  to: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0)))
+})
+export type UsageQuery = typeof UsageQuery.Type
+
+/** Admin usage filters add a user. @category usage */
+export const AdminUsageQuery = Schema.Struct({
+  ...UsageQuery.fields,
+  userId: Schema.optionalKey(Schema.String)
+})
+export type AdminUsageQuery = typeof AdminUsageQuery.Type
+
+/** `GET /api/usage`. @category usage */
+export const UsagePage = Page(UsageItem)
+export type UsagePage = typeof UsagePage.Type
+
+/** `GET /api/usage/daily`. @category usage */
+export const DailyUsage = List(DailyPoint)
+export type DailyUsage = typeof DailyUsage.Type
+
+/** Ledger entry kinds. @category usage */
+export const LedgerKind = Schema.Literals(["topup", "redemption", "adjustment", "hold", "charge", "release"])
+export type LedgerKind = typeof LedgerKind.Type
+
+/** One change of a balance. @category usage */
+export const LedgerItem = Schema.Struct({
+  id: Schema.String,
+  createdAt: EpochMs,
+  kind: LedgerKind,
+  amount: Usd,
+  reason: Schema.NullOr(Schema.String),
+  requestId: Schema.NullOr(Schema.String)
+})
+export type LedgerItem = typeof LedgerItem.Type
+
+/** `GET /api/ledger`. @category usage */
+export const LedgerPage = Page(LedgerItem)
+export type LedgerPage = typeof LedgerPage.Type
+
+/** `POST /api/redeem`. @category usage */
+export const RedeemRequest = Schema.Struct({
+  code: Schema.String.check(Schema.isMinLength(1, { message: "Enter a code" }), Schema.isMaxLength(128))
+})
+export type RedeemRequest = typeof RedeemRequest.Type
+
+/** What a redemption credited and the balance after it. @category usage */
+export const RedeemResult = Schema.Struct({ amount: Usd, balance: Usd })
+export type RedeemResult = typeof RedeemResult.Type
+
+// ---------------------------------------------------------------------------
+// Keys
+// ---------------------------------------------------------------------------
+
+/** An API key as its owner sees it: never its secret. @category keys */
+export const ApiKey = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  prefix: Schema.String,
+  group: Schema.String,
+  /** Empty: every model the group reaches. */
+  models: Schema.Array(Schema.String),
+  expiresAt: Schema.NullOr(EpochMs),
+  enabled: Schema.Boolean,
+  /** Lifetime spending cap, or null. */
+  quota: Schema.NullOr(Usd),
+  spent: Usd,
+  lastUsedAt: Schema.NullOr(EpochMs),
+  createdAt: EpochMs
+})
+export type ApiKey = typeof ApiKey.Type
+
+/** `POST /api/keys`. @category keys */
+export const CreateKeyRequest = Schema.Struct({
+  name: Name,
+  /** Defaults to the user's first selectable group. */
+  group: Schema.optionalKey(Schema.String),
+  models: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
+  expiresAt: Schema.optionalKey(Schema.NullOr(EpochMs)),
+  quota: Schema.optionalKey(Schema.NullOr(NonNegativeUsd))
+})
+export type CreateKeyRequest = typeof CreateKeyRequest.Type
+
+/** The new key and its secret, shown this once. @category keys */
+export const CreatedKey = Schema.Struct({ key: ApiKey, secret: Schema.String })
+export type CreatedKey = typeof CreatedKey.Type
+
+/** `PATCH /api/keys/:id`: only the fields given change. @category keys */
+export const UpdateKeyRequest = Schema.Struct({
+  name: Schema.optionalKey(Name),
+  enabled: Schema.optionalKey(Schema.Boolean),
+  models: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
+  expiresAt: Schema.optionalKey(Schema.NullOr(EpochMs)),
+  quota: Schema.optionalKey(Schema.NullOr(NonNegativeUsd))
+})
+export type UpdateKeyRequest = typeof UpdateKeyRequest.Type
+
+/** `GET /api/keys`. @category keys */
+export const KeyList = List(ApiKey)
+export type KeyList = typeof KeyList.Type
+
+// ---------------------------------------------------------------------------
+// Models and groups (user view)
+// ---------------------------------------------------------------------------
+
+/** Request limits; null means none. @category models */
+export const Limits = Schema.Struct({ rpm: LimitValue, tpm: LimitValue, concurrency: LimitValue })
+export type Limits = typeof Limits.Type
+
+/**
+ * A model's prices in USD per one million tokens (`perRequest`: USD per call),
+ * after the group's ratio when shown to a user.
+ *
+ * @category models
+ */
+export const Prices = Schema.Struct({
+  input: Schema.NullOr(NonNegativeUsd),
+  output: Schema.NullOr(NonNegativeUsd),
+  cachedInput: Schema.NullOr(NonNegativeUsd),
+  perRequest: Schema.NullOr(NonNegativeUsd),
+  free: Schema.Boolean
+})
+export type Prices = typeof Prices.Type
+
+/** A model as a user sees it in one group. @category models */
+export const ModelInfo = Schema.Struct({
+  id: Schema.String,
+  displayName: Schema.String,
+  prices: Prices,
+  inputTokenLimit: Schema.Int,
+  outputTokenLimit: Schema.Int
+})
+export type ModelInfo = typeof ModelInfo.Type
+
+/** A group the user may pick, and the models it reaches. @category models */
+export const GroupModels = Schema.Struct({
+  name: Schema.String,
+  ratio: Ratio,
+  limits: Limits,
+  models: Schema.Array(ModelInfo)
+})
+export type GroupModels = typeof GroupModels.Type
+
+/** `GET /api/models`: per group the user may pick. @category models */
+export const MyModels = Schema.Struct({ groups: Schema.Array(GroupModels) })
+export type MyModels = typeof MyModels.Type
+
+/** `GET /api/connect`: this server's addresses for client settings. @category models */
+export const ConnectInfo = Schema.Struct({
+  /** The gateway's public address without a trailing slash, e.g. `https://llm.example.com`. */
+  baseUrl: Schema.String,
+  /** For OpenAI-style apps: `{baseUrl}/v1`. */
+  openaiBaseUrl: Schema.String,
+  /** For Gemini clients: `{baseUrl}` with API version `v1beta`. */
+  geminiBaseUrl: Schema.String,
+  geminiApiVersion: Schema.Literal("v1beta"),
+  /** A model the user can reach, for filled-in examples (null when none). */
+  exampleModel: Schema.NullOr(Schema.String)
+})
+export type ConnectInfo = typeof ConnectInfo.Type
+
+// ---------------------------------------------------------------------------
+// Admin: users
+// ---------------------------------------------------------------------------
+
+/** A user as an admin sees them. @category admin */
+export const AdminUser = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  role: Role,
+  enabled: Schema.Boolean,
+  balance: Usd,
+  groups: Schema.Array(Schema.String),
+  keyCount: Schema.Int,
+  spentThisMonth: Usd,
+  source: Schema.Literals(["config", "console"]),
+  createdAt: EpochMs
+})
+export type AdminUser = typeof AdminUser.Type
+
+/** `POST /api/admin/users`. @category admin */
+export const CreateUserRequest = Schema.Struct({
+  name: UserName,
+  password: NewPassword,
+  role: Schema.optionalKey(Role),
+  groups: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
+  /** An opening credit, recorded in the ledger as a top-up. */
+  balance: Schema.optionalKey(NonNegativeUsd)
+})
+export type CreateUserRequest = typeof CreateUserRequest.Type
+
+/** `PATCH /api/admin/users/:id`. @category admin */
+export const UpdateUserRequest = Schema.Struct({
+  role: Schema.optionalKey(Role),
+  enabled: Schema.optionalKey(Schema.Boolean),
+  groups: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
+  password: Schema.optionalKey(NewPassword)
+})
+export type UpdateUserRequest = typeof UpdateUserRequest.Type
+
+/** `POST /api/admin/users/:id/adjust`: a signed amount and why. @category admin */
+export const AdjustBalanceRequest = Schema.Struct({
+  amount: Usd.check(Schema.makeFilter((s: string) => /[1-9]/.test(s), { message: "The amount must not be 0" })),
+  reason: Schema.String.check(
+    Schema.isMinLength(1, { message: "Say why the balance changes" }),
+    Schema.isMaxLength(500, { message: "At most 500 characters" })
+  )
+})
+export type AdjustBalanceRequest = typeof AdjustBalanceRequest.Type
+
+/** The balance after an adjustment. @category admin */
+export const BalanceResult = Schema.Struct({ balance: Usd })
+export type BalanceResult = typeof BalanceResult.Type
+
+/** `GET /api/admin/users`. @category admin */
+export const UserList = List(AdminUser)
+export type UserList = typeof UserList.Type
+
+// ---------------------------------------------------------------------------
+// Admin: groups
+// ---------------------------------------------------------------------------
+
+/** A group as an admin edits it. @category admin */
+export const AdminGroup = Schema.Struct({
+  name: Schema.String,
+  ratio: Ratio,
+  limits: Limits,
+  /** Every user may pick it for new keys (otherwise only users it is assigned to). */
+  selectable: Schema.Boolean,
+  /** Names of the users it is assigned to. */
+  users: Schema.Array(Schema.String),
+  source: Schema.Literals(["config", "console"])
+})
+export type AdminGroup = typeof AdminGroup.Type
+
+/** `POST /api/admin/groups`. @category admin */
+export const CreateGroupRequest = Schema.Struct({
+  name: Schema.String.check(
+    Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, {
+      expected: "a group name",
+      message: "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+    })
+  ),
+  ratio: Ratio,
+  limits: Schema.optionalKey(Limits),
+  selectable: Schema.optionalKey(Schema.Boolean)
+})
+export type CreateGroupRequest = typeof CreateGroupRequest.Type
+
+/** `PATCH /api/admin/groups/:name`. `users` replaces the assigned users (by user id). @category admin */
+export const UpdateGroupRequest = Schema.Struct({
+  ratio: Schema.optionalKey(Ratio),
+  limits: Schema.optionalKey(Limits),
+  selectable: Schema.optionalKey(Schema.Boolean),
+  userIds: Schema.optionalKey(Schema.Array(Schema.String))
+})
+export type UpdateGroupRequest = typeof UpdateGroupRequest.Type
+
+/** `GET /api/admin/groups`. @category admin */
+export const GroupList = List(AdminGroup)
+export type GroupList = typeof GroupList.Type
+
+// ---------------------------------------------------------------------------
+// Admin: channels
+// ---------------------------------------------------------------------------
+
+/** A channel as an admin sees it: upstream keys are write-only, shown as a count and their last 4 characters. @category admin */
+export const AdminChannel = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  type: ChannelType,
+  baseUrl: Schema.String,
+  keyCount: Schema.Int,
+  keyHints: Schema.Array(Schema.String),
+  models: Schema.Array(Schema.String),
+  modelMap: Schema.Record(Schema.String, Schema.String),
+  groups: Schema.Array(Schema.String),
+  priority: Schema.Int,
+  weight: Schema.Int,
+  enabled: Schema.Boolean,
+  apiVersion: Schema.NullOr(Schema.String),
+  source: Schema.Literals(["config", "console"]),
+  createdAt: EpochMs
+})
+export type AdminChannel = typeof AdminChannel.Type
+
+const BaseUrl = Schema.String.check(
+  Schema.isPattern(/^https?:\/\/[^\s/]+(\/[^\s]*)?$/, {
+    expected: "an http(s) URL",
+    message: "Enter an address starting with http:// or https://"
+  })
+)
+
+const channelFields = {
+  name: Name,
+  type: ChannelType,
+  baseUrl: BaseUrl,
+  models: Schema.Array(Schema.String.check(Schema.isMinLength(1))).check(
+    Schema.isMinLength(1, { message: "List at least one model" })
+  ),
+  modelMap: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  groups: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
+  priority: Schema.optionalKey(Schema.Int),
+  weight: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { message: "Must be 0 or more" }))),
+  enabled: Schema.optionalKey(Schema.Boolean),
+  apiVersion: Schema.optionalKey(Schema.NullOr(Schema.String))
+}
+
+/** `POST /api/admin/channels`. @category admin */
+export const CreateChannelRequest = Schema.Struct({
+  ...channelFields,
+  apiKeys: Schema.Array(Schema.String.check(Schema.isMinLength(1)))
+})
+export type CreateChannelRequest = typeof CreateChannelRequest.Type
+
+/** `PATCH /api/admin/channels/:id`. `apiKeys`, when given, replaces all upstream keys. @category admin */
+export const UpdateChannelRequest = Schema.Struct({
+  name: Schema.optionalKey(channelFields.name),
+  type: Schema.optionalKey(channelFields.type),
+  baseUrl: Schema.optionalKey(channelFields.baseUrl),
+  models: Schema.optionalKey(channelFields.models),
+  modelMap: channelFields.modelMap,
+  groups: channelFields.groups,
+  priority: channelFields.priority,
+  weight: channelFields.weight,
+  enabled: channelFields.enabled,
+  apiVersion: channelFields.apiVersion,
+  apiKeys: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1))))
+})
+export type UpdateChannelRequest = typeof UpdateChannelRequest.Type
+
+/** `GET /api/admin/channels`. @category admin */
+export const ChannelList = List(AdminChannel)
+export type ChannelList = typeof ChannelList.Type
+
+/** `POST /api/admin/channels/:id/test` body: which model to try (default: the channel's first). @category admin */
+export const TestChannelRequest = Schema.Struct({ model: Schema.optionalKey(Schema.String) })
+export type TestChannelRequest = typeof TestChannelRequest.Type
+
+/** The outcome of a channel test. @category admin */
+export const TestChannelResult = Schema.Struct({
+  ok: Schema.Boolean,
+  latencyMs: Schema.Number,
+  status: Schema.NullOr(Schema.Int),
+  message: Schema.String,
+  model: Schema.String
+})
+export type TestChannelResult = typeof TestChannelResult.Type
+
+// ---------------------------------------------------------------------------
+// Admin: models
+// ---------------------------------------------------------------------------
+
+/** A model and its list prices (before any group ratio). @category admin */
+export const AdminModel = Schema.Struct({
+  id: Schema.String,
+  displayName: Schema.String,
+  prices: Prices,
+  inputTokenLimit: Schema.Int,
+  outputTokenLimit: Schema.Int,
+  source: Schema.Literals(["config", "console"])
+})
+export type AdminModel = typeof AdminModel.Type
+
+const TokenLimit = Schema.Int.check(Schema.isGreaterThan(0, { message: "Must be a whole number above 0" }))
+
+/** `POST /api/admin/models` (creates or replaces by id). @category admin */
+export const UpsertModelRequest = Schema.Struct({
+  id: Schema.String.check(
+    Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/, {
+      expected: "a model id",
+      message: "1-128 letters, digits or . _ : / @ -"
+    })
+  ),
+  displayName: Schema.optionalKey(Schema.String),
+  prices: Prices,
+  inputTokenLimit: Schema.optionalKey(TokenLimit),
+  outputTokenLimit: Schema.optionalKey(TokenLimit)
+})
+export type UpsertModelRequest = typeof UpsertModelRequest.Type
+
+/** `GET /api/admin/models`. @category admin */
+export const ModelList = List(AdminModel)
+export type ModelList = typeof ModelList.Type
+
+// ---------------------------------------------------------------------------
+// Admin: redemption codes
+// ---------------------------------------------------------------------------
+
+/** `POST /api/admin/codes`: a batch of codes of one value. @category admin */
+export const GenerateCodesRequest = Schema.Struct({
+  count: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1000 }, { message: "Between 1 and 1000 codes" })),
+  amount: PositiveUsd
+})
+export type GenerateCodesRequest = typeof GenerateCodesRequest.Type
+
+/** The new codes, in full, this once. @category admin */
+export const GeneratedCodes = Schema.Struct({
+  batch: Schema.String,
+  amount: Usd,
+  codes: Schema.Array(Schema.String)
+})
+export type GeneratedCodes = typeof GeneratedCodes.Type
+
+/** A code as listed: only its prefix, its value and who redeemed it. @category admin */
+export const AdminCode = Schema.Struct({
+  prefix: Schema.String,
+  amount: Usd,
+  batch: Schema.String,
+  createdAt: EpochMs,
+  createdBy: Schema.String,
+  redeemedAt: Schema.NullOr(EpochMs),
+  redeemedBy: Schema.NullOr(Schema.String)
+})
+export type AdminCode = typeof AdminCode.Type
+
+/** `GET /api/admin/codes` filters. @category admin */
+export const CodesQuery = Schema.Struct({
+  ...PageQuery.fields,
+  batch: Schema.optionalKey(Schema.String),
+  status: Schema.optionalKey(Schema.Literals(["redeemed", "unused"]))
+})
+export type CodesQuery = typeof CodesQuery.Type
+
+/** `GET /api/admin/codes`. @category admin */
+export const CodePage = Page(AdminCode)
+export type CodePage = typeof CodePage.Type
+
+// ---------------------------------------------------------------------------
+// Admin: usage overview
+// ---------------------------------------------------------------------------
+
+/** One user's total in the overview. @category admin */
+export const UserSpend = Schema.Struct({
+  userId: Schema.String,
+  userName: Schema.String,
+  requests: Schema.Int,
+  tokens: Schema.Int,
+  cost: Usd
+})
+export type UserSpend = typeof UserSpend.Type
+
+/** `GET /api/admin/usage/daily`: per day and model, and the top users, over the period. @category admin */
+export const AdminOverview = Schema.Struct({
+  daily: Schema.Array(DailyPoint),
+  users: Schema.Array(UserSpend),
+  totalCost: Usd,
+  totalRequests: Schema.Int
+})
+export type AdminOverview = typeof AdminOverview.Type

@@ -1,0 +1,625 @@
+/**
+ * Every endpoint of the management API against the real store on SQLite, and
+ * the isolation rules: a user never reads or changes another user's keys,
+ * usage or balance; admin endpoints refuse users; sessions need CSRF tokens;
+ * sign-in is rate limited.
+ */
+import { assert, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { Client, InvalidationLog, insertUsage, makeUser, seedCatalog, signedIn, testLayer } from "./harness.ts"
+
+const USD = 1_000_000_000n
+
+layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { excludeTestServices: true, timeout: "120 seconds" })(
+  "admin-api",
+  (it) => {
+    it.effect("seeds the catalog", () => seedCatalog)
+
+    // ---- auth ---------------------------------------------------------------
+
+    it.effect("signs in with a HttpOnly SameSite cookie, reports the session, signs out", () =>
+      Effect.gen(function*() {
+        const user = yield* makeUser({ balanceNanos: 5n * USD })
+        const client = new Client()
+        const login = yield* client.login(user.name, user.password)
+        assert.strictEqual(login.status, 200)
+        assert.strictEqual(login.body.user.name, user.name)
+        assert.strictEqual(login.body.user.balance, "5.00")
+        assert.isString(login.body.csrfToken)
+        const cookie = login.headers.get("set-cookie")!
+        assert.match(cookie, /mg_session=[A-Za-z0-9_-]{40,}/)
+        assert.match(cookie, /HttpOnly/)
+        assert.match(cookie, /SameSite=Lax/)
+        assert.notMatch(cookie, /Secure/, "no Secure flag over plain http")
+
+        const session = yield* client.get("/api/auth/session")
+        assert.strictEqual(session.status, 200)
+        assert.strictEqual(session.body.user.id, user.id)
+        assert.strictEqual(session.body.csrfToken, login.body.csrfToken)
+
+        const logout = yield* client.post("/api/auth/logout")
+        assert.strictEqual(logout.status, 200)
+        assert.match(logout.headers.get("set-cookie")!, /Max-Age=0/)
+        const after = yield* new Client().request("GET", "/api/auth/session", undefined, { cookie: `mg_session=${/mg_session=([^;]*)/.exec(cookie)![1]}` })
+        assert.strictEqual(after.status, 401, "the old cookie no longer works")
+      }))
+
+    it.effect("marks the cookie Secure behind an HTTPS proxy", () =>
+      Effect.gen(function*() {
+        const user = yield* makeUser()
+        const client = new Client()
+        const reply = yield* client.request("POST", "/api/auth/login", { username: user.name, password: user.password }, {
+          "x-forwarded-proto": "https"
+        })
+        assert.strictEqual(reply.status, 200)
+        assert.match(reply.headers.get("set-cookie")!, /; Secure/)
+      }))
+
+    it.effect("refuses wrong passwords with one message for unknown users and wrong passwords", () =>
+      Effect.gen(function*() {
+        const user = yield* makeUser()
+        const client = new Client()
+        client.address = "10.0.0.1"
+        const wrong = yield* client.login(user.name, "not the password")
+        const unknown = yield* client.login("nobody-here", "whatever")
+        assert.strictEqual(wrong.status, 401)
+        assert.strictEqual(unknown.status, 401)
+        assert.strictEqual(wrong.body.error.message, unknown.body.error.message)
+        assert.strictEqual(wrong.body.error.code, "invalid_credentials")
+      }))
+
+    it.effect("rate-limits sign-in per account, even with the right password, with retry-after", () =>
+      Effect.gen(function*() {
+        const user = yield* makeUser()
+        for (let i = 0; i < 5; i++) {
+          const client = new Client()
+          client.address = `10.1.0.${i}`
+          assert.strictEqual((yield* client.login(user.name, "guess " + i)).status, 401)
+        }
+        const client = new Client()
+        client.address = "10.1.1.1"
+        const blocked = yield* client.login(user.name, user.password)
+        assert.strictEqual(blocked.status, 429)
+        assert.strictEqual(blocked.body.error.type, "rate_limit_error")
+        const retry = Number(blocked.headers.get("retry-after"))
+        assert.isTrue(retry > 0 && retry <= 60, `retry-after ${retry}`)
+      }))
+
+    it.effect("rate-limits sign-in per client address across accounts", () =>
+      Effect.gen(function*() {
+        const victim = yield* makeUser()
+        const client = new Client()
+        client.address = "10.2.0.1"
+        for (let i = 0; i < 5; i++) assert.strictEqual((yield* client.login(`someone${i}`, "guess")).status, 401)
+        assert.strictEqual((yield* client.login(victim.name, victim.password)).status, 429)
+        const elsewhere = new Client()
+        elsewhere.address = "10.2.0.2"
+        assert.strictEqual((yield* elsewhere.login(victim.name, victim.password)).status, 200)
+      }))
+
+    it.effect("requires the CSRF token on state-changing requests made with a session", () =>
+      Effect.gen(function*() {
+        const { client } = yield* signedIn()
+        const noToken = yield* client.request("POST", "/api/keys", { name: "x" }, { "x-csrf-token": "" })
+        assert.strictEqual(noToken.status, 403)
+        assert.strictEqual(noToken.body.error.code, "csrf_failed")
+        const wrong = yield* client.request("POST", "/api/keys", { name: "x" }, { "x-csrf-token": "forged" })
+        assert.strictEqual(wrong.status, 403)
+        const right = yield* client.post("/api/keys", { name: "x" })
+        assert.strictEqual(right.status, 201)
+        const reads = yield* client.request("GET", "/api/keys", undefined, { "x-csrf-token": "" })
+        assert.strictEqual(reads.status, 200, "reads need no token")
+      }))
+
+    it.effect("changes the password: the old one stops working, other sessions end", () =>
+      Effect.gen(function*() {
+        const { client, user } = yield* signedIn()
+        const other = new Client()
+        yield* other.login(user.name, user.password)
+        const wrong = yield* client.post("/api/auth/password", { currentPassword: "nope", newPassword: "a new password" })
+        assert.strictEqual(wrong.status, 400)
+        assert.strictEqual(wrong.body.error.param, "currentPassword")
+        const short = yield* client.post("/api/auth/password", { currentPassword: user.password, newPassword: "short" })
+        assert.strictEqual(short.status, 400)
+        assert.strictEqual(short.body.error.param, "newPassword")
+        const changed = yield* client.post("/api/auth/password", { currentPassword: user.password, newPassword: "a new password" })
+        assert.strictEqual(changed.status, 200)
+        assert.strictEqual((yield* client.get("/api/auth/session")).status, 200, "this session stays")
+        assert.strictEqual((yield* other.get("/api/auth/session")).status, 401, "the other session ended")
+        assert.strictEqual((yield* new Client().login(user.name, user.password)).status, 401)
+        assert.strictEqual((yield* new Client().login(user.name, "a new password")).status, 200)
+      }))
+
+    it.effect("refuses unauthenticated calls and unknown bearer keys", () =>
+      Effect.gen(function*() {
+        const anonymous = yield* new Client().get("/api/keys")
+        assert.strictEqual(anonymous.status, 401)
+        assert.strictEqual(anonymous.body.error.type, "authentication_error")
+        const script = new Client()
+        script.bearer = "sk-not-a-real-key-at-all-000000"
+        const bad = yield* script.get("/api/keys")
+        assert.strictEqual(bad.status, 401)
+        assert.strictEqual(bad.body.error.code, "invalid_api_key")
+      }))
+
+    // ---- keys ---------------------------------------------------------------
+
+    it.effect("creates a key (secret once), lists, updates, disables, deletes", () =>
+      Effect.gen(function*() {
+        const { client } = yield* signedIn()
+        const created = yield* client.post("/api/keys", {
+          name: "laptop",
+          models: ["gpt-test"],
+          quota: "12.5",
+          expiresAt: Date.now() + 86_400_000
+        })
+        assert.strictEqual(created.status, 201)
+        assert.match(created.body.secret, /^sk-/)
+        assert.strictEqual(created.body.key.group, "default")
+        assert.deepStrictEqual(created.body.key.models, ["gpt-test"])
+        assert.strictEqual(created.body.key.quota, "12.50")
+        assert.strictEqual(created.body.key.spent, "0.00")
+        const id = created.body.key.id
+
+        const list = yield* client.get("/api/keys")
+        assert.strictEqual(list.body.data.length, 1)
+        assert.notProperty(list.body.data[0], "secret")
+        assert.notInclude(list.text, created.body.secret, "the secret is never shown again")
+        assert.strictEqual(list.body.data[0].prefix, created.body.secret.slice(0, 10))
+
+        const renamed = yield* client.patch(`/api/keys/${id}`, { name: "desktop", models: [], quota: null })
+        assert.strictEqual(renamed.status, 200)
+        assert.strictEqual(renamed.body.name, "desktop")
+        assert.deepStrictEqual(renamed.body.models, [])
+        assert.isNull(renamed.body.quota)
+
+        const disabled = yield* client.patch(`/api/keys/${id}`, { enabled: false })
+        assert.isFalse(disabled.body.enabled)
+        const enabled = yield* client.patch(`/api/keys/${id}`, { enabled: true })
+        assert.isTrue(enabled.body.enabled)
+
+        const log = yield* InvalidationLog
+        assert.include(log.topics, "keys")
+
+        assert.strictEqual((yield* client.delete(`/api/keys/${id}`)).status, 200)
+        assert.strictEqual((yield* client.get("/api/keys")).body.data.length, 0)
+        assert.strictEqual((yield* client.delete(`/api/keys/${id}`)).status, 404)
+      }))
+
+    it.effect("validates key input and names the field", () =>
+      Effect.gen(function*() {
+        const { client } = yield* signedIn()
+        const noName = yield* client.post("/api/keys", { name: "" })
+        assert.strictEqual(noName.status, 400)
+        assert.strictEqual(noName.body.error.param, "name")
+        const badModel = yield* client.post("/api/keys", { name: "k", models: ["gpt-test", "no-such-model"] })
+        assert.strictEqual(badModel.status, 400)
+        assert.strictEqual(badModel.body.error.param, "models[1]")
+        assert.include(badModel.body.error.message, "no-such-model")
+        const badQuota = yield* client.post("/api/keys", { name: "k", quota: "1.2.3" })
+        assert.strictEqual(badQuota.body.error.param, "quota")
+        const past = yield* client.post("/api/keys", { name: "k", expiresAt: 1000 })
+        assert.strictEqual(past.body.error.param, "expiresAt")
+        const extra = yield* client.post("/api/keys", { name: "k", color: "red" })
+        assert.strictEqual(extra.status, 400)
+        assert.strictEqual(extra.body.error.param, "color")
+        const notJson = yield* client.post("/api/keys", "{not json")
+        assert.strictEqual(notJson.body.error.code, "invalid_json")
+        const group = yield* client.post("/api/keys", { name: "k", group: "vip" })
+        assert.strictEqual(group.status, 400, "vip is neither selectable nor assigned")
+        assert.strictEqual(group.body.error.param, "group")
+        const duplicate1 = yield* client.post("/api/keys", { name: "same" })
+        assert.strictEqual(duplicate1.status, 201)
+        const duplicate2 = yield* client.post("/api/keys", { name: "same" })
+        assert.strictEqual(duplicate2.status, 409)
+      }))
+
+    it.effect("a user can never read or change another user's keys", () =>
+      Effect.gen(function*() {
+        const alice = yield* signedIn()
+        const bob = yield* signedIn()
+        const key = (yield* alice.client.post("/api/keys", { name: "alice key" })).body.key
+        assert.strictEqual((yield* bob.client.patch(`/api/keys/${key.id}`, { enabled: false })).status, 404)
+        assert.strictEqual((yield* bob.client.patch(`/api/keys/${key.id}`, { name: "mine now" })).status, 404)
+        assert.strictEqual((yield* bob.client.delete(`/api/keys/${key.id}`)).status, 404)
+        assert.strictEqual((yield* bob.client.get("/api/keys")).body.data.length, 0)
+        const still = (yield* alice.client.get("/api/keys")).body.data[0]
+        assert.strictEqual(still.name, "alice key")
+        assert.isTrue(still.enabled)
+        // Users cannot reach the admin view of Alice's keys either.
+        const adminPath = yield* bob.client.get(`/api/admin/users/${alice.user.id}/keys`)
+        assert.strictEqual(adminPath.status, 403)
+      }))
+
+    it.effect("works with an API key instead of a session, without CSRF", () =>
+      Effect.gen(function*() {
+        const { client, user } = yield* signedIn()
+        const secret = (yield* client.post("/api/keys", { name: "script" })).body.secret
+        const script = new Client()
+        script.bearer = secret
+        const session = yield* script.get("/api/auth/session")
+        assert.strictEqual(session.body.user.id, user.id)
+        assert.isNull(session.body.csrfToken)
+        const created = yield* script.post("/api/keys", { name: "made by script" })
+        assert.strictEqual(created.status, 201)
+      }))
+
+    // ---- models, connect -----------------------------------------------------
+
+    it.effect("lists my models per group with prices after the group ratio", () =>
+      Effect.gen(function*() {
+        const { client, user } = yield* signedIn()
+        const mine = yield* client.get("/api/models")
+        assert.deepStrictEqual(mine.body.groups.map((g: any) => g.name), ["default"])
+        const gpt = mine.body.groups[0].models.find((m: any) => m.id === "gpt-test")
+        assert.deepStrictEqual(gpt.prices, { input: "2.00", output: "8.00", cachedInput: null, perRequest: null, free: false })
+        assert.strictEqual(gpt.outputTokenLimit, 4096)
+
+        const admin = yield* signedIn({ role: "admin" })
+        yield* admin.client.patch(`/api/admin/groups/vip`, { userIds: [user.id] })
+        const both = yield* client.get("/api/models")
+        const vip = both.body.groups.find((g: any) => g.name === "vip")
+        assert.strictEqual(vip.ratio, "0.5")
+        assert.deepStrictEqual(vip.limits, { rpm: 600, tpm: null, concurrency: 4 })
+        assert.strictEqual(vip.models.find((m: any) => m.id === "gpt-test").prices.input, "1.00")
+        const vipKey = yield* client.post("/api/keys", { name: "vip key", group: "vip" })
+        assert.strictEqual(vipKey.status, 201, "an assigned group may be picked")
+      }))
+
+    it.effect("tells the client settings from the request's address", () =>
+      Effect.gen(function*() {
+        const { client } = yield* signedIn()
+        const info = yield* client.request("GET", "/api/connect", undefined, { host: "llm.example.com", "x-forwarded-proto": "https" })
+        assert.strictEqual(info.body.baseUrl, "https://llm.example.com")
+        assert.strictEqual(info.body.openaiBaseUrl, "https://llm.example.com/v1")
+        assert.strictEqual(info.body.geminiBaseUrl, "https://llm.example.com")
+        assert.strictEqual(info.body.geminiApiVersion, "v1beta")
+        assert.strictEqual(info.body.exampleModel, "gemini-test")
+      }))
+
+    // ---- usage, dashboard, ledger, redeem -----------------------------------------
+
+    it.effect("shows only my usage, filtered, paged, as CSV and per day; dashboard sums it", () =>
+      Effect.gen(function*() {
+        const alice = yield* signedIn({ balanceNanos: 10n * USD })
+        const bob = yield* signedIn()
+        const keyA = (yield* alice.client.post("/api/keys", { name: "a" })).body.key.id
+        const keyB = (yield* bob.client.post("/api/keys", { name: "b" })).body.key.id
+        const now = Date.now()
+        for (let i = 0; i < 5; i++) {
+          yield* insertUsage({ userId: alice.user.id, keyId: keyA, model: i % 2 === 0 ? "gpt-test" : "gemini-test", costNanos: 1_500_000n, createdAt: now - i * 1000 })
+        }
+        yield* insertUsage({ userId: alice.user.id, keyId: keyA, model: "gpt-test", costNanos: 7n * USD, createdAt: now - 40 * 86_400_000 })
+        yield* insertUsage({ userId: bob.user.id, keyId: keyB, model: "gpt-test", costNanos: 99n * USD, createdAt: now })
+
+        const page1 = yield* alice.client.get("/api/usage?limit=2")
+        assert.strictEqual(page1.body.data.length, 2)
+        assert.isString(page1.body.nextCursor)
+        assert.strictEqual(page1.body.data[0].keyName, "a")
+        const page2 = yield* alice.client.get(`/api/usage?limit=2&cursor=${page1.body.nextCursor}`)
+        assert.strictEqual(page2.body.data.length, 2)
+        assert.notStrictEqual(page2.body.data[0].id, page1.body.data[1].id)
+        const all = yield* alice.client.get("/api/usage")
+        assert.strictEqual(all.body.data.length, 6)
+        assert.isTrue(all.body.data.every((r: any) => r.userId === alice.user.id))
+        const gemini = yield* alice.client.get("/api/usage?model=gemini-test")
+        assert.strictEqual(gemini.body.data.length, 2)
+        const recent = yield* alice.client.get(`/api/usage?from=${now - 86_400_000}`)
+        assert.strictEqual(recent.body.data.length, 5)
+        const bad = yield* alice.client.get("/api/usage?limit=abc")
+        assert.strictEqual(bad.status, 400)
+        assert.strictEqual(bad.body.error.param, "limit")
+
+        // Another user's key id filters to nothing, never to their records.
+        const spy = yield* alice.client.get(`/api/usage?keyId=${keyB}`)
+        assert.strictEqual(spy.body.data.length, 0)
+
+        const csv = yield* alice.client.get("/api/usage.csv")
+        assert.strictEqual(csv.status, 200)
+        assert.match(csv.headers.get("content-type")!, /text\/csv/)
+        const lines = csv.text.trim().split("\n")
+        assert.strictEqual(lines.length, 7)
+        assert.match(lines[0]!, /^time,request_id,user,key,model/)
+        assert.notInclude(csv.text, "99.00")
+
+        const daily = yield* alice.client.get("/api/usage/daily")
+        const today = new Date(now).toISOString().slice(0, 10)
+        const gptToday = daily.body.data.find((p: any) => p.day === today && p.model === "gpt-test")
+        assert.strictEqual(gptToday.requests, 3)
+        assert.strictEqual(gptToday.cost, "0.0045")
+
+        const dashboard = yield* alice.client.get("/api/dashboard")
+        assert.strictEqual(dashboard.body.balance, "10.00")
+        assert.strictEqual(dashboard.body.spentToday, "0.0075")
+        assert.strictEqual(dashboard.body.requestsToday, 5)
+        assert.strictEqual(dashboard.body.tokensToday, 750)
+        assert.strictEqual(dashboard.body.activeKeys, 1)
+        assert.isTrue(dashboard.body.daily.length >= 2)
+      }))
+
+    it.effect("redeems a code once; the ledger shows it; another user cannot reuse it", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const alice = yield* signedIn()
+        const bob = yield* signedIn()
+        const batch = yield* admin.client.post("/api/admin/codes", { count: 2, amount: "2.5" })
+        assert.strictEqual(batch.status, 201)
+        assert.strictEqual(batch.body.codes.length, 2)
+        const code = batch.body.codes[0]
+        const redeemed = yield* alice.client.post("/api/redeem", { code })
+        assert.strictEqual(redeemed.status, 200)
+        assert.deepStrictEqual(redeemed.body, { amount: "2.50", balance: "2.50" })
+        const again = yield* bob.client.post("/api/redeem", { code })
+        assert.strictEqual(again.status, 400)
+        assert.strictEqual(again.body.error.code, "code_already_redeemed")
+        const unknown = yield* bob.client.post("/api/redeem", { code: "mgr-nonsense" })
+        assert.strictEqual(unknown.body.error.code, "code_unknown")
+        const empty = yield* bob.client.post("/api/redeem", { code: "" })
+        assert.strictEqual(empty.body.error.param, "code")
+
+        const ledger = yield* alice.client.get("/api/ledger")
+        assert.strictEqual(ledger.body.data.length, 1)
+        assert.strictEqual(ledger.body.data[0].kind, "redemption")
+        assert.strictEqual(ledger.body.data[0].amount, "2.50")
+        assert.strictEqual((yield* bob.client.get("/api/ledger")).body.data.length, 0)
+
+        const codes = yield* admin.client.get(`/api/admin/codes?batch=${batch.body.batch}`)
+        assert.strictEqual(codes.body.data.length, 2)
+        const used = codes.body.data.find((c: any) => c.redeemedBy !== null)
+        assert.strictEqual(used.redeemedBy, alice.user.name)
+        assert.notInclude(codes.text, code, "listings show prefixes only")
+        const unused = yield* admin.client.get(`/api/admin/codes?batch=${batch.body.batch}&status=unused`)
+        assert.strictEqual(unused.body.data.length, 1)
+        const csv = yield* admin.client.get(`/api/admin/codes.csv?batch=${batch.body.batch}`)
+        assert.strictEqual(csv.text.trim().split("\n").length, 3)
+        assert.include(csv.text, alice.user.name)
+      }))
+
+    // ---- admin ----------------------------------------------------------------------
+
+    it.effect("admin endpoints refuse users, with a session or an API key", () =>
+      Effect.gen(function*() {
+        const { client } = yield* signedIn()
+        const paths = [
+          "/api/admin/users",
+          "/api/admin/groups",
+          "/api/admin/channels",
+          "/api/admin/models",
+          "/api/admin/codes",
+          "/api/admin/codes.csv",
+          "/api/admin/usage/daily",
+          "/api/admin/usage"
+        ]
+        for (const path of paths) {
+          const reply = yield* client.get(path)
+          assert.strictEqual(reply.status, 403, path)
+          assert.strictEqual(reply.body.error.code, "admin_only")
+        }
+        assert.strictEqual((yield* client.post("/api/admin/codes", { count: 1, amount: "100" })).status, 403)
+        assert.strictEqual((yield* client.post("/api/admin/users", { name: "evil", password: "12345678" })).status, 403)
+        const secret = (yield* client.post("/api/keys", { name: "k" })).body.secret
+        const script = new Client()
+        script.bearer = secret
+        assert.strictEqual((yield* script.get("/api/admin/users")).status, 403)
+      }))
+
+    it.effect("a user cannot change another user's balance", () =>
+      Effect.gen(function*() {
+        const alice = yield* signedIn({ balanceNanos: 3n * USD })
+        const bob = yield* signedIn()
+        const steal = yield* bob.client.post(`/api/admin/users/${alice.user.id}/adjust`, { amount: "-3", reason: "mine" })
+        assert.strictEqual(steal.status, 403)
+        assert.strictEqual((yield* alice.client.get("/api/dashboard")).body.balance, "3.00")
+      }))
+
+    it.effect("an admin's API key can script the admin API", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const secret = (yield* admin.client.post("/api/keys", { name: "ops" })).body.secret
+        const script = new Client()
+        script.bearer = secret
+        const users = yield* script.get("/api/admin/users")
+        assert.strictEqual(users.status, 200)
+        const created = yield* script.post("/api/admin/users", { name: `scripted${Date.now()}`, password: "long password" })
+        assert.strictEqual(created.status, 201)
+      }))
+
+    it.effect("manages users: create with groups and balance, role, disable, adjust, keys, usage", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const name = `carol${Date.now()}`
+        const created = yield* admin.client.post("/api/admin/users", {
+          name,
+          password: "carols password",
+          groups: ["vip"],
+          balance: "20"
+        })
+        assert.strictEqual(created.status, 201)
+        assert.strictEqual(created.body.balance, "20.00")
+        assert.deepStrictEqual(created.body.groups, ["vip"])
+        const id = created.body.id
+        const dup = yield* admin.client.post("/api/admin/users", { name, password: "carols password" })
+        assert.strictEqual(dup.status, 409)
+        const badName = yield* admin.client.post("/api/admin/users", { name: "no spaces allowed", password: "carols password" })
+        assert.strictEqual(badName.body.error.param, "name")
+        const badGroup = yield* admin.client.post("/api/admin/users", { name: `${name}x`, password: "carols password", groups: ["nope"] })
+        assert.strictEqual(badGroup.body.error.param, "groups[0]")
+
+        const carol = new Client()
+        assert.strictEqual((yield* carol.login(name, "carols password")).status, 200)
+        yield* carol.post("/api/keys", { name: "c1", group: "vip" })
+
+        const adjusted = yield* admin.client.post(`/api/admin/users/${id}/adjust`, { amount: "-5.25", reason: "refund reversal" })
+        assert.strictEqual(adjusted.status, 200)
+        assert.strictEqual(adjusted.body.balance, "14.75")
+        const tooMuch = yield* admin.client.post(`/api/admin/users/${id}/adjust`, { amount: "-100", reason: "oops" })
+        assert.strictEqual(tooMuch.status, 400)
+        assert.strictEqual(tooMuch.body.error.param, "amount")
+        const noReason = yield* admin.client.post(`/api/admin/users/${id}/adjust`, { amount: "1", reason: "" })
+        assert.strictEqual(noReason.body.error.param, "reason")
+        const zero = yield* admin.client.post(`/api/admin/users/${id}/adjust`, { amount: "0", reason: "nothing" })
+        assert.strictEqual(zero.body.error.param, "amount")
+
+        const ledger = yield* admin.client.get(`/api/admin/users/${id}/ledger`)
+        assert.deepStrictEqual(ledger.body.data.map((e: any) => e.kind), ["adjustment", "topup"])
+        assert.strictEqual(ledger.body.data[0].reason, "refund reversal")
+
+        const keys = yield* admin.client.get(`/api/admin/users/${id}/keys`)
+        assert.strictEqual(keys.body.data.length, 1)
+        assert.strictEqual(keys.body.data[0].group, "vip")
+        const usage = yield* admin.client.get(`/api/admin/users/${id}/usage`)
+        assert.strictEqual(usage.body.data.length, 0)
+
+        const promoted = yield* admin.client.patch(`/api/admin/users/${id}`, { role: "admin" })
+        assert.strictEqual(promoted.body.role, "admin")
+        const disabled = yield* admin.client.patch(`/api/admin/users/${id}`, { enabled: false })
+        assert.isFalse(disabled.body.enabled)
+        assert.strictEqual((yield* carol.get("/api/auth/session")).status, 401, "disabling ends the user's sessions")
+        assert.strictEqual((yield* new Client().login(name, "carols password")).status, 401)
+        const self = yield* admin.client.patch(`/api/admin/users/${admin.user.id}`, { enabled: false })
+        assert.strictEqual(self.status, 400)
+
+        const one = yield* admin.client.get(`/api/admin/users/${id}`)
+        assert.strictEqual(one.body.keyCount, 1)
+        const all = yield* admin.client.get("/api/admin/users")
+        assert.isTrue(all.body.data.some((u: any) => u.id === id))
+        assert.strictEqual((yield* admin.client.get("/api/admin/users/usr_missing")).status, 404)
+      }))
+
+    it.effect("manages groups", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const created = yield* admin.client.post("/api/admin/groups", { name: "team-a", ratio: "0.8", limits: { rpm: 60, tpm: null, concurrency: null } })
+        assert.strictEqual(created.status, 201)
+        assert.strictEqual(created.body.ratio, "0.8")
+        assert.isFalse(created.body.selectable)
+        assert.strictEqual((yield* admin.client.post("/api/admin/groups", { name: "team-a", ratio: "1" })).status, 409)
+        const badRatio = yield* admin.client.post("/api/admin/groups", { name: "team-b", ratio: "-1" })
+        assert.strictEqual(badRatio.body.error.param, "ratio")
+        const updated = yield* admin.client.patch("/api/admin/groups/team-a", { selectable: true, ratio: "1.25" })
+        assert.isTrue(updated.body.selectable)
+        assert.strictEqual(updated.body.ratio, "1.25")
+        const badUser = yield* admin.client.patch("/api/admin/groups/team-a", { userIds: ["usr_nobody"] })
+        assert.strictEqual(badUser.body.error.param, "userIds[0]")
+        const list = yield* admin.client.get("/api/admin/groups")
+        assert.isTrue(list.body.data.some((g: any) => g.name === "team-a"))
+        assert.include((yield* InvalidationLog).topics, "catalog")
+        assert.strictEqual((yield* admin.client.delete("/api/admin/groups/team-a")).status, 200)
+        assert.strictEqual((yield* admin.client.delete("/api/admin/groups/team-a")).status, 404)
+        const inUse = yield* admin.client.delete("/api/admin/groups/default")
+        assert.strictEqual(inUse.status, 409, "keys use the default group")
+      }))
+
+    it.effect("manages channels: upstream keys are write-only; Test reports latency or the upstream's error", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const created = yield* admin.client.post("/api/admin/channels", {
+          name: "good-one",
+          type: "openai",
+          baseUrl: "http://good.example.test/v1/",
+          apiKeys: ["sk-upstream-AAAA-1111", "sk-upstream-BBBB-2222"],
+          models: ["gpt-test"],
+          modelMap: { "gpt-test": "gpt-4o-mini" },
+          groups: ["default"],
+          priority: 5
+        })
+        assert.strictEqual(created.status, 201)
+        assert.strictEqual(created.body.keyCount, 2)
+        assert.deepStrictEqual(created.body.keyHints, ["…1111", "…2222"])
+        assert.strictEqual(created.body.baseUrl, "http://good.example.test/v1")
+        assert.notInclude(created.text, "sk-upstream-AAAA")
+        const id = created.body.id
+
+        const list = yield* admin.client.get("/api/admin/channels")
+        assert.notInclude(list.text, "sk-upstream")
+        assert.isTrue(list.body.data.some((c: any) => c.id === id))
+
+        const test = yield* admin.client.post(`/api/admin/channels/${id}/test`, {})
+        assert.deepStrictEqual(test.body, { ok: true, latencyMs: 42, status: 200, message: "Hello from gpt-test", model: "gpt-test" })
+        const wrongModel = yield* admin.client.post(`/api/admin/channels/${id}/test`, { model: "gemini-test" })
+        assert.strictEqual(wrongModel.body.error.param, "model")
+
+        const moved = yield* admin.client.patch(`/api/admin/channels/${id}`, { baseUrl: "http://bad.example.test", apiKeys: ["sk-new-9999"], enabled: false })
+        assert.strictEqual(moved.body.keyCount, 1)
+        assert.deepStrictEqual(moved.body.keyHints, ["…9999"])
+        assert.isFalse(moved.body.enabled)
+        const failing = yield* admin.client.post(`/api/admin/channels/${id}/test`, {})
+        assert.strictEqual(failing.status, 200)
+        assert.isFalse(failing.body.ok)
+        assert.strictEqual(failing.body.status, 401)
+        assert.include(failing.body.message, "Incorrect API key")
+
+        const badMap = yield* admin.client.patch(`/api/admin/channels/${id}`, { modelMap: { "other": "x" } })
+        assert.strictEqual(badMap.body.error.param, "modelMap.other")
+        const badUrl = yield* admin.client.post("/api/admin/channels", { name: "x", type: "openai", baseUrl: "ftp://x", apiKeys: [], models: ["m"] })
+        assert.strictEqual(badUrl.body.error.param, "baseUrl")
+        const noModels = yield* admin.client.post("/api/admin/channels", { name: "x", type: "openai", baseUrl: "http://x", apiKeys: [], models: [] })
+        assert.strictEqual(noModels.body.error.param, "models")
+        const badType = yield* admin.client.post("/api/admin/channels", { name: "x", type: "bard", baseUrl: "http://x", apiKeys: [], models: ["m"] })
+        assert.strictEqual(badType.body.error.param, "type")
+        const azure = yield* admin.client.post("/api/admin/channels", { name: "az", type: "azure", baseUrl: "https://x.openai.azure.com", apiKeys: ["k"], models: ["m"] })
+        assert.strictEqual(azure.body.error.param, "apiVersion")
+
+        assert.strictEqual((yield* admin.client.get(`/api/admin/channels/${id}`)).body.name, "good-one")
+        assert.strictEqual((yield* admin.client.delete(`/api/admin/channels/${id}`)).status, 200)
+        assert.strictEqual((yield* admin.client.get(`/api/admin/channels/${id}`)).status, 404)
+      }))
+
+    it.effect("manages models and prices", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const created = yield* admin.client.post("/api/admin/models", {
+          id: "claude-test",
+          displayName: "Claude Test",
+          prices: { input: "3", output: "15", cachedInput: "0.3", perRequest: null, free: false },
+          outputTokenLimit: 8192
+        })
+        assert.strictEqual(created.status, 200)
+        assert.deepStrictEqual(created.body.prices, { input: "3.00", output: "15.00", cachedInput: "0.30", perRequest: null, free: false })
+        assert.strictEqual(created.body.inputTokenLimit, 128000)
+        const replaced = yield* admin.client.post("/api/admin/models", {
+          id: "claude-test",
+          prices: { input: "0.000001", output: null, cachedInput: null, perRequest: null, free: true }
+        })
+        assert.isTrue(replaced.body.prices.free)
+        assert.strictEqual(replaced.body.prices.input, "0.000001")
+        const badPrice = yield* admin.client.post("/api/admin/models", {
+          id: "x",
+          prices: { input: "-1", output: null, cachedInput: null, perRequest: null, free: false }
+        })
+        assert.strictEqual(badPrice.body.error.param, "prices.input")
+        const list = yield* admin.client.get("/api/admin/models")
+        assert.isTrue(list.body.data.some((m: any) => m.id === "claude-test"))
+        assert.strictEqual((yield* admin.client.delete("/api/admin/models/claude-test")).status, 200)
+        assert.strictEqual((yield* admin.client.delete("/api/admin/models/claude-test")).status, 404)
+      }))
+
+    it.effect("shows the usage overview across users", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const dave = yield* signedIn()
+        const key = (yield* dave.client.post("/api/keys", { name: "d" })).body.key.id
+        yield* insertUsage({ userId: dave.user.id, keyId: key, model: "gpt-test", costNanos: 123n * USD, createdAt: Date.now() })
+        const overview = yield* admin.client.get("/api/admin/usage/daily")
+        assert.strictEqual(overview.status, 200)
+        assert.strictEqual(overview.body.users[0].userName, dave.user.name, "the biggest spender comes first")
+        assert.strictEqual(overview.body.users[0].cost, "123.00")
+        assert.isTrue(overview.body.totalRequests >= 1)
+        const forDave = yield* admin.client.get(`/api/admin/usage?userId=${dave.user.id}`)
+        assert.strictEqual(forDave.body.data.length, 1)
+        assert.strictEqual(forDave.body.data[0].userName, dave.user.name)
+      }))
+
+    it.effect("answers unknown endpoints with 404 and wrong methods with 405", () =>
+      Effect.gen(function*() {
+        const { client } = yield* signedIn()
+        const missing = yield* client.get("/api/nothing")
+        assert.strictEqual(missing.status, 404)
+        assert.strictEqual(missing.body.error.code, "unknown_endpoint")
+        const method = yield* client.request("PUT", "/api/keys", {})
+        assert.strictEqual(method.status, 405)
+        const login = yield* client.get("/api/auth/login")
+        assert.strictEqual(login.status, 405)
+      }))
+  }
+)

@@ -1,0 +1,250 @@
+/**
+ * Test wiring: the real store on a fresh SQLite file, this package's layer,
+ * and test layers for the core ports node-http implements (a catalog that
+ * reloads from the database on every read, an invalidation log, a probe that
+ * answers from a table). `Client` drives `Handlers.handle` the way a browser
+ * or a script would: cookies, CSRF header, bearer keys.
+ */
+import { Catalog as CatalogModule, ChannelProbe, Invalidation } from "@modelgate/core"
+import { Catalog } from "@modelgate/core/Catalog"
+import { Accounts } from "@modelgate/store/Accounts"
+import { CatalogRepo } from "@modelgate/store/CatalogRepo"
+import * as Store from "@modelgate/store/Store"
+import { Users } from "@modelgate/store/Users"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as Handlers from "../src/Handlers.ts"
+
+/** Topics announced through `Invalidation`, in order. */
+export class InvalidationLog extends Context.Service<InvalidationLog, { readonly topics: Array<string> }>()(
+  "test/InvalidationLog"
+) {}
+
+const invalidationLayer = Layer.effect(
+  Invalidation.Invalidation,
+  Effect.gen(function*() {
+    const log = yield* InvalidationLog
+    return Invalidation.Invalidation.of({ invalidate: (topic) => Effect.sync(() => void log.topics.push(topic)) })
+  })
+).pipe(Layer.provideMerge(Layer.sync(InvalidationLog, () => ({ topics: [] }))))
+
+const catalogLayer = Layer.effect(
+  Catalog,
+  Effect.gen(function*() {
+    const repo = yield* CatalogRepo
+    return Catalog.of({ current: Effect.map(Effect.orDie(repo.load), CatalogModule.makeSnapshot) })
+  })
+)
+
+/** A probe that succeeds for channels whose base URL contains "good" and reports an upstream 401 otherwise. */
+const probeLayer = Layer.succeed(ChannelProbe.ChannelProbe)({
+  probe: (channel, model) =>
+    Effect.succeed(
+      channel.baseUrl.includes("good")
+        ? { ok: true, latencyMs: 42, status: 200, message: `Hello from ${model ?? channel.models[0]}` }
+        : { ok: false, latencyMs: 7, status: 401, message: "Incorrect API key provided" }
+    )
+})
+
+/** The whole graph on a fresh SQLite database, removed afterwards. */
+export const testLayer = (options: Parameters<typeof Handlers.layer>[0] = {}) =>
+  Layer.unwrap(Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() => mkdtempSync(join(tmpdir(), "modelgate-admin-api-"))),
+      (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+    ),
+    (dir) => {
+      const store = Store.layer({
+        url: `sqlite:${join(dir, "test.db")}`,
+        masterKey: { secret: Redacted.make("admin api test secret, long enough") },
+        nodeId: "test"
+      }).pipe(Layer.orDie)
+      return Layer.mergeAll(Handlers.layer(options), catalogLayer, invalidationLayer, probeLayer).pipe(
+        Layer.provideMerge(store)
+      )
+    }
+  ))
+
+/** A decoded response. */
+export interface Reply {
+  readonly status: number
+  readonly body: any
+  readonly text: string
+  readonly headers: Headers
+}
+
+/** Runs one request through `handle`. */
+export const send = (request: Request, remoteAddress = "127.0.0.1") =>
+  Effect.gen(function*() {
+    const serverRequest = HttpServerRequest.fromWeb(request).modify({ remoteAddress: Option.some(remoteAddress) })
+    const response = yield* Handlers.handle(serverRequest)
+    const web = HttpServerResponse.toWeb(response)
+    const text = yield* Effect.promise(() => web.text())
+    let body: unknown = undefined
+    try {
+      body = JSON.parse(text)
+    } catch {
+      body = undefined
+    }
+    return { status: web.status, body, text, headers: web.headers } satisfies Reply as Reply
+  })
+
+/** A browser-like client: keeps the session cookie and sends the CSRF token; or a script with a bearer key. */
+export class Client {
+  cookie: string | undefined = undefined
+  csrf: string | undefined = undefined
+  bearer: string | undefined = undefined
+  address = "127.0.0.1"
+
+  request(method: string, path: string, body?: unknown, extra: Record<string, string> = {}) {
+    const headers: Record<string, string> = { ...extra }
+    if (this.cookie !== undefined) headers["cookie"] = this.cookie
+    if (this.csrf !== undefined && method !== "GET") headers["x-csrf-token"] ??= this.csrf
+    if (this.bearer !== undefined) headers["authorization"] = `Bearer ${this.bearer}`
+    if (body !== undefined) headers["content-type"] = "application/json"
+    const init: RequestInit = { method, headers }
+    if (body !== undefined) init.body = typeof body === "string" ? body : JSON.stringify(body)
+    return Effect.tap(send(new Request(`http://gateway.test${path}`, init), this.address), (reply) =>
+      Effect.sync(() => {
+        const setCookie = reply.headers.get("set-cookie")
+        if (setCookie !== null) {
+          const value = /mg_session=([^;]*)/.exec(setCookie)?.[1] ?? ""
+          this.cookie = value === "" ? undefined : `mg_session=${value}`
+        }
+      }))
+  }
+
+  get(path: string) {
+    return this.request("GET", path)
+  }
+  post(path: string, body?: unknown) {
+    return this.request("POST", path, body ?? {})
+  }
+  patch(path: string, body: unknown) {
+    return this.request("PATCH", path, body)
+  }
+  delete(path: string) {
+    return this.request("DELETE", path)
+  }
+
+  /** Signs in and remembers the cookie and CSRF token. */
+  login(username: string, password: string) {
+    return Effect.tap(this.post("/api/auth/login", { username, password }), (reply) =>
+      Effect.sync(() => {
+        if (reply.status === 200) this.csrf = reply.body.csrfToken
+      }))
+  }
+}
+
+let counter = 0
+
+/** Creates a user directly in the store, with an optional opening balance (USD nanos). */
+export const makeUser = Effect.fnUntraced(function*(
+  options: { readonly role?: "user" | "admin"; readonly balanceNanos?: bigint; readonly password?: string } = {}
+) {
+  const users = yield* Users
+  const name = `user${Date.now().toString(36)}${counter++}`
+  const password = options.password ?? "correct horse battery"
+  const user = yield* users.create({ name, role: options.role ?? "user", password: Redacted.make(password) })
+  if (options.balanceNanos !== undefined && options.balanceNanos > 0n) {
+    yield* (yield* Accounts).topUp(user.id, options.balanceNanos, "test", "tester")
+  }
+  return { ...user, password }
+})
+
+/** A signed-in client for a new user. */
+export const signedIn = Effect.fnUntraced(function*(
+  options: { readonly role?: "user" | "admin"; readonly balanceNanos?: bigint } = {}
+) {
+  const user = yield* makeUser(options)
+  const client = new Client()
+  const reply = yield* client.login(user.name, user.password)
+  if (reply.status !== 200) return yield* Effect.die(new Error(`login failed: ${reply.text}`))
+  return { user, client }
+})
+
+/** Seeds a model, a selectable "default" group and a channel serving it. */
+export const seedCatalog = Effect.gen(function*() {
+  const repo = yield* CatalogRepo
+  yield* repo.upsertModel({
+    id: "gpt-test",
+    displayName: "GPT Test",
+    inputNanosPerMillion: 2_000_000_000n,
+    outputNanosPerMillion: 8_000_000_000n,
+    cachedInputNanosPerMillion: null,
+    perRequestNanos: null,
+    free: false,
+    inputTokenLimit: 128000,
+    outputTokenLimit: 4096
+  })
+  yield* repo.upsertModel({
+    id: "gemini-test",
+    displayName: "Gemini Test",
+    inputNanosPerMillion: 1_000_000_000n,
+    outputNanosPerMillion: 4_000_000_000n,
+    cachedInputNanosPerMillion: null,
+    perRequestNanos: null,
+    free: false,
+    inputTokenLimit: 1000000,
+    outputTokenLimit: 8192
+  })
+  yield* repo.upsertGroup({ name: "default", ratioMicros: 1_000_000n, limits: { rpm: null, tpm: null, concurrency: null }, selectable: true })
+  yield* repo.upsertGroup({ name: "vip", ratioMicros: 500_000n, limits: { rpm: 600, tpm: null, concurrency: 4 }, selectable: false })
+  yield* repo.upsertChannel({
+    name: "seed-openai",
+    type: "openai",
+    baseUrl: "http://good.upstream.test",
+    apiKeys: ["sk-upstream-secret-1234"],
+    models: ["gpt-test", "gemini-test"],
+    modelMap: {},
+    groups: ["default", "vip"],
+    priority: 0,
+    weight: 1,
+    enabled: true,
+    headers: {},
+    timeouts: { connectMs: 1000, firstByteMs: 1000, idleMs: 1000, totalMs: 1000 },
+    apiVersion: null
+  })
+})
+
+/** Inserts a usage record directly (as the gateway's usage writer would). */
+export const insertUsage = Effect.fnUntraced(function*(record: {
+  readonly userId: string
+  readonly keyId: string
+  readonly model: string
+  readonly costNanos: bigint
+  readonly createdAt: number
+  readonly promptTokens?: number
+  readonly completionTokens?: number
+}) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`INSERT INTO usage_records ${
+    sql.insert({
+      id: `use_${Math.random().toString(36).slice(2)}${counter++}`,
+      created_at: record.createdAt,
+      request_id: `req_${counter}`,
+      user_id: record.userId,
+      key_id: record.keyId,
+      model: record.model,
+      upstream_model: record.model,
+      channel: "seed-openai",
+      dialect_in: "openai",
+      dialect_out: "openai",
+      stream: false,
+      prompt_tokens: record.promptTokens ?? 100,
+      completion_tokens: record.completionTokens ?? 50,
+      cached_tokens: 0,
+      usage_reported: true,
+      cost_nanos: record.costNanos,
+      latency_ms: 120,
+      ttfb_ms: null,
+      status: 200,
+      error_code: null,
+      attempts: 1
+    })
+  }`
+})
