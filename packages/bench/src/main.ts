@@ -296,7 +296,10 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
     log(`plan: ${list.map((s) => s.name).join(", ")}${wantSoak ? ", soak" : ""}; about ${estimateSeconds(list, targets.length, options.timing, wantSoak)} s`)
     const latency: Array<LatencyResult> = []
     const memory: Array<MemoryResult> = []
-    for (const s of list) {
+    // The memory scenario runs first, on fresh processes: a heap that earlier
+    // scenarios grew would otherwise dominate the "1,000 streams" RSS figure.
+    const ordered = [...list.filter((s) => s.kind === "memory"), ...list.filter((s) => s.kind !== "memory")]
+    for (const s of ordered) {
       log(`scenario ${s.name}`)
       if (s.kind === "latency") latency.push(await runLatency(s, targets, options.timing, log))
       else memory.push(await runMemory(s, targets, options.timing, log))
