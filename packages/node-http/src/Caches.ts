@@ -20,6 +20,7 @@ import { Context, Duration, Effect, Layer, Schedule } from "effect"
 export const REFRESH_INTERVAL = Duration.seconds(2)
 
 const NEGATIVE_TTL_MS = 2_000
+const LAST_USED_INTERVAL = Duration.seconds(5)
 const NEGATIVE_MAX = 10_000
 
 const keyLookupFailed = new GatewayError.InternalError({ message: "The gateway could not check the API key; try again." })
@@ -50,10 +51,23 @@ export class KeyCache extends Context.Service<KeyCache, {
       yield* load
       const reload = load.pipe(Effect.catchCause((cause) => Effect.logWarning("reloading API keys failed", cause)))
       yield* reload.pipe(Effect.repeat(Schedule.spaced(REFRESH_INTERVAL)), Effect.forkScoped)
+      // Last use is kept in memory and written in one batch every few seconds, never per request.
+      let used = new Map<string, number>()
+      const flushUses = Effect.suspend(() => {
+        if (used.size === 0) return Effect.void
+        const batch = [...used].map(([keyId, at]) => ({ keyId, at }))
+        used = new Map()
+        return keys.touchLastUsed(batch).pipe(Effect.catchCause((cause) => Effect.logWarning("recording key use failed", cause)))
+      })
+      yield* flushUses.pipe(Effect.repeat(Schedule.spaced(LAST_USED_INTERVAL)), Effect.forkScoped)
+      yield* Effect.addFinalizer(() => flushUses)
       const lookup = (secret: string): Effect.Effect<Domain.ApiKey | undefined, GatewayError.InternalError> => {
         const hash = hasher.hash(secret)
         const cached = byHash.get(hash)
-        if (cached !== undefined) return Effect.succeed(cached)
+        if (cached !== undefined) {
+          used.set(cached.id, Date.now())
+          return Effect.succeed(cached)
+        }
         const missedAt = unknown.get(hash)
         if (missedAt !== undefined && Date.now() - missedAt < NEGATIVE_TTL_MS) return Effect.succeed(undefined)
         return keys.findByHash(hash).pipe(

@@ -20,6 +20,8 @@ export interface Inspected {
   readonly maxOutputTokens: number | undefined
   /** The parsed body, for the translation path. */
   readonly json: unknown
+  /** Gemini streams: server-sent events (true) or a streamed JSON array (false). */
+  readonly sse?: boolean | undefined
   /** The body to forward to a same-dialect upstream under `upstreamModel`. */
   readonly forward: (upstreamModel: string) => string
 }

@@ -78,7 +78,8 @@ const eventDecoder = (): EventDecoder => {
 /** The OpenAI upstream side (also Azure, which speaks the same wire format). @category codecs */
 export const upstream: UpstreamCodec = {
   dialect: "openai",
-  encodeRequest: (request, upstreamModel) => Effect.succeed(JSON.stringify(Request.encodeRequest(request, upstreamModel))),
+  encodeRequest: (request, upstreamModel) =>
+    Effect.map(Request.ensureEncodable(request), (encodable) => JSON.stringify(Request.encodeRequest(encodable, upstreamModel))),
   decodeResponse: (json) => Response.decodeResponse(json),
   eventDecoder,
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers)

@@ -1,0 +1,203 @@
+/**
+ * The `modelgate` command line: `serve`, `keys create|list|revoke`,
+ * `users adjust` and `fakeupstream`. Every command that touches the database
+ * reads the same configuration as `serve` (`--config FILE`, else
+ * `MODELGATE_CONFIG`, else the demo setup) so it works on the same data.
+ *
+ * @since 0.1.0
+ */
+import { FakeUpstream, parseListenAddress } from "@modelgate/fake-upstream"
+import { Money } from "@modelgate/core"
+import * as Accounts from "@modelgate/store/Accounts"
+import * as Database from "@modelgate/store/Database"
+import * as Keys from "@modelgate/store/Keys"
+import * as Migrations from "@modelgate/store/Migrations"
+import * as Secrets from "@modelgate/store/Secrets"
+import * as Users from "@modelgate/store/Users"
+import { Console, Effect, Layer, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { existsSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import * as ConfigFile from "./ConfigFile.ts"
+import * as Demo from "./Demo.ts"
+import * as Server from "./Server.ts"
+import { resolveSettings, type Settings } from "./Settings.ts"
+
+type Env = Readonly<Record<string, string | undefined>>
+
+const consoleDir = (): string | null => {
+  const dir = fileURLToPath(new URL("../../console/dist", import.meta.url))
+  return existsSync(`${dir}/index.html`) ? dir : null
+}
+
+const configFlag = Flag.String("config").pipe(
+  Flag.withAlias("c"),
+  Flag.withDescription("The configuration file (YAML). Default: $MODELGATE_CONFIG, else the built-in demo setup."),
+  Flag.optional
+)
+
+/** The configuration to use: the flag, the environment, or the demo (with a fake upstream at `demoUpstream`). */
+const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string | undefined) =>
+  Effect.gen(function*() {
+    const path = Option.getOrUndefined(flag) ?? env["MODELGATE_CONFIG"]
+    if (path !== undefined) {
+      const file = yield* ConfigFile.load(path)
+      const settings = yield* resolveSettings(file, env, { consoleDir: consoleDir(), source: path })
+      return { file, settings, demo: false }
+    }
+    const file = Demo.config(demoUpstream ?? "http://127.0.0.1:9")
+    const settings = yield* resolveSettings(file, env, { consoleDir: consoleDir(), source: "the built-in demo configuration" })
+    return { file, settings, demo: true }
+  })
+
+/** The store alone (no server), for the admin commands. */
+const storeLayer = (settings: Settings) => {
+  const database = Database.layer(settings.database)
+  const migrated = Layer.effectDiscard(Migrations.migrate).pipe(Layer.provideMerge(database))
+  const secrets = Secrets.layer(settings.secret !== null ? { secret: settings.secret } : { keyFile: settings.secretFile })
+  return Layer.mergeAll(Users.Users.layer, Keys.Keys.layer, Accounts.Accounts.layer).pipe(
+    Layer.provideMerge(secrets),
+    Layer.provideMerge(migrated)
+  )
+}
+
+const banner = (settings: Settings, demo: boolean) => {
+  const base = settings.publicUrl
+  const lines = [
+    `modelgate listening on ${base}`,
+    `  OpenAI-compatible:  ${base}/v1      Gemini-compatible: ${base} (API version v1beta)`,
+    `  database:           ${settings.database}`
+  ]
+  if (settings.consoleDir !== null) lines.push(`  console:            ${base}/console/`)
+  if (demo) {
+    lines.push(
+      "",
+      "Demo setup (a fake upstream stands in for the providers; nothing leaves this machine):",
+      `  API key:   ${Demo.DEMO_KEY}`,
+      `  console:   user 'demo' or 'admin', password '${Demo.DEMO_ADMIN_PASSWORD}'`,
+      "  try it:",
+      `    curl ${base}/v1/chat/completions -H "Authorization: Bearer ${Demo.DEMO_KEY}" \\`,
+      `      -H "Content-Type: application/json" -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hello!"}]}'`
+    )
+  }
+  return Console.log(lines.join("\n"))
+}
+
+const serve = (env: Env) =>
+  Command.make("serve", { config: configFlag }, ({ config }) =>
+    Effect.gen(function*() {
+      const path = Option.getOrUndefined(config) ?? env["MODELGATE_CONFIG"]
+      const upstream = path === undefined ? yield* FakeUpstream.scoped({ port: 0 }) : undefined
+      const { file, settings, demo } = yield* loadConfig(config, env, upstream?.url)
+      yield* Layer.launch(
+        Layer.effectDiscard(banner(settings, demo)).pipe(Layer.provide(Server.layer(settings, file)))
+      )
+    }).pipe(Effect.scoped)).pipe(Command.withDescription("Run the gateway (with no configuration: the demo setup)."))
+
+const keys = (env: Env) => {
+  const create = Command.make("create", {
+    config: configFlag,
+    user: Flag.String("user").pipe(Flag.withDescription("The user the key belongs to.")),
+    group: Flag.String("group").pipe(Flag.withDefault("default"), Flag.withDescription("The key's group.")),
+    name: Flag.String("name").pipe(Flag.withDefault("cli"), Flag.withDescription("A name to recognise the key by.")),
+    models: Flag.String("models").pipe(Flag.optional, Flag.withDescription("Comma-separated models the key may use (default: all of its group's).")),
+    expires: Flag.String("expires").pipe(Flag.optional, Flag.withDescription("Expiry, ISO 8601 (e.g. 2027-01-01T00:00:00Z)."))
+  }, (flags) =>
+    Effect.gen(function*() {
+      const { settings } = yield* loadConfig(flags.config, env, undefined)
+      const program = Effect.gen(function*() {
+        const users = yield* Users.Users
+        const user = yield* users.findByName(flags.user)
+        if (user === undefined) return yield* Effect.fail(new Error(`No user named '${flags.user}'.`))
+        const expires = Option.getOrUndefined(flags.expires)
+        const expiresAt = expires === undefined ? null : Date.parse(expires)
+        if (expiresAt !== null && !Number.isFinite(expiresAt)) {
+          return yield* Effect.fail(new Error(`--expires: expected an ISO 8601 time such as 2027-01-01T00:00:00Z, got '${expires}'.`))
+        }
+        const models = Option.match(flags.models, { onNone: () => [], onSome: (m) => m.split(",").map((s) => s.trim()).filter((s) => s.length > 0) })
+        const created = yield* (yield* Keys.Keys).create({ userId: user.id, name: flags.name, group: flags.group, models, expiresAt })
+        yield* Console.log(created.secret)
+        yield* Console.error(`Created key '${flags.name}' (${created.key.prefix}...) for ${flags.user}. The secret above is shown only this once.`)
+      })
+      yield* program.pipe(Effect.provide(storeLayer(settings)))
+    })).pipe(Command.withDescription("Create an API key and print its secret (once)."))
+
+  const list = Command.make("list", {
+    config: configFlag,
+    user: Flag.String("user").pipe(Flag.optional, Flag.withDescription("Only this user's keys."))
+  }, (flags) =>
+    Effect.gen(function*() {
+      const { settings } = yield* loadConfig(flags.config, env, undefined)
+      yield* Effect.gen(function*() {
+        const users = yield* Users.Users
+        const repo = yield* Keys.Keys
+        const all = yield* users.list
+        const selected = Option.match(flags.user, { onNone: () => all, onSome: (name) => all.filter((u) => u.name === name) })
+        const rows: Array<string> = ["ID\tPREFIX\tUSER\tNAME\tGROUP\tSTATE\tEXPIRES"]
+        for (const user of selected) {
+          for (const key of yield* repo.list(user.id)) {
+            const state = key.revoked ? "revoked" : key.enabled ? "enabled" : "disabled"
+            rows.push([key.id, `${key.prefix}...`, user.name, key.name, key.group, state, key.expiresAt === null ? "never" : new Date(key.expiresAt).toISOString()].join("\t"))
+          }
+        }
+        yield* Console.log(rows.join("\n"))
+      }).pipe(Effect.provide(storeLayer(settings)))
+    })).pipe(Command.withDescription("List API keys (never their secrets)."))
+
+  const revoke = Command.make("revoke", {
+    config: configFlag,
+    id: Argument.String("id").pipe(Argument.withDescription("The key's id (see `keys list`)."))
+  }, (flags) =>
+    Effect.gen(function*() {
+      const { settings } = yield* loadConfig(flags.config, env, undefined)
+      yield* Effect.gen(function*() {
+        yield* (yield* Keys.Keys).revoke(flags.id)
+        yield* Console.log(`Revoked ${flags.id}. A running gateway stops accepting it within seconds.`)
+      }).pipe(Effect.provide(storeLayer(settings)))
+    })).pipe(Command.withDescription("Revoke an API key for good."))
+
+  return Command.make("keys").pipe(Command.withSubcommands([create, list, revoke]), Command.withDescription("Manage API keys."))
+}
+
+const users = (env: Env) => {
+  const adjust = Command.make("adjust", {
+    config: configFlag,
+    name: Argument.String("name").pipe(Argument.withDescription("The user's name.")),
+    amount: Flag.String("amount").pipe(Flag.withDescription("USD to add (negative to take away), e.g. 5 or -2.50.")),
+    reason: Flag.String("reason").pipe(Flag.withDescription("Why (kept in the ledger)."))
+  }, (flags) =>
+    Effect.gen(function*() {
+      const { settings } = yield* loadConfig(flags.config, env, undefined)
+      const nanos = Money.usdToNanos(flags.amount)
+      if (nanos === undefined) return yield* Effect.fail(new Error(`--amount: expected a USD amount such as 5 or -2.50, got '${flags.amount}'.`))
+      yield* Effect.gen(function*() {
+        const user = yield* (yield* Users.Users).findByName(flags.name)
+        if (user === undefined) return yield* Effect.fail(new Error(`No user named '${flags.name}'.`))
+        const balance = yield* (yield* Accounts.Accounts).adjust(user.id, nanos, flags.reason, "cli")
+        yield* Console.log(`${flags.name}: balance is now ${Money.formatUsd(balance)} USD.`)
+      }).pipe(Effect.provide(storeLayer(settings)))
+    })).pipe(Command.withDescription("Add to or take from a user's balance, with a reason."))
+  return Command.make("users").pipe(Command.withSubcommands([adjust]), Command.withDescription("Manage users."))
+}
+
+const fakeupstream = Command.make("fakeupstream", {
+  listen: Flag.String("listen").pipe(Flag.withDefault("127.0.0.1:9001"), Flag.withDescription("HOST:PORT to listen on.")),
+  apiKey: Flag.String("api-key").pipe(Flag.optional, Flag.withDescription("The only upstream key accepted (default: any non-empty key)."))
+}, (flags) =>
+  Effect.gen(function*() {
+    const address = parseListenAddress(flags.listen)
+    const server = yield* FakeUpstream.scoped({ ...address, ...Option.match(flags.apiKey, { onNone: () => ({}), onSome: (apiKey) => ({ apiKey }) }) })
+    yield* Console.log(`fake upstream (OpenAI, Gemini, Anthropic) listening on ${server.url}`)
+    return yield* Effect.never
+  }).pipe(Effect.scoped)).pipe(Command.withDescription("Run the fake upstream used by tests, demos and benchmarks."))
+
+/**
+ * The root command.
+ *
+ * @category commands
+ */
+export const make = (env: Env) =>
+  Command.make("modelgate").pipe(
+    Command.withDescription("modelgate: a self-hosted LLM API gateway."),
+    Command.withSubcommands([serve(env), keys(env), users(env), fakeupstream])
+  )

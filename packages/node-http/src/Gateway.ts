@@ -1,0 +1,186 @@
+/**
+ * The HTTP application: one Effect per request that routes, authenticates,
+ * runs the handler and writes every error in the dialect of the route. Proxy
+ * routes do no logging of their own beyond failures; the access log is one
+ * structured line per request written by `Server.ts`.
+ *
+ * @since 0.1.0
+ */
+import { Admission, Catalog, Domain, GatewayError, Money, Accounts } from "@modelgate/core"
+import { ByteSize, Cause, Clock, Context, Effect } from "effect"
+import { HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { randomBytes } from "node:crypto"
+import * as Chat from "./Chat.ts"
+import type { ClientCodec } from "./Codecs.ts"
+import { presentedKey } from "./Credentials.ts"
+import * as Dialects from "./Dialects.ts"
+import * as Routes from "./Routes.ts"
+import { ServerSettings } from "./Settings.ts"
+
+/** Optional handlers mounted by the server: the management API and the console's static files. @category services */
+export class Extensions extends Context.Service<Extensions, {
+  readonly api: ((request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>) | undefined
+  readonly console: ((path: string) => Effect.Effect<HttpServerResponse.HttpServerResponse>) | undefined
+  readonly ready: Effect.Effect<boolean>
+}>()("modelgate/node-http/Extensions") {}
+
+const requestIdOf = (): string => `req_${randomBytes(12).toString("hex")}`
+
+const errorResponse = (client: ClientCodec, error: GatewayError.GatewayError, requestId: string) => {
+  const rendered = client.renderError(error)
+  return HttpServerResponse.jsonUnsafe(rendered.body, {
+    status: rendered.status,
+    headers: { ...rendered.headers, "x-request-id": requestId }
+  })
+}
+
+const readBody = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, maxBytes: number) {
+  const declared = Number(request.headers["content-length"] ?? "")
+  const tooLarge = new GatewayError.RequestTooLarge({
+    limitBytes: maxBytes,
+    message: `The request body is larger than this gateway accepts (${maxBytes} bytes). Send a smaller request.`
+  })
+  if (Number.isFinite(declared) && declared > maxBytes) return yield* tooLarge
+  return yield* request.text.pipe(
+    Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(BigInt(maxBytes))),
+    Effect.catch((error: { readonly reason?: unknown; readonly message?: string }) =>
+      Effect.fail(
+        /too large|BodyTooLarge|maxBytes|exceed/i.test(`${String(error.reason)} ${error.message ?? ""}`)
+          ? tooLarge
+          : new GatewayError.InvalidRequest({ message: "The request body could not be read." })
+      )
+    )
+  )
+})
+
+/**
+ * The application effect served for every request.
+ *
+ * @category app
+ */
+export const app = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const requestId = requestIdOf()
+  const queryAt = request.url.indexOf("?")
+  const path = queryAt === -1 ? request.url : request.url.slice(0, queryAt)
+  const search = queryAt === -1 ? "" : request.url.slice(queryAt + 1)
+  const matched = Routes.match(request.method, path)
+  const dialect: Domain.Dialect = "dialect" in matched ? matched.dialect : "openai"
+  const client = Dialects.client(dialect)
+
+  const handled = Effect.gen(function*() {
+    switch (matched._tag) {
+      case "NotFound":
+        return yield* new GatewayError.RouteNotFound({ message: matched.message })
+      case "MethodNotAllowed":
+        return yield* new GatewayError.MethodNotAllowed({ message: matched.message, allow: matched.allow })
+      case "Health":
+        return HttpServerResponse.jsonUnsafe({ status: "ok" })
+      case "Ready": {
+        const extensions = yield* Extensions
+        return (yield* extensions.ready)
+          ? HttpServerResponse.jsonUnsafe({ status: "ready" })
+          : HttpServerResponse.jsonUnsafe({ status: "not ready", reason: "the database is not reachable" }, { status: 503 })
+      }
+      case "Console": {
+        const extensions = yield* Extensions
+        if (extensions.console === undefined) {
+          return HttpServerResponse.text(
+            "The web console is not built. Run `pnpm build` (or use the API: see docs/api.md).\n",
+            { status: 404 }
+          )
+        }
+        return yield* extensions.console(path)
+      }
+      case "Api": {
+        const extensions = yield* Extensions
+        if (extensions.api === undefined) {
+          return yield* new GatewayError.RouteNotFound({ message: `No route for ${path}. See docs/api.md.` })
+        }
+        return yield* extensions.api(request)
+      }
+      default:
+        break
+    }
+    const key = yield* Admission.authenticate(presentedKey(dialect, request.headers, search))
+    switch (matched._tag) {
+      case "OpenAIModels":
+      case "GeminiModels": {
+        const snapshot = yield* (yield* Catalog.Catalog).current
+        const models = Admission.allowedModels(snapshot, key)
+        return HttpServerResponse.jsonUnsafe(yield* Dialects.modelsList(dialect, models, search), { headers: { "x-request-id": requestId } })
+      }
+      case "OpenAIModel":
+      case "GeminiModel": {
+        const snapshot = yield* (yield* Catalog.Catalog).current
+        const id = snapshot.resolveModel(matched.model)
+        const model = Admission.allowedModels(snapshot, key).find((m) => m.id === id)
+        if (model === undefined) {
+          return yield* new GatewayError.ModelNotFound({
+            model: matched.model,
+            message: `The model '${matched.model}' does not exist or your key may not use it. List your models at ${
+              dialect === "gemini" ? "/v1beta/models" : "/v1/models"
+            }.`
+          })
+        }
+        return HttpServerResponse.jsonUnsafe(Dialects.modelObject(dialect, model), { headers: { "x-request-id": requestId } })
+      }
+      case "Me": {
+        const snapshot = yield* (yield* Catalog.Catalog).current
+        const balance = yield* (yield* Accounts.Accounts).balance(key.userId)
+        return HttpServerResponse.jsonUnsafe({
+          user: key.userName,
+          role: key.userRole,
+          group: key.group,
+          key: { id: key.id, name: key.name, prefix: key.prefix, expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString() },
+          models: Admission.allowedModels(snapshot, key).map((m) => m.id),
+          balance_usd: Money.formatUsd(balance)
+        }, { headers: { "x-request-id": requestId } })
+      }
+      case "OpenAIChat":
+      case "GeminiAction": {
+        const settings = yield* ServerSettings
+        const body = yield* readBody(request, settings.maxBodyBytes)
+        const startedAt = yield* Clock.currentTimeMillis
+        if (matched._tag === "GeminiAction" && matched.action !== "generateContent" && matched.action !== "streamGenerateContent") {
+          return yield* Dialects.geminiMethod(matched.action, { requestId, key, body, model: matched.model, search })
+        }
+        return yield* Chat.handle({
+          requestId,
+          startedAt,
+          key,
+          client,
+          upstreams: Dialects.upstream,
+          body,
+          hints: matched._tag === "GeminiAction"
+            ? { model: matched.model, stream: matched.action === "streamGenerateContent", sse: search.includes("alt=sse") }
+            : {}
+        })
+      }
+      case "OpenAIEmbeddings": {
+        const settings = yield* ServerSettings
+        const body = yield* readBody(request, settings.maxBodyBytes)
+        return yield* Dialects.openAIEmbeddings({ requestId, key, body })
+      }
+    }
+  })
+
+  return yield* handled.pipe(
+    Effect.catchCause((cause) => {
+      if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
+      for (const reason of cause.reasons) {
+        if (reason._tag === "Fail" && GatewayError.isGatewayError(reason.error)) {
+          return Effect.succeed(errorResponse(client, reason.error, requestId))
+        }
+      }
+      return Effect.logError("request failed", Cause.pretty(cause)).pipe(
+        Effect.annotateLogs({ requestId, path }),
+        Effect.as(errorResponse(
+          client,
+          new GatewayError.InternalError({ message: `The gateway failed to handle the request (request id ${requestId}). The operator can find the cause in the log.` }),
+          requestId
+        ))
+      )
+    })
+  )
+})
