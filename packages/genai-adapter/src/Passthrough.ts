@@ -1,0 +1,257 @@
+/**
+ * The same-dialect fast path: a Gemini client calling a Gemini upstream. The
+ * body is forwarded unchanged (the model is in the URL path, not the body), so
+ * the gateway only inspects it cheaply, and meters the answer without
+ * re-encoding it.
+ *
+ * - `inspectBody` parses the body once, checks the one thing every call needs
+ *   (`contents` is a non-empty array of turns with `parts` arrays) and reads
+ *   `generationConfig.maxOutputTokens` for the balance hold.
+ * - `PassthroughMeter` is fed the upstream's SSE text in order and returns it
+ *   unchanged; it remembers only the raw text of the last event that mentions
+ *   `usageMetadata` (parsed once, on demand) and counts the characters of
+ *   generated text, to bill a stream that was cut before any usage arrived.
+ * - `usageOfResponse` reads the usage of a non-stream answer.
+ *
+ * @since 0.1.0
+ */
+import type { Canonical } from "@modelgate/core"
+import { GatewayError } from "@modelgate/core"
+import { Effect, Result } from "effect"
+import { SseParser } from "./Framing.ts"
+import { usageFromWire } from "./Response.ts"
+
+/** What the fast path needs to know of a request body. @category inspection */
+export interface Inspection {
+  /** The parsed body, to forward or re-serialise as it is. */
+  readonly body: Readonly<Record<string, unknown>>
+  /** `generationConfig.maxOutputTokens` (either spelling), when the client set it. */
+  readonly maxOutputTokens?: number
+}
+
+const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+const fail = (message: string, param?: string): Result.Result<never, GatewayError.InvalidRequest> =>
+  Result.fail(
+    param === undefined ? new GatewayError.InvalidRequest({ message }) : new GatewayError.InvalidRequest({ message, param })
+  )
+
+/**
+ * `inspectBody` as a `Result`. Never throws.
+ *
+ * @category inspection
+ */
+export const inspectBodyResult = (text: string): Result.Result<Inspection, GatewayError.InvalidRequest> => {
+  let body: unknown
+  try {
+    body = JSON.parse(text)
+  } catch {
+    return fail("The request body is not valid JSON.")
+  }
+  if (!isRecord(body)) return fail("The request body must be a JSON object.")
+  const contents = body.contents
+  if (contents === undefined) return fail("'contents' is required.", "contents")
+  if (!Array.isArray(contents)) return fail("'contents' must be an array of turns.", "contents")
+  if (contents.length === 0) return fail("'contents' must contain at least one turn.", "contents")
+  for (let i = 0; i < contents.length; i++) {
+    const content: unknown = contents[i]
+    if (!isRecord(content)) return fail(`'contents[${i}]' must be an object.`, `contents[${i}]`)
+    if (!Array.isArray(content.parts)) {
+      return fail(`'contents[${i}].parts' must be an array of parts.`, `contents[${i}].parts`)
+    }
+  }
+  const config = body.generationConfig ?? body.generation_config
+  if (config === undefined) return Result.succeed({ body })
+  if (!isRecord(config)) return fail("'generationConfig' must be an object.", "generationConfig")
+  const max = config.maxOutputTokens ?? config.max_output_tokens
+  if (max === undefined) return Result.succeed({ body })
+  if (typeof max !== "number" || !Number.isInteger(max) || max < 1) {
+    return fail("'generationConfig.maxOutputTokens' must be a positive integer.", "generationConfig.maxOutputTokens")
+  }
+  return Result.succeed({ body, maxOutputTokens: max })
+}
+
+/**
+ * Parses and inspects a Gemini request body for forwarding: the body must be
+ * a JSON object whose `contents` is a non-empty array of objects with a
+ * `parts` array; `maxOutputTokens` must be a positive integer when present.
+ * Every failure is an `InvalidRequest` naming the field.
+ *
+ * @example
+ * ```ts
+ * import { Passthrough } from "@modelgate/genai-adapter"
+ *
+ * yield* Passthrough.inspectBody('{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":64}}')
+ * // { body: {...}, maxOutputTokens: 64 }
+ * ```
+ *
+ * @category inspection
+ */
+export const inspectBody = (text: string): Effect.Effect<Inspection, GatewayError.InvalidRequest> =>
+  Effect.fromResult(inspectBodyResult(text))
+
+/**
+ * The usage of a non-stream Gemini answer (a parsed body), or `undefined` when
+ * it reports none.
+ *
+ * @category metering
+ */
+export const usageOfResponse = (json: unknown): Canonical.Usage | undefined => {
+  if (!isRecord(json) || !isRecord(json.usageMetadata)) return undefined
+  return usageOfMetadata(json.usageMetadata)
+}
+
+const count = (u: unknown): number | undefined => typeof u === "number" && Number.isFinite(u) ? Math.trunc(u) : undefined
+
+const usageOfMetadata = (metadata: Readonly<Record<string, unknown>>): Canonical.Usage => {
+  const usage: {
+    promptTokenCount?: number
+    candidatesTokenCount?: number
+    totalTokenCount?: number
+    cachedContentTokenCount?: number
+    thoughtsTokenCount?: number
+    toolUsePromptTokenCount?: number
+  } = {}
+  const fields = [
+    "promptTokenCount",
+    "candidatesTokenCount",
+    "totalTokenCount",
+    "cachedContentTokenCount",
+    "thoughtsTokenCount",
+    "toolUsePromptTokenCount"
+  ] as const
+  for (const field of fields) {
+    const value = count(metadata[field])
+    if (value !== undefined) usage[field] = value
+  }
+  return usageFromWire(usage)
+}
+
+/**
+ * Counts the characters of the string values of `"text"` keys in a JSON text
+ * without parsing it (an escape sequence counts as one character).
+ */
+const textCharacters = (json: string): number => {
+  let total = 0
+  let at = json.indexOf("\"text\"")
+  while (at >= 0) {
+    let i = at + 6
+    while (i < json.length && (json.charCodeAt(i) === 32 || json.charCodeAt(i) === 58)) i++
+    if (json.charCodeAt(i) !== 34) {
+      at = json.indexOf("\"text\"", i)
+      continue
+    }
+    i++
+    while (i < json.length) {
+      const code = json.charCodeAt(i)
+      if (code === 34) break
+      if (code === 92) {
+        i += json.charCodeAt(i + 1) === 117 ? 6 : 2
+      } else i++
+      total++
+    }
+    at = json.indexOf("\"text\"", i + 1)
+  }
+  return total
+}
+
+/**
+ * Meters a passed-through Gemini SSE stream. Feed every piece of upstream text
+ * to `feed` in order (it returns the piece unchanged, so it can sit in a
+ * `Stream.map`); at the end, or when the client went away, `usage()` is the
+ * upstream's last reported usage and `estimatedCompletionTokens()` the
+ * fallback estimate from the generated characters.
+ *
+ * Cost per event: one `indexOf` for `usageMetadata`, one scan of the `"text"`
+ * values, and a full `JSON.parse` only for events carrying a function call
+ * (whose arguments count as generated output). The usage event itself is
+ * parsed once, lazily.
+ *
+ * @example
+ * ```ts
+ * import { Passthrough } from "@modelgate/genai-adapter"
+ *
+ * const meter = new Passthrough.PassthroughMeter()
+ * meter.feed('data: {"candidates":[{"content":{"parts":[{"text":"Hello"}]}}]}\r\n\r\n')
+ * meter.feed('data: {"candidates":[{"content":{"parts":[{"text":"!"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":2,"totalTokenCount":6}}\r\n\r\n')
+ * meter.generatedCharacters() // 6
+ * meter.usage() // { promptTokens: 4, completionTokens: 2, totalTokens: 6 }
+ * ```
+ *
+ * @category metering
+ */
+export class PassthroughMeter {
+  private readonly parser = new SseParser()
+  private lastUsageEvent: string | undefined = undefined
+  private parsedUsage: Canonical.Usage | undefined = undefined
+  private parsedFrom: string | undefined = undefined
+  private characters = 0
+  private finished = false
+
+  /** Observes the next piece of upstream text; returns it unchanged. */
+  feed(text: string): string {
+    for (const data of this.parser.push(text)) this.observe(data)
+    return text
+  }
+
+  /** Observes the end of the upstream stream (an event not followed by a blank line). */
+  end(): void {
+    for (const data of this.parser.end()) this.observe(data)
+  }
+
+  /** The last usage the upstream reported, or `undefined`. */
+  usage(): Canonical.Usage | undefined {
+    const event = this.lastUsageEvent
+    if (event === undefined) return undefined
+    if (event !== this.parsedFrom) {
+      this.parsedFrom = event
+      try {
+        this.parsedUsage = usageOfResponse(JSON.parse(event))
+      } catch {
+        this.parsedUsage = undefined
+      }
+    }
+    return this.parsedUsage
+  }
+
+  /** Characters of generated text, thoughts and function calls seen so far. */
+  generatedCharacters(): number {
+    return this.characters
+  }
+
+  /** A typical-case token estimate of the generated output: four characters per token, as `Tokens.estimateGeneratedTokens`. */
+  estimatedCompletionTokens(): number {
+    return this.characters === 0 ? 0 : Math.ceil(this.characters / 4)
+  }
+
+  /** Whether some event carried a `finishReason` (the answer was complete). */
+  sawFinish(): boolean {
+    return this.finished
+  }
+
+  private observe(data: string): void {
+    if (data.includes("usageMetadata")) this.lastUsageEvent = data
+    if (!this.finished && data.includes("\"finishReason\"")) this.finished = true
+    this.characters += textCharacters(data)
+    if (data.includes("\"functionCall\"")) {
+      try {
+        const chunk: unknown = JSON.parse(data)
+        if (isRecord(chunk) && Array.isArray(chunk.candidates)) {
+          for (const candidate of chunk.candidates) {
+            const parts: unknown = isRecord(candidate) && isRecord(candidate.content) ? candidate.content.parts : undefined
+            if (!Array.isArray(parts)) continue
+            for (const part of parts) {
+              if (isRecord(part) && isRecord(part.functionCall)) {
+                const call = part.functionCall
+                this.characters += (typeof call.name === "string" ? call.name.length : 0) + JSON.stringify(call.args ?? {}).length
+              }
+            }
+          }
+        }
+      } catch {
+        // An unreadable event generates nothing countable.
+      }
+    }
+  }
+}

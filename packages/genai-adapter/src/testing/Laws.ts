@@ -1,0 +1,259 @@
+/**
+ * Property laws of the Gemini codecs, as fast-check properties ready for
+ * `fc.assert`. Each law takes the implementation under test as an optional
+ * argument (this package's by default), so other packages can check their own
+ * parsers and decoders against the same laws.
+ *
+ * - `requestRoundTrip`: Gemini body -> canonical -> Gemini body -> canonical
+ *   gives the same canonical request (every field the canonical model carries
+ *   survives), up to the `skip_thought_signature_validator` sentinel that
+ *   `encodeRequest` adds to unsigned first calls of a model turn.
+ * - `snakeCaseInput`: the snake_case spelling of a body decodes the same.
+ * - `responseRoundTrip`: Gemini answer -> canonical -> Gemini answer ->
+ *   canonical is stable.
+ * - `streamRechunking`: however a Gemini answer is cut into chunks, the
+ *   decoded and assembled stream is the same (and equals the non-stream
+ *   decoding, up to the merging of adjacent text parts).
+ * - `streamEncodeDecode`: canonical events -> `StreamEncoder` -> JSON ->
+ *   `StreamDecoder` assembles to the original answer.
+ * - `sseSplitInvariance`: an SSE parser gives the same events however the
+ *   text is split.
+ * - `malformedBodies`: arbitrary JSON gives a typed 400 error (or a request),
+ *   never a throw.
+ *
+ * @example
+ * ```ts
+ * import * as fc from "fast-check"
+ * import * as Laws from "@modelgate/genai-adapter/testing/Laws"
+ *
+ * fc.assert(Laws.requestRoundTrip(), { numRuns: 200 })
+ * // your own SSE parser, fed pieces, returning the data of each event:
+ * fc.assert(Laws.sseSplitInvariance((pieces) => myParse(pieces)), { numRuns: 200 })
+ * ```
+ *
+ * @since 0.1.0
+ */
+import type { Canonical } from "@modelgate/core"
+import { StreamAssembly } from "@modelgate/core"
+import { Result } from "effect"
+import * as fc from "fast-check"
+import { SseParser } from "../Framing.ts"
+import * as Request from "../Request.ts"
+import * as Response from "../Response.ts"
+import { StreamDecoder, StreamEncoder } from "../Stream.ts"
+import * as Arbitraries from "./Arbitraries.ts"
+
+/**
+ * Deep structural equality of JSON-like values (own enumerable keys, order
+ * of keys ignored).
+ *
+ * @category helpers
+ */
+export const deepEqual = (a: unknown, b: unknown): boolean => {
+  if (a === b) return true
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false
+  if (Array.isArray(a) !== Array.isArray(b)) return false
+  if (Array.isArray(a)) {
+    const other = b as ReadonlyArray<unknown>
+    return a.length === other.length && a.every((item, i) => deepEqual(item, other[i]))
+  }
+  const ka = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined)
+  const kb = Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined)
+  if (ka.length !== kb.length) return false
+  return ka.every((k) => deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+}
+
+/**
+ * Throws an error showing both values when they differ (fast-check reports it
+ * with the shrunk counterexample).
+ *
+ * @category helpers
+ */
+export const assertEqual = (actual: unknown, expected: unknown, what: string): void => {
+  if (!deepEqual(actual, expected)) {
+    throw new Error(`${what} differ:\nactual:   ${JSON.stringify(actual)}\nexpected: ${JSON.stringify(expected)}`)
+  }
+}
+
+const unwrap = <A, E>(result: Result.Result<A, E>, what: string): A => {
+  if (Result.isFailure(result)) throw new Error(`${what} failed: ${JSON.stringify(result.failure)}`)
+  return result.success
+}
+
+/** Removes the sentinel signatures `encodeRequest` adds, where `original` had none. */
+const withoutSentinels = (request: Canonical.ChatRequest, original: Canonical.ChatRequest): Canonical.ChatRequest => ({
+  ...request,
+  messages: request.messages.map((message, i) => ({
+    ...message,
+    content: message.content.map((part, j) => {
+      const before = original.messages[i]?.content[j]
+      if (
+        part.type === "tool_call" && part.signature === Request.SKIP_THOUGHT_SIGNATURE &&
+        before?.type === "tool_call" && before.signature === undefined
+      ) {
+        const { signature: _, ...rest } = part
+        return rest
+      }
+      return part
+    })
+  }))
+})
+
+const MODEL = "gemini-3-pro-preview"
+
+/**
+ * Gemini -> canonical -> Gemini -> canonical keeps the canonical request.
+ *
+ * @category laws
+ */
+export const requestRoundTrip = (
+  arbitrary: fc.Arbitrary<Record<string, Arbitraries.Json>> = Arbitraries.geminiRequest
+) =>
+  fc.property(arbitrary, (body) => {
+    const first = unwrap(Request.decodeRequestResult(body, MODEL), "decodeRequest")
+    const wire = unwrap(Request.encodeRequestResult(first), "encodeRequest")
+    const second = unwrap(Request.decodeRequestResult(JSON.parse(JSON.stringify(wire)), MODEL), "decodeRequest (again)")
+    assertEqual(withoutSentinels(second, first), first, "canonical requests")
+  })
+
+/**
+ * The snake_case spelling of a body decodes to the same canonical request.
+ *
+ * @category laws
+ */
+export const snakeCaseInput = (arbitrary: fc.Arbitrary<Record<string, Arbitraries.Json>> = Arbitraries.geminiRequest) =>
+  fc.property(arbitrary, (body) => {
+    const camel = unwrap(Request.decodeRequestResult(body, MODEL), "decodeRequest (camelCase)")
+    const snake = unwrap(Request.decodeRequestResult(Arbitraries.toSnakeCase(body), MODEL), "decodeRequest (snake_case)")
+    assertEqual(snake, camel, "camelCase and snake_case decodings")
+  })
+
+/**
+ * Gemini answer -> canonical -> Gemini answer -> canonical is stable.
+ *
+ * @category laws
+ */
+export const responseRoundTrip = (arbitrary: fc.Arbitrary<Record<string, Arbitraries.Json>> = Arbitraries.geminiResponse) =>
+  fc.property(arbitrary, (body) => {
+    const first = unwrap(Response.decodeResponseResult(body), "decodeResponse")
+    const wire = Response.encodeResponse(first, first.model)
+    const second = unwrap(Response.decodeResponseResult(JSON.parse(JSON.stringify(wire))), "decodeResponse (again)")
+    assertEqual(second, first, "canonical responses")
+  })
+
+/** Decodes and assembles a list of chunks with this package's `StreamDecoder`. @category helpers */
+export const assembleChunks = (chunks: ReadonlyArray<unknown>): Canonical.ChatResponse => {
+  const decoder = new StreamDecoder()
+  const events = unwrap(decoder.pushAll(chunks), "StreamDecoder")
+  return StreamAssembly.assemble([...events, ...decoder.end()])
+}
+
+/** A response with adjacent text (and unsigned thinking) parts merged, as assembly does. */
+const merged = (response: Canonical.ChatResponse): Canonical.ChatResponse =>
+  StreamAssembly.assemble(StreamAssembly.toEvents(response))
+
+/**
+ * Cutting a Gemini answer into chunks differently never changes the
+ * assembled answer, which also equals the non-stream decoding.
+ *
+ * @category laws
+ */
+export const streamRechunking = (
+  assembleStream: (chunks: ReadonlyArray<unknown>) => Canonical.ChatResponse = assembleChunks
+) =>
+  fc.property(Arbitraries.geminiResponse, Arbitraries.cuts, Arbitraries.cuts, (body, a, b) => {
+    const one = assembleStream(Arbitraries.toChunks(body, a))
+    const two = assembleStream(Arbitraries.toChunks(body, b))
+    assertEqual(one, two, "assembled streams")
+    const whole = unwrap(Response.decodeResponseResult(body), "decodeResponse")
+    assertEqual(one, merged(whole), "assembled stream and non-stream answer")
+  })
+
+/**
+ * Canonical events -> Gemini chunks (through JSON) -> canonical events
+ * assembles to the original answer, however text events are split.
+ *
+ * @category laws
+ */
+export const streamEncodeDecode = () =>
+  fc.property(Arbitraries.canonicalResponse, Arbitraries.cuts, (response, cuts) => {
+    const events: Array<Canonical.StreamEvent> = []
+    for (const event of StreamAssembly.toEvents(response)) {
+      if (event.type === "text" && event.text.length > 1 && cuts.length > 0) {
+        const at = 1 + (cuts[0]! % (event.text.length - 1))
+        events.push({ ...event, text: event.text.slice(0, at) }, { ...event, text: event.text.slice(at) })
+      } else events.push(event)
+    }
+    const encoder = new StreamEncoder(response.model)
+    const chunks = [...encoder.pushAll(events), ...encoder.end()]
+    for (const chunk of chunks.slice(0, -1)) {
+      for (const candidate of chunk.candidates) {
+        if (candidate.content !== undefined && candidate.content.parts.length === 0) {
+          throw new Error(`a chunk before the last has an empty parts array: ${JSON.stringify(chunk)}`)
+        }
+      }
+    }
+    const decoded = assembleChunks(JSON.parse(JSON.stringify(chunks)))
+    assertEqual(decoded, merged(response), "decoded stream and original answer")
+  })
+
+/** Parses SSE pieces with this package's `SseParser`. @category helpers */
+export const parseSsePieces = (pieces: ReadonlyArray<string>): Array<string> => {
+  const parser = new SseParser()
+  const out: Array<string> = []
+  for (const piece of pieces) out.push(...parser.push(piece))
+  out.push(...parser.end())
+  return out
+}
+
+/**
+ * An SSE parser gives the same event data however its input is split.
+ *
+ * @category laws
+ */
+export const sseSplitInvariance = (parse: (pieces: ReadonlyArray<string>) => ReadonlyArray<string> = parseSsePieces) =>
+  fc.property(
+    Arbitraries.sseText.chain((text) => Arbitraries.splits(text).map((pieces) => [text, pieces] as const)),
+    ([text, pieces]) => {
+      assertEqual(parse(pieces), parse([text]), "events of split and whole text")
+    }
+  )
+
+/** Values that are almost Gemini requests: valid bodies with one field replaced by arbitrary JSON. @category helpers */
+export const malformedBody: fc.Arbitrary<unknown> = fc.oneof(
+  fc.jsonValue(),
+  fc.tuple(Arbitraries.geminiRequest, fc.jsonValue(), fc.nat()).map(([body, value, n]) => {
+    const keys = Object.keys(body)
+    return { ...body, [keys[n % keys.length]!]: value }
+  }),
+  fc.tuple(Arbitraries.geminiRequest, fc.jsonValue(), fc.nat(), fc.nat()).map(([body, value, i, j]) => {
+    const contents = body.contents as Array<{ role: string; parts: Array<unknown> }>
+    const turn = contents[i % contents.length]!
+    const parts = [...turn.parts]
+    parts[j % parts.length] = value
+    const out = [...contents]
+    out[i % contents.length] = { ...turn, parts }
+    return { ...body, contents: out }
+  })
+)
+
+/**
+ * A request decoder never throws on arbitrary or malformed JSON: it returns a
+ * request or an `InvalidRequest` / `UnsupportedFeature` with a message.
+ *
+ * @category laws
+ */
+export const malformedBodies = (
+  decode: (body: unknown) => Result.Result<unknown, { readonly _tag: string; readonly message: string }> = (body) =>
+    Request.decodeRequestResult(body, MODEL)
+) =>
+  fc.property(malformedBody, (body) => {
+    const result = decode(body)
+    if (Result.isFailure(result)) {
+      const error = result.failure
+      if (error._tag !== "InvalidRequest" && error._tag !== "UnsupportedFeature") {
+        throw new Error(`unexpected error ${error._tag}`)
+      }
+      if (error.message.length === 0) throw new Error("an error without a message")
+    }
+  })
