@@ -66,7 +66,15 @@ export const baseConfig = (upstream: string): ConfigFile => ({
       headers: { "x-fake-fail": "400" }
     },
     { name: "fake-vip", type: "openai", base_url: `${upstream}/v1`, api_key: "sk-upstream", models: ["vip-model"], groups: ["vip"] },
-    { name: "fake-gemini", type: "gemini", base_url: upstream, api_key: "g-upstream", models: ["gemini-2.5-flash"], groups: ["default", "vip"] }
+    {
+      name: "fake-gemini",
+      type: "gemini",
+      base_url: upstream,
+      api_key: "g-upstream",
+      models: ["gemini-2.5-flash", "gemini-tool-model"],
+      model_map: { "gemini-tool-model": "gemini-2.5-flash-tools" },
+      groups: ["default", "vip"]
+    }
   ],
   models: {
     "gpt-4o-mini": { input: 0.15, output: 0.6 },
@@ -79,6 +87,7 @@ export const baseConfig = (upstream: string): ConfigFile => ({
     "broken-model": { input: 1, output: 1 },
     "rejecting-model": { input: 1, output: 1 },
     "gemini-2.5-flash": { input: 0.3, output: 2.5 },
+    "gemini-tool-model": { input: 0.3, output: 2.5 },
     "orphan-model": { input: 1, output: 1 }
   },
   aliases: { "gemini-*": "gemini-2.5-flash" },
