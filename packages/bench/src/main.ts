@@ -304,6 +304,13 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
       if (s.kind === "latency") latency.push(await runLatency(s, targets, options.timing, log))
       else memory.push(await runMemory(s, targets, options.timing, log))
     }
+    const portkeyStreamsFailed = [...latency.flatMap((l) => (l.stream ? l.points : [])), ...memory.flatMap((m) => m.points)]
+      .some((p) => p.target === "portkey" && p.ok === 0)
+    if (portkeyStreamsFailed) {
+      notes.push(
+        "Portkey answered streamed calls with HTTP 500 in this run (seen with @portkey-ai/gateway 1.15.2 on Node 24: its log says `tryTargetsRecursively error: immutable`, a TypeError from changing the headers of a fetch Response), so it has no stream figures."
+      )
+    }
     let soak: SoakResult | null = null
     if (wantSoak) {
       const target = targets.find((t) => t.name === "modelgate" && t.pid !== null) ?? targets.find((t) => t.name === "floor")
