@@ -229,10 +229,10 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
       lineChart({
         title: `${l.scenario}: p99 latency vs rate`,
         xLabel: "offered rate (calls/s)",
-        yLabel: "p99 latency (us)",
+        yLabel: "p99 latency (ms)",
         series: targets.map((t) => ({
           name: t,
-          points: open.filter((p) => p.target === t).map((p) => [p.rate ?? 0, p.latency.p99Us] as const)
+          points: open.filter((p) => p.target === t).map((p) => [p.rate ?? 0, p.latency.p99Us / 1000] as const)
         }))
       }).toPng()
     )

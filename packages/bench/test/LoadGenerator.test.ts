@@ -40,7 +40,8 @@ describe("LoadGenerator", () => {
       assert.strictEqual(r.latency.count, 200)
       assert.strictEqual(r.ttfb.count, 200)
       assert.isAtLeast(r.latency.percentile(50), r.ttfb.percentile(50))
-      assert.isAtLeast(r.latency.minUs, 2000, "the server ends each body 2 ms after the first byte")
+      // The server ends each body about 2 ms after the first byte (libuv timers may fire a little early).
+      assert.isAtLeast(r.latency.minUs, 1500)
       assert.isAbove(r.bytes, 200 * 10)
     })
   })
