@@ -2,19 +2,24 @@ import { defineConfig } from "vitest/config"
 
 // One configuration over all packages: each package is a vitest project, so
 // `pnpm test` at the root runs everything and `vitest --project core` runs one.
-const pure = ["core", "openai-adapter", "genai-adapter"]
-const io = ["store", "fake-upstream", "node-http"]
+// Packages with needs of their own (the console's jsdom and browser tests) keep
+// a config file beside their code, referenced here.
+const node = ["core", "openai-adapter", "genai-adapter", "store", "fake-upstream", "node-http", "admin-api", "bench"]
 
 export default defineConfig({
   test: {
-    projects: [...pure, ...io].map((name) => ({
-      test: {
-        name,
-        root: `packages/${name}`,
-        include: ["test/**/*.test.ts"],
-        testTimeout: 30_000,
-        hookTimeout: 60_000
-      }
-    }))
+    projects: [
+      ...node.map((name) => ({
+        test: {
+          name,
+          root: `packages/${name}`,
+          include: ["test/**/*.test.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 60_000
+        }
+      })),
+      "packages/console/vitest.config.ts",
+      "packages/console/vitest.e2e.config.ts"
+    ]
   }
 })
