@@ -89,8 +89,9 @@ export const arrayBody = (values: Iterable<unknown>): string => {
  * the `data` payloads of the events completed by that text. `end` returns the
  * last event if the stream ended without a blank line after it.
  *
- * The result never depends on how the input was split: a `\r` at the end of a
- * piece is held back until the next piece shows whether a `\n` follows.
+ * The result never depends on how the input was split: a `\r` ends its line at
+ * once, and a `\n` at the start of the next piece is then taken as part of
+ * that `\r\n`. Partial lines are kept as text until their line end arrives.
  *
  * @example
  * ```ts
@@ -104,33 +105,33 @@ export const arrayBody = (values: Iterable<unknown>): string => {
  */
 export class SseParser {
   private buffer = ""
+  private afterCR = false
   private data: Array<string> | undefined = undefined
 
   /** Feeds the next piece of text; returns the data of every event it completes. */
   push(text: string): Array<string> {
     const out: Array<string> = []
-    const held = this.buffer
-    const input = held.length === 0 ? text : held + text
-    this.buffer = ""
-    let start = 0
-    const length = input.length
-    // The held text has no line end except possibly a final `\r`: skip rescanning it.
-    const from = held.length === 0 ? 0 : held.charCodeAt(held.length - 1) === 13 ? held.length - 1 : held.length
-    for (let i = from; i < length; i++) {
-      const code = input.charCodeAt(i)
+    let i = 0
+    const length = text.length
+    if (this.afterCR && length > 0) {
+      // The previous piece ended with `\r`: a `\n` here belongs to that line end.
+      if (text.charCodeAt(0) === 10) i = 1
+      this.afterCR = false
+    }
+    let start = i
+    for (; i < length; i++) {
+      const code = text.charCodeAt(i)
       if (code !== 10 && code !== 13) continue
+      const line = this.buffer.length === 0 ? text.slice(start, i) : this.buffer + text.slice(start, i)
+      this.buffer = ""
+      this.line(line, out)
       if (code === 13) {
-        if (i + 1 === length) {
-          // A trailing `\r`: wait for the next piece to know whether `\n` follows.
-          this.buffer = input.slice(start)
-          return out
-        }
-        this.line(input.slice(start, i), out)
-        if (input.charCodeAt(i + 1) === 10) i++
-      } else this.line(input.slice(start, i), out)
+        if (i + 1 === length) this.afterCR = true
+        else if (text.charCodeAt(i + 1) === 10) i++
+      }
       start = i + 1
     }
-    if (start < length) this.buffer = input.slice(start)
+    if (start < length) this.buffer += text.slice(start)
     return out
   }
 
@@ -138,10 +139,11 @@ export class SseParser {
   end(): Array<string> {
     const out: Array<string> = []
     if (this.buffer.length > 0) {
-      const rest = this.buffer.endsWith("\r") ? this.buffer.slice(0, -1) : this.buffer
+      const rest = this.buffer
       this.buffer = ""
       this.line(rest, out)
     }
+    this.afterCR = false
     if (this.data !== undefined) {
       out.push(this.data.join("\n"))
       this.data = undefined

@@ -40,7 +40,7 @@ const table: ReadonlyArray<readonly [GatewayError.GatewayError, number, string, 
 
 describe("ErrorEnvelope.toResponse", () => {
   it("covers every GatewayError tag", () => {
-    const tags = new Set(table.map(([error]) => error._tag))
+    const tags = new Set<string>(table.map(([error]) => error._tag))
     for (const member of GatewayError.GatewayError.members) assert.isTrue(tags.has(member.identifier), member.identifier)
   })
 

@@ -1,0 +1,96 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { CountTokens, Passthrough } from "@modelgate/genai-adapter"
+
+describe("Passthrough.inspectBody", () => {
+  it.effect("parses the body and reads maxOutputTokens in either spelling", () =>
+    Effect.gen(function*() {
+      const a = yield* Passthrough.inspectBody("{\"contents\":[{\"parts\":[{\"text\":\"hi\"}]}],\"generationConfig\":{\"maxOutputTokens\":64}}")
+      assert.strictEqual(a.maxOutputTokens, 64)
+      const b = yield* Passthrough.inspectBody("{\"contents\":[{\"parts\":[]}],\"generation_config\":{\"max_output_tokens\":9}}")
+      assert.strictEqual(b.maxOutputTokens, 9)
+      const c = yield* Passthrough.inspectBody("{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"hi\"}]}]}")
+      assert.isUndefined(c.maxOutputTokens)
+      assert.deepStrictEqual(c.body, { contents: [{ role: "user", parts: [{ text: "hi" }] }] })
+    }))
+
+  it.effect("names what is wrong", () =>
+    Effect.gen(function*() {
+      const cases: ReadonlyArray<readonly [string, string | undefined, string]> = [
+        ["{", undefined, "not valid JSON"],
+        ["[]", undefined, "JSON object"],
+        ["{}", "contents", "'contents' is required"],
+        ["{\"contents\":{}}", "contents", "must be an array"],
+        ["{\"contents\":[]}", "contents", "at least one turn"],
+        ["{\"contents\":[1]}", "contents[0]", "must be an object"],
+        ["{\"contents\":[{\"parts\":{}}]}", "contents[0].parts", "array of parts"],
+        ["{\"contents\":[{\"parts\":[]}],\"generationConfig\":{\"maxOutputTokens\":-3}}", "generationConfig.maxOutputTokens", "positive integer"]
+      ]
+      for (const [text, param, fragment] of cases) {
+        const error = yield* Effect.flip(Passthrough.inspectBody(text))
+        assert.strictEqual(error._tag, "InvalidRequest")
+        assert.strictEqual(error.param, param)
+        assert.include(error.message, fragment)
+      }
+    }))
+})
+
+describe("Passthrough.PassthroughMeter", () => {
+  const stream = [
+    "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hel\\\"lo\"}],\"role\":\"model\"}}],\"usageMetadata\":{\"promptTokenCount\":4,\"totalTokenCount\":4}}\r\n\r\n",
+    "data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"f\",\"args\":{\"a\":1}}}],\"role\":\"model\"}}]}\r\n\r\n",
+    "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"!\"}],\"role\":\"model\"},\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":4,\"candidatesTokenCount\":5,\"thoughtsTokenCount\":2,\"totalTokenCount\":11}}\r\n\r\n"
+  ].join("")
+
+  it("forwards text unchanged and reads the last usage, for any split", () => {
+    for (let cut = 0; cut <= stream.length; cut += 7) {
+      const meter = new Passthrough.PassthroughMeter()
+      const forwarded = meter.feed(stream.slice(0, cut)) + meter.feed(stream.slice(cut))
+      meter.end()
+      assert.strictEqual(forwarded, stream)
+      assert.deepStrictEqual(meter.usage(), { promptTokens: 4, completionTokens: 7, totalTokens: 11, reasoningTokens: 2 })
+      assert.strictEqual(meter.generatedCharacters(), 6 + 1 + 7 + 1)
+      assert.isTrue(meter.sawFinish())
+    }
+  })
+
+  it("counts a cut stream and reports the usage seen so far", () => {
+    const meter = new Passthrough.PassthroughMeter()
+    meter.feed(stream.slice(0, stream.indexOf("data:", 10)))
+    assert.deepStrictEqual(meter.usage(), { promptTokens: 4, completionTokens: 0, totalTokens: 4 })
+    assert.strictEqual(meter.generatedCharacters(), 6)
+    assert.strictEqual(meter.estimatedCompletionTokens(), 2)
+    assert.isFalse(meter.sawFinish())
+  })
+
+  it("usageOfResponse reads a non-stream answer", () => {
+    assert.deepStrictEqual(
+      Passthrough.usageOfResponse({ usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 2, cachedContentTokenCount: 1, totalTokenCount: 5 } }),
+      { promptTokens: 3, completionTokens: 2, totalTokens: 5, cachedTokens: 1 }
+    )
+    assert.isUndefined(Passthrough.usageOfResponse({ candidates: [] }))
+    assert.isUndefined(Passthrough.usageOfResponse("nope"))
+  })
+})
+
+describe("CountTokens", () => {
+  it.effect("estimates both request forms", () =>
+    Effect.gen(function*() {
+      const contents = [{ role: "user", parts: [{ text: "How many tokens is this?" }, { inline_data: { mime_type: "image/png", data: "AA" } }] }]
+      assert.deepStrictEqual(yield* CountTokens.countTokens({ contents }), { totalTokens: 8 + 6 + 2000 })
+      const wrapped = yield* CountTokens.countTokens({
+        generateContentRequest: { model: "models/x", contents, systemInstruction: { parts: [{ text: "abcd" }] } }
+      })
+      assert.deepStrictEqual(wrapped, { totalTokens: 8 + 6 + 2000 + 8 + 1 })
+    }))
+
+  it.effect("rejects malformed bodies with the field named", () =>
+    Effect.gen(function*() {
+      const missing = yield* Effect.flip(CountTokens.countTokens({}))
+      assert.strictEqual(missing.param, "contents")
+      const bad = yield* Effect.flip(CountTokens.countTokens({ contents: [{ parts: [{ text: 1 }] }] }))
+      assert.strictEqual(bad.param, "contents[0].parts[0].text")
+      const both = yield* Effect.flip(CountTokens.countTokens({ contents: [], generateContentRequest: { contents: [] } }))
+      assert.include(both.message, "not both")
+    }))
+})
