@@ -69,11 +69,24 @@ export interface DecodeOptions {
 
 const DROPPED_SCHEMA_KEYS = new Set(["propertyOrdering", "example", "nullable"])
 
+/** Google's Schema fields in their snake_case proto spelling (property names are never touched). */
+const SNAKE_KEYWORDS: Readonly<Record<string, string>> = {
+  any_of: "anyOf",
+  property_ordering: "propertyOrdering",
+  max_items: "maxItems",
+  min_items: "minItems",
+  max_length: "maxLength",
+  min_length: "minLength",
+  max_properties: "maxProperties",
+  min_properties: "minProperties"
+}
+
 const normalizeSchemaValue = (value: Canonical.JsonSchemaObject): Canonical.JsonSchemaObject => {
   const out: Record<string, unknown> = {}
-  for (const key in value) {
+  for (const name in value) {
+    const key = SNAKE_KEYWORDS[name] ?? name
     if (DROPPED_SCHEMA_KEYS.has(key)) continue
-    const item = value[key]
+    const item = value[name]
     switch (key) {
       case "type":
         out.type = typeof item === "string"
@@ -132,7 +145,8 @@ const mapValues = (record: Canonical.JsonSchemaObject): Canonical.JsonSchemaObje
 /**
  * Normalises a Gemini schema (OpenAPI subset or JSON Schema) into plain JSON
  * Schema: type names in lower case (`"OBJECT"` -> `"object"`), `nullable: true`
- * as a type array with `"null"` (or an extra `anyOf` branch), and
+ * as a type array with `"null"` (or an extra `anyOf` branch), Google's
+ * snake_case field spellings (`any_of`, `max_items`, ...) in camelCase, and
  * `propertyOrdering`, `example` and the Gemini-only `format: "enum"` dropped.
  * Property names are never changed.
  *

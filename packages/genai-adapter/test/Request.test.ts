@@ -1,7 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Canonical } from "@modelgate/core"
+import * as fc from "fast-check"
 import { Request } from "@modelgate/genai-adapter"
+import * as Arbitraries from "@modelgate/genai-adapter/testing/Arbitraries"
 
 const user = (parts: Array<unknown>) => ({ role: "user", parts })
 const decodeError = (body: unknown) => Effect.flip(Request.decodeRequest(body, "gemini-2.5-flash"))
@@ -149,6 +151,25 @@ describe("Request.encodeRequest", () => {
     assert.deepStrictEqual(
       Request.normalizeSchema({ type: "OBJECT", properties: { a: { type: "STRING", nullable: true, example: "x" }, b: { anyOf: [{ type: "INTEGER" }], nullable: true } }, propertyOrdering: ["a", "b"] }),
       { type: "object", properties: { a: { type: ["string", "null"] }, b: { anyOf: [{ type: "integer" }, { type: "null" }] } } }
+    )
+  })
+})
+
+describe("Request.normalizeSchema (property)", () => {
+  it("leaves no upper-case type, nullable or propertyOrdering, and keeps property names", () => {
+    fc.assert(fc.property(Arbitraries.geminiSchema, (schema) => {
+      const normalized = Request.normalizeSchema(schema)
+      const text = JSON.stringify(normalized)
+      assert.isFalse(/"type":"[A-Z]/.test(text))
+      assert.isFalse(text.includes("nullable") || text.includes("propertyOrdering"))
+      assert.deepStrictEqual(Object.keys(normalized.properties as object), Object.keys(schema.properties as object))
+    }), { numRuns: 200 })
+  })
+
+  it("reads Google's snake_case schema fields", () => {
+    assert.deepStrictEqual(
+      Request.normalizeSchema({ type: "ARRAY", max_items: 2, items: { any_of: [{ type: "STRING" }] }, property_ordering: [] }),
+      { type: "array", maxItems: 2, items: { anyOf: [{ type: "string" }] } }
     )
   })
 })
