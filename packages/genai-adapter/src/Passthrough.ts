@@ -158,8 +158,8 @@ const textCharacters = (json: string): number => {
 
 /**
  * Meters a passed-through Gemini SSE stream. Feed every piece of upstream text
- * to `feed` in order (it returns the piece unchanged, so it can sit in a
- * `Stream.map`); at the end, or when the client went away, `usage()` is the
+ * to `feed` (or every piece of bytes to `feedBytes`) in order; both return the
+ * piece unchanged, so they can sit in a `Stream.map`. At the end, or when the client went away, `usage()` is the
  * upstream's last reported usage and `estimatedCompletionTokens()` the
  * fallback estimate from the generated characters.
  *
@@ -183,6 +183,7 @@ const textCharacters = (json: string): number => {
  */
 export class PassthroughMeter {
   private readonly parser = new SseParser()
+  private decoder: TextDecoder | undefined = undefined
   private lastUsageEvent: string | undefined = undefined
   private parsedUsage: Canonical.Usage | undefined = undefined
   private parsedFrom: string | undefined = undefined
@@ -195,8 +196,23 @@ export class PassthroughMeter {
     return text
   }
 
+  /**
+   * Observes the next piece of upstream bytes (UTF-8, decoded incrementally,
+   * so a character split across pieces is read correctly); returns the
+   * bytes unchanged.
+   */
+  feedBytes(bytes: Uint8Array): Uint8Array {
+    this.decoder ??= new TextDecoder()
+    this.feed(this.decoder.decode(bytes, { stream: true }))
+    return bytes
+  }
+
   /** Observes the end of the upstream stream (an event not followed by a blank line). */
   end(): void {
+    if (this.decoder !== undefined) {
+      const rest = this.decoder.decode()
+      if (rest.length > 0) this.feed(rest)
+    }
     for (const data of this.parser.end()) this.observe(data)
   }
 

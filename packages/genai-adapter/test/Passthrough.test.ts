@@ -94,3 +94,16 @@ describe("CountTokens", () => {
       assert.include(both.message, "not both")
     }))
 })
+
+describe("Passthrough.PassthroughMeter.feedBytes", () => {
+  it("decodes UTF-8 split across pieces and returns the bytes unchanged", () => {
+    const bytes = new TextEncoder().encode("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"é😀\"}]}}],\"usageMetadata\":{\"promptTokenCount\":1,\"totalTokenCount\":1}}\r\n\r\n")
+    const meter = new Passthrough.PassthroughMeter()
+    const at = bytes.indexOf(0xf0) + 2
+    const out = [meter.feedBytes(bytes.slice(0, at)), meter.feedBytes(bytes.slice(at))]
+    meter.end()
+    assert.deepStrictEqual(Buffer.concat(out), Buffer.from(bytes))
+    assert.strictEqual(meter.generatedCharacters(), 3)
+    assert.deepStrictEqual(meter.usage(), { promptTokens: 1, completionTokens: 0, totalTokens: 1 })
+  })
+})
