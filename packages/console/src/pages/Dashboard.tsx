@@ -1,0 +1,138 @@
+/**
+ * The dashboard: balance, spend today and this month, and 30 days of spend
+ * and tokens per model.
+ *
+ * @since 0.1.0
+ */
+import { AreaChart, BarChart } from "@mantine/charts"
+import { Button, Group, Paper, SimpleGrid, Text, ThemeIcon } from "@mantine/core"
+import { IconActivity, IconCalendarMonth, IconCoin, IconReceipt2 } from "@tabler/icons-react"
+import { useQuery } from "@tanstack/react-query"
+import { Link } from "react-router"
+import { PageHeader, StatCard } from "../components/Bits.tsx"
+import { EmptyState, QueryState } from "../components/States.tsx"
+import { call, type Contract, Endpoints } from "../lib/api.ts"
+import { tokens, usd } from "../lib/format.ts"
+import { useI18n } from "../lib/i18n.tsx"
+
+const palette = ["indigo.6", "cyan.6", "teal.6", "grape.6", "orange.6", "pink.6", "lime.6", "blue.6"]
+
+/**
+ * Pivots per-day-and-model points into one row per day with a column per
+ * model (what the charts take), filling every day of the window.
+ *
+ * @category charts
+ */
+export const pivot = (
+  points: ReadonlyArray<Contract.DailyPoint>,
+  value: (point: Contract.DailyPoint) => number,
+  days = 30,
+  today = new Date()
+): { rows: Array<Record<string, string | number>>; models: Array<string> } => {
+  const models = [...new Set(points.map((p) => p.model))].sort()
+  const byDay = new Map<string, Record<string, string | number>>()
+  const end = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate())
+  for (let i = days - 1; i >= 0; i--) {
+    const day = new Date(end - i * 86_400_000).toISOString().slice(0, 10)
+    byDay.set(day, { day: day.slice(5), ...Object.fromEntries(models.map((m) => [m, 0])) })
+  }
+  for (const point of points) {
+    const row = byDay.get(point.day)
+    if (row !== undefined) row[point.model] = Number(row[point.model] ?? 0) + value(point)
+  }
+  return { rows: [...byDay.values()], models }
+}
+
+/** The dashboard page. @category pages */
+export function DashboardPage() {
+  const { t } = useI18n()
+  const query = useQuery({ queryKey: ["dashboard"], queryFn: () => call(Endpoints.dashboard) })
+  return (
+    <>
+      <PageHeader title={t("dashboard.title")} actions={<Button component={Link} to="/keys" variant="light">{t("dashboard.createKey")}</Button>} />
+      <QueryState query={query}>
+        {(data) => {
+          const spend = pivot(data.daily, (p) => Number(p.cost))
+          const tokenChart = pivot(data.daily, (p) => p.promptTokens + p.completionTokens)
+          const series = (models: Array<string>) => models.map((name, i) => ({ name, color: palette[i % palette.length]! }))
+          return (
+            <>
+              <SimpleGrid cols={{ base: 1, xs: 2, md: 4 }} mb="lg">
+                <StatCard
+                  label={t("dashboard.balance")}
+                  value={usd(data.balance)}
+                  testId="balance"
+                  icon={<ThemeIcon variant="light" size="lg" radius="md"><IconCoin size={20} /></ThemeIcon>}
+                />
+                <StatCard
+                  label={t("dashboard.spentToday")}
+                  value={usd(data.spentToday)}
+                  testId="spent-today"
+                  icon={<ThemeIcon variant="light" color="orange" size="lg" radius="md"><IconReceipt2 size={20} /></ThemeIcon>}
+                />
+                <StatCard
+                  label={t("dashboard.spentMonth")}
+                  value={usd(data.spentThisMonth)}
+                  icon={<ThemeIcon variant="light" color="grape" size="lg" radius="md"><IconCalendarMonth size={20} /></ThemeIcon>}
+                />
+                <StatCard
+                  label={t("dashboard.requestsToday")}
+                  value={data.requestsToday.toLocaleString()}
+                  hint={`${t("dashboard.tokensToday", { tokens: tokens(data.tokensToday) })} · ${t("dashboard.activeKeys", { count: data.activeKeys })}`}
+                  testId="requests-today"
+                  icon={<ThemeIcon variant="light" color="teal" size="lg" radius="md"><IconActivity size={20} /></ThemeIcon>}
+                />
+              </SimpleGrid>
+              {data.daily.length === 0
+                ? (
+                  <Paper withBorder radius="md">
+                    <EmptyState
+                      title={t("dashboard.noUsage")}
+                      hint={t("dashboard.noUsageHint")}
+                      action={
+                        <Group>
+                          <Button component={Link} to="/keys">{t("dashboard.createKey")}</Button>
+                          <Button component={Link} to="/usage?tab=redeem" variant="default">{t("dashboard.redeem")}</Button>
+                        </Group>
+                      }
+                    />
+                  </Paper>
+                )
+                : (
+                  <SimpleGrid cols={{ base: 1, lg: 2 }}>
+                    <Paper withBorder p="md" radius="md">
+                      <Text fw={600} mb="md">{t("dashboard.spendChart")}</Text>
+                      <BarChart
+                        h={260}
+                        data={spend.rows}
+                        dataKey="day"
+                        type="stacked"
+                        series={series(spend.models)}
+                        valueFormatter={(v) => `$${v.toFixed(v < 1 ? 4 : 2)}`}
+                        withLegend
+                        tickLine="none"
+                      />
+                    </Paper>
+                    <Paper withBorder p="md" radius="md">
+                      <Text fw={600} mb="md">{t("dashboard.tokensChart")}</Text>
+                      <AreaChart
+                        h={260}
+                        data={tokenChart.rows}
+                        dataKey="day"
+                        type="stacked"
+                        series={series(tokenChart.models)}
+                        valueFormatter={(v) => tokens(v)}
+                        withLegend
+                        curveType="monotone"
+                        tickLine="none"
+                      />
+                    </Paper>
+                  </SimpleGrid>
+                )}
+            </>
+          )
+        }}
+      </QueryState>
+    </>
+  )
+}

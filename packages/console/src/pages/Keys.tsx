@@ -1,0 +1,295 @@
+/**
+ * API keys: create (the secret is shown once), list, enable/disable, delete.
+ *
+ * @since 0.1.0
+ */
+import {
+  Alert,
+  Badge,
+  Button,
+  Group,
+  Modal,
+  MultiSelect,
+  Paper,
+  Select,
+  Stack,
+  Switch,
+  Table,
+  Text,
+  TextInput
+} from "@mantine/core"
+import { notifications } from "@mantine/notifications"
+import { IconAlertTriangle, IconKey, IconPlus } from "@tabler/icons-react"
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query"
+import { useState } from "react"
+import { ConfirmButton, CopyField, PageHeader } from "../components/Bits.tsx"
+import { EmptyState, errorMessage, QueryState } from "../components/States.tsx"
+import { call, type Contract, Endpoints } from "../lib/api.ts"
+import { Contract as C } from "../lib/contract.ts"
+import { ago, dateTime, usd } from "../lib/format.ts"
+import { useI18n } from "../lib/i18n.tsx"
+import { useForm } from "../lib/useForm.ts"
+
+const DAY = 86_400_000
+
+/** The values of the create-key form. @category models */
+export interface KeyFormValues extends Record<string, unknown> {
+  name: string
+  group: string | null
+  models: Array<string>
+  expiry: string
+  quota: string
+}
+
+/** Turns the form's values into the request body. @category forms */
+export const keyRequest = (v: KeyFormValues, now = Date.now()): Record<string, unknown> => ({
+  name: v.name.trim(),
+  ...(v.group ? { group: v.group } : {}),
+  ...(v.models.length > 0 ? { models: v.models } : {}),
+  ...(v.expiry !== "never" ? { expiresAt: now + Number(v.expiry) * DAY } : {}),
+  ...(v.quota.trim() !== "" ? { quota: v.quota.trim() } : {})
+})
+
+/**
+ * The create-key form, in a dialog. Calls `onCreated` with the new key and
+ * its secret.
+ *
+ * @category components
+ */
+export function CreateKeyForm({ groups, onCreated, onCancel }: {
+  readonly groups: ReadonlyArray<Contract.GroupModels>
+  readonly onCreated: (created: Contract.CreatedKey) => void
+  readonly onCancel: () => void
+}) {
+  const { t } = useI18n()
+  const form = useForm<KeyFormValues, typeof C.CreateKeyRequest>({
+    initial: { name: "", group: groups[0]?.name ?? null, models: [], expiry: "never", quota: "" },
+    schema: C.CreateKeyRequest,
+    toRequest: (v) => keyRequest(v),
+    onSubmit: async (body) => onCreated(await call(Endpoints.createKey, { body }))
+  })
+  const group = groups.find((g) => g.name === form.values.group)
+  return (
+    <form onSubmit={(e) => void form.submit(e)} noValidate>
+      <Stack>
+        {form.formError !== undefined && <Alert color="red" icon={<IconAlertTriangle />}>{errorMessage(form.formError, t("common.network"))}</Alert>}
+        <TextInput label={t("keys.name")} placeholder={t("keys.namePlaceholder")} data-autofocus {...form.field("name")} />
+        <Select
+          label={t("keys.group")}
+          description={t("keys.groupHint")}
+          data={groups.map((g) => ({ value: g.name, label: g.ratio === "1" ? g.name : `${g.name} (×${g.ratio})` }))}
+          allowDeselect={false}
+          value={form.values.group}
+          error={form.errors.group}
+          onChange={(value) => {
+            form.set("group", value)
+            form.set("models", [])
+          }}
+        />
+        <MultiSelect
+          label={t("keys.models")}
+          description={t("keys.modelsHint")}
+          placeholder={form.values.models.length === 0 ? t("keys.allModels") : undefined}
+          data={(group?.models ?? []).map((m) => m.id)}
+          searchable
+          clearable
+          value={form.values.models}
+          error={form.errors.models}
+          onChange={(value) => form.set("models", value)}
+        />
+        <Group grow align="flex-start">
+          <Select
+            label={t("keys.expiry")}
+            allowDeselect={false}
+            data={[
+              { value: "never", label: t("keys.expiryNever") },
+              { value: "7", label: t("keys.expiry7") },
+              { value: "30", label: t("keys.expiry30") },
+              { value: "90", label: t("keys.expiry90") },
+              { value: "365", label: t("keys.expiry365") }
+            ]}
+            value={form.values.expiry}
+            error={form.errors.expiresAt}
+            onChange={(value) => form.set("expiry", value ?? "never")}
+          />
+          <TextInput label={t("keys.quota")} placeholder={t("common.unlimited")} inputMode="decimal" {...form.field("quota")} />
+        </Group>
+        <Text size="xs" c="dimmed" mt={-8}>{t("keys.quotaHint")}</Text>
+        <Group justify="flex-end">
+          <Button variant="default" onClick={onCancel}>{t("common.cancel")}</Button>
+          <Button type="submit" loading={form.submitting}>{t("common.create")}</Button>
+        </Group>
+      </Stack>
+    </form>
+  )
+}
+
+/**
+ * The keys table.
+ *
+ * @category components
+ */
+export function KeysTable({ keys, onToggle, onDelete }: {
+  readonly keys: ReadonlyArray<Contract.ApiKey>
+  readonly onToggle?: (key: Contract.ApiKey, enabled: boolean) => void
+  readonly onDelete?: (key: Contract.ApiKey) => Promise<unknown>
+}) {
+  const { t, locale } = useI18n()
+  const now = Date.now()
+  return (
+    <Table.ScrollContainer minWidth={760}>
+      <Table verticalSpacing="sm" highlightOnHover data-testid="keys-table">
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>{t("keys.name")}</Table.Th>
+            <Table.Th>{t("keys.prefix")}</Table.Th>
+            <Table.Th>{t("keys.group")}</Table.Th>
+            <Table.Th>{t("keys.models")}</Table.Th>
+            <Table.Th>{t("keys.lastUsed")}</Table.Th>
+            <Table.Th ta="right">{t("keys.spent")}</Table.Th>
+            <Table.Th>{t("keys.status")}</Table.Th>
+            {onDelete && <Table.Th />}
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {keys.map((key) => {
+            const expired = key.expiresAt !== null && key.expiresAt <= now
+            return (
+              <Table.Tr key={key.id} data-key-id={key.id}>
+                <Table.Td>
+                  <Text fw={600} size="sm">{key.name}</Text>
+                  {key.expiresAt !== null && (
+                    <Text size="xs" c={expired ? "red" : "dimmed"}>
+                      {expired ? t("keys.expired") : `${t("keys.expiry")} ${dateTime(key.expiresAt, locale)}`}
+                    </Text>
+                  )}
+                </Table.Td>
+                <Table.Td><Text ff="monospace" size="sm">{key.prefix}…</Text></Table.Td>
+                <Table.Td><Badge variant="light">{key.group}</Badge></Table.Td>
+                <Table.Td>
+                  {key.models.length === 0
+                    ? <Text size="sm" c="dimmed">{t("common.all")}</Text>
+                    : <Group gap={4}>{key.models.map((m) => <Badge key={m} size="sm" variant="outline">{m}</Badge>)}</Group>}
+                </Table.Td>
+                <Table.Td><Text size="sm">{key.lastUsedAt === null ? t("common.never") : ago(key.lastUsedAt, locale)}</Text></Table.Td>
+                <Table.Td ta="right">
+                  <Text size="sm" ff="monospace">{usd(key.spent)}</Text>
+                  {key.quota !== null && <Text size="xs" c="dimmed">/ {usd(key.quota)}</Text>}
+                </Table.Td>
+                <Table.Td>
+                  {onToggle
+                    ? (
+                      <Switch
+                        checked={key.enabled}
+                        onChange={(e) => onToggle(key, e.currentTarget.checked)}
+                        label={key.enabled ? t("common.enabled") : t("common.disabled")}
+                        aria-label={`${key.name}: ${key.enabled ? t("common.disable") : t("common.enable")}`}
+                      />
+                    )
+                    : <Badge color={key.enabled ? "teal" : "gray"} variant="light">{key.enabled ? t("common.enabled") : t("common.disabled")}</Badge>}
+                </Table.Td>
+                {onDelete && (
+                  <Table.Td>
+                    <ConfirmButton
+                      title={t("keys.deleteTitle", { name: key.name })}
+                      body={t("keys.deleteBody")}
+                      confirmLabel={t("common.delete")}
+                      onConfirm={() => onDelete(key)}
+                      buttonProps={{ "aria-label": `${t("common.delete")} ${key.name}` }}
+                    >
+                      {t("common.delete")}
+                    </ConfirmButton>
+                  </Table.Td>
+                )}
+              </Table.Tr>
+            )
+          })}
+        </Table.Tbody>
+      </Table>
+    </Table.ScrollContainer>
+  )
+}
+
+/** Shows a new key's secret, once. @category components */
+export function SecretModal({ created, onClose }: { readonly created: Contract.CreatedKey | undefined; readonly onClose: () => void }) {
+  const { t } = useI18n()
+  return (
+    <Modal opened={created !== undefined} onClose={onClose} title={<Text fw={700}>{t("keys.secretTitle")}</Text>} centered size="lg" closeOnClickOutside={false}>
+      {created && (
+        <Stack>
+          <Alert color="yellow" variant="light" icon={<IconAlertTriangle />}>{t("keys.secretWarning")}</Alert>
+          <CopyField label={created.key.name} value={created.secret} testId="new-secret" />
+          <Group justify="flex-end"><Button onClick={onClose}>{t("keys.secretDone")}</Button></Group>
+        </Stack>
+      )}
+    </Modal>
+  )
+}
+
+/** The keys page. @category pages */
+export function KeysPage() {
+  const { t } = useI18n()
+  const client = useQueryClient()
+  const keys = useQuery({ queryKey: ["keys"], queryFn: () => call(Endpoints.listKeys) })
+  const models = useQuery({ queryKey: ["my-models"], queryFn: () => call(Endpoints.myModels) })
+  const [creating, setCreating] = useState(false)
+  const [created, setCreated] = useState<Contract.CreatedKey | undefined>(undefined)
+  const refresh = () => client.invalidateQueries({ queryKey: ["keys"] })
+  const toggle = useMutation({
+    mutationFn: ({ key, enabled }: { key: Contract.ApiKey; enabled: boolean }) =>
+      call(Endpoints.updateKey, { params: { id: key.id }, body: { enabled } }),
+    onSuccess: () => {
+      void refresh()
+      notifications.show({ color: "teal", message: t("keys.updated") })
+    },
+    onError: (error) => notifications.show({ color: "red", message: errorMessage(error, t("common.network")) })
+  })
+  const remove = async (key: Contract.ApiKey) => {
+    try {
+      await call(Endpoints.deleteKey, { params: { id: key.id } })
+      notifications.show({ color: "teal", message: t("keys.deleted") })
+      await refresh()
+    } catch (error) {
+      notifications.show({ color: "red", message: errorMessage(error, t("common.network")) })
+    }
+  }
+  return (
+    <>
+      <PageHeader
+        title={t("keys.title")}
+        subtitle={t("keys.subtitle")}
+        actions={<Button leftSection={<IconPlus size={16} />} onClick={() => setCreating(true)} disabled={!models.data}>{t("keys.create")}</Button>}
+      />
+      <Paper withBorder radius="md" p="xs">
+        <QueryState query={keys}>
+          {(data) =>
+            data.data.length === 0
+              ? (
+                <EmptyState
+                  icon={<IconKey size={28} />}
+                  title={t("keys.empty")}
+                  hint={t("keys.emptyHint")}
+                  action={<Button onClick={() => setCreating(true)} disabled={!models.data}>{t("keys.create")}</Button>}
+                />
+              )
+              : <KeysTable keys={data.data} onToggle={(key, enabled) => toggle.mutate({ key, enabled })} onDelete={remove} />}
+        </QueryState>
+      </Paper>
+      <Modal opened={creating} onClose={() => setCreating(false)} title={<Text fw={700}>{t("keys.create")}</Text>} centered size="lg">
+        {models.data && (
+          <CreateKeyForm
+            groups={models.data.groups}
+            onCancel={() => setCreating(false)}
+            onCreated={(result) => {
+              setCreating(false)
+              setCreated(result)
+              notifications.show({ color: "teal", message: t("keys.created") })
+              void refresh()
+            }}
+          />
+        )}
+      </Modal>
+      <SecretModal created={created} onClose={() => setCreated(undefined)} />
+    </>
+  )
+}

@@ -1,0 +1,274 @@
+/**
+ * Administration of users: the list, creating users, and one user's page
+ * (role, enable/disable, groups, balance adjustments, keys, usage, ledger).
+ *
+ * @since 0.1.0
+ */
+import {
+  Alert,
+  Anchor,
+  Badge,
+  Button,
+  Group,
+  Modal,
+  MultiSelect,
+  Paper,
+  PasswordInput,
+  Select,
+  SimpleGrid,
+  Stack,
+  Switch,
+  Table,
+  Tabs,
+  Text,
+  TextInput,
+  Title
+} from "@mantine/core"
+import { notifications } from "@mantine/notifications"
+import { IconArrowLeft, IconPlus, IconUsers } from "@tabler/icons-react"
+import { useQuery, useQueryClient } from "@tanstack/react-query"
+import { useState } from "react"
+import { Link, useParams } from "react-router"
+import { ConfirmButton, PageHeader, StatCard } from "../../components/Bits.tsx"
+import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
+import { call, type Contract, Endpoints } from "../../lib/api.ts"
+import { Contract as C } from "../../lib/contract.ts"
+import { date, usd } from "../../lib/format.ts"
+import { useI18n } from "../../lib/i18n.tsx"
+import { useForm } from "../../lib/useForm.ts"
+import { KeysTable } from "../Keys.tsx"
+import { LedgerTable, UsageTable } from "../Usage.tsx"
+
+const useGroupNames = () => {
+  const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call(Endpoints.adminListGroups) })
+  return (groups.data?.data ?? []).map((g) => g.name)
+}
+
+/** The create-user form. @category components */
+export function CreateUserForm({ groups, onDone }: { readonly groups: ReadonlyArray<string>; readonly onDone: (user: Contract.AdminUser) => void }) {
+  const { t } = useI18n()
+  const form = useForm({
+    initial: { name: "", password: "", role: "user" as "user" | "admin", groups: [] as Array<string>, balance: "" },
+    schema: C.CreateUserRequest,
+    toRequest: (v) => ({
+      name: v.name.trim(),
+      password: v.password,
+      role: v.role,
+      ...(v.groups.length > 0 ? { groups: v.groups } : {}),
+      ...(v.balance.trim() !== "" ? { balance: v.balance.trim() } : {})
+    }),
+    onSubmit: async (body) => onDone(await call(Endpoints.adminCreateUser, { body }))
+  })
+  return (
+    <form onSubmit={(e) => void form.submit(e)} noValidate>
+      <Stack>
+        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t("common.network"))}</Alert>}
+        <TextInput label={t("login.username")} data-autofocus {...form.field("name")} />
+        <PasswordInput label={t("admin.users.password")} autoComplete="new-password" {...form.field("password")} />
+        <Select
+          label={t("admin.users.role")}
+          allowDeselect={false}
+          data={[{ value: "user", label: t("admin.users.role.user") }, { value: "admin", label: t("admin.users.role.admin") }]}
+          value={form.values.role}
+          onChange={(v) => form.set("role", v === "admin" ? "admin" : "user")}
+        />
+        <MultiSelect label={t("admin.users.groups")} data={[...groups]} value={form.values.groups} error={form.errors.groups} onChange={(v) => form.set("groups", v)} />
+        <TextInput label={t("admin.users.openingBalance")} placeholder="0" inputMode="decimal" {...form.field("balance")} />
+        <Group justify="flex-end"><Button type="submit" loading={form.submitting}>{t("common.create")}</Button></Group>
+      </Stack>
+    </form>
+  )
+}
+
+/** The users list. @category pages */
+export function AdminUsersPage() {
+  const { t, locale } = useI18n()
+  const client = useQueryClient()
+  const users = useQuery({ queryKey: ["admin", "users"], queryFn: () => call(Endpoints.adminListUsers) })
+  const groups = useGroupNames()
+  const [creating, setCreating] = useState(false)
+  const [search, setSearch] = useState("")
+  return (
+    <>
+      <PageHeader
+        title={t("admin.users.title")}
+        actions={<Button leftSection={<IconPlus size={16} />} onClick={() => setCreating(true)}>{t("admin.users.create")}</Button>}
+      />
+      <Paper withBorder radius="md" p="xs">
+        <QueryState query={users}>
+          {(data) => {
+            const shown = data.data.filter((u) => u.name.toLowerCase().includes(search.toLowerCase()))
+            return data.data.length === 0
+              ? <EmptyState icon={<IconUsers size={28} />} title={t("admin.users.empty")} />
+              : (
+                <Stack gap="xs">
+                  <TextInput placeholder={t("common.search")} value={search} onChange={(e) => setSearch(e.currentTarget.value)} maw={280} m="xs" />
+                  <Table.ScrollContainer minWidth={720}>
+                    <Table highlightOnHover verticalSpacing="sm" data-testid="users-table">
+                      <Table.Thead>
+                        <Table.Tr>
+                          <Table.Th>{t("common.name")}</Table.Th>
+                          <Table.Th>{t("admin.users.role")}</Table.Th>
+                          <Table.Th>{t("admin.users.groups")}</Table.Th>
+                          <Table.Th ta="right">{t("admin.users.balance")}</Table.Th>
+                          <Table.Th ta="right">{t("admin.users.spentMonth")}</Table.Th>
+                          <Table.Th ta="right">{t("admin.users.keys")}</Table.Th>
+                          <Table.Th>{t("keys.status")}</Table.Th>
+                        </Table.Tr>
+                      </Table.Thead>
+                      <Table.Tbody>
+                        {shown.map((u) => (
+                          <Table.Tr key={u.id}>
+                            <Table.Td>
+                              <Anchor component={Link} to={`/admin/users/${u.id}`} fw={600} size="sm">{u.name}</Anchor>
+                              <Text size="xs" c="dimmed">{date(u.createdAt, locale)}</Text>
+                            </Table.Td>
+                            <Table.Td><Badge variant="light" color={u.role === "admin" ? "grape" : "gray"}>{t(`admin.users.role.${u.role}`)}</Badge></Table.Td>
+                            <Table.Td><Group gap={4}>{u.groups.map((g) => <Badge key={g} size="sm" variant="outline">{g}</Badge>)}</Group></Table.Td>
+                            <Table.Td ta="right"><Text size="sm" ff="monospace">{usd(u.balance)}</Text></Table.Td>
+                            <Table.Td ta="right"><Text size="sm" ff="monospace">{usd(u.spentThisMonth)}</Text></Table.Td>
+                            <Table.Td ta="right">{u.keyCount}</Table.Td>
+                            <Table.Td><Badge color={u.enabled ? "teal" : "gray"} variant="dot">{u.enabled ? t("common.enabled") : t("common.disabled")}</Badge></Table.Td>
+                          </Table.Tr>
+                        ))}
+                      </Table.Tbody>
+                    </Table>
+                  </Table.ScrollContainer>
+                </Stack>
+              )
+          }}
+        </QueryState>
+      </Paper>
+      <Modal opened={creating} onClose={() => setCreating(false)} title={<Text fw={700}>{t("admin.users.create")}</Text>} centered>
+        <CreateUserForm
+          groups={groups}
+          onDone={() => {
+            setCreating(false)
+            notifications.show({ color: "teal", message: t("admin.users.created") })
+            void client.invalidateQueries({ queryKey: ["admin", "users"] })
+          }}
+        />
+      </Modal>
+    </>
+  )
+}
+
+/** The adjust-balance form. @category components */
+export function AdjustBalanceForm({ userId, onDone }: { readonly userId: string; readonly onDone: (balance: string) => void }) {
+  const { t } = useI18n()
+  const form = useForm({
+    initial: { amount: "", reason: "" },
+    schema: C.AdjustBalanceRequest,
+    toRequest: (v) => ({ amount: v.amount.trim(), reason: v.reason.trim() }),
+    onSubmit: async (body) => {
+      const result = await call(Endpoints.adminAdjustBalance, { params: { id: userId }, body })
+      form.reset()
+      onDone(result.balance)
+    }
+  })
+  return (
+    <form onSubmit={(e) => void form.submit(e)} noValidate>
+      <Stack>
+        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t("common.network"))}</Alert>}
+        <TextInput label={t("admin.users.adjustAmount")} placeholder="10 or -2.5" inputMode="decimal" {...form.field("amount")} />
+        <TextInput label={t("admin.users.adjustReason")} {...form.field("reason")} />
+        <Group><Button type="submit" loading={form.submitting}>{t("admin.users.adjust")}</Button></Group>
+      </Stack>
+    </form>
+  )
+}
+
+/** One user's page. @category pages */
+export function AdminUserPage() {
+  const { t } = useI18n()
+  const { id = "" } = useParams()
+  const client = useQueryClient()
+  const user = useQuery({ queryKey: ["admin", "user", id], queryFn: () => call(Endpoints.adminGetUser, { params: { id } }) })
+  const keys = useQuery({ queryKey: ["admin", "user", id, "keys"], queryFn: () => call(Endpoints.adminUserKeys, { params: { id } }) })
+  const usage = useQuery({ queryKey: ["admin", "user", id, "usage"], queryFn: () => call(Endpoints.adminUserUsage, { params: { id }, query: { limit: 50 } }) })
+  const ledger = useQuery({ queryKey: ["admin", "user", id, "ledger"], queryFn: () => call(Endpoints.adminUserLedger, { params: { id }, query: { limit: 50 } }) })
+  const groups = useGroupNames()
+  const refresh = () => client.invalidateQueries({ queryKey: ["admin"] })
+  const update = async (body: Contract.UpdateUserRequest) => {
+    try {
+      await call(Endpoints.adminUpdateUser, { params: { id }, body })
+      notifications.show({ color: "teal", message: t("common.saved") })
+      await refresh()
+    } catch (error) {
+      notifications.show({ color: "red", message: errorMessage(error, t("common.network")) })
+    }
+  }
+  return (
+    <>
+      <Button component={Link} to="/admin/users" variant="subtle" leftSection={<IconArrowLeft size={16} />} mb="sm" px={0}>{t("admin.users.back")}</Button>
+      <QueryState query={user}>
+        {(u) => (
+          <Stack gap="lg">
+            <Group justify="space-between" wrap="wrap">
+              <Group gap="sm">
+                <Title order={2}>{u.name}</Title>
+                <Badge variant="light" color={u.role === "admin" ? "grape" : "gray"}>{t(`admin.users.role.${u.role}`)}</Badge>
+                <Badge color={u.enabled ? "teal" : "gray"} variant="dot">{u.enabled ? t("common.enabled") : t("common.disabled")}</Badge>
+              </Group>
+              <Group gap="xs">
+                {u.enabled
+                  ? (
+                    <ConfirmButton title={t("admin.users.disableTitle", { name: u.name })} body={t("admin.users.disableBody")} confirmLabel={t("common.disable")} onConfirm={() => update({ enabled: false })} buttonProps={{ variant: "light" }}>
+                      {t("common.disable")}
+                    </ConfirmButton>
+                  )
+                  : <Button size="xs" variant="light" color="teal" onClick={() => void update({ enabled: true })}>{t("common.enable")}</Button>}
+              </Group>
+            </Group>
+            <SimpleGrid cols={{ base: 1, sm: 3 }}>
+              <StatCard label={t("admin.users.balance")} value={usd(u.balance)} testId="user-balance" />
+              <StatCard label={t("admin.users.spentMonth")} value={usd(u.spentThisMonth)} />
+              <StatCard label={t("admin.users.keys")} value={String(u.keyCount)} />
+            </SimpleGrid>
+            <SimpleGrid cols={{ base: 1, md: 2 }}>
+              <Paper withBorder p="md" radius="md">
+                <Text fw={600} mb="sm">{t("admin.users.adjust")}</Text>
+                <AdjustBalanceForm
+                  userId={u.id}
+                  onDone={(balance) => {
+                    notifications.show({ color: "teal", message: t("admin.users.adjusted", { balance: usd(balance) }) })
+                    void refresh()
+                  }}
+                />
+              </Paper>
+              <Paper withBorder p="md" radius="md">
+                <Stack>
+                  <Select
+                    label={t("admin.users.role")}
+                    allowDeselect={false}
+                    data={[{ value: "user", label: t("admin.users.role.user") }, { value: "admin", label: t("admin.users.role.admin") }]}
+                    value={u.role}
+                    onChange={(v) => void update({ role: v === "admin" ? "admin" : "user" })}
+                  />
+                  <MultiSelect label={t("admin.users.groups")} data={groups} value={[...u.groups]} onChange={(v) => void update({ groups: v })} />
+                  <Switch label={t("common.enabled")} checked={u.enabled} onChange={(e) => void update({ enabled: e.currentTarget.checked })} />
+                </Stack>
+              </Paper>
+            </SimpleGrid>
+            <Tabs defaultValue="keys">
+              <Tabs.List>
+                <Tabs.Tab value="keys">{t("nav.keys")}</Tabs.Tab>
+                <Tabs.Tab value="usage">{t("admin.users.usage")}</Tabs.Tab>
+                <Tabs.Tab value="ledger">{t("admin.users.ledger")}</Tabs.Tab>
+              </Tabs.List>
+              <Tabs.Panel value="keys" pt="sm">
+                <QueryState query={keys}>{(d) => d.data.length === 0 ? <EmptyState title={t("keys.empty")} /> : <KeysTable keys={d.data} />}</QueryState>
+              </Tabs.Panel>
+              <Tabs.Panel value="usage" pt="sm">
+                <QueryState query={usage}>{(d) => d.data.length === 0 ? <EmptyState title={t("usage.empty")} /> : <UsageTable records={d.data} />}</QueryState>
+              </Tabs.Panel>
+              <Tabs.Panel value="ledger" pt="sm">
+                <QueryState query={ledger}>{(d) => d.data.length === 0 ? <EmptyState title={t("usage.ledgerEmpty")} /> : <LedgerTable entries={d.data} />}</QueryState>
+              </Tabs.Panel>
+            </Tabs>
+          </Stack>
+        )}
+      </QueryState>
+    </>
+  )
+}

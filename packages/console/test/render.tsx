@@ -1,0 +1,60 @@
+/**
+ * Rendering components inside the console's providers, with `fetch`
+ * answered by a table of routes (so forms and tables talk to a fake API).
+ */
+import { render } from "@testing-library/react"
+import type { ReactNode } from "react"
+import { MemoryRouter } from "react-router"
+import { vi } from "vitest"
+import { Providers } from "../src/Providers.tsx"
+import type { Language } from "../src/lib/i18n.tsx"
+
+/** One recorded request. */
+export interface Seen {
+  readonly method: string
+  readonly url: string
+  readonly body: unknown
+  readonly headers: Record<string, string>
+}
+
+/** A route answer: status and JSON body. */
+export type Answer = { readonly status?: number; readonly body: unknown }
+
+/**
+ * Replaces `fetch` with a router over `routes` ("METHOD /path" → answer or a
+ * function of the request); returns the list of requests seen.
+ */
+export const fakeApi = (routes: Record<string, Answer | ((seen: Seen) => Answer)>): Array<Seen> => {
+  const seen: Array<Seen> = []
+  vi.stubGlobal("fetch", async (input: string, init: RequestInit = {}) => {
+    const method = init.method ?? "GET"
+    const url = String(input)
+    const path = url.split("?")[0]!
+    const request: Seen = {
+      method,
+      url,
+      body: typeof init.body === "string" ? JSON.parse(init.body) : undefined,
+      headers: (init.headers ?? {}) as Record<string, string>
+    }
+    seen.push(request)
+    const route = routes[`${method} ${path}`]
+    const answer = route === undefined
+      ? { status: 404, body: { error: { message: `no fake for ${method} ${path}`, type: "not_found_error", param: null, code: null } } }
+      : typeof route === "function" ? route(request) : route
+    return new Response(JSON.stringify(answer.body), { status: answer.status ?? 200, headers: { "content-type": "application/json" } })
+  })
+  return seen
+}
+
+/** Renders inside the providers and a router. */
+export const renderWithProviders = (ui: ReactNode, options: { readonly language?: Language; readonly path?: string } = {}) =>
+  render(
+    <Providers language={options.language ?? "en"}>
+      <MemoryRouter initialEntries={[options.path ?? "/"]}>{ui}</MemoryRouter>
+    </Providers>
+  )
+
+/** A signed-in session answer. */
+export const session = (role: "user" | "admin" = "user") => ({
+  body: { user: { id: "usr_1", name: "alice", role, balance: "12.50" }, csrfToken: "csrf-123", expiresAt: Date.now() + 3_600_000 }
+})
