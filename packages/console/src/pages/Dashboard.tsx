@@ -29,7 +29,8 @@ export const pivot = (
   days = 30,
   today = new Date()
 ): { rows: Array<Record<string, string | number>>; models: Array<string> } => {
-  const models = [...new Set(points.map((p) => p.model))].sort()
+  // Chart keys may not contain dots (recharts reads them as paths), so "gemini-2.5-flash" is keyed "gemini-2_5-flash".
+  const models = [...new Set(points.map((p) => p.model.replaceAll(".", "_")))].sort()
   const byDay = new Map<string, Record<string, string | number>>()
   const end = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate())
   for (let i = days - 1; i >= 0; i--) {
@@ -38,10 +39,14 @@ export const pivot = (
   }
   for (const point of points) {
     const row = byDay.get(point.day)
-    if (row !== undefined) row[point.model] = Number(row[point.model] ?? 0) + value(point)
+    const key = point.model.replaceAll(".", "_")
+    if (row !== undefined) row[key] = Number(row[key] ?? 0) + value(point)
   }
   return { rows: [...byDay.values()], models }
 }
+
+/** A chart axis amount: two decimals, or two significant digits below a cent. @category charts */
+export const money = (v: number): string => v === 0 ? "$0" : v < 0.01 ? `$${v.toPrecision(2)}` : `$${v.toFixed(2)}`
 
 /** The dashboard page. @category pages */
 export function DashboardPage() {
@@ -54,7 +59,8 @@ export function DashboardPage() {
         {(data) => {
           const spend = pivot(data.daily, (p) => Number(p.cost))
           const tokenChart = pivot(data.daily, (p) => p.promptTokens + p.completionTokens)
-          const series = (models: Array<string>) => models.map((name, i) => ({ name, color: palette[i % palette.length]! }))
+          const series = (models: Array<string>) =>
+            models.map((name, i) => ({ name, label: name.replaceAll("_", "."), color: palette[i % palette.length]! }))
           return (
             <>
               <SimpleGrid cols={{ base: 1, xs: 2, md: 4 }} mb="lg">
@@ -108,7 +114,7 @@ export function DashboardPage() {
                         dataKey="day"
                         type="stacked"
                         series={series(spend.models)}
-                        valueFormatter={(v) => `$${v.toFixed(v < 1 ? 4 : 2)}`}
+                        valueFormatter={money}
                         withLegend
                         tickLine="none"
                       />

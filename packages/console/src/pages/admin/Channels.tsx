@@ -202,7 +202,7 @@ export function AdminChannelsPage() {
             data.data.length === 0
               ? <EmptyState icon={<IconServer size={28} />} title={t("admin.channels.empty")} hint={t("admin.channels.emptyHint")} action={<Button onClick={() => setEditing("new")}>{t("admin.channels.create")}</Button>} />
               : (
-                <Table.ScrollContainer minWidth={860}>
+                <Table.ScrollContainer minWidth={1040}>
                   <Table verticalSpacing="sm" highlightOnHover data-testid="channels-table">
                     <Table.Thead>
                       <Table.Tr>

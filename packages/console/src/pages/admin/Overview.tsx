@@ -12,7 +12,7 @@ import { EmptyState, QueryState } from "../../components/States.tsx"
 import { call, Endpoints } from "../../lib/api.ts"
 import { tokens, usd } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
-import { pivot } from "../Dashboard.tsx"
+import { money, pivot } from "../Dashboard.tsx"
 import { UsageTable } from "../Usage.tsx"
 
 const palette = ["indigo.6", "cyan.6", "teal.6", "grape.6", "orange.6", "pink.6", "lime.6", "blue.6"]
@@ -45,8 +45,8 @@ export function AdminOverviewPage() {
                         data={spend.rows}
                         dataKey="day"
                         type="stacked"
-                        series={spend.models.map((name, i) => ({ name, color: palette[i % palette.length]! }))}
-                        valueFormatter={(v) => `$${v.toFixed(v < 1 ? 4 : 2)}`}
+                        series={spend.models.map((name, i) => ({ name, label: name.replaceAll("_", "."), color: palette[i % palette.length]! }))}
+                        valueFormatter={money}
                         withLegend
                         tickLine="none"
                       />
