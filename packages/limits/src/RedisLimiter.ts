@@ -1,0 +1,351 @@
+/**
+ * The Redis `RateLimiter`: the same behaviour as `MemoryLimiter` (see
+ * `Window`), shared by every gateway process that points at one Redis.
+ *
+ * - **Atomic.** One Lua script call per acquire and one per release, over all
+ *   the call's subjects at once (EVALSHA, falling back to EVAL when Redis has
+ *   not cached the script yet, e.g. after a restart).
+ * - **One clock.** Time is read with `TIME` inside the script, so all nodes agree
+ *   on window edges whatever their own clocks say (`time: "clock"` reads
+ *   Effect's `Clock` instead, for tests driven by `TestClock`).
+ * - **Nothing accumulates.** Keys carry TTLs (window or lease plus 1 s) refreshed
+ *   on write; calls that left the window are pruned on every touch.
+ * - **Redis down.** Detected lazily: when the client is disconnected or a
+ *   command fails or takes longer than `commandTimeoutMs`. Then, for
+ *   `onFailure: "local"`, calls are limited per process by an in-memory
+ *   limiter (logged once per outage); for `"refuse"`, they are refused with a
+ *   `RateLimited` error whose message says the limit store is unreachable
+ *   (core's port allows no other error; see the package README). After a
+ *   failure Redis is skipped for `retryDownMs`, then tried again; the client
+ *   reconnects on its own with exponential backoff (100 ms doubling, at most
+ *   5 s), so shared limiting resumes without a restart.
+ * - **No leaked slots.** A permit is released where it was admitted: calls
+ *   admitted locally during an outage release locally. A release that cannot
+ *   reach Redis is queued and sent again once Redis answers (and the slot's
+ *   lease frees it at the latest). An admission whose answer never reached the
+ *   caller (timeout, interruption) is cancelled as soon as it completes.
+ *
+ * Keys live under `keyPrefix` (default `modelgate:limits:`); for Redis Cluster
+ * put a hash tag in the prefix (`{modelgate}:limits:`) so a call's keys share a
+ * slot.
+ *
+ * @since 0.1.0
+ */
+import { randomUUID } from "node:crypto"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { GatewayError, RateLimiter as Port } from "@modelgate/core"
+import { createClient } from "redis"
+import * as Scripts from "./internal/scripts.ts"
+import * as MemoryLimiter from "./MemoryLimiter.ts"
+import * as Window from "./Window.ts"
+
+/** Options of the Redis limiter. @category models */
+export interface Options extends Window.WindowOptions {
+  /** `redis://[[user]:password@]host[:port][/db]` or `rediss://...` */
+  readonly url: string
+  /** What calls get while Redis is unreachable: per-process limits (`"local"`) or a refusal (`"refuse"`). */
+  readonly onFailure: "local" | "refuse"
+  /** Prefix of every key the limiter writes. Default `modelgate:limits:`. */
+  readonly keyPrefix?: string | undefined
+  /** A command slower than this counts as a failure. Default 500 ms. */
+  readonly commandTimeoutMs?: number | undefined
+  /** After a failure, how long calls skip Redis before it is tried again. Default 1 000 ms. */
+  readonly retryDownMs?: number | undefined
+  /** Where time comes from: Redis `TIME` (default; one clock for all nodes) or Effect's `Clock` (tests). */
+  readonly time?: "redis" | "clock" | undefined
+}
+
+/**
+ * The health of the Redis limiter, for readiness endpoints and tests.
+ *
+ * @category services
+ */
+export class Status extends Context.Service<Status, {
+  /** Whether the next call will go to Redis: the client is connected and no recent failure is being waited out. */
+  readonly available: Effect.Effect<boolean>
+  /** Releases waiting for Redis to answer again. */
+  readonly pendingReleases: Effect.Effect<number>
+}>()("modelgate/limits/RedisLimiter/Status") {}
+
+interface PendingRelease {
+  readonly keys: ReadonlyArray<string>
+  readonly args: ReadonlyArray<string>
+}
+
+const maxPendingReleases = 10_000
+
+const isNoScript = (cause: unknown): boolean => cause instanceof Error && cause.message.startsWith("NOSCRIPT")
+
+const checkOptions = (options: Options): string | undefined => {
+  if (typeof options.url !== "string" || !/^rediss?:\/\//.test(options.url)) {
+    return `url must be a redis:// or rediss:// URL, got ${JSON.stringify(options.url)}`
+  }
+  if (options.onFailure !== "local" && options.onFailure !== "refuse") {
+    return `onFailure must be "local" or "refuse", got ${JSON.stringify(options.onFailure)}`
+  }
+  for (const field of ["commandTimeoutMs", "retryDownMs"] as const) {
+    const value = options[field]
+    if (value !== undefined && (!Number.isSafeInteger(value) || value <= 0)) {
+      return `${field} must be a positive integer number of milliseconds, got ${String(value)}`
+    }
+  }
+  if (options.time !== undefined && options.time !== "redis" && options.time !== "clock") {
+    return `time must be "redis" or "clock", got ${JSON.stringify(options.time)}`
+  }
+  return undefined
+}
+
+/**
+ * Builds the Redis limiter and its status within a scope; the client is closed
+ * when the scope ends. Never fails: an unreachable Redis at start is an outage
+ * like any other. Dies with a message naming the option when `options` is invalid.
+ *
+ * @category constructors
+ */
+export const make = Effect.fnUntraced(function*(options: Options) {
+  const invalid = checkOptions(options)
+  if (invalid !== undefined) return yield* Effect.die(new Error(`RedisLimiter: ${invalid}`))
+  const resolved = Window.resolveOptions(options)
+  if (typeof resolved === "string") return yield* Effect.die(new Error(`RedisLimiter: ${resolved}`))
+  const { leaseMs, windowMs } = resolved
+  const prefix = options.keyPrefix ?? "modelgate:limits:"
+  const commandTimeoutMs = options.commandTimeoutMs ?? 500
+  const retryDownMs = options.retryDownMs ?? 1_000
+  const redisTime = (options.time ?? "redis") === "redis"
+  const onFailure = options.onFailure
+  const windowArg = String(windowMs)
+  const leaseArg = String(leaseMs)
+
+  const local = yield* MemoryLimiter.make({ windowMs, leaseMs })
+
+  const client = yield* Effect.acquireRelease(
+    Effect.sync(() => {
+      const client = createClient({
+        url: options.url,
+        // Fail commands at once while disconnected instead of queueing them.
+        disableOfflineQueue: true,
+        socket: {
+          connectTimeout: Math.max(commandTimeoutMs, 1_000),
+          reconnectStrategy: (retries: number) => Math.min(100 * 2 ** Math.min(retries, 10), 5_000)
+        }
+      })
+      // Outages are reported by the limiter itself, once each; node-redis would
+      // otherwise rethrow unhandled `error` events and crash the process.
+      client.on("error", () => {})
+      client.connect().catch(() => {})
+      return client
+    }),
+    (client) =>
+      Effect.sync(() => {
+        if (client.isOpen) client.destroy()
+      })
+  )
+
+  let down = false
+  let downUntil = 0
+  const pending: Array<PendingRelease> = []
+
+  const send = (script: Scripts.Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>): Promise<unknown> => {
+    const count = String(keys.length)
+    return client.sendCommand(["EVALSHA", script.sha, count, ...keys, ...args]).catch((cause: unknown) => {
+      if (isNoScript(cause)) return client.sendCommand(["EVAL", script.source, count, ...keys, ...args])
+      throw cause
+    })
+  }
+
+  /** Runs a script with the command timeout; `None` on failure or timeout. */
+  const run = (
+    script: Scripts.Script,
+    keys: ReadonlyArray<string>,
+    args: ReadonlyArray<string>,
+    onAbandon: (late: Promise<unknown>) => void
+  ): Effect.Effect<Option.Option<unknown>> => {
+    if (!client.isReady) return Effect.succeedNone
+    let promise: Promise<unknown> | undefined
+    let settled = false
+    return Effect.tryPromise({
+      try: () => {
+        promise = send(script, keys, args).finally(() => {
+          settled = true
+        })
+        return promise
+      },
+      catch: (cause) => cause
+    }).pipe(
+      Effect.timeoutOption(commandTimeoutMs),
+      Effect.tapCause((cause) => Effect.logDebug("RedisLimiter: script failed", cause)),
+      Effect.orElseSucceed(Option.none),
+      Effect.onInterrupt(() => Effect.sync(() => promise !== undefined && !settled && onAbandon(promise))),
+      Effect.tap((result) =>
+        Effect.sync(() => {
+          if (Option.isNone(result) && promise !== undefined && !settled) onAbandon(promise)
+        })
+      )
+    )
+  }
+
+  const markDown = Effect.fnUntraced(function*(reason: string) {
+    const now = yield* Clock.currentTimeMillis
+    downUntil = now + retryDownMs
+    if (down) return
+    down = true
+    yield* Effect.logWarning(
+      onFailure === "local"
+        ? `RedisLimiter: Redis is unreachable (${reason}); limiting per process until it is back`
+        : `RedisLimiter: Redis is unreachable (${reason}); refusing calls until it is back`
+    )
+  })
+
+  const markUp = Effect.suspend(() => {
+    if (!down) return Effect.void
+    down = false
+    const queued = pending.splice(0, pending.length)
+    for (const { args, keys } of queued) {
+      send(Scripts.release, keys, args).catch(() => {})
+    }
+    return Effect.logInfo(
+      `RedisLimiter: Redis answers again; shared limiting resumed (${queued.length} queued releases sent)`
+    )
+  })
+
+  const enqueue = (release: PendingRelease): void => {
+    if (pending.length >= maxPendingReleases) pending.shift()
+    pending.push(release)
+  }
+
+  const timeArg = Effect.map(Clock.currentTimeMillis, (now) => redisTime ? "-1" : String(now))
+
+  const whenDown = (
+    subjects: ReadonlyArray<Port.Subject>,
+    estimatedTokens: number
+  ): Effect.Effect<Port.Permit, GatewayError.RateLimited> => {
+    if (onFailure === "local") return local.acquire(subjects, estimatedTokens)
+    const seconds = Window.retrySeconds(retryDownMs)
+    return Effect.fail(
+      new GatewayError.RateLimited({
+        message:
+          `Rate limits cannot be checked right now (the shared limit store is unreachable), so calls are refused. Retry in ${seconds} s.`,
+        retryAfterSeconds: retryDownMs / 1000,
+        limit: "unavailable"
+      })
+    )
+  }
+
+  const keysOf = (subjects: ReadonlyArray<Port.Subject>): Array<string> => {
+    const keys: Array<string> = new Array(subjects.length * 3)
+    for (let i = 0; i < subjects.length; i++) {
+      const id = subjects[i].id
+      keys[3 * i] = `${prefix}l:${id}`
+      keys[3 * i + 1] = `${prefix}t:${id}`
+      keys[3 * i + 2] = `${prefix}c:${id}`
+    }
+    return keys
+  }
+
+  const cancelLate = (keys: ReadonlyArray<string>, callId: string) => (late: Promise<unknown>): void => {
+    late.then((reply) => {
+      if (Array.isArray(reply) && reply[0] === 1) {
+        return send(Scripts.release, keys, ["-1", windowArg, callId, "0", "1"])
+      }
+      return undefined
+    }).catch(() => {})
+  }
+
+  const makeRelease = (keys: ReadonlyArray<string>, callId: string, estimate: number) => {
+    let released = false
+    return (actualTokens: number): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (released) return Effect.void
+        released = true
+        const actual = String(Window.correctedTokens(actualTokens, estimate))
+        return Effect.flatMap(timeArg, (time) => {
+          const args = [time, windowArg, callId, actual, "0"]
+          return Effect.flatMap(run(Scripts.release, keys, args, () => {}), (result) => {
+            if (Option.isSome(result)) return markUp
+            enqueue({ keys, args })
+            return markDown(client.isReady ? "release failed" : "disconnected")
+          })
+        })
+      })
+  }
+
+  const acquire = Effect.fnUntraced(function*(subjects: ReadonlyArray<Port.Subject>, estimatedTokens: number) {
+    const invalidInput = Window.checkInput(subjects, estimatedTokens)
+    if (invalidInput !== undefined) return yield* Effect.die(new Error(`RateLimiter.acquire: ${invalidInput}`))
+    const limited = subjects.filter((subject) => Window.isLimited(subject.limits))
+    if (limited.length === 0) return { snapshot: Port.unlimited, release: () => Effect.void } satisfies Port.Permit
+    const estimate = Window.wholeTokens(estimatedTokens)
+
+    const now = yield* Clock.currentTimeMillis
+    if (!client.isReady) {
+      yield* markDown("disconnected")
+      return yield* whenDown(limited, estimate)
+    }
+    if (down && now < downUntil) return yield* whenDown(limited, estimate)
+
+    const callId = randomUUID()
+    const keys = keysOf(limited)
+    const args: Array<string> = [redisTime ? "-1" : String(now), windowArg, leaseArg, callId, String(estimate)]
+    for (const { limits } of limited) {
+      args.push(String(limits.rpm ?? -1), String(limits.tpm ?? -1), String(limits.concurrency ?? -1))
+    }
+    const result = yield* run(Scripts.acquire, keys, args, cancelLate(keys, callId))
+    if (Option.isNone(result)) {
+      yield* markDown(client.isReady ? "a limit script failed or timed out" : "disconnected")
+      return yield* whenDown(limited, estimate)
+    }
+    const reply = result.value
+    if (!Array.isArray(reply) || reply.length !== 1 + Window.observationWidth * limited.length) {
+      yield* Effect.logError("RedisLimiter: unexpected script reply", reply)
+      yield* markDown("unexpected script reply")
+      return yield* whenDown(limited, estimate)
+    }
+    yield* markUp
+    const observations: Array<Window.Observation> = new Array(limited.length)
+    for (let i = 0; i < limited.length; i++) {
+      const b = 1 + Window.observationWidth * i
+      observations[i] = {
+        requests: Number(reply[b]),
+        tokens: Number(reply[b + 1]),
+        inflight: Number(reply[b + 2]),
+        requestsResetMs: Number(reply[b + 3]),
+        tokensResetMs: Number(reply[b + 4]),
+        requestsWaitMs: Number(reply[b + 5]),
+        tokensWaitMs: Number(reply[b + 6]),
+        concurrencyWaitMs: Number(reply[b + 7])
+      }
+    }
+    if (reply[0] !== 1) return yield* Window.refusal(limited, observations, estimate, windowMs)
+    return {
+      snapshot: Window.snapshot(limited, observations),
+      release: makeRelease(keys, callId, estimate)
+    } satisfies Port.Permit
+  })
+
+  return {
+    limiter: Port.RateLimiter.of({ acquire }),
+    status: Status.of({
+      available: Effect.map(Clock.currentTimeMillis, (now) => client.isReady && !(down && now < downUntil)),
+      pendingReleases: Effect.sync(() => pending.length)
+    })
+  }
+})
+
+/**
+ * The Redis `RateLimiter` (and its `Status`). The layer never fails to build:
+ * an unreachable Redis is handled as `onFailure` says until it is back.
+ *
+ * @example
+ * ```ts
+ * import { RedisLimiter } from "@modelgate/limits"
+ *
+ * const Limits = RedisLimiter.layer({ url: "redis://127.0.0.1:6379", onFailure: "local" })
+ * ```
+ *
+ * @category layers
+ */
+export const layer = (options: Options): Layer.Layer<Port.RateLimiter | Status> =>
+  Layer.effectContext(
+    Effect.map(make(options), ({ limiter, status }) =>
+      Context.make(Port.RateLimiter, limiter).pipe(Context.add(Status, status)))
+  )
