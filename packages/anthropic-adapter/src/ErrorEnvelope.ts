@@ -1,0 +1,374 @@
+/**
+ * The Anthropic dialect of errors, in one place:
+ *
+ * - `toResponse` maps every `GatewayError` to the status, headers and
+ *   `{"type":"error","error":{"type","message"}}` body an Anthropic client
+ *   expects (wire-formats §7.3, §7.4);
+ * - `streamError` is the `event: error` frame for a stream that already
+ *   started;
+ * - `classifyUpstream` turns an Anthropic upstream's error response (and
+ *   `classifyErrorObject` an in-stream `error` event) into the right
+ *   `GatewayError`, never passing on anything about the channel's key.
+ *
+ * Header names are lower case (`retry-after`, `x-should-retry`, `allow`).
+ *
+ * @since 0.1.0
+ */
+import { GatewayError } from "@modelgate/core"
+import type * as Messages from "./Messages.ts"
+
+/** Anthropic's error types. @category models */
+export type ErrorType =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "permission_error"
+  | "not_found_error"
+  | "request_too_large"
+  | "rate_limit_error"
+  | "billing_error"
+  | "api_error"
+  | "timeout_error"
+  | "overloaded_error"
+
+/** A complete error answer. @category models */
+export interface ErrorResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: {
+    readonly type: "error"
+    readonly error: { readonly type: ErrorType; readonly message: string }
+  }
+}
+
+/**
+ * The error type Anthropic uses for an HTTP status: 400 (and 405, 409, 422 and
+ * other 4xx) invalid_request_error, 401 authentication_error, 402
+ * billing_error, 403 permission_error, 404 not_found_error, 413
+ * request_too_large, 429 rate_limit_error, 504 timeout_error, 529 (and 503)
+ * overloaded_error, other 5xx api_error.
+ *
+ * @category mapping
+ */
+export const errorTypeOf = (status: number): ErrorType => {
+  switch (status) {
+    case 401:
+      return "authentication_error"
+    case 402:
+      return "billing_error"
+    case 403:
+      return "permission_error"
+    case 404:
+      return "not_found_error"
+    case 413:
+      return "request_too_large"
+    case 429:
+      return "rate_limit_error"
+    case 504:
+      return "timeout_error"
+    case 503:
+    case 529:
+      return "overloaded_error"
+    default:
+      return status >= 500 ? "api_error" : "invalid_request_error"
+  }
+}
+
+const JSON_HEADERS: Readonly<Record<string, string>> = { "content-type": "application/json" }
+
+const make = (
+  status: number,
+  message: string,
+  headers?: Readonly<Record<string, string>>,
+  type: ErrorType = errorTypeOf(status)
+): ErrorResponse => ({
+  status,
+  headers: headers === undefined ? JSON_HEADERS : { ...JSON_HEADERS, ...headers },
+  body: { type: "error", error: { type, message } }
+})
+
+const retryAfter = (seconds: number): Readonly<Record<string, string>> => ({
+  "retry-after": String(Math.max(0, Math.ceil(seconds)))
+})
+
+const TERMINAL = { "x-should-retry": "false" }
+
+/**
+ * The Anthropic answer for a gateway error:
+ *
+ * | error | HTTP | type | headers |
+ * |---|---|---|---|
+ * | MissingApiKey, InvalidApiKey, KeyExpired | 401 | authentication_error | |
+ * | KeyDisabled, ModelNotAllowed, ModelNotInGroup, ModelUnpriced, Forbidden | 403 | permission_error | |
+ * | InvalidRequest, UnsupportedFeature | 400 | invalid_request_error | |
+ * | ModelNotFound, RouteNotFound, ResourceNotFound | 404 | not_found_error | |
+ * | RequestTooLarge | 413 | request_too_large | |
+ * | InsufficientBalance, SpendingCapReached | 402 | billing_error | `x-should-retry: false` (terminal) |
+ * | RateLimited | 429 | rate_limit_error | `retry-after` |
+ * | UpstreamRateLimited | 429 | rate_limit_error | `retry-after` when known |
+ * | UpstreamUnavailable | 529 if the upstream was overloaded (529/503), else 502 | overloaded_error / api_error | |
+ * | UpstreamTimeout | 504 | timeout_error | |
+ * | UpstreamRejected | the upstream's status | its `code` if it is an Anthropic type, else by status | |
+ * | MethodNotAllowed | 405 | invalid_request_error | `allow` |
+ * | InternalError | 500 | api_error | |
+ * | ServiceUnavailable | 503 | api_error | |
+ *
+ * @example
+ * ```ts
+ * import { GatewayError } from "@modelgate/core"
+ * import { ErrorEnvelope } from "@modelgate/anthropic-adapter"
+ *
+ * ErrorEnvelope.toResponse(new GatewayError.RateLimited({ message: "Too many requests.", retryAfterSeconds: 12, limit: "rpm" }))
+ * // { status: 429, headers: { "content-type": "application/json", "retry-after": "12" },
+ * //   body: { type: "error", error: { type: "rate_limit_error", message: "Too many requests." } } }
+ * ```
+ *
+ * @category mapping
+ */
+export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
+  switch (error._tag) {
+    case "MissingApiKey":
+    case "InvalidApiKey":
+    case "KeyExpired":
+      return make(401, error.message)
+    case "KeyDisabled":
+    case "ModelNotAllowed":
+    case "ModelNotInGroup":
+    case "ModelUnpriced":
+    case "Forbidden":
+      return make(403, error.message)
+    case "InvalidRequest":
+    case "UnsupportedFeature":
+      return make(400, error.param === undefined || error.message.includes(error.param) ? error.message : `${error.param}: ${error.message}`)
+    case "ModelNotFound":
+    case "RouteNotFound":
+    case "ResourceNotFound":
+      return make(404, error.message)
+    case "RequestTooLarge":
+      return make(413, error.message)
+    case "InsufficientBalance":
+    case "SpendingCapReached":
+      return make(402, error.message, TERMINAL)
+    case "RateLimited":
+      return make(429, error.message, retryAfter(error.retryAfterSeconds))
+    case "UpstreamRateLimited":
+      return make(429, error.message, error.retryAfterSeconds === undefined ? undefined : retryAfter(error.retryAfterSeconds))
+    case "UpstreamUnavailable":
+      return error.status === 529 || error.status === 503 ? make(529, error.message) : make(502, error.message)
+    case "UpstreamTimeout":
+      return make(504, error.message)
+    case "UpstreamRejected": {
+      const status = error.status >= 400 && error.status < 600 ? error.status : 400
+      const type = error.code !== undefined && isErrorType(error.code) ? error.code : errorTypeOf(status)
+      return make(status, error.message, undefined, type)
+    }
+    case "MethodNotAllowed":
+      return make(405, error.message, { allow: error.allow.join(", ") })
+    case "InternalError":
+      return make(500, error.message)
+    case "ServiceUnavailable":
+      return make(503, error.message, undefined, "api_error")
+  }
+}
+
+const ERROR_TYPES = new Set<string>([
+  "invalid_request_error",
+  "authentication_error",
+  "permission_error",
+  "not_found_error",
+  "request_too_large",
+  "rate_limit_error",
+  "billing_error",
+  "api_error",
+  "timeout_error",
+  "overloaded_error"
+])
+
+/** Whether a string is one of Anthropic's error types. @category mapping */
+export const isErrorType = (type: string): type is ErrorType => ERROR_TYPES.has(type)
+
+/**
+ * The SSE frame for an error after the stream started:
+ * `event: error\ndata: {"type":"error","error":{...}}\n\n` (the Anthropic SDKs
+ * throw it as an API error).
+ *
+ * @category streaming
+ */
+export const streamError = (error: GatewayError.GatewayError): string =>
+  `event: error\ndata: ${JSON.stringify(toResponse(error).body)}\n\n`
+
+// ---------------------------------------------------------------------------
+// Upstream errors
+// ---------------------------------------------------------------------------
+
+/** The errors `classifyUpstream` produces. @category models */
+export type UpstreamError =
+  | GatewayError.UpstreamUnavailable
+  | GatewayError.UpstreamRateLimited
+  | GatewayError.UpstreamRejected
+  | GatewayError.UpstreamTimeout
+
+/** Response headers with lower-case names. @category models */
+export type HeaderRecord = Readonly<Record<string, string | undefined>>
+
+/** What is read of an Anthropic error body: its `error.type` and `error.message`, when present. @category upstream */
+export interface UpstreamErrorBody {
+  readonly type?: string
+  readonly message?: string
+}
+
+const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * Reads the `error` object of a parsed Anthropic error body
+ * (`{"type":"error","error":{"type","message"}}`); `undefined` for anything
+ * else.
+ *
+ * @category upstream
+ */
+export const upstreamErrorOf = (body: unknown): UpstreamErrorBody | undefined => {
+  if (!isRecord(body) || !isRecord(body.error)) return undefined
+  const error = body.error
+  const out: { type?: string; message?: string } = {}
+  if (typeof error.type === "string" && error.type.length > 0) out.type = error.type
+  if (typeof error.message === "string" && error.message.length > 0) out.message = error.message
+  return out
+}
+
+/** The HTTP status Anthropic pairs with an error type (for in-stream errors, which have none). @category upstream */
+export const statusOfType = (type: string | undefined): number => {
+  switch (type) {
+    case "invalid_request_error":
+      return 400
+    case "authentication_error":
+      return 401
+    case "billing_error":
+      return 402
+    case "permission_error":
+      return 403
+    case "not_found_error":
+      return 404
+    case "request_too_large":
+      return 413
+    case "rate_limit_error":
+      return 429
+    case "timeout_error":
+      return 504
+    case "overloaded_error":
+      return 529
+    default:
+      return 500
+  }
+}
+
+const retryDelayOf = (headers: HeaderRecord): number | undefined => {
+  const ms = headers["retry-after-ms"]
+  if (ms !== undefined && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Number(ms) / 1000
+  const seconds = headers["retry-after"]
+  if (seconds !== undefined && /^\s*\d+(\.\d+)?\s*$/.test(seconds)) return Number(seconds)
+  return undefined
+}
+
+/**
+ * Classifies an Anthropic error object with the status it came with. See
+ * `classifyUpstream`.
+ *
+ * @category upstream
+ */
+export const classifyUpstreamError = (
+  status: number,
+  error: UpstreamErrorBody | undefined,
+  headers: HeaderRecord = {}
+): UpstreamError => {
+  const type = error?.type
+  if (
+    status === 401 || status === 402 || status === 403 ||
+    type === "authentication_error" || type === "permission_error" || type === "billing_error"
+  ) {
+    const what = status === 402 || type === "billing_error" ? "account (billing)" : "credentials"
+    return new GatewayError.UpstreamUnavailable({
+      status,
+      message: `The upstream refused the gateway's ${what} for this model's channel (HTTP ${status}). ` +
+        "This is a gateway configuration problem, not a problem with your request: an administrator must check the channel's API key and account."
+    })
+  }
+  if (status === 408 || status === 504 || type === "timeout_error") {
+    return new GatewayError.UpstreamTimeout({ message: `The upstream timed out handling the request (HTTP ${status}). Retry later.` })
+  }
+  if (status === 429 || type === "rate_limit_error") {
+    const seconds = retryDelayOf(headers)
+    const message = "The upstream is rate-limiting the gateway for this model." +
+      (seconds === undefined ? " Retry later." : ` Retry after ${Math.ceil(seconds)} seconds.`)
+    return seconds === undefined
+      ? new GatewayError.UpstreamRateLimited({ message })
+      : new GatewayError.UpstreamRateLimited({ message, retryAfterSeconds: seconds })
+  }
+  if (status === 529 || type === "overloaded_error") {
+    return new GatewayError.UpstreamUnavailable({ status: 529, message: "The upstream is overloaded (HTTP 529). Retry later." })
+  }
+  if (status >= 400 && status < 500) {
+    const out: { message: string; status: number; code?: string } = {
+      status,
+      message: error?.message ?? `The upstream refused the request (HTTP ${status}).`
+    }
+    if (type !== undefined) out.code = type
+    return new GatewayError.UpstreamRejected(out)
+  }
+  return new GatewayError.UpstreamUnavailable({
+    status,
+    message: status >= 500
+      ? `The upstream failed (HTTP ${status}). Retry later.`
+      : `The upstream answered with an unexpected HTTP status ${status}.`
+  })
+}
+
+/**
+ * Classifies an in-stream `error` event (`{"type":"error","error":{...}}`),
+ * which carries no HTTP status: the status is taken from the error type
+ * (`statusOfType`; `overloaded_error` is 529).
+ *
+ * @category upstream
+ */
+export const classifyErrorObject = (event: unknown): UpstreamError => {
+  const error = upstreamErrorOf(event)
+  return classifyUpstreamError(statusOfType(error?.type), error)
+}
+
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Turns an Anthropic upstream's error response into the right gateway error:
+ *
+ * - credential and account problems (401, 402, 403, or an
+ *   `authentication_error`, `permission_error` or `billing_error` body) ->
+ *   `UpstreamUnavailable` about the channel; nothing of the upstream's message
+ *   is passed on (it may quote the key);
+ * - 408, 504 and `timeout_error` -> `UpstreamTimeout`;
+ * - 429 -> `UpstreamRateLimited` with the delay from `retry-after-ms` or
+ *   `retry-after`;
+ * - 529 and `overloaded_error` -> `UpstreamUnavailable` with status 529;
+ * - other 4xx -> `UpstreamRejected` with the upstream's message and its error
+ *   type as `code`;
+ * - 5xx and anything else -> `UpstreamUnavailable` with the status.
+ *
+ * @example
+ * ```ts
+ * import { ErrorEnvelope } from "@modelgate/anthropic-adapter"
+ *
+ * ErrorEnvelope.classifyUpstream(429, '{"type":"error","error":{"type":"rate_limit_error","message":"Slow down"}}', { "retry-after": "7" })
+ * // UpstreamRateLimited { retryAfterSeconds: 7 }
+ * ```
+ *
+ * @category upstream
+ */
+export const classifyUpstream = (status: number, bodyText: string, headers: HeaderRecord = {}): UpstreamError =>
+  classifyUpstreamError(status, upstreamErrorOf(parseJson(bodyText)), headers)
+
+/** The error body type of `Messages.ErrorEnvelope`, for callers that write it themselves. @category models */
+export type Envelope = Messages.ErrorEnvelope

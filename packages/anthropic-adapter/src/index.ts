@@ -1,0 +1,19 @@
+/**
+ * `@modelgate/anthropic-adapter`: the Anthropic Messages wire library of
+ * modelgate. Wire schemas, pure translation to and from the canonical chat
+ * model of `@modelgate/core` (requests, responses, streams), SSE parsing and
+ * framing with `event:` names, reversible tool-id sanitising, the Anthropic
+ * error envelope and upstream error classification. Depends on `effect` and
+ * `@modelgate/core` only; no Node built-ins.
+ *
+ * Property-test helpers live in `@modelgate/anthropic-adapter/testing/Arbitraries`
+ * and `@modelgate/anthropic-adapter/testing/Laws` (they need `fast-check`).
+ *
+ * @since 0.1.0
+ */
+export * as ErrorEnvelope from "./ErrorEnvelope.ts"
+export * as Ids from "./Ids.ts"
+export * as Messages from "./Messages.ts"
+export * as Request from "./Request.ts"
+export * as Response from "./Response.ts"
+export * as Stream from "./Stream.ts"
