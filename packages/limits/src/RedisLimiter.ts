@@ -98,7 +98,8 @@ const checkOptions = (options: Options): string | undefined => {
 /**
  * Builds the Redis limiter and its status within a scope; the client is closed
  * when the scope ends. Never fails: an unreachable Redis at start is an outage
- * like any other. Dies with a message naming the option when `options` is invalid.
+ * like any other (it waits at most `max(commandTimeoutMs, 1 s)` for the first
+ * connection, less when the connection fails at once). Dies with a message naming the option when `options` is invalid.
  *
  * @category constructors
  */
@@ -139,6 +140,23 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       Effect.sync(() => {
         if (client.isOpen) client.destroy()
       })
+  )
+
+  // Give the first connection a moment, so calls right after start go to
+  // Redis; an unreachable Redis (first error or no answer in time) is an outage.
+  yield* Effect.promise(() =>
+    new Promise<void>((resolve) => {
+      if (client.isReady) return resolve()
+      const done = () => {
+        clearTimeout(timer)
+        client.off("ready", done)
+        client.off("error", done)
+        resolve()
+      }
+      const timer = setTimeout(done, Math.max(commandTimeoutMs, 1_000))
+      client.once("ready", done)
+      client.once("error", done)
+    })
   )
 
   let down = false

@@ -1,0 +1,274 @@
+/**
+ * The Redis limiter: the shared behaviour suite and Redis-time tests on the
+ * Redis named by MODELGATE_TEST_REDIS (under a key prefix unique to this run,
+ * deleted afterwards), and the outage tests on a private redis-server started
+ * here, stopped mid-test and started again on the same port.
+ */
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import { type ChildProcess, spawn } from "node:child_process"
+import { existsSync } from "node:fs"
+import { createServer } from "node:net"
+import { Effect, Exit, Layer } from "effect"
+import type { RateLimiter } from "@modelgate/core"
+import { createClient } from "redis"
+import * as RedisLimiter from "../src/RedisLimiter.ts"
+import { behaviour, uniqueId } from "./behaviour.ts"
+
+const sharedUrl = process.env.MODELGATE_TEST_REDIS
+const runPrefix = `modelgate-test:limits:${process.pid}-${Date.now().toString(36)}:`
+
+const deleteKeys = async (url: string, prefix: string): Promise<void> => {
+  const client = createClient({ url })
+  client.on("error", () => {})
+  await client.connect()
+  try {
+    for await (const keys of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 1000 })) {
+      if (keys.length > 0) await client.del(keys)
+    }
+  } finally {
+    client.destroy()
+  }
+}
+
+const limits = (partial: Partial<RateLimiter.Subject["limits"]>): RateLimiter.Subject["limits"] => ({
+  rpm: null,
+  tpm: null,
+  concurrency: null,
+  ...partial
+})
+
+const subject = (partial: Partial<RateLimiter.Subject["limits"]>): RateLimiter.Subject => ({
+  id: uniqueId("subject"),
+  label: "your API key 'test'",
+  limits: limits(partial)
+})
+
+/** Tries `count` acquisitions at once; the number admitted. */
+const admitCount = (limiter: RateLimiter.RateLimiter["Service"], subjects: ReadonlyArray<RateLimiter.Subject>, count: number) =>
+  Effect.map(
+    Effect.all(Array.from({ length: count }, () => Effect.exit(limiter.acquire(subjects, 0))), { concurrency: "unbounded" }),
+    (exits) => exits.filter(Exit.isSuccess).length
+  )
+
+if (sharedUrl === undefined) {
+  describe.skip("RedisLimiter on a shared Redis: skipped, set MODELGATE_TEST_REDIS=redis://host:port to run", () => {
+    it("needs MODELGATE_TEST_REDIS", () => {})
+  })
+} else {
+  const url = sharedUrl
+  afterAll(() => deleteKeys(url, runPrefix))
+
+  behaviour("RedisLimiter (MODELGATE_TEST_REDIS)", (options) =>
+    RedisLimiter.layer({ url, onFailure: "refuse", keyPrefix: runPrefix, time: "clock", ...options }))
+
+  describe("RedisLimiter with Redis time (MODELGATE_TEST_REDIS)", () => {
+    it.live("two limiter instances on one Redis share a limit exactly", () =>
+      Effect.gen(function*() {
+        const a = yield* RedisLimiter.make({ url, onFailure: "refuse", keyPrefix: runPrefix })
+        const b = yield* RedisLimiter.make({ url, onFailure: "refuse", keyPrefix: runPrefix })
+        yield* waitUntil(a.status.available, 5_000)
+        yield* waitUntil(b.status.available, 5_000)
+        const key = [subject({ rpm: 10 })]
+        const [fromA, fromB] = yield* Effect.all([admitCount(a.limiter, key, 8), admitCount(b.limiter, key, 8)], {
+          concurrency: "unbounded"
+        })
+        assert.strictEqual(fromA + fromB, 10)
+      }))
+
+    it.live("a real window of Redis time: refused until the exact retry time, admitted after", () =>
+      Effect.gen(function*() {
+        const { limiter, status } = yield* RedisLimiter.make({ url, onFailure: "refuse", keyPrefix: runPrefix, windowMs: 1_000 })
+        yield* waitUntil(status.available, 5_000)
+        const key = [subject({ rpm: 2, tpm: 100 })]
+        const first = yield* limiter.acquire(key, 10)
+        assert.strictEqual(first.snapshot.remainingRequests, 1)
+        assert.strictEqual(first.snapshot.resetRequestsMs, 1_000)
+        yield* limiter.acquire(key, 10)
+        const error = yield* Effect.flip(limiter.acquire(key, 10))
+        assert.strictEqual(error.limit, "rpm")
+        assert.isTrue(error.retryAfterSeconds > 0 && error.retryAfterSeconds <= 1, String(error.retryAfterSeconds))
+        yield* Effect.sleep(Math.ceil(error.retryAfterSeconds * 1000) + 20)
+        yield* limiter.acquire(key, 10)
+      }))
+
+    it.live("keys carry TTLs, so idle subjects leave nothing behind", () =>
+      Effect.gen(function*() {
+        const prefix = `${runPrefix}ttl:`
+        const { limiter, status } = yield* RedisLimiter.make({ url, onFailure: "refuse", keyPrefix: prefix, windowMs: 200, leaseMs: 200 })
+        yield* waitUntil(status.available, 5_000)
+        yield* limiter.acquire([subject({ rpm: 5, tpm: 100, concurrency: 2 })], 10)
+        assert.strictEqual((yield* Effect.promise(() => countKeys(url, prefix))), 3)
+        yield* Effect.sleep(1_500)
+        assert.strictEqual((yield* Effect.promise(() => countKeys(url, prefix))), 0)
+      }))
+  })
+}
+
+const countKeys = async (url: string, prefix: string): Promise<number> => {
+  const client = createClient({ url })
+  client.on("error", () => {})
+  await client.connect()
+  try {
+    let count = 0
+    for await (const keys of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 1000 })) count += keys.length
+    return count
+  } finally {
+    client.destroy()
+  }
+}
+
+const waitUntil = (condition: Effect.Effect<boolean>, timeoutMs: number) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + timeoutMs
+    while (!(yield* condition)) {
+      if (Date.now() > deadline) return yield* Effect.die(new Error(`condition not met within ${timeoutMs} ms`))
+      yield* Effect.sleep(25)
+    }
+  })
+
+// ---------------------------------------------------------------------------
+// A private redis-server for the outage tests
+// ---------------------------------------------------------------------------
+
+const redisServer = "/usr/bin/redis-server"
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
+    })
+  })
+
+const ping = async (port: number): Promise<boolean> => {
+  const client = createClient({ url: `redis://127.0.0.1:${port}`, socket: { reconnectStrategy: false, connectTimeout: 500 } })
+  client.on("error", () => {})
+  try {
+    await client.connect()
+    return (await client.ping()) === "PONG"
+  } catch {
+    return false
+  } finally {
+    if (client.isOpen) client.destroy()
+  }
+}
+
+const startRedis = async (port: number): Promise<ChildProcess> => {
+  const child = spawn(redisServer, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+    stdio: "ignore"
+  })
+  const deadline = Date.now() + 10_000
+  while (!(await ping(port))) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`redis-server did not start on port ${port}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return child
+}
+
+const stopRedis = (child: ChildProcess): Promise<void> =>
+  new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    child.once("exit", () => resolve())
+    child.kill("SIGKILL")
+  })
+
+/** A private redis-server for the test's scope, with `stop` and `start` (same port). */
+const privateRedis = Effect.gen(function*() {
+  const port = yield* Effect.promise(freePort)
+  let child = yield* Effect.promise(() => startRedis(port))
+  yield* Effect.addFinalizer(() => Effect.promise(() => stopRedis(child)))
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stop: Effect.promise(() => stopRedis(child)),
+    start: Effect.promise(async () => {
+      child = await startRedis(port)
+    })
+  }
+})
+
+const outageOptions = { commandTimeoutMs: 300, retryDownMs: 100 } as const
+
+if (!existsSync(redisServer)) {
+  describe.skip(`RedisLimiter outages: skipped, ${redisServer} is not installed`, () => {
+    it("needs redis-server", () => {})
+  })
+} else {
+  describe("RedisLimiter outages (private redis-server)", () => {
+    it.live("onFailure local: per-process limits during the outage, shared limits again after, no leaked slots", () =>
+      Effect.gen(function*() {
+        const redis = yield* privateRedis
+        const a = yield* RedisLimiter.make({ url: redis.url, onFailure: "local", ...outageOptions })
+        const b = yield* RedisLimiter.make({ url: redis.url, onFailure: "local", ...outageOptions })
+        yield* waitUntil(a.status.available, 5_000)
+        yield* waitUntil(b.status.available, 5_000)
+
+        // Shared while Redis is up.
+        const before = [subject({ rpm: 4 })]
+        assert.strictEqual((yield* admitCount(a.limiter, before, 3)) + (yield* admitCount(b.limiter, before, 3)), 4)
+        const slot = [subject({ concurrency: 1 })]
+        const heldInRedis = yield* a.limiter.acquire(slot, 0)
+
+        yield* redis.stop
+        // During the outage each process limits on its own.
+        const during = [subject({ rpm: 3 })]
+        assert.strictEqual(yield* admitCount(a.limiter, during, 5), 3)
+        assert.strictEqual(yield* admitCount(b.limiter, during, 5), 3)
+        assert.isFalse(yield* a.status.available)
+        // A slot taken locally is released locally.
+        const localSlot = [subject({ concurrency: 1 })]
+        const local = yield* a.limiter.acquire(localSlot, 0)
+        yield* Effect.flip(a.limiter.acquire(localSlot, 0))
+        yield* local.release(0)
+        const again = yield* a.limiter.acquire(localSlot, 0)
+        yield* again.release(0)
+        // A release that cannot reach Redis waits for it.
+        yield* heldInRedis.release(0)
+        assert.strictEqual(yield* a.status.pendingReleases, 1)
+
+        yield* redis.start
+        yield* waitUntil(a.status.available, 10_000)
+        yield* waitUntil(b.status.available, 10_000)
+        // Shared again, without a restart of the limiters (and the scripts reloaded with EVAL).
+        const after = [subject({ rpm: 3 })]
+        const [fromA, fromB] = yield* Effect.all([admitCount(a.limiter, after, 3), admitCount(b.limiter, after, 3)], {
+          concurrency: "unbounded"
+        })
+        assert.strictEqual(fromA + fromB, 3)
+        assert.strictEqual(yield* a.status.pendingReleases, 0)
+      }))
+
+    it.live("onFailure refuse: calls are refused with a clear message while Redis is down, admitted when it is back", () =>
+      Effect.gen(function*() {
+        const redis = yield* privateRedis
+        const { limiter, status } = yield* RedisLimiter.make({ url: redis.url, onFailure: "refuse", ...outageOptions })
+        yield* waitUntil(status.available, 5_000)
+        const key = [subject({ rpm: 100 })]
+        yield* limiter.acquire(key, 0)
+        yield* redis.stop
+        const error = yield* Effect.flip(limiter.acquire(key, 0))
+        assert.strictEqual(error._tag, "RateLimited")
+        assert.strictEqual(error.limit, "unavailable")
+        assert.include(error.message, "the shared limit store is unreachable")
+        // Unlimited subjects need no Redis.
+        yield* limiter.acquire([subject({})], 0)
+        yield* redis.start
+        yield* waitUntil(status.available, 10_000)
+        const permit = yield* limiter.acquire(key, 0)
+        assert.strictEqual(permit.snapshot.remainingRequests, 99)
+      }))
+
+    it.live("a Redis that is down at start is an outage like any other: the layer builds", () =>
+      Effect.gen(function*() {
+        const port = yield* Effect.promise(freePort)
+        const url = `redis://127.0.0.1:${port}`
+        const context = yield* Layer.build(RedisLimiter.layer({ url, onFailure: "local", ...outageOptions }))
+        assert.isDefined(context)
+        const local = yield* RedisLimiter.make({ url, onFailure: "local", ...outageOptions })
+        assert.strictEqual(yield* admitCount(local.limiter, [subject({ rpm: 2 })], 4), 2)
+        const refusing = yield* RedisLimiter.make({ url, onFailure: "refuse", ...outageOptions })
+        assert.strictEqual((yield* Effect.flip(refusing.limiter.acquire([subject({ rpm: 2 })], 0))).limit, "unavailable")
+      }))
+  })
+}
