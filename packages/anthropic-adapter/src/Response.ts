@@ -76,7 +76,7 @@ export const finishReasonToWire = (reason: Canonical.FinishReason): Messages.Sto
  * Anthropic usage in canonical form (wire-formats §8.6): prompt = `input_tokens`
  * + `cache_read_input_tokens` + `cache_creation_input_tokens` (Anthropic's
  * `input_tokens` excludes both); cached = `cache_read_input_tokens` (only when
- * reported); completion = `output_tokens` (thinking included; Anthropic does not
+ * above 0, so an answer without cache hits reports no cached tokens); completion = `output_tokens` (thinking included; Anthropic does not
  * report reasoning tokens separately); total = prompt + completion.
  *
  * @category usage
@@ -89,7 +89,7 @@ export const usageFromWire = (usage: Messages.Usage): Canonical.Usage => {
     completionTokens: usage.output_tokens,
     totalTokens: promptTokens + usage.output_tokens
   }
-  if (usage.cache_read_input_tokens !== undefined && usage.cache_read_input_tokens !== null) out.cachedTokens = cacheRead
+  if (cacheRead > 0) out.cachedTokens = cacheRead
   return out
 }
 

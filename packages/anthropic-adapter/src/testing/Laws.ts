@@ -1,0 +1,249 @@
+/**
+ * Property laws of the Anthropic codecs, as fast-check properties ready for
+ * `fc.assert`. Laws that test a replaceable piece (an SSE parser, a request
+ * decoder) take it as an optional argument, this package's by default.
+ *
+ * - `requestRoundTrip`: canonical -> Anthropic body (through JSON) ->
+ *   canonical keeps the request (everything both sides carry; the model
+ *   becomes the upstream model).
+ * - `toolIdRoundTrip`: `decodeToolId(encodeToolId(id)) === id`, and the
+ *   encoding is Anthropic-safe.
+ * - `responseRoundTrip`: Anthropic answer -> canonical -> Anthropic answer ->
+ *   canonical is stable.
+ * - `streamRechunking`: however an answer's deltas are cut, the decoded and
+ *   assembled stream is the same, and equals the non-stream decoding.
+ * - `streamEncodeDecode`: canonical events -> `StreamEncoder` -> JSON ->
+ *   `StreamDecoder` assembles to the original answer.
+ * - `sseSplitInvariance`: an SSE parser gives the same events however the
+ *   text is split.
+ * - `malformedBodies`: arbitrary and almost-valid JSON gives a typed 400 error
+ *   (or a request), never a throw; the response and stream decoders fail with
+ *   `UpstreamUnavailable` (or succeed), never throw.
+ *
+ * @example
+ * ```ts
+ * import * as fc from "fast-check"
+ * import * as Laws from "@modelgate/anthropic-adapter/testing/Laws"
+ *
+ * fc.assert(Laws.requestRoundTrip(), { numRuns: 200 })
+ * fc.assert(Laws.sseSplitInvariance((pieces) => myParse(pieces)), { numRuns: 200 })
+ * ```
+ *
+ * @since 0.1.0
+ */
+import type { Canonical } from "@modelgate/core"
+import { StreamAssembly } from "@modelgate/core"
+import { Result } from "effect"
+import * as fc from "fast-check"
+import { decodeToolId, encodeToolId } from "../Ids.ts"
+import * as Request from "../Request.ts"
+import * as Response from "../Response.ts"
+import { type SseEvent, SseParser, StreamDecoder, StreamEncoder } from "../Stream.ts"
+import * as Arbitraries from "./Arbitraries.ts"
+
+/**
+ * Deep structural equality of JSON-like values (own enumerable keys, order of
+ * keys ignored, `undefined` members ignored).
+ *
+ * @category helpers
+ */
+export const deepEqual = (a: unknown, b: unknown): boolean => {
+  if (a === b) return true
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false
+  if (Array.isArray(a) !== Array.isArray(b)) return false
+  if (Array.isArray(a)) {
+    const other = b as ReadonlyArray<unknown>
+    return a.length === other.length && a.every((item, i) => deepEqual(item, other[i]))
+  }
+  const ka = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined)
+  const kb = Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined)
+  if (ka.length !== kb.length) return false
+  return ka.every((k) => deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+}
+
+/**
+ * Throws an error showing both values when they differ (fast-check reports it
+ * with the shrunk counterexample).
+ *
+ * @category helpers
+ */
+export const assertEqual = (actual: unknown, expected: unknown, what: string): void => {
+  if (!deepEqual(actual, expected)) {
+    throw new Error(`${what} differ:\nactual:   ${JSON.stringify(actual)}\nexpected: ${JSON.stringify(expected)}`)
+  }
+}
+
+const unwrap = <A, E>(result: Result.Result<A, E>, what: string): A => {
+  if (Result.isFailure(result)) throw new Error(`${what} failed: ${JSON.stringify(result.failure)}`)
+  return result.success
+}
+
+const viaJson = <A>(value: A): unknown => JSON.parse(JSON.stringify(value))
+
+/**
+ * Canonical -> Anthropic body -> canonical keeps the request.
+ *
+ * @category laws
+ */
+export const requestRoundTrip = (arbitrary: fc.Arbitrary<Canonical.ChatRequest> = Arbitraries.canonicalRequest) =>
+  fc.property(arbitrary, (request) => {
+    const wire = unwrap(Request.encodeRequestResult(request, "claude-upstream"), "encodeRequest")
+    const back = unwrap(Request.decodeRequestResult(viaJson(wire)), "decodeRequest")
+    assertEqual(back, { ...request, model: "claude-upstream" }, "canonical requests")
+  })
+
+/**
+ * Tool ids survive sanitising, and sanitised ids are what Anthropic accepts.
+ *
+ * @category laws
+ */
+export const toolIdRoundTrip = () =>
+  fc.property(fc.oneof(Arbitraries.toolId, fc.string({ maxLength: 30 }), fc.string({ unit: "binary", maxLength: 10 })), (id) => {
+    const encoded = encodeToolId(id)
+    if (!/^[a-zA-Z0-9_-]+$/.test(encoded) && id.length > 0) throw new Error(`'${encoded}' is not Anthropic-safe`)
+    assertEqual(decodeToolId(encoded), id, "tool ids")
+  })
+
+/**
+ * Anthropic answer -> canonical -> Anthropic answer -> canonical is stable.
+ *
+ * @category laws
+ */
+export const responseRoundTrip = (arbitrary: fc.Arbitrary<Record<string, Arbitraries.Json>> = Arbitraries.anthropicResponse) =>
+  fc.property(arbitrary, (body) => {
+    const first = unwrap(Response.decodeResponseResult(body), "decodeResponse")
+    const wire = Response.encodeResponse(first, first.model)
+    const second = unwrap(Response.decodeResponseResult(viaJson(wire)), "decodeResponse (again)")
+    assertEqual(second, first, "canonical responses")
+  })
+
+/** Decodes and assembles a list of parsed events with this package's `StreamDecoder`. @category helpers */
+export const assembleEvents = (events: ReadonlyArray<unknown>): Canonical.ChatResponse => {
+  const decoder = new StreamDecoder()
+  return StreamAssembly.assemble(unwrap(decoder.pushAll(events), "StreamDecoder"))
+}
+
+/** A response with adjacent text (and unsigned thinking) parts merged, as assembly does. */
+const merged = (response: Canonical.ChatResponse): Canonical.ChatResponse => StreamAssembly.assemble(StreamAssembly.toEvents(response))
+
+/**
+ * Cutting an answer's deltas differently never changes the assembled answer,
+ * which also equals the non-stream decoding.
+ *
+ * @category laws
+ */
+export const streamRechunking = (
+  assembleStream: (events: ReadonlyArray<unknown>) => Canonical.ChatResponse = assembleEvents
+) =>
+  fc.property(Arbitraries.anthropicResponse, Arbitraries.cuts, Arbitraries.cuts, (body, a, b) => {
+    const one = assembleStream(Arbitraries.toEvents(body, a))
+    const two = assembleStream(Arbitraries.toEvents(body, b))
+    assertEqual(one, two, "assembled streams")
+    const whole = unwrap(Response.decodeResponseResult(body), "decodeResponse")
+    assertEqual(one, merged(whole), "assembled stream and non-stream answer")
+  })
+
+/**
+ * Canonical events -> Anthropic events (through JSON) -> canonical events
+ * assembles to the original answer, however text events are split; block
+ * indices are sequential from 0 and every started block is stopped.
+ *
+ * @category laws
+ */
+export const streamEncodeDecode = () =>
+  fc.property(Arbitraries.canonicalResponse, Arbitraries.cuts, (response, cuts) => {
+    const events: Array<Canonical.StreamEvent> = []
+    for (const event of StreamAssembly.toEvents(response)) {
+      if (event.type === "text" && event.text.length > 1 && cuts.length > 0) {
+        const at = 1 + (cuts[0]! % (event.text.length - 1))
+        events.push({ ...event, text: event.text.slice(0, at) }, { ...event, text: event.text.slice(at) })
+      } else events.push(event)
+    }
+    const encoder = new StreamEncoder(response.model)
+    const frames = [...encoder.pushAll(events), ...encoder.end()]
+    let expected = 0
+    let open: number | undefined
+    for (const frame of frames) {
+      const data = frame.data as { type: string; index?: number }
+      if (frame.event !== data.type) throw new Error(`event name '${frame.event}' differs from data type '${data.type}'`)
+      if (data.type === "content_block_start") {
+        if (data.index !== expected || open !== undefined) throw new Error(`block ${data.index} started out of order`)
+        open = expected++
+      } else if (data.type === "content_block_stop") {
+        if (data.index !== open) throw new Error(`block ${data.index} stopped but ${open} is open`)
+        open = undefined
+      }
+    }
+    if (frames[0]?.event !== "message_start" || frames[frames.length - 1]?.event !== "message_stop") {
+      throw new Error("the stream must begin with message_start and end with message_stop")
+    }
+    const decoded = assembleEvents(frames.map((frame) => viaJson(frame.data)))
+    assertEqual(decoded, merged(response), "decoded stream and original answer")
+  })
+
+/** Parses SSE pieces with this package's `SseParser`. @category helpers */
+export const parseSsePieces = (pieces: ReadonlyArray<string>): Array<SseEvent> => {
+  const parser = new SseParser()
+  const out: Array<SseEvent> = []
+  for (const piece of pieces) out.push(...parser.push(piece))
+  out.push(...parser.end())
+  return out
+}
+
+/**
+ * An SSE parser gives the same events however its input is split.
+ *
+ * @category laws
+ */
+export const sseSplitInvariance = (parse: (pieces: ReadonlyArray<string>) => ReadonlyArray<unknown> = parseSsePieces) =>
+  fc.property(
+    Arbitraries.sseText.chain((text) => Arbitraries.splits(text).map((pieces) => [text, pieces] as const)),
+    ([text, pieces]) => {
+      assertEqual(parse(pieces), parse([text]), "events of split and whole text")
+    }
+  )
+
+const validBody = Arbitraries.canonicalRequest.map((request) =>
+  viaJson(unwrap(Request.encodeRequestResult(request, "claude-test"), "encodeRequest")) as Record<string, unknown>
+)
+
+/** Values that are almost Messages requests: valid bodies with one field or one block replaced by arbitrary JSON. @category helpers */
+export const malformedBody: fc.Arbitrary<unknown> = fc.oneof(
+  fc.jsonValue(),
+  fc.tuple(validBody, fc.jsonValue(), fc.nat()).map(([body, value, n]) => {
+    const keys = Object.keys(body)
+    return { ...body, [keys[n % keys.length]!]: value }
+  }),
+  fc.tuple(validBody, fc.jsonValue(), fc.nat(), fc.nat()).map(([body, value, i, j]) => {
+    const messages = body.messages as Array<{ role: string; content: Array<unknown> }>
+    const message = messages[i % messages.length]!
+    const content = [...message.content]
+    content[j % content.length] = value
+    const out = [...messages]
+    out[i % messages.length] = { ...message, content }
+    return { ...body, messages: out }
+  })
+)
+
+/**
+ * A request decoder never throws on arbitrary or malformed JSON: it returns a
+ * request or an `InvalidRequest` / `UnsupportedFeature` with a message. This
+ * package's response and stream decoders are checked on the same values.
+ *
+ * @category laws
+ */
+export const malformedBodies = (
+  decode: (body: unknown) => Result.Result<unknown, { readonly _tag: string; readonly message: string }> = Request.decodeRequestResult
+) =>
+  fc.property(malformedBody, (body) => {
+    const result = decode(body)
+    if (Result.isFailure(result)) {
+      const error = result.failure
+      if (error._tag !== "InvalidRequest" && error._tag !== "UnsupportedFeature") throw new Error(`unexpected error ${error._tag}`)
+      if (error.message.length === 0) throw new Error("an error without a message")
+    }
+    const response = Response.decodeResponseResult(body)
+    if (Result.isFailure(response) && response.failure._tag !== "UpstreamUnavailable") throw new Error("unexpected response error")
+    new StreamDecoder().push(body)
+    new StreamDecoder().push({ type: "content_block_delta", index: 0, delta: body })
+  })
