@@ -8,7 +8,7 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync } from "node:fs"
 import { createServer } from "node:net"
-import { Effect, Exit, Layer } from "effect"
+import { Effect, Exit, Layer, Logger } from "effect"
 import type { RateLimiter } from "@modelgate/core"
 import { createClient } from "redis"
 import * as RedisLimiter from "../src/RedisLimiter.ts"
@@ -196,6 +196,11 @@ if (!existsSync(redisServer)) {
   })
 } else {
   describe("RedisLimiter outages (private redis-server)", () => {
+    const logs: Array<unknown> = []
+    const collector = Logger.make((options) => {
+      logs.push(options.message)
+    })
+
     it.live("onFailure local: per-process limits during the outage, shared limits again after, no leaked slots", () =>
       Effect.gen(function*() {
         const redis = yield* privateRedis
@@ -237,7 +242,11 @@ if (!existsSync(redisServer)) {
         })
         assert.strictEqual(fromA + fromB, 3)
         assert.strictEqual(yield* a.status.pendingReleases, 0)
-      }))
+        // One warning per limiter per outage, one notice when it ends.
+        const text = logs.map((message) => String(message))
+        assert.strictEqual(text.filter((line) => line.includes("Redis is unreachable")).length, 2, text.join("\n"))
+        assert.strictEqual(text.filter((line) => line.includes("shared limiting resumed")).length, 2, text.join("\n"))
+      }).pipe(Effect.provide(Logger.layer([collector]))))
 
     it.live("onFailure refuse: calls are refused with a clear message while Redis is down, admitted when it is back", () =>
       Effect.gen(function*() {
