@@ -1,0 +1,84 @@
+import { assert, describe, it } from "@effect/vitest"
+import { GatewayError } from "@modelgate/core"
+import { ErrorEnvelope } from "@modelgate/anthropic-adapter"
+
+const every: ReadonlyArray<[GatewayError.GatewayError, number, string]> = [
+  [new GatewayError.MissingApiKey({ message: "m" }), 401, "authentication_error"],
+  [new GatewayError.InvalidApiKey({ message: "m" }), 401, "authentication_error"],
+  [new GatewayError.KeyDisabled({ message: "m" }), 403, "permission_error"],
+  [new GatewayError.KeyExpired({ message: "m" }), 401, "authentication_error"],
+  [new GatewayError.InvalidRequest({ message: "m", param: "messages" }), 400, "invalid_request_error"],
+  [new GatewayError.UnsupportedFeature({ message: "m" }), 400, "invalid_request_error"],
+  [new GatewayError.ModelNotFound({ message: "m", model: "x" }), 404, "not_found_error"],
+  [new GatewayError.ModelNotAllowed({ message: "m", model: "x" }), 403, "permission_error"],
+  [new GatewayError.ModelNotInGroup({ message: "m", model: "x", group: "g" }), 403, "permission_error"],
+  [new GatewayError.ModelUnpriced({ message: "m", model: "x" }), 403, "permission_error"],
+  [new GatewayError.RequestTooLarge({ message: "m", limitBytes: 1 }), 413, "request_too_large"],
+  [new GatewayError.InsufficientBalance({ message: "m" }), 402, "billing_error"],
+  [new GatewayError.SpendingCapReached({ message: "m", cap: "daily" }), 402, "billing_error"],
+  [new GatewayError.RateLimited({ message: "m", retryAfterSeconds: 2.5, limit: "rpm" }), 429, "rate_limit_error"],
+  [new GatewayError.UpstreamUnavailable({ message: "m", status: 529 }), 529, "overloaded_error"],
+  [new GatewayError.UpstreamUnavailable({ message: "m" }), 502, "api_error"],
+  [new GatewayError.UpstreamTimeout({ message: "m" }), 504, "timeout_error"],
+  [new GatewayError.UpstreamRejected({ message: "m", status: 422, code: "invalid_request_error" }), 422, "invalid_request_error"],
+  [new GatewayError.UpstreamRejected({ message: "m", status: 404, code: "NOT_FOUND" }), 404, "not_found_error"],
+  [new GatewayError.UpstreamRateLimited({ message: "m" }), 429, "rate_limit_error"],
+  [new GatewayError.RouteNotFound({ message: "m" }), 404, "not_found_error"],
+  [new GatewayError.MethodNotAllowed({ message: "m", allow: ["POST"] }), 405, "invalid_request_error"],
+  [new GatewayError.Forbidden({ message: "m" }), 403, "permission_error"],
+  [new GatewayError.ResourceNotFound({ message: "m" }), 404, "not_found_error"],
+  [new GatewayError.InternalError({ message: "m" }), 500, "api_error"],
+  [new GatewayError.ServiceUnavailable({ message: "m" }), 503, "api_error"]
+]
+
+describe("toResponse", () => {
+  it("maps every gateway error to Anthropic's status, type and envelope", () => {
+    for (const [error, status, type] of every) {
+      const response = ErrorEnvelope.toResponse(error)
+      assert.strictEqual(response.status, status, error._tag)
+      assert.strictEqual(response.body.type, "error")
+      assert.strictEqual(response.body.error.type, type, error._tag)
+      assert.strictEqual(response.headers["content-type"], "application/json")
+    }
+    assert.strictEqual(ErrorEnvelope.toResponse(every[13]![0]).headers["retry-after"], "3")
+    assert.strictEqual(ErrorEnvelope.toResponse(every[11]![0]).headers["x-should-retry"], "false")
+    assert.strictEqual(ErrorEnvelope.toResponse(every[21]![0]).headers.allow, "POST")
+    assert.strictEqual(ErrorEnvelope.toResponse(every[4]![0]).body.error.message, "messages: m")
+  })
+
+  it("writes an error event for a started stream", () => {
+    assert.strictEqual(
+      ErrorEnvelope.streamError(new GatewayError.UpstreamTimeout({ message: "late" })),
+      "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"timeout_error\",\"message\":\"late\"}}\n\n"
+    )
+  })
+})
+
+describe("classifyUpstream", () => {
+  const body = (type: string, message: string) => JSON.stringify({ type: "error", error: { type, message }, request_id: "req_1" })
+
+  it("never passes on credential problems", () => {
+    for (const [status, type] of [[401, "authentication_error"], [403, "permission_error"], [402, "billing_error"], [400, "authentication_error"]] as const) {
+      const error = ErrorEnvelope.classifyUpstream(status, body(type, "invalid x-api-key sk-ant-secret"))
+      assert.strictEqual(error._tag, "UpstreamUnavailable")
+      assert.notInclude(error.message, "sk-ant")
+    }
+  })
+
+  it("rate limits with retry-after, overload, timeouts, rejections and server errors", () => {
+    const limited = ErrorEnvelope.classifyUpstream(429, body("rate_limit_error", "slow"), { "retry-after": "7" })
+    assert.strictEqual(limited._tag, "UpstreamRateLimited")
+    assert.strictEqual((limited as GatewayError.UpstreamRateLimited).retryAfterSeconds, 7)
+    const ms = ErrorEnvelope.classifyUpstream(429, "", { "retry-after-ms": "1500" })
+    assert.strictEqual((ms as GatewayError.UpstreamRateLimited).retryAfterSeconds, 1.5)
+    const overloaded = ErrorEnvelope.classifyUpstream(529, body("overloaded_error", "Overloaded"))
+    assert.deepStrictEqual([overloaded._tag, (overloaded as GatewayError.UpstreamUnavailable).status], ["UpstreamUnavailable", 529])
+    assert.strictEqual(ErrorEnvelope.classifyUpstream(504, "")._tag, "UpstreamTimeout")
+    const rejected = ErrorEnvelope.classifyUpstream(400, body("invalid_request_error", "messages.0.content.0.tool_use.id: String should match pattern"))
+    assert.strictEqual(rejected._tag, "UpstreamRejected")
+    assert.strictEqual(rejected.message, "messages.0.content.0.tool_use.id: String should match pattern")
+    assert.strictEqual((rejected as GatewayError.UpstreamRejected).code, "invalid_request_error")
+    const server = ErrorEnvelope.classifyUpstream(500, "<html>oops</html>")
+    assert.deepStrictEqual([server._tag, (server as GatewayError.UpstreamUnavailable).status], ["UpstreamUnavailable", 500])
+  })
+})
