@@ -127,6 +127,12 @@ const requireAmount = (amount: bigint, path: string, allowNegative: boolean, all
   return Effect.void
 }
 
+/** The UTC day of a time, as a `key_spend` period: `d:2026-11-22`. @category periods */
+export const dayPeriod = (ms: number): string => `d:${new Date(ms).toISOString().slice(0, 10)}`
+
+/** The UTC month of a time, as a `key_spend` period: `m:2026-11`. @category periods */
+export const monthPeriod = (ms: number): string => `m:${new Date(ms).toISOString().slice(0, 7)}`
+
 /**
  * The accounts repository.
  *
@@ -137,7 +143,10 @@ export class Accounts extends Context.Service<Accounts, {
   /** Holds `amountNanos` in one atomic step and returns the hold id. */
   readonly hold: (
     request: HoldRequest
-  ) => Effect.Effect<string, GatewayError.InsufficientBalance | GatewayError.ResourceNotFound | InvalidInput | SqlError.SqlError>
+  ) => Effect.Effect<
+    string,
+    GatewayError.InsufficientBalance | GatewayError.SpendingCapReached | GatewayError.ResourceNotFound | InvalidInput | SqlError.SqlError
+  >
   /** Charges up to `chargeNanos` against the hold and releases the rest. Idempotent. */
   readonly settle: (holdId: string, chargeNanos: bigint) => Effect.Effect<Settlement, InvalidInput | SqlError.SqlError>
   /** `settle(holdId, 0)`. */
@@ -193,6 +202,46 @@ export class Accounts extends Context.Service<Accounts, {
               : Effect.succeed(Row.big(rows[0].balance_nanos, "users.balance_nanos"))
         )
 
+      /**
+       * The key's spending caps, checked inside the hold's transaction after the
+       * user's row was updated (and so locked on PostgreSQL): every concurrent
+       * hold of the same key waits for this one, and sees its hold row.
+       */
+      const checkCaps = Effect.fnUntraced(function*(request: HoldRequest, now: number) {
+        const keys = yield* sql`SELECT name, quota_nanos, daily_budget_nanos, monthly_budget_nanos, spent_nanos
+          FROM api_keys WHERE id = ${request.keyId}`
+        const key = keys[0]
+        if (key === undefined) return
+        const quota = Row.bigOrNull(key.quota_nanos, "api_keys.quota_nanos")
+        const daily = Row.bigOrNull(key.daily_budget_nanos, "api_keys.daily_budget_nanos")
+        const monthly = Row.bigOrNull(key.monthly_budget_nanos, "api_keys.monthly_budget_nanos")
+        if (quota === null && daily === null && monthly === null) return
+        const name = Row.str(key.name, "api_keys.name")
+        const heldRows = yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS held FROM holds WHERE key_id = ${request.keyId}`
+        const held = Row.big(heldRows[0]?.held ?? 0, "holds.held")
+        const need = request.amountNanos
+        const refuse = (cap: "quota" | "daily" | "monthly", limit: bigint, spent: bigint, what: string) =>
+          new GatewayError.SpendingCapReached({
+            cap,
+            message: `Your API key '${name}' has ${what} of ${Money.formatUsd(limit)} USD: ${Money.formatUsd(spent)} USD ` +
+              `spent${held > 0n ? ` and ${Money.formatUsd(held)} USD held by calls in progress` : ""}, and this call may cost up to ` +
+              `${Money.formatUsd(need)} USD. Raise the cap in the console, or ask for fewer output tokens (max_tokens).`
+          })
+        if (quota !== null) {
+          const spent = Row.big(key.spent_nanos, "api_keys.spent_nanos")
+          if (spent + held + need > quota) return yield* refuse("quota", quota, spent, "a lifetime spending cap")
+        }
+        for (const [cap, limit, period, what] of [
+          ["daily", daily, dayPeriod(now), "a daily budget"],
+          ["monthly", monthly, monthPeriod(now), "a monthly budget"]
+        ] as const) {
+          if (limit === null) continue
+          const rows = yield* sql`SELECT spent_nanos FROM key_spend WHERE key_id = ${request.keyId} AND period = ${period}`
+          const spent = rows[0] === undefined ? 0n : Row.big(rows[0].spent_nanos, "key_spend.spent_nanos")
+          if (spent + held + need > limit) return yield* refuse(cap, limit, spent, what)
+        }
+      })
+
       const hold = Effect.fn("Accounts.hold")(function*(request: HoldRequest) {
         yield* requireAmount(request.amountNanos, "amountNanos", false, true)
         const id = newId("hld")
@@ -201,6 +250,7 @@ export class Accounts extends Context.Service<Accounts, {
           const rows = yield* sql`UPDATE users SET balance_nanos = balance_nanos - ${request.amountNanos}
             WHERE id = ${request.userId} AND balance_nanos >= ${request.amountNanos} RETURNING id`
           if (rows.length === 0) return false
+          yield* checkCaps(request, now)
           yield* sql`INSERT INTO holds ${
             sql.insert({
               id,
@@ -274,6 +324,10 @@ export class Accounts extends Context.Service<Accounts, {
               createdAt: now
             })
             yield* sql`UPDATE api_keys SET spent_nanos = spent_nanos + ${charged} WHERE id = ${keyId}`
+            for (const period of [dayPeriod(now), monthPeriod(now)]) {
+              yield* sql`INSERT INTO key_spend (key_id, period, spent_nanos) VALUES (${keyId}, ${period}, ${charged})
+                ON CONFLICT (key_id, period) DO UPDATE SET spent_nanos = key_spend.spent_nanos + excluded.spent_nanos`
+            }
           }
           return { settled: true, heldNanos: held, chargedNanos: charged, shortfallNanos: shortfall }
         }))

@@ -187,11 +187,29 @@ const initial: Migration = {
 }
 
 /**
+ * Spending per key per UTC day (`d:2026-11-22`) and month (`m:2026-11`), for
+ * the keys' daily and monthly budgets. Written by settlement, read by holds.
+ */
+const keySpend: Migration = {
+  id: 2,
+  name: "key_spend",
+  statements: () => [
+    `CREATE TABLE key_spend (
+      key_id TEXT NOT NULL,
+      period TEXT NOT NULL,
+      spent_nanos BIGINT NOT NULL DEFAULT 0,
+      PRIMARY KEY (key_id, period)
+    )`,
+    "CREATE INDEX holds_key ON holds (key_id)"
+  ]
+}
+
+/**
  * All migrations, in order. Append only: never edit one that has shipped.
  *
  * @category migrations
  */
-export const migrations: ReadonlyArray<Migration> = [initial]
+export const migrations: ReadonlyArray<Migration> = [initial, keySpend]
 
 /** An arbitrary constant naming modelgate's migration lock among advisory locks. */
 const PG_LOCK_KEY = 727_460_131
