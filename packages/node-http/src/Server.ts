@@ -7,7 +7,7 @@
  * @since 0.1.0
  */
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
-import { Accounts as AccountsPort, GatewayError } from "@modelgate/core"
+import { Accounts as AccountsPort, GatewayError, KeyStore } from "@modelgate/core"
 import * as Accounts from "@modelgate/store/Accounts"
 import * as CatalogRepo from "@modelgate/store/CatalogRepo"
 import * as Database from "@modelgate/store/Database"
@@ -139,20 +139,28 @@ export const extensions: Layer.Layer<Gateway.Extensions, never, SqlClient.SqlCli
  *
  * @category layers
  */
-export const layer = (settings: Settings, file: ConfigFile) =>
-  HttpServer.serve(Gateway.app).pipe(
-    Layer.provide(extensions),
-    Layer.provide(services(settings, file)),
-    Layer.provide(NodeHttpClient.layerUndici),
-    Layer.provideMerge(
+export const layer = (settings: Settings, file: ConfigFile) => {
+  const ready = services(settings, file)
+  // The listener opens only once everything behind it is ready (migrated, provisioned, caches loaded),
+  // so a health check or a call before that is refused at once rather than left hanging.
+  const listener = Layer.unwrap(
+    Effect.as(
+      Effect.service(KeyStore.KeyStore),
       NodeHttpServer.layer(drainingServer, {
         host: settings.host,
         port: settings.port,
         gracefulShutdownTimeout: Duration.seconds(settings.shutdownGraceSeconds)
       })
-    ),
+    )
+  )
+  return HttpServer.serve(Gateway.app).pipe(
+    Layer.provide(extensions),
+    Layer.provideMerge(listener),
+    Layer.provideMerge(ready),
+    Layer.provide(NodeHttpClient.layerUndici),
     Layer.provide(logging(settings))
   )
+}
 
 /**
  * A Node HTTP server whose `close` also closes keep-alive connections as they

@@ -20,7 +20,7 @@ Cli.make(process.env).pipe(
   Effect.catchCause((cause) => {
     const failure = cause.reasons.find((reason) => reason._tag === "Fail")
     const error = failure?._tag === "Fail" ? failure.error as { readonly _tag?: string; readonly message?: string } : undefined
-    if (error !== undefined && (operatorErrors.has(error._tag ?? "") || error instanceof Error) && typeof error.message === "string") {
+    if (error !== undefined && (operatorErrors.has(error._tag ?? "") || error instanceof Error) && typeof error.message === "string" && error.message.length > 0) {
       return Console.error(`modelgate: ${error.message}`).pipe(Effect.andThen(Effect.sync(() => process.exitCode = 1)))
     }
     return Effect.failCause(cause)

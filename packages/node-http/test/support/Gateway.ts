@@ -15,6 +15,7 @@ import { resolveSettings } from "../../src/Settings.ts"
 
 export interface TestGateway {
   readonly url: string
+  readonly database: string
   readonly upstream: FakeUpstreamServer
   readonly dir: string
   readonly close: () => Promise<void>
@@ -107,13 +108,18 @@ export const baseConfig = (upstream: string): ConfigFile => ({
   ]
 })
 
-/** Starts the fake upstream and a gateway configured by `configure`. */
+/** Starts the fake upstream and a gateway configured by `configure` (on `database`, default a fresh SQLite file). */
 export const startGateway = async (
-  configure: (upstreamUrl: string) => ConfigFile = baseConfig
+  configure: (upstreamUrl: string) => ConfigFile = baseConfig,
+  database?: string
 ): Promise<TestGateway> => {
   const upstream = await startFakeUpstream({ port: 0 })
   const dir = mkdtempSync(join(tmpdir(), "modelgate-test-"))
-  const file = { ...configure(upstream.url), database: `sqlite:${join(dir, "gateway.db")}`, secret_file: join(dir, "key") }
+  const file = {
+    ...configure(upstream.url),
+    database: database ?? `sqlite:${join(dir, "gateway.db")}`,
+    secret_file: join(dir, "key")
+  }
   const settings = await Effect.runPromise(resolveSettings(file, {}, { consoleDir: null, source: "test config" }))
   const runtime = ManagedRuntime.make(Layer.fresh(Server.layer(settings, file)))
   const server = await runtime.runPromise(Effect.service(HttpServer.HttpServer))
@@ -121,6 +127,7 @@ export const startGateway = async (
   if (!("port" in address)) throw new Error("expected an IP address")
   return {
     url: `http://127.0.0.1:${address.port}`,
+    database: file.database,
     upstream,
     dir,
     close: async () => {

@@ -1,0 +1,38 @@
+/**
+ * Databases for end-to-end tests: always SQLite; PostgreSQL too when
+ * MODELGATE_TEST_POSTGRES names a server (a fresh schema per use, reached
+ * through `search_path` in the URL, dropped afterwards).
+ */
+import * as Database from "@modelgate/store/Database"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+
+export const postgresUrl: string | undefined = process.env["MODELGATE_TEST_POSTGRES"]
+
+/** Runs statements against a database URL. */
+export const runSql = <A>(url: string, f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
+  Effect.runPromise(Effect.scoped(Effect.provide(Effect.flatMap(Effect.service(SqlClient.SqlClient), f), Database.layer(url, { maxConnections: 2 }).pipe(Layer.orDie))))
+
+/** A fresh PostgreSQL schema and the URL that reaches it. */
+export const freshPostgres = async (base: string): Promise<{ readonly url: string; readonly drop: () => Promise<void> }> => {
+  const schema = `gw_${Math.random().toString(36).slice(2, 10)}`
+  await runSql(base, (sql) => sql.unsafe(`CREATE SCHEMA ${schema}`))
+  const url = new URL(base)
+  url.searchParams.set("options", `-c search_path=${schema}`)
+  return { url: url.toString(), drop: () => runSql(base, (sql) => sql.unsafe(`DROP SCHEMA ${schema} CASCADE`)).then(() => undefined) }
+}
+
+/** The balance and the ledger sum of a user, and the open holds, read straight from the database. */
+export const books = (url: string, user: string) =>
+  runSql(url, (sql) =>
+    Effect.gen(function*() {
+      const users = yield* sql`SELECT id, balance_nanos FROM users WHERE name = ${user}`
+      const id = users[0]!.id as string
+      const sums = yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS total FROM ledger WHERE user_id = ${id}`
+      const holds = yield* sql`SELECT COUNT(*) AS n FROM holds`
+      return {
+        balance: BigInt(users[0]!.balance_nanos as bigint),
+        ledger: BigInt(sums[0]!.total as bigint),
+        openHolds: Number(holds[0]!.n)
+      }
+    }))
