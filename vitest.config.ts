@@ -4,7 +4,18 @@ import { defineConfig } from "vitest/config"
 // `pnpm test` at the root runs everything and `vitest --project core` runs one.
 // Packages with needs of their own (the console's jsdom and browser tests) keep
 // a config file beside their code, referenced here.
-const node = ["core", "openai-adapter", "genai-adapter", "store", "fake-upstream", "node-http", "admin-api", "bench"]
+const node = [
+  "core",
+  "openai-adapter",
+  "genai-adapter",
+  "anthropic-adapter",
+  "store",
+  "limits",
+  "fake-upstream",
+  "node-http",
+  "admin-api",
+  "bench"
+]
 
 export default defineConfig({
   test: {

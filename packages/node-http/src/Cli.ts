@@ -62,7 +62,7 @@ const storeLayer = (settings: Settings) => {
 }
 
 const banner = (settings: Settings, demo: boolean) => {
-  const base = settings.publicUrl
+  const base = settings.publicUrl ?? `http://${settings.host}:${settings.port}`
   const lines = [
     `modelgate listening on ${base}`,
     `  OpenAI-compatible:  ${base}/v1      Gemini-compatible: ${base} (API version v1beta)`,

@@ -18,10 +18,14 @@ import * as Secrets from "@modelgate/store/Secrets"
 import * as UsageWriter from "@modelgate/store/UsageWriter"
 import * as Users from "@modelgate/store/Users"
 import { Duration, Effect, Layer, Logger, References, Schedule } from "effect"
-import { HttpServer } from "effect/http"
+import { HttpServer, type HttpServerRequest } from "effect/http"
+import * as Handlers from "@modelgate/admin-api/Handlers"
+import * as Redemption from "@modelgate/store/Redemption"
 import { SqlClient } from "effect/sql"
 import { createServer, type Server as HttpNodeServer } from "node:http"
 import * as Caches from "./Caches.ts"
+import * as ConsoleFiles from "./ConsoleFiles.ts"
+import * as Probe from "./Probe.ts"
 import type { ConfigFile } from "./ConfigFile.ts"
 import * as Gateway from "./Gateway.ts"
 import * as Provision from "./Provision.ts"
@@ -81,6 +85,9 @@ export const services = (settings: Settings, file: ConfigFile) => {
   const caches = Layer.mergeAll(Caches.KeyCache.layer, Caches.CatalogCache.layer)
   return Layer.mergeAll(
     Caches.ports.pipe(Layer.provide(caches)),
+    Redemption.Redemption.layer,
+    Handlers.layer({ sessionTtlMs: SESSION_TTL_MS }),
+    Probe.layer,
     accountsPort,
     UsageWriter.UsageWriter.layerPort.pipe(Layer.provideMerge(usage)),
     sweeper(maxCallMs)
@@ -116,22 +123,37 @@ export const sweeper = (maxCallMs: number): Layer.Layer<never, never, Accounts.A
     yield* sweepOld.pipe(Effect.repeat(Schedule.spaced(Duration.minutes(1))), Effect.forkScoped)
   }))
 
-/** `/readyz`: the database answers. @category layers */
-export const extensions: Layer.Layer<Gateway.Extensions, never, SqlClient.SqlClient> = Layer.effect(
-  Gateway.Extensions,
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    return Gateway.Extensions.of({
-      api: undefined,
-      console: undefined,
-      ready: sql`SELECT 1`.pipe(
-        Effect.timeout(Duration.seconds(2)),
-        Effect.as(true),
-        Effect.orElseSucceed(() => false)
-      )
+/**
+ * The management API (`/api/...`, from `@modelgate/admin-api`), the console's
+ * files, and `/readyz` (the database answers within 2 s).
+ *
+ * @category layers
+ */
+export const extensions = (settings: Settings): Layer.Layer<Gateway.Extensions, never, Handlers.Requirements> =>
+  Layer.effect(
+    Gateway.Extensions,
+    Effect.gen(function*() {
+      const context = yield* Effect.context<Handlers.Requirements>()
+      const sql = yield* SqlClient.SqlClient
+      const api = (request: HttpServerRequest.HttpServerRequest) =>
+        Handlers.handle(request).pipe(
+          Effect.provideContext(context),
+          Effect.provideService(Handlers.AdminApiConfig, { publicUrl: settings.publicUrl ?? undefined, sessionTtlMs: SESSION_TTL_MS })
+        )
+      return Gateway.Extensions.of({
+        api,
+        console: settings.consoleDir === null ? undefined : ConsoleFiles.make(settings.consoleDir),
+        ready: sql`SELECT 1`.pipe(
+          Effect.timeout(Duration.seconds(2)),
+          Effect.as(true),
+          Effect.orElseSucceed(() => false)
+        )
+      })
     })
-  })
-)
+  )
+
+/** How long a console session lasts. @category constants */
+export const SESSION_TTL_MS = 7 * 24 * 60 * 60 * 1000
 
 /**
  * The whole server as a layer: listening once built, draining in-flight calls
@@ -154,7 +176,7 @@ export const layer = (settings: Settings, file: ConfigFile) => {
     )
   )
   return HttpServer.serve(Gateway.app).pipe(
-    Layer.provide(extensions),
+    Layer.provide(extensions(settings)),
     Layer.provideMerge(listener),
     Layer.provideMerge(ready),
     Layer.provide(NodeHttpClient.layerUndici),

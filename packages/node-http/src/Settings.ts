@@ -19,7 +19,8 @@ export interface Settings {
   readonly port: number
   readonly database: string
   readonly redis: string | null
-  readonly publicUrl: string
+  /** The address clients use, when configured; otherwise it is taken from the bound address or the request. */
+  readonly publicUrl: string | null
   readonly secret: Redacted.Redacted<string> | null
   readonly secretFile: string
   readonly nodeId: string
@@ -87,7 +88,7 @@ export const resolveSettings = (
       port: address.port,
       database,
       redis: file.redis ?? env["MODELGATE_REDIS"] ?? null,
-      publicUrl: (file.public_url ?? `http://${shownHost}:${address.port}`).replace(/\/+$/, ""),
+      publicUrl: file.public_url !== undefined ? file.public_url.replace(/\/+$/, "") : address.port === 0 ? null : `http://${shownHost}:${address.port}`,
       secret: secretEnv !== undefined && secretEnv.length > 0 ? Redacted.make(secretEnv) : null,
       secretFile: file.secret_file ?? defaultSecretFile(database),
       nodeId: file.node_id ?? `${hostname()}-${process.pid}`,
