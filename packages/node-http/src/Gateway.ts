@@ -14,6 +14,7 @@ import * as Chat from "./Chat.ts"
 import type { ClientCodec } from "./Codecs.ts"
 import { presentedKey } from "./Credentials.ts"
 import * as Dialects from "./Dialects.ts"
+import * as LegacyBilling from "./LegacyBilling.ts"
 import * as Routes from "./Routes.ts"
 import { ServerSettings } from "./Settings.ts"
 
@@ -137,6 +138,10 @@ export const app = Effect.gen(function*() {
           balance_usd: Money.formatUsd(balance)
         }, { headers: { "x-request-id": requestId } })
       }
+      case "BillingSubscription":
+        return yield* LegacyBilling.subscription(key, requestId)
+      case "BillingUsage":
+        return yield* LegacyBilling.usage(key, requestId, search)
       case "OpenAIChat":
       case "GeminiAction": {
         const settings = yield* ServerSettings

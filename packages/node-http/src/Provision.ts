@@ -12,7 +12,9 @@
  */
 import { type Domain, Money } from "@modelgate/core"
 import * as Provisioning from "@modelgate/store/Provisioning"
-import { Effect, Redacted } from "effect"
+import { Console, Effect, Redacted } from "effect"
+import { randomBytes } from "node:crypto"
+import * as Users from "@modelgate/store/Users"
 import { ConfigError, type ConfigFile, type KeyConfig } from "./ConfigFile.ts"
 import type { Settings } from "./Settings.ts"
 import { defaultTimeouts } from "./Upstream.ts"
@@ -183,5 +185,30 @@ export const apply = (file: ConfigFile, settings: Settings) =>
         Effect.annotateLogs({ created: result.created.join(", "), updated: result.updated.join(", ") })
       )
     }
+    yield* ensureAdmin
     return result
   })
+
+/**
+ * The first admin: when no admin exists (none in the file, none created
+ * since), an `admin` user is created with a one-time password, printed once.
+ * Change it at the first sign-in (console: account menu, change password).
+ *
+ * @category applying
+ */
+export const ensureAdmin = Effect.gen(function*() {
+  const users = yield* Users.Users
+  const all = yield* users.list
+  if (all.some((user) => user.role === "admin")) return
+  const name = all.some((user) => user.name === "admin") ? `admin-${randomBytes(3).toString("hex")}` : "admin"
+  const password = randomBytes(12).toString("base64url")
+  yield* users.create({ name, role: "admin", password: Redacted.make(password), source: "console" })
+  yield* Console.log([
+    "",
+    "No administrator was configured, so one was created. Sign in to the console with:",
+    `  user:     ${name}`,
+    `  password: ${password}`,
+    "This password is shown only this once: change it after signing in.",
+    ""
+  ].join("\n"))
+})

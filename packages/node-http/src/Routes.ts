@@ -18,6 +18,8 @@ export type Route =
   | { readonly _tag: "OpenAIChat"; readonly dialect: "openai" }
   | { readonly _tag: "OpenAIEmbeddings"; readonly dialect: "openai" }
   | { readonly _tag: "Me"; readonly dialect: "openai" }
+  | { readonly _tag: "BillingSubscription"; readonly dialect: "openai" }
+  | { readonly _tag: "BillingUsage"; readonly dialect: "openai" }
   | { readonly _tag: "GeminiModels"; readonly dialect: "gemini" }
   | { readonly _tag: "GeminiModel"; readonly dialect: "gemini"; readonly model: string }
   | {
@@ -80,6 +82,12 @@ export const match = (method: string, path: string): Route | Miss => {
       return allowed({ _tag: "OpenAIEmbeddings", dialect: "openai" }, ["POST"], method)
     case "/api/me":
       return allowed({ _tag: "Me", dialect: "openai" }, ["GET"], method)
+    case "/v1/dashboard/billing/subscription":
+    case "/dashboard/billing/subscription":
+      return allowed({ _tag: "BillingSubscription", dialect: "openai" }, ["GET"], method)
+    case "/v1/dashboard/billing/usage":
+    case "/dashboard/billing/usage":
+      return allowed({ _tag: "BillingUsage", dialect: "openai" }, ["GET"], method)
     case "/v1beta/models":
       return allowed({ _tag: "GeminiModels", dialect: "gemini" }, ["GET"], method)
   }

@@ -22,6 +22,7 @@ const FLAT_KEY = "sk-money-carol-flat-0000000000000000000000000"
 const CAPPED_KEY = "sk-money-carol-capped-00000000000000000000000"
 const DAILY_KEY = "sk-money-carol-daily-000000000000000000000000"
 const TOKEN_KEY = "sk-money-dave-tokens-000000000000000000000000"
+const ADMIN_KEY = "sk-money-root-admin-0000000000000000000000000"
 
 /** carol can pay for exactly 10 calls of a 0.01 USD flat-priced model. */
 const moneyConfig = (upstream: string): ConfigFile => ({
@@ -53,7 +54,8 @@ const moneyConfig = (upstream: string): ConfigFile => ({
         { name: "daily", secret: DAILY_KEY, daily_budget: 0.02 }
       ]
     },
-    { name: "dave", balance: 5, keys: [{ name: "tokens", secret: TOKEN_KEY }] }
+    { name: "dave", balance: 5, keys: [{ name: "tokens", secret: TOKEN_KEY }] },
+    { name: "root", role: "admin", keys: [{ name: "ops", secret: ADMIN_KEY }] }
   ]
 })
 
@@ -135,6 +137,45 @@ describe("money on SQLite", () => {
     assert.strictEqual(daily.status, 429)
     assert.match((await daily.json() as { error: { message: string } }).error.message, /daily budget of 0\.02 USD/)
     await assertBooks(gateway.database, "erin", 5_000_000_000n - 5n * 10_000_000n)
+  })
+
+  it("credits a redemption code once when 50 connections redeem it at the same time", async () => {
+    const generated = await fetch(`${gateway.url}/api/admin/codes`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ count: 1, amount: "1.25" })
+    })
+    assert.strictEqual(generated.status, 201)
+    const [code] = (await generated.json() as { codes: Array<string> }).codes
+    const before = await books(gateway.database, "dave")
+    const statuses = await Promise.all(Array.from({ length: 50 }, () =>
+      fetch(`${gateway.url}/api/redeem`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${TOKEN_KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ code })
+      }).then((r) => r.status)))
+    assert.strictEqual(statuses.filter((s) => s === 200).length, 1)
+    assert.strictEqual(statuses.filter((s) => s === 400).length, 49)
+    const after = await assertBooks(gateway.database, "dave")
+    assert.strictEqual(after.balance - before.balance, 1_250_000_000n)
+  })
+
+  it("answers the legacy billing endpoints that chat apps read", async () => {
+    const headers = { authorization: `Bearer ${TOKEN_KEY}` }
+    const subscription = await (await fetch(`${gateway.url}/v1/dashboard/billing/subscription`, { headers })).json() as {
+      hard_limit_usd: number
+      access_until: number
+    }
+    const today = new Date().toISOString().slice(0, 10)
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)
+    const usage = await (await fetch(`${gateway.url}/v1/dashboard/billing/usage?start_date=${today}&end_date=${tomorrow}`, { headers }))
+      .json() as { total_usage: number }
+    const b = await books(gateway.database, "dave")
+    // remaining = hard limit - used, and equals the balance
+    assert.closeTo(subscription.hard_limit_usd - usage.total_usage / 100, Number(b.balance) / 1e9, 1e-6)
+    assert.strictEqual(subscription.access_until, 0)
+    const bad = await fetch(`${gateway.url}/v1/dashboard/billing/usage?start_date=yesterday`, { headers })
+    assert.strictEqual(bad.status, 400)
   })
 
   it("charges the actual usage, not the hold, and nothing for a failed call", async () => {

@@ -169,6 +169,8 @@ export class Accounts extends Context.Service<Accounts, {
   readonly sweepHolds: (selector: SweepSelector) => Effect.Effect<number, SqlError.SqlError>
   /** The sum of the user's ledger entries (equal to the balance, always). */
   readonly ledgerSum: (userId: string) => Effect.Effect<bigint, SqlError.SqlError>
+  /** What the user was charged in `[fromMs, toMs)`, in nano-dollars. */
+  readonly spent: (userId: string, fromMs: number, toMs: number) => Effect.Effect<bigint, SqlError.SqlError>
   readonly ledger: (userId: string, page: Page) => Effect.Effect<ReadonlyArray<LedgerEntry>, SqlError.SqlError>
 }>()("modelgate/store/Accounts") {
   /** @category layers */
@@ -374,7 +376,15 @@ export class Accounts extends Context.Service<Accounts, {
         return released
       })
 
+      const spent = (userId: string, fromMs: number, toMs: number) =>
+        Effect.map(
+          sql`SELECT COALESCE(SUM(amount_nanos), 0) AS total FROM ledger
+            WHERE user_id = ${userId} AND kind = 'charge' AND created_at >= ${fromMs} AND created_at < ${toMs}`,
+          (rows) => -Row.big(rows[0]?.total ?? 0, "ledger.total")
+        )
+
       return Accounts.of({
+        spent,
         balance,
         hold,
         settle,

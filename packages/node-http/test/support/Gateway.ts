@@ -118,6 +118,7 @@ export const startGateway = async (
   const file = {
     ...configure(upstream.url),
     database: database ?? `sqlite:${join(dir, "gateway.db")}`,
+    shutdown_grace_seconds: 2,
     secret_file: join(dir, "key")
   }
   const settings = await Effect.runPromise(resolveSettings(file, {}, { consoleDir: null, source: "test config" }))
