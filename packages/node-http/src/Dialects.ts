@@ -6,6 +6,7 @@
  */
 import type { Domain, GatewayError } from "@modelgate/core"
 import { Effect } from "effect"
+import * as Anthropic from "./AnthropicDialect.ts"
 import type { ClientCodec, UpstreamCodec } from "./Codecs.ts"
 import * as Gemini from "./GeminiDialect.ts"
 import * as OpenAI from "./OpenAIDialect.ts"
@@ -23,13 +24,14 @@ const clients: Record<Domain.Dialect, ClientCodec> = {
 /** The client side of a dialect. @category codecs */
 export const client = (dialect: Domain.Dialect): ClientCodec => clients[dialect]
 
-const upstreams: Partial<Record<Domain.Dialect, UpstreamCodec>> = {
+const upstreams: Record<Domain.Dialect, UpstreamCodec> = {
   openai: OpenAI.upstream,
-  gemini: Gemini.upstream
+  gemini: Gemini.upstream,
+  anthropic: Anthropic.upstream
 }
 
-/** The upstream side of a dialect. @category codecs */
-export const upstream = (dialect: Domain.Dialect): UpstreamCodec => upstreams[dialect] ?? OpenAI.upstream
+/** The upstream side of a dialect (every dialect has one: a channel is never spoken to in another's format). @category codecs */
+export const upstream = (dialect: Domain.Dialect): UpstreamCodec => upstreams[dialect]
 
 /** A models list in the dialect's shape (`search` carries Gemini's `pageSize`/`pageToken`). @category models */
 export const modelsList = (
