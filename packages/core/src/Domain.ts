@@ -24,7 +24,8 @@ export type Role = typeof Role.Type
 
 /**
  * An API key as admission sees it: never its secret, only who it belongs to and
- * what it may do. `models` empty means everything the group reaches.
+ * what it may do. `models` empty means everything the group reaches. Its
+ * rate limits travel with it so the hot path needs no lookup.
  *
  * @category models
  */
@@ -45,6 +46,13 @@ export interface ApiKey {
   readonly quotaNanos: bigint | null
   readonly dailyBudgetNanos: bigint | null
   readonly monthlyBudgetNanos: bigint | null
+  /**
+   * The key's own rate limits (`null` where unset). Where the key sets none,
+   * its group's limits apply; where both are set, the lower one does.
+   */
+  readonly limits: Limits
+  /** The rate limits of the key's user, shared by all the user's keys (`null` where unset). */
+  readonly userLimits: Limits
 }
 
 /**

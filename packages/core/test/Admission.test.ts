@@ -51,6 +51,8 @@ const key = (over: Partial<ApiKey> = {}): ApiKey => ({
   quotaNanos: null,
   dailyBudgetNanos: null,
   monthlyBudgetNanos: null,
+  limits: { rpm: null, tpm: null, concurrency: null },
+  userLimits: { rpm: null, tpm: null, concurrency: null },
   ...over
 })
 

@@ -121,11 +121,18 @@ const decodeApiKey = (row: Record<string, unknown>): Domain.ApiKey => {
     enabled: key.enabled,
     quotaNanos: key.quotaNanos,
     dailyBudgetNanos: key.dailyBudgetNanos,
-    monthlyBudgetNanos: key.monthlyBudgetNanos
+    monthlyBudgetNanos: key.monthlyBudgetNanos,
+    limits: key.limits,
+    userLimits: {
+      rpm: Row.intOrNull(row.user_rpm, "users.rpm"),
+      tpm: Row.intOrNull(row.user_tpm, "users.tpm"),
+      concurrency: Row.intOrNull(row.user_concurrency, "users.concurrency")
+    }
   }
 }
 
-const JOINED = "SELECT k.*, u.name AS user_name, u.role AS user_role, u.enabled AS user_enabled " +
+const JOINED = "SELECT k.*, u.name AS user_name, u.role AS user_role, u.enabled AS user_enabled, " +
+  "u.rpm AS user_rpm, u.tpm AS user_tpm, u.concurrency AS user_concurrency " +
   "FROM api_keys k JOIN users u ON u.id = k.user_id"
 
 /**

@@ -205,11 +205,25 @@ const keySpend: Migration = {
 }
 
 /**
+ * Rate limits on users (requests and tokens per minute, concurrent calls),
+ * shared by all of a user's keys; NULL means no limit.
+ */
+const userLimits: Migration = {
+  id: 3,
+  name: "user_limits",
+  statements: () => [
+    "ALTER TABLE users ADD COLUMN rpm INTEGER NULL",
+    "ALTER TABLE users ADD COLUMN tpm INTEGER NULL",
+    "ALTER TABLE users ADD COLUMN concurrency INTEGER NULL"
+  ]
+}
+
+/**
  * All migrations, in order. Append only: never edit one that has shipped.
  *
  * @category migrations
  */
-export const migrations: ReadonlyArray<Migration> = [initial, keySpend]
+export const migrations: ReadonlyArray<Migration> = [initial, keySpend, userLimits]
 
 /** An arbitrary constant naming modelgate's migration lock among advisory locks. */
 const PG_LOCK_KEY = 727_460_131

@@ -51,6 +51,8 @@ export interface ProvisionUser {
   readonly password?: Redacted.Redacted<string> | undefined
   /** Groups the user may pick for their keys. Replaces the stored list when given. */
   readonly groups?: ReadonlyArray<string> | undefined
+  /** Rate limits shared by all the user's keys; an unset field means no limit. */
+  readonly limits?: Partial<Domain.Limits> | undefined
 }
 
 /**
@@ -148,6 +150,24 @@ const checkUnique = <A>(items: ReadonlyArray<A>, key: (a: A) => string, path: st
   return Effect.void
 }
 
+const checkLimits = (limits: Partial<Domain.Limits> | undefined, path: string) => {
+  for (const field of ["rpm", "tpm", "concurrency"] as const) {
+    const value = limits?.[field]
+    if (value !== undefined && value !== null && (!Number.isSafeInteger(value) || value <= 0)) {
+      return Effect.fail(
+        new InvalidInput({ path: `${path}.${field}`, message: `${path}.${field}: expected a positive whole number or null, got ${value}` })
+      )
+    }
+  }
+  return Effect.void
+}
+
+const limitColumns = (limits: Partial<Domain.Limits> | undefined) => ({
+  rpm: limits?.rpm ?? null,
+  tpm: limits?.tpm ?? null,
+  concurrency: limits?.concurrency ?? null
+})
+
 const checkAmount = (value: bigint | null | undefined, path: string) =>
   value !== null && value !== undefined && value < 0n
     ? Effect.fail(new InvalidInput({ path, message: `${path}: expected a non-negative amount, got ${value}` }))
@@ -170,11 +190,13 @@ export const validate = Effect.fnUntraced(function*(input: ProvisionInput) {
   for (const [i, user] of users.entries()) {
     yield* validateName(user.name, `users[${i}].name`)
     yield* checkAmount(user.balanceNanos, `users[${i}].balanceNanos`)
+    yield* checkLimits(user.limits, `users[${i}].limits`)
   }
   for (const [i, group] of (input.groups ?? []).entries()) {
     if (group.ratioMicros < 0n) {
       return yield* new InvalidInput({ path: `groups[${i}].ratioMicros`, message: `groups[${i}].ratioMicros: expected a non-negative ratio` })
     }
+    yield* checkLimits(group.limits, `groups[${i}].limits`)
   }
   for (const [i, model] of (input.models ?? []).entries()) {
     for (const field of ["inputNanosPerMillion", "outputNanosPerMillion", "cachedInputNanosPerMillion", "perRequestNanos"] as const) {
@@ -197,6 +219,7 @@ export const validate = Effect.fnUntraced(function*(input: ProvisionInput) {
     yield* checkAmount(key.quotaNanos, `keys[${i}].quotaNanos`)
     yield* checkAmount(key.dailyBudgetNanos, `keys[${i}].dailyBudgetNanos`)
     yield* checkAmount(key.monthlyBudgetNanos, `keys[${i}].monthlyBudgetNanos`)
+    yield* checkLimits(key.limits, `keys[${i}].limits`)
   }
 })
 
@@ -233,7 +256,7 @@ export class Provisioning extends Context.Service<Provisioning, {
             const label = `users:${user.name}`
             const rows = yield* sql`SELECT * FROM users WHERE name = ${user.name}`
             const row = rows[0]
-            const desired = { role: user.role ?? "user", enabled: user.enabled ?? true }
+            const desired = { role: user.role ?? "user", enabled: user.enabled ?? true, ...limitColumns(user.limits) }
             let id: string
             if (row === undefined) {
               id = newId("usr")
@@ -403,9 +426,7 @@ export class Provisioning extends Context.Service<Provisioning, {
               quota_nanos: key.quotaNanos ?? null,
               daily_budget_nanos: key.dailyBudgetNanos ?? null,
               monthly_budget_nanos: key.monthlyBudgetNanos ?? null,
-              rpm: key.limits?.rpm ?? null,
-              tpm: key.limits?.tpm ?? null,
-              concurrency: key.limits?.concurrency ?? null
+              ...limitColumns(key.limits)
             }
             const fixed = key.secret === undefined ? undefined : Redacted.value(key.secret)
             const row = (yield* sql`SELECT * FROM api_keys WHERE user_id = ${userId} AND name = ${key.name}`)[0]

@@ -9,7 +9,7 @@ import fc from "fast-check"
 import { Accounts } from "../src/Accounts.ts"
 import { CatalogRepo } from "../src/CatalogRepo.ts"
 import { Keys } from "../src/Keys.ts"
-import { migrate } from "../src/Migrations.ts"
+import { migrate, migrations } from "../src/Migrations.ts"
 import { Provisioning, type ProvisionInput } from "../src/Provisioning.ts"
 import { Redemption } from "../src/Redemption.ts"
 import { KeyHasher } from "../src/Secrets.ts"
@@ -66,8 +66,8 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const results = yield* Effect.all(Array.from({ length: 5 }, () => migrate), { concurrency: "unbounded" }).pipe(
           Effect.provide(databaseLayer(db, 10))
         )
-        assert.strictEqual(results.flat().length, 1)
-        assert.deepStrictEqual(results.flat(), ["1_initial"])
+        // Each migration ran in exactly one of the five, whichever won the lock.
+        assert.deepStrictEqual([...results.flat()].sort(), migrations.map((m) => `${m.id}_${m.name}`).sort())
       }))
 
     it.effect("provisioning is idempotent and never touches console rows", () =>
@@ -80,7 +80,14 @@ const suite = (make: () => Promise<TestDatabase>) =>
         yield* users.create({ name: "console-carol" })
         const input: ProvisionInput = {
           users: [
-            { name: "alice", role: "admin", balanceNanos: 25n * USD, password: Redacted.make("alice password"), groups: ["vip"] },
+            {
+              name: "alice",
+              role: "admin",
+              balanceNanos: 25n * USD,
+              password: Redacted.make("alice password"),
+              groups: ["vip"],
+              limits: { tpm: 10_000, concurrency: 3 }
+            },
             { name: "console-carol", balanceNanos: 99n * USD }
           ],
           groups: [{ name: "default", ratioMicros: 1_000_000n }, { name: "vip", ratioMicros: 800_000n, selectable: true, limits: { rpm: 60 } }],
@@ -112,7 +119,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
             apiVersion: null
           }],
           keys: [
-            { user: "alice", name: "fixed", group: "default", secret: Redacted.make("sk-fixed-secret-for-tests-0001") },
+            { user: "alice", name: "fixed", group: "default", secret: Redacted.make("sk-fixed-secret-for-tests-0001"), limits: { rpm: 5 } },
             { user: "alice", name: "generated", group: "vip", models: ["gpt-4o-mini"] },
             { user: "console-carol", name: "nope", group: "default" }
           ]
@@ -138,6 +145,11 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const fixed = yield* keys.findByHash(hasher.hash("sk-fixed-secret-for-tests-0001"))
         assert.strictEqual(fixed?.userName, "alice")
         assert.strictEqual(fixed?.userRole, "admin")
+        // Rate limits travel with the cached key: its own and its user's.
+        assert.deepStrictEqual(fixed?.limits, { rpm: 5, tpm: null, concurrency: null })
+        assert.deepStrictEqual(fixed?.userLimits, { rpm: null, tpm: 10_000, concurrency: 3 })
+        const cached = (yield* keys.loadAll).find((k) => k.key.id === fixed?.id)
+        assert.deepStrictEqual(cached?.key.userLimits, { rpm: null, tpm: 10_000, concurrency: 3 })
 
         const catalog = yield* (yield* CatalogRepo).load
         assert.deepStrictEqual(catalog.channels[0]!.apiKeys, ["sk-upstream-1", "sk-upstream-2"])
@@ -162,6 +174,8 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.strictEqual((error as { path: string }).path, "keys[0].user")
         const bad = yield* Effect.flip(provisioning.provision({ users: [{ name: "bob", balanceNanos: -1n }] }))
         assert.strictEqual((bad as { path: string }).path, "users[0].balanceNanos")
+        const badLimit = yield* Effect.flip(provisioning.provision({ users: [{ name: "bob", limits: { rpm: 0 } }] }))
+        assert.strictEqual((badLimit as { path: string }).path, "users[0].limits.rpm")
       }))
 
     it.effect("keys: create, look up by hash, disable, revoke, delete", () =>
