@@ -28,20 +28,47 @@ import type { EventDecoder, UpstreamCodec } from "./Codecs.ts"
  * as the classified gateway error, as the other dialects' decoders do; the
  * call flow turns the throw into the client's in-band error frame.
  *
+ * The events decoded before the failing one are returned first, and the error
+ * is thrown by the next `push` or by `end`: a network read often carries the
+ * last text deltas and the `error` event together, and that text was
+ * generated, so it reaches the client and is metered.
+ *
  * `created` (epoch seconds) is reported in the `start` event, since Anthropic
  * streams carry no creation time of their own.
  */
 const eventDecoder = (created: number): EventDecoder => {
-  const decoder = new AnthropicStream.SseDecoder({ created })
-  const unwrap = (
-    result: Result.Result<Array<Canonical.StreamEvent>, AnthropicStream.StreamError>
-  ): ReadonlyArray<Canonical.StreamEvent> => {
-    if (Result.isFailure(result)) throw result.failure
-    return result.success
+  const parser = new AnthropicStream.SseParser()
+  const decoder = new AnthropicStream.StreamDecoder({ created })
+  let failure: AnthropicStream.StreamError | undefined
+  const feed = (events: ReadonlyArray<AnthropicStream.SseEvent>): ReadonlyArray<Canonical.StreamEvent> => {
+    if (failure !== undefined) throw failure
+    if (events.length === 0) return []
+    let out: Array<Canonical.StreamEvent> | undefined
+    for (const event of events) {
+      const decoded = decoder.pushText(event.data)
+      if (Result.isFailure(decoded)) {
+        failure = decoded.failure
+        break
+      }
+      if (decoded.success.length > 0) {
+        if (out === undefined) out = decoded.success
+        else for (const e of decoded.success) out.push(e)
+      }
+    }
+    if (out === undefined) {
+      if (failure !== undefined) throw failure
+      return []
+    }
+    return out
   }
   return {
-    push: (text) => unwrap(decoder.push(text)),
-    end: () => unwrap(decoder.end())
+    push: (text) => feed(parser.push(text)),
+    // Nothing is called after `end`, so a failure must be thrown now.
+    end: () => {
+      const last = feed(parser.end())
+      if (failure !== undefined) throw failure
+      return last
+    }
   }
 }
 
