@@ -25,6 +25,16 @@ const freePort = () =>
     })
   })
 
+const runToEnd = (args: Array<string>) =>
+  new Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, MODELGATE_SECRET: "process-test-secret-0123456789abcdef" } })
+    let stdout = ""
+    let stderr = ""
+    child.stdout!.on("data", (d) => stdout += d)
+    child.stderr!.on("data", (d) => stderr += d)
+    child.on("exit", (code) => resolve({ code, stdout, stderr }))
+  })
+
 const run = (args: Array<string>) => {
   const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, MODELGATE_SECRET: "process-test-secret-0123456789abcdef" } })
   let output = ""
@@ -57,6 +67,61 @@ afterAll(async () => {
 })
 
 describe("the modelgate process", () => {
+  it("creates, lists and revokes keys and adjusts balances from the command line, in force on a running server", async () => {
+    const port = await freePort()
+    const file = join(dir, "cli.yaml")
+    writeFileSync(file, [
+      `listen: 127.0.0.1:${port}`,
+      `database: sqlite:${join(dir, "cli.db")}`,
+      "log_level: error",
+      "channels:",
+      "  - {name: up, type: openai, base_url: " + `${upstream.url}/v1` + ", api_key: k, models: [gpt-4o-mini]}",
+      "models:",
+      "  gpt-4o-mini: {input: 1, output: 1}",
+      "users:",
+      "  - {name: olga, balance: 1}",
+      ""
+    ].join("\n"))
+    const server = run(["serve", "--config", file])
+    const url = `http://127.0.0.1:${port}`
+    try {
+      await waitHealthy(url, server.child)
+      const created = await runToEnd(["keys", "create", "--config", file, "--user", "olga", "--name", "laptop", "--models", "gpt-4o-mini"])
+      assert.strictEqual(created.code, 0, created.stderr)
+      const secret = created.stdout.trim()
+      assert.match(secret, /^sk-[0-9A-Za-z]{43}$/)
+      assert.include(created.stderr, "shown only this once")
+      const me = async () => fetch(`${url}/api/me`, { headers: { authorization: `Bearer ${secret}` } })
+      assert.strictEqual((await me()).status, 200)
+
+      const listed = await runToEnd(["keys", "list", "--config", file, "--user", "olga"])
+      assert.strictEqual(listed.code, 0, listed.stderr)
+      assert.notInclude(listed.stdout, secret)
+      const id = /^(key_\S+)\s.*laptop/m.exec(listed.stdout)?.[1]
+      assert.isString(id, listed.stdout)
+
+      const adjusted = await runToEnd(["users", "adjust", "olga", "--config", file, "--amount", "2.5", "--reason", "top-up"])
+      assert.strictEqual(adjusted.code, 0, adjusted.stderr)
+      assert.include(adjusted.stdout, "3.50 USD")
+
+      const revoked = await runToEnd(["keys", "revoke", id!, "--config", file])
+      assert.strictEqual(revoked.code, 0, revoked.stderr)
+      let status = 200
+      for (let i = 0; i < 40 && status === 200; i++) {
+        await new Promise((r) => setTimeout(r, 100))
+        status = (await me()).status
+      }
+      assert.strictEqual(status, 401, "the running server stops accepting the revoked key within 4 s")
+
+      const unknown = await runToEnd(["keys", "create", "--config", file, "--user", "nobody"])
+      assert.notStrictEqual(unknown.code, 0)
+      assert.include(unknown.stderr, "No user named 'nobody'")
+    } finally {
+      server.child.kill("SIGTERM")
+      await server.exited
+    }
+  })
+
   it("refuses an invalid configuration naming the file and the field", async () => {
     const file = join(dir, "bad.yaml")
     writeFileSync(file, "listen: 127.0.0.1:0\nchannels:\n  - name: x\n    type: opneai\n    base_url: http://x/v1\n    models: [a]\n")

@@ -1,0 +1,114 @@
+/**
+ * Edges of the contract through the real server: an upstream that is too slow
+ * to answer (504 upstream_timeout, in each dialect), failover to the next
+ * channel when the first is unreachable, Gemini's streamed JSON array (without
+ * `alt=sse`) through both kinds of channel, and every way a Gemini client may
+ * present its key.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import type { ConfigFile } from "../src/ConfigFile.ts"
+import { startGateway, type TestGateway } from "./support/Gateway.ts"
+
+const KEY = "sk-edges-0000000000000000000000000000000000"
+
+const config = (upstream: string): ConfigFile => ({
+  listen: "127.0.0.1:0",
+  log_level: "error",
+  channels: [
+    {
+      name: "slow",
+      type: "openai",
+      base_url: `${upstream}/v1`,
+      api_key: "k",
+      models: ["slow-model"],
+      model_map: { "slow-model": "gpt-slow-2000" },
+      timeouts: { first_byte_ms: 300 }
+    },
+    // The preferred channel for "failover-model" points at a port nothing listens on.
+    { name: "dead", type: "openai", base_url: "http://127.0.0.1:9/v1", api_key: "k", models: ["failover-model"], priority: 10 },
+    { name: "alive", type: "openai", base_url: `${upstream}/v1`, api_key: "k", models: ["failover-model", "gpt-4o-mini"] },
+    { name: "gemini", type: "gemini", base_url: upstream, api_key: "g", models: ["gemini-2.5-flash"] }
+  ],
+  models: {
+    "slow-model": { input: 1, output: 1 },
+    "failover-model": { input: 1, output: 1 },
+    "gpt-4o-mini": { input: 1, output: 1 },
+    "gemini-2.5-flash": { input: 1, output: 1 }
+  },
+  users: [{ name: "edgar", balance: 5, keys: [{ name: "k", secret: KEY }] }]
+})
+
+let gateway: TestGateway
+beforeAll(async () => {
+  gateway = await startGateway(config)
+})
+afterAll(async () => {
+  await gateway.close()
+})
+
+const openai = (body: unknown) =>
+  fetch(`${gateway.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+    body: JSON.stringify(body)
+  })
+
+const gemini = (model: string, action: string, init: { readonly headers?: Record<string, string>; readonly query?: string } = {}) =>
+  fetch(`${gateway.url}/v1beta/models/${model}:${action}${init.query ?? ""}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(init.headers ?? { "x-goog-api-key": KEY }) },
+    body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hello" }] }] })
+  })
+
+describe("edges", () => {
+  it("answers 504 upstream_timeout when the upstream is slower than the channel's first-byte timeout", async () => {
+    const response = await openai({ model: "slow-model", messages: [{ role: "user", content: "hi" }] })
+    assert.strictEqual(response.status, 504)
+    assert.strictEqual((await response.json() as { error: { code: string } }).error.code, "upstream_timeout")
+  })
+
+  it("fails over to the next channel when the preferred one is unreachable", async () => {
+    const response = await openai({ model: "failover-model", messages: [{ role: "user", content: "hi" }] })
+    assert.strictEqual(response.status, 200)
+    assert.match((await response.json() as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content, /fake-upstream/)
+  })
+
+  for (const model of ["gemini-2.5-flash", "gpt-4o-mini"]) {
+    it(`streams a JSON array without alt=sse (${model})`, async () => {
+      const response = await gemini(model, "streamGenerateContent")
+      assert.strictEqual(response.status, 200)
+      const body = await response.text()
+      const chunks = JSON.parse(body) as Array<{ candidates?: Array<{ finishReason?: string }> }>
+      assert.isArray(chunks)
+      assert.isAbove(chunks.length, 0)
+      assert.strictEqual(chunks.at(-1)!.candidates?.[0]?.finishReason, "STOP")
+    })
+
+    it(`frames alt=sse as data lines only (${model})`, async () => {
+      const response = await gemini(model, "streamGenerateContent", { query: "?alt=sse" })
+      assert.strictEqual(response.headers.get("content-type")?.startsWith("text/event-stream"), true)
+      const body = await response.text()
+      const events = body.split("\r\n\r\n").filter((e) => e.length > 0)
+      assert.isAbove(events.length, 0)
+      for (const event of events) {
+        assert.isTrue(event.startsWith("data: "), event)
+        assert.notInclude(event.slice(6), "\n")
+        JSON.parse(event.slice(6))
+      }
+    })
+  }
+
+  it("takes a Gemini client's key from x-goog-api-key, ?key= or a bearer token", async () => {
+    assert.strictEqual((await gemini("gemini-2.5-flash", "generateContent", { headers: { "x-goog-api-key": KEY } })).status, 200)
+    assert.strictEqual((await gemini("gemini-2.5-flash", "generateContent", { headers: {}, query: `?key=${KEY}` })).status, 200)
+    assert.strictEqual((await gemini("gemini-2.5-flash", "generateContent", { headers: { authorization: `Bearer ${KEY}` } })).status, 200)
+    const missing = await gemini("gemini-2.5-flash", "generateContent", { headers: {} })
+    const body = await missing.json() as { error: { code: number; status: string } }
+    assert.strictEqual(missing.status, 403)
+    assert.strictEqual(body.error.status, "PERMISSION_DENIED")
+  })
+
+  it("accepts the models/ prefix in the model path", async () => {
+    assert.strictEqual((await gemini("models%2Fgemini-2.5-flash", "generateContent")).status, 200)
+  })
+})
