@@ -18,7 +18,7 @@
  * @since 0.1.0
  */
 import { ErrorEnvelope, Request, Response, Stream as AnthropicStream } from "@modelgate/anthropic-adapter"
-import { type Canonical } from "@modelgate/core"
+import type { Canonical } from "@modelgate/core"
 import { Clock, Effect, Result } from "effect"
 import type { EventDecoder, UpstreamCodec } from "./Codecs.ts"
 
