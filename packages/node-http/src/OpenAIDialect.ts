@@ -58,7 +58,10 @@ const eventDecoder = (): EventDecoder => {
   const parser = new Sse.SseParser()
   const decoder = new OpenAIStream.StreamDecoder()
   let done = false
+  // An error event after good events in the same read: the good events are delivered first, the error on the next read.
+  let pending: GatewayError.GatewayError | undefined
   const feed = (events: ReadonlyArray<Sse.SseEvent>): Array<Canonical.StreamEvent> => {
+    if (pending !== undefined) throw pending
     const out: Array<Canonical.StreamEvent> = []
     for (const event of events) {
       if (done) break
@@ -67,12 +70,23 @@ const eventDecoder = (): EventDecoder => {
         break
       }
       const chunk = OpenAIStream.parseChunk(event.data)
-      if (Result.isFailure(chunk)) throw chunk.failure
+      if (Result.isFailure(chunk)) {
+        if (out.length === 0) throw chunk.failure
+        pending = chunk.failure
+        break
+      }
       for (const e of decoder.push(chunk.success)) out.push(e)
     }
     return out
   }
-  return { push: (text) => feed(parser.push(text)), end: () => feed(parser.end()) }
+  return {
+    push: (text) => feed(parser.push(text)),
+    end: () => {
+      const out = feed(parser.end())
+      if (pending !== undefined && out.length === 0) throw pending
+      return out
+    }
+  }
 }
 
 /** The OpenAI upstream side (also Azure, which speaks the same wire format). @category codecs */

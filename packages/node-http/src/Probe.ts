@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { ChannelProbe, type Domain, type GatewayError } from "@modelgate/core"
+import { ChannelProbe, Domain, type GatewayError } from "@modelgate/core"
 import { Clock, Effect, Layer } from "effect"
 import type { HttpClient } from "effect/http"
 import * as Dialects from "./Dialects.ts"
@@ -15,8 +15,7 @@ const probe = (channel: Domain.Channel, model: string | undefined) =>
     const started = yield* Clock.currentTimeMillis
     const publicModel = model ?? channel.models[0] ?? ""
     const upstreamModel = channel.modelMap[publicModel] ?? publicModel
-    const dialect = channel.type === "azure" ? "openai" : channel.type
-    const codec = Dialects.upstream(dialect)
+    const codec = Dialects.upstream(Domain.dialectOf(channel.type))
     const body = yield* codec.encodeRequest({
       model: publicModel,
       messages: [{ role: "user", content: [{ type: "text", text: "ping" }] }],
