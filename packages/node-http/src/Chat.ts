@@ -1,9 +1,9 @@
 /**
- * One chat call, end to end: inspect the body, authorise the model, hold the
- * worst-case cost, try the candidate channels in order until one answers,
- * relay the answer (bytes as they are when client and channel speak the same
+ * One chat call, end to end: inspect the body, authorise the model, admit it
+ * under the rate limits (`RateLimits`), hold the worst-case cost, try the
+ * candidate channels in order until one answers, relay the answer (bytes as they are when client and channel speak the same
  * dialect, translated through the canonical model otherwise), meter it and
- * settle.
+ * settle (which also releases the rate-limit permit with the metered tokens).
  *
  * Failover: a call moves to the next candidate on transport errors, timeouts,
  * upstream 5xx and 429 before the first byte reached the client; caller errors
@@ -16,6 +16,7 @@ import { Admission, type Canonical, Domain, GatewayError, Pricing, StreamAssembl
 import { Clock, Duration, Effect, Exit, Stream } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { ClientCodec, RouteHints, UpstreamCodec } from "./Codecs.ts"
+import * as RateLimits from "./RateLimits.ts"
 import * as Selection from "./Selection.ts"
 import * as Settlement from "./Settlement.ts"
 import * as Upstream from "./Upstream.ts"
@@ -56,7 +57,15 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
   const bodyBytes = Tokens.utf8Length(input.body)
   const held = Pricing.worstCase(model, route.group.ratioMicros, Tokens.bodyTokenBound(bodyBytes), maxOutput)
   const promptEstimate = Math.ceil(bodyBytes / 4)
-  const settlement = yield* Settlement.open({
+  // Limits before money: a call refused here holds nothing.
+  const permit = yield* RateLimits.admit(
+    key,
+    route.group,
+    model.id,
+    RateLimits.estimateTokens(bodyBytes, inspected.maxOutputTokens, model)
+  )
+  const limitHeaders = RateLimits.successHeaders(client.dialect, permit)
+  const settlement = yield* RateLimits.settleUnder(permit, Settlement.open({
     requestId: input.requestId,
     startedAt: input.startedAt,
     key,
@@ -64,7 +73,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
     ratioMicros: route.group.ratioMicros,
     dialectIn: client.dialect,
     stream: inspected.stream
-  }, held)
+  }, held))
 
   let lastLeg: Settlement.Leg | undefined
   let ttfbMs: number | null = null
@@ -89,7 +98,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         const text = yield* Upstream.errorBody(response)
         return yield* Effect.fail(upstream.classify(response.status, text, Upstream.headerRecord(response)))
       }
-      const headers = { "x-request-id": input.requestId }
+      const headers = { ...limitHeaders, "x-request-id": input.requestId }
       const cutError = new GatewayError.UpstreamUnavailable({
         message: `The upstream '${channel.name}' broke off the answer.`
       })

@@ -95,11 +95,27 @@ export const UserConfig = Schema.Struct({
 })
 export type UserConfig = typeof UserConfig.Type
 
+/**
+ * How rate limits are counted (the limits themselves sit on groups, users and
+ * keys). `window_ms` is the length of the sliding window `rpm` and `tpm` count
+ * over (default one minute); `per_model` counts every model separately.
+ *
+ * @category schemas
+ */
+export const RateLimitsConfig = Schema.Struct({
+  window_ms: Schema.optionalKey(PositiveInt),
+  per_model: Schema.optionalKey(Schema.Boolean)
+})
+export type RateLimitsConfig = typeof RateLimitsConfig.Type
+
 /** The whole file. Every key is optional; docs/configuration.md lists the defaults. @category schemas */
 export const ConfigFile = Schema.Struct({
   listen: Schema.optionalKey(Schema.String),
   database: Schema.optionalKey(Schema.String),
   redis: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  redis_failure: Schema.optionalKey(Schema.Literals(["local", "refuse"])),
+  redis_key_prefix: Schema.optionalKey(Schema.NonEmptyString),
+  rate_limits: Schema.optionalKey(RateLimitsConfig),
   public_url: Schema.optionalKey(Schema.String),
   secret_file: Schema.optionalKey(Schema.String),
   node_id: Schema.optionalKey(Schema.String),

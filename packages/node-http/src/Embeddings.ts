@@ -1,6 +1,7 @@
 /**
- * `POST /v1/embeddings` for OpenAI clients: admitted and billed like a chat
- * call (the prompt is the input; no output tokens), relayed to an OpenAI-style
+ * `POST /v1/embeddings` for OpenAI clients: admitted (rate limits, then the
+ * hold) and billed like a chat call (the prompt is the input; no output
+ * tokens, so the `tpm` estimate is the body's bytes / 4), relayed to an OpenAI-style
  * channel with only the model changed.
  *
  * @since 0.1.0
@@ -9,6 +10,7 @@ import { Admission, Domain, GatewayError, Pricing, Tokens } from "@modelgate/cor
 import { Clock, Effect, Predicate } from "effect"
 import { HttpServerResponse } from "effect/http"
 import * as OpenAI from "./OpenAIDialect.ts"
+import * as RateLimits from "./RateLimits.ts"
 import * as Selection from "./Selection.ts"
 import * as Settlement from "./Settlement.ts"
 import * as Upstream from "./Upstream.ts"
@@ -40,8 +42,10 @@ export const openAIEmbeddings = Effect.fnUntraced(function*(input: EmbeddingsInp
   if (!okInput) return yield* invalid("'input' is required: a string or a non-empty array of strings or token arrays.", "input")
   const route = yield* Admission.authorize(input.key, body.model)
   const startedAt = yield* Clock.currentTimeMillis
-  const bound = Tokens.bodyTokenBound(Tokens.utf8Length(input.body))
-  const settlement = yield* Settlement.open({
+  const bodyBytes = Tokens.utf8Length(input.body)
+  const bound = Tokens.bodyTokenBound(bodyBytes)
+  const permit = yield* RateLimits.admit(input.key, route.group, route.model.id, RateLimits.estimateTokens(bodyBytes, undefined, route.model))
+  const settlement = yield* RateLimits.settleUnder(permit, Settlement.open({
     requestId: input.requestId,
     startedAt,
     key: input.key,
@@ -49,7 +53,7 @@ export const openAIEmbeddings = Effect.fnUntraced(function*(input: EmbeddingsInp
     ratioMicros: route.group.ratioMicros,
     dialectIn: "openai",
     stream: false
-  }, Pricing.worstCase(route.model, route.group.ratioMicros, bound, 0))
+  }, Pricing.worstCase(route.model, route.group.ratioMicros, bound, 0)))
   const candidates = (yield* Selection.order(route.channels)).filter((c) => c.type === "openai" || c.type === "azure")
   const channel = candidates[0]
   let leg: Settlement.Leg | undefined
@@ -89,7 +93,10 @@ export const openAIEmbeddings = Effect.fnUntraced(function*(input: EmbeddingsInp
       leg
     )
     const out = upstreamModel === route.model.id ? text : JSON.stringify({ ...parsed, model: route.model.id })
-    return HttpServerResponse.text(out, { contentType: "application/json", headers: { "x-request-id": input.requestId } })
+    return HttpServerResponse.text(out, {
+      contentType: "application/json",
+      headers: { ...RateLimits.successHeaders("openai", permit), "x-request-id": input.requestId }
+    })
   }).pipe(
     Effect.onExit((exit) =>
       exit._tag === "Success" ? Effect.void : settlement.finish(Settlement.nothing, { status: 502, errorCode: "Failed", ttfbMs: null }, leg)

@@ -15,6 +15,7 @@ import type { ClientCodec } from "./Codecs.ts"
 import { presentedKey } from "./Credentials.ts"
 import * as Dialects from "./Dialects.ts"
 import * as LegacyBilling from "./LegacyBilling.ts"
+import * as RateLimits from "./RateLimits.ts"
 import * as Routes from "./Routes.ts"
 import { ServerSettings } from "./Settings.ts"
 
@@ -29,9 +30,13 @@ const requestIdOf = (): string => `req_${randomBytes(12).toString("hex")}`
 
 const errorResponse = (client: ClientCodec, error: GatewayError.GatewayError, requestId: string) => {
   const rendered = client.renderError(error)
+  // OpenAI's 429 for a rate limit also carries the x-ratelimit-* headers of the limit that refused it.
+  const limits = error._tag === "RateLimited" && client.dialect === "openai" ? RateLimits.refusalHeaders(error) : undefined
   return HttpServerResponse.jsonUnsafe(rendered.body, {
     status: rendered.status,
-    headers: { ...rendered.headers, "x-request-id": requestId }
+    headers: limits === undefined
+      ? { ...rendered.headers, "x-request-id": requestId }
+      : { ...limits, ...rendered.headers, "x-request-id": requestId }
   })
 }
 

@@ -23,6 +23,7 @@ import { Clock, Effect, Predicate, Result } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { ClientCodec, EventDecoder, Inspected, RouteHints, UpstreamCodec } from "./Codecs.ts"
 import * as OpenAI from "./OpenAIDialect.ts"
+import * as RateLimits from "./RateLimits.ts"
 import * as Selection from "./Selection.ts"
 import * as Settlement from "./Settlement.ts"
 import * as Upstream from "./Upstream.ts"
@@ -155,6 +156,13 @@ const json = (requestId: string, value: unknown) => HttpServerResponse.jsonUnsaf
  * relayed to a Gemini channel, or translated to an OpenAI-style channel's
  * `/embeddings`).
  *
+ * Rate limits: every method counts as a request (`rpm`) and holds a
+ * concurrency slot while it runs, since each may reach an upstream.
+ * `countTokens` generates nothing and is never billed, so it counts no tokens
+ * (`tpm`); embeddings count their input text (bytes / 4), corrected to the
+ * tokens billed. A refusal is Gemini's 429 `RESOURCE_EXHAUSTED` with a
+ * `RetryInfo` detail and `retry-after`.
+ *
  * @category methods
  */
 export const geminiMethod = Effect.fnUntraced(function*(
@@ -166,29 +174,40 @@ export const geminiMethod = Effect.fnUntraced(function*(
   const ordered = yield* Selection.order(route.channels)
   if (action === "countTokens") {
     const local = yield* CountTokens.countTokens(body)
-    const channel = ordered.find((c) => c.type === "gemini")
-    if (channel === undefined) return json(input.requestId, local)
-    const upstreamModel = Domain.upstreamModel(channel, route.model.id)
-    const counted = yield* Upstream.send(
-      channel,
-      Upstream.geminiMethodUrl(channel, upstreamModel, "countTokens"),
-      Upstream.channelHeaders(channel, yield* Selection.pickKey(channel)),
-      input.body
-    ).pipe(
-      Effect.flatMap((response) => response.status === 200 ? Effect.orElseSucceed(response.text, () => "") : Effect.succeed("")),
-      Effect.map((text): unknown => {
-        try {
-          const value: unknown = JSON.parse(text)
-          return Predicate.isObject(value) && typeof (value as { totalTokens?: unknown }).totalTokens === "number" ? value : local
-        } catch {
-          return local
-        }
-      }),
-      Effect.orElseSucceed((): unknown => local)
-    )
-    return json(input.requestId, counted)
+    const permit = yield* RateLimits.admit(input.key, route.group, route.model.id, 0)
+    return yield* countTokens(input, route, ordered, local).pipe(Effect.ensuring(permit.release(0)))
   }
   return yield* embed(action, input, route, ordered, body)
+})
+
+/** Relays `:countTokens` to a Gemini channel, falling back to the local count. */
+const countTokens = Effect.fnUntraced(function*(
+  input: MethodInput,
+  route: Admission.Route,
+  ordered: ReadonlyArray<Domain.Channel>,
+  local: unknown
+) {
+  const channel = ordered.find((c) => c.type === "gemini")
+  if (channel === undefined) return json(input.requestId, local)
+  const upstreamModel = Domain.upstreamModel(channel, route.model.id)
+  const counted = yield* Upstream.send(
+    channel,
+    Upstream.geminiMethodUrl(channel, upstreamModel, "countTokens"),
+    Upstream.channelHeaders(channel, yield* Selection.pickKey(channel)),
+    input.body
+  ).pipe(
+    Effect.flatMap((response) => response.status === 200 ? Effect.orElseSucceed(response.text, () => "") : Effect.succeed("")),
+    Effect.map((text): unknown => {
+      try {
+        const value: unknown = JSON.parse(text)
+        return Predicate.isObject(value) && typeof (value as { totalTokens?: unknown }).totalTokens === "number" ? value : local
+      } catch {
+        return local
+      }
+    }),
+    Effect.orElseSucceed((): unknown => local)
+  )
+  return json(input.requestId, counted)
 })
 
 const texts = (content: unknown): string =>
@@ -220,8 +239,9 @@ const embed = Effect.fnUntraced(function*(
   }
   const inputTexts = requests.map((r) => texts((r as { content: unknown }).content))
   const promptTokens = inputTexts.reduce((sum, text) => sum + Math.ceil(Tokens.utf8Length(text) / 4), 0)
+  const permit = yield* RateLimits.admit(input.key, route.group, route.model.id, promptTokens)
   const startedAt = yield* Clock.currentTimeMillis
-  const settlement = yield* Settlement.open({
+  const settlement = yield* RateLimits.settleUnder(permit, Settlement.open({
     requestId: input.requestId,
     startedAt,
     key: input.key,
@@ -229,7 +249,7 @@ const embed = Effect.fnUntraced(function*(
     ratioMicros: route.group.ratioMicros,
     dialectIn: "gemini",
     stream: false
-  }, Pricing.worstCase(route.model, route.group.ratioMicros, Tokens.bodyTokenBound(Tokens.utf8Length(input.body)), 0))
+  }, Pricing.worstCase(route.model, route.group.ratioMicros, Tokens.bodyTokenBound(Tokens.utf8Length(input.body)), 0)))
   const channel = ordered.find((c) => c.type === "gemini") ?? ordered.find((c) => c.type === "openai" || c.type === "azure")
   let leg: Settlement.Leg | undefined
   return yield* Effect.gen(function*() {

@@ -7,7 +7,7 @@
  * @since 0.1.0
  */
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
-import { Accounts as AccountsPort, GatewayError, KeyStore } from "@modelgate/core"
+import { Accounts as AccountsPort, GatewayError, KeyStore, type RateLimiter } from "@modelgate/core"
 import * as Accounts from "@modelgate/store/Accounts"
 import * as CatalogRepo from "@modelgate/store/CatalogRepo"
 import * as Database from "@modelgate/store/Database"
@@ -20,6 +20,7 @@ import * as Users from "@modelgate/store/Users"
 import { Duration, Effect, Layer, Logger, References, Schedule } from "effect"
 import { HttpServer, type HttpServerRequest } from "effect/http"
 import * as Handlers from "@modelgate/admin-api/Handlers"
+import { MemoryLimiter, RedisLimiter } from "@modelgate/limits"
 import * as Redemption from "@modelgate/store/Redemption"
 import { SqlClient } from "effect/sql"
 import { createServer, type Server as HttpNodeServer } from "node:http"
@@ -29,6 +30,7 @@ import * as Probe from "./Probe.ts"
 import type { ConfigFile } from "./ConfigFile.ts"
 import * as Gateway from "./Gateway.ts"
 import * as Provision from "./Provision.ts"
+import * as ProvisionLimits from "./ProvisionLimits.ts"
 import { ServerSettings, type Settings } from "./Settings.ts"
 import { defaultTimeouts } from "./Upstream.ts"
 
@@ -76,7 +78,9 @@ export const services = (settings: Settings, file: ConfigFile) => {
     Layer.provideMerge(secrets),
     Layer.provideMerge(migrated)
   )
-  const provisioned = Layer.effectDiscard(Provision.apply(file, settings)).pipe(Layer.provideMerge(repositories))
+  const provisioned = Layer.effectDiscard(Provision.apply(file, settings).pipe(ProvisionLimits.withUserLimits(file))).pipe(
+    Layer.provideMerge(repositories)
+  )
   const maxCallMs = Math.max(defaultTimeouts.totalMs, ...(file.channels ?? []).map((c) => c.timeouts?.total_ms ?? 0))
   const usage = UsageWriter.UsageWriter.layerWith({
     flushIntervalMs: settings.usageFlushIntervalMs,
@@ -84,6 +88,7 @@ export const services = (settings: Settings, file: ConfigFile) => {
   })
   const caches = Layer.mergeAll(Caches.KeyCache.layer, Caches.CatalogCache.layer)
   return Layer.mergeAll(
+    rateLimiter(settings),
     Caches.ports.pipe(Layer.provide(caches)),
     Redemption.Redemption.layer,
     Handlers.layer({ sessionTtlMs: SESSION_TTL_MS }),
@@ -96,6 +101,23 @@ export const services = (settings: Settings, file: ConfigFile) => {
     Layer.provideMerge(Layer.succeed(ServerSettings, settings))
   )
 }
+
+/**
+ * The rate limiter: in memory for one process, or shared through Redis
+ * scripts when `redis` is configured (`redis_failure` decides what calls get
+ * while Redis is unreachable: per-process limits or a refusal).
+ *
+ * @category layers
+ */
+export const rateLimiter = (settings: Settings): Layer.Layer<RateLimiter.RateLimiter> =>
+  settings.redis === null
+    ? MemoryLimiter.layerWith({ windowMs: settings.rateLimitWindowMs })
+    : RedisLimiter.layer({
+      url: settings.redis,
+      onFailure: settings.redisFailure,
+      keyPrefix: settings.redisKeyPrefix,
+      windowMs: settings.rateLimitWindowMs
+    })
 
 /**
  * Releases holds whose call died with its process. On SQLite only one process

@@ -19,6 +19,14 @@ export interface Settings {
   readonly port: number
   readonly database: string
   readonly redis: string | null
+  /** What rate-limited calls get while Redis is unreachable: per-process limits, or a refusal. */
+  readonly redisFailure: "local" | "refuse"
+  /** Prefix of the rate limiter's Redis keys. */
+  readonly redisKeyPrefix: string
+  /** Length of the sliding window `rpm` and `tpm` count over, in milliseconds. */
+  readonly rateLimitWindowMs: number
+  /** Whether rate limits are counted separately for each model. */
+  readonly rateLimitsPerModel: boolean
   /** The address clients use, when configured; otherwise it is taken from the bound address or the request. */
   readonly publicUrl: string | null
   readonly secret: Redacted.Redacted<string> | null
@@ -44,7 +52,11 @@ export const defaults = {
   maxBodyBytes: 10 * 1024 * 1024,
   shutdownGraceSeconds: 30,
   usageFlushIntervalMs: 200,
-  usageMaxBatch: 500
+  usageMaxBatch: 500,
+  redisFailure: "local",
+  redisKeyPrefix: "modelgate:limits:",
+  rateLimitWindowMs: 60_000,
+  rateLimitsPerModel: false
 } as const
 
 /**
@@ -87,7 +99,11 @@ export const resolveSettings = (
       host: address.host,
       port: address.port,
       database,
-      redis: file.redis ?? env["MODELGATE_REDIS"] ?? null,
+      redis: nonEmpty(env["MODELGATE_REDIS"]) ?? file.redis ?? null,
+      redisFailure: file.redis_failure ?? defaults.redisFailure,
+      redisKeyPrefix: file.redis_key_prefix ?? defaults.redisKeyPrefix,
+      rateLimitWindowMs: file.rate_limits?.window_ms ?? defaults.rateLimitWindowMs,
+      rateLimitsPerModel: file.rate_limits?.per_model ?? defaults.rateLimitsPerModel,
       publicUrl: file.public_url !== undefined ? file.public_url.replace(/\/+$/, "") : address.port === 0 ? null : `http://${shownHost}:${address.port}`,
       secret: secretEnv !== undefined && secretEnv.length > 0 ? Redacted.make(secretEnv) : null,
       secretFile: file.secret_file ?? defaultSecretFile(database),
@@ -101,6 +117,8 @@ export const resolveSettings = (
       consoleDir: options.consoleDir
     }
   })
+
+const nonEmpty = (value: string | undefined): string | undefined => value === undefined || value.length === 0 ? undefined : value
 
 /** The key file sits beside a SQLite database, or in ./data for PostgreSQL. */
 const defaultSecretFile = (database: string): string => {

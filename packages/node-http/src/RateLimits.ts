@@ -1,0 +1,160 @@
+/**
+ * Rate limits on the call path: which subjects a call counts against, how
+ * many tokens it is admitted on, the `x-ratelimit-*` headers of its answer,
+ * and the release of its permit in the same finaliser that settles its money.
+ *
+ * Order of admission: authenticate, authorise the model, then the rate limits,
+ * then the balance hold. A call refused by a limit never touches money; a call
+ * admitted by the limits but refused by the hold still counts as a request (it
+ * was made) and gives its tokens and concurrency slot back at once.
+ *
+ * Token estimate (`tpm`): the prompt estimated at 4 bytes of request body per
+ * token, plus the output the caller asked for (`max_tokens`,
+ * `max_completion_tokens`, `generationConfig.maxOutputTokens`), capped at the
+ * model's output limit; nothing for the output when the caller sets no
+ * maximum. The count is corrected to the upstream's actual usage when the call
+ * ends. The worst-case bound the balance hold uses (one token per byte, the
+ * model's whole output limit) is deliberately not used here: it would refuse
+ * calls that fit (a 40 KB prompt is about 10 000 tokens, not 40 000).
+ *
+ * Subjects: the key (its own limits, else its group's; the lower where both
+ * are set) and the key's user; with `rate_limits.per_model` each is counted
+ * per model. A call with no limit anywhere skips the limiter altogether.
+ *
+ * @since 0.1.0
+ */
+import { type Domain, type GatewayError, RateLimiter } from "@modelgate/core"
+import { Headers, Subjects } from "@modelgate/limits"
+import { Effect } from "effect"
+import type * as Settlement from "./Settlement.ts"
+import { ServerSettings } from "./Settings.ts"
+
+/** Bytes of request text counted as one token in the estimate. @category constants */
+export const BYTES_PER_TOKEN = 4
+
+/**
+ * The tokens a call is admitted on: `ceil(promptBytes / 4)` plus the requested
+ * output capped at the model's output limit (0 when none was requested).
+ *
+ * @category estimates
+ */
+export const estimateTokens = (promptBytes: number, requestedOutput: number | undefined, model: Domain.Model): number =>
+  Math.ceil(promptBytes / BYTES_PER_TOKEN) +
+  (requestedOutput === undefined || !(requestedOutput > 0) ? 0 : Math.min(Math.ceil(requestedOutput), model.outputTokenLimit))
+
+/** A permit for a call no limit applies to. @category constants */
+export const unlimitedPermit: RateLimiter.Permit = { snapshot: RateLimiter.unlimited, release: () => Effect.void }
+
+/** The `x-ratelimit-*` headers remembered for each refusal, for the OpenAI 429 (see {@link refusalHeaders}). */
+const refusals = new WeakMap<GatewayError.RateLimited, Record<string, string>>()
+
+/**
+ * Admits a call against the limits of its key, its user and its key's group,
+ * or fails with `RateLimited` naming the limit hit. Nothing is counted on a
+ * refusal.
+ *
+ * @category admission
+ */
+export const admit = Effect.fnUntraced(function*(
+  key: Domain.ApiKey,
+  group: Domain.Group,
+  model: string,
+  estimatedTokens: number
+) {
+  const settings = yield* ServerSettings
+  const subjects = Subjects.forCall({
+    keyId: key.id,
+    keyName: key.name,
+    keyLimits: key.limits,
+    userId: key.userId,
+    userName: key.userName,
+    userLimits: key.userLimits,
+    groupLimits: group.limits,
+    model: settings.rateLimitsPerModel ? model : undefined
+  })
+  if (subjects.length === 0) return unlimitedPermit
+  const limiter = yield* RateLimiter.RateLimiter
+  return yield* limiter.acquire(subjects, estimatedTokens).pipe(
+    Effect.tapError((refusal) => Effect.sync(() => refusals.set(refusal, headersOfRefusal(subjects, refusal))))
+  )
+})
+
+/**
+ * The `x-ratelimit-*` headers of a successful answer in the OpenAI dialect
+ * (other dialects have no such headers: `{}`).
+ *
+ * @category headers
+ */
+export const successHeaders = (dialect: Domain.Dialect, permit: RateLimiter.Permit): Record<string, string> =>
+  dialect === "openai" && permit !== unlimitedPermit ? Headers.toHeaders(permit.snapshot) : {}
+
+/**
+ * The `x-ratelimit-*` headers of a refusal made by {@link admit} (`{}` for any
+ * other `RateLimited`). The limiter's refusal does not carry counts, so these
+ * say what is certain: the limit of each dimension (of the refused subject for
+ * the dimension that refused, else the lowest among the call's subjects) and,
+ * for the refused dimension, its reset (when the call would fit again) and,
+ * for requests, that none remain.
+ *
+ * @category headers
+ */
+export const refusalHeaders = (refusal: GatewayError.RateLimited): Record<string, string> => refusals.get(refusal) ?? {}
+
+const lowest = (subjects: ReadonlyArray<RateLimiter.Subject>, field: "rpm" | "tpm"): number | null => {
+  let min: number | null = null
+  for (const subject of subjects) {
+    const value = subject.limits[field]
+    if (value !== null && (min === null || value < min)) min = value
+  }
+  return min
+}
+
+const headersOfRefusal = (
+  subjects: ReadonlyArray<RateLimiter.Subject>,
+  refusal: GatewayError.RateLimited
+): Record<string, string> => {
+  // The refusal message starts "Rate limit reached for <label>:" or names "<label>, so": find the subject by its label.
+  const refused = subjects.find((subject) => refusal.message.includes(`${subject.label}:`) || refusal.message.includes(`${subject.label}, so`))
+  const resetMs = Math.max(0, Math.round(refusal.retryAfterSeconds * 1000))
+  const requests = refusal.limit === "rpm" ? refused?.limits.rpm ?? lowest(subjects, "rpm") : lowest(subjects, "rpm")
+  const tokens = refusal.limit === "tpm" ? refused?.limits.tpm ?? lowest(subjects, "tpm") : lowest(subjects, "tpm")
+  const headers: Record<string, string> = {}
+  if (requests !== null) {
+    headers["x-ratelimit-limit-requests"] = String(requests)
+    if (refusal.limit === "rpm") {
+      headers["x-ratelimit-remaining-requests"] = "0"
+      headers["x-ratelimit-reset-requests"] = Headers.formatDuration(resetMs)
+    }
+  }
+  if (tokens !== null) {
+    headers["x-ratelimit-limit-tokens"] = String(tokens)
+    if (refusal.limit === "tpm") headers["x-ratelimit-reset-tokens"] = Headers.formatDuration(resetMs)
+  }
+  return headers
+}
+
+/**
+ * Opens a call's settlement under a permit: if the hold fails (or the request
+ * is interrupted meanwhile) the permit is released with no tokens; otherwise
+ * the returned settlement's `finish` also releases the permit with the call's
+ * metered tokens (prompt plus completion), in the same finaliser that settles
+ * the money, so a disconnect or a failure frees the concurrency slot too.
+ *
+ * @category settlement
+ */
+export const settleUnder = <E, R>(
+  permit: RateLimiter.Permit,
+  open: Effect.Effect<Settlement.Settlement, E, R>
+): Effect.Effect<Settlement.Settlement, E, R> =>
+  permit === unlimitedPermit ? open : open.pipe(
+    Effect.onError(() => permit.release(0)),
+    Effect.map((settlement): Settlement.Settlement => ({
+      holdId: settlement.holdId,
+      heldNanos: settlement.heldNanos,
+      finish: (metered, outcome, leg) =>
+        Effect.ensuring(
+          settlement.finish(metered, outcome, leg),
+          permit.release(metered.promptTokens + metered.completionTokens)
+        )
+    }))
+  )
