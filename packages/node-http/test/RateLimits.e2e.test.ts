@@ -30,7 +30,8 @@ const KEYS = {
   carol2: secret("carol2"),
   inherit: secret("inherit"),
   lower: secret("lower"),
-  retry: secret("retry")
+  retry: secret("retry"),
+  perModel: secret("permodel")
 } as const
 
 /** The channels and prices every configuration here shares. */
@@ -269,15 +270,20 @@ for (const [backend, redis] of backends) {
   })
 }
 
-describe("rate limits with a short window", () => {
+describe("rate limits with a short window, per model", () => {
   let gateway: TestGateway
   beforeAll(async () => {
     gateway = await startGateway((upstream) => ({
       listen: "127.0.0.1:0",
       log_level: "error",
-      rate_limits: { window_ms: 1_500 },
+      rate_limits: { window_ms: 1_500, per_model: true },
       ...catalog(upstream),
-      users: [{ name: "erin", balance: 10, keys: [{ name: "retry", secret: KEYS.retry, rpm: 1 }] }]
+      groups: { default: { ratio: 1 } },
+      users: [{
+        name: "erin",
+        balance: 10,
+        keys: [{ name: "retry", secret: KEYS.retry, rpm: 1 }, { name: "permodel", secret: KEYS.perModel, rpm: 1 }]
+      }]
     }))
   })
   afterAll(async () => {
@@ -295,5 +301,18 @@ describe("rate limits with a short window", () => {
     assert.isAtLeast(waited, 1_400)
     assert.strictEqual(response.headers.get("x-ratelimit-limit-requests"), "1")
     assert.strictEqual(response.headers.get("x-ratelimit-remaining-requests"), "0")
+  })
+
+  it("per_model counts each model separately, and messages use the configured window", async () => {
+    const first = await chat(gateway, KEYS.perModel)
+    assert.strictEqual(first.status, 200)
+    await first.arrayBuffer()
+    const other = await chat(gateway, KEYS.perModel, { model: "gemini-2.5-flash" })
+    assert.strictEqual(other.status, 200)
+    await other.arrayBuffer()
+    assert.match(
+      await refusal(await chat(gateway, KEYS.perModel)),
+      /your API key 'permodel' on model 'gpt-4o-mini': 1 requests per 1\.5 s/
+    )
   })
 })
