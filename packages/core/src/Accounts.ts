@@ -1,8 +1,10 @@
 /**
  * The money port: balance holds before a call and settlement after it. The
- * store implements it with one atomic conditional update per hold (SQLite or
- * PostgreSQL); the rule it must keep is that nothing is spent that was not
- * held, so concurrent calls can never overspend a balance.
+ * rule every implementation must keep is that nothing is spent that was not
+ * held, so concurrent calls (on any number of processes) can never overspend
+ * a balance. The store implements it with balance leases taken by atomic
+ * conditional updates, calls' holds taken from them in memory, and charges
+ * written in batches (`@modelgate/store/Purses`).
  *
  * @since 0.1.0
  */
@@ -16,6 +18,12 @@ export interface HoldRequest {
   readonly keyId: string
   readonly amountNanos: Nanos
   readonly requestId: string
+  /**
+   * The key has a spending cap (lifetime quota, daily or monthly budget): its
+   * hold must be checked against the key's spending where every process sees
+   * it, so it is taken in the database, not from a lease.
+   */
+  readonly capped?: boolean | undefined
 }
 
 /** @category services */
@@ -27,6 +35,6 @@ export class Accounts extends Context.Service<Accounts, {
    * settling a hold that is already settled does nothing.
    */
   readonly settle: (holdId: string, chargeNanos: Nanos) => Effect.Effect<void, InternalError>
-  /** The user's current balance (what is not held or spent). */
+  /** The user's balance for display: what is not spent, nor held by calls in progress on this process. */
   readonly balance: (userId: string) => Effect.Effect<Nanos, InternalError>
 }>()("modelgate/core/Accounts") {}

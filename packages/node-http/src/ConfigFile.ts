@@ -127,6 +127,10 @@ export const ConfigFile = Schema.Struct({
     flush_interval_ms: Schema.optionalKey(PositiveInt),
     max_batch: Schema.optionalKey(PositiveInt)
   })),
+  billing: Schema.optionalKey(Schema.Struct({
+    leases: Schema.optionalKey(Schema.Boolean),
+    lease_idle_ms: Schema.optionalKey(NonNegativeInt)
+  })),
   channels: Schema.optionalKey(Schema.Array(ChannelConfig)),
   models: Schema.optionalKey(Schema.Record(Schema.String, ModelConfig)),
   aliases: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),

@@ -7,13 +7,14 @@
  * @since 0.1.0
  */
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
-import { Accounts as AccountsPort, GatewayError, KeyStore, type RateLimiter } from "@modelgate/core"
+import { KeyStore, type RateLimiter } from "@modelgate/core"
 import * as Accounts from "@modelgate/store/Accounts"
 import * as CatalogRepo from "@modelgate/store/CatalogRepo"
 import * as Database from "@modelgate/store/Database"
 import * as Keys from "@modelgate/store/Keys"
 import * as Migrations from "@modelgate/store/Migrations"
 import * as Provisioning from "@modelgate/store/Provisioning"
+import * as Purses from "@modelgate/store/Purses"
 import * as Secrets from "@modelgate/store/Secrets"
 import * as UsageWriter from "@modelgate/store/UsageWriter"
 import * as Users from "@modelgate/store/Users"
@@ -32,36 +33,6 @@ import * as Gateway from "./Gateway.ts"
 import * as Provision from "./Provision.ts"
 import * as ProvisionLimits from "./ProvisionLimits.ts"
 import { ServerSettings, type Settings } from "./Settings.ts"
-import { defaultTimeouts } from "./Upstream.ts"
-
-const internalError = new GatewayError.InternalError({ message: "The gateway could not update the balance; try again." })
-
-/**
- * Core's `Accounts` port over the store's accounts repository.
- *
- * @category layers
- */
-export const accountsPort: Layer.Layer<AccountsPort.Accounts, never, Accounts.Accounts | ServerSettings> = Layer.effect(
-  AccountsPort.Accounts,
-  Effect.gen(function*() {
-    const accounts = yield* Accounts.Accounts
-    const settings = yield* ServerSettings
-    const internal = (what: string) => (cause: unknown) =>
-      Effect.logError(`${what} failed`, cause).pipe(Effect.andThen(Effect.fail(internalError)))
-    return AccountsPort.Accounts.of({
-      hold: (request) =>
-        accounts.hold({ ...request, nodeId: settings.nodeId }).pipe(
-          Effect.catchTag(["ResourceNotFound", "InvalidInput", "SqlError"], internal("balance hold"))
-        ),
-      settle: (holdId, charge) =>
-        accounts.settle(holdId, charge).pipe(
-          Effect.asVoid,
-          Effect.catch(internal("settlement"))
-        ),
-      balance: (userId) => accounts.balance(userId).pipe(Effect.catch(internal("balance read")))
-    })
-  })
-)
 
 /** Everything below the HTTP layer: database, migrations, provisioning, repositories, caches and ports. @category layers */
 export const services = (settings: Settings, file: ConfigFile) => {
@@ -81,7 +52,6 @@ export const services = (settings: Settings, file: ConfigFile) => {
   const provisioned = Layer.effectDiscard(Provision.apply(file, settings).pipe(ProvisionLimits.withUserLimits(file))).pipe(
     Layer.provideMerge(repositories)
   )
-  const maxCallMs = Math.max(defaultTimeouts.totalMs, ...(file.channels ?? []).map((c) => c.timeouts?.total_ms ?? 0))
   const usage = UsageWriter.UsageWriter.layerWith({
     flushIntervalMs: settings.usageFlushIntervalMs,
     maxBatch: settings.usageMaxBatch
@@ -93,9 +63,10 @@ export const services = (settings: Settings, file: ConfigFile) => {
     Redemption.Redemption.layer,
     Handlers.layer({ sessionTtlMs: SESSION_TTL_MS }),
     Probe.layer,
-    accountsPort,
-    UsageWriter.UsageWriter.layerPort.pipe(Layer.provideMerge(usage)),
-    sweeper(maxCallMs)
+    Layer.mergeAll(Purses.layer({ nodeId: settings.nodeId, leases: settings.balanceLeases, leaseIdleMs: settings.leaseIdleMs }), UsageWriter.UsageWriter.layerPort).pipe(
+      Layer.provideMerge(usage)
+    ),
+    sweeper(settings.nodeId)
   ).pipe(
     Layer.provideMerge(provisioned),
     Layer.provideMerge(Layer.succeed(ServerSettings, settings))
@@ -119,30 +90,41 @@ export const rateLimiter = (settings: Settings): Layer.Layer<RateLimiter.RateLim
       windowMs: settings.rateLimitWindowMs
     })
 
+/** How often a node writes its heartbeat and sweeps the holds of dead nodes. @category constants */
+export const HEARTBEAT_INTERVAL_MS = 5_000
+
+/** A node whose heartbeat is older than this is dead: its holds and leases are released. @category constants */
+export const DEAD_NODE_AFTER_MS = 60_000
+
 /**
- * Releases holds whose call died with its process. On SQLite only one process
- * uses the database, so every open hold at start is an orphan; on PostgreSQL
- * other nodes may be mid-call, so only holds older than the longest a call may
- * take are released, at start and then every minute.
+ * Releases holds and balance leases whose process died. At start a node
+ * releases what an earlier run under its own id left; on SQLite, where only
+ * one process uses the database, also everything else. Then every
+ * `HEARTBEAT_INTERVAL_MS` it writes its heartbeat and releases the holds and
+ * leases of nodes whose heartbeat stopped `DEAD_NODE_AFTER_MS` ago, so a live
+ * node's calls are never swept however long they run.
  *
  * @category layers
  */
-export const sweeper = (maxCallMs: number): Layer.Layer<never, never, Accounts.Accounts | Database.Dialect> =>
+export const sweeper = (nodeId: string): Layer.Layer<never, never, Accounts.Accounts | Database.Dialect> =>
   Layer.effectDiscard(Effect.gen(function*() {
     const accounts = yield* Accounts.Accounts
     const dialect = yield* Database.Dialect
     const report = (released: number) =>
-      released > 0 ? Effect.logWarning("released holds left by calls that died with their process").pipe(Effect.annotateLogs({ released })) : Effect.void
-    const sweepOld = accounts.sweepHolds({ olderThanMs: maxCallMs + 60_000 }).pipe(
-      Effect.flatMap(report),
-      Effect.catchCause((cause) => Effect.logWarning("sweeping stale holds failed", cause))
-    )
+      released > 0
+        ? Effect.logWarning("released balance holds and leases left by processes that died").pipe(Effect.annotateLogs({ released }))
+        : Effect.void
+    yield* accounts.heartbeat(nodeId).pipe(Effect.orDie)
+    yield* accounts.sweepHolds({ nodeId }).pipe(Effect.flatMap(report), Effect.orDie)
     if (dialect === "sqlite") {
-      yield* accounts.sweepHolds({ olderThanMs: 0 }).pipe(Effect.flatMap(report), Effect.orDie)
-    } else {
-      yield* sweepOld
+      yield* accounts.sweepHolds({ deadAfterMs: 0, except: nodeId }).pipe(Effect.flatMap(report), Effect.orDie)
     }
-    yield* sweepOld.pipe(Effect.repeat(Schedule.spaced(Duration.minutes(1))), Effect.forkScoped)
+    const tick = accounts.heartbeat(nodeId).pipe(
+      Effect.andThen(accounts.sweepHolds({ deadAfterMs: DEAD_NODE_AFTER_MS, except: nodeId })),
+      Effect.flatMap(report),
+      Effect.catchCause((cause) => Effect.logWarning("heartbeat or sweeping dead nodes' holds failed", cause))
+    )
+    yield* tick.pipe(Effect.repeat(Schedule.spaced(Duration.millis(HEARTBEAT_INTERVAL_MS))), Effect.forkScoped)
   }))
 
 /**

@@ -38,6 +38,10 @@ export interface Settings {
   readonly logFormat: "json" | "logfmt" | "pretty"
   readonly usageFlushIntervalMs: number
   readonly usageMaxBatch: number
+  /** Calls hold from balance leases (false: one database hold per call). */
+  readonly balanceLeases: boolean
+  /** An idle balance lease goes back to the balance after this long. */
+  readonly leaseIdleMs: number
   /** Where the console's built files are, or null when they are not built. */
   readonly consoleDir: string | null
 }
@@ -53,6 +57,7 @@ export const defaults = {
   shutdownGraceSeconds: 30,
   usageFlushIntervalMs: 200,
   usageMaxBatch: 500,
+  leaseIdleMs: 1_000,
   redisFailure: "local",
   redisKeyPrefix: "modelgate:limits:",
   rateLimitWindowMs: 60_000,
@@ -114,6 +119,8 @@ export const resolveSettings = (
       logFormat: file.log_format ?? "logfmt",
       usageFlushIntervalMs: file.usage?.flush_interval_ms ?? defaults.usageFlushIntervalMs,
       usageMaxBatch: file.usage?.max_batch ?? defaults.usageMaxBatch,
+      balanceLeases: file.billing?.leases ?? true,
+      leaseIdleMs: file.billing?.lease_idle_ms ?? defaults.leaseIdleMs,
       consoleDir: options.consoleDir
     }
   })

@@ -75,7 +75,8 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
     userId: call.key.userId,
     keyId: call.key.id,
     amountNanos: heldNanos,
-    requestId: call.requestId
+    requestId: call.requestId,
+    capped: call.key.quotaNanos !== null || call.key.dailyBudgetNanos !== null || call.key.monthlyBudgetNanos !== null
   })
   let done = false
   const finish = (metered: Metered, outcome: Outcome, leg: Leg | undefined): Effect.Effect<void> =>

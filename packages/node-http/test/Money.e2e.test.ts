@@ -15,7 +15,7 @@ import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { ConfigFile } from "../src/ConfigFile.ts"
-import { books, freshPostgres, postgresUrl } from "./support/Databases.ts"
+import { freshPostgres, settledBooks, postgresUrl } from "./support/Databases.ts"
 import { startGateway, type TestGateway } from "./support/Gateway.ts"
 
 const FLAT_KEY = "sk-money-carol-flat-0000000000000000000000000"
@@ -28,6 +28,9 @@ const ADMIN_KEY = "sk-money-root-admin-0000000000000000000000000"
 const moneyConfig = (upstream: string): ConfigFile => ({
   listen: "127.0.0.1:0",
   log_level: "error",
+  // Idle balance leases go back at once and charges are written quickly, so the books settle fast.
+  billing: { lease_idle_ms: 20 },
+  usage: { flush_interval_ms: 20 },
   channels: [
     {
       name: "up",
@@ -85,7 +88,7 @@ const storm = async (urls: ReadonlyArray<string>, n: number) => {
 }
 
 const assertBooks = async (database: string, user: string, balance?: bigint) => {
-  const b = await books(database, user)
+  const b = await settledBooks(database, user)
   assert.strictEqual(b.balance, b.ledger, "the balance equals the ledger's sum")
   assert.isAtLeast(Number(b.balance), 0)
   if (balance !== undefined) assert.strictEqual(b.balance, balance)
@@ -147,7 +150,7 @@ describe("money on SQLite", () => {
     })
     assert.strictEqual(generated.status, 201)
     const [code] = (await generated.json() as { codes: Array<string> }).codes
-    const before = await books(gateway.database, "dave")
+    const before = await settledBooks(gateway.database, "dave")
     const statuses = await Promise.all(Array.from({ length: 50 }, () =>
       fetch(`${gateway.url}/api/redeem`, {
         method: "POST",
@@ -170,7 +173,7 @@ describe("money on SQLite", () => {
     const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)
     const usage = await (await fetch(`${gateway.url}/v1/dashboard/billing/usage?start_date=${today}&end_date=${tomorrow}`, { headers }))
       .json() as { total_usage: number }
-    const b = await books(gateway.database, "dave")
+    const b = await settledBooks(gateway.database, "dave")
     // remaining = hard limit - used, and equals the balance
     assert.closeTo(subscription.hard_limit_usd - usage.total_usage / 100, Number(b.balance) / 1e9, 1e-6)
     assert.strictEqual(subscription.access_until, 0)
@@ -179,7 +182,7 @@ describe("money on SQLite", () => {
   })
 
   it("charges the actual usage, not the hold, and nothing for a failed call", async () => {
-    const before = await books(gateway.database, "dave")
+    const before = await settledBooks(gateway.database, "dave")
     const response = await call(gateway.url, TOKEN_KEY, { model: "token-model", messages: [{ role: "user", content: "hi" }] })
     const body = await response.json() as { usage: { prompt_tokens: number; completion_tokens: number } }
     const after = await assertBooks(gateway.database, "dave")
@@ -194,7 +197,7 @@ describe("money on SQLite", () => {
   })
 
   it("charges a stream cut by the upstream for what it delivered", async () => {
-    const before = await books(gateway.database, "dave")
+    const before = await settledBooks(gateway.database, "dave")
     const response = await call(gateway.url, TOKEN_KEY, { model: "cut-model", stream: true, messages: [{ role: "user", content: "hi" }] })
     const text = await response.text()
     const delivered = [...text.matchAll(/"content":"((?:[^"\\]|\\.)*)"/g)].map((m) => JSON.parse(`"${m[1]}"`) as string).join("")
@@ -209,7 +212,7 @@ describe("money on SQLite", () => {
   })
 
   it("charges a stream the client abandons for what was generated", async () => {
-    const before = await books(gateway.database, "dave")
+    const before = await settledBooks(gateway.database, "dave")
     const controller = new AbortController()
     const response = await fetch(`${gateway.url}/v1/chat/completions`, {
       method: "POST",

@@ -18,15 +18,17 @@
  *   would take the balance below zero is refused;
  * - `sweepHolds`: releases holds a dead process left behind.
  *
- * `layerPort` exposes the repository as core's `Accounts` port.
+ * Core's `Accounts` port is implemented over this repository by `Purses.ts`
+ * (balance leases: no database on a call's path).
  *
  * @since 0.1.0
  */
-import { Accounts as AccountsPort, GatewayError, Money } from "@modelgate/core"
+import { GatewayError, Money } from "@modelgate/core"
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
 import { newId } from "./internal/random.ts"
+import * as LeaseSql from "./internal/LeaseSql.ts"
 import * as Row from "./internal/row.ts"
 import { InvalidInput } from "./StoreError.ts"
 
@@ -82,12 +84,44 @@ export interface Settlement {
 }
 
 /**
- * Which holds `sweepHolds` releases: all of a node (at its start, after a
- * crash) or all older than a cutoff (periodically, longer than any call may last).
+ * Which holds and leases `sweepHolds` releases: all of a node (at its start,
+ * after a crash), those of every node whose heartbeat is older than
+ * `deadAfterMs` (periodically, by the live nodes; a node that never wrote a
+ * heartbeat counts as dead), or per-call holds older than a cutoff.
  *
  * @category models
  */
-export type SweepSelector = { readonly nodeId: string } | { readonly olderThanMs: number }
+export type SweepSelector =
+  | { readonly nodeId: string }
+  | { readonly olderThanMs: number }
+  | { readonly deadAfterMs: number; readonly except: string }
+
+/**
+ * What `lease` asks for. `grant` is the lease policy: given the user's
+ * available balance (read inside the transaction, with the row locked on
+ * PostgreSQL), how much to reserve; 0 reserves nothing.
+ *
+ * @category models
+ */
+export interface LeaseRequest {
+  readonly userId: string
+  readonly nodeId: string
+  /** The node's current lease of this user, extended if it still exists; null starts a new one. */
+  readonly leaseId: string | null
+  readonly grant: (availableNanos: bigint) => bigint
+}
+
+/**
+ * The outcome of `lease`: the lease (new or extended), what was reserved, and
+ * the available balance before it.
+ *
+ * @category models
+ */
+export interface LeaseGrant {
+  readonly leaseId: string
+  readonly grantedNanos: bigint
+  readonly availableNanos: bigint
+}
 
 /**
  * A page of the ledger, newest first.
@@ -165,7 +199,25 @@ export class Accounts extends Context.Service<Accounts, {
     reason: string,
     actor: string
   ) => Effect.Effect<bigint, GatewayError.ResourceNotFound | InvalidInput | SqlError.SqlError>
-  /** Releases the selected open holds; returns how many. */
+  /**
+   * Reserves part of the user's balance for this node (a lease; see
+   * `Purses.ts`): one conditional update, a 'hold' ledger entry, and the
+   * lease row created or extended. Returns what `request.grant` chose (0 when
+   * it chose nothing, and then nothing changed).
+   */
+  readonly lease: (request: LeaseRequest) => Effect.Effect<LeaseGrant, GatewayError.ResourceNotFound | SqlError.SqlError>
+  /** Records that the node is alive (its holds and leases are not swept while it is). */
+  readonly heartbeat: (nodeId: string) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * What the user can spend, for display: the balance plus what leases still
+   * reserve (which includes calls in progress on other nodes, and charges not
+   * yet written by their batch writers); without `exceptNodeId`'s leases when given.
+   */
+  readonly spendable: (
+    userId: string,
+    exceptNodeId?: string | undefined
+  ) => Effect.Effect<bigint, GatewayError.ResourceNotFound | SqlError.SqlError>
+  /** Releases the selected open holds and leases; returns how many. */
   readonly sweepHolds: (selector: SweepSelector) => Effect.Effect<number, SqlError.SqlError>
   /** The sum of the user's ledger entries (equal to the balance, always). */
   readonly ledgerSum: (userId: string) => Effect.Effect<bigint, SqlError.SqlError>
@@ -286,6 +338,9 @@ export class Accounts extends Context.Service<Accounts, {
 
       const settleUnchecked = (holdId: string, chargeNanos: bigint) =>
         sql.withTransaction(Effect.gen(function*() {
+          const owner = yield* sql`SELECT user_id FROM holds WHERE id = ${holdId}`
+          if (owner[0] === undefined) return noSettlement
+          yield* LeaseSql.lockUsers(sql, [Row.str(owner[0].user_id, "holds.user_id")])
           const deleted = yield* sql`DELETE FROM holds WHERE id = ${holdId} RETURNING user_id, key_id, amount_nanos, request_id`
           const row = deleted[0]
           if (row === undefined) return noSettlement
@@ -293,7 +348,7 @@ export class Accounts extends Context.Service<Accounts, {
           const keyId = Row.str(row.key_id, "holds.key_id")
           const held = Row.big(row.amount_nanos, "holds.amount_nanos")
           const requestId = Row.strOrNull(row.request_id, "holds.request_id")
-          const users = yield* sql`SELECT balance_nanos FROM users WHERE id = ${userId}${sql.literal(forUpdate)}`
+          const users = yield* sql`SELECT balance_nanos FROM users WHERE id = ${userId}`
           const balanceNow = Row.big(users[0]!.balance_nanos, "users.balance_nanos")
           const available = held + balanceNow
           const charged = chargeNanos < available ? chargeNanos : available
@@ -359,20 +414,91 @@ export class Accounts extends Context.Service<Accounts, {
           })
         })
 
+      const lease = Effect.fn("Accounts.lease")(function*(request: LeaseRequest) {
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const users = yield* sql`SELECT balance_nanos FROM users WHERE id = ${request.userId}${sql.literal(forUpdate)}`
+          if (users[0] === undefined) return yield* userNotFound(request.userId)
+          const available = Row.big(users[0].balance_nanos, "users.balance_nanos")
+          const wanted = request.grant(available)
+          const granted = wanted < 0n ? 0n : wanted > available ? available : wanted
+          if (granted === 0n) return { leaseId: request.leaseId ?? "", grantedNanos: 0n, availableNanos: available }
+          const now = yield* Clock.currentTimeMillis
+          yield* sql`UPDATE users SET balance_nanos = balance_nanos - ${granted} WHERE id = ${request.userId}`
+          let leaseId = request.leaseId
+          if (leaseId !== null) {
+            const extended = yield* sql`UPDATE leases SET amount_nanos = amount_nanos + ${granted}, updated_at = ${now}
+              WHERE id = ${leaseId} AND node_id = ${request.nodeId} RETURNING id`
+            if (extended.length === 0) leaseId = null
+          }
+          if (leaseId === null) {
+            leaseId = newId("lea")
+            yield* sql`INSERT INTO leases ${
+              sql.insert({
+                id: leaseId,
+                user_id: request.userId,
+                node_id: request.nodeId,
+                amount_nanos: granted,
+                created_at: now,
+                updated_at: now
+              })
+            }`
+          }
+          yield* entry({
+            userId: request.userId,
+            kind: "hold",
+            amountNanos: -granted,
+            holdId: leaseId,
+            requestId: null,
+            reason: `reserved by gateway node ${request.nodeId} for calls in progress`,
+            actor: null,
+            createdAt: now
+          })
+          return { leaseId, grantedNanos: granted, availableNanos: available }
+        }))
+      })
+
+      const heartbeat = (nodeId: string) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          sql`INSERT INTO nodes (id, started_at, seen_at) VALUES (${nodeId}, ${now}, ${now})
+            ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`.pipe(Effect.asVoid))
+
+      const spendable = (userId: string, exceptNodeId?: string) =>
+        Effect.flatMap(
+          sql`SELECT balance_nanos + COALESCE((SELECT SUM(amount_nanos) FROM leases WHERE user_id = ${userId}
+              AND node_id <> ${exceptNodeId ?? ""}), 0) AS total
+            FROM users WHERE id = ${userId}`,
+          (rows) =>
+            rows[0] === undefined
+              ? Effect.fail(userNotFound(userId))
+              : Effect.succeed(Row.big(rows[0].total, "users.balance_nanos + leases"))
+        )
+
       const sweepHolds = Effect.fn("Accounts.sweepHolds")(function*(selector: SweepSelector) {
-        let rows: ReadonlyArray<Record<string, unknown>>
+        let holds: ReadonlyArray<Record<string, unknown>>
+        let leased: ReadonlyArray<Record<string, unknown>> = []
         if ("nodeId" in selector) {
-          rows = yield* sql`SELECT id FROM holds WHERE node_id = ${selector.nodeId}`
-        } else {
+          holds = yield* sql`SELECT id FROM holds WHERE node_id = ${selector.nodeId}`
+          leased = yield* sql`SELECT id FROM leases WHERE node_id = ${selector.nodeId}`
+        } else if ("olderThanMs" in selector) {
           const cutoff = (yield* Clock.currentTimeMillis) - selector.olderThanMs
-          rows = yield* sql`SELECT id FROM holds WHERE created_at < ${cutoff}`
+          holds = yield* sql`SELECT id FROM holds WHERE created_at < ${cutoff}`
+        } else {
+          const cutoff = (yield* Clock.currentTimeMillis) - selector.deadAfterMs
+          const alive = sql`SELECT id FROM nodes WHERE seen_at >= ${cutoff}`
+          holds = yield* sql`SELECT id FROM holds WHERE node_id <> ${selector.except} AND node_id NOT IN (${alive})`
+          leased = yield* sql`SELECT id FROM leases WHERE node_id <> ${selector.except} AND node_id NOT IN (${alive})`
+          yield* sql`DELETE FROM nodes WHERE seen_at < ${cutoff} AND id <> ${selector.except}`
         }
         let released = 0
-        for (const row of rows) {
+        for (const row of holds) {
           const result = yield* settleUnchecked(Row.str(row.id, "holds.id"), 0n)
           if (result.settled) released++
         }
-        if (released > 0) yield* Effect.logWarning(`Released ${released} orphaned balance hold(s)`)
+        for (const row of leased) {
+          const now = yield* Clock.currentTimeMillis
+          if (yield* sql.withTransaction(LeaseSql.release(sql, Row.str(row.id, "leases.id"), now))) released++
+        }
+        if (released > 0) yield* Effect.logWarning(`Released ${released} orphaned balance hold(s) and lease(s)`)
         return released
       })
 
@@ -389,6 +515,9 @@ export class Accounts extends Context.Service<Accounts, {
         hold,
         settle,
         release: (holdId) => settleUnchecked(holdId, 0n),
+        lease,
+        heartbeat,
+        spendable,
         topUp: credit("topup", false),
         adjust: credit("adjustment", true),
         sweepHolds,
@@ -406,35 +535,4 @@ export class Accounts extends Context.Service<Accounts, {
       })
     })
   )
-
-  /**
-   * Core's `Accounts` port over this repository, for admission: holds are
-   * tagged with `nodeId`; database failures become `InternalError` (the cause is logged).
-   *
-   * @category layers
-   */
-  static readonly layerPort = (nodeId: string): Layer.Layer<AccountsPort.Accounts, never, Accounts> =>
-    Layer.effect(
-      AccountsPort.Accounts,
-      Effect.map(Accounts, (accounts) => {
-        const internal = (cause: unknown) =>
-          Effect.andThen(
-            Effect.logError("Balance operation failed", cause),
-            Effect.fail(new GatewayError.InternalError({ message: "The gateway could not update your balance. Please retry." }))
-          )
-        return AccountsPort.Accounts.of({
-          hold: (request) =>
-            accounts.hold({ ...request, nodeId }).pipe(
-              Effect.catchTags({ ResourceNotFound: internal, InvalidInput: internal, SqlError: internal })
-            ),
-          settle: (holdId, chargeNanos) =>
-            accounts.settle(holdId, chargeNanos).pipe(
-              Effect.asVoid,
-              Effect.catchTags({ InvalidInput: internal, SqlError: internal })
-            ),
-          balance: (userId) =>
-            accounts.balance(userId).pipe(Effect.catchTags({ ResourceNotFound: internal, SqlError: internal }))
-        })
-      })
-    )
 }

@@ -219,11 +219,43 @@ const userLimits: Migration = {
 }
 
 /**
+ * Balance leases and node liveness (see `Purses.ts` and docs/billing.md).
+ *
+ * A lease is a part of a user's balance reserved by one gateway process, from
+ * which it takes the holds of many calls in memory; its 'hold' ledger entry
+ * took the amount from `users.balance_nanos`, and charges drawn from it are
+ * written in batches. `nodes` records each process's heartbeat, so the holds
+ * and leases of a process that died are released by the others (and a live
+ * process's long calls never are).
+ */
+const leases: Migration = {
+  id: 6,
+  name: "leases",
+  statements: () => [
+    `CREATE TABLE leases (
+      id TEXT PRIMARY KEY,
+      user_id TEXT NOT NULL REFERENCES users (id),
+      node_id TEXT NOT NULL,
+      amount_nanos BIGINT NOT NULL CHECK (amount_nanos >= 0),
+      created_at BIGINT NOT NULL,
+      updated_at BIGINT NOT NULL
+    )`,
+    "CREATE INDEX leases_user ON leases (user_id)",
+    "CREATE INDEX leases_node ON leases (node_id)",
+    `CREATE TABLE nodes (
+      id TEXT PRIMARY KEY,
+      started_at BIGINT NOT NULL,
+      seen_at BIGINT NOT NULL
+    )`
+  ]
+}
+
+/**
  * All migrations, in order. Append only: never edit one that has shipped.
  *
  * @category migrations
  */
-export const migrations: ReadonlyArray<Migration> = [initial, keySpend, userLimits]
+export const migrations: ReadonlyArray<Migration> = [initial, keySpend, userLimits, leases]
 
 /** An arbitrary constant naming modelgate's migration lock among advisory locks. */
 const PG_LOCK_KEY = 727_460_131

@@ -1,7 +1,7 @@
 /**
  * The whole store in one layer: the database chosen by URL, migrations run at
  * build time, secrets, every repository, and core's ports (`Accounts`,
- * `KeyStore`, `UsageLog`) backed by them. At build it also releases the holds
+ * `KeyStore`, `UsageLog`) backed by them (`Accounts` by `Purses`: balance leases). At build it also releases the holds
  * this node left behind before a crash (`sweepHolds({ nodeId })`).
  *
  * @since 0.1.0
@@ -15,6 +15,7 @@ import * as Database from "./Database.ts"
 import { Keys } from "./Keys.ts"
 import { migrate } from "./Migrations.ts"
 import { Provisioning } from "./Provisioning.ts"
+import * as Purses from "./Purses.ts"
 import { Redemption } from "./Redemption.ts"
 import * as Secrets from "./Secrets.ts"
 import { UsageWriter, type WriterOptions } from "./UsageWriter.ts"
@@ -79,7 +80,7 @@ export const layer = (
     UsageWriter.layerWith(options.usage)
   ).pipe(Layer.provideMerge(base))
   const ports = Layer.mergeAll(
-    Accounts.layerPort(options.nodeId),
+    Purses.layer({ nodeId: options.nodeId }),
     Keys.layerKeyStore,
     UsageWriter.layerPort,
     Layer.effectDiscard(Effect.flatMap(Accounts, (accounts) => accounts.sweepHolds({ nodeId: options.nodeId })))

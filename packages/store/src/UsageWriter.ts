@@ -1,15 +1,19 @@
 /**
- * Usage records: a background writer with group commit, and the queries the
- * console and billing pages read.
+ * Usage records and the ledger entries of calls: a background writer with
+ * group commit, and the queries the console and billing pages read.
  *
- * `record` appends to an in-memory buffer and returns at once (it never waits
- * on the database). A fiber flushes the buffer every `flushIntervalMs`
- * (default 200 ms), or as soon as `maxBatch` records (default 500) are queued,
- * writing each batch of up to `maxBatch` rows in one transaction. A batch that
- * fails is put back at the head of the buffer and retried on the next tick. The
- * layer's finalizer stops the fiber and flushes everything that is left, so a
- * graceful shutdown (SIGTERM) loses nothing; a crash loses at most what was
- * recorded in the last flush interval.
+ * `record` (a usage record), `charge` (a call's charge against a balance
+ * lease) and `releaseLease` append to one in-memory buffer and return at once
+ * (they never wait on the database). A fiber flushes the buffer every
+ * `flushIntervalMs` (default 200 ms), or as soon as `maxBatch` entries
+ * (default 500) are queued, writing each batch of up to `maxBatch` entries in
+ * one transaction, in the order they were queued (so a lease is released only
+ * after the charges taken from it). A batch that fails is put back at the head
+ * of the buffer and retried on the next tick. The layer's finalizer stops the
+ * fiber and flushes everything that is left, so a graceful shutdown (SIGTERM)
+ * loses nothing; a crash loses at most what was queued in the last flush
+ * interval (usage records, and charges: the calls of that window go unbilled,
+ * and their lease returns whole to the balance when the node's leases are swept).
  *
  * `layerPort` exposes the writer as core's `UsageLog` port.
  *
@@ -17,11 +21,25 @@
  */
 import { UsageLog } from "@modelgate/core"
 import type { Domain } from "@modelgate/core"
-import { Array as Arr, Context, Deferred, Effect, Exit, Layer, Semaphore } from "effect"
+import { Array as Arr, Clock, Context, Deferred, Effect, Exit, Layer, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
+import * as LeaseSql from "./internal/LeaseSql.ts"
 import { newId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
+
+/**
+ * One call's charge against a balance lease (see `Purses.ts`); `leaseId` null
+ * charges the balance directly.
+ *
+ * @category models
+ */
+export type LeaseCharge = LeaseSql.Charge
+
+type Entry =
+  | { readonly _tag: "Usage"; readonly record: UsageLog.UsageRecord }
+  | { readonly _tag: "Charge"; readonly charge: LeaseCharge }
+  | { readonly _tag: "Release"; readonly leaseId: string }
 
 /**
  * A stored usage record.
@@ -132,9 +150,13 @@ const encode = (r: UsageLog.UsageRecord): Record<string, unknown> => ({
 export class UsageWriter extends Context.Service<UsageWriter, {
   /** Queues a record; never blocks on the database. */
   readonly record: (usage: UsageLog.UsageRecord) => Effect.Effect<void>
+  /** Queues a call's charge against a lease; never blocks on the database. */
+  readonly charge: (charge: LeaseCharge) => Effect.Effect<void>
+  /** Queues the end of a lease, after every charge queued before it; never blocks on the database. */
+  readonly releaseLease: (leaseId: string) => Effect.Effect<void>
   /** Writes everything queued so far. */
   readonly flush: Effect.Effect<void, SqlError.SqlError>
-  /** How many records are queued and not yet written. */
+  /** How many entries (records, charges, releases) are queued and not yet written. */
   readonly pending: Effect.Effect<number>
   /** Records matching the filter, newest first. */
   readonly query: (filter: UsageFilter) => Effect.Effect<ReadonlyArray<StoredUsage>, SqlError.SqlError>
@@ -155,16 +177,37 @@ export class UsageWriter extends Context.Service<UsageWriter, {
         const sql = yield* SqlClient.SqlClient
         const flushIntervalMs = Math.max(1, options.flushIntervalMs ?? 200)
         const maxBatch = Math.max(1, options.maxBatch ?? 500)
-        let buffer: Array<UsageLog.UsageRecord> = []
+        let buffer: Array<Entry> = []
+        /** Entries taken from the buffer by the batch being written. */
+        let writing = 0
         let wake = Deferred.makeUnsafe<void>()
         const lock = yield* Semaphore.make(1)
 
-        const writeBatch = (batch: Array<UsageLog.UsageRecord>): Effect.Effect<void, SqlError.SqlError> => {
-          const rows = batch.map(encode)
-          return Arr.isReadonlyArrayNonEmpty(rows)
-            ? Effect.asVoid(sql.withTransaction(sql`INSERT INTO usage_records ${sql.insert(rows)}`))
-            : Effect.void
+        const writeBatch = (batch: Array<Entry>): Effect.Effect<void, SqlError.SqlError> => {
+          const rows: Array<Record<string, unknown>> = []
+          const charges: Array<LeaseCharge> = []
+          const releases: Array<string> = []
+          for (const entry of batch) {
+            if (entry._tag === "Usage") rows.push(encode(entry.record))
+            else if (entry._tag === "Charge") charges.push(entry.charge)
+            else releases.push(entry.leaseId)
+          }
+          return sql.withTransaction(Effect.gen(function*() {
+            if (Arr.isReadonlyArrayNonEmpty(rows)) yield* sql`INSERT INTO usage_records ${sql.insert(rows)}`
+            if (charges.length === 0 && releases.length === 0) return
+            const now = yield* Clock.currentTimeMillis
+            // Charges first, then releases: a lease released in this batch was charged by
+            // entries queued before its release, and none are queued after it.
+            if (charges.length > 0) yield* LeaseSql.applyCharges(sql, charges, now)
+            for (const leaseId of releases) yield* LeaseSql.release(sql, leaseId, now)
+          }))
         }
+
+        const enqueue = (entry: Entry) =>
+          Effect.sync(() => {
+            buffer.push(entry)
+            if (buffer.length >= maxBatch) Deferred.doneUnsafe(wake, Exit.void)
+          })
 
         // One batch at a time; uninterruptible so shutdown waits for a write in flight,
         // and a failed batch goes back to the head of the buffer.
@@ -172,10 +215,12 @@ export class UsageWriter extends Context.Service<UsageWriter, {
           if (buffer.length === 0) return Effect.succeed(false)
           const batch = buffer.length <= maxBatch ? buffer : buffer.slice(0, maxBatch)
           buffer = buffer.length <= maxBatch ? [] : buffer.slice(maxBatch)
+          writing = batch.length
           return writeBatch(batch).pipe(
             Effect.onExit((exit) =>
-              Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => {
-                buffer = batch.concat(buffer)
+              Effect.sync(() => {
+                writing = 0
+                if (Exit.isFailure(exit)) buffer = batch.concat(buffer)
               })
             ),
             Effect.as(true)
@@ -192,7 +237,7 @@ export class UsageWriter extends Context.Service<UsageWriter, {
             wake = Deferred.makeUnsafe<void>()
             yield* flush.pipe(
               Effect.catchCause((cause) =>
-                Effect.logError(`Writing usage records failed; ${buffer.length} kept for retry`, cause)
+                Effect.logError(`Writing usage records and charges failed; ${buffer.length} kept for retry`, cause)
               )
             )
           }
@@ -201,7 +246,7 @@ export class UsageWriter extends Context.Service<UsageWriter, {
         yield* Effect.addFinalizer(() =>
           flush.pipe(
             Effect.catchCause((cause) =>
-              Effect.logError(`Could not write ${buffer.length} usage record(s) at shutdown`, cause)
+              Effect.logError(`Could not write ${buffer.length} usage record(s) and charge(s) at shutdown`, cause)
             )
           )
         )
@@ -248,13 +293,11 @@ export class UsageWriter extends Context.Service<UsageWriter, {
         }
 
         return UsageWriter.of({
-          record: (usage) =>
-            Effect.sync(() => {
-              buffer.push(usage)
-              if (buffer.length >= maxBatch) Deferred.doneUnsafe(wake, Exit.void)
-            }),
+          record: (record) => enqueue({ _tag: "Usage", record }),
+          charge: (charge) => enqueue({ _tag: "Charge", charge }),
+          releaseLease: (leaseId) => enqueue({ _tag: "Release", leaseId }),
           flush,
-          pending: Effect.sync(() => buffer.length),
+          pending: Effect.sync(() => buffer.length + writing),
           query,
           dailyTotals
         })

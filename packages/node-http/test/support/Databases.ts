@@ -22,17 +22,37 @@ export const freshPostgres = async (base: string): Promise<{ readonly url: strin
   return { url: url.toString(), drop: () => runSql(base, (sql) => sql.unsafe(`DROP SCHEMA ${schema} CASCADE`)).then(() => undefined) }
 }
 
-/** The balance and the ledger sum of a user, and the open holds, read straight from the database. */
+/**
+ * The balance and the ledger sum of a user, what the user's balance leases
+ * reserve, and the open holds and leases (of every user), read straight from
+ * the database.
+ */
 export const books = (url: string, user: string) =>
   runSql(url, (sql) =>
     Effect.gen(function*() {
       const users = yield* sql`SELECT id, balance_nanos FROM users WHERE name = ${user}`
       const id = users[0]!.id as string
       const sums = yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS total FROM ledger WHERE user_id = ${id}`
-      const holds = yield* sql`SELECT COUNT(*) AS n FROM holds`
+      const reserved = yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS total FROM leases WHERE user_id = ${id}`
+      const holds = yield* sql`SELECT (SELECT COUNT(*) FROM holds) + (SELECT COUNT(*) FROM leases) AS n`
       return {
         balance: BigInt(users[0]!.balance_nanos as bigint),
         ledger: BigInt(sums[0]!.total as bigint),
+        reserved: BigInt(reserved[0]!.total as bigint),
         openHolds: Number(holds[0]!.n)
       }
     }))
+
+/**
+ * `books` once every hold and balance lease is closed (calls settled, charges
+ * written, idle leases released), so the balance is final; fails after `timeoutMs`.
+ */
+export const settledBooks = async (url: string, user: string, timeoutMs = 10_000) => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const b = await books(url, user)
+    if (b.openHolds === 0) return b
+    if (Date.now() > deadline) throw new Error(`holds or leases still open after ${timeoutMs} ms: ${b.openHolds}`)
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+}

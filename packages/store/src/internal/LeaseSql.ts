@@ -1,0 +1,175 @@
+/**
+ * The statements behind leases, shared by `Accounts` (taking and sweeping
+ * leases) and the batch writer (charging calls against leases, releasing them).
+ * Each function runs its statements in the caller's transaction.
+ *
+ * Ledger bookkeeping: a lease's 'hold' entry took its amount from the balance.
+ * When a batch charges calls against the lease, the lease shrinks by their
+ * total and the ledger gets one 'release' of that total (the reserved money
+ * that became charges) and one 'charge' per call, so the balance stays equal
+ * to the sum of the ledger at every commit. Releasing a lease returns what is
+ * left of it to the balance with a final 'release'.
+ *
+ * @since 0.1.0
+ */
+import { Array as Arr, Effect } from "effect"
+import type { SqlClient, SqlError } from "effect/sql"
+import { Money } from "@modelgate/core"
+import { newId } from "./random.ts"
+import * as Row from "./row.ts"
+
+/**
+ * One call's charge, taken from a lease (or, when `leaseId` is null or the
+ * lease is gone, from the balance directly, as far as it goes).
+ */
+export interface Charge {
+  readonly leaseId: string | null
+  readonly userId: string
+  readonly keyId: string
+  readonly requestId: string
+  readonly chargedNanos: bigint
+  /** What the call cost beyond what could be charged (the reservation ran out). */
+  readonly shortfallNanos: bigint
+  readonly at: number
+}
+
+/** The UTC day and month of a time, as `key_spend` periods (`d:2026-11-22`, `m:2026-11`). */
+export const periodsOf = (ms: number): readonly [string, string] => {
+  const iso = new Date(ms).toISOString()
+  return [`d:${iso.slice(0, 10)}`, `m:${iso.slice(0, 7)}`]
+}
+
+const shortfallReason = (shortfall: bigint): string | null =>
+  shortfall > 0n ? `shortfall of ${Money.formatUsd(shortfall)} USD: the balance ran out` : null
+
+const ledgerRow = (
+  userId: string,
+  kind: "charge" | "release",
+  amountNanos: bigint,
+  holdId: string | null,
+  requestId: string | null,
+  reason: string | null,
+  createdAt: number
+) => ({
+  id: newId("led"),
+  user_id: userId,
+  kind,
+  amount_nanos: amountNanos,
+  hold_id: holdId,
+  request_id: requestId,
+  reason,
+  actor: null,
+  created_at: createdAt
+})
+
+/**
+ * Locks the users' rows (PostgreSQL; SQLite transactions are serial anyway),
+ * in id order. Every transaction that moves money takes these locks first, so
+ * they never deadlock on each other.
+ */
+export const lockUsers = (sql: SqlClient.SqlClient, userIds: ReadonlyArray<string>): Effect.Effect<void, SqlError.SqlError> => {
+  if (userIds.length === 0) return Effect.void
+  return sql.onDialectOrElse({
+    pg: () => Effect.asVoid(sql`SELECT id FROM users WHERE id IN ${sql.in([...userIds].sort())} ORDER BY id FOR UPDATE`),
+    orElse: () => Effect.void
+  })
+}
+
+/**
+ * Writes a batch of charges: per lease, one conditional decrement, one
+ * 'release' and the calls' 'charge' entries; then the keys' spending counters.
+ */
+export const applyCharges = (
+  sql: SqlClient.SqlClient,
+  charges: ReadonlyArray<Charge>,
+  now: number
+): Effect.Effect<void, SqlError.SqlError> =>
+  Effect.gen(function*() {
+    const groups = new Map<string, Array<Charge>>()
+    for (const charge of charges) {
+      const group = `${charge.leaseId ?? ""}\u0000${charge.userId}`
+      const list = groups.get(group)
+      if (list === undefined) groups.set(group, [charge])
+      else list.push(charge)
+    }
+    // Lock order, everywhere money moves: the users' rows first (sorted, so two
+    // writers never wait on each other), then leases and holds, then keys.
+    yield* lockUsers(sql, [...new Set(charges.map((charge) => charge.userId))])
+    const ledger: Array<Record<string, unknown>> = []
+    const spentByKey = new Map<string, bigint>()
+    const spentByPeriod = new Map<string, { keyId: string; period: string; amount: bigint }>()
+    const addSpend = (keyId: string, amount: bigint, at: number) => {
+      if (amount === 0n) return
+      spentByKey.set(keyId, (spentByKey.get(keyId) ?? 0n) + amount)
+      for (const period of periodsOf(at)) {
+        const id = `${keyId}\u0000${period}`
+        const current = spentByPeriod.get(id)
+        if (current === undefined) spentByPeriod.set(id, { keyId, period, amount })
+        else spentByPeriod.set(id, { ...current, amount: current.amount + amount })
+      }
+    }
+    for (const group of groups.values()) {
+      const { leaseId, userId } = group[0]!
+      let total = 0n
+      for (const charge of group) total += charge.chargedNanos
+      const taken = leaseId === null || total === 0n
+        ? []
+        : yield* sql`UPDATE leases SET amount_nanos = amount_nanos - ${total}, updated_at = ${now}
+            WHERE id = ${leaseId} AND amount_nanos >= ${total} RETURNING id`
+      if (taken.length > 0 || total === 0n) {
+        if (total > 0n) {
+          ledger.push(ledgerRow(userId, "release", total, leaseId, null, `${group.length} call(s) charged from this reservation`, now))
+        }
+        for (const charge of group) {
+          ledger.push(ledgerRow(userId, "charge", -charge.chargedNanos, leaseId, charge.requestId, shortfallReason(charge.shortfallNanos), charge.at))
+          addSpend(charge.keyId, charge.chargedNanos, charge.at)
+        }
+        continue
+      }
+      // The lease is gone (swept while this node could not reach the database, or
+      // charged after its release at a forced shutdown): charge the balance, as far as it goes.
+      const users = yield* sql`SELECT balance_nanos FROM users WHERE id = ${userId}`
+      if (users[0] === undefined) continue
+      let balance = Row.big(users[0].balance_nanos, "users.balance_nanos")
+      let charged = 0n
+      for (const charge of group) {
+        const take = charge.chargedNanos < balance ? charge.chargedNanos : balance
+        balance -= take
+        charged += take
+        ledger.push(
+          ledgerRow(userId, "charge", -take, null, charge.requestId, shortfallReason(charge.shortfallNanos + charge.chargedNanos - take), charge.at)
+        )
+        addSpend(charge.keyId, take, charge.at)
+      }
+      yield* sql`UPDATE users SET balance_nanos = balance_nanos - ${charged} WHERE id = ${userId}`
+    }
+    if (Arr.isReadonlyArrayNonEmpty(ledger)) yield* sql`INSERT INTO ledger ${sql.insert(ledger)}`
+    for (const [keyId, amount] of spentByKey) {
+      yield* sql`UPDATE api_keys SET spent_nanos = spent_nanos + ${amount} WHERE id = ${keyId}`
+    }
+    for (const { keyId, period, amount } of spentByPeriod.values()) {
+      yield* sql`INSERT INTO key_spend (key_id, period, spent_nanos) VALUES (${keyId}, ${period}, ${amount})
+        ON CONFLICT (key_id, period) DO UPDATE SET spent_nanos = key_spend.spent_nanos + excluded.spent_nanos`
+    }
+  })
+
+/**
+ * Ends a lease: what is left of it goes back to the balance, with a 'release'
+ * entry. Returns false when the lease was already gone.
+ */
+export const release = (sql: SqlClient.SqlClient, leaseId: string, now: number): Effect.Effect<boolean, SqlError.SqlError> =>
+  Effect.gen(function*() {
+    const owner = yield* sql`SELECT user_id FROM leases WHERE id = ${leaseId}`
+    if (owner[0] === undefined) return false
+    yield* lockUsers(sql, [Row.str(owner[0].user_id, "leases.user_id")])
+    const rows = yield* sql`DELETE FROM leases WHERE id = ${leaseId} RETURNING user_id, amount_nanos`
+    const row = rows[0]
+    if (row === undefined) return false
+    const userId = Row.str(row.user_id, "leases.user_id")
+    const amount = Row.big(row.amount_nanos, "leases.amount_nanos")
+    if (amount > 0n) {
+      yield* sql`UPDATE users SET balance_nanos = balance_nanos + ${amount} WHERE id = ${userId}`
+      yield* sql`INSERT INTO ledger ${sql.insert(ledgerRow(userId, "release", amount, leaseId, null, "reservation ended", now))}`
+    }
+    return true
+  })

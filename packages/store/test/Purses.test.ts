@@ -1,0 +1,314 @@
+/**
+ * Balance leases (`Purses`): calls hold and settle in memory against a lease
+ * taken atomically in the database, charges are written in batches, and the
+ * books agree at every commit. On SQLite always, on PostgreSQL when
+ * MODELGATE_TEST_POSTGRES is set.
+ */
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Accounts as AccountsPort } from "@modelgate/core"
+import { Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { SqlClient } from "effect/sql"
+import fc from "fast-check"
+import { Accounts } from "../src/Accounts.ts"
+import { migrate } from "../src/Migrations.ts"
+import * as Purses from "../src/Purses.ts"
+import * as Secrets from "../src/Secrets.ts"
+import { UsageWriter } from "../src/UsageWriter.ts"
+import { Users } from "../src/Users.ts"
+import { databaseLayer, makePostgres, makeSqlite, postgresUrl, type TestDatabase } from "./harness.ts"
+
+describe("leaseGrant", () => {
+  const base = { holdNanos: 100n, prefetchNanos: 1_600n, minCalls: 64, shareDivisor: 4 }
+  it("refuses what the balance cannot cover", () => {
+    assert.strictEqual(Purses.leaseGrant({ ...base, availableNanos: 99n, deficitNanos: 100n }), 0n)
+  })
+  it("takes only the deficit near the end of a balance", () => {
+    assert.strictEqual(Purses.leaseGrant({ ...base, availableNanos: 6_399n, deficitNanos: 100n }), 100n)
+    assert.strictEqual(Purses.leaseGrant({ ...base, availableNanos: 100n, deficitNanos: 100n }), 100n)
+    assert.strictEqual(Purses.leaseGrant({ ...base, availableNanos: 5_000n, deficitNanos: 40n }), 40n)
+  })
+  it("prefetches above the threshold, but at most a share of the balance", () => {
+    assert.strictEqual(Purses.leaseGrant({ ...base, availableNanos: 6_400n, deficitNanos: 100n }), 1_600n)
+    assert.strictEqual(Purses.leaseGrant({ ...base, availableNanos: 1_000_000n, deficitNanos: 100n }), 1_700n)
+    assert.strictEqual(Purses.leaseGrant({ ...base, availableNanos: 10_000n, deficitNanos: 60n, prefetchNanos: 9_000n }), 2_500n)
+  })
+  it("never grants less than the deficit nor more than the balance", () => {
+    fc.assert(fc.property(
+      fc.bigInt({ min: 0n, max: 10n ** 15n }),
+      fc.bigInt({ min: 1n, max: 10n ** 12n }),
+      fc.bigInt({ min: 0n, max: 10n ** 13n }),
+      fc.integer({ min: 1, max: 256 }),
+      fc.integer({ min: 1, max: 16 }),
+      (available, hold, prefetch, minCalls, shareDivisor) => {
+        const deficit = hold / 2n + 1n
+        const grant = Purses.leaseGrant({ availableNanos: available, deficitNanos: deficit, holdNanos: hold, prefetchNanos: prefetch, minCalls, shareDivisor })
+        if (available < deficit) return grant === 0n
+        return grant >= deficit && grant <= available
+      }
+    ))
+  })
+})
+
+const baseLayer = (make: () => Promise<TestDatabase>) =>
+  Layer.unwrap(Effect.map(
+    Effect.acquireRelease(Effect.promise(make), (db) => Effect.promise(db.cleanup)),
+    (db) => {
+      const database = Layer.effectDiscard(migrate).pipe(Layer.provideMerge(databaseLayer(db)))
+      return Layer.mergeAll(Users.layer, Accounts.layer).pipe(
+        Layer.provideMerge(Secrets.layer({ secret: Redacted.make("test secret of sufficient length") }).pipe(Layer.orDie)),
+        Layer.provideMerge(database)
+      )
+    }
+  ))
+
+/** A user with a balance (through a top-up, so the ledger agrees). */
+const userWith = Effect.fnUntraced(function*(balance: bigint) {
+  const user = yield* (yield* Users).create({ name: `u${Math.random().toString(36).slice(2, 12)}` })
+  if (balance > 0n) yield* (yield* Accounts).topUp(user.id, balance, "test", "tester")
+  return user.id
+})
+
+/** One node's purses and its batch writer (flushed only when the test says so), in their own scope. */
+const node = Effect.fnUntraced(function*(options: Omit<Purses.PurseOptions, "nodeId"> & { readonly nodeId?: string } = {}) {
+  const scope = yield* Scope.make()
+  const sql = yield* SqlClient.SqlClient
+  const accounts = yield* Accounts
+  const writer = yield* Layer.buildWithScope(UsageWriter.layerWith({ flushIntervalMs: 3_600_000, maxBatch: 100_000 }), scope).pipe(
+    Effect.provideService(SqlClient.SqlClient, sql),
+    Effect.map((context) => context.mapUnsafe.get(UsageWriter.key) as UsageWriter["Service"])
+  )
+  const purses = yield* Layer.buildWithScope(Purses.layer({ nodeId: "node-a", leaseIdleMs: 3_600_000, ...options }), scope).pipe(
+    Effect.provideService(Accounts, accounts),
+    Effect.provideService(UsageWriter, writer),
+    Effect.map((context) => context.mapUnsafe.get(AccountsPort.Accounts.key) as AccountsPort.Accounts["Service"])
+  )
+  return { purses, writer, close: Scope.close(scope, Exit.void) }
+})
+
+/** The user's balance column, the ledger's sum, and what leases and holds still reserve. */
+const books = Effect.fnUntraced(function*(userId: string) {
+  const sql = yield* SqlClient.SqlClient
+  const accounts = yield* Accounts
+  const leases = yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS total, COUNT(*) AS n FROM leases WHERE user_id = ${userId}`
+  const holds = yield* sql`SELECT COUNT(*) AS n FROM holds WHERE user_id = ${userId}`
+  const balance = yield* accounts.balance(userId)
+  const ledger = yield* accounts.ledgerSum(userId)
+  assert.strictEqual(balance, ledger, "the balance equals the ledger's sum")
+  assert.isTrue(balance >= 0n, "the balance is never negative")
+  return {
+    balance,
+    reserved: BigInt(leases[0]!.total as bigint | number),
+    leases: Number(leases[0]!.n),
+    holds: Number(holds[0]!.n)
+  }
+})
+
+const request = (userId: string, amountNanos: bigint, extra: Partial<AccountsPort.HoldRequest> = {}): AccountsPort.HoldRequest => ({
+  userId,
+  keyId: "key-1",
+  amountNanos,
+  requestId: `req-${Math.random().toString(36).slice(2, 10)}`,
+  ...extra
+})
+
+const suite = (make: () => Promise<TestDatabase>) =>
+  layer(baseLayer(make), { excludeTestServices: true, timeout: "120 seconds" })((it) => {
+    it.effect("calls hold and settle in memory; one lease and one batch reach the database", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(1_000_000_000n)
+        const { purses, writer, close } = yield* node()
+        const first = yield* purses.hold(request(user, 1_000n))
+        // The first hold reserved the call plus 16 more of its size: 17,000 nano-dollars.
+        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 17_000n, reserved: 17_000n, leases: 1, holds: 0 })
+        const more = yield* Effect.forEach(Array.from({ length: 10 }), () => purses.hold(request(user, 1_000n)))
+        assert.strictEqual((yield* books(user)).leases, 1, "no new lease for calls the lease covers")
+        for (const id of [first, ...more]) yield* purses.settle(id, 300n)
+        assert.strictEqual(yield* writer.pending, 11)
+        // What the user sees is exact before the batch is written.
+        assert.strictEqual(yield* purses.balance(user), 1_000_000_000n - 3_300n)
+        yield* writer.flush
+        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 17_000n, reserved: 17_000n - 3_300n, leases: 1, holds: 0 })
+        const sql = yield* SqlClient.SqlClient
+        const charges = yield* sql`SELECT COUNT(*) AS n, COALESCE(SUM(amount_nanos), 0) AS total FROM ledger WHERE user_id = ${user} AND kind = 'charge'`
+        assert.strictEqual(Number(charges[0]!.n), 11)
+        assert.strictEqual(BigInt(charges[0]!.total as bigint | number), -3_300n)
+        const spent = yield* sql`SELECT spent_nanos FROM key_spend WHERE key_id = 'key-1'`
+        assert.isTrue(spent.length === 2, "the key's daily and monthly spending are counted")
+        // Closing the node releases its lease after the queued charges.
+        yield* close
+        yield* writer.flush
+        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 3_300n, reserved: 0n, leases: 0, holds: 0 })
+      }))
+
+    it.effect("an idle lease goes back to the balance", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(1_000_000_000n)
+        const { purses, writer, close } = yield* node({ leaseIdleMs: 0 })
+        const id = yield* purses.hold(request(user, 1_000n))
+        yield* purses.settle(id, 250n)
+        for (let i = 0; i < 100 && (yield* books(user)).leases > 0; i++) {
+          yield* writer.flush
+          yield* Effect.sleep("20 millis")
+        }
+        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 250n, reserved: 0n, leases: 0, holds: 0 })
+        yield* close
+      }))
+
+    it.effect("near the end of a balance, 1,000 concurrent calls of a balance that pays for 10: exactly 10 are held", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(10_000n)
+        const { purses, writer, close } = yield* node()
+        const results = yield* Effect.forEach(
+          Array.from({ length: 1_000 }),
+          () => Effect.result(purses.hold(request(user, 1_000n))),
+          { concurrency: "unbounded" }
+        )
+        const held = results.filter((r) => r._tag === "Success").map((r) => r.success)
+        const refused = results.filter((r) => r._tag === "Failure")
+        assert.strictEqual(held.length, 10)
+        assert.isTrue(refused.every((r) => r.failure._tag === "InsufficientBalance"))
+        assert.deepStrictEqual(yield* books(user), { balance: 0n, reserved: 10_000n, leases: 1, holds: 0 })
+        for (const id of held) yield* purses.settle(id, 1_000n)
+        yield* close
+        yield* writer.flush
+        assert.deepStrictEqual(yield* books(user), { balance: 0n, reserved: 0n, leases: 0, holds: 0 })
+      }))
+
+    it.effect("two nodes on one database never hold more than the balance between them", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(10_000n)
+        const a = yield* node({ nodeId: "node-a" })
+        const b = yield* node({ nodeId: "node-b" })
+        const results = yield* Effect.forEach(
+          Array.from({ length: 400 }),
+          (_, i) => Effect.result((i % 2 === 0 ? a : b).purses.hold(request(user, 1_000n))),
+          { concurrency: "unbounded" }
+        )
+        assert.strictEqual(results.filter((r) => r._tag === "Success").length, 10)
+        assert.strictEqual((yield* books(user)).balance, 0n)
+        yield* a.close
+        yield* b.close
+        yield* a.writer.flush
+        yield* b.writer.flush
+        assert.deepStrictEqual(yield* books(user), { balance: 10_000n, reserved: 0n, leases: 0, holds: 0 })
+      }))
+
+    it.effect("keys with a spending cap, and leases turned off, hold each call in the database", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(1_000_000n)
+        const { purses, close } = yield* node()
+        const capped = yield* purses.hold(request(user, 5_000n, { capped: true }))
+        assert.deepStrictEqual(yield* books(user), { balance: 995_000n, reserved: 0n, leases: 0, holds: 1 })
+        yield* purses.settle(capped, 1_200n)
+        assert.deepStrictEqual(yield* books(user), { balance: 998_800n, reserved: 0n, leases: 0, holds: 0 })
+        yield* close
+        const off = yield* node({ leases: false })
+        const id = yield* off.purses.hold(request(user, 5_000n))
+        assert.strictEqual((yield* books(user)).holds, 1)
+        yield* off.purses.settle(id, 800n)
+        assert.deepStrictEqual(yield* books(user), { balance: 998_000n, reserved: 0n, leases: 0, holds: 0 })
+        yield* off.close
+      }))
+
+    it.effect("a free call (a hold of nothing) takes no lease and writes nothing", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(1_000n)
+        const { purses, writer, close } = yield* node()
+        const id = yield* purses.hold(request(user, 0n))
+        yield* purses.settle(id, 0n)
+        assert.strictEqual(yield* writer.pending, 0)
+        assert.deepStrictEqual(yield* books(user), { balance: 1_000n, reserved: 0n, leases: 0, holds: 0 })
+        yield* close
+      }))
+
+    it.effect("a charge above the hold takes what the lease has left, and the ledger names the shortfall", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(5_000n)
+        const { purses, writer, close } = yield* node()
+        const id = yield* purses.hold(request(user, 1_000n))
+        // Near the end of the balance the lease took exactly the hold: an upstream that
+        // reports more usage than the worst case is charged the hold, and the rest is a shortfall.
+        yield* purses.settle(id, 1_600n)
+        yield* writer.flush
+        const sql = yield* SqlClient.SqlClient
+        const rows = yield* sql`SELECT amount_nanos, reason FROM ledger WHERE user_id = ${user} AND kind = 'charge'`
+        assert.strictEqual(BigInt(rows[0]!.amount_nanos as bigint | number), -1_000n)
+        assert.include(String(rows[0]!.reason), "shortfall")
+        yield* close
+        yield* writer.flush
+        assert.deepStrictEqual(yield* books(user), { balance: 4_000n, reserved: 0n, leases: 0, holds: 0 })
+      }))
+
+    it.effect("a lease swept while its node still runs: later charges come from the balance, never below zero", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(1_000_000_000n)
+        const { purses, writer, close } = yield* node({ nodeId: "node-paused" })
+        const id = yield* purses.hold(request(user, 1_000n))
+        yield* purses.settle(id, 700n)
+        // Another node declares this one dead (its heartbeat stopped) and releases its lease, charges unwritten.
+        assert.strictEqual(yield* (yield* Accounts).sweepHolds({ nodeId: "node-paused" }), 1)
+        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n, reserved: 0n, leases: 0, holds: 0 })
+        yield* writer.flush
+        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 700n, reserved: 0n, leases: 0, holds: 0 })
+        yield* close
+      }))
+
+    it.effect("property: any interleaving of holds and charges keeps the books, and charges what a reference model says", () =>
+      Effect.gen(function*() {
+        const context = yield* Effect.context<Accounts | Users | SqlClient.SqlClient>()
+        yield* Effect.promise(() =>
+          fc.assert(
+            fc.asyncProperty(
+              fc.bigInt({ min: 0n, max: 200_000n }),
+              fc.array(fc.record({ hold: fc.bigInt({ min: 1n, max: 20_000n }), charge: fc.bigInt({ min: 0n, max: 25_000n }) }), {
+                minLength: 1,
+                maxLength: 40
+              }),
+              (initial, calls) =>
+                Effect.runPromise(Effect.gen(function*() {
+                  const user = yield* userWith(initial)
+                  const { purses, writer, close } = yield* node()
+                  // Every call holds concurrently, then the ones admitted settle in order.
+                  const held = yield* Effect.forEach(
+                    calls,
+                    (call) => Effect.result(purses.hold(request(user, call.hold))),
+                    { concurrency: "unbounded" }
+                  )
+                  // Reference: holds admitted never exceed the balance; each charge is capped by
+                  // what its hold and the lease's unused remainder cover, never by more than the balance.
+                  let admitted = 0n
+                  let charged = 0n
+                  for (let i = 0; i < calls.length; i++) {
+                    const result = held[i]!
+                    if (result._tag === "Failure") continue
+                    admitted += calls[i]!.hold
+                    yield* purses.settle(result.success, calls[i]!.charge)
+                  }
+                  assert.isTrue(admitted <= initial, "holds never exceed the balance")
+                  yield* close
+                  yield* writer.flush
+                  const b = yield* books(user)
+                  assert.deepStrictEqual({ reserved: b.reserved, leases: b.leases, holds: b.holds }, { reserved: 0n, leases: 0, holds: 0 })
+                  const sql = yield* SqlClient.SqlClient
+                  const rows = yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS total FROM ledger WHERE user_id = ${user} AND kind = 'charge'`
+                  charged = -BigInt(rows[0]!.total as bigint | number)
+                  assert.strictEqual(b.balance, initial - charged)
+                  let wanted = 0n
+                  for (let i = 0; i < calls.length; i++) if (held[i]!._tag === "Success") wanted += calls[i]!.charge
+                  assert.isTrue(charged <= wanted, "never charged more than the calls cost")
+                  assert.isTrue(charged <= initial, "never charged more than the balance")
+                }).pipe(Effect.provideContext(context), Effect.scoped)).then(() => true)
+            ),
+            { numRuns: 25 }
+          )
+        )
+      }))
+  })
+
+describe("sqlite", () => {
+  suite(makeSqlite)
+})
+
+describe.skipIf(postgresUrl === undefined)("postgres (set MODELGATE_TEST_POSTGRES to run)", () => {
+  suite(() => makePostgres(postgresUrl!))
+})
