@@ -568,7 +568,7 @@ const routes: ReadonlyArray<Route> = [
   route(E.redeem, ({ principal, body }) =>
     Effect.gen(function*() {
       const amount = yield* (yield* Redemption).redeem(body.code, principal.userId)
-      const balance = yield* (yield* Accounts).balance(principal.userId)
+      const balance = yield* (yield* Accounts).spendable(principal.userId)
       return json({ amount: Money.formatUsd(amount), balance: Money.formatUsd(balance) } satisfies C.RedeemResult)
     })),
 

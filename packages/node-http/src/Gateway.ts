@@ -9,7 +9,7 @@
 import { Admission, Catalog, Domain, GatewayError, Money, Accounts } from "@modelgate/core"
 import { ByteSize, Cause, Clock, Context, Effect } from "effect"
 import { HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { randomBytes } from "node:crypto"
+import { randomFillSync } from "node:crypto"
 import * as Chat from "./Chat.ts"
 import type { ClientCodec } from "./Codecs.ts"
 import { presentedKey } from "./Credentials.ts"
@@ -26,7 +26,19 @@ export class Extensions extends Context.Service<Extensions, {
   readonly ready: Effect.Effect<boolean>
 }>()("modelgate/node-http/Extensions") {}
 
-const requestIdOf = (): string => `req_${randomBytes(12).toString("hex")}`
+// Request ids: 12 random bytes as hex, taken from a pool filled 4 KB at a time (one call into the
+// random source per request cost more than the rest of making the id).
+const idPool = Buffer.allocUnsafe(4096)
+let idPoolAt = idPool.length
+const requestIdOf = (): string => {
+  if (idPoolAt + 12 > idPool.length) {
+    randomFillSync(idPool)
+    idPoolAt = 0
+  }
+  const id = `req_${idPool.toString("hex", idPoolAt, idPoolAt + 12)}`
+  idPoolAt += 12
+  return id
+}
 
 const errorResponse = (client: ClientCodec, error: GatewayError.GatewayError, requestId: string) => {
   const rendered = client.renderError(error)
@@ -42,17 +54,19 @@ const errorResponse = (client: ClientCodec, error: GatewayError.GatewayError, re
 
 const readBody = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, maxBytes: number) {
   const declared = Number(request.headers["content-length"] ?? "")
-  const tooLarge = new GatewayError.RequestTooLarge({
-    limitBytes: maxBytes,
-    message: `The request body is larger than this gateway accepts (${maxBytes} bytes). Send a smaller request.`
-  })
-  if (Number.isFinite(declared) && declared > maxBytes) return yield* tooLarge
+  // Made only when needed: an error captures a stack trace, which is not free on every request.
+  const tooLarge = () =>
+    new GatewayError.RequestTooLarge({
+      limitBytes: maxBytes,
+      message: `The request body is larger than this gateway accepts (${maxBytes} bytes). Send a smaller request.`
+    })
+  if (Number.isFinite(declared) && declared > maxBytes) return yield* tooLarge()
   return yield* request.text.pipe(
     Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(BigInt(maxBytes))),
     Effect.catch((error: { readonly reason?: unknown; readonly message?: string }) =>
       Effect.fail(
         /too large|BodyTooLarge|maxBytes|exceed/i.test(`${String(error.reason)} ${error.message ?? ""}`)
-          ? tooLarge
+          ? tooLarge()
           : new GatewayError.InvalidRequest({ message: "The request body could not be read." })
       )
     )

@@ -19,7 +19,7 @@ import * as Secrets from "@modelgate/store/Secrets"
 import * as UsageWriter from "@modelgate/store/UsageWriter"
 import * as Users from "@modelgate/store/Users"
 import { Duration, Effect, Layer, Logger, References, Schedule } from "effect"
-import { HttpServer, type HttpServerRequest } from "effect/http"
+import { HttpClient, HttpServer, type HttpServerRequest } from "effect/http"
 import * as Handlers from "@modelgate/admin-api/Handlers"
 import { MemoryLimiter, RedisLimiter } from "@modelgate/limits"
 import * as Redemption from "@modelgate/store/Redemption"
@@ -184,9 +184,22 @@ export const layer = (settings: Settings, file: ConfigFile) => {
     Layer.provideMerge(listener),
     Layer.provideMerge(ready),
     Layer.provide(NodeHttpClient.layerUndici),
+    Layer.provide(upstreamTracing),
     Layer.provide(logging(settings))
   )
 }
+
+/**
+ * Upstream requests carry no trace span and no `traceparent` header: nothing
+ * exports spans, a span per call cost about half of what the HTTP client does,
+ * and a trace id is not the upstream's business.
+ *
+ * @category layers
+ */
+export const upstreamTracing: Layer.Layer<never> = Layer.mergeAll(
+  Layer.succeed(HttpClient.TracerDisabledWhen, () => true),
+  Layer.succeed(HttpClient.TracerPropagationEnabled, false)
+)
 
 /**
  * A Node HTTP server whose `close` also closes keep-alive connections as they

@@ -24,6 +24,7 @@ import {
   createCipheriv,
   createDecipheriv,
   createHmac,
+  createSecretKey,
   hkdfSync,
   randomBytes,
   scrypt,
@@ -166,9 +167,11 @@ export class KeyHasher extends Context.Service<KeyHasher, {
  *
  * @category constructors
  */
-export const makeHasher = (key: Uint8Array): KeyHasher["Service"] => ({
-  hash: (secret) => createHmac("sha256", key).update(secret, "utf8").digest("hex")
-})
+export const makeHasher = (key: Uint8Array): KeyHasher["Service"] => {
+  // One key object for every hash: importing the raw key per call cost as much as the HMAC.
+  const keyObject = createSecretKey(key)
+  return { hash: (secret) => createHmac("sha256", keyObject).update(secret, "utf8").digest("hex") }
+}
 
 /**
  * `Secrets` and `KeyHasher` from one master key, each under its own HKDF label.

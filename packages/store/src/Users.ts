@@ -56,11 +56,21 @@ export const decodeUser = (row: Record<string, unknown>): User => ({
   role: Row.str(row.role, "users.role") === "admin" ? "admin" : "user",
   enabled: Row.bool(row.enabled, "users.enabled"),
   hasPassword: row.password_hash !== null && row.password_hash !== undefined,
-  balanceNanos: Row.big(row.balance_nanos, "users.balance_nanos"),
+  balanceNanos: row.spendable_nanos === undefined
+    ? Row.big(row.balance_nanos, "users.balance_nanos")
+    : Row.big(row.spendable_nanos, "users.spendable_nanos"),
   source: Row.str(row.source, "users.source") === "config" ? "config" : "console",
   createdAt: Row.int(row.created_at, "users.created_at"),
   updatedAt: Row.int(row.updated_at, "users.updated_at")
 })
+
+/**
+ * A user row with its balance as the user sees it: the balance column plus
+ * what balance leases still reserve (see `Purses.ts`), so a lease taken for
+ * calls in progress does not show as spent.
+ */
+const USER_COLUMNS =
+  "users.*, users.balance_nanos + COALESCE((SELECT SUM(l.amount_nanos) FROM leases l WHERE l.user_id = users.id), 0) AS spendable_nanos"
 
 const namePattern = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/
 
@@ -121,9 +131,9 @@ export class Users extends Context.Service<Users, {
       const sql = yield* SqlClient.SqlClient
 
       const findById = (id: string) =>
-        Effect.map(sql`SELECT * FROM users WHERE id = ${id}`, (rows) => rows[0] === undefined ? undefined : decodeUser(rows[0]))
+        Effect.map(sql`SELECT ${sql.literal(USER_COLUMNS)} FROM users WHERE id = ${id}`, (rows) => rows[0] === undefined ? undefined : decodeUser(rows[0]))
       const findByName = (name: string) =>
-        Effect.map(sql`SELECT * FROM users WHERE name = ${name}`, (rows) => rows[0] === undefined ? undefined : decodeUser(rows[0]))
+        Effect.map(sql`SELECT ${sql.literal(USER_COLUMNS)} FROM users WHERE name = ${name}`, (rows) => rows[0] === undefined ? undefined : decodeUser(rows[0]))
 
       const updated = (id: string, rows: ReadonlyArray<unknown>) =>
         rows.length === 0 ? Effect.fail(notFound(`with id '${id}'`)) : Effect.void
@@ -156,7 +166,7 @@ export class Users extends Context.Service<Users, {
       })
 
       const verifyLogin = Effect.fn("Users.verifyLogin")(function*(name: string, password: Redacted.Redacted<string>) {
-        const rows = yield* sql`SELECT * FROM users WHERE name = ${name}`
+        const rows = yield* sql`SELECT ${sql.literal(USER_COLUMNS)} FROM users WHERE name = ${name}`
         const row = rows[0]
         if (row === undefined || typeof row.password_hash !== "string") return undefined
         const user = decodeUser(row)
@@ -168,7 +178,7 @@ export class Users extends Context.Service<Users, {
         create,
         findById,
         findByName,
-        list: Effect.map(sql`SELECT * FROM users ORDER BY name`, (rows) => rows.map(decodeUser)),
+        list: Effect.map(sql`SELECT ${sql.literal(USER_COLUMNS)} FROM users ORDER BY name`, (rows) => rows.map(decodeUser)),
         setRole: Effect.fn("Users.setRole")(function*(id, role) {
           const now = yield* Clock.currentTimeMillis
           yield* updated(id, yield* sql`UPDATE users SET role = ${role}, updated_at = ${now} WHERE id = ${id} RETURNING id`)

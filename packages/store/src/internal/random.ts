@@ -26,5 +26,29 @@ export const base62 = (length: number): string => {
 /** Base62 characters carrying as much entropy as `bytes` random bytes. */
 export const base62LengthFor = (bytes: number): number => Math.ceil((bytes * 8) / Math.log2(62))
 
+/**
+ * Random bytes for record ids, drawn from `crypto.getRandomValues` a pool at a
+ * time: ids are made on every call (usage records, ledger entries), and one
+ * call into the random source per id cost more than the rest of making it.
+ * Secrets (`base62` above) never come from the pool.
+ */
+const pool = new Uint8Array(4096)
+let poolAt = pool.length
+
+const poolChar = (): string => {
+  for (;;) {
+    if (poolAt === pool.length) {
+      crypto.getRandomValues(pool)
+      poolAt = 0
+    }
+    const byte = pool[poolAt++]!
+    if (byte < 248) return ALPHABET[byte % 62]!
+  }
+}
+
 /** A new record id such as `usr_3kT9...`: the prefix, an underscore and 20 base62 characters (~119 bits). */
-export const newId = (prefix: string): string => `${prefix}_${base62(20)}`
+export const newId = (prefix: string): string => {
+  let id = `${prefix}_`
+  for (let i = 0; i < 20; i++) id += poolChar()
+  return id
+}
