@@ -35,6 +35,6 @@ export class Accounts extends Context.Service<Accounts, {
    * settling a hold that is already settled does nothing.
    */
   readonly settle: (holdId: string, chargeNanos: Nanos) => Effect.Effect<void, InternalError>
-  /** The user's balance for display: what is not spent, nor held by calls in progress on this process. */
+  /** The user's balance for display: what is not spent, nor held by this gateway's calls in progress. */
   readonly balance: (userId: string) => Effect.Effect<Nanos, InternalError>
 }>()("modelgate/core/Accounts") {}
