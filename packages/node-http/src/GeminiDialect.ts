@@ -126,12 +126,23 @@ export const upstream: UpstreamCodec = {
 const searchParam = (search: string, name: string): string | undefined =>
   search.length === 0 ? undefined : new URLSearchParams(search).get(name) ?? undefined
 
+/**
+ * How a catalog model is described to Gemini clients: embedding models
+ * (`embedding: true` in the configuration) advertise `embedContent` and
+ * `batchEmbedContents`, every other model the generation methods; reasoning
+ * models (`reasoning: true`) report `thinking`.
+ */
+const pageOptions: Models.PageOptions = {
+  isEmbedding: (model) => model.embedding === true,
+  isThinking: (model) => model.reasoning === true ? true : undefined
+}
+
 /** `GET /v1beta/models` with `pageSize` and `pageToken`. @category models */
 export const modelsList = (models: ReadonlyArray<Domain.Model>, search: string) =>
-  Models.modelsPage(models, searchParam(search, "pageSize"), searchParam(search, "pageToken"))
+  Models.modelsPage(models, searchParam(search, "pageSize"), searchParam(search, "pageToken"), pageOptions)
 
 /** `GET /v1beta/models/{model}`. @category models */
-export const modelObject = (model: Domain.Model): unknown => Models.modelResource(model)
+export const modelObject = (model: Domain.Model): unknown => Models.modelResource(model, { embedding: model.embedding === true })
 
 /** One non-chat Gemini method call's inputs. @category models */
 export interface MethodInput {
