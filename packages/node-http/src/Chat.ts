@@ -165,7 +165,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         Stream.concat(Stream.fromEffect(guard(() => push(decoder.decode()) + end()))),
         Stream.catch((error: GatewayError.GatewayError) => {
           outcome = { status: statusOf(client, error), errorCode: codeOf(error), ttfbMs }
-          return Stream.succeed(client.streamErrorFrame(error))
+          return Stream.succeed(client.streamErrorFrame(error, inspected))
         }),
         Stream.filter((text) => text.length > 0),
         Stream.encodeText,
@@ -178,7 +178,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         )
       )
       return HttpServerResponse.stream(frames, {
-        contentType: "text/event-stream",
+        contentType: client.streamContentType?.(inspected) ?? "text/event-stream",
         headers: { ...headers, "cache-control": "no-cache", "x-accel-buffering": "no" }
       })
     })

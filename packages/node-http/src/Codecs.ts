@@ -75,8 +75,13 @@ export interface ClientCodec {
   readonly encodeResponse: (response: Canonical.ChatResponse, model: string) => unknown
   readonly frameEncoder: (inspected: Inspected, model: string) => FrameEncoder
   readonly renderError: (error: GatewayError.GatewayError) => ErrorResponse
-  /** The in-band error frame for a stream that already started. */
-  readonly streamErrorFrame: (error: GatewayError.GatewayError) => string
+  /**
+   * The in-band error frame for a stream that already started, and the last
+   * text of that stream (a JSON array stream is closed by it).
+   */
+  readonly streamErrorFrame: (error: GatewayError.GatewayError, inspected?: Inspected) => string
+  /** The `Content-Type` of a stream for this request; `text/event-stream` when absent. */
+  readonly streamContentType?: (inspected: Inspected) => string
 }
 
 /** The upstream side of a dialect. @category models */

@@ -44,10 +44,23 @@ const metered = (usage: Canonical.Usage | undefined, promptEstimate: number, gen
     ? { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, cachedTokens: usage.cachedTokens ?? 0, reported: true }
     : { promptTokens: promptEstimate, completionTokens: generatedTokens, cachedTokens: 0, reported: false }
 
-/** Re-frames Gemini SSE text as a streamed JSON array, element by element. */
-const arrayReframer = () => {
-  const parser = new Framing.SseParser()
+/**
+ * The array framer of each JSON-array stream being written, so that an error
+ * after the stream started is written as its last element and closes the
+ * array (`streamErrorFrame`).
+ */
+const arrayFramers = new WeakMap<Inspected, Framing.ArrayFramer>()
+
+const arrayFramerFor = (inspected: Inspected): Framing.ArrayFramer => {
   const framer = new Framing.ArrayFramer()
+  arrayFramers.set(inspected, framer)
+  return framer
+}
+
+/** Re-frames Gemini SSE text as a streamed JSON array, element by element. */
+const arrayReframer = (inspected: Inspected) => {
+  const parser = new Framing.SseParser()
+  const framer = arrayFramerFor(inspected)
   const frame = (events: ReadonlyArray<string>) => {
     let out = ""
     for (const data of events) out += framer.element(JSON.parse(data))
@@ -63,7 +76,7 @@ export const client: ClientCodec = {
   decodeRequest: (inspected) => Request.decodeRequest(inspected.json, inspected.model, { stream: inspected.stream }),
   passthroughMeter: (inspected) => {
     const meter = new Passthrough.PassthroughMeter()
-    const reframe = inspected.sse === false ? arrayReframer() : undefined
+    const reframe = inspected.sse === false ? arrayReframer(inspected) : undefined
     return {
       push: (text) => {
         meter.feed(text)
@@ -80,7 +93,7 @@ export const client: ClientCodec = {
   encodeResponse: (response, model) => Response.encodeResponse(response, model),
   frameEncoder: (inspected, model) => {
     const encoder = new GeminiStream.StreamEncoder(model)
-    const framer = inspected.sse === false ? new Framing.ArrayFramer() : undefined
+    const framer = inspected.sse === false ? arrayFramerFor(inspected) : undefined
     const frame = (chunks: ReadonlyArray<unknown>) => {
       let text = ""
       for (const chunk of chunks) text += framer === undefined ? Framing.sseEvent(chunk) : framer.element(chunk)
@@ -92,7 +105,12 @@ export const client: ClientCodec = {
     }
   },
   renderError: (error) => ErrorEnvelope.toResponse(error),
-  streamErrorFrame: (error) => ErrorEnvelope.streamError(error)
+  // SSE: one `data: {"error":...}` event. JSON array: the error as the last element, then `]`.
+  streamErrorFrame: (error, inspected) =>
+    inspected?.sse === false
+      ? (arrayFramers.get(inspected) ?? new Framing.ArrayFramer()).endWith(ErrorEnvelope.arrayStreamError(error))
+      : ErrorEnvelope.streamError(error),
+  streamContentType: (inspected) => inspected.sse === false ? Framing.ARRAY_CONTENT_TYPE : Framing.SSE_CONTENT_TYPE
 }
 
 /** Incremental decoding of a Gemini upstream's SSE text; throws the upstream's error when an event is one. */
