@@ -119,7 +119,8 @@ export const geminiGenerate = (
     modelVersion: ctx.model,
     responseId: responseId(ctx.seq)
   }
-  const json = JSON.stringify(response)
+  // Google pretty-prints non-stream answers (two-space indentation); so does the fake, so a relay that re-encodes shows.
+  const json = JSON.stringify(response, null, 2)
   if (answer._tag === "text" && lazy) {
     const [prefix, suffix] = splitAtSentinel(json)
     return sendLazyJson(res, ctx.headers, prefix, answer, suffix)

@@ -230,6 +230,8 @@ export interface DecodeOptions {
   readonly created?: number
   /** The model name to report when the answer has no `modelVersion`. */
   readonly model?: string
+  /** The response id to report when the answer has no `responseId`; default `""`. */
+  readonly id?: string
 }
 
 /** The canonical form of one decoded Gemini candidate. */
@@ -274,7 +276,7 @@ export const decodeResponseResult = (
     choices.push({ index: 0, content: [], finishReason: "content_filter" })
   }
   const out: Mutable<Canonical.ChatResponse> = {
-    id: wire.responseId ?? "",
+    id: wire.responseId ?? options?.id ?? "",
     model: wire.modelVersion ?? options?.model ?? "",
     created: options?.created ?? 0,
     choices

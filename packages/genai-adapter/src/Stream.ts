@@ -45,6 +45,8 @@ export interface DecoderOptions {
   readonly created?: number
   /** Model name to report when the chunks carry no `modelVersion`. */
   readonly model?: string
+  /** Response id to report in the `start` event when the chunks carry no `responseId`; default `""`. */
+  readonly id?: string
 }
 
 interface DecodedChoice {
@@ -155,7 +157,7 @@ export class StreamDecoder {
       this.responseId = wire.responseId
       out.push({
         type: "start",
-        id: wire.responseId ?? "",
+        id: wire.responseId ?? this.options?.id ?? "",
         model: wire.modelVersion ?? this.options?.model ?? "",
         created: this.options?.created ?? 0
       })

@@ -80,6 +80,17 @@ export interface ClientCodec {
    * text of that stream (a JSON array stream is closed by it).
    */
   readonly streamErrorFrame: (error: GatewayError.GatewayError, inspected?: Inspected) => string
+  /**
+   * A same-dialect non-stream answer with the public model name in place of the
+   * upstream's (channels with a `model_map`), changed at the string level so
+   * the rest of the upstream's bytes are relayed as they are.
+   */
+  readonly renameInBody: (body: string, publicModel: string) => string
+  /**
+   * The same for a relayed stream, applied to the passthrough meter's output
+   * (complete events only).
+   */
+  readonly streamRenamer: (upstreamModel: string, publicModel: string) => (text: string) => string
   /** The `Content-Type` of a stream for this request; `text/event-stream` when absent. */
   readonly streamContentType?: (inspected: Inspected) => string
 }

@@ -21,6 +21,7 @@ import * as Response from "@modelgate/genai-adapter/Response"
 import * as GeminiStream from "@modelgate/genai-adapter/Stream"
 import { Clock, Effect, Predicate, Result } from "effect"
 import { HttpServerResponse } from "effect/http"
+import { randomBytes } from "node:crypto"
 import type { ClientCodec, EventDecoder, Inspected, RouteHints, UpstreamCodec } from "./Codecs.ts"
 import * as OpenAI from "./OpenAIDialect.ts"
 import * as RateLimits from "./RateLimits.ts"
@@ -77,14 +78,23 @@ export const client: ClientCodec = {
   passthroughMeter: (inspected) => {
     const meter = new Passthrough.PassthroughMeter()
     const reframe = inspected.sse === false ? arrayReframer(inspected) : undefined
+    // SSE is relayed as it came, whole lines at a time (each event is one `data:` line), so a renamer sees whole events.
+    let partial = ""
     return {
       push: (text) => {
         meter.feed(text)
-        return reframe === undefined ? text : reframe.push(text)
+        if (reframe !== undefined) return reframe.push(text)
+        const all = partial.length === 0 ? text : partial + text
+        const cut = all.lastIndexOf("\n") + 1
+        partial = all.slice(cut)
+        return cut === all.length ? all : all.slice(0, cut)
       },
       end: () => {
         meter.end()
-        return reframe === undefined ? "" : reframe.end()
+        if (reframe !== undefined) return reframe.end()
+        const rest = partial
+        partial = ""
+        return rest
       },
       metered: (promptEstimate) => metered(meter.usage(), promptEstimate, meter.estimatedCompletionTokens())
     }
@@ -110,13 +120,23 @@ export const client: ClientCodec = {
     inspected?.sse === false
       ? (arrayFramers.get(inspected) ?? new Framing.ArrayFramer()).endWith(ErrorEnvelope.arrayStreamError(error))
       : ErrorEnvelope.streamError(error),
+  // Gemini answers name the model in `modelVersion`: the public name replaces whatever the upstream reported.
+  renameInBody: (body, publicModel) => Passthrough.renameModelVersion(body, publicModel),
+  streamRenamer: (_upstreamModel, publicModel) => (text) => Passthrough.renameModelVersionPerLine(text, publicModel),
   streamContentType: (inspected) => inspected.sse === false ? Framing.ARRAY_CONTENT_TYPE : Framing.SSE_CONTENT_TYPE
 }
+
+/**
+ * Gemini answers carry no creation time and may carry no `responseId`; a
+ * translated answer (an OpenAI client's `created` and `id`) gets the time it
+ * was received and a generated `chatcmpl-...` id instead.
+ */
+const generatedId = (): string => `chatcmpl-${randomBytes(12).toString("hex")}`
 
 /** Incremental decoding of a Gemini upstream's SSE text; throws the upstream's error when an event is one. */
 const eventDecoder = (): EventDecoder => {
   const parser = new Framing.SseParser()
-  const decoder = new GeminiStream.StreamDecoder()
+  const decoder = new GeminiStream.StreamDecoder({ created: Math.floor(Date.now() / 1000), id: generatedId() })
   const feed = (events: ReadonlyArray<string>): Array<Canonical.StreamEvent> => {
     const decoded = decoder.pushAll(events, true)
     if (Result.isFailure(decoded)) throw decoded.failure
@@ -136,7 +156,11 @@ export const upstream: UpstreamCodec = {
       Request.encodeRequest(request, { thinkingStyle: Request.thinkingStyleOf(upstreamModel) }),
       (body) => JSON.stringify(body)
     ),
-  decodeResponse: (json) => Response.decodeResponse(json),
+  decodeResponse: (json) =>
+    Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) => Response.decodeResponse(json, { created: Math.floor(now / 1000), id: generatedId() })
+    ),
   eventDecoder,
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers)
 }

@@ -50,7 +50,14 @@ export const client: ClientCodec = {
     }
   },
   renderError: (error) => ErrorEnvelope.toResponse(error),
-  streamErrorFrame: (error) => ErrorEnvelope.streamError(error)
+  streamErrorFrame: (error) => ErrorEnvelope.streamError(error),
+  // The top-level "model" of a chat completion (upstreams may pretty-print it); strings inside escape their quotes.
+  renameInBody: (body, publicModel) => body.replace(/"model"\s*:\s*"(?:[^"\\]|\\.)*"/, `"model":${JSON.stringify(publicModel)}`),
+  streamRenamer: (upstreamModel, publicModel) => {
+    const from = `"model":${JSON.stringify(upstreamModel)}`
+    const to = `"model":${JSON.stringify(publicModel)}`
+    return (text) => text.includes(from) ? text.replaceAll(from, to) : text
+  }
 }
 
 /** Incremental decoding of an OpenAI upstream's SSE text; throws the upstream's error when an event is one. */
