@@ -22,7 +22,7 @@ import * as fc from "fast-check"
 import type * as ChatCompletions from "../ChatCompletions.ts"
 import { assertEqual } from "../internal/equal.ts"
 import { PassthroughMeter } from "../Passthrough.ts"
-import { decodeRequestResult, encodeRequest } from "../Request.ts"
+import { decodeRequestResult, encodeRequest, type EncodeRequestOptions, JSON_MODE_HINT, mentionsJson } from "../Request.ts"
 import { decodeResponseResult, encodeResponse } from "../Response.ts"
 import { SseParser, type SseEvent } from "../Sse.ts"
 import { decodeSseText, encodeSseText } from "../Stream.ts"
@@ -34,28 +34,42 @@ export const throughJson = (value: unknown): unknown => JSON.parse(JSON.stringif
 /**
  * What an OpenAI round trip keeps of a canonical request: everything the
  * arbitraries generate, except `includeUsage`, which `encodeRequest` replaces
- * (streams always ask the upstream for usage; non-streams never carry it).
+ * (streams always ask the upstream for usage; non-streams never carry it), and
+ * plus the system instruction JSON mode adds when no message mentions JSON.
  *
  * @category helpers
  */
 export const normalizeForOpenAi = (request: Canonical.ChatRequest): Canonical.ChatRequest => {
   const { includeUsage: _ignored, ...rest } = request
-  return request.stream ? { ...rest, includeUsage: true } : rest
+  const withHint = request.responseFormat?.type === "json" && !mentionsJson(request)
+    ? { ...rest, system: [...(request.system ?? []), JSON_MODE_HINT] }
+    : rest
+  return request.stream ? { ...withHint, includeUsage: true } : withHint
 }
+
+/**
+ * The options of the request round trip: the upstream takes reasoning effort
+ * and earlier reasoning (`reasoning_content`), so every field the arbitraries
+ * generate is carried.
+ *
+ * @category helpers
+ */
+export const roundTripOptions: EncodeRequestOptions = { reasoningEffort: true, reasoningContent: true }
 
 // ---------------------------------------------------------------------------
 // Properties
 // ---------------------------------------------------------------------------
 
 /**
- * canonical -> `encodeRequest` -> JSON -> `decodeRequest` gives back the request
- * (`normalizeForOpenAi`), with the upstream model name.
+ * canonical -> `encodeRequest` (with `roundTripOptions`) -> JSON ->
+ * `decodeRequest` gives back the request (`normalizeForOpenAi`), with the
+ * upstream model name.
  *
  * @category properties
  */
 export const requestRoundTripProperty = (arbitrary: fc.Arbitrary<Canonical.ChatRequest> = Arbitraries.canonicalRequest) =>
   fc.property(arbitrary, (request) => {
-    const decoded = decodeRequestResult(throughJson(encodeRequest(request, "upstream-model")))
+    const decoded = decodeRequestResult(throughJson(encodeRequest(request, "upstream-model", roundTripOptions)))
     if (Result.isFailure(decoded)) throw new Error(`decodeRequest failed: ${decoded.failure.message}`)
     assertEqual(decoded.success, { ...normalizeForOpenAi(request), model: "upstream-model" }, "request round trip")
   })
