@@ -85,7 +85,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       const same = dialectOut === client.dialect
       lastLeg = { channel: channel.name, upstreamModel, dialectOut, attempts }
       const leg = lastLeg
-      const body = same ? inspected.forward(upstreamModel) : yield* Effect.flatMap(canonical(), (request) => upstream.encodeRequest(request, upstreamModel))
+      const body = same ? inspected.forward(upstreamModel) : yield* Effect.flatMap(canonical(), (request) => upstream.encodeRequest(request, upstreamModel, model))
       const apiKey = yield* Selection.pickKey(channel)
       const response = yield* Upstream.send(
         channel,

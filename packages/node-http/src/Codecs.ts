@@ -98,9 +98,11 @@ export interface ClientCodec {
 /** The upstream side of a dialect. @category models */
 export interface UpstreamCodec {
   readonly dialect: Domain.Dialect
+  /** The body for the upstream; `model` (the catalog's model) says what the model takes. */
   readonly encodeRequest: (
     request: Canonical.ChatRequest,
-    upstreamModel: string
+    upstreamModel: string,
+    model?: Domain.Model
   ) => Effect.Effect<string, GatewayError.InvalidRequest | GatewayError.UnsupportedFeature>
   readonly decodeResponse: (json: unknown) => Effect.Effect<Canonical.ChatResponse, GatewayError.UpstreamUnavailable>
   readonly eventDecoder: () => EventDecoder
