@@ -18,10 +18,13 @@
  * `^[a-zA-Z0-9_-]{1,64}$`; Gemini also allows `.` and `:` (up to 128
  * characters), as MCP tools often use. `encodeToolName` keeps a valid name
  * (that does not start with `mgfn_`) as it is and writes any other as `mgfn_`
- * + the name with `_` escaped as `__`, `.` as `_d`, `:` as `_c` and any other
- * character as `_u` + its four hex digits; `decodeToolName` inverts it. A name
- * that is longer than 64 characters once encoded cannot be sent to an OpenAI
- * upstream (`Request.ensureEncodable` refuses it with a 400 naming the tool).
+ * + the name with `-` escaped as `--`, `.` as `-d`, `:` as `-c` and any other
+ * character as `-u` + its four hex digits (`-` is the escape because tool
+ * names rarely use it); `decodeToolName` inverts it. Without per-request state
+ * no map can be reversible for every name Gemini allows (up to 128
+ * characters), so a name longer than 64 characters once encoded is not sent
+ * to an OpenAI upstream: `Request.ensureEncodable` refuses it with a 400
+ * naming the tool.
  *
  * @since 0.1.0
  */
@@ -111,8 +114,8 @@ export const isValidToolName = (name: string): boolean => VALID_NAME.test(name)
  * @example
  * ```ts
  * encodeToolName("read_file")         // "read_file"
- * encodeToolName("github.get_issue")  // "mgfn_github_dget__issue"
- * decodeToolName("mgfn_github_dget__issue") // "github.get_issue"
+ * encodeToolName("github.get_issue")  // "mgfn_github-dget_issue"
+ * decodeToolName("mgfn_github-dget_issue") // "github.get_issue"
  * ```
  *
  * @category names
@@ -122,11 +125,11 @@ export const encodeToolName = (name: string): string => {
   let out = NAME_MARKER
   for (let i = 0; i < name.length; i++) {
     const c = name[i]!
-    if (/[A-Za-z0-9-]/.test(c)) out += c
-    else if (c === "_") out += "__"
-    else if (c === ".") out += "_d"
-    else if (c === ":") out += "_c"
-    else out += `_u${name.charCodeAt(i).toString(16).padStart(4, "0")}`
+    if (/[A-Za-z0-9_]/.test(c)) out += c
+    else if (c === "-") out += "--"
+    else if (c === ".") out += "-d"
+    else if (c === ":") out += "-c"
+    else out += `-u${name.charCodeAt(i).toString(16).padStart(4, "0")}`
   }
   return out
 }
@@ -143,12 +146,12 @@ export const decodeToolName = (wire: string): string => {
   const body = wire.slice(NAME_MARKER.length)
   for (let i = 0; i < body.length; i++) {
     const c = body[i]!
-    if (c !== "_") {
+    if (c !== "-") {
       out += c
       continue
     }
     const next = body[i + 1]
-    if (next === "_") out += "_"
+    if (next === "-") out += "-"
     else if (next === "d") out += "."
     else if (next === "c") out += ":"
     else if (next === "u" && /^[0-9a-f]{4}$/.test(body.slice(i + 2, i + 6))) {

@@ -617,5 +617,5 @@ const checkToolName = (name: string, param: string): GatewayError.UnsupportedFea
     : unsupported(
       param,
       `The tool name '${name}' cannot be sent to an OpenAI-compatible model: names may have at most ${MAX_NAME_LENGTH} ` +
-        "characters (letters, digits, '_' and '-'; any other character takes two or more once escaped). Use a shorter name."
+        "characters (letters, digits, '_' and '-'; '-', '.', ':' and any other character take two or more once escaped). Use a shorter name."
     )

@@ -25,8 +25,8 @@ describe("Identifiers", () => {
 
   it("tool names OpenAI accepts are kept; others are escaped reversibly into OpenAI's alphabet", () => {
     assert.strictEqual(Identifiers.encodeToolName("read_file"), "read_file")
-    assert.strictEqual(Identifiers.encodeToolName("github.get_issue"), "mgfn_github_dget__issue")
-    assert.strictEqual(Identifiers.decodeToolName("mgfn_github_dget__issue"), "github.get_issue")
+    assert.strictEqual(Identifiers.encodeToolName("github.get_issue"), "mgfn_github-dget_issue")
+    assert.strictEqual(Identifiers.decodeToolName("mgfn_github-dget_issue"), "github.get_issue")
     assert.strictEqual(Identifiers.decodeToolName("get_weather"), "get_weather")
     fc.assert(fc.property(fc.string(), (name) => {
       const wire = Identifiers.encodeToolName(name)
