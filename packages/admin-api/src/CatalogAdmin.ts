@@ -118,6 +118,10 @@ const decodeModel = (row: Record<string, unknown>): C.AdminModel => ({
   },
   inputTokenLimit: int(row.input_token_limit),
   outputTokenLimit: int(row.output_token_limit),
+  description: row.description === null || row.description === undefined ? null : str(row.description),
+  embedding: bool(row.embedding),
+  reasoning: bool(row.reasoning),
+  reasoningContent: bool(row.reasoning_content),
   source: source(row.source)
 })
 
@@ -140,6 +144,10 @@ export const upsertModel = Effect.fnUntraced(function*(input: C.UpsertModelReque
     free: input.prices.free,
     input_token_limit: input.inputTokenLimit ?? defaultTokenLimits.input,
     output_token_limit: input.outputTokenLimit ?? defaultTokenLimits.output,
+    ...(input.description !== undefined ? { description: input.description } : {}),
+    ...(input.embedding !== undefined ? { embedding: input.embedding } : {}),
+    ...(input.reasoning !== undefined ? { reasoning: input.reasoning } : {}),
+    ...(input.reasoningContent !== undefined ? { reasoning_content: input.reasoningContent } : {}),
     source: "console"
   }
   const existing = yield* sql`SELECT id FROM models WHERE id = ${input.id}`

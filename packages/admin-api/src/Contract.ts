@@ -616,6 +616,14 @@ export const AdminModel = Schema.Struct({
   prices: Prices,
   inputTokenLimit: Schema.Int,
   outputTokenLimit: Schema.Int,
+  /** Shown in model lists (Gemini's `description`); null for none. */
+  description: Schema.NullOr(Schema.String),
+  /** An embedding model (Gemini lists `embedContent`/`batchEmbedContents` for it). */
+  embedding: Schema.Boolean,
+  /** A reasoning model: it takes a reasoning effort. */
+  reasoning: Schema.Boolean,
+  /** Its upstream accepts `reasoning_content` in assistant history. */
+  reasoningContent: Schema.Boolean,
   source: Schema.Literals(["config", "console"])
 })
 export type AdminModel = typeof AdminModel.Type
@@ -633,7 +641,13 @@ export const UpsertModelRequest = Schema.Struct({
   displayName: Schema.optionalKey(Schema.String),
   prices: Prices,
   inputTokenLimit: Schema.optionalKey(TokenLimit),
-  outputTokenLimit: Schema.optionalKey(TokenLimit)
+  outputTokenLimit: Schema.optionalKey(TokenLimit),
+  /** Left as it is when absent; null clears it. */
+  description: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  /** Left as it is when absent (false for a new model); likewise `reasoning` and `reasoningContent`. */
+  embedding: Schema.optionalKey(Schema.Boolean),
+  reasoning: Schema.optionalKey(Schema.Boolean),
+  reasoningContent: Schema.optionalKey(Schema.Boolean)
 })
 export type UpsertModelRequest = typeof UpsertModelRequest.Type
 

@@ -583,6 +583,27 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         })
         assert.isTrue(replaced.body.prices.free)
         assert.strictEqual(replaced.body.prices.input, "0.000001")
+        assert.strictEqual(replaced.body.description, null)
+        assert.isFalse(replaced.body.embedding)
+        const described = yield* admin.client.post("/api/admin/models", {
+          id: "claude-test",
+          prices: { input: null, output: null, cachedInput: null, perRequest: null, free: true },
+          description: "Embeds text",
+          embedding: true,
+          reasoning: false,
+          reasoningContent: true
+        })
+        assert.strictEqual(described.body.description, "Embeds text")
+        assert.isTrue(described.body.embedding)
+        assert.isFalse(described.body.reasoning)
+        assert.isTrue(described.body.reasoningContent)
+        // Fields left out keep their values.
+        const kept = yield* admin.client.post("/api/admin/models", {
+          id: "claude-test",
+          prices: { input: null, output: null, cachedInput: null, perRequest: null, free: true }
+        })
+        assert.strictEqual(kept.body.description, "Embeds text")
+        assert.isTrue(kept.body.embedding)
         const badPrice = yield* admin.client.post("/api/admin/models", {
           id: "x",
           prices: { input: "-1", output: null, cachedInput: null, perRequest: null, free: false }

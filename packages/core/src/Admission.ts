@@ -15,9 +15,9 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect } from "effect"
+import { Clock, Context, Effect } from "effect"
 import { Catalog, type Snapshot } from "./Catalog.ts"
-import type { ApiKey, Channel, Group, Model } from "./Domain.ts"
+import type { ApiKey, Channel, Dialect, Group, Model } from "./Domain.ts"
 import {
   InvalidApiKey,
   KeyDisabled,
@@ -71,6 +71,24 @@ export const authenticate = Effect.fnUntraced(function*(secret: string | undefin
   return key
 })
 
+/**
+ * The dialect of the client being served, so that messages point at that
+ * dialect's own paths (a Gemini client is told about `GET /v1beta/models`, not
+ * `GET /v1/models`). The server sets it per request; without it, OpenAI.
+ *
+ * @category admission
+ */
+export const ClientDialect = Context.Reference<Dialect>("modelgate/core/Admission/ClientDialect", {
+  defaultValue: () => "openai"
+})
+
+/**
+ * Where a client of `dialect` lists the models its key can use.
+ *
+ * @category admission
+ */
+export const modelsListPath = (dialect: Dialect): string => dialect === "gemini" ? "GET /v1beta/models" : "GET /v1/models"
+
 /** Shows a key's first characters only, so a mistyped key is recognisable in an error without echoing it. */
 const redact = (secret: string): string => secret.length <= 8 ? "'***'" : `'${secret.slice(0, 6)}...'`
 
@@ -100,11 +118,17 @@ const defaultGroup = (name: string): Group => ({
 export const keyAllows = (key: ApiKey, model: string): boolean => key.models.length === 0 || key.models.includes(model)
 
 /**
- * Checks 4 to 7 against a catalog snapshot.
+ * Checks 4 to 7 against a catalog snapshot. Messages name the listing path of
+ * the `ClientDialect` being served.
  *
  * @category admission
  */
 export const authorizeIn = (snapshot: Snapshot, key: ApiKey, requested: string): Effect.Effect<
+  Route,
+  ModelNotFound | ModelNotAllowed | ModelNotInGroup | ModelUnpriced
+> => Effect.flatMap(Effect.service(ClientDialect), (dialect) => check(snapshot, key, requested, modelsListPath(dialect)))
+
+const check = (snapshot: Snapshot, key: ApiKey, requested: string, listPath: string): Effect.Effect<
   Route,
   ModelNotFound | ModelNotAllowed | ModelNotInGroup | ModelUnpriced
 > => {
@@ -113,7 +137,7 @@ export const authorizeIn = (snapshot: Snapshot, key: ApiKey, requested: string):
     return Effect.fail(
       new ModelNotFound({
         model: requested,
-        message: `The model '${requested}' does not exist on this gateway. GET /v1/models lists the models your key can use.`
+        message: `The model '${requested}' does not exist on this gateway. ${listPath} lists the models your key can use.`
       })
     )
   }
@@ -134,7 +158,7 @@ export const authorizeIn = (snapshot: Snapshot, key: ApiKey, requested: string):
         model: id,
         group: key.group,
         message: `The model '${id}' is not available in your key's group '${key.group}'. ` +
-          "GET /v1/models lists the models your key can use; an administrator can add the model to the group."
+          `${listPath} lists the models your key can use; an administrator can add the model to the group.`
       })
     )
   }
@@ -162,7 +186,9 @@ export const authorize = Effect.fnUntraced(function*(key: ApiKey, requested: str
 
 /**
  * The models a key may call: its permissions intersected with what its group's
- * channels serve, in catalog order.
+ * channels serve, without the models that have no price (a call to them is
+ * refused with `ModelUnpriced`, so they are not offered), in catalog order.
+ * Exactly the models `authorizeIn` admits for the key.
  *
  * @category admission
  */
@@ -170,7 +196,7 @@ export const allowedModels = (snapshot: Snapshot, key: ApiKey): ReadonlyArray<Mo
   const result: Array<Model> = []
   for (const id of snapshot.modelsOfGroup(key.group)) {
     const model = snapshot.models.get(id)
-    if (model !== undefined && keyAllows(key, id)) result.push(model)
+    if (model !== undefined && keyAllows(key, id) && isPriced(model)) result.push(model)
   }
   return result
 }

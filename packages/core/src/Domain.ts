@@ -72,6 +72,26 @@ export interface Model {
   readonly free: boolean
   readonly inputTokenLimit: number
   readonly outputTokenLimit: number
+  /** A short description shown in model lists (the Gemini resource's `description`). */
+  readonly description?: string | undefined
+  /**
+   * An embedding model: Gemini's list advertises `embedContent` and
+   * `batchEmbedContents` for it instead of the generation methods. Default false.
+   */
+  readonly embedding?: boolean | undefined
+  /**
+   * A reasoning model: it takes a reasoning effort (OpenAI `reasoning_effort`),
+   * so a Gemini client's `thinkingConfig` is passed on to it; for other models
+   * that hint is left out. Gemini's list reports it as `thinking`. Default false.
+   */
+  readonly reasoning?: boolean | undefined
+  /**
+   * The model's upstream accepts the non-standard `reasoning_content` field on
+   * assistant messages in the history (vLLM and some OpenAI-compatible
+   * servers). Default false: OpenAI and DeepSeek reject it, so earlier reasoning
+   * is not sent back to an OpenAI-style upstream unless this is set.
+   */
+  readonly reasoningContent?: boolean | undefined
 }
 
 /** Request limits; `null` means no limit. @category models */

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import { allowedModels, authenticate, authorize } from "../src/Admission.ts"
+import { allowedModels, authenticate, authorize, ClientDialect } from "../src/Admission.ts"
 import { Catalog, makeSnapshot } from "../src/Catalog.ts"
 import type { ApiKey, Channel, Model } from "../src/Domain.ts"
 import { KeyStore } from "../src/KeyStore.ts"
@@ -120,8 +120,32 @@ describe("Admission", () => {
       assert.strictEqual((yield* authorize(key(), "models/gemini-2.0")).model.id, "gemini-2.5-flash")
     }).pipe(Effect.provide(TestLayer)))
 
+  it.effect("points each dialect's clients at their own models list", () =>
+    Effect.gen(function*() {
+      const openai = yield* Effect.flip(authorize(key(), "nope"))
+      assert.include(openai.message, "GET /v1/models")
+      const gemini = yield* Effect.flip(authorize(key(), "nope").pipe(Effect.provideService(ClientDialect, "gemini")))
+      assert.include(gemini.message, "GET /v1beta/models")
+      assert.notInclude(gemini.message, "/v1/models")
+      const group = yield* Effect.flip(authorize(key(), "gpt-4o").pipe(Effect.provideService(ClientDialect, "gemini")))
+      assert.strictEqual(group._tag, "ModelNotInGroup")
+      assert.include(group.message, "GET /v1beta/models")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("lists exactly what a key may call, and authorize agrees", () =>
+    Effect.gen(function*() {
+      // "unpriced" is served to the group but refused at call time, so it is not listed either.
+      for (const candidate of [key(), key({ models: ["gpt-4o-mini", "gpt-4o"] }), key({ group: "vip" })]) {
+        const listed = allowedModels(snapshot, candidate).map((m) => m.id)
+        for (const id of ["gpt-4o-mini", "gpt-4o", "gemini-2.5-flash", "unpriced"]) {
+          const admitted = (yield* Effect.exit(authorize(candidate, id)))._tag === "Success"
+          assert.strictEqual(listed.includes(id), admitted, `${id} for ${candidate.group}/${candidate.models.join(",")}`)
+        }
+      }
+    }).pipe(Effect.provide(TestLayer)))
+
   it("lists exactly what a key may call", () => {
-    assert.deepStrictEqual(allowedModels(snapshot, key()).map((m) => m.id), ["gpt-4o-mini", "gemini-2.5-flash", "unpriced"])
+    assert.deepStrictEqual(allowedModels(snapshot, key()).map((m) => m.id), ["gpt-4o-mini", "gemini-2.5-flash"])
     assert.deepStrictEqual(allowedModels(snapshot, key({ models: ["gpt-4o-mini", "gpt-4o"] })).map((m) => m.id), ["gpt-4o-mini"])
     assert.deepStrictEqual(allowedModels(snapshot, key({ group: "vip" })).map((m) => m.id), ["gpt-4o"])
   })

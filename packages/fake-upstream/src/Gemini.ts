@@ -16,6 +16,7 @@ import {
   type ToolResult,
   type ToolSpec
 } from "./Content.ts"
+import { type ErrorResponse, geminiErrorBody } from "./Errors.ts"
 import {
   type CallContext,
   memoFrame,
@@ -97,21 +98,81 @@ const usageMetadata = (prompt: number, candidates: number) => ({
 
 const responseId = (seq: number): string => `fake-${seq}`
 
-const parts = (answer: Answer, text: string): Array<unknown> =>
-  answer._tag === "tool" ? [{ functionCall: { name: answer.name, args: answer.args } }] : [{ text }]
+// ------------------------------------------------------- thought signatures
+
+/** Gemini 3 models sign their function calls and require the signature back. */
+const SIGNING_MODEL = /^gemini-3/i
+
+/** The sentinel Google accepts in place of a signature it cannot have (gemini-cli sends it too). */
+export const SKIP_SIGNATURE = "skip_thought_signature_validator"
+
+const SIGNATURE_PREFIX = "fake-thought:"
+
+/** The opaque `thoughtSignature` the fake gives a Gemini 3 function call (base64, like Google's). */
+export const thoughtSignature = (seq: number, name: string): string =>
+  Buffer.from(`${SIGNATURE_PREFIX}${seq}:${name}`, "utf8").toString("base64")
+
+const isFakeSignature = (signature: string): boolean =>
+  /^[A-Za-z0-9+/]+={0,2}$/.test(signature) && Buffer.from(signature, "base64").toString("utf8").startsWith(SIGNATURE_PREFIX)
+
+/**
+ * What Google answers a Gemini 3 model's request with when a model turn's
+ * first function call lacks its thought signature (or carries one Google never
+ * issued): 400 INVALID_ARGUMENT, with Google's message.
+ */
+export const signatureProblem = (body: Record<string, unknown>, model: string): ErrorResponse | undefined => {
+  if (!SIGNING_MODEL.test(model)) return undefined
+  const contents = Array.isArray(body["contents"]) ? body["contents"] : []
+  for (let turn = 0; turn < contents.length; turn++) {
+    const content: unknown = contents[turn]
+    if (!isRecord(content) || content["role"] !== "model") continue
+    const first = partsOf(content).findIndex((part) => isRecord(part) && isRecord(field(part, "functionCall", "function_call")))
+    if (first < 0) continue
+    const part = partsOf(content)[first] as Record<string, unknown>
+    const signature = field(part, "thoughtSignature", "thought_signature")
+    const call = field(part, "functionCall", "function_call") as Record<string, unknown>
+    if (typeof signature !== "string") {
+      return {
+        status: 400,
+        body: geminiErrorBody(
+          400,
+          "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, " +
+            `and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${
+              String(call["name"])
+            }\` , position ${first + 1}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`
+        )
+      }
+    }
+    if (signature !== SKIP_SIGNATURE && !isFakeSignature(signature)) {
+      return { status: 400, body: geminiErrorBody(400, "Corrupted thought signature.") }
+    }
+  }
+  return undefined
+}
+
+const parts = (answer: Answer, text: string, ctx: CallContext): Array<unknown> =>
+  answer._tag === "tool"
+    ? [
+      SIGNING_MODEL.test(ctx.model)
+        ? { functionCall: { name: answer.name, args: answer.args }, thoughtSignature: thoughtSignature(ctx.seq, answer.name) }
+        : { functionCall: { name: answer.name, args: answer.args } }
+    ]
+    : [{ text }]
 
 export const geminiGenerate = (
   res: ServerResponse,
   body: Record<string, unknown>,
   ctx: CallContext
 ): Promise<void> | void => {
+  const problem = signatureProblem(body, ctx.model)
+  if (problem !== undefined) return sendJson(res, problem.status, problem.body, ctx.headers)
   const conversation = geminiConversation(body, ctx.model)
   const answer = planAnswer(conversation, ctx.scenario)
   const promptTokens = estimateTokens(conversation.promptChars)
   const lazy = answer._tag === "text" && answer.lazy
   const response = {
     candidates: [{
-      content: { parts: parts(answer, answer._tag === "text" ? (lazy ? SENTINEL : answerText(answer)) : ""), role: "model" },
+      content: { parts: parts(answer, answer._tag === "text" ? (lazy ? SENTINEL : answerText(answer)) : "", ctx), role: "model" },
       finishReason: "STOP",
       index: 0
     }],
@@ -119,7 +180,8 @@ export const geminiGenerate = (
     modelVersion: ctx.model,
     responseId: responseId(ctx.seq)
   }
-  const json = JSON.stringify(response)
+  // Google pretty-prints non-stream answers (two-space indentation); so does the fake, so a relay that re-encodes shows.
+  const json = JSON.stringify(response, null, 2)
   if (answer._tag === "text" && lazy) {
     const [prefix, suffix] = splitAtSentinel(json)
     return sendLazyJson(res, ctx.headers, prefix, answer, suffix)
@@ -133,6 +195,11 @@ export const geminiStream = (
   ctx: CallContext,
   sse: boolean
 ): Promise<void> => {
+  const problem = signatureProblem(body, ctx.model)
+  if (problem !== undefined) {
+    sendJson(res, problem.status, problem.body, ctx.headers)
+    return Promise.resolve()
+  }
   const conversation = geminiConversation(body, ctx.model)
   const answer = planAnswer(conversation, ctx.scenario)
   const promptTokens = estimateTokens(conversation.promptChars)
@@ -152,7 +219,7 @@ export const geminiStream = (
   const middle = memoFrame((chunk) => chunkJson(`[{"text":${JSON.stringify(chunk)}}]`, false))
   const json = (i: number): string => {
     const last = i === count - 1
-    if (answer._tag === "tool") return chunkJson(JSON.stringify(parts(answer, "")), true)
+    if (answer._tag === "tool") return chunkJson(JSON.stringify(parts(answer, "", ctx)), true)
     return last ? chunkJson(`[{"text":${JSON.stringify(answer.chunk(i))}}]`, true) : middle(answer.chunk(i))
   }
   const plan: StreamPlan = sse

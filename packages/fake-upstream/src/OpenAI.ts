@@ -15,6 +15,7 @@ import {
   type ToolResult,
   type ToolSpec
 } from "./Content.ts"
+import { type ErrorResponse, openaiErrorBody } from "./Errors.ts"
 import {
   type CallContext,
   memoFrame,
@@ -87,11 +88,81 @@ const toolCallId = (seq: number): string => `call_fake${seq}`
 
 const nowSeconds = (): number => Math.floor(Date.now() / 1000)
 
+/** Reasoning models (they take `reasoning_effort`): o-series and gpt-5 names. */
+const REASONING_MODEL = /^(?:o\d|gpt-5)/i
+
+/** Servers that take earlier reasoning as `reasoning_content` in messages (vLLM); OpenAI refuses it. */
+const REASONING_CONTENT_MODEL = /vllm/i
+
+const FUNCTION_NAME = /^[a-zA-Z0-9_-]+$/
+
+const invalid = (message: string, param: string | null, code: string | null) => ({
+  status: 400,
+  body: openaiErrorBody(message, "invalid_request_error", param, code)
+})
+
+/**
+ * What OpenAI refuses and a lenient fake would let through, with OpenAI's own
+ * messages: function names outside `^[a-zA-Z0-9_-]+$` or over 64 characters,
+ * `json_object` mode without the word "json" in the messages,
+ * `reasoning_effort` for a model that does not reason, and `reasoning_content`
+ * on a message (accepted only by models named like a vLLM server's).
+ */
+export const openaiChatProblem = (body: Record<string, unknown>, model: string): ErrorResponse | undefined => {
+  const tools = Array.isArray(body["tools"]) ? body["tools"] : []
+  for (let i = 0; i < tools.length; i++) {
+    const tool: unknown = tools[i]
+    const name = isRecord(tool) && isRecord(tool["function"]) ? tool["function"]["name"] : undefined
+    if (typeof name !== "string") continue
+    const param = `tools[${i}].function.name`
+    if (!FUNCTION_NAME.test(name)) {
+      return invalid(
+        `Invalid '${param}': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`,
+        param,
+        "invalid_value"
+      )
+    }
+    if (name.length > 64) {
+      return invalid(
+        `Invalid '${param}': string too long. Expected a string with maximum length 64, but got a string with length ${name.length} instead.`,
+        param,
+        "string_above_max_length"
+      )
+    }
+  }
+  const messages = Array.isArray(body["messages"]) ? body["messages"] : []
+  const format = body["response_format"]
+  if (isRecord(format) && format["type"] === "json_object") {
+    const mentioned = messages.some((m) => isRecord(m) && /json/i.test(contentText(m["content"])))
+    if (!mentioned) {
+      return invalid(
+        "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
+        "messages",
+        null
+      )
+    }
+  }
+  if (body["reasoning_effort"] !== undefined && body["reasoning_effort"] !== null && !REASONING_MODEL.test(model)) {
+    return invalid("Unsupported parameter: 'reasoning_effort' is not supported with this model.", "reasoning_effort", "unsupported_parameter")
+  }
+  if (!REASONING_CONTENT_MODEL.test(model)) {
+    for (let i = 0; i < messages.length; i++) {
+      const message: unknown = messages[i]
+      if (isRecord(message) && message["reasoning_content"] !== undefined) {
+        return invalid(`Additional properties are not allowed ('reasoning_content' was unexpected) - 'messages.${i}'`, `messages[${i}]`, null)
+      }
+    }
+  }
+  return undefined
+}
+
 export const openaiChat = async (
   res: ServerResponse,
   body: Record<string, unknown>,
   ctx: CallContext
 ): Promise<void> => {
+  const problem = openaiChatProblem(body, ctx.model)
+  if (problem !== undefined) return sendJson(res, problem.status, problem.body, ctx.headers)
   const conversation = openaiConversation(body, ctx.model)
   const answer = planAnswer(conversation, ctx.scenario)
   const promptTokens = estimateTokens(conversation.promptChars)

@@ -118,6 +118,33 @@ describe("Gemini dialect", () => {
     assert.strictEqual(body.candidates[0].content.parts[0].text, "The tool lookup returned: once upon a time")
   })
 
+  it("signs a Gemini 3 model's function calls and requires the signature back, as Google does", async () => {
+    const tools = [{ functionDeclarations: [{ name: "lookup", parameters: { type: "object" } }] }]
+    const first = await (await postJson(`${base}/gemini-3-pro-preview-tools:generateContent`, { contents, tools }, keyHeader)).json()
+    const part = first.candidates[0].content.parts[0]
+    assert.strictEqual(part.functionCall.name, "lookup")
+    assert.isString(part.thoughtSignature)
+    const history = (signature: string | undefined) => [
+      ...contents,
+      { role: "model", parts: [signature === undefined ? { functionCall: part.functionCall } : { functionCall: part.functionCall, thoughtSignature: signature }] },
+      { role: "user", parts: [{ functionResponse: { name: "lookup", response: { output: "ok" } } }] }
+    ]
+    const url = `${base}/gemini-3-pro-preview-tools:generateContent`
+    for (const signature of [part.thoughtSignature, "skip_thought_signature_validator"]) {
+      assert.strictEqual((await postJson(url, { contents: history(signature), tools }, keyHeader)).status, 200, signature)
+    }
+    const missing = await postJson(url, { contents: history(undefined), tools }, keyHeader)
+    assert.strictEqual(missing.status, 400)
+    const body = await missing.json()
+    assert.strictEqual(body.error.status, "INVALID_ARGUMENT")
+    assert.match(body.error.message, /missing a thought_signature/)
+    const forged = await postJson(url, { contents: history("bm90LW91cnM="), tools }, keyHeader)
+    assert.strictEqual(forged.status, 400)
+    // Gemini 2.5 neither signs nor checks.
+    const old = await postJson(`${base}/gemini-2.5-flash-tools:generateContent`, { contents: history(undefined), tools }, keyHeader)
+    assert.strictEqual(old.status, 200)
+  })
+
   it("counts tokens and embeds deterministically", async () => {
     const count = await (await postJson(`${base}/gemini-2.5-flash:countTokens`, { contents }, keyHeader)).json()
     assert.strictEqual(count.totalTokens, Math.ceil("Tell me a story".length / 4))

@@ -70,6 +70,15 @@ export class ArrayFramer {
     this.started = true
     return "[]"
   }
+
+  /**
+   * The text that adds `value` as the last element and closes the array: how a
+   * stream that fails after it started ends (`,\r\n{"error":{...}}]`, or
+   * `[{"error":{...}}]` when nothing was sent yet, as Google does).
+   */
+  endWith(value: unknown): string {
+    return this.element(value) + "]"
+  }
 }
 
 /**

@@ -30,7 +30,12 @@ export const DEFAULT_PAGE_SIZE = 50
 /** The largest page size; larger requests are served 1000 models. @category constants */
 export const MAX_PAGE_SIZE = 1000
 
-/** Options of `modelResource`. @category models */
+/**
+ * Options of `modelResource`. Each one, when left out, is taken from the
+ * catalog model itself (`Domain.Model.embedding`, `reasoning`, `description`).
+ *
+ * @category models
+ */
 export interface ResourceOptions {
   /** An embedding model: it lists `embedContent` and `batchEmbedContents` instead of the generation methods. */
   readonly embedding?: boolean
@@ -38,7 +43,7 @@ export interface ResourceOptions {
   readonly thinking?: boolean
   /** The `version` field; default `"001"`. */
   readonly version?: string
-  /** A description; omitted by default. */
+  /** A description; omitted when neither this nor the model has one. */
   readonly description?: string
 }
 
@@ -46,7 +51,9 @@ export interface ResourceOptions {
  * Google's `Model` resource for a catalog model. Chat models also carry
  * Google's default sampling settings (temperature 1, maxTemperature 2, topP
  * 0.95, topK 64), which clients show as defaults; the gateway does not apply
- * them.
+ * them. An embedding model (`embedding`, or the model's own `embedding` flag)
+ * lists `EMBEDDING_METHODS`, any other model `GENERATION_METHODS`; a reasoning
+ * model (`reasoning`) reports `thinking: true`.
  *
  * @example
  * ```ts
@@ -58,6 +65,7 @@ export interface ResourceOptions {
  */
 export const modelResource = (model: Domain.Model, options?: ResourceOptions): GenerateContent.Model => {
   const id = model.id.startsWith("models/") ? model.id.slice(7) : model.id
+  const embedding = options?.embedding ?? model.embedding === true
   const out: Mutable<GenerateContent.Model> = {
     name: `models/${id}`,
     baseModelId: id,
@@ -65,16 +73,18 @@ export const modelResource = (model: Domain.Model, options?: ResourceOptions): G
     displayName: model.displayName.length > 0 ? model.displayName : id,
     inputTokenLimit: model.inputTokenLimit,
     outputTokenLimit: model.outputTokenLimit,
-    supportedGenerationMethods: options?.embedding === true ? EMBEDDING_METHODS : GENERATION_METHODS
+    supportedGenerationMethods: embedding ? EMBEDDING_METHODS : GENERATION_METHODS
   }
-  if (options?.description !== undefined) out.description = options.description
-  if (options?.embedding !== true) {
+  const description = options?.description ?? model.description
+  if (description !== undefined && description.length > 0) out.description = description
+  if (!embedding) {
     out.temperature = 1
     out.maxTemperature = 2
     out.topP = 0.95
     out.topK = 64
   }
-  if (options?.thinking !== undefined) out.thinking = options.thinking
+  const thinking = options?.thinking ?? (model.reasoning === true ? true : undefined)
+  if (thinking !== undefined) out.thinking = thinking
   return out
 }
 
@@ -128,11 +138,16 @@ export const decodePageToken = (token: string): number | undefined => {
   return Number(text.slice(2))
 }
 
-/** Options of `modelsPage`. @category models */
+/**
+ * Options of `modelsPage`; without them each model's own flags decide (see
+ * `modelResource`).
+ *
+ * @category models
+ */
 export interface PageOptions {
   /** Whether a model is an embedding model (see `ResourceOptions.embedding`). */
   readonly isEmbedding?: (model: Domain.Model) => boolean
-  /** Whether a model thinks (see `ResourceOptions.thinking`). */
+  /** Whether a model thinks (see `ResourceOptions.thinking`); `undefined` when unknown. */
   readonly isThinking?: (model: Domain.Model) => boolean | undefined
 }
 
@@ -176,7 +191,8 @@ export const modelsPageResult = (
   const slice = models.slice(offset, offset + size)
   const page = slice.map((model) => {
     const resource: { embedding?: boolean; thinking?: boolean } = {}
-    if (options?.isEmbedding?.(model) === true) resource.embedding = true
+    const embedding = options?.isEmbedding?.(model)
+    if (embedding !== undefined) resource.embedding = embedding
     const thinking = options?.isThinking?.(model)
     if (thinking !== undefined) resource.thinking = thinking
     return modelResource(model, resource)

@@ -12,6 +12,8 @@
  *   `usageMetadata` (parsed once, on demand) and counts the characters of
  *   generated text, to bill a stream that was cut before any usage arrived.
  * - `usageOfResponse` reads the usage of a non-stream answer.
+ * - `renameModelVersion` reports the public model name in a relayed answer
+ *   (when the channel maps it to another upstream name) without re-encoding it.
  *
  * @since 0.1.0
  */
@@ -270,4 +272,47 @@ export class PassthroughMeter {
       }
     }
   }
+}
+
+// ---------------------------------------------------------------------------
+// Model names in relayed answers
+// ---------------------------------------------------------------------------
+
+const MODEL_VERSION = /"modelVersion"\s*:\s*"(?:[^"\\]|\\.)*"/g
+
+/**
+ * Rewrites the top-level `modelVersion` of one Gemini answer (a whole
+ * non-stream body, one SSE event or one array element) to `model`, at the
+ * string level: every other byte is kept. Google writes `modelVersion` after
+ * `candidates` and `usageMetadata`, so the top-level field is the last
+ * `"modelVersion": "..."` key of the text (a function call's arguments may use
+ * the same key before it; inside strings the quotes are escaped and never
+ * match). Text without the field is returned as it is.
+ *
+ * @example
+ * ```ts
+ * renameModelVersion('{"candidates":[],"modelVersion": "gemini-2.5-flash-001"}', "fast")
+ * // '{"candidates":[],"modelVersion":"fast"}'
+ * ```
+ *
+ * @category relay
+ */
+export const renameModelVersion = (text: string, model: string): string => {
+  let last: RegExpExecArray | undefined
+  MODEL_VERSION.lastIndex = 0
+  for (let match = MODEL_VERSION.exec(text); match !== null; match = MODEL_VERSION.exec(text)) last = match
+  if (last === undefined) return text
+  return text.slice(0, last.index) + `"modelVersion":${JSON.stringify(model)}` + text.slice(last.index + last[0].length)
+}
+
+/**
+ * `renameModelVersion` applied to each line of relayed stream text, where
+ * every SSE event and every element of the JSON array stream is one line (the
+ * text must end at a line end or be the end of the stream).
+ *
+ * @category relay
+ */
+export const renameModelVersionPerLine = (text: string, model: string): string => {
+  if (!text.includes("\"modelVersion\"")) return text
+  return text.split("\n").map((line) => renameModelVersion(line, model)).join("\n")
 }

@@ -37,13 +37,27 @@
  * - `toolConfig.functionCallingConfig`: AUTO and VALIDATED -> `auto`, NONE ->
  *   `none`, ANY -> `required`, ANY with exactly one allowed name -> that tool.
  *   Any other restriction to a subset of the declared functions is refused.
+ * - A function's result schema (`response` / `responseJsonSchema`) has no
+ *   place in other dialects: it is written into the function's description
+ *   (`describeReturns`), so the model still learns it.
+ * - Every field is checked before translation: a field Google does not
+ *   define fails with an `InvalidRequest` in Google's words ("Unknown name
+ *   ... Cannot find field"), as Google would answer.
  * - Refused (`UnsupportedFeature`): hosted tools (`googleSearch`,
  *   `codeExecution`, `urlContext`, ...), `cachedContent`, executable-code and
  *   video-metadata parts, non-text `responseModalities`, `speechConfig`,
- *   `imageConfig`, `responseLogprobs`, `text/x.enum` and other response types.
- * - Ignored: `safetySettings` (no other dialect has them; the upstream's own
- *   filters apply), `mediaResolution`, function `behavior` and `response`
- *   schemas.
+ *   `imageConfig`, `responseLogprobs`, `text/x.enum` and other response types,
+ *   streamed function-call arguments (`partialArgs`, `willContinue`) and
+ *   function responses with media `parts`.
+ * - Ignored, as hints for Google's own serving that no other dialect has:
+ *   `safetySettings` (the upstream's own filters apply), `mediaResolution`
+ *   (per request and per part), `enableEnhancedCivicAnswers`,
+ *   `toolConfig.retrievalConfig`, `streamFunctionCallArguments` (calls are
+ *   always sent complete), function `behavior`, `functionResponse.scheduling`
+ *   and `willContinue`, `partMetadata`, blob and file `displayName`s, and the
+ *   body's `model` (the URL names the model). Sampling hints the target
+ *   dialect lacks (such as `topK` for OpenAI) are dropped by that dialect's
+ *   encoder, not here.
  *
  * @since 0.1.0
  */
@@ -52,6 +66,7 @@ import { Effect, Result } from "effect"
 import type { Mutable } from "effect/Types"
 import * as GenerateContent from "./GenerateContent.ts"
 import { abort, run } from "./internal/abort.ts"
+import { checkRequestFields } from "./internal/fields.ts"
 import { invalid, unsupported } from "./internal/issues.ts"
 
 /** The errors a request can fail with. @category models */
@@ -244,7 +259,10 @@ const EFFORTS: Readonly<Record<string, Canonical.ReasoningEffort>> = {
 }
 
 const decodeSync = (body: unknown, model: string, options: DecodeOptions | undefined): Canonical.ChatRequest => {
-  const decoded = GenerateContent.decodeRequestBody(body)
+  const normalized = GenerateContent.normalizeKeys(body)
+  const field = checkRequestFields(normalized)
+  if (field !== undefined) abort(field)
+  const decoded = GenerateContent.decodeRequestBody(normalized)
   if (Result.isFailure(decoded)) return abort(decoded.failure)
   const wire = decoded.success
   const out: Mutable<Canonical.ChatRequest> = { model, messages: [], stream: options?.stream ?? false }
@@ -408,8 +426,13 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
           abort(invalid(param, `'${param}' sets both 'parameters' and 'parametersJsonSchema'; use one.`))
         }
         const schema = fn.parametersJsonSchema ?? fn.parameters
+        if (fn.response !== undefined && fn.responseJsonSchema !== undefined) {
+          abort(invalid(param, `'${param}' sets both 'response' and 'responseJsonSchema'; use one.`))
+        }
+        const returns = fn.responseJsonSchema ?? fn.response
         const def: Mutable<Canonical.ToolDefinition> = { name: fn.name }
         if (fn.description !== undefined) def.description = fn.description
+        if (returns !== undefined) def.description = describeReturns(fn.description, returns)
         if (schema !== undefined) def.parameters = normalizeSchema(schema)
         tools.push(def)
         declared.push(fn.name)
@@ -501,6 +524,18 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
     }
   }
   return out
+}
+
+/**
+ * A function's description with its result schema (`response` or
+ * `responseJsonSchema`, which no other dialect declares) written into it, so
+ * the model still learns what the function returns.
+ *
+ * @category decoding
+ */
+export const describeReturns = (description: string | undefined, returns: Canonical.JsonSchemaObject): string => {
+  const sentence = `The function returns JSON matching this schema: ${JSON.stringify(normalizeSchema(returns))}`
+  return description === undefined || description.length === 0 ? sentence : `${description}\n\n${sentence}`
 }
 
 const filePart = (file: GenerateContent.FileData): Canonical.FilePart => ({

@@ -230,20 +230,47 @@ export interface DecodeOptions {
   readonly created?: number
   /** The model name to report when the answer has no `modelVersion`. */
   readonly model?: string
+  /** The response id to report when the answer has no `responseId`; default `""`. */
+  readonly id?: string
 }
 
-/** The canonical form of one decoded Gemini candidate. */
+/**
+ * The error for a media part of an answer that is not an image: the other
+ * dialects' answers carry text, images (as data URLs) and tool calls, not
+ * audio or documents.
+ *
+ * @category parts
+ */
+export const untranslatableMedia = (part: Canonical.FilePart): GatewayError.UpstreamUnavailable =>
+  new GatewayError.UpstreamUnavailable({
+    status: 502,
+    message: `The model answered with '${part.mediaType}' data, which this API's answers cannot carry ` +
+      "(only text, images and tool calls can be translated). Ask for text, or call the model through the Gemini API."
+  })
+
+/**
+ * An image of an answer as Markdown (`![image](data:<type>;base64,<data>)`, or
+ * its URL): how an image a Gemini model generated reaches a client whose
+ * answers carry only text, such as OpenAI chat completions.
+ *
+ * @category parts
+ */
+export const imageMarkdown = (part: Canonical.ImagePart): string =>
+  `![image](${part.data !== undefined ? `data:${part.mediaType ?? "application/octet-stream"};base64,${part.data}` : part.url ?? ""})`
+
+/** The canonical form of one decoded Gemini candidate, or the media part it cannot carry. */
 const choiceFromWire = (
   candidate: GenerateContent.Candidate,
   position: number,
   responseId: string | undefined
-): Canonical.Choice => {
+): Canonical.Choice | Canonical.FilePart => {
   const index = candidate.index ?? position
   const content: Array<Canonical.Part> = []
   let calls = 0
   for (const part of candidate.content?.parts ?? []) {
     const out = partFromWire(part, () => syntheticCallId(responseId, index, calls))
     if (out === undefined) continue
+    if (out.type === "file") return out
     if (out.type === "tool_call") calls++
     content.push(out)
   }
@@ -269,12 +296,18 @@ export const decodeResponseResult = (
     )
   }
   const wire = decoded.success
-  const choices = (wire.candidates ?? []).map((candidate, i) => choiceFromWire(candidate, i, wire.responseId))
+  const choices: Array<Canonical.Choice> = []
+  const candidates = wire.candidates ?? []
+  for (let i = 0; i < candidates.length; i++) {
+    const choice = choiceFromWire(candidates[i]!, i, wire.responseId)
+    if (!("index" in choice)) return Result.fail(untranslatableMedia(choice))
+    choices.push(choice)
+  }
   if (choices.length === 0 && wire.promptFeedback?.blockReason !== undefined) {
     choices.push({ index: 0, content: [], finishReason: "content_filter" })
   }
   const out: Mutable<Canonical.ChatResponse> = {
-    id: wire.responseId ?? "",
+    id: wire.responseId ?? options?.id ?? "",
     model: wire.modelVersion ?? options?.model ?? "",
     created: options?.created ?? 0,
     choices
@@ -288,7 +321,9 @@ export const decodeResponseResult = (
  * `finishReasonFromWire`; a prompt blocked by `promptFeedback.blockReason`
  * (no candidates) becomes one empty choice with `content_filter`; a
  * `functionCall` without id gets `syntheticCallId`; thought parts become
- * thinking parts. An unreadable body fails with `UpstreamUnavailable` (502).
+ * thinking parts; generated images become image parts. An unreadable body,
+ * and an answer with media that is not an image (audio, documents), fail
+ * with `UpstreamUnavailable` (502) saying so.
  *
  * @example
  * ```ts

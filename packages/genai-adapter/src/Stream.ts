@@ -9,8 +9,10 @@
  *   `tool_call_delta` carrying the whole arguments JSON; `finishReason`
  *   becomes a `finish` event (`tool_calls` when the candidate called
  *   functions). `usageMetadata` is cumulative: the last one is kept and
- *   emitted once, as a `usage` event, by `end()`. Media parts in a stream have
- *   no canonical event and are skipped.
+ *   emitted once, as a `usage` event, by `end()`. Stream events carry no
+ *   media: a generated image becomes a text event with the image as Markdown
+ *   (`imageMarkdown`, a `data:` URL), and other media (audio, documents) fail
+ *   the stream with `UpstreamUnavailable` saying so.
  * - `StreamEncoder` writes chunks for a Gemini client: each text or thinking
  *   fragment is a chunk at once; tool-call argument fragments are buffered
  *   per call until the call is complete (the next call or content of that
@@ -34,7 +36,16 @@ import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import * as Framing from "./Framing.ts"
 import type * as GenerateContent from "./GenerateContent.ts"
 import { decodeResponseBody } from "./GenerateContent.ts"
-import { finishReasonFromWire, finishReasonToWire, partFromWire, syntheticCallId, usageFromWire, usageToWire } from "./Response.ts"
+import {
+  finishReasonFromWire,
+  finishReasonToWire,
+  imageMarkdown,
+  partFromWire,
+  syntheticCallId,
+  untranslatableMedia,
+  usageFromWire,
+  usageToWire
+} from "./Response.ts"
 
 /** Errors a Gemini upstream stream can end with. @category models */
 export type StreamError = ErrorEnvelope.UpstreamError
@@ -45,6 +56,8 @@ export interface DecoderOptions {
   readonly created?: number
   /** Model name to report when the chunks carry no `modelVersion`. */
   readonly model?: string
+  /** Response id to report in the `start` event when the chunks carry no `responseId`; default `""`. */
+  readonly id?: string
 }
 
 interface DecodedChoice {
@@ -155,7 +168,7 @@ export class StreamDecoder {
       this.responseId = wire.responseId
       out.push({
         type: "start",
-        id: wire.responseId ?? "",
+        id: wire.responseId ?? this.options?.id ?? "",
         model: wire.modelVersion ?? this.options?.model ?? "",
         created: this.options?.created ?? 0
       })
@@ -190,6 +203,12 @@ export class StreamDecoder {
             out.push({ type: "tool_call_delta", index, call, arguments: canonical.arguments })
             break
           }
+          case "image":
+            // Stream events carry no images: a generated image reaches the client as Markdown text with its data URL.
+            out.push({ type: "text", index, text: imageMarkdown(canonical) })
+            break
+          case "file":
+            return untranslatableMedia(canonical)
           default:
             break
         }

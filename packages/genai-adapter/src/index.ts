@@ -8,7 +8,8 @@
  * `@modelgate/core` only; no Node built-ins.
  *
  * Property-test helpers live in `@modelgate/genai-adapter/testing/Arbitraries`
- * and `@modelgate/genai-adapter/testing/Laws` (they need `fast-check`).
+ * and `@modelgate/genai-adapter/testing/Laws` (they need `fast-check`, an
+ * optional peer dependency).
  *
  * @since 0.1.0
  */

@@ -13,6 +13,14 @@ describe("Framing", () => {
     assert.strictEqual(Framing.arrayBody([]), "[]")
   })
 
+  it("ends an array stream with an error element, whether or not elements were sent", () => {
+    const framer = new Framing.ArrayFramer()
+    const text = framer.element({ a: 1 }) + framer.endWith({ error: { code: 502 } })
+    assert.strictEqual(text, "[{\"a\":1},\r\n{\"error\":{\"code\":502}}]")
+    assert.deepStrictEqual(JSON.parse(text), [{ a: 1 }, { error: { code: 502 } }])
+    assert.strictEqual(new Framing.ArrayFramer().endWith({ error: {} }), "[{\"error\":{}}]")
+  })
+
   it.effect("frames streams (SSE and array, including an empty array)", () =>
     Effect.gen(function*() {
       const sse = yield* Stream.make({ a: 1 }, { b: 2 }).pipe(Framing.encodeSse, Stream.runCollect)

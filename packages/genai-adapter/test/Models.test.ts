@@ -39,6 +39,30 @@ describe("Models", () => {
     assert.isUndefined(embedding.temperature)
   })
 
+  it("takes the methods, thinking and description from the catalog model", () => {
+    const embedder = Models.modelResource({ ...model("text-embedding-3-small"), embedding: true, description: "Embeds text" })
+    assert.deepStrictEqual(embedder.supportedGenerationMethods, ["embedContent", "batchEmbedContents", "countTokens"])
+    assert.strictEqual(embedder.description, "Embeds text")
+    assert.isUndefined(embedder.thinking)
+    const reasoner = Models.modelResource({ ...model("o3-mini"), reasoning: true })
+    assert.include(reasoner.supportedGenerationMethods, "generateContent")
+    assert.isTrue(reasoner.thinking)
+    assert.isUndefined(reasoner.description)
+    // Explicit options win over the model's flags.
+    assert.deepStrictEqual(
+      Models.modelResource({ ...model("x"), embedding: true }, { embedding: false }).supportedGenerationMethods,
+      Models.GENERATION_METHODS
+    )
+  })
+
+  it.effect("a page lists each model with its own methods", () =>
+    Effect.gen(function*() {
+      const page = yield* Models.modelsPage([{ ...model("chat") }, { ...model("embed"), embedding: true }])
+      assert.deepStrictEqual(page.models.map((m) => m.supportedGenerationMethods), [Models.GENERATION_METHODS, Models.EMBEDDING_METHODS])
+      const overridden = yield* Models.modelsPage([model("chat")], undefined, undefined, { isEmbedding: () => true })
+      assert.deepStrictEqual(overridden.models[0]!.supportedGenerationMethods, Models.EMBEDDING_METHODS)
+    }))
+
   it.effect("pages with opaque tokens until the last page, which has no token", () =>
     Effect.gen(function*() {
       const seen: Array<string> = []

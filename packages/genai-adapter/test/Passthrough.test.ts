@@ -107,3 +107,25 @@ describe("Passthrough.PassthroughMeter.feedBytes", () => {
     assert.deepStrictEqual(meter.usage(), { promptTokens: 1, completionTokens: 0, totalTokens: 1 })
   })
 })
+
+describe("Passthrough.renameModelVersion", () => {
+  it("rewrites only the top-level modelVersion and keeps every other byte", () => {
+    const body = '{\n  "candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": {"modelVersion": "keep"}}}]}}],\n' +
+      '  "modelVersion": "gemini-2.5-flash-001",\n  "responseId": "r"\n}'
+    const renamed = Passthrough.renameModelVersion(body, "fast")
+    assert.strictEqual(renamed, body.replace('"modelVersion": "gemini-2.5-flash-001"', '"modelVersion":"fast"'))
+    assert.deepStrictEqual(JSON.parse(renamed).candidates, JSON.parse(body).candidates)
+    assert.strictEqual(Passthrough.renameModelVersion('{"candidates":[]}', "fast"), '{"candidates":[]}')
+    // A quoted key inside a text part is escaped and never taken for the field.
+    const text = '{"candidates":[{"content":{"parts":[{"text":"say \\"modelVersion\\":\\"x\\""}]}}],"modelVersion":"up"}'
+    assert.strictEqual(JSON.parse(Passthrough.renameModelVersion(text, "pub")).candidates[0].content.parts[0].text, 'say "modelVersion":"x"')
+    assert.strictEqual(JSON.parse(Passthrough.renameModelVersion(text, "pub")).modelVersion, "pub")
+  })
+
+  it("rewrites each event of relayed stream text", () => {
+    const sse = 'data: {"candidates":[],"modelVersion":"up","responseId":"a"}\r\n\r\ndata: {"candidates":[],"modelVersion":"up"}\r\n\r\n'
+    assert.strictEqual(Passthrough.renameModelVersionPerLine(sse, "pub"), sse.replaceAll('"up"', '"pub"'))
+    const array = '[{"modelVersion":"up"},\r\n{"modelVersion":"up"}]'
+    assert.deepStrictEqual(JSON.parse(Passthrough.renameModelVersionPerLine(array, "pub")), [{ modelVersion: "pub" }, { modelVersion: "pub" }])
+  })
+})

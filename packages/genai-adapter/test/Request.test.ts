@@ -57,6 +57,70 @@ describe("Request.decodeRequest", () => {
       }
     }))
 
+  it.effect("answers an unknown field as Google would, and refuses fields it cannot carry", () =>
+    Effect.gen(function*() {
+      const base = { contents: [user([{ text: "x" }])] }
+      const unknown: ReadonlyArray<readonly [unknown, string, string]> = [
+        [{ ...base, foo: 1 }, "foo", "'request'"],
+        [{ ...base, generationConfig: { temprature: 1 } }, "generationConfig.temprature", "'generationConfig'"],
+        [{ ...base, generation_config: { thinking_config: { budget: 1 } } }, "generationConfig.thinkingConfig.budget", "'generationConfig.thinkingConfig'"],
+        [{ contents: [user([{ text: "x", colour: "red" }])] }, "contents[0].parts[0].colour", "'contents[0].parts[0]'"],
+        [{ ...base, tools: [{ functionDeclarations: [{ name: "f", strict: true }] }] }, "tools[0].functionDeclarations[0].strict", "Cannot find field"]
+      ]
+      for (const [body, param, fragment] of unknown) {
+        const error = yield* decodeError(body)
+        assert.strictEqual(error._tag, "InvalidRequest", param)
+        assert.strictEqual(error.param, param)
+        assert.include(error.message, "Unknown name")
+        assert.include(error.message, fragment)
+      }
+      const refused: ReadonlyArray<readonly [unknown, string]> = [
+        [{ contents: [user([{ text: "x" }]), { role: "model", parts: [{ functionCall: { name: "f", partialArgs: [] } }] }] }, "contents[1].parts[0].functionCall.partialArgs"],
+        [{ contents: [user([{ functionResponse: { name: "f", response: {}, parts: [{ inlineData: { mimeType: "image/png", data: "A" } }] } }])] }, "contents[0].parts[0].functionResponse.parts"]
+      ]
+      for (const [body, param] of refused) {
+        const error = yield* decodeError(body)
+        assert.strictEqual(error._tag, "UnsupportedFeature", param)
+        assert.strictEqual(error.param, param)
+      }
+      // Google's serving hints are accepted and left out.
+      const hinted = yield* Request.decodeRequest({
+        model: "models/gemini-2.5-flash",
+        contents: [user([{ text: "x", mediaResolution: { level: "MEDIA_RESOLUTION_LOW" } }])],
+        safetySettings: [{ category: "HARM_CATEGORY_HARASSMENT", threshold: "BLOCK_NONE" }],
+        toolConfig: { retrievalConfig: { languageCode: "en" } },
+        tools: [{ functionDeclarations: [{ name: "f", behavior: "BLOCKING" }] }],
+        generationConfig: { mediaResolution: "MEDIA_RESOLUTION_LOW", enableEnhancedCivicAnswers: true }
+      }, "gemini-2.5-flash")
+      assert.deepStrictEqual(hinted.messages, [{ role: "user", content: [{ type: "text", text: "x" }] }])
+      assert.deepStrictEqual(hinted.tools, [{ name: "f" }])
+    }))
+
+  it.effect("writes a function's result schema into its description", () =>
+    Effect.gen(function*() {
+      const request = yield* Request.decodeRequest({
+        contents: [user([{ text: "x" }])],
+        tools: [{
+          functionDeclarations: [
+            { name: "f", description: "Finds things.", response: { type: "OBJECT", properties: { n: { type: "INTEGER" } } } },
+            { name: "g", responseJsonSchema: { type: "string" } }
+          ]
+        }]
+      }, "gemini-2.5-flash")
+      assert.deepStrictEqual(request.tools, [
+        {
+          name: "f",
+          description: "Finds things.\n\nThe function returns JSON matching this schema: {\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}}}"
+        },
+        { name: "g", description: "The function returns JSON matching this schema: {\"type\":\"string\"}" }
+      ])
+      const both = yield* decodeError({
+        contents: [user([{ text: "x" }])],
+        tools: [{ functionDeclarations: [{ name: "f", response: {}, responseJsonSchema: {} }] }]
+      })
+      assert.strictEqual(both.param, "tools[0].functionDeclarations[0]")
+    }))
+
   it.effect("pairs responses without ids to calls by name and order", () =>
     Effect.gen(function*() {
       const request = yield* Request.decodeRequest({

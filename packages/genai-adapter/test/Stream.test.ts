@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result, Stream } from "effect"
 import type { Canonical } from "@modelgate/core"
-import { Stream as GeminiStream } from "@modelgate/genai-adapter"
+import { Response, Stream as GeminiStream } from "@modelgate/genai-adapter"
 
 describe("StreamEncoder", () => {
   it("buffers tool-call fragments and never sends an empty parts array before the end", () => {
@@ -78,4 +78,42 @@ describe("StreamDecoder", () => {
       )
       assert.strictEqual(error._tag, "UpstreamRateLimited")
     }))
+})
+
+describe("media in answers", () => {
+  const image = { inlineData: { mimeType: "image/png", data: "iVBORw0KGgo=" } }
+  const audio = { inlineData: { mimeType: "audio/wav", data: "UklGRg==" } }
+  const answer = (parts: Array<unknown>) => ({ candidates: [{ content: { role: "model", parts }, finishReason: "STOP" }], responseId: "r" })
+
+  it("a generated image is an image part of a whole answer, and Markdown text with its data URL in a stream", () => {
+    const decoded = Response.decodeResponseResult(answer([{ text: "Here:" }, image]))
+    assert.isTrue(Result.isSuccess(decoded))
+    if (Result.isSuccess(decoded)) {
+      assert.deepStrictEqual(decoded.success.choices[0]!.content, [
+        { type: "text", text: "Here:" },
+        { type: "image", mediaType: "image/png", data: "iVBORw0KGgo=" }
+      ])
+    }
+    const events = new GeminiStream.StreamDecoder().push(answer([image]))
+    assert.isTrue(Result.isSuccess(events))
+    if (Result.isSuccess(events)) {
+      assert.deepStrictEqual(events.success.find((e) => e.type === "text"), {
+        type: "text",
+        index: 0,
+        text: "![image](data:image/png;base64,iVBORw0KGgo=)"
+      })
+    }
+  })
+
+  it("audio or a document in an answer is a clear error, never skipped", () => {
+    const whole = Response.decodeResponseResult(answer([{ text: "Listen:" }, audio]))
+    assert.isTrue(Result.isFailure(whole))
+    if (Result.isFailure(whole)) {
+      assert.strictEqual(whole.failure._tag, "UpstreamUnavailable")
+      assert.include(whole.failure.message, "'audio/wav'")
+    }
+    const streamed = new GeminiStream.StreamDecoder().push(answer([audio]))
+    assert.isTrue(Result.isFailure(streamed))
+    if (Result.isFailure(streamed)) assert.include(streamed.failure.message, "'audio/wav'")
+  })
 })

@@ -85,7 +85,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       const same = dialectOut === client.dialect
       lastLeg = { channel: channel.name, upstreamModel, dialectOut, attempts }
       const leg = lastLeg
-      const body = same ? inspected.forward(upstreamModel) : yield* Effect.flatMap(canonical(), (request) => upstream.encodeRequest(request, upstreamModel))
+      const body = same ? inspected.forward(upstreamModel) : yield* Effect.flatMap(canonical(), (request) => upstream.encodeRequest(request, upstreamModel, model))
       const apiKey = yield* Selection.pickKey(channel)
       const response = yield* Upstream.send(
         channel,
@@ -112,15 +112,15 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         let metered: Settlement.Metered
         if (same) {
           metered = client.usageOfResponse(json, promptEstimate)
-          out = upstreamModel === model.id ? undefined : renameModel(json, model.id)
+          out = upstreamModel === model.id ? undefined : client.renameInBody(text, model.id)
         } else {
           const decoded = yield* upstream.decodeResponse(json)
           metered = meteredOf(decoded, promptEstimate)
           out = client.encodeResponse(decoded, model.id)
         }
         yield* settlement.finish(metered, { status: 200, errorCode: null, ttfbMs }, leg)
-        return out === undefined
-          ? HttpServerResponse.text(text, { contentType: "application/json", headers })
+        return out === undefined || typeof out === "string"
+          ? HttpServerResponse.text(out ?? text, { contentType: "application/json", headers })
           : HttpServerResponse.jsonUnsafe(out, { headers })
       }
 
@@ -132,7 +132,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       let metered: () => Settlement.Metered
       if (same) {
         const meter = client.passthroughMeter(inspected)
-        const rename = upstreamModel === model.id ? undefined : renamer(upstreamModel, model.id)
+        const rename = upstreamModel === model.id ? undefined : client.streamRenamer(upstreamModel, model.id)
         push = rename === undefined ? meter.push : (text) => rename(meter.push(text))
         end = rename === undefined ? meter.end : () => rename(meter.end())
         metered = () => meter.metered(promptEstimate)
@@ -165,7 +165,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         Stream.concat(Stream.fromEffect(guard(() => push(decoder.decode()) + end()))),
         Stream.catch((error: GatewayError.GatewayError) => {
           outcome = { status: statusOf(client, error), errorCode: codeOf(error), ttfbMs }
-          return Stream.succeed(client.streamErrorFrame(error))
+          return Stream.succeed(client.streamErrorFrame(error, inspected))
         }),
         Stream.filter((text) => text.length > 0),
         Stream.encodeText,
@@ -178,7 +178,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         )
       )
       return HttpServerResponse.stream(frames, {
-        contentType: "text/event-stream",
+        contentType: client.streamContentType?.(inspected) ?? "text/event-stream",
         headers: { ...headers, "cache-control": "no-cache", "x-accel-buffering": "no" }
       })
     })
@@ -250,13 +250,3 @@ const meteredOf = (response: Canonical.ChatResponse, promptEstimate: number): Se
       cachedTokens: 0,
       reported: false
     }
-
-const renameModel = (json: unknown, model: string): unknown =>
-  typeof json === "object" && json !== null && "model" in json ? { ...json, model } : json
-
-/** Replaces the upstream model name with the public one in relayed stream text. */
-const renamer = (upstreamModel: string, publicModel: string) => {
-  const from = `"model":${JSON.stringify(upstreamModel)}`
-  const to = `"model":${JSON.stringify(publicModel)}`
-  return (text: string) => text.includes(from) ? text.replaceAll(from, to) : text
-}

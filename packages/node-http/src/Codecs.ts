@@ -75,16 +75,34 @@ export interface ClientCodec {
   readonly encodeResponse: (response: Canonical.ChatResponse, model: string) => unknown
   readonly frameEncoder: (inspected: Inspected, model: string) => FrameEncoder
   readonly renderError: (error: GatewayError.GatewayError) => ErrorResponse
-  /** The in-band error frame for a stream that already started. */
-  readonly streamErrorFrame: (error: GatewayError.GatewayError) => string
+  /**
+   * The in-band error frame for a stream that already started, and the last
+   * text of that stream (a JSON array stream is closed by it).
+   */
+  readonly streamErrorFrame: (error: GatewayError.GatewayError, inspected?: Inspected) => string
+  /**
+   * A same-dialect non-stream answer with the public model name in place of the
+   * upstream's (channels with a `model_map`), changed at the string level so
+   * the rest of the upstream's bytes are relayed as they are.
+   */
+  readonly renameInBody: (body: string, publicModel: string) => string
+  /**
+   * The same for a relayed stream, applied to the passthrough meter's output
+   * (complete events only).
+   */
+  readonly streamRenamer: (upstreamModel: string, publicModel: string) => (text: string) => string
+  /** The `Content-Type` of a stream for this request; `text/event-stream` when absent. */
+  readonly streamContentType?: (inspected: Inspected) => string
 }
 
 /** The upstream side of a dialect. @category models */
 export interface UpstreamCodec {
   readonly dialect: Domain.Dialect
+  /** The body for the upstream; `model` (the catalog's model) says what the model takes. */
   readonly encodeRequest: (
     request: Canonical.ChatRequest,
-    upstreamModel: string
+    upstreamModel: string,
+    model?: Domain.Model
   ) => Effect.Effect<string, GatewayError.InvalidRequest | GatewayError.UnsupportedFeature>
   readonly decodeResponse: (json: unknown) => Effect.Effect<Canonical.ChatResponse, GatewayError.UpstreamUnavailable>
   readonly eventDecoder: () => EventDecoder

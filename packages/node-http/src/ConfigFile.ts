@@ -46,7 +46,17 @@ export const ChannelConfig = Schema.Struct({
 })
 export type ChannelConfig = typeof ChannelConfig.Type
 
-/** A model's price and limits. Prices are USD per one million tokens; `per_request` is USD per call. @category schemas */
+/**
+ * A model's price, limits and what it is. Prices are USD per one million
+ * tokens; `per_request` is USD per call. `embedding` marks an embedding model
+ * (Gemini's list advertises `embedContent`/`batchEmbedContents` for it),
+ * `reasoning` a reasoning model (a Gemini client's thinking budget becomes
+ * `reasoning_effort` on an OpenAI channel only for these), `reasoning_content`
+ * an upstream that accepts earlier reasoning as `reasoning_content` in the
+ * history (vLLM; OpenAI and DeepSeek reject it).
+ *
+ * @category schemas
+ */
 export const ModelConfig = Schema.Struct({
   input: Schema.optionalKey(Usd),
   output: Schema.optionalKey(Usd),
@@ -55,7 +65,11 @@ export const ModelConfig = Schema.Struct({
   free: Schema.optionalKey(Schema.Boolean),
   display_name: Schema.optionalKey(Schema.String),
   input_token_limit: Schema.optionalKey(PositiveInt),
-  output_token_limit: Schema.optionalKey(PositiveInt)
+  output_token_limit: Schema.optionalKey(PositiveInt),
+  description: Schema.optionalKey(Schema.String),
+  embedding: Schema.optionalKey(Schema.Boolean),
+  reasoning: Schema.optionalKey(Schema.Boolean),
+  reasoning_content: Schema.optionalKey(Schema.Boolean)
 })
 export type ModelConfig = typeof ModelConfig.Type
 

@@ -84,7 +84,7 @@ export const app = Effect.gen(function*() {
   const queryAt = request.url.indexOf("?")
   const path = queryAt === -1 ? request.url : request.url.slice(0, queryAt)
   const search = queryAt === -1 ? "" : request.url.slice(queryAt + 1)
-  const matched = Routes.match(request.method, path)
+  const matched = Routes.match(request.method, path, request.headers)
   const dialect: Domain.Dialect = "dialect" in matched ? matched.dialect : "openai"
   const client = Dialects.client(dialect)
 
@@ -177,7 +177,7 @@ export const app = Effect.gen(function*() {
           upstreams: Dialects.upstream,
           body,
           hints: matched._tag === "GeminiAction"
-            ? { model: matched.model, stream: matched.action === "streamGenerateContent", sse: search.includes("alt=sse") }
+            ? { model: matched.model, stream: matched.action === "streamGenerateContent", sse: new URLSearchParams(search).get("alt") === "sse" }
             : {}
         })
       }
@@ -190,6 +190,7 @@ export const app = Effect.gen(function*() {
   })
 
   return yield* handled.pipe(
+    Effect.provideService(Admission.ClientDialect, dialect),
     Effect.catchCause((cause) => {
       if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
       for (const reason of cause.reasons) {

@@ -14,13 +14,15 @@ import { Admission, type Canonical, Domain, GatewayError, Pricing, Tokens } from
 import * as CountTokens from "@modelgate/genai-adapter/CountTokens"
 import * as ErrorEnvelope from "@modelgate/genai-adapter/ErrorEnvelope"
 import * as Framing from "@modelgate/genai-adapter/Framing"
+import * as GenerateContent from "@modelgate/genai-adapter/GenerateContent"
 import * as Models from "@modelgate/genai-adapter/Models"
 import * as Passthrough from "@modelgate/genai-adapter/Passthrough"
 import * as Request from "@modelgate/genai-adapter/Request"
 import * as Response from "@modelgate/genai-adapter/Response"
 import * as GeminiStream from "@modelgate/genai-adapter/Stream"
-import { Clock, Effect, Predicate, Result } from "effect"
+import { Clock, Effect, Predicate, Result, Schema } from "effect"
 import { HttpServerResponse } from "effect/http"
+import { randomBytes } from "node:crypto"
 import type { ClientCodec, EventDecoder, Inspected, RouteHints, UpstreamCodec } from "./Codecs.ts"
 import * as OpenAI from "./OpenAIDialect.ts"
 import * as RateLimits from "./RateLimits.ts"
@@ -44,10 +46,23 @@ const metered = (usage: Canonical.Usage | undefined, promptEstimate: number, gen
     ? { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, cachedTokens: usage.cachedTokens ?? 0, reported: true }
     : { promptTokens: promptEstimate, completionTokens: generatedTokens, cachedTokens: 0, reported: false }
 
-/** Re-frames Gemini SSE text as a streamed JSON array, element by element. */
-const arrayReframer = () => {
-  const parser = new Framing.SseParser()
+/**
+ * The array framer of each JSON-array stream being written, so that an error
+ * after the stream started is written as its last element and closes the
+ * array (`streamErrorFrame`).
+ */
+const arrayFramers = new WeakMap<Inspected, Framing.ArrayFramer>()
+
+const arrayFramerFor = (inspected: Inspected): Framing.ArrayFramer => {
   const framer = new Framing.ArrayFramer()
+  arrayFramers.set(inspected, framer)
+  return framer
+}
+
+/** Re-frames Gemini SSE text as a streamed JSON array, element by element. */
+const arrayReframer = (inspected: Inspected) => {
+  const parser = new Framing.SseParser()
+  const framer = arrayFramerFor(inspected)
   const frame = (events: ReadonlyArray<string>) => {
     let out = ""
     for (const data of events) out += framer.element(JSON.parse(data))
@@ -63,15 +78,24 @@ export const client: ClientCodec = {
   decodeRequest: (inspected) => Request.decodeRequest(inspected.json, inspected.model, { stream: inspected.stream }),
   passthroughMeter: (inspected) => {
     const meter = new Passthrough.PassthroughMeter()
-    const reframe = inspected.sse === false ? arrayReframer() : undefined
+    const reframe = inspected.sse === false ? arrayReframer(inspected) : undefined
+    // SSE is relayed as it came, whole lines at a time (each event is one `data:` line), so a renamer sees whole events.
+    let partial = ""
     return {
       push: (text) => {
         meter.feed(text)
-        return reframe === undefined ? text : reframe.push(text)
+        if (reframe !== undefined) return reframe.push(text)
+        const all = partial.length === 0 ? text : partial + text
+        const cut = all.lastIndexOf("\n") + 1
+        partial = all.slice(cut)
+        return cut === all.length ? all : all.slice(0, cut)
       },
       end: () => {
         meter.end()
-        return reframe === undefined ? "" : reframe.end()
+        if (reframe !== undefined) return reframe.end()
+        const rest = partial
+        partial = ""
+        return rest
       },
       metered: (promptEstimate) => metered(meter.usage(), promptEstimate, meter.estimatedCompletionTokens())
     }
@@ -80,7 +104,7 @@ export const client: ClientCodec = {
   encodeResponse: (response, model) => Response.encodeResponse(response, model),
   frameEncoder: (inspected, model) => {
     const encoder = new GeminiStream.StreamEncoder(model)
-    const framer = inspected.sse === false ? new Framing.ArrayFramer() : undefined
+    const framer = inspected.sse === false ? arrayFramerFor(inspected) : undefined
     const frame = (chunks: ReadonlyArray<unknown>) => {
       let text = ""
       for (const chunk of chunks) text += framer === undefined ? Framing.sseEvent(chunk) : framer.element(chunk)
@@ -92,13 +116,28 @@ export const client: ClientCodec = {
     }
   },
   renderError: (error) => ErrorEnvelope.toResponse(error),
-  streamErrorFrame: (error) => ErrorEnvelope.streamError(error)
+  // SSE: one `data: {"error":...}` event. JSON array: the error as the last element, then `]`.
+  streamErrorFrame: (error, inspected) =>
+    inspected?.sse === false
+      ? (arrayFramers.get(inspected) ?? new Framing.ArrayFramer()).endWith(ErrorEnvelope.arrayStreamError(error))
+      : ErrorEnvelope.streamError(error),
+  // Gemini answers name the model in `modelVersion`: the public name replaces whatever the upstream reported.
+  renameInBody: (body, publicModel) => Passthrough.renameModelVersion(body, publicModel),
+  streamRenamer: (_upstreamModel, publicModel) => (text) => Passthrough.renameModelVersionPerLine(text, publicModel),
+  streamContentType: (inspected) => inspected.sse === false ? Framing.ARRAY_CONTENT_TYPE : Framing.SSE_CONTENT_TYPE
 }
+
+/**
+ * Gemini answers carry no creation time and may carry no `responseId`; a
+ * translated answer (an OpenAI client's `created` and `id`) gets the time it
+ * was received and a generated `chatcmpl-...` id instead.
+ */
+const generatedId = (): string => `chatcmpl-${randomBytes(12).toString("hex")}`
 
 /** Incremental decoding of a Gemini upstream's SSE text; throws the upstream's error when an event is one. */
 const eventDecoder = (): EventDecoder => {
   const parser = new Framing.SseParser()
-  const decoder = new GeminiStream.StreamDecoder()
+  const decoder = new GeminiStream.StreamDecoder({ created: Math.floor(Date.now() / 1000), id: generatedId() })
   const feed = (events: ReadonlyArray<string>): Array<Canonical.StreamEvent> => {
     const decoded = decoder.pushAll(events, true)
     if (Result.isFailure(decoded)) throw decoded.failure
@@ -118,7 +157,11 @@ export const upstream: UpstreamCodec = {
       Request.encodeRequest(request, { thinkingStyle: Request.thinkingStyleOf(upstreamModel) }),
       (body) => JSON.stringify(body)
     ),
-  decodeResponse: (json) => Response.decodeResponse(json),
+  decodeResponse: (json) =>
+    Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) => Response.decodeResponse(json, { created: Math.floor(now / 1000), id: generatedId() })
+    ),
   eventDecoder,
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers)
 }
@@ -126,12 +169,23 @@ export const upstream: UpstreamCodec = {
 const searchParam = (search: string, name: string): string | undefined =>
   search.length === 0 ? undefined : new URLSearchParams(search).get(name) ?? undefined
 
+/**
+ * How a catalog model is described to Gemini clients: embedding models
+ * (`embedding: true` in the configuration) advertise `embedContent` and
+ * `batchEmbedContents`, every other model the generation methods; reasoning
+ * models (`reasoning: true`) report `thinking`.
+ */
+const pageOptions: Models.PageOptions = {
+  isEmbedding: (model) => model.embedding === true,
+  isThinking: (model) => model.reasoning === true ? true : undefined
+}
+
 /** `GET /v1beta/models` with `pageSize` and `pageToken`. @category models */
 export const modelsList = (models: ReadonlyArray<Domain.Model>, search: string) =>
-  Models.modelsPage(models, searchParam(search, "pageSize"), searchParam(search, "pageToken"))
+  Models.modelsPage(models, searchParam(search, "pageSize"), searchParam(search, "pageToken"), pageOptions)
 
 /** `GET /v1beta/models/{model}`. @category models */
-export const modelObject = (model: Domain.Model): unknown => Models.modelResource(model)
+export const modelObject = (model: Domain.Model): unknown => Models.modelResource(model, { embedding: model.embedding === true })
 
 /** One non-chat Gemini method call's inputs. @category models */
 export interface MethodInput {
@@ -154,7 +208,8 @@ const json = (requestId: string, value: unknown) => HttpServerResponse.jsonUnsaf
  * `:countTokens` (never billed: a Gemini channel counts it, else it is counted
  * locally), `:embedContent` and `:batchEmbedContents` (billed as input tokens;
  * relayed to a Gemini channel, or translated to an OpenAI-style channel's
- * `/embeddings`).
+ * `/embeddings`: `outputDimensionality` becomes `dimensions`, and parts that
+ * are not text are refused with a 400 naming them).
  *
  * Rate limits: every method counts as a request (`rpm`) and holds a
  * concurrency slot while it runs, since each may reach an upstream.
@@ -210,12 +265,82 @@ const countTokens = Effect.fnUntraced(function*(
   return json(input.requestId, counted)
 })
 
-const texts = (content: unknown): string =>
-  Predicate.isObject(content) && Array.isArray((content as { parts?: unknown }).parts)
-    ? ((content as { parts: Array<unknown> }).parts)
-      .map((part) => Predicate.isObject(part) && typeof (part as { text?: unknown }).text === "string" ? (part as { text: string }).text : "")
-      .join("")
-    : ""
+/** The embedding requests of an `:embedContent` (one) or `:batchEmbedContents` (several) body, decoded. */
+const embedRequests = (
+  action: "embedContent" | "batchEmbedContents",
+  body: unknown
+): Effect.Effect<ReadonlyArray<GenerateContent.EmbedContentRequest>, GatewayError.InvalidRequest> => {
+  if (action === "embedContent") {
+    return Effect.map(Effect.fromResult(GenerateContent.decodeEmbedContentBody(body)), (request) => [request])
+  }
+  return Effect.flatMap(Effect.fromResult(GenerateContent.decodeBatchEmbedContentsBody(body)), (batch) =>
+    batch.requests.length === 0
+      ? Effect.fail(new GatewayError.InvalidRequest({ message: "'requests' must hold at least one request.", param: "requests" }))
+      : Effect.succeed(batch.requests))
+}
+
+/** The requests of a batch body as the client wrote them (the body decoded, so they are objects). */
+const rawRequests = (body: unknown): ReadonlyArray<Readonly<Record<string, unknown>>> =>
+  Predicate.isObject(body) && Array.isArray(body.requests) ? body.requests.filter(Predicate.isObject) : []
+
+/** Where a request's fields sit in the client's body. */
+const requestPath = (action: "embedContent" | "batchEmbedContents", i: number): string =>
+  action === "embedContent" ? "" : `requests[${i}].`
+
+/** The text a request embeds: its text parts, joined. */
+const textOf = (request: GenerateContent.EmbedContentRequest): string => {
+  let text = ""
+  for (const part of request.content.parts) if (part.text !== undefined) text += part.text
+  return text
+}
+
+/**
+ * What an OpenAI-style `/embeddings` call is asked for a batch of Gemini
+ * embedding requests: the texts, and `dimensions` from `outputDimensionality`.
+ * Parts that are not text (images, files) cannot be embedded by such an
+ * upstream, and one call has one `dimensions`, so both are refused by name
+ * rather than embedded wrongly. `taskType` and `title` are retrieval hints
+ * OpenAI has no field for, and are left out.
+ */
+const openAIEmbeddingInput = (
+  action: "embedContent" | "batchEmbedContents",
+  requests: ReadonlyArray<GenerateContent.EmbedContentRequest>
+): Effect.Effect<{ readonly input: ReadonlyArray<string>; readonly dimensions?: number }, GatewayError.UnsupportedFeature> => {
+  let dimensions: number | undefined
+  for (let i = 0; i < requests.length; i++) {
+    const request = requests[i]!
+    const at = requestPath(action, i)
+    const parts = request.content.parts
+    for (let j = 0; j < parts.length; j++) {
+      if (parts[j]!.text === undefined) {
+        return Effect.fail(new GatewayError.UnsupportedFeature({
+          param: `${at}content.parts[${j}]`,
+          message: `'${at}content.parts[${j}]' is not text: this model embeds text only. Send the text to embed in 'text' parts.`
+        }))
+      }
+    }
+    const asked = request.outputDimensionality
+    if (asked !== undefined) {
+      if (dimensions !== undefined && asked !== dimensions) {
+        return Effect.fail(new GatewayError.UnsupportedFeature({
+          param: `${at}outputDimensionality`,
+          message: `'${at}outputDimensionality' (${asked}) differs from an earlier request's (${dimensions}); for this model every request of a batch must ask for the same size.`
+        }))
+      }
+      dimensions = asked
+    }
+  }
+  const input = requests.map(textOf)
+  return Effect.succeed(dimensions === undefined ? { input } : { input, dimensions })
+}
+
+/** An OpenAI-style `/embeddings` answer, as far as it is read. */
+const OpenAIEmbeddings = Schema.Struct({
+  data: Schema.Array(Schema.Struct({ index: Schema.Int, embedding: Schema.Array(Schema.Finite) })),
+  usage: Schema.optionalKey(Schema.NullOr(Schema.Struct({ prompt_tokens: Schema.Int })))
+})
+
+const decodeOpenAIEmbeddings = Schema.decodeUnknownEffect(Schema.fromJsonString(OpenAIEmbeddings))
 
 const embed = Effect.fnUntraced(function*(
   action: "embedContent" | "batchEmbedContents",
@@ -224,20 +349,8 @@ const embed = Effect.fnUntraced(function*(
   ordered: ReadonlyArray<Domain.Channel>,
   body: unknown
 ) {
-  const requests: ReadonlyArray<unknown> = action === "embedContent"
-    ? [body]
-    : Predicate.isObject(body) && Array.isArray((body as { requests?: unknown }).requests)
-    ? (body as { requests: Array<unknown> }).requests
-    : []
-  if (requests.length === 0 || requests.some((r) => !Predicate.isObject(r) || !Predicate.isObject((r as { content?: unknown }).content))) {
-    return yield* new GatewayError.InvalidRequest({
-      message: action === "embedContent"
-        ? "'content' is required: an object with 'parts' holding the text to embed."
-        : "'requests' is required: a non-empty array of { content: { parts: [...] } }.",
-      param: action === "embedContent" ? "content" : "requests"
-    })
-  }
-  const inputTexts = requests.map((r) => texts((r as { content: unknown }).content))
+  const requests = yield* embedRequests(action, body)
+  const inputTexts = requests.map(textOf)
   const promptTokens = inputTexts.reduce((sum, text) => sum + Math.ceil(Tokens.utf8Length(text) / 4), 0)
   const permit = yield* RateLimits.admit(input.key, route.group, route.model.id, promptTokens)
   const startedAt = yield* Clock.currentTimeMillis
@@ -260,33 +373,44 @@ const embed = Effect.fnUntraced(function*(
     leg = { channel: channel.name, upstreamModel, dialectOut: Domain.dialectOf(channel.type), attempts: 1 }
     const apiKey = yield* Selection.pickKey(channel)
     let out: unknown
+    let metered: Settlement.Metered = { promptTokens, completionTokens: 0, cachedTokens: 0, reported: false }
     if (channel.type === "gemini") {
+      // Relayed as the client wrote them (fields this gateway does not model included), each naming the upstream model.
       const forwarded = action === "batchEmbedContents"
-        ? JSON.stringify({ requests: requests.map((r) => ({ ...(r as object), model: `models/${upstreamModel}` })) })
+        ? JSON.stringify({ requests: rawRequests(body).map((r) => ({ ...r, model: `models/${upstreamModel}` })) })
         : input.body
       const response = yield* Upstream.send(channel, Upstream.geminiMethodUrl(channel, upstreamModel, action), Upstream.channelHeaders(channel, apiKey), forwarded)
       const text = yield* Effect.orElseSucceed(response.text, () => "")
       if (response.status >= 400) return yield* Effect.fail(upstream.classify(response.status, text, Upstream.headerRecord(response)))
       out = yield* Effect.try({ try: () => JSON.parse(text) as unknown, catch: () => new GatewayError.UpstreamUnavailable({ message: "The upstream answered with invalid JSON." }) })
     } else {
+      const wanted = yield* openAIEmbeddingInput(action, requests)
       const url = channel.type === "azure"
         ? Upstream.chatUrl(channel, upstreamModel, false).replace("/chat/completions", "/embeddings")
         : `${channel.baseUrl.replace(/\/+$/, "")}/embeddings`
-      const response = yield* Upstream.send(channel, url, Upstream.channelHeaders(channel, apiKey), JSON.stringify({ model: upstreamModel, input: inputTexts }))
+      const response = yield* Upstream.send(
+        channel,
+        url,
+        Upstream.channelHeaders(channel, apiKey),
+        JSON.stringify({ model: upstreamModel, ...wanted, encoding_format: "float" })
+      )
       const text = yield* Effect.orElseSucceed(response.text, () => "")
       if (response.status >= 400) return yield* Effect.fail(OpenAI.upstream.classify(response.status, text, Upstream.headerRecord(response)))
-      const parsed = yield* Effect.try({
-        try: () => JSON.parse(text) as { data: Array<{ index: number; embedding: Array<number> }> },
-        catch: () => new GatewayError.UpstreamUnavailable({ message: "The upstream answered with invalid JSON." })
-      })
-      const values = [...(parsed.data ?? [])].sort((a, b) => a.index - b.index).map((d) => ({ values: d.embedding }))
-      out = action === "embedContent" ? { embedding: values[0] ?? { values: [] } } : { embeddings: values }
+      const parsed = yield* Effect.mapError(
+        decodeOpenAIEmbeddings(text),
+        () => new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' answered with something that is not a list of embeddings.` })
+      )
+      const values = [...parsed.data].sort((a, b) => a.index - b.index).map((d) => ({ values: d.embedding }))
+      if (values.length !== requests.length) {
+        return yield* new GatewayError.UpstreamUnavailable({
+          message: `The upstream '${channel.name}' answered with ${values.length} embeddings for ${requests.length} inputs.`
+        })
+      }
+      out = action === "embedContent" ? { embedding: values[0]! } : { embeddings: values }
+      const reported = parsed.usage?.prompt_tokens
+      if (reported !== undefined) metered = { promptTokens: reported, completionTokens: 0, cachedTokens: 0, reported: true }
     }
-    yield* settlement.finish(
-      { promptTokens, completionTokens: 0, cachedTokens: 0, reported: false },
-      { status: 200, errorCode: null, ttfbMs: null },
-      leg
-    )
+    yield* settlement.finish(metered, { status: 200, errorCode: null, ttfbMs: null }, leg)
     return json(input.requestId, out)
   }).pipe(
     Effect.onExit((exit) =>

@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, GatewayError } from "@modelgate/core"
+import { type Canonical, type Domain, GatewayError } from "@modelgate/core"
 import { ErrorEnvelope, Models, Passthrough, Request, Response, Sse, Stream as OpenAIStream } from "@modelgate/openai-adapter"
 import { Effect, Result } from "effect"
 import type { ClientCodec, EventDecoder, Inspected, UpstreamCodec } from "./Codecs.ts"
@@ -50,7 +50,14 @@ export const client: ClientCodec = {
     }
   },
   renderError: (error) => ErrorEnvelope.toResponse(error),
-  streamErrorFrame: (error) => ErrorEnvelope.streamError(error)
+  streamErrorFrame: (error) => ErrorEnvelope.streamError(error),
+  // The top-level "model" of a chat completion (upstreams may pretty-print it); strings inside escape their quotes.
+  renameInBody: (body, publicModel) => body.replace(/"model"\s*:\s*"(?:[^"\\]|\\.)*"/, `"model":${JSON.stringify(publicModel)}`),
+  streamRenamer: (upstreamModel, publicModel) => {
+    const from = `"model":${JSON.stringify(upstreamModel)}`
+    const to = `"model":${JSON.stringify(publicModel)}`
+    return (text) => text.includes(from) ? text.replaceAll(from, to) : text
+  }
 }
 
 /** Incremental decoding of an OpenAI upstream's SSE text; throws the upstream's error when an event is one. */
@@ -89,11 +96,35 @@ const eventDecoder = (): EventDecoder => {
   }
 }
 
+/**
+ * The body for an OpenAI-style upstream. What the catalog says of the model
+ * decides two things OpenAI is strict about: `reasoning_effort` is sent only to
+ * reasoning models (`reasoning: true`; for others a Gemini client's thinking
+ * settings are a hint, left out with a debug log line), and earlier reasoning
+ * only to upstreams that take `reasoning_content` (`reasoning_content: true`).
+ */
+const encodeUpstreamRequest = (request: Canonical.ChatRequest, upstreamModel: string, model: Domain.Model | undefined) => {
+  const options: Request.EncodeRequestOptions = {
+    reasoningEffort: model?.reasoning === true,
+    reasoningContent: model?.reasoningContent === true
+  }
+  const hinted = request.reasoning !== undefined && (request.reasoning.effort !== undefined || request.reasoning.budgetTokens !== undefined)
+  return Request.ensureEncodable(request).pipe(
+    Effect.map((encodable) => JSON.stringify(Request.encodeRequest(encodable, upstreamModel, options))),
+    Effect.tap(() =>
+      hinted && options.reasoningEffort !== true
+        ? Effect.logDebug("thinking settings left out: the model is not marked as a reasoning model").pipe(
+          Effect.annotateLogs({ model: model?.id ?? upstreamModel })
+        )
+        : Effect.void
+    )
+  )
+}
+
 /** The OpenAI upstream side (also Azure, which speaks the same wire format). @category codecs */
 export const upstream: UpstreamCodec = {
   dialect: "openai",
-  encodeRequest: (request, upstreamModel) =>
-    Effect.map(Request.ensureEncodable(request), (encodable) => JSON.stringify(Request.encodeRequest(encodable, upstreamModel))),
+  encodeRequest: encodeUpstreamRequest,
   decodeResponse: (json) => Response.decodeResponse(json),
   eventDecoder,
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers)

@@ -69,7 +69,11 @@ export const toInput = (file: ConfigFile, source: string): Effect.Effect<Provisi
       perRequestNanos: usd(model.per_request, `models.${id}.per_request`, problems),
       free: model.free ?? false,
       inputTokenLimit: model.input_token_limit ?? modelDefaults.inputTokenLimit,
-      outputTokenLimit: model.output_token_limit ?? modelDefaults.outputTokenLimit
+      outputTokenLimit: model.output_token_limit ?? modelDefaults.outputTokenLimit,
+      ...(model.description !== undefined ? { description: model.description } : {}),
+      embedding: model.embedding ?? false,
+      reasoning: model.reasoning ?? false,
+      reasoningContent: model.reasoning_content ?? false
     }))
     const known = new Set(models.map((m) => m.id))
     const groupNames = new Set<string>([DEFAULT_GROUP])

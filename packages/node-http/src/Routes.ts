@@ -60,12 +60,29 @@ const decode = (segment: string): string => {
   }
 }
 
+const V1BETA_HINT = "In @google/genai set httpOptions: { apiVersion: 'v1beta' }; gemini-cli uses v1beta unless GOOGLE_GENAI_API_VERSION is set."
+
 /**
  * Matches a request. `path` is the URL path without the query string.
+ * `headers` (lower-case names) tell a Gemini client on API version `v1` (it
+ * sends `x-goog-api-key`) from an OpenAI client on the shared `/v1/models`
+ * paths: the Gemini client is answered with a 404, in Gemini's envelope, that
+ * names the fix.
  *
  * @category matching
  */
-export const match = (method: string, path: string): Route | Miss => {
+export const match = (
+  method: string,
+  path: string,
+  headers?: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+): Route | Miss => {
+  if (headers?.["x-goog-api-key"] !== undefined && (path === "/v1/models" || path.startsWith("/v1/models/"))) {
+    return {
+      _tag: "NotFound",
+      dialect: "gemini",
+      message: `This gateway serves the Gemini API as version v1beta, not v1: use ${path.replace(/^\/v1\//, "/v1beta/")}. ${V1BETA_HINT}`
+    }
+  }
   switch (path) {
     case "/healthz":
       return allowed({ _tag: "Health" }, ["GET"], method)
@@ -116,11 +133,14 @@ export const match = (method: string, path: string): Route | Miss => {
       return {
         _tag: "NotFound",
         dialect: "gemini",
-        message: `This gateway serves the Gemini API as version v1beta, not v1: use ${path.replace(/^\/v1\//, "/v1beta/")}. ` +
-          "In @google/genai set httpOptions: { apiVersion: 'v1beta' }; gemini-cli uses v1beta unless GOOGLE_GENAI_API_VERSION is set."
+        message: `This gateway serves the Gemini API as version v1beta, not v1: use ${path.replace(/^\/v1\//, "/v1beta/")}. ${V1BETA_HINT}`
       }
     }
     return allowed({ _tag: "OpenAIModel", dialect: "openai", model: rest }, ["GET"], method)
+  }
+  if (path.startsWith("/v1beta/openai/models/")) {
+    const model = decode(path.slice("/v1beta/openai/models/".length))
+    if (model.length > 0) return allowed({ _tag: "OpenAIModel", dialect: "openai", model }, ["GET"], method)
   }
   if (path.startsWith("/api/")) return { _tag: "Api", dialect: "openai", path }
   if (path === "/" || path === "/console" || path.startsWith("/console/") || path.startsWith("/assets/")) {

@@ -26,14 +26,30 @@ const config = (upstream: string): ConfigFile => ({
     },
     // The preferred channel for "failover-model" points at a port nothing listens on.
     { name: "dead", type: "openai", base_url: "http://127.0.0.1:9/v1", api_key: "k", models: ["failover-model"], priority: 10 },
-    { name: "alive", type: "openai", base_url: `${upstream}/v1`, api_key: "k", models: ["failover-model", "gpt-4o-mini"] },
-    { name: "gemini", type: "gemini", base_url: upstream, api_key: "g", models: ["gemini-2.5-flash"] }
+    {
+      name: "alive",
+      type: "openai",
+      base_url: `${upstream}/v1`,
+      api_key: "k",
+      models: ["failover-model", "gpt-4o-mini", "cut-openai"],
+      model_map: { "cut-openai": "gpt-cut-2" }
+    },
+    {
+      name: "gemini",
+      type: "gemini",
+      base_url: upstream,
+      api_key: "g",
+      models: ["gemini-2.5-flash", "cut-gemini"],
+      model_map: { "cut-gemini": "gemini-2.5-flash-cut-2" }
+    }
   ],
   models: {
     "slow-model": { input: 1, output: 1 },
     "failover-model": { input: 1, output: 1 },
     "gpt-4o-mini": { input: 1, output: 1 },
-    "gemini-2.5-flash": { input: 1, output: 1 }
+    "gemini-2.5-flash": { input: 1, output: 1 },
+    "cut-openai": { input: 1, output: 1 },
+    "cut-gemini": { input: 1, output: 1 }
   },
   users: [{ name: "edgar", balance: 5, keys: [{ name: "k", secret: KEY }] }]
 })
@@ -77,11 +93,29 @@ describe("edges", () => {
     it(`streams a JSON array without alt=sse (${model})`, async () => {
       const response = await gemini(model, "streamGenerateContent")
       assert.strictEqual(response.status, 200)
+      // Google sends the array stream as JSON, not as server-sent events.
+      assert.strictEqual(response.headers.get("content-type"), "application/json")
       const body = await response.text()
       const chunks = JSON.parse(body) as Array<{ candidates?: Array<{ finishReason?: string }> }>
       assert.isArray(chunks)
       assert.isAbove(chunks.length, 0)
       assert.strictEqual(chunks.at(-1)!.candidates?.[0]?.finishReason, "STOP")
+    })
+
+    it(`ends a JSON array stream cut by the upstream with an error element and the closing bracket (${model})`, async () => {
+      const response = await gemini(model === "gemini-2.5-flash" ? "cut-gemini" : "cut-openai", "streamGenerateContent")
+      assert.strictEqual(response.status, 200)
+      assert.strictEqual(response.headers.get("content-type"), "application/json")
+      const body = await response.text()
+      assert.notInclude(body, "data:")
+      assert.isTrue(body.startsWith("[") && body.endsWith("]"), body)
+      const elements = JSON.parse(body) as Array<{ candidates?: unknown; error?: { code: number; status: string; message: string } }>
+      assert.isAbove(elements.length, 1, "the chunks before the cut are kept")
+      const last = elements.at(-1)!
+      assert.strictEqual(last.error?.code, 502)
+      assert.strictEqual(last.error?.status, "UNAVAILABLE")
+      assert.match(last.error?.message ?? "", /broke off/)
+      for (const element of elements.slice(0, -1)) assert.isDefined(element.candidates)
     })
 
     it(`frames alt=sse as data lines only (${model})`, async () => {

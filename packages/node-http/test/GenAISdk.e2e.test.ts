@@ -97,9 +97,12 @@ describe("@google/genai SDK", () => {
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hi" }] }] })
     })
-    const body = await raw.json() as { error: { code: number; status: string; message: string } }
-    assert.strictEqual(raw.status, body.error.code)
-    assert.oneOf(body.error.status, ["INVALID_ARGUMENT", "UNAUTHENTICATED"])
+    const body = await raw.json() as { error: { code: number; status: string; message: string; details: Array<{ reason?: string }> } }
+    // Google answers a key it does not know with 400 INVALID_ARGUMENT and ErrorInfo API_KEY_INVALID (not 401).
+    assert.strictEqual(raw.status, 400)
+    assert.strictEqual(body.error.code, 400)
+    assert.strictEqual(body.error.status, "INVALID_ARGUMENT")
+    assert.strictEqual(body.error.details[0]?.reason, "API_KEY_INVALID")
     try {
       await genai(NARROW_KEY).models.generateContent({ model: "gemini-2.5-flash", contents })
       assert.fail("expected a refusal")

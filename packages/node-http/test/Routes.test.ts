@@ -7,6 +7,25 @@ describe("Routes", () => {
     assert.deepStrictEqual(match("POST", "/v1beta/openai/chat/completions"), { _tag: "OpenAIChat", dialect: "openai" })
     assert.deepStrictEqual(match("GET", "/v1/models"), { _tag: "OpenAIModels", dialect: "openai" })
     assert.deepStrictEqual(match("GET", "/v1/models/gpt-4o"), { _tag: "OpenAIModel", dialect: "openai", model: "gpt-4o" })
+    assert.deepStrictEqual(match("GET", "/v1beta/openai/models"), { _tag: "OpenAIModels", dialect: "openai" })
+    assert.deepStrictEqual(match("GET", "/v1beta/openai/models/gemini-2.5-flash"), {
+      _tag: "OpenAIModel",
+      dialect: "openai",
+      model: "gemini-2.5-flash"
+    })
+  })
+
+  it("answers a Gemini client listing models on API version v1 with a 404 that names v1beta", () => {
+    for (const path of ["/v1/models", "/v1/models/gemini-2.5-flash"]) {
+      const miss = match("GET", path, { "x-goog-api-key": "k" })
+      assert.strictEqual(miss._tag, "NotFound", path)
+      if (miss._tag !== "NotFound") continue
+      assert.strictEqual(miss.dialect, "gemini")
+      assert.match(miss.message, /apiVersion: 'v1beta'/)
+      assert.include(miss.message, path.replace("/v1/", "/v1beta/"))
+    }
+    // OpenAI and Anthropic clients on the same path are served as before.
+    assert.deepStrictEqual(match("GET", "/v1/models", { authorization: "Bearer k" }), { _tag: "OpenAIModels", dialect: "openai" })
   })
 
   it("matches Gemini model methods, with or without the models/ prefix in the model", () => {
@@ -23,6 +42,18 @@ describe("Routes", () => {
       action: "generateContent"
     })
     assert.deepStrictEqual(match("GET", "/v1beta/models/gemini-2.5-pro"), { _tag: "GeminiModel", dialect: "gemini", model: "gemini-2.5-pro" })
+    // A literal "/" after models/ (what a client sends for the name "models/gemini-2.5-pro").
+    assert.deepStrictEqual(match("POST", "/v1beta/models/models/gemini-2.5-pro:countTokens"), {
+      _tag: "GeminiAction",
+      dialect: "gemini",
+      model: "models/gemini-2.5-pro",
+      action: "countTokens"
+    })
+    assert.deepStrictEqual(match("GET", "/v1beta/models/models/gemini-2.5-pro"), {
+      _tag: "GeminiModel",
+      dialect: "gemini",
+      model: "models/gemini-2.5-pro"
+    })
   })
 
   it("answers a wrong method with the allowed ones", () => {

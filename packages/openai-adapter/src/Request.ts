@@ -23,13 +23,22 @@
  * - Assistant history: `reasoning_content` becomes a leading thinking part,
  *   `content` text parts (refusals become text), `tool_calls` tool-call parts
  *   whose `arguments` stay JSON text, unparsed. Each `tool` message becomes a
- *   canonical `tool` message with one `tool_result` part.
+ *   canonical `tool` message with one `tool_result` part. Tool-call ids written
+ *   by `Identifiers.signCallId` (a Gemini model's call with its thought
+ *   signature) give back the original id and the signature.
  * - `max_completion_tokens` wins over `max_tokens`; `n` is `candidateCount`;
  *   `stop` is always a list; `reasoning_effort` is `reasoning.effort`;
  *   `stream_options.include_usage` is `includeUsage`.
- * - Dropped (OpenAI-only, with no canonical field): `logprobs`, `logit_bias`,
- *   `modalities`, `audio`, `metadata`, `store`, tool `strict`, json-schema
- *   `description`, and every unknown field.
+ * - Refused with `UnsupportedFeature` naming the field, because no other
+ *   dialect's answer can carry what they ask for: `logprobs: true` and
+ *   `top_logprobs`, a non-empty `logit_bias`, `modalities` other than
+ *   `["text"]`, `audio`, `prediction` and `web_search_options`.
+ * - Ignored (OpenAI-only hints and bookkeeping with no effect on the answer's
+ *   content): `metadata`, `store`, `service_tier`, `user` (kept as `user`),
+ *   `safety_identifier`, `prompt_cache_key`, `verbosity`,
+ *   `stream_options.include_obfuscation`, tool `strict` and json-schema
+ *   `description`; `parallel_tool_calls` is kept in the canonical request, and
+ *   targets without such a switch (Gemini) leave it out.
  *
  * @since 0.1.0
  */
@@ -37,6 +46,7 @@ import { Canonical, GatewayError } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import type { Mutable } from "effect/Types"
 import * as ChatCompletions from "./ChatCompletions.ts"
+import { encodeToolName, isValidToolName, MAX_NAME_LENGTH, unsignCallId } from "./Identifiers.ts"
 import { base64DataUrl, parseBase64DataUrl } from "./internal/dataUrl.ts"
 import { invalidRequest } from "./internal/issues.ts"
 
@@ -93,6 +103,24 @@ const checkUnsupported = (body: { readonly [x: PropertyKey]: unknown }): Gateway
       "tool_choice.type",
       `A tool_choice of type '${choice.type}' is not supported; use "auto", "none", "required" or a function.`
     )
+  }
+  if (body.logprobs === true) {
+    return unsupported("logprobs", "'logprobs' cannot be returned for this model: its answers carry no token log probabilities.")
+  }
+  if (body.top_logprobs !== undefined && body.top_logprobs !== null) {
+    return unsupported("top_logprobs", "'top_logprobs' cannot be returned for this model: its answers carry no token log probabilities.")
+  }
+  if (Predicate.isObject(body.logit_bias) && Object.keys(body.logit_bias).length > 0) {
+    return unsupported("logit_bias", "'logit_bias' cannot be used with this model: it has no token ids to bias.")
+  }
+  const modalities = body.modalities
+  if (Array.isArray(modalities) && modalities.some((m) => m !== "text")) {
+    return unsupported("modalities", "This model can only answer with text: set 'modalities' to [\"text\"] or leave it out.")
+  }
+  for (const field of ["audio", "prediction", "web_search_options"] as const) {
+    if (body[field] !== undefined && body[field] !== null) {
+      return unsupported(field, `'${field}' cannot be used with this model; leave it out.`)
+    }
   }
   return undefined
 }
@@ -179,7 +207,10 @@ const toCanonical = (wire: ChatCompletions.ChatCompletionRequest): Canonical.Cha
           content.push({ type: "text", text: message.refusal })
         }
         for (const call of message.tool_calls ?? []) {
-          content.push({ type: "tool_call", id: call.id, name: call.function.name, arguments: call.function.arguments })
+          const { id, signature } = unsignCallId(call.id)
+          content.push(signature === undefined
+            ? { type: "tool_call", id, name: call.function.name, arguments: call.function.arguments }
+            : { type: "tool_call", id, name: call.function.name, arguments: call.function.arguments, signature })
         }
         messages.push(withName({ role: "assistant", content }, message.name))
         break
@@ -187,7 +218,7 @@ const toCanonical = (wire: ChatCompletions.ChatCompletionRequest): Canonical.Cha
       case "tool":
         messages.push({
           role: "tool",
-          content: [{ type: "tool_result", callId: message.tool_call_id, content: textsOf(message.content).join("") }]
+          content: [{ type: "tool_result", callId: unsignCallId(message.tool_call_id).id, content: textsOf(message.content).join("") }]
         })
         break
     }
@@ -297,7 +328,31 @@ export interface EncodeRequestOptions {
    * some OpenAI-compatible servers still need.
    */
   readonly maxTokensField?: "max_completion_tokens" | "max_tokens"
+  /**
+   * Whether the model takes `reasoning_effort` (a reasoning model); default
+   * true. When false, the canonical reasoning controls (a Gemini client's
+   * `thinkingConfig`, which is only a hint) are left out: OpenAI refuses
+   * `reasoning_effort` for other models.
+   */
+  readonly reasoningEffort?: boolean
+  /**
+   * Whether the upstream accepts earlier reasoning as `reasoning_content` on
+   * assistant messages (vLLM and some other servers); default false, because
+   * OpenAI and DeepSeek reject the field. When false, thinking parts of the
+   * history are left out (the model's reasoning is not part of the
+   * conversation's content).
+   */
+  readonly reasoningContent?: boolean
 }
+
+/**
+ * The system instruction added in JSON mode when no message mentions JSON:
+ * OpenAI refuses `response_format: {"type":"json_object"}` unless the word
+ * "JSON" appears in the messages (Gemini has no such rule).
+ *
+ * @category encoding
+ */
+export const JSON_MODE_HINT = "Respond with a JSON object."
 
 /**
  * A token budget as an effort level, for upstreams that only take
@@ -346,7 +401,11 @@ const wirePart = (part: Canonical.Part): ChatCompletions.UserContentPart | undef
   }
 }
 
-const pushWireMessages = (message: Canonical.Message, out: Array<ChatCompletions.Message>): void => {
+const pushWireMessages = (
+  message: Canonical.Message,
+  out: Array<ChatCompletions.Message>,
+  options: EncodeRequestOptions | undefined
+): void => {
   if (message.role === "assistant") {
     const texts: Array<string> = []
     let reasoning = ""
@@ -355,7 +414,7 @@ const pushWireMessages = (message: Canonical.Message, out: Array<ChatCompletions
       if (part.type === "text") texts.push(part.text)
       else if (part.type === "thinking") reasoning += part.text
       else if (part.type === "tool_call") {
-        calls.push({ id: part.id, type: "function", function: { name: part.name, arguments: part.arguments } })
+        calls.push({ id: part.id, type: "function", function: { name: encodeToolName(part.name), arguments: part.arguments } })
       }
     }
     const wire: Mutable<ChatCompletions.AssistantMessage> = {
@@ -363,7 +422,7 @@ const pushWireMessages = (message: Canonical.Message, out: Array<ChatCompletions
       content: texts.length === 0 ? null : texts.length === 1 ? texts[0]! : texts.map((text) => ({ type: "text", text }))
     }
     if (calls.length > 0) wire.tool_calls = calls
-    if (reasoning.length > 0) wire.reasoning_content = reasoning
+    if (reasoning.length > 0 && options?.reasoningContent === true) wire.reasoning_content = reasoning
     if (message.name !== undefined) wire.name = message.name
     out.push(wire)
     return
@@ -371,7 +430,9 @@ const pushWireMessages = (message: Canonical.Message, out: Array<ChatCompletions
   const parts: Array<ChatCompletions.UserContentPart> = []
   for (const part of message.content) {
     if (part.type === "tool_result") {
-      out.push({ role: "tool", tool_call_id: part.callId, content: part.content })
+      // OpenAI's tool messages have no error flag: a failed call's result says so in Gemini's own words.
+      const content = part.isError === true ? JSON.stringify({ error: part.content }) : part.content
+      out.push({ role: "tool", tool_call_id: part.callId, content })
       continue
     }
     const wire = wirePart(part)
@@ -388,10 +449,22 @@ const pushWireMessages = (message: Canonical.Message, out: Array<ChatCompletions
  * always ask for `stream_options.include_usage: true`, so the gateway can bill
  * them whatever the client asked for.
  *
- * Not carried (OpenAI has no such field): `topK`, `reasoning.includeThoughts`,
- * thinking signatures, `tool_result.isError` and `name`, and files given only
- * by URI (check with `ensureEncodable` first). A `reasoning.budgetTokens` with
- * no effort is sent as `effortOfBudget(budget)`.
+ * - Tool names OpenAI would refuse (`.`, `:`) are sent as
+ *   `Identifiers.encodeToolName` gives them (declarations, `tool_choice` and
+ *   the history alike); the response decoders turn them back.
+ * - JSON mode (`json_object`) adds the system instruction `JSON_MODE_HINT`
+ *   when no message mentions JSON, which OpenAI requires; a schema is sent as
+ *   `json_schema`.
+ * - A tool result with `isError` is sent as `{"error": "<text>"}`.
+ * - Reasoning: `reasoning_effort` only when `options.reasoningEffort` is not
+ *   false (a `budgetTokens` with no effort is sent as
+ *   `effortOfBudget(budget)`); earlier thinking as `reasoning_content` only
+ *   when `options.reasoningContent` is true.
+ * - Not carried, as hints OpenAI has no field for (docs/design/decisions.md):
+ *   `topK`, `reasoning.includeThoughts`, thinking and tool-call signatures
+ *   (Gemini's, meaningless to OpenAI) and `tool_result.name` (results pair by
+ *   id). Check requests with `ensureEncodable` first: it refuses what cannot
+ *   be sent at all.
  *
  * @example
  * ```ts
@@ -414,11 +487,12 @@ export const encodeRequest = (
 ): ChatCompletions.ChatCompletionRequest => {
   const messages: Array<ChatCompletions.Message> = []
   for (const text of request.system ?? []) messages.push({ role: "system", content: text })
-  for (const message of request.messages) pushWireMessages(message, messages)
+  if (request.responseFormat?.type === "json" && !mentionsJson(request)) messages.push({ role: "system", content: JSON_MODE_HINT })
+  for (const message of request.messages) pushWireMessages(message, messages, options)
   const out: Mutable<ChatCompletions.ChatCompletionRequest> = { model: upstreamModel, messages }
   if (request.tools !== undefined) {
     out.tools = request.tools.map((tool) => {
-      const fn: Mutable<ChatCompletions.Tool["function"]> = { name: tool.name }
+      const fn: Mutable<ChatCompletions.Tool["function"]> = { name: encodeToolName(tool.name) }
       if (tool.description !== undefined) fn.description = tool.description
       if (tool.parameters !== undefined) fn.parameters = tool.parameters
       return { type: "function", function: fn }
@@ -427,7 +501,7 @@ export const encodeRequest = (
   if (request.toolChoice !== undefined) {
     out.tool_choice = typeof request.toolChoice === "string"
       ? request.toolChoice
-      : { type: "function", function: { name: request.toolChoice.name } }
+      : { type: "function", function: { name: encodeToolName(request.toolChoice.name) } }
   }
   if (request.parallelToolCalls !== undefined) out.parallel_tool_calls = request.parallelToolCalls
   const format = request.responseFormat
@@ -455,7 +529,7 @@ export const encodeRequest = (
   if (request.presencePenalty !== undefined) out.presence_penalty = request.presencePenalty
   if (request.frequencyPenalty !== undefined) out.frequency_penalty = request.frequencyPenalty
   const reasoning = request.reasoning
-  if (reasoning !== undefined) {
+  if (reasoning !== undefined && options?.reasoningEffort !== false) {
     const effort = reasoning.effort ??
       (reasoning.budgetTokens !== undefined ? effortOfBudget(reasoning.budgetTokens) : undefined)
     if (effort !== undefined) out.reasoning_effort = effort
@@ -467,10 +541,32 @@ export const encodeRequest = (
 }
 
 /**
- * Checks that an OpenAI upstream can carry a canonical request's content:
- * fails with `UnsupportedFeature` (naming `messages[i].content[j]`) for files
- * given only by a URI that is not an image (Gemini Files API references), which
- * OpenAI cannot fetch. `encodeRequest` would otherwise have to drop them.
+ * Whether any system instruction, text or tool result of a request mentions
+ * JSON (case-insensitively), which OpenAI's JSON mode requires.
+ *
+ * @category encoding
+ */
+export const mentionsJson = (request: Canonical.ChatRequest): boolean => {
+  if ((request.system ?? []).some((text) => /json/i.test(text))) return true
+  return request.messages.some((message) =>
+    message.content.some((part) =>
+      (part.type === "text" && /json/i.test(part.text)) || (part.type === "tool_result" && /json/i.test(part.content))
+    )
+  )
+}
+
+/**
+ * Checks that an OpenAI upstream can carry a canonical request, failing with
+ * `UnsupportedFeature` naming what it cannot:
+ *
+ * - files given only by a URI that is not an image (Gemini Files API
+ *   references), which OpenAI cannot fetch (`messages[i].content[j]`);
+ * - images or files in the model's own earlier turns (OpenAI's assistant
+ *   messages hold only text and tool calls);
+ * - tool names OpenAI refuses even once escaped (longer than 64 characters;
+ *   `tools[i].name`).
+ *
+ * `encodeRequest` would otherwise have to drop them.
  *
  * @category encoding
  */
@@ -478,16 +574,48 @@ export const ensureEncodable = (
   request: Canonical.ChatRequest
 ): Effect.Effect<Canonical.ChatRequest, GatewayError.UnsupportedFeature> => {
   for (let i = 0; i < request.messages.length; i++) {
-    const content = request.messages[i]!.content
+    const message = request.messages[i]!
+    const content = message.content
     for (let j = 0; j < content.length; j++) {
       const part = content[j]!
+      const at = `messages[${i}].content[${j}]`
       if (part.type === "file" && part.data === undefined && !part.mediaType.startsWith("image/")) {
         return Effect.fail(unsupported(
-          `messages[${i}].content[${j}]`,
-          `A '${part.mediaType}' file given by URI (messages[${i}].content[${j}]) cannot be sent to an OpenAI upstream; send the file inline.`
+          at,
+          `A '${part.mediaType}' file given by URI (${at}) cannot be sent to an OpenAI upstream; send the file inline.`
+        ))
+      }
+      if (message.role === "assistant" && (part.type === "image" || part.type === "file")) {
+        return Effect.fail(unsupported(
+          at,
+          `The model's earlier turn holds ${part.type === "image" ? "an image" : "a file"} (${at}), which an OpenAI upstream cannot take in an assistant message; ` +
+            "send it in a user turn instead."
         ))
       }
     }
   }
+  const tools = request.tools ?? []
+  for (let i = 0; i < tools.length; i++) {
+    const refusal = checkToolName(tools[i]!.name, `tools[${i}].name`)
+    if (refusal !== undefined) return Effect.fail(refusal)
+  }
+  for (let i = 0; i < request.messages.length; i++) {
+    const content = request.messages[i]!.content
+    for (let j = 0; j < content.length; j++) {
+      const part = content[j]!
+      if (part.type !== "tool_call") continue
+      const refusal = checkToolName(part.name, `messages[${i}].content[${j}].name`)
+      if (refusal !== undefined) return Effect.fail(refusal)
+    }
+  }
   return Effect.succeed(request)
 }
+
+const checkToolName = (name: string, param: string): GatewayError.UnsupportedFeature | undefined =>
+  isValidToolName(encodeToolName(name))
+    ? undefined
+    : unsupported(
+      param,
+      `The tool name '${name}' cannot be sent to an OpenAI-compatible model: names may have at most ${MAX_NAME_LENGTH} ` +
+        "characters (letters, digits, '_' and '-'; '-', '.', ':' and any other character take two or more once escaped). Use a shorter name."
+    )

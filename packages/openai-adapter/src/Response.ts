@@ -5,8 +5,11 @@
  * - `encodeResponse` writes the answer for an OpenAI client.
  *
  * A choice's canonical content is, in order: one thinking part (from the
- * non-standard `reasoning_content`), the text, then the tool calls. Thinking
- * signatures are not carried by OpenAI and are dropped by `encodeResponse`.
+ * non-standard `reasoning_content`), the text, then the tool calls. Tool names
+ * escaped by `Identifiers.encodeToolName` (for an OpenAI upstream) are decoded
+ * back. Thinking signatures have no place in OpenAI's answers and are dropped
+ * by `encodeResponse`; a tool call's signature (Gemini 3's `thoughtSignature`)
+ * travels in its id (`Identifiers.signCallId`), which the client sends back.
  *
  * @since 0.1.0
  */
@@ -15,6 +18,7 @@ import { GatewayError } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import type { Mutable } from "effect/Types"
 import * as ChatCompletions from "./ChatCompletions.ts"
+import { decodeToolName, signCallId } from "./Identifiers.ts"
 import { firstIssue } from "./internal/issues.ts"
 
 /**
@@ -76,6 +80,16 @@ export const usageToWire = (usage: Canonical.Usage): ChatCompletions.Usage => {
 
 const decodeWire = Schema.decodeUnknownResult(ChatCompletions.ChatCompletion)
 
+/**
+ * An image of an answer as Markdown: `![image](data:<type>;base64,<data>)`, or
+ * its URL. OpenAI's chat answers carry only text, so that is how a generated
+ * image reaches an OpenAI client.
+ *
+ * @category encoding
+ */
+export const imageMarkdown = (part: Canonical.ImagePart): string =>
+  `![image](${part.data !== undefined ? `data:${part.mediaType ?? "image/png"};base64,${part.data}` : part.url ?? ""})`
+
 const choiceFromWire = (choice: ChatCompletions.ResponseChoice): Canonical.Choice => {
   const message = choice.message
   const content: Array<Canonical.Part> = []
@@ -88,7 +102,7 @@ const choiceFromWire = (choice: ChatCompletions.ResponseChoice): Canonical.Choic
     content.push({ type: "text", text: message.refusal })
   }
   for (const call of message.tool_calls ?? []) {
-    content.push({ type: "tool_call", id: call.id, name: call.function.name, arguments: call.function.arguments })
+    content.push({ type: "tool_call", id: call.id, name: decodeToolName(call.function.name), arguments: call.function.arguments })
   }
   return { index: choice.index, content, finishReason: finishReasonFromWire(choice.finish_reason) }
 }
@@ -148,9 +162,12 @@ export const decodeResponse = (body: unknown): Effect.Effect<Canonical.ChatRespo
 /**
  * Encodes a canonical response for an OpenAI client, reporting `model` (the
  * name the client asked for, not the upstream's). Text parts are concatenated
- * into `content` (`null` when there is none), thinking parts into the
- * non-standard `reasoning_content`, tool calls into `tool_calls`. A choice
- * without a finish reason is reported as `stop`.
+ * into `content` (`null` when there is none), images (a Gemini model's
+ * generated pictures) join it as Markdown with their data URL
+ * (`![image](data:image/png;base64,...)`), thinking parts go into the
+ * non-standard `reasoning_content`, tool calls into `tool_calls` with their
+ * signature in the id (`Identifiers.signCallId`). A choice without a finish
+ * reason is reported as `stop`.
  *
  * @example
  * ```ts
@@ -178,9 +195,10 @@ export const encodeResponse = (response: Canonical.ChatResponse, model: string):
       const calls: Array<ChatCompletions.ToolCall> = []
       for (const part of choice.content) {
         if (part.type === "text") text = text === null ? part.text : text + part.text
+        else if (part.type === "image") text = text === null ? imageMarkdown(part) : text + imageMarkdown(part)
         else if (part.type === "thinking") reasoning += part.text
         else if (part.type === "tool_call") {
-          calls.push({ id: part.id, type: "function", function: { name: part.name, arguments: part.arguments } })
+          calls.push({ id: signCallId(part.id, part.signature), type: "function", function: { name: part.name, arguments: part.arguments } })
         }
       }
       const message: Mutable<ChatCompletions.ResponseMessage> = { role: "assistant", content: text, refusal: null }

@@ -2,12 +2,14 @@
  * Streaming chat completions: OpenAI chunks <-> canonical stream events.
  *
  * - `StreamDecoder` reads an OpenAI upstream's chunks. A tool call appears as a
- *   `tool_call_start` the first time its `index` is seen, then one
- *   `tool_call_delta` per `arguments` fragment. `reasoning_content` deltas are
- *   thinking. The usage chunk (`choices: []`) becomes a `usage` event.
+ *   `tool_call_start` the first time its `index` is seen (its name decoded by
+ *   `Identifiers.decodeToolName`), then one `tool_call_delta` per `arguments`
+ *   fragment. `reasoning_content` deltas are thinking. The usage chunk
+ *   (`choices: []`) becomes a `usage` event.
  * - `StreamEncoder` writes chunks for an OpenAI client: a role chunk first (per
  *   choice), content and tool-call deltas (the first delta of a call carries
- *   `index`, `id`, `type` and `function.name`), a finish chunk (`tool_calls` when
+ *   `index`, `id` (with the call's thought signature, `Identifiers.signCallId`),
+ *   `type` and `function.name`), a finish chunk (`tool_calls` when
  *   the choice called tools), and, only if the client asked `include_usage`, the
  *   usage chunk with `choices: []` right before `[DONE]`.
  *
@@ -23,6 +25,7 @@ import { Effect, Predicate, Result, Schema, Stream } from "effect"
 import type { Mutable } from "effect/Types"
 import * as ChatCompletions from "./ChatCompletions.ts"
 import { classifyUpstreamError, upstreamErrorOf, type UpstreamError } from "./ErrorEnvelope.ts"
+import { decodeToolName, signCallId } from "./Identifiers.ts"
 import { firstIssue } from "./internal/issues.ts"
 import { finishReasonFromWire, finishReasonToWire, usageFromWire, usageToWire } from "./Response.ts"
 import * as Sse from "./Sse.ts"
@@ -81,7 +84,7 @@ export class StreamDecoder {
                 index,
                 call: number,
                 id: call.id ?? `call_${index}_${number}`,
-                name: call.function?.name ?? ""
+                name: decodeToolName(call.function?.name ?? "")
               })
             }
             const args = call.function?.arguments
@@ -285,7 +288,12 @@ export class StreamEncoder {
         const chunks = this.opened(event.index, [])
         this.choices.get(event.index)!.toolCalls = true
         chunks.push(this.chunk(event.index, {
-          tool_calls: [{ index: event.call, id: event.id, type: "function", function: { name: event.name, arguments: "" } }]
+          tool_calls: [{
+            index: event.call,
+            id: signCallId(event.id, event.signature),
+            type: "function",
+            function: { name: event.name, arguments: "" }
+          }]
         }))
         return chunks
       }

@@ -11,6 +11,7 @@
  */
 export * as ChatCompletions from "./ChatCompletions.ts"
 export * as ErrorEnvelope from "./ErrorEnvelope.ts"
+export * as Identifiers from "./Identifiers.ts"
 export * as Models from "./Models.ts"
 export * as Passthrough from "./Passthrough.ts"
 export * as Request from "./Request.ts"

@@ -3,7 +3,7 @@ import type { Canonical } from "@modelgate/core"
 import { Result } from "effect"
 import { readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { decodeRequestResult, encodeRequest } from "../src/Request.ts"
+import { decodeRequestResult, encodeRequest, type EncodeRequestOptions } from "../src/Request.ts"
 import { decodeResponseResult, encodeResponse } from "../src/Response.ts"
 import { decodeSseText, encodeSseText, type StreamEncoderOptions } from "../src/Stream.ts"
 
@@ -20,6 +20,7 @@ interface Golden {
   readonly upstreamModel?: string
   readonly model?: string
   readonly options?: StreamEncoderOptions
+  readonly encodeOptions?: EncodeRequestOptions
   readonly expected?: unknown
 }
 
@@ -28,7 +29,7 @@ const run = (golden: Golden): unknown => {
     case "request-decode":
       return Result.getOrThrow(decodeRequestResult(golden.input))
     case "request-encode":
-      return encodeRequest(golden.input as Canonical.ChatRequest, golden.upstreamModel!)
+      return encodeRequest(golden.input as Canonical.ChatRequest, golden.upstreamModel!, golden.encodeOptions)
     case "response-decode":
       return Result.getOrThrow(decodeResponseResult(golden.input))
     case "response-encode":

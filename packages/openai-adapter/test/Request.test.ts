@@ -53,8 +53,29 @@ describe("decodeRequest errors name the field", () => {
     )
   })
   it("unknown fields and nulls are tolerated", () => {
-    const result = decodeRequestResult({ ...base, logit_bias: { "1": 2 }, top_p: null, stream_options: null, whatever: [1] })
+    const result = decodeRequestResult({ ...base, logit_bias: {}, top_p: null, stream_options: null, whatever: [1], store: true, metadata: { a: "b" } })
     assert.isTrue(Result.isSuccess(result))
+  })
+  it("refuses what another dialect's answer cannot carry, naming the field", () => {
+    const cases: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
+      [{ logprobs: true }, "logprobs"],
+      [{ logprobs: false, top_logprobs: 2 }, "top_logprobs"],
+      [{ logit_bias: { "50256": -100 } }, "logit_bias"],
+      [{ modalities: ["text", "audio"] }, "modalities"],
+      [{ audio: { voice: "alloy", format: "wav" } }, "audio"],
+      [{ prediction: { type: "content", content: "x" } }, "prediction"],
+      [{ web_search_options: {} }, "web_search_options"]
+    ]
+    for (const [extra, param] of cases) {
+      const result = decodeRequestResult({ ...base, ...extra })
+      assert.isTrue(Result.isFailure(result), param)
+      if (Result.isFailure(result)) {
+        assert.strictEqual(result.failure._tag, "UnsupportedFeature")
+        assert.strictEqual(result.failure.param, param)
+        assert.include(result.failure.message, param)
+      }
+    }
+    assert.isTrue(Result.isSuccess(decodeRequestResult({ ...base, logprobs: false, modalities: ["text"], audio: null })))
   })
   it("arbitrary JSON bodies never throw and fail with InvalidRequest", () => {
     fc.assert(fc.property(fc.jsonValue(), (body) => {
@@ -90,4 +111,57 @@ describe("encodeRequest", () => {
       }))
       assert.strictEqual(error.param, "messages[0].content[1]")
     }))
+  it.effect("ensureEncodable refuses media in the model's own turns and tool names too long for OpenAI", () =>
+    Effect.gen(function*() {
+      const media = yield* Effect.flip(ensureEncodable({
+        model: "m",
+        stream: false,
+        messages: [
+          { role: "user", content: [{ type: "text", text: "draw" }] },
+          { role: "assistant", content: [{ type: "image", mediaType: "image/png", data: "AA==" }] }
+        ]
+      }))
+      assert.strictEqual(media.param, "messages[1].content[0]")
+      const long = "server.".repeat(10)
+      const named = yield* Effect.flip(ensureEncodable({
+        model: "m",
+        stream: false,
+        messages: [{ role: "user", content: [{ type: "text", text: "x" }] }],
+        tools: [{ name: "ok" }, { name: long }]
+      }))
+      assert.strictEqual(named.param, "tools[1].name")
+      assert.include(named.message, long)
+      // 64 characters once escaped still pass.
+      yield* ensureEncodable({ model: "m", stream: false, messages: [], tools: [{ name: "a.b:c" }, { name: "x".repeat(64) }] })
+    }))
+  it("JSON mode adds a system instruction only when no message mentions JSON", () => {
+    const json = { model: "m", stream: false, responseFormat: { type: "json" } } as const
+    const plain = encodeRequest({ ...json, messages: [{ role: "user", content: [{ type: "text", text: "List three colours" }] }] }, "up")
+    assert.deepStrictEqual(plain.messages[0], { role: "system", content: "Respond with a JSON object." })
+    const asked = encodeRequest({ ...json, messages: [{ role: "user", content: [{ type: "text", text: "Answer as json" }] }] }, "up")
+    assert.strictEqual(asked.messages.length, 1)
+    const schema = encodeRequest({
+      model: "m",
+      stream: false,
+      responseFormat: { type: "json_schema", schema: { type: "object" } },
+      messages: [{ role: "user", content: [{ type: "text", text: "List three colours" }] }]
+    }, "up")
+    assert.strictEqual(schema.messages.length, 1)
+    assert.deepStrictEqual(schema.response_format, { type: "json_schema", json_schema: { name: "response", schema: { type: "object" } } })
+  })
+  it("reasoning effort and earlier reasoning are sent only to upstreams that take them", () => {
+    const request = {
+      model: "m",
+      stream: false,
+      reasoning: { budgetTokens: 8192, includeThoughts: true },
+      messages: [{ role: "assistant" as const, content: [{ type: "thinking" as const, text: "hmm" }, { type: "text" as const, text: "ok" }] }]
+    }
+    const plain = encodeRequest(request, "up")
+    assert.strictEqual(plain.reasoning_effort, "medium")
+    assert.notProperty(plain.messages[0], "reasoning_content")
+    const off = encodeRequest(request, "up", { reasoningEffort: false })
+    assert.notProperty(off, "reasoning_effort")
+    const vllm = encodeRequest(request, "up", { reasoningContent: true })
+    assert.propertyVal(vllm.messages[0], "reasoning_content", "hmm")
+  })
 })

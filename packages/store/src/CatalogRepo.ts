@@ -55,8 +55,15 @@ export const decodeModel = (row: Record<string, unknown>): Domain.Model => ({
   perRequestNanos: Row.bigOrNull(row.per_request_nanos, "models.per_request_nanos"),
   free: Row.bool(row.free, "models.free"),
   inputTokenLimit: Row.int(row.input_token_limit, "models.input_token_limit"),
-  outputTokenLimit: Row.int(row.output_token_limit, "models.output_token_limit")
+  outputTokenLimit: Row.int(row.output_token_limit, "models.output_token_limit"),
+  ...optionalDescription(Row.strOrNull(row.description, "models.description")),
+  embedding: Row.bool(row.embedding, "models.embedding"),
+  reasoning: Row.bool(row.reasoning, "models.reasoning"),
+  reasoningContent: Row.bool(row.reasoning_content, "models.reasoning_content")
 })
+
+const optionalDescription = (description: string | null): { readonly description?: string } =>
+  description === null ? {} : { description }
 
 /** Shared with the other repositories of this package, not a stable API. @internal @category internal */
 export const decodeGroup = (row: Record<string, unknown>): Domain.Group => ({
@@ -88,7 +95,11 @@ export const modelColumns = (model: Domain.Model) => ({
   per_request_nanos: model.perRequestNanos,
   free: model.free,
   input_token_limit: model.inputTokenLimit,
-  output_token_limit: model.outputTokenLimit
+  output_token_limit: model.outputTokenLimit,
+  description: model.description ?? null,
+  embedding: model.embedding ?? false,
+  reasoning: model.reasoning ?? false,
+  reasoning_content: model.reasoningContent ?? false
 })
 
 /** Shared with the other repositories of this package, not a stable API. @internal @category internal */

@@ -219,6 +219,22 @@ const userLimits: Migration = {
 }
 
 /**
+ * What a model is, beyond its price: a description for model lists, whether it
+ * is an embedding model, whether it is a reasoning model (takes a reasoning
+ * effort), and whether its upstream accepts `reasoning_content` in history.
+ */
+const modelMetadata: Migration = {
+  id: 5,
+  name: "model_metadata",
+  statements: () => [
+    "ALTER TABLE models ADD COLUMN description TEXT NULL",
+    "ALTER TABLE models ADD COLUMN embedding BOOLEAN NOT NULL DEFAULT FALSE",
+    "ALTER TABLE models ADD COLUMN reasoning BOOLEAN NOT NULL DEFAULT FALSE",
+    "ALTER TABLE models ADD COLUMN reasoning_content BOOLEAN NOT NULL DEFAULT FALSE"
+  ]
+}
+
+/**
  * Balance leases and node liveness (see `Purses.ts` and docs/billing.md).
  *
  * A lease is a part of a user's balance reserved by one gateway process, from
@@ -255,7 +271,7 @@ const leases: Migration = {
  *
  * @category migrations
  */
-export const migrations: ReadonlyArray<Migration> = [initial, keySpend, userLimits, leases]
+export const migrations: ReadonlyArray<Migration> = [initial, keySpend, userLimits, modelMetadata, leases]
 
 /** An arbitrary constant naming modelgate's migration lock among advisory locks. */
 const PG_LOCK_KEY = 727_460_131

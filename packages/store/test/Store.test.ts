@@ -100,7 +100,9 @@ const suite = (make: () => Promise<TestDatabase>) =>
             perRequestNanos: null,
             free: false,
             inputTokenLimit: 128_000,
-            outputTokenLimit: 16_384
+            outputTokenLimit: 16_384,
+            description: "Small and fast",
+            reasoning: true
           }],
           aliases: [{ pattern: "gpt-4o-mini-*", target: "gpt-4o-mini" }],
           channels: [{
@@ -154,6 +156,11 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const catalog = yield* (yield* CatalogRepo).load
         assert.deepStrictEqual(catalog.channels[0]!.apiKeys, ["sk-upstream-1", "sk-upstream-2"])
         assert.strictEqual(catalog.models[0]!.outputNanosPerMillion, 600_000_000n)
+        // The model's metadata (migration 5) round-trips; flags left out read as false.
+        assert.strictEqual(catalog.models[0]!.description, "Small and fast")
+        assert.strictEqual(catalog.models[0]!.reasoning, true)
+        assert.strictEqual(catalog.models[0]!.embedding, false)
+        assert.strictEqual(catalog.models[0]!.reasoningContent, false)
         assert.deepStrictEqual(catalog.groups.find((g) => g.name === "vip")!.limits, { rpm: 60, tpm: null, concurrency: null })
         assert.deepStrictEqual(catalog.aliases, [{ pattern: "gpt-4o-mini-*", target: "gpt-4o-mini" }])
 

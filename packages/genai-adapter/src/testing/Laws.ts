@@ -21,6 +21,9 @@
  * - `malformedBodies`: arbitrary JSON gives a typed 400 error (or a request),
  *   never a throw.
  *
+ * `foreignDialect` offers this dialect's codecs to other adapters'
+ * cross-dialect laws (OpenAI -> Gemini -> OpenAI keeps what both carry).
+ *
  * @example
  * ```ts
  * import * as fc from "fast-check"
@@ -218,6 +221,57 @@ export const sseSplitInvariance = (parse: (pieces: ReadonlyArray<string>) => Rea
       assertEqual(parse(pieces), parse([text]), "events of split and whole text")
     }
   )
+
+// ---------------------------------------------------------------------------
+// This dialect as the "other side" of another adapter's cross-dialect laws
+// ---------------------------------------------------------------------------
+
+/**
+ * The Gemini dialect's codecs in the shape other adapters' cross-dialect laws
+ * take (for OpenAI: `@modelgate/openai-adapter/testing/Laws`
+ * `requestThroughProperty` and its siblings, which check that OpenAI -> Gemini
+ * -> OpenAI keeps what both carry). Each function sends a canonical value
+ * through Gemini's wire format and back:
+ *
+ * - `request`: `encodeRequest` (the upstream body) -> JSON -> `decodeRequest`
+ *   (as a Gemini client's body), with the same model and stream flag;
+ * - `response`: `encodeResponse` (for a Gemini client) -> JSON ->
+ *   `decodeResponse` (as a Gemini upstream's answer), keeping `created`, which
+ *   Gemini does not carry;
+ * - `stream`: `StreamEncoder` -> JSON chunks -> `StreamDecoder`.
+ *
+ * @example
+ * ```ts
+ * import * as fc from "fast-check"
+ * import * as OpenAiLaws from "@modelgate/openai-adapter/testing/Laws"
+ * import * as GeminiLaws from "@modelgate/genai-adapter/testing/Laws"
+ *
+ * fc.assert(OpenAiLaws.responseThroughProperty(GeminiLaws.foreignDialect, keepWhatGeminiCarries), { numRuns: 200 })
+ * ```
+ *
+ * @category cross-dialect
+ */
+export const foreignDialect = {
+  name: "Gemini",
+  request: (request: Canonical.ChatRequest): Result.Result<Canonical.ChatRequest, unknown> => {
+    const wire = Request.encodeRequestResult(request)
+    if (Result.isFailure(wire)) return Result.fail(wire.failure)
+    return Request.decodeRequestResult(JSON.parse(JSON.stringify(wire.success)), request.model, { stream: request.stream })
+  },
+  response: (response: Canonical.ChatResponse): Result.Result<Canonical.ChatResponse, unknown> =>
+    Response.decodeResponseResult(JSON.parse(JSON.stringify(Response.encodeResponse(response, response.model))), {
+      created: response.created,
+      model: response.model
+    }),
+  stream: (events: ReadonlyArray<Canonical.StreamEvent>): Result.Result<ReadonlyArray<Canonical.StreamEvent>, unknown> => {
+    const start = events.find((event) => event.type === "start")
+    const encoder = new StreamEncoder(start?.model ?? "")
+    const chunks = JSON.parse(JSON.stringify([...encoder.pushAll(events), ...encoder.end()])) as ReadonlyArray<unknown>
+    const decoder = new StreamDecoder(start === undefined ? {} : { created: start.created, model: start.model })
+    const decoded = decoder.pushAll(chunks)
+    return Result.isFailure(decoded) ? Result.fail(decoded.failure) : Result.succeed([...decoded.success, ...decoder.end()])
+  }
+} as const
 
 /** Values that are almost Gemini requests: valid bodies with one field replaced by arbitrary JSON. @category helpers */
 export const malformedBody: fc.Arbitrary<unknown> = fc.oneof(

@@ -2,7 +2,9 @@
  * Reusable laws of the OpenAI dialect, as fast-check properties and as
  * one-call checks that take fast-check parameters (`{ numRuns, seed, ... }`).
  * Each check throws (with the counterexample) when the law fails, so it can sit
- * directly inside a vitest `it`.
+ * directly inside a vitest `it`. The cross-dialect laws (OpenAI -> another
+ * dialect -> OpenAI keeps what both carry) take the other dialect's codecs as a
+ * `ForeignDialect` argument, so this package never depends on another adapter.
  *
  * @example
  * ```ts
@@ -22,7 +24,7 @@ import * as fc from "fast-check"
 import type * as ChatCompletions from "../ChatCompletions.ts"
 import { assertEqual } from "../internal/equal.ts"
 import { PassthroughMeter } from "../Passthrough.ts"
-import { decodeRequestResult, encodeRequest } from "../Request.ts"
+import { decodeRequestResult, encodeRequest, type EncodeRequestOptions, JSON_MODE_HINT, mentionsJson } from "../Request.ts"
 import { decodeResponseResult, encodeResponse } from "../Response.ts"
 import { SseParser, type SseEvent } from "../Sse.ts"
 import { decodeSseText, encodeSseText } from "../Stream.ts"
@@ -34,28 +36,42 @@ export const throughJson = (value: unknown): unknown => JSON.parse(JSON.stringif
 /**
  * What an OpenAI round trip keeps of a canonical request: everything the
  * arbitraries generate, except `includeUsage`, which `encodeRequest` replaces
- * (streams always ask the upstream for usage; non-streams never carry it).
+ * (streams always ask the upstream for usage; non-streams never carry it), and
+ * plus the system instruction JSON mode adds when no message mentions JSON.
  *
  * @category helpers
  */
 export const normalizeForOpenAi = (request: Canonical.ChatRequest): Canonical.ChatRequest => {
   const { includeUsage: _ignored, ...rest } = request
-  return request.stream ? { ...rest, includeUsage: true } : rest
+  const withHint = request.responseFormat?.type === "json" && !mentionsJson(request)
+    ? { ...rest, system: [...(request.system ?? []), JSON_MODE_HINT] }
+    : rest
+  return request.stream ? { ...withHint, includeUsage: true } : withHint
 }
+
+/**
+ * The options of the request round trip: the upstream takes reasoning effort
+ * and earlier reasoning (`reasoning_content`), so every field the arbitraries
+ * generate is carried.
+ *
+ * @category helpers
+ */
+export const roundTripOptions: EncodeRequestOptions = { reasoningEffort: true, reasoningContent: true }
 
 // ---------------------------------------------------------------------------
 // Properties
 // ---------------------------------------------------------------------------
 
 /**
- * canonical -> `encodeRequest` -> JSON -> `decodeRequest` gives back the request
- * (`normalizeForOpenAi`), with the upstream model name.
+ * canonical -> `encodeRequest` (with `roundTripOptions`) -> JSON ->
+ * `decodeRequest` gives back the request (`normalizeForOpenAi`), with the
+ * upstream model name.
  *
  * @category properties
  */
 export const requestRoundTripProperty = (arbitrary: fc.Arbitrary<Canonical.ChatRequest> = Arbitraries.canonicalRequest) =>
   fc.property(arbitrary, (request) => {
-    const decoded = decodeRequestResult(throughJson(encodeRequest(request, "upstream-model")))
+    const decoded = decodeRequestResult(throughJson(encodeRequest(request, "upstream-model", roundTripOptions)))
     if (Result.isFailure(decoded)) throw new Error(`decodeRequest failed: ${decoded.failure.message}`)
     assertEqual(decoded.success, { ...normalizeForOpenAi(request), model: "upstream-model" }, "request round trip")
   })
@@ -140,6 +156,98 @@ export const meterSplitProperty = () =>
     assertEqual(forwarded, text, "forwarded text")
     const usage = chunks.at(-1)?.usage
     assertEqual(meter.usage().reported, usage !== undefined && usage !== null, "usage reported")
+  })
+
+// ---------------------------------------------------------------------------
+// Cross-dialect laws: OpenAI -> another dialect -> OpenAI
+// ---------------------------------------------------------------------------
+
+/**
+ * Another dialect's codecs, as the cross-dialect laws use them: each function
+ * sends a canonical value through that dialect's wire format (encode, JSON,
+ * decode) and returns what comes back, or a failure. The other adapter
+ * provides them (for Gemini: `@modelgate/genai-adapter/testing/Laws`
+ * `foreignDialect`), so neither adapter depends on the other.
+ *
+ * @category cross-dialect
+ */
+export interface ForeignDialect {
+  readonly name: string
+  /** A request sent to that dialect's upstream and read back as its client decoder reads it. */
+  readonly request: (request: Canonical.ChatRequest) => Result.Result<Canonical.ChatRequest, unknown>
+  /** A response written for that dialect's client and read back as its upstream decoder reads it. */
+  readonly response: (response: Canonical.ChatResponse) => Result.Result<Canonical.ChatResponse, unknown>
+  /** A stream written for that dialect's client and read back by its upstream stream decoder. */
+  readonly stream: (events: ReadonlyArray<Canonical.StreamEvent>) => Result.Result<ReadonlyArray<Canonical.StreamEvent>, unknown>
+}
+
+const unwrapLaw = <A>(result: Result.Result<A, unknown>, what: string): A => {
+  if (Result.isFailure(result)) {
+    const failure = result.failure
+    throw new Error(`${what} failed: ${failure instanceof Error ? failure.message : JSON.stringify(failure)}`)
+  }
+  return result.success
+}
+
+/**
+ * OpenAI request -> the other dialect -> OpenAI keeps what both carry: a
+ * request an OpenAI client sent (`arbitrary`, encoded and decoded by this
+ * package), sent through `foreign` and written for an OpenAI upstream again,
+ * decodes to `keep` of the original, where `keep` removes (or normalises) what
+ * the other dialect cannot carry.
+ *
+ * @category cross-dialect
+ */
+export const requestThroughProperty = (
+  foreign: ForeignDialect,
+  keep: (request: Canonical.ChatRequest) => Canonical.ChatRequest,
+  arbitrary: fc.Arbitrary<Canonical.ChatRequest> = Arbitraries.canonicalRequest
+) =>
+  fc.property(arbitrary, (request) => {
+    const start = unwrapLaw(decodeRequestResult(throughJson(encodeRequest(request, request.model, roundTripOptions))), "decodeRequest")
+    const back = unwrapLaw(foreign.request(start), `${foreign.name} round trip`)
+    const end = unwrapLaw(decodeRequestResult(throughJson(encodeRequest(back, start.model, roundTripOptions))), "decodeRequest (again)")
+    assertEqual(end, keep(start), `OpenAI -> ${foreign.name} -> OpenAI request`)
+  })
+
+/**
+ * OpenAI response -> the other dialect -> OpenAI keeps what both carry (see
+ * `requestThroughProperty`).
+ *
+ * @category cross-dialect
+ */
+export const responseThroughProperty = (
+  foreign: ForeignDialect,
+  keep: (response: Canonical.ChatResponse) => Canonical.ChatResponse,
+  arbitrary: fc.Arbitrary<Canonical.ChatResponse> = Arbitraries.canonicalResponse
+) =>
+  fc.property(arbitrary, (response) => {
+    const start = unwrapLaw(decodeResponseResult(throughJson(encodeResponse(response, response.model))), "decodeResponse")
+    const back = unwrapLaw(foreign.response(start), `${foreign.name} round trip`)
+    const end = unwrapLaw(decodeResponseResult(throughJson(encodeResponse(back, start.model))), "decodeResponse (again)")
+    assertEqual(end, keep(start), `OpenAI -> ${foreign.name} -> OpenAI response`)
+  })
+
+/**
+ * An OpenAI stream -> the other dialect's stream -> an OpenAI stream
+ * assembles to what both carry: a response streamed as OpenAI SSE, decoded,
+ * re-streamed through `foreign`, streamed as OpenAI SSE again (cut at
+ * arbitrary points) and decoded assembles to `keep` of the first assembly.
+ *
+ * @category cross-dialect
+ */
+export const streamThroughProperty = (
+  foreign: ForeignDialect,
+  keep: (response: Canonical.ChatResponse) => Canonical.ChatResponse,
+  arbitrary: fc.Arbitrary<Canonical.ChatResponse> = Arbitraries.canonicalResponse
+) =>
+  fc.property(arbitrary, Arbitraries.cuts, (response, cuts) => {
+    const options = { model: response.model, includeUsage: true }
+    const first = unwrapLaw(decodeSseText([encodeSseText(StreamAssembly.toEvents(response), options)]), "decodeSseText")
+    const back = unwrapLaw(foreign.stream(first), `${foreign.name} stream round trip`)
+    const again = encodeSseText(back, options)
+    const end = unwrapLaw(decodeSseText(Arbitraries.splitAt(again, cuts)), "decodeSseText (again)")
+    assertEqual(StreamAssembly.assemble(end), keep(StreamAssembly.assemble(first)), `OpenAI -> ${foreign.name} -> OpenAI stream`)
   })
 
 // ---------------------------------------------------------------------------
