@@ -4,7 +4,7 @@
  * gateway makes for every chat call), on SQLite and, when
  * MODELGATE_TEST_POSTGRES names a server, on PostgreSQL.
  *
- *   pnpm bench:money [--calls N] [--warmup N] [--concurrency N]
+ *   pnpm bench:money [--calls N] [--warmup N] [--concurrency N] [--repeat N]
  *   MODELGATE_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test pnpm bench:money
  *
  * For each database it runs three workloads, each after a warm-up:
@@ -17,7 +17,9 @@
  *
  * It prints a Markdown table (time per call = wall time / calls, calls per
  * second, and the latency of one hold-plus-settle at the median and the
- * 99th percentile) and checks the books afterwards: every balance equals its
+ * 99th percentile; with `--repeat N` each workload is measured N times and
+ * the run with the median time per call is shown, with the range over the
+ * runs, for machines shared with other work) and checks the books afterwards: every balance equals its
  * ledger's sum and the initial balance less exactly what was charged. SQLite
  * runs on a fresh file in a temporary directory; PostgreSQL in a fresh schema
  * dropped at the end. A benchmark, not a test: it asserts no speed.
@@ -53,6 +55,8 @@ export interface Measurement {
   readonly callsPerSecond: number
   readonly p50Us: number
   readonly p99Us: number
+  /** The fastest and slowest time per call over the repeated runs. */
+  readonly rangeUs: readonly [number, number]
 }
 
 const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
@@ -114,6 +118,7 @@ interface Options {
   readonly calls: number
   readonly warmup: number
   readonly concurrency: number
+  readonly repeat: number
 }
 
 const benchDatabase = (label: string, url: string, maxConnections: number, options: Options) =>
@@ -133,21 +138,25 @@ const benchDatabase = (label: string, url: string, maxConnections: number, optio
       yield* workload(payers, options.warmup, concurrency, offset)
       count(payers, options.warmup)
       offset += options.warmup
-      const { elapsedMs, latencies } = yield* workload(payers, options.calls, concurrency, offset)
-      count(payers, options.calls)
-      offset += options.calls
-      const measurement: Measurement = {
-        database: label,
-        workload: workloadName,
-        calls: options.calls,
-        concurrency,
-        usPerCall: (elapsedMs * 1000) / options.calls,
-        callsPerSecond: options.calls / (elapsedMs / 1000),
-        p50Us: percentile(latencies, 0.5),
-        p99Us: percentile(latencies, 0.99)
+      const runs: Array<Omit<Measurement, "rangeUs">> = []
+      for (let r = 0; r < options.repeat; r++) {
+        const { elapsedMs, latencies } = yield* workload(payers, options.calls, concurrency, offset)
+        count(payers, options.calls)
+        offset += options.calls
+        runs.push({
+          database: label,
+          workload: workloadName,
+          calls: options.calls,
+          concurrency,
+          usPerCall: (elapsedMs * 1000) / options.calls,
+          callsPerSecond: options.calls / (elapsedMs / 1000),
+          p50Us: percentile(latencies, 0.5),
+          p99Us: percentile(latencies, 0.99)
+        })
+        process.stderr.write(`${label}, ${workloadName}, run ${r + 1}: ${runs[r]!.usPerCall.toFixed(0)} µs per call\n`)
       }
-      results.push(measurement)
-      process.stderr.write(`${label}, ${workloadName}: ${measurement.usPerCall.toFixed(0)} µs per call\n`)
+      runs.sort((a, b) => a.usPerCall - b.usPerCall)
+      results.push({ ...runs[Math.floor((runs.length - 1) / 2)]!, rangeUs: [runs[0]!.usPerCall, runs[runs.length - 1]!.usPerCall] })
     })
     yield* measure("one call at a time, one balance", [one], 1)
     yield* measure(`${options.concurrency} at a time, one balance`, [one], options.concurrency)
@@ -189,10 +198,11 @@ const fmt = (n: number) => Math.round(n).toLocaleString("en-US")
 /** The results as a Markdown table. @category report */
 export const markdown = (results: ReadonlyArray<Measurement>): string =>
   [
-    "| database | workload | time per call | calls/s | latency p50 | latency p99 |",
-    "|---|---|---|---|---|---|",
+    "| database | workload | time per call | (range over runs) | calls/s | latency p50 | latency p99 |",
+    "|---|---|---|---|---|---|---|",
     ...results.map((r) =>
-      `| ${r.database} | ${r.workload} | ${fmt(r.usPerCall)} µs | ${fmt(r.callsPerSecond)} | ${fmt(r.p50Us)} µs | ${fmt(r.p99Us)} µs |`
+      `| ${r.database} | ${r.workload} | ${fmt(r.usPerCall)} µs | ${fmt(r.rangeUs[0])}-${fmt(r.rangeUs[1])} µs | ` +
+      `${fmt(r.callsPerSecond)} | ${fmt(r.p50Us)} µs | ${fmt(r.p99Us)} µs |`
     )
   ].join("\n")
 
@@ -205,13 +215,14 @@ const positive = (name: string, value: string | undefined, fallback: number): nu
 
 const main = async () => {
   const { values } = parseArgs({
-    options: { calls: { type: "string" }, warmup: { type: "string" }, concurrency: { type: "string" } },
+    options: { calls: { type: "string" }, warmup: { type: "string" }, concurrency: { type: "string" }, repeat: { type: "string" } },
     strict: true
   })
   const options: Options = {
     calls: positive("calls", values.calls, 3000),
     warmup: positive("warmup", values.warmup, 300),
-    concurrency: positive("concurrency", values.concurrency, 32)
+    concurrency: positive("concurrency", values.concurrency, 32),
+    repeat: positive("repeat", values.repeat, 1)
   }
   const postgres = process.env["MODELGATE_TEST_POSTGRES"]
   const results: Array<Measurement> = []
@@ -240,7 +251,8 @@ const main = async () => {
       `Money path: one hold plus one settlement per call, through @modelgate/store's Accounts.`,
       `Node ${process.version}, ${cpu.length} x ${cpu[0]?.model ?? "unknown CPU"}` +
       `${postgresVersion !== undefined ? `, PostgreSQL ${postgresVersion}` : ""}; ` +
-      `${options.calls} measured calls per workload after ${options.warmup} warm-up calls. Books checked: balance = ledger = initial - charges.`,
+      `${options.calls} measured calls per workload after ${options.warmup} warm-up calls` +
+      `${options.repeat > 1 ? `, median of ${options.repeat} runs` : ""}. Books checked: balance = ledger = initial - charges.`,
       "",
       markdown(results),
       ""
