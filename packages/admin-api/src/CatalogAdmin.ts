@@ -64,11 +64,17 @@ const uniqueAsConflict = (message: string) => <A, E, R>(self: Effect.Effect<A, E
 // Prices and ratios
 // ---------------------------------------------------------------------------
 
-/** A ratio string (`"0.8"`) to millionths (800000). @category conversions */
+/**
+ * A ratio string (`"0.8"`) to millionths (800000). Like the configuration
+ * file, it refuses a ratio of 0 or below: a free group is made with models
+ * marked `free`, not with a ratio that silently zeroes every price.
+ *
+ * @category conversions
+ */
 export const ratioToMicros = (ratio: string, param = "ratio"): Effect.Effect<bigint, ApiError.ApiError> => {
   const micros = Money.parseScaled(ratio, 6)
-  return micros === undefined || micros < 0n
-    ? Effect.fail(ApiError.invalid(`${param}: expected a ratio like 1 or 0.8 with at most 6 decimal places, got '${ratio}'`, param))
+  return micros === undefined || micros <= 0n
+    ? Effect.fail(ApiError.invalid(`${param}: expected a positive ratio like 1 or 0.8 with at most 6 decimal places, got '${ratio}'`, param))
     : Effect.succeed(micros)
 }
 

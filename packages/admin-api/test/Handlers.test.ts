@@ -496,6 +496,13 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual((yield* admin.client.post("/api/admin/groups", { name: "team-a", ratio: "1" })).status, 409)
         const badRatio = yield* admin.client.post("/api/admin/groups", { name: "team-b", ratio: "-1" })
         assert.strictEqual(badRatio.body.error.param, "ratio")
+        // 0 is refused as the configuration file refuses it
+        const zeroRatio = yield* admin.client.post("/api/admin/groups", { name: "team-b", ratio: "0" })
+        assert.strictEqual(zeroRatio.status, 400)
+        assert.strictEqual(zeroRatio.body.error.param, "ratio")
+        assert.include(zeroRatio.body.error.message, "positive ratio")
+        const zeroUpdate = yield* admin.client.patch("/api/admin/groups/team-a", { ratio: "0.000000" })
+        assert.strictEqual(zeroUpdate.status, 400)
         const updated = yield* admin.client.patch("/api/admin/groups/team-a", { selectable: true, ratio: "1.25" })
         assert.isTrue(updated.body.selectable)
         assert.strictEqual(updated.body.ratio, "1.25")

@@ -19,11 +19,40 @@ export const NANOS_PER_USD = 1_000_000_000n
 export const MAX_NANOS = 1_000_000_000n * NANOS_PER_USD
 
 const decimalPattern = /^([+-])?(\d+)(?:\.(\d+))?$/
+const exponentPattern = /^(-)?(\d+)(?:\.(\d+))?e([+-]?\d+)$/
 
 /**
- * Parses a decimal string (or a finite number, via its shortest round-trip text)
- * into an integer count of `10^-scale` units. Returns `undefined` when the text is
- * not a plain decimal or has more fractional digits than `scale` allows.
+ * The exact decimal text of a finite number, from its shortest round-trip
+ * form (`String(n)`), with exponent notation expanded digit by digit:
+ * `1e-12` -> `"0.000000000001"`, `65536.01` -> `"65536.01"`, `1e+21` ->
+ * `"1000000000000000000000"`. This is the text a person wrote in YAML or JSON
+ * whenever it fits in a double (up to 15-17 significant digits).
+ *
+ * @category parsing
+ */
+export const numberText = (input: number): string => {
+  const text = String(input)
+  const match = exponentPattern.exec(text)
+  if (match === null) return text
+  const [, sign = "", whole, fraction = "", exponentText] = match
+  const digits = whole! + fraction
+  // The position of the decimal point within `digits`, after applying the exponent.
+  const point = whole!.length + Number(exponentText)
+  const expanded = point <= 0
+    ? `0.${"0".repeat(-point)}${digits}`
+    : point >= digits.length
+    ? digits + "0".repeat(point - digits.length)
+    : `${digits.slice(0, point)}.${digits.slice(point)}`
+  return sign + expanded
+}
+
+/**
+ * Parses a decimal string (or a finite number, via its shortest round-trip
+ * text, see `numberText`) into an integer count of `10^-scale` units. Returns
+ * `undefined` when the text is not a plain decimal or needs more fractional
+ * digits than `scale` allows: nothing is rounded, so `1e-12` USD and
+ * `1.000000000001` USD are refused rather than read as 0 and 1, and
+ * `0.1 + 0.2` (`0.30000000000000004`) is refused rather than read as 0.3.
  *
  * @category parsing
  */
@@ -31,8 +60,7 @@ export const parseScaled = (input: string | number, scale: number): bigint | und
   let text: string
   if (typeof input === "number") {
     if (!Number.isFinite(input)) return undefined
-    // toFixed keeps up to 20 digits and never uses exponent notation below 1e21.
-    text = Math.abs(input) < 1e21 ? trimZeros(input.toFixed(Math.min(20, scale + 2))) : String(input)
+    text = numberText(input)
   } else {
     text = input.trim()
   }
@@ -44,8 +72,6 @@ export const parseScaled = (input: string | number, scale: number): bigint | und
   const units = BigInt(whole!) * 10n ** BigInt(scale) + BigInt((trimmed.padEnd(scale, "0")) || "0")
   return sign === "-" ? -units : units
 }
-
-const trimZeros = (fixed: string): string => fixed.includes(".") ? fixed.replace(/\.?0+$/, "") : fixed
 
 /**
  * Parses a USD amount ("10", "0.15", 2.5) into nano-dollars; `undefined` when it

@@ -12,9 +12,11 @@
  *
  * @since 0.1.0
  */
+import { Effect } from "effect"
 import type { Usage } from "./Canonical.ts"
 import type { Model } from "./Domain.ts"
-import { divCeil, type Nanos } from "./Money.ts"
+import { InsufficientBalance } from "./GatewayError.ts"
+import { divCeil, formatUsd, MAX_NANOS, type Nanos } from "./Money.ts"
 
 const MILLION = 1_000_000n
 const RATIO_SCALE = 1_000_000n
@@ -57,13 +59,71 @@ export const costOfUsage = (model: Model, ratioMicros: bigint, usage: Usage): Na
   })
 
 /**
- * The worst-case cost of a call: the prompt bound at the full input price (no
- * cache discount) and the maximum output tokens.
+ * What a hold must cover.
  *
  * @category pricing
  */
-export const worstCase = (model: Model, ratioMicros: bigint, promptTokenBound: number, maxOutputTokens: number): Nanos =>
-  cost(model, ratioMicros, { promptTokens: promptTokenBound, completionTokens: maxOutputTokens })
+export interface HoldBounds {
+  /** An upper bound on the prompt tokens (`Tokens.bodyTokenBound`). */
+  readonly promptTokens: number
+  /** The output tokens one answer may have (`maxOutputFor`). */
+  readonly outputTokens: number
+  /** How many answers the call asks for (OpenAI `n`, Gemini `candidateCount`); each may be `outputTokens` long. Default 1. */
+  readonly choices?: number | undefined
+}
+
+/**
+ * The worst-case cost of a call, exact (it may exceed `MAX_NANOS`; `holdFor`
+ * refuses such calls): the prompt bound at the dearer of the input and cached
+ * input prices (which of the prompt's tokens the upstream finds in its cache is
+ * unknown before the call), the output bound once per answer asked for, times
+ * the ratio, plus `per_request` times the ratio; rounded up once, like `cost`.
+ * No actual usage within these bounds costs more.
+ *
+ * @example
+ * ```ts
+ * import { Pricing } from "@modelgate/core"
+ * declare const model: Parameters<typeof Pricing.worstCase>[0] // input 1 USD, output 2 USD per 1M tokens
+ *
+ * Pricing.worstCase(model, 1_000_000n, { promptTokens: 100, outputTokens: 50, choices: 3 })
+ * // 100 * 1000 + 3 * 50 * 2000 = 400000 nano-dollars
+ * ```
+ *
+ * @category pricing
+ */
+export const worstCase = (model: Model, ratioMicros: bigint, bounds: HoldBounds): Nanos => {
+  if (model.free) return 0n
+  const input = model.inputNanosPerMillion ?? 0n
+  const cachedInput = model.cachedInputNanosPerMillion ?? input
+  const promptPrice = cachedInput > input ? cachedInput : input
+  const output = model.outputNanosPerMillion ?? 0n
+  const choices = BigInt(Math.max(1, Math.ceil(bounds.choices ?? 1)))
+  const tokenPart = BigInt(Math.max(0, Math.ceil(bounds.promptTokens))) * promptPrice +
+    BigInt(Math.max(0, Math.ceil(bounds.outputTokens))) * choices * output
+  const perRequest = model.perRequestNanos ?? 0n
+  return divCeil((tokenPart + perRequest * MILLION) * ratioMicros, MILLION * RATIO_SCALE)
+}
+
+/**
+ * The amount to hold for a call: `worstCase`, or an `InsufficientBalance`
+ * refusal (OpenAI `insufficient_quota`, Gemini `RESOURCE_EXHAUSTED`) when it
+ * exceeds `MAX_NANOS`, the largest amount a balance, a hold or a charge may
+ * be: no balance could cover it, and the refusal names what to ask for less of.
+ *
+ * @category pricing
+ */
+export const holdFor = (model: Model, ratioMicros: bigint, bounds: HoldBounds): Effect.Effect<Nanos, InsufficientBalance> => {
+  const amount = worstCase(model, ratioMicros, bounds)
+  if (amount <= MAX_NANOS) return Effect.succeed(amount)
+  const choices = bounds.choices ?? 1
+  return Effect.fail(
+    new InsufficientBalance({
+      message: `This call may cost up to ${formatUsd(amount)} USD, more than the largest balance the gateway holds ` +
+        `(${formatUsd(MAX_NANOS)} USD). Ask for fewer output tokens (max_tokens)` +
+        `${choices > 1 ? ` or fewer answers (n, candidateCount: ${choices} asked)` : ""}, or send a shorter prompt.`
+    })
+  )
+}
 
 /**
  * The output tokens a hold must cover: what the request asked for, capped by the

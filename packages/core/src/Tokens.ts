@@ -2,10 +2,13 @@
  * Local token estimates, for the balance hold before a call and for metering
  * when an upstream reports no usage.
  *
- * The prompt estimate is an upper bound, not a guess: byte-pair tokenizers never
- * produce more tokens than the text has UTF-8 bytes, so the hold taken from it
- * covers the real prompt. Output is bounded by the requested or the model's
- * maximum output tokens.
+ * The prompt bound is an upper bound for the text a request carries:
+ * byte-pair tokenizers never produce more tokens than the text has UTF-8
+ * bytes. Media a request carries or points to (an image or file part, inline
+ * or by URL) is not text: each such part adds `MEDIA_TOKENS`, a documented
+ * per-part bound (see its note for what it covers and what it does not).
+ * Output is bounded by the requested or the model's maximum output tokens,
+ * once per answer asked for (`Pricing.worstCase`).
  *
  * @since 0.1.0
  */
@@ -14,7 +17,19 @@ import type { ChatRequest, Part } from "./Canonical.ts"
 /** Tokens charged for structure around each message (role markers and separators). @category constants */
 export const MESSAGE_OVERHEAD_TOKENS = 8
 
-/** Upper bound on the tokens an image or file costs in a prompt. @category constants */
+/**
+ * The tokens one media part (an image, audio or file part, inline or by URL)
+ * adds to a prompt bound. It covers one image on the common models: OpenAI
+ * GPT-4o bills at most 85 + 170 x 8 = 1,445 tokens for a high-detail image,
+ * Anthropic about 1,600 for the largest image it takes whole, Gemini 258 per
+ * 768 x 768 tile. It does not cover a multi-page document, long audio or
+ * video, a Gemini image of many tiles, nor models that bill an image as more
+ * tokens (GPT-4o mini, for one): their calls are still charged what the
+ * upstream reports, which may exceed the hold (up to the remaining balance,
+ * never below zero; see docs/billing.md).
+ *
+ * @category constants
+ */
 export const MEDIA_TOKENS = 2_000
 
 /** The UTF-8 length of a string, without allocating. @category counting */
@@ -75,10 +90,20 @@ export const promptTokenBound = (request: ChatRequest): number => {
 }
 
 /**
- * An upper bound on the prompt tokens of a raw JSON request body, for the
- * same-dialect fast path that does not decode the body: the byte length of the
- * body bounds the tokens of every string in it.
+ * The prompt bound of a raw JSON request body, for the same-dialect fast path
+ * that does not decode the body: the byte length of the body bounds the tokens
+ * of every string in it, plus `MEDIA_TOKENS` for each media part the body
+ * carries or points to (an image by URL costs far more than its URL's bytes).
+ *
+ * @example
+ * ```ts
+ * import { Tokens } from "@modelgate/core"
+ *
+ * Tokens.bodyTokenBound(120) // 128
+ * Tokens.bodyTokenBound(120, 2) // 4128: two images
+ * ```
  *
  * @category counting
  */
-export const bodyTokenBound = (bodyBytes: number): number => bodyBytes + MESSAGE_OVERHEAD_TOKENS
+export const bodyTokenBound = (bodyBytes: number, mediaParts = 0): number =>
+  bodyBytes + MESSAGE_OVERHEAD_TOKENS + mediaParts * MEDIA_TOKENS

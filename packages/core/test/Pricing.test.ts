@@ -1,7 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
 import * as fc from "fast-check"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
 import type { Model } from "../src/Domain.ts"
-import { cost, isPriced, maxOutputFor, worstCase } from "../src/Pricing.ts"
+import { MAX_NANOS, parseScaled, usdToNanos } from "../src/Money.ts"
+import { cost, holdFor, isPriced, maxOutputFor, worstCase } from "../src/Pricing.ts"
+import { bodyTokenBound, MEDIA_TOKENS, MESSAGE_OVERHEAD_TOKENS } from "../src/Tokens.ts"
 
 const model = (over: Partial<Model> = {}): Model => ({
   id: "m",
@@ -16,7 +21,63 @@ const model = (over: Partial<Model> = {}): Model => ({
   ...over
 })
 
+/**
+ * The rows of the markdown table in docs/billing.md whose header row starts
+ * with `header`, as trimmed cells (parenthesised notes dropped).
+ */
+const docTable = (header: string): Array<Array<string>> => {
+  const doc = readFileSync(join(import.meta.dirname, "..", "..", "..", "docs", "billing.md"), "utf8")
+  const lines = doc.split("\n").map((line) => line.trim())
+  const start = lines.findIndex((line) => line.startsWith(header))
+  assert.isAtLeast(start, 0, `docs/billing.md has a table starting with '${header}'`)
+  const rows: Array<Array<string>> = []
+  for (const line of lines.slice(start + 2)) {
+    if (!line.startsWith("|")) break
+    rows.push(line.slice(1, -1).split("|").map((cell) => cell.trim()))
+  }
+  assert.isAtLeast(rows.length, 5)
+  return rows
+}
+
+const usdOrNull = (cell: string): bigint | null => {
+  if (cell === "") return null
+  const nanos = usdToNanos(cell)
+  assert.isDefined(nanos, cell)
+  return nanos!
+}
+
+const ratioOf = (cell: string): bigint => {
+  const micros = parseScaled(cell, 6)
+  assert.isDefined(micros, cell)
+  return micros!
+}
+
+const leadingInt = (cell: string): number => Number(/^\d+/.exec(cell)![0])
+
+const pricedModel = (cells: ReadonlyArray<string>): Model =>
+  model({
+    inputNanosPerMillion: usdOrNull(cells[0]!),
+    cachedInputNanosPerMillion: usdOrNull(cells[1]!),
+    outputNanosPerMillion: usdOrNull(cells[2]!),
+    perRequestNanos: usdOrNull(cells[3]!)
+  })
+
 describe("Pricing", () => {
+  it("rounding table: every row of docs/billing.md's table", () => {
+    const rows = docTable("| input | cached_input | output | per_request | ratio | prompt tokens |")
+    for (const cells of rows) {
+      const prompt = leadingInt(cells[5]!)
+      const cachedNote = /\((\d+|all) cached\)/.exec(cells[5]!)
+      const cached = cachedNote === null ? 0 : cachedNote[1] === "all" ? prompt : Number(cachedNote[1])
+      const charged = cost(pricedModel(cells), ratioOf(cells[4]!), {
+        promptTokens: prompt,
+        completionTokens: leadingInt(cells[6]!),
+        cachedTokens: cached
+      })
+      assert.strictEqual(charged, BigInt(leadingInt(cells[7]!)), cells.join(" | "))
+    }
+  })
+
   it("rounding table: exact rational, rounded up once to a nano-dollar", () => {
     const rows: Array<[Partial<Model>, bigint, number, number, number, bigint]> = [
       // price overrides, ratio micros, prompt, completion, cached, expected nanos
@@ -25,15 +86,26 @@ describe("Pricing", () => {
       [{}, 1_000_000n, 0, 1, 0, 600n],
       [{}, 800_000n, 1, 1, 0, 600n], // (150 + 600) * 0.8 = 600
       [{}, 333_333n, 1, 0, 0, 50n], // 150 * 0.333333 = 49.99995 -> 50
+      [{}, 333_333n, 3, 0, 0, 150n], // 450 * 0.333333 = 149.99985 -> 150: rounded once, not per token
+      [{}, 1n, 1, 1, 0, 1n], // 750 * 0.000001 -> 1
       [{ inputNanosPerMillion: 1n }, 1_000_000n, 1, 0, 0, 1n], // 1e-6 nanos -> rounds up to 1
+      [{ inputNanosPerMillion: 1n }, 1_000_000n, 1_000_000, 0, 0, 1n], // exactly 1
+      [{ inputNanosPerMillion: 1n }, 1_000_000n, 1_000_001, 0, 0, 2n],
       [{ cachedInputNanosPerMillion: 75_000_000n }, 1_000_000n, 1000, 0, 1000, 75_000n],
       [{ cachedInputNanosPerMillion: 75_000_000n }, 1_000_000n, 1000, 0, 400, 120_000n],
+      [{ cachedInputNanosPerMillion: 75_000_000n }, 1_000_000n, 1000, 0, 5000, 75_000n], // cached beyond prompt counts as the prompt
       [{ perRequestNanos: 10_000_000n, inputNanosPerMillion: null, outputNanosPerMillion: null }, 1_000_000n, 500, 500, 0, 10_000_000n],
       [{ perRequestNanos: 10_000_000n, inputNanosPerMillion: null, outputNanosPerMillion: null }, 1_500_000n, 0, 0, 0, 15_000_000n],
-      [{ free: true }, 1_000_000n, 1000, 1000, 0, 0n]
+      [{ perRequestNanos: 1n, inputNanosPerMillion: null, outputNanosPerMillion: null }, 500_000n, 0, 0, 0, 1n], // half a nano -> 1
+      [{ free: true }, 1_000_000n, 1000, 1000, 0, 0n],
+      [{}, 0n, 1000, 1000, 0, 0n] // ratio 0 (the store accepts it) costs nothing
     ]
     for (const [over, ratio, prompt, completion, cached, expected] of rows) {
-      assert.strictEqual(cost(model(over), ratio, { promptTokens: prompt, completionTokens: completion, cachedTokens: cached }), expected)
+      assert.strictEqual(
+        cost(model(over), ratio, { promptTokens: prompt, completionTokens: completion, cachedTokens: cached }),
+        expected,
+        JSON.stringify([ratio.toString(), prompt, completion, cached])
+      )
     }
   })
 
@@ -60,16 +132,92 @@ describe("Pricing", () => {
     )
   })
 
-  it("the worst case bounds every actual cost within its token bounds", () => {
-    fc.assert(
-      fc.property(fc.nat({ max: 100_000 }), fc.nat({ max: 16_384 }), fc.nat({ max: 100_000 }), (bound, maxOut, cached) => {
-        const m = model({ cachedInputNanosPerMillion: 10_000_000n })
-        const hold = worstCase(m, 1_000_000n, bound, maxOut)
-        const actual = cost(m, 1_000_000n, { promptTokens: bound, completionTokens: maxOut, cachedTokens: Math.min(cached, bound) })
-        assert.isTrue(actual <= hold)
+  it("hold table: every row of docs/billing.md's hold examples", () => {
+    const rows = docTable("| input | cached_input | output | per_request | ratio | body bytes |")
+    for (const cells of rows) {
+      const held = worstCase(pricedModel(cells), ratioOf(cells[4]!), {
+        promptTokens: bodyTokenBound(leadingInt(cells[5]!), leadingInt(cells[6]!)),
+        outputTokens: leadingInt(cells[7]!),
+        choices: leadingInt(cells[8]!)
       })
+      assert.strictEqual(held, BigInt(leadingInt(cells[9]!)), cells.join(" | "))
+    }
+  })
+
+  it("the worst case holds the output once per answer asked for, media at their bound, the prompt at the dearer price", () => {
+    const m = model({ inputNanosPerMillion: 1_000_000_000n, outputNanosPerMillion: 2_000_000_000n }) // 1000 / 2000 nanos per token
+    const one = worstCase(m, 1_000_000n, { promptTokens: 100, outputTokens: 50 })
+    assert.strictEqual(one, 100n * 1000n + 50n * 2000n)
+    assert.strictEqual(worstCase(m, 1_000_000n, { promptTokens: 100, outputTokens: 50, choices: 3 }), 100n * 1000n + 3n * 50n * 2000n)
+    // an image by URL: its bytes in the body are few, its tokens many
+    assert.strictEqual(bodyTokenBound(200, 2), 200 + MESSAGE_OVERHEAD_TOKENS + 2 * MEDIA_TOKENS)
+    // cached input priced above input (some providers charge cache writes more): the prompt is held at the dearer price
+    const dearCache = model({ inputNanosPerMillion: 1_000_000_000n, cachedInputNanosPerMillion: 3_000_000_000n, outputNanosPerMillion: 0n })
+    assert.strictEqual(worstCase(dearCache, 1_000_000n, { promptTokens: 100, outputTokens: 0 }), 300_000n)
+    // per_request once per call, whatever n
+    const flat = model({ inputNanosPerMillion: null, outputNanosPerMillion: null, perRequestNanos: 10_000_000n })
+    assert.strictEqual(worstCase(flat, 1_500_000n, { promptTokens: 100, outputTokens: 50, choices: 4 }), 15_000_000n)
+    assert.strictEqual(worstCase(model({ free: true }), 1_000_000n, { promptTokens: 100, outputTokens: 50, choices: 4 }), 0n)
+  })
+
+  it("the worst case bounds every actual cost within its bounds", () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          input: fc.option(fc.bigInt({ min: 0n, max: 100_000_000_000n }), { nil: null }),
+          cachedInput: fc.option(fc.bigInt({ min: 0n, max: 100_000_000_000n }), { nil: null }),
+          output: fc.option(fc.bigInt({ min: 0n, max: 100_000_000_000n }), { nil: null }),
+          perRequest: fc.option(fc.bigInt({ min: 0n, max: 1_000_000_000n }), { nil: null })
+        }),
+        fc.bigInt({ min: 0n, max: 10_000_000n }),
+        fc.record({ prompt: fc.nat({ max: 1_000_000 }), output: fc.nat({ max: 100_000 }), choices: fc.integer({ min: 1, max: 8 }) }),
+        fc.record({ prompt: fc.double({ min: 0, max: 1, noNaN: true }), cached: fc.double({ min: 0, max: 1, noNaN: true }), completion: fc.double({ min: 0, max: 1, noNaN: true }) }),
+        (prices, ratio, bounds, share) => {
+          const m = model({
+            inputNanosPerMillion: prices.input,
+            cachedInputNanosPerMillion: prices.cachedInput,
+            outputNanosPerMillion: prices.output,
+            perRequestNanos: prices.perRequest
+          })
+          const hold = worstCase(m, ratio, { promptTokens: bounds.prompt, outputTokens: bounds.output, choices: bounds.choices })
+          // any usage within the bounds: some of the prompt, any part of it cached, up to `output` tokens per choice
+          const prompt = Math.floor(bounds.prompt * share.prompt)
+          const actual = cost(m, ratio, {
+            promptTokens: prompt,
+            cachedTokens: Math.floor(prompt * share.cached),
+            completionTokens: Math.floor(bounds.output * bounds.choices * share.completion)
+          })
+          assert.isTrue(actual <= hold, `${actual} <= ${hold}`)
+          // and the bound is reached: the whole prompt at the dearer price, every answer at full length
+          const full = cost(m, ratio, {
+            promptTokens: bounds.prompt,
+            cachedTokens: (prices.cachedInput ?? prices.input ?? 0n) > (prices.input ?? 0n) ? bounds.prompt : 0,
+            completionTokens: bounds.output * bounds.choices
+          })
+          assert.strictEqual(full, hold)
+        }
+      ),
+      { numRuns: 500 }
     )
   })
+
+  it.effect("a hold above the largest amount is refused as insufficient balance, not an internal error", () =>
+    Effect.gen(function*() {
+      // $1 per output token, 16384 output tokens: $16,384 per answer
+      const dear = model({ outputNanosPerMillion: 1_000_000n * 1_000_000_000n })
+      assert.strictEqual(yield* holdFor(dear, 1_000_000n, { promptTokens: 0, outputTokens: 16_384 }), 16_384n * 1_000_000_000n)
+      // exactly the largest amount is still held
+      const exact = model({ inputNanosPerMillion: null, outputNanosPerMillion: null, perRequestNanos: MAX_NANOS })
+      assert.strictEqual(yield* holdFor(exact, 1_000_000n, { promptTokens: 0, outputTokens: 0 }), MAX_NANOS)
+      const over = yield* Effect.exit(holdFor(exact, 1_000_001n, { promptTokens: 0, outputTokens: 0 }))
+      assert.isTrue(Exit.isFailure(over))
+      // a client asking for a million answers
+      const many = yield* Effect.flip(holdFor(dear, 1_000_000n, { promptTokens: 10, outputTokens: 16_384, choices: 1_000_000 }))
+      assert.strictEqual(many._tag, "InsufficientBalance")
+      assert.include(many.message, "16384000000.0000015 USD") // 1e6 answers x $16,384, plus ten prompt tokens at $0.15 per million
+      assert.include(many.message, "1000000000.00 USD")
+      assert.include(many.message, "fewer answers")
+    }))
 
   it("knows which models can be billed", () => {
     assert.isTrue(isPriced(model()))

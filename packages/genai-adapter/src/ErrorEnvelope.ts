@@ -143,6 +143,23 @@ const withRetryHint = (message: string, seconds: number): string =>
 const API_KEY_METADATA = { service: "generativelanguage.googleapis.com" }
 
 /**
+ * The `quotaId` of each spending cap: it names the cap, and contains `PerDay`
+ * or `Daily` so that gemini-cli treats the refusal as terminal (a monthly or
+ * lifetime cap does not reset within the day either).
+ */
+const spendingCapQuotaId: Readonly<Record<GatewayError.SpendingCapReached["cap"], string>> = {
+  daily: "SpendingCapPerDay",
+  monthly: "SpendingCapPerMonth-NoDailyReset",
+  quota: "SpendingCapLifetime-NoDailyReset"
+}
+
+const spendingCapDescription: Readonly<Record<GatewayError.SpendingCapReached["cap"], string>> = {
+  daily: "The daily budget of this API key is spent; retrying will not help until it is raised or the UTC day ends.",
+  monthly: "The monthly budget of this API key is spent; retrying will not help until it is raised or the UTC month ends.",
+  quota: "The lifetime spending cap of this API key is reached; retrying will not help until it is raised."
+}
+
+/**
  * The Gemini answer for a gateway error. The full table (HTTP / status /
  * details):
  *
@@ -170,7 +187,10 @@ const API_KEY_METADATA = { service: "generativelanguage.googleapis.com" }
  *
  * Balance and spending-cap refusals are terminal: retrying will not help, so
  * they carry no RetryInfo, and their QuotaFailure `quotaId` contains `PerDay`
- * on purpose, which is what makes gemini-cli stop retrying (wire-formats §3.5).
+ * or `Daily` on purpose, which is what makes gemini-cli stop retrying
+ * (wire-formats §3.5). A spending cap's `quotaId` names the cap:
+ * `SpendingCapPerDay` (daily budget), `SpendingCapPerMonth-NoDailyReset`
+ * (monthly budget), `SpendingCapLifetime-NoDailyReset` (lifetime quota).
  *
  * @example
  * ```ts
@@ -229,8 +249,8 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
           errorInfo("SPENDING_CAP_REACHED", DOMAIN, { cap: error.cap }),
           quotaFailure(
             `modelgate/spending_cap_${error.cap}`,
-            `SpendingCap-${error.cap}-PerDay`,
-            "A spending cap of this key is reached; retrying will not help until it is raised or resets."
+            spendingCapQuotaId[error.cap],
+            spendingCapDescription[error.cap]
           )
         ]
       })

@@ -6,7 +6,8 @@
  *
  * - `inspectBody` parses the body once, checks the one thing every call needs
  *   (`contents` is a non-empty array of turns with `parts` arrays) and reads
- *   `generationConfig.maxOutputTokens` for the balance hold.
+ *   what the balance hold needs: `generationConfig.maxOutputTokens` and
+ *   `candidateCount`, and the number of media parts.
  * - `PassthroughMeter` is fed the upstream's SSE text in order and returns it
  *   unchanged; it remembers only the raw text of the last event that mentions
  *   `usageMetadata` (parsed once, on demand) and counts the characters of
@@ -27,8 +28,27 @@ import { usageFromWire } from "./Response.ts"
 export interface Inspection {
   /** The parsed body, to forward or re-serialise as it is. */
   readonly body: Readonly<Record<string, unknown>>
-  /** `generationConfig.maxOutputTokens` (either spelling), when the client set it. */
+  /** `generationConfig.maxOutputTokens` (either spelling), when the client set it: a bound per candidate. */
   readonly maxOutputTokens?: number
+  /** `generationConfig.candidateCount` (either spelling): how many answers to generate, 1 when absent. */
+  readonly candidateCount: number
+  /**
+   * Parts of `contents` and `systemInstruction` that carry or point to media
+   * (`inlineData` or `fileData`, either spelling): each costs tokens its bytes
+   * in the body do not bound (a file by URI is a short string).
+   */
+  readonly mediaParts: number
+}
+
+const isMediaPart = (part: unknown): boolean =>
+  isRecord(part) &&
+  (part.inlineData !== undefined || part.inline_data !== undefined || part.fileData !== undefined ||
+    part.file_data !== undefined)
+
+const countMedia = (parts: ReadonlyArray<unknown>): number => {
+  let media = 0
+  for (const part of parts) if (isMediaPart(part)) media++
+  return media
 }
 
 const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
@@ -56,28 +76,38 @@ export const inspectBodyResult = (text: string): Result.Result<Inspection, Gatew
   if (contents === undefined) return fail("'contents' is required.", "contents")
   if (!Array.isArray(contents)) return fail("'contents' must be an array of turns.", "contents")
   if (contents.length === 0) return fail("'contents' must contain at least one turn.", "contents")
+  let mediaParts = 0
   for (let i = 0; i < contents.length; i++) {
     const content: unknown = contents[i]
     if (!isRecord(content)) return fail(`'contents[${i}]' must be an object.`, `contents[${i}]`)
     if (!Array.isArray(content.parts)) {
       return fail(`'contents[${i}].parts' must be an array of parts.`, `contents[${i}].parts`)
     }
+    mediaParts += countMedia(content.parts)
   }
+  const system = body.systemInstruction ?? body.system_instruction
+  if (isRecord(system) && Array.isArray(system.parts)) mediaParts += countMedia(system.parts)
   const config = body.generationConfig ?? body.generation_config
-  if (config === undefined) return Result.succeed({ body })
+  if (config === undefined) return Result.succeed({ body, candidateCount: 1, mediaParts })
   if (!isRecord(config)) return fail("'generationConfig' must be an object.", "generationConfig")
+  const candidates = config.candidateCount ?? config.candidate_count
+  if (candidates !== undefined && (typeof candidates !== "number" || !Number.isInteger(candidates) || candidates < 1)) {
+    return fail("'generationConfig.candidateCount' must be a positive integer.", "generationConfig.candidateCount")
+  }
+  const candidateCount = typeof candidates === "number" ? candidates : 1
   const max = config.maxOutputTokens ?? config.max_output_tokens
-  if (max === undefined) return Result.succeed({ body })
+  if (max === undefined) return Result.succeed({ body, candidateCount, mediaParts })
   if (typeof max !== "number" || !Number.isInteger(max) || max < 1) {
     return fail("'generationConfig.maxOutputTokens' must be a positive integer.", "generationConfig.maxOutputTokens")
   }
-  return Result.succeed({ body, maxOutputTokens: max })
+  return Result.succeed({ body, maxOutputTokens: max, candidateCount, mediaParts })
 }
 
 /**
  * Parses and inspects a Gemini request body for forwarding: the body must be
  * a JSON object whose `contents` is a non-empty array of objects with a
- * `parts` array; `maxOutputTokens` must be a positive integer when present.
+ * `parts` array; `maxOutputTokens` and `candidateCount` must be positive
+ * integers when present. Media parts are counted for the balance hold.
  * Every failure is an `InvalidRequest` naming the field.
  *
  * @example
@@ -85,7 +115,7 @@ export const inspectBodyResult = (text: string): Result.Result<Inspection, Gatew
  * import { Passthrough } from "@modelgate/genai-adapter"
  *
  * yield* Passthrough.inspectBody('{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":64}}')
- * // { body: {...}, maxOutputTokens: 64 }
+ * // { body: {...}, maxOutputTokens: 64, candidateCount: 1, mediaParts: 0 }
  * ```
  *
  * @category inspection

@@ -23,7 +23,7 @@ const table: ReadonlyArray<readonly [GatewayError.GatewayError, number, string, 
   ]],
   [new GatewayError.SpendingCapReached({ message: "Cap.", cap: "daily" }), 429, "RESOURCE_EXHAUSTED", {}, [
     { "@type": `${rpc}ErrorInfo`, reason: "SPENDING_CAP_REACHED", domain: "modelgate", metadata: { cap: "daily" } },
-    { "@type": `${rpc}QuotaFailure`, violations: [{ quotaMetric: "modelgate/spending_cap_daily", quotaId: "SpendingCap-daily-PerDay", description: "A spending cap of this key is reached; retrying will not help until it is raised or resets." }] }
+    { "@type": `${rpc}QuotaFailure`, violations: [{ quotaMetric: "modelgate/spending_cap_daily", quotaId: "SpendingCapPerDay", description: "The daily budget of this API key is spent; retrying will not help until it is raised or the UTC day ends." }] }
   ]],
   [new GatewayError.RateLimited({ message: "Slow down.", retryAfterSeconds: 12, limit: "rpm" }), 429, "RESOURCE_EXHAUSTED", { "retry-after": "12" }, [{ "@type": `${rpc}RetryInfo`, retryDelay: "12s" }]],
   [new GatewayError.UpstreamUnavailable({ message: "Down." }), 502, "UNAVAILABLE", {}, undefined],
@@ -61,13 +61,37 @@ describe("ErrorEnvelope.toResponse", () => {
     assert.strictEqual(response.body.error.message, "Slow down. Please retry in 12s.")
   })
 
-  it("terminal quota errors carry no RetryInfo and no retry-after", () => {
-    for (const error of [new GatewayError.InsufficientBalance({ message: "x" }), new GatewayError.SpendingCapReached({ message: "x", cap: "monthly" })]) {
+  it("terminal quota errors carry no RetryInfo and no retry-after, and a quotaId gemini-cli takes as terminal", () => {
+    const errors = [
+      new GatewayError.InsufficientBalance({ message: "x" }),
+      new GatewayError.SpendingCapReached({ message: "x", cap: "daily" }),
+      new GatewayError.SpendingCapReached({ message: "x", cap: "monthly" }),
+      new GatewayError.SpendingCapReached({ message: "x", cap: "quota" })
+    ]
+    for (const error of errors) {
       const response = ErrorEnvelope.toResponse(error)
       assert.isUndefined(response.headers["retry-after"])
       assert.isFalse(JSON.stringify(response.body).includes("RetryInfo"))
-      assert.isTrue(JSON.stringify(response.body).includes("PerDay"))
+      const quotaIds = (response.body.error.details ?? []).flatMap((d) =>
+        "violations" in d ? (d.violations as ReadonlyArray<{ quotaId: string }>).map((v) => v.quotaId) : []
+      )
+      // gemini-cli stops retrying a 429 whose QuotaFailure quotaId contains PerDay or Daily
+      assert.isTrue(quotaIds.some((id) => id.includes("PerDay") || id.includes("Daily")), quotaIds.join())
     }
+  })
+
+  it("a spending cap's quotaId and description name the cap", () => {
+    const violation = (cap: "daily" | "monthly" | "quota") => {
+      const details = ErrorEnvelope.toResponse(new GatewayError.SpendingCapReached({ message: "x", cap })).body.error.details ?? []
+      return (details.find((d) => "violations" in d) as { violations: ReadonlyArray<{ quotaMetric: string; quotaId: string; description: string }> })
+        .violations[0]!
+    }
+    assert.deepStrictEqual(violation("daily").quotaId, "SpendingCapPerDay")
+    assert.deepStrictEqual(violation("monthly").quotaId, "SpendingCapPerMonth-NoDailyReset")
+    assert.include(violation("monthly").description, "monthly budget")
+    assert.deepStrictEqual(violation("quota").quotaId, "SpendingCapLifetime-NoDailyReset")
+    assert.include(violation("quota").description, "lifetime spending cap")
+    assert.strictEqual(violation("quota").quotaMetric, "modelgate/spending_cap_quota")
   })
 
   it("UpstreamUnavailable keeps 503, and UpstreamRejected keeps an upstream rpc status", () => {

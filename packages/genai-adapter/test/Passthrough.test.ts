@@ -14,6 +14,33 @@ describe("Passthrough.inspectBody", () => {
       assert.deepStrictEqual(c.body, { contents: [{ role: "user", parts: [{ text: "hi" }] }] })
     }))
 
+  it.effect("reports what the balance hold needs: candidateCount and the number of media parts", () =>
+    Effect.gen(function*() {
+      const plain = yield* Passthrough.inspectBody("{\"contents\":[{\"parts\":[{\"text\":\"hi\"}]}]}")
+      assert.deepStrictEqual([plain.candidateCount, plain.mediaParts], [1, 0])
+      const body = {
+        systemInstruction: { parts: [{ text: "be brief" }, { fileData: { mimeType: "application/pdf", fileUri: "gs://b/rules.pdf" } }] },
+        contents: [
+          {
+            role: "user",
+            parts: [
+              { text: "what is in these?" },
+              { inlineData: { mimeType: "image/png", data: "iVBORw0KGgo=" } },
+              { fileData: { mimeType: "video/mp4", fileUri: "https://example.com/v.mp4" } },
+              { inline_data: { mime_type: "audio/wav", data: "UklGRg==" } }
+            ]
+          },
+          { role: "model", parts: [{ text: "a cat" }] },
+          { role: "user", parts: [{ file_data: { mime_type: "image/jpeg", file_uri: "gs://b/c.jpg" } }] }
+        ],
+        generationConfig: { candidateCount: 2, maxOutputTokens: 10 }
+      }
+      const inspected = yield* Passthrough.inspectBody(JSON.stringify(body))
+      assert.deepStrictEqual([inspected.candidateCount, inspected.mediaParts, inspected.maxOutputTokens], [2, 5, 10])
+      const snake = yield* Passthrough.inspectBody("{\"contents\":[{\"parts\":[]}],\"generation_config\":{\"candidate_count\":4}}")
+      assert.strictEqual(snake.candidateCount, 4)
+    }))
+
   it.effect("names what is wrong", () =>
     Effect.gen(function*() {
       const cases: ReadonlyArray<readonly [string, string | undefined, string]> = [
@@ -24,7 +51,9 @@ describe("Passthrough.inspectBody", () => {
         ["{\"contents\":[]}", "contents", "at least one turn"],
         ["{\"contents\":[1]}", "contents[0]", "must be an object"],
         ["{\"contents\":[{\"parts\":{}}]}", "contents[0].parts", "array of parts"],
-        ["{\"contents\":[{\"parts\":[]}],\"generationConfig\":{\"maxOutputTokens\":-3}}", "generationConfig.maxOutputTokens", "positive integer"]
+        ["{\"contents\":[{\"parts\":[]}],\"generationConfig\":{\"maxOutputTokens\":-3}}", "generationConfig.maxOutputTokens", "positive integer"],
+        ["{\"contents\":[{\"parts\":[]}],\"generationConfig\":{\"candidateCount\":0}}", "generationConfig.candidateCount", "positive integer"],
+        ["{\"contents\":[{\"parts\":[]}],\"generationConfig\":{\"candidateCount\":\"2\"}}", "generationConfig.candidateCount", "positive integer"]
       ]
       for (const [text, param, fragment] of cases) {
         const error = yield* Effect.flip(Passthrough.inspectBody(text))

@@ -55,7 +55,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
   const model = route.model
   const maxOutput = Pricing.maxOutputFor(model, inspected.maxOutputTokens)
   const bodyBytes = Tokens.utf8Length(input.body)
-  const held = Pricing.worstCase(model, route.group.ratioMicros, Tokens.bodyTokenBound(bodyBytes), maxOutput)
+  const held = yield* Pricing.holdFor(model, route.group.ratioMicros, { promptTokens: Tokens.bodyTokenBound(bodyBytes, inspected.mediaParts), outputTokens: maxOutput, choices: inspected.choices })
   const promptEstimate = Math.ceil(bodyBytes / 4)
   // Limits before money: a call refused here holds nothing.
   const permit = yield* RateLimits.admit(

@@ -17,6 +17,7 @@ import * as Users from "@modelgate/store/Users"
 import { Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { existsSync } from "node:fs"
+import { userInfo } from "node:os"
 import { fileURLToPath } from "node:url"
 import * as ConfigFile from "./ConfigFile.ts"
 import * as Demo from "./Demo.ts"
@@ -159,6 +160,25 @@ const keys = (env: Env) => {
   return Command.make("keys").pipe(Command.withSubcommands([create, list, revoke]), Command.withDescription("Manage API keys."))
 }
 
+/**
+ * Who made a balance adjustment from the command line, for the ledger's
+ * `actor`: `cli:<operating-system user>` (from the OS, else `USER` or
+ * `LOGNAME`, else the numeric uid).
+ *
+ * @category commands
+ */
+export const cliActor = (env: Env): string => {
+  let name: string | undefined
+  try {
+    name = userInfo().username
+  } catch {
+    // No passwd entry for this uid (some containers): fall back to the environment.
+  }
+  if (name === undefined || name.length === 0) name = env["USER"] ?? env["LOGNAME"]
+  if (name === undefined || name.length === 0) name = typeof process.getuid === "function" ? `uid-${process.getuid()}` : "unknown"
+  return `cli:${name}`
+}
+
 const users = (env: Env) => {
   const adjust = Command.make("adjust", {
     config: configFlag,
@@ -173,7 +193,7 @@ const users = (env: Env) => {
       yield* Effect.gen(function*() {
         const user = yield* (yield* Users.Users).findByName(flags.name)
         if (user === undefined) return yield* Effect.fail(new Error(`No user named '${flags.name}'.`))
-        const balance = yield* (yield* Accounts.Accounts).adjust(user.id, nanos, flags.reason, "cli")
+        const balance = yield* (yield* Accounts.Accounts).adjust(user.id, nanos, flags.reason, cliActor(env))
         yield* Console.log(`${flags.name}: balance is now ${Money.formatUsd(balance)} USD.`)
       }).pipe(Effect.provide(storeLayer(settings)))
     })).pipe(Command.withDescription("Add to or take from a user's balance, with a reason."))

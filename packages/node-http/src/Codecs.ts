@@ -16,8 +16,12 @@ export interface Inspected {
   readonly stream: boolean
   /** The client asked for usage in the stream (OpenAI `stream_options.include_usage`). */
   readonly includeUsage: boolean
-  /** Output tokens the client asked for, if it said. */
+  /** Output tokens the client asked for (per answer), if it said. */
   readonly maxOutputTokens: number | undefined
+  /** How many answers the client asked for (OpenAI `n`, Gemini `candidateCount`; 1 when it did not say): the hold covers each. */
+  readonly choices: number
+  /** Media parts (images, audio, files; inline or by URL) in the prompt: the hold adds `Tokens.MEDIA_TOKENS` for each. */
+  readonly mediaParts: number
   /** The parsed body, for the translation path. */
   readonly json: unknown
   /** Gemini streams: server-sent events (true) or a streamed JSON array (false). */

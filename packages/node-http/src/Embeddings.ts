@@ -53,7 +53,7 @@ export const openAIEmbeddings = Effect.fnUntraced(function*(input: EmbeddingsInp
     ratioMicros: route.group.ratioMicros,
     dialectIn: "openai",
     stream: false
-  }, Pricing.worstCase(route.model, route.group.ratioMicros, bound, 0)))
+  }, yield* Pricing.holdFor(route.model, route.group.ratioMicros, { promptTokens: bound, outputTokens: 0 })))
   const candidates = (yield* Selection.order(route.channels)).filter((c) => c.type === "openai" || c.type === "azure")
   const channel = candidates[0]
   let leg: Settlement.Leg | undefined

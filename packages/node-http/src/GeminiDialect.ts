@@ -36,6 +36,8 @@ const inspect = (body: string, hints: RouteHints) =>
     stream: hints.stream ?? false,
     includeUsage: true,
     maxOutputTokens: inspection.maxOutputTokens,
+    choices: inspection.candidateCount,
+    mediaParts: inspection.mediaParts,
     json: inspection.body,
     sse: hints.sse ?? true,
     forward: () => body
@@ -362,7 +364,7 @@ const embed = Effect.fnUntraced(function*(
     ratioMicros: route.group.ratioMicros,
     dialectIn: "gemini",
     stream: false
-  }, Pricing.worstCase(route.model, route.group.ratioMicros, Tokens.bodyTokenBound(Tokens.utf8Length(input.body)), 0)))
+  }, yield* Pricing.holdFor(route.model, route.group.ratioMicros, { promptTokens: Tokens.bodyTokenBound(Tokens.utf8Length(input.body)), outputTokens: 0 })))
   const channel = ordered.find((c) => c.type === "gemini") ?? ordered.find((c) => c.type === "openai" || c.type === "azure")
   let leg: Settlement.Leg | undefined
   return yield* Effect.gen(function*() {

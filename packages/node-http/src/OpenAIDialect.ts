@@ -14,6 +14,8 @@ const inspect = (body: string) =>
     stream: inspected.stream,
     includeUsage: inspected.includeUsage,
     maxOutputTokens: inspected.maxTokens,
+    choices: inspected.choices,
+    mediaParts: inspected.mediaParts,
     json: inspected.json,
     forward: (upstreamModel) => Passthrough.upstreamBody(inspected, upstreamModel)
   }))

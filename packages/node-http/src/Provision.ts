@@ -28,8 +28,10 @@ export const DEFAULT_GROUP = "default"
 const usd = (value: string | number | undefined | null, path: string, problems: Array<string>): bigint | null => {
   if (value === undefined || value === null) return null
   const nanos = Money.usdToNanos(value)
-  if (nanos === undefined || nanos < 0n) {
-    problems.push(`  at ${path}: Expected a non-negative USD amount with at most 9 decimal places, got ${JSON.stringify(value)}`)
+  if (nanos === undefined || nanos < 0n || nanos > Money.MAX_NANOS) {
+    problems.push(
+      `  at ${path}: Expected a non-negative USD amount of at most 1000000000 with at most 9 decimal places, got ${JSON.stringify(value)}`
+    )
     return null
   }
   return nanos

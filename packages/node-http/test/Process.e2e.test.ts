@@ -1,16 +1,18 @@
 /**
  * The real binary as operators run it: `modelgate serve --config FILE` starts,
  * answers health checks, refuses an invalid configuration with a message that
- * names the file and field, and on SIGTERM lets an in-flight stream finish
- * before exiting 0.
+ * names the file and field, on SIGTERM lets an in-flight stream finish before
+ * exiting 0, and writes every queued usage record before it exits. The CLI's
+ * balance adjustments name the operating-system user in the ledger.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
-import { tmpdir } from "node:os"
+import { tmpdir, userInfo } from "node:os"
 import { join } from "node:path"
+import { runSql } from "./support/Databases.ts"
 
 const bin = join(import.meta.dirname, "..", "src", "bin.ts")
 const KEY = "sk-process-test-00000000000000000000000000000"
@@ -103,6 +105,13 @@ describe("the modelgate process", () => {
       const adjusted = await runToEnd(["users", "adjust", "olga", "--config", file, "--amount", "2.5", "--reason", "top-up"])
       assert.strictEqual(adjusted.code, 0, adjusted.stderr)
       assert.include(adjusted.stdout, "3.50 USD")
+      const actors = await runSql(`sqlite:${join(dir, "cli.db")}`, (sql) =>
+        sql`SELECT actor, reason, amount_nanos FROM ledger WHERE kind = 'adjustment'`)
+      assert.deepStrictEqual(
+        actors.map((row) => [row.actor, row.reason, String(row.amount_nanos)]),
+        [[`cli:${userInfo().username}`, "top-up", "2500000000"]],
+        "the ledger names who adjusted the balance: the operating-system user of the CLI"
+      )
 
       const revoked = await runToEnd(["keys", "revoke", id!, "--config", file])
       assert.strictEqual(revoked.code, 0, revoked.stderr)
@@ -119,6 +128,51 @@ describe("the modelgate process", () => {
     } finally {
       server.child.kill("SIGTERM")
       await server.exited
+    }
+  })
+
+  it("writes every queued usage record before exiting on SIGTERM", async () => {
+    const port = await freePort()
+    const database = `sqlite:${join(dir, "flush.db")}`
+    const file = join(dir, "flush.yaml")
+    writeFileSync(file, [
+      `listen: 127.0.0.1:${port}`,
+      `database: ${database}`,
+      "log_level: error",
+      // Nothing is written by the timer or by batch size within this test: only the shutdown flush writes.
+      "usage: {flush_interval_ms: 600000, max_batch: 100000}",
+      "channels:",
+      "  - {name: up, type: openai, base_url: " + `${upstream.url}/v1` + ", api_key: k, models: [gpt-4o-mini]}",
+      "models:",
+      "  gpt-4o-mini: {input: 1, output: 1}",
+      "users:",
+      "  - name: uma",
+      "    balance: 5",
+      "    keys:",
+      `      - {name: k, secret: ${KEY}}`,
+      ""
+    ].join("\n"))
+    const server = run(["serve", "--config", file])
+    const url = `http://127.0.0.1:${port}`
+    const count = () => runSql(database, (sql) => sql`SELECT COUNT(*) AS n FROM usage_records`).then((rows) => Number(rows[0]!.n))
+    try {
+      await waitHealthy(url, server.child)
+      const calls = 7
+      for (let i = 0; i < calls; i++) {
+        const response = await fetch(`${url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: `call ${i}` }] })
+        })
+        assert.strictEqual(response.status, 200)
+        await response.json()
+      }
+      assert.strictEqual(await count(), 0, "the records wait in memory for the next flush")
+      server.child.kill("SIGTERM")
+      assert.strictEqual(await server.exited, 0)
+      assert.strictEqual(await count(), calls, "SIGTERM flushed every record")
+    } finally {
+      server.child.kill("SIGKILL")
     }
   })
 

@@ -2,7 +2,8 @@
  * The same-dialect fast path (OpenAI client -> OpenAI upstream): no full decode.
  *
  * - `inspectChatBody` parses the body once and checks only what routing and
- *   billing need (`model`, `messages`, `stream`).
+ *   billing need (`model`, `messages`, `stream`, `n`), and counts the media
+ *   parts of the messages for the balance hold.
  * - `upstreamBody` re-serialises the same object with only `model` changed
  *   (and, for streams, `stream_options.include_usage: true`, so usage is always
  *   reported to the gateway).
@@ -25,8 +26,32 @@ export interface InspectedBody {
   readonly stream: boolean
   /** The client asked `stream_options.include_usage: true`. */
   readonly includeUsage: boolean
-  /** `max_completion_tokens`, else `max_tokens`, when a number. */
+  /** `max_completion_tokens`, else `max_tokens`, when a number (a bound per choice). */
   readonly maxTokens: number | undefined
+  /** `n`: how many choices to generate (1 when absent or `null`). */
+  readonly choices: number
+  /**
+   * Content parts of the messages that are not text (`image_url`, `input_audio`,
+   * `file`, or any other non-text type): each costs tokens its bytes in the
+   * body do not bound (an image by URL is a short string).
+   */
+  readonly mediaParts: number
+}
+
+const TEXT_PARTS = new Set(["text", "refusal"])
+
+/** Counts the non-text content parts of the messages. */
+const countMediaParts = (messages: ReadonlyArray<unknown>): number => {
+  let media = 0
+  for (const message of messages) {
+    if (!Predicate.isObject(message)) continue
+    const content = message.content
+    if (!Array.isArray(content)) continue
+    for (const part of content) {
+      if (Predicate.isObject(part) && Predicate.isString(part.type) && !TEXT_PARTS.has(part.type)) media++
+    }
+  }
+  return media
 }
 
 const invalid = (message: string, param?: string) =>
@@ -36,7 +61,8 @@ const invalid = (message: string, param?: string) =>
 
 /**
  * Parses a chat completions body once and checks `model` (a non-empty string),
- * `messages` (an array) and `stream` (a boolean, or `null`, when present).
+ * `messages` (an array), `stream` (a boolean, or `null`, when present) and `n`
+ * (a positive integer, or `null`, when present); counts the media parts.
  * Malformed JSON fails with a message saying where the parser stopped.
  *
  * @example
@@ -44,7 +70,7 @@ const invalid = (message: string, param?: string) =>
  * import { Passthrough } from "@modelgate/openai-adapter"
  *
  * Passthrough.inspectChatBody('{"model":"gpt-4o","messages":[],"stream":true}')
- * // Effect<{ json, model: "gpt-4o", stream: true, includeUsage: false, maxTokens: undefined }>
+ * // Effect<{ json, model: "gpt-4o", stream: true, includeUsage: false, maxTokens: undefined, choices: 1, mediaParts: 0 }>
  * Passthrough.inspectChatBody('{"model":')
  * // fails: InvalidRequest "The request body is not valid JSON: Unexpected end of JSON input"
  * ```
@@ -80,7 +106,19 @@ export const inspectChatBody = (bodyText: string): Effect.Effect<InspectedBody, 
     : Predicate.isNumber(json.max_tokens)
     ? json.max_tokens
     : undefined
-  return Effect.succeed({ json: json as Record<string, unknown>, model, stream: stream === true, includeUsage, maxTokens })
+  const n = json.n
+  if (n !== undefined && n !== null && !(Predicate.isNumber(n) && Number.isInteger(n) && n >= 1)) {
+    return Effect.fail(invalid("'n' must be a positive integer (the number of choices)", "n"))
+  }
+  return Effect.succeed({
+    json: json as Record<string, unknown>,
+    model,
+    stream: stream === true,
+    includeUsage,
+    maxTokens,
+    choices: Predicate.isNumber(n) ? n : 1,
+    mediaParts: countMediaParts(json.messages)
+  })
 }
 
 /**

@@ -29,6 +29,33 @@ describe("inspectChatBody / upstreamBody", () => {
       const plain = yield* inspectChatBody("{\"model\":\"a\",\"messages\":[]}")
       assert.strictEqual(upstreamBody(plain, "b"), "{\"model\":\"b\",\"messages\":[]}")
     }))
+  it.effect("reports what the balance hold needs: the number of choices and of media parts", () =>
+    Effect.gen(function*() {
+      const plain = yield* inspectChatBody("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+      assert.deepStrictEqual([plain.choices, plain.mediaParts], [1, 0])
+      assert.strictEqual((yield* inspectChatBody("{\"model\":\"m\",\"messages\":[],\"n\":null}")).choices, 1)
+      const body = {
+        model: "m",
+        n: 3,
+        messages: [
+          { role: "system", content: [{ type: "text", text: "be brief" }] },
+          {
+            role: "user",
+            content: [
+              { type: "text", text: "what is in these?" },
+              { type: "image_url", image_url: { url: "https://example.com/a.png" } },
+              { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } },
+              { type: "input_audio", input_audio: { data: "UklGRg==", format: "wav" } },
+              { type: "file", file: { file_id: "file-abc" } }
+            ]
+          },
+          { role: "assistant", content: [{ type: "refusal", refusal: "no" }] },
+          { role: "tool", tool_call_id: "c", content: [{ type: "text", text: "42" }] }
+        ]
+      }
+      const inspected = yield* inspectChatBody(JSON.stringify(body))
+      assert.deepStrictEqual([inspected.choices, inspected.mediaParts], [3, 4])
+    }))
   it.effect("clear errors", () =>
     Effect.gen(function*() {
       const cases: Array<[string, string, string | undefined]> = [
@@ -38,7 +65,10 @@ describe("inspectChatBody / upstreamBody", () => {
         ["{\"model\":\"\",\"messages\":[]}", "'model' must be a non-empty string", "model"],
         ["{\"model\":\"m\"}", "'messages' is required", "messages"],
         ["{\"model\":\"m\",\"messages\":{}}", "'messages' must be an array", "messages"],
-        ["{\"model\":\"m\",\"messages\":[],\"stream\":\"yes\"}", "'stream' must be a boolean", "stream"]
+        ["{\"model\":\"m\",\"messages\":[],\"stream\":\"yes\"}", "'stream' must be a boolean", "stream"],
+        ["{\"model\":\"m\",\"messages\":[],\"n\":0}", "'n' must be a positive integer", "n"],
+        ["{\"model\":\"m\",\"messages\":[],\"n\":1.5}", "'n' must be a positive integer", "n"],
+        ["{\"model\":\"m\",\"messages\":[],\"n\":\"3\"}", "'n' must be a positive integer", "n"]
       ]
       for (const [text, message, param] of cases) {
         const error = yield* Effect.flip(inspectChatBody(text))

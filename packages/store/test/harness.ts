@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Database from "../src/Database.ts"
+import * as Store from "../src/Store.ts"
 
 export const postgresUrl: string | undefined = process.env["MODELGATE_TEST_POSTGRES"]
 
@@ -50,3 +51,16 @@ export const makePostgres = async (base: string): Promise<TestDatabase> => {
 
 export const databaseLayer = (db: TestDatabase, maxConnections = 20) =>
   Database.layer(db.url, { maxConnections }).pipe(Layer.orDie)
+
+/** The whole store on a fresh database, dropped when the layer is released. */
+export const storeLayer = (make: () => Promise<TestDatabase>) =>
+  Layer.unwrap(Effect.map(
+    Effect.acquireRelease(Effect.promise(make), (db) => Effect.promise(db.cleanup)),
+    (db) =>
+      Store.layer({
+        url: db.url,
+        masterKey: { secret: Redacted.make("test secret of sufficient length") },
+        nodeId: "node-test",
+        maxConnections: 20
+      }).pipe(Layer.orDie)
+  ))

@@ -56,3 +56,20 @@ export const settledBooks = async (url: string, user: string, timeoutMs = 10_000
     await new Promise((resolve) => setTimeout(resolve, 25))
   }
 }
+
+/** Every user's balance and ledger sum, read straight from the database. */
+export const allBooks = (url: string) =>
+  runSql(url, (sql) =>
+    Effect.map(
+      sql`SELECT u.name AS name, u.balance_nanos AS balance, COALESCE(SUM(l.amount_nanos), 0) AS ledger
+        FROM users u LEFT JOIN ledger l ON l.user_id = u.id GROUP BY u.id, u.name, u.balance_nanos ORDER BY u.name`,
+      (rows) =>
+        rows.map((row) => ({
+          name: row.name as string,
+          balance: BigInt(row.balance as bigint),
+          ledger: BigInt(row.ledger as bigint)
+        }))
+    ))
+
+/** Runs a statement against a database URL (tests that stage a crash use it to age rows). */
+export const execSql = (url: string, statement: string) => runSql(url, (sql) => sql.unsafe(statement)).then(() => undefined)
