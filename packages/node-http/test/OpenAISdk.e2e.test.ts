@@ -20,7 +20,7 @@ afterAll(async () => {
 
 const expectError = async (
   call: () => Promise<unknown>,
-  expected: { readonly status: number; readonly code: string; readonly Class: Function; readonly message?: RegExp }
+  expected: { readonly status: number; readonly code: string; readonly Class: typeof OpenAI.APIError; readonly message?: RegExp }
 ) => {
   try {
     await call()
@@ -136,6 +136,26 @@ describe("openai SDK", () => {
     assert.match((await raw.json() as { error: { message: string } }).error.message, /not valid JSON/)
   })
 
+  it("rejects wrong field types naming the field, without forwarding the body", async () => {
+    const before = gateway.upstream.requests.length
+    const role = await expectError(
+      () => sdk(KEY).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: 5, content: { x: 1 } }] } as never),
+      { status: 400, code: "invalid_request", Class: OpenAI.BadRequestError, message: /'messages\[0\]\.role': expected one of 'system'/ }
+    )
+    assert.strictEqual(role.param, "messages[0].role")
+    const temperature = await expectError(
+      () => sdk(KEY).chat.completions.create({ model: "gpt-4o-mini", messages: hello, stream: true, temperature: "hot" } as never),
+      { status: 400, code: "invalid_request", Class: OpenAI.BadRequestError, message: /expected a number/ }
+    )
+    assert.strictEqual(temperature.param, "temperature")
+    const part = await expectError(
+      () => sdk(KEY).chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: [{ type: "image_url", image_url: {} }] }] } as never),
+      { status: 400, code: "invalid_request", Class: OpenAI.BadRequestError }
+    )
+    assert.strictEqual(part.param, "messages[0].content[0].image_url.url")
+    assert.strictEqual(gateway.upstream.requests.length, before, "nothing reached the upstream")
+  })
+
   it("refuses bodies over the limit with 413", async () => {
     const big = "x".repeat(11 * 1024 * 1024)
     await expectError(() => sdk(KEY).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: big }] }), {
@@ -151,9 +171,10 @@ describe("openai SDK", () => {
       () => client.chat.completions.create({ model: "broken-model", messages: hello }),
       { status: 502, code: "upstream_error", Class: OpenAI.InternalServerError }
     )
+    // An upstream 4xx keeps the upstream's status and carries its message, in our envelope.
     await expectError(
       () => client.chat.completions.create({ model: "rejecting-model", messages: hello }),
-      { status: 400, code: "upstream_rejected", Class: OpenAI.BadRequestError }
+      { status: 400, code: "upstream_rejected", Class: OpenAI.BadRequestError, message: /fake-upstream: simulated HTTP 400/ }
     )
   })
 
@@ -165,6 +186,12 @@ describe("openai SDK", () => {
       message: /already ends in \/v1/
     })
     await expectError(() => sdk(KEY, gateway.url).chat.completions.create({ model: "gpt-4o-mini", messages: hello }), {
+      status: 404,
+      code: "not_found",
+      Class: OpenAI.NotFoundError,
+      message: /missing \/v1/
+    })
+    await expectError(() => sdk(KEY, gateway.url).models.list(), {
       status: 404,
       code: "not_found",
       Class: OpenAI.NotFoundError,
