@@ -8,7 +8,7 @@
  */
 import { Admission, Catalog, Domain, GatewayError, Money, Accounts } from "@modelgate/core"
 import { ByteSize, Cause, Clock, Context, Effect } from "effect"
-import { HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpIncomingMessage, type HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomBytes } from "node:crypto"
 import * as Chat from "./Chat.ts"
 import type { ClientCodec } from "./Codecs.ts"
@@ -49,9 +49,9 @@ const readBody = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServ
   if (Number.isFinite(declared) && declared > maxBytes) return yield* tooLarge
   return yield* request.text.pipe(
     Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(BigInt(maxBytes))),
-    Effect.catch((error: { readonly reason?: unknown; readonly message?: string }) =>
+    Effect.catch((error: HttpServerError.HttpServerError) =>
       Effect.fail(
-        /too large|BodyTooLarge|maxBytes|exceed/i.test(`${String(error.reason)} ${error.message ?? ""}`)
+        error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge"
           ? tooLarge
           : new GatewayError.InvalidRequest({ message: "The request body could not be read." })
       )
