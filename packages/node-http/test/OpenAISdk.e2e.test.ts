@@ -20,7 +20,7 @@ afterAll(async () => {
 
 const expectError = async (
   call: () => Promise<unknown>,
-  expected: { readonly status: number; readonly code: string; readonly Class: typeof OpenAI.APIError; readonly message?: RegExp }
+  expected: { readonly status: number; readonly code: string; readonly Class: Parameters<typeof assert.instanceOf>[1]; readonly message?: RegExp }
 ) => {
   try {
     await call()

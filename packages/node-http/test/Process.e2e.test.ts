@@ -116,6 +116,15 @@ describe("the modelgate process", () => {
       const unknown = await runToEnd(["keys", "create", "--config", file, "--user", "nobody"])
       assert.notStrictEqual(unknown.code, 0)
       assert.include(unknown.stderr, "No user named 'nobody'")
+
+      const group = await runToEnd(["keys", "create", "--config", file, "--user", "olga", "--group", "gold"])
+      assert.notStrictEqual(group.code, 0)
+      assert.include(group.stderr, "--group: no group named 'gold'. Groups: 'default'.")
+      const models = await runToEnd(["keys", "create", "--config", file, "--user", "olga", "--models", "gpt-4o-mini,gpt-5,o3"])
+      assert.notStrictEqual(models.code, 0)
+      assert.include(models.stderr, "--models: unknown models 'gpt-5', 'o3'. Models: 'gpt-4o-mini'.")
+      const listedAfter = await runToEnd(["keys", "list", "--config", file, "--user", "olga"])
+      assert.strictEqual(listedAfter.stdout.trim().split("\n").length, 2, "no key was created by the refused commands")
     } finally {
       server.child.kill("SIGTERM")
       await server.exited
@@ -128,8 +137,36 @@ describe("the modelgate process", () => {
     const proc = run(["serve", "--config", file])
     const code = await proc.exited
     assert.notStrictEqual(code, 0)
-    assert.include(proc.output(), file)
-    assert.include(proc.output(), "channels[0].type")
+    assert.include(proc.output(), `Invalid configuration in ${file}:`)
+    assert.include(proc.output(), "at channels[0].type: Expected \"openai\" | \"gemini\" | \"anthropic\" | \"azure\"")
+  })
+
+  it("refuses a configuration the store rejects, or a bad database, naming the file, the field and what was expected", async () => {
+    const secret = join(dir, "bad-secret.yaml")
+    writeFileSync(secret, `database: sqlite:${join(dir, "bad.db")}\nusers:\n  - name: u\n    keys:\n      - {name: k, secret: pk-not-a-modelgate-key-at-all}\n`)
+    const first = run(["serve", "--config", secret])
+    assert.notStrictEqual(await first.exited, 0)
+    assert.include(first.output(), `Invalid configuration in ${secret}:\n  at users[0].keys[0].secret: Expected a key secret: 'sk-' followed by`)
+    assert.notInclude(first.output(), "pk-not-a-modelgate-key-at-all")
+
+    const twice = join(dir, "twice.yaml")
+    writeFileSync(twice, `database: sqlite:${join(dir, "twice.db")}\nusers:\n  - name: u\n    keys: [{name: k}, {name: k}]\n`)
+    const second = run(["serve", "--config", twice])
+    assert.notStrictEqual(await second.exited, 0)
+    assert.include(second.output(), `Invalid configuration in ${twice}:\n  at users[0].keys[1].name: 'u/k' is declared twice`)
+
+    const database = join(dir, "bad-database.yaml")
+    writeFileSync(database, "database: mysql://db/modelgate\n")
+    const third = run(["serve", "--config", database])
+    assert.notStrictEqual(await third.exited, 0)
+    assert.include(third.output(), `Invalid configuration in ${database}:\n  at database: `)
+    assert.include(third.output(), "Accepted forms: 'sqlite:PATH'")
+
+    const unusable = join(dir, "unusable-database.yaml")
+    writeFileSync(unusable, `database: sqlite:${unusable}/modelgate.db\n`)
+    const fourth = run(["serve", "--config", unusable])
+    assert.notStrictEqual(await fourth.exited, 0)
+    assert.include(fourth.output(), `Cannot use the database 'sqlite:${unusable}/modelgate.db' (from database in ${unusable}): `)
   })
 
   it("serves, reports ready, and drains an in-flight stream on SIGTERM before exiting 0", async () => {
