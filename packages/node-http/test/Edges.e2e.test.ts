@@ -18,6 +18,7 @@ const KEY = "sk-edges-0000000000000000000000000000000000"
 const config = (upstream: string): ConfigFile => ({
   listen: "127.0.0.1:0",
   log_level: "error",
+  max_body_bytes: 64 * 1024,
   channels: [
     {
       name: "slow",
@@ -91,6 +92,33 @@ describe("edges", () => {
     }
     await expectError("slow-model", 504, "upstream_timeout", /'slow' did not answer within 300 ms/)
     await expectError("unreachable-model", 502, "upstream_error", /'dead-only' could not be reached/)
+  })
+
+  it("refuses a body over max_body_bytes with 413, whether its length is declared or it is sent chunked", async () => {
+    const big = JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "x".repeat(100 * 1024) }] })
+    const declared = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+      body: big
+    })
+    assert.strictEqual(declared.status, 413)
+    assert.strictEqual((await declared.json() as { error: { code: string } }).error.code, "request_too_large")
+    const bytes = new TextEncoder().encode(big)
+    const chunked = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+      body: new ReadableStream({
+        start(controller) {
+          for (let i = 0; i < bytes.length; i += 8192) controller.enqueue(bytes.slice(i, i + 8192))
+          controller.close()
+        }
+      }),
+      duplex: "half"
+    } as RequestInit)
+    assert.strictEqual(chunked.status, 413)
+    const body = await chunked.json() as { error: { code: string; message: string } }
+    assert.strictEqual(body.error.code, "request_too_large")
+    assert.include(body.error.message, "65536 bytes")
   })
 
   it("fails over to the next channel when the preferred one is unreachable", async () => {
