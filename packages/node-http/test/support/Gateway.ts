@@ -3,7 +3,7 @@
  * the fake upstream, an ephemeral port. Tests talk to it over HTTP with the
  * official SDKs, exactly as users do.
  */
-import { FakeUpstream, type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
+import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpServer } from "effect/http"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -138,5 +138,3 @@ export const startGateway = async (
     }
   }
 }
-
-void FakeUpstream
