@@ -131,6 +131,8 @@ export const ConfigFile = Schema.Struct({
   node_id: Schema.optionalKey(Schema.String),
   max_body_bytes: Schema.optionalKey(PositiveInt),
   shutdown_grace_seconds: Schema.optionalKey(NonNegativeInt),
+  shutdown_delay_seconds: Schema.optionalKey(NonNegativeInt),
+  access_log: Schema.optionalKey(Schema.Boolean),
   log_level: Schema.optionalKey(Schema.Literals(["debug", "info", "warning", "error"])),
   log_format: Schema.optionalKey(Schema.Literals(["json", "logfmt", "pretty"])),
   usage: Schema.optionalKey(Schema.Struct({

@@ -1,13 +1,15 @@
 /**
  * The HTTP application: one Effect per request that routes, authenticates,
- * runs the handler and writes every error in the dialect of the route. Proxy
- * routes do no logging of their own beyond failures; the access log is one
- * structured line per request written by `Server.ts`.
+ * runs the handler and writes every error in the dialect of the route. Every
+ * answer carries the request's `x-request-id`. Proxy routes do no logging of
+ * their own beyond failures; the access log is one structured line per request
+ * (`access_log`, at level info, health checks left out), written here when the
+ * response starts.
  *
  * @since 0.1.0
  */
 import { Admission, Catalog, Domain, GatewayError, Money, Accounts } from "@modelgate/core"
-import { ByteSize, Cause, Clock, Context, Effect } from "effect"
+import { ByteSize, Cause, Clock, Context, Effect, Exit } from "effect"
 import { HttpIncomingMessage, type HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomBytes } from "node:crypto"
 import * as Chat from "./Chat.ts"
@@ -25,6 +27,18 @@ export class Extensions extends Context.Service<Extensions, {
   readonly console: ((path: string) => Effect.Effect<HttpServerResponse.HttpServerResponse>) | undefined
   readonly ready: Effect.Effect<boolean>
 }>()("modelgate/node-http/Extensions") {}
+
+/**
+ * Whether the server is shutting down. Once it is, `/readyz` answers 503 so
+ * load balancers stop sending new calls (the server keeps serving for
+ * `shutdown_delay_seconds`, then stops accepting and drains). Without a
+ * provided value the server is never draining.
+ *
+ * @category services
+ */
+export const Draining = Context.Reference<{ readonly draining: Effect.Effect<boolean> }>("modelgate/node-http/Draining", {
+  defaultValue: () => ({ draining: Effect.succeed(false) })
+})
 
 const requestIdOf = (): string => `req_${randomBytes(12).toString("hex")}`
 
@@ -83,6 +97,9 @@ export const app = Effect.gen(function*() {
       case "Health":
         return HttpServerResponse.jsonUnsafe({ status: "ok" })
       case "Ready": {
+        if (yield* (yield* Draining).draining) {
+          return HttpServerResponse.jsonUnsafe({ status: "draining", reason: "the server is shutting down" }, { status: 503 })
+        }
         const extensions = yield* Extensions
         return (yield* extensions.ready)
           ? HttpServerResponse.jsonUnsafe({ status: "ready" })
@@ -114,7 +131,7 @@ export const app = Effect.gen(function*() {
       case "GeminiModels": {
         const snapshot = yield* (yield* Catalog.Catalog).current
         const models = Admission.allowedModels(snapshot, key)
-        return HttpServerResponse.jsonUnsafe(yield* Dialects.modelsList(dialect, models, search), { headers: { "x-request-id": requestId } })
+        return HttpServerResponse.jsonUnsafe(yield* Dialects.modelsList(dialect, models, search))
       }
       case "OpenAIModel":
       case "GeminiModel": {
@@ -129,7 +146,7 @@ export const app = Effect.gen(function*() {
             }.`
           })
         }
-        return HttpServerResponse.jsonUnsafe(Dialects.modelObject(dialect, model), { headers: { "x-request-id": requestId } })
+        return HttpServerResponse.jsonUnsafe(Dialects.modelObject(dialect, model))
       }
       case "Me": {
         const snapshot = yield* (yield* Catalog.Catalog).current
@@ -141,7 +158,7 @@ export const app = Effect.gen(function*() {
           key: { id: key.id, name: key.name, prefix: key.prefix, expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString() },
           models: Admission.allowedModels(snapshot, key).map((m) => m.id),
           balance_usd: Money.formatUsd(balance)
-        }, { headers: { "x-request-id": requestId } })
+        })
       }
       case "BillingSubscription":
         return yield* LegacyBilling.subscription(key, requestId)
@@ -175,7 +192,7 @@ export const app = Effect.gen(function*() {
     }
   })
 
-  return yield* handled.pipe(
+  const answered = handled.pipe(
     Effect.catchCause((cause) => {
       if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
       for (const reason of cause.reasons) {
@@ -191,6 +208,25 @@ export const app = Effect.gen(function*() {
           requestId
         ))
       )
-    })
+    }),
+    Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
+  )
+  const settings = yield* ServerSettings
+  if (!settings.accessLog || matched._tag === "Health" || matched._tag === "Ready") return yield* answered
+  const started = yield* Clock.currentTimeMillis
+  return yield* answered.pipe(
+    Effect.onExit((exit) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.logInfo("request").pipe(
+          Effect.annotateLogs({
+            request_id: requestId,
+            method: request.method,
+            path,
+            // A client that went away before the answer started: nginx's 499.
+            status: Exit.isSuccess(exit) ? exit.value.status : 499,
+            duration_ms: now - started
+          })
+        ))
+    )
   )
 })

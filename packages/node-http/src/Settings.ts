@@ -36,6 +36,10 @@ export interface Settings {
   readonly nodeId: string
   readonly maxBodyBytes: number
   readonly shutdownGraceSeconds: number
+  /** On SIGTERM: how long `/readyz` answers 503 while calls are still accepted, before the listener closes. */
+  readonly shutdownDelaySeconds: number
+  /** One structured line per request (not for `/healthz` and `/readyz`), at level info. */
+  readonly accessLog: boolean
   readonly logLevel: "debug" | "info" | "warning" | "error"
   readonly logFormat: "json" | "logfmt" | "pretty"
   readonly usageFlushIntervalMs: number
@@ -53,6 +57,8 @@ export const defaults = {
   database: "sqlite:data/modelgate.db",
   maxBodyBytes: 10 * 1024 * 1024,
   shutdownGraceSeconds: 30,
+  shutdownDelaySeconds: 0,
+  accessLog: true,
   usageFlushIntervalMs: 200,
   usageMaxBatch: 500,
   redisFailure: "local",
@@ -118,6 +124,8 @@ export const resolveSettings = (
       nodeId: file.node_id ?? `${hostname()}-${process.pid}`,
       maxBodyBytes: file.max_body_bytes ?? defaults.maxBodyBytes,
       shutdownGraceSeconds: file.shutdown_grace_seconds ?? defaults.shutdownGraceSeconds,
+      shutdownDelaySeconds: file.shutdown_delay_seconds ?? defaults.shutdownDelaySeconds,
+      accessLog: file.access_log ?? defaults.accessLog,
       logLevel: file.log_level ?? "info",
       logFormat: file.log_format ?? "logfmt",
       usageFlushIntervalMs: file.usage?.flush_interval_ms ?? defaults.usageFlushIntervalMs,

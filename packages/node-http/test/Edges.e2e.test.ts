@@ -176,6 +176,23 @@ describe("edges", () => {
     }
   })
 
+  it("puts an x-request-id on every answer: health checks, the console, the management API, wrong paths, calls", async () => {
+    const answers = await Promise.all([
+      fetch(`${gateway.url}/healthz`),
+      fetch(`${gateway.url}/readyz`),
+      fetch(`${gateway.url}/console/`),
+      fetch(`${gateway.url}/api/auth/session`),
+      fetch(`${gateway.url}/no/such/path`),
+      fetch(`${gateway.url}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } }),
+      fetch(`${gateway.url}/api/me`, { headers: { authorization: `Bearer ${KEY}` } }),
+      openai({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] })
+    ])
+    const ids = answers.map((answer) => answer.headers.get("x-request-id") ?? "")
+    for (const [i, id] of ids.entries()) assert.match(id, /^req_[0-9a-f]{24}$/, `${answers[i]!.url}: ${answers[i]!.status}`)
+    assert.strictEqual(new Set(ids).size, ids.length, "each answer has its own id")
+    await Promise.all(answers.map((answer) => answer.arrayBuffer()))
+  })
+
   it("accepts the models/ prefix in the model path", async () => {
     assert.strictEqual((await gemini("models%2Fgemini-2.5-flash", "generateContent")).status, 200)
   })
