@@ -5,6 +5,7 @@
  * matching error class with the right status and code.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { DatabaseSync } from "node:sqlite"
 import OpenAI from "openai"
 import { DISABLED_KEY, EXPIRED_KEY, KEY, NARROW_KEY, startGateway, type TestGateway, VIP_KEY } from "./support/Gateway.ts"
 
@@ -40,7 +41,7 @@ const hello = [{ role: "user" as const, content: "Hello!" }]
 describe("openai SDK", () => {
   it("lists exactly the models a key may call", async () => {
     const ids = (await sdk(KEY).models.list()).data.map((m) => m.id).sort()
-    assert.deepStrictEqual(ids, ["big-stream", "broken-model", "cut-stream", "free-model", "gemini-2.5-flash", "gemini-tool-model", "gpt-4o", "gpt-4o-mini", "rejecting-model", "tool-model", "unpriced-model"])
+    assert.deepStrictEqual(ids, ["big-stream", "broken-model", "cut-stream", "free-model", "gemini-2.5-flash", "gemini-tool-model", "gpt-4o", "gpt-4o-mini", "rejecting-model", "stall-stream", "tool-model", "unpriced-model"])
     assert.deepStrictEqual((await sdk(NARROW_KEY).models.list()).data.map((m) => m.id), ["gpt-4o-mini"])
     assert.deepStrictEqual((await sdk(VIP_KEY).models.list()).data.map((m) => m.id).sort(), ["gemini-2.5-flash", "gemini-tool-model", "vip-model"])
     assert.strictEqual((await sdk(KEY).models.retrieve("gpt-4o")).id, "gpt-4o")
@@ -91,6 +92,33 @@ describe("openai SDK", () => {
     for await (const chunk of stream) if (chunk.usage) usage = chunk.usage
     assert.isDefined(usage)
     assert.isAbove(usage!.completion_tokens, 0)
+  })
+
+  it("cancels the upstream call when the client aborts a stream mid-way, and settles what was sent", async () => {
+    // The upstream sends two chunks and then nothing, ever: only the gateway's cancellation can close its stream
+    // (the channel's idle timeout is two minutes).
+    const before = gateway.upstream.clientClosedStreams()
+    const stream = await sdk(KEY).chat.completions.create({ model: "stall-stream", messages: hello, stream: true })
+    let text = ""
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? ""
+      if (text.length > 0) break // leaving the loop aborts the SDK's request
+    }
+    assert.isAbove(text.length, 0)
+    for (let i = 0; i < 100 && gateway.upstream.clientClosedStreams() === before; i++) await new Promise((r) => setTimeout(r, 50))
+    assert.strictEqual(gateway.upstream.clientClosedStreams(), before + 1, "the upstream saw its stream closed before the end")
+
+    const db = new DatabaseSync(gateway.database.slice("sqlite:".length), { readOnly: true })
+    try {
+      const settled = () => db.prepare("SELECT status, error_code, completion_tokens FROM usage_records WHERE model = 'stall-stream'").all()
+      for (let i = 0; i < 50 && settled().length === 0; i++) await new Promise((r) => setTimeout(r, 50))
+      const rows = settled()
+      assert.strictEqual(rows.length, 1)
+      assert.deepInclude(rows[0], { status: 499, error_code: "ClientClosed" })
+      assert.isAbove(Number(rows[0]!.completion_tokens), 0)
+    } finally {
+      db.close()
+    }
   })
 
   it("reports each admission failure as the SDK's error class", async () => {
