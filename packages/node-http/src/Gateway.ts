@@ -212,7 +212,9 @@ export const app = Effect.gen(function*() {
     Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
   )
   const settings = yield* ServerSettings
-  if (!settings.accessLog || matched._tag === "Health" || matched._tag === "Ready") return yield* answered
+  // Nothing to do (not even a clock read) when the line would be filtered out anyway.
+  const logged = settings.accessLog && (settings.logLevel === "info" || settings.logLevel === "debug")
+  if (!logged || matched._tag === "Health" || matched._tag === "Ready") return yield* answered
   const started = yield* Clock.currentTimeMillis
   return yield* answered.pipe(
     Effect.onExit((exit) =>
