@@ -4,8 +4,14 @@
  * split into events, `assemble` gives the same response (a law the adapters'
  * property tests check for their own codecs).
  *
+ * The fold itself is a pure state machine (`Assembler`), so the gateway can
+ * drive it from its per-chunk hot path; `assembleStream` is the same fold over
+ * an Effect `Stream` of events, for library users (see
+ * docs/design/decisions.md, "Streaming transforms").
+ *
  * @since 0.1.0
  */
+import { Effect, Stream } from "effect"
 import type { ChatResponse, Choice, FinishReason, Part, StreamEvent, Usage } from "./Canonical.ts"
 
 interface ChoiceState {
@@ -115,6 +121,38 @@ export const assemble = (events: Iterable<StreamEvent>): ChatResponse => {
   for (const event of events) assembler.add(event)
   return assembler.response()
 }
+
+/**
+ * Assembles an Effect `Stream` of events into the response: the `Stream`
+ * counterpart of `assemble`, folding each chunk of events as it arrives
+ * (nothing but the response being built is kept). A failure of the stream
+ * fails the effect; to bill a cut stream for what it generated, feed an
+ * `Assembler` yourself and read `response()` when the stream ends either way.
+ *
+ * @example
+ * ```ts
+ * import { StreamAssembly } from "@modelgate/core"
+ * import { Effect, Stream } from "effect"
+ *
+ * const response = Effect.runPromise(StreamAssembly.assembleStream(Stream.make(
+ *   { type: "start", id: "r1", model: "m", created: 0 },
+ *   { type: "text", index: 0, text: "Hel" },
+ *   { type: "text", index: 0, text: "lo" },
+ *   { type: "finish", index: 0, reason: "stop" }
+ * )))
+ * // { id: "r1", model: "m", created: 0, choices: [{ index: 0, content: [{ type: "text", text: "Hello" }], finishReason: "stop" }] }
+ * ```
+ *
+ * @category assembly
+ */
+export const assembleStream = <E, R>(events: Stream.Stream<StreamEvent, E, R>): Effect.Effect<ChatResponse, E, R> =>
+  Effect.suspend(() => {
+    const assembler = new Assembler()
+    return Stream.runForEachArray(events, (batch) =>
+      Effect.sync(() => {
+        for (const event of batch) assembler.add(event)
+      })).pipe(Effect.map(() => assembler.response()))
+  })
 
 /**
  * Unfolds a response into the events of a stream that assembles back to it

@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
+import { Effect, Stream } from "effect"
 import * as fc from "fast-check"
 import type { ChatResponse, StreamEvent } from "../src/Canonical.ts"
-import { assemble, toEvents } from "../src/StreamAssembly.ts"
+import { assemble, assembleStream, toEvents } from "../src/StreamAssembly.ts"
 
 const textArb = fc.string({ maxLength: 20 })
 const partArb = fc.oneof(
@@ -58,6 +59,30 @@ describe("StreamAssembly", () => {
       assert.deepStrictEqual(assemble(rechunk(toEvents(response), cuts)), assemble(toEvents(response)))
     }))
   })
+
+  it("assembleStream over an Effect Stream, however its chunks are grouped, equals assemble", async () => {
+    await fc.assert(fc.asyncProperty(responseArb, fc.array(fc.nat(), { minLength: 1 }), async (response, cuts) => {
+      const events = rechunk(toEvents(response), cuts)
+      // Group the events into chunk arrays at the same cut points.
+      const groups: Array<Array<StreamEvent>> = []
+      for (let i = 0, c = 0; i < events.length; c++) {
+        const size = 1 + (cuts[c % cuts.length]! % 4)
+        groups.push(events.slice(i, i + size))
+        i += size
+      }
+      const assembled = await Effect.runPromise(assembleStream(Stream.fromArrays(...groups)))
+      assert.deepStrictEqual(assembled, assemble(toEvents(response)))
+    }), { numRuns: 100 })
+  })
+
+  it.effect("assembleStream fails with the stream's failure", () =>
+    Effect.gen(function*() {
+      const cut = Stream.concat(
+        Stream.make<Array<StreamEvent>>({ type: "start", id: "r", model: "m", created: 1 }, { type: "text", index: 0, text: "Hel" }),
+        Stream.fail("upstream broke off" as const)
+      )
+      assert.strictEqual(yield* Effect.flip(assembleStream(cut)), "upstream broke off")
+    }))
 
   it("a cut stream assembles to what was generated so far", () => {
     const events: Array<StreamEvent> = [

@@ -93,6 +93,12 @@ export interface FakeUpstream {
   /** The most recent requests, oldest first (bounded by `maxRecordedRequests`). */
   readonly requests: Array<RecordedRequest>
   readonly clearRequests: () => void
+  /**
+   * How many streamed answers lost their client before they were complete
+   * (the caller closed the connection; cuts asked for by a scenario are not
+   * counted). Tests use it to check that a gateway cancels its upstream call.
+   */
+  readonly clientClosedStreams: () => number
   /** Stop listening and destroy every open connection (streams included). */
   readonly close: () => Promise<void>
 }
@@ -189,6 +195,7 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
   const anthropicModels = anthropicModelsBody(models.anthropic)
   const requests: Array<RecordedRequest> = []
   let seq = 0
+  let clientClosed = 0
 
   const notFoundO: Route = { kind: "notFound", dialect: "openai" }
   const notFoundA: Route = { kind: "notFound", dialect: "anthropic" }
@@ -319,6 +326,11 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
     const json = isRecord(body) ? body : {}
     const streaming = r.kind === "call" &&
       (r.action === "streamGenerateContent" || ((r.action === "chat" || r.action === "messages") && json["stream"] === true))
+    if (streaming && scenario.cutAfter === undefined) {
+      res.once("close", () => {
+        if (!res.writableFinished) clientClosed++
+      })
+    }
     if (!streaming) {
       // Non-stream answers: a cut kills the connection before any byte, a
       // stall never answers (for upstream timeout tests).
@@ -390,6 +402,7 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
         clearRequests: () => {
           requests.length = 0
         },
+        clientClosedStreams: () => clientClosed,
         close: () =>
           (closing ??= new Promise<void>((done) => {
             server.close(() => done())

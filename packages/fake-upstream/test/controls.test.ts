@@ -82,6 +82,29 @@ describe("behaviour controls", () => {
     assert.deepStrictEqual(openaiContent(dataEvents(text)), ["Hello ", "from "])
   })
 
+  it("counts streams whose client closed the connection before the end, not finished or scenario-cut ones", async () => {
+    const own = await startFakeUpstream()
+    try {
+      const ownUrl = `${own.url}/v1/chat/completions`
+      await readAll(await postJson(ownUrl, chat("m", { stream: true }), auth))
+      await readAll(await postJson(ownUrl, chat("cut-2", { stream: true }), auth))
+      assert.strictEqual(own.clientClosedStreams(), 0)
+      const abort = new AbortController()
+      const res = await fetch(ownUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...auth, "x-fake-stall-after": "1" },
+        body: JSON.stringify(chat("m", { stream: true })),
+        signal: abort.signal
+      })
+      await res.body!.getReader().read()
+      abort.abort()
+      for (let i = 0; i < 100 && own.clientClosedStreams() === 0; i++) await new Promise((r) => setTimeout(r, 20))
+      assert.strictEqual(own.clientClosedStreams(), 1)
+    } finally {
+      await own.close()
+    }
+  })
+
   it("a stalled non-stream request never answers, a cut one gets no response", async () => {
     const stalled = await Promise.race([
       postJson(url, chat(), { ...auth, "x-fake-stall-after": "0" }).then(() => "answered"),

@@ -9,6 +9,7 @@
 import { FakeUpstream, parseListenAddress } from "@modelgate/fake-upstream"
 import { Money } from "@modelgate/core"
 import * as Accounts from "@modelgate/store/Accounts"
+import * as CatalogRepo from "@modelgate/store/CatalogRepo"
 import * as Database from "@modelgate/store/Database"
 import * as Keys from "@modelgate/store/Keys"
 import * as Migrations from "@modelgate/store/Migrations"
@@ -16,13 +17,14 @@ import * as Secrets from "@modelgate/store/Secrets"
 import * as Users from "@modelgate/store/Users"
 import { Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import type { SqlError } from "effect/sql"
 import { existsSync } from "node:fs"
 import { userInfo } from "node:os"
 import { fileURLToPath } from "node:url"
 import * as ConfigFile from "./ConfigFile.ts"
 import * as Demo from "./Demo.ts"
 import * as Server from "./Server.ts"
-import { resolveSettings, type Settings } from "./Settings.ts"
+import { nonEmpty, resolveSettings, type Settings } from "./Settings.ts"
 
 type Env = Readonly<Record<string, string | undefined>>
 
@@ -40,7 +42,7 @@ const configFlag = Flag.String("config").pipe(
 /** The configuration to use: the flag, the environment, or the demo (with a fake upstream at `demoUpstream`). */
 const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string | undefined) =>
   Effect.gen(function*() {
-    const path = Option.getOrUndefined(flag) ?? env["MODELGATE_CONFIG"]
+    const path = Option.getOrUndefined(flag) ?? nonEmpty(env["MODELGATE_CONFIG"])
     if (path !== undefined) {
       const file = yield* ConfigFile.load(path)
       const settings = yield* resolveSettings(file, env, { consoleDir: consoleDir(), source: path })
@@ -56,7 +58,7 @@ const storeLayer = (settings: Settings) => {
   const database = Database.layer(settings.database)
   const migrated = Layer.effectDiscard(Migrations.migrate).pipe(Layer.provideMerge(database))
   const secrets = Secrets.layer(settings.secret !== null ? { secret: settings.secret } : { keyFile: settings.secretFile })
-  return Layer.mergeAll(Users.Users.layer, Keys.Keys.layer, Accounts.Accounts.layer).pipe(
+  return Layer.mergeAll(Users.Users.layer, Keys.Keys.layer, Accounts.Accounts.layer, CatalogRepo.CatalogRepo.layer).pipe(
     Layer.provideMerge(secrets),
     Layer.provideMerge(migrated)
   )
@@ -87,13 +89,58 @@ const banner = (settings: Settings, demo: boolean) => {
 const serve = (env: Env) =>
   Command.make("serve", { config: configFlag }, ({ config }) =>
     Effect.gen(function*() {
-      const path = Option.getOrUndefined(config) ?? env["MODELGATE_CONFIG"]
+      const path = Option.getOrUndefined(config) ?? nonEmpty(env["MODELGATE_CONFIG"])
       const upstream = path === undefined ? yield* FakeUpstream.scoped({ port: 0 }) : undefined
       const { file, settings, demo } = yield* loadConfig(config, env, upstream?.url)
       yield* Layer.launch(
         Layer.effectDiscard(banner(settings, demo)).pipe(Layer.provide(Server.layer(settings, file)))
-      )
+      ).pipe(Effect.catchTag("SqlError", unusableDatabase(settings, env)))
     }).pipe(Effect.scoped)).pipe(Command.withDescription("Run the gateway (with no configuration: the demo setup)."))
+
+/**
+ * A database that cannot be opened or reached, reported with where its address
+ * came from and the underlying cause (a missing directory, a refused connection,
+ * wrong credentials). Other SQL errors pass unchanged.
+ */
+const unusableDatabase = (settings: Settings, env: Env) =>
+(error: SqlError.SqlError): Effect.Effect<never, SqlError.SqlError | ConfigFile.ConfigError> => {
+  const reason = error.reason
+  const opening = reason._tag === "ConnectionError" || reason._tag === "AuthenticationError" ||
+    reason._tag === "AuthorizationError" || reason.operation === "open"
+  if (!opening) return Effect.fail(error)
+  const origin = nonEmpty(env["MODELGATE_DATABASE"]) !== undefined ? "MODELGATE_DATABASE" : `database in ${settings.configSource}`
+  const cause = reason.cause instanceof Error && reason.cause.message.length > 0 ? ` (${reason.cause.message})` : ""
+  const shown = settings.database.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@")
+  return Effect.fail(new ConfigFile.ConfigError({ message: `Cannot use the database '${shown}' (from ${origin}): ${error.message}${cause}` }))
+}
+
+const quoted = (names: ReadonlyArray<string>): string => names.map((name) => `'${name}'`).join(", ")
+
+/** Refuses a group or model names the database does not know, naming what exists. */
+const checkGroupAndModels = Effect.fnUntraced(function*(group: string, models: ReadonlyArray<string>) {
+  const catalog = yield* (yield* CatalogRepo.CatalogRepo).load
+  const groups = catalog.groups.map((g) => g.name).sort()
+  if (!groups.includes(group)) {
+    return yield* Effect.fail(
+      new Error(
+        groups.length === 0
+          ? `--group: no group named '${group}': the database has no groups yet. Start the server once with this configuration to create them.`
+          : `--group: no group named '${group}'. Groups: ${quoted(groups)}.`
+      )
+    )
+  }
+  const known = new Set(catalog.models.map((m) => m.id))
+  const unknown = models.filter((m) => !known.has(m))
+  if (unknown.length > 0) {
+    return yield* Effect.fail(
+      new Error(
+        `--models: ${unknown.length === 1 ? "unknown model" : "unknown models"} ${quoted(unknown)}. Models: ${
+          known.size === 0 ? "none yet" : quoted([...known].sort())
+        }.`
+      )
+    )
+  }
+})
 
 const keys = (env: Env) => {
   const create = Command.make("create", {
@@ -116,11 +163,12 @@ const keys = (env: Env) => {
           return yield* Effect.fail(new Error(`--expires: expected an ISO 8601 time such as 2027-01-01T00:00:00Z, got '${expires}'.`))
         }
         const models = Option.match(flags.models, { onNone: () => [], onSome: (m) => m.split(",").map((s) => s.trim()).filter((s) => s.length > 0) })
+        yield* checkGroupAndModels(flags.group, models)
         const created = yield* (yield* Keys.Keys).create({ userId: user.id, name: flags.name, group: flags.group, models, expiresAt })
         yield* Console.log(created.secret)
         yield* Console.error(`Created key '${flags.name}' (${created.key.prefix}...) for ${flags.user}. The secret above is shown only this once.`)
       })
-      yield* program.pipe(Effect.provide(storeLayer(settings)))
+      yield* program.pipe(Effect.provide(storeLayer(settings)), Effect.catchTag("SqlError", unusableDatabase(settings, env)))
     })).pipe(Command.withDescription("Create an API key and print its secret (once)."))
 
   const list = Command.make("list", {

@@ -81,10 +81,20 @@ export const GroupConfig = Schema.Struct({
 })
 export type GroupConfig = typeof GroupConfig.Type
 
+/**
+ * A fixed API key secret: `sk-` followed by at least 17 more characters
+ * (20 or more in all), without spaces. The same rule the store applies.
+ *
+ * @category schemas
+ */
+export const KeySecret = Schema.String.check(Schema.isPattern(/^sk-\S{17,}$/, {
+  expected: "a key secret: 'sk-' followed by at least 17 more characters (20 or more in all), without spaces"
+}))
+
 /** An API key declared in the file. @category schemas */
 export const KeyConfig = Schema.Struct({
   name: Schema.NonEmptyString,
-  secret: Schema.optionalKey(Schema.String.check(Schema.isMinLength(20))),
+  secret: Schema.optionalKey(KeySecret),
   group: Schema.optionalKey(Schema.NonEmptyString),
   models: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
   expires_at: Schema.optionalKey(Schema.NullOr(Timestamp)),
@@ -135,6 +145,8 @@ export const ConfigFile = Schema.Struct({
   node_id: Schema.optionalKey(Schema.String),
   max_body_bytes: Schema.optionalKey(PositiveInt),
   shutdown_grace_seconds: Schema.optionalKey(NonNegativeInt),
+  shutdown_delay_seconds: Schema.optionalKey(NonNegativeInt),
+  access_log: Schema.optionalKey(Schema.Boolean),
   log_level: Schema.optionalKey(Schema.Literals(["debug", "info", "warning", "error"])),
   log_format: Schema.optionalKey(Schema.Literals(["json", "logfmt", "pretty"])),
   usage: Schema.optionalKey(Schema.Struct({
@@ -181,7 +193,10 @@ export const decode = (document: unknown, source: string): Effect.Effect<ConfigF
       const issues = formatter(error.issue).issues
       const lines = issues.map((issue) => {
         const path = formatPath((issue.path ?? []).map((p) => typeof p === "object" ? p.key : p))
-        return `  at ${path === "" ? "(top level)" : path}: ${issue.message}`
+        const message = issue.message === "Expected no excess property"
+          ? "Unknown field (check its spelling; docs/configuration.md lists every field)"
+          : issue.message
+        return `  at ${path === "" ? "(top level)" : path}: ${message}`
       })
       return new ConfigError({ message: `Invalid configuration in ${source}:\n${lines.join("\n")}` })
     })

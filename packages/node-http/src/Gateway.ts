@@ -1,14 +1,16 @@
 /**
  * The HTTP application: one Effect per request that routes, authenticates,
- * runs the handler and writes every error in the dialect of the route. Proxy
- * routes do no logging of their own beyond failures; the access log is one
- * structured line per request written by `Server.ts`.
+ * runs the handler and writes every error in the dialect of the route. Every
+ * answer carries the request's `x-request-id`. Proxy routes do no logging of
+ * their own beyond failures; the access log is one structured line per request
+ * (`access_log`, at level info, health checks left out), written here when the
+ * response starts.
  *
  * @since 0.1.0
  */
 import { Admission, Catalog, Domain, GatewayError, Money, Accounts } from "@modelgate/core"
-import { ByteSize, Cause, Clock, Context, Effect } from "effect"
-import { HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ByteSize, Cause, Clock, Context, Effect, Exit } from "effect"
+import { HttpIncomingMessage, type HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomFillSync } from "node:crypto"
 import * as Chat from "./Chat.ts"
 import type { ClientCodec } from "./Codecs.ts"
@@ -25,6 +27,18 @@ export class Extensions extends Context.Service<Extensions, {
   readonly console: ((path: string) => Effect.Effect<HttpServerResponse.HttpServerResponse>) | undefined
   readonly ready: Effect.Effect<boolean>
 }>()("modelgate/node-http/Extensions") {}
+
+/**
+ * Whether the server is shutting down. Once it is, `/readyz` answers 503 so
+ * load balancers stop sending new calls (the server keeps serving for
+ * `shutdown_delay_seconds`, then stops accepting and drains). Without a
+ * provided value the server is never draining.
+ *
+ * @category services
+ */
+export const Draining = Context.Reference<{ readonly draining: Effect.Effect<boolean> }>("modelgate/node-http/Draining", {
+  defaultValue: () => ({ draining: Effect.succeed(false) })
+})
 
 // Request ids: 12 random bytes as hex, taken from a pool filled 4 KB at a time (one call into the
 // random source per request cost more than the rest of making the id).
@@ -63,9 +77,9 @@ const readBody = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServ
   if (Number.isFinite(declared) && declared > maxBytes) return yield* tooLarge()
   return yield* request.text.pipe(
     Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(BigInt(maxBytes))),
-    Effect.catch((error: { readonly reason?: unknown; readonly message?: string }) =>
+    Effect.catch((error: HttpServerError.HttpServerError) =>
       Effect.fail(
-        /too large|BodyTooLarge|maxBytes|exceed/i.test(`${String(error.reason)} ${error.message ?? ""}`)
+        error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge"
           ? tooLarge()
           : new GatewayError.InvalidRequest({ message: "The request body could not be read." })
       )
@@ -97,6 +111,9 @@ export const app = Effect.gen(function*() {
       case "Health":
         return HttpServerResponse.jsonUnsafe({ status: "ok" })
       case "Ready": {
+        if (yield* (yield* Draining).draining) {
+          return HttpServerResponse.jsonUnsafe({ status: "draining", reason: "the server is shutting down" }, { status: 503 })
+        }
         const extensions = yield* Extensions
         return (yield* extensions.ready)
           ? HttpServerResponse.jsonUnsafe({ status: "ready" })
@@ -128,7 +145,7 @@ export const app = Effect.gen(function*() {
       case "GeminiModels": {
         const snapshot = yield* (yield* Catalog.Catalog).current
         const models = Admission.allowedModels(snapshot, key)
-        return HttpServerResponse.jsonUnsafe(yield* Dialects.modelsList(dialect, models, search), { headers: { "x-request-id": requestId } })
+        return HttpServerResponse.jsonUnsafe(yield* Dialects.modelsList(dialect, models, search))
       }
       case "OpenAIModel":
       case "GeminiModel": {
@@ -143,7 +160,7 @@ export const app = Effect.gen(function*() {
             }.`
           })
         }
-        return HttpServerResponse.jsonUnsafe(Dialects.modelObject(dialect, model), { headers: { "x-request-id": requestId } })
+        return HttpServerResponse.jsonUnsafe(Dialects.modelObject(dialect, model))
       }
       case "Me": {
         const snapshot = yield* (yield* Catalog.Catalog).current
@@ -155,7 +172,7 @@ export const app = Effect.gen(function*() {
           key: { id: key.id, name: key.name, prefix: key.prefix, expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString() },
           models: Admission.allowedModels(snapshot, key).map((m) => m.id),
           balance_usd: Money.formatUsd(balance)
-        }, { headers: { "x-request-id": requestId } })
+        })
       }
       case "BillingSubscription":
         return yield* LegacyBilling.subscription(key, requestId)
@@ -189,7 +206,7 @@ export const app = Effect.gen(function*() {
     }
   })
 
-  return yield* handled.pipe(
+  const answered = handled.pipe(
     Effect.provideService(Admission.ClientDialect, dialect),
     Effect.catchCause((cause) => {
       if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
@@ -206,6 +223,27 @@ export const app = Effect.gen(function*() {
           requestId
         ))
       )
-    })
+    }),
+    Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
+  )
+  const settings = yield* ServerSettings
+  // Nothing to do (not even a clock read) when the line would be filtered out anyway.
+  const logged = settings.accessLog && (settings.logLevel === "info" || settings.logLevel === "debug")
+  if (!logged || matched._tag === "Health" || matched._tag === "Ready") return yield* answered
+  const started = yield* Clock.currentTimeMillis
+  return yield* answered.pipe(
+    Effect.onExit((exit) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.logInfo("request").pipe(
+          Effect.annotateLogs({
+            request_id: requestId,
+            method: request.method,
+            path,
+            // A client that went away before the answer started: nginx's 499.
+            status: Exit.isSuccess(exit) ? exit.value.status : 499,
+            duration_ms: now - started
+          })
+        ))
+    )
   )
 })

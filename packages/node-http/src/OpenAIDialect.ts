@@ -137,9 +137,3 @@ export const modelsList = Models.modelsList
 
 /** `GET /v1/models/{id}`. @category models */
 export const modelObject = Models.modelObject
-
-/** An error thrown by a decoder, or an unexpected throw, as a gateway error. @category errors */
-export const asGatewayError = (error: unknown): GatewayError.GatewayError =>
-  GatewayError.isGatewayError(error)
-    ? error
-    : new GatewayError.UpstreamUnavailable({ message: "The upstream's answer could not be read." })

@@ -14,6 +14,7 @@ import { type Domain, Money } from "@modelgate/core"
 import * as Provisioning from "@modelgate/store/Provisioning"
 import { Console, Effect, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
+import type { InvalidInput } from "@modelgate/store/StoreError"
 import * as Users from "@modelgate/store/Users"
 import { ConfigError, type ConfigFile, type KeyConfig } from "./ConfigFile.ts"
 import type { Settings } from "./Settings.ts"
@@ -176,8 +177,71 @@ const keyOf = (
   }
 }
 
+/** The store's field names that the file spells differently. */
+const FILE_FIELDS: Readonly<Record<string, string>> = {
+  balanceNanos: "balance",
+  ratioMicros: "ratio",
+  inputNanosPerMillion: "input",
+  outputNanosPerMillion: "output",
+  cachedInputNanosPerMillion: "cached_input",
+  perRequestNanos: "per_request",
+  quotaNanos: "quota",
+  dailyBudgetNanos: "daily_budget",
+  monthlyBudgetNanos: "monthly_budget",
+  baseUrl: "base_url",
+  connectMs: "connect_ms",
+  firstByteMs: "first_byte_ms",
+  idleMs: "idle_ms",
+  totalMs: "total_ms"
+}
+
 /**
- * Applies the file to the store and logs what changed.
+ * The path in the configuration file of a field the store names by its own
+ * input's path: `keys[3].secret` (the store's flat list of keys) becomes
+ * `users[1].keys[0].secret`, `groups[0].ratioMicros` becomes `groups.vip.ratio`,
+ * `users[2].limits.rpm` becomes `users[2].rpm`. A bare entry (`users[2]`, used
+ * for duplicates) names the entry's name field.
+ *
+ * @category mapping
+ */
+export const configPath = (storePath: string, input: Provisioning.ProvisionInput, file: ConfigFile): string => {
+  const match = /^(users|groups|models|aliases|channels|keys)\[(\d+)\](.*)$/.exec(storePath)
+  if (match === null) return storePath
+  const [, list, at, rest] = match as unknown as [string, string, string, string]
+  const i = Number(at)
+  const field = rest.replace(/^\.limits\./, ".").replace(/[A-Za-z]+/g, (name) => FILE_FIELDS[name] ?? name)
+  switch (list) {
+    case "groups":
+      return `groups.${input.groups?.[i]?.name ?? at}${field}`
+    case "models":
+      return `models.${input.models?.[i]?.id ?? at}${field}`
+    case "aliases":
+      return `aliases.${input.aliases?.[i]?.pattern ?? at}${field}`
+    case "keys": {
+      const origins = (file.users ?? []).flatMap((user, u) => (user.keys ?? []).map((_, k) => `users[${u}].keys[${k}]`))
+      const origin = origins[i] ?? storePath
+      return field === "" ? `${origin}.name` : field === ".user" ? origin : `${origin}${field}`
+    }
+    default:
+      return field === "" ? `${list}[${at}].name` : `${list}[${at}]${field}`
+  }
+}
+
+/**
+ * The store's refusal of the file's content, as a configuration error naming
+ * the file and the field's path in it.
+ *
+ * @category mapping
+ */
+export const asConfigError = (error: InvalidInput, input: Provisioning.ProvisionInput, file: ConfigFile, source: string): ConfigError => {
+  const path = configPath(error.path, input, file)
+  const detail = error.message.startsWith(`${error.path}: `) ? error.message.slice(error.path.length + 2) : error.message
+  return new ConfigError({ message: `Invalid configuration in ${source}:\n  at ${path}: ${detail}` })
+}
+
+/**
+ * Applies the file to the store and logs what changed. Content the store
+ * refuses fails as a `ConfigError` naming the file and the field.
  *
  * @category applying
  */
@@ -185,7 +249,9 @@ export const apply = (file: ConfigFile, settings: Settings) =>
   Effect.gen(function*() {
     const input = yield* toInput(file, settings.configSource)
     const provisioning = yield* Provisioning.Provisioning
-    const result = yield* provisioning.provision(input)
+    const result = yield* provisioning.provision(input).pipe(
+      Effect.catchTag("InvalidInput", (error) => Effect.fail(asConfigError(error, input, file, settings.configSource)))
+    )
     if (result.created.length + result.updated.length > 0) {
       yield* Effect.logInfo("configuration applied").pipe(
         Effect.annotateLogs({ created: result.created.join(", "), updated: result.updated.join(", ") })

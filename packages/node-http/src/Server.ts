@@ -18,7 +18,7 @@ import * as Purses from "@modelgate/store/Purses"
 import * as Secrets from "@modelgate/store/Secrets"
 import * as UsageWriter from "@modelgate/store/UsageWriter"
 import * as Users from "@modelgate/store/Users"
-import { Duration, Effect, Layer, Logger, References, Schedule } from "effect"
+import { Context, Duration, Effect, Layer, Logger, Ref, References, Schedule } from "effect"
 import { HttpClient, HttpServer, type HttpServerRequest } from "effect/http"
 import * as Handlers from "@modelgate/admin-api/Handlers"
 import { MemoryLimiter, RedisLimiter } from "@modelgate/limits"
@@ -179,15 +179,51 @@ export const layer = (settings: Settings, file: ConfigFile) => {
       })
     )
   )
-  return HttpServer.serve(Gateway.app).pipe(
+  const served = HttpServer.serve(Gateway.app).pipe(
     Layer.provide(extensions(settings)),
     Layer.provideMerge(listener),
     Layer.provideMerge(ready),
     Layer.provide(NodeHttpClient.layerUndici),
-    Layer.provide(upstreamTracing),
+    Layer.provide(upstreamTracing)
+  )
+  // Built after the listener, so released before it: readiness turns 503 first, then the listener closes.
+  return drainOnShutdown(settings).pipe(
+    Layer.provideMerge(served),
+    Layer.provideMerge(draining),
     Layer.provide(logging(settings))
   )
 }
+
+/** The shutdown state: a flag that `/readyz` reads and the shutdown sets. */
+class ShutdownState extends Context.Service<ShutdownState, Ref.Ref<boolean>>()("modelgate/node-http/ShutdownState") {}
+
+const draining = Layer.effectContext(
+  Effect.map(Ref.make(false), (flag) =>
+    Context.make(ShutdownState, flag).pipe(Context.add(Gateway.Draining, { draining: Ref.get(flag) })))
+)
+
+/**
+ * The first step of a shutdown (SIGTERM, SIGINT, or the layer released):
+ * `/readyz` answers 503 from now on, and for `shutdown_delay_seconds` the
+ * server keeps accepting and serving calls, so a load balancer that polls
+ * `/readyz` takes it out of rotation before the listener closes. Then the
+ * listener closes and in-flight calls drain for up to `shutdown_grace_seconds`.
+ *
+ * @category layers
+ */
+export const drainOnShutdown = (settings: Settings): Layer.Layer<never, never, ShutdownState> =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const flag = yield* ShutdownState
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        yield* Ref.set(flag, true)
+        yield* Effect.logInfo("shutting down: /readyz answers 503; in-flight calls may finish").pipe(
+          Effect.annotateLogs({ delay_seconds: settings.shutdownDelaySeconds, grace_seconds: settings.shutdownGraceSeconds })
+        )
+        if (settings.shutdownDelaySeconds > 0) yield* Effect.sleep(Duration.seconds(settings.shutdownDelaySeconds))
+      })
+    )
+  }))
 
 /**
  * Upstream requests carry no trace span and no `traceparent` header: nothing
@@ -222,9 +258,23 @@ export const drainingServer = (): HttpNodeServer => {
   return server
 }
 
-/** The log sink and level from the settings. @category layers */
+/**
+ * The log sink and level from the settings. `json` and `logfmt` lines are
+ * batched: written to stdout together every 100 ms (and at shutdown), so a
+ * busy server pays one write per batch rather than one per line. `pretty`,
+ * for development, writes each line at once.
+ *
+ * @category layers
+ */
 export const logging = (settings: Settings) =>
   Layer.mergeAll(
-    Logger.layer([settings.logFormat === "json" ? Logger.consoleJson : settings.logFormat === "pretty" ? Logger.consolePretty() : Logger.consoleLogFmt]),
+    Logger.layer([
+      settings.logFormat === "pretty"
+        ? Logger.consolePretty()
+        : Logger.batched(settings.logFormat === "json" ? Logger.formatJson : Logger.formatLogFmt, {
+          window: Duration.millis(100),
+          flush: (lines) => Effect.sync(() => process.stdout.write(lines.join("\n") + "\n"))
+        })
+    ]),
     Layer.succeed(References.MinimumLogLevel, settings.logLevel === "debug" ? "Debug" : settings.logLevel === "warning" ? "Warn" : settings.logLevel === "error" ? "Error" : "Info")
   )

@@ -1,11 +1,13 @@
 /**
  * The server's resolved settings: the configuration file's values with every
  * default applied and the environment's overrides (`MODELGATE_LISTEN`,
- * `MODELGATE_DATABASE`, `MODELGATE_SECRET`) on top. docs/configuration.md lists
- * the same defaults; this module is their one source.
+ * `MODELGATE_DATABASE`, `MODELGATE_REDIS`, `MODELGATE_SECRET`; an empty
+ * variable counts as unset) on top. docs/configuration.md lists the same
+ * defaults; this module is their one source.
  *
  * @since 0.1.0
  */
+import * as Database from "@modelgate/store/Database"
 import { Context, Effect, Redacted } from "effect"
 import { hostname } from "node:os"
 import { dirname, join, resolve } from "node:path"
@@ -34,6 +36,10 @@ export interface Settings {
   readonly nodeId: string
   readonly maxBodyBytes: number
   readonly shutdownGraceSeconds: number
+  /** On SIGTERM: how long `/readyz` answers 503 while calls are still accepted, before the listener closes. */
+  readonly shutdownDelaySeconds: number
+  /** One structured line per request (not for `/healthz` and `/readyz`), at level info. */
+  readonly accessLog: boolean
   readonly logLevel: "debug" | "info" | "warning" | "error"
   readonly logFormat: "json" | "logfmt" | "pretty"
   readonly usageFlushIntervalMs: number
@@ -55,6 +61,8 @@ export const defaults = {
   database: "sqlite:data/modelgate.db",
   maxBodyBytes: 10 * 1024 * 1024,
   shutdownGraceSeconds: 30,
+  shutdownDelaySeconds: 0,
+  accessLog: true,
   usageFlushIntervalMs: 200,
   usageMaxBatch: 500,
   leaseIdleMs: 1_000,
@@ -89,15 +97,21 @@ export const resolveSettings = (
   options: { readonly consoleDir: string | null; readonly source: string }
 ): Effect.Effect<Settings, ConfigError> =>
   Effect.gen(function*() {
-    const listen = env["MODELGATE_LISTEN"] ?? file.listen ?? defaults.listen
+    // An empty variable counts as unset, for every variable alike.
+    const listenEnv = nonEmpty(env["MODELGATE_LISTEN"])
+    const listen = listenEnv ?? file.listen ?? defaults.listen
     const address = parseListen(listen)
     if (address === undefined) {
       return yield* new ConfigError({
-        message: `Invalid listen address '${listen}' (from ${env["MODELGATE_LISTEN"] !== undefined ? "MODELGATE_LISTEN" : "listen"}): expected HOST:PORT such as 127.0.0.1:8080.`
+        message: `${originOf(listenEnv, "MODELGATE_LISTEN", "listen", options.source)}: expected HOST:PORT such as 127.0.0.1:8080, got '${listen}'`
       })
     }
-    const database = env["MODELGATE_DATABASE"] ?? file.database ?? defaults.database
-    const secretEnv = env["MODELGATE_SECRET"]
+    const databaseEnv = nonEmpty(env["MODELGATE_DATABASE"])
+    const database = databaseEnv ?? file.database ?? defaults.database
+    yield* Database.parseUrl(database).pipe(
+      Effect.mapError((error) => new ConfigError({ message: `${originOf(databaseEnv, "MODELGATE_DATABASE", "database", options.source)}: ${error.message}` }))
+    )
+    const secretEnv = nonEmpty(env["MODELGATE_SECRET"])
     const shownHost = address.host === "0.0.0.0" || address.host === "::" ? "127.0.0.1" : address.host.includes(":") ? `[${address.host}]` : address.host
     return {
       configSource: options.source,
@@ -110,11 +124,13 @@ export const resolveSettings = (
       rateLimitWindowMs: file.rate_limits?.window_ms ?? defaults.rateLimitWindowMs,
       rateLimitsPerModel: file.rate_limits?.per_model ?? defaults.rateLimitsPerModel,
       publicUrl: file.public_url !== undefined ? file.public_url.replace(/\/+$/, "") : address.port === 0 ? null : `http://${shownHost}:${address.port}`,
-      secret: secretEnv !== undefined && secretEnv.length > 0 ? Redacted.make(secretEnv) : null,
+      secret: secretEnv !== undefined ? Redacted.make(secretEnv) : null,
       secretFile: file.secret_file ?? defaultSecretFile(database),
       nodeId: file.node_id ?? `${hostname()}-${process.pid}`,
       maxBodyBytes: file.max_body_bytes ?? defaults.maxBodyBytes,
       shutdownGraceSeconds: file.shutdown_grace_seconds ?? defaults.shutdownGraceSeconds,
+      shutdownDelaySeconds: file.shutdown_delay_seconds ?? defaults.shutdownDelaySeconds,
+      accessLog: file.access_log ?? defaults.accessLog,
       logLevel: file.log_level ?? "info",
       logFormat: file.log_format ?? "logfmt",
       usageFlushIntervalMs: file.usage?.flush_interval_ms ?? defaults.usageFlushIntervalMs,
@@ -125,7 +141,18 @@ export const resolveSettings = (
     }
   })
 
-const nonEmpty = (value: string | undefined): string | undefined => value === undefined || value.length === 0 ? undefined : value
+/**
+ * An environment variable's value, with an empty one counting as unset (so
+ * `MODELGATE_DATABASE= modelgate serve` uses the file's value, as for every
+ * other variable).
+ *
+ * @category resolving
+ */
+export const nonEmpty = (value: string | undefined): string | undefined => value === undefined || value.length === 0 ? undefined : value
+
+/** Where a bad value came from, for messages: the variable, or the field of the configuration. */
+const originOf = (fromEnv: string | undefined, variable: string, field: string, source: string): string =>
+  fromEnv !== undefined ? `Invalid ${variable}` : `Invalid configuration in ${source}:\n  at ${field}`
 
 /** The key file sits beside a SQLite database, or in ./data for PostgreSQL. */
 const defaultSecretFile = (database: string): string => {

@@ -5,6 +5,7 @@
  * matching error class with the right status and code.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { DatabaseSync } from "node:sqlite"
 import OpenAI from "openai"
 import { DISABLED_KEY, EXPIRED_KEY, KEY, NARROW_KEY, startGateway, type TestGateway, VIP_KEY } from "./support/Gateway.ts"
 
@@ -20,7 +21,7 @@ afterAll(async () => {
 
 const expectError = async (
   call: () => Promise<unknown>,
-  expected: { readonly status: number; readonly code: string; readonly Class: Function; readonly message?: RegExp }
+  expected: { readonly status: number; readonly code: string; readonly Class: Parameters<typeof assert.instanceOf>[1]; readonly message?: RegExp }
 ) => {
   try {
     await call()
@@ -41,7 +42,7 @@ describe("openai SDK", () => {
   it("lists exactly the models a key may call", async () => {
     const ids = (await sdk(KEY).models.list()).data.map((m) => m.id).sort()
     // "unpriced-model" is served but has no price, so a call is refused (model_unpriced) and it is not offered.
-    assert.deepStrictEqual(ids, ["big-stream", "broken-model", "cut-stream", "free-model", "gemini-2.5-flash", "gemini-tool-model", "gpt-4o", "gpt-4o-mini", "rejecting-model", "tool-model"])
+    assert.deepStrictEqual(ids, ["big-stream", "broken-model", "cut-stream", "free-model", "gemini-2.5-flash", "gemini-tool-model", "gpt-4o", "gpt-4o-mini", "rejecting-model", "stall-stream", "tool-model"])
     assert.deepStrictEqual((await sdk(NARROW_KEY).models.list()).data.map((m) => m.id), ["gpt-4o-mini"])
     assert.deepStrictEqual((await sdk(VIP_KEY).models.list()).data.map((m) => m.id).sort(), ["gemini-2.5-flash", "gemini-tool-model", "vip-model"])
     assert.strictEqual((await sdk(KEY).models.retrieve("gpt-4o")).id, "gpt-4o")
@@ -94,6 +95,33 @@ describe("openai SDK", () => {
     assert.isAbove(usage!.completion_tokens, 0)
   })
 
+  it("cancels the upstream call when the client aborts a stream mid-way, and settles what was sent", async () => {
+    // The upstream sends two chunks and then nothing, ever: only the gateway's cancellation can close its stream
+    // (the channel's idle timeout is two minutes).
+    const before = gateway.upstream.clientClosedStreams()
+    const stream = await sdk(KEY).chat.completions.create({ model: "stall-stream", messages: hello, stream: true })
+    let text = ""
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? ""
+      if (text.length > 0) break // leaving the loop aborts the SDK's request
+    }
+    assert.isAbove(text.length, 0)
+    for (let i = 0; i < 100 && gateway.upstream.clientClosedStreams() === before; i++) await new Promise((r) => setTimeout(r, 50))
+    assert.strictEqual(gateway.upstream.clientClosedStreams(), before + 1, "the upstream saw its stream closed before the end")
+
+    const db = new DatabaseSync(gateway.database.slice("sqlite:".length), { readOnly: true })
+    try {
+      const settled = () => db.prepare("SELECT status, error_code, completion_tokens FROM usage_records WHERE model = 'stall-stream'").all()
+      for (let i = 0; i < 50 && settled().length === 0; i++) await new Promise((r) => setTimeout(r, 50))
+      const rows = settled()
+      assert.strictEqual(rows.length, 1)
+      assert.deepInclude(rows[0], { status: 499, error_code: "ClientClosed" })
+      assert.isAbove(Number(rows[0]!.completion_tokens), 0)
+    } finally {
+      db.close()
+    }
+  })
+
   it("reports each admission failure as the SDK's error class", async () => {
     const keyless = new OpenAI({ apiKey: "unused", baseURL: `${gateway.url}/v1`, maxRetries: 0, defaultHeaders: { Authorization: null } })
     await expectError(() => keyless.models.list(), { status: 401, code: "missing_api_key", Class: OpenAI.AuthenticationError })
@@ -137,6 +165,26 @@ describe("openai SDK", () => {
     assert.match((await raw.json() as { error: { message: string } }).error.message, /not valid JSON/)
   })
 
+  it("rejects wrong field types naming the field, without forwarding the body", async () => {
+    const before = gateway.upstream.requests.length
+    const role = await expectError(
+      () => sdk(KEY).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: 5, content: { x: 1 } }] } as never),
+      { status: 400, code: "invalid_request", Class: OpenAI.BadRequestError, message: /'messages\[0\]\.role': expected one of 'system'/ }
+    )
+    assert.strictEqual(role.param, "messages[0].role")
+    const temperature = await expectError(
+      () => sdk(KEY).chat.completions.create({ model: "gpt-4o-mini", messages: hello, stream: true, temperature: "hot" } as never),
+      { status: 400, code: "invalid_request", Class: OpenAI.BadRequestError, message: /expected a number/ }
+    )
+    assert.strictEqual(temperature.param, "temperature")
+    const part = await expectError(
+      () => sdk(KEY).chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: [{ type: "image_url", image_url: {} }] }] } as never),
+      { status: 400, code: "invalid_request", Class: OpenAI.BadRequestError }
+    )
+    assert.strictEqual(part.param, "messages[0].content[0].image_url.url")
+    assert.strictEqual(gateway.upstream.requests.length, before, "nothing reached the upstream")
+  })
+
   it("refuses bodies over the limit with 413", async () => {
     const big = "x".repeat(11 * 1024 * 1024)
     await expectError(() => sdk(KEY).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: big }] }), {
@@ -152,9 +200,10 @@ describe("openai SDK", () => {
       () => client.chat.completions.create({ model: "broken-model", messages: hello }),
       { status: 502, code: "upstream_error", Class: OpenAI.InternalServerError }
     )
+    // An upstream 4xx keeps the upstream's status and carries its message, in our envelope.
     await expectError(
       () => client.chat.completions.create({ model: "rejecting-model", messages: hello }),
-      { status: 400, code: "upstream_rejected", Class: OpenAI.BadRequestError }
+      { status: 400, code: "upstream_rejected", Class: OpenAI.BadRequestError, message: /fake-upstream: simulated HTTP 400/ }
     )
   })
 
@@ -166,6 +215,12 @@ describe("openai SDK", () => {
       message: /already ends in \/v1/
     })
     await expectError(() => sdk(KEY, gateway.url).chat.completions.create({ model: "gpt-4o-mini", messages: hello }), {
+      status: 404,
+      code: "not_found",
+      Class: OpenAI.NotFoundError,
+      message: /missing \/v1/
+    })
+    await expectError(() => sdk(KEY, gateway.url).models.list(), {
       status: 404,
       code: "not_found",
       Class: OpenAI.NotFoundError,

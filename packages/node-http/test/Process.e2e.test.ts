@@ -1,18 +1,22 @@
 /**
  * The real binary as operators run it: `modelgate serve --config FILE` starts,
  * answers health checks, refuses an invalid configuration with a message that
- * names the file and field, on SIGTERM lets an in-flight stream finish before
- * exiting 0, and writes every queued usage record before it exits. The CLI's
+ * names the file and field, and on SIGTERM lets an in-flight stream finish
+ * before exiting 0 and writes every queued usage record before it exits;
+ * `/readyz` turns 503 while it drains, the grace period cuts a stream that
+ * outlives it (which is still settled), the demo run works as printed,
+ * MODELGATE_LISTEN / MODELGATE_DATABASE override the file, and the CLI's
  * balance adjustments name the operating-system user in the ledger.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir, userInfo } from "node:os"
 import { join } from "node:path"
 import { runSql } from "./support/Databases.ts"
+import { DatabaseSync } from "node:sqlite"
 
 const bin = join(import.meta.dirname, "..", "src", "bin.ts")
 const KEY = "sk-process-test-00000000000000000000000000000"
@@ -37,14 +41,47 @@ const runToEnd = (args: Array<string>) =>
     child.on("exit", (code) => resolve({ code, stdout, stderr }))
   })
 
-const run = (args: Array<string>) => {
-  const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, MODELGATE_SECRET: "process-test-secret-0123456789abcdef" } })
+const run = (args: Array<string>, options: { readonly cwd?: string; readonly env?: Record<string, string> } = {}) => {
+  const env: Record<string, string | undefined> = { ...process.env, MODELGATE_SECRET: "process-test-secret-0123456789abcdef", ...options.env }
+  delete env["MODELGATE_CONFIG"]
+  const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"], env, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}) })
   let output = ""
   child.stdout!.on("data", (d) => output += d)
   child.stderr!.on("data", (d) => output += d)
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
   return { child, exited, output: () => output }
 }
+
+const chat = (url: string, body: unknown) =>
+  fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+    body: JSON.stringify(body)
+  })
+
+/** A configuration with one key (KEY) whose user has 5 USD, and models steering the fake upstream. */
+const gatewayYaml = (port: number, database: string, extra: Array<string>) =>
+  [
+    `listen: 127.0.0.1:${port}`,
+    `database: sqlite:${database}`,
+    ...extra,
+    "channels:",
+    "  - name: up",
+    "    type: openai",
+    `    base_url: ${upstream.url}/v1`,
+    "    api_key: sk-up",
+    "    models: [gpt-4o-mini, stalling]",
+    "    model_map: {stalling: gpt-stall-3}",
+    "models:",
+    "  gpt-4o-mini: {input: 1, output: 1}",
+    "  stalling: {input: 1, output: 1}",
+    "users:",
+    "  - name: ops",
+    "    balance: 5",
+    "    keys:",
+    `      - {name: k, secret: ${KEY}}`,
+    ""
+  ].join("\n")
 
 const waitHealthy = async (url: string, child: ChildProcess) => {
   for (let i = 0; i < 100; i++) {
@@ -125,6 +162,15 @@ describe("the modelgate process", () => {
       const unknown = await runToEnd(["keys", "create", "--config", file, "--user", "nobody"])
       assert.notStrictEqual(unknown.code, 0)
       assert.include(unknown.stderr, "No user named 'nobody'")
+
+      const group = await runToEnd(["keys", "create", "--config", file, "--user", "olga", "--group", "gold"])
+      assert.notStrictEqual(group.code, 0)
+      assert.include(group.stderr, "--group: no group named 'gold'. Groups: 'default'.")
+      const models = await runToEnd(["keys", "create", "--config", file, "--user", "olga", "--models", "gpt-4o-mini,gpt-5,o3"])
+      assert.notStrictEqual(models.code, 0)
+      assert.include(models.stderr, "--models: unknown models 'gpt-5', 'o3'. Models: 'gpt-4o-mini'.")
+      const listedAfter = await runToEnd(["keys", "list", "--config", file, "--user", "olga"])
+      assert.strictEqual(listedAfter.stdout.trim().split("\n").length, 2, "no key was created by the refused commands")
     } finally {
       server.child.kill("SIGTERM")
       await server.exited
@@ -182,8 +228,36 @@ describe("the modelgate process", () => {
     const proc = run(["serve", "--config", file])
     const code = await proc.exited
     assert.notStrictEqual(code, 0)
-    assert.include(proc.output(), file)
-    assert.include(proc.output(), "channels[0].type")
+    assert.include(proc.output(), `Invalid configuration in ${file}:`)
+    assert.include(proc.output(), "at channels[0].type: Expected \"openai\" | \"gemini\" | \"anthropic\" | \"azure\"")
+  })
+
+  it("refuses a configuration the store rejects, or a bad database, naming the file, the field and what was expected", async () => {
+    const secret = join(dir, "bad-secret.yaml")
+    writeFileSync(secret, `database: sqlite:${join(dir, "bad.db")}\nusers:\n  - name: u\n    keys:\n      - {name: k, secret: pk-not-a-modelgate-key-at-all}\n`)
+    const first = run(["serve", "--config", secret])
+    assert.notStrictEqual(await first.exited, 0)
+    assert.include(first.output(), `Invalid configuration in ${secret}:\n  at users[0].keys[0].secret: Expected a key secret: 'sk-' followed by`)
+    assert.notInclude(first.output(), "pk-not-a-modelgate-key-at-all")
+
+    const twice = join(dir, "twice.yaml")
+    writeFileSync(twice, `database: sqlite:${join(dir, "twice.db")}\nusers:\n  - name: u\n    keys: [{name: k}, {name: k}]\n`)
+    const second = run(["serve", "--config", twice])
+    assert.notStrictEqual(await second.exited, 0)
+    assert.include(second.output(), `Invalid configuration in ${twice}:\n  at users[0].keys[1].name: 'u/k' is declared twice`)
+
+    const database = join(dir, "bad-database.yaml")
+    writeFileSync(database, "database: mysql://db/modelgate\n")
+    const third = run(["serve", "--config", database])
+    assert.notStrictEqual(await third.exited, 0)
+    assert.include(third.output(), `Invalid configuration in ${database}:\n  at database: `)
+    assert.include(third.output(), "Accepted forms: 'sqlite:PATH'")
+
+    const unusable = join(dir, "unusable-database.yaml")
+    writeFileSync(unusable, `database: sqlite:${unusable}/modelgate.db\n`)
+    const fourth = run(["serve", "--config", unusable])
+    assert.notStrictEqual(await fourth.exited, 0)
+    assert.include(fourth.output(), `Cannot use the database 'sqlite:${unusable}/modelgate.db' (from database in ${unusable}): `)
   })
 
   it("serves, reports ready, and drains an in-flight stream on SIGTERM before exiting 0", async () => {
@@ -233,5 +307,119 @@ describe("the modelgate process", () => {
     }
     assert.include(text, "data: [DONE]")
     assert.strictEqual(await proc.exited, 0)
+  })
+  it("turns /readyz to 503 as soon as SIGTERM starts the drain, still serving during shutdown_delay_seconds, and logs one access line per call", async () => {
+    const port = await freePort()
+    const file = join(dir, "delay.yaml")
+    writeFileSync(file, gatewayYaml(port, join(dir, "delay.db"), ["log_level: info", "log_format: logfmt", "shutdown_delay_seconds: 3"]))
+    const proc = run(["serve", "--config", file])
+    const url = `http://127.0.0.1:${port}`
+    await waitHealthy(url, proc.child)
+    const ready = await fetch(`${url}/readyz`)
+    assert.strictEqual(ready.status, 200)
+    assert.match(ready.headers.get("x-request-id") ?? "", /^req_[0-9a-f]{24}$/)
+    assert.strictEqual((await chat(url, { model: "gpt-4o-mini", messages: [{ role: "user", content: "before" }] })).status, 200)
+
+    proc.child.kill("SIGTERM")
+    let draining: Response | undefined
+    for (let i = 0; i < 50 && draining === undefined; i++) {
+      const response = await fetch(`${url}/readyz`)
+      if (response.status === 503) draining = response
+      else await new Promise((r) => setTimeout(r, 20))
+    }
+    assert.isDefined(draining, "/readyz turned 503 after SIGTERM")
+    assert.deepStrictEqual(await draining!.json(), { status: "draining", reason: "the server is shutting down" })
+    assert.strictEqual((await fetch(`${url}/healthz`)).status, 200, "the process is alive while draining")
+    const during = await chat(url, { model: "gpt-4o-mini", messages: [{ role: "user", content: "during the delay" }] })
+    assert.strictEqual(during.status, 200, "calls are still served during the delay")
+    assert.strictEqual(await proc.exited, 0)
+
+    const lines = proc.output().split("\n").filter((line) => line.includes("message=request"))
+    assert.strictEqual(lines.length, 2, proc.output())
+    for (const line of lines) {
+      assert.include(line, "level=INFO")
+      assert.include(line, "method=POST path=/v1/chat/completions status=200")
+      assert.match(line, /request_id=req_[0-9a-f]{24}/)
+      assert.match(line, /duration_ms=\d+/)
+    }
+    assert.notInclude(proc.output(), "path=/readyz")
+    assert.include(proc.output(), "shutting down")
+  })
+
+  it("cuts a stream that outlives the grace period, exits 0, and still settles it", async () => {
+    const port = await freePort()
+    const database = join(dir, "grace.db")
+    const file = join(dir, "grace.yaml")
+    writeFileSync(file, gatewayYaml(port, database, ["log_level: error", "shutdown_grace_seconds: 1", "access_log: false"]))
+    const proc = run(["serve", "--config", file])
+    const url = `http://127.0.0.1:${port}`
+    await waitHealthy(url, proc.child)
+    // The upstream sends three chunks, then never another byte.
+    const response = await chat(url, { model: "stalling", stream: true, messages: [{ role: "user", content: "never finish" }] })
+    assert.strictEqual(response.status, 200)
+    const requestId = response.headers.get("x-request-id")!
+    const reader = response.body!.getReader()
+    const decoder = new TextDecoder()
+    let text = ""
+    while (!text.includes("\"content\"")) text += decoder.decode((await reader.read()).value)
+    proc.child.kill("SIGTERM")
+    for (;;) {
+      const { done, value } = await reader.read().catch(() => ({ done: true as const, value: undefined }))
+      if (done) break
+      text += decoder.decode(value)
+    }
+    assert.notInclude(text, "[DONE]", "the stream was cut, not finished")
+    assert.strictEqual(await proc.exited, 0)
+
+    const db = new DatabaseSync(database, { readOnly: true })
+    try {
+      const usage = db.prepare("SELECT status, completion_tokens, cost_nanos FROM usage_records WHERE request_id = ?").all(requestId)
+      assert.strictEqual(usage.length, 1, "the cut stream has its usage record")
+      assert.strictEqual(Number(usage[0]!.status), 499)
+      assert.isAbove(Number(usage[0]!.completion_tokens), 0, "billed for what was generated")
+      const cost = BigInt(usage[0]!.cost_nanos as number)
+      assert.isTrue(cost > 0n)
+      assert.strictEqual(Number(db.prepare("SELECT COUNT(*) AS n FROM holds").get()!.n), 0, "no hold is left open")
+      assert.strictEqual(Number(db.prepare("SELECT COUNT(*) AS n FROM leases").get()!.n), 0, "every balance lease went back")
+      const balance = BigInt(db.prepare("SELECT balance_nanos FROM users WHERE name = 'ops'").get()!.balance_nanos as number)
+      assert.strictEqual(balance, 5_000_000_000n - cost)
+    } finally {
+      db.close()
+    }
+  })
+
+  it("serves the demo with no configuration, printing an address, a key and a curl line that works; MODELGATE_LISTEN and MODELGATE_DATABASE override", async () => {
+    const port = await freePort()
+    const cwd = join(dir, "demo")
+    mkdirSync(cwd)
+    const database = join(dir, "demo-from-env.db")
+    const proc = run(["serve"], { cwd, env: { MODELGATE_LISTEN: `127.0.0.1:${port}`, MODELGATE_DATABASE: `sqlite:${database}` } })
+    try {
+      for (let i = 0; i < 200 && !proc.output().includes("-d '{"); i++) {
+        if (proc.child.exitCode !== null) break
+        await new Promise((r) => setTimeout(r, 100))
+      }
+      const output = proc.output()
+      assert.include(output, `modelgate listening on http://127.0.0.1:${port}`)
+      assert.match(output, /API key: +sk-demo-modelgate-0+/)
+      const start = output.indexOf("curl ")
+      assert.isAbove(start, -1, output)
+      // The two printed lines, joined as a shell joins a backslash-continued line.
+      const curl = output.slice(start).split("\n").slice(0, 2).join("\n")
+      const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+        const child = spawn("sh", ["-c", curl], { stdio: ["ignore", "pipe", "ignore"] })
+        let stdout = ""
+        child.stdout!.on("data", (d) => stdout += d)
+        child.on("exit", (code) => resolve({ code, stdout }))
+      })
+      assert.strictEqual(result.code, 0)
+      const completion = JSON.parse(result.stdout) as { choices: Array<{ message: { content: string } }> }
+      assert.match(completion.choices[0]!.message.content, /fake-upstream/)
+      assert.isTrue(existsSync(database), "the database named by MODELGATE_DATABASE is used")
+      assert.isFalse(existsSync(join(cwd, "data", "modelgate.db")), "the demo configuration's database is not")
+    } finally {
+      proc.child.kill("SIGTERM")
+      await proc.exited
+    }
   })
 })

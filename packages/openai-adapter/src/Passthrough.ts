@@ -1,9 +1,11 @@
 /**
  * The same-dialect fast path (OpenAI client -> OpenAI upstream): no full decode.
  *
- * - `inspectChatBody` parses the body once and checks only what routing and
- *   billing need (`model`, `messages`, `stream`, `n`), and counts the media
- *   parts of the messages for the balance hold.
+ * - `inspectChatBody` parses the body once, reads what routing and billing
+ *   need (`model`, `stream`, `n`, ...), counts the media parts of the messages
+ *   for the balance hold, and checks the body's structure (roles, content
+ *   parts, tool calls, the types of known fields) without decoding it, so a
+ *   malformed body gets a 400 naming the field instead of being forwarded.
  * - `upstreamBody` re-serialises the same object with only `model` changed
  *   (and, for streams, `stream_options.include_usage: true`, so usage is always
  *   reported to the gateway).
@@ -17,6 +19,7 @@
  */
 import { GatewayError } from "@modelgate/core"
 import { Effect, Predicate } from "effect"
+import { checkChatBody } from "./internal/bodyShape.ts"
 
 /** What `inspectChatBody` learnt about a body. @category models */
 export interface InspectedBody {
@@ -62,8 +65,15 @@ const invalid = (message: string, param?: string) =>
 /**
  * Parses a chat completions body once and checks `model` (a non-empty string),
  * `messages` (an array), `stream` (a boolean, or `null`, when present) and `n`
- * (a positive integer, or `null`, when present); counts the media parts.
- * Malformed JSON fails with a message saying where the parser stopped.
+ * (a positive integer, or `null`, when present), counts the media parts, then
+ * checks the structure of the rest: each message's `role` (a known one), `content` (a
+ * string, or an array of parts of a type OpenAI defines for that role),
+ * `tool_calls` and `tool_call_id`, and the types of the known top-level fields
+ * (`temperature` a number, `max_tokens` an integer, `stop` a string or an
+ * array of strings, `tools` an array of tools, ...). Unknown fields pass. Every
+ * failure is an `InvalidRequest` whose `param` is the field's path
+ * (`messages[0].role`). Malformed JSON fails with a message saying where the
+ * parser stopped.
  *
  * @example
  * ```ts
@@ -99,6 +109,12 @@ export const inspectChatBody = (bodyText: string): Effect.Effect<InspectedBody, 
   if (stream !== undefined && stream !== null && !Predicate.isBoolean(stream)) {
     return Effect.fail(invalid("'stream' must be a boolean", "stream"))
   }
+  const n = json.n
+  if (n !== undefined && n !== null && !(Predicate.isNumber(n) && Number.isInteger(n) && n >= 1)) {
+    return Effect.fail(invalid("'n' must be a positive integer (the number of choices)", "n"))
+  }
+  const shape = checkChatBody(json)
+  if (shape !== undefined) return Effect.fail(invalid(shape.message, shape.param))
   const options = json.stream_options
   const includeUsage = Predicate.isObject(options) && options.include_usage === true
   const maxTokens = Predicate.isNumber(json.max_completion_tokens)
@@ -106,10 +122,6 @@ export const inspectChatBody = (bodyText: string): Effect.Effect<InspectedBody, 
     : Predicate.isNumber(json.max_tokens)
     ? json.max_tokens
     : undefined
-  const n = json.n
-  if (n !== undefined && n !== null && !(Predicate.isNumber(n) && Number.isInteger(n) && n >= 1)) {
-    return Effect.fail(invalid("'n' must be a positive integer (the number of choices)", "n"))
-  }
   return Effect.succeed({
     json: json as Record<string, unknown>,
     model,

@@ -1,6 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Exit, Result } from "effect"
+import * as fc from "fast-check"
 import { inspectChatBody, PassthroughMeter, upstreamBody, usageOfResponse } from "../src/Passthrough.ts"
+import { decodeRequestResult } from "../src/Request.ts"
+import * as Arbitraries from "../src/testing/Arbitraries.ts"
 
 const chunk = (delta: Record<string, unknown>) =>
   `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":${JSON.stringify(delta)},"finish_reason":null}],"usage":null}\n\n`
@@ -76,6 +79,121 @@ describe("inspectChatBody / upstreamBody", () => {
         assert.strictEqual(error.param, param)
       }
     }))
+})
+
+describe("inspectChatBody: structure", () => {
+  const body = (fields: Record<string, unknown>) =>
+    JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }], ...fields })
+
+  it.effect("refuses wrong types, naming the field and what was expected", () =>
+    Effect.gen(function*() {
+      const cases: Array<[string, string, string]> = [
+        [body({ messages: [{ role: 5, content: { x: 1 } }] }), "messages[0].role", "expected one of 'system', 'developer', 'user', 'assistant', 'tool' or 'function', got the number 5"],
+        [body({ messages: [{ role: "usr", content: "x" }] }), "messages[0].role", "got the string 'usr'"],
+        [body({ messages: [{ content: "x" }] }), "messages[0].role", "'messages[0].role' is required"],
+        [body({ messages: ["hello"] }), "messages[0]", "expected a message object"],
+        [body({ messages: [{ role: "user", content: { x: 1 } }] }), "messages[0].content", "expected a string or an array of content parts"],
+        [body({ messages: [{ role: "user" }] }), "messages[0].content", "'messages[0].content' is required"],
+        [body({ messages: [{ role: "user", content: [{ type: "video", url: "x" }] }] }), "messages[0].content[0].type", "expected 'text', 'image_url', 'input_audio' or 'file'"],
+        [body({ messages: [{ role: "system", content: [{ type: "image_url", image_url: { url: "x" } }] }] }), "messages[0].content[0].type", "expected 'text'"],
+        [body({ messages: [{ role: "user", content: [{ type: "text", text: 1 }] }] }), "messages[0].content[0].text", "expected a string"],
+        [body({ messages: [{ role: "user", content: [{ type: "image_url", image_url: {} }] }] }), "messages[0].content[0].image_url.url", "is required"],
+        [body({ messages: [{ role: "assistant", tool_calls: {} }] }), "messages[0].tool_calls", "expected an array of tool calls"],
+        [body({ messages: [{ role: "assistant", tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: {} } }] }] }), "messages[0].tool_calls[0].function.arguments", "expected a string of JSON"],
+        [body({ messages: [{ role: "tool", content: "42" }] }), "messages[0].tool_call_id", "is required"],
+        [body({ temperature: "hot" }), "temperature", "expected a number, got the string 'hot'"],
+        [body({ max_tokens: 1.5 }), "max_tokens", "expected an integer, got the number 1.5"],
+        [body({ stop: [1] }), "stop", "expected a string or an array of strings"],
+        [body({ tools: "search" }), "tools", "expected an array of tools"],
+        [body({ tools: [{ type: "function", function: { name: "" } }] }), "tools[0].function.name", "expected a non-empty string"],
+        [body({ tool_choice: 3 }), "tool_choice", "expected"],
+        [body({ response_format: "json" }), "response_format", "expected an object with 'type'"],
+        [body({ stream_options: { include_usage: "yes" } }), "stream_options.include_usage", "expected a boolean"]
+      ]
+      for (const [text, param, message] of cases) {
+        const error = yield* Effect.flip(inspectChatBody(text))
+        assert.strictEqual(error._tag, "InvalidRequest")
+        assert.strictEqual(error.param, param, text)
+        assert.include(error.message, message, text)
+      }
+    }))
+
+  it.effect("lets unknown fields, legacy function messages, other tool types and null optionals through", () =>
+    Effect.gen(function*() {
+      const text = body({
+        messages: [
+          { role: "developer", content: [{ type: "text", text: "be brief" }] },
+          { role: "user", content: [{ type: "text", text: "hi" }, { type: "image_url", image_url: { url: "https://x/a.png", detail: "low" } }] },
+          { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }] },
+          { role: "tool", tool_call_id: "c1", content: "42" },
+          { role: "function", name: "f", content: "old" }
+        ],
+        tools: [{ type: "custom", custom: { name: "grammar" } }, { type: "function", function: { name: "f", parameters: { type: "object" } } }],
+        temperature: null,
+        max_completion_tokens: 10,
+        stop: ["x"],
+        vendor_extension: { anything: [1, 2] }
+      })
+      const inspected = yield* inspectChatBody(text)
+      // Forwarded as received apart from the model.
+      assert.strictEqual(upstreamBody(inspected, "up"), text.replace("\"model\":\"m\"", "\"model\":\"up\""))
+    }))
+
+  /** Replaces the value at one path of a JSON value with `replacement`. */
+  const mutate = (value: unknown, pick: number, replacement: unknown): unknown => {
+    const paths: Array<Array<string | number>> = []
+    const walk = (node: unknown, path: Array<string | number>) => {
+      paths.push(path)
+      if (Array.isArray(node)) node.forEach((child, i) => walk(child, [...path, i]))
+      else if (typeof node === "object" && node !== null) for (const [key, child] of Object.entries(node)) walk(child, [...path, key])
+    }
+    walk(value, [])
+    const path = paths[pick % paths.length]!
+    if (path.length === 0) return replacement
+    const copy = structuredClone(value) as Record<string | number, unknown>
+    let node = copy
+    for (const key of path.slice(0, -1)) node = node[key] as Record<string | number, unknown>
+    node[path.at(-1)!] = replacement
+    return copy
+  }
+
+  it("valid bodies from the adapter's arbitraries pass", async () => {
+    await fc.assert(
+      fc.asyncProperty(Arbitraries.wireRequest, async (request) => {
+        const exit = await Effect.runPromiseExit(inspectChatBody(JSON.stringify(request)))
+        assert.isTrue(Exit.isSuccess(exit), String(exit))
+      }),
+      { numRuns: 300 }
+    )
+  })
+
+  it("malformed bodies get a 400 naming a field, never a crash; what the full decoder accepts always passes", async () => {
+    const malformed = fc.oneof(
+      fc.tuple(Arbitraries.wireRequest, fc.nat(), fc.jsonValue()).map(([request, pick, replacement]) => JSON.stringify(mutate(request, pick, replacement))),
+      fc.jsonValue().map((value) => JSON.stringify(value)),
+      fc.string()
+    )
+    await fc.assert(
+      fc.asyncProperty(malformed, async (text) => {
+        const exit = await Effect.runPromiseExit(inspectChatBody(text))
+        if (Exit.isFailure(exit)) {
+          const error = exit.cause.reasons[0]
+          assert.strictEqual(error?._tag, "Fail", `a defect for ${text}`)
+          const failure = (error as { readonly error: { readonly _tag: string; readonly param?: string; readonly message: string } }).error
+          assert.strictEqual(failure._tag, "InvalidRequest")
+          if (failure.param !== undefined) assert.include(failure.message, failure.param)
+          let json: unknown
+          try {
+            json = JSON.parse(text)
+          } catch {
+            return
+          }
+          assert.isTrue(Result.isFailure(decodeRequestResult(json)), `the full decoder accepts what the passthrough refused: ${text}`)
+        }
+      }),
+      { numRuns: 1000 }
+    )
+  })
 })
 
 describe("PassthroughMeter", () => {

@@ -30,16 +30,18 @@ export const freshPostgres = async (base: string): Promise<{ readonly url: strin
 export const books = (url: string, user: string) =>
   runSql(url, (sql) =>
     Effect.gen(function*() {
-      const users = yield* sql`SELECT id, balance_nanos FROM users WHERE name = ${user}`
-      const id = users[0]!.id as string
-      const sums = yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS total FROM ledger WHERE user_id = ${id}`
-      const reserved = yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS total FROM leases WHERE user_id = ${id}`
-      const holds = yield* sql`SELECT (SELECT COUNT(*) FROM holds) + (SELECT COUNT(*) FROM leases) AS n`
+      // One statement, so one snapshot: the batch writer may commit between two separate reads.
+      const rows = yield* sql`SELECT u.balance_nanos AS balance,
+          (SELECT COALESCE(SUM(l.amount_nanos), 0) FROM ledger l WHERE l.user_id = u.id) AS ledger,
+          (SELECT COALESCE(SUM(r.amount_nanos), 0) FROM leases r WHERE r.user_id = u.id) AS reserved,
+          (SELECT COUNT(*) FROM holds) + (SELECT COUNT(*) FROM leases) AS open_holds
+        FROM users u WHERE u.name = ${user}`
+      const row = rows[0]!
       return {
-        balance: BigInt(users[0]!.balance_nanos as bigint),
-        ledger: BigInt(sums[0]!.total as bigint),
-        reserved: BigInt(reserved[0]!.total as bigint),
-        openHolds: Number(holds[0]!.n)
+        balance: BigInt(row.balance as bigint),
+        ledger: BigInt(row.ledger as bigint),
+        reserved: BigInt(row.reserved as bigint),
+        openHolds: Number(row.open_holds)
       }
     }))
 

@@ -3,7 +3,7 @@
  * the fake upstream, an ephemeral port. Tests talk to it over HTTP with the
  * official SDKs, exactly as users do.
  */
-import { FakeUpstream, type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
+import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpServer } from "effect/http"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -47,8 +47,8 @@ export const baseConfig = (upstream: string): ConfigFile => ({
       type: "openai",
       base_url: `${upstream}/v1`,
       api_key: "sk-upstream",
-      models: ["big-stream", "cut-stream", "tool-model"],
-      model_map: { "big-stream": "gpt-chunks-16000x2048", "cut-stream": "gpt-cut-5", "tool-model": "gpt-tools" }
+      models: ["big-stream", "cut-stream", "stall-stream", "tool-model"],
+      model_map: { "big-stream": "gpt-chunks-16000x2048", "cut-stream": "gpt-cut-5", "stall-stream": "gpt-stall-2", "tool-model": "gpt-tools" }
     },
     {
       name: "fake-broken",
@@ -84,6 +84,7 @@ export const baseConfig = (upstream: string): ConfigFile => ({
     "free-model": { free: true },
     "big-stream": { input: 0.15, output: 0.6 },
     "cut-stream": { input: 0.15, output: 0.6 },
+    "stall-stream": { input: 0.15, output: 0.6 },
     "tool-model": { input: 0.15, output: 0.6 },
     "broken-model": { input: 1, output: 1 },
     "rejecting-model": { input: 1, output: 1 },
@@ -138,5 +139,3 @@ export const startGateway = async (
     }
   }
 }
-
-void FakeUpstream
