@@ -203,8 +203,8 @@ describe("money on SQLite", () => {
     const charged = before.balance - after.balance
     // No usage came (the stream was cut): the charge is for the delivered text's estimate, at 2000 nano-dollars per token,
     // plus the prompt estimate at 1000 per token.
-    assert.isAtLeast(charged, BigInt(Math.ceil(delivered.length / 4)) * 2000n)
-    assert.isBelow(charged, 1_000_000n)
+    assert.isTrue(charged >= BigInt(Math.ceil(delivered.length / 4)) * 2000n, `charged ${charged}`)
+    assert.isTrue(charged < 1_000_000n, `charged ${charged}`)
     assert.strictEqual(after.openHolds, 0)
   })
 
@@ -222,7 +222,7 @@ describe("money on SQLite", () => {
     controller.abort()
     await new Promise((r) => setTimeout(r, 300))
     const after = await assertBooks(gateway.database, "dave")
-    assert.isAbove(before.balance - after.balance, 0n)
+    assert.isTrue(before.balance - after.balance > 0n, "something was charged")
     assert.strictEqual(after.openHolds, 0)
   })
 })

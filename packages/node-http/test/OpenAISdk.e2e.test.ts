@@ -20,7 +20,7 @@ afterAll(async () => {
 
 const expectError = async (
   call: () => Promise<unknown>,
-  expected: { readonly status: number; readonly code: string; readonly Class: Function; readonly message?: RegExp }
+  expected: { readonly status: number; readonly code: string; readonly Class: new (...args: Array<any>) => unknown; readonly message?: RegExp }
 ) => {
   try {
     await call()

@@ -12,7 +12,7 @@ import { ConfirmButton, PageHeader } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
 import { call, type Contract, Endpoints } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
-import { tokens, usd } from "../../lib/format.ts"
+import { price, tokens } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
 import { useForm } from "../../lib/useForm.ts"
 
@@ -78,7 +78,7 @@ export function AdminModelsPage() {
   const models = useQuery({ queryKey: ["admin", "models"], queryFn: () => call(Endpoints.adminListModels) })
   const [editing, setEditing] = useState<Contract.AdminModel | "new" | undefined>(undefined)
   const refresh = () => client.invalidateQueries()
-  const p = (v: string | null) => v === null ? "—" : usd(v)
+  const p = (v: string | null) => v === null ? "—" : price(v)
   return (
     <>
       <PageHeader
