@@ -49,7 +49,7 @@ function ModelForm({ model, onDone }: { readonly model: Contract.AdminModel | un
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
-        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t("common.network"))}</Alert>}
+        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
         <SimpleGrid cols={{ base: 1, sm: 2 }}>
           <TextInput label={t("admin.models.id")} disabled={model !== undefined} data-autofocus {...form.field("id")} />
           <TextInput label={t("admin.models.displayName")} {...form.field("displayName")} />
