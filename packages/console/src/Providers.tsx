@@ -19,6 +19,8 @@ export const theme = createTheme({
   fontFamily: "Inter, ui-sans-serif, system-ui, -apple-system, 'Segoe UI', Roboto, 'PingFang SC', 'Microsoft YaHei', sans-serif",
   fontFamilyMonospace: "'JetBrains Mono', ui-monospace, SFMono-Regular, Menlo, Consolas, monospace",
   headings: { fontWeight: "700" },
+  // Dialogs and menus appear without animation for people who ask their system for less motion.
+  respectReducedMotion: true,
   components: {
     // Badges hold model ids, group and user names, which are case-sensitive: show them as they are, not upper-cased.
     Badge: Badge.extend({ defaultProps: { tt: "none" } })

@@ -6,6 +6,7 @@
  */
 import { AreaChart, BarChart } from "@mantine/charts"
 import { Button, Group, Paper, SimpleGrid, Text, ThemeIcon } from "@mantine/core"
+import { useReducedMotion } from "@mantine/hooks"
 import { IconActivity, IconCalendarMonth, IconCoin, IconReceipt2 } from "@tabler/icons-react"
 import { useQuery } from "@tanstack/react-query"
 import { Link } from "react-router"
@@ -80,6 +81,7 @@ export function DashboardPage() {
   const { t } = useI18n()
   const query = useQuery({ queryKey: ["dashboard"], queryFn: () => call(Endpoints.dashboard), refetchOnWindowFocus: "always" })
   useSyncBalance(query.data?.balance)
+  const animate = !useReducedMotion()
   return (
     <>
       <PageHeader title={t("dashboard.title")} actions={<Button component={Link} to="/keys" variant="light">{t("dashboard.createKey")}</Button>} />
@@ -141,6 +143,7 @@ export function DashboardPage() {
                         type="stacked"
                         series={chartSeries(spend.models)}
                         valueFormatter={money}
+                        barProps={{ isAnimationActive: animate }}
                         withLegend
                         tickLine="none"
                       />
@@ -154,6 +157,7 @@ export function DashboardPage() {
                         type="stacked"
                         series={chartSeries(tokenChart.models)}
                         valueFormatter={(v) => tokens(v)}
+                        areaProps={{ isAnimationActive: animate }}
                         withLegend
                         curveType="monotone"
                         tickLine="none"

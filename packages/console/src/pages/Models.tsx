@@ -37,7 +37,7 @@ export function ModelsPage() {
           data.groups.every((g) => g.models.length === 0)
             ? <Paper withBorder radius="md"><EmptyState icon={<IconStack2 size={28} />} title={t("models.empty")} hint={t("models.emptyHint")} /></Paper>
             : (
-              <Stack gap="lg">
+              <Stack gap="lg" data-testid="models-page">
                 {data.groups.map((group) => (
                   <Card key={group.name} withBorder radius="md" padding="md">
                     <Group justify="space-between" mb="sm" wrap="wrap">

@@ -273,7 +273,7 @@ export function RedeemForm() {
     }
   })
   return (
-    <Paper withBorder radius="md" p="lg" maw={520}>
+    <Paper withBorder radius="md" p="lg" maw={520} data-testid="redeem-form">
       <form onSubmit={(e) => void form.submit(e)} noValidate>
         <Stack>
           <Text size="sm" c="dimmed">{t("usage.redeemHint")}</Text>

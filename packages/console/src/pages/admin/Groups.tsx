@@ -97,7 +97,7 @@ export function AdminGroupsPage() {
               ? <EmptyState title={t("admin.groups.empty")} action={<Button onClick={() => setEditing("new")}>{t("admin.groups.create")}</Button>} />
               : (
                 <Table.ScrollContainer minWidth={640}>
-                  <Table verticalSpacing="sm" highlightOnHover>
+                  <Table verticalSpacing="sm" highlightOnHover data-testid="groups-table">
                     <Table.Thead>
                       <Table.Tr>
                         <Table.Th>{t("common.name")}</Table.Th>

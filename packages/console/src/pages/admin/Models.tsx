@@ -93,7 +93,7 @@ export function AdminModelsPage() {
               ? <EmptyState title={t("admin.models.empty")} action={<Button onClick={() => setEditing("new")}>{t("admin.models.create")}</Button>} />
               : (
                 <Table.ScrollContainer minWidth={760}>
-                  <Table verticalSpacing="sm" striped highlightOnHover>
+                  <Table verticalSpacing="sm" striped highlightOnHover data-testid="admin-models-table">
                     <Table.Thead>
                       <Table.Tr>
                         <Table.Th>{t("usage.model")}</Table.Th>

@@ -6,6 +6,7 @@
  */
 import { AreaChart, BarChart, DonutChart } from "@mantine/charts"
 import { Grid, Group, Paper, Select, SimpleGrid, Stack, Table, Text } from "@mantine/core"
+import { useReducedMotion } from "@mantine/hooks"
 import { useQuery } from "@tanstack/react-query"
 import { useMemo, useState } from "react"
 import { PageHeader, StatCard } from "../../components/Bits.tsx"
@@ -40,6 +41,7 @@ export function AdminOverviewPage() {
     userId: filter.userId ?? undefined,
     model: filter.model ?? undefined
   }), [filter.period.range, bounds.from, bounds.to, filter.userId, filter.model])
+  const animate = !useReducedMotion()
   const overview = useQuery({ queryKey: ["admin", "overview", query], queryFn: () => call(Endpoints.adminUsageDaily, { query }) })
   return (
     <>
@@ -98,6 +100,7 @@ export function AdminOverviewPage() {
                             type="stacked"
                             series={chartSeries(spend.models)}
                             valueFormatter={money}
+                            barProps={{ isAnimationActive: animate }}
                             withLegend
                             tickLine="none"
                           />
@@ -111,6 +114,7 @@ export function AdminOverviewPage() {
                             type="stacked"
                             series={chartSeries(tokenChart.models)}
                             valueFormatter={(v) => tokens(v)}
+                            areaProps={{ isAnimationActive: animate }}
                             withLegend
                             curveType="monotone"
                             tickLine="none"
@@ -127,6 +131,7 @@ export function AdminOverviewPage() {
                           thickness={24}
                           data={data.users.slice(0, 8).map((u, i) => ({ name: u.userName, value: Number(u.cost), color: palette[i % palette.length]! }))}
                           valueFormatter={money}
+                          pieProps={{ isAnimationActive: animate }}
                         />
                         <Table mt="md" verticalSpacing={4} data-testid="top-users">
                           <Table.Tbody>
