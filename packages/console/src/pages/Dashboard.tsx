@@ -73,8 +73,16 @@ export const pivot = (
   return pivotRange(points, value, end - days * DAY, end)
 }
 
-/** A chart axis amount: two decimals, or two significant digits below a cent. @category charts */
-export const money = (v: number): string => v === 0 ? "$0" : v < 0.01 ? `$${v.toPrecision(2)}` : `$${v.toFixed(2)}`
+/**
+ * A chart amount (axis ticks, tooltips): two decimals from a dollar up, two
+ * significant digits below (so ticks 0.005 apart never read the same).
+ *
+ * @category charts
+ */
+export const money = (v: number): string =>
+  v === 0 ? "$0" : Math.abs(v) >= 1 ? `$${v.toFixed(2)}` : `$${twoDigits.format(v)}`
+
+const twoDigits = new Intl.NumberFormat("en-US", { maximumSignificantDigits: 2 })
 
 /** The dashboard page. @category pages */
 export function DashboardPage() {
