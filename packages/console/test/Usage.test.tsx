@@ -7,13 +7,13 @@ import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
 import { afterEach, assert, describe, it, vi } from "vitest"
 import { periodBounds } from "../src/components/Period.tsx"
-import { setCsrfToken } from "../src/lib/api.ts"
+import { type Contract, setCsrfToken } from "../src/lib/api.ts"
 import { LedgerTable, RedeemForm, UsagePage, UsageTable } from "../src/pages/Usage.tsx"
 import { fakeApi, page, queryOf, refusal, renderWithProviders, session } from "./render.tsx"
 
 const DAY = 86_400_000
 
-const record = (over: Record<string, unknown> = {}) => ({
+const record = (over: Partial<Contract.UsageItem> = {}): Contract.UsageItem => ({
   id: "use_1",
   createdAt: Date.UTC(2026, 0, 15, 10, 30),
   requestId: "req_1",
@@ -33,7 +33,7 @@ const record = (over: Record<string, unknown> = {}) => ({
   ...over
 })
 
-const entry = (over: Record<string, unknown> = {}) => ({
+const entry = (over: Partial<Contract.LedgerItem> = {}): Contract.LedgerItem => ({
   id: "led_1",
   createdAt: Date.UTC(2026, 0, 15, 10, 30),
   kind: "redemption",
