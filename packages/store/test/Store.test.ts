@@ -383,6 +383,8 @@ const suite = (make: () => Promise<TestDatabase>) =>
         for (let i = 0; i < 25; i++) yield* writer1.record(record(i))
         for (let i = 0; i < 200 && (yield* writer1.pending) > 0; i++) yield* Effect.sleep("10 millis")
         assert.strictEqual(yield* writer1.pending, 0)
+        // The background writer took every record; its last batch may still be in flight: flush waits for it.
+        yield* writer1.flush
         assert.strictEqual((yield* writer1.query({ userId: user.id, limit: 1000 })).length, 25)
         yield* Scope.close(scope1, Exit.void)
 

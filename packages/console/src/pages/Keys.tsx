@@ -137,7 +137,7 @@ export function KeysTable({ keys, onToggle, onDelete }: {
   const { t, locale } = useI18n()
   const now = Date.now()
   return (
-    <Table.ScrollContainer minWidth={760}>
+    <Table.ScrollContainer minWidth={900}>
       <Table verticalSpacing="sm" highlightOnHover data-testid="keys-table">
         <Table.Thead>
           <Table.Tr>
