@@ -10,7 +10,7 @@ import * as Endpoints from "../src/Endpoints.ts"
 describe("docs/api.md", () => {
   it("lists every endpoint", () => {
     const docs = readFileSync(join(import.meta.dirname, "..", "..", "..", "docs", "api.md"), "utf8")
-    const endpoints = Object.values(Endpoints).filter((value): value is Endpoints.Endpoint =>
+    const endpoints = (Object.values(Endpoints) as ReadonlyArray<unknown>).filter((value): value is Endpoints.Endpoint =>
       typeof value === "object" && value !== null && "method" in value && "path" in value
     )
     assert.isAbove(endpoints.length, 40)
