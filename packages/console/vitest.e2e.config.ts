@@ -1,7 +1,7 @@
 import { defineConfig } from "vitest/config"
 
 // Browser tests: the real server (node-http) driven by Chromium through
-// playwright-core. They start the server themselves; see e2e/README.md.
+// playwright-core. They start the server themselves; see the package README.
 export default defineConfig({
   test: {
     name: "console-e2e",

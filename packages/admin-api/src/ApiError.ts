@@ -45,7 +45,7 @@ export const notFound = (message: string) => make(404, "not_found_error", "not_f
 
 /** 404 for a path the API does not have. @category constructors */
 export const noRoute = (method: string, path: string) =>
-  make(404, "not_found_error", "unknown_endpoint", `No endpoint ${method} ${path}. See the admin API reference (packages/admin-api/README.md).`)
+  make(404, "not_found_error", "unknown_endpoint", `No endpoint ${method} ${path}. See the management API reference (docs/api.md).`)
 
 /** 405 for a known path with another method. @category constructors */
 export const methodNotAllowed = (method: string, path: string, allow: ReadonlyArray<string>) =>

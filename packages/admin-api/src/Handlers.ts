@@ -39,6 +39,7 @@ import * as E from "./Endpoints.ts"
 import { LoginLimiter, type Options as LimiterOptions } from "./LoginLimiter.ts"
 import * as Queries from "./Queries.ts"
 import { COOKIE, CSRF_HEADER, safeEqual, Sessions } from "./Sessions.ts"
+import * as TrustedProxies from "./TrustedProxies.ts"
 
 // ---------------------------------------------------------------------------
 // Configuration and requirements
@@ -49,16 +50,23 @@ import { COOKIE, CSRF_HEADER, safeEqual, Sessions } from "./Sessions.ts"
  *
  * - `publicUrl`: the gateway's address as clients reach it (`https://llm.example.com`),
  *   shown on "Connect a client"; when unset it is derived from the request's
- *   `x-forwarded-proto`/`x-forwarded-host`/`host` headers.
+ *   `host` header (and a trusted proxy's `x-forwarded-proto`/`x-forwarded-host`).
  * - `sessionTtlMs`: the cookie's lifetime (should match `Sessions.layer`).
+ * - `trustedProxies`: the peers whose `x-forwarded-for` and `x-forwarded-*`
+ *   headers are believed (default: loopback only; see `TrustedProxies`).
  *
  * @category configuration
  */
 export const AdminApiConfig = Context.Reference<{
   readonly publicUrl: string | undefined
   readonly sessionTtlMs: number
+  readonly trustedProxies: TrustedProxies.TrustedProxies
 }>("modelgate/admin-api/AdminApiConfig", {
-  defaultValue: () => ({ publicUrl: undefined, sessionTtlMs: 7 * 24 * 60 * 60 * 1000 })
+  defaultValue: () => ({
+    publicUrl: undefined,
+    sessionTtlMs: 7 * 24 * 60 * 60 * 1000,
+    trustedProxies: TrustedProxies.unsafeMake(TrustedProxies.loopback)
+  })
 })
 
 /**
@@ -141,20 +149,26 @@ const authenticate = Effect.fnUntraced(function*(request: HttpServerRequest) {
   } satisfies Principal as Principal
 })
 
-const isHttps = (request: HttpServerRequest): boolean =>
+const peerOf = (request: HttpServerRequest): string => Option.getOrElse(request.remoteAddress, () => "unknown")
+
+/** Whether the client uses HTTPS: to us directly, or to a trusted proxy that says so in `x-forwarded-proto`. */
+const isHttps = (request: HttpServerRequest, trusted: TrustedProxies.TrustedProxies): boolean =>
   request.protocol === "https" ||
-  (request.headers["x-forwarded-proto"] ?? "").split(",")[0]!.trim().toLowerCase() === "https" ||
-  request.originalUrl.startsWith("https:")
+  request.originalUrl.startsWith("https:") ||
+  TrustedProxies.forwardedHttps(trusted, peerOf(request), request.headers["x-forwarded-proto"]) === true
 
-const clientAddress = (request: HttpServerRequest): string => Option.getOrElse(request.remoteAddress, () => "unknown")
+/** The client's address: the peer's, or the one a trusted proxy names in `x-forwarded-for`. */
+const clientAddress = (request: HttpServerRequest, trusted: TrustedProxies.TrustedProxies): string =>
+  TrustedProxies.clientAddress(trusted, peerOf(request), request.headers["x-forwarded-for"])
 
-const sessionCookie = (request: HttpServerRequest, token: string, maxAgeSeconds: number): string =>
-  `${COOKIE}=${token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${isHttps(request) ? "; Secure" : ""}`
+const sessionCookie = (request: HttpServerRequest, trusted: TrustedProxies.TrustedProxies, token: string, maxAgeSeconds: number): string =>
+  `${COOKIE}=${token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${isHttps(request, trusted) ? "; Secure" : ""}`
 
-const publicBaseUrl = (request: HttpServerRequest, configured: string | undefined): string => {
-  if (configured !== undefined && configured.length > 0) return configured.replace(/\/+$/, "")
-  const proto = isHttps(request) ? "https" : "http"
-  const host = (request.headers["x-forwarded-host"] ?? request.headers["host"] ?? "localhost").split(",")[0]!.trim()
+const publicBaseUrl = (request: HttpServerRequest, config: typeof AdminApiConfig.Service): string => {
+  if (config.publicUrl !== undefined && config.publicUrl.length > 0) return config.publicUrl.replace(/\/+$/, "")
+  const proto = isHttps(request, config.trustedProxies) ? "https" : "http"
+  const forwardedHost = config.trustedProxies.contains(peerOf(request)) ? request.headers["x-forwarded-host"] : undefined
+  const host = (forwardedHost ?? request.headers["host"] ?? "localhost").split(",")[0]!.trim()
   return `${proto}://${host}`
 }
 
@@ -362,8 +376,9 @@ const checkGroupsExist = Effect.fnUntraced(function*(groups: ReadonlyArray<strin
 
 const login = Effect.fnUntraced(function*(ctx: PublicContext<C.LoginRequest>) {
   const limiter = yield* LoginLimiter
+  const config = yield* AdminApiConfig
   const account = `account:${ctx.body.username.toLowerCase()}`
-  const subjects = [account, `address:${clientAddress(ctx.request)}`]
+  const subjects = [account, `address:${clientAddress(ctx.request, config.trustedProxies)}`]
   const wait = yield* limiter.retryAfter(subjects)
   if (wait > 0) {
     return yield* ApiError.tooManyRequests(`Too many failed sign-in attempts. Try again in ${wait} seconds.`, wait)
@@ -381,9 +396,8 @@ const login = Effect.fnUntraced(function*(ctx: PublicContext<C.LoginRequest>) {
   }
   yield* limiter.clear(account)
   const session = yield* (yield* Sessions).create(user.id)
-  const config = yield* AdminApiConfig
   const info: C.SessionInfo = { user: meView(user), csrfToken: session.csrfToken, expiresAt: session.expiresAt }
-  return json(info, { cookie: sessionCookie(ctx.request, session.token, Math.floor(config.sessionTtlMs / 1000)) })
+  return json(info, { cookie: sessionCookie(ctx.request, config.trustedProxies, session.token, Math.floor(config.sessionTtlMs / 1000)) })
 })
 
 const logout = Effect.fnUntraced(function*(request: HttpServerRequest) {
@@ -399,7 +413,8 @@ const logout = Effect.fnUntraced(function*(request: HttpServerRequest) {
       yield* sessions.remove(token)
     }
   }
-  return json(ok, { cookie: sessionCookie(request, "", 0) })
+  const config = yield* AdminApiConfig
+  return json(ok, { cookie: sessionCookie(request, config.trustedProxies, "", 0) })
 })
 
 // ---------------------------------------------------------------------------
@@ -575,7 +590,7 @@ const routes: ReadonlyArray<Route> = [
   route(E.connect, ({ principal, request }) =>
     Effect.gen(function*() {
       const config = yield* AdminApiConfig
-      const baseUrl = publicBaseUrl(request, config.publicUrl)
+      const baseUrl = publicBaseUrl(request, config)
       const snapshot = yield* (yield* Catalog).current
       const groups = yield* groupsOf(principal.userId, principal.role)
       const exampleModel = groups.flatMap((g) => snapshot.modelsOfGroup(g))[0] ?? null

@@ -7,6 +7,10 @@
  *
  * Counters live in memory, per process: a deliberate trade-off for the
  * single-node default; behind a load balancer each node limits on its own.
+ * Each subject keeps at most its last `maxFailures` failures, and subjects
+ * whose failures have all left the window are dropped (swept at most once a
+ * window, on a failure), so guesses from many addresses or at many names
+ * cannot grow the memory without bound.
  *
  * @since 0.1.0
  */
@@ -31,17 +35,27 @@ export class LoginLimiter extends Context.Service<LoginLimiter, {
   readonly fail: (subjects: ReadonlyArray<string>) => Effect.Effect<void>
   /** Forgets a subject's failures. */
   readonly clear: (subject: string) => Effect.Effect<void>
+  /** How many subjects have failures on record (for monitoring and tests). */
+  readonly tracked: Effect.Effect<number>
 }>()("modelgate/admin-api/LoginLimiter") {
   /** An in-memory limiter. @category layers */
   static readonly layer = (options: Partial<Options> = {}): Layer.Layer<LoginLimiter> =>
     Layer.sync(LoginLimiter, () => {
       const { maxFailures, windowMs } = { ...defaults, ...options }
       const failures = new Map<string, Array<number>>()
+      let sweptAt = 0
       const recent = (subject: string, now: number): Array<number> => {
         const list = (failures.get(subject) ?? []).filter((at) => at > now - windowMs)
         if (list.length === 0) failures.delete(subject)
         else failures.set(subject, list)
         return list
+      }
+      const sweep = (now: number) => {
+        if (now - sweptAt < windowMs) return
+        sweptAt = now
+        for (const [subject, list] of failures) {
+          if (list[list.length - 1]! <= now - windowMs) failures.delete(subject)
+        }
       }
       return LoginLimiter.of({
         retryAfter: (subjects) =>
@@ -58,13 +72,16 @@ export class LoginLimiter extends Context.Service<LoginLimiter, {
           }),
         fail: (subjects) =>
           Effect.map(Clock.currentTimeMillis, (now) => {
+            sweep(now)
             for (const subject of subjects) {
               const list = recent(subject, now)
               list.push(now)
-              failures.set(subject, list)
+              // Only the last maxFailures matter: the oldest of them decides when the subject may try again.
+              failures.set(subject, list.length > maxFailures ? list.slice(-maxFailures) : list)
             }
           }),
-        clear: (subject) => Effect.sync(() => void failures.delete(subject))
+        clear: (subject) => Effect.sync(() => void failures.delete(subject)),
+        tracked: Effect.sync(() => failures.size)
       })
     })
 }

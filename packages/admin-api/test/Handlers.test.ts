@@ -6,9 +6,18 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import * as Handlers from "../src/Handlers.ts"
+import * as TrustedProxies from "../src/TrustedProxies.ts"
 import { Client, InvalidationLog, insertUsage, makeUser, seedCatalog, signedIn, testLayer } from "./harness.ts"
 
 const USD = 1_000_000_000n
+
+/** The API's settings with these trusted proxies. */
+const config = (trustedProxies: ReadonlyArray<string>) => ({
+  publicUrl: undefined,
+  sessionTtlMs: 3_600_000,
+  trustedProxies: TrustedProxies.unsafeMake(trustedProxies)
+})
 
 layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { excludeTestServices: true, timeout: "120 seconds" })(
   "admin-api",
@@ -53,6 +62,59 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         })
         assert.strictEqual(reply.status, 200)
         assert.match(reply.headers.get("set-cookie")!, /; Secure/)
+      }))
+
+    it.effect("believes X-Forwarded-Proto only from a trusted proxy", () =>
+      Effect.gen(function*() {
+        const user = yield* makeUser()
+        const outsider = new Client()
+        outsider.address = "203.0.113.50"
+        const forged = yield* outsider.request("POST", "/api/auth/login", { username: user.name, password: user.password }, {
+          "x-forwarded-proto": "https"
+        })
+        assert.strictEqual(forged.status, 200)
+        assert.notInclude(forged.headers.get("set-cookie")!, "Secure", "a client cannot claim HTTPS for itself")
+        const proxied = new Client()
+        proxied.address = "10.20.0.5"
+        const configured = yield* proxied.request("POST", "/api/auth/login", { username: user.name, password: user.password }, {
+          "x-forwarded-proto": "https"
+        }).pipe(Effect.provideService(Handlers.AdminApiConfig, config(["10.20.0.0/16"])))
+        assert.match(configured.headers.get("set-cookie")!, /; Secure/, "a configured proxy is believed")
+      }))
+
+    it.effect("limits sign-in per forwarded client address behind a trusted proxy", () =>
+      Effect.gen(function*() {
+        const victim = yield* makeUser()
+        const proxy = new Client()
+        proxy.address = "127.0.0.1"
+        const via = (address: string, username: string, password: string) =>
+          proxy.request("POST", "/api/auth/login", { username, password }, { "x-forwarded-for": address })
+        for (let i = 0; i < 5; i++) assert.strictEqual((yield* via("198.51.100.1", `nobody${i}`, "guess")).status, 401)
+        assert.strictEqual((yield* via("198.51.100.1", victim.name, victim.password)).status, 429, "the guessing client is limited")
+        // A client that writes its own X-Forwarded-For gets the address the proxy saw, not the one it wrote.
+        assert.strictEqual((yield* via("10.9.9.9, 198.51.100.1", victim.name, victim.password)).status, 429)
+        assert.strictEqual((yield* via("198.51.100.2", victim.name, victim.password)).status, 200, "other clients of the proxy are not")
+      }))
+
+    it.effect("ignores X-Forwarded-For from a peer it does not trust", () =>
+      Effect.gen(function*() {
+        const victim = yield* makeUser()
+        const client = new Client()
+        client.address = "203.0.113.60"
+        for (let i = 0; i < 5; i++) {
+          const reply = yield* client.request("POST", "/api/auth/login", { username: `nobody${i}`, password: "guess" }, {
+            "x-forwarded-for": `192.0.2.${i}`
+          })
+          assert.strictEqual(reply.status, 401)
+        }
+        const next = yield* client.request("POST", "/api/auth/login", { username: victim.name, password: victim.password }, {
+          "x-forwarded-for": "192.0.2.200"
+        })
+        assert.strictEqual(next.status, 429, "a new X-Forwarded-For each time does not reset the limit")
+        const behindConfigured = yield* client.request("POST", "/api/auth/login", { username: victim.name, password: victim.password }, {
+          "x-forwarded-for": "192.0.2.201"
+        }).pipe(Effect.provideService(Handlers.AdminApiConfig, config(["203.0.113.0/24"])))
+        assert.strictEqual(behindConfigured.status, 200, "once the peer is a configured proxy, the forwarded address counts")
       }))
 
     it.effect("refuses wrong passwords with one message for unknown users and wrong passwords", () =>

@@ -1,15 +1,38 @@
 /**
  * The console in a real browser against the real server: sign in; create a
  * key and see its secret once; call the gateway with it through the openai
- * SDK; see the usage and the balance change; as admin create a channel and
- * press Test; generate a code and redeem it as a user; a user is refused an
- * admin page and another user's key. Screenshots of the main pages go to
- * docs/screenshots/.
+ * SDK; see the usage and the balance change (header and dashboard alike); as
+ * admin create a channel and press Test; generate a code and redeem it as a
+ * user; a user is refused an admin page and another user's key; every page
+ * fits a phone's width; Chinese; and the one-time admin password printed at
+ * the first start of a server with no admin signs in. Screenshots of the main
+ * pages go to docs/screenshots/.
+ *
+ * Without Chromium (`/usr/bin/chromium`, or `CHROMIUM_PATH`) the tests are
+ * skipped with the reason in their name; .ci/run installs it.
  */
 import OpenAI from "openai"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
-import { ADMIN, ALICE, type E2EGateway, launchBrowser, screenshot, signIn, startGateway } from "./support.ts"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import {
+  ADMIN,
+  ALICE,
+  browserMissing,
+  type E2EGateway,
+  eventually,
+  launchBrowser,
+  overflowX,
+  screenshot,
+  settled,
+  signIn,
+  startGateway,
+  startProcess
+} from "./support.ts"
+
+const missing = browserMissing()
+if (missing !== undefined) console.warn(`console browser tests skipped: ${missing}`)
 
 let gateway: E2EGateway
 let browser: Browser
@@ -17,31 +40,38 @@ let closeBrowser: () => Promise<void>
 let alice: { context: BrowserContext; page: Page }
 let aliceSecret = ""
 
+const PHONE = { width: 390, height: 844 }
+
 const newPage = async (viewport = { width: 1366, height: 860 }) => {
-  const context = await browser.newContext({ viewport, locale: "en-US" })
+  const context = await browser.newContext({ viewport, locale: "en-US", reducedMotion: "reduce" })
   const page = await context.newPage()
   return { context, page }
 }
 
-beforeAll(async () => {
-  gateway = await startGateway()
-  const launched = await launchBrowser()
-  browser = launched.browser
-  closeBrowser = launched.close
-  alice = await newPage()
-})
+/** The header's balance (the user menu shows it beside the name at desktop width). */
+const headerBalance = async (page: Page) => ((await page.getByTestId("header-balance").textContent()) ?? "").trim()
 
-afterAll(async () => {
-  await closeBrowser?.()
-  await gateway?.close()
-})
+describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `console (skipped: ${missing})`, () => {
+  beforeAll(async () => {
+    gateway = await startGateway()
+    const launched = await launchBrowser()
+    browser = launched.browser
+    closeBrowser = launched.close
+    alice = await newPage()
+  })
 
-describe("console", () => {
+  afterAll(async () => {
+    await closeBrowser?.()
+    await gateway?.close()
+  })
+
   it("signs in and shows the dashboard", async () => {
     const { page } = alice
     await page.goto(`${gateway.url}/console/`)
     await page.getByRole("button", { name: "Sign in" }).waitFor()
     await screenshot(page, "login")
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await page.getByText("Enter your user name").waitFor()
     await page.getByLabel("User name").fill(ALICE.name)
     await page.getByLabel(/^Password/).fill("wrong password")
     await page.getByRole("button", { name: "Sign in" }).click()
@@ -50,6 +80,7 @@ describe("console", () => {
     await page.getByRole("button", { name: "Sign in" }).click()
     await page.getByTestId("balance").waitFor()
     assert.strictEqual(await page.getByTestId("balance").textContent(), "$5.00")
+    assert.strictEqual(await headerBalance(page), "$5.00")
   })
 
   it("creates a key and shows its secret once", async () => {
@@ -83,26 +114,32 @@ describe("console", () => {
       assert.isAbove(reply.usage?.total_tokens ?? 0, 0)
     }
     const { page } = alice
-    await page.waitForTimeout(800)
+    // Usage records are written in batches: wait until the API lists all three calls.
+    await eventually("the API lists the three calls", () =>
+      page.evaluate(async () => ((await (await fetch("/api/usage")).json()) as { data: Array<unknown> }).data.length === 3))
     await page.getByRole("link", { name: "Usage & billing" }).click()
     await page.getByTestId("usage-table").waitFor()
     assert.strictEqual(await page.getByTestId("usage-table").locator("tbody tr").count(), 3)
+    // Fresh usage brings a fresh balance into the header.
+    await page.waitForFunction(() => document.querySelector("[data-testid=header-balance]")?.textContent !== "$5.00", undefined, { timeout: 10_000 })
     await screenshot(page, "usage")
     await page.getByRole("link", { name: "Dashboard" }).click()
     await page.getByTestId("balance").waitFor()
     // The cached dashboard shows first; the refetch brings the new balance.
     await page.waitForFunction(() => document.querySelector("[data-testid=balance]")?.textContent !== "$5.00", undefined, { timeout: 10_000 })
     const balance = (await page.getByTestId("balance").textContent()) ?? ""
-    assert.notStrictEqual(balance, "$5.00", "the balance went down")
-    assert.match(balance, /^\$4\.9\d+/)
+    assert.match(balance, /^\$4\.9\d+/, "the balance went down")
+    assert.strictEqual(await headerBalance(page), balance, "the header and the balance card agree")
     assert.strictEqual(await page.getByTestId("requests-today").textContent(), "3")
     await screenshot(page, "dashboard")
   })
 
-  it("shows models and the connect-a-client settings", async () => {
+  it("shows models with exact prices and the connect-a-client settings", async () => {
     const { page } = alice
     await page.getByRole("link", { name: "Models" }).click()
     await page.getByText("gemini-2.5-flash").first().waitFor()
+    // gpt-4o-mini's cached input costs $0.075 per 1M tokens: every digit is shown.
+    await page.getByText("$0.075", { exact: true }).first().waitFor()
     await screenshot(page, "models")
     await page.getByRole("link", { name: "Connect a client" }).click()
     await page.getByTestId("openai-base").waitFor()
@@ -117,14 +154,11 @@ describe("console", () => {
     await page.goto(`${gateway.url}/console/admin/users`)
     await page.getByText("This page is for administrators").waitFor()
     const results = await page.evaluate(async () => {
-      const session = await (await fetch("/api/auth/session")).json() as { csrfToken: string }
-      const headers = { "content-type": "application/json", "x-csrf-token": session.csrfToken }
       const users = await fetch("/api/admin/users")
       const keys = await fetch("/api/admin/users/usr_anyone/keys")
-      return { users: users.status, keys: keys.status, csrf: session.csrfToken.length > 0, headers: Object.keys(headers).length }
+      return { users: users.status, keys: keys.status }
     })
-    assert.strictEqual(results.users, 403)
-    assert.strictEqual(results.keys, 403)
+    assert.deepStrictEqual(results, { users: 403, keys: 403 })
     // Bob's key id, found by an admin, is not Alice's to read or change.
     const admin = await newPage()
     await signIn(admin.page, gateway.url, ADMIN)
@@ -167,13 +201,20 @@ describe("console", () => {
     await row.getByRole("button", { name: /^Test/ }).click()
     const result = row.getByTestId("test-result")
     await result.waitFor()
-    assert.match((await result.textContent()) ?? "", /^OK in \d+ ms/)
+    const text = (await result.textContent()) ?? ""
+    assert.match(text, /^OK in \d+ ms: gpt-4o-mini answered$/)
+    // The result sits below the buttons: Edit and Delete stay inside the row's cell.
+    const cell = await row.locator("td").last().boundingBox()
+    const remove = await row.getByRole("button", { name: "Delete" }).boundingBox()
+    assert.isAtMost(remove!.x + remove!.width, cell!.x + cell!.width + 1)
+    // Model ids are case-sensitive: shown as they are, not upper-cased.
+    assert.strictEqual(await row.getByText("gpt-4o-mini", { exact: true }).evaluate((el) => getComputedStyle(el).textTransform), "none")
     await screenshot(page, "admin-channels")
     await page.getByRole("link", { name: "Users" }).click()
     await page.getByTestId("users-table").waitFor()
     await screenshot(page, "admin-users")
     await page.getByRole("link", { name: "Usage overview" }).click()
-    await page.getByText("Top users").waitFor()
+    await page.getByTestId("top-users").waitFor()
     await screenshot(page, "admin-usage")
     await context.close()
   })
@@ -194,11 +235,13 @@ describe("console", () => {
     await screenshot(page, "admin-codes")
 
     const user = alice.page
+    const before = await headerBalance(user)
     await user.goto(`${gateway.url}/console/usage?tab=redeem`)
     await user.getByLabel("Redemption code").fill(codes[0]!)
     await user.getByRole("button", { name: "Redeem" }).click()
     await user.getByTestId("redeem-result").waitFor()
     assert.match((await user.getByTestId("redeem-result").textContent()) ?? "", /\$7\.50 added/)
+    await user.waitForFunction((old) => document.querySelector("[data-testid=header-balance]")?.textContent !== old, before)
     await user.getByRole("tab", { name: "Balance history" }).click()
     await user.getByTestId("ledger-table").getByText("Redemption").first().waitFor()
     await screenshot(user, "ledger")
@@ -208,14 +251,96 @@ describe("console", () => {
     await context.close()
   })
 
-  it("works at phone width and in Chinese", async () => {
-    const { page, context } = await newPage({ width: 390, height: 844 })
-    await signIn(page, gateway.url, ALICE)
-    await page.getByTestId("balance").waitFor()
-    await screenshot(page, "dashboard-phone")
-    await page.getByText("中文", { exact: true }).click()
-    await page.getByText("余额").first().waitFor()
-    await screenshot(page, "dashboard-phone-zh")
+  it("fits every page into a phone's width, and speaks Chinese", async () => {
+    const { page, context } = await newPage(PHONE)
+    await signIn(page, gateway.url, ADMIN)
+    const review = join(tmpdir(), "modelgate-console-phone")
+    const pages: ReadonlyArray<readonly [string, string | RegExp]> = [
+      ["", "balance"],
+      ["keys", /^(keys-table|empty)$/],
+      ["models", "models-page"],
+      ["connect", "openai-base"],
+      ["usage", /^(usage-table|empty)$/],
+      ["usage?tab=ledger", /^(ledger-table|empty)$/],
+      ["usage?tab=redeem", "redeem-form"],
+      ["admin/users", "users-table"],
+      ["admin/groups", "groups-table"],
+      ["admin/channels", "channels-table"],
+      ["admin/models", "admin-models-table"],
+      ["admin/codes", "codes-table"],
+      ["admin/usage", "top-users"]
+    ]
+    for (const [path, testId] of pages) {
+      await page.goto(`${gateway.url}/console/${path}`)
+      await page.getByTestId(testId).first().waitFor()
+      await settled(page)
+      // Wide tables scroll inside their own box; the page itself never scrolls sideways.
+      assert.strictEqual(await overflowX(page), 0, `/console/${path} is wider than the phone`)
+      await screenshot(page, path === "" ? "dashboard" : path.replaceAll(/[/?=]/g, "-"), review)
+    }
+    await page.goto(`${gateway.url}/console/admin/users`)
+    await page.getByRole("link", { name: ALICE.name }).click()
+    await page.getByTestId("user-balance").waitFor()
+    assert.strictEqual(await overflowX(page), 0, "a user's page is wider than the phone")
+    await screenshot(page, "admin-user", review)
     await context.close()
+
+    const phone = await newPage(PHONE)
+    await signIn(phone.page, gateway.url, ALICE)
+    await phone.page.getByTestId("balance").waitFor()
+    await screenshot(phone.page, "dashboard-phone")
+    await phone.page.goto(`${gateway.url}/console/keys`)
+    await phone.page.getByTestId("keys-table").waitFor()
+    await screenshot(phone.page, "keys-phone")
+    await phone.page.goto(`${gateway.url}/console/usage`)
+    await phone.page.getByTestId("usage-table").waitFor()
+    await screenshot(phone.page, "usage-phone")
+    await phone.page.goto(`${gateway.url}/console/`)
+    await phone.page.getByText("中文", { exact: true }).click()
+    await phone.page.getByText("余额").first().waitFor()
+    await screenshot(phone.page, "dashboard-phone-zh")
+    await phone.page.goto(`${gateway.url}/console/keys`)
+    await phone.page.getByRole("button", { name: "创建密钥" }).first().click()
+    const dialog = phone.page.getByRole("dialog")
+    await dialog.getByRole("button", { name: "创建" }).click()
+    await dialog.getByText("必填").waitFor()
+    await screenshot(phone.page, "key-create-zh")
+    await phone.context.close()
+
+    const desk = await newPage()
+    await signIn(desk.page, gateway.url, ALICE)
+    await desk.page.getByText("中文", { exact: true }).click()
+    await desk.page.goto(`${gateway.url}/console/models`)
+    await desk.page.getByText("价格倍率").first().waitFor()
+    await screenshot(desk.page, "models-zh")
+    await desk.context.close()
   })
 })
+
+describe.skipIf(missing !== undefined)(
+  missing === undefined ? "first start" : `first start (skipped: ${missing})`,
+  () => {
+    it("prints a one-time admin password when no admin is configured, and it signs in", async () => {
+      const server = await startProcess(() => ({
+        log_level: "error",
+        users: [{ name: "carol", role: "user", password: "carol-password-1" }]
+      }))
+      const launched = await launchBrowser()
+      try {
+        const printed = /user:\s+(\S+)\s+password:\s+(\S+)/.exec(server.output())
+        assert.isNotNull(printed, `no one-time password in the output:\n${server.output()}`)
+        const [, name, password] = printed!
+        assert.strictEqual(name, "admin")
+        const context = await launched.browser.newContext({ viewport: { width: 1366, height: 860 }, locale: "en-US", reducedMotion: "reduce" })
+        const page = await context.newPage()
+        await signIn(page, server.url, { name: name!, password: password! })
+        await page.getByRole("link", { name: "Users" }).waitFor()
+        assert.strictEqual(await page.evaluate(async () => (await (await fetch("/api/auth/session")).json() as { user: { role: string } }).user.role), "admin")
+        await context.close()
+      } finally {
+        await launched.close()
+        await server.close()
+      }
+    })
+  }
+)

@@ -1,32 +1,23 @@
 /**
  * Starts the real gateway in-process for the browser tests: node-http's own
- * application (`Gateway.app`) and service graph (`Server.services`) on a fresh
- * SQLite file and an ephemeral port, the fake upstream behind it, the built
- * console, and Chromium driven by playwright-core.
+ * server (`Server.layer`, which mounts the management API under /api/ and the
+ * built console under /console/) on a fresh SQLite file and an ephemeral port,
+ * the fake upstream behind it, and Chromium driven by playwright-core.
  *
- * When node-http's `Server.layer` already mounts the management API, it is used
- * as is. Until then the server is assembled here the way node-http will mount
- * it: `Gateway.Extensions` with `Handlers.handle` for `/api/*` and the console's
- * `dist/` for `/console/*`, plus the services `handle` needs that
- * `Server.services` does not provide yet (redemption, a channel probe,
- * sessions and the sign-in limiter).
+ * Also starts the real binary (`modelgate serve`) for the first-start test,
+ * and says whether a Chromium is there to drive (`browserMissing`).
  */
-import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
-import * as Handlers from "@modelgate/admin-api/Handlers"
-import { ChannelProbe } from "@modelgate/core"
-import { type FakeUpstream, startFakeUpstream } from "@modelgate/fake-upstream"
+import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import type { ConfigFile } from "@modelgate/node-http/ConfigFile"
-import * as Gateway from "@modelgate/node-http/Gateway"
 import * as Server from "@modelgate/node-http/Server"
 import { resolveSettings } from "@modelgate/node-http/Settings"
-import { Redemption } from "@modelgate/store/Redemption"
-import { Duration, Effect, Layer, ManagedRuntime } from "effect"
-import { HttpServer, HttpServerResponse } from "effect/http"
-import { SqlClient } from "effect/sql"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { createServer } from "node:http"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { HttpServer } from "effect/http"
+import { type ChildProcess, spawn } from "node:child_process"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { createServer } from "node:net"
 import { tmpdir } from "node:os"
-import { dirname, extname, join, normalize, resolve } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { type Browser, chromium, type Page } from "playwright-core"
 
@@ -64,7 +55,8 @@ export const config = (upstream: string): ConfigFile => ({
   ],
   models: {
     "gpt-4o-mini": { input: 0.15, output: 0.6, cached_input: 0.075, display_name: "GPT-4o mini" },
-    "gpt-4o": { input: 2.5, output: 10, cached_input: 1.25, display_name: "GPT-4o" },
+    // A price per request makes a call's cost show in cents, so the balance visibly moves.
+    "gpt-4o": { input: 2.5, output: 10, cached_input: 1.25, per_request: 0.02, display_name: "GPT-4o" },
     "gemini-2.5-flash": { input: 0.3, output: 2.5, display_name: "Gemini 2.5 Flash", input_token_limit: 1_048_576, output_token_limit: 65_536 }
   },
   groups: { default: { ratio: 1, selectable: true }, vip: { ratio: 0.8, rpm: 600 } },
@@ -75,119 +67,121 @@ export const config = (upstream: string): ConfigFile => ({
   ]
 })
 
-const mime: Record<string, string> = {
-  ".html": "text/html; charset=utf-8",
-  ".js": "text/javascript; charset=utf-8",
-  ".css": "text/css; charset=utf-8",
-  ".svg": "image/svg+xml",
-  ".png": "image/png",
-  ".json": "application/json"
-}
-
-/** Serves `dist/` under /console/, with index.html for client routes. */
-const serveConsole = (path: string) =>
-  Effect.sync(() => {
-    const rest = path === "/" || path === "/console" ? "/" : path.replace(/^\/console/, "")
-    const file = normalize(join(consoleDir, rest))
-    if (file.startsWith(consoleDir) && extname(file) !== "" && existsSync(file)) {
-      return HttpServerResponse.uint8Array(readFileSync(file), {
-        contentType: mime[extname(file)] ?? "application/octet-stream"
-      })
-    }
-    return HttpServerResponse.uint8Array(readFileSync(join(consoleDir, "index.html")), { contentType: mime[".html"]! })
-  })
-
-/** A channel probe that sends one real one-token chat request to the channel (OpenAI and Gemini dialects). */
-const probeLayer = Layer.succeed(ChannelProbe.ChannelProbe)({
-  probe: (channel, model) =>
-    Effect.promise(async () => {
-      const target = model ?? channel.models[0]!
-      const upstream = channel.modelMap[target] ?? target
-      const started = performance.now()
-      try {
-        const response = channel.type === "gemini"
-          ? await fetch(`${channel.baseUrl}/v1beta/models/${upstream}:generateContent`, {
-            method: "POST",
-            headers: { "content-type": "application/json", "x-goog-api-key": channel.apiKeys[0] ?? "" },
-            body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "ping" }] }], generationConfig: { maxOutputTokens: 1 } })
-          })
-          : await fetch(`${channel.baseUrl}/chat/completions`, {
-            method: "POST",
-            headers: { "content-type": "application/json", authorization: `Bearer ${channel.apiKeys[0] ?? ""}` },
-            body: JSON.stringify({ model: upstream, max_tokens: 1, messages: [{ role: "user", content: "ping" }] })
-          })
-        const text = await response.text()
-        const latencyMs = Math.round(performance.now() - started)
-        return { ok: response.ok, latencyMs, status: response.status, message: response.ok ? `${upstream} answered` : text.slice(0, 200) }
-      } catch (error) {
-        return { ok: false, latencyMs: Math.round(performance.now() - started), status: null, message: String(error) }
-      }
-    })
-})
-
-const extensionsLayer = Layer.effect(
-  Gateway.Extensions,
-  Effect.gen(function*() {
-    const context = yield* Effect.context<Handlers.Requirements>()
-    const sql = yield* SqlClient.SqlClient
-    return Gateway.Extensions.of({
-      api: (request) => Effect.provideContext(Handlers.handle(request), context),
-      console: serveConsole,
-      ready: sql`SELECT 1`.pipe(Effect.timeout(Duration.seconds(2)), Effect.as(true), Effect.orElseSucceed(() => false))
-    })
-  })
-)
-
 /** A running gateway. */
 export interface E2EGateway {
   readonly url: string
-  readonly upstream: FakeUpstream
+  readonly upstream: FakeUpstreamServer
   readonly close: () => Promise<void>
 }
 
-const mounted = async (url: string) => (await fetch(`${url}/api/auth/session`)).status === 401
-
-/** Starts the fake upstream and the gateway with the console. */
-export const startGateway = async (): Promise<E2EGateway> => {
+const requireBuiltConsole = () => {
   if (!existsSync(join(consoleDir, "index.html"))) {
     throw new Error(`The console is not built: run 'pnpm --filter @modelgate/console build' (expected ${consoleDir}/index.html).`)
   }
+}
+
+/** Starts the fake upstream and the gateway (node-http's `Server.layer`) with the console. */
+export const startGateway = async (): Promise<E2EGateway> => {
+  requireBuiltConsole()
   const upstream = await startFakeUpstream({ port: 0 })
   const dir = mkdtempSync(join(tmpdir(), "modelgate-console-e2e-"))
   const file = { ...config(upstream.url), database: `sqlite:${join(dir, "gateway.db")}`, secret_file: join(dir, "key") }
   const settings = await Effect.runPromise(resolveSettings(file, {}, { consoleDir, source: "console e2e config" }))
-  const start = async (layer: Layer.Layer<HttpServer.HttpServer, unknown>) => {
-    const runtime = ManagedRuntime.make(Layer.fresh(layer))
-    const server = await runtime.runPromise(Effect.service(HttpServer.HttpServer))
-    const address = server.address
-    if (!("port" in address)) throw new Error("expected an IP address")
-    return { runtime, url: `http://127.0.0.1:${address.port}` }
+  const runtime = ManagedRuntime.make(Layer.fresh(Server.layer(settings, file) as Layer.Layer<HttpServer.HttpServer, unknown>))
+  const server = await runtime.runPromise(Effect.service(HttpServer.HttpServer))
+  const address = server.address
+  if (!("port" in address)) throw new Error("expected the gateway to listen on an IP address")
+  const url = `http://127.0.0.1:${address.port}`
+  const close = async () => {
+    await runtime.dispose()
+    await upstream.close()
+    rmSync(dir, { recursive: true, force: true })
   }
-  let running = await start(Server.layer(settings, file) as Layer.Layer<HttpServer.HttpServer, unknown>)
-  if (!(await mounted(running.url))) {
-    await running.runtime.dispose()
-    const admin = Layer.mergeAll(Handlers.layer(), Redemption.layer, probeLayer)
-    const layer = HttpServer.serve(Gateway.app).pipe(
-      Layer.provide(extensionsLayer),
-      Layer.provide(admin),
-      Layer.provide(Server.services(settings, file)),
-      Layer.provide(NodeHttpClient.layerUndici),
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 })),
-      Layer.provide(Server.logging(settings))
-    )
-    running = await start(layer as Layer.Layer<HttpServer.HttpServer, unknown>)
+  // The browser tests are about the console and its API: a server without them cannot pass any of them.
+  const probe = await fetch(`${url}/api/auth/session`)
+  if (probe.status !== 401 || !(probe.headers.get("content-type") ?? "").includes("application/json")) {
+    await close()
+    throw new Error(`node-http's Server.layer does not serve the management API: GET /api/auth/session answered ${probe.status}, expected a JSON 401.`)
   }
-  const { runtime, url } = running
-  return {
-    url,
-    upstream,
-    close: async () => {
-      await runtime.dispose()
-      await upstream.close()
-      rmSync(dir, { recursive: true, force: true })
-    }
+  const page = await fetch(`${url}/console/`)
+  if (!page.ok || !(await page.text()).includes("<div id=\"root\">")) {
+    await close()
+    throw new Error(`node-http's Server.layer does not serve the console: GET /console/ answered ${page.status}.`)
   }
+  return { url, upstream, close }
 }
+
+const freePort = () =>
+  new Promise<number>((resolvePort, reject) => {
+    const probe = createServer().once("error", reject).listen(0, "127.0.0.1", () => {
+      const port = (probe.address() as { port: number }).port
+      probe.close(() => resolvePort(port))
+    })
+  })
+
+/** The real binary, running: its address, everything it printed so far, and a way to stop it. */
+export interface Process {
+  readonly url: string
+  readonly output: () => string
+  readonly child: ChildProcess
+  readonly close: () => Promise<void>
+}
+
+/**
+ * Starts `modelgate serve --config FILE` (node-http's bin) as operators do,
+ * with `config` written to a YAML-compatible JSON file in a fresh directory,
+ * and waits until it answers `/healthz`.
+ */
+export const startProcess = async (configFor: (dir: string) => Record<string, unknown>): Promise<Process> => {
+  requireBuiltConsole()
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-console-process-"))
+  const port = await freePort()
+  const path = join(dir, "modelgate.yaml")
+  // JSON is YAML: no quoting rules to get wrong.
+  writeFileSync(path, JSON.stringify({ listen: `127.0.0.1:${port}`, database: `sqlite:${join(dir, "gateway.db")}`, ...configFor(dir) }))
+  const child = spawn(process.execPath, [nodeHttpBin, "serve", "--config", path], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, MODELGATE_SECRET: "console-e2e-process-secret-0123456789" }
+  })
+  let output = ""
+  child.stdout!.on("data", (chunk) => output += chunk)
+  child.stderr!.on("data", (chunk) => output += chunk)
+  const exited = new Promise<void>((resolveExit) => child.once("exit", () => resolveExit()))
+  const close = async () => {
+    if (child.exitCode === null) {
+      child.kill("SIGTERM")
+      await exited
+    }
+    rmSync(dir, { recursive: true, force: true })
+  }
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 60_000
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) {
+      await close()
+      throw new Error(`modelgate serve exited with ${child.exitCode}:\n${output}`)
+    }
+    const healthy = await fetch(`${url}/healthz`).then((r) => r.ok, () => false)
+    if (healthy) return { url, output: () => output, child, close }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  await close()
+  throw new Error(`modelgate serve did not answer /healthz within 60 s:\n${output}`)
+}
+
+const nodeHttpBin = resolve(here, "../../node-http/src/bin.ts")
+
+/** Where Chromium is expected: `CHROMIUM_PATH`, else Debian's `/usr/bin/chromium`. */
+export const chromiumPath = (): string => process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
+
+/**
+ * Why the browser tests cannot run here (no Chromium at `chromiumPath()`), or
+ * undefined when they can. CI installs Chromium (.ci/run), so there they run.
+ */
+export const browserMissing = (): string | undefined =>
+  existsSync(chromiumPath())
+    ? undefined
+    : `no Chromium at ${chromiumPath()}: install it (apt-get install chromium) or set CHROMIUM_PATH to run the console's browser tests`
 
 /**
  * Launches Debian's Chromium headless. playwright-core gives every launch a
@@ -196,7 +190,7 @@ export const startGateway = async (): Promise<E2EGateway> => {
  */
 export const launchBrowser = async (): Promise<{ readonly browser: Browser; readonly close: () => Promise<void> }> => {
   const browser = await chromium.launch({
-    executablePath: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium",
+    executablePath: chromiumPath(),
     headless: true,
     args: [
       "--headless",
@@ -217,14 +211,41 @@ export const launchBrowser = async (): Promise<{ readonly browser: Browser; read
   }
 }
 
-/** Saves a screenshot of the page into docs/screenshots/NAME.png. */
-export const screenshot = async (page: Page, name: string) => {
-  mkdirSync(screenshotDir, { recursive: true })
-  await page.waitForTimeout(300)
+/**
+ * Saves a screenshot of the page into docs/screenshots/NAME.png (or into
+ * `dir`), once nothing is loading and the fonts are in. Pages are opened with
+ * reduced motion (see `newContext`), so charts and dialogs are drawn at once.
+ */
+export const screenshot = async (page: Page, name: string, dir = screenshotDir) => {
+  mkdirSync(dir, { recursive: true })
+  await settled(page)
   // Transient toasts would cover the header in the picture.
   await page.addStyleTag({ content: ".mantine-Notifications-root { display: none !important; }" })
-  await page.screenshot({ path: join(screenshotDir, `${name}.png`), fullPage: true })
+  await page.screenshot({ path: join(dir, `${name}.png`), fullPage: true })
 }
+
+/** Polls `condition` every 100 ms until it holds; fails naming `what` after `timeoutMs`. */
+export const eventually = async (what: string, condition: () => Promise<boolean>, timeoutMs = 10_000) => {
+  const deadline = Date.now() + timeoutMs
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+/** Waits until no loading indicator is visible and the page's fonts are loaded. */
+export const settled = async (page: Page) => {
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll("[data-testid=loading], .mantine-Loader-root")].every((e) => e.getClientRects().length === 0)
+  )
+  await page.evaluate(async () => {
+    await document.fonts.ready
+  })
+}
+
+/** How far the page is wider than the window (0 when nothing sticks out sideways). */
+export const overflowX = (page: Page): Promise<number> =>
+  page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)
 
 /** Signs in through the form. */
 export const signIn = async (page: Page, url: string, user: { readonly name: string; readonly password: string }) => {

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { createTheme, MantineProvider } from "@mantine/core"
+import { Badge, createTheme, MantineProvider } from "@mantine/core"
 import { Notifications } from "@mantine/notifications"
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query"
 import { type ReactNode, useState } from "react"
@@ -18,7 +18,13 @@ export const theme = createTheme({
   defaultRadius: "md",
   fontFamily: "Inter, ui-sans-serif, system-ui, -apple-system, 'Segoe UI', Roboto, 'PingFang SC', 'Microsoft YaHei', sans-serif",
   fontFamilyMonospace: "'JetBrains Mono', ui-monospace, SFMono-Regular, Menlo, Consolas, monospace",
-  headings: { fontWeight: "700" }
+  headings: { fontWeight: "700" },
+  // Dialogs and menus appear without animation for people who ask their system for less motion.
+  respectReducedMotion: true,
+  components: {
+    // Badges hold model ids, group and user names, which are case-sensitive: show them as they are, not upper-cased.
+    Badge: Badge.extend({ defaultProps: { tt: "none" } })
+  }
 })
 
 /** A query client that does not retry refusals (4xx), only network and server failures. @category queries */

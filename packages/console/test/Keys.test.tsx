@@ -137,4 +137,16 @@ describe("create key", () => {
     await screen.findByText("Your account may not list keys.")
     screen.getByRole("button", { name: "Try again" })
   })
+
+  it("says why keys cannot be created when the models fail to load", async () => {
+    fakeApi({
+      "GET /api/auth/session": session(),
+      "GET /api/keys": { body: { data: [] } },
+      "GET /api/models": { status: 403, body: { error: { message: "Your account is disabled.", type: "permission_error", param: null, code: "forbidden" } } }
+    })
+    renderWithProviders(<KeysPage />)
+    await screen.findByText("Your account is disabled.")
+    screen.getByRole("button", { name: "Try again" })
+    assert.isTrue(screen.getAllByRole("button", { name: "Create key" })[0]!.hasAttribute("disabled"))
+  })
 })

@@ -1,20 +1,67 @@
 /**
- * Money display: exact strings in, readable dollars out, small charges never
- * shown as $0.00.
+ * Money display: exact strings in, readable dollars out. Amounts round half up
+ * to cents (never truncate), small charges keep three significant digits, and
+ * prices show every significant digit down to the nano-dollar.
  */
 import { assert, describe, it } from "vitest"
-import { usd } from "../src/lib/format.ts"
+import { price, tokens, usd } from "../src/lib/format.ts"
 import { dictionaries } from "../src/lib/i18n.tsx"
 
 describe("usd", () => {
   it("formats exact decimal strings", () => {
     assert.strictEqual(usd("10"), "$10.00")
     assert.strictEqual(usd("12.5"), "$12.50")
+    assert.strictEqual(usd("0"), "$0.00")
+    assert.strictEqual(usd("-5.25"), "-$5.25")
+  })
+
+  it("rounds amounts half up to cents instead of cutting digits off", () => {
+    assert.strictEqual(usd("0.075"), "$0.08")
+    assert.strictEqual(usd("4.995"), "$5.00")
+    assert.strictEqual(usd("4.994999999"), "$4.99")
     assert.strictEqual(usd("1234567.891"), "$1,234,567.89")
+    assert.strictEqual(usd("999999.995"), "$1,000,000.00")
+    assert.strictEqual(usd("-2.675"), "-$2.68")
+  })
+
+  it("keeps three significant digits below a cent, so small charges never read as $0.00", () => {
     assert.strictEqual(usd("0.0045"), "$0.0045")
     assert.strictEqual(usd("0.000125"), "$0.000125")
+    assert.strictEqual(usd("0.000123456"), "$0.000123")
+    assert.strictEqual(usd("0.00012355"), "$0.000124")
     assert.strictEqual(usd("0.000000001"), "$0.000000001")
-    assert.strictEqual(usd("-5.25"), "-$5.25")
+    assert.strictEqual(usd("0.0099996"), "$0.01")
+    assert.strictEqual(usd("-0.0003"), "-$0.0003")
+  })
+
+  it("leaves text that is not an amount as it is", () => {
+    assert.strictEqual(usd("n/a"), "n/a")
+  })
+})
+
+describe("price", () => {
+  it("shows every significant digit of a price", () => {
+    assert.strictEqual(price("0.075"), "$0.075")
+    assert.strictEqual(price("0.15"), "$0.15")
+    assert.strictEqual(price("2.5"), "$2.50")
+    assert.strictEqual(price("10"), "$10.00")
+    assert.strictEqual(price("0.0375"), "$0.0375")
+    assert.strictEqual(price("1.234567"), "$1.234567")
+    assert.strictEqual(price("0.000000001"), "$0.000000001")
+    assert.strictEqual(price("1250.5"), "$1,250.50")
+  })
+
+  it("rounds digits past the nano-dollar", () => {
+    assert.strictEqual(price("0.0000000015"), "$0.000000002")
+    assert.strictEqual(price("0.0000000014"), "$0.000000001")
+  })
+})
+
+describe("tokens", () => {
+  it("is compact for large counts", () => {
+    assert.strictEqual(tokens(1234), "1,234")
+    assert.strictEqual(tokens(12_345), "12.3K")
+    assert.strictEqual(tokens(4_500_000), "4.5M")
   })
 })
 

@@ -17,8 +17,8 @@ export interface Seen {
   readonly headers: Record<string, string>
 }
 
-/** A route answer: status and JSON body. */
-export type Answer = { readonly status?: number; readonly body: unknown }
+/** A route answer: status, JSON body, extra headers. */
+export type Answer = { readonly status?: number; readonly body: unknown; readonly headers?: Record<string, string> }
 
 /**
  * Replaces `fetch` with a router over `routes` ("METHOD /path" → answer or a
@@ -41,7 +41,10 @@ export const fakeApi = (routes: Record<string, Answer | ((seen: Seen) => Answer)
     const answer = route === undefined
       ? { status: 404, body: { error: { message: `no fake for ${method} ${path}`, type: "not_found_error", param: null, code: null } } }
       : typeof route === "function" ? route(request) : route
-    return new Response(JSON.stringify(answer.body), { status: answer.status ?? 200, headers: { "content-type": "application/json" } })
+    return new Response(JSON.stringify(answer.body), {
+      status: answer.status ?? 200,
+      headers: { "content-type": "application/json", ...answer.headers }
+    })
   })
   return seen
 }
@@ -58,3 +61,19 @@ export const renderWithProviders = (ui: ReactNode, options: { readonly language?
 export const session = (role: "user" | "admin" = "user") => ({
   body: { user: { id: "usr_1", name: "alice", role, balance: "12.50" }, csrfToken: "csrf-123", expiresAt: Date.now() + 3_600_000 }
 })
+
+/** A refusal in the API's error envelope. */
+export const refusal = (
+  status: number,
+  code: string | null,
+  message: string,
+  param: string | null = null,
+  headers: Record<string, string> = {}
+): Answer => ({ status, headers, body: { error: { message, type: "invalid_request_error", param, code } } })
+
+/** A page of a list endpoint. */
+export const page = (data: ReadonlyArray<unknown>, nextCursor: string | null = null): Answer => ({ body: { data, nextCursor } })
+
+/** The query parameters of a recorded request. */
+export const queryOf = (request: Seen): Record<string, string> =>
+  Object.fromEntries(new URL(request.url, "http://console.test").searchParams)

@@ -1,6 +1,6 @@
 /**
- * jsdom gaps Mantine needs (matchMedia, ResizeObserver, scrollIntoView), and
- * cleanup between tests.
+ * jsdom gaps Mantine needs (matchMedia, ResizeObserver, scrollIntoView, and
+ * `document.fonts`, which autosized textareas watch), and cleanup between tests.
  */
 import { cleanup } from "@testing-library/react"
 import { afterEach } from "vitest"
@@ -29,3 +29,9 @@ class ResizeObserverStub {
 globalThis.ResizeObserver ??= ResizeObserverStub as unknown as typeof ResizeObserver
 Element.prototype.scrollIntoView ??= function() {}
 window.HTMLElement.prototype.scrollIntoView ??= function() {}
+
+if (!("fonts" in document)) {
+  Object.defineProperty(document, "fonts", {
+    value: { ready: Promise.resolve(), status: "loaded", addEventListener: () => {}, removeEventListener: () => {} }
+  })
+}

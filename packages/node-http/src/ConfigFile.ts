@@ -141,6 +141,8 @@ export const ConfigFile = Schema.Struct({
   redis_key_prefix: Schema.optionalKey(Schema.NonEmptyString),
   rate_limits: Schema.optionalKey(RateLimitsConfig),
   public_url: Schema.optionalKey(Schema.String),
+  /** Reverse proxies (addresses or CIDR ranges) whose X-Forwarded-For/-Proto/-Host the console's sign-in believes. */
+  trusted_proxies: Schema.optionalKey(Schema.Array(Schema.String)),
   secret_file: Schema.optionalKey(Schema.String),
   node_id: Schema.optionalKey(Schema.String),
   max_body_bytes: Schema.optionalKey(PositiveInt),

@@ -34,7 +34,7 @@ const probe = (channel: Domain.Channel, model: string | undefined) =>
       const error = codec.classify(response.status, text, Upstream.headerRecord(response))
       return { ok: false, latencyMs, status: response.status, message: error.message }
     }
-    return { ok: true, latencyMs, status: response.status, message: `${upstreamModel} answered in ${latencyMs} ms` }
+    return { ok: true, latencyMs, status: response.status, message: `${upstreamModel} answered` }
   }).pipe(
     Effect.catch((error: GatewayError.GatewayError) =>
       Effect.map(Clock.currentTimeMillis, () => ({ ok: false, latencyMs: 0, status: null, message: error.message }))

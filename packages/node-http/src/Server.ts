@@ -21,6 +21,7 @@ import * as Users from "@modelgate/store/Users"
 import { Context, Duration, Effect, Layer, Logger, Ref, References, Schedule } from "effect"
 import { HttpClient, HttpServer, type HttpServerRequest } from "effect/http"
 import * as Handlers from "@modelgate/admin-api/Handlers"
+import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
 import { MemoryLimiter, RedisLimiter } from "@modelgate/limits"
 import * as Redemption from "@modelgate/store/Redemption"
 import { SqlClient } from "effect/sql"
@@ -139,10 +140,15 @@ export const extensions = (settings: Settings): Layer.Layer<Gateway.Extensions, 
     Effect.gen(function*() {
       const context = yield* Effect.context<Handlers.Requirements>()
       const sql = yield* SqlClient.SqlClient
+      const config = {
+        publicUrl: settings.publicUrl ?? undefined,
+        sessionTtlMs: SESSION_TTL_MS,
+        trustedProxies: TrustedProxies.unsafeMake(settings.trustedProxies)
+      }
       const api = (request: HttpServerRequest.HttpServerRequest) =>
         Handlers.handle(request).pipe(
           Effect.provideContext(context),
-          Effect.provideService(Handlers.AdminApiConfig, { publicUrl: settings.publicUrl ?? undefined, sessionTtlMs: SESSION_TTL_MS })
+          Effect.provideService(Handlers.AdminApiConfig, config)
         )
       return Gateway.Extensions.of({
         api,

@@ -7,8 +7,9 @@
  *
  * @since 0.1.0
  */
+import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
 import * as Database from "@modelgate/store/Database"
-import { Context, Effect, Redacted } from "effect"
+import { Context, Effect, Redacted, Result } from "effect"
 import { hostname } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { ConfigError, type ConfigFile } from "./ConfigFile.ts"
@@ -31,6 +32,8 @@ export interface Settings {
   readonly rateLimitsPerModel: boolean
   /** The address clients use, when configured; otherwise it is taken from the bound address or the request. */
   readonly publicUrl: string | null
+  /** Reverse proxies whose X-Forwarded-* headers are believed (addresses and CIDR ranges, checked). */
+  readonly trustedProxies: ReadonlyArray<string>
   readonly secret: Redacted.Redacted<string> | null
   readonly secretFile: string
   readonly nodeId: string
@@ -112,6 +115,11 @@ export const resolveSettings = (
       Effect.mapError((error) => new ConfigError({ message: `${originOf(databaseEnv, "MODELGATE_DATABASE", "database", options.source)}: ${error.message}` }))
     )
     const secretEnv = nonEmpty(env["MODELGATE_SECRET"])
+    const trustedProxies = file.trusted_proxies ?? TrustedProxies.loopback
+    const proxies = TrustedProxies.make(trustedProxies)
+    if (Result.isFailure(proxies)) {
+      return yield* new ConfigError({ message: `Invalid trusted_proxies in ${options.source}: ${proxies.failure}.` })
+    }
     const shownHost = address.host === "0.0.0.0" || address.host === "::" ? "127.0.0.1" : address.host.includes(":") ? `[${address.host}]` : address.host
     return {
       configSource: options.source,
@@ -124,6 +132,7 @@ export const resolveSettings = (
       rateLimitWindowMs: file.rate_limits?.window_ms ?? defaults.rateLimitWindowMs,
       rateLimitsPerModel: file.rate_limits?.per_model ?? defaults.rateLimitsPerModel,
       publicUrl: file.public_url !== undefined ? file.public_url.replace(/\/+$/, "") : address.port === 0 ? null : `http://${shownHost}:${address.port}`,
+      trustedProxies,
       secret: secretEnv !== undefined ? Redacted.make(secretEnv) : null,
       secretFile: file.secret_file ?? defaultSecretFile(database),
       nodeId: file.node_id ?? `${hostname()}-${process.pid}`,

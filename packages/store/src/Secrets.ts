@@ -238,6 +238,32 @@ export const hashPassword = (password: Redacted.Redacted<string>): Effect.Effect
     catch: (cause) => new SecretError({ message: `Cannot hash the password: ${String(cause)}` })
   })
 
+/**
+ * A hash in `hashPassword`'s format that no password matches (its salt and
+ * hash are zeros), with the same scrypt parameters: checking a password
+ * against it costs what checking a real one does.
+ *
+ * @category passwords
+ */
+export const unmatchableHash = `scrypt$N=${SCRYPT.N},r=${SCRYPT.r},p=${SCRYPT.p}$${Buffer.alloc(16).toString("base64")}$${
+  Buffer.alloc(SCRYPT_KEYLEN).toString("base64")
+}`
+
+/**
+ * Checks a password against a stored hash, or, when there is none (no such
+ * user, or a user without a password), against `unmatchableHash` and answers
+ * false: either way one scrypt runs, so the time taken does not tell which
+ * user names exist. `verify` is `verifyPassword` (replaceable in tests).
+ *
+ * @category passwords
+ */
+export const verifyPasswordOrDecoy = (
+  password: Redacted.Redacted<string>,
+  encoded: string | null | undefined,
+  verify: (password: Redacted.Redacted<string>, encoded: string) => Effect.Effect<boolean, SecretError> = verifyPassword
+): Effect.Effect<boolean, SecretError> =>
+  typeof encoded === "string" ? verify(password, encoded) : Effect.as(verify(password, unmatchableHash), false)
+
 const phcPattern = /^scrypt\$N=(\d+),r=(\d+),p=(\d+)\$([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+)$/
 
 /**

@@ -9,7 +9,7 @@ import { Array as Arr, Clock, Context, Effect, Layer, type Redacted } from "effe
 import { SqlClient, SqlError } from "effect/sql"
 import { newId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
-import { hashPassword, type SecretError, verifyPassword } from "./Secrets.ts"
+import { hashPassword, type SecretError, verifyPasswordOrDecoy } from "./Secrets.ts"
 import { Conflict, InvalidInput } from "./StoreError.ts"
 
 /**
@@ -168,10 +168,11 @@ export class Users extends Context.Service<Users, {
       const verifyLogin = Effect.fn("Users.verifyLogin")(function*(name: string, password: Redacted.Redacted<string>) {
         const rows = yield* sql`SELECT ${sql.literal(USER_COLUMNS)} FROM users WHERE name = ${name}`
         const row = rows[0]
-        if (row === undefined || typeof row.password_hash !== "string") return undefined
+        // An unknown name (or a user without a password) is checked against a decoy hash, so it takes as long as a wrong password.
+        const ok = yield* verifyPasswordOrDecoy(password, typeof row?.password_hash === "string" ? row.password_hash : null)
+        if (row === undefined || !ok) return undefined
         const user = decodeUser(row)
-        const ok = yield* verifyPassword(password, row.password_hash)
-        return ok && user.enabled ? user : undefined
+        return user.enabled ? user : undefined
       })
 
       return Users.of({

@@ -90,4 +90,21 @@ describe("Secrets", () => {
       const error = yield* Effect.flip(Secrets.verifyPassword(Redacted.make("x"), "md5$abc"))
       assert.include(error.message, "format")
     }))
+
+  it.effect("checks a missing hash against a decoy of the same cost, and never matches it", () =>
+    Effect.gen(function*() {
+      const checked: Array<string> = []
+      const recording = (password: Redacted.Redacted<string>, encoded: string) => {
+        checked.push(encoded)
+        return Secrets.verifyPassword(password, encoded)
+      }
+      const real = yield* Secrets.hashPassword(Redacted.make("correct horse"))
+      assert.isTrue(yield* Secrets.verifyPasswordOrDecoy(Redacted.make("correct horse"), real, recording))
+      assert.isFalse(yield* Secrets.verifyPasswordOrDecoy(Redacted.make("correct horse"), undefined, recording))
+      assert.isFalse(yield* Secrets.verifyPasswordOrDecoy(Redacted.make(""), null, recording))
+      // Every call ran scrypt once: against the real hash, then twice against the decoy with the real parameters.
+      assert.deepStrictEqual(checked, [real, Secrets.unmatchableHash, Secrets.unmatchableHash])
+      assert.strictEqual(Secrets.unmatchableHash.split("$").slice(0, 2).join("$"), real.split("$").slice(0, 2).join("$"))
+      assert.isFalse(yield* Secrets.verifyPassword(Redacted.make("anything"), Secrets.unmatchableHash))
+    }))
 })

@@ -18,9 +18,11 @@ import {
   Title,
   Tooltip
 } from "@mantine/core"
+import { notifications } from "@mantine/notifications"
 import { IconCheck, IconCopy } from "@tabler/icons-react"
 import { type ReactNode, useState } from "react"
 import { useI18n } from "../lib/i18n.tsx"
+import { errorMessage } from "./States.tsx"
 
 /** A page title with an optional subtitle and actions on the right. @category components */
 export function PageHeader({ title, subtitle, actions }: { readonly title: string; readonly subtitle?: string; readonly actions?: ReactNode }) {
@@ -97,7 +99,53 @@ export function StatCard({ label, value, hint, icon, testId }: {
 }
 
 /**
- * A button that asks before doing something destructive.
+ * A dialog that asks before doing something destructive. When the action
+ * fails, the failure is shown as a notification and the dialog stays open.
+ *
+ * @category components
+ */
+export function ConfirmDialog({ opened, onClose, title, body, onConfirm, color = "red", confirmLabel }: {
+  readonly opened: boolean
+  readonly onClose: () => void
+  readonly title: string
+  readonly body?: string
+  readonly onConfirm: () => Promise<unknown> | void
+  readonly color?: string
+  readonly confirmLabel?: string
+}) {
+  const { t } = useI18n()
+  const [busy, setBusy] = useState(false)
+  return (
+    <Modal opened={opened} onClose={onClose} title={<Text fw={700}>{title}</Text>} centered>
+      <Stack>
+        <Text size="sm">{body ?? t("common.cannotUndo")}</Text>
+        <Group justify="flex-end">
+          <Button variant="default" onClick={onClose}>{t("common.cancel")}</Button>
+          <Button
+            color={color}
+            loading={busy}
+            onClick={async () => {
+              setBusy(true)
+              try {
+                await onConfirm()
+                onClose()
+              } catch (error) {
+                notifications.show({ color: "red", title: t("common.error"), message: errorMessage(error, t) })
+              } finally {
+                setBusy(false)
+              }
+            }}
+          >
+            {confirmLabel ?? t("common.confirm")}
+          </Button>
+        </Group>
+      </Stack>
+    </Modal>
+  )
+}
+
+/**
+ * A button that asks before doing something destructive (see `ConfirmDialog`).
  *
  * @category components
  */
@@ -110,35 +158,19 @@ export function ConfirmButton({ title, body, onConfirm, children, color = "red",
   readonly confirmLabel?: string
   readonly buttonProps?: Record<string, unknown>
 }) {
-  const { t } = useI18n()
   const [open, setOpen] = useState(false)
-  const [busy, setBusy] = useState(false)
   return (
     <>
       <Button size="xs" variant="subtle" color={color} onClick={() => setOpen(true)} {...buttonProps}>{children}</Button>
-      <Modal opened={open} onClose={() => setOpen(false)} title={<Text fw={700}>{title}</Text>} centered>
-        <Stack>
-          <Text size="sm">{body ?? t("common.cannotUndo")}</Text>
-          <Group justify="flex-end">
-            <Button variant="default" onClick={() => setOpen(false)}>{t("common.cancel")}</Button>
-            <Button
-              color={color}
-              loading={busy}
-              onClick={async () => {
-                setBusy(true)
-                try {
-                  await onConfirm()
-                  setOpen(false)
-                } finally {
-                  setBusy(false)
-                }
-              }}
-            >
-              {confirmLabel ?? t("common.confirm")}
-            </Button>
-          </Group>
-        </Stack>
-      </Modal>
+      <ConfirmDialog
+        opened={open}
+        onClose={() => setOpen(false)}
+        title={title}
+        {...(body === undefined ? {} : { body })}
+        onConfirm={onConfirm}
+        color={color}
+        {...(confirmLabel === undefined ? {} : { confirmLabel })}
+      />
     </>
   )
 }

@@ -6,8 +6,8 @@
 import { Alert, Button, Center, Loader, Stack, Text, ThemeIcon, Title } from "@mantine/core"
 import { IconAlertTriangle, IconInbox } from "@tabler/icons-react"
 import type { ReactNode } from "react"
-import { ApiFailure } from "../lib/api.ts"
-import { useI18n } from "../lib/i18n.tsx"
+import { errorText } from "../lib/errors.ts"
+import { type Translate, useI18n } from "../lib/i18n.tsx"
 
 /** A centred spinner with a label. @category components */
 export function Loading() {
@@ -22,9 +22,8 @@ export function Loading() {
   )
 }
 
-/** The message of an error for people. @category helpers */
-export const errorMessage = (error: unknown, network: string): string =>
-  error instanceof ApiFailure ? (error.code === "network" ? network : error.message) : error instanceof Error ? error.message : String(error)
+/** The message of an error for people, in the console's language. @category helpers */
+export const errorMessage = (error: unknown, t: Translate): string => errorText(error, t)
 
 /** An error with a retry button. @category components */
 export function ErrorState({ error, onRetry }: { readonly error: unknown; readonly onRetry?: () => void }) {
@@ -32,7 +31,7 @@ export function ErrorState({ error, onRetry }: { readonly error: unknown; readon
   return (
     <Alert color="red" variant="light" icon={<IconAlertTriangle />} title={t("common.error")} role="alert">
       <Stack gap="sm" align="flex-start">
-        <Text size="sm">{errorMessage(error, t("common.network"))}</Text>
+        <Text size="sm">{errorMessage(error, t)}</Text>
         {onRetry && <Button size="xs" variant="light" color="red" onClick={onRetry}>{t("common.retry")}</Button>}
       </Stack>
     </Alert>

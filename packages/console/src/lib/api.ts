@@ -12,8 +12,9 @@ import * as Endpoints from "@modelgate/admin-api/Endpoints"
 import { Schema } from "effect"
 
 /**
- * A refused or failed call: the HTTP status, the server's message, and the
- * field it names (`param`), for showing next to that field.
+ * A refused or failed call: the HTTP status, the server's message, the field
+ * it names (`param`, for showing next to that field), its stable `code`, and
+ * the `retry-after` seconds of a 429.
  *
  * @category errors
  */
@@ -21,12 +22,14 @@ export class ApiFailure extends Error {
   readonly status: number
   readonly param: string | null
   readonly code: string | null
-  constructor(status: number, message: string, param: string | null, code: string | null) {
+  readonly retryAfter: number | null
+  constructor(status: number, message: string, param: string | null, code: string | null, retryAfter: number | null = null) {
     super(message)
     this.name = "ApiFailure"
     this.status = status
     this.param = param
     this.code = code
+    this.retryAfter = retryAfter
   }
 }
 
@@ -93,9 +96,10 @@ export const call = async <E extends Endpoints.Endpoint>(
       parsed = undefined
     }
     const decoded = Schema.decodeUnknownOption(ErrorBody)(parsed)
+    const retry = Number(response.headers.get("retry-after") ?? Number.NaN)
     if (decoded._tag === "Some") {
       const e = decoded.value.error
-      throw new ApiFailure(response.status, e.message, e.param, e.code)
+      throw new ApiFailure(response.status, e.message, e.param, e.code, Number.isFinite(retry) ? retry : null)
     }
     throw new ApiFailure(response.status, `HTTP ${response.status}`, null, null)
   }

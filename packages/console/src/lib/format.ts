@@ -1,29 +1,65 @@
 /**
- * Display formatting: money (exact decimal strings from the API, shown with a
- * dollar sign and sensible digits), token counts, times.
+ * Display formatting: money (exact decimal strings from the API: amounts
+ * rounded to cents, prices with every significant digit), token counts, times.
  *
  * @since 0.1.0
  */
 
+const NANO_DIGITS = 9
+const decimal = /^[-+]?\d+(\.\d+)?$/
+
+/** An exact decimal string as a sign and a count of nano-dollars (digits past the 9th are rounded half up). */
+const toNanos = (amount: string): { readonly negative: boolean; readonly nanos: bigint } => {
+  const text = amount.trim()
+  const negative = text.startsWith("-")
+  const [whole = "0", fraction = ""] = text.replace(/^[-+]/, "").split(".")
+  const kept = fraction.padEnd(NANO_DIGITS, "0").slice(0, NANO_DIGITS)
+  const roundUp = fraction.length > NANO_DIGITS && fraction[NANO_DIGITS]! >= "5"
+  const nanos = BigInt(whole === "" ? "0" : whole) * 10n ** BigInt(NANO_DIGITS) + BigInt(kept) + (roundUp ? 1n : 0n)
+  return { negative: negative && nanos > 0n, nanos }
+}
+
+/** Rounds nano-dollars half up (away from zero) to `decimals` places and writes them with grouped thousands. */
+const written = (negative: boolean, nanos: bigint, decimals: number, trim: boolean): string => {
+  const step = 10n ** BigInt(NANO_DIGITS - decimals)
+  const rounded = ((nanos + step / 2n) / step) * step
+  const whole = (rounded / 10n ** BigInt(NANO_DIGITS)).toString()
+  let fraction = (rounded % 10n ** BigInt(NANO_DIGITS)).toString().padStart(NANO_DIGITS, "0").slice(0, decimals)
+  if (trim) fraction = fraction.replace(/0+$/, "").padEnd(2, "0")
+  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",")
+  return `${negative && rounded > 0n ? "-" : ""}$${grouped}.${fraction}`
+}
+
 /**
- * Formats an exact USD decimal string for display: at least 2 decimals, up to
- * 6 for small amounts, never through a float for the digits kept.
+ * Formats an exact USD amount (a balance, a cost, a spend) for display:
+ * rounded half up to cents, except amounts under a cent, which keep three
+ * significant digits so small charges never read as $0.00. Never goes
+ * through a float.
  *
  * @category money
  */
 export const usd = (amount: string): string => {
-  const negative = amount.startsWith("-")
-  const [whole = "0", fraction = ""] = (negative ? amount.slice(1) : amount).split(".")
-  // Amounts under a cent keep three significant digits, so small charges never read as $0.00.
-  const significant = whole === "0" && /^0{2,}/.test(fraction) ? Math.min(9, fraction.search(/[1-9]/) + 3) : 2
-  const digits = Math.max(2, Math.min(fraction.replace(/0+$/, "").length, Math.max(significant, 2)))
-  const shown = fraction.padEnd(digits, "0").slice(0, digits)
-  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",")
-  return `${negative ? "-" : ""}$${grouped}.${shown}`
+  if (!decimal.test(amount.trim())) return amount
+  const { negative, nanos } = toNanos(amount)
+  if (nanos === 0n) return "$0.00"
+  if (nanos >= 10_000_000n) return written(negative, nanos, 2, false)
+  // The first significant digit's place after the point, then two more.
+  const firstDigit = NANO_DIGITS - nanos.toString().length + 1
+  return written(negative, nanos, Math.min(NANO_DIGITS, firstDigit + 2), true)
 }
 
-/** The number value of a USD string (for charts only; never for balances). @category money */
-export const usdNumber = (amount: string): number => Number(amount)
+/**
+ * Formats a price (USD per 1M tokens, or per request) with every significant
+ * digit, down to the nano-dollar the gateway counts in: `$0.075`, `$2.50`,
+ * `$0.000125`. At least two decimals.
+ *
+ * @category money
+ */
+export const price = (amount: string): string => {
+  if (!decimal.test(amount.trim())) return amount
+  const { negative, nanos } = toNanos(amount)
+  return written(negative, nanos, NANO_DIGITS, true)
+}
 
 /** Compact token counts: 1,234 / 12.3K / 4.5M. @category numbers */
 export const tokens = (n: number): string =>

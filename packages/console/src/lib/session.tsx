@@ -1,12 +1,16 @@
 /**
  * The signed-in user, as React context: loaded from `GET /api/auth/session`,
  * set by sign-in, cleared by sign-out. It keeps the CSRF token in the API
- * client so every state-changing call carries it.
+ * client so every state-changing call carries it. The balance in the header
+ * comes from here: pages that read a fresher balance (the dashboard) put it
+ * in with `useSyncBalance`, pages that read fresh usage invalidate it, and it
+ * is read again when the window regains focus (calls made from other apps
+ * spend too).
  *
  * @since 0.1.0
  */
 import { useQuery, useQueryClient } from "@tanstack/react-query"
-import { createContext, type ReactNode, useCallback, useContext, useMemo } from "react"
+import { createContext, type ReactNode, useCallback, useContext, useEffect, useMemo } from "react"
 import { ApiFailure, call, type Contract, Endpoints, setCsrfToken } from "./api.ts"
 
 /** What the session context holds. @category models */
@@ -42,7 +46,8 @@ export function SessionProvider({ children }: { readonly children: ReactNode }) 
       }
     },
     retry: false,
-    staleTime: 60_000
+    staleTime: 60_000,
+    refetchOnWindowFocus: "always"
   })
   const signedIn = useCallback((session: Contract.SessionInfo) => {
     setCsrfToken(session.csrfToken)
@@ -71,4 +76,19 @@ export const useSession = (): SessionState => {
   const value = useContext(SessionContext)
   if (value === undefined) throw new Error("useSession must be used inside <SessionProvider>")
   return value
+}
+
+/**
+ * Puts a balance just read elsewhere (the dashboard's) into the session, so
+ * the header shows the same amount as the page.
+ *
+ * @category hooks
+ */
+export const useSyncBalance = (balance: string | undefined): void => {
+  const client = useQueryClient()
+  useEffect(() => {
+    if (balance === undefined) return
+    client.setQueryData<Contract.SessionInfo | null>(sessionKey, (current) =>
+      current != null && current.user.balance !== balance ? { ...current, user: { ...current.user, balance } } : current)
+  }, [balance, client])
 }

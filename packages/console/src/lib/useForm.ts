@@ -1,14 +1,16 @@
 /**
  * A small form hook over the shared Schemas: holds the values, validates them
  * with the endpoint's own request Schema on submit, shows each problem next
- * to its field, and puts a server refusal that names a field (`param`) next
- * to that field too; other failures go to `formError`.
+ * to its field (in the console's language), and puts a server refusal that
+ * names a field (`param`) next to that field too; other failures go to
+ * `formError`.
  *
  * @since 0.1.0
  */
 import type { Schema } from "effect"
-import { useCallback, useState } from "react"
-import { type FieldErrors, serverFieldErrors, validate } from "./forms.ts"
+import { useCallback, useMemo, useState } from "react"
+import { type FieldErrors, type FieldProblems, problemText, serverFieldErrors, validate } from "./forms.ts"
+import { useI18n } from "./i18n.tsx"
 
 /** What `useForm` returns. @category models */
 export interface Form<V extends Record<string, unknown>> {
@@ -46,8 +48,13 @@ export const useForm = <V extends Record<string, unknown>, S extends Schema.Top>
   /** Extra checks that the Schema cannot express (matching passwords). */
   readonly check?: (values: V) => FieldErrors
 }): Form<V> => {
+  const { t } = useI18n()
   const [values, setValues] = useState<V>(options.initial)
-  const [errors, setErrors] = useState<FieldErrors>({})
+  const [problems, setErrors] = useState<FieldProblems>({})
+  const errors = useMemo<FieldErrors>(
+    () => Object.fromEntries(Object.entries(problems).map(([key, problem]) => [key, problemText(problem, t)])),
+    [problems, t]
+  )
   const [formError, setFormError] = useState<unknown>(undefined)
   const [submitting, setSubmitting] = useState(false)
   const set = useCallback(<K extends keyof V>(key: K, value: V[K]) => {
@@ -66,7 +73,9 @@ export const useForm = <V extends Record<string, unknown>, S extends Schema.Top>
   const submit = async (event?: { preventDefault: () => void }) => {
     event?.preventDefault()
     setFormError(undefined)
-    const extra = options.check?.(values) ?? {}
+    const extra = Object.fromEntries(
+      Object.entries(options.check?.(values) ?? {}).map(([key, text]) => [key, { _tag: "text" as const, text }])
+    )
     const result = validate(options.schema, options.toRequest(values))
     const fieldErrors = { ...(result.ok ? {} : result.errors), ...extra }
     if (!result.ok || Object.keys(extra).length > 0) {

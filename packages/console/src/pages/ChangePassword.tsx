@@ -30,7 +30,7 @@ export function ChangePasswordModal({ opened, onClose }: { readonly opened: bool
     <Modal opened={opened} onClose={onClose} title={t("password.title")} centered>
       <form onSubmit={(e) => void form.submit(e)} noValidate>
         <Stack>
-          {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t("common.network"))}</Alert>}
+          {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
           <PasswordInput label={t("password.current")} autoComplete="current-password" {...form.field("currentPassword")} />
           <PasswordInput label={t("password.new")} autoComplete="new-password" {...form.field("newPassword")} />
           <PasswordInput label={t("password.confirm")} autoComplete="new-password" {...form.field("repeat")} />

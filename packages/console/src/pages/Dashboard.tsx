@@ -6,6 +6,7 @@
  */
 import { AreaChart, BarChart } from "@mantine/charts"
 import { Button, Group, Paper, SimpleGrid, Text, ThemeIcon } from "@mantine/core"
+import { useReducedMotion } from "@mantine/hooks"
 import { IconActivity, IconCalendarMonth, IconCoin, IconReceipt2 } from "@tabler/icons-react"
 import { useQuery } from "@tanstack/react-query"
 import { Link } from "react-router"
@@ -14,28 +15,40 @@ import { EmptyState, QueryState } from "../components/States.tsx"
 import { call, type Contract, Endpoints } from "../lib/api.ts"
 import { tokens, usd } from "../lib/format.ts"
 import { useI18n } from "../lib/i18n.tsx"
+import { useSyncBalance } from "../lib/session.tsx"
 
-const palette = ["indigo.6", "cyan.6", "teal.6", "grape.6", "orange.6", "pink.6", "lime.6", "blue.6"]
+/** The charts' colours, one per model in turn. @category charts */
+export const palette = ["indigo.6", "cyan.6", "teal.6", "grape.6", "orange.6", "pink.6", "lime.6", "blue.6"]
+
+/** Chart series for pivoted model columns, labelled with the real model ids. @category charts */
+export const chartSeries = (models: ReadonlyArray<string>) =>
+  models.map((name, i) => ({ name, label: name.replaceAll("_", "."), color: palette[i % palette.length]! }))
+
+const DAY = 86_400_000
 
 /**
  * Pivots per-day-and-model points into one row per day with a column per
- * model (what the charts take), filling every day of the window.
+ * model (what the charts take), filling every UTC day from `from` (inclusive)
+ * to `to` (exclusive), both epoch ms.
  *
  * @category charts
  */
-export const pivot = (
+export const pivotRange = (
   points: ReadonlyArray<Contract.DailyPoint>,
   value: (point: Contract.DailyPoint) => number,
-  days = 30,
-  today = new Date()
+  from: number,
+  to: number
 ): { rows: Array<Record<string, string | number>>; models: Array<string> } => {
   // Chart keys may not contain dots (recharts reads them as paths), so "gemini-2.5-flash" is keyed "gemini-2_5-flash".
   const models = [...new Set(points.map((p) => p.model.replaceAll(".", "_")))].sort()
   const byDay = new Map<string, Record<string, string | number>>()
-  const end = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate())
-  for (let i = days - 1; i >= 0; i--) {
-    const day = new Date(end - i * 86_400_000).toISOString().slice(0, 10)
-    byDay.set(day, { day: day.slice(5), ...Object.fromEntries(models.map((m) => [m, 0])) })
+  const first = Math.floor(from / DAY) * DAY
+  const years = new Set<string>()
+  for (let at = first; at < to; at += DAY) years.add(new Date(at).toISOString().slice(0, 4))
+  for (let at = first; at < to; at += DAY) {
+    const day = new Date(at).toISOString().slice(0, 10)
+    // Days read MM-DD while the window stays within one year.
+    byDay.set(day, { day: years.size > 1 ? day : day.slice(5), ...Object.fromEntries(models.map((m) => [m, 0])) })
   }
   for (const point of points) {
     const row = byDay.get(point.day)
@@ -45,13 +58,38 @@ export const pivot = (
   return { rows: [...byDay.values()], models }
 }
 
-/** A chart axis amount: two decimals, or two significant digits below a cent. @category charts */
-export const money = (v: number): string => v === 0 ? "$0" : v < 0.01 ? `$${v.toPrecision(2)}` : `$${v.toFixed(2)}`
+/**
+ * `pivotRange` over the `days` UTC days that end with `today`.
+ *
+ * @category charts
+ */
+export const pivot = (
+  points: ReadonlyArray<Contract.DailyPoint>,
+  value: (point: Contract.DailyPoint) => number,
+  days = 30,
+  today = new Date()
+): { rows: Array<Record<string, string | number>>; models: Array<string> } => {
+  const end = Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate()) + DAY
+  return pivotRange(points, value, end - days * DAY, end)
+}
+
+/**
+ * A chart amount (axis ticks, tooltips): two decimals from a dollar up, two
+ * significant digits below (so ticks 0.005 apart never read the same).
+ *
+ * @category charts
+ */
+export const money = (v: number): string =>
+  v === 0 ? "$0" : Math.abs(v) >= 1 ? `$${v.toFixed(2)}` : `$${twoDigits.format(v)}`
+
+const twoDigits = new Intl.NumberFormat("en-US", { maximumSignificantDigits: 2 })
 
 /** The dashboard page. @category pages */
 export function DashboardPage() {
   const { t } = useI18n()
-  const query = useQuery({ queryKey: ["dashboard"], queryFn: () => call(Endpoints.dashboard) })
+  const query = useQuery({ queryKey: ["dashboard"], queryFn: () => call(Endpoints.dashboard), refetchOnWindowFocus: "always" })
+  useSyncBalance(query.data?.balance)
+  const animate = !useReducedMotion()
   return (
     <>
       <PageHeader title={t("dashboard.title")} actions={<Button component={Link} to="/keys" variant="light">{t("dashboard.createKey")}</Button>} />
@@ -59,8 +97,6 @@ export function DashboardPage() {
         {(data) => {
           const spend = pivot(data.daily, (p) => Number(p.cost))
           const tokenChart = pivot(data.daily, (p) => p.promptTokens + p.completionTokens)
-          const series = (models: Array<string>) =>
-            models.map((name, i) => ({ name, label: name.replaceAll("_", "."), color: palette[i % palette.length]! }))
           return (
             <>
               <SimpleGrid cols={{ base: 1, xs: 2, md: 4 }} mb="lg">
@@ -113,8 +149,9 @@ export function DashboardPage() {
                         data={spend.rows}
                         dataKey="day"
                         type="stacked"
-                        series={series(spend.models)}
+                        series={chartSeries(spend.models)}
                         valueFormatter={money}
+                        barProps={{ isAnimationActive: animate }}
                         withLegend
                         tickLine="none"
                       />
@@ -126,8 +163,9 @@ export function DashboardPage() {
                         data={tokenChart.rows}
                         dataKey="day"
                         type="stacked"
-                        series={series(tokenChart.models)}
+                        series={chartSeries(tokenChart.models)}
                         valueFormatter={(v) => tokens(v)}
+                        areaProps={{ isAnimationActive: animate }}
                         withLegend
                         curveType="monotone"
                         tickLine="none"

@@ -23,7 +23,7 @@ import { IconAlertTriangle, IconKey, IconPlus } from "@tabler/icons-react"
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query"
 import { useState } from "react"
 import { ConfirmButton, CopyField, PageHeader } from "../components/Bits.tsx"
-import { EmptyState, errorMessage, QueryState } from "../components/States.tsx"
+import { EmptyState, ErrorState, errorMessage, QueryState } from "../components/States.tsx"
 import { call, type Contract, Endpoints } from "../lib/api.ts"
 import { Contract as C } from "../lib/contract.ts"
 import { ago, dateTime, usd } from "../lib/format.ts"
@@ -72,7 +72,7 @@ export function CreateKeyForm({ groups, onCreated, onCancel }: {
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
-        {form.formError !== undefined && <Alert color="red" icon={<IconAlertTriangle />}>{errorMessage(form.formError, t("common.network"))}</Alert>}
+        {form.formError !== undefined && <Alert color="red" icon={<IconAlertTriangle />}>{errorMessage(form.formError, t)}</Alert>}
         <TextInput label={t("keys.name")} placeholder={t("keys.namePlaceholder")} data-autofocus {...form.field("name")} />
         <Select
           label={t("keys.group")}
@@ -137,7 +137,7 @@ export function KeysTable({ keys, onToggle, onDelete }: {
   const { t, locale } = useI18n()
   const now = Date.now()
   return (
-    <Table.ScrollContainer minWidth={760}>
+    <Table.ScrollContainer minWidth={900}>
       <Table verticalSpacing="sm" highlightOnHover data-testid="keys-table">
         <Table.Thead>
           <Table.Tr>
@@ -242,7 +242,7 @@ export function KeysPage() {
       void refresh()
       notifications.show({ color: "teal", message: t("keys.updated") })
     },
-    onError: (error) => notifications.show({ color: "red", message: errorMessage(error, t("common.network")) })
+    onError: (error) => notifications.show({ color: "red", message: errorMessage(error, t) })
   })
   const remove = async (key: Contract.ApiKey) => {
     try {
@@ -250,7 +250,7 @@ export function KeysPage() {
       notifications.show({ color: "teal", message: t("keys.deleted") })
       await refresh()
     } catch (error) {
-      notifications.show({ color: "red", message: errorMessage(error, t("common.network")) })
+      notifications.show({ color: "red", message: errorMessage(error, t) })
     }
   }
   return (
@@ -260,6 +260,10 @@ export function KeysPage() {
         subtitle={t("keys.subtitle")}
         actions={<Button leftSection={<IconPlus size={16} />} onClick={() => setCreating(true)} disabled={!models.data}>{t("keys.create")}</Button>}
       />
+      {models.error && (
+        // Without the models the create form has nothing to offer: say why instead of leaving the button disabled.
+        <Stack mb="md"><ErrorState error={models.error} onRetry={() => void models.refetch()} /></Stack>
+      )}
       <Paper withBorder radius="md" p="xs">
         <QueryState query={keys}>
           {(data) =>

@@ -42,7 +42,7 @@ export function LoginPage() {
               </div>
               {form.formError !== undefined && (
                 <Alert color="red" variant="light" icon={<IconAlertTriangle />} title={t("login.failed")} role="alert">
-                  {errorMessage(form.formError, t("common.network"))}
+                  {errorMessage(form.formError, t)}
                 </Alert>
               )}
               <TextInput label={t("login.username")} autoComplete="username" autoFocus name="username" {...form.field("username")} />

@@ -10,10 +10,10 @@ import { useQuery } from "@tanstack/react-query"
 import { PageHeader } from "../components/Bits.tsx"
 import { EmptyState, QueryState } from "../components/States.tsx"
 import { call, type Contract, Endpoints } from "../lib/api.ts"
-import { tokens, usd } from "../lib/format.ts"
+import { price as formatPrice, tokens } from "../lib/format.ts"
 import { type Translate, useI18n } from "../lib/i18n.tsx"
 
-const price = (value: string | null) => value === null ? <Text c="dimmed" size="sm">—</Text> : <Text ff="monospace" size="sm">{usd(value)}</Text>
+const price = (value: string | null) => value === null ? <Text c="dimmed" size="sm">—</Text> : <Text ff="monospace" size="sm">{formatPrice(value)}</Text>
 
 /** A group's limits as words. @category helpers */
 export const limitsText = (limits: Contract.Limits, t: Translate): string => {
@@ -37,7 +37,7 @@ export function ModelsPage() {
           data.groups.every((g) => g.models.length === 0)
             ? <Paper withBorder radius="md"><EmptyState icon={<IconStack2 size={28} />} title={t("models.empty")} hint={t("models.emptyHint")} /></Paper>
             : (
-              <Stack gap="lg">
+              <Stack gap="lg" data-testid="models-page">
                 {data.groups.map((group) => (
                   <Card key={group.name} withBorder radius="md" padding="md">
                     <Group justify="space-between" mb="sm" wrap="wrap">

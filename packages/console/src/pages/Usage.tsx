@@ -11,21 +11,16 @@ import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-quer
 import { useMemo, useState } from "react"
 import { useSearchParams } from "react-router"
 import { PageHeader } from "../components/Bits.tsx"
+import { last30, type Period, PeriodFilter, periodBounds } from "../components/Period.tsx"
 import { EmptyState, ErrorState, errorMessage, Loading } from "../components/States.tsx"
 import { call, type Contract, Endpoints, urlOf } from "../lib/api.ts"
 import { Contract as C } from "../lib/contract.ts"
 import { dateTime, tokens, usd } from "../lib/format.ts"
 import { type MessageKey, useI18n } from "../lib/i18n.tsx"
+import { sessionKey } from "../lib/session.tsx"
 import { useForm } from "../lib/useForm.ts"
 
-const DAY = 86_400_000
-
-/** The start of a period choice ("1", "7", "30" days back, or "all"). @category filters */
-export const rangeStart = (range: string, now = Date.now()): number | undefined => {
-  if (range === "all") return undefined
-  const today = Math.floor(now / DAY) * DAY
-  return today - (Number(range) - 1) * DAY
-}
+export { rangeStart } from "../components/Period.tsx"
 
 /**
  * A table of usage records.
@@ -75,79 +70,110 @@ export function UsageTable({ records, showUser = false }: { readonly records: Re
   )
 }
 
-function Records() {
+/**
+ * A page of usage records with "Load more": loading, error (with retry) and
+ * empty states, and the table. `load` fetches the page after `cursor`.
+ *
+ * @category components
+ */
+export function PagedUsage({ queryKey, load, showUser = false, emptyHint }: {
+  readonly queryKey: ReadonlyArray<unknown>
+  readonly load: (cursor: string | undefined) => Promise<Contract.UsagePage>
+  readonly showUser?: boolean
+  readonly emptyHint?: string
+}) {
   const { t } = useI18n()
-  const [keyId, setKeyId] = useState<string | null>(null)
-  const [model, setModel] = useState<string | null>(null)
-  const [range, setRange] = useState("30")
-  const keys = useQuery({ queryKey: ["keys"], queryFn: () => call(Endpoints.listKeys) })
-  const models = useQuery({ queryKey: ["my-models"], queryFn: () => call(Endpoints.myModels) })
-  const filter = useMemo(() => ({
-    keyId: keyId ?? undefined,
-    model: model ?? undefined,
-    from: rangeStart(range)
-  }), [keyId, model, range])
   const records = useInfiniteQuery({
-    queryKey: ["usage", filter],
-    queryFn: ({ pageParam }) => call(Endpoints.usage, { query: { ...filter, limit: 50, cursor: pageParam } }),
+    queryKey,
+    queryFn: ({ pageParam }) => load(pageParam),
     initialPageParam: undefined as string | undefined,
     getNextPageParam: (last) => last.nextCursor ?? undefined
   })
-  const modelIds = [...new Set(models.data?.groups.flatMap((g) => g.models.map((m) => m.id)) ?? [])]
   const rows = records.data?.pages.flatMap((p) => p.data) ?? []
+  return records.isPending
+    ? <Loading />
+    : records.error
+    ? <ErrorState error={records.error} onRetry={() => void records.refetch()} />
+    : rows.length === 0
+    ? <EmptyState icon={<IconReceipt size={28} />} title={t("usage.empty")} {...(emptyHint === undefined ? {} : { hint: emptyHint })} />
+    : (
+      <>
+        <UsageTable records={rows} showUser={showUser} />
+        {records.hasNextPage && (
+          <Group justify="center" p="sm">
+            <Button variant="light" loading={records.isFetchingNextPage} onClick={() => void records.fetchNextPage()}>{t("common.loadMore")}</Button>
+          </Group>
+        )}
+      </>
+    )
+}
+
+/** The usage filters: key, model and period. @category models */
+export interface UsageFilter {
+  readonly keyId: string | null
+  readonly model: string | null
+  readonly period: Period
+}
+
+function Records() {
+  const { t } = useI18n()
+  const client = useQueryClient()
+  const [filter, setFilter] = useState<UsageFilter>({ keyId: null, model: null, period: last30 })
+  const keys = useQuery({ queryKey: ["keys"], queryFn: () => call(Endpoints.listKeys) })
+  const models = useQuery({ queryKey: ["my-models"], queryFn: () => call(Endpoints.myModels) })
+  const bounds = periodBounds(filter.period)
+  const query = useMemo(() => ({
+    keyId: filter.keyId ?? undefined,
+    model: filter.model ?? undefined,
+    from: bounds.from,
+    to: bounds.to
+  }), [filter.keyId, filter.model, bounds.from, bounds.to])
+  const modelIds = [...new Set(models.data?.groups.flatMap((g) => g.models.map((m) => m.id)) ?? [])]
   return (
     <Stack>
-      <Group align="flex-end" wrap="wrap">
+      <Group align="flex-start" wrap="wrap" gap="xs">
         <Select
           label={t("usage.filterKey")}
           placeholder={t("common.all")}
           clearable
           data={(keys.data?.data ?? []).map((k) => ({ value: k.id, label: k.name }))}
-          value={keyId}
-          onChange={setKeyId}
+          value={filter.keyId}
+          onChange={(keyId) => setFilter({ ...filter, keyId })}
           w={200}
         />
-        <Select label={t("usage.filterModel")} placeholder={t("common.all")} clearable searchable data={modelIds} value={model} onChange={setModel} w={220} />
         <Select
-          label={t("usage.filterRange")}
-          allowDeselect={false}
-          data={[
-            { value: "1", label: t("usage.range1") },
-            { value: "7", label: t("usage.range7") },
-            { value: "30", label: t("usage.range30") },
-            { value: "all", label: t("usage.rangeAll") }
-          ]}
-          value={range}
-          onChange={(v) => setRange(v ?? "30")}
-          w={170}
+          label={t("usage.filterModel")}
+          placeholder={t("common.all")}
+          clearable
+          searchable
+          data={modelIds}
+          value={filter.model}
+          onChange={(model) => setFilter({ ...filter, model })}
+          w={220}
         />
+        <PeriodFilter value={filter.period} onChange={(period) => setFilter({ ...filter, period })} />
         <Button
           component="a"
-          href={urlOf(Endpoints.usageCsv, { query: filter })}
+          href={urlOf(Endpoints.usageCsv, { query })}
           download="usage.csv"
           variant="default"
+          mt={25}
           leftSection={<IconDownload size={16} />}
         >
           {t("common.exportCsv")}
         </Button>
       </Group>
       <Paper withBorder radius="md" p="xs">
-        {records.isPending
-          ? <Loading />
-          : records.error
-          ? <ErrorState error={records.error} onRetry={() => void records.refetch()} />
-          : rows.length === 0
-          ? <EmptyState icon={<IconReceipt size={28} />} title={t("usage.empty")} hint={t("usage.emptyHint")} />
-          : (
-            <>
-              <UsageTable records={rows} />
-              {records.hasNextPage && (
-                <Group justify="center" p="sm">
-                  <Button variant="light" loading={records.isFetchingNextPage} onClick={() => void records.fetchNextPage()}>{t("common.loadMore")}</Button>
-                </Group>
-              )}
-            </>
-          )}
+        <PagedUsage
+          queryKey={["usage", query]}
+          load={async (cursor) => {
+            const page = await call(Endpoints.usage, { query: { ...query, limit: 50, cursor } })
+            // Fresh records mean fresh spending: the header's balance is read again to match.
+            if (cursor === undefined) void client.invalidateQueries({ queryKey: sessionKey })
+            return page
+          }}
+          emptyHint={t("usage.emptyHint")}
+        />
       </Paper>
     </Stack>
   )
@@ -186,33 +212,45 @@ export function LedgerTable({ entries }: { readonly entries: ReadonlyArray<Contr
   )
 }
 
-function Ledger() {
+/**
+ * Ledger entries with "Load more", and their loading, error and empty states.
+ *
+ * @category components
+ */
+export function PagedLedger({ queryKey, load }: {
+  readonly queryKey: ReadonlyArray<unknown>
+  readonly load: (cursor: string | undefined) => Promise<Contract.LedgerPage>
+}) {
   const { t } = useI18n()
   const ledger = useInfiniteQuery({
-    queryKey: ["ledger"],
-    queryFn: ({ pageParam }) => call(Endpoints.ledger, { query: { limit: 50, cursor: pageParam } }),
+    queryKey,
+    queryFn: ({ pageParam }) => load(pageParam),
     initialPageParam: undefined as string | undefined,
     getNextPageParam: (last) => last.nextCursor ?? undefined
   })
   const rows = ledger.data?.pages.flatMap((p) => p.data) ?? []
+  return ledger.isPending
+    ? <Loading />
+    : ledger.error
+    ? <ErrorState error={ledger.error} onRetry={() => void ledger.refetch()} />
+    : rows.length === 0
+    ? <EmptyState title={t("usage.ledgerEmpty")} />
+    : (
+      <>
+        <LedgerTable entries={rows} />
+        {ledger.hasNextPage && (
+          <Group justify="center" p="sm">
+            <Button variant="light" loading={ledger.isFetchingNextPage} onClick={() => void ledger.fetchNextPage()}>{t("common.loadMore")}</Button>
+          </Group>
+        )}
+      </>
+    )
+}
+
+function Ledger() {
   return (
     <Paper withBorder radius="md" p="xs">
-      {ledger.isPending
-        ? <Loading />
-        : ledger.error
-        ? <ErrorState error={ledger.error} onRetry={() => void ledger.refetch()} />
-        : rows.length === 0
-        ? <EmptyState title={t("usage.ledgerEmpty")} />
-        : (
-          <>
-            <LedgerTable entries={rows} />
-            {ledger.hasNextPage && (
-              <Group justify="center" p="sm">
-                <Button variant="light" onClick={() => void ledger.fetchNextPage()}>{t("common.loadMore")}</Button>
-              </Group>
-            )}
-          </>
-        )}
+      <PagedLedger queryKey={["ledger"]} load={(cursor) => call(Endpoints.ledger, { query: { limit: 50, cursor } })} />
     </Paper>
   )
 }
@@ -235,11 +273,11 @@ export function RedeemForm() {
     }
   })
   return (
-    <Paper withBorder radius="md" p="lg" maw={520}>
+    <Paper withBorder radius="md" p="lg" maw={520} data-testid="redeem-form">
       <form onSubmit={(e) => void form.submit(e)} noValidate>
         <Stack>
           <Text size="sm" c="dimmed">{t("usage.redeemHint")}</Text>
-          {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t("common.network"))}</Alert>}
+          {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
           {result && (
             <Alert color="teal" data-testid="redeem-result">
               {t("usage.redeemed", { amount: usd(result.amount), balance: usd(result.balance) })}

@@ -26,7 +26,7 @@ import {
 import { notifications } from "@mantine/notifications"
 import { IconPlayerPlay, IconPlus, IconServer } from "@tabler/icons-react"
 import { useQuery, useQueryClient } from "@tanstack/react-query"
-import { useState } from "react"
+import { type ReactNode, useState } from "react"
 import { ConfirmButton, PageHeader } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
 import { call, type Contract, Endpoints } from "../../lib/api.ts"
@@ -106,7 +106,7 @@ export function ChannelForm({ channel, groups, onDone }: {
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
-        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t("common.network"))}</Alert>}
+        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
         <SimpleGrid cols={{ base: 1, sm: 2 }}>
           <TextInput label={t("common.name")} data-autofocus {...form.field("name")} />
           <Select
@@ -144,33 +144,40 @@ export function ChannelForm({ channel, groups, onDone }: {
   )
 }
 
-function TestButton({ channel }: { readonly channel: Contract.AdminChannel }) {
+/**
+ * The Test button beside the row's other actions, with the result on its own
+ * line below them (so a long upstream error never pushes the buttons away).
+ */
+function TestButton({ channel, children }: { readonly channel: Contract.AdminChannel; readonly children?: ReactNode }) {
   const { t } = useI18n()
   const [busy, setBusy] = useState(false)
   const [result, setResult] = useState<Contract.TestChannelResult | undefined>(undefined)
   return (
     <Stack gap={4} align="flex-start">
-      <Button
-        size="xs"
-        variant="light"
-        leftSection={<IconPlayerPlay size={14} />}
-        loading={busy}
-        aria-label={`${t("admin.channels.test")} ${channel.name}`}
-        onClick={async () => {
-          setBusy(true)
-          try {
-            setResult(await call(Endpoints.adminTestChannel, { params: { id: channel.id }, body: {} }))
-          } catch (error) {
-            notifications.show({ color: "red", message: errorMessage(error, t("common.network")) })
-          } finally {
-            setBusy(false)
-          }
-        }}
-      >
-        {t("admin.channels.test")}
-      </Button>
+      <Group gap={4} wrap="nowrap">
+        <Button
+          size="xs"
+          variant="light"
+          leftSection={<IconPlayerPlay size={14} />}
+          loading={busy}
+          aria-label={`${t("admin.channels.test")} ${channel.name}`}
+          onClick={async () => {
+            setBusy(true)
+            try {
+              setResult(await call(Endpoints.adminTestChannel, { params: { id: channel.id }, body: {} }))
+            } catch (error) {
+              notifications.show({ color: "red", message: errorMessage(error, t) })
+            } finally {
+              setBusy(false)
+            }
+          }}
+        >
+          {t("admin.channels.test")}
+        </Button>
+        {children}
+      </Group>
       {result && (
-        <Text size="xs" c={result.ok ? "teal" : "red"} maw={260} data-testid="test-result">
+        <Text size="xs" c={result.ok ? "teal" : "red"} maw={280} style={{ overflowWrap: "anywhere" }} data-testid="test-result">
           {result.ok
             ? t("admin.channels.testOk", { ms: Math.round(result.latencyMs), message: result.message })
             : t("admin.channels.testFailed", { status: result.status ?? "—", ms: Math.round(result.latencyMs), message: result.message })}
@@ -231,14 +238,17 @@ export function AdminChannelsPage() {
                               checked={c.enabled}
                               aria-label={`${c.name} ${t("common.enabled")}`}
                               onChange={async (e) => {
-                                await call(Endpoints.adminUpdateChannel, { params: { id: c.id }, body: { enabled: e.currentTarget.checked } })
-                                await refresh()
+                                try {
+                                  await call(Endpoints.adminUpdateChannel, { params: { id: c.id }, body: { enabled: e.currentTarget.checked } })
+                                  await refresh()
+                                } catch (error) {
+                                  notifications.show({ color: "red", title: t("common.error"), message: errorMessage(error, t) })
+                                }
                               }}
                             />
                           </Table.Td>
                           <Table.Td>
-                            <Group gap={4} align="flex-start" wrap="nowrap">
-                              <TestButton channel={c} />
+                            <TestButton channel={c}>
                               <Button size="xs" variant="subtle" onClick={() => setEditing(c)}>{t("common.edit")}</Button>
                               <ConfirmButton
                                 title={t("admin.channels.deleteTitle", { name: c.name })}
@@ -250,7 +260,7 @@ export function AdminChannelsPage() {
                               >
                                 {t("common.delete")}
                               </ConfirmButton>
-                            </Group>
+                            </TestButton>
                           </Table.Td>
                         </Table.Tr>
                       ))}

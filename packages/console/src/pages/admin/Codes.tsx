@@ -33,7 +33,7 @@ export function GenerateCodesForm({ onGenerated }: { readonly onGenerated: (code
           <TextInput label={t("admin.codes.amount")} placeholder="10" inputMode="decimal" w={200} {...form.field("amount")} />
           <Button type="submit" mt={25} loading={form.submitting} leftSection={<IconTicket size={16} />}>{t("admin.codes.generate")}</Button>
         </Group>
-        {form.formError !== undefined && <Alert color="red" mt="sm">{errorMessage(form.formError, t("common.network"))}</Alert>}
+        {form.formError !== undefined && <Alert color="red" mt="sm">{errorMessage(form.formError, t)}</Alert>}
       </form>
     </Paper>
   )

@@ -51,7 +51,7 @@ function GroupForm({ group, users, onDone }: {
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
-        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t("common.network"))}</Alert>}
+        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
         {group === undefined && <TextInput label={t("common.name")} data-autofocus {...form.field("name")} />}
         <TextInput label={t("admin.groups.ratio")} inputMode="decimal" {...form.field("ratio")} />
         <SimpleGrid cols={3}>
@@ -97,7 +97,7 @@ export function AdminGroupsPage() {
               ? <EmptyState title={t("admin.groups.empty")} action={<Button onClick={() => setEditing("new")}>{t("admin.groups.create")}</Button>} />
               : (
                 <Table.ScrollContainer minWidth={640}>
-                  <Table verticalSpacing="sm" highlightOnHover>
+                  <Table verticalSpacing="sm" highlightOnHover data-testid="groups-table">
                     <Table.Thead>
                       <Table.Tr>
                         <Table.Th>{t("common.name")}</Table.Th>
@@ -126,12 +126,8 @@ export function AdminGroupsPage() {
                                 title={t("admin.groups.deleteTitle", { name: g.name })}
                                 confirmLabel={t("common.delete")}
                                 onConfirm={async () => {
-                                  try {
-                                    await call(Endpoints.adminDeleteGroup, { params: { name: g.name } })
-                                    await refresh()
-                                  } catch (error) {
-                                    notifications.show({ color: "red", message: errorMessage(error, t("common.network")) })
-                                  }
+                                  await call(Endpoints.adminDeleteGroup, { params: { name: g.name } })
+                                  await refresh()
                                 }}
                               >
                                 {t("common.delete")}

@@ -12,7 +12,7 @@ import { ConfirmButton, PageHeader } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
 import { call, type Contract, Endpoints } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
-import { tokens, usd } from "../../lib/format.ts"
+import { price, tokens } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
 import { useForm } from "../../lib/useForm.ts"
 
@@ -49,7 +49,7 @@ function ModelForm({ model, onDone }: { readonly model: Contract.AdminModel | un
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
-        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t("common.network"))}</Alert>}
+        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
         <SimpleGrid cols={{ base: 1, sm: 2 }}>
           <TextInput label={t("admin.models.id")} disabled={model !== undefined} data-autofocus {...form.field("id")} />
           <TextInput label={t("admin.models.displayName")} {...form.field("displayName")} />
@@ -78,7 +78,7 @@ export function AdminModelsPage() {
   const models = useQuery({ queryKey: ["admin", "models"], queryFn: () => call(Endpoints.adminListModels) })
   const [editing, setEditing] = useState<Contract.AdminModel | "new" | undefined>(undefined)
   const refresh = () => client.invalidateQueries()
-  const p = (v: string | null) => v === null ? "—" : usd(v)
+  const p = (v: string | null) => v === null ? "—" : price(v)
   return (
     <>
       <PageHeader
@@ -93,7 +93,7 @@ export function AdminModelsPage() {
               ? <EmptyState title={t("admin.models.empty")} action={<Button onClick={() => setEditing("new")}>{t("admin.models.create")}</Button>} />
               : (
                 <Table.ScrollContainer minWidth={760}>
-                  <Table verticalSpacing="sm" striped highlightOnHover>
+                  <Table verticalSpacing="sm" striped highlightOnHover data-testid="admin-models-table">
                     <Table.Thead>
                       <Table.Tr>
                         <Table.Th>{t("usage.model")}</Table.Th>

@@ -1,78 +1,152 @@
 /**
- * The usage overview across users: spend per day and model, the top users,
- * and the latest requests.
+ * The usage overview across users, filtered by period, user and model: spend
+ * and tokens per day and model, the top users, and the matching requests.
  *
  * @since 0.1.0
  */
-import { BarChart, DonutChart } from "@mantine/charts"
-import { Paper, SimpleGrid, Stack, Table, Text } from "@mantine/core"
+import { AreaChart, BarChart, DonutChart } from "@mantine/charts"
+import { Grid, Group, Paper, Select, SimpleGrid, Stack, Table, Text } from "@mantine/core"
+import { useReducedMotion } from "@mantine/hooks"
 import { useQuery } from "@tanstack/react-query"
+import { useMemo, useState } from "react"
 import { PageHeader, StatCard } from "../../components/Bits.tsx"
+import { last30, type Period, PeriodFilter, periodBounds } from "../../components/Period.tsx"
 import { EmptyState, QueryState } from "../../components/States.tsx"
 import { call, Endpoints } from "../../lib/api.ts"
 import { tokens, usd } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
-import { money, pivot } from "../Dashboard.tsx"
-import { UsageTable } from "../Usage.tsx"
+import { chartSeries, money, palette, pivotRange } from "../Dashboard.tsx"
+import { PagedUsage } from "../Usage.tsx"
 
-const palette = ["indigo.6", "cyan.6", "teal.6", "grape.6", "orange.6", "pink.6", "lime.6", "blue.6"]
+const DAY = 86_400_000
+
+/** The overview's filters. @category models */
+export interface OverviewFilter {
+  readonly period: Period
+  readonly userId: string | null
+  readonly model: string | null
+}
 
 /** The overview page. @category pages */
 export function AdminOverviewPage() {
   const { t } = useI18n()
-  const overview = useQuery({ queryKey: ["admin", "overview"], queryFn: () => call(Endpoints.adminUsageDaily) })
-  const recent = useQuery({ queryKey: ["admin", "usage"], queryFn: () => call(Endpoints.adminUsage, { query: { limit: 20 } }) })
+  const [filter, setFilter] = useState<OverviewFilter>({ period: last30, userId: null, model: null })
+  const users = useQuery({ queryKey: ["admin", "users"], queryFn: () => call(Endpoints.adminListUsers) })
+  const models = useQuery({ queryKey: ["admin", "models"], queryFn: () => call(Endpoints.adminListModels) })
+  const bounds = periodBounds(filter.period)
+  const query = useMemo(() => ({
+    // "All time" asks from the epoch: without `from` the server answers the last 30 days.
+    from: filter.period.range === "all" ? 0 : bounds.from,
+    to: bounds.to,
+    userId: filter.userId ?? undefined,
+    model: filter.model ?? undefined
+  }), [filter.period.range, bounds.from, bounds.to, filter.userId, filter.model])
+  const animate = !useReducedMotion()
+  const overview = useQuery({ queryKey: ["admin", "overview", query], queryFn: () => call(Endpoints.adminUsageDaily, { query }) })
   return (
     <>
       <PageHeader title={t("admin.overview.title")} />
+      <Group align="flex-start" wrap="wrap" gap="xs" mb="lg">
+        <PeriodFilter value={filter.period} onChange={(period) => setFilter({ ...filter, period })} />
+        <Select
+          label={t("admin.overview.user")}
+          placeholder={t("common.all")}
+          clearable
+          searchable
+          data={(users.data?.data ?? []).map((u) => ({ value: u.id, label: u.name }))}
+          value={filter.userId}
+          onChange={(userId) => setFilter({ ...filter, userId })}
+          w={200}
+        />
+        <Select
+          label={t("usage.filterModel")}
+          placeholder={t("common.all")}
+          clearable
+          searchable
+          data={(models.data?.data ?? []).map((m) => m.id)}
+          value={filter.model}
+          onChange={(model) => setFilter({ ...filter, model })}
+          w={220}
+        />
+      </Group>
       <QueryState query={overview}>
         {(data) => {
-          const spend = pivot(data.daily, (p) => Number(p.cost))
+          const now = Date.now()
+          const firstDay = data.daily.reduce((min, p) => Math.min(min, Date.parse(`${p.day}T00:00:00Z`)), Math.floor(now / DAY) * DAY)
+          const from = query.from === undefined || query.from === 0 ? firstDay : query.from
+          const to = query.to ?? Math.floor(now / DAY) * DAY + DAY
+          const spend = pivotRange(data.daily, (p) => Number(p.cost), from, to)
+          const tokenChart = pivotRange(data.daily, (p) => p.promptTokens + p.completionTokens, from, to)
+          const totalTokens = data.daily.reduce((sum, p) => sum + p.promptTokens + p.completionTokens, 0)
           return (
             <Stack gap="lg">
-              <SimpleGrid cols={{ base: 1, sm: 2 }}>
-                <StatCard label={t("admin.overview.totalCost")} value={usd(data.totalCost)} />
-                <StatCard label={t("admin.overview.totalRequests")} value={data.totalRequests.toLocaleString()} />
+              <SimpleGrid cols={{ base: 1, xs: 3 }}>
+                <StatCard label={t("admin.overview.totalCost")} value={usd(data.totalCost)} testId="overview-cost" />
+                <StatCard label={t("admin.overview.totalRequests")} value={data.totalRequests.toLocaleString()} testId="overview-requests" />
+                <StatCard label={t("admin.overview.totalTokens")} value={tokens(totalTokens)} testId="overview-tokens" />
               </SimpleGrid>
               {data.daily.length === 0
                 ? <Paper withBorder radius="md"><EmptyState title={t("dashboard.noUsage")} /></Paper>
                 : (
-                  <SimpleGrid cols={{ base: 1, lg: 3 }}>
-                    <Paper withBorder p="md" radius="md" style={{ gridColumn: "span 2" }}>
-                      <Text fw={600} mb="md">{t("dashboard.spendChart")}</Text>
-                      <BarChart
-                        h={280}
-                        data={spend.rows}
-                        dataKey="day"
-                        type="stacked"
-                        series={spend.models.map((name, i) => ({ name, label: name.replaceAll("_", "."), color: palette[i % palette.length]! }))}
-                        valueFormatter={money}
-                        withLegend
-                        tickLine="none"
-                      />
-                    </Paper>
-                    <Paper withBorder p="md" radius="md">
-                      <Text fw={600} mb="md">{t("admin.overview.topUsers")}</Text>
-                      <DonutChart
-                        mx="auto"
-                        size={160}
-                        thickness={24}
-                        data={data.users.slice(0, 8).map((u, i) => ({ name: u.userName, value: Number(u.cost), color: palette[i % palette.length]! }))}
-                        valueFormatter={(v) => `$${v.toFixed(2)}`}
-                      />
-                      <Table mt="md" verticalSpacing={4}>
-                        <Table.Tbody>
-                          {data.users.slice(0, 8).map((u) => (
-                            <Table.Tr key={u.userId}>
-                              <Table.Td><Text size="sm">{u.userName}</Text></Table.Td>
-                              <Table.Td ta="right"><Text size="xs" c="dimmed">{tokens(u.tokens)}</Text></Table.Td>
-                              <Table.Td ta="right"><Text size="sm" ff="monospace">{usd(u.cost)}</Text></Table.Td>
-                            </Table.Tr>
-                          ))}
-                        </Table.Tbody>
-                      </Table>
-                    </Paper>
-                  </SimpleGrid>
+                  <Grid>
+                    <Grid.Col span={{ base: 12, lg: 8 }}>
+                      <Stack>
+                        <Paper withBorder p="md" radius="md">
+                          <Text fw={600} mb="md">{t("admin.overview.spendChart")}</Text>
+                          <BarChart
+                            h={260}
+                            data={spend.rows}
+                            dataKey="day"
+                            type="stacked"
+                            series={chartSeries(spend.models)}
+                            valueFormatter={money}
+                            barProps={{ isAnimationActive: animate }}
+                            withLegend
+                            tickLine="none"
+                          />
+                        </Paper>
+                        <Paper withBorder p="md" radius="md">
+                          <Text fw={600} mb="md">{t("dashboard.tokensChart")}</Text>
+                          <AreaChart
+                            h={260}
+                            data={tokenChart.rows}
+                            dataKey="day"
+                            type="stacked"
+                            series={chartSeries(tokenChart.models)}
+                            valueFormatter={(v) => tokens(v)}
+                            areaProps={{ isAnimationActive: animate }}
+                            withLegend
+                            curveType="monotone"
+                            tickLine="none"
+                          />
+                        </Paper>
+                      </Stack>
+                    </Grid.Col>
+                    <Grid.Col span={{ base: 12, lg: 4 }}>
+                      <Paper withBorder p="md" radius="md">
+                        <Text fw={600} mb="md">{t("admin.overview.topUsers")}</Text>
+                        <DonutChart
+                          mx="auto"
+                          size={160}
+                          thickness={24}
+                          data={data.users.slice(0, 8).map((u, i) => ({ name: u.userName, value: Number(u.cost), color: palette[i % palette.length]! }))}
+                          valueFormatter={money}
+                          pieProps={{ isAnimationActive: animate }}
+                        />
+                        <Table mt="md" verticalSpacing={4} data-testid="top-users">
+                          <Table.Tbody>
+                            {data.users.slice(0, 8).map((u) => (
+                              <Table.Tr key={u.userId}>
+                                <Table.Td><Text size="sm">{u.userName}</Text></Table.Td>
+                                <Table.Td ta="right"><Text size="xs" c="dimmed">{tokens(u.tokens)}</Text></Table.Td>
+                                <Table.Td ta="right"><Text size="sm" ff="monospace">{usd(u.cost)}</Text></Table.Td>
+                              </Table.Tr>
+                            ))}
+                          </Table.Tbody>
+                        </Table>
+                      </Paper>
+                    </Grid.Col>
+                  </Grid>
                 )}
             </Stack>
           )
@@ -80,9 +154,11 @@ export function AdminOverviewPage() {
       </QueryState>
       <Text fw={600} mt="xl" mb="sm">{t("admin.overview.recent")}</Text>
       <Paper withBorder radius="md" p="xs">
-        <QueryState query={recent}>
-          {(data) => data.data.length === 0 ? <EmptyState title={t("usage.empty")} /> : <UsageTable records={data.data} showUser />}
-        </QueryState>
+        <PagedUsage
+          queryKey={["admin", "usage", query]}
+          load={(cursor) => call(Endpoints.adminUsage, { query: { ...query, limit: 20, cursor } })}
+          showUser
+        />
       </Paper>
     </>
   )

@@ -29,15 +29,16 @@ import { IconArrowLeft, IconPlus, IconUsers } from "@tabler/icons-react"
 import { useQuery, useQueryClient } from "@tanstack/react-query"
 import { useState } from "react"
 import { Link, useParams } from "react-router"
-import { ConfirmButton, PageHeader, StatCard } from "../../components/Bits.tsx"
+import { ConfirmButton, ConfirmDialog, PageHeader, StatCard } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
 import { call, type Contract, Endpoints } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { date, usd } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
+import { sessionKey } from "../../lib/session.tsx"
 import { useForm } from "../../lib/useForm.ts"
 import { KeysTable } from "../Keys.tsx"
-import { LedgerTable, UsageTable } from "../Usage.tsx"
+import { PagedLedger, PagedUsage } from "../Usage.tsx"
 
 const useGroupNames = () => {
   const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call(Endpoints.adminListGroups) })
@@ -62,7 +63,7 @@ export function CreateUserForm({ groups, onDone }: { readonly groups: ReadonlyAr
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
-        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t("common.network"))}</Alert>}
+        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
         <TextInput label={t("login.username")} data-autofocus {...form.field("name")} />
         <PasswordInput label={t("admin.users.password")} autoComplete="new-password" {...form.field("password")} />
         <Select
@@ -169,7 +170,7 @@ export function AdjustBalanceForm({ userId, onDone }: { readonly userId: string;
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
-        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t("common.network"))}</Alert>}
+        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
         <TextInput label={t("admin.users.adjustAmount")} placeholder="10 or -2.5" inputMode="decimal" {...form.field("amount")} />
         <TextInput label={t("admin.users.adjustReason")} {...form.field("reason")} />
         <Group><Button type="submit" loading={form.submitting}>{t("admin.users.adjust")}</Button></Group>
@@ -185,8 +186,7 @@ export function AdminUserPage() {
   const client = useQueryClient()
   const user = useQuery({ queryKey: ["admin", "user", id], queryFn: () => call(Endpoints.adminGetUser, { params: { id } }) })
   const keys = useQuery({ queryKey: ["admin", "user", id, "keys"], queryFn: () => call(Endpoints.adminUserKeys, { params: { id } }) })
-  const usage = useQuery({ queryKey: ["admin", "user", id, "usage"], queryFn: () => call(Endpoints.adminUserUsage, { params: { id }, query: { limit: 50 } }) })
-  const ledger = useQuery({ queryKey: ["admin", "user", id, "ledger"], queryFn: () => call(Endpoints.adminUserLedger, { params: { id }, query: { limit: 50 } }) })
+  const [confirmDisable, setConfirmDisable] = useState(false)
   const groups = useGroupNames()
   const refresh = () => client.invalidateQueries({ queryKey: ["admin"] })
   const update = async (body: Contract.UpdateUserRequest) => {
@@ -195,7 +195,7 @@ export function AdminUserPage() {
       notifications.show({ color: "teal", message: t("common.saved") })
       await refresh()
     } catch (error) {
-      notifications.show({ color: "red", message: errorMessage(error, t("common.network")) })
+      notifications.show({ color: "red", message: errorMessage(error, t) })
     }
   }
   return (
@@ -233,6 +233,7 @@ export function AdminUserPage() {
                   onDone={(balance) => {
                     notifications.show({ color: "teal", message: t("admin.users.adjusted", { balance: usd(balance) }) })
                     void refresh()
+                    void client.invalidateQueries({ queryKey: sessionKey })
                   }}
                 />
               </Paper>
@@ -246,7 +247,19 @@ export function AdminUserPage() {
                     onChange={(v) => void update({ role: v === "admin" ? "admin" : "user" })}
                   />
                   <MultiSelect label={t("admin.users.groups")} data={groups} value={[...u.groups]} onChange={(v) => void update({ groups: v })} />
-                  <Switch label={t("common.enabled")} checked={u.enabled} onChange={(e) => void update({ enabled: e.currentTarget.checked })} />
+                  <Switch
+                    label={t("common.enabled")}
+                    checked={u.enabled}
+                    onChange={(e) => e.currentTarget.checked ? void update({ enabled: true }) : setConfirmDisable(true)}
+                  />
+                  <ConfirmDialog
+                    opened={confirmDisable}
+                    onClose={() => setConfirmDisable(false)}
+                    title={t("admin.users.disableTitle", { name: u.name })}
+                    body={t("admin.users.disableBody")}
+                    confirmLabel={t("common.disable")}
+                    onConfirm={() => update({ enabled: false })}
+                  />
                 </Stack>
               </Paper>
             </SimpleGrid>
@@ -260,10 +273,10 @@ export function AdminUserPage() {
                 <QueryState query={keys}>{(d) => d.data.length === 0 ? <EmptyState title={t("keys.empty")} /> : <KeysTable keys={d.data} />}</QueryState>
               </Tabs.Panel>
               <Tabs.Panel value="usage" pt="sm">
-                <QueryState query={usage}>{(d) => d.data.length === 0 ? <EmptyState title={t("usage.empty")} /> : <UsageTable records={d.data} />}</QueryState>
+                <PagedUsage queryKey={["admin", "user", id, "usage"]} load={(cursor) => call(Endpoints.adminUserUsage, { params: { id }, query: { limit: 50, cursor } })} />
               </Tabs.Panel>
               <Tabs.Panel value="ledger" pt="sm">
-                <QueryState query={ledger}>{(d) => d.data.length === 0 ? <EmptyState title={t("usage.ledgerEmpty")} /> : <LedgerTable entries={d.data} />}</QueryState>
+                <PagedLedger queryKey={["admin", "user", id, "ledger"]} load={(cursor) => call(Endpoints.adminUserLedger, { params: { id }, query: { limit: 50, cursor } })} />
               </Tabs.Panel>
             </Tabs>
           </Stack>

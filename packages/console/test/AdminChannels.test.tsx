@@ -1,0 +1,192 @@
+/**
+ * Administration of channels: the channel form (validation next to the
+ * fields, keys write-only: never shown, kept unless replaced), the channels
+ * table (rendering, empty state, Test results), and failures of the enable
+ * switch and of delete shown instead of swallowed.
+ */
+import { screen, waitFor, within } from "@testing-library/react"
+import userEvent from "@testing-library/user-event"
+import { afterEach, assert, describe, it, vi } from "vitest"
+import { type Contract, setCsrfToken } from "../src/lib/api.ts"
+import { AdminChannelsPage, ChannelForm, parseModelMap } from "../src/pages/admin/Channels.tsx"
+import { fakeApi, refusal, renderWithProviders, session } from "./render.tsx"
+
+const channel = (over: Partial<Contract.AdminChannel> = {}): Contract.AdminChannel => ({
+  id: "chn_1",
+  name: "openai-main",
+  type: "openai",
+  baseUrl: "https://api.openai.com/v1",
+  keyCount: 2,
+  keyHints: ["…7f3a", "…91c2"],
+  models: ["gpt-4o-mini", "gpt-4o"],
+  modelMap: { "gpt-4o": "gpt-4o-2024-08-06" },
+  groups: ["default"],
+  priority: 0,
+  weight: 1,
+  enabled: true,
+  apiVersion: null,
+  source: "console",
+  createdAt: 1,
+  ...over
+})
+
+const base = { "GET /api/auth/session": session("admin"), "GET /api/admin/groups": { body: { data: [] } } }
+
+afterEach(() => {
+  vi.unstubAllGlobals()
+  setCsrfToken(null)
+})
+
+describe("parseModelMap", () => {
+  it("reads public=upstream lines and skips the rest", () => {
+    assert.deepStrictEqual(parseModelMap("gpt-4o = gpt-4o-2024-08-06\n\nnot a mapping\n a=b=c "), { "gpt-4o": "gpt-4o-2024-08-06", a: "b=c" })
+  })
+})
+
+describe("channel form", () => {
+  it("puts each problem next to its field before sending", async () => {
+    const seen = fakeApi(base)
+    renderWithProviders(<ChannelForm channel={undefined} groups={["default"]} onDone={() => {}} />)
+    const user = userEvent.setup()
+    await user.type(screen.getByLabelText("Base address"), "api.openai.com")
+    await user.click(screen.getByRole("button", { name: "Create" }))
+    await screen.findByText("Required")
+    screen.getByText("Enter an address starting with http:// or https://")
+    screen.getByText("List at least one model")
+    assert.isFalse(seen.some((r) => r.method === "POST"))
+  })
+
+  it("says the same in Chinese", async () => {
+    fakeApi(base)
+    renderWithProviders(<ChannelForm channel={undefined} groups={["default"]} onDone={() => {}} />, { language: "zh" })
+    const user = userEvent.setup()
+    await user.click(screen.getByRole("button", { name: "创建" }))
+    await screen.findByText("必填")
+    screen.getByText("请输入以 http:// 或 https:// 开头的地址")
+    screen.getByText("至少填写一个模型")
+  })
+
+  it("creates a channel with its keys, models, map and groups", async () => {
+    const seen = fakeApi({ ...base, "POST /api/admin/channels": { status: 201, body: channel() } })
+    const onDone = vi.fn()
+    renderWithProviders(<ChannelForm channel={undefined} groups={["default", "vip"]} onDone={onDone} />)
+    const user = userEvent.setup()
+    await user.type(screen.getByLabelText("Name"), "openai-backup")
+    await user.type(screen.getByLabelText("Base address"), "https://api.example.com/v1")
+    await user.type(screen.getByLabelText("Upstream API keys (one per line)"), "sk-one{enter}  {enter}sk-two")
+    await user.type(screen.getAllByLabelText("Models").find((e) => e.tagName === "INPUT" && (e as HTMLInputElement).type !== "hidden")!, "gpt-4o{enter}")
+    await user.type(screen.getByLabelText("Model map (public=upstream, one per line)"), "gpt-4o=gpt-4o-2024-08-06")
+    await user.click(screen.getByRole("button", { name: "Create" }))
+    await waitFor(() => assert.strictEqual(onDone.mock.calls.length, 1))
+    assert.deepStrictEqual(seen.find((r) => r.method === "POST")!.body, {
+      name: "openai-backup",
+      type: "openai",
+      baseUrl: "https://api.example.com/v1",
+      models: ["gpt-4o"],
+      modelMap: { "gpt-4o": "gpt-4o-2024-08-06" },
+      groups: ["default"],
+      priority: 0,
+      weight: 1,
+      enabled: true,
+      apiKeys: ["sk-one", "sk-two"]
+    })
+  })
+
+  it("never shows saved keys, and keeps them unless new ones are typed", async () => {
+    const seen = fakeApi({ ...base, "PATCH /api/admin/channels/chn_1": { body: channel({ priority: 5 }) } })
+    renderWithProviders(<ChannelForm channel={channel()} groups={["default"]} onDone={() => {}} />)
+    const user = userEvent.setup()
+    const keys = screen.getByLabelText("Upstream API keys (one per line)") as HTMLTextAreaElement
+    assert.strictEqual(keys.value, "", "the saved keys are not filled in")
+    screen.getByText("Leave empty to keep the 2 saved key(s)")
+    const priority = screen.getByLabelText("Priority")
+    await user.clear(priority)
+    await user.type(priority, "5")
+    await user.click(screen.getByRole("button", { name: "Save" }))
+    await waitFor(() => assert.isDefined(seen.find((r) => r.method === "PATCH")))
+    const body = seen.find((r) => r.method === "PATCH")!.body as Record<string, unknown>
+    assert.notProperty(body, "apiKeys", "empty means keep")
+    assert.strictEqual(body["priority"], 5)
+  })
+
+  it("puts a server refusal naming a field next to it", async () => {
+    fakeApi({
+      ...base,
+      "PATCH /api/admin/channels/chn_1": refusal(400, "invalid_request", "apiVersion: an Azure channel needs its api-version (for example 2024-10-21)", "apiVersion")
+    })
+    renderWithProviders(<ChannelForm channel={channel({ type: "azure" })} groups={[]} onDone={() => {}} />)
+    const user = userEvent.setup()
+    await user.click(screen.getByRole("button", { name: "Save" }))
+    const message = await screen.findByText("an Azure channel needs its api-version (for example 2024-10-21)")
+    // It sits with the api-version field (shown for Azure channels), not in a banner.
+    assert.isNull(screen.queryByRole("alert"))
+    assert.isTrue(screen.getByLabelText("Azure api-version").getAttribute("aria-invalid") === "true", message.textContent ?? "")
+  })
+})
+
+describe("channels table", () => {
+  it("lists channels with their models, map, groups and key hints only", async () => {
+    fakeApi({ ...base, "GET /api/admin/channels": { body: { data: [channel(), channel({ id: "chn_2", name: "gemini-main", type: "gemini", enabled: false, keyCount: 1, keyHints: ["…aa11"], models: ["gemini-2.5-flash"], modelMap: {} })] } } })
+    renderWithProviders(<AdminChannelsPage />)
+    const table = await screen.findByTestId("channels-table")
+    const main = within(table.querySelector("tr[data-channel='openai-main']") as HTMLElement)
+    main.getByText("gpt-4o → gpt-4o-2024-08-06")
+    main.getByText("gpt-4o-mini")
+    main.getByText("2 · …7f3a …91c2")
+    assert.isTrue((main.getByRole("switch") as HTMLInputElement).checked)
+    const gemini = within(table.querySelector("tr[data-channel='gemini-main']") as HTMLElement)
+    assert.isFalse((gemini.getByRole("switch") as HTMLInputElement).checked)
+  })
+
+  it("shows an empty state with a way to add one", async () => {
+    fakeApi({ ...base, "GET /api/admin/channels": { body: { data: [] } } })
+    renderWithProviders(<AdminChannelsPage />)
+    await screen.findByText("No channels yet")
+    assert.isAtLeast(screen.getAllByRole("button", { name: "New channel" }).length, 2)
+  })
+
+  it("shows the Test result with the latency once, and an upstream's error", async () => {
+    let calls = 0
+    fakeApi({
+      ...base,
+      "GET /api/admin/channels": { body: { data: [channel()] } },
+      "POST /api/admin/channels/chn_1/test": () =>
+        ++calls === 1
+          ? { body: { ok: true, latencyMs: 6.4, status: 200, message: "gpt-4o-mini answered", model: "gpt-4o-mini" } }
+          : { body: { ok: false, latencyMs: 31, status: 401, message: "Incorrect API key provided", model: "gpt-4o-mini" } }
+    })
+    renderWithProviders(<AdminChannelsPage />)
+    const user = userEvent.setup()
+    await user.click(await screen.findByRole("button", { name: "Test openai-main" }))
+    assert.strictEqual((await screen.findByTestId("test-result")).textContent, "OK in 6 ms: gpt-4o-mini answered")
+    await user.click(screen.getByRole("button", { name: "Test openai-main" }))
+    await waitFor(() => assert.strictEqual(screen.getByTestId("test-result").textContent, "Failed (401) after 31 ms: Incorrect API key provided"))
+  })
+
+  it("shows a failed enable switch instead of swallowing it", async () => {
+    fakeApi({
+      ...base,
+      "GET /api/admin/channels": { body: { data: [channel()] } },
+      "PATCH /api/admin/channels/chn_1": refusal(404, "not_found", "No channel with id 'chn_1'.")
+    })
+    renderWithProviders(<AdminChannelsPage />)
+    const user = userEvent.setup()
+    await user.click(await screen.findByRole("switch"))
+    await screen.findByText("No channel with id 'chn_1'.")
+  })
+
+  it("shows a failed delete and keeps the dialog open", async () => {
+    fakeApi({
+      ...base,
+      "GET /api/admin/channels": { body: { data: [channel()] } },
+      "DELETE /api/admin/channels/chn_1": refusal(403, "admin_only", "This endpoint is for administrators only.")
+    })
+    renderWithProviders(<AdminChannelsPage />, { language: "zh" })
+    const user = userEvent.setup()
+    await user.click(await screen.findByRole("button", { name: "删除" }))
+    const dialog = await screen.findByRole("dialog")
+    await user.click(within(dialog).getByRole("button", { name: "删除" }))
+    await screen.findByText("此操作仅限管理员。")
+    within(screen.getByRole("dialog")).getByText("删除渠道 openai-main？")
+  })
+})

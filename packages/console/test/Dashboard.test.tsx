@@ -1,0 +1,124 @@
+/**
+ * The dashboard and the usage overview: the header's balance agrees with the
+ * balance card, the overview's filters reach the API, its charts take every
+ * day of the period, and chart amounts stay readable.
+ */
+import { screen, waitFor } from "@testing-library/react"
+import userEvent from "@testing-library/user-event"
+import { Route, Routes } from "react-router"
+import { afterEach, assert, describe, it, vi } from "vitest"
+import { Layout } from "../src/components/Layout.tsx"
+import { setCsrfToken } from "../src/lib/api.ts"
+import { AdminOverviewPage } from "../src/pages/admin/Overview.tsx"
+import { DashboardPage, money, pivotRange } from "../src/pages/Dashboard.tsx"
+import { fakeApi, page, queryOf, renderWithProviders, session } from "./render.tsx"
+
+const DAY = 86_400_000
+
+const point = (day: string, model: string, cost: string, tokens = 100) => ({
+  day,
+  model,
+  requests: 1,
+  promptTokens: tokens,
+  completionTokens: tokens,
+  cost
+})
+
+afterEach(() => {
+  vi.unstubAllGlobals()
+  setCsrfToken(null)
+})
+
+describe("dashboard", () => {
+  it("puts the balance it reads into the header, so both show the same", async () => {
+    fakeApi({
+      // The session was read before a call spent some of the balance.
+      "GET /api/auth/session": session(),
+      "GET /api/dashboard": {
+        body: { balance: "4.98", spentToday: "0.02", spentThisMonth: "0.02", requestsToday: 3, tokensToday: 57, activeKeys: 1, daily: [] }
+      }
+    })
+    renderWithProviders(
+      <Routes>
+        <Route element={<Layout />}>
+          <Route index element={<DashboardPage />} />
+        </Route>
+      </Routes>
+    )
+    assert.strictEqual((await screen.findByTestId("balance")).textContent, "$4.98")
+    await waitFor(() => assert.strictEqual(screen.getByTestId("header-balance").textContent, "$4.98"))
+    screen.getByText("No usage yet")
+  })
+})
+
+describe("usage overview", () => {
+  const overview = {
+    body: {
+      daily: [point("2026-01-14", "gpt-4o", "0.02"), point("2026-01-15", "gemini-2.5-flash", "0.0003", 50)],
+      users: [{ userId: "usr_1", userName: "alice", requests: 2, tokens: 300, cost: "0.0203" }],
+      totalCost: "0.0203",
+      totalRequests: 2
+    }
+  }
+
+  it("sends the period, user and model filters, to the totals and the requests alike", async () => {
+    const seen = fakeApi({
+      "GET /api/auth/session": session("admin"),
+      "GET /api/admin/users": { body: { data: [{ id: "usr_1", name: "alice", role: "user", enabled: true, balance: "1", groups: [], keyCount: 1, spentThisMonth: "0", source: "console", createdAt: 1 }] } },
+      "GET /api/admin/models": { body: { data: [] } },
+      "GET /api/admin/usage/daily": overview,
+      "GET /api/admin/usage": page([])
+    })
+    renderWithProviders(<AdminOverviewPage />)
+    await screen.findByTestId("top-users")
+    screen.getByText("Tokens per day by model")
+    assert.strictEqual(screen.getByTestId("overview-tokens").textContent, "300")
+    const user = userEvent.setup()
+    await user.click(screen.getByRole("combobox", { name: "User" }))
+    await user.click(await screen.findByRole("option", { name: "alice", hidden: true }))
+    await user.click(screen.getByRole("combobox", { name: "Period" }))
+    await user.click(await screen.findByRole("option", { name: "All time", hidden: true }))
+    await waitFor(() => {
+      const daily = queryOf(seen.filter((r) => r.url.startsWith("/api/admin/usage/daily")).at(-1)!)
+      assert.deepStrictEqual(daily, { from: "0", userId: "usr_1" })
+      const recent = queryOf(seen.filter((r) => r.url.startsWith("/api/admin/usage?")).at(-1)!)
+      assert.deepStrictEqual(recent, { from: "0", userId: "usr_1", limit: "20" })
+    })
+  })
+
+  it("shows an empty state for a period without usage", async () => {
+    fakeApi({
+      "GET /api/auth/session": session("admin"),
+      "GET /api/admin/users": { body: { data: [] } },
+      "GET /api/admin/models": { body: { data: [] } },
+      "GET /api/admin/usage/daily": { body: { daily: [], users: [], totalCost: "0", totalRequests: 0 } },
+      "GET /api/admin/usage": page([])
+    })
+    renderWithProviders(<AdminOverviewPage />)
+    await screen.findByText("No usage yet")
+    await screen.findByText("No requests match")
+    assert.isNull(screen.queryByTestId("top-users"))
+  })
+})
+
+describe("charts", () => {
+  it("fill every day of the period with a column per model", () => {
+    const from = Date.UTC(2026, 0, 13)
+    const { rows, models } = pivotRange([point("2026-01-14", "gpt-4o", "0.02"), point("2026-01-14", "gemini-2.5-flash", "0.5")], (p) => Number(p.cost), from, from + 3 * DAY)
+    assert.deepStrictEqual(models, ["gemini-2_5-flash", "gpt-4o"])
+    assert.deepStrictEqual(rows, [
+      { day: "01-13", "gemini-2_5-flash": 0, "gpt-4o": 0 },
+      { day: "01-14", "gemini-2_5-flash": 0.5, "gpt-4o": 0.02 },
+      { day: "01-15", "gemini-2_5-flash": 0, "gpt-4o": 0 }
+    ])
+  })
+
+  it("write whole dates when the period spans years", () => {
+    const { rows } = pivotRange([], () => 0, Date.UTC(2025, 11, 31), Date.UTC(2026, 0, 2))
+    assert.deepStrictEqual(rows.map((r) => r["day"]), ["2025-12-31", "2026-01-01"])
+  })
+
+  it("label amounts so that ticks below a dollar stay apart", () => {
+    assert.deepStrictEqual([0, 0.005, 0.01, 0.015, 0.0000049, 12.345].map(money), ["$0", "$0.005", "$0.01", "$0.015", "$0.0000049", "$12.35"])
+  })
+})
