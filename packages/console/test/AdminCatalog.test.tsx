@@ -27,6 +27,10 @@ const model = (over: Record<string, unknown> = {}) => ({
   prices: { input: "0.15", output: "0.6", cachedInput: "0.075", perRequest: null, free: false },
   inputTokenLimit: 128000,
   outputTokenLimit: 16384,
+  description: null,
+  embedding: false,
+  reasoning: false,
+  reasoningContent: false,
   source: "console",
   ...over
 })
