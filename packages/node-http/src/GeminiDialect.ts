@@ -23,6 +23,7 @@ import { Clock, Effect, Predicate, Result } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { ClientCodec, EventDecoder, Inspected, RouteHints, UpstreamCodec } from "./Codecs.ts"
 import * as OpenAI from "./OpenAIDialect.ts"
+import * as Params from "./Params.ts"
 import * as RateLimits from "./RateLimits.ts"
 import * as Selection from "./Selection.ts"
 import * as Settlement from "./Settlement.ts"
@@ -36,7 +37,7 @@ const inspect = (body: string, hints: RouteHints) =>
     maxOutputTokens: inspection.maxOutputTokens,
     json: inspection.body,
     sse: hints.sse ?? true,
-    forward: () => body
+    forward: (_, edit) => edit?.params === undefined ? body : JSON.stringify(Params.apply(inspection.body as Record<string, unknown>, edit.params))
   }))
 
 const metered = (usage: Canonical.Usage | undefined, promptEstimate: number, generatedTokens: number): Settlement.Metered =>
