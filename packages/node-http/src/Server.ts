@@ -6,10 +6,11 @@
  *
  * @since 0.1.0
  */
-import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
-import { Accounts as AccountsPort, GatewayError, KeyStore, type RateLimiter } from "@modelgate/core"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Accounts as AccountsPort, Domain, GatewayError, KeyStore, type RateLimiter } from "@modelgate/core"
 import * as Accounts from "@modelgate/store/Accounts"
 import * as CatalogRepo from "@modelgate/store/CatalogRepo"
+import * as ChannelKeyStates from "@modelgate/store/ChannelKeyStates"
 import * as Database from "@modelgate/store/Database"
 import * as Keys from "@modelgate/store/Keys"
 import * as Migrations from "@modelgate/store/Migrations"
@@ -32,7 +33,8 @@ import * as Gateway from "./Gateway.ts"
 import * as Provision from "./Provision.ts"
 import * as ProvisionLimits from "./ProvisionLimits.ts"
 import { ServerSettings, type Settings } from "./Settings.ts"
-import { defaultTimeouts } from "./Upstream.ts"
+import * as Health from "./Health.ts"
+import * as Upstream from "./Upstream.ts"
 
 const internalError = new GatewayError.InternalError({ message: "The gateway could not update the balance; try again." })
 
@@ -73,6 +75,7 @@ export const services = (settings: Settings, file: ConfigFile) => {
     Keys.Keys.layer,
     Accounts.Accounts.layer,
     CatalogRepo.CatalogRepo.layer,
+    ChannelKeyStates.ChannelKeyStates.layer,
     Provisioning.Provisioning.layer
   ).pipe(
     Layer.provideMerge(secrets),
@@ -81,18 +84,26 @@ export const services = (settings: Settings, file: ConfigFile) => {
   const provisioned = Layer.effectDiscard(Provision.apply(file, settings).pipe(ProvisionLimits.withUserLimits(file))).pipe(
     Layer.provideMerge(repositories)
   )
-  const maxCallMs = Math.max(defaultTimeouts.totalMs, ...(file.channels ?? []).map((c) => c.timeouts?.total_ms ?? 0))
+  // A call never outlives its channel's total timeout (measured from the call's start, across attempts).
+  const maxCallMs = Math.max(Domain.defaultTimeouts.totalMs, ...(file.channels ?? []).map((c) => c.timeouts?.total_ms ?? 0))
   const usage = UsageWriter.UsageWriter.layerWith({
     flushIntervalMs: settings.usageFlushIntervalMs,
     maxBatch: settings.usageMaxBatch
   })
   const caches = Layer.mergeAll(Caches.KeyCache.layer, Caches.CatalogCache.layer)
+  const ports = Caches.ports.pipe(Layer.provide(caches))
+  // Upstream calls, probes and key health: the health service probes through the channel probe and
+  // reads channels from the catalog port.
+  const upstream = Layer.mergeAll(Probe.layer, Upstream.UpstreamClients.layer).pipe(Layer.provideMerge(Upstream.UpstreamClients.layer))
+  const health = Layer.merge(Health.Health.layer, Health.Health.layerPort.pipe(Layer.provide(Health.Health.layer))).pipe(
+    Layer.provideMerge(upstream),
+    Layer.provideMerge(ports)
+  )
   return Layer.mergeAll(
     rateLimiter(settings),
-    Caches.ports.pipe(Layer.provide(caches)),
+    health,
     Redemption.Redemption.layer,
     Handlers.layer({ sessionTtlMs: SESSION_TTL_MS }),
-    Probe.layer,
     accountsPort,
     UsageWriter.UsageWriter.layerPort.pipe(Layer.provideMerge(usage)),
     sweeper(maxCallMs)
@@ -201,7 +212,6 @@ export const layer = (settings: Settings, file: ConfigFile) => {
     Layer.provide(extensions(settings)),
     Layer.provideMerge(listener),
     Layer.provideMerge(ready),
-    Layer.provide(NodeHttpClient.layerUndici),
     Layer.provide(logging(settings))
   )
 }
