@@ -45,8 +45,8 @@ const probeLayer = Layer.succeed(ChannelProbe.ChannelProbe)({
   probe: (channel, model) =>
     Effect.succeed(
       channel.baseUrl.includes("good")
-        ? { ok: true, latencyMs: 42, status: 200, message: `Hello from ${model ?? channel.models[0]}`, credentialsRefused: false }
-        : { ok: false, latencyMs: 7, status: 401, message: "Incorrect API key provided", credentialsRefused: true }
+        ? { ok: true, latencyMs: 42, status: 200, message: `Hello from ${model ?? channel.models[0]}`, upstreamMessage: null, credentialsRefused: false }
+        : { ok: false, latencyMs: 7, status: 401, message: "Incorrect API key provided", upstreamMessage: "Incorrect API key provided", credentialsRefused: true }
     )
 })
 

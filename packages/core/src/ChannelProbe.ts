@@ -14,8 +14,10 @@ export interface ProbeResult {
   readonly latencyMs: number
   /** The upstream's HTTP status, when it answered. */
   readonly status: number | null
-  /** A short description: the answer's first words, or the upstream's error (its own message when it gave one). */
+  /** A short description: the answer's first words, or the upstream's error as the gateway classified it, with the upstream's own words. */
   readonly message: string
+  /** The upstream's own error message, when it answered with an error. */
+  readonly upstreamMessage: string | null
   /** Whether the upstream refused the key's credentials (401, 403, or a 4xx its error names as a key problem). */
   readonly credentialsRefused: boolean
 }

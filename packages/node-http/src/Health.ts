@@ -331,7 +331,7 @@ const make = Effect.gen(function*() {
         entry.lastProbeOk = result.ok
         if (result.credentialsRefused) {
           yield* end(ticket, "neutral")
-          return yield* disable(channel, key, result.status, refusal(result.status, result.message))
+          return yield* disable(channel, key, result.status, refusal(result.status, result.upstreamMessage ?? result.message))
         }
         return yield* end(ticket, result.ok ? "success" : "failure", result.ok ? undefined : `probe: ${result.message}`)
       }
@@ -340,7 +340,7 @@ const make = Effect.gen(function*() {
       entry.lastProbeOk = result.ok
       if (result.ok) return yield* enable(channel, entry, "a health probe with the key succeeded")
       if (result.credentialsRefused) {
-        entry.disabled = { since: entry.disabled?.since ?? entry.lastProbeAt, status: result.status, reason: refusal(result.status, result.message) }
+        entry.disabled = { since: entry.disabled?.since ?? entry.lastProbeAt, status: result.status, reason: refusal(result.status, result.upstreamMessage ?? result.message) }
       }
     })
 

@@ -43,18 +43,19 @@ const probe = (channel: Domain.Channel, model: string | undefined, apiKey: strin
           ok: false,
           latencyMs: yield* elapsed,
           status: response.status,
-          // The probe's audience is the operator: the upstream's own words say most.
-          message: Upstream.upstreamMessage(text),
+          // The probe's audience is the operator: the upstream's own words come with the classification.
+          message: `${error.message} The upstream said: ${Upstream.upstreamMessage(text)}`,
+          upstreamMessage: Upstream.upstreamMessage(text),
           credentialsRefused: isCredentialRefusal(error)
         }
       }
       yield* Upstream.readText(channel, response, at)
       const latencyMs = yield* elapsed
-      return { ok: true, latencyMs, status: response.status, message: `${upstreamModel} answered in ${latencyMs} ms`, credentialsRefused: false }
+      return { ok: true, latencyMs, status: response.status, message: `${upstreamModel} answered in ${latencyMs} ms`, upstreamMessage: null, credentialsRefused: false }
     })
     return yield* attempt.pipe(
       Effect.catch((error: GatewayError.GatewayError) =>
-        Effect.map(elapsed, (latencyMs) => ({ ok: false, latencyMs, status: null, message: error.message, credentialsRefused: false }))
+        Effect.map(elapsed, (latencyMs) => ({ ok: false, latencyMs, status: null, message: error.message, upstreamMessage: null, credentialsRefused: false }))
       )
     )
   })
