@@ -55,7 +55,7 @@ export class Breaker {
   lastFailureAt: number | null = null
   lastError: string | null = null
   private bucketMs = 0
-  private readonly bucketIndex: Array<number> = new Array(BUCKETS).fill(-1)
+  private readonly bucketIndex: Array<number> = new Array(BUCKETS).fill(Number.NEGATIVE_INFINITY)
   private readonly bucketCalls: Array<number> = new Array(BUCKETS).fill(0)
   private readonly bucketFailures: Array<number> = new Array(BUCKETS).fill(0)
 
@@ -126,7 +126,7 @@ export class Breaker {
     this.retryAt = 0
     this.consecutiveFailures = 0
     this.reason = null
-    this.bucketIndex.fill(-1)
+    this.bucketIndex.fill(Number.NEGATIVE_INFINITY)
   }
 
   /** Opens the breaker at `now` for one cool-down. */
@@ -159,7 +159,7 @@ export class Breaker {
     if (bucketMs !== this.bucketMs) {
       // The window changed (the channel was edited): start counting afresh.
       this.bucketMs = bucketMs
-      this.bucketIndex.fill(-1)
+      this.bucketIndex.fill(Number.NEGATIVE_INFINITY)
     }
     const index = Math.floor(now / bucketMs)
     const slot = index % BUCKETS
