@@ -1,5 +1,5 @@
 /**
- * jsdom gaps Mantine needs (matchMedia, ResizeObserver, scrollIntoView), and
+ * jsdom gaps Mantine needs (matchMedia, ResizeObserver, scrollIntoView, document.fonts), and
  * cleanup between tests.
  */
 import { cleanup } from "@testing-library/react"
@@ -29,3 +29,7 @@ class ResizeObserverStub {
 globalThis.ResizeObserver ??= ResizeObserverStub as unknown as typeof ResizeObserver
 Element.prototype.scrollIntoView ??= function() {}
 window.HTMLElement.prototype.scrollIntoView ??= function() {}
+// Mantine's autosizing Textarea listens for web fonts, which jsdom does not have.
+if (!("fonts" in document)) {
+  Object.defineProperty(document, "fonts", { value: { addEventListener: () => {}, removeEventListener: () => {} } })
+}
