@@ -401,6 +401,17 @@ describe("key health", () => {
     assert.strictEqual((await runSql(gateway.database, (sql) => sql`SELECT * FROM channel_key_states`)).length, 0)
   })
 
+  it("the console's Test reports how long a failed probe took and why", async () => {
+    const channel = (await admin("/channels")).body.data.find((c: any) => c.name === "tls-stall")
+    const result = await admin(`/channels/${channel.id}/test`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } })
+    assert.strictEqual(result.status, 200)
+    assert.isFalse(result.body.ok)
+    assert.isNull(result.body.status)
+    assert.match(result.body.message, /did not accept a connection within 300 ms/)
+    // The probe waited out connect_ms before failing: its latency says so (it used to be 0).
+    assert.isAtLeast(result.body.latencyMs, 300)
+  })
+
   it("an administrator can reset a channel's breakers", async () => {
     const channel = (await admin("/channels")).body.data.find((c: any) => c.name === "stalling")
     assert.notStrictEqual(channel.health.state, "healthy")
