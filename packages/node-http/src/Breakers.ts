@@ -129,6 +129,19 @@ export class Breaker {
     this.bucketIndex.fill(Number.NEGATIVE_INFINITY)
   }
 
+  /**
+   * Keeps calls away until `until` (at least): the upstream said when to come
+   * back (a 429's `retry-after`). Afterwards the breaker is half-open, like
+   * after a cool-down.
+   */
+  holdUntil(now: number, until: number, reason: string): void {
+    if (until <= now || (this.state === "open" && this.retryAt >= until)) return
+    if (this.state !== "open") this.since = now
+    this.state = "open"
+    this.retryAt = until
+    this.reason = reason
+  }
+
   /** Opens the breaker at `now` for one cool-down. */
   open(now: number, settings: Domain.BreakerSettings, reason: string): void {
     if (this.state !== "open") this.since = now

@@ -265,12 +265,23 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       lastError = error
       record.errorCode = codeOf(error)
       record.durationMs = (yield* Clock.currentTimeMillis) - started
-      yield* health.end(ticket, isCredentialRefusal(error) ? "neutral" : breakerOutcome(error), error.message)
+      yield* health.end(
+        ticket,
+        isCredentialRefusal(error) ? "neutral" : breakerOutcome(error),
+        error.message,
+        error._tag === "UpstreamRateLimited" && error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1000 : undefined
+      )
+      yield* Effect.logWarning("upstream attempt failed before the first byte").pipe(
+        Effect.annotateLogs({
+          requestId: input.requestId,
+          attempt: tried.length,
+          channel: target.channel.name,
+          key: record.keyHint,
+          error: error.message
+        })
+      )
       if (!retryable(error)) break
       previous = failureKind(error)
-      yield* Effect.logWarning("upstream attempt failed before the first byte; trying another").pipe(
-        Effect.annotateLogs({ requestId: input.requestId, channel: target.channel.name, key: record.keyHint, error: error.message })
-      )
     }
     return yield* Effect.fail(
       lastError ?? new GatewayError.UpstreamUnavailable({

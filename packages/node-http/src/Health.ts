@@ -26,6 +26,9 @@ import { ServerSettings } from "./Settings.ts"
 /** How often disabled keys are read back from the database (changes made by other nodes). @category constants */
 export const SYNC_INTERVAL = Duration.seconds(5)
 
+/** The longest an upstream's `retry-after` keeps a key out of rotation. @category constants */
+export const MAX_RETRY_AFTER_MS = 10 * 60 * 1000
+
 /** How many probes run at once. @category constants */
 export const PROBE_CONCURRENCY = 4
 
@@ -89,8 +92,12 @@ export class Health extends Context.Service<Health, {
    * as a trial.
    */
   readonly begin: (channel: Domain.Channel, key: string, force: boolean) => Effect.Effect<Ticket | undefined>
-  /** Records how an admitted call ended. */
-  readonly end: (ticket: Ticket, outcome: Outcome, error?: string) => Effect.Effect<void>
+  /**
+   * Records how an admitted call ended. `retryAfterMs`: the upstream asked not
+   * to be called again for that long (a 429's `retry-after`); the key is left
+   * alone until then (at most `MAX_RETRY_AFTER_MS`).
+   */
+  readonly end: (ticket: Ticket, outcome: Outcome, error?: string, retryAfterMs?: number) => Effect.Effect<void>
   /** Disables a key whose credentials the upstream refused (status and the upstream's message as the reason). */
   readonly disable: (channel: Domain.Channel, key: string, status: number | null, reason: string) => Effect.Effect<void>
   /** The health of a channel's keys (the `ChannelHealth` port). */
@@ -188,13 +195,17 @@ const make = Effect.gen(function*() {
       return permit === undefined ? undefined : { entry, permit, settings: channel.breaker, done: false }
     })
 
-  const end = (ticket: Ticket, outcome: Outcome, error?: string) =>
+  const end = (ticket: Ticket, outcome: Outcome, error?: string, retryAfterMs?: number) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
       if (ticket.done) return Effect.void
       ticket.done = true
       const breaker = ticket.entry.breaker
       const before = breaker.state
       breaker.release(ticket.permit, outcome, now, ticket.settings, error)
+      if (retryAfterMs !== undefined && retryAfterMs > 0) {
+        const wait = Math.min(retryAfterMs, MAX_RETRY_AFTER_MS)
+        breaker.holdUntil(now, now + wait, `the upstream asked to retry after ${Math.ceil(wait / 1000)} s (HTTP 429)`)
+      }
       if (before === breaker.state) return Effect.void
       return breaker.state === "open"
         ? Effect.logWarning("circuit breaker opened").pipe(

@@ -306,3 +306,23 @@ describe("disabled keys", () => {
         assert.strictEqual(rows.size, 0)
       })))
 })
+
+describe("retry-after", () => {
+  it.effect("a 429's retry-after keeps the key out of rotation until then, then it is half-open", () =>
+    withHealth((health) =>
+      Effect.gen(function*() {
+        reset()
+        const ticket = yield* health.begin(A, ONE, false)
+        yield* health.end(ticket!, "failure", "rate limited", 20_000)
+        const at = yield* now()
+        assert.strictEqual(health.availability(A, ONE, at), "open", "one 429 with retry-after is enough")
+        assert.strictEqual(health.retryAt(A, ONE), at + 20_000)
+        assert.match((yield* health.report(A)).keys[0]!.reason!, /asked to retry after 20 s/)
+        yield* TestClock.adjust("20 seconds")
+        assert.strictEqual(health.availability(A, ONE, yield* now()), "trial")
+        // Absurd waits are capped.
+        const other = yield* health.begin(A, TWO, false)
+        yield* health.end(other!, "failure", "rate limited", 86_400_000)
+        assert.strictEqual(health.retryAt(A, TWO), (yield* now()) + 10 * 60 * 1000)
+      })))
+})
