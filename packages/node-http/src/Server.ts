@@ -7,7 +7,7 @@
  * @since 0.1.0
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { Accounts as AccountsPort, Domain, GatewayError, KeyStore, type RateLimiter } from "@modelgate/core"
+import { Accounts as AccountsPort, Catalog, Domain, GatewayError, KeyStore, type RateLimiter } from "@modelgate/core"
 import * as Accounts from "@modelgate/store/Accounts"
 import * as CatalogRepo from "@modelgate/store/CatalogRepo"
 import * as ChannelKeyStates from "@modelgate/store/ChannelKeyStates"
@@ -94,8 +94,9 @@ export const services = (settings: Settings, file: ConfigFile) => {
   const ports = Caches.ports.pipe(Layer.provide(caches))
   // Upstream calls, probes and key health: the health service probes through the channel probe and
   // reads channels from the catalog port.
-  const upstream = Layer.mergeAll(Probe.layer, Upstream.UpstreamClients.layer).pipe(Layer.provideMerge(Upstream.UpstreamClients.layer))
-  const health = Layer.merge(Health.Health.layer, Health.Health.layerPort.pipe(Layer.provide(Health.Health.layer))).pipe(
+  const upstream = Probe.layer.pipe(Layer.provideMerge(Upstream.UpstreamClients.layer))
+  const health = Health.Health.layerPort.pipe(
+    Layer.provideMerge(Health.Health.layer),
     Layer.provideMerge(upstream),
     Layer.provideMerge(ports)
   )
@@ -106,7 +107,11 @@ export const services = (settings: Settings, file: ConfigFile) => {
     Handlers.layer({ sessionTtlMs: SESSION_TTL_MS }),
     accountsPort,
     UsageWriter.UsageWriter.layerPort.pipe(Layer.provideMerge(usage)),
-    sweeper(maxCallMs)
+    sweeper(
+      maxCallMs,
+      Effect.map(Effect.flatMap(Effect.service(Catalog.Catalog), (catalog) => catalog.current), (snapshot) =>
+        Math.max(0, ...snapshot.channels.map((channel) => channel.timeouts.totalMs)))
+    ).pipe(Layer.provide(ports))
   ).pipe(
     Layer.provideMerge(provisioned),
     Layer.provideMerge(Layer.succeed(ServerSettings, settings))
@@ -134,17 +139,23 @@ export const rateLimiter = (settings: Settings): Layer.Layer<RateLimiter.RateLim
  * Releases holds whose call died with its process. On SQLite only one process
  * uses the database, so every open hold at start is an orphan; on PostgreSQL
  * other nodes may be mid-call, so only holds older than the longest a call may
- * take are released, at start and then every minute.
+ * take are released, at start and then every minute. `longest`, when given,
+ * reads the longest `total_ms` of the channels as they are now (channels made
+ * or edited in the console count too).
  *
  * @category layers
  */
-export const sweeper = (maxCallMs: number): Layer.Layer<never, never, Accounts.Accounts | Database.Dialect> =>
+export const sweeper = <R = never>(
+  maxCallMs: number,
+  longest?: Effect.Effect<number, never, R>
+): Layer.Layer<never, never, Accounts.Accounts | Database.Dialect | R> =>
   Layer.effectDiscard(Effect.gen(function*() {
     const accounts = yield* Accounts.Accounts
     const dialect = yield* Database.Dialect
     const report = (released: number) =>
       released > 0 ? Effect.logWarning("released holds left by calls that died with their process").pipe(Effect.annotateLogs({ released })) : Effect.void
-    const sweepOld = accounts.sweepHolds({ olderThanMs: maxCallMs + 60_000 }).pipe(
+    const cutoff = longest === undefined ? Effect.succeed(maxCallMs) : Effect.map(longest, (ms) => Math.max(maxCallMs, ms))
+    const sweepOld = Effect.flatMap(cutoff, (ms) => accounts.sweepHolds({ olderThanMs: ms + 60_000 })).pipe(
       Effect.flatMap(report),
       Effect.catchCause((cause) => Effect.logWarning("sweeping stale holds failed", cause))
     )
