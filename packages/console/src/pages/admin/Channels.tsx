@@ -310,7 +310,7 @@ export function ChannelHealthCell({ health, now = Date.now() }: { readonly healt
   // Keys worth a line: those not healthy, or healthy with recent failures.
   const shown = health.keys.filter((key) => key.state !== "healthy" || key.recentFailures > 0)
   return (
-    <Stack gap={4} miw={240} maw={340} data-testid="channel-health">
+    <Stack gap={4} miw={shown.length > 0 ? 220 : 100} maw={340} data-testid="channel-health">
       <Badge size="sm" color={STATE_COLOR[health.state]} variant="light">{t(`admin.channels.state.${health.state}` as MessageKey)}</Badge>
       {shown.map((key) => (
         <Stack key={key.index} gap={0}>
@@ -364,7 +364,7 @@ export function AdminChannelsPage() {
             data.data.length === 0
               ? <EmptyState icon={<IconServer size={28} />} title={t("admin.channels.empty")} hint={t("admin.channels.emptyHint")} action={<Button onClick={() => setEditing("new")}>{t("admin.channels.create")}</Button>} />
               : (
-                <Table.ScrollContainer minWidth={1240}>
+                <Table.ScrollContainer minWidth={1040}>
                   <Table verticalSpacing="sm" highlightOnHover data-testid="channels-table">
                     <Table.Thead>
                       <Table.Tr>
