@@ -10,8 +10,8 @@
  *
  * @since 0.1.0
  */
-import type { Domain } from "@modelgate/core"
-import { Money } from "@modelgate/core"
+import { ChannelHealth, Domain, Money } from "@modelgate/core"
+import { decodeBreaker, decodeParams, decodeTimeouts, validateChannel } from "@modelgate/store/CatalogRepo"
 import { Secrets } from "@modelgate/store/Secrets"
 import { Clock, Effect } from "effect"
 import { SqlClient, SqlError } from "effect/sql"
@@ -36,8 +36,8 @@ const jsonRecord = (value: unknown): Record<string, string> => {
   return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, String(v)]))
 }
 
-/** The default channel timeouts in milliseconds. @category constants */
-export const defaultTimeouts: Domain.ChannelTimeouts = { connectMs: 10_000, firstByteMs: 60_000, idleMs: 60_000, totalMs: 600_000 }
+/** The default channel timeouts in milliseconds: core's, the one source of them. @category constants */
+export const defaultTimeouts: Domain.ChannelTimeouts = Domain.defaultTimeouts
 
 /** Default token limits of a model created without them. @category constants */
 export const defaultTokenLimits = { input: 128_000, output: 8_192 } as const
@@ -265,40 +265,95 @@ export const deleteGroup = Effect.fnUntraced(function*(name: string) {
 // Channels
 // ---------------------------------------------------------------------------
 
-const decodeChannelView = (row: Record<string, unknown>, hints: ReadonlyArray<string>): C.AdminChannel => ({
+/** Header names whose values are credentials: shown as a hint, like upstream keys. */
+const SECRET_HEADER = /authorization|cookie|key|token|secret|password|signature/i
+
+const hintOf = (key: string): string => `…${key.slice(-4)}`
+
+/** A header value as the API shows it: credential-like values as a hint. @category channels */
+export const shownHeader = (name: string, value: string): string => SECRET_HEADER.test(name) ? hintOf(value) : value
+
+/** A channel row as core's `Domain.Channel` (keys as given). */
+const channelOf = (row: Record<string, unknown>, apiKeys: ReadonlyArray<string>): Domain.Channel => ({
   id: str(row.id),
   name: str(row.name),
   type: str(row.type) as C.ChannelType,
   baseUrl: str(row.base_url),
-  keyCount: hints.length,
-  keyHints: hints,
+  apiKeys,
   models: jsonArray(row.models),
   modelMap: jsonRecord(row.model_map),
   groups: jsonArray(row.groups),
   priority: int(row.priority),
   weight: int(row.weight),
   enabled: bool(row.enabled),
+  headers: jsonRecord(row.headers),
+  timeouts: decodeTimeouts(row.timeouts),
   apiVersion: row.api_version === null || row.api_version === undefined ? null : str(row.api_version),
-  source: source(row.source),
-  createdAt: int(row.created_at)
+  breaker: decodeBreaker(row.breaker),
+  params: decodeParams(row.params),
+  streamOptions: bool(row.stream_options)
 })
 
-const hintOf = (key: string): string => `…${key.slice(-4)}`
+const viewOf = Effect.fnUntraced(function*(row: Record<string, unknown>) {
+  const blobs = jsonArray(row.api_keys_enc)
+  const keys = yield* Effect.option(decryptKeys(row))
+  const channel = channelOf(row, keys._tag === "Some" ? keys.value : [])
+  const health = keys._tag === "Some"
+    ? yield* (yield* ChannelHealth.ChannelHealth).report(channel)
+    : undecryptable(blobs.length)
+  const hints = keys._tag === "Some" ? keys.value.map(hintOf) : blobs.map(() => "????")
+  return {
+    id: channel.id,
+    name: channel.name,
+    type: channel.type,
+    baseUrl: channel.baseUrl,
+    keyCount: hints.length,
+    keyHints: hints,
+    models: channel.models,
+    modelMap: channel.modelMap,
+    groups: channel.groups,
+    priority: channel.priority,
+    weight: channel.weight,
+    enabled: channel.enabled,
+    apiVersion: channel.apiVersion,
+    headers: Object.fromEntries(Object.entries(channel.headers).map(([name, value]) => [name, shownHeader(name, value)])),
+    timeouts: channel.timeouts,
+    breaker: channel.breaker,
+    params: channel.params,
+    streamOptions: channel.streamOptions,
+    health,
+    source: source(row.source),
+    createdAt: int(row.created_at)
+  } satisfies C.AdminChannel
+})
+
+/** Keys that no longer decrypt (the server secret changed) are counted, and reported as unusable. */
+const undecryptable = (count: number): C.ChannelHealth => ({
+  state: "disabled",
+  keys: Array.from({ length: count }, (_, index) => ({
+    index,
+    hint: "????",
+    state: "disabled" as const,
+    since: null,
+    reason: "The key cannot be decrypted with this server's secret; enter it again.",
+    status: null,
+    retryAt: null,
+    recentCalls: 0,
+    recentFailures: 0,
+    consecutiveFailures: 0,
+    lastFailureAt: null,
+    lastError: null,
+    lastProbeAt: null,
+    lastProbeOk: null
+  }))
+})
 
 const decryptKeys = Effect.fnUntraced(function*(row: Record<string, unknown>) {
   const secrets = yield* Secrets
   return yield* Effect.forEach(jsonArray(row.api_keys_enc), (blob) => secrets.decrypt(blob))
 })
 
-const viewOf = Effect.fnUntraced(function*(row: Record<string, unknown>) {
-  const keys = yield* decryptKeys(row).pipe(
-    // A key that no longer decrypts (the server key changed) is still counted, without a hint.
-    Effect.catchTag("SecretError", () => Effect.succeed(jsonArray(row.api_keys_enc).map(() => "????")))
-  )
-  return decodeChannelView(row, keys.map(hintOf))
-})
-
-/** All channels (upstream keys as hints only). @category channels */
+/** All channels (upstream keys as hints only), with their health. @category channels */
 export const listChannels = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql`SELECT * FROM channels ORDER BY priority DESC, name`
@@ -313,38 +368,20 @@ const channelRow = Effect.fnUntraced(function*(id: string) {
   return row
 })
 
-/** One channel (upstream keys as hints only). @category channels */
+/** One channel (upstream keys as hints only), with its health. @category channels */
 export const getChannel = (id: string) => Effect.flatMap(channelRow(id), viewOf)
 
-/** One channel as the gateway uses it, with its upstream keys decrypted (for the Test button). @category channels */
+/** One channel as the gateway uses it, with its upstream keys decrypted (for the Test button and resets). @category channels */
 export const channelForProbe = Effect.fnUntraced(function*(id: string) {
   const row = yield* channelRow(id)
-  const apiKeys = yield* decryptKeys(row)
-  const view = decodeChannelView(row, [])
-  const timeouts = (() => {
-    try {
-      return { ...defaultTimeouts, ...(JSON.parse(String(row.timeouts)) as Partial<Domain.ChannelTimeouts>) }
-    } catch {
-      return defaultTimeouts
-    }
-  })()
-  const channel: Domain.Channel = {
-    id: view.id,
-    name: view.name,
-    type: view.type,
-    baseUrl: view.baseUrl,
-    apiKeys,
-    models: view.models,
-    modelMap: view.modelMap,
-    groups: view.groups,
-    priority: view.priority,
-    weight: view.weight,
-    enabled: view.enabled,
-    headers: jsonRecord(row.headers),
-    timeouts,
-    apiVersion: view.apiVersion
-  }
-  return channel
+  return channelOf(row, yield* decryptKeys(row))
+})
+
+/** Closes a channel's breakers and re-enables its disabled keys. @category channels */
+export const resetChannel = Effect.fnUntraced(function*(id: string) {
+  const channel = yield* channelForProbe(id)
+  yield* (yield* ChannelHealth.ChannelHealth).reset(channel)
+  return yield* getChannel(id)
 })
 
 const encryptAll = Effect.fnUntraced(function*(keys: ReadonlyArray<string>) {
@@ -362,31 +399,83 @@ const checkModelMap = (models: ReadonlyArray<string>, modelMap: Readonly<Record<
   return Effect.void
 }
 
-/** Creates a channel. @category channels */
+/** Headers as given, except that a masked value read back unchanged keeps the stored value. */
+const mergeHeaders = (given: Readonly<Record<string, string>>, stored: Readonly<Record<string, string>>): Record<string, string> =>
+  Object.fromEntries(Object.entries(given).map(([name, value]) => {
+    const kept = stored[name]
+    return [name, kept !== undefined && SECRET_HEADER.test(name) && value === hintOf(kept) ? kept : value]
+  }))
+
+/** The routing settings of a request applied over a channel's current (or default) ones. */
+const routingOf = (
+  input: C.UpdateChannelRequest,
+  current: Pick<Domain.Channel, "headers" | "timeouts" | "breaker" | "params" | "streamOptions">
+) => ({
+  headers: input.headers === undefined ? current.headers : mergeHeaders(input.headers, current.headers),
+  timeouts: { ...current.timeouts, ...input.timeouts },
+  breaker: { ...current.breaker, ...input.breaker },
+  params: { ...current.params, ...input.params },
+  streamOptions: input.streamOptions ?? current.streamOptions
+})
+
+/** Validates a channel as the gateway will use it (the same rules as the configuration file). */
+const validate = (channel: Omit<Domain.Channel, "id">) => validateChannel(channel, "")
+
+const defaults = {
+  headers: {},
+  timeouts: Domain.defaultTimeouts,
+  breaker: Domain.defaultBreaker,
+  params: Domain.noParams,
+  streamOptions: true
+}
+
+/**
+ * Creates a channel. An Azure channel without `apiVersion` uses the default,
+ * as in the configuration file.
+ *
+ * @category channels
+ */
 export const createChannel = Effect.fnUntraced(function*(input: C.CreateChannelRequest) {
   const sql = yield* SqlClient.SqlClient
   yield* checkModelMap(input.models, input.modelMap)
-  if (input.type === "azure" && (input.apiVersion === undefined || input.apiVersion === null)) {
-    return yield* ApiError.invalid("apiVersion: an Azure channel needs its api-version (for example 2024-10-21)", "apiVersion")
+  const routing = routingOf(input, defaults)
+  const apiKeys = input.apiKeys.map((key) => key.trim())
+  const channel: Omit<Domain.Channel, "id"> = {
+    name: input.name,
+    type: input.type,
+    baseUrl: input.baseUrl.replace(/\/+$/, ""),
+    apiKeys,
+    models: input.models,
+    modelMap: input.modelMap ?? {},
+    groups: input.groups ?? ["default"],
+    priority: input.priority ?? 0,
+    weight: input.weight ?? 1,
+    enabled: input.enabled ?? true,
+    apiVersion: input.apiVersion ?? null,
+    ...routing
   }
+  yield* validate(channel)
   const now = yield* Clock.currentTimeMillis
   const id = `chn_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`
   yield* sql`INSERT INTO channels ${
     sql.insert({
       id,
-      name: input.name,
-      type: input.type,
-      base_url: input.baseUrl.replace(/\/+$/, ""),
-      api_keys_enc: yield* encryptAll(input.apiKeys),
-      models: JSON.stringify(input.models),
-      model_map: JSON.stringify(input.modelMap ?? {}),
-      groups: JSON.stringify(input.groups ?? ["default"]),
-      priority: input.priority ?? 0,
-      weight: input.weight ?? 1,
-      enabled: input.enabled ?? true,
-      headers: "{}",
-      timeouts: JSON.stringify(defaultTimeouts),
-      api_version: input.apiVersion ?? null,
+      name: channel.name,
+      type: channel.type,
+      base_url: channel.baseUrl,
+      api_keys_enc: yield* encryptAll(apiKeys),
+      models: JSON.stringify(channel.models),
+      model_map: JSON.stringify(channel.modelMap),
+      groups: JSON.stringify(channel.groups),
+      priority: channel.priority,
+      weight: channel.weight,
+      enabled: channel.enabled,
+      headers: JSON.stringify(channel.headers),
+      timeouts: JSON.stringify(channel.timeouts),
+      api_version: channel.apiVersion,
+      breaker: JSON.stringify(channel.breaker),
+      params: JSON.stringify(channel.params),
+      stream_options: channel.streamOptions,
       source: "console",
       created_at: now,
       updated_at: now
@@ -398,12 +487,29 @@ export const createChannel = Effect.fnUntraced(function*(input: C.CreateChannelR
 /** Changes a channel; `apiKeys`, when given, replaces every upstream key. @category channels */
 export const updateChannel = Effect.fnUntraced(function*(id: string, input: C.UpdateChannelRequest) {
   const sql = yield* SqlClient.SqlClient
-  const current = decodeChannelView(yield* channelRow(id), [])
+  const row = yield* channelRow(id)
+  const current = channelOf(row, [])
   yield* checkModelMap(input.models ?? current.models, input.modelMap ?? current.modelMap)
+  const routing = routingOf(input, current)
+  const next: Omit<Domain.Channel, "id"> = {
+    ...current,
+    ...(input.name !== undefined ? { name: input.name } : {}),
+    ...(input.type !== undefined ? { type: input.type } : {}),
+    ...(input.baseUrl !== undefined ? { baseUrl: input.baseUrl.replace(/\/+$/, "") } : {}),
+    ...(input.models !== undefined ? { models: input.models } : {}),
+    ...(input.modelMap !== undefined ? { modelMap: input.modelMap } : {}),
+    ...(input.groups !== undefined ? { groups: input.groups } : {}),
+    ...(input.priority !== undefined ? { priority: input.priority } : {}),
+    ...(input.weight !== undefined ? { weight: input.weight } : {}),
+    ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
+    ...(input.apiVersion !== undefined ? { apiVersion: input.apiVersion } : {}),
+    ...routing
+  }
+  yield* validate(next)
   const changes: Record<string, unknown> = { updated_at: yield* Clock.currentTimeMillis }
   if (input.name !== undefined) changes.name = input.name
   if (input.type !== undefined) changes.type = input.type
-  if (input.baseUrl !== undefined) changes.base_url = input.baseUrl.replace(/\/+$/, "")
+  if (input.baseUrl !== undefined) changes.base_url = next.baseUrl
   if (input.models !== undefined) changes.models = JSON.stringify(input.models)
   if (input.modelMap !== undefined) changes.model_map = JSON.stringify(input.modelMap)
   if (input.groups !== undefined) changes.groups = JSON.stringify(input.groups)
@@ -411,6 +517,11 @@ export const updateChannel = Effect.fnUntraced(function*(id: string, input: C.Up
   if (input.weight !== undefined) changes.weight = input.weight
   if (input.enabled !== undefined) changes.enabled = input.enabled
   if (input.apiVersion !== undefined) changes.api_version = input.apiVersion
+  if (input.headers !== undefined) changes.headers = JSON.stringify(next.headers)
+  if (input.timeouts !== undefined) changes.timeouts = JSON.stringify(next.timeouts)
+  if (input.breaker !== undefined) changes.breaker = JSON.stringify(next.breaker)
+  if (input.params !== undefined) changes.params = JSON.stringify(next.params)
+  if (input.streamOptions !== undefined) changes.stream_options = input.streamOptions
   if (input.apiKeys !== undefined) changes.api_keys_enc = yield* encryptAll(input.apiKeys)
   yield* sql`UPDATE channels SET ${sql.update(changes)} WHERE id = ${id}`.pipe(
     uniqueAsConflict(`A channel named '${input.name}' already exists.`)
@@ -418,7 +529,7 @@ export const updateChannel = Effect.fnUntraced(function*(id: string, input: C.Up
   return yield* getChannel(id)
 })
 
-/** Deletes a channel. @category channels */
+/** Deletes a channel (the record of its disabled keys goes with it). @category channels */
 export const deleteChannel = Effect.fnUntraced(function*(id: string) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql`DELETE FROM channels WHERE id = ${id} RETURNING id`

@@ -229,6 +229,19 @@ export const Dashboard = Schema.Struct({
 })
 export type Dashboard = typeof Dashboard.Type
 
+/** One upstream attempt of a call (admins only): channel, key hint, outcome, duration. @category usage */
+export const UsageAttempt = Schema.Struct({
+  channel: Schema.String,
+  /** The upstream key's last 4 characters, as `…abcd`. */
+  keyHint: Schema.String,
+  /** The upstream's HTTP status, when it answered. */
+  status: Schema.NullOr(Schema.Int),
+  /** What went wrong (`UpstreamTimeout`, `UpstreamUnavailable`, `ClientClosed`, ...), null when the attempt served the call. */
+  errorCode: Schema.NullOr(Schema.String),
+  durationMs: Schema.Int
+})
+export type UsageAttempt = typeof UsageAttempt.Type
+
 /** One call, as billed. @category usage */
 export const UsageItem = Schema.Struct({
   id: Schema.String,
@@ -246,7 +259,12 @@ export const UsageItem = Schema.Struct({
   cost: Usd,
   latencyMs: Schema.Int,
   status: Schema.Int,
-  errorCode: Schema.NullOr(Schema.String)
+  errorCode: Schema.NullOr(Schema.String),
+  /** Admin views only: the channel that served (or last tried) the call, time to first byte, and every attempt. */
+  channel: Schema.optionalKey(Schema.String),
+  ttfbMs: Schema.optionalKey(Schema.NullOr(Schema.Int)),
+  attempts: Schema.optionalKey(Schema.Int),
+  attemptLog: Schema.optionalKey(Schema.Array(UsageAttempt))
 })
 export type UsageItem = typeof UsageItem.Type
 
@@ -522,7 +540,77 @@ export type GroupList = typeof GroupList.Type
 // Admin: channels
 // ---------------------------------------------------------------------------
 
-/** A channel as an admin sees it: upstream keys are write-only, shown as a count and their last 4 characters. @category admin */
+/** A channel's timeouts in milliseconds (docs/routing.md). @category admin */
+export const ChannelTimeouts = Schema.Struct({
+  connectMs: Schema.Int,
+  firstByteMs: Schema.Int,
+  idleMs: Schema.Int,
+  totalMs: Schema.Int
+})
+export type ChannelTimeouts = typeof ChannelTimeouts.Type
+
+/** A channel's circuit breaker settings (docs/routing.md). @category admin */
+export const BreakerSettings = Schema.Struct({
+  consecutiveFailures: Schema.Int,
+  failureRate: Schema.Number,
+  minimumCalls: Schema.Int,
+  windowMs: Schema.Int,
+  cooldownMs: Schema.Int,
+  halfOpenCalls: Schema.Int
+})
+export type BreakerSettings = typeof BreakerSettings.Type
+
+/** Request parameters a channel fills in (`defaults`) or forces (`overrides`), in its own wire format. @category admin */
+export const ChannelParams = Schema.Struct({
+  defaults: Schema.JsonObject,
+  overrides: Schema.JsonObject
+})
+export type ChannelParams = typeof ChannelParams.Type
+
+/** Key states (see core's `ChannelHealth`). @category admin */
+export const KeyState = Schema.Literals(["healthy", "open", "half_open", "disabled"])
+export type KeyState = typeof KeyState.Type
+
+/** One upstream key's health, named by position and hint (never the key). @category admin */
+export const KeyHealth = Schema.Struct({
+  index: Schema.Int,
+  hint: Schema.String,
+  state: KeyState,
+  since: Schema.NullOr(EpochMs),
+  reason: Schema.NullOr(Schema.String),
+  status: Schema.NullOr(Schema.Int),
+  retryAt: Schema.NullOr(EpochMs),
+  recentCalls: Schema.Int,
+  recentFailures: Schema.Int,
+  consecutiveFailures: Schema.Int,
+  lastFailureAt: Schema.NullOr(EpochMs),
+  lastError: Schema.NullOr(Schema.String),
+  lastProbeAt: Schema.NullOr(EpochMs),
+  lastProbeOk: Schema.NullOr(Schema.Boolean)
+})
+export type KeyHealth = typeof KeyHealth.Type
+
+/**
+ * A channel's health as the serving gateway process sees it: breakers are per
+ * process, disabled keys are shared. `healthy`, `degraded` (some keys are not
+ * healthy), `open` (no key is healthy), `disabled` (every key is disabled).
+ *
+ * @category admin
+ */
+export const ChannelHealth = Schema.Struct({
+  state: Schema.Literals(["healthy", "degraded", "open", "disabled"]),
+  keys: Schema.Array(KeyHealth)
+})
+export type ChannelHealth = typeof ChannelHealth.Type
+
+/**
+ * A channel as an admin sees it: upstream keys are write-only, shown as a
+ * count and their last 4 characters; header values that look like credentials
+ * (authorization, cookies, names with key, token, secret or password) are
+ * shown the same way.
+ *
+ * @category admin
+ */
 export const AdminChannel = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
@@ -536,7 +624,15 @@ export const AdminChannel = Schema.Struct({
   priority: Schema.Int,
   weight: Schema.Int,
   enabled: Schema.Boolean,
+  /** Azure: the `api-version` (null: the default, 2024-10-21). */
   apiVersion: Schema.NullOr(Schema.String),
+  headers: Schema.Record(Schema.String, Schema.String),
+  timeouts: ChannelTimeouts,
+  breaker: BreakerSettings,
+  params: ChannelParams,
+  /** Whether `stream_options` is sent to this (OpenAI-format) upstream. */
+  streamOptions: Schema.Boolean,
+  health: ChannelHealth,
   source: Schema.Literals(["config", "console"]),
   createdAt: EpochMs
 })
@@ -548,6 +644,9 @@ const BaseUrl = Schema.String.check(
     message: "Enter an address starting with http:// or https://"
   })
 )
+
+const Millis = Schema.Int.check(Schema.isGreaterThan(0, { message: "Must be a whole number of milliseconds above 0" }))
+const Count = Schema.Int.check(Schema.isGreaterThan(0, { message: "Must be a whole number above 0" }))
 
 const channelFields = {
   name: Name,
@@ -561,7 +660,34 @@ const channelFields = {
   priority: Schema.optionalKey(Schema.Int),
   weight: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { message: "Must be 0 or more" }))),
   enabled: Schema.optionalKey(Schema.Boolean),
-  apiVersion: Schema.optionalKey(Schema.NullOr(Schema.String))
+  apiVersion: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  /** Extra headers sent upstream; replaces them all. A masked value as read back keeps the stored one. */
+  headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  /** Timeouts to change (the others keep their value, or the default). */
+  timeouts: Schema.optionalKey(Schema.Struct({
+    connectMs: Schema.optionalKey(Millis),
+    firstByteMs: Schema.optionalKey(Millis),
+    idleMs: Schema.optionalKey(Millis),
+    totalMs: Schema.optionalKey(Millis)
+  })),
+  /** Breaker settings to change (the others keep their value, or the default). */
+  breaker: Schema.optionalKey(Schema.Struct({
+    consecutiveFailures: Schema.optionalKey(Count),
+    failureRate: Schema.optionalKey(Schema.Number.check(
+      Schema.isGreaterThan(0, { message: "Must be above 0" }),
+      Schema.isLessThanOrEqualTo(1, { message: "Must be at most 1" })
+    )),
+    minimumCalls: Schema.optionalKey(Count),
+    windowMs: Schema.optionalKey(Millis),
+    cooldownMs: Schema.optionalKey(Millis),
+    halfOpenCalls: Schema.optionalKey(Count)
+  })),
+  /** Parameter defaults and overrides; each part given replaces that part. */
+  params: Schema.optionalKey(Schema.Struct({
+    defaults: Schema.optionalKey(Schema.JsonObject),
+    overrides: Schema.optionalKey(Schema.JsonObject)
+  })),
+  streamOptions: Schema.optionalKey(Schema.Boolean)
 }
 
 /** `POST /api/admin/channels`. @category admin */
@@ -583,6 +709,11 @@ export const UpdateChannelRequest = Schema.Struct({
   weight: channelFields.weight,
   enabled: channelFields.enabled,
   apiVersion: channelFields.apiVersion,
+  headers: channelFields.headers,
+  timeouts: channelFields.timeouts,
+  breaker: channelFields.breaker,
+  params: channelFields.params,
+  streamOptions: channelFields.streamOptions,
   apiKeys: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1))))
 })
 export type UpdateChannelRequest = typeof UpdateChannelRequest.Type

@@ -127,6 +127,8 @@ export const adminUpdateChannel = make("PATCH", "/api/admin/channels/:id", C.Adm
 export const adminDeleteChannel = make("DELETE", "/api/admin/channels/:id", C.Ok)
 /** Send one real request through a channel and report latency or the upstream's error. @category admin */
 export const adminTestChannel = make("POST", "/api/admin/channels/:id/test", C.TestChannelResult, { body: C.TestChannelRequest })
+/** Close the channel's circuit breakers and re-enable its disabled keys (after fixing them). @category admin */
+export const adminResetChannel = make("POST", "/api/admin/channels/:id/reset", C.AdminChannel)
 
 /** All models with list prices. @category admin */
 export const adminListModels = make("GET", "/api/admin/models", C.ModelList)

@@ -20,7 +20,7 @@
  *
  * @since 0.1.0
  */
-import { Admission, ChannelProbe, Invalidation, Money } from "@modelgate/core"
+import { Admission, type ChannelHealth, ChannelProbe, Invalidation, Money } from "@modelgate/core"
 import type { Catalog as CatalogModule, KeyStore } from "@modelgate/core"
 import { Catalog } from "@modelgate/core/Catalog"
 import { Accounts } from "@modelgate/store/Accounts"
@@ -72,7 +72,7 @@ export const AdminApiConfig = Context.Reference<{
 /**
  * The services `handle` needs: the store's repositories (`Users`, `Keys`,
  * `Accounts`, `Redemption`, `Secrets`), `SqlClient`, core's `KeyStore`,
- * `Catalog`, `Invalidation` and `ChannelProbe`, and this package's `Sessions`
+ * `Catalog`, `Invalidation`, `ChannelProbe` and `ChannelHealth`, and this package's `Sessions`
  * and `LoginLimiter`.
  *
  * @category models
@@ -88,6 +88,7 @@ export type Requirements =
   | Catalog
   | Invalidation.Invalidation
   | ChannelProbe.ChannelProbe
+  | ChannelHealth.ChannelHealth
   | Sessions
   | LoginLimiter
 
@@ -697,7 +698,7 @@ const routes: ReadonlyArray<Route> = [
   route(E.adminUserUsage, ({ params, query }) =>
     Effect.gen(function*() {
       const user = yield* me(params.id!)
-      return json(yield* Queries.usagePage({ ...usageFilter(query), userId: user.id }, pageLimit(query), query.cursor))
+      return json(yield* Queries.usagePage({ ...usageFilter(query), userId: user.id }, pageLimit(query), query.cursor, { detail: true }))
     })),
 
   route(E.adminUserLedger, ({ params, query }) =>
@@ -760,8 +761,9 @@ const routes: ReadonlyArray<Route> = [
         return yield* ApiError.invalid(`model: '${model}' is not one of the channel's models (${channel.models.join(", ")})`, "model")
       }
       const result = yield* (yield* ChannelProbe.ChannelProbe).probe(channel, model)
-      return json({ ...result, model } satisfies C.TestChannelResult)
+      return json({ ok: result.ok, latencyMs: result.latencyMs, status: result.status, message: result.message, model } satisfies C.TestChannelResult)
     })),
+  route(E.adminResetChannel, ({ params }) => Effect.map(CatalogAdmin.resetChannel(params.id!), json)),
 
   // ---- admin: models -----------------------------------------------------
 
@@ -813,7 +815,7 @@ const routes: ReadonlyArray<Route> = [
     })),
   route(E.adminUsage, ({ query }) =>
     Effect.map(
-      Queries.usagePage({ ...usageFilter(query), userId: query.userId }, pageLimit(query), query.cursor),
+      Queries.usagePage({ ...usageFilter(query), userId: query.userId }, pageLimit(query), query.cursor, { detail: true }),
       json
     ))
 ]

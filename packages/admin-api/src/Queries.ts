@@ -11,6 +11,7 @@
  * @since 0.1.0
  */
 import { Money } from "@modelgate/core"
+import { decodeAttemptLog } from "@modelgate/store/UsageWriter"
 import { Clock, Effect } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type * as C from "./Contract.ts"
@@ -97,12 +98,27 @@ const decodeUsage = (row: Record<string, unknown>): C.UsageItem => ({
   errorCode: strOrNull(row.error_code)
 })
 
+/** A record with what only admins see: the channel, time to first byte and each upstream attempt. */
+const decodeUsageDetail = (row: Record<string, unknown>): C.UsageItem => ({
+  ...decodeUsage(row),
+  channel: str(row.channel),
+  ttfbMs: row.ttfb_ms === null || row.ttfb_ms === undefined ? null : int(row.ttfb_ms),
+  attempts: int(row.attempts),
+  attemptLog: decodeAttemptLog(row.attempt_log)
+})
+
 /**
- * One page of usage records, newest first.
+ * One page of usage records, newest first. With `detail` (admin views) each
+ * record also carries its channel, time to first byte and upstream attempts.
  *
  * @category usage
  */
-export const usagePage = Effect.fnUntraced(function*(filter: UsageFilter, limit: number, cursor: string | undefined) {
+export const usagePage = Effect.fnUntraced(function*(
+  filter: UsageFilter,
+  limit: number,
+  cursor: string | undefined,
+  options: { readonly detail?: boolean } = {}
+) {
   const sql = yield* SqlClient.SqlClient
   const clauses = usageWhere(sql, filter, "r.")
   if (cursor !== undefined) {
@@ -114,7 +130,7 @@ export const usagePage = Effect.fnUntraced(function*(filter: UsageFilter, limit:
   const rows = yield* sql`SELECT r.*, u.name AS user_name, k.name AS key_name
     FROM usage_records r LEFT JOIN users u ON u.id = r.user_id LEFT JOIN api_keys k ON k.id = r.key_id
     WHERE ${sql.and(clauses)} ORDER BY r.created_at DESC, r.id DESC LIMIT ${limit + 1}`
-  const data = rows.slice(0, limit).map(decodeUsage)
+  const data = rows.slice(0, limit).map(options.detail === true ? decodeUsageDetail : decodeUsage)
   const last = data[data.length - 1]
   return {
     data,

@@ -6,9 +6,10 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { Catalog } from "@modelgate/core/Catalog"
 import * as Handlers from "../src/Handlers.ts"
 import * as TrustedProxies from "../src/TrustedProxies.ts"
-import { Client, InvalidationLog, insertUsage, makeUser, seedCatalog, signedIn, testLayer } from "./harness.ts"
+import { Client, HealthBoard, InvalidationLog, insertUsage, makeUser, seedCatalog, signedIn, testLayer } from "./harness.ts"
 
 const USD = 1_000_000_000n
 
@@ -626,12 +627,117 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual(noModels.body.error.param, "models")
         const badType = yield* admin.client.post("/api/admin/channels", { name: "x", type: "bard", baseUrl: "http://x", apiKeys: [], models: ["m"] })
         assert.strictEqual(badType.body.error.param, "type")
+        // An Azure channel without an api-version uses the default, as in the configuration file.
         const azure = yield* admin.client.post("/api/admin/channels", { name: "az", type: "azure", baseUrl: "https://x.openai.azure.com", apiKeys: ["k"], models: ["m"] })
-        assert.strictEqual(azure.body.error.param, "apiVersion")
+        assert.strictEqual(azure.status, 201)
+        assert.isNull(azure.body.apiVersion)
+        assert.strictEqual((yield* admin.client.delete(`/api/admin/channels/${azure.body.id}`)).status, 200)
 
         assert.strictEqual((yield* admin.client.get(`/api/admin/channels/${id}`)).body.name, "good-one")
         assert.strictEqual((yield* admin.client.delete(`/api/admin/channels/${id}`)).status, 200)
         assert.strictEqual((yield* admin.client.get(`/api/admin/channels/${id}`)).status, 404)
+      }))
+
+    it.effect("edits channel headers, timeouts, breaker, parameters and the stream_options switch like the config file", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const created = yield* admin.client.post("/api/admin/channels", {
+          name: "tuned",
+          type: "openai",
+          baseUrl: "http://good.example.test/v1",
+          apiKeys: ["sk-tuned-key-0001"],
+          models: ["gpt-test"],
+          headers: { "HTTP-Referer": "https://app.example", "X-Proxy-Token": "proxy-secret-7777" },
+          timeouts: { firstByteMs: 5000 },
+          breaker: { consecutiveFailures: 3, failureRate: 0.25 },
+          params: { defaults: { temperature: 0.2 }, overrides: { user: null } },
+          streamOptions: false
+        })
+        assert.strictEqual(created.status, 201)
+        const id = created.body.id
+        // Defaults fill what was not given; one source of defaults (core's).
+        assert.deepStrictEqual(created.body.timeouts, { connectMs: 10_000, firstByteMs: 5000, idleMs: 120_000, totalMs: 600_000 })
+        assert.deepStrictEqual(created.body.breaker, { consecutiveFailures: 3, failureRate: 0.25, minimumCalls: 20, windowMs: 60_000, cooldownMs: 30_000, halfOpenCalls: 1 })
+        assert.deepStrictEqual(created.body.params, { defaults: { temperature: 0.2 }, overrides: { user: null } })
+        assert.isFalse(created.body.streamOptions)
+        // A credential-looking header value is shown as a hint, never in full.
+        assert.deepStrictEqual(created.body.headers, { "HTTP-Referer": "https://app.example", "X-Proxy-Token": "…7777" })
+        assert.notInclude(created.text, "proxy-secret")
+
+        // Partial changes keep the rest; sending the masked value back keeps the stored secret.
+        const changed = yield* admin.client.patch(`/api/admin/channels/${id}`, {
+          headers: { "X-Proxy-Token": "…7777", "X-Title": "modelgate" },
+          timeouts: { idleMs: 30_000 },
+          breaker: { cooldownMs: 5000 },
+          params: { overrides: { max_tokens: 100 } },
+          streamOptions: true
+        })
+        assert.strictEqual(changed.status, 200)
+        assert.deepStrictEqual(changed.body.timeouts, { connectMs: 10_000, firstByteMs: 5000, idleMs: 30_000, totalMs: 600_000 })
+        assert.strictEqual(changed.body.breaker.cooldownMs, 5000)
+        assert.strictEqual(changed.body.breaker.consecutiveFailures, 3)
+        assert.deepStrictEqual(changed.body.params, { defaults: { temperature: 0.2 }, overrides: { max_tokens: 100 } })
+        assert.isTrue(changed.body.streamOptions)
+        const gateway = (yield* (yield* Catalog).current).channels.find((c) => c.id === id)!
+        assert.deepStrictEqual(gateway.headers, { "X-Proxy-Token": "proxy-secret-7777", "X-Title": "modelgate" })
+        assert.strictEqual(gateway.timeouts.idleMs, 30_000)
+
+        // The same rules as the configuration file, with the field named.
+        const reserved = yield* admin.client.patch(`/api/admin/channels/${id}`, { params: { defaults: { model: "x" } } })
+        assert.strictEqual(reserved.status, 400)
+        assert.strictEqual(reserved.body.error.param, "params.defaults.model")
+        const hostHeader = yield* admin.client.patch(`/api/admin/channels/${id}`, { headers: { Host: "evil" } })
+        assert.strictEqual(hostHeader.body.error.param, "headers.Host")
+        const badRate = yield* admin.client.patch(`/api/admin/channels/${id}`, { breaker: { failureRate: 2 } })
+        assert.strictEqual(badRate.status, 400)
+        assert.strictEqual(badRate.body.error.param, "breaker.failureRate")
+        const badTimeout = yield* admin.client.patch(`/api/admin/channels/${id}`, { timeouts: { totalMs: 0 } })
+        assert.strictEqual(badTimeout.body.error.param, "timeouts.totalMs")
+        assert.strictEqual((yield* admin.client.delete(`/api/admin/channels/${id}`)).status, 200)
+      }))
+
+    it.effect("shows each upstream key's health (never the key) and resets it", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const created = yield* admin.client.post("/api/admin/channels", {
+          name: "watched",
+          type: "openai",
+          baseUrl: "http://good.example.test/v1",
+          apiKeys: ["sk-watched-AAAA", "sk-watched-BBBB"],
+          models: ["gpt-test"]
+        })
+        const id = created.body.id
+        assert.strictEqual(created.body.health.state, "healthy")
+        const board = yield* HealthBoard
+        board.states.set("sk-watched-BBBB", {
+          state: "disabled",
+          since: 1_700_000_000_000,
+          reason: "HTTP 401: Incorrect API key provided",
+          status: 401,
+          retryAt: null,
+          recentCalls: 3,
+          recentFailures: 1,
+          consecutiveFailures: 1,
+          lastFailureAt: 1_700_000_000_000,
+          lastError: "refused",
+          lastProbeAt: null,
+          lastProbeOk: null
+        })
+        const listed = (yield* admin.client.get("/api/admin/channels")).body.data.find((c: any) => c.id === id)
+        assert.strictEqual(listed.health.state, "degraded")
+        assert.deepStrictEqual(listed.health.keys.map((k: any) => [k.index, k.hint, k.state]), [[0, "…AAAA", "healthy"], [1, "…BBBB", "disabled"]])
+        assert.strictEqual(listed.health.keys[1].reason, "HTTP 401: Incorrect API key provided")
+        assert.strictEqual(listed.health.keys[1].since, 1_700_000_000_000)
+        const text = (yield* admin.client.get(`/api/admin/channels/${id}`)).text
+        assert.notInclude(text, "sk-watched")
+
+        const reset = yield* admin.client.post(`/api/admin/channels/${id}/reset`)
+        assert.strictEqual(reset.status, 200)
+        assert.strictEqual(reset.body.health.state, "healthy")
+        const user = yield* signedIn()
+        assert.strictEqual((yield* user.client.post(`/api/admin/channels/${id}/reset`)).status, 403)
+        assert.strictEqual((yield* admin.client.post("/api/admin/channels/chn_missing/reset")).status, 404)
+        yield* admin.client.delete(`/api/admin/channels/${id}`)
       }))
 
     it.effect("manages models and prices", () =>
@@ -698,6 +804,28 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const forDave = yield* admin.client.get(`/api/admin/usage?userId=${dave.user.id}`)
         assert.strictEqual(forDave.body.data.length, 1)
         assert.strictEqual(forDave.body.data[0].userName, dave.user.name)
+      }))
+
+    it.effect("lists each upstream attempt of a call to admins, and not to its user", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const erin = yield* signedIn()
+        const key = (yield* erin.client.post("/api/keys", { name: "e" })).body.key.id
+        const attemptLog = [
+          { channel: "dead", keyHint: "…dead", status: null, errorCode: "UpstreamUnavailable", durationMs: 3 },
+          { channel: "alive", keyHint: "…live", status: 200, errorCode: null, durationMs: 40 }
+        ]
+        yield* insertUsage({ userId: erin.user.id, keyId: key, model: "gpt-test", costNanos: 1n, createdAt: Date.now(), attemptLog })
+        const detail = (yield* admin.client.get(`/api/admin/usage?userId=${erin.user.id}`)).body.data[0]
+        assert.strictEqual(detail.attempts, 2)
+        assert.deepStrictEqual(detail.attemptLog, attemptLog)
+        assert.strictEqual(detail.channel, "seed-openai")
+        const viaUser = (yield* admin.client.get(`/api/admin/users/${erin.user.id}/usage`)).body.data[0]
+        assert.deepStrictEqual(viaUser.attemptLog, attemptLog)
+        // A user sees their own call, not the operator's channels and keys.
+        const own = (yield* erin.client.get("/api/usage")).body.data[0]
+        assert.isUndefined(own.attemptLog)
+        assert.isUndefined(own.channel)
       }))
 
     it.effect("answers unknown endpoints with 404 and wrong methods with 405", () =>

@@ -5,7 +5,7 @@
  * answers from a table). `Client` drives `Handlers.handle` the way a browser
  * or a script would: cookies, CSRF header, bearer keys.
  */
-import { Catalog as CatalogModule, ChannelProbe, Invalidation } from "@modelgate/core"
+import { Catalog as CatalogModule, ChannelHealth, ChannelProbe, Domain, Invalidation, type UsageLog } from "@modelgate/core"
 import { Catalog } from "@modelgate/core/Catalog"
 import { Accounts } from "@modelgate/store/Accounts"
 import { CatalogRepo } from "@modelgate/store/CatalogRepo"
@@ -45,10 +45,48 @@ const probeLayer = Layer.succeed(ChannelProbe.ChannelProbe)({
   probe: (channel, model) =>
     Effect.succeed(
       channel.baseUrl.includes("good")
-        ? { ok: true, latencyMs: 42, status: 200, message: `Hello from ${model ?? channel.models[0]}` }
-        : { ok: false, latencyMs: 7, status: 401, message: "Incorrect API key provided" }
+        ? { ok: true, latencyMs: 42, status: 200, message: `Hello from ${model ?? channel.models[0]}`, upstreamMessage: null, credentialsRefused: false }
+        : { ok: false, latencyMs: 7, status: 401, message: "Incorrect API key provided", upstreamMessage: "Incorrect API key provided", credentialsRefused: true }
     )
 })
+
+/**
+ * Key health as a test sets it: `states` maps an upstream key (the secret, as
+ * the gateway's health service sees it) to its report; keys not in it are
+ * healthy. `reset` forgets a channel's keys, as the real service re-enables them.
+ */
+export class HealthBoard extends Context.Service<HealthBoard, {
+  readonly states: Map<string, Omit<ChannelHealth.KeyHealth, "index" | "hint">>
+}>()("test/HealthBoard") {}
+
+const healthLayer = Layer.effect(
+  ChannelHealth.ChannelHealth,
+  Effect.gen(function*() {
+    const board = yield* HealthBoard
+    const healthy: Omit<ChannelHealth.KeyHealth, "index" | "hint"> = {
+      state: "healthy",
+      since: null,
+      reason: null,
+      status: null,
+      retryAt: null,
+      recentCalls: 0,
+      recentFailures: 0,
+      consecutiveFailures: 0,
+      lastFailureAt: null,
+      lastError: null,
+      lastProbeAt: null,
+      lastProbeOk: null
+    }
+    return ChannelHealth.ChannelHealth.of({
+      report: (channel) =>
+        Effect.sync(() => {
+          const keys = channel.apiKeys.map((key, index) => ({ ...(board.states.get(key) ?? healthy), index, hint: `…${key.slice(-4)}` }))
+          return { state: ChannelHealth.channelStateOf(keys), keys }
+        }),
+      reset: (channel) => Effect.sync(() => channel.apiKeys.forEach((key) => board.states.delete(key)))
+    })
+  })
+).pipe(Layer.provideMerge(Layer.sync(HealthBoard, () => ({ states: new Map() }))))
 
 /** The whole graph on a fresh SQLite database, removed afterwards. */
 export const testLayer = (options: Parameters<typeof Handlers.layer>[0] = {}) =>
@@ -63,7 +101,7 @@ export const testLayer = (options: Parameters<typeof Handlers.layer>[0] = {}) =>
         masterKey: { secret: Redacted.make("admin api test secret, long enough") },
         nodeId: "test"
       }).pipe(Layer.orDie)
-      return Layer.mergeAll(Handlers.layer(options), catalogLayer, invalidationLayer, probeLayer).pipe(
+      return Layer.mergeAll(Handlers.layer(options), catalogLayer, invalidationLayer, probeLayer, healthLayer).pipe(
         Layer.provideMerge(store)
       )
     }
@@ -207,7 +245,10 @@ export const seedCatalog = Effect.gen(function*() {
     enabled: true,
     headers: {},
     timeouts: { connectMs: 1000, firstByteMs: 1000, idleMs: 1000, totalMs: 1000 },
-    apiVersion: null
+    apiVersion: null,
+    breaker: Domain.defaultBreaker,
+    params: Domain.noParams,
+    streamOptions: true
   })
 })
 
@@ -220,6 +261,7 @@ export const insertUsage = Effect.fnUntraced(function*(record: {
   readonly createdAt: number
   readonly promptTokens?: number
   readonly completionTokens?: number
+  readonly attemptLog?: ReadonlyArray<UsageLog.Attempt>
 }) {
   const sql = yield* SqlClient.SqlClient
   yield* sql`INSERT INTO usage_records ${
@@ -244,7 +286,8 @@ export const insertUsage = Effect.fnUntraced(function*(record: {
       ttfb_ms: null,
       status: 200,
       error_code: null,
-      attempts: 1
+      attempts: record.attemptLog === undefined ? 1 : record.attemptLog.length,
+      attempt_log: record.attemptLog === undefined ? null : JSON.stringify(record.attemptLog)
     })
   }`
 })

@@ -25,6 +25,12 @@ const channel = (over: Partial<Contract.AdminChannel> = {}): Contract.AdminChann
   weight: 1,
   enabled: true,
   apiVersion: null,
+  headers: {},
+  timeouts: { connectMs: 10_000, firstByteMs: 60_000, idleMs: 120_000, totalMs: 600_000 },
+  breaker: { consecutiveFailures: 5, failureRate: 0.5, minimumCalls: 20, windowMs: 60_000, cooldownMs: 30_000, halfOpenCalls: 1 },
+  params: { defaults: {}, overrides: {} },
+  streamOptions: true,
+  health: { state: "healthy", keys: [] },
   source: "console",
   createdAt: 1,
   ...over

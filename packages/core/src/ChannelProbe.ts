@@ -14,12 +14,19 @@ export interface ProbeResult {
   readonly latencyMs: number
   /** The upstream's HTTP status, when it answered. */
   readonly status: number | null
-  /** A short description: the answer's first words, or the upstream's error. */
+  /** A short description: the answer's first words, or the upstream's error as the gateway classified it, with the upstream's own words. */
   readonly message: string
+  /** The upstream's own error message, when it answered with an error. */
+  readonly upstreamMessage: string | null
+  /** Whether the upstream refused the key's credentials (401, 403, or a 4xx its error names as a key problem). */
+  readonly credentialsRefused: boolean
 }
 
 /** @category services */
 export class ChannelProbe extends Context.Service<ChannelProbe, {
-  /** Sends a one-token chat request for `model` (default: the channel's first model) through `channel`. */
-  readonly probe: (channel: Channel, model?: string) => Effect.Effect<ProbeResult>
+  /**
+   * Sends a one-token chat request for `model` (default: the channel's first
+   * model) through `channel`, with `apiKey` (default: the channel's first key).
+   */
+  readonly probe: (channel: Channel, model?: string, apiKey?: string) => Effect.Effect<ProbeResult>
 }>()("modelgate/core/ChannelProbe") {}

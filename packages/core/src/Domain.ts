@@ -113,13 +113,87 @@ export interface Group {
   readonly limits: Limits
 }
 
-/** Per-channel timeouts in milliseconds. @category models */
+/**
+ * Per-channel timeouts in milliseconds (docs/routing.md explains each):
+ * `connectMs` bounds opening the connection (TCP and TLS), `firstByteMs` the
+ * wait for the answer's headers and, for streams, its first chunk,
+ * `idleMs` the gap between two chunks of the body (stream or not), and
+ * `totalMs` the whole call, measured from its start, stream included.
+ *
+ * @category models
+ */
 export interface ChannelTimeouts {
   readonly connectMs: number
   readonly firstByteMs: number
   readonly idleMs: number
   readonly totalMs: number
 }
+
+/**
+ * The default channel timeouts: the one source of these numbers (the config
+ * file, the admin API and the docs all use them).
+ *
+ * @category constants
+ */
+export const defaultTimeouts: ChannelTimeouts = {
+  connectMs: 10_000,
+  firstByteMs: 60_000,
+  idleMs: 120_000,
+  totalMs: 600_000
+}
+
+/**
+ * When the circuit breaker of a channel key opens, and how it recovers.
+ *
+ * It opens after `consecutiveFailures` failures in a row, or when at least
+ * `minimumCalls` calls were made in the last `windowMs` and `failureRate`
+ * (0 to 1) or more of them failed. It stays open `cooldownMs`, then lets
+ * `halfOpenCalls` trial calls (or health probes) through at a time: a trial
+ * that succeeds closes it, one that fails opens it again.
+ *
+ * @category models
+ */
+export interface BreakerSettings {
+  readonly consecutiveFailures: number
+  readonly failureRate: number
+  readonly minimumCalls: number
+  readonly windowMs: number
+  readonly cooldownMs: number
+  readonly halfOpenCalls: number
+}
+
+/** The default breaker settings. @category constants */
+export const defaultBreaker: BreakerSettings = {
+  consecutiveFailures: 5,
+  failureRate: 0.5,
+  minimumCalls: 20,
+  windowMs: 60_000,
+  cooldownMs: 30_000,
+  halfOpenCalls: 1
+}
+
+/**
+ * Request parameters a channel adds to every upstream body, in the channel's
+ * own wire format: `defaults` fill fields the client did not send, `overrides`
+ * replace what it sent (objects merge key by key; a `null` override removes
+ * the field).
+ *
+ * @category models
+ */
+export interface ChannelParams {
+  readonly defaults: Schema.JsonObject
+  readonly overrides: Schema.JsonObject
+}
+
+/** No parameter changes. @category constants */
+export const noParams: ChannelParams = { defaults: {}, overrides: {} }
+
+/** Whether a channel changes request parameters at all. @category models */
+export const hasParams = (params: ChannelParams): boolean =>
+  Object.keys(params.defaults).length > 0 || Object.keys(params.overrides).length > 0
+
+/** The `api-version` of Azure channels that set none. @category constants */
+export const DEFAULT_AZURE_API_VERSION = "2024-10-21"
 
 /**
  * An upstream account. `apiKeys` are decrypted and only ever held in memory.
@@ -141,8 +215,15 @@ export interface Channel {
   readonly enabled: boolean
   readonly headers: Readonly<Record<string, string>>
   readonly timeouts: ChannelTimeouts
-  /** Azure only: the `api-version` query parameter. */
+  /** Azure only: the `api-version` query parameter (null: `DEFAULT_AZURE_API_VERSION`). */
   readonly apiVersion: string | null
+  readonly breaker: BreakerSettings
+  readonly params: ChannelParams
+  /**
+   * Whether the upstream accepts `stream_options` (OpenAI-format channels).
+   * When false it is never sent, and stream usage is counted locally.
+   */
+  readonly streamOptions: boolean
 }
 
 /** A model-name alias: a glob pattern (`*` matches any run of characters) and its target. @category models */

@@ -33,7 +33,27 @@ export interface UsageRecord {
   readonly ttfbMs: number | null
   readonly status: number
   readonly errorCode: string | null
+  /** How many upstream attempts the call made (0: none, it failed before routing). */
   readonly attempts: number
+  /** Each attempt, in order; the last one served the call when it succeeded. */
+  readonly attemptLog: ReadonlyArray<Attempt>
+}
+
+/**
+ * One upstream attempt of a call: which channel and key (as a hint, never the
+ * secret), what came of it, and how long it took.
+ *
+ * @category models
+ */
+export interface Attempt {
+  readonly channel: string
+  /** The upstream key's last 4 characters, as `…abcd`. */
+  readonly keyHint: string
+  /** The upstream's HTTP status, when it answered. */
+  readonly status: number | null
+  /** The error's code (a `GatewayError` tag, or `ClientClosed`), null when the attempt succeeded. */
+  readonly errorCode: string | null
+  readonly durationMs: number
 }
 
 /** @category services */

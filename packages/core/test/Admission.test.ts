@@ -3,6 +3,7 @@ import { Effect, Exit, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { allowedModels, authenticate, authorize, ClientDialect } from "../src/Admission.ts"
 import { Catalog, makeSnapshot } from "../src/Catalog.ts"
+import * as Domain from "../src/Domain.ts"
 import type { ApiKey, Channel, Model } from "../src/Domain.ts"
 import { KeyStore } from "../src/KeyStore.ts"
 
@@ -33,7 +34,10 @@ const channel = (name: string, models: Array<string>, groups: Array<string>, pri
   enabled: true,
   headers: {},
   timeouts: { connectMs: 1000, firstByteMs: 1000, idleMs: 1000, totalMs: 1000 },
-  apiVersion: null
+  apiVersion: null,
+  breaker: Domain.defaultBreaker,
+  params: Domain.noParams,
+  streamOptions: true
 })
 
 const key = (over: Partial<ApiKey> = {}): ApiKey => ({

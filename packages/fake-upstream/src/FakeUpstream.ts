@@ -11,7 +11,7 @@ import { Effect } from "effect"
 import type * as Scope from "effect/Scope"
 import { type FakeUpstream, type FakeUpstreamOptions, startFakeUpstream } from "./Server.ts"
 
-export type { FakeUpstream, FakeUpstreamOptions, RecordedRequest } from "./Server.ts"
+export type { FakeControls, FakeUpstream, FakeUpstreamOptions, RecordedRequest } from "./Server.ts"
 
 /** Start the server; fails with the listen error (e.g. EADDRINUSE). */
 export const start = (options: FakeUpstreamOptions = {}): Effect.Effect<FakeUpstream, Error> =>

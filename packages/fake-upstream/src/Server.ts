@@ -40,7 +40,7 @@ import {
   geminiStream
 } from "./Gemini.ts"
 import { openaiChat, openaiEmbeddings, openaiModel, openaiModelsBody } from "./OpenAI.ts"
-import { resolveScenario, type ScenarioDefaults } from "./Scenario.ts"
+import { type CutMode, resolveScenario, type ScenarioDefaults } from "./Scenario.ts"
 import { type CallContext, cutConnection, sendJson } from "./Writer.ts"
 
 export interface FakeUpstreamModels {
@@ -66,6 +66,40 @@ export interface FakeUpstreamOptions {
   readonly maxRecordedRequests?: number
   /** Model ids listed by the models endpoints (any model id is accepted anyway). */
   readonly models?: FakeUpstreamModels
+}
+
+/**
+ * Behaviour applied to every request, changeable while the server runs (a
+ * request's own `x-fake-*` headers, and its model-name tokens, still win).
+ * Each field is the header of the same meaning (see the README).
+ */
+export interface FakeControls {
+  /** `x-fake-fail`: answer with this status (400-599) in the dialect's envelope. */
+  readonly fail?: number | undefined
+  /** `x-fake-delay-first-ms`. */
+  readonly delayFirstMs?: number | undefined
+  /** `x-fake-cut-after`. */
+  readonly cutAfter?: number | undefined
+  /** `x-fake-cut-mode`. */
+  readonly cutMode?: CutMode | undefined
+  /** `x-fake-stall-after`. */
+  readonly stallAfter?: number | undefined
+  /** `x-fake-chunk-interval-ms`. */
+  readonly chunkIntervalMs?: number | undefined
+  /** `x-fake-usage: none` when false. */
+  readonly usage?: boolean | undefined
+}
+
+const controlHeadersOf = (controls: FakeControls): IncomingHttpHeaders | undefined => {
+  const headers: IncomingHttpHeaders = {}
+  if (controls.fail !== undefined) headers["x-fake-fail"] = String(controls.fail)
+  if (controls.delayFirstMs !== undefined) headers["x-fake-delay-first-ms"] = String(controls.delayFirstMs)
+  if (controls.cutAfter !== undefined) headers["x-fake-cut-after"] = String(controls.cutAfter)
+  if (controls.cutMode !== undefined) headers["x-fake-cut-mode"] = controls.cutMode
+  if (controls.stallAfter !== undefined) headers["x-fake-stall-after"] = String(controls.stallAfter)
+  if (controls.chunkIntervalMs !== undefined) headers["x-fake-chunk-interval-ms"] = String(controls.chunkIntervalMs)
+  if (controls.usage === false) headers["x-fake-usage"] = "none"
+  return Object.keys(headers).length === 0 ? undefined : headers
 }
 
 export interface RecordedRequest {
@@ -99,6 +133,10 @@ export interface FakeUpstream {
    * counted). Tests use it to check that a gateway cancels its upstream call.
    */
   readonly clientClosedStreams: () => number
+  /** Changes the accepted key at once (undefined: any non-empty key), e.g. to revoke and restore a key in a test. */
+  readonly setApiKey: (apiKey: string | undefined) => void
+  /** Sets the behaviour of every following request (`{}` restores normal answers). */
+  readonly setControls: (controls: FakeControls) => void
   /** Stop listening and destroy every open connection (streams included). */
   readonly close: () => Promise<void>
 }
@@ -109,8 +147,12 @@ export const DEFAULT_MODELS: Required<FakeUpstreamModels> = {
   anthropic: ["claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-1"]
 }
 
+/** `POST /__fake/controls {"apiKey"?: string | null, "controls"?: FakeControls}`: the runtime controls over HTTP (for the CLI). */
+export const CONTROL_PATH = "/__fake/controls"
+
 type Route =
   | { readonly kind: "health" }
+  | { readonly kind: "control" }
   | { readonly kind: "notFound"; readonly dialect: Dialect }
   | { readonly kind: "static"; readonly dialect: Dialect; readonly body: string }
   | {
@@ -181,7 +223,14 @@ const urlHost = (host: string): string =>
 
 export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<FakeUpstream> => {
   const host = options.host ?? "127.0.0.1"
-  const apiKey = options.apiKey
+  let apiKey = options.apiKey
+  let controlHeaders: IncomingHttpHeaders | undefined
+  const setApiKey = (key: string | undefined) => {
+    apiKey = key
+  }
+  const setControls = (controls: FakeControls) => {
+    controlHeaders = controlHeadersOf(controls)
+  }
   const maxRecorded = Math.max(0, options.maxRecordedRequests ?? 1000)
   const defaults: ScenarioDefaults = {
     latencyMs: Math.max(0, options.latencyMs ?? 0),
@@ -254,6 +303,7 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
       return { kind: "notFound", dialect: "azure" }
     }
     if (path === "/health" || path === "/healthz") return { kind: "health" }
+    if (path === CONTROL_PATH) return { kind: "control" }
     return path.startsWith("/v1/messages") ? notFoundA : notFoundO
   }
 
@@ -295,10 +345,11 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
       : isRecord(body) && typeof body["model"] === "string"
       ? body["model"]
       : ""
-    const dialect = r.kind === "health" ? undefined : r.dialect
+    const dialect = r.kind === "health" || r.kind === "control" ? undefined : r.dialect
     record({ seq: n, time: Date.now(), method, path, query, headers: req.headers, body, dialect, model })
 
     if (r.kind === "health") return sendJson(res, 200, `{"status":"ok"}`)
+    if (r.kind === "control") return control(res, method, body)
     const requestId = `req_fake${n}`
     const idHeaders: OutgoingHttpHeaders = r.dialect === "anthropic"
       ? { "request-id": requestId }
@@ -307,7 +358,7 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
       : { "x-request-id": requestId }
     if (r.kind === "notFound") return sendError(res, notFound(r.dialect, method, path, requestId), idHeaders)
 
-    const scenario = resolveScenario(model, req.headers, defaults)
+    const scenario = resolveScenario(model, controlHeaders === undefined ? req.headers : { ...controlHeaders, ...req.headers }, defaults)
     const wait = defaults.latencyMs + scenario.delayFirstMs
     if (wait > 0) {
       await sleep(wait)
@@ -368,6 +419,15 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
     }
   }
 
+  const control = (res: ServerResponse, method: string, body: unknown): void => {
+    if (method !== "POST" || !isRecord(body)) {
+      return sendJson(res, 400, JSON.stringify({ error: { message: `POST a JSON object to ${CONTROL_PATH}: {"apiKey"?, "controls"?}` } }))
+    }
+    if ("apiKey" in body) setApiKey(typeof body.apiKey === "string" ? body.apiKey : undefined)
+    if (isRecord(body.controls)) setControls(body.controls as FakeControls)
+    sendJson(res, 200, JSON.stringify({ ok: true, apiKey: apiKey === undefined ? null : "set", controls: controlHeaders ?? {} }))
+  }
+
   const server = http.createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
       if (!res.headersSent && !res.destroyed) {
@@ -403,6 +463,8 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
           requests.length = 0
         },
         clientClosedStreams: () => clientClosed,
+        setApiKey,
+        setControls,
         close: () =>
           (closing ??= new Promise<void>((done) => {
             server.close(() => done())

@@ -1,6 +1,8 @@
 export * as FakeUpstream from "./FakeUpstream.ts"
 export {
+  CONTROL_PATH,
   DEFAULT_MODELS,
+  type FakeControls,
   type FakeUpstream as FakeUpstreamServer,
   type FakeUpstreamModels,
   type FakeUpstreamOptions,

@@ -272,3 +272,46 @@ describe("lifecycle", () => {
     }
   })
 })
+
+describe("runtime controls", () => {
+  let server: FakeUpstreamServer
+  beforeAll(async () => {
+    server = await startFakeUpstream({ apiKey: "first" })
+  })
+  afterAll(() => server.close())
+  const call = (key: string, extra: Record<string, string> = {}) =>
+    postJson(`${server.url}/v1/chat/completions`, chat(), { authorization: `Bearer ${key}`, ...extra })
+
+  it("setApiKey revokes and restores a key while the server runs", async () => {
+    assert.strictEqual((await call("first")).status, 200)
+    server.setApiKey("second")
+    const refused = await call("first")
+    assert.strictEqual(refused.status, 401)
+    assert.strictEqual((await refused.json()).error.code, "invalid_api_key")
+    assert.strictEqual((await call("second")).status, 200)
+    server.setApiKey("first")
+    assert.strictEqual((await call("first")).status, 200)
+  })
+
+  it("setControls applies a behaviour to every request until cleared; a request's own header wins", async () => {
+    server.setControls({ fail: 500 })
+    assert.strictEqual((await call("first")).status, 500)
+    assert.strictEqual((await call("first", { "x-fake-fail": "429" })).status, 429)
+    server.setControls({ cutAfter: 2 })
+    const { error } = await readAll(await postJson(`${server.url}/v1/chat/completions`, chat("m", { stream: true }), { authorization: "Bearer first" }))
+    assert.isDefined(error)
+    server.setControls({})
+    assert.strictEqual((await call("first")).status, 200)
+  })
+
+  it("the same controls over HTTP, for the command line", async () => {
+    const set = await postJson(`${server.url}/__fake/controls`, { apiKey: "third", controls: { fail: 503 } })
+    assert.strictEqual(set.status, 200)
+    assert.strictEqual((await call("first")).status, 401)
+    assert.strictEqual((await call("third")).status, 503)
+    await postJson(`${server.url}/__fake/controls`, { apiKey: "first", controls: {} })
+    assert.strictEqual((await call("first")).status, 200)
+    const bad = await postJson(`${server.url}/__fake/controls`, "nope")
+    assert.strictEqual(bad.status, 400)
+  })
+})

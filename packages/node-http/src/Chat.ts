@@ -1,28 +1,40 @@
 /**
  * One chat call, end to end: inspect the body, authorise the model, admit it
- * under the rate limits (`RateLimits`), hold the worst-case cost, try the
- * candidate channels in order until one answers, relay the answer (bytes as they are when client and channel speak the same
- * dialect, translated through the canonical model otherwise), meter it and
- * settle (which also releases the rate-limit permit with the metered tokens).
+ * under the rate limits (`RateLimits`), hold the worst-case cost (once per
+ * call, whatever the attempts), try channels and keys in the order
+ * `Selection` plans until one answers, relay the answer (bytes as they are
+ * when client and channel speak the same dialect, translated through the
+ * canonical model otherwise), meter it and settle (which also releases the
+ * rate-limit permit with the metered tokens).
  *
- * Failover: a call moves to the next candidate on transport errors, timeouts,
- * upstream 5xx and 429 before the first byte reached the client; caller errors
- * (other upstream 4xx) are never retried, and nothing is retried once the
- * client has received a byte (a failure then is reported in-band).
+ * Failover (docs/routing.md): an attempt that fails with a connection error, a
+ * timeout, an upstream 5xx or 429, or refused credentials before the first
+ * byte reached the client moves the call to another key of the same channel
+ * (the key's own failures) or the next channel (the server's), up to
+ * `routing.max_attempts`; caller errors (other upstream 4xx) are never
+ * retried. A stream's first chunk is read before the client gets anything, so
+ * a stream that breaks or stalls before it still fails over. After the first
+ * byte nothing is retried: a failure is reported in-band, in the client's
+ * dialect, and the call is charged for what was delivered.
+ *
+ * Every attempt's outcome feeds its key's circuit breaker (`Health`), and each
+ * attempt is listed on the usage record.
  *
  * @since 0.1.0
  */
-import { Admission, type Canonical, Domain, GatewayError, Pricing, StreamAssembly, Tokens } from "@modelgate/core"
+import { Admission, type Canonical, Domain, GatewayError, Pricing, StreamAssembly, Tokens, type UsageLog } from "@modelgate/core"
 import { Clock, Duration, Effect, Exit, Stream } from "effect"
 import { HttpServerResponse } from "effect/http"
+import type { Outcome } from "./Breakers.ts"
 import type { ClientCodec, RouteHints, UpstreamCodec } from "./Codecs.ts"
+import * as Health from "./Health.ts"
+import * as Params from "./Params.ts"
+import { isCredentialRefusal } from "./Probe.ts"
 import * as RateLimits from "./RateLimits.ts"
 import * as Selection from "./Selection.ts"
+import { ServerSettings } from "./Settings.ts"
 import * as Settlement from "./Settlement.ts"
 import * as Upstream from "./Upstream.ts"
-
-/** The most channels one call tries. @category constants */
-export const MAX_ATTEMPTS = 3
 
 /** One call's inputs. @category models */
 export interface ChatInput {
@@ -33,14 +45,28 @@ export interface ChatInput {
   readonly upstreams: (dialect: Domain.Dialect) => UpstreamCodec
   readonly body: string
   readonly hints: RouteHints
+  /** The request's headers (the sticky routing header is read from them). */
+  readonly headers?: Readonly<Record<string, string | undefined>> | undefined
 }
 
 const retryable = (error: GatewayError.GatewayError): boolean =>
   error._tag === "UpstreamUnavailable" || error._tag === "UpstreamTimeout" || error._tag === "UpstreamRateLimited"
 
+/** A failure that is the key's own (another key of the channel may work) or the server's. */
+const failureKind = (error: GatewayError.GatewayError): Selection.Failure =>
+  isCredentialRefusal(error) || error._tag === "UpstreamRateLimited" || (error._tag === "UpstreamUnavailable" && error.status === 429)
+    ? "key"
+    : "server"
+
+/** What a failed attempt means for its key's breaker. */
+const breakerOutcome = (error: GatewayError.GatewayError): Outcome =>
+  retryable(error) ? "failure" : error._tag === "UpstreamRejected" ? "success" : "neutral"
+
 const statusOf = (client: ClientCodec, error: GatewayError.GatewayError) => client.renderError(error).status
 
 const codeOf = (error: GatewayError.GatewayError): string => error._tag
+
+type AttemptRecord = { -readonly [K in keyof UsageLog.Attempt]: UsageLog.Attempt[K] }
 
 /**
  * Runs a chat call and returns the response to write (a stream keeps running,
@@ -75,35 +101,53 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
     stream: inspected.stream
   }, held))
 
-  let lastLeg: Settlement.Leg | undefined
+  const settings = yield* ServerSettings
+  const health = yield* Health.Health
+  const tried: Array<AttemptRecord> = []
+  let lastLeg: Omit<Settlement.Leg, "attempts" | "attemptLog"> | undefined
+  const legOf = (): Settlement.Leg | undefined =>
+    lastLeg === undefined ? undefined : { ...lastLeg, attempts: tried.length, attemptLog: tried }
   let ttfbMs: number | null = null
-  const attempt = (channel: Domain.Channel, attempts: number, canonical: () => Effect.Effect<Canonical.ChatRequest, GatewayError.GatewayError>) =>
+  const attempt = (
+    target: Selection.Target,
+    ticket: Health.Ticket,
+    record: AttemptRecord,
+    canonical: () => Effect.Effect<Canonical.ChatRequest, GatewayError.GatewayError>
+  ) =>
     Effect.gen(function*() {
+      const { channel } = target
+      const attemptStart = yield* Clock.currentTimeMillis
+      const at = Upstream.deadlines(channel, attemptStart, input.startedAt)
       const upstreamModel = Domain.upstreamModel(channel, model.id)
       const dialectOut = Domain.dialectOf(channel.type)
       const upstream = input.upstreams(dialectOut)
       const same = dialectOut === client.dialect
-      lastLeg = { channel: channel.name, upstreamModel, dialectOut, attempts }
-      const leg = lastLeg
-      const body = same ? inspected.forward(upstreamModel) : yield* Effect.flatMap(canonical(), (request) => upstream.encodeRequest(request, upstreamModel, model))
-      const apiKey = yield* Selection.pickKey(channel)
+      lastLeg = { channel: channel.name, upstreamModel, dialectOut }
+      const edit = Params.editOf(channel)
+      const body = same
+        ? inspected.forward(upstreamModel, edit)
+        : yield* Effect.flatMap(canonical(), (request) => upstream.encodeRequest(request, upstreamModel, model)).pipe(
+          Effect.map((encoded) => edit === undefined ? encoded : Params.editText(encoded, edit))
+        )
       const response = yield* Upstream.send(
         channel,
         Upstream.chatUrl(channel, upstreamModel, inspected.stream),
-        Upstream.channelHeaders(channel, apiKey),
-        body
+        Upstream.channelHeaders(channel, target.key),
+        body,
+        at
       )
-      ttfbMs = (yield* Clock.currentTimeMillis) - input.startedAt
+      record.status = response.status
       if (response.status >= 400) {
-        const text = yield* Upstream.errorBody(response)
-        return yield* Effect.fail(upstream.classify(response.status, text, Upstream.headerRecord(response)))
+        const text = yield* Upstream.errorBody(response, undefined, channel.timeouts.idleMs)
+        const error = upstream.classify(response.status, text, Upstream.headerRecord(response))
+        if (isCredentialRefusal(error)) {
+          yield* health.disable(channel, target.key, response.status, Health.refusal(response.status, Upstream.upstreamMessage(text)))
+        }
+        return yield* Effect.fail(error)
       }
       const headers = { ...limitHeaders, "x-request-id": input.requestId }
-      const cutError = new GatewayError.UpstreamUnavailable({
-        message: `The upstream '${channel.name}' broke off the answer.`
-      })
       if (!inspected.stream) {
-        const text = yield* Effect.mapError(response.text, () => cutError)
+        const text = yield* Upstream.readText(channel, response, at)
         const json = yield* Effect.try({
           try: () => JSON.parse(text) as unknown,
           catch: () => new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' answered with invalid JSON.` })
@@ -118,14 +162,23 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
           metered = meteredOf(decoded, promptEstimate)
           out = client.encodeResponse(decoded, model.id)
         }
-        yield* settlement.finish(metered, { status: 200, errorCode: null, ttfbMs }, leg)
+        const now = yield* Clock.currentTimeMillis
+        ttfbMs = now - input.startedAt
+        record.durationMs = now - attemptStart
+        yield* health.end(ticket, "success")
+        yield* settlement.finish(metered, { status: 200, errorCode: null, ttfbMs }, legOf())
         return out === undefined || typeof out === "string"
           ? HttpServerResponse.text(out ?? text, { contentType: "application/json", headers })
           : HttpServerResponse.jsonUnsafe(out, { headers })
       }
 
-      // Streams: every upstream chunk is relayed as soon as it is complete; nothing accumulates but the meter.
+      // Streams: the first chunk is read before the client gets anything (until then the call can still fail
+      // over); after it, every upstream chunk is relayed as soon as it is complete and nothing accumulates but the meter.
+      const opened = yield* Upstream.firstChunk(channel, response, at)
+      const committedAt = yield* Clock.currentTimeMillis
+      ttfbMs = committedAt - input.startedAt
       let outcome: Settlement.Outcome = { status: 200, errorCode: null, ttfbMs }
+      let broken: GatewayError.GatewayError | undefined
       const decoder = new TextDecoder()
       let push: (text: string) => string
       let end: () => string
@@ -149,32 +202,29 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         metered = () => meteredOf(assembler.response(), promptEstimate)
       }
       const idle = Duration.millis(channel.timeouts.idleMs)
-      const frames = response.stream.pipe(
-        Stream.mapError(() => cutError),
-        Stream.timeoutOrElse({
-          duration: idle,
-          orElse: () =>
-            Stream.fail(
-              new GatewayError.UpstreamTimeout({
-                message: `The upstream '${channel.name}' sent nothing for ${channel.timeouts.idleMs} ms in the middle of the answer.`
-              })
-            )
-        }),
+      const frames = Stream.fromArray(opened.first).pipe(
+        Stream.concat(opened.rest.pipe(Stream.timeoutOrElse({ duration: idle, orElse: () => Stream.fail(Upstream.idleTimeout(channel)) }))),
+        // The whole call, stream included, ends at the channel's total deadline.
+        Stream.interruptWhen(Effect.andThen(Effect.sleep(Duration.millis(Math.max(0, at.total - committedAt))), Effect.fail(Upstream.totalTimeout(channel)))),
         // Translation can meet an upstream event it cannot read (or an in-band upstream error): those throw.
         Stream.mapEffect((bytes) => guard(() => push(decoder.decode(bytes, { stream: true })))),
         Stream.concat(Stream.fromEffect(guard(() => push(decoder.decode()) + end()))),
         Stream.catch((error: GatewayError.GatewayError) => {
+          broken = error
           outcome = { status: statusOf(client, error), errorCode: codeOf(error), ttfbMs }
           return Stream.succeed(client.streamErrorFrame(error, inspected))
         }),
         Stream.filter((text) => text.length > 0),
         Stream.encodeText,
         Stream.onExit((exit) =>
-          settlement.finish(
-            metered(),
-            Exit.isSuccess(exit) ? outcome : { status: 499, errorCode: "ClientClosed", ttfbMs },
-            leg
-          )
+          Effect.gen(function*() {
+            const closed = !Exit.isSuccess(exit)
+            record.durationMs = (yield* Clock.currentTimeMillis) - attemptStart
+            record.errorCode = closed ? "ClientClosed" : broken === undefined ? null : codeOf(broken)
+            yield* health.end(ticket, closed ? "neutral" : broken === undefined ? "success" : breakerOutcome(broken), broken?.message)
+            yield* settlement.finish(metered(), closed ? { status: 499, errorCode: "ClientClosed", ttfbMs } : outcome, legOf())
+            yield* opened.close
+          })
         )
       )
       return HttpServerResponse.stream(frames, {
@@ -189,31 +239,70 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       ? Effect.succeed(canonicalRequest)
       : Effect.tap(client.decodeRequest(inspected), (request) => Effect.sync(() => canonicalRequest = request))
 
-  const candidates = (yield* Selection.order(route.channels)).slice(0, MAX_ATTEMPTS)
+  const sticky = settings.stickyHeader === null ? undefined : input.headers?.[settings.stickyHeader]
+  const planned = yield* Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Selection.plan(route.channels, {
+      availability: (channel, apiKey) => health.availability(channel, apiKey, now),
+      retryAt: health.retryAt
+    }, sticky === undefined || sticky === "" ? undefined : sticky))
   const run = Effect.gen(function*() {
     let lastError: GatewayError.GatewayError | undefined
-    for (let i = 0; i < candidates.length; i++) {
-      const result = yield* Effect.result(attempt(candidates[i]!, i + 1, canonical))
+    let previous: Selection.Failure | undefined
+    while (tried.length < settings.maxAttempts) {
+      const target = planned.next(previous)
+      if (target === undefined) break
+      const ticket = yield* health.begin(target.channel, target.key, target.force)
+      // Another call took the last trial slot of a half-open key since the plan was made: the next target.
+      if (ticket === undefined) continue
+      const record: AttemptRecord = { channel: target.channel.name, keyHint: Health.hintOf(target.key), status: null, errorCode: null, durationMs: 0 }
+      tried.push(record)
+      const started = yield* Clock.currentTimeMillis
+      const result = yield* Effect.result(
+        attempt(target, ticket, record, canonical).pipe(Effect.onInterrupt(() => health.end(ticket, "neutral")))
+      )
       if (result._tag === "Success") return result.success
       const error: GatewayError.GatewayError = result.failure
       lastError = error
-      if (!retryable(error) || i === candidates.length - 1) break
-      yield* Effect.logWarning("upstream failed before the first byte; trying the next channel").pipe(
-        Effect.annotateLogs({ requestId: input.requestId, channel: candidates[i]!.name, error: error.message })
+      record.errorCode = codeOf(error)
+      record.durationMs = (yield* Clock.currentTimeMillis) - started
+      yield* health.end(
+        ticket,
+        isCredentialRefusal(error) ? "neutral" : breakerOutcome(error),
+        error.message,
+        error._tag === "UpstreamRateLimited" && error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1000 : undefined
       )
+      yield* Effect.logWarning("upstream attempt failed before the first byte").pipe(
+        Effect.annotateLogs({
+          requestId: input.requestId,
+          attempt: tried.length,
+          channel: target.channel.name,
+          key: record.keyHint,
+          error: error.message
+        })
+      )
+      if (!retryable(error)) break
+      previous = failureKind(error)
     }
-    return yield* Effect.fail(lastError!)
+    return yield* Effect.fail(
+      lastError ?? new GatewayError.UpstreamUnavailable({
+        message: `Every upstream key serving '${model.id}' for your group is disabled after the upstream refused its credentials. ` +
+          "This is a gateway configuration problem: an administrator must check the channels' keys."
+      })
+    )
   })
   return yield* run.pipe(
-    Effect.onExit((exit) =>
-      Exit.isSuccess(exit)
-        ? Effect.void
-        : settlement.finish(Settlement.nothing, {
-          status: exit.cause.reasons.some((r) => r._tag === "Fail") ? 502 : 499,
-          errorCode: exitCode(exit),
-          ttfbMs
-        }, lastLeg)
-    )
+    Effect.onExit((exit) => {
+      if (Exit.isSuccess(exit)) return Effect.void
+      const failed = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+      const last = tried.at(-1)
+      if (failed === undefined && last !== undefined && last.errorCode === null) last.errorCode = "ClientClosed"
+      return settlement.finish(Settlement.nothing, {
+        // The status the client got: its dialect's rendering of the error, or 499 when it went away.
+        status: failed === undefined ? 499 : statusOf(client, failed.error),
+        errorCode: exitCode(exit),
+        ttfbMs: null
+      }, legOf())
+    })
   )
 })
 

@@ -8,6 +8,7 @@
  */
 import type { Canonical, Domain, GatewayError } from "@modelgate/core"
 import type { Effect } from "effect"
+import type { BodyEdit } from "./Params.ts"
 import type { Metered } from "./Settlement.ts"
 
 /** A request body inspected without a full decode (the same-dialect fast path). @category models */
@@ -26,8 +27,11 @@ export interface Inspected {
   readonly json: unknown
   /** Gemini streams: server-sent events (true) or a streamed JSON array (false). */
   readonly sse?: boolean | undefined
-  /** The body to forward to a same-dialect upstream under `upstreamModel`. */
-  readonly forward: (upstreamModel: string) => string
+  /**
+   * The body to forward to a same-dialect upstream under `upstreamModel`,
+   * with the channel's parameter edit applied (none: the fast path).
+   */
+  readonly forward: (upstreamModel: string, edit?: BodyEdit | undefined) => string
 }
 
 /** Where the route put the model and stream flag (Gemini: in the path). @category models */

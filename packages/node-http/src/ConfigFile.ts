@@ -42,7 +42,22 @@ export const ChannelConfig = Schema.Struct({
     first_byte_ms: Schema.optionalKey(PositiveInt),
     idle_ms: Schema.optionalKey(PositiveInt),
     total_ms: Schema.optionalKey(PositiveInt)
-  }))
+  })),
+  breaker: Schema.optionalKey(Schema.Struct({
+    consecutive_failures: Schema.optionalKey(PositiveInt),
+    failure_rate: Schema.optionalKey(
+      Schema.Finite.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(1)).annotate({ expected: "a fraction above 0 and at most 1, such as 0.5" })
+    ),
+    minimum_calls: Schema.optionalKey(PositiveInt),
+    window_ms: Schema.optionalKey(PositiveInt),
+    cooldown_ms: Schema.optionalKey(PositiveInt),
+    half_open_calls: Schema.optionalKey(PositiveInt)
+  })),
+  params: Schema.optionalKey(Schema.Struct({
+    defaults: Schema.optionalKey(Schema.JsonObject),
+    overrides: Schema.optionalKey(Schema.JsonObject)
+  })),
+  stream_options: Schema.optionalKey(Schema.Boolean)
 })
 export type ChannelConfig = typeof ChannelConfig.Type
 
@@ -132,6 +147,22 @@ export const RateLimitsConfig = Schema.Struct({
 })
 export type RateLimitsConfig = typeof RateLimitsConfig.Type
 
+/**
+ * How calls are routed over channels (docs/routing.md): `max_attempts` bounds
+ * the upstream attempts of one call, `sticky_header` names a request header
+ * whose value keeps a client on one channel while it is healthy (off when
+ * absent), and `probe_interval_ms` is how often disabled keys and open
+ * breakers are probed.
+ *
+ * @category schemas
+ */
+export const RoutingConfig = Schema.Struct({
+  max_attempts: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 20 })).annotate({ expected: "a whole number from 1 to 20" })),
+  sticky_header: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isPattern(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/)).annotate({ expected: "a header name such as x-session-id" }))),
+  probe_interval_ms: Schema.optionalKey(PositiveInt)
+})
+export type RoutingConfig = typeof RoutingConfig.Type
+
 /** The whole file. Every key is optional; docs/configuration.md lists the defaults. @category schemas */
 export const ConfigFile = Schema.Struct({
   listen: Schema.optionalKey(Schema.String),
@@ -140,6 +171,7 @@ export const ConfigFile = Schema.Struct({
   redis_failure: Schema.optionalKey(Schema.Literals(["local", "refuse"])),
   redis_key_prefix: Schema.optionalKey(Schema.NonEmptyString),
   rate_limits: Schema.optionalKey(RateLimitsConfig),
+  routing: Schema.optionalKey(RoutingConfig),
   public_url: Schema.optionalKey(Schema.String),
   /** Reverse proxies (addresses or CIDR ranges) whose X-Forwarded-For/-Proto/-Host the console's sign-in believes. */
   trusted_proxies: Schema.optionalKey(Schema.Array(Schema.String)),

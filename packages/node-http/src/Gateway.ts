@@ -193,6 +193,7 @@ export const app = Effect.gen(function*() {
           client,
           upstreams: Dialects.upstream,
           body,
+          headers: request.headers,
           hints: matched._tag === "GeminiAction"
             ? { model: matched.model, stream: matched.action === "streamGenerateContent", sse: new URLSearchParams(search).get("alt") === "sse" }
             : {}

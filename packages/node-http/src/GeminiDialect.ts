@@ -25,6 +25,7 @@ import { HttpServerResponse } from "effect/http"
 import { randomBytes } from "node:crypto"
 import type { ClientCodec, EventDecoder, Inspected, RouteHints, UpstreamCodec } from "./Codecs.ts"
 import * as OpenAI from "./OpenAIDialect.ts"
+import * as Params from "./Params.ts"
 import * as RateLimits from "./RateLimits.ts"
 import * as Selection from "./Selection.ts"
 import * as Settlement from "./Settlement.ts"
@@ -40,7 +41,7 @@ const inspect = (body: string, hints: RouteHints) =>
     mediaParts: inspection.mediaParts,
     json: inspection.body,
     sse: hints.sse ?? true,
-    forward: () => body
+    forward: (_, edit) => edit?.params === undefined ? body : JSON.stringify(Params.apply(inspection.body as Record<string, unknown>, edit.params))
   }))
 
 const metered = (usage: Canonical.Usage | undefined, promptEstimate: number, generatedTokens: number): Settlement.Metered =>

@@ -7,6 +7,7 @@ import { type Canonical, type Domain, GatewayError } from "@modelgate/core"
 import { ErrorEnvelope, Models, Passthrough, Request, Response, Sse, Stream as OpenAIStream } from "@modelgate/openai-adapter"
 import { Effect, Result } from "effect"
 import type { ClientCodec, EventDecoder, Inspected, UpstreamCodec } from "./Codecs.ts"
+import * as Params from "./Params.ts"
 
 const inspect = (body: string) =>
   Effect.map(Passthrough.inspectChatBody(body), (inspected): Inspected => ({
@@ -17,7 +18,13 @@ const inspect = (body: string) =>
     choices: inspected.choices,
     mediaParts: inspected.mediaParts,
     json: inspected.json,
-    forward: (upstreamModel) => Passthrough.upstreamBody(inspected, upstreamModel)
+    forward: (upstreamModel, edit) =>
+      edit === undefined
+        ? Passthrough.upstreamBody(inspected, upstreamModel)
+        : edit.streamOptions
+        ? Passthrough.upstreamBody({ ...inspected, json: Params.edit(inspected.json, edit) }, upstreamModel)
+        // An upstream that rejects stream_options gets none (its stream usage is then counted locally).
+        : JSON.stringify({ ...Params.edit(inspected.json, edit), model: upstreamModel })
   }))
 
 /** The OpenAI client side. @category codecs */

@@ -1,55 +1,73 @@
 /**
  * `ChannelProbe`: one real, one-token request through a channel, with the
- * same codecs and HTTP client as calls use, for the console's Test button.
+ * same codecs, HTTP clients and timeouts as calls use. The console's Test
+ * button and the health prober (`Health.ts`) use it.
  *
  * @since 0.1.0
  */
 import { ChannelProbe, Domain, type GatewayError } from "@modelgate/core"
 import { Clock, Effect, Layer } from "effect"
-import type { HttpClient } from "effect/http"
 import * as Dialects from "./Dialects.ts"
 import * as Upstream from "./Upstream.ts"
 
-const probe = (channel: Domain.Channel, model: string | undefined) =>
+/** Whether a classified upstream error is a refusal of the key's credentials. @category probing */
+export const isCredentialRefusal = (error: GatewayError.GatewayError): boolean =>
+  error._tag === "UpstreamUnavailable" && error.status !== undefined && error.status >= 400 && error.status < 500 && error.status !== 429
+
+const probe = (channel: Domain.Channel, model: string | undefined, apiKey: string | undefined) =>
   Effect.gen(function*() {
     const started = yield* Clock.currentTimeMillis
+    const elapsed = Effect.map(Clock.currentTimeMillis, (now) => now - started)
     const publicModel = model ?? channel.models[0] ?? ""
-    const upstreamModel = channel.modelMap[publicModel] ?? publicModel
+    const upstreamModel = Domain.upstreamModel(channel, publicModel)
     const codec = Dialects.upstream(Domain.dialectOf(channel.type))
-    const body = yield* codec.encodeRequest({
-      model: publicModel,
-      messages: [{ role: "user", content: [{ type: "text", text: "ping" }] }],
-      maxOutputTokens: 1,
-      stream: false
-    }, upstreamModel)
-    const response = yield* Upstream.send(
-      channel,
-      Upstream.chatUrl(channel, upstreamModel, false),
-      Upstream.channelHeaders(channel, channel.apiKeys[0] ?? ""),
-      body
+    const attempt = Effect.gen(function*() {
+      const body = yield* codec.encodeRequest({
+        model: publicModel,
+        messages: [{ role: "user", content: [{ type: "text", text: "ping" }] }],
+        maxOutputTokens: 1,
+        stream: false
+      }, upstreamModel)
+      const at = Upstream.deadlines(channel, started, started)
+      const response = yield* Upstream.send(
+        channel,
+        Upstream.chatUrl(channel, upstreamModel, false),
+        Upstream.channelHeaders(channel, apiKey ?? channel.apiKeys[0] ?? ""),
+        body,
+        at
+      )
+      if (response.status >= 400) {
+        const text = yield* Upstream.errorBody(response, undefined, channel.timeouts.idleMs)
+        const error = codec.classify(response.status, text, Upstream.headerRecord(response))
+        return {
+          ok: false,
+          latencyMs: yield* elapsed,
+          status: response.status,
+          // The probe's audience is the operator: the upstream's own words come with the classification.
+          message: `${error.message} The upstream said: ${Upstream.upstreamMessage(text)}`,
+          upstreamMessage: Upstream.upstreamMessage(text),
+          credentialsRefused: isCredentialRefusal(error)
+        }
+      }
+      yield* Upstream.readText(channel, response, at)
+      const latencyMs = yield* elapsed
+      return { ok: true, latencyMs, status: response.status, message: `${upstreamModel} answered`, upstreamMessage: null, credentialsRefused: false }
+    })
+    return yield* attempt.pipe(
+      Effect.catch((error: GatewayError.GatewayError) =>
+        Effect.map(elapsed, (latencyMs) => ({ ok: false, latencyMs, status: null, message: error.message, upstreamMessage: null, credentialsRefused: false }))
+      )
     )
-    const text = yield* Effect.orElseSucceed(response.text, () => "")
-    const latencyMs = (yield* Clock.currentTimeMillis) - started
-    if (response.status >= 400) {
-      const error = codec.classify(response.status, text, Upstream.headerRecord(response))
-      return { ok: false, latencyMs, status: response.status, message: error.message }
-    }
-    return { ok: true, latencyMs, status: response.status, message: `${upstreamModel} answered` }
-  }).pipe(
-    Effect.catch((error: GatewayError.GatewayError) =>
-      Effect.map(Clock.currentTimeMillis, () => ({ ok: false, latencyMs: 0, status: null, message: error.message }))
-    )
-  )
+  })
 
 /** @category layers */
-export const layer: Layer.Layer<ChannelProbe.ChannelProbe, never, HttpClient.HttpClient> = Layer.effect(
+export const layer: Layer.Layer<ChannelProbe.ChannelProbe, never, Upstream.UpstreamClients> = Layer.effect(
   ChannelProbe.ChannelProbe,
   Effect.gen(function*() {
-    const context = yield* Effect.context<HttpClient.HttpClient>()
+    const context = yield* Effect.context<Upstream.UpstreamClients>()
     return ChannelProbe.ChannelProbe.of({
-      probe: (channel, model) => Effect.provideContext(probe(channel, model), context)
+      // The probe needs no request scope: run it in its own.
+      probe: (channel, model, apiKey) => Effect.provideContext(Effect.scoped(probe(channel, model, apiKey)), context)
     })
   })
 )
-
-

@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import { type Domain, Money } from "@modelgate/core"
+import { Domain, Money } from "@modelgate/core"
 import * as Provisioning from "@modelgate/store/Provisioning"
 import { Console, Effect, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
@@ -18,7 +18,6 @@ import type { InvalidInput } from "@modelgate/store/StoreError"
 import * as Users from "@modelgate/store/Users"
 import { ConfigError, type ConfigFile, type KeyConfig } from "./ConfigFile.ts"
 import type { Settings } from "./Settings.ts"
-import { defaultTimeouts } from "./Upstream.ts"
 
 /** Defaults for models the file does not give limits for. @category constants */
 export const modelDefaults = { inputTokenLimit: 128_000, outputTokenLimit: 16_384 } as const
@@ -113,12 +112,22 @@ export const toInput = (file: ConfigFile, source: string): Effect.Effect<Provisi
         enabled: channel.enabled ?? true,
         headers: channel.headers ?? {},
         timeouts: {
-          connectMs: channel.timeouts?.connect_ms ?? defaultTimeouts.connectMs,
-          firstByteMs: channel.timeouts?.first_byte_ms ?? defaultTimeouts.firstByteMs,
-          idleMs: channel.timeouts?.idle_ms ?? defaultTimeouts.idleMs,
-          totalMs: channel.timeouts?.total_ms ?? defaultTimeouts.totalMs
+          connectMs: channel.timeouts?.connect_ms ?? Domain.defaultTimeouts.connectMs,
+          firstByteMs: channel.timeouts?.first_byte_ms ?? Domain.defaultTimeouts.firstByteMs,
+          idleMs: channel.timeouts?.idle_ms ?? Domain.defaultTimeouts.idleMs,
+          totalMs: channel.timeouts?.total_ms ?? Domain.defaultTimeouts.totalMs
         },
-        apiVersion: channel.api_version ?? null
+        apiVersion: channel.api_version ?? null,
+        breaker: {
+          consecutiveFailures: channel.breaker?.consecutive_failures ?? Domain.defaultBreaker.consecutiveFailures,
+          failureRate: channel.breaker?.failure_rate ?? Domain.defaultBreaker.failureRate,
+          minimumCalls: channel.breaker?.minimum_calls ?? Domain.defaultBreaker.minimumCalls,
+          windowMs: channel.breaker?.window_ms ?? Domain.defaultBreaker.windowMs,
+          cooldownMs: channel.breaker?.cooldown_ms ?? Domain.defaultBreaker.cooldownMs,
+          halfOpenCalls: channel.breaker?.half_open_calls ?? Domain.defaultBreaker.halfOpenCalls
+        },
+        params: { defaults: channel.params?.defaults ?? {}, overrides: channel.params?.overrides ?? {} },
+        streamOptions: channel.stream_options ?? true
       }
     })
     const keys: Array<Provisioning.ProvisionKey> = []

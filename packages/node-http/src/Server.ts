@@ -6,10 +6,11 @@
  *
  * @since 0.1.0
  */
-import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
+import { NodeHttpServer } from "@effect/platform-node"
 import { KeyStore, type RateLimiter } from "@modelgate/core"
 import * as Accounts from "@modelgate/store/Accounts"
 import * as CatalogRepo from "@modelgate/store/CatalogRepo"
+import * as ChannelKeyStates from "@modelgate/store/ChannelKeyStates"
 import * as Database from "@modelgate/store/Database"
 import * as Keys from "@modelgate/store/Keys"
 import * as Migrations from "@modelgate/store/Migrations"
@@ -18,7 +19,7 @@ import * as Purses from "@modelgate/store/Purses"
 import * as Secrets from "@modelgate/store/Secrets"
 import * as UsageWriter from "@modelgate/store/UsageWriter"
 import * as Users from "@modelgate/store/Users"
-import { Context, Duration, Effect, Layer, Logger, Ref, References, Schedule } from "effect"
+import { Context, Duration, Effect, Layer, Logger, Ref, References } from "effect"
 import { HttpClient, HttpServer, type HttpServerRequest } from "effect/http"
 import * as Handlers from "@modelgate/admin-api/Handlers"
 import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
@@ -34,6 +35,8 @@ import * as Gateway from "./Gateway.ts"
 import * as Provision from "./Provision.ts"
 import * as ProvisionLimits from "./ProvisionLimits.ts"
 import { ServerSettings, type Settings } from "./Settings.ts"
+import * as Health from "./Health.ts"
+import * as Upstream from "./Upstream.ts"
 
 /** Everything below the HTTP layer: database, migrations, provisioning, repositories, caches and ports. @category layers */
 export const services = (settings: Settings, file: ConfigFile) => {
@@ -45,6 +48,7 @@ export const services = (settings: Settings, file: ConfigFile) => {
     Keys.Keys.layer,
     Accounts.Accounts.layer,
     CatalogRepo.CatalogRepo.layer,
+    ChannelKeyStates.ChannelKeyStates.layer,
     Provisioning.Provisioning.layer
   ).pipe(
     Layer.provideMerge(secrets),
@@ -58,12 +62,20 @@ export const services = (settings: Settings, file: ConfigFile) => {
     maxBatch: settings.usageMaxBatch
   })
   const caches = Layer.mergeAll(Caches.KeyCache.layer, Caches.CatalogCache.layer)
+  const ports = Caches.ports.pipe(Layer.provide(caches))
+  // Upstream calls, probes and key health: the health service probes through the channel probe and
+  // reads channels from the catalog port.
+  const upstream = Probe.layer.pipe(Layer.provideMerge(Upstream.UpstreamClients.layer))
+  const health = Health.Health.layerPort.pipe(
+    Layer.provideMerge(Health.Health.layer),
+    Layer.provideMerge(upstream),
+    Layer.provideMerge(ports)
+  )
   return Layer.mergeAll(
     rateLimiter(settings),
-    Caches.ports.pipe(Layer.provide(caches)),
+    health,
     Redemption.Redemption.layer,
     Handlers.layer({ sessionTtlMs: SESSION_TTL_MS }),
-    Probe.layer,
     Layer.mergeAll(Purses.layer({ nodeId: settings.nodeId, leases: settings.balanceLeases, leaseIdleMs: settings.leaseIdleMs }), UsageWriter.UsageWriter.layerPort).pipe(
       Layer.provideMerge(usage)
     ),
@@ -125,7 +137,7 @@ export const sweeper = (nodeId: string): Layer.Layer<never, never, Accounts.Acco
       Effect.flatMap(report),
       Effect.catchCause((cause) => Effect.logWarning("heartbeat or sweeping dead nodes' holds failed", cause))
     )
-    yield* tick.pipe(Effect.repeat(Schedule.spaced(Duration.millis(HEARTBEAT_INTERVAL_MS))), Effect.forkScoped)
+    yield* Effect.sleep(Duration.millis(HEARTBEAT_INTERVAL_MS)).pipe(Effect.andThen(tick), Effect.forever, Effect.forkScoped)
   }))
 
 /**
@@ -189,7 +201,6 @@ export const layer = (settings: Settings, file: ConfigFile) => {
     Layer.provide(extensions(settings)),
     Layer.provideMerge(listener),
     Layer.provideMerge(ready),
-    Layer.provide(NodeHttpClient.layerUndici),
     Layer.provide(upstreamTracing)
   )
   // Built after the listener, so released before it: readiness turns 503 first, then the listener closes.

@@ -53,6 +53,12 @@ export interface Settings {
   readonly leaseIdleMs: number
   /** Where the console's built files are, or null when they are not built. */
   readonly consoleDir: string | null
+  /** The most upstream attempts one call makes. */
+  readonly maxAttempts: number
+  /** The request header (lower case) whose value keeps a client on one channel, or null for none. */
+  readonly stickyHeader: string | null
+  /** How often disabled keys and open breakers are probed, in milliseconds. */
+  readonly probeIntervalMs: number
 }
 
 /** The settings service. @category services */
@@ -72,7 +78,9 @@ export const defaults = {
   redisFailure: "local",
   redisKeyPrefix: "modelgate:limits:",
   rateLimitWindowMs: 60_000,
-  rateLimitsPerModel: false
+  rateLimitsPerModel: false,
+  maxAttempts: 3,
+  probeIntervalMs: 30_000
 } as const
 
 /**
@@ -146,7 +154,10 @@ export const resolveSettings = (
       usageMaxBatch: file.usage?.max_batch ?? defaults.usageMaxBatch,
       balanceLeases: file.billing?.leases ?? true,
       leaseIdleMs: file.billing?.lease_idle_ms ?? defaults.leaseIdleMs,
-      consoleDir: options.consoleDir
+      consoleDir: options.consoleDir,
+      maxAttempts: file.routing?.max_attempts ?? defaults.maxAttempts,
+      stickyHeader: file.routing?.sticky_header?.toLowerCase() ?? null,
+      probeIntervalMs: file.routing?.probe_interval_ms ?? defaults.probeIntervalMs
     }
   })
 

@@ -49,6 +49,8 @@ export interface Leg {
   readonly upstreamModel: string
   readonly dialectOut: Domain.Dialect
   readonly attempts: number
+  /** Each upstream attempt, in order (calls that make exactly one attempt may leave it out). */
+  readonly attemptLog?: ReadonlyArray<UsageLog.Attempt> | undefined
 }
 
 /**
@@ -110,8 +112,20 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
           ttfbMs: outcome.ttfbMs,
           status: outcome.status,
           errorCode: outcome.errorCode,
-          attempts: leg?.attempts ?? 0
+          attempts: leg?.attempts ?? 0,
+          attemptLog: leg?.attemptLog ?? []
         })
+        // The design promise: tokens counted here rather than reported by the upstream are said so in the log.
+        if (!metered.reported && metered.promptTokens + metered.completionTokens > 0) {
+          yield* Effect.logInfo("the upstream reported no usage; tokens were counted locally").pipe(
+            Effect.annotateLogs({
+              requestId: call.requestId,
+              channel: leg?.channel ?? "",
+              promptTokens: metered.promptTokens,
+              completionTokens: metered.completionTokens
+            })
+          )
+        }
       }).pipe(Effect.uninterruptible)
     })
   const settlement: Settlement = { holdId, heldNanos, finish }

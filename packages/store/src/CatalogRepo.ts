@@ -5,8 +5,7 @@
  *
  * @since 0.1.0
  */
-import { GatewayError } from "@modelgate/core"
-import type { Domain } from "@modelgate/core"
+import { Domain, GatewayError } from "@modelgate/core"
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
@@ -76,14 +75,62 @@ export const decodeGroup = (row: Record<string, unknown>): Domain.Group => ({
   }
 })
 
-const decodeTimeouts = (value: unknown): Domain.ChannelTimeouts => {
-  const parsed: unknown = JSON.parse(Row.str(value, "channels.timeouts"))
-  const field = (name: keyof Domain.ChannelTimeouts): number => {
-    const v = (parsed as Record<string, unknown>)[name]
-    if (typeof v !== "number" || !Number.isFinite(v)) throw new TypeError(`Column 'channels.timeouts': '${name}' is not a number`)
-    return v
+const { defaultBreaker, defaultTimeouts } = Domain
+
+const jsonObject = (value: unknown, column: string): Record<string, unknown> => {
+  const parsed: unknown = JSON.parse(Row.str(value, column))
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new TypeError(`Column '${column}': expected a JSON object`)
   }
-  return { connectMs: field("connectMs"), firstByteMs: field("firstByteMs"), idleMs: field("idleMs"), totalMs: field("totalMs") }
+  return parsed as Record<string, unknown>
+}
+
+const numbers = <A extends object>(value: unknown, column: string, defaults: A): A => {
+  const parsed = jsonObject(value, column)
+  const out: Record<string, unknown> = { ...(defaults as Record<string, unknown>) }
+  for (const name of Object.keys(defaults)) {
+    const v = parsed[name]
+    if (v === undefined) continue
+    if (typeof v !== "number" || !Number.isFinite(v)) throw new TypeError(`Column '${column}': '${name}' is not a number`)
+    out[name] = v
+  }
+  return out as A
+}
+
+/**
+ * A channel's timeouts from their JSON column; a field the row lacks takes
+ * core's default. Shared with the admin API, not a stable API.
+ *
+ * @internal
+ * @category internal
+ */
+export const decodeTimeouts = (value: unknown): Domain.ChannelTimeouts => numbers(value, "channels.timeouts", defaultTimeouts)
+
+/**
+ * A channel's breaker settings from their JSON column (`{}`: the defaults).
+ * Shared with the admin API, not a stable API.
+ *
+ * @internal
+ * @category internal
+ */
+export const decodeBreaker = (value: unknown): Domain.BreakerSettings => numbers(value, "channels.breaker", defaultBreaker)
+
+/**
+ * A channel's parameter defaults and overrides from their JSON column.
+ * Shared with the admin API, not a stable API.
+ *
+ * @internal
+ * @category internal
+ */
+export const decodeParams = (value: unknown): Domain.ChannelParams => {
+  const parsed = jsonObject(value, "channels.params")
+  const part = (name: "defaults" | "overrides") => {
+    const v = parsed[name]
+    if (v === undefined) return {}
+    if (typeof v !== "object" || v === null || Array.isArray(v)) throw new TypeError(`Column 'channels.params': '${name}' is not an object`)
+    return v as Domain.ChannelParams["defaults"]
+  }
+  return { defaults: part("defaults"), overrides: part("overrides") }
 }
 
 /** Shared with the other repositories of this package, not a stable API. @internal @category internal */
@@ -123,17 +170,38 @@ export const channelColumns = (channel: ChannelInput) => ({
   enabled: channel.enabled,
   headers: JSON.stringify(channel.headers),
   timeouts: JSON.stringify(channel.timeouts),
-  api_version: channel.apiVersion
+  api_version: channel.apiVersion,
+  breaker: JSON.stringify(channel.breaker),
+  params: JSON.stringify(channel.params),
+  stream_options: channel.streamOptions
 })
 
+/** Headers a channel may not set: the HTTP client owns framing and the connection. */
+const RESERVED_HEADERS = new Set(["host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer"])
+
+/** Request fields the gateway owns, which `params` may not set. */
+const RESERVED_PARAMS: Readonly<Record<string, string>> = {
+  model: "the model is chosen by the call and the channel's model_map",
+  stream: "streaming is the client's choice",
+  stream_options: "use the channel's stream_options switch"
+}
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
 /**
- * Checks a channel: a known type, an http(s) base URL, a positive weight, sane timeouts.
+ * Checks a channel: a known type, an http(s) base URL, a weight of 0 or more
+ * (0: tried only after the others of its tier), sane timeouts and breaker
+ * settings, valid extra headers, and parameters that leave the gateway's own
+ * fields alone. `path` prefixes the field names in messages (`channels[2]`);
+ * empty for none.
  *
  * @category validation
  */
 export const validateChannel = (channel: ChannelInput, path: string): Effect.Effect<void, InvalidInput> => {
-  const fail = (field: string, message: string) =>
-    Effect.fail(new InvalidInput({ path: `${path}.${field}`, message: `${path}.${field}: ${message}` }))
+  const fail = (field: string, message: string) => {
+    const at = path === "" ? field : `${path}.${field}`
+    return Effect.fail(new InvalidInput({ path: at, message: `${at}: ${message}` }))
+  }
   if (channel.name.trim().length === 0) return fail("name", "a channel needs a name")
   if (!["openai", "gemini", "anthropic", "azure"].includes(channel.type)) {
     return fail("type", `expected one of openai, gemini, anthropic, azure, got '${channel.type}'`)
@@ -141,11 +209,28 @@ export const validateChannel = (channel: ChannelInput, path: string): Effect.Eff
   if (!URL.canParse(channel.baseUrl) || !/^https?:$/.test(new URL(channel.baseUrl).protocol)) {
     return fail("baseUrl", `expected an http(s) URL, got '${channel.baseUrl}'`)
   }
-  if (!Number.isInteger(channel.weight) || channel.weight < 1) return fail("weight", "expected a positive integer")
+  if (!Number.isInteger(channel.weight) || channel.weight < 0) return fail("weight", "expected an integer of 0 or more")
   if (!Number.isInteger(channel.priority)) return fail("priority", "expected an integer")
   for (const name of ["connectMs", "firstByteMs", "idleMs", "totalMs"] as const) {
     const value = channel.timeouts[name]
-    if (!Number.isFinite(value) || value <= 0) return fail(`timeouts.${name}`, "expected a positive number of milliseconds")
+    if (!Number.isInteger(value) || value <= 0) return fail(`timeouts.${name}`, "expected a positive whole number of milliseconds")
+  }
+  for (const name of ["consecutiveFailures", "minimumCalls", "windowMs", "cooldownMs", "halfOpenCalls"] as const) {
+    const value = channel.breaker[name]
+    if (!Number.isInteger(value) || value <= 0) return fail(`breaker.${name}`, "expected a positive whole number")
+  }
+  const rate = channel.breaker.failureRate
+  if (!Number.isFinite(rate) || rate <= 0 || rate > 1) return fail("breaker.failureRate", `expected a fraction above 0 and at most 1, got ${rate}`)
+  for (const [name, value] of Object.entries(channel.headers)) {
+    if (!TOKEN.test(name)) return fail(`headers.${name}`, "not a valid header name")
+    if (RESERVED_HEADERS.has(name.toLowerCase())) return fail(`headers.${name}`, "this header is managed by the gateway's HTTP client")
+    if (/[\r\n\0]/.test(value)) return fail(`headers.${name}`, "a header value may not contain line breaks")
+  }
+  for (const part of ["defaults", "overrides"] as const) {
+    for (const name of Object.keys(channel.params[part])) {
+      const reason = RESERVED_PARAMS[name]
+      if (reason !== undefined) return fail(`params.${part}.${name}`, `may not be set here: ${reason}`)
+    }
   }
   return Effect.void
 }
@@ -197,7 +282,10 @@ export class CatalogRepo extends Context.Service<CatalogRepo, {
           enabled: Row.bool(row.enabled, "channels.enabled"),
           headers: Row.stringRecord(row.headers, "channels.headers"),
           timeouts: decodeTimeouts(row.timeouts),
-          apiVersion: Row.strOrNull(row.api_version, "channels.api_version")
+          apiVersion: Row.strOrNull(row.api_version, "channels.api_version"),
+          breaker: decodeBreaker(row.breaker),
+          params: decodeParams(row.params),
+          streamOptions: Row.bool(row.stream_options, "channels.stream_options")
         } satisfies Domain.Channel
       })
 

@@ -219,6 +219,34 @@ const userLimits: Migration = {
 }
 
 /**
+ * Routing and resilience: per-channel breaker settings, request parameter
+ * defaults and overrides and the `stream_options` switch (JSON text and a
+ * boolean; `{}` means the defaults); upstream keys disabled after the upstream
+ * refused their credentials, by channel and key fingerprint (a keyed hash,
+ * never the key), so a restart or another node does not send calls to them
+ * again; and each call's upstream attempts on its usage record (JSON text).
+ */
+const routing: Migration = {
+  id: 4,
+  name: "routing",
+  statements: () => [
+    "ALTER TABLE channels ADD COLUMN breaker TEXT NOT NULL DEFAULT '{}'",
+    "ALTER TABLE channels ADD COLUMN params TEXT NOT NULL DEFAULT '{}'",
+    "ALTER TABLE channels ADD COLUMN stream_options BOOLEAN NOT NULL DEFAULT TRUE",
+    "ALTER TABLE usage_records ADD COLUMN attempt_log TEXT NULL",
+    `CREATE TABLE channel_key_states (
+      channel_id TEXT NOT NULL REFERENCES channels (id) ON DELETE CASCADE,
+      key_fingerprint TEXT NOT NULL,
+      status INTEGER NULL,
+      reason TEXT NOT NULL,
+      disabled_at BIGINT NOT NULL,
+      node_id TEXT NOT NULL,
+      PRIMARY KEY (channel_id, key_fingerprint)
+    )`
+  ]
+}
+
+/**
  * What a model is, beyond its price: a description for model lists, whether it
  * is an embedding model, whether it is a reasoning model (takes a reasoning
  * effort), and whether its upstream accepts `reasoning_content` in history.
@@ -271,7 +299,7 @@ const leases: Migration = {
  *
  * @category migrations
  */
-export const migrations: ReadonlyArray<Migration> = [initial, keySpend, userLimits, modelMetadata, leases]
+export const migrations: ReadonlyArray<Migration> = [initial, keySpend, userLimits, routing, modelMetadata, leases]
 
 /** An arbitrary constant naming modelgate's migration lock among advisory locks. */
 const PG_LOCK_KEY = 727_460_131

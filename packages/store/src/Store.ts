@@ -11,6 +11,7 @@ import { Effect, Layer } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"
 import { Accounts } from "./Accounts.ts"
 import { CatalogRepo } from "./CatalogRepo.ts"
+import { ChannelKeyStates } from "./ChannelKeyStates.ts"
 import * as Database from "./Database.ts"
 import { Keys } from "./Keys.ts"
 import { migrate } from "./Migrations.ts"
@@ -51,6 +52,7 @@ export type Services =
   | Keys
   | Accounts
   | CatalogRepo
+  | ChannelKeyStates
   | Provisioning
   | Redemption
   | UsageWriter
@@ -75,6 +77,7 @@ export const layer = (
     Keys.layer,
     Accounts.layer,
     CatalogRepo.layer,
+    ChannelKeyStates.layer,
     Provisioning.layer,
     Redemption.layer,
     UsageWriter.layerWith(options.usage)

@@ -94,6 +94,26 @@ export interface WriterOptions {
 
 const DAY_MS = 86_400_000
 
+/**
+ * A record's attempts from their JSON column (NULL: none, or a record written
+ * before attempts were kept). Shared with the admin API, not a stable API.
+ *
+ * @internal
+ * @category internal
+ */
+export const decodeAttemptLog = (value: unknown): ReadonlyArray<UsageLog.Attempt> => {
+  if (value === null || value === undefined) return []
+  const parsed: unknown = JSON.parse(Row.str(value, "usage_records.attempt_log"))
+  if (!Array.isArray(parsed)) throw new TypeError("Column 'usage_records.attempt_log': expected a JSON array")
+  return parsed.map((item: Record<string, unknown>) => ({
+    channel: String(item.channel ?? ""),
+    keyHint: String(item.keyHint ?? ""),
+    status: typeof item.status === "number" ? item.status : null,
+    errorCode: typeof item.errorCode === "string" ? item.errorCode : null,
+    durationMs: typeof item.durationMs === "number" ? item.durationMs : 0
+  }))
+}
+
 const decode = (row: Record<string, unknown>): StoredUsage => ({
   id: Row.str(row.id, "usage_records.id"),
   createdAt: Row.int(row.created_at, "usage_records.created_at"),
@@ -115,7 +135,8 @@ const decode = (row: Record<string, unknown>): StoredUsage => ({
   ttfbMs: Row.intOrNull(row.ttfb_ms, "usage_records.ttfb_ms"),
   status: Row.int(row.status, "usage_records.status"),
   errorCode: Row.strOrNull(row.error_code, "usage_records.error_code"),
-  attempts: Row.int(row.attempts, "usage_records.attempts")
+  attempts: Row.int(row.attempts, "usage_records.attempts"),
+  attemptLog: decodeAttemptLog(row.attempt_log)
 })
 
 const encode = (r: UsageLog.UsageRecord): Record<string, unknown> => ({
@@ -139,7 +160,8 @@ const encode = (r: UsageLog.UsageRecord): Record<string, unknown> => ({
   ttfb_ms: r.ttfbMs,
   status: r.status,
   error_code: r.errorCode,
-  attempts: r.attempts
+  attempts: r.attempts,
+  attempt_log: r.attemptLog.length === 0 ? null : JSON.stringify(r.attemptLog)
 })
 
 /**

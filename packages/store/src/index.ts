@@ -6,6 +6,7 @@
  */
 export * as Accounts from "./Accounts.ts"
 export * as CatalogRepo from "./CatalogRepo.ts"
+export * as ChannelKeyStates from "./ChannelKeyStates.ts"
 export * as Database from "./Database.ts"
 export * as Keys from "./Keys.ts"
 export * as Migrations from "./Migrations.ts"

@@ -253,6 +253,35 @@ const suite = (make: () => Promise<TestDatabase>) =>
         yield* close
       }))
 
+    it.effect("holds and leases of a node whose heartbeat stopped are released by the others; a live node's are not", () =>
+      Effect.gen(function*() {
+        const accounts = yield* Accounts
+        const sql = yield* SqlClient.SqlClient
+        const user = yield* userWith(1_000_000n)
+        const live = yield* node({ nodeId: "node-live" })
+        const dead = yield* node({ nodeId: "node-dead" })
+        yield* accounts.heartbeat("node-live")
+        yield* accounts.heartbeat("node-dead")
+        yield* live.purses.hold(request(user, 1_000n))
+        yield* dead.purses.hold(request(user, 1_000n))
+        yield* accounts.hold({ userId: user, keyId: "key-1", amountNanos: 500n, requestId: "r-db", nodeId: "node-dead" })
+        // Both heartbeats are fresh: nothing is swept.
+        assert.strictEqual(yield* accounts.sweepHolds({ deadAfterMs: 60_000, except: "node-live" }), 0)
+        // node-dead's heartbeat is an hour old: its lease and its hold go back; node-live's lease stays.
+        yield* sql`UPDATE nodes SET seen_at = seen_at - 3600000 WHERE id = 'node-dead'`
+        assert.strictEqual(yield* accounts.sweepHolds({ deadAfterMs: 60_000, except: "node-live" }), 2)
+        const left = yield* sql`SELECT node_id FROM leases WHERE user_id = ${user}`
+        assert.deepStrictEqual(left.map((row) => row.node_id), ["node-live"])
+        assert.strictEqual((yield* books(user)).holds, 0)
+        const nodes = yield* sql`SELECT id FROM nodes WHERE id IN ('node-live', 'node-dead')`
+        assert.deepStrictEqual(nodes.map((row) => row.id), ["node-live"], "the dead node's heartbeat row is gone")
+        yield* live.close
+        yield* dead.close
+        yield* live.writer.flush
+        yield* dead.writer.flush
+        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000n, reserved: 0n, leases: 0, holds: 0 })
+      }))
+
     it.effect("property: any interleaving of holds and charges keeps the books, and charges what a reference model says", () =>
       Effect.gen(function*() {
         const context = yield* Effect.context<Accounts | Users | SqlClient.SqlClient>()

@@ -15,7 +15,9 @@ import { Redemption } from "../src/Redemption.ts"
 import { KeyHasher } from "../src/Secrets.ts"
 import { UsageWriter } from "../src/UsageWriter.ts"
 import { Users } from "../src/Users.ts"
-import { KeyStore } from "@modelgate/core"
+import { Domain, KeyStore } from "@modelgate/core"
+import { ChannelKeyStates } from "../src/ChannelKeyStates.ts"
+import { type ChannelInput, validateChannel } from "../src/CatalogRepo.ts"
 import { databaseLayer, makePostgres, makeSqlite, postgresUrl, storeLayer, type TestDatabase } from "./harness.ts"
 
 const USD = 1_000_000_000n
@@ -105,7 +107,10 @@ const suite = (make: () => Promise<TestDatabase>) =>
             enabled: true,
             headers: {},
             timeouts: { connectMs: 5000, firstByteMs: 30000, idleMs: 30000, totalMs: 600000 },
-            apiVersion: null
+            apiVersion: null,
+            breaker: { ...Domain.defaultBreaker, consecutiveFailures: 3 },
+            params: { defaults: { temperature: 0.2 }, overrides: { user: null, metadata: { team: "a" } } },
+            streamOptions: false
           }],
           keys: [
             { user: "alice", name: "fixed", group: "default", secret: Redacted.make("sk-fixed-secret-for-tests-0001"), limits: { rpm: 5 } },
@@ -142,6 +147,10 @@ const suite = (make: () => Promise<TestDatabase>) =>
 
         const catalog = yield* (yield* CatalogRepo).load
         assert.deepStrictEqual(catalog.channels[0]!.apiKeys, ["sk-upstream-1", "sk-upstream-2"])
+        // Breaker settings, parameters and the stream_options switch survive the round trip.
+        assert.strictEqual(catalog.channels[0]!.breaker.consecutiveFailures, 3)
+        assert.deepStrictEqual(catalog.channels[0]!.params, { defaults: { temperature: 0.2 }, overrides: { user: null, metadata: { team: "a" } } })
+        assert.isFalse(catalog.channels[0]!.streamOptions)
         assert.strictEqual(catalog.models[0]!.outputNanosPerMillion, 600_000_000n)
         // The model's metadata (migration 5) round-trips; flags left out read as false.
         assert.strictEqual(catalog.models[0]!.description, "Small and fast")
@@ -158,6 +167,93 @@ const suite = (make: () => Promise<TestDatabase>) =>
         })
         assert.deepStrictEqual(third.updated, ["users:alice"])
         assert.strictEqual((yield* users.findByName("alice"))!.balanceNanos, 25n * USD)
+      }))
+
+    it.effect("disabled upstream keys: recorded by fingerprint, replaced, re-enabled, gone with their channel", () =>
+      Effect.gen(function*() {
+        const states = yield* ChannelKeyStates
+        const repo = yield* CatalogRepo
+        const channel = {
+          name: `keys-${Math.random().toString(36).slice(2, 8)}`,
+          type: "openai" as const,
+          baseUrl: "https://api.example.com/v1",
+          apiKeys: ["sk-one", "sk-two"],
+          models: ["m"],
+          modelMap: {},
+          groups: ["default"],
+          priority: 0,
+          weight: 1,
+          enabled: true,
+          headers: {},
+          timeouts: Domain.defaultTimeouts,
+          apiVersion: null,
+          breaker: Domain.defaultBreaker,
+          params: Domain.noParams,
+          streamOptions: true
+        }
+        const channelId = yield* repo.upsertChannel(channel)
+        const one = states.fingerprint("sk-one")
+        assert.match(one, /^[0-9a-f]{32}$/)
+        assert.notInclude(one, "sk-one")
+        assert.notStrictEqual(one, states.fingerprint("sk-two"))
+        const mine = Effect.map(states.list, (all) => all.filter((s) => s.channelId === channelId))
+        yield* states.disable({ channelId, fingerprint: one, status: 401, reason: "HTTP 401: bad key", disabledAt: 1, nodeId: "n1" })
+        yield* states.disable({ channelId, fingerprint: one, status: 403, reason: "HTTP 403: forbidden", disabledAt: 2, nodeId: "n2" })
+        yield* states.disable({ channelId, fingerprint: states.fingerprint("sk-two"), status: 401, reason: "HTTP 401", disabledAt: 3, nodeId: "n1" })
+        const listed = yield* mine
+        assert.strictEqual(listed.length, 2)
+        assert.deepStrictEqual(listed.find((s) => s.fingerprint === one), {
+          channelId,
+          fingerprint: one,
+          status: 403,
+          reason: "HTTP 403: forbidden",
+          disabledAt: 2,
+          nodeId: "n2"
+        })
+        yield* states.enable(channelId, one)
+        assert.strictEqual((yield* mine).length, 1)
+        yield* states.enableChannel(channelId)
+        assert.strictEqual((yield* mine).length, 0)
+        yield* states.disable({ channelId, fingerprint: one, status: 401, reason: "HTTP 401", disabledAt: 4, nodeId: "n1" })
+        yield* repo.deleteChannel(channel.name)
+        assert.strictEqual((yield* states.list).filter((s) => s.channelId === channelId).length, 0)
+      }))
+
+    it.effect("channel validation names the field and why", () =>
+      Effect.gen(function*() {
+        const base: ChannelInput = {
+          name: "v",
+          type: "openai" as const,
+          baseUrl: "https://api.example.com/v1",
+          apiKeys: ["k"],
+          models: ["m"],
+          modelMap: {},
+          groups: ["default"],
+          priority: 0,
+          weight: 0,
+          enabled: true,
+          headers: { "HTTP-Referer": "https://example.com" },
+          timeouts: Domain.defaultTimeouts,
+          apiVersion: null,
+          breaker: Domain.defaultBreaker,
+          params: { defaults: { temperature: 0 }, overrides: {} },
+          streamOptions: true
+        }
+        // A weight of 0 is valid: the channel is a backup within its tier.
+        yield* validateChannel(base, "channels[0]")
+        const pathOf = (input: ChannelInput) => Effect.map(Effect.flip(validateChannel(input, "")), (e) => [e.path, e.message])
+        assert.deepStrictEqual(yield* pathOf({ ...base, headers: { Host: "x" } }), ["headers.Host", "headers.Host: this header is managed by the gateway's HTTP client"])
+        assert.strictEqual((yield* pathOf({ ...base, headers: { "x-a": "1\r\nx-b: 2" } }))[0], "headers.x-a")
+        assert.strictEqual((yield* pathOf({ ...base, headers: { "bad name": "1" } }))[0], "headers.bad name")
+        assert.deepStrictEqual(
+          yield* pathOf({ ...base, params: { defaults: {}, overrides: { stream_options: {} } } }),
+          ["params.overrides.stream_options", "params.overrides.stream_options: may not be set here: use the channel's stream_options switch"]
+        )
+        assert.strictEqual((yield* pathOf({ ...base, params: { defaults: { model: "x" }, overrides: {} } }))[0], "params.defaults.model")
+        assert.strictEqual((yield* pathOf({ ...base, breaker: { ...base.breaker, failureRate: 0 } }))[0], "breaker.failureRate")
+        assert.strictEqual((yield* pathOf({ ...base, breaker: { ...base.breaker, halfOpenCalls: 0 } }))[0], "breaker.halfOpenCalls")
+        assert.strictEqual((yield* pathOf({ ...base, timeouts: { ...base.timeouts, idleMs: 1.5 } }))[0], "timeouts.idleMs")
+        assert.strictEqual((yield* pathOf({ ...base, weight: -1 }))[0], "weight")
       }))
 
     it.effect("provisioning errors name the field path", () =>
@@ -325,7 +421,13 @@ const suite = (make: () => Promise<TestDatabase>) =>
           ttfbMs: i % 2 === 0 ? 20 : null,
           status: 200,
           errorCode: null,
-          attempts: 1
+          attempts: i % 2 === 0 ? 1 : 2,
+          attemptLog: i % 2 === 0
+            ? [{ channel: "ch", keyHint: "…abcd", status: 200, errorCode: null, durationMs: 90 }]
+            : [
+              { channel: "down", keyHint: "…wxyz", status: 503, errorCode: "UpstreamUnavailable", durationMs: 5 },
+              { channel: "ch", keyHint: "…abcd", status: 200, errorCode: null, durationMs: 90 }
+            ]
         })
         // Batching: maxBatch 10 with a long interval; 25 records wake the writer at once.
         const scope1 = yield* Scope.make()
@@ -355,6 +457,10 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const all = yield* writer.query({ userId: user.id, limit: 1000 })
         assert.strictEqual(all.length, 40)
         assert.strictEqual(all[0]!.costNanos, 1_000n)
+        // Attempts come back as they were recorded.
+        const twoTries = all.find((r) => r.requestId === "req-1")!
+        assert.strictEqual(twoTries.attempts, 2)
+        assert.deepStrictEqual(twoTries.attemptLog, record(1).attemptLog)
         assert.strictEqual((yield* writer.query({ userId: user.id, keyId: "key-a", model: "m1", limit: 1000 })).length, 7)
         const page = yield* writer.query({ userId: user.id, limit: 10, offset: 35 })
         assert.strictEqual(page.length, 5)

@@ -1,10 +1,14 @@
 /**
- * Administration of channels: upstream accounts with write-only keys, and the
- * Test button that sends one real request through a channel.
+ * Administration of channels: upstream accounts with write-only keys, the
+ * health of each key (healthy, breaker open or half-open, disabled after the
+ * upstream refused it: why and since when), routing settings (timeouts,
+ * breaker, extra headers, request parameters, `stream_options`), the Test
+ * button that sends one real request through a channel, and Reset.
  *
  * @since 0.1.0
  */
 import {
+  Accordion,
   Alert,
   Badge,
   Button,
@@ -24,14 +28,15 @@ import {
   TextInput
 } from "@mantine/core"
 import { notifications } from "@mantine/notifications"
-import { IconPlayerPlay, IconPlus, IconServer } from "@tabler/icons-react"
+import { IconPlayerPlay, IconPlus, IconRefresh, IconServer } from "@tabler/icons-react"
 import { useQuery, useQueryClient } from "@tanstack/react-query"
 import { type ReactNode, useState } from "react"
 import { ConfirmButton, PageHeader } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
 import { call, type Contract, Endpoints } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
-import { useI18n } from "../../lib/i18n.tsx"
+import { ago } from "../../lib/format.ts"
+import { type MessageKey, useI18n } from "../../lib/i18n.tsx"
 import { useForm } from "../../lib/useForm.ts"
 
 /** Parses `public=upstream` lines into a model map. @category forms */
@@ -42,6 +47,28 @@ export const parseModelMap = (text: string): Record<string, string> =>
       return [line.slice(0, at).trim(), line.slice(at + 1).trim()]
     })
   )
+
+/** Parses `Name: value` lines into headers. @category forms */
+export const parseHeaders = (text: string): Record<string, string> =>
+  Object.fromEntries(
+    text.split("\n").map((line) => line.trim()).filter((line) => line.includes(":")).map((line) => {
+      const at = line.indexOf(":")
+      return [line.slice(0, at).trim(), line.slice(at + 1).trim()]
+    })
+  )
+
+/** A JSON object typed into a text area (empty: `{}`); anything else is passed on for the Schema to refuse. */
+const parseObject = (text: string): unknown => {
+  if (text.trim() === "") return {}
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
+
+const TIMEOUTS = ["connectMs", "firstByteMs", "idleMs", "totalMs"] as const
+const BREAKER = ["consecutiveFailures", "failureRate", "minimumCalls", "windowMs", "cooldownMs", "halfOpenCalls"] as const
 
 interface ChannelValues extends Record<string, unknown> {
   name: string
@@ -55,6 +82,12 @@ interface ChannelValues extends Record<string, unknown> {
   weight: number | string
   enabled: boolean
   apiVersion: string
+  headers: string
+  timeouts: Record<(typeof TIMEOUTS)[number], number | string>
+  breaker: Record<(typeof BREAKER)[number], number | string>
+  paramDefaults: string
+  paramOverrides: string
+  streamOptions: boolean
 }
 
 /** The create/edit channel form. @category components */
@@ -75,8 +108,24 @@ export function ChannelForm({ channel, groups, onDone }: {
     priority: channel?.priority ?? 0,
     weight: channel?.weight ?? 1,
     enabled: channel?.enabled ?? true,
-    apiVersion: channel?.apiVersion ?? ""
+    apiVersion: channel?.apiVersion ?? "",
+    headers: Object.entries(channel?.headers ?? {}).map(([k, v]) => `${k}: ${v}`).join("\n"),
+    timeouts: { connectMs: channel?.timeouts.connectMs ?? "", firstByteMs: channel?.timeouts.firstByteMs ?? "", idleMs: channel?.timeouts.idleMs ?? "", totalMs: channel?.timeouts.totalMs ?? "" },
+    breaker: {
+      consecutiveFailures: channel?.breaker.consecutiveFailures ?? "",
+      failureRate: channel?.breaker.failureRate ?? "",
+      minimumCalls: channel?.breaker.minimumCalls ?? "",
+      windowMs: channel?.breaker.windowMs ?? "",
+      cooldownMs: channel?.breaker.cooldownMs ?? "",
+      halfOpenCalls: channel?.breaker.halfOpenCalls ?? ""
+    },
+    paramDefaults: channel === undefined || Object.keys(channel.params.defaults).length === 0 ? "" : JSON.stringify(channel.params.defaults, null, 2),
+    paramOverrides: channel === undefined || Object.keys(channel.params.overrides).length === 0 ? "" : JSON.stringify(channel.params.overrides, null, 2),
+    streamOptions: channel?.streamOptions ?? true
   }
+  /** The numbers typed in (empty fields: unchanged, or the default for a new channel). */
+  const numbers = <K extends string>(values: Record<K, number | string>) =>
+    Object.fromEntries(Object.entries(values).filter(([, v]) => v !== "").map(([k, v]) => [k, Number(v)]))
   const toRequest = (v: ChannelValues) => {
     const keys = v.apiKeys.split("\n").map((k) => k.trim()).filter((k) => k.length > 0)
     return {
@@ -90,9 +139,16 @@ export function ChannelForm({ channel, groups, onDone }: {
       weight: Number(v.weight),
       enabled: v.enabled,
       ...(v.apiVersion.trim() !== "" ? { apiVersion: v.apiVersion.trim() } : {}),
+      headers: parseHeaders(v.headers),
+      timeouts: numbers(v.timeouts),
+      breaker: numbers(v.breaker),
+      params: { defaults: parseObject(v.paramDefaults), overrides: parseObject(v.paramOverrides) },
+      streamOptions: v.streamOptions,
       ...(channel === undefined || keys.length > 0 ? { apiKeys: keys } : {})
     }
   }
+  // Problems are reported per group (the Schema's top-level field); the message names the setting.
+  const groupError = (name: string) => form.errors[name] === undefined ? null : <Text size="xs" c="red">{form.errors[name]}</Text>
   const form = useForm({
     initial,
     schema: channel === undefined ? C.CreateChannelRequest : C.UpdateChannelRequest,
@@ -135,9 +191,69 @@ export function ChannelForm({ channel, groups, onDone }: {
         <SimpleGrid cols={{ base: 2, sm: 3 }}>
           <NumberInput label={t("admin.channels.priority")} value={form.values.priority} error={form.errors.priority} onChange={(v) => form.set("priority", v)} allowDecimal={false} />
           <NumberInput label={t("admin.channels.weight")} value={form.values.weight} error={form.errors.weight} min={0} onChange={(v) => form.set("weight", v)} allowDecimal={false} />
-          {form.values.type === "azure" && <TextInput label={t("admin.channels.apiVersion")} placeholder="2024-10-21" {...form.field("apiVersion")} />}
+          {form.values.type === "azure" && <TextInput label={t("admin.channels.apiVersion")} placeholder="2024-10-21" description={t("admin.channels.apiVersionDefault")} {...form.field("apiVersion")} />}
         </SimpleGrid>
         <Switch label={t("common.enabled")} checked={form.values.enabled} onChange={(e) => form.set("enabled", e.currentTarget.checked)} />
+        <Accordion variant="contained" chevronPosition="left" transitionDuration={0}>
+          <Accordion.Item value="routing">
+            <Accordion.Control>{t("admin.channels.advanced")}</Accordion.Control>
+            <Accordion.Panel>
+              <Stack>
+                <Text size="sm" fw={600}>{t("admin.channels.timeouts")}</Text>
+                <SimpleGrid cols={{ base: 2, sm: 4 }}>
+                  {TIMEOUTS.map((name) => (
+                    <NumberInput
+                      key={name}
+                      label={t(`admin.channels.timeouts.${name}` as MessageKey)}
+                      value={form.values.timeouts[name]}
+                      min={1}
+                      allowDecimal={false}
+                      onChange={(v) => form.set("timeouts", { ...form.values.timeouts, [name]: v })}
+                    />
+                  ))}
+                </SimpleGrid>
+                {groupError("timeouts")}
+                <Text size="sm" fw={600}>{t("admin.channels.breaker")}</Text>
+                <SimpleGrid cols={{ base: 2, sm: 3 }}>
+                  {BREAKER.map((name) => (
+                    <NumberInput
+                      key={name}
+                      label={t(`admin.channels.breaker.${name}` as MessageKey)}
+                      value={form.values.breaker[name]}
+                      min={name === "failureRate" ? 0.01 : 1}
+                      {...(name === "failureRate" ? { max: 1 } : {})}
+                      step={name === "failureRate" ? 0.05 : 1}
+                      allowDecimal={name === "failureRate"}
+                      onChange={(v) => form.set("breaker", { ...form.values.breaker, [name]: v })}
+                    />
+                  ))}
+                </SimpleGrid>
+                {groupError("breaker")}
+                <Textarea
+                  label={t("admin.channels.headers")}
+                  description={t("admin.channels.headersHint")}
+                  autosize
+                  minRows={1}
+                  ff="monospace"
+                  placeholder="HTTP-Referer: https://example.com"
+                  {...form.field("headers")}
+                />
+                <SimpleGrid cols={{ base: 1, sm: 2 }}>
+                  <Textarea label={t("admin.channels.paramDefaults")} autosize minRows={2} ff="monospace" placeholder={'{"temperature": 0.7}'} {...form.field("paramDefaults")} />
+                  <Textarea label={t("admin.channels.paramOverrides")} autosize minRows={2} ff="monospace" placeholder={'{"max_tokens": 4096}'} {...form.field("paramOverrides")} />
+                </SimpleGrid>
+                {groupError("params")}
+                <Text size="xs" c="dimmed">{t("admin.channels.paramsHint")}</Text>
+                <Switch
+                  label={t("admin.channels.streamOptions")}
+                  description={t("admin.channels.streamOptionsHint")}
+                  checked={form.values.streamOptions}
+                  onChange={(e) => form.set("streamOptions", e.currentTarget.checked)}
+                />
+              </Stack>
+            </Accordion.Panel>
+          </Accordion.Item>
+        </Accordion>
         <Group justify="flex-end"><Button type="submit" loading={form.submitting}>{channel === undefined ? t("common.create") : t("common.save")}</Button></Group>
       </Stack>
     </form>
@@ -187,11 +303,57 @@ function TestButton({ channel, children }: { readonly channel: Contract.AdminCha
   )
 }
 
+const STATE_COLOR: Record<Contract.KeyHealth["state"] | Contract.ChannelHealth["state"], string> = {
+  healthy: "teal",
+  degraded: "yellow",
+  half_open: "yellow",
+  open: "orange",
+  disabled: "red"
+}
+
+/** A channel's health: its state, and for each key its state, why and since when (never the key itself). @category components */
+export function ChannelHealthCell({ health, now = Date.now() }: { readonly health: Contract.ChannelHealth; readonly now?: number }) {
+  const { t, locale } = useI18n()
+  // Keys worth a line: those not healthy, or healthy with recent failures.
+  const shown = health.keys.filter((key) => key.state !== "healthy" || key.recentFailures > 0)
+  return (
+    <Stack gap={4} miw={shown.length > 0 ? 220 : 100} maw={340} data-testid="channel-health">
+      <Badge size="sm" color={STATE_COLOR[health.state]} variant="light">{t(`admin.channels.state.${health.state}` as MessageKey)}</Badge>
+      {shown.map((key) => (
+        <Stack key={key.index} gap={0}>
+          <Group gap={6} wrap="nowrap">
+            <Text size="xs" ff="monospace" style={{ whiteSpace: "nowrap" }}>{key.hint}</Text>
+            <Badge size="xs" color={STATE_COLOR[key.state]} variant={key.state === "healthy" ? "outline" : "filled"} style={{ flexShrink: 0 }}>
+              {t(`admin.channels.state.${key.state}` as MessageKey)}
+            </Badge>
+            {key.recentFailures > 0 && (
+              <Text size="xs" c="dimmed">{t("admin.channels.recent", { failures: key.recentFailures, calls: key.recentCalls })}</Text>
+            )}
+          </Group>
+          {key.state !== "healthy" && (
+            <Text size="xs" c="dimmed">
+              {[
+                key.reason,
+                key.since !== null ? t("admin.channels.since", { when: ago(key.since, locale, now) }) : null,
+                key.retryAt !== null ? t("admin.channels.retryAt", { when: ago(key.retryAt, locale, now) }) : null,
+                key.lastProbeAt !== null
+                  ? t(key.lastProbeOk === true ? "admin.channels.probeOk" : "admin.channels.probeFailed", { when: ago(key.lastProbeAt, locale, now) })
+                  : null
+              ].filter((part) => part !== null).join(" · ")}
+            </Text>
+          )}
+        </Stack>
+      ))}
+    </Stack>
+  )
+}
+
 /** The channels page. @category pages */
 export function AdminChannelsPage() {
   const { t } = useI18n()
   const client = useQueryClient()
-  const channels = useQuery({ queryKey: ["admin", "channels"], queryFn: () => call(Endpoints.adminListChannels) })
+  // Health changes on its own (breakers, probes): refresh every few seconds.
+  const channels = useQuery({ queryKey: ["admin", "channels"], queryFn: () => call(Endpoints.adminListChannels), refetchInterval: 5_000 })
   const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call(Endpoints.adminListGroups) })
   const [editing, setEditing] = useState<Contract.AdminChannel | "new" | undefined>(undefined)
   const refresh = () => client.invalidateQueries({ queryKey: ["admin", "channels"] })
@@ -218,6 +380,7 @@ export function AdminChannelsPage() {
                         <Table.Th>{t("admin.channels.groups")}</Table.Th>
                         <Table.Th>{t("admin.channels.keys")}</Table.Th>
                         <Table.Th ta="right">{t("admin.channels.priority")} / {t("admin.channels.weight")}</Table.Th>
+                        <Table.Th>{t("admin.channels.health")}</Table.Th>
                         <Table.Th>{t("keys.status")}</Table.Th>
                         <Table.Th>{t("common.actions")}</Table.Th>
                       </Table.Tr>
@@ -233,6 +396,7 @@ export function AdminChannelsPage() {
                           <Table.Td><Group gap={4}>{c.groups.map((g) => <Badge key={g} size="sm" variant="light">{g}</Badge>)}</Group></Table.Td>
                           <Table.Td><Text size="sm" ff="monospace">{c.keyCount} · {c.keyHints.join(" ")}</Text></Table.Td>
                           <Table.Td ta="right">{c.priority} / {c.weight}</Table.Td>
+                          <Table.Td><ChannelHealthCell health={c.health} /></Table.Td>
                           <Table.Td>
                             <Switch
                               checked={c.enabled}
@@ -249,6 +413,25 @@ export function AdminChannelsPage() {
                           </Table.Td>
                           <Table.Td>
                             <TestButton channel={c}>
+                              {c.health.state !== "healthy" && (
+                                <Button
+                                  size="xs"
+                                  variant="light"
+                                  color="orange"
+                                  leftSection={<IconRefresh size={14} />}
+                                  aria-label={`${t("admin.channels.reset")} ${c.name}`}
+                                  onClick={async () => {
+                                    try {
+                                      await call(Endpoints.adminResetChannel, { params: { id: c.id } })
+                                      await refresh()
+                                    } catch (error) {
+                                      notifications.show({ color: "red", title: t("common.error"), message: errorMessage(error, t) })
+                                    }
+                                  }}
+                                >
+                                  {t("admin.channels.reset")}
+                                </Button>
+                              )}
                               <Button size="xs" variant="subtle" onClick={() => setEditing(c)}>{t("common.edit")}</Button>
                               <ConfirmButton
                                 title={t("admin.channels.deleteTitle", { name: c.name })}

@@ -1,0 +1,140 @@
+/**
+ * Talking to upstreams, without a network: auth headers per channel type (the
+ * `anthropic-version` a channel sets in any letter case wins), Azure's
+ * default api-version, error bodies that really stop at their limit, the
+ * upstream's own message for operators, and bodies that stall after their
+ * headers (idle and total deadlines, under TestClock).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Domain } from "@modelgate/core"
+import { type Duration, Effect, Exit, Fiber } from "effect"
+import { HttpClientRequest, HttpClientResponse } from "effect/http"
+import { TestClock } from "effect/testing"
+import * as Upstream from "../src/Upstream.ts"
+
+const channel = (over: Partial<Domain.Channel> = {}): Domain.Channel => ({
+  id: "c",
+  name: "c",
+  type: "openai",
+  baseUrl: "https://up.test/v1/",
+  apiKeys: ["k"],
+  models: ["m"],
+  modelMap: {},
+  groups: ["default"],
+  priority: 0,
+  weight: 1,
+  enabled: true,
+  headers: {},
+  timeouts: Domain.defaultTimeouts,
+  apiVersion: null,
+  breaker: Domain.defaultBreaker,
+  params: Domain.noParams,
+  streamOptions: true,
+  ...over
+})
+
+const request = HttpClientRequest.post("https://up.test/v1/chat/completions")
+
+/** Lets the body's real (promise-based) reads happen, so the reader is waiting on the clock, then moves the clock. */
+const advance = (duration: Duration.Input) =>
+  Effect.andThen(TestClock.withLive(Effect.sleep("50 millis")), TestClock.adjust(duration))
+
+/** A response whose body is `chunks`, then (with `stall`) nothing more, never ending; `pulled` counts reads. */
+const responseOf = (chunks: ReadonlyArray<Uint8Array>, options: { readonly stall?: boolean } = {}) => {
+  let pulled = 0
+  const body = new ReadableStream<Uint8Array>({
+    pull: (controller) => {
+      const next = chunks[pulled++]
+      if (next !== undefined) controller.enqueue(next)
+      else if (options.stall !== true) controller.close()
+      else return new Promise(() => {})
+    }
+  })
+  return { response: HttpClientResponse.fromWeb(request, new Response(body, { status: 500 })), pulled: () => pulled }
+}
+
+describe("Upstream", () => {
+  it("puts each channel type's key where the upstream expects it", () => {
+    assert.deepStrictEqual(Upstream.channelHeaders(channel({ headers: { "X-Title": "gw" } }), "sk-1"), {
+      "content-type": "application/json",
+      "X-Title": "gw",
+      authorization: "Bearer sk-1"
+    })
+    assert.strictEqual(Upstream.channelHeaders(channel({ type: "azure" }), "az")["api-key"], "az")
+    assert.strictEqual(Upstream.channelHeaders(channel({ type: "gemini" }), "g")["x-goog-api-key"], "g")
+    const anthropic = Upstream.channelHeaders(channel({ type: "anthropic" }), "a")
+    assert.strictEqual(anthropic["x-api-key"], "a")
+    assert.strictEqual(anthropic["anthropic-version"], "2023-06-01")
+  })
+
+  it("keeps the anthropic-version a channel sets, in any letter case, and adds no second one", () => {
+    for (const name of ["anthropic-version", "Anthropic-Version", "ANTHROPIC-VERSION"]) {
+      const headers = Upstream.channelHeaders(channel({ type: "anthropic", headers: { [name]: "2024-01-01" } }), "a")
+      const versions = Object.entries(headers).filter(([k]) => k.toLowerCase() === "anthropic-version")
+      assert.deepStrictEqual(versions, [[name, "2024-01-01"]], name)
+    }
+  })
+
+  it("builds chat URLs; Azure without an api_version uses the default", () => {
+    assert.strictEqual(Upstream.chatUrl(channel(), "m", false), "https://up.test/v1/chat/completions")
+    assert.strictEqual(
+      Upstream.chatUrl(channel({ type: "azure", baseUrl: "https://r.openai.azure.com" }), "my dep", true),
+      `https://r.openai.azure.com/openai/deployments/my%20dep/chat/completions?api-version=${Domain.DEFAULT_AZURE_API_VERSION}`
+    )
+    assert.include(Upstream.chatUrl(channel({ type: "azure", apiVersion: "2025-01-01-preview" }), "d", false), "api-version=2025-01-01-preview")
+  })
+
+  it.effect("reads at most the limit of an error body and never the rest", () =>
+    Effect.gen(function*() {
+      const kb = new Uint8Array(16 * 1024).fill(120)
+      // An endless body: reading it all would never finish.
+      const { response, pulled } = responseOf(Array.from({ length: 1000 }, () => kb), { stall: true })
+      const text = yield* Upstream.errorBody(response, 40 * 1024)
+      assert.strictEqual(text.length, 40 * 1024)
+      assert.isAtMost(pulled(), 5, "stopped reading once the limit was reached")
+    }))
+
+  it.effect("an error body that stalls ends after idle_ms with what was read", () =>
+    Effect.gen(function*() {
+      const { response } = responseOf([new TextEncoder().encode("{\"error\":")], { stall: true })
+      const fiber = yield* Effect.forkChild(Upstream.errorBody(response, undefined, 1_000))
+      yield* advance("1 second")
+      assert.strictEqual(yield* Fiber.join(fiber), "{\"error\":")
+    }))
+
+  it.effect("a non-stream body that stalls after its headers fails after idle_ms; one within it is read whole", () =>
+    Effect.gen(function*() {
+      const c = channel({ timeouts: { ...Domain.defaultTimeouts, idleMs: 5_000 } })
+      const at = Upstream.deadlines(c, 0, 0)
+      const stalled = responseOf([new TextEncoder().encode("{\"id\":")], { stall: true }).response
+      const fiber = yield* Effect.forkChild(Effect.exit(Upstream.readText(c, stalled, at)))
+      yield* advance("5 seconds")
+      const exit = yield* Fiber.join(fiber)
+      assert.isTrue(Exit.isFailure(exit))
+      assert.match(JSON.stringify(exit), /sent nothing for 5000 ms/)
+      const whole = responseOf([new TextEncoder().encode("{\"id\":"), new TextEncoder().encode("1}")]).response
+      assert.strictEqual(yield* Upstream.readText(c, whole, at), "{\"id\":1}")
+    }))
+
+  it.effect("a body still arriving at the call's total deadline fails with the total timeout", () =>
+    Effect.gen(function*() {
+      const c = channel({ timeouts: { ...Domain.defaultTimeouts, totalMs: 3_000, idleMs: 60_000 } })
+      const fiber = yield* Effect.forkChild(Effect.exit(Upstream.readText(c, responseOf([], { stall: true }).response, Upstream.deadlines(c, 0, 0))))
+      yield* advance("3 seconds")
+      assert.match(JSON.stringify(yield* Fiber.join(fiber)), /did not finish the answer within 3000 ms/)
+    }))
+
+  it("finds the upstream's own message in every envelope, for operators", () => {
+    const cases: ReadonlyArray<readonly [string, string]> = [
+      ["{\"error\":{\"message\":\"Incorrect API key provided: sk-ab***cd\",\"type\":\"invalid_request_error\"}}", "Incorrect API key provided: sk-ab***cd"],
+      ["{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}", "invalid x-api-key"],
+      ["{\"error\":{\"code\":400,\"message\":\"API key not valid. Please pass a valid API key.\",\"status\":\"INVALID_ARGUMENT\"}}", "API key not valid. Please pass a valid API key."],
+      ["{\"error\":\"quota exceeded\"}", "quota exceeded"],
+      ["{\"message\":\"Unauthorized\"}", "Unauthorized"],
+      ["<html>Bad gateway</html>\nmore", "<html>Bad gateway</html>"],
+      ["", "(no message)"]
+    ]
+    for (const [body, message] of cases) assert.strictEqual(Upstream.upstreamMessage(body), message)
+    assert.strictEqual(Upstream.upstreamMessage(`{"error":{"message":"${"x".repeat(400)}"}}`).length, 301)
+  })
+})
