@@ -94,7 +94,13 @@ describe("channel form", () => {
       priority: 0,
       weight: 1,
       enabled: true,
-      apiKeys: ["sk-one", "sk-two"]
+      apiKeys: ["sk-one", "sk-two"],
+      // the routing settings left at their defaults
+      headers: {},
+      timeouts: {},
+      breaker: {},
+      params: { defaults: {}, overrides: {} },
+      streamOptions: true
     })
   })
 
