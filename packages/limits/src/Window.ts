@@ -435,7 +435,11 @@ export const retrySeconds = (waitMs: number): number => Math.max(1, Math.ceil(wa
  * wait (a token limit the call can never fit in first of all), named in the
  * message with its subject's label. `retryAfterSeconds` is that wait in
  * seconds, exact to the millisecond; `limit` is `"rpm"`, `"tpm"` or
- * `"concurrency"`.
+ * `"concurrency"`; `subject` is the refusing subject's id; `snapshot` is the
+ * state at the refusal for the `x-ratelimit-*` headers: per dimension the
+ * most constrained subject (as {@link snapshot}, without the refused call),
+ * except that the refused dimension shows the refusing subject, with its reset
+ * being the wait.
  *
  * @category algorithm
  */
@@ -451,13 +455,15 @@ export const refusal = (
   for (let i = 0; i < subjects.length; i++) {
     const observation = observations[i]
     if (observation.tokensWaitMs === never) {
-      const { label, limits } = subjects[i]
+      const { id, label, limits } = subjects[i]
       return new GatewayError.RateLimited({
         message: `This call needs about ${estimate} tokens, more than the ${limits.tpm} tokens per ${
           windowLabel(windowMs)
         } allowed for ${label}, so it cannot be admitted: shorten the input or lower the maximum output tokens.`,
         retryAfterSeconds: windowMs / 1000,
-        limit: "tpm"
+        limit: "tpm",
+        subject: id,
+        snapshot: refusedSnapshot(subjects, observations, i, "tpm", Math.max(0, observation.tokensResetMs))
       })
     }
     if (observation.requestsWaitMs > wait) {
@@ -479,7 +485,7 @@ export const refusal = (
   if (at === -1) {
     return new GatewayError.RateLimited({ message: "Rate limit reached.", retryAfterSeconds: 1, limit: "rpm" })
   }
-  const { label, limits } = subjects[at]
+  const { id, label, limits } = subjects[at]
   const unit = windowLabel(windowMs)
   const what = kind === "rpm"
     ? `${limits.rpm} requests per ${unit}`
@@ -489,6 +495,37 @@ export const refusal = (
   return new GatewayError.RateLimited({
     message: `Rate limit reached for ${label}: ${what}. Retry in ${retrySeconds(wait)} s.`,
     retryAfterSeconds: Math.max(wait, 0) / 1000,
-    limit: kind
+    limit: kind,
+    subject: id,
+    snapshot: refusedSnapshot(subjects, observations, at, kind, Math.max(wait, 0))
   })
+}
+
+const refusedSnapshot = (
+  subjects: ReadonlyArray<RateLimiter.Subject>,
+  observations: ReadonlyArray<Observation>,
+  at: number,
+  kind: "rpm" | "tpm" | "concurrency",
+  waitMs: number
+): RateLimiter.Snapshot => {
+  const state = snapshot(subjects, observations)
+  const { limits } = subjects[at]
+  const observation = observations[at]
+  if (kind === "rpm" && limits.rpm !== null) {
+    return {
+      ...state,
+      limitRequests: limits.rpm,
+      remainingRequests: Math.max(0, limits.rpm - observation.requests),
+      resetRequestsMs: waitMs
+    }
+  }
+  if (kind === "tpm" && limits.tpm !== null) {
+    return {
+      ...state,
+      limitTokens: limits.tpm,
+      remainingTokens: Math.max(0, limits.tpm - observation.tokens),
+      resetTokensMs: waitMs
+    }
+  }
+  return state
 }

@@ -181,7 +181,14 @@ for (const [backend, redis] of backends) {
       assert.strictEqual(first.status, 200)
       const remaining = Number(first.headers.get("x-ratelimit-remaining-tokens"))
       assert.isBelow(remaining, 50)
-      const message = await refusal(await chat(gateway, KEYS.tpm, { max_tokens: 150 }))
+      const refused = await chat(gateway, KEYS.tpm, { max_tokens: 150 })
+      // The 429 carries the token dimension: its limit, what remains, and when the call would fit.
+      assert.strictEqual(refused.headers.get("x-ratelimit-limit-tokens"), "200")
+      const left = refused.headers.get("x-ratelimit-remaining-tokens")
+      assert.match(left ?? "", /^\d+$/)
+      assert.isBelow(Number(left), 150)
+      assert.match(refused.headers.get("x-ratelimit-reset-tokens") ?? "", /^\d+(\.\d+)?(ms|s)$|^\d+m[\d.]+s$/)
+      const message = await refusal(refused)
       assert.match(message, /your API key 'tpm': 200 tokens per minute \(this call needs about \d+\)/)
       await first.text()
       // The slow call used a handful of tokens: its count is corrected, and the next call fits.
