@@ -6,8 +6,10 @@
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
-import { existsSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { Effect, Exit, Layer, Logger } from "effect"
 import type { RateLimiter } from "@modelgate/core"
 import { createClient } from "redis"
@@ -91,6 +93,34 @@ if (sharedUrl === undefined) {
         yield* limiter.acquire(key, 10)
       }))
 
+    it.live("a subject's keys stay small whatever its traffic: no request log without rpm, at most 61 token buckets", () =>
+      Effect.gen(function*() {
+        const prefix = `${runPrefix}bounded:`
+        const { limiter, status } = yield* RedisLimiter.make({ url, onFailure: "refuse", keyPrefix: prefix, windowMs: 600 })
+        yield* waitUntil(status.available, 5_000)
+        const tokensOnly = subject({ tpm: 1_000_000 })
+        const requests = subject({ rpm: 20 })
+        // 1.2 s of calls (two windows): many more than 61 buckets' worth of time and 20 requests.
+        const deadline = Date.now() + 1_200
+        let calls = 0
+        while (Date.now() < deadline) {
+          yield* limiter.acquire([tokensOnly], 1)
+          yield* Effect.exit(limiter.acquire([requests], 0))
+          calls++
+        }
+        assert.isAbove(calls, 100)
+        const sizes = yield* Effect.promise(() =>
+          withClient(url, async (client) => ({
+            buckets: await client.hLen(`${prefix}t:${tokensOnly.id}`),
+            log: await client.exists(`${prefix}l:${tokensOnly.id}`),
+            requests: await client.zCard(`${prefix}l:${requests.id}`)
+          }))
+        )
+        assert.isAtMost(sizes.buckets, 61)
+        assert.strictEqual(sizes.log, 0)
+        assert.isAtMost(sizes.requests, 20)
+      }))
+
     it.live("keys carry TTLs, so idle subjects leave nothing behind", () =>
       Effect.gen(function*() {
         const prefix = `${runPrefix}ttl:`
@@ -102,6 +132,19 @@ if (sharedUrl === undefined) {
         assert.strictEqual((yield* Effect.promise(() => countKeys(url, prefix))), 0)
       }))
   })
+}
+
+const clientFor = (url: string) => createClient({ url })
+
+const withClient = async <A>(url: string, f: (client: ReturnType<typeof clientFor>) => Promise<A>): Promise<A> => {
+  const client = clientFor(url)
+  client.on("error", () => {})
+  await client.connect()
+  try {
+    return await f(client)
+  } finally {
+    client.destroy()
+  }
 }
 
 const countKeys = async (url: string, prefix: string): Promise<number> => {
@@ -155,8 +198,8 @@ const ping = async (port: number): Promise<boolean> => {
   }
 }
 
-const startRedis = async (port: number): Promise<ChildProcess> => {
-  const child = spawn(redisServer, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+const startRedis = async (port: number, dir: string): Promise<ChildProcess> => {
+  const child = spawn(redisServer, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
     stdio: "ignore"
   })
   const deadline = Date.now() + 10_000
@@ -174,16 +217,27 @@ const stopRedis = (child: ChildProcess): Promise<void> =>
     child.kill("SIGKILL")
   })
 
-/** A private redis-server for the test's scope, with `stop` and `start` (same port). */
+/**
+ * A private redis-server for the test's scope, with `stop` and `start` (same
+ * port). It keeps no data across a restart unless `save` wrote a snapshot first.
+ */
 const privateRedis = Effect.gen(function*() {
   const port = yield* Effect.promise(freePort)
-  let child = yield* Effect.promise(() => startRedis(port))
-  yield* Effect.addFinalizer(() => Effect.promise(() => stopRedis(child)))
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-redis-"))
+  let child = yield* Effect.promise(() => startRedis(port, dir))
+  yield* Effect.addFinalizer(() =>
+    Effect.promise(() => stopRedis(child)).pipe(Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true }))))
+  )
+  const url = `redis://127.0.0.1:${port}`
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url,
+    /** Writes a snapshot that the next `start` loads. */
+    save: Effect.promise(() => withClient(url, (client) => client.sendCommand(["SAVE"]))),
+    /** Freezes the server (SIGSTOP): it keeps the connection but answers nothing. */
+    pause: Effect.sync(() => void child.kill("SIGSTOP")),
     stop: Effect.promise(() => stopRedis(child)),
     start: Effect.promise(async () => {
-      child = await startRedis(port)
+      child = await startRedis(port, dir)
     })
   }
 })
@@ -246,6 +300,47 @@ if (!existsSync(redisServer)) {
         const text = logs.map((message) => String(message))
         assert.strictEqual(text.filter((line) => line.includes("Redis is unreachable")).length, 2, text.join("\n"))
         assert.strictEqual(text.filter((line) => line.includes("shared limiting resumed")).length, 2, text.join("\n"))
+      }).pipe(Effect.provide(Logger.layer([collector]))))
+
+    it.live("a release that never reached Redis is sent whole once the connection is back, token correction included", () =>
+      Effect.gen(function*() {
+        const redis = yield* privateRedis
+        const { limiter, status } = yield* RedisLimiter.make({ url: redis.url, onFailure: "refuse", ...outageOptions })
+        yield* waitUntil(status.available, 5_000)
+        const key = [subject({ tpm: 100, concurrency: 1 })]
+        const permit = yield* limiter.acquire(key, 80)
+        // Redis goes away with its data saved, so the release cannot be sent; it comes back with that data.
+        yield* redis.save
+        yield* redis.stop
+        yield* waitUntil(Effect.map(status.available, (up) => !up), 5_000)
+        yield* permit.release(10)
+        assert.strictEqual(yield* status.pendingReleases, 1)
+        yield* redis.start
+        yield* waitUntil(status.available, 10_000)
+        // Still 80 tokens counted: refused; that answer from Redis sends the queued release...
+        assert.strictEqual((yield* Effect.flip(limiter.acquire(key, 90))).limit, "tpm")
+        // ... whose correction (80 -> 10) then makes room for 90 more.
+        yield* waitUntil(Effect.map(Effect.exit(limiter.acquire(key, 90)), Exit.isSuccess), 5_000)
+        assert.strictEqual(yield* status.pendingReleases, 0)
+      }))
+
+    it.live("a release whose outcome is unknown resends only its slot release, and says the correction was dropped", () =>
+      Effect.gen(function*() {
+        const redis = yield* privateRedis
+        const { limiter, status } = yield* RedisLimiter.make({ url: redis.url, onFailure: "refuse", ...outageOptions })
+        yield* waitUntil(status.available, 5_000)
+        const permit = yield* limiter.acquire([subject({ tpm: 100, concurrency: 1 })], 80)
+        // The server takes the release and freezes: no answer within the timeout, then the connection dies.
+        yield* redis.pause
+        yield* permit.release(10)
+        yield* redis.stop
+        yield* waitUntil(Effect.map(status.pendingReleases, (n) => n === 1), 5_000)
+        const text = () => logs.map((message) => String(message))
+        assert.isTrue(text().some((line) => line.includes("Redis did not confirm a token correction")), text().join("\n"))
+        yield* redis.start
+        yield* waitUntil(status.available, 10_000)
+        yield* limiter.acquire([subject({ rpm: 5 })], 0)
+        yield* waitUntil(Effect.map(status.pendingReleases, (n) => n === 0), 5_000)
       }).pipe(Effect.provide(Logger.layer([collector]))))
 
     it.live("onFailure refuse: calls are refused with a clear message while Redis is down, admitted when it is back", () =>

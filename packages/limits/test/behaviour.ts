@@ -129,6 +129,21 @@ export const behaviour = (name: string, make: MakeLayer): void => {
         assert.strictEqual(next.snapshot.remainingTokens, 0)
       }))
 
+    test("tokens count in buckets: a call's tokens leave the window with its bucket", () =>
+      Effect.gen(function*() {
+        const key = subject("your API key 'bucket'", { tpm: 1000 })
+        yield* TestClock.adjust(500)
+        const permit = yield* acquire([key], 600)
+        // Counted in the bucket [0 s, 1 s), which leaves the window at 60 s.
+        assert.strictEqual(permit.snapshot.resetTokensMs, 59_500)
+        yield* TestClock.adjust(30_000)
+        const error = yield* refused([key], 500)
+        assert.strictEqual(error.retryAfterSeconds, 29.5)
+        yield* TestClock.adjust(29_500)
+        const next = yield* acquire([key], 1000)
+        assert.strictEqual(next.snapshot.remainingTokens, 0)
+      }))
+
     test("an estimate above the token limit can never be admitted, and says so", () =>
       Effect.gen(function*() {
         const key = subject("your API key 'big'", { tpm: 1000 })
