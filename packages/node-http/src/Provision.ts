@@ -123,6 +123,7 @@ export const toInput = (file: ConfigFile, source: string): Effect.Effect<Provisi
         role: user.role ?? "user",
         enabled: user.enabled ?? true,
         balanceNanos: usd(user.balance, `users[${u}].balance`, problems) ?? 0n,
+        limits: limitsOf(user),
         ...(user.password !== undefined ? { password: Redacted.make(user.password) } : {}),
         ...(user.groups !== undefined ? { groups: user.groups } : {})
       }

@@ -30,7 +30,6 @@ import * as Probe from "./Probe.ts"
 import type { ConfigFile } from "./ConfigFile.ts"
 import * as Gateway from "./Gateway.ts"
 import * as Provision from "./Provision.ts"
-import * as ProvisionLimits from "./ProvisionLimits.ts"
 import { ServerSettings, type Settings } from "./Settings.ts"
 import { defaultTimeouts } from "./Upstream.ts"
 
@@ -78,7 +77,7 @@ export const services = (settings: Settings, file: ConfigFile) => {
     Layer.provideMerge(secrets),
     Layer.provideMerge(migrated)
   )
-  const provisioned = Layer.effectDiscard(Provision.apply(file, settings).pipe(ProvisionLimits.withUserLimits(file))).pipe(
+  const provisioned = Layer.effectDiscard(Provision.apply(file, settings)).pipe(
     Layer.provideMerge(repositories)
   )
   const maxCallMs = Math.max(defaultTimeouts.totalMs, ...(file.channels ?? []).map((c) => c.timeouts?.total_ms ?? 0))
