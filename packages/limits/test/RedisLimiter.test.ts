@@ -5,16 +5,12 @@
  * here, stopped mid-test and started again on the same port.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { type ChildProcess, spawn } from "node:child_process"
-import { existsSync, mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { Effect, Exit, Layer, Logger } from "effect"
 import type { RateLimiter } from "@modelgate/core"
 import { createClient } from "redis"
 import * as RedisLimiter from "../src/RedisLimiter.ts"
 import { behaviour, uniqueId } from "./behaviour.ts"
+import { freePort, hasRedisServer, privateRedis, redisServer, waitUntil, withClient } from "./redisServer.ts"
 
 const sharedUrl = process.env.MODELGATE_TEST_REDIS
 const runPrefix = `modelgate-test:limits:${process.pid}-${Date.now().toString(36)}:`
@@ -134,18 +130,6 @@ if (sharedUrl === undefined) {
   })
 }
 
-const clientFor = (url: string) => createClient({ url })
-
-const withClient = async <A>(url: string, f: (client: ReturnType<typeof clientFor>) => Promise<A>): Promise<A> => {
-  const client = clientFor(url)
-  client.on("error", () => {})
-  await client.connect()
-  try {
-    return await f(client)
-  } finally {
-    client.destroy()
-  }
-}
 
 const countKeys = async (url: string, prefix: string): Promise<number> => {
   const client = createClient({ url })
@@ -160,91 +144,10 @@ const countKeys = async (url: string, prefix: string): Promise<number> => {
   }
 }
 
-const waitUntil = (condition: Effect.Effect<boolean>, timeoutMs: number) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + timeoutMs
-    while (!(yield* condition)) {
-      if (Date.now() > deadline) return yield* Effect.die(new Error(`condition not met within ${timeoutMs} ms`))
-      yield* Effect.sleep(25)
-    }
-  })
-
-// ---------------------------------------------------------------------------
-// A private redis-server for the outage tests
-// ---------------------------------------------------------------------------
-
-const redisServer = "/usr/bin/redis-server"
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
-    })
-  })
-
-const ping = async (port: number): Promise<boolean> => {
-  const client = createClient({ url: `redis://127.0.0.1:${port}`, socket: { reconnectStrategy: false, connectTimeout: 500 } })
-  client.on("error", () => {})
-  try {
-    await client.connect()
-    return (await client.ping()) === "PONG"
-  } catch {
-    return false
-  } finally {
-    if (client.isOpen) client.destroy()
-  }
-}
-
-const startRedis = async (port: number, dir: string): Promise<ChildProcess> => {
-  const child = spawn(redisServer, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
-    stdio: "ignore"
-  })
-  const deadline = Date.now() + 10_000
-  while (!(await ping(port))) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`redis-server did not start on port ${port}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  return child
-}
-
-const stopRedis = (child: ChildProcess): Promise<void> =>
-  new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve()
-    child.once("exit", () => resolve())
-    child.kill("SIGKILL")
-  })
-
-/**
- * A private redis-server for the test's scope, with `stop` and `start` (same
- * port). It keeps no data across a restart unless `save` wrote a snapshot first.
- */
-const privateRedis = Effect.gen(function*() {
-  const port = yield* Effect.promise(freePort)
-  const dir = mkdtempSync(join(tmpdir(), "modelgate-redis-"))
-  let child = yield* Effect.promise(() => startRedis(port, dir))
-  yield* Effect.addFinalizer(() =>
-    Effect.promise(() => stopRedis(child)).pipe(Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true }))))
-  )
-  const url = `redis://127.0.0.1:${port}`
-  return {
-    url,
-    /** Writes a snapshot that the next `start` loads. */
-    save: Effect.promise(() => withClient(url, (client) => client.sendCommand(["SAVE"]))),
-    /** Freezes the server (SIGSTOP): it keeps the connection but answers nothing. */
-    pause: Effect.sync(() => void child.kill("SIGSTOP")),
-    stop: Effect.promise(() => stopRedis(child)),
-    start: Effect.promise(async () => {
-      child = await startRedis(port, dir)
-    })
-  }
-})
 
 const outageOptions = { commandTimeoutMs: 300, retryDownMs: 100 } as const
 
-if (!existsSync(redisServer)) {
+if (!hasRedisServer) {
   describe.skip(`RedisLimiter outages: skipped, ${redisServer} is not installed`, () => {
     it("needs redis-server", () => {})
   })
