@@ -323,9 +323,9 @@ const checkExpiry = Effect.fnUntraced(function*(expiresAt: number | null | undef
   if (expiresAt <= (yield* nowMs)) return yield* ApiError.invalid("expiresAt: the expiry must be in the future", "expiresAt")
 })
 
-const invalidate = Effect.fnUntraced(function*(topic: Invalidation.Topic) {
+const invalidate = Effect.fnUntraced(function*(topic: Invalidation.Topic, ids?: ReadonlyArray<string>) {
   const invalidation = yield* Invalidation.Invalidation
-  yield* invalidation.invalidate(topic)
+  yield* invalidation.invalidate(topic, ids)
 })
 
 const pageLimit = (query: { readonly limit?: number | undefined }) => query.limit ?? 50
@@ -478,7 +478,7 @@ const routes: ReadonlyArray<Route> = [
         expiresAt: body.expiresAt ?? null,
         quotaNanos: quota ?? null
       })
-      yield* invalidate("keys")
+      yield* invalidate("keys", [created.key.id])
       return json({ key: keyView(created.key), secret: created.secret } satisfies C.CreatedKey, { status: 201 })
     })),
 
@@ -504,7 +504,7 @@ const routes: ReadonlyArray<Route> = [
       }
       const keys = yield* Keys
       if (body.enabled !== undefined) yield* keys.setEnabled(key.id, body.enabled)
-      yield* invalidate("keys")
+      yield* invalidate("keys", [key.id])
       return json(keyView((yield* keys.findById(key.id))!))
     })),
 
@@ -512,7 +512,7 @@ const routes: ReadonlyArray<Route> = [
     Effect.gen(function*() {
       const key = yield* ownKey(principal, params.id!)
       yield* (yield* Keys).remove(key.id)
-      yield* invalidate("keys")
+      yield* invalidate("keys", [key.id])
       return json(ok)
     })),
 
@@ -623,7 +623,7 @@ const routes: ReadonlyArray<Route> = [
       if (opening !== undefined && opening !== null && opening > 0n) {
         yield* (yield* Accounts).topUp(user.id, opening, "opening balance", principal.userId)
       }
-      yield* invalidate("users")
+      yield* invalidate("users", [user.id])
       return json(yield* adminUserView((yield* users.findById(user.id))!), { status: 201 })
     })),
 
@@ -648,8 +648,7 @@ const routes: ReadonlyArray<Route> = [
         yield* (yield* Sessions).removeAllOf(user.id)
       }
       if (body.enabled === false) yield* (yield* Sessions).removeAllOf(user.id)
-      yield* invalidate("users")
-      yield* invalidate("keys")
+      yield* invalidate("users", [user.id])
       return json(yield* adminUserView((yield* users.findById(user.id))!))
     })),
 

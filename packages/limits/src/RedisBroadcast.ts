@@ -13,7 +13,9 @@
  *   connected subscribers).
  * - **Never fails.** An unreachable Redis at start or later is reported once
  *   per outage in the log; `publish` answers `false` and `subscribed` says
- *   whether messages can currently arrive.
+ *   whether messages can currently arrive. `make` waits at most
+ *   `max(commandTimeoutMs, 1 s)` for the first connection, less when it fails
+ *   at once.
  *
  * @since 0.1.0
  */
@@ -108,6 +110,23 @@ export const make = Effect.fnUntraced(function*(
       return client
     }),
     (client) => Effect.sync(() => client.isOpen && client.destroy())
+  )
+
+  // Give the first connection a moment, so a publish right after start (a CLI command) reaches Redis;
+  // an unreachable Redis (first error or no answer in time) is an outage like any later one.
+  yield* Effect.promise(() =>
+    new Promise<void>((resolve) => {
+      if (publisher.isReady) return resolve()
+      const done = () => {
+        clearTimeout(timer)
+        publisher.off("ready", done)
+        publisher.off("error", done)
+        resolve()
+      }
+      const timer = setTimeout(done, Math.max(timeoutMs, 1_000))
+      publisher.once("ready", done)
+      publisher.once("error", done)
+    })
   )
 
   let subscribedOnce = false

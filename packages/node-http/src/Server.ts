@@ -9,6 +9,7 @@
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
 import { Accounts as AccountsPort, GatewayError, KeyStore, type RateLimiter } from "@modelgate/core"
 import * as Accounts from "@modelgate/store/Accounts"
+import * as CacheChanges from "@modelgate/store/CacheChanges"
 import * as CatalogRepo from "@modelgate/store/CatalogRepo"
 import * as Database from "@modelgate/store/Database"
 import * as Keys from "@modelgate/store/Keys"
@@ -25,6 +26,7 @@ import * as Redemption from "@modelgate/store/Redemption"
 import { SqlClient } from "effect/sql"
 import { createServer, type Server as HttpNodeServer } from "node:http"
 import * as Caches from "./Caches.ts"
+import * as CacheSync from "./CacheSync.ts"
 import * as ConsoleFiles from "./ConsoleFiles.ts"
 import * as Probe from "./Probe.ts"
 import type { ConfigFile } from "./ConfigFile.ts"
@@ -72,12 +74,13 @@ export const services = (settings: Settings, file: ConfigFile) => {
     Keys.Keys.layer,
     Accounts.Accounts.layer,
     CatalogRepo.CatalogRepo.layer,
-    Provisioning.Provisioning.layer
+    Provisioning.Provisioning.layer,
+    CacheChanges.CacheChanges.layer
   ).pipe(
     Layer.provideMerge(secrets),
     Layer.provideMerge(migrated)
   )
-  const provisioned = Layer.effectDiscard(Provision.apply(file, settings)).pipe(
+  const provisioned = Layer.effectDiscard(Provision.apply(file, settings).pipe(Effect.tap(CacheSync.recordProvisioned))).pipe(
     Layer.provideMerge(repositories)
   )
   const maxCallMs = Math.max(defaultTimeouts.totalMs, ...(file.channels ?? []).map((c) => c.timeouts?.total_ms ?? 0))
@@ -85,10 +88,11 @@ export const services = (settings: Settings, file: ConfigFile) => {
     flushIntervalMs: settings.usageFlushIntervalMs,
     maxBatch: settings.usageMaxBatch
   })
-  const caches = Layer.mergeAll(Caches.KeyCache.layer, Caches.CatalogCache.layer)
+  const caches = Layer.mergeAll(Caches.KeyCache.layer, Caches.CatalogCache.layer).pipe(Layer.provideMerge(Caches.Baseline.layer))
   return Layer.mergeAll(
     rateLimiter(settings),
     Caches.ports.pipe(Layer.provide(caches)),
+    cacheSync(settings).pipe(Layer.provide(caches)),
     Redemption.Redemption.layer,
     Handlers.layer({ sessionTtlMs: SESSION_TTL_MS }),
     Probe.layer,
@@ -100,6 +104,15 @@ export const services = (settings: Settings, file: ConfigFile) => {
     Layer.provideMerge(Layer.succeed(ServerSettings, settings))
   )
 }
+
+/**
+ * Cache invalidation across nodes: the change log always, Redis pub/sub when
+ * `redis` is configured (see `CacheSync`).
+ *
+ * @category layers
+ */
+export const cacheSync = (settings: Settings) =>
+  CacheSync.layer({ redis: settings.redis, channel: CacheSync.channelFor(settings.redisKeyPrefix) })
 
 /**
  * The rate limiter: in memory for one process, or shared through Redis
