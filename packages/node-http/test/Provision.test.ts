@@ -1,9 +1,16 @@
 /**
  * The configuration file's users, keys and groups carry their rate limits into
- * the provisioning input (a user's limits apply to all the user's keys).
+ * the provisioning input (a user's limits apply to all the user's keys); and
+ * nodes starting together create the first admin once, without failing.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import * as Store from "@modelgate/store/Store"
+import * as Users from "@modelgate/store/Users"
+import { Effect, Layer, Redacted } from "effect"
+import { TestConsole } from "effect/testing"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import * as Provision from "../src/Provision.ts"
 
 describe("Provision.toInput", () => {
@@ -25,4 +32,28 @@ describe("Provision.toInput", () => {
       assert.deepStrictEqual(input.keys?.[0]?.limits, { tpm: 500 })
       assert.deepStrictEqual(input.groups?.find((group) => group.name === "slow")?.limits, { rpm: 30, concurrency: 2 })
     }))
+})
+
+describe("Provision.ensureAdmin", () => {
+  it.effect("nodes starting together create one first admin, and none of them fails", () =>
+    Effect.gen(function*() {
+      yield* Effect.all(Array.from({ length: 4 }, () => Provision.ensureAdmin), { concurrency: "unbounded" })
+      const admins = (yield* (yield* Users.Users).list).filter((user) => user.role === "admin")
+      assert.deepStrictEqual(admins.map((user) => user.name), ["admin"])
+      const printed = (yield* TestConsole.logLines).filter((line) => String(line).includes("one was created"))
+      assert.strictEqual(printed.length, 1, "the one-time password is printed once")
+    }).pipe(
+      Effect.provide(Layer.unwrap(Effect.map(
+        Effect.acquireRelease(
+          Effect.sync(() => mkdtempSync(join(tmpdir(), "modelgate-admin-"))),
+          (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+        ),
+        (dir) =>
+          Store.layer({
+            url: `sqlite:${join(dir, "gateway.db")}`,
+            masterKey: { secret: Redacted.make("ensure admin test secret 0123456789") },
+            nodeId: "test"
+          }).pipe(Layer.orDie)
+      )))
+    ))
 })
