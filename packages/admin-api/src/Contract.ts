@@ -340,11 +340,36 @@ export const ApiKey = Schema.Struct({
   enabled: Schema.Boolean,
   /** Lifetime spending cap, or null. */
   quota: Schema.NullOr(Usd),
+  /** Spending cap per UTC day, or null. */
+  dailyBudget: Schema.NullOr(Usd),
+  /** Spending cap per UTC month, or null. */
+  monthlyBudget: Schema.NullOr(Usd),
   spent: Usd,
+  /** The key's own requests per minute, or null (its group's limit applies). */
+  rpm: LimitValue,
+  /** The key's own tokens per minute, or null (its group's limit applies). */
+  tpm: LimitValue,
+  /** The key's own concurrent calls, or null (its group's limit applies). */
+  concurrency: LimitValue,
   lastUsedAt: Schema.NullOr(EpochMs),
   createdAt: EpochMs
 })
 export type ApiKey = typeof ApiKey.Type
+
+/**
+ * A key's own limits and spending caps, as requests set them. A limit may
+ * only narrow the key's group's (where the group sets one, the key's must not
+ * be higher); `null` removes it.
+ *
+ * @category keys
+ */
+export const keyLimitFields = {
+  rpm: Schema.optionalKey(LimitValue),
+  tpm: Schema.optionalKey(LimitValue),
+  concurrency: Schema.optionalKey(LimitValue),
+  dailyBudget: Schema.optionalKey(Schema.NullOr(NonNegativeUsd)),
+  monthlyBudget: Schema.optionalKey(Schema.NullOr(NonNegativeUsd))
+}
 
 /** `POST /api/keys`. @category keys */
 export const CreateKeyRequest = Schema.Struct({
@@ -353,7 +378,8 @@ export const CreateKeyRequest = Schema.Struct({
   group: Schema.optionalKey(Schema.String),
   models: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
   expiresAt: Schema.optionalKey(Schema.NullOr(EpochMs)),
-  quota: Schema.optionalKey(Schema.NullOr(NonNegativeUsd))
+  quota: Schema.optionalKey(Schema.NullOr(NonNegativeUsd)),
+  ...keyLimitFields
 })
 export type CreateKeyRequest = typeof CreateKeyRequest.Type
 
@@ -367,7 +393,8 @@ export const UpdateKeyRequest = Schema.Struct({
   enabled: Schema.optionalKey(Schema.Boolean),
   models: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
   expiresAt: Schema.optionalKey(Schema.NullOr(EpochMs)),
-  quota: Schema.optionalKey(Schema.NullOr(NonNegativeUsd))
+  quota: Schema.optionalKey(Schema.NullOr(NonNegativeUsd)),
+  ...keyLimitFields
 })
 export type UpdateKeyRequest = typeof UpdateKeyRequest.Type
 
@@ -449,10 +476,23 @@ export const AdminUser = Schema.Struct({
   groups: Schema.Array(Schema.String),
   keyCount: Schema.Int,
   spentThisMonth: Usd,
+  /** Requests per minute across all the user's keys, or null. */
+  rpm: LimitValue,
+  /** Tokens per minute across all the user's keys, or null. */
+  tpm: LimitValue,
+  /** Concurrent calls across all the user's keys, or null. */
+  concurrency: LimitValue,
   source: Schema.Literals(["config", "console"]),
   createdAt: EpochMs
 })
 export type AdminUser = typeof AdminUser.Type
+
+/** A user's rate limits, shared by all their keys (admins only); `null` removes one. @category admin */
+export const userLimitFields = {
+  rpm: Schema.optionalKey(LimitValue),
+  tpm: Schema.optionalKey(LimitValue),
+  concurrency: Schema.optionalKey(LimitValue)
+}
 
 /** `POST /api/admin/users`. @category admin */
 export const CreateUserRequest = Schema.Struct({
@@ -461,7 +501,8 @@ export const CreateUserRequest = Schema.Struct({
   role: Schema.optionalKey(Role),
   groups: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
   /** An opening credit, recorded in the ledger as a top-up. */
-  balance: Schema.optionalKey(NonNegativeUsd)
+  balance: Schema.optionalKey(NonNegativeUsd),
+  ...userLimitFields
 })
 export type CreateUserRequest = typeof CreateUserRequest.Type
 
@@ -470,7 +511,8 @@ export const UpdateUserRequest = Schema.Struct({
   role: Schema.optionalKey(Role),
   enabled: Schema.optionalKey(Schema.Boolean),
   groups: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
-  password: Schema.optionalKey(NewPassword)
+  password: Schema.optionalKey(NewPassword),
+  ...userLimitFields
 })
 export type UpdateUserRequest = typeof UpdateUserRequest.Type
 

@@ -101,6 +101,8 @@ export const adminUpdateUser = make("PATCH", "/api/admin/users/:id", C.AdminUser
 export const adminAdjustBalance = make("POST", "/api/admin/users/:id/adjust", C.BalanceResult, { body: C.AdjustBalanceRequest })
 /** A user's keys. @category admin */
 export const adminUserKeys = make("GET", "/api/admin/users/:id/keys", C.KeyList)
+/** `PATCH /api/admin/keys/:id`: an admin edits any user's key (same fields as `PATCH /api/keys/:id`). @category admin */
+export const adminUpdateKey = make("PATCH", "/api/admin/keys/:id", C.ApiKey, { body: C.UpdateKeyRequest })
 /** A user's usage records. @category admin */
 export const adminUserUsage = make("GET", "/api/admin/users/:id/usage", C.UsagePage, { query: C.UsageQuery })
 /** A user's ledger. @category admin */

@@ -288,7 +288,12 @@ const keyView = (key: KeyRecord): C.ApiKey => ({
   expiresAt: key.expiresAt,
   enabled: key.enabled,
   quota: key.quotaNanos === null ? null : Money.formatUsd(key.quotaNanos),
+  dailyBudget: key.dailyBudgetNanos === null ? null : Money.formatUsd(key.dailyBudgetNanos),
+  monthlyBudget: key.monthlyBudgetNanos === null ? null : Money.formatUsd(key.monthlyBudgetNanos),
   spent: Money.formatUsd(key.spentNanos),
+  rpm: key.limits.rpm,
+  tpm: key.limits.tpm,
+  concurrency: key.limits.concurrency,
   lastUsedAt: key.lastUsedAt,
   createdAt: key.createdAt
 })
@@ -338,9 +343,88 @@ const checkExpiry = Effect.fnUntraced(function*(expiresAt: number | null | undef
   if (expiresAt <= (yield* nowMs)) return yield* ApiError.invalid("expiresAt: the expiry must be in the future", "expiresAt")
 })
 
-const invalidate = Effect.fnUntraced(function*(topic: Invalidation.Topic) {
+const limitWording = { rpm: "requests per minute", tpm: "tokens per minute", concurrency: "concurrent calls" } as const
+
+/** The rate limits of a group, as the gateway applies them (the catalog, else the table). */
+const groupLimits = Effect.fnUntraced(function*(name: string) {
+  const known = (yield* (yield* Catalog).current).groups.get(name)
+  if (known !== undefined) return known.limits
+  const sql = yield* SqlClient.SqlClient
+  const row = (yield* sql`SELECT rpm, tpm, concurrency FROM groups WHERE name = ${name}`)[0]
+  const limitOf = (value: unknown) => value === null || value === undefined ? null : Number(value)
+  return { rpm: limitOf(row?.rpm), tpm: limitOf(row?.tpm), concurrency: limitOf(row?.concurrency) }
+})
+
+/**
+ * A key's limits may only narrow its group's: where the group sets a limit,
+ * the key's must not be higher (the lower of the two applies anyway, so a
+ * higher one would silently do nothing). This holds for admins too; to allow
+ * a key more, put it in a group with a higher limit.
+ */
+const checkKeyLimits = Effect.fnUntraced(function*(body: C.UpdateKeyRequest, group: string) {
+  const limits = yield* groupLimits(group)
+  for (const field of ["rpm", "tpm", "concurrency"] as const) {
+    const value = body[field]
+    const ceiling = limits[field]
+    if (value === undefined || value === null || ceiling === null || value <= ceiling) continue
+    return yield* ApiError.invalid(
+      `${field}: a key's limit may not exceed its group's: group '${group}' allows ${ceiling} ${limitWording[field]}, ` +
+        `so this key may have at most ${ceiling} (leave it empty to use the group's; for more, use a group with a higher limit)`,
+      field
+    )
+  }
+})
+
+/** The columns a key's request changes for its limits and spending caps. */
+const keyLimitColumns = Effect.fnUntraced(function*(body: C.UpdateKeyRequest) {
+  const columns: Record<string, unknown> = {}
+  if (body.rpm !== undefined) columns.rpm = body.rpm
+  if (body.tpm !== undefined) columns.tpm = body.tpm
+  if (body.concurrency !== undefined) columns.concurrency = body.concurrency
+  if (body.dailyBudget !== undefined) columns.daily_budget_nanos = yield* parseNanos(body.dailyBudget, "dailyBudget")
+  if (body.monthlyBudget !== undefined) columns.monthly_budget_nanos = yield* parseNanos(body.monthlyBudget, "monthlyBudget")
+  return columns
+})
+
+/** Applies an update to a key, whoever owns it (the caller checked who may). */
+const updateKeyWith = Effect.fnUntraced(function*(key: KeyRecord, body: C.UpdateKeyRequest, own: boolean) {
+  const sql = yield* SqlClient.SqlClient
+  const snapshot = yield* (yield* Catalog).current
+  yield* checkModels(body.models, snapshot)
+  yield* checkExpiry(body.expiresAt)
+  yield* checkKeyLimits(body, key.group)
+  const changes: Record<string, unknown> = yield* keyLimitColumns(body)
+  if (body.name !== undefined) changes.name = body.name
+  if (body.models !== undefined) changes.models = JSON.stringify(body.models.map((m) => snapshot.resolveModel(m)!))
+  if (body.expiresAt !== undefined) changes.expires_at = body.expiresAt
+  if (body.quota !== undefined) changes.quota_nanos = yield* parseNanos(body.quota, "quota")
+  if (Object.keys(changes).length > 0) {
+    yield* sql`UPDATE api_keys SET ${sql.update(changes)} WHERE id = ${key.id}`.pipe(
+      Effect.catchIf(
+        CatalogAdmin.isUniqueViolation,
+        () =>
+          Effect.fail(ApiError.conflict(own ? `You already have a key named '${body.name}'.` : `The user already has a key named '${body.name}'.`))
+      )
+    )
+  }
+  const keys = yield* Keys
+  if (body.enabled !== undefined) yield* keys.setEnabled(key.id, body.enabled)
+  yield* invalidate("keys", [key.id])
+  return keyView((yield* keys.findById(key.id))!)
+})
+
+/** A user's rate limits from a request (only the fields it names). */
+const userLimits = (body: { readonly rpm?: number | null; readonly tpm?: number | null; readonly concurrency?: number | null }) => {
+  const limits: { rpm?: number | null; tpm?: number | null; concurrency?: number | null } = {}
+  if (body.rpm !== undefined) limits.rpm = body.rpm
+  if (body.tpm !== undefined) limits.tpm = body.tpm
+  if (body.concurrency !== undefined) limits.concurrency = body.concurrency
+  return Object.keys(limits).length === 0 ? undefined : limits
+}
+
+const invalidate = Effect.fnUntraced(function*(topic: Invalidation.Topic, ids?: ReadonlyArray<string>) {
   const invalidation = yield* Invalidation.Invalidation
-  yield* invalidation.invalidate(topic)
+  yield* invalidation.invalidate(topic, ids)
 })
 
 const pageLimit = (query: { readonly limit?: number | undefined }) => query.limit ?? 50
@@ -356,6 +440,9 @@ const adminUserView = Effect.fnUntraced(function*(user: User) {
     groups: stats?.groups ?? [],
     keyCount: stats?.keyCount ?? 0,
     spentThisMonth: Money.formatUsd(stats?.spentNanos ?? 0n),
+    rpm: user.limits.rpm,
+    tpm: user.limits.tpm,
+    concurrency: user.limits.concurrency,
     source: user.source,
     createdAt: user.createdAt
   } satisfies C.AdminUser
@@ -485,50 +572,36 @@ const routes: ReadonlyArray<Route> = [
       const snapshot = yield* (yield* Catalog).current
       yield* checkModels(body.models, snapshot)
       yield* checkExpiry(body.expiresAt)
+      yield* checkKeyLimits(body, group)
       const quota = yield* parseNanos(body.quota, "quota")
+      const dailyBudget = yield* parseNanos(body.dailyBudget, "dailyBudget")
+      const monthlyBudget = yield* parseNanos(body.monthlyBudget, "monthlyBudget")
       const created = yield* (yield* Keys).create({
         userId: principal.userId,
         name: body.name,
         group,
         models: body.models?.map((m) => snapshot.resolveModel(m)!) ?? [],
         expiresAt: body.expiresAt ?? null,
-        quotaNanos: quota ?? null
+        quotaNanos: quota ?? null,
+        dailyBudgetNanos: dailyBudget ?? null,
+        monthlyBudgetNanos: monthlyBudget ?? null,
+        limits: { rpm: body.rpm ?? null, tpm: body.tpm ?? null, concurrency: body.concurrency ?? null }
       })
-      yield* invalidate("keys")
+      yield* invalidate("keys", [created.key.id])
       return json({ key: keyView(created.key), secret: created.secret } satisfies C.CreatedKey, { status: 201 })
     })),
 
   route(E.updateKey, ({ principal, params, body }) =>
     Effect.gen(function*() {
       const key = yield* ownKey(principal, params.id!)
-      const sql = yield* SqlClient.SqlClient
-      const snapshot = yield* (yield* Catalog).current
-      yield* checkModels(body.models, snapshot)
-      yield* checkExpiry(body.expiresAt)
-      const changes: Record<string, unknown> = {}
-      if (body.name !== undefined) changes.name = body.name
-      if (body.models !== undefined) changes.models = JSON.stringify(body.models.map((m) => snapshot.resolveModel(m)!))
-      if (body.expiresAt !== undefined) changes.expires_at = body.expiresAt
-      if (body.quota !== undefined) changes.quota_nanos = yield* parseNanos(body.quota, "quota")
-      if (Object.keys(changes).length > 0) {
-        yield* sql`UPDATE api_keys SET ${sql.update(changes)} WHERE id = ${key.id}`.pipe(
-          Effect.catchIf(
-            CatalogAdmin.isUniqueViolation,
-            () => Effect.fail(ApiError.conflict(`You already have a key named '${body.name}'.`))
-          )
-        )
-      }
-      const keys = yield* Keys
-      if (body.enabled !== undefined) yield* keys.setEnabled(key.id, body.enabled)
-      yield* invalidate("keys")
-      return json(keyView((yield* keys.findById(key.id))!))
+      return json(yield* updateKeyWith(key, body, true))
     })),
 
   route(E.deleteKey, ({ principal, params }) =>
     Effect.gen(function*() {
       const key = yield* ownKey(principal, params.id!)
       yield* (yield* Keys).remove(key.id)
-      yield* invalidate("keys")
+      yield* invalidate("keys", [key.id])
       return json(ok)
     })),
 
@@ -622,6 +695,9 @@ const routes: ReadonlyArray<Route> = [
             groups: s?.groups ?? [],
             keyCount: s?.keyCount ?? 0,
             spentThisMonth: Money.formatUsd(s?.spentNanos ?? 0n),
+            rpm: user.limits.rpm,
+            tpm: user.limits.tpm,
+            concurrency: user.limits.concurrency,
             source: user.source,
             createdAt: user.createdAt
           }
@@ -636,10 +712,12 @@ const routes: ReadonlyArray<Route> = [
       const users = yield* Users
       const user = yield* users.create({ name: body.name, role: body.role ?? "user", password: Redacted.make(body.password) })
       if (body.groups !== undefined) yield* users.setGroups(user.id, body.groups)
+      const limits = userLimits(body)
+      if (limits !== undefined) yield* users.setLimits(user.id, limits)
       if (opening !== undefined && opening !== null && opening > 0n) {
         yield* (yield* Accounts).topUp(user.id, opening, "opening balance", principal.userId)
       }
-      yield* invalidate("users")
+      yield* invalidate("users", [user.id])
       return json(yield* adminUserView((yield* users.findById(user.id))!), { status: 201 })
     })),
 
@@ -659,13 +737,14 @@ const routes: ReadonlyArray<Route> = [
       if (body.role !== undefined) yield* users.setRole(user.id, body.role)
       if (body.enabled !== undefined) yield* users.setEnabled(user.id, body.enabled)
       if (body.groups !== undefined) yield* users.setGroups(user.id, body.groups)
+      const limits = userLimits(body)
+      if (limits !== undefined) yield* users.setLimits(user.id, limits)
       if (body.password !== undefined) {
         yield* users.setPassword(user.id, Redacted.make(body.password))
         yield* (yield* Sessions).removeAllOf(user.id)
       }
       if (body.enabled === false) yield* (yield* Sessions).removeAllOf(user.id)
-      yield* invalidate("users")
-      yield* invalidate("keys")
+      yield* invalidate("users", [user.id])
       return json(yield* adminUserView((yield* users.findById(user.id))!))
     })),
 
@@ -693,6 +772,13 @@ const routes: ReadonlyArray<Route> = [
       const user = yield* me(params.id!)
       const list = yield* (yield* Keys).list(user.id)
       return json({ data: list.filter((k) => !k.revoked).map(keyView) } satisfies C.KeyList)
+    })),
+
+  route(E.adminUpdateKey, ({ params, body }) =>
+    Effect.gen(function*() {
+      const key = yield* (yield* Keys).findById(params.id!)
+      if (key === undefined || key.revoked) return yield* ApiError.notFound(`No API key with id '${params.id}'.`)
+      return json(yield* updateKeyWith(key, body, false))
     })),
 
   route(E.adminUserUsage, ({ params, query }) =>

@@ -277,6 +277,98 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual(duplicate2.status, 409)
       }))
 
+    it.effect("keys take their own rate limits and daily/monthly spending caps, never above their group's limits", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const groupName = `limited${Date.now()}`
+        const group = yield* admin.client.post("/api/admin/groups", {
+          name: groupName,
+          ratio: "1",
+          limits: { rpm: 30, tpm: 10000, concurrency: null }
+        })
+        assert.strictEqual(group.status, 201)
+        const { client, user } = yield* signedIn()
+        assert.strictEqual((yield* admin.client.patch(`/api/admin/groups/${groupName}`, { userIds: [user.id] })).status, 200)
+        const created = yield* client.post("/api/keys", {
+          name: "limited",
+          group: groupName,
+          rpm: 10,
+          concurrency: 8,
+          dailyBudget: "1.5",
+          monthlyBudget: "20"
+        })
+        assert.strictEqual(created.status, 201, created.text)
+        const key = created.body.key
+        assert.strictEqual(key.rpm, 10)
+        assert.isNull(key.tpm)
+        assert.strictEqual(key.concurrency, 8, "the group sets no concurrency limit, so any is allowed")
+        assert.strictEqual(key.dailyBudget, "1.50")
+        assert.strictEqual(key.monthlyBudget, "20.00")
+        assert.deepStrictEqual((yield* InvalidationLog).changes.at(-1), { topic: "keys", ids: [key.id] })
+
+        const tooHigh = yield* client.post("/api/keys", { name: "greedy", group: groupName, rpm: 31 })
+        assert.strictEqual(tooHigh.status, 400)
+        assert.strictEqual(tooHigh.body.error.param, "rpm")
+        assert.include(tooHigh.body.error.message, "a key's limit may not exceed its group's")
+        assert.include(tooHigh.body.error.message, `group '${groupName}' allows 30 requests per minute`)
+        const tooManyTokens = yield* client.patch(`/api/keys/${key.id}`, { tpm: 20000 })
+        assert.strictEqual(tooManyTokens.status, 400)
+        assert.strictEqual(tooManyTokens.body.error.param, "tpm")
+        assert.include(tooManyTokens.body.error.message, "10000 tokens per minute")
+
+        const lowered = yield* client.patch(`/api/keys/${key.id}`, { rpm: null, tpm: 10000, dailyBudget: null })
+        assert.strictEqual(lowered.status, 200)
+        assert.isNull(lowered.body.rpm)
+        assert.strictEqual(lowered.body.tpm, 10000)
+        assert.isNull(lowered.body.dailyBudget)
+        assert.strictEqual(lowered.body.monthlyBudget, "20.00")
+        assert.strictEqual((yield* client.get("/api/keys")).body.data[0].tpm, 10000)
+
+        const zero = yield* client.patch(`/api/keys/${key.id}`, { rpm: 0 })
+        assert.strictEqual(zero.status, 400)
+        assert.strictEqual(zero.body.error.param, "rpm")
+        const fraction = yield* client.patch(`/api/keys/${key.id}`, { concurrency: 1.5 })
+        assert.strictEqual(fraction.body.error.param, "concurrency")
+        const negative = yield* client.patch(`/api/keys/${key.id}`, { monthlyBudget: "-3" })
+        assert.strictEqual(negative.body.error.param, "monthlyBudget")
+      }))
+
+    it.effect("admins set users' limits and any user's key limits; users cannot", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const name = `dora${Date.now()}`
+        const created = yield* admin.client.post("/api/admin/users", { name, password: "doras password", rpm: 100 })
+        assert.strictEqual(created.status, 201)
+        assert.strictEqual(created.body.rpm, 100)
+        assert.isNull(created.body.tpm)
+        const id = created.body.id
+        assert.deepStrictEqual((yield* InvalidationLog).changes.at(-1), { topic: "users", ids: [id] })
+        const updated = yield* admin.client.patch(`/api/admin/users/${id}`, { tpm: 50000, concurrency: 3, rpm: null })
+        assert.strictEqual(updated.status, 200)
+        assert.deepStrictEqual([updated.body.rpm, updated.body.tpm, updated.body.concurrency], [null, 50000, 3])
+        assert.deepStrictEqual((yield* InvalidationLog).changes.at(-1), { topic: "users", ids: [id] })
+        assert.strictEqual((yield* admin.client.get(`/api/admin/users/${id}`)).body.tpm, 50000)
+        assert.isTrue((yield* admin.client.get("/api/admin/users")).body.data.some((u: any) => u.id === id && u.concurrency === 3))
+        const bad = yield* admin.client.patch(`/api/admin/users/${id}`, { rpm: -1 })
+        assert.strictEqual(bad.status, 400)
+        assert.strictEqual(bad.body.error.param, "rpm")
+
+        const dora = new Client()
+        assert.strictEqual((yield* dora.login(name, "doras password")).status, 200)
+        const key = (yield* dora.post("/api/keys", { name: "main" })).body.key
+        // A user cannot touch their own user limits, nor reach the admin key endpoint.
+        assert.strictEqual((yield* dora.patch(`/api/admin/users/${id}`, { rpm: 1000 })).status, 403)
+        assert.strictEqual((yield* dora.patch(`/api/admin/keys/${key.id}`, { rpm: 5 })).status, 403)
+        // An admin may set any user's key limits (within the key's group, as anyone).
+        const throttled = yield* admin.client.patch(`/api/admin/keys/${key.id}`, { rpm: 5, dailyBudget: "2" })
+        assert.strictEqual(throttled.status, 200)
+        assert.strictEqual(throttled.body.rpm, 5)
+        assert.strictEqual((yield* dora.get("/api/keys")).body.data[0].rpm, 5)
+        assert.strictEqual((yield* dora.get("/api/keys")).body.data[0].dailyBudget, "2.00")
+        assert.deepStrictEqual((yield* InvalidationLog).changes.at(-1), { topic: "keys", ids: [key.id] })
+        assert.strictEqual((yield* admin.client.patch("/api/admin/keys/key_missing", { rpm: 5 })).status, 404)
+      }))
+
     it.effect("a user can never read or change another user's keys", () =>
       Effect.gen(function*() {
         const alice = yield* signedIn()

@@ -19,8 +19,11 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Handlers from "../src/Handlers.ts"
 
-/** Topics announced through `Invalidation`, in order. */
-export class InvalidationLog extends Context.Service<InvalidationLog, { readonly topics: Array<string> }>()(
+/** Topics announced through `Invalidation`, in order, and with the ids they named (`null`: all). */
+export class InvalidationLog extends Context.Service<InvalidationLog, {
+  readonly topics: Array<string>
+  readonly changes: Array<{ readonly topic: string; readonly ids: ReadonlyArray<string> | null }>
+}>()(
   "test/InvalidationLog"
 ) {}
 
@@ -28,9 +31,15 @@ const invalidationLayer = Layer.effect(
   Invalidation.Invalidation,
   Effect.gen(function*() {
     const log = yield* InvalidationLog
-    return Invalidation.Invalidation.of({ invalidate: (topic) => Effect.sync(() => void log.topics.push(topic)) })
+    return Invalidation.Invalidation.of({
+      invalidate: (topic, ids) =>
+        Effect.sync(() => {
+          log.topics.push(topic)
+          log.changes.push({ topic, ids: ids ?? null })
+        })
+    })
   })
-).pipe(Layer.provideMerge(Layer.sync(InvalidationLog, () => ({ topics: [] }))))
+).pipe(Layer.provideMerge(Layer.sync(InvalidationLog, () => ({ topics: [], changes: [] }))))
 
 const catalogLayer = Layer.effect(
   Catalog,

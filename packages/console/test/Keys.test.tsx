@@ -30,7 +30,12 @@ const key = (over: Record<string, unknown> = {}) => ({
   expiresAt: null,
   enabled: true,
   quota: "20.00",
+  dailyBudget: null,
+  monthlyBudget: null,
   spent: "1.25",
+  rpm: null,
+  tpm: null,
+  concurrency: null,
   lastUsedAt: null,
   createdAt: 1_700_000_000_000,
   ...over
@@ -56,6 +61,14 @@ describe("KeysTable", () => {
     second.getByText("gpt-4o-mini")
     second.getByText("$0.000125")
     second.getByText("Disabled")
+  })
+
+  it("shows each key's own limits and daily/monthly caps", () => {
+    renderWithProviders(<KeysTable keys={[key({ rpm: 10, concurrency: 2, dailyBudget: "1.50", monthlyBudget: null })]} />)
+    const row = within(screen.getAllByRole("row")[1]!)
+    row.getByText("10 requests/min · 2 at once")
+    row.getByText("Daily cap (USD): $1.50")
+    assert.isNull(row.queryByText(/Monthly cap/))
   })
 
   it("speaks Chinese when switched", () => {
@@ -102,6 +115,66 @@ describe("create key", () => {
     const post = seen.find((r) => r.method === "POST")!
     assert.deepStrictEqual(post.body, { name: "desk", group: "default", quota: "5" })
     assert.strictEqual(post.headers["x-csrf-token"], "csrf-123")
+  })
+
+  it("sends the key's own limits and caps, and shows the group's limits beside them", async () => {
+    const limitedGroups = { groups: [{ ...groups.groups[0]!, limits: { rpm: 60, tpm: null, concurrency: null } }] }
+    const seen = fakeApi({
+      "GET /api/auth/session": session(),
+      "GET /api/keys": { body: { data: [] } },
+      "GET /api/models": { body: limitedGroups },
+      "POST /api/keys": { status: 201, body: { key: key({ name: "ci", rpm: 10, monthlyBudget: "30.00" }), secret: "sk-THE-SECRET-VALUE-1234567890" } }
+    })
+    renderWithProviders(<KeysPage />)
+    const user = userEvent.setup()
+    await waitFor(() => assert.isFalse(screen.getAllByRole("button", { name: "Create key" })[0]!.hasAttribute("disabled")))
+    await user.click(screen.getAllByRole("button", { name: "Create key" })[0]!)
+    const dialog = await screen.findByRole("dialog")
+    within(dialog).getByText("Empty: the group's limit. A key can only be set lower than its group (60 requests/min).")
+    await user.type(within(dialog).getByLabelText("Name"), "ci")
+    await user.type(within(dialog).getByLabelText("Requests / min"), "10")
+    await user.type(within(dialog).getByLabelText("Monthly cap (USD)"), "30")
+    await user.click(within(dialog).getByRole("button", { name: "Create" }))
+    await screen.findByTestId("new-secret")
+    const post = seen.find((r) => r.method === "POST")!
+    assert.deepStrictEqual(post.body, { name: "ci", group: "default", rpm: 10, monthlyBudget: "30" })
+  })
+
+  it("refuses a limit that is not a whole number next to its field", async () => {
+    const seen = fakeApi({ "GET /api/auth/session": session(), "GET /api/keys": { body: { data: [] } }, "GET /api/models": { body: groups } })
+    renderWithProviders(<KeysPage />)
+    const user = userEvent.setup()
+    await waitFor(() => assert.isFalse(screen.getAllByRole("button", { name: "Create key" })[0]!.hasAttribute("disabled")))
+    await user.click(screen.getAllByRole("button", { name: "Create key" })[0]!)
+    const dialog = await screen.findByRole("dialog")
+    await user.type(within(dialog).getByLabelText("Name"), "ci")
+    await user.type(within(dialog).getByLabelText("Concurrent calls"), "0")
+    await user.click(within(dialog).getByRole("button", { name: "Create" }))
+    await within(dialog).findByText("Must be a whole number above 0, or empty for no limit")
+    assert.isFalse(seen.some((r) => r.method === "POST"), "nothing was sent")
+  })
+
+  it("edits an existing key's limits: emptied fields are sent as null", async () => {
+    const existing = key({ rpm: 10, dailyBudget: "2.00" })
+    const seen = fakeApi({
+      "GET /api/auth/session": session(),
+      "GET /api/keys": { body: { data: [existing] } },
+      "GET /api/models": { body: groups },
+      "PATCH /api/keys/key_1": { body: { ...existing, rpm: 5, dailyBudget: null } }
+    })
+    renderWithProviders(<KeysPage />)
+    const user = userEvent.setup()
+    await user.click(await screen.findByRole("button", { name: "Limits: laptop" }))
+    const dialog = await screen.findByRole("dialog")
+    const rpm = within(dialog).getByLabelText("Requests / min")
+    assert.strictEqual((rpm as HTMLInputElement).value, "10")
+    await user.clear(rpm)
+    await user.type(rpm, "5")
+    await user.clear(within(dialog).getByLabelText("Daily cap (USD)"))
+    await user.click(within(dialog).getByRole("button", { name: "Save" }))
+    await waitFor(() => assert.isTrue(seen.some((r) => r.method === "PATCH")))
+    const patch = seen.find((r) => r.method === "PATCH")!
+    assert.deepStrictEqual(patch.body, { rpm: 5, tpm: null, concurrency: null, dailyBudget: null, monthlyBudget: null })
   })
 
   it("puts the server's refusal next to the field it names", async () => {

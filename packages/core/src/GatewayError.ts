@@ -87,11 +87,36 @@ export class SpendingCapReached extends Schema.TaggedError<SpendingCapReached>()
   cap: Schema.Literals(["quota", "daily", "monthly"])
 }) {}
 
-/** A rate limit was hit; `retryAfterSeconds` says when a retry may succeed. @category errors */
+/**
+ * The state of the rate limits at a refusal, for OpenAI's `x-ratelimit-*`
+ * headers (the same shape as `RateLimiter.Snapshot`; `null` where no limit
+ * applies).
+ *
+ * @category errors
+ */
+export const RateLimitSnapshot = Schema.Struct({
+  limitRequests: Schema.NullOr(Schema.Number),
+  remainingRequests: Schema.NullOr(Schema.Number),
+  resetRequestsMs: Schema.NullOr(Schema.Number),
+  limitTokens: Schema.NullOr(Schema.Number),
+  remainingTokens: Schema.NullOr(Schema.Number),
+  resetTokensMs: Schema.NullOr(Schema.Number)
+})
+
+/**
+ * A rate limit was hit; `retryAfterSeconds` says when a retry may succeed.
+ * `subject` is the id of the subject whose limit refused the call
+ * (`key:key_1`) and `snapshot` the limits' state at the refusal, when the
+ * limiter knows them (not when the limit store is unreachable).
+ *
+ * @category errors
+ */
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   message: Schema.String,
   retryAfterSeconds: Schema.Number,
-  limit: Schema.String
+  limit: Schema.String,
+  subject: Schema.optionalKey(Schema.String),
+  snapshot: Schema.optionalKey(RateLimitSnapshot)
 }) {}
 
 /** The upstream could not be reached, reset the connection or answered 5xx. @category errors */

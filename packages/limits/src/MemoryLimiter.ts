@@ -3,8 +3,9 @@
  * (see `Window`) kept in one process. The default when no Redis is configured,
  * and the fallback of `RedisLimiter` while Redis is unreachable.
  *
- * Memory stays bounded: a subject's state holds only the calls of the last
- * window and the slots in use, and subjects with nothing left to count are
+ * Memory stays bounded: a subject's state holds only the admission times of
+ * the last window (at most `rpm` of them), at most 61 token buckets and the
+ * slots in use, and subjects with nothing left to count are
  * forgotten (at once when touched, and by a sweep at most once per window over
  * all subjects, run lazily on `acquire`).
  *
@@ -106,11 +107,11 @@ const makeUnsafe = ({ leaseMs, windowMs }: Window.ResolvedOptions): MemoryLimite
     }
 
     const callId = nextCallId++
-    const entries: Array<Window.Entry | undefined> = new Array(touched.length)
+    const buckets: Array<Window.Bucket | undefined> = new Array(touched.length)
     for (let i = 0; i < touched.length; i++) {
       const limits = limited[i].limits
-      entries[i] = touched[i].admit(limits, callId, now, estimate, leaseMs)
-      observations[i] = Window.afterAdmission(observations[i], limits, estimate, windowMs)
+      buckets[i] = touched[i].admit(limits, callId, now, estimate, windowMs, leaseMs)
+      observations[i] = Window.afterAdmission(observations[i], limits, estimate, now, windowMs)
     }
 
     let released = false
@@ -121,7 +122,7 @@ const makeUnsafe = ({ leaseMs, windowMs }: Window.ResolvedOptions): MemoryLimite
           released = true
           const actual = Window.correctedTokens(actualTokens, estimate)
           for (let i = 0; i < touched.length; i++) {
-            touched[i].release(entries[i], callId, at, actual, windowMs)
+            touched[i].release(buckets[i], callId, at, estimate, actual, windowMs)
           }
         }))
 

@@ -8,8 +8,11 @@
  * - **One clock.** Time is read with `TIME` inside the script, so all nodes agree
  *   on window edges whatever their own clocks say (`time: "clock"` reads
  *   Effect's `Clock` instead, for tests driven by `TestClock`).
- * - **Nothing accumulates.** Keys carry TTLs (window or lease plus 1 s) refreshed
- *   on write; calls that left the window are pruned on every touch.
+ * - **Small, bounded work.** A subject's keys hold at most `rpm` request
+ *   entries (only with a request limit), 61 token buckets (only with a token
+ *   limit) and its concurrency slots, whatever the traffic; the scripts read
+ *   the request log only at its ends. Keys carry TTLs (window or lease plus
+ *   1 s) refreshed on write; what left the window is pruned on every touch.
  * - **Redis down.** Detected lazily: when the client is disconnected or a
  *   command fails or takes longer than `commandTimeoutMs`. Then, for
  *   `onFailure: "local"`, calls are limited per process by an in-memory
@@ -19,11 +22,17 @@
  *   failure Redis is skipped for `retryDownMs`, then tried again; the client
  *   reconnects on its own with exponential backoff (100 ms doubling, at most
  *   5 s), so shared limiting resumes without a restart.
- * - **No leaked slots.** A permit is released where it was admitted: calls
- *   admitted locally during an outage release locally. A release that cannot
- *   reach Redis is queued and sent again once Redis answers (and the slot's
- *   lease frees it at the latest). An admission whose answer never reached the
- *   caller (timeout, interruption) is cancelled as soon as it completes.
+ * - **No leaked slots, no lost corrections.** A permit is released where it
+ *   was admitted: calls admitted locally during an outage release locally. A
+ *   release that was never sent (Redis unreachable) is queued and sent again,
+ *   whole, once Redis answers. A release whose outcome is unknown (no answer
+ *   in time, the connection dropped while it was in flight) may already have
+ *   applied its token correction, which is not idempotent: that correction is
+ *   logged as dropped (the call's estimate stays counted until its bucket
+ *   leaves the window) and only the slot release, which is idempotent, is
+ *   resent. The slot's lease frees it at the latest. An admission whose answer
+ *   never reached the caller (timeout, interruption) is cancelled as soon as
+ *   it completes.
  *
  * Keys live under `keyPrefix` (default `modelgate:limits:`); for Redis Cluster
  * put a hash tag in the prefix (`{modelgate}:limits:`) so a call's keys share a
@@ -34,7 +43,7 @@
 import { randomUUID } from "node:crypto"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { GatewayError, RateLimiter as Port } from "@modelgate/core"
-import { createClient } from "redis"
+import { ClientOfflineError, createClient } from "redis"
 import * as Scripts from "./internal/scripts.ts"
 import * as MemoryLimiter from "./MemoryLimiter.ts"
 import * as Window from "./Window.ts"
@@ -67,10 +76,20 @@ export class Status extends Context.Service<Status, {
   readonly pendingReleases: Effect.Effect<number>
 }>()("modelgate/limits/RedisLimiter/Status") {}
 
+/** A release waiting to be sent (again). */
 interface PendingRelease {
   readonly keys: ReadonlyArray<string>
-  readonly args: ReadonlyArray<string>
+  readonly callId: string
+  /** The token bucket the call was counted in. */
+  readonly bucket: string
+  /** Tokens to add to the bucket (actual minus estimate); 0 once a send's outcome is unknown. */
+  readonly change: number
+  /** Also remove the call from the request log (an admission nobody saw). */
+  readonly cancel: boolean
 }
+
+/** What became of a release sent to Redis: applied, certainly not applied, or unknown. */
+type Outcome = "done" | "notSent" | "unknown"
 
 const maxPendingReleases = 10_000
 
@@ -116,6 +135,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const onFailure = options.onFailure
   const windowArg = String(windowMs)
   const leaseArg = String(leaseMs)
+  const bucketArg = String(Window.bucketMs(windowMs))
 
   const local = yield* MemoryLimiter.make({ windowMs, leaseMs })
 
@@ -162,6 +182,11 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   let down = false
   let downUntil = 0
   const pending: Array<PendingRelease> = []
+  // For logging from the client's promise callbacks, with this scope's logger.
+  const services = yield* Effect.context<never>()
+  const logLater = (effect: Effect.Effect<void>): void => {
+    Effect.runForkWith(services)(effect)
+  }
 
   const send = (script: Scripts.Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>): Promise<unknown> => {
     const count = String(keys.length)
@@ -214,24 +239,53 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     )
   })
 
+  const timeArg = Effect.map(Clock.currentTimeMillis, (now) => redisTime ? "-1" : String(now))
+
+  const releaseArgs = (release: PendingRelease, time: string): Array<string> =>
+    [time, windowArg, release.callId, release.bucket, String(release.change), release.cancel ? "1" : "0"]
+
+  /** Sends a release once; never rejects. */
+  const sendRelease = (release: PendingRelease, time: string): Promise<Outcome> =>
+    client.isReady
+      ? send(Scripts.release, release.keys, releaseArgs(release, time)).then(
+        (): Outcome => "done",
+        (cause: unknown): Outcome => cause instanceof ClientOfflineError ? "notSent" : "unknown"
+      )
+      : Promise.resolve("notSent")
+
+  const enqueue = (release: PendingRelease): void => {
+    if (pending.length >= maxPendingReleases) {
+      pending.shift()
+      logLater(Effect.logWarning(
+        `RedisLimiter: more than ${maxPendingReleases} releases are waiting for Redis; the oldest is dropped (its concurrency slot frees when its lease ends)`
+      ))
+    }
+    pending.push(release)
+  }
+
+  /** What to do after a send: nothing, queue it again whole, or queue only its idempotent part. */
+  const afterSend = (release: PendingRelease, outcome: Outcome): void => {
+    if (outcome === "done") return
+    if (outcome === "notSent" || release.change === 0) return enqueue(release)
+    logLater(Effect.logWarning(
+      "RedisLimiter: Redis did not confirm a token correction, which cannot safely be sent twice; it is dropped (the call's estimate stays counted until its bucket leaves the window) and only the slot release is sent again"
+    ).pipe(Effect.annotateLogs({ change: release.change })))
+    enqueue({ ...release, change: 0 })
+  }
+
   const markUp = Effect.suspend(() => {
     if (!down) return Effect.void
     down = false
     const queued = pending.splice(0, pending.length)
-    for (const { args, keys } of queued) {
-      send(Scripts.release, keys, args).catch(() => {})
-    }
-    return Effect.logInfo(
-      `RedisLimiter: Redis answers again; shared limiting resumed (${queued.length} queued releases sent)`
-    )
+    return Effect.flatMap(timeArg, (time) => {
+      for (const release of queued) {
+        void sendRelease(release, time).then((outcome) => afterSend(release, outcome))
+      }
+      return Effect.logInfo(
+        `RedisLimiter: Redis answers again; shared limiting resumed (${queued.length} queued releases sent)`
+      )
+    })
   })
-
-  const enqueue = (release: PendingRelease): void => {
-    if (pending.length >= maxPendingReleases) pending.shift()
-    pending.push(release)
-  }
-
-  const timeArg = Effect.map(Clock.currentTimeMillis, (now) => redisTime ? "-1" : String(now))
 
   const whenDown = (
     subjects: ReadonlyArray<Port.Subject>,
@@ -260,29 +314,54 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     return keys
   }
 
-  const cancelLate = (keys: ReadonlyArray<string>, callId: string) => (late: Promise<unknown>): void => {
+  const cancelLate = (keys: ReadonlyArray<string>, callId: string, estimate: number) => (late: Promise<unknown>): void => {
     late.then((reply) => {
       if (Array.isArray(reply) && reply[0] === 1) {
-        return send(Scripts.release, keys, ["-1", windowArg, callId, "0", "1"])
+        const cancel: PendingRelease = { keys, callId, bucket: String(reply[1]), change: -estimate, cancel: true }
+        return sendRelease(cancel, "-1").then((outcome) => afterSend(cancel, outcome))
       }
       return undefined
     }).catch(() => {})
   }
 
-  const makeRelease = (keys: ReadonlyArray<string>, callId: string, estimate: number) => {
+  const makeRelease = (keys: ReadonlyArray<string>, callId: string, bucket: string, estimate: number) => {
     let released = false
     return (actualTokens: number): Effect.Effect<void> =>
       Effect.suspend(() => {
         if (released) return Effect.void
         released = true
-        const actual = String(Window.correctedTokens(actualTokens, estimate))
+        const release: PendingRelease = {
+          keys,
+          callId,
+          bucket,
+          change: Window.correctedTokens(actualTokens, estimate) - estimate,
+          cancel: false
+        }
+        if (!client.isReady) {
+          enqueue(release)
+          return markDown("disconnected")
+        }
         return Effect.flatMap(timeArg, (time) => {
-          const args = [time, windowArg, callId, actual, "0"]
-          return Effect.flatMap(run(Scripts.release, keys, args, () => {}), (result) => {
-            if (Option.isSome(result)) return markUp
-            enqueue({ keys, args })
-            return markDown(client.isReady ? "release failed" : "disconnected")
-          })
+          let late: Promise<Outcome> | undefined
+          let settled = false
+          const abandon = () => {
+            if (late !== undefined && !settled) void late.then((outcome) => afterSend(release, outcome))
+          }
+          return Effect.promise(() => {
+            late = sendRelease(release, time).finally(() => {
+              settled = true
+            })
+            return late
+          }).pipe(
+            Effect.timeoutOption(commandTimeoutMs),
+            Effect.onInterrupt(() => Effect.sync(abandon)),
+            Effect.flatMap((result) => {
+              if (Option.isSome(result) && result.value === "done") return markUp
+              if (Option.isSome(result)) afterSend(release, result.value)
+              else abandon()
+              return markDown(client.isReady ? "a release failed or timed out" : "disconnected")
+            })
+          )
         })
       })
   }
@@ -303,17 +382,17 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
     const callId = randomUUID()
     const keys = keysOf(limited)
-    const args: Array<string> = [redisTime ? "-1" : String(now), windowArg, leaseArg, callId, String(estimate)]
+    const args: Array<string> = [redisTime ? "-1" : String(now), windowArg, leaseArg, callId, String(estimate), bucketArg]
     for (const { limits } of limited) {
       args.push(String(limits.rpm ?? -1), String(limits.tpm ?? -1), String(limits.concurrency ?? -1))
     }
-    const result = yield* run(Scripts.acquire, keys, args, cancelLate(keys, callId))
+    const result = yield* run(Scripts.acquire, keys, args, cancelLate(keys, callId, estimate))
     if (Option.isNone(result)) {
       yield* markDown(client.isReady ? "a limit script failed or timed out" : "disconnected")
       return yield* whenDown(limited, estimate)
     }
     const reply = result.value
-    if (!Array.isArray(reply) || reply.length !== 1 + Window.observationWidth * limited.length) {
+    if (!Array.isArray(reply) || reply.length !== 2 + Window.observationWidth * limited.length) {
       yield* Effect.logError("RedisLimiter: unexpected script reply", reply)
       yield* markDown("unexpected script reply")
       return yield* whenDown(limited, estimate)
@@ -321,7 +400,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     yield* markUp
     const observations: Array<Window.Observation> = new Array(limited.length)
     for (let i = 0; i < limited.length; i++) {
-      const b = 1 + Window.observationWidth * i
+      const b = 2 + Window.observationWidth * i
       observations[i] = {
         requests: Number(reply[b]),
         tokens: Number(reply[b + 1]),
@@ -336,7 +415,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     if (reply[0] !== 1) return yield* Window.refusal(limited, observations, estimate, windowMs)
     return {
       snapshot: Window.snapshot(limited, observations),
-      release: makeRelease(keys, callId, estimate)
+      release: makeRelease(keys, callId, String(reply[1]), estimate)
     } satisfies Port.Permit
   })
 

@@ -17,6 +17,7 @@
  * @since 0.1.0
  */
 import type { Domain, RateLimiter } from "@modelgate/core"
+import * as Window from "./Window.ts"
 
 /**
  * What the subjects of a call are built from.
@@ -67,9 +68,6 @@ export const keySubjectId = (keyId: string, model?: string | undefined): string 
 export const userSubjectId = (userId: string, model?: string | undefined): string =>
   model === undefined ? `user:${userId}` : `user:${userId}:model:${model}`
 
-const limited = (limits: Domain.Limits): boolean =>
-  limits.rpm !== null || limits.tpm !== null || limits.concurrency !== null
-
 /**
  * The subjects of a call, key first then user, leaving out those without any
  * limit.
@@ -94,10 +92,10 @@ export const forCall = (input: CallLimits): ReadonlyArray<RateLimiter.Subject> =
   const model = input.model
   const suffix = model === undefined ? "" : ` on model '${model}'`
   const keyLimits = effectiveKeyLimits(input.keyLimits, input.groupLimits)
-  if (limited(keyLimits)) {
+  if (Window.isLimited(keyLimits)) {
     subjects.push({ id: keySubjectId(input.keyId, model), label: keyLabel(input.keyName) + suffix, limits: keyLimits })
   }
-  if (limited(input.userLimits)) {
+  if (Window.isLimited(input.userLimits)) {
     subjects.push({
       id: userSubjectId(input.userId, model),
       label: userLabel(input.userName) + suffix,

@@ -1,36 +1,50 @@
 /**
  * The rate-limiting algorithm shared by the in-memory and the Redis limiter:
- * an exact sliding window (a "sliding log") for requests and tokens per
- * window, plus a concurrency counter, over all the subjects of a call.
+ * an exact sliding window (a "sliding log") for requests, tokens counted in
+ * small time buckets over the same sliding window, and a concurrency counter,
+ * over all the subjects of a call.
  *
- * **Why a sliding log.** A limit of `rpm: 10` is read by people as "at most 10
- * calls in any 60 seconds". A sliding log keeps the admission time of every
- * call still inside the window, so that promise holds exactly at every edge,
- * and the wait before a retry can succeed is known to the millisecond (the
- * moment the entries that must leave have left). GCRA keeps O(1) state but
- * replenishes continuously: after a burst of 10 at t=0 it admits the 11th at
- * t=6 s, so any 60 s holds up to 19 calls; the approximate sliding-window
- * counter is off at window edges. The price of exactness is memory and work
- * proportional to the calls admitted in the last window per subject, which a
- * request limit bounds, and which is pruned on every touch.
+ * **Why a sliding log for requests.** A limit of `rpm: 10` is read by people
+ * as "at most 10 calls in any 60 seconds". A sliding log keeps the admission
+ * time of every call still inside the window, so that promise holds exactly at
+ * every edge, and the wait before a retry can succeed is known to the
+ * millisecond. GCRA keeps O(1) state but replenishes continuously: after a
+ * burst of 10 at t=0 it admits the 11th at t=6 s, so any 60 s holds up to 19
+ * calls; the approximate sliding-window counter is off at window edges. The
+ * log is kept only for subjects with a request limit, and a refused call is
+ * not logged, so it never holds more than `rpm` entries; both backends read
+ * only its ends (Redis: `ZCARD` and `ZRANGE` by rank), never all of it.
+ *
+ * **Why buckets for tokens.** A token limit bounds tokens, not calls: a
+ * subject with only `tpm` may make any number of small calls, so a log of
+ * every call would grow without bound. Tokens are therefore summed per bucket
+ * of {@link bucketMs} (a sixtieth of the window: 1 s for a minute), at most
+ * 61 buckets per subject, whatever the traffic. A bucket counts for one window
+ * from its start, so a call's tokens leave the window up to one bucket (1 s of
+ * 60) before a minute has passed since the call: a `tpm` limit holds over any
+ * window to within what one bucket admits, and retry times are exact for
+ * calls made at a bucket's start.
  *
  * **Rules** (both backends implement exactly these; one test suite checks it):
  *
- * - A call admitted at `at` counts during `[at, at + windowMs)`.
- * - Requests: admitted when `requests + 1 <= rpm`. If not, the wait is until the
+ * - Requests: a call admitted at `at` counts during `[at, at + windowMs)`. It is
+ *   admitted when `requests + 1 <= rpm`. If not, the wait is until the
  *   `(requests - rpm + 1)`-th oldest entry leaves the window.
- * - Tokens: admitted when `tokens + estimate <= tpm`. If not, the wait is until
- *   enough of the oldest entries have left to free `tokens + estimate - tpm`.
- *   An estimate above `tpm` can never be admitted ({@link never}).
+ * - Tokens: a call admitted at `at` counts in the bucket starting at
+ *   `at - at % bucketMs`, during `[bucket, bucket + windowMs)`. It is admitted
+ *   when `tokens + estimate <= tpm`. If not, the wait is until enough of the
+ *   oldest buckets have left to free `tokens + estimate - tpm`. An estimate
+ *   above `tpm` can never be admitted ({@link never}).
  * - Concurrency: admitted when `inflight + 1 <= concurrency`; a slot is held
  *   until the permit is released, or at most `leaseMs` (a crash backstop). The
  *   wait is unknown, so {@link concurrencyRetryMs} is answered.
  * - All or nothing: a call is admitted only if every dimension of every subject
  *   admits it; a refusal changes nothing. The refusal names the limit with the
  *   longest wait, and `retryAfterSeconds` is that wait, exactly.
- * - Correction: on release the call's token count becomes the actual count, in
- *   the window it was admitted in (if that entry has already left the window,
- *   nothing changes). Tokens above the estimate are added; unused ones given back.
+ * - Correction: on release the call's tokens become the actual count, in the
+ *   bucket it was admitted in (if that bucket has already left the window,
+ *   nothing changes). Tokens above the estimate are added; unused ones given
+ *   back (a bucket never goes below zero).
  *
  * Time comes only from the caller (`now`), which reads Effect's `Clock` (memory)
  * or Redis `TIME` (Redis), so tests drive it with `TestClock`.
@@ -56,6 +70,23 @@ export const never = -2
 
 /** Marks "no reset time": nothing counted in the window. @category constants */
 export const noReset = -1
+
+/** Buckets per window in which tokens are counted. @category constants */
+export const bucketsPerWindow = 60
+
+/**
+ * The length of a token bucket for a window: a sixtieth of it, rounded up to
+ * whole milliseconds (1 000 ms for the default minute).
+ *
+ * @category constants
+ */
+export const bucketMs = (windowMs: number): number => Math.ceil(windowMs / bucketsPerWindow)
+
+/** The start of the token bucket `now` falls in. @category algorithm */
+export const bucketOf = (now: number, windowMs: number): number => {
+  const size = bucketMs(windowMs)
+  return now - (((now % size) + size) % size)
+}
 
 /** Options shared by both limiters. @category models */
 export interface WindowOptions {
@@ -183,46 +214,42 @@ export const correctedTokens = (actual: number, estimate: number): number =>
 export const isLimited = (limits: Domain.Limits): boolean =>
   limits.rpm !== null || limits.tpm !== null || limits.concurrency !== null
 
-/** Whether a subject keeps a log of admitted calls (it has a request or token limit). @category validation */
-export const isLogged = (limits: Domain.Limits): boolean => limits.rpm !== null || limits.tpm !== null
-
 // ---------------------------------------------------------------------------
 // In-memory state of one subject
 // ---------------------------------------------------------------------------
 
 /**
- * One admitted call in a subject's log. `tokens` is mutable: a release corrects
- * it in place while the entry is still in the window.
+ * The tokens of the calls admitted in one bucket. `tokens` is mutable: a
+ * release corrects it in place while the bucket is still in the window.
  *
  * @category state
  */
-export interface Entry {
-  readonly at: number
+export interface Bucket {
+  readonly start: number
   tokens: number
 }
 
 /**
- * The in-memory state of one subject: the log of calls in the window (oldest
- * first; `head` is the index of the oldest live entry, so pruning does not
- * shift the array), their token sum, and the concurrency slots in use (call id
- * to lease expiry).
+ * The in-memory state of one subject: the admission times of the calls in
+ * the window (subjects with a request limit; oldest first, `head` is the index
+ * of the oldest live one so pruning does not shift the array), the token
+ * buckets in the window (subjects with a token limit; oldest first) and their
+ * sum, and the concurrency slots in use (call id to lease expiry).
  *
  * @category state
  */
 export class SubjectState {
-  log: Array<Entry> = []
+  log: Array<number> = []
   head = 0
+  buckets: Array<Bucket> = []
   tokenSum = 0
   readonly inflight = new Map<number, number>()
 
-  /** Drops entries and leases that have expired at `now`. */
+  /** Drops entries, buckets and leases that have expired at `now`. */
   prune(now: number, windowMs: number): void {
     const log = this.log
     let head = this.head
-    while (head < log.length && log[head].at + windowMs <= now) {
-      this.tokenSum -= log[head].tokens
-      head++
-    }
+    while (head < log.length && log[head] + windowMs <= now) head++
     if (head === log.length) {
       if (head > 0) this.log = []
       this.head = 0
@@ -232,6 +259,13 @@ export class SubjectState {
     } else {
       this.head = head
     }
+    const buckets = this.buckets
+    let dead = 0
+    while (dead < buckets.length && buckets[dead].start + windowMs <= now) {
+      this.tokenSum -= buckets[dead].tokens
+      dead++
+    }
+    if (dead > 0) this.buckets = buckets.slice(dead)
     if (this.inflight.size > 0) {
       for (const [id, expiry] of this.inflight) {
         if (expiry <= now) this.inflight.delete(id)
@@ -241,7 +275,7 @@ export class SubjectState {
 
   /** Whether nothing is counted or held: the state can be forgotten. */
   isIdle(): boolean {
-    return this.head === this.log.length && this.inflight.size === 0
+    return this.head === this.log.length && this.buckets.length === 0 && this.inflight.size === 0
   }
 
   /** Number of calls counted in the window (after {@link prune}). */
@@ -263,7 +297,7 @@ export class SubjectState {
     let tokensWaitMs = notExceeded
     let concurrencyWaitMs = notExceeded
     if (limits.rpm !== null && requests + 1 > limits.rpm) {
-      requestsWaitMs = log[head + requests - limits.rpm].at + windowMs - now
+      requestsWaitMs = log[head + requests - limits.rpm] + windowMs - now
     }
     if (limits.tpm !== null) {
       if (estimate > limits.tpm) {
@@ -271,10 +305,10 @@ export class SubjectState {
       } else if (tokens + estimate > limits.tpm) {
         const needed = tokens + estimate - limits.tpm
         let freed = 0
-        for (let i = head; i < log.length; i++) {
-          freed += log[i].tokens
+        for (const bucket of this.buckets) {
+          freed += bucket.tokens
           if (freed >= needed) {
-            tokensWaitMs = log[i].at + windowMs - now
+            tokensWaitMs = bucket.start + windowMs - now
             break
           }
         }
@@ -287,7 +321,7 @@ export class SubjectState {
       requests,
       tokens,
       inflight,
-      requestsResetMs: requests === 0 ? noReset : log[head].at + windowMs - now,
+      requestsResetMs: requests === 0 ? noReset : log[head] + windowMs - now,
       tokensResetMs: this.tokensReset(now, windowMs),
       requestsWaitMs,
       tokensWaitMs,
@@ -295,51 +329,61 @@ export class SubjectState {
     }
   }
 
-  /** Milliseconds until the oldest entry with tokens leaves the window, or {@link noReset}. */
+  /** Milliseconds until the oldest bucket with tokens leaves the window, or {@link noReset}. */
   tokensReset(now: number, windowMs: number): number {
-    const log = this.log
-    for (let i = this.head; i < log.length; i++) {
-      if (log[i].tokens > 0) return log[i].at + windowMs - now
+    for (const bucket of this.buckets) {
+      if (bucket.tokens > 0) return bucket.start + windowMs - now
     }
     return noReset
   }
 
   /**
-   * Records an admitted call: a log entry when the subject has a request or
-   * token limit, a slot when it has a concurrency limit. Returns the entry (for
-   * the correction on release), or `undefined` when nothing is logged.
+   * Records an admitted call: its admission time when the subject has a
+   * request limit, its estimate in the current bucket when it has a token
+   * limit, a slot when it has a concurrency limit. Returns the bucket (for the
+   * correction on release), or `undefined` when tokens are not counted.
    */
-  admit(limits: Domain.Limits, callId: number, now: number, estimate: number, leaseMs: number): Entry | undefined {
-    let entry: Entry | undefined
-    if (isLogged(limits)) {
+  admit(limits: Domain.Limits, callId: number, now: number, estimate: number, windowMs: number, leaseMs: number): Bucket | undefined {
+    if (limits.rpm !== null) {
       const log = this.log
       // Keep the log ordered even if the clock steps back.
-      const at = log.length > this.head && log[log.length - 1].at > now ? log[log.length - 1].at : now
-      entry = { at, tokens: estimate }
-      log.push(entry)
+      log.push(log.length > this.head && log[log.length - 1] > now ? log[log.length - 1] : now)
+    }
+    let bucket: Bucket | undefined
+    if (limits.tpm !== null) {
+      const start = bucketOf(now, windowMs)
+      const last = this.buckets[this.buckets.length - 1]
+      if (last !== undefined && last.start >= start) {
+        bucket = last
+      } else {
+        bucket = { start, tokens: 0 }
+        this.buckets.push(bucket)
+      }
+      bucket.tokens += estimate
       this.tokenSum += estimate
     }
     if (limits.concurrency !== null) this.inflight.set(callId, now + leaseMs)
-    return entry
+    return bucket
   }
 
   /**
-   * Ends a call: frees its slot and, while its entry is still in the window,
-   * sets its token count to `actual`. Safe to call twice.
+   * Ends a call: frees its slot and, while its bucket is still in the window,
+   * changes its tokens there from `estimate` to `actual`. Call once per call.
    */
-  release(entry: Entry | undefined, callId: number, now: number, actual: number, windowMs: number): void {
+  release(bucket: Bucket | undefined, callId: number, now: number, estimate: number, actual: number, windowMs: number): void {
     this.inflight.delete(callId)
-    if (entry !== undefined && entry.at + windowMs > now) {
-      this.tokenSum += actual - entry.tokens
-      entry.tokens = actual
+    if (bucket !== undefined && bucket.start + windowMs > now) {
+      const tokens = Math.max(0, bucket.tokens + actual - estimate)
+      this.tokenSum += tokens - bucket.tokens
+      bucket.tokens = tokens
     }
   }
 }
 
 /**
- * The observation after admitting a call of `estimate` tokens into a state
- * observed as `before` at the same instant: what both backends report for the
- * headers of a successful call.
+ * The observation after admitting a call of `estimate` tokens at `now` into a
+ * state observed as `before` at the same instant: what both backends report
+ * for the headers of a successful call.
  *
  * @category algorithm
  */
@@ -347,15 +391,19 @@ export const afterAdmission = (
   before: Observation,
   limits: Domain.Limits,
   estimate: number,
+  now: number,
   windowMs: number
 ): Observation => {
-  const logged = isLogged(limits)
+  const requestsCounted = limits.rpm !== null
+  const tokensCounted = limits.tpm !== null
   return {
-    requests: logged ? before.requests + 1 : before.requests,
-    tokens: logged ? before.tokens + estimate : before.tokens,
+    requests: requestsCounted ? before.requests + 1 : before.requests,
+    tokens: tokensCounted ? before.tokens + estimate : before.tokens,
     inflight: limits.concurrency !== null ? before.inflight + 1 : before.inflight,
-    requestsResetMs: logged && before.requestsResetMs === noReset ? windowMs : before.requestsResetMs,
-    tokensResetMs: logged && estimate > 0 && before.tokensResetMs === noReset ? windowMs : before.tokensResetMs,
+    requestsResetMs: requestsCounted && before.requestsResetMs === noReset ? windowMs : before.requestsResetMs,
+    tokensResetMs: tokensCounted && estimate > 0 && before.tokensResetMs === noReset
+      ? bucketOf(now, windowMs) + windowMs - now
+      : before.tokensResetMs,
     requestsWaitMs: notExceeded,
     tokensWaitMs: notExceeded,
     concurrencyWaitMs: notExceeded
@@ -435,7 +483,11 @@ export const retrySeconds = (waitMs: number): number => Math.max(1, Math.ceil(wa
  * wait (a token limit the call can never fit in first of all), named in the
  * message with its subject's label. `retryAfterSeconds` is that wait in
  * seconds, exact to the millisecond; `limit` is `"rpm"`, `"tpm"` or
- * `"concurrency"`.
+ * `"concurrency"`; `subject` is the refusing subject's id; `snapshot` is the
+ * state at the refusal for the `x-ratelimit-*` headers: per dimension the
+ * most constrained subject (as {@link snapshot}, without the refused call),
+ * except that the refused dimension shows the refusing subject, with its reset
+ * being the wait.
  *
  * @category algorithm
  */
@@ -451,13 +503,15 @@ export const refusal = (
   for (let i = 0; i < subjects.length; i++) {
     const observation = observations[i]
     if (observation.tokensWaitMs === never) {
-      const { label, limits } = subjects[i]
+      const { id, label, limits } = subjects[i]
       return new GatewayError.RateLimited({
         message: `This call needs about ${estimate} tokens, more than the ${limits.tpm} tokens per ${
           windowLabel(windowMs)
         } allowed for ${label}, so it cannot be admitted: shorten the input or lower the maximum output tokens.`,
         retryAfterSeconds: windowMs / 1000,
-        limit: "tpm"
+        limit: "tpm",
+        subject: id,
+        snapshot: refusedSnapshot(subjects, observations, i, "tpm", Math.max(0, observation.tokensResetMs))
       })
     }
     if (observation.requestsWaitMs > wait) {
@@ -479,7 +533,7 @@ export const refusal = (
   if (at === -1) {
     return new GatewayError.RateLimited({ message: "Rate limit reached.", retryAfterSeconds: 1, limit: "rpm" })
   }
-  const { label, limits } = subjects[at]
+  const { id, label, limits } = subjects[at]
   const unit = windowLabel(windowMs)
   const what = kind === "rpm"
     ? `${limits.rpm} requests per ${unit}`
@@ -489,6 +543,37 @@ export const refusal = (
   return new GatewayError.RateLimited({
     message: `Rate limit reached for ${label}: ${what}. Retry in ${retrySeconds(wait)} s.`,
     retryAfterSeconds: Math.max(wait, 0) / 1000,
-    limit: kind
+    limit: kind,
+    subject: id,
+    snapshot: refusedSnapshot(subjects, observations, at, kind, Math.max(wait, 0))
   })
+}
+
+const refusedSnapshot = (
+  subjects: ReadonlyArray<RateLimiter.Subject>,
+  observations: ReadonlyArray<Observation>,
+  at: number,
+  kind: "rpm" | "tpm" | "concurrency",
+  waitMs: number
+): RateLimiter.Snapshot => {
+  const state = snapshot(subjects, observations)
+  const { limits } = subjects[at]
+  const observation = observations[at]
+  if (kind === "rpm" && limits.rpm !== null) {
+    return {
+      ...state,
+      limitRequests: limits.rpm,
+      remainingRequests: Math.max(0, limits.rpm - observation.requests),
+      resetRequestsMs: waitMs
+    }
+  }
+  if (kind === "tpm" && limits.tpm !== null) {
+    return {
+      ...state,
+      limitTokens: limits.tpm,
+      remainingTokens: Math.max(0, limits.tpm - observation.tokens),
+      resetTokensMs: waitMs
+    }
+  }
+  return state
 }

@@ -5,14 +5,12 @@
  * here, stopped mid-test and started again on the same port.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { type ChildProcess, spawn } from "node:child_process"
-import { existsSync } from "node:fs"
-import { createServer } from "node:net"
 import { Effect, Exit, Layer, Logger } from "effect"
 import type { RateLimiter } from "@modelgate/core"
 import { createClient } from "redis"
 import * as RedisLimiter from "../src/RedisLimiter.ts"
 import { behaviour, uniqueId } from "./behaviour.ts"
+import { freePort, hasRedisServer, privateRedis, redisServer, waitUntil, withClient } from "./redisServer.ts"
 
 const sharedUrl = process.env.MODELGATE_TEST_REDIS
 const runPrefix = `modelgate-test:limits:${process.pid}-${Date.now().toString(36)}:`
@@ -91,6 +89,34 @@ if (sharedUrl === undefined) {
         yield* limiter.acquire(key, 10)
       }))
 
+    it.live("a subject's keys stay small whatever its traffic: no request log without rpm, at most 61 token buckets", () =>
+      Effect.gen(function*() {
+        const prefix = `${runPrefix}bounded:`
+        const { limiter, status } = yield* RedisLimiter.make({ url, onFailure: "refuse", keyPrefix: prefix, windowMs: 600 })
+        yield* waitUntil(status.available, 5_000)
+        const tokensOnly = subject({ tpm: 1_000_000 })
+        const requests = subject({ rpm: 20 })
+        // 1.2 s of calls (two windows): many more than 61 buckets' worth of time and 20 requests.
+        const deadline = Date.now() + 1_200
+        let calls = 0
+        while (Date.now() < deadline) {
+          yield* limiter.acquire([tokensOnly], 1)
+          yield* Effect.exit(limiter.acquire([requests], 0))
+          calls++
+        }
+        assert.isAbove(calls, 100)
+        const sizes = yield* Effect.promise(() =>
+          withClient(url, async (client) => ({
+            buckets: await client.hLen(`${prefix}t:${tokensOnly.id}`),
+            log: await client.exists(`${prefix}l:${tokensOnly.id}`),
+            requests: await client.zCard(`${prefix}l:${requests.id}`)
+          }))
+        )
+        assert.isAtMost(sizes.buckets, 61)
+        assert.strictEqual(sizes.log, 0)
+        assert.isAtMost(sizes.requests, 20)
+      }))
+
     it.live("keys carry TTLs, so idle subjects leave nothing behind", () =>
       Effect.gen(function*() {
         const prefix = `${runPrefix}ttl:`
@@ -103,6 +129,7 @@ if (sharedUrl === undefined) {
       }))
   })
 }
+
 
 const countKeys = async (url: string, prefix: string): Promise<number> => {
   const client = createClient({ url })
@@ -117,80 +144,10 @@ const countKeys = async (url: string, prefix: string): Promise<number> => {
   }
 }
 
-const waitUntil = (condition: Effect.Effect<boolean>, timeoutMs: number) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + timeoutMs
-    while (!(yield* condition)) {
-      if (Date.now() > deadline) return yield* Effect.die(new Error(`condition not met within ${timeoutMs} ms`))
-      yield* Effect.sleep(25)
-    }
-  })
-
-// ---------------------------------------------------------------------------
-// A private redis-server for the outage tests
-// ---------------------------------------------------------------------------
-
-const redisServer = "/usr/bin/redis-server"
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
-    })
-  })
-
-const ping = async (port: number): Promise<boolean> => {
-  const client = createClient({ url: `redis://127.0.0.1:${port}`, socket: { reconnectStrategy: false, connectTimeout: 500 } })
-  client.on("error", () => {})
-  try {
-    await client.connect()
-    return (await client.ping()) === "PONG"
-  } catch {
-    return false
-  } finally {
-    if (client.isOpen) client.destroy()
-  }
-}
-
-const startRedis = async (port: number): Promise<ChildProcess> => {
-  const child = spawn(redisServer, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
-    stdio: "ignore"
-  })
-  const deadline = Date.now() + 10_000
-  while (!(await ping(port))) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`redis-server did not start on port ${port}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  return child
-}
-
-const stopRedis = (child: ChildProcess): Promise<void> =>
-  new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve()
-    child.once("exit", () => resolve())
-    child.kill("SIGKILL")
-  })
-
-/** A private redis-server for the test's scope, with `stop` and `start` (same port). */
-const privateRedis = Effect.gen(function*() {
-  const port = yield* Effect.promise(freePort)
-  let child = yield* Effect.promise(() => startRedis(port))
-  yield* Effect.addFinalizer(() => Effect.promise(() => stopRedis(child)))
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    stop: Effect.promise(() => stopRedis(child)),
-    start: Effect.promise(async () => {
-      child = await startRedis(port)
-    })
-  }
-})
 
 const outageOptions = { commandTimeoutMs: 300, retryDownMs: 100 } as const
 
-if (!existsSync(redisServer)) {
+if (!hasRedisServer) {
   describe.skip(`RedisLimiter outages: skipped, ${redisServer} is not installed`, () => {
     it("needs redis-server", () => {})
   })
@@ -246,6 +203,47 @@ if (!existsSync(redisServer)) {
         const text = logs.map((message) => String(message))
         assert.strictEqual(text.filter((line) => line.includes("Redis is unreachable")).length, 2, text.join("\n"))
         assert.strictEqual(text.filter((line) => line.includes("shared limiting resumed")).length, 2, text.join("\n"))
+      }).pipe(Effect.provide(Logger.layer([collector]))))
+
+    it.live("a release that never reached Redis is sent whole once the connection is back, token correction included", () =>
+      Effect.gen(function*() {
+        const redis = yield* privateRedis
+        const { limiter, status } = yield* RedisLimiter.make({ url: redis.url, onFailure: "refuse", ...outageOptions })
+        yield* waitUntil(status.available, 5_000)
+        const key = [subject({ tpm: 100, concurrency: 1 })]
+        const permit = yield* limiter.acquire(key, 80)
+        // Redis goes away with its data saved, so the release cannot be sent; it comes back with that data.
+        yield* redis.save
+        yield* redis.stop
+        yield* waitUntil(Effect.map(status.available, (up) => !up), 5_000)
+        yield* permit.release(10)
+        assert.strictEqual(yield* status.pendingReleases, 1)
+        yield* redis.start
+        yield* waitUntil(status.available, 10_000)
+        // Still 80 tokens counted: refused; that answer from Redis sends the queued release...
+        assert.strictEqual((yield* Effect.flip(limiter.acquire(key, 90))).limit, "tpm")
+        // ... whose correction (80 -> 10) then makes room for 90 more.
+        yield* waitUntil(Effect.map(Effect.exit(limiter.acquire(key, 90)), Exit.isSuccess), 5_000)
+        assert.strictEqual(yield* status.pendingReleases, 0)
+      }))
+
+    it.live("a release whose outcome is unknown resends only its slot release, and says the correction was dropped", () =>
+      Effect.gen(function*() {
+        const redis = yield* privateRedis
+        const { limiter, status } = yield* RedisLimiter.make({ url: redis.url, onFailure: "refuse", ...outageOptions })
+        yield* waitUntil(status.available, 5_000)
+        const permit = yield* limiter.acquire([subject({ tpm: 100, concurrency: 1 })], 80)
+        // The server takes the release and freezes: no answer within the timeout, then the connection dies.
+        yield* redis.pause
+        yield* permit.release(10)
+        yield* redis.stop
+        yield* waitUntil(Effect.map(status.pendingReleases, (n) => n === 1), 5_000)
+        const text = () => logs.map((message) => String(message))
+        assert.isTrue(text().some((line) => line.includes("Redis did not confirm a token correction")), text().join("\n"))
+        yield* redis.start
+        yield* waitUntil(status.available, 10_000)
+        yield* limiter.acquire([subject({ rpm: 5 })], 0)
+        yield* waitUntil(Effect.map(status.pendingReleases, (n) => n === 0), 5_000)
       }).pipe(Effect.provide(Logger.layer([collector]))))
 
     it.live("onFailure refuse: calls are refused with a clear message while Redis is down, admitted when it is back", () =>

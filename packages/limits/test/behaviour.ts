@@ -129,6 +129,21 @@ export const behaviour = (name: string, make: MakeLayer): void => {
         assert.strictEqual(next.snapshot.remainingTokens, 0)
       }))
 
+    test("tokens count in buckets: a call's tokens leave the window with its bucket", () =>
+      Effect.gen(function*() {
+        const key = subject("your API key 'bucket'", { tpm: 1000 })
+        yield* TestClock.adjust(500)
+        const permit = yield* acquire([key], 600)
+        // Counted in the bucket [0 s, 1 s), which leaves the window at 60 s.
+        assert.strictEqual(permit.snapshot.resetTokensMs, 59_500)
+        yield* TestClock.adjust(30_000)
+        const error = yield* refused([key], 500)
+        assert.strictEqual(error.retryAfterSeconds, 29.5)
+        yield* TestClock.adjust(29_500)
+        const next = yield* acquire([key], 1000)
+        assert.strictEqual(next.snapshot.remainingTokens, 0)
+      }))
+
     test("an estimate above the token limit can never be admitted, and says so", () =>
       Effect.gen(function*() {
         const key = subject("your API key 'big'", { tpm: 1000 })
@@ -187,6 +202,37 @@ export const behaviour = (name: string, make: MakeLayer): void => {
         const error = yield* refused([key, user])
         assert.strictEqual(error.retryAfterSeconds, 50)
         assert.strictEqual(error.message, "Rate limit reached for user 'bob': 1 requests per minute. Retry in 50 s.")
+      }))
+
+    test("a refusal names the refusing subject and carries the state of both dimensions", () =>
+      Effect.gen(function*() {
+        const key = subject("your API key 'r'", { rpm: 2, tpm: 1000 })
+        const user = subject("user 'r'", { rpm: 5 })
+        yield* acquire([key, user], 300)
+        yield* acquire([key, user], 300)
+        const byRequests = yield* refused([key, user], 100)
+        assert.strictEqual(byRequests.subject, key.id)
+        assert.deepStrictEqual(byRequests.snapshot, {
+          limitRequests: 2,
+          remainingRequests: 0,
+          resetRequestsMs: 60_000,
+          limitTokens: 1000,
+          remainingTokens: 400,
+          resetTokensMs: 60_000
+        })
+        const tokens = subject("your API key 't'", { tpm: 1000 })
+        yield* acquire([tokens], 800)
+        yield* TestClock.adjust(10_000)
+        const byTokens = yield* refused([tokens, user], 300)
+        assert.strictEqual(byTokens.subject, tokens.id)
+        assert.deepStrictEqual(byTokens.snapshot, {
+          limitRequests: 5,
+          remainingRequests: 3,
+          resetRequestsMs: 50_000,
+          limitTokens: 1000,
+          remainingTokens: 200,
+          resetTokensMs: 50_000
+        })
       }))
 
     test("the snapshot is the most constrained subject, per dimension", () =>

@@ -1,23 +1,30 @@
 /**
  * The in-memory side of the hot path: API keys by hash and the catalog
- * snapshot, loaded from the store at start and kept fresh by invalidation (at
- * once for writes made through this process) and by a periodic reload (for
- * writes made elsewhere: the CLI, another node without Redis).
+ * snapshot, loaded from the store at start and kept fresh by invalidation
+ * (`CacheSync`): a change reloads only what it names (one key, one user's
+ * keys) or, for the catalog, the small catalog; nothing reloads every key on
+ * a timer.
  *
  * A key that is not in memory is looked up in the store once (so a key created
  * a moment ago works at once); unknown secrets are remembered briefly so a
  * flood of bad keys cannot reach the database.
  *
+ * Loads never overwrite newer data: every change to the key map (a full load,
+ * a reload of some keys) runs one at a time, in the order requested, so a full
+ * load that started before a revocation is applied before it, never after;
+ * and a key found by a lookup miss is remembered only if no change was applied
+ * while it was being read.
+ *
  * @since 0.1.0
  */
-import { Catalog, type Domain, GatewayError, Invalidation, KeyStore } from "@modelgate/core"
+import { Catalog, type Domain, GatewayError, KeyStore } from "@modelgate/core"
+import * as CacheChanges from "@modelgate/store/CacheChanges"
 import * as CatalogRepo from "@modelgate/store/CatalogRepo"
 import * as Keys from "@modelgate/store/Keys"
+import type { SecretError } from "@modelgate/store/Secrets"
 import * as Secrets from "@modelgate/store/Secrets"
-import { Context, Duration, Effect, Layer, Schedule } from "effect"
-
-/** How often caches reload everything, catching writes made outside this process. @category constants */
-export const REFRESH_INTERVAL = Duration.seconds(2)
+import { Clock, Context, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
+import type { SqlError } from "effect/sql"
 
 const NEGATIVE_TTL_MS = 2_000
 const LAST_USED_INTERVAL = Duration.seconds(5)
@@ -26,31 +33,96 @@ const NEGATIVE_MAX = 10_000
 const keyLookupFailed = new GatewayError.InternalError({ message: "The gateway could not check the API key; try again." })
 
 /**
+ * The change log's sequence number read before the caches first load: every
+ * change after it is applied by `CacheSync`, so nothing that happens while the
+ * caches load is missed.
+ *
+ * @category services
+ */
+export class Baseline extends Context.Service<Baseline, { readonly seq: number }>()("modelgate/node-http/Caches/Baseline") {
+  /** @category layers */
+  static readonly layer: Layer.Layer<Baseline, SqlError.SqlError, CacheChanges.CacheChanges> = Layer.effect(
+    Baseline,
+    Effect.map(Effect.flatMap(CacheChanges.CacheChanges, (changes) => changes.latest), (seq) => ({ seq }))
+  )
+}
+
+/**
  * API keys by keyed hash.
  *
  * @category services
  */
 export class KeyCache extends Context.Service<KeyCache, {
   readonly lookup: (secret: string) => Effect.Effect<Domain.ApiKey | undefined, GatewayError.InternalError>
-  readonly reload: Effect.Effect<void>
+  /** Reloads every key. */
+  readonly reloadAll: Effect.Effect<void, SqlError.SqlError>
+  /** Reloads these keys (dropping those revoked or deleted). */
+  readonly reloadKeys: (ids: ReadonlyArray<string>) => Effect.Effect<void, SqlError.SqlError>
+  /** Reloads the keys of these users (their name, state and limits travel with the keys). */
+  readonly reloadUsers: (userIds: ReadonlyArray<string>) => Effect.Effect<void, SqlError.SqlError>
+  /** Number of keys in memory. */
+  readonly size: Effect.Effect<number>
 }>()("modelgate/node-http/KeyCache") {
   /** @category layers */
   static readonly layer = Layer.effect(
     KeyCache,
     Effect.gen(function*() {
+      yield* Baseline
       const keys = yield* Keys.Keys
       const hasher = yield* Secrets.KeyHasher
       let byHash = new Map<string, Domain.ApiKey>()
+      let hashById = new Map<string, string>()
       const unknown = new Map<string, number>()
-      const load = Effect.map(keys.loadAll, (all) => {
-        const next = new Map<string, Domain.ApiKey>()
-        for (const entry of all) next.set(entry.hash, entry.key)
-        byHash = next
+      // Incremented by every change applied to the map; a lookup miss caches its answer only if it did not move.
+      let epoch = 0
+      const writes = yield* Semaphore.make(1)
+      const serially = <A, E>(effect: Effect.Effect<A, E>) => writes.withPermits(1)(effect)
+
+      const forget = (id: string): void => {
+        const hash = hashById.get(id)
+        if (hash === undefined) return
+        hashById.delete(id)
+        byHash.delete(hash)
+      }
+      const remember = (loaded: Keys.CachedKey): void => {
+        forget(loaded.key.id)
+        byHash.set(loaded.hash, loaded.key)
+        hashById.set(loaded.key.id, loaded.hash)
+      }
+      const applied = (): void => {
+        epoch++
         unknown.clear()
-      })
-      yield* load
-      const reload = load.pipe(Effect.catchCause((cause) => Effect.logWarning("reloading API keys failed", cause)))
-      yield* reload.pipe(Effect.repeat(Schedule.spaced(REFRESH_INTERVAL)), Effect.forkScoped)
+      }
+
+      const reloadAll = serially(Effect.map(keys.loadAll, (all) => {
+        const nextByHash = new Map<string, Domain.ApiKey>()
+        const nextHashById = new Map<string, string>()
+        for (const entry of all) {
+          nextByHash.set(entry.hash, entry.key)
+          nextHashById.set(entry.key.id, entry.hash)
+        }
+        byHash = nextByHash
+        hashById = nextHashById
+        applied()
+      }))
+      const reloadKeys = (ids: ReadonlyArray<string>) =>
+        serially(Effect.map(keys.loadByIds(ids), (loaded) => {
+          for (const id of ids) forget(id)
+          for (const entry of loaded) remember(entry)
+          applied()
+        }))
+      const reloadUsers = (userIds: ReadonlyArray<string>) =>
+        serially(Effect.map(keys.loadByUsers(userIds), (loaded) => {
+          const users = new Set(userIds)
+          for (const [id, hash] of hashById) {
+            if (users.has(byHash.get(hash)?.userId ?? "")) forget(id)
+          }
+          for (const entry of loaded) remember(entry)
+          applied()
+        }))
+
+      yield* reloadAll
+
       // Last use is kept in memory and written in one batch every few seconds, never per request.
       let used = new Map<string, number>()
       const flushUses = Effect.suspend(() => {
@@ -61,30 +133,33 @@ export class KeyCache extends Context.Service<KeyCache, {
       })
       yield* flushUses.pipe(Effect.repeat(Schedule.spaced(LAST_USED_INTERVAL)), Effect.forkScoped)
       yield* Effect.addFinalizer(() => flushUses)
-      const lookup = (secret: string): Effect.Effect<Domain.ApiKey | undefined, GatewayError.InternalError> => {
+
+      const lookup = Effect.fnUntraced(function*(secret: string) {
         const hash = hasher.hash(secret)
+        const now = yield* Clock.currentTimeMillis
         const cached = byHash.get(hash)
         if (cached !== undefined) {
-          used.set(cached.id, Date.now())
-          return Effect.succeed(cached)
+          used.set(cached.id, now)
+          return cached
         }
         const missedAt = unknown.get(hash)
-        if (missedAt !== undefined && Date.now() - missedAt < NEGATIVE_TTL_MS) return Effect.succeed(undefined)
-        return keys.findByHash(hash).pipe(
-          Effect.tap((found) =>
-            Effect.sync(() => {
-              if (found !== undefined) {
-                byHash.set(hash, found)
-              } else {
-                if (unknown.size >= NEGATIVE_MAX) unknown.clear()
-                unknown.set(hash, Date.now())
-              }
-            })
-          ),
+        if (missedAt !== undefined && now - missedAt < NEGATIVE_TTL_MS) return undefined
+        const startedAt = epoch
+        const found = yield* keys.findByHash(hash).pipe(
           Effect.catchCause((cause) => Effect.logError("key lookup failed", cause).pipe(Effect.andThen(Effect.fail(keyLookupFailed))))
         )
-      }
-      return KeyCache.of({ lookup, reload })
+        // A change applied meanwhile may have been about this very key: answer, but do not remember.
+        if (epoch === startedAt) {
+          if (found !== undefined) {
+            remember({ hash, key: found })
+          } else {
+            if (unknown.size >= NEGATIVE_MAX) unknown.clear()
+            unknown.set(hash, now)
+          }
+        }
+        return found
+      })
+      return KeyCache.of({ lookup, reloadAll, reloadKeys, reloadUsers, size: Effect.sync(() => byHash.size) })
     })
   )
 }
@@ -96,41 +171,36 @@ export class KeyCache extends Context.Service<KeyCache, {
  */
 export class CatalogCache extends Context.Service<CatalogCache, {
   readonly current: Effect.Effect<Catalog.Snapshot>
-  readonly reload: Effect.Effect<void>
+  readonly reload: Effect.Effect<void, SecretError | SqlError.SqlError>
 }>()("modelgate/node-http/CatalogCache") {
   /** @category layers */
   static readonly layer = Layer.effect(
     CatalogCache,
     Effect.gen(function*() {
+      yield* Baseline
       const repo = yield* CatalogRepo.CatalogRepo
+      const writes = yield* Semaphore.make(1)
       const build = Effect.map(repo.load, (loaded) => Catalog.makeSnapshot(loaded))
       let snapshot = yield* build
-      const reload = build.pipe(
-        Effect.tap((next) => Effect.sync(() => snapshot = next)),
-        Effect.asVoid,
-        Effect.catchCause((cause) => Effect.logWarning("reloading the catalog failed", cause))
-      )
-      yield* reload.pipe(Effect.repeat(Schedule.spaced(REFRESH_INTERVAL)), Effect.forkScoped)
+      const reload = writes.withPermits(1)(Effect.map(build, (next) => {
+        snapshot = next
+      }))
       return CatalogCache.of({ current: Effect.sync(() => snapshot), reload })
     })
   )
 }
 
 /**
- * Core's `KeyStore`, `Catalog` and `Invalidation` ports over the caches.
+ * Core's `KeyStore` and `Catalog` ports over the caches.
  *
  * @category layers
  */
-export const ports: Layer.Layer<KeyStore.KeyStore | Catalog.Catalog | Invalidation.Invalidation, never, KeyCache | CatalogCache> =
-  Layer.effectContext(
-    Effect.gen(function*() {
-      const keys = yield* KeyCache
-      const catalog = yield* CatalogCache
-      const invalidate = (topic: Invalidation.Topic): Effect.Effect<void> =>
-        topic === "catalog" ? catalog.reload : keys.reload
-      return Context.make(KeyStore.KeyStore, { lookup: keys.lookup }).pipe(
-        Context.add(Catalog.Catalog, { current: catalog.current }),
-        Context.add(Invalidation.Invalidation, { invalidate })
-      )
-    })
-  )
+export const ports: Layer.Layer<KeyStore.KeyStore | Catalog.Catalog, never, KeyCache | CatalogCache> = Layer.effectContext(
+  Effect.gen(function*() {
+    const keys = yield* KeyCache
+    const catalog = yield* CatalogCache
+    return Context.make(KeyStore.KeyStore, { lookup: keys.lookup }).pipe(
+      Context.add(Catalog.Catalog, { current: catalog.current })
+    )
+  })
+)

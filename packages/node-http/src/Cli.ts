@@ -10,6 +10,7 @@ import { FakeUpstream, parseListenAddress } from "@modelgate/fake-upstream"
 import { Money } from "@modelgate/core"
 import * as Accounts from "@modelgate/store/Accounts"
 import * as CatalogRepo from "@modelgate/store/CatalogRepo"
+import * as CacheChanges from "@modelgate/store/CacheChanges"
 import * as Database from "@modelgate/store/Database"
 import * as Keys from "@modelgate/store/Keys"
 import * as Migrations from "@modelgate/store/Migrations"
@@ -21,6 +22,7 @@ import type { SqlError } from "effect/sql"
 import { existsSync } from "node:fs"
 import { userInfo } from "node:os"
 import { fileURLToPath } from "node:url"
+import * as CacheSync from "./CacheSync.ts"
 import * as ConfigFile from "./ConfigFile.ts"
 import * as Demo from "./Demo.ts"
 import * as Server from "./Server.ts"
@@ -53,16 +55,26 @@ const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string 
     return { file, settings, demo: true }
   })
 
-/** The store alone (no server), for the admin commands. */
+/**
+ * The store alone (no server), for the admin commands, and the announcer that
+ * tells running gateways about their writes (the change log, and Redis when
+ * configured), so a revoked key stops working on every node within a second.
+ */
 const storeLayer = (settings: Settings) => {
   const database = Database.layer(settings.database)
   const migrated = Layer.effectDiscard(Migrations.migrate).pipe(Layer.provideMerge(database))
   const secrets = Secrets.layer(settings.secret !== null ? { secret: settings.secret } : { keyFile: settings.secretFile })
-  return Layer.mergeAll(Users.Users.layer, Keys.Keys.layer, Accounts.Accounts.layer, CatalogRepo.CatalogRepo.layer).pipe(
+  const announcer = CacheSync.Announcer.layer({ redis: settings.redis, channel: CacheSync.channelFor(settings.redisKeyPrefix) })
+  return Layer.mergeAll(Users.Users.layer, Keys.Keys.layer, Accounts.Accounts.layer, CatalogRepo.CatalogRepo.layer, announcer).pipe(
+    Layer.provideMerge(CacheChanges.CacheChanges.layer),
     Layer.provideMerge(secrets),
     Layer.provideMerge(migrated)
   )
 }
+
+/** Tells running gateways what a command changed. */
+const announce = (topic: "keys" | "users", id: string) =>
+  Effect.flatMap(CacheSync.Announcer, (announcer) => announcer.announce([{ topic, ids: [id] }]))
 
 const banner = (settings: Settings, demo: boolean) => {
   const base = settings.publicUrl ?? `http://${settings.host}:${settings.port}`
@@ -165,6 +177,7 @@ const keys = (env: Env) => {
         const models = Option.match(flags.models, { onNone: () => [], onSome: (m) => m.split(",").map((s) => s.trim()).filter((s) => s.length > 0) })
         yield* checkGroupAndModels(flags.group, models)
         const created = yield* (yield* Keys.Keys).create({ userId: user.id, name: flags.name, group: flags.group, models, expiresAt })
+        yield* announce("keys", created.key.id)
         yield* Console.log(created.secret)
         yield* Console.error(`Created key '${flags.name}' (${created.key.prefix}...) for ${flags.user}. The secret above is shown only this once.`)
       })
@@ -201,7 +214,8 @@ const keys = (env: Env) => {
       const { settings } = yield* loadConfig(flags.config, env, undefined)
       yield* Effect.gen(function*() {
         yield* (yield* Keys.Keys).revoke(flags.id)
-        yield* Console.log(`Revoked ${flags.id}. A running gateway stops accepting it within seconds.`)
+        yield* announce("keys", flags.id)
+        yield* Console.log(`Revoked ${flags.id}. Running gateways stop accepting it within a second.`)
       }).pipe(Effect.provide(storeLayer(settings)))
     })).pipe(Command.withDescription("Revoke an API key for good."))
 
@@ -242,6 +256,7 @@ const users = (env: Env) => {
         const user = yield* (yield* Users.Users).findByName(flags.name)
         if (user === undefined) return yield* Effect.fail(new Error(`No user named '${flags.name}'.`))
         const balance = yield* (yield* Accounts.Accounts).adjust(user.id, nanos, flags.reason, cliActor(env))
+        yield* announce("users", user.id)
         yield* Console.log(`${flags.name}: balance is now ${Money.formatUsd(balance)} USD.`)
       }).pipe(Effect.provide(storeLayer(settings)))
     })).pipe(Command.withDescription("Add to or take from a user's balance, with a reason."))

@@ -139,6 +139,7 @@ export const toInput = (file: ConfigFile, source: string): Effect.Effect<Provisi
         role: user.role ?? "user",
         enabled: user.enabled ?? true,
         balanceNanos: usd(user.balance, `users[${u}].balance`, problems) ?? 0n,
+        limits: limitsOf(user),
         ...(user.password !== undefined ? { password: Redacted.make(user.password) } : {}),
         ...(user.groups !== undefined ? { groups: user.groups } : {})
       }
@@ -283,7 +284,13 @@ export const ensureAdmin = Effect.gen(function*() {
   if (all.some((user) => user.role === "admin")) return
   const name = all.some((user) => user.name === "admin") ? `admin-${randomBytes(3).toString("hex")}` : "admin"
   const password = randomBytes(12).toString("base64url")
-  yield* users.create({ name, role: "admin", password: Redacted.make(password), source: "console" })
+  const created = yield* users.create({ name, role: "admin", password: Redacted.make(password), source: "console" }).pipe(
+    Effect.as(true),
+    // Nodes starting together: another one created the first admin a moment ago (and printed its password).
+    Effect.catchTag("Conflict", (conflict) =>
+      Effect.flatMap(users.list, (now) => now.some((user) => user.role === "admin") ? Effect.succeed(false) : Effect.fail(conflict)))
+  )
+  if (!created) return
   yield* Console.log([
     "",
     "No administrator was configured, so one was created. Sign in to the console with:",

@@ -45,9 +45,6 @@ export const estimateTokens = (promptBytes: number, requestedOutput: number | un
 /** A permit for a call no limit applies to. @category constants */
 export const unlimitedPermit: RateLimiter.Permit = { snapshot: RateLimiter.unlimited, release: () => Effect.void }
 
-/** The `x-ratelimit-*` headers remembered for each refusal, for the OpenAI 429 (see {@link refusalHeaders}). */
-const refusals = new WeakMap<GatewayError.RateLimited, Record<string, string>>()
-
 /**
  * Admits a call against the limits of its key, its user and its key's group,
  * or fails with `RateLimited` naming the limit hit. Nothing is counted on a
@@ -74,9 +71,7 @@ export const admit = Effect.fnUntraced(function*(
   })
   if (subjects.length === 0) return unlimitedPermit
   const limiter = yield* RateLimiter.RateLimiter
-  return yield* limiter.acquire(subjects, estimatedTokens).pipe(
-    Effect.tapError((refusal) => Effect.sync(() => refusals.set(refusal, headersOfRefusal(subjects, refusal))))
-  )
+  return yield* limiter.acquire(subjects, estimatedTokens)
 })
 
 /**
@@ -89,49 +84,16 @@ export const successHeaders = (dialect: Domain.Dialect, permit: RateLimiter.Perm
   dialect === "openai" && permit !== unlimitedPermit ? Headers.toHeaders(permit.snapshot) : {}
 
 /**
- * The `x-ratelimit-*` headers of a refusal made by {@link admit} (`{}` for any
- * other `RateLimited`). The limiter's refusal does not carry counts, so these
- * say what is certain: the limit of each dimension (of the refused subject for
- * the dimension that refused, else the lowest among the call's subjects) and,
- * for the refused dimension, its reset (when the call would fit again) and,
- * for requests, that none remain.
+ * The `x-ratelimit-*` headers of a refusal: the limiter puts the state of the
+ * limits at the refusal on the error (`snapshot`), both dimensions, with the
+ * refused one showing the subject that refused and, as its reset, the wait
+ * before the call would fit. A refusal without a snapshot (the limit store is
+ * unreachable) gives `{}`.
  *
  * @category headers
  */
-export const refusalHeaders = (refusal: GatewayError.RateLimited): Record<string, string> => refusals.get(refusal) ?? {}
-
-const lowest = (subjects: ReadonlyArray<RateLimiter.Subject>, field: "rpm" | "tpm"): number | null => {
-  let min: number | null = null
-  for (const subject of subjects) {
-    const value = subject.limits[field]
-    if (value !== null && (min === null || value < min)) min = value
-  }
-  return min
-}
-
-const headersOfRefusal = (
-  subjects: ReadonlyArray<RateLimiter.Subject>,
-  refusal: GatewayError.RateLimited
-): Record<string, string> => {
-  // The refusal message starts "Rate limit reached for <label>:" or names "<label>, so": find the subject by its label.
-  const refused = subjects.find((subject) => refusal.message.includes(`${subject.label}:`) || refusal.message.includes(`${subject.label}, so`))
-  const resetMs = Math.max(0, Math.round(refusal.retryAfterSeconds * 1000))
-  const requests = refusal.limit === "rpm" ? refused?.limits.rpm ?? lowest(subjects, "rpm") : lowest(subjects, "rpm")
-  const tokens = refusal.limit === "tpm" ? refused?.limits.tpm ?? lowest(subjects, "tpm") : lowest(subjects, "tpm")
-  const headers: Record<string, string> = {}
-  if (requests !== null) {
-    headers["x-ratelimit-limit-requests"] = String(requests)
-    if (refusal.limit === "rpm") {
-      headers["x-ratelimit-remaining-requests"] = "0"
-      headers["x-ratelimit-reset-requests"] = Headers.formatDuration(resetMs)
-    }
-  }
-  if (tokens !== null) {
-    headers["x-ratelimit-limit-tokens"] = String(tokens)
-    if (refusal.limit === "tpm") headers["x-ratelimit-reset-tokens"] = Headers.formatDuration(resetMs)
-  }
-  return headers
-}
+export const refusalHeaders = (refusal: GatewayError.RateLimited): Record<string, string> =>
+  refusal.snapshot === undefined ? {} : Headers.toHeaders(refusal.snapshot)
 
 /**
  * Opens a call's settlement under a permit: if the hold fails (or the request

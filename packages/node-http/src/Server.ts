@@ -9,6 +9,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { KeyStore, type RateLimiter } from "@modelgate/core"
 import * as Accounts from "@modelgate/store/Accounts"
+import * as CacheChanges from "@modelgate/store/CacheChanges"
 import * as CatalogRepo from "@modelgate/store/CatalogRepo"
 import * as ChannelKeyStates from "@modelgate/store/ChannelKeyStates"
 import * as Database from "@modelgate/store/Database"
@@ -28,12 +29,12 @@ import * as Redemption from "@modelgate/store/Redemption"
 import { SqlClient } from "effect/sql"
 import { createServer, type Server as HttpNodeServer } from "node:http"
 import * as Caches from "./Caches.ts"
+import * as CacheSync from "./CacheSync.ts"
 import * as ConsoleFiles from "./ConsoleFiles.ts"
 import * as Probe from "./Probe.ts"
 import type { ConfigFile } from "./ConfigFile.ts"
 import * as Gateway from "./Gateway.ts"
 import * as Provision from "./Provision.ts"
-import * as ProvisionLimits from "./ProvisionLimits.ts"
 import { ServerSettings, type Settings } from "./Settings.ts"
 import * as Health from "./Health.ts"
 import * as Upstream from "./Upstream.ts"
@@ -49,19 +50,20 @@ export const services = (settings: Settings, file: ConfigFile) => {
     Accounts.Accounts.layer,
     CatalogRepo.CatalogRepo.layer,
     ChannelKeyStates.ChannelKeyStates.layer,
-    Provisioning.Provisioning.layer
+    Provisioning.Provisioning.layer,
+    CacheChanges.CacheChanges.layer
   ).pipe(
     Layer.provideMerge(secrets),
     Layer.provideMerge(migrated)
   )
-  const provisioned = Layer.effectDiscard(Provision.apply(file, settings).pipe(ProvisionLimits.withUserLimits(file))).pipe(
+  const provisioned = Layer.effectDiscard(Provision.apply(file, settings).pipe(Effect.tap(CacheSync.recordProvisioned))).pipe(
     Layer.provideMerge(repositories)
   )
   const usage = UsageWriter.UsageWriter.layerWith({
     flushIntervalMs: settings.usageFlushIntervalMs,
     maxBatch: settings.usageMaxBatch
   })
-  const caches = Layer.mergeAll(Caches.KeyCache.layer, Caches.CatalogCache.layer)
+  const caches = Layer.mergeAll(Caches.KeyCache.layer, Caches.CatalogCache.layer).pipe(Layer.provideMerge(Caches.Baseline.layer))
   const ports = Caches.ports.pipe(Layer.provide(caches))
   // Upstream calls, probes and key health: the health service probes through the channel probe and
   // reads channels from the catalog port.
@@ -74,6 +76,7 @@ export const services = (settings: Settings, file: ConfigFile) => {
   return Layer.mergeAll(
     rateLimiter(settings),
     health,
+    cacheSync(settings).pipe(Layer.provide(caches)),
     Redemption.Redemption.layer,
     Handlers.layer({ sessionTtlMs: SESSION_TTL_MS }),
     Layer.mergeAll(Purses.layer({ nodeId: settings.nodeId, leases: settings.balanceLeases, leaseIdleMs: settings.leaseIdleMs }), UsageWriter.UsageWriter.layerPort).pipe(
@@ -85,6 +88,15 @@ export const services = (settings: Settings, file: ConfigFile) => {
     Layer.provideMerge(Layer.succeed(ServerSettings, settings))
   )
 }
+
+/**
+ * Cache invalidation across nodes: the change log always, Redis pub/sub when
+ * `redis` is configured (see `CacheSync`).
+ *
+ * @category layers
+ */
+export const cacheSync = (settings: Settings) =>
+  CacheSync.layer({ redis: settings.redis, channel: CacheSync.channelFor(settings.redisKeyPrefix) })
 
 /**
  * The rate limiter: in memory for one process, or shared through Redis

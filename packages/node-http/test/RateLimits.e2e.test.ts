@@ -31,6 +31,7 @@ const KEYS = {
   inherit: secret("inherit"),
   lower: secret("lower"),
   retry: secret("retry"),
+  genaiRetry: secret("genairetry"),
   perModel: secret("permodel")
 } as const
 
@@ -181,7 +182,14 @@ for (const [backend, redis] of backends) {
       assert.strictEqual(first.status, 200)
       const remaining = Number(first.headers.get("x-ratelimit-remaining-tokens"))
       assert.isBelow(remaining, 50)
-      const message = await refusal(await chat(gateway, KEYS.tpm, { max_tokens: 150 }))
+      const refused = await chat(gateway, KEYS.tpm, { max_tokens: 150 })
+      // The 429 carries the token dimension: its limit, what remains, and when the call would fit.
+      assert.strictEqual(refused.headers.get("x-ratelimit-limit-tokens"), "200")
+      const left = refused.headers.get("x-ratelimit-remaining-tokens")
+      assert.match(left ?? "", /^\d+$/)
+      assert.isBelow(Number(left), 150)
+      assert.match(refused.headers.get("x-ratelimit-reset-tokens") ?? "", /^\d+(\.\d+)?(ms|s)$|^\d+m[\d.]+s$/)
+      const message = await refusal(refused)
       assert.match(message, /your API key 'tpm': 200 tokens per minute \(this call needs about \d+\)/)
       await first.text()
       // The slow call used a handful of tokens: its count is corrected, and the next call fits.
@@ -282,7 +290,11 @@ describe("rate limits with a short window, per model", () => {
       users: [{
         name: "erin",
         balance: 10,
-        keys: [{ name: "retry", secret: KEYS.retry, rpm: 1 }, { name: "permodel", secret: KEYS.perModel, rpm: 1 }]
+        keys: [
+          { name: "retry", secret: KEYS.retry, rpm: 1 },
+          { name: "genai-retry", secret: KEYS.genaiRetry, rpm: 1 },
+          { name: "permodel", secret: KEYS.perModel, rpm: 1 }
+        ]
       }]
     }))
   })
@@ -301,6 +313,44 @@ describe("rate limits with a short window, per model", () => {
     assert.isAtLeast(waited, 1_400)
     assert.strictEqual(response.headers.get("x-ratelimit-limit-requests"), "1")
     assert.strictEqual(response.headers.get("x-ratelimit-remaining-requests"), "0")
+  })
+
+  it("@google/genai retries the 429 when retryOptions are set, no sooner than retry-after asks", async () => {
+    // The SDK's retry (p-retry) waits its own backoff (initialDelay * expBase^n) and does not read
+    // retry-after or RetryInfo: a client sets initialDelay to at least the retry-after the gateway
+    // answers (here 2 s: the 1.5 s window rounded up), and then the retry is admitted.
+    const attempts: Array<{ readonly at: number; readonly status: number; readonly retryAfter: string | null; readonly retryDelay?: string | undefined }> = []
+    const recordingFetch: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init)
+      const body = response.status === 429 ? (await response.clone().json()) as { error: { details: Array<{ retryDelay?: string }> } } : undefined
+      attempts.push({
+        at: Date.now(),
+        status: response.status,
+        retryAfter: response.headers.get("retry-after"),
+        ...(body === undefined ? {} : { retryDelay: body.error.details.find((d) => d.retryDelay !== undefined)?.retryDelay })
+      })
+      return response
+    }
+    const genai = new GoogleGenAI({
+      apiKey: KEYS.genaiRetry,
+      httpOptions: {
+        baseUrl: gateway.url,
+        apiVersion: "v1beta",
+        fetch: recordingFetch,
+        retryOptions: { attempts: 3, initialDelay: 2, jitter: 0, httpStatusCodes: [429] }
+      }
+    })
+    await genai.models.generateContent({ model: "gpt-4o-mini", contents: "Hello" })
+    const upstreamBefore = gateway.upstream.requests.length
+    const answer = await genai.models.generateContent({ model: "gpt-4o-mini", contents: "Hello again" })
+    assert.isString(answer.text)
+    assert.deepStrictEqual(attempts.map((a) => a.status), [200, 429, 200])
+    const refused = attempts[1]!
+    assert.strictEqual(refused.retryAfter, "2")
+    assert.match(refused.retryDelay ?? "", /^1(\.\d+)?s$/)
+    // The retry came no sooner than retry-after said, and only the admitted attempt reached the upstream.
+    assert.isAtLeast(attempts[2]!.at - refused.at, Number(refused.retryAfter) * 1000 - 50)
+    assert.strictEqual(gateway.upstream.requests.length, upstreamBefore + 1)
   })
 
   it("per_model counts each model separately, and messages use the configured window", async () => {

@@ -131,6 +131,8 @@ const decodeApiKey = (row: Record<string, unknown>): Domain.ApiKey => {
   }
 }
 
+const decodeCached = (row: Record<string, unknown>): CachedKey => ({ hash: Row.str(row.hash, "api_keys.hash"), key: decodeApiKey(row) })
+
 const JOINED = "SELECT k.*, u.name AS user_name, u.role AS user_role, u.enabled AS user_enabled, " +
   "u.rpm AS user_rpm, u.tpm AS user_tpm, u.concurrency AS user_concurrency " +
   "FROM api_keys k JOIN users u ON u.id = k.user_id"
@@ -169,6 +171,10 @@ export class Keys extends Context.Service<Keys, {
   readonly findByHash: (hash: string) => Effect.Effect<Domain.ApiKey | undefined, SqlError.SqlError>
   /** Every key that can authenticate (not revoked), for the in-memory cache. */
   readonly loadAll: Effect.Effect<ReadonlyArray<CachedKey>, SqlError.SqlError>
+  /** Those of these keys that can authenticate (a key not returned was revoked or deleted), for the cache. */
+  readonly loadByIds: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<CachedKey>, SqlError.SqlError>
+  /** The keys of these users that can authenticate, for the cache. */
+  readonly loadByUsers: (userIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<CachedKey>, SqlError.SqlError>
   /** Records last use for many keys in one transaction (only ever moves `last_used_at` forward). */
   readonly touchLastUsed: (
     uses: ReadonlyArray<{ readonly keyId: string; readonly at: number }>
@@ -258,8 +264,18 @@ export class Keys extends Context.Service<Keys, {
           ),
         loadAll: Effect.map(
           sql`${sql.literal(JOINED)} WHERE k.hash NOT LIKE ${REVOKED + "%"} ORDER BY k.created_at, k.id`,
-          (rows) => rows.map((row) => ({ hash: Row.str(row.hash, "api_keys.hash"), key: decodeApiKey(row) }))
+          (rows) => rows.map(decodeCached)
         ),
+        loadByIds: (ids) =>
+          ids.length === 0 ? Effect.succeed([]) : Effect.map(
+            sql`${sql.literal(JOINED)} WHERE ${sql.in("k.id", ids)} AND k.hash NOT LIKE ${REVOKED + "%"}`,
+            (rows) => rows.map(decodeCached)
+          ),
+        loadByUsers: (userIds) =>
+          userIds.length === 0 ? Effect.succeed([]) : Effect.map(
+            sql`${sql.literal(JOINED)} WHERE ${sql.in("k.user_id", userIds)} AND k.hash NOT LIKE ${REVOKED + "%"}`,
+            (rows) => rows.map(decodeCached)
+          ),
         touchLastUsed: (uses) => {
           const latest = new Map<string, number>()
           for (const use of uses) latest.set(use.keyId, Math.max(latest.get(use.keyId) ?? 0, use.at))

@@ -295,11 +295,34 @@ const leases: Migration = {
 }
 
 /**
+ * The log of changes the nodes' in-memory caches depend on (keys, users, the
+ * catalog), for the periodic catch-up that backs Redis pub/sub invalidation:
+ * `cache_change_seq` holds the last sequence number in one row whose lock
+ * serialises writers, so sequence numbers become visible in order and a reader
+ * that has seen `n` misses nothing by asking for `seq > n`.
+ */
+const cacheChanges: Migration = {
+  id: 7,
+  name: "cache_changes",
+  statements: () => [
+    "CREATE TABLE cache_change_seq (id INTEGER PRIMARY KEY CHECK (id = 1), seq BIGINT NOT NULL)",
+    "INSERT INTO cache_change_seq (id, seq) VALUES (1, 0)",
+    `CREATE TABLE cache_changes (
+      seq BIGINT PRIMARY KEY,
+      topic TEXT NOT NULL CHECK (topic IN ('keys', 'users', 'catalog')),
+      ids TEXT NULL,
+      created_at BIGINT NOT NULL
+    )`,
+    "CREATE INDEX cache_changes_created ON cache_changes (created_at)"
+  ]
+}
+
+/**
  * All migrations, in order. Append only: never edit one that has shipped.
  *
  * @category migrations
  */
-export const migrations: ReadonlyArray<Migration> = [initial, keySpend, userLimits, routing, modelMetadata, leases]
+export const migrations: ReadonlyArray<Migration> = [initial, keySpend, userLimits, routing, modelMetadata, leases, cacheChanges]
 
 /** An arbitrary constant naming modelgate's migration lock among advisory locks. */
 const PG_LOCK_KEY = 727_460_131

@@ -31,6 +31,8 @@ export interface User {
   readonly enabled: boolean
   readonly hasPassword: boolean
   readonly balanceNanos: bigint
+  /** Rate limits shared by all the user's keys (`null` where unset). */
+  readonly limits: Domain.Limits
   readonly source: Source
   readonly createdAt: number
   readonly updatedAt: number
@@ -59,6 +61,11 @@ export const decodeUser = (row: Record<string, unknown>): User => ({
   balanceNanos: row.spendable_nanos === undefined
     ? Row.big(row.balance_nanos, "users.balance_nanos")
     : Row.big(row.spendable_nanos, "users.spendable_nanos"),
+  limits: {
+    rpm: Row.intOrNull(row.rpm, "users.rpm"),
+    tpm: Row.intOrNull(row.tpm, "users.tpm"),
+    concurrency: Row.intOrNull(row.concurrency, "users.concurrency")
+  },
   source: Row.str(row.source, "users.source") === "config" ? "config" : "console",
   createdAt: Row.int(row.created_at, "users.created_at"),
   updatedAt: Row.int(row.updated_at, "users.updated_at")
@@ -110,6 +117,11 @@ export class Users extends Context.Service<Users, {
   readonly list: Effect.Effect<ReadonlyArray<User>, SqlError.SqlError>
   readonly setRole: (id: string, role: Domain.Role) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
   readonly setEnabled: (id: string, enabled: boolean) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
+  /** Sets the fields of the user's rate limits that `limits` names (`null`: no limit). */
+  readonly setLimits: (
+    id: string,
+    limits: Partial<Domain.Limits>
+  ) => Effect.Effect<void, GatewayError.ResourceNotFound | InvalidInput | SqlError.SqlError>
   /** Sets (or with `undefined`, removes) the console password. */
   readonly setPassword: (
     id: string,
@@ -187,6 +199,19 @@ export class Users extends Context.Service<Users, {
         setEnabled: Effect.fn("Users.setEnabled")(function*(id, enabled) {
           const now = yield* Clock.currentTimeMillis
           yield* updated(id, yield* sql`UPDATE users SET enabled = ${enabled}, updated_at = ${now} WHERE id = ${id} RETURNING id`)
+        }),
+        setLimits: Effect.fn("Users.setLimits")(function*(id, limits) {
+          const changes: Record<string, number | null> = {}
+          for (const field of ["rpm", "tpm", "concurrency"] as const) {
+            const value = limits[field]
+            if (value === undefined) continue
+            if (value !== null && !(Number.isSafeInteger(value) && value > 0)) {
+              return yield* new InvalidInput({ path: field, message: `${field}: a limit must be a whole number above 0, or null for none` })
+            }
+            changes[field] = value
+          }
+          const now = yield* Clock.currentTimeMillis
+          yield* updated(id, yield* sql`UPDATE users SET ${sql.update({ ...changes, updated_at: now })} WHERE id = ${id} RETURNING id`)
         }),
         setPassword,
         verifyLogin,

@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 export * as Accounts from "./Accounts.ts"
+export * as CacheChanges from "./CacheChanges.ts"
 export * as CatalogRepo from "./CatalogRepo.ts"
 export * as ChannelKeyStates from "./ChannelKeyStates.ts"
 export * as Database from "./Database.ts"

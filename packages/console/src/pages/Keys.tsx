@@ -1,5 +1,6 @@
 /**
- * API keys: create (the secret is shown once), list, enable/disable, delete.
+ * API keys: create (the secret is shown once), list, enable/disable, edit
+ * limits and spending caps, delete.
  *
  * @since 0.1.0
  */
@@ -12,6 +13,7 @@ import {
   MultiSelect,
   Paper,
   Select,
+  SimpleGrid,
   Stack,
   Switch,
   Table,
@@ -29,11 +31,21 @@ import { Contract as C } from "../lib/contract.ts"
 import { ago, dateTime, usd } from "../lib/format.ts"
 import { useI18n } from "../lib/i18n.tsx"
 import { useForm } from "../lib/useForm.ts"
+import { limitsText } from "./Models.tsx"
 
 const DAY = 86_400_000
 
+/** The limit and cap fields of the key forms, as typed (empty: none). @category models */
+export interface KeyLimitValues extends Record<string, unknown> {
+  rpm: string
+  tpm: string
+  concurrency: string
+  dailyBudget: string
+  monthlyBudget: string
+}
+
 /** The values of the create-key form. @category models */
-export interface KeyFormValues extends Record<string, unknown> {
+export interface KeyFormValues extends KeyLimitValues {
   name: string
   group: string | null
   models: Array<string>
@@ -41,14 +53,106 @@ export interface KeyFormValues extends Record<string, unknown> {
   quota: string
 }
 
+/** A typed limit: empty is none (`null`), a whole number is itself, anything else is left for the Schema to refuse. */
+const limit = (text: string): number | null | string => text.trim() === "" ? null : Number.isInteger(Number(text)) ? Number(text) : text
+
 /** Turns the form's values into the request body. @category forms */
 export const keyRequest = (v: KeyFormValues, now = Date.now()): Record<string, unknown> => ({
   name: v.name.trim(),
   ...(v.group ? { group: v.group } : {}),
   ...(v.models.length > 0 ? { models: v.models } : {}),
   ...(v.expiry !== "never" ? { expiresAt: now + Number(v.expiry) * DAY } : {}),
-  ...(v.quota.trim() !== "" ? { quota: v.quota.trim() } : {})
+  ...(v.quota.trim() !== "" ? { quota: v.quota.trim() } : {}),
+  ...(v.rpm.trim() !== "" ? { rpm: limit(v.rpm) } : {}),
+  ...(v.tpm.trim() !== "" ? { tpm: limit(v.tpm) } : {}),
+  ...(v.concurrency.trim() !== "" ? { concurrency: limit(v.concurrency) } : {}),
+  ...(v.dailyBudget.trim() !== "" ? { dailyBudget: v.dailyBudget.trim() } : {}),
+  ...(v.monthlyBudget.trim() !== "" ? { monthlyBudget: v.monthlyBudget.trim() } : {})
 })
+
+/** Turns the limits form's values into an update: every field is sent, empty ones as `null` (removed). @category forms */
+export const keyLimitsRequest = (v: KeyLimitValues): Record<string, unknown> => ({
+  rpm: limit(v.rpm),
+  tpm: limit(v.tpm),
+  concurrency: limit(v.concurrency),
+  dailyBudget: v.dailyBudget.trim() === "" ? null : v.dailyBudget.trim(),
+  monthlyBudget: v.monthlyBudget.trim() === "" ? null : v.monthlyBudget.trim()
+})
+
+/** The values a key's limits form starts from. @category forms */
+export const keyLimitValues = (key: Contract.ApiKey): KeyLimitValues => ({
+  rpm: key.rpm?.toString() ?? "",
+  tpm: key.tpm?.toString() ?? "",
+  concurrency: key.concurrency?.toString() ?? "",
+  dailyBudget: key.dailyBudget ?? "",
+  monthlyBudget: key.monthlyBudget ?? ""
+})
+
+/** The limit and cap inputs shared by the create and edit forms. */
+function KeyLimitFields({ form, groupLimits }: {
+  readonly form: { readonly field: (key: keyof KeyLimitValues & string) => { value: unknown; error: string | undefined; onChange: (event: unknown) => void } }
+  readonly groupLimits: Contract.Limits | undefined
+}) {
+  const { t } = useI18n()
+  const field = (key: keyof KeyLimitValues & string) => {
+    const bound = form.field(key)
+    return { ...bound, value: String(bound.value) }
+  }
+  return (
+    <>
+      <SimpleGrid cols={3}>
+        <TextInput label={t("admin.groups.rpm")} placeholder={t("common.unlimited")} inputMode="numeric" {...field("rpm")} />
+        <TextInput label={t("admin.groups.tpm")} placeholder={t("common.unlimited")} inputMode="numeric" {...field("tpm")} />
+        <TextInput label={t("admin.groups.concurrency")} placeholder={t("common.unlimited")} inputMode="numeric" {...field("concurrency")} />
+      </SimpleGrid>
+      {groupLimits !== undefined && (
+        <Text size="xs" c="dimmed" mt={-8}>{t("keys.limitsHint", { limits: limitsText(groupLimits, t) })}</Text>
+      )}
+      <SimpleGrid cols={2}>
+        <TextInput label={t("keys.dailyBudget")} placeholder={t("common.unlimited")} inputMode="decimal" {...field("dailyBudget")} />
+        <TextInput label={t("keys.monthlyBudget")} placeholder={t("common.unlimited")} inputMode="decimal" {...field("monthlyBudget")} />
+      </SimpleGrid>
+      <Text size="xs" c="dimmed" mt={-8}>{t("keys.budgetHint")}</Text>
+    </>
+  )
+}
+
+/**
+ * Edits a key's limits and spending caps; `save` sends the update (to the
+ * owner's endpoint or, for admins, to any key's).
+ *
+ * @category components
+ */
+export function KeyLimitsForm({ apiKey, groupLimits, save, onDone, onCancel }: {
+  readonly apiKey: Contract.ApiKey
+  readonly groupLimits?: Contract.Limits | undefined
+  readonly save: (body: Contract.UpdateKeyRequest) => Promise<unknown>
+  readonly onDone: () => void
+  readonly onCancel: () => void
+}) {
+  const { t } = useI18n()
+  const form = useForm<KeyLimitValues, typeof C.UpdateKeyRequest>({
+    initial: keyLimitValues(apiKey),
+    schema: C.UpdateKeyRequest,
+    toRequest: keyLimitsRequest,
+    onSubmit: async (body) => {
+      await save(body)
+      onDone()
+    }
+  })
+  return (
+    <form onSubmit={(e) => void form.submit(e)} noValidate>
+      <Stack>
+        {form.formError !== undefined && <Alert color="red" icon={<IconAlertTriangle />}>{errorMessage(form.formError, t)}</Alert>}
+        <KeyLimitFields form={form} groupLimits={groupLimits} />
+        <Group justify="flex-end">
+          <Button variant="default" onClick={onCancel}>{t("common.cancel")}</Button>
+          <Button type="submit" loading={form.submitting}>{t("common.save")}</Button>
+        </Group>
+      </Stack>
+    </form>
+  )
+}
 
 /**
  * The create-key form, in a dialog. Calls `onCreated` with the new key and
@@ -63,7 +167,18 @@ export function CreateKeyForm({ groups, onCreated, onCancel }: {
 }) {
   const { t } = useI18n()
   const form = useForm<KeyFormValues, typeof C.CreateKeyRequest>({
-    initial: { name: "", group: groups[0]?.name ?? null, models: [], expiry: "never", quota: "" },
+    initial: {
+      name: "",
+      group: groups[0]?.name ?? null,
+      models: [],
+      expiry: "never",
+      quota: "",
+      rpm: "",
+      tpm: "",
+      concurrency: "",
+      dailyBudget: "",
+      monthlyBudget: ""
+    },
     schema: C.CreateKeyRequest,
     toRequest: (v) => keyRequest(v),
     onSubmit: async (body) => onCreated(await call(Endpoints.createKey, { body }))
@@ -115,6 +230,7 @@ export function CreateKeyForm({ groups, onCreated, onCancel }: {
           <TextInput label={t("keys.quota")} placeholder={t("common.unlimited")} inputMode="decimal" {...form.field("quota")} />
         </Group>
         <Text size="xs" c="dimmed" mt={-8}>{t("keys.quotaHint")}</Text>
+        <KeyLimitFields form={form} groupLimits={group?.limits} />
         <Group justify="flex-end">
           <Button variant="default" onClick={onCancel}>{t("common.cancel")}</Button>
           <Button type="submit" loading={form.submitting}>{t("common.create")}</Button>
@@ -129,10 +245,11 @@ export function CreateKeyForm({ groups, onCreated, onCancel }: {
  *
  * @category components
  */
-export function KeysTable({ keys, onToggle, onDelete }: {
+export function KeysTable({ keys, onToggle, onDelete, onEditLimits }: {
   readonly keys: ReadonlyArray<Contract.ApiKey>
   readonly onToggle?: (key: Contract.ApiKey, enabled: boolean) => void
   readonly onDelete?: (key: Contract.ApiKey) => Promise<unknown>
+  readonly onEditLimits?: (key: Contract.ApiKey) => void
 }) {
   const { t, locale } = useI18n()
   const now = Date.now()
@@ -145,6 +262,7 @@ export function KeysTable({ keys, onToggle, onDelete }: {
             <Table.Th>{t("keys.prefix")}</Table.Th>
             <Table.Th>{t("keys.group")}</Table.Th>
             <Table.Th>{t("keys.models")}</Table.Th>
+            <Table.Th>{t("models.limits")}</Table.Th>
             <Table.Th>{t("keys.lastUsed")}</Table.Th>
             <Table.Th ta="right">{t("keys.spent")}</Table.Th>
             <Table.Th>{t("keys.status")}</Table.Th>
@@ -171,10 +289,20 @@ export function KeysTable({ keys, onToggle, onDelete }: {
                     ? <Text size="sm" c="dimmed">{t("common.all")}</Text>
                     : <Group gap={4}>{key.models.map((m) => <Badge key={m} size="sm" variant="outline">{m}</Badge>)}</Group>}
                 </Table.Td>
+                <Table.Td>
+                  <Text size="sm">{limitsText({ rpm: key.rpm, tpm: key.tpm, concurrency: key.concurrency }, t)}</Text>
+                  {onEditLimits && (
+                    <Button size="compact-xs" variant="subtle" px={0} onClick={() => onEditLimits(key)} aria-label={`${t("keys.editLimits")}: ${key.name}`}>
+                      {t("keys.editLimits")}
+                    </Button>
+                  )}
+                </Table.Td>
                 <Table.Td><Text size="sm">{key.lastUsedAt === null ? t("common.never") : ago(key.lastUsedAt, locale)}</Text></Table.Td>
                 <Table.Td ta="right">
                   <Text size="sm" ff="monospace">{usd(key.spent)}</Text>
                   {key.quota !== null && <Text size="xs" c="dimmed">/ {usd(key.quota)}</Text>}
+                  {key.dailyBudget !== null && <Text size="xs" c="dimmed">{t("keys.dailyBudget")}: {usd(key.dailyBudget)}</Text>}
+                  {key.monthlyBudget !== null && <Text size="xs" c="dimmed">{t("keys.monthlyBudget")}: {usd(key.monthlyBudget)}</Text>}
                 </Table.Td>
                 <Table.Td>
                   {onToggle
@@ -234,6 +362,7 @@ export function KeysPage() {
   const models = useQuery({ queryKey: ["my-models"], queryFn: () => call(Endpoints.myModels) })
   const [creating, setCreating] = useState(false)
   const [created, setCreated] = useState<Contract.CreatedKey | undefined>(undefined)
+  const [editing, setEditing] = useState<Contract.ApiKey | undefined>(undefined)
   const refresh = () => client.invalidateQueries({ queryKey: ["keys"] })
   const toggle = useMutation({
     mutationFn: ({ key, enabled }: { key: Contract.ApiKey; enabled: boolean }) =>
@@ -276,7 +405,14 @@ export function KeysPage() {
                   action={<Button onClick={() => setCreating(true)} disabled={!models.data}>{t("keys.create")}</Button>}
                 />
               )
-              : <KeysTable keys={data.data} onToggle={(key, enabled) => toggle.mutate({ key, enabled })} onDelete={remove} />}
+              : (
+                <KeysTable
+                  keys={data.data}
+                  onToggle={(key, enabled) => toggle.mutate({ key, enabled })}
+                  onDelete={remove}
+                  onEditLimits={setEditing}
+                />
+              )}
         </QueryState>
       </Paper>
       <Modal opened={creating} onClose={() => setCreating(false)} title={<Text fw={700}>{t("keys.create")}</Text>} centered size="lg">
@@ -294,6 +430,27 @@ export function KeysPage() {
         )}
       </Modal>
       <SecretModal created={created} onClose={() => setCreated(undefined)} />
+      <Modal
+        opened={editing !== undefined}
+        onClose={() => setEditing(undefined)}
+        title={<Text fw={700}>{t("keys.editLimitsTitle", { name: editing?.name ?? "" })}</Text>}
+        centered
+        size="lg"
+      >
+        {editing && (
+          <KeyLimitsForm
+            apiKey={editing}
+            groupLimits={models.data?.groups.find((g) => g.name === editing.group)?.limits}
+            save={(body) => call(Endpoints.updateKey, { params: { id: editing.id }, body })}
+            onCancel={() => setEditing(undefined)}
+            onDone={() => {
+              setEditing(undefined)
+              notifications.show({ color: "teal", message: t("keys.updated") })
+              void refresh()
+            }}
+          />
+        )}
+      </Modal>
     </>
   )
 }

@@ -1,14 +1,25 @@
 /**
  * The Lua scripts of the Redis limiter: the algorithm of `Window` (exact
- * sliding log, concurrency slots with leases, all or nothing) run atomically
- * inside Redis, one call per acquire and one per release, over every subject
- * of the call.
+ * sliding log for requests, token buckets, concurrency slots with leases, all
+ * or nothing) run atomically inside Redis, one call per acquire and one per
+ * release, over every subject of the call.
  *
- * Keys per subject (three per subject, in this order): the log (a sorted set:
- * member = call id, score = admission time in ms), the token counts (a hash:
- * call id -> tokens) and the concurrency slots (a sorted set: member = call
- * id, score = lease expiry in ms). Every write refreshes the key's TTL (window
- * or lease plus one second), so idle subjects vanish on their own.
+ * Keys per subject (three per subject, in this order):
+ *
+ * - the request log, a sorted set (member = call id, score = admission time in
+ *   ms), for subjects with a request limit: at most `rpm` members, read only at
+ *   its ends (`ZCARD`, `ZRANGE` by rank);
+ * - the token buckets, a hash (field = bucket start in ms, value = tokens), for
+ *   subjects with a token limit: at most 61 live fields, dead ones deleted on
+ *   every touch;
+ * - the concurrency slots, a sorted set (member = call id, score = lease expiry
+ *   in ms), for subjects with a concurrency limit: at most `concurrency`
+ *   members plus expired leases pruned on every touch.
+ *
+ * So every script does work bounded by the limits and the bucket count, never
+ * by the traffic. Every write refreshes the key's TTL (window or lease plus one
+ * second; the buckets' window plus a bucket), so idle subjects vanish on their
+ * own.
  *
  * @since 0.1.0
  */
@@ -34,8 +45,9 @@ local window = tonumber(ARGV[2])
 
 /**
  * Acquire. ARGV: now (-1: Redis TIME), windowMs, leaseMs, call id, estimate,
- * then rpm, tpm, concurrency per subject (-1: none). Reply: admitted (1/0)
- * followed by the 8 integers of a `Window.Observation` per subject.
+ * bucketMs, then rpm, tpm, concurrency per subject (-1: none). Reply: admitted
+ * (1/0), the start of the token bucket the call is counted in, then the 8
+ * integers of a `Window.Observation` per subject.
  *
  * @category scripts
  */
@@ -43,58 +55,59 @@ export const acquire: Script = script(`${now}
 local lease = tonumber(ARGV[3])
 local id = ARGV[4]
 local estimate = tonumber(ARGV[5])
+local size = tonumber(ARGV[6])
+local bucket = now - (now % size)
 local n = #KEYS / 3
-local reply = {0}
+local reply = {0, bucket}
 local refused = false
 for i = 1, n do
   local logKey, tokKey, slotKey = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
-  local rpm, tpm, conc = tonumber(ARGV[3 + 3 * i]), tonumber(ARGV[4 + 3 * i]), tonumber(ARGV[5 + 3 * i])
+  local rpm, tpm, conc = tonumber(ARGV[4 + 3 * i]), tonumber(ARGV[5 + 3 * i]), tonumber(ARGV[6 + 3 * i])
   local requests, tokens, inflight = 0, 0, 0
   local rReset, tReset, rWait, tWait, cWait = -1, -1, -1, -1, -1
-  if rpm > 0 or tpm > 0 then
-    local cutoff = now - window
-    local old = redis.call('ZRANGEBYSCORE', logKey, '-inf', cutoff)
-    if #old > 0 then
-      redis.call('ZREMRANGEBYSCORE', logKey, '-inf', cutoff)
-      for j = 1, #old, 500 do
-        redis.call('HDEL', tokKey, unpack(old, j, math.min(j + 499, #old)))
+  if rpm > 0 then
+    redis.call('ZREMRANGEBYSCORE', logKey, '-inf', now - window)
+    requests = redis.call('ZCARD', logKey)
+    if requests > 0 then
+      local oldest = redis.call('ZRANGE', logKey, 0, 0, 'WITHSCORES')
+      rReset = tonumber(oldest[2]) + window - now
+    end
+    if requests + 1 > rpm then
+      local nth = redis.call('ZRANGE', logKey, requests - rpm, requests - rpm, 'WITHSCORES')
+      rWait = tonumber(nth[2]) + window - now
+    end
+  end
+  if tpm > 0 then
+    local fields = redis.call('HGETALL', tokKey)
+    local starts, amounts, dead = {}, {}, {}
+    for j = 1, #fields, 2 do
+      local start = tonumber(fields[j])
+      if start + window <= now then
+        dead[#dead + 1] = fields[j]
+      else
+        starts[#starts + 1] = start
+        amounts[start] = tonumber(fields[j + 1])
       end
     end
-    local entries = redis.call('ZRANGE', logKey, 0, -1, 'WITHSCORES')
-    requests = #entries / 2
-    local members, ats, toks = {}, {}, {}
-    for j = 1, requests do
-      members[j] = entries[2 * j - 1]
-      ats[j] = tonumber(entries[2 * j])
-    end
-    for j = 1, requests, 500 do
-      local values = redis.call('HMGET', tokKey, unpack(members, j, math.min(j + 499, requests)))
-      for k = 1, #values do
-        local v = tonumber(values[k]) or 0
-        toks[j + k - 1] = v
-        tokens = tokens + v
-      end
-    end
-    if requests > 0 then rReset = ats[1] + window - now end
-    for j = 1, requests do
-      if toks[j] > 0 then
-        tReset = ats[j] + window - now
+    if #dead > 0 then redis.call('HDEL', tokKey, unpack(dead)) end
+    table.sort(starts)
+    for j = 1, #starts do tokens = tokens + amounts[starts[j]] end
+    for j = 1, #starts do
+      if amounts[starts[j]] > 0 then
+        tReset = starts[j] + window - now
         break
       end
     end
-    if rpm > 0 and requests + 1 > rpm then rWait = ats[requests - rpm + 1] + window - now end
-    if tpm > 0 then
-      if estimate > tpm then
-        tWait = -2
-      elseif tokens + estimate > tpm then
-        local needed = tokens + estimate - tpm
-        local freed = 0
-        for j = 1, requests do
-          freed = freed + toks[j]
-          if freed >= needed then
-            tWait = ats[j] + window - now
-            break
-          end
+    if estimate > tpm then
+      tWait = -2
+    elseif tokens + estimate > tpm then
+      local needed = tokens + estimate - tpm
+      local freed = 0
+      for j = 1, #starts do
+        freed = freed + amounts[starts[j]]
+        if freed >= needed then
+          tWait = starts[j] + window - now
+          break
         end
       end
     end
@@ -105,7 +118,7 @@ for i = 1, n do
     if inflight + 1 > conc then cWait = ${concurrencyRetryMs} end
   end
   if rWait ~= -1 or tWait ~= -1 or cWait ~= -1 then refused = true end
-  local b = 1 + 8 * (i - 1)
+  local b = 2 + 8 * (i - 1)
   reply[b + 1] = requests
   reply[b + 2] = tokens
   reply[b + 3] = inflight
@@ -119,17 +132,19 @@ if refused then return reply end
 reply[1] = 1
 for i = 1, n do
   local logKey, tokKey, slotKey = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
-  local rpm, tpm, conc = tonumber(ARGV[3 + 3 * i]), tonumber(ARGV[4 + 3 * i]), tonumber(ARGV[5 + 3 * i])
-  local b = 1 + 8 * (i - 1)
-  if rpm > 0 or tpm > 0 then
+  local rpm, tpm, conc = tonumber(ARGV[4 + 3 * i]), tonumber(ARGV[5 + 3 * i]), tonumber(ARGV[6 + 3 * i])
+  local b = 2 + 8 * (i - 1)
+  if rpm > 0 then
     redis.call('ZADD', logKey, now, id)
-    redis.call('HSET', tokKey, id, estimate)
     redis.call('PEXPIRE', logKey, window + 1000)
-    redis.call('PEXPIRE', tokKey, window + 1000)
     reply[b + 1] = reply[b + 1] + 1
-    reply[b + 2] = reply[b + 2] + estimate
     if reply[b + 4] == -1 then reply[b + 4] = window end
-    if estimate > 0 and reply[b + 5] == -1 then reply[b + 5] = window end
+  end
+  if tpm > 0 then
+    redis.call('HINCRBY', tokKey, bucket, estimate)
+    redis.call('PEXPIRE', tokKey, window + size + 1000)
+    reply[b + 2] = reply[b + 2] + estimate
+    if estimate > 0 and reply[b + 5] == -1 then reply[b + 5] = bucket + window - now end
   end
   if conc > 0 then
     redis.call('ZADD', slotKey, now + lease, id)
@@ -141,26 +156,28 @@ return reply
 `)
 
 /**
- * Release. ARGV: now (-1: Redis TIME), windowMs, call id, actual tokens,
- * cancel (1: remove the call entirely, for an admission whose caller never
- * saw the answer). Frees the call's slot; sets its token count to the actual
- * one while its entry is still in the window. Idempotent.
+ * Release. ARGV: now (-1: Redis TIME), windowMs, call id, bucket start, token
+ * change (actual minus estimate; minus the estimate to cancel), cancel (1: also
+ * remove the call from the request log, for an admission whose caller never
+ * saw the answer). Frees the call's slot; while its bucket is still in the
+ * window, adds the change there (never below zero). Freeing the slot and
+ * cancelling are idempotent; the token change is not, so the caller sends it
+ * at most once (a release whose outcome is unknown is resent with change 0).
  *
  * @category scripts
  */
 export const release: Script = script(`${now}
 local id = ARGV[3]
-local actual = tonumber(ARGV[4])
-local cancel = ARGV[5] == '1'
+local bucket = ARGV[4]
+local change = tonumber(ARGV[5])
+local cancel = ARGV[6] == '1'
+local live = tonumber(bucket) + window > now
 for i = 1, #KEYS / 3 do
   local logKey, tokKey, slotKey = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
   redis.call('ZREM', slotKey, id)
-  if cancel then
-    redis.call('ZREM', logKey, id)
-    redis.call('HDEL', tokKey, id)
-  else
-    local at = redis.call('ZSCORE', logKey, id)
-    if at and tonumber(at) > now - window then redis.call('HSET', tokKey, id, actual) end
+  if cancel then redis.call('ZREM', logKey, id) end
+  if change ~= 0 and live and redis.call('HEXISTS', tokKey, bucket) == 1 then
+    if redis.call('HINCRBY', tokKey, bucket, change) < 0 then redis.call('HSET', tokKey, bucket, 0) end
   end
 end
 return 1

@@ -1,6 +1,7 @@
 /**
  * Administration of users: the list, creating users, and one user's page
- * (role, enable/disable, groups, balance adjustments, keys, usage, ledger).
+ * (role, enable/disable, groups, rate limits, balance adjustments, keys and
+ * their limits, usage, ledger).
  *
  * @since 0.1.0
  */
@@ -37,8 +38,12 @@ import { date, usd } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
 import { sessionKey } from "../../lib/session.tsx"
 import { useForm } from "../../lib/useForm.ts"
-import { KeysTable } from "../Keys.tsx"
+import { KeyLimitsForm, KeysTable } from "../Keys.tsx"
+import { limitsText } from "../Models.tsx"
 import { PagedLedger, PagedUsage } from "../Usage.tsx"
+
+/** A typed limit: empty is none (`null`), a whole number is itself, anything else is left for the Schema to refuse. */
+const limit = (text: string): number | null | string => text.trim() === "" ? null : Number.isInteger(Number(text)) ? Number(text) : text
 
 const useGroupNames = () => {
   const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call(Endpoints.adminListGroups) })
@@ -49,14 +54,26 @@ const useGroupNames = () => {
 export function CreateUserForm({ groups, onDone }: { readonly groups: ReadonlyArray<string>; readonly onDone: (user: Contract.AdminUser) => void }) {
   const { t } = useI18n()
   const form = useForm({
-    initial: { name: "", password: "", role: "user" as "user" | "admin", groups: [] as Array<string>, balance: "" },
+    initial: {
+      name: "",
+      password: "",
+      role: "user" as "user" | "admin",
+      groups: [] as Array<string>,
+      balance: "",
+      rpm: "",
+      tpm: "",
+      concurrency: ""
+    },
     schema: C.CreateUserRequest,
     toRequest: (v) => ({
       name: v.name.trim(),
       password: v.password,
       role: v.role,
       ...(v.groups.length > 0 ? { groups: v.groups } : {}),
-      ...(v.balance.trim() !== "" ? { balance: v.balance.trim() } : {})
+      ...(v.balance.trim() !== "" ? { balance: v.balance.trim() } : {}),
+      ...(v.rpm.trim() !== "" ? { rpm: limit(v.rpm) } : {}),
+      ...(v.tpm.trim() !== "" ? { tpm: limit(v.tpm) } : {}),
+      ...(v.concurrency.trim() !== "" ? { concurrency: limit(v.concurrency) } : {})
     }),
     onSubmit: async (body) => onDone(await call(Endpoints.adminCreateUser, { body }))
   })
@@ -75,6 +92,12 @@ export function CreateUserForm({ groups, onDone }: { readonly groups: ReadonlyAr
         />
         <MultiSelect label={t("admin.users.groups")} data={[...groups]} value={form.values.groups} error={form.errors.groups} onChange={(v) => form.set("groups", v)} />
         <TextInput label={t("admin.users.openingBalance")} placeholder="0" inputMode="decimal" {...form.field("balance")} />
+        <SimpleGrid cols={3}>
+          <TextInput label={t("admin.groups.rpm")} placeholder={t("common.unlimited")} inputMode="numeric" {...form.field("rpm")} />
+          <TextInput label={t("admin.groups.tpm")} placeholder={t("common.unlimited")} inputMode="numeric" {...form.field("tpm")} />
+          <TextInput label={t("admin.groups.concurrency")} placeholder={t("common.unlimited")} inputMode="numeric" {...form.field("concurrency")} />
+        </SimpleGrid>
+        <Text size="xs" c="dimmed" mt={-8}>{t("admin.users.limitsHint")}</Text>
         <Group justify="flex-end"><Button type="submit" loading={form.submitting}>{t("common.create")}</Button></Group>
       </Stack>
     </form>
@@ -114,6 +137,7 @@ export function AdminUsersPage() {
                           <Table.Th ta="right">{t("admin.users.balance")}</Table.Th>
                           <Table.Th ta="right">{t("admin.users.spentMonth")}</Table.Th>
                           <Table.Th ta="right">{t("admin.users.keys")}</Table.Th>
+                          <Table.Th>{t("admin.users.limits")}</Table.Th>
                           <Table.Th>{t("keys.status")}</Table.Th>
                         </Table.Tr>
                       </Table.Thead>
@@ -129,6 +153,7 @@ export function AdminUsersPage() {
                             <Table.Td ta="right"><Text size="sm" ff="monospace">{usd(u.balance)}</Text></Table.Td>
                             <Table.Td ta="right"><Text size="sm" ff="monospace">{usd(u.spentThisMonth)}</Text></Table.Td>
                             <Table.Td ta="right">{u.keyCount}</Table.Td>
+                            <Table.Td><Text size="sm">{limitsText({ rpm: u.rpm, tpm: u.tpm, concurrency: u.concurrency }, t)}</Text></Table.Td>
                             <Table.Td><Badge color={u.enabled ? "teal" : "gray"} variant="dot">{u.enabled ? t("common.enabled") : t("common.disabled")}</Badge></Table.Td>
                           </Table.Tr>
                         ))}
@@ -179,6 +204,34 @@ export function AdjustBalanceForm({ userId, onDone }: { readonly userId: string;
   )
 }
 
+/** The form of a user's own limits, shared by all their keys. @category components */
+export function UserLimitsForm({ user, onDone }: { readonly user: Contract.AdminUser; readonly onDone: () => void }) {
+  const { t } = useI18n()
+  const form = useForm({
+    initial: { rpm: user.rpm?.toString() ?? "", tpm: user.tpm?.toString() ?? "", concurrency: user.concurrency?.toString() ?? "" },
+    schema: C.UpdateUserRequest,
+    toRequest: (v) => ({ rpm: limit(v.rpm), tpm: limit(v.tpm), concurrency: limit(v.concurrency) }),
+    onSubmit: async (body) => {
+      await call(Endpoints.adminUpdateUser, { params: { id: user.id }, body })
+      onDone()
+    }
+  })
+  return (
+    <form onSubmit={(e) => void form.submit(e)} noValidate>
+      <Stack gap="xs">
+        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
+        <SimpleGrid cols={3}>
+          <TextInput label={t("admin.groups.rpm")} placeholder={t("common.unlimited")} inputMode="numeric" {...form.field("rpm")} />
+          <TextInput label={t("admin.groups.tpm")} placeholder={t("common.unlimited")} inputMode="numeric" {...form.field("tpm")} />
+          <TextInput label={t("admin.groups.concurrency")} placeholder={t("common.unlimited")} inputMode="numeric" {...form.field("concurrency")} />
+        </SimpleGrid>
+        <Text size="xs" c="dimmed">{t("admin.users.limitsHint")}</Text>
+        <Group><Button type="submit" size="xs" loading={form.submitting}>{t("common.save")}</Button></Group>
+      </Stack>
+    </form>
+  )
+}
+
 /** One user's page. @category pages */
 export function AdminUserPage() {
   const { t } = useI18n()
@@ -188,6 +241,7 @@ export function AdminUserPage() {
   const keys = useQuery({ queryKey: ["admin", "user", id, "keys"], queryFn: () => call(Endpoints.adminUserKeys, { params: { id } }) })
   const [confirmDisable, setConfirmDisable] = useState(false)
   const groups = useGroupNames()
+  const [editingKey, setEditingKey] = useState<Contract.ApiKey | undefined>(undefined)
   const refresh = () => client.invalidateQueries({ queryKey: ["admin"] })
   const update = async (body: Contract.UpdateUserRequest) => {
     try {
@@ -260,6 +314,15 @@ export function AdminUserPage() {
                     confirmLabel={t("common.disable")}
                     onConfirm={() => update({ enabled: false })}
                   />
+                  <Text fw={600} size="sm" mt="xs">{t("admin.users.limits")}</Text>
+                  <UserLimitsForm
+                    key={`${u.id}:${u.rpm}:${u.tpm}:${u.concurrency}`}
+                    user={u}
+                    onDone={() => {
+                      notifications.show({ color: "teal", message: t("common.saved") })
+                      void refresh()
+                    }}
+                  />
                 </Stack>
               </Paper>
             </SimpleGrid>
@@ -270,7 +333,9 @@ export function AdminUserPage() {
                 <Tabs.Tab value="ledger">{t("admin.users.ledger")}</Tabs.Tab>
               </Tabs.List>
               <Tabs.Panel value="keys" pt="sm">
-                <QueryState query={keys}>{(d) => d.data.length === 0 ? <EmptyState title={t("keys.empty")} /> : <KeysTable keys={d.data} />}</QueryState>
+                <QueryState query={keys}>
+                  {(d) => d.data.length === 0 ? <EmptyState title={t("keys.empty")} /> : <KeysTable keys={d.data} onEditLimits={setEditingKey} />}
+                </QueryState>
               </Tabs.Panel>
               <Tabs.Panel value="usage" pt="sm">
                 <PagedUsage queryKey={["admin", "user", id, "usage"]} load={(cursor) => call(Endpoints.adminUserUsage, { params: { id }, query: { limit: 50, cursor } })} />
@@ -282,6 +347,26 @@ export function AdminUserPage() {
           </Stack>
         )}
       </QueryState>
+      <Modal
+        opened={editingKey !== undefined}
+        onClose={() => setEditingKey(undefined)}
+        title={<Text fw={700}>{t("keys.editLimitsTitle", { name: editingKey?.name ?? "" })}</Text>}
+        centered
+        size="lg"
+      >
+        {editingKey && (
+          <KeyLimitsForm
+            apiKey={editingKey}
+            save={(body) => call(Endpoints.adminUpdateKey, { params: { id: editingKey.id }, body })}
+            onCancel={() => setEditingKey(undefined)}
+            onDone={() => {
+              setEditingKey(undefined)
+              notifications.show({ color: "teal", message: t("keys.updated") })
+              void refresh()
+            }}
+          />
+        )}
+      </Modal>
     </>
   )
 }
