@@ -21,6 +21,9 @@ const adminUser = (over: Record<string, unknown> = {}) => ({
   groups: ["default"],
   keyCount: 1,
   spentThisMonth: "0.0421",
+  rpm: null,
+  tpm: null,
+  concurrency: null,
   source: "console",
   createdAt: Date.UTC(2026, 0, 2),
   ...over

@@ -64,7 +64,7 @@ describe("usage overview", () => {
   it("sends the period, user and model filters, to the totals and the requests alike", async () => {
     const seen = fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/users": { body: { data: [{ id: "usr_1", name: "alice", role: "user", enabled: true, balance: "1", groups: [], keyCount: 1, spentThisMonth: "0", source: "console", createdAt: 1 }] } },
+      "GET /api/admin/users": { body: { data: [{ id: "usr_1", name: "alice", role: "user", enabled: true, balance: "1", groups: [], keyCount: 1, spentThisMonth: "0", rpm: null, tpm: null, concurrency: null, source: "console", createdAt: 1 }] } },
       "GET /api/admin/models": { body: { data: [] } },
       "GET /api/admin/usage/daily": overview,
       "GET /api/admin/usage": page([])

@@ -54,7 +54,7 @@ const models = {
   }
 }
 
-const keys = { body: { data: [{ id: "key_1", name: "laptop", prefix: "sk-AbCdEfG", group: "default", models: [], expiresAt: null, enabled: true, quota: null, spent: "1", lastUsedAt: null, createdAt: 1 }] } }
+const keys = { body: { data: [{ id: "key_1", name: "laptop", prefix: "sk-AbCdEfG", group: "default", models: [], expiresAt: null, enabled: true, quota: null, dailyBudget: null, monthlyBudget: null, spent: "1", rpm: null, tpm: null, concurrency: null, lastUsedAt: null, createdAt: 1 }] } }
 
 afterEach(() => {
   vi.unstubAllGlobals()
