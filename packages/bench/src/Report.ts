@@ -171,7 +171,7 @@ export const verdicts = (
     const mg = closedPoint(small, "modelgate")
     const pk = closedPoint(small, "portkey")
     if (mg === undefined || pk === undefined || pk.throughput === 0) {
-      out.push(unmeasured(name, "needs chat-small throughput of modelgate and Portkey in the same run (Portkey missing or failed; see notes)"))
+      out.push(unmeasured(name, "needs chat-small throughput of modelgate and Portkey in the same run (Portkey was not measured: see 'What was measured' and the notes)"))
     } else {
       const ratio = mg.throughput / pk.throughput
       out.push(

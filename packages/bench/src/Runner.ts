@@ -219,8 +219,25 @@ const hwmOf = (pid: number): number | null => {
   }
 }
 
-const toPoint = (target: Target, r: LoadResult, cpuBefore: number | null): Point => {
-  const cpuAfter = cpuOf(target.pid)
+/**
+ * A process that served this many calls without one clock tick (10 ms) of
+ * CPU is not the one serving them (e.g. a shell or npm wrapper's pid was
+ * given): below 10 µs a call no HTTP proxy exists.
+ */
+const IMPLAUSIBLY_IDLE_CALLS = 1000
+
+const toPoint = (target: Target, r: LoadResult, cpuBefore: number | null, ctx: RunContext): Point => {
+  let cpuAfter = cpuOf(target.pid)
+  if (cpuBefore !== null && cpuAfter === cpuBefore && r.ok >= IMPLAUSIBLY_IDLE_CALLS) {
+    const said = `${target.name}'s process (pid ${target.pid}) used no CPU time`
+    const note =
+      `${said} while it served ${r.ok} calls: it is not the process serving them (a wrapper's pid?), so its CPU per call is left out, and its RSS figures are that process's, not the proxy's.`
+    if (!ctx.notes.some((n) => n.startsWith(said))) {
+      ctx.notes.push(note)
+      ctx.log(`  ! ${note}`)
+    }
+    cpuAfter = null
+  }
   return {
     target: target.name,
     mode: r.mode,
@@ -340,7 +357,7 @@ export const runLatency = async (scenario: Scenario, targets: ReadonlyArray<Targ
         const cpu = cpuOf(target.pid)
         const r = await openLoop({ ...request, rate, durationMs: timing.pointMs, timeoutMs: 30_000, drainMs: timing.drainMs })
         ctx.calls.add(target.name, r)
-        const p = toPoint(target, r, cpu)
+        const p = toPoint(target, r, cpu, ctx)
         points.push(p)
         histograms.set(p, r)
         log(
@@ -356,7 +373,7 @@ export const runLatency = async (scenario: Scenario, targets: ReadonlyArray<Targ
       const cpu = cpuOf(target.pid)
       const r = await closedLoop({ ...request, concurrency: scenario.concurrency, durationMs: timing.throughputMs, timeoutMs: 30_000 })
       ctx.calls.add(target.name, r)
-      const p = toPoint(target, r, cpu)
+      const p = toPoint(target, r, cpu, ctx)
       points.push(p)
       log(
         `  ${scenario.name} ${target.name.padEnd(9)} closed c=${scenario.concurrency}: ${p.throughput.toFixed(0)} calls/s p50 ${us(p.latency.p50Us)}${
