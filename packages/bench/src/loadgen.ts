@@ -6,20 +6,22 @@
  *   node packages/bench/src/loadgen.ts --url URL [--header "Name: value"]...
  *     [--body JSON | --body-file FILE | --scenario NAME [--dialect openai|gemini]]
  *     (--rate N --duration-ms D | --concurrency C [--requests N] [--duration-ms D])
- *     [--stream] [--json] [--allow-remote] ...
+ *     [--stream] [--pid PID] [--json] [--allow-remote] ...
  *
  * It prints the latency and time-to-first-byte histograms' summary (p50, p90,
- * p99, p99.9, max), the throughput and the errors by kind, or all of it as
- * JSON with `--json`. Loopback URLs only, unless `--allow-remote` is given.
+ * p99, p99.9, max), the throughput and the errors by kind (and, with
+ * `--pid`, the CPU time per call and the RSS of the process serving them,
+ * from its own `/proc` accounting), or all of it as JSON with `--json`. Loopback URLs only, unless `--allow-remote` is given.
  * Exit code 0 when at least one call succeeded, 1 when none did, 2 on a
  * usage error.
  *
  * @since 0.1.0
  */
-import { readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
 import { parseArgs } from "node:util"
 import { closedLoop, type LoadResult, openLoop, type RequestSpec } from "./LoadGenerator.ts"
 import { checkTargetUrl } from "./Loopback.ts"
+import { cpuTimeMs, memory, resetPeak } from "./Proc.ts"
 import { DIALECTS, type Dialect, SCENARIO_NAMES, scenarios } from "./Scenarios.ts"
 import type { HistogramJson, Summary } from "./Stats.ts"
 
@@ -52,6 +54,10 @@ Tuning:
   --drain-ms N            open loop: wait N ms after the last send, then abort what is left (default: timeout)
   --ramp-ms N             closed loop: spread the first calls over N ms
 
+Measuring the server (same machine only):
+  --pid PID               also report that process's CPU time per successful call (user + system, from
+                          /proc/PID/stat) and its RSS before, after and at peak (VmHWM, reset at the start)
+
 Output and safety:
   --json                  print the result as JSON (summaries in microseconds, histograms included)
   --allow-remote          accept a URL that is not on this machine (http or https); without it only
@@ -63,6 +69,8 @@ Exit code: 0 when at least one call succeeded, 1 when none did, 2 for a usage er
 /** A parsed command line. @category cli */
 export interface LoadgenConfig {
   readonly request: RequestSpec
+  /** The server's process, for CPU and memory figures. */
+  readonly pid: number | null
   readonly allowRemote: boolean
   readonly json: boolean
   readonly warmupMs: number
@@ -156,6 +164,7 @@ export const parseLoadgenArgs = (
         "drain-ms": { type: "string" },
         "ramp-ms": { type: "string" },
         json: { type: "boolean", default: false },
+        pid: { type: "string" },
         "allow-remote": { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false }
       },
@@ -208,6 +217,8 @@ export const parseLoadgenArgs = (
   const drainMs = number("drain-ms", values["drain-ms"], "non-negative-int")
   const rampMs = number("ramp-ms", values["ramp-ms"], "non-negative-int")
   const warmupMs = number("warmup-ms", values["warmup-ms"], "non-negative-int") ?? 0
+  const pid = number("pid", values.pid, "positive-int") ?? null
+  if (pid !== null && !existsSync(`/proc/${pid}/stat`)) throw new UsageError(`--pid: no process ${pid} on this machine (/proc/${pid}/stat does not exist)`)
   if (rate !== undefined && concurrency !== undefined) throw new UsageError("give either --rate (open loop) or --concurrency (closed loop), not both")
   if (rate === undefined && concurrency === undefined) throw new UsageError("give --rate N --duration-ms D (open loop) or --concurrency C (closed loop)")
 
@@ -245,6 +256,7 @@ export const parseLoadgenArgs = (
       ...(body !== undefined ? { body } : {}),
       stream
     },
+    pid,
     allowRemote,
     json: values.json,
     warmupMs,
@@ -270,6 +282,20 @@ const jsonOrUsage = (text: string, what: string): void => {
   }
 }
 
+/** The server process's own accounting over the measured run (`--pid`). @category models */
+export interface ProcessFigures {
+  readonly pid: number
+  /** User + system CPU time over the run, ms (10 ms clock ticks). */
+  readonly cpuMs: number
+  /** `cpuMs` per successful call; null when none succeeded. */
+  readonly cpuMsPerCall: number | null
+  readonly rssStartBytes: number
+  readonly rssEndBytes: number
+  /** VmHWM since a reset at the start ("hwm"), or the larger of start and end when the reset was refused. */
+  readonly peakRssBytes: number
+  readonly peakFrom: "hwm" | "start-end"
+}
+
 /** What `--json` prints. @category models */
 export interface LoadgenJson {
   readonly mode: "open" | "closed"
@@ -289,10 +315,11 @@ export interface LoadgenJson {
   readonly ttfb: Summary
   readonly latencyHistogram: HistogramJson
   readonly ttfbHistogram: HistogramJson
+  readonly process: ProcessFigures | null
 }
 
 /** A result as JSON (µs summaries plus mergeable histograms). @category output */
-export const resultJson = (r: LoadResult, stream: boolean): LoadgenJson => ({
+export const resultJson = (r: LoadResult, stream: boolean, proc: ProcessFigures | null = null): LoadgenJson => ({
   mode: r.mode,
   url: r.url,
   stream,
@@ -309,13 +336,14 @@ export const resultJson = (r: LoadResult, stream: boolean): LoadgenJson => ({
   latency: r.latency.summary(),
   ttfb: r.ttfb.summary(),
   latencyHistogram: r.latency.toJSON(),
-  ttfbHistogram: r.ttfb.toJSON()
+  ttfbHistogram: r.ttfb.toJSON(),
+  process: proc
 })
 
 const fmt = (us: number): string => (us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us} µs`)
 
 const line = (label: string, s: Summary): string =>
-  `${label.padEnd(11)} p50 ${fmt(s.p50Us)}   p90 ${fmt(s.p90Us)}   p99 ${fmt(s.p99Us)}   p99.9 ${fmt(s.p999Us)}   max ${fmt(s.maxUs)}   mean ${
+  s.count === 0 ? `${label.padEnd(11)} no successful call` : `${label.padEnd(11)} p50 ${fmt(s.p50Us)}   p90 ${fmt(s.p90Us)}   p99 ${fmt(s.p99Us)}   p99.9 ${fmt(s.p999Us)}   max ${fmt(s.maxUs)}   mean ${
     fmt(s.meanUs)
   }   (${s.count} calls)`
 
@@ -324,7 +352,7 @@ const line = (label: string, s: Summary): string =>
  *
  * @category output
  */
-export const formatResult = (r: LoadResult, stream: boolean): string => {
+export const formatResult = (r: LoadResult, stream: boolean, proc: ProcessFigures | null = null): string => {
   const head = r.mode === "open"
     ? `open loop, ${r.rate} calls/s${stream ? ", streams" : ""} -> ${r.url}`
     : `closed loop, ${r.concurrency} in flight${stream ? ", streams" : ""} -> ${r.url}`
@@ -338,16 +366,25 @@ export const formatResult = (r: LoadResult, stream: boolean): string => {
     `${"throughput".padEnd(11)} ${r.throughput.toFixed(1)} calls/s (successful calls over the elapsed time)`,
     line("latency", r.latency.summary()),
     line("ttfb", r.ttfb.summary()),
-    `${"errors".padEnd(11)} ${errors.length === 0 ? "none" : errors.map(([k, v]) => `${k}: ${v}`).join(", ")}`
+    `${"errors".padEnd(11)} ${errors.length === 0 ? "none" : errors.map(([k, v]) => `${k}: ${v}`).join(", ")}`,
+    ...(proc === null ? [] : [
+      `${"process".padEnd(11)} pid ${proc.pid}: CPU ${proc.cpuMsPerCall === null ? "-" : `${Math.round(proc.cpuMsPerCall * 1000)} µs`} per call (${proc.cpuMs} ms in all), RSS ${
+        mb(proc.rssStartBytes)
+      } -> ${mb(proc.rssEndBytes)}, peak ${mb(proc.peakRssBytes)}${proc.peakFrom === "hwm" ? "" : " (of start and end only)"}`
+    ])
   ].join("\n")
 }
 
+const mb = (bytes: number): string => `${(bytes / 1048576).toFixed(1)} MB`
+
 /**
- * Runs the load a parsed command line describes (warm-up first, if asked).
+ * Runs the load a parsed command line describes (warm-up first, if asked),
+ * reading the server process's accounting around the measured part when
+ * `config.pid` is given.
  *
  * @category run
  */
-export const runLoadgen = async (config: LoadgenConfig): Promise<LoadResult> => {
+export const runLoadgen = async (config: LoadgenConfig): Promise<{ readonly result: LoadResult; readonly process: ProcessFigures | null }> => {
   const common = {
     ...config.request,
     allowRemote: config.allowRemote,
@@ -356,12 +393,31 @@ export const runLoadgen = async (config: LoadgenConfig): Promise<LoadResult> => 
   if (config.warmupMs > 0) {
     await closedLoop({ ...common, concurrency: config.load.mode === "closed" ? config.load.concurrency : 8, durationMs: config.warmupMs })
   }
+  const pid = config.pid
+  const before = pid === null ? null : { cpu: cpuTimeMs(pid), rss: memory(pid).rssBytes, hwm: resetPeak(pid) }
+  let result: LoadResult
   if (config.load.mode === "open") {
     const { mode: _, ...open } = config.load
-    return openLoop({ ...common, ...open })
+    result = await openLoop({ ...common, ...open })
+  } else {
+    const { mode: _, ...closed } = config.load
+    result = await closedLoop({ ...common, ...closed })
   }
-  const { mode: _, ...closed } = config.load
-  return closedLoop({ ...common, ...closed })
+  if (pid === null || before === null) return { result, process: null }
+  const cpuMs = cpuTimeMs(pid) - before.cpu
+  const after = memory(pid)
+  return {
+    result,
+    process: {
+      pid,
+      cpuMs,
+      cpuMsPerCall: result.ok === 0 ? null : cpuMs / result.ok,
+      rssStartBytes: before.rss,
+      rssEndBytes: after.rssBytes,
+      peakRssBytes: before.hwm ? Math.max(after.hwmBytes, after.rssBytes) : Math.max(before.rss, after.rssBytes),
+      peakFrom: before.hwm ? "hwm" : "start-end"
+    }
+  }
 }
 
 /** Command line entry; returns the exit code. @category cli */
@@ -379,8 +435,8 @@ export const main = async (argv: ReadonlyArray<string>, out: (text: string) => v
     return 0
   }
   const stream = config.request.stream === true
-  const r = await runLoadgen(config)
-  out(config.json ? JSON.stringify(resultJson(r, stream), null, 1) : formatResult(r, stream))
+  const { result: r, process: proc } = await runLoadgen(config)
+  out(config.json ? JSON.stringify(resultJson(r, stream, proc), null, 1) : formatResult(r, stream, proc))
   if (r.ok === 0) {
     err("loadgen: no call succeeded")
     return 1

@@ -91,6 +91,8 @@ describe("loadgen arguments", () => {
     assert.match(usageError([...base, "--scenario", "chat-small", "--dialect", "anthropic", "--rate", "1", "--duration-ms", "1"]), /--dialect must be one of openai, gemini/)
     assert.match(usageError([...base, "--header", "novalue", "--rate", "1", "--duration-ms", "1"]), /--header must look like "Name: value"/)
     assert.match(usageError([...base, "--bogus"]), /Unknown option '--bogus'/)
+    assert.match(usageError([...base, "--rate", "1", "--duration-ms", "1", "--pid", "999999999"]), /--pid: no process 999999999 on this machine/)
+    assert.strictEqual(parse([...base, "--rate", "1", "--duration-ms", "1", "--pid", String(process.pid)]).pid, process.pid)
   })
 
   it("refuses another machine unless --allow-remote, then takes http and https", () => {
@@ -127,7 +129,23 @@ describe("loadgen command", () => {
     const cli = join(import.meta.dirname, "../src/loadgen.ts")
     const run = promisify(execFile)
     try {
-      const json = await run(process.execPath, [cli, "--url", url, "--header", "authorization: Bearer k", "--body", "{\"a\":1}", "--concurrency", "4", "--requests", "50", "--json"])
+      // This process serves the calls: --pid reads its own accounting.
+      const json = await run(process.execPath, [
+        cli,
+        "--url",
+        url,
+        "--header",
+        "authorization: Bearer k",
+        "--body",
+        "{\"a\":1}",
+        "--concurrency",
+        "4",
+        "--requests",
+        "50",
+        "--pid",
+        String(process.pid),
+        "--json"
+      ])
       const r = JSON.parse(json.stdout) as LoadgenJson
       assert.strictEqual(r.mode, "closed")
       assert.strictEqual(r.sent, 50)
@@ -137,12 +155,17 @@ describe("loadgen command", () => {
       assert.strictEqual(r.latencyHistogram.count, 45)
       assert.isAtMost(r.latency.p50Us, r.latency.maxUs)
       assert.deepStrictEqual(seen[0], { method: "POST", auth: "Bearer k", body: "{\"a\":1}" })
+      assert.strictEqual(r.process?.pid, process.pid)
+      assert.isAtLeast(r.process?.cpuMs ?? -1, 0)
+      assert.isAbove(r.process?.rssStartBytes ?? 0, 0)
+      assert.isAtLeast(r.process?.peakRssBytes ?? 0, r.process?.rssEndBytes ?? 1)
 
       const text = await run(process.execPath, [cli, "--url", url, "--rate", "100", "--duration-ms", "200"])
       assert.match(text.stdout, /^open loop, 100 calls\/s -> /)
       assert.match(text.stdout, /sent 20, ok 18, failed 2, dropped 0/)
       assert.match(text.stdout, /latency +p50 .* p90 .* p99 .* max /)
       assert.match(text.stdout, /errors +http_429: 2/)
+      assert.notMatch(text.stdout, /process/)
 
       const bad = await run(process.execPath, [cli, "--url", "http://192.0.2.1/", "--rate", "1", "--duration-ms", "1"]).then(
         () => null,
