@@ -170,9 +170,11 @@ export const verdicts = (
     const name = ">= 5x Portkey throughput"
     const mg = closedPoint(small, "modelgate")
     const pk = closedPoint(small, "portkey")
-    if (mg === undefined || pk === undefined || pk.throughput === 0) {
-      out.push(unmeasured(name, "needs chat-small throughput of modelgate and Portkey in the same run (Portkey was not measured: see 'What was measured' and the notes)"))
-    } else {
+    if (small === undefined) out.push(unmeasured(name, "chat-small not in this run"))
+    else if (mg === undefined) out.push(unmeasured(name, "chat-small throughput through modelgate not in this run"))
+    else if (pk === undefined) out.push(unmeasured(name, "Portkey was not measured in this run (see 'What was measured' and the notes)"))
+    else if (pk.throughput === 0) out.push(unmeasured(name, `Portkey had no successful call in chat-small (errors: ${errorsText(pk)})`))
+    else {
       const ratio = mg.throughput / pk.throughput
       out.push(
         judged(

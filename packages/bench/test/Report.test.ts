@@ -131,6 +131,11 @@ describe("verdicts", () => {
     assert.strictEqual(v[0].status, "missed")
     assert.strictEqual(v[0].shortfall, "the latency is within the limit, but http_429: 3 of 3000 calls failed")
     assert.deepStrictEqual(v.slice(3).map((x) => x.status), ["not measured", "not measured", "not measured"])
+    const withoutPortkey = { ...chatSmall, points: chatSmall.points.filter((p) => p.target !== "portkey") }
+    assert.match(verdicts([withoutPortkey], [], null)[2].measured, /^Portkey was not measured in this run/)
+    const portkeyFailed = { ...chatSmall, points: chatSmall.points.map((p) => (p.target === "portkey" ? { ...p, throughput: 0, errors: { http_500: 9 } } : p)) }
+    assert.strictEqual(verdicts([portkeyFailed], [], null)[2].measured, "Portkey had no successful call in chat-small (errors: http_500: 9)")
+    assert.strictEqual(verdicts([], [], null)[2].measured, "chat-small not in this run")
   })
 })
 
