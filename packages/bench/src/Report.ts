@@ -264,6 +264,10 @@ export const latencyTable = (l: LatencyResult): string => {
   for (const p of l.points) {
     const a = p.mode === "open" ? l.added.find((x) => x.target === p.target && x.rate === p.rate) : undefined
     const add = (f: (a: AddedPoint) => string): string => (a === undefined ? "" : f(a))
+    if (p.latency.count === 0) {
+      rows.push(`| ${p.target} | ${loadText(p)} | 0 | – | – | – | – |  |  |  |  | ${errorsText(p)} |`)
+      continue
+    }
     rows.push(
       `| ${p.target} | ${loadText(p)} | ${p.ok} | ${fmtUs(p.latency.p50Us)} | ${fmtUs(p.latency.p90Us)} | ${fmtUs(p.latency.p99Us)} | ${fmtUs(p.latency.maxUs)} | ${
         add((x) => fmtUs(x.latency.p50Us))
@@ -282,6 +286,10 @@ export const ttfbTable = (l: LatencyResult): string => {
     "|---|---|---:|---:|---:|---:|---:|---:|"
   ]
   for (const p of l.points.filter((x) => x.mode === "open")) {
+    if (p.ttfb.count === 0) {
+      rows.push(`| ${p.target} | ${loadText(p)} | – | – | – |  |  |  |`)
+      continue
+    }
     const a = l.added.find((x) => x.target === p.target && x.rate === p.rate)
     rows.push(
       `| ${p.target} | ${loadText(p)} | ${fmtUs(p.ttfb.p50Us)} | ${fmtUs(p.ttfb.p90Us)} | ${fmtUs(p.ttfb.p99Us)} | ${
@@ -380,7 +388,7 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
         yLabel: "p99 latency (ms)",
         series: targets.map((t) => ({
           name: t,
-          points: open.filter((p) => p.target === t).map((p) => [p.rate ?? 0, p.latency.p99Us / 1000] as const)
+          points: open.filter((p) => p.target === t && p.latency.count > 0).map((p) => [p.rate ?? 0, p.latency.p99Us / 1000] as const)
         }))
       }).toPng()
     )

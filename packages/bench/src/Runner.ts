@@ -391,7 +391,8 @@ export const runLatency = async (scenario: Scenario, targets: ReadonlyArray<Targ
     const base = points.find((b) => b.mode === "open" && b.target === "direct" && b.rate === p.rate)
     const pr = histograms.get(p)
     const br = base === undefined ? undefined : histograms.get(base)
-    if (base === undefined || pr === undefined || br === undefined) continue
+    // No successful call on either side: nothing to subtract (an empty histogram's 0 would read as a gain).
+    if (base === undefined || pr === undefined || br === undefined || pr.ok === 0 || br.ok === 0) continue
     addedPoints.push({
       target: p.target,
       rate: p.rate,

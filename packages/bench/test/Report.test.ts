@@ -63,7 +63,12 @@ const stream200: LatencyResult = {
   scenario: "stream-200",
   title: "Stream of 200 chunks",
   stream: true,
-  points: [point("direct", "open", 100, { p50: 3000, p99: 6000, cpu: null }), point("modelgate", "open", 100, { p50: 3400, p99: 7000, cpu: 0.9 })],
+  points: [
+    point("direct", "open", 100, { p50: 3000, p99: 6000, cpu: null }),
+    point("modelgate", "open", 100, { p50: 3400, p99: 7000, cpu: 0.9 }),
+    // Portkey 1.15.2 fails every stream: no successful call, so no percentile to show.
+    { ...point("portkey", "open", 100, { p50: 0, p99: 0, cpu: null, errors: { http_500: 75 } }), ok: 0, latency: { ...summary(0, 0), count: 0 }, ttfb: { ...summary(0, 0), count: 0 } }
+  ],
   added: [addedPoint("modelgate", 100, 400, 1000, 800)],
   rss: [rss("modelgate", 130)]
 }
@@ -207,6 +212,8 @@ describe("writeReport", () => {
           "| modelgate | 100/s open | 3.39 ms | 5.19 ms | 6.99 ms | 800 µs (790 µs to 810 µs) | 800 µs | 1.60 ms |",
           "| 1000/s open | 320 µs | 200 µs | 1.60x | 1500 µs | 7.50x |",
           "RSS during this scenario: floor peak 70.0 MB, steady 60.0 MB; modelgate peak 120.0 MB",
+          "| portkey | 100/s open | 0 | – | – | – | – |  |  |  |  | http_500: 75 |",
+          "| portkey | 100/s open | – | – | – |  |  |  |",
           "## How it was measured",
           "**Added latency** is the target's percentile minus the direct call's percentile",
           "- a note"

@@ -24,7 +24,7 @@ describe("runLatency", () => {
     const server = http.createServer((req, res) => {
       req.resume()
       req.on("end", () => {
-        res.writeHead(200, { "content-type": "application/json" })
+        res.writeHead(req.url === "/fail" ? 500 : 200, { "content-type": "application/json" })
         res.end("{\"ok\":true}")
       })
     })
@@ -37,7 +37,9 @@ describe("runLatency", () => {
       const request = (s: Scenario) => ({ url: url + s.direct.path, body: s.direct.body })
       const targets: Array<Target> = [
         { name: "direct", url, pid: null, request },
-        { name: "floor", url, pid, request }
+        { name: "floor", url, pid, request },
+        // A target that fails every call (as Portkey does with streams).
+        { name: "portkey", url, pid: null, request: () => ({ url: `${url}/fail`, body: "{}" }) }
       ]
       const lines: Array<string> = []
       const ctx: RunContext = {
@@ -47,14 +49,25 @@ describe("runLatency", () => {
         notes: []
       }
       const r = await runLatency(scenario, targets, ctx)
-      assert.deepStrictEqual(r.points.map((p) => [p.target, p.mode]), [["direct", "open"], ["floor", "open"], ["direct", "closed"], ["floor", "closed"]])
+      assert.deepStrictEqual(r.points.map((p) => [p.target, p.mode]), [
+        ["direct", "open"],
+        ["floor", "open"],
+        ["portkey", "open"],
+        ["direct", "closed"],
+        ["floor", "closed"],
+        ["portkey", "closed"]
+      ])
       const open = r.points.filter((p) => p.mode === "open")
-      for (const p of open) assert.strictEqual(p.ok, 1200)
+      assert.deepStrictEqual(open.map((p) => p.ok), [1200, 1200, 0])
+      assert.deepStrictEqual(open[2].errors, { http_500: 1200 })
+      // Nothing is subtracted for a target without a successful call.
+      assert.deepStrictEqual(r.added.map((a) => a.target), ["floor"])
+      assert.strictEqual(ctx.calls.get("portkey").refused, ctx.calls.get("portkey").sent)
       // Every call is counted: warm-up, the open-loop point and the closed loop.
       const floor = ctx.calls.get("floor")
       assert.isAbove(floor.ok, 1200)
       assert.strictEqual(floor.sent, floor.ok + floor.refused + floor.unsure)
-      assert.deepStrictEqual(ctx.calls.get("portkey"), { sent: 0, ok: 0, refused: 0, unsure: 0 })
+      assert.deepStrictEqual(ctx.calls.get("modelgate"), { sent: 0, ok: 0, refused: 0, unsure: 0 })
       // The added point carries its sampling band around the added p99.
       const a = r.added.find((x) => x.target === "floor" && x.rate === 500)
       assert.isDefined(a)
