@@ -58,7 +58,8 @@ describe("Billing", () => {
     assert.strictEqual(failed.status, "failed")
     assert.match(failed.summary, /^billing check FAILED: /)
     // From the API, all records (failed calls too) lie between the successful calls and all calls sent.
-    const api = { ...good, source: "api" as const, okRecords: null, ledgerNanos: undefined, open: undefined }
+    const { ledgerNanos: _ledger, open: _open, ...rest } = good
+    const api: BillingInput = { ...rest, source: "api", okRecords: null }
     assert.strictEqual(judgeBilling({ ...api, records: 1010 }).status, "verified")
     assert.match(judgeBilling({ ...api, records: 1011 }).problems[0], /more than the 1010 calls sent/)
     assert.strictEqual(notChecked("no gateway").summary, "billing not checked: no gateway")
