@@ -1,7 +1,7 @@
 import { defineConfig } from "vitest/config"
 
-// Used until the root vitest.config.ts lists "bench" among its projects:
-// `npx vitest run --config packages/bench/vitest.config.ts`.
+// The package on its own: `npx vitest run --config packages/bench/vitest.config.ts`.
+// The root vitest.config.ts lists "bench" as a project too (`vitest run --project bench`).
 export default defineConfig({
   test: {
     name: "bench",

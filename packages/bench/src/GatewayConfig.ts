@@ -12,6 +12,9 @@
 /** The benchmark key's fixed secret (loopback benchmark only). @category constants */
 export const BENCH_KEY = "sk-bench-modelgate-0123456789abcdefghijklmnopqrstuv"
 
+/** The benchmark user's name (its balance and usage are checked after the run). @category constants */
+export const BENCH_USER = "bench"
+
 /** Inputs of `gatewayConfig`. @category models */
 export interface GatewayConfigInput {
   /** "127.0.0.1:PORT". */
@@ -60,7 +63,7 @@ export const gatewayConfig = (input: GatewayConfigInput): Record<string, unknown
     groups: { bench: { ratio: 1, rpm: 100_000_000, tpm: 1_000_000_000_000, concurrency: 1_000_000 } },
     users: [
       {
-        name: "bench",
+        name: BENCH_USER,
         role: "user",
         balance: "1000000000",
         groups: ["bench"],

@@ -10,7 +10,8 @@
  *   its next request when the previous one ends); it measures throughput and
  *   holds long-lived streams open.
  *
- * Only loopback URLs are accepted (see `Loopback.ts`). The per-request path is
+ * Only loopback URLs are accepted (see `Loopback.ts`) unless a caller opts in
+ * with `allowRemote` (the standalone CLI's `--allow-remote`). The per-request path is
  * kept small: one options object, two listeners, counters and a histogram
  * increment; bodies are counted, never buffered.
  *
@@ -18,12 +19,12 @@
  */
 import { performance } from "node:perf_hooks"
 import { Pool } from "undici"
-import { assertLoopback } from "./Loopback.ts"
+import { checkTargetUrl } from "./Loopback.ts"
 import { Histogram } from "./Stats.ts"
 
 /** One request, sent again and again. @category models */
 export interface RequestSpec {
-  /** Full URL (loopback only), path and query included. */
+  /** Full URL, path and query included: loopback only unless `allowRemote`. */
   readonly url: string
   /** HTTP method; default "POST" when a body is given, otherwise "GET". */
   readonly method?: string
@@ -43,6 +44,8 @@ export interface CommonOptions extends RequestSpec {
   readonly timeoutMs?: number
   /** Live counters the caller may read while the run goes on (e.g. to sample memory when all streams are open). */
   readonly live?: Live
+  /** Accept any http(s) URL, not only loopback (default false; see `Loopback.ts`). */
+  readonly allowRemote?: boolean
 }
 
 /** Counters updated while a run goes on. @category models */
@@ -137,7 +140,7 @@ const positiveInt = (fn: string, name: string, value: number): void => {
 }
 
 const makeTarget = (fn: string, options: CommonOptions, connections: number): Target => {
-  const url = assertLoopback(options.url, `${fn}: url`)
+  const url = checkTargetUrl(options.url, `${fn}: url`, { allowRemote: options.allowRemote === true })
   const timeoutMs = options.timeoutMs ?? 60_000
   positive(fn, "timeoutMs", timeoutMs)
   positiveInt(fn, "connections", connections)

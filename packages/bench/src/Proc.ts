@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { execFileSync } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { performance } from "node:perf_hooks"
 import type { Sample } from "./Stats.ts"
 
@@ -68,6 +68,27 @@ export const parseStatusMemory = (text: string): Memory => {
 
 /** Current VmRSS/VmHWM of process `pid`. @category memory */
 export const memory = (pid: number): Memory => parseStatusMemory(readFileSync(`/proc/${pid}/status`, "utf8"))
+
+/**
+ * Resets the process's VmHWM to its current RSS (writes "5" to
+ * `/proc/<pid>/clear_refs`, Linux 4.0+), so a later `memory(pid).hwmBytes`
+ * is the exact peak since the reset, spikes between samples included.
+ * Returns false when the kernel or permissions do not allow it (then only
+ * sampled peaks are available).
+ *
+ * @category memory
+ */
+export const resetPeak = (pid: number): boolean => {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5")
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** True while process `pid` exists (has a `/proc` entry). @category lifecycle */
+export const alive = (pid: number): boolean => existsSync(`/proc/${pid}`)
 
 /** A running RSS sampler; `stop` ends it and returns the samples (bytes, ms since start). @category memory */
 export interface RssSampler {

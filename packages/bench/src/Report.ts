@@ -1,14 +1,22 @@
 /**
- * Turns a run's results into the target verdicts of issue 8, a JSON file
- * (bench-results/<time>.json), PNG charts and docs/benchmarks.md.
+ * Turns a run's results into the target verdicts of issue 8 (with, for a
+ * missed target, by how much), a JSON file (bench-results/<time>.json), PNG
+ * charts and docs/benchmarks.md: the machine, the verdicts, the billing
+ * check, the missed targets with the gateway's CPU profile, per-scenario
+ * latency (added p50/p90/p99/max), TTFB, CPU per call side by side with the
+ * floor, RSS per scenario, the soak, and how it was all measured.
  *
  * @since 0.1.0
  */
-import { cpus, release, totalmem } from "node:os"
 import { mkdir, writeFile } from "node:fs/promises"
+import { cpus, loadavg, release, totalmem } from "node:os"
 import { join, relative } from "node:path"
+import type { BillingCheck } from "./Billing.ts"
+import { formatDuration } from "./Plan.ts"
 import { barChart, lineChart } from "./plot/Chart.ts"
-import type { LatencyResult, MemoryResult, Point, SoakResult, TargetName, Timing } from "./Runner.ts"
+import { type ProfileSummary, profileMarkdown } from "./ProfileSummary.ts"
+import type { AddedPoint, LatencyResult, MemoryResult, Point, SoakResult, TargetName, Timing } from "./Runner.ts"
+import type { Dialect } from "./Scenarios.ts"
 
 /** The machine a run was measured on. @category models */
 export interface Machine {
@@ -17,15 +25,20 @@ export interface Machine {
   readonly memoryBytes: number
   readonly node: string
   readonly kernel: string
+  /** 1, 5 and 15 minute load averages when the run started and when it ended (other work on the machine shows here). */
+  readonly loadAverage: { readonly start: ReadonlyArray<number>; readonly end: ReadonlyArray<number> }
 }
 
-/** Describes this machine. @category machine */
-export const machine = (): Machine => ({
+const round2 = (n: number): number => Math.round(n * 100) / 100
+
+/** Describes this machine; `loadAtStart` is `os.loadavg()` taken when the run started. @category machine */
+export const machine = (loadAtStart: ReadonlyArray<number> = loadavg()): Machine => ({
   cpuModel: cpus()[0]?.model ?? "unknown",
   cores: cpus().length,
   memoryBytes: totalmem(),
   node: process.version,
-  kernel: release()
+  kernel: release(),
+  loadAverage: { start: loadAtStart.map(round2), end: loadavg().map(round2) }
 })
 
 /** A target's availability in a run. @category models */
@@ -37,16 +50,28 @@ export interface TargetInfo {
 
 /** Everything a run measured. @category models */
 export interface Results {
-  readonly version: 1
+  readonly version: 2
   readonly quick: boolean
+  /** The client dialect spoken to the gateway. */
+  readonly dialect: Dialect
+  /** The gateway ran with --cpu-prof (its CPU figures include the profiler's cost). */
+  readonly profiled: boolean
   readonly startedAt: string
   readonly finishedAt: string
+  readonly elapsedMs: number
+  /** What the plan printed before the run expected. */
+  readonly plannedMs: number
   readonly machine: Machine
   readonly timing: Timing
   readonly targets: ReadonlyArray<TargetInfo>
   readonly latency: ReadonlyArray<LatencyResult>
   readonly memory: ReadonlyArray<MemoryResult>
   readonly soak: SoakResult | null
+  readonly billing: BillingCheck
+  readonly profile: ProfileSummary | null
+  /** Where the profiles and heap snapshots are, relative to the output directory. */
+  readonly profileDir: string | null
+  readonly heapSnapshots: ReadonlyArray<string>
   readonly verdicts: ReadonlyArray<Verdict>
   readonly notes: ReadonlyArray<string>
 }
@@ -56,19 +81,29 @@ export interface Verdict {
   readonly target: string
   readonly status: "met" | "missed" | "not measured"
   readonly measured: string
+  /** For a missed target: by how much, in words. */
+  readonly shortfall: string | null
 }
 
 const fmtUs = (n: number): string => (Math.abs(n) >= 1000 ? `${(n / 1000).toFixed(2)} ms` : `${n} µs`)
 const fmtMb = (bytes: number): string => `${(bytes / 1048576).toFixed(1)} MB`
+const fmtCpu = (ms: number | null): string => (ms === null ? "" : `${Math.round(ms * 1000)} µs`)
+const MB = 1048576
 
 const openPoint = (l: LatencyResult | undefined, target: TargetName, rate: number): Point | undefined =>
   l?.points.find((p) => p.mode === "open" && p.target === target && p.rate === rate)
 const closedPoint = (l: LatencyResult | undefined, target: TargetName): Point | undefined =>
   l?.points.find((p) => p.mode === "closed" && p.target === target)
+const highestRate = (l: LatencyResult): number | undefined => {
+  const rates = l.points.filter((p) => p.mode === "open" && p.rate !== null).map((p) => p.rate as number)
+  return rates.length === 0 ? undefined : Math.max(...rates)
+}
+const band = (a: AddedPoint): string => `${fmtUs(a.latencyP99Band.lowUs)} to ${fmtUs(a.latencyP99Band.highUs)}`
 
 /**
  * Judges the six targets of issue 8 for the gateway ("modelgate"). A target
- * whose inputs were not measured in this run says so instead of guessing.
+ * whose inputs were not measured in this run says so instead of guessing; a
+ * missed one says by how much.
  *
  * @category verdicts
  */
@@ -79,10 +114,13 @@ export const verdicts = (
 ): Array<Verdict> => {
   const out: Array<Verdict> = []
   const small = latency.find((l) => l.scenario === "chat-small")
-  const unmeasured = (target: string, why: string): Verdict => {
-    const verdict: Verdict = { target, status: "not measured", measured: why }
-    return verdict
-  }
+  const unmeasured = (target: string, why: string): Verdict => ({ target, status: "not measured", measured: why, shortfall: null })
+  const judged = (target: string, met: boolean, measured: string, shortfall: () => string): Verdict => ({
+    target,
+    status: met ? "met" : "missed",
+    measured,
+    shortfall: met ? null : shortfall()
+  })
 
   {
     const name = "added latency p99 < 1 ms at 1,000 calls/s (non-stream)"
@@ -90,41 +128,65 @@ export const verdicts = (
     const mg = openPoint(small, "modelgate", 1000)
     if (a === undefined || mg === undefined) out.push(unmeasured(name, "chat-small at 1,000/s through modelgate not in this run"))
     else {
-      const clean = Object.keys(mg.errors).length === 0 && mg.dropped === 0
-      out.push({
-        target: name,
-        status: a.latency.p99Us < 1000 && clean ? "met" : "missed",
-        measured: `added p99 ${fmtUs(a.latency.p99Us)} (p50 ${fmtUs(a.latency.p50Us)}, max ${fmtUs(a.latency.maxUs)})${clean ? "" : ", with errors"}`
-      })
+      const errors = Object.entries(mg.errors).map(([k, v]) => `${k}: ${v}`)
+      if (mg.dropped > 0) errors.push(`dropped: ${mg.dropped}`)
+      const p99 = a.latency.p99Us
+      out.push(
+        judged(
+          name,
+          p99 < 1000 && errors.length === 0,
+          `added p99 ${fmtUs(p99)} (95 % sampling interval ${band(a)}; p50 ${fmtUs(a.latency.p50Us)}, p90 ${fmtUs(a.latency.p90Us)}, max ${
+            fmtUs(a.latency.maxUs)
+          })${errors.length === 0 ? "" : `, with errors (${errors.join(", ")})`}`,
+          () =>
+            p99 < 1000
+              ? `the latency is within the limit, but ${errors.join(", ")} of ${mg.sent} calls failed`
+              : `${fmtUs(p99 - 1000)} over the 1 ms limit (${(p99 / 1000).toFixed(2)}x it)${errors.length === 0 ? "" : `, and ${errors.join(", ")} failed`}`
+        )
+      )
     }
   }
   {
     const name = "gateway CPU per non-stream call <= 1.25x the floor proxy"
-    const rate = small === undefined ? undefined : Math.max(...small.points.filter((p) => p.mode === "open").map((p) => p.rate ?? 0))
+    const rate = small === undefined ? undefined : highestRate(small)
     const mg = rate === undefined ? undefined : openPoint(small, "modelgate", rate)
     const floor = rate === undefined ? undefined : openPoint(small, "floor", rate)
     if (mg?.cpuMsPerCall == null || floor?.cpuMsPerCall == null) out.push(unmeasured(name, "needs modelgate and floor CPU figures for chat-small"))
     else {
-      const ratio = mg.cpuMsPerCall / floor.cpuMsPerCall
-      out.push({
-        target: name,
-        status: ratio <= 1.25 ? "met" : "missed",
-        measured: `${mg.cpuMsPerCall.toFixed(3)} ms vs floor ${floor.cpuMsPerCall.toFixed(3)} ms per call at ${rate}/s (${ratio.toFixed(2)}x)`
-      })
+      const m = mg.cpuMsPerCall
+      const f = floor.cpuMsPerCall
+      const ratio = m / f
+      out.push(
+        judged(
+          name,
+          ratio <= 1.25,
+          `${fmtCpu(m)} vs floor ${fmtCpu(f)} per call at ${rate}/s (${ratio.toFixed(2)}x)`,
+          () => `${ratio.toFixed(2)}x against 1.25x: ${fmtCpu(m - 1.25 * f)} per call more than allowed (${((ratio / 1.25 - 1) * 100).toFixed(0)} % over)`
+        )
+      )
     }
   }
   {
     const name = ">= 5x Portkey throughput"
     const mg = closedPoint(small, "modelgate")
     const pk = closedPoint(small, "portkey")
-    if (mg === undefined || pk === undefined || pk.throughput === 0) out.push(unmeasured(name, "needs chat-small throughput of modelgate and Portkey (--with-portkey)"))
+    if (small === undefined) out.push(unmeasured(name, "chat-small not in this run"))
+    else if (mg === undefined) out.push(unmeasured(name, "chat-small throughput through modelgate not in this run"))
+    else if (pk === undefined) out.push(unmeasured(name, "Portkey was not measured in this run (see 'What was measured' and the notes)"))
+    else if (pk.throughput === 0) out.push(unmeasured(name, `Portkey had no successful call in chat-small (errors: ${errorsText(pk)})`))
     else {
       const ratio = mg.throughput / pk.throughput
-      out.push({
-        target: name,
-        status: ratio >= 5 ? "met" : "missed",
-        measured: `${mg.throughput.toFixed(0)} vs ${pk.throughput.toFixed(0)} calls/s (${ratio.toFixed(2)}x)`
-      })
+      out.push(
+        judged(
+          name,
+          ratio >= 5,
+          `${mg.throughput.toFixed(0)} vs ${pk.throughput.toFixed(0)} calls/s at ${mg.concurrency ?? "?"} in flight (${ratio.toFixed(2)}x)`,
+          () =>
+            `${ratio.toFixed(2)}x against 5x: modelgate needs ${(5 * pk.throughput - mg.throughput).toFixed(0)} calls/s more (+${
+              ((5 / ratio - 1) * 100).toFixed(0)
+            } %)`
+        )
+      )
     }
   }
   {
@@ -132,22 +194,34 @@ export const verdicts = (
     const mg = memory.flatMap((m) => m.points).find((p) => p.target === "modelgate")
     if (mg === undefined) out.push(unmeasured(name, "streams-1000 through modelgate not in this run"))
     else {
-      out.push({
-        target: name,
-        status: mg.peakRssBytes < 150 * 1048576 && mg.ok === mg.streams ? "met" : "missed",
-        measured: `peak ${fmtMb(mg.peakRssBytes)}, steady ${fmtMb(mg.steadyRssBytes)} (${mg.ok}/${mg.streams} streams completed)`
-      })
+      const complete = mg.ok === mg.streams
+      out.push(
+        judged(
+          name,
+          mg.peakRssBytes < 150 * MB && complete,
+          `peak ${fmtMb(mg.peakRssBytes)}, steady ${fmtMb(mg.steadyRssBytes)} (${mg.ok}/${mg.streams} streams completed)`,
+          () =>
+            [
+              mg.peakRssBytes >= 150 * MB ? `${fmtMb(mg.peakRssBytes - 150 * MB)} over 150 MB (${(mg.peakRssBytes / (150 * MB)).toFixed(2)}x)` : "",
+              complete ? "" : `${mg.streams - mg.ok} of ${mg.streams} streams did not complete`
+            ].filter((s) => s !== "").join("; ")
+        )
+      )
     }
   }
   {
     const name = "< 5% RSS growth over the soak"
     if (soak === null || soak.target !== "modelgate") out.push(unmeasured(name, "no soak of modelgate in this run"))
     else {
-      out.push({
-        target: name,
-        status: soak.rss.percent < 5 ? "met" : "missed",
-        measured: `${fmtMb(soak.rss.start)} -> ${fmtMb(soak.rss.end)} (${soak.rss.percent.toFixed(1)}%) over ${soak.durationMs / 1000} s at ${soak.rate}/s`
-      })
+      const pct = soak.rss.percent
+      out.push(
+        judged(
+          name,
+          pct < 5,
+          `${fmtMb(soak.rss.start)} -> ${fmtMb(soak.rss.end)} (${pct.toFixed(1)}%) over ${soak.durationMs / 1000} s at ${soak.rate}/s`,
+          () => `${pct.toFixed(1)} % against 5 %: ${(pct - 5).toFixed(1)} points over, a trend of ${(soak.rss.perMinute / MB).toFixed(2)} MB/min`
+        )
+      )
     }
   }
   {
@@ -157,11 +231,17 @@ export const verdicts = (
     if (a.length === 0) out.push(unmeasured(name, "stream-200 through modelgate not in this run"))
     else {
       const worst = a.reduce((w, x) => (x.ttfb.p50Us > w.ttfb.p50Us ? x : w))
-      out.push({
-        target: name,
-        status: worst.ttfb.p50Us < 500 ? "met" : "missed",
-        measured: `added TTFB p50 ${fmtUs(worst.ttfb.p50Us)}, p99 ${fmtUs(worst.ttfb.p99Us)} at ${worst.rate}/s`
-      })
+      const v = worst.ttfb.p50Us
+      out.push(
+        judged(
+          name,
+          v < 500,
+          `added TTFB p50 ${fmtUs(v)} (95 % sampling interval ${fmtUs(worst.ttfbP50Band.lowUs)} to ${fmtUs(worst.ttfbP50Band.highUs)}), p99 ${
+            fmtUs(worst.ttfb.p99Us)
+          } at ${worst.rate}/s`,
+          () => `${fmtUs(v - 500)} over the 0.5 ms limit (${(v / 500).toFixed(2)}x it)`
+        )
+      )
     }
   }
   return out
@@ -173,29 +253,105 @@ const errorsText = (p: { readonly errors: Readonly<Record<string, number>>; read
   return parts.length === 0 ? "0" : parts.join(", ")
 }
 
-const latencyTable = (l: LatencyResult): string => {
+const loadText = (p: Point): string => (p.mode === "open" ? `${p.rate}/s open` : `c=${p.concurrency} closed, ${p.throughput.toFixed(0)}/s`)
+
+/** The latency table of a scenario: absolute and added percentiles per target and load. @category report */
+export const latencyTable = (l: LatencyResult): string => {
   const rows = [
-    "| target | load | calls ok | p50 | p90 | p99 | max | added p50 | added p99 | TTFB p50 | added TTFB p50 | CPU/call | errors |",
-    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    "| target | load | calls ok | p50 | p90 | p99 | max | added p50 | added p90 | added p99 (95 % interval) | added max | errors |",
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
   ]
   for (const p of l.points) {
     const a = p.mode === "open" ? l.added.find((x) => x.target === p.target && x.rate === p.rate) : undefined
+    const add = (f: (a: AddedPoint) => string): string => (a === undefined ? "" : f(a))
+    if (p.latency.count === 0) {
+      rows.push(`| ${p.target} | ${loadText(p)} | 0 | – | – | – | – |  |  |  |  | ${errorsText(p)} |`)
+      continue
+    }
     rows.push(
-      `| ${p.target} | ${p.mode === "open" ? `${p.rate}/s open` : `c=${p.concurrency} closed, ${p.throughput.toFixed(0)}/s`} | ${p.ok} | ${fmtUs(p.latency.p50Us)} | ${
-        fmtUs(p.latency.p90Us)
-      } | ${fmtUs(p.latency.p99Us)} | ${fmtUs(p.latency.maxUs)} | ${a === undefined ? "" : fmtUs(a.latency.p50Us)} | ${a === undefined ? "" : fmtUs(a.latency.p99Us)} | ${
-        fmtUs(p.ttfb.p50Us)
-      } | ${a === undefined ? "" : fmtUs(a.ttfb.p50Us)} | ${p.cpuMsPerCall === null ? "" : `${p.cpuMsPerCall.toFixed(3)} ms`} | ${errorsText(p)} |`
+      `| ${p.target} | ${loadText(p)} | ${p.ok} | ${fmtUs(p.latency.p50Us)} | ${fmtUs(p.latency.p90Us)} | ${fmtUs(p.latency.p99Us)} | ${fmtUs(p.latency.maxUs)} | ${
+        add((x) => fmtUs(x.latency.p50Us))
+      } | ${add((x) => fmtUs(x.latency.p90Us))} | ${add((x) => `${fmtUs(x.latency.p99Us)} (${band(x)})`)} | ${add((x) => fmtUs(x.latency.maxUs))} | ${
+        errorsText(p)
+      } |`
     )
   }
   return rows.join("\n")
 }
+
+/** The time-to-first-byte table of a stream scenario. @category report */
+export const ttfbTable = (l: LatencyResult): string => {
+  const rows = [
+    "| target | load | TTFB p50 | TTFB p90 | TTFB p99 | added TTFB p50 (95 % interval) | added TTFB p90 | added TTFB p99 |",
+    "|---|---|---:|---:|---:|---:|---:|---:|"
+  ]
+  for (const p of l.points.filter((x) => x.mode === "open")) {
+    if (p.ttfb.count === 0) {
+      rows.push(`| ${p.target} | ${loadText(p)} | – | – | – |  |  |  |`)
+      continue
+    }
+    const a = l.added.find((x) => x.target === p.target && x.rate === p.rate)
+    rows.push(
+      `| ${p.target} | ${loadText(p)} | ${fmtUs(p.ttfb.p50Us)} | ${fmtUs(p.ttfb.p90Us)} | ${fmtUs(p.ttfb.p99Us)} | ${
+        a === undefined ? "" : `${fmtUs(a.ttfb.p50Us)} (${fmtUs(a.ttfbP50Band.lowUs)} to ${fmtUs(a.ttfbP50Band.highUs)})`
+      } | ${a === undefined ? "" : fmtUs(a.ttfb.p90Us)} | ${a === undefined ? "" : fmtUs(a.ttfb.p99Us)} |`
+    )
+  }
+  return rows.join("\n")
+}
+
+/** CPU per call of each proxy at each load, side by side with the floor's and the ratio. @category report */
+export const cpuTable = (l: LatencyResult): string => {
+  const loads = l.points.filter((p) => p.target === "floor")
+  const rows = [
+    "| load | modelgate CPU/call | floor CPU/call | modelgate / floor | Portkey CPU/call | Portkey / floor |",
+    "|---|---:|---:|---:|---:|---:|"
+  ]
+  const ratio = (a: number | null | undefined, b: number | null | undefined): string => (a == null || b == null || b === 0 ? "" : `${(a / b).toFixed(2)}x`)
+  for (const f of loads) {
+    const same = (t: TargetName) => l.points.find((p) => p.target === t && p.mode === f.mode && p.rate === f.rate && p.concurrency === f.concurrency)
+    const mg = same("modelgate")?.cpuMsPerCall ?? null
+    const pk = same("portkey")?.cpuMsPerCall ?? null
+    rows.push(
+      `| ${f.mode === "open" ? `${f.rate}/s open` : `c=${f.concurrency} closed`} | ${fmtCpu(mg)} | ${fmtCpu(f.cpuMsPerCall)} | ${ratio(mg, f.cpuMsPerCall)} | ${
+        fmtCpu(pk)
+      } | ${ratio(pk, f.cpuMsPerCall)} |`
+    )
+  }
+  return rows.join("\n")
+}
+
+const rssLine = (l: LatencyResult): string =>
+  l.rss.length === 0
+    ? "No proxy process was measured for memory."
+    : `RSS during this scenario: ${
+      l.rss.map((r) => `${r.target} peak ${fmtMb(r.peakBytes)}${r.peakFrom === "samples" ? " (sampled)" : ""}, steady ${fmtMb(r.steadyBytes)}`).join("; ")
+    }.`
 
 /** Paths written by `writeReport`. @category models */
 export interface Written {
   readonly json: string
   readonly markdown: string
   readonly plots: ReadonlyArray<string>
+}
+
+const methodText = (r: Results): Array<string> => {
+  const t = r.timing
+  return [
+    "## How it was measured",
+    "",
+    `- **Order.** The memory scenario runs first, on fresh processes. Then, per latency scenario: a ${t.warmupMs} ms closed-loop warm-up (8 in flight) of every target, then each open-loop rate on every target in turn (${t.pointMs} ms each, direct first), then ${t.throughputMs} ms of closed-loop throughput per target. The soak runs last. Targets are measured one after the other, never at the same time, so they do not compete for the 2 cores; the load generator shares the machine with whichever target is measured.`,
+    "- **Open loop.** Calls are sent at a fixed rate whatever the target does, and each latency is measured from the call's *intended* send time, so a stalled target shows up as latency instead of slowing the sender down (no coordinated omission). Latency is to the last body byte, TTFB to the first. Calls still in flight " +
+    `${t.drainMs} ms after the last send are aborted and counted as errors ("aborted").`,
+    `- **Added latency** is the target's percentile minus the direct call's percentile at the same rate, from two runs a few seconds apart (the sequential order above). It is a difference of two separately measured distributions, not of the same calls: it carries the drift of the machine between the two runs (other processes, CPU frequency, the load generator's own garbage collection) as well as sampling noise. For the sampling part, every added p99 (and added TTFB p50) comes with a 95 % interval from the order statistics of both histograms (ranks n·q ∓ 1.96·sqrt(n·q·(1−q))); drift is not in that interval. p99 over a ${t.pointMs / 1000}-second point at 250/s rests on the slowest ${Math.max(1, Math.round((250 * t.pointMs) / 100_000))} calls, so tail figures at low rates are coarse; max is one call and is shown for completeness. A negative added value means the difference is within the noise.`,
+    `- **CPU per call** is the proxy process's own user + system time (\`/proc/<pid>/stat\`, all threads, 10 ms clock ticks) over the point, divided by its successful calls; it includes the process's background work during the point (the gateway's batch writer and heartbeat). One tick is 10 ms: over ${t.pointMs / 1000} s at 1,000/s, a call costing 250 µs is measured to within about ±${
+      (1000 / ((t.pointMs / 1000) * 1000 * 0.25)).toFixed(1)
+    } %, and lower rates are coarser in proportion.`,
+    `- **Memory.** Every proxy's RSS is sampled every ${t.rssSampleMs} ms during every scenario; *peak* is the kernel's VmHWM after resetting it (\`/proc/<pid>/clear_refs\`) at the scenario's start, so spikes between samples count (marked "sampled" where the reset was not allowed), *steady* the median of the samples taken while that proxy was under load. The soak compares the median RSS of its first and last tenth after a 10 % warm-up.`,
+    "- **Billing.** After the run the gateway is stopped (SIGTERM flushes its usage records and returns its balance leases) and its SQLite file is read: the successful usage records must equal the successful calls the load generator counted through modelgate (warm-ups, points, streams and soak), give or take the calls cut off in flight, and the user's balance must have gone down by exactly the records' charges. Against an external gateway the same is read from `/api/usage/daily` and `/api/me` with the benchmark key.",
+    "- **Same run.** Every target is measured in this one run with the same load generator, upstream and machine state; figures from different runs (or machines) are not comparable.",
+    ""
+  ]
 }
 
 /**
@@ -232,12 +388,13 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
         yLabel: "p99 latency (ms)",
         series: targets.map((t) => ({
           name: t,
-          points: open.filter((p) => p.target === t).map((p) => [p.rate ?? 0, p.latency.p99Us / 1000] as const)
+          points: open.filter((p) => p.target === t && p.latency.count > 0).map((p) => [p.rate ?? 0, p.latency.p99Us / 1000] as const)
         }))
       }).toPng()
     )
   }
   const throughputTargets = [...new Set(results.latency.flatMap((l) => l.points.map((p) => p.target)))]
+  const proxies = throughputTargets.filter((t) => t !== "direct")
   if (results.latency.length > 0) {
     await plot(
       "throughput.png",
@@ -252,7 +409,6 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
         }))
       }).toPng()
     )
-    const cpuTargets = throughputTargets.filter((t) => t !== "direct")
     await plot(
       "cpu-per-call.png",
       "Proxy CPU time per call (highest open-loop rate)",
@@ -260,12 +416,28 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
         title: "Proxy CPU per call (us)",
         yLabel: "CPU us per call",
         categories: results.latency.map((l) => l.scenario),
-        series: cpuTargets.map((t) => ({
+        series: proxies.map((t) => ({
           name: t,
           values: results.latency.map((l) => {
-            const open = l.points.filter((p) => p.mode === "open" && p.target === t)
-            const last = open[open.length - 1]
-            return last?.cpuMsPerCall == null ? null : Math.round(last.cpuMsPerCall * 1000)
+            const rate = highestRate(l)
+            const p = rate === undefined ? undefined : openPoint(l, t, rate)
+            return p?.cpuMsPerCall == null ? null : Math.round(p.cpuMsPerCall * 1000)
+          })
+        }))
+      }).toPng()
+    )
+    await plot(
+      "rss-per-scenario.png",
+      "Proxy peak RSS per scenario",
+      barChart({
+        title: "Proxy peak RSS per scenario (MB)",
+        yLabel: "peak RSS (MB)",
+        categories: results.latency.map((l) => l.scenario),
+        series: proxies.map((t) => ({
+          name: t,
+          values: results.latency.map((l) => {
+            const r = l.rss.find((x) => x.target === t)
+            return r === undefined ? null : Math.round((r.peakBytes / MB) * 10) / 10
           })
         }))
       }).toPng()
@@ -281,7 +453,7 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
         xLabel: "time (s)",
         yLabel: "RSS (MB)",
         threshold: { y: 150, label: "target 150 MB" },
-        series: m.points.map((p) => ({ name: p.target, points: p.samples.map((s) => [s.tMs / 1000, s.value / 1048576] as const) }))
+        series: m.points.map((p) => ({ name: p.target, points: p.samples.map((s) => [s.tMs / 1000, s.value / MB] as const) }))
       }).toPng()
     )
   }
@@ -293,30 +465,43 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
         title: `soak (${results.soak.target}, ${results.soak.rate}/s): RSS (MB)`,
         xLabel: "time (s)",
         yLabel: "RSS (MB)",
-        series: [{ name: results.soak.target, points: results.soak.samples.map((s) => [s.tMs / 1000, s.value / 1048576] as const) }]
+        series: [{ name: results.soak.target, points: results.soak.samples.map((s) => [s.tMs / 1000, s.value / MB] as const) }]
       }).toPng()
     )
   }
 
   const m = results.machine
+  const missed = results.verdicts.filter((v) => v.status === "missed")
+  const billing = results.billing
   const lines: Array<string> = [
     "# Benchmarks",
     "",
-    "<!-- Written by packages/bench (node packages/bench/src/main.ts); do not edit by hand. -->",
+    "<!-- Written by packages/bench (pnpm bench); do not edit by hand. -->",
     "",
     results.quick
       ? "> **Quick smoke run** (`--quick`): short durations, numbers are indicative only. The full run is `pnpm bench` without `--quick`."
-      : "> Full run.",
+      : "> Full run (`pnpm bench`).",
+    ...(results.profiled
+      ? [
+        "",
+        `> **Profiled run** (\`--profile\`): the gateway ran under \`--cpu-prof\`${
+          results.heapSnapshots.length > 0 ? " and a heap snapshot was taken after its 1,000 streams" : ""
+        }, which costs CPU${results.heapSnapshots.length > 0 ? " and memory" : ""}: its figures here are higher than without the profiler.`
+      ]
+      : []),
     "",
-    `Run ${results.startedAt} to ${results.finishedAt}.`,
+    `Run ${results.startedAt} to ${results.finishedAt}: took ${formatDuration(results.elapsedMs)} (planned about ${formatDuration(results.plannedMs)}). Client dialect at the gateway: ${
+      results.dialect === "openai" ? "OpenAI" : "Gemini"
+    }.`,
     "",
     "## Machine",
     "",
     `- CPU: ${m.cpuModel}, ${m.cores} cores`,
     `- Memory: ${(m.memoryBytes / 1073741824).toFixed(1)} GiB`,
     `- Node: ${m.node}, Linux ${m.kernel}`,
+    `- Load average (1, 5, 15 min): ${m.loadAverage.start.join(", ")} at the start, ${m.loadAverage.end.join(", ")} at the end`,
     "",
-    "Everything runs on this one machine: the load generator, the fake upstream, the floor proxy and the gateway are separate processes sharing its cores, so absolute numbers include that contention; the *added* figures subtract the direct baseline measured in the same run.",
+    `Everything runs on this one machine: the load generator, the fake upstream, the floor proxy, the gateway and Portkey are separate processes sharing its cores, so absolute numbers include that contention; the *added* figures subtract the direct baseline measured in the same run. A load average above ${m.cores} means other work was competing for the cores during the run.`,
     "",
     "## Targets",
     "",
@@ -324,19 +509,108 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
     "|---|---|---|",
     ...results.verdicts.map((v) => `| ${v.target} | **${v.status}** | ${v.measured} |`),
     "",
+    "## Billing",
+    "",
+    `${billing.status === "verified" ? "**Billing verified**" : billing.status === "failed" ? "**Billing check failed**" : "**Billing not checked**"}: ${
+      billing.summary.replace(/^billing (verified|check FAILED|not checked): /, "")
+    }.`,
+    ""
+  ]
+  if (billing.calls !== null) {
+    lines.push(
+      `Calls through modelgate: ${billing.calls.sent} sent, ${billing.calls.ok} successful, ${billing.calls.refused} answered with an error status, ${billing.calls.unsure} cut off in flight. Usage records (${
+        billing.source === "sqlite" ? "the gateway's SQLite file, read after it stopped" : "`/api/usage/daily`"
+      }): ${billing.records}${billing.okRecords === null ? "" : `, ${billing.okRecords} of them successful`}; charged ${billing.chargedUsd} USD; the balance went from ${billing.balanceBeforeUsd} to ${billing.balanceAfterUsd} USD.`,
+      ""
+    )
+  }
+  lines.push("## Missed targets", "")
+  if (missed.length === 0) {
+    lines.push(results.verdicts.some((v) => v.status === "met") ? "None: every measured target was met." : "No target was measured in this run.", "")
+  } else {
+    for (const v of missed) lines.push(`- **${v.target}**: ${v.shortfall ?? ""}. Measured: ${v.measured}.`)
+    lines.push("")
+    if (results.profile === null) {
+      lines.push(
+        "This run was not profiled. `pnpm bench -- --profile` runs the gateway under `--cpu-prof` and puts its top functions and the time by package here.",
+        ""
+      )
+    }
+  }
+  if (results.profile !== null) {
+    lines.push(
+      "### What the gateway's CPU profile shows",
+      "",
+      `The measured scenarios and the soak, from \`node --cpu-prof\`; files in \`${results.profileDir ?? ""}\`${
+        results.heapSnapshots.length > 0 ? `, heap snapshot${results.heapSnapshots.length === 1 ? "" : "s"} after streams-1000: ${results.heapSnapshots.map((f) => `\`${f}\``).join(", ")}` : ""
+      }. "Busy" excludes the time the gateway waited for work.`,
+      "",
+      ...profileMarkdown(results.profile),
+      ""
+    )
+  }
+  if (results.latency.length > 0) {
+    lines.push(
+      "## Proxy cost per call",
+      "",
+      "At each scenario's highest open-loop rate; CPU time of the proxy process per successful call.",
+      "",
+      "| scenario | rate | modelgate | floor | modelgate / floor | Portkey | Portkey / floor |",
+      "|---|---:|---:|---:|---:|---:|---:|"
+    )
+    for (const l of results.latency) {
+      const rate = highestRate(l)
+      if (rate === undefined) continue
+      const cpu = (t: TargetName) => openPoint(l, t, rate)?.cpuMsPerCall ?? null
+      const ratio = (a: number | null, b: number | null) => (a === null || b === null || b === 0 ? "" : `${(a / b).toFixed(2)}x`)
+      lines.push(
+        `| ${l.scenario} | ${rate}/s | ${fmtCpu(cpu("modelgate"))} | ${fmtCpu(cpu("floor"))} | ${ratio(cpu("modelgate"), cpu("floor"))} | ${fmtCpu(cpu("portkey"))} | ${
+          ratio(cpu("portkey"), cpu("floor"))
+        } |`
+      )
+    }
+    lines.push(
+      "",
+      "## Proxy memory per scenario",
+      "",
+      "| scenario | modelgate peak | modelgate steady | floor peak | floor steady | Portkey peak | Portkey steady |",
+      "|---|---:|---:|---:|---:|---:|---:|"
+    )
+    for (const l of results.latency) {
+      const r = (t: TargetName) => l.rss.find((x) => x.target === t)
+      const cells = (["modelgate", "floor", "portkey"] as const).map((t) => {
+        const x = r(t)
+        return x === undefined ? " | " : `${fmtMb(x.peakBytes)} | ${fmtMb(x.steadyBytes)}`
+      })
+      lines.push(`| ${l.scenario} | ${cells.join(" | ")} |`)
+    }
+    for (const mem of results.memory) {
+      const r = (t: TargetName) => mem.points.find((x) => x.target === t)
+      const cells = (["modelgate", "floor", "portkey"] as const).map((t) => {
+        const x = r(t)
+        return x === undefined ? " | " : `${fmtMb(x.peakRssBytes)} | ${fmtMb(x.steadyRssBytes)}`
+      })
+      lines.push(`| ${mem.scenario} | ${cells.join(" | ")} |`)
+    }
+    lines.push("")
+  }
+  lines.push(
     "## What was measured",
     "",
     "| target | available | note |",
     "|---|---|---|",
     ...results.targets.map((t) => `| ${t.name} | ${t.available ? "yes" : "no"} | ${t.note} |`),
     "",
-    `Timing: warm-up ${results.timing.warmupMs} ms, ${results.timing.pointMs} ms per open-loop rate, ${results.timing.throughputMs} ms closed loop, soak ${results.timing.soakMs / 1000} s at ${results.timing.soakRate}/s.`,
+    `Timing: warm-up ${results.timing.warmupMs} ms, ${results.timing.pointMs} ms per open-loop rate (then up to ${results.timing.drainMs} ms for calls in flight), ${results.timing.throughputMs} ms closed loop, soak ${
+      results.timing.soakMs / 1000
+    } s at ${results.timing.soakRate}/s.`,
     "",
-    "Method: open-loop points send at a fixed rate and measure each call from its *intended* send time (no coordinated omission); latency is to the last body byte, TTFB to the first body byte. *Added* = target percentile minus the direct percentile at the same rate (negative values are noise). CPU per call is the proxy process's utime+stime from `/proc/<pid>/stat` over the point, divided by the successful calls (10 ms clock-tick resolution). Latency percentiles come from a histogram with 0.1 % precision.",
-    ""
-  ]
+    ...methodText(results)
+  )
   for (const l of results.latency) {
     lines.push(`## ${l.title} (\`${l.scenario}\`)`, "", l.description, "", latencyTable(l), "")
+    if (l.stream) lines.push("Time to first byte:", "", ttfbTable(l), "")
+    lines.push("CPU per call:", "", cpuTable(l), "", rssLine(l), "")
     const p = plots.find((x) => x.file === `${l.scenario}-p99.png`)
     if (p !== undefined) lines.push(`![${p.title}](benchmarks/${p.file})`, "")
   }
@@ -345,9 +619,9 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
     lines.push("| proxy | streams ok | idle RSS | peak RSS | steady RSS | TTFB p50 | TTFB p99 | errors |", "|---|---:|---:|---:|---:|---:|---:|---|")
     for (const p of mem.points) {
       lines.push(
-        `| ${p.target} | ${p.ok}/${p.streams} | ${fmtMb(p.idleRssBytes)} | ${fmtMb(p.peakRssBytes)} | ${fmtMb(p.steadyRssBytes)} | ${fmtUs(p.ttfb.p50Us)} | ${
-          fmtUs(p.ttfb.p99Us)
-        } | ${errorsText(p)} |`
+        `| ${p.target} | ${p.ok}/${p.streams} | ${fmtMb(p.idleRssBytes)} | ${fmtMb(p.peakRssBytes)}${p.peakFrom === "samples" ? " (sampled)" : ""} | ${
+          fmtMb(p.steadyRssBytes)
+        } | ${fmtUs(p.ttfb.p50Us)} | ${fmtUs(p.ttfb.p99Us)} | ${errorsText(p)} |`
       )
     }
     lines.push("")
@@ -361,14 +635,14 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
       "",
       `${s.target}, \`${s.scenario}\` at ${s.rate}/s for ${s.durationMs / 1000} s: ${s.ok} calls ok, errors ${errorsText(s)}.`,
       `RSS (median of the first and last tenth after a 10 % warm-up): ${fmtMb(s.rss.start)} -> ${fmtMb(s.rss.end)} (${s.rss.percent.toFixed(1)} %), trend ${
-        (s.rss.perMinute / 1048576).toFixed(2)
+        (s.rss.perMinute / MB).toFixed(2)
       } MB/min, peak ${fmtMb(s.rss.peak)}. Latency p50 ${fmtUs(s.latency.p50Us)}, p99 ${fmtUs(s.latency.p99Us)}, max ${fmtUs(s.latency.maxUs)}.`,
       "",
       "![Soak RSS](benchmarks/soak-rss.png)",
       ""
     )
   }
-  for (const file of ["throughput.png", "cpu-per-call.png"]) {
+  for (const file of ["throughput.png", "cpu-per-call.png", "rss-per-scenario.png"]) {
     const p = plots.find((x) => x.file === file)
     if (p !== undefined) lines.push(`![${p.title}](benchmarks/${p.file})`, "")
   }

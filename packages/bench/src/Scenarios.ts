@@ -7,6 +7,14 @@
  * upstream reads (`bytes-N`, `chunks-NxB`, `interval-N`): the gateway
  * forwards the model name, so no `x-fake-*` header has to survive the hop.
  *
+ * The gateway is spoken to in one client dialect per run (`--gateway-dialect`):
+ * OpenAI (the default: `/v1/chat/completions`, `Authorization: Bearer`) or
+ * Gemini (`/v1beta/models/{model}:generateContent`, `x-goog-api-key`). The
+ * same-dialect scenarios then use that dialect end to end, direct baseline
+ * included, so "added" compares like with like; the translation scenarios
+ * use the other dialect on the channel side (OpenAI client to a Gemini
+ * channel, or Gemini client to an OpenAI channel).
+ *
  * @since 0.1.0
  */
 
@@ -31,11 +39,11 @@ export interface Scenario {
   readonly stream: boolean
   /** Sent to the fake upstream directly and through the floor proxy. */
   readonly direct: ScenarioRequest
-  /** Sent to the gateway (always the OpenAI surface here). */
+  /** Sent to the gateway, in the run's client dialect. */
   readonly gateway: ScenarioRequest
   /** Model names the gateway must know, by channel dialect. */
   readonly models: { readonly openai: ReadonlyArray<string>; readonly gemini: ReadonlyArray<string> }
-  /** Portkey can run it (same-dialect OpenAI pass-through only). */
+  /** Portkey can run it (same-dialect OpenAI pass-through only, so never in a Gemini-dialect run). */
   readonly portkey: boolean
   /** Open-loop rates, calls per second. */
   readonly rates: ReadonlyArray<number>
@@ -47,6 +55,12 @@ export interface Scenario {
 
 /** Scenario names, in run order. @category constants */
 export const SCENARIO_NAMES = ["chat-small", "chat-10k", "stream-200", "translate-gemini", "translate-gemini-stream", "streams-1000"] as const
+
+/** The dialects a run can speak to the gateway. @category constants */
+export const DIALECTS: ReadonlyArray<Dialect> = ["openai", "gemini"]
+
+/** How long each of the 1,000 streams of `streams-1000` stays open: chunks 100 ms apart. @category constants */
+export const MEMORY_CHUNKS = { full: 100, quick: 40 } as const
 
 const chat = (model: string, content: string, stream: boolean): string =>
   JSON.stringify({
@@ -62,84 +76,110 @@ export const TEN_KB_PROMPT: string = "Summarise the following notes in one line.
   Array.from({ length: 1100 }, (_, i) => ["alpha", "bravo", "charlie", "delta", "echo"][i % 5]).join(" ").slice(0, 10_240 - 44)
 
 /**
- * The scenario set. `quick` shortens the memory scenario's streams (the
- * rest is shortened by the runner's durations) and keeps one rate per
- * scenario plus 1,000/s for chat-small, so the target rate is always measured.
+ * One call in a dialect: the OpenAI chat completion or the Gemini
+ * generateContent / streamGenerateContent (SSE) equivalent.
  *
  * @category scenarios
  */
-export const scenarios = (quick: boolean): ReadonlyArray<Scenario> => {
-  const memoryChunks = quick ? 40 : 150
+export const callIn = (dialect: Dialect, model: string, text: string, stream: boolean): ScenarioRequest =>
+  dialect === "openai"
+    ? { dialect, path: "/v1/chat/completions", body: chat(model, text, stream) }
+    : {
+      dialect,
+      path: `/v1beta/models/${encodeURIComponent(model)}:${stream ? "streamGenerateContent?alt=sse" : "generateContent"}`,
+      body: geminiBody(text)
+    }
+
+/**
+ * The header that carries an API key in a dialect: `Authorization: Bearer`
+ * for OpenAI, `x-goog-api-key` for Gemini.
+ *
+ * @category scenarios
+ */
+export const authHeaders = (dialect: Dialect, key: string): Record<string, string> =>
+  dialect === "openai" ? { authorization: `Bearer ${key}` } : { "x-goog-api-key": key }
+
+const other = (dialect: Dialect): Dialect => (dialect === "openai" ? "gemini" : "openai")
+
+/**
+ * The scenario set. `quick` shortens the memory scenario's streams (the
+ * rest is shortened by the runner's durations) and keeps one rate per
+ * scenario plus 1,000/s for chat-small, so the target rate is always
+ * measured. `dialect` is the client dialect spoken to the gateway (see the
+ * module comment); model names follow the channel that serves them (Gemini
+ * channel models start with "gemini-").
+ *
+ * @category scenarios
+ */
+export const scenarios = (quick: boolean, dialect: Dialect = "openai"): ReadonlyArray<Scenario> => {
+  const memoryChunks = quick ? MEMORY_CHUNKS.quick : MEMORY_CHUNKS.full
+  const channel = (d: Dialect, model: string): string => (d === "gemini" ? `gemini-${model}` : model)
+  const models = (d: Dialect, model: string) => (d === "openai" ? { openai: [model], gemini: [] } : { openai: [], gemini: [model] })
+  // Same dialect end to end: the direct baseline is the very request the gateway gets.
+  const same = (model: string, text: string, stream: boolean) => {
+    const m = channel(dialect, model)
+    const request = callIn(dialect, m, text, stream)
+    return { direct: request, gateway: request, models: models(dialect, m), portkey: dialect === "openai" }
+  }
+  // Translation: the client speaks `dialect`, the channel the other one; the baseline is the channel's own call.
+  const across = (model: string, text: string, stream: boolean) => {
+    const upstream = other(dialect)
+    const m = channel(upstream, model)
+    return { direct: callIn(upstream, m, text, stream), gateway: callIn(dialect, m, text, stream), models: models(upstream, m), portkey: false }
+  }
+  const clientName = dialect === "openai" ? "OpenAI" : "Gemini"
+  const channelName = dialect === "openai" ? "Gemini" : "OpenAI"
   const memoryModel = `bench-chunks-${memoryChunks}x16-interval-100`
   return [
     {
       name: "chat-small",
       title: "Non-stream chat, small",
-      description: "OpenAI chat completion, one short message, short answer (same dialect, pass-through).",
+      description: `${clientName} non-stream call, one short message, short answer (same dialect, pass-through).`,
       kind: "latency",
       stream: false,
-      direct: { dialect: "openai", path: "/v1/chat/completions", body: chat("gpt-4o-mini", "Say hello.", false) },
-      gateway: { dialect: "openai", path: "/v1/chat/completions", body: chat("gpt-4o-mini", "Say hello.", false) },
-      models: { openai: ["gpt-4o-mini"], gemini: [] },
-      portkey: true,
+      ...same(dialect === "openai" ? "gpt-4o-mini" : "2.5-flash", "Say hello.", false),
       rates: quick ? [200, 1000] : [250, 500, 1000],
       concurrency: 32
     },
     {
       name: "chat-10k",
       title: "Non-stream chat, 10 KB in / 10 KB out",
-      description: "OpenAI chat completion with a 10 KB prompt and a 10 KB answer.",
+      description: `${clientName} non-stream call with a 10 KB prompt and a 10 KB answer (same dialect).`,
       kind: "latency",
       stream: false,
-      direct: { dialect: "openai", path: "/v1/chat/completions", body: chat("bench-bytes-10240", TEN_KB_PROMPT, false) },
-      gateway: { dialect: "openai", path: "/v1/chat/completions", body: chat("bench-bytes-10240", TEN_KB_PROMPT, false) },
-      models: { openai: ["bench-bytes-10240"], gemini: [] },
-      portkey: true,
+      ...same("bench-bytes-10240", TEN_KB_PROMPT, false),
       rates: quick ? [200] : [250, 500],
       concurrency: 32
     },
     {
       name: "stream-200",
       title: "Stream of 200 chunks",
-      description: "OpenAI streamed chat completion: 200 content chunks of 20 bytes, no delay between chunks.",
+      description: `${clientName} streamed call: 200 content chunks of 20 bytes, no delay between chunks (same dialect).`,
       kind: "latency",
       stream: true,
-      direct: { dialect: "openai", path: "/v1/chat/completions", body: chat("bench-chunks-200x20", "Count to two hundred.", true) },
-      gateway: { dialect: "openai", path: "/v1/chat/completions", body: chat("bench-chunks-200x20", "Count to two hundred.", true) },
-      models: { openai: ["bench-chunks-200x20"], gemini: [] },
-      portkey: true,
+      ...same("bench-chunks-200x20", "Count to two hundred.", true),
       rates: quick ? [50] : [50, 100],
       concurrency: 16
     },
     {
       name: "translate-gemini",
-      title: "OpenAI client, Gemini channel",
+      title: `${clientName} client, ${channelName} channel`,
       description:
-        "OpenAI chat completion to a model served by a Gemini channel: the gateway translates request and answer. Direct baseline: the equivalent Gemini generateContent call.",
+        `${clientName} non-stream call to a model served by a ${channelName} channel: the gateway translates request and answer. Direct baseline: the equivalent ${channelName} call.`,
       kind: "latency",
       stream: false,
-      direct: { dialect: "gemini", path: "/v1beta/models/gemini-2.5-flash:generateContent", body: geminiBody("Say hello.") },
-      gateway: { dialect: "openai", path: "/v1/chat/completions", body: chat("gemini-2.5-flash", "Say hello.", false) },
-      models: { openai: [], gemini: ["gemini-2.5-flash"] },
-      portkey: false,
+      ...across(dialect === "openai" ? "2.5-flash" : "gpt-4o-mini", "Say hello.", false),
       rates: quick ? [200] : [250, 1000],
       concurrency: 32
     },
     {
       name: "translate-gemini-stream",
-      title: "OpenAI stream from a Gemini channel",
+      title: `${clientName} stream from a ${channelName} channel`,
       description:
-        "Streamed OpenAI chat completion from a Gemini channel (50 chunks): translated per event. Direct baseline: Gemini streamGenerateContent (SSE).",
+        `Streamed ${clientName} call from a ${channelName} channel (50 chunks): translated per event. Direct baseline: the ${channelName} stream (SSE).`,
       kind: "latency",
       stream: true,
-      direct: {
-        dialect: "gemini",
-        path: "/v1beta/models/gemini-bench-chunks-50x20:streamGenerateContent?alt=sse",
-        body: geminiBody("Count to fifty.")
-      },
-      gateway: { dialect: "openai", path: "/v1/chat/completions", body: chat("gemini-bench-chunks-50x20", "Count to fifty.", true) },
-      models: { openai: [], gemini: ["gemini-bench-chunks-50x20"] },
-      portkey: false,
+      ...across("bench-chunks-50x20", "Count to fifty.", true),
       rates: quick ? [50] : [100],
       concurrency: 16
     },
@@ -147,13 +187,10 @@ export const scenarios = (quick: boolean): ReadonlyArray<Scenario> => {
       name: "streams-1000",
       title: "1,000 concurrent long-lived streams",
       description:
-        `1,000 streams open at once, each ${memoryChunks} chunks 100 ms apart (${memoryChunks / 10} s): peak and steady RSS of the proxy process.`,
+        `1,000 ${clientName} streams open at once, each ${memoryChunks} chunks 100 ms apart (${memoryChunks / 10} s): peak and steady RSS of the proxy process.`,
       kind: "memory",
       stream: true,
-      direct: { dialect: "openai", path: "/v1/chat/completions", body: chat(memoryModel, "Talk slowly.", true) },
-      gateway: { dialect: "openai", path: "/v1/chat/completions", body: chat(memoryModel, "Talk slowly.", true) },
-      models: { openai: [memoryModel], gemini: [] },
-      portkey: true,
+      ...same(memoryModel, "Talk slowly.", true),
       rates: [],
       concurrency: 1000,
       streamMs: memoryChunks * 100

@@ -18,8 +18,12 @@ export interface Service {
   readonly pid: number
   /** The last lines the process wrote (stdout and stderr), for error messages. */
   readonly output: () => string
-  /** SIGTERM, then SIGKILL after 5 s; resolves once the process has exited. */
-  readonly stop: () => Promise<void>
+  /**
+   * SIGTERM, then SIGKILL after `graceMs` (default 5 s); resolves once the
+   * process has exited, with how: "exited" (on its own after SIGTERM, or
+   * before), or "killed".
+   */
+  readonly stop: (graceMs?: number) => Promise<"exited" | "killed">
 }
 
 /** How to start a service. @category models */
@@ -141,14 +145,14 @@ export const startService = async (spec: ServiceSpec): Promise<Service> => {
     url: url.replace(/\/$/, ""),
     pid,
     output,
-    stop: async () => {
-      if (exitCode !== undefined) return
+    stop: async (graceMs = 5000) => {
+      if (exitCode !== undefined) return "exited"
       child.kill("SIGTERM")
-      const gone = await Promise.race([exited.then(() => true), sleep(5000).then(() => false)])
-      if (!gone) {
-        child.kill("SIGKILL")
-        await exited
-      }
+      const gone = await Promise.race([exited.then(() => true), sleep(graceMs).then(() => false)])
+      if (gone) return "exited"
+      child.kill("SIGKILL")
+      await exited
+      return "killed"
     }
   }
 }

@@ -119,13 +119,40 @@ export class Histogram {
     if (p === 0) return this.minUs
     if (p === 100) return this.maxUs
     // The epsilon keeps 99.9 x 1000 / 100 (= 999.0000000000001 in floats) at rank 999.
-    const rank = Math.max(1, Math.ceil((p * this.count) / 100 - 1e-9))
+    return this.atRank(Math.max(1, Math.ceil((p * this.count) / 100 - 1e-9)))
+  }
+
+  /**
+   * The `rank`-th smallest value (1-based, clamped to 1..count), as the
+   * highest value of its bucket clamped to the exact min and max; 0 when empty.
+   */
+  atRank(rank: number): number {
+    if (this.count === 0) return 0
+    const r = Math.min(this.count, Math.max(1, Math.round(rank)))
     let seen = 0
     for (let i = 0; i < BUCKETS; i++) {
       seen += this.counts[i]
-      if (seen >= rank) return Math.max(this.minUs, Math.min(this.maxUs, bucketHigh(i)))
+      if (seen >= r) return Math.max(this.minUs, Math.min(this.maxUs, bucketHigh(i)))
     }
     return this.maxUs
+  }
+
+  /**
+   * A distribution-free confidence interval of percentile `p` (0 < p < 100)
+   * from sampling alone: the values at ranks `n·q ∓ z·sqrt(n·q·(1-q))`
+   * (the normal approximation of the binomial order-statistic bound; z 1.96
+   * for about 95 %). With 3,000 calls the p99 interval spans about ±11 ranks.
+   * It says how far the percentile could move if the same run were sampled
+   * again, not how much the machine drifts between runs.
+   */
+  percentileBand(p: number, z = 1.96): Band {
+    if (!(p > 0 && p < 100)) throw new RangeError(`percentileBand: p must be within (0, 100), got ${p}`)
+    if (!(z >= 0)) throw new RangeError(`percentileBand: z must be >= 0, got ${z}`)
+    if (this.count === 0) return { lowUs: 0, highUs: 0 }
+    const q = p / 100
+    const centre = this.count * q
+    const spread = z * Math.sqrt(this.count * q * (1 - q))
+    return { lowUs: this.atRank(Math.floor(centre - spread)), highUs: this.atRank(Math.ceil(centre + spread)) }
   }
 
   /** Mean of the recorded values, µs (0 when empty). */
@@ -175,6 +202,25 @@ export class Histogram {
     h.maxUs = json.maxUs
     return h
   }
+}
+
+/** An interval of values, µs. @category models */
+export interface Band {
+  readonly lowUs: number
+  readonly highUs: number
+}
+
+/**
+ * The sampling interval of `percentile(target, p) - percentile(baseline, p)`:
+ * the lowest target value against the highest baseline value and the other
+ * way round (both `percentileBand`s at `z`).
+ *
+ * @category math
+ */
+export const addedBand = (target: Histogram, baseline: Histogram, p: number, z = 1.96): Band => {
+  const t = target.percentileBand(p, z)
+  const b = baseline.percentileBand(p, z)
+  return { lowUs: t.lowUs - b.highUs, highUs: t.highUs - b.lowUs }
 }
 
 /** Per-percentile difference `target - baseline` (µs; may be negative: noise). @category models */

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import { added, bucketHigh, bucketIndex, bucketLow, growth, Histogram, median, slope } from "../src/Stats.ts"
+import { added, addedBand, bucketHigh, bucketIndex, bucketLow, growth, Histogram, median, slope } from "../src/Stats.ts"
 
 describe("Histogram buckets", () => {
   it("are exact below 2048 us and within 0.1 % above", () => {
@@ -84,6 +84,41 @@ describe("Histogram percentiles", () => {
   it("fromJSON names the bad field", () => {
     assert.throws(() => Histogram.fromJSON({ count: 1, sumUs: 1, minUs: 1, maxUs: 1, buckets: [[-1, 1]] }), /buckets\[0\]\[0\]/)
     assert.throws(() => Histogram.fromJSON({ count: 2, sumUs: 1, minUs: 1, maxUs: 1, buckets: [[1, 1]] }), /count is 2/)
+  })
+})
+
+describe("percentile bands", () => {
+  it("bracket the percentile by the order-statistic ranks", () => {
+    const h = new Histogram()
+    for (let v = 1; v <= 1000; v++) h.record(v)
+    // n = 1000, q = 0.99: centre rank 990, spread 1.96 x sqrt(9.9) = 6.17 -> ranks 983 and 997.
+    assert.deepStrictEqual(h.percentileBand(99), { lowUs: 983, highUs: 997 })
+    // z = 0 collapses to the percentile's own rank.
+    assert.deepStrictEqual(h.percentileBand(99, 0), { lowUs: 990, highUs: 990 })
+    assert.strictEqual(h.atRank(0), 1)
+    assert.strictEqual(h.atRank(5000), 1000)
+    assert.deepStrictEqual(new Histogram().percentileBand(50), { lowUs: 0, highUs: 0 })
+    assert.throws(() => h.percentileBand(100), /p must be within \(0, 100\)/)
+  })
+
+  it("always contain the percentile, and the added band contains the difference", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 2000 }), { minLength: 1, maxLength: 300 }),
+        fc.array(fc.integer({ min: 0, max: 2000 }), { minLength: 1, maxLength: 300 }),
+        fc.constantFrom(50, 90, 99),
+        (xs, ys, p) => {
+          const a = new Histogram()
+          const b = new Histogram()
+          for (const x of xs) a.record(x)
+          for (const y of ys) b.record(y)
+          const band = a.percentileBand(p)
+          const diff = a.percentile(p) - b.percentile(p)
+          const added = addedBand(a, b, p)
+          return band.lowUs <= a.percentile(p) && a.percentile(p) <= band.highUs && added.lowUs <= diff && diff <= added.highUs
+        }
+      )
+    )
   })
 })
 

@@ -1,0 +1,226 @@
+import { assert, describe, it } from "@effect/vitest"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { judgeBilling } from "../src/Billing.ts"
+import { FULL_TIMING } from "../src/Plan.ts"
+import { summarise } from "../src/ProfileSummary.ts"
+import { machine, type Results, verdicts, writeReport } from "../src/Report.ts"
+import type { AddedPoint, LatencyResult, MemoryResult, Point, SoakResult, TargetName } from "../src/Runner.ts"
+import { Histogram, type Summary } from "../src/Stats.ts"
+
+const summary = (p50: number, p99: number): Summary => ({ count: 1000, minUs: p50 / 2, meanUs: p50, p50Us: p50, p90Us: (p50 + p99) / 2, p99Us: p99, p999Us: p99, maxUs: p99 * 2 })
+
+const point = (target: TargetName, mode: "open" | "closed", rate: number | null, o: { p50: number; p99: number; cpu: number | null; throughput?: number; errors?: Record<string, number> }): Point => ({
+  target,
+  mode,
+  rate,
+  concurrency: mode === "closed" ? 32 : null,
+  elapsedMs: 3000,
+  sent: 3000,
+  ok: 3000,
+  dropped: 0,
+  errors: o.errors ?? {},
+  throughput: o.throughput ?? 1000,
+  latency: summary(o.p50, o.p99),
+  ttfb: summary(o.p50 - 10, o.p99 - 10),
+  cpuMsPerCall: o.cpu,
+  rssBytes: 100 * 1048576,
+  latencyHistogram: new Histogram().toJSON()
+})
+
+const addedPoint = (target: TargetName, rate: number, p50: number, p99: number, ttfb50: number): AddedPoint => ({
+  target,
+  rate,
+  latency: { p50Us: p50, p90Us: (p50 + p99) / 2, p99Us: p99, maxUs: p99 * 2, meanUs: p50 },
+  ttfb: { p50Us: ttfb50, p90Us: ttfb50, p99Us: ttfb50 * 2, maxUs: ttfb50 * 3, meanUs: ttfb50 },
+  latencyP99Band: { lowUs: p99 - 100, highUs: p99 + 100 },
+  ttfbP50Band: { lowUs: ttfb50 - 10, highUs: ttfb50 + 10 }
+})
+
+const rss = (target: TargetName, peakMb: number) => ({ target, peakBytes: peakMb * 1048576, peakFrom: "hwm" as const, steadyBytes: (peakMb - 10) * 1048576, startBytes: 60 * 1048576, samples: 40 })
+
+const chatSmall: LatencyResult = {
+  scenario: "chat-small",
+  title: "Non-stream chat, small",
+  description: "d",
+  stream: false,
+  points: [
+    point("direct", "open", 1000, { p50: 1000, p99: 3000, cpu: null }),
+    point("floor", "open", 1000, { p50: 1200, p99: 3300, cpu: 0.2 }),
+    point("modelgate", "open", 1000, { p50: 1500, p99: 4800, cpu: 0.32 }),
+    point("portkey", "open", 1000, { p50: 2500, p99: 9000, cpu: 1.5 }),
+    point("modelgate", "closed", null, { p50: 5000, p99: 9000, cpu: 0.3, throughput: 4000 }),
+    point("portkey", "closed", null, { p50: 9000, p99: 20000, cpu: 1.4, throughput: 1000 }),
+    point("floor", "closed", null, { p50: 3000, p99: 6000, cpu: 0.19, throughput: 8000 })
+  ],
+  added: [addedPoint("floor", 1000, 200, 300, 200), addedPoint("modelgate", 1000, 500, 1800, 490), addedPoint("portkey", 1000, 1500, 6000, 1490)],
+  rss: [rss("floor", 70), rss("modelgate", 120), rss("portkey", 200)]
+}
+
+const stream200: LatencyResult = {
+  ...chatSmall,
+  scenario: "stream-200",
+  title: "Stream of 200 chunks",
+  stream: true,
+  points: [
+    point("direct", "open", 100, { p50: 3000, p99: 6000, cpu: null }),
+    point("modelgate", "open", 100, { p50: 3400, p99: 7000, cpu: 0.9 }),
+    // Portkey 1.15.2 fails every stream: no successful call, so no percentile to show.
+    { ...point("portkey", "open", 100, { p50: 0, p99: 0, cpu: null, errors: { http_500: 75 } }), ok: 0, latency: { ...summary(0, 0), count: 0 }, ttfb: { ...summary(0, 0), count: 0 } }
+  ],
+  added: [addedPoint("modelgate", 100, 400, 1000, 800)],
+  rss: [rss("modelgate", 130)]
+}
+
+const memory: MemoryResult = {
+  scenario: "streams-1000",
+  title: "1,000 concurrent long-lived streams",
+  description: "d",
+  points: [{
+    target: "modelgate",
+    streams: 1000,
+    ok: 1000,
+    errors: {},
+    idleRssBytes: 80 * 1048576,
+    peakRssBytes: 180 * 1048576,
+    peakFrom: "hwm",
+    steadyRssBytes: 170 * 1048576,
+    ttfb: summary(2000, 9000),
+    samples: [{ tMs: 0, value: 80 * 1048576 }, { tMs: 1000, value: 180 * 1048576 }]
+  }]
+}
+
+const soak: SoakResult = {
+  target: "modelgate",
+  scenario: "chat-small",
+  rate: 300,
+  durationMs: 600_000,
+  ok: 180_000,
+  errors: {},
+  latency: summary(1500, 5000),
+  rss: { start: 100 * 1048576, end: 102 * 1048576, percent: 2, perMinute: 0.2 * 1048576, peak: 110 * 1048576 },
+  samples: [{ tMs: 0, value: 100 * 1048576 }, { tMs: 600_000, value: 102 * 1048576 }]
+}
+
+describe("verdicts", () => {
+  it("say by how much each missed target was missed", () => {
+    const v = verdicts([chatSmall, stream200], [memory], soak)
+    const by = Object.fromEntries(v.map((x) => [x.target, x]))
+    const p99 = by["added latency p99 < 1 ms at 1,000 calls/s (non-stream)"]
+    assert.strictEqual(p99.status, "missed")
+    assert.strictEqual(p99.shortfall, "800 µs over the 1 ms limit (1.80x it)")
+    assert.match(p99.measured, /added p99 1.80 ms \(95 % sampling interval 1.70 ms to 1.90 ms; p50 500 µs/)
+    const cpu = by["gateway CPU per non-stream call <= 1.25x the floor proxy"]
+    assert.strictEqual(cpu.status, "missed")
+    assert.strictEqual(cpu.measured, "320 µs vs floor 200 µs per call at 1000/s (1.60x)")
+    assert.strictEqual(cpu.shortfall, "1.60x against 1.25x: 70 µs per call more than allowed (28 % over)")
+    const portkey = by[">= 5x Portkey throughput"]
+    assert.strictEqual(portkey.status, "missed")
+    assert.strictEqual(portkey.shortfall, "4.00x against 5x: modelgate needs 1000 calls/s more (+25 %)")
+    const rssVerdict = by["< 150 MB RSS with 1,000 open streams"]
+    assert.strictEqual(rssVerdict.shortfall, "30.0 MB over 150 MB (1.20x)")
+    assert.strictEqual(by["< 5% RSS growth over the soak"].status, "met")
+    assert.isNull(by["< 5% RSS growth over the soak"].shortfall)
+    const ttfb = by["added TTFB < 0.5 ms for streams (p50)"]
+    assert.strictEqual(ttfb.shortfall, "300 µs over the 0.5 ms limit (1.60x it)")
+  })
+
+  it("count errors at the 1,000/s point as a miss, and say what was not measured", () => {
+    const failing: LatencyResult = {
+      ...chatSmall,
+      points: chatSmall.points.map((p) => (p.target === "modelgate" && p.mode === "open" ? { ...p, errors: { http_429: 3 } } : p)),
+      added: [addedPoint("modelgate", 1000, 100, 500, 100)]
+    }
+    const v = verdicts([failing], [], null)
+    assert.strictEqual(v[0].status, "missed")
+    assert.strictEqual(v[0].shortfall, "the latency is within the limit, but http_429: 3 of 3000 calls failed")
+    assert.deepStrictEqual(v.slice(3).map((x) => x.status), ["not measured", "not measured", "not measured"])
+    const withoutPortkey = { ...chatSmall, points: chatSmall.points.filter((p) => p.target !== "portkey") }
+    assert.match(verdicts([withoutPortkey], [], null)[2].measured, /^Portkey was not measured in this run/)
+    const portkeyFailed = { ...chatSmall, points: chatSmall.points.map((p) => (p.target === "portkey" ? { ...p, throughput: 0, errors: { http_500: 9 } } : p)) }
+    assert.strictEqual(verdicts([portkeyFailed], [], null)[2].measured, "Portkey had no successful call in chat-small (errors: http_500: 9)")
+    assert.strictEqual(verdicts([], [], null)[2].measured, "chat-small not in this run")
+  })
+})
+
+describe("writeReport", () => {
+  it("writes the JSON, the charts and a report with every section", async () => {
+    const out = mkdtempSync(join(tmpdir(), "bench-report-"))
+    try {
+      const frame = (functionName: string, url: string) => ({ functionName, url, lineNumber: 9, columnNumber: 0 })
+      const profile = summarise([{
+        nodes: [{ id: 1, callFrame: frame("(idle)", "") }, { id: 2, callFrame: frame("decode", "file:///r/packages/core/src/Canonical.ts") }],
+        startTime: 0,
+        endTime: 4000,
+        samples: [1, 2, 2],
+        timeDeltas: [0, 1000, 1000]
+      }], { root: "/r" })
+      const results: Results = {
+        version: 2,
+        quick: false,
+        dialect: "openai",
+        profiled: true,
+        startedAt: "2026-11-22T10:00:00.000Z",
+        finishedAt: "2026-11-22T10:14:00.000Z",
+        elapsedMs: 840_000,
+        plannedMs: 853_000,
+        machine: machine([3, 2, 1]),
+        timing: FULL_TIMING,
+        targets: [{ name: "direct", available: true, note: "fake upstream" }, { name: "portkey", available: false, note: "left out (--without-portkey)" }],
+        latency: [chatSmall, stream200],
+        memory: [memory],
+        soak,
+        billing: judgeBilling({
+          source: "sqlite",
+          calls: { sent: 200_000, ok: 199_990, refused: 0, unsure: 10 },
+          balanceBeforeNanos: 10_000_000_000n,
+          balanceAfterNanos: 8_500_000_000n,
+          records: 199_995,
+          okRecords: 199_995,
+          chargedNanos: 1_500_000_000n,
+          ledgerNanos: 8_500_000_000n,
+          open: 0
+        }),
+        profile,
+        profileDir: "bench-results/profiles/x",
+        heapSnapshots: ["bench-results/profiles/x/Heap.heapsnapshot"],
+        verdicts: verdicts([chatSmall, stream200], [memory], soak),
+        notes: ["a note"]
+      }
+      const written = await writeReport(results, out)
+      assert.deepStrictEqual(JSON.parse(readFileSync(written.json, "utf8")).billing.summary, results.billing.summary)
+      for (const file of written.plots) assert.isTrue(existsSync(file), file)
+      assert.include(written.plots.map((p) => p.split("/").pop()), "rss-per-scenario.png")
+      const md = readFileSync(written.markdown, "utf8")
+      for (
+        const expected of [
+          "took 14 min 0 s (planned about 14 min 13 s)",
+          "- Load average (1, 5, 15 min): 3, 2, 1 at the start",
+          "> **Profiled run**",
+          "**Billing verified**: 199995 usage records, 1.5 USD charged (199990 successful calls, 10 cut off in flight).",
+          "the balance went from 10 to 8.5 USD",
+          "- **added latency p99 < 1 ms at 1,000 calls/s (non-stream)**: 800 µs over the 1 ms limit (1.80x it). Measured:",
+          "### What the gateway's CPU profile shows",
+          "heap snapshot after streams-1000: `bench-results/profiles/x/Heap.heapsnapshot`",
+          "| 1 | `decode` | @modelgate/core | `packages/core/src/Canonical.ts:10` | 3.0 ms | 100.0 % |",
+          "| chat-small | 1000/s | 320 µs | 200 µs | 1.60x | 1500 µs | 7.50x |",
+          "| chat-small | 120.0 MB | 110.0 MB | 70.0 MB | 60.0 MB | 200.0 MB | 190.0 MB |",
+          "| streams-1000 | 180.0 MB | 170.0 MB |  |  |  |  |",
+          "| added p50 | added p90 | added p99 (95 % interval) | added max |",
+          "| modelgate | 1000/s open | 3000 | 1.50 ms | 3.15 ms | 4.80 ms | 9.60 ms | 500 µs | 1.15 ms | 1.80 ms (1.70 ms to 1.90 ms) | 3.60 ms | 0 |",
+          "| modelgate | 100/s open | 3.39 ms | 5.19 ms | 6.99 ms | 800 µs (790 µs to 810 µs) | 800 µs | 1.60 ms |",
+          "| 1000/s open | 320 µs | 200 µs | 1.60x | 1500 µs | 7.50x |",
+          "RSS during this scenario: floor peak 70.0 MB, steady 60.0 MB; modelgate peak 120.0 MB",
+          "| portkey | 100/s open | 0 | – | – | – | – |  |  |  |  | http_500: 75 |",
+          "| portkey | 100/s open | – | – | – |  |  |  |",
+          "## How it was measured",
+          "**Added latency** is the target's percentile minus the direct call's percentile",
+          "- a note"
+        ]
+      ) assert.include(md, expected)
+    } finally {
+      rmSync(out, { recursive: true, force: true })
+    }
+  })
+})
