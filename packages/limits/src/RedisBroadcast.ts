@@ -174,14 +174,17 @@ export const make = Effect.fnUntraced(function*(
     (client) => Effect.sync(() => client.isOpen && client.destroy())
   )
 
-  const publish = (message: string): Effect.Effect<boolean> => {
-    if (!publisher.isReady) return Effect.succeed(false)
-    return Effect.tryPromise(() => publisher.publish(options.channel, message)).pipe(
-      Effect.timeoutOption(timeoutMs),
-      Effect.map((result) => result._tag === "Some"),
-      Effect.orElseSucceed(() => false)
-    )
-  }
+  // Lazy: whether the publisher is ready is read each time the effect runs, not when it is made
+  // (an effect made during an outage and run after it must publish).
+  const publish = (message: string): Effect.Effect<boolean> =>
+    Effect.suspend(() => {
+      if (!publisher.isReady) return Effect.succeed(false)
+      return Effect.tryPromise(() => publisher.publish(options.channel, message)).pipe(
+        Effect.timeoutOption(timeoutMs),
+        Effect.map((result) => result._tag === "Some"),
+        Effect.orElseSucceed(() => false)
+      )
+    })
 
   return {
     publish,
