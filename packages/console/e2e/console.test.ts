@@ -6,7 +6,7 @@
  * user; a user is refused an admin page and another user's key; every page
  * fits a phone's width; Chinese; and the one-time admin password printed at
  * the first start of a server with no admin signs in. Screenshots of the main
- * pages go to docs/screenshots/.
+ * pages go to docs/screenshots/ when MODELGATE_SCREENSHOTS=1 (else a scratch folder).
  *
  * Without Chromium (`/usr/bin/chromium`, or `CHROMIUM_PATH`) the tests are
  * skipped with the reason in their name; .ci/run installs it.

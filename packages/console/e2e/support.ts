@@ -28,7 +28,14 @@ export const BOB_KEY = "sk-e2e-bob-000000000000000000000000000000000"
 
 const here = dirname(fileURLToPath(import.meta.url))
 export const consoleDir = resolve(here, "../dist")
-export const screenshotDir = resolve(here, "../../../docs/screenshots")
+/**
+ * Where screenshots go: docs/screenshots/ when `MODELGATE_SCREENSHOTS=1` (to
+ * refresh the pictures the docs show), otherwise a scratch folder, so running
+ * the tests never changes tracked files.
+ */
+export const screenshotDir = process.env["MODELGATE_SCREENSHOTS"] === "1"
+  ? resolve(here, "../../../docs/screenshots")
+  : join(tmpdir(), "modelgate-console-screenshots")
 
 /** The gateway's configuration for the browser tests. */
 export const config = (upstream: string): ConfigFile => ({
@@ -212,7 +219,7 @@ export const launchBrowser = async (): Promise<{ readonly browser: Browser; read
 }
 
 /**
- * Saves a screenshot of the page into docs/screenshots/NAME.png (or into
+ * Saves a screenshot of the page into `screenshotDir`/NAME.png (or into
  * `dir`), once nothing is loading and the fonts are in. Pages are opened with
  * reduced motion (see `newContext`), so charts and dialogs are drawn at once.
  */
