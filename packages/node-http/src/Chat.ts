@@ -23,7 +23,7 @@
  * @since 0.1.0
  */
 import { Admission, type Canonical, Domain, GatewayError, Pricing, StreamAssembly, Tokens, type UsageLog } from "@modelgate/core"
-import { Clock, Duration, Effect, Exit, Stream } from "effect"
+import { Cause, Clock, Effect, Exit, Stream } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { Outcome } from "./Breakers.ts"
 import type { ClientCodec, RouteHints, UpstreamCodec } from "./Codecs.ts"
@@ -201,15 +201,21 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         end = () => feed(events.end()) + encoder.end()
         metered = () => meteredOf(assembler.response(), promptEstimate)
       }
-      const idle = Duration.millis(channel.timeouts.idleMs)
+      // One synchronous transform per array of chunks; a transform that meets an upstream event it cannot
+      // read (or an in-band upstream error) throws the gateway error, which ends the relay in-band below.
+      // The idle and total deadlines are kept by the connection pool (Upstream.ts): a missed one fails `rest`.
+      const relay = (chunks: ReadonlyArray<Uint8Array>): string => {
+        let text = ""
+        for (const bytes of chunks) text += push(decoder.decode(bytes, { stream: true }))
+        return text
+      }
       const frames = Stream.fromArray(opened.first).pipe(
-        Stream.concat(opened.rest.pipe(Stream.timeoutOrElse({ duration: idle, orElse: () => Stream.fail(Upstream.idleTimeout(channel)) }))),
-        // The whole call, stream included, ends at the channel's total deadline.
-        Stream.interruptWhen(Effect.andThen(Effect.sleep(Duration.millis(Math.max(0, at.total - committedAt))), Effect.fail(Upstream.totalTimeout(channel)))),
-        // Translation can meet an upstream event it cannot read (or an in-band upstream error): those throw.
-        Stream.mapEffect((bytes) => guard(() => push(decoder.decode(bytes, { stream: true })))),
-        Stream.concat(Stream.fromEffect(guard(() => push(decoder.decode()) + end()))),
-        Stream.catch((error: GatewayError.GatewayError) => {
+        Stream.concat(opened.rest),
+        Stream.mapArray((chunks) => [relay(chunks)] as const),
+        Stream.concat(Stream.sync(() => push(decoder.decode()) + end())),
+        Stream.catchCause((cause) => {
+          if (Cause.hasInterruptsOnly(cause)) return Stream.failCause(cause)
+          const error = gatewayErrorOf(cause)
           broken = error
           outcome = { status: statusOf(client, error), errorCode: codeOf(error), ttfbMs }
           return Stream.succeed(client.streamErrorFrame(error, inspected))
@@ -314,15 +320,19 @@ const exitCode = (exit: Exit.Exit<unknown, GatewayError.GatewayError>): string =
   return "ClientClosed"
 }
 
-/** Runs a synchronous transform, turning a throw into the gateway error it carries. */
-const guard = (f: () => string): Effect.Effect<string, GatewayError.GatewayError> =>
-  Effect.try({
-    try: f,
-    catch: (error) =>
-      GatewayError.isGatewayError(error)
-        ? error
-        : new GatewayError.UpstreamUnavailable({ message: "The upstream's answer could not be read." })
-  })
+/**
+ * The gateway error that ended a relayed stream: a failure of the upstream's
+ * body (a timeout, a broken connection), or the error a transform threw (an
+ * in-band upstream error, an event it could not read); anything else is an
+ * unreadable answer.
+ */
+const gatewayErrorOf = (cause: Cause.Cause<unknown>): GatewayError.GatewayError => {
+  for (const reason of cause.reasons) {
+    const error = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
+    if (GatewayError.isGatewayError(error)) return error
+  }
+  return new GatewayError.UpstreamUnavailable({ message: "The upstream's answer could not be read." })
+}
 
 /** Metering of a canonical response: the upstream's usage, or local estimates when it gave none. */
 const meteredOf = (response: Canonical.ChatResponse, promptEstimate: number): Settlement.Metered =>

@@ -7,9 +7,15 @@
  *   client's connection pool (one pool per distinct value, `UpstreamClients`);
  * - `firstByteMs`: from sending the request to the response headers and, for
  *   streams, the first chunk of the body (`send`, `firstChunk`);
- * - `idleMs`: the longest gap between two chunks of a body, stream or not
- *   (`readText`, `errorBody`, and the relay in `Chat.ts`);
+ * - `idleMs`: the longest gap between two chunks of a body, stream or not;
  * - `totalMs`: the whole call, measured from its start (`Deadlines.total`).
+ *
+ * The deadlines are kept by the connection pool itself (`DeadlineAgent`:
+ * Undici's own header and body timers, and one timer for the total), not by
+ * racing fibers: a race per call and a timer fiber per chunk cost more CPU
+ * than the rest of relaying a call. Transport failures come back as
+ * `HttpClientError`s whose cause names what happened; `transportError` turns
+ * them into the gateway's timeouts and unavailability.
  *
  * Nothing is buffered here beyond what a non-stream answer needs.
  *
@@ -19,14 +25,76 @@ import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Agent } from "@effect/platform-node/Undici"
 import { Domain, GatewayError } from "@modelgate/core"
 import { Cause, Clock, Context, Duration, Effect, Exit, Layer, Scope, Stream } from "effect"
+import type { Dispatcher } from "@effect/platform-node/Undici"
 import { HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
 
 const trimSlash = (url: string) => url.endsWith("/") ? url.slice(0, -1) : url
 
+/** The deadlines a request carries to its connection pool: epoch milliseconds, and the idle gap. */
+interface PoolDeadlines {
+  readonly firstByte: number
+  readonly total: number
+  readonly idleMs: number
+}
+
+/** Where a request's deadlines travel: an option Undici ignores, read and removed by `DeadlineAgent`. */
+const DEADLINES = "modelgateDeadlines"
+
+/** The abort reason of a call whose total deadline passed. @category timeouts */
+export class TotalDeadlinePassed extends Error {
+  readonly code = "MODELGATE_TOTAL_DEADLINE"
+  constructor() {
+    super("the call's total deadline passed")
+  }
+}
+
+/**
+ * An Undici agent that keeps a request's deadlines itself: the time to the
+ * response headers (`headersTimeout`), the longest gap between body chunks
+ * (`bodyTimeout`), and the whole call (one timer that aborts the request, or
+ * its body, with `TotalDeadlinePassed`; cleared when the body closes).
+ * Requests without deadlines are sent as they are.
+ */
+class DeadlineAgent extends Agent {
+  override request(options: any, callback?: any): any {
+    const deadlines: PoolDeadlines | undefined = options?.[DEADLINES]
+    if (deadlines === undefined || callback !== undefined) return super.request(options, callback)
+    const { [DEADLINES]: _deadlines, signal: outer, ...rest } = options as Record<string, any>
+    const now = Date.now()
+    const controller = new AbortController()
+    const forward = () => controller.abort((outer as AbortSignal).reason)
+    if (outer !== undefined && outer !== null) {
+      if ((outer as AbortSignal).aborted) forward()
+      else (outer as AbortSignal).addEventListener("abort", forward, { once: true })
+    }
+    const timer = setTimeout(() => controller.abort(new TotalDeadlinePassed()), Math.max(1, deadlines.total - now))
+    const done = () => {
+      clearTimeout(timer)
+      if (outer !== undefined && outer !== null) (outer as AbortSignal).removeEventListener("abort", forward)
+    }
+    return (super.request({
+      ...rest,
+      signal: controller.signal,
+      headersTimeout: Math.max(1, Math.min(deadlines.firstByte, deadlines.total) - now),
+      bodyTimeout: deadlines.idleMs
+    } as Dispatcher.RequestOptions) as Promise<Dispatcher.ResponseData>).then(
+      (response) => {
+        response.body.once("close", done)
+        return response
+      },
+      (error: unknown) => {
+        done()
+        throw error
+      }
+    )
+  }
+}
+
 /**
  * The HTTP clients upstream calls are sent with: one Undici connection pool
  * per distinct `connectMs`, so each channel's connect timeout is enforced
- * where connections are opened.
+ * where connections are opened, and each pool keeps its requests' deadlines
+ * (`DeadlineAgent`).
  *
  * @category services
  */
@@ -50,7 +118,7 @@ export class UpstreamClients extends Context.Service<UpstreamClients, {
           const connectMs = channel.timeouts.connectMs
           const cached = clients.get(connectMs)
           if (cached !== undefined) return Effect.succeed(cached)
-          const agent = new Agent({ connect: { timeout: connectMs } })
+          const agent = new DeadlineAgent({ connect: { timeout: connectMs } })
           agents.push(agent)
           return Effect.map(
             Effect.provideService(NodeHttpClient.makeUndici, NodeHttpClient.Dispatcher, agent),
@@ -62,17 +130,6 @@ export class UpstreamClients extends Context.Service<UpstreamClients, {
         })
       return UpstreamClients.of({ forChannel })
     })
-  )
-
-  /**
-   * Every channel through the ambient `HttpClient` (connect timeouts are then
-   * that client's own; for embedding and tests).
-   *
-   * @category layers
-   */
-  static readonly layerFrom: Layer.Layer<UpstreamClients, never, HttpClient.HttpClient> = Layer.effect(
-    UpstreamClients,
-    Effect.map(Effect.service(HttpClient.HttpClient), (client) => UpstreamClients.of({ forChannel: () => Effect.succeed(client) }))
   )
 }
 
@@ -167,23 +224,71 @@ const firstByteTimeout = (channel: Domain.Channel): GatewayError.UpstreamTimeout
 /** The earlier of the two deadlines, and the error for missing it. */
 const firstDeadline = (channel: Domain.Channel, at: Deadlines) =>
   at.total < at.firstByte
-    ? { at: at.total, error: totalTimeout(channel) }
-    : { at: at.firstByte, error: firstByteTimeout(channel) }
+    ? { at: at.total, error: () => totalTimeout(channel) }
+    : { at: at.firstByte, error: () => firstByteTimeout(channel) }
 
 const within = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
-  deadline: { readonly at: number; readonly error: GatewayError.UpstreamTimeout }
+  deadline: { readonly at: number; readonly error: () => GatewayError.UpstreamTimeout }
 ): Effect.Effect<A, E | GatewayError.UpstreamTimeout, R> =>
   Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (now) =>
     now >= deadline.at
-      ? Effect.fail(deadline.error)
-      : Effect.timeoutOrElse(effect, { duration: Duration.millis(deadline.at - now), orElse: () => Effect.fail(deadline.error) }))
+      ? Effect.fail(deadline.error())
+      : Effect.timeoutOrElse(effect, { duration: Duration.millis(deadline.at - now), orElse: () => Effect.fail(deadline.error()) }))
+
+/** The code of the failure behind an HTTP client error (Undici's, or `TotalDeadlinePassed`'s). */
+const transportCode = (error: unknown): string | undefined => {
+  let cause: unknown = error
+  for (let depth = 0; depth < 5 && typeof cause === "object" && cause !== null; depth++) {
+    const code = (cause as { readonly code?: unknown }).code
+    if (typeof code === "string") return code
+    const next = cause as { readonly reason?: { readonly cause?: unknown }; readonly cause?: unknown }
+    cause = next.reason !== undefined && typeof next.reason === "object" ? next.reason.cause : next.cause
+  }
+  return undefined
+}
+
+/**
+ * The gateway error for a transport failure of a call on `channel`: one of
+ * its timeouts (connect, first byte, idle, total), or the upstream being
+ * unreachable (before the headers) or breaking off its answer (after them).
+ *
+ * @category timeouts
+ */
+export const transportError = (
+  channel: Domain.Channel,
+  at: Deadlines,
+  error: unknown,
+  phase: "send" | "body"
+): GatewayError.UpstreamTimeout | GatewayError.UpstreamUnavailable => {
+  const code = transportCode(error)
+  switch (code) {
+    case "MODELGATE_TOTAL_DEADLINE":
+      return totalTimeout(channel)
+    case "UND_ERR_HEADERS_TIMEOUT":
+      return at.total <= at.firstByte ? totalTimeout(channel) : firstByteTimeout(channel)
+    case "UND_ERR_BODY_TIMEOUT":
+      return idleTimeout(channel)
+    case "UND_ERR_CONNECT_TIMEOUT":
+      return new GatewayError.UpstreamTimeout({
+        message: `The upstream '${channel.name}' did not accept a connection within ${channel.timeouts.connectMs} ms.`
+      })
+    default:
+      return phase === "send"
+        ? new GatewayError.UpstreamUnavailable({
+          message: `The upstream '${channel.name}' could not be reached (${code ?? "transport error"}).`
+        })
+        : new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' broke off the answer.` })
+  }
+}
 
 /**
  * Sends a JSON body upstream and returns the response once its headers arrive,
- * before the first-byte (or total) deadline. A connection that cannot be
- * opened within `connectMs` and missed deadlines are `UpstreamTimeout`; other
- * transport failures `UpstreamUnavailable`. The status is not judged here.
+ * before the first-byte (or total) deadline; the response's body then keeps
+ * the idle and total deadlines (the connection pool enforces all three). A
+ * connection that cannot be opened within `connectMs` and missed deadlines are
+ * `UpstreamTimeout`; other transport failures `UpstreamUnavailable`. The
+ * status is not judged here.
  *
  * @category sending
  */
@@ -201,26 +306,12 @@ export const send = Effect.fnUntraced(function*(
     HttpClientRequest.setHeaders(headers),
     HttpClientRequest.bodyText(body, "application/json")
   )
-  return yield* within(client.execute(request), firstDeadline(channel, at)).pipe(
-    Effect.catchTag("HttpClientError", (error) => {
-      const code = transportCode(error)
-      return Effect.fail(
-        code === "UND_ERR_CONNECT_TIMEOUT"
-          ? new GatewayError.UpstreamTimeout({
-            message: `The upstream '${channel.name}' did not accept a connection within ${channel.timeouts.connectMs} ms.`
-          })
-          : new GatewayError.UpstreamUnavailable({
-            message: `The upstream '${channel.name}' could not be reached (${code ?? error.reason._tag}).`
-          })
-      )
-    })
+  const pool: PoolDeadlines = { firstByte: at.firstByte, total: at.total, idleMs: channel.timeouts.idleMs }
+  return yield* client.execute(request).pipe(
+    Effect.provideService(NodeHttpClient.UndiciOptions, { [DEADLINES]: pool } as Partial<Dispatcher.RequestOptions<null>>),
+    Effect.catchTag("HttpClientError", (error) => Effect.fail(transportError(channel, at, error, "send")))
   )
 })
-
-const transportCode = (error: { readonly reason?: { readonly cause?: unknown } }): string | undefined => {
-  const cause = error.reason?.cause as { code?: string; cause?: { code?: string } } | undefined
-  return cause?.code ?? cause?.cause?.code
-}
 
 /**
  * A stream's first chunk, read before anything is sent to the client (so a
@@ -239,21 +330,24 @@ export const firstChunk = Effect.fnUntraced(function*(
   const scope = yield* Scope.fork(yield* Scope.Scope)
   const close = Scope.close(scope, Exit.void)
   const pull = yield* Scope.provide(Stream.toPull(response.stream), scope)
-  const broken = new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' broke off the answer.` })
-  const empty = new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' ended the answer before sending anything.` })
   const first = yield* within(
-    Effect.mapError(pull, (error) => Cause.isDone(error) ? empty : broken),
+    Effect.mapError(pull, (error) =>
+      Cause.isDone(error)
+        ? new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' ended the answer before sending anything.` })
+        : transportError(channel, at, error, "body")),
     firstDeadline(channel, at)
   ).pipe(Effect.onError(() => close))
-  const rest: Stream.Stream<Uint8Array, GatewayError.UpstreamUnavailable> = Stream.fromPull(
-    Effect.succeed(Effect.mapError(pull, (error) => Cause.isDone(error) ? error : broken))
+  // After the first chunk the pool keeps the idle and total deadlines: a missed one fails the pull.
+  const rest: Stream.Stream<Uint8Array, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> = Stream.fromPull(
+    Effect.succeed(Effect.mapError(pull, (error) => Cause.isDone(error) ? error : transportError(channel, at, error, "body")))
   )
   return { first, rest, close }
 })
 
 /**
- * Reads a whole (non-stream) body as text, failing when the upstream pauses
- * longer than `idleMs` between chunks or the call's total deadline passes.
+ * Reads a whole (non-stream) body as text; the connection pool fails it when
+ * the upstream pauses longer than `idleMs` between chunks or the call's total
+ * deadline passes.
  *
  * @category reading
  */
@@ -261,18 +355,8 @@ export const readText = (
   channel: Domain.Channel,
   response: HttpClientResponse.HttpClientResponse,
   at: Deadlines
-): Effect.Effect<string, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> => {
-  const broken = new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' broke off the answer.` })
-  return within(
-    response.stream.pipe(
-      Stream.mapError(() => broken),
-      Stream.timeoutOrElse({ duration: Duration.millis(channel.timeouts.idleMs), orElse: () => Stream.fail(idleTimeout(channel)) }),
-      Stream.decodeText(),
-      Stream.mkString
-    ),
-    { at: at.total, error: totalTimeout(channel) }
-  )
-}
+): Effect.Effect<string, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> =>
+  Effect.mapError(response.text, (error) => transportError(channel, at, error, "body"))
 
 /**
  * Reads at most `limit` bytes of an error body as text (upstream error bodies

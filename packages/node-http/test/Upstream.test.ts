@@ -2,14 +2,16 @@
  * Talking to upstreams, without a network: auth headers per channel type (the
  * `anthropic-version` a channel sets in any letter case wins), Azure's
  * default api-version, error bodies that really stop at their limit, the
- * upstream's own message for operators, and bodies that stall after their
- * headers (idle and total deadlines, under TestClock).
+ * upstream's own message for operators, and the deadlines the connection
+ * pool keeps (first byte, idle, total) against a local server that stalls.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Domain } from "@modelgate/core"
 import { type Duration, Effect, Exit, Fiber } from "effect"
 import { HttpClientRequest, HttpClientResponse } from "effect/http"
 import { TestClock } from "effect/testing"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
 import * as Upstream from "../src/Upstream.ts"
 
 const channel = (over: Partial<Domain.Channel> = {}): Domain.Channel => ({
@@ -52,6 +54,32 @@ const responseOf = (chunks: ReadonlyArray<Uint8Array>, options: { readonly stall
   })
   return { response: HttpClientResponse.fromWeb(request, new Response(body, { status: 500 })), pulled: () => pulled }
 }
+
+/**
+ * A local server: `/whole` answers `{"id":1}`; `/stall` sends its headers and
+ * part of a body, then nothing more; `/no-headers` never answers.
+ */
+const stallingServer = Effect.acquireRelease(
+  Effect.callback<{ readonly url: string; readonly server: Server }>((resume) => {
+    const server = createServer((req, res) => {
+      if (req.url === "/whole") {
+        res.writeHead(200, { "content-type": "application/json" })
+        res.end("{\"id\":1}")
+      } else if (req.url === "/stall") {
+        res.writeHead(200, { "content-type": "application/json" })
+        res.write("{\"id\":")
+      }
+    })
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address() as AddressInfo
+      resume(Effect.succeed({ url: `http://127.0.0.1:${address.port}`, server }))
+    })
+  }),
+  ({ server }) => Effect.callback<void>((resume) => {
+    server.closeAllConnections()
+    server.close(() => resume(Effect.void))
+  })
+)
 
 describe("Upstream", () => {
   it("puts each channel type's key where the upstream expects it", () => {
@@ -102,27 +130,42 @@ describe("Upstream", () => {
       assert.strictEqual(yield* Fiber.join(fiber), "{\"error\":")
     }))
 
-  it.effect("a non-stream body that stalls after its headers fails after idle_ms; one within it is read whole", () =>
+  // The idle, first-byte and total deadlines are kept by the connection pool (Undici's own timers), so
+  // they are tested against a real local server that answers, then stalls.
+  it.live("a non-stream body that stalls after its headers fails after idle_ms; one within it is read whole", () =>
     Effect.gen(function*() {
-      const c = channel({ timeouts: { ...Domain.defaultTimeouts, idleMs: 5_000 } })
-      const at = Upstream.deadlines(c, 0, 0)
-      const stalled = responseOf([new TextEncoder().encode("{\"id\":")], { stall: true }).response
-      const fiber = yield* Effect.forkChild(Effect.exit(Upstream.readText(c, stalled, at)))
-      yield* advance("5 seconds")
-      const exit = yield* Fiber.join(fiber)
+      const server = yield* stallingServer
+      const c = channel({ baseUrl: server.url, timeouts: { ...Domain.defaultTimeouts, idleMs: 300 } })
+      const at = Upstream.deadlines(c, Date.now(), Date.now())
+      const stalled = yield* Upstream.send(c, `${server.url}/stall`, {}, "{}", at)
+      const exit = yield* Effect.exit(Upstream.readText(c, stalled, at))
       assert.isTrue(Exit.isFailure(exit))
-      assert.match(JSON.stringify(exit), /sent nothing for 5000 ms/)
-      const whole = responseOf([new TextEncoder().encode("{\"id\":"), new TextEncoder().encode("1}")]).response
+      assert.match(JSON.stringify(exit), /sent nothing for 300 ms/)
+      const whole = yield* Upstream.send(c, `${server.url}/whole`, {}, "{}", at)
       assert.strictEqual(yield* Upstream.readText(c, whole, at), "{\"id\":1}")
-    }))
+    }).pipe(Effect.provide(Upstream.UpstreamClients.layer)))
 
-  it.effect("a body still arriving at the call's total deadline fails with the total timeout", () =>
+  it.live("a body still arriving at the call's total deadline fails with the total timeout", () =>
     Effect.gen(function*() {
-      const c = channel({ timeouts: { ...Domain.defaultTimeouts, totalMs: 3_000, idleMs: 60_000 } })
-      const fiber = yield* Effect.forkChild(Effect.exit(Upstream.readText(c, responseOf([], { stall: true }).response, Upstream.deadlines(c, 0, 0))))
-      yield* advance("3 seconds")
-      assert.match(JSON.stringify(yield* Fiber.join(fiber)), /did not finish the answer within 3000 ms/)
-    }))
+      const server = yield* stallingServer
+      const c = channel({ baseUrl: server.url, timeouts: { ...Domain.defaultTimeouts, totalMs: 400, idleMs: 60_000 } })
+      const at = Upstream.deadlines(c, Date.now(), Date.now())
+      const response = yield* Upstream.send(c, `${server.url}/stall`, {}, "{}", at)
+      assert.match(JSON.stringify(yield* Effect.exit(Upstream.readText(c, response, at))), /did not finish the answer within 400 ms/)
+    }).pipe(Effect.provide(Upstream.UpstreamClients.layer)))
+
+  it.live("headers later than first_byte_ms are a first-byte timeout; a connection refused is unavailable", () =>
+    Effect.gen(function*() {
+      const server = yield* stallingServer
+      const c = channel({ baseUrl: server.url, timeouts: { ...Domain.defaultTimeouts, firstByteMs: 300 } })
+      const slow = yield* Effect.flip(Upstream.send(c, `${server.url}/no-headers`, {}, "{}", Upstream.deadlines(c, Date.now(), Date.now())))
+      assert.strictEqual(slow._tag, "UpstreamTimeout")
+      assert.match(slow.message, /did not answer within 300 ms/)
+      const dead = channel({ baseUrl: "http://127.0.0.1:9" })
+      const refused = yield* Effect.flip(Upstream.send(dead, "http://127.0.0.1:9/v1/chat/completions", {}, "{}"))
+      assert.strictEqual(refused._tag, "UpstreamUnavailable")
+      assert.match(refused.message, /could not be reached \(ECONNREFUSED\)/)
+    }).pipe(Effect.provide(Upstream.UpstreamClients.layer)))
 
   it("finds the upstream's own message in every envelope, for operators", () => {
     const cases: ReadonlyArray<readonly [string, string]> = [

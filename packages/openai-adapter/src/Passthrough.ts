@@ -6,9 +6,10 @@
  *   for the balance hold, and checks the body's structure (roles, content
  *   parts, tool calls, the types of known fields) without decoding it, so a
  *   malformed body gets a 400 naming the field instead of being forwarded.
- * - `upstreamBody` re-serialises the same object with only `model` changed
- *   (and, for streams, `stream_options.include_usage: true`, so usage is always
- *   reported to the gateway).
+ * - `upstreamBody` forwards the client's bytes as they are when nothing needs
+ *   to change, and otherwise re-serialises the same object with only `model`
+ *   changed (and, for streams, `stream_options.include_usage: true`, so usage
+ *   is always reported to the gateway).
  * - `PassthroughMeter` forwards the upstream's SSE text byte for byte, at event
  *   boundaries, dropping only the usage chunk when the client did not ask for
  *   it, and meters the stream: the reported usage, or a count of generated
@@ -23,6 +24,8 @@ import { checkChatBody } from "./internal/bodyShape.ts"
 
 /** What `inspectChatBody` learnt about a body. @category models */
 export interface InspectedBody {
+  /** The body as received. */
+  readonly text: string
   /** The parsed body, to be forwarded unchanged except for `model`. */
   readonly json: Record<string, unknown>
   readonly model: string
@@ -123,6 +126,7 @@ export const inspectChatBody = (bodyText: string): Effect.Effect<InspectedBody, 
     ? json.max_tokens
     : undefined
   return Effect.succeed({
+    text: bodyText,
     json: json as Record<string, unknown>,
     model,
     stream: stream === true,
@@ -134,13 +138,16 @@ export const inspectChatBody = (bodyText: string): Effect.Effect<InspectedBody, 
 }
 
 /**
- * The body for the upstream: the client's object with only `model` replaced
- * (same key order) and, for streams, `stream_options.include_usage: true` added
- * (other `stream_options` kept).
+ * The body for the upstream: the client's own text when the model keeps its
+ * name and usage is already asked for (or not a stream); otherwise the
+ * client's object with only `model` replaced (same key order) and, for
+ * streams, `stream_options.include_usage: true` added (other `stream_options` kept).
  *
  * @category inspection
  */
 export const upstreamBody = (inspected: InspectedBody, upstreamModel: string): string => {
+  // Nothing to change: the client's own bytes (numbers, key order and spacing exactly as sent).
+  if (upstreamModel === inspected.model && (!inspected.stream || inspected.includeUsage)) return inspected.text
   const out: Record<string, unknown> = { ...inspected.json, model: upstreamModel }
   if (inspected.stream) {
     const options = inspected.json.stream_options

@@ -32,6 +32,17 @@ describe("inspectChatBody / upstreamBody", () => {
       const plain = yield* inspectChatBody("{\"model\":\"a\",\"messages\":[]}")
       assert.strictEqual(upstreamBody(plain, "b"), "{\"model\":\"b\",\"messages\":[]}")
     }))
+  it.effect("forwards the client's own bytes when nothing changes", () =>
+    Effect.gen(function*() {
+      // Spacing, key order and a number JSON.parse would round (a 64-bit seed) survive as sent.
+      const text = "{ \"model\": \"m\", \"seed\": 12345678901234567890, \"messages\": [] }"
+      assert.strictEqual(upstreamBody(yield* inspectChatBody(text), "m"), text)
+      const asked = "{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"include_usage\":true},\"messages\":[]}"
+      assert.strictEqual(upstreamBody(yield* inspectChatBody(asked), "m"), asked)
+      // A stream that did not ask for usage is changed: the gateway asks for it.
+      const streamed = "{\"model\":\"m\",\"stream\":true,\"messages\":[]}"
+      assert.include(upstreamBody(yield* inspectChatBody(streamed), "m"), "\"include_usage\":true")
+    }))
   it.effect("reports what the balance hold needs: the number of choices and of media parts", () =>
     Effect.gen(function*() {
       const plain = yield* inspectChatBody("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")

@@ -54,7 +54,8 @@ const missing = (param: string, expected: string): ShapeProblem => ({
 })
 
 const isNumber = (value: unknown): boolean => typeof value === "number" && Number.isFinite(value)
-const isInteger = (value: unknown): boolean => Number.isSafeInteger(value)
+// Any whole number: a 64-bit `seed` beyond 2^53 is a valid JSON integer (JSON.parse rounds it; the body is forwarded as sent).
+const isInteger = (value: unknown): boolean => Number.isInteger(value)
 
 /** A field that may be absent or `null`, else must pass `test`. */
 const optional = (
