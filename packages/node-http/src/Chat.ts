@@ -23,7 +23,7 @@
  * @since 0.1.0
  */
 import { Admission, type Canonical, Domain, GatewayError, Pricing, StreamAssembly, Tokens, type UsageLog } from "@modelgate/core"
-import { Cause, Clock, Effect, Exit, Stream } from "effect"
+import { Clock, Effect, Exit } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { Outcome } from "./Breakers.ts"
 import type { ClientCodec, RouteHints, UpstreamCodec } from "./Codecs.ts"
@@ -31,6 +31,7 @@ import * as Health from "./Health.ts"
 import * as Params from "./Params.ts"
 import { isCredentialRefusal } from "./Probe.ts"
 import * as RateLimits from "./RateLimits.ts"
+import * as Relay from "./Relay.ts"
 import * as Selection from "./Selection.ts"
 import { ServerSettings } from "./Settings.ts"
 import * as Settlement from "./Settlement.ts"
@@ -138,7 +139,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       )
       record.status = response.status
       if (response.status >= 400) {
-        const text = yield* Upstream.errorBody(response, undefined, channel.timeouts.idleMs)
+        const text = yield* Upstream.errorBody(response)
         const error = upstream.classify(response.status, text, Upstream.headerRecord(response))
         if (isCredentialRefusal(error)) {
           yield* health.disable(channel, target.key, response.status, Health.refusal(response.status, Upstream.upstreamMessage(text)))
@@ -177,9 +178,6 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       const opened = yield* Upstream.firstChunk(channel, response, at)
       const committedAt = yield* Clock.currentTimeMillis
       ttfbMs = committedAt - input.startedAt
-      let outcome: Settlement.Outcome = { status: 200, errorCode: null, ttfbMs }
-      let broken: GatewayError.GatewayError | undefined
-      const decoder = new TextDecoder()
       let push: (text: string) => string
       let end: () => string
       let metered: () => Settlement.Metered
@@ -201,39 +199,33 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         end = () => feed(events.end()) + encoder.end()
         metered = () => meteredOf(assembler.response(), promptEstimate)
       }
-      // One synchronous transform per array of chunks; a transform that meets an upstream event it cannot
-      // read (or an in-band upstream error) throws the gateway error, which ends the relay in-band below.
-      // The idle and total deadlines are kept by the connection pool (Upstream.ts): a missed one fails `rest`.
-      const relay = (chunks: ReadonlyArray<Uint8Array>): string => {
-        let text = ""
-        for (const bytes of chunks) text += push(decoder.decode(bytes, { stream: true }))
-        return text
-      }
-      const frames = Stream.fromArray(opened.first).pipe(
-        Stream.concat(opened.rest),
-        Stream.mapArray((chunks) => [relay(chunks)] as const),
-        Stream.concat(Stream.sync(() => push(decoder.decode()) + end())),
-        Stream.catchCause((cause) => {
-          if (Cause.hasInterruptsOnly(cause)) return Stream.failCause(cause)
-          const error = gatewayErrorOf(cause)
-          broken = error
-          outcome = { status: statusOf(client, error), errorCode: codeOf(error), ttfbMs }
-          return Stream.succeed(client.streamErrorFrame(error, inspected))
-        }),
-        Stream.filter((text) => text.length > 0),
-        Stream.encodeText,
-        Stream.onExit((exit) =>
-          Effect.gen(function*() {
-            const closed = !Exit.isSuccess(exit)
-            record.durationMs = (yield* Clock.currentTimeMillis) - attemptStart
-            record.errorCode = closed ? "ClientClosed" : broken === undefined ? null : codeOf(broken)
-            yield* health.end(ticket, closed ? "neutral" : broken === undefined ? "success" : breakerOutcome(broken), broken?.message)
-            yield* settlement.finish(metered(), closed ? { status: 499, errorCode: "ClientClosed", ttfbMs } : outcome, legOf())
-            yield* opened.close
-          })
-        )
-      )
-      return HttpServerResponse.stream(frames, {
+      // The relay is a plain Node stream piped to the socket (Relay.ts): per chunk a decode and the
+      // transform, nothing else. However it ends, the call is settled once, from its end report.
+      const settle = (ended: Relay.RelayEnd) =>
+        Effect.gen(function*() {
+          const closed = ended._tag === "Closed"
+          const error = ended._tag === "Failed" ? ended.error : undefined
+          const outcome: Settlement.Outcome = closed
+            ? { status: 499, errorCode: "ClientClosed", ttfbMs }
+            : error === undefined
+            ? { status: 200, errorCode: null, ttfbMs }
+            : { status: statusOf(client, error), errorCode: codeOf(error), ttfbMs }
+          record.durationMs = (yield* Clock.currentTimeMillis) - attemptStart
+          record.errorCode = closed ? "ClientClosed" : error === undefined ? null : codeOf(error)
+          yield* health.end(ticket, closed ? "neutral" : error === undefined ? "success" : breakerOutcome(error), error?.message)
+          yield* settlement.finish(metered(), outcome, legOf())
+        }).pipe(Effect.uninterruptible)
+      const run = Effect.runForkWith(yield* Effect.context<never>())
+      const relay = new Relay.Relay({
+        first: opened.first,
+        body: opened.body,
+        push,
+        end,
+        bodyError: (error) => Upstream.transportError(channel, at, error, "body"),
+        errorFrame: (error) => client.streamErrorFrame(error, inspected),
+        onEnd: (ended) => void run(settle(ended))
+      })
+      return HttpServerResponse.raw(relay, {
         contentType: client.streamContentType?.(inspected) ?? "text/event-stream",
         headers: { ...headers, "cache-control": "no-cache", "x-accel-buffering": "no" }
       })
@@ -318,20 +310,6 @@ const exitCode = (exit: Exit.Exit<unknown, GatewayError.GatewayError>): string =
     if (reason._tag === "Fail") return reason.error._tag
   }
   return "ClientClosed"
-}
-
-/**
- * The gateway error that ended a relayed stream: a failure of the upstream's
- * body (a timeout, a broken connection), or the error a transform threw (an
- * in-band upstream error, an event it could not read); anything else is an
- * unreadable answer.
- */
-const gatewayErrorOf = (cause: Cause.Cause<unknown>): GatewayError.GatewayError => {
-  for (const reason of cause.reasons) {
-    const error = reason._tag === "Fail" ? reason.error : reason._tag === "Die" ? reason.defect : undefined
-    if (GatewayError.isGatewayError(error)) return error
-  }
-  return new GatewayError.UpstreamUnavailable({ message: "The upstream's answer could not be read." })
 }
 
 /** Metering of a canonical response: the upstream's usage, or local estimates when it gave none. */

@@ -37,7 +37,7 @@ const probe = (channel: Domain.Channel, model: string | undefined, apiKey: strin
         at
       )
       if (response.status >= 400) {
-        const text = yield* Upstream.errorBody(response, undefined, channel.timeouts.idleMs)
+        const text = yield* Upstream.errorBody(response)
         const error = codec.classify(response.status, text, Upstream.headerRecord(response))
         return {
           ok: false,

@@ -10,35 +10,22 @@
  * - `idleMs`: the longest gap between two chunks of a body, stream or not;
  * - `totalMs`: the whole call, measured from its start (`Deadlines.total`).
  *
- * The deadlines are kept by the connection pool itself (`DeadlineAgent`:
- * Undici's own header and body timers, and one timer for the total), not by
- * racing fibers: a race per call and a timer fiber per chunk cost more CPU
- * than the rest of relaying a call. Transport failures come back as
- * `HttpClientError`s whose cause names what happened; `transportError` turns
- * them into the gateway's timeouts and unavailability.
+ * Calls go straight to Undici (one connection pool per `connectMs`), and the
+ * deadlines are kept by the connection itself (Undici's header and body
+ * timers, and one timer for the total; see `send`), not by racing fibers: a
+ * race per call and a timer fiber per chunk cost more CPU than the rest of
+ * relaying a call. `transportError` turns Undici's failures into the gateway's
+ * timeouts and unavailability.
  *
  * Nothing is buffered here beyond what a non-stream answer needs.
  *
  * @since 0.1.0
  */
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import { Agent } from "@effect/platform-node/Undici"
+import { Agent, type Dispatcher } from "@effect/platform-node/Undici"
 import { Domain, GatewayError } from "@modelgate/core"
-import { Cause, Clock, Context, Duration, Effect, Exit, Layer, Scope, Stream } from "effect"
-import type { Dispatcher } from "@effect/platform-node/Undici"
-import { HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
+import { Clock, Context, Effect, Layer } from "effect"
 
 const trimSlash = (url: string) => url.endsWith("/") ? url.slice(0, -1) : url
-
-/** The deadlines a request carries to its connection pool: epoch milliseconds, and the idle gap. */
-interface PoolDeadlines {
-  readonly firstByte: number
-  readonly total: number
-  readonly idleMs: number
-}
-
-/** Where a request's deadlines travel: an option Undici ignores, read and removed by `DeadlineAgent`. */
-const DEADLINES = "modelgateDeadlines"
 
 /** The abort reason of a call whose total deadline passed. @category timeouts */
 export class TotalDeadlinePassed extends Error {
@@ -49,88 +36,76 @@ export class TotalDeadlinePassed extends Error {
 }
 
 /**
- * An Undici agent that keeps a request's deadlines itself: the time to the
- * response headers (`headersTimeout`), the longest gap between body chunks
- * (`bodyTimeout`), and the whole call (one timer that aborts the request, or
- * its body, with `TotalDeadlinePassed`; cleared when the body closes).
- * Requests without deadlines are sent as they are.
- */
-class DeadlineAgent extends Agent {
-  override request(options: any, callback?: any): any {
-    const deadlines: PoolDeadlines | undefined = options?.[DEADLINES]
-    if (deadlines === undefined || callback !== undefined) return super.request(options, callback)
-    const { [DEADLINES]: _deadlines, signal: outer, ...rest } = options as Record<string, any>
-    const now = Date.now()
-    const controller = new AbortController()
-    const forward = () => controller.abort((outer as AbortSignal).reason)
-    if (outer !== undefined && outer !== null) {
-      if ((outer as AbortSignal).aborted) forward()
-      else (outer as AbortSignal).addEventListener("abort", forward, { once: true })
-    }
-    const timer = setTimeout(() => controller.abort(new TotalDeadlinePassed()), Math.max(1, deadlines.total - now))
-    const done = () => {
-      clearTimeout(timer)
-      if (outer !== undefined && outer !== null) (outer as AbortSignal).removeEventListener("abort", forward)
-    }
-    return (super.request({
-      ...rest,
-      signal: controller.signal,
-      headersTimeout: Math.max(1, Math.min(deadlines.firstByte, deadlines.total) - now),
-      bodyTimeout: deadlines.idleMs
-    } as Dispatcher.RequestOptions) as Promise<Dispatcher.ResponseData>).then(
-      (response) => {
-        response.body.once("close", done)
-        return response
-      },
-      (error: unknown) => {
-        done()
-        throw error
-      }
-    )
-  }
-}
-
-/**
- * The HTTP clients upstream calls are sent with: one Undici connection pool
- * per distinct `connectMs`, so each channel's connect timeout is enforced
- * where connections are opened, and each pool keeps its requests' deadlines
- * (`DeadlineAgent`).
+ * The connection pools upstream calls are sent through: one Undici agent per
+ * distinct `connectMs`, so each channel's connect timeout is enforced where
+ * connections are opened.
  *
  * @category services
  */
 export class UpstreamClients extends Context.Service<UpstreamClients, {
-  /** The client for a channel (its connect timeout). */
-  readonly forChannel: (channel: Domain.Channel) => Effect.Effect<HttpClient.HttpClient>
+  /** The connection pool for a channel (its connect timeout). */
+  readonly agentFor: (channel: Domain.Channel) => Agent
 }>()("modelgate/node-http/UpstreamClients") {
   /**
-   * Undici pools created on first use and closed with the layer.
+   * Undici agents created on first use and closed with the layer.
    *
    * @category layers
    */
   static readonly layer: Layer.Layer<UpstreamClients> = Layer.effect(
     UpstreamClients,
     Effect.gen(function*() {
-      const clients = new Map<number, HttpClient.HttpClient>()
-      const agents: Array<Agent> = []
-      yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all(agents.map((agent) => agent.destroy()))))
-      const forChannel = (channel: Domain.Channel) =>
-        Effect.suspend(() => {
-          const connectMs = channel.timeouts.connectMs
-          const cached = clients.get(connectMs)
-          if (cached !== undefined) return Effect.succeed(cached)
-          const agent = new DeadlineAgent({ connect: { timeout: connectMs } })
-          agents.push(agent)
-          return Effect.map(
-            Effect.provideService(NodeHttpClient.makeUndici, NodeHttpClient.Dispatcher, agent),
-            (client) => {
-              clients.set(connectMs, client)
-              return client
-            }
-          )
-        })
-      return UpstreamClients.of({ forChannel })
+      const agents = new Map<number, Agent>()
+      yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([...agents.values()].map((agent) => agent.destroy()))))
+      const agentFor = (channel: Domain.Channel): Agent => {
+        const connectMs = channel.timeouts.connectMs
+        let agent = agents.get(connectMs)
+        if (agent === undefined) {
+          agent = new Agent({ connect: { timeout: connectMs }, keepAliveTimeout: 60_000 })
+          agents.set(connectMs, agent)
+        }
+        return agent
+      }
+      return UpstreamClients.of({ agentFor })
     })
   )
+}
+
+/**
+ * An upstream's answer: its status and headers, and its body, not read yet
+ * (`readText`, `errorBody`, `firstChunk`). The body keeps the call's idle and
+ * total deadlines while it is read.
+ *
+ * @category models
+ */
+export class UpstreamResponse {
+  readonly channel: Domain.Channel
+  readonly at: Deadlines
+  readonly data: Dispatcher.ResponseData
+  constructor(channel: Domain.Channel, at: Deadlines, data: Dispatcher.ResponseData) {
+    this.channel = channel
+    this.at = at
+    this.data = data
+  }
+  get status(): number {
+    return this.data.statusCode
+  }
+  /** The headers (a header sent several times has its values joined by ", "). */
+  get headers(): Record<string, string> {
+    const out: Record<string, string> = {}
+    for (const name in this.data.headers) {
+      const value = this.data.headers[name]
+      if (value !== undefined) out[name] = Array.isArray(value) ? value.join(", ") : value
+    }
+    return out
+  }
+  /** The body, as Undici's readable. */
+  get body(): Dispatcher.ResponseData["body"] {
+    return this.data.body
+  }
+  /** The whole body as text (see `readText`). */
+  get text(): Effect.Effect<string, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> {
+    return readText(this.channel, this, this.at)
+  }
 }
 
 /** Auth and extra headers for a channel. @category targets */
@@ -221,29 +196,13 @@ const firstByteTimeout = (channel: Domain.Channel): GatewayError.UpstreamTimeout
     message: `The upstream '${channel.name}' did not answer within ${channel.timeouts.firstByteMs} ms.`
   })
 
-/** The earlier of the two deadlines, and the error for missing it. */
-const firstDeadline = (channel: Domain.Channel, at: Deadlines) =>
-  at.total < at.firstByte
-    ? { at: at.total, error: () => totalTimeout(channel) }
-    : { at: at.firstByte, error: () => firstByteTimeout(channel) }
-
-const within = <A, E, R>(
-  effect: Effect.Effect<A, E, R>,
-  deadline: { readonly at: number; readonly error: () => GatewayError.UpstreamTimeout }
-): Effect.Effect<A, E | GatewayError.UpstreamTimeout, R> =>
-  Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (now) =>
-    now >= deadline.at
-      ? Effect.fail(deadline.error())
-      : Effect.timeoutOrElse(effect, { duration: Duration.millis(deadline.at - now), orElse: () => Effect.fail(deadline.error()) }))
-
-/** The code of the failure behind an HTTP client error (Undici's, or `TotalDeadlinePassed`'s). */
+/** The code of the failure behind a transport error (Undici's, or `TotalDeadlinePassed`'s). */
 const transportCode = (error: unknown): string | undefined => {
   let cause: unknown = error
   for (let depth = 0; depth < 5 && typeof cause === "object" && cause !== null; depth++) {
     const code = (cause as { readonly code?: unknown }).code
     if (typeof code === "string") return code
-    const next = cause as { readonly reason?: { readonly cause?: unknown }; readonly cause?: unknown }
-    cause = next.reason !== undefined && typeof next.reason === "object" ? next.reason.cause : next.cause
+    cause = (cause as { readonly cause?: unknown }).cause
   }
   return undefined
 }
@@ -283,12 +242,16 @@ export const transportError = (
 }
 
 /**
- * Sends a JSON body upstream and returns the response once its headers arrive,
- * before the first-byte (or total) deadline; the response's body then keeps
- * the idle and total deadlines (the connection pool enforces all three). A
+ * Sends a JSON body upstream and returns the response once its headers
+ * arrive. The deadlines are kept by the connection itself, not by racing
+ * fibers (a race per call and a timer per chunk cost more CPU than the rest of
+ * relaying a call): Undici's header timer (the first-byte deadline), its body
+ * timer (the idle gap between chunks) and one timer for the total, which
+ * aborts the request or its body with `TotalDeadlinePassed` and is cleared when
+ * the body closes. Interrupting the calling fiber aborts the request. A
  * connection that cannot be opened within `connectMs` and missed deadlines are
- * `UpstreamTimeout`; other transport failures `UpstreamUnavailable`. The
- * status is not judged here.
+ * `UpstreamTimeout`; other transport failures `UpstreamUnavailable`. The status
+ * is not judged here.
  *
  * @category sending
  */
@@ -301,96 +264,167 @@ export const send = Effect.fnUntraced(function*(
 ) {
   // Without deadlines (calls outside the chat flow) the attempt starts the call.
   const at = deadlinesOf ?? deadlines(channel, yield* Clock.currentTimeMillis, yield* Clock.currentTimeMillis)
-  const client = yield* Effect.flatMap(Effect.service(UpstreamClients), (clients) => clients.forChannel(channel))
-  const request = HttpClientRequest.post(url).pipe(
-    HttpClientRequest.setHeaders(headers),
-    HttpClientRequest.bodyText(body, "application/json")
-  )
-  const pool: PoolDeadlines = { firstByte: at.firstByte, total: at.total, idleMs: channel.timeouts.idleMs }
-  return yield* client.execute(request).pipe(
-    Effect.provideService(NodeHttpClient.UndiciOptions, { [DEADLINES]: pool } as Partial<Dispatcher.RequestOptions<null>>),
-    Effect.catchTag("HttpClientError", (error) => Effect.fail(transportError(channel, at, error, "send")))
-  )
+  const agent = (yield* UpstreamClients).agentFor(channel)
+  const target = new URL(url)
+  const data = yield* Effect.tryPromise({
+    try: (signal) => {
+      const now = Date.now()
+      const controller = new AbortController()
+      const forward = () => controller.abort(signal.reason)
+      signal.addEventListener("abort", forward, { once: true })
+      const timer = setTimeout(() => controller.abort(new TotalDeadlinePassed()), Math.max(1, at.total - now))
+      const done = () => {
+        clearTimeout(timer)
+        signal.removeEventListener("abort", forward)
+      }
+      return agent.request({
+        origin: target.origin,
+        path: target.pathname + target.search,
+        method: "POST",
+        headers,
+        body,
+        signal: controller.signal,
+        headersTimeout: Math.max(1, Math.min(at.firstByte, at.total) - now),
+        bodyTimeout: channel.timeouts.idleMs
+      }).then(
+        (response) => {
+          response.body.once("close", done)
+          return response
+        },
+        (error: unknown) => {
+          done()
+          throw error
+        }
+      )
+    },
+    catch: (error) => transportError(channel, at, error, "send")
+  })
+  return new UpstreamResponse(channel, at, data)
 })
 
-/**
- * A stream's first chunk, read before anything is sent to the client (so a
- * stream that stalls, breaks or ends before its first byte can still fail
- * over), and the rest of the body. The body is read through a pull that lives
- * in a scope forked from the current one (the request's): `close` ends it at
- * once (an attempt that failed over), and the request's end closes it anyway.
- *
- * @category reading
- */
-export const firstChunk = Effect.fnUntraced(function*(
-  channel: Domain.Channel,
-  response: HttpClientResponse.HttpClientResponse,
-  at: Deadlines
-) {
-  const scope = yield* Scope.fork(yield* Scope.Scope)
-  const close = Scope.close(scope, Exit.void)
-  const pull = yield* Scope.provide(Stream.toPull(response.stream), scope)
-  const first = yield* within(
-    Effect.mapError(pull, (error) =>
-      Cause.isDone(error)
-        ? new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' ended the answer before sending anything.` })
-        : transportError(channel, at, error, "body")),
-    firstDeadline(channel, at)
-  ).pipe(Effect.onError(() => close))
-  // After the first chunk the pool keeps the idle and total deadlines: a missed one fails the pull.
-  const rest: Stream.Stream<Uint8Array, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> = Stream.fromPull(
-    Effect.succeed(Effect.mapError(pull, (error) => Cause.isDone(error) ? error : transportError(channel, at, error, "body")))
-  )
-  return { first, rest, close }
-})
+/** Reads a body to its end, destroying it when the calling fiber is interrupted. */
+const readAll = <A>(response: UpstreamResponse, read: () => Promise<A>) =>
+  Effect.tryPromise({
+    try: (signal) => {
+      const body = response.body
+      const stop = () => body.destroy()
+      signal.addEventListener("abort", stop, { once: true })
+      return read().finally(() => signal.removeEventListener("abort", stop))
+    },
+    catch: (error) => transportError(response.channel, response.at, error, "body")
+  })
 
 /**
- * Reads a whole (non-stream) body as text; the connection pool fails it when
- * the upstream pauses longer than `idleMs` between chunks or the call's total
+ * Reads a whole (non-stream) body as text; the connection fails it when the
+ * upstream pauses longer than `idleMs` between chunks or the call's total
  * deadline passes.
  *
  * @category reading
  */
 export const readText = (
   channel: Domain.Channel,
-  response: HttpClientResponse.HttpClientResponse,
+  response: UpstreamResponse,
   at: Deadlines
 ): Effect.Effect<string, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> =>
-  Effect.mapError(response.text, (error) => transportError(channel, at, error, "body"))
+  readAll(channel === response.channel && at === response.at ? response : new UpstreamResponse(channel, at, response.data), () =>
+    response.body.text())
 
 /**
- * Reads at most `limit` bytes of an error body as text (upstream error bodies
- * are small; a huge one is cut, and the rest is never read). A body that
- * pauses longer than `idleMs` (pass the channel's) ends the reading; a broken
- * one yields what was read.
+ * A stream's first chunk, read before anything is sent to the client (so a
+ * stream that stalls, breaks or ends before its first byte can still fail
+ * over), within the first-byte (or total) deadline. The body is left paused
+ * after it, for the relay; `close` ends it at once (an attempt that failed
+ * over), and an interruption of the calling fiber while waiting ends it too.
  *
  * @category reading
  */
-export const errorBody = (
-  response: HttpClientResponse.HttpClientResponse,
-  limit = 64 * 1024,
-  idleMs = Domain.defaultTimeouts.idleMs
-): Effect.Effect<string> =>
-  Effect.scoped(Effect.gen(function*() {
-    const pull = yield* Stream.toPull(response.stream)
+export const firstChunk = (
+  channel: Domain.Channel,
+  response: UpstreamResponse,
+  at: Deadlines
+): Effect.Effect<
+  { readonly first: Uint8Array; readonly body: UpstreamResponse["body"]; readonly close: Effect.Effect<void> },
+  GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout
+> => {
+  const body = response.body
+  const close = Effect.sync(() => body.destroy())
+  return Effect.callback<Uint8Array, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout>((resume) => {
+    const deadline = firstDeadline(channel, at)
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const cleanup = () => {
+      if (timer !== undefined) clearTimeout(timer)
+      body.off("readable", onReadable)
+      body.off("end", onEnd)
+      body.off("error", onError)
+    }
+    const onReadable = () => {
+      const chunk = body.read() as Uint8Array | null
+      if (chunk === null) return
+      cleanup()
+      resume(Effect.succeed(chunk))
+    }
+    const onEnd = () => {
+      cleanup()
+      resume(Effect.fail(
+        new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' ended the answer before sending anything.` })
+      ))
+    }
+    const onError = (error: unknown) => {
+      cleanup()
+      resume(Effect.fail(transportError(channel, at, error, "body")))
+    }
+    timer = setTimeout(() => {
+      cleanup()
+      body.destroy()
+      resume(Effect.fail(deadline.error()))
+    }, Math.max(0, deadline.at - Date.now()))
+    body.on("readable", onReadable)
+    body.once("end", onEnd)
+    body.once("error", onError)
+    onReadable()
+    return Effect.sync(() => {
+      cleanup()
+      body.destroy()
+    })
+  }).pipe(
+    Effect.onError(() => close),
+    Effect.map((first) => ({ first, body, close }))
+  )
+}
+
+/** The earlier of the two deadlines, and the error for missing it. */
+const firstDeadline = (channel: Domain.Channel, at: Deadlines) =>
+  at.total < at.firstByte
+    ? { at: at.total, error: () => totalTimeout(channel) }
+    : { at: at.firstByte, error: () => firstByteTimeout(channel) }
+
+/**
+ * Reads at most `limit` bytes of an error body as text (upstream error bodies
+ * are small; a huge one is cut, and the rest is never read: the body is
+ * destroyed). A body that breaks or pauses longer than the channel's
+ * `idleMs` yields what was read.
+ *
+ * @category reading
+ */
+export const errorBody = (response: UpstreamResponse, limit = 64 * 1024): Effect.Effect<string> =>
+  readAll(response, async () => {
     const decoder = new TextDecoder()
     let text = ""
     let bytes = 0
-    while (bytes < limit) {
-      const chunks = yield* pull.pipe(
-        Effect.timeoutOrElse({ duration: Duration.millis(idleMs), orElse: () => Effect.succeed(undefined) }),
-        Effect.orElseSucceed(() => undefined)
-      )
-      if (chunks === undefined) break
-      for (const chunk of chunks) {
+    try {
+      for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
         const take = Math.min(chunk.byteLength, limit - bytes)
         text += decoder.decode(take === chunk.byteLength ? chunk : chunk.subarray(0, take), { stream: true })
         bytes += take
         if (bytes >= limit) break
       }
+    } catch {
+      // A broken or stalled body: what was read is the message.
+    } finally {
+      response.body.destroy()
     }
     return text + decoder.decode()
-  }))
+  }).pipe(Effect.orElseSucceed(() => ""))
 
 /**
  * The upstream's own error message from an error body (`error.message` in
@@ -419,5 +453,4 @@ export const upstreamMessage = (body: string): string => {
 }
 
 /** Response headers as a plain record. @category reading */
-export const headerRecord = (response: HttpClientResponse.HttpClientResponse): Record<string, string> =>
-  response.headers as unknown as Record<string, string>
+export const headerRecord = (response: UpstreamResponse): Record<string, string> => response.headers
