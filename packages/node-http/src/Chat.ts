@@ -218,11 +218,13 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         Stream.encodeText,
         Stream.onExit((exit) =>
           Effect.gen(function*() {
-            const closed = !Exit.isSuccess(exit)
+            // Cut by the client (499) or by the shutdown's grace period (503).
+            const cut = Exit.isSuccess(exit) ? undefined : Settlement.interruption(exit.cause)
+            const closed = cut !== undefined
             record.durationMs = (yield* Clock.currentTimeMillis) - attemptStart
-            record.errorCode = closed ? "ClientClosed" : broken === undefined ? null : codeOf(broken)
+            record.errorCode = closed ? cut.errorCode : broken === undefined ? null : codeOf(broken)
             yield* health.end(ticket, closed ? "neutral" : broken === undefined ? "success" : breakerOutcome(broken), broken?.message)
-            yield* settlement.finish(metered(), closed ? { status: 499, errorCode: "ClientClosed", ttfbMs } : outcome, legOf())
+            yield* settlement.finish(metered(), closed ? { ...cut, ttfbMs } : outcome, legOf())
             yield* opened.close
           })
         )
@@ -294,25 +296,17 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
     Effect.onExit((exit) => {
       if (Exit.isSuccess(exit)) return Effect.void
       const failed = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+      // The status the client got: its dialect's rendering of the error; when interrupted, 499 if it went
+      // away, 503 if the shutdown's grace period ended.
+      const ended = failed === undefined
+        ? Settlement.interruption(exit.cause)
+        : { status: statusOf(client, failed.error), errorCode: codeOf(failed.error) }
       const last = tried.at(-1)
-      if (failed === undefined && last !== undefined && last.errorCode === null) last.errorCode = "ClientClosed"
-      return settlement.finish(Settlement.nothing, {
-        // The status the client got: its dialect's rendering of the error, or 499 when it went away.
-        status: failed === undefined ? 499 : statusOf(client, failed.error),
-        errorCode: exitCode(exit),
-        ttfbMs: null
-      }, legOf())
+      if (failed === undefined && last !== undefined && last.errorCode === null) last.errorCode = ended.errorCode
+      return settlement.finish(Settlement.nothing, { ...ended, ttfbMs: null }, legOf())
     })
   )
 })
-
-const exitCode = (exit: Exit.Exit<unknown, GatewayError.GatewayError>): string => {
-  if (Exit.isSuccess(exit)) return ""
-  for (const reason of exit.cause.reasons) {
-    if (reason._tag === "Fail") return reason.error._tag
-  }
-  return "ClientClosed"
-}
 
 /** Runs a synchronous transform, turning a throw into the gateway error it carries. */
 const guard = (f: () => string): Effect.Effect<string, GatewayError.GatewayError> =>

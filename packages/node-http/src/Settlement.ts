@@ -11,7 +11,8 @@
  * @since 0.1.0
  */
 import { Accounts, type Domain, Pricing, UsageLog } from "@modelgate/core"
-import { Clock, Effect } from "effect"
+import { type Cause, Clock, Effect } from "effect"
+import { ClientAbort } from "effect/http/HttpServerError"
 
 /** What a call consumed, as metered from the upstream's answer. @category models */
 export interface Metered {
@@ -30,6 +31,29 @@ export interface Outcome {
   readonly status: number
   readonly errorCode: string | null
   readonly ttfbMs: number | null
+}
+
+/**
+ * How a call that did not end normally ended, for its usage record: the
+ * client went away (`499 ClientClosed`: the HTTP server interrupts the request
+ * with the `ClientAbort` annotation when the connection closes), the server
+ * cut it (`503 ShuttingDown`: a call still running at the end of the shutdown
+ * grace period is interrupted with the server's scope, without that
+ * annotation), or a defect ended it (`500 InternalError`).
+ *
+ * @category outcomes
+ */
+export const interruption = (cause: Cause.Cause<unknown>): {
+  readonly status: 499 | 503 | 500
+  readonly errorCode: "ClientClosed" | "ShuttingDown" | "InternalError"
+} => {
+  let interrupted = false
+  for (const reason of cause.reasons) {
+    if (reason._tag !== "Interrupt") continue
+    if (reason.annotations.has(ClientAbort.key)) return { status: 499, errorCode: "ClientClosed" }
+    interrupted = true
+  }
+  return interrupted ? { status: 503, errorCode: "ShuttingDown" } : { status: 500, errorCode: "InternalError" }
 }
 
 /** Who is calling what, through which channel. @category models */
