@@ -98,7 +98,8 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
     model,
     ratioMicros: route.group.ratioMicros,
     dialectIn: client.dialect,
-    stream: inspected.stream
+    stream: inspected.stream,
+    choices: inspected.choices
   }, held))
 
   const settings = yield* ServerSettings
