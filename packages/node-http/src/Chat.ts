@@ -88,7 +88,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
     key,
     route.group,
     model.id,
-    RateLimits.estimateTokens(bodyBytes, inspected.maxOutputTokens, model)
+    RateLimits.estimateTokens(bodyBytes, inspected.maxOutputTokens, model, inspected)
   )
   const limitHeaders = RateLimits.successHeaders(client.dialect, permit)
   const settlement = yield* RateLimits.settleUnder(permit, Settlement.open({
