@@ -22,14 +22,13 @@
  *
  * @since 0.1.0
  */
-import { Admission, type Canonical, Domain, GatewayError, Pricing, StreamAssembly, Tokens, type UsageLog } from "@modelgate/core"
+import { Admission, type Canonical, Domain, GatewayError, Pricing, StreamAssembly, Tokens } from "@modelgate/core"
 import { Clock, Duration, Effect, Exit, Stream } from "effect"
 import { HttpServerResponse } from "effect/http"
-import type { Outcome } from "./Breakers.ts"
 import type { ClientCodec, RouteHints, UpstreamCodec } from "./Codecs.ts"
+import { allKeysDisabled, type AttemptRecord, breakerOutcome, failureKind, isCredentialRefusal, retryable } from "./Failover.ts"
 import * as Health from "./Health.ts"
 import * as Params from "./Params.ts"
-import { isCredentialRefusal } from "./Probe.ts"
 import * as RateLimits from "./RateLimits.ts"
 import * as Selection from "./Selection.ts"
 import { ServerSettings } from "./Settings.ts"
@@ -49,24 +48,9 @@ export interface ChatInput {
   readonly headers?: Readonly<Record<string, string | undefined>> | undefined
 }
 
-const retryable = (error: GatewayError.GatewayError): boolean =>
-  error._tag === "UpstreamUnavailable" || error._tag === "UpstreamTimeout" || error._tag === "UpstreamRateLimited"
-
-/** A failure that is the key's own (another key of the channel may work) or the server's. */
-const failureKind = (error: GatewayError.GatewayError): Selection.Failure =>
-  isCredentialRefusal(error) || error._tag === "UpstreamRateLimited" || (error._tag === "UpstreamUnavailable" && error.status === 429)
-    ? "key"
-    : "server"
-
-/** What a failed attempt means for its key's breaker. */
-const breakerOutcome = (error: GatewayError.GatewayError): Outcome =>
-  retryable(error) ? "failure" : error._tag === "UpstreamRejected" ? "success" : "neutral"
-
 const statusOf = (client: ClientCodec, error: GatewayError.GatewayError) => client.renderError(error).status
 
 const codeOf = (error: GatewayError.GatewayError): string => error._tag
-
-type AttemptRecord = { -readonly [K in keyof UsageLog.Attempt]: UsageLog.Attempt[K] }
 
 /**
  * Runs a chat call and returns the response to write (a stream keeps running,
@@ -286,12 +270,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       if (!retryable(error)) break
       previous = failureKind(error)
     }
-    return yield* Effect.fail(
-      lastError ?? new GatewayError.UpstreamUnavailable({
-        message: `Every upstream key serving '${model.id}' for your group is disabled after the upstream refused its credentials. ` +
-          "This is a gateway configuration problem: an administrator must check the channels' keys."
-      })
-    )
+    return yield* Effect.fail(lastError ?? allKeysDisabled(model.id))
   })
   return yield* run.pipe(
     Effect.onExit((exit) => {
