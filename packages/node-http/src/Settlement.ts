@@ -19,8 +19,8 @@
  *
  * @since 0.1.0
  */
-import { Accounts, type Domain, Pricing, UsageLog } from "@modelgate/core"
-import { type Cause, Clock, Effect } from "effect"
+import { Accounts, type Domain, type GatewayError, Pricing, UsageLog } from "@modelgate/core"
+import { type Cause, Clock, Effect, Exit } from "effect"
 import { ClientAbort } from "effect/http/HttpServerError"
 
 /** What a call consumed, as metered from the upstream's answer. @category models */
@@ -63,6 +63,24 @@ export const interruption = (cause: Cause.Cause<unknown>): {
     interrupted = true
   }
   return interrupted ? { status: 503, errorCode: "ShuttingDown" } : { status: 500, errorCode: "InternalError" }
+}
+
+/**
+ * How a call that failed before any output ends on its usage record: the
+ * status its client got (`render`: its dialect's rendering of the error) and
+ * the error's tag, or the interruption's (see `interruption`).
+ *
+ * @category outcomes
+ */
+export const failed = (
+  exit: Exit.Exit<unknown, GatewayError.GatewayError>,
+  render: (error: GatewayError.GatewayError) => { readonly status: number }
+): Outcome => {
+  if (Exit.isSuccess(exit)) return { status: 200, errorCode: null, ttfbMs: null }
+  const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+  return failure === undefined
+    ? { ...interruption(exit.cause), ttfbMs: null }
+    : { status: render(failure.error).status, errorCode: failure.error._tag, ttfbMs: null }
 }
 
 /** Who is calling what, through which channel. @category models */
