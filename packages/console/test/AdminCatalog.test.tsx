@@ -1,7 +1,9 @@
 /**
  * Administration of groups and of models and prices: the forms (validation
- * next to the field, requests sent), the tables (rendering, every digit of a
- * price, empty states), and a failed delete shown instead of swallowed.
+ * next to the field, requests sent, a model's description and kinds shown
+ * and edited, in English and Chinese), the tables (rendering, every digit of
+ * a price, a model's kinds and description, empty states), and a failed
+ * delete shown instead of swallowed.
  */
 import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
@@ -167,8 +169,115 @@ describe("models and prices", () => {
       id: "my/model",
       prices: { input: "0.075", output: "0.3", cachedInput: null, perRequest: null, free: false },
       inputTokenLimit: 128000,
-      outputTokenLimit: 8192
+      outputTokenLimit: 8192,
+      description: null,
+      embedding: false,
+      reasoning: false,
+      reasoningContent: false
     })
+  })
+
+  it("shows each model's description and whether it embeds, reasons, or takes reasoning_content", async () => {
+    fakeApi({
+      "GET /api/auth/session": session("admin"),
+      "GET /api/admin/models": {
+        body: {
+          data: [
+            model({ id: "text-embedding-3-small", displayName: "Embeddings", description: "OpenAI embeddings", embedding: true }),
+            model({ id: "qwen3-vllm", displayName: "Qwen3", reasoning: true, reasoningContent: true }),
+            model()
+          ]
+        }
+      }
+    })
+    renderWithProviders(<AdminModelsPage />)
+    const rows = within(await screen.findByTestId("admin-models-table")).getAllByRole("row")
+    const embedder = within(rows[1]!)
+    embedder.getByText("Embedding")
+    embedder.getByText("OpenAI embeddings")
+    assert.isNull(embedder.queryByText("Reasoning"))
+    const qwen = within(rows[2]!)
+    qwen.getByText("Reasoning")
+    qwen.getByText("reasoning_content")
+    assert.isNull(qwen.queryByText("Embedding"))
+    const plain = within(rows[3]!)
+    for (const badge of ["Embedding", "Reasoning", "reasoning_content"]) assert.isNull(plain.queryByText(badge), badge)
+  })
+
+  it("edits a model's description and kinds: what it has is shown, changes are sent, an emptied description is cleared", async () => {
+    const existing = model({ id: "o3-mini", displayName: "o3 mini", description: "Small reasoning model", reasoning: true })
+    const seen = fakeApi({
+      "GET /api/auth/session": session("admin"),
+      "GET /api/admin/models": { body: { data: [existing] } },
+      "POST /api/admin/models": { body: existing }
+    })
+    renderWithProviders(<AdminModelsPage />)
+    const user = userEvent.setup()
+    await user.click(await screen.findByRole("button", { name: "Edit" }))
+    const dialog = await screen.findByRole("dialog")
+    const description = within(dialog).getByLabelText("Description")
+    assert.strictEqual((description as HTMLTextAreaElement).value, "Small reasoning model")
+    const embedding = within(dialog).getByRole("switch", { name: /^Embedding model/ }) as HTMLInputElement
+    const reasoning = within(dialog).getByRole("switch", { name: /^Reasoning model/ }) as HTMLInputElement
+    const reasoningContent = within(dialog).getByRole("switch", { name: /^Upstream accepts reasoning_content/ }) as HTMLInputElement
+    assert.deepStrictEqual([embedding.checked, reasoning.checked, reasoningContent.checked], [false, true, false])
+    within(dialog).getByText(/reaches an OpenAI-style upstream as reasoning_effort/)
+
+    await user.clear(description)
+    await user.click(reasoningContent)
+    await user.click(within(dialog).getByRole("button", { name: "Save" }))
+    await waitFor(() => assert.isDefined(seen.find((r) => r.method === "POST")))
+    assert.deepStrictEqual(seen.find((r) => r.method === "POST")!.body, {
+      id: "o3-mini",
+      displayName: "o3 mini",
+      prices: existing.prices,
+      inputTokenLimit: 128000,
+      outputTokenLimit: 16384,
+      description: null,
+      embedding: false,
+      reasoning: true,
+      reasoningContent: true
+    })
+  })
+
+  it("sends a new model's description and marks it as an embedding model", async () => {
+    const seen = fakeApi({
+      "GET /api/auth/session": session("admin"),
+      "GET /api/admin/models": { body: { data: [] } },
+      "POST /api/admin/models": { body: model({ id: "embed-small", embedding: true }) }
+    })
+    renderWithProviders(<AdminModelsPage />)
+    const user = userEvent.setup()
+    await user.click((await screen.findAllByRole("button", { name: "New model" }))[0]!)
+    const dialog = await screen.findByRole("dialog")
+    await user.type(within(dialog).getByLabelText("Model id"), "embed-small")
+    await user.type(within(dialog).getByLabelText("Input"), "0.02")
+    await user.type(within(dialog).getByLabelText("Description"), "  Small embeddings  ")
+    await user.click(within(dialog).getByRole("switch", { name: /^Embedding model/ }))
+    await user.click(within(dialog).getByRole("button", { name: "Save" }))
+    await waitFor(() => assert.isDefined(seen.find((r) => r.method === "POST")))
+    const body = seen.find((r) => r.method === "POST")!.body as Record<string, unknown>
+    assert.strictEqual(body.description, "Small embeddings")
+    assert.deepStrictEqual([body.embedding, body.reasoning, body.reasoningContent], [true, false, false])
+  })
+
+  it("speaks Chinese in the model form and table", async () => {
+    fakeApi({
+      "GET /api/auth/session": session("admin"),
+      "GET /api/admin/models": { body: { data: [model({ embedding: true, reasoning: true, description: "嵌入与推理" })] } }
+    })
+    renderWithProviders(<AdminModelsPage />, { language: "zh" })
+    const row = within(within(await screen.findByTestId("admin-models-table")).getAllByRole("row")[1]!)
+    row.getByText("嵌入")
+    row.getByText("推理")
+    row.getByText("嵌入与推理")
+    const user = userEvent.setup()
+    await user.click(row.getByRole("button", { name: "编辑" }))
+    const dialog = await screen.findByRole("dialog")
+    within(dialog).getByLabelText("描述")
+    // (a switch's name is its label followed by its description)
+    for (const label of ["嵌入模型", "推理模型", "上游接受 reasoning_content"]) within(dialog).getByRole("switch", { name: new RegExp(`^${label}`) })
+    within(dialog).getByText(/留空表示无描述/)
   })
 
   it("shows a failed delete instead of swallowing it", async () => {

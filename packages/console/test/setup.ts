@@ -1,11 +1,18 @@
 /**
  * jsdom gaps Mantine needs (matchMedia, ResizeObserver, scrollIntoView, and
- * `document.fonts`, which autosized textareas watch), and cleanup between tests.
+ * `document.fonts`, which autosized textareas watch), and cleanup between
+ * tests: the rendered trees, and the notifications, whose store is global (a
+ * test's "Saved" notices would otherwise fill the next test's visible slots
+ * and queue the notice it looks for).
  */
+import { notifications } from "@mantine/notifications"
 import { cleanup } from "@testing-library/react"
 import { afterEach } from "vitest"
 
-afterEach(() => cleanup())
+afterEach(() => {
+  cleanup()
+  notifications.clean()
+})
 
 Object.defineProperty(window, "matchMedia", {
   writable: true,

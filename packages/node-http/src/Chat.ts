@@ -22,14 +22,14 @@
  *
  * @since 0.1.0
  */
-import { Admission, type Canonical, Domain, GatewayError, Pricing, StreamAssembly, Tokens, type UsageLog } from "@modelgate/core"
+import { Admission, type Canonical, Domain, GatewayError, Pricing, StreamAssembly, Tokens } from "@modelgate/core"
 import { Clock, Effect, Exit } from "effect"
 import { HttpServerResponse } from "effect/http"
-import type { Outcome } from "./Breakers.ts"
 import type { ClientCodec, RouteHints, UpstreamCodec } from "./Codecs.ts"
+import { allKeysDisabled, type AttemptRecord, breakerOutcome, failureKind, isCredentialRefusal, retryable } from "./Failover.ts"
 import * as Health from "./Health.ts"
 import * as Params from "./Params.ts"
-import { isCredentialRefusal } from "./Probe.ts"
+import { Draining } from "./Draining.ts"
 import * as RateLimits from "./RateLimits.ts"
 import * as Relay from "./Relay.ts"
 import * as Selection from "./Selection.ts"
@@ -50,24 +50,9 @@ export interface ChatInput {
   readonly headers?: Readonly<Record<string, string | undefined>> | undefined
 }
 
-const retryable = (error: GatewayError.GatewayError): boolean =>
-  error._tag === "UpstreamUnavailable" || error._tag === "UpstreamTimeout" || error._tag === "UpstreamRateLimited"
-
-/** A failure that is the key's own (another key of the channel may work) or the server's. */
-const failureKind = (error: GatewayError.GatewayError): Selection.Failure =>
-  isCredentialRefusal(error) || error._tag === "UpstreamRateLimited" || (error._tag === "UpstreamUnavailable" && error.status === 429)
-    ? "key"
-    : "server"
-
-/** What a failed attempt means for its key's breaker. */
-const breakerOutcome = (error: GatewayError.GatewayError): Outcome =>
-  retryable(error) ? "failure" : error._tag === "UpstreamRejected" ? "success" : "neutral"
-
 const statusOf = (client: ClientCodec, error: GatewayError.GatewayError) => client.renderError(error).status
 
 const codeOf = (error: GatewayError.GatewayError): string => error._tag
-
-type AttemptRecord = { -readonly [K in keyof UsageLog.Attempt]: UsageLog.Attempt[K] }
 
 /**
  * Runs a chat call and returns the response to write (a stream keeps running,
@@ -89,7 +74,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
     key,
     route.group,
     model.id,
-    RateLimits.estimateTokens(bodyBytes, inspected.maxOutputTokens, model)
+    RateLimits.estimateTokens(bodyBytes, inspected.maxOutputTokens, model, inspected)
   )
   const limitHeaders = RateLimits.successHeaders(client.dialect, permit)
   const settlement = yield* RateLimits.settleUnder(permit, Settlement.open({
@@ -99,7 +84,8 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
     model,
     ratioMicros: route.group.ratioMicros,
     dialectIn: client.dialect,
-    stream: inspected.stream
+    stream: inspected.stream,
+    choices: inspected.choices
   }, held))
 
   const settings = yield* ServerSettings
@@ -205,13 +191,17 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         Effect.gen(function*() {
           const closed = ended._tag === "Closed"
           const error = ended._tag === "Failed" ? ended.error : undefined
+          // Cut by the client (499), or by the end of the shutdown's grace period (503).
+          const cut = closed && (yield* (yield* Draining).draining)
+            ? { status: 503, errorCode: "ShuttingDown" }
+            : { status: 499, errorCode: "ClientClosed" }
           const outcome: Settlement.Outcome = closed
-            ? { status: 499, errorCode: "ClientClosed", ttfbMs }
+            ? { ...cut, ttfbMs }
             : error === undefined
             ? { status: 200, errorCode: null, ttfbMs }
             : { status: statusOf(client, error), errorCode: codeOf(error), ttfbMs }
           record.durationMs = (yield* Clock.currentTimeMillis) - attemptStart
-          record.errorCode = closed ? "ClientClosed" : error === undefined ? null : codeOf(error)
+          record.errorCode = closed ? cut.errorCode : error === undefined ? null : codeOf(error)
           yield* health.end(ticket, closed ? "neutral" : error === undefined ? "success" : breakerOutcome(error), error?.message)
           yield* settlement.finish(metered(), outcome, legOf())
         }).pipe(Effect.uninterruptible)
@@ -281,36 +271,24 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       if (!retryable(error)) break
       previous = failureKind(error)
     }
-    return yield* Effect.fail(
-      lastError ?? new GatewayError.UpstreamUnavailable({
-        message: `Every upstream key serving '${model.id}' for your group is disabled after the upstream refused its credentials. ` +
-          "This is a gateway configuration problem: an administrator must check the channels' keys."
-      })
-    )
+    return yield* Effect.fail(lastError ?? allKeysDisabled(model.id))
   })
   return yield* run.pipe(
     Effect.onExit((exit) => {
       if (Exit.isSuccess(exit)) return Effect.void
       const failed = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+      // The status the client got: its dialect's rendering of the error; when interrupted, 499 if it went
+      // away, 503 if the shutdown's grace period ended.
+      const ended = failed === undefined
+        ? Settlement.interruption(exit.cause)
+        : { status: statusOf(client, failed.error), errorCode: codeOf(failed.error) }
       const last = tried.at(-1)
-      if (failed === undefined && last !== undefined && last.errorCode === null) last.errorCode = "ClientClosed"
-      return settlement.finish(Settlement.nothing, {
-        // The status the client got: its dialect's rendering of the error, or 499 when it went away.
-        status: failed === undefined ? 499 : statusOf(client, failed.error),
-        errorCode: exitCode(exit),
-        ttfbMs: null
-      }, legOf())
+      if (failed === undefined && last !== undefined && last.errorCode === null) last.errorCode = ended.errorCode
+      return settlement.finish(Settlement.nothing, { ...ended, ttfbMs: null }, legOf())
     })
   )
 })
 
-const exitCode = (exit: Exit.Exit<unknown, GatewayError.GatewayError>): string => {
-  if (Exit.isSuccess(exit)) return ""
-  for (const reason of exit.cause.reasons) {
-    if (reason._tag === "Fail") return reason.error._tag
-  }
-  return "ClientClosed"
-}
 
 /** Metering of a canonical response: the upstream's usage, or local estimates when it gave none. */
 const meteredOf = (response: Canonical.ChatResponse, promptEstimate: number): Settlement.Metered =>

@@ -55,22 +55,28 @@ const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string 
     return { file, settings, demo: true }
   })
 
-/**
- * The store alone (no server), for the admin commands, and the announcer that
- * tells running gateways about their writes (the change log, and Redis when
- * configured), so a revoked key stops working on every node within a second.
- */
+/** The store alone (no server), for the admin commands. */
 const storeLayer = (settings: Settings) => {
   const database = Database.layer(settings.database)
   const migrated = Layer.effectDiscard(Migrations.migrate).pipe(Layer.provideMerge(database))
   const secrets = Secrets.layer(settings.secret !== null ? { secret: settings.secret } : { keyFile: settings.secretFile })
-  const announcer = CacheSync.Announcer.layer({ redis: settings.redis, channel: CacheSync.channelFor(settings.redisKeyPrefix) })
-  return Layer.mergeAll(Users.Users.layer, Keys.Keys.layer, Accounts.Accounts.layer, CatalogRepo.CatalogRepo.layer, announcer).pipe(
+  return Layer.mergeAll(Users.Users.layer, Keys.Keys.layer, Accounts.Accounts.layer, CatalogRepo.CatalogRepo.layer).pipe(
     Layer.provideMerge(CacheChanges.CacheChanges.layer),
     Layer.provideMerge(secrets),
     Layer.provideMerge(migrated)
   )
 }
+
+/**
+ * The store and the announcer that tells running gateways about a command's
+ * writes (the change log, and Redis when configured), so a revoked key stops
+ * working on every node within a second. Only commands that write use it:
+ * read-only ones (`keys list`) open no Redis connection.
+ */
+const writingLayer = (settings: Settings) =>
+  CacheSync.Announcer.layer({ redis: settings.redis, channel: CacheSync.channelFor(settings.redisKeyPrefix) }).pipe(
+    Layer.provideMerge(storeLayer(settings))
+  )
 
 /** Tells running gateways what a command changed. */
 const announce = (topic: "keys" | "users", id: string) =>
@@ -181,7 +187,7 @@ const keys = (env: Env) => {
         yield* Console.log(created.secret)
         yield* Console.error(`Created key '${flags.name}' (${created.key.prefix}...) for ${flags.user}. The secret above is shown only this once.`)
       })
-      yield* program.pipe(Effect.provide(storeLayer(settings)), Effect.catchTag("SqlError", unusableDatabase(settings, env)))
+      yield* program.pipe(Effect.provide(writingLayer(settings)), Effect.catchTag("SqlError", unusableDatabase(settings, env)))
     })).pipe(Command.withDescription("Create an API key and print its secret (once)."))
 
   const list = Command.make("list", {
@@ -203,7 +209,7 @@ const keys = (env: Env) => {
           }
         }
         yield* Console.log(rows.join("\n"))
-      }).pipe(Effect.provide(storeLayer(settings)))
+      }).pipe(Effect.provide(storeLayer(settings)), Effect.catchTag("SqlError", unusableDatabase(settings, env)))
     })).pipe(Command.withDescription("List API keys (never their secrets)."))
 
   const revoke = Command.make("revoke", {
@@ -216,7 +222,7 @@ const keys = (env: Env) => {
         yield* (yield* Keys.Keys).revoke(flags.id)
         yield* announce("keys", flags.id)
         yield* Console.log(`Revoked ${flags.id}. Running gateways stop accepting it within a second.`)
-      }).pipe(Effect.provide(storeLayer(settings)))
+      }).pipe(Effect.provide(writingLayer(settings)), Effect.catchTag("SqlError", unusableDatabase(settings, env)))
     })).pipe(Command.withDescription("Revoke an API key for good."))
 
   return Command.make("keys").pipe(Command.withSubcommands([create, list, revoke]), Command.withDescription("Manage API keys."))
@@ -258,7 +264,7 @@ const users = (env: Env) => {
         const balance = yield* (yield* Accounts.Accounts).adjust(user.id, nanos, flags.reason, cliActor(env))
         yield* announce("users", user.id)
         yield* Console.log(`${flags.name}: balance is now ${Money.formatUsd(balance)} USD.`)
-      }).pipe(Effect.provide(storeLayer(settings)))
+      }).pipe(Effect.provide(writingLayer(settings)), Effect.catchTag("SqlError", unusableDatabase(settings, env)))
     })).pipe(Command.withDescription("Add to or take from a user's balance, with a reason."))
   return Command.make("users").pipe(Command.withSubcommands([adjust]), Command.withDescription("Manage users."))
 }

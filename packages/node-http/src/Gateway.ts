@@ -19,6 +19,7 @@ import * as Dialects from "./Dialects.ts"
 import * as LegacyBilling from "./LegacyBilling.ts"
 import * as RateLimits from "./RateLimits.ts"
 import * as Routes from "./Routes.ts"
+import { Draining } from "./Draining.ts"
 import { ServerSettings } from "./Settings.ts"
 
 /** Optional handlers mounted by the server: the management API and the console's static files. @category services */
@@ -28,17 +29,8 @@ export class Extensions extends Context.Service<Extensions, {
   readonly ready: Effect.Effect<boolean>
 }>()("modelgate/node-http/Extensions") {}
 
-/**
- * Whether the server is shutting down. Once it is, `/readyz` answers 503 so
- * load balancers stop sending new calls (the server keeps serving for
- * `shutdown_delay_seconds`, then stops accepting and drains). Without a
- * provided value the server is never draining.
- *
- * @category services
- */
-export const Draining = Context.Reference<{ readonly draining: Effect.Effect<boolean> }>("modelgate/node-http/Draining", {
-  defaultValue: () => ({ draining: Effect.succeed(false) })
-})
+/** Whether the server is shutting down (see `Draining.ts`). @category services */
+export { Draining } from "./Draining.ts"
 
 // Request ids: 12 random bytes as hex, taken from a pool filled 4 KB at a time (one call into the
 // random source per request cost more than the rest of making the id).

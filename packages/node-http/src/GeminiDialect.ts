@@ -20,14 +20,15 @@ import * as Passthrough from "@modelgate/genai-adapter/Passthrough"
 import * as Request from "@modelgate/genai-adapter/Request"
 import * as Response from "@modelgate/genai-adapter/Response"
 import * as GeminiStream from "@modelgate/genai-adapter/Stream"
-import { Clock, Effect, Predicate, Result, Schema } from "effect"
+import { Clock, Effect, Exit, Predicate, Result, Schema } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { randomBytes } from "node:crypto"
 import type { ClientCodec, EventDecoder, Inspected, RouteHints, UpstreamCodec } from "./Codecs.ts"
+import * as Embeddings from "./Embeddings.ts"
+import * as Failover from "./Failover.ts"
 import * as OpenAI from "./OpenAIDialect.ts"
 import * as Params from "./Params.ts"
 import * as RateLimits from "./RateLimits.ts"
-import * as Selection from "./Selection.ts"
 import * as Settlement from "./Settlement.ts"
 import * as Upstream from "./Upstream.ts"
 
@@ -211,8 +212,18 @@ const json = (requestId: string, value: unknown) => HttpServerResponse.jsonUnsaf
  * `:countTokens` (never billed: a Gemini channel counts it, else it is counted
  * locally), `:embedContent` and `:batchEmbedContents` (billed as input tokens;
  * relayed to a Gemini channel, or translated to an OpenAI-style channel's
- * `/embeddings`: `outputDimensionality` becomes `dimensions`, and parts that
- * are not text are refused with a 400 naming them).
+ * `/embeddings`: `outputDimensionality` becomes `dimensions`; parts that are
+ * not text, which such a channel cannot embed, are refused with a 400 naming
+ * them when no Gemini channel serves the model).
+ *
+ * Routing: as for chat calls (`Failover.run`), the channels that can answer
+ * are tried in routing order (priority, then weight; breakers and disabled
+ * keys skipped), failing over on connection errors, timeouts, 5xx and 429 up
+ * to `routing.max_attempts`; each attempt feeds its key's breaker, a 401/403
+ * disables the key, answers are read within the channel's timeouts, and the
+ * attempts are listed on the embeddings' usage record. `countTokens` writes
+ * no usage record and falls back to the local count when every attempt
+ * failed.
  *
  * Rate limits: every method counts as a request (`rpm`) and holds a
  * concurrency slot while it runs, since each may reach an upstream.
@@ -229,41 +240,59 @@ export const geminiMethod = Effect.fnUntraced(function*(
 ) {
   const route = yield* Admission.authorize(input.key, input.model)
   const body = yield* parseBody(input.body)
-  const ordered = yield* Selection.order(route.channels)
   if (action === "countTokens") {
     const local = yield* CountTokens.countTokens(body)
     const permit = yield* RateLimits.admit(input.key, route.group, route.model.id, 0)
-    return yield* countTokens(input, route, ordered, local).pipe(Effect.ensuring(permit.release(0)))
+    return yield* countTokens(input, route, local).pipe(Effect.ensuring(permit.release(0)))
   }
-  return yield* embed(action, input, route, ordered, body)
+  return yield* embed(action, input, route, body)
 })
 
-/** Relays `:countTokens` to a Gemini channel, falling back to the local count. */
+/** A Gemini `countTokens` answer, as far as it is read. */
+const CountTokensAnswer = Schema.Struct({ totalTokens: Schema.Int })
+
+const decodeCountTokens = Schema.decodeUnknownEffect(Schema.fromJsonString(CountTokensAnswer))
+
+/**
+ * Relays `:countTokens` to the group's Gemini channels (routed, with failover,
+ * like any upstream call; see `geminiMethod`), falling back to the local count
+ * when none serves the model or every attempt failed. Never billed: no usage
+ * record is written, failed attempts are logged.
+ */
 const countTokens = Effect.fnUntraced(function*(
   input: MethodInput,
   route: Admission.Route,
-  ordered: ReadonlyArray<Domain.Channel>,
   local: unknown
 ) {
-  const channel = ordered.find((c) => c.type === "gemini")
-  if (channel === undefined) return json(input.requestId, local)
-  const upstreamModel = Domain.upstreamModel(channel, route.model.id)
-  const counted = yield* Upstream.send(
-    channel,
-    Upstream.geminiMethodUrl(channel, upstreamModel, "countTokens"),
-    Upstream.channelHeaders(channel, yield* Selection.pickKey(channel)),
-    input.body
-  ).pipe(
-    Effect.flatMap((response) => response.status === 200 ? Effect.orElseSucceed(response.text, () => "") : Effect.succeed("")),
-    Effect.map((text): unknown => {
-      try {
-        const value: unknown = JSON.parse(text)
-        return Predicate.isObject(value) && typeof (value as { totalTokens?: unknown }).totalTokens === "number" ? value : local
-      } catch {
-        return local
-      }
-    }),
-    Effect.orElseSucceed((): unknown => local)
+  const channels = route.channels.filter((c) => c.type === "gemini")
+  if (channels.length === 0) return json(input.requestId, local)
+  const counted = yield* Failover.run({
+    requestId: input.requestId,
+    startedAt: yield* Clock.currentTimeMillis,
+    model: route.model.id,
+    channels,
+    tried: [],
+    attempt: (target, at, record) =>
+      Effect.gen(function*() {
+        const { channel } = target
+        const url = Upstream.geminiMethodUrl(channel, Domain.upstreamModel(channel, route.model.id), "countTokens")
+        const text = yield* Failover.exchange(target, url, input.body, at, record, upstream.classify)
+        // Relayed as the upstream wrote it (fields beyond `totalTokens` included), once it is a token count.
+        yield* Effect.mapError(
+          decodeCountTokens(text),
+          () => new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' answered with something that is not a token count.` })
+        )
+        return JSON.parse(text) as unknown
+      })
+  }).pipe(
+    Effect.catch((error: GatewayError.GatewayError) =>
+      Effect.as(
+        Effect.logInfo("countTokens answered with the local count: no upstream count").pipe(
+          Effect.annotateLogs({ requestId: input.requestId, error: error.message })
+        ),
+        local
+      )
+    )
   )
   return json(input.requestId, counted)
 })
@@ -345,11 +374,16 @@ const OpenAIEmbeddings = Schema.Struct({
 
 const decodeOpenAIEmbeddings = Schema.decodeUnknownEffect(Schema.fromJsonString(OpenAIEmbeddings))
 
+/**
+ * `:embedContent` and `:batchEmbedContents`: routed over the group's channels
+ * that make embeddings (`gemini`; `openai` and `azure` when the requests
+ * translate: text parts only, one `outputDimensionality`) in routing order,
+ * with failover (`Failover.run`), and billed as input tokens.
+ */
 const embed = Effect.fnUntraced(function*(
   action: "embedContent" | "batchEmbedContents",
   input: MethodInput,
   route: Admission.Route,
-  ordered: ReadonlyArray<Domain.Channel>,
   body: unknown
 ) {
   const requests = yield* embedRequests(action, body)
@@ -366,58 +400,74 @@ const embed = Effect.fnUntraced(function*(
     dialectIn: "gemini",
     stream: false
   }, yield* Pricing.holdFor(route.model, route.group.ratioMicros, { promptTokens: Tokens.bodyTokenBound(Tokens.utf8Length(input.body)), outputTokens: 0 })))
-  const channel = ordered.find((c) => c.type === "gemini") ?? ordered.find((c) => c.type === "openai" || c.type === "azure")
-  let leg: Settlement.Leg | undefined
+  // What an OpenAI-style channel would be asked; requests it cannot carry leave those channels out.
+  const translated = yield* Effect.result(openAIEmbeddingInput(action, requests))
+  const openAIStyle = route.channels.filter((c) => c.type === "openai" || c.type === "azure")
+  const channels = route.channels.filter((c) =>
+    c.type === "gemini" || (translated._tag === "Success" && (c.type === "openai" || c.type === "azure"))
+  )
+  const tried: Array<Failover.AttemptRecord> = []
+  let lastLeg: Omit<Settlement.Leg, "attempts" | "attemptLog"> | undefined
+  const legOf = (): Settlement.Leg | undefined =>
+    lastLeg === undefined ? undefined : { ...lastLeg, attempts: tried.length, attemptLog: tried }
   return yield* Effect.gen(function*() {
-    if (channel === undefined) {
+    if (channels.length === 0) {
+      // Only OpenAI-style channels serve the model, and these requests do not translate: say why.
+      if (translated._tag === "Failure" && openAIStyle.length > 0) return yield* translated.failure
       return yield* new GatewayError.UnsupportedFeature({ message: `No channel serving '${route.model.id}' in your group can make embeddings.` })
     }
-    const upstreamModel = Domain.upstreamModel(channel, route.model.id)
-    leg = { channel: channel.name, upstreamModel, dialectOut: Domain.dialectOf(channel.type), attempts: 1 }
-    const apiKey = yield* Selection.pickKey(channel)
-    let out: unknown
-    let metered: Settlement.Metered = { promptTokens, completionTokens: 0, cachedTokens: 0, reported: false }
-    if (channel.type === "gemini") {
-      // Relayed as the client wrote them (fields this gateway does not model included), each naming the upstream model.
-      const forwarded = action === "batchEmbedContents"
-        ? JSON.stringify({ requests: rawRequests(body).map((r) => ({ ...r, model: `models/${upstreamModel}` })) })
-        : input.body
-      const response = yield* Upstream.send(channel, Upstream.geminiMethodUrl(channel, upstreamModel, action), Upstream.channelHeaders(channel, apiKey), forwarded)
-      const text = yield* Effect.orElseSucceed(response.text, () => "")
-      if (response.status >= 400) return yield* Effect.fail(upstream.classify(response.status, text, Upstream.headerRecord(response)))
-      out = yield* Effect.try({ try: () => JSON.parse(text) as unknown, catch: () => new GatewayError.UpstreamUnavailable({ message: "The upstream answered with invalid JSON." }) })
-    } else {
-      const wanted = yield* openAIEmbeddingInput(action, requests)
-      const url = channel.type === "azure"
-        ? Upstream.chatUrl(channel, upstreamModel, false).replace("/chat/completions", "/embeddings")
-        : `${channel.baseUrl.replace(/\/+$/, "")}/embeddings`
-      const response = yield* Upstream.send(
-        channel,
-        url,
-        Upstream.channelHeaders(channel, apiKey),
-        JSON.stringify({ model: upstreamModel, ...wanted, encoding_format: "float" })
-      )
-      const text = yield* Effect.orElseSucceed(response.text, () => "")
-      if (response.status >= 400) return yield* Effect.fail(OpenAI.upstream.classify(response.status, text, Upstream.headerRecord(response)))
-      const parsed = yield* Effect.mapError(
-        decodeOpenAIEmbeddings(text),
-        () => new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' answered with something that is not a list of embeddings.` })
-      )
-      const values = [...parsed.data].sort((a, b) => a.index - b.index).map((d) => ({ values: d.embedding }))
-      if (values.length !== requests.length) {
-        return yield* new GatewayError.UpstreamUnavailable({
-          message: `The upstream '${channel.name}' answered with ${values.length} embeddings for ${requests.length} inputs.`
+    const answer = yield* Failover.run({
+      requestId: input.requestId,
+      startedAt,
+      model: route.model.id,
+      channels,
+      tried,
+      attempt: (target, at, record) =>
+        Effect.gen(function*() {
+          const { channel } = target
+          const upstreamModel = Domain.upstreamModel(channel, route.model.id)
+          lastLeg = { channel: channel.name, upstreamModel, dialectOut: Domain.dialectOf(channel.type) }
+          if (channel.type === "gemini") {
+            // Relayed as the client wrote them (fields this gateway does not model included), each naming the upstream model.
+            const forwarded = action === "batchEmbedContents"
+              ? JSON.stringify({ requests: rawRequests(body).map((r) => ({ ...r, model: `models/${upstreamModel}` })) })
+              : input.body
+            const url = Upstream.geminiMethodUrl(channel, upstreamModel, action)
+            const text = yield* Failover.exchange(target, url, forwarded, at, record, upstream.classify)
+            const out = yield* Effect.try({
+              try: () => JSON.parse(text) as unknown,
+              catch: () => new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' answered with invalid JSON.` })
+            })
+            return { out, reported: undefined }
+          }
+          // (OpenAI-style channels are candidates only when the requests translated.)
+          const wanted = yield* Effect.fromResult(translated)
+          const url = Embeddings.embeddingsUrl(channel, upstreamModel)
+          const forwarded = JSON.stringify({ model: upstreamModel, ...wanted, encoding_format: "float" })
+          const text = yield* Failover.exchange(target, url, forwarded, at, record, OpenAI.upstream.classify)
+          const parsed = yield* Effect.mapError(
+            decodeOpenAIEmbeddings(text),
+            () => new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' answered with something that is not a list of embeddings.` })
+          )
+          const values = [...parsed.data].sort((a, b) => a.index - b.index).map((d) => ({ values: d.embedding }))
+          if (values.length !== requests.length) {
+            return yield* new GatewayError.UpstreamUnavailable({
+              message: `The upstream '${channel.name}' answered with ${values.length} embeddings for ${requests.length} inputs.`
+            })
+          }
+          const out: unknown = action === "embedContent" ? { embedding: values[0]! } : { embeddings: values }
+          return { out, reported: parsed.usage?.prompt_tokens }
         })
-      }
-      out = action === "embedContent" ? { embedding: values[0]! } : { embeddings: values }
-      const reported = parsed.usage?.prompt_tokens
-      if (reported !== undefined) metered = { promptTokens: reported, completionTokens: 0, cachedTokens: 0, reported: true }
-    }
-    yield* settlement.finish(metered, { status: 200, errorCode: null, ttfbMs: null }, leg)
-    return json(input.requestId, out)
+    })
+    const ttfbMs = (yield* Clock.currentTimeMillis) - startedAt
+    const metered: Settlement.Metered = answer.reported === undefined
+      ? { promptTokens, completionTokens: 0, cachedTokens: 0, reported: false }
+      : { promptTokens: answer.reported, completionTokens: 0, cachedTokens: 0, reported: true }
+    yield* settlement.finish(metered, { status: 200, errorCode: null, ttfbMs }, legOf())
+    return json(input.requestId, answer.out)
   }).pipe(
     Effect.onExit((exit) =>
-      exit._tag === "Success" ? Effect.void : settlement.finish(Settlement.nothing, { status: 502, errorCode: "Failed", ttfbMs: null }, leg)
+      Exit.isSuccess(exit) ? Effect.void : settlement.finish(Settlement.nothing, Settlement.failed(exit, client.renderError), legOf())
     )
   )
 })

@@ -8,11 +8,16 @@
 import { ChannelProbe, Domain, type GatewayError } from "@modelgate/core"
 import { Clock, Effect, Layer } from "effect"
 import * as Dialects from "./Dialects.ts"
+import { isCredentialRefusal } from "./Failover.ts"
 import * as Upstream from "./Upstream.ts"
 
-/** Whether a classified upstream error is a refusal of the key's credentials. @category probing */
-export const isCredentialRefusal = (error: GatewayError.GatewayError): boolean =>
-  error._tag === "UpstreamUnavailable" && error.status !== undefined && error.status >= 400 && error.status < 500 && error.status !== 429
+/**
+ * Whether a classified upstream error is a refusal of the key's credentials
+ * (defined with the rest of the failure classification in `Failover.ts`).
+ *
+ * @category probing
+ */
+export { isCredentialRefusal }
 
 const probe = (channel: Domain.Channel, model: string | undefined, apiKey: string | undefined) =>
   Effect.gen(function*() {

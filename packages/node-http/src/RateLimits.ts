@@ -9,13 +9,16 @@
  * was made) and gives its tokens and concurrency slot back at once.
  *
  * Token estimate (`tpm`): the prompt estimated at 4 bytes of request body per
- * token, plus the output the caller asked for (`max_tokens`,
+ * token, plus `Tokens.MEDIA_TOKENS` for each media part (an image or file,
+ * inline or by URL), plus the output the caller asked for (`max_tokens`,
  * `max_completion_tokens`, `generationConfig.maxOutputTokens`), capped at the
- * model's output limit; nothing for the output when the caller sets no
- * maximum. The count is corrected to the upstream's actual usage when the call
- * ends. The worst-case bound the balance hold uses (one token per byte, the
- * model's whole output limit) is deliberately not used here: it would refuse
- * calls that fit (a 40 KB prompt is about 10 000 tokens, not 40 000).
+ * model's output limit, once per answer asked for (`n`, `candidateCount`);
+ * nothing for the output when the caller sets no maximum. So it counts what
+ * the balance hold counts (media parts, answers), and never more than the
+ * hold's bound. The count is corrected to the upstream's actual usage when the
+ * call ends. The worst-case bound itself (one token per byte, the model's
+ * whole output limit) is deliberately not used here: it would refuse calls
+ * that fit (a 40 KB prompt is about 10 000 tokens, not 40 000).
  *
  * Subjects: the key (its own limits, else its group's; the lower where both
  * are set) and the key's user; with `rate_limits.per_model` each is counted
@@ -23,7 +26,7 @@
  *
  * @since 0.1.0
  */
-import { type Domain, type GatewayError, RateLimiter } from "@modelgate/core"
+import { type Domain, type GatewayError, RateLimiter, Tokens } from "@modelgate/core"
 import { Headers, Subjects } from "@modelgate/limits"
 import { Effect } from "effect"
 import type * as Settlement from "./Settlement.ts"
@@ -32,15 +35,32 @@ import { ServerSettings } from "./Settings.ts"
 /** Bytes of request text counted as one token in the estimate. @category constants */
 export const BYTES_PER_TOKEN = 4
 
+/** What else of a call's body its estimate counts: media parts and answers, as the hold does. @category estimates */
+export interface EstimateExtras {
+  /** Media parts (images, files) the body carries or points to. Default 0. */
+  readonly mediaParts?: number | undefined
+  /** Answers asked for (`n`, `candidateCount`). Default 1. */
+  readonly choices?: number | undefined
+}
+
 /**
- * The tokens a call is admitted on: `ceil(promptBytes / 4)` plus the requested
- * output capped at the model's output limit (0 when none was requested).
+ * The tokens a call is admitted on: `ceil(promptBytes / 4)`, plus
+ * `Tokens.MEDIA_TOKENS` per media part, plus the requested output capped at
+ * the model's output limit (0 when none was requested) once per answer asked
+ * for.
  *
  * @category estimates
  */
-export const estimateTokens = (promptBytes: number, requestedOutput: number | undefined, model: Domain.Model): number =>
-  Math.ceil(promptBytes / BYTES_PER_TOKEN) +
-  (requestedOutput === undefined || !(requestedOutput > 0) ? 0 : Math.min(Math.ceil(requestedOutput), model.outputTokenLimit))
+export const estimateTokens = (
+  promptBytes: number,
+  requestedOutput: number | undefined,
+  model: Domain.Model,
+  extras: EstimateExtras = {}
+): number => {
+  const output = requestedOutput === undefined || !(requestedOutput > 0) ? 0 : Math.min(Math.ceil(requestedOutput), model.outputTokenLimit)
+  const choices = Math.max(1, Math.ceil(extras.choices ?? 1))
+  return Math.ceil(promptBytes / BYTES_PER_TOKEN) + Math.max(0, extras.mediaParts ?? 0) * Tokens.MEDIA_TOKENS + output * choices
+}
 
 /** A permit for a call no limit applies to. @category constants */
 export const unlimitedPermit: RateLimiter.Permit = { snapshot: RateLimiter.unlimited, release: () => Effect.void }

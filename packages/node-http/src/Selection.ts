@@ -227,24 +227,3 @@ const soonest = (channels: ReadonlyArray<Domain.Channel>, view: View): Target | 
   }
   return best
 }
-
-/**
- * Orders candidates (already sorted by descending priority) for calls outside
- * the chat flow (embeddings, token counting): priority tiers, weighted random
- * within a tier, no health.
- *
- * @category selection
- */
-export const order = (channels: ReadonlyArray<Domain.Channel>): Effect.Effect<ReadonlyArray<Domain.Channel>> =>
-  Effect.map(plan(channels, allHealthy), (planned) => planned.candidates.map((candidate) => candidate.channel))
-
-/**
- * Picks one of a channel's upstream keys at random (for calls outside the
- * chat flow: embeddings, token counting).
- *
- * @category selection
- */
-export const pickKey = (channel: Domain.Channel): Effect.Effect<string> =>
-  channel.apiKeys.length <= 1
-    ? Effect.succeed(channel.apiKeys[0] ?? "")
-    : Effect.map(Effect.service(Random.Random), (random) => channel.apiKeys[Math.floor(random.nextDoubleUnsafe() * channel.apiKeys.length)]!)

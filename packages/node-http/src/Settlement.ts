@@ -1,6 +1,15 @@
 /**
  * The money side of one call: the hold taken at admission and its settlement.
  *
+ * The usage record's cost is what was charged: the computed cost, capped at
+ * the hold for local estimates, and cut short when the hold plus what the
+ * balance (or the lease) had left could not cover it. Such a call's record
+ * has the error code `BalanceShortfall` (unless it failed otherwise), the
+ * ledger's charge entry names the shortfall, and a warning is logged. A
+ * settlement that failed (the database refused it) charged nothing: the
+ * record's cost is 0 and its error code `SettlementFailed` (the hold stays
+ * until the sweeper releases it, at the latest at the node's next start).
+ *
  * A call is settled exactly once, whichever way it ends: after a non-stream
  * answer is read, when a stream ends, when the client disconnects mid-stream
  * (the request fiber is interrupted and the stream's finaliser runs), or when
@@ -10,8 +19,9 @@
  *
  * @since 0.1.0
  */
-import { Accounts, type Domain, Pricing, UsageLog } from "@modelgate/core"
-import { Clock, Effect } from "effect"
+import { Accounts, type Domain, type GatewayError, Pricing, UsageLog } from "@modelgate/core"
+import { type Cause, Clock, Effect, Exit } from "effect"
+import { ClientAbort } from "effect/http/HttpServerError"
 
 /** What a call consumed, as metered from the upstream's answer. @category models */
 export interface Metered {
@@ -32,6 +42,47 @@ export interface Outcome {
   readonly ttfbMs: number | null
 }
 
+/**
+ * How a call that did not end normally ended, for its usage record: the
+ * client went away (`499 ClientClosed`: the HTTP server interrupts the request
+ * with the `ClientAbort` annotation when the connection closes), the server
+ * cut it (`503 ShuttingDown`: a call still running at the end of the shutdown
+ * grace period is interrupted with the server's scope, without that
+ * annotation), or a defect ended it (`500 InternalError`).
+ *
+ * @category outcomes
+ */
+export const interruption = (cause: Cause.Cause<unknown>): {
+  readonly status: 499 | 503 | 500
+  readonly errorCode: "ClientClosed" | "ShuttingDown" | "InternalError"
+} => {
+  let interrupted = false
+  for (const reason of cause.reasons) {
+    if (reason._tag !== "Interrupt") continue
+    if (reason.annotations.has(ClientAbort.key)) return { status: 499, errorCode: "ClientClosed" }
+    interrupted = true
+  }
+  return interrupted ? { status: 503, errorCode: "ShuttingDown" } : { status: 500, errorCode: "InternalError" }
+}
+
+/**
+ * How a call that failed before any output ends on its usage record: the
+ * status its client got (`render`: its dialect's rendering of the error) and
+ * the error's tag, or the interruption's (see `interruption`).
+ *
+ * @category outcomes
+ */
+export const failed = (
+  exit: Exit.Exit<unknown, GatewayError.GatewayError>,
+  render: (error: GatewayError.GatewayError) => { readonly status: number }
+): Outcome => {
+  if (Exit.isSuccess(exit)) return { status: 200, errorCode: null, ttfbMs: null }
+  const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+  return failure === undefined
+    ? { ...interruption(exit.cause), ttfbMs: null }
+    : { status: render(failure.error).status, errorCode: failure.error._tag, ttfbMs: null }
+}
+
 /** Who is calling what, through which channel. @category models */
 export interface CallInfo {
   readonly requestId: string
@@ -41,6 +92,8 @@ export interface CallInfo {
   readonly ratioMicros: bigint
   readonly dialectIn: Domain.Dialect
   readonly stream: boolean
+  /** How many answers the call asks for (`n`, `candidateCount`; default 1), named in a refused hold's advice. */
+  readonly choices?: number | undefined
 }
 
 /** Where the call went. @category models */
@@ -78,7 +131,8 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
     keyId: call.key.id,
     amountNanos: heldNanos,
     requestId: call.requestId,
-    capped: call.key.quotaNanos !== null || call.key.dailyBudgetNanos !== null || call.key.monthlyBudgetNanos !== null
+    capped: call.key.quotaNanos !== null || call.key.dailyBudgetNanos !== null || call.key.monthlyBudgetNanos !== null,
+    choices: call.choices
   })
   let done = false
   const finish = (metered: Metered, outcome: Outcome, leg: Leg | undefined): Effect.Effect<void> =>
@@ -86,11 +140,17 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
       if (done) return Effect.void
       done = true
       const costNanos = Pricing.cost(call.model, call.ratioMicros, metered)
-      const charged = costNanos > heldNanos && !metered.reported ? heldNanos : costNanos
+      const charge = costNanos > heldNanos && !metered.reported ? heldNanos : costNanos
       return Effect.gen(function*() {
-        yield* accounts.settle(holdId, charged).pipe(
-          Effect.catch((error) => Effect.logError("settlement failed; the sweeper will release the hold", error))
+        // What was actually taken: a cost beyond the hold and what the balance (or lease) had left is a shortfall.
+        const settled = yield* accounts.settle(holdId, charge).pipe(
+          Effect.catch((error) =>
+            Effect.as(Effect.logError("settlement failed; the sweeper will release the hold", error), undefined)
+          )
         )
+        const charged = settled?.chargedNanos ?? 0n
+        const errorCode = outcome.errorCode ??
+          (settled === undefined ? "SettlementFailed" : settled.shortfallNanos > 0n ? "BalanceShortfall" : null)
         const now = yield* Clock.currentTimeMillis
         yield* usage.record({
           createdAt: call.startedAt,
@@ -111,10 +171,20 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
           latencyMs: now - call.startedAt,
           ttfbMs: outcome.ttfbMs,
           status: outcome.status,
-          errorCode: outcome.errorCode,
+          errorCode,
           attempts: leg?.attempts ?? 0,
           attemptLog: leg?.attemptLog ?? []
         })
+        if (settled !== undefined && settled.shortfallNanos > 0n) {
+          yield* Effect.logWarning("the call cost more than its hold and the balance had left; the rest was not charged").pipe(
+            Effect.annotateLogs({
+              requestId: call.requestId,
+              userId: call.key.userId,
+              costNanos: String(charge),
+              shortfallNanos: String(settled.shortfallNanos)
+            })
+          )
+        }
         // The design promise: tokens counted here rather than reported by the upstream are said so in the log.
         if (!metered.reported && metered.promptTokens + metered.completionTokens > 0) {
           yield* Effect.logInfo("the upstream reported no usage; tokens were counted locally").pipe(

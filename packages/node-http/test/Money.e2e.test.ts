@@ -30,6 +30,8 @@ const MONTHLY_KEY = "sk-money-erin-monthly-00000000000000000000000"
 const TOKEN_KEY = "sk-money-dave-tokens-000000000000000000000000"
 const NINA_KEY = "sk-money-nina-choices-00000000000000000000000"
 const FREE_KEY = "sk-money-fred-free-0000000000000000000000000"
+const GREEDY_KEY = "sk-money-gary-greedy-000000000000000000000000"
+const GREEDY_CAPPED_KEY = "sk-money-hank-greedy-capped-0000000000000000"
 const ADMIN_KEY = "sk-money-root-admin-0000000000000000000000000"
 
 /** Content chunks of the drip model: 40 ASCII characters each (10 tokens by the four-characters rule), 1.5 s apart. */
@@ -53,8 +55,10 @@ const moneyConfig = (upstream: string): ConfigFile => ({
       type: "openai",
       base_url: `${upstream}/v1`,
       api_key: "sk-up",
-      models: ["flat-model", "token-model", "cut-model", "broken-model", "drip-model", "free-model"],
+      models: ["flat-model", "token-model", "cut-model", "broken-model", "drip-model", "free-model", "greedy-model"],
       model_map: {
+        // Ignores max_tokens: 1,000 chunks, reported as 1,000 completion tokens.
+        "greedy-model": "gpt-chunks-1000x4",
         "cut-model": "gpt-cut-5",
         "broken-model": "gpt-fail-500",
         "drip-model": `gpt-drip-chunks-20x${DRIP_CHUNK_CHARS}-interval-${DRIP_INTERVAL_MS}`
@@ -67,7 +71,8 @@ const moneyConfig = (upstream: string): ConfigFile => ({
     "cut-model": { input: 1, output: 2 },
     "broken-model": { input: 1, output: 2 },
     "drip-model": { input: 1, output: 2 },
-    "free-model": { free: true }
+    "free-model": { free: true },
+    "greedy-model": { input: 1, output: 2 }
   },
   users: [
     { name: "carol", balance: 0.1, keys: [{ name: "flat", secret: FLAT_KEY }] },
@@ -83,6 +88,9 @@ const moneyConfig = (upstream: string): ConfigFile => ({
     { name: "dave", balance: 5, keys: [{ name: "tokens", secret: TOKEN_KEY }] },
     { name: "nina", balance: 0.001, keys: [{ name: "choices", secret: NINA_KEY }] },
     { name: "fred", balance: 0, keys: [{ name: "free", secret: FREE_KEY }] },
+    // 0.0002 USD each: enough for a greedy call's hold, not for what it reports (a lease, and the database path).
+    { name: "gary", balance: 0.0002, keys: [{ name: "greedy", secret: GREEDY_KEY }] },
+    { name: "hank", balance: 0.0002, keys: [{ name: "greedy-capped", secret: GREEDY_CAPPED_KEY, quota: 1 }] },
     { name: "root", role: "admin", keys: [{ name: "ops", secret: ADMIN_KEY }] }
   ]
 })
@@ -239,6 +247,7 @@ const suite = (name: string, database: () => Promise<{ readonly url: string | un
       // three answers: the output bound three times
       const heldForThree = bound(three) * 1000n + 3n * 200n * 2000n
       assert.include(message.message, `may cost up to ${Money.formatUsd(heldForThree)} USD`)
+      assert.include(message.message, "or fewer answers (n, candidateCount: 3 asked, each held for in full)")
       const image = {
         model: "token-model",
         max_tokens: 200,
@@ -367,6 +376,29 @@ const suite = (name: string, database: () => Promise<{ readonly url: string | un
       const usage = await lastUsage(gateway.url, TOKEN_KEY, "broken-model")
       assert.strictEqual(usage.status, 502)
       assert.strictEqual(Number(usage.cost), 0)
+    })
+
+    it("charges a call that reports more than the hold and the balance cover what they cover, and records that as its cost", async () => {
+      // The hold covers the prompt bound and 1 output token; the upstream reports 1,000 (2,000,000 nano-dollars).
+      const request = { model: "greedy-model", max_tokens: 1, messages: [{ role: "user", content: "hi" }] }
+      const hold = BigInt(Buffer.byteLength(JSON.stringify(request)) + 8) * 1000n + 2000n
+      for (const [user, key, charged] of [
+        // Balance leases: near the end of the balance the lease is exactly the hold, and the charge stops there.
+        ["gary", GREEDY_KEY, hold],
+        // The database path (a key with a cap): the hold and the rest of the balance pay.
+        ["hank", GREEDY_CAPPED_KEY, 200_000n]
+      ] as const) {
+        const response = await call(gateway.url, key, request)
+        assert.strictEqual(response.status, 200, user)
+        const body = await response.json() as { usage: { prompt_tokens: number; completion_tokens: number } }
+        const cost = BigInt(body.usage.prompt_tokens) * 1000n + BigInt(body.usage.completion_tokens) * 2000n
+        assert.isTrue(cost > 200_000n, "the reported usage costs more than the balance")
+        const usage = await lastUsage(gateway.url, key, "greedy-model")
+        assert.strictEqual(usage.status, 200)
+        assert.strictEqual(usage.cost, Money.formatUsd(charged), `${user}: the record's cost is what was charged`)
+        assert.strictEqual(usage.errorCode, "BalanceShortfall", `${user}: the shortfall is visible`)
+        await assertBooks(gateway.database, user, 200_000n - charged)
+      }
     })
 
     it("charges a stream cut by the upstream for exactly what it delivered", async () => {

@@ -12,7 +12,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { createServer } from "node:net"
+import { createServer, type Socket } from "node:net"
 import { tmpdir, userInfo } from "node:os"
 import { join } from "node:path"
 import { runSql } from "./support/Databases.ts"
@@ -157,7 +157,7 @@ describe("the modelgate process", () => {
         await new Promise((r) => setTimeout(r, 100))
         status = (await me()).status
       }
-      assert.strictEqual(status, 401, "the running server stops accepting the revoked key within 4 s")
+      assert.strictEqual(status, 401, "the running server stops accepting the revoked key (it reads the change log every 500 ms)")
 
       const unknown = await runToEnd(["keys", "create", "--config", file, "--user", "nobody"])
       assert.notStrictEqual(unknown.code, 0)
@@ -174,6 +174,32 @@ describe("the modelgate process", () => {
     } finally {
       server.child.kill("SIGTERM")
       await server.exited
+    }
+  })
+
+  it("opens a Redis connection only for commands that write (to announce them), not for `keys list`", async () => {
+    // Stands in for Redis: counts the connections made to it (and answers nothing).
+    const sockets: Array<Socket> = []
+    const redis = createServer((socket) => void sockets.push(socket))
+    await new Promise<void>((resolve) => redis.listen(0, "127.0.0.1", resolve))
+    const file = join(dir, "redis-cli.yaml")
+    writeFileSync(file, [
+      `database: sqlite:${join(dir, "redis-cli.db")}`,
+      `redis: redis://127.0.0.1:${(redis.address() as { port: number }).port}`,
+      "log_level: error",
+      ""
+    ].join("\n"))
+    try {
+      const listed = await runToEnd(["keys", "list", "--config", file])
+      assert.strictEqual(listed.code, 0, listed.stderr)
+      assert.match(listed.stdout, /^ID\tPREFIX/)
+      assert.strictEqual(sockets.length, 0, "keys list connected to Redis")
+      // A command that writes announces its change there (the revocation of an unknown id still builds the announcer).
+      await runToEnd(["keys", "revoke", "key_unknown", "--config", file])
+      assert.isAbove(sockets.length, 0, "keys revoke did not connect to Redis")
+    } finally {
+      for (const socket of sockets) socket.destroy()
+      await new Promise((resolve) => redis.close(resolve))
     }
   })
 
@@ -373,9 +399,9 @@ describe("the modelgate process", () => {
 
     const db = new DatabaseSync(database, { readOnly: true })
     try {
-      const usage = db.prepare("SELECT status, completion_tokens, cost_nanos FROM usage_records WHERE request_id = ?").all(requestId)
+      const usage = db.prepare("SELECT status, error_code, completion_tokens, cost_nanos FROM usage_records WHERE request_id = ?").all(requestId)
       assert.strictEqual(usage.length, 1, "the cut stream has its usage record")
-      assert.strictEqual(Number(usage[0]!.status), 499)
+      assert.deepStrictEqual([Number(usage[0]!.status), usage[0]!.error_code], [503, "ShuttingDown"], "cut by the server, not by the client")
       assert.isAbove(Number(usage[0]!.completion_tokens), 0, "billed for what was generated")
       const cost = BigInt(usage[0]!.cost_nanos as number)
       assert.isTrue(cost > 0n)

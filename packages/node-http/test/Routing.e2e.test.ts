@@ -43,7 +43,8 @@ const FAILOVER_MODELS = [
   "broken-model",
   "cut-model",
   "stall-model",
-  "auth-model"
+  "auth-model",
+  "embed-model"
 ]
 
 const config = (a: string): ConfigFile => ({
@@ -57,7 +58,11 @@ const config = (a: string): ConfigFile => ({
   channels: [
     // The fallback for every failing channel below: another upstream, lower priority.
     { name: "fallback", type: "openai", base_url: `${upstreamB.url}/v1`, api_key: "kb", models: FAILOVER_MODELS },
-    { name: "refused", type: "openai", base_url: `http://127.0.0.1:${closedPort}/v1`, api_key: "k", models: ["refused-model"], priority: 10 },
+    { name: "refused", type: "openai", base_url: `http://127.0.0.1:${closedPort}/v1`, api_key: "k", models: ["refused-model", "embed-model"], priority: 10 },
+    // Gemini methods outside chat (countTokens, embedContent): a dead channel and a refused key, each before a live one.
+    { name: "gemini-dead", type: "gemini", base_url: `http://127.0.0.1:${closedPort}`, api_key: "k", models: ["count-model", "gembed-model"], priority: 10 },
+    { name: "gemini-badkey", type: "gemini", base_url: upstreamC.url, api_key: "sk-not-upstream-c", models: ["count-auth-model"], priority: 10 },
+    { name: "gemini-live", type: "gemini", base_url: upstreamB.url, api_key: "kb", models: ["count-model", "count-auth-model", "gembed-model"] },
     {
       name: "tls-stall",
       type: "openai",
@@ -160,7 +165,18 @@ const config = (a: string): ConfigFile => ({
     { name: "azure", type: "azure", base_url: a, api_key: "az-key", models: ["azure-model"], model_map: { "azure-model": "my-deployment" } }
   ],
   models: Object.fromEntries(
-    [...FAILOVER_MODELS, "connect-only-model", "overtime-model", "exhaust-model", "sticky-model", "tuned-model", "azure-model"].map((m) => [m, { input: 1, output: 2 }])
+    [
+      ...FAILOVER_MODELS,
+      "connect-only-model",
+      "overtime-model",
+      "exhaust-model",
+      "sticky-model",
+      "tuned-model",
+      "azure-model",
+      "count-model",
+      "count-auth-model",
+      "gembed-model"
+    ].map((m) => [m, { input: 1, output: 2 }])
   ),
   users: [{ name: "ops", role: "admin", balance: 100, keys: [{ name: "ops", secret: KEY }] }]
 })
@@ -312,6 +328,69 @@ describe("failover", () => {
   })
 })
 
+describe("failover outside chat: embeddings and countTokens", () => {
+  const gemini = (model: string, action: string, body: unknown) =>
+    fetch(`${gateway.url}/v1beta/models/${model}:${action}`, {
+      method: "POST",
+      headers: { "x-goog-api-key": KEY, "content-type": "application/json" },
+      body: JSON.stringify(body)
+    })
+
+  it("/v1/embeddings fails over from a dead channel to a live one: one hold, both attempts on the usage record", async () => {
+    const answer = await fetch(`${gateway.url}/v1/embeddings`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "embed-model", input: ["one", "two"] })
+    })
+    assert.strictEqual(answer.status, 200)
+    const body = await answer.json() as any
+    assert.strictEqual(body.model, "embed-model")
+    assert.strictEqual(body.data.length, 2)
+    const requestId = answer.headers.get("x-request-id")!
+    const record = await usageOf(requestId)
+    assert.strictEqual(record.status, 200)
+    assert.strictEqual(record.channel, "fallback")
+    assert.deepStrictEqual(attemptsOf(record), [["refused", null, "UpstreamUnavailable"], ["fallback", 200, null]])
+    assert.notStrictEqual(record.cost, "0.00")
+    assert.deepStrictEqual(await ledgerOf(requestId), { hold: 1, release: 1, charge: 1 })
+  })
+
+  it("a Gemini embedContent fails over from a dead Gemini channel to a live one", async () => {
+    const answer = await gemini("gembed-model", "embedContent", { content: { parts: [{ text: "embed me" }] } })
+    assert.strictEqual(answer.status, 200)
+    assert.isAbove(((await answer.json() as any).embedding.values as Array<number>).length, 0)
+    const record = await usageOf(answer.headers.get("x-request-id")!)
+    assert.strictEqual(record.channel, "gemini-live")
+    assert.deepStrictEqual(attemptsOf(record), [["gemini-dead", null, "UpstreamUnavailable"], ["gemini-live", 200, null]])
+    assert.isNotNull(record.ttfbMs)
+  })
+
+  it("countTokens fails over from a dead Gemini channel to a live one, whose count it relays; the dead key's breaker counts the failure", async () => {
+    upstreamB.clearRequests()
+    const before = (await channelHealth("gemini-dead")).keys[0].recentFailures as number
+    const answer = await gemini("count-model", "countTokens", { contents: [{ role: "user", parts: [{ text: "how many tokens is this?" }] }] })
+    assert.strictEqual(answer.status, 200)
+    assert.isNumber((await answer.json() as any).totalTokens)
+    const counted = upstreamB.requests.filter((r) => r.path.endsWith(":countTokens"))
+    assert.deepStrictEqual(counted.map((r) => r.path), ["/v1beta/models/count-model:countTokens"])
+    const health = await channelHealth("gemini-dead")
+    assert.strictEqual(health.keys[0].recentFailures, before + 1)
+    assert.match(health.keys[0].lastError, /could not be reached/)
+  })
+
+  it("countTokens with a key the upstream refuses (Gemini's 400 API_KEY_INVALID) disables that key and is counted by the next channel", async () => {
+    upstreamB.clearRequests()
+    const answer = await gemini("count-auth-model", "countTokens", { contents: [{ role: "user", parts: [{ text: "count me" }] }] })
+    assert.strictEqual(answer.status, 200)
+    assert.isNumber((await answer.json() as any).totalTokens)
+    assert.strictEqual(upstreamB.requests.filter((r) => r.path === "/v1beta/models/count-auth-model:countTokens").length, 1)
+    const health = await channelHealth("gemini-badkey")
+    assert.strictEqual(health.state, "disabled")
+    assert.strictEqual(health.keys[0].status, 400)
+    assert.strictEqual(health.keys[0].reason, "HTTP 400: API key not valid. Please pass a valid API key.")
+  })
+})
+
 describe("after the first byte", () => {
   it("a stream reset after its first chunks ends with an in-band error, is charged for what was delivered, and opens the breaker", async () => {
     const before = await books(gateway.database, "ops")
@@ -390,7 +469,8 @@ describe("key health", () => {
     const served = await chat("auth-model")
     assert.deepStrictEqual(attemptsOf(await usageOf(served.headers.get("x-request-id")!)), [["fallback", 200, null]])
     // The state is in the database (it survives a restart).
-    const stored = await runSql(gateway.database, (sql) => sql`SELECT status, reason FROM channel_key_states`)
+    const authId = (await admin("/channels")).body.data.find((c: any) => c.name === "auth").id as string
+    const stored = await runSql(gateway.database, (sql) => sql`SELECT status, reason FROM channel_key_states WHERE channel_id = ${authId}`)
     assert.strictEqual(stored.length, 1)
     assert.strictEqual(Number(stored[0]!.status), 401)
 
@@ -402,7 +482,7 @@ describe("key health", () => {
     })
     const back = await chat("auth-model")
     assert.deepStrictEqual(attemptsOf(await usageOf(back.headers.get("x-request-id")!)), [["auth", 200, null]])
-    assert.strictEqual((await runSql(gateway.database, (sql) => sql`SELECT * FROM channel_key_states`)).length, 0)
+    assert.strictEqual((await runSql(gateway.database, (sql) => sql`SELECT * FROM channel_key_states WHERE channel_id = ${authId}`)).length, 0)
   })
 
   it("the console's Test reports how long a failed probe took and why", async () => {

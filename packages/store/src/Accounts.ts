@@ -12,8 +12,9 @@
  * - `settle`: deletes the hold (a second settle finds nothing and does
  *   nothing), writes a 'release' of `+held` and a 'charge' of
  *   `-min(charge, held + balance)`; any shortfall is named in the charge's
- *   reason and the balance stops at zero. The charge is added to the key's
- *   `spent_nanos`;
+ *   reason and the balance stops at zero (a charge of any size is accepted:
+ *   what is taken never exceeds the hold plus the balance). The charge is
+ *   added to the key's `spent_nanos`;
  * - `topUp` / `adjust`: a 'topup' or 'adjustment' entry; an adjustment that
  *   would take the balance below zero is refused;
  * - `sweepHolds`: releases holds a dead process left behind.
@@ -23,7 +24,7 @@
  *
  * @since 0.1.0
  */
-import { GatewayError, Money } from "@modelgate/core"
+import { Accounts as AccountsPort, GatewayError, Money } from "@modelgate/core"
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
@@ -68,6 +69,8 @@ export interface HoldRequest {
   readonly amountNanos: bigint
   readonly requestId: string
   readonly nodeId: string
+  /** How many answers the call asks for, for the refusal's advice (default 1). */
+  readonly choices?: number | undefined
 }
 
 /**
@@ -181,7 +184,11 @@ export class Accounts extends Context.Service<Accounts, {
     string,
     GatewayError.InsufficientBalance | GatewayError.SpendingCapReached | GatewayError.ResourceNotFound | InvalidInput | SqlError.SqlError
   >
-  /** Charges up to `chargeNanos` against the hold and releases the rest. Idempotent. */
+  /**
+   * Charges up to `chargeNanos` (any non-negative amount) against the hold:
+   * at most the hold plus the balance, the rest being the shortfall. Releases
+   * what is left of the hold. Idempotent.
+   */
   readonly settle: (holdId: string, chargeNanos: bigint) => Effect.Effect<Settlement, InvalidInput | SqlError.SqlError>
   /** `settle(holdId, 0)`. */
   readonly release: (holdId: string) => Effect.Effect<Settlement, SqlError.SqlError>
@@ -279,7 +286,7 @@ export class Accounts extends Context.Service<Accounts, {
             cap,
             message: `Your API key '${name}' has ${what} of ${Money.formatUsd(limit)} USD: ${Money.formatUsd(spent)} USD ` +
               `spent${held > 0n ? ` and ${Money.formatUsd(held)} USD held by calls in progress` : ""}, and this call may cost up to ` +
-              `${Money.formatUsd(need)} USD. Raise the cap in the console, or ask for fewer output tokens (max_tokens).`
+              `${Money.formatUsd(need)} USD. Raise the cap in the console, or ${AccountsPort.askForLess(request.choices)}.`
           })
         if (quota !== null) {
           const spent = Row.big(key.spent_nanos, "api_keys.spent_nanos")
@@ -329,11 +336,7 @@ export class Accounts extends Context.Service<Accounts, {
           return true
         }))
         if (taken) return id
-        const current = yield* balance(request.userId)
-        return yield* new GatewayError.InsufficientBalance({
-          message: `Your balance is ${Money.formatUsd(current)} USD but this call may cost up to ` +
-            `${Money.formatUsd(request.amountNanos)} USD. Top up your balance, or ask for fewer output tokens (max_tokens).`
-        })
+        return yield* AccountsPort.insufficientBalance(yield* balance(request.userId), request)
       })
 
       const settleUnchecked = (holdId: string, chargeNanos: bigint) =>
@@ -389,8 +392,12 @@ export class Accounts extends Context.Service<Accounts, {
           return { settled: true, heldNanos: held, chargedNanos: charged, shortfallNanos: shortfall }
         }))
 
+      // Any charge is accepted, however large (usage an upstream reported beyond every bound): what is taken
+      // stops at the hold plus the balance, never above `MAX_NANOS`, and the rest is the shortfall.
       const settle = Effect.fn("Accounts.settle")(function*(holdId: string, chargeNanos: bigint) {
-        yield* requireAmount(chargeNanos, "chargeNanos", false, true)
+        if (chargeNanos < 0n) {
+          return yield* new InvalidInput({ path: "chargeNanos", message: `chargeNanos: expected a non-negative amount, got ${chargeNanos}` })
+        }
         return yield* settleUnchecked(holdId, chargeNanos)
       })
 

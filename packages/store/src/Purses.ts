@@ -27,7 +27,7 @@
  *
  * @since 0.1.0
  */
-import { Accounts as AccountsPort, GatewayError, Money } from "@modelgate/core"
+import { Accounts as AccountsPort, GatewayError } from "@modelgate/core"
 import { Clock, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
 import { Accounts } from "./Accounts.ts"
 import { UsageWriter } from "./UsageWriter.ts"
@@ -166,12 +166,6 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         return id
       }
 
-      const refuse = (availableNanos: bigint, request: AccountsPort.HoldRequest) =>
-        new GatewayError.InsufficientBalance({
-          message: `Your balance is ${Money.formatUsd(availableNanos)} USD but this call may cost up to ` +
-            `${Money.formatUsd(request.amountNanos)} USD. Top up your balance, or ask for fewer output tokens (max_tokens).`
-        })
-
       const databaseHold = (request: AccountsPort.HoldRequest) =>
         accounts.hold({ ...request, nodeId: options.nodeId }).pipe(
           Effect.tap((id) => Effect.sync(() => databaseHolds.add(id))),
@@ -201,7 +195,7 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
                 shareDivisor
               })
           }).pipe(Effect.catchTag(["ResourceNotFound", "SqlError"], internal("balance lease")))
-          if (grant.grantedNanos === 0n) return yield* refuse(grant.availableNanos + purse.remaining, request)
+          if (grant.grantedNanos === 0n) return yield* AccountsPort.insufficientBalance(grant.availableNanos + purse.remaining, request)
           purse.leaseId = grant.leaseId
           purse.remaining += grant.grantedNanos
           purse.lastGrantAt = now
@@ -222,13 +216,16 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           )
         })
 
-      const settle = (holdId: string, chargeNanos: bigint): Effect.Effect<void, GatewayError.InternalError> => {
+      const settle = (holdId: string, chargeNanos: bigint): Effect.Effect<AccountsPort.Settled, GatewayError.InternalError> => {
         if (databaseHolds.has(holdId)) {
           databaseHolds.delete(holdId)
-          return accounts.settle(holdId, chargeNanos).pipe(Effect.asVoid, Effect.catch(internal("settlement")))
+          return accounts.settle(holdId, chargeNanos).pipe(
+            Effect.map((settled): AccountsPort.Settled => ({ chargedNanos: settled.chargedNanos, shortfallNanos: settled.shortfallNanos })),
+            Effect.catch(internal("settlement"))
+          )
         }
         const local = localHolds.get(holdId)
-        if (local === undefined) return Effect.void
+        if (local === undefined) return Effect.succeed(AccountsPort.nothingSettled)
         localHolds.delete(holdId)
         return Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const { purse } = local
@@ -240,16 +237,20 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
             if (charged > purse.remaining) charged = purse.remaining
             purse.remaining -= charged
           }
-          if (chargeNanos <= 0n) return Effect.void
-          return writer.charge({
-            leaseId: purse?.leaseId ?? null,
-            userId: purse?.userId ?? local.userId,
-            keyId: local.keyId,
-            requestId: local.requestId,
-            chargedNanos: charged,
-            shortfallNanos: chargeNanos - charged,
-            at: now
-          })
+          if (chargeNanos <= 0n) return Effect.succeed(AccountsPort.nothingSettled)
+          const settled: AccountsPort.Settled = { chargedNanos: charged, shortfallNanos: chargeNanos - charged }
+          return Effect.as(
+            writer.charge({
+              leaseId: purse?.leaseId ?? null,
+              userId: purse?.userId ?? local.userId,
+              keyId: local.keyId,
+              requestId: local.requestId,
+              chargedNanos: charged,
+              shortfallNanos: settled.shortfallNanos,
+              at: now
+            }),
+            settled
+          )
         })
       }
 

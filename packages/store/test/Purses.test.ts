@@ -5,7 +5,7 @@
  * MODELGATE_TEST_POSTGRES is set.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Accounts as AccountsPort } from "@modelgate/core"
+import { Accounts as AccountsPort, Money } from "@modelgate/core"
 import { Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import fc from "fast-check"
@@ -199,13 +199,15 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const { purses, close } = yield* node()
         const capped = yield* purses.hold(request(user, 5_000n, { capped: true }))
         assert.deepStrictEqual(yield* books(user), { balance: 995_000n, reserved: 0n, leases: 0, holds: 1 })
-        yield* purses.settle(capped, 1_200n)
+        assert.deepStrictEqual(yield* purses.settle(capped, 1_200n), { chargedNanos: 1_200n, shortfallNanos: 0n })
         assert.deepStrictEqual(yield* books(user), { balance: 998_800n, reserved: 0n, leases: 0, holds: 0 })
+        // Settled twice: nothing more is charged.
+        assert.deepStrictEqual(yield* purses.settle(capped, 1_200n), AccountsPort.nothingSettled)
         yield* close
         const off = yield* node({ leases: false })
         const id = yield* off.purses.hold(request(user, 5_000n))
         assert.strictEqual((yield* books(user)).holds, 1)
-        yield* off.purses.settle(id, 800n)
+        assert.deepStrictEqual(yield* off.purses.settle(id, 800n), { chargedNanos: 800n, shortfallNanos: 0n })
         assert.deepStrictEqual(yield* books(user), { balance: 998_000n, reserved: 0n, leases: 0, holds: 0 })
         yield* off.close
       }))
@@ -228,7 +230,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const id = yield* purses.hold(request(user, 1_000n))
         // Near the end of the balance the lease took exactly the hold: an upstream that
         // reports more usage than the worst case is charged the hold, and the rest is a shortfall.
-        yield* purses.settle(id, 1_600n)
+        assert.deepStrictEqual(yield* purses.settle(id, 1_600n), { chargedNanos: 1_000n, shortfallNanos: 600n })
         yield* writer.flush
         const sql = yield* SqlClient.SqlClient
         const rows = yield* sql`SELECT amount_nanos, reason FROM ledger WHERE user_id = ${user} AND kind = 'charge'`
@@ -237,6 +239,39 @@ const suite = (make: () => Promise<TestDatabase>) =>
         yield* close
         yield* writer.flush
         assert.deepStrictEqual(yield* books(user), { balance: 4_000n, reserved: 0n, leases: 0, holds: 0 })
+      }))
+
+    it.effect("on the database path a charge beyond the largest amount takes what the hold and the balance allow", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(5_000n)
+        const off = yield* node({ leases: false })
+        const id = yield* off.purses.hold(request(user, 1_000n))
+        // Once refused as invalid (and so charged nothing): now the hold and the balance pay, the rest is a shortfall.
+        const settled = yield* off.purses.settle(id, Money.MAX_NANOS + 1n)
+        assert.deepStrictEqual(settled, { chargedNanos: 5_000n, shortfallNanos: Money.MAX_NANOS + 1n - 5_000n })
+        const sql = yield* SqlClient.SqlClient
+        const rows = yield* sql`SELECT amount_nanos, reason FROM ledger WHERE user_id = ${user} AND kind = 'charge'`
+        assert.strictEqual(BigInt(rows[0]!.amount_nanos as bigint | number), -5_000n)
+        assert.include(String(rows[0]!.reason), "shortfall")
+        assert.deepStrictEqual(yield* books(user), { balance: 0n, reserved: 0n, leases: 0, holds: 0 })
+        yield* off.close
+      }))
+
+    it.effect("a refused hold names the balance, the amount, and each answer asked for", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(500n)
+        for (const leases of [true, false]) {
+          const { purses, close } = yield* node({ leases })
+          const one = yield* Effect.flip(purses.hold(request(user, 1_000n)))
+          assert.strictEqual(one._tag, "InsufficientBalance")
+          assert.strictEqual(
+            one.message,
+            "Your balance is 0.0000005 USD but this call may cost up to 0.000001 USD. Top up your balance, or ask for fewer output tokens (max_tokens)."
+          )
+          const three = yield* Effect.flip(purses.hold(request(user, 3_000n, { choices: 3 })))
+          assert.include(three.message, "or fewer answers (n, candidateCount: 3 asked, each held for in full).")
+          yield* close
+        }
       }))
 
     it.effect("a lease swept while its node still runs: later charges come from the balance, never below zero", () =>

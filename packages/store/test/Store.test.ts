@@ -15,7 +15,7 @@ import { Redemption } from "../src/Redemption.ts"
 import { KeyHasher } from "../src/Secrets.ts"
 import { UsageWriter } from "../src/UsageWriter.ts"
 import { Users } from "../src/Users.ts"
-import { Domain, KeyStore } from "@modelgate/core"
+import { Domain, KeyStore, Money } from "@modelgate/core"
 import { ChannelKeyStates } from "../src/ChannelKeyStates.ts"
 import { type ChannelInput, validateChannel } from "../src/CatalogRepo.ts"
 import { databaseLayer, makePostgres, makeSqlite, postgresUrl, storeLayer, type TestDatabase } from "./harness.ts"
@@ -330,10 +330,24 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.strictEqual(over.shortfallNanos, 3n * USD)
         assert.strictEqual(yield* assertLedger(user.id), 0n)
 
+        // A charge beyond the largest amount (usage an upstream reported beyond every bound) is not refused:
+        // it takes what the hold and the balance allow, and the rest is the shortfall.
+        yield* accounts.topUp(user.id, 2n * USD, "refill", "admin")
+        const huge = yield* accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 1n * USD, requestId: "r3b", nodeId: "n" })
+        const beyond = yield* accounts.settle(huge, Money.MAX_NANOS * 3n)
+        assert.deepStrictEqual(beyond, { settled: true, heldNanos: 1n * USD, chargedNanos: 2n * USD, shortfallNanos: Money.MAX_NANOS * 3n - 2n * USD })
+        assert.strictEqual(yield* assertLedger(user.id), 0n)
+        const negativeCharge = yield* Effect.flip(accounts.settle(huge, -1n))
+        assert.strictEqual(negativeCharge._tag, "InvalidInput")
+
         const refused = yield* Effect.flip(accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 1n, requestId: "r4", nodeId: "n" }))
         assert.strictEqual(refused._tag, "InsufficientBalance")
         assert.include(refused.message, "0.00 USD")
         assert.include(refused.message, "0.000000001 USD")
+        assert.include(refused.message, "ask for fewer output tokens (max_tokens).")
+        // A call that asks for several answers is told that each is held for.
+        const several = yield* Effect.flip(accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 3n, requestId: "r4b", nodeId: "n", choices: 3 }))
+        assert.include(several.message, "ask for fewer output tokens (max_tokens) or fewer answers (n, candidateCount: 3 asked, each held for in full).")
 
         yield* accounts.topUp(user.id, 5n * USD, "gift", "admin")
         yield* accounts.adjust(user.id, -2n * USD, "correction", "admin")

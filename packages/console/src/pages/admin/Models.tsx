@@ -1,9 +1,11 @@
 /**
- * Administration of models and their list prices.
+ * Administration of models: their list prices, limits, and what the gateway
+ * needs to know of them (description, embedding model, reasoning model,
+ * whether the upstream takes `reasoning_content`; docs/configuration.md).
  *
  * @since 0.1.0
  */
-import { Alert, Badge, Button, Group, Modal, NumberInput, Paper, SimpleGrid, Stack, Switch, Table, Text, TextInput } from "@mantine/core"
+import { Alert, Badge, Button, Group, Modal, NumberInput, Paper, SimpleGrid, Stack, Switch, Table, Text, Textarea, TextInput } from "@mantine/core"
 import { notifications } from "@mantine/notifications"
 import { IconPlus } from "@tabler/icons-react"
 import { useQuery, useQueryClient } from "@tanstack/react-query"
@@ -30,7 +32,11 @@ function ModelForm({ model, onDone }: { readonly model: Contract.AdminModel | un
       perRequest: model?.prices.perRequest ?? "",
       free: model?.prices.free ?? false,
       inputTokenLimit: (model?.inputTokenLimit ?? 128000) as number | string,
-      outputTokenLimit: (model?.outputTokenLimit ?? 8192) as number | string
+      outputTokenLimit: (model?.outputTokenLimit ?? 8192) as number | string,
+      description: model?.description ?? "",
+      embedding: model?.embedding ?? false,
+      reasoning: model?.reasoning ?? false,
+      reasoningContent: model?.reasoningContent ?? false
     },
     schema: C.UpsertModelRequest,
     toRequest: (v) => ({
@@ -38,7 +44,12 @@ function ModelForm({ model, onDone }: { readonly model: Contract.AdminModel | un
       ...(v.displayName.trim() !== "" ? { displayName: v.displayName.trim() } : {}),
       prices: { input: orNull(v.input), output: orNull(v.output), cachedInput: orNull(v.cachedInput), perRequest: orNull(v.perRequest), free: v.free },
       inputTokenLimit: Number(v.inputTokenLimit),
-      outputTokenLimit: Number(v.outputTokenLimit)
+      outputTokenLimit: Number(v.outputTokenLimit),
+      // The form shows every field, so it sends every field: an emptied description is cleared (null).
+      description: orNull(v.description),
+      embedding: v.embedding,
+      reasoning: v.reasoning,
+      reasoningContent: v.reasoningContent
     }),
     onSubmit: async (body) => {
       await call(Endpoints.adminUpsertModel, { body })
@@ -65,6 +76,37 @@ function ModelForm({ model, onDone }: { readonly model: Contract.AdminModel | un
           <NumberInput label={t("admin.models.inputLimit")} min={1} value={form.values.inputTokenLimit} error={form.errors.inputTokenLimit} onChange={(v) => form.set("inputTokenLimit", v)} thousandSeparator="," />
           <NumberInput label={t("admin.models.outputLimit")} min={1} value={form.values.outputTokenLimit} error={form.errors.outputTokenLimit} onChange={(v) => form.set("outputTokenLimit", v)} thousandSeparator="," />
         </SimpleGrid>
+        <Textarea
+          label={t("admin.models.description")}
+          description={t("admin.models.descriptionHint")}
+          autosize
+          minRows={1}
+          maxRows={4}
+          {...form.field("description")}
+        />
+        <Stack gap="xs">
+          <Switch
+            label={t("admin.models.embedding")}
+            description={t("admin.models.embeddingHint")}
+            checked={form.values.embedding}
+            error={form.errors.embedding}
+            onChange={(e) => form.set("embedding", e.currentTarget.checked)}
+          />
+          <Switch
+            label={t("admin.models.reasoning")}
+            description={t("admin.models.reasoningHint")}
+            checked={form.values.reasoning}
+            error={form.errors.reasoning}
+            onChange={(e) => form.set("reasoning", e.currentTarget.checked)}
+          />
+          <Switch
+            label={t("admin.models.reasoningContent")}
+            description={t("admin.models.reasoningContentHint")}
+            checked={form.values.reasoningContent}
+            error={form.errors.reasoningContent}
+            onChange={(e) => form.set("reasoningContent", e.currentTarget.checked)}
+          />
+        </Stack>
         <Group justify="flex-end"><Button type="submit" loading={form.submitting}>{t("common.save")}</Button></Group>
       </Stack>
     </form>
@@ -109,8 +151,15 @@ export function AdminModelsPage() {
                       {data.data.map((m) => (
                         <Table.Tr key={m.id}>
                           <Table.Td>
-                            <Group gap={6}><Text fw={600} size="sm" ff="monospace">{m.id}</Text>{m.prices.free && <Badge color="teal" size="xs">{t("common.free")}</Badge>}</Group>
+                            <Group gap={6}>
+                              <Text fw={600} size="sm" ff="monospace">{m.id}</Text>
+                              {m.prices.free && <Badge color="teal" size="xs">{t("common.free")}</Badge>}
+                              {m.embedding && <Badge color="grape" variant="light" size="xs">{t("admin.models.badgeEmbedding")}</Badge>}
+                              {m.reasoning && <Badge color="indigo" variant="light" size="xs">{t("admin.models.badgeReasoning")}</Badge>}
+                              {m.reasoningContent && <Badge color="gray" variant="light" size="xs" ff="monospace">reasoning_content</Badge>}
+                            </Group>
                             <Text size="xs" c="dimmed">{m.displayName}</Text>
+                            {m.description !== null && <Text size="xs" c="dimmed" lineClamp={2} maw={360}>{m.description}</Text>}
                           </Table.Td>
                           <Table.Td ta="right" ff="monospace">{p(m.prices.input)}</Table.Td>
                           <Table.Td ta="right" ff="monospace">{p(m.prices.output)}</Table.Td>
