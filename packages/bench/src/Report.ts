@@ -484,7 +484,7 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
     ...(results.profiled
       ? [
         "",
-        `> **Profiled run** (\`--profile\`): the gateway ran under \`--cpu-prof\`${
+        `> **Profiled run**: the gateway ran under \`--cpu-prof\` (the default; \`--without-profile\` turns it off)${
           results.heapSnapshots.length > 0 ? " and a heap snapshot was taken after its 1,000 streams" : ""
         }, which costs CPU${results.heapSnapshots.length > 0 ? " and memory" : ""}: its figures here are higher than without the profiler.`
       ]
@@ -532,7 +532,7 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
     lines.push("")
     if (results.profile === null) {
       lines.push(
-        "This run was not profiled. `pnpm bench -- --profile` runs the gateway under `--cpu-prof` and puts its top functions and the time by package here.",
+        "This run was not profiled (`--without-profile`, or a gateway the run did not start). Without that option the gateway runs under `--cpu-prof` and its top functions and the time by package are put here.",
         ""
       )
     }

@@ -2,7 +2,7 @@
  * The benchmark command (`pnpm bench`):
  *
  *   node packages/bench/src/main.ts [--quick] [--only NAME[,NAME]] [--without-portkey]
- *     [--gateway-dialect openai|gemini] [--profile] [--plan]
+ *     [--gateway-dialect openai|gemini] [--without-profile] [--heap-snapshot] [--plan]
  *     [--gateway-url URL [--gateway-pid PID] [--gateway-key KEY] [--header "Name: value"]...]
  *     [--soak-ms N] [--soak-rate N] [--out-dir DIR]
  *
@@ -50,8 +50,10 @@ const USAGE = `usage: node packages/bench/src/main.ts [options]     (pnpm bench 
   --only NAME[,NAME]       run only these scenarios: ${[...SCENARIO_NAMES, "soak"].join(", ")}
   --without-portkey        do not start or measure @portkey-ai/gateway (it is measured by default)
   --gateway-dialect D      the client dialect spoken to the gateway: openai (default) or gemini
-  --profile                run the gateway with --cpu-prof (profile summarised into the report) and
-                           take a heap snapshot after its 1,000 streams; figures are then inflated
+  --without-profile        do not run the gateway under --cpu-prof (by default it is, and its profile is
+                           summarised into the report's missed targets; the sampler costs a few % of CPU)
+  --heap-snapshot          also take a heap snapshot of the gateway after its 1,000 streams (memory
+                           figures after it are then inflated)
   --plan                   print the plan and its duration, start nothing
   --gateway-url URL        measure a gateway already running on this machine (loopback only)
   --gateway-pid PID        its process id, for CPU and memory figures
@@ -76,6 +78,7 @@ export interface Options {
   readonly portkey: boolean
   readonly dialect: Dialect
   readonly profile: boolean
+  readonly heapSnapshot: boolean
   readonly planOnly: boolean
   readonly gatewayUrl: string | null
   readonly gatewayPid: number | null
@@ -105,7 +108,8 @@ export const parseOptions = (argv: ReadonlyArray<string>, repoRoot: string): Opt
       only: { type: "string", multiple: true },
       "without-portkey": { type: "boolean", default: false },
       "gateway-dialect": { type: "string" },
-      profile: { type: "boolean", default: false },
+      "without-profile": { type: "boolean", default: false },
+      "heap-snapshot": { type: "boolean", default: false },
       plan: { type: "boolean", default: false },
       "gateway-url": { type: "string" },
       "gateway-pid": { type: "string" },
@@ -132,7 +136,7 @@ export const parseOptions = (argv: ReadonlyArray<string>, repoRoot: string): Opt
   const gatewayUrl = values["gateway-url"] ?? null
   if (gatewayUrl !== null) assertLoopback(gatewayUrl, "--gateway-url")
   if (gatewayUrl === null && values["gateway-pid"] !== undefined) throw new Error("--gateway-pid needs --gateway-url")
-  if (gatewayUrl !== null && values.profile) throw new Error("--profile needs the gateway the benchmark starts itself (leave out --gateway-url)")
+  if (gatewayUrl !== null && values["heap-snapshot"]) throw new Error("--heap-snapshot needs the gateway the benchmark starts itself (leave out --gateway-url)")
   const quick = values.quick
   const base = quick ? QUICK_TIMING : FULL_TIMING
   return {
@@ -140,7 +144,9 @@ export const parseOptions = (argv: ReadonlyArray<string>, repoRoot: string): Opt
     only,
     portkey: !values["without-portkey"],
     dialect: dialect as Dialect,
-    profile: values.profile,
+    // A gateway already running cannot be profiled by the run.
+    profile: gatewayUrl === null && !values["without-profile"],
+    heapSnapshot: values["heap-snapshot"],
     planOnly: values.plan,
     gatewayUrl: gatewayUrl === null ? null : gatewayUrl.replace(/\/$/, ""),
     gatewayPid: integer("gateway-pid", values["gateway-pid"], 1) ?? null,
@@ -316,7 +322,11 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
         writeFileSync(join(profileDir, ".gitignore"), "*\n")
       }
       const nodeFlags = options.profile
-        ? [`--cpu-prof`, `--cpu-prof-dir=${profileDir}`, `--heapsnapshot-signal=SIGUSR2`, `--diagnostic-dir=${profileDir}`]
+        ? [
+          `--cpu-prof`,
+          `--cpu-prof-dir=${profileDir}`,
+          ...(options.heapSnapshot ? [`--heapsnapshot-signal=SIGUSR2`, `--diagnostic-dir=${profileDir}`] : [])
+        ]
         : []
       try {
         const gw = await startService({
@@ -425,7 +435,7 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
       log,
       calls,
       notes,
-      ...(options.profile && gateway?.service != null
+      ...(options.profile && options.heapSnapshot && gateway?.service != null
         ? {
           afterMemoryPoint: async (target: Target) => {
             if (target.name !== "modelgate" || target.pid === null) return
@@ -525,9 +535,9 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
     if (options.profile && existsSync(profileDir)) {
       try {
         profile = summariseDir(profileDir, { root: repoRoot, window: { startUs: measureStartUs, endUs: measureEndUs } })
-        if (profile === null) notes.push(`--profile: no .cpuprofile was written to ${relative(options.outDir, profileDir)} (did the gateway stop cleanly?).`)
+        if (profile === null) notes.push(`The gateway's profile: no .cpuprofile was written to ${relative(options.outDir, profileDir)} (did the gateway stop cleanly?).`)
       } catch (error) {
-        notes.push(`--profile: the CPU profile could not be read: ${errorText(error)}`)
+        notes.push(`The gateway's CPU profile could not be read: ${errorText(error)}`)
       }
     }
 

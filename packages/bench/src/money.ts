@@ -1,8 +1,14 @@
 /**
  * The money-path micro-benchmark: what one balance hold plus its settlement
- * costs, through the store's public `Accounts` API (the same calls the
- * gateway makes for every chat call), on SQLite and, when
- * MODELGATE_TEST_POSTGRES names a server, on PostgreSQL.
+ * costs, on SQLite and, when MODELGATE_TEST_POSTGRES names a server, on
+ * PostgreSQL, along both paths the gateway has:
+ *
+ * - **leases** (the default): core's `Accounts` port as the store provides it
+ *   (`Purses`: holds from a balance lease in memory, charges written by the
+ *   batch writer), the calls the gateway makes for every chat call;
+ * - **per-call database holds** (keys with spending caps, or
+ *   `billing.leases: false`): the store's `Accounts.hold` and `settle`, one
+ *   transaction each.
  *
  *   pnpm bench:money [--calls N] [--warmup N] [--concurrency N] [--repeat N]
  *   MODELGATE_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test pnpm bench:money
@@ -26,10 +32,12 @@
  *
  * @since 0.1.0
  */
+import { Accounts as AccountsPort } from "@modelgate/core"
 import { Accounts } from "@modelgate/store/Accounts"
 import * as Database from "@modelgate/store/Database"
 import { Keys } from "@modelgate/store/Keys"
 import * as Store from "@modelgate/store/Store"
+import { UsageWriter } from "@modelgate/store/UsageWriter"
 import { Users } from "@modelgate/store/Users"
 import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
@@ -48,6 +56,8 @@ const INITIAL_NANOS = 1_000_000n * 1_000_000_000n // 1,000,000 USD: never the li
 /** One measured workload. @category models */
 export interface Measurement {
   readonly database: string
+  /** "leases" or "per-call database holds". */
+  readonly path: string
   readonly workload: string
   readonly calls: number
   readonly concurrency: number
@@ -62,12 +72,24 @@ export interface Measurement {
 const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
   sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
 
+/** The two money paths. */
+type MoneyPath = "leases" | "database"
+
+const pathLabel = (path: MoneyPath) => path === "leases" ? "leases" : "per-call database holds"
+
 /** One hold and its settlement, as the gateway does for a call; returns its latency in µs. */
-const oneCall = (accounts: Accounts["Service"], userId: string, keyId: string, i: number) =>
+const oneCall = (path: MoneyPath, userId: string, keyId: string, i: number) =>
   Effect.gen(function*() {
     const started = performance.now()
-    const holdId = yield* accounts.hold({ userId, keyId, amountNanos: HELD_NANOS, requestId: `bench-${i}`, nodeId: "bench" })
-    yield* accounts.settle(holdId, CHARGED_NANOS)
+    if (path === "leases") {
+      const port = yield* AccountsPort.Accounts
+      const holdId = yield* port.hold({ userId, keyId, amountNanos: HELD_NANOS, requestId: `bench-${i}` })
+      yield* port.settle(holdId, CHARGED_NANOS)
+    } else {
+      const accounts = yield* Accounts
+      const holdId = yield* accounts.hold({ userId, keyId, amountNanos: HELD_NANOS, requestId: `bench-${i}`, nodeId: "bench" })
+      yield* accounts.settle(holdId, CHARGED_NANOS)
+    }
     return (performance.now() - started) * 1000
   })
 
@@ -84,18 +106,19 @@ const payer = Effect.fnUntraced(function*(name: string) {
 })
 
 /** Runs `calls` calls, `concurrency` at a time, spread over `payers` (call i pays with payer i mod n). */
-const workload = Effect.fnUntraced(function*(payers: ReadonlyArray<Payer>, calls: number, concurrency: number, offset: number) {
-  const accounts = yield* Accounts
+const workload = Effect.fnUntraced(function*(path: MoneyPath, payers: ReadonlyArray<Payer>, calls: number, concurrency: number, offset: number) {
   const latencies: Array<number> = []
   const started = performance.now()
   yield* Effect.forEach(
     Array.from({ length: calls }, (_, i) => i),
     (i) => {
       const p = payers[i % payers.length]!
-      return Effect.map(oneCall(accounts, p.userId, p.keyId, offset + i), (us) => void latencies.push(us))
+      return Effect.map(oneCall(path, p.userId, p.keyId, offset + i), (us) => void latencies.push(us))
     },
     { concurrency, discard: true }
   )
+  // The lease path's charges are written by the batch writer: its writes are part of the cost.
+  if (path === "leases") yield* Effect.orDie((yield* UsageWriter).flush)
   const elapsedMs = performance.now() - started
   latencies.sort((a, b) => a - b)
   return { elapsedMs, latencies }
@@ -104,6 +127,9 @@ const workload = Effect.fnUntraced(function*(payers: ReadonlyArray<Payer>, calls
 /** The books after the run: each balance equals its ledger and the initial balance less exactly what was charged. */
 const checkBooks = Effect.fnUntraced(function*(payers: ReadonlyArray<Payer>, callsPerPayer: ReadonlyMap<string, number>) {
   const accounts = yield* Accounts
+  // Idle leases go back to the balance after a second; then the writer has everything written.
+  yield* Effect.sleep("1500 millis")
+  yield* Effect.orDie((yield* UsageWriter).flush)
   for (const p of payers) {
     const balance = yield* accounts.balance(p.userId)
     const ledger = yield* accounts.ledgerSum(p.userId)
@@ -134,17 +160,18 @@ const benchDatabase = (label: string, url: string, maxConnections: number, optio
       }
     }
     let offset = 0
-    const measure = Effect.fnUntraced(function*(workloadName: string, payers: ReadonlyArray<Payer>, concurrency: number) {
-      yield* workload(payers, options.warmup, concurrency, offset)
+    const measure = Effect.fnUntraced(function*(path: MoneyPath, workloadName: string, payers: ReadonlyArray<Payer>, concurrency: number) {
+      yield* workload(path, payers, options.warmup, concurrency, offset)
       count(payers, options.warmup)
       offset += options.warmup
       const runs: Array<Omit<Measurement, "rangeUs">> = []
       for (let r = 0; r < options.repeat; r++) {
-        const { elapsedMs, latencies } = yield* workload(payers, options.calls, concurrency, offset)
+        const { elapsedMs, latencies } = yield* workload(path, payers, options.calls, concurrency, offset)
         count(payers, options.calls)
         offset += options.calls
         runs.push({
           database: label,
+          path: pathLabel(path),
           workload: workloadName,
           calls: options.calls,
           concurrency,
@@ -153,14 +180,16 @@ const benchDatabase = (label: string, url: string, maxConnections: number, optio
           p50Us: percentile(latencies, 0.5),
           p99Us: percentile(latencies, 0.99)
         })
-        process.stderr.write(`${label}, ${workloadName}, run ${r + 1}: ${runs[r]!.usPerCall.toFixed(0)} µs per call\n`)
+        process.stderr.write(`${label}, ${pathLabel(path)}, ${workloadName}, run ${r + 1}: ${runs[r]!.usPerCall.toFixed(0)} µs per call\n`)
       }
       runs.sort((a, b) => a.usPerCall - b.usPerCall)
       results.push({ ...runs[Math.floor((runs.length - 1) / 2)]!, rangeUs: [runs[0]!.usPerCall, runs[runs.length - 1]!.usPerCall] })
     })
-    yield* measure("one call at a time, one balance", [one], 1)
-    yield* measure(`${options.concurrency} at a time, one balance`, [one], options.concurrency)
-    yield* measure(`${options.concurrency} at a time, ${options.concurrency} balances`, many, options.concurrency)
+    for (const path of ["leases", "database"] as const) {
+      yield* measure(path, "one call at a time, one balance", [one], 1)
+      yield* measure(path, `${options.concurrency} at a time, one balance`, [one], options.concurrency)
+      yield* measure(path, `${options.concurrency} at a time, ${options.concurrency} balances`, many, options.concurrency)
+    }
     yield* checkBooks([one, ...many], counts)
     return results
   }).pipe(
@@ -198,10 +227,10 @@ const fmt = (n: number) => Math.round(n).toLocaleString("en-US")
 /** The results as a Markdown table. @category report */
 export const markdown = (results: ReadonlyArray<Measurement>): string =>
   [
-    "| database | workload | time per call | (range over runs) | calls/s | latency p50 | latency p99 |",
-    "|---|---|---|---|---|---|---|",
+    "| database | path | workload | time per call | (range over runs) | calls/s | latency p50 | latency p99 |",
+    "|---|---|---|---|---|---|---|---|",
     ...results.map((r) =>
-      `| ${r.database} | ${r.workload} | ${fmt(r.usPerCall)} µs | ${fmt(r.rangeUs[0])}-${fmt(r.rangeUs[1])} µs | ` +
+      `| ${r.database} | ${r.path} | ${r.workload} | ${fmt(r.usPerCall)} µs | ${fmt(r.rangeUs[0])}-${fmt(r.rangeUs[1])} µs | ` +
       `${fmt(r.callsPerSecond)} | ${fmt(r.p50Us)} µs | ${fmt(r.p99Us)} µs |`
     )
   ].join("\n")
@@ -248,7 +277,7 @@ const main = async () => {
   const cpu = cpus()
   process.stdout.write(
     [
-      `Money path: one hold plus one settlement per call, through @modelgate/store's Accounts.`,
+      `Money path: one hold plus one settlement per call: through balance leases (core's Accounts port as the store provides it, charges group-committed), and through per-call database holds (@modelgate/store's Accounts).`,
       `Node ${process.version}, ${cpu.length} x ${cpu[0]?.model ?? "unknown CPU"}` +
       `${postgresVersion !== undefined ? `, PostgreSQL ${postgresVersion}` : ""}; ` +
       `${options.calls} measured calls per workload after ${options.warmup} warm-up calls` +

@@ -60,7 +60,12 @@ describe("benchmark options", () => {
     assert.deepStrictEqual(o.headers, { "x-a": "1" })
     assert.strictEqual(o.timing.soakMs, 5000)
     assert.strictEqual(o.timing.pointMs, FULL_TIMING.pointMs)
-    assert.isTrue(options(["--profile"]).profile)
+    // The gateway the run starts is profiled unless told not to; one already running cannot be.
+    assert.isTrue(options([]).profile)
+    assert.isFalse(options(["--without-profile"]).profile)
+    assert.isFalse(o.profile)
+    assert.isFalse(options([]).heapSnapshot)
+    assert.isTrue(options(["--heap-snapshot"]).heapSnapshot)
     assert.isTrue(options(["--plan"]).planOnly)
   })
 
@@ -68,7 +73,7 @@ describe("benchmark options", () => {
     assert.throws(() => options(["--gateway-dialect", "anthropic"]), /--gateway-dialect must be one of openai, gemini, got "anthropic"/)
     assert.throws(() => options(["--gateway-url", "http://10.0.0.1:8080"]), /--gateway-url: host "10.0.0.1" is not a loopback address/)
     assert.throws(() => options(["--gateway-pid", "3"]), /--gateway-pid needs --gateway-url/)
-    assert.throws(() => options(["--gateway-url", "http://127.0.0.1:1", "--profile"]), /--profile needs the gateway the benchmark starts/)
+    assert.throws(() => options(["--gateway-url", "http://127.0.0.1:1", "--heap-snapshot"]), /--heap-snapshot needs the gateway the benchmark starts/)
     assert.throws(() => options(["--only", "nope"]), /--only: unknown scenario "nope"/)
     assert.throws(() => options(["--soak-ms", "10"]), /--soak-ms must be an integer >= 1000, got "10"/)
     assert.throws(() => options(["--with-portkey"]), /Unknown option '--with-portkey'/)
