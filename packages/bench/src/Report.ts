@@ -529,7 +529,11 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
     lines.push(results.verdicts.some((v) => v.status === "met") ? "None: every measured target was met." : "No target was measured in this run.", "")
   } else {
     for (const v of missed) lines.push(`- **${v.target}**: ${v.shortfall ?? ""}. Measured: ${v.measured}.`)
-    lines.push("")
+    lines.push(
+      "",
+      "Where the time and memory go, what was done about it and what is left: [design/performance.md](design/performance.md).",
+      ""
+    )
     if (results.profile === null) {
       lines.push(
         "This run was not profiled (`--without-profile`, or a gateway the run did not start). Without that option the gateway runs under `--cpu-prof` and its top functions and the time by package are put here.",
