@@ -302,12 +302,24 @@ export const send = Effect.fnUntraced(function*(
   return new UpstreamResponse(channel, at, data)
 })
 
+const ignore = () => {}
+
+/**
+ * Ends a body that will not be read further. Undici fails an unfinished body
+ * it is asked to destroy with an `error` event (`RequestAbortedError`), which
+ * would be an uncaught exception (and end the process) if nothing listened.
+ */
+const discard = (body: UpstreamResponse["body"]): void => {
+  body.on("error", ignore)
+  body.destroy()
+}
+
 /** Reads a body to its end, destroying it when the calling fiber is interrupted. */
 const readAll = <A>(response: UpstreamResponse, read: () => Promise<A>) =>
   Effect.tryPromise({
     try: (signal) => {
       const body = response.body
-      const stop = () => body.destroy()
+      const stop = () => discard(body)
       signal.addEventListener("abort", stop, { once: true })
       return read().finally(() => signal.removeEventListener("abort", stop))
     },
@@ -347,7 +359,7 @@ export const firstChunk = (
   GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout
 > => {
   const body = response.body
-  const close = Effect.sync(() => body.destroy())
+  const close = Effect.sync(() => discard(body))
   return Effect.callback<Uint8Array, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout>((resume) => {
     const deadline = firstDeadline(channel, at)
     let timer: ReturnType<typeof setTimeout> | undefined
@@ -375,7 +387,7 @@ export const firstChunk = (
     }
     timer = setTimeout(() => {
       cleanup()
-      body.destroy()
+      discard(body)
       resume(Effect.fail(deadline.error()))
     }, Math.max(0, deadline.at - Date.now()))
     body.on("readable", onReadable)
@@ -384,7 +396,7 @@ export const firstChunk = (
     onReadable()
     return Effect.sync(() => {
       cleanup()
-      body.destroy()
+      discard(body)
     })
   }).pipe(
     Effect.onError(() => close),
@@ -421,7 +433,7 @@ export const errorBody = (response: UpstreamResponse, limit = 64 * 1024): Effect
     } catch {
       // A broken or stalled body: what was read is the message.
     } finally {
-      response.body.destroy()
+      discard(response.body)
     }
     return text + decoder.decode()
   }).pipe(Effect.orElseSucceed(() => ""))
