@@ -274,6 +274,8 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
     return yield* Effect.fail(lastError ?? allKeysDisabled(model.id))
   })
   return yield* run.pipe(
+    // Admission above ran uninterruptibly (see `Settlement.interruptible`); the attempts can be cut.
+    Settlement.interruptible,
     Effect.onExit((exit) => {
       if (Exit.isSuccess(exit)) return Effect.void
       const failed = exit.cause.reasons.find((reason) => reason._tag === "Fail")

@@ -5,8 +5,8 @@
  * byte, a body that stalls after its headers, a stream whose first chunk
  * never comes, a stalled stream, 429 with retry-after, 500, 401) while
  * calls that had not started keep succeeding through another; one hold per
- * call across failover; every attempt on the
- * usage record; a stream cut after its first byte (or past its total
+ * call across failover; every attempt on the usage record; a caller that
+ * hangs up before the answer; a stream cut after its first byte (or past its total
  * deadline) ends with an in-band error and is charged for what was
  * delivered; breakers that open and keep calls away; a 401 that disables the
  * key until the probe finds it working; max_attempts; sticky selection;
@@ -33,7 +33,8 @@ let closedPort: number
 let tlsStall: NetServer
 let bodyStall: HttpServer
 let headersOnly: HttpServer
-/** Requests to `headersOnly` whose caller went away. */
+/** Requests `headersOnly` got, and those whose caller went away. */
+let headersOnlyRequests = 0
 let headersOnlyClosed = 0
 const held: Array<Socket> = []
 
@@ -116,6 +117,22 @@ const config = (a: string): ConfigFile => ({
       timeouts: { first_byte_ms: 300 }
     },
     {
+      // The same with the default first-byte timeout (a minute): the caller gives up first.
+      name: "headers-only-patient",
+      type: "openai",
+      base_url: `http://127.0.0.1:${(headersOnly.address() as { port: number }).port}/v1`,
+      api_key: "k",
+      models: ["first-chunk-wait-model"]
+    },
+    {
+      // No answer at all (under /silent), with the default first-byte timeout.
+      name: "silent",
+      type: "openai",
+      base_url: `http://127.0.0.1:${(headersOnly.address() as { port: number }).port}/silent/v1`,
+      api_key: "k",
+      models: ["silent-model"]
+    },
+    {
       name: "limited",
       type: "openai",
       base_url: `${a}/v1`,
@@ -182,6 +199,8 @@ const config = (a: string): ConfigFile => ({
     [
       ...FAILOVER_MODELS,
       "first-chunk-model",
+      "first-chunk-wait-model",
+      "silent-model",
       "connect-only-model",
       "overtime-model",
       "exhaust-model",
@@ -213,9 +232,11 @@ beforeAll(async () => {
   bodyStall.on("connection", (socket) => void held.push(socket))
   headersOnly = createHttpServer((request, response) => {
     request.resume()
+    headersOnlyRequests++
+    response.on("close", () => void headersOnlyClosed++)
+    if (request.url?.startsWith("/silent/") === true) return
     response.writeHead(200, { "content-type": "text/event-stream" })
     response.flushHeaders()
-    response.on("close", () => void headersOnlyClosed++)
   })
   headersOnly.on("connection", (socket) => void held.push(socket))
   await Promise.all([
@@ -318,6 +339,38 @@ describe("failover", () => {
     assert.deepStrictEqual(attemptsOf(record), [["headers-only", 200, "UpstreamTimeout"], ["fallback", 200, null]])
     await eventually("the stalled stream's connection to close", async () => headersOnlyClosed > closedBefore ? true : undefined)
   })
+
+  // A client that goes away interrupts the call once it is admitted: the upstream request is aborted
+  // (here the upstream never answers, or sends its headers but no chunk, for a minute).
+  for (const [when, model, stream] of [["for the answer", "silent-model", false], ["for a stream's first chunk", "first-chunk-wait-model", true]] as const) {
+    it(`a caller that hangs up while waiting ${when}: 499, nothing charged, the upstream request aborted`, async () => {
+      const [requestsBefore, closedBefore] = [headersOnlyRequests, headersOnlyClosed]
+      const before = await books(gateway.database, "ops")
+      const controller = new AbortController()
+      const pending = fetch(`${gateway.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ model, stream, messages: [{ role: "user", content: "hello" }] }),
+        signal: controller.signal
+      }).catch((error: unknown) => error)
+      await eventually("the upstream to get the call", async () => headersOnlyRequests > requestsBefore ? true : undefined)
+      await sleep(100)
+      controller.abort()
+      assert.instanceOf(await pending, Error)
+      await eventually("the upstream request to be aborted", async () => headersOnlyClosed > closedBefore ? true : undefined)
+      const record = await eventually("the usage record of the abandoned call", async () => {
+        const page = await admin(`/usage?model=${model}&limit=1`)
+        return page.body.data[0]
+      })
+      assert.strictEqual(record.status, 499)
+      assert.strictEqual(record.errorCode, "ClientClosed")
+      assert.strictEqual(record.cost, "0.00")
+      assert.deepStrictEqual(attemptsOf(record), [[record.channel, stream ? 200 : null, "ClientClosed"]])
+      const after = await books(gateway.database, "ops")
+      assert.strictEqual(after.balance, before.balance)
+      assert.strictEqual(after.balance, after.ledger)
+    })
+  }
 
   it("a connect timeout is a 504 naming connect_ms when no other channel serves the model", async () => {
     const answer = await chat("connect-only-model")
