@@ -27,6 +27,12 @@ import { Clock, Context, Effect, Layer } from "effect"
 
 const trimSlash = (url: string) => url.endsWith("/") ? url.slice(0, -1) : url
 
+/**
+ * A delay for a timer: at least 1 ms, and at most the longest a Node timer
+ * can wait (about 24.8 days), since a longer one fires at once instead.
+ */
+const timerMs = (ms: number): number => Math.min(2_147_483_647, Math.max(1, ms))
+
 /** The abort reason of a call whose total deadline passed. @category timeouts */
 export class TotalDeadlinePassed extends Error {
   readonly code = "MODELGATE_TOTAL_DEADLINE"
@@ -60,7 +66,7 @@ export class UpstreamClients extends Context.Service<UpstreamClients, {
         const connectMs = channel.timeouts.connectMs
         let agent = agents.get(connectMs)
         if (agent === undefined) {
-          agent = new Agent({ connect: { timeout: connectMs }, keepAliveTimeout: 60_000 })
+          agent = new Agent({ connect: { timeout: timerMs(connectMs) }, keepAliveTimeout: 60_000 })
           agents.set(connectMs, agent)
         }
         return agent
@@ -272,7 +278,7 @@ export const send = Effect.fnUntraced(function*(
       const controller = new AbortController()
       const forward = () => controller.abort(signal.reason)
       signal.addEventListener("abort", forward, { once: true })
-      const timer = setTimeout(() => controller.abort(new TotalDeadlinePassed()), Math.max(1, at.total - now))
+      const timer = setTimeout(() => controller.abort(new TotalDeadlinePassed()), timerMs(at.total - now))
       const done = () => {
         clearTimeout(timer)
         signal.removeEventListener("abort", forward)
@@ -284,8 +290,8 @@ export const send = Effect.fnUntraced(function*(
         headers,
         body,
         signal: controller.signal,
-        headersTimeout: Math.max(1, Math.min(at.firstByte, at.total) - now),
-        bodyTimeout: channel.timeouts.idleMs
+        headersTimeout: timerMs(Math.min(at.firstByte, at.total) - now),
+        bodyTimeout: timerMs(channel.timeouts.idleMs)
       }).then(
         (response) => {
           response.body.once("close", done)
@@ -389,7 +395,7 @@ export const firstChunk = (
       cleanup()
       discard(body)
       resume(Effect.fail(deadline.error()))
-    }, Math.max(0, deadline.at - Date.now()))
+    }, timerMs(deadline.at - Date.now()))
     body.on("readable", onReadable)
     body.once("end", onEnd)
     body.once("error", onError)

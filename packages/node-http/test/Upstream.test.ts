@@ -196,6 +196,20 @@ describe("Upstream", () => {
       assert.isTrue(response.body.destroyed)
     }).pipe(Effect.provide(Upstream.UpstreamClients.layer)))
 
+  it.live("timeouts longer than a Node timer can wait (about 24.8 days) wait, rather than firing at once", () =>
+    Effect.gen(function*() {
+      const server = yield* stallingServer
+      const month = 30 * 86_400_000
+      const c = channel({ baseUrl: server.url, timeouts: { connectMs: month, firstByteMs: month, idleMs: month, totalMs: month } })
+      const at = Upstream.deadlines(c, Date.now(), Date.now())
+      const whole = yield* Upstream.send(c, `${server.url}/whole`, {}, "{}", at)
+      assert.strictEqual(yield* Upstream.readText(c, whole, at), "{\"id\":1}")
+      const stream = yield* Upstream.send(c, `${server.url}/whole`, {}, "{}", at)
+      const opened = yield* Upstream.firstChunk(c, stream, at)
+      assert.strictEqual(new TextDecoder().decode(opened.first), "{\"id\":1}")
+      yield* opened.close
+    }).pipe(Effect.provide(Upstream.UpstreamClients.layer)))
+
   it("finds the upstream's own message in every envelope, for operators", () => {
     const cases: ReadonlyArray<readonly [string, string]> = [
       ["{\"error\":{\"message\":\"Incorrect API key provided: sk-ab***cd\",\"type\":\"invalid_request_error\"}}", "Incorrect API key provided: sk-ab***cd"],
