@@ -181,6 +181,8 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           else if (purse.scale > 1) purse.scale = Math.max(1, purse.scale / 2)
           const deficit = request.amountNanos - purse.remaining
           const prefetch = request.amountNanos * BigInt(Math.max(prefetchCalls, purse.inFlight) * purse.scale)
+          // Taken and recorded uninterruptibly: a lease committed but not recorded would stay
+          // reserved, unused, until the node restarts. An interruption lands after it, before the hold.
           const grant = yield* accounts.lease({
             userId: purse.userId,
             nodeId: options.nodeId,
@@ -194,11 +196,19 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
                 minCalls,
                 shareDivisor
               })
-          }).pipe(Effect.catchTag(["ResourceNotFound", "SqlError"], internal("balance lease")))
+          }).pipe(
+            Effect.tap((grant) =>
+              Effect.sync(() => {
+                if (grant.grantedNanos === 0n) return
+                purse.leaseId = grant.leaseId
+                purse.remaining += grant.grantedNanos
+                purse.lastGrantAt = now
+              })
+            ),
+            Effect.uninterruptible,
+            Effect.catchTag(["ResourceNotFound", "SqlError"], internal("balance lease"))
+          )
           if (grant.grantedNanos === 0n) return yield* AccountsPort.insufficientBalance(grant.availableNanos + purse.remaining, request)
-          purse.leaseId = grant.leaseId
-          purse.remaining += grant.grantedNanos
-          purse.lastGrantAt = now
           return take(purse, request, now)
         })
 
