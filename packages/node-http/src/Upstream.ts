@@ -78,8 +78,9 @@ export class UpstreamClients extends Context.Service<UpstreamClients, {
 
 /**
  * An upstream's answer: its status and headers, and its body, not read yet
- * (`readText`, `errorBody`, `firstChunk`). The body keeps the call's idle and
- * total deadlines while it is read.
+ * (`readText`, `errorBody`, `firstChunk`), with the channel and deadlines of
+ * the call that got it (the body keeps the idle and total deadlines while it
+ * is read; a missed one is named after the channel).
  *
  * @category models
  */
@@ -107,10 +108,6 @@ export class UpstreamResponse {
   /** The body, as Undici's readable. */
   get body(): Dispatcher.ResponseData["body"] {
     return this.data.body
-  }
-  /** The whole body as text (see `readText`). */
-  get text(): Effect.Effect<string, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> {
-    return readText(this.channel, this, this.at)
   }
 }
 
@@ -339,13 +336,8 @@ const readAll = <A>(response: UpstreamResponse, read: () => Promise<A>) =>
  *
  * @category reading
  */
-export const readText = (
-  channel: Domain.Channel,
-  response: UpstreamResponse,
-  at: Deadlines
-): Effect.Effect<string, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> =>
-  readAll(channel === response.channel && at === response.at ? response : new UpstreamResponse(channel, at, response.data), () =>
-    response.body.text())
+export const readText = (response: UpstreamResponse): Effect.Effect<string, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> =>
+  readAll(response, () => response.body.text())
 
 /**
  * A stream's first chunk, read before anything is sent to the client (so a
@@ -356,15 +348,11 @@ export const readText = (
  *
  * @category reading
  */
-export const firstChunk = (
-  channel: Domain.Channel,
-  response: UpstreamResponse,
-  at: Deadlines
-): Effect.Effect<
+export const firstChunk = (response: UpstreamResponse): Effect.Effect<
   { readonly first: Uint8Array; readonly body: UpstreamResponse["body"]; readonly close: Effect.Effect<void> },
   GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout
 > => {
-  const body = response.body
+  const { body, channel, at } = response
   const close = Effect.sync(() => discard(body))
   return Effect.callback<Uint8Array, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout>((resume) => {
     const deadline = firstDeadline(channel, at)
@@ -469,6 +457,3 @@ export const upstreamMessage = (body: string): string => {
   const text = (typeof message === "string" && message.trim() !== "" ? message : body).trim().split("\n")[0] ?? ""
   return text.length > 300 ? `${text.slice(0, 300)}…` : text === "" ? "(no message)" : text
 }
-
-/** Response headers as a plain record. @category reading */
-export const headerRecord = (response: UpstreamResponse): Record<string, string> => response.headers

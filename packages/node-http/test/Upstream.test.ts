@@ -139,11 +139,11 @@ describe("Upstream", () => {
       const c = channel({ baseUrl: server.url, timeouts: { ...Domain.defaultTimeouts, idleMs: 300 } })
       const at = Upstream.deadlines(c, Date.now(), Date.now())
       const stalled = yield* Upstream.send(c, `${server.url}/stall`, {}, "{}", at)
-      const exit = yield* Effect.exit(Upstream.readText(c, stalled, at))
+      const exit = yield* Effect.exit(Upstream.readText(stalled))
       assert.isTrue(Exit.isFailure(exit))
       assert.match(JSON.stringify(exit), /sent nothing for 300 ms/)
       const whole = yield* Upstream.send(c, `${server.url}/whole`, {}, "{}", at)
-      assert.strictEqual(yield* Upstream.readText(c, whole, at), "{\"id\":1}")
+      assert.strictEqual(yield* Upstream.readText(whole), "{\"id\":1}")
     }).pipe(Effect.provide(Upstream.UpstreamClients.layer)))
 
   it.live("a body still arriving at the call's total deadline fails with the total timeout", () =>
@@ -152,7 +152,7 @@ describe("Upstream", () => {
       const c = channel({ baseUrl: server.url, timeouts: { ...Domain.defaultTimeouts, totalMs: 400, idleMs: 60_000 } })
       const at = Upstream.deadlines(c, Date.now(), Date.now())
       const response = yield* Upstream.send(c, `${server.url}/stall`, {}, "{}", at)
-      assert.match(JSON.stringify(yield* Effect.exit(Upstream.readText(c, response, at))), /did not finish the answer within 400 ms/)
+      assert.match(JSON.stringify(yield* Effect.exit(Upstream.readText(response))), /did not finish the answer within 400 ms/)
     }).pipe(Effect.provide(Upstream.UpstreamClients.layer)))
 
   it.live("headers later than first_byte_ms are a first-byte timeout; a connection refused is unavailable", () =>
@@ -176,7 +176,7 @@ describe("Upstream", () => {
       const c = channel({ baseUrl: server.url, timeouts: { ...Domain.defaultTimeouts, firstByteMs: 300 } })
       const at = Upstream.deadlines(c, Date.now(), Date.now())
       const response = yield* Upstream.send(c, `${server.url}/headers-only`, {}, "{}", at)
-      const error = yield* Effect.flip(Upstream.firstChunk(c, response, at))
+      const error = yield* Effect.flip(Upstream.firstChunk(response))
       assert.strictEqual(error._tag, "UpstreamTimeout")
       assert.match(error.message, /did not answer within 300 ms/)
       yield* waitFor(() => server.headersOnlyClosed() === 1)
@@ -188,7 +188,7 @@ describe("Upstream", () => {
       const c = channel({ baseUrl: server.url })
       const at = Upstream.deadlines(c, Date.now(), Date.now())
       const response = yield* Upstream.send(c, `${server.url}/headers-only`, {}, "{}", at)
-      const waiting = yield* Effect.forkChild(Upstream.firstChunk(c, response, at))
+      const waiting = yield* Effect.forkChild(Upstream.firstChunk(response))
       yield* Effect.sleep(50)
       yield* Fiber.interrupt(waiting)
       yield* waitFor(() => server.headersOnlyClosed() === 1)
@@ -203,9 +203,9 @@ describe("Upstream", () => {
       const c = channel({ baseUrl: server.url, timeouts: { connectMs: month, firstByteMs: month, idleMs: month, totalMs: month } })
       const at = Upstream.deadlines(c, Date.now(), Date.now())
       const whole = yield* Upstream.send(c, `${server.url}/whole`, {}, "{}", at)
-      assert.strictEqual(yield* Upstream.readText(c, whole, at), "{\"id\":1}")
+      assert.strictEqual(yield* Upstream.readText(whole), "{\"id\":1}")
       const stream = yield* Upstream.send(c, `${server.url}/whole`, {}, "{}", at)
-      const opened = yield* Upstream.firstChunk(c, stream, at)
+      const opened = yield* Upstream.firstChunk(stream)
       assert.strictEqual(new TextDecoder().decode(opened.first), "{\"id\":1}")
       yield* opened.close
     }).pipe(Effect.provide(Upstream.UpstreamClients.layer)))
