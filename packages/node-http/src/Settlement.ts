@@ -14,10 +14,10 @@
  * answer is read, when a stream ends, when the client disconnects (before the
  * answer the request fiber is interrupted; mid-stream the relay is destroyed
  * and reports it), or when the call fails before any output (then nothing is
- * charged). Settlement runs
- * in finalisers (`Effect.onExit`, or the stream relay's end report), never as
- * a step after the stream, so an interruption cannot skip it; only the part of
- * a call after its admission can be interrupted (`interruptible`).
+ * charged). Settlement runs in finalisers (`Effect.onExit`, or the stream
+ * relay's end report), never as a step after the stream, so an interruption
+ * cannot skip it; only the part of a call after its admission can be
+ * interrupted (`interruptible`).
  *
  * @since 0.1.0
  */
