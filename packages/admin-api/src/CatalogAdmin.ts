@@ -11,7 +11,7 @@
  * @since 0.1.0
  */
 import { ChannelHealth, Domain, Money } from "@modelgate/core"
-import { decodeBreaker, decodeParams, decodeTimeouts, validateChannel } from "@modelgate/store/CatalogRepo"
+import { channelColumns, decodeBreaker, decodeParams, decodeTimeouts, validateChannel } from "@modelgate/store/CatalogRepo"
 import { Secrets } from "@modelgate/store/Secrets"
 import { Clock, Effect } from "effect"
 import { SqlClient, SqlError } from "effect/sql"
@@ -461,21 +461,8 @@ export const createChannel = Effect.fnUntraced(function*(input: C.CreateChannelR
     sql.insert({
       id,
       name: channel.name,
-      type: channel.type,
-      base_url: channel.baseUrl,
       api_keys_enc: yield* encryptAll(apiKeys),
-      models: JSON.stringify(channel.models),
-      model_map: JSON.stringify(channel.modelMap),
-      groups: JSON.stringify(channel.groups),
-      priority: channel.priority,
-      weight: channel.weight,
-      enabled: channel.enabled,
-      headers: JSON.stringify(channel.headers),
-      timeouts: JSON.stringify(channel.timeouts),
-      api_version: channel.apiVersion,
-      breaker: JSON.stringify(channel.breaker),
-      params: JSON.stringify(channel.params),
-      stream_options: channel.streamOptions,
+      ...channelColumns(channel),
       source: "console",
       created_at: now,
       updated_at: now

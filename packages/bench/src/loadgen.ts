@@ -296,21 +296,9 @@ export interface ProcessFigures {
   readonly peakFrom: "hwm" | "start-end"
 }
 
-/** What `--json` prints. @category models */
-export interface LoadgenJson {
-  readonly mode: "open" | "closed"
-  readonly url: string
+/** What `--json` prints: the run's figures, with µs summaries in place of the histograms and the histograms as JSON. @category models */
+export interface LoadgenJson extends Omit<LoadResult, "latency" | "ttfb"> {
   readonly stream: boolean
-  readonly rate: number | null
-  readonly concurrency: number | null
-  readonly elapsedMs: number
-  readonly sent: number
-  readonly completed: number
-  readonly ok: number
-  readonly dropped: number
-  readonly errors: Readonly<Record<string, number>>
-  readonly bytes: number
-  readonly throughput: number
   readonly latency: Summary
   readonly ttfb: Summary
   readonly latencyHistogram: HistogramJson

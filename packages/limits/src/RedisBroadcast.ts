@@ -22,6 +22,7 @@
 import { Effect } from "effect"
 import type { Scope } from "effect"
 import { createClient } from "redis"
+import * as RedisClient from "./internal/redisClient.ts"
 
 /** Options of a broadcast channel. @category models */
 export interface Options {
@@ -48,8 +49,6 @@ export interface Broadcast {
   /** Whether messages can arrive now: the subscription is established and its connection is up. */
   readonly subscribed: Effect.Effect<boolean>
 }
-
-const reconnectStrategy = (retries: number) => Math.min(100 * 2 ** Math.min(retries, 10), 5_000)
 
 const checkOptions = (options: Options): string | undefined => {
   if (typeof options.url !== "string" || !/^rediss?:\/\//.test(options.url)) {
@@ -98,36 +97,9 @@ export const make = Effect.fnUntraced(function*(
     Effect.runForkWith(services)(effect)
   }
 
-  const publisher = yield* Effect.acquireRelease(
-    Effect.sync(() => {
-      const client = createClient({
-        url: options.url,
-        disableOfflineQueue: true,
-        socket: { connectTimeout: Math.max(timeoutMs, 1_000), reconnectStrategy }
-      })
-      client.on("error", () => {})
-      client.connect().catch(() => {})
-      return client
-    }),
-    (client) => Effect.sync(() => client.isOpen && client.destroy())
-  )
-
-  // Give the first connection a moment, so a publish right after start (a CLI command) reaches Redis;
-  // an unreachable Redis (first error or no answer in time) is an outage like any later one.
-  yield* Effect.promise(() =>
-    new Promise<void>((resolve) => {
-      if (publisher.isReady) return resolve()
-      const done = () => {
-        clearTimeout(timer)
-        publisher.off("ready", done)
-        publisher.off("error", done)
-        resolve()
-      }
-      const timer = setTimeout(done, Math.max(timeoutMs, 1_000))
-      publisher.once("ready", done)
-      publisher.once("error", done)
-    })
-  )
+  // A publish right after start (a CLI command) reaches Redis once the first connection is made.
+  const publisher = yield* RedisClient.commandClient(options.url, timeoutMs)
+  yield* RedisClient.firstConnection(publisher, timeoutMs)
 
   let subscribedOnce = false
   // The subscription is established on the current connection.
@@ -138,7 +110,7 @@ export const make = Effect.fnUntraced(function*(
       // The offline queue stays on here: the SUBSCRIBE waits for the first connection.
       const client = createClient({
         url: options.url,
-        socket: { connectTimeout: Math.max(timeoutMs, 1_000), reconnectStrategy }
+        socket: { connectTimeout: RedisClient.connectTimeoutMs(timeoutMs), reconnectStrategy: RedisClient.reconnectStrategy }
       })
       const lost = () => {
         live = false

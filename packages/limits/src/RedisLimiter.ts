@@ -43,7 +43,8 @@
 import { randomUUID } from "node:crypto"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { GatewayError, RateLimiter as Port } from "@modelgate/core"
-import { ClientOfflineError, createClient } from "redis"
+import { ClientOfflineError } from "redis"
+import * as RedisClient from "./internal/redisClient.ts"
 import * as Scripts from "./internal/scripts.ts"
 import * as MemoryLimiter from "./MemoryLimiter.ts"
 import * as Window from "./Window.ts"
@@ -139,45 +140,9 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const local = yield* MemoryLimiter.make({ windowMs, leaseMs })
 
-  const client = yield* Effect.acquireRelease(
-    Effect.sync(() => {
-      const client = createClient({
-        url: options.url,
-        // Fail commands at once while disconnected instead of queueing them.
-        disableOfflineQueue: true,
-        socket: {
-          connectTimeout: Math.max(commandTimeoutMs, 1_000),
-          reconnectStrategy: (retries: number) => Math.min(100 * 2 ** Math.min(retries, 10), 5_000)
-        }
-      })
-      // Outages are reported by the limiter itself, once each; node-redis would
-      // otherwise rethrow unhandled `error` events and crash the process.
-      client.on("error", () => {})
-      client.connect().catch(() => {})
-      return client
-    }),
-    (client) =>
-      Effect.sync(() => {
-        if (client.isOpen) client.destroy()
-      })
-  )
-
-  // Give the first connection a moment, so calls right after start go to
-  // Redis; an unreachable Redis (first error or no answer in time) is an outage.
-  yield* Effect.promise(() =>
-    new Promise<void>((resolve) => {
-      if (client.isReady) return resolve()
-      const done = () => {
-        clearTimeout(timer)
-        client.off("ready", done)
-        client.off("error", done)
-        resolve()
-      }
-      const timer = setTimeout(done, Math.max(commandTimeoutMs, 1_000))
-      client.once("ready", done)
-      client.once("error", done)
-    })
-  )
+  // Commands fail at once while disconnected; outages are reported by the limiter itself, once each.
+  const client = yield* RedisClient.commandClient(options.url, commandTimeoutMs)
+  yield* RedisClient.firstConnection(client, commandTimeoutMs)
 
   let down = false
   let downUntil = 0

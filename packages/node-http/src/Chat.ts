@@ -126,7 +126,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       record.status = response.status
       if (response.status >= 400) {
         const text = yield* Upstream.errorBody(response)
-        const error = upstream.classify(response.status, text, Upstream.headerRecord(response))
+        const error = upstream.classify(response.status, text, response.headers)
         if (isCredentialRefusal(error)) {
           yield* health.disable(channel, target.key, response.status, Health.refusal(response.status, Upstream.upstreamMessage(text)))
         }
@@ -134,7 +134,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       }
       const headers = { ...limitHeaders, "x-request-id": input.requestId }
       if (!inspected.stream) {
-        const text = yield* Upstream.readText(channel, response, at)
+        const text = yield* Upstream.readText(response)
         const json = yield* Effect.try({
           try: () => JSON.parse(text) as unknown,
           catch: () => new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' answered with invalid JSON.` })
@@ -161,7 +161,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
 
       // Streams: the first chunk is read before the client gets anything (until then the call can still fail
       // over); after it, every upstream chunk is relayed as soon as it is complete and nothing accumulates but the meter.
-      const opened = yield* Upstream.firstChunk(channel, response, at)
+      const opened = yield* Upstream.firstChunk(response)
       const committedAt = yield* Clock.currentTimeMillis
       ttfbMs = committedAt - input.startedAt
       let push: (text: string) => string
@@ -274,6 +274,8 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
     return yield* Effect.fail(lastError ?? allKeysDisabled(model.id))
   })
   return yield* run.pipe(
+    // Admission above ran uninterruptibly (see `Settlement.interruptible`); the attempts can be cut.
+    Settlement.interruptible,
     Effect.onExit((exit) => {
       if (Exit.isSuccess(exit)) return Effect.void
       const failed = exit.cause.reasons.find((reason) => reason._tag === "Fail")

@@ -113,6 +113,7 @@ export const openAIEmbeddings = Effect.fnUntraced(function*(input: EmbeddingsInp
       headers: { ...RateLimits.successHeaders("openai", permit), "x-request-id": input.requestId }
     })
   }).pipe(
+    Settlement.interruptible,
     Effect.onExit((exit) =>
       Exit.isSuccess(exit) ? Effect.void : settlement.finish(Settlement.nothing, Settlement.failed(exit, OpenAI.client.renderError), legOf())
     )

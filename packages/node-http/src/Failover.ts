@@ -80,14 +80,14 @@ export const exchange = Effect.fnUntraced(function*(
   record.status = response.status
   if (response.status >= 400) {
     const text = yield* Upstream.errorBody(response)
-    const error = classify(response.status, text, Upstream.headerRecord(response))
+    const error = classify(response.status, text, response.headers)
     if (isCredentialRefusal(error)) {
       const health = yield* Health.Health
       yield* health.disable(channel, target.key, response.status, Health.refusal(response.status, Upstream.upstreamMessage(text)))
     }
     return yield* Effect.fail(error)
   }
-  return yield* Upstream.readText(channel, response, at)
+  return yield* Upstream.readText(response)
 })
 
 /** One call's attempts, for `run`. @category models */

@@ -243,7 +243,7 @@ export const geminiMethod = Effect.fnUntraced(function*(
   if (action === "countTokens") {
     const local = yield* CountTokens.countTokens(body)
     const permit = yield* RateLimits.admit(input.key, route.group, route.model.id, 0)
-    return yield* countTokens(input, route, local).pipe(Effect.ensuring(permit.release(0)))
+    return yield* countTokens(input, route, local).pipe(Settlement.interruptible, Effect.ensuring(permit.release(0)))
   }
   return yield* embed(action, input, route, body)
 })
@@ -466,6 +466,7 @@ const embed = Effect.fnUntraced(function*(
     yield* settlement.finish(metered, { status: 200, errorCode: null, ttfbMs }, legOf())
     return json(input.requestId, answer.out)
   }).pipe(
+    Settlement.interruptible,
     Effect.onExit((exit) =>
       Exit.isSuccess(exit) ? Effect.void : settlement.finish(Settlement.nothing, Settlement.failed(exit, client.renderError), legOf())
     )

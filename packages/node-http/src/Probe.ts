@@ -43,7 +43,7 @@ const probe = (channel: Domain.Channel, model: string | undefined, apiKey: strin
       )
       if (response.status >= 400) {
         const text = yield* Upstream.errorBody(response)
-        const error = codec.classify(response.status, text, Upstream.headerRecord(response))
+        const error = codec.classify(response.status, text, response.headers)
         return {
           ok: false,
           latencyMs: yield* elapsed,
@@ -54,7 +54,7 @@ const probe = (channel: Domain.Channel, model: string | undefined, apiKey: strin
           credentialsRefused: isCredentialRefusal(error)
         }
       }
-      yield* Upstream.readText(channel, response, at)
+      yield* Upstream.readText(response)
       const latencyMs = yield* elapsed
       return { ok: true, latencyMs, status: response.status, message: `${upstreamModel} answered`, upstreamMessage: null, credentialsRefused: false }
     })

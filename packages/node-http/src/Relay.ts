@@ -8,7 +8,9 @@
  * stream stage, no timer (the connection keeps the idle and total deadlines,
  * see `Upstream.send`). How the relay ended is reported exactly once:
  *
- * - `Complete`: the upstream finished and every frame was handed to the socket;
+ * - `Complete`: the upstream finished and the last frames were queued for the
+ *   socket (a client that leaves while they are still being written is not
+ *   told apart: the answer was generated);
  * - `Failed`: the upstream's body failed (a timeout, a reset) or the transform
  *   threw a gateway error (an in-band upstream error, an event it could not
  *   read): an error frame in the client's dialect ends the answer;

@@ -21,7 +21,7 @@ import * as Secrets from "@modelgate/store/Secrets"
 import * as UsageWriter from "@modelgate/store/UsageWriter"
 import * as Users from "@modelgate/store/Users"
 import { Context, Duration, Effect, Layer, Logger, Ref, References } from "effect"
-import { HttpClient, HttpServer, type HttpServerRequest } from "effect/http"
+import { HttpServer, type HttpServerRequest } from "effect/http"
 import * as Handlers from "@modelgate/admin-api/Handlers"
 import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
 import { MemoryLimiter, RedisLimiter } from "@modelgate/limits"
@@ -212,8 +212,7 @@ export const layer = (settings: Settings, file: ConfigFile) => {
   const served = HttpServer.serve(Gateway.app).pipe(
     Layer.provide(extensions(settings)),
     Layer.provideMerge(listener),
-    Layer.provideMerge(ready),
-    Layer.provide(upstreamTracing)
+    Layer.provideMerge(ready)
   )
   // Built after the listener, so released before it: readiness turns 503 first, then the listener closes.
   return drainOnShutdown(settings).pipe(
@@ -253,18 +252,6 @@ export const drainOnShutdown = (settings: Settings): Layer.Layer<never, never, S
       })
     )
   }))
-
-/**
- * Upstream requests carry no trace span and no `traceparent` header: nothing
- * exports spans, a span per call cost about half of what the HTTP client does,
- * and a trace id is not the upstream's business.
- *
- * @category layers
- */
-export const upstreamTracing: Layer.Layer<never> = Layer.mergeAll(
-  Layer.succeed(HttpClient.TracerDisabledWhen, () => true),
-  Layer.succeed(HttpClient.TracerPropagationEnabled, false)
-)
 
 /**
  * A Node HTTP server whose `close` also closes keep-alive connections as they

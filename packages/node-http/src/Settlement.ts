@@ -11,17 +11,33 @@
  * until the sweeper releases it, at the latest at the node's next start).
  *
  * A call is settled exactly once, whichever way it ends: after a non-stream
- * answer is read, when a stream ends, when the client disconnects mid-stream
- * (the request fiber is interrupted and the stream's finaliser runs), or when
- * the call fails before any output (then nothing is charged). Settlement runs
- * in finalisers (`Effect.onExit`, `Stream.onExit`), never as a step after the
- * stream, so an interruption cannot skip it.
+ * answer is read, when a stream ends, when the client disconnects (before the
+ * answer the request fiber is interrupted; mid-stream the relay is destroyed
+ * and reports it), or when the call fails before any output (then nothing is
+ * charged). Settlement runs in finalisers (`Effect.onExit`, or the stream
+ * relay's end report), never as a step after the stream, so an interruption
+ * cannot skip it; only the part of a call after its admission can be
+ * interrupted (`interruptible`).
  *
  * @since 0.1.0
  */
 import { Accounts, type Domain, type GatewayError, Pricing, UsageLog } from "@modelgate/core"
 import { type Cause, Clock, Effect, Exit } from "effect"
 import { ClientAbort } from "effect/http/HttpServerError"
+
+/**
+ * Makes the part of a call after its admission interruptible. The HTTP server
+ * runs a request uninterruptibly unless told otherwise (Effect's `HttpRouter`
+ * would make a route's handler interruptible; the gateway's app is served
+ * without it), which keeps admission whole: a rate-limit permit or a balance
+ * hold is never taken without the finaliser that gives it back. The attempts
+ * that follow are run through this, so a client that goes away (or the end of
+ * the shutdown's grace period) interrupts them: the upstream request is
+ * aborted, and the call's `Effect.onExit` settles it (`499 ClientClosed`).
+ *
+ * @category settlement
+ */
+export const interruptible: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = Effect.interruptible
 
 /** What a call consumed, as metered from the upstream's answer. @category models */
 export interface Metered {

@@ -27,6 +27,12 @@ import { Clock, Context, Effect, Layer } from "effect"
 
 const trimSlash = (url: string) => url.endsWith("/") ? url.slice(0, -1) : url
 
+/**
+ * A delay for a timer: at least 1 ms, and at most the longest a Node timer
+ * can wait (about 24.8 days), since a longer one fires at once instead.
+ */
+const timerMs = (ms: number): number => Math.min(2_147_483_647, Math.max(1, ms))
+
 /** The abort reason of a call whose total deadline passed. @category timeouts */
 export class TotalDeadlinePassed extends Error {
   readonly code = "MODELGATE_TOTAL_DEADLINE"
@@ -60,7 +66,7 @@ export class UpstreamClients extends Context.Service<UpstreamClients, {
         const connectMs = channel.timeouts.connectMs
         let agent = agents.get(connectMs)
         if (agent === undefined) {
-          agent = new Agent({ connect: { timeout: connectMs }, keepAliveTimeout: 60_000 })
+          agent = new Agent({ connect: { timeout: timerMs(connectMs) }, keepAliveTimeout: 60_000 })
           agents.set(connectMs, agent)
         }
         return agent
@@ -72,8 +78,9 @@ export class UpstreamClients extends Context.Service<UpstreamClients, {
 
 /**
  * An upstream's answer: its status and headers, and its body, not read yet
- * (`readText`, `errorBody`, `firstChunk`). The body keeps the call's idle and
- * total deadlines while it is read.
+ * (`readText`, `errorBody`, `firstChunk`), with the channel and deadlines of
+ * the call that got it (the body keeps the idle and total deadlines while it
+ * is read; a missed one is named after the channel).
  *
  * @category models
  */
@@ -101,10 +108,6 @@ export class UpstreamResponse {
   /** The body, as Undici's readable. */
   get body(): Dispatcher.ResponseData["body"] {
     return this.data.body
-  }
-  /** The whole body as text (see `readText`). */
-  get text(): Effect.Effect<string, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> {
-    return readText(this.channel, this, this.at)
   }
 }
 
@@ -272,7 +275,7 @@ export const send = Effect.fnUntraced(function*(
       const controller = new AbortController()
       const forward = () => controller.abort(signal.reason)
       signal.addEventListener("abort", forward, { once: true })
-      const timer = setTimeout(() => controller.abort(new TotalDeadlinePassed()), Math.max(1, at.total - now))
+      const timer = setTimeout(() => controller.abort(new TotalDeadlinePassed()), timerMs(at.total - now))
       const done = () => {
         clearTimeout(timer)
         signal.removeEventListener("abort", forward)
@@ -284,8 +287,8 @@ export const send = Effect.fnUntraced(function*(
         headers,
         body,
         signal: controller.signal,
-        headersTimeout: Math.max(1, Math.min(at.firstByte, at.total) - now),
-        bodyTimeout: channel.timeouts.idleMs
+        headersTimeout: timerMs(Math.min(at.firstByte, at.total) - now),
+        bodyTimeout: timerMs(channel.timeouts.idleMs)
       }).then(
         (response) => {
           response.body.once("close", done)
@@ -302,12 +305,24 @@ export const send = Effect.fnUntraced(function*(
   return new UpstreamResponse(channel, at, data)
 })
 
+const ignore = () => {}
+
+/**
+ * Ends a body that will not be read further. Undici fails an unfinished body
+ * it is asked to destroy with an `error` event (`RequestAbortedError`), which
+ * would be an uncaught exception (and end the process) if nothing listened.
+ */
+const discard = (body: UpstreamResponse["body"]): void => {
+  body.on("error", ignore)
+  body.destroy()
+}
+
 /** Reads a body to its end, destroying it when the calling fiber is interrupted. */
 const readAll = <A>(response: UpstreamResponse, read: () => Promise<A>) =>
   Effect.tryPromise({
     try: (signal) => {
       const body = response.body
-      const stop = () => body.destroy()
+      const stop = () => discard(body)
       signal.addEventListener("abort", stop, { once: true })
       return read().finally(() => signal.removeEventListener("abort", stop))
     },
@@ -321,13 +336,8 @@ const readAll = <A>(response: UpstreamResponse, read: () => Promise<A>) =>
  *
  * @category reading
  */
-export const readText = (
-  channel: Domain.Channel,
-  response: UpstreamResponse,
-  at: Deadlines
-): Effect.Effect<string, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> =>
-  readAll(channel === response.channel && at === response.at ? response : new UpstreamResponse(channel, at, response.data), () =>
-    response.body.text())
+export const readText = (response: UpstreamResponse): Effect.Effect<string, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> =>
+  readAll(response, () => response.body.text())
 
 /**
  * A stream's first chunk, read before anything is sent to the client (so a
@@ -338,16 +348,12 @@ export const readText = (
  *
  * @category reading
  */
-export const firstChunk = (
-  channel: Domain.Channel,
-  response: UpstreamResponse,
-  at: Deadlines
-): Effect.Effect<
+export const firstChunk = (response: UpstreamResponse): Effect.Effect<
   { readonly first: Uint8Array; readonly body: UpstreamResponse["body"]; readonly close: Effect.Effect<void> },
   GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout
 > => {
-  const body = response.body
-  const close = Effect.sync(() => body.destroy())
+  const { body, channel, at } = response
+  const close = Effect.sync(() => discard(body))
   return Effect.callback<Uint8Array, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout>((resume) => {
     const deadline = firstDeadline(channel, at)
     let timer: ReturnType<typeof setTimeout> | undefined
@@ -375,16 +381,16 @@ export const firstChunk = (
     }
     timer = setTimeout(() => {
       cleanup()
-      body.destroy()
+      discard(body)
       resume(Effect.fail(deadline.error()))
-    }, Math.max(0, deadline.at - Date.now()))
+    }, timerMs(deadline.at - Date.now()))
     body.on("readable", onReadable)
     body.once("end", onEnd)
     body.once("error", onError)
     onReadable()
     return Effect.sync(() => {
       cleanup()
-      body.destroy()
+      discard(body)
     })
   }).pipe(
     Effect.onError(() => close),
@@ -421,7 +427,7 @@ export const errorBody = (response: UpstreamResponse, limit = 64 * 1024): Effect
     } catch {
       // A broken or stalled body: what was read is the message.
     } finally {
-      response.body.destroy()
+      discard(response.body)
     }
     return text + decoder.decode()
   }).pipe(Effect.orElseSucceed(() => ""))
@@ -451,6 +457,3 @@ export const upstreamMessage = (body: string): string => {
   const text = (typeof message === "string" && message.trim() !== "" ? message : body).trim().split("\n")[0] ?? ""
   return text.length > 300 ? `${text.slice(0, 300)}…` : text === "" ? "(no message)" : text
 }
-
-/** Response headers as a plain record. @category reading */
-export const headerRecord = (response: UpstreamResponse): Record<string, string> => response.headers

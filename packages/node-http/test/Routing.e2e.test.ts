@@ -2,10 +2,11 @@
  * Routing and resilience through the real server with three fake upstreams
  * (and a few deliberately broken servers): one channel failing in each way
  * (refused connection, a connection that never completes, reset, slow first
- * byte, a body that stalls after its headers, a stalled stream, 429 with
- * retry-after, 500, 401) while calls that had not started keep succeeding
- * through another; one hold per call across failover; every attempt on the
- * usage record; a stream cut after its first byte (or past its total
+ * byte, a body that stalls after its headers, a stream whose first chunk
+ * never comes, a stalled stream, 429 with retry-after, 500, 401) while
+ * calls that had not started keep succeeding through another; one hold per
+ * call across failover; every attempt on the usage record; a caller that
+ * hangs up before the answer; a stream cut after its first byte (or past its total
  * deadline) ends with an in-band error and is charged for what was
  * delivered; breakers that open and keep calls away; a 401 that disables the
  * key until the probe finds it working; max_attempts; sticky selection;
@@ -31,6 +32,10 @@ let upstreamC: FakeUpstreamServer
 let closedPort: number
 let tlsStall: NetServer
 let bodyStall: HttpServer
+let headersOnly: HttpServer
+/** Requests `headersOnly` got, and those whose caller went away. */
+let headersOnlyRequests = 0
+let headersOnlyClosed = 0
 const held: Array<Socket> = []
 
 const FAILOVER_MODELS = [
@@ -57,7 +62,7 @@ const config = (a: string): ConfigFile => ({
   routing: { max_attempts: 3, sticky_header: "X-Session-Id", probe_interval_ms: 200 },
   channels: [
     // The fallback for every failing channel below: another upstream, lower priority.
-    { name: "fallback", type: "openai", base_url: `${upstreamB.url}/v1`, api_key: "kb", models: FAILOVER_MODELS },
+    { name: "fallback", type: "openai", base_url: `${upstreamB.url}/v1`, api_key: "kb", models: [...FAILOVER_MODELS, "first-chunk-model"] },
     { name: "refused", type: "openai", base_url: `http://127.0.0.1:${closedPort}/v1`, api_key: "k", models: ["refused-model", "embed-model"], priority: 10 },
     // Gemini methods outside chat (countTokens, embedContent): a dead channel and a refused key, each before a live one.
     { name: "gemini-dead", type: "gemini", base_url: `http://127.0.0.1:${closedPort}`, api_key: "k", models: ["count-model", "gembed-model"], priority: 10 },
@@ -100,6 +105,32 @@ const config = (a: string): ConfigFile => ({
       models: ["body-stall-model"],
       priority: 10,
       timeouts: { idle_ms: 300 }
+    },
+    {
+      // Streams: the headers of an event stream, then nothing.
+      name: "headers-only",
+      type: "openai",
+      base_url: `http://127.0.0.1:${(headersOnly.address() as { port: number }).port}/v1`,
+      api_key: "k",
+      models: ["first-chunk-model"],
+      priority: 10,
+      timeouts: { first_byte_ms: 300 }
+    },
+    {
+      // The same with the default first-byte timeout (a minute): the caller gives up first.
+      name: "headers-only-patient",
+      type: "openai",
+      base_url: `http://127.0.0.1:${(headersOnly.address() as { port: number }).port}/v1`,
+      api_key: "k",
+      models: ["first-chunk-wait-model"]
+    },
+    {
+      // No answer at all (under /silent), with the default first-byte timeout.
+      name: "silent",
+      type: "openai",
+      base_url: `http://127.0.0.1:${(headersOnly.address() as { port: number }).port}/silent/v1`,
+      api_key: "k",
+      models: ["silent-model"]
     },
     {
       name: "limited",
@@ -167,6 +198,9 @@ const config = (a: string): ConfigFile => ({
   models: Object.fromEntries(
     [
       ...FAILOVER_MODELS,
+      "first-chunk-model",
+      "first-chunk-wait-model",
+      "silent-model",
       "connect-only-model",
       "overtime-model",
       "exhaust-model",
@@ -196,7 +230,17 @@ beforeAll(async () => {
     response.write("{\"id\":\"chatcmpl-1\",")
   })
   bodyStall.on("connection", (socket) => void held.push(socket))
+  headersOnly = createHttpServer((request, response) => {
+    request.resume()
+    headersOnlyRequests++
+    response.on("close", () => void headersOnlyClosed++)
+    if (request.url?.startsWith("/silent/") === true) return
+    response.writeHead(200, { "content-type": "text/event-stream" })
+    response.flushHeaders()
+  })
+  headersOnly.on("connection", (socket) => void held.push(socket))
   await Promise.all([
+    new Promise<void>((resolve) => headersOnly.listen(0, "127.0.0.1", resolve)),
     new Promise<void>((resolve) => tlsStall.listen(0, "127.0.0.1", resolve)),
     new Promise<void>((resolve) => bodyStall.listen(0, "127.0.0.1", resolve))
   ])
@@ -207,7 +251,13 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.close()
   for (const socket of held) socket.destroy()
-  await Promise.all([upstreamB?.close(), upstreamC?.close(), new Promise((r) => tlsStall?.close(r)), new Promise((r) => bodyStall?.close(r))])
+  await Promise.all([
+    upstreamB?.close(),
+    upstreamC?.close(),
+    new Promise((r) => tlsStall?.close(r)),
+    new Promise((r) => bodyStall?.close(r)),
+    new Promise((r) => headersOnly?.close(r))
+  ])
 })
 
 const chat = (model: string, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
@@ -277,6 +327,48 @@ describe("failover", () => {
       assert.deepStrictEqual(attemptsOf(record), [[record.attemptLog[0].channel, status, code], ["fallback", 200, null]])
       for (const attempt of record.attemptLog) assert.isAtLeast(attempt.durationMs, 0)
       assert.strictEqual(record.attemptLog[1].keyHint, "…kb")
+    })
+  }
+
+  it("a stream whose headers came but whose first chunk is later than first_byte_ms fails over, and its connection is closed", async () => {
+    const closedBefore = headersOnlyClosed
+    const answer = await chat("first-chunk-model", { stream: true })
+    assert.strictEqual(answer.status, 200)
+    assert.include(await answer.text(), "[DONE]")
+    const record = await usageOf(answer.headers.get("x-request-id")!)
+    assert.deepStrictEqual(attemptsOf(record), [["headers-only", 200, "UpstreamTimeout"], ["fallback", 200, null]])
+    await eventually("the stalled stream's connection to close", async () => headersOnlyClosed > closedBefore ? true : undefined)
+  })
+
+  // A client that goes away interrupts the call once it is admitted: the upstream request is aborted
+  // (here the upstream never answers, or sends its headers but no chunk, for a minute).
+  for (const [when, model, stream] of [["for the answer", "silent-model", false], ["for a stream's first chunk", "first-chunk-wait-model", true]] as const) {
+    it(`a caller that hangs up while waiting ${when}: 499, nothing charged, the upstream request aborted`, async () => {
+      const [requestsBefore, closedBefore] = [headersOnlyRequests, headersOnlyClosed]
+      const before = await books(gateway.database, "ops")
+      const controller = new AbortController()
+      const pending = fetch(`${gateway.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ model, stream, messages: [{ role: "user", content: "hello" }] }),
+        signal: controller.signal
+      }).catch((error: unknown) => error)
+      await eventually("the upstream to get the call", async () => headersOnlyRequests > requestsBefore ? true : undefined)
+      await sleep(100)
+      controller.abort()
+      assert.instanceOf(await pending, Error)
+      await eventually("the upstream request to be aborted", async () => headersOnlyClosed > closedBefore ? true : undefined)
+      const record = await eventually("the usage record of the abandoned call", async () => {
+        const page = await admin(`/usage?model=${model}&limit=1`)
+        return page.body.data[0]
+      })
+      assert.strictEqual(record.status, 499)
+      assert.strictEqual(record.errorCode, "ClientClosed")
+      assert.strictEqual(record.cost, "0.00")
+      assert.deepStrictEqual(attemptsOf(record), [[record.channel, stream ? 200 : null, "ClientClosed"]])
+      const after = await books(gateway.database, "ops")
+      assert.strictEqual(after.balance, before.balance)
+      assert.strictEqual(after.balance, after.ledger)
     })
   }
 

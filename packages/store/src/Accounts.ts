@@ -165,10 +165,10 @@ const requireAmount = (amount: bigint, path: string, allowNegative: boolean, all
 }
 
 /** The UTC day of a time, as a `key_spend` period: `d:2026-11-22`. @category periods */
-export const dayPeriod = (ms: number): string => `d:${new Date(ms).toISOString().slice(0, 10)}`
+export const dayPeriod: (ms: number) => string = LeaseSql.dayPeriod
 
 /** The UTC month of a time, as a `key_spend` period: `m:2026-11`. @category periods */
-export const monthPeriod = (ms: number): string => `m:${new Date(ms).toISOString().slice(0, 7)}`
+export const monthPeriod: (ms: number) => string = LeaseSql.monthPeriod
 
 /**
  * The accounts repository.
@@ -377,17 +377,11 @@ export class Accounts extends Context.Service<Accounts, {
               amountNanos: -charged,
               holdId,
               requestId,
-              reason: shortfall > 0n
-                ? `shortfall of ${Money.formatUsd(shortfall)} USD: the balance ran out`
-                : null,
+              reason: LeaseSql.shortfallReason(shortfall),
               actor: null,
               createdAt: now
             })
-            yield* sql`UPDATE api_keys SET spent_nanos = spent_nanos + ${charged} WHERE id = ${keyId}`
-            for (const period of [dayPeriod(now), monthPeriod(now)]) {
-              yield* sql`INSERT INTO key_spend (key_id, period, spent_nanos) VALUES (${keyId}, ${period}, ${charged})
-                ON CONFLICT (key_id, period) DO UPDATE SET spent_nanos = key_spend.spent_nanos + excluded.spent_nanos`
-            }
+            yield* LeaseSql.addKeySpend(sql, keyId, charged, LeaseSql.periodsOf(now))
           }
           return { settled: true, heldNanos: held, chargedNanos: charged, shortfallNanos: shortfall }
         }))

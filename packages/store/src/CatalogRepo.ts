@@ -158,7 +158,7 @@ export const groupColumns = (group: GroupInput) => ({
   selectable: group.selectable
 })
 
-/** The channel columns other than id, name, keys, source and timestamps. @internal @category internal */
+/** The channel columns other than id, name, keys, source and timestamps (shared with the admin API). @internal @category internal */
 export const channelColumns = (channel: ChannelInput) => ({
   type: channel.type,
   base_url: channel.baseUrl,

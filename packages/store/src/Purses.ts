@@ -181,6 +181,8 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           else if (purse.scale > 1) purse.scale = Math.max(1, purse.scale / 2)
           const deficit = request.amountNanos - purse.remaining
           const prefetch = request.amountNanos * BigInt(Math.max(prefetchCalls, purse.inFlight) * purse.scale)
+          // Taken and recorded uninterruptibly: a lease committed but not recorded would stay
+          // reserved, unused, until the node restarts. An interruption lands after it, before the hold.
           const grant = yield* accounts.lease({
             userId: purse.userId,
             nodeId: options.nodeId,
@@ -194,11 +196,19 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
                 minCalls,
                 shareDivisor
               })
-          }).pipe(Effect.catchTag(["ResourceNotFound", "SqlError"], internal("balance lease")))
+          }).pipe(
+            Effect.tap((grant) =>
+              Effect.sync(() => {
+                if (grant.grantedNanos === 0n) return
+                purse.leaseId = grant.leaseId
+                purse.remaining += grant.grantedNanos
+                purse.lastGrantAt = now
+              })
+            ),
+            Effect.uninterruptible,
+            Effect.catchTag(["ResourceNotFound", "SqlError"], internal("balance lease"))
+          )
           if (grant.grantedNanos === 0n) return yield* AccountsPort.insufficientBalance(grant.availableNanos + purse.remaining, request)
-          purse.leaseId = grant.leaseId
-          purse.remaining += grant.grantedNanos
-          purse.lastGrantAt = now
           return take(purse, request, now)
         })
 
@@ -254,19 +264,21 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         })
       }
 
-      /** Releases the leases no call has used for `leaseIdleMs` (all of them with `force`). */
+      /**
+       * Releases the leases no call has used for `leaseIdleMs` (all of them with `force`). The
+       * purses are chosen and dropped in one synchronous step, so no call can take a hold from a
+       * purse between the check that it is idle and its release.
+       */
       const releaseIdle = (force: boolean) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Effect.forEach(
-            [...purses.values()].filter((purse) =>
-              force || (purse.inFlight === 0 && purse.waiting === 0 && now - purse.lastUsedAt >= idleMs)
-            ),
-            (purse) => {
-              purses.delete(purse.userId)
-              return purse.leaseId === null ? Effect.void : writer.releaseLease(purse.leaseId)
-            },
-            { discard: true }
-          ))
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const released: Array<string> = []
+          for (const purse of purses.values()) {
+            if (!force && (purse.inFlight > 0 || purse.waiting > 0 || now - purse.lastUsedAt < idleMs)) continue
+            purses.delete(purse.userId)
+            if (purse.leaseId !== null) released.push(purse.leaseId)
+          }
+          return Effect.forEach(released, writer.releaseLease, { discard: true })
+        })
 
       yield* releaseIdle(false).pipe(
         Effect.repeat(Schedule.spaced(Duration.millis(Math.max(50, Math.min(idleMs, 250))))),

@@ -6,7 +6,7 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Accounts as AccountsPort, Money } from "@modelgate/core"
-import { Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { Effect, Exit, Fiber, Layer, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import fc from "fast-check"
 import { Accounts } from "../src/Accounts.ts"
@@ -69,10 +69,13 @@ const userWith = Effect.fnUntraced(function*(balance: bigint) {
 })
 
 /** One node's purses and its batch writer (flushed only when the test says so), in their own scope. */
-const node = Effect.fnUntraced(function*(options: Omit<Purses.PurseOptions, "nodeId"> & { readonly nodeId?: string } = {}) {
+const node = Effect.fnUntraced(function*(
+  options: Omit<Purses.PurseOptions, "nodeId"> & { readonly nodeId?: string } = {},
+  wrap: (accounts: Accounts["Service"]) => Accounts["Service"] = (accounts) => accounts
+) {
   const scope = yield* Scope.make()
   const sql = yield* SqlClient.SqlClient
-  const accounts = yield* Accounts
+  const accounts = wrap(yield* Accounts)
   const writer = yield* Layer.buildWithScope(UsageWriter.layerWith({ flushIntervalMs: 3_600_000, maxBatch: 100_000 }), scope).pipe(
     Effect.provideService(SqlClient.SqlClient, sql),
     Effect.map((context) => context.mapUnsafe.get(UsageWriter.key) as UsageWriter["Service"])
@@ -138,6 +141,27 @@ const suite = (make: () => Promise<TestDatabase>) =>
         yield* close
         yield* writer.flush
         assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 3_300n, reserved: 0n, leases: 0, holds: 0 })
+      }))
+
+    it.effect("a hold interrupted once its lease is committed: the lease is kept for the next calls, and released with the node", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(1_000_000_000n)
+        // The lease commits at once, and its answer comes 50 ms later: the hold is interrupted in between.
+        const { purses, writer, close } = yield* node({}, (accounts) => ({
+          ...accounts,
+          lease: (lease) => Effect.delay(accounts.lease(lease), "50 millis")
+        }))
+        const holding = yield* Effect.forkChild(purses.hold(request(user, 1_000n)))
+        yield* Effect.sleep("10 millis")
+        yield* Fiber.interrupt(holding)
+        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 17_000n, reserved: 17_000n, leases: 1, holds: 0 })
+        // The next call holds from that lease rather than taking another.
+        const id = yield* purses.hold(request(user, 1_000n))
+        assert.strictEqual((yield* books(user)).leases, 1)
+        yield* purses.settle(id, 100n)
+        yield* close
+        yield* writer.flush
+        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 100n, reserved: 0n, leases: 0, holds: 0 })
       }))
 
     it.effect("an idle lease goes back to the balance", () =>

@@ -84,6 +84,54 @@ export const money = (v: number): string =>
 
 const twoDigits = new Intl.NumberFormat("en-US", { maximumSignificantDigits: 2 })
 
+/** What the usage charts take: pivoted rows and their model columns (`pivotRange`). @category charts */
+export interface UsageChartProps {
+  readonly title: string
+  readonly data: { readonly rows: Array<Record<string, string | number>>; readonly models: ReadonlyArray<string> }
+  readonly animate: boolean
+}
+
+/** Spend per day, stacked by model. @category charts */
+export function SpendChart({ title, data, animate }: UsageChartProps) {
+  return (
+    <Paper withBorder p="md" radius="md">
+      <Text fw={600} mb="md">{title}</Text>
+      <BarChart
+        h={260}
+        data={data.rows}
+        dataKey="day"
+        type="stacked"
+        series={chartSeries(data.models)}
+        valueFormatter={money}
+        barProps={{ isAnimationActive: animate }}
+        withLegend
+        tickLine="none"
+      />
+    </Paper>
+  )
+}
+
+/** Tokens per day, stacked by model. @category charts */
+export function TokensChart({ title, data, animate }: UsageChartProps) {
+  return (
+    <Paper withBorder p="md" radius="md">
+      <Text fw={600} mb="md">{title}</Text>
+      <AreaChart
+        h={260}
+        data={data.rows}
+        dataKey="day"
+        type="stacked"
+        series={chartSeries(data.models)}
+        valueFormatter={(v) => tokens(v)}
+        areaProps={{ isAnimationActive: animate }}
+        withLegend
+        curveType="monotone"
+        tickLine="none"
+      />
+    </Paper>
+  )
+}
+
 /** The dashboard page. @category pages */
 export function DashboardPage() {
   const { t } = useI18n()
@@ -142,35 +190,8 @@ export function DashboardPage() {
                 )
                 : (
                   <SimpleGrid cols={{ base: 1, lg: 2 }}>
-                    <Paper withBorder p="md" radius="md">
-                      <Text fw={600} mb="md">{t("dashboard.spendChart")}</Text>
-                      <BarChart
-                        h={260}
-                        data={spend.rows}
-                        dataKey="day"
-                        type="stacked"
-                        series={chartSeries(spend.models)}
-                        valueFormatter={money}
-                        barProps={{ isAnimationActive: animate }}
-                        withLegend
-                        tickLine="none"
-                      />
-                    </Paper>
-                    <Paper withBorder p="md" radius="md">
-                      <Text fw={600} mb="md">{t("dashboard.tokensChart")}</Text>
-                      <AreaChart
-                        h={260}
-                        data={tokenChart.rows}
-                        dataKey="day"
-                        type="stacked"
-                        series={chartSeries(tokenChart.models)}
-                        valueFormatter={(v) => tokens(v)}
-                        areaProps={{ isAnimationActive: animate }}
-                        withLegend
-                        curveType="monotone"
-                        tickLine="none"
-                      />
-                    </Paper>
+                    <SpendChart title={t("dashboard.spendChart")} data={spend} animate={animate} />
+                    <TokensChart title={t("dashboard.tokensChart")} data={tokenChart} animate={animate} />
                   </SimpleGrid>
                 )}
             </>

@@ -108,6 +108,27 @@ export function PagedUsage({ queryKey, load, showUser = false, emptyHint }: {
     )
 }
 
+/** The model filter of the usage pages (clearable: no model is every model). @category components */
+export function ModelFilter({ models, value, onChange }: {
+  readonly models: ReadonlyArray<string>
+  readonly value: string | null
+  readonly onChange: (model: string | null) => void
+}) {
+  const { t } = useI18n()
+  return (
+    <Select
+      label={t("usage.filterModel")}
+      placeholder={t("common.all")}
+      clearable
+      searchable
+      data={models}
+      value={value}
+      onChange={onChange}
+      w={220}
+    />
+  )
+}
+
 /** The usage filters: key, model and period. @category models */
 export interface UsageFilter {
   readonly keyId: string | null
@@ -141,16 +162,7 @@ function Records() {
           onChange={(keyId) => setFilter({ ...filter, keyId })}
           w={200}
         />
-        <Select
-          label={t("usage.filterModel")}
-          placeholder={t("common.all")}
-          clearable
-          searchable
-          data={modelIds}
-          value={filter.model}
-          onChange={(model) => setFilter({ ...filter, model })}
-          w={220}
-        />
+        <ModelFilter models={modelIds} value={filter.model} onChange={(model) => setFilter({ ...filter, model })} />
         <PeriodFilter value={filter.period} onChange={(period) => setFilter({ ...filter, period })} />
         <Button
           component="a"

@@ -53,6 +53,10 @@ const missing = (param: string, expected: string): ShapeProblem => ({
   message: `'${param}' is required (${expected}).`
 })
 
+/** The problem with a field that must be an object: absent, or something else. */
+const notAnObject = (param: string, expected: string, value: unknown): ShapeProblem =>
+  value === undefined ? missing(param, expected) : wrong(param, expected, value)
+
 const isNumber = (value: unknown): boolean => typeof value === "number" && Number.isFinite(value)
 // Any whole number: a 64-bit `seed` beyond 2^53 is a valid JSON integer (JSON.parse rounds it; the body is forwarded as sent).
 const isInteger = (value: unknown): boolean => Number.isInteger(value)
@@ -117,31 +121,19 @@ const checkPart = (part: unknown, path: string, types: ReadonlyArray<string>): S
       return required(part, "refusal", `${path}.refusal`, "a string", Predicate.isString)
     case "image_url": {
       const image = part.image_url
-      if (!Predicate.isObject(image)) {
-        return image === undefined
-          ? missing(`${path}.image_url`, "an object with 'url'")
-          : wrong(`${path}.image_url`, "an object with 'url'", image)
-      }
+      if (!Predicate.isObject(image)) return notAnObject(`${path}.image_url`, "an object with 'url'", image)
       return required(image, "url", `${path}.image_url.url`, "a string (an https: or data: URL)", Predicate.isString) ??
         optional(image, "detail", `${path}.image_url.detail`, "a string", Predicate.isString)
     }
     case "input_audio": {
       const audio = part.input_audio
-      if (!Predicate.isObject(audio)) {
-        return audio === undefined
-          ? missing(`${path}.input_audio`, "an object with 'data' and 'format'")
-          : wrong(`${path}.input_audio`, "an object with 'data' and 'format'", audio)
-      }
+      if (!Predicate.isObject(audio)) return notAnObject(`${path}.input_audio`, "an object with 'data' and 'format'", audio)
       return required(audio, "data", `${path}.input_audio.data`, "a base64 string", Predicate.isString) ??
         required(audio, "format", `${path}.input_audio.format`, "a string such as 'wav' or 'mp3'", Predicate.isString)
     }
     default: {
       const file = part.file
-      if (!Predicate.isObject(file)) {
-        return file === undefined
-          ? missing(`${path}.file`, "an object with 'file_data' or 'file_id'")
-          : wrong(`${path}.file`, "an object with 'file_data' or 'file_id'", file)
-      }
+      if (!Predicate.isObject(file)) return notAnObject(`${path}.file`, "an object with 'file_data' or 'file_id'", file)
       return optional(file, "file_data", `${path}.file.file_data`, "a string (a data: URL)", Predicate.isString) ??
         optional(file, "file_id", `${path}.file.file_id`, "a string", Predicate.isString) ??
         optional(file, "filename", `${path}.file.filename`, "a string", Predicate.isString)
@@ -170,9 +162,7 @@ const checkToolCall = (call: unknown, path: string): ShapeProblem | undefined =>
   if (problem !== undefined) return problem
   const key = call.type === "function" ? "function" : "custom"
   const body = call[key]
-  if (!Predicate.isObject(body)) {
-    return body === undefined ? missing(`${path}.${key}`, "an object with 'name'") : wrong(`${path}.${key}`, "an object with 'name'", body)
-  }
+  if (!Predicate.isObject(body)) return notAnObject(`${path}.${key}`, "an object with 'name'", body)
   return required(body, "name", `${path}.${key}.name`, "a string", Predicate.isString) ??
     (key === "function"
       ? required(body, "arguments", `${path}.function.arguments`, "a string of JSON", Predicate.isString)
@@ -230,22 +220,21 @@ const checkTool = (tool: unknown, path: string): ShapeProblem | undefined => {
   // Tool types other than functions (custom tools, vendors' own) are the upstream's to judge.
   if (tool.type !== "function") return undefined
   const fn = tool.function
-  if (!Predicate.isObject(fn)) {
-    return fn === undefined
-      ? missing(`${path}.function`, "an object with 'name'")
-      : wrong(`${path}.function`, "an object with 'name'", fn)
-  }
+  if (!Predicate.isObject(fn)) return notAnObject(`${path}.function`, "an object with 'name'", fn)
   return required(fn, "name", `${path}.function.name`, "a non-empty string", (n) => Predicate.isString(n) && n.length > 0) ??
     optional(fn, "description", `${path}.function.description`, "a string", Predicate.isString) ??
     optional(fn, "parameters", `${path}.function.parameters`, "a JSON Schema object", Predicate.isObject) ??
     optional(fn, "strict", `${path}.function.strict`, "a boolean", Predicate.isBoolean)
 }
 
-const NUMBERS = ["temperature", "top_p", "presence_penalty", "frequency_penalty"]
-const INTEGERS = ["max_tokens", "max_completion_tokens", "n", "seed", "top_logprobs"]
-const BOOLEANS = ["logprobs", "parallel_tool_calls", "store"]
-const STRINGS = ["user", "reasoning_effort", "service_tier", "verbosity", "safety_identifier", "prompt_cache_key"]
-const OBJECTS = ["metadata", "logit_bias", "audio", "prediction", "web_search_options"]
+/** Top-level fields checked only for their type: the fields, what they must be, and the test. */
+const TYPED: ReadonlyArray<readonly [ReadonlyArray<string>, string, (value: unknown) => boolean]> = [
+  [["temperature", "top_p", "presence_penalty", "frequency_penalty"], "a number", isNumber],
+  [["max_tokens", "max_completion_tokens", "n", "seed", "top_logprobs"], "an integer", isInteger],
+  [["logprobs", "parallel_tool_calls", "store"], "a boolean", Predicate.isBoolean],
+  [["user", "reasoning_effort", "service_tier", "verbosity", "safety_identifier", "prompt_cache_key"], "a string", Predicate.isString],
+  [["metadata", "logit_bias", "audio", "prediction", "web_search_options"], "an object", Predicate.isObject]
+]
 
 /**
  * Checks the shape of a parsed chat completions body whose `model`, `messages`
@@ -258,25 +247,11 @@ export const checkChatBody = (body: { readonly [key: string]: unknown }): ShapeP
     const problem = checkMessage(messages[i], `messages[${i}]`)
     if (problem !== undefined) return problem
   }
-  for (const key of NUMBERS) {
-    const problem = optional(body, key, key, "a number", isNumber)
-    if (problem !== undefined) return problem
-  }
-  for (const key of INTEGERS) {
-    const problem = optional(body, key, key, "an integer", isInteger)
-    if (problem !== undefined) return problem
-  }
-  for (const key of BOOLEANS) {
-    const problem = optional(body, key, key, "a boolean", Predicate.isBoolean)
-    if (problem !== undefined) return problem
-  }
-  for (const key of STRINGS) {
-    const problem = optional(body, key, key, "a string", Predicate.isString)
-    if (problem !== undefined) return problem
-  }
-  for (const key of OBJECTS) {
-    const problem = optional(body, key, key, "an object", Predicate.isObject)
-    if (problem !== undefined) return problem
+  for (const [keys, expected, test] of TYPED) {
+    for (const key of keys) {
+      const problem = optional(body, key, key, expected, test)
+      if (problem !== undefined) return problem
+    }
   }
   const problem = optional(body, "stop", "stop", "a string or an array of strings", (v) => Predicate.isString(v) || isStringArray(v)) ??
     optional(body, "modalities", "modalities", "an array of strings", isStringArray) ??
@@ -295,11 +270,7 @@ export const checkChatBody = (body: { readonly [key: string]: unknown }): ShapeP
   const format = body.response_format
   if (Predicate.isObject(format) && format.type === "json_schema") {
     const schema = format.json_schema
-    if (!Predicate.isObject(schema)) {
-      return schema === undefined
-        ? missing("response_format.json_schema", "an object with 'name' and 'schema'")
-        : wrong("response_format.json_schema", "an object with 'name' and 'schema'", schema)
-    }
+    if (!Predicate.isObject(schema)) return notAnObject("response_format.json_schema", "an object with 'name' and 'schema'", schema)
     const name = required(schema, "name", "response_format.json_schema.name", "a string", Predicate.isString)
     if (name !== undefined) return name
   }

@@ -33,14 +33,34 @@ export interface Charge {
   readonly at: number
 }
 
-/** The UTC day and month of a time, as `key_spend` periods (`d:2026-11-22`, `m:2026-11`). */
-export const periodsOf = (ms: number): readonly [string, string] => {
-  const iso = new Date(ms).toISOString()
-  return [`d:${iso.slice(0, 10)}`, `m:${iso.slice(0, 7)}`]
-}
+/** The UTC day of a time, as a `key_spend` period: `d:2026-11-22`. */
+export const dayPeriod = (ms: number): string => `d:${new Date(ms).toISOString().slice(0, 10)}`
 
-const shortfallReason = (shortfall: bigint): string | null =>
+/** The UTC month of a time, as a `key_spend` period: `m:2026-11`. */
+export const monthPeriod = (ms: number): string => `m:${new Date(ms).toISOString().slice(0, 7)}`
+
+/** The UTC day and month of a time, as `key_spend` periods. */
+export const periodsOf = (ms: number): readonly [string, string] => [dayPeriod(ms), monthPeriod(ms)]
+
+/** The reason on a 'charge' entry that could not take all it cost (null: it could). */
+export const shortfallReason = (shortfall: bigint): string | null =>
   shortfall > 0n ? `shortfall of ${Money.formatUsd(shortfall)} USD: the balance ran out` : null
+
+/** Adds to a key's spending: its lifetime counter and its `key_spend` row of one period. */
+export const addKeySpend = (
+  sql: SqlClient.SqlClient,
+  keyId: string,
+  amountNanos: bigint,
+  periods: ReadonlyArray<string>
+): Effect.Effect<void, SqlError.SqlError> =>
+  Effect.gen(function*() {
+    if (amountNanos !== 0n) yield* sql`UPDATE api_keys SET spent_nanos = spent_nanos + ${amountNanos} WHERE id = ${keyId}`
+    for (const period of periods) yield* addPeriodSpend(sql, keyId, period, amountNanos)
+  })
+
+const addPeriodSpend = (sql: SqlClient.SqlClient, keyId: string, period: string, amountNanos: bigint) =>
+  sql`INSERT INTO key_spend (key_id, period, spent_nanos) VALUES (${keyId}, ${period}, ${amountNanos})
+    ON CONFLICT (key_id, period) DO UPDATE SET spent_nanos = key_spend.spent_nanos + excluded.spent_nanos`
 
 const ledgerRow = (
   userId: string,
@@ -144,13 +164,9 @@ export const applyCharges = (
       yield* sql`UPDATE users SET balance_nanos = balance_nanos - ${charged} WHERE id = ${userId}`
     }
     if (Arr.isReadonlyArrayNonEmpty(ledger)) yield* sql`INSERT INTO ledger ${sql.insert(ledger)}`
-    for (const [keyId, amount] of spentByKey) {
-      yield* sql`UPDATE api_keys SET spent_nanos = spent_nanos + ${amount} WHERE id = ${keyId}`
-    }
-    for (const { keyId, period, amount } of spentByPeriod.values()) {
-      yield* sql`INSERT INTO key_spend (key_id, period, spent_nanos) VALUES (${keyId}, ${period}, ${amount})
-        ON CONFLICT (key_id, period) DO UPDATE SET spent_nanos = key_spend.spent_nanos + excluded.spent_nanos`
-    }
+    // Summed per key and per period first: a batch's charges may fall on both sides of midnight.
+    for (const [keyId, amount] of spentByKey) yield* addKeySpend(sql, keyId, amount, [])
+    for (const { keyId, period, amount } of spentByPeriod.values()) yield* addPeriodSpend(sql, keyId, period, amount)
   })
 
 /**

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { AreaChart, BarChart, DonutChart } from "@mantine/charts"
+import { DonutChart } from "@mantine/charts"
 import { Grid, Group, Paper, Select, SimpleGrid, Stack, Table, Text } from "@mantine/core"
 import { useReducedMotion } from "@mantine/hooks"
 import { useQuery } from "@tanstack/react-query"
@@ -15,8 +15,8 @@ import { EmptyState, QueryState } from "../../components/States.tsx"
 import { call, Endpoints } from "../../lib/api.ts"
 import { tokens, usd } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
-import { chartSeries, money, palette, pivotRange } from "../Dashboard.tsx"
-import { PagedUsage } from "../Usage.tsx"
+import { money, palette, pivotRange, SpendChart, TokensChart } from "../Dashboard.tsx"
+import { ModelFilter, PagedUsage } from "../Usage.tsx"
 
 const DAY = 86_400_000
 
@@ -58,16 +58,7 @@ export function AdminOverviewPage() {
           onChange={(userId) => setFilter({ ...filter, userId })}
           w={200}
         />
-        <Select
-          label={t("usage.filterModel")}
-          placeholder={t("common.all")}
-          clearable
-          searchable
-          data={(models.data?.data ?? []).map((m) => m.id)}
-          value={filter.model}
-          onChange={(model) => setFilter({ ...filter, model })}
-          w={220}
-        />
+        <ModelFilter models={(models.data?.data ?? []).map((m) => m.id)} value={filter.model} onChange={(model) => setFilter({ ...filter, model })} />
       </Group>
       <QueryState query={overview}>
         {(data) => {
@@ -91,35 +82,8 @@ export function AdminOverviewPage() {
                   <Grid>
                     <Grid.Col span={{ base: 12, lg: 8 }}>
                       <Stack>
-                        <Paper withBorder p="md" radius="md">
-                          <Text fw={600} mb="md">{t("admin.overview.spendChart")}</Text>
-                          <BarChart
-                            h={260}
-                            data={spend.rows}
-                            dataKey="day"
-                            type="stacked"
-                            series={chartSeries(spend.models)}
-                            valueFormatter={money}
-                            barProps={{ isAnimationActive: animate }}
-                            withLegend
-                            tickLine="none"
-                          />
-                        </Paper>
-                        <Paper withBorder p="md" radius="md">
-                          <Text fw={600} mb="md">{t("dashboard.tokensChart")}</Text>
-                          <AreaChart
-                            h={260}
-                            data={tokenChart.rows}
-                            dataKey="day"
-                            type="stacked"
-                            series={chartSeries(tokenChart.models)}
-                            valueFormatter={(v) => tokens(v)}
-                            areaProps={{ isAnimationActive: animate }}
-                            withLegend
-                            curveType="monotone"
-                            tickLine="none"
-                          />
-                        </Paper>
+                        <SpendChart title={t("admin.overview.spendChart")} data={spend} animate={animate} />
+                        <TokensChart title={t("dashboard.tokensChart")} data={tokenChart} animate={animate} />
                       </Stack>
                     </Grid.Col>
                     <Grid.Col span={{ base: 12, lg: 4 }}>
