@@ -205,7 +205,9 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
           yield* health.end(ticket, closed ? "neutral" : error === undefined ? "success" : breakerOutcome(error), error?.message)
           yield* settlement.finish(metered(), outcome, legOf())
         }).pipe(Effect.uninterruptible)
-      const run = Effect.runForkWith(yield* Effect.context<never>())
+      // The settlement runs after this request's fiber, tracked so a shutdown waits for it.
+      const settlements = yield* Settlement.Settlements
+      const context = yield* Effect.context<never>()
       const relay = new Relay.Relay({
         first: opened.first,
         body: opened.body,
@@ -213,7 +215,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         end,
         bodyError: (error) => Upstream.transportError(channel, at, error, "body"),
         errorFrame: (error) => client.streamErrorFrame(error, inspected),
-        onEnd: (ended) => void run(settle(ended))
+        onEnd: (ended) => settlements.run(Effect.provideContext(settle(ended), context))
       })
       return HttpServerResponse.raw(relay, {
         contentType: client.streamContentType?.(inspected) ?? "text/event-stream",

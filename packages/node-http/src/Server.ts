@@ -35,6 +35,7 @@ import * as Probe from "./Probe.ts"
 import type { ConfigFile } from "./ConfigFile.ts"
 import * as Gateway from "./Gateway.ts"
 import * as Provision from "./Provision.ts"
+import * as Settlement from "./Settlement.ts"
 import { ServerSettings, type Settings } from "./Settings.ts"
 import * as Health from "./Health.ts"
 import * as Upstream from "./Upstream.ts"
@@ -79,8 +80,14 @@ export const services = (settings: Settings, file: ConfigFile) => {
     cacheSync(settings).pipe(Layer.provide(caches)),
     Redemption.Redemption.layer,
     Handlers.layer({ sessionTtlMs: SESSION_TTL_MS }),
-    Layer.mergeAll(Purses.layer({ nodeId: settings.nodeId, leases: settings.balanceLeases, leaseIdleMs: settings.leaseIdleMs }), UsageWriter.UsageWriter.layerPort).pipe(
-      Layer.provideMerge(usage)
+    // Built after the balance leases and the batch writer, so it closes first: the streams a shutdown
+    // cut are settled before the leases go back and the writer flushes for the last time.
+    Settlement.Settlements.layer.pipe(
+      Layer.provideMerge(
+        Layer.mergeAll(Purses.layer({ nodeId: settings.nodeId, leases: settings.balanceLeases, leaseIdleMs: settings.leaseIdleMs }), UsageWriter.UsageWriter.layerPort).pipe(
+          Layer.provideMerge(usage)
+        )
+      )
     ),
     sweeper(settings.nodeId)
   ).pipe(

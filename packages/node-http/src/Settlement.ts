@@ -22,7 +22,7 @@
  * @since 0.1.0
  */
 import { Accounts, type Domain, type GatewayError, Pricing, UsageLog } from "@modelgate/core"
-import { type Cause, Clock, Effect, Exit } from "effect"
+import { type Cause, Clock, Context, Effect, Exit, Fiber, Layer } from "effect"
 import { ClientAbort } from "effect/http/HttpServerError"
 
 /**
@@ -217,3 +217,35 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
   const settlement: Settlement = { holdId, heldNanos, finish }
   return settlement
 })
+
+/**
+ * Where settlements that run after their request's fiber go: a stream's is
+ * started from the relay's end report, outside any fiber. They are tracked,
+ * and the layer waits for every one still running when it closes, so a
+ * shutdown settles the streams it cut before the balance leases are returned
+ * and the batch writer's last flush (this layer is built after them, so it
+ * closes first).
+ *
+ * @category services
+ */
+export class Settlements extends Context.Service<Settlements, {
+  /** Runs a settlement to its end, even if the request that started it is gone. */
+  readonly run: (settle: Effect.Effect<void>) => void
+}>()("modelgate/node-http/Settlements") {
+  /** @category layers */
+  static readonly layer: Layer.Layer<Settlements> = Layer.effect(
+    Settlements,
+    Effect.gen(function*() {
+      const running = new Set<Fiber.Fiber<void>>()
+      const fork = Effect.runForkWith(yield* Effect.context<never>())
+      yield* Effect.addFinalizer(() => Effect.forEach([...running], Fiber.await, { discard: true }))
+      return Settlements.of({
+        run: (settle) => {
+          const fiber = fork(settle)
+          running.add(fiber)
+          fiber.addObserver(() => running.delete(fiber))
+        }
+      })
+    })
+  )
+}

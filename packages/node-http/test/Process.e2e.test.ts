@@ -52,12 +52,15 @@ const run = (args: Array<string>, options: { readonly cwd?: string; readonly env
   return { child, exited, output: () => output }
 }
 
-const chat = (url: string, body: unknown) =>
+const chat = (url: string, body: unknown, key = KEY) =>
   fetch(`${url}/v1/chat/completions`, {
     method: "POST",
-    headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
     body: JSON.stringify(body)
   })
+
+/** A key of the same user with a spending cap: its calls hold and settle in the database, not from a lease. */
+const CAPPED_KEY = "sk-process-capped-key-0000000000000000000000"
 
 /** A configuration with one key (KEY) whose user has 5 USD, and models steering the fake upstream. */
 const gatewayYaml = (port: number, database: string, extra: Array<string>) =>
@@ -80,6 +83,7 @@ const gatewayYaml = (port: number, database: string, extra: Array<string>) =>
     "    balance: 5",
     "    keys:",
     `      - {name: k, secret: ${KEY}}`,
+    `      - {name: capped, secret: ${CAPPED_KEY}, quota: 1}`,
     ""
   ].join("\n")
 
@@ -372,7 +376,7 @@ describe("the modelgate process", () => {
     assert.include(proc.output(), "shutting down")
   })
 
-  it("cuts a stream that outlives the grace period, exits 0, and still settles it", async () => {
+  it("cuts streams that outlive the grace period, exits 0, and still settles them, from a lease and from a database hold", async () => {
     const port = await freePort()
     const database = join(dir, "grace.db")
     const file = join(dir, "grace.yaml")
@@ -380,31 +384,40 @@ describe("the modelgate process", () => {
     const proc = run(["serve", "--config", file])
     const url = `http://127.0.0.1:${port}`
     await waitHealthy(url, proc.child)
-    // The upstream sends three chunks, then never another byte.
-    const response = await chat(url, { model: "stalling", stream: true, messages: [{ role: "user", content: "never finish" }] })
-    assert.strictEqual(response.status, 200)
-    const requestId = response.headers.get("x-request-id")!
-    const reader = response.body!.getReader()
-    const decoder = new TextDecoder()
-    let text = ""
-    while (!text.includes("\"content\"")) text += decoder.decode((await reader.read()).value)
-    proc.child.kill("SIGTERM")
-    for (;;) {
-      const { done, value } = await reader.read().catch(() => ({ done: true as const, value: undefined }))
-      if (done) break
-      text += decoder.decode(value)
+    // The upstream sends three chunks, then never another byte. One stream holds from the process's
+    // balance lease, the other (a key with a spending cap) holds in the database.
+    const open = async (key: string) => {
+      const response = await chat(url, { model: "stalling", stream: true, messages: [{ role: "user", content: "never finish" }] }, key)
+      assert.strictEqual(response.status, 200)
+      const reader = response.body!.getReader()
+      const decoder = new TextDecoder()
+      let text = ""
+      while (!text.includes("\"content\"")) text += decoder.decode((await reader.read()).value)
+      const rest = async () => {
+        for (;;) {
+          const { done, value } = await reader.read().catch(() => ({ done: true as const, value: undefined }))
+          if (done) return text
+          text += decoder.decode(value)
+        }
+      }
+      return { requestId: response.headers.get("x-request-id")!, rest }
     }
-    assert.notInclude(text, "[DONE]", "the stream was cut, not finished")
+    const streams = [await open(KEY), await open(CAPPED_KEY)]
+    proc.child.kill("SIGTERM")
+    for (const stream of streams) assert.notInclude(await stream.rest(), "[DONE]", "the stream was cut, not finished")
     assert.strictEqual(await proc.exited, 0)
 
     const db = new DatabaseSync(database, { readOnly: true })
     try {
-      const usage = db.prepare("SELECT status, error_code, completion_tokens, cost_nanos FROM usage_records WHERE request_id = ?").all(requestId)
-      assert.strictEqual(usage.length, 1, "the cut stream has its usage record")
-      assert.deepStrictEqual([Number(usage[0]!.status), usage[0]!.error_code], [503, "ShuttingDown"], "cut by the server, not by the client")
-      assert.isAbove(Number(usage[0]!.completion_tokens), 0, "billed for what was generated")
-      const cost = BigInt(usage[0]!.cost_nanos as number)
-      assert.isTrue(cost > 0n)
+      let cost = 0n
+      for (const { requestId } of streams) {
+        const usage = db.prepare("SELECT status, error_code, completion_tokens, cost_nanos FROM usage_records WHERE request_id = ?").all(requestId)
+        assert.strictEqual(usage.length, 1, "the cut stream has its usage record")
+        assert.deepStrictEqual([Number(usage[0]!.status), usage[0]!.error_code], [503, "ShuttingDown"], "cut by the server, not by the client")
+        assert.isAbove(Number(usage[0]!.completion_tokens), 0, "billed for what was generated")
+        assert.isTrue(BigInt(usage[0]!.cost_nanos as number) > 0n)
+        cost += BigInt(usage[0]!.cost_nanos as number)
+      }
       assert.strictEqual(Number(db.prepare("SELECT COUNT(*) AS n FROM holds").get()!.n), 0, "no hold is left open")
       assert.strictEqual(Number(db.prepare("SELECT COUNT(*) AS n FROM leases").get()!.n), 0, "every balance lease went back")
       const balance = BigInt(db.prepare("SELECT balance_nanos FROM users WHERE name = 'ops'").get()!.balance_nanos as number)
