@@ -30,8 +30,8 @@ export const TYPE_PREFIX = "type.googleapis.com/google.rpc."
 /**
  * The `google.rpc.Code` name Google uses for an HTTP status: 400
  * INVALID_ARGUMENT, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 NOT_FOUND,
- * 405 UNIMPLEMENTED (no rpc code exists for it; the method is not implemented
- * for the path), 409 ABORTED, 412 FAILED_PRECONDITION, 413 INVALID_ARGUMENT,
+ * 405 UNIMPLEMENTED (rpc has no method-not-allowed code; Google answers a
+ * wrong method on a path with this one), 409 ABORTED, 412 FAILED_PRECONDITION, 413 INVALID_ARGUMENT,
  * 429 RESOURCE_EXHAUSTED, 499 CANCELLED, 500 INTERNAL, 501 UNIMPLEMENTED, 502
  * and 503 UNAVAILABLE, 504 DEADLINE_EXCEEDED; other 4xx FAILED_PRECONDITION,
  * other 5xx INTERNAL.
