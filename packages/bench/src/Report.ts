@@ -355,6 +355,17 @@ const methodText = (r: Results): Array<string> => {
 }
 
 /**
+ * Results as indented JSON, but with each array of plain numbers (a
+ * histogram's buckets, a series) on one line: readable in a diff, and well
+ * under half the size of one number per line. Only whitespace is taken out,
+ * and only from runs that hold no string (no quote), so the data is the same.
+ *
+ * @category report
+ */
+export const resultsJson = (results: Results): string =>
+  `${JSON.stringify(results, null, 1).replace(/\[\n[-+\d.eE,\s[\]]*\]/g, (array) => array.replace(/\s+/g, ""))}\n`
+
+/**
  * Writes `<outDir>/bench-results/<time>.json`, the charts under
  * `<outDir>/docs/benchmarks/` and `<outDir>/docs/benchmarks.md`.
  *
@@ -368,7 +379,7 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
   await mkdir(plotDir, { recursive: true })
   const stamp = results.startedAt.replace(/[:.]/g, "-")
   const json = join(resultsDir, `${stamp}${results.quick ? "-quick" : ""}.json`)
-  await writeFile(json, `${JSON.stringify(results, null, 1)}\n`)
+  await writeFile(json, resultsJson(results))
 
   const plots: Array<{ file: string; title: string }> = []
   const plot = async (file: string, title: string, png: Buffer): Promise<void> => {

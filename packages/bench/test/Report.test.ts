@@ -186,10 +186,13 @@ describe("writeReport", () => {
         profileDir: "bench-results/profiles/x",
         heapSnapshots: ["bench-results/profiles/x/Heap.heapsnapshot"],
         verdicts: verdicts([chatSmall, stream200], [memory], soak),
-        notes: ["a note"]
+        notes: ["a note", "a range in a note stays as written: [1, 2]"]
       }
       const written = await writeReport(results, out)
-      assert.deepStrictEqual(JSON.parse(readFileSync(written.json, "utf8")).billing.summary, results.billing.summary)
+      const json = readFileSync(written.json, "utf8")
+      assert.deepStrictEqual(JSON.parse(json), JSON.parse(JSON.stringify(results)), "the same results, only laid out differently")
+      assert.notMatch(json, /^\s*-?\d[\d.eE+-]*,?$/m, "no number on a line of its own: number arrays are joined")
+      assert.include(json, "[1, 2]")
       for (const file of written.plots) assert.isTrue(existsSync(file), file)
       assert.include(written.plots.map((p) => p.split("/").pop()), "rss-per-scenario.png")
       const md = readFileSync(written.markdown, "utf8")
