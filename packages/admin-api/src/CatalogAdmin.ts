@@ -421,14 +421,6 @@ const routingOf = (
 /** Validates a channel as the gateway will use it (the same rules as the configuration file). */
 const validate = (channel: Omit<Domain.Channel, "id">) => validateChannel(channel, "")
 
-const defaults = {
-  headers: {},
-  timeouts: Domain.defaultTimeouts,
-  breaker: Domain.defaultBreaker,
-  params: Domain.noParams,
-  streamOptions: true
-}
-
 /**
  * Creates a channel. An Azure channel without `apiVersion` uses the default,
  * as in the configuration file.
@@ -438,7 +430,7 @@ const defaults = {
 export const createChannel = Effect.fnUntraced(function*(input: C.CreateChannelRequest) {
   const sql = yield* SqlClient.SqlClient
   yield* checkModelMap(input.models, input.modelMap)
-  const routing = routingOf(input, defaults)
+  const routing = routingOf(input, Domain.channelDefaults)
   const apiKeys = input.apiKeys.map((key) => key.trim())
   const channel: Omit<Domain.Channel, "id"> = {
     name: input.name,

@@ -252,12 +252,8 @@ export const seedCatalog = Effect.gen(function*() {
     priority: 0,
     weight: 1,
     enabled: true,
-    headers: {},
-    timeouts: { connectMs: 1000, firstByteMs: 1000, idleMs: 1000, totalMs: 1000 },
-    apiVersion: null,
-    breaker: Domain.defaultBreaker,
-    params: Domain.noParams,
-    streamOptions: true
+    ...Domain.channelDefaults,
+    timeouts: { connectMs: 1000, firstByteMs: 1000, idleMs: 1000, totalMs: 1000 }
   })
 })
 

@@ -232,5 +232,21 @@ export interface Alias {
   readonly target: string
 }
 
+/**
+ * A channel's tuning left at its defaults: no extra headers, the default
+ * timeouts and breaker, the default Azure `api-version`, no parameter changes,
+ * and `stream_options` sent.
+ *
+ * @category constants
+ */
+export const channelDefaults: Pick<Channel, "headers" | "timeouts" | "apiVersion" | "breaker" | "params" | "streamOptions"> = {
+  headers: {},
+  timeouts: defaultTimeouts,
+  apiVersion: null,
+  breaker: defaultBreaker,
+  params: noParams,
+  streamOptions: true
+}
+
 /** The upstream name of a public model on a channel. @category models */
 export const upstreamModel = (channel: Channel, model: string): string => channel.modelMap[model] ?? model

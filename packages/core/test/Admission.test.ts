@@ -32,12 +32,8 @@ const channel = (name: string, models: Array<string>, groups: Array<string>, pri
   priority,
   weight: 1,
   enabled: true,
-  headers: {},
-  timeouts: { connectMs: 1000, firstByteMs: 1000, idleMs: 1000, totalMs: 1000 },
-  apiVersion: null,
-  breaker: Domain.defaultBreaker,
-  params: Domain.noParams,
-  streamOptions: true
+  ...Domain.channelDefaults,
+  timeouts: { connectMs: 1000, firstByteMs: 1000, idleMs: 1000, totalMs: 1000 }
 })
 
 const key = (over: Partial<ApiKey> = {}): ApiKey => ({

@@ -19,12 +19,7 @@ const channel = (over: Partial<Domain.Channel>): Domain.Channel => ({
   priority: 0,
   weight: 1,
   enabled: true,
-  headers: {},
-  timeouts: Domain.defaultTimeouts,
-  apiVersion: null,
-  breaker: Domain.defaultBreaker,
-  params: Domain.noParams,
-  streamOptions: true,
+  ...Domain.channelDefaults,
   ...over
 })
 

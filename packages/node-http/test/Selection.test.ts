@@ -22,12 +22,7 @@ const channel = (name: string, options: { priority?: number; weight?: number; ke
   priority: options.priority ?? 0,
   weight: options.weight ?? 1,
   enabled: true,
-  headers: {},
-  timeouts: Domain.defaultTimeouts,
-  apiVersion: null,
-  breaker: Domain.defaultBreaker,
-  params: Domain.noParams,
-  streamOptions: true
+  ...Domain.channelDefaults
 })
 
 /** Candidates as the catalog gives them: best priority first. */

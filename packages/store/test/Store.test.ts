@@ -184,12 +184,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
           priority: 0,
           weight: 1,
           enabled: true,
-          headers: {},
-          timeouts: Domain.defaultTimeouts,
-          apiVersion: null,
-          breaker: Domain.defaultBreaker,
-          params: Domain.noParams,
-          streamOptions: true
+          ...Domain.channelDefaults
         }
         const channelId = yield* repo.upsertChannel(channel)
         const one = states.fingerprint("sk-one")
