@@ -331,20 +331,9 @@ const viewOf = Effect.fnUntraced(function*(row: Record<string, unknown>) {
 const undecryptable = (count: number): C.ChannelHealth => ({
   state: "disabled",
   keys: Array.from({ length: count }, (_, index) => ({
-    index,
-    hint: "????",
+    ...ChannelHealth.unseenKey(index, "????"),
     state: "disabled" as const,
-    since: null,
-    reason: "The key cannot be decrypted with this server's secret; enter it again.",
-    status: null,
-    retryAt: null,
-    recentCalls: 0,
-    recentFailures: 0,
-    consecutiveFailures: 0,
-    lastFailureAt: null,
-    lastError: null,
-    lastProbeAt: null,
-    lastProbeOk: null
+    reason: "The key cannot be decrypted with this server's secret; enter it again."
   }))
 })
 

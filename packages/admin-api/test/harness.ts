@@ -72,24 +72,10 @@ const healthLayer = Layer.effect(
   ChannelHealth.ChannelHealth,
   Effect.gen(function*() {
     const board = yield* HealthBoard
-    const healthy: Omit<ChannelHealth.KeyHealth, "index" | "hint"> = {
-      state: "healthy",
-      since: null,
-      reason: null,
-      status: null,
-      retryAt: null,
-      recentCalls: 0,
-      recentFailures: 0,
-      consecutiveFailures: 0,
-      lastFailureAt: null,
-      lastError: null,
-      lastProbeAt: null,
-      lastProbeOk: null
-    }
     return ChannelHealth.ChannelHealth.of({
       report: (channel) =>
         Effect.sync(() => {
-          const keys = channel.apiKeys.map((key, index) => ({ ...(board.states.get(key) ?? healthy), index, hint: `…${key.slice(-4)}` }))
+          const keys = channel.apiKeys.map((key, index) => ({ ...ChannelHealth.unseenKey(index, `…${key.slice(-4)}`), ...board.states.get(key) }))
           return { state: ChannelHealth.channelStateOf(keys), keys }
         }),
       reset: (channel) => Effect.sync(() => channel.apiKeys.forEach((key) => board.states.delete(key)))

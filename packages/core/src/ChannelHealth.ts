@@ -60,6 +60,24 @@ export interface KeyHealth {
   readonly lastProbeOk: boolean | null
 }
 
+/** A key with no history: healthy since the process started, no calls, no failures, never probed. @category constructors */
+export const unseenKey = (index: number, hint: string): KeyHealth => ({
+  index,
+  hint,
+  state: "healthy",
+  since: null,
+  reason: null,
+  status: null,
+  retryAt: null,
+  recentCalls: 0,
+  recentFailures: 0,
+  consecutiveFailures: 0,
+  lastFailureAt: null,
+  lastError: null,
+  lastProbeAt: null,
+  lastProbeOk: null
+})
+
 /** A channel's health. @category models */
 export interface ChannelReport {
   readonly state: ChannelState
