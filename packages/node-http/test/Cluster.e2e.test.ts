@@ -20,7 +20,7 @@ import { join } from "node:path"
 import type { ConfigFile } from "../src/ConfigFile.ts"
 import { freshPostgres, postgresUrl } from "./support/Databases.ts"
 import { freePort, type GatewayProcess, runCli, startGatewayProcess, writeConfig } from "./support/Processes.ts"
-import { freePort as freeRedisPort, hasRedisServer, startRedis, stopRedis } from "./support/Redis.ts"
+import { hasRedisServer, startRedis, stopRedis } from "./support/Redis.ts"
 
 const redisUrl = process.env["MODELGATE_TEST_REDIS"]
 
@@ -213,7 +213,7 @@ if (postgresUrl === undefined || !hasRedisServer) {
       const upstream = await startFakeUpstream({ port: 0 })
       const dir = mkdtempSync(join(tmpdir(), "modelgate-cluster-down-"))
       const db = await freshPostgres(postgres)
-      const redisPort = await freeRedisPort()
+      const redisPort = await freePort()
       const redisServer = await startRedis(redisPort)
       const nodes: Array<GatewayProcess> = []
       try {

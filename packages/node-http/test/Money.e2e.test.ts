@@ -14,14 +14,13 @@ import type { FakeUpstreamServer } from "@modelgate/fake-upstream"
 import { startFakeUpstream } from "@modelgate/fake-upstream"
 import { Money } from "@modelgate/core"
 import OpenAI from "openai"
-import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { createServer } from "node:net"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { ConfigFile } from "../src/ConfigFile.ts"
 import { allBooks, books, freshPostgres, postgresUrl, settledBooks } from "./support/Databases.ts"
 import { startGateway, type TestGateway } from "./support/Gateway.ts"
+import { freePort, startGatewayProcess, writeConfig } from "./support/Processes.ts"
 
 const FLAT_KEY = "sk-money-carol-flat-0000000000000000000000000"
 const CAPPED_KEY = "sk-money-carol-capped-00000000000000000000000"
@@ -470,47 +469,13 @@ if (postgresUrl !== undefined) {
 // Real processes
 // ---------------------------------------------------------------------------
 
-const bin = join(import.meta.dirname, "..", "src", "bin.ts")
-const SECRET = "money-test-secret-0123456789abcdef"
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const port = (server.address() as { port: number }).port
-      server.close(() => resolve(port))
-    })
-  })
-
-const startProcess = async (config: string) => {
-  const child = spawn(process.execPath, [bin, "serve", "--config", config], {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, MODELGATE_SECRET: SECRET }
-  })
-  let errors = ""
-  child.stderr!.on("data", (d) => errors += d)
-  return { child, errors: () => errors }
-}
-
-const waitHealthy = async (url: string, child: ChildProcess) => {
-  for (let i = 0; i < 150; i++) {
-    if (child.exitCode !== null) throw new Error("the gateway exited")
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) return
-    } catch {
-      // not yet
-    }
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error("the gateway did not become healthy")
-}
-
-const exited = (child: ChildProcess) => new Promise((r) => child.exitCode !== null || child.signalCode !== null ? r(null) : child.on("exit", r))
-
-const writeConfig = (dir: string, name: string, port: number, database: string, upstream: string, nodeId: string) => {
-  const file = join(dir, `${name}.json`)
-  writeFileSync(file, JSON.stringify({ ...moneyConfig(upstream), listen: `127.0.0.1:${port}`, database, node_id: nodeId }))
-  return file
-}
+/** A process's configuration: the money setup, listening on `port`, on `database`, as node `nodeId`. */
+const processConfig = (upstream: string, port: number, database: string, nodeId: string): ConfigFile => ({
+  ...moneyConfig(upstream),
+  listen: `127.0.0.1:${port}`,
+  database,
+  node_id: nodeId
+})
 
 describe("money across real processes", () => {
   let upstream: FakeUpstreamServer
@@ -531,12 +496,11 @@ describe("money across real processes", () => {
    */
   const killAndRestart = async (database: string, name: string) => {
     const port = await freePort()
-    const config = writeConfig(dir, name, port, database, upstream.url, name)
-    const url = `http://127.0.0.1:${port}`
-    const first = await startProcess(config)
+    const config = writeConfig(dir, name, processConfig(upstream.url, port, database, name))
+    const first = await startGatewayProcess(config, port)
+    const url = first.url
     const streams: Array<AbortController> = []
     try {
-      await waitHealthy(url, first.child)
       // Completed calls: charged, settled.
       for (let i = 0; i < 3; i++) {
         const done = await call(url, TOKEN_KEY, { model: "token-model", messages: [{ role: "user", content: `call ${i}` }] })
@@ -559,23 +523,19 @@ describe("money across real processes", () => {
       // The five calls hold from the process's balance lease, which is in the database.
       assert.isAtLeast(during.openHolds, 1, "a lease is open when the process dies")
       assert.isTrue(during.reserved > 0n && during.balance < before.balance, "the lease took money from the balance")
-      first.child.kill("SIGKILL")
-      await exited(first.child)
+      await first.stop("SIGKILL")
       for (const controller of streams) controller.abort()
-      const second = await startProcess(config)
+      const second = await startGatewayProcess(config, port)
       try {
-        await waitHealthy(url, second.child)
         const after = await assertBooks(database, "dave")
         assert.strictEqual(after.openHolds, 0, "no hold remains after the restart")
         assert.strictEqual(after.balance, before.balance, "the calls that died with the process cost nothing")
         await assertAllBooks(database)
       } finally {
-        second.child.kill("SIGTERM")
-        await exited(second.child)
+        await second.stop()
       }
     } finally {
-      first.child.kill("SIGKILL")
-      await exited(first.child)
+      await first.stop("SIGKILL")
     }
   }
 
@@ -601,11 +561,10 @@ describe("money across real processes", () => {
     const db = await freshPostgres(postgresUrl!)
     const ports = [await freePort(), await freePort()]
     const processes = await Promise.all(
-      ports.map((port, i) => startProcess(writeConfig(dir, `node${i}`, port, db.url, upstream.url, `node-${i}`)))
+      ports.map((port, i) => startGatewayProcess(writeConfig(dir, `node${i}`, processConfig(upstream.url, port, db.url, `node-${i}`)), port))
     )
     try {
-      const urls = ports.map((port) => `http://127.0.0.1:${port}`)
-      await Promise.all(urls.map((url, i) => waitHealthy(url, processes[i]!.child)))
+      const urls = processes.map((p) => p.url)
       upstream.clearRequests()
       const result = await storm(urls, 1000)
       assert.deepStrictEqual(result.other, [])
@@ -616,8 +575,7 @@ describe("money across real processes", () => {
       assert.strictEqual(b.openHolds, 0)
       await assertAllBooks(db.url)
     } finally {
-      for (const p of processes) p.child.kill("SIGTERM")
-      await Promise.all(processes.map((p) => exited(p.child)))
+      await Promise.all(processes.map((p) => p.stop()))
       await db.drop()
     }
   }, 120_000)

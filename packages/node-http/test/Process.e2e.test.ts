@@ -16,20 +16,13 @@ import { createServer, type Socket } from "node:net"
 import { tmpdir, userInfo } from "node:os"
 import { join } from "node:path"
 import { runSql } from "./support/Databases.ts"
+import { freePort } from "./support/Processes.ts"
 import { DatabaseSync } from "node:sqlite"
 
 const bin = join(import.meta.dirname, "..", "src", "bin.ts")
 const KEY = "sk-process-test-00000000000000000000000000000"
 let upstream: FakeUpstreamServer
 let dir: string
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const port = (server.address() as { port: number }).port
-      server.close(() => resolve(port))
-    })
-  })
 
 const runToEnd = (args: Array<string>) =>
   new Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resolve) => {

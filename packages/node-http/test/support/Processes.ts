@@ -34,7 +34,8 @@ export interface GatewayProcess {
   readonly child: ChildProcess
   readonly url: string
   readonly errors: () => string
-  readonly stop: () => Promise<void>
+  /** Sends `signal` (SIGTERM unless given) unless the process already ended, and waits for its exit. */
+  readonly stop: (signal?: NodeJS.Signals) => Promise<void>
 }
 
 const exited = (child: ChildProcess): Promise<void> =>
@@ -49,8 +50,8 @@ export const startGatewayProcess = async (file: string, port: number): Promise<G
   let errors = ""
   child.stderr!.on("data", (d) => errors += d)
   const url = `http://127.0.0.1:${port}`
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
+  const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal)
     await exited(child)
   }
   for (let i = 0; i < 300; i++) {

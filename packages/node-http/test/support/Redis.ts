@@ -5,22 +5,13 @@
 import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync } from "node:fs"
-import { createServer, Socket } from "node:net"
+import { Socket } from "node:net"
+import { freePort } from "./Processes.ts"
 
 export const redisServer = "/usr/bin/redis-server"
 
 /** Whether redis-server is installed (tests that need a private one are skipped otherwise). */
 export const hasRedisServer: boolean = existsSync(redisServer)
-
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
-    })
-  })
 
 /** Whether something answers PONG on the port. */
 const ping = (port: number): Promise<boolean> =>
