@@ -6,6 +6,7 @@
  */
 import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
+import { unseenKey } from "@modelgate/core/ChannelHealth"
 import { afterEach, assert, describe, it, vi } from "vitest"
 import { setCsrfToken } from "../src/lib/api.ts"
 import { AdminChannelsPage, ChannelForm, ChannelHealthCell } from "../src/pages/admin/Channels.tsx"
@@ -13,23 +14,7 @@ import { fakeApi, renderWithProviders, session } from "./render.tsx"
 
 const NOW = 1_700_000_600_000
 
-const key = (index: number, hint: string, over: Record<string, unknown> = {}) => ({
-  index,
-  hint,
-  state: "healthy",
-  since: null,
-  reason: null,
-  status: null,
-  retryAt: null,
-  recentCalls: 0,
-  recentFailures: 0,
-  consecutiveFailures: 0,
-  lastFailureAt: null,
-  lastError: null,
-  lastProbeAt: null,
-  lastProbeOk: null,
-  ...over
-})
+const key = (index: number, hint: string, over: Record<string, unknown> = {}) => ({ ...unseenKey(index, hint), ...over })
 
 const channel = (over: Record<string, unknown> = {}) => ({
   id: "chn_1",
