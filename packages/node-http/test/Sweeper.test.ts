@@ -12,16 +12,21 @@ import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import * as Server from "../src/Server.ts"
 
+/** Builds node-1's sweeper on `dialect` over an Accounts that records its heartbeats and sweeps in `calls`. */
+const startSweeper = (dialect: Database.Dialect["Service"], calls: Array<string>) => {
+  const accounts = Layer.succeed(Accounts)({
+    heartbeat: (nodeId: string) => Effect.sync(() => void calls.push(`heartbeat ${nodeId}`)),
+    sweepHolds: (selector: SweepSelector) => Effect.sync(() => (calls.push(`sweep ${JSON.stringify(selector)}`), 0))
+  } as unknown as Accounts["Service"])
+  return Layer.build(Server.sweeper("node-1").pipe(Layer.provide(Layer.mergeAll(accounts, Layer.succeed(Database.Dialect)(dialect)))))
+}
+
 describe("sweeper", () => {
   it.effect("at start on SQLite: heartbeat, this node's leftovers, then every other node's", () =>
     Effect.gen(function*() {
       const calls: Array<string> = []
-      const accounts = Layer.succeed(Accounts)({
-        heartbeat: (nodeId: string) => Effect.sync(() => void calls.push(`heartbeat ${nodeId}`)),
-        sweepHolds: (selector: SweepSelector) => Effect.sync(() => (calls.push(`sweep ${JSON.stringify(selector)}`), 0))
-      } as unknown as Accounts["Service"])
       yield* Effect.scoped(Effect.gen(function*() {
-        yield* Layer.build(Server.sweeper("node-1").pipe(Layer.provide(Layer.mergeAll(accounts, Layer.succeed(Database.Dialect)("sqlite")))))
+        yield* startSweeper("sqlite", calls)
         assert.deepStrictEqual(calls, [
           "heartbeat node-1",
           `sweep {"nodeId":"node-1"}`,
@@ -36,12 +41,8 @@ describe("sweeper", () => {
   it.effect("on PostgreSQL other nodes may be mid-call: only this node's leftovers at start, dead nodes' on every tick", () =>
     Effect.gen(function*() {
       const calls: Array<string> = []
-      const accounts = Layer.succeed(Accounts)({
-        heartbeat: (nodeId: string) => Effect.sync(() => void calls.push(`heartbeat ${nodeId}`)),
-        sweepHolds: (selector: SweepSelector) => Effect.sync(() => (calls.push(`sweep ${JSON.stringify(selector)}`), 0))
-      } as unknown as Accounts["Service"])
       yield* Effect.scoped(Effect.gen(function*() {
-        yield* Layer.build(Server.sweeper("node-1").pipe(Layer.provide(Layer.mergeAll(accounts, Layer.succeed(Database.Dialect)("pg")))))
+        yield* startSweeper("pg", calls)
         assert.deepStrictEqual(calls, ["heartbeat node-1", `sweep {"nodeId":"node-1"}`])
         calls.length = 0
         yield* TestClock.adjust(Server.HEARTBEAT_INTERVAL_MS)
