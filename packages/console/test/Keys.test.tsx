@@ -78,14 +78,19 @@ describe("KeysTable", () => {
   })
 })
 
+/** Renders the keys page, waits until "Create key" is enabled, and opens its dialog. */
+const openCreateDialog = async () => {
+  renderWithProviders(<KeysPage />)
+  const user = userEvent.setup()
+  await waitFor(() => assert.isFalse(screen.getAllByRole("button", { name: "Create key" })[0]!.hasAttribute("disabled")))
+  await user.click(screen.getAllByRole("button", { name: "Create key" })[0]!)
+  return { user, dialog: await screen.findByRole("dialog") }
+}
+
 describe("create key", () => {
   it("validates the name next to the field before sending anything", async () => {
     const seen = fakeApi({ "GET /api/auth/session": session(), "GET /api/keys": { body: { data: [] } }, "GET /api/models": { body: groups } })
-    renderWithProviders(<KeysPage />)
-    const user = userEvent.setup()
-    await waitFor(() => assert.isFalse(screen.getAllByRole("button", { name: "Create key" })[0]!.hasAttribute("disabled")))
-    await user.click(screen.getAllByRole("button", { name: "Create key" })[0]!)
-    const dialog = await screen.findByRole("dialog")
+    const { user, dialog } = await openCreateDialog()
     await user.type(within(dialog).getByLabelText("Spending cap (USD)"), "lots")
     await user.click(within(dialog).getByRole("button", { name: "Create" }))
     await within(dialog).findByText("Required")
@@ -101,11 +106,7 @@ describe("create key", () => {
       "POST /api/keys": { status: 201, body: { key: key({ name: "desk" }), secret: "sk-THE-SECRET-VALUE-1234567890" } }
     })
     setCsrfToken("csrf-123")
-    renderWithProviders(<KeysPage />)
-    const user = userEvent.setup()
-    await waitFor(() => assert.isFalse(screen.getAllByRole("button", { name: "Create key" })[0]!.hasAttribute("disabled")))
-    await user.click(screen.getAllByRole("button", { name: "Create key" })[0]!)
-    const dialog = await screen.findByRole("dialog")
+    const { user, dialog } = await openCreateDialog()
     await user.type(within(dialog).getByLabelText("Name"), "desk")
     await user.type(within(dialog).getByLabelText("Spending cap (USD)"), "5")
     await user.click(within(dialog).getByRole("button", { name: "Create" }))
@@ -125,11 +126,7 @@ describe("create key", () => {
       "GET /api/models": { body: limitedGroups },
       "POST /api/keys": { status: 201, body: { key: key({ name: "ci", rpm: 10, monthlyBudget: "30.00" }), secret: "sk-THE-SECRET-VALUE-1234567890" } }
     })
-    renderWithProviders(<KeysPage />)
-    const user = userEvent.setup()
-    await waitFor(() => assert.isFalse(screen.getAllByRole("button", { name: "Create key" })[0]!.hasAttribute("disabled")))
-    await user.click(screen.getAllByRole("button", { name: "Create key" })[0]!)
-    const dialog = await screen.findByRole("dialog")
+    const { user, dialog } = await openCreateDialog()
     within(dialog).getByText("Empty: the group's limit. A key can only be set lower than its group (60 requests/min).")
     await user.type(within(dialog).getByLabelText("Name"), "ci")
     await user.type(within(dialog).getByLabelText("Requests / min"), "10")
@@ -142,11 +139,7 @@ describe("create key", () => {
 
   it("refuses a limit that is not a whole number next to its field", async () => {
     const seen = fakeApi({ "GET /api/auth/session": session(), "GET /api/keys": { body: { data: [] } }, "GET /api/models": { body: groups } })
-    renderWithProviders(<KeysPage />)
-    const user = userEvent.setup()
-    await waitFor(() => assert.isFalse(screen.getAllByRole("button", { name: "Create key" })[0]!.hasAttribute("disabled")))
-    await user.click(screen.getAllByRole("button", { name: "Create key" })[0]!)
-    const dialog = await screen.findByRole("dialog")
+    const { user, dialog } = await openCreateDialog()
     await user.type(within(dialog).getByLabelText("Name"), "ci")
     await user.type(within(dialog).getByLabelText("Concurrent calls"), "0")
     await user.click(within(dialog).getByRole("button", { name: "Create" }))
@@ -184,11 +177,7 @@ describe("create key", () => {
       "GET /api/models": { body: groups },
       "POST /api/keys": { status: 409, body: { error: { message: "name: you already have a key named 'desk'", type: "conflict_error", param: "name", code: "conflict" } } }
     })
-    renderWithProviders(<KeysPage />)
-    const user = userEvent.setup()
-    await waitFor(() => assert.isFalse(screen.getAllByRole("button", { name: "Create key" })[0]!.hasAttribute("disabled")))
-    await user.click(screen.getAllByRole("button", { name: "Create key" })[0]!)
-    const dialog = await screen.findByRole("dialog")
+    const { user, dialog } = await openCreateDialog()
     await user.type(within(dialog).getByLabelText("Name"), "desk")
     await user.click(within(dialog).getByRole("button", { name: "Create" }))
     await within(dialog).findByText("you already have a key named 'desk'")
