@@ -7,8 +7,7 @@
  */
 import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
-import { afterEach, assert, describe, it, vi } from "vitest"
-import { setCsrfToken } from "../src/lib/api.ts"
+import { assert, describe, it } from "vitest"
 import { AdminGroupsPage } from "../src/pages/admin/Groups.tsx"
 import { AdminModelsPage } from "../src/pages/admin/Models.tsx"
 import { fakeApi, refusal, renderWithProviders, session } from "./render.tsx"
@@ -38,11 +37,6 @@ const model = (over: Record<string, unknown> = {}) => ({
 })
 
 const users = { body: { data: [] } }
-
-afterEach(() => {
-  vi.unstubAllGlobals()
-  setCsrfToken(null)
-})
 
 describe("groups", () => {
   it("lists groups with ratio, limits and who may pick them", async () => {

@@ -6,8 +6,8 @@
  */
 import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
-import { afterEach, assert, describe, it, vi } from "vitest"
-import { type Contract, setCsrfToken } from "../src/lib/api.ts"
+import { assert, describe, it, vi } from "vitest"
+import { type Contract } from "../src/lib/api.ts"
 import { AdminChannelsPage, ChannelForm, parseModelMap } from "../src/pages/admin/Channels.tsx"
 import { fakeApi, refusal, renderWithProviders, session } from "./render.tsx"
 
@@ -37,11 +37,6 @@ const channel = (over: Partial<Contract.AdminChannel> = {}): Contract.AdminChann
 })
 
 const base = { "GET /api/auth/session": session("admin"), "GET /api/admin/groups": { body: { data: [] } } }
-
-afterEach(() => {
-  vi.unstubAllGlobals()
-  setCsrfToken(null)
-})
 
 describe("parseModelMap", () => {
   it("reads public=upstream lines and skips the rest", () => {

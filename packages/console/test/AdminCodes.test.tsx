@@ -5,8 +5,7 @@
  */
 import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
-import { afterEach, assert, describe, it, vi } from "vitest"
-import { setCsrfToken } from "../src/lib/api.ts"
+import { assert, describe, it } from "vitest"
 import { AdminCodesPage } from "../src/pages/admin/Codes.tsx"
 import { fakeApi, page, queryOf, renderWithProviders, session } from "./render.tsx"
 
@@ -19,11 +18,6 @@ const code = (over: Record<string, unknown> = {}) => ({
   redeemedAt: null,
   redeemedBy: null,
   ...over
-})
-
-afterEach(() => {
-  vi.unstubAllGlobals()
-  setCsrfToken(null)
 })
 
 describe("redemption codes", () => {

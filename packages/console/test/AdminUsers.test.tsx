@@ -7,8 +7,7 @@
 import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
 import { Route, Routes } from "react-router"
-import { afterEach, assert, describe, it, vi } from "vitest"
-import { setCsrfToken } from "../src/lib/api.ts"
+import { assert, describe, it, vi } from "vitest"
 import { AdjustBalanceForm, AdminUserPage, AdminUsersPage, CreateUserForm } from "../src/pages/admin/Users.tsx"
 import { fakeApi, page, queryOf, refusal, renderWithProviders, session } from "./render.tsx"
 
@@ -46,11 +45,6 @@ const usageRecord = (id: string, model: string) => ({
   latencyMs: 100,
   status: 200,
   errorCode: null
-})
-
-afterEach(() => {
-  vi.unstubAllGlobals()
-  setCsrfToken(null)
 })
 
 describe("create user", () => {

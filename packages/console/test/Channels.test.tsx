@@ -7,7 +7,7 @@
 import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
 import { unseenKey } from "@modelgate/core/ChannelHealth"
-import { afterEach, assert, describe, it, vi } from "vitest"
+import { assert, describe, it, vi } from "vitest"
 import { setCsrfToken } from "../src/lib/api.ts"
 import { AdminChannelsPage, ChannelForm, ChannelHealthCell } from "../src/pages/admin/Channels.tsx"
 import { fakeApi, renderWithProviders, session } from "./render.tsx"
@@ -48,11 +48,6 @@ const unhealthy = {
     key(1, "…bbbb", { state: "disabled", since: NOW - 3_600_000, status: 401, reason: "HTTP 401: Incorrect API key provided", lastProbeAt: NOW - 10_000, lastProbeOk: false })
   ]
 } as const
-
-afterEach(() => {
-  vi.unstubAllGlobals()
-  setCsrfToken(null)
-})
 
 describe("channel health", () => {
   it("shows each key's state, why, since when, the next retry and the last probe", () => {

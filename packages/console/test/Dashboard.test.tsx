@@ -6,9 +6,8 @@
 import { screen, waitFor } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
 import { Route, Routes } from "react-router"
-import { afterEach, assert, describe, it, vi } from "vitest"
+import { assert, describe, it } from "vitest"
 import { Layout } from "../src/components/Layout.tsx"
-import { setCsrfToken } from "../src/lib/api.ts"
 import { AdminOverviewPage } from "../src/pages/admin/Overview.tsx"
 import { DashboardPage, money, pivotRange } from "../src/pages/Dashboard.tsx"
 import { fakeApi, page, queryOf, renderWithProviders, session } from "./render.tsx"
@@ -22,11 +21,6 @@ const point = (day: string, model: string, cost: string, tokens = 100) => ({
   promptTokens: tokens,
   completionTokens: tokens,
   cost
-})
-
-afterEach(() => {
-  vi.unstubAllGlobals()
-  setCsrfToken(null)
 })
 
 describe("dashboard", () => {

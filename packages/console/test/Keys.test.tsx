@@ -5,7 +5,7 @@
  */
 import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
-import { afterEach, assert, describe, it, vi } from "vitest"
+import { assert, describe, it } from "vitest"
 import { setCsrfToken } from "../src/lib/api.ts"
 import { KeysPage, KeysTable } from "../src/pages/Keys.tsx"
 import { fakeApi, renderWithProviders, session } from "./render.tsx"
@@ -39,11 +39,6 @@ const key = (over: Record<string, unknown> = {}) => ({
   lastUsedAt: null,
   createdAt: 1_700_000_000_000,
   ...over
-})
-
-afterEach(() => {
-  vi.unstubAllGlobals()
-  setCsrfToken(null)
 })
 
 describe("KeysTable", () => {

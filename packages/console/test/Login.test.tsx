@@ -5,7 +5,7 @@
  */
 import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
-import { afterEach, assert, describe, it, vi } from "vitest"
+import { assert, describe, it, vi } from "vitest"
 import { App } from "../src/App.tsx"
 import { setCsrfToken } from "../src/lib/api.ts"
 import { ChangePasswordModal } from "../src/pages/ChangePassword.tsx"
@@ -16,11 +16,6 @@ const signedOut = refusal(401, "unauthenticated", "Sign in first.")
 const dashboard = {
   body: { balance: "12.50", spentToday: "0", spentThisMonth: "0", requestsToday: 0, tokensToday: 0, activeKeys: 0, daily: [] }
 }
-
-afterEach(() => {
-  vi.unstubAllGlobals()
-  setCsrfToken(null)
-})
 
 describe("sign-in", () => {
   it("says what is missing next to each field and sends nothing", async () => {

@@ -5,9 +5,9 @@
  */
 import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
-import { afterEach, assert, describe, it, vi } from "vitest"
+import { assert, describe, it } from "vitest"
 import { periodBounds } from "../src/components/Period.tsx"
-import { type Contract, setCsrfToken } from "../src/lib/api.ts"
+import { type Contract } from "../src/lib/api.ts"
 import { LedgerTable, RedeemForm, UsagePage, UsageTable } from "../src/pages/Usage.tsx"
 import { fakeApi, page, queryOf, refusal, renderWithProviders, session } from "./render.tsx"
 
@@ -55,11 +55,6 @@ const models = {
 }
 
 const keys = { body: { data: [{ id: "key_1", name: "laptop", prefix: "sk-AbCdEfG", group: "default", models: [], expiresAt: null, enabled: true, quota: null, dailyBudget: null, monthlyBudget: null, spent: "1", rpm: null, tpm: null, concurrency: null, lastUsedAt: null, createdAt: 1 }] } }
-
-afterEach(() => {
-  vi.unstubAllGlobals()
-  setCsrfToken(null)
-})
 
 describe("UsageTable", () => {
   it("shows time, key, model, tokens, cost, latency and status of each call", () => {

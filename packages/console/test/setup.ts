@@ -1,17 +1,21 @@
 /**
  * jsdom gaps Mantine needs (matchMedia, ResizeObserver, scrollIntoView, and
  * `document.fonts`, which autosized textareas watch), and cleanup between
- * tests: the rendered trees, and the notifications, whose store is global (a
+ * tests: the rendered trees, the notifications, whose store is global (a
  * test's "Saved" notices would otherwise fill the next test's visible slots
- * and queue the notice it looks for).
+ * and queue the notice it looks for), the stubbed `fetch` of `fakeApi`, and
+ * the CSRF token a test set.
  */
 import { notifications } from "@mantine/notifications"
 import { cleanup } from "@testing-library/react"
-import { afterEach } from "vitest"
+import { afterEach, vi } from "vitest"
+import { setCsrfToken } from "../src/lib/api.ts"
 
 afterEach(() => {
   cleanup()
   notifications.clean()
+  vi.unstubAllGlobals()
+  setCsrfToken(null)
 })
 
 Object.defineProperty(window, "matchMedia", {
