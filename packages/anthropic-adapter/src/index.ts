@@ -11,6 +11,7 @@
  *
  * @since 0.1.0
  */
+export * as Dialect from "./Dialect.ts"
 export * as ErrorEnvelope from "./ErrorEnvelope.ts"
 export * as Ids from "./Ids.ts"
 export * as Messages from "./Messages.ts"

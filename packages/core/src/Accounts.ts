@@ -83,4 +83,6 @@ export class Accounts extends Context.Service<Accounts, {
   readonly settle: (holdId: string, chargeNanos: Nanos) => Effect.Effect<Settled, InternalError>
   /** The user's balance for display: what is not spent, nor held by this gateway's calls in progress. */
   readonly balance: (userId: string) => Effect.Effect<Nanos, InternalError>
+  /** What the user was charged in `[fromMs, toMs)` (epoch ms), for the legacy billing endpoints. */
+  readonly spent: (userId: string, fromMs: number, toMs: number) => Effect.Effect<Nanos, InternalError>
 }>()("modelgate/core/Accounts") {}

@@ -309,3 +309,28 @@ export const StreamEvent = Schema.Union([
   UsageEvent
 ])
 export type StreamEvent = typeof StreamEvent.Type
+
+/**
+ * An embeddings request: texts to embed, in order, and the size of the
+ * vectors when the caller asked for one.
+ *
+ * @category embeddings
+ */
+export const EmbedRequest = Schema.Struct({
+  model: Schema.String,
+  inputs: Schema.Array(Schema.String),
+  dimensions: Schema.optionalKey(Schema.Int)
+})
+export type EmbedRequest = typeof EmbedRequest.Type
+
+/**
+ * An embeddings answer: one vector per input, in the inputs' order, and the
+ * tokens the upstream counted when it said.
+ *
+ * @category embeddings
+ */
+export const EmbedResponse = Schema.Struct({
+  vectors: Schema.Array(Schema.Array(Schema.Finite)),
+  promptTokens: Schema.optionalKey(Schema.Int)
+})
+export type EmbedResponse = typeof EmbedResponse.Type

@@ -4,11 +4,11 @@ import { builtinModules } from "node:module"
 import { join } from "node:path"
 
 /**
- * core and the adapters promise to run in any JavaScript runtime (Node, Bun,
+ * core, the adapters and the engine promise to run in any JavaScript runtime (Node, Bun,
  * Deno, workers). This guard fails on any import of a Node built-in, or of a
  * platform package, from their sources.
  */
-const pureSources = ["core", "openai-adapter", "genai-adapter", "anthropic-adapter"]
+const pureSources = ["core", "openai-adapter", "genai-adapter", "anthropic-adapter", "engine"]
 const builtins = new Set(builtinModules)
 const forbidden = (specifier: string) =>
   specifier.startsWith("node:") ||
@@ -28,7 +28,7 @@ const files = (dir: string): Array<string> => {
 }
 
 describe("purity", () => {
-  it("core and adapters import no Node built-ins or platform packages", () => {
+  it("core, adapters and engine import no Node built-ins or platform packages", () => {
     const offenders: Array<string> = []
     for (const pkg of pureSources) {
       for (const file of files(join(import.meta.dirname, "..", "..", pkg, "src"))) {

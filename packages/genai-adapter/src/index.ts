@@ -14,6 +14,7 @@
  * @since 0.1.0
  */
 export * as CountTokens from "./CountTokens.ts"
+export * as Dialect from "./Dialect.ts"
 export * as ErrorEnvelope from "./ErrorEnvelope.ts"
 export * as Framing from "./Framing.ts"
 export * as GenerateContent from "./GenerateContent.ts"

@@ -42,12 +42,10 @@
  */
 import { randomUUID } from "node:crypto"
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { GatewayError, RateLimiter as Port } from "@modelgate/core"
+import { GatewayError, MemoryLimiter, RateLimiter as Port, RateWindow as Window } from "@modelgate/core"
 import { ClientOfflineError } from "redis"
 import * as RedisClient from "./internal/redisClient.ts"
 import * as Scripts from "./internal/scripts.ts"
-import * as MemoryLimiter from "./MemoryLimiter.ts"
-import * as Window from "./Window.ts"
 
 /** Options of the Redis limiter. @category models */
 export interface Options extends Window.WindowOptions {

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import * as MemoryLimiter from "../src/MemoryLimiter.ts"
+import { MemoryLimiter } from "@modelgate/core"
 import { behaviour } from "./behaviour.ts"
 
 behaviour("MemoryLimiter", (options) => MemoryLimiter.layerWith(options))

@@ -1,25 +1,25 @@
 /**
- * The HTTP application: one Effect per request that routes, authenticates,
- * runs the handler and writes every error in the dialect of the route. Every
- * answer carries the request's `x-request-id`. Proxy routes do no logging of
- * their own beyond failures; the access log is one structured line per request
- * (`access_log`, at level info, health checks left out), written here when the
- * response starts.
+ * The HTTP application: one Effect per request. The route table
+ * (`@modelgate/engine/Routes`) decides who answers: the health checks, the
+ * management API and the console's files are served here; every API route
+ * (`/v1`, `/v1beta`, ...) goes to the engine (`Gateway.serve`), whose answer
+ * is written back as text or, for a stream, as the relay piped to the
+ * socket (`NodeRelay`). Every answer carries the request's `x-request-id`.
+ * The access log is one structured line per request (`access_log`, at level
+ * info, health checks left out), written here when the response starts.
  *
  * @since 0.1.0
  */
-import { Admission, Catalog, Domain, GatewayError, Money, Accounts } from "@modelgate/core"
-import { ByteSize, Cause, Clock, Context, Effect, Exit } from "effect"
+import { GatewayError } from "@modelgate/core"
+import * as Dialects from "@modelgate/engine/Dialects"
+import type * as Exchange from "@modelgate/engine/Exchange"
+import * as EngineGateway from "@modelgate/engine/Gateway"
+import * as Ids from "@modelgate/engine/Ids"
+import * as Routes from "@modelgate/engine/Routes"
+import { ByteSize, Clock, Context, Effect, Exit } from "effect"
 import { HttpIncomingMessage, type HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { randomFillSync } from "node:crypto"
-import * as Chat from "./Chat.ts"
-import type { ClientCodec } from "./Codecs.ts"
-import { presentedKey } from "./Credentials.ts"
-import * as Dialects from "./Dialects.ts"
-import * as LegacyBilling from "./LegacyBilling.ts"
-import * as RateLimits from "./RateLimits.ts"
-import * as Routes from "./Routes.ts"
-import { Draining } from "./Draining.ts"
+import { Draining } from "@modelgate/engine/Draining"
+import { NodeRelay } from "./NodeRelay.ts"
 import { ServerSettings } from "./Settings.ts"
 
 /** Optional handlers mounted by the server: the management API and the console's static files. @category services */
@@ -30,76 +30,42 @@ export class Extensions extends Context.Service<Extensions, {
 }>()("modelgate/node-http/Extensions") {}
 
 /** Whether the server is shutting down (see `Draining.ts`). @category services */
-export { Draining } from "./Draining.ts"
+export { Draining } from "@modelgate/engine/Draining"
 
-// Request ids: 12 random bytes as hex, taken from a pool filled 4 KB at a time (one call into the
-// random source per request cost more than the rest of making the id).
-const idPool = Buffer.allocUnsafe(4096)
-let idPoolAt = idPool.length
-const requestIdOf = (): string => {
-  if (idPoolAt + 12 > idPool.length) {
-    randomFillSync(idPool)
-    idPoolAt = 0
-  }
-  const id = `req_${idPool.toString("hex", idPoolAt, idPoolAt + 12)}`
-  idPoolAt += 12
-  return id
-}
-
-const errorResponse = (client: ClientCodec, error: GatewayError.GatewayError, requestId: string) => {
-  const rendered = client.renderError(error)
-  // OpenAI's 429 for a rate limit also carries the x-ratelimit-* headers of the limit that refused it.
-  const limits = error._tag === "RateLimited" && client.dialect === "openai" ? RateLimits.refusalHeaders(error) : undefined
-  return HttpServerResponse.jsonUnsafe(rendered.body, {
-    status: rendered.status,
-    headers: limits === undefined
-      ? { ...rendered.headers, "x-request-id": requestId }
-      : { ...limits, ...rendered.headers, "x-request-id": requestId }
-  })
-}
-
-const readBody = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, maxBytes: number) {
-  const declared = Number(request.headers["content-length"] ?? "")
-  // Made only when needed: an error captures a stack trace, which is not free on every request.
-  const tooLarge = () =>
-    new GatewayError.RequestTooLarge({
-      limitBytes: maxBytes,
-      message: `The request body is larger than this gateway accepts (${maxBytes} bytes). Send a smaller request.`
-    })
-  if (Number.isFinite(declared) && declared > maxBytes) return yield* tooLarge()
-  return yield* request.text.pipe(
-    Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(BigInt(maxBytes))),
-    Effect.catch((error: HttpServerError.HttpServerError) =>
-      Effect.fail(
-        error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge"
-          ? tooLarge()
-          : new GatewayError.InvalidRequest({ message: "The request body could not be read." })
+const readBody = (request: HttpServerRequest.HttpServerRequest) => (maxBytes: number) =>
+  Effect.gen(function*() {
+    const declared = Number(request.headers["content-length"] ?? "")
+    // Made only when needed: an error captures a stack trace, which is not free on every request.
+    const tooLarge = () =>
+      new GatewayError.RequestTooLarge({
+        limitBytes: maxBytes,
+        message: `The request body is larger than this gateway accepts (${maxBytes} bytes). Send a smaller request.`
+      })
+    if (Number.isFinite(declared) && declared > maxBytes) return yield* tooLarge()
+    return yield* request.text.pipe(
+      Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(BigInt(maxBytes))),
+      Effect.catch((error: HttpServerError.HttpServerError) =>
+        Effect.fail(
+          error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge"
+            ? tooLarge()
+            : new GatewayError.InvalidRequest({ message: "The request body could not be read." })
+        )
       )
     )
-  )
-})
+  })
 
-/**
- * The application effect served for every request.
- *
- * @category app
- */
-export const app = Effect.gen(function*() {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const requestId = requestIdOf()
-  const queryAt = request.url.indexOf("?")
-  const path = queryAt === -1 ? request.url : request.url.slice(0, queryAt)
-  const search = queryAt === -1 ? "" : request.url.slice(queryAt + 1)
-  const matched = Routes.match(request.method, path, request.headers)
-  const dialect: Domain.Dialect = "dialect" in matched ? matched.dialect : "openai"
-  const client = Dialects.client(dialect)
+/** An engine answer as the HTTP server's response. @category answers */
+export const toResponse = (answer: Exchange.Answer): HttpServerResponse.HttpServerResponse => {
+  const { "content-type": contentType, ...headers } = answer.headers
+  return answer._tag === "Text"
+    ? HttpServerResponse.text(answer.body, { status: answer.status, headers, contentType: contentType ?? "application/json" })
+    : HttpServerResponse.raw(new NodeRelay(answer.relay), { status: answer.status, headers, contentType: contentType ?? "text/event-stream" })
+}
 
-  const handled = Effect.gen(function*() {
-    switch (matched._tag) {
-      case "NotFound":
-        return yield* new GatewayError.RouteNotFound({ message: matched.message })
-      case "MethodNotAllowed":
-        return yield* new GatewayError.MethodNotAllowed({ message: matched.message, allow: matched.allow })
+/** The routes this server answers itself: health checks, the management API, the console. */
+const host = (route: Routes.HostRoute, request: HttpServerRequest.HttpServerRequest, path: string, requestId: string) =>
+  Effect.gen(function*() {
+    switch (route._tag) {
       case "Health":
         return HttpServerResponse.jsonUnsafe({ status: "ok" })
       case "Ready": {
@@ -124,101 +90,37 @@ export const app = Effect.gen(function*() {
       case "Api": {
         const extensions = yield* Extensions
         if (extensions.api === undefined) {
-          return yield* new GatewayError.RouteNotFound({ message: `No route for ${path}. See docs/api.md.` })
+          return toResponse(EngineGateway.errorAnswer(
+            Dialects.client("openai"),
+            new GatewayError.RouteNotFound({ message: `No route for ${path}. See docs/api.md.` }),
+            requestId
+          ))
         }
         return yield* extensions.api(request)
-      }
-      default:
-        break
-    }
-    const key = yield* Admission.authenticate(presentedKey(dialect, request.headers, search))
-    switch (matched._tag) {
-      case "OpenAIModels":
-      case "GeminiModels": {
-        const snapshot = yield* (yield* Catalog.Catalog).current
-        const models = Admission.allowedModels(snapshot, key)
-        return HttpServerResponse.jsonUnsafe(yield* Dialects.modelsList(dialect, models, search))
-      }
-      case "OpenAIModel":
-      case "GeminiModel": {
-        const snapshot = yield* (yield* Catalog.Catalog).current
-        const id = snapshot.resolveModel(matched.model)
-        const model = Admission.allowedModels(snapshot, key).find((m) => m.id === id)
-        if (model === undefined) {
-          return yield* new GatewayError.ModelNotFound({
-            model: matched.model,
-            message: `The model '${matched.model}' does not exist or your key may not use it. List your models at ${
-              dialect === "gemini" ? "/v1beta/models" : "/v1/models"
-            }.`
-          })
-        }
-        return HttpServerResponse.jsonUnsafe(Dialects.modelObject(dialect, model))
-      }
-      case "Me": {
-        const snapshot = yield* (yield* Catalog.Catalog).current
-        const balance = yield* (yield* Accounts.Accounts).balance(key.userId)
-        return HttpServerResponse.jsonUnsafe({
-          user: key.userName,
-          role: key.userRole,
-          group: key.group,
-          key: { id: key.id, name: key.name, prefix: key.prefix, expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString() },
-          models: Admission.allowedModels(snapshot, key).map((m) => m.id),
-          balance_usd: Money.formatUsd(balance)
-        })
-      }
-      case "BillingSubscription":
-        return yield* LegacyBilling.subscription(key, requestId)
-      case "BillingUsage":
-        return yield* LegacyBilling.usage(key, requestId, search)
-      case "OpenAIChat":
-      case "GeminiAction": {
-        const settings = yield* ServerSettings
-        const body = yield* readBody(request, settings.maxBodyBytes)
-        const startedAt = yield* Clock.currentTimeMillis
-        if (matched._tag === "GeminiAction" && matched.action !== "generateContent" && matched.action !== "streamGenerateContent") {
-          return yield* Dialects.geminiMethod(matched.action, { requestId, key, body, model: matched.model, search })
-        }
-        return yield* Chat.handle({
-          requestId,
-          startedAt,
-          key,
-          client,
-          upstreams: Dialects.upstream,
-          body,
-          headers: request.headers,
-          hints: matched._tag === "GeminiAction"
-            ? { model: matched.model, stream: matched.action === "streamGenerateContent", sse: new URLSearchParams(search).get("alt") === "sse" }
-            : {}
-        })
-      }
-      case "OpenAIEmbeddings": {
-        const settings = yield* ServerSettings
-        const body = yield* readBody(request, settings.maxBodyBytes)
-        return yield* Dialects.openAIEmbeddings({ requestId, key, body })
       }
     }
   })
 
-  const answered = handled.pipe(
-    Effect.provideService(Admission.ClientDialect, dialect),
-    Effect.catchCause((cause) => {
-      if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
-      for (const reason of cause.reasons) {
-        if (reason._tag === "Fail" && GatewayError.isGatewayError(reason.error)) {
-          return Effect.succeed(errorResponse(client, reason.error, requestId))
-        }
-      }
-      return Effect.logError("request failed", Cause.pretty(cause)).pipe(
-        Effect.annotateLogs({ requestId, path }),
-        Effect.as(errorResponse(
-          client,
-          new GatewayError.InternalError({ message: `The gateway failed to handle the request (request id ${requestId}). The operator can find the cause in the log.` }),
-          requestId
-        ))
+/**
+ * The application effect served for every request.
+ *
+ * @category app
+ */
+export const app = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const requestId = Ids.requestId()
+  const queryAt = request.url.indexOf("?")
+  const path = queryAt === -1 ? request.url : request.url.slice(0, queryAt)
+  const search = queryAt === -1 ? "" : request.url.slice(queryAt + 1)
+  const matched = Routes.match(request.method, path, request.headers)
+  const served: Effect.Effect<HttpServerResponse.HttpServerResponse, never, EngineGateway.Requirements | Extensions> =
+    Routes.isHostRoute(matched)
+      ? host(matched, request, path, requestId)
+      : Effect.map(
+        EngineGateway.serve({ method: request.method, path, search, headers: request.headers, body: readBody(request) }, matched, requestId),
+        toResponse
       )
-    }),
-    Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
-  )
+  const answered = Effect.map(served, (response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
   const settings = yield* ServerSettings
   // Nothing to do (not even a clock read) when the line would be filtered out anyway.
   const logged = settings.accessLog && (settings.logLevel === "info" || settings.logLevel === "debug")

@@ -24,21 +24,23 @@ import { Context, Duration, Effect, Layer, Logger, Ref, References } from "effec
 import { HttpServer, type HttpServerRequest } from "effect/http"
 import * as Handlers from "@modelgate/admin-api/Handlers"
 import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
-import { MemoryLimiter, RedisLimiter } from "@modelgate/limits"
+import { MemoryLimiter } from "@modelgate/core"
+import { RedisLimiter } from "@modelgate/limits"
 import * as Redemption from "@modelgate/store/Redemption"
 import { SqlClient } from "effect/sql"
 import { createServer, type Server as HttpNodeServer } from "node:http"
 import * as Caches from "./Caches.ts"
 import * as CacheSync from "./CacheSync.ts"
 import * as ConsoleFiles from "./ConsoleFiles.ts"
-import * as Probe from "./Probe.ts"
 import type { ConfigFile } from "./ConfigFile.ts"
 import * as Gateway from "./Gateway.ts"
+import * as Health from "@modelgate/engine/Health"
+import * as Probe from "@modelgate/engine/Probe"
+import { Settings as EngineSettings } from "@modelgate/engine/Settings"
+import * as Settlement from "@modelgate/engine/Settlement"
 import * as Provision from "./Provision.ts"
-import * as Settlement from "./Settlement.ts"
 import { ServerSettings, type Settings } from "./Settings.ts"
-import * as Health from "./Health.ts"
-import * as Upstream from "./Upstream.ts"
+import * as UndiciTransport from "./UndiciTransport.ts"
 
 /** Everything below the HTTP layer: database, migrations, provisioning, repositories, caches and ports. @category layers */
 export const services = (settings: Settings, file: ConfigFile) => {
@@ -68,11 +70,12 @@ export const services = (settings: Settings, file: ConfigFile) => {
   const ports = Caches.ports.pipe(Layer.provide(caches))
   // Upstream calls, probes and key health: the health service probes through the channel probe and
   // reads channels from the catalog port.
-  const upstream = Probe.layer.pipe(Layer.provideMerge(Upstream.UpstreamClients.layer))
+  const upstream = Probe.layer.pipe(Layer.provideMerge(UndiciTransport.layer))
   const health = Health.Health.layerPort.pipe(
     Layer.provideMerge(Health.Health.layer),
     Layer.provideMerge(upstream),
-    Layer.provideMerge(ports)
+    Layer.provideMerge(ports),
+    Layer.provideMerge(ChannelKeyStates.ChannelKeyStates.layerPort)
   )
   return Layer.mergeAll(
     rateLimiter(settings),
@@ -92,7 +95,8 @@ export const services = (settings: Settings, file: ConfigFile) => {
     sweeper(settings.nodeId)
   ).pipe(
     Layer.provideMerge(provisioned),
-    Layer.provideMerge(Layer.succeed(ServerSettings, settings))
+    Layer.provideMerge(Layer.succeed(ServerSettings, settings)),
+    Layer.provideMerge(Layer.succeed(EngineSettings, settings))
   )
 }
 

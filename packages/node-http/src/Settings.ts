@@ -9,13 +9,19 @@
  */
 import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
 import * as Database from "@modelgate/store/Database"
+import { defaults as engineDefaults, type EngineSettings } from "@modelgate/engine/Settings"
 import { Context, Effect, Redacted, Result } from "effect"
 import { hostname } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { ConfigError, type ConfigFile } from "./ConfigFile.ts"
 
-/** @category models */
-export interface Settings {
+/**
+ * Everything the server needs, the engine's settings (`EngineSettings`)
+ * included.
+ *
+ * @category models
+ */
+export interface Settings extends EngineSettings {
   /** Where the configuration came from (a file path, or "the built-in demo configuration"), for messages. */
   readonly configSource: string
   readonly host: string
@@ -68,7 +74,8 @@ export class ServerSettings extends Context.Service<ServerSettings, Settings>()(
 export const defaults = {
   listen: "127.0.0.1:8080",
   database: "sqlite:data/modelgate.db",
-  maxBodyBytes: 10 * 1024 * 1024,
+  maxBodyBytes: engineDefaults.maxBodyBytes,
+  maxAnswerBytes: engineDefaults.maxAnswerBytes,
   shutdownGraceSeconds: 30,
   shutdownDelaySeconds: 0,
   accessLog: true,
@@ -79,8 +86,8 @@ export const defaults = {
   redisKeyPrefix: "modelgate:limits:",
   rateLimitWindowMs: 60_000,
   rateLimitsPerModel: false,
-  maxAttempts: 3,
-  probeIntervalMs: 30_000
+  maxAttempts: engineDefaults.maxAttempts,
+  probeIntervalMs: engineDefaults.probeIntervalMs
 } as const
 
 /**
@@ -145,6 +152,7 @@ export const resolveSettings = (
       secretFile: file.secret_file ?? defaultSecretFile(database),
       nodeId: file.node_id ?? `${hostname()}-${process.pid}`,
       maxBodyBytes: file.max_body_bytes ?? defaults.maxBodyBytes,
+      maxAnswerBytes: defaults.maxAnswerBytes,
       shutdownGraceSeconds: file.shutdown_grace_seconds ?? defaults.shutdownGraceSeconds,
       shutdownDelaySeconds: file.shutdown_delay_seconds ?? defaults.shutdownDelaySeconds,
       accessLog: file.access_log ?? defaults.accessLog,

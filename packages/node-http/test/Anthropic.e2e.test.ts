@@ -12,12 +12,9 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { GoogleGenAI } from "@google/genai"
-import { Effect } from "effect"
 import OpenAI from "openai"
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
-import * as Anthropic from "../src/AnthropicDialect.ts"
 import type { ConfigFile } from "../src/ConfigFile.ts"
-import * as Dialects from "../src/Dialects.ts"
 import { settledBooks } from "./support/Databases.ts"
 import { startGateway, type TestGateway } from "./support/Gateway.ts"
 
@@ -556,76 +553,5 @@ describe("the channel probe on an anthropic channel", () => {
     assert.isFalse(result.ok)
     assert.strictEqual(result.status, 429)
     assert.match(result.message, /rate-limiting the gateway/)
-  })
-})
-
-describe("the anthropic upstream codec", () => {
-  const frames = (...events: ReadonlyArray<unknown>) =>
-    events.map((e) => `event: ${(e as { type: string }).type}\ndata: ${JSON.stringify(e)}\n\n`).join("")
-  const start = { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "claude", content: [], usage: { input_tokens: 7, output_tokens: 1 } } }
-  const block = { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }
-  const delta = (text: string) => ({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } })
-  const overloaded = { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }
-
-  it("is what Dialects serves for anthropic channels", () => {
-    assert.strictEqual(Dialects.upstream("anthropic"), Anthropic.upstream)
-    assert.strictEqual(Dialects.upstream("anthropic").dialect, "anthropic")
-  })
-
-  it("returns the events before an in-band error, then throws the classified error", () => {
-    const decoder = Anthropic.upstream.eventDecoder()
-    const events = decoder.push(frames(start, block, delta("Hi"), overloaded))
-    assert.deepStrictEqual(events.filter((e) => e.type === "text"), [{ type: "text", index: 0, text: "Hi" }])
-    assert.isAbove((events.find((e) => e.type === "start") as { created: number }).created, 1_600_000_000)
-    assert.throws(() => decoder.end(), /overloaded/)
-    const alone = Anthropic.upstream.eventDecoder()
-    alone.push(frames(start))
-    assert.throws(() => alone.push(frames(overloaded)), /overloaded/)
-  })
-
-  it("gives the same events however the text is split", () => {
-    const text = frames(start, block, delta("Hel"), delta("lo"), { type: "content_block_stop", index: 0 }, {
-      type: "message_delta",
-      delta: { stop_reason: "end_turn", stop_sequence: null },
-      usage: { output_tokens: 2 }
-    })
-    const whole = Anthropic.upstream.eventDecoder()
-    const expected = [...whole.push(text), ...whole.end()]
-    for (let cut = 1; cut < text.length; cut += 7) {
-      const split = Anthropic.upstream.eventDecoder()
-      const got = [...split.push(text.slice(0, cut)), ...split.push(text.slice(cut)), ...split.end()]
-      assert.deepStrictEqual(got.map((e) => e.type === "start" ? { ...e, created: 0 } : e), expected.map((e) => e.type === "start" ? { ...e, created: 0 } : e))
-    }
-    assert.deepStrictEqual(expected.at(-1), { type: "usage", usage: { promptTokens: 7, completionTokens: 2, totalTokens: 9 } })
-  })
-
-  it.effect("refuses what Anthropic cannot carry, naming it", () =>
-    Effect.gen(function*() {
-      const error = yield* Effect.flip(Anthropic.upstream.encodeRequest({
-        model: "claude",
-        messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }],
-        stream: false,
-        candidateCount: 2
-      }, "claude-sonnet-4"))
-      assert.strictEqual(error._tag, "UnsupportedFeature")
-      assert.match(error.message, /one answer per request; 2 answers \('n' \/ 'candidateCount'\)/)
-    }))
-
-  it.effect("reads an unreadable answer as an upstream failure", () =>
-    Effect.gen(function*() {
-      const error = yield* Effect.flip(Anthropic.upstream.decodeResponse({ type: "message", content: "nope" }))
-      assert.strictEqual(error._tag, "UpstreamUnavailable")
-      assert.match(error.message, /Anthropic message/)
-    }))
-
-  it("classifies Anthropic error responses", () => {
-    const limited = Anthropic.upstream.classify(429, JSON.stringify({ type: "error", error: { type: "rate_limit_error", message: "slow" } }), { "retry-after": "3" })
-    assert.strictEqual(limited._tag, "UpstreamRateLimited")
-    const rejected = Anthropic.upstream.classify(400, JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: "max_tokens: too big" } }), {})
-    assert.strictEqual(rejected._tag, "UpstreamRejected")
-    assert.strictEqual(rejected.message, "max_tokens: too big")
-    const auth = Anthropic.upstream.classify(401, JSON.stringify({ type: "error", error: { type: "authentication_error", message: "invalid x-api-key sk-ant-secret" } }), {})
-    assert.strictEqual(auth._tag, "UpstreamUnavailable")
-    assert.notInclude(auth.message, "sk-ant-secret")
   })
 })

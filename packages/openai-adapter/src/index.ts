@@ -10,10 +10,12 @@
  * @since 0.1.0
  */
 export * as ChatCompletions from "./ChatCompletions.ts"
+export * as Dialect from "./Dialect.ts"
 export * as ErrorEnvelope from "./ErrorEnvelope.ts"
 export * as Identifiers from "./Identifiers.ts"
 export * as Models from "./Models.ts"
 export * as Passthrough from "./Passthrough.ts"
+export * as RateLimitHeaders from "./RateLimitHeaders.ts"
 export * as Request from "./Request.ts"
 export * as Response from "./Response.ts"
 export * as Sse from "./Sse.ts"

@@ -9,6 +9,7 @@
  *
  * @since 0.1.0
  */
+import { ChannelKeyStates as Port, GatewayError } from "@modelgate/core"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
@@ -20,19 +21,8 @@ import { KeyHasher } from "./Secrets.ts"
  *
  * @category models
  */
-export interface DisabledKey {
-  readonly channelId: string
-  /** `fingerprint(key)`. */
-  readonly fingerprint: string
-  /** The upstream's HTTP status that disabled it. */
-  readonly status: number | null
-  /** Why: the status and the upstream's message. */
-  readonly reason: string
-  /** Epoch ms. */
-  readonly disabledAt: number
-  /** The gateway process that saw the refusal. */
-  readonly nodeId: string
-}
+/** A refused upstream key (core's port's model). @category models */
+export type DisabledKey = Port.DisabledKey
 
 const FINGERPRINT_LABEL = "modelgate upstream key\u0000"
 
@@ -80,6 +70,28 @@ export class ChannelKeyStates extends Context.Service<ChannelKeyStates, {
         enable: (channelId, fingerprint) =>
           Effect.asVoid(sql`DELETE FROM channel_key_states WHERE channel_id = ${channelId} AND key_fingerprint = ${fingerprint}`),
         enableChannel: (channelId) => Effect.asVoid(sql`DELETE FROM channel_key_states WHERE channel_id = ${channelId}`)
+      })
+    })
+  )
+
+  /**
+   * Core's `ChannelKeyStates` port over this repository (what the call
+   * engine's key health reads and writes); a database failure is an
+   * `InternalError`.
+   *
+   * @category layers
+   */
+  static readonly layerPort: Layer.Layer<Port.ChannelKeyStates, never, ChannelKeyStates> = Layer.effect(
+    Port.ChannelKeyStates,
+    Effect.map(ChannelKeyStates, (states) => {
+      const failed = (what: string) => (error: unknown) =>
+        new GatewayError.InternalError({ message: `The disabled upstream keys could not be ${what}: ${error instanceof Error ? error.message : String(error)}` })
+      return Port.ChannelKeyStates.of({
+        fingerprint: states.fingerprint,
+        list: Effect.mapError(states.list, failed("read")),
+        disable: (key) => Effect.mapError(states.disable(key), failed("written")),
+        enable: (channelId, fingerprint) => Effect.mapError(states.enable(channelId, fingerprint), failed("written")),
+        enableChannel: (channelId) => Effect.mapError(states.enableChannel(channelId), failed("written"))
       })
     })
   )

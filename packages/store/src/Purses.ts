@@ -296,6 +296,9 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         )
       }
 
-      return AccountsPort.Accounts.of({ hold, settle, balance })
+      const spent = (userId: string, fromMs: number, toMs: number) =>
+        accounts.spent(userId, fromMs, toMs).pipe(Effect.catchTag("SqlError", internal("spending read")))
+
+      return AccountsPort.Accounts.of({ hold, settle, balance, spent })
     })
   )

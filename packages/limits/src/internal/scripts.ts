@@ -24,7 +24,9 @@
  * @since 0.1.0
  */
 import { createHash } from "node:crypto"
-import { concurrencyRetryMs } from "../Window.ts"
+import { RateWindow } from "@modelgate/core"
+
+const { concurrencyRetryMs } = RateWindow
 
 /** A script and its SHA1, for EVALSHA with a fallback to EVAL. @category models */
 export interface Script {

@@ -1,0 +1,101 @@
+/**
+ * The Anthropic Messages dialect, as core's `Dialect` interfaces. Today the
+ * upstream side: how a channel of type `anthropic` (`POST
+ * ${base_url}/v1/messages` with `x-api-key` and `anthropic-version`) is
+ * spoken to. OpenAI and Gemini clients reach Anthropic models through the
+ * canonical model: the request is encoded with `Request.encodeRequest`,
+ * non-stream answers decoded with `Response.decodeResponse`, and streams with
+ * `Stream.StreamDecoder`, whose usage events (input and cache counts at
+ * `message_start`, cumulative output at each `message_delta`) are what the
+ * call is billed for: prompt tokens include cache reads and cache creation,
+ * cached tokens are the cache reads.
+ *
+ * @since 0.1.0
+ */
+import type { Canonical, Dialect as Core } from "@modelgate/core"
+import { Effect, Result } from "effect"
+import * as ErrorEnvelope from "./ErrorEnvelope.ts"
+import * as Request from "./Request.ts"
+import * as Response from "./Response.ts"
+import * as AnthropicStream from "./Stream.ts"
+
+/** The Messages API version sent when the channel's headers name none. @category constants */
+export const DEFAULT_VERSION = "2023-06-01"
+
+const trimSlash = (url: string) => url.endsWith("/") ? url.slice(0, -1) : url
+
+/**
+ * Incremental decoding of an Anthropic upstream's SSE text into canonical
+ * events. An in-band `error` event (or an event that cannot be read) is thrown
+ * as the classified gateway error, as the other dialects' decoders do; the
+ * call flow turns the throw into the client's in-band error frame.
+ *
+ * The events decoded before the failing one are returned first, and the error
+ * is thrown by the next `push` or by `end`: a network read often carries the
+ * last text deltas and the `error` event together, and that text was
+ * generated, so it reaches the client and is metered.
+ */
+const eventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
+  const parser = new AnthropicStream.SseParser()
+  // Anthropic streams carry no creation time of their own: the call's start stands in.
+  const decoder = new AnthropicStream.StreamDecoder({ created: start.created })
+  let failure: AnthropicStream.StreamError | undefined
+  const feed = (events: ReadonlyArray<AnthropicStream.SseEvent>): ReadonlyArray<Canonical.StreamEvent> => {
+    if (failure !== undefined) throw failure
+    if (events.length === 0) return []
+    let out: Array<Canonical.StreamEvent> | undefined
+    for (const event of events) {
+      const decoded = decoder.pushText(event.data)
+      if (Result.isFailure(decoded)) {
+        failure = decoded.failure
+        break
+      }
+      if (decoded.success.length > 0) {
+        if (out === undefined) out = decoded.success
+        else for (const e of decoded.success) out.push(e)
+      }
+    }
+    if (out === undefined) {
+      if (failure !== undefined) throw failure
+      return []
+    }
+    return out
+  }
+  return {
+    push: (text) => feed(parser.push(text)),
+    // Nothing is called after `end`, so a failure must be thrown now.
+    end: () => {
+      const last = feed(parser.end())
+      if (failure !== undefined) throw failure
+      return last
+    }
+  }
+}
+
+/**
+ * The Anthropic upstream side: canonical requests as Messages bodies, Messages
+ * answers and streams as canonical responses and events, and Anthropic error
+ * responses classified into gateway errors (`ErrorEnvelope.classifyUpstream`:
+ * 429 -> `UpstreamRateLimited`, 529 and 5xx -> `UpstreamUnavailable`, 408/504
+ * -> `UpstreamTimeout`, other 4xx -> `UpstreamRejected`, credential problems
+ * -> `UpstreamUnavailable` about the channel without the upstream's text).
+ *
+ * @category dialect
+ */
+export const upstream: Core.UpstreamDialect = {
+  dialect: "anthropic",
+  chatUrl: (channel) => `${trimSlash(channel.baseUrl)}/v1/messages`,
+  headers: (channel, apiKey) => {
+    const headers: Record<string, string> = { "content-type": "application/json", ...channel.headers, "x-api-key": apiKey }
+    // Header names are case-insensitive: a channel's `Anthropic-Version` is its version.
+    if (!Object.keys(channel.headers).some((name) => name.toLowerCase() === "anthropic-version")) {
+      headers["anthropic-version"] = DEFAULT_VERSION
+    }
+    return headers
+  },
+  encodeRequest: (request, upstreamModel) =>
+    Effect.map(Request.encodeRequest(request, upstreamModel), (body) => JSON.stringify(body)),
+  decodeResponse: (json, start) => Response.decodeResponse(json, { created: start.created }),
+  eventDecoder,
+  classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers)
+}

@@ -1,0 +1,265 @@
+/**
+ * What a call needs from a wire dialect, as two interfaces every adapter
+ * package implements whole: the client side (`ClientDialect`: how a caller's
+ * request is read, where its key is, how answers, streams, errors and model
+ * lists are written back) and the upstream side (`UpstreamDialect`: where a
+ * channel is reached and with which headers, how a canonical request is
+ * encoded for it, how its answers, streams and errors are read).
+ *
+ * The call engine (`@modelgate/engine`) is written against these interfaces
+ * only, so adding a dialect is adding an implementation, never another copy
+ * of the call flow; and a host in any runtime can take an adapter's dialect
+ * and speak it.
+ *
+ * Everything here is synchronous or an Effect without requirements: a
+ * dialect does no I/O.
+ *
+ * @since 0.1.0
+ */
+import type { Effect } from "effect"
+import type { ChatRequest, ChatResponse, EmbedRequest, EmbedResponse, StreamEvent } from "./Canonical.ts"
+import type { Channel, Dialect, Model } from "./Domain.ts"
+import type { GatewayError, InvalidRequest, UnsupportedFeature, UpstreamUnavailable } from "./GatewayError.ts"
+import type { BodyEdit } from "./Params.ts"
+import type { Snapshot } from "./RateLimiter.ts"
+
+/**
+ * What a call consumed, as metered from the upstream's answer (or estimated
+ * locally when the upstream reported nothing).
+ *
+ * @category metering
+ */
+export interface Metered {
+  readonly promptTokens: number
+  readonly completionTokens: number
+  readonly cachedTokens: number
+  /** Whether the counts are the upstream's own (false: local estimates). */
+  readonly reported: boolean
+}
+
+/** Nothing consumed: the call failed before any output. @category metering */
+export const nothingMetered: Metered = { promptTokens: 0, completionTokens: 0, cachedTokens: 0, reported: false }
+
+/**
+ * A request's headers, names in lower case. A header sent several times may
+ * be given as its values joined by ", ".
+ *
+ * @category models
+ */
+export type HeaderBag = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+
+/** A chat request body inspected without a full decode (the same-dialect fast path). @category models */
+export interface Inspected {
+  readonly model: string
+  readonly stream: boolean
+  /** The client asked for usage in the stream (OpenAI `stream_options.include_usage`). */
+  readonly includeUsage: boolean
+  /** Output tokens the client asked for (per answer), if it said. */
+  readonly maxOutputTokens: number | undefined
+  /** How many answers the client asked for (OpenAI `n`, Gemini `candidateCount`; 1 when it did not say): the hold covers each. */
+  readonly choices: number
+  /** Media parts (images, audio, files; inline or by URL) in the prompt: the hold adds `Tokens.MEDIA_TOKENS` for each. */
+  readonly mediaParts: number
+  /** The parsed body, for the translation path. */
+  readonly json: unknown
+  /** Gemini streams: server-sent events (true) or a streamed JSON array (false). */
+  readonly sse?: boolean | undefined
+  /**
+   * The body to forward to a same-dialect upstream under `upstreamModel`,
+   * with the channel's parameter edit applied (none: the fast path).
+   */
+  readonly forward: (upstreamModel: string, edit?: BodyEdit | undefined) => string
+}
+
+/** What the route said of a call (Gemini puts the model and the stream flag in the path). @category models */
+export interface RouteHints {
+  readonly model?: string | undefined
+  readonly stream?: boolean | undefined
+  /** Gemini streams: server-sent events (`alt=sse`) rather than a streamed JSON array. */
+  readonly sse?: boolean | undefined
+}
+
+/** Turns an upstream's raw stream text into what the client gets, metering it on the way. @category streams */
+export interface PassthroughMeter {
+  /** The text to forward for this upstream text (complete events only). */
+  readonly push: (text: string) => string
+  /** The text still to forward when the upstream ended. */
+  readonly end: () => string
+  /** What was consumed so far. */
+  readonly metered: (promptEstimate: number) => Metered
+}
+
+/**
+ * Incremental upstream stream decoding to canonical events. `push` and `end`
+ * throw a `GatewayError` when the upstream reported an error in-band or sent
+ * something that cannot be read (the events decoded before it are returned
+ * first, and the error is thrown by the next call).
+ *
+ * @category streams
+ */
+export interface EventDecoder {
+  readonly push: (text: string) => ReadonlyArray<StreamEvent>
+  readonly end: () => ReadonlyArray<StreamEvent>
+}
+
+/** Incremental canonical events to client stream frames. @category streams */
+export interface FrameEncoder {
+  readonly push: (events: ReadonlyArray<StreamEvent>) => string
+  readonly end: () => string
+}
+
+/** An error rendered for a client. @category errors */
+export interface ErrorResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: unknown
+}
+
+/**
+ * An embeddings request as a client sent it: what the engine needs to admit
+ * and route it, the canonical request for a channel of another dialect (or why
+ * there is none), and the body for a channel of the client's own dialect.
+ *
+ * @category embeddings
+ */
+export interface EmbedCall {
+  readonly model: string
+  /** The input tokens, counted locally: the rate limit's estimate, and the bill when the upstream reports none. */
+  readonly tokens: number
+  /** The canonical request, or why these inputs cannot go to another dialect's channel. */
+  readonly canonical: EmbedRequest | UnsupportedFeature
+  /** The body for a channel of the client's own dialect, naming `upstreamModel`. */
+  readonly forward: (upstreamModel: string) => string
+  /** How many embeddings the client asked for. */
+  readonly count: number
+  /** What the client side keeps of the request to write its answer (its own business). */
+  readonly request: unknown
+  /** The route's method, where a dialect has several (Gemini: `embedContent` or `batchEmbedContents`). */
+  readonly operation?: string | undefined
+}
+
+/** The client side of the embeddings call, for dialects that have one. @category embeddings */
+export interface ClientEmbeddings {
+  /** Reads an embeddings body (`operation` names the route's method where a dialect has several). */
+  readonly decode: (body: string, hints: RouteHints & { readonly operation?: string | undefined }) => Effect.Effect<EmbedCall, InvalidRequest>
+  /** A canonical answer in the client's shape. */
+  readonly encode: (response: EmbedResponse, call: EmbedCall, model: string) => unknown
+  /**
+   * A same-dialect answer's text with the public model name (it is relayed as
+   * is when the channel keeps the model's name: `publicModel` undefined), and
+   * the tokens it reported. `channel` names the upstream in errors.
+   */
+  readonly passthrough: (text: string, publicModel: string | undefined, channel: string) => Effect.Effect<{ readonly body: string; readonly promptTokens: number | undefined }, UpstreamUnavailable>
+}
+
+/** The client side of a dialect. @category models */
+export interface ClientDialect {
+  readonly dialect: Dialect
+  /** The API key presented with a request (`search`: the raw query string), or undefined when none was. */
+  readonly presentedKey: (headers: HeaderBag, search: string) => string | undefined
+  readonly inspect: (body: string, hints: RouteHints) => Effect.Effect<Inspected, InvalidRequest>
+  readonly decodeRequest: (inspected: Inspected) => Effect.Effect<ChatRequest, InvalidRequest | UnsupportedFeature>
+  readonly passthroughMeter: (inspected: Inspected) => PassthroughMeter
+  readonly usageOfResponse: (json: unknown, promptEstimate: number) => Metered
+  readonly encodeResponse: (response: ChatResponse, model: string) => unknown
+  readonly frameEncoder: (inspected: Inspected, model: string) => FrameEncoder
+  /** An error in the dialect's envelope, with its status and headers (a rate limit's own headers included). */
+  readonly renderError: (error: GatewayError) => ErrorResponse
+  /**
+   * The in-band error frame for a stream that already started, and the last
+   * text of that stream (a JSON array stream is closed by it).
+   */
+  readonly streamErrorFrame: (error: GatewayError, inspected?: Inspected) => string
+  /**
+   * A same-dialect non-stream answer with the public model name in place of the
+   * upstream's (channels with a `model_map`), changed at the string level so
+   * the rest of the upstream's bytes are relayed as they are.
+   */
+  readonly renameInBody: (body: string, publicModel: string) => string
+  /** The same for a relayed stream, applied to the passthrough meter's output (complete events only). */
+  readonly streamRenamer: (upstreamModel: string, publicModel: string) => (text: string) => string
+  /** The `Content-Type` of a stream for this request. */
+  readonly streamContentType: (inspected: Inspected) => string
+  /** Headers a successful answer carries about the caller's rate limits (`{}` for dialects without such headers). */
+  readonly rateLimitHeaders: (snapshot: Snapshot) => Readonly<Record<string, string>>
+  /** The models a key may use, in the dialect's list shape (`search`: the raw query string, for paging). */
+  readonly modelsList: (models: ReadonlyArray<Model>, search: string) => Effect.Effect<unknown, InvalidRequest>
+  /** One model in the dialect's shape. */
+  readonly modelObject: (model: Model) => unknown
+  /** Where the dialect's clients list their models, for messages (`GET /v1/models`). */
+  readonly modelsListPath: string
+  readonly embeddings?: ClientEmbeddings | undefined
+  readonly countTokens?: ClientCountTokens | undefined
+}
+
+/**
+ * The client side of a token count (Gemini `:countTokens`): never billed, and
+ * answered by a channel of the client's own dialect when one can count, else
+ * counted locally.
+ *
+ * @category countTokens
+ */
+export interface ClientCountTokens {
+  /** The local count, in the dialect's answer shape; fails when the body is not a valid request. */
+  readonly local: (body: string) => Effect.Effect<unknown, InvalidRequest>
+}
+
+/** The upstream side of the embeddings call, for dialects that have one. @category embeddings */
+export interface UpstreamEmbeddings {
+  /**
+   * The embeddings endpoint of a channel. `operation`: the client's method, for
+   * a client of this same dialect whose body is relayed; undefined for a
+   * translated request (the dialect's method for a canonical request).
+   */
+  readonly url: (channel: Channel, upstreamModel: string, operation: string | undefined) => string
+  readonly encode: (request: EmbedRequest, upstreamModel: string) => Effect.Effect<string, UnsupportedFeature>
+  /** Reads an answer; `channel` names the upstream in errors. */
+  readonly decode: (text: string, count: number, channel: string) => Effect.Effect<EmbedResponse, UpstreamUnavailable>
+}
+
+/**
+ * The upstream's own token counter (Gemini `:countTokens`), where there is
+ * one. A client of the same dialect gets its answer as the upstream wrote it.
+ *
+ * @category countTokens
+ */
+export interface UpstreamCountTokens {
+  readonly url: (channel: Channel, upstreamModel: string) => string
+  /** Whether an answer is a token count (anything else is the upstream failing). */
+  readonly isCount: (text: string) => boolean
+}
+
+/**
+ * What the engine gives an upstream answer's decoder for what the dialect's
+ * answers may not carry: a fresh random id (hex) and the time the answer
+ * started (epoch seconds). Dialects stay free of clocks and randomness.
+ *
+ * @category models
+ */
+export interface AnswerStart {
+  readonly id: string
+  readonly created: number
+}
+
+/** The upstream side of a dialect. @category models */
+export interface UpstreamDialect {
+  readonly dialect: Dialect
+  /** The chat endpoint of a channel for an upstream model. */
+  readonly chatUrl: (channel: Channel, upstreamModel: string, stream: boolean) => string
+  /** The auth and content headers for a channel's key, the channel's own headers included. */
+  readonly headers: (channel: Channel, apiKey: string) => Record<string, string>
+  /** The body for the upstream; `model` (the catalog's model) says what the model takes. */
+  readonly encodeRequest: (
+    request: ChatRequest,
+    upstreamModel: string,
+    model?: Model
+  ) => Effect.Effect<string, InvalidRequest | UnsupportedFeature>
+  /** Reads an answer; `start` gives what the answer may lack (an id, its creation time). */
+  readonly decodeResponse: (json: unknown, start: AnswerStart) => Effect.Effect<ChatResponse, UpstreamUnavailable>
+  /** A decoder for one stream; `start` gives what the stream may lack (an id, its creation time). */
+  readonly eventDecoder: (start: AnswerStart) => EventDecoder
+  /** An upstream error answer as a gateway error (retryable or not, the key's fault or not). */
+  readonly classify: (status: number, body: string, headers: Readonly<Record<string, string>>) => GatewayError
+  readonly countTokens?: UpstreamCountTokens | undefined
+  readonly embeddings?: UpstreamEmbeddings | undefined
+}

@@ -1,0 +1,271 @@
+/**
+ * One chat call, end to end: inspect the body, authorise the model, admit it
+ * under the rate limits (`RateLimits`), hold the worst-case cost (once per
+ * call, whatever the attempts), try channels and keys in the order
+ * `Selection` plans until one answers, relay the answer (bytes as they are
+ * when client and channel speak the same dialect, translated through the
+ * canonical model otherwise), meter it and settle (which also releases the
+ * rate-limit permit with the metered tokens).
+ *
+ * Failover (docs/routing.md): an attempt that fails with a connection error, a
+ * timeout, an upstream 5xx or 429, or refused credentials before the first
+ * byte reached the client moves the call to another key of the same channel
+ * (the key's own failures) or the next channel (the server's), up to
+ * `routing.max_attempts`; caller errors (other upstream 4xx) are never
+ * retried. A stream's first chunk is read before the client gets anything, so
+ * a stream that breaks or stalls before it still fails over. After the first
+ * byte nothing is retried: a failure is reported in-band, in the client's
+ * dialect, and the call is charged for what was delivered.
+ *
+ * Every attempt's outcome feeds its key's circuit breaker (`Health`), and each
+ * attempt is listed on the usage record.
+ *
+ * @since 0.1.0
+ */
+import { Admission, type Canonical, type Dialect, Domain, GatewayError, Params, Pricing, StreamAssembly, Tokens } from "@modelgate/core"
+import { Clock, Effect, Exit } from "effect"
+import * as Dialects from "./Dialects.ts"
+import { Draining } from "./Draining.ts"
+import * as Exchange from "./Exchange.ts"
+import * as Failover from "./Failover.ts"
+import * as Health from "./Health.ts"
+import * as Ids from "./Ids.ts"
+import * as RateLimits from "./RateLimits.ts"
+import * as Relay from "./Relay.ts"
+import { Settings } from "./Settings.ts"
+import * as Settlement from "./Settlement.ts"
+import * as Upstream from "./Upstream.ts"
+
+/** One call's inputs. @category models */
+export interface ChatInput {
+  readonly requestId: string
+  readonly startedAt: number
+  readonly key: Domain.ApiKey
+  readonly client: Dialect.ClientDialect
+  readonly body: string
+  readonly hints: Dialect.RouteHints
+  /** The request's headers (the sticky routing header is read from them). */
+  readonly headers?: Dialect.HeaderBag | undefined
+}
+
+const statusOf = (client: Dialect.ClientDialect, error: GatewayError.GatewayError) => client.renderError(error).status
+
+const codeOf = (error: GatewayError.GatewayError): string => error._tag
+
+const firstValue = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
+  typeof value === "string" ? value : value?.[0]
+
+/**
+ * Runs a chat call and returns the answer to write (a stream keeps running,
+ * and is settled, after this returns).
+ *
+ * @category calls
+ */
+export const handle = Effect.fnUntraced(function*(input: ChatInput) {
+  const { client, key } = input
+  const inspected = yield* client.inspect(input.body, input.hints)
+  const route = yield* Admission.authorize(key, inspected.model)
+  const model = route.model
+  const maxOutput = Pricing.maxOutputFor(model, inspected.maxOutputTokens)
+  const bodyBytes = Tokens.utf8Length(input.body)
+  const held = yield* Pricing.holdFor(model, route.group.ratioMicros, { promptTokens: Tokens.bodyTokenBound(bodyBytes, inspected.mediaParts), outputTokens: maxOutput, choices: inspected.choices })
+  const promptEstimate = Math.ceil(bodyBytes / 4)
+  // Limits before money: a call refused here holds nothing.
+  const permit = yield* RateLimits.admit(
+    key,
+    route.group,
+    model.id,
+    RateLimits.estimateTokens(bodyBytes, inspected.maxOutputTokens, model, inspected)
+  )
+  const limitHeaders = RateLimits.successHeaders(client, permit)
+  const settlement = yield* RateLimits.settleUnder(permit, Settlement.open({
+    requestId: input.requestId,
+    startedAt: input.startedAt,
+    key,
+    model,
+    ratioMicros: route.group.ratioMicros,
+    dialectIn: client.dialect,
+    stream: inspected.stream,
+    choices: inspected.choices
+  }, held))
+
+  const settings = yield* Settings
+  const health = yield* Health.Health
+  const tried: Array<Failover.AttemptRecord> = []
+  let lastLeg: Omit<Settlement.Leg, "attempts" | "attemptLog"> | undefined
+  const legOf = (): Settlement.Leg | undefined =>
+    lastLeg === undefined ? undefined : { ...lastLeg, attempts: tried.length, attemptLog: tried }
+  let ttfbMs: number | null = null
+
+  let canonicalRequest: Canonical.ChatRequest | undefined
+  const canonical = () =>
+    canonicalRequest !== undefined
+      ? Effect.succeed(canonicalRequest)
+      : Effect.tap(client.decodeRequest(inspected), (request) => Effect.sync(() => canonicalRequest = request))
+
+  const attempt = (target: Failover.Target, at: Upstream.Deadlines, record: Failover.AttemptRecord, ticket: Health.Ticket) =>
+    Effect.gen(function*() {
+      const { channel } = target
+      const attemptStart = yield* Clock.currentTimeMillis
+      const upstreamModel = Domain.upstreamModel(channel, model.id)
+      const upstream = Dialects.ofChannel(channel)
+      const same = upstream.dialect === client.dialect
+      lastLeg = { channel: channel.name, upstreamModel, dialectOut: upstream.dialect }
+      const edit = Params.editOf(channel)
+      const body = same
+        ? inspected.forward(upstreamModel, edit)
+        : yield* Effect.flatMap(canonical(), (request) => upstream.encodeRequest(request, upstreamModel, model)).pipe(
+          Effect.map((encoded) => edit === undefined ? encoded : Params.editText(encoded, edit))
+        )
+      const response = yield* Upstream.send(
+        channel,
+        upstream.chatUrl(channel, upstreamModel, inspected.stream),
+        upstream.headers(channel, target.key),
+        body,
+        at
+      )
+      record.status = response.status
+      if (response.status >= 400) return yield* Failover.refused(response, target, upstream)
+      const headers = { ...limitHeaders, "x-request-id": input.requestId }
+      if (!inspected.stream) {
+        const text = yield* Upstream.readText(response, settings.maxAnswerBytes)
+        const json = yield* Effect.try({
+          try: () => JSON.parse(text) as unknown,
+          catch: () => new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' answered with invalid JSON.` })
+        })
+        let out: unknown
+        let metered: Settlement.Metered
+        if (same) {
+          metered = client.usageOfResponse(json, promptEstimate)
+          out = upstreamModel === model.id ? undefined : client.renameInBody(text, model.id)
+        } else {
+          const decoded = yield* upstream.decodeResponse(json, yield* Ids.answerStart)
+          metered = meteredOf(decoded, promptEstimate)
+          out = client.encodeResponse(decoded, model.id)
+        }
+        const now = yield* Clock.currentTimeMillis
+        ttfbMs = now - input.startedAt
+        record.durationMs = now - attemptStart
+        yield* health.end(ticket, "success")
+        yield* settlement.finish(metered, { status: 200, errorCode: null, ttfbMs }, legOf())
+        return out === undefined || typeof out === "string"
+          ? Exchange.jsonText(out ?? text, 200, headers)
+          : Exchange.json(out, 200, headers)
+      }
+
+      // Streams: the first chunk is read before the client gets anything (until then the call can still fail
+      // over); after it, every upstream chunk is relayed as soon as it is complete and nothing accumulates but the meter.
+      const first = yield* Upstream.firstChunk(response)
+      const committedAt = yield* Clock.currentTimeMillis
+      ttfbMs = committedAt - input.startedAt
+      let push: (text: string) => string
+      let end: () => string
+      let metered: () => Settlement.Metered
+      if (same) {
+        const meter = client.passthroughMeter(inspected)
+        const rename = upstreamModel === model.id ? undefined : client.streamRenamer(upstreamModel, model.id)
+        push = rename === undefined ? meter.push : (text) => rename(meter.push(text))
+        end = rename === undefined ? meter.end : () => rename(meter.end())
+        metered = () => meter.metered(promptEstimate)
+      } else {
+        const events = upstream.eventDecoder(yield* Ids.answerStart)
+        const assembler = new StreamAssembly.Assembler()
+        const encoder = client.frameEncoder(inspected, model.id)
+        const feed = (batch: ReadonlyArray<Canonical.StreamEvent>) => {
+          for (const event of batch) assembler.add(event)
+          return encoder.push(batch)
+        }
+        push = (text) => feed(events.push(text))
+        end = () => feed(events.end()) + encoder.end()
+        metered = () => meteredOf(assembler.response(), promptEstimate)
+      }
+      // The relay turns each upstream chunk into the client's frames (Relay.ts): per chunk a decode and the
+      // transform, nothing else. However it ends, the call is settled once, from its end report.
+      const settle = (ended: Relay.RelayEnd) =>
+        Effect.gen(function*() {
+          const closed = ended._tag === "Closed"
+          const error = ended._tag === "Failed" ? ended.error : undefined
+          // Cut by the client (499), or by the end of the shutdown's grace period (503).
+          const cut = closed && (yield* (yield* Draining).draining)
+            ? { status: 503, errorCode: "ShuttingDown" }
+            : { status: 499, errorCode: "ClientClosed" }
+          const outcome: Settlement.Outcome = closed
+            ? { ...cut, ttfbMs }
+            : error === undefined
+            ? { status: 200, errorCode: null, ttfbMs }
+            : { status: statusOf(client, error), errorCode: codeOf(error), ttfbMs }
+          record.durationMs = (yield* Clock.currentTimeMillis) - attemptStart
+          record.errorCode = closed ? cut.errorCode : error === undefined ? null : codeOf(error)
+          yield* health.end(ticket, closed ? "neutral" : error === undefined ? "success" : Failover.breakerOutcome(error), error?.message)
+          yield* settlement.finish(metered(), outcome, legOf())
+        }).pipe(Effect.uninterruptible)
+      // The settlement runs after this request's fiber, tracked so a shutdown waits for it.
+      const settlements = yield* Settlement.Settlements
+      const context = yield* Effect.context<never>()
+      const relay = new Relay.Relay({
+        first,
+        body: response.body,
+        push,
+        end,
+        bodyError: (error) => Upstream.transportError(channel, error),
+        errorFrame: (error) => client.streamErrorFrame(error, inspected),
+        onEnd: (ended) => settlements.run(Effect.provideContext(settle(ended), context))
+      })
+      const answer: Exchange.Answer = {
+        _tag: "Stream",
+        status: 200,
+        headers: {
+          ...headers,
+          "content-type": client.streamContentType(inspected),
+          "cache-control": "no-cache",
+          "x-accel-buffering": "no"
+        },
+        relay
+      }
+      return answer
+    })
+
+  const sticky = settings.stickyHeader === null ? undefined : firstValue(input.headers?.[settings.stickyHeader])
+  return yield* Failover.run({
+    requestId: input.requestId,
+    startedAt: input.startedAt,
+    model: model.id,
+    channels: route.channels,
+    tried,
+    sticky,
+    attempt,
+    // Every successful attempt ends its ticket itself: a non-stream one before it settles, a stream when it ends.
+    keepsTicket: () => true
+  }).pipe(
+    // Admission above ran uninterruptibly (see `Settlement.interruptible`); the attempts can be cut.
+    Settlement.interruptible,
+    Effect.onExit((exit) => {
+      if (Exit.isSuccess(exit)) return Effect.void
+      const failed = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+      // The status the client got: its dialect's rendering of the error; when interrupted, 499 if it went
+      // away, 503 if the shutdown's grace period ended.
+      const ended = failed === undefined
+        ? Settlement.interruption(exit.cause)
+        : { status: statusOf(client, failed.error), errorCode: codeOf(failed.error) }
+      const last = tried.at(-1)
+      if (failed === undefined && last !== undefined && last.errorCode === null) last.errorCode = ended.errorCode
+      return settlement.finish(Settlement.nothing, { ...ended, ttfbMs: null }, legOf())
+    })
+  )
+})
+
+/** Metering of a canonical response: the upstream's usage, or local estimates when it gave none. */
+const meteredOf = (response: Canonical.ChatResponse, promptEstimate: number): Settlement.Metered =>
+  response.usage !== undefined
+    ? {
+      promptTokens: response.usage.promptTokens,
+      completionTokens: response.usage.completionTokens,
+      cachedTokens: response.usage.cachedTokens ?? 0,
+      reported: true
+    }
+    : {
+      promptTokens: promptEstimate,
+      completionTokens: Tokens.estimateGeneratedTokens(StreamAssembly.generatedText(response)),
+      cachedTokens: 0,
+      reported: false
+    }

@@ -1,0 +1,424 @@
+/**
+ * The configuration, in the shape of modelgate's YAML configuration file:
+ * its schema (field names are snake_case and a public interface;
+ * docs/configuration.md documents every one with its default), decoding with
+ * messages that name the source, the path of each bad field and what was
+ * expected, and what it declares (`declaration`: users, keys, balances,
+ * groups, models, aliases, channels). node-http reads it from a file; an
+ * embedded gateway (`WebHandler.toWebHandler`) takes the same shape as an
+ * object.
+ *
+ * @since 0.1.0
+ */
+import { type Declaration, Domain, Money } from "@modelgate/core"
+import { Data, Effect, Redacted, Schema, SchemaIssue } from "effect"
+import { Yaml } from "effect/encoding"
+
+const Usd = Schema.Union([Schema.Finite, Schema.String]).annotate({ expected: "a USD amount (a number or a decimal string)" })
+const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+const Timestamp = Schema.Union([Schema.String, Schema.Date]).annotate({ expected: "an ISO 8601 time such as 2027-01-01T00:00:00Z" })
+
+/** Limits on requests per minute, tokens per minute and concurrent calls. @category schemas */
+export const LimitsFields = {
+  rpm: Schema.optionalKey(Schema.NullOr(PositiveInt)),
+  tpm: Schema.optionalKey(Schema.NullOr(PositiveInt)),
+  concurrency: Schema.optionalKey(Schema.NullOr(PositiveInt))
+}
+
+/** An upstream channel. @category schemas */
+export const ChannelConfig = Schema.Struct({
+  name: Schema.NonEmptyString,
+  type: Schema.Literals(["openai", "gemini", "anthropic", "azure"]),
+  base_url: Schema.NonEmptyString,
+  api_key: Schema.optionalKey(Schema.String),
+  api_keys: Schema.optionalKey(Schema.Array(Schema.String)),
+  models: Schema.Array(Schema.NonEmptyString),
+  model_map: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  groups: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
+  priority: Schema.optionalKey(Schema.Int),
+  weight: Schema.optionalKey(NonNegativeInt),
+  enabled: Schema.optionalKey(Schema.Boolean),
+  headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  api_version: Schema.optionalKey(Schema.String),
+  timeouts: Schema.optionalKey(Schema.Struct({
+    connect_ms: Schema.optionalKey(PositiveInt),
+    first_byte_ms: Schema.optionalKey(PositiveInt),
+    idle_ms: Schema.optionalKey(PositiveInt),
+    total_ms: Schema.optionalKey(PositiveInt)
+  })),
+  breaker: Schema.optionalKey(Schema.Struct({
+    consecutive_failures: Schema.optionalKey(PositiveInt),
+    failure_rate: Schema.optionalKey(
+      Schema.Finite.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(1)).annotate({ expected: "a fraction above 0 and at most 1, such as 0.5" })
+    ),
+    minimum_calls: Schema.optionalKey(PositiveInt),
+    window_ms: Schema.optionalKey(PositiveInt),
+    cooldown_ms: Schema.optionalKey(PositiveInt),
+    half_open_calls: Schema.optionalKey(PositiveInt)
+  })),
+  params: Schema.optionalKey(Schema.Struct({
+    defaults: Schema.optionalKey(Schema.JsonObject),
+    overrides: Schema.optionalKey(Schema.JsonObject)
+  })),
+  stream_options: Schema.optionalKey(Schema.Boolean)
+})
+export type ChannelConfig = typeof ChannelConfig.Type
+
+/**
+ * A model's price, limits and what it is. Prices are USD per one million
+ * tokens; `per_request` is USD per call. `embedding` marks an embedding model
+ * (Gemini's list advertises `embedContent`/`batchEmbedContents` for it),
+ * `reasoning` a reasoning model (a Gemini client's thinking budget becomes
+ * `reasoning_effort` on an OpenAI channel only for these), `reasoning_content`
+ * an upstream that accepts earlier reasoning as `reasoning_content` in the
+ * history (vLLM; OpenAI and DeepSeek reject it).
+ *
+ * @category schemas
+ */
+export const ModelConfig = Schema.Struct({
+  input: Schema.optionalKey(Usd),
+  output: Schema.optionalKey(Usd),
+  cached_input: Schema.optionalKey(Usd),
+  per_request: Schema.optionalKey(Usd),
+  free: Schema.optionalKey(Schema.Boolean),
+  display_name: Schema.optionalKey(Schema.String),
+  input_token_limit: Schema.optionalKey(PositiveInt),
+  output_token_limit: Schema.optionalKey(PositiveInt),
+  description: Schema.optionalKey(Schema.String),
+  embedding: Schema.optionalKey(Schema.Boolean),
+  reasoning: Schema.optionalKey(Schema.Boolean),
+  reasoning_content: Schema.optionalKey(Schema.Boolean)
+})
+export type ModelConfig = typeof ModelConfig.Type
+
+/** A group of keys: price ratio and default limits. @category schemas */
+export const GroupConfig = Schema.Struct({
+  ratio: Schema.optionalKey(Schema.Union([Schema.Finite, Schema.String])),
+  selectable: Schema.optionalKey(Schema.Boolean),
+  ...LimitsFields
+})
+export type GroupConfig = typeof GroupConfig.Type
+
+/**
+ * A fixed API key secret: `sk-` followed by at least 17 more characters
+ * (20 or more in all), without spaces. The same rule the store applies.
+ *
+ * @category schemas
+ */
+export const KeySecret = Schema.String.check(Schema.isPattern(/^sk-\S{17,}$/, {
+  expected: "a key secret: 'sk-' followed by at least 17 more characters (20 or more in all), without spaces"
+}))
+
+/** An API key declared in the file. @category schemas */
+export const KeyConfig = Schema.Struct({
+  name: Schema.NonEmptyString,
+  secret: Schema.optionalKey(KeySecret),
+  group: Schema.optionalKey(Schema.NonEmptyString),
+  models: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
+  expires_at: Schema.optionalKey(Schema.NullOr(Timestamp)),
+  enabled: Schema.optionalKey(Schema.Boolean),
+  quota: Schema.optionalKey(Schema.NullOr(Usd)),
+  daily_budget: Schema.optionalKey(Schema.NullOr(Usd)),
+  monthly_budget: Schema.optionalKey(Schema.NullOr(Usd)),
+  ...LimitsFields
+})
+export type KeyConfig = typeof KeyConfig.Type
+
+/** A user declared in the file. `balance` is the initial balance, credited once. @category schemas */
+export const UserConfig = Schema.Struct({
+  name: Schema.NonEmptyString,
+  role: Schema.optionalKey(Schema.Literals(["user", "admin"])),
+  password: Schema.optionalKey(Schema.String),
+  balance: Schema.optionalKey(Usd),
+  enabled: Schema.optionalKey(Schema.Boolean),
+  groups: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
+  keys: Schema.optionalKey(Schema.Array(KeyConfig)),
+  ...LimitsFields
+})
+export type UserConfig = typeof UserConfig.Type
+
+/**
+ * How rate limits are counted (the limits themselves sit on groups, users and
+ * keys). `window_ms` is the length of the sliding window `rpm` and `tpm` count
+ * over (default one minute); `per_model` counts every model separately.
+ *
+ * @category schemas
+ */
+export const RateLimitsConfig = Schema.Struct({
+  window_ms: Schema.optionalKey(PositiveInt),
+  per_model: Schema.optionalKey(Schema.Boolean)
+})
+export type RateLimitsConfig = typeof RateLimitsConfig.Type
+
+/**
+ * How calls are routed over channels (docs/routing.md): `max_attempts` bounds
+ * the upstream attempts of one call, `sticky_header` names a request header
+ * whose value keeps a client on one channel while it is healthy (off when
+ * absent), and `probe_interval_ms` is how often disabled keys and open
+ * breakers are probed.
+ *
+ * @category schemas
+ */
+export const RoutingConfig = Schema.Struct({
+  max_attempts: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 20 })).annotate({ expected: "a whole number from 1 to 20" })),
+  sticky_header: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isPattern(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/)).annotate({ expected: "a header name such as x-session-id" }))),
+  probe_interval_ms: Schema.optionalKey(PositiveInt)
+})
+export type RoutingConfig = typeof RoutingConfig.Type
+
+/** The whole file. Every key is optional; docs/configuration.md lists the defaults. @category schemas */
+export const ConfigFile = Schema.Struct({
+  listen: Schema.optionalKey(Schema.String),
+  database: Schema.optionalKey(Schema.String),
+  redis: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  redis_failure: Schema.optionalKey(Schema.Literals(["local", "refuse"])),
+  redis_key_prefix: Schema.optionalKey(Schema.NonEmptyString),
+  rate_limits: Schema.optionalKey(RateLimitsConfig),
+  routing: Schema.optionalKey(RoutingConfig),
+  public_url: Schema.optionalKey(Schema.String),
+  /** Reverse proxies (addresses or CIDR ranges) whose X-Forwarded-For/-Proto/-Host the console's sign-in believes. */
+  trusted_proxies: Schema.optionalKey(Schema.Array(Schema.String)),
+  secret_file: Schema.optionalKey(Schema.String),
+  node_id: Schema.optionalKey(Schema.String),
+  max_body_bytes: Schema.optionalKey(PositiveInt),
+  shutdown_grace_seconds: Schema.optionalKey(NonNegativeInt),
+  shutdown_delay_seconds: Schema.optionalKey(NonNegativeInt),
+  access_log: Schema.optionalKey(Schema.Boolean),
+  log_level: Schema.optionalKey(Schema.Literals(["debug", "info", "warning", "error"])),
+  log_format: Schema.optionalKey(Schema.Literals(["json", "logfmt", "pretty"])),
+  usage: Schema.optionalKey(Schema.Struct({
+    flush_interval_ms: Schema.optionalKey(PositiveInt),
+    max_batch: Schema.optionalKey(PositiveInt)
+  })),
+  billing: Schema.optionalKey(Schema.Struct({
+    leases: Schema.optionalKey(Schema.Boolean),
+    lease_idle_ms: Schema.optionalKey(NonNegativeInt)
+  })),
+  channels: Schema.optionalKey(Schema.Array(ChannelConfig)),
+  models: Schema.optionalKey(Schema.Record(Schema.String, ModelConfig)),
+  aliases: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  groups: Schema.optionalKey(Schema.Record(Schema.String, GroupConfig)),
+  users: Schema.optionalKey(Schema.Array(UserConfig))
+})
+export type ConfigFile = typeof ConfigFile.Type
+
+/**
+ * The configuration could not be read or decoded. `message` is ready to print:
+ * it names the file, each bad field's path and what was expected.
+ *
+ * @category errors
+ */
+export class ConfigError extends Data.TaggedError("ConfigError")<{
+  readonly message: string
+}> {}
+
+/** Renders a Schema path (`["channels", 0, "type"]`) as `channels[0].type`. @category formatting */
+export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
+  path.reduce<string>((acc, key) =>
+    typeof key === "number" ? `${acc}[${key}]` : acc === "" ? String(key) : `${acc}.${String(key)}`, "")
+
+const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/**
+ * Decodes an already parsed document, or fails with one line per bad field.
+ *
+ * @category decoding
+ */
+export const decode = (document: unknown, source: string): Effect.Effect<ConfigFile, ConfigError> =>
+  Schema.decodeUnknownEffect(ConfigFile)(document ?? {}, { errors: "all", onExcessProperty: "error" }).pipe(
+    Effect.mapError((error) => {
+      const issues = formatter(error.issue).issues
+      const lines = issues.map((issue) => {
+        const path = formatPath((issue.path ?? []).map((p) => typeof p === "object" ? p.key : p))
+        const message = issue.message === "Expected no excess property"
+          ? "Unknown field (check its spelling; docs/configuration.md lists every field)"
+          : issue.message
+        return `  at ${path === "" ? "(top level)" : path}: ${message}`
+      })
+      return new ConfigError({ message: `Invalid configuration in ${source}:\n${lines.join("\n")}` })
+    })
+  )
+
+/**
+ * Parses YAML text and decodes it.
+ *
+ * @category decoding
+ */
+export const parse = (text: string, source: string): Effect.Effect<ConfigFile, ConfigError> =>
+  Effect.try({
+    try: () => Yaml.parse(text),
+    catch: (cause) => new ConfigError({ message: `Invalid YAML in ${source}: ${cause instanceof Error ? cause.message : String(cause)}` })
+  }).pipe(Effect.flatMap((document) => decode(document, source)))
+
+/** Defaults for models the file does not give limits for. @category constants */
+export const modelDefaults = { inputTokenLimit: 128_000, outputTokenLimit: 16_384 } as const
+
+/** The group keys get when they name none. @category constants */
+export const DEFAULT_GROUP = "default"
+
+const usd = (value: string | number | undefined | null, path: string, problems: Array<string>): bigint | null => {
+  if (value === undefined || value === null) return null
+  const nanos = Money.usdToNanos(value)
+  if (nanos === undefined || nanos < 0n || nanos > Money.MAX_NANOS) {
+    problems.push(
+      `  at ${path}: Expected a non-negative USD amount of at most 1000000000 with at most 9 decimal places, got ${JSON.stringify(value)}`
+    )
+    return null
+  }
+  return nanos
+}
+
+const time = (value: string | Date | null | undefined, path: string, problems: Array<string>): number | null => {
+  if (value === undefined || value === null) return null
+  const ms = value instanceof Date ? value.getTime() : Date.parse(value)
+  if (!Number.isFinite(ms)) {
+    problems.push(`  at ${path}: Expected an ISO 8601 time such as 2027-01-01T00:00:00Z, got ${JSON.stringify(value)}`)
+    return null
+  }
+  return ms
+}
+
+const limitsOf = (source: { readonly rpm?: number | null; readonly tpm?: number | null; readonly concurrency?: number | null }) => ({
+  ...(source.rpm !== undefined ? { rpm: source.rpm } : {}),
+  ...(source.tpm !== undefined ? { tpm: source.tpm } : {}),
+  ...(source.concurrency !== undefined ? { concurrency: source.concurrency } : {})
+})
+
+/**
+ * What a configuration file declares (core's `Declaration`: money in
+ * nano-dollars, ratios in micros, times in epoch ms), or a failure naming
+ * every bad value. Models a channel serves but the file does not price are
+ * declared without a price, so a call to them is refused with a clear "no
+ * price" error rather than "no such model".
+ *
+ * @category mapping
+ */
+export const declaration = (file: ConfigFile, source: string): Effect.Effect<Declaration.Declaration, ConfigError> =>
+  Effect.suspend(() => {
+    const problems: Array<string> = []
+    const models: Array<Domain.Model> = Object.entries(file.models ?? {}).map(([id, model]) => ({
+      id,
+      displayName: model.display_name ?? id,
+      inputNanosPerMillion: usd(model.input, `models.${id}.input`, problems),
+      outputNanosPerMillion: usd(model.output, `models.${id}.output`, problems),
+      cachedInputNanosPerMillion: usd(model.cached_input, `models.${id}.cached_input`, problems),
+      perRequestNanos: usd(model.per_request, `models.${id}.per_request`, problems),
+      free: model.free ?? false,
+      inputTokenLimit: model.input_token_limit ?? modelDefaults.inputTokenLimit,
+      outputTokenLimit: model.output_token_limit ?? modelDefaults.outputTokenLimit,
+      ...(model.description !== undefined ? { description: model.description } : {}),
+      embedding: model.embedding ?? false,
+      reasoning: model.reasoning ?? false,
+      reasoningContent: model.reasoning_content ?? false
+    }))
+    const known = new Set(models.map((m) => m.id))
+    const groupNames = new Set<string>([DEFAULT_GROUP])
+    const channels = (file.channels ?? []).map((channel, i): Omit<Domain.Channel, "id"> => {
+      const apiKeys = [...(channel.api_key !== undefined ? [channel.api_key] : []), ...(channel.api_keys ?? [])]
+      if (apiKeys.length === 0) problems.push(`  at channels[${i}]: Expected api_key or api_keys (the upstream's credentials)`)
+      for (const model of channel.models) {
+        if (!known.has(model)) {
+          known.add(model)
+          models.push({
+            id: model,
+            displayName: model,
+            inputNanosPerMillion: null,
+            outputNanosPerMillion: null,
+            cachedInputNanosPerMillion: null,
+            perRequestNanos: null,
+            free: false,
+            ...modelDefaults
+          })
+        }
+      }
+      const groups = channel.groups ?? [DEFAULT_GROUP]
+      for (const group of groups) groupNames.add(group)
+      return {
+        name: channel.name,
+        type: channel.type,
+        baseUrl: channel.base_url,
+        apiKeys,
+        models: channel.models,
+        modelMap: channel.model_map ?? {},
+        groups,
+        priority: channel.priority ?? 0,
+        weight: channel.weight ?? 1,
+        enabled: channel.enabled ?? true,
+        headers: channel.headers ?? {},
+        timeouts: {
+          connectMs: channel.timeouts?.connect_ms ?? Domain.defaultTimeouts.connectMs,
+          firstByteMs: channel.timeouts?.first_byte_ms ?? Domain.defaultTimeouts.firstByteMs,
+          idleMs: channel.timeouts?.idle_ms ?? Domain.defaultTimeouts.idleMs,
+          totalMs: channel.timeouts?.total_ms ?? Domain.defaultTimeouts.totalMs
+        },
+        apiVersion: channel.api_version ?? null,
+        breaker: {
+          consecutiveFailures: channel.breaker?.consecutive_failures ?? Domain.defaultBreaker.consecutiveFailures,
+          failureRate: channel.breaker?.failure_rate ?? Domain.defaultBreaker.failureRate,
+          minimumCalls: channel.breaker?.minimum_calls ?? Domain.defaultBreaker.minimumCalls,
+          windowMs: channel.breaker?.window_ms ?? Domain.defaultBreaker.windowMs,
+          cooldownMs: channel.breaker?.cooldown_ms ?? Domain.defaultBreaker.cooldownMs,
+          halfOpenCalls: channel.breaker?.half_open_calls ?? Domain.defaultBreaker.halfOpenCalls
+        },
+        params: { defaults: channel.params?.defaults ?? {}, overrides: channel.params?.overrides ?? {} },
+        streamOptions: channel.stream_options ?? true
+      }
+    })
+    const keys: Array<Declaration.Key> = []
+    const users = (file.users ?? []).map((user, u): Declaration.User => {
+      for (const [k, key] of (user.keys ?? []).entries()) keys.push(keyOf(user.name, key, `users[${u}].keys[${k}]`, problems, groupNames))
+      for (const group of user.groups ?? []) groupNames.add(group)
+      return {
+        name: user.name,
+        role: user.role ?? "user",
+        enabled: user.enabled ?? true,
+        balanceNanos: usd(user.balance, `users[${u}].balance`, problems) ?? 0n,
+        limits: limitsOf(user),
+        ...(user.password !== undefined ? { password: Redacted.make(user.password) } : {}),
+        ...(user.groups !== undefined ? { groups: user.groups } : {})
+      }
+    })
+    const declared = Object.entries(file.groups ?? {}).map(([name, group]): Declaration.Group => {
+      groupNames.delete(name)
+      const ratio = group.ratio === undefined ? 1_000_000n : Money.parseScaled(group.ratio, 6)
+      if (ratio === undefined || ratio <= 0n) {
+        problems.push(`  at groups.${name}.ratio: Expected a positive number with at most 6 decimal places, got ${JSON.stringify(group.ratio)}`)
+      }
+      return { name, ratioMicros: ratio ?? 1_000_000n, limits: limitsOf(group), selectable: group.selectable ?? false }
+    })
+    const implied = [...groupNames].map((name): Declaration.Group => ({ name, ratioMicros: 1_000_000n }))
+    const aliases = Object.entries(file.aliases ?? {}).map(([pattern, target]) => ({ pattern, target }))
+    for (const alias of aliases) {
+      if (!known.has(alias.target)) problems.push(`  at aliases.${alias.pattern}: the target model '${alias.target}' is not a known model`)
+    }
+    if (problems.length > 0) {
+      return Effect.fail(new ConfigError({ message: `Invalid configuration in ${source}:\n${problems.join("\n")}` }))
+    }
+    return Effect.succeed({ users, groups: [...declared, ...implied], models, aliases, channels, keys })
+  })
+
+const keyOf = (
+  user: string,
+  key: KeyConfig,
+  path: string,
+  problems: Array<string>,
+  groups: Set<string>
+): Declaration.Key => {
+  const group = key.group ?? DEFAULT_GROUP
+  groups.add(group)
+  return {
+    user,
+    name: key.name,
+    group,
+    ...(key.secret !== undefined ? { secret: Redacted.make(key.secret) } : {}),
+    models: key.models ?? [],
+    expiresAt: time(key.expires_at, `${path}.expires_at`, problems),
+    enabled: key.enabled ?? true,
+    quotaNanos: usd(key.quota, `${path}.quota`, problems),
+    dailyBudgetNanos: usd(key.daily_budget, `${path}.daily_budget`, problems),
+    monthlyBudgetNanos: usd(key.monthly_budget, `${path}.monthly_budget`, problems),
+    limits: limitsOf(key)
+  }
+}
+

@@ -1,0 +1,80 @@
+/**
+ * Token counts (Gemini `:countTokens`): never billed, and answered by a
+ * channel of the client's own dialect that counts (routed with failover,
+ * like any upstream call), else counted locally. A count is a request for the
+ * rate limits (`rpm`, a concurrency slot while it runs) but generates nothing,
+ * so it counts no tokens (`tpm`). It writes no usage record; failed attempts
+ * are logged.
+ *
+ * @since 0.1.0
+ */
+import { Admission, type Dialect, Domain, GatewayError } from "@modelgate/core"
+import { Clock, Effect } from "effect"
+import * as Dialects from "./Dialects.ts"
+import * as Exchange from "./Exchange.ts"
+import * as Failover from "./Failover.ts"
+import * as RateLimits from "./RateLimits.ts"
+import * as Settlement from "./Settlement.ts"
+
+/** One count's inputs. @category models */
+export interface CountInput {
+  readonly requestId: string
+  readonly key: Domain.ApiKey
+  readonly client: Dialect.ClientDialect
+  readonly counter: Dialect.ClientCountTokens
+  readonly body: string
+  /** The model the route named. */
+  readonly model: string
+}
+
+/**
+ * Runs a token count.
+ *
+ * @category calls
+ */
+export const handle = Effect.fnUntraced(function*(input: CountInput) {
+  const route = yield* Admission.authorize(input.key, input.model)
+  const local = yield* input.counter.local(input.body)
+  const permit = yield* RateLimits.admit(input.key, route.group, route.model.id, 0)
+  const channels = route.channels.filter((c) => {
+    const upstream = Dialects.ofChannel(c)
+    return upstream.dialect === input.client.dialect && upstream.countTokens !== undefined
+  })
+  const headers = { "x-request-id": input.requestId }
+  if (channels.length === 0) {
+    yield* permit.release(0)
+    return Exchange.json(local, 200, headers)
+  }
+  return yield* Failover.run({
+    requestId: input.requestId,
+    startedAt: yield* Clock.currentTimeMillis,
+    model: route.model.id,
+    channels,
+    tried: [],
+    attempt: (target, at, record) =>
+      Effect.gen(function*() {
+        const { channel } = target
+        const upstream = Dialects.ofChannel(channel)
+        const url = upstream.countTokens!.url(channel, Domain.upstreamModel(channel, route.model.id))
+        const text = yield* Failover.exchange(target, upstream, url, input.body, at, record)
+        // Relayed as the upstream wrote it (fields beyond the count included), once it is a token count.
+        if (!upstream.countTokens!.isCount(text)) {
+          return yield* new GatewayError.UpstreamUnavailable({
+            message: `The upstream '${channel.name}' answered with something that is not a token count.`
+          })
+        }
+        return Exchange.jsonText(text, 200, headers)
+      })
+  }).pipe(
+    Effect.catch((error: GatewayError.GatewayError) =>
+      Effect.as(
+        Effect.logInfo("the token count was made locally: no upstream counted it").pipe(
+          Effect.annotateLogs({ requestId: input.requestId, error: error.message })
+        ),
+        Exchange.json(local, 200, headers)
+      )
+    ),
+    Settlement.interruptible,
+    Effect.ensuring(permit.release(0))
+  )
+})

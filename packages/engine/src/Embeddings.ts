@@ -1,0 +1,118 @@
+/**
+ * Embeddings, for any client dialect that has them (OpenAI `POST
+ * /v1/embeddings`, Gemini `:embedContent` and `:batchEmbedContents`), over
+ * any channel whose dialect makes them: admitted (rate limits, then the hold)
+ * and billed like a chat call, the prompt being the input and no output
+ * tokens.
+ *
+ * A channel of the client's own dialect gets the client's body with only the
+ * model changed (fields this gateway does not model included); a channel of
+ * another dialect gets the canonical request (`Canonical.EmbedRequest`), when
+ * the inputs translate (text only, one vector size: otherwise such channels
+ * are left out, and the call is refused with the reason when no channel
+ * remains).
+ *
+ * Routed like a chat call (`Failover.run`): the group's channels for the
+ * model in routing order, failing over on connection errors, timeouts, 5xx
+ * and 429 up to `routing.max_attempts`, every attempt feeding its key's
+ * breaker (refused credentials disable the key) and listed on the usage
+ * record, the answer read within the channel's timeouts.
+ *
+ * @since 0.1.0
+ */
+import { Admission, type Dialect, Domain, GatewayError, Pricing, Tokens } from "@modelgate/core"
+import { Clock, Effect, Exit } from "effect"
+import * as Dialects from "./Dialects.ts"
+import * as Exchange from "./Exchange.ts"
+import * as Failover from "./Failover.ts"
+import * as RateLimits from "./RateLimits.ts"
+import * as Settlement from "./Settlement.ts"
+
+/** One embeddings call's inputs. @category models */
+export interface EmbeddingsInput {
+  readonly requestId: string
+  readonly key: Domain.ApiKey
+  readonly client: Dialect.ClientDialect
+  readonly embeddings: Dialect.ClientEmbeddings
+  readonly body: string
+  readonly hints: Dialect.RouteHints & { readonly operation?: string | undefined }
+}
+
+/**
+ * Runs an embeddings call.
+ *
+ * @category calls
+ */
+export const handle = Effect.fnUntraced(function*(input: EmbeddingsInput) {
+  const { client, embeddings } = input
+  const call = yield* embeddings.decode(input.body, input.hints)
+  const route = yield* Admission.authorize(input.key, call.model)
+  const model = route.model
+  const startedAt = yield* Clock.currentTimeMillis
+  const bound = Tokens.bodyTokenBound(Tokens.utf8Length(input.body))
+  const permit = yield* RateLimits.admit(input.key, route.group, model.id, call.tokens)
+  const settlement = yield* RateLimits.settleUnder(permit, Settlement.open({
+    requestId: input.requestId,
+    startedAt,
+    key: input.key,
+    model,
+    ratioMicros: route.group.ratioMicros,
+    dialectIn: client.dialect,
+    stream: false
+  }, yield* Pricing.holdFor(model, route.group.ratioMicros, { promptTokens: bound, outputTokens: 0 })))
+  const canonical = call.canonical
+  const translated = GatewayError.isGatewayError(canonical) ? undefined : canonical
+  const embedding = route.channels.filter((c) => Dialects.ofChannel(c).embeddings !== undefined)
+  const channels = embedding.filter((c) => Dialects.ofChannel(c).dialect === client.dialect || translated !== undefined)
+  const tried: Array<Failover.AttemptRecord> = []
+  let lastLeg: Omit<Settlement.Leg, "attempts" | "attemptLog"> | undefined
+  const legOf = (): Settlement.Leg | undefined =>
+    lastLeg === undefined ? undefined : { ...lastLeg, attempts: tried.length, attemptLog: tried }
+  return yield* Effect.gen(function*() {
+    if (channels.length === 0) {
+      // Only other dialects' channels serve the model, and these inputs do not translate: say why.
+      if (GatewayError.isGatewayError(canonical) && embedding.length > 0) return yield* Effect.fail(canonical)
+      return yield* new GatewayError.UnsupportedFeature({ message: `No channel serving '${model.id}' in your group can make embeddings.` })
+    }
+    const answer = yield* Failover.run({
+      requestId: input.requestId,
+      startedAt,
+      model: model.id,
+      channels,
+      tried,
+      attempt: (target, at, record) =>
+        Effect.gen(function*() {
+          const { channel } = target
+          const upstream = Dialects.ofChannel(channel)
+          const upstreamModel = Domain.upstreamModel(channel, model.id)
+          lastLeg = { channel: channel.name, upstreamModel, dialectOut: upstream.dialect }
+          const same = upstream.dialect === client.dialect
+          const make = upstream.embeddings!
+          const url = make.url(channel, upstreamModel, same ? call.operation : undefined)
+          if (same) {
+            const text = yield* Failover.exchange(target, upstream, url, call.forward(upstreamModel), at, record)
+            const relayed = yield* embeddings.passthrough(text, upstreamModel === model.id ? undefined : model.id, channel.name)
+            return { body: relayed.body, promptTokens: relayed.promptTokens }
+          }
+          const body = yield* make.encode(translated!, upstreamModel)
+          const text = yield* Failover.exchange(target, upstream, url, body, at, record)
+          const decoded = yield* make.decode(text, translated!.inputs.length, channel.name)
+          return { body: JSON.stringify(embeddings.encode(decoded, call, model.id)), promptTokens: decoded.promptTokens }
+        })
+    })
+    const ttfbMs = (yield* Clock.currentTimeMillis) - startedAt
+    yield* settlement.finish(
+      answer.promptTokens !== undefined
+        ? { promptTokens: answer.promptTokens, completionTokens: 0, cachedTokens: 0, reported: true }
+        : { promptTokens: call.tokens, completionTokens: 0, cachedTokens: 0, reported: false },
+      { status: 200, errorCode: null, ttfbMs },
+      legOf()
+    )
+    return Exchange.jsonText(answer.body, 200, { ...RateLimits.successHeaders(client, permit), "x-request-id": input.requestId })
+  }).pipe(
+    Settlement.interruptible,
+    Effect.onExit((exit) =>
+      Exit.isSuccess(exit) ? Effect.void : settlement.finish(Settlement.nothing, Settlement.failed(exit, client.renderError), legOf())
+    )
+  )
+})

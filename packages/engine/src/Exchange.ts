@@ -1,0 +1,84 @@
+/**
+ * A call as the engine sees it, whatever runtime serves it: the request (its
+ * method, path, query, headers, and a body read on demand within a size
+ * limit) and the answer (a complete body, or a stream the host relays). Hosts
+ * translate their own request and response types to and from these: node-http
+ * its `IncomingMessage` and `ServerResponse`, the web handler `Request` and
+ * `Response`.
+ *
+ * @since 0.1.0
+ */
+import type { Dialect, GatewayError } from "@modelgate/core"
+import type { Effect } from "effect"
+import type { Relay } from "./Relay.ts"
+
+/** An incoming request. @category models */
+export interface GatewayRequest {
+  readonly method: string
+  /** The URL path, without the query string. */
+  readonly path: string
+  /** The raw query string, without `?` (empty when there is none). */
+  readonly search: string
+  /** Header names in lower case. */
+  readonly headers: Dialect.HeaderBag
+  /**
+   * Reads the body as text: `RequestTooLarge` beyond `maxBytes` (the rest is
+   * not read), `InvalidRequest` when it cannot be read.
+   */
+  readonly body: (maxBytes: number) => Effect.Effect<string, GatewayError.RequestTooLarge | GatewayError.InvalidRequest>
+}
+
+/** A complete answer: JSON (or other) text. @category models */
+export interface TextAnswer {
+  readonly _tag: "Text"
+  readonly status: number
+  /** Header names in lower case; `content-type` included. */
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+}
+
+/** A streamed answer: the host starts the relay with its own sink. @category models */
+export interface StreamAnswer {
+  readonly _tag: "Stream"
+  readonly status: number
+  /** Header names in lower case; `content-type` included. */
+  readonly headers: Readonly<Record<string, string>>
+  readonly relay: Relay
+}
+
+/** What the engine answers. @category models */
+export type Answer = TextAnswer | StreamAnswer
+
+/**
+ * A JSON answer.
+ *
+ * @category constructors
+ */
+export const json = (value: unknown, status = 200, headers: Readonly<Record<string, string>> = {}): TextAnswer => ({
+  _tag: "Text",
+  status,
+  headers: { ...headers, "content-type": "application/json" },
+  body: JSON.stringify(value)
+})
+
+/**
+ * JSON text as it is (an upstream's bytes relayed).
+ *
+ * @category constructors
+ */
+export const jsonText = (body: string, status = 200, headers: Readonly<Record<string, string>> = {}): TextAnswer => ({
+  _tag: "Text",
+  status,
+  headers: { ...headers, "content-type": "application/json" },
+  body
+})
+
+/**
+ * The same answer with one more header.
+ *
+ * @category combinators
+ */
+export const withHeader = (answer: Answer, name: string, value: string): Answer => ({
+  ...answer,
+  headers: { ...answer.headers, [name]: value }
+})

@@ -1,0 +1,194 @@
+/**
+ * Failover for upstream calls, and what a failed attempt means (docs/routing.md).
+ *
+ * The classification is shared by every call that reaches an upstream: which
+ * errors move the call to another key or channel (`retryable`), whether a
+ * failure is the key's own or the server's (`failureKind`), what it means for
+ * the key's circuit breaker (`breakerOutcome`), and whether the upstream
+ * refused the key's credentials (`isCredentialRefusal`: the key is disabled).
+ *
+ * `run` is the one attempt loop every call kind goes through (chat, streamed
+ * or not, embeddings, token counts): candidates in the order `Selection`
+ * plans them, each attempt admitted by its key's breaker (`Health`) and its
+ * outcome fed back to it, at most `routing.max_attempts` attempts, failing
+ * over on retryable errors only, and every attempt recorded for the usage
+ * record. An attempt whose answer outlives it (a stream, relayed after the
+ * loop returned) keeps its breaker ticket and ends it when the stream ends.
+ * `exchange` sends one request and reads its answer within the channel's
+ * timeouts, disabling a key whose credentials the upstream refused.
+ *
+ * @since 0.1.0
+ */
+import { type Dialect, type Domain, GatewayError, type UsageLog } from "@modelgate/core"
+import { Clock, Effect } from "effect"
+import type { Outcome } from "./Breakers.ts"
+import * as Health from "./Health.ts"
+import * as Selection from "./Selection.ts"
+import { Settings } from "./Settings.ts"
+import * as Upstream from "./Upstream.ts"
+
+/** Whether a classified upstream error is a refusal of the key's credentials. @category classification */
+export const isCredentialRefusal = (error: GatewayError.GatewayError): boolean =>
+  error._tag === "UpstreamUnavailable" && error.status !== undefined && error.status >= 400 && error.status < 500 && error.status !== 429
+
+/** Whether an attempt's failure moves the call to another key or channel. @category classification */
+export const retryable = (error: GatewayError.GatewayError): boolean =>
+  error._tag === "UpstreamUnavailable" || error._tag === "UpstreamTimeout" || error._tag === "UpstreamRateLimited"
+
+/** A failure that is the key's own (another key of the channel may work) or the server's. @category classification */
+export const failureKind = (error: GatewayError.GatewayError): Selection.Failure =>
+  isCredentialRefusal(error) || error._tag === "UpstreamRateLimited" || (error._tag === "UpstreamUnavailable" && error.status === 429)
+    ? "key"
+    : "server"
+
+/** What a failed attempt means for its key's breaker. @category classification */
+export const breakerOutcome = (error: GatewayError.GatewayError): Outcome =>
+  retryable(error) ? "failure" : error._tag === "UpstreamRejected" ? "success" : "neutral"
+
+/** One attempt as the usage record lists it, filled in as the attempt goes. @category models */
+export type AttemptRecord = { -readonly [K in keyof UsageLog.Attempt]: UsageLog.Attempt[K] }
+
+/** The error of a call none of whose candidate keys may be tried: all are disabled. @category errors */
+export const allKeysDisabled = (model: string): GatewayError.UpstreamUnavailable =>
+  new GatewayError.UpstreamUnavailable({
+    message: `Every upstream key serving '${model}' for your group is disabled after the upstream refused its credentials. ` +
+      "This is a gateway configuration problem: an administrator must check the channels' keys."
+  })
+
+/**
+ * Sends `body` to `url` with the target's key and reads the whole answer as
+ * text (at most `settings.maxAnswerBytes`), within the deadlines `at` and the
+ * channel's idle timeout. An error answer (status 400 and above; its body read
+ * up to 64 KiB) fails with its classification by the channel's dialect, and a
+ * refusal of the key's credentials disables the key. `record.status` gets the
+ * upstream's status.
+ *
+ * @category attempts
+ */
+export const exchange = Effect.fnUntraced(function*(
+  target: Selection.Target,
+  upstream: Dialect.UpstreamDialect,
+  url: string,
+  body: string,
+  at: Upstream.Deadlines,
+  record: AttemptRecord
+) {
+  const { channel } = target
+  const response = yield* Upstream.send(channel, url, upstream.headers(channel, target.key), body, at)
+  record.status = response.status
+  if (response.status >= 400) return yield* refused(response, target, upstream)
+  return yield* Upstream.readText(response, (yield* Settings).maxAnswerBytes)
+})
+
+/**
+ * Reads an upstream's error answer and fails with its classification; a
+ * refusal of the key's credentials disables the key first.
+ *
+ * @category attempts
+ */
+export const refused = Effect.fnUntraced(function*(
+  response: Upstream.UpstreamResponse,
+  target: Selection.Target,
+  upstream: Dialect.UpstreamDialect
+) {
+  const text = yield* Upstream.errorBody(response)
+  const error = upstream.classify(response.status, text, response.headers)
+  if (isCredentialRefusal(error)) {
+    const health = yield* Health.Health
+    yield* health.disable(target.channel, target.key, response.status, Health.refusal(response.status, Upstream.upstreamMessage(text)))
+  }
+  return yield* Effect.fail(error)
+})
+
+/** One call's attempts, for `run`. @category models */
+export interface Attempts<A, R> {
+  readonly requestId: string
+  /** When the call started (its total deadline counts from here). */
+  readonly startedAt: number
+  /** The public model (named in the error when every key is disabled). */
+  readonly model: string
+  /** The candidates, best priority first (as the catalog gives them). */
+  readonly channels: ReadonlyArray<Domain.Channel>
+  /** Where the attempts are recorded, in order (the usage record's `attemptLog`). */
+  readonly tried: Array<AttemptRecord>
+  /** The value of the call's sticky routing header, when it sent one (see `Selection.plan`). */
+  readonly sticky?: string | undefined
+  /**
+   * One attempt on `target` within `at`; sets `record.status` when the
+   * upstream answered (see `exchange`). `ticket` is the attempt's admission by
+   * the key's breaker.
+   */
+  readonly attempt: (
+    target: Selection.Target,
+    at: Upstream.Deadlines,
+    record: AttemptRecord,
+    ticket: Health.Ticket
+  ) => Effect.Effect<A, GatewayError.GatewayError, R>
+  /**
+   * Whether a successful attempt's answer outlives the attempt and ends its
+   * breaker ticket itself (a stream, when it ends); otherwise the loop records
+   * the success.
+   */
+  readonly keepsTicket?: ((answer: A) => boolean) | undefined
+}
+
+/**
+ * Tries the candidates in routing order until an attempt succeeds, a failure
+ * is not retryable, or `routing.max_attempts` attempts were made; fails with
+ * the last attempt's error (or `allKeysDisabled` when no key could be tried).
+ *
+ * @category attempts
+ */
+export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
+  const settings = yield* Settings
+  const health = yield* Health.Health
+  const now = yield* Clock.currentTimeMillis
+  const planned = yield* Selection.plan(call.channels, {
+    availability: (channel, apiKey) => health.availability(channel, apiKey, now),
+    retryAt: health.retryAt
+  }, call.sticky === undefined || call.sticky === "" ? undefined : call.sticky)
+  let lastError: GatewayError.GatewayError | undefined
+  let previous: Selection.Failure | undefined
+  while (call.tried.length < settings.maxAttempts) {
+    const target = planned.next(previous)
+    if (target === undefined) break
+    const ticket = yield* health.begin(target.channel, target.key, target.force)
+    // Another call took the last trial slot of a half-open key since the plan was made: the next target.
+    if (ticket === undefined) continue
+    const record: AttemptRecord = { channel: target.channel.name, keyHint: Health.hintOf(target.key), status: null, errorCode: null, durationMs: 0 }
+    call.tried.push(record)
+    const started = yield* Clock.currentTimeMillis
+    const at = Upstream.deadlines(target.channel, started, call.startedAt)
+    const result = yield* Effect.result(
+      call.attempt(target, at, record, ticket).pipe(Effect.onInterrupt(() => health.end(ticket, "neutral")))
+    )
+    record.durationMs = (yield* Clock.currentTimeMillis) - started
+    if (result._tag === "Success") {
+      if (call.keepsTicket === undefined || !call.keepsTicket(result.success)) yield* health.end(ticket, "success")
+      return result.success
+    }
+    const error = result.failure
+    lastError = error
+    record.errorCode = error._tag
+    yield* health.end(
+      ticket,
+      isCredentialRefusal(error) ? "neutral" : breakerOutcome(error),
+      error.message,
+      error._tag === "UpstreamRateLimited" && error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1000 : undefined
+    )
+    yield* Effect.logWarning("upstream attempt failed before the first byte").pipe(
+      Effect.annotateLogs({
+        requestId: call.requestId,
+        attempt: call.tried.length,
+        channel: target.channel.name,
+        key: record.keyHint,
+        error: error.message
+      })
+    )
+    if (!retryable(error)) break
+    previous = failureKind(error)
+  }
+  return yield* Effect.fail(lastError ?? allKeysDisabled(call.model))
+})
+
+export type { Target } from "./Selection.ts"

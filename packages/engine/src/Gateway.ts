@@ -1,0 +1,203 @@
+/**
+ * The gateway's API surface in any runtime: one Effect per request that
+ * routes it (`Routes.match`), authenticates its key in the route's dialect,
+ * runs the call (chat, embeddings, token counts, models, the legacy billing
+ * endpoints) and renders every error in that dialect's envelope. Every answer
+ * carries the request's `x-request-id`.
+ *
+ * The host keeps the routes that are its own business (`Routes.isHostRoute`:
+ * health checks, the management API, the console's files) and hands the rest
+ * to `serve`.
+ *
+ * A request runs uninterruptibly up to the upstream attempts (`serve` makes it
+ * so, whatever the host): admission never takes a rate-limit permit or a
+ * balance hold without the finaliser that gives it back. The attempts can be
+ * interrupted: a host interrupts the request's fiber when its client goes
+ * away (with effect's `ClientAbort` annotation, as Effect's HTTP server does)
+ * or when the shutdown's grace period ends, which aborts the upstream request
+ * and settles the call (`Settlement.interruption`).
+ *
+ * @since 0.1.0
+ */
+import { Accounts, Admission, Catalog, type Dialect, type Domain, GatewayError, type KeyStore, Money, type RateLimiter, type UsageLog } from "@modelgate/core"
+import { Cause, Clock, Effect } from "effect"
+import * as Chat from "./Chat.ts"
+import * as CountTokens from "./CountTokens.ts"
+import * as Dialects from "./Dialects.ts"
+import * as Embeddings from "./Embeddings.ts"
+import * as Exchange from "./Exchange.ts"
+import * as LegacyBilling from "./LegacyBilling.ts"
+import * as Routes from "./Routes.ts"
+import type * as Health from "./Health.ts"
+import { Settings } from "./Settings.ts"
+import type * as Settlement from "./Settlement.ts"
+import type { Transport } from "./Transport.ts"
+
+/**
+ * The services a host provides for `serve`: the key store, catalog, accounts,
+ * usage log and rate limiter (core's ports), key health, the settlements
+ * tracker, the settings, and the upstream transport.
+ *
+ * @category models
+ */
+export type Requirements =
+  | KeyStore.KeyStore
+  | Catalog.Catalog
+  | Accounts.Accounts
+  | UsageLog.UsageLog
+  | RateLimiter.RateLimiter
+  | Health.Health
+  | Settlement.Settlements
+  | Settings
+  | Transport
+
+/**
+ * An error as an answer in a client's dialect.
+ *
+ * @category answers
+ */
+export const errorAnswer = (client: Dialect.ClientDialect, error: GatewayError.GatewayError, requestId: string): Exchange.TextAnswer => {
+  const rendered = client.renderError(error)
+  return Exchange.json(rendered.body, rendered.status, { ...rendered.headers, "x-request-id": requestId })
+}
+
+/**
+ * The answer to a request the route table found no route for (or a method
+ * the route does not take), in the dialect the path suggests.
+ *
+ * @category answers
+ */
+export const missAnswer = (miss: Routes.Miss, requestId: string): Exchange.TextAnswer =>
+  errorAnswer(
+    Dialects.client(miss.dialect),
+    miss._tag === "NotFound"
+      ? new GatewayError.RouteNotFound({ message: miss.message })
+      : new GatewayError.MethodNotAllowed({ message: miss.message, allow: miss.allow }),
+    requestId
+  )
+
+const internalError = (requestId: string) =>
+  new GatewayError.InternalError({
+    message: `The gateway failed to handle the request (request id ${requestId}). The operator can find the cause in the log.`
+  })
+
+const readBody = (request: Exchange.GatewayRequest) => Effect.flatMap(Settings, (settings) => request.body(settings.maxBodyBytes))
+
+/**
+ * Serves one request on a route of the API surface: never fails (every error
+ * is rendered in the route's dialect), and is uninterruptible up to the
+ * upstream attempts.
+ *
+ * @category serving
+ */
+export const serve = (
+  request: Exchange.GatewayRequest,
+  route: Routes.ApiRoute | Routes.Miss,
+  requestId: string
+): Effect.Effect<Exchange.Answer, never, Requirements> => {
+  if (route._tag === "NotFound" || route._tag === "MethodNotAllowed") return Effect.succeed<Exchange.Answer>(missAnswer(route, requestId))
+  const dialect: Domain.Dialect = route.dialect
+  const client = Dialects.client(dialect)
+  const handled = Effect.gen(function*() {
+    const key = yield* Admission.authenticate(client.presentedKey(request.headers, request.search))
+    switch (route._tag) {
+      case "OpenAIModels":
+      case "GeminiModels": {
+        const snapshot = yield* (yield* Catalog.Catalog).current
+        const models = Admission.allowedModels(snapshot, key)
+        return Exchange.json(yield* client.modelsList(models, request.search), 200, { "x-request-id": requestId })
+      }
+      case "OpenAIModel":
+      case "GeminiModel": {
+        const snapshot = yield* (yield* Catalog.Catalog).current
+        const id = snapshot.resolveModel(route.model)
+        const model = Admission.allowedModels(snapshot, key).find((m) => m.id === id)
+        if (model === undefined) {
+          return yield* new GatewayError.ModelNotFound({
+            model: route.model,
+            message: `The model '${route.model}' does not exist or your key may not use it. List your models at ${
+              client.modelsListPath.replace(/^GET /, "")
+            }.`
+          })
+        }
+        return Exchange.json(client.modelObject(model), 200, { "x-request-id": requestId })
+      }
+      case "Me": {
+        const snapshot = yield* (yield* Catalog.Catalog).current
+        const balance = yield* (yield* Accounts.Accounts).balance(key.userId)
+        return Exchange.json({
+          user: key.userName,
+          role: key.userRole,
+          group: key.group,
+          key: { id: key.id, name: key.name, prefix: key.prefix, expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString() },
+          models: Admission.allowedModels(snapshot, key).map((m) => m.id),
+          balance_usd: Money.formatUsd(balance)
+        }, 200, { "x-request-id": requestId })
+      }
+      case "BillingSubscription":
+        return yield* LegacyBilling.subscription(key, requestId)
+      case "BillingUsage":
+        return yield* LegacyBilling.usage(key, requestId, request.search)
+      case "OpenAIChat":
+        return yield* Chat.handle({
+          requestId,
+          startedAt: yield* Clock.currentTimeMillis,
+          key,
+          client,
+          body: yield* readBody(request),
+          headers: request.headers,
+          hints: {}
+        })
+      case "OpenAIEmbeddings":
+        return yield* Embeddings.handle({ requestId, key, client, embeddings: client.embeddings!, body: yield* readBody(request), hints: {} })
+      case "GeminiAction": {
+        const body = yield* readBody(request)
+        switch (route.action) {
+          case "generateContent":
+          case "streamGenerateContent":
+            return yield* Chat.handle({
+              requestId,
+              startedAt: yield* Clock.currentTimeMillis,
+              key,
+              client,
+              body,
+              headers: request.headers,
+              hints: {
+                model: route.model,
+                stream: route.action === "streamGenerateContent",
+                sse: new URLSearchParams(request.search).get("alt") === "sse"
+              }
+            })
+          case "countTokens":
+            return yield* CountTokens.handle({ requestId, key, client, counter: client.countTokens!, body, model: route.model })
+          case "embedContent":
+          case "batchEmbedContents":
+            return yield* Embeddings.handle({
+              requestId,
+              key,
+              client,
+              embeddings: client.embeddings!,
+              body,
+              hints: { model: route.model, operation: route.action }
+            })
+        }
+      }
+    }
+  })
+  return handled.pipe(
+    Effect.provideService(Admission.ClientDialect, dialect),
+    Effect.catchCause((cause): Effect.Effect<Exchange.Answer> => {
+      if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
+      for (const reason of cause.reasons) {
+        if (reason._tag === "Fail" && GatewayError.isGatewayError(reason.error)) {
+          return Effect.succeed(errorAnswer(client, reason.error, requestId))
+        }
+      }
+      return Effect.logError("request failed", Cause.pretty(cause)).pipe(
+        Effect.annotateLogs({ requestId, path: request.path }),
+        Effect.as(errorAnswer(client, internalError(requestId), requestId))
+      )
+    }),
+    Effect.uninterruptible
+  )
+}

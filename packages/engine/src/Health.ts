@@ -1,0 +1,385 @@
+/**
+ * The health of every upstream key: its circuit breaker (`Breakers.ts`), and
+ * whether it is disabled because the upstream refused its credentials.
+ *
+ * - Breakers live in this process's memory: each gateway node judges the
+ *   upstreams by its own calls (docs/routing.md says so).
+ * - Disabled keys are also written to the database (`ChannelKeyStates`), so a
+ *   restart does not send calls to a revoked key again, and other nodes learn
+ *   of it within `SYNC_INTERVAL`. Keys are named there by a keyed fingerprint.
+ * - A prober runs every `routing.probe_interval_ms`: it sends one real,
+ *   one-token request with each disabled key (re-enabling the key when that
+ *   works) and one with each key whose breaker finished its cool-down (a
+ *   trial: success closes the breaker, failure opens it again). So keys
+ *   recover even when no call tries them.
+ *
+ * Time comes from Effect's `Clock`, so tests drive all of it with `TestClock`.
+ *
+ * @since 0.1.0
+ */
+import { Catalog, ChannelHealth, ChannelKeyStates as KeyStates, ChannelProbe, type Domain } from "@modelgate/core"
+import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Breaker, type Outcome, type Permit } from "./Breakers.ts"
+import { Settings } from "./Settings.ts"
+
+/** How often disabled keys are read back from the database (changes made by other nodes). @category constants */
+export const SYNC_INTERVAL = Duration.seconds(5)
+
+/** The longest an upstream's `retry-after` keeps a key out of rotation. @category constants */
+export const MAX_RETRY_AFTER_MS = 10 * 60 * 1000
+
+/** How many probes run at once. @category constants */
+export const PROBE_CONCURRENCY = 4
+
+/**
+ * Whether a key may take a call now: `available` (breaker closed), `trial`
+ * (half-open with a free trial slot), `open` (cooling down, or half-open with
+ * every trial slot taken), `disabled` (credentials refused).
+ *
+ * @category models
+ */
+export type Availability = "available" | "trial" | "open" | "disabled"
+
+/** A call admitted on a key; `end` records its outcome (once: later calls do nothing). @category models */
+export interface Ticket {
+  readonly entry: Entry
+  readonly permit: Permit
+  readonly settings: Domain.BreakerSettings
+  done: boolean
+}
+
+interface Disabled {
+  readonly since: number
+  readonly status: number | null
+  readonly reason: string
+}
+
+/** The state kept per (channel, key). @category models */
+export class Entry {
+  readonly breaker = new Breaker()
+  disabled: Disabled | undefined = undefined
+  lastProbeAt: number | null = null
+  lastProbeOk: boolean | null = null
+  /** The local change sequence number of the last enable/disable made here (see `sync`). */
+  changed = 0
+  readonly channelId: string
+  readonly fingerprint: string
+  readonly hint: string
+  constructor(channelId: string, fingerprint: string, hint: string) {
+    this.channelId = channelId
+    this.fingerprint = fingerprint
+    this.hint = hint
+  }
+}
+
+/** The display hint of an upstream key: its last 4 characters. @category models */
+export const hintOf = (key: string): string => `…${key.slice(-4)}`
+
+/**
+ * The health service.
+ *
+ * @category services
+ */
+export class Health extends Context.Service<Health, {
+  /** Whether `key` of `channel` may take a call at `now` (no change made). */
+  readonly availability: (channel: Domain.Channel, key: string, now: number) => Availability
+  /** When an `open` key may be tried again (epoch ms). */
+  readonly retryAt: (channel: Domain.Channel, key: string) => number
+  /**
+   * Admits a call on a key, or refuses it (undefined) when its breaker does
+   * not let it through or it is disabled. `force` admits an open key anyway,
+   * as a trial.
+   */
+  readonly begin: (channel: Domain.Channel, key: string, force: boolean) => Effect.Effect<Ticket | undefined>
+  /**
+   * Records how an admitted call ended. `retryAfterMs`: the upstream asked not
+   * to be called again for that long (a 429's `retry-after`); the key is left
+   * alone until then (at most `MAX_RETRY_AFTER_MS`).
+   */
+  readonly end: (ticket: Ticket, outcome: Outcome, error?: string, retryAfterMs?: number) => Effect.Effect<void>
+  /** Disables a key whose credentials the upstream refused (status and the upstream's message as the reason). */
+  readonly disable: (channel: Domain.Channel, key: string, status: number | null, reason: string) => Effect.Effect<void>
+  /** The health of a channel's keys (the `ChannelHealth` port). */
+  readonly report: (channel: Domain.Channel) => Effect.Effect<ChannelHealth.ChannelReport>
+  /** Closes the channel's breakers and re-enables its keys. */
+  readonly reset: (channel: Domain.Channel) => Effect.Effect<void>
+  /** Reads disabled keys back from the store (what other nodes changed). */
+  readonly sync: Effect.Effect<void>
+  /** One round of health probes (the background prober runs it every interval). */
+  readonly probeRound: Effect.Effect<void>
+}>()("modelgate/engine/Health") {
+  /**
+   * The service without background fibers (tests call `sync` and `probeRound`
+   * themselves). Disabled keys are loaded from the database when built.
+   *
+   * @category layers
+   */
+  static readonly layerNoLoops: Layer.Layer<
+    Health,
+    never,
+    KeyStates.ChannelKeyStates | Catalog.Catalog | ChannelProbe.ChannelProbe | Settings
+  > = Layer.effect(Health, Effect.suspend(() => make))
+
+  /**
+   * The service with its background fibers: the database sync every
+   * `SYNC_INTERVAL` and the prober every `routing.probe_interval_ms`.
+   *
+   * @category layers
+   */
+  static readonly layer: Layer.Layer<
+    Health,
+    never,
+    KeyStates.ChannelKeyStates | Catalog.Catalog | ChannelProbe.ChannelProbe | Settings
+  > = Layer.effect(
+    Health,
+    Effect.gen(function*() {
+      const health = yield* make
+      const settings = yield* Settings
+      yield* health.sync.pipe(Effect.repeat(Schedule.spaced(SYNC_INTERVAL)), Effect.forkScoped)
+      yield* health.probeRound.pipe(
+        Effect.catchCause((cause) => Effect.logWarning("a round of health probes failed", cause)),
+        Effect.repeat(Schedule.spaced(Duration.millis(settings.probeIntervalMs))),
+        Effect.delay(Duration.millis(settings.probeIntervalMs)),
+        Effect.forkScoped
+      )
+      return health
+    })
+  )
+
+  /**
+   * Core's `ChannelHealth` port over this service, for the management API.
+   *
+   * @category layers
+   */
+  static readonly layerPort: Layer.Layer<ChannelHealth.ChannelHealth, never, Health> = Layer.effect(
+    ChannelHealth.ChannelHealth,
+    Effect.map(Health, (health) => ChannelHealth.ChannelHealth.of({ report: health.report, reset: health.reset }))
+  )
+}
+
+const make = Effect.gen(function*() {
+  const store = yield* KeyStates.ChannelKeyStates
+  const catalog = yield* Catalog.Catalog
+  const prober = yield* ChannelProbe.ChannelProbe
+  const settings = yield* Settings
+  const entries = new Map<string, Entry>()
+  let sequence = 0
+
+  const idOf = (channel: Domain.Channel, key: string) => `${channel.id}\u0000${key}`
+  const entryFor = (channel: Domain.Channel, key: string): Entry => {
+    const id = idOf(channel, key)
+    let entry = entries.get(id)
+    if (entry === undefined) {
+      entry = new Entry(channel.id, store.fingerprint(key), hintOf(key))
+      entries.set(id, entry)
+    }
+    return entry
+  }
+
+  const availability = (channel: Domain.Channel, key: string, now: number): Availability => {
+    const entry = entries.get(idOf(channel, key))
+    if (entry === undefined) return "available"
+    if (entry.disabled !== undefined) return "disabled"
+    const permit = entry.breaker.peek(now, channel.breaker)
+    return permit === "closed" ? "available" : permit === "trial" ? "trial" : "open"
+  }
+
+  const retryAt = (channel: Domain.Channel, key: string): number => entries.get(idOf(channel, key))?.breaker.retryAt ?? 0
+
+  const begin = (channel: Domain.Channel, key: string, force: boolean) =>
+    Effect.map(Clock.currentTimeMillis, (now): Ticket | undefined => {
+      const entry = entryFor(channel, key)
+      if (entry.disabled !== undefined) return undefined
+      const permit = entry.breaker.acquire(now, channel.breaker, force)
+      return permit === undefined ? undefined : { entry, permit, settings: channel.breaker, done: false }
+    })
+
+  const end = (ticket: Ticket, outcome: Outcome, error?: string, retryAfterMs?: number) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      if (ticket.done) return Effect.void
+      ticket.done = true
+      const breaker = ticket.entry.breaker
+      const before = breaker.state
+      breaker.release(ticket.permit, outcome, now, ticket.settings, error)
+      if (retryAfterMs !== undefined && retryAfterMs > 0) {
+        const wait = Math.min(retryAfterMs, MAX_RETRY_AFTER_MS)
+        breaker.holdUntil(now, now + wait, `the upstream asked to retry after ${Math.ceil(wait / 1000)} s (HTTP 429)`)
+      }
+      if (before === breaker.state) return Effect.void
+      return breaker.state === "open"
+        ? Effect.logWarning("circuit breaker opened").pipe(
+          Effect.annotateLogs({ channelId: ticket.entry.channelId, key: ticket.entry.hint, reason: breaker.reason ?? "" })
+        )
+        : Effect.logInfo("circuit breaker closed").pipe(
+          Effect.annotateLogs({ channelId: ticket.entry.channelId, key: ticket.entry.hint })
+        )
+    })
+
+  const persist = <A, E>(what: string, effect: Effect.Effect<A, E>) =>
+    effect.pipe(
+      Effect.asVoid,
+      Effect.catchCause((cause) => Effect.logWarning(`${what} could not be written to the database`, cause)),
+      Effect.uninterruptible
+    )
+
+  const disable = (channel: Domain.Channel, key: string, status: number | null, reason: string) =>
+    Effect.gen(function*() {
+      const entry = entryFor(channel, key)
+      const now = yield* Clock.currentTimeMillis
+      const first = entry.disabled === undefined
+      entry.disabled = { since: entry.disabled?.since ?? now, status, reason }
+      entry.changed = ++sequence
+      if (!first) return
+      yield* Effect.logWarning("upstream key disabled: the upstream refused its credentials").pipe(
+        Effect.annotateLogs({ channel: channel.name, key: entry.hint, status: status ?? "", reason })
+      )
+      yield* persist(
+        "a disabled upstream key",
+        store.disable({
+          channelId: channel.id,
+          fingerprint: entry.fingerprint,
+          status,
+          reason,
+          disabledAt: now,
+          nodeId: settings.nodeId
+        })
+      )
+    })
+
+  const enable = (channel: Domain.Channel, entry: Entry, why: string) =>
+    Effect.gen(function*() {
+      if (entry.disabled === undefined) return
+      entry.disabled = undefined
+      entry.changed = ++sequence
+      entry.breaker.close(yield* Clock.currentTimeMillis)
+      yield* Effect.logInfo("upstream key enabled again").pipe(Effect.annotateLogs({ channel: channel.name, key: entry.hint, why }))
+      yield* persist("an enabled upstream key", store.enable(channel.id, entry.fingerprint))
+    })
+
+  const report = (channel: Domain.Channel) =>
+    Effect.map(Clock.currentTimeMillis, (now): ChannelHealth.ChannelReport => {
+      const keys = channel.apiKeys.map((key, index): ChannelHealth.KeyHealth => {
+        const entry = entries.get(idOf(channel, key))
+        const breaker = entry?.breaker
+        const recent = breaker?.recent(now, channel.breaker.windowMs) ?? { calls: 0, failures: 0 }
+        const common = {
+          index,
+          hint: hintOf(key),
+          recentCalls: recent.calls,
+          recentFailures: recent.failures,
+          consecutiveFailures: breaker?.consecutiveFailures ?? 0,
+          lastFailureAt: breaker?.lastFailureAt ?? null,
+          lastError: breaker?.lastError ?? null,
+          lastProbeAt: entry?.lastProbeAt ?? null,
+          lastProbeOk: entry?.lastProbeOk ?? null
+        }
+        if (entry?.disabled !== undefined) {
+          return { ...common, state: "disabled", since: entry.disabled.since, reason: entry.disabled.reason, status: entry.disabled.status, retryAt: null }
+        }
+        const state = breaker?.stateAt(now) ?? "closed"
+        if (state === "closed") return { ...common, state: "healthy", since: breaker?.since ?? null, reason: null, status: null, retryAt: null }
+        return {
+          ...common,
+          state,
+          since: state === "half_open" && breaker!.state === "open" ? breaker!.retryAt : breaker!.since,
+          reason: breaker!.reason,
+          status: null,
+          retryAt: state === "open" ? breaker!.retryAt : null
+        }
+      })
+      return { state: ChannelHealth.channelStateOf(keys), keys }
+    })
+
+  const reset = (channel: Domain.Channel) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      for (const key of channel.apiKeys) {
+        const entry = entryFor(channel, key)
+        entry.breaker.close(now)
+        entry.disabled = undefined
+        entry.changed = ++sequence
+      }
+      yield* Effect.logInfo("channel health reset by an administrator").pipe(Effect.annotateLogs({ channel: channel.name }))
+      yield* persist("re-enabled upstream keys", store.enableChannel(channel.id))
+    })
+
+  // Disabled keys from the database: what other nodes (or an earlier run) decided. A local change made
+  // while the read was in flight wins over what the read saw.
+  const sync = Effect.gen(function*() {
+    const seen = sequence
+    const rows = yield* store.list
+    const disabled = new Map(rows.map((row) => [`${row.channelId}\u0000${row.fingerprint}`, row]))
+    const snapshot = yield* catalog.current
+    for (const channel of snapshot.channels) {
+      for (const key of channel.apiKeys) {
+        const id = idOf(channel, key)
+        const known = entries.get(id)
+        const fingerprint = known?.fingerprint ?? store.fingerprint(key)
+        const row = disabled.get(`${channel.id}\u0000${fingerprint}`)
+        if (known === undefined && row === undefined) continue
+        const entry = known ?? entryFor(channel, key)
+        if (entry.changed > seen) continue
+        if (row !== undefined) entry.disabled = { since: row.disabledAt, status: row.status, reason: row.reason }
+        else if (entry.disabled !== undefined) {
+          entry.disabled = undefined
+          entry.breaker.close(yield* Clock.currentTimeMillis)
+        }
+      }
+    }
+  }).pipe(Effect.catchCause((cause) => Effect.logWarning("reading disabled upstream keys failed", cause)))
+
+  const probeKey = (channel: Domain.Channel, key: string) =>
+    Effect.gen(function*() {
+      const entry = entryFor(channel, key)
+      if (entry.disabled === undefined) {
+        // A breaker whose cool-down is over: the probe is its trial.
+        const ticket = yield* begin(channel, key, false)
+        if (ticket === undefined) return
+        if (ticket.permit === "closed") return yield* end(ticket, "neutral")
+        const result = yield* prober.probe(channel, undefined, key)
+        entry.lastProbeAt = yield* Clock.currentTimeMillis
+        entry.lastProbeOk = result.ok
+        if (result.credentialsRefused) {
+          yield* end(ticket, "neutral")
+          return yield* disable(channel, key, result.status, refusal(result.status, result.upstreamMessage ?? result.message))
+        }
+        return yield* end(ticket, result.ok ? "success" : "failure", result.ok ? undefined : `probe: ${result.message}`)
+      }
+      const result = yield* prober.probe(channel, undefined, key)
+      entry.lastProbeAt = yield* Clock.currentTimeMillis
+      entry.lastProbeOk = result.ok
+      if (result.ok) return yield* enable(channel, entry, "a health probe with the key succeeded")
+      if (result.credentialsRefused) {
+        entry.disabled = { since: entry.disabled?.since ?? entry.lastProbeAt, status: result.status, reason: refusal(result.status, result.upstreamMessage ?? result.message) }
+      }
+    })
+
+  const probeRound = Effect.gen(function*() {
+    const snapshot = yield* catalog.current
+    const now = yield* Clock.currentTimeMillis
+    const due: Array<readonly [Domain.Channel, string]> = []
+    const live = new Set<string>()
+    for (const channel of snapshot.channels) {
+      for (const key of channel.apiKeys) {
+        const id = idOf(channel, key)
+        live.add(id)
+        if (!channel.enabled) continue
+        const entry = entries.get(id)
+        if (entry === undefined) continue
+        if (entry.disabled !== undefined || entry.breaker.peek(now, channel.breaker) === "trial") due.push([channel, key])
+      }
+    }
+    // Keys that left the catalog (edited or deleted channels) are forgotten.
+    for (const id of entries.keys()) if (!live.has(id)) entries.delete(id)
+    yield* Effect.forEach(due, ([channel, key]) => probeKey(channel, key), { concurrency: PROBE_CONCURRENCY, discard: true })
+  })
+
+  // What an earlier run (or another node) disabled applies from the first call.
+  yield* sync
+
+  return Health.of({ availability, retryAt, begin, end, disable, report, reset, sync, probeRound })
+})
+
+/** The reason recorded for a refused key: the status and the upstream's message. @category formatting */
+export const refusal = (status: number | null, message: string): string =>
+  `${status === null ? "refused" : `HTTP ${status}`}: ${message.length > 300 ? `${message.slice(0, 300)}…` : message}`

@@ -1,0 +1,82 @@
+/**
+ * `ChannelProbe`: one real, one-token request through a channel, with the
+ * same codecs, HTTP clients and timeouts as calls use. The console's Test
+ * button and the health prober (`Health.ts`) use it.
+ *
+ * @since 0.1.0
+ */
+import { ChannelProbe, Domain, type GatewayError } from "@modelgate/core"
+import { Clock, Effect, Layer } from "effect"
+import * as Dialects from "./Dialects.ts"
+import { isCredentialRefusal } from "./Failover.ts"
+import type { Transport } from "./Transport.ts"
+import * as Upstream from "./Upstream.ts"
+
+/** A probe asks for one token: its answer is small, and a larger one is read no further than this. */
+const PROBE_ANSWER_LIMIT = 1024 * 1024
+
+/**
+ * Whether a classified upstream error is a refusal of the key's credentials
+ * (defined with the rest of the failure classification in `Failover.ts`).
+ *
+ * @category probing
+ */
+export { isCredentialRefusal }
+
+const probe = (channel: Domain.Channel, model: string | undefined, apiKey: string | undefined) =>
+  Effect.gen(function*() {
+    const started = yield* Clock.currentTimeMillis
+    const elapsed = Effect.map(Clock.currentTimeMillis, (now) => now - started)
+    const publicModel = model ?? channel.models[0] ?? ""
+    const upstreamModel = Domain.upstreamModel(channel, publicModel)
+    const codec = Dialects.ofChannel(channel)
+    const attempt = Effect.gen(function*() {
+      const body = yield* codec.encodeRequest({
+        model: publicModel,
+        messages: [{ role: "user", content: [{ type: "text", text: "ping" }] }],
+        maxOutputTokens: 1,
+        stream: false
+      }, upstreamModel)
+      const at = Upstream.deadlines(channel, started, started)
+      const response = yield* Upstream.send(
+        channel,
+        codec.chatUrl(channel, upstreamModel, false),
+        codec.headers(channel, apiKey ?? channel.apiKeys[0] ?? ""),
+        body,
+        at
+      )
+      if (response.status >= 400) {
+        const text = yield* Upstream.errorBody(response)
+        const error = codec.classify(response.status, text, response.headers)
+        return {
+          ok: false,
+          latencyMs: yield* elapsed,
+          status: response.status,
+          // The probe's audience is the operator: the upstream's own words come with the classification.
+          message: `${error.message} The upstream said: ${Upstream.upstreamMessage(text)}`,
+          upstreamMessage: Upstream.upstreamMessage(text),
+          credentialsRefused: isCredentialRefusal(error)
+        }
+      }
+      yield* Upstream.readText(response, PROBE_ANSWER_LIMIT)
+      const latencyMs = yield* elapsed
+      return { ok: true, latencyMs, status: response.status, message: `${upstreamModel} answered`, upstreamMessage: null, credentialsRefused: false }
+    })
+    return yield* attempt.pipe(
+      Effect.catch((error: GatewayError.GatewayError) =>
+        Effect.map(elapsed, (latencyMs) => ({ ok: false, latencyMs, status: null, message: error.message, upstreamMessage: null, credentialsRefused: false }))
+      )
+    )
+  })
+
+/** @category layers */
+export const layer: Layer.Layer<ChannelProbe.ChannelProbe, never, Transport> = Layer.effect(
+  ChannelProbe.ChannelProbe,
+  Effect.gen(function*() {
+    const context = yield* Effect.context<Transport>()
+    return ChannelProbe.ChannelProbe.of({
+      // The probe needs no request scope: run it in its own.
+      probe: (channel, model, apiKey) => Effect.provideContext(Effect.scoped(probe(channel, model, apiKey)), context)
+    })
+  })
+)

@@ -1,0 +1,245 @@
+/**
+ * The money side of one call: the hold taken at admission and its settlement.
+ *
+ * The usage record's cost is what was charged: the computed cost, capped at
+ * the hold for local estimates, and cut short when the hold plus what the
+ * balance (or the lease) had left could not cover it. Such a call's record
+ * has the error code `BalanceShortfall` (unless it failed otherwise), the
+ * ledger's charge entry names the shortfall, and a warning is logged. A
+ * settlement that failed (the database refused it) charged nothing: the
+ * record's cost is 0 and its error code `SettlementFailed` (the hold stays
+ * until the sweeper releases it, at the latest at the node's next start).
+ *
+ * A call is settled exactly once, whichever way it ends: after a non-stream
+ * answer is read, when a stream ends, when the client disconnects (before the
+ * answer the request fiber is interrupted; mid-stream the relay is destroyed
+ * and reports it), or when the call fails before any output (then nothing is
+ * charged). Settlement runs in finalisers (`Effect.onExit`, or the stream
+ * relay's end report), never as a step after the stream, so an interruption
+ * cannot skip it; only the part of a call after its admission can be
+ * interrupted (`interruptible`).
+ *
+ * @since 0.1.0
+ */
+import { Accounts, Dialect, type Domain, type GatewayError, Pricing, UsageLog } from "@modelgate/core"
+import { type Cause, Clock, Context, Effect, Exit, Fiber, Layer } from "effect"
+import { ClientAbort } from "effect/http/HttpServerError"
+
+/**
+ * Makes the part of a call after its admission interruptible. The HTTP server
+ * runs a request uninterruptibly unless told otherwise (Effect's `HttpRouter`
+ * would make a route's handler interruptible; the gateway's app is served
+ * without it), which keeps admission whole: a rate-limit permit or a balance
+ * hold is never taken without the finaliser that gives it back. The attempts
+ * that follow are run through this, so a client that goes away (or the end of
+ * the shutdown's grace period) interrupts them: the upstream request is
+ * aborted, and the call's `Effect.onExit` settles it (`499 ClientClosed`).
+ *
+ * @category settlement
+ */
+export const interruptible: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = Effect.interruptible
+
+/** What a call consumed (core's `Dialect.Metered`). @category models */
+export type Metered = Dialect.Metered
+
+/** Nothing consumed: the call failed before any output. @category constants */
+export const nothing: Metered = Dialect.nothingMetered
+
+/** How the call ended, for the usage record. @category models */
+export interface Outcome {
+  readonly status: number
+  readonly errorCode: string | null
+  readonly ttfbMs: number | null
+}
+
+/**
+ * How a call that did not end normally ended, for its usage record: the
+ * client went away (`499 ClientClosed`: the HTTP server interrupts the request
+ * with the `ClientAbort` annotation when the connection closes), the server
+ * cut it (`503 ShuttingDown`: a call still running at the end of the shutdown
+ * grace period is interrupted with the server's scope, without that
+ * annotation), or a defect ended it (`500 InternalError`).
+ *
+ * @category outcomes
+ */
+export const interruption = (cause: Cause.Cause<unknown>): {
+  readonly status: 499 | 503 | 500
+  readonly errorCode: "ClientClosed" | "ShuttingDown" | "InternalError"
+} => {
+  let interrupted = false
+  for (const reason of cause.reasons) {
+    if (reason._tag !== "Interrupt") continue
+    if (reason.annotations.has(ClientAbort.key)) return { status: 499, errorCode: "ClientClosed" }
+    interrupted = true
+  }
+  return interrupted ? { status: 503, errorCode: "ShuttingDown" } : { status: 500, errorCode: "InternalError" }
+}
+
+/**
+ * How a call that failed before any output ends on its usage record: the
+ * status its client got (`render`: its dialect's rendering of the error) and
+ * the error's tag, or the interruption's (see `interruption`).
+ *
+ * @category outcomes
+ */
+export const failed = (
+  exit: Exit.Exit<unknown, GatewayError.GatewayError>,
+  render: (error: GatewayError.GatewayError) => { readonly status: number }
+): Outcome => {
+  if (Exit.isSuccess(exit)) return { status: 200, errorCode: null, ttfbMs: null }
+  const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+  return failure === undefined
+    ? { ...interruption(exit.cause), ttfbMs: null }
+    : { status: render(failure.error).status, errorCode: failure.error._tag, ttfbMs: null }
+}
+
+/** Who is calling what, through which channel. @category models */
+export interface CallInfo {
+  readonly requestId: string
+  readonly startedAt: number
+  readonly key: Domain.ApiKey
+  readonly model: Domain.Model
+  readonly ratioMicros: bigint
+  readonly dialectIn: Domain.Dialect
+  readonly stream: boolean
+  /** How many answers the call asks for (`n`, `candidateCount`; default 1), named in a refused hold's advice. */
+  readonly choices?: number | undefined
+}
+
+/** Where the call went. @category models */
+export interface Leg {
+  readonly channel: string
+  readonly upstreamModel: string
+  readonly dialectOut: Domain.Dialect
+  readonly attempts: number
+  /** Each upstream attempt, in order (calls that make exactly one attempt may leave it out). */
+  readonly attemptLog?: ReadonlyArray<UsageLog.Attempt> | undefined
+}
+
+/**
+ * An open hold and the means to settle it once.
+ *
+ * @category models
+ */
+export interface Settlement {
+  readonly holdId: string
+  readonly heldNanos: bigint
+  /** Settles the call (charge for `metered`, release the rest, write the usage record). Later calls do nothing. */
+  readonly finish: (metered: Metered, outcome: Outcome, leg: Leg | undefined) => Effect.Effect<void>
+}
+
+/**
+ * Holds the worst-case cost of a call and returns its settlement.
+ *
+ * @category settlement
+ */
+export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigint) {
+  const accounts = yield* Accounts.Accounts
+  const usage = yield* UsageLog.UsageLog
+  const holdId = yield* accounts.hold({
+    userId: call.key.userId,
+    keyId: call.key.id,
+    amountNanos: heldNanos,
+    requestId: call.requestId,
+    capped: call.key.quotaNanos !== null || call.key.dailyBudgetNanos !== null || call.key.monthlyBudgetNanos !== null,
+    choices: call.choices
+  })
+  let done = false
+  const finish = (metered: Metered, outcome: Outcome, leg: Leg | undefined): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (done) return Effect.void
+      done = true
+      const costNanos = Pricing.cost(call.model, call.ratioMicros, metered)
+      const charge = costNanos > heldNanos && !metered.reported ? heldNanos : costNanos
+      return Effect.gen(function*() {
+        // What was actually taken: a cost beyond the hold and what the balance (or lease) had left is a shortfall.
+        const settled = yield* accounts.settle(holdId, charge).pipe(
+          Effect.catch((error) =>
+            Effect.as(Effect.logError("settlement failed; the sweeper will release the hold", error), undefined)
+          )
+        )
+        const charged = settled?.chargedNanos ?? 0n
+        const errorCode = outcome.errorCode ??
+          (settled === undefined ? "SettlementFailed" : settled.shortfallNanos > 0n ? "BalanceShortfall" : null)
+        const now = yield* Clock.currentTimeMillis
+        yield* usage.record({
+          createdAt: call.startedAt,
+          requestId: call.requestId,
+          userId: call.key.userId,
+          keyId: call.key.id,
+          model: call.model.id,
+          upstreamModel: leg?.upstreamModel ?? call.model.id,
+          channel: leg?.channel ?? "",
+          dialectIn: call.dialectIn,
+          dialectOut: leg?.dialectOut ?? call.dialectIn,
+          stream: call.stream,
+          promptTokens: metered.promptTokens,
+          completionTokens: metered.completionTokens,
+          cachedTokens: metered.cachedTokens,
+          usageReported: metered.reported,
+          costNanos: charged,
+          latencyMs: now - call.startedAt,
+          ttfbMs: outcome.ttfbMs,
+          status: outcome.status,
+          errorCode,
+          attempts: leg?.attempts ?? 0,
+          attemptLog: leg?.attemptLog ?? []
+        })
+        if (settled !== undefined && settled.shortfallNanos > 0n) {
+          yield* Effect.logWarning("the call cost more than its hold and the balance had left; the rest was not charged").pipe(
+            Effect.annotateLogs({
+              requestId: call.requestId,
+              userId: call.key.userId,
+              costNanos: String(charge),
+              shortfallNanos: String(settled.shortfallNanos)
+            })
+          )
+        }
+        // The design promise: tokens counted here rather than reported by the upstream are said so in the log.
+        if (!metered.reported && metered.promptTokens + metered.completionTokens > 0) {
+          yield* Effect.logInfo("the upstream reported no usage; tokens were counted locally").pipe(
+            Effect.annotateLogs({
+              requestId: call.requestId,
+              channel: leg?.channel ?? "",
+              promptTokens: metered.promptTokens,
+              completionTokens: metered.completionTokens
+            })
+          )
+        }
+      }).pipe(Effect.uninterruptible)
+    })
+  const settlement: Settlement = { holdId, heldNanos, finish }
+  return settlement
+})
+
+/**
+ * Where settlements that run after their request's fiber go: a stream's is
+ * started from the relay's end report, outside any fiber. They are tracked,
+ * and the layer waits for every one still running when it closes, so a
+ * shutdown settles the streams it cut before the balance leases are returned
+ * and the batch writer's last flush (this layer is built after them, so it
+ * closes first).
+ *
+ * @category services
+ */
+export class Settlements extends Context.Service<Settlements, {
+  /** Runs a settlement to its end, even if the request that started it is gone. */
+  readonly run: (settle: Effect.Effect<void>) => void
+}>()("modelgate/engine/Settlements") {
+  /** @category layers */
+  static readonly layer: Layer.Layer<Settlements> = Layer.effect(
+    Settlements,
+    Effect.gen(function*() {
+      const running = new Set<Fiber.Fiber<void>>()
+      const fork = Effect.runForkWith(yield* Effect.context<never>())
+      yield* Effect.addFinalizer(() => Effect.forEach([...running], Fiber.await, { discard: true }))
+      return Settlements.of({
+        run: (settle) => {
+          const fiber = fork(settle)
+          running.add(fiber)
+          fiber.addObserver(() => running.delete(fiber))
+        }
+      })
+    })
+  )
+}

@@ -1,0 +1,175 @@
+/**
+ * Talking to upstream channels through the host's `Transport`: the deadlines
+ * of an attempt (docs/routing.md), sending, reading answers, and wording a
+ * transport's failures as the gateway's errors, named after the channel.
+ *
+ * - `connectMs`: opening the connection (the transport's connection pool);
+ * - `firstByteMs`: from sending the request to the response headers and, for
+ *   streams, the first chunk of the body (`send`, `firstChunk`);
+ * - `idleMs`: the longest gap between two chunks of a body, stream or not;
+ * - `totalMs`: the whole call, measured from its start (`Deadlines.total`).
+ *
+ * @since 0.1.0
+ */
+import { type Domain, GatewayError } from "@modelgate/core"
+import { Effect } from "effect"
+import { type Deadlines, Transport, type TransportError, type TransportResponse } from "./Transport.ts"
+
+export type { Deadlines } from "./Transport.ts"
+
+/**
+ * The deadlines of an attempt on `channel` that starts at `attemptStart`, in a
+ * call that started at `callStart`.
+ *
+ * @category timeouts
+ */
+export const deadlines = (channel: Domain.Channel, attemptStart: number, callStart: number): Deadlines => ({
+  firstByte: attemptStart + channel.timeouts.firstByteMs,
+  total: callStart + channel.timeouts.totalMs
+})
+
+/** The error of a missed total deadline. @category timeouts */
+export const totalTimeout = (channel: Domain.Channel): GatewayError.UpstreamTimeout =>
+  new GatewayError.UpstreamTimeout({
+    message: `The upstream '${channel.name}' did not finish the answer within ${channel.timeouts.totalMs} ms.`
+  })
+
+/** The error of a missed idle deadline. @category timeouts */
+export const idleTimeout = (channel: Domain.Channel): GatewayError.UpstreamTimeout =>
+  new GatewayError.UpstreamTimeout({
+    message: `The upstream '${channel.name}' sent nothing for ${channel.timeouts.idleMs} ms in the middle of the answer.`
+  })
+
+const firstByteTimeout = (channel: Domain.Channel): GatewayError.UpstreamTimeout =>
+  new GatewayError.UpstreamTimeout({
+    message: `The upstream '${channel.name}' did not answer within ${channel.timeouts.firstByteMs} ms.`
+  })
+
+/**
+ * The gateway error for a transport failure of a call on `channel`: one of
+ * its timeouts (connect, first byte, idle, total), the upstream being
+ * unreachable (before the headers), breaking off or sending nothing, or
+ * answering with more than the gateway reads.
+ *
+ * @category errors
+ */
+export const transportError = (
+  channel: Domain.Channel,
+  error: TransportError
+): GatewayError.UpstreamTimeout | GatewayError.UpstreamUnavailable => {
+  switch (error.kind) {
+    case "total-timeout":
+      return totalTimeout(channel)
+    case "first-byte-timeout":
+      return firstByteTimeout(channel)
+    case "idle-timeout":
+      return idleTimeout(channel)
+    case "connect-timeout":
+      return new GatewayError.UpstreamTimeout({
+        message: `The upstream '${channel.name}' did not accept a connection within ${channel.timeouts.connectMs} ms.`
+      })
+    case "unreachable":
+      return new GatewayError.UpstreamUnavailable({
+        message: `The upstream '${channel.name}' could not be reached (${error.detail ?? "transport error"}).`
+      })
+    case "broken":
+      return new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' broke off the answer.` })
+    case "empty":
+      return new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' ended the answer before sending anything.` })
+    case "too-large":
+      return new GatewayError.UpstreamUnavailable({
+        message: `The upstream '${channel.name}' answered with more than this gateway reads${error.detail === undefined ? "" : ` (${error.detail})`}.`
+      })
+  }
+}
+
+/** An upstream's answer with the channel it came from (errors name it). @category models */
+export interface UpstreamResponse extends TransportResponse {
+  readonly channel: Domain.Channel
+}
+
+/**
+ * Sends a request upstream and returns the answer once its headers arrive
+ * (the status is not judged here). Without deadlines the attempt starts the
+ * call now.
+ *
+ * @category sending
+ */
+export const send = Effect.fnUntraced(function*(
+  channel: Domain.Channel,
+  url: string,
+  headers: Readonly<Record<string, string>>,
+  body: string | undefined,
+  at: Deadlines,
+  method: "GET" | "POST" = "POST"
+) {
+  const transport = yield* Transport
+  const response = yield* Effect.mapError(
+    transport.send({ channel, method, url, headers, body, deadlines: at }),
+    (error) => transportError(channel, error)
+  )
+  const upstream: UpstreamResponse = { status: response.status, headers: response.headers, body: response.body, channel }
+  return upstream
+})
+
+/**
+ * Reads a whole (non-stream) body as text, at most `maxBytes` of it; the
+ * transport fails it when the upstream pauses longer than `idleMs` between
+ * chunks or the call's total deadline passes.
+ *
+ * @category reading
+ */
+export const readText = (
+  response: UpstreamResponse,
+  maxBytes: number
+): Effect.Effect<string, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> =>
+  Effect.mapError(response.body.text(maxBytes), (error) => transportError(response.channel, error))
+
+/**
+ * A stream's first chunk, read before anything is sent to the client (so a
+ * stream that stalls, breaks or ends before its first byte can still fail
+ * over), within the first-byte (or total) deadline.
+ *
+ * @category reading
+ */
+export const firstChunk = (
+  response: UpstreamResponse
+): Effect.Effect<Uint8Array, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> =>
+  Effect.mapError(response.body.first, (error) => transportError(response.channel, error))
+
+/** How much of an error answer is read: upstream error bodies are small; a huge one is cut. @category constants */
+export const ERROR_BODY_LIMIT = 64 * 1024
+
+/**
+ * Reads at most `ERROR_BODY_LIMIT` bytes of an error body as text (the rest is
+ * never read). A body that breaks or stalls yields what was read.
+ *
+ * @category reading
+ */
+export const errorBody = (response: UpstreamResponse): Effect.Effect<string> => response.body.prefix(ERROR_BODY_LIMIT)
+
+/**
+ * The upstream's own error message from an error body (`error.message` in
+ * every dialect's envelope, else the body's first line), for operators: the
+ * reason a key was disabled, the console's Test result. Never sent to callers.
+ *
+ * @category reading
+ */
+export const upstreamMessage = (body: string): string => {
+  let message: unknown
+  try {
+    const json = JSON.parse(body) as unknown
+    const error = typeof json === "object" && json !== null ? (json as Record<string, unknown>).error : undefined
+    message = typeof error === "object" && error !== null
+      ? (error as Record<string, unknown>).message
+      : typeof error === "string"
+      ? error
+      : typeof json === "object" && json !== null
+      ? (json as Record<string, unknown>).message
+      : undefined
+  } catch {
+    message = undefined
+  }
+  const text = (typeof message === "string" && message.trim() !== "" ? message : body).trim().split("\n")[0] ?? ""
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text === "" ? "(no message)" : text
+}

@@ -1,0 +1,90 @@
+/**
+ * Where each channel type is reached and how its key is sent (the
+ * `anthropic-version` a channel sets in any letter case wins), Azure's
+ * default api-version, and the upstream's own message for operators.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Domain } from "@modelgate/core"
+import * as Dialects from "../src/Dialects.ts"
+import * as Upstream from "../src/Upstream.ts"
+
+const channel = (over: Partial<Domain.Channel> = {}): Domain.Channel => ({
+  id: "c",
+  name: "c",
+  type: "openai",
+  baseUrl: "https://up.test/v1/",
+  apiKeys: ["k"],
+  models: ["m"],
+  modelMap: {},
+  groups: ["default"],
+  priority: 0,
+  weight: 1,
+  enabled: true,
+  ...Domain.channelDefaults,
+  ...over
+})
+
+const headersOf = (c: Domain.Channel, key: string) => Dialects.ofChannel(c).headers(c, key)
+const chatUrl = (c: Domain.Channel, model: string, stream: boolean) => Dialects.ofChannel(c).chatUrl(c, model, stream)
+
+describe("Dialects", () => {
+  it("puts each channel type's key where the upstream expects it", () => {
+    assert.deepStrictEqual(headersOf(channel({ headers: { "X-Title": "gw" } }), "sk-1"), {
+      "content-type": "application/json",
+      "X-Title": "gw",
+      authorization: "Bearer sk-1"
+    })
+    assert.strictEqual(headersOf(channel({ type: "azure" }), "az")["api-key"], "az")
+    assert.strictEqual(headersOf(channel({ type: "gemini" }), "g")["x-goog-api-key"], "g")
+    const anthropic = headersOf(channel({ type: "anthropic" }), "a")
+    assert.strictEqual(anthropic["x-api-key"], "a")
+    assert.strictEqual(anthropic["anthropic-version"], "2023-06-01")
+  })
+
+  it("keeps the anthropic-version a channel sets, in any letter case, and adds no second one", () => {
+    for (const name of ["anthropic-version", "Anthropic-Version", "ANTHROPIC-VERSION"]) {
+      const headers = headersOf(channel({ type: "anthropic", headers: { [name]: "2024-01-01" } }), "a")
+      const versions = Object.entries(headers).filter(([k]) => k.toLowerCase() === "anthropic-version")
+      assert.deepStrictEqual(versions, [[name, "2024-01-01"]], name)
+    }
+  })
+
+  it("builds chat URLs; Azure without an api_version uses the default", () => {
+    assert.strictEqual(chatUrl(channel(), "m", false), "https://up.test/v1/chat/completions")
+    assert.strictEqual(
+      chatUrl(channel({ type: "azure", baseUrl: "https://r.openai.azure.com" }), "my dep", true),
+      `https://r.openai.azure.com/openai/deployments/my%20dep/chat/completions?api-version=${Domain.DEFAULT_AZURE_API_VERSION}`
+    )
+    assert.include(chatUrl(channel({ type: "azure", apiVersion: "2025-01-01-preview" }), "d", false), "api-version=2025-01-01-preview")
+    assert.strictEqual(
+      chatUrl(channel({ type: "gemini", baseUrl: "https://g.test" }), "gemini-2.5-pro", true),
+      "https://g.test/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+    )
+    assert.strictEqual(chatUrl(channel({ type: "anthropic", baseUrl: "https://a.test/" }), "claude", true), "https://a.test/v1/messages")
+  })
+
+  it("builds embeddings URLs: OpenAI's /embeddings, an Azure deployment's, Gemini's method for the client's operation", () => {
+    const embeddingsUrl = (c: Domain.Channel, operation?: string) => Dialects.ofChannel(c).embeddings!.url(c, "e 1", operation)
+    assert.strictEqual(embeddingsUrl(channel()), "https://up.test/v1/embeddings")
+    assert.strictEqual(
+      embeddingsUrl(channel({ type: "azure", baseUrl: "https://r.openai.azure.com" })),
+      `https://r.openai.azure.com/openai/deployments/e%201/embeddings?api-version=${Domain.DEFAULT_AZURE_API_VERSION}`
+    )
+    assert.strictEqual(embeddingsUrl(channel({ type: "gemini", baseUrl: "https://g.test" }), "embedContent"), "https://g.test/v1beta/models/e%201:embedContent")
+    assert.strictEqual(embeddingsUrl(channel({ type: "gemini", baseUrl: "https://g.test" })), "https://g.test/v1beta/models/e%201:batchEmbedContents")
+  })
+
+  it("finds the upstream's own message in every envelope, for operators", () => {
+    const cases: ReadonlyArray<readonly [string, string]> = [
+      ["{\"error\":{\"message\":\"Incorrect API key provided: sk-ab***cd\",\"type\":\"invalid_request_error\"}}", "Incorrect API key provided: sk-ab***cd"],
+      ["{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}", "invalid x-api-key"],
+      ["{\"error\":{\"code\":400,\"message\":\"API key not valid. Please pass a valid API key.\",\"status\":\"INVALID_ARGUMENT\"}}", "API key not valid. Please pass a valid API key."],
+      ["{\"error\":\"quota exceeded\"}", "quota exceeded"],
+      ["{\"message\":\"Unauthorized\"}", "Unauthorized"],
+      ["<html>Bad gateway</html>\nmore", "<html>Bad gateway</html>"],
+      ["", "(no message)"]
+    ]
+    for (const [body, message] of cases) assert.strictEqual(Upstream.upstreamMessage(body), message)
+    assert.strictEqual(Upstream.upstreamMessage(`{"error":{"message":"${"x".repeat(400)}"}}`).length, 301)
+  })
+})

@@ -1,0 +1,186 @@
+/**
+ * The gateway as a web handler (`toWebHandler`), against the fake upstream:
+ * an OpenAI request to a Gemini channel, a Gemini `:streamGenerateContent?alt=sse`
+ * request to an OpenAI channel, a bad key (401), an empty balance (429
+ * `insufficient_quota`), and the embedded store's books. The same checks run
+ * on the handler in this Node process, and on the handler served by Bun and
+ * by Deno (the npm packages' binaries, `test/fixtures/serve.ts`).
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { FakeUpstream } from "@modelgate/fake-upstream"
+import { Effect } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import { toWebHandler, type WebHandler } from "../src/WebHandler.ts"
+
+const KEY = "sk-embedded-alice-0000000000000000"
+const BROKE = "sk-embedded-broke-0000000000000000"
+
+const config = (upstream: string) => ({
+  routing: { probe_interval_ms: 600_000 },
+  channels: [
+    { name: "gemini", type: "gemini", base_url: upstream, api_key: "g", models: ["gemini-2.5-flash"] },
+    { name: "openai", type: "openai", base_url: `${upstream}/v1`, api_key: "k", models: ["gpt-4o-mini"] }
+  ],
+  models: {
+    "gemini-2.5-flash": { input: 1, output: 2 },
+    "gpt-4o-mini": { input: 1, output: 2 }
+  },
+  users: [
+    { name: "alice", balance: 10, keys: [{ name: "laptop", secret: KEY }] },
+    { name: "broke", balance: 0, keys: [{ name: "empty", secret: BROKE }] }
+  ]
+})
+
+/** Something that answers requests: a handler in this process, or a server in another runtime. */
+type Fetch = (path: string, init?: RequestInit) => Promise<Response>
+
+/** The checks every host of the handler must pass. */
+const contract = (name: string, fetchOf: () => Fetch) =>
+  describe(name, () => {
+    it("serves an OpenAI chat request with a model of a Gemini channel, translated", async () => {
+      const response = await fetchOf()("/v1/chat/completions", {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "gemini-2.5-flash", messages: [{ role: "user", content: "Hello" }] })
+      })
+      assert.strictEqual(response.status, 200)
+      assert.match(response.headers.get("x-request-id") ?? "", /^req_[0-9a-f]{24}$/)
+      const body = await response.json() as { object: string; model: string; choices: Array<{ message: { content: string } }>; usage: { prompt_tokens: number } }
+      assert.strictEqual(body.object, "chat.completion")
+      assert.strictEqual(body.model, "gemini-2.5-flash")
+      assert.isAbove(body.choices[0]!.message.content.length, 0)
+      assert.isAbove(body.usage.prompt_tokens, 0)
+    })
+
+    it("streams a Gemini :streamGenerateContent?alt=sse request with a model of an OpenAI channel, translated", async () => {
+      const response = await fetchOf()("/v1beta/models/gpt-4o-mini:streamGenerateContent?alt=sse", {
+        method: "POST",
+        headers: { "x-goog-api-key": KEY, "content-type": "application/json" },
+        body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "Tell me a story" }] }] })
+      })
+      assert.strictEqual(response.status, 200)
+      assert.strictEqual(response.headers.get("content-type"), "text/event-stream")
+      const text = await response.text()
+      const events = text.split(/\r?\n\r?\n/).filter((event) => event.startsWith("data: ")).map((event) => JSON.parse(event.slice(6)))
+      assert.isAbove(events.length, 1)
+      const words = events.flatMap((event) => event.candidates?.[0]?.content?.parts ?? []).map((part: { text?: string }) => part.text ?? "").join("")
+      assert.isAbove(words.length, 0)
+      const last = events.at(-1)
+      assert.strictEqual(last.candidates[0].finishReason, "STOP")
+      assert.isAbove(last.usageMetadata.totalTokenCount, 0)
+    })
+
+    it("refuses a bad key in the client's dialect: OpenAI's 401, Google's 400 API_KEY_INVALID", async () => {
+      const openai = await fetchOf()("/v1/chat/completions", {
+        method: "POST",
+        headers: { authorization: "Bearer sk-not-a-key-at-all-000000", "content-type": "application/json" },
+        body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Hi" }] })
+      })
+      assert.strictEqual(openai.status, 401)
+      const body = await openai.json() as { error: { code: string; message: string } }
+      assert.strictEqual(body.error.code, "invalid_api_key")
+      assert.match(body.error.message, /is not valid/)
+      const gemini = await fetchOf()("/v1beta/models/gpt-4o-mini:generateContent", {
+        method: "POST",
+        headers: { "x-goog-api-key": "sk-not-a-key-at-all-000000", "content-type": "application/json" },
+        body: JSON.stringify({ contents: [{ parts: [{ text: "Hi" }] }] })
+      })
+      // Google answers an unknown key with 400 INVALID_ARGUMENT and the reason API_KEY_INVALID, which its SDKs read.
+      assert.strictEqual(gemini.status, 400)
+      const error = (await gemini.json() as { error: { status: string; details: Array<{ reason?: string }> } }).error
+      assert.strictEqual(error.status, "INVALID_ARGUMENT")
+      assert.strictEqual(error.details[0]?.reason, "API_KEY_INVALID")
+    })
+
+    it("refuses a call an empty balance cannot pay with 429 insufficient_quota", async () => {
+      const response = await fetchOf()("/v1/chat/completions", {
+        method: "POST",
+        headers: { authorization: `Bearer ${BROKE}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Hi" }] })
+      })
+      assert.strictEqual(response.status, 429)
+      const body = await response.json() as { error: { code: string; message: string } }
+      assert.strictEqual(body.error.code, "insufficient_quota")
+      assert.match(body.error.message, /Your balance is 0\.00 USD/)
+    })
+
+    it("answers a wrong base address with the fix, in the dialect the path suggests", async () => {
+      const response = await fetchOf()("/v1/v1/chat/completions", { method: "POST", body: "{}" })
+      assert.strictEqual(response.status, 404)
+      assert.match((await response.json() as { error: { message: string } }).error.message, /\/v1 twice/)
+    })
+  })
+
+describe("the web handler", () => {
+  let upstream: FakeUpstream.FakeUpstream
+  let local: WebHandler
+  beforeAll(async () => {
+    upstream = await Effect.runPromise(FakeUpstream.start({ port: 0 }))
+    local = await toWebHandler(config(upstream.url))
+  })
+  afterAll(async () => {
+    await local?.dispose()
+    await upstream?.close()
+  })
+
+  contract("in this Node process", () => (path, init) => local.handler(new Request(`http://gateway.test${path}`, init)))
+
+  it("charges the balance what the usage records say, and records every call", async () => {
+    const before = local.inspect!.balance("alice")!
+    const response = await local.handler(new Request("http://gateway.test/v1/chat/completions", {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Count to three" }], stream: true, stream_options: { include_usage: true } })
+    }))
+    const text = await response.text()
+    assert.include(text, "data: [DONE]")
+    // A stream is settled when its relay ends, just after the last frame.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const records = local.inspect!.usage()
+    const last = records.at(-1)!
+    assert.strictEqual(last.model, "gpt-4o-mini")
+    assert.strictEqual(last.status, 200)
+    assert.isTrue(last.usageReported)
+    assert.isAbove(Number(last.costNanos), 0)
+    assert.strictEqual(before - local.inspect!.balance("alice")!, last.costNanos)
+  })
+
+  it("refuses a configuration that does not decode, naming the field", async () => {
+    const error = await toWebHandler({ channels: [{ name: "x", type: "carrier-pigeon" }] }).then(() => undefined, (e: Error) => e)
+    assert.match(String(error?.message), /at channels\[0\]\.type/)
+  })
+
+  for (const runtime of ["bun", "deno"] as const) {
+    describe(`served by ${runtime}`, () => {
+      const binary = join(import.meta.dirname, "..", "node_modules", ".bin", runtime)
+      let child: ChildProcess | undefined
+      let base = ""
+      beforeAll(async () => {
+        if (!existsSync(binary)) throw new Error(`${binary} is missing: run pnpm install`)
+        const args = runtime === "bun" ? ["test/fixtures/serve.ts"] : ["run", "--allow-net", "--allow-env", "--allow-read", "test/fixtures/serve.ts"]
+        child = spawn(binary, args, {
+          cwd: join(import.meta.dirname, ".."),
+          env: { ...process.env, MODELGATE_EMBED_CONFIG: JSON.stringify(config(upstream.url)), NO_COLOR: "1" },
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+        let errors = ""
+        child.stderr!.on("data", (chunk) => errors += String(chunk))
+        base = await new Promise<string>((resolve, reject) => {
+          let out = ""
+          child!.stdout!.on("data", (chunk) => {
+            out += String(chunk)
+            const port = /listening (\d+)/.exec(out)?.[1]
+            if (port !== undefined) resolve(`http://127.0.0.1:${port}`)
+          })
+          child!.once("exit", (code) => reject(new Error(`${runtime} exited with ${code}: ${errors}`)))
+        })
+      }, 60_000)
+      afterAll(() => {
+        child?.kill()
+      })
+      contract(`the same checks over HTTP`, () => (path, init) => fetch(`${base}${path}`, init))
+    })
+  }
+})

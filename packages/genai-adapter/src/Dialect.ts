@@ -1,0 +1,402 @@
+/**
+ * The Gemini (Generative Language API v1beta) dialect, whole, as core's
+ * `Dialect` interfaces: `client` serves Gemini callers (the key from
+ * `x-goog-api-key`, `?key=` or `Authorization: Bearer`; the model and stream
+ * flag from the path; streams as SSE with `alt=sse` or as a streamed JSON
+ * array without it; Google's error envelope; paged model lists;
+ * `:embedContent`, `:batchEmbedContents` and `:countTokens`), and `upstream`
+ * speaks to a `gemini` channel (always asked for SSE).
+ *
+ * @since 0.1.0
+ */
+import { type Canonical, type Dialect as Core, type Domain, GatewayError, Params, Tokens } from "@modelgate/core"
+import { Effect, Predicate, Result, Schema } from "effect"
+import * as CountTokens from "./CountTokens.ts"
+import * as ErrorEnvelope from "./ErrorEnvelope.ts"
+import * as Framing from "./Framing.ts"
+import * as GenerateContent from "./GenerateContent.ts"
+import * as Models from "./Models.ts"
+import * as Passthrough from "./Passthrough.ts"
+import * as Request from "./Request.ts"
+import * as Response from "./Response.ts"
+import * as GeminiStream from "./Stream.ts"
+
+// ---------------------------------------------------------------------------
+// Keys
+// ---------------------------------------------------------------------------
+
+const first = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
+  typeof value === "string" ? value : value?.[0]
+
+const nonEmpty = (value: string | undefined): string | undefined =>
+  value === undefined || value.trim().length === 0 ? undefined : value.trim()
+
+const bearer = (headers: Core.HeaderBag): string | undefined => {
+  const value = first(headers["authorization"])
+  if (value === undefined) return undefined
+  const match = /^\s*bearer\s+(.+?)\s*$/i.exec(value)
+  return match === null ? undefined : match[1]
+}
+
+const decodeComponent = (text: string): string => {
+  try {
+    return decodeURIComponent(text.replaceAll("+", " "))
+  } catch {
+    return text
+  }
+}
+
+/** The first value of a query parameter (`search`: the raw query string, with or without `?`). */
+const queryParam = (search: string, name: string): string | undefined => {
+  for (const pair of (search.startsWith("?") ? search.slice(1) : search).split("&")) {
+    const at = pair.indexOf("=")
+    const key = decodeComponent(at === -1 ? pair : pair.slice(0, at))
+    if (key === name) return at === -1 ? "" : decodeComponent(pair.slice(at + 1))
+  }
+  return undefined
+}
+
+/**
+ * Where Gemini callers put their key: `x-goog-api-key` (the SDKs), `?key=`
+ * (curl examples and third-party clients), or `Authorization: Bearer`
+ * (gemini-cli with `GEMINI_API_KEY_AUTH_MECHANISM=bearer`).
+ *
+ * @category keys
+ */
+export const presentedKey = (headers: Core.HeaderBag, search: string): string | undefined =>
+  nonEmpty(first(headers["x-goog-api-key"])) ??
+    nonEmpty(search.includes("key=") ? queryParam(search, "key") : undefined) ??
+    nonEmpty(bearer(headers))
+
+// ---------------------------------------------------------------------------
+// Client side
+// ---------------------------------------------------------------------------
+
+const inspect = (body: string, hints: Core.RouteHints) =>
+  Effect.map(Passthrough.inspectBody(body), (inspection): Core.Inspected => ({
+    model: hints.model ?? "",
+    stream: hints.stream ?? false,
+    includeUsage: true,
+    maxOutputTokens: inspection.maxOutputTokens,
+    choices: inspection.candidateCount,
+    mediaParts: inspection.mediaParts,
+    json: inspection.body,
+    sse: hints.sse ?? true,
+    forward: (_, edit) =>
+      edit?.params === undefined ? body : JSON.stringify(Params.apply(inspection.body as Record<string, unknown>, edit.params))
+  }))
+
+const metered = (usage: Canonical.Usage | undefined, promptEstimate: number, generatedTokens: number): Core.Metered =>
+  usage !== undefined
+    ? { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, cachedTokens: usage.cachedTokens ?? 0, reported: true }
+    : { promptTokens: promptEstimate, completionTokens: generatedTokens, cachedTokens: 0, reported: false }
+
+/**
+ * The array framer of each JSON-array stream being written, so that an error
+ * after the stream started is written as its last element and closes the
+ * array (`streamErrorFrame`).
+ */
+const arrayFramers = new WeakMap<Core.Inspected, Framing.ArrayFramer>()
+
+const arrayFramerFor = (inspected: Core.Inspected): Framing.ArrayFramer => {
+  const framer = new Framing.ArrayFramer()
+  arrayFramers.set(inspected, framer)
+  return framer
+}
+
+/** Re-frames Gemini SSE text as a streamed JSON array, element by element. */
+const arrayReframer = (inspected: Core.Inspected) => {
+  const parser = new Framing.SseParser()
+  const framer = arrayFramerFor(inspected)
+  const frame = (events: ReadonlyArray<string>) => {
+    let out = ""
+    for (const data of events) out += framer.element(JSON.parse(data))
+    return out
+  }
+  return { push: (text: string) => frame(parser.push(text)), end: () => frame(parser.end()) + framer.end() }
+}
+
+/**
+ * How a catalog model is described to Gemini clients: embedding models
+ * (`embedding: true` in the configuration) advertise `embedContent` and
+ * `batchEmbedContents`, every other model the generation methods; reasoning
+ * models (`reasoning: true`) report `thinking`.
+ */
+const pageOptions: Models.PageOptions = {
+  isEmbedding: (model) => model.embedding === true,
+  isThinking: (model) => model.reasoning === true ? true : undefined
+}
+
+/** The embedding requests of an `:embedContent` (one) or `:batchEmbedContents` (several) body, decoded. */
+const embedRequests = (
+  operation: string | undefined,
+  body: unknown
+): Effect.Effect<ReadonlyArray<GenerateContent.EmbedContentRequest>, GatewayError.InvalidRequest> => {
+  if (operation !== "batchEmbedContents") {
+    return Effect.map(Effect.fromResult(GenerateContent.decodeEmbedContentBody(body)), (request) => [request])
+  }
+  return Effect.flatMap(Effect.fromResult(GenerateContent.decodeBatchEmbedContentsBody(body)), (batch) =>
+    batch.requests.length === 0
+      ? Effect.fail(new GatewayError.InvalidRequest({ message: "'requests' must hold at least one request.", param: "requests" }))
+      : Effect.succeed(batch.requests))
+}
+
+/** The requests of a batch body as the client wrote them (the body decoded, so they are objects). */
+const rawRequests = (body: unknown): ReadonlyArray<Readonly<Record<string, unknown>>> =>
+  Predicate.isObject(body) && Array.isArray(body.requests) ? body.requests.filter(Predicate.isObject) : []
+
+/** Where a request's fields sit in the client's body. */
+const requestPath = (operation: string | undefined, i: number): string => operation === "batchEmbedContents" ? `requests[${i}].` : ""
+
+/** The text a request embeds: its text parts, joined. */
+const textOf = (request: GenerateContent.EmbedContentRequest): string => {
+  let text = ""
+  for (const part of request.content.parts) if (part.text !== undefined) text += part.text
+  return text
+}
+
+/**
+ * The canonical request of a batch of Gemini embedding requests: the texts,
+ * and `dimensions` from `outputDimensionality`. Parts that are not text
+ * (images, files) cannot be embedded by another dialect's channel, and one
+ * canonical request has one size, so both are refused by name rather than
+ * embedded wrongly. `taskType` and `title` are retrieval hints other dialects
+ * have no field for, and are left out.
+ */
+const canonicalEmbed = (
+  model: string,
+  operation: string | undefined,
+  requests: ReadonlyArray<GenerateContent.EmbedContentRequest>
+): Canonical.EmbedRequest | GatewayError.UnsupportedFeature => {
+  let dimensions: number | undefined
+  for (let i = 0; i < requests.length; i++) {
+    const request = requests[i]!
+    const at = requestPath(operation, i)
+    const parts = request.content.parts
+    for (let j = 0; j < parts.length; j++) {
+      if (parts[j]!.text === undefined) {
+        return new GatewayError.UnsupportedFeature({
+          param: `${at}content.parts[${j}]`,
+          message: `'${at}content.parts[${j}]' is not text: this model embeds text only. Send the text to embed in 'text' parts.`
+        })
+      }
+    }
+    const asked = request.outputDimensionality
+    if (asked !== undefined) {
+      if (dimensions !== undefined && asked !== dimensions) {
+        return new GatewayError.UnsupportedFeature({
+          param: `${at}outputDimensionality`,
+          message: `'${at}outputDimensionality' (${asked}) differs from an earlier request's (${dimensions}); for this model every request of a batch must ask for the same size.`
+        })
+      }
+      dimensions = asked
+    }
+  }
+  const inputs = requests.map(textOf)
+  return dimensions === undefined ? { model, inputs } : { model, inputs, dimensions }
+}
+
+const parseJson = (body: string) =>
+  Effect.try({
+    try: () => JSON.parse(body) as unknown,
+    catch: (error) => new GatewayError.InvalidRequest({ message: `The request body is not valid JSON: ${(error as Error).message}` })
+  })
+
+const embeddingsClient: Core.ClientEmbeddings = {
+  decode: (text, hints) =>
+    Effect.gen(function*() {
+      const body = yield* parseJson(text)
+      const operation = hints.operation
+      const requests = yield* embedRequests(operation, body)
+      const model = hints.model ?? ""
+      let tokens = 0
+      for (const request of requests) tokens += Math.ceil(Tokens.utf8Length(textOf(request)) / 4)
+      return {
+        model,
+        tokens,
+        canonical: canonicalEmbed(model, operation, requests),
+        count: requests.length,
+        request: operation === "batchEmbedContents" ? "batch" : "single",
+        operation,
+        // Relayed as the client wrote them (fields this gateway does not model included), each naming the upstream model.
+        forward: (upstreamModel) =>
+          operation === "batchEmbedContents"
+            ? JSON.stringify({ requests: rawRequests(body).map((r) => ({ ...r, model: `models/${upstreamModel}` })) })
+            : text
+      }
+    }),
+  encode: (response, call) =>
+    call.request === "batch"
+      ? { embeddings: response.vectors.map((values) => ({ values })) }
+      : { embedding: { values: response.vectors[0] ?? [] } },
+  passthrough: (text, _publicModel, channel) =>
+    Effect.try({
+      try: () => {
+        JSON.parse(text)
+        // Gemini's embedding answers name no model and report no usage.
+        return { body: text, promptTokens: undefined }
+      },
+      catch: () => new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with invalid JSON.` })
+    })
+}
+
+/**
+ * The Gemini client side.
+ *
+ * @category dialect
+ */
+export const client: Core.ClientDialect = {
+  dialect: "gemini",
+  presentedKey,
+  inspect,
+  decodeRequest: (inspected) => Request.decodeRequest(inspected.json, inspected.model, { stream: inspected.stream }),
+  passthroughMeter: (inspected) => {
+    const meter = new Passthrough.PassthroughMeter()
+    const reframe = inspected.sse === false ? arrayReframer(inspected) : undefined
+    // SSE is relayed as it came, whole lines at a time (each event is one `data:` line), so a renamer sees whole events.
+    let partial = ""
+    return {
+      push: (text) => {
+        meter.feed(text)
+        if (reframe !== undefined) return reframe.push(text)
+        const all = partial.length === 0 ? text : partial + text
+        const cut = all.lastIndexOf("\n") + 1
+        partial = all.slice(cut)
+        return cut === all.length ? all : all.slice(0, cut)
+      },
+      end: () => {
+        meter.end()
+        if (reframe !== undefined) return reframe.end()
+        const rest = partial
+        partial = ""
+        return rest
+      },
+      metered: (promptEstimate) => metered(meter.usage(), promptEstimate, meter.estimatedCompletionTokens())
+    }
+  },
+  usageOfResponse: (json, promptEstimate) => metered(Passthrough.usageOfResponse(json), promptEstimate, 0),
+  encodeResponse: (response, model) => Response.encodeResponse(response, model),
+  frameEncoder: (inspected, model) => {
+    const encoder = new GeminiStream.StreamEncoder(model)
+    const framer = inspected.sse === false ? arrayFramerFor(inspected) : undefined
+    const frame = (chunks: ReadonlyArray<unknown>) => {
+      let text = ""
+      for (const chunk of chunks) text += framer === undefined ? Framing.sseEvent(chunk) : framer.element(chunk)
+      return text
+    }
+    return {
+      push: (events) => frame(encoder.pushAll(events)),
+      end: () => frame(encoder.end()) + (framer === undefined ? "" : framer.end())
+    }
+  },
+  renderError: (error) => ErrorEnvelope.toResponse(error),
+  // SSE: one `data: {"error":...}` event. JSON array: the error as the last element, then `]`.
+  streamErrorFrame: (error, inspected) =>
+    inspected?.sse === false
+      ? (arrayFramers.get(inspected) ?? new Framing.ArrayFramer()).endWith(ErrorEnvelope.arrayStreamError(error))
+      : ErrorEnvelope.streamError(error),
+  // Gemini answers name the model in `modelVersion`: the public name replaces whatever the upstream reported.
+  renameInBody: (body, publicModel) => Passthrough.renameModelVersion(body, publicModel),
+  streamRenamer: (_upstreamModel, publicModel) => (text) => Passthrough.renameModelVersionPerLine(text, publicModel),
+  streamContentType: (inspected) => inspected.sse === false ? Framing.ARRAY_CONTENT_TYPE : Framing.SSE_CONTENT_TYPE,
+  rateLimitHeaders: () => ({}),
+  modelsList: (models, search) => Models.modelsPage(models, queryParam(search, "pageSize"), queryParam(search, "pageToken"), pageOptions),
+  modelObject: (model) => Models.modelResource(model, { embedding: model.embedding === true }),
+  modelsListPath: "GET /v1beta/models",
+  embeddings: embeddingsClient,
+  countTokens: {
+    local: (body) => Effect.flatMap(parseJson(body), CountTokens.countTokens)
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Upstream side
+// ---------------------------------------------------------------------------
+
+const trimSlash = (url: string) => url.endsWith("/") ? url.slice(0, -1) : url
+
+/** A model method's URL on a Gemini channel (`generateContent`, `countTokens`, `embedContent`, ...). */
+const methodUrl = (channel: Domain.Channel, upstreamModel: string, method: string): string =>
+  `${trimSlash(channel.baseUrl)}/v1beta/models/${encodeURIComponent(upstreamModel)}:${method}`
+
+/** Incremental decoding of a Gemini upstream's SSE text; throws the upstream's error when an event is one. */
+const eventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
+  const parser = new Framing.SseParser()
+  // Gemini answers carry no creation time and may carry no `responseId`: the call's start and id stand in.
+  const decoder = new GeminiStream.StreamDecoder({ created: start.created, id: `chatcmpl-${start.id}` })
+  const feed = (events: ReadonlyArray<string>): Array<Canonical.StreamEvent> => {
+    const decoded = decoder.pushAll(events, true)
+    if (Result.isFailure(decoded)) throw decoded.failure
+    return decoded.success
+  }
+  return {
+    push: (text) => feed(parser.push(text)),
+    end: () => [...feed(parser.end()), ...decoder.end()]
+  }
+}
+
+/** A Gemini `countTokens` answer, as far as it is read. */
+const isCountTokensAnswer = Schema.is(Schema.Struct({ totalTokens: Schema.Int }))
+
+/** A Gemini `batchEmbedContents` answer, as far as it is read. */
+const BatchEmbedAnswer = Schema.Struct({
+  embeddings: Schema.Array(Schema.Struct({ values: Schema.Array(Schema.Finite) }))
+})
+
+const decodeBatchEmbedAnswer = Schema.decodeUnknownResult(Schema.fromJsonString(BatchEmbedAnswer))
+
+/**
+ * The Gemini upstream side.
+ *
+ * @category dialect
+ */
+export const upstream: Core.UpstreamDialect = {
+  dialect: "gemini",
+  chatUrl: (channel, upstreamModel, stream) =>
+    methodUrl(channel, upstreamModel, stream ? "streamGenerateContent?alt=sse" : "generateContent"),
+  headers: (channel, apiKey) => ({ "content-type": "application/json", ...channel.headers, "x-goog-api-key": apiKey }),
+  encodeRequest: (request, upstreamModel) =>
+    Effect.map(
+      Request.encodeRequest(request, { thinkingStyle: Request.thinkingStyleOf(upstreamModel) }),
+      (body) => JSON.stringify(body)
+    ),
+  decodeResponse: (json, start) => Response.decodeResponse(json, { created: start.created, id: `chatcmpl-${start.id}` }),
+  eventDecoder,
+  classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
+  countTokens: {
+    url: (channel, upstreamModel) => methodUrl(channel, upstreamModel, "countTokens"),
+    isCount: (text) => {
+      try {
+        return isCountTokensAnswer(JSON.parse(text))
+      } catch {
+        return false
+      }
+    }
+  },
+  embeddings: {
+    url: (channel, upstreamModel, operation) => methodUrl(channel, upstreamModel, operation ?? "batchEmbedContents"),
+    encode: (request, upstreamModel) =>
+      Effect.succeed(JSON.stringify({
+        requests: request.inputs.map((text) => ({
+          model: `models/${upstreamModel}`,
+          content: { parts: [{ text }] },
+          ...(request.dimensions === undefined ? {} : { outputDimensionality: request.dimensions })
+        }))
+      })),
+    decode: (text, count, channel) => {
+      const parsed = decodeBatchEmbedAnswer(text)
+      if (Result.isFailure(parsed)) {
+        return Effect.fail(
+          new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with something that is not a list of embeddings.` })
+        )
+      }
+      const vectors = parsed.success.embeddings.map((e) => e.values)
+      if (vectors.length !== count) {
+        return Effect.fail(
+          new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with ${vectors.length} embeddings for ${count} inputs.` })
+        )
+      }
+      return Effect.succeed({ vectors })
+    }
+  }
+}

@@ -1,0 +1,381 @@
+/**
+ * The OpenAI chat completions dialect, whole, as core's `Dialect` interfaces:
+ * `client` is how OpenAI-style callers are served (the key in `Authorization:
+ * Bearer`, the body inspected for the passthrough or decoded for translation,
+ * answers, SSE streams, the error envelope with the `x-ratelimit-*` headers,
+ * models, embeddings), and `upstream` is how an OpenAI-compatible channel
+ * (`openai`, and Azure OpenAI's deployments as `azure`) is spoken to.
+ *
+ * @example
+ * ```ts
+ * import { Dialect } from "@modelgate/openai-adapter"
+ *
+ * Dialect.upstream.chatUrl(channel, "gpt-4o", true) // "https://api.openai.com/v1/chat/completions"
+ * Dialect.client.presentedKey({ authorization: "Bearer sk-..." }, "") // "sk-..."
+ * ```
+ *
+ * @since 0.1.0
+ */
+import { type Canonical, type Dialect as Core, Domain, GatewayError, Params, Tokens } from "@modelgate/core"
+import { Effect, Predicate, Result, Schema } from "effect"
+import * as ErrorEnvelope from "./ErrorEnvelope.ts"
+import { base64 } from "./internal/base64.ts"
+import * as Models from "./Models.ts"
+import * as Passthrough from "./Passthrough.ts"
+import * as RateLimitHeaders from "./RateLimitHeaders.ts"
+import * as Request from "./Request.ts"
+import * as Response from "./Response.ts"
+import * as Sse from "./Sse.ts"
+import * as OpenAIStream from "./Stream.ts"
+
+// ---------------------------------------------------------------------------
+// Keys
+// ---------------------------------------------------------------------------
+
+const first = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
+  typeof value === "string" ? value : value?.[0]
+
+/**
+ * The token of an `Authorization: Bearer <token>` header, trimmed; undefined
+ * when there is none or it is empty.
+ *
+ * @category keys
+ */
+export const bearer = (headers: Core.HeaderBag): string | undefined => {
+  const value = first(headers["authorization"])
+  if (value === undefined) return undefined
+  const match = /^\s*bearer\s+(.+?)\s*$/i.exec(value)
+  return match === null ? undefined : match[1]
+}
+
+// ---------------------------------------------------------------------------
+// Client side
+// ---------------------------------------------------------------------------
+
+const inspect = (body: string) =>
+  Effect.map(Passthrough.inspectChatBody(body), (inspected): Core.Inspected => ({
+    model: inspected.model,
+    stream: inspected.stream,
+    includeUsage: inspected.includeUsage,
+    maxOutputTokens: inspected.maxTokens,
+    choices: inspected.choices,
+    mediaParts: inspected.mediaParts,
+    json: inspected.json,
+    forward: (upstreamModel, edit) =>
+      edit === undefined
+        ? Passthrough.upstreamBody(inspected, upstreamModel)
+        : edit.streamOptions
+        ? Passthrough.upstreamBody({ ...inspected, json: Params.edit(inspected.json, edit) }, upstreamModel)
+        // An upstream that rejects stream_options gets none (its stream usage is then counted locally).
+        : JSON.stringify({ ...Params.edit(inspected.json, edit), model: upstreamModel })
+  }))
+
+/** The error envelope, with the `x-ratelimit-*` headers of the limit that refused a call. */
+const renderError = (error: GatewayError.GatewayError): Core.ErrorResponse => {
+  const rendered = ErrorEnvelope.toResponse(error)
+  if (error._tag !== "RateLimited" || error.snapshot === undefined) return rendered
+  return { ...rendered, headers: { ...RateLimitHeaders.toHeaders(error.snapshot), ...rendered.headers } }
+}
+
+const invalid = (message: string, param?: string) =>
+  new GatewayError.InvalidRequest(param === undefined ? { message } : { message, param })
+
+/** What the OpenAI side remembers of an embeddings request: its body, and whether it wants base64 vectors. */
+interface EmbedState {
+  readonly body: Readonly<Record<string, unknown>>
+  readonly base64: boolean
+}
+
+const isTokenArray = (value: unknown): value is ReadonlyArray<number> =>
+  Array.isArray(value) && value.length > 0 && value.every((n) => typeof n === "number" && Number.isInteger(n) && n >= 0)
+
+/**
+ * Reads `POST /v1/embeddings`: `input` is a string, an array of strings, an
+ * array of token ids, or an array of such arrays. Token ids go only to
+ * OpenAI-compatible channels (another dialect's channel embeds text), so the
+ * canonical request names why it cannot be made.
+ */
+const decodeEmbeddings = (text: string): Effect.Effect<Core.EmbedCall, GatewayError.InvalidRequest> => {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (error) {
+    return Effect.fail(invalid(`The request body is not valid JSON: ${(error as Error).message}`))
+  }
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Effect.fail(invalid("The request body must be a JSON object."))
+  const body = json as Record<string, unknown>
+  const model = body.model
+  if (typeof model !== "string" || model.length === 0) return Effect.fail(invalid("'model' is required (a model name).", "model"))
+  const input = body.input
+  const inputs: Array<string> = []
+  let tokens = 0
+  let tokenIds = false
+  const bad = () =>
+    Effect.fail(invalid("'input' is required: a string, a non-empty array of strings, or token ids (an array of integers, or of such arrays).", "input"))
+  if (typeof input === "string") {
+    inputs.push(input)
+  } else if (Array.isArray(input) && input.length > 0) {
+    if (input.every((item) => typeof item === "string")) inputs.push(...(input as ReadonlyArray<string>))
+    else if (isTokenArray(input)) {
+      tokenIds = true
+      tokens = input.length
+    } else if ((input as ReadonlyArray<unknown>).every(isTokenArray)) {
+      tokenIds = true
+      for (const ids of input as ReadonlyArray<ReadonlyArray<number>>) tokens += ids.length
+    } else return bad()
+  } else return bad()
+  for (const item of inputs) tokens += Math.ceil(Tokens.utf8Length(item) / 4)
+  const dimensions = body.dimensions
+  if (dimensions !== undefined && dimensions !== null && !(typeof dimensions === "number" && Number.isInteger(dimensions) && dimensions > 0)) {
+    return Effect.fail(invalid("'dimensions' must be a positive integer.", "dimensions"))
+  }
+  const format = body.encoding_format
+  if (format !== undefined && format !== null && format !== "float" && format !== "base64") {
+    return Effect.fail(invalid("'encoding_format' must be 'float' or 'base64'.", "encoding_format"))
+  }
+  const canonical: Canonical.EmbedRequest | GatewayError.UnsupportedFeature = tokenIds
+    ? new GatewayError.UnsupportedFeature({
+      param: "input",
+      message: "'input' holds token ids, which only an OpenAI-compatible channel can embed, and none serves this model for your group. Send the text instead."
+    })
+    : typeof dimensions === "number"
+    ? { model, inputs, dimensions }
+    : { model, inputs }
+  const state: EmbedState = { body, base64: format === "base64" }
+  return Effect.succeed({
+    model,
+    tokens,
+    canonical,
+    count: tokenIds ? (isTokenArray(input) ? 1 : (input as ReadonlyArray<unknown>).length) : inputs.length,
+    request: state,
+    forward: (upstreamModel) => upstreamModel === model ? text : JSON.stringify({ ...body, model: upstreamModel })
+  })
+}
+
+/** A vector as OpenAI's `encoding_format: "base64"` sends it: little-endian float32s, base64. */
+const base64Vector = (vector: ReadonlyArray<number>): string => {
+  const floats = new Float32Array(vector)
+  return base64(new Uint8Array(floats.buffer))
+}
+
+/** An OpenAI-style `/embeddings` answer, as far as it is read. */
+const EmbeddingsAnswer = Schema.Struct({
+  data: Schema.Array(Schema.Struct({ index: Schema.Int, embedding: Schema.Array(Schema.Finite) })),
+  usage: Schema.optionalKey(Schema.NullOr(Schema.Struct({ prompt_tokens: Schema.Int })))
+})
+
+const decodeEmbeddingsAnswer = Schema.decodeUnknownResult(Schema.fromJsonString(EmbeddingsAnswer))
+
+const notJson = (channel: string) =>
+  new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with invalid JSON.` })
+
+const embeddingsClient: Core.ClientEmbeddings = {
+  decode: (body) => decodeEmbeddings(body),
+  encode: (response, call, model) => {
+    const state = call.request as EmbedState
+    const prompt = response.promptTokens ?? call.tokens
+    return {
+      object: "list",
+      data: response.vectors.map((vector, index) => ({
+        object: "embedding",
+        index,
+        embedding: state.base64 ? base64Vector(vector) : vector
+      })),
+      model,
+      usage: { prompt_tokens: prompt, total_tokens: prompt }
+    }
+  },
+  passthrough: (text, publicModel, channel) => {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(text)
+    } catch {
+      return Effect.fail(notJson(channel))
+    }
+    const usage = Predicate.isObject(parsed) && Predicate.isObject(parsed.usage) ? parsed.usage.prompt_tokens : undefined
+    return Effect.succeed({
+      body: publicModel === undefined || !Predicate.isObject(parsed) ? text : JSON.stringify({ ...parsed, model: publicModel }),
+      promptTokens: typeof usage === "number" ? usage : undefined
+    })
+  }
+}
+
+/**
+ * The OpenAI client side.
+ *
+ * @category dialect
+ */
+export const client: Core.ClientDialect = {
+  dialect: "openai",
+  presentedKey: (headers) => {
+    const key = bearer(headers)
+    return key === undefined || key.length === 0 ? undefined : key
+  },
+  inspect,
+  decodeRequest: (inspected) => Request.decodeRequest(inspected.json),
+  passthroughMeter: (inspected) => {
+    const meter = new Passthrough.PassthroughMeter({ includeUsage: inspected.includeUsage })
+    return {
+      push: (text) => meter.push(text),
+      end: () => meter.end(),
+      metered: (promptEstimate) => {
+        const usage = meter.usage()
+        return usage.reported ? usage : { ...usage, promptTokens: promptEstimate }
+      }
+    }
+  },
+  usageOfResponse: (json, promptEstimate) => Passthrough.usageOfResponse(json, promptEstimate),
+  encodeResponse: (response, model) => Response.encodeResponse(response, model),
+  frameEncoder: (inspected, model) => {
+    const encoder = new OpenAIStream.StreamEncoder({ model, includeUsage: inspected.includeUsage })
+    return {
+      push: (events) => {
+        let text = ""
+        for (const event of events) {
+          for (const chunk of encoder.push(event)) text += Sse.frame(JSON.stringify(chunk))
+        }
+        return text
+      },
+      end: () => encoder.finish()
+    }
+  },
+  renderError,
+  streamErrorFrame: (error) => ErrorEnvelope.streamError(error),
+  // The top-level "model" of a chat completion (upstreams may pretty-print it); strings inside escape their quotes.
+  renameInBody: (body, publicModel) => body.replace(/"model"\s*:\s*"(?:[^"\\]|\\.)*"/, `"model":${JSON.stringify(publicModel)}`),
+  streamRenamer: (upstreamModel, publicModel) => {
+    const from = `"model":${JSON.stringify(upstreamModel)}`
+    const to = `"model":${JSON.stringify(publicModel)}`
+    return (text) => text.includes(from) ? text.replaceAll(from, to) : text
+  },
+  streamContentType: () => "text/event-stream",
+  rateLimitHeaders: RateLimitHeaders.toHeaders,
+  modelsList: (models) => Effect.succeed(Models.modelsList(models, 0)),
+  modelObject: (model) => Models.modelObject(model),
+  modelsListPath: "GET /v1/models",
+  embeddings: embeddingsClient
+}
+
+// ---------------------------------------------------------------------------
+// Upstream side
+// ---------------------------------------------------------------------------
+
+const trimSlash = (url: string) => url.endsWith("/") ? url.slice(0, -1) : url
+
+/** An Azure OpenAI deployment's endpoint for `operation` (`chat/completions`, `embeddings`). */
+const azureUrl = (channel: Domain.Channel, deployment: string, operation: string): string =>
+  `${trimSlash(channel.baseUrl)}/openai/deployments/${encodeURIComponent(deployment)}/${operation}?api-version=${
+    encodeURIComponent(channel.apiVersion ?? Domain.DEFAULT_AZURE_API_VERSION)
+  }`
+
+/** Incremental decoding of an OpenAI upstream's SSE text; throws the upstream's error when an event is one. */
+const eventDecoder = (): Core.EventDecoder => {
+  const parser = new Sse.SseParser()
+  const decoder = new OpenAIStream.StreamDecoder()
+  let done = false
+  // An error event after good events in the same read: the good events are delivered first, the error on the next read.
+  let pending: GatewayError.GatewayError | undefined
+  const feed = (events: ReadonlyArray<Sse.SseEvent>): Array<Canonical.StreamEvent> => {
+    if (pending !== undefined) throw pending
+    const out: Array<Canonical.StreamEvent> = []
+    for (const event of events) {
+      if (done) break
+      if (event.data === "[DONE]") {
+        done = true
+        break
+      }
+      const chunk = OpenAIStream.parseChunk(event.data)
+      if (Result.isFailure(chunk)) {
+        if (out.length === 0) throw chunk.failure
+        pending = chunk.failure
+        break
+      }
+      for (const e of decoder.push(chunk.success)) out.push(e)
+    }
+    return out
+  }
+  return {
+    push: (text) => feed(parser.push(text)),
+    end: () => {
+      const out = feed(parser.end())
+      if (pending !== undefined && out.length === 0) throw pending
+      return out
+    }
+  }
+}
+
+/**
+ * The body for an OpenAI-style upstream. What the catalog says of the model
+ * decides two things OpenAI is strict about: `reasoning_effort` is sent only to
+ * reasoning models (`reasoning: true`; for others a Gemini client's thinking
+ * settings are a hint, left out with a debug log line), and earlier reasoning
+ * only to upstreams that take `reasoning_content` (`reasoning_content: true`).
+ */
+const encodeUpstreamRequest = (request: Canonical.ChatRequest, upstreamModel: string, model: Domain.Model | undefined) => {
+  const options: Request.EncodeRequestOptions = {
+    reasoningEffort: model?.reasoning === true,
+    reasoningContent: model?.reasoningContent === true
+  }
+  const hinted = request.reasoning !== undefined && (request.reasoning.effort !== undefined || request.reasoning.budgetTokens !== undefined)
+  return Request.ensureEncodable(request).pipe(
+    Effect.map((encodable) => JSON.stringify(Request.encodeRequest(encodable, upstreamModel, options))),
+    Effect.tap(() =>
+      hinted && options.reasoningEffort !== true
+        ? Effect.logDebug("thinking settings left out: the model is not marked as a reasoning model").pipe(
+          Effect.annotateLogs({ model: model?.id ?? upstreamModel })
+        )
+        : Effect.void
+    )
+  )
+}
+
+const embeddingsUpstream: Core.UpstreamEmbeddings = {
+  url: (channel, upstreamModel) =>
+    channel.type === "azure" ? azureUrl(channel, upstreamModel, "embeddings") : `${trimSlash(channel.baseUrl)}/embeddings`,
+  encode: (request, upstreamModel) =>
+    Effect.succeed(JSON.stringify({
+      model: upstreamModel,
+      input: request.inputs,
+      ...(request.dimensions === undefined ? {} : { dimensions: request.dimensions }),
+      encoding_format: "float"
+    })),
+  decode: (text, count, channel) => {
+    const parsed = decodeEmbeddingsAnswer(text)
+    if (Result.isFailure(parsed)) {
+      return Effect.fail(
+        new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with something that is not a list of embeddings.` })
+      )
+    }
+    const vectors = [...parsed.success.data].sort((a, b) => a.index - b.index).map((d) => d.embedding)
+    if (vectors.length !== count) {
+      return Effect.fail(
+        new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with ${vectors.length} embeddings for ${count} inputs.` })
+      )
+    }
+    const prompt = parsed.success.usage?.prompt_tokens
+    return Effect.succeed(prompt === undefined ? { vectors } : { vectors, promptTokens: prompt })
+  }
+}
+
+/**
+ * The OpenAI upstream side (also Azure OpenAI, which speaks the same wire
+ * format at its deployments' URLs with an `api-key` header).
+ *
+ * @category dialect
+ */
+export const upstream: Core.UpstreamDialect = {
+  dialect: "openai",
+  chatUrl: (channel, upstreamModel) =>
+    channel.type === "azure" ? azureUrl(channel, upstreamModel, "chat/completions") : `${trimSlash(channel.baseUrl)}/chat/completions`,
+  headers: (channel, apiKey) => {
+    const headers: Record<string, string> = { "content-type": "application/json", ...channel.headers }
+    if (channel.type === "azure") headers["api-key"] = apiKey
+    else headers["authorization"] = `Bearer ${apiKey}`
+    return headers
+  },
+  encodeRequest: encodeUpstreamRequest,
+  decodeResponse: (json) => Response.decodeResponse(json),
+  eventDecoder,
+  classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
+  embeddings: embeddingsUpstream
+}
