@@ -229,7 +229,9 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
   }
   const options = parsed
   const node = process.execPath
-  const bin = join(repoRoot, "packages/node-http/src/bin.ts")
+  // What production runs: the bundle `pnpm build` (and `pnpm bench`) makes; the sources when it was not built.
+  const bundle = join(repoRoot, "packages/node-http/dist/modelgate.mjs")
+  const bin = existsSync(bundle) ? bundle : join(repoRoot, "packages/node-http/src/bin.ts")
   const portkeyScript = join(repoRoot, PORTKEY_SCRIPT)
   const canGateway = options.gatewayUrl !== null || existsSync(bin)
   const soakPlanTarget: TargetName = canGateway && (options.gatewayUrl === null || options.gatewayPid !== null) ? "modelgate" : "floor"
@@ -341,7 +343,9 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
         infos.push({
           name: "modelgate",
           available: true,
-          note: `started from a generated config (key auth, billing, limits, usage log on), pid ${gw.pid}${options.profile ? ", with --cpu-prof" : ""}`
+          note: `started from a generated config (key auth, billing, limits, usage log on), ${
+            bin === bundle ? "the compiled bundle (packages/node-http/dist/modelgate.mjs)" : "the TypeScript sources (no bundle was built)"
+          }, pid ${gw.pid}${options.profile ? ", with --cpu-prof" : ""}`
         })
         log(`modelgate ${gw.url} (pid ${gw.pid})`)
         try {
