@@ -22,7 +22,7 @@ import * as GenerateContent from "./GenerateContent.ts"
 
 const textTokens = (text: string): number => Tokens.estimateGeneratedTokens(text)
 
-const contentTokens = (content: GenerateContent.Content): number => {
+const contentTokens = (content: { readonly parts: GenerateContent.Content["parts"] }): number => {
   let tokens = Tokens.MESSAGE_OVERHEAD_TOKENS
   for (const part of content.parts) {
     if (part.text !== undefined) tokens += textTokens(part.text)
@@ -45,7 +45,7 @@ const contentTokens = (content: GenerateContent.Content): number => {
  */
 export const estimateTokens = (
   contents: ReadonlyArray<GenerateContent.Content>,
-  systemInstruction?: GenerateContent.Content,
+  systemInstruction?: GenerateContent.SystemInstruction,
   tools?: ReadonlyArray<GenerateContent.Tool>
 ): number => {
   let tokens = 0

@@ -97,6 +97,19 @@ export const Content = Schema.Struct({
 })
 export type Content = typeof Content.Type
 
+/**
+ * The system instruction: a `Content` whose `role` Google ignores, so any role
+ * is accepted (the legacy `@google/generative-ai` SDK and LangChain's
+ * `ChatGoogleGenerativeAI` send `"system"`, gemini-cli sends `"user"`).
+ *
+ * @category content
+ */
+export const SystemInstruction = Schema.Struct({
+  role: Schema.optionalKey(Schema.String),
+  parts: Schema.Array(Part)
+})
+export type SystemInstruction = typeof SystemInstruction.Type
+
 // ---------------------------------------------------------------------------
 // Request
 // ---------------------------------------------------------------------------
@@ -223,7 +236,7 @@ export type SafetySetting = typeof SafetySetting.Type
 /** The body of `models/{model}:generateContent` and `:streamGenerateContent`. @category request */
 export const GenerateContentRequest = Schema.Struct({
   contents: Schema.Array(Content),
-  systemInstruction: Schema.optionalKey(Content),
+  systemInstruction: Schema.optionalKey(SystemInstruction),
   tools: Schema.optionalKey(Schema.Array(Tool)),
   toolConfig: Schema.optionalKey(ToolConfig),
   safetySettings: Schema.optionalKey(Schema.Array(SafetySetting)),
@@ -332,7 +345,7 @@ export const CountTokensRequest = Schema.Struct({
   generateContentRequest: Schema.optionalKey(Schema.Struct({
     model: Schema.optionalKey(Schema.String),
     contents: Schema.Array(Content),
-    systemInstruction: Schema.optionalKey(Content),
+    systemInstruction: Schema.optionalKey(SystemInstruction),
     tools: Schema.optionalKey(Schema.Array(Tool)),
     toolConfig: Schema.optionalKey(ToolConfig),
     generationConfig: Schema.optionalKey(GenerationConfig)

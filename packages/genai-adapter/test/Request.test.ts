@@ -96,6 +96,16 @@ describe("Request.decodeRequest", () => {
       assert.deepStrictEqual(hinted.tools, [{ name: "f" }])
     }))
 
+  it.effect("takes a system instruction whatever its role says, as Google does (legacy SDKs and LangChain send 'system')", () =>
+    Effect.gen(function*() {
+      for (const role of ["system", "user", "model", undefined]) {
+        const systemInstruction = role === undefined ? { parts: [{ text: "Be brief." }] } : { role, parts: [{ text: "Be brief." }] }
+        const request = yield* Request.decodeRequest({ contents: [user([{ text: "Hi" }])], systemInstruction }, "gemini-2.5-flash")
+        assert.deepStrictEqual(request.system, ["Be brief."], String(role))
+        assert.deepStrictEqual(request.messages, [{ role: "user", content: [{ type: "text", text: "Hi" }] }])
+      }
+    }))
+
   it.effect("writes a function's result schema into its description", () =>
     Effect.gen(function*() {
       const request = yield* Request.decodeRequest({
