@@ -16,7 +16,7 @@
  * @since 0.1.0
  */
 import { Clock, Context, Effect } from "effect"
-import { Catalog, type Snapshot } from "./Catalog.ts"
+import { Catalog, type ModelUse, type Snapshot } from "./Catalog.ts"
 import type { ApiKey, Channel, Dialect, Group, Model } from "./Domain.ts"
 import {
   InvalidApiKey,
@@ -123,16 +123,16 @@ export const keyAllows = (key: ApiKey, model: string): boolean => key.models.len
  *
  * @category admission
  */
-export const authorizeIn = (snapshot: Snapshot, key: ApiKey, requested: string): Effect.Effect<
+export const authorizeIn = (snapshot: Snapshot, key: ApiKey, requested: string, use?: ModelUse): Effect.Effect<
   Route,
   ModelNotFound | ModelNotAllowed | ModelNotInGroup | ModelUnpriced
-> => Effect.flatMap(Effect.service(ClientDialect), (dialect) => check(snapshot, key, requested, modelsListPath(dialect)))
+> => Effect.flatMap(Effect.service(ClientDialect), (dialect) => check(snapshot, key, requested, modelsListPath(dialect), use))
 
-const check = (snapshot: Snapshot, key: ApiKey, requested: string, listPath: string): Effect.Effect<
+const check = (snapshot: Snapshot, key: ApiKey, requested: string, listPath: string, use: ModelUse | undefined): Effect.Effect<
   Route,
   ModelNotFound | ModelNotAllowed | ModelNotInGroup | ModelUnpriced
 > => {
-  const id = snapshot.resolveModel(requested)
+  const id = snapshot.resolveModel(requested, use)
   if (id === undefined) {
     return Effect.fail(
       new ModelNotFound({
@@ -174,14 +174,16 @@ const check = (snapshot: Snapshot, key: ApiKey, requested: string, listPath: str
 }
 
 /**
- * Checks 4 to 7 against the current catalog.
+ * Checks 4 to 7 against the current catalog. `use` says what the call uses
+ * the model for, so that aliases resolve only to a model of that use (see
+ * `Snapshot.resolveModel`).
  *
  * @category admission
  */
-export const authorize = Effect.fnUntraced(function*(key: ApiKey, requested: string) {
+export const authorize = Effect.fnUntraced(function*(key: ApiKey, requested: string, use?: ModelUse) {
   const catalog = yield* Catalog
   const snapshot = yield* catalog.current
-  return yield* authorizeIn(snapshot, key, requested)
+  return yield* authorizeIn(snapshot, key, requested, use)
 })
 
 /**

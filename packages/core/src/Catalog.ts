@@ -19,13 +19,26 @@ export interface Snapshot {
   readonly models: ReadonlyMap<string, Model>
   readonly groups: ReadonlyMap<string, Group>
   readonly channels: ReadonlyArray<Channel>
-  /** Resolves a client-sent model name (with `models/` prefix or an alias) to a known model id. */
-  readonly resolveModel: (name: string) => string | undefined
+  /**
+   * Resolves a client-sent model name (with `models/` prefix or an alias) to a
+   * known model id. With `use`, an alias resolves only to a model of that use
+   * (`embed`: an embedding model; `generate`: any other; the first matching
+   * alias whose target fits wins), so a wildcard alias
+   * such as `gemini-*` never turns an embedding model's name into a chat
+   * model (or the reverse); a name that is itself a model always resolves.
+   */
+  readonly resolveModel: (name: string, use?: ModelUse) => string | undefined
   /** Enabled channels of `group` that serve `model`, best priority first. */
   readonly channelsFor: (group: string, model: string) => ReadonlyArray<Channel>
   /** Ids of the models some enabled channel of `group` serves, in catalog order. */
   readonly modelsOfGroup: (group: string) => ReadonlyArray<string>
 }
+
+/** What a call uses a model for: generating (chat, token counts) or embedding. @category models */
+export type ModelUse = "generate" | "embed"
+
+/** Whether a model serves a use (embedding models embed; every other model generates). @category models */
+export const servesUse = (model: Model, use: ModelUse): boolean => (model.embedding === true) === (use === "embed")
 
 /**
  * Builds a snapshot and its indexes.
@@ -67,11 +80,13 @@ export const makeSnapshot = (input: {
   const aliases = compileAliases(input.aliases)
   const noChannels: ReadonlyArray<Channel> = []
   const noModels: ReadonlyArray<string> = []
-  const resolveModel = (name: string): string | undefined => {
+  const resolveModel = (name: string, use?: ModelUse): string | undefined => {
     const normalized = normalizeModelName(name)
     if (models.has(normalized)) return normalized
-    const target = aliases(normalized)
-    return target !== undefined && models.has(target) ? target : undefined
+    return aliases(normalized, (target) => {
+      const model = models.get(target)
+      return model !== undefined && (use === undefined || servesUse(model, use))
+    })
   }
   return {
     models,

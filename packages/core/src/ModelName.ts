@@ -14,20 +14,24 @@ const escape = (text: string) => text.replace(/[.+?^${}()|[\]\\]/g, "\\$&")
 
 /**
  * Compiles alias patterns into one resolver. Patterns are globs where `*`
- * matches any run of characters; the first matching alias wins.
+ * matches any run of characters; the first matching alias wins, among those
+ * whose target `accept` takes (all, without it).
  *
  * @category names
  */
-export const compileAliases = (aliases: ReadonlyArray<Alias>): (name: string) => string | undefined => {
+export const compileAliases = (
+  aliases: ReadonlyArray<Alias>
+): (name: string, accept?: (target: string) => boolean) => string | undefined => {
   if (aliases.length === 0) return () => undefined
   const compiled = aliases.map((alias) => ({
     exact: alias.pattern.includes("*") ? undefined : alias.pattern,
     regex: new RegExp(`^${alias.pattern.split("*").map(escape).join(".*")}$`),
     target: alias.target
   }))
-  return (name) => {
+  return (name, accept) => {
     for (const alias of compiled) {
-      if (alias.exact !== undefined ? alias.exact === name : alias.regex.test(name)) return alias.target
+      const matches = alias.exact !== undefined ? alias.exact === name : alias.regex.test(name)
+      if (matches && (accept === undefined || accept(alias.target))) return alias.target
     }
     return undefined
   }

@@ -57,15 +57,21 @@ const key = (over: Partial<ApiKey> = {}): ApiKey => ({
 })
 
 const snapshot = makeSnapshot({
-  models: [model("gpt-4o-mini"), model("gpt-4o"), model("gemini-2.5-flash"), model("unpriced", { inputNanosPerMillion: null, outputNanosPerMillion: null })],
+  models: [
+    model("gpt-4o-mini"),
+    model("gpt-4o"),
+    model("gemini-2.5-flash"),
+    model("unpriced", { inputNanosPerMillion: null, outputNanosPerMillion: null }),
+    model("gemini-embedding-001", { embedding: true })
+  ],
   groups: [{ name: "default", ratioMicros: 1_000_000n, limits: { rpm: null, tpm: null, concurrency: null } }],
   channels: [
     channel("low", ["gpt-4o-mini"], ["default"], 0),
     channel("high", ["gpt-4o-mini", "unpriced"], ["default"], 10),
     channel("vip-only", ["gpt-4o"], ["vip"]),
-    channel("gemini", ["gemini-2.5-flash"], ["default"])
+    channel("gemini", ["gemini-2.5-flash", "gemini-embedding-001"], ["default"])
   ],
-  aliases: [{ pattern: "gemini-*", target: "gemini-2.5-flash" }]
+  aliases: [{ pattern: "gemini-*", target: "gemini-2.5-flash" }, { pattern: "*embedding*", target: "gemini-embedding-001" }]
 })
 
 const keys = new Map<string, ApiKey>([
@@ -120,6 +126,20 @@ describe("Admission", () => {
       assert.strictEqual((yield* authorize(key(), "models/gemini-2.0")).model.id, "gemini-2.5-flash")
     }).pipe(Effect.provide(TestLayer)))
 
+  it.effect("resolves an alias only to a model of the call's use: a chat alias never catches an embedding name", () =>
+    Effect.gen(function*() {
+      // `gemini-*` names a chat model: an embeddings call to an unknown gemini-* name is not served by it...
+      assert.strictEqual(tagOf(yield* Effect.exit(authorize(key(), "gemini-embed-2", "embed"))), "ModelNotFound")
+      assert.strictEqual((yield* authorize(key(), "gemini-3-pro-preview", "generate")).model.id, "gemini-2.5-flash")
+      // ...but the next matching alias whose target embeds is, and the reverse holds too.
+      assert.strictEqual((yield* authorize(key(), "gemini-embedding-002", "embed")).model.id, "gemini-embedding-001")
+      assert.strictEqual((yield* authorize(key(), "text-embedding-3-small", "embed")).model.id, "gemini-embedding-001")
+      assert.strictEqual(tagOf(yield* Effect.exit(authorize(key(), "text-embedding-3-small", "generate"))), "ModelNotFound")
+      // A model's own name resolves whatever the use (the call then decides what it can do with it).
+      assert.strictEqual((yield* authorize(key(), "gemini-embedding-001", "embed")).model.id, "gemini-embedding-001")
+      assert.strictEqual((yield* authorize(key(), "models/gemini-embedding-001", "generate")).model.id, "gemini-embedding-001")
+    }).pipe(Effect.provide(TestLayer)))
+
   it.effect("points each dialect's clients at their own models list", () =>
     Effect.gen(function*() {
       const openai = yield* Effect.flip(authorize(key(), "nope"))
@@ -145,7 +165,7 @@ describe("Admission", () => {
     }).pipe(Effect.provide(TestLayer)))
 
   it("lists exactly what a key may call", () => {
-    assert.deepStrictEqual(allowedModels(snapshot, key()).map((m) => m.id), ["gpt-4o-mini", "gemini-2.5-flash"])
+    assert.deepStrictEqual(allowedModels(snapshot, key()).map((m) => m.id), ["gpt-4o-mini", "gemini-2.5-flash", "gemini-embedding-001"])
     assert.deepStrictEqual(allowedModels(snapshot, key({ models: ["gpt-4o-mini", "gpt-4o"] })).map((m) => m.id), ["gpt-4o-mini"])
     assert.deepStrictEqual(allowedModels(snapshot, key({ group: "vip" })).map((m) => m.id), ["gpt-4o"])
   })

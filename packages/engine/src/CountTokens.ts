@@ -33,7 +33,7 @@ export interface CountInput {
  * @category calls
  */
 export const handle = Effect.fnUntraced(function*(input: CountInput) {
-  const route = yield* Admission.authorize(input.key, input.model)
+  const route = yield* Admission.authorize(input.key, input.model, "generate")
   const local = yield* input.counter.local(input.body)
   const permit = yield* RateLimits.admit(input.key, route.group, route.model.id, 0)
   const channels = route.channels.filter((c) => {

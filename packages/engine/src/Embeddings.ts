@@ -46,7 +46,7 @@ export interface EmbeddingsInput {
 export const handle = Effect.fnUntraced(function*(input: EmbeddingsInput) {
   const { client, embeddings } = input
   const call = yield* embeddings.decode(input.body, input.hints)
-  const route = yield* Admission.authorize(input.key, call.model)
+  const route = yield* Admission.authorize(input.key, call.model, "embed")
   const model = route.model
   const startedAt = yield* Clock.currentTimeMillis
   const bound = Tokens.bodyTokenBound(Tokens.utf8Length(input.body))
