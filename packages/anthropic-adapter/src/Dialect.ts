@@ -1,20 +1,31 @@
 /**
- * The Anthropic Messages dialect, as core's `Dialect` interfaces. Today the
- * upstream side: how a channel of type `anthropic` (`POST
- * ${base_url}/v1/messages` with `x-api-key` and `anthropic-version`) is
- * spoken to. OpenAI and Gemini clients reach Anthropic models through the
- * canonical model: the request is encoded with `Request.encodeRequest`,
- * non-stream answers decoded with `Response.decodeResponse`, and streams with
- * `Stream.StreamDecoder`, whose usage events (input and cache counts at
- * `message_start`, cumulative output at each `message_delta`) are what the
- * call is billed for: prompt tokens include cache reads and cache creation,
- * cached tokens are the cache reads.
+ * The Anthropic Messages dialect, whole, as core's `Dialect` interfaces:
+ *
+ * - `client` serves Anthropic callers (Claude Code, the Anthropic SDKs) at
+ *   `POST /v1/messages` (`?beta=true` too) and `/v1/messages/count_tokens`:
+ *   the key from `x-api-key` or `Authorization: Bearer`, the body inspected
+ *   for the relay to an Anthropic channel (which also gets the client's
+ *   `anthropic-beta` header) or decoded for translation, answers and the full
+ *   event sequence of Anthropic streams, Anthropic's error envelope, and its
+ *   model list.
+ * - `upstream` speaks to a channel of type `anthropic` (`POST
+ *   ${base_url}/v1/messages` with `x-api-key` and `anthropic-version`): the
+ *   request is encoded with `Request.encodeRequest`, non-stream answers
+ *   decoded with `Response.decodeResponse`, and streams with
+ *   `Stream.StreamDecoder`, whose usage events (input and cache counts at
+ *   `message_start`, cumulative output at each `message_delta`) are what the
+ *   call is billed for: prompt tokens include cache reads and cache writes,
+ *   each also counted on its own (a model's `cache_write` price bills the
+ *   writes).
  *
  * @since 0.1.0
  */
-import type { Canonical, Dialect as Core } from "@modelgate/core"
-import { Effect, Result } from "effect"
+import { type Canonical, type Dialect as Core, GatewayError, Params, type RateLimiter } from "@modelgate/core"
+import { Effect, Result, Schema } from "effect"
+import * as CountTokens from "./CountTokens.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
+import * as Models from "./Models.ts"
+import * as Passthrough from "./Passthrough.ts"
 import * as Request from "./Request.ts"
 import * as Response from "./Response.ts"
 import * as AnthropicStream from "./Stream.ts"
@@ -23,6 +34,136 @@ import * as AnthropicStream from "./Stream.ts"
 export const DEFAULT_VERSION = "2023-06-01"
 
 const trimSlash = (url: string) => url.endsWith("/") ? url.slice(0, -1) : url
+
+// ---------------------------------------------------------------------------
+// Client side
+// ---------------------------------------------------------------------------
+
+const first = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
+  typeof value === "string" ? value : value?.[0]
+
+const nonEmpty = (value: string | undefined): string | undefined =>
+  value === undefined || value.trim().length === 0 ? undefined : value.trim()
+
+/**
+ * Where Anthropic callers put their key: `x-api-key` (`ANTHROPIC_API_KEY`),
+ * or `Authorization: Bearer` (`ANTHROPIC_AUTH_TOKEN`).
+ *
+ * @category keys
+ */
+export const presentedKey = (headers: Core.HeaderBag): string | undefined => {
+  const header = nonEmpty(first(headers["x-api-key"]))
+  if (header !== undefined) return header
+  const match = /^\s*bearer\s+(.+?)\s*$/i.exec(first(headers["authorization"]) ?? "")
+  return match === null ? undefined : nonEmpty(match[1])
+}
+
+/**
+ * The client headers an Anthropic channel gets with a relayed body:
+ * `anthropic-beta`, which turns on the beta features the body may use (Claude
+ * Code's `context_management`, interleaved thinking, ...).
+ *
+ * @category keys
+ */
+export const forwardHeaders = (headers: Core.HeaderBag): Readonly<Record<string, string>> => {
+  const beta = headers["anthropic-beta"]
+  const value = typeof beta === "string" ? beta : beta?.join(",")
+  return value === undefined || value.length === 0 ? {} : { "anthropic-beta": value }
+}
+
+const inspect = (body: string) =>
+  Effect.map(Passthrough.inspectBody(body), (inspected): Core.Inspected => ({
+    model: inspected.model,
+    stream: inspected.stream,
+    // Anthropic streams always carry their usage.
+    includeUsage: true,
+    maxOutputTokens: inspected.maxTokens,
+    choices: 1,
+    mediaParts: inspected.mediaParts,
+    json: inspected.json,
+    forward: (upstreamModel, edit) =>
+      edit?.params === undefined
+        ? Passthrough.upstreamBody(inspected, upstreamModel)
+        : JSON.stringify({ ...Params.apply(inspected.json, edit.params), model: upstreamModel })
+  }))
+
+/**
+ * Anthropic's rate-limit headers for a limiter snapshot (the limits and what
+ * is left; Anthropic's reset times are dates, which a dialect without a clock
+ * leaves out).
+ */
+const rateLimitHeaders = (snapshot: RateLimiter.Snapshot): Readonly<Record<string, string>> => {
+  const headers: Record<string, string> = {}
+  if (snapshot.limitRequests !== null) headers["anthropic-ratelimit-requests-limit"] = String(snapshot.limitRequests)
+  if (snapshot.remainingRequests !== null) headers["anthropic-ratelimit-requests-remaining"] = String(snapshot.remainingRequests)
+  if (snapshot.limitTokens !== null) headers["anthropic-ratelimit-tokens-limit"] = String(snapshot.limitTokens)
+  if (snapshot.remainingTokens !== null) headers["anthropic-ratelimit-tokens-remaining"] = String(snapshot.remainingTokens)
+  return headers
+}
+
+const parseJson = (body: string) =>
+  Effect.try({
+    try: () => JSON.parse(body) as unknown,
+    catch: (error) => new GatewayError.InvalidRequest({ message: `The request body is not valid JSON: ${(error as Error).message}` })
+  })
+
+/**
+ * The Anthropic client side.
+ *
+ * @category dialect
+ */
+export const client: Core.ClientDialect = {
+  dialect: "anthropic",
+  presentedKey,
+  inspect,
+  decodeRequest: (inspected) => Request.decodeRequest(inspected.json),
+  passthroughMeter: () => {
+    const meter = new Passthrough.PassthroughMeter()
+    return { push: (text) => meter.push(text), end: () => meter.end(), metered: (promptEstimate) => meter.metered(promptEstimate) }
+  },
+  usageOfResponse: Passthrough.usageOfResponse,
+  encodeResponse: (response, model) => Response.encodeResponse(response, model),
+  frameEncoder: (_inspected, model) => {
+    const encoder = new AnthropicStream.StreamEncoder(model)
+    const frame = (events: ReadonlyArray<{ readonly event: string; readonly data: unknown }>) => {
+      let text = ""
+      for (const event of events) text += AnthropicStream.sseEvent(event)
+      return text
+    }
+    return { push: (events) => frame(encoder.pushAll(events)), end: () => frame(encoder.end()) }
+  },
+  renderError: (error) => ErrorEnvelope.toResponse(error),
+  streamErrorFrame: (error) => ErrorEnvelope.streamError(error),
+  renameInBody: Passthrough.renameModel,
+  // The model is named once, in `message_start`, which the meter forwards whole.
+  streamRenamer: (upstreamModel, publicModel) => {
+    const from = `"model":${JSON.stringify(upstreamModel)}`
+    return (text) => text.includes(from) ? Passthrough.renameModel(text, publicModel) : text
+  },
+  streamContentType: () => AnthropicStream.SSE_CONTENT_TYPE,
+  rateLimitHeaders,
+  modelsList: (models) => Effect.succeed(Models.modelsList(models)),
+  modelObject: Models.modelInfo,
+  modelsListPath: "GET /v1/models",
+  forwardHeaders,
+  countTokens: {
+    decode: (body) =>
+      Effect.gen(function*() {
+        const json = yield* parseJson(body)
+        const local = yield* CountTokens.countTokens(json)
+        const model = (json as { readonly model: string }).model
+        return {
+          model,
+          local,
+          forward: (upstreamModel) => upstreamModel === model ? body : JSON.stringify({ ...(json as object), model: upstreamModel })
+        }
+      })
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Upstream side
+// ---------------------------------------------------------------------------
 
 /**
  * Incremental decoding of an Anthropic upstream's SSE text into canonical
@@ -97,5 +238,18 @@ export const upstream: Core.UpstreamDialect = {
     Effect.map(Request.encodeRequest(request, upstreamModel), (body) => JSON.stringify(body)),
   decodeResponse: (json, start) => Response.decodeResponse(json, { created: start.created }),
   eventDecoder,
-  classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers)
+  classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
+  countTokens: {
+    url: (channel) => `${trimSlash(channel.baseUrl)}/v1/messages/count_tokens`,
+    isCount: (text) => {
+      try {
+        return isCountAnswer(JSON.parse(text))
+      } catch {
+        return false
+      }
+    }
+  }
 }
+
+/** An Anthropic `count_tokens` answer, as far as it is read. */
+const isCountAnswer = Schema.is(Schema.Struct({ input_tokens: Schema.Int }))

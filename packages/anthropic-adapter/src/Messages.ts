@@ -236,7 +236,12 @@ export type ToolChoice = typeof ToolChoice.Type
 
 /** `thinking`: enabled with a token budget, disabled, or adaptive. @category request */
 export const ThinkingConfig = Schema.Union([
-  Schema.Struct({ type: Schema.Literal("enabled"), budget_tokens: Schema.Int }),
+  Schema.Struct({
+    type: Schema.Literal("enabled"),
+    budget_tokens: Schema.Int,
+    /** `summarized` (default) or `omitted`: whether the answer carries the thinking text. */
+    display: Schema.optionalKey(Schema.NullOr(Schema.String))
+  }),
   Schema.Struct({ type: Schema.Literal("disabled") }),
   Schema.Struct({ type: Schema.Literal("adaptive") })
 ])

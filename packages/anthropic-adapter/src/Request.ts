@@ -22,7 +22,8 @@
  * - **`top_p`** is not sent when `temperature` is (recent Claude models reject
  *   both together); `seed`, `presencePenalty` and `frequencyPenalty` have no
  *   Anthropic field and are not sent.
- * - **Reasoning** -> `thinking: {type:"enabled", budget_tokens}`: an explicit
+ * - **Reasoning** -> `thinking: {type:"enabled", budget_tokens}` (with
+ *   `display: "omitted"` when `includeThoughts` is false): an explicit
  *   `budgetTokens`, else `THINKING_BUDGETS[effort]` (effort `none` or budget 0:
  *   no thinking). The budget is raised to Anthropic's minimum of 1024 and kept
  *   below `max_tokens`; when an explicit `maxOutputTokens` leaves no room for
@@ -346,7 +347,10 @@ const encodeSync = (request: Canonical.ChatRequest, upstreamModel: string): Mess
   }
 
   if (thinking !== undefined) {
-    out.thinking = { type: "enabled", budget_tokens: thinking.budget }
+    // A client that asked for no thought text (Gemini `includeThoughts: false`) gets the signature only.
+    out.thinking = request.reasoning?.includeThoughts === false
+      ? { type: "enabled", budget_tokens: thinking.budget, display: "omitted" }
+      : { type: "enabled", budget_tokens: thinking.budget }
     if (request.topP !== undefined && request.topP >= 0.95) out.top_p = Math.min(1, request.topP)
   } else {
     if (request.temperature !== undefined) out.temperature = Math.min(1, Math.max(0, request.temperature))
@@ -607,7 +611,11 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
   if (out.stream) out.includeUsage = true
 
   const reasoning: Mutable<Canonical.Reasoning> = {}
-  if (wire.thinking?.type === "enabled") reasoning.budgetTokens = wire.thinking.budget_tokens
+  if (wire.thinking?.type === "enabled") {
+    reasoning.budgetTokens = wire.thinking.budget_tokens
+    // `display: "omitted"` (Claude Code) asks for the signature without the thinking text.
+    reasoning.includeThoughts = wire.thinking.display !== "omitted"
+  }
   const effort = wire.output_config?.effort
   if (typeof effort === "string" && EFFORTS.has(effort)) reasoning.effort = effort as Canonical.ReasoningEffort
   if (Object.keys(reasoning).length > 0) out.reasoning = reasoning
@@ -631,7 +639,8 @@ export const decodeRequestResult = (body: unknown): Result.Result<Canonical.Chat
  *
  * - `system` (string or text blocks) -> `system` entries; `max_tokens` ->
  *   `maxOutputTokens`; `stop_sequences` -> `stop`; `metadata.user_id` ->
- *   `user`; `thinking.budget_tokens` -> `reasoning.budgetTokens`
+ *   `user`; `thinking.budget_tokens` -> `reasoning.budgetTokens` (with
+ *   `includeThoughts` unless `thinking.display` is `omitted`)
  *   (`adaptive` and `disabled` leave reasoning unset); `output_config.format`
  *   -> `json_schema`; a streamed call asks for usage (`includeUsage`).
  * - A user turn's `tool_result` blocks become a canonical `tool` message, its

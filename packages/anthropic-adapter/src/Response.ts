@@ -76,37 +76,41 @@ export const finishReasonToWire = (reason: Canonical.FinishReason): Messages.Sto
  * Anthropic usage in canonical form (wire-formats §8.6): prompt = `input_tokens`
  * + `cache_read_input_tokens` + `cache_creation_input_tokens` (Anthropic's
  * `input_tokens` excludes both); cached = `cache_read_input_tokens` (only when
- * above 0, so an answer without cache hits reports no cached tokens); completion = `output_tokens` (thinking included; Anthropic does not
+ * above 0, so an answer without cache hits reports no cached tokens); cache writes =
+ * `cache_creation_input_tokens` (likewise); completion = `output_tokens` (thinking included; Anthropic does not
  * report reasoning tokens separately); total = prompt + completion.
  *
  * @category usage
  */
 export const usageFromWire = (usage: Messages.Usage): Canonical.Usage => {
   const cacheRead = usage.cache_read_input_tokens ?? 0
-  const promptTokens = (usage.input_tokens ?? 0) + cacheRead + (usage.cache_creation_input_tokens ?? 0)
+  const cacheWrite = usage.cache_creation_input_tokens ?? 0
+  const promptTokens = (usage.input_tokens ?? 0) + cacheRead + cacheWrite
   const out: Mutable<Canonical.Usage> = {
     promptTokens,
     completionTokens: usage.output_tokens,
     totalTokens: promptTokens + usage.output_tokens
   }
   if (cacheRead > 0) out.cachedTokens = cacheRead
+  if (cacheWrite > 0) out.cacheWriteTokens = cacheWrite
   return out
 }
 
 /**
- * Canonical usage as Anthropic usage: `input_tokens` = prompt − cached,
- * `cache_read_input_tokens` = cached, `cache_creation_input_tokens` = 0 (the
- * canonical model does not carry cache writes), `output_tokens` = completion.
+ * Canonical usage as Anthropic usage: `input_tokens` = prompt − cache reads −
+ * cache writes, `cache_read_input_tokens` = cached,
+ * `cache_creation_input_tokens` = cache writes, `output_tokens` = completion.
  *
  * @category usage
  */
 export const usageToWire = (usage: Canonical.Usage | undefined): Messages.OutputUsage => {
   if (usage === undefined) return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
   const cached = usage.cachedTokens ?? 0
+  const written = usage.cacheWriteTokens ?? 0
   return {
-    input_tokens: Math.max(0, usage.promptTokens - cached),
+    input_tokens: Math.max(0, usage.promptTokens - cached - written),
     output_tokens: usage.completionTokens,
-    cache_creation_input_tokens: 0,
+    cache_creation_input_tokens: written,
     cache_read_input_tokens: cached
   }
 }

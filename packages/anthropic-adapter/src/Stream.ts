@@ -20,7 +20,8 @@
  *   blocks are skipped; an `error` event fails with the classified upstream
  *   error. `SseDecoder` puts the parser and the decoder together.
  * - `StreamEncoder` writes events for an Anthropic client: `message_start`
- *   (input usage 0, since it is not known yet), blocks with sequential indices
+ *   (input usage 0, since it is not known yet) and a `ping`, as Anthropic's
+ *   own streams begin, blocks with sequential indices
  *   (a text block is opened on the first text and closed before each
  *   `tool_use` or thinking block; tool arguments stream as
  *   `input_json_delta`), then at the end `content_block_stop`, `message_delta`
@@ -535,6 +536,8 @@ export class StreamEncoder {
         usage: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
       }
     }))
+    // Anthropic's own streams send a ping right after the start; clients skip it.
+    out.push(frame("ping", { type: "ping" }))
   }
 
   private close(out: Array<Messages.OutputEvent>): void {

@@ -11,10 +11,13 @@
  *
  * @since 0.1.0
  */
+export * as CountTokens from "./CountTokens.ts"
 export * as Dialect from "./Dialect.ts"
 export * as ErrorEnvelope from "./ErrorEnvelope.ts"
 export * as Ids from "./Ids.ts"
 export * as Messages from "./Messages.ts"
+export * as Models from "./Models.ts"
+export * as Passthrough from "./Passthrough.ts"
 export * as Request from "./Request.ts"
 export * as Response from "./Response.ts"
 export * as Stream from "./Stream.ts"

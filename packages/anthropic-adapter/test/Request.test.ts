@@ -215,7 +215,7 @@ describe("decodeRequest", () => {
         stop: ["X"],
         user: "u",
         includeUsage: true,
-        reasoning: { budgetTokens: 1024 }
+        reasoning: { budgetTokens: 1024, includeThoughts: true }
       })
     }))
 

@@ -26,7 +26,7 @@ describe("StreamDecoder", () => {
     ]))
     assert.deepStrictEqual(events, [
       { type: "start", id: "msg_1", model: "claude", created: 7 },
-      { type: "usage", usage: { promptTokens: 105, completionTokens: 1, totalTokens: 106, cachedTokens: 90 } },
+      { type: "usage", usage: { promptTokens: 105, completionTokens: 1, totalTokens: 106, cachedTokens: 90, cacheWriteTokens: 5 } },
       { type: "text", index: 0, text: "Let me" },
       { type: "tool_call_start", index: 0, call: 0, id: "f.x:1", name: "f" },
       { type: "tool_call_delta", index: 0, call: 0, arguments: "{\"a\":" },
@@ -34,9 +34,9 @@ describe("StreamDecoder", () => {
       { type: "tool_call_start", index: 0, call: 1, id: "toolu_2", name: "g" },
       { type: "tool_call_delta", index: 0, call: 1, arguments: "{}" },
       { type: "finish", index: 0, reason: "tool_calls" },
-      { type: "usage", usage: { promptTokens: 105, completionTokens: 42, totalTokens: 147, cachedTokens: 90 } }
+      { type: "usage", usage: { promptTokens: 105, completionTokens: 42, totalTokens: 147, cachedTokens: 90, cacheWriteTokens: 5 } }
     ])
-    assert.deepStrictEqual(decoder.usage(), { promptTokens: 105, completionTokens: 42, totalTokens: 147, cachedTokens: 90 })
+    assert.deepStrictEqual(decoder.usage(), { promptTokens: 105, completionTokens: 42, totalTokens: 147, cachedTokens: 90, cacheWriteTokens: 5 })
   })
 
   it("fails with the classified error on an error event, and with UpstreamUnavailable on garbage", () => {
@@ -89,23 +89,24 @@ describe("StreamEncoder", () => {
     ]
     assert.deepStrictEqual(names(frames), [
       "message_start",
+      "ping",
       "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop",
       "content_block_start", "content_block_delta", "content_block_delta",
       "content_block_stop", "content_block_start", "content_block_delta", "content_block_delta",
       "content_block_stop", "message_delta", "message_stop"
     ])
-    assert.deepStrictEqual(frames[9]!.data, {
+    assert.deepStrictEqual(frames[10]!.data, {
       type: "content_block_start",
       index: 2,
       content_block: { type: "tool_use", id: Ids.encodeToolId("functions.f:0"), name: "f", input: {} }
     })
-    assert.deepStrictEqual(frames[13]!.data, {
+    assert.deepStrictEqual(frames[14]!.data, {
       type: "message_delta",
       delta: { stop_reason: "tool_use", stop_sequence: null },
       usage: { input_tokens: 40, output_tokens: 9, cache_creation_input_tokens: 0, cache_read_input_tokens: 60 }
     })
     assert.strictEqual(
-      AnthropicStream.sseEvent(frames[14]!),
+      AnthropicStream.sseEvent(frames[15]!),
       "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
     )
   })

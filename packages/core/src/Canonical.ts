@@ -185,7 +185,13 @@ export const ChatRequest = Schema.Struct({
   reasoning: Schema.optionalKey(Reasoning),
   stream: Schema.Boolean,
   includeUsage: Schema.optionalKey(Schema.Boolean),
-  user: Schema.optionalKey(Schema.String)
+  user: Schema.optionalKey(Schema.String),
+  /**
+   * What the client sent that the translation left out by decision, for the
+   * call's usage record (a Responses client's `web_search` tool, for one: a
+   * tool another dialect's model cannot run). Never sent upstream.
+   */
+  notes: Schema.optionalKey(Schema.Array(Schema.String))
 })
 export type ChatRequest = typeof ChatRequest.Type
 
@@ -204,7 +210,9 @@ export type FinishReason = typeof FinishReason.Type
 
 /**
  * Token usage as the upstream reported it. `completionTokens` includes
- * `reasoningTokens`; `promptTokens` includes `cachedTokens`.
+ * `reasoningTokens`; `promptTokens` includes `cachedTokens` (read from the
+ * upstream's prompt cache) and `cacheWriteTokens` (written to it: Anthropic's
+ * `cache_creation_input_tokens`, which a model's `cache_write` price bills).
  *
  * @category response
  */
@@ -213,6 +221,7 @@ export const Usage = Schema.Struct({
   completionTokens: Schema.Int,
   totalTokens: Schema.Int,
   cachedTokens: Schema.optionalKey(Schema.Int),
+  cacheWriteTokens: Schema.optionalKey(Schema.Int),
   reasoningTokens: Schema.optionalKey(Schema.Int)
 })
 export type Usage = typeof Usage.Type

@@ -33,6 +33,8 @@ export interface Metered {
   readonly promptTokens: number
   readonly completionTokens: number
   readonly cachedTokens: number
+  /** Prompt tokens written to the upstream's prompt cache (part of `promptTokens`); absent: none. */
+  readonly cacheWriteTokens?: number | undefined
   /** Whether the counts are the upstream's own (false: local estimates). */
   readonly reported: boolean
 }
@@ -161,7 +163,8 @@ export interface ClientDialect {
   readonly decodeRequest: (inspected: Inspected) => Effect.Effect<ChatRequest, InvalidRequest | UnsupportedFeature>
   readonly passthroughMeter: (inspected: Inspected) => PassthroughMeter
   readonly usageOfResponse: (json: unknown, promptEstimate: number) => Metered
-  readonly encodeResponse: (response: ChatResponse, model: string) => unknown
+  /** A canonical answer in the client's shape; `inspected` is the request (a Responses answer echoes its settings). */
+  readonly encodeResponse: (response: ChatResponse, model: string, inspected?: Inspected) => unknown
   readonly frameEncoder: (inspected: Inspected, model: string) => FrameEncoder
   /** An error in the dialect's envelope, with its status and headers (a rate limit's own headers included). */
   readonly renderError: (error: GatewayError) => ErrorResponse
@@ -188,20 +191,41 @@ export interface ClientDialect {
   readonly modelObject: (model: Model) => unknown
   /** Where the dialect's clients list their models, for messages (`GET /v1/models`). */
   readonly modelsListPath: string
+  /**
+   * Headers of the client's request that a channel of the client's own
+   * dialect gets with the relayed body (Anthropic's `anthropic-beta`, which
+   * turns on the features such a body uses); the channel's own headers win.
+   * Absent: none.
+   */
+  readonly forwardHeaders?: ((headers: HeaderBag) => Readonly<Record<string, string>>) | undefined
   readonly embeddings?: ClientEmbeddings | undefined
   readonly countTokens?: ClientCountTokens | undefined
 }
 
 /**
- * The client side of a token count (Gemini `:countTokens`): never billed, and
- * answered by a channel of the client's own dialect when one can count, else
- * counted locally.
+ * A token count request as a client sent it.
+ *
+ * @category countTokens
+ */
+export interface CountCall {
+  /** The model to count for. */
+  readonly model: string
+  /** The local estimate, in the dialect's answer shape. */
+  readonly local: unknown
+  /** The body for a channel of the client's own dialect that counts, naming `upstreamModel`. */
+  readonly forward: (upstreamModel: string) => string
+}
+
+/**
+ * The client side of a token count (Gemini `:countTokens`, Anthropic
+ * `/v1/messages/count_tokens`): never billed, and answered by a channel of
+ * the client's own dialect when one can count, else counted locally.
  *
  * @category countTokens
  */
 export interface ClientCountTokens {
-  /** The local count, in the dialect's answer shape; fails when the body is not a valid request. */
-  readonly local: (body: string) => Effect.Effect<unknown, InvalidRequest>
+  /** Reads a count request (the route may name the model); fails when the body is not a valid request. */
+  readonly decode: (body: string, hints: RouteHints) => Effect.Effect<CountCall, InvalidRequest>
 }
 
 /** The upstream side of the embeddings call, for dialects that have one. @category embeddings */

@@ -7,8 +7,15 @@
  */
 import { Schema } from "effect"
 
-/** The wire dialects modelgate speaks, to clients and to upstreams. @category models */
-export const Dialect = Schema.Literals(["openai", "gemini", "anthropic"])
+/**
+ * The wire dialects modelgate speaks, to clients and to upstreams: OpenAI chat
+ * completions, Gemini generateContent, Anthropic Messages, and OpenAI's
+ * Responses API (`responses`: Codex CLI, the Agents SDK; spoken upstream by
+ * OpenAI channels marked `responses`).
+ *
+ * @category models
+ */
+export const Dialect = Schema.Literals(["openai", "gemini", "anthropic", "responses"])
 export type Dialect = typeof Dialect.Type
 
 /** Upstream channel types. `azure` speaks the OpenAI dialect with Azure's paths and auth. @category models */
@@ -57,8 +64,8 @@ export interface ApiKey {
 
 /**
  * A model and its price. Prices are nano-dollars per one million tokens
- * (`input`, `output`, `cachedInput`) and nano-dollars per call (`perRequest`).
- * A model with no price at all and `free: false` is refused.
+ * (`input`, `output`, `cachedInput`, `cacheWrite`) and nano-dollars per call
+ * (`perRequest`). A model with no price at all and `free: false` is refused.
  *
  * @category models
  */
@@ -68,6 +75,12 @@ export interface Model {
   readonly inputNanosPerMillion: bigint | null
   readonly outputNanosPerMillion: bigint | null
   readonly cachedInputNanosPerMillion: bigint | null
+  /**
+   * The price of prompt tokens written to the upstream's prompt cache
+   * (Anthropic's `cache_creation_input_tokens`); null or absent: the input
+   * price.
+   */
+  readonly cacheWriteNanosPerMillion?: bigint | null | undefined
   readonly perRequestNanos: bigint | null
   readonly free: boolean
   readonly inputTokenLimit: number
@@ -224,6 +237,13 @@ export interface Channel {
    * When false it is never sent, and stream usage is counted locally.
    */
   readonly streamOptions: boolean
+  /**
+   * OpenAI channels only: the upstream also serves OpenAI's Responses API at
+   * `{baseUrl}/responses`, so a Responses client's body is relayed to it as it
+   * is (with the model name changed) instead of translated to chat
+   * completions. Absent: false.
+   */
+  readonly responses?: boolean | undefined
 }
 
 /** A model-name alias: a glob pattern (`*` matches any run of characters) and its target. @category models */

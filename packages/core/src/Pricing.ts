@@ -4,8 +4,12 @@
  * - prices are nano-dollars per one million tokens (and per request);
  * - a group's ratio is in millionths (`ratioMicros`, 1.0 = 1_000_000);
  * - the cost of a call is the exact rational
- *   `(promptUncached * input + cached * cachedInput + completion * output) / 10^6 * ratio`
- *   plus `perRequest * ratio`, rounded up to a whole nano-dollar once.
+ *   `(promptFresh * input + cached * cachedInput + cacheWrite * cacheWrite + completion * output) / 10^6 * ratio`
+ *   plus `perRequest * ratio`, rounded up to a whole nano-dollar once, where
+ *   `cached` are prompt tokens read from the upstream's prompt cache,
+ *   `cacheWrite` those written to it (Anthropic's `cache_creation_input_tokens`)
+ *   and `promptFresh` the rest of the prompt; `cachedInput` and `cacheWrite`
+ *   default to the input price.
  *
  * Rounding up once per call means a charge is never below the list price and
  * never more than one nano-dollar above it.
@@ -37,14 +41,19 @@ export const cost = (model: Model, ratioMicros: bigint, usage: {
   readonly promptTokens: number
   readonly completionTokens: number
   readonly cachedTokens?: number | undefined
+  readonly cacheWriteTokens?: number | undefined
 }): Nanos => {
   if (model.free) return 0n
   const input = model.inputNanosPerMillion ?? 0n
   const output = model.outputNanosPerMillion ?? 0n
   const cachedPrice = model.cachedInputNanosPerMillion ?? input
-  const cached = BigInt(Math.min(usage.cachedTokens ?? 0, usage.promptTokens))
-  const uncached = BigInt(usage.promptTokens) - cached
-  const tokenPart = uncached * input + cached * cachedPrice + BigInt(usage.completionTokens) * output
+  const writePrice = model.cacheWriteNanosPerMillion ?? input
+  // Cache reads, then cache writes, never more than the prompt holds.
+  const cached = Math.min(usage.cachedTokens ?? 0, usage.promptTokens)
+  const written = Math.min(usage.cacheWriteTokens ?? 0, usage.promptTokens - cached)
+  const fresh = BigInt(usage.promptTokens - cached - written)
+  const tokenPart = fresh * input + BigInt(cached) * cachedPrice + BigInt(written) * writePrice +
+    BigInt(usage.completionTokens) * output
   const perRequest = model.perRequestNanos ?? 0n
   // One exact fraction, rounded up once: (tokenPart / 10^6 + perRequest) * ratio / 10^6.
   return divCeil((tokenPart + perRequest * MILLION) * ratioMicros, MILLION * RATIO_SCALE)
@@ -55,7 +64,8 @@ export const costOfUsage = (model: Model, ratioMicros: bigint, usage: Usage): Na
   cost(model, ratioMicros, {
     promptTokens: usage.promptTokens,
     completionTokens: usage.completionTokens,
-    cachedTokens: usage.cachedTokens
+    cachedTokens: usage.cachedTokens,
+    cacheWriteTokens: usage.cacheWriteTokens
   })
 
 /**
@@ -74,9 +84,9 @@ export interface HoldBounds {
 
 /**
  * The worst-case cost of a call, exact (it may exceed `MAX_NANOS`; `holdFor`
- * refuses such calls): the prompt bound at the dearer of the input and cached
- * input prices (which of the prompt's tokens the upstream finds in its cache is
- * unknown before the call), the output bound once per answer asked for, times
+ * refuses such calls): the prompt bound at the dearest of the input, cached
+ * input and cache-write prices (which of the prompt's tokens the upstream finds
+ * in, or writes to, its cache is unknown before the call), the output bound once per answer asked for, times
  * the ratio, plus `per_request` times the ratio; rounded up once, like `cost`.
  * No actual usage within these bounds costs more.
  *
@@ -95,7 +105,9 @@ export const worstCase = (model: Model, ratioMicros: bigint, bounds: HoldBounds)
   if (model.free) return 0n
   const input = model.inputNanosPerMillion ?? 0n
   const cachedInput = model.cachedInputNanosPerMillion ?? input
-  const promptPrice = cachedInput > input ? cachedInput : input
+  const cacheWrite = model.cacheWriteNanosPerMillion ?? input
+  const dearer = cachedInput > input ? cachedInput : input
+  const promptPrice = cacheWrite > dearer ? cacheWrite : dearer
   const output = model.outputNanosPerMillion ?? 0n
   const choices = BigInt(Math.max(1, Math.ceil(bounds.choices ?? 1)))
   const tokenPart = BigInt(Math.max(0, Math.ceil(bounds.promptTokens))) * promptPrice +

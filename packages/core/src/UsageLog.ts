@@ -27,6 +27,8 @@ export interface UsageRecord {
   readonly promptTokens: number
   readonly completionTokens: number
   readonly cachedTokens: number
+  /** Prompt tokens written to the upstream's prompt cache (part of `promptTokens`). */
+  readonly cacheWriteTokens?: number | undefined
   readonly usageReported: boolean
   readonly costNanos: Nanos
   readonly latencyMs: number
@@ -37,6 +39,11 @@ export interface UsageRecord {
   readonly attempts: number
   /** Each attempt, in order; the last one served the call when it succeeded. */
   readonly attemptLog: ReadonlyArray<Attempt>
+  /**
+   * What the translation left out of the client's request by decision (a
+   * Responses client's `web_search` tool on another dialect's model), or null.
+   */
+  readonly note?: string | null | undefined
 }
 
 /**

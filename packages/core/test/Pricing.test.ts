@@ -219,6 +219,25 @@ describe("Pricing", () => {
       assert.include(many.message, "fewer answers")
     }))
 
+  it("charges cache writes at the cache_write price, else at the input price, and holds the prompt at the dearest price", () => {
+    // Anthropic's list prices for Claude Sonnet: input $3, cache reads $0.30, cache writes $3.75, output $15 per 1M.
+    const sonnet = model({
+      inputNanosPerMillion: 3_000_000_000n,
+      cachedInputNanosPerMillion: 300_000_000n,
+      cacheWriteNanosPerMillion: 3_750_000_000n,
+      outputNanosPerMillion: 15_000_000_000n
+    })
+    // 10 fresh + 1000 read + 20 written prompt tokens, 5 output: 30 + 300 + 75 + 75 = 480 USD per 1M -> 480,000 nano-dollars.
+    const usage = { promptTokens: 1030, cachedTokens: 1000, cacheWriteTokens: 20, completionTokens: 5 }
+    assert.strictEqual(cost(sonnet, 1_000_000n, usage), 480_000n)
+    // Without a cache_write price the writes cost what input costs: 30 + 300 + 60 + 75.
+    assert.strictEqual(cost(model({ ...sonnet, cacheWriteNanosPerMillion: null }), 1_000_000n, usage), 465_000n)
+    // Reads and writes never count more tokens than the prompt has.
+    assert.strictEqual(cost(sonnet, 1_000_000n, { promptTokens: 10, cachedTokens: 8, cacheWriteTokens: 8, completionTokens: 0 }), 9_900n)
+    // The hold prices the prompt bound at the cache-write price when it is the dearest.
+    assert.strictEqual(worstCase(sonnet, 1_000_000n, { promptTokens: 1000, outputTokens: 0 }), 3_750_000n)
+  })
+
   it("knows which models can be billed", () => {
     assert.isTrue(isPriced(model()))
     assert.isFalse(isPriced(model({ inputNanosPerMillion: null, outputNanosPerMillion: null })))

@@ -108,7 +108,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       const { channel } = target
       const attemptStart = yield* Clock.currentTimeMillis
       const upstreamModel = Domain.upstreamModel(channel, model.id)
-      const upstream = Dialects.ofChannel(channel)
+      const upstream = Dialects.forChat(client, channel)
       const same = upstream.dialect === client.dialect
       lastLeg = { channel: channel.name, upstreamModel, dialectOut: upstream.dialect }
       const edit = Params.editOf(channel)
@@ -117,16 +117,20 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         : yield* Effect.flatMap(canonical(), (request) => upstream.encodeRequest(request, upstreamModel, model)).pipe(
           Effect.map((encoded) => edit === undefined ? encoded : Params.editText(encoded, edit))
         )
+      // What the translation left out by decision goes on the usage record.
+      if (!same && canonicalRequest?.notes !== undefined) lastLeg = { ...lastLeg, notes: canonicalRequest.notes }
+      const headers = upstream.headers(channel, target.key)
+      const forwarded = same ? client.forwardHeaders?.(input.headers ?? {}) : undefined
       const response = yield* Upstream.send(
         channel,
         upstream.chatUrl(channel, upstreamModel, inspected.stream),
-        upstream.headers(channel, target.key),
+        forwarded === undefined ? headers : { ...forwarded, ...headers },
         body,
         at
       )
       record.status = response.status
       if (response.status >= 400) return yield* Failover.refused(response, target, upstream)
-      const headers = { ...limitHeaders, "x-request-id": input.requestId }
+      const answerHeaders = { ...limitHeaders, "x-request-id": input.requestId }
       if (!inspected.stream) {
         const text = yield* Upstream.readText(response, settings.maxAnswerBytes)
         const json = yield* Effect.try({
@@ -141,7 +145,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         } else {
           const decoded = yield* upstream.decodeResponse(json, yield* Ids.answerStart)
           metered = meteredOf(decoded, promptEstimate)
-          out = client.encodeResponse(decoded, model.id)
+          out = client.encodeResponse(decoded, model.id, inspected)
         }
         const now = yield* Clock.currentTimeMillis
         ttfbMs = now - input.startedAt
@@ -149,8 +153,8 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         yield* health.end(ticket, "success")
         yield* settlement.finish(metered, { status: 200, errorCode: null, ttfbMs }, legOf())
         return out === undefined || typeof out === "string"
-          ? Exchange.jsonText(out ?? text, 200, headers)
-          : Exchange.json(out, 200, headers)
+          ? Exchange.jsonText(out ?? text, 200, answerHeaders)
+          : Exchange.json(out, 200, answerHeaders)
       }
 
       // Streams: the first chunk is read before the client gets anything (until then the call can still fail
@@ -177,7 +181,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         }
         push = (text) => feed(events.push(text))
         end = () => feed(events.end()) + encoder.end()
-        metered = () => meteredOf(assembler.response(), promptEstimate)
+        metered = () => meteredOf(assembler.response(), promptEstimate, true)
       }
       // The relay turns each upstream chunk into the client's frames (Relay.ts): per chunk a decode and the
       // transform, nothing else. However it ends, the call is settled once, from its end report.
@@ -215,7 +219,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         _tag: "Stream",
         status: 200,
         headers: {
-          ...headers,
+          ...answerHeaders,
           "content-type": client.streamContentType(inspected),
           "cache-control": "no-cache",
           "x-accel-buffering": "no"
@@ -254,18 +258,31 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
   )
 })
 
-/** Metering of a canonical response: the upstream's usage, or local estimates when it gave none. */
-const meteredOf = (response: Canonical.ChatResponse, promptEstimate: number): Settlement.Metered =>
-  response.usage !== undefined
-    ? {
-      promptTokens: response.usage.promptTokens,
-      completionTokens: response.usage.completionTokens,
-      cachedTokens: response.usage.cachedTokens ?? 0,
-      reported: true
-    }
-    : {
+/**
+ * Metering of a canonical response: the upstream's usage, or local estimates
+ * when it gave none. A stream (`streamed`) that ended before any choice
+ * finished was cut: the usage it reported so far (Anthropic reports its input
+ * and one output token at the start) may fall short of what it delivered, so
+ * its output is at least the estimate of the generated text.
+ */
+const meteredOf = (response: Canonical.ChatResponse, promptEstimate: number, streamed = false): Settlement.Metered => {
+  const usage = response.usage
+  if (usage === undefined) {
+    return {
       promptTokens: promptEstimate,
       completionTokens: Tokens.estimateGeneratedTokens(StreamAssembly.generatedText(response)),
       cachedTokens: 0,
       reported: false
     }
+  }
+  const cut = streamed && response.choices.every((choice) => choice.finishReason === null)
+  return {
+    promptTokens: usage.promptTokens,
+    completionTokens: cut
+      ? Math.max(usage.completionTokens, Tokens.estimateGeneratedTokens(StreamAssembly.generatedText(response)))
+      : usage.completionTokens,
+    cachedTokens: usage.cachedTokens ?? 0,
+    cacheWriteTokens: usage.cacheWriteTokens ?? 0,
+    reported: true
+  }
+}

@@ -61,13 +61,16 @@ export const ChannelConfig = Schema.Struct({
     defaults: Schema.optionalKey(Schema.JsonObject),
     overrides: Schema.optionalKey(Schema.JsonObject)
   })),
-  stream_options: Schema.optionalKey(Schema.Boolean)
+  stream_options: Schema.optionalKey(Schema.Boolean),
+  responses: Schema.optionalKey(Schema.Boolean)
 })
 export type ChannelConfig = typeof ChannelConfig.Type
 
 /**
  * A model's price, limits and what it is. Prices are USD per one million
- * tokens; `per_request` is USD per call. `embedding` marks an embedding model
+ * tokens (`cache_write`: prompt tokens written to the upstream's prompt cache,
+ * Anthropic's `cache_creation_input_tokens`; default the input price);
+ * `per_request` is USD per call. `embedding` marks an embedding model
  * (Gemini's list advertises `embedContent`/`batchEmbedContents` for it),
  * `reasoning` a reasoning model (a Gemini client's thinking budget becomes
  * `reasoning_effort` on an OpenAI channel only for these), `reasoning_content`
@@ -80,6 +83,7 @@ export const ModelConfig = Schema.Struct({
   input: Schema.optionalKey(Usd),
   output: Schema.optionalKey(Usd),
   cached_input: Schema.optionalKey(Usd),
+  cache_write: Schema.optionalKey(Usd),
   per_request: Schema.optionalKey(Usd),
   free: Schema.optionalKey(Schema.Boolean),
   display_name: Schema.optionalKey(Schema.String),
@@ -303,6 +307,7 @@ export const declaration = (file: ConfigFile, source: string): Effect.Effect<Dec
       inputNanosPerMillion: usd(model.input, `models.${id}.input`, problems),
       outputNanosPerMillion: usd(model.output, `models.${id}.output`, problems),
       cachedInputNanosPerMillion: usd(model.cached_input, `models.${id}.cached_input`, problems),
+      cacheWriteNanosPerMillion: usd(model.cache_write, `models.${id}.cache_write`, problems),
       perRequestNanos: usd(model.per_request, `models.${id}.per_request`, problems),
       free: model.free ?? false,
       inputTokenLimit: model.input_token_limit ?? modelDefaults.inputTokenLimit,
@@ -334,6 +339,9 @@ export const declaration = (file: ConfigFile, source: string): Effect.Effect<Dec
       }
       const groups = channel.groups ?? [DEFAULT_GROUP]
       for (const group of groups) groupNames.add(group)
+      if (channel.responses === true && channel.type !== "openai") {
+        problems.push(`  at channels[${i}].responses: only an openai channel can relay Responses API calls (this one is ${channel.type})`)
+      }
       return {
         name: channel.name,
         type: channel.type,
@@ -362,7 +370,8 @@ export const declaration = (file: ConfigFile, source: string): Effect.Effect<Dec
           halfOpenCalls: channel.breaker?.half_open_calls ?? Domain.defaultBreaker.halfOpenCalls
         },
         params: { defaults: channel.params?.defaults ?? {}, overrides: channel.params?.overrides ?? {} },
-        streamOptions: channel.stream_options ?? true
+        streamOptions: channel.stream_options ?? true,
+        responses: channel.responses ?? false
       }
     })
     const keys: Array<Declaration.Key> = []

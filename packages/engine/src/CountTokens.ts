@@ -1,7 +1,7 @@
 /**
- * Token counts (Gemini `:countTokens`): never billed, and answered by a
- * channel of the client's own dialect that counts (routed with failover,
- * like any upstream call), else counted locally. A count is a request for the
+ * Token counts (Gemini `:countTokens`, Anthropic `/v1/messages/count_tokens`):
+ * never billed, and answered by a channel of the client's own dialect that
+ * counts (routed with failover, like any upstream call), else counted locally. A count is a request for the
  * rate limits (`rpm`, a concurrency slot while it runs) but generates nothing,
  * so it counts no tokens (`tpm`). It writes no usage record; failed attempts
  * are logged.
@@ -23,8 +23,9 @@ export interface CountInput {
   readonly client: Dialect.ClientDialect
   readonly counter: Dialect.ClientCountTokens
   readonly body: string
-  /** The model the route named. */
-  readonly model: string
+  readonly hints: Dialect.RouteHints
+  /** The request's headers (a same-dialect channel gets those the client dialect forwards). */
+  readonly headers?: Dialect.HeaderBag | undefined
 }
 
 /**
@@ -33,8 +34,10 @@ export interface CountInput {
  * @category calls
  */
 export const handle = Effect.fnUntraced(function*(input: CountInput) {
-  const route = yield* Admission.authorize(input.key, input.model, "generate")
-  const local = yield* input.counter.local(input.body)
+  const call = yield* input.counter.decode(input.body, input.hints)
+  const route = yield* Admission.authorize(input.key, call.model, "generate")
+  const local = call.local
+  const forwarded = input.client.forwardHeaders?.(input.headers ?? {})
   const permit = yield* RateLimits.admit(input.key, route.group, route.model.id, 0)
   const channels = route.channels.filter((c) => {
     const upstream = Dialects.ofChannel(c)
@@ -55,8 +58,9 @@ export const handle = Effect.fnUntraced(function*(input: CountInput) {
       Effect.gen(function*() {
         const { channel } = target
         const upstream = Dialects.ofChannel(channel)
-        const url = upstream.countTokens!.url(channel, Domain.upstreamModel(channel, route.model.id))
-        const text = yield* Failover.exchange(target, upstream, url, input.body, at, record)
+        const upstreamModel = Domain.upstreamModel(channel, route.model.id)
+        const url = upstream.countTokens!.url(channel, upstreamModel)
+        const text = yield* Failover.exchange(target, upstream, url, call.forward(upstreamModel), at, record, forwarded)
         // Relayed as the upstream wrote it (fields beyond the count included), once it is a token count.
         if (!upstream.countTokens!.isCount(text)) {
           return yield* new GatewayError.UpstreamUnavailable({

@@ -12,8 +12,8 @@ import { Dialect as OpenAI } from "@modelgate/openai-adapter"
 const clients: Record<Domain.Dialect, Dialect.ClientDialect> = {
   openai: OpenAI.client,
   gemini: Gemini.client,
-  // Anthropic clients are not served yet; their paths answer in OpenAI's envelope.
-  anthropic: OpenAI.client
+  anthropic: Anthropic.client,
+  responses: OpenAI.responsesClient
 }
 
 /** The client side of a dialect. @category dialects */
@@ -22,7 +22,8 @@ export const client = (dialect: Domain.Dialect): Dialect.ClientDialect => client
 const upstreams: Record<Domain.Dialect, Dialect.UpstreamDialect> = {
   openai: OpenAI.upstream,
   gemini: Gemini.upstream,
-  anthropic: Anthropic.upstream
+  anthropic: Anthropic.upstream,
+  responses: OpenAI.responsesUpstream
 }
 
 /** The upstream side of a dialect (every dialect has one: a channel is never spoken to in another's format). @category dialects */
@@ -30,3 +31,13 @@ export const upstream = (dialect: Domain.Dialect): Dialect.UpstreamDialect => up
 
 /** The upstream side a channel speaks (Azure OpenAI speaks OpenAI's). @category dialects */
 export const ofChannel = (channel: Domain.Channel): Dialect.UpstreamDialect => upstreams[Domain.dialectOf(channel.type)]
+
+/**
+ * The upstream side a chat call of `client` speaks to `channel`: the
+ * Responses API for a Responses client on an OpenAI channel marked
+ * `responses` (the client's body is relayed), else the channel's own.
+ *
+ * @category dialects
+ */
+export const forChat = (client: Dialect.ClientDialect, channel: Domain.Channel): Dialect.UpstreamDialect =>
+  client.dialect === "responses" && channel.responses === true && channel.type === "openai" ? upstreams.responses : ofChannel(channel)

@@ -61,7 +61,8 @@ export const allKeysDisabled = (model: string): GatewayError.UpstreamUnavailable
  * channel's idle timeout. An error answer (status 400 and above; its body read
  * up to 64 KiB) fails with its classification by the channel's dialect, and a
  * refusal of the key's credentials disables the key. `record.status` gets the
- * upstream's status.
+ * upstream's status. `forwarded`: headers of the client's request that go
+ * with it (`ClientDialect.forwardHeaders`); the channel's own headers win.
  *
  * @category attempts
  */
@@ -71,10 +72,12 @@ export const exchange = Effect.fnUntraced(function*(
   url: string,
   body: string,
   at: Upstream.Deadlines,
-  record: AttemptRecord
+  record: AttemptRecord,
+  forwarded?: Readonly<Record<string, string>>
 ) {
   const { channel } = target
-  const response = yield* Upstream.send(channel, url, upstream.headers(channel, target.key), body, at)
+  const headers = upstream.headers(channel, target.key)
+  const response = yield* Upstream.send(channel, url, forwarded === undefined ? headers : { ...forwarded, ...headers }, body, at)
   record.status = response.status
   if (response.status >= 400) return yield* refused(response, target, upstream)
   return yield* Upstream.readText(response, (yield* Settings).maxAnswerBytes)

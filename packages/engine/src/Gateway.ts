@@ -1,8 +1,10 @@
 /**
  * The gateway's API surface in any runtime: one Effect per request that
  * routes it (`Routes.match`), authenticates its key in the route's dialect,
- * runs the call (chat, embeddings, token counts, models, the legacy billing
- * endpoints) and renders every error in that dialect's envelope. Every answer
+ * runs the call (chat in every dialect: OpenAI chat completions and Responses,
+ * Gemini generateContent, Anthropic Messages; embeddings, token counts,
+ * models, the legacy billing endpoints) and renders every error in that
+ * dialect's envelope. Every answer
  * carries the request's `x-request-id`.
  *
  * The host keeps the routes that are its own business (`Routes.isHostRoute`:
@@ -109,13 +111,15 @@ export const serve = (
     const key = yield* Admission.authenticate(client.presentedKey(request.headers, request.search))
     switch (route._tag) {
       case "OpenAIModels":
-      case "GeminiModels": {
+      case "GeminiModels":
+      case "AnthropicModels": {
         const snapshot = yield* (yield* Catalog.Catalog).current
         const models = Admission.allowedModels(snapshot, key)
         return Exchange.json(yield* client.modelsList(models, request.search), 200, { "x-request-id": requestId })
       }
       case "OpenAIModel":
-      case "GeminiModel": {
+      case "GeminiModel":
+      case "AnthropicModel": {
         const snapshot = yield* (yield* Catalog.Catalog).current
         const id = snapshot.resolveModel(route.model)
         const model = Admission.allowedModels(snapshot, key).find((m) => m.id === id)
@@ -146,6 +150,8 @@ export const serve = (
       case "BillingUsage":
         return yield* LegacyBilling.usage(key, requestId, request.search)
       case "OpenAIChat":
+      case "Responses":
+      case "AnthropicMessages":
         return yield* Chat.handle({
           requestId,
           startedAt: yield* Clock.currentTimeMillis,
@@ -154,6 +160,16 @@ export const serve = (
           body: yield* readBody(request),
           headers: request.headers,
           hints: {}
+        })
+      case "AnthropicCountTokens":
+        return yield* CountTokens.handle({
+          requestId,
+          key,
+          client,
+          counter: client.countTokens!,
+          body: yield* readBody(request),
+          hints: {},
+          headers: request.headers
         })
       case "OpenAIEmbeddings":
         return yield* Embeddings.handle({ requestId, key, client, embeddings: client.embeddings!, body: yield* readBody(request), hints: {} })
@@ -176,7 +192,15 @@ export const serve = (
               }
             })
           case "countTokens":
-            return yield* CountTokens.handle({ requestId, key, client, counter: client.countTokens!, body, model: route.model })
+            return yield* CountTokens.handle({
+              requestId,
+              key,
+              client,
+              counter: client.countTokens!,
+              body,
+              hints: { model: route.model },
+              headers: request.headers
+            })
           case "embedContent":
           case "batchEmbedContents":
             return yield* Embeddings.handle({

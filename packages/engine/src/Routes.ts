@@ -17,6 +17,11 @@ export type Route =
   | { readonly _tag: "OpenAIModel"; readonly dialect: "openai"; readonly model: string }
   | { readonly _tag: "OpenAIChat"; readonly dialect: "openai" }
   | { readonly _tag: "OpenAIEmbeddings"; readonly dialect: "openai" }
+  | { readonly _tag: "Responses"; readonly dialect: "responses" }
+  | { readonly _tag: "AnthropicMessages"; readonly dialect: "anthropic" }
+  | { readonly _tag: "AnthropicCountTokens"; readonly dialect: "anthropic" }
+  | { readonly _tag: "AnthropicModels"; readonly dialect: "anthropic" }
+  | { readonly _tag: "AnthropicModel"; readonly dialect: "anthropic"; readonly model: string }
   | { readonly _tag: "Me"; readonly dialect: "openai" }
   | { readonly _tag: "BillingSubscription"; readonly dialect: "openai" }
   | { readonly _tag: "BillingUsage"; readonly dialect: "openai" }
@@ -74,10 +79,11 @@ const V1BETA_HINT = "In @google/genai set httpOptions: { apiVersion: 'v1beta' };
 
 /**
  * Matches a request. `path` is the URL path without the query string.
- * `headers` (lower-case names) tell a Gemini client on API version `v1` (it
- * sends `x-goog-api-key`) from an OpenAI client on the shared `/v1/models`
- * paths: the Gemini client is answered with a 404, in Gemini's envelope, that
- * names the fix.
+ * `headers` (lower-case names) tell the clients that share the `/v1/models`
+ * paths apart: an Anthropic client (it sends `anthropic-version`) gets
+ * Anthropic's list, a Gemini client on API version `v1` (it sends
+ * `x-goog-api-key`) a 404 in Gemini's envelope that names the fix, and every
+ * other client OpenAI's list.
  *
  * @category matching
  */
@@ -93,6 +99,12 @@ export const match = (
       message: `This gateway serves the Gemini API as version v1beta, not v1: use ${path.replace(/^\/v1\//, "/v1beta/")}. ${V1BETA_HINT}`
     }
   }
+  if (headers?.["anthropic-version"] !== undefined && (path === "/v1/models" || path.startsWith("/v1/models/"))) {
+    const model = decode(path.slice("/v1/models/".length))
+    return path === "/v1/models" || model.length === 0
+      ? allowed({ _tag: "AnthropicModels", dialect: "anthropic" }, ["GET"], method)
+      : allowed({ _tag: "AnthropicModel", dialect: "anthropic", model }, ["GET"], method)
+  }
   switch (path) {
     case "/healthz":
       return allowed({ _tag: "Health" }, ["GET"], method)
@@ -107,6 +119,13 @@ export const match = (
     case "/v1/embeddings":
     case "/v1beta/openai/embeddings":
       return allowed({ _tag: "OpenAIEmbeddings", dialect: "openai" }, ["POST"], method)
+    case "/v1/responses":
+    case "/v1beta/openai/responses":
+      return allowed({ _tag: "Responses", dialect: "responses" }, ["POST"], method)
+    case "/v1/messages":
+      return allowed({ _tag: "AnthropicMessages", dialect: "anthropic" }, ["POST"], method)
+    case "/v1/messages/count_tokens":
+      return allowed({ _tag: "AnthropicCountTokens", dialect: "anthropic" }, ["POST"], method)
     case "/api/me":
       return allowed({ _tag: "Me", dialect: "openai" }, ["GET"], method)
     case "/v1/dashboard/billing/subscription":
@@ -152,6 +171,14 @@ export const match = (
     const model = decode(path.slice("/v1beta/openai/models/".length))
     if (model.length > 0) return allowed({ _tag: "OpenAIModel", dialect: "openai", model }, ["GET"], method)
   }
+  if (path.startsWith("/v1/responses/") || path.startsWith("/v1beta/openai/responses/")) {
+    return {
+      _tag: "NotFound",
+      dialect: "responses",
+      message: `No route for ${path}: this gateway keeps no response state, so stored responses cannot be retrieved, ` +
+        "listed, cancelled or deleted. Send each request with its whole input (and 'store': false)."
+    }
+  }
   if (path.startsWith("/api/")) return { _tag: "Api", dialect: "openai", path }
   if (path === "/" || path === "/console" || path.startsWith("/console/") || path.startsWith("/assets/")) {
     return allowed({ _tag: "Console", path }, ["GET"], method)
@@ -163,6 +190,8 @@ export const match = (
 export const dialectOfPath = (path: string): Domain.Dialect =>
   /^\/v1(beta|alpha)\d*\b|:(generateContent|streamGenerateContent|countTokens|embedContent|batchEmbedContents)\b/.test(path)
     ? "gemini"
+    : /\/messages(\/|$)/.test(path)
+    ? "anthropic"
     : "openai"
 
 const openAIPaths = ["/chat/completions", "/models", "/embeddings", "/completions", "/responses", "/messages"]

@@ -114,6 +114,8 @@ export interface Leg {
   readonly attempts: number
   /** Each upstream attempt, in order (calls that make exactly one attempt may leave it out). */
   readonly attemptLog?: ReadonlyArray<UsageLog.Attempt> | undefined
+  /** What the translation left out of the client's request by decision (`Canonical.ChatRequest.notes`). */
+  readonly notes?: ReadonlyArray<string> | undefined
 }
 
 /**
@@ -176,6 +178,7 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
           promptTokens: metered.promptTokens,
           completionTokens: metered.completionTokens,
           cachedTokens: metered.cachedTokens,
+          cacheWriteTokens: metered.cacheWriteTokens ?? 0,
           usageReported: metered.reported,
           costNanos: charged,
           latencyMs: now - call.startedAt,
@@ -183,7 +186,8 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
           status: outcome.status,
           errorCode,
           attempts: leg?.attempts ?? 0,
-          attemptLog: leg?.attemptLog ?? []
+          attemptLog: leg?.attemptLog ?? [],
+          note: leg?.notes === undefined || leg.notes.length === 0 ? null : leg.notes.join("; ")
         })
         if (settled !== undefined && settled.shortfallNanos > 0n) {
           yield* Effect.logWarning("the call cost more than its hold and the balance had left; the rest was not charged").pipe(

@@ -305,7 +305,13 @@ export const client: Core.ClientDialect = {
   modelsListPath: "GET /v1beta/models",
   embeddings: embeddingsClient,
   countTokens: {
-    local: (body) => Effect.flatMap(parseJson(body), CountTokens.countTokens)
+    // The model is in the path, so the body goes to a Gemini channel as it came.
+    decode: (body, hints) =>
+      Effect.map(Effect.flatMap(parseJson(body), CountTokens.countTokens), (local) => ({
+        model: hints.model ?? "",
+        local,
+        forward: () => body
+      }))
   }
 }
 

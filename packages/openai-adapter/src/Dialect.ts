@@ -1,10 +1,16 @@
 /**
- * The OpenAI chat completions dialect, whole, as core's `Dialect` interfaces:
- * `client` is how OpenAI-style callers are served (the key in `Authorization:
- * Bearer`, the body inspected for the passthrough or decoded for translation,
- * answers, SSE streams, the error envelope with the `x-ratelimit-*` headers,
- * models, embeddings), and `upstream` is how an OpenAI-compatible channel
- * (`openai`, and Azure OpenAI's deployments as `azure`) is spoken to.
+ * The OpenAI dialects, whole, as core's `Dialect` interfaces:
+ *
+ * - chat completions: `client` is how OpenAI-style callers are served (the key
+ *   in `Authorization: Bearer`, the body inspected for the passthrough or
+ *   decoded for translation, answers, SSE streams, the error envelope with the
+ *   `x-ratelimit-*` headers, models, embeddings), and `upstream` is how an
+ *   OpenAI-compatible channel (`openai`, and Azure OpenAI's deployments as
+ *   `azure`) is spoken to;
+ * - the Responses API: `responsesClient` serves `POST /v1/responses` callers
+ *   (Codex CLI, the SDKs' `responses.create`), and `responsesUpstream` speaks
+ *   to an OpenAI channel marked `responses`, which gets a Responses client's
+ *   body as it is.
  *
  * @example
  * ```ts
@@ -25,6 +31,10 @@ import * as Passthrough from "./Passthrough.ts"
 import * as RateLimitHeaders from "./RateLimitHeaders.ts"
 import * as Request from "./Request.ts"
 import * as Response from "./Response.ts"
+import * as Responses from "./Responses.ts"
+import * as ResponsesAnswer from "./ResponsesAnswer.ts"
+import * as ResponsesPassthrough from "./ResponsesPassthrough.ts"
+import * as ResponsesRequest from "./ResponsesRequest.ts"
 import * as Sse from "./Sse.ts"
 import * as OpenAIStream from "./Stream.ts"
 
@@ -378,4 +388,143 @@ export const upstream: Core.UpstreamDialect = {
   eventDecoder,
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
   embeddings: embeddingsUpstream
+}
+
+// ---------------------------------------------------------------------------
+// The Responses API
+// ---------------------------------------------------------------------------
+
+/**
+ * How each Responses stream being written ends on an error after its start:
+ * the stream's own encoder (translation) or meter (relay) knows the
+ * response's id and the next `sequence_number`.
+ */
+const failures = new WeakMap<Core.Inspected, (error: { readonly code: string; readonly message: string }) => string>()
+
+const frames = (events: ReadonlyArray<Responses.OutputEvent>): string => {
+  let text = ""
+  for (const event of events) text += Responses.frame(event)
+  return text
+}
+
+/** What a `response.failed` carries of a gateway error: the OpenAI envelope's code and message. */
+const failure = (error: GatewayError.GatewayError) => {
+  const body = ErrorEnvelope.toResponse(error).body.error
+  return { code: body.code ?? body.type, message: body.message }
+}
+
+const responsesInspect = (body: string) =>
+  Effect.map(ResponsesPassthrough.inspectBody(body), (inspected): Core.Inspected => ({
+    model: inspected.model,
+    stream: inspected.stream,
+    // The Responses stream always ends with its usage.
+    includeUsage: true,
+    maxOutputTokens: inspected.maxOutputTokens,
+    choices: 1,
+    mediaParts: inspected.mediaParts,
+    json: inspected.json,
+    forward: (upstreamModel, edit) =>
+      edit?.params === undefined
+        ? ResponsesPassthrough.upstreamBody(inspected, upstreamModel)
+        : JSON.stringify({ ...Params.apply(inspected.json, edit.params), model: upstreamModel })
+  }))
+
+/**
+ * The Responses API client side: the key in `Authorization: Bearer`,
+ * OpenAI's error envelope and rate-limit headers; requests that need response
+ * state are refused (`ResponsesPassthrough.stateRefusal`); an error after the
+ * stream started ends it with `response.failed`.
+ *
+ * @category dialect
+ */
+export const responsesClient: Core.ClientDialect = {
+  dialect: "responses",
+  presentedKey: client.presentedKey,
+  inspect: responsesInspect,
+  decodeRequest: (inspected) => ResponsesRequest.decodeRequest(inspected.json),
+  passthroughMeter: (inspected) => {
+    const meter = new ResponsesPassthrough.PassthroughMeter()
+    failures.set(inspected, (error) =>
+      Responses.frame({
+        type: "response.failed",
+        sequence_number: meter.lastSequence + 1,
+        response: { id: meter.responseId, object: "response", status: "failed", error, output: [], model: inspected.model }
+      }))
+    return { push: (text) => meter.push(text), end: () => meter.end(), metered: (promptEstimate) => meter.metered(promptEstimate) }
+  },
+  usageOfResponse: ResponsesPassthrough.usageOfResponse,
+  encodeResponse: (response, model, inspected) => ResponsesAnswer.encodeResponse(response, model, ResponsesAnswer.echoOf(inspected?.json)),
+  frameEncoder: (inspected, model) => {
+    const encoder = new ResponsesAnswer.StreamEncoder(model, ResponsesAnswer.echoOf(inspected.json))
+    failures.set(inspected, (error) => frames(encoder.failed(error)))
+    return { push: (events) => frames(encoder.pushAll(events)), end: () => frames(encoder.end()) }
+  },
+  renderError,
+  streamErrorFrame: (error, inspected) => {
+    const failed = inspected === undefined ? undefined : failures.get(inspected)
+    if (failed !== undefined) return failed(failure(error))
+    const { code, message } = failure(error)
+    return Responses.frame({ type: "error", sequence_number: 0, code, message, param: null })
+  },
+  renameInBody: client.renameInBody,
+  streamRenamer: client.streamRenamer,
+  streamContentType: () => Responses.SSE_CONTENT_TYPE,
+  rateLimitHeaders: RateLimitHeaders.toHeaders,
+  modelsList: client.modelsList,
+  modelObject: client.modelObject,
+  modelsListPath: client.modelsListPath
+}
+
+/** Incremental decoding of a Responses upstream's SSE text; throws the upstream's error when an event is one. */
+const responsesEventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
+  const parser = new Sse.SseParser()
+  const decoder = new ResponsesAnswer.StreamDecoder({ created: start.created })
+  let pending: GatewayError.GatewayError | undefined
+  const feed = (events: ReadonlyArray<Sse.SseEvent>): Array<Canonical.StreamEvent> => {
+    if (pending !== undefined) throw pending
+    const out: Array<Canonical.StreamEvent> = []
+    for (const event of events) {
+      let json: unknown
+      try {
+        json = JSON.parse(event.data)
+      } catch {
+        pending = new GatewayError.UpstreamUnavailable({ message: "The upstream sent a stream event that is not JSON." })
+        break
+      }
+      const decoded = decoder.push(json)
+      if (Result.isFailure(decoded)) {
+        pending = decoded.failure
+        break
+      }
+      for (const e of decoded.success) out.push(e)
+    }
+    if (pending !== undefined && out.length === 0) throw pending
+    return out
+  }
+  return {
+    push: (text) => feed(parser.push(text)),
+    end: () => {
+      const out = feed(parser.end())
+      if (pending !== undefined) throw pending
+      return out
+    }
+  }
+}
+
+/**
+ * The Responses API upstream side: an OpenAI channel marked `responses`
+ * (`POST {base_url}/responses`, `Authorization: Bearer`). A Responses
+ * client's body is relayed to it as it is; a canonical request is encoded
+ * with `ResponsesRequest.encodeRequest`.
+ *
+ * @category dialect
+ */
+export const responsesUpstream: Core.UpstreamDialect = {
+  dialect: "responses",
+  chatUrl: (channel) => `${trimSlash(channel.baseUrl)}/responses`,
+  headers: (channel, apiKey) => ({ "content-type": "application/json", ...channel.headers, authorization: `Bearer ${apiKey}` }),
+  encodeRequest: (request, upstreamModel) => Effect.map(ResponsesRequest.encodeRequest(request, upstreamModel), (body) => JSON.stringify(body)),
+  decodeResponse: (json, start) => ResponsesAnswer.decodeResponse(json, start.created),
+  eventDecoder: responsesEventDecoder,
+  classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers)
 }

@@ -1,6 +1,6 @@
 /**
- * `@modelgate/openai-adapter`: the OpenAI chat completions dialect, as a
- * client-facing surface and as an upstream. Wire schemas, translation to and
+ * `@modelgate/openai-adapter`: the OpenAI dialects (chat completions and the
+ * Responses API), each as a client-facing surface and as an upstream. Wire schemas, translation to and
  * from the canonical model (requests, responses, streams), the SSE codec, the
  * error envelope, the same-dialect passthrough with metering, and the models
  * list. Pure: depends on `effect` and `@modelgate/core` only and runs in any
@@ -18,5 +18,9 @@ export * as Passthrough from "./Passthrough.ts"
 export * as RateLimitHeaders from "./RateLimitHeaders.ts"
 export * as Request from "./Request.ts"
 export * as Response from "./Response.ts"
+export * as Responses from "./Responses.ts"
+export * as ResponsesAnswer from "./ResponsesAnswer.ts"
+export * as ResponsesPassthrough from "./ResponsesPassthrough.ts"
+export * as ResponsesRequest from "./ResponsesRequest.ts"
 export * as Sse from "./Sse.ts"
 export * as Stream from "./Stream.ts"

@@ -51,6 +51,7 @@ export const decodeModel = (row: Record<string, unknown>): Domain.Model => ({
   inputNanosPerMillion: Row.bigOrNull(row.input_nanos_per_million, "models.input_nanos_per_million"),
   outputNanosPerMillion: Row.bigOrNull(row.output_nanos_per_million, "models.output_nanos_per_million"),
   cachedInputNanosPerMillion: Row.bigOrNull(row.cached_input_nanos_per_million, "models.cached_input_nanos_per_million"),
+  cacheWriteNanosPerMillion: Row.bigOrNull(row.cache_write_nanos_per_million, "models.cache_write_nanos_per_million"),
   perRequestNanos: Row.bigOrNull(row.per_request_nanos, "models.per_request_nanos"),
   free: Row.bool(row.free, "models.free"),
   inputTokenLimit: Row.int(row.input_token_limit, "models.input_token_limit"),
@@ -139,6 +140,7 @@ export const modelColumns = (model: Domain.Model) => ({
   input_nanos_per_million: model.inputNanosPerMillion,
   output_nanos_per_million: model.outputNanosPerMillion,
   cached_input_nanos_per_million: model.cachedInputNanosPerMillion,
+  cache_write_nanos_per_million: model.cacheWriteNanosPerMillion ?? null,
   per_request_nanos: model.perRequestNanos,
   free: model.free,
   input_token_limit: model.inputTokenLimit,
@@ -173,7 +175,8 @@ export const channelColumns = (channel: ChannelInput) => ({
   api_version: channel.apiVersion,
   breaker: JSON.stringify(channel.breaker),
   params: JSON.stringify(channel.params),
-  stream_options: channel.streamOptions
+  stream_options: channel.streamOptions,
+  responses: channel.responses ?? false
 })
 
 /** Headers a channel may not set: the HTTP client owns framing and the connection. */
@@ -285,7 +288,8 @@ export class CatalogRepo extends Context.Service<CatalogRepo, {
           apiVersion: Row.strOrNull(row.api_version, "channels.api_version"),
           breaker: decodeBreaker(row.breaker),
           params: decodeParams(row.params),
-          streamOptions: Row.bool(row.stream_options, "channels.stream_options")
+          streamOptions: Row.bool(row.stream_options, "channels.stream_options"),
+          responses: Row.bool(row.responses, "channels.responses")
         } satisfies Domain.Channel
       })
 

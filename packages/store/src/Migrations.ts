@@ -318,11 +318,30 @@ const cacheChanges: Migration = {
 }
 
 /**
+ * Coding agents through the gateway: a model's price for prompt tokens written
+ * to the upstream's prompt cache (Anthropic's `cache_creation_input_tokens`;
+ * NULL: the input price), an OpenAI channel's switch for relaying Responses
+ * API calls to it as they are, and on each usage record the cache writes it
+ * was charged for and what the translation left out of the request (a
+ * Responses client's hosted tools on another dialect's model).
+ */
+const agents: Migration = {
+  id: 10,
+  name: "agents",
+  statements: () => [
+    "ALTER TABLE models ADD COLUMN cache_write_nanos_per_million BIGINT NULL",
+    "ALTER TABLE channels ADD COLUMN responses BOOLEAN NOT NULL DEFAULT FALSE",
+    "ALTER TABLE usage_records ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0",
+    "ALTER TABLE usage_records ADD COLUMN note TEXT NULL"
+  ]
+}
+
+/**
  * All migrations, in order. Append only: never edit one that has shipped.
  *
  * @category migrations
  */
-export const migrations: ReadonlyArray<Migration> = [initial, keySpend, userLimits, routing, modelMetadata, leases, cacheChanges]
+export const migrations: ReadonlyArray<Migration> = [initial, keySpend, userLimits, routing, modelMetadata, leases, cacheChanges, agents]
 
 /** An arbitrary constant naming modelgate's migration lock among advisory locks. */
 const PG_LOCK_KEY = 727_460_131

@@ -199,7 +199,7 @@ export const validate = Effect.fnUntraced(function*(input: ProvisionInput) {
     yield* checkLimits(group.limits, `groups[${i}].limits`)
   }
   for (const [i, model] of (input.models ?? []).entries()) {
-    for (const field of ["inputNanosPerMillion", "outputNanosPerMillion", "cachedInputNanosPerMillion", "perRequestNanos"] as const) {
+    for (const field of ["inputNanosPerMillion", "outputNanosPerMillion", "cachedInputNanosPerMillion", "cacheWriteNanosPerMillion", "perRequestNanos"] as const) {
       yield* checkAmount(model[field], `models[${i}].${field}`)
     }
   }

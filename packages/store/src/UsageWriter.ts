@@ -129,6 +129,7 @@ const decode = (row: Record<string, unknown>): StoredUsage => ({
   promptTokens: Row.int(row.prompt_tokens, "usage_records.prompt_tokens"),
   completionTokens: Row.int(row.completion_tokens, "usage_records.completion_tokens"),
   cachedTokens: Row.int(row.cached_tokens, "usage_records.cached_tokens"),
+  cacheWriteTokens: Row.int(row.cache_write_tokens, "usage_records.cache_write_tokens"),
   usageReported: Row.bool(row.usage_reported, "usage_records.usage_reported"),
   costNanos: Row.big(row.cost_nanos, "usage_records.cost_nanos"),
   latencyMs: Row.int(row.latency_ms, "usage_records.latency_ms"),
@@ -136,7 +137,8 @@ const decode = (row: Record<string, unknown>): StoredUsage => ({
   status: Row.int(row.status, "usage_records.status"),
   errorCode: Row.strOrNull(row.error_code, "usage_records.error_code"),
   attempts: Row.int(row.attempts, "usage_records.attempts"),
-  attemptLog: decodeAttemptLog(row.attempt_log)
+  attemptLog: decodeAttemptLog(row.attempt_log),
+  note: Row.strOrNull(row.note, "usage_records.note")
 })
 
 const encode = (r: UsageLog.UsageRecord): Record<string, unknown> => ({
@@ -154,6 +156,7 @@ const encode = (r: UsageLog.UsageRecord): Record<string, unknown> => ({
   prompt_tokens: r.promptTokens,
   completion_tokens: r.completionTokens,
   cached_tokens: r.cachedTokens,
+  cache_write_tokens: r.cacheWriteTokens ?? 0,
   usage_reported: r.usageReported,
   cost_nanos: r.costNanos,
   latency_ms: r.latencyMs,
@@ -161,7 +164,8 @@ const encode = (r: UsageLog.UsageRecord): Record<string, unknown> => ({
   status: r.status,
   error_code: r.errorCode,
   attempts: r.attempts,
-  attempt_log: r.attemptLog.length === 0 ? null : JSON.stringify(r.attemptLog)
+  attempt_log: r.attemptLog.length === 0 ? null : JSON.stringify(r.attemptLog),
+  note: r.note ?? null
 })
 
 /**

@@ -167,7 +167,7 @@ export const canonicalRequest: fc.Arbitrary<Canonical.ChatRequest> = fc
       fc.constant({}),
       fc.record({ temperature: fc.integer({ min: 0, max: 100 }).map((n) => n / 100) }, { requiredKeys: [] }),
       fc.record({ topP: fc.integer({ min: 1, max: 100 }).map((n) => n / 100), topK: fc.integer({ min: 1, max: 100 }) }, { requiredKeys: [] }),
-      fc.record({ budget: fc.integer({ min: 1024, max: 32_000 }) })
+      fc.record({ budget: fc.integer({ min: 1024, max: 32_000 }), thoughts: fc.boolean() })
     ),
     stop: fc.option(fc.array(fc.string({ minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 3 }), { nil: undefined }),
     user: fc.option(fc.stringMatching(/^[a-z0-9]{1,8}$/), { nil: undefined }),
@@ -189,13 +189,13 @@ export const canonicalRequest: fc.Arbitrary<Canonical.ChatRequest> = fc
       }
     }
     const forced = r.choice === "required" || r.choice === "tool"
-    const s = r.sampling as { temperature?: number; topP?: number; topK?: number; budget?: number }
+    const s = r.sampling as { temperature?: number; topP?: number; topK?: number; budget?: number; thoughts?: boolean }
     if (s.temperature !== undefined) out.temperature = s.temperature
     if (s.topP !== undefined) out.topP = s.topP
     if (s.topK !== undefined) out.topK = s.topK
     if (s.budget !== undefined && !forced) {
       out.maxOutputTokens = Math.max(r.maxOutputTokens, s.budget + 1)
-      out.reasoning = { budgetTokens: s.budget }
+      out.reasoning = { budgetTokens: s.budget, includeThoughts: s.thoughts ?? true }
     }
     if (r.stop !== undefined) out.stop = r.stop
     if (r.user !== undefined) out.user = r.user
