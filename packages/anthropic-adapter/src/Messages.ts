@@ -191,9 +191,15 @@ export type KnownBlock =
 export const knownBlock = (block: ContentBlock): KnownBlock | undefined =>
   KNOWN_BLOCK_TYPES.includes(block.type) ? block as KnownBlock : undefined
 
-/** One turn: `{"role","content"}` with content a string or blocks. @category content */
+/**
+ * One turn: `{"role","content"}` with content a string or blocks. `system`
+ * turns are instructions in the middle of the conversation (Claude Code sends
+ * them, under its `mid-conversation-tool-changes` beta).
+ *
+ * @category content
+ */
 export const MessageParam = Schema.Struct({
-  role: Schema.Literals(["user", "assistant"]),
+  role: Schema.Literals(["user", "assistant", "system"]),
   content: Schema.Union([Schema.String, Schema.Array(ContentBlock)])
 })
 export type MessageParam = typeof MessageParam.Type

@@ -84,8 +84,8 @@ export const inspectBody = (text: string): Effect.Effect<InspectedBody, GatewayE
   for (let i = 0; i < messages.length; i++) {
     const message: unknown = messages[i]
     if (!Predicate.isObject(message)) return Effect.fail(invalid(`'messages[${i}]' must be an object.`, `messages[${i}]`))
-    if (message.role !== "user" && message.role !== "assistant") {
-      return Effect.fail(invalid(`'messages[${i}].role' must be 'user' or 'assistant'.`, `messages[${i}].role`))
+    if (message.role !== "user" && message.role !== "assistant" && message.role !== "system") {
+      return Effect.fail(invalid(`'messages[${i}].role' must be 'user', 'assistant' or 'system'.`, `messages[${i}].role`))
     }
     if (Array.isArray(message.content)) mediaParts += countMedia(message.content)
     else if (!Predicate.isString(message.content)) {

@@ -483,6 +483,24 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
   const messages: Array<Canonical.Message> = []
   const names = new Map<string, string>()
   wire.messages.forEach((message, i) => {
+    if (message.role === "system") {
+      // Instructions in the middle of the conversation join the system prompt, in order (the canonical model has no
+      // mid-conversation instructions; OpenAI's mid-conversation system messages are read the same way).
+      const system = (out.system ??= []) as Array<string>
+      if (typeof message.content === "string") {
+        if (message.content.length > 0) system.push(message.content)
+      } else {
+        message.content.forEach((block, j) => {
+          if (block.type !== "text") {
+            return abort(unsupported(`messages[${i}].content[${j}]`, `'messages[${i}].content[${j}]' is a '${block.type}' block in a system turn; only text instructions can be sent to this model.`))
+          }
+          const text = (block as Messages.TextBlock).text
+          if (text.length > 0) system.push(text)
+        })
+      }
+      if (system.length === 0) delete out.system
+      return
+    }
     if (typeof message.content === "string") {
       if (message.content.length > 0) messages.push({ role: message.role, content: [{ type: "text", text: message.content }] })
       return
@@ -637,7 +655,8 @@ export const decodeRequestResult = (body: unknown): Result.Result<Canonical.Chat
  * Decodes an Anthropic client's `POST /v1/messages` body into a canonical
  * request (model as the client named it).
  *
- * - `system` (string or text blocks) -> `system` entries; `max_tokens` ->
+ * - `system` (string or text blocks) -> `system` entries, followed by the
+ *   text of `system` turns in the conversation, in order; `max_tokens` ->
  *   `maxOutputTokens`; `stop_sequences` -> `stop`; `metadata.user_id` ->
  *   `user`; `thinking.budget_tokens` -> `reasoning.budgetTokens` (with
  *   `includeThoughts` unless `thinking.display` is `omitted`)

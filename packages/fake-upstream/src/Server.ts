@@ -40,6 +40,7 @@ import {
   geminiStream
 } from "./Gemini.ts"
 import { openaiChat, openaiEmbeddings, openaiModel, openaiModelsBody } from "./OpenAI.ts"
+import { responses } from "./Responses.ts"
 import { type CutMode, resolveScenario, type ScenarioDefaults } from "./Scenario.ts"
 import { type CallContext, cutConnection, sendJson } from "./Writer.ts"
 
@@ -268,6 +269,7 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
       return post ? { kind: "call", dialect: "gemini", action: rest.slice(colon + 1), model } : notFoundG
     }
     if (path === "/v1/chat/completions") return post ? { kind: "call", dialect: "openai", action: "chat", model: undefined } : notFoundO
+    if (path === "/v1/responses") return post ? { kind: "call", dialect: "openai", action: "responses", model: undefined } : notFoundO
     if (path === "/v1/messages") {
       return post ? { kind: "call", dialect: "anthropic", action: "messages", model: undefined } : notFoundA
     }
@@ -376,7 +378,8 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
 
     const json = isRecord(body) ? body : {}
     const streaming = r.kind === "call" &&
-      (r.action === "streamGenerateContent" || ((r.action === "chat" || r.action === "messages") && json["stream"] === true))
+      (r.action === "streamGenerateContent" ||
+        ((r.action === "chat" || r.action === "messages" || r.action === "responses") && json["stream"] === true))
     if (streaming && scenario.cutAfter === undefined) {
       res.once("close", () => {
         if (!res.writableFinished) clientClosed++
@@ -397,6 +400,7 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
       case "openai":
       case "azure":
         if (r.action === "chat") return openaiChat(res, json, ctx)
+        if (r.action === "responses") return responses(res, json, ctx)
         return openaiEmbeddings(res, json, ctx)
       case "anthropic":
         if (r.action === "messages") return anthropicMessages(res, json, ctx)
