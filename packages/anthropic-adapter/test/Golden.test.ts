@@ -39,6 +39,11 @@ describe("golden", () => {
       golden("request-anthropic-to-canonical.expected.json", json(yield* Request.decodeRequest(input("request-anthropic-to-canonical.input.json"))))
     }))
 
+  it.effect("Claude Code's request (system blocks, a system turn, adaptive thinking, a tool loop, deferred tools) -> canonical", () =>
+    Effect.gen(function*() {
+      golden("request-claude-code.expected.json", json(yield* Request.decodeRequest(input("request-claude-code.input.json"))))
+    }))
+
   it.effect("Anthropic upstream response (thinking, tool use, cache usage) -> canonical", () =>
     Effect.gen(function*() {
       const body = input("response-anthropic-to-canonical.input.json")

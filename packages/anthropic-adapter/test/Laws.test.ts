@@ -23,6 +23,9 @@ describe("laws", () => {
   it("the SSE parser is split-invariant", () => {
     fc.assert(Laws.sseSplitInvariance(), runs)
   })
+  it("the relay's meter forwards a stream unchanged and meters it the same however it is split", () => {
+    fc.assert(Laws.meterSplit(), runs)
+  })
   it("malformed bodies give InvalidRequest or UnsupportedFeature, never a throw", () => {
     fc.assert(Laws.malformedBodies(), runs)
   })

@@ -135,8 +135,11 @@ export const encodeResponse = (response: Canonical.ChatResponse, model: string, 
   const choice = response.choices.find((c) => c.index === 0) ?? response.choices[0]
   const output: Array<Responses.OutputItem> = []
   let text: Array<Responses.OutputTextPart> | undefined
+  // Thinking runs until a signature ends it (Anthropic signs last), as the stream writes it.
+  let thinking: { readonly at: number; readonly id: string; text: string } | undefined
   let n = 0
   for (const part of choice?.content ?? []) {
+    if (part.type !== "thinking") thinking = undefined
     switch (part.type) {
       case "text":
         if (text === undefined) {
@@ -147,7 +150,13 @@ export const encodeResponse = (response: Canonical.ChatResponse, model: string, 
         break
       case "thinking":
         text = undefined
-        output.push(reasoningItem(`rs_${id.slice(5)}_${n++}`, part.text, part.signature))
+        if (thinking === undefined) {
+          thinking = { at: output.length, id: `rs_${id.slice(5)}_${n++}`, text: "" }
+          output.push(reasoningItem(thinking.id, "", undefined))
+        }
+        thinking.text += part.text
+        output[thinking.at] = reasoningItem(thinking.id, thinking.text, part.signature)
+        if (part.signature !== undefined) thinking = undefined
         break
       case "tool_call":
         text = undefined

@@ -16,6 +16,8 @@
  *   `StreamDecoder` assembles to the original answer.
  * - `sseSplitInvariance`: an SSE parser gives the same events however the
  *   text is split.
+ * - `meterSplit`: the relay's meter forwards an Anthropic stream unchanged and
+ *   meters it the same however it is split.
  * - `malformedBodies`: arbitrary and almost-valid JSON gives a typed 400 error
  *   (or a request), never a throw; the response and stream decoders fail with
  *   `UpstreamUnavailable` (or succeed), never throw.
@@ -38,7 +40,8 @@ import * as fc from "fast-check"
 import { decodeToolId, encodeToolId } from "../Ids.ts"
 import * as Request from "../Request.ts"
 import * as Response from "../Response.ts"
-import { type SseEvent, SseParser, StreamDecoder, StreamEncoder } from "../Stream.ts"
+import { PassthroughMeter } from "../Passthrough.ts"
+import { type SseEvent, SseParser, sseEvent, StreamDecoder, StreamEncoder } from "../Stream.ts"
 import * as Arbitraries from "./Arbitraries.ts"
 
 /**
@@ -179,6 +182,42 @@ export const streamEncodeDecode = () =>
     }
     const decoded = assembleEvents(frames.map((frame) => viaJson(frame.data)))
     assertEqual(decoded, merged(response), "decoded stream and original answer")
+  })
+
+/**
+ * The relay's meter (`Passthrough.PassthroughMeter`), for a client of an
+ * Anthropic channel: a stream written by `StreamEncoder` and cut anywhere is
+ * forwarded unchanged, and metered the same as when it came whole; its usage
+ * is the answer's.
+ *
+ * @category laws
+ */
+export const meterSplit = () =>
+  fc.property(Arbitraries.canonicalResponse, Arbitraries.cuts, (response, cuts) => {
+    const encoder = new StreamEncoder(response.model)
+    let text = ""
+    for (const frame of [...encoder.pushAll(StreamAssembly.toEvents(response)), ...encoder.end()]) text += sseEvent(frame)
+    const meter = (pieces: ReadonlyArray<string>) => {
+      const m = new PassthroughMeter()
+      let out = ""
+      for (const piece of pieces) out += m.push(piece)
+      out += m.end()
+      return { out, metered: m.metered(3) }
+    }
+    const whole = meter([text])
+    assertEqual(whole.out, text, "forwarded text")
+    const pieces: Array<string> = []
+    let from = 0
+    for (const at of [...cuts].map((c) => c % (text.length + 1)).sort((a, b) => a - b)) {
+      pieces.push(text.slice(from, at))
+      from = at
+    }
+    pieces.push(text.slice(from))
+    assertEqual(meter(pieces), whole, "metering, however the text is cut")
+    if (response.usage !== undefined) {
+      assertEqual(whole.metered.completionTokens, response.usage.completionTokens, "output tokens")
+      assertEqual(whole.metered.promptTokens, response.usage.promptTokens, "input tokens")
+    }
   })
 
 /** Parses SSE pieces with this package's `SseParser`. @category helpers */
