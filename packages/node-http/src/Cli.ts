@@ -87,6 +87,7 @@ const banner = (settings: Settings, demo: boolean) => {
   const lines = [
     `modelgate listening on ${base}`,
     `  OpenAI-compatible:  ${base}/v1      Gemini-compatible: ${base} (API version v1beta)`,
+    `  Anthropic (Claude Code): ANTHROPIC_BASE_URL=${base}      Responses (Codex CLI): ${base}/v1`,
     `  database:           ${settings.database}`
   ]
   if (settings.consoleDir !== null) lines.push(`  console:            ${base}/console/`)
