@@ -3,10 +3,11 @@
  * the shared Schema, the server's field errors, the request sent (with the
  * CSRF token), the secret shown once, and the table's contents.
  */
-import { screen, waitFor, within } from "@testing-library/react"
+import { renderHook, screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
 import { assert, describe, it } from "vitest"
 import { setCsrfToken } from "../src/lib/api.ts"
+import { rememberNewKey, useNewKey } from "../src/lib/newKey.ts"
 import { KeysPage, KeysTable } from "../src/pages/Keys.tsx"
 import { fakeApi, renderWithProviders, session } from "./render.tsx"
 
@@ -111,6 +112,10 @@ describe("create key", () => {
     const post = seen.find((r) => r.method === "POST")!
     assert.deepStrictEqual(post.body, { name: "desk", group: "default", quota: "5" })
     assert.strictEqual(post.headers["x-csrf-token"], "csrf-123")
+    // The connect page of this tab can fill the new key into its settings.
+    const remembered = renderHook(() => useNewKey()).result.current
+    assert.deepStrictEqual(remembered, { name: "desk", secret: "sk-THE-SECRET-VALUE-1234567890" })
+    rememberNewKey(undefined)
   })
 
   it("sends the key's own limits and caps, and shows the group's limits beside them", async () => {

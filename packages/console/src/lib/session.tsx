@@ -12,6 +12,7 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query"
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useMemo } from "react"
 import { ApiFailure, call, type Contract, Endpoints, setCsrfToken } from "./api.ts"
+import { rememberNewKey } from "./newKey.ts"
 
 /** What the session context holds. @category models */
 export interface SessionState {
@@ -58,6 +59,7 @@ export function SessionProvider({ children }: { readonly children: ReactNode }) 
       await call(Endpoints.logout)
     } finally {
       setCsrfToken(null)
+      rememberNewKey(undefined)
       client.clear()
       client.setQueryData(sessionKey, null)
     }

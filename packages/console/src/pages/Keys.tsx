@@ -30,6 +30,7 @@ import { call, type Contract, Endpoints } from "../lib/api.ts"
 import { Contract as C } from "../lib/contract.ts"
 import { ago, dateTime, usd } from "../lib/format.ts"
 import { useI18n } from "../lib/i18n.tsx"
+import { rememberNewKey } from "../lib/newKey.ts"
 import { useForm } from "../lib/useForm.ts"
 import { limitsText } from "./Models.tsx"
 
@@ -423,6 +424,7 @@ export function KeysPage() {
             onCreated={(result) => {
               setCreating(false)
               setCreated(result)
+              rememberNewKey({ name: result.key.name, secret: result.secret })
               notifications.show({ color: "teal", message: t("keys.created") })
               void refresh()
             }}
