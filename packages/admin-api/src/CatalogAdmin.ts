@@ -103,6 +103,7 @@ export const pricesOf = (model: Domain.Model, ratioMicros = 1_000_000n): C.Price
     input: apply(model.inputNanosPerMillion),
     output: apply(model.outputNanosPerMillion),
     cachedInput: apply(model.cachedInputNanosPerMillion),
+    cacheWrite: apply(model.cacheWriteNanosPerMillion ?? null),
     perRequest: apply(model.perRequestNanos),
     free: model.free
   }
@@ -119,6 +120,7 @@ const decodeModel = (row: Record<string, unknown>): C.AdminModel => ({
     input: usdOrNull(bigOrNull(row.input_nanos_per_million)),
     output: usdOrNull(bigOrNull(row.output_nanos_per_million)),
     cachedInput: usdOrNull(bigOrNull(row.cached_input_nanos_per_million)),
+    cacheWrite: usdOrNull(bigOrNull(row.cache_write_nanos_per_million)),
     perRequest: usdOrNull(bigOrNull(row.per_request_nanos)),
     free: bool(row.free)
   },
@@ -146,6 +148,10 @@ export const upsertModel = Effect.fnUntraced(function*(input: C.UpsertModelReque
     input_nanos_per_million: yield* parseUsd(input.prices.input, "prices.input"),
     output_nanos_per_million: yield* parseUsd(input.prices.output, "prices.output"),
     cached_input_nanos_per_million: yield* parseUsd(input.prices.cachedInput, "prices.cachedInput"),
+    // Left out, the cache-write price stays as it was (older clients do not know the field).
+    ...(input.prices.cacheWrite !== undefined
+      ? { cache_write_nanos_per_million: yield* parseUsd(input.prices.cacheWrite, "prices.cacheWrite") }
+      : {}),
     per_request_nanos: yield* parseUsd(input.prices.perRequest, "prices.perRequest"),
     free: input.prices.free,
     input_token_limit: input.inputTokenLimit ?? defaultTokenLimits.input,

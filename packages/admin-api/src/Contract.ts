@@ -412,7 +412,9 @@ export type Limits = typeof Limits.Type
 
 /**
  * A model's prices in USD per one million tokens (`perRequest`: USD per call),
- * after the group's ratio when shown to a user.
+ * after the group's ratio when shown to a user. `cacheWrite` prices prompt
+ * tokens written to the provider's cache (null: the input price); answers
+ * always carry it, requests may leave it out.
  *
  * @category models
  */
@@ -420,6 +422,7 @@ export const Prices = Schema.Struct({
   input: Schema.NullOr(NonNegativeUsd),
   output: Schema.NullOr(NonNegativeUsd),
   cachedInput: Schema.NullOr(NonNegativeUsd),
+  cacheWrite: Schema.optionalKey(Schema.NullOr(NonNegativeUsd)),
   perRequest: Schema.NullOr(NonNegativeUsd),
   free: Schema.Boolean
 })

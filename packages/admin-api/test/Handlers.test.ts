@@ -407,7 +407,7 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const mine = yield* client.get("/api/models")
         assert.deepStrictEqual(mine.body.groups.map((g: any) => g.name), ["default"])
         const gpt = mine.body.groups[0].models.find((m: any) => m.id === "gpt-test")
-        assert.deepStrictEqual(gpt.prices, { input: "2.00", output: "8.00", cachedInput: null, perRequest: null, free: false })
+        assert.deepStrictEqual(gpt.prices, { input: "2.00", output: "8.00", cachedInput: null, cacheWrite: null, perRequest: null, free: false })
         assert.strictEqual(gpt.outputTokenLimit, 4096)
 
         const admin = yield* signedIn({ role: "admin" })
@@ -838,11 +838,11 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const created = yield* admin.client.post("/api/admin/models", {
           id: "claude-test",
           displayName: "Claude Test",
-          prices: { input: "3", output: "15", cachedInput: "0.3", perRequest: null, free: false },
+          prices: { input: "3", output: "15", cachedInput: "0.3", cacheWrite: "3.75", perRequest: null, free: false },
           outputTokenLimit: 8192
         })
         assert.strictEqual(created.status, 200)
-        assert.deepStrictEqual(created.body.prices, { input: "3.00", output: "15.00", cachedInput: "0.30", perRequest: null, free: false })
+        assert.deepStrictEqual(created.body.prices, { input: "3.00", output: "15.00", cachedInput: "0.30", cacheWrite: "3.75", perRequest: null, free: false })
         assert.strictEqual(created.body.inputTokenLimit, 128000)
         const replaced = yield* admin.client.post("/api/admin/models", {
           id: "claude-test",

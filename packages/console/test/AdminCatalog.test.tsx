@@ -161,7 +161,7 @@ describe("models and prices", () => {
     await waitFor(() => assert.isDefined(seen.find((r) => r.method === "POST")))
     assert.deepStrictEqual(seen.find((r) => r.method === "POST")!.body, {
       id: "my/model",
-      prices: { input: "0.075", output: "0.3", cachedInput: null, perRequest: null, free: false },
+      prices: { input: "0.075", output: "0.3", cachedInput: null, cacheWrite: null, perRequest: null, free: false },
       inputTokenLimit: 128000,
       outputTokenLimit: 8192,
       description: null,
@@ -224,7 +224,7 @@ describe("models and prices", () => {
     assert.deepStrictEqual(seen.find((r) => r.method === "POST")!.body, {
       id: "o3-mini",
       displayName: "o3 mini",
-      prices: existing.prices,
+      prices: { ...existing.prices, cacheWrite: null },
       inputTokenLimit: 128000,
       outputTokenLimit: 16384,
       description: null,

@@ -29,6 +29,7 @@ function ModelForm({ model, onDone }: { readonly model: Contract.AdminModel | un
       input: model?.prices.input ?? "",
       output: model?.prices.output ?? "",
       cachedInput: model?.prices.cachedInput ?? "",
+      cacheWrite: model?.prices.cacheWrite ?? "",
       perRequest: model?.prices.perRequest ?? "",
       free: model?.prices.free ?? false,
       inputTokenLimit: (model?.inputTokenLimit ?? 128000) as number | string,
@@ -42,7 +43,14 @@ function ModelForm({ model, onDone }: { readonly model: Contract.AdminModel | un
     toRequest: (v) => ({
       id: v.id.trim(),
       ...(v.displayName.trim() !== "" ? { displayName: v.displayName.trim() } : {}),
-      prices: { input: orNull(v.input), output: orNull(v.output), cachedInput: orNull(v.cachedInput), perRequest: orNull(v.perRequest), free: v.free },
+      prices: {
+        input: orNull(v.input),
+        output: orNull(v.output),
+        cachedInput: orNull(v.cachedInput),
+        cacheWrite: orNull(v.cacheWrite),
+        perRequest: orNull(v.perRequest),
+        free: v.free
+      },
       inputTokenLimit: Number(v.inputTokenLimit),
       outputTokenLimit: Number(v.outputTokenLimit),
       // The form shows every field, so it sends every field: an emptied description is cleared (null).
@@ -65,10 +73,11 @@ function ModelForm({ model, onDone }: { readonly model: Contract.AdminModel | un
           <TextInput label={t("admin.models.id")} disabled={model !== undefined} data-autofocus {...form.field("id")} />
           <TextInput label={t("admin.models.displayName")} {...form.field("displayName")} />
         </SimpleGrid>
-        <SimpleGrid cols={{ base: 2, sm: 4 }}>
+        <SimpleGrid cols={{ base: 2, sm: 5 }}>
           <TextInput label={t("models.input")} placeholder="—" {...form.field("input")} error={form.values.input !== "" ? priceError("input") : undefined} />
           <TextInput label={t("models.output")} placeholder="—" {...form.field("output")} error={form.values.output !== "" ? priceError("output") : undefined} />
           <TextInput label={t("models.cachedInput")} placeholder="—" {...form.field("cachedInput")} />
+          <TextInput label={t("models.cacheWrite")} placeholder="—" {...form.field("cacheWrite")} />
           <TextInput label={t("models.perRequest")} placeholder="—" {...form.field("perRequest")} />
         </SimpleGrid>
         <Switch label={t("common.free")} checked={form.values.free} onChange={(e) => form.set("free", e.currentTarget.checked)} />
@@ -142,6 +151,7 @@ export function AdminModelsPage() {
                         <Table.Th ta="right">{t("models.input")}</Table.Th>
                         <Table.Th ta="right">{t("models.output")}</Table.Th>
                         <Table.Th ta="right">{t("models.cachedInput")}</Table.Th>
+                        <Table.Th ta="right">{t("models.cacheWrite")}</Table.Th>
                         <Table.Th ta="right">{t("models.perRequest")}</Table.Th>
                         <Table.Th ta="right">{t("models.context")}</Table.Th>
                         <Table.Th>{t("common.actions")}</Table.Th>
@@ -164,6 +174,7 @@ export function AdminModelsPage() {
                           <Table.Td ta="right" ff="monospace">{p(m.prices.input)}</Table.Td>
                           <Table.Td ta="right" ff="monospace">{p(m.prices.output)}</Table.Td>
                           <Table.Td ta="right" ff="monospace">{p(m.prices.cachedInput)}</Table.Td>
+                          <Table.Td ta="right" ff="monospace">{p(m.prices.cacheWrite ?? null)}</Table.Td>
                           <Table.Td ta="right" ff="monospace">{p(m.prices.perRequest)}</Table.Td>
                           <Table.Td ta="right">{tokens(m.inputTokenLimit)} / {tokens(m.outputTokenLimit)}</Table.Td>
                           <Table.Td>
