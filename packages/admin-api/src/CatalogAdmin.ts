@@ -297,7 +297,8 @@ const channelOf = (row: Record<string, unknown>, apiKeys: ReadonlyArray<string>)
   apiVersion: row.api_version === null || row.api_version === undefined ? null : str(row.api_version),
   breaker: decodeBreaker(row.breaker),
   params: decodeParams(row.params),
-  streamOptions: bool(row.stream_options)
+  streamOptions: bool(row.stream_options),
+  responses: bool(row.responses)
 })
 
 const viewOf = Effect.fnUntraced(function*(row: Record<string, unknown>) {
@@ -327,6 +328,7 @@ const viewOf = Effect.fnUntraced(function*(row: Record<string, unknown>) {
     breaker: channel.breaker,
     params: channel.params,
     streamOptions: channel.streamOptions,
+    responses: channel.responses === true,
     health,
     source: source(row.source),
     createdAt: int(row.created_at)
@@ -439,6 +441,7 @@ export const createChannel = Effect.fnUntraced(function*(input: C.CreateChannelR
     weight: input.weight ?? 1,
     enabled: input.enabled ?? true,
     apiVersion: input.apiVersion ?? null,
+    responses: input.responses ?? false,
     ...routing
   }
   yield* validate(channel)
@@ -477,6 +480,7 @@ export const updateChannel = Effect.fnUntraced(function*(id: string, input: C.Up
     ...(input.weight !== undefined ? { weight: input.weight } : {}),
     ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
     ...(input.apiVersion !== undefined ? { apiVersion: input.apiVersion } : {}),
+    ...(input.responses !== undefined ? { responses: input.responses } : {}),
     ...routing
   }
   yield* validate(next)
@@ -496,6 +500,7 @@ export const updateChannel = Effect.fnUntraced(function*(id: string, input: C.Up
   if (input.breaker !== undefined) changes.breaker = JSON.stringify(next.breaker)
   if (input.params !== undefined) changes.params = JSON.stringify(next.params)
   if (input.streamOptions !== undefined) changes.stream_options = input.streamOptions
+  if (input.responses !== undefined) changes.responses = input.responses
   if (input.apiKeys !== undefined) changes.api_keys_enc = yield* encryptAll(input.apiKeys)
   yield* sql`UPDATE channels SET ${sql.update(changes)} WHERE id = ${id}`.pipe(
     uniqueAsConflict(`A channel named '${input.name}' already exists.`)

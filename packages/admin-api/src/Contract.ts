@@ -677,6 +677,8 @@ export const AdminChannel = Schema.Struct({
   params: ChannelParams,
   /** Whether `stream_options` is sent to this (OpenAI-format) upstream. */
   streamOptions: Schema.Boolean,
+  /** OpenAI channels: Responses API calls are relayed to the upstream's own `/responses` (absent: false). */
+  responses: Schema.optionalKey(Schema.Boolean),
   health: ChannelHealth,
   source: Schema.Literals(["config", "console"]),
   createdAt: EpochMs
@@ -732,7 +734,8 @@ const channelFields = {
     defaults: Schema.optionalKey(Schema.JsonObject),
     overrides: Schema.optionalKey(Schema.JsonObject)
   })),
-  streamOptions: Schema.optionalKey(Schema.Boolean)
+  streamOptions: Schema.optionalKey(Schema.Boolean),
+  responses: Schema.optionalKey(Schema.Boolean)
 }
 
 /** `POST /api/admin/channels`. @category admin */
@@ -759,6 +762,7 @@ export const UpdateChannelRequest = Schema.Struct({
   breaker: channelFields.breaker,
   params: channelFields.params,
   streamOptions: channelFields.streamOptions,
+  responses: channelFields.responses,
   apiKeys: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1))))
 })
 export type UpdateChannelRequest = typeof UpdateChannelRequest.Type

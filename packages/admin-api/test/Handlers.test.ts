@@ -785,6 +785,15 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual(badRate.body.error.param, "breaker.failureRate")
         const badTimeout = yield* admin.client.patch(`/api/admin/channels/${id}`, { timeouts: { totalMs: 0 } })
         assert.strictEqual(badTimeout.body.error.param, "timeouts.totalMs")
+
+        // The Responses switch: shown, changed alone, and refused for a channel that is not OpenAI's.
+        assert.isFalse(created.body.responses)
+        const relaying = yield* admin.client.patch(`/api/admin/channels/${id}`, { responses: true })
+        assert.isTrue(relaying.body.responses)
+        assert.isTrue((yield* (yield* Catalog).current).channels.find((c) => c.id === id)!.responses)
+        const notOpenAi = yield* admin.client.patch(`/api/admin/channels/${id}`, { type: "gemini" })
+        assert.strictEqual(notOpenAi.status, 400)
+        assert.strictEqual(notOpenAi.body.error.param, "responses")
         assert.strictEqual((yield* admin.client.delete(`/api/admin/channels/${id}`)).status, 200)
       }))
 

@@ -212,6 +212,9 @@ export const validateChannel = (channel: ChannelInput, path: string): Effect.Eff
   if (!URL.canParse(channel.baseUrl) || !/^https?:$/.test(new URL(channel.baseUrl).protocol)) {
     return fail("baseUrl", `expected an http(s) URL, got '${channel.baseUrl}'`)
   }
+  if (channel.responses === true && channel.type !== "openai") {
+    return fail("responses", `only an openai channel can relay Responses API calls (this one is ${channel.type})`)
+  }
   if (!Number.isInteger(channel.weight) || channel.weight < 0) return fail("weight", "expected an integer of 0 or more")
   if (!Number.isInteger(channel.priority)) return fail("priority", "expected an integer")
   for (const name of ["connectMs", "firstByteMs", "idleMs", "totalMs"] as const) {
