@@ -74,6 +74,27 @@ describe("Dialects", () => {
     assert.strictEqual(embeddingsUrl(channel({ type: "gemini", baseUrl: "https://g.test" })), "https://g.test/v1beta/models/e%201:batchEmbedContents")
   })
 
+  it("relays a Responses client to an OpenAI channel marked responses, and only there", () => {
+    const responses = Dialects.client("responses")
+    assert.strictEqual(Dialects.forChat(responses, channel({ responses: true })).dialect, "responses")
+    assert.strictEqual(Dialects.forChat(responses, channel({ responses: true })).chatUrl(channel({ responses: true }), "m", true), "https://up.test/v1/responses")
+    assert.strictEqual(Dialects.forChat(responses, channel()).dialect, "openai")
+    assert.strictEqual(Dialects.forChat(responses, channel({ type: "gemini", responses: true })).dialect, "gemini")
+    // A chat-completions client keeps using /chat/completions on such a channel.
+    assert.strictEqual(Dialects.forChat(Dialects.client("openai"), channel({ responses: true })).dialect, "openai")
+  })
+
+  it("builds count_tokens URLs of Anthropic channels, and passes on an Anthropic client's anthropic-beta header only", () => {
+    const anthropic = channel({ type: "anthropic", baseUrl: "https://a.test/" })
+    assert.strictEqual(Dialects.ofChannel(anthropic).countTokens!.url(anthropic, "claude"), "https://a.test/v1/messages/count_tokens")
+    const client = Dialects.client("anthropic")
+    assert.deepStrictEqual(client.forwardHeaders!({ "anthropic-beta": "a,b", "x-api-key": "k", "anthropic-version": "2023-06-01" }), { "anthropic-beta": "a,b" })
+    assert.deepStrictEqual(client.forwardHeaders!({ "x-api-key": "k" }), {})
+    assert.strictEqual(client.presentedKey({ "x-api-key": "sk-1" }, ""), "sk-1")
+    assert.strictEqual(client.presentedKey({ authorization: "Bearer sk-2" }, ""), "sk-2")
+    assert.isUndefined(client.presentedKey({ "x-api-key": "  " }, ""))
+  })
+
   it("finds the upstream's own message in every envelope, for operators", () => {
     const cases: ReadonlyArray<readonly [string, string]> = [
       ["{\"error\":{\"message\":\"Incorrect API key provided: sk-ab***cd\",\"type\":\"invalid_request_error\"}}", "Incorrect API key provided: sk-ab***cd"],

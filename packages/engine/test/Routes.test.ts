@@ -96,6 +96,35 @@ describe("Routes", () => {
     assert.match(miss.message, /generateContent/)
   })
 
+  it("matches the coding agents' surfaces: Responses (also under /v1beta/openai) and Anthropic Messages", () => {
+    assert.deepStrictEqual(match("POST", "/v1/responses"), { _tag: "Responses", dialect: "responses" })
+    assert.deepStrictEqual(match("POST", "/v1beta/openai/responses"), { _tag: "Responses", dialect: "responses" })
+    assert.deepStrictEqual(match("POST", "/v1/messages"), { _tag: "AnthropicMessages", dialect: "anthropic" })
+    assert.deepStrictEqual(match("POST", "/v1/messages/count_tokens"), { _tag: "AnthropicCountTokens", dialect: "anthropic" })
+    const wrongMethod = match("GET", "/v1/messages")
+    assert.strictEqual(wrongMethod._tag, "MethodNotAllowed")
+    assert.strictEqual(wrongMethod._tag === "MethodNotAllowed" ? wrongMethod.dialect : undefined, "anthropic")
+  })
+
+  it("lists models in Anthropic's shape for a client sending anthropic-version, OpenAI's otherwise", () => {
+    const headers = { "anthropic-version": "2023-06-01", "x-api-key": "k" }
+    assert.deepStrictEqual(match("GET", "/v1/models", headers), { _tag: "AnthropicModels", dialect: "anthropic" })
+    assert.deepStrictEqual(match("GET", "/v1/models/claude-sonnet-4-5", headers), { _tag: "AnthropicModel", dialect: "anthropic", model: "claude-sonnet-4-5" })
+    assert.deepStrictEqual(match("GET", "/v1/models", { authorization: "Bearer k" }), { _tag: "OpenAIModels", dialect: "openai" })
+  })
+
+  it("answers stored-response paths with a 404 saying no response state is kept", () => {
+    const miss = match("GET", "/v1/responses/resp_123")
+    assert.strictEqual(miss._tag, "NotFound")
+    if (miss._tag === "NotFound") assert.match(miss.message, /keeps no response state/)
+  })
+
+  it("answers an Anthropic client on a wrong path in Anthropic's envelope, naming the fix", () => {
+    const miss = notFound("/v1/v1/messages")
+    assert.strictEqual(miss.dialect, "anthropic")
+    assert.match(miss.message, /\/v1 twice/)
+  })
+
   it("never routes an API path to the console", () => {
     for (const path of ["/v1/foo", "/v1beta/foo", "/chat/completions", "/v2/models"]) {
       assert.notStrictEqual(match("GET", path)._tag, "Console", path)

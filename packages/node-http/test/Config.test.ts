@@ -116,4 +116,18 @@ describe("the store's refusals, in the file's terms", () => {
       const url = yield* apply({ channels: [{ name: "c", type: "openai", base_url: "ftp://x/v1", api_key: "k", models: ["m"] }] })
       assert.strictEqual(url.message, "Invalid configuration in gateway.yaml:\n  at channels[0].base_url: expected an http(s) URL, got 'ftp://x/v1'")
     }))
+
+  it.effect("only an openai channel may relay Responses calls; a cache_write price is read like the others", () =>
+    Effect.gen(function*() {
+      const gemini = yield* Effect.flip(Provision.toInput({ channels: [{ name: "g", type: "gemini", base_url: "https://g.test", api_key: "k", models: ["m"], responses: true }] }, SOURCE))
+      assert.strictEqual(gemini.message, "Invalid configuration in gateway.yaml:\n  at channels[0].responses: only an openai channel can relay Responses API calls (this one is gemini)")
+      const input = yield* Provision.toInput({
+        channels: [{ name: "o", type: "openai", base_url: "https://o.test/v1", api_key: "k", models: ["claude"], responses: true }],
+        models: { claude: { input: 3, output: 15, cached_input: 0.3, cache_write: 3.75 } }
+      }, SOURCE)
+      assert.strictEqual(input.channels?.[0]?.responses, true)
+      assert.strictEqual(input.models?.[0]?.cacheWriteNanosPerMillion, 3_750_000_000n)
+      const bad = yield* Effect.flip(Provision.toInput({ models: { claude: { input: 3, cache_write: -1 } } }, SOURCE))
+      assert.include(bad.message, "at models.claude.cache_write")
+    }))
 })
