@@ -1,0 +1,93 @@
+/**
+ * The relay of an Anthropic client's call to an Anthropic channel: the body
+ * checked where routing and billing rely on it (and nowhere else), media
+ * counted for the hold, the stream metered (a cut stream at least for what it
+ * carried), the model renamed; and the local token count.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { CountTokens, Passthrough } from "@modelgate/anthropic-adapter"
+
+const event = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`
+
+describe("Passthrough.inspectBody", () => {
+  it.effect("names what routing and billing need, and passes what it does not model", () =>
+    Effect.gen(function*() {
+      const cases: ReadonlyArray<readonly [unknown, string | undefined]> = [
+        [{ max_tokens: 5, messages: [] }, "model"],
+        [{ model: "m", messages: [] }, "max_tokens"],
+        [{ model: "m", max_tokens: 0, messages: [] }, "max_tokens"],
+        [{ model: "m", max_tokens: 5 }, "messages"],
+        [{ model: "m", max_tokens: 5, messages: [{ role: "tool", content: "x" }] }, "messages[0].role"],
+        [{ model: "m", max_tokens: 5, messages: [{ role: "user", content: 5 }] }, "messages[0].content"],
+        [{ model: "m", max_tokens: 5, messages: [], stream: "yes" }, "stream"]
+      ]
+      for (const [body, param] of cases) {
+        const error = yield* Effect.flip(Passthrough.inspectBody(JSON.stringify(body)))
+        assert.strictEqual(error.param, param, JSON.stringify(body))
+      }
+      const inspected = yield* Passthrough.inspectBody(JSON.stringify({
+        model: "m",
+        max_tokens: 100,
+        stream: true,
+        context_management: { edits: [] },
+        messages: [
+          { role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: "AA" } }, { type: "text", text: "x" }] },
+          { role: "system", content: "mid-conversation instructions" },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: "t", content: [{ type: "document", source: { type: "url", url: "https://x/a.pdf" } }] }] }
+        ]
+      }))
+      assert.deepStrictEqual([inspected.model, inspected.stream, inspected.maxTokens, inspected.mediaParts], ["m", true, 100, 2])
+      assert.strictEqual(Passthrough.upstreamBody(inspected, "m"), inspected.text)
+      assert.deepStrictEqual(JSON.parse(Passthrough.upstreamBody(inspected, "claude-x")), { ...JSON.parse(inspected.text), model: "claude-x" })
+    }))
+})
+
+describe("Passthrough.PassthroughMeter", () => {
+  const start = event("message_start", { type: "message_start", message: { id: "msg_1", model: "claude-x", usage: { input_tokens: 10, cache_read_input_tokens: 100, cache_creation_input_tokens: 20, output_tokens: 1 } } })
+  const delta = (text: string) => event("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text } })
+
+  it("meters input, cache reads and writes from message_start and the output from message_delta", () => {
+    const meter = new Passthrough.PassthroughMeter()
+    const text = start + delta("Hello there") + event("message_delta", { type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 3 } })
+    assert.strictEqual(meter.push(text.slice(0, 50)) + meter.push(text.slice(50)) + meter.end(), text)
+    assert.deepStrictEqual(meter.metered(999), { promptTokens: 130, completionTokens: 3, cachedTokens: 100, cacheWriteTokens: 20, reported: true })
+  })
+
+  it("charges a stream cut before message_delta for the text it carried, not the one token message_start reported", () => {
+    const meter = new Passthrough.PassthroughMeter()
+    meter.push(start + delta("a sentence of thirty-two chars.."))
+    assert.strictEqual(meter.metered(999).completionTokens, 8)
+    const silent = new Passthrough.PassthroughMeter()
+    silent.push(delta("abcdefgh"))
+    assert.deepStrictEqual(silent.metered(42), { promptTokens: 42, completionTokens: 2, cachedTokens: 0, reported: false })
+  })
+
+  it("renames the model of an answer and of message_start, and nothing else", () => {
+    assert.strictEqual(
+      Passthrough.renameModel("{\"id\":\"msg_1\",\"model\":\"claude-x\",\"content\":[{\"type\":\"text\",\"text\":\"\\\"model\\\":\\\"y\\\"\"}]}", "public"),
+      "{\"id\":\"msg_1\",\"model\":\"public\",\"content\":[{\"type\":\"text\",\"text\":\"\\\"model\\\":\\\"y\\\"\"}]}"
+    )
+  })
+})
+
+describe("CountTokens.countTokens", () => {
+  it.effect("estimates system, turns, tool calls, results and tools; a bad body names the field", () =>
+    Effect.gen(function*() {
+      const small = yield* CountTokens.countTokens({ model: "m", messages: [{ role: "user", content: "How many tokens is this?" }] })
+      const more = yield* CountTokens.countTokens({
+        model: "m",
+        system: "Be brief.",
+        tools: [{ name: "f", description: "d", input_schema: { type: "object" } }],
+        messages: [
+          { role: "user", content: "How many tokens is this?" },
+          { role: "assistant", content: [{ type: "tool_use", id: "t", name: "f", input: { a: 1 } }] },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: "t", content: "42" }, { type: "image", source: { type: "base64", media_type: "image/png", data: "AA" } }] }
+        ]
+      })
+      assert.isAbove(small.input_tokens, 0)
+      assert.isAbove(more.input_tokens, small.input_tokens + 2000)
+      const error = yield* Effect.flip(CountTokens.countTokens({ model: "m" }))
+      assert.strictEqual(error.param, "messages")
+    }))
+})
