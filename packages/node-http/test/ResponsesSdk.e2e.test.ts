@@ -25,7 +25,14 @@ const config = (upstream: string): ConfigFile => ({
   log_level: "error",
   channels: [
     { name: "chat-only", type: "openai", base_url: `${upstream}/v1`, api_key: "sk-up", models: ["gpt-4o-mini", "gpt-tools", "gpt-cut"], model_map: { "gpt-tools": "gpt-4o-mini-tools", "gpt-cut": "gpt-4o-mini-cut-3" } },
-    { name: "gemini", type: "gemini", base_url: upstream, api_key: "g-up", models: ["gemini-2.5-flash", "gemini-tools"], model_map: { "gemini-tools": "gemini-2.5-flash-tools" } },
+    {
+      name: "gemini",
+      type: "gemini",
+      base_url: upstream,
+      api_key: "g-up",
+      models: ["gemini-2.5-flash", "gemini-tools", "gemini-3-tools"],
+      model_map: { "gemini-tools": "gemini-2.5-flash-tools", "gemini-3-tools": "gemini-3-pro-tools" }
+    },
     { name: "claude", type: "anthropic", base_url: upstream, api_key: "a-up", models: ["claude-sonnet-4-5", "claude-tools"], model_map: { "claude-tools": "claude-sonnet-4-5-tools" } },
     {
       name: "responses",
@@ -43,6 +50,7 @@ const config = (upstream: string): ConfigFile => ({
     "gpt-cut": { input: 0.15, output: 0.6 },
     "gemini-2.5-flash": { input: 0.3, output: 2.5 },
     "gemini-tools": { input: 0.3, output: 2.5 },
+    "gemini-3-tools": { input: 2, output: 12 },
     "claude-sonnet-4-5": { input: 3, output: 15 },
     "claude-tools": { input: 3, output: 15 },
     "gpt-5": GPT5,
@@ -178,6 +186,31 @@ for (const channel of channels) {
     })
   })
 }
+
+describe("Gemini 3 thought signatures", () => {
+  it("a function call's signature rides in its call_id, and the next turn gives Gemini the real one back", async () => {
+    const first = await openai().responses.create({ model: "gemini-3-tools", input: "weather in Rome?", tools: [weather], store: false })
+    const call = first.output.find((item): item is OpenAI.Responses.ResponseFunctionToolCall => item.type === "function_call")!
+    assert.match(call.call_id, /^mgts_/)
+    const issued = (gateway.upstream.requests.at(-1)!.seq)
+    const from = gateway.upstream.requests.length
+    const answer = await openai().responses.create({
+      model: "gemini-3-tools",
+      tools: [weather],
+      store: false,
+      input: [
+        { role: "user", content: "weather in Rome?" },
+        { type: "function_call", call_id: call.call_id, name: call.name, arguments: call.arguments },
+        { type: "function_call_output", call_id: call.call_id, output: "sunny" }
+      ]
+    })
+    assert.strictEqual(answer.output_text, "The tool get_weather returned: sunny")
+    const contents = (since(from)[0]!.body as { contents: Array<{ role: string; parts: Array<Record<string, unknown>> }> }).contents
+    const modelTurn = contents.find((c) => c.role === "model")!
+    // The signature the fake upstream issued for that call (not Google's skip placeholder) went back.
+    assert.strictEqual(modelTurn.parts[0]!.thoughtSignature, Buffer.from(`fake-thought:${issued}:get_weather`).toString("base64"))
+  })
+})
 
 describe("Responses state and hosted tools", () => {
   it("store: true and previous_response_id are refused with a 400 that says no response state is kept; store: false works", async () => {
