@@ -14,6 +14,15 @@
  * encoding in the history of every request, and a decoder (response, stream,
  * Anthropic client request) restores the original from the id alone.
  *
+ * **Signed tool-call ids.** Gemini 3 requires a function call's
+ * `thoughtSignature` back on the next turn, and an Anthropic client has no
+ * field for it but the call's id, which every client sends back unchanged
+ * (on the `tool_use` and its `tool_result`). `signToolId` writes a call with a
+ * signature as `mgsg_` + base64url of `[id, signature]` (Anthropic-safe), and
+ * `unsignToolId` gives both back; a call without one gets `encodeToolId`.
+ * Stateless, like the unsigned ids, and never sent to an Anthropic upstream
+ * (requests for one carry the plain id).
+ *
  * **Thinking signatures.** A canonical `ThinkingPart.signature` is opaque and
  * only valid for the provider that produced it. Signatures that came from
  * Anthropic are kept in canonical form with the prefix `anthropic:`
@@ -67,6 +76,48 @@ export const decodeToolId = (id: string): string => {
   const decoded = Base64Url.decodeString(id.slice(ID_MARKER.length))
   if (Result.isFailure(decoded)) return id
   return encodeToolId(decoded.success) === id ? decoded.success : id
+}
+
+/** The marker of a tool-call id that carries a thought signature. @category ids */
+export const SIGNED_ID_MARKER = "mgsg_"
+
+/**
+ * The id an Anthropic client is given for a tool call with an (optional)
+ * thought signature (see the module doc).
+ *
+ * @example
+ * ```ts
+ * signToolId("call_1")             // "call_1"
+ * signToolId("call_1", "CiQB0e2K") // "mgsg_WyJjYWxsXzEiLCJDaVFCMGUySyJd"
+ * unsignToolId(signToolId("call_1", "CiQB0e2K")) // { id: "call_1", signature: "CiQB0e2K" }
+ * ```
+ *
+ * @category ids
+ */
+export const signToolId = (id: string, signature?: string): string =>
+  signature === undefined || signature.length === 0
+    ? (id.startsWith(SIGNED_ID_MARKER) ? ID_MARKER + Base64Url.encode(id) : encodeToolId(id))
+    : SIGNED_ID_MARKER + Base64Url.encode(JSON.stringify([id, signature]))
+
+/**
+ * The original id, and the signature, of an id written by `signToolId` (or
+ * `encodeToolId`). Any other id is returned as it is.
+ *
+ * @category ids
+ */
+export const unsignToolId = (wire: string): { readonly id: string; readonly signature?: string } => {
+  if (!wire.startsWith(SIGNED_ID_MARKER)) return { id: decodeToolId(wire) }
+  const text = Base64Url.decodeString(wire.slice(SIGNED_ID_MARKER.length))
+  if (Result.isFailure(text)) return { id: wire }
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text.success)
+  } catch {
+    return { id: wire }
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 2 || !parsed.every((x) => typeof x === "string")) return { id: wire }
+  const [id, signature] = parsed as [string, string]
+  return signToolId(id, signature) === wire ? { id, signature } : { id: wire }
 }
 
 /** The canonical prefix of a signature produced by Anthropic. @category signatures */

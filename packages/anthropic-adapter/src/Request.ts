@@ -44,7 +44,9 @@
  *   alternation), and in a merged user turn the `tool_result` blocks come first.
  *   Empty text is dropped; a conversation with nothing left fails.
  * - **Tool-call ids** go through `Ids.encodeToolId` (stateless and reversible;
- *   see `Ids.ts`), and come back through `Ids.decodeToolId`.
+ *   see `Ids.ts`), and come back through `Ids.decodeToolId`; an Anthropic
+ *   client's ids written by `Ids.signToolId` give back the call's Gemini
+ *   thought signature too.
  * - **Thinking parts** are sent back only with an Anthropic signature
  *   (`Ids.signatureToWire`); unsigned thinking and thinking signed by another
  *   provider (Gemini) is left out. Gemini thought signatures on tool calls have
@@ -64,7 +66,7 @@ import { Canonical, GatewayError } from "@modelgate/core"
 import { Effect, Result } from "effect"
 import { Base64 } from "effect/encoding"
 import type { Mutable } from "effect/Types"
-import { decodeToolId, encodeToolId, redactedFromWire, signatureFromWire, signatureToWire } from "./Ids.ts"
+import { encodeToolId, redactedFromWire, signatureFromWire, signatureToWire, unsignToolId } from "./Ids.ts"
 import * as Messages from "./Messages.ts"
 import { abort, run } from "./internal/abort.ts"
 import { invalid, unsupported } from "./internal/issues.ts"
@@ -524,9 +526,11 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
             parts.push({ type: "thinking", text: "", signature: redactedFromWire(block.data) })
             break
           case "tool_use": {
-            const id = decodeToolId(block.id)
+            const { id, signature } = unsignToolId(block.id)
             names.set(id, block.name)
-            parts.push({ type: "tool_call", id, name: block.name, arguments: JSON.stringify(block.input) })
+            parts.push(signature === undefined
+              ? { type: "tool_call", id, name: block.name, arguments: JSON.stringify(block.input) }
+              : { type: "tool_call", id, name: block.name, arguments: JSON.stringify(block.input), signature })
             break
           }
           case "image":
@@ -568,7 +572,7 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
           into("user").push(filePart(block, param))
           break
         case "tool_result": {
-          const callId = decodeToolId(block.tool_use_id)
+          const callId = unsignToolId(block.tool_use_id).id
           const result: Mutable<Canonical.ToolResultPart> = { type: "tool_result", callId, content: resultText(block, param) }
           const name = names.get(callId)
           if (name !== undefined) result.name = name

@@ -16,7 +16,7 @@ import type { Canonical } from "@modelgate/core"
 import { GatewayError } from "@modelgate/core"
 import { Effect, Result } from "effect"
 import type { Mutable } from "effect/Types"
-import { decodeToolId, encodeToolId, redactedFromWire, signatureFromWire, signatureToWire } from "./Ids.ts"
+import { decodeToolId, redactedFromWire, signatureFromWire, signatureToWire, signToolId } from "./Ids.ts"
 import * as Messages from "./Messages.ts"
 
 // ---------------------------------------------------------------------------
@@ -174,7 +174,7 @@ export const partToWire = (part: Canonical.Part): Messages.OutputResponseBlock |
       return { type: "thinking", thinking: part.text, signature: wire._tag === "signature" ? wire.signature : "" }
     }
     case "tool_call":
-      return { type: "tool_use", id: encodeToolId(part.id), name: part.name, input: inputOf(part.arguments) }
+      return { type: "tool_use", id: signToolId(part.id, part.signature), name: part.name, input: inputOf(part.arguments) }
     default:
       return undefined
   }

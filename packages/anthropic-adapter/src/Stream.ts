@@ -40,7 +40,7 @@ import type { Canonical } from "@modelgate/core"
 import { GatewayError } from "@modelgate/core"
 import { Effect, Result, Stream } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
-import { decodeToolId, encodeToolId, redactedFromWire, signatureFromWire, signatureToWire } from "./Ids.ts"
+import { decodeToolId, redactedFromWire, signatureFromWire, signatureToWire, signToolId } from "./Ids.ts"
 import * as Messages from "./Messages.ts"
 import { finishReasonFromWire, finishReasonToWire, usageFromWire, usageToWire } from "./Response.ts"
 
@@ -601,7 +601,7 @@ export class StreamEncoder {
       }
       case "tool_call_start": {
         if (event.index !== 0) return
-        const index = this.openBlock(TOOL, { type: "tool_use", id: encodeToolId(event.id), name: event.name, input: {} }, out)
+        const index = this.openBlock(TOOL, { type: "tool_use", id: signToolId(event.id, event.signature), name: event.name, input: {} }, out)
         this.callBlocks.set(event.call, index)
         return
       }

@@ -11,6 +11,9 @@ describe("laws", () => {
   it("tool ids survive sanitising", () => {
     fc.assert(Laws.toolIdRoundTrip(), { numRuns: 500 })
   })
+  it("signed tool ids give back the id and its thought signature", () => {
+    fc.assert(Laws.signedToolIdRoundTrip(), { numRuns: 500 })
+  })
   it("Anthropic response -> canonical -> Anthropic is stable", () => {
     fc.assert(Laws.responseRoundTrip(), runs)
   })

@@ -41,8 +41,8 @@ const config = (cacheUpstream: string) => (upstream: string): ConfigFile => ({
       type: "gemini",
       base_url: upstream,
       api_key: "g-up",
-      models: ["gemini-2.5-flash", "gemini-tools"],
-      model_map: { "gemini-tools": "gemini-2.5-flash-tools" }
+      models: ["gemini-2.5-flash", "gemini-tools", "gemini-3-tools"],
+      model_map: { "gemini-tools": "gemini-2.5-flash-tools", "gemini-3-tools": "gemini-3-pro-tools" }
     },
     {
       name: "claude",
@@ -60,6 +60,7 @@ const config = (cacheUpstream: string) => (upstream: string): ConfigFile => ({
     "o3-mini": { input: 1.1, output: 4.4, reasoning: true },
     "gemini-2.5-flash": { input: 0.3, output: 2.5 },
     "gemini-tools": { input: 0.3, output: 2.5 },
+    "gemini-3-tools": { input: 2, output: 12 },
     "claude-sonnet-4-5": SONNET,
     "claude-tools": SONNET,
     "claude-cut": SONNET,
@@ -294,6 +295,32 @@ for (const channel of channels) {
     })
   })
 }
+
+describe("Gemini 3 thought signatures", () => {
+  it("a function call's signature rides in its tool_use id, and the next turn gives Gemini the real one back", async () => {
+    const question = "weather in Rome?"
+    const first = await client().messages.create({ model: "gemini-3-tools", max_tokens: 256, tools: [weather], messages: [{ role: "user", content: question }] })
+    const call = first.content.find((b): b is Anthropic.ToolUseBlock => b.type === "tool_use")!
+    assert.match(call.id, /^mgsg_[A-Za-z0-9_-]+$/)
+    const issued = gateway.upstream.requests.at(-1)!.seq
+    const from = gateway.upstream.requests.length
+    const answer = await client().messages.create({
+      model: "gemini-3-tools",
+      max_tokens: 256,
+      tools: [weather],
+      messages: [
+        { role: "user", content: question },
+        { role: "assistant", content: first.content },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: call.id, content: "sunny" }] }
+      ]
+    })
+    assert.deepStrictEqual(answer.content.map((b) => b.type === "text" ? b.text : ""), ["The tool get_weather returned: sunny"])
+    const contents = (since(from)[0]!.body as { contents: Array<{ role: string; parts: Array<Record<string, unknown>> }> }).contents
+    const call0 = contents.find((c) => c.role === "model")!.parts[0]!
+    // The signature the fake upstream issued for that call (not Google's skip placeholder) went back.
+    assert.strictEqual(call0.thoughtSignature, Buffer.from(`fake-thought:${issued}:get_weather`).toString("base64"))
+  })
+})
 
 describe("the relay to an Anthropic channel", () => {
   it("forwards the client's body with only the model changed, the client's anthropic-beta header, and the channel's own key", async () => {

@@ -37,7 +37,7 @@ import type { Canonical } from "@modelgate/core"
 import { StreamAssembly } from "@modelgate/core"
 import { Result } from "effect"
 import * as fc from "fast-check"
-import { decodeToolId, encodeToolId } from "../Ids.ts"
+import { decodeToolId, encodeToolId, signToolId, unsignToolId } from "../Ids.ts"
 import * as Request from "../Request.ts"
 import * as Response from "../Response.ts"
 import { PassthroughMeter } from "../Passthrough.ts"
@@ -106,6 +106,24 @@ export const toolIdRoundTrip = () =>
     if (!/^[a-zA-Z0-9_-]+$/.test(encoded) && id.length > 0) throw new Error(`'${encoded}' is not Anthropic-safe`)
     assertEqual(decodeToolId(encoded), id, "tool ids")
   })
+
+/**
+ * Tool ids an Anthropic client is given with a thought signature
+ * (`signToolId`) give back the id and the signature, and are Anthropic-safe;
+ * without a signature they give back the id alone.
+ *
+ * @category laws
+ */
+export const signedToolIdRoundTrip = () =>
+  fc.property(
+    fc.oneof(Arbitraries.toolId, fc.string({ minLength: 1, maxLength: 30 })),
+    fc.option(fc.string({ minLength: 1, maxLength: 40 }), { nil: undefined }),
+    (id, signature) => {
+      const wire = signToolId(id, signature)
+      if (!/^[a-zA-Z0-9_-]+$/.test(wire)) throw new Error(`'${wire}' is not Anthropic-safe`)
+      assertEqual(unsignToolId(wire), signature === undefined ? { id } : { id, signature }, "signed tool ids")
+    }
+  )
 
 /**
  * Anthropic answer -> canonical -> Anthropic answer -> canonical is stable.
