@@ -214,13 +214,27 @@ const isDigits = (value: string): boolean => {
 }
 
 /**
- * Parses a whole SSE text at once (`end` included).
+ * Parses a whole SSE text, given at once or as its pieces in order (`end`
+ * included).
+ *
+ * @example
+ * ```ts
+ * import { Sse } from "@modelgate/core"
+ *
+ * Sse.parse("data: 1\n\ndata: 2")   // [{ event: "message", data: "1", id: "" }, { event: "message", data: "2", id: "" }]
+ * Sse.parse(["da", "ta: 1\n\n"])     // [{ event: "message", data: "1", id: "" }]
+ * ```
  *
  * @category parsing
  */
-export const parse = (text: string): Array<Event> => {
+export const parse = (input: string | Iterable<string>): Array<Event> => {
   const parser = new Parser()
-  return [...parser.push(text), ...parser.end()]
+  const events: Array<Event> = []
+  for (const piece of typeof input === "string" ? [input] : input) {
+    for (const event of parser.push(piece)) events.push(event)
+  }
+  for (const event of parser.end()) events.push(event)
+  return events
 }
 
 /**

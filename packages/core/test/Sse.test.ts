@@ -5,15 +5,6 @@ import * as Sse from "../src/Sse.ts"
 
 const message = (data: string, id = ""): Sse.Event => ({ event: "message", data, id })
 
-/** Parses `pieces` in order with one parser, `end` included. */
-const parsePieces = (pieces: ReadonlyArray<string>): Array<Sse.Event> => {
-  const parser = new Sse.Parser()
-  const out: Array<Sse.Event> = []
-  for (const piece of pieces) out.push(...parser.push(piece))
-  out.push(...parser.end())
-  return out
-}
-
 describe("Sse.Parser", () => {
   it("joins the data lines of an event with \\n and drops one space after the colon", () => {
     assert.deepStrictEqual(Sse.parse("data: a\ndata:b\ndata:  c\n\n"), [message("a\nb\n c")])
@@ -57,8 +48,8 @@ describe("Sse.Parser", () => {
 
   it("ends lines at \\n, \\r\\n and \\r, also when \\r and \\n arrive in different pushes", () => {
     assert.deepStrictEqual(Sse.parse("data: a\r\n\r\ndata: b\r\rdata: c\n\n"), [message("a"), message("b"), message("c")])
-    assert.deepStrictEqual(parsePieces(["data: a\r", "\ndata: b\r", "\n\r", "\n"]), [message("a\nb")])
-    assert.deepStrictEqual(parsePieces(["data: a\r", "\r", "\ndata: b\r", "\r"]), [message("a"), message("b")])
+    assert.deepStrictEqual(Sse.parse(["data: a\r", "\ndata: b\r", "\n\r", "\n"]), [message("a\nb")])
+    assert.deepStrictEqual(Sse.parse(["data: a\r", "\r", "\ndata: b\r", "\r"]), [message("a"), message("b")])
   })
 
   it("joins a line split across pushes", () => {
@@ -70,13 +61,13 @@ describe("Sse.Parser", () => {
   })
 
   it("skips a BOM at the start of the stream only", () => {
-    assert.deepStrictEqual(parsePieces(["", "\uFEFFdata: a\n\n", "\uFEFFdata: b\n\n"]), [message("a")])
+    assert.deepStrictEqual(Sse.parse(["", "\uFEFFdata: a\n\n", "\uFEFFdata: b\n\n"]), [message("a")])
   })
 
   it("end() dispatches an event left without its blank line, and its last line without a line end", () => {
-    assert.deepStrictEqual(parsePieces(["data: a\n\ndata: [DONE]"]), [message("a"), message("[DONE]")])
-    assert.deepStrictEqual(parsePieces(["event: message_stop\ndata: {}\n"]), [{ event: "message_stop", data: "{}", id: "" }])
-    assert.deepStrictEqual(parsePieces(["data: a\n\n: bye"]), [message("a")])
+    assert.deepStrictEqual(Sse.parse(["data: a\n\ndata: [DONE]"]), [message("a"), message("[DONE]")])
+    assert.deepStrictEqual(Sse.parse(["event: message_stop\ndata: {}\n"]), [{ event: "message_stop", data: "{}", id: "" }])
+    assert.deepStrictEqual(Sse.parse(["data: a\n\n: bye"]), [message("a")])
     assert.deepStrictEqual(new Sse.Parser().end(), [])
   })
 

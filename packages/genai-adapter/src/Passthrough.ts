@@ -19,9 +19,8 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError } from "@modelgate/core"
+import { GatewayError, Sse } from "@modelgate/core"
 import { Effect, Result } from "effect"
-import { SseParser } from "./Framing.ts"
 import { usageFromWire } from "./Response.ts"
 
 /** What the fast path needs to know of a request body. @category inspection */
@@ -214,7 +213,7 @@ const textCharacters = (json: string): number => {
  * @category metering
  */
 export class PassthroughMeter {
-  private readonly parser = new SseParser()
+  private readonly parser = new Sse.Parser()
   private decoder: TextDecoder | undefined = undefined
   private lastUsageEvent: string | undefined = undefined
   private parsedUsage: Canonical.Usage | undefined = undefined
@@ -224,7 +223,7 @@ export class PassthroughMeter {
 
   /** Observes the next piece of upstream text; returns it unchanged. */
   feed(text: string): string {
-    for (const data of this.parser.push(text)) this.observe(data)
+    for (const event of this.parser.push(text)) this.observe(event.data)
     return text
   }
 
@@ -245,7 +244,7 @@ export class PassthroughMeter {
       const rest = this.decoder.decode()
       if (rest.length > 0) this.feed(rest)
     }
-    for (const data of this.parser.end()) this.observe(data)
+    for (const event of this.parser.end()) this.observe(event.data)
   }
 
   /** The last usage the upstream reported, or `undefined`. */

@@ -30,10 +30,9 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError } from "@modelgate/core"
+import { GatewayError, Sse } from "@modelgate/core"
 import { Effect, Result, Stream } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
-import * as Framing from "./Framing.ts"
 import type * as GenerateContent from "./GenerateContent.ts"
 import { decodeResponseBody } from "./GenerateContent.ts"
 import {
@@ -440,9 +439,9 @@ export const decodeSseText = (options?: DecoderOptions) =>
 <E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<Canonical.StreamEvent, E | StreamError, R> =>
   Stream.suspend(() => {
     const decoder = new StreamDecoder(options)
-    return Framing.parseSse(text).pipe(
-      Stream.mapArrayEffect((array) => {
-        const result = decoder.pushAll(array, true)
+    return Sse.decode(text).pipe(
+      Stream.mapArrayEffect((events) => {
+        const result = decoder.pushAll(events.map((event) => event.data), true)
         return Result.isFailure(result) ? Effect.fail(result.failure) : Effect.succeed([result.success] as const)
       }),
       Stream.flattenIterable,

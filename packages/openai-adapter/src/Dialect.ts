@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, type Dialect as Core, Domain, GatewayError, Params, Tokens } from "@modelgate/core"
+import { type Canonical, type Dialect as Core, Domain, GatewayError, Params, Sse, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import { base64 } from "./internal/base64.ts"
@@ -25,7 +25,7 @@ import * as Passthrough from "./Passthrough.ts"
 import * as RateLimitHeaders from "./RateLimitHeaders.ts"
 import * as Request from "./Request.ts"
 import * as Response from "./Response.ts"
-import * as Sse from "./Sse.ts"
+import * as Framing from "./Framing.ts"
 import * as OpenAIStream from "./Stream.ts"
 
 // ---------------------------------------------------------------------------
@@ -232,7 +232,7 @@ export const client: Core.ClientDialect = {
       push: (events) => {
         let text = ""
         for (const event of events) {
-          for (const chunk of encoder.push(event)) text += Sse.frame(JSON.stringify(chunk))
+          for (const chunk of encoder.push(event)) text += Framing.frame(JSON.stringify(chunk))
         }
         return text
       },
@@ -270,12 +270,12 @@ const azureUrl = (channel: Domain.Channel, deployment: string, operation: string
 
 /** Incremental decoding of an OpenAI upstream's SSE text; throws the upstream's error when an event is one. */
 const eventDecoder = (): Core.EventDecoder => {
-  const parser = new Sse.SseParser()
+  const parser = new Sse.Parser()
   const decoder = new OpenAIStream.StreamDecoder()
   let done = false
   // An error event after good events in the same read: the good events are delivered first, the error on the next read.
   let pending: GatewayError.GatewayError | undefined
-  const feed = (events: ReadonlyArray<Sse.SseEvent>): Array<Canonical.StreamEvent> => {
+  const feed = (events: ReadonlyArray<Sse.Event>): Array<Canonical.StreamEvent> => {
     if (pending !== undefined) throw pending
     const out: Array<Canonical.StreamEvent> = []
     for (const event of events) {

@@ -15,7 +15,7 @@
 import { GatewayError } from "@modelgate/core"
 import { Predicate, Result, Schema } from "effect"
 import * as ChatCompletions from "./ChatCompletions.ts"
-import { frame } from "./Sse.ts"
+import { frame } from "./Framing.ts"
 
 /** A complete error answer. @category models */
 export interface ErrorResponse {

@@ -37,10 +37,9 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { StreamAssembly } from "@modelgate/core"
+import { Sse, StreamAssembly } from "@modelgate/core"
 import { Result } from "effect"
 import * as fc from "fast-check"
-import { SseParser } from "../Framing.ts"
 import * as Request from "../Request.ts"
 import * as Response from "../Response.ts"
 import { StreamDecoder, StreamEncoder } from "../Stream.ts"
@@ -200,21 +199,12 @@ export const streamEncodeDecode = () =>
     assertEqual(decoded, merged(response), "decoded stream and original answer")
   })
 
-/** Parses SSE pieces with this package's `SseParser`. @category helpers */
-export const parseSsePieces = (pieces: ReadonlyArray<string>): Array<string> => {
-  const parser = new SseParser()
-  const out: Array<string> = []
-  for (const piece of pieces) out.push(...parser.push(piece))
-  out.push(...parser.end())
-  return out
-}
-
 /**
  * An SSE parser gives the same event data however its input is split.
  *
  * @category laws
  */
-export const sseSplitInvariance = (parse: (pieces: ReadonlyArray<string>) => ReadonlyArray<string> = parseSsePieces) =>
+export const sseSplitInvariance = (parse: (pieces: ReadonlyArray<string>) => ReadonlyArray<unknown> = Sse.parse) =>
   fc.property(
     Arbitraries.sseText.chain((text) => Arbitraries.splits(text).map((pieces) => [text, pieces] as const)),
     ([text, pieces]) => {

@@ -18,7 +18,7 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { StreamAssembly } from "@modelgate/core"
+import { Sse, StreamAssembly } from "@modelgate/core"
 import { Result } from "effect"
 import * as fc from "fast-check"
 import type * as ChatCompletions from "../ChatCompletions.ts"
@@ -26,7 +26,6 @@ import { assertEqual } from "../internal/equal.ts"
 import { PassthroughMeter } from "../Passthrough.ts"
 import { decodeRequestResult, encodeRequest, type EncodeRequestOptions, JSON_MODE_HINT, mentionsJson } from "../Request.ts"
 import { decodeResponseResult, encodeResponse } from "../Response.ts"
-import { SseParser, type SseEvent } from "../Sse.ts"
 import { decodeSseText, encodeSseText } from "../Stream.ts"
 import * as Arbitraries from "./Arbitraries.ts"
 
@@ -116,11 +115,11 @@ export const streamRechunkingProperty = (
  *
  * @category properties
  */
-export const sseSplitProperty = (makeParser: () => Pick<SseParser, "push" | "end"> = () => new SseParser()) =>
+export const sseSplitProperty = (makeParser: () => Pick<Sse.Parser, "push" | "end"> = () => new Sse.Parser()) =>
   fc.property(Arbitraries.sseEvents, fc.array(fc.nat(), { minLength: 1, maxLength: 16 }), Arbitraries.cuts, (events, seed, cuts) => {
     const text = Arbitraries.serializeSse(events, seed)
     const parser = makeParser()
-    const got: Array<SseEvent> = []
+    const got: Array<Sse.Event> = []
     for (const chunk of Arbitraries.splitAt(text, cuts)) got.push(...parser.push(chunk))
     got.push(...parser.end())
     assertEqual(got, events, `events of ${JSON.stringify(text)}`)
@@ -267,7 +266,7 @@ export const streamRechunking = (params?: fc.Parameters<[Canonical.ChatResponse,
   fc.assert(streamRechunkingProperty(), params)
 
 /** Runs `sseSplitProperty` on this package's parser. @category laws */
-export const sseSplit = (params?: fc.Parameters<[Array<SseEvent>, Array<number>, Array<number>]>): void =>
+export const sseSplit = (params?: fc.Parameters<[Array<Sse.Event>, Array<number>, Array<number>]>): void =>
   fc.assert(sseSplitProperty(), params)
 
 /** Runs `decodeRequestTotalProperty`. @category laws */
