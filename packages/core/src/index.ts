@@ -6,6 +6,7 @@
  *
  * @since 0.1.0
  */
+export * as Abort from "./Abort.ts"
 export * as Accounts from "./Accounts.ts"
 export * as Admission from "./Admission.ts"
 export * as Canonical from "./Canonical.ts"
@@ -16,8 +17,10 @@ export * as ChannelProbe from "./ChannelProbe.ts"
 export * as Declaration from "./Declaration.ts"
 export * as Dialect from "./Dialect.ts"
 export * as Domain from "./Domain.ts"
+export * as Equality from "./Equality.ts"
 export * as GatewayError from "./GatewayError.ts"
 export * as Invalidation from "./Invalidation.ts"
+export * as Issues from "./Issues.ts"
 export * as KeyStore from "./KeyStore.ts"
 export * as LimitSubjects from "./LimitSubjects.ts"
 export * as MemoryLimiter from "./MemoryLimiter.ts"

@@ -19,7 +19,7 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError, Sse } from "@modelgate/core"
+import { GatewayError, Issues, Sse } from "@modelgate/core"
 import { Effect, Result } from "effect"
 import { usageFromWire } from "./Response.ts"
 
@@ -53,10 +53,8 @@ const countMedia = (parts: ReadonlyArray<unknown>): number => {
 const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
 
-const fail = (message: string, param?: string): Result.Result<never, GatewayError.InvalidRequest> =>
-  Result.fail(
-    param === undefined ? new GatewayError.InvalidRequest({ message }) : new GatewayError.InvalidRequest({ message, param })
-  )
+const fail = (param: string, message: string): Result.Result<never, GatewayError.InvalidRequest> =>
+  Result.fail(Issues.invalid(param, message))
 
 /**
  * `inspectBody` as a `Result`. Never throws.
@@ -68,19 +66,19 @@ export const inspectBodyResult = (text: string): Result.Result<Inspection, Gatew
   try {
     body = JSON.parse(text)
   } catch {
-    return fail("The request body is not valid JSON.")
+    return fail("", "The request body is not valid JSON.")
   }
-  if (!isRecord(body)) return fail("The request body must be a JSON object.")
+  if (!isRecord(body)) return fail("", "The request body must be a JSON object.")
   const contents = body.contents
-  if (contents === undefined) return fail("'contents' is required.", "contents")
-  if (!Array.isArray(contents)) return fail("'contents' must be an array of turns.", "contents")
-  if (contents.length === 0) return fail("'contents' must contain at least one turn.", "contents")
+  if (contents === undefined) return fail("contents", "'contents' is required.")
+  if (!Array.isArray(contents)) return fail("contents", "'contents' must be an array of turns.")
+  if (contents.length === 0) return fail("contents", "'contents' must contain at least one turn.")
   let mediaParts = 0
   for (let i = 0; i < contents.length; i++) {
     const content: unknown = contents[i]
-    if (!isRecord(content)) return fail(`'contents[${i}]' must be an object.`, `contents[${i}]`)
+    if (!isRecord(content)) return fail(`contents[${i}]`, `'contents[${i}]' must be an object.`)
     if (!Array.isArray(content.parts)) {
-      return fail(`'contents[${i}].parts' must be an array of parts.`, `contents[${i}].parts`)
+      return fail(`contents[${i}].parts`, `'contents[${i}].parts' must be an array of parts.`)
     }
     mediaParts += countMedia(content.parts)
   }
@@ -88,16 +86,16 @@ export const inspectBodyResult = (text: string): Result.Result<Inspection, Gatew
   if (isRecord(system) && Array.isArray(system.parts)) mediaParts += countMedia(system.parts)
   const config = body.generationConfig ?? body.generation_config
   if (config === undefined) return Result.succeed({ body, candidateCount: 1, mediaParts })
-  if (!isRecord(config)) return fail("'generationConfig' must be an object.", "generationConfig")
+  if (!isRecord(config)) return fail("generationConfig", "'generationConfig' must be an object.")
   const candidates = config.candidateCount ?? config.candidate_count
   if (candidates !== undefined && (typeof candidates !== "number" || !Number.isInteger(candidates) || candidates < 1)) {
-    return fail("'generationConfig.candidateCount' must be a positive integer.", "generationConfig.candidateCount")
+    return fail("generationConfig.candidateCount", "'generationConfig.candidateCount' must be a positive integer.")
   }
   const candidateCount = typeof candidates === "number" ? candidates : 1
   const max = config.maxOutputTokens ?? config.max_output_tokens
   if (max === undefined) return Result.succeed({ body, candidateCount, mediaParts })
   if (typeof max !== "number" || !Number.isInteger(max) || max < 1) {
-    return fail("'generationConfig.maxOutputTokens' must be a positive integer.", "generationConfig.maxOutputTokens")
+    return fail("generationConfig.maxOutputTokens", "'generationConfig.maxOutputTokens' must be a positive integer.")
   }
   return Result.succeed({ body, maxOutputTokens: max, candidateCount, mediaParts })
 }

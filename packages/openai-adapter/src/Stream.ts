@@ -20,13 +20,12 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError, Sse } from "@modelgate/core"
+import { GatewayError, Issues, Sse } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema, Stream } from "effect"
 import type { Mutable } from "effect/Types"
 import * as ChatCompletions from "./ChatCompletions.ts"
 import { classifyUpstreamError, upstreamErrorOf, type UpstreamError } from "./ErrorEnvelope.ts"
 import { decodeToolName, signCallId } from "./Identifiers.ts"
-import { firstIssue } from "./internal/issues.ts"
 import { finishReasonFromWire, finishReasonToWire, usageFromWire, usageToWire } from "./Response.ts"
 import * as Framing from "./Framing.ts"
 
@@ -129,7 +128,7 @@ export const parseChunk = (data: string): Result.Result<ChatCompletions.ChatComp
       return Result.fail(classifyUpstreamError(status, error))
     }
   }
-  const { message, param } = firstIssue(result.failure.issue)
+  const { message, param } = Issues.firstIssue(result.failure.issue)
   return Result.fail(
     new GatewayError.UpstreamUnavailable({
       status: 502,

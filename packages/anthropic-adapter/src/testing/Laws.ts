@@ -32,7 +32,7 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { Sse, StreamAssembly } from "@modelgate/core"
+import { Equality, Sse, StreamAssembly } from "@modelgate/core"
 import { Result } from "effect"
 import * as fc from "fast-check"
 import { decodeToolId, encodeToolId } from "../Ids.ts"
@@ -40,38 +40,6 @@ import * as Request from "../Request.ts"
 import * as Response from "../Response.ts"
 import { StreamDecoder, StreamEncoder } from "../Stream.ts"
 import * as Arbitraries from "./Arbitraries.ts"
-
-/**
- * Deep structural equality of JSON-like values (own enumerable keys, order of
- * keys ignored, `undefined` members ignored).
- *
- * @category helpers
- */
-export const deepEqual = (a: unknown, b: unknown): boolean => {
-  if (a === b) return true
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false
-  if (Array.isArray(a) !== Array.isArray(b)) return false
-  if (Array.isArray(a)) {
-    const other = b as ReadonlyArray<unknown>
-    return a.length === other.length && a.every((item, i) => deepEqual(item, other[i]))
-  }
-  const ka = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined)
-  const kb = Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined)
-  if (ka.length !== kb.length) return false
-  return ka.every((k) => deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
-}
-
-/**
- * Throws an error showing both values when they differ (fast-check reports it
- * with the shrunk counterexample).
- *
- * @category helpers
- */
-export const assertEqual = (actual: unknown, expected: unknown, what: string): void => {
-  if (!deepEqual(actual, expected)) {
-    throw new Error(`${what} differ:\nactual:   ${JSON.stringify(actual)}\nexpected: ${JSON.stringify(expected)}`)
-  }
-}
 
 const unwrap = <A, E>(result: Result.Result<A, E>, what: string): A => {
   if (Result.isFailure(result)) throw new Error(`${what} failed: ${JSON.stringify(result.failure)}`)
@@ -89,7 +57,7 @@ export const requestRoundTrip = (arbitrary: fc.Arbitrary<Canonical.ChatRequest> 
   fc.property(arbitrary, (request) => {
     const wire = unwrap(Request.encodeRequestResult(request, "claude-upstream"), "encodeRequest")
     const back = unwrap(Request.decodeRequestResult(viaJson(wire)), "decodeRequest")
-    assertEqual(back, { ...request, model: "claude-upstream" }, "canonical requests")
+    Equality.assertEqual(back, { ...request, model: "claude-upstream" }, "canonical requests")
   })
 
 /**
@@ -101,7 +69,7 @@ export const toolIdRoundTrip = () =>
   fc.property(fc.oneof(Arbitraries.toolId, fc.string({ maxLength: 30 }), fc.string({ unit: "binary", maxLength: 10 })), (id) => {
     const encoded = encodeToolId(id)
     if (!/^[a-zA-Z0-9_-]+$/.test(encoded) && id.length > 0) throw new Error(`'${encoded}' is not Anthropic-safe`)
-    assertEqual(decodeToolId(encoded), id, "tool ids")
+    Equality.assertEqual(decodeToolId(encoded), id, "tool ids")
   })
 
 /**
@@ -114,7 +82,7 @@ export const responseRoundTrip = (arbitrary: fc.Arbitrary<Record<string, Arbitra
     const first = unwrap(Response.decodeResponseResult(body), "decodeResponse")
     const wire = Response.encodeResponse(first, first.model)
     const second = unwrap(Response.decodeResponseResult(viaJson(wire)), "decodeResponse (again)")
-    assertEqual(second, first, "canonical responses")
+    Equality.assertEqual(second, first, "canonical responses")
   })
 
 /** Decodes and assembles a list of parsed events with this package's `StreamDecoder`. @category helpers */
@@ -138,9 +106,9 @@ export const streamRechunking = (
   fc.property(Arbitraries.anthropicResponse, Arbitraries.cuts, Arbitraries.cuts, (body, a, b) => {
     const one = assembleStream(Arbitraries.toEvents(body, a))
     const two = assembleStream(Arbitraries.toEvents(body, b))
-    assertEqual(one, two, "assembled streams")
+    Equality.assertEqual(one, two, "assembled streams")
     const whole = unwrap(Response.decodeResponseResult(body), "decodeResponse")
-    assertEqual(one, merged(whole), "assembled stream and non-stream answer")
+    Equality.assertEqual(one, merged(whole), "assembled stream and non-stream answer")
   })
 
 /**
@@ -178,7 +146,7 @@ export const streamEncodeDecode = () =>
       throw new Error("the stream must begin with message_start and end with message_stop")
     }
     const decoded = assembleEvents(frames.map((frame) => viaJson(frame.data)))
-    assertEqual(decoded, merged(response), "decoded stream and original answer")
+    Equality.assertEqual(decoded, merged(response), "decoded stream and original answer")
   })
 
 /**
@@ -190,7 +158,7 @@ export const sseSplitInvariance = (parse: (pieces: ReadonlyArray<string>) => Rea
   fc.property(
     Arbitraries.sseText.chain((text) => Arbitraries.splits(text).map((pieces) => [text, pieces] as const)),
     ([text, pieces]) => {
-      assertEqual(parse(pieces), parse([text]), "events of split and whole text")
+      Equality.assertEqual(parse(pieces), parse([text]), "events of split and whole text")
     }
   )
 

@@ -18,8 +18,7 @@
  *
  * @since 0.1.0
  */
-import type { GatewayError } from "@modelgate/core"
-import { invalid, unsupported } from "./issues.ts"
+import { type GatewayError, Issues } from "@modelgate/core"
 
 type Kind =
   | "request"
@@ -163,8 +162,8 @@ const check = (
     if (field === undefined) {
       if (shape.ignored?.includes(key) === true) continue
       const refusal = shape.refused?.[key]
-      if (refusal !== undefined) return unsupported(at, refusal)
-      return invalid(
+      if (refusal !== undefined) return Issues.unsupported(at, refusal)
+      return Issues.invalid(
         at,
         `Invalid JSON payload received. Unknown name "${key}" at '${path.length === 0 ? "request" : path}': Cannot find field.`
       )

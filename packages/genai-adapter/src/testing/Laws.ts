@@ -37,45 +37,13 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { Sse, StreamAssembly } from "@modelgate/core"
+import { Equality, Sse, StreamAssembly } from "@modelgate/core"
 import { Result } from "effect"
 import * as fc from "fast-check"
 import * as Request from "../Request.ts"
 import * as Response from "../Response.ts"
 import { StreamDecoder, StreamEncoder } from "../Stream.ts"
 import * as Arbitraries from "./Arbitraries.ts"
-
-/**
- * Deep structural equality of JSON-like values (own enumerable keys, order
- * of keys ignored).
- *
- * @category helpers
- */
-export const deepEqual = (a: unknown, b: unknown): boolean => {
-  if (a === b) return true
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false
-  if (Array.isArray(a) !== Array.isArray(b)) return false
-  if (Array.isArray(a)) {
-    const other = b as ReadonlyArray<unknown>
-    return a.length === other.length && a.every((item, i) => deepEqual(item, other[i]))
-  }
-  const ka = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined)
-  const kb = Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined)
-  if (ka.length !== kb.length) return false
-  return ka.every((k) => deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
-}
-
-/**
- * Throws an error showing both values when they differ (fast-check reports it
- * with the shrunk counterexample).
- *
- * @category helpers
- */
-export const assertEqual = (actual: unknown, expected: unknown, what: string): void => {
-  if (!deepEqual(actual, expected)) {
-    throw new Error(`${what} differ:\nactual:   ${JSON.stringify(actual)}\nexpected: ${JSON.stringify(expected)}`)
-  }
-}
 
 const unwrap = <A, E>(result: Result.Result<A, E>, what: string): A => {
   if (Result.isFailure(result)) throw new Error(`${what} failed: ${JSON.stringify(result.failure)}`)
@@ -115,7 +83,7 @@ export const requestRoundTrip = (
     const first = unwrap(Request.decodeRequestResult(body, MODEL), "decodeRequest")
     const wire = unwrap(Request.encodeRequestResult(first), "encodeRequest")
     const second = unwrap(Request.decodeRequestResult(JSON.parse(JSON.stringify(wire)), MODEL), "decodeRequest (again)")
-    assertEqual(withoutSentinels(second, first), first, "canonical requests")
+    Equality.assertEqual(withoutSentinels(second, first), first, "canonical requests")
   })
 
 /**
@@ -127,7 +95,7 @@ export const snakeCaseInput = (arbitrary: fc.Arbitrary<Record<string, Arbitrarie
   fc.property(arbitrary, (body) => {
     const camel = unwrap(Request.decodeRequestResult(body, MODEL), "decodeRequest (camelCase)")
     const snake = unwrap(Request.decodeRequestResult(Arbitraries.toSnakeCase(body), MODEL), "decodeRequest (snake_case)")
-    assertEqual(snake, camel, "camelCase and snake_case decodings")
+    Equality.assertEqual(snake, camel, "camelCase and snake_case decodings")
   })
 
 /**
@@ -140,7 +108,7 @@ export const responseRoundTrip = (arbitrary: fc.Arbitrary<Record<string, Arbitra
     const first = unwrap(Response.decodeResponseResult(body), "decodeResponse")
     const wire = Response.encodeResponse(first, first.model)
     const second = unwrap(Response.decodeResponseResult(JSON.parse(JSON.stringify(wire))), "decodeResponse (again)")
-    assertEqual(second, first, "canonical responses")
+    Equality.assertEqual(second, first, "canonical responses")
   })
 
 /** Decodes and assembles a list of chunks with this package's `StreamDecoder`. @category helpers */
@@ -166,9 +134,9 @@ export const streamRechunking = (
   fc.property(Arbitraries.geminiResponse, Arbitraries.cuts, Arbitraries.cuts, (body, a, b) => {
     const one = assembleStream(Arbitraries.toChunks(body, a))
     const two = assembleStream(Arbitraries.toChunks(body, b))
-    assertEqual(one, two, "assembled streams")
+    Equality.assertEqual(one, two, "assembled streams")
     const whole = unwrap(Response.decodeResponseResult(body), "decodeResponse")
-    assertEqual(one, merged(whole), "assembled stream and non-stream answer")
+    Equality.assertEqual(one, merged(whole), "assembled stream and non-stream answer")
   })
 
 /**
@@ -196,7 +164,7 @@ export const streamEncodeDecode = () =>
       }
     }
     const decoded = assembleChunks(JSON.parse(JSON.stringify(chunks)))
-    assertEqual(decoded, merged(response), "decoded stream and original answer")
+    Equality.assertEqual(decoded, merged(response), "decoded stream and original answer")
   })
 
 /**
@@ -208,7 +176,7 @@ export const sseSplitInvariance = (parse: (pieces: ReadonlyArray<string>) => Rea
   fc.property(
     Arbitraries.sseText.chain((text) => Arbitraries.splits(text).map((pieces) => [text, pieces] as const)),
     ([text, pieces]) => {
-      assertEqual(parse(pieces), parse([text]), "events of split and whole text")
+      Equality.assertEqual(parse(pieces), parse([text]), "events of split and whole text")
     }
   )
 

@@ -18,11 +18,10 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { Sse, StreamAssembly } from "@modelgate/core"
+import { Equality, Sse, StreamAssembly } from "@modelgate/core"
 import { Result } from "effect"
 import * as fc from "fast-check"
 import type * as ChatCompletions from "../ChatCompletions.ts"
-import { assertEqual } from "../internal/equal.ts"
 import { PassthroughMeter } from "../Passthrough.ts"
 import { decodeRequestResult, encodeRequest, type EncodeRequestOptions, JSON_MODE_HINT, mentionsJson } from "../Request.ts"
 import { decodeResponseResult, encodeResponse } from "../Response.ts"
@@ -72,7 +71,7 @@ export const requestRoundTripProperty = (arbitrary: fc.Arbitrary<Canonical.ChatR
   fc.property(arbitrary, (request) => {
     const decoded = decodeRequestResult(throughJson(encodeRequest(request, "upstream-model", roundTripOptions)))
     if (Result.isFailure(decoded)) throw new Error(`decodeRequest failed: ${decoded.failure.message}`)
-    assertEqual(decoded.success, { ...normalizeForOpenAi(request), model: "upstream-model" }, "request round trip")
+    Equality.assertEqual(decoded.success, { ...normalizeForOpenAi(request), model: "upstream-model" }, "request round trip")
   })
 
 /**
@@ -87,7 +86,7 @@ export const responseRoundTripProperty = (
   fc.property(arbitrary, (response) => {
     const decoded = decodeResponseResult(throughJson(encodeResponse(response, "client-model")))
     if (Result.isFailure(decoded)) throw new Error(`decodeResponse failed: ${decoded.failure.message}`)
-    assertEqual(decoded.success, { ...response, model: "client-model" }, "response round trip")
+    Equality.assertEqual(decoded.success, { ...response, model: "client-model" }, "response round trip")
   })
 
 /**
@@ -105,8 +104,8 @@ export const streamRechunkingProperty = (
     const whole = decodeSseText([text])
     const split = decodeSseText(Arbitraries.splitAt(text, cuts))
     if (Result.isFailure(whole) || Result.isFailure(split)) throw new Error("the stream did not decode")
-    assertEqual(StreamAssembly.assemble(split.success), StreamAssembly.assemble(whole.success), "split vs whole")
-    assertEqual(StreamAssembly.assemble(whole.success), response, "stream round trip")
+    Equality.assertEqual(StreamAssembly.assemble(split.success), StreamAssembly.assemble(whole.success), "split vs whole")
+    Equality.assertEqual(StreamAssembly.assemble(whole.success), response, "stream round trip")
   })
 
 /**
@@ -122,7 +121,7 @@ export const sseSplitProperty = (makeParser: () => Pick<Sse.Parser, "push" | "en
     const got: Array<Sse.Event> = []
     for (const chunk of Arbitraries.splitAt(text, cuts)) got.push(...parser.push(chunk))
     got.push(...parser.end())
-    assertEqual(got, events, `events of ${JSON.stringify(text)}`)
+    Equality.assertEqual(got, events, `events of ${JSON.stringify(text)}`)
   })
 
 /**
@@ -152,9 +151,9 @@ export const meterSplitProperty = () =>
     let forwarded = ""
     for (const chunk of Arbitraries.splitAt(text, cuts)) forwarded += meter.push(chunk)
     forwarded += meter.end()
-    assertEqual(forwarded, text, "forwarded text")
+    Equality.assertEqual(forwarded, text, "forwarded text")
     const usage = chunks.at(-1)?.usage
-    assertEqual(meter.usage().reported, usage !== undefined && usage !== null, "usage reported")
+    Equality.assertEqual(meter.usage().reported, usage !== undefined && usage !== null, "usage reported")
   })
 
 // ---------------------------------------------------------------------------
@@ -206,7 +205,7 @@ export const requestThroughProperty = (
     const start = unwrapLaw(decodeRequestResult(throughJson(encodeRequest(request, request.model, roundTripOptions))), "decodeRequest")
     const back = unwrapLaw(foreign.request(start), `${foreign.name} round trip`)
     const end = unwrapLaw(decodeRequestResult(throughJson(encodeRequest(back, start.model, roundTripOptions))), "decodeRequest (again)")
-    assertEqual(end, keep(start), `OpenAI -> ${foreign.name} -> OpenAI request`)
+    Equality.assertEqual(end, keep(start), `OpenAI -> ${foreign.name} -> OpenAI request`)
   })
 
 /**
@@ -224,7 +223,7 @@ export const responseThroughProperty = (
     const start = unwrapLaw(decodeResponseResult(throughJson(encodeResponse(response, response.model))), "decodeResponse")
     const back = unwrapLaw(foreign.response(start), `${foreign.name} round trip`)
     const end = unwrapLaw(decodeResponseResult(throughJson(encodeResponse(back, start.model))), "decodeResponse (again)")
-    assertEqual(end, keep(start), `OpenAI -> ${foreign.name} -> OpenAI response`)
+    Equality.assertEqual(end, keep(start), `OpenAI -> ${foreign.name} -> OpenAI response`)
   })
 
 /**
@@ -246,7 +245,7 @@ export const streamThroughProperty = (
     const back = unwrapLaw(foreign.stream(first), `${foreign.name} stream round trip`)
     const again = encodeSseText(back, options)
     const end = unwrapLaw(decodeSseText(Arbitraries.splitAt(again, cuts)), "decodeSseText (again)")
-    assertEqual(StreamAssembly.assemble(end), keep(StreamAssembly.assemble(first)), `OpenAI -> ${foreign.name} -> OpenAI stream`)
+    Equality.assertEqual(StreamAssembly.assemble(end), keep(StreamAssembly.assemble(first)), `OpenAI -> ${foreign.name} -> OpenAI stream`)
   })
 
 // ---------------------------------------------------------------------------
