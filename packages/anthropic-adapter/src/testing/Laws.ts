@@ -1,7 +1,9 @@
 /**
- * Property laws of the Anthropic codecs, as fast-check properties ready for
- * `fc.assert`. Laws that test a replaceable piece (an SSE parser, a request
- * decoder) take it as an optional argument, this package's by default.
+ * Property laws of the Anthropic codecs, as fast-check properties: each law
+ * returns a property and the caller asserts it (`fc.assert(Laws.x(), params)`).
+ * Laws that test a replaceable piece (an SSE parser, a request decoder, a
+ * stream assembly) take it as an optional argument, this package's by default,
+ * so other projects can hold their own code to the same laws.
  *
  * - `requestRoundTrip`: canonical -> Anthropic body (through JSON) ->
  *   canonical keeps the request (everything both sides carry; the model
@@ -14,8 +16,8 @@
  *   assembled stream is the same, and equals the non-stream decoding.
  * - `streamEncodeDecode`: canonical events -> `StreamEncoder` -> JSON ->
  *   `StreamDecoder` assembles to the original answer.
- * - `sseSplitInvariance`: an SSE parser gives the same events however the
- *   text is split.
+ * - `sseSplitInvariance`: an SSE parser gives the same events however an
+ *   Anthropic event stream (`event:` and `data:` lines) is split.
  * - `malformedBodies`: arbitrary and almost-valid JSON gives a typed 400 error
  *   (or a request), never a throw; the response and stream decoders fail with
  *   `UpstreamUnavailable` (or succeed), never throw.
@@ -150,7 +152,9 @@ export const streamEncodeDecode = () =>
   })
 
 /**
- * An SSE parser gives the same events however its input is split.
+ * An SSE parser gives the same events however its input is split: `parse`,
+ * given the pieces of an Anthropic-style event stream in order, returns what
+ * it returns for the whole text. The default is core's `Sse.parse`.
  *
  * @category laws
  */

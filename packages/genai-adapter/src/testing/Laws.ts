@@ -1,8 +1,9 @@
 /**
- * Property laws of the Gemini codecs, as fast-check properties ready for
- * `fc.assert`. Each law takes the implementation under test as an optional
- * argument (this package's by default), so other packages can check their own
- * parsers and decoders against the same laws.
+ * Property laws of the Gemini codecs, as fast-check properties: each law
+ * returns a property and the caller asserts it (`fc.assert(Laws.x(), params)`).
+ * Laws that test a replaceable piece (an SSE parser, a request decoder, a
+ * stream assembly) take it as an optional argument, this package's by default,
+ * so other projects can hold their own code to the same laws.
  *
  * - `requestRoundTrip`: Gemini body -> canonical -> Gemini body -> canonical
  *   gives the same canonical request (every field the canonical model carries
@@ -16,8 +17,8 @@
  *   decoding, up to the merging of adjacent text parts).
  * - `streamEncodeDecode`: canonical events -> `StreamEncoder` -> JSON ->
  *   `StreamDecoder` assembles to the original answer.
- * - `sseSplitInvariance`: an SSE parser gives the same events however the
- *   text is split.
+ * - `sseSplitInvariance`: an SSE parser gives the same events however a
+ *   Gemini event stream is split.
  * - `malformedBodies`: arbitrary JSON gives a typed 400 error (or a request),
  *   never a throw.
  *
@@ -30,7 +31,7 @@
  * import * as Laws from "@modelgate/genai-adapter/testing/Laws"
  *
  * fc.assert(Laws.requestRoundTrip(), { numRuns: 200 })
- * // your own SSE parser, fed pieces, returning the data of each event:
+ * // your own SSE parser, fed the pieces of a text, returning its events:
  * fc.assert(Laws.sseSplitInvariance((pieces) => myParse(pieces)), { numRuns: 200 })
  * ```
  *
@@ -168,7 +169,10 @@ export const streamEncodeDecode = () =>
   })
 
 /**
- * An SSE parser gives the same event data however its input is split.
+ * An SSE parser gives the same events however its input is split: `parse`,
+ * given the pieces of a Gemini-style event stream in order (`\r\n` and `\n`
+ * line ends, comments, multi-line data), returns what it returns for the whole
+ * text. The default is core's `Sse.parse`.
  *
  * @category laws
  */
@@ -187,7 +191,7 @@ export const sseSplitInvariance = (parse: (pieces: ReadonlyArray<string>) => Rea
 /**
  * The Gemini dialect's codecs in the shape other adapters' cross-dialect laws
  * take (for OpenAI: `@modelgate/openai-adapter/testing/Laws`
- * `requestThroughProperty` and its siblings, which check that OpenAI -> Gemini
+ * `requestThrough` and its siblings, which check that OpenAI -> Gemini
  * -> OpenAI keeps what both carry). Each function sends a canonical value
  * through Gemini's wire format and back:
  *
@@ -204,7 +208,7 @@ export const sseSplitInvariance = (parse: (pieces: ReadonlyArray<string>) => Rea
  * import * as OpenAiLaws from "@modelgate/openai-adapter/testing/Laws"
  * import * as GeminiLaws from "@modelgate/genai-adapter/testing/Laws"
  *
- * fc.assert(OpenAiLaws.responseThroughProperty(GeminiLaws.foreignDialect, keepWhatGeminiCarries), { numRuns: 200 })
+ * fc.assert(OpenAiLaws.responseThrough(GeminiLaws.foreignDialect, keepWhatGeminiCarries), { numRuns: 200 })
  * ```
  *
  * @category cross-dialect
