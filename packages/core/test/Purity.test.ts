@@ -43,4 +43,19 @@ describe("purity", () => {
     }
     assert.deepStrictEqual(offenders, [])
   })
+
+  it("fast-check, an optional peer of the adapters, is imported only by their src/testing", () => {
+    const offenders: Array<string> = []
+    for (const pkg of pureSources) {
+      const src = join(import.meta.dirname, "..", "..", pkg, "src")
+      for (const file of files(src)) {
+        if (file.startsWith(join(src, "testing"))) continue
+        const source = readFileSync(file, "utf8")
+        for (const match of source.matchAll(/(?:from|import)\s*\(?\s*["']([^"']+)["']/g)) {
+          if (match[1] === "fast-check" || match[1]!.startsWith("fast-check/")) offenders.push(`${file}: ${match[1]}`)
+        }
+      }
+    }
+    assert.deepStrictEqual(offenders, [])
+  })
 })

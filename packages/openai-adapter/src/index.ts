@@ -5,7 +5,8 @@
  * error envelope, the same-dialect passthrough with metering, and the models
  * list. Pure: depends on `effect` and `@modelgate/core` only and runs in any
  * JavaScript runtime. Test arbitraries and laws are at
- * `@modelgate/openai-adapter/testing/Arbitraries` and `/testing/Laws`.
+ * `@modelgate/openai-adapter/testing/Arbitraries` and `/testing/Laws` (they
+ * need `fast-check`, an optional peer dependency).
  *
  * @since 0.1.0
  */
