@@ -35,7 +35,7 @@
  */
 import type { Canonical } from "@modelgate/core"
 import { GatewayError, Sse } from "@modelgate/core"
-import { Effect, Result, Stream } from "effect"
+import { Effect, Predicate, Result, Stream } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import { decodeToolId, encodeToolId, redactedFromWire, signatureFromWire, signatureToWire } from "./Ids.ts"
 import * as Messages from "./Messages.ts"
@@ -64,9 +64,6 @@ interface OpenBlock {
   readonly call: number
   hasArguments: boolean
 }
-
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
 
 const unreadable = (detail: string): GatewayError.UpstreamUnavailable =>
   new GatewayError.UpstreamUnavailable({ status: 502, message: `The upstream sent a stream event the gateway cannot read (${detail}).` })
@@ -161,7 +158,7 @@ export class StreamDecoder {
   }
 
   private decodeInto(event: unknown, out: Array<Canonical.StreamEvent>): StreamError | undefined {
-    if (!isRecord(event)) return unreadable("not a JSON object")
+    if (!Predicate.isObject(event)) return unreadable("not a JSON object")
     const type = event.type
     if (type === "content_block_delta") return this.delta(event, out)
     switch (type) {
@@ -245,7 +242,7 @@ export class StreamDecoder {
   /** `content_block_delta`, the hot path: plain checks, no Schema decode. */
   private delta(event: Readonly<Record<string, unknown>>, out: Array<Canonical.StreamEvent>): StreamError | undefined {
     const delta = event.delta
-    if (typeof event.index !== "number" || !isRecord(delta)) return unreadable("a content_block_delta without index or delta")
+    if (typeof event.index !== "number" || !Predicate.isObject(delta)) return unreadable("a content_block_delta without index or delta")
     const block = this.blocks.get(event.index)
     switch (delta.type) {
       case "text_delta": {

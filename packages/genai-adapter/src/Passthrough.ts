@@ -20,7 +20,7 @@
  */
 import type { Canonical } from "@modelgate/core"
 import { GatewayError, Issues, Sse } from "@modelgate/core"
-import { Effect, Result } from "effect"
+import { Effect, Predicate, Result } from "effect"
 import { usageFromWire } from "./Response.ts"
 
 /** What the fast path needs to know of a request body. @category inspection */
@@ -40,7 +40,7 @@ export interface Inspection {
 }
 
 const isMediaPart = (part: unknown): boolean =>
-  isRecord(part) &&
+  Predicate.isObject(part) &&
   (part.inlineData !== undefined || part.inline_data !== undefined || part.fileData !== undefined ||
     part.file_data !== undefined)
 
@@ -49,9 +49,6 @@ const countMedia = (parts: ReadonlyArray<unknown>): number => {
   for (const part of parts) if (isMediaPart(part)) media++
   return media
 }
-
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
 
 const fail = (param: string, message: string): Result.Result<never, GatewayError.InvalidRequest> =>
   Result.fail(Issues.invalid(param, message))
@@ -68,7 +65,7 @@ export const inspectBodyResult = (text: string): Result.Result<Inspection, Gatew
   } catch {
     return fail("", "The request body is not valid JSON.")
   }
-  if (!isRecord(body)) return fail("", "The request body must be a JSON object.")
+  if (!Predicate.isObject(body)) return fail("", "The request body must be a JSON object.")
   const contents = body.contents
   if (contents === undefined) return fail("contents", "'contents' is required.")
   if (!Array.isArray(contents)) return fail("contents", "'contents' must be an array of turns.")
@@ -76,17 +73,17 @@ export const inspectBodyResult = (text: string): Result.Result<Inspection, Gatew
   let mediaParts = 0
   for (let i = 0; i < contents.length; i++) {
     const content: unknown = contents[i]
-    if (!isRecord(content)) return fail(`contents[${i}]`, `'contents[${i}]' must be an object.`)
+    if (!Predicate.isObject(content)) return fail(`contents[${i}]`, `'contents[${i}]' must be an object.`)
     if (!Array.isArray(content.parts)) {
       return fail(`contents[${i}].parts`, `'contents[${i}].parts' must be an array of parts.`)
     }
     mediaParts += countMedia(content.parts)
   }
   const system = body.systemInstruction ?? body.system_instruction
-  if (isRecord(system) && Array.isArray(system.parts)) mediaParts += countMedia(system.parts)
+  if (Predicate.isObject(system) && Array.isArray(system.parts)) mediaParts += countMedia(system.parts)
   const config = body.generationConfig ?? body.generation_config
   if (config === undefined) return Result.succeed({ body, candidateCount: 1, mediaParts })
-  if (!isRecord(config)) return fail("generationConfig", "'generationConfig' must be an object.")
+  if (!Predicate.isObject(config)) return fail("generationConfig", "'generationConfig' must be an object.")
   const candidates = config.candidateCount ?? config.candidate_count
   if (candidates !== undefined && (typeof candidates !== "number" || !Number.isInteger(candidates) || candidates < 1)) {
     return fail("generationConfig.candidateCount", "'generationConfig.candidateCount' must be a positive integer.")
@@ -127,7 +124,7 @@ export const inspectBody = (text: string): Effect.Effect<Inspection, GatewayErro
  * @category metering
  */
 export const usageOfResponse = (json: unknown): Canonical.Usage | undefined => {
-  if (!isRecord(json) || !isRecord(json.usageMetadata)) return undefined
+  if (!Predicate.isObject(json) || !Predicate.isObject(json.usageMetadata)) return undefined
   return usageOfMetadata(json.usageMetadata)
 }
 
@@ -282,12 +279,12 @@ export class PassthroughMeter {
     if (data.includes("\"functionCall\"")) {
       try {
         const chunk: unknown = JSON.parse(data)
-        if (isRecord(chunk) && Array.isArray(chunk.candidates)) {
+        if (Predicate.isObject(chunk) && Array.isArray(chunk.candidates)) {
           for (const candidate of chunk.candidates) {
-            const parts: unknown = isRecord(candidate) && isRecord(candidate.content) ? candidate.content.parts : undefined
+            const parts: unknown = Predicate.isObject(candidate) && Predicate.isObject(candidate.content) ? candidate.content.parts : undefined
             if (!Array.isArray(parts)) continue
             for (const part of parts) {
-              if (isRecord(part) && isRecord(part.functionCall)) {
+              if (Predicate.isObject(part) && Predicate.isObject(part.functionCall)) {
                 const call = part.functionCall
                 this.characters += (typeof call.name === "string" ? call.name.length : 0) + JSON.stringify(call.args ?? {}).length
               }

@@ -31,7 +31,7 @@
  */
 import type { Canonical } from "@modelgate/core"
 import { GatewayError, Sse } from "@modelgate/core"
-import { Effect, Result, Stream } from "effect"
+import { Effect, Predicate, Result, Stream } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import type * as GenerateContent from "./GenerateContent.ts"
 import { decodeResponseBody } from "./GenerateContent.ts"
@@ -63,9 +63,6 @@ interface DecodedChoice {
   calls: number
   finished: boolean
 }
-
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
  * Gemini upstream chunks -> canonical events, one stream per instance.
@@ -149,7 +146,7 @@ export class StreamDecoder {
   }
 
   private decodeInto(chunk: unknown, out: Array<Canonical.StreamEvent>): StreamError | undefined {
-    if (isRecord(chunk) && isRecord(chunk.error)) {
+    if (Predicate.isObject(chunk) && Predicate.isObject(chunk.error)) {
       const error = ErrorEnvelope.upstreamErrorOf(chunk)
       const code = chunk.error.code
       return ErrorEnvelope.classifyUpstreamError(typeof code === "number" ? code : 500, error)
@@ -255,7 +252,7 @@ const callPart = (call: PendingCall): GenerateContent.OutputPart => {
   else {
     try {
       const parsed: unknown = JSON.parse(text)
-      args = isRecord(parsed) ? parsed as GenerateContent.JsonObject : { _raw: text }
+      args = Predicate.isObject(parsed) ? parsed as GenerateContent.JsonObject : { _raw: text }
     } catch {
       args = { _raw: text }
     }

@@ -19,6 +19,7 @@
  * @since 0.1.0
  */
 import { type GatewayError, Issues } from "@modelgate/core"
+import { Predicate } from "effect"
 
 type Kind =
   | "request"
@@ -144,9 +145,6 @@ const SHAPES: Readonly<Record<Kind, Shape>> = {
   thinkingConfig: { fields: { thinkingBudget: "leaf", thinkingLevel: "leaf", includeThoughts: "leaf" } }
 }
 
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 const join = (path: string, key: string): string => path.length === 0 ? key : `${path}.${key}`
 
 const check = (
@@ -154,7 +152,7 @@ const check = (
   kind: Kind,
   path: string
 ): GatewayError.InvalidRequest | GatewayError.UnsupportedFeature | undefined => {
-  if (!isRecord(value)) return undefined
+  if (!Predicate.isObject(value)) return undefined
   const shape = SHAPES[kind]
   for (const key in value) {
     const field = shape.fields[key]
