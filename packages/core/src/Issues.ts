@@ -17,7 +17,7 @@
  *
  * @since 0.1.0
  */
-import { SchemaIssue } from "effect"
+import { Predicate, SchemaIssue } from "effect"
 import { InvalidRequest, UnsupportedFeature } from "./GatewayError.ts"
 
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
@@ -90,6 +90,16 @@ export const invalidRequest = (issue: SchemaIssue.Issue): InvalidRequest => {
  */
 export const invalid = (param: string, message: string): InvalidRequest =>
   param.length === 0 ? new InvalidRequest({ message }) : new InvalidRequest({ message, param })
+
+/**
+ * Whether `u` is one of the errors a client's request is refused with for
+ * what it says (`InvalidRequest`, `UnsupportedFeature`, a 400 in every
+ * dialect), told by its `_tag`.
+ *
+ * @category guards
+ */
+export const isRequestError = (u: unknown): u is InvalidRequest | UnsupportedFeature =>
+  Predicate.isTagged(u, "InvalidRequest") || Predicate.isTagged(u, "UnsupportedFeature")
 
 /**
  * An `UnsupportedFeature` about the field `param`: something the request may

@@ -2,7 +2,9 @@
  * `@modelgate/core`: the pure heart of modelgate. Canonical chat model, admission
  * rules, pricing, the error vocabulary and stream assembly, as Effect programs
  * and Schemas over small services. Depends on `effect` only; no Node built-ins,
- * so it runs in any JavaScript runtime.
+ * so it runs in any JavaScript runtime. What the adapters' property laws
+ * share (deep equality, cutting texts and streams) is at
+ * `@modelgate/core/testing/Equality` and `@modelgate/core/testing/Cuts`.
  *
  * @since 0.1.0
  */
@@ -17,7 +19,6 @@ export * as ChannelProbe from "./ChannelProbe.ts"
 export * as Declaration from "./Declaration.ts"
 export * as Dialect from "./Dialect.ts"
 export * as Domain from "./Domain.ts"
-export * as Equality from "./Equality.ts"
 export * as GatewayError from "./GatewayError.ts"
 export * as Invalidation from "./Invalidation.ts"
 export * as Issues from "./Issues.ts"

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import * as Equality from "../src/Equality.ts"
+import * as Equality from "../src/testing/Equality.ts"
 
 describe("Equality", () => {
   it("compares JSON-like values structurally, ignoring the order of keys", () => {

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { InvalidRequest, UnsupportedFeature } from "../src/GatewayError.ts"
+import { InvalidRequest, UnsupportedFeature, UpstreamTimeout } from "../src/GatewayError.ts"
 import * as Issues from "../src/Issues.ts"
 
 const Body = Schema.Struct({
@@ -45,5 +45,13 @@ describe("Issues", () => {
     assert.deepStrictEqual(Issues.invalid("", "not JSON"), new InvalidRequest({ message: "not JSON" }))
     assert.isFalse("param" in Issues.invalid("", "not JSON"))
     assert.deepStrictEqual(Issues.unsupported("logprobs", "no"), new UnsupportedFeature({ message: "no", param: "logprobs" }))
+  })
+
+  it("isRequestError tells the errors a request is refused with by their tag", () => {
+    assert.isTrue(Issues.isRequestError(Issues.invalid("n", "bad")))
+    assert.isTrue(Issues.isRequestError({ _tag: "UnsupportedFeature", message: "no" }))
+    assert.isFalse(Issues.isRequestError(new UpstreamTimeout({ message: "late" })))
+    assert.isFalse(Issues.isRequestError(new Error("InvalidRequest")))
+    assert.isFalse(Issues.isRequestError(undefined))
   })
 })

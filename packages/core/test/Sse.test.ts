@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import * as fc from "fast-check"
 import * as Sse from "../src/Sse.ts"
+import * as Cuts from "../src/testing/Cuts.ts"
 
 const message = (data: string, id = ""): Sse.Event => ({ event: "message", data, id })
 
@@ -131,18 +132,6 @@ const expected = (events: ReadonlyArray<Written>): Array<Sse.Event> => {
   })
 }
 
-const splitAt = (text: string, cuts: ReadonlyArray<number>): Array<string> => {
-  const points = [...new Set(cuts.map((cut) => cut % (text.length + 1)))].sort((a, b) => a - b)
-  const pieces: Array<string> = []
-  let from = 0
-  for (const point of points) {
-    pieces.push(text.slice(from, point))
-    from = point
-  }
-  pieces.push(text.slice(from))
-  return pieces
-}
-
 describe("Sse.Parser laws", () => {
   it("any events, written any way and split anywhere, parse back to themselves", () => {
     fc.assert(
@@ -156,7 +145,7 @@ describe("Sse.Parser laws", () => {
           const text = write(events, choices, bom, closed)
           const parser = new Sse.Parser()
           const got: Array<Sse.Event> = []
-          for (const piece of splitAt(text, cuts)) got.push(...parser.push(piece))
+          for (const piece of Cuts.splitAt(text, cuts)) got.push(...parser.push(piece))
           got.push(...parser.end())
           assert.deepStrictEqual(got, expected(events), JSON.stringify(text))
           const lastId = events.findLast((event) => event.id !== undefined)?.id ?? ""

@@ -34,7 +34,9 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { Equality, Sse, StreamAssembly } from "@modelgate/core"
+import { Issues, Sse, StreamAssembly } from "@modelgate/core"
+import * as Cuts from "@modelgate/core/testing/Cuts"
+import * as Equality from "@modelgate/core/testing/Equality"
 import { Result } from "effect"
 import * as fc from "fast-check"
 import { decodeToolId, encodeToolId } from "../Ids.ts"
@@ -122,13 +124,7 @@ export const streamRechunking = (
  */
 export const streamEncodeDecode = () =>
   fc.property(Arbitraries.canonicalResponse, Arbitraries.cuts, (response, cuts) => {
-    const events: Array<Canonical.StreamEvent> = []
-    for (const event of StreamAssembly.toEvents(response)) {
-      if (event.type === "text" && event.text.length > 1 && cuts.length > 0) {
-        const at = 1 + (cuts[0]! % (event.text.length - 1))
-        events.push({ ...event, text: event.text.slice(0, at) }, { ...event, text: event.text.slice(at) })
-      } else events.push(event)
-    }
+    const events = cuts.length === 0 ? StreamAssembly.toEvents(response) : Cuts.splitTextEvents(StreamAssembly.toEvents(response), cuts[0]!)
     const encoder = new StreamEncoder(response.model)
     const frames = [...encoder.pushAll(events), ...encoder.end()]
     let expected = 0
@@ -200,10 +196,8 @@ export const malformedBodies = (
 ) =>
   fc.property(malformedBody, (body) => {
     const result = decode(body)
-    if (Result.isFailure(result)) {
-      const error = result.failure
-      if (error._tag !== "InvalidRequest" && error._tag !== "UnsupportedFeature") throw new Error(`unexpected error ${error._tag}`)
-      if (error.message.length === 0) throw new Error("an error without a message")
+    if (Result.isFailure(result) && !(Issues.isRequestError(result.failure) && result.failure.message.length > 0)) {
+      throw new Error(`not an InvalidRequest or UnsupportedFeature with a message: ${String(result.failure._tag)}`)
     }
     const response = Response.decodeResponseResult(body)
     if (Result.isFailure(response) && response.failure._tag !== "UpstreamUnavailable") throw new Error("unexpected response error")

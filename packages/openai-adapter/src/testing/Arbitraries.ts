@@ -328,19 +328,5 @@ export const serializeSse = (events: ReadonlyArray<Sse.Event>, seed: ReadonlyArr
   return out
 }
 
-/** Cuts `text` at the given points (taken modulo its length): the chunks an arbitrary network split gives. @category sse */
-export const splitAt = (text: string, cuts: ReadonlyArray<number>): Array<string> => {
-  if (text.length === 0) return [text]
-  const points = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
-  const chunks: Array<string> = []
-  let from = 0
-  for (const point of points) {
-    chunks.push(text.slice(from, point))
-    from = point
-  }
-  chunks.push(text.slice(from))
-  return chunks
-}
-
-/** Cut points for `splitAt`. @category sse */
+/** Cut points for `@modelgate/core/testing/Cuts` `splitAt`. @category sse */
 export const cuts: fc.Arbitrary<Array<number>> = fc.array(fc.nat(), { maxLength: 12 })

@@ -4,11 +4,13 @@
  * not matter, and a member whose value is `undefined` counts as absent (JSON
  * drops it). The adapters' laws compare what comes back from a round trip
  * with what went in this way, and `assertEqual` fails with both values
- * written out, which fast-check reports with the shrunk counterexample.
+ * written out, which fast-check reports with the shrunk counterexample. Like
+ * the rest of `@modelgate/core/testing`, it is for tests and laws, and free of
+ * fast-check.
  *
  * @example
  * ```ts
- * import { Equality } from "@modelgate/core"
+ * import * as Equality from "@modelgate/core/testing/Equality"
  *
  * Equality.deepEqual({ a: [1, { b: "x" }], c: undefined }, { a: [1, { b: "x" }] }) // true
  * Equality.deepEqual({ a: [1, 2] }, { a: [2, 1] })                                 // false
