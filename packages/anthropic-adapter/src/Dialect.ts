@@ -12,7 +12,7 @@
  *
  * @since 0.1.0
  */
-import type { Canonical, Dialect as Core } from "@modelgate/core"
+import { type Canonical, type Dialect as Core, Sse } from "@modelgate/core"
 import { Effect, Result } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import * as Request from "./Request.ts"
@@ -36,11 +36,11 @@ const trimSlash = (url: string) => url.endsWith("/") ? url.slice(0, -1) : url
  * generated, so it reaches the client and is metered.
  */
 const eventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
-  const parser = new AnthropicStream.SseParser()
+  const parser = new Sse.Parser()
   // Anthropic streams carry no creation time of their own: the call's start stands in.
   const decoder = new AnthropicStream.StreamDecoder({ created: start.created })
   let failure: AnthropicStream.StreamError | undefined
-  const feed = (events: ReadonlyArray<AnthropicStream.SseEvent>): ReadonlyArray<Canonical.StreamEvent> => {
+  const feed = (events: ReadonlyArray<Sse.Event>): ReadonlyArray<Canonical.StreamEvent> => {
     if (failure !== undefined) throw failure
     if (events.length === 0) return []
     let out: Array<Canonical.StreamEvent> | undefined
