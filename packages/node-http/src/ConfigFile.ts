@@ -6,6 +6,7 @@
  *
  * @since 0.1.0
  */
+import { PASSWORD_LENGTH } from "@modelgate/store/Users"
 import { Data, Effect, Schema, SchemaIssue } from "effect"
 import { Yaml } from "effect/encoding"
 import { readFile } from "node:fs/promises"
@@ -121,11 +122,24 @@ export const KeyConfig = Schema.Struct({
 })
 export type KeyConfig = typeof KeyConfig.Type
 
+const consolePassword = `a console password of ${PASSWORD_LENGTH.min} to ${PASSWORD_LENGTH.max} characters`
+
+/**
+ * A console password: 8 to 256 characters, the rule the store and the console
+ * apply (the message never repeats the password).
+ *
+ * @category schemas
+ */
+export const ConsolePassword = Schema.String.check(
+  Schema.isMinLength(PASSWORD_LENGTH.min, { expected: consolePassword }),
+  Schema.isMaxLength(PASSWORD_LENGTH.max, { expected: consolePassword })
+)
+
 /** A user declared in the file. `balance` is the initial balance, credited once. @category schemas */
 export const UserConfig = Schema.Struct({
   name: Schema.NonEmptyString,
   role: Schema.optionalKey(Schema.Literals(["user", "admin"])),
-  password: Schema.optionalKey(Schema.String),
+  password: Schema.optionalKey(ConsolePassword),
   balance: Schema.optionalKey(Usd),
   enabled: Schema.optionalKey(Schema.Boolean),
   groups: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),

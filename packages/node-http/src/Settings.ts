@@ -9,6 +9,7 @@
  */
 import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
 import * as Database from "@modelgate/store/Database"
+import * as Secrets from "@modelgate/store/Secrets"
 import { Context, Effect, Redacted, Result } from "effect"
 import { hostname } from "node:os"
 import { dirname, join, resolve } from "node:path"
@@ -123,6 +124,8 @@ export const resolveSettings = (
       Effect.mapError((error) => new ConfigError({ message: `${originOf(databaseEnv, "MODELGATE_DATABASE", "database", options.source)}: ${error.message}` }))
     )
     const secretEnv = nonEmpty(env["MODELGATE_SECRET"])
+    const weakSecret = secretEnv === undefined ? undefined : Secrets.weakSecret(secretEnv)
+    if (weakSecret !== undefined) return yield* new ConfigError({ message: `Invalid MODELGATE_SECRET: ${weakSecret}` })
     const trustedProxies = file.trusted_proxies ?? TrustedProxies.loopback
     const proxies = TrustedProxies.make(trustedProxies)
     if (Result.isFailure(proxies)) {

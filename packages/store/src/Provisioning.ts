@@ -32,7 +32,7 @@ import * as Row from "./internal/row.ts"
 import { validateSecret } from "./Keys.ts"
 import { generateApiKey, hashPassword, KeyHasher, keyPrefix, type SecretError, Secrets, verifyPassword } from "./Secrets.ts"
 import { InvalidInput } from "./StoreError.ts"
-import { validateName } from "./Users.ts"
+import { validateName, validatePassword } from "./Users.ts"
 
 /**
  * A user declared in the config file.
@@ -189,6 +189,7 @@ export const validate = Effect.fnUntraced(function*(input: ProvisionInput) {
   yield* checkUnique(keys, (k) => `${k.user}/${k.name}`, "keys")
   for (const [i, user] of users.entries()) {
     yield* validateName(user.name, `users[${i}].name`)
+    if (user.password !== undefined) yield* validatePassword(user.password, `users[${i}].password`)
     yield* checkAmount(user.balanceNanos, `users[${i}].balanceNanos`)
     yield* checkLimits(user.limits, `users[${i}].limits`)
   }
