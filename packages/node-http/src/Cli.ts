@@ -2,7 +2,8 @@
  * The `modelgate` command line: `serve`, `keys create|list|revoke`,
  * `users adjust` and `fakeupstream`. Every command that touches the database
  * reads the same configuration as `serve` (`--config FILE`, else
- * `MODELGATE_CONFIG`, else the demo setup) so it works on the same data.
+ * `MODELGATE_CONFIG`, else the demo setup on its own database) so it works on
+ * the same data.
  *
  * @since 0.1.0
  */
@@ -41,8 +42,12 @@ const configFlag = Flag.String("config").pipe(
   Flag.optional
 )
 
-/** The configuration to use: the flag, the environment, or the demo (with a fake upstream at `demoUpstream`). */
-const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string | undefined) =>
+/**
+ * The configuration to use: the flag, the environment, or the demo (with a
+ * fake upstream at `demoUpstream`), which runs only on its own database and,
+ * when `serving`, on a loopback address (see `Demo.guardEnvironment`).
+ */
+const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string | undefined, serving = false) =>
   Effect.gen(function*() {
     const path = Option.getOrUndefined(flag) ?? nonEmpty(env["MODELGATE_CONFIG"])
     if (path !== undefined) {
@@ -50,8 +55,10 @@ const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string 
       const settings = yield* resolveSettings(file, env, { consoleDir: consoleDir(), source: path })
       return { file, settings, demo: false }
     }
+    yield* Demo.guardEnvironment(env, { serving })
     const file = Demo.config(demoUpstream ?? "http://127.0.0.1:9")
     const settings = yield* resolveSettings(file, env, { consoleDir: consoleDir(), source: "the built-in demo configuration" })
+    yield* Demo.claimDatabase(settings)
     return { file, settings, demo: true }
   })
 
@@ -108,8 +115,9 @@ const serve = (env: Env) =>
   Command.make("serve", { config: configFlag }, ({ config }) =>
     Effect.gen(function*() {
       const path = Option.getOrUndefined(config) ?? nonEmpty(env["MODELGATE_CONFIG"])
+      if (path === undefined) yield* Demo.guardEnvironment(env, { serving: true })
       const upstream = path === undefined ? yield* FakeUpstream.scoped({ port: 0 }) : undefined
-      const { file, settings, demo } = yield* loadConfig(config, env, upstream?.url)
+      const { file, settings, demo } = yield* loadConfig(config, env, upstream?.url, true)
       yield* Layer.launch(
         Layer.effectDiscard(banner(settings, demo)).pipe(Layer.provide(Server.layer(settings, file)))
       ).pipe(Effect.catchTag("SqlError", unusableDatabase(settings, env)))

@@ -4,8 +4,8 @@
  * names the file and field, and on SIGTERM lets an in-flight stream finish
  * before exiting 0 and writes every queued usage record before it exits;
  * `/readyz` turns 503 while it drains, the grace period cuts a stream that
- * outlives it (which is still settled), the demo run works as printed,
- * MODELGATE_LISTEN / MODELGATE_DATABASE override the file, and the CLI's
+ * outlives it (which is still settled), the demo run works as printed on its
+ * own database and refuses to run anywhere else, and the CLI's
  * balance adjustments name the operating-system user in the ledger.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
@@ -35,8 +35,9 @@ const runToEnd = (args: Array<string>) =>
   })
 
 const run = (args: Array<string>, options: { readonly cwd?: string; readonly env?: Record<string, string> } = {}) => {
-  const env: Record<string, string | undefined> = { ...process.env, MODELGATE_SECRET: "process-test-secret-0123456789abcdef", ...options.env }
-  delete env["MODELGATE_CONFIG"]
+  const env: Record<string, string | undefined> = { ...process.env, MODELGATE_SECRET: "process-test-secret-0123456789abcdef" }
+  for (const variable of ["MODELGATE_CONFIG", "MODELGATE_DATABASE", "MODELGATE_LISTEN", "MODELGATE_REDIS"]) delete env[variable]
+  Object.assign(env, options.env)
   const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"], env, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}) })
   let output = ""
   child.stdout!.on("data", (d) => output += d)
@@ -420,12 +421,11 @@ describe("the modelgate process", () => {
     }
   })
 
-  it("serves the demo with no configuration, printing an address, a key and a curl line that works; MODELGATE_LISTEN and MODELGATE_DATABASE override", async () => {
+  it("serves the demo with no configuration, on its own database, printing an address, a key and a curl line that works", async () => {
     const port = await freePort()
     const cwd = join(dir, "demo")
     mkdirSync(cwd)
-    const database = join(dir, "demo-from-env.db")
-    const proc = run(["serve"], { cwd, env: { MODELGATE_LISTEN: `127.0.0.1:${port}`, MODELGATE_DATABASE: `sqlite:${database}` } })
+    const proc = run(["serve"], { cwd, env: { MODELGATE_LISTEN: `127.0.0.1:${port}` } })
     try {
       for (let i = 0; i < 200 && !proc.output().includes("-d '{"); i++) {
         if (proc.child.exitCode !== null) break
@@ -447,11 +447,87 @@ describe("the modelgate process", () => {
       assert.strictEqual(result.code, 0)
       const completion = JSON.parse(result.stdout) as { choices: Array<{ message: { content: string } }> }
       assert.match(completion.choices[0]!.message.content, /fake-upstream/)
-      assert.isTrue(existsSync(database), "the database named by MODELGATE_DATABASE is used")
-      assert.isFalse(existsSync(join(cwd, "data", "modelgate.db")), "the demo configuration's database is not")
+      assert.isTrue(existsSync(join(cwd, "data", "demo", "modelgate.db")), "the demo's own database")
+      assert.isTrue(existsSync(join(cwd, "data", "demo", "created-by-the-modelgate-demo")), "marked as the demo's")
+      assert.isFalse(existsSync(join(cwd, "data", "modelgate.db")), "not the default database of a configuration")
     } finally {
       proc.child.kill("SIGTERM")
       await proc.exited
     }
+    // Started again, it finds its own database and serves it.
+    const again = run(["serve"], { cwd, env: { MODELGATE_LISTEN: `127.0.0.1:${port}` } })
+    try {
+      for (let i = 0; i < 200 && !again.output().includes("-d '{"); i++) {
+        if (again.child.exitCode !== null) break
+        await new Promise((r) => setTimeout(r, 100))
+      }
+      assert.include(again.output(), `modelgate listening on http://127.0.0.1:${port}`)
+    } finally {
+      again.child.kill("SIGTERM")
+      await again.exited
+    }
+  })
+
+  it("refuses to run the demo into a real database, a real Redis, an empty MODELGATE_CONFIG, a public address or a database it did not create, naming why", async () => {
+    // A real gateway's database: its admin has a password of their own.
+    const port = await freePort()
+    const database = join(dir, "real.db")
+    const file = join(dir, "real.yaml")
+    writeFileSync(file, [`listen: 127.0.0.1:${port}`, `database: sqlite:${database}`, "users:", "  - {name: admin, role: admin, password: the-admins-own-password}", ""].join("\n"))
+    const real = run(["serve", "--config", file])
+    try {
+      await waitHealthy(`http://127.0.0.1:${port}`, real.child)
+    } finally {
+      real.child.kill("SIGTERM")
+      await real.exited
+    }
+    const snapshot = () => {
+      const db = new DatabaseSync(database, { readOnly: true })
+      try {
+        return JSON.stringify(db.prepare("SELECT name, role, password_hash, updated_at FROM users ORDER BY name").all())
+      } finally {
+        db.close()
+      }
+    }
+    const before = snapshot()
+
+    const cwd = join(dir, "refusals")
+    mkdirSync(cwd)
+    const refused = async (env: Record<string, string>) => {
+      const proc = run(["serve"], { cwd, env })
+      const code = await proc.exited
+      return { code, output: proc.output() }
+    }
+    const database_ = await refused({ MODELGATE_DATABASE: `sqlite:${database}` })
+    assert.strictEqual(database_.code, 1)
+    assert.include(database_.output, "modelgate: MODELGATE_DATABASE is set, but no configuration was given")
+    assert.include(database_.output, "the demo runs only on its own database, never on yours")
+    assert.strictEqual(snapshot(), before, "the admin's password and the users are untouched")
+
+    const redis = await refused({ MODELGATE_REDIS: "redis://127.0.0.1:6379" })
+    assert.strictEqual(redis.code, 1)
+    assert.include(redis.output, "modelgate: MODELGATE_REDIS is set, but no configuration was given")
+
+    const empty = await refused({ MODELGATE_CONFIG: "" })
+    assert.strictEqual(empty.code, 1)
+    assert.include(empty.output, "modelgate: MODELGATE_CONFIG is set but empty.")
+
+    const listen = await refused({ MODELGATE_LISTEN: `0.0.0.0:${port}` })
+    assert.strictEqual(listen.code, 1)
+    assert.include(listen.output, `modelgate: MODELGATE_LISTEN asks for '0.0.0.0:${port}'`)
+    assert.include(listen.output, "the demo listens only on a loopback address")
+    assert.isFalse(existsSync(join(cwd, "data")), "nothing was created")
+
+    // A database where the demo's would be, that the demo did not create.
+    mkdirSync(join(cwd, "data", "demo"), { recursive: true })
+    writeFileSync(join(cwd, "data", "demo", "modelgate.db"), "")
+    const foreign = await refused({ MODELGATE_LISTEN: `127.0.0.1:${port}` })
+    assert.strictEqual(foreign.code, 1)
+    assert.include(foreign.output, "The demo setup runs only on a database it created")
+
+    // The admin commands without a configuration refuse a real database the same way.
+    const keys = run(["keys", "list"], { cwd, env: { MODELGATE_DATABASE: `sqlite:${database}` } })
+    assert.strictEqual(await keys.exited, 1)
+    assert.include(keys.output(), "MODELGATE_DATABASE is set, but no configuration was given")
   })
 })
