@@ -125,14 +125,16 @@ const serve = (env: Env) =>
 
 /**
  * A database that cannot be opened or reached, reported with where its address
- * came from and the underlying cause (a missing directory, a refused connection,
- * wrong credentials). Other SQL errors pass unchanged.
+ * came from and the underlying cause: a missing directory, a refused
+ * connection, wrong credentials, or the server's own reason for refusing the
+ * connection ("sorry, too many clients already", whatever its error class).
+ * Other SQL errors pass unchanged.
  */
 const unusableDatabase = (settings: Settings, env: Env) =>
 (error: SqlError.SqlError): Effect.Effect<never, SqlError.SqlError | ConfigFile.ConfigError> => {
   const reason = error.reason
   const opening = reason._tag === "ConnectionError" || reason._tag === "AuthenticationError" ||
-    reason._tag === "AuthorizationError" || reason.operation === "open"
+    reason._tag === "AuthorizationError" || reason.operation === "open" || reason.operation === "connect"
   if (!opening) return Effect.fail(error)
   const origin = nonEmpty(env["MODELGATE_DATABASE"]) !== undefined ? "MODELGATE_DATABASE" : `database in ${settings.configSource}`
   const cause = reason.cause instanceof Error && reason.cause.message.length > 0 ? ` (${reason.cause.message})` : ""

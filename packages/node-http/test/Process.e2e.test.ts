@@ -15,6 +15,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { createServer, type Socket } from "node:net"
 import { tmpdir, userInfo } from "node:os"
 import { join } from "node:path"
+import { startPgProxy } from "../../store/test/support/PgProxy.ts"
 import { runSql } from "./support/Databases.ts"
 import { freePort } from "./support/Processes.ts"
 import { DatabaseSync } from "node:sqlite"
@@ -418,6 +419,22 @@ describe("the modelgate process", () => {
       assert.strictEqual(balance, 5_000_000_000n - cost)
     } finally {
       db.close()
+    }
+  })
+
+  it("a database that refuses the connection at start is reported with the server's own reason", async () => {
+    const proxy = await startPgProxy({ host: "127.0.0.1", port: 9 })
+    try {
+      proxy.refuseStartups({ code: "53300", message: "sorry, too many clients already" })
+      const file = join(dir, "crowded.yaml")
+      writeFileSync(file, [`listen: 127.0.0.1:${await freePort()}`, `database: postgres://modelgate:secret@127.0.0.1:${proxy.port}/modelgate`, ""].join("\n"))
+      const result = await runToEnd(["serve", "--config", file])
+      assert.strictEqual(result.code, 1)
+      assert.include(result.stderr, `modelgate: Cannot use the database 'postgres://modelgate:***@127.0.0.1:${proxy.port}/modelgate' (from database in ${file})`)
+      assert.include(result.stderr, "sorry, too many clients already")
+      assert.notInclude(result.stderr, "secret")
+    } finally {
+      await proxy.close()
     }
   })
 
