@@ -9,7 +9,11 @@
  * (default 500) are queued, writing each batch of up to `maxBatch` entries in
  * one transaction, in the order they were queued (so a lease is released only
  * after the charges taken from it). A batch that fails is put back at the head
- * of the buffer and retried on the next tick. The layer's finalizer stops the
+ * of the buffer and retried on the next tick. Writing a batch is idempotent:
+ * records and charges are keyed by request id and inserted or nothing, and a
+ * charge moves money only when its entry was inserted, so a batch whose COMMIT
+ * reached the database but whose answer was lost is written again without
+ * recording or charging anything twice. The layer's finalizer stops the
  * fiber and flushes everything that is left, so a graceful shutdown (SIGTERM)
  * loses nothing; a crash loses at most what was queued in the last flush
  * interval (usage records, and charges: the calls of that window go unbilled,
@@ -215,7 +219,10 @@ export class UsageWriter extends Context.Service<UsageWriter, {
             else releases.push(entry.leaseId)
           }
           return sql.withTransaction(Effect.gen(function*() {
-            if (Arr.isReadonlyArrayNonEmpty(rows)) yield* sql`INSERT INTO usage_records ${sql.insert(rows)}`
+            // Insert or nothing: a batch written again after its COMMIT's answer was lost records each call once.
+            if (Arr.isReadonlyArrayNonEmpty(rows)) {
+              yield* sql`INSERT INTO usage_records ${sql.insert(rows)} ON CONFLICT (request_id) DO NOTHING`
+            }
             if (charges.length === 0 && releases.length === 0) return
             const now = yield* Clock.currentTimeMillis
             // Charges first, then releases: a lease released in this batch was charged by
