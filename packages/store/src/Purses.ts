@@ -30,6 +30,7 @@
 import { Accounts as AccountsPort, GatewayError } from "@modelgate/core"
 import { Clock, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
 import { Accounts } from "./Accounts.ts"
+import { newId } from "./internal/random.ts"
 import { UsageWriter } from "./UsageWriter.ts"
 
 /**
@@ -85,6 +86,11 @@ export const leaseGrant = (options: {
 interface Purse {
   readonly userId: string
   readonly lock: Semaphore.Semaphore
+  /**
+   * The id of this purse's lease, chosen before the lease is first written: a
+   * lease whose creation's answer was lost is found again by the next extension
+   * (and released with the purse) rather than left behind.
+   */
   leaseId: string | null
   /** Reserved by the lease and not held by a call in progress. */
   remaining: bigint
@@ -183,6 +189,7 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           const prefetch = request.amountNanos * BigInt(Math.max(prefetchCalls, purse.inFlight) * purse.scale)
           // Taken and recorded uninterruptibly: a lease committed but not recorded would stay
           // reserved, unused, until the node restarts. An interruption lands after it, before the hold.
+          purse.leaseId ??= newId("lea")
           const grant = yield* accounts.lease({
             userId: purse.userId,
             nodeId: options.nodeId,
@@ -200,7 +207,6 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
             Effect.tap((grant) =>
               Effect.sync(() => {
                 if (grant.grantedNanos === 0n) return
-                purse.leaseId = grant.leaseId
                 purse.remaining += grant.grantedNanos
                 purse.lastGrantAt = now
               })

@@ -111,11 +111,12 @@ describe.skipIf(postgresUrl === undefined)("lost COMMIT answers on PostgreSQL (s
           yield* writer.record(record(user, `req-batch-${i}`, settled.chargedNanos))
         }
         // Twice: the batch reaches the server and commits, and its answer never comes back.
+        const before = proxy.commitAnswersLost()
         for (let cut = 1; cut <= 2; cut++) {
           proxy.loseCommitAnswers(1)
           const lost = yield* Effect.exit(writer.flush)
           assert.isTrue(Exit.isFailure(lost), "the writer does not know the batch committed")
-          assert.strictEqual(proxy.commitAnswersLost(), cut)
+          assert.strictEqual(proxy.commitAnswersLost(), before + cut)
           assert.strictEqual(yield* writer.pending, 16, "and keeps it to write again")
         }
         yield* writer.flush
@@ -131,6 +132,33 @@ describe.skipIf(postgresUrl === undefined)("lost COMMIT answers on PostgreSQL (s
         yield* writer.flush
         const closed = yield* books(user)
         assert.deepStrictEqual([closed.balance, closed.ledger, closed.leases], [1_000_000_000n - 2_400n, 1_000_000_000n - 2_400n, 0])
+      }))
+
+    it.effect("a lease whose COMMIT's answer was lost is found by the next call and released with the node: no orphan", () =>
+      Effect.gen(function*() {
+        const proxy = yield* Proxy
+        const user = yield* userWith(1_000_000_000n)
+        const { purses, writer, close } = yield* node("node-lease")
+        // The first call's lease is written and committed, and the answer lost: the call fails.
+        const before = proxy.commitAnswersLost()
+        proxy.loseCommitAnswers(1)
+        const lost = yield* Effect.flip(purses.hold({ userId: user, keyId: "key-1", amountNanos: 1_000n, requestId: "req-lease-1" }))
+        assert.strictEqual(proxy.commitAnswersLost(), before + 1)
+        assert.notStrictEqual(lost._tag, "InsufficientBalance")
+        const reserved = yield* books(user)
+        assert.deepStrictEqual([reserved.leases, reserved.balance], [1, 1_000_000_000n - 17_000n], "the lease exists, unknown to the node")
+        // The next call extends that same lease (it knows its id) rather than taking a second one.
+        const hold = yield* purses.hold({ userId: user, keyId: "key-1", amountNanos: 1_000n, requestId: "req-lease-2" })
+        assert.strictEqual((yield* books(user)).leases, 1)
+        yield* purses.settle(hold, 400n)
+        // The node closes: its lease (both grants) goes back; only the call's charge is spent.
+        yield* close
+        yield* writer.flush
+        const closed = yield* books(user)
+        assert.deepStrictEqual(
+          [closed.leases, closed.balance, closed.ledger, closed.charged],
+          [0, 1_000_000_000n - 400n, 1_000_000_000n - 400n, 400n]
+        )
       }))
   })
 })

@@ -117,7 +117,6 @@ export const applyCharges = (
   now: number
 ): Effect.Effect<void, SqlError.SqlError> =>
   Effect.gen(function*() {
-    if (charges.length === 0) return
     // Lock order, everywhere money moves: the users' rows first (sorted, so two
     // writers never wait on each other), then leases and holds, then keys.
     yield* lockUsers(sql, [...new Set(charges.map((charge) => charge.userId))])
@@ -125,7 +124,9 @@ export const applyCharges = (
       charge,
       row: ledgerRow(charge.userId, "charge", -charge.chargedNanos, charge.leaseId, charge.requestId, shortfallReason(charge.shortfallNanos), charge.at)
     }))
-    const inserted = yield* sql<{ readonly request_id: string }>`INSERT INTO ledger ${sql.insert(entries.map((entry) => entry.row))}
+    const rows: Array<Record<string, unknown>> = entries.map((entry) => entry.row)
+    if (!Arr.isReadonlyArrayNonEmpty(rows)) return
+    const inserted = yield* sql<{ readonly request_id: string }>`INSERT INTO ledger ${sql.insert(rows)}
       ON CONFLICT (request_id) WHERE kind = 'charge' DO NOTHING RETURNING request_id`
     const claimed = new Set(inserted.map((row) => row.request_id))
     const groups = new Map<string, Array<(typeof entries)[number]>>()
