@@ -22,10 +22,12 @@ import { Argument, Command, Flag } from "effect/cli"
 import type { SqlError } from "effect/sql"
 import { existsSync } from "node:fs"
 import { userInfo } from "node:os"
+import { dirname } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as CacheSync from "./CacheSync.ts"
 import * as ConfigFile from "./ConfigFile.ts"
 import * as Demo from "./Demo.ts"
+import * as NodeIdentity from "./NodeIdentity.ts"
 import * as Server from "./Server.ts"
 import { nonEmpty, resolveSettings, type Settings } from "./Settings.ts"
 
@@ -117,7 +119,12 @@ const serve = (env: Env) =>
       const path = Option.getOrUndefined(config) ?? nonEmpty(env["MODELGATE_CONFIG"])
       if (path === undefined) yield* Demo.guardEnvironment(env, { serving: true })
       const upstream = path === undefined ? yield* FakeUpstream.scoped({ port: 0 }) : undefined
-      const { file, settings, demo } = yield* loadConfig(config, env, upstream?.url, true)
+      const loaded = yield* loadConfig(config, env, upstream?.url, true)
+      const { file, demo } = loaded
+      // Without node_id in the file, a stable id kept beside the key file (held while this process runs).
+      const settings = file.node_id === undefined
+        ? { ...loaded.settings, nodeId: yield* NodeIdentity.claim(dirname(loaded.settings.secretFile)) }
+        : loaded.settings
       yield* Layer.launch(
         Layer.effectDiscard(banner(settings, demo)).pipe(Layer.provide(Server.layer(settings, file)))
       ).pipe(Effect.catchTag("SqlError", unusableDatabase(settings, env)))

@@ -37,6 +37,11 @@ export interface Settings {
   readonly trustedProxies: ReadonlyArray<string>
   readonly secret: Redacted.Redacted<string> | null
   readonly secretFile: string
+  /**
+   * This process's name in leases, holds and heartbeats: `node_id`, else
+   * `hostname-pid` here; `serve` replaces that fallback with a stable id kept
+   * beside the key file (`NodeIdentity`).
+   */
   readonly nodeId: string
   readonly maxBodyBytes: number
   readonly shutdownGraceSeconds: number
