@@ -176,6 +176,55 @@ describe("the modelgate process", () => {
     }
   })
 
+  it("a restart does not undo what was done since: a key revoked with the CLI stays revoked, and the log says the file disagrees", async () => {
+    const port = await freePort()
+    const file = join(dir, "restart.yaml")
+    const key = "sk-restart-test-key-0000000000000000000000"
+    writeFileSync(file, [
+      `listen: 127.0.0.1:${port}`,
+      `database: sqlite:${join(dir, "restart.db")}`,
+      "log_format: json",
+      "channels:",
+      "  - {name: up, type: openai, base_url: " + `${upstream.url}/v1` + ", api_key: k, models: [gpt-4o-mini]}",
+      "models:",
+      "  gpt-4o-mini: {input: 1, output: 1}",
+      "users:",
+      `  - {name: pat, balance: 1, keys: [{name: laptop, secret: ${key}}]}`,
+      ""
+    ].join("\n"))
+    const url = `http://127.0.0.1:${port}`
+    const me = async () => (await fetch(`${url}/api/me`, { headers: { authorization: `Bearer ${key}` } })).status
+    const first = run(["serve", "--config", file])
+    try {
+      await waitHealthy(url, first.child)
+      assert.strictEqual(await me(), 200)
+    } finally {
+      first.child.kill("SIGTERM")
+      await first.exited
+    }
+    const listed = await runToEnd(["keys", "list", "--config", file, "--user", "pat"])
+    const id = /^(key_\S+)\s.*laptop/m.exec(listed.stdout)?.[1]
+    assert.isString(id, listed.stdout)
+    assert.strictEqual((await runToEnd(["keys", "revoke", id!, "--config", file])).code, 0)
+
+    const second = run(["serve", "--config", file])
+    try {
+      await waitHealthy(url, second.child)
+      assert.strictEqual(await me(), 401, "the revoked key stays revoked after the restart")
+      // Log lines are written in batches every 100 ms.
+      for (let i = 0; i < 50 && !second.output().includes("disagree"); i++) await new Promise((r) => setTimeout(r, 50))
+      const warning = second.output().split("\n").find((line) => line.includes("disagree"))
+      assert.isDefined(warning, second.output())
+      const logged = JSON.parse(warning!) as { level: string; annotations: Record<string, string> }
+      assert.strictEqual(logged.level, "WARN")
+      assert.strictEqual(logged.annotations["entry"], "keys:pat/laptop")
+      assert.include(logged.annotations["detail"], "revocation is final")
+    } finally {
+      second.child.kill("SIGTERM")
+      await second.exited
+    }
+  })
+
   it("opens a Redis connection only for commands that write (to announce them), not for `keys list`", async () => {
     // Stands in for Redis: counts the connections made to it (and answers nothing).
     const sockets: Array<Socket> = []

@@ -80,6 +80,9 @@ export interface CachedKey {
 
 const REVOKED = "revoked:"
 
+/** Whether a stored hash marks a revoked key (revoking replaces the hash). @internal @category internal */
+export const isRevokedHash = (hash: string): boolean => hash.startsWith(REVOKED)
+
 /** Shared with the other repositories of this package, not a stable API. @internal @category internal */
 export const decodeKey = (row: Record<string, unknown>): KeyRecord => ({
   id: Row.str(row.id, "api_keys.id"),

@@ -350,6 +350,22 @@ const idempotentUsage: Migration = {
 }
 
 /**
+ * What the configuration file declared for each user and key it provisions,
+ * as it was last applied (JSON; NULL for rows made in the console, and for
+ * rows provisioned before this migration). A restart applies only what the
+ * file changed since, so it never undoes a later action taken in the console
+ * or with the CLI (see `Provisioning`).
+ */
+const configDeclared: Migration = {
+  id: 9,
+  name: "config_declared",
+  statements: () => [
+    "ALTER TABLE users ADD COLUMN config_declared TEXT NULL",
+    "ALTER TABLE api_keys ADD COLUMN config_declared TEXT NULL"
+  ]
+}
+
+/**
  * All migrations, in order. Append only: never edit one that has shipped.
  *
  * @category migrations
@@ -362,7 +378,8 @@ export const migrations: ReadonlyArray<Migration> = [
   modelMetadata,
   leases,
   cacheChanges,
-  idempotentUsage
+  idempotentUsage,
+  configDeclared
 ]
 
 /** An arbitrary constant naming modelgate's migration lock among advisory locks. */
