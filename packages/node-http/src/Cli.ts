@@ -1,6 +1,6 @@
 /**
  * The `modelgate` command line: `serve`, `keys create|list|revoke`,
- * `users adjust` and `fakeupstream`. Every command that touches the database
+ * `users adjust`, `usage replay` and `fakeupstream`. Every command that touches the database
  * reads the same configuration as `serve` (`--config FILE`, else
  * `MODELGATE_CONFIG`, else the demo setup on its own database) so it works on
  * the same data.
@@ -16,11 +16,13 @@ import * as Database from "@modelgate/store/Database"
 import * as Keys from "@modelgate/store/Keys"
 import * as Migrations from "@modelgate/store/Migrations"
 import * as Secrets from "@modelgate/store/Secrets"
+import * as UsageJournal from "@modelgate/store/UsageJournal"
+import * as UsageWriter from "@modelgate/store/UsageWriter"
 import * as Users from "@modelgate/store/Users"
-import { Console, Effect, Layer, Option } from "effect"
+import { Array as Arr, Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import type { SqlError } from "effect/sql"
-import { existsSync } from "node:fs"
+import { SqlClient, type SqlError } from "effect/sql"
+import { existsSync, renameSync } from "node:fs"
 import { userInfo } from "node:os"
 import { dirname } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -286,6 +288,35 @@ const users = (env: Env) => {
   return Command.make("users").pipe(Command.withSubcommands([adjust]), Command.withDescription("Manage users."))
 }
 
+const usage = (env: Env) => {
+  const replay = Command.make("replay", {
+    config: configFlag,
+    files: Argument.String("file").pipe(
+      Argument.atLeast(1),
+      Argument.withDescription("Usage journal files (usage-*.jsonl) a node left in its journal directory.")
+    )
+  }, (flags) =>
+    Effect.gen(function*() {
+      const { settings } = yield* loadConfig(flags.config, env, undefined)
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        for (const file of flags.files) {
+          const { entries, unreadable } = yield* UsageJournal.read(file)
+          yield* Effect.forEach(Arr.chunksOf(entries, 500), (batch) => UsageWriter.writeEntries(sql, batch), { discard: true })
+          renameSync(file, `${file}.replayed`)
+          yield* Console.log(
+            `${file}: ${entries.length} usage record(s), charge(s) and lease release(s) written (those already in the database are not ` +
+              `written again)${unreadable > 0 ? `; ${unreadable} unreadable line(s) skipped` : ""}. The file is now ${file}.replayed.`
+          )
+        }
+      }).pipe(Effect.provide(storeLayer(settings)), Effect.catchTag("SqlError", unusableDatabase(settings, env)))
+    })).pipe(Command.withDescription(
+      "Write what a node kept in its usage journal (the database was unreachable when it stopped) to the database, once; " +
+        "for a journal copied from a node that will not start again on its own directory."
+    ))
+  return Command.make("usage").pipe(Command.withSubcommands([replay]), Command.withDescription("Usage records and charges."))
+}
+
 const fakeupstream = Command.make("fakeupstream", {
   listen: Flag.String("listen").pipe(Flag.withDefault("127.0.0.1:9001"), Flag.withDescription("HOST:PORT to listen on.")),
   apiKey: Flag.String("api-key").pipe(Flag.optional, Flag.withDescription("The only upstream key accepted (default: any non-empty key)."))
@@ -305,5 +336,5 @@ const fakeupstream = Command.make("fakeupstream", {
 export const make = (env: Env) =>
   Command.make("modelgate").pipe(
     Command.withDescription("modelgate: a self-hosted LLM API gateway."),
-    Command.withSubcommands([serve(env), keys(env), users(env), fakeupstream])
+    Command.withSubcommands([serve(env), keys(env), users(env), usage(env), fakeupstream])
   )

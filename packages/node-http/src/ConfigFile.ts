@@ -199,11 +199,13 @@ export const ConfigFile = Schema.Struct({
   log_format: Schema.optionalKey(Schema.Literals(["json", "logfmt", "pretty"])),
   usage: Schema.optionalKey(Schema.Struct({
     flush_interval_ms: Schema.optionalKey(PositiveInt),
-    max_batch: Schema.optionalKey(PositiveInt)
+    max_batch: Schema.optionalKey(PositiveInt),
+    journal_dir: Schema.optionalKey(Schema.NonEmptyString)
   })),
   billing: Schema.optionalKey(Schema.Struct({
     leases: Schema.optionalKey(Schema.Boolean),
-    lease_idle_ms: Schema.optionalKey(NonNegativeInt)
+    lease_idle_ms: Schema.optionalKey(NonNegativeInt),
+    lease_cover_seconds: Schema.optionalKey(NonNegativeInt)
   })),
   channels: Schema.optionalKey(Schema.Array(ChannelConfig)),
   models: Schema.optionalKey(Schema.Record(Schema.String, ModelConfig)),

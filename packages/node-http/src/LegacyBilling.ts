@@ -19,9 +19,17 @@
 import { type Domain, GatewayError, Money } from "@modelgate/core"
 import * as Accounts from "@modelgate/store/Accounts"
 import { Clock, Effect } from "effect"
+import { SqlError } from "effect/sql"
 import { HttpServerResponse } from "effect/http"
 
-const internal = () => new GatewayError.InternalError({ message: "The gateway could not read the balance; try again." })
+/** An unreachable database is a 503 with `retry-after`; anything else a 500. */
+const internal = (error: unknown) =>
+  SqlError.isSqlError(error)
+    ? new GatewayError.DatabaseUnavailable({
+      message: "The gateway cannot reach its database right now to read the balance. Retry in 5 s.",
+      retryAfterSeconds: 5
+    })
+    : new GatewayError.InternalError({ message: "The gateway could not read the balance; try again." })
 
 const toUsdNumber = (nanos: bigint): number => Number(Money.formatUsd(nanos))
 

@@ -11,7 +11,9 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { type ChildProcess, spawn } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import * as UsageJournal from "@modelgate/store/UsageJournal"
+import { Effect } from "effect"
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Socket } from "node:net"
 import { tmpdir, userInfo } from "node:os"
 import { join } from "node:path"
@@ -223,6 +225,48 @@ describe("the modelgate process", () => {
       second.child.kill("SIGTERM")
       await second.exited
     }
+  })
+
+  it("usage replay writes a journal a node left to the database once, and marks the file replayed", async () => {
+    const port = await freePort()
+    const database = join(dir, "replay.db")
+    const file = join(dir, "replay.yaml")
+    writeFileSync(file, [`listen: 127.0.0.1:${port}`, `database: sqlite:${database}`, "log_level: error", "users:", "  - {name: rita, balance: 1}", ""].join("\n"))
+    const server = run(["serve", "--config", file])
+    try {
+      await waitHealthy(`http://127.0.0.1:${port}`, server.child)
+    } finally {
+      server.child.kill("SIGTERM")
+      await server.exited
+    }
+    const userId = String((await runSql(`sqlite:${database}`, (sql) => sql`SELECT id FROM users WHERE name = 'rita'`))[0]!.id)
+    // What a node on another machine kept on disk when the database would not answer.
+    const journal = UsageJournal.make(join(dir, "copied-journal"), "node-elsewhere", 7)
+    await Effect.runPromise(journal.append([0, 1, 2].flatMap((i) => [
+      {
+        _tag: "Usage" as const,
+        record: {
+          createdAt: 1_700_000_000_000, requestId: `req-elsewhere-${i}`, userId, keyId: "key-x", model: "m", upstreamModel: "m", channel: "c",
+          dialectIn: "openai" as const, dialectOut: "openai" as const, stream: false, promptTokens: 1, completionTokens: 1, cachedTokens: 0,
+          usageReported: true, costNanos: 250_000_000n, latencyMs: 1, ttfbMs: null, status: 200, errorCode: null, attempts: 1, attemptLog: []
+        }
+      },
+      {
+        _tag: "Charge" as const,
+        charge: { leaseId: null, userId, keyId: "key-x", requestId: `req-elsewhere-${i}`, chargedNanos: 250_000_000n, shortfallNanos: 0n, at: 1_700_000_000_000 }
+      }
+    ])))
+    const replayed = await runToEnd(["usage", "replay", "--config", file, journal.path])
+    assert.strictEqual(replayed.code, 0, replayed.stderr)
+    assert.include(replayed.stdout, "6 usage record(s), charge(s) and lease release(s) written")
+    assert.isTrue(existsSync(`${journal.path}.replayed`))
+    // The same file again (a copy kept by mistake): nothing is written twice.
+    copyFileSync(`${journal.path}.replayed`, journal.path)
+    assert.strictEqual((await runToEnd(["usage", "replay", "--config", file, journal.path])).code, 0)
+    const books = await runSql(`sqlite:${database}`, (sql) =>
+      sql`SELECT u.balance_nanos AS balance, (SELECT SUM(amount_nanos) FROM ledger WHERE user_id = u.id) AS ledger,
+          (SELECT COUNT(*) FROM usage_records) AS records FROM users u WHERE u.name = 'rita'`)
+    assert.deepStrictEqual([String(books[0]!.balance), String(books[0]!.ledger), Number(books[0]!.records)], ["250000000", "250000000", 3])
   })
 
   it("opens a Redis connection only for commands that write (to announce them), not for `keys list`", async () => {

@@ -7,7 +7,7 @@
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Accounts as AccountsPort, type UsageLog } from "@modelgate/core"
-import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { Context, Duration, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { Accounts } from "../src/Accounts.ts"
 import * as Database from "../src/Database.ts"
@@ -144,11 +144,15 @@ describe.skipIf(postgresUrl === undefined)("lost COMMIT answers on PostgreSQL (s
         proxy.loseCommitAnswers(1)
         const lost = yield* Effect.flip(purses.hold({ userId: user, keyId: "key-1", amountNanos: 1_000n, requestId: "req-lease-1" }))
         assert.strictEqual(proxy.commitAnswersLost(), before + 1)
-        assert.notStrictEqual(lost._tag, "InsufficientBalance")
         const reserved = yield* books(user)
         assert.deepStrictEqual([reserved.leases, reserved.balance], [1, 1_000_000_000n - 17_000n], "the lease exists, unknown to the node")
+        assert.strictEqual(lost._tag, "DatabaseUnavailable")
+        // For a moment calls that need the database are answered at once, without trying it again.
+        const backoff = yield* Effect.flip(purses.hold({ userId: user, keyId: "key-1", amountNanos: 1_000n, requestId: "req-lease-2" }))
+        assert.strictEqual(backoff._tag, "DatabaseUnavailable")
+        yield* Effect.sleep(Duration.millis(Purses.DATABASE_BACKOFF_MS + 50))
         // The next call extends that same lease (it knows its id) rather than taking a second one.
-        const hold = yield* purses.hold({ userId: user, keyId: "key-1", amountNanos: 1_000n, requestId: "req-lease-2" })
+        const hold = yield* purses.hold({ userId: user, keyId: "key-1", amountNanos: 1_000n, requestId: "req-lease-3" })
         assert.strictEqual((yield* books(user)).leases, 1)
         yield* purses.settle(hold, 400n)
         // The node closes: its lease (both grants) goes back; only the call's charge is spent.
