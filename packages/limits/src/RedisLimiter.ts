@@ -108,6 +108,9 @@ const maxPendingReleases = 10_000
 /** How often the limiter checks that Redis kept its data (the marker key). @category constants */
 export const MARKER_CHECK_MS = 1_000
 
+/** How long the marker key outlives the last process that checks it. @category constants */
+export const MARKER_TTL_MS = 86_400_000
+
 /**
  * Warns, once at start, when Redis keeps no append-only file: a restart then
  * loses every window (what an RDB snapshot keeps is minutes old). Says so
@@ -446,7 +449,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   })
 
   // Redis that lost its data (restarted without persistence, flushed): the marker key is gone or
-  // was set again by another process. Then every window restarted empty there, and calls need this
+  // was set again by another process (or expired: no process checked it for a day). Then every window restarted empty there, and calls need this
   // process's own count too, for a window.
   const marker = `${prefix}epoch`
   let epoch: string | null = null
@@ -454,7 +457,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     if (!client.isReady) return undefined
     try {
       await client.sendCommand(["SET", marker, randomUUID(), "NX"])
-      return String(await client.sendCommand(["GET", marker]))
+      const seen = String(await client.sendCommand(["GET", marker]))
+      // Kept while any process checks it, gone a day after the last one stopped.
+      await client.sendCommand(["PEXPIRE", marker, String(MARKER_TTL_MS)])
+      return seen
     } catch {
       return undefined
     }
