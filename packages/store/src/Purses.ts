@@ -192,8 +192,8 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
       const outage = OutageLog.make("balance holds and leases (the database)")
       /** Until when calls that need the database are refused at once, after a failure. */
       let downUntil = 0
-      // Background top-ups run with the layer's services (logger, clock) and are awaited at shutdown.
-      const services = yield* Effect.context<never>()
+      // Background top-ups run in the layer's scope; the shutdown waits for those in progress.
+      const scope = yield* Effect.scope
 
       const remember = (userId: string, nanos: bigint) => {
         lastBalance.delete(userId)
@@ -332,12 +332,8 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
        * starts then passes unnoticed for that long. Near the end of a balance
        * the policy grants nothing beyond a call's need, so nothing is topped up.
        */
-      const refillIfLow = (purse: Purse, holdNanos: bigint, now: number): void => {
-        if (purse.refilling || now < downUntil) return
-        const reserve = reserveOf(purse, now)
-        if (purse.remaining >= reserve) return
-        purse.refilling = true
-        purse.waiting++
+      const refillIfLow = (purse: Purse, holdNanos: bigint, now: number): Effect.Effect<void> => {
+        if (purse.refilling || now < downUntil || purse.remaining >= reserveOf(purse, now)) return Effect.void
         const refill = Effect.gen(function*() {
           const at = yield* Clock.currentTimeMillis
           const wanted = 2n * reserveOf(purse, at) - purse.remaining
@@ -352,7 +348,13 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
             purse.waiting--
           }))
         )
-        Effect.runForkWith(services)(refill)
+        // Marked and forked in one step: a purse marked busy always has its top-up running.
+        return Effect.uninterruptible(Effect.suspend(() => {
+          if (purse.refilling) return Effect.void
+          purse.refilling = true
+          purse.waiting++
+          return Effect.asVoid(Effect.forkIn(Effect.interruptible(refill), scope))
+        }))
       }
 
       const hold = (
@@ -367,8 +369,7 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           const purse = purseOf(request.userId, now)
           if (purse.remaining >= request.amountNanos) {
             const id = take(purse, request, now)
-            refillIfLow(purse, request.amountNanos, now)
-            return Effect.succeed(id)
+            return Effect.as(refillIfLow(purse, request.amountNanos, now), id)
           }
           purse.waiting++
           return purse.lock.withPermit(extendAndTake(purse, request)).pipe(
