@@ -3,8 +3,8 @@
  * releases go when the database cannot take them, so they are never lost
  * while the node's disk works.
  *
- * One append-only file per writer (`usage-<name>-<start time>.jsonl` in the
- * journal directory), one JSON entry per line, each append followed by an
+ * One append-only file per writer (`usage-<name>-<start time>-<pid>.jsonl` in
+ * the journal directory), one JSON entry per line, each append followed by an
  * fsync. The writer appends to it while the database is unreachable and at
  * shutdown (what the last flush could not write within the grace period), and
  * replays it, in order, once the database answers; a file left by an earlier
@@ -152,7 +152,8 @@ export interface Journal {
  * @category constructors
  */
 export const make = (dir: string, name: string, startedAt: number): Journal => {
-  const path = join(dir, `usage-${name.replace(/[^A-Za-z0-9._-]/g, "_")}-${startedAt}.jsonl`)
+  // The process id tells a journal still being written (by another process on this directory) from one left behind.
+  const path = join(dir, `usage-${name.replace(/[^A-Za-z0-9._-]/g, "_")}-${startedAt}-${process.pid}.jsonl`)
   return {
     path,
     append: (entries) =>
@@ -190,10 +191,12 @@ export const leftBehind = (dir: string, own: string): ReadonlyArray<string> => {
   }
   const files: Array<{ readonly name: string; readonly startedAt: number }> = []
   for (const name of names) {
-    const match = /^usage-.*-(\d+)\.jsonl(?:\.replaying-(\d+))?$/.exec(name)
+    const match = /^usage-.*-(\d+)-(\d+)\.jsonl(?:\.replaying-(\d+))?$/.exec(name)
     if (match === null || name === basename(own)) continue
-    // A file another process is replaying right now is its; one whose replayer died is left behind.
-    if (match[2] !== undefined && isAlive(Number(match[2]))) continue
+    // A file a running process still writes, or replays right now, is its; one whose process died is left behind.
+    const writer = Number(match[2])
+    if (match[3] === undefined && writer !== process.pid && isAlive(writer)) continue
+    if (match[3] !== undefined && isAlive(Number(match[3]))) continue
     files.push({ name, startedAt: Number(match[1]) })
   }
   return files.sort((a, b) => a.startedAt - b.startedAt).map((file) => join(dir, file.name))

@@ -9,9 +9,10 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import type { UsageLog } from "@modelgate/core"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
-import { appendFileSync, copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { spawn, spawnSync } from "node:child_process"
+import { appendFileSync, copyFileSync, existsSync, mkdtempSync, readdirSync, renameSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { basename, join } from "node:path"
 import { Accounts } from "../src/Accounts.ts"
 import * as Database from "../src/Database.ts"
 import { migrate } from "../src/Migrations.ts"
@@ -115,7 +116,7 @@ describe("UsageJournal", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir
       const journal = UsageJournal.make(dir, "node a/1", 42)
-      assert.match(journal.path, /usage-node_a_1-42\.jsonl$/)
+      assert.match(journal.path, new RegExp(`usage-node_a_1-42-${process.pid}\\.jsonl$`))
       const entries: Array<UsageJournal.Entry> = [
         ...calls("usr_1", "req", 1, 123_456_789_012_345n),
         { _tag: "Release", leaseId: "lea_1" },
@@ -143,11 +144,18 @@ describe("the writer's journal on SQLite", () => {
         const left = UsageJournal.make(dir, "node-gone", 1)
         yield* left.append(calls(user, "gone", 5, 1_000n))
         // A copy, as a crash between taking over a file and removing it would leave.
-        copyFileSync(left.path, join(dir, "usage-node-gone-2.jsonl"))
+        copyFileSync(left.path, join(dir, `usage-node-gone-2-${spawnSync(process.execPath, ["-e", ""]).pid}.jsonl`))
+        // Another process that runs on this directory keeps its own journal.
+        const alive = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"])
+        yield* Effect.addFinalizer(() => Effect.sync(() => alive.kill()))
+        const live = UsageJournal.make(dir, "node-running", 3)
+        yield* live.append(calls(user, "live", 1, 1_000n))
+        const livePath = live.path.replace(`-${process.pid}.jsonl`, `-${alive.pid}.jsonl`)
+        renameSync(live.path, livePath)
         const { writer, close } = yield* writerIn(dir, "node-new")
         assert.strictEqual(yield* writer.pending, 0, "written as the writer starts")
         assert.deepStrictEqual(yield* written(user), { balance: 1_000_000n - 5_000n, ledger: 1_000_000n - 5_000n, records: 5, charges: 5 })
-        assert.deepStrictEqual(readdirSync(dir), [], "the files are gone")
+        assert.deepStrictEqual(readdirSync(dir), [basename(livePath)], "the files left behind are gone; the running process's is not touched")
         yield* close
       }))
   })
