@@ -112,6 +112,7 @@ const TERMINAL = { "x-should-retry": "false" }
  * | MethodNotAllowed | 405 | invalid_request_error | `allow` |
  * | InternalError | 500 | api_error | |
  * | ServiceUnavailable | 503 | api_error | |
+ * | DatabaseUnavailable | 529 | overloaded_error | `retry-after` (the SDKs and Claude Code retry it) |
  *
  * @example
  * ```ts
@@ -169,6 +170,8 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
       return make(500, error.message)
     case "ServiceUnavailable":
       return make(503, error.message, undefined, "api_error")
+    case "DatabaseUnavailable":
+      return make(529, error.message, retryAfter(error.retryAfterSeconds), "overloaded_error")
   }
 }
 

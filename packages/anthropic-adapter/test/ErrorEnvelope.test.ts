@@ -28,7 +28,8 @@ const every: ReadonlyArray<[GatewayError.GatewayError, number, string]> = [
   [new GatewayError.Forbidden({ message: "m" }), 403, "permission_error"],
   [new GatewayError.ResourceNotFound({ message: "m" }), 404, "not_found_error"],
   [new GatewayError.InternalError({ message: "m" }), 500, "api_error"],
-  [new GatewayError.ServiceUnavailable({ message: "m" }), 503, "api_error"]
+  [new GatewayError.ServiceUnavailable({ message: "m" }), 503, "api_error"],
+  [new GatewayError.DatabaseUnavailable({ message: "m", retryAfterSeconds: 5 }), 529, "overloaded_error"]
 ]
 
 describe("toResponse", () => {
@@ -44,6 +45,7 @@ describe("toResponse", () => {
     assert.strictEqual(ErrorEnvelope.toResponse(every[11]![0]).headers["x-should-retry"], "false")
     assert.strictEqual(ErrorEnvelope.toResponse(every[21]![0]).headers.allow, "POST")
     assert.strictEqual(ErrorEnvelope.toResponse(every[4]![0]).body.error.message, "messages: m")
+    assert.strictEqual(ErrorEnvelope.toResponse(every[every.length - 1]![0]).headers["retry-after"], "5")
   })
 
   it("writes an error event for a started stream", () => {

@@ -19,6 +19,9 @@ export type ChannelType = typeof ChannelType.Type
 export const dialectOf = (type: ChannelType): Dialect => type === "azure" ? "openai" : type
 
 /** User roles. @category models */
+/** How long a console password may be (the store, the configuration file and the console apply it). @category constants */
+export const PASSWORD_LENGTH = { min: 8, max: 256 } as const
+
 export const Role = Schema.Literals(["user", "admin"])
 export type Role = typeof Role.Type
 

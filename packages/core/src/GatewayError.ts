@@ -181,6 +181,20 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
 }) {}
 
 /**
+ * The gateway's database cannot be reached right now, and this call needs it
+ * (a balance hold beyond what this node has reserved, an API key not yet in
+ * memory). Nothing was charged and the upstream was not called; a retry after
+ * `retryAfterSeconds` may succeed. Each dialect answers 503 (Anthropic: 529
+ * `overloaded_error`) with `retry-after`.
+ *
+ * @category errors
+ */
+export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", {
+  message: Schema.String,
+  retryAfterSeconds: Schema.Number
+}) {}
+
+/**
  * Every error a client can be shown.
  *
  * @category models
@@ -210,6 +224,7 @@ export type GatewayError =
   | ResourceNotFound
   | InternalError
   | ServiceUnavailable
+  | DatabaseUnavailable
 
 /** The schema of every client-visible error, for (de)serialising them across processes. @category schemas */
 export const GatewayError = Schema.Union([
@@ -236,7 +251,8 @@ export const GatewayError = Schema.Union([
   Forbidden,
   ResourceNotFound,
   InternalError,
-  ServiceUnavailable
+  ServiceUnavailable,
+  DatabaseUnavailable
 ])
 
 const tags = new Set<string>(GatewayError.members.map((member) => member.identifier))

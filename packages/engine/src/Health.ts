@@ -17,7 +17,7 @@
  *
  * @since 0.1.0
  */
-import { Catalog, ChannelHealth, ChannelKeyStates as KeyStates, ChannelProbe, type Domain } from "@modelgate/core"
+import { Catalog, ChannelHealth, ChannelKeyStates as KeyStates, ChannelProbe, type Domain, OutageLog } from "@modelgate/core"
 import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { Breaker, type Outcome, type Permit } from "./Breakers.ts"
 import { Settings } from "./Settings.ts"
@@ -305,6 +305,8 @@ const make = Effect.gen(function*() {
 
   // Disabled keys from the database: what other nodes (or an earlier run) decided. A local change made
   // while the read was in flight wins over what the read saw.
+  // Every 5 s: while the database is down, one line per outage rather than one per round.
+  const syncOutage = OutageLog.make("reading disabled upstream keys (the database)")
   const sync = Effect.gen(function*() {
     const seen = sequence
     const rows = yield* store.list
@@ -326,7 +328,7 @@ const make = Effect.gen(function*() {
         }
       }
     }
-  }).pipe(Effect.catchCause((cause) => Effect.logWarning("reading disabled upstream keys failed", cause)))
+  }).pipe(Effect.andThen(syncOutage.succeeded), Effect.catchCause(syncOutage.failed))
 
   const probeKey = (channel: Domain.Channel, key: string) =>
     Effect.gen(function*() {

@@ -185,6 +185,7 @@ const spendingCapDescription: Readonly<Record<GatewayError.SpendingCapReached["c
  * | MethodNotAllowed | 405 | UNIMPLEMENTED | `allow` header |
  * | InternalError | 500 | INTERNAL | |
  * | ServiceUnavailable | 503 | UNAVAILABLE | |
+ * | DatabaseUnavailable | 503 | UNAVAILABLE | RetryInfo + `retry-after` header + "Please retry in Ns." |
  *
  * Balance and spending-cap refusals are terminal: retrying will not help, so
  * they carry no RetryInfo, and their QuotaFailure `quotaId` contains `PerDay`
@@ -289,6 +290,11 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
       return make(500, error.message)
     case "ServiceUnavailable":
       return make(503, error.message)
+    case "DatabaseUnavailable":
+      return make(503, withRetryHint(error.message, error.retryAfterSeconds), {
+        details: [retryInfo(error.retryAfterSeconds)],
+        headers: { "retry-after": retryAfterHeader(error.retryAfterSeconds) }
+      })
   }
 }
 

@@ -35,7 +35,8 @@ const table: ReadonlyArray<readonly [GatewayError.GatewayError, number, string, 
   [new GatewayError.Forbidden({ message: "Admins only." }), 403, "PERMISSION_DENIED", {}, [{ "@type": `${rpc}ErrorInfo`, reason: "FORBIDDEN", domain: "modelgate" }]],
   [new GatewayError.ResourceNotFound({ message: "No such key." }), 404, "NOT_FOUND", {}, undefined],
   [new GatewayError.InternalError({ message: "Oops." }), 500, "INTERNAL", {}, undefined],
-  [new GatewayError.ServiceUnavailable({ message: "Shutting down." }), 503, "UNAVAILABLE", {}, undefined]
+  [new GatewayError.ServiceUnavailable({ message: "Shutting down." }), 503, "UNAVAILABLE", {}, undefined],
+  [new GatewayError.DatabaseUnavailable({ message: "No database.", retryAfterSeconds: 5 }), 503, "UNAVAILABLE", { "retry-after": "5" }, [{ "@type": `${rpc}RetryInfo`, retryDelay: "5s" }]]
 ]
 
 describe("ErrorEnvelope.toResponse", () => {

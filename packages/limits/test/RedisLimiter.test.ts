@@ -119,9 +119,11 @@ describe.skipIf(sharedUrl === undefined)("RedisLimiter on a shared Redis (set MO
         const { limiter, status } = yield* RedisLimiter.make({ url, onFailure: "refuse", keyPrefix: prefix, windowMs: 200, leaseMs: 200 })
         yield* waitUntil(status.available, 5_000)
         yield* limiter.acquire([subject({ rpm: 5, tpm: 100, concurrency: 2 })], 10)
-        assert.strictEqual((yield* Effect.promise(() => countKeys(url, prefix))), 3)
+        // The subject's three keys, and the marker that tells whether Redis kept its data (one per prefix, kept).
+        assert.strictEqual((yield* Effect.promise(() => countKeys(url, prefix))), 4)
         yield* Effect.sleep(1_500)
-        assert.strictEqual((yield* Effect.promise(() => countKeys(url, prefix))), 0)
+        assert.strictEqual((yield* Effect.promise(() => countKeys(url, prefix))), 1)
+        assert.strictEqual((yield* Effect.promise(() => countKeys(url, `${prefix}epoch`))), 1)
       }))
   })
 })
@@ -194,6 +196,49 @@ describe.skipIf(!hasRedisServer)(`RedisLimiter outages on a private redis-server
       const text = logs.map((message) => String(message))
       assert.strictEqual(text.filter((line) => line.includes("Redis is unreachable")).length, 2, text.join("\n"))
       assert.strictEqual(text.filter((line) => line.includes("shared limiting resumed")).length, 2, text.join("\n"))
+    }).pipe(Effect.provide(Logger.layer([collector]))))
+
+  it.live("local: two processes, one key at rpm 30, across an outage and a Redis restarted empty, never admit more than twice the limit in a window", () =>
+    Effect.gen(function*() {
+      const redis = yield* privateRedis
+      const options = { url: redis.url, onFailure: "local" as const, windowMs: 10_000, ...outageOptions }
+      const a = yield* RedisLimiter.make(options)
+      const b = yield* RedisLimiter.make(options)
+      yield* waitUntil(a.status.available, 5_000)
+      yield* waitUntil(b.status.available, 5_000)
+      const key = [subject({ rpm: 30 })]
+      const both = (count: number) =>
+        Effect.map(
+          Effect.all([admitCount(a.limiter, key, count), admitCount(b.limiter, key, count)], { concurrency: "unbounded" }),
+          ([fromA, fromB]) => fromA + fromB
+        )
+      // Shared while Redis is up: 30 between the two.
+      assert.strictEqual(yield* both(20), 30)
+      // Redis goes away: each process counts what it admitted before the outage too.
+      yield* redis.stop
+      assert.strictEqual(yield* both(40), 30, "during the outage each process admits only its own share of the window's limit")
+      // Redis comes back without its data (no persistence): it would admit 30 more; each process's own count says no.
+      yield* redis.start
+      yield* waitUntil(a.status.available, 10_000)
+      yield* waitUntil(b.status.available, 10_000)
+      assert.strictEqual(yield* both(40), 0, "within the same window, nothing more")
+    }))
+
+  it.live("a Redis restarted without its data between calls is noticed: for a window each process also limits on its own count, and the missing persistence is warned about", () =>
+    Effect.gen(function*() {
+      const redis = yield* privateRedis
+      const { limiter, status } = yield* RedisLimiter.make({ url: redis.url, onFailure: "refuse", windowMs: 10_000, ...outageOptions })
+      yield* waitUntil(status.available, 5_000)
+      const text = () => logs.map((message) => String(message))
+      assert.isTrue(text().some((line) => line.includes("keeps no append-only file (appendonly no)")), text().join("\n"))
+      const key = [subject({ rpm: 10 })]
+      assert.strictEqual(yield* admitCount(limiter, key, 10), 10)
+      // Restarted at once, with no call in between: nothing failed, but every window there is empty now.
+      yield* redis.stop
+      yield* redis.start
+      yield* waitUntil(Effect.sync(() => text().some((line) => line.includes("Redis lost its data"))), 10_000)
+      yield* waitUntil(status.available, 10_000)
+      assert.strictEqual(yield* admitCount(limiter, key, 10), 0, "the process's own count still holds the window's 10 calls")
     }).pipe(Effect.provide(Logger.layer([collector]))))
 
   it.live("a release that never reached Redis is sent whole once the connection is back, token correction included", () =>

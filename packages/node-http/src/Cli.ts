@@ -1,8 +1,9 @@
 /**
  * The `modelgate` command line: `serve`, `keys create|list|revoke`,
- * `users adjust` and `fakeupstream`. Every command that touches the database
+ * `users adjust`, `usage replay` and `fakeupstream`. Every command that touches the database
  * reads the same configuration as `serve` (`--config FILE`, else
- * `MODELGATE_CONFIG`, else the demo setup) so it works on the same data.
+ * `MODELGATE_CONFIG`, else the demo setup on its own database) so it works on
+ * the same data.
  *
  * @since 0.1.0
  */
@@ -15,16 +16,20 @@ import * as Database from "@modelgate/store/Database"
 import * as Keys from "@modelgate/store/Keys"
 import * as Migrations from "@modelgate/store/Migrations"
 import * as Secrets from "@modelgate/store/Secrets"
+import * as UsageJournal from "@modelgate/store/UsageJournal"
+import * as UsageWriter from "@modelgate/store/UsageWriter"
 import * as Users from "@modelgate/store/Users"
-import { Console, Effect, Layer, Option } from "effect"
+import { Array as Arr, Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import type { SqlError } from "effect/sql"
-import { existsSync } from "node:fs"
+import { SqlClient, type SqlError } from "effect/sql"
+import { existsSync, renameSync } from "node:fs"
 import { userInfo } from "node:os"
+import { dirname } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as CacheSync from "./CacheSync.ts"
 import * as ConfigFile from "./ConfigFile.ts"
 import * as Demo from "./Demo.ts"
+import * as NodeIdentity from "./NodeIdentity.ts"
 import * as Server from "./Server.ts"
 import { nonEmpty, resolveSettings, type Settings } from "./Settings.ts"
 
@@ -41,8 +46,12 @@ const configFlag = Flag.String("config").pipe(
   Flag.optional
 )
 
-/** The configuration to use: the flag, the environment, or the demo (with a fake upstream at `demoUpstream`). */
-const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string | undefined) =>
+/**
+ * The configuration to use: the flag, the environment, or the demo (with a
+ * fake upstream at `demoUpstream`), which runs only on its own database and,
+ * when `serving`, on a loopback address (see `Demo.guardEnvironment`).
+ */
+const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string | undefined, serving = false) =>
   Effect.gen(function*() {
     const path = Option.getOrUndefined(flag) ?? nonEmpty(env["MODELGATE_CONFIG"])
     if (path !== undefined) {
@@ -50,8 +59,10 @@ const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string 
       const settings = yield* resolveSettings(file, env, { consoleDir: consoleDir(), source: path })
       return { file, settings, demo: false }
     }
+    yield* Demo.guardEnvironment(env, { serving })
     const file = Demo.config(demoUpstream ?? "http://127.0.0.1:9")
     const settings = yield* resolveSettings(file, env, { consoleDir: consoleDir(), source: "the built-in demo configuration" })
+    yield* Demo.claimDatabase(settings)
     return { file, settings, demo: true }
   })
 
@@ -108,8 +119,14 @@ const serve = (env: Env) =>
   Command.make("serve", { config: configFlag }, ({ config }) =>
     Effect.gen(function*() {
       const path = Option.getOrUndefined(config) ?? nonEmpty(env["MODELGATE_CONFIG"])
+      if (path === undefined) yield* Demo.guardEnvironment(env, { serving: true })
       const upstream = path === undefined ? yield* FakeUpstream.scoped({ port: 0 }) : undefined
-      const { file, settings, demo } = yield* loadConfig(config, env, upstream?.url)
+      const loaded = yield* loadConfig(config, env, upstream?.url, true)
+      const { file, demo } = loaded
+      // Without node_id in the file, a stable id kept beside the key file (held while this process runs).
+      const settings = file.node_id === undefined
+        ? { ...loaded.settings, nodeId: yield* NodeIdentity.claim(dirname(loaded.settings.secretFile)) }
+        : loaded.settings
       yield* Layer.launch(
         Layer.effectDiscard(banner(settings, demo)).pipe(Layer.provide(Server.layer(settings, file)))
       ).pipe(Effect.catchTag("SqlError", unusableDatabase(settings, env)))
@@ -117,14 +134,16 @@ const serve = (env: Env) =>
 
 /**
  * A database that cannot be opened or reached, reported with where its address
- * came from and the underlying cause (a missing directory, a refused connection,
- * wrong credentials). Other SQL errors pass unchanged.
+ * came from and the underlying cause: a missing directory, a refused
+ * connection, wrong credentials, or the server's own reason for refusing the
+ * connection ("sorry, too many clients already", whatever its error class).
+ * Other SQL errors pass unchanged.
  */
 const unusableDatabase = (settings: Settings, env: Env) =>
 (error: SqlError.SqlError): Effect.Effect<never, SqlError.SqlError | ConfigFile.ConfigError> => {
   const reason = error.reason
   const opening = reason._tag === "ConnectionError" || reason._tag === "AuthenticationError" ||
-    reason._tag === "AuthorizationError" || reason.operation === "open"
+    reason._tag === "AuthorizationError" || reason.operation === "open" || reason.operation === "connect"
   if (!opening) return Effect.fail(error)
   const origin = nonEmpty(env["MODELGATE_DATABASE"]) !== undefined ? "MODELGATE_DATABASE" : `database in ${settings.configSource}`
   const cause = reason.cause instanceof Error && reason.cause.message.length > 0 ? ` (${reason.cause.message})` : ""
@@ -269,6 +288,35 @@ const users = (env: Env) => {
   return Command.make("users").pipe(Command.withSubcommands([adjust]), Command.withDescription("Manage users."))
 }
 
+const usage = (env: Env) => {
+  const replay = Command.make("replay", {
+    config: configFlag,
+    files: Argument.String("file").pipe(
+      Argument.atLeast(1),
+      Argument.withDescription("Usage journal files (usage-*.jsonl) a node left in its journal directory.")
+    )
+  }, (flags) =>
+    Effect.gen(function*() {
+      const { settings } = yield* loadConfig(flags.config, env, undefined)
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        for (const file of flags.files) {
+          const { entries, unreadable } = yield* UsageJournal.read(file)
+          yield* Effect.forEach(Arr.chunksOf(entries, 500), (batch) => UsageWriter.writeEntries(sql, batch), { discard: true })
+          renameSync(file, `${file}.replayed`)
+          yield* Console.log(
+            `${file}: ${entries.length} usage record(s), charge(s) and lease release(s) written (those already in the database are not ` +
+              `written again)${unreadable > 0 ? `; ${unreadable} unreadable line(s) skipped` : ""}. The file is now ${file}.replayed.`
+          )
+        }
+      }).pipe(Effect.provide(storeLayer(settings)), Effect.catchTag("SqlError", unusableDatabase(settings, env)))
+    })).pipe(Command.withDescription(
+      "Write what a node kept in its usage journal (the database was unreachable when it stopped) to the database, once; " +
+        "for a journal copied from a node that will not start again on its own directory."
+    ))
+  return Command.make("usage").pipe(Command.withSubcommands([replay]), Command.withDescription("Usage records and charges."))
+}
+
 const fakeupstream = Command.make("fakeupstream", {
   listen: Flag.String("listen").pipe(Flag.withDefault("127.0.0.1:9001"), Flag.withDescription("HOST:PORT to listen on.")),
   apiKey: Flag.String("api-key").pipe(Flag.optional, Flag.withDescription("The only upstream key accepted (default: any non-empty key)."))
@@ -288,5 +336,5 @@ const fakeupstream = Command.make("fakeupstream", {
 export const make = (env: Env) =>
   Command.make("modelgate").pipe(
     Command.withDescription("modelgate: a self-hosted LLM API gateway."),
-    Command.withSubcommands([serve(env), keys(env), users(env), fakeupstream])
+    Command.withSubcommands([serve(env), keys(env), users(env), usage(env), fakeupstream])
   )

@@ -14,6 +14,7 @@ import * as ChannelKeyStates from "@modelgate/store/ChannelKeyStates"
 import * as Database from "@modelgate/store/Database"
 import * as Keys from "@modelgate/store/Keys"
 import * as Migrations from "@modelgate/store/Migrations"
+import { OutageLog } from "@modelgate/core"
 import * as Provisioning from "@modelgate/store/Provisioning"
 import * as Purses from "@modelgate/store/Purses"
 import * as Secrets from "@modelgate/store/Secrets"
@@ -63,7 +64,16 @@ export const services = (settings: Settings, file: ConfigFile) => {
   )
   const usage = UsageWriter.UsageWriter.layerWith({
     flushIntervalMs: settings.usageFlushIntervalMs,
-    maxBatch: settings.usageMaxBatch
+    maxBatch: settings.usageMaxBatch,
+    // What the database cannot take (an outage, a shutdown during one) is kept on disk, never lost.
+    journal: { dir: settings.usageJournalDir, name: settings.nodeId },
+    shutdownRetryMs: settings.shutdownGraceSeconds * 1000
+  })
+  const purses = Purses.layer({
+    nodeId: settings.nodeId,
+    leases: settings.balanceLeases,
+    leaseIdleMs: settings.leaseIdleMs,
+    leaseCoverSeconds: settings.leaseCoverSeconds
   })
   const caches = Layer.mergeAll(Caches.KeyCache.layer, Caches.CatalogCache.layer).pipe(Layer.provideMerge(Caches.Baseline.layer))
   const ports = Caches.ports.pipe(Layer.provide(caches))
@@ -86,12 +96,11 @@ export const services = (settings: Settings, file: ConfigFile) => {
     // cut are settled before the leases go back and the writer flushes for the last time.
     Settlement.Settlements.layer.pipe(
       Layer.provideMerge(
-        Layer.mergeAll(Purses.layer({ nodeId: settings.nodeId, leases: settings.balanceLeases, leaseIdleMs: settings.leaseIdleMs }), UsageWriter.UsageWriter.layerPort).pipe(
-          Layer.provideMerge(usage)
-        )
+        Layer.mergeAll(purses, UsageWriter.UsageWriter.layerPort).pipe(Layer.provideMerge(usage))
       )
     ),
-    sweeper(settings.nodeId)
+    // After the usage writer: what an earlier run left in the journal is written before its leases are released.
+    sweeper(settings.nodeId).pipe(Layer.provide(usage))
   ).pipe(
     Layer.provideMerge(provisioned),
     Layer.provideMerge(Layer.succeed(ServerSettings, settings)),
@@ -141,8 +150,11 @@ export const DEAD_NODE_AFTER_MS = 60_000
  *
  * @category layers
  */
-export const sweeper = (nodeId: string): Layer.Layer<never, never, Accounts.Accounts | Database.Dialect> =>
+export const sweeper = (nodeId: string): Layer.Layer<never, never, Accounts.Accounts | Database.Dialect | UsageWriter.UsageWriter> =>
   Layer.effectDiscard(Effect.gen(function*() {
+    // Built after the writer, which writes the charges an earlier run left in the journal (against
+    // that run's leases) before the sweep below releases those leases.
+    yield* UsageWriter.UsageWriter
     const accounts = yield* Accounts.Accounts
     const dialect = yield* Database.Dialect
     const report = (released: number) =>
@@ -154,10 +166,12 @@ export const sweeper = (nodeId: string): Layer.Layer<never, never, Accounts.Acco
     if (dialect === "sqlite") {
       yield* accounts.sweepHolds({ deadAfterMs: 0, except: nodeId }).pipe(Effect.flatMap(report), Effect.orDie)
     }
+    const outage = OutageLog.make("the heartbeat and sweeping dead nodes' holds (the database)")
     const tick = accounts.heartbeat(nodeId).pipe(
       Effect.andThen(accounts.sweepHolds({ deadAfterMs: DEAD_NODE_AFTER_MS, except: nodeId })),
       Effect.flatMap(report),
-      Effect.catchCause((cause) => Effect.logWarning("heartbeat or sweeping dead nodes' holds failed", cause))
+      Effect.andThen(outage.succeeded),
+      Effect.catchCause(outage.failed)
     )
     yield* Effect.sleep(Duration.millis(HEARTBEAT_INTERVAL_MS)).pipe(Effect.andThen(tick), Effect.forever, Effect.forkScoped)
   }))

@@ -493,9 +493,17 @@ describe("money across real processes", () => {
    * provably open, kills the process with SIGKILL, and restarts it: no hold
    * remains, every balance equals its ledger, and the killed calls cost nothing.
    */
-  const killAndRestart = async (database: string, name: string) => {
+  const killAndRestart = async (database: string, name: string, options: { readonly defaultNodeId?: boolean } = {}) => {
     const port = await freePort()
-    const config = writeConfig(dir, name, processConfig(upstream.url, port, database, name))
+    const { node_id: _, ...withoutNodeId } = processConfig(upstream.url, port, database, name)
+    const config = writeConfig(
+      dir,
+      name,
+      options.defaultNodeId === true
+        // No node_id: the default, kept beside the key file.
+        ? { ...withoutNodeId, secret_file: join(dir, name, "modelgate.key") }
+        : processConfig(upstream.url, port, database, name)
+    )
     const first = await startGatewayProcess(config, port)
     const url = first.url
     const streams: Array<AbortController> = []
@@ -549,6 +557,20 @@ describe("money across real processes", () => {
       try {
         // The restarted process has the same node_id: at start it releases what its earlier run left.
         await killAndRestart(db.url, "killed-pg")
+      } finally {
+        await db.drop()
+      }
+    },
+    60_000
+  )
+
+  it.skipIf(postgresUrl === undefined)(
+    "PostgreSQL: kill -9, then a restart with the default node_id: the restarted process has the same id and releases what the killed one left (set MODELGATE_TEST_POSTGRES to run)",
+    async () => {
+      const db = await freshPostgres(postgresUrl!)
+      try {
+        // The killed process's heartbeat is seconds old: only its own id lets the restart release its lease at once.
+        await killAndRestart(db.url, "killed-pg-default-id", { defaultNodeId: true })
       } finally {
         await db.drop()
       }

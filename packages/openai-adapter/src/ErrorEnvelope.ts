@@ -81,7 +81,8 @@ const make = (
  * UpstreamRateLimited 429 `upstream_rate_limited` (`retry-after` when known);
  * RouteNotFound 404 `not_found`; MethodNotAllowed 405 `method_not_allowed`
  * (`allow`); Forbidden 403 `forbidden`; ResourceNotFound 404 `not_found`;
- * InternalError 500 `internal_error`; ServiceUnavailable 503 `service_unavailable`.
+ * InternalError 500 `internal_error`; ServiceUnavailable 503 `service_unavailable`;
+ * DatabaseUnavailable 503 `database_unavailable` (`retry-after`, `x-should-retry: true`).
  *
  * @example
  * ```ts
@@ -155,6 +156,10 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
       return make(500, "internal_error", error.message)
     case "ServiceUnavailable":
       return make(503, "service_unavailable", error.message)
+    case "DatabaseUnavailable":
+      return make(503, "database_unavailable", error.message, {
+        headers: { "retry-after": retryAfter(error.retryAfterSeconds), "x-should-retry": "true" }
+      })
   }
 }
 

@@ -31,7 +31,8 @@ const table: Array<[GatewayError.GatewayError, number, string, string, Record<st
   [new GatewayError.Forbidden({ message: "m" }), 403, "permission_error", "forbidden", {}, null],
   [new GatewayError.ResourceNotFound({ message: "m" }), 404, "invalid_request_error", "not_found", {}, null],
   [new GatewayError.InternalError({ message: "m" }), 500, "api_error", "internal_error", {}, null],
-  [new GatewayError.ServiceUnavailable({ message: "m" }), 503, "api_error", "service_unavailable", {}, null]
+  [new GatewayError.ServiceUnavailable({ message: "m" }), 503, "api_error", "service_unavailable", {}, null],
+  [new GatewayError.DatabaseUnavailable({ message: "m", retryAfterSeconds: 4.2 }), 503, "api_error", "database_unavailable", { "retry-after": "5", "x-should-retry": "true" }, null]
 ]
 
 describe("ErrorEnvelope.toResponse", () => {

@@ -104,13 +104,18 @@ export type SweepSelector =
  * available balance (read inside the transaction, with the row locked on
  * PostgreSQL), how much to reserve; 0 reserves nothing.
  *
+ * The lease's id is chosen by the caller before anything is written, so a
+ * request whose outcome is unknown (its COMMIT's answer lost) is retried
+ * under the same id and finds the lease if it was created, and the node can
+ * release it by that id whether or not it was.
+ *
  * @category models
  */
 export interface LeaseRequest {
   readonly userId: string
   readonly nodeId: string
-  /** The node's current lease of this user, extended if it still exists; null starts a new one. */
-  readonly leaseId: string | null
+  /** The node's lease of this user: extended if it exists, else created with this id. */
+  readonly leaseId: string
   readonly grant: (availableNanos: bigint) => bigint
 }
 
@@ -422,17 +427,13 @@ export class Accounts extends Context.Service<Accounts, {
           const available = Row.big(users[0].balance_nanos, "users.balance_nanos")
           const wanted = request.grant(available)
           const granted = wanted < 0n ? 0n : wanted > available ? available : wanted
-          if (granted === 0n) return { leaseId: request.leaseId ?? "", grantedNanos: 0n, availableNanos: available }
+          const leaseId = request.leaseId
+          if (granted === 0n) return { leaseId, grantedNanos: 0n, availableNanos: available }
           const now = yield* Clock.currentTimeMillis
           yield* sql`UPDATE users SET balance_nanos = balance_nanos - ${granted} WHERE id = ${request.userId}`
-          let leaseId = request.leaseId
-          if (leaseId !== null) {
-            const extended = yield* sql`UPDATE leases SET amount_nanos = amount_nanos + ${granted}, updated_at = ${now}
-              WHERE id = ${leaseId} AND node_id = ${request.nodeId} RETURNING id`
-            if (extended.length === 0) leaseId = null
-          }
-          if (leaseId === null) {
-            leaseId = newId("lea")
+          const extended = yield* sql`UPDATE leases SET amount_nanos = amount_nanos + ${granted}, updated_at = ${now}
+            WHERE id = ${leaseId} AND node_id = ${request.nodeId} RETURNING id`
+          if (extended.length === 0) {
             yield* sql`INSERT INTO leases ${
               sql.insert({
                 id: leaseId,

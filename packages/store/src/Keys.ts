@@ -11,11 +11,12 @@
  */
 import { GatewayError, KeyStore } from "@modelgate/core"
 import type { Domain } from "@modelgate/core"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Cause, Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
 import { newId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
+import { OutageLog } from "@modelgate/core"
 import { generateApiKey, KeyHasher, keyPrefix } from "./Secrets.ts"
 import { InvalidInput } from "./StoreError.ts"
 import type { Conflict } from "./StoreError.ts"
@@ -79,6 +80,9 @@ export interface CachedKey {
 }
 
 const REVOKED = "revoked:"
+
+/** Whether a stored hash marks a revoked key (revoking replaces the hash). @internal @category internal */
+export const isRevokedHash = (hash: string): boolean => hash.startsWith(REVOKED)
 
 /** Shared with the other repositories of this package, not a stable API. @internal @category internal */
 export const decodeKey = (row: Record<string, unknown>): KeyRecord => ({
@@ -146,6 +150,17 @@ export const validateSecret = (secret: string, path: string): Effect.Effect<void
   secret.startsWith("sk-") && secret.length >= 20 && !/\s/.test(secret)
     ? Effect.void
     : Effect.fail(new InvalidInput({ path, message: `${path}: a key secret must start with 'sk-', have at least 20 characters and no spaces` }))
+
+/**
+ * The answer to a key that is not in memory while the database cannot be
+ * reached: it may exist, so it is neither accepted nor refused as unknown.
+ *
+ * @category errors
+ */
+export const keyLookupUnavailable = new GatewayError.DatabaseUnavailable({
+  message: "The gateway cannot reach its database right now to check this API key. Retry in 5 s.",
+  retryAfterSeconds: 5
+})
 
 const keyNotFound = (id: string) => new GatewayError.ResourceNotFound({ message: `No API key with id '${id}'.` })
 
@@ -296,7 +311,8 @@ export class Keys extends Context.Service<Keys, {
 
   /**
    * Core's `KeyStore` port on the database: hashes the presented secret and
-   * looks it up (database failures become `InternalError`; the cause is logged).
+   * looks it up (a database that cannot be reached is `DatabaseUnavailable`;
+   * failures are logged once per outage).
    *
    * @category layers
    */
@@ -305,14 +321,13 @@ export class Keys extends Context.Service<Keys, {
     Effect.gen(function*() {
       const keys = yield* Keys
       const hasher = yield* KeyHasher
+      const outage = OutageLog.make("API key lookups (the database)")
       return KeyStore.KeyStore.of({
         lookup: (secret) =>
           keys.findByHash(hasher.hash(secret)).pipe(
-            Effect.catchTag("SqlError", (cause) =>
-              Effect.andThen(
-                Effect.logError("API key lookup failed", cause),
-                Effect.fail(new GatewayError.InternalError({ message: "The gateway could not check your API key. Please retry." }))
-              ))
+            Effect.tap(() => outage.succeeded),
+            Effect.catchTag("SqlError", (error) =>
+              Effect.andThen(outage.failed(Cause.fail(error)), Effect.fail(keyLookupUnavailable)))
           )
       })
     })

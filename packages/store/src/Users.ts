@@ -3,9 +3,8 @@
  *
  * @since 0.1.0
  */
-import { GatewayError } from "@modelgate/core"
-import type { Domain } from "@modelgate/core"
-import { Array as Arr, Clock, Context, Effect, Layer, type Redacted } from "effect"
+import { Domain, GatewayError } from "@modelgate/core"
+import { Array as Arr, Clock, Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient, SqlError } from "effect/sql"
 import { newId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
@@ -93,6 +92,24 @@ export const validateName = (name: string, path: string): Effect.Effect<void, In
       message: `${path}: '${name}' is not a valid user name (1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit)`
     })
   )
+
+/** The shortest and longest console password accepted anywhere (the console, the API, the config file). @category validation */
+export const PASSWORD_LENGTH = Domain.PASSWORD_LENGTH
+
+/** The rule for console passwords, in words, for messages. @category validation */
+export const PASSWORD_RULE = `a console password needs ${PASSWORD_LENGTH.min} to ${PASSWORD_LENGTH.max} characters`
+
+/**
+ * Checks a console password's length (never echoing the password).
+ *
+ * @category validation
+ */
+export const validatePassword = (password: Redacted.Redacted<string>, path: string): Effect.Effect<void, InvalidInput> => {
+  const length = [...Redacted.value(password)].length
+  return length >= PASSWORD_LENGTH.min && length <= PASSWORD_LENGTH.max
+    ? Effect.void
+    : Effect.fail(new InvalidInput({ path, message: `${path}: ${PASSWORD_RULE} (this one has ${length})` }))
+}
 
 const notFound = (what: string) => new GatewayError.ResourceNotFound({ message: `No user ${what}.` })
 
