@@ -118,7 +118,7 @@ describe("models and prices", () => {
   it("lists every significant digit of each price", async () => {
     fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [model(), model({ id: "local-llama", displayName: "Llama", prices: { input: null, output: null, cachedInput: null, perRequest: null, free: true } })] } }
+      "GET /api/admin/models": { body: { data: [model(), model({ id: "local-llama", displayName: "Llama", prices: { input: null, output: null, cachedInput: null, perRequest: null, free: true } })], unpriced: [] } }
     })
     renderWithProviders(<AdminModelsPage />)
     const rows = within(await screen.findByTestId("admin-models-table")).getAllByRole("row")
@@ -131,7 +131,7 @@ describe("models and prices", () => {
   })
 
   it("shows an empty state", async () => {
-    fakeApi({ "GET /api/auth/session": session("admin"), "GET /api/admin/models": { body: { data: [] } } })
+    fakeApi({ "GET /api/auth/session": session("admin"), "GET /api/admin/models": { body: { data: [], unpriced: [] } } })
     renderWithProviders(<AdminModelsPage />)
     await screen.findByText("No models yet")
   })
@@ -139,7 +139,7 @@ describe("models and prices", () => {
   it("checks the id and prices next to their fields, then saves the model", async () => {
     const seen = fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [] } },
+      "GET /api/admin/models": { body: { data: [], unpriced: [] } },
       "POST /api/admin/models": { body: model({ id: "my/model" }) }
     })
     renderWithProviders(<AdminModelsPage />)
@@ -180,7 +180,8 @@ describe("models and prices", () => {
             model({ id: "text-embedding-3-small", displayName: "Embeddings", description: "OpenAI embeddings", embedding: true }),
             model({ id: "qwen3-vllm", displayName: "Qwen3", reasoning: true, reasoningContent: true }),
             model()
-          ]
+          ],
+          unpriced: []
         }
       }
     })
@@ -202,7 +203,7 @@ describe("models and prices", () => {
     const existing = model({ id: "o3-mini", displayName: "o3 mini", description: "Small reasoning model", reasoning: true })
     const seen = fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [existing] } },
+      "GET /api/admin/models": { body: { data: [existing], unpriced: [] } },
       "POST /api/admin/models": { body: existing }
     })
     renderWithProviders(<AdminModelsPage />)
@@ -237,7 +238,7 @@ describe("models and prices", () => {
   it("sends a new model's description and marks it as an embedding model", async () => {
     const seen = fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [] } },
+      "GET /api/admin/models": { body: { data: [], unpriced: [] } },
       "POST /api/admin/models": { body: model({ id: "embed-small", embedding: true }) }
     })
     renderWithProviders(<AdminModelsPage />)
@@ -258,7 +259,7 @@ describe("models and prices", () => {
   it("speaks Chinese in the model form and table", async () => {
     fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [model({ embedding: true, reasoning: true, description: "嵌入与推理" })] } }
+      "GET /api/admin/models": { body: { data: [model({ embedding: true, reasoning: true, description: "嵌入与推理" })], unpriced: [] } }
     })
     renderWithProviders(<AdminModelsPage />, { language: "zh" })
     const row = within(within(await screen.findByTestId("admin-models-table")).getAllByRole("row")[1]!)
@@ -277,7 +278,7 @@ describe("models and prices", () => {
   it("shows a failed delete instead of swallowing it", async () => {
     fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [model()] } },
+      "GET /api/admin/models": { body: { data: [model()], unpriced: [] } },
       "DELETE /api/admin/models/gpt-4o-mini": refusal(404, "not_found", "No model 'gpt-4o-mini'.")
     })
     renderWithProviders(<AdminModelsPage />)

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { Admission, Catalog, Domain, GatewayError, Money, Accounts } from "@modelgate/core"
+import { Admission, Catalog, Domain, GatewayError } from "@modelgate/core"
 import { ByteSize, Cause, Clock, Context, Effect, Exit } from "effect"
 import { HttpIncomingMessage, type HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomFillSync } from "node:crypto"
@@ -153,18 +153,6 @@ export const app = Effect.gen(function*() {
           })
         }
         return HttpServerResponse.jsonUnsafe(Dialects.modelObject(dialect, model))
-      }
-      case "Me": {
-        const snapshot = yield* (yield* Catalog.Catalog).current
-        const balance = yield* (yield* Accounts.Accounts).balance(key.userId)
-        return HttpServerResponse.jsonUnsafe({
-          user: key.userName,
-          role: key.userRole,
-          group: key.group,
-          key: { id: key.id, name: key.name, prefix: key.prefix, expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString() },
-          models: Admission.allowedModels(snapshot, key).map((m) => m.id),
-          balance_usd: Money.formatUsd(balance)
-        })
       }
       case "BillingSubscription":
         return yield* LegacyBilling.subscription(key, requestId)

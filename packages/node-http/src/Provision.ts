@@ -19,8 +19,8 @@ import * as Users from "@modelgate/store/Users"
 import { ConfigError, type ConfigFile, type KeyConfig } from "./ConfigFile.ts"
 import type { Settings } from "./Settings.ts"
 
-/** Defaults for models the file does not give limits for. @category constants */
-export const modelDefaults = { inputTokenLimit: 128_000, outputTokenLimit: 16_384 } as const
+/** Defaults for models the file does not give limits for: core's, the one source of them. @category constants */
+export const modelDefaults = Domain.modelDefaults
 
 /** The group keys get when they name none. @category constants */
 export const DEFAULT_GROUP = "default"

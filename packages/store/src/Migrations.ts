@@ -318,11 +318,22 @@ const cacheChanges: Migration = {
 }
 
 /**
+ * Deleted users: a user is never removed from the table (the ledger and the
+ * usage records point at it), but deleting one anonymises the row (its name
+ * becomes `deleted-<id>`), revokes its keys and marks the time here.
+ */
+const deletedUsers: Migration = {
+  id: 8,
+  name: "deleted_users",
+  statements: () => ["ALTER TABLE users ADD COLUMN deleted_at BIGINT NULL"]
+}
+
+/**
  * All migrations, in order. Append only: never edit one that has shipped.
  *
  * @category migrations
  */
-export const migrations: ReadonlyArray<Migration> = [initial, keySpend, userLimits, routing, modelMetadata, leases, cacheChanges]
+export const migrations: ReadonlyArray<Migration> = [initial, keySpend, userLimits, routing, modelMetadata, leases, cacheChanges, deletedUsers]
 
 /** An arbitrary constant naming modelgate's migration lock among advisory locks. */
 const PG_LOCK_KEY = 727_460_131

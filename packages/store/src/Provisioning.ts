@@ -6,8 +6,8 @@
  * `source = 'config'`. Rules:
  *
  * - Applying the same input twice changes nothing: a row is only written when a
- *   declared value differs from the stored one (channel keys are compared after
- *   decryption, passwords by verification, key secrets by hash).
+ *   declared value differs from the stored one (channel keys and headers are
+ *   compared after decryption, passwords by verification, key secrets by hash).
  * - A user's `balanceNanos` is the INITIAL balance: credited once, as a 'topup'
  *   ledger entry with reason 'initial balance from config', only when the user
  *   is created. Later edits of the number do nothing (use top-ups).
@@ -26,7 +26,8 @@ import type { Domain } from "@modelgate/core"
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
-import { channelColumns, groupColumns, modelColumns, validateChannel } from "./CatalogRepo.ts"
+import { validateChannel } from "./CatalogRepo.ts"
+import * as CatalogTables from "./internal/CatalogTables.ts"
 import { newId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
 import { validateSecret } from "./Keys.ts"
@@ -238,6 +239,7 @@ export class Provisioning extends Context.Service<Provisioning, {
       const sql = yield* SqlClient.SqlClient
       const secrets = yield* Secrets
       const hasher = yield* KeyHasher
+      const catalog = CatalogTables.make(sql, secrets)
       const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
 
       const provision = Effect.fn("Provisioning.provision")(function*(input: ProvisionInput) {
@@ -321,94 +323,28 @@ export class Provisioning extends Context.Service<Provisioning, {
             }
           }
 
+          // The catalog: the same statements the catalog repository writes with (internal/CatalogTables.ts).
+          const record = (label: string, outcome: CatalogTables.SyncOutcome) => {
+            if (outcome === "created") created.push(label)
+            else if (outcome === "updated") updated.push(label)
+            else if (outcome === "skipped") skipped.push(label)
+          }
           for (const group of input.groups ?? []) {
-            const label = `groups:${group.name}`
-            const desired = groupColumns({
-              name: group.name,
-              ratioMicros: group.ratioMicros,
-              limits: { rpm: group.limits?.rpm ?? null, tpm: group.limits?.tpm ?? null, concurrency: group.limits?.concurrency ?? null },
-              selectable: group.selectable ?? false
-            })
-            const row = (yield* sql`SELECT * FROM groups WHERE name = ${group.name}`)[0]
-            if (row === undefined) {
-              yield* sql`INSERT INTO groups ${sql.insert({ name: group.name, ...desired, source: "config" })}`
-              created.push(label)
-            } else if (row.source !== "config") skipped.push(label)
-            else if (differs(row, desired)) {
-              yield* sql`UPDATE groups SET ${sql.update(desired)} WHERE name = ${group.name}`
-              updated.push(label)
-            }
-          }
-
-          for (const model of input.models ?? []) {
-            const label = `models:${model.id}`
-            const desired = modelColumns(model)
-            const row = (yield* sql`SELECT * FROM models WHERE id = ${model.id}`)[0]
-            if (row === undefined) {
-              yield* sql`INSERT INTO models ${sql.insert({ id: model.id, ...desired, source: "config" })}`
-              created.push(label)
-            } else if (row.source !== "config") skipped.push(label)
-            else if (differs(row, desired)) {
-              yield* sql`UPDATE models SET ${sql.update(desired)} WHERE id = ${model.id}`
-              updated.push(label)
-            }
-          }
-
-          for (const [position, alias] of (input.aliases ?? []).entries()) {
-            const label = `aliases:${alias.pattern}`
-            const desired = { target: alias.target, position }
-            const row = (yield* sql`SELECT * FROM aliases WHERE pattern = ${alias.pattern}`)[0]
-            if (row === undefined) {
-              yield* sql`INSERT INTO aliases ${sql.insert({ pattern: alias.pattern, ...desired })}`
-              created.push(label)
-            } else if (differs(row, desired)) {
-              yield* sql`UPDATE aliases SET ${sql.update(desired)} WHERE pattern = ${alias.pattern}`
-              updated.push(label)
-            }
-          }
-
-          for (const channel of input.channels ?? []) {
-            const label = `channels:${channel.name}`
-            const desired = channelColumns(channel)
-            const row = (yield* sql`SELECT * FROM channels WHERE name = ${channel.name}`)[0]
-            if (row === undefined) {
-              const encrypted = JSON.stringify(yield* Effect.forEach(channel.apiKeys, secrets.encrypt))
-              yield* sql`INSERT INTO channels ${
-                sql.insert({
-                  id: newId("chn"),
-                  name: channel.name,
-                  ...desired,
-                  api_keys_enc: encrypted,
-                  source: "config",
-                  created_at: now,
-                  updated_at: now
-                })
-              }`
-              created.push(label)
-              continue
-            }
-            if (row.source !== "config") {
-              skipped.push(label)
-              continue
-            }
-            const storedKeys = yield* Effect.forEach(
-              Row.stringArray(row.api_keys_enc, "channels.api_keys_enc"),
-              secrets.decrypt
+            record(
+              `groups:${group.name}`,
+              yield* catalog.syncGroup({
+                name: group.name,
+                ratioMicros: group.ratioMicros,
+                limits: { rpm: group.limits?.rpm ?? null, tpm: group.limits?.tpm ?? null, concurrency: group.limits?.concurrency ?? null },
+                selectable: group.selectable ?? false
+              })
             )
-            const keysChanged = storedKeys.join("\u0000") !== channel.apiKeys.join("\u0000")
-            if (differs(row, desired) || keysChanged) {
-              yield* sql`UPDATE channels SET ${
-                sql.update({
-                  ...desired,
-                  ...(keysChanged
-                    ? { api_keys_enc: JSON.stringify(yield* Effect.forEach(channel.apiKeys, secrets.encrypt)) }
-                    : {}),
-                  updated_at: now
-                })
-              } WHERE name = ${channel.name}`
-              updated.push(label)
-            }
           }
+          for (const model of input.models ?? []) record(`models:${model.id}`, yield* catalog.syncModel(model))
+          for (const [position, alias] of (input.aliases ?? []).entries()) {
+            record(`aliases:${alias.pattern}`, yield* catalog.syncAlias(alias, position))
+          }
+          for (const channel of input.channels ?? []) record(`channels:${channel.name}`, yield* catalog.syncChannel(channel))
 
           for (const key of input.keys ?? []) {
             const label = `keys:${key.user}/${key.name}`

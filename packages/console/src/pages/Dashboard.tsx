@@ -12,7 +12,7 @@ import { useQuery } from "@tanstack/react-query"
 import { Link } from "react-router"
 import { PageHeader, StatCard } from "../components/Bits.tsx"
 import { EmptyState, QueryState } from "../components/States.tsx"
-import { call, type Contract, Endpoints } from "../lib/api.ts"
+import { call, type Contract } from "../lib/api.ts"
 import { tokens, usd } from "../lib/format.ts"
 import { useI18n } from "../lib/i18n.tsx"
 import { useSyncBalance } from "../lib/session.tsx"
@@ -135,7 +135,7 @@ export function TokensChart({ title, data, animate }: UsageChartProps) {
 /** The dashboard page. @category pages */
 export function DashboardPage() {
   const { t } = useI18n()
-  const query = useQuery({ queryKey: ["dashboard"], queryFn: () => call(Endpoints.dashboard), refetchOnWindowFocus: "always" })
+  const query = useQuery({ queryKey: ["dashboard"], queryFn: () => call((api) => api.account.dashboard()), refetchOnWindowFocus: "always" })
   useSyncBalance(query.data?.balance)
   const animate = !useReducedMotion()
   return (

@@ -26,7 +26,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query"
 import { useState } from "react"
 import { ConfirmButton, CopyField, PageHeader } from "../components/Bits.tsx"
 import { EmptyState, ErrorState, errorMessage, QueryState } from "../components/States.tsx"
-import { call, type Contract, Endpoints } from "../lib/api.ts"
+import { call, type Contract } from "../lib/api.ts"
 import { Contract as C } from "../lib/contract.ts"
 import { ago, dateTime, usd } from "../lib/format.ts"
 import { useI18n } from "../lib/i18n.tsx"
@@ -181,7 +181,7 @@ export function CreateKeyForm({ groups, onCreated, onCancel }: {
     },
     schema: C.CreateKeyRequest,
     toRequest: (v) => keyRequest(v),
-    onSubmit: async (body) => onCreated(await call(Endpoints.createKey, { body }))
+    onSubmit: async (body) => onCreated(await call((api) => api.keys.create({ payload: body })))
   })
   const group = groups.find((g) => g.name === form.values.group)
   return (
@@ -358,15 +358,15 @@ export function SecretModal({ created, onClose }: { readonly created: Contract.C
 export function KeysPage() {
   const { t } = useI18n()
   const client = useQueryClient()
-  const keys = useQuery({ queryKey: ["keys"], queryFn: () => call(Endpoints.listKeys) })
-  const models = useQuery({ queryKey: ["my-models"], queryFn: () => call(Endpoints.myModels) })
+  const keys = useQuery({ queryKey: ["keys"], queryFn: () => call((api) => api.keys.list()) })
+  const models = useQuery({ queryKey: ["my-models"], queryFn: () => call((api) => api.account.models()) })
   const [creating, setCreating] = useState(false)
   const [created, setCreated] = useState<Contract.CreatedKey | undefined>(undefined)
   const [editing, setEditing] = useState<Contract.ApiKey | undefined>(undefined)
   const refresh = () => client.invalidateQueries({ queryKey: ["keys"] })
   const toggle = useMutation({
     mutationFn: ({ key, enabled }: { key: Contract.ApiKey; enabled: boolean }) =>
-      call(Endpoints.updateKey, { params: { id: key.id }, body: { enabled } }),
+      call((api) => api.keys.update({ params: { id: key.id }, payload: { enabled } })),
     onSuccess: () => {
       void refresh()
       notifications.show({ color: "teal", message: t("keys.updated") })
@@ -375,7 +375,7 @@ export function KeysPage() {
   })
   const remove = async (key: Contract.ApiKey) => {
     try {
-      await call(Endpoints.deleteKey, { params: { id: key.id } })
+      await call((api) => api.keys.delete({ params: { id: key.id } }))
       notifications.show({ color: "teal", message: t("keys.deleted") })
       await refresh()
     } catch (error) {
@@ -441,7 +441,7 @@ export function KeysPage() {
           <KeyLimitsForm
             apiKey={editing}
             groupLimits={models.data?.groups.find((g) => g.name === editing.group)?.limits}
-            save={(body) => call(Endpoints.updateKey, { params: { id: editing.id }, body })}
+            save={(body) => call((api) => api.keys.update({ params: { id: editing.id }, payload: body }))}
             onCancel={() => setEditing(undefined)}
             onDone={() => {
               setEditing(undefined)

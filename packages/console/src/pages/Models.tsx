@@ -9,7 +9,7 @@ import { IconStack2 } from "@tabler/icons-react"
 import { useQuery } from "@tanstack/react-query"
 import { PageHeader } from "../components/Bits.tsx"
 import { EmptyState, QueryState } from "../components/States.tsx"
-import { call, type Contract, Endpoints } from "../lib/api.ts"
+import { call, type Contract } from "../lib/api.ts"
 import { price as formatPrice, tokens } from "../lib/format.ts"
 import { type Translate, useI18n } from "../lib/i18n.tsx"
 
@@ -28,7 +28,7 @@ export const limitsText = (limits: Contract.Limits, t: Translate): string => {
 /** The models page. @category pages */
 export function ModelsPage() {
   const { t } = useI18n()
-  const query = useQuery({ queryKey: ["my-models"], queryFn: () => call(Endpoints.myModels) })
+  const query = useQuery({ queryKey: ["my-models"], queryFn: () => call((api) => api.account.models()) })
   return (
     <>
       <PageHeader title={t("models.title")} subtitle={t("models.subtitle")} />

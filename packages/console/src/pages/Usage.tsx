@@ -13,7 +13,7 @@ import { useSearchParams } from "react-router"
 import { PageHeader } from "../components/Bits.tsx"
 import { last30, type Period, PeriodFilter, periodBounds } from "../components/Period.tsx"
 import { EmptyState, ErrorState, errorMessage, Loading } from "../components/States.tsx"
-import { call, type Contract, Endpoints, urlOf } from "../lib/api.ts"
+import { call, type Contract, urls } from "../lib/api.ts"
 import { Contract as C } from "../lib/contract.ts"
 import { dateTime, tokens, usd } from "../lib/format.ts"
 import { type MessageKey, useI18n } from "../lib/i18n.tsx"
@@ -140,8 +140,8 @@ function Records() {
   const { t } = useI18n()
   const client = useQueryClient()
   const [filter, setFilter] = useState<UsageFilter>({ keyId: null, model: null, period: last30 })
-  const keys = useQuery({ queryKey: ["keys"], queryFn: () => call(Endpoints.listKeys) })
-  const models = useQuery({ queryKey: ["my-models"], queryFn: () => call(Endpoints.myModels) })
+  const keys = useQuery({ queryKey: ["keys"], queryFn: () => call((api) => api.keys.list()) })
+  const models = useQuery({ queryKey: ["my-models"], queryFn: () => call((api) => api.account.models()) })
   const bounds = periodBounds(filter.period)
   const query = useMemo(() => ({
     keyId: filter.keyId ?? undefined,
@@ -166,7 +166,7 @@ function Records() {
         <PeriodFilter value={filter.period} onChange={(period) => setFilter({ ...filter, period })} />
         <Button
           component="a"
-          href={urlOf(Endpoints.usageCsv, { query })}
+          href={urls.usage.csv({ query })}
           download="usage.csv"
           variant="default"
           mt={25}
@@ -179,7 +179,7 @@ function Records() {
         <PagedUsage
           queryKey={["usage", query]}
           load={async (cursor) => {
-            const page = await call(Endpoints.usage, { query: { ...query, limit: 50, cursor } })
+            const page = await call((api) => api.usage.list({ query: { ...query, limit: 50, cursor } }))
             // Fresh records mean fresh spending: the header's balance is read again to match.
             if (cursor === undefined) void client.invalidateQueries({ queryKey: sessionKey })
             return page
@@ -262,7 +262,7 @@ export function PagedLedger({ queryKey, load }: {
 function Ledger() {
   return (
     <Paper withBorder radius="md" p="xs">
-      <PagedLedger queryKey={["ledger"]} load={(cursor) => call(Endpoints.ledger, { query: { limit: 50, cursor } })} />
+      <PagedLedger queryKey={["ledger"]} load={(cursor) => call((api) => api.usage.ledger({ query: { limit: 50, cursor } }))} />
     </Paper>
   )
 }
@@ -277,7 +277,7 @@ export function RedeemForm() {
     schema: C.RedeemRequest,
     toRequest: (v) => ({ code: v.code.trim() }),
     onSubmit: async (body) => {
-      const redeemed = await call(Endpoints.redeem, { body })
+      const redeemed = await call((api) => api.account.redeem({ payload: body }))
       setResult(redeemed)
       form.reset()
       notifications.show({ color: "teal", message: t("usage.redeemed", { amount: usd(redeemed.amount), balance: usd(redeemed.balance) }) })

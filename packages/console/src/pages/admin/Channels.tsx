@@ -33,7 +33,7 @@ import { useQuery, useQueryClient } from "@tanstack/react-query"
 import { type ReactNode, useState } from "react"
 import { ConfirmButton, PageHeader } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
-import { call, type Contract, Endpoints } from "../../lib/api.ts"
+import { call, type Contract } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { ago } from "../../lib/format.ts"
 import { type MessageKey, useI18n } from "../../lib/i18n.tsx"
@@ -154,8 +154,8 @@ export function ChannelForm({ channel, groups, onDone }: {
     schema: channel === undefined ? C.CreateChannelRequest : C.UpdateChannelRequest,
     toRequest,
     onSubmit: async (body) => {
-      if (channel === undefined) await call(Endpoints.adminCreateChannel, { body: body as Contract.CreateChannelRequest })
-      else await call(Endpoints.adminUpdateChannel, { params: { id: channel.id }, body })
+      if (channel === undefined) await call((api) => api.catalog.createChannel({ payload: body as Contract.CreateChannelRequest }))
+      else await call((api) => api.catalog.updateChannel({ params: { id: channel.id }, payload: body }))
       onDone()
     }
   })
@@ -280,7 +280,7 @@ function TestButton({ channel, children }: { readonly channel: Contract.AdminCha
           onClick={async () => {
             setBusy(true)
             try {
-              setResult(await call(Endpoints.adminTestChannel, { params: { id: channel.id }, body: {} }))
+              setResult(await call((api) => api.catalog.testChannel({ params: { id: channel.id }, payload: {} })))
             } catch (error) {
               notifications.show({ color: "red", message: errorMessage(error, t) })
             } finally {
@@ -353,8 +353,8 @@ export function AdminChannelsPage() {
   const { t } = useI18n()
   const client = useQueryClient()
   // Health changes on its own (breakers, probes): refresh every few seconds.
-  const channels = useQuery({ queryKey: ["admin", "channels"], queryFn: () => call(Endpoints.adminListChannels), refetchInterval: 5_000 })
-  const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call(Endpoints.adminListGroups) })
+  const channels = useQuery({ queryKey: ["admin", "channels"], queryFn: () => call((api) => api.catalog.listChannels()), refetchInterval: 5_000 })
+  const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call((api) => api.catalog.listGroups()) })
   const [editing, setEditing] = useState<Contract.AdminChannel | "new" | undefined>(undefined)
   const refresh = () => client.invalidateQueries({ queryKey: ["admin", "channels"] })
   const groupNames = (groups.data?.data ?? []).map((g) => g.name)
@@ -403,7 +403,7 @@ export function AdminChannelsPage() {
                               aria-label={`${c.name} ${t("common.enabled")}`}
                               onChange={async (e) => {
                                 try {
-                                  await call(Endpoints.adminUpdateChannel, { params: { id: c.id }, body: { enabled: e.currentTarget.checked } })
+                                  await call((api) => api.catalog.updateChannel({ params: { id: c.id }, payload: { enabled: e.currentTarget.checked } }))
                                   await refresh()
                                 } catch (error) {
                                   notifications.show({ color: "red", title: t("common.error"), message: errorMessage(error, t) })
@@ -422,7 +422,7 @@ export function AdminChannelsPage() {
                                   aria-label={`${t("admin.channels.reset")} ${c.name}`}
                                   onClick={async () => {
                                     try {
-                                      await call(Endpoints.adminResetChannel, { params: { id: c.id } })
+                                      await call((api) => api.catalog.resetChannel({ params: { id: c.id } }))
                                       await refresh()
                                     } catch (error) {
                                       notifications.show({ color: "red", title: t("common.error"), message: errorMessage(error, t) })
@@ -437,7 +437,7 @@ export function AdminChannelsPage() {
                                 title={t("admin.channels.deleteTitle", { name: c.name })}
                                 confirmLabel={t("common.delete")}
                                 onConfirm={async () => {
-                                  await call(Endpoints.adminDeleteChannel, { params: { id: c.id } })
+                                  await call((api) => api.catalog.deleteChannel({ params: { id: c.id } }))
                                   await refresh()
                                 }}
                               >

@@ -10,7 +10,7 @@ import { useInfiniteQuery, useQueryClient } from "@tanstack/react-query"
 import { useState } from "react"
 import { PageHeader, Snippet } from "../../components/Bits.tsx"
 import { EmptyState, ErrorState, errorMessage, Loading } from "../../components/States.tsx"
-import { call, type Contract, Endpoints, urlOf } from "../../lib/api.ts"
+import { call, type Contract, urls } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { dateTime, usd } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
@@ -23,7 +23,7 @@ export function GenerateCodesForm({ onGenerated }: { readonly onGenerated: (code
     initial: { count: 10 as number | string, amount: "" },
     schema: C.GenerateCodesRequest,
     toRequest: (v) => ({ count: Number(v.count), amount: v.amount.trim() }),
-    onSubmit: async (body) => onGenerated(await call(Endpoints.adminGenerateCodes, { body }))
+    onSubmit: async (body) => onGenerated(await call((api) => api.codes.generate({ payload: body })))
   })
   return (
     <Paper withBorder radius="md" p="md">
@@ -43,12 +43,12 @@ export function GenerateCodesForm({ onGenerated }: { readonly onGenerated: (code
 export function AdminCodesPage() {
   const { t, locale } = useI18n()
   const client = useQueryClient()
-  const [status, setStatus] = useState("all")
+  const [status, setStatus] = useState<"all" | "redeemed" | "unused">("all")
   const [generated, setGenerated] = useState<Contract.GeneratedCodes | undefined>(undefined)
-  const filter = status === "all" ? {} : { status }
+  const filter: Contract.CodesQuery = status === "all" ? {} : { status }
   const codes = useInfiniteQuery({
     queryKey: ["admin", "codes", status],
-    queryFn: ({ pageParam }) => call(Endpoints.adminListCodes, { query: { ...filter, limit: 100, cursor: pageParam } }),
+    queryFn: ({ pageParam }) => call((api) => api.codes.list({ query: { ...filter, limit: 100, cursor: pageParam } })),
     initialPageParam: undefined as string | undefined,
     getNextPageParam: (last) => last.nextCursor ?? undefined
   })
@@ -57,7 +57,7 @@ export function AdminCodesPage() {
     <>
       <PageHeader
         title={t("admin.codes.title")}
-        actions={<Button component="a" href={urlOf(Endpoints.adminCodesCsv, { query: filter })} download="codes.csv" variant="default" leftSection={<IconDownload size={16} />}>{t("common.exportCsv")}</Button>}
+        actions={<Button component="a" href={urls.codes.csv({ query: filter })} download="codes.csv" variant="default" leftSection={<IconDownload size={16} />}>{t("common.exportCsv")}</Button>}
       />
       <Stack>
         <GenerateCodesForm

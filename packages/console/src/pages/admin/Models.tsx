@@ -12,7 +12,7 @@ import { useQuery, useQueryClient } from "@tanstack/react-query"
 import { useState } from "react"
 import { ConfirmButton, PageHeader } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
-import { call, type Contract, Endpoints } from "../../lib/api.ts"
+import { call, type Contract } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { price, tokens } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
@@ -52,7 +52,7 @@ function ModelForm({ model, onDone }: { readonly model: Contract.AdminModel | un
       reasoningContent: v.reasoningContent
     }),
     onSubmit: async (body) => {
-      await call(Endpoints.adminUpsertModel, { body })
+      await call((api) => api.catalog.upsertModel({ payload: body }))
       onDone()
     }
   })
@@ -117,7 +117,7 @@ function ModelForm({ model, onDone }: { readonly model: Contract.AdminModel | un
 export function AdminModelsPage() {
   const { t } = useI18n()
   const client = useQueryClient()
-  const models = useQuery({ queryKey: ["admin", "models"], queryFn: () => call(Endpoints.adminListModels) })
+  const models = useQuery({ queryKey: ["admin", "models"], queryFn: () => call((api) => api.catalog.listModels()) })
   const [editing, setEditing] = useState<Contract.AdminModel | "new" | undefined>(undefined)
   const refresh = () => client.invalidateQueries()
   const p = (v: string | null) => v === null ? "—" : price(v)
@@ -173,7 +173,7 @@ export function AdminModelsPage() {
                                 title={t("admin.models.deleteTitle", { name: m.id })}
                                 confirmLabel={t("common.delete")}
                                 onConfirm={async () => {
-                                  await call(Endpoints.adminDeleteModel, { params: { id: m.id } })
+                                  await call((api) => api.catalog.deleteModel({ params: { id: m.id } }))
                                   await refresh()
                                 }}
                               >

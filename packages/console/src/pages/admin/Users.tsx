@@ -32,7 +32,7 @@ import { useState } from "react"
 import { Link, useParams } from "react-router"
 import { ConfirmButton, ConfirmDialog, PageHeader, StatCard } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
-import { call, type Contract, Endpoints } from "../../lib/api.ts"
+import { call, type Contract } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { date, usd } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
@@ -46,7 +46,7 @@ import { PagedLedger, PagedUsage } from "../Usage.tsx"
 const limit = (text: string): number | null | string => text.trim() === "" ? null : Number.isInteger(Number(text)) ? Number(text) : text
 
 const useGroupNames = () => {
-  const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call(Endpoints.adminListGroups) })
+  const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call((api) => api.catalog.listGroups()) })
   return (groups.data?.data ?? []).map((g) => g.name)
 }
 
@@ -75,7 +75,7 @@ export function CreateUserForm({ groups, onDone }: { readonly groups: ReadonlyAr
       ...(v.tpm.trim() !== "" ? { tpm: limit(v.tpm) } : {}),
       ...(v.concurrency.trim() !== "" ? { concurrency: limit(v.concurrency) } : {})
     }),
-    onSubmit: async (body) => onDone(await call(Endpoints.adminCreateUser, { body }))
+    onSubmit: async (body) => onDone(await call((api) => api.users.create({ payload: body })))
   })
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
@@ -108,7 +108,7 @@ export function CreateUserForm({ groups, onDone }: { readonly groups: ReadonlyAr
 export function AdminUsersPage() {
   const { t, locale } = useI18n()
   const client = useQueryClient()
-  const users = useQuery({ queryKey: ["admin", "users"], queryFn: () => call(Endpoints.adminListUsers) })
+  const users = useQuery({ queryKey: ["admin", "users"], queryFn: () => call((api) => api.users.list()) })
   const groups = useGroupNames()
   const [creating, setCreating] = useState(false)
   const [search, setSearch] = useState("")
@@ -187,7 +187,7 @@ export function AdjustBalanceForm({ userId, onDone }: { readonly userId: string;
     schema: C.AdjustBalanceRequest,
     toRequest: (v) => ({ amount: v.amount.trim(), reason: v.reason.trim() }),
     onSubmit: async (body) => {
-      const result = await call(Endpoints.adminAdjustBalance, { params: { id: userId }, body })
+      const result = await call((api) => api.users.adjust({ params: { id: userId }, payload: body }))
       form.reset()
       onDone(result.balance)
     }
@@ -212,7 +212,7 @@ export function UserLimitsForm({ user, onDone }: { readonly user: Contract.Admin
     schema: C.UpdateUserRequest,
     toRequest: (v) => ({ rpm: limit(v.rpm), tpm: limit(v.tpm), concurrency: limit(v.concurrency) }),
     onSubmit: async (body) => {
-      await call(Endpoints.adminUpdateUser, { params: { id: user.id }, body })
+      await call((api) => api.users.update({ params: { id: user.id }, payload: body }))
       onDone()
     }
   })
@@ -237,15 +237,15 @@ export function AdminUserPage() {
   const { t } = useI18n()
   const { id = "" } = useParams()
   const client = useQueryClient()
-  const user = useQuery({ queryKey: ["admin", "user", id], queryFn: () => call(Endpoints.adminGetUser, { params: { id } }) })
-  const keys = useQuery({ queryKey: ["admin", "user", id, "keys"], queryFn: () => call(Endpoints.adminUserKeys, { params: { id } }) })
+  const user = useQuery({ queryKey: ["admin", "user", id], queryFn: () => call((api) => api.users.get({ params: { id } })) })
+  const keys = useQuery({ queryKey: ["admin", "user", id, "keys"], queryFn: () => call((api) => api.keys.userKeys({ params: { id } })) })
   const [confirmDisable, setConfirmDisable] = useState(false)
   const groups = useGroupNames()
   const [editingKey, setEditingKey] = useState<Contract.ApiKey | undefined>(undefined)
   const refresh = () => client.invalidateQueries({ queryKey: ["admin"] })
   const update = async (body: Contract.UpdateUserRequest) => {
     try {
-      await call(Endpoints.adminUpdateUser, { params: { id }, body })
+      await call((api) => api.users.update({ params: { id }, payload: body }))
       notifications.show({ color: "teal", message: t("common.saved") })
       await refresh()
     } catch (error) {
@@ -338,10 +338,10 @@ export function AdminUserPage() {
                 </QueryState>
               </Tabs.Panel>
               <Tabs.Panel value="usage" pt="sm">
-                <PagedUsage queryKey={["admin", "user", id, "usage"]} load={(cursor) => call(Endpoints.adminUserUsage, { params: { id }, query: { limit: 50, cursor } })} />
+                <PagedUsage queryKey={["admin", "user", id, "usage"]} load={(cursor) => call((api) => api.usage.userUsage({ params: { id }, query: { limit: 50, cursor } }))} />
               </Tabs.Panel>
               <Tabs.Panel value="ledger" pt="sm">
-                <PagedLedger queryKey={["admin", "user", id, "ledger"]} load={(cursor) => call(Endpoints.adminUserLedger, { params: { id }, query: { limit: 50, cursor } })} />
+                <PagedLedger queryKey={["admin", "user", id, "ledger"]} load={(cursor) => call((api) => api.usage.userLedger({ params: { id }, query: { limit: 50, cursor } }))} />
               </Tabs.Panel>
             </Tabs>
           </Stack>
@@ -357,7 +357,7 @@ export function AdminUserPage() {
         {editingKey && (
           <KeyLimitsForm
             apiKey={editingKey}
-            save={(body) => call(Endpoints.adminUpdateKey, { params: { id: editingKey.id }, body })}
+            save={(body) => call((api) => api.keys.adminUpdate({ params: { id: editingKey.id }, payload: body }))}
             onCancel={() => setEditingKey(undefined)}
             onDone={() => {
               setEditingKey(undefined)
