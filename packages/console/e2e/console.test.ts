@@ -42,9 +42,15 @@ let aliceSecret = ""
 
 const PHONE = { width: 390, height: 844 }
 
+/** What the browser refused under the console's Content-Security-Policy, on any page of any test. */
+const violations: Array<string> = []
+
 const newPage = async (viewport = { width: 1366, height: 860 }) => {
   const context = await browser.newContext({ viewport, locale: "en-US", reducedMotion: "reduce" })
   const page = await context.newPage()
+  page.on("console", (message) => {
+    if (/Content Security Policy|Content-Security-Policy/i.test(message.text())) violations.push(`${page.url()}: ${message.text()}`)
+  })
   return { context, page }
 }
 
@@ -314,6 +320,14 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     await desk.page.getByText("价格倍率").first().waitFor()
     await screenshot(desk.page, "models-zh")
     await desk.context.close()
+  })
+
+  it("runs every page under its Content-Security-Policy, which forbids framing, without a refusal", async () => {
+    const page = await fetch(`${gateway.url}/console/`)
+    assert.include(page.headers.get("content-security-policy") ?? "", "frame-ancestors 'none'")
+    await page.arrayBuffer()
+    // Every page the tests above opened (Mantine's injected styles, charts, downloads) ran without a CSP refusal.
+    assert.deepStrictEqual(violations, [])
   })
 })
 
