@@ -5,7 +5,7 @@
  * responses and validates its forms with the very same ones, so no shape is
  * written twice.
  *
- * Browser-safe: depends on `effect` only (no Node built-ins).
+ * Browser-safe: depends on `effect` (and core's `Domain`) only, no Node built-ins.
  *
  * Wire conventions:
  *
@@ -18,6 +18,7 @@
  *
  * @since 0.1.0
  */
+import * as Domain from "@modelgate/core/Domain"
 import { Schema } from "effect"
 import * as ApiError from "./ApiError.ts"
 
@@ -820,6 +821,14 @@ export const AdminModel = Schema.Struct({
 export type AdminModel = typeof AdminModel.Type
 
 const TokenLimit = Schema.Int.check(Schema.isGreaterThan(0, { message: "Must be a whole number above 0" }))
+
+/**
+ * The token limits of a model created without them (core's, the one default
+ * the configuration file, the API and the console share).
+ *
+ * @category admin
+ */
+export const modelDefaults: { readonly inputTokenLimit: number; readonly outputTokenLimit: number } = Domain.modelDefaults
 
 /** `POST /api/admin/models` (creates or replaces by id). @category admin */
 export const UpsertModelRequest = Schema.Struct({

@@ -16,7 +16,9 @@ import { EmptyState, ErrorState, errorMessage, Loading } from "../components/Sta
 import { call, type Contract, urls } from "../lib/api.ts"
 import { Contract as C } from "../lib/contract.ts"
 import { dateTime, tokens, usd } from "../lib/format.ts"
+import { Usd } from "../components/Usd.tsx"
 import { type MessageKey, useI18n } from "../lib/i18n.tsx"
+import { WideTable } from "../components/WideTable.tsx"
 import { sessionKey } from "../lib/session.tsx"
 import { useForm } from "../lib/useForm.ts"
 
@@ -30,7 +32,7 @@ export { rangeStart } from "../components/Period.tsx"
 export function UsageTable({ records, showUser = false }: { readonly records: ReadonlyArray<Contract.UsageItem>; readonly showUser?: boolean }) {
   const { t, locale } = useI18n()
   return (
-    <Table.ScrollContainer minWidth={720}>
+    <WideTable minWidth={720}>
       <Table verticalSpacing="xs" striped data-testid="usage-table">
         <Table.Thead>
           <Table.Tr>
@@ -57,7 +59,7 @@ export function UsageTable({ records, showUser = false }: { readonly records: Re
                 </Group>
               </Table.Td>
               <Table.Td ta="right"><Text size="sm">{tokens(r.promptTokens)} / {tokens(r.completionTokens)}</Text></Table.Td>
-              <Table.Td ta="right"><Text size="sm" ff="monospace">{usd(r.cost)}</Text></Table.Td>
+              <Table.Td ta="right"><Text size="sm" ff="monospace"><Usd amount={r.cost} /></Text></Table.Td>
               <Table.Td ta="right"><Text size="sm">{r.latencyMs} ms</Text></Table.Td>
               <Table.Td>
                 <Badge color={r.status < 400 ? "teal" : "red"} variant="light">{r.errorCode ?? r.status}</Badge>
@@ -66,7 +68,7 @@ export function UsageTable({ records, showUser = false }: { readonly records: Re
           ))}
         </Table.Tbody>
       </Table>
-    </Table.ScrollContainer>
+    </WideTable>
   )
 }
 
@@ -199,7 +201,7 @@ function Records() {
 export function LedgerTable({ entries }: { readonly entries: ReadonlyArray<Contract.LedgerItem> }) {
   const { t, locale } = useI18n()
   return (
-    <Table.ScrollContainer minWidth={560}>
+    <WideTable minWidth={560}>
       <Table verticalSpacing="xs" striped data-testid="ledger-table">
         <Table.Thead>
           <Table.Tr>
@@ -220,7 +222,7 @@ export function LedgerTable({ entries }: { readonly entries: ReadonlyArray<Contr
           ))}
         </Table.Tbody>
       </Table>
-    </Table.ScrollContainer>
+    </WideTable>
   )
 }
 

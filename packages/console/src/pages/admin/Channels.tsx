@@ -37,6 +37,7 @@ import { call, type Contract } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { ago } from "../../lib/format.ts"
 import { type MessageKey, useI18n } from "../../lib/i18n.tsx"
+import { WideTable } from "../../components/WideTable.tsx"
 import { useForm } from "../../lib/useForm.ts"
 
 /** Parses `public=upstream` lines into a model map. @category forms */
@@ -371,7 +372,7 @@ export function AdminChannelsPage() {
             data.data.length === 0
               ? <EmptyState icon={<IconServer size={28} />} title={t("admin.channels.empty")} hint={t("admin.channels.emptyHint")} action={<Button onClick={() => setEditing("new")}>{t("admin.channels.create")}</Button>} />
               : (
-                <Table.ScrollContainer minWidth={1040}>
+                <WideTable minWidth={1040} stickyLast>
                   <Table verticalSpacing="sm" highlightOnHover data-testid="channels-table">
                     <Table.Thead>
                       <Table.Tr>
@@ -449,7 +450,7 @@ export function AdminChannelsPage() {
                       ))}
                     </Table.Tbody>
                   </Table>
-                </Table.ScrollContainer>
+                </WideTable>
               )}
         </QueryState>
       </Paper>

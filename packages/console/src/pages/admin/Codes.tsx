@@ -14,6 +14,7 @@ import { call, type Contract, urls } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { dateTime, usd } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
+import { WideTable } from "../../components/WideTable.tsx"
 import { useForm } from "../../lib/useForm.ts"
 
 /** The generate-codes form. @category components */
@@ -84,7 +85,7 @@ export function AdminCodesPage() {
             : rows.length === 0
             ? <EmptyState icon={<IconTicket size={28} />} title={t("admin.codes.empty")} />
             : (
-              <Table.ScrollContainer minWidth={640}>
+              <WideTable minWidth={640}>
                 <Table verticalSpacing="xs" striped data-testid="codes-table">
                   <Table.Thead>
                     <Table.Tr>
@@ -111,7 +112,7 @@ export function AdminCodesPage() {
                     ))}
                   </Table.Tbody>
                 </Table>
-              </Table.ScrollContainer>
+              </WideTable>
             )}
           {codes.hasNextPage && <Group justify="center" p="sm"><Button variant="light" onClick={() => void codes.fetchNextPage()}>{t("common.loadMore")}</Button></Group>}
         </Paper>

@@ -13,6 +13,7 @@ import { EmptyState, errorMessage, QueryState } from "../../components/States.ts
 import { call, type Contract } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { useI18n } from "../../lib/i18n.tsx"
+import { WideTable } from "../../components/WideTable.tsx"
 import { useForm } from "../../lib/useForm.ts"
 import { limitsText } from "../Models.tsx"
 
@@ -96,7 +97,7 @@ export function AdminGroupsPage() {
             data.data.length === 0
               ? <EmptyState title={t("admin.groups.empty")} action={<Button onClick={() => setEditing("new")}>{t("admin.groups.create")}</Button>} />
               : (
-                <Table.ScrollContainer minWidth={640}>
+                <WideTable minWidth={640} stickyLast>
                   <Table verticalSpacing="sm" highlightOnHover data-testid="groups-table">
                     <Table.Thead>
                       <Table.Tr>
@@ -138,7 +139,7 @@ export function AdminGroupsPage() {
                       ))}
                     </Table.Tbody>
                   </Table>
-                </Table.ScrollContainer>
+                </WideTable>
               )}
         </QueryState>
       </Paper>

@@ -13,7 +13,8 @@ import { PageHeader, StatCard } from "../../components/Bits.tsx"
 import { last30, type Period, PeriodFilter, periodBounds } from "../../components/Period.tsx"
 import { EmptyState, QueryState } from "../../components/States.tsx"
 import { call } from "../../lib/api.ts"
-import { tokens, usd } from "../../lib/format.ts"
+import { tokens } from "../../lib/format.ts"
+import { Usd } from "../../components/Usd.tsx"
 import { useI18n } from "../../lib/i18n.tsx"
 import { money, palette, pivotRange, SpendChart, TokensChart } from "../Dashboard.tsx"
 import { ModelFilter, PagedUsage } from "../Usage.tsx"
@@ -72,7 +73,7 @@ export function AdminOverviewPage() {
           return (
             <Stack gap="lg">
               <SimpleGrid cols={{ base: 1, xs: 3 }}>
-                <StatCard label={t("admin.overview.totalCost")} value={usd(data.totalCost)} testId="overview-cost" />
+                <StatCard label={t("admin.overview.totalCost")} value={<Usd amount={data.totalCost} />} testId="overview-cost" />
                 <StatCard label={t("admin.overview.totalRequests")} value={data.totalRequests.toLocaleString()} testId="overview-requests" />
                 <StatCard label={t("admin.overview.totalTokens")} value={tokens(totalTokens)} testId="overview-tokens" />
               </SimpleGrid>
@@ -103,7 +104,7 @@ export function AdminOverviewPage() {
                               <Table.Tr key={u.userId}>
                                 <Table.Td><Text size="sm">{u.userName}</Text></Table.Td>
                                 <Table.Td ta="right"><Text size="xs" c="dimmed">{tokens(u.tokens)}</Text></Table.Td>
-                                <Table.Td ta="right"><Text size="sm" ff="monospace">{usd(u.cost)}</Text></Table.Td>
+                                <Table.Td ta="right"><Text size="sm" ff="monospace"><Usd amount={u.cost} /></Text></Table.Td>
                               </Table.Tr>
                             ))}
                           </Table.Tbody>
