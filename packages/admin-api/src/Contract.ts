@@ -853,8 +853,9 @@ export type UpsertModelRequest = typeof UpsertModelRequest.Type
 
 /**
  * A model some channel serves that has no price (no row under Models &
- * prices): the gateway refuses calls to it with 403 `model_unpriced` until an
- * admin sets its price (or marks it free).
+ * prices, or a row with no price that is not free): the gateway refuses calls
+ * to it with 403 `model_unpriced` until an admin sets its price (or marks it
+ * free).
  *
  * @category admin
  */

@@ -1167,6 +1167,15 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const before = (yield* admin.client.get("/api/admin/models")).body
         assert.deepStrictEqual(before.unpriced.find((m: any) => m.id === "brand-new-model"), { id: "brand-new-model", channels: ["fresh-models"] })
         assert.isFalse(before.unpriced.some((m: any) => m.id === "gpt-test"))
+        // A model row without a price (as the configuration file makes for a channel model it does not price) is unpriced too.
+        yield* admin.client.post("/api/admin/models", { id: "row-no-price", prices: { input: null, output: null, cachedInput: null, perRequest: null, free: false } })
+        yield* admin.client.patch(`/api/admin/channels/${channel.id}`, { models: ["gpt-test", "brand-new-model", "row-no-price"] })
+        assert.deepStrictEqual(
+          (yield* admin.client.get("/api/admin/models")).body.unpriced.map((m: any) => m.id).filter((id: string) => id !== "gpt-test"),
+          ["brand-new-model", "row-no-price"]
+        )
+        yield* admin.client.patch(`/api/admin/channels/${channel.id}`, { models: ["gpt-test", "brand-new-model"] })
+        yield* admin.client.delete("/api/admin/models/row-no-price")
         const priced = yield* admin.client.post("/api/admin/models", {
           id: "brand-new-model",
           prices: { input: "1", output: "2", cachedInput: null, perRequest: null, free: false }

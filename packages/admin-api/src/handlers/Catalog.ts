@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { Catalog, ChannelHealth, ChannelProbe, Domain, Money, Text } from "@modelgate/core"
+import { Catalog, ChannelHealth, ChannelProbe, Domain, Money, Pricing, Text } from "@modelgate/core"
 import { CatalogRepo, type ChannelInput, type ChannelRecord } from "@modelgate/store/CatalogRepo"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
@@ -228,7 +228,8 @@ export const layer = HttpApiBuilder.group(
       listModels: () =>
         Effect.gen(function*() {
           const models = yield* orApiError(repo.listModels)
-          const priced = new Set(models.map((record) => record.model.id))
+          // A model row without any price (the configuration file adds one for each channel model it does not price) counts as unpriced too.
+          const priced = new Set(models.filter((record) => Pricing.isPriced(record.model)).map((record) => record.model.id))
           const servedBy = new Map<string, Array<string>>()
           for (const { channel } of yield* orApiError(repo.listChannels)) {
             for (const model of channel.models) {

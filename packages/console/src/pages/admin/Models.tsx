@@ -187,7 +187,9 @@ export function AdminModelsPage() {
                   <Text ff="monospace" size="sm" fw={600}>{m.id}</Text>
                   <Text size="xs" c="dimmed">{t("admin.models.servedBy", { channels: m.channels.join(", ") })}</Text>
                 </div>
-                <Button size="xs" onClick={() => setEditing({ seedId: m.id })}>{t("admin.models.setPrice")}</Button>
+                <Button size="xs" onClick={() => setEditing(models.data?.data.find((row) => row.id === m.id) ?? { seedId: m.id })}>
+                  {t("admin.models.setPrice")}
+                </Button>
               </Group>
             ))}
           </Stack>
