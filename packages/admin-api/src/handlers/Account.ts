@@ -59,105 +59,100 @@ export const layer = HttpApiBuilder.group(
     const repo = yield* CatalogRepo
 
     return handlers.handleAll({
-      me: () =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          const snapshot = yield* (yield* Catalog.Catalog).current
-          const balance = yield* orApiError((yield* AccountsPort.Accounts).balance(principal.userId))
-          const key = principal.key
-          if (key !== undefined) {
-            return {
-              user: key.userName,
-              role: key.userRole,
-              group: key.group,
-              key: { id: key.id, name: key.name, prefix: key.prefix, expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString() },
-              models: Admission.allowedModels(snapshot, key).map((m) => m.id),
-              balance_usd: Money.formatUsd(balance)
-            } satisfies C.GatewayMe
-          }
-          const models = new Set<string>()
-          for (const group of yield* groupsOf(principal.userId, principal.role)) {
-            for (const id of snapshot.modelsOfGroup(group)) {
-              const model = snapshot.models.get(id)
-              if (model !== undefined && Pricing.isPriced(model)) models.add(id)
-            }
-          }
+      me: Effect.fn("account.me")(function*() {
+        const principal = yield* Principal
+        const snapshot = yield* (yield* Catalog.Catalog).current
+        const balance = yield* orApiError((yield* AccountsPort.Accounts).balance(principal.userId))
+        const key = principal.key
+        if (key !== undefined) {
           return {
-            user: principal.userName,
-            role: principal.role,
-            group: null,
-            key: null,
-            models: [...models],
+            user: key.userName,
+            role: key.userRole,
+            group: key.group,
+            key: { id: key.id, name: key.name, prefix: key.prefix, expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString() },
+            models: Admission.allowedModels(snapshot, key).map((m) => m.id),
             balance_usd: Money.formatUsd(balance)
           } satisfies C.GatewayMe
-        }),
+        }
+        const models = new Set<string>()
+        for (const group of yield* groupsOf(principal.userId, principal.role)) {
+          for (const id of snapshot.modelsOfGroup(group)) {
+            const model = snapshot.models.get(id)
+            if (model !== undefined && Pricing.isPriced(model)) models.add(id)
+          }
+        }
+        return {
+          user: principal.userName,
+          role: principal.role,
+          group: null,
+          key: null,
+          models: [...models],
+          balance_usd: Money.formatUsd(balance)
+        } satisfies C.GatewayMe
+      }),
 
-      dashboard: () =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          const now = yield* Clock.currentTimeMillis
-          const user = yield* userOf(principal)
-          const today = yield* orApiError(reports.totals({ userId: user.id, from: startOfDay(now) }))
-          const month = yield* orApiError(reports.totals({ userId: user.id, from: startOfMonth(now) }))
-          const daily = yield* orApiError(reports.daily({ userId: user.id, from: startOfDay(now) - 29 * DAY_MS }))
-          const keys = yield* orApiError((yield* Keys).list(user.id))
-          return {
-            balance: Money.formatUsd(user.balanceNanos),
-            spentToday: Money.formatUsd(today.costNanos),
-            spentThisMonth: Money.formatUsd(month.costNanos),
-            requestsToday: today.requests,
-            tokensToday: today.tokens,
-            activeKeys: keys.filter((k) => k.enabled && !k.revoked && (k.expiresAt === null || k.expiresAt > now)).length,
-            daily: daily.map(Views.dailyPoint)
-          } satisfies C.Dashboard
-        }),
+      dashboard: Effect.fn("account.dashboard")(function*() {
+        const principal = yield* Principal
+        const now = yield* Clock.currentTimeMillis
+        const user = yield* userOf(principal)
+        const today = yield* orApiError(reports.totals({ userId: user.id, from: startOfDay(now) }))
+        const month = yield* orApiError(reports.totals({ userId: user.id, from: startOfMonth(now) }))
+        const daily = yield* orApiError(reports.daily({ userId: user.id, from: startOfDay(now) - 29 * DAY_MS }))
+        const keys = yield* orApiError((yield* Keys).list(user.id))
+        return {
+          balance: Money.formatUsd(user.balanceNanos),
+          spentToday: Money.formatUsd(today.costNanos),
+          spentThisMonth: Money.formatUsd(month.costNanos),
+          requestsToday: today.requests,
+          tokensToday: today.tokens,
+          activeKeys: keys.filter((k) => k.enabled && !k.revoked && (k.expiresAt === null || k.expiresAt > now)).length,
+          daily: daily.map(Views.dailyPoint)
+        } satisfies C.Dashboard
+      }),
 
-      models: () =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          const names = yield* groupsOf(principal.userId, principal.role)
-          const snapshot = yield* (yield* Catalog.Catalog).current
-          const stored = new Map((yield* orApiError(repo.listGroups)).map((record) => [record.group.name, record.group]))
-          const groups = names.map((name): C.GroupModels => {
-            const group = snapshot.groups.get(name) ?? stored.get(name)
-            const ratioMicros = group?.ratioMicros ?? 1_000_000n
-            const models = snapshot.modelsOfGroup(name).flatMap((id) => {
-              const model = snapshot.models.get(id)
-              return model === undefined ? [] : [Views.modelInfo(model, ratioMicros)]
-            })
-            return {
-              name,
-              ratio: Views.ratio(ratioMicros),
-              limits: group?.limits ?? { rpm: null, tpm: null, concurrency: null },
-              models
-            }
+      models: Effect.fn("account.models")(function*() {
+        const principal = yield* Principal
+        const names = yield* groupsOf(principal.userId, principal.role)
+        const snapshot = yield* (yield* Catalog.Catalog).current
+        const stored = new Map((yield* orApiError(repo.listGroups)).map((record) => [record.group.name, record.group]))
+        const groups = names.map((name): C.GroupModels => {
+          const group = snapshot.groups.get(name) ?? stored.get(name)
+          const ratioMicros = group?.ratioMicros ?? 1_000_000n
+          const models = snapshot.modelsOfGroup(name).flatMap((id) => {
+            const model = snapshot.models.get(id)
+            return model === undefined ? [] : [Views.modelInfo(model, ratioMicros)]
           })
-          return { groups } satisfies C.MyModels
-        }),
-
-      connect: ({ request }) =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          const config = yield* AdminApiConfig
-          const baseUrl = publicBaseUrl(request, config)
-          const snapshot = yield* (yield* Catalog.Catalog).current
-          const groups = yield* groupsOf(principal.userId, principal.role)
           return {
-            baseUrl,
-            openaiBaseUrl: `${baseUrl}/v1`,
-            geminiBaseUrl: baseUrl,
-            geminiApiVersion: "v1beta",
-            exampleModel: groups.flatMap((g) => snapshot.modelsOfGroup(g))[0] ?? null
-          } satisfies C.ConnectInfo
-        }),
-
-      redeem: ({ payload }) =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          const amount = yield* orApiError((yield* Redemption).redeem(payload.code, principal.userId))
-          const balance = yield* orApiError((yield* Accounts).spendable(principal.userId))
-          return { amount: Money.formatUsd(amount), balance: Money.formatUsd(balance) } satisfies C.RedeemResult
+            name,
+            ratio: Views.ratio(ratioMicros),
+            limits: group?.limits ?? { rpm: null, tpm: null, concurrency: null },
+            models
+          }
         })
+        return { groups } satisfies C.MyModels
+      }),
+
+      connect: Effect.fn("account.connect")(function*({ request }) {
+        const principal = yield* Principal
+        const config = yield* AdminApiConfig
+        const baseUrl = publicBaseUrl(request, config)
+        const snapshot = yield* (yield* Catalog.Catalog).current
+        const groups = yield* groupsOf(principal.userId, principal.role)
+        return {
+          baseUrl,
+          openaiBaseUrl: `${baseUrl}/v1`,
+          geminiBaseUrl: baseUrl,
+          geminiApiVersion: "v1beta",
+          exampleModel: groups.flatMap((g) => snapshot.modelsOfGroup(g))[0] ?? null
+        } satisfies C.ConnectInfo
+      }),
+
+      redeem: Effect.fn("account.redeem")(function*({ payload }) {
+        const principal = yield* Principal
+        const amount = yield* orApiError((yield* Redemption).redeem(payload.code, principal.userId))
+        const balance = yield* orApiError((yield* Accounts).spendable(principal.userId))
+        return { amount: Money.formatUsd(amount), balance: Money.formatUsd(balance) } satisfies C.RedeemResult
+      })
     })
   })
 )

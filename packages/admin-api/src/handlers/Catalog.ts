@@ -105,201 +105,187 @@ export const layer = HttpApiBuilder.group(
 
       listGroups: () => Effect.map(orApiError(repo.listGroups), (groups) => ({ data: groups.map(Views.adminGroup) }) satisfies C.GroupList),
 
-      createGroup: ({ payload }) =>
-        Effect.gen(function*() {
-          const ratioMicros = yield* ratioToMicros(payload.ratio)
-          yield* orApiError(repo.createGroup({
-            name: payload.name,
-            ratioMicros,
-            limits: payload.limits ?? { rpm: null, tpm: null, concurrency: null },
-            selectable: payload.selectable ?? false
-          }))
-          yield* invalidate("catalog")
-          return Views.adminGroup(yield* findGroup(payload.name))
-        }),
+      createGroup: Effect.fn("catalog.createGroup")(function*({ payload }) {
+        const ratioMicros = yield* ratioToMicros(payload.ratio)
+        yield* orApiError(repo.createGroup({
+          name: payload.name,
+          ratioMicros,
+          limits: payload.limits ?? { rpm: null, tpm: null, concurrency: null },
+          selectable: payload.selectable ?? false
+        }))
+        yield* invalidate("catalog")
+        return Views.adminGroup(yield* findGroup(payload.name))
+      }),
 
-      updateGroup: ({ params, payload }) =>
-        Effect.gen(function*() {
-          const current = yield* findGroup(params.name)
-          yield* orApiError(repo.updateGroup({
-            ...current.group,
-            ...(payload.ratio !== undefined ? { ratioMicros: yield* ratioToMicros(payload.ratio) } : {}),
-            ...(payload.limits !== undefined ? { limits: payload.limits } : {}),
-            ...(payload.selectable !== undefined ? { selectable: payload.selectable } : {})
-          }, payload.userIds))
-          yield* invalidate("catalog")
-          yield* invalidate("users")
-          return Views.adminGroup(yield* findGroup(params.name))
-        }),
+      updateGroup: Effect.fn("catalog.updateGroup")(function*({ params, payload }) {
+        const current = yield* findGroup(params.name)
+        yield* orApiError(repo.updateGroup({
+          ...current.group,
+          ...(payload.ratio !== undefined ? { ratioMicros: yield* ratioToMicros(payload.ratio) } : {}),
+          ...(payload.limits !== undefined ? { limits: payload.limits } : {}),
+          ...(payload.selectable !== undefined ? { selectable: payload.selectable } : {})
+        }, payload.userIds))
+        yield* invalidate("catalog")
+        yield* invalidate("users")
+        return Views.adminGroup(yield* findGroup(params.name))
+      }),
 
-      deleteGroup: ({ params }) =>
-        Effect.gen(function*() {
-          yield* orApiError(repo.deleteGroup(params.name))
-          yield* invalidate("catalog")
-          return { ok: true } satisfies C.Ok
-        }),
+      deleteGroup: Effect.fn("catalog.deleteGroup")(function*({ params }) {
+        yield* orApiError(repo.deleteGroup(params.name))
+        yield* invalidate("catalog")
+        return { ok: true } satisfies C.Ok
+      }),
 
       // ---- channels -------------------------------------------------------------
 
-      listChannels: () =>
-        Effect.gen(function*() {
-          const records = yield* orApiError(repo.listChannels)
-          return { data: yield* Effect.forEach(records, channelView) } satisfies C.ChannelList
-        }),
+      listChannels: Effect.fn("catalog.listChannels")(function*() {
+        const records = yield* orApiError(repo.listChannels)
+        return { data: yield* Effect.forEach(records, channelView) } satisfies C.ChannelList
+      }),
 
       getChannel: ({ params }) => Effect.flatMap(findChannel(params.id), channelView),
 
-      createChannel: ({ payload }) =>
-        Effect.gen(function*() {
-          yield* checkModelMap(payload.models, payload.modelMap)
-          const channel: ChannelInput = {
-            name: payload.name,
-            type: payload.type,
-            baseUrl: payload.baseUrl.replace(/\/+$/, ""),
-            apiKeys: payload.apiKeys.map((key) => key.trim()),
-            models: payload.models,
-            modelMap: payload.modelMap ?? {},
-            groups: payload.groups ?? ["default"],
-            priority: payload.priority ?? 0,
-            weight: payload.weight ?? 1,
-            enabled: payload.enabled ?? true,
-            apiVersion: payload.apiVersion ?? null,
-            ...routingOf(payload, Domain.channelDefaults)
-          }
-          const id = yield* orApiError(repo.createChannel(channel))
-          yield* invalidate("catalog")
-          return yield* channelView(yield* findChannel(id))
-        }),
+      createChannel: Effect.fn("catalog.createChannel")(function*({ payload }) {
+        yield* checkModelMap(payload.models, payload.modelMap)
+        const channel: ChannelInput = {
+          name: payload.name,
+          type: payload.type,
+          baseUrl: payload.baseUrl.replace(/\/+$/, ""),
+          apiKeys: payload.apiKeys.map((key) => key.trim()),
+          models: payload.models,
+          modelMap: payload.modelMap ?? {},
+          groups: payload.groups ?? ["default"],
+          priority: payload.priority ?? 0,
+          weight: payload.weight ?? 1,
+          enabled: payload.enabled ?? true,
+          apiVersion: payload.apiVersion ?? null,
+          ...routingOf(payload, Domain.channelDefaults)
+        }
+        const id = yield* orApiError(repo.createChannel(channel))
+        yield* invalidate("catalog")
+        return yield* channelView(yield* findChannel(id))
+      }),
 
-      updateChannel: ({ params, payload }) =>
-        Effect.gen(function*() {
-          const record = yield* findChannel(params.id)
-          const current = record.channel
-          // Without its secrets a channel can change only if the edit gives its keys again.
-          if (!record.readable && payload.apiKeys === undefined) yield* usableChannel(params.id)
-          yield* checkModelMap(payload.models ?? current.models, payload.modelMap ?? current.modelMap)
-          const next: ChannelInput = {
-            ...current,
-            ...(payload.name !== undefined ? { name: payload.name } : {}),
-            ...(payload.type !== undefined ? { type: payload.type } : {}),
-            ...(payload.baseUrl !== undefined ? { baseUrl: payload.baseUrl.replace(/\/+$/, "") } : {}),
-            ...(payload.models !== undefined ? { models: payload.models } : {}),
-            ...(payload.modelMap !== undefined ? { modelMap: payload.modelMap } : {}),
-            ...(payload.groups !== undefined ? { groups: payload.groups } : {}),
-            ...(payload.priority !== undefined ? { priority: payload.priority } : {}),
-            ...(payload.weight !== undefined ? { weight: payload.weight } : {}),
-            ...(payload.enabled !== undefined ? { enabled: payload.enabled } : {}),
-            ...(payload.apiVersion !== undefined ? { apiVersion: payload.apiVersion } : {}),
-            ...(payload.apiKeys !== undefined ? { apiKeys: payload.apiKeys.map((key) => key.trim()) } : {}),
-            ...routingOf(payload, current)
-          }
-          yield* orApiError(repo.updateChannel(params.id, next, { keys: payload.apiKeys !== undefined }))
-          yield* invalidate("catalog")
-          return yield* channelView(yield* findChannel(params.id))
-        }),
+      updateChannel: Effect.fn("catalog.updateChannel")(function*({ params, payload }) {
+        const record = yield* findChannel(params.id)
+        const current = record.channel
+        // Without its secrets a channel can change only if the edit gives its keys again.
+        if (!record.readable && payload.apiKeys === undefined) yield* usableChannel(params.id)
+        yield* checkModelMap(payload.models ?? current.models, payload.modelMap ?? current.modelMap)
+        const next: ChannelInput = {
+          ...current,
+          ...(payload.name !== undefined ? { name: payload.name } : {}),
+          ...(payload.type !== undefined ? { type: payload.type } : {}),
+          ...(payload.baseUrl !== undefined ? { baseUrl: payload.baseUrl.replace(/\/+$/, "") } : {}),
+          ...(payload.models !== undefined ? { models: payload.models } : {}),
+          ...(payload.modelMap !== undefined ? { modelMap: payload.modelMap } : {}),
+          ...(payload.groups !== undefined ? { groups: payload.groups } : {}),
+          ...(payload.priority !== undefined ? { priority: payload.priority } : {}),
+          ...(payload.weight !== undefined ? { weight: payload.weight } : {}),
+          ...(payload.enabled !== undefined ? { enabled: payload.enabled } : {}),
+          ...(payload.apiVersion !== undefined ? { apiVersion: payload.apiVersion } : {}),
+          ...(payload.apiKeys !== undefined ? { apiKeys: payload.apiKeys.map((key) => key.trim()) } : {}),
+          ...routingOf(payload, current)
+        }
+        yield* orApiError(repo.updateChannel(params.id, next, { keys: payload.apiKeys !== undefined }))
+        yield* invalidate("catalog")
+        return yield* channelView(yield* findChannel(params.id))
+      }),
 
-      deleteChannel: ({ params }) =>
-        Effect.gen(function*() {
-          yield* orApiError(repo.deleteChannel(params.id))
-          yield* invalidate("catalog")
-          return { ok: true } satisfies C.Ok
-        }),
+      deleteChannel: Effect.fn("catalog.deleteChannel")(function*({ params }) {
+        yield* orApiError(repo.deleteChannel(params.id))
+        yield* invalidate("catalog")
+        return { ok: true } satisfies C.Ok
+      }),
 
-      testChannel: ({ params, payload }) =>
-        Effect.gen(function*() {
-          const channel = yield* usableChannel(params.id)
-          const model = payload.model ?? channel.models[0]
-          if (model === undefined) return yield* ApiError.invalid("model: the channel lists no models to test", "model")
-          if (!channel.models.includes(model)) {
-            return yield* ApiError.invalid(`model: '${Text.clip(model)}' is not one of the channel's models (${channel.models.join(", ")})`, "model")
-          }
-          const result = yield* probe.probe(channel, model)
-          return { ok: result.ok, latencyMs: result.latencyMs, status: result.status, message: result.message, model } satisfies C.TestChannelResult
-        }),
+      testChannel: Effect.fn("catalog.testChannel")(function*({ params, payload }) {
+        const channel = yield* usableChannel(params.id)
+        const model = payload.model ?? channel.models[0]
+        if (model === undefined) return yield* ApiError.invalid("model: the channel lists no models to test", "model")
+        if (!channel.models.includes(model)) {
+          return yield* ApiError.invalid(`model: '${Text.clip(model)}' is not one of the channel's models (${channel.models.join(", ")})`, "model")
+        }
+        const result = yield* probe.probe(channel, model)
+        return { ok: result.ok, latencyMs: result.latencyMs, status: result.status, message: result.message, model } satisfies C.TestChannelResult
+      }),
 
-      resetChannel: ({ params }) =>
-        Effect.gen(function*() {
-          yield* health.reset(yield* usableChannel(params.id))
-          return yield* channelView(yield* findChannel(params.id))
-        }),
+      resetChannel: Effect.fn("catalog.resetChannel")(function*({ params }) {
+        yield* health.reset(yield* usableChannel(params.id))
+        return yield* channelView(yield* findChannel(params.id))
+      }),
 
       // ---- models ---------------------------------------------------------------
 
-      listModels: () =>
-        Effect.gen(function*() {
-          const models = yield* orApiError(repo.listModels)
-          // A model row without any price (the configuration file adds one for each channel model it does not price) counts as unpriced too.
-          const priced = new Set(models.filter((record) => Pricing.isPriced(record.model)).map((record) => record.model.id))
-          const servedBy = new Map<string, Array<string>>()
-          for (const { channel } of yield* orApiError(repo.listChannels)) {
-            for (const model of channel.models) {
-              if (priced.has(model)) continue
-              servedBy.set(model, [...(servedBy.get(model) ?? []), channel.name])
-            }
+      listModels: Effect.fn("catalog.listModels")(function*() {
+        const models = yield* orApiError(repo.listModels)
+        // A model row without any price (the configuration file adds one for each channel model it does not price) counts as unpriced too.
+        const priced = new Set(models.filter((record) => Pricing.isPriced(record.model)).map((record) => record.model.id))
+        const servedBy = new Map<string, Array<string>>()
+        for (const { channel } of yield* orApiError(repo.listChannels)) {
+          for (const model of channel.models) {
+            if (priced.has(model)) continue
+            servedBy.set(model, [...(servedBy.get(model) ?? []), channel.name])
           }
-          return {
-            data: models.map(Views.adminModel),
-            unpriced: [...servedBy].sort(([a], [b]) => a.localeCompare(b)).map(([id, channels]) => ({ id, channels: channels.sort() }))
-          } satisfies C.ModelList
-        }),
+        }
+        return {
+          data: models.map(Views.adminModel),
+          unpriced: [...servedBy].sort(([a], [b]) => a.localeCompare(b)).map(([id, channels]) => ({ id, channels: channels.sort() }))
+        } satisfies C.ModelList
+      }),
 
       pricePresets: () => Effect.succeed(presets),
 
-      upsertModel: ({ payload }) =>
-        Effect.gen(function*() {
-          const existing = (yield* orApiError(repo.findModel(payload.id)))?.model
-          const model: Domain.Model = {
-            id: payload.id,
-            displayName: payload.displayName ?? existing?.displayName ?? payload.id,
-            inputNanosPerMillion: yield* parsePrice(payload.prices.input, "prices.input"),
-            outputNanosPerMillion: yield* parsePrice(payload.prices.output, "prices.output"),
-            cachedInputNanosPerMillion: yield* parsePrice(payload.prices.cachedInput, "prices.cachedInput"),
-            perRequestNanos: yield* parsePrice(payload.prices.perRequest, "prices.perRequest"),
-            free: payload.prices.free,
-            inputTokenLimit: payload.inputTokenLimit ?? existing?.inputTokenLimit ?? Domain.modelDefaults.inputTokenLimit,
-            outputTokenLimit: payload.outputTokenLimit ?? existing?.outputTokenLimit ?? Domain.modelDefaults.outputTokenLimit,
-            ...(payload.description === undefined
-              ? existing?.description === undefined ? {} : { description: existing.description }
-              : payload.description === null
-              ? {}
-              : { description: payload.description }),
-            embedding: payload.embedding ?? existing?.embedding ?? false,
-            reasoning: payload.reasoning ?? existing?.reasoning ?? false,
-            reasoningContent: payload.reasoningContent ?? existing?.reasoningContent ?? false
-          }
-          yield* orApiError(repo.upsertModel(model, "console"))
-          yield* invalidate("catalog")
-          return Views.adminModel({ model, source: "console" })
-        }),
+      upsertModel: Effect.fn("catalog.upsertModel")(function*({ payload }) {
+        const existing = (yield* orApiError(repo.findModel(payload.id)))?.model
+        const model: Domain.Model = {
+          id: payload.id,
+          displayName: payload.displayName ?? existing?.displayName ?? payload.id,
+          inputNanosPerMillion: yield* parsePrice(payload.prices.input, "prices.input"),
+          outputNanosPerMillion: yield* parsePrice(payload.prices.output, "prices.output"),
+          cachedInputNanosPerMillion: yield* parsePrice(payload.prices.cachedInput, "prices.cachedInput"),
+          perRequestNanos: yield* parsePrice(payload.prices.perRequest, "prices.perRequest"),
+          free: payload.prices.free,
+          inputTokenLimit: payload.inputTokenLimit ?? existing?.inputTokenLimit ?? Domain.modelDefaults.inputTokenLimit,
+          outputTokenLimit: payload.outputTokenLimit ?? existing?.outputTokenLimit ?? Domain.modelDefaults.outputTokenLimit,
+          ...(payload.description === undefined
+            ? existing?.description === undefined ? {} : { description: existing.description }
+            : payload.description === null
+            ? {}
+            : { description: payload.description }),
+          embedding: payload.embedding ?? existing?.embedding ?? false,
+          reasoning: payload.reasoning ?? existing?.reasoning ?? false,
+          reasoningContent: payload.reasoningContent ?? existing?.reasoningContent ?? false
+        }
+        yield* orApiError(repo.upsertModel(model, "console"))
+        yield* invalidate("catalog")
+        return Views.adminModel({ model, source: "console" })
+      }),
 
-      deleteModel: ({ params }) =>
-        Effect.gen(function*() {
-          yield* orApiError(repo.deleteModel(params.id))
-          yield* invalidate("catalog")
-          return { ok: true } satisfies C.Ok
-        }),
+      deleteModel: Effect.fn("catalog.deleteModel")(function*({ params }) {
+        yield* orApiError(repo.deleteModel(params.id))
+        yield* invalidate("catalog")
+        return { ok: true } satisfies C.Ok
+      }),
 
       // ---- aliases --------------------------------------------------------------
 
       listAliases: () => Effect.map(orApiError(repo.listAliases), (aliases) => ({ data: aliases }) satisfies C.AliasList),
 
-      setAlias: ({ payload }) =>
-        Effect.gen(function*() {
-          if (!(yield* knownModel(payload.target))) {
-            return yield* ApiError.invalid(`target: no model named '${Text.clip(payload.target)}' exists on this gateway`, "target")
-          }
-          yield* orApiError(repo.setAlias({ pattern: payload.pattern, target: payload.target }, payload.position))
-          yield* invalidate("catalog")
-          const alias = (yield* orApiError(repo.listAliases)).find((a) => a.pattern === payload.pattern)
-          return alias!
-        }),
+      setAlias: Effect.fn("catalog.setAlias")(function*({ payload }) {
+        if (!(yield* knownModel(payload.target))) {
+          return yield* ApiError.invalid(`target: no model named '${Text.clip(payload.target)}' exists on this gateway`, "target")
+        }
+        yield* orApiError(repo.setAlias({ pattern: payload.pattern, target: payload.target }, payload.position))
+        yield* invalidate("catalog")
+        const alias = (yield* orApiError(repo.listAliases)).find((a) => a.pattern === payload.pattern)
+        return alias!
+      }),
 
-      deleteAlias: ({ query }) =>
-        Effect.gen(function*() {
-          yield* orApiError(repo.deleteAlias(query.pattern))
-          yield* invalidate("catalog")
-          return { ok: true } satisfies C.Ok
-        })
+      deleteAlias: Effect.fn("catalog.deleteAlias")(function*({ query }) {
+        yield* orApiError(repo.deleteAlias(query.pattern))
+        yield* invalidate("catalog")
+        return { ok: true } satisfies C.Ok
+      })
     })
   })
 )

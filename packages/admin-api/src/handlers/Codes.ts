@@ -25,13 +25,12 @@ export const layer = HttpApiBuilder.group(
     const reports = yield* Reports
 
     return handlers.handleAll({
-      generate: ({ payload }) =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          const nanos = yield* parseNanos(payload.amount, "amount")
-          const batch = yield* orApiError(redemption.generate(payload.count, nanos, principal.userId))
-          return { batch: batch.batch, amount: Money.formatUsd(nanos), codes: batch.codes } satisfies C.GeneratedCodes
-        }),
+      generate: Effect.fn("codes.generate")(function*({ payload }) {
+        const principal = yield* Principal
+        const nanos = yield* parseNanos(payload.amount, "amount")
+        const batch = yield* orApiError(redemption.generate(payload.count, nanos, principal.userId))
+        return { batch: batch.batch, amount: Money.formatUsd(nanos), codes: batch.codes } satisfies C.GeneratedCodes
+      }),
 
       list: ({ query }) =>
         Effect.map(
@@ -39,23 +38,22 @@ export const layer = HttpApiBuilder.group(
           (page) => ({ data: page.data.map(Views.code), nextCursor: page.nextCursor }) satisfies C.CodePage
         ),
 
-      csv: ({ query }) =>
-        Effect.gen(function*() {
-          const page = yield* orApiError(reports.codesPage({ batch: query.batch, status: query.status }, CSV_MAX_ROWS, undefined))
-          const rows = page.data.map((c) => [
-            c.prefix,
-            Money.formatUsd(c.amountNanos),
-            c.batch,
-            new Date(c.createdAt).toISOString(),
-            c.createdBy,
-            c.redeemedAt === null ? "" : new Date(c.redeemedAt).toISOString(),
-            c.redeemedBy ?? ""
-          ])
-          return csvResponse(
-            Csv.file(["code_prefix", "amount_usd", "batch", "created_at", "created_by", "redeemed_at", "redeemed_by"], rows),
-            "codes.csv"
-          )
-        })
+      csv: Effect.fn("codes.csv")(function*({ query }) {
+        const page = yield* orApiError(reports.codesPage({ batch: query.batch, status: query.status }, CSV_MAX_ROWS, undefined))
+        const rows = page.data.map((c) => [
+          c.prefix,
+          Money.formatUsd(c.amountNanos),
+          c.batch,
+          new Date(c.createdAt).toISOString(),
+          c.createdBy,
+          c.redeemedAt === null ? "" : new Date(c.redeemedAt).toISOString(),
+          c.redeemedBy ?? ""
+        ])
+        return csvResponse(
+          Csv.file(["code_prefix", "amount_usd", "batch", "created_at", "created_by", "redeemed_at", "redeemed_by"], rows),
+          "codes.csv"
+        )
+      })
     })
   })
 )

@@ -105,89 +105,83 @@ export const layer = HttpApiBuilder.group(
     const users = yield* Users
 
     return handlers.handleAll({
-      list: () =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          // With an API key, the key sees itself only.
-          const list = principal.key === undefined
-            ? yield* orApiError(keys.list(principal.userId))
-            : [yield* ownKey(principal, principal.key.id)]
-          return { data: list.filter((k) => !k.revoked).map(Views.key) } satisfies C.KeyList
-        }),
+      list: Effect.fn("keys.list")(function*() {
+        const principal = yield* Principal
+        // With an API key, the key sees itself only.
+        const list = principal.key === undefined
+          ? yield* orApiError(keys.list(principal.userId))
+          : [yield* ownKey(principal, principal.key.id)]
+        return { data: list.filter((k) => !k.revoked).map(Views.key) } satisfies C.KeyList
+      }),
 
-      create: ({ payload }) =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          const allowed = yield* groupsOf(principal.userId, principal.role)
-          const group = payload.group ?? allowed[0]!
-          if (!allowed.includes(group)) {
-            return yield* ApiError.invalid(`group: you may not use the group '${Text.clip(group)}'; choose one of: ${allowed.join(", ")}`, "group")
-          }
-          const models = yield* resolveModels(payload.models)
-          yield* checkExpiry(payload.expiresAt)
-          yield* checkKeyLimits(payload, group)
-          const created = yield* orApiError(keys.create({
-            userId: principal.userId,
-            name: payload.name,
-            group,
-            models: models ?? [],
-            expiresAt: payload.expiresAt ?? null,
-            quotaNanos: (yield* parseNanos(payload.quota, "quota")) ?? null,
-            dailyBudgetNanos: (yield* parseNanos(payload.dailyBudget, "dailyBudget")) ?? null,
-            monthlyBudgetNanos: (yield* parseNanos(payload.monthlyBudget, "monthlyBudget")) ?? null,
-            limits: { rpm: payload.rpm ?? null, tpm: payload.tpm ?? null, concurrency: payload.concurrency ?? null }
-          }).pipe(
-            Effect.catchTag("Conflict", () => Effect.fail(ApiError.conflict(`You already have a key named '${payload.name}'.`)))
-          ))
-          yield* invalidate("keys", [created.key.id])
-          return { key: Views.key(created.key), secret: created.secret } satisfies C.CreatedKey
-        }),
+      create: Effect.fn("keys.create")(function*({ payload }) {
+        const principal = yield* Principal
+        const allowed = yield* groupsOf(principal.userId, principal.role)
+        const group = payload.group ?? allowed[0]!
+        if (!allowed.includes(group)) {
+          return yield* ApiError.invalid(`group: you may not use the group '${Text.clip(group)}'; choose one of: ${allowed.join(", ")}`, "group")
+        }
+        const models = yield* resolveModels(payload.models)
+        yield* checkExpiry(payload.expiresAt)
+        yield* checkKeyLimits(payload, group)
+        const created = yield* orApiError(keys.create({
+          userId: principal.userId,
+          name: payload.name,
+          group,
+          models: models ?? [],
+          expiresAt: payload.expiresAt ?? null,
+          quotaNanos: (yield* parseNanos(payload.quota, "quota")) ?? null,
+          dailyBudgetNanos: (yield* parseNanos(payload.dailyBudget, "dailyBudget")) ?? null,
+          monthlyBudgetNanos: (yield* parseNanos(payload.monthlyBudget, "monthlyBudget")) ?? null,
+          limits: { rpm: payload.rpm ?? null, tpm: payload.tpm ?? null, concurrency: payload.concurrency ?? null }
+        }).pipe(
+          Effect.catchTag("Conflict", () => Effect.fail(ApiError.conflict(`You already have a key named '${payload.name}'.`)))
+        ))
+        yield* invalidate("keys", [created.key.id])
+        return { key: Views.key(created.key), secret: created.secret } satisfies C.CreatedKey
+      }),
 
-      update: ({ params, payload }) =>
-        Effect.gen(function*() {
-          const key = yield* ownKey(yield* Principal, params.id)
-          return yield* updateKey(key, payload).pipe(
-            Effect.catchIf(
-              (error) => error.code === "conflict",
-              () => Effect.fail(ApiError.conflict(`You already have a key named '${payload.name}'.`))
-            )
+      update: Effect.fn("keys.update")(function*({ params, payload }) {
+        const key = yield* ownKey(yield* Principal, params.id)
+        return yield* updateKey(key, payload).pipe(
+          Effect.catchIf(
+            (error) => error.code === "conflict",
+            () => Effect.fail(ApiError.conflict(`You already have a key named '${payload.name}'.`))
           )
-        }),
+        )
+      }),
 
-      delete: ({ params }) =>
-        Effect.gen(function*() {
-          const key = yield* ownKey(yield* Principal, params.id)
-          yield* orApiError(keys.remove(key.id))
-          yield* invalidate("keys", [key.id])
-          return { ok: true } satisfies C.Ok
-        }),
+      delete: Effect.fn("keys.delete")(function*({ params }) {
+        const key = yield* ownKey(yield* Principal, params.id)
+        yield* orApiError(keys.remove(key.id))
+        yield* invalidate("keys", [key.id])
+        return { ok: true } satisfies C.Ok
+      }),
 
-      userKeys: ({ params }) =>
-        Effect.gen(function*() {
-          const user = yield* orApiError(users.findById(params.id))
-          if (user === undefined || user.deletedAt !== null) return yield* ApiError.notFound(`No user with id '${Text.clip(params.id)}'.`)
-          const list = yield* orApiError(keys.list(user.id))
-          return { data: list.filter((k) => !k.revoked).map(Views.key) } satisfies C.KeyList
-        }),
+      userKeys: Effect.fn("keys.userKeys")(function*({ params }) {
+        const user = yield* orApiError(users.findById(params.id))
+        if (user === undefined || user.deletedAt !== null) return yield* ApiError.notFound(`No user with id '${Text.clip(params.id)}'.`)
+        const list = yield* orApiError(keys.list(user.id))
+        return { data: list.filter((k) => !k.revoked).map(Views.key) } satisfies C.KeyList
+      }),
 
-      adminUpdate: ({ params, payload }) =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          if (principal.key?.id === params.id) {
-            return yield* ApiError.forbidden(
-              "A key cannot change itself: change it from a console session, or with another administrator's key.",
-              "self_change"
-            )
-          }
-          const key = yield* orApiError(keys.findById(params.id))
-          if (key === undefined || key.revoked) return yield* ApiError.notFound(`No API key with id '${Text.clip(params.id)}'.`)
-          return yield* updateKey(key, payload).pipe(
-            Effect.catchIf(
-              (error) => error.code === "conflict",
-              () => Effect.fail(ApiError.conflict(`The user already has a key named '${payload.name}'.`))
-            )
+      adminUpdate: Effect.fn("keys.adminUpdate")(function*({ params, payload }) {
+        const principal = yield* Principal
+        if (principal.key?.id === params.id) {
+          return yield* ApiError.forbidden(
+            "A key cannot change itself: change it from a console session, or with another administrator's key.",
+            "self_change"
           )
-        })
+        }
+        const key = yield* orApiError(keys.findById(params.id))
+        if (key === undefined || key.revoked) return yield* ApiError.notFound(`No API key with id '${Text.clip(params.id)}'.`)
+        return yield* updateKey(key, payload).pipe(
+          Effect.catchIf(
+            (error) => error.code === "conflict",
+            () => Effect.fail(ApiError.conflict(`The user already has a key named '${payload.name}'.`))
+          )
+        )
+      })
     })
   })
 )

@@ -74,69 +74,64 @@ export const layer = HttpApiBuilder.group(
     return handlers.handleAll({
       list: ({ query }) => Effect.flatMap(Principal, (principal) => page({ ...filterOf(query), userId: principal.userId }, query, false)),
 
-      csv: ({ query }) =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          const result = yield* orApiError(reports.usagePage({ ...filterOf(query), userId: principal.userId }, CSV_MAX_ROWS, undefined))
-          const rows = result.data.map((r) => [
-            new Date(r.createdAt).toISOString(),
-            r.requestId,
-            r.userName,
-            r.keyName ?? r.keyId,
-            r.model,
-            String(r.stream),
-            r.promptTokens,
-            r.completionTokens,
-            r.cachedTokens,
-            Money.formatUsd(r.costNanos),
-            r.latencyMs,
-            r.status,
-            r.errorCode ?? ""
-          ])
-          return csvResponse(Csv.file(usageCsvHeader, rows), "usage.csv")
-        }),
+      csv: Effect.fn("usage.csv")(function*({ query }) {
+        const principal = yield* Principal
+        const result = yield* orApiError(reports.usagePage({ ...filterOf(query), userId: principal.userId }, CSV_MAX_ROWS, undefined))
+        const rows = result.data.map((r) => [
+          new Date(r.createdAt).toISOString(),
+          r.requestId,
+          r.userName,
+          r.keyName ?? r.keyId,
+          r.model,
+          String(r.stream),
+          r.promptTokens,
+          r.completionTokens,
+          r.cachedTokens,
+          Money.formatUsd(r.costNanos),
+          r.latencyMs,
+          r.status,
+          r.errorCode ?? ""
+        ])
+        return csvResponse(Csv.file(usageCsvHeader, rows), "usage.csv")
+      }),
 
-      daily: ({ query }) =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          const filter = { ...filterOf(query), userId: principal.userId }
-          const data = yield* orApiError(reports.daily({ ...filter, from: filter.from ?? (yield* lastThirtyDays) }))
-          return { data: data.map(Views.dailyPoint) } satisfies C.DailyUsage
-        }),
+      daily: Effect.fn("usage.daily")(function*({ query }) {
+        const principal = yield* Principal
+        const filter = { ...filterOf(query), userId: principal.userId }
+        const data = yield* orApiError(reports.daily({ ...filter, from: filter.from ?? (yield* lastThirtyDays) }))
+        return { data: data.map(Views.dailyPoint) } satisfies C.DailyUsage
+      }),
 
-      ledger: ({ query }) =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          const result = yield* orApiError(reports.ledgerPage(principal.userId, pageLimit(query), query.cursor))
-          return { data: result.data.map(Views.ledgerItem), nextCursor: result.nextCursor } satisfies C.LedgerPage
-        }),
+      ledger: Effect.fn("usage.ledger")(function*({ query }) {
+        const principal = yield* Principal
+        const result = yield* orApiError(reports.ledgerPage(principal.userId, pageLimit(query), query.cursor))
+        return { data: result.data.map(Views.ledgerItem), nextCursor: result.nextCursor } satisfies C.LedgerPage
+      }),
 
-      adminDaily: ({ query }) =>
-        Effect.gen(function*() {
-          const filter = { ...filterOf(query), userId: query.userId }
-          const scoped = { ...filter, from: filter.from ?? (yield* lastThirtyDays) }
-          const daily = yield* orApiError(reports.daily(scoped))
-          const perUser = yield* orApiError(reports.perUser(scoped))
-          const total = yield* orApiError(reports.totals(scoped))
-          return {
-            daily: daily.map(Views.dailyPoint),
-            users: perUser.map((u) => ({ userId: u.userId, userName: u.userName, requests: u.requests, tokens: u.tokens, cost: Money.formatUsd(u.costNanos) })),
-            totalCost: Money.formatUsd(total.costNanos),
-            totalRequests: total.requests
-          } satisfies C.AdminOverview
-        }),
+      adminDaily: Effect.fn("usage.adminDaily")(function*({ query }) {
+        const filter = { ...filterOf(query), userId: query.userId }
+        const scoped = { ...filter, from: filter.from ?? (yield* lastThirtyDays) }
+        const daily = yield* orApiError(reports.daily(scoped))
+        const perUser = yield* orApiError(reports.perUser(scoped))
+        const total = yield* orApiError(reports.totals(scoped))
+        return {
+          daily: daily.map(Views.dailyPoint),
+          users: perUser.map((u) => ({ userId: u.userId, userName: u.userName, requests: u.requests, tokens: u.tokens, cost: Money.formatUsd(u.costNanos) })),
+          totalCost: Money.formatUsd(total.costNanos),
+          totalRequests: total.requests
+        } satisfies C.AdminOverview
+      }),
 
       adminList: ({ query }) => page({ ...filterOf(query), userId: query.userId }, query, true),
 
       userUsage: ({ params, query }) =>
         Effect.flatMap(existingUser(params.id), (user) => page({ ...filterOf(query), userId: user.id }, query, true)),
 
-      userLedger: ({ params, query }) =>
-        Effect.gen(function*() {
-          const user = yield* existingUser(params.id)
-          const result = yield* orApiError(reports.ledgerPage(user.id, pageLimit(query), query.cursor))
-          return { data: result.data.map(Views.ledgerItem), nextCursor: result.nextCursor } satisfies C.LedgerPage
-        })
+      userLedger: Effect.fn("usage.userLedger")(function*({ params, query }) {
+        const user = yield* existingUser(params.id)
+        const result = yield* orApiError(reports.ledgerPage(user.id, pageLimit(query), query.cursor))
+        return { data: result.data.map(Views.ledgerItem), nextCursor: result.nextCursor } satisfies C.LedgerPage
+      })
     })
   })
 )

@@ -68,88 +68,83 @@ export const layer = HttpApiBuilder.group(
     const reload = (id: string) => Effect.flatMap(existing(id), view)
 
     return handlers.handleAll({
-      list: () =>
-        Effect.gen(function*() {
-          const all = yield* orApiError(users.list)
-          const stats = yield* orApiError(reports.userStats)
-          return { data: all.filter((u) => u.deletedAt === null).map((u) => Views.adminUser(u, stats.get(u.id))) } satisfies C.UserList
-        }),
+      list: Effect.fn("users.list")(function*() {
+        const all = yield* orApiError(users.list)
+        const stats = yield* orApiError(reports.userStats)
+        return { data: all.filter((u) => u.deletedAt === null).map((u) => Views.adminUser(u, stats.get(u.id))) } satisfies C.UserList
+      }),
 
-      create: ({ payload }) =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          yield* checkGroupsExist(payload.groups)
-          const opening = yield* parseNanos(payload.balance, "balance")
-          const user = yield* orApiError(users.create({ name: payload.name, role: payload.role ?? "user", password: Redacted.make(payload.password) }))
-          if (payload.groups !== undefined) yield* orApiError(users.setGroups(user.id, payload.groups))
-          const limits = limitsOf(payload)
-          if (limits !== undefined) yield* orApiError(users.setLimits(user.id, limits))
-          if (opening !== undefined && opening > 0n) yield* orApiError(accounts.topUp(user.id, opening, "opening balance", principal.userId))
-          yield* invalidate("users", [user.id])
-          return yield* reload(user.id)
-        }),
+      create: Effect.fn("users.create")(function*({ payload }) {
+        const principal = yield* Principal
+        yield* checkGroupsExist(payload.groups)
+        const opening = yield* parseNanos(payload.balance, "balance")
+        const user = yield* orApiError(users.create({ name: payload.name, role: payload.role ?? "user", password: Redacted.make(payload.password) }))
+        if (payload.groups !== undefined) yield* orApiError(users.setGroups(user.id, payload.groups))
+        const limits = limitsOf(payload)
+        if (limits !== undefined) yield* orApiError(users.setLimits(user.id, limits))
+        if (opening !== undefined && opening > 0n) yield* orApiError(accounts.topUp(user.id, opening, "opening balance", principal.userId))
+        yield* invalidate("users", [user.id])
+        return yield* reload(user.id)
+      }),
 
       get: ({ params }) => reload(params.id),
 
-      update: ({ params, payload }) =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          const user = yield* existing(params.id)
-          yield* notSelfByKey(principal, user.id)
-          if (user.id === principal.userId && (payload.role === "user" || payload.enabled === false)) {
-            return yield* ApiError.invalid(
-              payload.role === "user" ? "role: you cannot remove your own admin role" : "enabled: you cannot disable yourself",
-              payload.role === "user" ? "role" : "enabled"
-            )
-          }
-          yield* checkGroupsExist(payload.groups)
-          if (payload.role !== undefined) yield* orApiError(users.setRole(user.id, payload.role))
-          if (payload.enabled !== undefined) yield* orApiError(users.setEnabled(user.id, payload.enabled))
-          if (payload.groups !== undefined) yield* orApiError(users.setGroups(user.id, payload.groups))
-          const limits = limitsOf(payload)
-          if (limits !== undefined) yield* orApiError(users.setLimits(user.id, limits))
-          if (payload.password !== undefined) {
-            yield* orApiError(users.setPassword(user.id, Redacted.make(payload.password)))
-            // A reset password ends the user's sessions (the admin's own one stays when they reset their own).
-            yield* orApiError(sessions.removeAllOf(user.id, user.id === principal.userId ? principal.session?.token : undefined))
-          }
-          if (payload.enabled === false) yield* orApiError(sessions.removeAllOf(user.id))
-          yield* invalidate("users", [user.id])
-          return yield* reload(user.id)
-        }),
-
-      delete: ({ params }) =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          const user = yield* existing(params.id)
-          if (user.id === principal.userId) return yield* ApiError.invalid("id: you cannot delete yourself", "id")
-          const revoked = yield* orApiError(users.remove(user.id))
-          // The gateways drop the user's keys from their caches: by user, and each revoked key by id.
-          yield* invalidate("users", [user.id])
-          if (revoked.length > 0) yield* invalidate("keys", revoked)
-          return { ok: true } satisfies C.Ok
-        }),
-
-      adjust: ({ params, payload }) =>
-        Effect.gen(function*() {
-          const principal = yield* Principal
-          const user = yield* existing(params.id)
-          yield* notSelfByKey(principal, user.id)
-          const nanos = yield* parseNanos(payload.amount, "amount")
-          const balance = yield* accounts.adjust(user.id, nanos, payload.reason, principal.userId).pipe(
-            Effect.catchTag("InvalidInput", (error) =>
-              Effect.fail(
-                ApiError.invalid(
-                  nanos < 0n && /below zero/.test(error.message)
-                    ? `amount: the balance is ${Money.formatUsd(user.balanceNanos)}; it cannot go below zero`
-                    : `amount: ${error.message.replace(/^amountNanos:\s*/, "")}`,
-                  "amount"
-                )
-              )),
-            orApiError
+      update: Effect.fn("users.update")(function*({ params, payload }) {
+        const principal = yield* Principal
+        const user = yield* existing(params.id)
+        yield* notSelfByKey(principal, user.id)
+        if (user.id === principal.userId && (payload.role === "user" || payload.enabled === false)) {
+          return yield* ApiError.invalid(
+            payload.role === "user" ? "role: you cannot remove your own admin role" : "enabled: you cannot disable yourself",
+            payload.role === "user" ? "role" : "enabled"
           )
-          return { balance: Money.formatUsd(balance) } satisfies C.BalanceResult
-        })
+        }
+        yield* checkGroupsExist(payload.groups)
+        if (payload.role !== undefined) yield* orApiError(users.setRole(user.id, payload.role))
+        if (payload.enabled !== undefined) yield* orApiError(users.setEnabled(user.id, payload.enabled))
+        if (payload.groups !== undefined) yield* orApiError(users.setGroups(user.id, payload.groups))
+        const limits = limitsOf(payload)
+        if (limits !== undefined) yield* orApiError(users.setLimits(user.id, limits))
+        if (payload.password !== undefined) {
+          yield* orApiError(users.setPassword(user.id, Redacted.make(payload.password)))
+          // A reset password ends the user's sessions (the admin's own one stays when they reset their own).
+          yield* orApiError(sessions.removeAllOf(user.id, user.id === principal.userId ? principal.session?.token : undefined))
+        }
+        if (payload.enabled === false) yield* orApiError(sessions.removeAllOf(user.id))
+        yield* invalidate("users", [user.id])
+        return yield* reload(user.id)
+      }),
+
+      delete: Effect.fn("users.delete")(function*({ params }) {
+        const principal = yield* Principal
+        const user = yield* existing(params.id)
+        if (user.id === principal.userId) return yield* ApiError.invalid("id: you cannot delete yourself", "id")
+        const revoked = yield* orApiError(users.remove(user.id))
+        // The gateways drop the user's keys from their caches: by user, and each revoked key by id.
+        yield* invalidate("users", [user.id])
+        if (revoked.length > 0) yield* invalidate("keys", revoked)
+        return { ok: true } satisfies C.Ok
+      }),
+
+      adjust: Effect.fn("users.adjust")(function*({ params, payload }) {
+        const principal = yield* Principal
+        const user = yield* existing(params.id)
+        yield* notSelfByKey(principal, user.id)
+        const nanos = yield* parseNanos(payload.amount, "amount")
+        const balance = yield* accounts.adjust(user.id, nanos, payload.reason, principal.userId).pipe(
+          Effect.catchTag("InvalidInput", (error) =>
+            Effect.fail(
+              ApiError.invalid(
+                nanos < 0n && /below zero/.test(error.message)
+                  ? `amount: the balance is ${Money.formatUsd(user.balanceNanos)}; it cannot go below zero`
+                  : `amount: ${error.message.replace(/^amountNanos:\s*/, "")}`,
+                "amount"
+              )
+            )),
+          orApiError
+        )
+        return { balance: Money.formatUsd(balance) } satisfies C.BalanceResult
+      })
     })
   })
 )
