@@ -11,7 +11,7 @@ import { Users } from "@modelgate/store/Users"
 import { Effect, Layer, Redacted } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiError } from "effect/http-api"
-import { AdminOnly, Authentication, Csrf, CSRF_HEADER, Principal, type PrincipalShape, Requests, SessionOnly } from "./Api.ts"
+import { AdminOnly, Authentication, COOKIE, Csrf, CSRF_HEADER, Principal, type PrincipalShape, Requests, SessionOnly } from "./Api.ts"
 import * as ApiError from "./ApiError.ts"
 import { safeEqual } from "./Http.ts"
 
@@ -57,7 +57,7 @@ export const authenticationLayer = Layer.effect(
           if (secret.length === 0) {
             // Neither a valid session nor a key: say why the cookie, if one was sent, did not do.
             const request = yield* HttpServerRequest.HttpServerRequest
-            return yield* (request.cookies["mg_session"] ?? "") === ""
+            return yield* (request.cookies[COOKIE] ?? "") === ""
               ? ApiError.unauthenticated()
               : ApiError.unauthenticated("Your session has ended (or your account was disabled). Sign in again.")
           }
