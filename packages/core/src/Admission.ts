@@ -141,7 +141,8 @@ const check = (snapshot: Snapshot, key: ApiKey, requested: string, listPath: str
       })
     )
   }
-  const model = snapshot.models.get(id)!
+  // Undefined for a name a channel serves that has no model (and so no price): refused as unpriced below.
+  const model = snapshot.models.get(id)
   if (!keyAllows(key, id)) {
     return Effect.fail(
       new ModelNotAllowed({
@@ -162,7 +163,7 @@ const check = (snapshot: Snapshot, key: ApiKey, requested: string, listPath: str
       })
     )
   }
-  if (!isPriced(model)) {
+  if (model === undefined || !isPriced(model)) {
     return Effect.fail(
       new ModelUnpriced({
         model: id,

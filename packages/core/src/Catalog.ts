@@ -19,8 +19,15 @@ export interface Snapshot {
   readonly models: ReadonlyMap<string, Model>
   readonly groups: ReadonlyMap<string, Group>
   readonly channels: ReadonlyArray<Channel>
-  /** Resolves a client-sent model name (with `models/` prefix or an alias) to a known model id. */
+  /**
+   * Resolves a client-sent model name (with `models/` prefix or an alias) to a
+   * known model id: a model of the catalog, or a name an enabled channel
+   * serves without a price (`models` has no entry for it; calls to it are
+   * refused as unpriced rather than unknown).
+   */
   readonly resolveModel: (name: string) => string | undefined
+  /** Names enabled channels serve that have no model (and so no price), sorted. */
+  readonly unpriced: ReadonlyArray<string>
   /** Enabled channels of `group` that serve `model`, best priority first. */
   readonly channelsFor: (group: string, model: string) => ReadonlyArray<Channel>
   /** Ids of the models some enabled channel of `group` serves, in catalog order. */
@@ -64,20 +71,24 @@ export const makeSnapshot = (input: {
     const unknown = [...served].filter((id) => !models.has(id)).sort()
     groupModelList.set(group, [...known, ...unknown])
   }
+  const served = new Set<string>()
+  for (const names of groupModels.values()) for (const name of names) served.add(name)
+  const known = (id: string) => models.has(id) || served.has(id)
   const aliases = compileAliases(input.aliases)
   const noChannels: ReadonlyArray<Channel> = []
   const noModels: ReadonlyArray<string> = []
   const resolveModel = (name: string): string | undefined => {
     const normalized = normalizeModelName(name)
-    if (models.has(normalized)) return normalized
+    if (known(normalized)) return normalized
     const target = aliases(normalized)
-    return target !== undefined && models.has(target) ? target : undefined
+    return target !== undefined && known(target) ? target : undefined
   }
   return {
     models,
     groups,
     channels: input.channels,
     resolveModel,
+    unpriced: [...served].filter((id) => !models.has(id)).sort(),
     channelsFor: (group, model) => byGroupModel.get(`${group}\u0000${model}`) ?? noChannels,
     modelsOfGroup: (group) => groupModelList.get(group) ?? noModels
   }

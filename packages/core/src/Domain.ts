@@ -97,6 +97,15 @@ export interface Model {
   readonly reasoningContent?: boolean | undefined
 }
 
+/**
+ * The token limits of a model whose configuration (the file or the console)
+ * gives none: the one source of these numbers. The output limit is also what
+ * a call that does not limit its answer is held for.
+ *
+ * @category constants
+ */
+export const modelDefaults = { inputTokenLimit: 128_000, outputTokenLimit: 16_384 } as const
+
 /** Request limits; `null` means no limit. @category models */
 export interface Limits {
   readonly rpm: number | null

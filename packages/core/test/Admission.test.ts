@@ -63,7 +63,9 @@ const snapshot = makeSnapshot({
     channel("low", ["gpt-4o-mini"], ["default"], 0),
     channel("high", ["gpt-4o-mini", "unpriced"], ["default"], 10),
     channel("vip-only", ["gpt-4o"], ["vip"]),
-    channel("gemini", ["gemini-2.5-flash"], ["default"])
+    channel("gemini", ["gemini-2.5-flash"], ["default"]),
+    // A channel model nobody priced: no row under models at all.
+    channel("fresh", ["brand-new-model"], ["default"])
   ],
   aliases: [{ pattern: "gemini-*", target: "gemini-2.5-flash" }]
 })
@@ -111,6 +113,18 @@ describe("Admission", () => {
       assert.strictEqual(tagOf(yield* Effect.exit(authorize(key(), "unpriced"))), "ModelUnpriced")
       const route = yield* authorize(key(), "gpt-4o-mini")
       assert.deepStrictEqual(route.channels.map((c) => c.name), ["high", "low"])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("refuses a model a channel serves without a price as unpriced, not unknown", () =>
+    Effect.gen(function*() {
+      const refusal = yield* Effect.flip(authorize(key(), "brand-new-model"))
+      assert.strictEqual(refusal._tag, "ModelUnpriced")
+      assert.include(refusal.message, "no price configured")
+      assert.strictEqual(tagOf(yield* Effect.exit(authorize(key(), "models/brand-new-model"))), "ModelUnpriced")
+      // It is still outside a narrower key's permissions, and it is never listed.
+      assert.strictEqual(tagOf(yield* Effect.exit(authorize(key({ models: ["gpt-4o-mini"] }), "brand-new-model"))), "ModelNotAllowed")
+      assert.notInclude(allowedModels(snapshot, key()).map((m) => m.id), "brand-new-model")
+      assert.deepStrictEqual(snapshot.unpriced, ["brand-new-model"])
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("resolves the models/ prefix and aliases", () =>

@@ -267,7 +267,7 @@ export const parse = (text: string, source: string): Effect.Effect<ConfigFile, C
   }).pipe(Effect.flatMap((document) => decode(document, source)))
 
 /** Defaults for models the file does not give limits for. @category constants */
-export const modelDefaults = { inputTokenLimit: 128_000, outputTokenLimit: 16_384 } as const
+export const modelDefaults = Domain.modelDefaults
 
 /** The group keys get when they name none. @category constants */
 export const DEFAULT_GROUP = "default"

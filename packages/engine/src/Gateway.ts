@@ -19,7 +19,7 @@
  *
  * @since 0.1.0
  */
-import { Accounts, Admission, Catalog, type Dialect, type Domain, GatewayError, type KeyStore, Money, type RateLimiter, type UsageLog } from "@modelgate/core"
+import { type Accounts, Admission, Catalog, type Dialect, type Domain, GatewayError, type KeyStore, type RateLimiter, type UsageLog } from "@modelgate/core"
 import { Cause, Clock, Effect } from "effect"
 import * as Chat from "./Chat.ts"
 import * as CountTokens from "./CountTokens.ts"
@@ -128,18 +128,6 @@ export const serve = (
           })
         }
         return Exchange.json(client.modelObject(model), 200, { "x-request-id": requestId })
-      }
-      case "Me": {
-        const snapshot = yield* (yield* Catalog.Catalog).current
-        const balance = yield* (yield* Accounts.Accounts).balance(key.userId)
-        return Exchange.json({
-          user: key.userName,
-          role: key.userRole,
-          group: key.group,
-          key: { id: key.id, name: key.name, prefix: key.prefix, expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString() },
-          models: Admission.allowedModels(snapshot, key).map((m) => m.id),
-          balance_usd: Money.formatUsd(balance)
-        }, 200, { "x-request-id": requestId })
       }
       case "BillingSubscription":
         return yield* LegacyBilling.subscription(key, requestId)

@@ -17,7 +17,6 @@ export type Route =
   | { readonly _tag: "OpenAIModel"; readonly dialect: "openai"; readonly model: string }
   | { readonly _tag: "OpenAIChat"; readonly dialect: "openai" }
   | { readonly _tag: "OpenAIEmbeddings"; readonly dialect: "openai" }
-  | { readonly _tag: "Me"; readonly dialect: "openai" }
   | { readonly _tag: "BillingSubscription"; readonly dialect: "openai" }
   | { readonly _tag: "BillingUsage"; readonly dialect: "openai" }
   | { readonly _tag: "GeminiModels"; readonly dialect: "gemini" }
@@ -107,8 +106,6 @@ export const match = (
     case "/v1/embeddings":
     case "/v1beta/openai/embeddings":
       return allowed({ _tag: "OpenAIEmbeddings", dialect: "openai" }, ["POST"], method)
-    case "/api/me":
-      return allowed({ _tag: "Me", dialect: "openai" }, ["GET"], method)
     case "/v1/dashboard/billing/subscription":
     case "/dashboard/billing/subscription":
       return allowed({ _tag: "BillingSubscription", dialect: "openai" }, ["GET"], method)

@@ -1,6 +1,6 @@
 /**
  * The `modelgate` command line: `serve`, `keys create|list|revoke`,
- * `users adjust`, `usage replay` and `fakeupstream`. Every command that touches the database
+ * `users adjust|set-password`, `usage replay` and `fakeupstream`. Every command that touches the database
  * reads the same configuration as `serve` (`--config FILE`, else
  * `MODELGATE_CONFIG`, else the demo setup on its own database) so it works on
  * the same data.
@@ -16,15 +16,17 @@ import * as Database from "@modelgate/store/Database"
 import * as Keys from "@modelgate/store/Keys"
 import * as Migrations from "@modelgate/store/Migrations"
 import * as Secrets from "@modelgate/store/Secrets"
+import * as Sessions from "@modelgate/store/Sessions"
 import * as UsageJournal from "@modelgate/store/UsageJournal"
 import * as UsageWriter from "@modelgate/store/UsageWriter"
 import * as Users from "@modelgate/store/Users"
-import { Array as Arr, Console, Effect, Layer, Option } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
+import { Array as Arr, Console, Effect, Layer, Option, Redacted } from "effect"
+import { Argument, Command, Flag, Prompt } from "effect/cli"
 import { SqlClient, type SqlError } from "effect/sql"
 import { existsSync, renameSync } from "node:fs"
 import { userInfo } from "node:os"
 import { dirname } from "node:path"
+import { text } from "node:stream/consumers"
 import { fileURLToPath } from "node:url"
 import * as CacheSync from "./CacheSync.ts"
 import * as ConfigFile from "./ConfigFile.ts"
@@ -266,6 +268,42 @@ export const cliActor = (env: Env): string => {
   return `cli:${name}`
 }
 
+/** The shortest password `users set-password` accepts (as the console). @category commands */
+export const MIN_PASSWORD_LENGTH = 8
+
+const passwordProblem = (password: string): string | undefined =>
+  password.length < MIN_PASSWORD_LENGTH
+    ? `The new password must have at least ${MIN_PASSWORD_LENGTH} characters; nothing changed.`
+    : password.length > 256
+    ? "The new password must have at most 256 characters; nothing changed."
+    : undefined
+
+/**
+ * A new password from standard input: on a terminal, typed without echo and
+ * repeated; otherwise (piped) the first line. Too short or too long is refused.
+ */
+const newPassword = Effect.gen(function*() {
+  let password: string
+  if (process.stdin.isTTY) {
+    const ask = (prompt: Prompt.Prompt<Redacted.Redacted>) => Prompt.run(prompt).pipe(Effect.mapError(() => new Error("Cancelled; nothing changed.")))
+    const first = yield* ask(Prompt.Hidden({
+      message: `New password (at least ${MIN_PASSWORD_LENGTH} characters)`,
+      validate: (value) => {
+        const problem = passwordProblem(value)
+        return problem === undefined ? Effect.succeed(value) : Effect.fail(problem.replace("; nothing changed", ""))
+      }
+    }))
+    const again = yield* ask(Prompt.Hidden({ message: "The same password again" }))
+    if (Redacted.value(first) !== Redacted.value(again)) return yield* Effect.fail(new Error("The two passwords differ; nothing changed."))
+    password = Redacted.value(first)
+  } else {
+    password = (yield* Effect.promise(() => text(process.stdin))).split(/\r?\n/)[0] ?? ""
+  }
+  const problem = passwordProblem(password)
+  if (problem !== undefined) return yield* Effect.fail(new Error(problem))
+  return Redacted.make(password)
+})
+
 const users = (env: Env) => {
   const adjust = Command.make("adjust", {
     config: configFlag,
@@ -285,7 +323,29 @@ const users = (env: Env) => {
         yield* Console.log(`${flags.name}: balance is now ${Money.formatUsd(balance)} USD.`)
       }).pipe(Effect.provide(writingLayer(settings)), Effect.catchTag("SqlError", unusableDatabase(settings, env)))
     })).pipe(Command.withDescription("Add to or take from a user's balance, with a reason."))
-  return Command.make("users").pipe(Command.withSubcommands([adjust]), Command.withDescription("Manage users."))
+  const setPassword = Command.make("set-password", {
+    config: configFlag,
+    name: Argument.String("name").pipe(Argument.withDescription("The user's name."))
+  }, (flags) =>
+    Effect.gen(function*() {
+      const { settings } = yield* loadConfig(flags.config, env, undefined)
+      const password = yield* newPassword
+      yield* Effect.gen(function*() {
+        const users = yield* Users.Users
+        const user = yield* users.findByName(flags.name)
+        if (user === undefined) return yield* Effect.fail(new Error(`No user named '${flags.name}'; nothing changed.`))
+        yield* users.setPassword(user.id, password)
+        // Whoever was signed in with the old password is signed out.
+        yield* (yield* Sessions.Sessions).removeAllOf(user.id)
+        yield* Console.log(`${flags.name}: the password is changed and the user's console sessions ended.`)
+      }).pipe(
+        Effect.provide(Sessions.Sessions.layer().pipe(Layer.provideMerge(storeLayer(settings)))),
+        Effect.catchTag("SqlError", unusableDatabase(settings, env))
+      )
+    })).pipe(Command.withDescription(
+      "Set a user's console password, read from standard input: typed without echo (and repeated) on a terminal, else its first line."
+    ))
+  return Command.make("users").pipe(Command.withSubcommands([adjust, setPassword]), Command.withDescription("Manage users."))
 }
 
 const usage = (env: Env) => {

@@ -362,19 +362,34 @@ export const smokeTest = (proxy: string, nodes: ReadonlyArray<{ readonly name: s
       detail: `${admitted.length} of ${attempts} calls admitted (${byNode}), ${refused.length} refused with 429 by whichever node got them`
     })
 
-    // 3. A revocation seen by both nodes.
+    // 3. A revocation seen by both nodes: the admin disables the key from a console session (an API key only reads).
     const keys = yield* Effect.promise(async () => {
-      const response = await fetch(`${proxy}/api/keys`, { headers: { authorization: `Bearer ${KEYS.main}` } })
-      return (await response.json()) as { readonly data: ReadonlyArray<{ readonly id: string; readonly name: string }> }
+      const login = await fetch(`${proxy}/api/auth/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ username: "admin", password: ADMIN_PASSWORD })
+      })
+      const { csrfToken } = (await login.json()) as { readonly csrfToken: string }
+      const session = { cookie: login.headers.get("set-cookie")?.split(";")[0] ?? "", "x-csrf-token": csrfToken }
+      const users = (await (await fetch(`${proxy}/api/admin/users`, { headers: session })).json()) as {
+        readonly data: ReadonlyArray<{ readonly id: string; readonly name: string }>
+      }
+      const owner = users.data.find((u) => u.name === "demo")
+      const response = await fetch(`${proxy}/api/admin/users/${owner?.id ?? "none"}/keys`, { headers: session })
+      return { session, ...((await response.json()) as { readonly data: ReadonlyArray<{ readonly id: string; readonly name: string }> }) }
     })
-    const doomed = keys.data.find((k) => k.name === "doomed")
+    const doomed = keys.data?.find((k) => k.name === "doomed")
     if (doomed === undefined) {
       checks.push({ name: "revocation seen by every node", ok: false, detail: "the key 'doomed' was not listed" })
       return checks
     }
     const before = yield* Effect.forEach(nodes, (node) => chat(node.url, KEYS.doomed))
     const deleted = yield* Effect.promise(async () => {
-      const response = await fetch(`${proxy}/api/keys/${doomed.id}`, { method: "DELETE", headers: { authorization: `Bearer ${KEYS.main}` } })
+      const response = await fetch(`${proxy}/api/admin/keys/${doomed.id}`, {
+        method: "PATCH",
+        headers: { ...keys.session, "content-type": "application/json" },
+        body: JSON.stringify({ enabled: false })
+      })
       await response.arrayBuffer()
       return { status: response.status, servedBy: response.headers.get("x-served-by") ?? "?" }
     })
@@ -392,7 +407,7 @@ export const smokeTest = (proxy: string, nodes: ReadonlyArray<{ readonly name: s
       name: "revocation seen by every node",
       ok: before.every((b) => b.status === 200) && deleted.status === 200 && refusedAfter.every((ms) => ms !== undefined && ms < 1_000) &&
         viaProxy.status === 401,
-      detail: `key 'doomed' deleted through ${nodeName(deleted.servedBy)}; refused by ` +
+      detail: `key 'doomed' disabled by the admin through ${nodeName(deleted.servedBy)}; refused by ` +
         nodes.map((n, i) => `${n.name} after ${refusedAfter[i] === undefined ? "more than 5000" : refusedAfter[i]} ms`).join(" and ") +
         ` (and through nginx: ${viaProxy.status})`
     })

@@ -21,8 +21,9 @@ import * as Secrets from "@modelgate/store/Secrets"
 import * as UsageWriter from "@modelgate/store/UsageWriter"
 import * as Users from "@modelgate/store/Users"
 import { Context, Duration, Effect, Layer, Logger, Ref, References } from "effect"
-import { HttpServer, type HttpServerRequest } from "effect/http"
-import * as Handlers from "@modelgate/admin-api/Handlers"
+import { HttpServer } from "effect/http"
+import * as AdminApi from "@modelgate/admin-api/AdminApi"
+import { AdminApiConfig } from "@modelgate/admin-api/Config"
 import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
 import { MemoryLimiter } from "@modelgate/core"
 import { RedisLimiter } from "@modelgate/limits"
@@ -91,7 +92,6 @@ export const services = (settings: Settings, file: ConfigFile) => {
     health,
     cacheSync(settings).pipe(Layer.provide(caches)),
     Redemption.Redemption.layer,
-    Handlers.layer({ sessionTtlMs: SESSION_TTL_MS }),
     // Built after the balance leases and the batch writer, so it closes first: the streams a shutdown
     // cut are settled before the leases go back and the writer flushes for the last time.
     Settlement.Settlements.layer.pipe(
@@ -182,24 +182,19 @@ export const sweeper = (nodeId: string): Layer.Layer<never, never, Accounts.Acco
  *
  * @category layers
  */
-export const extensions = (settings: Settings): Layer.Layer<Gateway.Extensions, never, Handlers.Requirements> =>
+export const extensions = (settings: Settings): Layer.Layer<Gateway.Extensions, never, AdminApi.Requirements> =>
   Layer.effect(
     Gateway.Extensions,
     Effect.gen(function*() {
-      const context = yield* Effect.context<Handlers.Requirements>()
+      const admin = yield* AdminApi.AdminApi
       const sql = yield* SqlClient.SqlClient
       const config = {
         publicUrl: settings.publicUrl ?? undefined,
         sessionTtlMs: SESSION_TTL_MS,
         trustedProxies: TrustedProxies.unsafeMake(settings.trustedProxies)
       }
-      const api = (request: HttpServerRequest.HttpServerRequest) =>
-        Handlers.handle(request).pipe(
-          Effect.provideContext(context),
-          Effect.provideService(Handlers.AdminApiConfig, config)
-        )
       return Gateway.Extensions.of({
-        api,
+        api: (request) => admin.handle(request).pipe(Effect.provideService(AdminApiConfig, config)),
         console: settings.consoleDir === null ? undefined : ConsoleFiles.make(settings.consoleDir),
         ready: sql`SELECT 1`.pipe(
           Effect.timeout(Duration.seconds(2)),
@@ -208,7 +203,7 @@ export const extensions = (settings: Settings): Layer.Layer<Gateway.Extensions, 
         )
       })
     })
-  )
+  ).pipe(Layer.provide(AdminApi.AdminApi.layer({ sessionTtlMs: SESSION_TTL_MS })))
 
 /** How long a console session lasts. @category constants */
 export const SESSION_TTL_MS = 7 * 24 * 60 * 60 * 1000

@@ -207,6 +207,7 @@ const scriptedKeys = (script: {
     Layer.provide(Layer.mergeAll(
       Layer.succeed(Keys.Keys, Keys.Keys.of({
         create: () => unused,
+        update: () => unused,
         findById: () => unused,
         list: () => unused,
         setEnabled: () => unused,

@@ -45,6 +45,7 @@ const clusterConfig = (upstream: string, database: string, redis: string, prefix
     {
       name: "alice",
       balance: 100,
+      password: "alice's password",
       keys: [
         { name: "limited", secret: KEYS.limited, rpm: 10 },
         { name: "main", secret: KEYS.main },
@@ -64,13 +65,28 @@ const chat = (url: string, key: string) =>
     body: JSON.stringify({ model: "flat-model", max_tokens: 5, messages: [{ role: "user", content: "hi" }] })
   })
 
-const api = async (url: string, key: string, method: string, path: string, body?: unknown) => {
+/** The management API, with an API key (a string) or a console session's headers. */
+const api = async (url: string, auth: string | Record<string, string>, method: string, path: string, body?: unknown) => {
   const response = await fetch(`${url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: {
+      ...(typeof auth === "string" ? { authorization: `Bearer ${auth}` } : auth),
+      ...(body === undefined ? {} : { "content-type": "application/json" })
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
   return { status: response.status, body: (await response.json()) as any }
+}
+
+/** Alice's console session on a node: what changing her keys needs (an API key only reads). */
+const aliceSession = async (url: string): Promise<Record<string, string>> => {
+  const login = await fetch(`${url}/api/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username: "alice", password: "alice's password" })
+  })
+  const { csrfToken } = await login.json() as { csrfToken: string }
+  return { cookie: login.headers.get("set-cookie")!.split(";")[0]!, "x-csrf-token": csrfToken }
 }
 
 /**
@@ -138,9 +154,10 @@ describe.skipIf(postgresUrl === undefined || redisUrl === undefined)("two gatewa
 
   it("a key deleted through the admin API on node A is refused by node B within a second", async () => {
     assert.strictEqual(await statusOf(await chat(b.url, KEYS.doomed)), 200, "node B knows the key")
-    const listed = await api(a.url, KEYS.main, "GET", "/api/keys")
+    const session = await aliceSession(a.url)
+    const listed = await api(a.url, session, "GET", "/api/keys")
     const doomed = listed.body.data.find((k: { name: string }) => k.name === "doomed")
-    assert.strictEqual((await api(a.url, KEYS.main, "DELETE", `/api/keys/${doomed.id}`)).status, 200)
+    assert.strictEqual((await api(a.url, session, "DELETE", `/api/keys/${doomed.id}`)).status, 200)
     const elapsed = await timeUntil(async () => await statusOf(await chat(b.url, KEYS.doomed)) === 401)
     assert.isBelow(elapsed, 1_000)
   })
@@ -148,7 +165,7 @@ describe.skipIf(postgresUrl === undefined || redisUrl === undefined)("two gatewa
   it("a key revoked with the CLI is refused by both nodes within a second", async () => {
     assert.strictEqual(await statusOf(await chat(a.url, KEYS.cliDoomed)), 200)
     assert.strictEqual(await statusOf(await chat(b.url, KEYS.cliDoomed)), 200)
-    const listed = await api(a.url, KEYS.main, "GET", "/api/keys")
+    const listed = await api(a.url, await aliceSession(a.url), "GET", "/api/keys")
     const id = listed.body.data.find((k: { name: string }) => k.name === "cli-doomed").id
     const revoked = await runCli(["keys", "revoke", id, "--config", join(dir, "node0.json")])
     assert.strictEqual(revoked.code, 0, revoked.stderr)
@@ -185,7 +202,7 @@ describe.skipIf(postgresUrl === undefined || redisUrl === undefined)("two gatewa
   })
 
   it("a key limit set through the admin API on node A holds on node B within a second", async () => {
-    const listed = await api(a.url, KEYS.main, "GET", "/api/keys")
+    const listed = await api(a.url, await aliceSession(a.url), "GET", "/api/keys")
     const id = listed.body.data.find((k: { name: string }) => k.name === "throttled").id
     const set = await api(a.url, KEYS.ops, "PATCH", `/api/admin/keys/${id}`, { rpm: 1 })
     assert.strictEqual(set.status, 200)
@@ -214,9 +231,10 @@ describe.skipIf(postgresUrl === undefined || !hasRedisServer)(`two gateway proce
       const [a, b] = nodes as [GatewayProcess, GatewayProcess]
       assert.strictEqual(await statusOf(await chat(b.url, KEYS.doomed)), 200)
       await stopRedis(redisServer)
-      const listed = await api(a.url, KEYS.main, "GET", "/api/keys")
+      const session = await aliceSession(a.url)
+      const listed = await api(a.url, session, "GET", "/api/keys")
       const doomed = listed.body.data.find((k: { name: string }) => k.name === "doomed")
-      assert.strictEqual((await api(a.url, KEYS.main, "DELETE", `/api/keys/${doomed.id}`)).status, 200)
+      assert.strictEqual((await api(a.url, session, "DELETE", `/api/keys/${doomed.id}`)).status, 200)
       const elapsed = await timeUntil(async () => await statusOf(await chat(b.url, KEYS.doomed)) === 401)
       assert.isBelow(elapsed, 1_000)
       // Calls go on meanwhile (redis_failure: local limits per process).

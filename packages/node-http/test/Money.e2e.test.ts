@@ -84,7 +84,7 @@ const moneyConfig = (upstream: string): ConfigFile => ({
         { name: "monthly", secret: MONTHLY_KEY, monthly_budget: 0.02 }
       ]
     },
-    { name: "dave", balance: 5, keys: [{ name: "tokens", secret: TOKEN_KEY }] },
+    { name: "dave", balance: 5, password: "dave's password", keys: [{ name: "tokens", secret: TOKEN_KEY }] },
     { name: "nina", balance: 0.001, keys: [{ name: "choices", secret: NINA_KEY }] },
     { name: "fred", balance: 0, keys: [{ name: "free", secret: FREE_KEY }] },
     // 0.0002 USD each: enough for a greedy call's hold, not for what it reports (a lease, and the database path).
@@ -330,10 +330,18 @@ const suite = (
       assert.strictEqual(generated.status, 201)
       const [code] = (await generated.json() as { codes: Array<string> }).codes
       const before = await settledBooks(gateway.database, "dave")
+      // Redeeming changes the account: it needs a console session (an API key only reads).
+      const login = await fetch(`${gateway.url}/api/auth/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ username: "dave", password: "dave's password" })
+      })
+      const cookie = login.headers.get("set-cookie")!.split(";")[0]!
+      const { csrfToken } = await login.json() as { csrfToken: string }
       const statuses = await Promise.all(Array.from({ length: 50 }, () =>
         fetch(`${gateway.url}/api/redeem`, {
           method: "POST",
-          headers: { authorization: `Bearer ${TOKEN_KEY}`, "content-type": "application/json" },
+          headers: { cookie, "x-csrf-token": csrfToken, "content-type": "application/json" },
           body: JSON.stringify({ code })
         }).then((r) => r.status)))
       assert.strictEqual(statuses.filter((s) => s === 200).length, 1)

@@ -405,8 +405,10 @@ export class Accounts extends Context.Service<Accounts, {
           yield* requireAmount(amountNanos, "amountNanos", allowNegative, false)
           const changed = yield* sql.withTransaction(Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
+            // Both bounds are compared against a constant computed here, so the database never adds past 64 bits.
             const rows = yield* sql`UPDATE users SET balance_nanos = balance_nanos + ${amountNanos}, updated_at = ${now}
-              WHERE id = ${userId} AND balance_nanos + ${amountNanos} >= 0 RETURNING balance_nanos`
+              WHERE id = ${userId} AND balance_nanos >= ${-amountNanos} AND balance_nanos <= ${Money.MAX_NANOS - amountNanos}
+              RETURNING balance_nanos`
             if (rows.length === 0) return undefined
             yield* entry({ userId, kind, amountNanos, holdId: null, requestId: null, reason, actor, createdAt: now })
             return Row.big(rows[0]!.balance_nanos, "users.balance_nanos")
@@ -416,7 +418,8 @@ export class Accounts extends Context.Service<Accounts, {
           return yield* new InvalidInput({
             path: "amountNanos",
             message: `amountNanos: an adjustment of ${Money.formatUsd(amountNanos)} USD would take the balance ` +
-              `of ${Money.formatUsd(current)} USD below zero`
+              `of ${Money.formatUsd(current)} USD ` +
+              (amountNanos < 0n ? "below zero" : `above the largest balance the gateway keeps (${Money.formatUsd(Money.MAX_NANOS)} USD)`)
           })
         })
 

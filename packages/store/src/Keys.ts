@@ -70,6 +70,22 @@ export interface CreateKey {
 }
 
 /**
+ * Changes to a key's settings: only the fields given change (`null` clears a
+ * cap or limit). A key's `enabled` state changes with `setEnabled`.
+ *
+ * @category models
+ */
+export interface KeyChanges {
+  readonly name?: string | undefined
+  readonly models?: ReadonlyArray<string> | undefined
+  readonly expiresAt?: number | null | undefined
+  readonly quotaNanos?: bigint | null | undefined
+  readonly dailyBudgetNanos?: bigint | null | undefined
+  readonly monthlyBudgetNanos?: bigint | null | undefined
+  readonly limits?: Partial<Domain.Limits> | undefined
+}
+
+/**
  * A key to be cached in memory: the admission record and its secret's hash.
  *
  * @category models
@@ -178,6 +194,11 @@ export class Keys extends Context.Service<Keys, {
   readonly findById: (id: string) => Effect.Effect<KeyRecord | undefined, SqlError.SqlError>
   /** The keys of a user, newest first. */
   readonly list: (userId: string) => Effect.Effect<ReadonlyArray<KeyRecord>, SqlError.SqlError>
+  /** Changes the fields `changes` names; a name another key of the user has is a `Conflict`. */
+  readonly update: (
+    id: string,
+    changes: KeyChanges
+  ) => Effect.Effect<void, GatewayError.ResourceNotFound | InvalidInput | Conflict | SqlError.SqlError>
   readonly setEnabled: (id: string, enabled: boolean) => Effect.Effect<void, GatewayError.ResourceNotFound | InvalidInput | SqlError.SqlError>
   /** Disables the key for good and forgets its hash. */
   readonly revoke: (id: string) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
@@ -250,8 +271,40 @@ export class Keys extends Context.Service<Keys, {
 
       const existing = (id: string, rows: ReadonlyArray<unknown>) => rows.length === 0 ? Effect.fail(keyNotFound(id)) : Effect.void
 
+      const update = Effect.fn("Keys.update")(function*(id: string, changes: KeyChanges) {
+        const columns: Record<string, unknown> = {}
+        if (changes.name !== undefined) {
+          if (changes.name.trim().length === 0 || changes.name.length > 100) {
+            return yield* new InvalidInput({ path: "name", message: "name: a key name must have 1 to 100 characters" })
+          }
+          columns.name = changes.name
+        }
+        if (changes.models !== undefined) columns.models = JSON.stringify(changes.models)
+        if (changes.expiresAt !== undefined) columns.expires_at = changes.expiresAt
+        if (changes.quotaNanos !== undefined) columns.quota_nanos = changes.quotaNanos
+        if (changes.dailyBudgetNanos !== undefined) columns.daily_budget_nanos = changes.dailyBudgetNanos
+        if (changes.monthlyBudgetNanos !== undefined) columns.monthly_budget_nanos = changes.monthlyBudgetNanos
+        for (const field of ["rpm", "tpm", "concurrency"] as const) {
+          const value = changes.limits?.[field]
+          if (value === undefined) continue
+          if (value !== null && !(Number.isSafeInteger(value) && value > 0)) {
+            return yield* new InvalidInput({ path: field, message: `${field}: a limit must be a whole number above 0, or null for none` })
+          }
+          columns[field] = value
+        }
+        if (Object.keys(columns).length === 0) {
+          if ((yield* findById(id)) === undefined) return yield* keyNotFound(id)
+          return
+        }
+        const rows = yield* sql`UPDATE api_keys SET ${sql.update(columns)} WHERE id = ${id} RETURNING id`.pipe(
+          uniqueAsConflict(`A key named '${changes.name}' already exists for this user.`)
+        )
+        yield* existing(id, rows)
+      })
+
       return Keys.of({
         create,
+        update,
         findById,
         list: (userId) =>
           Effect.map(

@@ -366,6 +366,17 @@ const configDeclared: Migration = {
 }
 
 /**
+ * Deleted users: a user is never removed from the table (the ledger and the
+ * usage records point at it), but deleting one anonymises the row (its name
+ * becomes `deleted-<id>`), revokes its keys and marks the time here.
+ */
+const deletedUsers: Migration = {
+  id: 10,
+  name: "deleted_users",
+  statements: () => ["ALTER TABLE users ADD COLUMN deleted_at BIGINT NULL"]
+}
+
+/**
  * All migrations, in order. Append only: never edit one that has shipped.
  *
  * @category migrations
@@ -379,7 +390,8 @@ export const migrations: ReadonlyArray<Migration> = [
   leases,
   cacheChanges,
   idempotentUsage,
-  configDeclared
+  configDeclared,
+  deletedUsers
 ]
 
 /** An arbitrary constant naming modelgate's migration lock among advisory locks. */

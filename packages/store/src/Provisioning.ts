@@ -37,7 +37,8 @@ import { Money } from "@modelgate/core"
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
-import { channelColumns, groupColumns, modelColumns, validateChannel } from "./CatalogRepo.ts"
+import { validateChannel } from "./CatalogRepo.ts"
+import * as CatalogTables from "./internal/CatalogTables.ts"
 import { newId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
 import * as Declared from "./internal/Declared.ts"
@@ -149,14 +150,6 @@ export interface ProvisionResult {
 }
 
 const PG_LOCK_KEY = 727_460_132
-
-/** Comparable text of a column value, equal for `1n`, `1`, `true` and equal for `null`/`undefined`. */
-const norm = Declared.norm
-
-const differs = (row: Record<string, unknown>, desired: Record<string, unknown>): boolean => {
-  for (const key in desired) if (norm(row[key]) !== norm(desired[key])) return true
-  return false
-}
 
 const checkUnique = <A>(items: ReadonlyArray<A>, key: (a: A) => string, path: string) => {
   const seen = new Set<string>()
@@ -330,6 +323,7 @@ export class Provisioning extends Context.Service<Provisioning, {
       const sql = yield* SqlClient.SqlClient
       const secrets = yield* Secrets
       const hasher = yield* KeyHasher
+      const catalog = CatalogTables.make(sql, secrets)
       const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
 
       const provision = Effect.fn("Provisioning.provision")(function*(input: ProvisionInput) {
@@ -429,94 +423,28 @@ export class Provisioning extends Context.Service<Provisioning, {
             if (changes.enabled === false || password.write !== undefined) yield* sql`DELETE FROM sessions WHERE user_id = ${id}`
           }
 
+          // The catalog: the same statements the catalog repository writes with (internal/CatalogTables.ts).
+          const record = (label: string, outcome: CatalogTables.SyncOutcome) => {
+            if (outcome === "created") created.push(label)
+            else if (outcome === "updated") updated.push(label)
+            else if (outcome === "skipped") skipped.push(label)
+          }
           for (const group of input.groups ?? []) {
-            const label = `groups:${group.name}`
-            const desired = groupColumns({
-              name: group.name,
-              ratioMicros: group.ratioMicros,
-              limits: { rpm: group.limits?.rpm ?? null, tpm: group.limits?.tpm ?? null, concurrency: group.limits?.concurrency ?? null },
-              selectable: group.selectable ?? false
-            })
-            const row = (yield* sql`SELECT * FROM groups WHERE name = ${group.name}`)[0]
-            if (row === undefined) {
-              yield* sql`INSERT INTO groups ${sql.insert({ name: group.name, ...desired, source: "config" })}`
-              created.push(label)
-            } else if (row.source !== "config") skipped.push(label)
-            else if (differs(row, desired)) {
-              yield* sql`UPDATE groups SET ${sql.update(desired)} WHERE name = ${group.name}`
-              updated.push(label)
-            }
-          }
-
-          for (const model of input.models ?? []) {
-            const label = `models:${model.id}`
-            const desired = modelColumns(model)
-            const row = (yield* sql`SELECT * FROM models WHERE id = ${model.id}`)[0]
-            if (row === undefined) {
-              yield* sql`INSERT INTO models ${sql.insert({ id: model.id, ...desired, source: "config" })}`
-              created.push(label)
-            } else if (row.source !== "config") skipped.push(label)
-            else if (differs(row, desired)) {
-              yield* sql`UPDATE models SET ${sql.update(desired)} WHERE id = ${model.id}`
-              updated.push(label)
-            }
-          }
-
-          for (const [position, alias] of (input.aliases ?? []).entries()) {
-            const label = `aliases:${alias.pattern}`
-            const desired = { target: alias.target, position }
-            const row = (yield* sql`SELECT * FROM aliases WHERE pattern = ${alias.pattern}`)[0]
-            if (row === undefined) {
-              yield* sql`INSERT INTO aliases ${sql.insert({ pattern: alias.pattern, ...desired })}`
-              created.push(label)
-            } else if (differs(row, desired)) {
-              yield* sql`UPDATE aliases SET ${sql.update(desired)} WHERE pattern = ${alias.pattern}`
-              updated.push(label)
-            }
-          }
-
-          for (const channel of input.channels ?? []) {
-            const label = `channels:${channel.name}`
-            const desired = channelColumns(channel)
-            const row = (yield* sql`SELECT * FROM channels WHERE name = ${channel.name}`)[0]
-            if (row === undefined) {
-              const encrypted = JSON.stringify(yield* Effect.forEach(channel.apiKeys, secrets.encrypt))
-              yield* sql`INSERT INTO channels ${
-                sql.insert({
-                  id: newId("chn"),
-                  name: channel.name,
-                  ...desired,
-                  api_keys_enc: encrypted,
-                  source: "config",
-                  created_at: now,
-                  updated_at: now
-                })
-              }`
-              created.push(label)
-              continue
-            }
-            if (row.source !== "config") {
-              skipped.push(label)
-              continue
-            }
-            const storedKeys = yield* Effect.forEach(
-              Row.stringArray(row.api_keys_enc, "channels.api_keys_enc"),
-              secrets.decrypt
+            record(
+              `groups:${group.name}`,
+              yield* catalog.syncGroup({
+                name: group.name,
+                ratioMicros: group.ratioMicros,
+                limits: { rpm: group.limits?.rpm ?? null, tpm: group.limits?.tpm ?? null, concurrency: group.limits?.concurrency ?? null },
+                selectable: group.selectable ?? false
+              })
             )
-            const keysChanged = storedKeys.join("\u0000") !== channel.apiKeys.join("\u0000")
-            if (differs(row, desired) || keysChanged) {
-              yield* sql`UPDATE channels SET ${
-                sql.update({
-                  ...desired,
-                  ...(keysChanged
-                    ? { api_keys_enc: JSON.stringify(yield* Effect.forEach(channel.apiKeys, secrets.encrypt)) }
-                    : {}),
-                  updated_at: now
-                })
-              } WHERE name = ${channel.name}`
-              updated.push(label)
-            }
           }
+          for (const model of input.models ?? []) record(`models:${model.id}`, yield* catalog.syncModel(model))
+          for (const [position, alias] of (input.aliases ?? []).entries()) {
+            record(`aliases:${alias.pattern}`, yield* catalog.syncAlias(alias, position))
+          }
+          for (const channel of input.channels ?? []) record(`channels:${channel.name}`, yield* catalog.syncChannel(channel))
 
           for (const key of input.keys ?? []) {
             const label = `keys:${key.user}/${key.name}`

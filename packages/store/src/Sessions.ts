@@ -1,21 +1,16 @@
 /**
- * Console sessions, in the store's `sessions` table. The browser holds a
- * random 256-bit token in the `mg_session` cookie (HttpOnly, SameSite=Lax,
- * Secure over HTTPS); the table holds only its SHA-256, so a leaked database
- * does not sign anyone in. Each session has its own CSRF token, returned at
- * sign-in and required in `x-csrf-token` on every state-changing request.
+ * Console sessions, in the `sessions` table. The browser holds a
+ * random 256-bit token (the management API puts it in a cookie); the table
+ * holds only its SHA-256, so a leaked database does not sign anyone in. Each
+ * session has its own CSRF token, which the management API hands out at
+ * sign-in and requires on every state-changing request.
  *
  * @since 0.1.0
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import { createHash, timingSafeEqual } from "node:crypto"
-
-/** The session cookie's name. @category constants */
-export const COOKIE = "mg_session"
-
-/** The CSRF header's name. @category constants */
-export const CSRF_HEADER = "x-csrf-token"
+import { createHash } from "node:crypto"
+import * as Row from "./internal/row.ts"
 
 /** How long a session lasts by default: 7 days. @category constants */
 export const DEFAULT_TTL_MS = 7 * 24 * 60 * 60 * 1000
@@ -41,19 +36,6 @@ const randomToken = (bytes: number): string => {
 const digest = (token: string): string => createHash("sha256").update(token, "utf8").digest("hex")
 
 /**
- * Compares two strings in constant time (for CSRF tokens).
- *
- * @category security
- */
-export const safeEqual = (a: string, b: string): boolean => {
-  const x = Buffer.from(a, "utf8")
-  const y = Buffer.from(b, "utf8")
-  return x.length === y.length && timingSafeEqual(x, y)
-}
-
-const num = (value: unknown): number => typeof value === "bigint" ? Number(value) : Number(value)
-
-/**
  * The sessions repository.
  *
  * @category services
@@ -67,7 +49,7 @@ export class Sessions extends Context.Service<Sessions, {
   readonly remove: (token: string) => Effect.Effect<void, SqlError.SqlError>
   /** Ends all of a user's sessions except, optionally, the one with this token. */
   readonly removeAllOf: (userId: string, except?: string) => Effect.Effect<void, SqlError.SqlError>
-}>()("modelgate/admin-api/Sessions") {
+}>()("modelgate/store/Sessions") {
   /**
    * Sessions in SQL, lasting `ttlMs` (default 7 days). Expired rows are
    * deleted whenever a session is created.
@@ -95,8 +77,10 @@ export class Sessions extends Context.Service<Sessions, {
             const now = yield* Clock.currentTimeMillis
             const rows = yield* sql`SELECT user_id, csrf_token, expires_at FROM sessions WHERE id_hash = ${digest(token)}`
             const row = rows[0]
-            if (row === undefined || num(row.expires_at) <= now) return undefined
-            return { userId: String(row.user_id), csrfToken: String(row.csrf_token), expiresAt: num(row.expires_at) }
+            if (row === undefined) return undefined
+            const expiresAt = Row.int(row.expires_at, "sessions.expires_at")
+            if (expiresAt <= now) return undefined
+            return { userId: Row.str(row.user_id, "sessions.user_id"), csrfToken: Row.str(row.csrf_token, "sessions.csrf_token"), expiresAt }
           }),
           remove: (token) => Effect.asVoid(sql`DELETE FROM sessions WHERE id_hash = ${digest(token)}`),
           removeAllOf: (userId, except) =>

@@ -7,9 +7,9 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Catalog } from "@modelgate/core/Catalog"
-import * as Handlers from "../src/Handlers.ts"
+import { AdminApiConfig } from "../src/Config.ts"
 import * as TrustedProxies from "../src/TrustedProxies.ts"
-import { Client, HealthBoard, InvalidationLog, insertUsage, makeUser, seedCatalog, signedIn, testLayer } from "./harness.ts"
+import { Client, HealthBoard, InvalidationLog, insertUsage, makeUser, seedCatalog, send, signedIn, testLayer } from "./harness.ts"
 
 const USD = 1_000_000_000n
 
@@ -58,6 +58,7 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
       Effect.gen(function*() {
         const user = yield* makeUser()
         const client = new Client()
+        client.address = "127.0.0.1"
         const reply = yield* client.request("POST", "/api/auth/login", { username: user.name, password: user.password }, {
           "x-forwarded-proto": "https"
         })
@@ -79,7 +80,7 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         proxied.address = "10.20.0.5"
         const configured = yield* proxied.request("POST", "/api/auth/login", { username: user.name, password: user.password }, {
           "x-forwarded-proto": "https"
-        }).pipe(Effect.provideService(Handlers.AdminApiConfig, config(["10.20.0.0/16"])))
+        }).pipe(Effect.provideService(AdminApiConfig, config(["10.20.0.0/16"])))
         assert.match(configured.headers.get("set-cookie")!, /; Secure/, "a configured proxy is believed")
       }))
 
@@ -114,7 +115,7 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual(next.status, 429, "a new X-Forwarded-For each time does not reset the limit")
         const behindConfigured = yield* client.request("POST", "/api/auth/login", { username: victim.name, password: victim.password }, {
           "x-forwarded-for": "192.0.2.201"
-        }).pipe(Effect.provideService(Handlers.AdminApiConfig, config(["203.0.113.0/24"])))
+        }).pipe(Effect.provideService(AdminApiConfig, config(["203.0.113.0/24"])))
         assert.strictEqual(behindConfigured.status, 200, "once the peer is a configured proxy, the forwarded address counts")
       }))
 
@@ -131,21 +132,66 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual(wrong.body.error.code, "invalid_credentials")
       }))
 
-    it.effect("rate-limits sign-in per account, even with the right password, with retry-after", () =>
+    it.effect("locks an account out of one address after its wrong passwords there, even with the right password, with retry-after", () =>
       Effect.gen(function*() {
         const user = yield* makeUser()
-        for (let i = 0; i < 5; i++) {
-          const client = new Client()
-          client.address = `10.1.0.${i}`
-          assert.strictEqual((yield* client.login(user.name, "guess " + i)).status, 401)
-        }
-        const client = new Client()
-        client.address = "10.1.1.1"
-        const blocked = yield* client.login(user.name, user.password)
+        const guesser = new Client()
+        guesser.address = "10.1.0.1"
+        for (let i = 0; i < 5; i++) assert.strictEqual((yield* guesser.login(user.name, "guess " + i)).status, 401)
+        const blocked = yield* guesser.login(user.name, user.password)
         assert.strictEqual(blocked.status, 429)
         assert.strictEqual(blocked.body.error.type, "rate_limit_error")
         const retry = Number(blocked.headers.get("retry-after"))
         assert.isTrue(retry > 0 && retry <= 60, `retry-after ${retry}`)
+        const elsewhere = new Client()
+        elsewhere.address = "10.1.0.2"
+        assert.strictEqual((yield* elsewhere.login(user.name, user.password)).status, 200, "the account is not locked for other addresses")
+      }))
+
+    it.effect("guesses from rotating addresses never lock the owner out of their own address or the machine", () =>
+      Effect.gen(function*() {
+        const admin = yield* makeUser({ role: "admin" })
+        const owner = new Client()
+        owner.address = "10.3.0.1"
+        assert.strictEqual((yield* owner.login(admin.name, admin.password)).status, 200)
+        // The attack: one wrong password from each of 30 addresses (no address and no pair reaches its limit).
+        const refused: Array<number> = []
+        for (let i = 0; i < 30; i++) {
+          const attacker = new Client()
+          attacker.address = `10.4.0.${i}`
+          refused.push((yield* attacker.login(admin.name, "guess")).status)
+        }
+        assert.deepStrictEqual([...new Set(refused)], [401, 429], "after 20 failures the account is locked for strangers")
+        const stranger = new Client()
+        stranger.address = "10.5.0.1"
+        assert.strictEqual((yield* stranger.login(admin.name, admin.password)).status, 429, "new addresses are held back")
+        const local = new Client()
+        local.address = "127.0.0.1"
+        assert.strictEqual((yield* local.login(admin.name, admin.password)).status, 200, "the machine itself is not")
+        const again = new Client()
+        again.address = "10.3.0.1"
+        assert.strictEqual((yield* again.login(admin.name, admin.password)).status, 200, "nor the owner's address")
+      }))
+
+    it.effect("signs in with JSON only: a form or text/plain body (login CSRF) is refused", () =>
+      Effect.gen(function*() {
+        const user = yield* makeUser()
+        const body = JSON.stringify({ username: user.name, password: user.password })
+        for (const contentType of ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]) {
+          const reply = yield* send(
+            new Request("http://gateway.test/api/auth/login", { method: "POST", body, headers: { "content-type": contentType } })
+          )
+          assert.strictEqual(reply.status, 415, contentType)
+          assert.strictEqual(reply.body.error.code, "unsupported_media_type")
+          assert.isNull(reply.headers.get("set-cookie"), "no session")
+        }
+        // A body with no content type at all (a Blob sent cross-site) is refused too.
+        const untyped = yield* send(
+          new Request("http://gateway.test/api/auth/login", { method: "POST", body: new Blob([body]), headers: { "content-length": String(body.length) } })
+        )
+        assert.strictEqual(untyped.status, 415)
+        const json = yield* new Client().login(user.name, user.password)
+        assert.strictEqual(json.status, 200)
       }))
 
     it.effect("rate-limits sign-in per client address across accounts", () =>
@@ -386,17 +432,60 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual(adminPath.status, 403)
       }))
 
-    it.effect("works with an API key instead of a session, without CSRF", () =>
+    it.effect("an API key reads without CSRF: its owner's session, usage, ledger and its own key", () =>
       Effect.gen(function*() {
         const { client, user } = yield* signedIn()
         const secret = (yield* client.post("/api/keys", { name: "script" })).body.secret
+        yield* client.post("/api/keys", { name: "sibling" })
         const script = new Client()
         script.bearer = secret
         const session = yield* script.get("/api/auth/session")
         assert.strictEqual(session.body.user.id, user.id)
         assert.isNull(session.body.csrfToken)
-        const created = yield* script.post("/api/keys", { name: "made by script" })
-        assert.strictEqual(created.status, 201)
+        assert.strictEqual((yield* script.get("/api/usage")).status, 200)
+        assert.strictEqual((yield* script.get("/api/ledger")).status, 200)
+        const keys = yield* script.get("/api/keys")
+        assert.deepStrictEqual(keys.body.data.map((k: any) => k.name), ["script"], "a key sees itself, not its siblings")
+      }))
+
+    it.effect("an API key can never create keys or loosen a key's limits: that needs a console session", () =>
+      Effect.gen(function*() {
+        const { client } = yield* signedIn()
+        // A key capped at $5 and restricted to one model, as a leaked key would be.
+        const capped = (yield* client.post("/api/keys", { name: "capped", quota: "5", models: ["gpt-test"] })).body
+        const script = new Client()
+        script.bearer = capped.secret
+        const lift = yield* script.patch(`/api/keys/${capped.key.id}`, { quota: null, models: [], expiresAt: null })
+        assert.strictEqual(lift.status, 403)
+        assert.strictEqual(lift.body.error.code, "session_required")
+        const wider = yield* script.post("/api/keys", { name: "unrestricted" })
+        assert.strictEqual(wider.status, 403)
+        assert.strictEqual(wider.body.error.code, "session_required")
+        assert.strictEqual((yield* script.delete(`/api/keys/${capped.key.id}`)).status, 403)
+        assert.strictEqual((yield* script.post("/api/redeem", { code: "mgr-x" })).status, 403)
+        assert.strictEqual((yield* script.post("/api/auth/password", { currentPassword: "x", newPassword: "long enough" })).status, 403)
+        const after = (yield* client.get("/api/keys")).body.data.find((k: any) => k.id === capped.key.id)
+        assert.strictEqual(after.quota, "5.00")
+        assert.deepStrictEqual(after.models, ["gpt-test"])
+        assert.strictEqual((yield* client.get("/api/keys")).body.data.length, 1, "no key was created")
+      }))
+
+    it.effect("an admin's key may use the admin endpoints but never change itself or its own user", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const created = (yield* admin.client.post("/api/keys", { name: "ops", quota: "1" })).body
+        const script = new Client()
+        script.bearer = created.secret
+        const self = yield* script.patch(`/api/admin/keys/${created.key.id}`, { quota: null })
+        assert.strictEqual(self.status, 403)
+        assert.strictEqual(self.body.error.code, "self_change")
+        const ownUser = yield* script.patch(`/api/admin/users/${admin.user.id}`, { rpm: null })
+        assert.strictEqual(ownUser.status, 403)
+        const ownBalance = yield* script.post(`/api/admin/users/${admin.user.id}/adjust`, { amount: "100", reason: "free money" })
+        assert.strictEqual(ownBalance.status, 403)
+        const other = yield* signedIn()
+        const otherKey = (yield* other.client.post("/api/keys", { name: "theirs" })).body.key
+        assert.strictEqual((yield* script.patch(`/api/admin/keys/${otherKey.id}`, { rpm: 5 })).status, 200, "other keys it may change")
       }))
 
     // ---- models, connect -----------------------------------------------------
@@ -424,6 +513,7 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
     it.effect("tells the client settings from the request's address", () =>
       Effect.gen(function*() {
         const { client } = yield* signedIn()
+        client.address = "127.0.0.1"
         const info = yield* client.request("GET", "/api/connect", undefined, { host: "llm.example.com", "x-forwarded-proto": "https" })
         assert.strictEqual(info.body.baseUrl, "https://llm.example.com")
         assert.strictEqual(info.body.openaiBaseUrl, "https://llm.example.com/v1")
@@ -930,6 +1020,232 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual(method.status, 405)
         const login = yield* client.get("/api/auth/login")
         assert.strictEqual(login.status, 405)
+      }))
+
+    // ---- the contract ------------------------------------------------------------------
+
+    it.effect("serves its OpenAPI document to anyone", () =>
+      Effect.gen(function*() {
+        const reply = yield* new Client().get("/api/openapi.json")
+        assert.strictEqual(reply.status, 200)
+        assert.strictEqual(reply.body.openapi, "3.1.0")
+        assert.property(reply.body.paths, "/api/keys/{id}")
+        assert.property(reply.body.paths["/api/admin/users/{id}"], "delete")
+      }))
+
+    it.effect("refuses a body over 1 MB with 413, and cuts echoed values in error messages", () =>
+      Effect.gen(function*() {
+        const { client } = yield* signedIn()
+        const huge = yield* client.post("/api/keys", { name: "x", models: ["m".repeat(2 * 1024 * 1024)] })
+        assert.strictEqual(huge.status, 413)
+        assert.strictEqual(huge.body.error.code, "request_too_large")
+        const long = "z".repeat(200_000)
+        const model = yield* client.post("/api/keys", { name: "x", models: [long] })
+        assert.strictEqual(model.status, 400)
+        assert.strictEqual(model.body.error.param, "models[0]")
+        assert.isBelow(model.text.length, 2_000, "the 200 KB name is not echoed back")
+        assert.include(model.body.error.message, "more characters")
+        const group = yield* client.post("/api/keys", { name: "x", group: long })
+        assert.isBelow(group.text.length, 2_000)
+        const badType = yield* client.post("/api/keys", { name: "x", quota: long })
+        assert.strictEqual(badType.body.error.param, "quota")
+        assert.isBelow(badType.text.length, 2_000)
+      }))
+
+    // ---- /api/me -----------------------------------------------------------------------
+
+    it.effect("answers /api/me in the gateway's shape, with a key or a session", () =>
+      Effect.gen(function*() {
+        const { client, user } = yield* signedIn({ balanceNanos: 3n * USD })
+        const created = (yield* client.post("/api/keys", { name: "laptop", models: ["gpt-test"] })).body
+        const script = new Client()
+        script.bearer = created.secret
+        const viaKey = yield* script.get("/api/me")
+        assert.strictEqual(viaKey.status, 200)
+        assert.deepStrictEqual(viaKey.body, {
+          user: user.name,
+          role: "user",
+          group: "default",
+          key: { id: created.key.id, name: "laptop", prefix: created.key.prefix, expires_at: null },
+          models: ["gpt-test"],
+          balance_usd: "3.00"
+        })
+        const viaSession = yield* client.get("/api/me")
+        assert.strictEqual(viaSession.body.user, user.name)
+        assert.isNull(viaSession.body.key)
+        assert.isNull(viaSession.body.group)
+        assert.includeMembers(viaSession.body.models, ["gpt-test", "gemini-test"])
+        assert.strictEqual((yield* new Client().get("/api/me")).status, 401)
+      }))
+
+    // ---- accounts ----------------------------------------------------------------------
+
+    it.effect("an admin resets a user's password: the old one stops working and the user's sessions end", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const { client, user } = yield* signedIn()
+        const reset = yield* admin.client.patch(`/api/admin/users/${user.id}`, { password: "a brand new password" })
+        assert.strictEqual(reset.status, 200)
+        assert.strictEqual((yield* client.get("/api/auth/session")).status, 401, "the user's session ended")
+        assert.strictEqual((yield* new Client().login(user.name, user.password)).status, 401)
+        assert.strictEqual((yield* new Client().login(user.name, "a brand new password")).status, 200)
+        const short = yield* admin.client.patch(`/api/admin/users/${user.id}`, { password: "short" })
+        assert.strictEqual(short.status, 400)
+        assert.strictEqual(short.body.error.param, "password")
+        assert.strictEqual((yield* admin.client.get("/api/auth/session")).status, 200, "the admin's own session stays")
+      }))
+
+    it.effect("deletes a user: hidden from the list, keys revoked and dropped from the caches, ledger and usage kept anonymised", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const { client, user } = yield* signedIn({ balanceNanos: 2n * USD })
+        const key = (yield* client.post("/api/keys", { name: "k" })).body
+        yield* insertUsage({ userId: user.id, keyId: key.key.id, model: "gpt-test", costNanos: 5n, createdAt: Date.now() })
+        const deleted = yield* admin.client.delete(`/api/admin/users/${user.id}`)
+        assert.strictEqual(deleted.status, 200)
+        const log = yield* InvalidationLog
+        assert.deepStrictEqual(log.changes.slice(-2), [{ topic: "users", ids: [user.id] }, { topic: "keys", ids: [key.key.id] }])
+        assert.isFalse((yield* admin.client.get("/api/admin/users")).body.data.some((u: any) => u.id === user.id))
+        assert.strictEqual((yield* admin.client.get(`/api/admin/users/${user.id}`)).status, 404)
+        assert.strictEqual((yield* client.get("/api/auth/session")).status, 401, "the user's sessions ended")
+        assert.strictEqual((yield* new Client().login(user.name, user.password)).status, 401)
+        const script = new Client()
+        script.bearer = key.secret
+        assert.strictEqual((yield* script.get("/api/me")).status, 401, "the key is revoked")
+        const usage = (yield* admin.client.get(`/api/admin/usage?userId=${user.id}`)).body.data
+        assert.strictEqual(usage.length, 1, "the usage stays")
+        assert.strictEqual(usage[0].userName, `deleted-${user.id}`)
+        assert.strictEqual((yield* admin.client.delete(`/api/admin/users/${admin.user.id}`)).status, 400, "not oneself")
+        assert.strictEqual((yield* admin.client.delete(`/api/admin/users/${user.id}`)).status, 404, "once")
+      }))
+
+    it.effect("refuses a balance adjustment past the largest balance with 400 naming the amount, not a 500", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const user = yield* makeUser()
+        // Ten steps of almost a billion dollars would pass 2^63 nano-dollars.
+        const first = yield* admin.client.post(`/api/admin/users/${user.id}/adjust`, { amount: "999999999", reason: "big" })
+        assert.strictEqual(first.status, 200)
+        for (let i = 0; i < 10; i++) {
+          const next = yield* admin.client.post(`/api/admin/users/${user.id}/adjust`, { amount: "999999999", reason: "bigger" })
+          assert.strictEqual(next.status, 400, `step ${i}`)
+          assert.strictEqual(next.body.error.param, "amount")
+          assert.include(next.body.error.message, "largest balance")
+        }
+        const beyond = yield* admin.client.post(`/api/admin/users/${user.id}/adjust`, { amount: "9999999999.999999999", reason: "way beyond" })
+        assert.strictEqual(beyond.status, 400)
+        assert.strictEqual(beyond.body.error.param, "amount")
+        assert.strictEqual((yield* admin.client.get(`/api/admin/users/${user.id}`)).body.balance, "999999999.00")
+      }))
+
+    // ---- CSV -----------------------------------------------------------------------------
+
+    it.effect("prefixes formula-like cells in CSV exports so spreadsheets do not run them", () =>
+      Effect.gen(function*() {
+        const { client, user } = yield* signedIn()
+        const key = (yield* client.post("/api/keys", { name: "=HYPERLINK(\"http://evil.example\",\"x\")" })).body.key
+        yield* insertUsage({ userId: user.id, keyId: key.id, model: "gpt-test", costNanos: 5n, createdAt: Date.now() })
+        const csv = (yield* client.get("/api/usage.csv")).text
+        const row = csv.trim().split("\n")[1]!
+        assert.include(row, `"'=HYPERLINK(""http://evil.example"",""x"")"`)
+        assert.notMatch(row, /,=HYPERLINK/)
+        assert.include(row, ",0.000000005,", "amounts stay numbers")
+      }))
+
+    // ---- catalog -------------------------------------------------------------------------
+
+    it.effect("lists a channel model without a price as unpriced until it gets one", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const channel = (yield* admin.client.post("/api/admin/channels", {
+          name: "fresh-models",
+          type: "openai",
+          baseUrl: "http://good.example.test/v1",
+          apiKeys: ["sk-fresh-0001"],
+          models: ["gpt-test", "brand-new-model"]
+        })).body
+        const before = (yield* admin.client.get("/api/admin/models")).body
+        assert.deepStrictEqual(before.unpriced.find((m: any) => m.id === "brand-new-model"), { id: "brand-new-model", channels: ["fresh-models"] })
+        assert.isFalse(before.unpriced.some((m: any) => m.id === "gpt-test"))
+        // A model row without a price (as the configuration file makes for a channel model it does not price) is unpriced too.
+        yield* admin.client.post("/api/admin/models", { id: "row-no-price", prices: { input: null, output: null, cachedInput: null, perRequest: null, free: false } })
+        yield* admin.client.patch(`/api/admin/channels/${channel.id}`, { models: ["gpt-test", "brand-new-model", "row-no-price"] })
+        assert.deepStrictEqual(
+          (yield* admin.client.get("/api/admin/models")).body.unpriced.map((m: any) => m.id).filter((id: string) => id !== "gpt-test"),
+          ["brand-new-model", "row-no-price"]
+        )
+        yield* admin.client.patch(`/api/admin/channels/${channel.id}`, { models: ["gpt-test", "brand-new-model"] })
+        yield* admin.client.delete("/api/admin/models/row-no-price")
+        const priced = yield* admin.client.post("/api/admin/models", {
+          id: "brand-new-model",
+          prices: { input: "1", output: "2", cachedInput: null, perRequest: null, free: false }
+        })
+        assert.strictEqual(priced.status, 200)
+        assert.strictEqual(priced.body.outputTokenLimit, 16_384, "core's default output limit")
+        const after = (yield* admin.client.get("/api/admin/models")).body
+        assert.isFalse(after.unpriced.some((m: any) => m.id === "brand-new-model"))
+        yield* admin.client.delete(`/api/admin/channels/${channel.id}`)
+        yield* admin.client.delete("/api/admin/models/brand-new-model")
+      }))
+
+    it.effect("serves the shipped price table with its sources and date", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const table = (yield* admin.client.get("/api/admin/models/presets")).body
+        assert.match(table.asOf, /^\d{4}-\d{2}-\d{2}$/)
+        assert.isAbove(table.sources.length, 0)
+        const mini = table.data.find((m: any) => m.id === "gpt-4o-mini")
+        assert.deepStrictEqual(mini.prices, { input: "0.15", output: "0.60", cachedInput: "0.075", perRequest: null, free: false })
+        assert.strictEqual((yield* (yield* signedIn()).client.get("/api/admin/models/presets")).status, 403)
+      }))
+
+    it.effect("lists, sets and deletes aliases; an alias must point at a model", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const set = yield* admin.client.post("/api/admin/aliases", { pattern: "gpt-test-*", target: "gpt-test" })
+        assert.strictEqual(set.status, 200)
+        assert.deepStrictEqual(set.body, { pattern: "gpt-test-*", target: "gpt-test", position: 0 })
+        assert.deepStrictEqual((yield* InvalidationLog).topics.at(-1), "catalog")
+        const gateway = yield* (yield* Catalog).current
+        assert.strictEqual(gateway.resolveModel("gpt-test-2025"), "gpt-test")
+        const nowhere = yield* admin.client.post("/api/admin/aliases", { pattern: "x-*", target: "no-such-model" })
+        assert.strictEqual(nowhere.status, 400)
+        assert.strictEqual(nowhere.body.error.param, "target")
+        assert.deepStrictEqual((yield* admin.client.get("/api/admin/aliases")).body.data.map((a: any) => a.pattern), ["gpt-test-*"])
+        assert.strictEqual((yield* admin.client.delete("/api/admin/aliases?pattern=gpt-test-*")).status, 200)
+        assert.strictEqual((yield* admin.client.delete("/api/admin/aliases?pattern=gpt-test-*")).status, 404)
+      }))
+
+    it.effect("masks channel headers whose value looks like a secret, whatever their name", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const created = yield* admin.client.post("/api/admin/channels", {
+          name: "masked-headers",
+          type: "openai",
+          baseUrl: "http://good.example.test/v1",
+          apiKeys: ["sk-masked-0001"],
+          models: ["gpt-test"],
+          headers: {
+            "X-Upstream": "Bearer live-credential-9876",
+            "X-Opaque": "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6",
+            "HTTP-Referer": "https://app.example.com/path",
+            "X-Title": "modelgate"
+          }
+        })
+        assert.strictEqual(created.status, 201)
+        assert.deepStrictEqual(created.body.headers, {
+          "X-Upstream": "…9876",
+          "X-Opaque": "…c5d6",
+          "HTTP-Referer": "https://app.example.com/path",
+          "X-Title": "modelgate"
+        })
+        assert.notInclude(created.text, "live-credential")
+        // Sending the masked values back keeps the secrets.
+        yield* admin.client.patch(`/api/admin/channels/${created.body.id}`, { headers: created.body.headers })
+        const gateway = (yield* (yield* Catalog).current).channels.find((c) => c.id === created.body.id)!
+        assert.strictEqual(gateway.headers["X-Upstream"], "Bearer live-credential-9876")
+        assert.strictEqual(gateway.headers["X-Opaque"], "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6")
+        yield* admin.client.delete(`/api/admin/channels/${created.body.id}`)
       }))
   }
 )
