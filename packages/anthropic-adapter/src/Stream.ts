@@ -568,6 +568,10 @@ export class StreamEncoder {
       case "usage":
         this.lastUsage = event.usage
         return
+      case "usage_rejected":
+        // Figures the gateway refused are not passed on.
+        this.lastUsage = undefined
+        return
       case "finish":
         if (event.index === 0) this.finish = event.reason
         return

@@ -35,6 +35,12 @@ export interface Metered {
   readonly cachedTokens: number
   /** Whether the counts are the upstream's own (false: local estimates). */
   readonly reported: boolean
+  /**
+   * The upstream reported usage whose figures are not token counts (negative,
+   * fractional, not numbers; `Tokens.badCount` names the first): they were
+   * refused, and the counts are local estimates (`reported` is false).
+   */
+  readonly usageRejected?: string | undefined
 }
 
 /** Nothing consumed: the call failed before any output. @category metering */

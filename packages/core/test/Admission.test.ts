@@ -113,6 +113,15 @@ describe("Admission", () => {
       assert.deepStrictEqual(route.channels.map((c) => c.name), ["high", "low"])
     }).pipe(Effect.provide(TestLayer)))
 
+  it.effect("quotes an unknown model name back cut at 200 characters, never a 200 KB one whole", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(authorize(key(), "m".repeat(200_000)))
+      assert.strictEqual(error._tag, "ModelNotFound")
+      assert.include(error.message, `'${"m".repeat(200)}…'`)
+      assert.isBelow(error.message.length, 400)
+      assert.isBelow((error as { model: string }).model.length, 300)
+    }).pipe(Effect.provide(TestLayer)))
+
   it.effect("resolves the models/ prefix and aliases", () =>
     Effect.gen(function*() {
       assert.strictEqual((yield* authorize(key(), "models/gpt-4o-mini")).model.id, "gpt-4o-mini")

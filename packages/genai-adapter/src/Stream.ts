@@ -364,6 +364,10 @@ export class StreamEncoder {
       case "usage":
         this.lastUsage = event.usage
         return
+      case "usage_rejected":
+        // Figures the gateway refused are not passed on.
+        this.lastUsage = undefined
+        return
       case "text":
       case "thinking": {
         if (event.text.length === 0 && (event.type === "text" || event.signature === undefined)) return

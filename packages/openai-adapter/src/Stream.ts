@@ -278,6 +278,10 @@ export class StreamEncoder {
       case "usage":
         this.usage = event.usage
         return []
+      case "usage_rejected":
+        // Figures the gateway refused are not passed on.
+        this.usage = undefined
+        return []
       case "text":
         if (event.text.length === 0) return this.opened(event.index, [])
         return this.opened(event.index, [this.chunk(event.index, { content: event.text })])
