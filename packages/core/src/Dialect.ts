@@ -153,9 +153,14 @@ export interface ClientEmbeddings {
   /**
    * A same-dialect answer's text with the public model name (it is relayed as
    * is when the channel keeps the model's name: `publicModel` undefined), and
-   * the tokens it reported. `channel` names the upstream in errors.
+   * the tokens it reported (`usageRejected`: it reported a figure that is not
+   * a token count, named there). Fails when the text is not an embeddings
+   * answer (an error, something else). `channel` names the upstream in errors.
    */
-  readonly passthrough: (text: string, publicModel: string | undefined, channel: string) => Effect.Effect<{ readonly body: string; readonly promptTokens: number | undefined }, UpstreamUnavailable>
+  readonly passthrough: (text: string, publicModel: string | undefined, channel: string) => Effect.Effect<
+    { readonly body: string; readonly promptTokens?: number | undefined; readonly usageRejected?: string | undefined },
+    UpstreamUnavailable
+  >
 }
 
 /** The client side of a dialect. @category models */

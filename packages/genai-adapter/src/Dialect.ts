@@ -86,10 +86,17 @@ const inspect = (body: string, hints: Core.RouteHints) =>
       edit?.params === undefined ? body : JSON.stringify(Params.apply(inspection.body as Record<string, unknown>, edit.params))
   }))
 
-const metered = (usage: Canonical.Usage | undefined, promptEstimate: number, generatedTokens: number): Core.Metered =>
-  usage !== undefined
+/** What a relayed answer consumed: the upstream's usage, else estimates (saying why when its figures were refused). */
+const metered = (usage: Canonical.Usage | string | undefined, promptEstimate: number, generatedTokens: number): Core.Metered =>
+  usage !== undefined && typeof usage !== "string"
     ? { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, cachedTokens: usage.cachedTokens ?? 0, reported: true }
-    : { promptTokens: promptEstimate, completionTokens: generatedTokens, cachedTokens: 0, reported: false }
+    : {
+      promptTokens: promptEstimate,
+      completionTokens: generatedTokens,
+      cachedTokens: 0,
+      reported: false,
+      ...(usage === undefined ? {} : { usageRejected: usage })
+    }
 
 /**
  * The array framer of each JSON-array stream being written, so that an error
@@ -229,15 +236,27 @@ const embeddingsClient: Core.ClientEmbeddings = {
     call.request === "batch"
       ? { embeddings: response.vectors.map((values) => ({ values })) }
       : { embedding: { values: response.vectors[0] ?? [] } },
-  passthrough: (text, _publicModel, channel) =>
-    Effect.try({
-      try: () => {
-        JSON.parse(text)
-        // Gemini's embedding answers name no model and report no usage.
-        return { body: text, promptTokens: undefined }
-      },
-      catch: () => new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with invalid JSON.` })
-    })
+  passthrough: (text, _publicModel, channel) => {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(text)
+    } catch {
+      return Effect.fail(new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with invalid JSON.` }))
+    }
+    // A 200 whose body is an error, or neither `embedding` nor `embeddings`, is the upstream failing.
+    if (!Predicate.isObject(parsed) || Array.isArray(parsed) || parsed.error !== undefined || (parsed.embedding === undefined && parsed.embeddings === undefined)) {
+      const error = ErrorEnvelope.upstreamErrorOf(parsed)?.message
+      return Effect.fail(
+        new GatewayError.UpstreamUnavailable({
+          message: error === undefined
+            ? `The upstream '${channel}' answered with something that is not an embedding.`
+            : `The upstream '${channel}' answered with an error instead of embeddings: ${GatewayError.echo(error)}`
+        })
+      )
+    }
+    // Gemini's embedding answers name no model and report no usage.
+    return Effect.succeed({ body: text })
+  }
 }
 
 /**

@@ -158,16 +158,37 @@ const base64Vector = (vector: ReadonlyArray<number>): string => {
   return base64(new Uint8Array(floats.buffer))
 }
 
-/** An OpenAI-style `/embeddings` answer, as far as it is read. */
+/** An OpenAI-style `/embeddings` answer, as far as it is read (`usage` is checked apart: `embeddingsUsage`). */
 const EmbeddingsAnswer = Schema.Struct({
   data: Schema.Array(Schema.Struct({ index: Schema.Int, embedding: Schema.Array(Schema.Finite) })),
-  usage: Schema.optionalKey(Schema.NullOr(Schema.Struct({ prompt_tokens: Schema.Int })))
+  usage: Schema.optionalKey(Schema.Unknown)
 })
+
+/**
+ * The prompt tokens an embeddings answer reports: a count, the reason its
+ * figure was refused (`usageRejected`), or neither when it reports none.
+ */
+const embeddingsUsage = (usage: unknown): { readonly promptTokens?: number; readonly usageRejected?: string } => {
+  if (usage === undefined || usage === null) return {}
+  if (!Predicate.isObject(usage) || Array.isArray(usage)) return { usageRejected: "usage: not an object" }
+  const bad = Tokens.badCount({ prompt_tokens: usage.prompt_tokens ?? "missing", total_tokens: usage.total_tokens })
+  return bad === undefined ? { promptTokens: usage.prompt_tokens as number } : { usageRejected: bad }
+}
 
 const decodeEmbeddingsAnswer = Schema.decodeUnknownResult(Schema.fromJsonString(EmbeddingsAnswer))
 
 const notJson = (channel: string) =>
   new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with invalid JSON.` })
+
+/** A 200 embeddings answer that is an error or not a list of embeddings; the upstream's own message is quoted when it gave one. */
+const notEmbeddings = (channel: string, body: unknown) => {
+  const error = ErrorEnvelope.upstreamErrorOf(body)
+  return new GatewayError.UpstreamUnavailable({
+    message: error === undefined
+      ? `The upstream '${channel}' answered with something that is not a list of embeddings.`
+      : `The upstream '${channel}' answered with an error instead of embeddings: ${GatewayError.echo(error.message)}`
+  })
+}
 
 const embeddingsClient: Core.ClientEmbeddings = {
   decode: (body) => decodeEmbeddings(body),
@@ -192,10 +213,13 @@ const embeddingsClient: Core.ClientEmbeddings = {
     } catch {
       return Effect.fail(notJson(channel))
     }
-    const usage = Predicate.isObject(parsed) && Predicate.isObject(parsed.usage) ? parsed.usage.prompt_tokens : undefined
+    // A 200 whose body is an error, or not a list of embeddings, is the upstream failing.
+    if (!Predicate.isObject(parsed) || Array.isArray(parsed) || parsed.error !== undefined || !Array.isArray(parsed.data)) {
+      return Effect.fail(notEmbeddings(channel, parsed))
+    }
     return Effect.succeed({
-      body: publicModel === undefined || !Predicate.isObject(parsed) ? text : JSON.stringify({ ...parsed, model: publicModel }),
-      promptTokens: typeof usage === "number" ? usage : undefined
+      body: publicModel === undefined ? text : JSON.stringify({ ...parsed, model: publicModel }),
+      ...embeddingsUsage(parsed.usage)
     })
   }
 }
@@ -352,8 +376,7 @@ const embeddingsUpstream: Core.UpstreamEmbeddings = {
         new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with ${vectors.length} embeddings for ${count} inputs.` })
       )
     }
-    const prompt = parsed.success.usage?.prompt_tokens
-    return Effect.succeed(prompt === undefined ? { vectors } : { vectors, promptTokens: prompt })
+    return Effect.succeed({ vectors, ...embeddingsUsage(parsed.success.usage) })
   }
 }
 

@@ -27,7 +27,7 @@ import * as ChatCompletions from "./ChatCompletions.ts"
 import { classifyUpstreamError, upstreamErrorOf, type UpstreamError } from "./ErrorEnvelope.ts"
 import { decodeToolName, signCallId } from "./Identifiers.ts"
 import { firstIssue } from "./internal/issues.ts"
-import { finishReasonFromWire, finishReasonToWire, usageFromWire, usageToWire } from "./Response.ts"
+import { finishReasonFromWire, finishReasonToWire, readUsage, usageToWire } from "./Response.ts"
 import * as Sse from "./Sse.ts"
 
 // ---------------------------------------------------------------------------
@@ -54,7 +54,7 @@ export class StreamDecoder {
   private readonly calls = new Map<number, Map<number, number>>()
 
   /** The events of one chunk, in order. */
-  push(chunk: ChatCompletions.ChatCompletionChunk): Array<Canonical.StreamEvent> {
+  push(chunk: ChatCompletions.UpstreamChatCompletionChunk): Array<Canonical.StreamEvent> {
     const events: Array<Canonical.StreamEvent> = []
     if (!this.started) {
       this.started = true
@@ -97,12 +97,14 @@ export class StreamDecoder {
       const reason = finishReasonFromWire(choice.finish_reason)
       if (reason !== null) events.push({ type: "finish", index, reason })
     }
-    if (chunk.usage !== undefined && chunk.usage !== null) events.push({ type: "usage", usage: usageFromWire(chunk.usage) })
+    const usage = readUsage(chunk.usage)
+    if (typeof usage === "string") events.push({ type: "usage_rejected", reason: usage })
+    else if (usage !== undefined) events.push({ type: "usage", usage })
     return events
   }
 }
 
-const decodeChunkJson = Schema.decodeUnknownResult(Schema.fromJsonString(ChatCompletions.ChatCompletionChunk))
+const decodeChunkJson = Schema.decodeUnknownResult(Schema.fromJsonString(ChatCompletions.UpstreamChatCompletionChunk))
 
 /**
  * Reads the `data` of one upstream SSE event as a chunk. An in-band
@@ -111,7 +113,7 @@ const decodeChunkJson = Schema.decodeUnknownResult(Schema.fromJsonString(ChatCom
  *
  * @category decoding
  */
-export const parseChunk = (data: string): Result.Result<ChatCompletions.ChatCompletionChunk, UpstreamError> => {
+export const parseChunk = (data: string): Result.Result<ChatCompletions.UpstreamChatCompletionChunk, UpstreamError> => {
   const result = decodeChunkJson(data)
   if (Result.isSuccess(result)) return Result.succeed(result.success)
   if (data.includes("\"error\"")) {
