@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, type Dialect as Core, type Domain, GatewayError, Params, Tokens } from "@modelgate/core"
+import { type Canonical, Dialect as Core, type Domain, GatewayError, Params, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as CountTokens from "./CountTokens.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
@@ -354,6 +354,36 @@ const eventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
   }
 }
 
+/** The upstream's own words in an `{"error": ...}` body or event. */
+const errorMessageOf = (json: unknown): string | undefined => ErrorEnvelope.upstreamErrorOf(json)?.message
+
+/** A 200 non-stream answer that is an error, or has neither `candidates` nor `promptFeedback` (a blocked prompt): the upstream failing. */
+const notAnAnswer = (json: unknown, channel: string): GatewayError.UpstreamUnavailable | undefined => {
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a Gemini answer")
+  if (json.error !== undefined && json.error !== null) return Core.answeredError(channel, errorMessageOf(json))
+  return Array.isArray(json.candidates) || Predicate.isObject(json.promptFeedback) ? undefined : Core.answeredOther(channel, "a Gemini answer")
+}
+
+/**
+ * The opening of a 200 stream (always SSE from a Gemini channel): its first
+ * event must be a JSON object without `error`; an error event, data that is
+ * not JSON, or no event at all before the end is the upstream failing.
+ */
+const opening = (text: string, ended: boolean, channel: string): Core.Opening => {
+  const parser = new Framing.SseParser()
+  const first = parser.push(text)[0] ?? (ended ? parser.end()[0] : undefined)
+  if (first === undefined) return ended ? Core.emptyStream(channel) : "incomplete"
+  let json: unknown
+  try {
+    json = JSON.parse(first)
+  } catch {
+    return Core.brokenEvent(channel)
+  }
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a Gemini answer")
+  if (json.error !== undefined && json.error !== null) return Core.answeredError(channel, errorMessageOf(json))
+  return "answer"
+}
+
 /** A Gemini `countTokens` answer, as far as it is read. */
 const isCountTokensAnswer = Schema.is(Schema.Struct({ totalTokens: Schema.Int }))
 
@@ -381,6 +411,8 @@ export const upstream: Core.UpstreamDialect = {
     ),
   decodeResponse: (json, start) => Response.decodeResponse(json, { created: start.created, id: `chatcmpl-${start.id}` }),
   eventDecoder,
+  notAnAnswer,
+  opening,
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
   countTokens: {
     url: (channel, upstreamModel) => methodUrl(channel, upstreamModel, "countTokens"),

@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, type Dialect as Core, Domain, GatewayError, Params, Tokens } from "@modelgate/core"
+import { type Canonical, Dialect as Core, Domain, GatewayError, Params, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import { base64 } from "./internal/base64.ts"
@@ -328,6 +328,40 @@ const eventDecoder = (): Core.EventDecoder => {
   }
 }
 
+/** The upstream's own words in an `{"error": ...}` body or event (a string error counts too). */
+const errorMessageOf = (json: Readonly<Record<string, unknown>>): string | undefined => {
+  const error = json.error
+  return typeof error === "string" ? error : ErrorEnvelope.upstreamErrorOf(json)?.message
+}
+
+/** A 200 non-stream answer that is an error, or has no `choices`: the upstream failing. */
+const notAnAnswer = (json: unknown, channel: string): GatewayError.UpstreamUnavailable | undefined => {
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a chat completion")
+  if (json.error !== undefined && json.error !== null) return Core.answeredError(channel, errorMessageOf(json))
+  return Array.isArray(json.choices) ? undefined : Core.answeredOther(channel, "a chat completion")
+}
+
+/**
+ * The opening of a 200 stream: its first event must be a chunk (any JSON
+ * object without `error`); `[DONE]` first, an error event, data that is not
+ * JSON, or no event at all before the end is the upstream failing.
+ */
+const opening = (text: string, ended: boolean, channel: string): Core.Opening => {
+  const parser = new Sse.SseParser()
+  const first = parser.push(text)[0] ?? (ended ? parser.end()[0] : undefined)
+  if (first === undefined) return ended ? Core.emptyStream(channel) : "incomplete"
+  if (first.data === "[DONE]") return Core.emptyStream(channel)
+  let json: unknown
+  try {
+    json = JSON.parse(first.data)
+  } catch {
+    return Core.brokenEvent(channel)
+  }
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a chat completion chunk")
+  if (json.error !== undefined && json.error !== null) return Core.answeredError(channel, errorMessageOf(json))
+  return "answer"
+}
+
 /**
  * The body for an OpenAI-style upstream. What the catalog says of the model
  * decides two things OpenAI is strict about: `reasoning_effort` is sent only to
@@ -399,6 +433,8 @@ export const upstream: Core.UpstreamDialect = {
   encodeRequest: encodeUpstreamRequest,
   decodeResponse: (json) => Response.decodeResponse(json),
   eventDecoder,
+  notAnAnswer,
+  opening,
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
   embeddings: embeddingsUpstream
 }
