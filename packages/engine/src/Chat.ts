@@ -146,7 +146,8 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         let metered: Settlement.Metered
         if (same) {
           metered = client.usageOfResponse(json, promptEstimate)
-          out = upstreamModel === model.id ? undefined : client.renameInBody(text, model.id)
+          // Relayed as the upstream wrote it, but never with the channel's secrets in it.
+          out = Redaction.text(channel, upstreamModel === model.id ? text : client.renameInBody(text, model.id))
         } else {
           const decoded = yield* upstream.decodeResponse(json, yield* Ids.answerStart)
           metered = meteredOf(decoded, promptEstimate)
@@ -157,9 +158,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         record.durationMs = now - attemptStart
         yield* health.end(ticket, "success")
         yield* settlement.finish(metered, { status: 200, errorCode: null, ttfbMs }, legOf())
-        return out === undefined || typeof out === "string"
-          ? Exchange.jsonText(out ?? text, 200, headers)
-          : Exchange.json(out, 200, headers)
+        return typeof out === "string" ? Exchange.jsonText(out, 200, headers) : Exchange.json(out, 200, headers)
       }
 
       // Streams: the opening (up to the first event) is read and judged before the client gets anything (until
@@ -172,8 +171,13 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       if (same) {
         const meter = client.passthroughMeter(inspected)
         const rename = upstreamModel === model.id ? undefined : client.streamRenamer(upstreamModel, model.id)
-        push = rename === undefined ? meter.push : (text) => rename(meter.push(text))
-        end = rename === undefined ? meter.end : () => rename(meter.end())
+        // Relayed event by event as the upstream wrote it (an in-band error event included), its secrets redacted.
+        push = rename === undefined
+          ? (text) => Redaction.text(channel, meter.push(text))
+          : (text) => Redaction.text(channel, rename(meter.push(text)))
+        end = rename === undefined
+          ? () => Redaction.text(channel, meter.end())
+          : () => Redaction.text(channel, rename(meter.end()))
         metered = () => meter.metered(promptEstimate)
       } else {
         const events = upstream.eventDecoder(yield* Ids.answerStart)
