@@ -77,12 +77,24 @@ const asGatewayError = (error: unknown): GatewayError.GatewayError =>
 const LF = 10
 const CR = 13
 
+/** Whether a chunk ends with a blank line: `\n\n`, `\r\n\r\n` or `\r\r`. */
+const endsWithBlankLine = (chunk: Uint8Array): boolean => {
+  const length = chunk.length
+  if (length < 2) return false
+  const last = chunk[length - 1]
+  const before = chunk[length - 2]
+  return (last === LF && before === LF) || (last === CR && before === CR) ||
+    (last === LF && before === CR && length >= 4 && chunk[length - 3] === LF && chunk[length - 4] === CR)
+}
+
 /**
  * The size of the server-sent event being received, followed across chunks
  * on the raw bytes: an event ends at a blank line (a line end right after
  * another: LF, CRLF or CR, a CRLF split between chunks included). `take`
  * says whether every event so far, the one still open included, is at most
- * `max` bytes. Costs one native `indexOf` per line end.
+ * `max` bytes. A chunk of whole events (it ends with a blank line) that
+ * cannot hold a too-large one costs nothing; any other costs one native
+ * `indexOf` per line end.
  *
  * @category relay
  */
@@ -102,6 +114,14 @@ export class EventBound {
   /** Takes the next chunk; false when an event grew past the bound. */
   take(chunk: Uint8Array): boolean {
     const length = chunk.length
+    // The usual chunk: whole events, ending with a blank line, less than the bound with what came before
+    // it. No event in it can be too large, and the next one starts afresh: nothing to scan.
+    if (this.size + length <= this.max && endsWithBlankLine(chunk)) {
+      this.size = 0
+      this.line = 0
+      this.afterCR = chunk[length - 1] === CR
+      return true
+    }
     let at = 0
     if (this.afterCR && length > 0 && chunk[0] === LF) {
       at = 1
