@@ -80,8 +80,18 @@ const config = (upstream: string, customUrl: string) => ({
       }))
     ),
     { name: "fallback", type: "openai", base_url: `${upstream}/v1`, api_key: "sk-fallback-0000", models: dialects.flatMap((d) => kinds.map((k) => `${d}-${k}`)) },
-    // Alone: nothing to fail over to. One failure opens its breaker.
-    { name: "bad-alone", type: "gemini", base_url: upstream, api_key: UPSTREAM_KEY, models: priced("alone-error"), headers: { "x-fake-body": "error" }, breaker: { consecutive_failures: 1 } },
+    // Alone: nothing to fail over to.
+    { name: "bad-alone", type: "gemini", base_url: upstream, api_key: UPSTREAM_KEY, models: priced("alone-error"), headers: { "x-fake-body": "error" } },
+    // One failure opens its breaker, and calls go straight to the healthy channel.
+    {
+      name: "bad-breaker",
+      ...channelOf(upstream, "anthropic"),
+      models: priced("breaker-error"),
+      priority: 10,
+      headers: { "x-fake-body": "html" },
+      breaker: { consecutive_failures: 1 }
+    },
+    { name: "breaker-fallback", ...channelOf(upstream, "openai"), models: ["breaker-error"] },
     // Limits on what is read.
     {
       name: "limits",
@@ -205,21 +215,27 @@ describe("a 200 that is not an answer", () => {
     }
   }
 
-  it("with nothing to fail over to it is a 502 upstream_error naming the upstream's words, charged nothing, and its breaker opens", async () => {
+  it("with nothing to fail over to it is a 502 upstream_error naming the upstream's words, charged nothing", async () => {
     const before = gateway.inspect!.balance("alice")!
-    const response = await call("openai", "alone-error", false)
-    assert.strictEqual(response.status, 502)
-    const error = (await response.json() as { error: { code: string; message: string } }).error
-    assert.strictEqual(error.code, "upstream_error")
-    assert.match(error.message, /^The upstream 'bad-alone' answered 200 with an error instead of an answer: An internal error has occurred/)
-    const record = await recordOf(response)
-    assert.deepStrictEqual([record.status, record.costNanos, record.errorCode], [502, 0n, "UpstreamUnavailable"])
+    for (const stream of [false, true]) {
+      const response = await call("openai", "alone-error", stream)
+      assert.strictEqual(response.status, 502)
+      const error = (await response.json() as { error: { code: string; message: string } }).error
+      assert.strictEqual(error.code, "upstream_error")
+      assert.match(error.message, /^The upstream 'bad-alone' answered 200 with an error instead of an answer: An internal error has occurred/)
+      const record = await recordOf(response)
+      assert.deepStrictEqual([record.status, record.costNanos, record.errorCode], [502, 0n, "UpstreamUnavailable"])
+    }
     assert.strictEqual(gateway.inspect!.balance("alice"), before)
-    // consecutive_failures: 1: the breaker counted it and opened; the next call is a forced trial, the only key left.
-    const next = await call("openai", "alone-error", true)
-    assert.strictEqual(next.status, 502)
+  })
+
+  it("counts for the key's breaker: after one (consecutive_failures: 1) calls skip the key", async () => {
+    const first = await call("gemini", "breaker-error", true)
+    await first.text()
+    assert.deepStrictEqual((await recordOf(first)).attemptLog.map((a) => [a.channel, a.errorCode]), [["bad-breaker", "UpstreamUnavailable"], ["breaker-fallback", null]])
+    const next = await call("gemini", "breaker-error", true)
     await next.text()
-    assert.strictEqual((await recordOf(next)).costNanos, 0n)
+    assert.deepStrictEqual((await recordOf(next)).attemptLog.map((a) => [a.channel, a.errorCode]), [["breaker-fallback", null]])
   })
 })
 
