@@ -26,7 +26,7 @@
  * @since 0.1.0
  */
 import { Catalog, ChannelHealth, ChannelKeyStates as KeyStates, ChannelProbe, type Domain } from "@modelgate/core"
-import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
 import { Breaker, type Outcome, type Permit } from "./Breakers.ts"
 import { Settings } from "./Settings.ts"
 
@@ -205,6 +205,8 @@ const make = (probeSoon: boolean) => Effect.gen(function*() {
   const settings = yield* Settings
   const entries = new Map<string, Entry>()
   let sequence = 0
+  // Probes of refused keys run at once, at most `PROBE_CONCURRENCY` of them together.
+  const soon = Semaphore.makeUnsafe(PROBE_CONCURRENCY)
 
   const idOf = (channel: Domain.Channel, key: string) => `${channel.id}\u0000${key}`
   const entryFor = (channel: Domain.Channel, key: string): Entry => {
@@ -308,7 +310,7 @@ const make = (probeSoon: boolean) => Effect.gen(function*() {
           : "the upstream refused a call with HTTP 403; a health probe checks the key, which stays in use"
       ).pipe(Effect.annotateLogs({ channel: channel.name, key: entry.hint, status: refusal.status, reason: refusal.reason }))
       if (probeSoon) {
-        yield* probeKey(channel, key).pipe(
+        yield* soon.withPermit(probeKey(channel, key)).pipe(
           Effect.catchCause((cause) => Effect.logWarning("a health probe of a refused key failed", cause)),
           Effect.forkIn(scope)
         )
