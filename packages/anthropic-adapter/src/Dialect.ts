@@ -12,8 +12,8 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, Dialect as Core } from "@modelgate/core"
-import { Effect, Result } from "effect"
+import { type Canonical, Dialect as Core, Sse } from "@modelgate/core"
+import { Effect, Predicate, Result } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import * as Request from "./Request.ts"
 import * as Response from "./Response.ts"
@@ -36,11 +36,11 @@ const trimSlash = (url: string) => url.endsWith("/") ? url.slice(0, -1) : url
  * generated, so it reaches the client and is metered.
  */
 const eventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
-  const parser = new AnthropicStream.SseParser()
+  const parser = new Sse.Parser()
   // Anthropic streams carry no creation time of their own: the call's start stands in.
   const decoder = new AnthropicStream.StreamDecoder({ created: start.created })
   let failure: AnthropicStream.StreamError | undefined
-  const feed = (events: ReadonlyArray<AnthropicStream.SseEvent>): ReadonlyArray<Canonical.StreamEvent> => {
+  const feed = (events: ReadonlyArray<Sse.Event>): ReadonlyArray<Canonical.StreamEvent> => {
     if (failure !== undefined) throw failure
     if (events.length === 0) return []
     let out: Array<Canonical.StreamEvent> | undefined
@@ -72,11 +72,9 @@ const eventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
   }
 }
 
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> => typeof u === "object" && u !== null && !Array.isArray(u)
-
 /** A 200 non-stream answer that is an error (`"type":"error"`), or has no `content`: the upstream failing. */
 const notAnAnswer = (json: unknown, channel: string) => {
-  if (!isRecord(json)) return Core.answeredOther(channel, "an Anthropic message")
+  if (!Predicate.isObject(json)) return Core.answeredOther(channel, "an Anthropic message")
   if (json.type === "error" || (json.error !== undefined && json.error !== null)) {
     return Core.answeredError(channel, ErrorEnvelope.upstreamErrorOf(json)?.message)
   }
@@ -89,7 +87,7 @@ const notAnAnswer = (json: unknown, channel: string) => {
  * or no event at all before the end, is the upstream failing.
  */
 const opening = (text: string, ended: boolean, channel: string): Core.Opening => {
-  const parser = new AnthropicStream.SseParser()
+  const parser = new Sse.Parser()
   const events = ended ? [...parser.push(text), ...parser.end()] : parser.push(text)
   for (const event of events) {
     let json: unknown
@@ -98,7 +96,7 @@ const opening = (text: string, ended: boolean, channel: string): Core.Opening =>
     } catch {
       return Core.brokenEvent(channel)
     }
-    if (!isRecord(json)) return Core.answeredOther(channel, "an Anthropic stream event")
+    if (!Predicate.isObject(json)) return Core.answeredOther(channel, "an Anthropic stream event")
     if (event.event === "error" || json.type === "error") return Core.answeredError(channel, ErrorEnvelope.upstreamErrorOf(json)?.message)
     if (json.type !== "ping" && event.event !== "ping") return "answer"
   }

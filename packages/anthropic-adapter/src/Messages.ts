@@ -11,9 +11,8 @@
  *
  * @since 0.1.0
  */
-import { GatewayError } from "@modelgate/core"
+import { GatewayError, Issues } from "@modelgate/core"
 import { Result, Schema } from "effect"
-import { invalidRequest } from "./internal/issues.ts"
 
 /** The `anthropic-version` header value this package speaks. @category constants */
 export const ANTHROPIC_VERSION = "2023-06-01"
@@ -502,7 +501,7 @@ const decodeWith = <A>(
   body: unknown
 ): Result.Result<A, GatewayError.InvalidRequest> => {
   const result = decode(body)
-  return Result.isSuccess(result) ? Result.succeed(result.success) : Result.fail(invalidRequest(result.failure.issue))
+  return Result.isSuccess(result) ? Result.succeed(result.success) : Result.fail(Issues.invalidRequest(result.failure.issue))
 }
 
 /**

@@ -78,6 +78,13 @@ export const missAnswer = (miss: Routes.Miss, requestId: string): Exchange.TextA
     requestId
   )
 
+/**
+ * The client side of the dialect a route (or a miss) is answered in.
+ *
+ * @category answers
+ */
+export const clientOf = (route: Routes.ApiRoute | Routes.Miss): Dialect.ClientDialect => Dialects.client(route.dialect)
+
 const internalError = (requestId: string) =>
   new GatewayError.InternalError({
     message: `The gateway failed to handle the request (request id ${requestId}). The operator can find the cause in the log.`

@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, Dialect as Core, type Domain, GatewayError, Params, Tokens } from "@modelgate/core"
+import { type Canonical, Dialect as Core, type Domain, GatewayError, Params, Sse, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as CountTokens from "./CountTokens.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
@@ -113,11 +113,11 @@ const arrayFramerFor = (inspected: Core.Inspected): Framing.ArrayFramer => {
 
 /** Re-frames Gemini SSE text as a streamed JSON array, element by element. */
 const arrayReframer = (inspected: Core.Inspected) => {
-  const parser = new Framing.SseParser()
+  const parser = new Sse.Parser()
   const framer = arrayFramerFor(inspected)
-  const frame = (events: ReadonlyArray<string>) => {
+  const frame = (events: ReadonlyArray<Sse.Event>) => {
     let out = ""
-    for (const data of events) out += framer.element(JSON.parse(data))
+    for (const event of events) out += framer.element(JSON.parse(event.data))
     return out
   }
   return { push: (text: string) => frame(parser.push(text)), end: () => frame(parser.end()) + framer.end() }
@@ -340,11 +340,14 @@ const methodUrl = (channel: Domain.Channel, upstreamModel: string, method: strin
 
 /** Incremental decoding of a Gemini upstream's SSE text; throws the upstream's error when an event is one. */
 const eventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
-  const parser = new Framing.SseParser()
+  const parser = new Sse.Parser()
   // Gemini answers carry no creation time and may carry no `responseId`: the call's start and id stand in.
   const decoder = new GeminiStream.StreamDecoder({ created: start.created, id: `chatcmpl-${start.id}` })
-  const feed = (events: ReadonlyArray<string>): Array<Canonical.StreamEvent> => {
-    const decoded = decoder.pushAll(events, true)
+  const feed = (events: ReadonlyArray<Sse.Event>): Array<Canonical.StreamEvent> => {
+    if (events.length === 0) return []
+    const data: Array<string> = []
+    for (const event of events) data.push(event.data)
+    const decoded = decoder.pushAll(data, true)
     if (Result.isFailure(decoded)) throw decoded.failure
     return decoded.success
   }
@@ -370,12 +373,12 @@ const notAnAnswer = (json: unknown, channel: string): GatewayError.UpstreamUnava
  * not JSON, or no event at all before the end is the upstream failing.
  */
 const opening = (text: string, ended: boolean, channel: string): Core.Opening => {
-  const parser = new Framing.SseParser()
+  const parser = new Sse.Parser()
   const first = parser.push(text)[0] ?? (ended ? parser.end()[0] : undefined)
   if (first === undefined) return ended ? Core.emptyStream(channel) : "incomplete"
   let json: unknown
   try {
-    json = JSON.parse(first)
+    json = JSON.parse(first.data)
   } catch {
     return Core.brokenEvent(channel)
   }

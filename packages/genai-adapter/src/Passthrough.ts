@@ -19,9 +19,8 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError } from "@modelgate/core"
-import { Effect, Result } from "effect"
-import { SseParser } from "./Framing.ts"
+import { GatewayError, Issues, Sse } from "@modelgate/core"
+import { Effect, Predicate, Result } from "effect"
 import { readUsage } from "./Response.ts"
 
 /** What the fast path needs to know of a request body. @category inspection */
@@ -41,7 +40,7 @@ export interface Inspection {
 }
 
 const isMediaPart = (part: unknown): boolean =>
-  isRecord(part) &&
+  Predicate.isObject(part) &&
   (part.inlineData !== undefined || part.inline_data !== undefined || part.fileData !== undefined ||
     part.file_data !== undefined)
 
@@ -51,13 +50,8 @@ const countMedia = (parts: ReadonlyArray<unknown>): number => {
   return media
 }
 
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
-const fail = (message: string, param?: string): Result.Result<never, GatewayError.InvalidRequest> =>
-  Result.fail(
-    param === undefined ? new GatewayError.InvalidRequest({ message }) : new GatewayError.InvalidRequest({ message, param })
-  )
+const fail = (param: string, message: string): Result.Result<never, GatewayError.InvalidRequest> =>
+  Result.fail(Issues.invalid(param, message))
 
 /**
  * `inspectBody` as a `Result`. Never throws.
@@ -69,36 +63,36 @@ export const inspectBodyResult = (text: string): Result.Result<Inspection, Gatew
   try {
     body = JSON.parse(text)
   } catch {
-    return fail("The request body is not valid JSON.")
+    return fail("", "The request body is not valid JSON.")
   }
-  if (!isRecord(body)) return fail("The request body must be a JSON object.")
+  if (!Predicate.isObject(body)) return fail("", "The request body must be a JSON object.")
   const contents = body.contents
-  if (contents === undefined) return fail("'contents' is required.", "contents")
-  if (!Array.isArray(contents)) return fail("'contents' must be an array of turns.", "contents")
-  if (contents.length === 0) return fail("'contents' must contain at least one turn.", "contents")
+  if (contents === undefined) return fail("contents", "'contents' is required.")
+  if (!Array.isArray(contents)) return fail("contents", "'contents' must be an array of turns.")
+  if (contents.length === 0) return fail("contents", "'contents' must contain at least one turn.")
   let mediaParts = 0
   for (let i = 0; i < contents.length; i++) {
     const content: unknown = contents[i]
-    if (!isRecord(content)) return fail(`'contents[${i}]' must be an object.`, `contents[${i}]`)
+    if (!Predicate.isObject(content)) return fail(`contents[${i}]`, `'contents[${i}]' must be an object.`)
     if (!Array.isArray(content.parts)) {
-      return fail(`'contents[${i}].parts' must be an array of parts.`, `contents[${i}].parts`)
+      return fail(`contents[${i}].parts`, `'contents[${i}].parts' must be an array of parts.`)
     }
     mediaParts += countMedia(content.parts)
   }
   const system = body.systemInstruction ?? body.system_instruction
-  if (isRecord(system) && Array.isArray(system.parts)) mediaParts += countMedia(system.parts)
+  if (Predicate.isObject(system) && Array.isArray(system.parts)) mediaParts += countMedia(system.parts)
   const config = body.generationConfig ?? body.generation_config
   if (config === undefined) return Result.succeed({ body, candidateCount: 1, mediaParts })
-  if (!isRecord(config)) return fail("'generationConfig' must be an object.", "generationConfig")
+  if (!Predicate.isObject(config)) return fail("generationConfig", "'generationConfig' must be an object.")
   const candidates = config.candidateCount ?? config.candidate_count
   if (candidates !== undefined && (typeof candidates !== "number" || !Number.isInteger(candidates) || candidates < 1)) {
-    return fail("'generationConfig.candidateCount' must be a positive integer.", "generationConfig.candidateCount")
+    return fail("generationConfig.candidateCount", "'generationConfig.candidateCount' must be a positive integer.")
   }
   const candidateCount = typeof candidates === "number" ? candidates : 1
   const max = config.maxOutputTokens ?? config.max_output_tokens
   if (max === undefined) return Result.succeed({ body, candidateCount, mediaParts })
   if (typeof max !== "number" || !Number.isInteger(max) || max < 1) {
-    return fail("'generationConfig.maxOutputTokens' must be a positive integer.", "generationConfig.maxOutputTokens")
+    return fail("generationConfig.maxOutputTokens", "'generationConfig.maxOutputTokens' must be a positive integer.")
   }
   return Result.succeed({ body, maxOutputTokens: max, candidateCount, mediaParts })
 }
@@ -131,7 +125,7 @@ export const inspectBody = (text: string): Effect.Effect<Inspection, GatewayErro
  * @category metering
  */
 export const usageOfResponse = (json: unknown): Canonical.Usage | string | undefined =>
-  isRecord(json) ? readUsage(json.usageMetadata) : undefined
+  Predicate.isObject(json) ? readUsage(json.usageMetadata) : undefined
 
 /**
  * Counts the characters of the string values of `"text"` keys in a JSON text
@@ -187,7 +181,7 @@ const textCharacters = (json: string): number => {
  * @category metering
  */
 export class PassthroughMeter {
-  private readonly parser = new SseParser()
+  private readonly parser = new Sse.Parser()
   private decoder: TextDecoder | undefined = undefined
   private lastUsageEvent: string | undefined = undefined
   private parsedUsage: Canonical.Usage | string | undefined = undefined
@@ -197,7 +191,7 @@ export class PassthroughMeter {
 
   /** Observes the next piece of upstream text; returns it unchanged. */
   feed(text: string): string {
-    for (const data of this.parser.push(text)) this.observe(data)
+    for (const event of this.parser.push(text)) this.observe(event.data)
     return text
   }
 
@@ -218,7 +212,7 @@ export class PassthroughMeter {
       const rest = this.decoder.decode()
       if (rest.length > 0) this.feed(rest)
     }
-    for (const data of this.parser.end()) this.observe(data)
+    for (const event of this.parser.end()) this.observe(event.data)
   }
 
   /** The last usage the upstream reported, the reason its figures were refused (a string), or `undefined`. */
@@ -258,12 +252,12 @@ export class PassthroughMeter {
     if (data.includes("\"functionCall\"")) {
       try {
         const chunk: unknown = JSON.parse(data)
-        if (isRecord(chunk) && Array.isArray(chunk.candidates)) {
+        if (Predicate.isObject(chunk) && Array.isArray(chunk.candidates)) {
           for (const candidate of chunk.candidates) {
-            const parts: unknown = isRecord(candidate) && isRecord(candidate.content) ? candidate.content.parts : undefined
+            const parts: unknown = Predicate.isObject(candidate) && Predicate.isObject(candidate.content) ? candidate.content.parts : undefined
             if (!Array.isArray(parts)) continue
             for (const part of parts) {
-              if (isRecord(part) && isRecord(part.functionCall)) {
+              if (Predicate.isObject(part) && Predicate.isObject(part.functionCall)) {
                 const call = part.functionCall
                 this.characters += (typeof call.name === "string" ? call.name.length : 0) + JSON.stringify(call.args ?? {}).length
               }

@@ -30,10 +30,9 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError } from "@modelgate/core"
-import { Effect, Result, Stream } from "effect"
+import { GatewayError, Sse } from "@modelgate/core"
+import { Effect, Predicate, Result, Stream } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
-import * as Framing from "./Framing.ts"
 import type * as GenerateContent from "./GenerateContent.ts"
 import { decodeResponseBody } from "./GenerateContent.ts"
 import {
@@ -64,9 +63,6 @@ interface DecodedChoice {
   calls: number
   finished: boolean
 }
-
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
  * Gemini upstream chunks -> canonical events, one stream per instance.
@@ -155,7 +151,7 @@ export class StreamDecoder {
   }
 
   private decodeInto(chunk: unknown, out: Array<Canonical.StreamEvent>): StreamError | undefined {
-    if (isRecord(chunk) && isRecord(chunk.error)) {
+    if (Predicate.isObject(chunk) && Predicate.isObject(chunk.error)) {
       const error = ErrorEnvelope.upstreamErrorOf(chunk)
       const code = chunk.error.code
       return ErrorEnvelope.classifyUpstreamError(typeof code === "number" ? code : 500, error)
@@ -261,7 +257,7 @@ const callPart = (call: PendingCall): GenerateContent.OutputPart => {
   else {
     try {
       const parsed: unknown = JSON.parse(text)
-      args = isRecord(parsed) ? parsed as GenerateContent.JsonObject : { _raw: text }
+      args = Predicate.isObject(parsed) ? parsed as GenerateContent.JsonObject : { _raw: text }
     } catch {
       args = { _raw: text }
     }
@@ -449,9 +445,9 @@ export const decodeSseText = (options?: DecoderOptions) =>
 <E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<Canonical.StreamEvent, E | StreamError, R> =>
   Stream.suspend(() => {
     const decoder = new StreamDecoder(options)
-    return Framing.parseSse(text).pipe(
-      Stream.mapArrayEffect((array) => {
-        const result = decoder.pushAll(array, true)
+    return Sse.decode(text).pipe(
+      Stream.mapArrayEffect((events) => {
+        const result = decoder.pushAll(events.map((event) => event.data), true)
         return Result.isFailure(result) ? Effect.fail(result.failure) : Effect.succeed([result.success] as const)
       }),
       Stream.flattenIterable,

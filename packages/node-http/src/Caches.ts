@@ -29,6 +29,8 @@ import type { SqlError } from "effect/sql"
 const NEGATIVE_TTL_MS = 2_000
 const LAST_USED_INTERVAL = Duration.seconds(5)
 const NEGATIVE_MAX = 10_000
+/** How many presented secrets' hashes are remembered (then the memo starts over). */
+const HASHES_MAX = 50_000
 
 const keyLookupFailed = new GatewayError.InternalError({ message: "The gateway could not check the API key; try again." })
 
@@ -134,11 +136,23 @@ export class KeyCache extends Context.Service<KeyCache, {
       yield* flushUses.pipe(Effect.repeat(Schedule.spaced(LAST_USED_INTERVAL)), Effect.forkScoped)
       yield* Effect.addFinalizer(() => flushUses)
 
+      // The keyed hash of each secret that named a key, so a key in use costs a map lookup per call rather
+      // than an HMAC. It maps secrets to hashes only: which key a hash is, and whether it is still valid,
+      // stays in `byHash`, which invalidation keeps current. Secrets that named no key are not kept (a
+      // flood of made-up keys must not fill memory).
+      const hashes = new Map<string, string>()
+      const remembered = (secret: string, hash: string): void => {
+        if (hashes.size >= HASHES_MAX) hashes.clear()
+        hashes.set(secret, hash)
+      }
+
       const lookup = Effect.fnUntraced(function*(secret: string) {
-        const hash = hasher.hash(secret)
+        const known = hashes.get(secret)
+        const hash = known ?? hasher.hash(secret)
         const now = yield* Clock.currentTimeMillis
         const cached = byHash.get(hash)
         if (cached !== undefined) {
+          if (known === undefined) remembered(secret, hash)
           used.set(cached.id, now)
           return cached
         }

@@ -6,8 +6,7 @@
  *
  * @since 0.1.0
  */
-import { NodeHttpServer } from "@effect/platform-node"
-import { KeyStore, type RateLimiter } from "@modelgate/core"
+import type { RateLimiter } from "@modelgate/core"
 import * as Accounts from "@modelgate/store/Accounts"
 import * as CacheChanges from "@modelgate/store/CacheChanges"
 import * as CatalogRepo from "@modelgate/store/CatalogRepo"
@@ -28,12 +27,12 @@ import { MemoryLimiter } from "@modelgate/core"
 import { RedisLimiter } from "@modelgate/limits"
 import * as Redemption from "@modelgate/store/Redemption"
 import { SqlClient } from "effect/sql"
-import { createServer, type Server as HttpNodeServer } from "node:http"
 import * as Caches from "./Caches.ts"
 import * as CacheSync from "./CacheSync.ts"
 import * as ConsoleFiles from "./ConsoleFiles.ts"
 import type { ConfigFile } from "./ConfigFile.ts"
 import * as Gateway from "./Gateway.ts"
+import * as Listener from "./Listener.ts"
 import * as Health from "@modelgate/engine/Health"
 import * as Probe from "@modelgate/engine/Probe"
 import { Settings as EngineSettings } from "@modelgate/engine/Settings"
@@ -210,16 +209,7 @@ export const layer = (settings: Settings, file: ConfigFile) => {
   const ready = services(settings, file)
   // The listener opens only once everything behind it is ready (migrated, provisioned, caches loaded),
   // so a health check or a call before that is refused at once rather than left hanging.
-  const listener = Layer.unwrap(
-    Effect.as(
-      Effect.service(KeyStore.KeyStore),
-      NodeHttpServer.layer(drainingServer, {
-        host: settings.host,
-        port: settings.port,
-        gracefulShutdownTimeout: Duration.seconds(settings.shutdownGraceSeconds)
-      })
-    )
-  )
+  const listener = Listener.layer(settings)
   const served = HttpServer.serve(Gateway.app).pipe(
     Layer.provide(extensions(settings)),
     Layer.provideMerge(listener),
@@ -263,27 +253,6 @@ export const drainOnShutdown = (settings: Settings): Layer.Layer<never, never, S
       })
     )
   }))
-
-/**
- * A Node HTTP server whose `close` also closes keep-alive connections as they
- * become idle: Node closes only those idle at the moment `close` is called, so a
- * connection whose stream finishes during the grace period would otherwise hold
- * the shutdown open until its keep-alive timeout.
- *
- * @category servers
- */
-export const drainingServer = (): HttpNodeServer => {
-  const server = createServer({ keepAliveTimeout: 65_000 })
-  const close = server.close.bind(server)
-  server.close = (callback?: (error?: Error) => void) => {
-    const timer = setInterval(() => server.closeIdleConnections(), 50)
-    return close((error) => {
-      clearInterval(timer)
-      callback?.(error)
-    })
-  }
-  return server
-}
 
 /**
  * The log sink and level from the settings. `json` and `logfmt` lines are

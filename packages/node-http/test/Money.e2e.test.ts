@@ -187,8 +187,13 @@ const lastUsage = async (url: string, key: string, model: string): Promise<Usage
   throw new Error(`no usage record of ${model}`)
 }
 
-const suite = (name: string, database: () => Promise<{ readonly url: string | undefined; readonly drop: () => Promise<void> }>) => {
-  describe(name, () => {
+/** Every money scenario on one database; with `skip` they are listed as skipped (the run has no such database). */
+const suite = (
+  name: string,
+  database: () => Promise<{ readonly url: string | undefined; readonly drop: () => Promise<void> }>,
+  skip = false
+) => {
+  describe.skipIf(skip)(name, () => {
     let gateway: TestGateway
     let drop: () => Promise<void> = async () => undefined
     beforeAll(async () => {
@@ -457,13 +462,7 @@ const suite = (name: string, database: () => Promise<{ readonly url: string | un
 
 suite("money on SQLite", async () => ({ url: undefined, drop: async () => undefined }))
 
-if (postgresUrl !== undefined) {
-  suite("money on PostgreSQL", () => freshPostgres(postgresUrl!))
-} else {
-  describe.skip("money on PostgreSQL (set MODELGATE_TEST_POSTGRES to run)", () => {
-    it("runs every scenario above on PostgreSQL", () => undefined)
-  })
-}
+suite("money on PostgreSQL (set MODELGATE_TEST_POSTGRES to run)", () => freshPostgres(postgresUrl!), postgresUrl === undefined)
 
 // ---------------------------------------------------------------------------
 // Real processes
@@ -544,7 +543,7 @@ describe("money across real processes", () => {
   }, 60_000)
 
   it.skipIf(postgresUrl === undefined)(
-    "PostgreSQL: kill -9 with calls in flight, then a restart: no hold remains and the balance equals the ledger",
+    "PostgreSQL (set MODELGATE_TEST_POSTGRES to run): kill -9 with calls in flight, then a restart: no hold remains and the balance equals the ledger",
     async () => {
       const db = await freshPostgres(postgresUrl!)
       try {
@@ -557,7 +556,7 @@ describe("money across real processes", () => {
     60_000
   )
 
-  it.skipIf(postgresUrl === undefined)("two gateway processes on one PostgreSQL never overspend one balance", async () => {
+  it.skipIf(postgresUrl === undefined)("two gateway processes on one PostgreSQL never overspend one balance (set MODELGATE_TEST_POSTGRES to run)", async () => {
     const db = await freshPostgres(postgresUrl!)
     const ports = [await freePort(), await freePort()]
     const processes = await Promise.all(

@@ -16,16 +16,16 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, Dialect as Core, Domain, GatewayError, Params, Tokens } from "@modelgate/core"
+import { type Canonical, Dialect as Core, Domain, GatewayError, Issues, Params, Sse, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
+import * as Framing from "./Framing.ts"
 import { base64 } from "./internal/base64.ts"
 import * as Models from "./Models.ts"
 import * as Passthrough from "./Passthrough.ts"
 import * as RateLimitHeaders from "./RateLimitHeaders.ts"
 import * as Request from "./Request.ts"
 import * as Response from "./Response.ts"
-import * as Sse from "./Sse.ts"
 import * as OpenAIStream from "./Stream.ts"
 
 // ---------------------------------------------------------------------------
@@ -77,9 +77,6 @@ const renderError = (error: GatewayError.GatewayError): Core.ErrorResponse => {
   return { ...rendered, headers: { ...RateLimitHeaders.toHeaders(error.snapshot), ...rendered.headers } }
 }
 
-const invalid = (message: string, param?: string) =>
-  new GatewayError.InvalidRequest(param === undefined ? { message } : { message, param })
-
 /** What the OpenAI side remembers of an embeddings request: its body, and whether it wants base64 vectors. */
 interface EmbedState {
   readonly body: Readonly<Record<string, unknown>>
@@ -100,18 +97,18 @@ const decodeEmbeddings = (text: string): Effect.Effect<Core.EmbedCall, GatewayEr
   try {
     json = JSON.parse(text)
   } catch (error) {
-    return Effect.fail(invalid(`The request body is not valid JSON: ${(error as Error).message}`))
+    return Effect.fail(Issues.invalid("", `The request body is not valid JSON: ${(error as Error).message}`))
   }
-  if (!Predicate.isObject(json) || Array.isArray(json)) return Effect.fail(invalid("The request body must be a JSON object."))
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Effect.fail(Issues.invalid("", "The request body must be a JSON object."))
   const body = json as Record<string, unknown>
   const model = body.model
-  if (typeof model !== "string" || model.length === 0) return Effect.fail(invalid("'model' is required (a model name).", "model"))
+  if (typeof model !== "string" || model.length === 0) return Effect.fail(Issues.invalid("model", "'model' is required (a model name)."))
   const input = body.input
   const inputs: Array<string> = []
   let tokens = 0
   let tokenIds = false
   const bad = () =>
-    Effect.fail(invalid("'input' is required: a string, a non-empty array of strings, or token ids (an array of integers, or of such arrays).", "input"))
+    Effect.fail(Issues.invalid("input", "'input' is required: a string, a non-empty array of strings, or token ids (an array of integers, or of such arrays)."))
   if (typeof input === "string") {
     inputs.push(input)
   } else if (Array.isArray(input) && input.length > 0) {
@@ -127,11 +124,11 @@ const decodeEmbeddings = (text: string): Effect.Effect<Core.EmbedCall, GatewayEr
   for (const item of inputs) tokens += Math.ceil(Tokens.utf8Length(item) / 4)
   const dimensions = body.dimensions
   if (dimensions !== undefined && dimensions !== null && !(typeof dimensions === "number" && Number.isInteger(dimensions) && dimensions > 0)) {
-    return Effect.fail(invalid("'dimensions' must be a positive integer.", "dimensions"))
+    return Effect.fail(Issues.invalid("dimensions", "'dimensions' must be a positive integer."))
   }
   const format = body.encoding_format
   if (format !== undefined && format !== null && format !== "float" && format !== "base64") {
-    return Effect.fail(invalid("'encoding_format' must be 'float' or 'base64'.", "encoding_format"))
+    return Effect.fail(Issues.invalid("encoding_format", "'encoding_format' must be 'float' or 'base64'."))
   }
   const canonical: Canonical.EmbedRequest | GatewayError.UnsupportedFeature = tokenIds
     ? new GatewayError.UnsupportedFeature({
@@ -256,7 +253,7 @@ export const client: Core.ClientDialect = {
       push: (events) => {
         let text = ""
         for (const event of events) {
-          for (const chunk of encoder.push(event)) text += Sse.frame(JSON.stringify(chunk))
+          for (const chunk of encoder.push(event)) text += Framing.frame(JSON.stringify(chunk))
         }
         return text
       },
@@ -294,12 +291,12 @@ const azureUrl = (channel: Domain.Channel, deployment: string, operation: string
 
 /** Incremental decoding of an OpenAI upstream's SSE text; throws the upstream's error when an event is one. */
 const eventDecoder = (): Core.EventDecoder => {
-  const parser = new Sse.SseParser()
+  const parser = new Sse.Parser()
   const decoder = new OpenAIStream.StreamDecoder()
   let done = false
   // An error event after good events in the same read: the good events are delivered first, the error on the next read.
   let pending: GatewayError.GatewayError | undefined
-  const feed = (events: ReadonlyArray<Sse.SseEvent>): Array<Canonical.StreamEvent> => {
+  const feed = (events: ReadonlyArray<Sse.Event>): Array<Canonical.StreamEvent> => {
     if (pending !== undefined) throw pending
     const out: Array<Canonical.StreamEvent> = []
     for (const event of events) {
@@ -347,7 +344,7 @@ const notAnAnswer = (json: unknown, channel: string): GatewayError.UpstreamUnava
  * JSON, or no event at all before the end is the upstream failing.
  */
 const opening = (text: string, ended: boolean, channel: string): Core.Opening => {
-  const parser = new Sse.SseParser()
+  const parser = new Sse.Parser()
   const first = parser.push(text)[0] ?? (ended ? parser.end()[0] : undefined)
   if (first === undefined) return ended ? Core.emptyStream(channel) : "incomplete"
   if (first.data === "[DONE]") return Core.emptyStream(channel)

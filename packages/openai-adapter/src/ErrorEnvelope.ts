@@ -12,10 +12,10 @@
  *
  * @since 0.1.0
  */
-import { GatewayError } from "@modelgate/core"
+import { GatewayError, UpstreamErrors } from "@modelgate/core"
 import { Predicate, Result, Schema } from "effect"
 import * as ChatCompletions from "./ChatCompletions.ts"
-import { frame } from "./Sse.ts"
+import { frame } from "./Framing.ts"
 
 /** A complete error answer. @category models */
 export interface ErrorResponse {
@@ -168,41 +168,7 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
 export const streamError = (error: GatewayError.GatewayError): string => frame(JSON.stringify(toResponse(error).body))
 
 /** Headers as the HTTP layer hands them over (Node's `IncomingHttpHeaders`, a plain record). @category models */
-export type HeaderRecord = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
-
-const header = (headers: HeaderRecord, name: string): string | undefined => {
-  let value = headers[name]
-  if (value === undefined) {
-    for (const key in headers) {
-      if (key.toLowerCase() === name) {
-        value = headers[key]
-        break
-      }
-    }
-  }
-  return typeof value === "string" ? value : value?.[0]
-}
-
-/**
- * The delay an upstream asks for, in seconds: `retry-after-ms` (OpenAI) or a
- * numeric `retry-after`. (The HTTP-date form of `retry-after` needs a clock and
- * is ignored.)
- *
- * @category upstream
- */
-export const retryAfterSeconds = (headers: HeaderRecord): number | undefined => {
-  const ms = header(headers, "retry-after-ms")
-  if (ms !== undefined && ms.trim().length > 0) {
-    const value = Number(ms)
-    if (Number.isFinite(value) && value >= 0) return value / 1000
-  }
-  const seconds = header(headers, "retry-after")
-  if (seconds !== undefined && seconds.trim().length > 0) {
-    const value = Number(seconds)
-    if (Number.isFinite(value) && value >= 0) return value
-  }
-  return undefined
-}
+export type HeaderRecord = UpstreamErrors.Headers
 
 const decodeUpstreamEnvelope = Schema.decodeUnknownResult(ChatCompletions.UpstreamErrorEnvelope)
 
@@ -225,20 +191,8 @@ export const upstreamErrorOf = (
   return out
 }
 
-const parseJson = (text: string): unknown => {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}
-
 /** The errors `classifyUpstream` produces. @category models */
-export type UpstreamError =
-  | GatewayError.UpstreamUnavailable
-  | GatewayError.UpstreamRateLimited
-  | GatewayError.UpstreamRejected
-  | GatewayError.UpstreamTimeout
+export type UpstreamError = UpstreamErrors.UpstreamError
 
 /**
  * Classifies an upstream's error object (from a body or an in-band stream
@@ -251,14 +205,7 @@ export const classifyUpstreamError = (
   error: ReturnType<typeof upstreamErrorOf>,
   headers: HeaderRecord = {}
 ): UpstreamError => {
-  if (status === 401) {
-    return new GatewayError.UpstreamUnavailable({
-      status,
-      credentialsRefused: true,
-      message: "The upstream refused the gateway's credentials for this model's channel (HTTP 401). " +
-        "This is a gateway configuration problem, not a problem with your request: an administrator must check the channel's API key."
-    })
-  }
+  if (status === 401) return UpstreamErrors.credentialsRefused(status)
   if (status === 403 && error?.code === "unsupported_country_region_territory") {
     return new GatewayError.UpstreamUnavailable({
       status,
@@ -266,9 +213,7 @@ export const classifyUpstreamError = (
         "This is a gateway configuration problem, not a problem with your request."
     })
   }
-  if (status === 408) {
-    return new GatewayError.UpstreamTimeout({ message: "The upstream timed out handling the request (HTTP 408). Retry later." })
-  }
+  if (status === 408) return UpstreamErrors.timedOut(status)
   if (status === 429) {
     if (error?.code === "insufficient_quota" || error?.type === "insufficient_quota") {
       return new GatewayError.UpstreamUnavailable({
@@ -276,30 +221,10 @@ export const classifyUpstreamError = (
         message: "The upstream account behind this model's channel has run out of quota. An administrator must top it up or use another channel."
       })
     }
-    const seconds = retryAfterSeconds(headers)
-    const message = "The upstream is rate-limiting the gateway for this model." +
-      (seconds === undefined ? " Retry later." : ` Retry after ${Math.ceil(seconds)} seconds.`)
-    return seconds === undefined
-      ? new GatewayError.UpstreamRateLimited({ message })
-      : new GatewayError.UpstreamRateLimited({ message, retryAfterSeconds: seconds })
+    return UpstreamErrors.rateLimited(UpstreamErrors.retryAfterSeconds(headers))
   }
-  if (status >= 400 && status < 500) {
-    const out: {
-      message: string
-      status: number
-      code?: string
-      param?: string
-    } = { status, message: error?.message ?? `The upstream refused the request (HTTP ${status}).` }
-    if (error?.code !== undefined) out.code = error.code
-    if (error?.param !== undefined) out.param = error.param
-    return new GatewayError.UpstreamRejected(out)
-  }
-  return new GatewayError.UpstreamUnavailable({
-    status,
-    message: status >= 500
-      ? `The upstream failed (HTTP ${status}). Retry later.`
-      : `The upstream answered with an unexpected HTTP status ${status}.`
-  })
+  if (status >= 400 && status < 500) return UpstreamErrors.rejected(status, error)
+  return UpstreamErrors.failed(status)
 }
 
 /**
@@ -325,4 +250,4 @@ export const classifyUpstreamError = (
  * @category upstream
  */
 export const classifyUpstream = (status: number, bodyText: string, headers: HeaderRecord): UpstreamError =>
-  classifyUpstreamError(status, upstreamErrorOf(parseJson(bodyText)), headers)
+  classifyUpstreamError(status, upstreamErrorOf(UpstreamErrors.parseBody(bodyText)), headers)

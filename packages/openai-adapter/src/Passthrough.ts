@@ -18,7 +18,7 @@
  *
  * @since 0.1.0
  */
-import { GatewayError } from "@modelgate/core"
+import { GatewayError, Issues } from "@modelgate/core"
 import { Effect, Predicate } from "effect"
 import { checkChatBody } from "./internal/bodyShape.ts"
 import { readUsage } from "./Response.ts"
@@ -61,11 +61,6 @@ const countMediaParts = (messages: ReadonlyArray<unknown>): number => {
   return media
 }
 
-const invalid = (message: string, param?: string) =>
-  param === undefined
-    ? new GatewayError.InvalidRequest({ message })
-    : new GatewayError.InvalidRequest({ message, param })
-
 /**
  * Parses a chat completions body once and checks `model` (a non-empty string),
  * `messages` (an array), `stream` (a boolean, or `null`, when present) and `n`
@@ -97,28 +92,28 @@ export const inspectChatBody = (bodyText: string): Effect.Effect<InspectedBody, 
     json = JSON.parse(bodyText)
   } catch (error) {
     const detail = error instanceof Error ? error.message : String(error)
-    return Effect.fail(invalid(`The request body is not valid JSON: ${detail}`))
+    return Effect.fail(Issues.invalid("", `The request body is not valid JSON: ${detail}`))
   }
   if (!Predicate.isObject(json)) {
-    return Effect.fail(invalid("The request body must be a JSON object with 'model' and 'messages'"))
+    return Effect.fail(Issues.invalid("", "The request body must be a JSON object with 'model' and 'messages'"))
   }
   const model = json.model
-  if (model === undefined) return Effect.fail(invalid("'model' is required", "model"))
+  if (model === undefined) return Effect.fail(Issues.invalid("model", "'model' is required"))
   if (!Predicate.isString(model) || model.length === 0) {
-    return Effect.fail(invalid("'model' must be a non-empty string", "model"))
+    return Effect.fail(Issues.invalid("model", "'model' must be a non-empty string"))
   }
-  if (json.messages === undefined) return Effect.fail(invalid("'messages' is required", "messages"))
-  if (!Array.isArray(json.messages)) return Effect.fail(invalid("'messages' must be an array", "messages"))
+  if (json.messages === undefined) return Effect.fail(Issues.invalid("messages", "'messages' is required"))
+  if (!Array.isArray(json.messages)) return Effect.fail(Issues.invalid("messages", "'messages' must be an array"))
   const stream = json.stream
   if (stream !== undefined && stream !== null && !Predicate.isBoolean(stream)) {
-    return Effect.fail(invalid("'stream' must be a boolean", "stream"))
+    return Effect.fail(Issues.invalid("stream", "'stream' must be a boolean"))
   }
   const n = json.n
   if (n !== undefined && n !== null && !(Predicate.isNumber(n) && Number.isInteger(n) && n >= 1)) {
-    return Effect.fail(invalid("'n' must be a positive integer (the number of choices)", "n"))
+    return Effect.fail(Issues.invalid("n", "'n' must be a positive integer (the number of choices)"))
   }
   const shape = checkChatBody(json)
-  if (shape !== undefined) return Effect.fail(invalid(shape.message, shape.param))
+  if (shape !== undefined) return Effect.fail(Issues.invalid(shape.param, shape.message))
   const options = json.stream_options
   const includeUsage = Predicate.isObject(options) && options.include_usage === true
   const maxTokens = Predicate.isNumber(json.max_completion_tokens)

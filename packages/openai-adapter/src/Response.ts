@@ -14,12 +14,11 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError, Tokens } from "@modelgate/core"
+import { GatewayError, Issues, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import type { Mutable } from "effect/Types"
 import * as ChatCompletions from "./ChatCompletions.ts"
 import { decodeToolName, signCallId } from "./Identifiers.ts"
-import { firstIssue } from "./internal/issues.ts"
 
 /**
  * An OpenAI `finish_reason` in canonical form: `function_call` counts as
@@ -161,7 +160,7 @@ export const decodeResponseResult = (
 ): Result.Result<Canonical.ChatResponse, GatewayError.UpstreamUnavailable> => {
   const wire = decodeWire(body)
   if (Result.isFailure(wire)) {
-    const { message, param } = firstIssue(wire.failure.issue)
+    const { message, param } = Issues.firstIssue(wire.failure.issue)
     return Result.fail(
       new GatewayError.UpstreamUnavailable({
         message: `The upstream answered with a chat completion the gateway cannot read (${

@@ -1,32 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import type { Canonical } from "@modelgate/core"
-import * as Sse from "../src/Sse.ts"
+import * as Framing from "../src/Framing.ts"
 import { decodeUpstream, encodeClient } from "../src/Stream.ts"
 
-describe("Sse", () => {
-  it("parses fields, comments, multi-line data, BOM and all line endings", () => {
-    const text = "\uFEFF: hi\nevent: a\ndata: 1\r\ndata:2\r\rid: 7\nretry: 5\ndata\n\nevent: only-name\n\ndata:  two spaces\n\n"
-    assert.deepStrictEqual(Sse.parse(text), [
-      { event: "a", data: "1\n2" },
-      { data: "" },
-      { data: " two spaces" }
-    ])
+describe("Framing", () => {
+  it("frames one JSON text per event and ends with [DONE]", () => {
+    assert.strictEqual(Framing.frame("{\"a\":1}"), "data: {\"a\":1}\n\n")
+    assert.strictEqual(Framing.DONE, "data: [DONE]\n\n")
   })
-  it("end() dispatches an unterminated last event", () => {
-    const parser = new Sse.SseParser()
-    assert.deepStrictEqual(parser.push("data: [DONE]"), [])
-    assert.deepStrictEqual(parser.end(), [{ data: "[DONE]" }])
-  })
-  it("frame and DONE", () => {
-    assert.strictEqual(Sse.frame("{\"a\":1}"), "data: {\"a\":1}\n\n")
-    assert.strictEqual(Sse.DONE, "data: [DONE]\n\n")
-  })
-  it.effect("Stream transform", () =>
-    Effect.gen(function*() {
-      const events = yield* Stream.make("data: 1\r", "\ndata: 2\r\n", "\r\n", "data: 3").pipe(Sse.decode, Stream.runCollect)
-      assert.deepStrictEqual(events, [{ data: "1\n2" }, { data: "3" }])
-    }))
 })
 
 describe("Stream transforms", () => {

@@ -1,0 +1,278 @@
+/**
+ * The listener: one `node:http` server whose request handler splits the
+ * traffic in two.
+ *
+ * - The API surface (`/v1`, `/v1beta`, ...: every route the engine serves)
+ *   goes straight from Node's request to the engine's program
+ *   (`Gateway.serve`), run as one fiber in the server's long-lived context,
+ *   and its answer straight to Node's response: a text body, or the stream
+ *   relay piped to the socket (`NodeRelay`). No per-request Effect HTTP
+ *   objects, router or middleware sit on this path, which every model call
+ *   takes.
+ * - The rest (health checks, the management API, the console's files) goes to
+ *   the Effect HTTP application registered through the `HttpServer` service
+ *   this layer provides (`HttpServer.serve(Gateway.app)`).
+ *
+ * A client that goes away before its answer started interrupts the call's
+ * fiber with effect's `ClientAbort` annotation (settled as `499
+ * ClientClosed`); one that goes away mid-stream destroys the relay.
+ *
+ * Shutdown (the layer released): the server stops accepting, closes idle
+ * keep-alive connections as they become idle (`drainingServer`), and waits up
+ * to `shutdown_grace_seconds` for the calls in flight; then it interrupts
+ * those still running and cuts the streams still open (both settled as `503
+ * ShuttingDown`), and closes what remains.
+ *
+ * @since 0.1.0
+ */
+import { NodeHttpServer } from "@effect/platform-node"
+import type * as Exchange from "@modelgate/engine/Exchange"
+import * as EngineGateway from "@modelgate/engine/Gateway"
+import * as Ids from "@modelgate/engine/Ids"
+import * as Routes from "@modelgate/engine/Routes"
+import { GatewayError } from "@modelgate/core"
+import { Context, Duration, Effect, Exit, type Fiber, Layer, Scope } from "effect"
+import { HttpServer } from "effect/http"
+import { ClientAbort, ServeError } from "effect/http/HttpServerError"
+import * as NetAddress from "effect/net/NetAddress"
+import type { IncomingMessage, Server as HttpNodeServer, ServerResponse } from "node:http"
+import { createServer } from "node:http"
+import { pipeline } from "node:stream"
+import { NodeRelay } from "./NodeRelay.ts"
+import type { Settings } from "./Settings.ts"
+
+/** What the engine path needs from the server's context. @category models */
+export type Requirements = EngineGateway.Requirements
+
+/**
+ * A Node HTTP server whose `close` also closes keep-alive connections as they
+ * become idle: Node closes only those idle at the moment `close` is called, so a
+ * connection whose stream finishes during the grace period would otherwise hold
+ * the shutdown open until its keep-alive timeout.
+ *
+ * @category servers
+ */
+export const drainingServer = (): HttpNodeServer => {
+  const server = createServer({ keepAliveTimeout: 65_000 })
+  const close = server.close.bind(server)
+  server.close = (callback?: (error?: Error) => void) => {
+    const timer = setInterval(() => server.closeIdleConnections(), 50)
+    return close((error) => {
+      clearInterval(timer)
+      callback?.(error)
+    })
+  }
+  return server
+}
+
+const tooLarge = (maxBytes: number) =>
+  new GatewayError.RequestTooLarge({
+    limitBytes: maxBytes,
+    message: `The request body is larger than this gateway accepts (${maxBytes} bytes). Send a smaller request.`
+  })
+
+/**
+ * Reads a request's body as text, at most `maxBytes`: a larger one (by its
+ * `content-length`, or as it arrives) fails with `RequestTooLarge` and the
+ * connection is closed after the answer rather than read to its end.
+ */
+const bodyOf = (req: IncomingMessage, res: ServerResponse) => (maxBytes: number) =>
+  Effect.callback<string, GatewayError.RequestTooLarge | GatewayError.InvalidRequest>((resume) => {
+    const declared = Number(req.headers["content-length"] ?? "")
+    if (Number.isFinite(declared) && declared > maxBytes) {
+      res.shouldKeepAlive = false
+      return resume(Effect.fail(tooLarge(maxBytes)))
+    }
+    const chunks: Array<Buffer> = []
+    let bytes = 0
+    const onData = (chunk: Buffer) => {
+      bytes += chunk.length
+      if (bytes > maxBytes) {
+        cleanup()
+        res.shouldKeepAlive = false
+        req.pause()
+        return resume(Effect.fail(tooLarge(maxBytes)))
+      }
+      chunks.push(chunk)
+    }
+    const onEnd = () => {
+      cleanup()
+      resume(Effect.succeed(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, bytes).toString("utf8")))
+    }
+    const onError = () => {
+      cleanup()
+      resume(Effect.fail(new GatewayError.InvalidRequest({ message: "The request body could not be read." })))
+    }
+    const cleanup = () => {
+      req.off("data", onData)
+      req.off("end", onEnd)
+      req.off("error", onError)
+    }
+    req.on("data", onData)
+    req.once("end", onEnd)
+    req.once("error", onError)
+    return Effect.sync(cleanup)
+  })
+
+/** The API surface's calls in flight: their fibers and their open streams, cut at the end of a shutdown's grace period. */
+class InFlight {
+  readonly fibers = new Set<Fiber.Fiber<Exchange.Answer>>()
+  readonly streams = new Set<NodeRelay>()
+
+  /** Interrupts the calls still running (settled as `503 ShuttingDown`) and cuts the streams still open. */
+  cut(): void {
+    for (const fiber of this.fibers) fiber.interruptUnsafe()
+    for (const stream of this.streams) stream.destroy()
+  }
+}
+
+/** Writes an engine answer to Node's response. */
+const write = (answer: Exchange.Answer, requestId: string, req: IncomingMessage, res: ServerResponse, inFlight: InFlight): void => {
+  if (res.destroyed) {
+    if (answer._tag === "Stream") answer.relay.cancel()
+    return
+  }
+  const headers = { ...answer.headers, "x-request-id": requestId }
+  if (answer._tag === "Text") {
+    res.writeHead(answer.status, headers)
+    res.end(req.method === "HEAD" ? undefined : answer.body)
+    return
+  }
+  res.writeHead(answer.status, headers)
+  res.flushHeaders()
+  const relay = new NodeRelay(answer.relay)
+  inFlight.streams.add(relay)
+  // The relay is destroyed with the response (a client that went away), and reports it once.
+  pipeline(relay, res, () => inFlight.streams.delete(relay))
+}
+
+/**
+ * The request handler of the API surface: runs the engine's program for one
+ * request and writes its answer.
+ */
+const apiHandler = (
+  context: Context.Context<Requirements>,
+  settings: Settings,
+  inFlight: InFlight
+) => {
+  const run = Effect.runForkWith(context)
+  const logged = settings.accessLog && (settings.logLevel === "info" || settings.logLevel === "debug")
+  return (req: IncomingMessage, res: ServerResponse, route: Routes.ApiRoute | Routes.Miss, path: string, search: string): void => {
+    const requestId = Ids.requestId()
+    const request: Exchange.GatewayRequest = { method: req.method ?? "GET", path, search, headers: req.headers, body: bodyOf(req, res) }
+    const served = EngineGateway.serve(request, route, requestId)
+    const fiber = run(logged ? withAccessLog(served, request, requestId) : served)
+    inFlight.fibers.add(fiber)
+    res.once("close", () => {
+      if (!res.writableEnded) fiber.interruptUnsafe(undefined, ClientAbort.annotation)
+    })
+    fiber.addObserver((exit) => {
+      inFlight.fibers.delete(fiber)
+      if (Exit.isSuccess(exit)) write(exit.value, requestId, req, res, inFlight)
+      else if (!res.headersSent && !res.destroyed) {
+        // Interrupted at the end of the shutdown's grace period (a client that went away reads nothing).
+        const answer = EngineGateway.errorAnswer(
+          EngineGateway.clientOf(route),
+          new GatewayError.ServiceUnavailable({ message: "The gateway is shutting down; retry the call." }),
+          requestId
+        )
+        write(answer, requestId, req, res, inFlight)
+      }
+    })
+  }
+}
+
+/** The access log's line for a request on the API surface: when its answer starts, or 499 when its client left first. */
+const withAccessLog = (
+  served: Effect.Effect<Exchange.Answer, never, Requirements>,
+  request: Exchange.GatewayRequest,
+  requestId: string
+) =>
+  Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (started) =>
+    served.pipe(
+      Effect.onExit((exit) =>
+        Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (now) =>
+          Effect.logInfo("request").pipe(
+            Effect.annotateLogs({
+              request_id: requestId,
+              method: request.method,
+              path: request.path,
+              status: Exit.isSuccess(exit) ? exit.value.status : 499,
+              duration_ms: now - started
+            })
+          ))
+      )
+    ))
+
+/**
+ * The listener as the `HttpServer` service: listening once built; the Effect
+ * application it is asked to serve answers the host's routes, the engine the
+ * rest.
+ *
+ * @category layers
+ */
+export const layer = (settings: Settings): Layer.Layer<HttpServer.HttpServer, ServeError, Requirements> =>
+  Layer.effect(
+    HttpServer.HttpServer,
+    Effect.gen(function*() {
+      const context = yield* Effect.context<Requirements>()
+      const inFlight = new InFlight()
+      const api = apiHandler(context, settings, inFlight)
+      let host: ((req: IncomingMessage, res: ServerResponse) => void) | undefined
+      const server = drainingServer()
+      server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+        const url = req.url ?? "/"
+        const queryAt = url.indexOf("?")
+        const path = queryAt === -1 ? url : url.slice(0, queryAt)
+        const route = Routes.match(req.method ?? "GET", path, req.headers)
+        if (!Routes.isHostRoute(route)) return api(req, res, route, path, queryAt === -1 ? "" : url.slice(queryAt + 1))
+        if (host !== undefined) return host(req, res)
+        res.writeHead(503, { "content-type": "application/json" })
+        res.end("{\"status\":\"unavailable\",\"reason\":\"the server is starting or stopping\"}")
+      })
+      yield* Effect.callback<void, ServeError>((resume) => {
+        const onError = (cause: unknown) => resume(Effect.fail(new ServeError({ cause })))
+        server.once("error", onError)
+        server.listen({ host: settings.host, port: settings.port }, () => {
+          server.off("error", onError)
+          resume(Effect.void)
+        })
+      })
+      const bound = server.address()
+      const address = typeof bound === "object" && bound !== null
+        ? NetAddress.inetAddressFromIpString(bound.address, bound.port)
+        : undefined
+      if (address === undefined || address._tag === "Failure") {
+        return yield* new ServeError({ cause: new Error(`the server bound an unexpected address: ${String(bound)}`) })
+      }
+      const closed = Effect.callback<void>((resume) => {
+        if (!server.listening) return resume(Effect.void)
+        server.close(() => resume(Effect.void))
+      }).pipe(Effect.cached)
+      const close = yield* closed
+      // Stop accepting and let the calls in flight finish for up to the grace period (the server closes
+      // each connection once it is idle), then cut what is left. Run when the application stops being
+      // served, so the host's routes get the same grace; and again, doing nothing more, when this layer goes.
+      const drain = yield* Effect.cached(Effect.gen(function*() {
+        yield* close.pipe(Effect.timeoutOrElse({
+          duration: Duration.seconds(settings.shutdownGraceSeconds),
+          orElse: () => Effect.void
+        }))
+        inFlight.cut()
+        server.closeAllConnections()
+        yield* close
+      }))
+      yield* Effect.addFinalizer(() => drain)
+      return HttpServer.make({
+        address: address.success,
+        serve: (app, middleware) =>
+          Effect.gen(function*() {
+            const serving = yield* Effect.scope
+            const scope = Scope.forkUnsafe(serving, "parallel")
+            host = yield* NodeHttpServer.makeHandler(app, { middleware: middleware as never, scope })
+            // Added after the fork, so it runs before the host's requests are interrupted.
+            yield* Scope.addFinalizer(serving, drain)
+          })
+      })
+    })
+  )
