@@ -12,8 +12,8 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, type Dialect as Core, Sse } from "@modelgate/core"
-import { Effect, Result } from "effect"
+import { type Canonical, Dialect as Core, Sse } from "@modelgate/core"
+import { Effect, Predicate, Result } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import * as Request from "./Request.ts"
 import * as Response from "./Response.ts"
@@ -72,6 +72,37 @@ const eventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
   }
 }
 
+/** A 200 non-stream answer that is an error (`"type":"error"`), or has no `content`: the upstream failing. */
+const notAnAnswer = (json: unknown, channel: string) => {
+  if (!Predicate.isObject(json)) return Core.answeredOther(channel, "an Anthropic message")
+  if (json.type === "error" || (json.error !== undefined && json.error !== null)) {
+    return Core.answeredError(channel, ErrorEnvelope.upstreamErrorOf(json)?.message)
+  }
+  return Array.isArray(json.content) ? undefined : Core.answeredOther(channel, "an Anthropic message")
+}
+
+/**
+ * The opening of a 200 stream: its first event (`ping`s before it skipped)
+ * must be a JSON object that is not an `error` event; data that is not JSON,
+ * or no event at all before the end, is the upstream failing.
+ */
+const opening = (text: string, ended: boolean, channel: string): Core.Opening => {
+  const parser = new Sse.Parser()
+  const events = ended ? [...parser.push(text), ...parser.end()] : parser.push(text)
+  for (const event of events) {
+    let json: unknown
+    try {
+      json = JSON.parse(event.data)
+    } catch {
+      return Core.brokenEvent(channel)
+    }
+    if (!Predicate.isObject(json)) return Core.answeredOther(channel, "an Anthropic stream event")
+    if (event.event === "error" || json.type === "error") return Core.answeredError(channel, ErrorEnvelope.upstreamErrorOf(json)?.message)
+    if (json.type !== "ping" && event.event !== "ping") return "answer"
+  }
+  return ended ? Core.emptyStream(channel) : "incomplete"
+}
+
 /**
  * The Anthropic upstream side: canonical requests as Messages bodies, Messages
  * answers and streams as canonical responses and events, and Anthropic error
@@ -97,5 +128,7 @@ export const upstream: Core.UpstreamDialect = {
     Effect.map(Request.encodeRequest(request, upstreamModel), (body) => JSON.stringify(body)),
   decodeResponse: (json, start) => Response.decodeResponse(json, { created: start.created }),
   eventDecoder,
+  notAnAnswer,
+  opening,
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers)
 }

@@ -271,10 +271,8 @@ export const classifyUpstreamError = (
   headers: HeaderRecord = {}
 ): UpstreamError => {
   const type = error?.type
-  if (
-    status === 401 || status === 402 || status === 403 ||
-    type === "authentication_error" || type === "permission_error" || type === "billing_error"
-  ) {
+  // The key itself, or the account it bills (a permission about a resource the request named is the caller's, below).
+  if (status === 401 || status === 402 || type === "authentication_error" || type === "billing_error") {
     const refused = status === 402 || type === "billing_error" ? "account (billing)" : "credentials"
     return UpstreamErrors.credentialsRefused(status, refused, "the channel's API key and account")
   }
@@ -302,10 +300,12 @@ export const classifyErrorObject = (event: unknown): UpstreamError => {
 /**
  * Turns an Anthropic upstream's error response into the right gateway error:
  *
- * - credential and account problems (401, 402, 403, or an
- *   `authentication_error`, `permission_error` or `billing_error` body) ->
- *   `UpstreamUnavailable` about the channel; nothing of the upstream's message
- *   is passed on (it may quote the key);
+ * - a refusal of the key or its account (401, 402, or an
+ *   `authentication_error` or `billing_error` body) -> `UpstreamUnavailable`
+ *   about the channel, with `credentialsRefused`; nothing of the upstream's
+ *   message is passed on (it may quote the key);
+ * - 403 and `permission_error` (a permission on something the request named)
+ *   -> `UpstreamRejected`, the caller's, like the other 4xx;
  * - 408, 504 and `timeout_error` -> `UpstreamTimeout`;
  * - 429 -> `UpstreamRateLimited` with the delay from `retry-after-ms` or
  *   `retry-after`;

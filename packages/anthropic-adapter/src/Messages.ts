@@ -282,7 +282,10 @@ export type MessagesRequest = typeof MessagesRequest.Type
 /**
  * `usage`. `input_tokens` excludes the cache reads and writes, which are
  * reported separately. In stream `message_delta` events every field but
- * `output_tokens` may be missing.
+ * `output_tokens` may be missing. Answers and events are decoded with their
+ * `usage` taken as it comes and checked apart (`Response.readUsageFigures`),
+ * so figures that are not token counts are refused without dropping the
+ * answer.
  *
  * @category response
  */
@@ -333,7 +336,7 @@ export const MessagesResponse = Schema.Struct({
   content: Schema.Array(ResponseBlock),
   stop_reason: Schema.optionalKey(Schema.NullOr(Schema.String)),
   stop_sequence: Schema.optionalKey(Schema.NullOr(Schema.String)),
-  usage: Schema.optionalKey(Usage)
+  usage: Schema.optionalKey(Schema.Unknown)
 })
 export type MessagesResponse = typeof MessagesResponse.Type
 
@@ -398,7 +401,7 @@ export const MessageStartEvent = Schema.Struct({
     id: Schema.String,
     model: Schema.String,
     content: Schema.optionalKey(Schema.Array(Schema.Unknown)),
-    usage: Schema.optionalKey(Usage)
+    usage: Schema.optionalKey(Schema.Unknown)
   })
 })
 export type MessageStartEvent = typeof MessageStartEvent.Type
@@ -442,7 +445,7 @@ export const MessageDeltaEvent = Schema.Struct({
     stop_reason: Schema.optionalKey(Schema.NullOr(Schema.String)),
     stop_sequence: Schema.optionalKey(Schema.NullOr(Schema.String))
   }),
-  usage: Schema.optionalKey(Usage)
+  usage: Schema.optionalKey(Schema.Unknown)
 })
 export type MessageDeltaEvent = typeof MessageDeltaEvent.Type
 

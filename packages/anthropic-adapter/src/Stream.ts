@@ -39,7 +39,7 @@ import { Effect, Predicate, Result, Stream } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import { decodeToolId, encodeToolId, redactedFromWire, signatureFromWire, signatureToWire } from "./Ids.ts"
 import * as Messages from "./Messages.ts"
-import { finishReasonFromWire, finishReasonToWire, usageFromWire, usageToWire } from "./Response.ts"
+import { finishReasonFromWire, finishReasonToWire, readUsageFigures, usageFromWire, usageToWire } from "./Response.ts"
 
 // ---------------------------------------------------------------------------
 // Decoding: Anthropic upstream -> canonical
@@ -95,6 +95,8 @@ export class StreamDecoder {
   private cacheRead: number | undefined = undefined
   private cacheCreation: number | undefined = undefined
   private lastUsage: Canonical.Usage | undefined = undefined
+  /** A usage figure of this stream was refused: the stream's usage (assembled over several events) is refused as a whole. */
+  private rejected: string | undefined = undefined
 
   constructor(options?: DecoderOptions) {
     this.created = options?.created ?? 0
@@ -141,7 +143,15 @@ export class StreamDecoder {
     out.push({ type: "start", id, model, created: this.created })
   }
 
-  private addUsage(usage: Messages.Usage, out: Array<Canonical.StreamEvent>): void {
+  private addUsage(reported: unknown, out: Array<Canonical.StreamEvent>): void {
+    const usage = this.rejected === undefined ? readUsageFigures(reported) : this.rejected
+    if (usage === undefined) return
+    if (typeof usage === "string") {
+      this.rejected = usage
+      this.lastUsage = undefined
+      out.push({ type: "usage_rejected", reason: usage })
+      return
+    }
     if (usage.input_tokens !== undefined && usage.input_tokens !== null) this.input = usage.input_tokens
     if (usage.cache_read_input_tokens !== undefined && usage.cache_read_input_tokens !== null) {
       this.cacheRead = usage.cache_read_input_tokens
@@ -181,7 +191,7 @@ export class StreamDecoder {
     switch (wire.type) {
       case "message_start": {
         this.start(out, wire.message.id, wire.message.model)
-        if (wire.message.usage !== undefined) this.addUsage(wire.message.usage, out)
+        this.addUsage(wire.message.usage, out)
         return undefined
       }
       case "content_block_start": {
@@ -231,7 +241,7 @@ export class StreamDecoder {
         this.start(out, "", "")
         const reason = finishReasonFromWire(wire.delta.stop_reason)
         if (reason !== null) out.push({ type: "finish", index: 0, reason })
-        if (wire.usage !== undefined) this.addUsage(wire.usage, out)
+        this.addUsage(wire.usage, out)
         return undefined
       }
       default:
@@ -468,6 +478,10 @@ export class StreamEncoder {
         return
       case "usage":
         this.lastUsage = event.usage
+        return
+      case "usage_rejected":
+        // Figures the gateway refused are not passed on.
+        this.lastUsage = undefined
         return
       case "finish":
         if (event.index === 0) this.finish = event.reason

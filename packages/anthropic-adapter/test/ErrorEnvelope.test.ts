@@ -59,12 +59,19 @@ describe("toResponse", () => {
 describe("classifyUpstream", () => {
   const body = (type: string, message: string) => JSON.stringify({ type: "error", error: { type, message }, request_id: "req_1" })
 
-  it("never passes on credential problems", () => {
-    for (const [status, type] of [[401, "authentication_error"], [403, "permission_error"], [402, "billing_error"], [400, "authentication_error"]] as const) {
+  it("a refusal of the key or its account counts against the key, never passing on the upstream's words", () => {
+    for (const [status, type] of [[401, "authentication_error"], [402, "billing_error"], [400, "authentication_error"]] as const) {
       const error = ErrorEnvelope.classifyUpstream(status, body(type, "invalid x-api-key sk-ant-secret"))
       assert.strictEqual(error._tag, "UpstreamUnavailable")
+      assert.isTrue((error as GatewayError.UpstreamUnavailable).credentialsRefused)
       assert.notInclude(error.message, "sk-ant")
     }
+  })
+
+  it("a 403 permission_error is about what the request named: the caller's", () => {
+    const error = ErrorEnvelope.classifyUpstream(403, body("permission_error", "The file file_123 does not belong to this workspace."))
+    assert.strictEqual(error._tag, "UpstreamRejected")
+    assert.deepStrictEqual([(error as GatewayError.UpstreamRejected).status, error.message], [403, "The file file_123 does not belong to this workspace."])
   })
 
   it("rate limits with retry-after, overload, timeouts, rejections and server errors", () => {

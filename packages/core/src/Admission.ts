@@ -19,6 +19,7 @@ import { Clock, Context, Effect } from "effect"
 import { Catalog, type Snapshot } from "./Catalog.ts"
 import type { ApiKey, Channel, Dialect, Group, Model } from "./Domain.ts"
 import {
+  echo,
   InvalidApiKey,
   KeyDisabled,
   KeyExpired,
@@ -136,8 +137,8 @@ const check = (snapshot: Snapshot, key: ApiKey, requested: string, listPath: str
   if (id === undefined) {
     return Effect.fail(
       new ModelNotFound({
-        model: requested,
-        message: `The model '${requested}' does not exist on this gateway. ${listPath} lists the models your key can use.`
+        model: echo(requested),
+        message: `The model '${echo(requested)}' does not exist on this gateway. ${listPath} lists the models your key can use.`
       })
     )
   }

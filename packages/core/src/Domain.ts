@@ -128,7 +128,7 @@ export interface Group {
 /**
  * Per-channel timeouts in milliseconds (docs/routing.md explains each):
  * `connectMs` bounds opening the connection (TCP and TLS), `firstByteMs` the
- * wait for the answer's headers and, for streams, its first chunk,
+ * wait for the answer's headers and, for streams, its first event,
  * `idleMs` the gap between two chunks of the body (stream or not), and
  * `totalMs` the whole call, measured from its start, stream included.
  *

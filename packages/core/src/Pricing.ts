@@ -8,7 +8,9 @@
  *   plus `perRequest * ratio`, rounded up to a whole nano-dollar once.
  *
  * Rounding up once per call means a charge is never below the list price and
- * never more than one nano-dollar above it.
+ * never more than one nano-dollar above it. A cost is never negative: token
+ * counts that are not non-negative whole numbers (which the adapters refuse
+ * before they get here) are priced as the nearest count above them that is.
  *
  * @since 0.1.0
  */
@@ -29,7 +31,19 @@ export const isPriced = (model: Model): boolean =>
   model.perRequestNanos !== null
 
 /**
- * The cost in nano-dollars of a call with this usage.
+ * A token count as a bigint that can be priced: a fraction rounds up, and a
+ * negative, NaN or infinite count is 0 (never a credit, never a `RangeError`
+ * from `BigInt(1.5)`).
+ */
+const countOf = (tokens: number | undefined): bigint =>
+  tokens === undefined || !(tokens > 0) || !Number.isFinite(tokens)
+    ? 0n
+    : BigInt(Number.isSafeInteger(tokens) ? tokens : Math.ceil(tokens))
+
+/**
+ * The cost in nano-dollars of a call with this usage: never negative, and
+ * total over any numbers (see `countOf`: a count that is not a non-negative
+ * whole number is priced as the nearest one above it that is, or 0).
  *
  * @category pricing
  */
@@ -42,9 +56,11 @@ export const cost = (model: Model, ratioMicros: bigint, usage: {
   const input = model.inputNanosPerMillion ?? 0n
   const output = model.outputNanosPerMillion ?? 0n
   const cachedPrice = model.cachedInputNanosPerMillion ?? input
-  const cached = BigInt(Math.min(usage.cachedTokens ?? 0, usage.promptTokens))
-  const uncached = BigInt(usage.promptTokens) - cached
-  const tokenPart = uncached * input + cached * cachedPrice + BigInt(usage.completionTokens) * output
+  const prompt = countOf(usage.promptTokens)
+  const cachedCount = countOf(usage.cachedTokens)
+  const cached = cachedCount < prompt ? cachedCount : prompt
+  const uncached = prompt - cached
+  const tokenPart = uncached * input + cached * cachedPrice + countOf(usage.completionTokens) * output
   const perRequest = model.perRequestNanos ?? 0n
   // One exact fraction, rounded up once: (tokenPart / 10^6 + perRequest) * ratio / 10^6.
   return divCeil((tokenPart + perRequest * MILLION) * ratioMicros, MILLION * RATIO_SCALE)

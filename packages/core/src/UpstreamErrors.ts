@@ -85,15 +85,20 @@ export const parseBody = (text: string): unknown => {
 }
 
 /**
- * The upstream refused the channel's `refused` (its credentials, or an
- * account): the gateway's configuration, which an administrator must fix by
- * checking `check`; nothing of the upstream's message is passed on.
+ * The upstream clearly refused the channel's `refused` (its credentials, or
+ * the account it bills): the gateway's configuration, which an administrator
+ * must fix by checking `check`; nothing of the upstream's message is passed
+ * on. It carries `credentialsRefused`: the call moves to another key, and a
+ * health probe with the key decides whether it is disabled. Only a refusal
+ * of the key itself is one (HTTP 401, and the like in a dialect's words); a
+ * 403 about something the request named is the caller's (`rejected`).
  *
  * @category constructors
  */
 export const credentialsRefused = (status: number, refused = "credentials", check = "the channel's API key"): UpstreamUnavailable =>
   new UpstreamUnavailable({
     status,
+    credentialsRefused: true,
     message: `The upstream refused the gateway's ${refused} for this model's channel (HTTP ${status}). ` +
       `This is a gateway configuration problem, not a problem with your request: an administrator must check ${check}.`
   })

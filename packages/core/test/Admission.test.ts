@@ -127,6 +127,15 @@ describe("Admission", () => {
       assert.deepStrictEqual(snapshot.unpriced, ["brand-new-model"])
     }).pipe(Effect.provide(TestLayer)))
 
+  it.effect("quotes an unknown model name back cut at 200 characters, never a 200 KB one whole", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(authorize(key(), "m".repeat(200_000)))
+      assert.strictEqual(error._tag, "ModelNotFound")
+      assert.include(error.message, `'${"m".repeat(200)}…'`)
+      assert.isBelow(error.message.length, 400)
+      assert.isBelow((error as { model: string }).model.length, 300)
+    }).pipe(Effect.provide(TestLayer)))
+
   it.effect("resolves the models/ prefix and aliases", () =>
     Effect.gen(function*() {
       assert.strictEqual((yield* authorize(key(), "models/gpt-4o-mini")).model.id, "gpt-4o-mini")

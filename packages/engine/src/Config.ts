@@ -195,6 +195,8 @@ export const ConfigFile = Schema.Struct({
   secret_file: Schema.optionalKey(Schema.String),
   node_id: Schema.optionalKey(Schema.String),
   max_body_bytes: Schema.optionalKey(PositiveInt),
+  max_answer_bytes: Schema.optionalKey(PositiveInt),
+  max_event_bytes: Schema.optionalKey(PositiveInt),
   shutdown_grace_seconds: Schema.optionalKey(NonNegativeInt),
   shutdown_delay_seconds: Schema.optionalKey(NonNegativeInt),
   access_log: Schema.optionalKey(Schema.Boolean),

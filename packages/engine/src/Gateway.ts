@@ -26,6 +26,7 @@ import * as CountTokens from "./CountTokens.ts"
 import * as Dialects from "./Dialects.ts"
 import * as Embeddings from "./Embeddings.ts"
 import * as Exchange from "./Exchange.ts"
+import * as JsonDepth from "./JsonDepth.ts"
 import * as LegacyBilling from "./LegacyBilling.ts"
 import * as Routes from "./Routes.ts"
 import type * as Health from "./Health.ts"
@@ -57,7 +58,8 @@ export type Requirements =
  * @category answers
  */
 export const errorAnswer = (client: Dialect.ClientDialect, error: GatewayError.GatewayError, requestId: string): Exchange.TextAnswer => {
-  const rendered = client.renderError(error)
+  // However an error came about, it echoes at most a short part of any value it quotes.
+  const rendered = client.renderError(GatewayError.bounded(error))
   return Exchange.json(rendered.body, rendered.status, { ...rendered.headers, "x-request-id": requestId })
 }
 
@@ -88,7 +90,19 @@ const internalError = (requestId: string) =>
     message: `The gateway failed to handle the request (request id ${requestId}). The operator can find the cause in the log.`
   })
 
-const readBody = (request: Exchange.GatewayRequest) => Effect.flatMap(Settings, (settings) => request.body(settings.maxBodyBytes))
+const tooDeep = new GatewayError.InvalidRequest({
+  message: `The request body nests objects and arrays more than ${JsonDepth.MAX_DEPTH} levels deep. ` +
+    "Send a flatter request (a tool's parameter schema, or a function's arguments or results, nested less deeply)."
+})
+
+/**
+ * Reads a request's body within `max_body_bytes`, and refuses one that nests
+ * JSON more than `JsonDepth.MAX_DEPTH` levels deep before anything parses or
+ * translates it (which would overflow the stack).
+ */
+const readBody = (request: Exchange.GatewayRequest) =>
+  Effect.flatMap(Settings, (settings) =>
+    Effect.flatMap(request.body(settings.maxBodyBytes), (text) => JsonDepth.exceeds(text) ? Effect.fail(tooDeep) : Effect.succeed(text)))
 
 /**
  * Serves one request on a route of the API surface: never fails (every error
@@ -121,8 +135,8 @@ export const serve = (
         const model = Admission.allowedModels(snapshot, key).find((m) => m.id === id)
         if (model === undefined) {
           return yield* new GatewayError.ModelNotFound({
-            model: route.model,
-            message: `The model '${route.model}' does not exist or your key may not use it. List your models at ${
+            model: GatewayError.echo(route.model),
+            message: `The model '${GatewayError.echo(route.model)}' does not exist or your key may not use it. List your models at ${
               client.modelsListPath.replace(/^GET /, "")
             }.`
           })

@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import type { Domain } from "@modelgate/core"
+import { type Domain, GatewayError } from "@modelgate/core"
 
 /** A matched route. @category models */
 export type Route =
@@ -129,7 +129,7 @@ export const match = (
       return {
         _tag: "NotFound",
         dialect: "gemini",
-        message: `Unknown method '${action}' on models/${model}. Supported: ${[...geminiActions].join(", ")}.`
+        message: `Unknown method '${GatewayError.echo(action)}' on models/${GatewayError.echo(model)}. Supported: ${[...geminiActions].join(", ")}.`
       }
     }
     return allowed({ _tag: "GeminiAction", dialect: "gemini", model, action: action as GeminiAction }, ["POST"], method)

@@ -81,6 +81,8 @@ export const settingsOf = (file: Config.ConfigFile, nodeId: string): EngineSetti
   ...defaults,
   nodeId,
   maxBodyBytes: file.max_body_bytes ?? defaults.maxBodyBytes,
+  maxAnswerBytes: file.max_answer_bytes ?? defaults.maxAnswerBytes,
+  maxEventBytes: file.max_event_bytes ?? defaults.maxEventBytes,
   maxAttempts: file.routing?.max_attempts ?? defaults.maxAttempts,
   stickyHeader: file.routing?.sticky_header?.toLowerCase() ?? null,
   rateLimitsPerModel: file.rate_limits?.per_model ?? defaults.rateLimitsPerModel,

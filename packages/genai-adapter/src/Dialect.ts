@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, type Dialect as Core, type Domain, GatewayError, Params, Sse, Tokens } from "@modelgate/core"
+import { type Canonical, Dialect as Core, type Domain, GatewayError, Params, Sse, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as CountTokens from "./CountTokens.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
@@ -86,10 +86,17 @@ const inspect = (body: string, hints: Core.RouteHints) =>
       edit?.params === undefined ? body : JSON.stringify(Params.apply(inspection.body as Record<string, unknown>, edit.params))
   }))
 
-const metered = (usage: Canonical.Usage | undefined, promptEstimate: number, generatedTokens: number): Core.Metered =>
-  usage !== undefined
+/** What a relayed answer consumed: the upstream's usage, else estimates (saying why when its figures were refused). */
+const metered = (usage: Canonical.Usage | string | undefined, promptEstimate: number, generatedTokens: number): Core.Metered =>
+  usage !== undefined && typeof usage !== "string"
     ? { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, cachedTokens: usage.cachedTokens ?? 0, reported: true }
-    : { promptTokens: promptEstimate, completionTokens: generatedTokens, cachedTokens: 0, reported: false }
+    : {
+      promptTokens: promptEstimate,
+      completionTokens: generatedTokens,
+      cachedTokens: 0,
+      reported: false,
+      ...(usage === undefined ? {} : { usageRejected: usage })
+    }
 
 /**
  * The array framer of each JSON-array stream being written, so that an error
@@ -229,15 +236,27 @@ const embeddingsClient: Core.ClientEmbeddings = {
     call.request === "batch"
       ? { embeddings: response.vectors.map((values) => ({ values })) }
       : { embedding: { values: response.vectors[0] ?? [] } },
-  passthrough: (text, _publicModel, channel) =>
-    Effect.try({
-      try: () => {
-        JSON.parse(text)
-        // Gemini's embedding answers name no model and report no usage.
-        return { body: text, promptTokens: undefined }
-      },
-      catch: () => new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with invalid JSON.` })
-    })
+  passthrough: (text, _publicModel, channel) => {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(text)
+    } catch {
+      return Effect.fail(new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with invalid JSON.` }))
+    }
+    // A 200 whose body is an error, or neither `embedding` nor `embeddings`, is the upstream failing.
+    if (!Predicate.isObject(parsed) || Array.isArray(parsed) || parsed.error !== undefined || (parsed.embedding === undefined && parsed.embeddings === undefined)) {
+      const error = ErrorEnvelope.upstreamErrorOf(parsed)?.message
+      return Effect.fail(
+        new GatewayError.UpstreamUnavailable({
+          message: error === undefined
+            ? `The upstream '${channel}' answered with something that is not an embedding.`
+            : `The upstream '${channel}' answered with an error instead of embeddings: ${GatewayError.echo(error)}`
+        })
+      )
+    }
+    // Gemini's embedding answers name no model and report no usage.
+    return Effect.succeed({ body: text })
+  }
 }
 
 /**
@@ -338,6 +357,36 @@ const eventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
   }
 }
 
+/** The upstream's own words in an `{"error": ...}` body or event. */
+const errorMessageOf = (json: unknown): string | undefined => ErrorEnvelope.upstreamErrorOf(json)?.message
+
+/** A 200 non-stream answer that is an error, or has neither `candidates` nor `promptFeedback` (a blocked prompt): the upstream failing. */
+const notAnAnswer = (json: unknown, channel: string): GatewayError.UpstreamUnavailable | undefined => {
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a Gemini answer")
+  if (json.error !== undefined && json.error !== null) return Core.answeredError(channel, errorMessageOf(json))
+  return Array.isArray(json.candidates) || Predicate.isObject(json.promptFeedback) ? undefined : Core.answeredOther(channel, "a Gemini answer")
+}
+
+/**
+ * The opening of a 200 stream (always SSE from a Gemini channel): its first
+ * event must be a JSON object without `error`; an error event, data that is
+ * not JSON, or no event at all before the end is the upstream failing.
+ */
+const opening = (text: string, ended: boolean, channel: string): Core.Opening => {
+  const parser = new Sse.Parser()
+  const first = parser.push(text)[0] ?? (ended ? parser.end()[0] : undefined)
+  if (first === undefined) return ended ? Core.emptyStream(channel) : "incomplete"
+  let json: unknown
+  try {
+    json = JSON.parse(first.data)
+  } catch {
+    return Core.brokenEvent(channel)
+  }
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a Gemini answer")
+  if (json.error !== undefined && json.error !== null) return Core.answeredError(channel, errorMessageOf(json))
+  return "answer"
+}
+
 /** A Gemini `countTokens` answer, as far as it is read. */
 const isCountTokensAnswer = Schema.is(Schema.Struct({ totalTokens: Schema.Int }))
 
@@ -365,6 +414,8 @@ export const upstream: Core.UpstreamDialect = {
     ),
   decodeResponse: (json, start) => Response.decodeResponse(json, { created: start.created, id: `chatcmpl-${start.id}` }),
   eventDecoder,
+  notAnAnswer,
+  opening,
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
   countTokens: {
     url: (channel, upstreamModel) => methodUrl(channel, upstreamModel, "countTokens"),

@@ -374,13 +374,29 @@ const retryDelayOf = (error: UpstreamErrorBody | undefined, headers: HeaderRecor
   return undefined
 }
 
+/**
+ * `ErrorInfo` reasons Google gives for a key (or the project behind it) it
+ * will not serve, whatever the request asks: `API_KEY_INVALID`,
+ * `API_KEY_EXPIRED` and the other `API_KEY_*` restrictions, the API not
+ * enabled for the key's project, a suspended project, missing credentials.
+ */
+const CREDENTIAL_REASONS = new Set(["SERVICE_DISABLED", "CONSUMER_SUSPENDED", "CREDENTIALS_MISSING", "ACCESS_TOKEN_EXPIRED"])
+
+/**
+ * Whether an error clearly refuses the key itself: HTTP 401 or
+ * `UNAUTHENTICATED`, or an `ErrorInfo` reason about the key or its project
+ * (`CREDENTIAL_REASONS`). A 403 `PERMISSION_DENIED` without such a reason is
+ * about something the request named (another project's file, a tuned model,
+ * a cached content), and a message that merely mentions an API key proves
+ * nothing: neither counts against the key.
+ */
 const isCredentialProblem = (status: number, error: UpstreamErrorBody | undefined): boolean => {
-  if (status === 401 || status === 403) return true
+  if (status === 401 || error?.status === "UNAUTHENTICATED") return true
   for (const detail of error?.details ?? []) {
     const reason = detail.reason
-    if (typeof reason === "string" && reason.startsWith("API_KEY_")) return true
+    if (typeof reason === "string" && (reason.startsWith("API_KEY_") || CREDENTIAL_REASONS.has(reason))) return true
   }
-  return error?.message !== undefined && /api key/i.test(error.message)
+  return false
 }
 
 /**
@@ -404,10 +420,12 @@ export const classifyUpstreamError = (
 /**
  * Turns a Gemini-format upstream error response into the right gateway error:
  *
- * - credential problems (401, 403, or a 4xx whose ErrorInfo reason is
- *   `API_KEY_*` or whose message mentions the API key, like Google's 400 "API
- *   key not valid") -> `UpstreamUnavailable`; nothing of the upstream's message
- *   is passed on;
+ * - a refusal of the key itself (401 or `UNAUTHENTICATED`, or a 4xx whose
+ *   ErrorInfo reason is `API_KEY_*`, `SERVICE_DISABLED` and the like, such as
+ *   Google's 400 "API key not valid" with `API_KEY_INVALID`) ->
+ *   `UpstreamUnavailable` with `credentialsRefused`; nothing of the upstream's
+ *   message is passed on. A 403 `PERMISSION_DENIED` without such a reason (a
+ *   link to another project's file) is the caller's, below;
  * - 408 and 504 -> `UpstreamTimeout`;
  * - 429 -> `UpstreamRateLimited`, with the delay from `RetryInfo.retryDelay`,
  *   else the `retry-after-ms` or `retry-after` header, else a "retry in Ns" hint in the message;

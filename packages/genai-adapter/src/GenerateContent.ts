@@ -276,7 +276,8 @@ export type PromptFeedback = typeof PromptFeedback.Type
 export const GenerateContentResponse = Schema.Struct({
   candidates: Schema.optionalKey(Schema.Array(Candidate)),
   promptFeedback: Schema.optionalKey(PromptFeedback),
-  usageMetadata: Schema.optionalKey(UsageMetadata),
+  /** Taken as it comes and read apart (`Response.readUsage`): figures that are not counts are refused, not a reason to drop the answer. */
+  usageMetadata: Schema.optionalKey(Schema.Unknown),
   modelVersion: Schema.optionalKey(Schema.String),
   responseId: Schema.optionalKey(Schema.String)
 })

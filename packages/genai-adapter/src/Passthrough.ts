@@ -21,7 +21,7 @@
 import type { Canonical } from "@modelgate/core"
 import { GatewayError, Issues, Sse } from "@modelgate/core"
 import { Effect, Predicate, Result } from "effect"
-import { usageFromWire } from "./Response.ts"
+import { readUsage } from "./Response.ts"
 
 /** What the fast path needs to know of a request body. @category inspection */
 export interface Inspection {
@@ -118,41 +118,14 @@ export const inspectBody = (text: string): Effect.Effect<Inspection, GatewayErro
   Effect.fromResult(inspectBodyResult(text))
 
 /**
- * The usage of a non-stream Gemini answer (a parsed body), or `undefined` when
- * it reports none.
+ * The usage of a non-stream Gemini answer (a parsed body): `undefined` when it
+ * reports none, the reason its figures were refused (a string) when one is
+ * not a token count (`Response.readUsage`).
  *
  * @category metering
  */
-export const usageOfResponse = (json: unknown): Canonical.Usage | undefined => {
-  if (!Predicate.isObject(json) || !Predicate.isObject(json.usageMetadata)) return undefined
-  return usageOfMetadata(json.usageMetadata)
-}
-
-const count = (u: unknown): number | undefined => typeof u === "number" && Number.isFinite(u) ? Math.trunc(u) : undefined
-
-const usageOfMetadata = (metadata: Readonly<Record<string, unknown>>): Canonical.Usage => {
-  const usage: {
-    promptTokenCount?: number
-    candidatesTokenCount?: number
-    totalTokenCount?: number
-    cachedContentTokenCount?: number
-    thoughtsTokenCount?: number
-    toolUsePromptTokenCount?: number
-  } = {}
-  const fields = [
-    "promptTokenCount",
-    "candidatesTokenCount",
-    "totalTokenCount",
-    "cachedContentTokenCount",
-    "thoughtsTokenCount",
-    "toolUsePromptTokenCount"
-  ] as const
-  for (const field of fields) {
-    const value = count(metadata[field])
-    if (value !== undefined) usage[field] = value
-  }
-  return usageFromWire(usage)
-}
+export const usageOfResponse = (json: unknown): Canonical.Usage | string | undefined =>
+  Predicate.isObject(json) ? readUsage(json.usageMetadata) : undefined
 
 /**
  * Counts the characters of the string values of `"text"` keys in a JSON text
@@ -211,7 +184,7 @@ export class PassthroughMeter {
   private readonly parser = new Sse.Parser()
   private decoder: TextDecoder | undefined = undefined
   private lastUsageEvent: string | undefined = undefined
-  private parsedUsage: Canonical.Usage | undefined = undefined
+  private parsedUsage: Canonical.Usage | string | undefined = undefined
   private parsedFrom: string | undefined = undefined
   private characters = 0
   private finished = false
@@ -242,8 +215,8 @@ export class PassthroughMeter {
     for (const event of this.parser.end()) this.observe(event.data)
   }
 
-  /** The last usage the upstream reported, or `undefined`. */
-  usage(): Canonical.Usage | undefined {
+  /** The last usage the upstream reported, the reason its figures were refused (a string), or `undefined`. */
+  usage(): Canonical.Usage | string | undefined {
     const event = this.lastUsageEvent
     if (event === undefined) return undefined
     if (event !== this.parsedFrom) {

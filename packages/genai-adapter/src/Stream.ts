@@ -40,9 +40,9 @@ import {
   finishReasonToWire,
   imageMarkdown,
   partFromWire,
+  readUsage,
   syntheticCallId,
   untranslatableMedia,
-  usageFromWire,
   usageToWire
 } from "./Response.ts"
 
@@ -84,7 +84,8 @@ export class StreamDecoder {
   private readonly options: DecoderOptions | undefined
   private started = false
   private responseId: string | undefined = undefined
-  private lastUsage: Canonical.Usage | undefined = undefined
+  /** The last usage reported: canonical, or why its figures were refused. */
+  private lastUsage: Canonical.Usage | string | undefined = undefined
   private readonly choices = new Map<number, DecodedChoice>()
 
   constructor(options?: DecoderOptions) {
@@ -135,14 +136,18 @@ export class StreamDecoder {
     return Result.succeed(out)
   }
 
-  /** The events due at the end of the stream: the last usage, if any was reported. */
+  /**
+   * The events due at the end of the stream: the last usage, if any was
+   * reported (`usage_rejected` when its figures were not token counts).
+   */
   end(): Array<Canonical.StreamEvent> {
-    return this.lastUsage === undefined ? [] : [{ type: "usage", usage: this.lastUsage }]
+    const usage = this.lastUsage
+    return usage === undefined ? [] : typeof usage === "string" ? [{ type: "usage_rejected", reason: usage }] : [{ type: "usage", usage }]
   }
 
-  /** The last usage reported so far (for billing a cut stream). */
+  /** The last usage reported so far, when its figures are token counts (for billing a cut stream). */
   usage(): Canonical.Usage | undefined {
-    return this.lastUsage
+    return typeof this.lastUsage === "string" ? undefined : this.lastUsage
   }
 
   private decodeInto(chunk: unknown, out: Array<Canonical.StreamEvent>): StreamError | undefined {
@@ -221,7 +226,7 @@ export class StreamDecoder {
       this.choices.set(0, { calls: 0, finished: true })
       out.push({ type: "finish", index: 0, reason: "content_filter" })
     }
-    if (wire.usageMetadata !== undefined) this.lastUsage = usageFromWire(wire.usageMetadata)
+    if (wire.usageMetadata !== undefined) this.lastUsage = readUsage(wire.usageMetadata)
     return undefined
   }
 }
@@ -359,6 +364,10 @@ export class StreamEncoder {
         return
       case "usage":
         this.lastUsage = event.usage
+        return
+      case "usage_rejected":
+        // Figures the gateway refused are not passed on.
+        this.lastUsage = undefined
         return
       case "text":
       case "thinking": {

@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, type Dialect as Core, Domain, GatewayError, Issues, Params, Sse, Tokens } from "@modelgate/core"
+import { type Canonical, Dialect as Core, Domain, GatewayError, Issues, Params, Sse, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import * as Framing from "./Framing.ts"
@@ -155,16 +155,37 @@ const base64Vector = (vector: ReadonlyArray<number>): string => {
   return base64(new Uint8Array(floats.buffer))
 }
 
-/** An OpenAI-style `/embeddings` answer, as far as it is read. */
+/** An OpenAI-style `/embeddings` answer, as far as it is read (`usage` is checked apart: `embeddingsUsage`). */
 const EmbeddingsAnswer = Schema.Struct({
   data: Schema.Array(Schema.Struct({ index: Schema.Int, embedding: Schema.Array(Schema.Finite) })),
-  usage: Schema.optionalKey(Schema.NullOr(Schema.Struct({ prompt_tokens: Schema.Int })))
+  usage: Schema.optionalKey(Schema.Unknown)
 })
+
+/**
+ * The prompt tokens an embeddings answer reports: a count, the reason its
+ * figure was refused (`usageRejected`), or neither when it reports none.
+ */
+const embeddingsUsage = (usage: unknown): { readonly promptTokens?: number; readonly usageRejected?: string } => {
+  if (usage === undefined || usage === null) return {}
+  if (!Predicate.isObject(usage) || Array.isArray(usage)) return { usageRejected: "usage: not an object" }
+  const bad = Tokens.badCount({ prompt_tokens: usage.prompt_tokens ?? "missing", total_tokens: usage.total_tokens })
+  return bad === undefined ? { promptTokens: usage.prompt_tokens as number } : { usageRejected: bad }
+}
 
 const decodeEmbeddingsAnswer = Schema.decodeUnknownResult(Schema.fromJsonString(EmbeddingsAnswer))
 
 const notJson = (channel: string) =>
   new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with invalid JSON.` })
+
+/** A 200 embeddings answer that is an error or not a list of embeddings; the upstream's own message is quoted when it gave one. */
+const notEmbeddings = (channel: string, body: unknown) => {
+  const error = ErrorEnvelope.upstreamErrorOf(body)
+  return new GatewayError.UpstreamUnavailable({
+    message: error === undefined
+      ? `The upstream '${channel}' answered with something that is not a list of embeddings.`
+      : `The upstream '${channel}' answered with an error instead of embeddings: ${GatewayError.echo(error.message)}`
+  })
+}
 
 const embeddingsClient: Core.ClientEmbeddings = {
   decode: (body) => decodeEmbeddings(body),
@@ -189,10 +210,13 @@ const embeddingsClient: Core.ClientEmbeddings = {
     } catch {
       return Effect.fail(notJson(channel))
     }
-    const usage = Predicate.isObject(parsed) && Predicate.isObject(parsed.usage) ? parsed.usage.prompt_tokens : undefined
+    // A 200 whose body is an error, or not a list of embeddings, is the upstream failing.
+    if (!Predicate.isObject(parsed) || Array.isArray(parsed) || parsed.error !== undefined || !Array.isArray(parsed.data)) {
+      return Effect.fail(notEmbeddings(channel, parsed))
+    }
     return Effect.succeed({
-      body: publicModel === undefined || !Predicate.isObject(parsed) ? text : JSON.stringify({ ...parsed, model: publicModel }),
-      promptTokens: typeof usage === "number" ? usage : undefined
+      body: publicModel === undefined ? text : JSON.stringify({ ...parsed, model: publicModel }),
+      ...embeddingsUsage(parsed.usage)
     })
   }
 }
@@ -301,6 +325,40 @@ const eventDecoder = (): Core.EventDecoder => {
   }
 }
 
+/** The upstream's own words in an `{"error": ...}` body or event (a string error counts too). */
+const errorMessageOf = (json: Readonly<Record<string, unknown>>): string | undefined => {
+  const error = json.error
+  return typeof error === "string" ? error : ErrorEnvelope.upstreamErrorOf(json)?.message
+}
+
+/** A 200 non-stream answer that is an error, or has no `choices`: the upstream failing. */
+const notAnAnswer = (json: unknown, channel: string): GatewayError.UpstreamUnavailable | undefined => {
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a chat completion")
+  if (json.error !== undefined && json.error !== null) return Core.answeredError(channel, errorMessageOf(json))
+  return Array.isArray(json.choices) ? undefined : Core.answeredOther(channel, "a chat completion")
+}
+
+/**
+ * The opening of a 200 stream: its first event must be a chunk (any JSON
+ * object without `error`); `[DONE]` first, an error event, data that is not
+ * JSON, or no event at all before the end is the upstream failing.
+ */
+const opening = (text: string, ended: boolean, channel: string): Core.Opening => {
+  const parser = new Sse.Parser()
+  const first = parser.push(text)[0] ?? (ended ? parser.end()[0] : undefined)
+  if (first === undefined) return ended ? Core.emptyStream(channel) : "incomplete"
+  if (first.data === "[DONE]") return Core.emptyStream(channel)
+  let json: unknown
+  try {
+    json = JSON.parse(first.data)
+  } catch {
+    return Core.brokenEvent(channel)
+  }
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a chat completion chunk")
+  if (json.error !== undefined && json.error !== null) return Core.answeredError(channel, errorMessageOf(json))
+  return "answer"
+}
+
 /**
  * The body for an OpenAI-style upstream. What the catalog says of the model
  * decides two things OpenAI is strict about: `reasoning_effort` is sent only to
@@ -349,8 +407,7 @@ const embeddingsUpstream: Core.UpstreamEmbeddings = {
         new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with ${vectors.length} embeddings for ${count} inputs.` })
       )
     }
-    const prompt = parsed.success.usage?.prompt_tokens
-    return Effect.succeed(prompt === undefined ? { vectors } : { vectors, promptTokens: prompt })
+    return Effect.succeed({ vectors, ...embeddingsUsage(parsed.success.usage) })
   }
 }
 
@@ -373,6 +430,8 @@ export const upstream: Core.UpstreamDialect = {
   encodeRequest: encodeUpstreamRequest,
   decodeResponse: (json) => Response.decodeResponse(json),
   eventDecoder,
+  notAnAnswer,
+  opening,
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
   embeddings: embeddingsUpstream
 }

@@ -210,7 +210,14 @@ export const classifyUpstreamError = (
   error: ReturnType<typeof upstreamErrorOf>,
   headers: HeaderRecord = {}
 ): UpstreamError => {
-  if (status === 401 || status === 403) return UpstreamErrors.credentialsRefused(status)
+  if (status === 401) return UpstreamErrors.credentialsRefused(status)
+  if (status === 403 && error?.code === "unsupported_country_region_territory") {
+    return new GatewayError.UpstreamUnavailable({
+      status,
+      message: "The upstream does not serve the region this model's channel calls it from (HTTP 403). " +
+        "This is a gateway configuration problem, not a problem with your request."
+    })
+  }
   if (status === 408) return UpstreamErrors.timedOut(status)
   if (status === 429) {
     if (error?.code === "insufficient_quota" || error?.type === "insufficient_quota") {
@@ -227,8 +234,11 @@ export const classifyUpstreamError = (
 
 /**
  * Turns an OpenAI-format upstream error response into the right gateway error:
- * 401/403 -> `UpstreamUnavailable` (the channel's credentials; nothing of the
- * upstream's message, which may quote the key, is passed on); 408 ->
+ * 401 -> `UpstreamUnavailable` with `credentialsRefused` (the channel's key;
+ * nothing of the upstream's message, which may quote the key, is passed on);
+ * 403 -> `UpstreamRejected` (a permission about what the request asked for is
+ * the caller's; the engine has a probe check the key), except OpenAI's
+ * `unsupported_country_region_territory` (the channel's, `UpstreamUnavailable`); 408 ->
  * `UpstreamTimeout`; 429 -> `UpstreamRateLimited` with the upstream's
  * `retry-after(-ms)` (or `UpstreamUnavailable` when the upstream account is out
  * of quota); other 4xx -> `UpstreamRejected` carrying the upstream's message,

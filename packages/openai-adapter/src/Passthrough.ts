@@ -21,6 +21,7 @@
 import { GatewayError, Issues } from "@modelgate/core"
 import { Effect, Predicate } from "effect"
 import { checkChatBody } from "./internal/bodyShape.ts"
+import { readUsage } from "./Response.ts"
 
 /** What `inspectChatBody` learnt about a body. @category models */
 export interface InspectedBody {
@@ -168,6 +169,8 @@ export interface MeteredUsage {
   readonly completionTokens: number
   readonly cachedTokens: number
   readonly reported: boolean
+  /** The upstream's usage had figures that are not token counts (the first one, as `name: value`): refused, and estimated instead. */
+  readonly usageRejected?: string
 }
 
 /** Options of a `PassthroughMeter`. @category metering */
@@ -220,14 +223,12 @@ const countGenerated = (text: string): number =>
   countStringValues(text, "\"content\"") + countStringValues(text, "\"reasoning_content\"") +
   countStringValues(text, "\"arguments\"")
 
-const usageOf = (value: unknown): { prompt: number; completion: number; cached: number } | undefined => {
-  if (!Predicate.isObject(value)) return undefined
-  const prompt = value.prompt_tokens
-  const completion = value.completion_tokens
-  if (!Predicate.isNumber(prompt) || !Predicate.isNumber(completion)) return undefined
-  const details = value.prompt_tokens_details
-  const cached = Predicate.isObject(details) && Predicate.isNumber(details.cached_tokens) ? details.cached_tokens : 0
-  return { prompt, completion, cached }
+/** The usage an answer or a chunk reports: its figures, the reason they were refused, or undefined when it reports none. */
+const usageOf = (value: unknown): { prompt: number; completion: number; cached: number } | string | undefined => {
+  const usage = readUsage(value)
+  return usage === undefined || typeof usage === "string"
+    ? usage
+    : { prompt: usage.promptTokens, completion: usage.completionTokens, cached: usage.cachedTokens ?? 0 }
 }
 
 /**
@@ -262,6 +263,8 @@ export class PassthroughMeter {
   private atLineStart = true
   private generated = 0
   private reported: { prompt: number; completion: number; cached: number } | undefined = undefined
+  /** The last usage the upstream reported was refused: why. */
+  private rejected: string | undefined = undefined
 
   constructor(options: PassthroughMeterOptions) {
     this.includeUsage = options.includeUsage
@@ -308,7 +311,11 @@ export class PassthroughMeter {
     return rest.length === 0 ? rest : this.event(rest)
   }
 
-  /** Usage so far: the upstream's report, else the estimate from generated characters. */
+  /**
+   * Usage so far: the upstream's report, else the estimate from generated
+   * characters (also when the last report's figures were refused, which
+   * `usageRejected` then says).
+   */
   usage(): MeteredUsage {
     if (this.reported !== undefined) {
       return {
@@ -318,12 +325,13 @@ export class PassthroughMeter {
         reported: true
       }
     }
-    return {
+    const estimate = {
       promptTokens: this.promptEstimate,
       completionTokens: this.generated === 0 ? 0 : Math.ceil(this.generated / 4),
       cachedTokens: 0,
       reported: false
     }
+    return this.rejected === undefined ? estimate : { ...estimate, usageRejected: this.rejected }
   }
 
   /** One complete event's raw text: meter it and decide whether to forward it. */
@@ -341,7 +349,13 @@ export class PassthroughMeter {
       return raw
     }
     const usage = Predicate.isObject(json) ? usageOf(json.usage) : undefined
-    if (usage !== undefined) this.reported = usage
+    if (typeof usage === "string") {
+      this.reported = undefined
+      this.rejected = usage
+    } else if (usage !== undefined) {
+      this.reported = usage
+      this.rejected = undefined
+    }
     const choices = Predicate.isObject(json) ? json.choices : undefined
     if (Array.isArray(choices) && choices.length === 0) return this.includeUsage ? raw : ""
     this.generated += countGenerated(raw)
@@ -364,13 +378,14 @@ const dataOf = (raw: string): string => {
 
 /**
  * The usage of a non-stream answer (parsed JSON): the upstream's report, else
- * an estimate from the generated characters of its choices.
+ * an estimate from the generated characters of its choices (also when the
+ * report's figures are not token counts, which `usageRejected` then says).
  *
  * @category metering
  */
 export const usageOfResponse = (json: unknown, promptTokens = 0): MeteredUsage => {
   const usage = Predicate.isObject(json) ? usageOf(json.usage) : undefined
-  if (usage !== undefined) {
+  if (usage !== undefined && typeof usage !== "string") {
     return { promptTokens: usage.prompt, completionTokens: usage.completion, cachedTokens: usage.cached, reported: true }
   }
   let generated = 0
@@ -389,5 +404,6 @@ export const usageOfResponse = (json: unknown, promptTokens = 0): MeteredUsage =
       }
     }
   }
-  return { promptTokens, completionTokens: generated === 0 ? 0 : Math.ceil(generated / 4), cachedTokens: 0, reported: false }
+  const estimate = { promptTokens, completionTokens: generated === 0 ? 0 : Math.ceil(generated / 4), cachedTokens: 0, reported: false }
+  return usage === undefined ? estimate : { ...estimate, usageRejected: usage }
 }

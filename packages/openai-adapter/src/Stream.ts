@@ -26,7 +26,7 @@ import type { Mutable } from "effect/Types"
 import * as ChatCompletions from "./ChatCompletions.ts"
 import { classifyUpstreamError, upstreamErrorOf, type UpstreamError } from "./ErrorEnvelope.ts"
 import { decodeToolName, signCallId } from "./Identifiers.ts"
-import { finishReasonFromWire, finishReasonToWire, usageFromWire, usageToWire } from "./Response.ts"
+import { finishReasonFromWire, finishReasonToWire, readUsage, usageToWire } from "./Response.ts"
 import * as Framing from "./Framing.ts"
 
 // ---------------------------------------------------------------------------
@@ -53,7 +53,7 @@ export class StreamDecoder {
   private readonly calls = new Map<number, Map<number, number>>()
 
   /** The events of one chunk, in order. */
-  push(chunk: ChatCompletions.ChatCompletionChunk): Array<Canonical.StreamEvent> {
+  push(chunk: ChatCompletions.UpstreamChatCompletionChunk): Array<Canonical.StreamEvent> {
     const events: Array<Canonical.StreamEvent> = []
     if (!this.started) {
       this.started = true
@@ -96,12 +96,14 @@ export class StreamDecoder {
       const reason = finishReasonFromWire(choice.finish_reason)
       if (reason !== null) events.push({ type: "finish", index, reason })
     }
-    if (chunk.usage !== undefined && chunk.usage !== null) events.push({ type: "usage", usage: usageFromWire(chunk.usage) })
+    const usage = readUsage(chunk.usage)
+    if (typeof usage === "string") events.push({ type: "usage_rejected", reason: usage })
+    else if (usage !== undefined) events.push({ type: "usage", usage })
     return events
   }
 }
 
-const decodeChunkJson = Schema.decodeUnknownResult(Schema.fromJsonString(ChatCompletions.ChatCompletionChunk))
+const decodeChunkJson = Schema.decodeUnknownResult(Schema.fromJsonString(ChatCompletions.UpstreamChatCompletionChunk))
 
 /**
  * Reads the `data` of one upstream SSE event as a chunk. An in-band
@@ -110,7 +112,7 @@ const decodeChunkJson = Schema.decodeUnknownResult(Schema.fromJsonString(ChatCom
  *
  * @category decoding
  */
-export const parseChunk = (data: string): Result.Result<ChatCompletions.ChatCompletionChunk, UpstreamError> => {
+export const parseChunk = (data: string): Result.Result<ChatCompletions.UpstreamChatCompletionChunk, UpstreamError> => {
   const result = decodeChunkJson(data)
   if (Result.isSuccess(result)) return Result.succeed(result.success)
   if (data.includes("\"error\"")) {
@@ -276,6 +278,10 @@ export class StreamEncoder {
         return []
       case "usage":
         this.usage = event.usage
+        return []
+      case "usage_rejected":
+        // Figures the gateway refused are not passed on.
+        this.usage = undefined
         return []
       case "text":
         if (event.text.length === 0) return this.opened(event.index, [])

@@ -379,8 +379,11 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
 
       const settle = (
         holdId: string,
-        chargeNanos: bigint
+        charge: bigint
       ): Effect.Effect<AccountsPort.Settled, GatewayError.InternalError | GatewayError.DatabaseUnavailable> => {
+        // A negative charge would add money to the lease (or be refused by the database path, stranding
+        // the hold): it charges nothing and releases the hold.
+        const chargeNanos = charge < 0n ? 0n : charge
         if (databaseHolds.has(holdId)) {
           databaseHolds.delete(holdId)
           return accounts.settle(holdId, chargeNanos).pipe(

@@ -300,6 +300,24 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.deepStrictEqual(yield* books(user), { balance: 4_000n, reserved: 0n, leases: 0, holds: 0 })
       }))
 
+    it.effect("a negative charge charges nothing and releases the hold, on the lease and the database path alike", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(5_000n)
+        for (const leases of [true, false]) {
+          const { purses, writer, close } = yield* node({ leases })
+          const id = yield* purses.hold(request(user, 1_000n))
+          // Usage of -1,000,000 prompt and -5,000,000 completion tokens once credited the lease with its cost.
+          assert.deepStrictEqual(yield* purses.settle(id, -3_150_000_000n), AccountsPort.nothingSettled)
+          assert.strictEqual(yield* purses.balance(user), 5_000n, "nothing was credited")
+          const held = yield* Effect.forEach(Array.from({ length: 5 }), () => purses.hold(request(user, 1_000n)))
+          assert.strictEqual((yield* Effect.flip(purses.hold(request(user, 1_000n))))._tag, "InsufficientBalance")
+          for (const hold of held) yield* purses.settle(hold, 0n)
+          yield* close
+          yield* writer.flush
+          assert.deepStrictEqual(yield* books(user), { balance: 5_000n, reserved: 0n, leases: 0, holds: 0 })
+        }
+      }))
+
     it.effect("on the database path a charge beyond the largest amount takes what the hold and the balance allow", () =>
       Effect.gen(function*() {
         const user = yield* userWith(5_000n)
