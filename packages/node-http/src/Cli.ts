@@ -1,13 +1,12 @@
 /**
  * The `modelgate` command line: `serve`, `keys create|list|revoke`,
- * `users adjust|set-password`, `usage replay` and `fakeupstream`. Every command that touches the database
+ * `users adjust|set-password` and `usage replay`. Every command that touches the database
  * reads the same configuration as `serve` (`--config FILE`, else
  * `MODELGATE_CONFIG`, else the demo setup on its own database) so it works on
  * the same data.
  *
  * @since 0.1.0
  */
-import { FakeUpstream, parseListenAddress } from "@modelgate/fake-upstream"
 import { Money } from "@modelgate/core"
 import * as Accounts from "@modelgate/store/Accounts"
 import * as CatalogRepo from "@modelgate/store/CatalogRepo"
@@ -122,8 +121,8 @@ const serve = (env: Env) =>
     Effect.gen(function*() {
       const path = Option.getOrUndefined(config) ?? nonEmpty(env["MODELGATE_CONFIG"])
       if (path === undefined) yield* Demo.guardEnvironment(env, { serving: true })
-      const upstream = path === undefined ? yield* FakeUpstream.scoped({ port: 0 }) : undefined
-      const loaded = yield* loadConfig(config, env, upstream?.url, true)
+      const upstream = path === undefined ? yield* Demo.upstream(env) : undefined
+      const loaded = yield* loadConfig(config, env, upstream, true)
       const { file, demo } = loaded
       // Without node_id in the file, a stable id kept beside the key file (held while this process runs).
       const settings = file.node_id === undefined
@@ -132,7 +131,7 @@ const serve = (env: Env) =>
       yield* Layer.launch(
         Layer.effectDiscard(banner(settings, demo)).pipe(Layer.provide(Server.layer(settings, file)))
       ).pipe(Effect.catchTag("SqlError", unusableDatabase(settings, env)))
-    }).pipe(Effect.scoped)).pipe(Command.withDescription("Run the gateway (with no configuration: the demo setup)."))
+    }).pipe(Effect.scoped)).pipe(Command.withDescription("Run the gateway (with no configuration: the demo setup, which `pnpm start` runs with its fake upstream)."))
 
 /**
  * A database that cannot be opened or reached, reported with where its address
@@ -377,17 +376,6 @@ const usage = (env: Env) => {
   return Command.make("usage").pipe(Command.withSubcommands([replay]), Command.withDescription("Usage records and charges."))
 }
 
-const fakeupstream = Command.make("fakeupstream", {
-  listen: Flag.String("listen").pipe(Flag.withDefault("127.0.0.1:9001"), Flag.withDescription("HOST:PORT to listen on.")),
-  apiKey: Flag.String("api-key").pipe(Flag.optional, Flag.withDescription("The only upstream key accepted (default: any non-empty key)."))
-}, (flags) =>
-  Effect.gen(function*() {
-    const address = parseListenAddress(flags.listen)
-    const server = yield* FakeUpstream.scoped({ ...address, ...Option.match(flags.apiKey, { onNone: () => ({}), onSome: (apiKey) => ({ apiKey }) }) })
-    yield* Console.log(`fake upstream (OpenAI, Gemini, Anthropic) listening on ${server.url}`)
-    return yield* Effect.never
-  }).pipe(Effect.scoped)).pipe(Command.withDescription("Run the fake upstream used by tests, demos and benchmarks."))
-
 /**
  * The root command.
  *
@@ -396,5 +384,5 @@ const fakeupstream = Command.make("fakeupstream", {
 export const make = (env: Env) =>
   Command.make("modelgate").pipe(
     Command.withDescription("modelgate: a self-hosted LLM API gateway."),
-    Command.withSubcommands([serve(env), keys(env), users(env), usage(env), fakeupstream])
+    Command.withSubcommands([serve(env), keys(env), users(env), usage(env)])
   )

@@ -128,6 +128,31 @@ export const guardEnvironment = (env: Env, options: { readonly serving: boolean 
 }
 
 /**
+ * The fake upstream the demo setup's channels point at, as `pnpm start`
+ * (`packages/demo`) gives it in `MODELGATE_DEMO_UPSTREAM`: a loopback URL.
+ * Without it the demo has nothing to serve, and says how to start it.
+ *
+ * @category guards
+ */
+export const upstream = (env: Env): Effect.Effect<string, ConfigError> => {
+  const url = env["MODELGATE_DEMO_UPSTREAM"]?.trim()
+  if (url === undefined || url.length === 0) {
+    return refuse(
+      "No configuration was given (--config FILE or MODELGATE_CONFIG), so this would serve the demo setup, whose fake " +
+        "upstream is not running. Run `pnpm start` for the demo (it starts both), or give your configuration file."
+    )
+  }
+  let host: string
+  try {
+    host = new URL(url).hostname.replace(/^\[(.*)\]$/, "$1")
+  } catch {
+    return refuse(`MODELGATE_DEMO_UPSTREAM is not a URL: '${url}'.`)
+  }
+  if (!isLoopback(host)) return refuse(`MODELGATE_DEMO_UPSTREAM must be on this machine (a loopback address), got '${url}'.`)
+  return Effect.succeed(url.replace(/\/+$/, ""))
+}
+
+/**
  * Whether a listen host is a loopback address (`127.0.0.0/8`, `::1`,
  * `localhost`).
  *

@@ -531,51 +531,17 @@ describe("the modelgate process", () => {
     }
   })
 
-  it("serves the demo with no configuration, on its own database, printing an address, a key and a curl line that works", async () => {
-    const port = await freePort()
-    const cwd = join(dir, "demo")
+  it("refuses to serve the demo without its fake upstream, saying how to start the demo", async () => {
+    const cwd = join(dir, "no-upstream")
     mkdirSync(cwd)
-    const proc = run(["serve"], { cwd, env: { MODELGATE_LISTEN: `127.0.0.1:${port}` } })
-    try {
-      for (let i = 0; i < 200 && !proc.output().includes("-d '{"); i++) {
-        if (proc.child.exitCode !== null) break
-        await new Promise((r) => setTimeout(r, 100))
-      }
-      const output = proc.output()
-      assert.include(output, `modelgate listening on http://127.0.0.1:${port}`)
-      assert.match(output, /API key: +sk-demo-modelgate-0+/)
-      const start = output.indexOf("curl ")
-      assert.isAbove(start, -1, output)
-      // The two printed lines, joined as a shell joins a backslash-continued line.
-      const curl = output.slice(start).split("\n").slice(0, 2).join("\n")
-      const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-        const child = spawn("sh", ["-c", curl], { stdio: ["ignore", "pipe", "ignore"] })
-        let stdout = ""
-        child.stdout!.on("data", (d) => stdout += d)
-        child.on("exit", (code) => resolve({ code, stdout }))
-      })
-      assert.strictEqual(result.code, 0)
-      const completion = JSON.parse(result.stdout) as { choices: Array<{ message: { content: string } }> }
-      assert.match(completion.choices[0]!.message.content, /fake-upstream/)
-      assert.isTrue(existsSync(join(cwd, "data", "demo", "modelgate.db")), "the demo's own database")
-      assert.isTrue(existsSync(join(cwd, "data", "demo", "created-by-the-modelgate-demo")), "marked as the demo's")
-      assert.isFalse(existsSync(join(cwd, "data", "modelgate.db")), "not the default database of a configuration")
-    } finally {
-      proc.child.kill("SIGTERM")
-      await proc.exited
-    }
-    // Started again, it finds its own database and serves it.
-    const again = run(["serve"], { cwd, env: { MODELGATE_LISTEN: `127.0.0.1:${port}` } })
-    try {
-      for (let i = 0; i < 200 && !again.output().includes("-d '{"); i++) {
-        if (again.child.exitCode !== null) break
-        await new Promise((r) => setTimeout(r, 100))
-      }
-      assert.include(again.output(), `modelgate listening on http://127.0.0.1:${port}`)
-    } finally {
-      again.child.kill("SIGTERM")
-      await again.exited
-    }
+    const proc = run(["serve"], { cwd })
+    assert.strictEqual(await proc.exited, 1)
+    assert.include(proc.output(), "modelgate: No configuration was given")
+    assert.include(proc.output(), "Run `pnpm start` for the demo")
+    assert.isFalse(existsSync(join(cwd, "data")), "nothing was created")
+    const remote = run(["serve"], { cwd, env: { MODELGATE_DEMO_UPSTREAM: "http://example.com:9" } })
+    assert.strictEqual(await remote.exited, 1)
+    assert.include(remote.output(), "MODELGATE_DEMO_UPSTREAM must be on this machine")
   })
 
   it("refuses to run the demo into a real database, a real Redis, an empty MODELGATE_CONFIG, a public address or a database it did not create, naming why", async () => {
@@ -604,7 +570,8 @@ describe("the modelgate process", () => {
     const cwd = join(dir, "refusals")
     mkdirSync(cwd)
     const refused = async (env: Record<string, string>) => {
-      const proc = run(["serve"], { cwd, env })
+      // As `pnpm start` runs it: with the demo's upstream named (nothing listens there; it is never reached).
+      const proc = run(["serve"], { cwd, env: { MODELGATE_DEMO_UPSTREAM: "http://127.0.0.1:9", ...env } })
       const code = await proc.exited
       return { code, output: proc.output() }
     }

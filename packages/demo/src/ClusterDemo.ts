@@ -19,6 +19,7 @@
  * @since 0.1.0
  */
 import { FakeUpstream } from "@modelgate/fake-upstream"
+import * as Gateway from "./Gateway.ts"
 import * as Database from "@modelgate/store/Database"
 import { Console, Context, Duration, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -28,8 +29,7 @@ import { accessSync, chmodSync, closeSync, constants, existsSync, mkdtempSync, o
 import { createServer, Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
-import type { ConfigFile } from "./ConfigFile.ts"
+import type { ConfigFile } from "@modelgate/node-http/ConfigFile"
 
 /** Why the demo could not run (a missing tool, a service down, a node that did not start, a failed check). @category errors */
 export class DemoError extends Schema.TaggedError<DemoError>()("DemoError", { message: Schema.String }) {}
@@ -73,7 +73,8 @@ export const ADMIN_PASSWORD = "cluster-demo"
 /** The rate limit of the demo's limited key, in requests per minute. @category constants */
 export const LIMITED_RPM = 5
 
-const bin = fileURLToPath(new URL("./bin.ts", import.meta.url))
+/** The gateway the nodes run: the bundle when it was built, else node-http's sources. */
+const bin = Gateway.binary
 
 // ---------------------------------------------------------------------------
 // Configuration files

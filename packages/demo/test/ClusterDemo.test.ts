@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import { existsSync, readdirSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as ClusterDemo from "../src/ClusterDemo.ts"
-import { freePort } from "./support/Processes.ts"
+import { freePort } from "../src/Gateway.ts"
 
 describe("ClusterDemo", () => {
   it("nginx runs in the foreground with every path in the demo's directory, round robin over the nodes", () => {
