@@ -74,7 +74,7 @@ export interface Inspected {
    * The body to forward to a same-dialect upstream under `upstreamModel`,
    * with the channel's parameter edit applied (none: the fast path).
    */
-  readonly forward: (upstreamModel: string, edit?: BodyEdit | undefined) => string
+  readonly forward: (upstreamModel: string, edit?: BodyEdit | undefined) => string | Uint8Array
 }
 
 /** What the route said of a call (Gemini puts the model and the stream flag in the path). @category models */
@@ -168,7 +168,19 @@ export interface ClientDialect {
   readonly dialect: Dialect
   /** The API key presented with a request (`search`: the raw query string), or undefined when none was. */
   readonly presentedKey: (headers: HeaderBag, search: string) => string | undefined
-  readonly inspect: (body: string, hints: RouteHints) => Effect.Effect<Inspected, InvalidRequest>
+  /**
+   * Reads what the call needs from a chat body (its UTF-8 bytes as received),
+   * without decoding more of it than that: a large body's full structure may
+   * be left for `check`.
+   */
+  readonly inspect: (body: Uint8Array, hints: RouteHints) => Effect.Effect<Inspected, InvalidRequest>
+  /**
+   * The structure check `inspect` left out for a large body, run when a
+   * channel of the client's own dialect refused it: the error naming the
+   * field, or `undefined` when the body is well formed (the upstream's refusal
+   * stands). Dialects that check everything at inspection leave it out.
+   */
+  readonly check?: ((inspected: Inspected) => InvalidRequest | undefined) | undefined
   readonly decodeRequest: (inspected: Inspected) => Effect.Effect<ChatRequest, InvalidRequest | UnsupportedFeature>
   readonly passthroughMeter: (inspected: Inspected) => PassthroughMeter
   readonly usageOfResponse: (json: unknown, promptEstimate: number) => Metered

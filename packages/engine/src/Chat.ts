@@ -48,7 +48,8 @@ export interface ChatInput {
   readonly startedAt: number
   readonly key: Domain.ApiKey
   readonly client: Dialect.ClientDialect
-  readonly body: string
+  /** The request body's UTF-8 bytes, as received. */
+  readonly body: Uint8Array
   readonly hints: Dialect.RouteHints
   /** The request's headers (the sticky routing header is read from them). */
   readonly headers?: Dialect.HeaderBag | undefined
@@ -73,7 +74,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
   const route = yield* Admission.authorize(key, inspected.model)
   const model = route.model
   const maxOutput = Pricing.maxOutputFor(model, inspected.maxOutputTokens)
-  const bodyBytes = Tokens.utf8Length(input.body)
+  const bodyBytes = input.body.length
   const held = yield* Pricing.holdFor(model, route.group.ratioMicros, { promptTokens: Tokens.bodyTokenBound(bodyBytes, inspected.mediaParts), outputTokens: maxOutput, choices: inspected.choices })
   const promptEstimate = Math.ceil(bodyBytes / 4)
   // Limits before money: a call refused here holds nothing.
@@ -131,7 +132,13 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         at
       )
       record.status = response.status
-      if (response.status >= 400) return yield* Failover.refused(response, target, upstream)
+      if (response.status >= 400) {
+        // A large body was forwarded without its structure checked: refused, it is checked now, and a malformed
+        // one gets the error naming the field (the upstream's own refusal stands for a well-formed one).
+        return yield* Failover.refused(response, target, upstream).pipe(
+          Effect.catchTag("UpstreamRejected", (refusal) => Effect.fail(same ? client.check?.(inspected) ?? refusal : refusal))
+        )
+      }
       const headers = { ...limitHeaders, "x-request-id": input.requestId }
       if (!inspected.stream) {
         const text = yield* Upstream.readText(response, settings.maxAnswerBytes)

@@ -24,7 +24,7 @@
  *
  * @since 0.1.0
  */
-import { type Dialect, type Domain, GatewayError, type UsageLog } from "@modelgate/core"
+import { type Dialect, type Domain, GatewayError, Issues, type UsageLog } from "@modelgate/core"
 import { Clock, Effect } from "effect"
 import type { Outcome } from "./Breakers.ts"
 import * as Health from "./Health.ts"
@@ -92,7 +92,7 @@ export const exchange = Effect.fnUntraced(function*(
   target: Selection.Target,
   upstream: Dialect.UpstreamDialect,
   url: string,
-  body: string,
+  body: string | Uint8Array,
   at: Upstream.Deadlines,
   record: AttemptRecord
 ) {
@@ -208,7 +208,8 @@ export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
       error.message,
       error._tag === "UpstreamRateLimited" && error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1000 : undefined
     )
-    yield* Effect.logWarning("upstream attempt failed before the first byte").pipe(
+    // A request translation refused (the caller's error, found when the first channel of another dialect came up) is no upstream's failure.
+    yield* (Issues.isRequestError(error) && record.status === null ? Effect.logDebug("the request was refused while translated for a channel") : Effect.logWarning("upstream attempt failed before the first byte")).pipe(
       Effect.annotateLogs({
         requestId: call.requestId,
         attempt: call.tried.length,

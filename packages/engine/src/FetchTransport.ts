@@ -253,7 +253,8 @@ export const layerWith = (fetchImpl: typeof fetch = globalThis.fetch): Layer.Lay
             const response = await fetchImpl(request.url, {
               method: request.method,
               headers: request.headers,
-              ...(request.body === undefined ? {} : { body: request.body }),
+              // The engine's bytes are never backed by shared memory.
+              ...(request.body === undefined ? {} : { body: request.body as string | Uint8Array<ArrayBuffer> }),
               signal: timers.controller.signal
             })
             timers.rest()

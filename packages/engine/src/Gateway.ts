@@ -19,14 +19,13 @@
  *
  * @since 0.1.0
  */
-import { type Accounts, Admission, Catalog, type Dialect, type Domain, GatewayError, type KeyStore, type RateLimiter, type UsageLog } from "@modelgate/core"
+import { type Accounts, Admission, Catalog, type Dialect, type Domain, GatewayError, JsonDepth, JsonScan, type KeyStore, type RateLimiter, type UsageLog } from "@modelgate/core"
 import { Cause, Clock, Effect } from "effect"
 import * as Chat from "./Chat.ts"
 import * as CountTokens from "./CountTokens.ts"
 import * as Dialects from "./Dialects.ts"
 import * as Embeddings from "./Embeddings.ts"
 import * as Exchange from "./Exchange.ts"
-import * as JsonDepth from "./JsonDepth.ts"
 import * as LegacyBilling from "./LegacyBilling.ts"
 import * as Routes from "./Routes.ts"
 import type * as Health from "./Health.ts"
@@ -90,19 +89,21 @@ const internalError = (requestId: string) =>
     message: `The gateway failed to handle the request (request id ${requestId}). The operator can find the cause in the log.`
   })
 
-const tooDeep = new GatewayError.InvalidRequest({
-  message: `The request body nests objects and arrays more than ${JsonDepth.MAX_DEPTH} levels deep. ` +
-    "Send a flatter request (a tool's parameter schema, or a function's arguments or results, nested less deeply)."
-})
-
 /**
- * Reads a request's body within `max_body_bytes`, and refuses one that nests
- * JSON more than `JsonDepth.MAX_DEPTH` levels deep before anything parses or
+ * Reads a chat request's body within `max_body_bytes`, as bytes: the client
+ * dialect's inspection scans it, refusing JSON nested more than
+ * `JsonDepth.MAX_DEPTH` levels in the same pass, before anything parses or
  * translates it (which would overflow the stack).
  */
-const readBody = (request: Exchange.GatewayRequest) =>
-  Effect.flatMap(Settings, (settings) =>
-    Effect.flatMap(request.body(settings.maxBodyBytes), (text) => JsonDepth.exceeds(text) ? Effect.fail(tooDeep) : Effect.succeed(text)))
+const readBytes = (request: Exchange.GatewayRequest) => Effect.flatMap(Settings, (settings) => request.body(settings.maxBodyBytes))
+
+/**
+ * Reads a request's body within `max_body_bytes` as text, refusing one that
+ * nests JSON more than `JsonDepth.MAX_DEPTH` levels deep (embeddings and
+ * token counts, which parse it whole).
+ */
+const readText = (request: Exchange.GatewayRequest) =>
+  Effect.flatMap(readBytes(request), (bytes) => JsonDepth.exceeds(bytes) ? Effect.fail(JsonDepth.tooDeep()) : Effect.succeed(JsonScan.decode(bytes)))
 
 /**
  * Serves one request on a route of the API surface: never fails (every error
@@ -153,14 +154,13 @@ export const serve = (
           startedAt: yield* Clock.currentTimeMillis,
           key,
           client,
-          body: yield* readBody(request),
+          body: yield* readBytes(request),
           headers: request.headers,
           hints: {}
         })
       case "OpenAIEmbeddings":
-        return yield* Embeddings.handle({ requestId, key, client, embeddings: client.embeddings!, body: yield* readBody(request), hints: {} })
+        return yield* Embeddings.handle({ requestId, key, client, embeddings: client.embeddings!, body: yield* readText(request), hints: {} })
       case "GeminiAction": {
-        const body = yield* readBody(request)
         switch (route.action) {
           case "generateContent":
           case "streamGenerateContent":
@@ -169,7 +169,7 @@ export const serve = (
               startedAt: yield* Clock.currentTimeMillis,
               key,
               client,
-              body,
+              body: yield* readBytes(request),
               headers: request.headers,
               hints: {
                 model: route.model,
@@ -178,7 +178,7 @@ export const serve = (
               }
             })
           case "countTokens":
-            return yield* CountTokens.handle({ requestId, key, client, counter: client.countTokens!, body, model: route.model })
+            return yield* CountTokens.handle({ requestId, key, client, counter: client.countTokens!, body: yield* readText(request), model: route.model })
           case "embedContent":
           case "batchEmbedContents":
             return yield* Embeddings.handle({
@@ -186,7 +186,7 @@ export const serve = (
               key,
               client,
               embeddings: client.embeddings!,
-              body,
+              body: yield* readText(request),
               hints: { model: route.model, operation: route.action }
             })
         }

@@ -42,7 +42,8 @@ export interface TransportRequest {
   readonly method: "GET" | "POST"
   readonly url: string
   readonly headers: Readonly<Record<string, string>>
-  readonly body?: string | undefined
+  /** JSON text, or its UTF-8 bytes (a client's body forwarded as it came). */
+  readonly body?: string | Uint8Array | undefined
   readonly deadlines: Deadlines
 }
 

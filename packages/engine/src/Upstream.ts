@@ -100,7 +100,7 @@ export const send = Effect.fnUntraced(function*(
   channel: Domain.Channel,
   url: string,
   headers: Readonly<Record<string, string>>,
-  body: string | undefined,
+  body: string | Uint8Array | undefined,
   at: Deadlines,
   method: "GET" | "POST" = "POST"
 ) {

@@ -4,7 +4,8 @@
  * default api-version, and the upstream's own message for operators.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Domain } from "@modelgate/core"
+import { Domain, JsonDepth } from "@modelgate/core"
+import { Effect } from "effect"
 import * as Dialects from "../src/Dialects.ts"
 import * as Upstream from "../src/Upstream.ts"
 
@@ -143,4 +144,15 @@ describe("a 200 that is not an answer, as each upstream dialect judges it", () =
       assert.strictEqual(upstream.opening(unfinished, true, "up"), "answer", "a last event without its blank line counts at the end")
     })
   }
+
+  it.effect("every client dialect refuses a chat body nested deeper than JsonDepth.MAX_DEPTH at inspection (the engine checks no further)", () =>
+    Effect.gen(function*() {
+      const nested = (levels: number) => "{\"a\":".repeat(levels) + "1" + "}".repeat(levels)
+      for (const dialect of Domain.Dialect.literals) {
+        const client = Dialects.client(dialect)
+        const body = new TextEncoder().encode(`{"model":"m","messages":[],"contents":[],"tools":[${nested(JsonDepth.MAX_DEPTH)}]}`)
+        const error = yield* Effect.flip(client.inspect(body, { model: "m" }))
+        assert.strictEqual(error.message, JsonDepth.tooDeep().message, dialect)
+      }
+    }))
 })

@@ -72,19 +72,30 @@ export const presentedKey = (headers: Core.HeaderBag, search: string): string | 
 // Client side
 // ---------------------------------------------------------------------------
 
-const inspect = (body: string, hints: Core.RouteHints) =>
-  Effect.map(Passthrough.inspectBody(body), (inspection): Core.Inspected => ({
-    model: hints.model ?? "",
-    stream: hints.stream ?? false,
-    includeUsage: true,
-    maxOutputTokens: inspection.maxOutputTokens,
-    choices: inspection.candidateCount,
-    mediaParts: inspection.mediaParts,
-    json: inspection.body,
-    sse: hints.sse ?? true,
-    forward: (_, edit) =>
-      edit?.params === undefined ? body : JSON.stringify(Params.apply(inspection.body as Record<string, unknown>, edit.params))
-  }))
+/** What each inspection learnt of its body, for `check`. */
+const inspections = new WeakMap<Core.Inspected, Passthrough.Inspection>()
+
+const inspect = (body: Uint8Array, hints: Core.RouteHints) =>
+  Effect.map(Passthrough.inspectBody(body), (inspection): Core.Inspected => {
+    const view: Core.Inspected = {
+      model: hints.model ?? "",
+      stream: hints.stream ?? false,
+      includeUsage: true,
+      maxOutputTokens: inspection.maxOutputTokens,
+      choices: inspection.candidateCount,
+      mediaParts: inspection.mediaParts,
+      // Parsed only when read (the translation path, a parameter edit, a refused body's check).
+      get json() {
+        return inspection.body
+      },
+      sse: hints.sse ?? true,
+      // The model is in the path: the client's bytes go as they came, unless the channel edits parameters.
+      forward: (_, edit) =>
+        edit?.params === undefined ? body : JSON.stringify(Params.apply(inspection.body as Record<string, unknown>, edit.params))
+    }
+    inspections.set(view, inspection)
+    return view
+  })
 
 /** What a relayed answer consumed: the upstream's usage, else estimates (saying why when its figures were refused). */
 const metered = (usage: Canonical.Usage | string | undefined, promptEstimate: number, generatedTokens: number): Core.Metered =>
@@ -268,6 +279,10 @@ export const client: Core.ClientDialect = {
   dialect: "gemini",
   presentedKey,
   inspect,
+  check: (inspected) => {
+    const inspection = inspections.get(inspected)
+    return inspection === undefined ? undefined : Passthrough.checkStructure(inspection)
+  },
   decodeRequest: (inspected) => Request.decodeRequest(inspected.json, inspected.model, { stream: inspected.stream }),
   passthroughMeter: (inspected) => {
     const meter = new Passthrough.PassthroughMeter()

@@ -52,23 +52,39 @@ export const bearer = (headers: Core.HeaderBag): string | undefined => {
 // Client side
 // ---------------------------------------------------------------------------
 
-const inspect = (body: string) =>
-  Effect.map(Passthrough.inspectChatBody(body), (inspected): Core.Inspected => ({
-    model: inspected.model,
-    stream: inspected.stream,
-    includeUsage: inspected.includeUsage,
-    maxOutputTokens: inspected.maxTokens,
-    choices: inspected.choices,
-    mediaParts: inspected.mediaParts,
-    json: inspected.json,
-    forward: (upstreamModel, edit) =>
-      edit === undefined
-        ? Passthrough.upstreamBody(inspected, upstreamModel)
-        : edit.streamOptions
-        ? Passthrough.upstreamBody({ ...inspected, json: Params.edit(inspected.json, edit) }, upstreamModel)
-        // An upstream that rejects stream_options gets none (its stream usage is then counted locally).
-        : JSON.stringify({ ...Params.edit(inspected.json, edit), model: upstreamModel })
-  }))
+/** A body with a channel's parameter edit applied: decoded, edited and written again (channels without an edit never pay this). */
+const editedBody = (inspected: Passthrough.InspectedBody, upstreamModel: string, edit: Params.BodyEdit): string => {
+  const out: Record<string, unknown> = { ...Params.edit(inspected.json, edit), model: upstreamModel }
+  // An upstream that rejects stream_options gets none (its stream usage is then counted locally).
+  if (edit.streamOptions && inspected.stream) {
+    const options = out.stream_options
+    out.stream_options = Predicate.isObject(options) ? { ...options, include_usage: true } : { include_usage: true }
+  }
+  return JSON.stringify(out)
+}
+
+/** What each inspection learnt of its body, for `check`. */
+const inspections = new WeakMap<Core.Inspected, Passthrough.InspectedBody>()
+
+const inspect = (body: Uint8Array) =>
+  Effect.map(Passthrough.inspectChatBody(body), (inspected): Core.Inspected => {
+    const view: Core.Inspected = {
+      model: inspected.model,
+      stream: inspected.stream,
+      includeUsage: inspected.includeUsage,
+      maxOutputTokens: inspected.maxTokens,
+      choices: inspected.choices,
+      mediaParts: inspected.mediaParts,
+      // Parsed only when read (the translation path, a parameter edit, a refused body's check).
+      get json() {
+        return inspected.json
+      },
+      forward: (upstreamModel, edit) =>
+        edit === undefined ? Passthrough.upstreamBody(inspected, upstreamModel) : editedBody(inspected, upstreamModel, edit)
+    }
+    inspections.set(view, inspected)
+    return view
+  })
 
 /** The error envelope, with the `x-ratelimit-*` headers of the limit that refused a call. */
 const renderError = (error: GatewayError.GatewayError): Core.ErrorResponse => {
@@ -233,6 +249,10 @@ export const client: Core.ClientDialect = {
     return key === undefined || key.length === 0 ? undefined : key
   },
   inspect,
+  check: (inspected) => {
+    const body = inspections.get(inspected)
+    return body === undefined ? undefined : Passthrough.checkStructure(body)
+  },
   decodeRequest: (inspected) => Request.decodeRequest(inspected.json),
   passthroughMeter: (inspected) => {
     const meter = new Passthrough.PassthroughMeter({ includeUsage: inspected.includeUsage })
