@@ -36,9 +36,22 @@ import { nonEmpty, resolveSettings, type Settings } from "./Settings.ts"
 
 type Env = Readonly<Record<string, string | undefined>>
 
-const consoleDir = (): string | null => {
+/**
+ * Where the console's built files are: `MODELGATE_CONSOLE_DIR` (a deployment
+ * that copies the bundle elsewhere points it at the files; set but without an
+ * `index.html`, the start stops, naming it), else `packages/console/dist` of
+ * this checkout when it was built (from the sources or the bundle alike), else
+ * none (the console is not served).
+ */
+const consoleDir = (env: Env): Effect.Effect<string | null, ConfigFile.ConfigError> => {
+  const configured = nonEmpty(env["MODELGATE_CONSOLE_DIR"])
+  if (configured !== undefined) {
+    return existsSync(`${configured}/index.html`)
+      ? Effect.succeed(configured)
+      : Effect.fail(new ConfigFile.ConfigError({ message: `MODELGATE_CONSOLE_DIR is ${configured}, which has no index.html: point it at the console's built files (packages/console/dist after pnpm build).` }))
+  }
   const dir = fileURLToPath(new URL("../../console/dist", import.meta.url))
-  return existsSync(`${dir}/index.html`) ? dir : null
+  return Effect.succeed(existsSync(`${dir}/index.html`) ? dir : null)
 }
 
 const configFlag = Flag.String("config").pipe(
@@ -57,12 +70,12 @@ const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string 
     const path = Option.getOrUndefined(flag) ?? nonEmpty(env["MODELGATE_CONFIG"])
     if (path !== undefined) {
       const file = yield* ConfigFile.load(path)
-      const settings = yield* resolveSettings(file, env, { consoleDir: consoleDir(), source: path })
+      const settings = yield* resolveSettings(file, env, { consoleDir: yield* consoleDir(env), source: path })
       return { file, settings, demo: false }
     }
     yield* Demo.guardEnvironment(env, { serving })
     const file = Demo.config(demoUpstream ?? "http://127.0.0.1:9")
-    const settings = yield* resolveSettings(file, env, { consoleDir: consoleDir(), source: "the built-in demo configuration" })
+    const settings = yield* resolveSettings(file, env, { consoleDir: yield* consoleDir(env), source: "the built-in demo configuration" })
     yield* Demo.claimDatabase(settings)
     return { file, settings, demo: true }
   })
