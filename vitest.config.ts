@@ -14,6 +14,7 @@ const node = [
   "limits",
   "fake-upstream",
   "node-http",
+  "demo",
   "admin-api",
   "bench"
 ]

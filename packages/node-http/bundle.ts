@@ -4,16 +4,20 @@
  * only what is used of each package (Effect's barrels load every module:
  * running the sources costs about 210 MB of memory at idle, this bundle about
  * 120 MB) and no TypeScript to strip at start. Node built-ins stay imports.
- * `pnpm build` runs it after the type check.
+ * `pnpm build` runs it after the type check. `--out FILE` writes the bundle
+ * elsewhere (the tests build one of their own).
  *
  * @since 0.1.0
  */
 import { build } from "rolldown"
 import { chmodSync } from "node:fs"
+import { resolve } from "node:path"
 import { fileURLToPath } from "node:url"
+import { parseArgs } from "node:util"
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
-const file = here("./dist/modelgate.mjs")
+const { values } = parseArgs({ options: { out: { type: "string" } } })
+const file = values.out === undefined ? here("./dist/modelgate.mjs") : resolve(values.out)
 
 await build({
   input: here("./src/bin.ts"),

@@ -1,15 +1,23 @@
 /**
- * The one error of the management API and its JSON envelope. Every failure a
- * handler can meet (bad input, store conflicts, missing records, refusals) is
- * mapped here to an `ApiError` with its HTTP status, and written as
+ * The one error of the management API and its JSON envelope. Every refusal
+ * or failure (bad input, store conflicts, missing records, refusals) is an
+ * `ApiError` with its HTTP status, written as
  * `{"error":{"message","type","param","code"}}`, the envelope the gateway's
  * OpenAI surface uses, so scripts handle one shape.
  *
+ * The contract declares one response schema per status (`responses`), each
+ * encoding that envelope, so the server writes an `ApiError` with the status
+ * it carries, the OpenAPI document lists every error response, and the typed
+ * client decodes any of them back into an `ApiError` (a 429 with its
+ * `retry-after`).
+ *
+ * Browser-safe: depends on `effect` only.
+ *
  * @since 0.1.0
  */
-import { Effect, Schema, SchemaIssue } from "effect"
+import { Effect, Schema, SchemaIssue, SchemaTransformation } from "effect"
 import { HttpServerResponse } from "effect/http"
-import type { ErrorBody } from "./Contract.ts"
+import { HttpApiSchema } from "effect/http-api"
 
 /**
  * A refusal or failure with its status. `param` names the offending field
@@ -26,8 +34,14 @@ export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
   retryAfterSeconds: Schema.optionalKey(Schema.Int)
 }) {}
 
+/** The longest message an error carries; quoted input is cut well before (see core's `Text.clip`). */
+const MAX_MESSAGE = 1_000
+
+const capped = (message: string): string =>
+  message.length <= MAX_MESSAGE ? message : `${message.slice(0, MAX_MESSAGE)}… (message cut at ${MAX_MESSAGE} characters)`
+
 const make = (status: number, type: string, code: string, message: string, param: string | null = null) =>
-  new ApiError({ status, type, code, message, param })
+  new ApiError({ status, type, code, message: capped(message), param })
 
 /** 400: the request is malformed; `param` names the field. @category constructors */
 export const invalid = (message: string, param: string | null = null, code = "invalid_request") =>
@@ -37,6 +51,9 @@ export const invalid = (message: string, param: string | null = null, code = "in
 export const unauthenticated = (message = "Sign in first: send the mg_session cookie from POST /api/auth/login, or 'Authorization: Bearer <API key>'.") =>
   make(401, "authentication_error", "unauthenticated", message)
 
+/** 401: the API key is unknown, disabled or expired. @category constructors */
+export const invalidApiKey = (message: string) => make(401, "authentication_error", "invalid_api_key", message)
+
 /** 403: signed in but not allowed. @category constructors */
 export const forbidden = (message: string, code = "forbidden") => make(403, "permission_error", code, message)
 
@@ -45,7 +62,7 @@ export const notFound = (message: string) => make(404, "not_found_error", "not_f
 
 /** 404 for a path the API does not have. @category constructors */
 export const noRoute = (method: string, path: string) =>
-  make(404, "not_found_error", "unknown_endpoint", `No endpoint ${method} ${path}. See the management API reference (docs/api.md).`)
+  make(404, "not_found_error", "unknown_endpoint", `No endpoint ${method} ${path}. See the management API reference (docs/api.md) or GET /api/openapi.json.`)
 
 /** 405 for a known path with another method. @category constructors */
 export const methodNotAllowed = (method: string, path: string, allow: ReadonlyArray<string>) =>
@@ -54,6 +71,19 @@ export const methodNotAllowed = (method: string, path: string, allow: ReadonlyAr
 /** 409: it would collide with an existing record. @category constructors */
 export const conflict = (message: string) => make(409, "conflict_error", "conflict", message)
 
+/** 413: the body is larger than the API reads. @category constructors */
+export const tooLarge = (limitBytes: number) =>
+  make(413, "invalid_request_error", "request_too_large", `The request body is larger than this API accepts (${limitBytes} bytes).`)
+
+/** 415: a body that is not JSON. @category constructors */
+export const unsupportedMediaType = (contentType: string) =>
+  make(
+    415,
+    "invalid_request_error",
+    "unsupported_media_type",
+    `Send the request body as JSON with 'content-type: application/json' (got '${contentType.slice(0, 80)}').`
+  )
+
 /** 429 with a retry delay. @category constructors */
 export const tooManyRequests = (message: string, retryAfterSeconds: number) =>
   new ApiError({ status: 429, type: "rate_limit_error", code: "rate_limited", message, param: null, retryAfterSeconds })
@@ -61,6 +91,106 @@ export const tooManyRequests = (message: string, retryAfterSeconds: number) =>
 /** 500: our fault; the cause is logged, never shown. @category constructors */
 export const internal = (message = "The server failed to complete the request; the cause is in its log.") =>
   make(500, "server_error", "internal_error", message)
+
+// ---------------------------------------------------------------------------
+// The envelope and the response schemas
+// ---------------------------------------------------------------------------
+
+/**
+ * The error body (same shape as the OpenAI envelope the gateway uses).
+ * `type` is one of `invalid_request_error`, `authentication_error`,
+ * `permission_error`, `not_found_error`, `conflict_error`, `rate_limit_error`,
+ * `server_error`.
+ *
+ * @category envelopes
+ */
+export const ErrorBody = Schema.Struct({
+  error: Schema.Struct({
+    message: Schema.String,
+    type: Schema.String,
+    param: Schema.NullOr(Schema.String),
+    code: Schema.NullOr(Schema.String)
+  })
+})
+export type ErrorBody = typeof ErrorBody.Type
+
+/**
+ * The JSON envelope of an error.
+ *
+ * @category encoding
+ */
+export const toBody = (error: ApiError): ErrorBody => ({
+  error: { message: error.message, type: error.type, param: error.param, code: error.code }
+})
+
+/** An `ApiError` of one status, as the type side of that status's response schema. */
+const withStatus = (status: number) =>
+  Schema.declare((u): u is ApiError => u instanceof ApiError && u.status === status, {
+    expected: `an ApiError with status ${status}`
+  })
+
+/**
+ * The response schema of one error status: the envelope on the wire, an
+ * `ApiError` of that status in code.
+ *
+ * @category responses
+ */
+export const response = (status: number) =>
+  ErrorBody.pipe(
+    Schema.decodeTo(
+      withStatus(status),
+      SchemaTransformation.transform({
+        decode: (body: ErrorBody) => new ApiError({ status, ...body.error }),
+        encode: toBody
+      })
+    ),
+    HttpApiSchema.status(status)
+  )
+
+/**
+ * The 429's response schema: the envelope, and the delay in `retry-after`.
+ *
+ * @category responses
+ */
+export const rateLimitedResponse = withStatus(429).pipe(
+  HttpApiSchema.encodeToWithHeaders({
+    body: ErrorBody.pipe(HttpApiSchema.status(429)),
+    headers: { "retry-after": Schema.optionalKey(Schema.NumberFromString) }
+  }, {
+    decode: ({ body, headers }) =>
+      new ApiError({
+        status: 429,
+        ...body.error,
+        ...(headers["retry-after"] === undefined ? {} : { retryAfterSeconds: Math.ceil(headers["retry-after"]) })
+      }),
+    encode: (error) => ({
+      body: toBody(error),
+      headers: error.retryAfterSeconds === undefined ? {} : { "retry-after": error.retryAfterSeconds }
+    })
+  })
+)
+
+/**
+ * Every error response any endpoint may give (declared once, by the API's
+ * request middleware).
+ *
+ * @category responses
+ */
+export const responses = [
+  response(400),
+  response(401),
+  response(403),
+  response(404),
+  response(409),
+  response(413),
+  response(415),
+  rateLimitedResponse,
+  response(500)
+] as const
+
+// ---------------------------------------------------------------------------
+// Schema failures
+// ---------------------------------------------------------------------------
 
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
 
@@ -77,15 +207,20 @@ export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
 
 /**
  * The field-level problems of a Schema failure: one `{ path, message }` per
- * bad field (`path` is `""` for the value as a whole).
+ * bad field (`path` is `""` for the value as a whole). Values a message quotes
+ * are cut to 80 characters.
  *
  * @category formatting
  */
 export const fieldIssues = (issue: SchemaIssue.Issue): ReadonlyArray<{ readonly path: string; readonly message: string }> =>
   formatter(issue).issues.map((item) => ({
-    path: formatPath((item.path ?? []).map((p) => (typeof p === "object" && p !== null ? p.key : p) as PropertyKey)),
-    message: item.message
+    path: formatPath((item.path ?? []).map((p) => (typeof p === "object" && p !== null ? p.key : p) as PropertyKey)).slice(0, 200),
+    message: clipQuoted(item.message)
   }))
+
+/** Cuts the quoted values inside a Schema message (`got "…"`) to 80 characters each. */
+const clipQuoted = (message: string): string =>
+  message.replace(/"((?:[^"\\]|\\.){80})(?:[^"\\]|\\.)+"/g, (_, head: string) => `"${head}…"`)
 
 /**
  * Turns a Schema failure of a request part (`body`, `query`) into a 400
@@ -103,17 +238,13 @@ export const fromSchemaIssue = (issue: SchemaIssue.Issue, part: string): ApiErro
   return invalid(message, param)
 }
 
-/**
- * The JSON envelope of an error.
- *
- * @category encoding
- */
-export const toBody = (error: ApiError): ErrorBody => ({
-  error: { message: error.message, type: error.type, param: error.param, code: error.code }
-})
+// ---------------------------------------------------------------------------
+// Responses written outside the contract
+// ---------------------------------------------------------------------------
 
 /**
- * The HTTP response of an error (with `retry-after` on a 429).
+ * The HTTP response of an error (with `retry-after` on a 429), for answers
+ * written outside the endpoints (unknown paths, wrong methods, defects).
  *
  * @category encoding
  */
@@ -156,7 +287,7 @@ export const fromUnknown = (error: unknown): Effect.Effect<ApiError> => {
     case "InvalidApiKey":
     case "KeyDisabled":
     case "KeyExpired":
-      return Effect.succeed(make(401, "authentication_error", "invalid_api_key", message))
+      return Effect.succeed(invalidApiKey(message))
     default:
       return Effect.as(Effect.logError("admin-api request failed", error), internal())
   }

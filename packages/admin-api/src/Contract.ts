@@ -1,11 +1,11 @@
 /**
- * The management API's contract: the request and response Schemas of every
- * endpoint under `/api/` (except the gateway's own `/api/me`), and a typed
- * table of the endpoints themselves. The server decodes requests and encodes
- * responses with these Schemas; the console decodes responses and validates
- * its forms with the very same ones, so no shape is written twice.
+ * The management API's request and response Schemas, for every endpoint under
+ * `/api/` (`Api.ts` puts them together into the endpoints). The server decodes
+ * requests and encodes responses with these Schemas; the console decodes
+ * responses and validates its forms with the very same ones, so no shape is
+ * written twice.
  *
- * Browser-safe: depends on `effect` only (no Node built-ins).
+ * Browser-safe: depends on `effect` (and core's `Domain`) only, no Node built-ins.
  *
  * Wire conventions:
  *
@@ -18,7 +18,9 @@
  *
  * @since 0.1.0
  */
+import * as Domain from "@modelgate/core/Domain"
 import { Schema } from "effect"
+import * as ApiError from "./ApiError.ts"
 
 // ---------------------------------------------------------------------------
 // Scalars
@@ -124,23 +126,9 @@ export type ChannelType = typeof ChannelType.Type
 // Envelopes
 // ---------------------------------------------------------------------------
 
-/**
- * The error body (same shape as the OpenAI envelope the gateway uses).
- * `type` is one of `invalid_request_error`, `authentication_error`,
- * `permission_error`, `not_found_error`, `conflict_error`, `rate_limit_error`,
- * `server_error`.
- *
- * @category envelopes
- */
-export const ErrorBody = Schema.Struct({
-  error: Schema.Struct({
-    message: Schema.String,
-    type: Schema.String,
-    param: Schema.NullOr(Schema.String),
-    code: Schema.NullOr(Schema.String)
-  })
-})
-export type ErrorBody = typeof ErrorBody.Type
+/** The error body, `{"error":{"message","type","param","code"}}` (see `ApiError`). @category envelopes */
+export const ErrorBody = ApiError.ErrorBody
+export type ErrorBody = ApiError.ErrorBody
 
 /** A page of results; `nextCursor` is null on the last page. @category envelopes */
 export const Page = <S extends Schema.Top>(item: S) =>
@@ -155,8 +143,8 @@ export type Ok = typeof Ok.Type
 
 /** Paging query: `limit` (1..500, default 50) and an opaque `cursor`. @category envelopes */
 export const PageQuery = Schema.Struct({
-  limit: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 500 }))),
-  cursor: Schema.optionalKey(Schema.String)
+  limit: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 500 }))),
+  cursor: Schema.optional(Schema.String)
 })
 export type PageQuery = typeof PageQuery.Type
 
@@ -193,6 +181,30 @@ export const SessionInfo = Schema.Struct({
   expiresAt: Schema.NullOr(EpochMs)
 })
 export type SessionInfo = typeof SessionInfo.Type
+
+/**
+ * `GET /api/me`: who is calling and what they may spend, in the snake_case
+ * shape the gateway has always answered with. With an API key: the key, its
+ * group and the models it may call; with a console session: no key or group,
+ * and the models of every group the user may pick.
+ *
+ * @category auth
+ */
+export const GatewayMe = Schema.Struct({
+  user: Schema.String,
+  role: Role,
+  group: Schema.NullOr(Schema.String),
+  key: Schema.NullOr(Schema.Struct({
+    id: Schema.String,
+    name: Schema.String,
+    prefix: Schema.String,
+    /** ISO 8601, or null for never. */
+    expires_at: Schema.NullOr(Schema.String)
+  })),
+  models: Schema.Array(Schema.String),
+  balance_usd: Usd
+})
+export type GatewayMe = typeof GatewayMe.Type
 
 /** `POST /api/auth/password`. @category auth */
 export const ChangePasswordRequest = Schema.Struct({
@@ -271,19 +283,19 @@ export type UsageItem = typeof UsageItem.Type
 /** `GET /api/usage`, `/api/usage.csv` and `/api/usage/daily` filters (query strings). @category usage */
 export const UsageQuery = Schema.Struct({
   ...PageQuery.fields,
-  keyId: Schema.optionalKey(Schema.String),
-  model: Schema.optionalKey(Schema.String),
+  keyId: Schema.optional(Schema.String),
+  model: Schema.optional(Schema.String),
   /** Inclusive lower bound, epoch ms. */
-  from: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))),
+  from: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))),
   /** Exclusive upper bound, epoch ms. */
-  to: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0)))
+  to: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0)))
 })
 export type UsageQuery = typeof UsageQuery.Type
 
 /** Admin usage filters add a user. @category usage */
 export const AdminUsageQuery = Schema.Struct({
   ...UsageQuery.fields,
-  userId: Schema.optionalKey(Schema.String)
+  userId: Schema.optional(Schema.String)
 })
 export type AdminUsageQuery = typeof AdminUsageQuery.Type
 
@@ -434,7 +446,14 @@ export const ModelInfo = Schema.Struct({
   displayName: Schema.String,
   prices: Prices,
   inputTokenLimit: Schema.Int,
-  outputTokenLimit: Schema.Int
+  outputTokenLimit: Schema.Int,
+  /**
+   * What a call that does not limit its answer holds from the balance before
+   * it runs, besides its prompt: the model's whole output at the group's
+   * prices. A balance below this refuses such calls; setting `max_tokens`
+   * lowers the hold.
+   */
+  holdAtMaxOutput: Usd
 })
 export type ModelInfo = typeof ModelInfo.Type
 
@@ -810,6 +829,14 @@ export type AdminModel = typeof AdminModel.Type
 
 const TokenLimit = Schema.Int.check(Schema.isGreaterThan(0, { message: "Must be a whole number above 0" }))
 
+/**
+ * The token limits of a model created without them (core's, the one default
+ * the configuration file, the API and the console share).
+ *
+ * @category admin
+ */
+export const modelDefaults: { readonly inputTokenLimit: number; readonly outputTokenLimit: number } = Domain.modelDefaults
+
 /** `POST /api/admin/models` (creates or replaces by id). @category admin */
 export const UpsertModelRequest = Schema.Struct({
   id: Schema.String.check(
@@ -831,9 +858,92 @@ export const UpsertModelRequest = Schema.Struct({
 })
 export type UpsertModelRequest = typeof UpsertModelRequest.Type
 
-/** `GET /api/admin/models`. @category admin */
-export const ModelList = List(AdminModel)
+/**
+ * A model some channel serves that has no price (no row under Models &
+ * prices, or a row with no price that is not free): the gateway refuses calls
+ * to it with 403 `model_unpriced` until an admin sets its price (or marks it
+ * free).
+ *
+ * @category admin
+ */
+export const UnpricedModel = Schema.Struct({
+  id: Schema.String,
+  /** The names of the channels that serve it. */
+  channels: Schema.Array(Schema.String)
+})
+export type UnpricedModel = typeof UnpricedModel.Type
+
+/** `GET /api/admin/models`: the priced models, and the channel models without a price. @category admin */
+export const ModelList = Schema.Struct({
+  data: Schema.Array(AdminModel),
+  unpriced: Schema.Array(UnpricedModel)
+})
 export type ModelList = typeof ModelList.Type
+
+/** A well-known model's list prices from the price table that ships with modelgate. @category admin */
+export const PricePreset = Schema.Struct({
+  id: Schema.String,
+  displayName: Schema.String,
+  /** Who sells it (`openai`, `anthropic`, `google`, ...). */
+  provider: Schema.String,
+  prices: Prices,
+  inputTokenLimit: Schema.Int,
+  outputTokenLimit: Schema.Int,
+  embedding: Schema.Boolean,
+  reasoning: Schema.Boolean
+})
+export type PricePreset = typeof PricePreset.Type
+
+/**
+ * `GET /api/admin/models/presets`: the price table and where its figures come
+ * from. The table is a file in the repository, updated by hand; prices change,
+ * so check them before relying on them.
+ *
+ * @category admin
+ */
+export const PricePresets = Schema.Struct({
+  /** The day the figures were taken from the providers' price pages (YYYY-MM-DD). */
+  asOf: Day,
+  /** The pages they were taken from. */
+  sources: Schema.Array(Schema.String),
+  data: Schema.Array(PricePreset)
+})
+export type PricePresets = typeof PricePresets.Type
+
+// ---------------------------------------------------------------------------
+// Admin: aliases
+// ---------------------------------------------------------------------------
+
+/** A model-name alias: a glob (`*` matches any run of characters) and the model it stands for. @category admin */
+export const Alias = Schema.Struct({
+  pattern: Schema.String,
+  target: Schema.String,
+  /** Matching order: lower first. */
+  position: Schema.Int
+})
+export type Alias = typeof Alias.Type
+
+/** `GET /api/admin/aliases`, in matching order. @category admin */
+export const AliasList = List(Alias)
+export type AliasList = typeof AliasList.Type
+
+/** `POST /api/admin/aliases`: creates or changes the alias of `pattern`. @category admin */
+export const SetAliasRequest = Schema.Struct({
+  pattern: Schema.String.check(
+    Schema.isPattern(/^[A-Za-z0-9*][A-Za-z0-9._:/@*-]{0,127}$/, {
+      expected: "an alias pattern",
+      message: "1-128 letters, digits or . _ : / @ - and * (any characters)"
+    })
+  ),
+  target: Schema.String.check(Schema.isMinLength(1, { message: "Required" }), Schema.isMaxLength(128)),
+  /** Default: after the last alias. */
+  position: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { message: "Must be 0 or more" })))
+})
+export type SetAliasRequest = typeof SetAliasRequest.Type
+
+/** `DELETE /api/admin/aliases?pattern=`. @category admin */
+export const AliasQuery = Schema.Struct({ pattern: Schema.String })
+export type AliasQuery = typeof AliasQuery.Type
 
 // ---------------------------------------------------------------------------
 // Admin: redemption codes
@@ -869,8 +979,8 @@ export type AdminCode = typeof AdminCode.Type
 /** `GET /api/admin/codes` filters. @category admin */
 export const CodesQuery = Schema.Struct({
   ...PageQuery.fields,
-  batch: Schema.optionalKey(Schema.String),
-  status: Schema.optionalKey(Schema.Literals(["redeemed", "unused"]))
+  batch: Schema.optional(Schema.String),
+  status: Schema.optional(Schema.Literals(["redeemed", "unused"]))
 })
 export type CodesQuery = typeof CodesQuery.Type
 

@@ -2,7 +2,7 @@
  * Test wiring: the real store on a fresh SQLite file, this package's layer,
  * and test layers for the core ports node-http implements (a catalog that
  * reloads from the database on every read, an invalidation log, a probe that
- * answers from a table). `Client` drives `Handlers.handle` the way a browser
+ * answers from a table). `Client` drives `AdminApi.handle` the way a browser
  * or a script would: cookies, CSRF header, bearer keys.
  */
 import { Catalog as CatalogModule, ChannelHealth, ChannelProbe, Domain, Invalidation, type UsageLog } from "@modelgate/core"
@@ -17,7 +17,7 @@ import { SqlClient } from "effect/sql"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as Handlers from "../src/Handlers.ts"
+import { AdminApi } from "../src/AdminApi.ts"
 
 /** Topics announced through `Invalidation`, in order, and with the ids they named (`null`: all). */
 export class InvalidationLog extends Context.Service<InvalidationLog, {
@@ -84,7 +84,7 @@ const healthLayer = Layer.effect(
 ).pipe(Layer.provideMerge(Layer.sync(HealthBoard, () => ({ states: new Map() }))))
 
 /** The whole graph on a fresh SQLite database, removed afterwards. */
-export const testLayer = (options: Parameters<typeof Handlers.layer>[0] = {}) =>
+export const testLayer = (options: Parameters<typeof AdminApi.layer>[0] = {}) =>
   Layer.unwrap(Effect.map(
     Effect.acquireRelease(
       Effect.sync(() => mkdtempSync(join(tmpdir(), "modelgate-admin-api-"))),
@@ -96,9 +96,8 @@ export const testLayer = (options: Parameters<typeof Handlers.layer>[0] = {}) =>
         masterKey: { secret: Redacted.make("admin api test secret, long enough") },
         nodeId: "test"
       }).pipe(Layer.orDie)
-      return Layer.mergeAll(Handlers.layer(options), catalogLayer, invalidationLayer, probeLayer, healthLayer).pipe(
-        Layer.provideMerge(store)
-      )
+      const ports = Layer.mergeAll(catalogLayer, invalidationLayer, probeLayer, healthLayer)
+      return AdminApi.layer(options).pipe(Layer.provideMerge(ports), Layer.provideMerge(store))
     }
   ))
 
@@ -114,7 +113,7 @@ export interface Reply {
 export const send = (request: Request, remoteAddress = "127.0.0.1") =>
   Effect.gen(function*() {
     const serverRequest = HttpServerRequest.fromWeb(request).modify({ remoteAddress: Option.some(remoteAddress) })
-    const response = yield* Handlers.handle(serverRequest)
+    const response = yield* (yield* AdminApi).handle(serverRequest)
     const web = HttpServerResponse.toWeb(response)
     const text = yield* Effect.promise(() => web.text())
     let body: unknown = undefined
@@ -126,12 +125,19 @@ export const send = (request: Request, remoteAddress = "127.0.0.1") =>
     return { status: web.status, body, text, headers: web.headers } satisfies Reply as Reply
   })
 
-/** A browser-like client: keeps the session cookie and sends the CSRF token; or a script with a bearer key. */
+let clients = 0
+
+/**
+ * A browser-like client: keeps the session cookie and sends the CSRF token; or
+ * a script with a bearer key. Each client comes from an address of its own
+ * (so one test's wrong passwords never count against another's sign-ins); set
+ * `address` to choose one.
+ */
 export class Client {
   cookie: string | undefined = undefined
   csrf: string | undefined = undefined
   bearer: string | undefined = undefined
-  address = "127.0.0.1"
+  address = `10.200.${(++clients >> 8) & 255}.${clients & 255}`
 
   request(method: string, path: string, body?: unknown, extra: Record<string, string> = {}) {
     const headers: Record<string, string> = { ...extra }

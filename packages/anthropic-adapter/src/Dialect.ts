@@ -20,8 +20,8 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, type Dialect as Core, GatewayError, Params, type RateLimiter } from "@modelgate/core"
-import { Effect, Result, Schema } from "effect"
+import { type Canonical, Dialect as Core, GatewayError, Params, type RateLimiter, Sse } from "@modelgate/core"
+import { Effect, Predicate, Result, Schema } from "effect"
 import * as CountTokens from "./CountTokens.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import * as Models from "./Models.ts"
@@ -71,21 +71,37 @@ export const forwardHeaders = (headers: Core.HeaderBag): Readonly<Record<string,
   return value === undefined || value.length === 0 ? {} : { "anthropic-beta": value }
 }
 
-const inspect = (body: string) =>
-  Effect.map(Passthrough.inspectBody(body), (inspected): Core.Inspected => ({
-    model: inspected.model,
-    stream: inspected.stream,
-    // Anthropic streams always carry their usage.
-    includeUsage: true,
-    maxOutputTokens: inspected.maxTokens,
-    choices: 1,
-    mediaParts: inspected.mediaParts,
-    json: inspected.json,
-    forward: (upstreamModel, edit) =>
-      edit?.params === undefined
-        ? Passthrough.upstreamBody(inspected, upstreamModel)
-        : JSON.stringify({ ...Params.apply(inspected.json, edit.params), model: upstreamModel })
-  }))
+/** What each inspection learnt of its body, for `check` and the translation's parse. */
+const inspections = new WeakMap<Core.Inspected, Passthrough.InspectedBody>()
+
+const inspect = (body: Uint8Array) =>
+  Effect.map(Passthrough.inspectBody(body), (inspected): Core.Inspected => {
+    const view: Core.Inspected = {
+      model: inspected.model,
+      stream: inspected.stream,
+      // Anthropic streams always carry their usage.
+      includeUsage: true,
+      maxOutputTokens: inspected.maxTokens,
+      choices: 1,
+      mediaParts: inspected.mediaParts,
+      // Parsed only when read (the translation path, a parameter edit).
+      get json() {
+        return inspected.json
+      },
+      forward: (upstreamModel, edit) =>
+        edit?.params === undefined
+          ? Passthrough.upstreamBody(inspected, upstreamModel)
+          : JSON.stringify({ ...Params.apply(inspected.json, edit.params), model: upstreamModel })
+    }
+    inspections.set(view, inspected)
+    return view
+  })
+
+/** The body an inspection read, parsed (a large body JSON refuses fails with the parser's words). */
+const parsedBody = (inspected: Core.Inspected) => {
+  const body = inspections.get(inspected)
+  return body === undefined ? Effect.succeed(inspected.json) : Passthrough.parsed(body)
+}
 
 /**
  * Anthropic's rate-limit headers for a limiter snapshot (the limits and what
@@ -116,7 +132,11 @@ export const client: Core.ClientDialect = {
   dialect: "anthropic",
   presentedKey,
   inspect,
-  decodeRequest: (inspected) => Request.decodeRequest(inspected.json),
+  check: (inspected) => {
+    const body = inspections.get(inspected)
+    return body === undefined ? undefined : Passthrough.checkStructure(body)
+  },
+  decodeRequest: (inspected) => Effect.flatMap(parsedBody(inspected), Request.decodeRequest),
   passthroughMeter: () => {
     const meter = new Passthrough.PassthroughMeter()
     return { push: (text) => meter.push(text), end: () => meter.end(), metered: (promptEstimate) => meter.metered(promptEstimate) }
@@ -177,11 +197,11 @@ export const client: Core.ClientDialect = {
  * generated, so it reaches the client and is metered.
  */
 const eventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
-  const parser = new AnthropicStream.SseParser()
+  const parser = new Sse.Parser()
   // Anthropic streams carry no creation time of their own: the call's start stands in.
   const decoder = new AnthropicStream.StreamDecoder({ created: start.created })
   let failure: AnthropicStream.StreamError | undefined
-  const feed = (events: ReadonlyArray<AnthropicStream.SseEvent>): ReadonlyArray<Canonical.StreamEvent> => {
+  const feed = (events: ReadonlyArray<Sse.Event>): ReadonlyArray<Canonical.StreamEvent> => {
     if (failure !== undefined) throw failure
     if (events.length === 0) return []
     let out: Array<Canonical.StreamEvent> | undefined
@@ -213,6 +233,37 @@ const eventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
   }
 }
 
+/** A 200 non-stream answer that is an error (`"type":"error"`), or has no `content`: the upstream failing. */
+const notAnAnswer = (json: unknown, channel: string) => {
+  if (!Predicate.isObject(json)) return Core.answeredOther(channel, "an Anthropic message")
+  if (json.type === "error" || (json.error !== undefined && json.error !== null)) {
+    return Core.answeredError(channel, ErrorEnvelope.upstreamErrorOf(json)?.message)
+  }
+  return Array.isArray(json.content) ? undefined : Core.answeredOther(channel, "an Anthropic message")
+}
+
+/**
+ * The opening of a 200 stream: its first event (`ping`s before it skipped)
+ * must be a JSON object that is not an `error` event; data that is not JSON,
+ * or no event at all before the end, is the upstream failing.
+ */
+const opening = (text: string, ended: boolean, channel: string): Core.Opening => {
+  const parser = new Sse.Parser()
+  const events = ended ? [...parser.push(text), ...parser.end()] : parser.push(text)
+  for (const event of events) {
+    let json: unknown
+    try {
+      json = JSON.parse(event.data)
+    } catch {
+      return Core.brokenEvent(channel)
+    }
+    if (!Predicate.isObject(json)) return Core.answeredOther(channel, "an Anthropic stream event")
+    if (event.event === "error" || json.type === "error") return Core.answeredError(channel, ErrorEnvelope.upstreamErrorOf(json)?.message)
+    if (json.type !== "ping" && event.event !== "ping") return "answer"
+  }
+  return ended ? Core.emptyStream(channel) : "incomplete"
+}
+
 /**
  * The Anthropic upstream side: canonical requests as Messages bodies, Messages
  * answers and streams as canonical responses and events, and Anthropic error
@@ -238,6 +289,8 @@ export const upstream: Core.UpstreamDialect = {
     Effect.map(Request.encodeRequest(request, upstreamModel), (body) => JSON.stringify(body)),
   decodeResponse: (json, start) => Response.decodeResponse(json, { created: start.created }),
   eventDecoder,
+  notAnAnswer,
+  opening,
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
   countTokens: {
     url: (channel) => `${trimSlash(channel.baseUrl)}/v1/messages/count_tokens`,

@@ -14,7 +14,8 @@
  *
  * @since 0.1.0
  */
-import { GatewayError } from "@modelgate/core"
+import { GatewayError, UpstreamErrors } from "@modelgate/core"
+import { Predicate } from "effect"
 import type * as Messages from "./Messages.ts"
 
 /** Anthropic's error types. @category models */
@@ -111,10 +112,12 @@ const TERMINAL = { "x-should-retry": "false" }
  * | MethodNotAllowed | 405 | invalid_request_error | `allow` |
  * | InternalError | 500 | api_error | |
  * | ServiceUnavailable | 503 | api_error | |
+ * | DatabaseUnavailable | 529 | overloaded_error | `retry-after` (the SDKs and Claude Code retry it) |
  *
  * @example
  * ```ts
- * import { GatewayError } from "@modelgate/core"
+ * import { GatewayError, UpstreamErrors } from "@modelgate/core"
+import { Predicate } from "effect"
  * import { ErrorEnvelope } from "@modelgate/anthropic-adapter"
  *
  * ErrorEnvelope.toResponse(new GatewayError.RateLimited({ message: "Too many requests.", retryAfterSeconds: 12, limit: "rpm" }))
@@ -167,6 +170,8 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
       return make(500, error.message)
     case "ServiceUnavailable":
       return make(503, error.message, undefined, "api_error")
+    case "DatabaseUnavailable":
+      return make(529, error.message, retryAfter(error.retryAfterSeconds), "overloaded_error")
   }
 }
 
@@ -201,23 +206,16 @@ export const streamError = (error: GatewayError.GatewayError): string =>
 // ---------------------------------------------------------------------------
 
 /** The errors `classifyUpstream` produces. @category models */
-export type UpstreamError =
-  | GatewayError.UpstreamUnavailable
-  | GatewayError.UpstreamRateLimited
-  | GatewayError.UpstreamRejected
-  | GatewayError.UpstreamTimeout
+export type UpstreamError = UpstreamErrors.UpstreamError
 
-/** Response headers with lower-case names. @category models */
-export type HeaderRecord = Readonly<Record<string, string | undefined>>
+/** Response headers as the HTTP layer hands them over. @category models */
+export type HeaderRecord = UpstreamErrors.Headers
 
 /** What is read of an Anthropic error body: its `error.type` and `error.message`, when present. @category upstream */
 export interface UpstreamErrorBody {
   readonly type?: string
   readonly message?: string
 }
-
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
  * Reads the `error` object of a parsed Anthropic error body
@@ -227,7 +225,7 @@ const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
  * @category upstream
  */
 export const upstreamErrorOf = (body: unknown): UpstreamErrorBody | undefined => {
-  if (!isRecord(body) || !isRecord(body.error)) return undefined
+  if (!Predicate.isObject(body) || !Predicate.isObject(body.error)) return undefined
   const error = body.error
   const out: { type?: string; message?: string } = {}
   if (typeof error.type === "string" && error.type.length > 0) out.type = error.type
@@ -261,14 +259,6 @@ export const statusOfType = (type: string | undefined): number => {
   }
 }
 
-const retryDelayOf = (headers: HeaderRecord): number | undefined => {
-  const ms = headers["retry-after-ms"]
-  if (ms !== undefined && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Number(ms) / 1000
-  const seconds = headers["retry-after"]
-  if (seconds !== undefined && /^\s*\d+(\.\d+)?\s*$/.test(seconds)) return Number(seconds)
-  return undefined
-}
-
 /**
  * Classifies an Anthropic error object with the status it came with. See
  * `classifyUpstream`.
@@ -281,45 +271,18 @@ export const classifyUpstreamError = (
   headers: HeaderRecord = {}
 ): UpstreamError => {
   const type = error?.type
-  if (
-    status === 401 || status === 402 || status === 403 ||
-    type === "authentication_error" || type === "permission_error" || type === "billing_error"
-  ) {
-    const what = status === 402 || type === "billing_error" ? "account (billing)" : "credentials"
-    return new GatewayError.UpstreamUnavailable({
-      status,
-      message: `The upstream refused the gateway's ${what} for this model's channel (HTTP ${status}). ` +
-        "This is a gateway configuration problem, not a problem with your request: an administrator must check the channel's API key and account."
-    })
+  // The key itself, or the account it bills (a permission about a resource the request named is the caller's, below).
+  if (status === 401 || status === 402 || type === "authentication_error" || type === "billing_error") {
+    const refused = status === 402 || type === "billing_error" ? "account (billing)" : "credentials"
+    return UpstreamErrors.credentialsRefused(status, refused, "the channel's API key and account")
   }
-  if (status === 408 || status === 504 || type === "timeout_error") {
-    return new GatewayError.UpstreamTimeout({ message: `The upstream timed out handling the request (HTTP ${status}). Retry later.` })
-  }
-  if (status === 429 || type === "rate_limit_error") {
-    const seconds = retryDelayOf(headers)
-    const message = "The upstream is rate-limiting the gateway for this model." +
-      (seconds === undefined ? " Retry later." : ` Retry after ${Math.ceil(seconds)} seconds.`)
-    return seconds === undefined
-      ? new GatewayError.UpstreamRateLimited({ message })
-      : new GatewayError.UpstreamRateLimited({ message, retryAfterSeconds: seconds })
-  }
+  if (status === 408 || status === 504 || type === "timeout_error") return UpstreamErrors.timedOut(status)
+  if (status === 429 || type === "rate_limit_error") return UpstreamErrors.rateLimited(UpstreamErrors.retryAfterSeconds(headers))
   if (status === 529 || type === "overloaded_error") {
     return new GatewayError.UpstreamUnavailable({ status: 529, message: "The upstream is overloaded (HTTP 529). Retry later." })
   }
-  if (status >= 400 && status < 500) {
-    const out: { message: string; status: number; code?: string } = {
-      status,
-      message: error?.message ?? `The upstream refused the request (HTTP ${status}).`
-    }
-    if (type !== undefined) out.code = type
-    return new GatewayError.UpstreamRejected(out)
-  }
-  return new GatewayError.UpstreamUnavailable({
-    status,
-    message: status >= 500
-      ? `The upstream failed (HTTP ${status}). Retry later.`
-      : `The upstream answered with an unexpected HTTP status ${status}.`
-  })
+  if (status >= 400 && status < 500) return UpstreamErrors.rejected(status, { message: error?.message, code: type })
+  return UpstreamErrors.failed(status)
 }
 
 /**
@@ -334,21 +297,15 @@ export const classifyErrorObject = (event: unknown): UpstreamError => {
   return classifyUpstreamError(statusOfType(error?.type), error)
 }
 
-const parseJson = (text: string): unknown => {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}
-
 /**
  * Turns an Anthropic upstream's error response into the right gateway error:
  *
- * - credential and account problems (401, 402, 403, or an
- *   `authentication_error`, `permission_error` or `billing_error` body) ->
- *   `UpstreamUnavailable` about the channel; nothing of the upstream's message
- *   is passed on (it may quote the key);
+ * - a refusal of the key or its account (401, 402, or an
+ *   `authentication_error` or `billing_error` body) -> `UpstreamUnavailable`
+ *   about the channel, with `credentialsRefused`; nothing of the upstream's
+ *   message is passed on (it may quote the key);
+ * - 403 and `permission_error` (a permission on something the request named)
+ *   -> `UpstreamRejected`, the caller's, like the other 4xx;
  * - 408, 504 and `timeout_error` -> `UpstreamTimeout`;
  * - 429 -> `UpstreamRateLimited` with the delay from `retry-after-ms` or
  *   `retry-after`;
@@ -368,7 +325,7 @@ const parseJson = (text: string): unknown => {
  * @category upstream
  */
 export const classifyUpstream = (status: number, bodyText: string, headers: HeaderRecord = {}): UpstreamError =>
-  classifyUpstreamError(status, upstreamErrorOf(parseJson(bodyText)), headers)
+  classifyUpstreamError(status, upstreamErrorOf(UpstreamErrors.parseBody(bodyText)), headers)
 
 /** The error body type of `Messages.ErrorEnvelope`, for callers that write it themselves. @category models */
 export type Envelope = Messages.ErrorEnvelope

@@ -11,9 +11,8 @@
  *
  * @since 0.1.0
  */
-import { GatewayError } from "@modelgate/core"
+import { GatewayError, Issues } from "@modelgate/core"
 import { Result, Schema } from "effect"
-import { invalidRequest } from "./internal/issues.ts"
 
 /** The `anthropic-version` header value this package speaks. @category constants */
 export const ANTHROPIC_VERSION = "2023-06-01"
@@ -294,7 +293,10 @@ export type MessagesRequest = typeof MessagesRequest.Type
 /**
  * `usage`. `input_tokens` excludes the cache reads and writes, which are
  * reported separately. In stream `message_delta` events every field but
- * `output_tokens` may be missing.
+ * `output_tokens` may be missing. Answers and events are decoded with their
+ * `usage` taken as it comes and checked apart (`Response.readUsageFigures`),
+ * so figures that are not token counts are refused without dropping the
+ * answer.
  *
  * @category response
  */
@@ -345,7 +347,7 @@ export const MessagesResponse = Schema.Struct({
   content: Schema.Array(ResponseBlock),
   stop_reason: Schema.optionalKey(Schema.NullOr(Schema.String)),
   stop_sequence: Schema.optionalKey(Schema.NullOr(Schema.String)),
-  usage: Schema.optionalKey(Usage)
+  usage: Schema.optionalKey(Schema.Unknown)
 })
 export type MessagesResponse = typeof MessagesResponse.Type
 
@@ -410,7 +412,7 @@ export const MessageStartEvent = Schema.Struct({
     id: Schema.String,
     model: Schema.String,
     content: Schema.optionalKey(Schema.Array(Schema.Unknown)),
-    usage: Schema.optionalKey(Usage)
+    usage: Schema.optionalKey(Schema.Unknown)
   })
 })
 export type MessageStartEvent = typeof MessageStartEvent.Type
@@ -454,7 +456,7 @@ export const MessageDeltaEvent = Schema.Struct({
     stop_reason: Schema.optionalKey(Schema.NullOr(Schema.String)),
     stop_sequence: Schema.optionalKey(Schema.NullOr(Schema.String))
   }),
-  usage: Schema.optionalKey(Usage)
+  usage: Schema.optionalKey(Schema.Unknown)
 })
 export type MessageDeltaEvent = typeof MessageDeltaEvent.Type
 
@@ -510,7 +512,7 @@ const decodeWith = <A>(
   body: unknown
 ): Result.Result<A, GatewayError.InvalidRequest> => {
   const result = decode(body)
-  return Result.isSuccess(result) ? Result.succeed(result.success) : Result.fail(invalidRequest(result.failure.issue))
+  return Result.isSuccess(result) ? Result.succeed(result.success) : Result.fail(Issues.invalidRequest(result.failure.issue))
 }
 
 /**

@@ -1,58 +1,133 @@
 /**
  * The same-dialect fast path (Anthropic client -> Anthropic channel): the
- * client's body is relayed with only `model` changed, and the answer's bytes
+ * client's bytes are relayed with only `model` changed, and the answer's bytes
  * come back as they are while a meter reads them for usage.
  *
- * - `inspectBody` parses the body once and checks what routing and billing
- *   rely on (`model`, `max_tokens`, `messages`, `stream`), counts the media
- *   blocks for the balance hold, and leaves the rest to the upstream: a
- *   passthrough forwards fields this gateway does not model (Claude Code's
- *   `context_management`, new tool kinds) untouched.
+ * - `inspectBody` scans the body (`JsonScan`: its structure and the top-level
+ *   fields routing and billing need, without parsing the rest) and checks
+ *   `model`, `max_tokens`, `messages` and `stream`, and counts the media
+ *   blocks for the balance hold. A body up to `EAGER_CHECK_BYTES` is also
+ *   parsed and each turn's `role` and `content` checked; a larger one (Claude
+ *   Code sends 100 KB and more every turn) is parsed only when the
+ *   translation path reads it, or checked (`checkStructure`) when the channel
+ *   refused it. Fields this gateway does not model (Claude Code's
+ *   `context_management`, new tool kinds) pass untouched.
+ * - `upstreamBody` forwards the client's bytes, with the model edited in
+ *   place when the channel names it otherwise.
  * - `PassthroughMeter` forwards the upstream's SSE text at event boundaries,
  *   byte for byte, and meters it: the input and cache counts of
- *   `message_start`, the cumulative output of each `message_delta`, and,
- *   for a stream cut before its last `message_delta`, the output it carried
- *   estimated from the generated characters (text, thinking and tool input).
+ *   `message_start`, the cumulative output of each `message_delta` (figures
+ *   that are not token counts are refused, and the stream counted locally),
+ *   and, for a stream cut before its last `message_delta`, the output it
+ *   carried estimated from the generated characters (text, thinking and tool
+ *   input).
  * - `usageOfResponse` reads a non-stream answer's usage.
  * - `renameModel` puts the public model name in an answer or a stream event.
  *
  * @since 0.1.0
  */
-import { type Dialect, GatewayError } from "@modelgate/core"
-import { Effect, Predicate } from "effect"
+import { type Dialect, type GatewayError, Issues, JsonDepth, JsonScan } from "@modelgate/core"
+import { Effect, Predicate, Result } from "effect"
+import { readUsageFigures } from "./Response.ts"
 
 /** What `inspectBody` learnt about a body. @category models */
 export interface InspectedBody {
-  readonly text: string
+  /** The body as received. */
+  readonly bytes: Uint8Array
+  /** The parsed body (parsed when first read: a large body the fast path forwards is never parsed). */
   readonly json: Record<string, unknown>
   readonly model: string
   readonly stream: boolean
   readonly maxTokens: number
   /** Image and document blocks, in the messages and inside tool results. */
   readonly mediaParts: number
+  /** Whether the whole body was checked at inspection; large bodies are checked only when refused (`checkStructure`). */
+  readonly checked: boolean
+  /** Where each top-level field lies in the bytes, for `upstreamBody`. */
+  readonly fields: JsonScan.Fields
 }
 
-const invalid = (message: string, param?: string) =>
-  new GatewayError.InvalidRequest(param === undefined ? { message } : { message, param })
+/**
+ * Bodies up to this size are parsed and each turn checked at inspection;
+ * larger ones are only scanned for the fields the call needs and forwarded as
+ * they are.
+ *
+ * @category inspection
+ */
+export const EAGER_CHECK_BYTES = 16 * 1024
 
-const MEDIA = new Set(["image", "document"])
+const MEDIA = ["image", "document"]
 
 const countMedia = (blocks: ReadonlyArray<unknown>): number => {
   let media = 0
   for (const block of blocks) {
     if (!Predicate.isObject(block)) continue
-    if (Predicate.isString(block.type) && MEDIA.has(block.type)) media++
+    if (Predicate.isString(block.type) && MEDIA.includes(block.type)) media++
     else if (block.type === "tool_result" && Array.isArray(block.content)) media += countMedia(block.content)
   }
   return media
 }
 
+/** Counts the `"type": "image"` and `"type": "document"` pairs among the strings of the messages. */
+const mediaVisitor = (count: () => void): JsonScan.StringVisitor => (b, start, end) => {
+  if (!JsonScan.stringIs(b, start, end, "type")) return
+  const value = JsonScan.stringValueAfter(b, end)
+  if (value === undefined) return
+  for (const kind of MEDIA) {
+    if (JsonScan.stringIs(b, value.start, value.end, kind)) return count()
+  }
+}
+
+const notJson = (bytes: Uint8Array): GatewayError.InvalidRequest => {
+  // The parser's own words, as clients of the other dialects are told them.
+  let detail = "it is not one JSON object"
+  try {
+    JSON.parse(JsonScan.decode(bytes))
+  } catch (error) {
+    detail = error instanceof Error ? error.message : String(error)
+  }
+  return Issues.invalid("", `The request body is not valid JSON: ${detail}`)
+}
+
+const notObject = (bytes: Uint8Array): GatewayError.InvalidRequest => {
+  try {
+    JSON.parse(JsonScan.decode(bytes))
+  } catch {
+    return notJson(bytes)
+  }
+  return Issues.invalid("", "The request body must be a JSON object with 'model', 'max_tokens' and 'messages'.")
+}
+
+/** A top-level value that JSON refuses though the scan let it through. */
+const invalidValue = Symbol("invalid")
+
 /**
- * Parses a `POST /v1/messages` body and checks `model` (a non-empty string),
- * `max_tokens` (a positive integer), `messages` (an array of turns whose
- * `role` is `user` or `assistant` and whose `content` is a string or an
- * array) and `stream` (a boolean when present). Every failure is an
- * `InvalidRequest` naming the field, as Anthropic names it.
+ * Each turn's `role` (`user`, `assistant`, or `system`, which Claude Code
+ * sends mid-conversation) and `content` (a string or an array of blocks): the
+ * error naming the first that is wrong, or `undefined`.
+ */
+const checkMessages = (messages: ReadonlyArray<unknown>): GatewayError.InvalidRequest | undefined => {
+  for (let i = 0; i < messages.length; i++) {
+    const message: unknown = messages[i]
+    if (!Predicate.isObject(message)) return Issues.invalid(`messages[${i}]`, `'messages[${i}]' must be an object.`)
+    if (message.role !== "user" && message.role !== "assistant" && message.role !== "system") {
+      return Issues.invalid(`messages[${i}].role`, `'messages[${i}].role' must be 'user', 'assistant' or 'system'.`)
+    }
+    if (!Array.isArray(message.content) && !Predicate.isString(message.content)) {
+      return Issues.invalid(`messages[${i}].content`, `'messages[${i}].content' must be a string or an array of content blocks.`)
+    }
+  }
+  return undefined
+}
+
+/**
+ * Reads a `POST /v1/messages` body for the call (see the module doc):
+ * `model` (a non-empty string), `max_tokens` (a positive integer),
+ * `messages` (an array; in a body up to `EAGER_CHECK_BYTES` also each turn's
+ * `role` and `content`) and `stream` (a boolean, or `null`). Every failure is
+ * an `InvalidRequest` naming the field, as Anthropic names it; a body nested
+ * deeper than `JsonDepth.MAX_DEPTH` is refused by the scan, and malformed
+ * JSON fails with the parser's message.
  *
  * @example
  * ```ts
@@ -64,48 +139,107 @@ const countMedia = (blocks: ReadonlyArray<unknown>): number => {
  *
  * @category inspection
  */
-export const inspectBody = (text: string): Effect.Effect<InspectedBody, GatewayError.InvalidRequest> => {
-  let json: unknown
+export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedBody, GatewayError.InvalidRequest> => {
+  const bytes = typeof body === "string" ? JsonScan.encode(body) : body
+  const eager = bytes.length <= EAGER_CHECK_BYTES
+  let media = 0
+  const scanned = JsonScan.topLevel(bytes, eager ? undefined : { messages: mediaVisitor(() => media++) })
+  if (Result.isFailure(scanned)) {
+    const { kind } = scanned.failure
+    return Effect.fail(kind === "too-deep" ? JsonDepth.tooDeep() : kind === "not-object" ? notObject(bytes) : notJson(bytes))
+  }
+  const fields = scanned.success
+  let parsed: Record<string, unknown> | undefined
+  const json = (): Record<string, unknown> => parsed ??= JSON.parse(JsonScan.decode(bytes)) as Record<string, unknown>
+  if (eager) {
+    try {
+      json()
+    } catch {
+      return Effect.fail(notJson(bytes))
+    }
+  }
+  const field = (key: string): unknown => {
+    try {
+      return JsonScan.valueOf(bytes, fields.get(key))
+    } catch {
+      return invalidValue
+    }
+  }
+  const model = field("model")
+  if (!Predicate.isString(model) || model.length === 0) return Effect.fail(Issues.invalid("model", "'model' is required (a model name)."))
+  const maxTokens = field("max_tokens")
+  if (!(Predicate.isNumber(maxTokens) && Number.isInteger(maxTokens) && maxTokens >= 1)) {
+    return Effect.fail(Issues.invalid("max_tokens", "'max_tokens' is required: a positive integer (the most tokens the answer may have)."))
+  }
+  const messages = fields.get("messages")
+  if (messages === undefined || bytes[messages.start] !== 0x5b) return Effect.fail(Issues.invalid("messages", "'messages' is required: an array of turns."))
+  if (eager) {
+    const turns = json().messages as ReadonlyArray<unknown>
+    const wrong = checkMessages(turns)
+    if (wrong !== undefined) return Effect.fail(wrong)
+    for (const turn of turns) if (Predicate.isObject(turn) && Array.isArray(turn.content)) media += countMedia(turn.content)
+  }
+  const stream = field("stream")
+  if (stream !== undefined && stream !== null && !Predicate.isBoolean(stream)) return Effect.fail(Issues.invalid("stream", "'stream' must be a boolean."))
+  return Effect.succeed({
+    bytes,
+    get json() {
+      return json()
+    },
+    model,
+    stream: stream === true,
+    maxTokens,
+    mediaParts: media,
+    checked: eager,
+    fields
+  })
+}
+
+/**
+ * The parsed body, for the translation path: a large body the scan let
+ * through but JSON refuses fails with the parser's message.
+ *
+ * @category inspection
+ */
+export const parsed = (inspected: InspectedBody): Effect.Effect<Record<string, unknown>, GatewayError.InvalidRequest> =>
+  Effect.suspend(() => {
+    try {
+      return Effect.succeed(inspected.json)
+    } catch {
+      return Effect.fail(notJson(inspected.bytes))
+    }
+  })
+
+/**
+ * The check a large body skipped at inspection (see `EAGER_CHECK_BYTES`), for
+ * when the channel refused it: the error naming the first turn whose `role`
+ * or `content` is wrong (or the parser's message for JSON the scan let
+ * through), or `undefined` when the body is well formed (the channel's own
+ * refusal then stands).
+ *
+ * @category inspection
+ */
+export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRequest | undefined => {
+  if (inspected.checked) return undefined
+  let json: Record<string, unknown>
   try {
-    json = JSON.parse(text)
-  } catch (error) {
-    return Effect.fail(invalid(`The request body is not valid JSON: ${(error as Error).message}`))
+    json = inspected.json
+  } catch {
+    return notJson(inspected.bytes)
   }
-  if (!Predicate.isObject(json) || Array.isArray(json)) {
-    return Effect.fail(invalid("The request body must be a JSON object with 'model', 'max_tokens' and 'messages'."))
-  }
-  const { model, max_tokens, messages, stream } = json
-  if (!Predicate.isString(model) || model.length === 0) return Effect.fail(invalid("'model' is required (a model name).", "model"))
-  if (!(Predicate.isNumber(max_tokens) && Number.isInteger(max_tokens) && max_tokens >= 1)) {
-    return Effect.fail(invalid("'max_tokens' is required: a positive integer (the most tokens the answer may have).", "max_tokens"))
-  }
-  if (!Array.isArray(messages)) return Effect.fail(invalid("'messages' is required: an array of turns.", "messages"))
-  let mediaParts = 0
-  for (let i = 0; i < messages.length; i++) {
-    const message: unknown = messages[i]
-    if (!Predicate.isObject(message)) return Effect.fail(invalid(`'messages[${i}]' must be an object.`, `messages[${i}]`))
-    if (message.role !== "user" && message.role !== "assistant" && message.role !== "system") {
-      return Effect.fail(invalid(`'messages[${i}].role' must be 'user', 'assistant' or 'system'.`, `messages[${i}].role`))
-    }
-    if (Array.isArray(message.content)) mediaParts += countMedia(message.content)
-    else if (!Predicate.isString(message.content)) {
-      return Effect.fail(invalid(`'messages[${i}].content' must be a string or an array of content blocks.`, `messages[${i}].content`))
-    }
-  }
-  if (stream !== undefined && stream !== null && !Predicate.isBoolean(stream)) {
-    return Effect.fail(invalid("'stream' must be a boolean.", "stream"))
-  }
-  return Effect.succeed({ text, json: json as Record<string, unknown>, model, stream: stream === true, maxTokens: max_tokens, mediaParts })
+  return checkMessages(json.messages as ReadonlyArray<unknown>)
 }
 
 /**
  * The body for an Anthropic channel: the client's own bytes when the model
- * keeps its name, else the same object with only `model` replaced.
+ * keeps its name, else the same bytes with only the `model` value replaced.
  *
  * @category inspection
  */
-export const upstreamBody = (inspected: InspectedBody, upstreamModel: string): string =>
-  upstreamModel === inspected.model ? inspected.text : JSON.stringify({ ...inspected.json, model: upstreamModel })
+export const upstreamBody = (inspected: InspectedBody, upstreamModel: string): Uint8Array =>
+  upstreamModel === inspected.model
+    ? inspected.bytes
+    : JsonScan.edit(inspected.bytes, [{ span: inspected.fields.get("model")!, text: JSON.stringify(upstreamModel) }])
 
 // ---------------------------------------------------------------------------
 // Metering
@@ -156,15 +290,20 @@ interface WireUsage {
   output: number | undefined
 }
 
-const count = (value: unknown): number | undefined => Predicate.isNumber(value) && Number.isInteger(value) && value >= 0 ? value : undefined
-
-/** Fields of a wire `usage` object over `into` (a missing or null field keeps the earlier value, as the SDKs merge). */
-const mergeUsage = (into: WireUsage, usage: unknown): boolean => {
-  if (!Predicate.isObject(usage)) return false
-  into.input = count(usage.input_tokens) ?? into.input
-  into.cacheRead = count(usage.cache_read_input_tokens) ?? into.cacheRead
-  into.cacheWrite = count(usage.cache_creation_input_tokens) ?? into.cacheWrite
-  into.output = count(usage.output_tokens) ?? into.output
+/**
+ * Merges a wire `usage` object over `into` (a missing or null field keeps the
+ * earlier value, as the SDKs merge): `true` when there was one, `false` when
+ * there was none, or the reason its figures were refused
+ * (`Response.readUsageFigures`), leaving `into` as it was.
+ */
+const mergeUsage = (into: WireUsage, usage: unknown): boolean | string => {
+  const figures = readUsageFigures(usage)
+  if (figures === undefined) return false
+  if (typeof figures === "string") return figures
+  into.input = figures.input_tokens ?? into.input
+  into.cacheRead = figures.cache_read_input_tokens ?? into.cacheRead
+  into.cacheWrite = figures.cache_creation_input_tokens ?? into.cacheWrite
+  into.output = figures.output_tokens
   return true
 }
 
@@ -216,6 +355,8 @@ export class PassthroughMeter {
   private started = false
   /** A `message_delta` arrived: its output count is the whole answer's so far. */
   private delta = false
+  /** The upstream reported usage whose figures are not token counts: why (the first such report). */
+  private rejected: string | undefined = undefined
 
   /** Takes the next piece of upstream text; returns the complete events in it (possibly ""). */
   push(text: string): string {
@@ -245,11 +386,15 @@ export class PassthroughMeter {
   /**
    * What the stream consumed: the upstream's counts once `message_start` gave
    * them; the output of a stream cut before its last `message_delta` is at
-   * least the estimate of the characters it carried. Without any usage, the
+   * least the estimate of the characters it carried. Without any usage, or
+   * when a report's figures were refused (`usageRejected` then says why), the
    * caller's prompt estimate and the estimated output.
    */
   metered(promptEstimate: number): Dialect.Metered {
     const estimate = estimateTokens(this.generated)
+    if (this.rejected !== undefined) {
+      return { promptTokens: promptEstimate, completionTokens: estimate, cachedTokens: 0, reported: false, usageRejected: this.rejected }
+    }
     if (!this.started) {
       return { promptTokens: promptEstimate, completionTokens: estimate, cachedTokens: 0, reported: false }
     }
@@ -267,19 +412,25 @@ export class PassthroughMeter {
       }
       if (Predicate.isObject(json)) {
         if (json.type === "message_start" && Predicate.isObject(json.message)) {
-          if (mergeUsage(this.usage, json.message.usage)) this.started = true
+          this.merge(json.message.usage, false)
           return
         }
         if (json.type === "message_delta") {
-          if (mergeUsage(this.usage, json.usage)) {
-            this.started = true
-            this.delta = true
-          }
+          this.merge(json.usage, true)
           return
         }
       }
     }
     this.generated += countGenerated(raw)
+  }
+
+  private merge(usage: unknown, delta: boolean): void {
+    const merged = mergeUsage(this.usage, usage)
+    if (typeof merged === "string") this.rejected ??= merged
+    else if (merged) {
+      this.started = true
+      if (delta) this.delta = true
+    }
   }
 }
 
@@ -304,13 +455,15 @@ const eventEnd = (text: string, from: number): number => {
 
 /**
  * A non-stream answer's usage (parsed JSON), or an estimate from its blocks
- * when it reports none.
+ * when it reports none (also when its figures are not token counts, which
+ * `usageRejected` then says).
  *
  * @category metering
  */
 export const usageOfResponse = (json: unknown, promptEstimate: number): Dialect.Metered => {
   const usage: WireUsage = { input: undefined, cacheRead: undefined, cacheWrite: undefined, output: undefined }
-  if (Predicate.isObject(json) && mergeUsage(usage, json.usage)) return meteredOf(usage, usage.output ?? 0)
+  const merged = Predicate.isObject(json) ? mergeUsage(usage, json.usage) : false
+  if (merged === true) return meteredOf(usage, usage.output ?? 0)
   let generated = 0
   if (Predicate.isObject(json) && Array.isArray(json.content)) {
     for (const block of json.content) {
@@ -320,7 +473,8 @@ export const usageOfResponse = (json: unknown, promptEstimate: number): Dialect.
       if (block.type === "tool_use") generated += JSON.stringify(block.input ?? {}).length
     }
   }
-  return { promptTokens: promptEstimate, completionTokens: estimateTokens(generated), cachedTokens: 0, reported: false }
+  const estimate = { promptTokens: promptEstimate, completionTokens: estimateTokens(generated), cachedTokens: 0, reported: false }
+  return merged === false ? estimate : { ...estimate, usageRejected: merged }
 }
 
 // ---------------------------------------------------------------------------

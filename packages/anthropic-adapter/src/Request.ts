@@ -62,14 +62,12 @@
  *
  * @since 0.1.0
  */
-import { Canonical, GatewayError } from "@modelgate/core"
+import { Abort, Canonical, GatewayError, Issues } from "@modelgate/core"
 import { Effect, Result } from "effect"
 import { Base64 } from "effect/encoding"
 import type { Mutable } from "effect/Types"
 import { encodeToolId, redactedFromWire, signatureFromWire, signatureToWire, unsignToolId } from "./Ids.ts"
 import * as Messages from "./Messages.ts"
-import { abort, run } from "./internal/abort.ts"
-import { invalid, unsupported } from "./internal/issues.ts"
 
 /** The errors a request can fail with. @category models */
 export type RequestError = GatewayError.InvalidRequest | GatewayError.UnsupportedFeature
@@ -134,20 +132,20 @@ const imageBlock = (part: Canonical.ImagePart, param: string): Block => {
   let data = part.data
   if (data === undefined) {
     const url = part.url
-    if (url === undefined) return abort(invalid(param, `The image at '${param}' has neither data nor a URL.`))
+    if (url === undefined) return Abort.abort(Issues.invalid(param, `The image at '${param}' has neither data nor a URL.`))
     const parsed = parseDataUrl(url)
     if (parsed === undefined) {
       if (isHttpUrl(url)) return { type: "image", source: { type: "url", url } }
-      return abort(unsupported(`${param}.url`, `The image URL at '${param}' must be an http(s) URL or a base64 'data:' URL.`))
+      return Abort.abort(Issues.unsupported(`${param}.url`, `The image URL at '${param}' must be an http(s) URL or a base64 'data:' URL.`))
     }
     mediaType = parsed.mediaType
     data = parsed.data
   }
   if (mediaType === undefined || mediaType.length === 0) {
-    return abort(invalid(`${param}.mediaType`, `The image at '${param}' has data but no media type.`))
+    return Abort.abort(Issues.invalid(`${param}.mediaType`, `The image at '${param}' has data but no media type.`))
   }
   if (!Messages.IMAGE_MEDIA_TYPES.includes(mediaType)) {
-    return abort(unsupported(
+    return Abort.abort(Issues.unsupported(
       `${param}.mediaType`,
       `The image at '${param}' is '${mediaType}'; Anthropic models accept only image/jpeg, image/png, image/gif and image/webp.`
     ))
@@ -166,22 +164,22 @@ const documentBlock = (part: Canonical.FilePart, param: string): Block => {
     } else if (isHttpUrl(part.uri) && mediaType === "application/pdf") {
       return { type: "document", source: { type: "url", url: part.uri } }
     } else {
-      return abort(unsupported(
+      return Abort.abort(Issues.unsupported(
         `${param}.uri`,
         `The file at '${param}' is given by a URI Anthropic cannot read; only https URLs of PDF documents are accepted. Send the file's bytes instead.`
       ))
     }
   }
-  if (data === undefined) return abort(invalid(param, `The file at '${param}' has neither data nor a URI.`))
+  if (data === undefined) return Abort.abort(Issues.invalid(param, `The file at '${param}' has neither data nor a URI.`))
   if (mediaType === "application/pdf") {
     return { type: "document", source: { type: "base64", media_type: mediaType, data } }
   }
   if (mediaType === "text/plain") {
     const text = Base64.decodeString(data)
-    if (Result.isFailure(text)) return abort(invalid(`${param}.data`, `The file at '${param}' is not valid base64.`))
+    if (Result.isFailure(text)) return Abort.abort(Issues.invalid(`${param}.data`, `The file at '${param}' is not valid base64.`))
     return { type: "document", source: { type: "text", media_type: "text/plain", data: text.success } }
   }
-  return abort(unsupported(
+  return Abort.abort(Issues.unsupported(
     `${param}.mediaType`,
     `The file at '${param}' is '${mediaType}'; Anthropic models accept only PDF and plain-text documents.`
   ))
@@ -230,13 +228,13 @@ const planThinking = (request: Canonical.ChatRequest): Thinking | undefined => {
 
 const encodeSync = (request: Canonical.ChatRequest, upstreamModel: string): Messages.MessagesRequest => {
   if (request.candidateCount !== undefined && request.candidateCount > 1) {
-    abort(unsupported(
+    Abort.abort(Issues.unsupported(
       "candidateCount",
       `Anthropic models return one answer per request; ${request.candidateCount} answers ('n' / 'candidateCount') cannot be produced.`
     ))
   }
   if (request.maxOutputTokens !== undefined && request.maxOutputTokens < 1) {
-    abort(invalid("maxOutputTokens", "The maximum number of output tokens must be at least 1."))
+    Abort.abort(Issues.invalid("maxOutputTokens", "The maximum number of output tokens must be at least 1."))
   }
 
   const turns: Array<Turn> = []
@@ -265,21 +263,21 @@ const encodeSync = (request: Canonical.ChatRequest, upstreamModel: string): Mess
         }
         case "image":
           if (role === "assistant") {
-            abort(unsupported(param, `'${param}' is an image in an assistant turn; Anthropic accepts images only from the user.`))
+            Abort.abort(Issues.unsupported(param, `'${param}' is an image in an assistant turn; Anthropic accepts images only from the user.`))
           }
           turn(role).blocks.push(imageBlock(part, param))
           break
         case "file":
           if (role === "assistant") {
-            abort(unsupported(param, `'${param}' is a file in an assistant turn; Anthropic accepts documents only from the user.`))
+            Abort.abort(Issues.unsupported(param, `'${param}' is a file in an assistant turn; Anthropic accepts documents only from the user.`))
           }
           turn(role).blocks.push(documentBlock(part, param))
           break
         case "tool_call": {
-          if (role !== "assistant") abort(invalid(param, `'${param}' is a tool call outside an assistant turn.`))
+          if (role !== "assistant") Abort.abort(Issues.invalid(param, `'${param}' is a tool call outside an assistant turn.`))
           const input = parseInput(part.arguments)
           if (input === undefined) {
-            abort(invalid(
+            Abort.abort(Issues.invalid(
               `${param}.arguments`,
               `The arguments of tool call '${part.id}' (${part.name}) at '${param}' are not a JSON object.`
             ))
@@ -288,7 +286,7 @@ const encodeSync = (request: Canonical.ChatRequest, upstreamModel: string): Mess
           break
         }
         case "tool_result": {
-          if (role === "assistant") abort(invalid(param, `'${param}' is a tool result inside an assistant turn.`))
+          if (role === "assistant") Abort.abort(Issues.invalid(param, `'${param}' is a tool result inside an assistant turn.`))
           const block: Mutable<Messages.ToolResultBlock> = { type: "tool_result", tool_use_id: encodeToolId(part.callId) }
           if (part.content.length > 0) block.content = part.content
           if (part.isError === true) block.is_error = true
@@ -303,7 +301,7 @@ const encodeSync = (request: Canonical.ChatRequest, upstreamModel: string): Mess
     const content = t.results.length === 0 ? t.blocks : [...t.results, ...t.blocks]
     if (content.length > 0) messages.push({ role: t.role, content })
   }
-  if (messages.length === 0) abort(invalid("messages", "The conversation has no content to send."))
+  if (messages.length === 0) Abort.abort(Issues.invalid("messages", "The conversation has no content to send."))
 
   const thinking = planThinking(request)
   const out: Mutable<Messages.MessagesRequest> = {
@@ -373,7 +371,7 @@ const encodeSync = (request: Canonical.ChatRequest, upstreamModel: string): Mess
 export const encodeRequestResult = (
   request: Canonical.ChatRequest,
   upstreamModel: string
-): Result.Result<Messages.MessagesRequest, RequestError> => run(() => encodeSync(request, upstreamModel))
+): Result.Result<Messages.MessagesRequest, RequestError> => Abort.run(() => encodeSync(request, upstreamModel))
 
 /**
  * Writes the `POST /v1/messages` body for an Anthropic upstream serving
@@ -417,7 +415,7 @@ const imagePart = (block: Messages.ImageBlock, param: string): Canonical.ImagePa
     case "url":
       return { type: "image", url: source.url }
     case "file":
-      return abort(unsupported(`${param}.source`, `The image at '${param}' refers to an Anthropic Files API upload, which cannot be sent to this model.`))
+      return Abort.abort(Issues.unsupported(`${param}.source`, `The image at '${param}' refers to an Anthropic Files API upload, which cannot be sent to this model.`))
   }
 }
 
@@ -435,9 +433,9 @@ const filePart = (block: Messages.DocumentBlock, param: string): Canonical.FileP
     case "text":
       return out({ type: "file", mediaType: source.media_type ?? "text/plain", data: base64Text(source.data) })
     case "file":
-      return abort(unsupported(`${param}.source`, `The document at '${param}' refers to an Anthropic Files API upload, which cannot be sent to this model.`))
+      return Abort.abort(Issues.unsupported(`${param}.source`, `The document at '${param}' refers to an Anthropic Files API upload, which cannot be sent to this model.`))
     case "content":
-      return abort(unsupported(`${param}.source`, `The document at '${param}' is made of content blocks, which cannot be sent to this model.`))
+      return Abort.abort(Issues.unsupported(`${param}.source`, `The document at '${param}' is made of content blocks, which cannot be sent to this model.`))
   }
 }
 
@@ -449,7 +447,7 @@ const resultText = (block: Messages.ToolResultBlock, param: string): string => {
   for (let k = 0; k < content.length; k++) {
     const item = content[k]!
     if (item.type !== "text") {
-      return abort(unsupported(
+      return Abort.abort(Issues.unsupported(
         `${param}.content[${k}]`,
         `The tool result at '${param}' contains ${item.type === "image" ? "an image" : "a document"}; only text tool results can be sent to this model.`
       ))
@@ -460,14 +458,14 @@ const resultText = (block: Messages.ToolResultBlock, param: string): string => {
 }
 
 const otherBlock = (type: string, param: string): never =>
-  abort(unsupported(param, `'${param}' is a '${type}' block (an Anthropic server tool or feature), which cannot be sent to this model.`))
+  Abort.abort(Issues.unsupported(param, `'${param}' is a '${type}' block (an Anthropic server tool or feature), which cannot be sent to this model.`))
 
 const decodeSync = (body: unknown): Canonical.ChatRequest => {
   const decoded = Messages.decodeRequestBody(body)
-  if (Result.isFailure(decoded)) return abort(decoded.failure)
+  if (Result.isFailure(decoded)) return Abort.abort(decoded.failure)
   const wire = decoded.success
-  if (wire.max_tokens < 1) abort(invalid("max_tokens", "'max_tokens' must be at least 1."))
-  if (wire.messages.length === 0) abort(invalid("messages", "'messages' must contain at least one message."))
+  if (wire.max_tokens < 1) Abort.abort(Issues.invalid("max_tokens", "'max_tokens' must be at least 1."))
+  if (wire.messages.length === 0) Abort.abort(Issues.invalid("messages", "'messages' must contain at least one message."))
   const out: Mutable<Canonical.ChatRequest> = {
     model: wire.model,
     messages: [],
@@ -494,7 +492,7 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
       } else {
         message.content.forEach((block, j) => {
           if (block.type !== "text") {
-            return abort(unsupported(`messages[${i}].content[${j}]`, `'messages[${i}].content[${j}]' is a '${block.type}' block in a system turn; only text instructions can be sent to this model.`))
+            return Abort.abort(Issues.unsupported(`messages[${i}].content[${j}]`, `'messages[${i}].content[${j}]' is a '${block.type}' block in a system turn; only text instructions can be sent to this model.`))
           }
           const text = (block as Messages.TextBlock).text
           if (text.length > 0) system.push(text)
@@ -536,7 +534,7 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
           case "image":
           case "document":
           case "tool_result":
-            abort(invalid(param, `'${param}' is a '${block.type}' block, which only a user turn may contain.`))
+            Abort.abort(Issues.invalid(param, `'${param}' is a '${block.type}' block, which only a user turn may contain.`))
             break
         }
       })
@@ -583,7 +581,7 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
         case "tool_use":
         case "thinking":
         case "redacted_thinking":
-          abort(invalid(param, `'${param}' is a '${block.type}' block, which only an assistant turn may contain.`))
+          Abort.abort(Issues.invalid(param, `'${param}' is a '${block.type}' block, which only an assistant turn may contain.`))
           break
       }
     })
@@ -594,12 +592,12 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
   if (wire.tools !== undefined && wire.tools.length > 0) {
     out.tools = wire.tools.map((tool, k) => {
       if (tool.type !== undefined && tool.type !== null && tool.type !== "custom") {
-        return abort(unsupported(
+        return Abort.abort(Issues.unsupported(
           `tools[${k}]`,
           `'tools[${k}]' is the Anthropic server tool '${tool.type}', which cannot be used with this model.`
         ))
       }
-      if (tool.input_schema === undefined) abort(invalid(`tools[${k}].input_schema`, `'tools[${k}].input_schema' is required`))
+      if (tool.input_schema === undefined) Abort.abort(Issues.invalid(`tools[${k}].input_schema`, `'tools[${k}].input_schema' is required`))
       const definition: Mutable<Canonical.ToolDefinition> = { name: tool.name, parameters: tool.input_schema! }
       if (tool.description !== undefined) definition.description = tool.description
       return definition
@@ -653,7 +651,7 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
  * @category decoding
  */
 export const decodeRequestResult = (body: unknown): Result.Result<Canonical.ChatRequest, RequestError> =>
-  run(() => decodeSync(body))
+  Abort.run(() => decodeSync(body))
 
 /**
  * Decodes an Anthropic client's `POST /v1/messages` body into a canonical

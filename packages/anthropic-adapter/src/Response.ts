@@ -13,7 +13,7 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError } from "@modelgate/core"
+import { GatewayError, Tokens } from "@modelgate/core"
 import { Effect, Result } from "effect"
 import type { Mutable } from "effect/Types"
 import { decodeToolId, redactedFromWire, signatureFromWire, signatureToWire, signToolId } from "./Ids.ts"
@@ -94,6 +94,42 @@ export const usageFromWire = (usage: Messages.Usage): Canonical.Usage => {
   if (cacheRead > 0) out.cachedTokens = cacheRead
   if (cacheWrite > 0) out.cacheWriteTokens = cacheWrite
   return out
+}
+
+/**
+ * An upstream's `usage` (as sent: anything), checked: `undefined` when there
+ * is none, the reason it was refused (a string, `Tokens.badCount`'s
+ * `name: value`) when `output_tokens` is missing or a figure that is present
+ * is not a token count, otherwise its figures.
+ *
+ * @category usage
+ */
+export const readUsageFigures = (usage: unknown): Messages.Usage | string | undefined => {
+  if (usage === undefined || usage === null) return undefined
+  if (typeof usage !== "object" || Array.isArray(usage)) return "usage: not an object"
+  const record = usage as Readonly<Record<string, unknown>>
+  const bad = Tokens.badCount({
+    input_tokens: record.input_tokens,
+    output_tokens: record.output_tokens ?? "missing",
+    cache_creation_input_tokens: record.cache_creation_input_tokens,
+    cache_read_input_tokens: record.cache_read_input_tokens
+  })
+  if (bad !== undefined) return bad
+  const figures: { -readonly [K in keyof Messages.Usage]: Messages.Usage[K] } = { output_tokens: record.output_tokens as number }
+  if (typeof record.input_tokens === "number") figures.input_tokens = record.input_tokens
+  if (typeof record.cache_creation_input_tokens === "number") figures.cache_creation_input_tokens = record.cache_creation_input_tokens
+  if (typeof record.cache_read_input_tokens === "number") figures.cache_read_input_tokens = record.cache_read_input_tokens
+  return figures
+}
+
+/**
+ * `readUsageFigures` in canonical form (`usageFromWire`).
+ *
+ * @category usage
+ */
+export const readUsage = (usage: unknown): Canonical.Usage | string | undefined => {
+  const figures = readUsageFigures(usage)
+  return figures === undefined || typeof figures === "string" ? figures : usageFromWire(figures)
 }
 
 /**
@@ -220,7 +256,9 @@ export const decodeResponseResult = (
     created: options?.created ?? 0,
     choices: [{ index: 0, content, finishReason: finishReasonFromWire(wire.stop_reason) }]
   }
-  if (wire.usage !== undefined) out.usage = usageFromWire(wire.usage)
+  const usage = readUsage(wire.usage)
+  if (typeof usage === "string") out.usageRejected = usage
+  else if (usage !== undefined) out.usage = usage
   return Result.succeed(out)
 }
 

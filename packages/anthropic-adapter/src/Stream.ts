@@ -2,10 +2,6 @@
  * Streamed Messages answers: Anthropic server-sent events <-> canonical stream
  * events (wire-formats §6.3, §8.4).
  *
- * - `SseParser`: an incremental parser for an upstream's SSE text, invariant
- *   under any split of the input, that keeps each event's `event:` name with
- *   its `data:` (`\r\n`, `\n` and `\r` line ends, multi-line `data:`, comments
- *   ignored).
  * - `StreamDecoder` reads an Anthropic upstream's events: `message_start` ->
  *   `start` (+ `usage` with the input counts); a `tool_use` block start ->
  *   `tool_call_start` whose `call` is the number of `tool_use` blocks before it
@@ -18,7 +14,9 @@
  *   (its `stop_reason`) and `usage` (cumulative output tokens; input counts
  *   overwritten where given); `ping`, `message_stop`, citations and server-tool
  *   blocks are skipped; an `error` event fails with the classified upstream
- *   error. `SseDecoder` puts the parser and the decoder together.
+ *   error. `SseDecoder` puts core's `Sse.Parser` and the decoder together
+ *   (the decoder reads each event's type from its data, which Anthropic
+ *   repeats from the `event:` line).
  * - `StreamEncoder` writes events for an Anthropic client: `message_start`
  *   (input usage 0, since it is not known yet) and a `ping`, as Anthropic's
  *   own streams begin, blocks with sequential indices
@@ -37,106 +35,12 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError } from "@modelgate/core"
-import { Effect, Result, Stream } from "effect"
+import { GatewayError, Sse } from "@modelgate/core"
+import { Effect, Predicate, Result, Stream } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import { decodeToolId, redactedFromWire, signatureFromWire, signatureToWire, signToolId } from "./Ids.ts"
 import * as Messages from "./Messages.ts"
-import { finishReasonFromWire, finishReasonToWire, usageFromWire, usageToWire } from "./Response.ts"
-
-// ---------------------------------------------------------------------------
-// SSE parsing
-// ---------------------------------------------------------------------------
-
-/** One parsed server-sent event: its `event:` name (`message` when absent) and its `data`. @category parsing */
-export interface SseEvent {
-  readonly event: string
-  readonly data: string
-}
-
-/**
- * An incremental SSE parser. Feed it text in order with `push`; it returns the
- * events completed by that text. `end` returns the last event if the stream
- * ended without a blank line after it. Events without `data:` lines are
- * dropped, as the SSE specification says.
- *
- * The result never depends on how the input was split: a `\r` ends its line at
- * once, and a `\n` at the start of the next piece is then taken as part of
- * that `\r\n`.
- *
- * @example
- * ```ts
- * const parser = new SseParser()
- * parser.push("event: ping\nda")           // []
- * parser.push('ta: {"type":"ping"}\n\n')   // [{ event: "ping", data: '{"type":"ping"}' }]
- * ```
- *
- * @category parsing
- */
-export class SseParser {
-  private buffer = ""
-  private afterCR = false
-  private event: string | undefined = undefined
-  private data: Array<string> | undefined = undefined
-
-  /** Feeds the next piece of text; returns every event it completes. */
-  push(text: string): Array<SseEvent> {
-    const out: Array<SseEvent> = []
-    let i = 0
-    const length = text.length
-    if (this.afterCR && length > 0) {
-      if (text.charCodeAt(0) === 10) i = 1
-      this.afterCR = false
-    }
-    let start = i
-    for (; i < length; i++) {
-      const code = text.charCodeAt(i)
-      if (code !== 10 && code !== 13) continue
-      const line = this.buffer.length === 0 ? text.slice(start, i) : this.buffer + text.slice(start, i)
-      this.buffer = ""
-      this.line(line, out)
-      if (code === 13) {
-        if (i + 1 === length) this.afterCR = true
-        else if (text.charCodeAt(i + 1) === 10) i++
-      }
-      start = i + 1
-    }
-    if (start < length) this.buffer += text.slice(start)
-    return out
-  }
-
-  /** Ends the stream: returns the pending event if it was not terminated by a blank line. */
-  end(): Array<SseEvent> {
-    const out: Array<SseEvent> = []
-    if (this.buffer.length > 0) {
-      const rest = this.buffer
-      this.buffer = ""
-      this.line(rest, out)
-    }
-    this.afterCR = false
-    this.dispatch(out)
-    return out
-  }
-
-  private dispatch(out: Array<SseEvent>): void {
-    if (this.data !== undefined) out.push({ event: this.event ?? "message", data: this.data.join("\n") })
-    this.data = undefined
-    this.event = undefined
-  }
-
-  private line(line: string, out: Array<SseEvent>): void {
-    if (line.length === 0) return this.dispatch(out)
-    if (line.charCodeAt(0) === 58) return // ":" comment
-    const colon = line.indexOf(":")
-    const field = colon < 0 ? line : line.slice(0, colon)
-    if (field !== "data" && field !== "event") return
-    let value = colon < 0 ? "" : line.slice(colon + 1)
-    if (value.charCodeAt(0) === 32) value = value.slice(1)
-    if (field === "event") this.event = value
-    else if (this.data === undefined) this.data = [value]
-    else this.data.push(value)
-  }
-}
+import { finishReasonFromWire, finishReasonToWire, readUsageFigures, usageFromWire, usageToWire } from "./Response.ts"
 
 // ---------------------------------------------------------------------------
 // Decoding: Anthropic upstream -> canonical
@@ -161,9 +65,6 @@ interface OpenBlock {
   readonly call: number
   hasArguments: boolean
 }
-
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
 
 const unreadable = (detail: string): GatewayError.UpstreamUnavailable =>
   new GatewayError.UpstreamUnavailable({ status: 502, message: `The upstream sent a stream event the gateway cannot read (${detail}).` })
@@ -195,6 +96,8 @@ export class StreamDecoder {
   private cacheRead: number | undefined = undefined
   private cacheCreation: number | undefined = undefined
   private lastUsage: Canonical.Usage | undefined = undefined
+  /** A usage figure of this stream was refused: the stream's usage (assembled over several events) is refused as a whole. */
+  private rejected: string | undefined = undefined
 
   constructor(options?: DecoderOptions) {
     this.created = options?.created ?? 0
@@ -241,7 +144,15 @@ export class StreamDecoder {
     out.push({ type: "start", id, model, created: this.created })
   }
 
-  private addUsage(usage: Messages.Usage, out: Array<Canonical.StreamEvent>): void {
+  private addUsage(reported: unknown, out: Array<Canonical.StreamEvent>): void {
+    const usage = this.rejected === undefined ? readUsageFigures(reported) : this.rejected
+    if (usage === undefined) return
+    if (typeof usage === "string") {
+      this.rejected = usage
+      this.lastUsage = undefined
+      out.push({ type: "usage_rejected", reason: usage })
+      return
+    }
     if (usage.input_tokens !== undefined && usage.input_tokens !== null) this.input = usage.input_tokens
     if (usage.cache_read_input_tokens !== undefined && usage.cache_read_input_tokens !== null) {
       this.cacheRead = usage.cache_read_input_tokens
@@ -258,7 +169,7 @@ export class StreamDecoder {
   }
 
   private decodeInto(event: unknown, out: Array<Canonical.StreamEvent>): StreamError | undefined {
-    if (!isRecord(event)) return unreadable("not a JSON object")
+    if (!Predicate.isObject(event)) return unreadable("not a JSON object")
     const type = event.type
     if (type === "content_block_delta") return this.delta(event, out)
     switch (type) {
@@ -281,7 +192,7 @@ export class StreamDecoder {
     switch (wire.type) {
       case "message_start": {
         this.start(out, wire.message.id, wire.message.model)
-        if (wire.message.usage !== undefined) this.addUsage(wire.message.usage, out)
+        this.addUsage(wire.message.usage, out)
         return undefined
       }
       case "content_block_start": {
@@ -331,7 +242,7 @@ export class StreamDecoder {
         this.start(out, "", "")
         const reason = finishReasonFromWire(wire.delta.stop_reason)
         if (reason !== null) out.push({ type: "finish", index: 0, reason })
-        if (wire.usage !== undefined) this.addUsage(wire.usage, out)
+        this.addUsage(wire.usage, out)
         return undefined
       }
       default:
@@ -342,7 +253,7 @@ export class StreamDecoder {
   /** `content_block_delta`, the hot path: plain checks, no Schema decode. */
   private delta(event: Readonly<Record<string, unknown>>, out: Array<Canonical.StreamEvent>): StreamError | undefined {
     const delta = event.delta
-    if (typeof event.index !== "number" || !isRecord(delta)) return unreadable("a content_block_delta without index or delta")
+    if (typeof event.index !== "number" || !Predicate.isObject(delta)) return unreadable("a content_block_delta without index or delta")
     const block = this.blocks.get(event.index)
     switch (delta.type) {
       case "text_delta": {
@@ -383,8 +294,8 @@ export class StreamDecoder {
 }
 
 /**
- * SSE text of an Anthropic upstream -> canonical events: `SseParser` and
- * `StreamDecoder` together, for callers that move text pieces.
+ * SSE text of an Anthropic upstream -> canonical events: core's `Sse.Parser`
+ * and `StreamDecoder` together, for callers that move text pieces.
  *
  * @example
  * ```ts
@@ -396,7 +307,7 @@ export class StreamDecoder {
  * @category decoding
  */
 export class SseDecoder {
-  private readonly parser = new SseParser()
+  private readonly parser = new Sse.Parser()
   private readonly decoder: StreamDecoder
 
   constructor(options?: DecoderOptions) {
@@ -418,7 +329,7 @@ export class SseDecoder {
     return this.decoder.usage()
   }
 
-  private feed(events: ReadonlyArray<SseEvent>): Result.Result<Array<Canonical.StreamEvent>, StreamError> {
+  private feed(events: ReadonlyArray<Sse.Event>): Result.Result<Array<Canonical.StreamEvent>, StreamError> {
     if (events.length === 0) return Result.succeed([])
     const data: Array<string> = []
     for (const event of events) data.push(event.data)
@@ -570,6 +481,10 @@ export class StreamEncoder {
         return
       case "usage":
         this.lastUsage = event.usage
+        return
+      case "usage_rejected":
+        // Figures the gateway refused are not passed on.
+        this.lastUsage = undefined
         return
       case "finish":
         if (event.index === 0) this.finish = event.reason

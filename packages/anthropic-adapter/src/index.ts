@@ -1,13 +1,14 @@
 /**
  * `@modelgate/anthropic-adapter`: the Anthropic Messages wire library of
  * modelgate. Wire schemas, pure translation to and from the canonical chat
- * model of `@modelgate/core` (requests, responses, streams), SSE parsing and
- * framing with `event:` names, reversible tool-id sanitising, the Anthropic
- * error envelope and upstream error classification. Depends on `effect` and
- * `@modelgate/core` only; no Node built-ins.
+ * model of `@modelgate/core` (requests, responses, streams), SSE framing with
+ * `event:` names, reversible tool-id sanitising, the Anthropic error envelope
+ * and upstream error classification. Depends on `effect` and `@modelgate/core`
+ * only; no Node built-ins.
  *
  * Property-test helpers live in `@modelgate/anthropic-adapter/testing/Arbitraries`
- * and `@modelgate/anthropic-adapter/testing/Laws` (they need `fast-check`).
+ * and `@modelgate/anthropic-adapter/testing/Laws` (they need `fast-check`, an
+ * optional peer dependency).
  *
  * @since 0.1.0
  */

@@ -28,7 +28,8 @@ const every: ReadonlyArray<[GatewayError.GatewayError, number, string]> = [
   [new GatewayError.Forbidden({ message: "m" }), 403, "permission_error"],
   [new GatewayError.ResourceNotFound({ message: "m" }), 404, "not_found_error"],
   [new GatewayError.InternalError({ message: "m" }), 500, "api_error"],
-  [new GatewayError.ServiceUnavailable({ message: "m" }), 503, "api_error"]
+  [new GatewayError.ServiceUnavailable({ message: "m" }), 503, "api_error"],
+  [new GatewayError.DatabaseUnavailable({ message: "m", retryAfterSeconds: 5 }), 529, "overloaded_error"]
 ]
 
 describe("toResponse", () => {
@@ -44,6 +45,7 @@ describe("toResponse", () => {
     assert.strictEqual(ErrorEnvelope.toResponse(every[11]![0]).headers["x-should-retry"], "false")
     assert.strictEqual(ErrorEnvelope.toResponse(every[21]![0]).headers.allow, "POST")
     assert.strictEqual(ErrorEnvelope.toResponse(every[4]![0]).body.error.message, "messages: m")
+    assert.strictEqual(ErrorEnvelope.toResponse(every[every.length - 1]![0]).headers["retry-after"], "5")
   })
 
   it("writes an error event for a started stream", () => {
@@ -57,12 +59,19 @@ describe("toResponse", () => {
 describe("classifyUpstream", () => {
   const body = (type: string, message: string) => JSON.stringify({ type: "error", error: { type, message }, request_id: "req_1" })
 
-  it("never passes on credential problems", () => {
-    for (const [status, type] of [[401, "authentication_error"], [403, "permission_error"], [402, "billing_error"], [400, "authentication_error"]] as const) {
+  it("a refusal of the key or its account counts against the key, never passing on the upstream's words", () => {
+    for (const [status, type] of [[401, "authentication_error"], [402, "billing_error"], [400, "authentication_error"]] as const) {
       const error = ErrorEnvelope.classifyUpstream(status, body(type, "invalid x-api-key sk-ant-secret"))
       assert.strictEqual(error._tag, "UpstreamUnavailable")
+      assert.isTrue((error as GatewayError.UpstreamUnavailable).credentialsRefused)
       assert.notInclude(error.message, "sk-ant")
     }
+  })
+
+  it("a 403 permission_error is about what the request named: the caller's", () => {
+    const error = ErrorEnvelope.classifyUpstream(403, body("permission_error", "The file file_123 does not belong to this workspace."))
+    assert.strictEqual(error._tag, "UpstreamRejected")
+    assert.deepStrictEqual([(error as GatewayError.UpstreamRejected).status, error.message], [403, "The file file_123 does not belong to this workspace."])
   })
 
   it("rate limits with retry-after, overload, timeouts, rejections and server errors", () => {

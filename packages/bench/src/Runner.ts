@@ -26,6 +26,8 @@ export interface Target {
   readonly pid: number | null
   /** The request for a scenario, or null when this target cannot run it. */
   readonly request: (scenario: Scenario) => RequestSpec | null
+  /** The bytes the proxy's heap allocated so far (from its GC trace), when it was started to report them. */
+  readonly allocatedBytes?: (() => number | null) | undefined
 }
 
 /** Durations of one run, ms. @category models */
@@ -62,6 +64,8 @@ export interface Point {
   readonly ttfb: Summary
   /** Target process CPU ms per successful call; null without a process. */
   readonly cpuMsPerCall: number | null
+  /** KB the target's JavaScript heap allocated per successful call (from its GC trace); null when not traced. */
+  readonly allocKbPerCall: number | null
   readonly rssBytes: number | null
   readonly latencyHistogram: HistogramJson
 }
@@ -226,7 +230,21 @@ const hwmOf = (pid: number): number | null => {
  */
 const IMPLAUSIBLY_IDLE_CALLS = 1000
 
-const toPoint = (target: Target, r: LoadResult, cpuBefore: number | null, ctx: RunContext): Point => {
+/**
+ * A measurement of the target process taken at the start of a point, read
+ * again at its end.
+ */
+export interface Before {
+  readonly cpuMs: number | null
+  readonly allocatedBytes: number | null
+}
+
+/** The target process's CPU time and heap allocation now. @category measuring */
+export const before = (target: Target): Before => ({ cpuMs: cpuOf(target.pid), allocatedBytes: target.allocatedBytes?.() ?? null })
+
+const toPoint = (target: Target, r: LoadResult, start: Before, ctx: RunContext): Point => {
+  const cpuBefore = start.cpuMs
+  const allocatedAfter = target.allocatedBytes?.() ?? null
   let cpuAfter = cpuOf(target.pid)
   if (cpuBefore !== null && cpuAfter === cpuBefore && r.ok >= IMPLAUSIBLY_IDLE_CALLS) {
     const said = `${target.name}'s process (pid ${target.pid}) used no CPU time`
@@ -252,10 +270,15 @@ const toPoint = (target: Target, r: LoadResult, cpuBefore: number | null, ctx: R
     latency: r.latency.summary(),
     ttfb: r.ttfb.summary(),
     cpuMsPerCall: cpuBefore === null || cpuAfter === null || r.ok === 0 ? null : (cpuAfter - cpuBefore) / r.ok,
+    allocKbPerCall: start.allocatedBytes === null || allocatedAfter === null || r.ok === 0
+      ? null
+      : (allocatedAfter - start.allocatedBytes) / 1024 / r.ok,
     rssBytes: rssOf(target.pid),
     latencyHistogram: r.latency.toJSON()
   }
 }
+
+const allocText = (p: Point): string => p.allocKbPerCall === null ? "" : ` alloc ${p.allocKbPerCall.toFixed(1)}KB/call`
 
 const describeErrors = (r: { readonly errors: Readonly<Record<string, number>>; readonly dropped?: number }): string => {
   const parts = Object.entries(r.errors).map(([k, v]) => `${k}=${v}`)
@@ -354,31 +377,31 @@ export const runLatency = async (scenario: Scenario, targets: ReadonlyArray<Targ
       for (const { target, request } of runnable) {
         if (gone(target, ctx, scenario.name)) continue
         tracker.busy = target.name
-        const cpu = cpuOf(target.pid)
+        const start = before(target)
         const r = await openLoop({ ...request, rate, durationMs: timing.pointMs, timeoutMs: 30_000, drainMs: timing.drainMs })
         ctx.calls.add(target.name, r)
-        const p = toPoint(target, r, cpu, ctx)
+        const p = toPoint(target, r, start, ctx)
         points.push(p)
         histograms.set(p, r)
         log(
           `  ${scenario.name} ${target.name.padEnd(9)} open ${String(rate).padStart(5)}/s: p50 ${us(p.latency.p50Us)} p99 ${us(p.latency.p99Us)} max ${
             us(p.latency.maxUs)
-          } ttfb50 ${us(p.ttfb.p50Us)}${p.cpuMsPerCall === null ? "" : ` cpu ${p.cpuMsPerCall.toFixed(3)}ms/call`}${describeErrors(r)}`
+          } ttfb50 ${us(p.ttfb.p50Us)}${p.cpuMsPerCall === null ? "" : ` cpu ${p.cpuMsPerCall.toFixed(3)}ms/call`}${allocText(p)}${describeErrors(r)}`
         )
       }
     }
     for (const { target, request } of runnable) {
       if (gone(target, ctx, scenario.name)) continue
       tracker.busy = target.name
-      const cpu = cpuOf(target.pid)
+      const start = before(target)
       const r = await closedLoop({ ...request, concurrency: scenario.concurrency, durationMs: timing.throughputMs, timeoutMs: 30_000 })
       ctx.calls.add(target.name, r)
-      const p = toPoint(target, r, cpu, ctx)
+      const p = toPoint(target, r, start, ctx)
       points.push(p)
       log(
         `  ${scenario.name} ${target.name.padEnd(9)} closed c=${scenario.concurrency}: ${p.throughput.toFixed(0)} calls/s p50 ${us(p.latency.p50Us)}${
           p.cpuMsPerCall === null ? "" : ` cpu ${p.cpuMsPerCall.toFixed(3)}ms/call`
-        }${describeErrors(r)}`
+        }${allocText(p)}${describeErrors(r)}`
       )
     }
   } finally {

@@ -54,7 +54,7 @@ export interface Scenario {
 }
 
 /** Scenario names, in run order. @category constants */
-export const SCENARIO_NAMES = ["chat-small", "chat-10k", "stream-200", "translate-gemini", "translate-gemini-stream", "streams-1000"] as const
+export const SCENARIO_NAMES = ["chat-small", "chat-10k", "chat-200k", "stream-200", "translate-gemini", "translate-gemini-stream", "streams-1000"] as const
 
 /** The dialects a run can speak to the gateway. @category constants */
 export const DIALECTS: ReadonlyArray<Dialect> = ["openai", "gemini"]
@@ -74,6 +74,71 @@ const geminiBody = (text: string): string => JSON.stringify({ contents: [{ role:
 /** About 10 KB of prompt text (words, so token estimates stay realistic). @category constants */
 export const TEN_KB_PROMPT: string = "Summarise the following notes in one line. " +
   Array.from({ length: 1100 }, (_, i) => ["alpha", "bravo", "charlie", "delta", "echo"][i % 5]).join(" ").slice(0, 10_240 - 44)
+
+const words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+
+/** `bytes` of plain prose-like text (deterministic). */
+const filler = (bytes: number, seed: number): string => {
+  let out = ""
+  for (let i = seed; out.length < bytes; i++) out += `${words[i % words.length]}${i % 17 === 0 ? ".\n" : " "}`
+  return out.slice(0, bytes)
+}
+
+/**
+ * What a coding agent sends every turn, about 200 KB of JSON: a 28 KB system
+ * prompt, 40 tools with JSON schemas, and a history of 60 messages (user
+ * turns, assistant turns with tool calls, tool results), in a dialect. The
+ * answer asked for is short, so the figure is the cost of a large prompt.
+ *
+ * @category scenarios
+ */
+export const agentBody = (dialect: Dialect, stream: boolean): string => {
+  const system = filler(28 * 1024, 1)
+  const tools = Array.from({ length: 40 }, (_, i) => ({
+    name: `tool_${i}`,
+    description: filler(600, i * 7),
+    parameters: {
+      type: "object",
+      properties: Object.fromEntries(Array.from({ length: 6 }, (_, j) => [`arg_${j}`, { type: j % 2 === 0 ? "string" : "integer", description: filler(80, i + j) }])),
+      required: ["arg_0"]
+    }
+  }))
+  const turns = Array.from({ length: 60 }, (_, i) => ({ i, role: i % 3 === 0 ? "user" : i % 3 === 1 ? "assistant" : "tool", text: filler(2000, i * 13) }))
+  if (dialect === "openai") {
+    const messages: Array<unknown> = [{ role: "system", content: system }]
+    for (const turn of turns) {
+      if (turn.role === "assistant") {
+        messages.push({
+          role: "assistant",
+          content: turn.text,
+          tool_calls: [{ id: `call_${turn.i}`, type: "function", function: { name: `tool_${turn.i % 40}`, arguments: JSON.stringify({ arg_0: filler(120, turn.i) }) } }]
+        })
+      } else if (turn.role === "tool") messages.push({ role: "tool", tool_call_id: `call_${turn.i - 1}`, content: turn.text })
+      else messages.push({ role: "user", content: turn.text })
+    }
+    return JSON.stringify({
+      model: "bench-agent",
+      messages,
+      tools: tools.map((f) => ({ type: "function", function: f })),
+      max_tokens: 64,
+      ...(stream ? { stream: true, stream_options: { include_usage: true } } : {})
+    })
+  }
+  const contents: Array<unknown> = []
+  for (const turn of turns) {
+    if (turn.role === "assistant") {
+      contents.push({ role: "model", parts: [{ text: turn.text }, { functionCall: { name: `tool_${turn.i % 40}`, args: { arg_0: filler(120, turn.i) } } }] })
+    } else if (turn.role === "tool") {
+      contents.push({ role: "user", parts: [{ functionResponse: { name: `tool_${(turn.i - 1) % 40}`, response: { result: turn.text } } }] })
+    } else contents.push({ role: "user", parts: [{ text: turn.text }] })
+  }
+  return JSON.stringify({
+    systemInstruction: { parts: [{ text: system }] },
+    contents,
+    tools: [{ functionDeclarations: tools }],
+    generationConfig: { maxOutputTokens: 64 }
+  })
+}
 
 /**
  * One call in a dialect: the OpenAI chat completion or the Gemini
@@ -127,6 +192,14 @@ export const scenarios = (quick: boolean, dialect: Dialect = "openai"): Readonly
     const m = channel(upstream, model)
     return { direct: callIn(upstream, m, text, stream), gateway: callIn(dialect, m, text, stream), models: models(upstream, m), portkey: false }
   }
+  // The agent's prompt, same dialect end to end; its model answers in a few words.
+  const agent = () => {
+    const m = channel(dialect, "bench-agent")
+    const request: ScenarioRequest = dialect === "openai"
+      ? { dialect, path: "/v1/chat/completions", body: agentBody("openai", false).replace("\"bench-agent\"", JSON.stringify(m)) }
+      : { dialect, path: `/v1beta/models/${encodeURIComponent(m)}:generateContent`, body: agentBody("gemini", false) }
+    return { direct: request, gateway: request, models: models(dialect, m), portkey: dialect === "openai" }
+  }
   const clientName = dialect === "openai" ? "OpenAI" : "Gemini"
   const channelName = dialect === "openai" ? "Gemini" : "OpenAI"
   const memoryModel = `bench-chunks-${memoryChunks}x16-interval-100`
@@ -150,6 +223,17 @@ export const scenarios = (quick: boolean, dialect: Dialect = "openai"): Readonly
       ...same("bench-bytes-10240", TEN_KB_PROMPT, false),
       rates: quick ? [200] : [250, 500],
       concurrency: 32
+    },
+    {
+      name: "chat-200k",
+      title: "Non-stream chat, a coding agent's 200 KB prompt",
+      description:
+        `${clientName} non-stream call with what a coding agent sends every turn: a 28 KB system prompt, 40 tools and 60 messages of history, about 200 KB of JSON, and a short answer (same dialect).`,
+      kind: "latency",
+      stream: false,
+      ...agent(),
+      rates: quick ? [100] : [100, 250],
+      concurrency: 16
     },
     {
       name: "stream-200",
@@ -176,10 +260,10 @@ export const scenarios = (quick: boolean, dialect: Dialect = "openai"): Readonly
       name: "translate-gemini-stream",
       title: `${clientName} stream from a ${channelName} channel`,
       description:
-        `Streamed ${clientName} call from a ${channelName} channel (50 chunks): translated per event. Direct baseline: the ${channelName} stream (SSE).`,
+        `Streamed ${clientName} call from a ${channelName} channel (200 chunks of 20 bytes): translated per event. Direct baseline: the ${channelName} stream (SSE).`,
       kind: "latency",
       stream: true,
-      ...across("bench-chunks-50x20", "Count to fifty.", true),
+      ...across("bench-chunks-200x20", "Count to two hundred.", true),
       rates: quick ? [50] : [100],
       concurrency: 16
     },

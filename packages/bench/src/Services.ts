@@ -19,6 +19,13 @@ export interface Service {
   /** The last lines the process wrote (stdout and stderr), for error messages. */
   readonly output: () => string
   /**
+   * The bytes the process's JavaScript heap allocated so far, summed from V8's
+   * GC trace (`allocated=` of each collection): only for a process started
+   * with `--trace-gc-nvp` (see `ServiceSpec.gcTrace`), else null. It counts
+   * what was allocated up to the last collection.
+   */
+  readonly allocatedBytes: () => number | null
+  /**
    * SIGTERM, then SIGKILL after `graceMs` (default 5 s); resolves once the
    * process has exited, with how: "exited" (on its own after SIGTERM, or
    * before), or "killed".
@@ -38,6 +45,8 @@ export interface ServiceSpec {
     | { readonly kind: "line"; readonly pattern: RegExp }
     | { readonly kind: "poll"; readonly url: string; readonly baseUrl: string }
   readonly timeoutMs?: number
+  /** The command runs Node with `--trace-gc-nvp`: its GC lines are summed into `allocatedBytes`, not kept as output. */
+  readonly gcTrace?: boolean
 }
 
 const running = new Set<ChildProcess>()
@@ -97,9 +106,19 @@ export const startService = async (spec: ServiceSpec): Promise<Service> => {
     })
   })
   let found: ((url: string) => void) | undefined
+  let allocated = 0
+  let partial = ""
   const onText = (text: string): void => {
-    for (const line of text.split("\n")) {
+    const all = partial + text
+    const cut = all.lastIndexOf("\n")
+    partial = cut === -1 ? all : all.slice(cut + 1)
+    for (const line of (cut === -1 ? "" : all.slice(0, cut)).split("\n")) {
       if (line.trim() === "") continue
+      if (spec.gcTrace === true && line.includes(" gc=")) {
+        const match = / allocated=(\d+)/.exec(line)
+        if (match !== null) allocated += Number(match[1])
+        continue
+      }
       lines.push(line)
       if (lines.length > 40) lines.shift()
       if (found !== undefined && spec.ready.kind === "line") {
@@ -111,6 +130,7 @@ export const startService = async (spec: ServiceSpec): Promise<Service> => {
   child.stdout?.setEncoding("utf8").on("data", onText)
   child.stderr?.setEncoding("utf8").on("data", onText)
   const output = (): string => lines.join("\n")
+  const allocatedBytes = (): number | null => spec.gcTrace === true ? allocated : null
   const timeoutMs = spec.timeoutMs ?? 60_000
   const fail = (why: string): Error => {
     child.kill("SIGKILL")
@@ -145,6 +165,7 @@ export const startService = async (spec: ServiceSpec): Promise<Service> => {
     url: url.replace(/\/$/, ""),
     pid,
     output,
+    allocatedBytes,
     stop: async (graceMs = 5000) => {
       if (exitCode !== undefined) return "exited"
       child.kill("SIGTERM")

@@ -258,11 +258,13 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
     })
     services.push(upstream)
     log(`fake upstream ${upstream.url} (pid ${upstream.pid})`)
+    // The floor and the gateway report their heap allocation (V8's GC trace), for KB allocated per call.
     const floor = await startService({
       name: "floor-proxy",
       command: node,
-      args: [join(repoRoot, "packages/bench/src/floor-proxy.ts"), "--upstream", upstream.url],
-      ready: { kind: "line", pattern: /floor-proxy listening on (\S+)/ }
+      args: ["--trace-gc-nvp", join(repoRoot, "packages/bench/src/floor-proxy.ts"), "--upstream", upstream.url],
+      ready: { kind: "line", pattern: /floor-proxy listening on (\S+)/ },
+      gcTrace: true
     })
     services.push(floor)
     log(`floor proxy ${floor.url} (pid ${floor.pid})`)
@@ -277,7 +279,7 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
     })
     const targets: Array<Target> = [
       { name: "direct", url: upstream.url, pid: null, request: directRequest(upstream.url) },
-      { name: "floor", url: floor.url, pid: floor.pid, request: directRequest(floor.url) }
+      { name: "floor", url: floor.url, pid: floor.pid, request: directRequest(floor.url), allocatedBytes: floor.allocatedBytes }
     ]
     infos.push(
       { name: "direct", available: true, note: `fake upstream at ${upstream.url} (packages/fake-upstream), the baseline` },
@@ -334,9 +336,10 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
         const gw = await startService({
           name: "modelgate",
           command: node,
-          args: [...nodeFlags, bin, "serve", "--config", config],
+          args: ["--trace-gc-nvp", ...nodeFlags, bin, "serve", "--config", config],
           cwd: work,
-          ready: { kind: "poll", url: `http://127.0.0.1:${port}/healthz`, baseUrl: `http://127.0.0.1:${port}` }
+          ready: { kind: "poll", url: `http://127.0.0.1:${port}/healthz`, baseUrl: `http://127.0.0.1:${port}` },
+          gcTrace: true
         })
         services.push(gw)
         gateway = { url: gw.url, pid: gw.pid, service: gw, db }
@@ -366,6 +369,7 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
         name: "modelgate",
         url: gw.url,
         pid: gw.pid,
+        allocatedBytes: gw.service?.allocatedBytes,
         request: (s) => ({
           url: gw.url + s.gateway.path,
           body: s.gateway.body,

@@ -19,7 +19,7 @@ describe("the run's plan", () => {
     assert.isBelow(plan.totalMs, BUDGET_SECONDS * 1000)
     // The soak is the 10 minutes; the rest shares what is left.
     assert.strictEqual(plan.steps.find((s) => s.name === "soak")?.ms, 600_000 + POINT_OVERHEAD_MS)
-    assert.deepStrictEqual(plan.steps.map((s) => s.name), ["startup", "streams-1000", "chat-small", "chat-10k", "stream-200", "translate-gemini", "translate-gemini-stream", "soak", "teardown"])
+    assert.deepStrictEqual(plan.steps.map((s) => s.name), ["startup", "streams-1000", "chat-small", "chat-10k", "chat-200k", "stream-200", "translate-gemini", "translate-gemini-stream", "soak", "teardown"])
     // Portkey runs the same-dialect scenarios, and holds streams, but never translates.
     assert.deepStrictEqual(plan.steps.find((s) => s.name === "translate-gemini")?.targets, ["direct", "floor", "modelgate"])
     assert.deepStrictEqual(plan.steps.find((s) => s.name === "streams-1000")?.targets, ["floor", "modelgate", "portkey"])

@@ -19,6 +19,7 @@ import { join } from "node:path"
 import {
   ADMIN,
   ALICE,
+  BOB,
   browserMissing,
   type E2EGateway,
   eventually,
@@ -42,9 +43,15 @@ let aliceSecret = ""
 
 const PHONE = { width: 390, height: 844 }
 
+/** What the browser refused under the console's Content-Security-Policy, on any page of any test. */
+const violations: Array<string> = []
+
 const newPage = async (viewport = { width: 1366, height: 860 }) => {
   const context = await browser.newContext({ viewport, locale: "en-US", reducedMotion: "reduce" })
   const page = await context.newPage()
+  page.on("console", (message) => {
+    if (/Content Security Policy|Content-Security-Policy/i.test(message.text())) violations.push(`${page.url()}: ${message.text()}`)
+  })
   return { context, page }
 }
 
@@ -314,6 +321,112 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     await desk.page.getByText("价格倍率").first().waitFor()
     await screenshot(desk.page, "models-zh")
     await desk.context.close()
+  })
+
+  it("as admin resets a user's password: the old one no longer signs in, the new one does", async () => {
+    const { page, context } = await newPage()
+    await signIn(page, gateway.url, ADMIN)
+    await page.getByRole("link", { name: "Users" }).click()
+    await page.getByTestId("users-table").getByRole("link", { name: BOB.name }).click()
+    await page.getByTestId("user-balance").waitFor()
+    const form = page.getByTestId("reset-password")
+    await form.getByLabel("New password").fill("bobs-brand-new-password")
+    await form.getByLabel("The same password again").fill("bobs-brand-new-password")
+    await form.getByRole("button", { name: "Set a new password" }).click()
+    await page.getByText(`Password changed; ${BOB.name} was signed out everywhere`).waitFor()
+    await screenshot(page, "admin-user")
+    await context.close()
+
+    const bob = await newPage()
+    await bob.page.goto(`${gateway.url}/console/`)
+    await bob.page.getByLabel("User name").fill(BOB.name)
+    await bob.page.getByLabel(/^Password/).fill(BOB.password)
+    await bob.page.getByRole("button", { name: "Sign in" }).click()
+    await bob.page.getByText("Wrong user name or password.").waitFor()
+    await bob.page.getByLabel(/^Password/).fill("bobs-brand-new-password")
+    await bob.page.getByRole("button", { name: "Sign in" }).click()
+    await bob.page.getByTestId("balance").waitFor()
+    await bob.context.close()
+  })
+
+  it("refuses a channel's model that has no price, lists it as unpriced, and one click with the price table prices it", async () => {
+    const { page, context } = await newPage()
+    await signIn(page, gateway.url, ADMIN)
+    // A channel serving a model the gateway has no price for (as when it is added in the console).
+    const created = await page.evaluate(async (upstream) => {
+      const session = await (await fetch("/api/auth/session")).json() as { csrfToken: string }
+      const response = await fetch("/api/admin/channels", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-csrf-token": session.csrfToken },
+        body: JSON.stringify({ name: "openai-new", type: "openai", baseUrl: `${upstream}/v1`, apiKeys: ["sk-upstream-new-5678"], models: ["gpt-4.1-mini"] })
+      })
+      return response.status
+    }, gateway.upstream.url)
+    assert.strictEqual(created, 201)
+    const client = new OpenAI({ apiKey: aliceSecret, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
+    const refused = await client.chat.completions.create({ model: "gpt-4.1-mini", messages: [{ role: "user", content: "hi" }] }).catch((e: unknown) => e)
+    assert.instanceOf(refused, OpenAI.PermissionDeniedError)
+    assert.strictEqual((refused as InstanceType<typeof OpenAI.PermissionDeniedError>).code, "model_unpriced")
+
+    await page.getByRole("link", { name: "Models & prices" }).click()
+    const unpriced = page.getByTestId("unpriced-models")
+    await unpriced.getByText("served by openai-new").waitFor()
+    await screenshot(page, "admin-models")
+    await unpriced.locator("[data-unpriced='gpt-4.1-mini']").getByRole("button", { name: "Set price" }).click()
+    const dialog = page.getByRole("dialog")
+    assert.strictEqual(await dialog.getByLabel("Input", { exact: true }).inputValue(), "0.40", "prefilled from the price table")
+    assert.strictEqual(await dialog.getByLabel("Output", { exact: true }).inputValue(), "1.60")
+    await dialog.getByRole("button", { name: "Save" }).click()
+    await page.getByTestId("admin-models-table").getByText("gpt-4.1-mini", { exact: true }).waitFor()
+    await unpriced.waitFor({ state: "detached" })
+    await eventually("the gateway serves the newly priced model", async () => {
+      const answer = await client.chat.completions.create({ model: "gpt-4.1-mini", messages: [{ role: "user", content: "hi" }] }).catch(() => undefined)
+      return answer !== undefined
+    })
+    await context.close()
+  })
+
+  it("at a phone's width shows keys as cards and keeps every action of the admin tables in view", async () => {
+    const phone = await newPage(PHONE)
+    await signIn(phone.page, gateway.url, ALICE)
+    await phone.page.goto(`${gateway.url}/console/keys`)
+    const cards = phone.page.getByTestId("keys-table")
+    await cards.waitFor()
+    assert.strictEqual(await cards.getAttribute("data-layout"), "cards")
+    const card = cards.locator("[data-key-id]").first()
+    for (const control of [card.getByRole("switch"), card.getByRole("button", { name: /^Limits:/ }), card.getByRole("button", { name: /^Delete/ })]) {
+      const box = await control.boundingBox()
+      assert.isNotNull(box)
+      assert.isAtMost(box!.x + box!.width, PHONE.width, "within the screen")
+    }
+    assert.strictEqual(await overflowX(phone.page), 0)
+    await screenshot(phone.page, "keys-phone")
+    await phone.context.close()
+
+    const admin = await newPage(PHONE)
+    await signIn(admin.page, gateway.url, ADMIN)
+    await admin.page.goto(`${gateway.url}/console/admin/channels`)
+    const table = admin.page.getByTestId("channels-table")
+    await table.waitFor()
+    // The columns that do not fit are announced, and the actions column stays on screen without scrolling.
+    await admin.page.getByTestId("scroll-hint").first().waitFor()
+    const row = admin.page.locator("tr[data-channel='openai-main']")
+    for (const name of [/^Test/, "Edit", "Delete"]) {
+      const box = await row.getByRole("button", { name }).boundingBox()
+      assert.isNotNull(box)
+      assert.isAtMost(box!.x + box!.width, PHONE.width, `${String(name)} is within the screen`)
+    }
+    assert.strictEqual(await overflowX(admin.page), 0)
+    await screenshot(admin.page, "admin-channels-phone")
+    await admin.context.close()
+  })
+
+  it("runs every page under its Content-Security-Policy, which forbids framing, without a refusal", async () => {
+    const page = await fetch(`${gateway.url}/console/`)
+    assert.include(page.headers.get("content-security-policy") ?? "", "frame-ancestors 'none'")
+    await page.arrayBuffer()
+    // Every page the tests above opened (Mantine's injected styles, charts, downloads) ran without a CSP refusal.
+    assert.deepStrictEqual(violations, [])
   })
 })
 

@@ -56,6 +56,89 @@ describe("groups", () => {
     all.getByText("Any user may pick it")
   })
 
+  const presets = {
+    asOf: "2025-09-01",
+    sources: ["https://platform.openai.com/docs/pricing"],
+    data: [{
+      id: "gpt-4.1-mini",
+      displayName: "GPT-4.1 mini",
+      provider: "openai",
+      prices: { input: "0.40", output: "1.60", cachedInput: "0.10", perRequest: null, free: false },
+      inputTokenLimit: 1047576,
+      outputTokenLimit: 32768,
+      embedding: false,
+      reasoning: false
+    }]
+  }
+
+  it("lists channel models without a price, and one click opens their form prefilled from the price table", async () => {
+    const seen = fakeApi({
+      "GET /api/auth/session": session("admin"),
+      "GET /api/admin/models": { body: { data: [model()], unpriced: [{ id: "gpt-4.1-mini", channels: ["openai-main"] }, { id: "local-qwen", channels: ["vllm"] }] } },
+      "GET /api/admin/models/presets": { body: presets },
+      "GET /api/admin/aliases": { body: { data: [] } },
+      "POST /api/admin/models": { body: model({ id: "gpt-4.1-mini" }) }
+    })
+    renderWithProviders(<AdminModelsPage />)
+    const unpriced = await screen.findByTestId("unpriced-models")
+    within(unpriced).getByText("Calls to these models are refused (403 model_unpriced) until they have a price or are marked free.")
+    within(unpriced).getByText("served by openai-main")
+    const user = userEvent.setup()
+    const row = unpriced.querySelector("[data-unpriced='gpt-4.1-mini']") as HTMLElement
+    await user.click(within(row).getByRole("button", { name: "Set price" }))
+    const dialog = await screen.findByRole("dialog")
+    assert.strictEqual((within(dialog).getByLabelText("Model id") as HTMLInputElement).value, "gpt-4.1-mini")
+    assert.strictEqual((within(dialog).getByLabelText("Input") as HTMLInputElement).value, "0.40")
+    assert.strictEqual((within(dialog).getByLabelText("Cached input") as HTMLInputElement).value, "0.10")
+    within(dialog).getByText("List prices as of 2025-09-01; check them before relying on them.")
+    await user.click(within(dialog).getByRole("button", { name: "Save" }))
+    await waitFor(() => assert.isDefined(seen.find((r) => r.method === "POST")))
+    assert.deepStrictEqual(seen.find((r) => r.method === "POST")!.body, {
+      id: "gpt-4.1-mini",
+      displayName: "GPT-4.1 mini",
+      prices: { input: "0.40", output: "1.60", cachedInput: "0.10", cacheWrite: null, perRequest: null, free: false },
+      inputTokenLimit: 1047576,
+      outputTokenLimit: 32768,
+      description: null,
+      embedding: false,
+      reasoning: false,
+      reasoningContent: false
+    })
+  })
+
+  it("lists aliases, adds one and deletes one", async () => {
+    let aliases = [{ pattern: "gpt-4o-mini-*", target: "gpt-4o-mini", position: 0 }]
+    const seen = fakeApi({
+      "GET /api/auth/session": session("admin"),
+      "GET /api/admin/models": { body: { data: [model()], unpriced: [] } },
+      "GET /api/admin/models/presets": { body: presets },
+      "GET /api/admin/aliases": () => ({ body: { data: aliases } }),
+      "POST /api/admin/aliases": (request) => {
+        const body = request.body as { pattern: string; target: string }
+        aliases = [...aliases, { ...body, position: 1 }]
+        return { body: { ...body, position: 1 } }
+      },
+      "DELETE /api/admin/aliases": () => {
+        aliases = aliases.slice(1)
+        return { body: { ok: true } }
+      }
+    })
+    renderWithProviders(<AdminModelsPage />)
+    const table = await screen.findByTestId("aliases-table")
+    within(table).getByText("gpt-4o-mini-*")
+    const user = userEvent.setup()
+    await user.type(screen.getByLabelText("Alias"), "mini")
+    await user.click(screen.getByTestId("alias-target"))
+    await user.click(await screen.findByRole("option", { name: "gpt-4o-mini", hidden: true }))
+    await user.click(screen.getByRole("button", { name: "Add alias" }))
+    await within(screen.getByTestId("aliases-table")).findByText("mini")
+    assert.deepStrictEqual(seen.find((r) => r.method === "POST")!.body, { pattern: "mini", target: "gpt-4o-mini" })
+    await user.click(within(screen.getByTestId("aliases-table")).getAllByRole("button", { name: "Delete" })[0]!)
+    await user.click(within(await screen.findByRole("dialog")).getByRole("button", { name: "Delete" }))
+    await waitFor(() => assert.isDefined(seen.find((r) => r.method === "DELETE")))
+    assert.strictEqual(seen.find((r) => r.method === "DELETE")!.url, "/api/admin/aliases?pattern=gpt-4o-mini-*")
+  })
+
   it("shows an empty state", async () => {
     fakeApi({ "GET /api/auth/session": session("admin"), "GET /api/admin/users": users, "GET /api/admin/groups": { body: { data: [] } } })
     renderWithProviders(<AdminGroupsPage />)
@@ -118,7 +201,7 @@ describe("models and prices", () => {
   it("lists every significant digit of each price", async () => {
     fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [model(), model({ id: "local-llama", displayName: "Llama", prices: { input: null, output: null, cachedInput: null, perRequest: null, free: true } })] } }
+      "GET /api/admin/models": { body: { data: [model(), model({ id: "local-llama", displayName: "Llama", prices: { input: null, output: null, cachedInput: null, perRequest: null, free: true } })], unpriced: [] } }
     })
     renderWithProviders(<AdminModelsPage />)
     const rows = within(await screen.findByTestId("admin-models-table")).getAllByRole("row")
@@ -131,7 +214,7 @@ describe("models and prices", () => {
   })
 
   it("shows an empty state", async () => {
-    fakeApi({ "GET /api/auth/session": session("admin"), "GET /api/admin/models": { body: { data: [] } } })
+    fakeApi({ "GET /api/auth/session": session("admin"), "GET /api/admin/models": { body: { data: [], unpriced: [] } } })
     renderWithProviders(<AdminModelsPage />)
     await screen.findByText("No models yet")
   })
@@ -139,7 +222,7 @@ describe("models and prices", () => {
   it("checks the id and prices next to their fields, then saves the model", async () => {
     const seen = fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [] } },
+      "GET /api/admin/models": { body: { data: [], unpriced: [] } },
       "POST /api/admin/models": { body: model({ id: "my/model" }) }
     })
     renderWithProviders(<AdminModelsPage />)
@@ -162,8 +245,9 @@ describe("models and prices", () => {
     assert.deepStrictEqual(seen.find((r) => r.method === "POST")!.body, {
       id: "my/model",
       prices: { input: "0.075", output: "0.3", cachedInput: null, cacheWrite: null, perRequest: null, free: false },
+      // The one default of core, as in the configuration file.
       inputTokenLimit: 128000,
-      outputTokenLimit: 8192,
+      outputTokenLimit: 16384,
       description: null,
       embedding: false,
       reasoning: false,
@@ -180,7 +264,8 @@ describe("models and prices", () => {
             model({ id: "text-embedding-3-small", displayName: "Embeddings", description: "OpenAI embeddings", embedding: true }),
             model({ id: "qwen3-vllm", displayName: "Qwen3", reasoning: true, reasoningContent: true }),
             model()
-          ]
+          ],
+          unpriced: []
         }
       }
     })
@@ -202,7 +287,7 @@ describe("models and prices", () => {
     const existing = model({ id: "o3-mini", displayName: "o3 mini", description: "Small reasoning model", reasoning: true })
     const seen = fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [existing] } },
+      "GET /api/admin/models": { body: { data: [existing], unpriced: [] } },
       "POST /api/admin/models": { body: existing }
     })
     renderWithProviders(<AdminModelsPage />)
@@ -237,7 +322,7 @@ describe("models and prices", () => {
   it("sends a new model's description and marks it as an embedding model", async () => {
     const seen = fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [] } },
+      "GET /api/admin/models": { body: { data: [], unpriced: [] } },
       "POST /api/admin/models": { body: model({ id: "embed-small", embedding: true }) }
     })
     renderWithProviders(<AdminModelsPage />)
@@ -258,7 +343,7 @@ describe("models and prices", () => {
   it("speaks Chinese in the model form and table", async () => {
     fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [model({ embedding: true, reasoning: true, description: "嵌入与推理" })] } }
+      "GET /api/admin/models": { body: { data: [model({ embedding: true, reasoning: true, description: "嵌入与推理" })], unpriced: [] } }
     })
     renderWithProviders(<AdminModelsPage />, { language: "zh" })
     const row = within(within(await screen.findByTestId("admin-models-table")).getAllByRole("row")[1]!)
@@ -277,7 +362,7 @@ describe("models and prices", () => {
   it("shows a failed delete instead of swallowing it", async () => {
     fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [model()] } },
+      "GET /api/admin/models": { body: { data: [model()], unpriced: [] } },
       "DELETE /api/admin/models/gpt-4o-mini": refusal(404, "not_found", "No model 'gpt-4o-mini'.")
     })
     renderWithProviders(<AdminModelsPage />)

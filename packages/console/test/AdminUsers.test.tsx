@@ -8,7 +8,7 @@ import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
 import { Route, Routes } from "react-router"
 import { assert, describe, it, vi } from "vitest"
-import { AdjustBalanceForm, AdminUserPage, AdminUsersPage, CreateUserForm } from "../src/pages/admin/Users.tsx"
+import { AdjustBalanceForm, AdminUserPage, AdminUsersPage, CreateUserForm, ResetPasswordForm } from "../src/pages/admin/Users.tsx"
 import { fakeApi, page, queryOf, refusal, renderWithProviders, session } from "./render.tsx"
 
 const adminUser = (over: Record<string, unknown> = {}) => ({
@@ -83,7 +83,7 @@ describe("create user", () => {
 describe("adjust balance", () => {
   it("refuses a zero amount and a missing reason, in Chinese too", async () => {
     fakeApi({ "GET /api/auth/session": session("admin") })
-    renderWithProviders(<AdjustBalanceForm userId="usr_2" onDone={() => {}} />, { language: "zh" })
+    renderWithProviders(<AdjustBalanceForm user={{ id: "usr_2", name: "bob", balance: "2.5" }} onDone={() => {}} />, { language: "zh" })
     const user = userEvent.setup()
     await user.type(screen.getByLabelText("金额（美元，负数表示扣除）"), "0")
     await user.click(screen.getByRole("button", { name: "调整余额" }))
@@ -91,17 +91,47 @@ describe("adjust balance", () => {
     screen.getByText("请说明余额变动的原因")
   })
 
-  it("sends a signed amount with its reason and reports the new balance", async () => {
+  it("asks before changing the balance, saying what it becomes, and sends a signed amount with its reason", async () => {
     const seen = fakeApi({ "GET /api/auth/session": session("admin"), "POST /api/admin/users/usr_2/adjust": { body: { balance: "0.5" } } })
     const onDone = vi.fn()
-    renderWithProviders(<AdjustBalanceForm userId="usr_2" onDone={onDone} />)
+    renderWithProviders(<AdjustBalanceForm user={{ id: "usr_2", name: "bob", balance: "2.5" }} onDone={onDone} />)
     const user = userEvent.setup()
     await user.type(screen.getByLabelText("Amount (USD, negative to deduct)"), "-2")
     await user.type(screen.getByLabelText("Reason (shown in the user's history)"), " refund reversed ")
     await user.click(screen.getByRole("button", { name: "Adjust balance" }))
+    const dialog = await screen.findByRole("dialog", { name: "Change bob's balance?" })
+    within(dialog).getByText("Take $2.00 from the balance of $2.50 (now: $0.50). Reason: refund reversed")
+    assert.isUndefined(seen.find((r) => r.method === "POST"), "nothing is sent before the confirmation")
+    await user.click(within(dialog).getByRole("button", { name: "Cancel" }))
+    assert.isUndefined(seen.find((r) => r.method === "POST"), "nor after a cancel")
+    await user.click(screen.getByRole("button", { name: "Adjust balance" }))
+    await user.click(within(await screen.findByRole("dialog")).getByRole("button", { name: "Change the balance" }))
     await waitFor(() => assert.deepStrictEqual(onDone.mock.calls, [["0.5"]]))
     assert.deepStrictEqual(seen.find((r) => r.method === "POST")!.body, { amount: "-2", reason: "refund reversed" })
     assert.strictEqual((screen.getByLabelText("Amount (USD, negative to deduct)") as HTMLInputElement).value, "", "the form is cleared")
+  })
+})
+
+describe("reset password", () => {
+  it("checks the new password and its repetition, then sends it", async () => {
+    const seen = fakeApi({ "GET /api/auth/session": session("admin"), "PATCH /api/admin/users/usr_2": { body: adminUser({ id: "usr_2", name: "bob" }) } })
+    const onDone = vi.fn()
+    renderWithProviders(<ResetPasswordForm user={{ id: "usr_2", name: "bob" }} onDone={onDone} />)
+    const user = userEvent.setup()
+    await user.type(screen.getByLabelText("New password"), "short")
+    await user.click(screen.getByRole("button", { name: "Set a new password" }))
+    await screen.findByText("At least 8 characters")
+    await user.clear(screen.getByLabelText("New password"))
+    await user.type(screen.getByLabelText("New password"), "a long new password")
+    await user.type(screen.getByLabelText("The same password again"), "a long new passwort")
+    await user.click(screen.getByRole("button", { name: "Set a new password" }))
+    await screen.findByText("The two passwords differ")
+    assert.isUndefined(seen.find((r) => r.method === "PATCH"))
+    await user.clear(screen.getByLabelText("The same password again"))
+    await user.type(screen.getByLabelText("The same password again"), "a long new password")
+    await user.click(screen.getByRole("button", { name: "Set a new password" }))
+    await waitFor(() => assert.strictEqual(onDone.mock.calls.length, 1))
+    assert.deepStrictEqual(seen.find((r) => r.method === "PATCH")!.body, { password: "a long new password" })
   })
 })
 
@@ -119,7 +149,8 @@ describe("users table", () => {
     const bob = within(rows[1]!)
     bob.getByRole("link", { name: "bob" })
     bob.getByText("$2.50")
-    bob.getByText("$0.04")
+    // Under a dollar, at least four decimals; every digit on hover.
+    assert.strictEqual(bob.getByText("$0.0421").getAttribute("data-exact"), "$0.0421")
     bob.getByText("default")
     bob.getByText("Enabled")
     const carol = within(rows[2]!)
@@ -153,9 +184,22 @@ describe("one user's page", () => {
     renderWithProviders(
       <Routes>
         <Route path="/admin/users/:id" element={<AdminUserPage />} />
+        <Route path="/admin/users" element={<p>the users list</p>} />
       </Routes>,
       { path: "/admin/users/usr_2" }
     )
+
+  it("deletes the user after saying what happens to their keys and history, then goes back to the list", async () => {
+    const seen = fakeApi({ ...routes(), "DELETE /api/admin/users/usr_2": { body: { ok: true } } })
+    show()
+    const user = userEvent.setup()
+    await user.click(await screen.findByRole("button", { name: "Delete user" }))
+    const dialog = await screen.findByRole("dialog", { name: "Delete bob?" })
+    within(dialog).getByText(/keys are revoked at once/)
+    await user.click(within(dialog).getByRole("button", { name: "Delete user" }))
+    await screen.findByText("the users list")
+    assert.strictEqual(seen.filter((r) => r.method === "DELETE").length, 1)
+  })
 
   it("asks before disabling by the switch, and sends nothing when cancelled", async () => {
     const seen = fakeApi({ ...routes(), "PATCH /api/admin/users/usr_2": { body: adminUser({ enabled: false }) } })

@@ -43,6 +43,35 @@ describe("dashboard", () => {
     await waitFor(() => assert.strictEqual(screen.getByTestId("header-balance").textContent, "$4.98"))
     screen.getByText("No usage yet")
   })
+
+  it("shows a small balance with four decimals, every digit on hover, and warns when it is below what a call holds", async () => {
+    const groups = [{
+      name: "default",
+      ratio: "1",
+      limits: { rpm: null, tpm: null, concurrency: null },
+      models: [
+        { id: "gpt-4o", displayName: "GPT-4o", prices: { input: "2.50", output: "10", cachedInput: null, perRequest: null, free: false }, inputTokenLimit: 128000, outputTokenLimit: 16384, holdAtMaxOutput: "0.16384" },
+        { id: "gpt-4o-mini", displayName: "GPT-4o mini", prices: { input: "0.15", output: "0.60", cachedInput: null, perRequest: null, free: false }, inputTokenLimit: 128000, outputTokenLimit: 16384, holdAtMaxOutput: "0.0098304" }
+      ]
+    }]
+    fakeApi({
+      "GET /api/auth/session": session(),
+      "GET /api/models": { body: { groups } },
+      "GET /api/dashboard": {
+        body: { balance: "0.01002", spentToday: "0.0002", spentThisMonth: "0.0002", requestsToday: 1, tokensToday: 5, activeKeys: 1, daily: [] }
+      }
+    })
+    renderWithProviders(<DashboardPage />)
+    const balance = await screen.findByTestId("balance")
+    assert.strictEqual(balance.textContent, "$0.0100")
+    assert.strictEqual(balance.querySelector("[data-exact]")!.getAttribute("title"), "$0.01002")
+    const warning = await screen.findByTestId("hold-warning")
+    assert.strictEqual(
+      warning.textContent,
+      "Your balance ($0.0100) is less than what a call to gpt-4o holds when it does not set max_tokens (from $0.1638). " +
+        "Such calls are refused: set max_tokens, or top up."
+    )
+  })
 })
 
 describe("usage overview", () => {

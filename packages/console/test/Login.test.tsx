@@ -72,8 +72,10 @@ describe("sign-in", () => {
   })
 
   it("tells a network failure apart from a refusal", async () => {
-    vi.stubGlobal("fetch", async (input: string) => {
-      if (String(input).startsWith("/api/auth/session")) return new Response(JSON.stringify(signedOut.body), { status: 401 })
+    vi.stubGlobal("fetch", async (input: string | URL) => {
+      if (new URL(String(input), "http://console.test").pathname === "/api/auth/session") {
+        return new Response(JSON.stringify(signedOut.body), { status: 401, headers: { "content-type": "application/json" } })
+      }
       throw new TypeError("Failed to fetch")
     })
     renderWithProviders(<App />)

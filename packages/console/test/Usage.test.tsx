@@ -49,7 +49,7 @@ const models = {
       name: "default",
       ratio: "1",
       limits: { rpm: null, tpm: null, concurrency: null },
-      models: [{ id: "gpt-4o-mini", displayName: "GPT-4o mini", prices: { input: "0.15", output: "0.6", cachedInput: null, perRequest: null, free: false }, inputTokenLimit: 128000, outputTokenLimit: 16384 }]
+      models: [{ id: "gpt-4o-mini", displayName: "GPT-4o mini", prices: { input: "0.15", output: "0.6", cachedInput: null, perRequest: null, free: false }, inputTokenLimit: 128000, outputTokenLimit: 16384, holdAtMaxOutput: "0.0098304" }]
     }]
   }
 }

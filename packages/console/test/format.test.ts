@@ -1,10 +1,11 @@
 /**
- * Money display: exact strings in, readable dollars out. Amounts round half up
- * to cents (never truncate), small charges keep three significant digits, and
- * prices show every significant digit down to the nano-dollar.
+ * Money display: exact strings in, readable dollars out. Amounts of a dollar
+ * or more round half up to cents (never truncate), smaller ones keep at least
+ * four decimals and three significant digits, and prices and exact amounts
+ * show every significant digit down to the nano-dollar.
  */
 import { assert, describe, it } from "vitest"
-import { price, tokens, usd } from "../src/lib/format.ts"
+import { exactUsd, price, tokens, usd } from "../src/lib/format.ts"
 import { dictionaries } from "../src/lib/i18n.tsx"
 
 describe("usd", () => {
@@ -15,8 +16,7 @@ describe("usd", () => {
     assert.strictEqual(usd("-5.25"), "-$5.25")
   })
 
-  it("rounds amounts half up to cents instead of cutting digits off", () => {
-    assert.strictEqual(usd("0.075"), "$0.08")
+  it("rounds amounts of a dollar or more half up to cents instead of cutting digits off", () => {
     assert.strictEqual(usd("4.995"), "$5.00")
     assert.strictEqual(usd("4.994999999"), "$4.99")
     assert.strictEqual(usd("1234567.891"), "$1,234,567.89")
@@ -24,18 +24,29 @@ describe("usd", () => {
     assert.strictEqual(usd("-2.675"), "-$2.68")
   })
 
-  it("keeps three significant digits below a cent, so small charges never read as $0.00", () => {
+  it("shows amounts under a dollar with at least four decimals, and three significant digits below that", () => {
+    assert.strictEqual(usd("0.5"), "$0.5000")
+    assert.strictEqual(usd("0.075"), "$0.0750")
+    assert.strictEqual(usd("0.9999099"), "$0.9999", "a small balance moves with every $0.0001")
     assert.strictEqual(usd("0.0045"), "$0.0045")
     assert.strictEqual(usd("0.000125"), "$0.000125")
     assert.strictEqual(usd("0.000123456"), "$0.000123")
     assert.strictEqual(usd("0.00012355"), "$0.000124")
     assert.strictEqual(usd("0.000000001"), "$0.000000001")
-    assert.strictEqual(usd("0.0099996"), "$0.01")
+    assert.strictEqual(usd("0.0099996"), "$0.0100")
     assert.strictEqual(usd("-0.0003"), "-$0.0003")
   })
 
   it("leaves text that is not an amount as it is", () => {
     assert.strictEqual(usd("n/a"), "n/a")
+  })
+})
+
+describe("exactUsd", () => {
+  it("shows every digit of an amount (on hover, where usd rounds)", () => {
+    assert.strictEqual(exactUsd("9.9998"), "$9.9998")
+    assert.strictEqual(exactUsd("9.99"), "$9.99")
+    assert.strictEqual(exactUsd("0.000123456"), "$0.000123456")
   })
 })
 

@@ -26,20 +26,25 @@ export type Answer = { readonly status?: number; readonly body: unknown; readonl
  */
 export const fakeApi = (routes: Record<string, Answer | ((seen: Seen) => Answer)>): Array<Seen> => {
   const seen: Array<Seen> = []
-  vi.stubGlobal("fetch", async (input: string, init: RequestInit = {}) => {
+  vi.stubGlobal("fetch", async (input: string | URL, init: RequestInit = {}) => {
     const method = init.method ?? "GET"
-    const url = String(input)
-    const path = url.split("?")[0]!
+    const full = new URL(String(input), "http://console.test")
+    const url = `${full.pathname}${full.search}`
+    const text = typeof init.body === "string"
+      ? init.body
+      : ArrayBuffer.isView(init.body)
+      ? new TextDecoder().decode(init.body as Uint8Array)
+      : undefined
     const request: Seen = {
       method,
       url,
-      body: typeof init.body === "string" ? JSON.parse(init.body) : undefined,
-      headers: (init.headers ?? {}) as Record<string, string>
+      body: text === undefined || text === "" ? undefined : JSON.parse(text),
+      headers: Object.fromEntries(new Headers(init.headers as HeadersInit | undefined))
     }
     seen.push(request)
-    const route = routes[`${method} ${path}`]
+    const route = routes[`${method} ${full.pathname}`]
     const answer = route === undefined
-      ? { status: 404, body: { error: { message: `no fake for ${method} ${path}`, type: "not_found_error", param: null, code: null } } }
+      ? { status: 404, body: { error: { message: `no fake for ${method} ${full.pathname}`, type: "not_found_error", param: null, code: null } } }
       : typeof route === "function" ? route(request) : route
     return new Response(JSON.stringify(answer.body), {
       status: answer.status ?? 200,

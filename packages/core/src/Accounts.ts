@@ -9,7 +9,7 @@
  * @since 0.1.0
  */
 import { Context, type Effect } from "effect"
-import { InsufficientBalance, type InternalError, type SpendingCapReached } from "./GatewayError.ts"
+import { type DatabaseUnavailable, InsufficientBalance, type InternalError, type SpendingCapReached } from "./GatewayError.ts"
 import { formatUsd, type Nanos } from "./Money.ts"
 
 /** What a hold is for. @category models */
@@ -72,17 +72,25 @@ export const insufficientBalance = (
 
 /** @category services */
 export class Accounts extends Context.Service<Accounts, {
-  /** Holds `amountNanos` of the user's balance in one atomic step, or refuses. Returns the hold id. */
-  readonly hold: (request: HoldRequest) => Effect.Effect<string, InsufficientBalance | SpendingCapReached | InternalError>
+  /**
+   * Holds `amountNanos` of the user's balance in one atomic step, or refuses. Returns the hold id.
+   * `DatabaseUnavailable` when the hold needs the database and it cannot be reached (nothing was held).
+   */
+  readonly hold: (
+    request: HoldRequest
+  ) => Effect.Effect<string, InsufficientBalance | SpendingCapReached | InternalError | DatabaseUnavailable>
   /**
    * Charges `chargeNanos` against the hold (up to the hold plus what the
    * balance or lease has left; any amount, however large) and releases the
    * rest; returns what was charged and the shortfall. Idempotent: settling a
    * hold that is already settled does nothing (and returns `nothingSettled`).
    */
-  readonly settle: (holdId: string, chargeNanos: Nanos) => Effect.Effect<Settled, InternalError>
-  /** The user's balance for display: what is not spent, nor held by this gateway's calls in progress. */
-  readonly balance: (userId: string) => Effect.Effect<Nanos, InternalError>
+  readonly settle: (holdId: string, chargeNanos: Nanos) => Effect.Effect<Settled, InternalError | DatabaseUnavailable>
+  /**
+   * The user's balance for display: what is not spent, nor held by this gateway's calls in progress
+   * (while the database cannot be reached, as last known).
+   */
+  readonly balance: (userId: string) => Effect.Effect<Nanos, InternalError | DatabaseUnavailable>
   /** What the user was charged in `[fromMs, toMs)` (epoch ms), for the legacy billing endpoints. */
-  readonly spent: (userId: string, fromMs: number, toMs: number) => Effect.Effect<Nanos, InternalError>
+  readonly spent: (userId: string, fromMs: number, toMs: number) => Effect.Effect<Nanos, InternalError | DatabaseUnavailable>
 }>()("modelgate/core/Accounts") {}

@@ -19,6 +19,7 @@ import { Clock, Context, Effect } from "effect"
 import { Catalog, type ModelUse, type Snapshot } from "./Catalog.ts"
 import type { ApiKey, Channel, Dialect, Group, Model } from "./Domain.ts"
 import {
+  echo,
   InvalidApiKey,
   KeyDisabled,
   KeyExpired,
@@ -136,12 +137,13 @@ const check = (snapshot: Snapshot, key: ApiKey, requested: string, listPath: str
   if (id === undefined) {
     return Effect.fail(
       new ModelNotFound({
-        model: requested,
-        message: `The model '${requested}' does not exist on this gateway. ${listPath} lists the models your key can use.`
+        model: echo(requested),
+        message: `The model '${echo(requested)}' does not exist on this gateway. ${listPath} lists the models your key can use.`
       })
     )
   }
-  const model = snapshot.models.get(id)!
+  // Undefined for a name a channel serves that has no model (and so no price): refused as unpriced below.
+  const model = snapshot.models.get(id)
   if (!keyAllows(key, id)) {
     return Effect.fail(
       new ModelNotAllowed({
@@ -162,7 +164,7 @@ const check = (snapshot: Snapshot, key: ApiKey, requested: string, listPath: str
       })
     )
   }
-  if (!isPriced(model)) {
+  if (model === undefined || !isPriced(model)) {
     return Effect.fail(
       new ModelUnpriced({
         model: id,

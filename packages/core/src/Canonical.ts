@@ -234,13 +234,20 @@ export const Choice = Schema.Struct({
 })
 export type Choice = typeof Choice.Type
 
-/** A complete chat response. @category response */
+/**
+ * A complete chat response. `usageRejected`: the upstream reported usage
+ * whose figures are not token counts (negative, fractional, ...); it is not
+ * in `usage`, and this says what was wrong (the call is counted locally).
+ *
+ * @category response
+ */
 export const ChatResponse = Schema.Struct({
   id: Schema.String,
   model: Schema.String,
   created: Schema.Int,
   choices: Schema.Array(Choice),
-  usage: Schema.optionalKey(Usage)
+  usage: Schema.optionalKey(Usage),
+  usageRejected: Schema.optionalKey(Schema.String)
 })
 export type ChatResponse = typeof ChatResponse.Type
 
@@ -307,6 +314,19 @@ export const UsageEvent = Schema.Struct({
   usage: Usage
 })
 
+/**
+ * The upstream reported usage whose figures are not token counts; `reason`
+ * names the first bad figure (`Tokens.badCount`). A decoder emits it in place
+ * of a `usage` event; encoders write nothing for it (the client is not sent
+ * figures the gateway refused), and the call is counted locally.
+ *
+ * @category stream
+ */
+export const UsageRejectedEvent = Schema.Struct({
+  type: Schema.Literal("usage_rejected"),
+  reason: Schema.String
+})
+
 /** Any canonical stream event. @category stream */
 export const StreamEvent = Schema.Union([
   StartEvent,
@@ -315,7 +335,8 @@ export const StreamEvent = Schema.Union([
   ToolCallStartEvent,
   ToolCallDeltaEvent,
   FinishEvent,
-  UsageEvent
+  UsageEvent,
+  UsageRejectedEvent
 ])
 export type StreamEvent = typeof StreamEvent.Type
 
@@ -334,12 +355,14 @@ export type EmbedRequest = typeof EmbedRequest.Type
 
 /**
  * An embeddings answer: one vector per input, in the inputs' order, and the
- * tokens the upstream counted when it said.
+ * tokens the upstream counted when it said (`usageRejected`: it said
+ * something that is not a token count, refused as for chat).
  *
  * @category embeddings
  */
 export const EmbedResponse = Schema.Struct({
   vectors: Schema.Array(Schema.Array(Schema.Finite)),
-  promptTokens: Schema.optionalKey(Schema.Int)
+  promptTokens: Schema.optionalKey(Schema.Int),
+  usageRejected: Schema.optionalKey(Schema.String)
 })
 export type EmbedResponse = typeof EmbedResponse.Type

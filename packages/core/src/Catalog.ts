@@ -21,13 +21,18 @@ export interface Snapshot {
   readonly channels: ReadonlyArray<Channel>
   /**
    * Resolves a client-sent model name (with `models/` prefix or an alias) to a
-   * known model id. With `use`, an alias resolves only to a model of that use
-   * (`embed`: an embedding model; `generate`: any other; the first matching
-   * alias whose target fits wins), so a wildcard alias
-   * such as `gemini-*` never turns an embedding model's name into a chat
-   * model (or the reverse); a name that is itself a model always resolves.
+   * known model id: a model of the catalog, or a name an enabled channel
+   * serves without a price (`models` has no entry for it; calls to it are
+   * refused as unpriced rather than unknown). With `use`, an alias resolves
+   * only to a model of that use (`embed`: an embedding model; `generate`: any
+   * other; the first matching alias whose target fits wins), so a wildcard
+   * alias such as `gemini-*` never turns an embedding model's name into a chat
+   * model (or the reverse). A name that is itself known always resolves, and
+   * an unpriced target (whose use is unknown) fits any use.
    */
   readonly resolveModel: (name: string, use?: ModelUse) => string | undefined
+  /** Names enabled channels serve that have no model (and so no price), sorted. */
+  readonly unpriced: ReadonlyArray<string>
   /** Enabled channels of `group` that serve `model`, best priority first. */
   readonly channelsFor: (group: string, model: string) => ReadonlyArray<Channel>
   /** Ids of the models some enabled channel of `group` serves, in catalog order. */
@@ -77,15 +82,19 @@ export const makeSnapshot = (input: {
     const unknown = [...served].filter((id) => !models.has(id)).sort()
     groupModelList.set(group, [...known, ...unknown])
   }
+  const served = new Set<string>()
+  for (const names of groupModels.values()) for (const name of names) served.add(name)
+  const known = (id: string) => models.has(id) || served.has(id)
   const aliases = compileAliases(input.aliases)
   const noChannels: ReadonlyArray<Channel> = []
   const noModels: ReadonlyArray<string> = []
   const resolveModel = (name: string, use?: ModelUse): string | undefined => {
     const normalized = normalizeModelName(name)
-    if (models.has(normalized)) return normalized
+    if (known(normalized)) return normalized
     return aliases(normalized, (target) => {
+      if (!known(target)) return false
       const model = models.get(target)
-      return model !== undefined && (use === undefined || servesUse(model, use))
+      return model === undefined || use === undefined || servesUse(model, use)
     })
   }
   return {
@@ -93,6 +102,7 @@ export const makeSnapshot = (input: {
     groups,
     channels: input.channels,
     resolveModel,
+    unpriced: [...served].filter((id) => !models.has(id)).sort(),
     channelsFor: (group, model) => byGroupModel.get(`${group}\u0000${model}`) ?? noChannels,
     modelsOfGroup: (group) => groupModelList.get(group) ?? noModels
   }

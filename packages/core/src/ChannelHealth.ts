@@ -16,7 +16,8 @@ import type { Channel } from "./Domain.ts"
  * - `healthy`: calls go through (the breaker is closed);
  * - `open`: the breaker opened after failures; calls avoid the key until `retryAt`;
  * - `half_open`: the cool-down is over; a few trial calls or probes decide;
- * - `disabled`: the upstream refused the key's credentials (401/403); only the
+ * - `disabled`: a health probe with the key was refused (401, 403, or the
+ *   like in the dialect's words; a call's refusal only has the key probed); only the
  *   health probe uses it, and re-enables it when it works again.
  *
  * @category models

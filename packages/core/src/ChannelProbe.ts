@@ -18,7 +18,11 @@ export interface ProbeResult {
   readonly message: string
   /** The upstream's own error message, when it answered with an error. */
   readonly upstreamMessage: string | null
-  /** Whether the upstream refused the key's credentials (401, 403, or a 4xx its error names as a key problem). */
+  /**
+   * Whether the upstream refused the key: a clear refusal of its credentials
+   * (401, or a 4xx its error names as a key problem), or any 403 (a probe
+   * carries nothing of a caller's, so a 403 to it is about the key).
+   */
   readonly credentialsRefused: boolean
 }
 

@@ -19,7 +19,7 @@
 import type { Effect } from "effect"
 import type { ChatRequest, ChatResponse, EmbedRequest, EmbedResponse, StreamEvent } from "./Canonical.ts"
 import type { Channel, Dialect, Model } from "./Domain.ts"
-import type { GatewayError, InvalidRequest, UnsupportedFeature, UpstreamUnavailable } from "./GatewayError.ts"
+import { echo, type GatewayError, type InvalidRequest, type UnsupportedFeature, UpstreamUnavailable } from "./GatewayError.ts"
 import type { BodyEdit } from "./Params.ts"
 import type { Snapshot } from "./RateLimiter.ts"
 
@@ -37,6 +37,12 @@ export interface Metered {
   readonly cacheWriteTokens?: number | undefined
   /** Whether the counts are the upstream's own (false: local estimates). */
   readonly reported: boolean
+  /**
+   * The upstream reported usage whose figures are not token counts (negative,
+   * fractional, not numbers; `Tokens.badCount` names the first): they were
+   * refused, and the counts are local estimates (`reported` is false).
+   */
+  readonly usageRejected?: string | undefined
 }
 
 /** Nothing consumed: the call failed before any output. @category metering */
@@ -70,7 +76,7 @@ export interface Inspected {
    * The body to forward to a same-dialect upstream under `upstreamModel`,
    * with the channel's parameter edit applied (none: the fast path).
    */
-  readonly forward: (upstreamModel: string, edit?: BodyEdit | undefined) => string
+  readonly forward: (upstreamModel: string, edit?: BodyEdit | undefined) => string | Uint8Array
 }
 
 /** What the route said of a call (Gemini puts the model and the stream flag in the path). @category models */
@@ -149,9 +155,14 @@ export interface ClientEmbeddings {
   /**
    * A same-dialect answer's text with the public model name (it is relayed as
    * is when the channel keeps the model's name: `publicModel` undefined), and
-   * the tokens it reported. `channel` names the upstream in errors.
+   * the tokens it reported (`usageRejected`: it reported a figure that is not
+   * a token count, named there). Fails when the text is not an embeddings
+   * answer (an error, something else). `channel` names the upstream in errors.
    */
-  readonly passthrough: (text: string, publicModel: string | undefined, channel: string) => Effect.Effect<{ readonly body: string; readonly promptTokens: number | undefined }, UpstreamUnavailable>
+  readonly passthrough: (text: string, publicModel: string | undefined, channel: string) => Effect.Effect<
+    { readonly body: string; readonly promptTokens?: number | undefined; readonly usageRejected?: string | undefined },
+    UpstreamUnavailable
+  >
 }
 
 /** The client side of a dialect. @category models */
@@ -159,7 +170,19 @@ export interface ClientDialect {
   readonly dialect: Dialect
   /** The API key presented with a request (`search`: the raw query string), or undefined when none was. */
   readonly presentedKey: (headers: HeaderBag, search: string) => string | undefined
-  readonly inspect: (body: string, hints: RouteHints) => Effect.Effect<Inspected, InvalidRequest>
+  /**
+   * Reads what the call needs from a chat body (its UTF-8 bytes as received),
+   * without decoding more of it than that: a large body's full structure may
+   * be left for `check`.
+   */
+  readonly inspect: (body: Uint8Array, hints: RouteHints) => Effect.Effect<Inspected, InvalidRequest>
+  /**
+   * The structure check `inspect` left out for a large body, run when a
+   * channel of the client's own dialect refused it: the error naming the
+   * field, or `undefined` when the body is well formed (the upstream's refusal
+   * stands). Dialects that check everything at inspection leave it out.
+   */
+  readonly check?: ((inspected: Inspected) => InvalidRequest | undefined) | undefined
   readonly decodeRequest: (inspected: Inspected) => Effect.Effect<ChatRequest, InvalidRequest | UnsupportedFeature>
   readonly passthroughMeter: (inspected: Inspected) => PassthroughMeter
   readonly usageOfResponse: (json: unknown, promptEstimate: number) => Metered
@@ -265,6 +288,40 @@ export interface AnswerStart {
   readonly created: number
 }
 
+/**
+ * What the opening of a 200 stream is, judged before the call commits to it
+ * (`UpstreamDialect.opening`): the start of an answer; not known yet (its
+ * first event is incomplete: read on); or the upstream failing (an error
+ * event, broken JSON, something that is not the dialect's stream, nothing).
+ *
+ * @category streams
+ */
+export type Opening = "answer" | "incomplete" | UpstreamUnavailable
+
+/**
+ * A 200 whose body is the upstream's error (`message`: its own words, quoted
+ * at most `GatewayError.ECHO_LIMIT` characters): an upstream failure, worded
+ * alike by every dialect's `notAnAnswer` and `opening`.
+ *
+ * @category failures
+ */
+export const answeredError = (channel: string, message: string | undefined): UpstreamUnavailable =>
+  new UpstreamUnavailable({
+    message: `The upstream '${channel}' answered 200 with an error instead of an answer${message === undefined || message === "" ? "" : `: ${echo(message)}`}`
+  })
+
+/** A 200 whose body (or first stream event) is not `what` (e.g. "a chat completion"). @category failures */
+export const answeredOther = (channel: string, what: string): UpstreamUnavailable =>
+  new UpstreamUnavailable({ message: `The upstream '${channel}' answered 200 with something that is not ${what}.` })
+
+/** A 200 stream whose first event is not JSON. @category failures */
+export const brokenEvent = (channel: string): UpstreamUnavailable =>
+  new UpstreamUnavailable({ message: `The upstream '${channel}' answered 200 with a stream event that is not JSON.` })
+
+/** A 200 stream that ended without an answer (no event, or only the end marker). @category failures */
+export const emptyStream = (channel: string): UpstreamUnavailable =>
+  new UpstreamUnavailable({ message: `The upstream '${channel}' ended its stream without an answer.` })
+
 /** The upstream side of a dialect. @category models */
 export interface UpstreamDialect {
   readonly dialect: Dialect
@@ -282,7 +339,28 @@ export interface UpstreamDialect {
   readonly decodeResponse: (json: unknown, start: AnswerStart) => Effect.Effect<ChatResponse, UpstreamUnavailable>
   /** A decoder for one stream; `start` gives what the stream may lack (an id, its creation time). */
   readonly eventDecoder: (start: AnswerStart) => EventDecoder
-  /** An upstream error answer as a gateway error (retryable or not, the key's fault or not). */
+  /**
+   * Why a 200 non-stream answer (parsed JSON) is not an answer of this
+   * dialect (an error object, or not the dialect's answer shape), or undefined
+   * when it is one. Only the top level is looked at: the same-dialect path
+   * relays the answer without decoding it. `channel` names the upstream.
+   */
+  readonly notAnAnswer: (json: unknown, channel: string) => UpstreamUnavailable | undefined
+  /**
+   * Judges the text a 200 stream opened with (`ended`: the body ended after
+   * it) before the call commits to the answer: its first event must be the
+   * start of an answer, not an error event, broken JSON or nothing at all.
+   * Comments and keep-alive events before it are skipped. `channel` names
+   * the upstream.
+   */
+  readonly opening: (text: string, ended: boolean, channel: string) => Opening
+  /**
+   * An upstream error answer as a gateway error (retryable or not, the key's
+   * fault or not). Only a clear refusal of the key itself (HTTP 401, and the
+   * like in the dialect's words) is an `UpstreamUnavailable` with
+   * `credentialsRefused`; a 403 about what the request asked for is the
+   * caller's (`UpstreamRejected`).
+   */
   readonly classify: (status: number, body: string, headers: Readonly<Record<string, string>>) => GatewayError
   readonly countTokens?: UpstreamCountTokens | undefined
   readonly embeddings?: UpstreamEmbeddings | undefined

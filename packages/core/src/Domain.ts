@@ -26,6 +26,9 @@ export type ChannelType = typeof ChannelType.Type
 export const dialectOf = (type: ChannelType): Dialect => type === "azure" ? "openai" : type
 
 /** User roles. @category models */
+/** How long a console password may be (the store, the configuration file and the console apply it). @category constants */
+export const PASSWORD_LENGTH = { min: 8, max: 256 } as const
+
 export const Role = Schema.Literals(["user", "admin"])
 export type Role = typeof Role.Type
 
@@ -107,6 +110,15 @@ export interface Model {
   readonly reasoningContent?: boolean | undefined
 }
 
+/**
+ * The token limits of a model whose configuration (the file or the console)
+ * gives none: the one source of these numbers. The output limit is also what
+ * a call that does not limit its answer is held for.
+ *
+ * @category constants
+ */
+export const modelDefaults = { inputTokenLimit: 128_000, outputTokenLimit: 16_384 } as const
+
 /** Request limits; `null` means no limit. @category models */
 export interface Limits {
   readonly rpm: number | null
@@ -129,7 +141,7 @@ export interface Group {
 /**
  * Per-channel timeouts in milliseconds (docs/routing.md explains each):
  * `connectMs` bounds opening the connection (TCP and TLS), `firstByteMs` the
- * wait for the answer's headers and, for streams, its first chunk,
+ * wait for the answer's headers and, for streams, its first event,
  * `idleMs` the gap between two chunks of the body (stream or not), and
  * `totalMs` the whole call, measured from its start, stream included.
  *

@@ -119,10 +119,20 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
   snapshot: Schema.optionalKey(RateLimitSnapshot)
 }) {}
 
-/** The upstream could not be reached, reset the connection or answered 5xx. @category errors */
+/**
+ * The upstream could not be reached, reset the connection, answered 5xx or
+ * with something that is not an answer, or refused the channel's key.
+ * `credentialsRefused`: the refusal was clearly about the key itself (HTTP
+ * 401, Google's `API_KEY_INVALID`, Anthropic's `authentication_error`, ...):
+ * the call moves to another key, and a health probe with the key decides
+ * whether it is disabled.
+ *
+ * @category errors
+ */
 export class UpstreamUnavailable extends Schema.TaggedError<UpstreamUnavailable>()("UpstreamUnavailable", {
   message: Schema.String,
-  status: Schema.optionalKey(Schema.Number)
+  status: Schema.optionalKey(Schema.Number),
+  credentialsRefused: Schema.optionalKey(Schema.Boolean)
 }) {}
 
 /** The upstream did not answer in time (connect, first byte, idle gap or total). @category errors */
@@ -181,6 +191,20 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
 }) {}
 
 /**
+ * The gateway's database cannot be reached right now, and this call needs it
+ * (a balance hold beyond what this node has reserved, an API key not yet in
+ * memory). Nothing was charged and the upstream was not called; a retry after
+ * `retryAfterSeconds` may succeed. Each dialect answers 503 (Anthropic: 529
+ * `overloaded_error`) with `retry-after`.
+ *
+ * @category errors
+ */
+export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", {
+  message: Schema.String,
+  retryAfterSeconds: Schema.Number
+}) {}
+
+/**
  * Every error a client can be shown.
  *
  * @category models
@@ -210,6 +234,7 @@ export type GatewayError =
   | ResourceNotFound
   | InternalError
   | ServiceUnavailable
+  | DatabaseUnavailable
 
 /** The schema of every client-visible error, for (de)serialising them across processes. @category schemas */
 export const GatewayError = Schema.Union([
@@ -236,10 +261,66 @@ export const GatewayError = Schema.Union([
   Forbidden,
   ResourceNotFound,
   InternalError,
-  ServiceUnavailable
+  ServiceUnavailable,
+  DatabaseUnavailable
 ])
 
 const tags = new Set<string>(GatewayError.members.map((member) => member.identifier))
+
+/**
+ * The same error with `f` applied to its message and, when it has one, to its
+ * `param` (every other field kept): for redacting or shortening what an error
+ * would show. An error `f` leaves unchanged is returned as it is.
+ *
+ * @category combinators
+ */
+export const mapText = <E extends GatewayError>(error: E, f: (text: string, field: "message" | "param") => string): E => {
+  const message = f(error.message, "message")
+  const before = "param" in error && typeof error.param === "string" ? error.param : undefined
+  const param = before === undefined ? undefined : f(before, "param")
+  if (message === error.message && param === before) return error
+  const { _tag, ...fields } = error as unknown as Record<string, unknown>
+  const Error = error.constructor as new(fields: Record<string, unknown>) => E
+  return new Error({ ...fields, message, ...(param === undefined ? {} : { param }) })
+}
+
+/** How much of a value a message quotes back to its sender. @category echo */
+export const ECHO_LIMIT = 200
+
+/**
+ * A value from the request as a message quotes it back: whole when short,
+ * else its first `ECHO_LIMIT` characters and an ellipsis (a 200 KB model name
+ * is never echoed).
+ *
+ * @category echo
+ */
+export const echo = (value: string): string => value.length <= ECHO_LIMIT ? value : `${value.slice(0, ECHO_LIMIT)}…`
+
+/** The longest message an error carries to a client; the rest is cut. @category echo */
+export const MESSAGE_LIMIT = 2_000
+
+/** A quoted run of text ('...', "..." with escapes, or `...`) longer than `ECHO_LIMIT`. */
+const LONG_QUOTE = new RegExp(`'[^']{${ECHO_LIMIT + 1},}'|"(?:[^"\\\\]|\\\\.){${ECHO_LIMIT + 1},}"|\`[^\`]{${ECHO_LIMIT + 1},}\``, "g")
+
+const boundText = (text: string): string => {
+  if (text.length <= ECHO_LIMIT) return text
+  const quoted = text.replace(LONG_QUOTE, (run) => `${run.slice(0, ECHO_LIMIT + 1)}…${run.at(-1)}`)
+  return quoted.length <= MESSAGE_LIMIT ? quoted : `${quoted.slice(0, MESSAGE_LIMIT)}…`
+}
+
+/**
+ * The error as a client may be shown it: every quoted value in its message
+ * cut at `ECHO_LIMIT` characters, the whole message at `MESSAGE_LIMIT`, and
+ * `param` at `ECHO_LIMIT`, so no error echoes a huge field of the request (or
+ * of an upstream's answer) back. The gateway applies it to every error it
+ * renders; messages that quote input also cut it themselves (`echo`).
+ *
+ * @category echo
+ */
+export const bounded = <E extends GatewayError>(error: E): E =>
+  error.message.length <= ECHO_LIMIT && !("param" in error && typeof error.param === "string" && error.param.length > ECHO_LIMIT)
+    ? error
+    : mapText(error, (text, field) => field === "param" ? echo(text) : boundText(text))
 
 /** Whether a value is one of the client-visible errors. @category guards */
 export const isGatewayError = (u: unknown): u is GatewayError =>

@@ -7,10 +7,10 @@
  */
 import { Context, type Effect } from "effect"
 import type { ApiKey } from "./Domain.ts"
-import type { InternalError } from "./GatewayError.ts"
+import type { DatabaseUnavailable, InternalError } from "./GatewayError.ts"
 
 /** @category services */
 export class KeyStore extends Context.Service<KeyStore, {
-  /** The key whose secret this is, or `undefined` when no key has it. */
-  readonly lookup: (secret: string) => Effect.Effect<ApiKey | undefined, InternalError>
+  /** The key whose secret this is, or `undefined` when no key has it (`DatabaseUnavailable` when a key not in memory cannot be looked up). */
+  readonly lookup: (secret: string) => Effect.Effect<ApiKey | undefined, InternalError | DatabaseUnavailable>
 }>()("modelgate/core/KeyStore") {}

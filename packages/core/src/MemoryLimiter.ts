@@ -24,6 +24,13 @@ import * as Window from "./RateWindow.ts"
 export interface MemoryLimiter extends Service {
   /** Number of subjects with state in memory after pruning those with nothing left to count. */
   readonly trackedSubjects: Effect.Effect<number>
+  /**
+   * Counts a call another limiter admitted (without checking it against the
+   * limits): the Redis limiter records here every call it admits, so that
+   * while Redis cannot be asked, this process limits on everything it admitted
+   * itself, before the outage too.
+   */
+  readonly record: (subjects: ReadonlyArray<Port.Subject>, estimatedTokens: number) => Effect.Effect<Port.Permit>
 }
 
 type Service = Port.RateLimiter["Service"]
@@ -72,7 +79,8 @@ const makeUnsafe = ({ leaseMs, windowMs }: Window.ResolvedOptions): MemoryLimite
     }
   }
 
-  const acquire = Effect.fnUntraced(function*(subjects: ReadonlyArray<Port.Subject>, estimatedTokens: number) {
+  /** Admits a call if every limit of every subject allows it (`check`), or in any case (`!check`). */
+  const admit = Effect.fnUntraced(function*(subjects: ReadonlyArray<Port.Subject>, estimatedTokens: number, check: boolean) {
     const invalid = Window.checkInput(subjects, estimatedTokens)
     if (invalid !== undefined) return yield* Effect.die(new Error(`RateLimiter.acquire: ${invalid}`))
     const estimate = Window.wholeTokens(estimatedTokens)
@@ -93,7 +101,7 @@ const makeUnsafe = ({ leaseMs, windowMs }: Window.ResolvedOptions): MemoryLimite
         state.prune(now, windowMs)
       }
       const observation = state.observe(subject.limits, now, estimate, windowMs)
-      if (Window.refuses(observation)) refused = true
+      if (check && Window.refuses(observation)) refused = true
       limited.push(subject)
       touched.push(state)
       observations.push(observation)
@@ -130,7 +138,9 @@ const makeUnsafe = ({ leaseMs, windowMs }: Window.ResolvedOptions): MemoryLimite
   })
 
   return {
-    acquire,
+    acquire: (subjects, estimatedTokens) => admit(subjects, estimatedTokens, true),
+    // Nothing is checked, so nothing is refused.
+    record: (subjects, estimatedTokens) => Effect.orDie(admit(subjects, estimatedTokens, false)),
     trackedSubjects: Effect.flatMap(Clock.currentTimeMillis, (now) =>
       Effect.sync(() => {
         sweep(now)

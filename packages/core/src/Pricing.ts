@@ -12,7 +12,9 @@
  *   default to the input price.
  *
  * Rounding up once per call means a charge is never below the list price and
- * never more than one nano-dollar above it.
+ * never more than one nano-dollar above it. A cost is never negative: token
+ * counts that are not non-negative whole numbers (which the adapters refuse
+ * before they get here) are priced as the nearest count above them that is.
  *
  * @since 0.1.0
  */
@@ -33,7 +35,19 @@ export const isPriced = (model: Model): boolean =>
   model.perRequestNanos !== null
 
 /**
- * The cost in nano-dollars of a call with this usage.
+ * A token count as a bigint that can be priced: a fraction rounds up, and a
+ * negative, NaN or infinite count is 0 (never a credit, never a `RangeError`
+ * from `BigInt(1.5)`).
+ */
+const countOf = (tokens: number | undefined): bigint =>
+  tokens === undefined || !(tokens > 0) || !Number.isFinite(tokens)
+    ? 0n
+    : BigInt(Number.isSafeInteger(tokens) ? tokens : Math.ceil(tokens))
+
+/**
+ * The cost in nano-dollars of a call with this usage: never negative, and
+ * total over any numbers (see `countOf`: a count that is not a non-negative
+ * whole number is priced as the nearest one above it that is, or 0).
  *
  * @category pricing
  */
@@ -49,11 +63,13 @@ export const cost = (model: Model, ratioMicros: bigint, usage: {
   const cachedPrice = model.cachedInputNanosPerMillion ?? input
   const writePrice = model.cacheWriteNanosPerMillion ?? input
   // Cache reads, then cache writes, never more than the prompt holds.
-  const cached = Math.min(usage.cachedTokens ?? 0, usage.promptTokens)
-  const written = Math.min(usage.cacheWriteTokens ?? 0, usage.promptTokens - cached)
-  const fresh = BigInt(usage.promptTokens - cached - written)
-  const tokenPart = fresh * input + BigInt(cached) * cachedPrice + BigInt(written) * writePrice +
-    BigInt(usage.completionTokens) * output
+  const prompt = countOf(usage.promptTokens)
+  const cachedCount = countOf(usage.cachedTokens)
+  const cached = cachedCount < prompt ? cachedCount : prompt
+  const writtenCount = countOf(usage.cacheWriteTokens)
+  const written = writtenCount < prompt - cached ? writtenCount : prompt - cached
+  const fresh = prompt - cached - written
+  const tokenPart = fresh * input + cached * cachedPrice + written * writePrice + countOf(usage.completionTokens) * output
   const perRequest = model.perRequestNanos ?? 0n
   // One exact fraction, rounded up once: (tokenPart / 10^6 + perRequest) * ratio / 10^6.
   return divCeil((tokenPart + perRequest * MILLION) * ratioMicros, MILLION * RATIO_SCALE)

@@ -33,6 +33,7 @@ export class Assembler {
   private model = ""
   private created = 0
   private usage: Usage | undefined
+  private usageRejected: string | undefined
   private readonly choices = new Map<number, ChoiceState>()
 
   add(event: StreamEvent): void {
@@ -45,6 +46,12 @@ export class Assembler {
       }
       case "usage": {
         this.usage = event.usage
+        this.usageRejected = undefined
+        return
+      }
+      case "usage_rejected": {
+        this.usage = undefined
+        this.usageRejected = event.reason
         return
       }
       case "text": {
@@ -97,8 +104,12 @@ export class Assembler {
     const choices: Array<Choice> = [...this.choices.entries()]
       .sort(([a], [b]) => a - b)
       .map(([index, state]) => ({ index, content: [...state.parts], finishReason: state.finishReason }))
-    const base = { id: this.id, model: this.model, created: this.created, choices }
-    return this.usage === undefined ? base : { ...base, usage: this.usage }
+    const base: ChatResponse = { id: this.id, model: this.model, created: this.created, choices }
+    return this.usage !== undefined
+      ? { ...base, usage: this.usage }
+      : this.usageRejected !== undefined
+      ? { ...base, usageRejected: this.usageRejected }
+      : base
   }
 
   private choice(index: number): ChoiceState {
@@ -192,6 +203,7 @@ export const toEvents = (response: ChatResponse): Array<StreamEvent> => {
     if (choice.finishReason !== null) events.push({ type: "finish", index: choice.index, reason: choice.finishReason })
   }
   if (response.usage !== undefined) events.push({ type: "usage", usage: response.usage })
+  else if (response.usageRejected !== undefined) events.push({ type: "usage_rejected", reason: response.usageRejected })
   return events
 }
 

@@ -32,6 +32,44 @@ export const MESSAGE_OVERHEAD_TOKENS = 8
  */
 export const MEDIA_TOKENS = 2_000
 
+/**
+ * Whether a value is a token count: a non-negative safe integer. An upstream's
+ * usage figures are checked with it wherever they are read; any other value
+ * (negative, fractional, beyond 2^53, not a number) is refused, and the call
+ * is counted locally instead (see docs/billing.md, "Usage the upstream
+ * reports").
+ *
+ * @category validation
+ */
+export const isCount = (value: unknown): value is number =>
+  typeof value === "number" && Number.isSafeInteger(value) && value >= 0
+
+/**
+ * The first of an upstream's usage figures that is present (neither
+ * `undefined` nor `null`) but not a token count, as `name: value` (the value
+ * as JSON, cut at 40 characters), or undefined when every present figure is a
+ * count. The text is the reason a usage record gives for refusing the figures.
+ *
+ * @example
+ * ```ts
+ * import { Tokens } from "@modelgate/core"
+ *
+ * Tokens.badCount({ prompt_tokens: 12, completion_tokens: -5 }) // "completion_tokens: -5"
+ * Tokens.badCount({ prompt_tokens: 12, cached_tokens: null })   // undefined
+ * ```
+ *
+ * @category validation
+ */
+export const badCount = (figures: Readonly<Record<string, unknown>>): string | undefined => {
+  for (const name in figures) {
+    const value = figures[name]
+    if (value === undefined || value === null || isCount(value)) continue
+    const shown = JSON.stringify(value) ?? String(value)
+    return `${name}: ${shown.length > 40 ? `${shown.slice(0, 40)}…` : shown}`
+  }
+  return undefined
+}
+
 /** The UTF-8 length of a string, without allocating. @category counting */
 export const utf8Length = (text: string): number => {
   let bytes = 0

@@ -69,7 +69,9 @@ const snapshot = makeSnapshot({
     channel("low", ["gpt-4o-mini"], ["default"], 0),
     channel("high", ["gpt-4o-mini", "unpriced"], ["default"], 10),
     channel("vip-only", ["gpt-4o"], ["vip"]),
-    channel("gemini", ["gemini-2.5-flash", "gemini-embedding-001"], ["default"])
+    channel("gemini", ["gemini-2.5-flash", "gemini-embedding-001"], ["default"]),
+    // A channel model nobody priced: no row under models at all.
+    channel("fresh", ["brand-new-model"], ["default"])
   ],
   aliases: [{ pattern: "gemini-*", target: "gemini-2.5-flash" }, { pattern: "*embedding*", target: "gemini-embedding-001" }]
 })
@@ -117,6 +119,27 @@ describe("Admission", () => {
       assert.strictEqual(tagOf(yield* Effect.exit(authorize(key(), "unpriced"))), "ModelUnpriced")
       const route = yield* authorize(key(), "gpt-4o-mini")
       assert.deepStrictEqual(route.channels.map((c) => c.name), ["high", "low"])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("refuses a model a channel serves without a price as unpriced, not unknown", () =>
+    Effect.gen(function*() {
+      const refusal = yield* Effect.flip(authorize(key(), "brand-new-model"))
+      assert.strictEqual(refusal._tag, "ModelUnpriced")
+      assert.include(refusal.message, "no price configured")
+      assert.strictEqual(tagOf(yield* Effect.exit(authorize(key(), "models/brand-new-model"))), "ModelUnpriced")
+      // It is still outside a narrower key's permissions, and it is never listed.
+      assert.strictEqual(tagOf(yield* Effect.exit(authorize(key({ models: ["gpt-4o-mini"] }), "brand-new-model"))), "ModelNotAllowed")
+      assert.notInclude(allowedModels(snapshot, key()).map((m) => m.id), "brand-new-model")
+      assert.deepStrictEqual(snapshot.unpriced, ["brand-new-model"])
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("quotes an unknown model name back cut at 200 characters, never a 200 KB one whole", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(authorize(key(), "m".repeat(200_000)))
+      assert.strictEqual(error._tag, "ModelNotFound")
+      assert.include(error.message, `'${"m".repeat(200)}…'`)
+      assert.isBelow(error.message.length, 400)
+      assert.isBelow((error as { model: string }).model.length, 300)
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("resolves the models/ prefix and aliases", () =>

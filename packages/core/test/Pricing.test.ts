@@ -238,6 +238,35 @@ describe("Pricing", () => {
     assert.strictEqual(worstCase(sonnet, 1_000_000n, { promptTokens: 1000, outputTokens: 0 }), 3_750_000n)
   })
 
+  it("never charges a negative amount nor throws, whatever the token counts (negative, fractional, NaN, infinite)", () => {
+    const m = model({ cacheWriteNanosPerMillion: 3_750_000_000n })
+    // An upstream's -1,000,000 prompt and -5,000,000 completion tokens would have credited $3.15.
+    assert.strictEqual(cost(m, 1_000_000n, { promptTokens: -1_000_000, completionTokens: -5_000_000 }), 0n)
+    // BigInt(1.5) threw a RangeError: a fraction is priced as the next whole count.
+    assert.strictEqual(cost(m, 1_000_000n, { promptTokens: 1.5, completionTokens: 2.5 }), cost(m, 1_000_000n, { promptTokens: 2, completionTokens: 3 }))
+    assert.strictEqual(cost(m, 1_000_000n, { promptTokens: Number.NaN, completionTokens: Number.POSITIVE_INFINITY }), 0n)
+    assert.strictEqual(
+      cost(m, 1_000_000n, { promptTokens: 10, completionTokens: 0, cachedTokens: -10 }),
+      cost(m, 1_000_000n, { promptTokens: 10, completionTokens: 0 }),
+      "a negative cached count does not raise the uncached part above the prompt"
+    )
+    assert.strictEqual(
+      cost(m, 1_000_000n, { promptTokens: 10, completionTokens: 0, cacheWriteTokens: -10 }),
+      cost(m, 1_000_000n, { promptTokens: 10, completionTokens: 0 }),
+      "a negative cache-write count credits nothing"
+    )
+    fc.assert(fc.property(
+      fc.double(),
+      fc.double(),
+      fc.option(fc.double(), { nil: undefined }),
+      fc.option(fc.double(), { nil: undefined }),
+      (prompt, completion, cached, written) => {
+        const charged = cost(m, 1_000_000n, { promptTokens: prompt, completionTokens: completion, cachedTokens: cached, cacheWriteTokens: written })
+        return charged >= 0n
+      }
+    ))
+  })
+
   it("knows which models can be billed", () => {
     assert.isTrue(isPriced(model()))
     assert.isFalse(isPriced(model({ inputNanosPerMillion: null, outputNanosPerMillion: null })))

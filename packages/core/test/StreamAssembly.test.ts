@@ -84,6 +84,21 @@ describe("StreamAssembly", () => {
       assert.strictEqual(yield* Effect.flip(assembleStream(cut)), "upstream broke off")
     }))
 
+  it("usage the upstream reported with figures that are not counts is kept out of the response, which says why; the last word wins", () => {
+    const rejected = assemble([
+      { type: "start", id: "r", model: "m", created: 1 },
+      { type: "text", index: 0, text: "hi" },
+      { type: "usage", usage: { promptTokens: 3, completionTokens: 1, totalTokens: 4 } },
+      { type: "usage_rejected", reason: "completion_tokens: -5" }
+    ])
+    assert.isUndefined(rejected.usage)
+    assert.strictEqual(rejected.usageRejected, "completion_tokens: -5")
+    assert.deepStrictEqual(toEvents(rejected).at(-1), { type: "usage_rejected", reason: "completion_tokens: -5" })
+    const later = assemble([{ type: "usage_rejected", reason: "x: 1.5" }, { type: "usage", usage: { promptTokens: 3, completionTokens: 1, totalTokens: 4 } }])
+    assert.isUndefined(later.usageRejected)
+    assert.strictEqual(later.usage?.completionTokens, 1)
+  })
+
   it("a cut stream assembles to what was generated so far", () => {
     const events: Array<StreamEvent> = [
       { type: "start", id: "r", model: "m", created: 1 },

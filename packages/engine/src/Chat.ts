@@ -12,10 +12,15 @@
  * byte reached the client moves the call to another key of the same channel
  * (the key's own failures) or the next channel (the server's), up to
  * `routing.max_attempts`; caller errors (other upstream 4xx) are never
- * retried. A stream's first chunk is read before the client gets anything, so
- * a stream that breaks or stalls before it still fails over. After the first
- * byte nothing is retried: a failure is reported in-band, in the client's
- * dialect, and the call is charged for what was delivered.
+ * retried. A 200 that is not an answer (an error, another shape, HTML, broken
+ * JSON, an empty stream) is an upstream failure like a 5xx. A stream's opening
+ * (its first event) is read and judged before the client gets anything, so a
+ * stream that breaks, stalls or opens with something else still fails over.
+ * After the first byte nothing is retried: a failure (an event larger than
+ * `max_event_bytes` included) is reported in-band, in the client's dialect,
+ * and the call is charged for what was delivered. No upstream error reaches
+ * the client, the log or the usage record with the channel's secrets in it
+ * (`Redaction`).
  *
  * Every attempt's outcome feeds its key's circuit breaker (`Health`), and each
  * attempt is listed on the usage record.
@@ -31,6 +36,7 @@ import * as Failover from "./Failover.ts"
 import * as Health from "./Health.ts"
 import * as Ids from "./Ids.ts"
 import * as RateLimits from "./RateLimits.ts"
+import * as Redaction from "./Redaction.ts"
 import * as Relay from "./Relay.ts"
 import { Settings } from "./Settings.ts"
 import * as Settlement from "./Settlement.ts"
@@ -42,7 +48,8 @@ export interface ChatInput {
   readonly startedAt: number
   readonly key: Domain.ApiKey
   readonly client: Dialect.ClientDialect
-  readonly body: string
+  /** The request body's UTF-8 bytes, as received. */
+  readonly body: Uint8Array
   readonly hints: Dialect.RouteHints
   /** The request's headers (the sticky routing header is read from them). */
   readonly headers?: Dialect.HeaderBag | undefined
@@ -67,7 +74,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
   const route = yield* Admission.authorize(key, inspected.model, "generate")
   const model = route.model
   const maxOutput = Pricing.maxOutputFor(model, inspected.maxOutputTokens)
-  const bodyBytes = Tokens.utf8Length(input.body)
+  const bodyBytes = input.body.length
   const held = yield* Pricing.holdFor(model, route.group.ratioMicros, { promptTokens: Tokens.bodyTokenBound(bodyBytes, inspected.mediaParts), outputTokens: maxOutput, choices: inspected.choices })
   const promptEstimate = Math.ceil(bodyBytes / 4)
   // Limits before money: a call refused here holds nothing.
@@ -129,7 +136,13 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         at
       )
       record.status = response.status
-      if (response.status >= 400) return yield* Failover.refused(response, target, upstream)
+      if (response.status >= 400) {
+        // A large body was forwarded without its structure checked: refused, it is checked now, and a malformed
+        // one gets the error naming the field (the upstream's own refusal stands for a well-formed one).
+        return yield* Failover.refused(response, target, upstream).pipe(
+          Effect.catchTag("UpstreamRejected", (refusal) => Effect.fail(same ? client.check?.(inspected) ?? refusal : refusal))
+        )
+      }
       const answerHeaders = { ...limitHeaders, "x-request-id": input.requestId }
       if (!inspected.stream) {
         const text = yield* Upstream.readText(response, settings.maxAnswerBytes)
@@ -137,11 +150,15 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
           try: () => JSON.parse(text) as unknown,
           catch: () => new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' answered with invalid JSON.` })
         })
+        // A 200 whose body is an error, or not the dialect's answer, is the upstream failing (it fails over, and costs nothing).
+        const notAnAnswer = upstream.notAnAnswer(json, channel.name)
+        if (notAnAnswer !== undefined) return yield* notAnAnswer
         let out: unknown
         let metered: Settlement.Metered
         if (same) {
           metered = client.usageOfResponse(json, promptEstimate)
-          out = upstreamModel === model.id ? undefined : client.renameInBody(text, model.id)
+          // Relayed as the upstream wrote it, but never with the channel's secrets in it.
+          out = Redaction.text(channel, upstreamModel === model.id ? text : client.renameInBody(text, model.id))
         } else {
           const decoded = yield* upstream.decodeResponse(json, yield* Ids.answerStart)
           metered = meteredOf(decoded, promptEstimate)
@@ -152,24 +169,26 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
         record.durationMs = now - attemptStart
         yield* health.end(ticket, "success")
         yield* settlement.finish(metered, { status: 200, errorCode: null, ttfbMs }, legOf())
-        return out === undefined || typeof out === "string"
-          ? Exchange.jsonText(out ?? text, 200, answerHeaders)
-          : Exchange.json(out, 200, answerHeaders)
+        return typeof out === "string" ? Exchange.jsonText(out, 200, answerHeaders) : Exchange.json(out, 200, answerHeaders)
       }
 
-      // Streams: the first chunk is read before the client gets anything (until then the call can still fail
-      // over); after it, every upstream chunk is relayed as soon as it is complete and nothing accumulates but the meter.
-      const first = yield* Upstream.firstChunk(response)
-      const committedAt = yield* Clock.currentTimeMillis
-      ttfbMs = committedAt - input.startedAt
+      // Streams: the opening (up to the first event) is read and judged before the client gets anything (until
+      // then the call can still fail over); after it, every upstream chunk is relayed as soon as it is complete
+      // and nothing accumulates but the meter and at most one event (`max_event_bytes`).
+      const opened = yield* Upstream.opening(response, upstream, settings.maxEventBytes)
       let push: (text: string) => string
       let end: () => string
       let metered: () => Settlement.Metered
       if (same) {
         const meter = client.passthroughMeter(inspected)
         const rename = upstreamModel === model.id ? undefined : client.streamRenamer(upstreamModel, model.id)
-        push = rename === undefined ? meter.push : (text) => rename(meter.push(text))
-        end = rename === undefined ? meter.end : () => rename(meter.end())
+        // Relayed event by event as the upstream wrote it (an in-band error event included), its secrets redacted.
+        push = rename === undefined
+          ? (text) => Redaction.text(channel, meter.push(text))
+          : (text) => Redaction.text(channel, rename(meter.push(text)))
+        end = rename === undefined
+          ? () => Redaction.text(channel, meter.end())
+          : () => Redaction.text(channel, rename(meter.end()))
         metered = () => meter.metered(promptEstimate)
       } else {
         const events = upstream.eventDecoder(yield* Ids.answerStart)
@@ -188,7 +207,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       const settle = (ended: Relay.RelayEnd) =>
         Effect.gen(function*() {
           const closed = ended._tag === "Closed"
-          const error = ended._tag === "Failed" ? ended.error : undefined
+          const error = ended._tag === "Failed" ? Redaction.error(channel, ended.error) : undefined
           // Cut by the client (499), or by the end of the shutdown's grace period (503).
           const cut = closed && (yield* (yield* Draining).draining)
             ? { status: 503, errorCode: "ShuttingDown" }
@@ -207,14 +226,27 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       const settlements = yield* Settlement.Settlements
       const context = yield* Effect.context<never>()
       const relay = new Relay.Relay({
-        first,
+        first: opened.bytes,
+        ended: opened.ended,
         body: response.body,
         push,
         end,
         bodyError: (error) => Upstream.transportError(channel, error),
-        errorFrame: (error) => client.streamErrorFrame(error, inspected),
+        errorFrame: (error) => client.streamErrorFrame(GatewayError.bounded(Redaction.error(channel, error)), inspected),
+        maxEventBytes: settings.maxEventBytes,
+        eventTooLarge: () =>
+          new GatewayError.UpstreamUnavailable({
+            message: `The upstream '${channel.name}' sent a stream event larger than ${settings.maxEventBytes} bytes (max_event_bytes).`
+          }),
         onEnd: (ended) => settlements.run(Effect.provideContext(settle(ended), context))
       })
+      // The opening goes through the transform now: an event the upstream's decoder cannot read still fails over.
+      const primed = relay.prime()
+      if (primed !== undefined) {
+        response.body.discard()
+        return yield* Effect.fail(primed)
+      }
+      ttfbMs = (yield* Clock.currentTimeMillis) - input.startedAt
       const answer: Exchange.Answer = {
         _tag: "Stream",
         status: 200,
@@ -260,29 +292,31 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
 
 /**
  * Metering of a canonical response: the upstream's usage, or local estimates
- * when it gave none. A stream (`streamed`) that ended before any choice
- * finished was cut: the usage it reported so far (Anthropic reports its input
- * and one output token at the start) may fall short of what it delivered, so
- * its output is at least the estimate of the generated text.
+ * when it gave none (or gave figures that were refused, which it says). A
+ * stream (`streamed`) that ended before any choice finished was cut: the
+ * usage it reported so far (Anthropic reports its input and one output token
+ * at the start) may fall short of what it delivered, so its output is at
+ * least the estimate of the generated text.
  */
 const meteredOf = (response: Canonical.ChatResponse, promptEstimate: number, streamed = false): Settlement.Metered => {
   const usage = response.usage
-  if (usage === undefined) {
+  if (usage !== undefined) {
+    const cut = streamed && response.choices.every((choice) => choice.finishReason === null)
     return {
-      promptTokens: promptEstimate,
-      completionTokens: Tokens.estimateGeneratedTokens(StreamAssembly.generatedText(response)),
-      cachedTokens: 0,
-      reported: false
+      promptTokens: usage.promptTokens,
+      completionTokens: cut
+        ? Math.max(usage.completionTokens, Tokens.estimateGeneratedTokens(StreamAssembly.generatedText(response)))
+        : usage.completionTokens,
+      cachedTokens: usage.cachedTokens ?? 0,
+      cacheWriteTokens: usage.cacheWriteTokens ?? 0,
+      reported: true
     }
   }
-  const cut = streamed && response.choices.every((choice) => choice.finishReason === null)
-  return {
-    promptTokens: usage.promptTokens,
-    completionTokens: cut
-      ? Math.max(usage.completionTokens, Tokens.estimateGeneratedTokens(StreamAssembly.generatedText(response)))
-      : usage.completionTokens,
-    cachedTokens: usage.cachedTokens ?? 0,
-    cacheWriteTokens: usage.cacheWriteTokens ?? 0,
-    reported: true
+  const estimate = {
+    promptTokens: promptEstimate,
+    completionTokens: Tokens.estimateGeneratedTokens(StreamAssembly.generatedText(response)),
+    cachedTokens: 0,
+    reported: false
   }
+  return response.usageRejected === undefined ? estimate : { ...estimate, usageRejected: response.usageRejected }
 }

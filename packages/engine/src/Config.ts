@@ -129,11 +129,24 @@ export const KeyConfig = Schema.Struct({
 })
 export type KeyConfig = typeof KeyConfig.Type
 
+const consolePassword = `a console password of ${Domain.PASSWORD_LENGTH.min} to ${Domain.PASSWORD_LENGTH.max} characters`
+
+/**
+ * A console password: 8 to 256 characters, the rule the store and the console
+ * apply (the message never repeats the password).
+ *
+ * @category schemas
+ */
+export const ConsolePassword = Schema.String.check(
+  Schema.isMinLength(Domain.PASSWORD_LENGTH.min, { expected: consolePassword }),
+  Schema.isMaxLength(Domain.PASSWORD_LENGTH.max, { expected: consolePassword })
+)
+
 /** A user declared in the file. `balance` is the initial balance, credited once. @category schemas */
 export const UserConfig = Schema.Struct({
   name: Schema.NonEmptyString,
   role: Schema.optionalKey(Schema.Literals(["user", "admin"])),
-  password: Schema.optionalKey(Schema.String),
+  password: Schema.optionalKey(ConsolePassword),
   balance: Schema.optionalKey(Usd),
   enabled: Schema.optionalKey(Schema.Boolean),
   groups: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
@@ -186,6 +199,8 @@ export const ConfigFile = Schema.Struct({
   secret_file: Schema.optionalKey(Schema.String),
   node_id: Schema.optionalKey(Schema.String),
   max_body_bytes: Schema.optionalKey(PositiveInt),
+  max_answer_bytes: Schema.optionalKey(PositiveInt),
+  max_event_bytes: Schema.optionalKey(PositiveInt),
   shutdown_grace_seconds: Schema.optionalKey(NonNegativeInt),
   shutdown_delay_seconds: Schema.optionalKey(NonNegativeInt),
   access_log: Schema.optionalKey(Schema.Boolean),
@@ -193,11 +208,13 @@ export const ConfigFile = Schema.Struct({
   log_format: Schema.optionalKey(Schema.Literals(["json", "logfmt", "pretty"])),
   usage: Schema.optionalKey(Schema.Struct({
     flush_interval_ms: Schema.optionalKey(PositiveInt),
-    max_batch: Schema.optionalKey(PositiveInt)
+    max_batch: Schema.optionalKey(PositiveInt),
+    journal_dir: Schema.optionalKey(Schema.NonEmptyString)
   })),
   billing: Schema.optionalKey(Schema.Struct({
     leases: Schema.optionalKey(Schema.Boolean),
-    lease_idle_ms: Schema.optionalKey(NonNegativeInt)
+    lease_idle_ms: Schema.optionalKey(NonNegativeInt),
+    lease_cover_seconds: Schema.optionalKey(NonNegativeInt)
   })),
   channels: Schema.optionalKey(Schema.Array(ChannelConfig)),
   models: Schema.optionalKey(Schema.Record(Schema.String, ModelConfig)),
@@ -256,7 +273,7 @@ export const parse = (text: string, source: string): Effect.Effect<ConfigFile, C
   }).pipe(Effect.flatMap((document) => decode(document, source)))
 
 /** Defaults for models the file does not give limits for. @category constants */
-export const modelDefaults = { inputTokenLimit: 128_000, outputTokenLimit: 16_384 } as const
+export const modelDefaults = Domain.modelDefaults
 
 /** The group keys get when they name none. @category constants */
 export const DEFAULT_GROUP = "default"

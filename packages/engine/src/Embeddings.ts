@@ -92,19 +92,23 @@ export const handle = Effect.fnUntraced(function*(input: EmbeddingsInput) {
           if (same) {
             const text = yield* Failover.exchange(target, upstream, url, call.forward(upstreamModel), at, record)
             const relayed = yield* embeddings.passthrough(text, upstreamModel === model.id ? undefined : model.id, channel.name)
-            return { body: relayed.body, promptTokens: relayed.promptTokens }
+            return { body: relayed.body, promptTokens: relayed.promptTokens, usageRejected: relayed.usageRejected }
           }
           const body = yield* make.encode(translated!, upstreamModel)
           const text = yield* Failover.exchange(target, upstream, url, body, at, record)
           const decoded = yield* make.decode(text, translated!.inputs.length, channel.name)
-          return { body: JSON.stringify(embeddings.encode(decoded, call, model.id)), promptTokens: decoded.promptTokens }
+          return {
+            body: JSON.stringify(embeddings.encode(decoded, call, model.id)),
+            promptTokens: decoded.promptTokens,
+            usageRejected: decoded.usageRejected
+          }
         })
     })
     const ttfbMs = (yield* Clock.currentTimeMillis) - startedAt
     yield* settlement.finish(
       answer.promptTokens !== undefined
         ? { promptTokens: answer.promptTokens, completionTokens: 0, cachedTokens: 0, reported: true }
-        : { promptTokens: call.tokens, completionTokens: 0, cachedTokens: 0, reported: false },
+        : { promptTokens: call.tokens, completionTokens: 0, cachedTokens: 0, reported: false, usageRejected: answer.usageRejected },
       { status: 200, errorCode: null, ttfbMs },
       legOf()
     )

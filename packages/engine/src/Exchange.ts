@@ -22,10 +22,11 @@ export interface GatewayRequest {
   /** Header names in lower case. */
   readonly headers: Dialect.HeaderBag
   /**
-   * Reads the body as text: `RequestTooLarge` beyond `maxBytes` (the rest is
-   * not read), `InvalidRequest` when it cannot be read.
+   * Reads the body's bytes as they came: `RequestTooLarge` beyond `maxBytes`
+   * (the rest is not read), `InvalidRequest` when it cannot be read. Nothing
+   * decodes them unless the call needs to (a same-dialect chat forwards them).
    */
-  readonly body: (maxBytes: number) => Effect.Effect<string, GatewayError.RequestTooLarge | GatewayError.InvalidRequest>
+  readonly body: (maxBytes: number) => Effect.Effect<Uint8Array, GatewayError.RequestTooLarge | GatewayError.InvalidRequest>
 }
 
 /** A complete answer: JSON (or other) text. @category models */

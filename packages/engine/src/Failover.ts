@@ -5,7 +5,10 @@
  * errors move the call to another key or channel (`retryable`), whether a
  * failure is the key's own or the server's (`failureKind`), what it means for
  * the key's circuit breaker (`breakerOutcome`), and whether the upstream
- * refused the key's credentials (`isCredentialRefusal`: the key is disabled).
+ * clearly refused the key itself (`isCredentialRefusal`: the key is kept out
+ * of calls and a health probe with it decides whether it is disabled; a 403
+ * about what the request asked for is the caller's, and only has a probe
+ * check the key, so no request can take a channel's keys down).
  *
  * `run` is the one attempt loop every call kind goes through (chat, streamed
  * or not, embeddings, token counts): candidates in the order `Selection`
@@ -15,21 +18,41 @@
  * record. An attempt whose answer outlives it (a stream, relayed after the
  * loop returned) keeps its breaker ticket and ends it when the stream ends.
  * `exchange` sends one request and reads its answer within the channel's
- * timeouts, disabling a key whose credentials the upstream refused.
+ * timeouts, having a refused key checked (`Health.suspect`). Every failure is
+ * redacted of the channel's secrets before it is logged, recorded or passed
+ * on (`Redaction`).
  *
  * @since 0.1.0
  */
-import { type Dialect, type Domain, GatewayError, type UsageLog } from "@modelgate/core"
+import { type Dialect, type Domain, GatewayError, Issues, type UsageLog } from "@modelgate/core"
 import { Clock, Effect } from "effect"
 import type { Outcome } from "./Breakers.ts"
 import * as Health from "./Health.ts"
+import * as Redaction from "./Redaction.ts"
 import * as Selection from "./Selection.ts"
 import { Settings } from "./Settings.ts"
 import * as Upstream from "./Upstream.ts"
 
-/** Whether a classified upstream error is a refusal of the key's credentials. @category classification */
+/**
+ * Whether a classified upstream error clearly refuses the key itself (HTTP
+ * 401, Google's `API_KEY_INVALID`, Anthropic's `authentication_error`, ...:
+ * the dialect says so with `credentialsRefused`).
+ *
+ * @category classification
+ */
 export const isCredentialRefusal = (error: GatewayError.GatewayError): boolean =>
-  error._tag === "UpstreamUnavailable" && error.status !== undefined && error.status >= 400 && error.status < 500 && error.status !== 429
+  error._tag === "UpstreamUnavailable" && error.credentialsRefused === true
+
+/**
+ * Whether a classified upstream error is a 403 the caller gets (a permission
+ * about what the request asked for, such as a link to another project's
+ * file): it may still be the key's (a revoked or leaked key is refused with
+ * 403 too), so a probe checks the key, without taking it out of calls.
+ *
+ * @category classification
+ */
+export const isPermissionRefusal = (error: GatewayError.GatewayError): boolean =>
+  error._tag === "UpstreamRejected" && error.status === 403
 
 /** Whether an attempt's failure moves the call to another key or channel. @category classification */
 export const retryable = (error: GatewayError.GatewayError): boolean =>
@@ -59,8 +82,8 @@ export const allKeysDisabled = (model: string): GatewayError.UpstreamUnavailable
  * Sends `body` to `url` with the target's key and reads the whole answer as
  * text (at most `settings.maxAnswerBytes`), within the deadlines `at` and the
  * channel's idle timeout. An error answer (status 400 and above; its body read
- * up to 64 KiB) fails with its classification by the channel's dialect, and a
- * refusal of the key's credentials disables the key. `record.status` gets the
+ * up to 64 KiB, the channel's secrets redacted) fails with its classification
+ * by the channel's dialect (see `refused`). `record.status` gets the
  * upstream's status. `forwarded`: headers of the client's request that go
  * with it (`ClientDialect.forwardHeaders`); the channel's own headers win.
  *
@@ -70,7 +93,7 @@ export const exchange = Effect.fnUntraced(function*(
   target: Selection.Target,
   upstream: Dialect.UpstreamDialect,
   url: string,
-  body: string,
+  body: string | Uint8Array,
   at: Upstream.Deadlines,
   record: AttemptRecord,
   forwarded?: Readonly<Record<string, string>>
@@ -84,8 +107,11 @@ export const exchange = Effect.fnUntraced(function*(
 })
 
 /**
- * Reads an upstream's error answer and fails with its classification; a
- * refusal of the key's credentials disables the key first.
+ * Reads an upstream's error answer (the channel's secrets redacted) and
+ * fails with its classification. A clear refusal of the key has the key kept
+ * out of calls until a probe with it decides (`Health.suspect`); a 403 the
+ * caller gets has a probe check the key, which stays in use. Only a probe's
+ * refusal disables a key: a request cannot.
  *
  * @category attempts
  */
@@ -95,10 +121,15 @@ export const refused = Effect.fnUntraced(function*(
   upstream: Dialect.UpstreamDialect
 ) {
   const text = yield* Upstream.errorBody(response)
-  const error = upstream.classify(response.status, text, response.headers)
-  if (isCredentialRefusal(error)) {
+  const error = Redaction.error(target.channel, upstream.classify(response.status, text, response.headers))
+  const clear = isCredentialRefusal(error)
+  if (clear || isPermissionRefusal(error)) {
     const health = yield* Health.Health
-    yield* health.disable(target.channel, target.key, response.status, Health.refusal(response.status, Upstream.upstreamMessage(text)))
+    yield* health.suspect(target.channel, target.key, {
+      status: response.status,
+      reason: Health.refusal(response.status, Upstream.upstreamMessage(text)),
+      clear
+    })
   }
   return yield* Effect.fail(error)
 })
@@ -170,7 +201,8 @@ export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
       if (call.keepsTicket === undefined || !call.keepsTicket(result.success)) yield* health.end(ticket, "success")
       return result.success
     }
-    const error = result.failure
+    // Whatever failed (a classified refusal, an answer that could not be read), the channel's secrets go no further.
+    const error = Redaction.error(target.channel, result.failure)
     lastError = error
     record.errorCode = error._tag
     yield* health.end(
@@ -179,7 +211,8 @@ export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
       error.message,
       error._tag === "UpstreamRateLimited" && error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1000 : undefined
     )
-    yield* Effect.logWarning("upstream attempt failed before the first byte").pipe(
+    // A request translation refused (the caller's error, found when the first channel of another dialect came up) is no upstream's failure.
+    yield* (Issues.isRequestError(error) && record.status === null ? Effect.logDebug("the request was refused while translated for a channel") : Effect.logWarning("upstream attempt failed before the first byte")).pipe(
       Effect.annotateLogs({
         requestId: call.requestId,
         attempt: call.tried.length,

@@ -3,7 +3,7 @@
  * workers, browsers, Node): what an embedded gateway uses unless its host
  * gives it another. The deadlines are kept with timers around the fetch and
  * the body's reader: the first-byte deadline until the headers (and, for a
- * stream, its first chunk), the idle deadline between two chunks, and the
+ * stream, the chunks of its opening), the idle deadline between two chunks, and the
  * total deadline over all of it. `fetch` has no separate connection timeout:
  * opening the connection counts against the first-byte deadline.
  *
@@ -175,14 +175,16 @@ const bodyOf = (response: Response, timers: Timers, at: Deadlines): ResponseBody
       return out + decoder.decode()
     }).pipe(Effect.orElseSucceed(() => ""))
 
-  const first = readAll(async () => {
+  let ended = false
+  const opening = readAll(async (): Promise<Uint8Array | undefined> => {
+    if (reader === undefined || ended) return undefined
     timers.firstByte(at)
-    if (reader === undefined) throw new TransportError({ kind: "empty" })
     const read = await reader.read()
     timers.rest()
     if (read.done) {
+      ended = true
       release()
-      throw new TransportError({ kind: "empty" })
+      return undefined
     }
     return read.value
   })
@@ -230,7 +232,7 @@ const bodyOf = (response: Response, timers: Timers, at: Deadlines): ResponseBody
     }
   }
 
-  return { text, prefix, first, flow, discard: release }
+  return { text, prefix, next: opening, flow, discard: release }
 }
 
 /**
@@ -251,7 +253,8 @@ export const layerWith = (fetchImpl: typeof fetch = globalThis.fetch): Layer.Lay
             const response = await fetchImpl(request.url, {
               method: request.method,
               headers: request.headers,
-              ...(request.body === undefined ? {} : { body: request.body }),
+              // The engine's bytes are never backed by shared memory.
+              ...(request.body === undefined ? {} : { body: request.body as string | Uint8Array<ArrayBuffer> }),
               signal: timers.controller.signal
             })
             timers.rest()

@@ -21,7 +21,7 @@
  *
  * @since 0.1.0
  */
-import { Accounts, Admission, Catalog, type Dialect, type Domain, GatewayError, type KeyStore, Money, type RateLimiter, type UsageLog } from "@modelgate/core"
+import { type Accounts, Admission, Catalog, type Dialect, type Domain, GatewayError, JsonDepth, JsonScan, type KeyStore, type RateLimiter, type UsageLog } from "@modelgate/core"
 import { Cause, Clock, Effect } from "effect"
 import * as Chat from "./Chat.ts"
 import * as CountTokens from "./CountTokens.ts"
@@ -59,7 +59,8 @@ export type Requirements =
  * @category answers
  */
 export const errorAnswer = (client: Dialect.ClientDialect, error: GatewayError.GatewayError, requestId: string): Exchange.TextAnswer => {
-  const rendered = client.renderError(error)
+  // However an error came about, it echoes at most a short part of any value it quotes.
+  const rendered = client.renderError(GatewayError.bounded(error))
   return Exchange.json(rendered.body, rendered.status, { ...rendered.headers, "x-request-id": requestId })
 }
 
@@ -90,7 +91,21 @@ const internalError = (requestId: string) =>
     message: `The gateway failed to handle the request (request id ${requestId}). The operator can find the cause in the log.`
   })
 
-const readBody = (request: Exchange.GatewayRequest) => Effect.flatMap(Settings, (settings) => request.body(settings.maxBodyBytes))
+/**
+ * Reads a chat request's body within `max_body_bytes`, as bytes: the client
+ * dialect's inspection scans it, refusing JSON nested more than
+ * `JsonDepth.MAX_DEPTH` levels in the same pass, before anything parses or
+ * translates it (which would overflow the stack).
+ */
+const readBytes = (request: Exchange.GatewayRequest) => Effect.flatMap(Settings, (settings) => request.body(settings.maxBodyBytes))
+
+/**
+ * Reads a request's body within `max_body_bytes` as text, refusing one that
+ * nests JSON more than `JsonDepth.MAX_DEPTH` levels deep (embeddings and
+ * token counts, which parse it whole).
+ */
+const readText = (request: Exchange.GatewayRequest) =>
+  Effect.flatMap(readBytes(request), (bytes) => JsonDepth.exceeds(bytes) ? Effect.fail(JsonDepth.tooDeep()) : Effect.succeed(JsonScan.decode(bytes)))
 
 /**
  * Serves one request on a route of the API surface: never fails (every error
@@ -125,25 +140,13 @@ export const serve = (
         const model = Admission.allowedModels(snapshot, key).find((m) => m.id === id)
         if (model === undefined) {
           return yield* new GatewayError.ModelNotFound({
-            model: route.model,
-            message: `The model '${route.model}' does not exist or your key may not use it. List your models at ${
+            model: GatewayError.echo(route.model),
+            message: `The model '${GatewayError.echo(route.model)}' does not exist or your key may not use it. List your models at ${
               client.modelsListPath.replace(/^GET /, "")
             }.`
           })
         }
         return Exchange.json(client.modelObject(model), 200, { "x-request-id": requestId })
-      }
-      case "Me": {
-        const snapshot = yield* (yield* Catalog.Catalog).current
-        const balance = yield* (yield* Accounts.Accounts).balance(key.userId)
-        return Exchange.json({
-          user: key.userName,
-          role: key.userRole,
-          group: key.group,
-          key: { id: key.id, name: key.name, prefix: key.prefix, expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString() },
-          models: Admission.allowedModels(snapshot, key).map((m) => m.id),
-          balance_usd: Money.formatUsd(balance)
-        }, 200, { "x-request-id": requestId })
       }
       case "BillingSubscription":
         return yield* LegacyBilling.subscription(key, requestId)
@@ -157,7 +160,7 @@ export const serve = (
           startedAt: yield* Clock.currentTimeMillis,
           key,
           client,
-          body: yield* readBody(request),
+          body: yield* readBytes(request),
           headers: request.headers,
           hints: {}
         })
@@ -167,14 +170,13 @@ export const serve = (
           key,
           client,
           counter: client.countTokens!,
-          body: yield* readBody(request),
+          body: yield* readText(request),
           hints: {},
           headers: request.headers
         })
       case "OpenAIEmbeddings":
-        return yield* Embeddings.handle({ requestId, key, client, embeddings: client.embeddings!, body: yield* readBody(request), hints: {} })
+        return yield* Embeddings.handle({ requestId, key, client, embeddings: client.embeddings!, body: yield* readText(request), hints: {} })
       case "GeminiAction": {
-        const body = yield* readBody(request)
         switch (route.action) {
           case "generateContent":
           case "streamGenerateContent":
@@ -183,7 +185,7 @@ export const serve = (
               startedAt: yield* Clock.currentTimeMillis,
               key,
               client,
-              body,
+              body: yield* readBytes(request),
               headers: request.headers,
               hints: {
                 model: route.model,
@@ -197,7 +199,7 @@ export const serve = (
               key,
               client,
               counter: client.countTokens!,
-              body,
+              body: yield* readText(request),
               hints: { model: route.model },
               headers: request.headers
             })
@@ -208,7 +210,7 @@ export const serve = (
               key,
               client,
               embeddings: client.embeddings!,
-              body,
+              body: yield* readText(request),
               hints: { model: route.model, operation: route.action }
             })
         }

@@ -4,21 +4,29 @@
  *
  * - Breakers live in this process's memory: each gateway node judges the
  *   upstreams by its own calls (docs/routing.md says so).
+ * - A key is disabled only when a health probe with it is refused (a probe is
+ *   a one-token request that carries nothing of a caller's, so its refusal is
+ *   the key's): a call whose upstream refused the key makes it a suspect
+ *   (`suspect`), which a probe checks at once. A clear refusal of the key
+ *   (HTTP 401 and the like) keeps it out of calls until then; a 403 about
+ *   what the request asked for leaves it in use (at most one such check per
+ *   key per probe interval), so no request, however often repeated, can take
+ *   a channel's keys down.
  * - Disabled keys are also written to the database (`ChannelKeyStates`), so a
  *   restart does not send calls to a revoked key again, and other nodes learn
  *   of it within `SYNC_INTERVAL`. Keys are named there by a keyed fingerprint.
  * - A prober runs every `routing.probe_interval_ms`: it sends one real,
  *   one-token request with each disabled key (re-enabling the key when that
- *   works) and one with each key whose breaker finished its cool-down (a
- *   trial: success closes the breaker, failure opens it again). So keys
- *   recover even when no call tries them.
+ *   works), each suspect key not checked yet, and each key whose breaker
+ *   finished its cool-down (a trial: success closes the breaker, failure
+ *   opens it again). So keys recover even when no call tries them.
  *
  * Time comes from Effect's `Clock`, so tests drive all of it with `TestClock`.
  *
  * @since 0.1.0
  */
-import { Catalog, ChannelHealth, ChannelKeyStates as KeyStates, ChannelProbe, type Domain } from "@modelgate/core"
-import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Catalog, ChannelHealth, ChannelKeyStates as KeyStates, ChannelProbe, type Domain, OutageLog } from "@modelgate/core"
+import { Clock, Context, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
 import { Breaker, type Outcome, type Permit } from "./Breakers.ts"
 import { Settings } from "./Settings.ts"
 
@@ -54,10 +62,32 @@ interface Disabled {
   readonly reason: string
 }
 
+/**
+ * How a call's upstream refused a key: its status, the reason as recorded
+ * (`refusal`), and whether it was `clear` (the key itself: kept out of calls
+ * until a probe decides) or a 403 about what the request asked for (the key
+ * stays in use while a probe checks it).
+ *
+ * @category models
+ */
+export interface Refusal {
+  readonly status: number
+  readonly reason: string
+  readonly clear: boolean
+}
+
+interface Suspicion extends Refusal {
+  readonly since: number
+}
+
 /** The state kept per (channel, key). @category models */
 export class Entry {
   readonly breaker = new Breaker()
   disabled: Disabled | undefined = undefined
+  /** Refused on a call and not checked by a probe yet (see `Health.suspect`). */
+  suspect: Suspicion | undefined = undefined
+  /** A probe of this key is running (another is not started). */
+  probing = false
   lastProbeAt: number | null = null
   lastProbeOk: boolean | null = null
   /** The local change sequence number of the last enable/disable made here (see `sync`). */
@@ -97,6 +127,15 @@ export class Health extends Context.Service<Health, {
    * alone until then (at most `MAX_RETRY_AFTER_MS`).
    */
   readonly end: (ticket: Ticket, outcome: Outcome, error?: string, retryAfterMs?: number) => Effect.Effect<void>
+  /**
+   * A call's upstream refused `key` (see `Refusal`): a probe with the key
+   * decides, at once where the service runs its background fibers (else in
+   * the next `probeRound`), and disables it when the probe is refused too. A
+   * clear refusal keeps the key out of calls until then (at most
+   * `routing.probe_interval_ms`); a 403 about the request is checked at most
+   * once per probe interval and leaves the key in use.
+   */
+  readonly suspect: (channel: Domain.Channel, key: string, refusal: Refusal) => Effect.Effect<void>
   /** Disables a key whose credentials the upstream refused (status and the upstream's message as the reason). */
   readonly disable: (channel: Domain.Channel, key: string, status: number | null, reason: string) => Effect.Effect<void>
   /** The health of a channel's keys (the `ChannelHealth` port). */
@@ -118,7 +157,7 @@ export class Health extends Context.Service<Health, {
     Health,
     never,
     KeyStates.ChannelKeyStates | Catalog.Catalog | ChannelProbe.ChannelProbe | Settings
-  > = Layer.effect(Health, Effect.suspend(() => make))
+  > = Layer.effect(Health, Effect.suspend(() => make(false)))
 
   /**
    * The service with its background fibers: the database sync every
@@ -133,7 +172,7 @@ export class Health extends Context.Service<Health, {
   > = Layer.effect(
     Health,
     Effect.gen(function*() {
-      const health = yield* make
+      const health = yield* make(true)
       const settings = yield* Settings
       yield* health.sync.pipe(Effect.repeat(Schedule.spaced(SYNC_INTERVAL)), Effect.forkScoped)
       yield* health.probeRound.pipe(
@@ -157,13 +196,17 @@ export class Health extends Context.Service<Health, {
   )
 }
 
-const make = Effect.gen(function*() {
+/** The service; `probeSoon`: a suspect key is probed at once, in the layer's scope (else only by `probeRound`). */
+const make = (probeSoon: boolean) => Effect.gen(function*() {
+  const scope = yield* Effect.scope
   const store = yield* KeyStates.ChannelKeyStates
   const catalog = yield* Catalog.Catalog
   const prober = yield* ChannelProbe.ChannelProbe
   const settings = yield* Settings
   const entries = new Map<string, Entry>()
   let sequence = 0
+  // Probes of refused keys run at once, at most `PROBE_CONCURRENCY` of them together.
+  const soon = Semaphore.makeUnsafe(PROBE_CONCURRENCY)
 
   const idOf = (channel: Domain.Channel, key: string) => `${channel.id}\u0000${key}`
   const entryFor = (channel: Domain.Channel, key: string): Entry => {
@@ -246,6 +289,34 @@ const make = Effect.gen(function*() {
       )
     })
 
+  const suspect = (channel: Domain.Channel, key: string, refusal: Refusal) =>
+    Effect.gen(function*() {
+      const entry = entryFor(channel, key)
+      if (entry.disabled !== undefined) return
+      const now = yield* Clock.currentTimeMillis
+      // A 403 about the request says little about the key: one check per key per probe interval is enough.
+      const checked = entry.suspect !== undefined ||
+        (entry.lastProbeAt !== null && now - entry.lastProbeAt < settings.probeIntervalMs)
+      if (!refusal.clear && checked) return
+      if (refusal.clear) {
+        entry.breaker.holdUntil(now, now + settings.probeIntervalMs, `${refusal.reason} (a health probe is checking the key)`)
+      }
+      const first = entry.suspect === undefined
+      entry.suspect = { ...refusal, since: entry.suspect?.since ?? now }
+      if (!first) return
+      yield* Effect.logWarning(
+        refusal.clear
+          ? "the upstream refused an upstream key; it is kept out of calls while a health probe checks it"
+          : "the upstream refused a call with HTTP 403; a health probe checks the key, which stays in use"
+      ).pipe(Effect.annotateLogs({ channel: channel.name, key: entry.hint, status: refusal.status, reason: refusal.reason }))
+      if (probeSoon) {
+        yield* soon.withPermit(probeKey(channel, key)).pipe(
+          Effect.catchCause((cause) => Effect.logWarning("a health probe of a refused key failed", cause)),
+          Effect.forkIn(scope)
+        )
+      }
+    })
+
   const enable = (channel: Domain.Channel, entry: Entry, why: string) =>
     Effect.gen(function*() {
       if (entry.disabled === undefined) return
@@ -297,6 +368,7 @@ const make = Effect.gen(function*() {
         const entry = entryFor(channel, key)
         entry.breaker.close(now)
         entry.disabled = undefined
+        entry.suspect = undefined
         entry.changed = ++sequence
       }
       yield* Effect.logInfo("channel health reset by an administrator").pipe(Effect.annotateLogs({ channel: channel.name }))
@@ -305,6 +377,8 @@ const make = Effect.gen(function*() {
 
   // Disabled keys from the database: what other nodes (or an earlier run) decided. A local change made
   // while the read was in flight wins over what the read saw.
+  // Every 5 s: while the database is down, one line per outage rather than one per round.
+  const syncOutage = OutageLog.make("reading disabled upstream keys (the database)")
   const sync = Effect.gen(function*() {
     const seen = sequence
     const rows = yield* store.list
@@ -326,11 +400,37 @@ const make = Effect.gen(function*() {
         }
       }
     }
-  }).pipe(Effect.catchCause((cause) => Effect.logWarning("reading disabled upstream keys failed", cause)))
+  }).pipe(Effect.andThen(syncOutage.succeeded), Effect.catchCause(syncOutage.failed))
 
-  const probeKey = (channel: Domain.Channel, key: string) =>
-    Effect.gen(function*() {
+  const probeKey = (channel: Domain.Channel, key: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
       const entry = entryFor(channel, key)
+      if (entry.probing) return Effect.void
+      entry.probing = true
+      return probeOnce(channel, key, entry).pipe(Effect.ensuring(Effect.sync(() => entry.probing = false)))
+    })
+
+  const probeOnce = (channel: Domain.Channel, key: string, entry: Entry) =>
+    Effect.gen(function*() {
+      const suspicion = entry.suspect
+      if (entry.disabled === undefined && suspicion !== undefined) {
+        // A key a call's upstream refused: the probe's answer decides.
+        const result = yield* prober.probe(channel, undefined, key)
+        const now = yield* Clock.currentTimeMillis
+        entry.lastProbeAt = now
+        entry.lastProbeOk = result.ok
+        if (result.credentialsRefused) {
+          entry.suspect = undefined
+          return yield* disable(channel, key, result.status, refusal(result.status, result.upstreamMessage ?? result.message))
+        }
+        // Not refused, but not answered either (a timeout, a 5xx): the suspicion stands for the next round.
+        if (!result.ok) return
+        entry.suspect = undefined
+        if (suspicion.clear) entry.breaker.close(now)
+        return yield* Effect.logInfo("a health probe found a refused upstream key working; it is not disabled").pipe(
+          Effect.annotateLogs({ channel: channel.name, key: entry.hint, refusal: suspicion.reason })
+        )
+      }
       if (entry.disabled === undefined) {
         // A breaker whose cool-down is over: the probe is its trial.
         const ticket = yield* begin(channel, key, false)
@@ -366,7 +466,9 @@ const make = Effect.gen(function*() {
         if (!channel.enabled) continue
         const entry = entries.get(id)
         if (entry === undefined) continue
-        if (entry.disabled !== undefined || entry.breaker.peek(now, channel.breaker) === "trial") due.push([channel, key])
+        if (entry.disabled !== undefined || entry.suspect !== undefined || entry.breaker.peek(now, channel.breaker) === "trial") {
+          due.push([channel, key])
+        }
       }
     }
     // Keys that left the catalog (edited or deleted channels) are forgotten.
@@ -377,7 +479,7 @@ const make = Effect.gen(function*() {
   // What an earlier run (or another node) disabled applies from the first call.
   yield* sync
 
-  return Health.of({ availability, retryAt, begin, end, disable, report, reset, sync, probeRound })
+  return Health.of({ availability, retryAt, begin, end, suspect, disable, report, reset, sync, probeRound })
 })
 
 /** The reason recorded for a refused key: the status and the upstream's message. @category formatting */

@@ -20,7 +20,6 @@ import { Accounts, type Domain, GatewayError, Money } from "@modelgate/core"
 import { Clock, Effect } from "effect"
 import * as Exchange from "./Exchange.ts"
 
-const internal = () => new GatewayError.InternalError({ message: "The gateway could not read the balance; try again." })
 
 const toUsdNumber = (nanos: bigint): number => Number(Money.formatUsd(nanos))
 
@@ -33,8 +32,8 @@ const monthStart = (now: number): number => {
 export const subscription = Effect.fnUntraced(function*(key: Domain.ApiKey, requestId: string) {
   const accounts = yield* Accounts.Accounts
   const now = yield* Clock.currentTimeMillis
-  const balance = yield* Effect.mapError(accounts.balance(key.userId), internal)
-  const spent = yield* Effect.mapError(accounts.spent(key.userId, monthStart(now), now + 1), internal)
+  const balance = yield* accounts.balance(key.userId)
+  const spent = yield* accounts.spent(key.userId, monthStart(now), now + 1)
   const limit = toUsdNumber(balance + spent)
   return Exchange.json({
     object: "billing_subscription",
@@ -61,7 +60,7 @@ export const usage = Effect.fnUntraced(function*(key: Domain.ApiKey, requestId: 
   const from = yield* parseDay(params.get("start_date"), "start_date")
   const to = yield* parseDay(params.get("end_date"), "end_date")
   const accounts = yield* Accounts.Accounts
-  const spent = yield* Effect.mapError(accounts.spent(key.userId, from, to), internal)
+  const spent = yield* accounts.spent(key.userId, from, to)
   // cents, as a decimal number: nano-dollars / 10^7
   return Exchange.json({
     object: "list",

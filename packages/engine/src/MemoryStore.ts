@@ -41,6 +41,8 @@ export interface Inspect {
   readonly usage: () => ReadonlyArray<UsageLog.UsageRecord>
   /** A user's balance by name (nano-dollars), not counting holds of calls in progress. */
   readonly balance: (userName: string) => bigint | undefined
+  /** What a user may still spend (nano-dollars): the balance less what calls in progress hold. */
+  readonly spendable: (userName: string) => bigint | undefined
 }
 
 /**
@@ -280,6 +282,10 @@ export const layer = (
         balance: (name) => {
           const user = users.get(name)
           return user === undefined ? undefined : accounts.get(user.id)?.balance
+        },
+        spendable: (name) => {
+          const account = accounts.get(users.get(name)?.id ?? "")
+          return account === undefined ? undefined : account.balance - account.held
         }
       })
     )

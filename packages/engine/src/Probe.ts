@@ -3,12 +3,19 @@
  * same codecs, HTTP clients and timeouts as calls use. The console's Test
  * button and the health prober (`Health.ts`) use it.
  *
+ * A probe carries nothing of a caller's (a one-word prompt), so its refusal
+ * is about the key: a clear refusal of the key, and any 403, count as
+ * `credentialsRefused` (the prober disables the key on it). It works only
+ * when the upstream answers with an answer of its dialect, not any 200.
+ * The upstream's words it reports are redacted of the channel's secrets.
+ *
  * @since 0.1.0
  */
 import { ChannelProbe, Domain, type GatewayError } from "@modelgate/core"
 import { Clock, Effect, Layer } from "effect"
 import * as Dialects from "./Dialects.ts"
 import { isCredentialRefusal } from "./Failover.ts"
+import * as Redaction from "./Redaction.ts"
 import type { Transport } from "./Transport.ts"
 import * as Upstream from "./Upstream.ts"
 
@@ -55,11 +62,23 @@ const probe = (channel: Domain.Channel, model: string | undefined, apiKey: strin
           // The probe's audience is the operator: the upstream's own words come with the classification.
           message: `${error.message} The upstream said: ${Upstream.upstreamMessage(text)}`,
           upstreamMessage: Upstream.upstreamMessage(text),
-          credentialsRefused: isCredentialRefusal(error)
+          credentialsRefused: isCredentialRefusal(error) || response.status === 403
         }
       }
-      yield* Upstream.readText(response, PROBE_ANSWER_LIMIT)
+      const text = yield* Upstream.readText(response, PROBE_ANSWER_LIMIT)
       const latencyMs = yield* elapsed
+      let json: unknown
+      try {
+        json = JSON.parse(text)
+      } catch {
+        json = text
+      }
+      // A 200 that is not an answer (an HTML page, an error) is not a working channel.
+      const notAnAnswer = codec.notAnAnswer(json, channel.name)
+      if (notAnAnswer !== undefined) {
+        const message = Redaction.error(channel, notAnAnswer).message
+        return { ok: false, latencyMs, status: response.status, message, upstreamMessage: null, credentialsRefused: false }
+      }
       return { ok: true, latencyMs, status: response.status, message: `${upstreamModel} answered`, upstreamMessage: null, credentialsRefused: false }
     })
     return yield* attempt.pipe(

@@ -6,16 +6,24 @@
  * socket; the web handler: a `ReadableStream`), with the sink's backpressure
  * pausing the upstream.
  *
- * Per chunk this costs one decode and the transform: no fiber, no Effect
- * stream stage, no timer (the transport keeps the idle and total deadlines).
- * How the relay ended is reported exactly once:
+ * Per chunk this costs one decode, a scan for line ends (`EventBound`: no
+ * event may grow past `maxEventBytes`, so nothing downstream ever holds more
+ * than one such event) and the transform: no fiber, no Effect stream stage, no
+ * timer (the transport keeps the idle and total deadlines).
+ *
+ * The stream's opening (the chunks read before the call committed to this
+ * upstream) is transformed by `prime`, before the client gets anything: a
+ * transform that throws there (an event the upstream's decoder cannot read)
+ * or an over-long event still fails the attempt, which can fail over. How the
+ * relay ended is reported exactly once:
  *
  * - `Complete`: the upstream finished and the last frames were written to the
  *   sink (a client that leaves while they are still being sent is not told
  *   apart: the answer was generated);
- * - `Failed`: the upstream's body failed (a timeout, a reset) or the transform
+ * - `Failed`: the upstream's body failed (a timeout, a reset), the transform
  *   threw a gateway error (an in-band upstream error, an event it could not
- *   read): an error frame in the client's dialect ends the answer;
+ *   read), or an event grew past `maxEventBytes`: an error frame in the
+ *   client's dialect ends the answer;
  * - `Closed`: the client went away (or the server cut the answer) first.
  *
  * @since 0.1.0
@@ -39,8 +47,10 @@ export interface FrameSink {
 
 /** What a relay needs. @category models */
 export interface RelayOptions {
-  /** The first chunk, already read (the call committed to this upstream on it). */
+  /** The stream's opening: the bytes read before the call committed to this upstream. */
   readonly first: Uint8Array
+  /** The upstream's body had ended with the opening (the rest is not read: there is none). */
+  readonly ended?: boolean | undefined
   /** The rest of the upstream's body. */
   readonly body: ResponseBody
   /** The client's frames for a piece of the upstream's text; may throw a gateway error. */
@@ -51,7 +61,11 @@ export interface RelayOptions {
   readonly bodyError: (error: TransportError) => GatewayError.GatewayError
   /** The in-band error frame, in the client's dialect. */
   readonly errorFrame: (error: GatewayError.GatewayError) => string
-  /** Called once, however the relay ends. */
+  /** The largest event the upstream may send (`Infinity`: no bound). */
+  readonly maxEventBytes?: number | undefined
+  /** The gateway error for an event larger than `maxEventBytes`. */
+  readonly eventTooLarge?: (() => GatewayError.GatewayError) | undefined
+  /** Called once, however the relay ends (not when `prime` failed: the attempt did). */
   readonly onEnd: (end: RelayEnd) => void
 }
 
@@ -60,30 +74,132 @@ const unreadable = () => new GatewayError.UpstreamUnavailable({ message: "The up
 const asGatewayError = (error: unknown): GatewayError.GatewayError =>
   GatewayError.isGatewayError(error) ? error : unreadable()
 
+const LF = 10
+const CR = 13
+
+/** Whether a chunk ends with a blank line: `\n\n`, `\r\n\r\n` or `\r\r`. */
+const endsWithBlankLine = (chunk: Uint8Array): boolean => {
+  const length = chunk.length
+  if (length < 2) return false
+  const last = chunk[length - 1]
+  const before = chunk[length - 2]
+  return (last === LF && before === LF) || (last === CR && before === CR) ||
+    (last === LF && before === CR && length >= 4 && chunk[length - 3] === LF && chunk[length - 4] === CR)
+}
+
 /**
- * A streamed answer on its way to a client: the host starts it with its sink,
- * calls `pull` when the sink has room again, and `cancel` when the client went
- * away.
+ * The size of the server-sent event being received, followed across chunks
+ * on the raw bytes: an event ends at a blank line (a line end right after
+ * another: LF, CRLF or CR, a CRLF split between chunks included). `take`
+ * says whether every event so far, the one still open included, is at most
+ * `max` bytes. A chunk of whole events (it ends with a blank line) that
+ * cannot hold a too-large one costs nothing; any other costs one native
+ * `indexOf` per line end.
+ *
+ * @category relay
+ */
+export class EventBound {
+  private readonly max: number
+  /** Bytes of the event being received (since the last blank line), line ends included. */
+  private size = 0
+  /** Bytes of the line being received. */
+  private line = 0
+  /** The last chunk ended with a CR: a LF first in the next one completes that line end. */
+  private afterCR = false
+
+  constructor(max: number) {
+    this.max = max
+  }
+
+  /** Takes the next chunk; false when an event grew past the bound. */
+  take(chunk: Uint8Array): boolean {
+    const length = chunk.length
+    // The usual chunk: whole events, ending with a blank line, less than the bound with what came before
+    // it. No event in it can be too large, and the next one starts afresh: nothing to scan.
+    if (this.size + length <= this.max && endsWithBlankLine(chunk)) {
+      this.size = 0
+      this.line = 0
+      this.afterCR = chunk[length - 1] === CR
+      return true
+    }
+    let at = 0
+    if (this.afterCR && length > 0 && chunk[0] === LF) {
+      at = 1
+      this.size++
+    }
+    this.afterCR = false
+    let nextLf = chunk.indexOf(LF, at)
+    let nextCr = chunk.indexOf(CR, at)
+    for (;;) {
+      if (nextLf !== -1 && nextLf < at) nextLf = chunk.indexOf(LF, at)
+      if (nextCr !== -1 && nextCr < at) nextCr = chunk.indexOf(CR, at)
+      const end = nextLf === -1 ? nextCr : nextCr === -1 ? nextLf : Math.min(nextLf, nextCr)
+      if (end === -1) {
+        this.line += length - at
+        this.size += length - at
+        return this.size <= this.max
+      }
+      const crlf = chunk[end] === CR && end + 1 < length && chunk[end + 1] === LF
+      if (chunk[end] === CR && end + 1 === length) this.afterCR = true
+      const terminator = crlf ? 2 : 1
+      const blank = this.line === 0 && end === at
+      this.size += end - at + terminator
+      if (this.size > this.max) return false
+      if (blank) this.size = 0
+      this.line = 0
+      at = end + terminator
+    }
+  }
+}
+
+/**
+ * A streamed answer on its way to a client: the call primes it before
+ * committing, the host starts it with its sink, calls `pull` when the sink has
+ * room again, and `cancel` when the client went away.
  *
  * @category relay
  */
 export class Relay {
   private readonly options: RelayOptions
   private readonly decoder = new TextDecoder()
+  private readonly bound: EventBound | undefined
   private sink: FrameSink | undefined
   private flow: BodyFlow | undefined
+  private primed: string | undefined
   private ended = false
   private reported = false
 
   constructor(options: RelayOptions) {
     this.options = options
+    const max = options.maxEventBytes
+    this.bound = max === undefined || max === Infinity ? undefined : new EventBound(max)
+  }
+
+  /**
+   * Transforms the opening now, before the client gets anything: the gateway
+   * error it fails with (an event the transform cannot read, an event too
+   * large), or undefined. A relay whose priming failed is never started (its
+   * body is the caller's to discard).
+   */
+  prime(): GatewayError.GatewayError | undefined {
+    if (this.primed !== undefined) return undefined
+    try {
+      this.primed = this.transform(this.options.first)
+      return undefined
+    } catch (error) {
+      return asGatewayError(error)
+    }
   }
 
   /** Writes the first frames to `sink` and starts reading the upstream as the sink takes them. */
   start(sink: FrameSink): void {
     this.sink = sink
+    const first = this.primed ?? this.safely(this.options.first)
+    if (first === undefined) return
+    const room = first.length === 0 ? true : sink.write(first)
+    if (this.options.ended === true) return this.onUpstreamEnd()
     this.flow = this.options.body.flow({ chunk: this.onChunk, end: this.onUpstreamEnd, error: this.onUpstreamError })
-    if (this.send(this.options.first)) this.flow.resume()
+    if (room) this.flow.resume()
   }
 
   /** The sink has room again. */
@@ -125,23 +241,40 @@ export class Relay {
     this.fail(this.options.bodyError(error))
   }
 
+  /** The client's frames for a chunk (throws a gateway error: the transform's, or an event too large). */
+  private transform(chunk: Uint8Array): string {
+    if (this.bound !== undefined && !this.bound.take(chunk)) throw this.tooLarge()
+    return this.options.push(this.decoder.decode(chunk, { stream: true }))
+  }
+
+  private tooLarge(): GatewayError.GatewayError {
+    return this.options.eventTooLarge?.() ??
+      new GatewayError.UpstreamUnavailable({ message: `The upstream sent a stream event larger than ${this.options.maxEventBytes} bytes.` })
+  }
+
+  /** `transform`, ending the relay in-band when it throws (undefined then). */
+  private safely(chunk: Uint8Array): string | undefined {
+    try {
+      return this.transform(chunk)
+    } catch (error) {
+      this.fail(asGatewayError(error))
+      return undefined
+    }
+  }
+
   /** Transforms and writes one chunk; false when the sink asks to wait or the relay ended. */
   private send(chunk: Uint8Array): boolean {
     if (this.ended) return false
-    let text: string
-    try {
-      text = this.options.push(this.decoder.decode(chunk, { stream: true }))
-    } catch (error) {
-      this.fail(asGatewayError(error))
-      return false
-    }
+    const text = this.safely(chunk)
+    if (text === undefined) return false
     return text.length === 0 ? true : this.sink!.write(text)
   }
 
   /** Ends the answer in-band with the error, and stops reading the upstream. */
   private fail(error: GatewayError.GatewayError): void {
     this.ended = true
-    this.flow?.cancel()
+    if (this.flow !== undefined) this.flow.cancel()
+    else this.options.body.discard()
     const sink = this.sink!
     sink.write(this.options.errorFrame(error))
     sink.close()

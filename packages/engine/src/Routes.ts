@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import type { Domain } from "@modelgate/core"
+import { type Domain, GatewayError } from "@modelgate/core"
 
 /** A matched route. @category models */
 export type Route =
@@ -22,7 +22,6 @@ export type Route =
   | { readonly _tag: "AnthropicCountTokens"; readonly dialect: "anthropic" }
   | { readonly _tag: "AnthropicModels"; readonly dialect: "anthropic" }
   | { readonly _tag: "AnthropicModel"; readonly dialect: "anthropic"; readonly model: string }
-  | { readonly _tag: "Me"; readonly dialect: "openai" }
   | { readonly _tag: "BillingSubscription"; readonly dialect: "openai" }
   | { readonly _tag: "BillingUsage"; readonly dialect: "openai" }
   | { readonly _tag: "GeminiModels"; readonly dialect: "gemini" }
@@ -126,8 +125,6 @@ export const match = (
       return allowed({ _tag: "AnthropicMessages", dialect: "anthropic" }, ["POST"], method)
     case "/v1/messages/count_tokens":
       return allowed({ _tag: "AnthropicCountTokens", dialect: "anthropic" }, ["POST"], method)
-    case "/api/me":
-      return allowed({ _tag: "Me", dialect: "openai" }, ["GET"], method)
     case "/v1/dashboard/billing/subscription":
     case "/dashboard/billing/subscription":
       return allowed({ _tag: "BillingSubscription", dialect: "openai" }, ["GET"], method)
@@ -151,7 +148,7 @@ export const match = (
       return {
         _tag: "NotFound",
         dialect: "gemini",
-        message: `Unknown method '${action}' on models/${model}. Supported: ${[...geminiActions].join(", ")}.`
+        message: `Unknown method '${GatewayError.echo(action)}' on models/${GatewayError.echo(model)}. Supported: ${[...geminiActions].join(", ")}.`
       }
     }
     return allowed({ _tag: "GeminiAction", dialect: "gemini", model, action: action as GeminiAction }, ["POST"], method)

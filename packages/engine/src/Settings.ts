@@ -16,6 +16,13 @@ export interface EngineSettings {
   readonly maxBodyBytes: number
   /** The largest non-stream upstream answer read, in bytes (a larger one fails the attempt). */
   readonly maxAnswerBytes: number
+  /**
+   * The largest single event of an upstream stream, in bytes (an SSE event,
+   * up to its blank line); also the most a stream may send before its first
+   * event is complete. A larger one fails the attempt before the first byte,
+   * and ends a stream in-band after it.
+   */
+  readonly maxEventBytes: number
   /** The most upstream attempts one call makes. */
   readonly maxAttempts: number
   /** The request header (lower case) whose value keeps a client on one channel, or null for none. */
@@ -30,6 +37,7 @@ export interface EngineSettings {
 export const defaults: Omit<EngineSettings, "nodeId"> = {
   maxBodyBytes: 10 * 1024 * 1024,
   maxAnswerBytes: 32 * 1024 * 1024,
+  maxEventBytes: 4 * 1024 * 1024,
   maxAttempts: 3,
   stickyHeader: null,
   rateLimitsPerModel: false,

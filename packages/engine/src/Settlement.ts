@@ -9,6 +9,11 @@
  * settlement that failed (the database refused it) charged nothing: the
  * record's cost is 0 and its error code `SettlementFailed` (the hold stays
  * until the sweeper releases it, at the latest at the node's next start).
+ * Usage the upstream reported with figures that are not token counts was
+ * refused and counted locally: the record's `usageReported` is false and its
+ * error code `UsageRejected` (unless the call failed otherwise), and a
+ * warning names the refused figure. A settlement never charges a negative
+ * amount and always writes its record, whatever figures it is given.
  *
  * A call is settled exactly once, whichever way it ends: after a non-stream
  * answer is read, when a stream ends, when the client disconnects (before the
@@ -21,8 +26,8 @@
  *
  * @since 0.1.0
  */
-import { Accounts, Dialect, type Domain, type GatewayError, Pricing, UsageLog } from "@modelgate/core"
-import { type Cause, Clock, Context, Effect, Exit, Fiber, Layer } from "effect"
+import { Accounts, Dialect, type Domain, type GatewayError, Pricing, Tokens, UsageLog } from "@modelgate/core"
+import { Cause, Clock, Context, Effect, Exit, Fiber, Layer } from "effect"
 import { ClientAbort } from "effect/http/HttpServerError"
 
 /**
@@ -44,6 +49,34 @@ export type Metered = Dialect.Metered
 
 /** Nothing consumed: the call failed before any output. @category constants */
 export const nothing: Metered = Dialect.nothingMetered
+
+/** A figure as a count: itself when it is one, else a fraction rounded up (at most 2^53 - 1), and 0 for anything else. */
+const asCount = (tokens: number): number =>
+  Tokens.isCount(tokens) ? tokens : Number.isFinite(tokens) && tokens > 0 ? Math.min(Math.ceil(tokens), Number.MAX_SAFE_INTEGER) : 0
+
+/**
+ * A metering whose figures are token counts. The dialects refuse the
+ * upstream's figures that are not, so this only guards against a dialect that
+ * let some through: they are replaced by the counts `Pricing.cost` would
+ * price them as (never negative), and the metering says they were refused.
+ *
+ * @category settlement
+ */
+export const checked = (metered: Metered): Metered => {
+  const bad = Tokens.badCount({
+    promptTokens: metered.promptTokens,
+    completionTokens: metered.completionTokens,
+    cachedTokens: metered.cachedTokens
+  })
+  if (bad === undefined) return metered
+  return {
+    promptTokens: asCount(metered.promptTokens),
+    completionTokens: asCount(metered.completionTokens),
+    cachedTokens: asCount(metered.cachedTokens),
+    reported: false,
+    usageRejected: metered.usageRejected ?? bad
+  }
+}
 
 /** How the call ended, for the usage record. @category models */
 export interface Outcome {
@@ -147,22 +180,30 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
     choices: call.choices
   })
   let done = false
-  const finish = (metered: Metered, outcome: Outcome, leg: Leg | undefined): Effect.Effect<void> =>
+  const finish = (given: Metered, outcome: Outcome, leg: Leg | undefined): Effect.Effect<void> =>
     Effect.suspend(() => {
       if (done) return Effect.void
       done = true
+      const metered = checked(given)
       const costNanos = Pricing.cost(call.model, call.ratioMicros, metered)
       const charge = costNanos > heldNanos && !metered.reported ? heldNanos : costNanos
       return Effect.gen(function*() {
         // What was actually taken: a cost beyond the hold and what the balance (or lease) had left is a shortfall.
-        const settled = yield* accounts.settle(holdId, charge).pipe(
-          Effect.catch((error) =>
-            Effect.as(Effect.logError("settlement failed; the sweeper will release the hold", error), undefined)
+        // Whatever goes wrong there, the record is still written.
+        const settled = yield* accounts.settle(holdId, charge < 0n ? 0n : charge).pipe(
+          Effect.catchCause((cause) =>
+            Effect.as(Effect.logError("settlement failed; the sweeper will release the hold", Cause.pretty(cause)), undefined)
           )
         )
         const charged = settled?.chargedNanos ?? 0n
         const errorCode = outcome.errorCode ??
-          (settled === undefined ? "SettlementFailed" : settled.shortfallNanos > 0n ? "BalanceShortfall" : null)
+          (settled === undefined
+            ? "SettlementFailed"
+            : settled.shortfallNanos > 0n
+            ? "BalanceShortfall"
+            : metered.usageRejected !== undefined
+            ? "UsageRejected"
+            : null)
         const now = yield* Clock.currentTimeMillis
         yield* usage.record({
           createdAt: call.startedAt,
@@ -199,8 +240,18 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
             })
           )
         }
-        // The design promise: tokens counted here rather than reported by the upstream are said so in the log.
-        if (!metered.reported && metered.promptTokens + metered.completionTokens > 0) {
+        if (metered.usageRejected !== undefined) {
+          yield* Effect.logWarning("the upstream reported usage that is not token counts; it was refused and the call counted locally").pipe(
+            Effect.annotateLogs({
+              requestId: call.requestId,
+              channel: leg?.channel ?? "",
+              refused: metered.usageRejected,
+              promptTokens: metered.promptTokens,
+              completionTokens: metered.completionTokens
+            })
+          )
+        } else if (!metered.reported && metered.promptTokens + metered.completionTokens > 0) {
+          // The design promise: tokens counted here rather than reported by the upstream are said so in the log.
           yield* Effect.logInfo("the upstream reported no usage; tokens were counted locally").pipe(
             Effect.annotateLogs({
               requestId: call.requestId,

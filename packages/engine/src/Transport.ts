@@ -8,8 +8,8 @@
  * A transport keeps every deadline of a request itself (docs/routing.md):
  *
  * - `connectMs` (the channel's): opening the connection;
- * - `deadlines.firstByte`: the response's headers, and for `first` the body's
- *   first chunk;
+ * - `deadlines.firstByte`: the response's headers, and for `next` the body's
+ *   chunks read before the answer is committed to (a stream's opening);
  * - `idleMs` (the channel's): the longest gap between two chunks of a body;
  * - `deadlines.total`: the whole call (sending and reading), after which the
  *   request or its body is aborted.
@@ -17,7 +17,7 @@
  * and reports a missed one, or a failure of the connection, as a
  * `TransportError` of the matching `kind`; the engine words it for the client
  * (`Upstream.transportError`). Interrupting the fiber that waits on `send`,
- * `text`, `prefix` or `first` aborts the request.
+ * `text`, `prefix` or `next` aborts the request.
  *
  * @since 0.1.0
  */
@@ -42,7 +42,8 @@ export interface TransportRequest {
   readonly method: "GET" | "POST"
   readonly url: string
   readonly headers: Readonly<Record<string, string>>
-  readonly body?: string | undefined
+  /** JSON text, or its UTF-8 bytes (a client's body forwarded as it came). */
+  readonly body?: string | Uint8Array | undefined
   readonly deadlines: Deadlines
 }
 
@@ -103,9 +104,13 @@ export interface ResponseBody {
   readonly text: (maxBytes: number) => Effect.Effect<string, TransportError>
   /** At most `maxBytes` of the body as text (an error answer); the rest is dropped, and a failure yields what was read. */
   readonly prefix: (maxBytes: number) => Effect.Effect<string>
-  /** A stream's first chunk, within the first-byte (or total) deadline; `empty` when the body ended with nothing. */
-  readonly first: Effect.Effect<Uint8Array, TransportError>
-  /** After `first`: the rest of the body, into `sink` (paused until `resume`). */
+  /**
+   * The next chunk of a stream whose answer is not committed to yet (its
+   * first chunk, then more while its first event is incomplete), within the
+   * first-byte (or total) deadline; `undefined` once the body ended.
+   */
+  readonly next: Effect.Effect<Uint8Array | undefined, TransportError>
+  /** After `next`: the rest of the body, into `sink` (paused until `resume`); not called once `next` saw the end. */
   readonly flow: (sink: BodySink) => BodyFlow
   /** Drops the body without reading it. */
   readonly discard: () => void

@@ -5,15 +5,16 @@
  *
  * - `connectMs`: opening the connection (the transport's connection pool);
  * - `firstByteMs`: from sending the request to the response headers and, for
- *   streams, the first chunk of the body (`send`, `firstChunk`);
+ *   streams, the first event of the body (`send`, `opening`);
  * - `idleMs`: the longest gap between two chunks of a body, stream or not;
  * - `totalMs`: the whole call, measured from its start (`Deadlines.total`).
  *
  * @since 0.1.0
  */
-import { type Domain, GatewayError } from "@modelgate/core"
+import { Dialect, type Domain, GatewayError } from "@modelgate/core"
 import { Effect } from "effect"
-import { type Deadlines, Transport, type TransportError, type TransportResponse } from "./Transport.ts"
+import * as Redaction from "./Redaction.ts"
+import { type Deadlines, Transport, TransportError, type TransportResponse } from "./Transport.ts"
 
 export type { Deadlines } from "./Transport.ts"
 
@@ -99,7 +100,7 @@ export const send = Effect.fnUntraced(function*(
   channel: Domain.Channel,
   url: string,
   headers: Readonly<Record<string, string>>,
-  body: string | undefined,
+  body: string | Uint8Array | undefined,
   at: Deadlines,
   method: "GET" | "POST" = "POST"
 ) {
@@ -125,28 +126,98 @@ export const readText = (
 ): Effect.Effect<string, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> =>
   Effect.mapError(response.body.text(maxBytes), (error) => transportError(response.channel, error))
 
+/** What a stream opened with: its bytes, and whether the body ended there. @category models */
+export interface StreamOpening {
+  readonly bytes: Uint8Array
+  readonly ended: boolean
+}
+
+/** Content types that are not a stream, whatever the body holds (an error page, a JSON error or answer). */
+const NOT_A_STREAM = /^\s*(?:text\/html|application\/(?:[\w.+-]*\+)?json)\b/i
+
+const concat = (chunks: ReadonlyArray<Uint8Array>, bytes: number): Uint8Array => {
+  if (chunks.length === 1) return chunks[0]!
+  const out = new Uint8Array(bytes)
+  let at = 0
+  for (const chunk of chunks) {
+    out.set(chunk, at)
+    at += chunk.byteLength
+  }
+  return out
+}
+
 /**
- * A stream's first chunk, read before anything is sent to the client (so a
- * stream that stalls, breaks or ends before its first byte can still fail
- * over), within the first-byte (or total) deadline.
+ * A stream's opening, read before anything is sent to the client (so a
+ * stream that stalls, breaks, ends, or opens with something that is not an
+ * answer can still fail over): chunks within the first-byte (or total)
+ * deadline until the channel's dialect has judged its first event
+ * (`UpstreamDialect.opening`), at most `maxBytes`. A content type that is
+ * not a stream (`text/html`, JSON), an opening the dialect refuses (an error
+ * event, broken JSON, nothing), and more than `maxBytes` without a first
+ * event all fail it with `UpstreamUnavailable`.
  *
  * @category reading
  */
-export const firstChunk = (
-  response: UpstreamResponse
-): Effect.Effect<Uint8Array, GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout> =>
-  Effect.mapError(response.body.first, (error) => transportError(response.channel, error))
+export const opening = Effect.fnUntraced(function*(
+  response: UpstreamResponse,
+  upstream: Dialect.UpstreamDialect,
+  maxBytes: number
+) {
+  const channel = response.channel
+  const type = response.headers["content-type"] ?? ""
+  if (NOT_A_STREAM.test(type)) {
+    const text = yield* errorBody(response)
+    return yield* new GatewayError.UpstreamUnavailable({
+      message: `The upstream '${channel.name}' answered a stream request with ${type.split(";")[0]!.trim()} instead of an event stream: ${
+        upstreamMessage(text)
+      }`
+    })
+  }
+  const decoder = new TextDecoder()
+  const chunks: Array<Uint8Array> = []
+  let bytes = 0
+  let text = ""
+  for (;;) {
+    const chunk = yield* Effect.mapError(response.body.next, (error) => transportError(channel, error))
+    const ended = chunk === undefined
+    if (chunk !== undefined) {
+      chunks.push(chunk)
+      bytes += chunk.byteLength
+      text += decoder.decode(chunk, { stream: true })
+    } else if (bytes === 0) {
+      return yield* transportError(channel, new TransportError({ kind: "empty" }))
+    }
+    const verdict = upstream.opening(text, ended, channel.name)
+    if (verdict === "answer") {
+      const opened: StreamOpening = { bytes: concat(chunks, bytes), ended }
+      return opened
+    }
+    if (verdict !== "incomplete" || ended) {
+      response.body.discard()
+      return yield* Redaction.error(channel, verdict === "incomplete" ? Dialect.emptyStream(channel.name) : verdict)
+    }
+    if (bytes > maxBytes) {
+      response.body.discard()
+      return yield* new GatewayError.UpstreamUnavailable({
+        message: `The upstream '${channel.name}' sent more than ${maxBytes} bytes (max_event_bytes) without a complete first event.`
+      })
+    }
+  }
+})
 
 /** How much of an error answer is read: upstream error bodies are small; a huge one is cut. @category constants */
 export const ERROR_BODY_LIMIT = 64 * 1024
 
 /**
  * Reads at most `ERROR_BODY_LIMIT` bytes of an error body as text (the rest is
- * never read). A body that breaks or stalls yields what was read.
+ * never read), with the channel's secrets redacted (`Redaction`): an upstream
+ * may quote the credentials it was sent. A body that breaks or stalls yields
+ * what was read.
  *
  * @category reading
  */
-export const errorBody = (response: UpstreamResponse): Effect.Effect<string> => response.body.prefix(ERROR_BODY_LIMIT)
+export const errorBody = (response: UpstreamResponse): Effect.Effect<string> =>
+  Effect.map(response.body.prefix(ERROR_BODY_LIMIT), (text) => Redaction.text(response.channel, text))
 
 /**
  * The upstream's own error message from an error body (`error.message` in

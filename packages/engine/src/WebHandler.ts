@@ -81,6 +81,8 @@ export const settingsOf = (file: Config.ConfigFile, nodeId: string): EngineSetti
   ...defaults,
   nodeId,
   maxBodyBytes: file.max_body_bytes ?? defaults.maxBodyBytes,
+  maxAnswerBytes: file.max_answer_bytes ?? defaults.maxAnswerBytes,
+  maxEventBytes: file.max_event_bytes ?? defaults.maxEventBytes,
   maxAttempts: file.routing?.max_attempts ?? defaults.maxAttempts,
   stickyHeader: file.routing?.sticky_header?.toLowerCase() ?? null,
   rateLimitsPerModel: file.rate_limits?.per_model ?? defaults.rateLimitsPerModel,
@@ -89,27 +91,34 @@ export const settingsOf = (file: Config.ConfigFile, nodeId: string): EngineSetti
 
 const encoder = new TextEncoder()
 
-/** A request's body as text, at most `maxBytes` of it. */
+/** A request's body, at most `maxBytes` of it, its chunks joined as they came. */
 const readBody = (request: Request) => (maxBytes: number) =>
   Effect.tryPromise({
     try: async () => {
       const declared = Number(request.headers.get("content-length") ?? "")
       if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes)
-      if (request.body === null) return ""
+      if (request.body === null) return new Uint8Array(0)
       const reader = request.body.getReader()
-      const decoder = new TextDecoder()
-      let text = ""
+      const chunks: Array<Uint8Array> = []
       let bytes = 0
       for (;;) {
         const read = await reader.read()
-        if (read.done) return text + decoder.decode()
+        if (read.done) break
         bytes += read.value.byteLength
         if (bytes > maxBytes) {
           await reader.cancel().catch(() => {})
           throw tooLarge(maxBytes)
         }
-        text += decoder.decode(read.value, { stream: true })
+        chunks.push(read.value)
       }
+      if (chunks.length === 1) return chunks[0]!
+      const body = new Uint8Array(bytes)
+      let at = 0
+      for (const chunk of chunks) {
+        body.set(chunk, at)
+        at += chunk.byteLength
+      }
+      return body
     },
     catch: (error) =>
       error instanceof GatewayError.RequestTooLarge ? error : new GatewayError.InvalidRequest({ message: "The request body could not be read." })

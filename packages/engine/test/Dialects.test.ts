@@ -4,7 +4,8 @@
  * default api-version, and the upstream's own message for operators.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Domain } from "@modelgate/core"
+import { Domain, JsonDepth } from "@modelgate/core"
+import { Effect } from "effect"
 import * as Dialects from "../src/Dialects.ts"
 import * as Upstream from "../src/Upstream.ts"
 
@@ -108,4 +109,78 @@ describe("Dialects", () => {
     for (const [body, message] of cases) assert.strictEqual(Upstream.upstreamMessage(body), message)
     assert.strictEqual(Upstream.upstreamMessage(`{"error":{"message":"${"x".repeat(400)}"}}`).length, 301)
   })
+})
+
+describe("a 200 that is not an answer, as each upstream dialect judges it", () => {
+  const dialects = ["openai", "gemini", "anthropic", "responses"] as const
+  const answers = {
+    openai: {
+      body: { id: "c", object: "chat.completion", model: "m", choices: [] },
+      stream: "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n",
+      error: "data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n",
+      broken: "data: {\"id\":\"c\",\"choi\n\n",
+      empty: "data: [DONE]\n\n"
+    },
+    gemini: {
+      body: { candidates: [{ content: { parts: [{ text: "Hi" }] } }] },
+      stream: "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hi\"}]}}]}\r\n\r\n",
+      error: "data: {\"error\":{\"code\":500,\"message\":\"overloaded\",\"status\":\"INTERNAL\"}}\r\n\r\n",
+      broken: "data: {\"candidates\":[\r\n\r\n",
+      empty: ""
+    },
+    anthropic: {
+      body: { id: "m", type: "message", model: "c", content: [] },
+      stream: "event: ping\ndata: {\"type\":\"ping\"}\n\nevent: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n",
+      error: "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"overloaded\"}}\n\n",
+      broken: "event: message_start\ndata: {\"type\":\"mess\n\n",
+      empty: "event: ping\ndata: {\"type\":\"ping\"}\n\n"
+    },
+    responses: {
+      body: { id: "resp_1", object: "response", status: "completed", error: null, output: [] },
+      stream: "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\"}}\n\n",
+      error: "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"overloaded\",\"sequence_number\":0}\n\n",
+      broken: "event: response.created\ndata: {\"type\":\"resp\n\n",
+      empty: ""
+    }
+  }
+
+  for (const dialect of dialects) {
+    const upstream = Dialects.upstream(dialect)
+    const cases = answers[dialect]
+
+    it(`${dialect}: a non-stream answer passes; an error, another shape or something else fails, quoting the upstream`, () => {
+      assert.isUndefined(upstream.notAnAnswer(cases.body, "up"))
+      const error = upstream.notAnAnswer(dialect === "anthropic"
+        ? { type: "error", error: { type: "api_error", message: "overloaded" } }
+        : { error: { code: 500, message: "overloaded", status: "INTERNAL", type: "server_error" } }, "up")
+      assert.strictEqual(error?.message, "The upstream 'up' answered 200 with an error instead of an answer: overloaded")
+      assert.match(upstream.notAnAnswer({ hello: "world" }, "up")?.message ?? "", /^The upstream 'up' answered 200 with something that is not an? /)
+      assert.isDefined(upstream.notAnAnswer([1, 2], "up"))
+      assert.isDefined(upstream.notAnAnswer("text", "up"))
+    })
+
+    it(`${dialect}: a stream's opening is an answer, incomplete until its first event ends, or a failure`, () => {
+      assert.strictEqual(upstream.opening(cases.stream, false, "up"), "answer")
+      const unfinished = cases.stream.replace(/(\r?\n)+$/, "")
+      assert.strictEqual(upstream.opening(unfinished, false, "up"), "incomplete", "the first event is not complete yet")
+      assert.strictEqual(upstream.opening(": keep-alive\n\n", false, "up"), "incomplete", "a comment is not an answer")
+      const message = (opening: ReturnType<typeof upstream.opening>) => typeof opening === "string" ? opening : opening.message
+      assert.strictEqual(message(upstream.opening(cases.error, false, "up")), "The upstream 'up' answered 200 with an error instead of an answer: overloaded")
+      assert.strictEqual(message(upstream.opening(cases.broken, false, "up")), "The upstream 'up' answered 200 with a stream event that is not JSON.")
+      assert.strictEqual(message(upstream.opening(cases.empty, true, "up")), "The upstream 'up' ended its stream without an answer.")
+      assert.strictEqual(message(upstream.opening("<html><body>Bad gateway</body></html>", true, "up")), "The upstream 'up' ended its stream without an answer.")
+      assert.strictEqual(upstream.opening(unfinished, true, "up"), "answer", "a last event without its blank line counts at the end")
+    })
+  }
+
+  it.effect("every client dialect refuses a chat body nested deeper than JsonDepth.MAX_DEPTH at inspection (the engine checks no further)", () =>
+    Effect.gen(function*() {
+      const nested = (levels: number) => "{\"a\":".repeat(levels) + "1" + "}".repeat(levels)
+      for (const dialect of Domain.Dialect.literals) {
+        const client = Dialects.client(dialect)
+        const body = new TextEncoder().encode(`{"model":"m","messages":[],"contents":[],"tools":[${nested(JsonDepth.MAX_DEPTH)}]}`)
+        const error = yield* Effect.flip(client.inspect(body, { model: "m" }))
+        assert.strictEqual(error.message, JsonDepth.tooDeep().message, dialect)
+      }
+    }))
 })

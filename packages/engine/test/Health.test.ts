@@ -322,3 +322,68 @@ describe("retry-after", () => {
         assert.strictEqual(health.retryAt(A, TWO), (yield* now()) + 10 * 60 * 1000)
       })))
 })
+
+describe("refused keys: only a probe disables", () => {
+  const clear = { status: 401, reason: "HTTP 401: Incorrect API key provided", clear: true }
+  const permission = { status: 403, reason: "HTTP 403: You do not have permission to access the File abc", clear: false }
+
+  it.effect("a key a call's upstream clearly refused is kept out of calls but not disabled; the probe's refusal disables it, its answer clears it", () =>
+    withHealth((health) =>
+      Effect.gen(function*() {
+        reset()
+        yield* health.suspect(A, ONE, clear)
+        yield* health.suspect(A, TWO, clear)
+        const at = yield* now()
+        assert.strictEqual(health.availability(A, ONE, at), "open", "no call is sent to it while it is checked")
+        assert.strictEqual(rows.size, 0, "nothing is disabled on a call's word")
+        const key = (yield* health.report(A)).keys[0]!
+        assert.deepStrictEqual([key.state, key.reason], ["open", "HTTP 401: Incorrect API key provided (a health probe is checking the key)"])
+        probeAnswers.set(ONE, "refused")
+        yield* health.probeRound
+        assert.sameMembers(probed, [ONE, TWO])
+        assert.strictEqual(health.availability(A, ONE, yield* now()), "disabled")
+        assert.deepStrictEqual([...rows.values()].map((row) => [row.fingerprint, row.status]), [[fingerprint(ONE), 401]])
+        assert.strictEqual(health.availability(A, TWO, yield* now()), "available", "the probe found the other key working")
+        probed.length = 0
+        yield* health.probeRound
+        assert.deepStrictEqual(probed, [ONE], "the working key is no longer a suspect")
+      })))
+
+  it.effect("a probe that gets no answer leaves the suspicion for the next round", () =>
+    withHealth((health) =>
+      Effect.gen(function*() {
+        reset()
+        yield* health.suspect(A, ONE, clear)
+        probeAnswers.set(ONE, "down")
+        yield* health.probeRound
+        assert.strictEqual(rows.size, 0)
+        probeAnswers.set(ONE, "refused")
+        yield* health.probeRound
+        assert.strictEqual(health.availability(A, ONE, yield* now()), "disabled")
+      })))
+
+  it.effect("a 403 about the request, however often, leaves the key in use, is probed at most once per probe interval, and disables nothing that works", () =>
+    withHealth((health) =>
+      Effect.gen(function*() {
+        reset()
+        for (let i = 0; i < 50; i++) {
+          yield* health.suspect(A, ONE, permission)
+          yield* health.suspect(A, TWO, permission)
+          assert.strictEqual(health.availability(A, ONE, yield* now()), "available")
+          yield* health.probeRound
+        }
+        assert.sameMembers(probed, [ONE, TWO], "one probe per key for 50 refusals each")
+        yield* TestClock.adjust("30 seconds")
+        yield* health.suspect(A, ONE, permission)
+        yield* health.probeRound
+        assert.sameMembers(probed, [ONE, TWO, ONE], "checked again after a probe interval")
+        assert.strictEqual(rows.size, 0)
+        assert.strictEqual((yield* health.report(A)).state, "healthy")
+        // A revoked key that Google refuses with a 403 is found out by the probe, which carries nothing of the caller's.
+        yield* TestClock.adjust("30 seconds")
+        probeAnswers.set(TWO, "refused")
+        yield* health.suspect(A, TWO, permission)
+        yield* health.probeRound
+        assert.strictEqual(health.availability(A, TWO, yield* now()), "disabled")
+      })))
+})

@@ -182,12 +182,12 @@ const keepResponse = (response: Canonical.ChatResponse): Canonical.ChatResponse 
 
 describe("OpenAI -> Gemini -> OpenAI keeps what both carry", () => {
   it("requests", () => {
-    fc.assert(Laws.requestThroughProperty(GeminiLaws.foreignDialect, keepRequest, requestsGeminiTakes), runs)
+    fc.assert(Laws.requestThrough(GeminiLaws.foreignDialect, keepRequest, requestsGeminiTakes), runs)
   })
   it("responses", () => {
-    fc.assert(Laws.responseThroughProperty(GeminiLaws.foreignDialect, keepResponse), runs)
+    fc.assert(Laws.responseThrough(GeminiLaws.foreignDialect, keepResponse), runs)
   })
   it("streams, however the last one is cut", () => {
-    fc.assert(Laws.streamThroughProperty(GeminiLaws.foreignDialect, keepResponse), runs)
+    fc.assert(Laws.streamThrough(GeminiLaws.foreignDialect, keepResponse), runs)
   })
 })

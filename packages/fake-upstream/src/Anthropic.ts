@@ -11,6 +11,7 @@ import {
   estimateTokens,
   isRecord,
   planAnswer,
+  reportedUsage,
   type ToolResult,
   type ToolSpec
 } from "./Content.ts"
@@ -90,8 +91,8 @@ export const anthropicMessages = (
 ): Promise<void> | void => {
   const conversation = anthropicConversation(body, ctx.model)
   const answer = planAnswer(conversation, ctx.scenario)
-  const inputTokens = estimateTokens(conversation.promptChars)
-  if (body["stream"] === true) return sendStream(res, streamPlan(answer, ctx, inputTokens), ctx.scenario)
+  const [inputTokens, outputTokens] = reportedUsage(ctx.scenario, estimateTokens(conversation.promptChars), answer.outputTokens)
+  if (body["stream"] === true) return sendStream(res, streamPlan(answer, ctx, inputTokens, outputTokens), ctx.scenario)
   const lazy = answer._tag === "text" && answer.lazy
   const content = answer._tag === "tool"
     ? [{ type: "tool_use", id: toolUseId(ctx.seq), name: answer.name, input: answer.args }]
@@ -104,7 +105,7 @@ export const anthropicMessages = (
     content,
     stop_reason: stopReason(answer),
     stop_sequence: null,
-    ...(ctx.scenario.usage ? { usage: usage(inputTokens, answer.outputTokens) } : {})
+    ...(ctx.scenario.usage ? { usage: usage(inputTokens, outputTokens) } : {})
   }
   const json = JSON.stringify(response)
   if (answer._tag === "text" && lazy) {
@@ -116,7 +117,7 @@ export const anthropicMessages = (
 
 const event = (name: string, data: string): string => `event: ${name}\ndata: ${data}\n\n`
 
-const streamPlan = (answer: Answer, ctx: CallContext, inputTokens: number): StreamPlan => {
+const streamPlan = (answer: Answer, ctx: CallContext, inputTokens: number, outputTokens: number): StreamPlan => {
   const start = {
     type: "message_start",
     message: {
@@ -156,7 +157,7 @@ const streamPlan = (answer: Answer, ctx: CallContext, inputTokens: number): Stre
   const messageDelta = {
     type: "message_delta",
     delta: { stop_reason: stopReason(answer), stop_sequence: null },
-    ...(ctx.scenario.usage ? { usage: { output_tokens: answer.outputTokens } } : {})
+    ...(ctx.scenario.usage ? { usage: { output_tokens: outputTokens } } : {})
   }
   return {
     contentType: "text/event-stream; charset=utf-8",

@@ -52,6 +52,14 @@ export type Answer = TextAnswer | ToolCallAnswer
 export const isRecord = (u: unknown): u is Record<string, unknown> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
 
+/**
+ * The prompt and completion token counts an answer reports: the true ones, or
+ * those the scenario asks for instead (`x-fake-usage-values`, `negusage`,
+ * `fracusage`: an upstream that reports nonsense).
+ */
+export const reportedUsage = (scenario: Scenario, prompt: number, completion: number): readonly [number, number] =>
+  scenario.usageValues ?? [prompt, completion]
+
 /** The deterministic token estimate used for every prompt: ceil(chars / 4). */
 export const estimateTokens = (chars: number): number => Math.ceil(chars / 4)
 

@@ -13,6 +13,7 @@ import {
   estimateTokens,
   isRecord,
   planAnswer,
+  reportedUsage,
   type ToolResult,
   type ToolSpec
 } from "./Content.ts"
@@ -150,6 +151,33 @@ export const signatureProblem = (body: Record<string, unknown>, model: string): 
   return undefined
 }
 
+/** A file of the Files API named by a `fileData` URI (`.../v1beta/files/<id>`). */
+const FILE_URI = /\/files\/([^/?#]+)/
+
+/**
+ * What Google answers a request whose `fileData` names a Files API file the
+ * caller's project does not own: 403 PERMISSION_DENIED about that file. The
+ * fake owns no files, so every such reference is another project's: a 403
+ * about the request's own content, not about the key.
+ */
+export const fileProblem = (body: Record<string, unknown>): ErrorResponse | undefined => {
+  const contents = Array.isArray(body["contents"]) ? body["contents"] : []
+  for (const content of contents) {
+    for (const part of partsOf(content)) {
+      const data = isRecord(part) ? field(part, "fileData", "file_data") : undefined
+      const uri = isRecord(data) ? field(data, "fileUri", "file_uri") : undefined
+      const file = typeof uri === "string" ? FILE_URI.exec(uri) : null
+      if (file !== null) {
+        return {
+          status: 403,
+          body: geminiErrorBody(403, `You do not have permission to access the File ${file[1]} or it may not exist.`)
+        }
+      }
+    }
+  }
+  return undefined
+}
+
 const parts = (answer: Answer, text: string, ctx: CallContext): Array<unknown> =>
   answer._tag === "tool"
     ? [
@@ -164,11 +192,11 @@ export const geminiGenerate = (
   body: Record<string, unknown>,
   ctx: CallContext
 ): Promise<void> | void => {
-  const problem = signatureProblem(body, ctx.model)
+  const problem = signatureProblem(body, ctx.model) ?? fileProblem(body)
   if (problem !== undefined) return sendJson(res, problem.status, problem.body, ctx.headers)
   const conversation = geminiConversation(body, ctx.model)
   const answer = planAnswer(conversation, ctx.scenario)
-  const promptTokens = estimateTokens(conversation.promptChars)
+  const [promptTokens, completionTokens] = reportedUsage(ctx.scenario, estimateTokens(conversation.promptChars), answer.outputTokens)
   const lazy = answer._tag === "text" && answer.lazy
   const response = {
     candidates: [{
@@ -176,7 +204,7 @@ export const geminiGenerate = (
       finishReason: "STOP",
       index: 0
     }],
-    ...(ctx.scenario.usage ? { usageMetadata: usageMetadata(promptTokens, answer.outputTokens) } : {}),
+    ...(ctx.scenario.usage ? { usageMetadata: usageMetadata(promptTokens, completionTokens) } : {}),
     modelVersion: ctx.model,
     responseId: responseId(ctx.seq)
   }
@@ -195,21 +223,21 @@ export const geminiStream = (
   ctx: CallContext,
   sse: boolean
 ): Promise<void> => {
-  const problem = signatureProblem(body, ctx.model)
+  const problem = signatureProblem(body, ctx.model) ?? fileProblem(body)
   if (problem !== undefined) {
     sendJson(res, problem.status, problem.body, ctx.headers)
     return Promise.resolve()
   }
   const conversation = geminiConversation(body, ctx.model)
   const answer = planAnswer(conversation, ctx.scenario)
-  const promptTokens = estimateTokens(conversation.promptChars)
+  const [promptTokens, completionTokens] = reportedUsage(ctx.scenario, estimateTokens(conversation.promptChars), answer.outputTokens)
   const trailer = `,"modelVersion":${JSON.stringify(ctx.model)},"responseId":"${responseId(ctx.seq)}"}`
   // Like Google: intermediate chunks carry the prompt count only, the last one the full usage.
   const partialUsage = ctx.scenario.usage
     ? `,"usageMetadata":{"promptTokenCount":${promptTokens},"totalTokenCount":${promptTokens}}`
     : ""
   const finalUsage = ctx.scenario.usage
-    ? `,"usageMetadata":${JSON.stringify(usageMetadata(promptTokens, answer.outputTokens))}`
+    ? `,"usageMetadata":${JSON.stringify(usageMetadata(promptTokens, completionTokens))}`
     : ""
   const chunkJson = (partsJson: string, last: boolean): string =>
     `{"candidates":[{"content":{"parts":${partsJson},"role":"model"},${

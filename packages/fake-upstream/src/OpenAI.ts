@@ -12,6 +12,7 @@ import {
   estimateTokens,
   isRecord,
   planAnswer,
+  reportedUsage,
   type ToolResult,
   type ToolSpec
 } from "./Content.ts"
@@ -165,11 +166,11 @@ export const openaiChat = async (
   if (problem !== undefined) return sendJson(res, problem.status, problem.body, ctx.headers)
   const conversation = openaiConversation(body, ctx.model)
   const answer = planAnswer(conversation, ctx.scenario)
-  const promptTokens = estimateTokens(conversation.promptChars)
+  const [promptTokens, completionTokens] = reportedUsage(ctx.scenario, estimateTokens(conversation.promptChars), answer.outputTokens)
   if (body["stream"] === true) {
     const options = body["stream_options"]
     const includeUsage = isRecord(options) && options["include_usage"] === true && ctx.scenario.usage
-    return sendStream(res, streamPlan(answer, ctx, promptTokens, includeUsage), ctx.scenario)
+    return sendStream(res, streamPlan(answer, ctx, promptTokens, completionTokens, includeUsage), ctx.scenario)
   }
   const id = `chatcmpl-fake${ctx.seq}`
   const lazy = answer._tag === "text" && answer.lazy
@@ -197,7 +198,7 @@ export const openaiChat = async (
       logprobs: null,
       finish_reason: answer._tag === "tool" ? "tool_calls" : "stop"
     }],
-    ...(ctx.scenario.usage ? { usage: usageObject(promptTokens, answer.outputTokens) } : {}),
+    ...(ctx.scenario.usage ? { usage: usageObject(promptTokens, completionTokens) } : {}),
     service_tier: "default",
     system_fingerprint: "fp_fake"
   }
@@ -209,7 +210,13 @@ export const openaiChat = async (
   sendJson(res, 200, json, ctx.headers)
 }
 
-const streamPlan = (answer: Answer, ctx: CallContext, promptTokens: number, includeUsage: boolean): StreamPlan => {
+const streamPlan = (
+  answer: Answer,
+  ctx: CallContext,
+  promptTokens: number,
+  completionTokens: number,
+  includeUsage: boolean
+): StreamPlan => {
   const created = nowSeconds()
   const envelope = `{"id":"chatcmpl-fake${ctx.seq}","object":"chat.completion.chunk","created":${created},"model":${
     JSON.stringify(ctx.model)
@@ -222,7 +229,7 @@ const streamPlan = (answer: Answer, ctx: CallContext, promptTokens: number, incl
   const tail = (finish: string) => (): string => {
     let out = frame("{}", finish)
     if (includeUsage) {
-      out += `data: ${envelope}[],"usage":${JSON.stringify(usageObject(promptTokens, answer.outputTokens))}}\n\n`
+      out += `data: ${envelope}[],"usage":${JSON.stringify(usageObject(promptTokens, completionTokens))}}\n\n`
     }
     return out + "data: [DONE]\n\n"
   }
@@ -281,12 +288,13 @@ export const openaiEmbeddings = (res: ServerResponse, body: Record<string, unkno
     ? Math.min(Math.floor(body["dimensions"]), 8192)
     : DEFAULT_OPENAI_EMBEDDING_DIMENSIONS
   const base64 = body["encoding_format"] === "base64"
-  let tokens = 0
+  let counted = 0
   const data = inputs.map((text, index) => {
-    tokens += estimateTokens(text.length)
+    counted += estimateTokens(text.length)
     const values = embedding(text, dims)
     return { object: "embedding", index, embedding: base64 ? float32Base64(values) : values }
   })
+  const [tokens] = reportedUsage(ctx.scenario, counted, 0)
   const response = {
     object: "list",
     data,

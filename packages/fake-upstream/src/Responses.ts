@@ -23,6 +23,7 @@ import {
   estimateTokens,
   isRecord,
   planAnswer,
+  reportedUsage,
   truncate,
   type ToolResult,
   type ToolSpec,
@@ -179,7 +180,9 @@ export const responses = (res: ServerResponse, body: Record<string, unknown>, ct
   const reasoningTokens = reasoning?.tokens ?? 0
   const id = `resp_fake${ctx.seq}`
   const base = { id, object: "response", created_at: nowSeconds(), error: null, incomplete_details: null, model: ctx.model, ...echo(body) }
-  const finalUsage = ctx.scenario.usage ? usage(prompt, answer.outputTokens + reasoningTokens, cached, reasoningTokens) : null
+  // An upstream that reports nonsense (`negusage`, `fracusage`, `x-fake-usage-values`) reports it here too.
+  const [input, output] = reportedUsage(ctx.scenario, prompt, answer.outputTokens + reasoningTokens)
+  const finalUsage = ctx.scenario.usage ? usage(input, output, cached, reasoningTokens) : null
   const outputOf = (text: string) => [
     ...(reasoning === undefined ? [] : [reasoningItem(`rs_fake${ctx.seq}`, reasoning)]),
     answer._tag === "tool" ? callItem(ctx, answer, "completed", answer.argsJson) : messageItem(`msg_fake${ctx.seq}`, text, "completed")

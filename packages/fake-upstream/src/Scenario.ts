@@ -7,6 +7,8 @@
  * Model-name tokens (case-insensitive, anywhere in the name, e.g.
  * `gpt-fake-tools-slow-200`):
  *   tools            answer with a tool call (when tools are declared)
+ *   call-NAME        answer with a call of the declared tool NAME (letters, digits and `_`):
+ *                    `x-fake-tool-call` in a name, for gateways whose channel headers are secrets
  *   slow / slow-N    delay the first byte by `slowMs` (default 1000) / N ms
  *   fail-NNN         fail with HTTP status NNN in the dialect's error envelope
  *   cut-N            stream N content chunks, then kill the connection
@@ -15,10 +17,24 @@
  *   bytes-B          answer text of about B bytes
  *   interval-N       N ms between stream chunks
  *   nousage          omit usage
+ *   negusage         report negative usage (-1000000 prompt, -5000000 completion tokens)
+ *   fracusage        report fractional usage (1.5 prompt, 2.5 completion tokens)
+ *   html-200         answer 200 with an HTML page (a proxy's error page)
+ *   error-200        answer 200 with the dialect's error (a JSON body, or a first stream event)
+ *   broken-200       answer 200 with broken JSON (the body, or the first stream event)
+ *   empty-200        answer 200 with nothing (an empty stream, or `{}`)
+ *   line-B           end a stream with one line of B bytes that never ends
+ *   echo-NNN         fail with status NNN, the message quoting the request's headers
  */
 import type { IncomingHttpHeaders } from "node:http"
 
 export type CutMode = "close" | "reset"
+
+/**
+ * A 200 that is not an answer: an HTML page, the dialect's error, broken
+ * JSON, or nothing (see the README).
+ */
+export type NotAnAnswer = "html" | "error" | "broken" | "empty"
 
 export interface Scenario {
   /** false: never; true: the first declared tool; string: that tool's name. */
@@ -33,6 +49,14 @@ export interface Scenario {
   readonly responseBytes: number | undefined
   readonly chunkIntervalMs: number
   readonly usage: boolean
+  /** The prompt and completion token counts to report instead of the true ones (raw: negative or fractional). */
+  readonly usageValues: readonly [number, number] | undefined
+  /** Answer 200 with something that is not an answer. */
+  readonly notAnAnswer: NotAnAnswer | undefined
+  /** End a stream with one line of this many bytes that never ends. */
+  readonly lineBytes: number | undefined
+  /** Fail with this status, the message quoting every request header (an upstream that echoes credentials). */
+  readonly echoStatus: number | undefined
 }
 
 export interface ScenarioDefaults {
@@ -45,6 +69,7 @@ export interface ScenarioDefaults {
 const MAX_CHUNKS = 10_000_000
 const MAX_BYTES = 1 << 30
 const MAX_DELAY_MS = 3_600_000
+const MAX_LINE_BYTES = 4 * MAX_BYTES
 
 const header = (headers: IncomingHttpHeaders, name: string): string | undefined => {
   const value = headers[name]
@@ -66,9 +91,10 @@ const status = (raw: string | undefined): number | undefined => {
 
 // One cheap test on the hot path: only models that contain a control word
 // pay for the individual regular expressions below.
-const MODEL_HINT = /tools|slow|fail-|cut-|stall-|chunks-|bytes-|interval-|nousage/i
+const MODEL_HINT = /tools|call-|slow|fail-|cut-|stall-|chunks-|bytes-|interval-|nousage|negusage|fracusage|-200|line-|echo-/i
 const token = (word: string, arg: string): RegExp => new RegExp(`(?:^|[^a-z0-9])${word}${arg}(?![0-9])`, "i")
 const MODEL_TOOLS = /tools/i
+const MODEL_CALL = token("call-", "([A-Za-z0-9_]+)")
 const MODEL_SLOW = /slow(?:-(\d+))?/i
 const MODEL_FAIL = token("fail-", "(\\d{3})")
 const MODEL_CUT = token("cut-", "(\\d+)")
@@ -77,6 +103,29 @@ const MODEL_CHUNKS = token("chunks-", "(\\d+)(?:x(\\d+))?")
 const MODEL_BYTES = token("bytes-", "(\\d+)")
 const MODEL_INTERVAL = token("interval-", "(\\d+)")
 const MODEL_NOUSAGE = /nousage/i
+const MODEL_NEGUSAGE = /negusage/i
+const MODEL_FRACUSAGE = /fracusage/i
+const MODEL_NOT_AN_ANSWER = token("(html|error|broken|empty)", "-200")
+const MODEL_LINE = token("line-", "(\\d+)")
+const MODEL_ECHO = token("echo-", "(\\d{3})")
+
+/** The usage `negusage` reports: it would credit a balance if it were charged. */
+export const NEGATIVE_USAGE: readonly [number, number] = [-1_000_000, -5_000_000]
+/** The usage `fracusage` reports: `BigInt(1.5)` throws. */
+export const FRACTIONAL_USAGE: readonly [number, number] = [1.5, 2.5]
+
+const NOT_AN_ANSWER = new Set<string>(["html", "error", "broken", "empty"])
+
+const notAnAnswer = (raw: string | undefined): NotAnAnswer | undefined => {
+  const value = raw?.trim().toLowerCase()
+  return value !== undefined && NOT_AN_ANSWER.has(value) ? value as NotAnAnswer : undefined
+}
+
+/** `P,C`: two JSON numbers (any sign, fractions allowed). */
+const usageValues = (raw: string | undefined): readonly [number, number] | undefined => {
+  const match = raw === undefined ? null : /^\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*$/.exec(raw)
+  return match === null ? undefined : [Number(match[1]), Number(match[2])]
+}
 
 type Mutable = {
   -readonly [K in keyof Scenario]: Scenario[K]
@@ -85,6 +134,8 @@ type Mutable = {
 const fromModel = (model: string, s: Mutable, defaults: ScenarioDefaults): void => {
   if (!MODEL_HINT.test(model)) return
   if (MODEL_TOOLS.test(model)) s.toolCall = true
+  const call = MODEL_CALL.exec(model)
+  if (call) s.toolCall = call[1]!
   const slow = MODEL_SLOW.exec(model)
   if (slow) s.delayFirstMs = slow[1] !== undefined ? Math.min(Number(slow[1]), MAX_DELAY_MS) : defaults.slowMs
   const fail = MODEL_FAIL.exec(model)
@@ -103,6 +154,14 @@ const fromModel = (model: string, s: Mutable, defaults: ScenarioDefaults): void 
   const interval = MODEL_INTERVAL.exec(model)
   if (interval) s.chunkIntervalMs = int(interval[1], MAX_DELAY_MS) ?? s.chunkIntervalMs
   if (MODEL_NOUSAGE.test(model)) s.usage = false
+  if (MODEL_NEGUSAGE.test(model)) s.usageValues = NEGATIVE_USAGE
+  if (MODEL_FRACUSAGE.test(model)) s.usageValues = FRACTIONAL_USAGE
+  const body = MODEL_NOT_AN_ANSWER.exec(model)
+  if (body) s.notAnAnswer = notAnAnswer(body[1])
+  const line = MODEL_LINE.exec(model)
+  if (line) s.lineBytes = int(line[1], MAX_LINE_BYTES)
+  const echo = MODEL_ECHO.exec(model)
+  if (echo) s.echoStatus = status(echo[1])
 }
 
 const fromHeaders = (headers: IncomingHttpHeaders, s: Mutable): void => {
@@ -134,6 +193,14 @@ const fromHeaders = (headers: IncomingHttpHeaders, s: Mutable): void => {
   if (interval !== undefined) s.chunkIntervalMs = interval
   const usage = header(headers, "x-fake-usage")
   if (usage !== undefined) s.usage = usage.trim().toLowerCase() !== "none"
+  const values = usageValues(header(headers, "x-fake-usage-values"))
+  if (values !== undefined) s.usageValues = values
+  const body = notAnAnswer(header(headers, "x-fake-body"))
+  if (body !== undefined) s.notAnAnswer = body
+  const line = int(header(headers, "x-fake-line-bytes"), MAX_LINE_BYTES)
+  if (line !== undefined) s.lineBytes = line
+  const echo = status(header(headers, "x-fake-echo-headers"))
+  if (echo !== undefined) s.echoStatus = echo
 }
 
 /** Quick check so plain requests skip all header parsing. */
@@ -160,7 +227,11 @@ export const resolveScenario = (
     chunkBytes: undefined,
     responseBytes: undefined,
     chunkIntervalMs: defaults.chunkIntervalMs,
-    usage: true
+    usage: true,
+    usageValues: undefined,
+    notAnAnswer: undefined,
+    lineBytes: undefined,
+    echoStatus: undefined
   }
   fromModel(model, s, defaults)
   if (hasFakeHeader(headers)) fromHeaders(headers, s)

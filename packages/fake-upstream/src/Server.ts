@@ -39,9 +39,10 @@ import {
   geminiModelsBody,
   geminiStream
 } from "./Gemini.ts"
+import { echoHeaders, sendNotAnAnswer } from "./Misbehaviour.ts"
 import { openaiChat, openaiEmbeddings, openaiModel, openaiModelsBody } from "./OpenAI.ts"
 import { responses } from "./Responses.ts"
-import { type CutMode, resolveScenario, type ScenarioDefaults } from "./Scenario.ts"
+import { type CutMode, type NotAnAnswer, resolveScenario, type ScenarioDefaults } from "./Scenario.ts"
 import { type CallContext, cutConnection, sendJson } from "./Writer.ts"
 
 export interface FakeUpstreamModels {
@@ -89,6 +90,14 @@ export interface FakeControls {
   readonly chunkIntervalMs?: number | undefined
   /** `x-fake-usage: none` when false. */
   readonly usage?: boolean | undefined
+  /** `x-fake-usage-values`: the prompt and completion tokens to report instead of the true ones. */
+  readonly usageValues?: readonly [number, number] | undefined
+  /** `x-fake-body`: answer 200 with something that is not an answer. */
+  readonly body?: NotAnAnswer | undefined
+  /** `x-fake-line-bytes`. */
+  readonly lineBytes?: number | undefined
+  /** `x-fake-echo-headers`: fail with this status, quoting the request's headers. */
+  readonly echoHeaders?: number | undefined
 }
 
 const controlHeadersOf = (controls: FakeControls): IncomingHttpHeaders | undefined => {
@@ -100,6 +109,10 @@ const controlHeadersOf = (controls: FakeControls): IncomingHttpHeaders | undefin
   if (controls.stallAfter !== undefined) headers["x-fake-stall-after"] = String(controls.stallAfter)
   if (controls.chunkIntervalMs !== undefined) headers["x-fake-chunk-interval-ms"] = String(controls.chunkIntervalMs)
   if (controls.usage === false) headers["x-fake-usage"] = "none"
+  if (controls.usageValues !== undefined) headers["x-fake-usage-values"] = controls.usageValues.join(",")
+  if (controls.body !== undefined) headers["x-fake-body"] = controls.body
+  if (controls.lineBytes !== undefined) headers["x-fake-line-bytes"] = String(controls.lineBytes)
+  if (controls.echoHeaders !== undefined) headers["x-fake-echo-headers"] = String(controls.echoHeaders)
   return Object.keys(headers).length === 0 ? undefined : headers
 }
 
@@ -374,12 +387,16 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
     if (scenario.failStatus !== undefined) {
       return sendError(res, failure(r.dialect, scenario.failStatus, model, requestId), idHeaders)
     }
+    if (scenario.echoStatus !== undefined) return sendError(res, echoHeaders(r.dialect, scenario.echoStatus, req.headers, requestId), idHeaders)
     if (bodyError) return sendError(res, badRequest(r.dialect, "Request body must be a JSON object.", requestId), idHeaders)
 
     const json = isRecord(body) ? body : {}
     const streaming = r.kind === "call" &&
       (r.action === "streamGenerateContent" ||
         ((r.action === "chat" || r.action === "messages" || r.action === "responses") && json["stream"] === true))
+    if (scenario.notAnAnswer !== undefined && r.kind === "call") {
+      return sendNotAnAnswer(res, r.dialect, scenario.notAnAnswer, streaming, model, requestId, idHeaders)
+    }
     if (streaming && scenario.cutAfter === undefined) {
       res.once("close", () => {
         if (!res.writableFinished) clientClosed++

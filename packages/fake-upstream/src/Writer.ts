@@ -6,7 +6,7 @@
  */
 import type { OutgoingHttpHeaders, ServerResponse } from "node:http"
 import { setTimeout as sleep } from "node:timers/promises"
-import type { TextAnswer } from "./Content.ts"
+import { filler, type TextAnswer } from "./Content.ts"
 import type { Scenario } from "./Scenario.ts"
 
 /** What a dialect handler needs to know about the call. */
@@ -176,7 +176,26 @@ export const sendStream = async (res: ServerResponse, plan: StreamPlan, scenario
   }
   // Fewer content chunks than the cut/stall point: never finish cleanly.
   if (stopAt !== undefined) return stop(batch)
+  if (scenario.lineBytes !== undefined) return endlessLine(res, batch, scenario.lineBytes, flag)
   res.end(batch + plan.tail())
+}
+
+/** Size of the writes of an endless line. */
+const LINE_PIECE_BYTES = 64 * 1024
+
+/**
+ * After what was written so far, one stream line of `bytes` bytes that never
+ * ends (`data: ` and filler, no line end), generated piece by piece with
+ * backpressure; then the connection ends.
+ */
+const endlessLine = async (res: ServerResponse, batch: string, bytes: number, flag: { closed: boolean }): Promise<void> => {
+  await write(res, batch + "data: ")
+  const piece = filler(LINE_PIECE_BYTES)
+  for (let sent = 0; sent < bytes; sent += piece.length) {
+    if (flag.closed) return
+    await write(res, bytes - sent >= piece.length ? piece : piece.slice(0, bytes - sent))
+  }
+  res.end()
 }
 
 /** Memoise a frame builder on the identity of its input chunk (filler chunks repeat). */

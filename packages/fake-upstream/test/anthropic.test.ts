@@ -95,6 +95,12 @@ describe("Anthropic dialect", () => {
     assert.strictEqual(events.find((e) => e.event === "message_delta")!.data.delta.stop_reason, "tool_use")
   })
 
+  it("calls the tool a model's call-NAME token names, not the first declared one", async () => {
+    const tools = [{ name: "get_time", input_schema: { type: "object" } }, { name: "exec_command", input_schema: { type: "object" } }]
+    const answer = await (await postJson(`${server.url}/v1/messages`, { model: "claude-sonnet-4-5-call-exec_command", max_tokens: 100, tools, messages }, headers)).json()
+    assert.deepStrictEqual([answer.stop_reason, answer.content[0].name], ["tool_use", "exec_command"])
+  })
+
   it("answers non-stream tool_use, then text from the tool_result", async () => {
     const tools = [{ name: "get_time", input_schema: { type: "object" } }]
     const first = await (await postJson(`${server.url}/v1/messages`, {

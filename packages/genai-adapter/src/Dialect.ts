@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, type Dialect as Core, type Domain, GatewayError, Params, Tokens } from "@modelgate/core"
+import { type Canonical, Dialect as Core, type Domain, GatewayError, Params, Sse, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as CountTokens from "./CountTokens.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
@@ -72,24 +72,42 @@ export const presentedKey = (headers: Core.HeaderBag, search: string): string | 
 // Client side
 // ---------------------------------------------------------------------------
 
-const inspect = (body: string, hints: Core.RouteHints) =>
-  Effect.map(Passthrough.inspectBody(body), (inspection): Core.Inspected => ({
-    model: hints.model ?? "",
-    stream: hints.stream ?? false,
-    includeUsage: true,
-    maxOutputTokens: inspection.maxOutputTokens,
-    choices: inspection.candidateCount,
-    mediaParts: inspection.mediaParts,
-    json: inspection.body,
-    sse: hints.sse ?? true,
-    forward: (_, edit) =>
-      edit?.params === undefined ? body : JSON.stringify(Params.apply(inspection.body as Record<string, unknown>, edit.params))
-  }))
+/** What each inspection learnt of its body, for `check`. */
+const inspections = new WeakMap<Core.Inspected, Passthrough.Inspection>()
 
-const metered = (usage: Canonical.Usage | undefined, promptEstimate: number, generatedTokens: number): Core.Metered =>
-  usage !== undefined
+const inspect = (body: Uint8Array, hints: Core.RouteHints) =>
+  Effect.map(Passthrough.inspectBody(body), (inspection): Core.Inspected => {
+    const view: Core.Inspected = {
+      model: hints.model ?? "",
+      stream: hints.stream ?? false,
+      includeUsage: true,
+      maxOutputTokens: inspection.maxOutputTokens,
+      choices: inspection.candidateCount,
+      mediaParts: inspection.mediaParts,
+      // Parsed only when read (the translation path, a parameter edit, a refused body's check).
+      get json() {
+        return inspection.body
+      },
+      sse: hints.sse ?? true,
+      // The model is in the path: the client's bytes go as they came, unless the channel edits parameters.
+      forward: (_, edit) =>
+        edit?.params === undefined ? body : JSON.stringify(Params.apply(inspection.body as Record<string, unknown>, edit.params))
+    }
+    inspections.set(view, inspection)
+    return view
+  })
+
+/** What a relayed answer consumed: the upstream's usage, else estimates (saying why when its figures were refused). */
+const metered = (usage: Canonical.Usage | string | undefined, promptEstimate: number, generatedTokens: number): Core.Metered =>
+  usage !== undefined && typeof usage !== "string"
     ? { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, cachedTokens: usage.cachedTokens ?? 0, reported: true }
-    : { promptTokens: promptEstimate, completionTokens: generatedTokens, cachedTokens: 0, reported: false }
+    : {
+      promptTokens: promptEstimate,
+      completionTokens: generatedTokens,
+      cachedTokens: 0,
+      reported: false,
+      ...(usage === undefined ? {} : { usageRejected: usage })
+    }
 
 /**
  * The array framer of each JSON-array stream being written, so that an error
@@ -106,11 +124,11 @@ const arrayFramerFor = (inspected: Core.Inspected): Framing.ArrayFramer => {
 
 /** Re-frames Gemini SSE text as a streamed JSON array, element by element. */
 const arrayReframer = (inspected: Core.Inspected) => {
-  const parser = new Framing.SseParser()
+  const parser = new Sse.Parser()
   const framer = arrayFramerFor(inspected)
-  const frame = (events: ReadonlyArray<string>) => {
+  const frame = (events: ReadonlyArray<Sse.Event>) => {
     let out = ""
-    for (const data of events) out += framer.element(JSON.parse(data))
+    for (const event of events) out += framer.element(JSON.parse(event.data))
     return out
   }
   return { push: (text: string) => frame(parser.push(text)), end: () => frame(parser.end()) + framer.end() }
@@ -229,15 +247,27 @@ const embeddingsClient: Core.ClientEmbeddings = {
     call.request === "batch"
       ? { embeddings: response.vectors.map((values) => ({ values })) }
       : { embedding: { values: response.vectors[0] ?? [] } },
-  passthrough: (text, _publicModel, channel) =>
-    Effect.try({
-      try: () => {
-        JSON.parse(text)
-        // Gemini's embedding answers name no model and report no usage.
-        return { body: text, promptTokens: undefined }
-      },
-      catch: () => new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with invalid JSON.` })
-    })
+  passthrough: (text, _publicModel, channel) => {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(text)
+    } catch {
+      return Effect.fail(new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with invalid JSON.` }))
+    }
+    // A 200 whose body is an error, or neither `embedding` nor `embeddings`, is the upstream failing.
+    if (!Predicate.isObject(parsed) || Array.isArray(parsed) || parsed.error !== undefined || (parsed.embedding === undefined && parsed.embeddings === undefined)) {
+      const error = ErrorEnvelope.upstreamErrorOf(parsed)?.message
+      return Effect.fail(
+        new GatewayError.UpstreamUnavailable({
+          message: error === undefined
+            ? `The upstream '${channel}' answered with something that is not an embedding.`
+            : `The upstream '${channel}' answered with an error instead of embeddings: ${GatewayError.echo(error)}`
+        })
+      )
+    }
+    // Gemini's embedding answers name no model and report no usage.
+    return Effect.succeed({ body: text })
+  }
 }
 
 /**
@@ -249,6 +279,10 @@ export const client: Core.ClientDialect = {
   dialect: "gemini",
   presentedKey,
   inspect,
+  check: (inspected) => {
+    const inspection = inspections.get(inspected)
+    return inspection === undefined ? undefined : Passthrough.checkStructure(inspection)
+  },
   decodeRequest: (inspected) => Request.decodeRequest(inspected.json, inspected.model, { stream: inspected.stream }),
   passthroughMeter: (inspected) => {
     const meter = new Passthrough.PassthroughMeter()
@@ -327,11 +361,14 @@ const methodUrl = (channel: Domain.Channel, upstreamModel: string, method: strin
 
 /** Incremental decoding of a Gemini upstream's SSE text; throws the upstream's error when an event is one. */
 const eventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
-  const parser = new Framing.SseParser()
+  const parser = new Sse.Parser()
   // Gemini answers carry no creation time and may carry no `responseId`: the call's start and id stand in.
   const decoder = new GeminiStream.StreamDecoder({ created: start.created, id: `chatcmpl-${start.id}` })
-  const feed = (events: ReadonlyArray<string>): Array<Canonical.StreamEvent> => {
-    const decoded = decoder.pushAll(events, true)
+  const feed = (events: ReadonlyArray<Sse.Event>): Array<Canonical.StreamEvent> => {
+    if (events.length === 0) return []
+    const data: Array<string> = []
+    for (const event of events) data.push(event.data)
+    const decoded = decoder.pushAll(data, true)
     if (Result.isFailure(decoded)) throw decoded.failure
     return decoded.success
   }
@@ -339,6 +376,36 @@ const eventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
     push: (text) => feed(parser.push(text)),
     end: () => [...feed(parser.end()), ...decoder.end()]
   }
+}
+
+/** The upstream's own words in an `{"error": ...}` body or event. */
+const errorMessageOf = (json: unknown): string | undefined => ErrorEnvelope.upstreamErrorOf(json)?.message
+
+/** A 200 non-stream answer that is an error, or has neither `candidates` nor `promptFeedback` (a blocked prompt): the upstream failing. */
+const notAnAnswer = (json: unknown, channel: string): GatewayError.UpstreamUnavailable | undefined => {
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a Gemini answer")
+  if (json.error !== undefined && json.error !== null) return Core.answeredError(channel, errorMessageOf(json))
+  return Array.isArray(json.candidates) || Predicate.isObject(json.promptFeedback) ? undefined : Core.answeredOther(channel, "a Gemini answer")
+}
+
+/**
+ * The opening of a 200 stream (always SSE from a Gemini channel): its first
+ * event must be a JSON object without `error`; an error event, data that is
+ * not JSON, or no event at all before the end is the upstream failing.
+ */
+const opening = (text: string, ended: boolean, channel: string): Core.Opening => {
+  const parser = new Sse.Parser()
+  const first = parser.push(text)[0] ?? (ended ? parser.end()[0] : undefined)
+  if (first === undefined) return ended ? Core.emptyStream(channel) : "incomplete"
+  let json: unknown
+  try {
+    json = JSON.parse(first.data)
+  } catch {
+    return Core.brokenEvent(channel)
+  }
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a Gemini answer")
+  if (json.error !== undefined && json.error !== null) return Core.answeredError(channel, errorMessageOf(json))
+  return "answer"
 }
 
 /** A Gemini `countTokens` answer, as far as it is read. */
@@ -368,6 +435,8 @@ export const upstream: Core.UpstreamDialect = {
     ),
   decodeResponse: (json, start) => Response.decodeResponse(json, { created: start.created, id: `chatcmpl-${start.id}` }),
   eventDecoder,
+  notAnAnswer,
+  opening,
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
   countTokens: {
     url: (channel, upstreamModel) => methodUrl(channel, upstreamModel, "countTokens"),

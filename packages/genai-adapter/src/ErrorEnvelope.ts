@@ -13,7 +13,8 @@
  *
  * @since 0.1.0
  */
-import { GatewayError } from "@modelgate/core"
+import { GatewayError, UpstreamErrors } from "@modelgate/core"
+import { Predicate } from "effect"
 import type * as GenerateContent from "./GenerateContent.ts"
 import { sseEvent } from "./Framing.ts"
 
@@ -184,6 +185,7 @@ const spendingCapDescription: Readonly<Record<GatewayError.SpendingCapReached["c
  * | MethodNotAllowed | 405 | UNIMPLEMENTED | `allow` header |
  * | InternalError | 500 | INTERNAL | |
  * | ServiceUnavailable | 503 | UNAVAILABLE | |
+ * | DatabaseUnavailable | 503 | UNAVAILABLE | RetryInfo + `retry-after` header + "Please retry in Ns." |
  *
  * Balance and spending-cap refusals are terminal: retrying will not help, so
  * they carry no RetryInfo, and their QuotaFailure `quotaId` contains `PerDay`
@@ -194,7 +196,8 @@ const spendingCapDescription: Readonly<Record<GatewayError.SpendingCapReached["c
  *
  * @example
  * ```ts
- * import { GatewayError } from "@modelgate/core"
+ * import { GatewayError, UpstreamErrors } from "@modelgate/core"
+import { Predicate } from "effect"
  * import { ErrorEnvelope } from "@modelgate/genai-adapter"
  *
  * ErrorEnvelope.toResponse(new GatewayError.RateLimited({ message: "Too many requests.", retryAfterSeconds: 12, limit: "rpm" }))
@@ -287,6 +290,11 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
       return make(500, error.message)
     case "ServiceUnavailable":
       return make(503, error.message)
+    case "DatabaseUnavailable":
+      return make(503, withRetryHint(error.message, error.retryAfterSeconds), {
+        details: [retryInfo(error.retryAfterSeconds)],
+        headers: { "retry-after": retryAfterHeader(error.retryAfterSeconds) }
+      })
   }
 }
 
@@ -313,14 +321,10 @@ export const arrayStreamError = (error: GatewayError.GatewayError): GenerateCont
 // ---------------------------------------------------------------------------
 
 /** The errors `classifyUpstream` produces. @category models */
-export type UpstreamError =
-  | GatewayError.UpstreamUnavailable
-  | GatewayError.UpstreamRateLimited
-  | GatewayError.UpstreamRejected
-  | GatewayError.UpstreamTimeout
+export type UpstreamError = UpstreamErrors.UpstreamError
 
-/** Response headers with lower-case names. @category models */
-export type HeaderRecord = Readonly<Record<string, string | undefined>>
+/** Response headers as the HTTP layer hands them over. @category models */
+export type HeaderRecord = UpstreamErrors.Headers
 
 /** What is read of a Google error body. @category upstream */
 export interface UpstreamErrorBody {
@@ -328,9 +332,6 @@ export interface UpstreamErrorBody {
   readonly status?: string
   readonly details: ReadonlyArray<Readonly<Record<string, unknown>>>
 }
-
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
  * Reads Google's error object out of a parsed body: `{"error":{...}}`, or the
@@ -341,10 +342,10 @@ const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
  */
 export const upstreamErrorOf = (body: unknown): UpstreamErrorBody | undefined => {
   const envelope = Array.isArray(body) && body.length > 0 ? body[0] : body
-  if (!isRecord(envelope) || !isRecord(envelope.error)) return undefined
+  if (!Predicate.isObject(envelope) || !Predicate.isObject(envelope.error)) return undefined
   const error = envelope.error
   const out: { message?: string; status?: string; details: ReadonlyArray<Readonly<Record<string, unknown>>> } = {
-    details: Array.isArray(error.details) ? error.details.filter(isRecord) : []
+    details: Array.isArray(error.details) ? error.details.filter(Predicate.isObject) : []
   }
   if (typeof error.message === "string" && error.message.length > 0) out.message = error.message
   if (typeof error.status === "string" && error.status.length > 0) out.status = error.status
@@ -366,28 +367,36 @@ const retryDelayOf = (error: UpstreamErrorBody | undefined, headers: HeaderRecor
       if (seconds !== undefined) return seconds
     }
   }
-  const header = headers["retry-after"]
-  if (header !== undefined && /^\s*\d+(\.\d+)?\s*$/.test(header)) return Number(header)
+  const header = UpstreamErrors.retryAfterSeconds(headers)
+  if (header !== undefined) return header
   const hint = error?.message === undefined ? null : /retry in (\d+(?:\.\d+)?)(ms|s)/i.exec(error.message)
   if (hint !== null && hint !== undefined) return hint[2] === "ms" ? Number(hint[1]) / 1000 : Number(hint[1])
   return undefined
 }
 
+/**
+ * `ErrorInfo` reasons Google gives for a key (or the project behind it) it
+ * will not serve, whatever the request asks: `API_KEY_INVALID`,
+ * `API_KEY_EXPIRED` and the other `API_KEY_*` restrictions, the API not
+ * enabled for the key's project, a suspended project, missing credentials.
+ */
+const CREDENTIAL_REASONS = new Set(["SERVICE_DISABLED", "CONSUMER_SUSPENDED", "CREDENTIALS_MISSING", "ACCESS_TOKEN_EXPIRED"])
+
+/**
+ * Whether an error clearly refuses the key itself: HTTP 401 or
+ * `UNAUTHENTICATED`, or an `ErrorInfo` reason about the key or its project
+ * (`CREDENTIAL_REASONS`). A 403 `PERMISSION_DENIED` without such a reason is
+ * about something the request named (another project's file, a tuned model,
+ * a cached content), and a message that merely mentions an API key proves
+ * nothing: neither counts against the key.
+ */
 const isCredentialProblem = (status: number, error: UpstreamErrorBody | undefined): boolean => {
-  if (status === 401 || status === 403) return true
+  if (status === 401 || error?.status === "UNAUTHENTICATED") return true
   for (const detail of error?.details ?? []) {
     const reason = detail.reason
-    if (typeof reason === "string" && reason.startsWith("API_KEY_")) return true
+    if (typeof reason === "string" && (reason.startsWith("API_KEY_") || CREDENTIAL_REASONS.has(reason))) return true
   }
-  return error?.message !== undefined && /api key/i.test(error.message)
-}
-
-const parseJson = (text: string): unknown => {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
+  return false
 }
 
 /**
@@ -401,50 +410,25 @@ export const classifyUpstreamError = (
   error: UpstreamErrorBody | undefined,
   headers: HeaderRecord = {}
 ): UpstreamError => {
-  if (status >= 400 && status < 500 && status !== 429 && isCredentialProblem(status, error)) {
-    return new GatewayError.UpstreamUnavailable({
-      status,
-      message: `The upstream refused the gateway's credentials for this model's channel (HTTP ${status}). ` +
-        "This is a gateway configuration problem, not a problem with your request: an administrator must check the channel's API key."
-    })
-  }
-  if (status === 408 || status === 504) {
-    return new GatewayError.UpstreamTimeout({ message: `The upstream timed out handling the request (HTTP ${status}). Retry later.` })
-  }
-  if (status === 429) {
-    const seconds = retryDelayOf(error, headers)
-    const message = "The upstream is rate-limiting the gateway for this model." +
-      (seconds === undefined ? " Retry later." : ` Retry after ${Math.ceil(seconds)} seconds.`)
-    return seconds === undefined
-      ? new GatewayError.UpstreamRateLimited({ message })
-      : new GatewayError.UpstreamRateLimited({ message, retryAfterSeconds: seconds })
-  }
-  if (status >= 400 && status < 500) {
-    const out: { message: string; status: number; code?: string } = {
-      status,
-      message: error?.message ?? `The upstream refused the request (HTTP ${status}).`
-    }
-    if (error?.status !== undefined) out.code = error.status
-    return new GatewayError.UpstreamRejected(out)
-  }
-  return new GatewayError.UpstreamUnavailable({
-    status,
-    message: status >= 500
-      ? `The upstream failed (HTTP ${status}). Retry later.`
-      : `The upstream answered with an unexpected HTTP status ${status}.`
-  })
+  if (status >= 400 && status < 500 && status !== 429 && isCredentialProblem(status, error)) return UpstreamErrors.credentialsRefused(status)
+  if (status === 408 || status === 504) return UpstreamErrors.timedOut(status)
+  if (status === 429) return UpstreamErrors.rateLimited(retryDelayOf(error, headers))
+  if (status >= 400 && status < 500) return UpstreamErrors.rejected(status, { message: error?.message, code: error?.status })
+  return UpstreamErrors.failed(status)
 }
 
 /**
  * Turns a Gemini-format upstream error response into the right gateway error:
  *
- * - credential problems (401, 403, or a 4xx whose ErrorInfo reason is
- *   `API_KEY_*` or whose message mentions the API key, like Google's 400 "API
- *   key not valid") -> `UpstreamUnavailable`; nothing of the upstream's message
- *   is passed on;
+ * - a refusal of the key itself (401 or `UNAUTHENTICATED`, or a 4xx whose
+ *   ErrorInfo reason is `API_KEY_*`, `SERVICE_DISABLED` and the like, such as
+ *   Google's 400 "API key not valid" with `API_KEY_INVALID`) ->
+ *   `UpstreamUnavailable` with `credentialsRefused`; nothing of the upstream's
+ *   message is passed on. A 403 `PERMISSION_DENIED` without such a reason (a
+ *   link to another project's file) is the caller's, below;
  * - 408 and 504 -> `UpstreamTimeout`;
  * - 429 -> `UpstreamRateLimited`, with the delay from `RetryInfo.retryDelay`,
- *   else the `retry-after` header, else a "retry in Ns" hint in the message;
+ *   else the `retry-after-ms` or `retry-after` header, else a "retry in Ns" hint in the message;
  * - other 4xx -> `UpstreamRejected` with the upstream's message and its rpc
  *   status name as `code`;
  * - 5xx and anything else -> `UpstreamUnavailable` with the status.
@@ -460,4 +444,4 @@ export const classifyUpstreamError = (
  * @category upstream
  */
 export const classifyUpstream = (status: number, bodyText: string, headers: HeaderRecord = {}): UpstreamError =>
-  classifyUpstreamError(status, upstreamErrorOf(parseJson(bodyText)), headers)
+  classifyUpstreamError(status, upstreamErrorOf(UpstreamErrors.parseBody(bodyText)), headers)

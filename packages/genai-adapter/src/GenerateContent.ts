@@ -16,9 +16,8 @@
  *
  * @since 0.1.0
  */
-import { GatewayError } from "@modelgate/core"
+import { GatewayError, Issues } from "@modelgate/core"
 import { Result, Schema } from "effect"
-import { invalidRequest } from "./internal/issues.ts"
 
 /** A JSON object kept as JSON (function arguments, responses, schemas). @category common */
 export const JsonObject = Schema.Record(Schema.String, Schema.Json)
@@ -290,7 +289,8 @@ export type PromptFeedback = typeof PromptFeedback.Type
 export const GenerateContentResponse = Schema.Struct({
   candidates: Schema.optionalKey(Schema.Array(Candidate)),
   promptFeedback: Schema.optionalKey(PromptFeedback),
-  usageMetadata: Schema.optionalKey(UsageMetadata),
+  /** Taken as it comes and read apart (`Response.readUsage`): figures that are not counts are refused, not a reason to drop the answer. */
+  usageMetadata: Schema.optionalKey(Schema.Unknown),
   modelVersion: Schema.optionalKey(Schema.String),
   responseId: Schema.optionalKey(Schema.String)
 })
@@ -530,7 +530,7 @@ const decodeWith = <A>(
   body: unknown
 ): Result.Result<A, GatewayError.InvalidRequest> => {
   const result = decode(normalizeKeys(body))
-  return Result.isSuccess(result) ? Result.succeed(result.success) : Result.fail(invalidRequest(result.failure.issue))
+  return Result.isSuccess(result) ? Result.succeed(result.success) : Result.fail(Issues.invalidRequest(result.failure.issue))
 }
 
 /**

@@ -19,14 +19,15 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError } from "@modelgate/core"
-import { Effect, Result } from "effect"
-import { SseParser } from "./Framing.ts"
-import { usageFromWire } from "./Response.ts"
+import { type GatewayError, Issues, JsonDepth, JsonScan, Sse } from "@modelgate/core"
+import { Effect, Predicate, Result } from "effect"
+import { readUsage } from "./Response.ts"
 
 /** What the fast path needs to know of a request body. @category inspection */
 export interface Inspection {
-  /** The parsed body, to forward or re-serialise as it is. */
+  /** The body as received. */
+  readonly bytes: Uint8Array
+  /** The parsed body, to re-serialise with a channel's edit (parsed when first read: a large body the fast path forwards is never parsed). */
   readonly body: Readonly<Record<string, unknown>>
   /** `generationConfig.maxOutputTokens` (either spelling), when the client set it: a bound per candidate. */
   readonly maxOutputTokens?: number
@@ -38,10 +39,21 @@ export interface Inspection {
    * in the body do not bound (a file by URI is a short string).
    */
   readonly mediaParts: number
+  /** Whether the structure of the whole body was checked; large bodies are checked only when refused (`checkStructure`). */
+  readonly checked: boolean
 }
 
+/**
+ * Bodies up to this size are parsed and their structure checked at once;
+ * larger ones are only scanned for what the call needs, forwarded as they are,
+ * and checked if the upstream refuses them (`checkStructure`).
+ *
+ * @category inspection
+ */
+export const EAGER_CHECK_BYTES = 16 * 1024
+
 const isMediaPart = (part: unknown): boolean =>
-  isRecord(part) &&
+  Predicate.isObject(part) &&
   (part.inlineData !== undefined || part.inline_data !== undefined || part.fileData !== undefined ||
     part.file_data !== undefined)
 
@@ -51,114 +63,168 @@ const countMedia = (parts: ReadonlyArray<unknown>): number => {
   return media
 }
 
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
+const MEDIA_KEYS = ["inlineData", "inline_data", "fileData", "file_data"]
 
-const fail = (message: string, param?: string): Result.Result<never, GatewayError.InvalidRequest> =>
-  Result.fail(
-    param === undefined ? new GatewayError.InvalidRequest({ message }) : new GatewayError.InvalidRequest({ message, param })
-  )
+const fail = (param: string, message: string): Result.Result<never, GatewayError.InvalidRequest> =>
+  Result.fail(Issues.invalid(param, message))
 
-/**
- * `inspectBody` as a `Result`. Never throws.
- *
- * @category inspection
- */
-export const inspectBodyResult = (text: string): Result.Result<Inspection, GatewayError.InvalidRequest> => {
-  let body: unknown
-  try {
-    body = JSON.parse(text)
-  } catch {
-    return fail("The request body is not valid JSON.")
-  }
-  if (!isRecord(body)) return fail("The request body must be a JSON object.")
+const notJson = (): Result.Result<never, GatewayError.InvalidRequest> => fail("", "The request body is not valid JSON.")
+
+/** The structure of `contents`, as the eager path and `checkStructure` check it, with the media parts counted. */
+const checkContents = (body: Readonly<Record<string, unknown>>): Result.Result<number, GatewayError.InvalidRequest> => {
   const contents = body.contents
-  if (contents === undefined) return fail("'contents' is required.", "contents")
-  if (!Array.isArray(contents)) return fail("'contents' must be an array of turns.", "contents")
-  if (contents.length === 0) return fail("'contents' must contain at least one turn.", "contents")
+  if (contents === undefined) return fail("contents", "'contents' is required.")
+  if (!Array.isArray(contents)) return fail("contents", "'contents' must be an array of turns.")
+  if (contents.length === 0) return fail("contents", "'contents' must contain at least one turn.")
   let mediaParts = 0
   for (let i = 0; i < contents.length; i++) {
     const content: unknown = contents[i]
-    if (!isRecord(content)) return fail(`'contents[${i}]' must be an object.`, `contents[${i}]`)
+    if (!Predicate.isObject(content)) return fail(`contents[${i}]`, `'contents[${i}]' must be an object.`)
     if (!Array.isArray(content.parts)) {
-      return fail(`'contents[${i}].parts' must be an array of parts.`, `contents[${i}].parts`)
+      return fail(`contents[${i}].parts`, `'contents[${i}].parts' must be an array of parts.`)
     }
     mediaParts += countMedia(content.parts)
   }
   const system = body.systemInstruction ?? body.system_instruction
-  if (isRecord(system) && Array.isArray(system.parts)) mediaParts += countMedia(system.parts)
-  const config = body.generationConfig ?? body.generation_config
-  if (config === undefined) return Result.succeed({ body, candidateCount: 1, mediaParts })
-  if (!isRecord(config)) return fail("'generationConfig' must be an object.", "generationConfig")
-  const candidates = config.candidateCount ?? config.candidate_count
-  if (candidates !== undefined && (typeof candidates !== "number" || !Number.isInteger(candidates) || candidates < 1)) {
-    return fail("'generationConfig.candidateCount' must be a positive integer.", "generationConfig.candidateCount")
-  }
-  const candidateCount = typeof candidates === "number" ? candidates : 1
-  const max = config.maxOutputTokens ?? config.max_output_tokens
-  if (max === undefined) return Result.succeed({ body, candidateCount, mediaParts })
-  if (typeof max !== "number" || !Number.isInteger(max) || max < 1) {
-    return fail("'generationConfig.maxOutputTokens' must be a positive integer.", "generationConfig.maxOutputTokens")
-  }
-  return Result.succeed({ body, maxOutputTokens: max, candidateCount, mediaParts })
+  if (Predicate.isObject(system) && Array.isArray(system.parts)) mediaParts += countMedia(system.parts)
+  return Result.succeed(mediaParts)
 }
 
 /**
- * Parses and inspects a Gemini request body for forwarding: the body must be
- * a JSON object whose `contents` is a non-empty array of objects with a
- * `parts` array; `maxOutputTokens` and `candidateCount` must be positive
- * integers when present. Media parts are counted for the balance hold.
- * Every failure is an `InvalidRequest` naming the field.
+ * `inspectBody` as a `Result`. Never throws. Every body is scanned
+ * (`JsonScan`) for `contents` (a non-empty array) and `generationConfig`
+ * (`maxOutputTokens` and `candidateCount` positive integers when present);
+ * a body up to `EAGER_CHECK_BYTES` is parsed and every turn checked too (an
+ * object with a `parts` array).
+ *
+ * @category inspection
+ */
+export const inspectBodyResult = (text: string | Uint8Array): Result.Result<Inspection, GatewayError.InvalidRequest> => {
+  const bytes = typeof text === "string" ? JsonScan.encode(text) : text
+  const eager = bytes.length <= EAGER_CHECK_BYTES
+  let scannedMedia = 0
+  const media: JsonScan.StringVisitor = (b, start, end) => {
+    for (const key of MEDIA_KEYS) {
+      if (JsonScan.stringIs(b, start, end, key)) {
+        // A key (followed by ':'), not a string value that happens to read the same.
+        let i = end
+        while (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09) i++
+        if (b[i] === 0x3a) scannedMedia++
+        return
+      }
+    }
+  }
+  const scanned = JsonScan.topLevel(bytes, eager ? undefined : { contents: media, systemInstruction: media, system_instruction: media })
+  if (Result.isFailure(scanned)) {
+    if (scanned.failure.kind === "too-deep") return Result.fail(JsonDepth.tooDeep())
+    if (scanned.failure.kind !== "not-object") return notJson()
+    try {
+      JSON.parse(JsonScan.decode(bytes))
+    } catch {
+      return notJson()
+    }
+    return fail("", "The request body must be a JSON object.")
+  }
+  const fields = scanned.success
+  let parsed: Readonly<Record<string, unknown>> | undefined
+  const json = (): Readonly<Record<string, unknown>> => parsed ??= JSON.parse(JsonScan.decode(bytes)) as Readonly<Record<string, unknown>>
+  let mediaParts = scannedMedia
+  if (eager) {
+    let body: Readonly<Record<string, unknown>>
+    try {
+      body = json()
+    } catch {
+      return notJson()
+    }
+    const checked = checkContents(body)
+    if (Result.isFailure(checked)) return Result.fail(checked.failure)
+    mediaParts = checked.success
+  } else {
+    const contents = fields.get("contents")
+    if (contents === undefined) return fail("contents", "'contents' is required.")
+    if (bytes[contents.start] !== 0x5b) return fail("contents", "'contents' must be an array of turns.")
+    let i = contents.start + 1
+    while (bytes[i] === 0x20 || bytes[i] === 0x0a || bytes[i] === 0x0d || bytes[i] === 0x09) i++
+    if (bytes[i] === 0x5d) return fail("contents", "'contents' must contain at least one turn.")
+  }
+  let config: unknown
+  try {
+    config = JsonScan.valueOf(bytes, fields.get("generationConfig") ?? fields.get("generation_config"))
+  } catch {
+    return notJson()
+  }
+  const inspection = (extra: { readonly maxOutputTokens?: number; readonly candidateCount: number }): Inspection => ({
+    bytes,
+    get body() {
+      return json()
+    },
+    ...extra,
+    mediaParts,
+    checked: eager
+  })
+  if (config === undefined) return Result.succeed(inspection({ candidateCount: 1 }))
+  if (!Predicate.isObject(config)) return fail("generationConfig", "'generationConfig' must be an object.")
+  const candidates = config.candidateCount ?? config.candidate_count
+  if (candidates !== undefined && (typeof candidates !== "number" || !Number.isInteger(candidates) || candidates < 1)) {
+    return fail("generationConfig.candidateCount", "'generationConfig.candidateCount' must be a positive integer.")
+  }
+  const candidateCount = typeof candidates === "number" ? candidates : 1
+  const max = config.maxOutputTokens ?? config.max_output_tokens
+  if (max === undefined) return Result.succeed(inspection({ candidateCount }))
+  if (typeof max !== "number" || !Number.isInteger(max) || max < 1) {
+    return fail("generationConfig.maxOutputTokens", "'generationConfig.maxOutputTokens' must be a positive integer.")
+  }
+  return Result.succeed(inspection({ maxOutputTokens: max, candidateCount }))
+}
+
+/**
+ * Inspects a Gemini request body for forwarding (see `inspectBodyResult`):
+ * the body must be a JSON object whose `contents` is a non-empty array of
+ * objects with a `parts` array; `maxOutputTokens` and `candidateCount` must be
+ * positive integers when present. Media parts are counted for the balance
+ * hold. Every failure is an `InvalidRequest` naming the field.
  *
  * @example
  * ```ts
  * import { Passthrough } from "@modelgate/genai-adapter"
  *
  * yield* Passthrough.inspectBody('{"contents":[{"parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":64}}')
- * // { body: {...}, maxOutputTokens: 64, candidateCount: 1, mediaParts: 0 }
+ * // { body: {...}, maxOutputTokens: 64, candidateCount: 1, mediaParts: 0, ... }
  * ```
  *
  * @category inspection
  */
-export const inspectBody = (text: string): Effect.Effect<Inspection, GatewayError.InvalidRequest> =>
+export const inspectBody = (text: string | Uint8Array): Effect.Effect<Inspection, GatewayError.InvalidRequest> =>
   Effect.fromResult(inspectBodyResult(text))
 
 /**
- * The usage of a non-stream Gemini answer (a parsed body), or `undefined` when
- * it reports none.
+ * The structure check a large body skipped at inspection, for when the
+ * upstream refused it: the failure naming the field, or `undefined` when the
+ * body is well formed (the upstream's refusal then stands).
+ *
+ * @category inspection
+ */
+export const checkStructure = (inspection: Inspection): GatewayError.InvalidRequest | undefined => {
+  if (inspection.checked) return undefined
+  let body: Readonly<Record<string, unknown>>
+  try {
+    body = inspection.body
+  } catch {
+    return Issues.invalid("", "The request body is not valid JSON.")
+  }
+  const checked = checkContents(body)
+  return Result.isFailure(checked) ? checked.failure : undefined
+}
+
+/**
+ * The usage of a non-stream Gemini answer (a parsed body): `undefined` when it
+ * reports none, the reason its figures were refused (a string) when one is
+ * not a token count (`Response.readUsage`).
  *
  * @category metering
  */
-export const usageOfResponse = (json: unknown): Canonical.Usage | undefined => {
-  if (!isRecord(json) || !isRecord(json.usageMetadata)) return undefined
-  return usageOfMetadata(json.usageMetadata)
-}
-
-const count = (u: unknown): number | undefined => typeof u === "number" && Number.isFinite(u) ? Math.trunc(u) : undefined
-
-const usageOfMetadata = (metadata: Readonly<Record<string, unknown>>): Canonical.Usage => {
-  const usage: {
-    promptTokenCount?: number
-    candidatesTokenCount?: number
-    totalTokenCount?: number
-    cachedContentTokenCount?: number
-    thoughtsTokenCount?: number
-    toolUsePromptTokenCount?: number
-  } = {}
-  const fields = [
-    "promptTokenCount",
-    "candidatesTokenCount",
-    "totalTokenCount",
-    "cachedContentTokenCount",
-    "thoughtsTokenCount",
-    "toolUsePromptTokenCount"
-  ] as const
-  for (const field of fields) {
-    const value = count(metadata[field])
-    if (value !== undefined) usage[field] = value
-  }
-  return usageFromWire(usage)
-}
+export const usageOfResponse = (json: unknown): Canonical.Usage | string | undefined =>
+  Predicate.isObject(json) ? readUsage(json.usageMetadata) : undefined
 
 /**
  * Counts the characters of the string values of `"text"` keys in a JSON text
@@ -214,17 +280,17 @@ const textCharacters = (json: string): number => {
  * @category metering
  */
 export class PassthroughMeter {
-  private readonly parser = new SseParser()
+  private readonly parser = new Sse.Parser()
   private decoder: TextDecoder | undefined = undefined
   private lastUsageEvent: string | undefined = undefined
-  private parsedUsage: Canonical.Usage | undefined = undefined
+  private parsedUsage: Canonical.Usage | string | undefined = undefined
   private parsedFrom: string | undefined = undefined
   private characters = 0
   private finished = false
 
   /** Observes the next piece of upstream text; returns it unchanged. */
   feed(text: string): string {
-    for (const data of this.parser.push(text)) this.observe(data)
+    for (const event of this.parser.push(text)) this.observe(event.data)
     return text
   }
 
@@ -245,11 +311,11 @@ export class PassthroughMeter {
       const rest = this.decoder.decode()
       if (rest.length > 0) this.feed(rest)
     }
-    for (const data of this.parser.end()) this.observe(data)
+    for (const event of this.parser.end()) this.observe(event.data)
   }
 
-  /** The last usage the upstream reported, or `undefined`. */
-  usage(): Canonical.Usage | undefined {
+  /** The last usage the upstream reported, the reason its figures were refused (a string), or `undefined`. */
+  usage(): Canonical.Usage | string | undefined {
     const event = this.lastUsageEvent
     if (event === undefined) return undefined
     if (event !== this.parsedFrom) {
@@ -285,12 +351,12 @@ export class PassthroughMeter {
     if (data.includes("\"functionCall\"")) {
       try {
         const chunk: unknown = JSON.parse(data)
-        if (isRecord(chunk) && Array.isArray(chunk.candidates)) {
+        if (Predicate.isObject(chunk) && Array.isArray(chunk.candidates)) {
           for (const candidate of chunk.candidates) {
-            const parts: unknown = isRecord(candidate) && isRecord(candidate.content) ? candidate.content.parts : undefined
+            const parts: unknown = Predicate.isObject(candidate) && Predicate.isObject(candidate.content) ? candidate.content.parts : undefined
             if (!Array.isArray(parts)) continue
             for (const part of parts) {
-              if (isRecord(part) && isRecord(part.functionCall)) {
+              if (Predicate.isObject(part) && Predicate.isObject(part.functionCall)) {
                 const call = part.functionCall
                 this.characters += (typeof call.name === "string" ? call.name.length : 0) + JSON.stringify(call.args ?? {}).length
               }

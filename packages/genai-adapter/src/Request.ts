@@ -61,13 +61,11 @@
  *
  * @since 0.1.0
  */
-import { Canonical, GatewayError } from "@modelgate/core"
+import { Abort, Canonical, GatewayError, Issues } from "@modelgate/core"
 import { Effect, Result } from "effect"
 import type { Mutable } from "effect/Types"
 import * as GenerateContent from "./GenerateContent.ts"
-import { abort, run } from "./internal/abort.ts"
 import { checkRequestFields } from "./internal/fields.ts"
-import { invalid, unsupported } from "./internal/issues.ts"
 
 /** The errors a request can fail with. @category models */
 export type RequestError = GatewayError.InvalidRequest | GatewayError.UnsupportedFeature
@@ -196,16 +194,16 @@ const dataFieldOf = (part: GenerateContent.Part, param: string): (typeof DATA_FI
   for (const field of DATA_FIELDS) {
     if (part[field] === undefined) continue
     if (found !== undefined) {
-      return abort(invalid(param, `'${param}' has both '${found}' and '${field}'; a part holds exactly one kind of data.`))
+      return Abort.abort(Issues.invalid(param, `'${param}' has both '${found}' and '${field}'; a part holds exactly one kind of data.`))
     }
     found = field
   }
   if (found === undefined) {
     if (part.videoMetadata !== undefined) {
-      return abort(unsupported(`${param}.videoMetadata`, `'${param}.videoMetadata' cannot be translated for this model.`))
+      return Abort.abort(Issues.unsupported(`${param}.videoMetadata`, `'${param}.videoMetadata' cannot be translated for this model.`))
     }
     if (part.thoughtSignature !== undefined) return "text"
-    return abort(invalid(
+    return Abort.abort(Issues.invalid(
       param,
       `'${param}' has no data: set one of text, inlineData, fileData, functionCall or functionResponse.`
     ))
@@ -261,15 +259,15 @@ const EFFORTS: Readonly<Record<string, Canonical.ReasoningEffort>> = {
 const decodeSync = (body: unknown, model: string, options: DecodeOptions | undefined): Canonical.ChatRequest => {
   const normalized = GenerateContent.normalizeKeys(body)
   const field = checkRequestFields(normalized)
-  if (field !== undefined) abort(field)
+  if (field !== undefined) Abort.abort(field)
   const decoded = GenerateContent.decodeRequestBody(normalized)
-  if (Result.isFailure(decoded)) return abort(decoded.failure)
+  if (Result.isFailure(decoded)) return Abort.abort(decoded.failure)
   const wire = decoded.success
   const out: Mutable<Canonical.ChatRequest> = { model, messages: [], stream: options?.stream ?? false }
   if (out.stream) out.includeUsage = true
 
   if (wire.cachedContent !== undefined) {
-    abort(unsupported(
+    Abort.abort(Issues.unsupported(
       "cachedContent",
       "'cachedContent' refers to content cached at Google and cannot be used with this model."
     ))
@@ -281,7 +279,7 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
     wire.systemInstruction.parts.forEach((part, j) => {
       const param = `systemInstruction.parts[${j}]`
       if (dataFieldOf(part, param) !== "text") {
-        abort(unsupported(param, `'${param}' must be a text part: only text system instructions can be translated.`))
+        Abort.abort(Issues.unsupported(param, `'${param}' must be a text part: only text system instructions can be translated.`))
       }
       if (part.text !== undefined && part.text.length > 0) system.push(part.text)
     })
@@ -290,14 +288,14 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
 
   // Contents
   if (wire.contents.length === 0) {
-    abort(invalid("contents", "'contents' must contain at least one turn."))
+    Abort.abort(Issues.invalid("contents", "'contents' must contain at least one turn."))
   }
   const messages: Array<Canonical.Message> = []
   const pending: Array<PendingCall> = []
   wire.contents.forEach((content, turn) => {
     const role = content.role ?? "user"
     if (content.parts.length === 0) {
-      abort(invalid(`contents[${turn}].parts`, `'contents[${turn}].parts' must not be empty.`))
+      Abort.abort(Issues.invalid(`contents[${turn}].parts`, `'contents[${turn}].parts' must not be empty.`))
     }
     if (role === "model") {
       const parts: Array<Canonical.Part> = []
@@ -337,10 +335,10 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
             parts.push(filePart(part.fileData!))
             break
           case "functionResponse":
-            abort(invalid(`${param}.functionResponse`, `'${param}.functionResponse' must be in a 'user' turn, not a 'model' turn.`))
+            Abort.abort(Issues.invalid(`${param}.functionResponse`, `'${param}.functionResponse' must be in a 'user' turn, not a 'model' turn.`))
             break
           default:
-            abort(unsupported(`${param}.${field}`, `'${param}.${field}' (code execution) cannot be translated for this model.`))
+            Abort.abort(Issues.unsupported(`${param}.${field}`, `'${param}.${field}' (code execution) cannot be translated for this model.`))
         }
       })
       messages.push({ role: "assistant", content: parts })
@@ -397,10 +395,10 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
           run.push(filePart(part.fileData!))
           break
         case "functionCall":
-          abort(invalid(`${param}.functionCall`, `'${param}.functionCall' must be in a 'model' turn, not a '${role}' turn.`))
+          Abort.abort(Issues.invalid(`${param}.functionCall`, `'${param}.functionCall' must be in a 'model' turn, not a '${role}' turn.`))
           break
         default:
-          abort(unsupported(`${param}.${field}`, `'${param}.${field}' (code execution) cannot be translated for this model.`))
+          Abort.abort(Issues.unsupported(`${param}.${field}`, `'${param}.${field}' (code execution) cannot be translated for this model.`))
       }
     })
     flush()
@@ -414,7 +412,7 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
     wire.tools.forEach((tool, i) => {
       for (const hosted of GenerateContent.HOSTED_TOOLS) {
         if (tool[hosted] !== undefined) {
-          abort(unsupported(
+          Abort.abort(Issues.unsupported(
             `tools[${i}].${hosted}`,
             `'tools[${i}].${hosted}' is a tool hosted by Google and cannot be used with this model; declare your own functions in 'functionDeclarations'.`
           ))
@@ -423,11 +421,11 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
       tool.functionDeclarations?.forEach((fn, j) => {
         const param = `tools[${i}].functionDeclarations[${j}]`
         if (fn.parameters !== undefined && fn.parametersJsonSchema !== undefined) {
-          abort(invalid(param, `'${param}' sets both 'parameters' and 'parametersJsonSchema'; use one.`))
+          Abort.abort(Issues.invalid(param, `'${param}' sets both 'parameters' and 'parametersJsonSchema'; use one.`))
         }
         const schema = fn.parametersJsonSchema ?? fn.parameters
         if (fn.response !== undefined && fn.responseJsonSchema !== undefined) {
-          abort(invalid(param, `'${param}' sets both 'response' and 'responseJsonSchema'; use one.`))
+          Abort.abort(Issues.invalid(param, `'${param}' sets both 'response' and 'responseJsonSchema'; use one.`))
         }
         const returns = fn.responseJsonSchema ?? fn.response
         const def: Mutable<Canonical.ToolDefinition> = { name: fn.name }
@@ -455,11 +453,11 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
       case "ANY":
         if (allowed.length === 1 && (restricts || declared.length === 1)) out.toolChoice = { type: "tool", name: allowed[0]! }
         else if (restricts) {
-          abort(unsupported(param, `'${param}' may name only one function (or all of them) for this model.`))
+          Abort.abort(Issues.unsupported(param, `'${param}' may name only one function (or all of them) for this model.`))
         } else out.toolChoice = "required"
         break
       default:
-        if (restricts) abort(unsupported(param, `'${param}' can only be used with mode ANY for this model.`))
+        if (restricts) Abort.abort(Issues.unsupported(param, `'${param}' can only be used with mode ANY for this model.`))
         out.toolChoice = "auto"
     }
   }
@@ -477,19 +475,19 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
     if (config.presencePenalty !== undefined) out.presencePenalty = config.presencePenalty
     if (config.frequencyPenalty !== undefined) out.frequencyPenalty = config.frequencyPenalty
     if (config.responseLogprobs === true || config.logprobs !== undefined) {
-      abort(unsupported("generationConfig.responseLogprobs", "Log probabilities cannot be requested from this model."))
+      Abort.abort(Issues.unsupported("generationConfig.responseLogprobs", "Log probabilities cannot be requested from this model."))
     }
     if (config.responseModalities !== undefined && config.responseModalities.some((m) => m.toUpperCase() !== "TEXT")) {
-      abort(unsupported("generationConfig.responseModalities", "This model can only answer with text ('TEXT')."))
+      Abort.abort(Issues.unsupported("generationConfig.responseModalities", "This model can only answer with text ('TEXT')."))
     }
     if (config.speechConfig !== undefined) {
-      abort(unsupported("generationConfig.speechConfig", "'generationConfig.speechConfig' cannot be used with this model."))
+      Abort.abort(Issues.unsupported("generationConfig.speechConfig", "'generationConfig.speechConfig' cannot be used with this model."))
     }
     if (config.imageConfig !== undefined) {
-      abort(unsupported("generationConfig.imageConfig", "'generationConfig.imageConfig' cannot be used with this model."))
+      Abort.abort(Issues.unsupported("generationConfig.imageConfig", "'generationConfig.imageConfig' cannot be used with this model."))
     }
     if (config.responseSchema !== undefined && config.responseJsonSchema !== undefined) {
-      abort(invalid("generationConfig.responseJsonSchema", "Set only one of 'responseSchema' and 'responseJsonSchema'."))
+      Abort.abort(Issues.invalid("generationConfig.responseJsonSchema", "Set only one of 'responseSchema' and 'responseJsonSchema'."))
     }
     const schema = config.responseJsonSchema ?? config.responseSchema
     const mime = config.responseMimeType
@@ -498,13 +496,13 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
         ? { type: "json" }
         : { type: "json_schema", name: "response", schema: normalizeSchema(schema) }
     } else if (mime !== undefined && mime !== "text/plain") {
-      abort(unsupported(
+      Abort.abort(Issues.unsupported(
         "generationConfig.responseMimeType",
         `'generationConfig.responseMimeType' '${mime}' cannot be used with this model; use 'text/plain' or 'application/json'.`
       ))
     } else if (schema !== undefined) {
       const field = config.responseJsonSchema !== undefined ? "responseJsonSchema" : "responseSchema"
-      abort(invalid(`generationConfig.${field}`, `'generationConfig.${field}' requires 'responseMimeType' "application/json".`))
+      Abort.abort(Issues.invalid(`generationConfig.${field}`, `'generationConfig.${field}' requires 'responseMimeType' "application/json".`))
     }
     const thinking = config.thinkingConfig
     if (thinking !== undefined) {
@@ -515,7 +513,7 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
       }
       if (thinking.thinkingBudget !== undefined && thinking.thinkingBudget !== -1) {
         if (thinking.thinkingBudget < -1) {
-          abort(invalid("generationConfig.thinkingConfig.thinkingBudget", "'thinkingBudget' must be -1 (dynamic), 0 (off) or a positive number of tokens."))
+          Abort.abort(Issues.invalid("generationConfig.thinkingConfig.thinkingBudget", "'thinkingBudget' must be -1 (dynamic), 0 (off) or a positive number of tokens."))
         }
         reasoning.budgetTokens = thinking.thinkingBudget
       }
@@ -554,7 +552,7 @@ export const decodeRequestResult = (
   body: unknown,
   model: string,
   options?: DecodeOptions
-): Result.Result<Canonical.ChatRequest, RequestError> => run(() => decodeSync(body, model, options))
+): Result.Result<Canonical.ChatRequest, RequestError> => Abort.run(() => decodeSync(body, model, options))
 
 /**
  * Decodes a Gemini client's `generateContent` body into a canonical request
@@ -723,19 +721,19 @@ const encodeSync = (request: Canonical.ChatRequest, options: EncodeOptions | und
         case "image": {
           if (part.data !== undefined) {
             if (part.mediaType === undefined) {
-              abort(invalid(`${param}.mediaType`, `The image at '${param}' has data but no media type.`))
+              Abort.abort(Issues.invalid(`${param}.mediaType`, `The image at '${param}' has data but no media type.`))
             }
             parts.push({ inlineData: { mimeType: part.mediaType!, data: part.data } })
           } else if (part.url !== undefined) {
             const data = parseDataUrl(part.url)
             if (data === undefined) {
-              abort(unsupported(
+              Abort.abort(Issues.unsupported(
                 `${param}.url`,
                 `The image at '${param}' is given by URL; this model only accepts images sent inline as base64 data (a 'data:' URL). Download the image and send its bytes.`
               ))
             }
             parts.push({ inlineData: data! })
-          } else abort(invalid(param, `The image at '${param}' has neither data nor a URL.`))
+          } else Abort.abort(Issues.invalid(param, `The image at '${param}' has neither data nor a URL.`))
           break
         }
         case "file":
@@ -743,12 +741,12 @@ const encodeSync = (request: Canonical.ChatRequest, options: EncodeOptions | und
           else if (part.uri !== undefined) {
             const data = parseDataUrl(part.uri)
             parts.push(data !== undefined ? { inlineData: data } : { fileData: { mimeType: part.mediaType, fileUri: part.uri } })
-          } else abort(invalid(param, `The file at '${param}' has neither data nor a URI.`))
+          } else Abort.abort(Issues.invalid(param, `The file at '${param}' has neither data nor a URI.`))
           break
         case "tool_call": {
           const args = parseObject(part.arguments)
           if (args === undefined) {
-            abort(invalid(
+            Abort.abort(Issues.invalid(
               `${param}.arguments`,
               `The arguments of tool call '${part.id}' (${part.name}) at '${param}' are not a JSON object.`
             ))
@@ -764,7 +762,7 @@ const encodeSync = (request: Canonical.ChatRequest, options: EncodeOptions | und
         case "tool_result": {
           const name = part.name ?? names.get(part.callId)
           if (name === undefined) {
-            abort(invalid(
+            Abort.abort(Issues.invalid(
               param,
               `The tool result at '${param}' answers call '${part.callId}', which is not in the conversation, and names no function.`
             ))
@@ -782,7 +780,7 @@ const encodeSync = (request: Canonical.ChatRequest, options: EncodeOptions | und
     })
     push(role, parts)
   })
-  if (contents.length === 0) abort(invalid("messages", "The conversation has no content to send."))
+  if (contents.length === 0) Abort.abort(Issues.invalid("messages", "The conversation has no content to send."))
 
   const out: Mutable<UpstreamRequest> = { contents }
   if (request.system !== undefined) {
@@ -850,7 +848,7 @@ const encodeSync = (request: Canonical.ChatRequest, options: EncodeOptions | und
 export const encodeRequestResult = (
   request: Canonical.ChatRequest,
   options?: EncodeOptions
-): Result.Result<UpstreamRequest, RequestError> => run(() => encodeSync(request, options))
+): Result.Result<UpstreamRequest, RequestError> => Abort.run(() => encodeSync(request, options))
 
 /**
  * Writes the `generateContent` body for a Gemini upstream.

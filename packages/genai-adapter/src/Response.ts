@@ -11,7 +11,7 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError } from "@modelgate/core"
+import { GatewayError, Tokens } from "@modelgate/core"
 import { Effect, Result } from "effect"
 import type { Mutable } from "effect/Types"
 import * as GenerateContent from "./GenerateContent.ts"
@@ -94,6 +94,48 @@ export const usageFromWire = (usage: GenerateContent.UsageMetadata): Canonical.U
   if (usage.cachedContentTokenCount !== undefined) out.cachedTokens = usage.cachedContentTokenCount
   if (usage.thoughtsTokenCount !== undefined) out.reasoningTokens = usage.thoughtsTokenCount
   return out
+}
+
+const USAGE_FIELDS = [
+  "promptTokenCount",
+  "candidatesTokenCount",
+  "totalTokenCount",
+  "cachedContentTokenCount",
+  "thoughtsTokenCount",
+  "toolUsePromptTokenCount"
+] as const
+
+/**
+ * An upstream's `usageMetadata` (as sent: anything) in canonical form,
+ * checked: `undefined` when there is none; the reason it was refused (a
+ * string, `Tokens.badCount`'s `name: value`) when a figure that is present is
+ * not a token count (Google leaves out the counts that are zero, so absent
+ * figures are 0); otherwise the usage (`usageFromWire`).
+ *
+ * @example
+ * ```ts
+ * import { Response } from "@modelgate/genai-adapter"
+ *
+ * Response.readUsage({ promptTokenCount: 4, candidatesTokenCount: 2 }) // { promptTokens: 4, completionTokens: 2, totalTokens: 6 }
+ * Response.readUsage({ promptTokenCount: 1.5 }) // "promptTokenCount: 1.5"
+ * ```
+ *
+ * @category usage
+ */
+export const readUsage = (metadata: unknown): Canonical.Usage | string | undefined => {
+  if (metadata === undefined || metadata === null) return undefined
+  if (typeof metadata !== "object" || Array.isArray(metadata)) return "usageMetadata: not an object"
+  const record = metadata as Readonly<Record<string, unknown>>
+  const figures: Record<string, unknown> = {}
+  for (const field of USAGE_FIELDS) figures[field] = record[field]
+  const bad = Tokens.badCount(figures)
+  if (bad !== undefined) return bad
+  const usage: Mutable<GenerateContent.UsageMetadata> = {}
+  for (const field of USAGE_FIELDS) {
+    const value = record[field]
+    if (typeof value === "number") usage[field] = value
+  }
+  return usageFromWire(usage)
 }
 
 /**
@@ -312,7 +354,9 @@ export const decodeResponseResult = (
     created: options?.created ?? 0,
     choices
   }
-  if (wire.usageMetadata !== undefined) out.usage = usageFromWire(wire.usageMetadata)
+  const usage = readUsage(wire.usageMetadata)
+  if (typeof usage === "string") out.usageRejected = usage
+  else if (usage !== undefined) out.usage = usage
   return Result.succeed(out)
 }
 

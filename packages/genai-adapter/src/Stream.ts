@@ -30,10 +30,9 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError } from "@modelgate/core"
-import { Effect, Result, Stream } from "effect"
+import { GatewayError, Sse } from "@modelgate/core"
+import { Effect, Predicate, Result, Stream } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
-import * as Framing from "./Framing.ts"
 import type * as GenerateContent from "./GenerateContent.ts"
 import { decodeResponseBody } from "./GenerateContent.ts"
 import {
@@ -41,9 +40,9 @@ import {
   finishReasonToWire,
   imageMarkdown,
   partFromWire,
+  readUsage,
   syntheticCallId,
   untranslatableMedia,
-  usageFromWire,
   usageToWire
 } from "./Response.ts"
 
@@ -65,9 +64,6 @@ interface DecodedChoice {
   finished: boolean
 }
 
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 /**
  * Gemini upstream chunks -> canonical events, one stream per instance.
  *
@@ -88,7 +84,8 @@ export class StreamDecoder {
   private readonly options: DecoderOptions | undefined
   private started = false
   private responseId: string | undefined = undefined
-  private lastUsage: Canonical.Usage | undefined = undefined
+  /** The last usage reported: canonical, or why its figures were refused. */
+  private lastUsage: Canonical.Usage | string | undefined = undefined
   private readonly choices = new Map<number, DecodedChoice>()
 
   constructor(options?: DecoderOptions) {
@@ -139,18 +136,22 @@ export class StreamDecoder {
     return Result.succeed(out)
   }
 
-  /** The events due at the end of the stream: the last usage, if any was reported. */
+  /**
+   * The events due at the end of the stream: the last usage, if any was
+   * reported (`usage_rejected` when its figures were not token counts).
+   */
   end(): Array<Canonical.StreamEvent> {
-    return this.lastUsage === undefined ? [] : [{ type: "usage", usage: this.lastUsage }]
+    const usage = this.lastUsage
+    return usage === undefined ? [] : typeof usage === "string" ? [{ type: "usage_rejected", reason: usage }] : [{ type: "usage", usage }]
   }
 
-  /** The last usage reported so far (for billing a cut stream). */
+  /** The last usage reported so far, when its figures are token counts (for billing a cut stream). */
   usage(): Canonical.Usage | undefined {
-    return this.lastUsage
+    return typeof this.lastUsage === "string" ? undefined : this.lastUsage
   }
 
   private decodeInto(chunk: unknown, out: Array<Canonical.StreamEvent>): StreamError | undefined {
-    if (isRecord(chunk) && isRecord(chunk.error)) {
+    if (Predicate.isObject(chunk) && Predicate.isObject(chunk.error)) {
       const error = ErrorEnvelope.upstreamErrorOf(chunk)
       const code = chunk.error.code
       return ErrorEnvelope.classifyUpstreamError(typeof code === "number" ? code : 500, error)
@@ -225,7 +226,7 @@ export class StreamDecoder {
       this.choices.set(0, { calls: 0, finished: true })
       out.push({ type: "finish", index: 0, reason: "content_filter" })
     }
-    if (wire.usageMetadata !== undefined) this.lastUsage = usageFromWire(wire.usageMetadata)
+    if (wire.usageMetadata !== undefined) this.lastUsage = readUsage(wire.usageMetadata)
     return undefined
   }
 }
@@ -256,7 +257,7 @@ const callPart = (call: PendingCall): GenerateContent.OutputPart => {
   else {
     try {
       const parsed: unknown = JSON.parse(text)
-      args = isRecord(parsed) ? parsed as GenerateContent.JsonObject : { _raw: text }
+      args = Predicate.isObject(parsed) ? parsed as GenerateContent.JsonObject : { _raw: text }
     } catch {
       args = { _raw: text }
     }
@@ -364,6 +365,10 @@ export class StreamEncoder {
       case "usage":
         this.lastUsage = event.usage
         return
+      case "usage_rejected":
+        // Figures the gateway refused are not passed on.
+        this.lastUsage = undefined
+        return
       case "text":
       case "thinking": {
         if (event.text.length === 0 && (event.type === "text" || event.signature === undefined)) return
@@ -440,9 +445,9 @@ export const decodeSseText = (options?: DecoderOptions) =>
 <E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<Canonical.StreamEvent, E | StreamError, R> =>
   Stream.suspend(() => {
     const decoder = new StreamDecoder(options)
-    return Framing.parseSse(text).pipe(
-      Stream.mapArrayEffect((array) => {
-        const result = decoder.pushAll(array, true)
+    return Sse.decode(text).pipe(
+      Stream.mapArrayEffect((events) => {
+        const result = decoder.pushAll(events.map((event) => event.data), true)
         return Result.isFailure(result) ? Effect.fail(result.failure) : Effect.succeed([result.success] as const)
       }),
       Stream.flattenIterable,

@@ -35,7 +35,8 @@ const table: ReadonlyArray<readonly [GatewayError.GatewayError, number, string, 
   [new GatewayError.Forbidden({ message: "Admins only." }), 403, "PERMISSION_DENIED", {}, [{ "@type": `${rpc}ErrorInfo`, reason: "FORBIDDEN", domain: "modelgate" }]],
   [new GatewayError.ResourceNotFound({ message: "No such key." }), 404, "NOT_FOUND", {}, undefined],
   [new GatewayError.InternalError({ message: "Oops." }), 500, "INTERNAL", {}, undefined],
-  [new GatewayError.ServiceUnavailable({ message: "Shutting down." }), 503, "UNAVAILABLE", {}, undefined]
+  [new GatewayError.ServiceUnavailable({ message: "Shutting down." }), 503, "UNAVAILABLE", {}, undefined],
+  [new GatewayError.DatabaseUnavailable({ message: "No database.", retryAfterSeconds: 5 }), 503, "UNAVAILABLE", { "retry-after": "5" }, [{ "@type": `${rpc}RetryInfo`, retryDelay: "5s" }]]
 ]
 
 describe("ErrorEnvelope.toResponse", () => {
@@ -110,13 +111,32 @@ describe("ErrorEnvelope.toResponse", () => {
 })
 
 describe("ErrorEnvelope.classifyUpstream", () => {
-  it("never leaks credential problems", () => {
-    const bad = JSON.stringify({ error: { code: 400, message: "API key not valid. Please pass a valid API key. key=AIza123", status: "INVALID_ARGUMENT", details: [{ "@type": `${rpc}ErrorInfo`, reason: "API_KEY_INVALID" }] } })
-    for (const [status, body] of [[400, bad], [401, "{}"], [403, JSON.stringify({ error: { code: 403, message: "Permission denied AIza123", status: "PERMISSION_DENIED" } })]] as const) {
+  it("a clear refusal of the key (401, API_KEY_INVALID, API_KEY_EXPIRED, SERVICE_DISABLED) counts against it, without the upstream's words", () => {
+    const info = (code: number, status: string, reason: string) =>
+      JSON.stringify({ error: { code, message: `API key refused. key=AIza123 (${reason})`, status, details: [{ "@type": `${rpc}ErrorInfo`, reason }] } })
+    for (
+      const [status, body] of [
+        [400, info(400, "INVALID_ARGUMENT", "API_KEY_INVALID")],
+        [400, info(400, "INVALID_ARGUMENT", "API_KEY_EXPIRED")],
+        [403, info(403, "PERMISSION_DENIED", "SERVICE_DISABLED")],
+        [401, "{}"]
+      ] as const
+    ) {
       const error = ErrorEnvelope.classifyUpstream(status, body)
-      assert.strictEqual(error._tag, "UpstreamUnavailable")
+      assert.strictEqual(error._tag, "UpstreamUnavailable", body)
+      assert.isTrue(error._tag === "UpstreamUnavailable" && error.credentialsRefused, body)
       assert.isFalse(error.message.includes("AIza"))
     }
+  })
+
+  it("a 403 about the request's own content, and a message that merely mentions an API key, are the caller's", () => {
+    const file = ErrorEnvelope.classifyUpstream(403, JSON.stringify({ error: { code: 403, message: "You do not have permission to access the File abc or it may not exist.", status: "PERMISSION_DENIED" } }))
+    assert.deepStrictEqual(
+      [file._tag, file._tag === "UpstreamRejected" ? [file.status, file.code] : [], file.message],
+      ["UpstreamRejected", [403, "PERMISSION_DENIED"], "You do not have permission to access the File abc or it may not exist."]
+    )
+    const mentions = ErrorEnvelope.classifyUpstream(400, JSON.stringify({ error: { code: 400, message: "Tool 'search' needs an api key parameter", status: "INVALID_ARGUMENT" } }))
+    assert.strictEqual(mentions._tag, "UpstreamRejected")
   })
 
   it("429 reads RetryInfo, else retry-after, else the message hint", () => {

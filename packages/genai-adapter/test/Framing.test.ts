@@ -30,37 +30,4 @@ describe("Framing", () => {
       const empty = yield* Stream.empty.pipe(Framing.encodeArray, Stream.runCollect)
       assert.strictEqual(empty.join(""), "[]")
     }))
-
-  it("parses SSE with \\r\\n and \\n, comments, event lines and multi-line data", () => {
-    const parser = new Framing.SseParser()
-    assert.deepStrictEqual(parser.push(": ping\r\nevent: x\r\ndata: {\"a\":1}\r\n\r\n"), ["{\"a\":1}"])
-    assert.deepStrictEqual(parser.push("data:one\ndata: two\n\n"), ["one\ntwo"])
-    assert.deepStrictEqual(parser.push("data: tail"), [])
-    assert.deepStrictEqual(parser.end(), ["tail"])
-  })
-
-  it("holds a trailing \\r until it knows whether \\n follows", () => {
-    const parser = new Framing.SseParser()
-    assert.deepStrictEqual(parser.push("data: 1\r"), [])
-    assert.deepStrictEqual(parser.push("\n\r"), ["1"])
-    assert.deepStrictEqual(parser.push("\ndata: 2\r\n\r\n"), ["2"])
-  })
-
-  it("gives the same events for every split of a stream", () => {
-    const text = "data: {\"x\":\"é😀\"}\r\n\r\n: c\r\ndata: 2\n\ndata: 3\r\n\r\n"
-    const whole = new Framing.SseParser().push(text)
-    for (let i = 0; i <= text.length; i++) {
-      for (let j = i; j <= text.length; j += 3) {
-        const parser = new Framing.SseParser()
-        const events = [...parser.push(text.slice(0, i)), ...parser.push(text.slice(i, j)), ...parser.push(text.slice(j)), ...parser.end()]
-        assert.deepStrictEqual(events, whole)
-      }
-    }
-  })
-
-  it.effect("parseSse works on a text stream and flushes the last event", () =>
-    Effect.gen(function*() {
-      const events = yield* Stream.make("data: a\r\n", "\r\ndata: b").pipe(Framing.parseSse, Stream.runCollect)
-      assert.deepStrictEqual(events, ["a", "b"])
-    }))
 })

@@ -64,6 +64,44 @@ describe("Passthrough.inspectBody", () => {
     }))
 })
 
+describe("Passthrough.inspectBody: large bodies", () => {
+  /** A body past EAGER_CHECK_BYTES: a long history, then `turns`, then `fields`. */
+  const large = (turns: ReadonlyArray<unknown> = [], fields: Record<string, unknown> = {}) =>
+    JSON.stringify({
+      contents: [...Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? "model" : "user", parts: [{ text: `turn ${i} ${"x".repeat(600)}` }] })), ...turns],
+      ...fields
+    })
+
+  it.effect("reads what the call needs by scanning, counts media keys (not text that reads like one), and defers the turn check", () =>
+    Effect.gen(function*() {
+      const text = large(
+        [{ role: "user", parts: [{ text: "\"inlineData\": is only text" }, { inlineData: { mimeType: "image/png", data: "iVBORw0KGgo=" } }, { file_data: { file_uri: "gs://b/c" } }] }],
+        { systemInstruction: { parts: [{ fileData: { fileUri: "gs://b/rules.pdf" } }] }, generationConfig: { candidateCount: 2, maxOutputTokens: 7 } }
+      )
+      assert.isAbove(text.length, Passthrough.EAGER_CHECK_BYTES)
+      const inspected = yield* Passthrough.inspectBody(new TextEncoder().encode(text))
+      assert.deepStrictEqual([inspected.candidateCount, inspected.maxOutputTokens, inspected.mediaParts, inspected.checked], [2, 7, 3, false])
+      assert.isUndefined(Passthrough.checkStructure(inspected))
+      assert.strictEqual(inspected.body.contents instanceof Array && inspected.body.contents.length, 41, "the body is parsed when first read")
+    }))
+
+  it.effect("a malformed turn deep in a large body is named by the deferred check; the top level is checked at once", () =>
+    Effect.gen(function*() {
+      const deferred = Passthrough.checkStructure(yield* Passthrough.inspectBody(large([{ role: "user", parts: {} }])))
+      assert.strictEqual(deferred?.param, "contents[40].parts")
+      const cases: ReadonlyArray<readonly [string, string | undefined, string]> = [
+        [large([], { generationConfig: { maxOutputTokens: -3 } }), "generationConfig.maxOutputTokens", "positive integer"],
+        [large([], { contents: { a: "x".repeat(Passthrough.EAGER_CHECK_BYTES) } }), "contents", "must be an array"],
+        [large().slice(0, -2), undefined, "not valid JSON"]
+      ]
+      for (const [text, param, fragment] of cases) {
+        const error = yield* Effect.flip(Passthrough.inspectBody(text))
+        assert.strictEqual(error.param, param)
+        assert.include(error.message, fragment)
+      }
+    }))
+})
+
 describe("Passthrough.PassthroughMeter", () => {
   const stream = [
     "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hel\\\"lo\"}],\"role\":\"model\"}}],\"usageMetadata\":{\"promptTokenCount\":4,\"totalTokenCount\":4}}\r\n\r\n",

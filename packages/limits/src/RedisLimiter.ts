@@ -22,6 +22,17 @@
  *   failure Redis is skipped for `retryDownMs`, then tried again; the client
  *   reconnects on its own with exponential backoff (100 ms doubling, at most
  *   5 s), so shared limiting resumes without a restart.
+ * - **Each process counts what it admitted.** Every call admitted through
+ *   Redis is also recorded in the process's in-memory limiter, so during an
+ *   outage a process limits on everything it admitted in the window, before
+ *   the outage too: with N processes, a key gets at most N times its limit in
+ *   any window. For one window after Redis answers again, and after Redis is
+ *   found to have lost its data (a restart without persistence: the marker key
+ *   `<prefix>epoch` is gone), a call needs both Redis and the process's own
+ *   count to admit it (Redis does not know what was admitted locally, or at
+ *   all, before), so the same bound holds across those windows. At start the
+ *   limiter warns when Redis keeps no append-only file (`appendonly no`): a
+ *   restart then loses every window.
  * - **No leaked slots, no lost corrections.** A permit is released where it
  *   was admitted: calls admitted locally during an outage release locally. A
  *   release that was never sent (Redis unreachable) is queued and sent again,
@@ -41,7 +52,7 @@
  * @since 0.1.0
  */
 import { randomUUID } from "node:crypto"
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schedule } from "effect"
 import { GatewayError, MemoryLimiter, RateLimiter as Port, RateWindow as Window } from "@modelgate/core"
 import { ClientOfflineError } from "redis"
 import * as RedisClient from "./internal/redisClient.ts"
@@ -92,6 +103,42 @@ type Outcome = "done" | "notSent" | "unknown"
 
 const maxPendingReleases = 10_000
 
+/** How often the limiter checks that Redis kept its data (the marker key). @category constants */
+export const MARKER_CHECK_MS = 1_000
+
+/** How long the marker key outlives the last process that checks it. @category constants */
+export const MARKER_TTL_MS = 86_400_000
+
+/**
+ * Warns, once at start, when Redis keeps no append-only file: a restart then
+ * loses every window (what an RDB snapshot keeps is minutes old). Says so
+ * when Redis does not allow `CONFIG GET` (managed services), without failing.
+ */
+const warnWithoutPersistence = (client: RedisClient.CommandClient) =>
+  Effect.promise(async () => {
+    if (!client.isReady) return undefined
+    try {
+      // A map (RESP3 clients) or a flat [name, value] list (RESP2).
+      const reply: unknown = await client.sendCommand(["CONFIG", "GET", "appendonly"])
+      if (Array.isArray(reply)) return reply.length >= 2 ? String(reply[1]) : "unknown"
+      if (typeof reply === "object" && reply !== null && "appendonly" in reply) return String((reply as { appendonly: unknown }).appendonly)
+      return "unknown"
+    } catch {
+      return "unknown"
+    }
+  }).pipe(
+    Effect.flatMap((appendonly) => {
+      if (appendonly === undefined || appendonly === "yes") return Effect.void
+      if (appendonly === "unknown") {
+        return Effect.logInfo("RedisLimiter: cannot tell whether Redis persists its data (CONFIG GET is not allowed); without it a restart resets every rate-limit window")
+      }
+      return Effect.logWarning(
+        "RedisLimiter: Redis keeps no append-only file (appendonly no): a restart of Redis loses every rate-limit window, and for one window " +
+          "after it each process limits on its own (at most N times a limit with N processes). Set appendonly yes on the Redis server."
+      )
+    })
+  )
+
 const isNoScript = (cause: unknown): boolean => cause instanceof Error && cause.message.startsWith("NOSCRIPT")
 
 const checkOptions = (options: Options): string | undefined => {
@@ -136,7 +183,11 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const leaseArg = String(leaseMs)
   const bucketArg = String(Window.bucketMs(windowMs))
 
+  // This process's own count of every call it admitted (through Redis or not): the limits while
+  // Redis cannot be asked, and a second check for a window after it answers again.
   const local = yield* MemoryLimiter.make({ windowMs, leaseMs })
+  /** Until when calls need this process's own count to admit them too (after an outage, or lost Redis data). */
+  let catchUpUntil = 0
 
   // Commands fail at once while disconnected; outages are reported by the limiter itself, once each.
   const client = yield* RedisClient.commandClient(options.url, commandTimeoutMs)
@@ -240,7 +291,9 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     if (!down) return Effect.void
     down = false
     const queued = pending.splice(0, pending.length)
-    return Effect.flatMap(timeArg, (time) => {
+    return Effect.flatMap(Effect.zip(timeArg, Clock.currentTimeMillis), ([time, now]) => {
+      // Redis does not know what this process admitted on its own meanwhile: check both for a window.
+      catchUpUntil = now + windowMs
       for (const release of queued) {
         void sendRelease(release, time).then((outcome) => afterSend(release, outcome))
       }
@@ -376,11 +429,57 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       }
     }
     if (reply[0] !== 1) return yield* Window.refusal(limited, observations, estimate, windowMs)
+    const bucket = String(reply[1])
+    const shared: Port.Permit = { snapshot: Window.snapshot(limited, observations), release: makeRelease(keys, callId, bucket, estimate) }
+    // Counted here too; for a window after an outage or lost data, only if this process's own count allows it.
+    const own = now < catchUpUntil
+      ? yield* Effect.result(local.acquire(limited, estimate))
+      : { _tag: "Success" as const, success: yield* local.record(limited, estimate) }
+    if (own._tag === "Failure") {
+      const cancel: PendingRelease = { keys, callId, bucket, change: -estimate, cancel: true }
+      void sendRelease(cancel, "-1").then((outcome) => afterSend(cancel, outcome))
+      return yield* Effect.fail(own.failure)
+    }
     return {
-      snapshot: Window.snapshot(limited, observations),
-      release: makeRelease(keys, callId, String(reply[1]), estimate)
+      snapshot: shared.snapshot,
+      release: (actualTokens: number) => Effect.andThen(own.success.release(actualTokens), shared.release(actualTokens))
     } satisfies Port.Permit
   })
+
+  // Redis that lost its data (restarted without persistence, flushed): the marker key is gone or
+  // was set again by another process (or expired: no process checked it for a day). Then every window restarted empty there, and calls need this
+  // process's own count too, for a window.
+  const marker = `${prefix}epoch`
+  let epoch: string | null = null
+  const checkMarker = Effect.promise(async () => {
+    if (!client.isReady) return undefined
+    try {
+      await client.sendCommand(["SET", marker, randomUUID(), "NX"])
+      const seen = String(await client.sendCommand(["GET", marker]))
+      // Kept while any process checks it, gone a day after the last one stopped.
+      await client.sendCommand(["PEXPIRE", marker, String(MARKER_TTL_MS)])
+      return seen
+    } catch {
+      return undefined
+    }
+  }).pipe(
+    Effect.flatMap((seen) => {
+      if (seen === undefined || seen === epoch) return Effect.void
+      const lost = epoch !== null
+      epoch = seen
+      if (!lost) return Effect.void
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        catchUpUntil = now + windowMs
+        return Effect.logWarning(
+        "RedisLimiter: Redis lost its data (restarted without persistence?): every rate-limit window restarted empty there, so for one window " +
+          "each process also limits on what it admitted itself. Turn on Redis persistence (appendonly yes) to keep windows across restarts."
+        )
+      })
+    })
+  )
+  yield* checkMarker
+  yield* checkMarker.pipe(Effect.repeat(Schedule.spaced(MARKER_CHECK_MS)), Effect.delay(MARKER_CHECK_MS), Effect.forkScoped)
+  yield* warnWithoutPersistence(client)
 
   return {
     limiter: Port.RateLimiter.of({ acquire }),

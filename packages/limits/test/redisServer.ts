@@ -110,3 +110,6 @@ export const privateRedis = Effect.gen(function*() {
 
 /** Whether redis-server is installed (the private-server tests are skipped otherwise). */
 export const hasRedisServer: boolean = existsSync(redisServer)
+
+/** What the private-server tests need, for their names (they are skipped without it). */
+export const needsRedisServer = `needs ${redisServer}; on Debian: apt-get install redis-server`

@@ -30,6 +30,7 @@
 import { Invalidation } from "@modelgate/core"
 import { RedisBroadcast } from "@modelgate/limits"
 import * as CacheChanges from "@modelgate/store/CacheChanges"
+import { OutageLog } from "@modelgate/core"
 import { Clock, Context, Duration, Effect, Layer, Option, Schedule, Schema, Semaphore } from "effect"
 import type { Scope } from "effect"
 import type { SqlError } from "effect/sql"
@@ -180,7 +181,6 @@ const make = Effect.fnUntraced(function*(options: Options): Effect.fn.Return<
   let watermark = (yield* Baseline).seq
   // Changes applied ahead of the log reader (from a message, or made here), by sequence number.
   const applied = new Set<number>()
-  let failing = false
 
   const reloadEverything = Effect.gen(function*() {
     yield* applyHere({ topic: "keys", ids: null })
@@ -206,21 +206,11 @@ const make = Effect.fnUntraced(function*(options: Options): Effect.fn.Return<
   })
 
   const reading = yield* Semaphore.make(1)
+  // Every 500 ms: while the database is down, one line per outage (with its reason, no stack trace).
+  const readingOutage = OutageLog.make("reading the change log (changes from other nodes may be late meanwhile)")
   const catchUp = reading.withPermits(1)(readLog).pipe(
-    Effect.tap(() =>
-      Effect.suspend(() => {
-        if (!failing) return Effect.void
-        failing = false
-        return Effect.logInfo("reading the change log works again")
-      })
-    ),
-    Effect.catchCause((cause) =>
-      Effect.suspend(() => {
-        if (failing) return Effect.void
-        failing = true
-        return Effect.logWarning("reading the change log failed; retrying (changes from other nodes may be late meanwhile)", cause)
-      })
-    )
+    Effect.andThen(readingOutage.succeeded),
+    Effect.catchCause(readingOutage.failed)
   )
 
   const onMessage = (message: string): Effect.Effect<void> =>

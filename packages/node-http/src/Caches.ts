@@ -21,6 +21,7 @@ import { Catalog, type Domain, GatewayError, KeyStore } from "@modelgate/core"
 import * as CacheChanges from "@modelgate/store/CacheChanges"
 import * as CatalogRepo from "@modelgate/store/CatalogRepo"
 import * as Keys from "@modelgate/store/Keys"
+import { OutageLog } from "@modelgate/core"
 import type { SecretError } from "@modelgate/store/Secrets"
 import * as Secrets from "@modelgate/store/Secrets"
 import { Clock, Context, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
@@ -32,7 +33,6 @@ const NEGATIVE_MAX = 10_000
 /** How many presented secrets' hashes are remembered (then the memo starts over). */
 const HASHES_MAX = 50_000
 
-const keyLookupFailed = new GatewayError.InternalError({ message: "The gateway could not check the API key; try again." })
 
 /**
  * The change log's sequence number read before the caches first load: every
@@ -55,7 +55,7 @@ export class Baseline extends Context.Service<Baseline, { readonly seq: number }
  * @category services
  */
 export class KeyCache extends Context.Service<KeyCache, {
-  readonly lookup: (secret: string) => Effect.Effect<Domain.ApiKey | undefined, GatewayError.InternalError>
+  readonly lookup: (secret: string) => Effect.Effect<Domain.ApiKey | undefined, GatewayError.DatabaseUnavailable>
   /** Reloads every key. */
   readonly reloadAll: Effect.Effect<void, SqlError.SqlError>
   /** Reloads these keys (dropping those revoked or deleted). */
@@ -79,6 +79,7 @@ export class KeyCache extends Context.Service<KeyCache, {
       let epoch = 0
       const writes = yield* Semaphore.make(1)
       const serially = <A, E>(effect: Effect.Effect<A, E>) => writes.withPermits(1)(effect)
+      const outage = OutageLog.make("API key lookups (the database)")
 
       const forget = (id: string): void => {
         const hash = hashById.get(id)
@@ -127,11 +128,12 @@ export class KeyCache extends Context.Service<KeyCache, {
 
       // Last use is kept in memory and written in one batch every few seconds, never per request.
       let used = new Map<string, number>()
+      const usesOutage = OutageLog.make("recording when keys were last used (the database)")
       const flushUses = Effect.suspend(() => {
         if (used.size === 0) return Effect.void
         const batch = [...used].map(([keyId, at]) => ({ keyId, at }))
         used = new Map()
-        return keys.touchLastUsed(batch).pipe(Effect.catchCause((cause) => Effect.logWarning("recording key use failed", cause)))
+        return keys.touchLastUsed(batch).pipe(Effect.andThen(usesOutage.succeeded), Effect.catchCause(usesOutage.failed))
       })
       yield* flushUses.pipe(Effect.repeat(Schedule.spaced(LAST_USED_INTERVAL)), Effect.forkScoped)
       yield* Effect.addFinalizer(() => flushUses)
@@ -159,8 +161,10 @@ export class KeyCache extends Context.Service<KeyCache, {
         const missedAt = unknown.get(hash)
         if (missedAt !== undefined && now - missedAt < NEGATIVE_TTL_MS) return undefined
         const startedAt = epoch
+        // A key not in memory while the database is down may exist: 503, logged once per outage.
         const found = yield* keys.findByHash(hash).pipe(
-          Effect.catchCause((cause) => Effect.logError("key lookup failed", cause).pipe(Effect.andThen(Effect.fail(keyLookupFailed))))
+          Effect.tap(() => outage.succeeded),
+          Effect.catchCause((cause) => Effect.andThen(outage.failed(cause), Effect.fail(Keys.keyLookupUnavailable)))
         )
         // A change applied meanwhile may have been about this very key: answer, but do not remember.
         if (epoch === startedAt) {

@@ -1,12 +1,12 @@
 /**
  * The `modelgate` command line: `serve`, `keys create|list|revoke`,
- * `users adjust` and `fakeupstream`. Every command that touches the database
+ * `users adjust|set-password` and `usage replay`. Every command that touches the database
  * reads the same configuration as `serve` (`--config FILE`, else
- * `MODELGATE_CONFIG`, else the demo setup) so it works on the same data.
+ * `MODELGATE_CONFIG`, else the demo setup on its own database) so it works on
+ * the same data.
  *
  * @since 0.1.0
  */
-import { FakeUpstream, parseListenAddress } from "@modelgate/fake-upstream"
 import { Money } from "@modelgate/core"
 import * as Accounts from "@modelgate/store/Accounts"
 import * as CatalogRepo from "@modelgate/store/CatalogRepo"
@@ -15,24 +15,43 @@ import * as Database from "@modelgate/store/Database"
 import * as Keys from "@modelgate/store/Keys"
 import * as Migrations from "@modelgate/store/Migrations"
 import * as Secrets from "@modelgate/store/Secrets"
+import * as Sessions from "@modelgate/store/Sessions"
+import * as UsageJournal from "@modelgate/store/UsageJournal"
+import * as UsageWriter from "@modelgate/store/UsageWriter"
 import * as Users from "@modelgate/store/Users"
-import { Console, Effect, Layer, Option } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
-import type { SqlError } from "effect/sql"
-import { existsSync } from "node:fs"
+import { Array as Arr, Console, Effect, Layer, Option, Redacted } from "effect"
+import { Argument, Command, Flag, Prompt } from "effect/cli"
+import { SqlClient, type SqlError } from "effect/sql"
+import { existsSync, renameSync } from "node:fs"
 import { userInfo } from "node:os"
+import { dirname } from "node:path"
+import { text } from "node:stream/consumers"
 import { fileURLToPath } from "node:url"
 import * as CacheSync from "./CacheSync.ts"
 import * as ConfigFile from "./ConfigFile.ts"
 import * as Demo from "./Demo.ts"
+import * as NodeIdentity from "./NodeIdentity.ts"
 import * as Server from "./Server.ts"
 import { nonEmpty, resolveSettings, type Settings } from "./Settings.ts"
 
 type Env = Readonly<Record<string, string | undefined>>
 
-const consoleDir = (): string | null => {
+/**
+ * Where the console's built files are: `MODELGATE_CONSOLE_DIR` (a deployment
+ * that copies the bundle elsewhere points it at the files; set but without an
+ * `index.html`, the start stops, naming it), else `packages/console/dist` of
+ * this checkout when it was built (from the sources or the bundle alike), else
+ * none (the console is not served).
+ */
+const consoleDir = (env: Env): Effect.Effect<string | null, ConfigFile.ConfigError> => {
+  const configured = nonEmpty(env["MODELGATE_CONSOLE_DIR"])
+  if (configured !== undefined) {
+    return existsSync(`${configured}/index.html`)
+      ? Effect.succeed(configured)
+      : Effect.fail(new ConfigFile.ConfigError({ message: `MODELGATE_CONSOLE_DIR is ${configured}, which has no index.html: point it at the console's built files (packages/console/dist after pnpm build).` }))
+  }
   const dir = fileURLToPath(new URL("../../console/dist", import.meta.url))
-  return existsSync(`${dir}/index.html`) ? dir : null
+  return Effect.succeed(existsSync(`${dir}/index.html`) ? dir : null)
 }
 
 const configFlag = Flag.String("config").pipe(
@@ -41,17 +60,23 @@ const configFlag = Flag.String("config").pipe(
   Flag.optional
 )
 
-/** The configuration to use: the flag, the environment, or the demo (with a fake upstream at `demoUpstream`). */
-const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string | undefined) =>
+/**
+ * The configuration to use: the flag, the environment, or the demo (with a
+ * fake upstream at `demoUpstream`), which runs only on its own database and,
+ * when `serving`, on a loopback address (see `Demo.guardEnvironment`).
+ */
+const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string | undefined, serving = false) =>
   Effect.gen(function*() {
     const path = Option.getOrUndefined(flag) ?? nonEmpty(env["MODELGATE_CONFIG"])
     if (path !== undefined) {
       const file = yield* ConfigFile.load(path)
-      const settings = yield* resolveSettings(file, env, { consoleDir: consoleDir(), source: path })
+      const settings = yield* resolveSettings(file, env, { consoleDir: yield* consoleDir(env), source: path })
       return { file, settings, demo: false }
     }
+    yield* Demo.guardEnvironment(env, { serving })
     const file = Demo.config(demoUpstream ?? "http://127.0.0.1:9")
-    const settings = yield* resolveSettings(file, env, { consoleDir: consoleDir(), source: "the built-in demo configuration" })
+    const settings = yield* resolveSettings(file, env, { consoleDir: yield* consoleDir(env), source: "the built-in demo configuration" })
+    yield* Demo.claimDatabase(settings)
     return { file, settings, demo: true }
   })
 
@@ -109,23 +134,31 @@ const serve = (env: Env) =>
   Command.make("serve", { config: configFlag }, ({ config }) =>
     Effect.gen(function*() {
       const path = Option.getOrUndefined(config) ?? nonEmpty(env["MODELGATE_CONFIG"])
-      const upstream = path === undefined ? yield* FakeUpstream.scoped({ port: 0 }) : undefined
-      const { file, settings, demo } = yield* loadConfig(config, env, upstream?.url)
+      if (path === undefined) yield* Demo.guardEnvironment(env, { serving: true })
+      const upstream = path === undefined ? yield* Demo.upstream(env) : undefined
+      const loaded = yield* loadConfig(config, env, upstream, true)
+      const { file, demo } = loaded
+      // Without node_id in the file, a stable id kept beside the key file (held while this process runs).
+      const settings = file.node_id === undefined
+        ? { ...loaded.settings, nodeId: yield* NodeIdentity.claim(dirname(loaded.settings.secretFile)) }
+        : loaded.settings
       yield* Layer.launch(
         Layer.effectDiscard(banner(settings, demo)).pipe(Layer.provide(Server.layer(settings, file)))
       ).pipe(Effect.catchTag("SqlError", unusableDatabase(settings, env)))
-    }).pipe(Effect.scoped)).pipe(Command.withDescription("Run the gateway (with no configuration: the demo setup)."))
+    }).pipe(Effect.scoped)).pipe(Command.withDescription("Run the gateway (with no configuration: the demo setup, which `pnpm start` runs with its fake upstream)."))
 
 /**
  * A database that cannot be opened or reached, reported with where its address
- * came from and the underlying cause (a missing directory, a refused connection,
- * wrong credentials). Other SQL errors pass unchanged.
+ * came from and the underlying cause: a missing directory, a refused
+ * connection, wrong credentials, or the server's own reason for refusing the
+ * connection ("sorry, too many clients already", whatever its error class).
+ * Other SQL errors pass unchanged.
  */
 const unusableDatabase = (settings: Settings, env: Env) =>
 (error: SqlError.SqlError): Effect.Effect<never, SqlError.SqlError | ConfigFile.ConfigError> => {
   const reason = error.reason
   const opening = reason._tag === "ConnectionError" || reason._tag === "AuthenticationError" ||
-    reason._tag === "AuthorizationError" || reason.operation === "open"
+    reason._tag === "AuthorizationError" || reason.operation === "open" || reason.operation === "connect"
   if (!opening) return Effect.fail(error)
   const origin = nonEmpty(env["MODELGATE_DATABASE"]) !== undefined ? "MODELGATE_DATABASE" : `database in ${settings.configSource}`
   const cause = reason.cause instanceof Error && reason.cause.message.length > 0 ? ` (${reason.cause.message})` : ""
@@ -248,6 +281,42 @@ export const cliActor = (env: Env): string => {
   return `cli:${name}`
 }
 
+/** The shortest password `users set-password` accepts (as the console). @category commands */
+export const MIN_PASSWORD_LENGTH = 8
+
+const passwordProblem = (password: string): string | undefined =>
+  password.length < MIN_PASSWORD_LENGTH
+    ? `The new password must have at least ${MIN_PASSWORD_LENGTH} characters; nothing changed.`
+    : password.length > 256
+    ? "The new password must have at most 256 characters; nothing changed."
+    : undefined
+
+/**
+ * A new password from standard input: on a terminal, typed without echo and
+ * repeated; otherwise (piped) the first line. Too short or too long is refused.
+ */
+const newPassword = Effect.gen(function*() {
+  let password: string
+  if (process.stdin.isTTY) {
+    const ask = (prompt: Prompt.Prompt<Redacted.Redacted>) => Prompt.run(prompt).pipe(Effect.mapError(() => new Error("Cancelled; nothing changed.")))
+    const first = yield* ask(Prompt.Hidden({
+      message: `New password (at least ${MIN_PASSWORD_LENGTH} characters)`,
+      validate: (value) => {
+        const problem = passwordProblem(value)
+        return problem === undefined ? Effect.succeed(value) : Effect.fail(problem.replace("; nothing changed", ""))
+      }
+    }))
+    const again = yield* ask(Prompt.Hidden({ message: "The same password again" }))
+    if (Redacted.value(first) !== Redacted.value(again)) return yield* Effect.fail(new Error("The two passwords differ; nothing changed."))
+    password = Redacted.value(first)
+  } else {
+    password = (yield* Effect.promise(() => text(process.stdin))).split(/\r?\n/)[0] ?? ""
+  }
+  const problem = passwordProblem(password)
+  if (problem !== undefined) return yield* Effect.fail(new Error(problem))
+  return Redacted.make(password)
+})
+
 const users = (env: Env) => {
   const adjust = Command.make("adjust", {
     config: configFlag,
@@ -267,19 +336,59 @@ const users = (env: Env) => {
         yield* Console.log(`${flags.name}: balance is now ${Money.formatUsd(balance)} USD.`)
       }).pipe(Effect.provide(writingLayer(settings)), Effect.catchTag("SqlError", unusableDatabase(settings, env)))
     })).pipe(Command.withDescription("Add to or take from a user's balance, with a reason."))
-  return Command.make("users").pipe(Command.withSubcommands([adjust]), Command.withDescription("Manage users."))
+  const setPassword = Command.make("set-password", {
+    config: configFlag,
+    name: Argument.String("name").pipe(Argument.withDescription("The user's name."))
+  }, (flags) =>
+    Effect.gen(function*() {
+      const { settings } = yield* loadConfig(flags.config, env, undefined)
+      const password = yield* newPassword
+      yield* Effect.gen(function*() {
+        const users = yield* Users.Users
+        const user = yield* users.findByName(flags.name)
+        if (user === undefined) return yield* Effect.fail(new Error(`No user named '${flags.name}'; nothing changed.`))
+        yield* users.setPassword(user.id, password)
+        // Whoever was signed in with the old password is signed out.
+        yield* (yield* Sessions.Sessions).removeAllOf(user.id)
+        yield* Console.log(`${flags.name}: the password is changed and the user's console sessions ended.`)
+      }).pipe(
+        Effect.provide(Sessions.Sessions.layer().pipe(Layer.provideMerge(storeLayer(settings)))),
+        Effect.catchTag("SqlError", unusableDatabase(settings, env))
+      )
+    })).pipe(Command.withDescription(
+      "Set a user's console password, read from standard input: typed without echo (and repeated) on a terminal, else its first line."
+    ))
+  return Command.make("users").pipe(Command.withSubcommands([adjust, setPassword]), Command.withDescription("Manage users."))
 }
 
-const fakeupstream = Command.make("fakeupstream", {
-  listen: Flag.String("listen").pipe(Flag.withDefault("127.0.0.1:9001"), Flag.withDescription("HOST:PORT to listen on.")),
-  apiKey: Flag.String("api-key").pipe(Flag.optional, Flag.withDescription("The only upstream key accepted (default: any non-empty key)."))
-}, (flags) =>
-  Effect.gen(function*() {
-    const address = parseListenAddress(flags.listen)
-    const server = yield* FakeUpstream.scoped({ ...address, ...Option.match(flags.apiKey, { onNone: () => ({}), onSome: (apiKey) => ({ apiKey }) }) })
-    yield* Console.log(`fake upstream (OpenAI, Gemini, Anthropic) listening on ${server.url}`)
-    return yield* Effect.never
-  }).pipe(Effect.scoped)).pipe(Command.withDescription("Run the fake upstream used by tests, demos and benchmarks."))
+const usage = (env: Env) => {
+  const replay = Command.make("replay", {
+    config: configFlag,
+    files: Argument.String("file").pipe(
+      Argument.atLeast(1),
+      Argument.withDescription("Usage journal files (usage-*.jsonl) a node left in its journal directory.")
+    )
+  }, (flags) =>
+    Effect.gen(function*() {
+      const { settings } = yield* loadConfig(flags.config, env, undefined)
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        for (const file of flags.files) {
+          const { entries, unreadable } = yield* UsageJournal.read(file)
+          yield* Effect.forEach(Arr.chunksOf(entries, 500), (batch) => UsageWriter.writeEntries(sql, batch), { discard: true })
+          renameSync(file, `${file}.replayed`)
+          yield* Console.log(
+            `${file}: ${entries.length} usage record(s), charge(s) and lease release(s) written (those already in the database are not ` +
+              `written again)${unreadable > 0 ? `; ${unreadable} unreadable line(s) skipped` : ""}. The file is now ${file}.replayed.`
+          )
+        }
+      }).pipe(Effect.provide(storeLayer(settings)), Effect.catchTag("SqlError", unusableDatabase(settings, env)))
+    })).pipe(Command.withDescription(
+      "Write what a node kept in its usage journal (the database was unreachable when it stopped) to the database, once; " +
+        "for a journal copied from a node that will not start again on its own directory."
+    ))
+  return Command.make("usage").pipe(Command.withSubcommands([replay]), Command.withDescription("Usage records and charges."))
+}
 
 /**
  * The root command.
@@ -289,5 +398,5 @@ const fakeupstream = Command.make("fakeupstream", {
 export const make = (env: Env) =>
   Command.make("modelgate").pipe(
     Command.withDescription("modelgate: a self-hosted LLM API gateway."),
-    Command.withSubcommands([serve(env), keys(env), users(env), fakeupstream])
+    Command.withSubcommands([serve(env), keys(env), users(env), usage(env)])
   )

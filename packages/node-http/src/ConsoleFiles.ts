@@ -25,6 +25,24 @@ const types: Record<string, string> = {
   ".txt": "text/plain; charset=utf-8"
 }
 
+/**
+ * The console's Content-Security-Policy.
+ *
+ * @category headers
+ */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'"
+].join("; ")
+
 interface File {
   readonly body: Uint8Array
   readonly type: string
@@ -66,6 +84,8 @@ export const make = (dir: string): ((path: string) => Effect.Effect<HttpServerRe
         headers: {
           "cache-control": file.immutable ? "public, max-age=31536000, immutable" : "no-cache",
           "x-content-type-options": "nosniff",
+          "content-security-policy": CONTENT_SECURITY_POLICY,
+          "referrer-policy": "same-origin",
           ...(file === index ? { "x-frame-options": "DENY" } : {})
         }
       })

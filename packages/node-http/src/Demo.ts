@@ -5,15 +5,34 @@
  * provisions an admin and a demo user with a key, so a newcomer gets a working
  * chat completion within a minute of cloning.
  *
+ * Its admin password and API key are public (printed, and in the README), so
+ * the demo must never reach anything real: it runs only on a database of its
+ * own (`data/demo/`, marked as the demo's when it is created) and only on a
+ * loopback address. `guard` refuses, naming the variable, when the
+ * environment points it elsewhere: `MODELGATE_DATABASE` or `MODELGATE_REDIS`
+ * set, `MODELGATE_CONFIG` set but empty (a deployment whose file path went
+ * missing must not fall back to the demo), `MODELGATE_LISTEN` on another
+ * interface, or a demo database file that the demo did not create.
+ *
  * @since 0.1.0
  */
-import type { ConfigFile } from "./ConfigFile.ts"
+import { Effect } from "effect"
+import { existsSync, mkdirSync, writeFileSync } from "node:fs"
+import { dirname, join, resolve } from "node:path"
+import { ConfigError, type ConfigFile } from "./ConfigFile.ts"
+import type { Settings } from "./Settings.ts"
 
 /** The demo user's fixed API key (demo only: printed at start, never use it for real traffic). @category constants */
 export const DEMO_KEY = "sk-demo-modelgate-0000000000000000000000000000"
 
 /** The demo admin's console password (printed at start). @category constants */
 export const DEMO_ADMIN_PASSWORD = "modelgate-demo"
+
+/** The demo's own SQLite database, relative to the working directory. @category constants */
+export const DEMO_DATABASE = "data/demo/modelgate.db"
+
+/** The file beside the demo's database that says the demo created it. @category constants */
+export const DEMO_MARKER = "created-by-the-modelgate-demo"
 
 /**
  * The demo configuration for a fake upstream listening at `upstreamUrl`
@@ -23,7 +42,7 @@ export const DEMO_ADMIN_PASSWORD = "modelgate-demo"
  */
 export const config = (upstreamUrl: string): ConfigFile => ({
   listen: "127.0.0.1:8080",
-  database: "sqlite:data/modelgate.db",
+  database: `sqlite:${DEMO_DATABASE}`,
   channels: [
     {
       name: "demo-openai",
@@ -69,3 +88,108 @@ export const config = (upstreamUrl: string): ConfigFile => ({
     }
   ]
 })
+
+type Env = Readonly<Record<string, string | undefined>>
+
+const refuse = (message: string) => Effect.fail(new ConfigError({ message }))
+
+const noConfiguration = "no configuration was given (--config FILE or MODELGATE_CONFIG), so this would run the demo setup, " +
+  "whose admin password and API key are public"
+
+/**
+ * Refuses to run the demo setup when the environment points it at something
+ * real: a database (`MODELGATE_DATABASE`), a Redis (`MODELGATE_REDIS`), an
+ * empty `MODELGATE_CONFIG`, or (with `serving`) a listen address that is not
+ * loopback. Each message names the variable and what to do.
+ *
+ * @category guards
+ */
+export const guardEnvironment = (env: Env, options: { readonly serving: boolean }): Effect.Effect<void, ConfigError> => {
+  if (env["MODELGATE_CONFIG"] !== undefined && env["MODELGATE_CONFIG"].trim().length === 0) {
+    return refuse(
+      "MODELGATE_CONFIG is set but empty. Set it to the configuration file's path, or unset it to run the demo setup."
+    )
+  }
+  for (const [variable, what] of [["MODELGATE_DATABASE", "database"], ["MODELGATE_REDIS", "Redis"]] as const) {
+    const value = env[variable]
+    if (value !== undefined && value.length > 0) {
+      return refuse(
+        `${variable} is set, but ${noConfiguration}: the demo runs only on its own ${what}, never on yours. ` +
+          `Give the configuration that goes with this ${what} (--config FILE), or unset ${variable} to try the demo.`
+      )
+    }
+  }
+  const listen = env["MODELGATE_LISTEN"]
+  if (options.serving && listen !== undefined && listen.length > 0) {
+    const host = listen.trim().replace(/:\d{1,5}$/, "").replace(/^\[(.*)\]$/, "$1")
+    if (!isLoopback(host)) {
+      return refuse(
+        `MODELGATE_LISTEN asks for '${listen}', but ${noConfiguration}: the demo listens only on a loopback address ` +
+          "(such as 127.0.0.1:8080). Give a configuration file to serve other machines."
+      )
+    }
+  }
+  return Effect.void
+}
+
+/**
+ * The fake upstream the demo setup's channels point at, as `pnpm start`
+ * (`packages/demo`) gives it in `MODELGATE_DEMO_UPSTREAM`: a loopback URL.
+ * Without it the demo has nothing to serve, and says how to start it.
+ *
+ * @category guards
+ */
+export const upstream = (env: Env): Effect.Effect<string, ConfigError> => {
+  const url = env["MODELGATE_DEMO_UPSTREAM"]?.trim()
+  if (url === undefined || url.length === 0) {
+    return refuse(
+      "No configuration was given (--config FILE or MODELGATE_CONFIG), so this would serve the demo setup, whose fake " +
+        "upstream is not running. Run `pnpm start` for the demo (it starts both), or give your configuration file."
+    )
+  }
+  let host: string
+  try {
+    host = new URL(url).hostname.replace(/^\[(.*)\]$/, "$1")
+  } catch {
+    return refuse(`MODELGATE_DEMO_UPSTREAM is not a URL: '${url}'.`)
+  }
+  if (!isLoopback(host)) return refuse(`MODELGATE_DEMO_UPSTREAM must be on this machine (a loopback address), got '${url}'.`)
+  return Effect.succeed(url.replace(/\/+$/, ""))
+}
+
+/**
+ * Whether a listen host is a loopback address (`127.0.0.0/8`, `::1`,
+ * `localhost`).
+ *
+ * @category guards
+ */
+export const isLoopback = (host: string): boolean =>
+  host === "localhost" || host === "::1" || /^(?:::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/i.test(host)
+
+/**
+ * Makes sure the demo's database is its own: a new one is marked as the
+ * demo's (a file beside it) before it is created; an existing one without the
+ * mark is refused, naming the file, so the demo never provisions itself (a
+ * public admin password, a public key with a balance) into a database it did
+ * not create.
+ *
+ * @category guards
+ */
+export const claimDatabase = (settings: Pick<Settings, "database">): Effect.Effect<void, ConfigError> =>
+  Effect.suspend(() => {
+    const file = resolve(settings.database.slice("sqlite:".length))
+    const marker = join(dirname(file), DEMO_MARKER)
+    if (existsSync(file)) {
+      return existsSync(marker) ? Effect.void : refuse(
+        `The demo setup runs only on a database it created, and ${file} was not created by it. ` +
+          "Move that file away to try the demo, or serve it with the configuration that goes with it (--config FILE)."
+      )
+    }
+    return Effect.try({
+      try: () => {
+        mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
+        writeFileSync(marker, "This directory holds the modelgate demo's database (public admin password and API key): never use it for real traffic.\n")
+      },
+      catch: (cause) => new ConfigError({ message: `Cannot prepare the demo's database in ${dirname(file)}: ${String(cause)}` })
+    })
+  })

@@ -1,10 +1,11 @@
 /**
- * The HTTP application: one Effect per request. The route table
- * (`@modelgate/engine/Routes`) decides who answers: the health checks, the
- * management API and the console's files are served here; every API route
- * (`/v1`, `/v1beta`, ...) goes to the engine (`Gateway.serve`), whose answer
- * is written back as text or, for a stream, as the relay piped to the
- * socket (`NodeRelay`). Every answer carries the request's `x-request-id`.
+ * The HTTP application of the host routes: one Effect per request for the
+ * health checks, the management API and the console's files. The API surface
+ * (`/v1`, `/v1beta`, ...) never reaches it: the listener (`Listener.ts`) hands
+ * those requests to the engine (`Gateway.serve`) itself. `toResponse` writes
+ * an engine answer as an Effect HTTP response (text, or the stream relay piped
+ * to the socket through `NodeRelay`). Every answer carries the request's
+ * `x-request-id`.
  * The access log is one structured line per request (`access_log`, at level
  * info, health checks left out), written here when the response starts.
  *
@@ -16,8 +17,8 @@ import type * as Exchange from "@modelgate/engine/Exchange"
 import * as EngineGateway from "@modelgate/engine/Gateway"
 import * as Ids from "@modelgate/engine/Ids"
 import * as Routes from "@modelgate/engine/Routes"
-import { ByteSize, Clock, Context, Effect, Exit } from "effect"
-import { HttpIncomingMessage, type HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Clock, Context, Effect, Exit } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Draining } from "@modelgate/engine/Draining"
 import { NodeRelay } from "./NodeRelay.ts"
 import { ServerSettings } from "./Settings.ts"
@@ -31,28 +32,6 @@ export class Extensions extends Context.Service<Extensions, {
 
 /** Whether the server is shutting down (see `Draining.ts`). @category services */
 export { Draining } from "@modelgate/engine/Draining"
-
-const readBody = (request: HttpServerRequest.HttpServerRequest) => (maxBytes: number) =>
-  Effect.gen(function*() {
-    const declared = Number(request.headers["content-length"] ?? "")
-    // Made only when needed: an error captures a stack trace, which is not free on every request.
-    const tooLarge = () =>
-      new GatewayError.RequestTooLarge({
-        limitBytes: maxBytes,
-        message: `The request body is larger than this gateway accepts (${maxBytes} bytes). Send a smaller request.`
-      })
-    if (Number.isFinite(declared) && declared > maxBytes) return yield* tooLarge()
-    return yield* request.text.pipe(
-      Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(BigInt(maxBytes))),
-      Effect.catch((error: HttpServerError.HttpServerError) =>
-        Effect.fail(
-          error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge"
-            ? tooLarge()
-            : new GatewayError.InvalidRequest({ message: "The request body could not be read." })
-        )
-      )
-    )
-  })
 
 /** An engine answer as the HTTP server's response. @category answers */
 export const toResponse = (answer: Exchange.Answer): HttpServerResponse.HttpServerResponse => {
@@ -111,15 +90,16 @@ export const app = Effect.gen(function*() {
   const requestId = Ids.requestId()
   const queryAt = request.url.indexOf("?")
   const path = queryAt === -1 ? request.url : request.url.slice(0, queryAt)
-  const search = queryAt === -1 ? "" : request.url.slice(queryAt + 1)
   const matched = Routes.match(request.method, path, request.headers)
+  // The listener sends every other route to the engine before this application sees it.
   const served: Effect.Effect<HttpServerResponse.HttpServerResponse, never, EngineGateway.Requirements | Extensions> =
     Routes.isHostRoute(matched)
       ? host(matched, request, path, requestId)
-      : Effect.map(
-        EngineGateway.serve({ method: request.method, path, search, headers: request.headers, body: readBody(request) }, matched, requestId),
-        toResponse
-      )
+      : Effect.succeed(toResponse(EngineGateway.errorAnswer(
+        EngineGateway.clientOf(matched),
+        new GatewayError.RouteNotFound({ message: `${path} is served by the listener (Listener.ts), not this application.` }),
+        requestId
+      )))
   const answered = Effect.map(served, (response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
   const settings = yield* ServerSettings
   // Nothing to do (not even a clock read) when the line would be filtered out anyway.

@@ -72,12 +72,12 @@ const tooLarge = (maxBytes: number) =>
   })
 
 /**
- * Reads a request's body as text, at most `maxBytes`: a larger one (by its
+ * Reads a request's body as it came (its bytes, never decoded here), at most `maxBytes`: a larger one (by its
  * `content-length`, or as it arrives) fails with `RequestTooLarge` and the
  * connection is closed after the answer rather than read to its end.
  */
 const bodyOf = (req: IncomingMessage, res: ServerResponse) => (maxBytes: number) =>
-  Effect.callback<string, GatewayError.RequestTooLarge | GatewayError.InvalidRequest>((resume) => {
+  Effect.callback<Uint8Array, GatewayError.RequestTooLarge | GatewayError.InvalidRequest>((resume) => {
     const declared = Number(req.headers["content-length"] ?? "")
     if (Number.isFinite(declared) && declared > maxBytes) {
       res.shouldKeepAlive = false
@@ -97,7 +97,7 @@ const bodyOf = (req: IncomingMessage, res: ServerResponse) => (maxBytes: number)
     }
     const onEnd = () => {
       cleanup()
-      resume(Effect.succeed(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, bytes).toString("utf8")))
+      resume(Effect.succeed(chunks.length === 0 ? new Uint8Array(0) : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes)))
     }
     const onError = () => {
       cleanup()

@@ -2,7 +2,10 @@
  * From the configuration file to the store: maps the YAML's users, keys,
  * groups, models, aliases and channels to the store's provisioning input and
  * applies it (idempotently: starting twice with the same file changes nothing,
- * and what was created in the console is left alone).
+ * and what was created in the console is left alone). For users and keys the
+ * file applies what its entries changed since the last start and never undoes
+ * a later action (a revoked key, a key or user disabled, a password or a limit
+ * changed in the console); each such disagreement is logged as a warning.
  *
  * Models that a channel serves but the file does not price are created without
  * a price, so a call to them is refused with a clear "no price" error rather
@@ -105,6 +108,13 @@ export const apply = (file: ConfigFile, settings: Settings) =>
     if (result.created.length + result.updated.length > 0) {
       yield* Effect.logInfo("configuration applied").pipe(
         Effect.annotateLogs({ created: result.created.join(", "), updated: result.updated.join(", ") })
+      )
+    }
+    // What a later action changed (a key revoked or disabled, a password or a limit changed in the
+    // console or with the CLI) is kept: say so at every start while the file says otherwise.
+    for (const disagreement of result.disagreements) {
+      yield* Effect.logWarning(`the configuration file and the database disagree on ${disagreement.entry}; the database is kept`).pipe(
+        Effect.annotateLogs({ entry: disagreement.entry, field: disagreement.field, detail: disagreement.message })
       )
     }
     yield* ensureAdmin

@@ -14,14 +14,16 @@ import * as ChannelKeyStates from "@modelgate/store/ChannelKeyStates"
 import * as Database from "@modelgate/store/Database"
 import * as Keys from "@modelgate/store/Keys"
 import * as Migrations from "@modelgate/store/Migrations"
+import { OutageLog } from "@modelgate/core"
 import * as Provisioning from "@modelgate/store/Provisioning"
 import * as Purses from "@modelgate/store/Purses"
 import * as Secrets from "@modelgate/store/Secrets"
 import * as UsageWriter from "@modelgate/store/UsageWriter"
 import * as Users from "@modelgate/store/Users"
 import { Context, Duration, Effect, Layer, Logger, Ref, References } from "effect"
-import { HttpServer, type HttpServerRequest } from "effect/http"
-import * as Handlers from "@modelgate/admin-api/Handlers"
+import { HttpServer } from "effect/http"
+import * as AdminApi from "@modelgate/admin-api/AdminApi"
+import { AdminApiConfig } from "@modelgate/admin-api/Config"
 import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
 import { MemoryLimiter } from "@modelgate/core"
 import { RedisLimiter } from "@modelgate/limits"
@@ -63,7 +65,16 @@ export const services = (settings: Settings, file: ConfigFile) => {
   )
   const usage = UsageWriter.UsageWriter.layerWith({
     flushIntervalMs: settings.usageFlushIntervalMs,
-    maxBatch: settings.usageMaxBatch
+    maxBatch: settings.usageMaxBatch,
+    // What the database cannot take (an outage, a shutdown during one) is kept on disk, never lost.
+    journal: { dir: settings.usageJournalDir, name: settings.nodeId },
+    shutdownRetryMs: settings.shutdownGraceSeconds * 1000
+  })
+  const purses = Purses.layer({
+    nodeId: settings.nodeId,
+    leases: settings.balanceLeases,
+    leaseIdleMs: settings.leaseIdleMs,
+    leaseCoverSeconds: settings.leaseCoverSeconds
   })
   const caches = Layer.mergeAll(Caches.KeyCache.layer, Caches.CatalogCache.layer).pipe(Layer.provideMerge(Caches.Baseline.layer))
   const ports = Caches.ports.pipe(Layer.provide(caches))
@@ -81,17 +92,15 @@ export const services = (settings: Settings, file: ConfigFile) => {
     health,
     cacheSync(settings).pipe(Layer.provide(caches)),
     Redemption.Redemption.layer,
-    Handlers.layer({ sessionTtlMs: SESSION_TTL_MS }),
     // Built after the balance leases and the batch writer, so it closes first: the streams a shutdown
     // cut are settled before the leases go back and the writer flushes for the last time.
     Settlement.Settlements.layer.pipe(
       Layer.provideMerge(
-        Layer.mergeAll(Purses.layer({ nodeId: settings.nodeId, leases: settings.balanceLeases, leaseIdleMs: settings.leaseIdleMs }), UsageWriter.UsageWriter.layerPort).pipe(
-          Layer.provideMerge(usage)
-        )
+        Layer.mergeAll(purses, UsageWriter.UsageWriter.layerPort).pipe(Layer.provideMerge(usage))
       )
     ),
-    sweeper(settings.nodeId)
+    // After the usage writer: what an earlier run left in the journal is written before its leases are released.
+    sweeper(settings.nodeId).pipe(Layer.provide(usage))
   ).pipe(
     Layer.provideMerge(provisioned),
     Layer.provideMerge(Layer.succeed(ServerSettings, settings)),
@@ -141,8 +150,11 @@ export const DEAD_NODE_AFTER_MS = 60_000
  *
  * @category layers
  */
-export const sweeper = (nodeId: string): Layer.Layer<never, never, Accounts.Accounts | Database.Dialect> =>
+export const sweeper = (nodeId: string): Layer.Layer<never, never, Accounts.Accounts | Database.Dialect | UsageWriter.UsageWriter> =>
   Layer.effectDiscard(Effect.gen(function*() {
+    // Built after the writer, which writes the charges an earlier run left in the journal (against
+    // that run's leases) before the sweep below releases those leases.
+    yield* UsageWriter.UsageWriter
     const accounts = yield* Accounts.Accounts
     const dialect = yield* Database.Dialect
     const report = (released: number) =>
@@ -154,10 +166,12 @@ export const sweeper = (nodeId: string): Layer.Layer<never, never, Accounts.Acco
     if (dialect === "sqlite") {
       yield* accounts.sweepHolds({ deadAfterMs: 0, except: nodeId }).pipe(Effect.flatMap(report), Effect.orDie)
     }
+    const outage = OutageLog.make("the heartbeat and sweeping dead nodes' holds (the database)")
     const tick = accounts.heartbeat(nodeId).pipe(
       Effect.andThen(accounts.sweepHolds({ deadAfterMs: DEAD_NODE_AFTER_MS, except: nodeId })),
       Effect.flatMap(report),
-      Effect.catchCause((cause) => Effect.logWarning("heartbeat or sweeping dead nodes' holds failed", cause))
+      Effect.andThen(outage.succeeded),
+      Effect.catchCause(outage.failed)
     )
     yield* Effect.sleep(Duration.millis(HEARTBEAT_INTERVAL_MS)).pipe(Effect.andThen(tick), Effect.forever, Effect.forkScoped)
   }))
@@ -168,24 +182,19 @@ export const sweeper = (nodeId: string): Layer.Layer<never, never, Accounts.Acco
  *
  * @category layers
  */
-export const extensions = (settings: Settings): Layer.Layer<Gateway.Extensions, never, Handlers.Requirements> =>
+export const extensions = (settings: Settings): Layer.Layer<Gateway.Extensions, never, AdminApi.Requirements> =>
   Layer.effect(
     Gateway.Extensions,
     Effect.gen(function*() {
-      const context = yield* Effect.context<Handlers.Requirements>()
+      const admin = yield* AdminApi.AdminApi
       const sql = yield* SqlClient.SqlClient
       const config = {
         publicUrl: settings.publicUrl ?? undefined,
         sessionTtlMs: SESSION_TTL_MS,
         trustedProxies: TrustedProxies.unsafeMake(settings.trustedProxies)
       }
-      const api = (request: HttpServerRequest.HttpServerRequest) =>
-        Handlers.handle(request).pipe(
-          Effect.provideContext(context),
-          Effect.provideService(Handlers.AdminApiConfig, config)
-        )
       return Gateway.Extensions.of({
-        api,
+        api: (request) => admin.handle(request).pipe(Effect.provideService(AdminApiConfig, config)),
         console: settings.consoleDir === null ? undefined : ConsoleFiles.make(settings.consoleDir),
         ready: sql`SELECT 1`.pipe(
           Effect.timeout(Duration.seconds(2)),
@@ -194,7 +203,7 @@ export const extensions = (settings: Settings): Layer.Layer<Gateway.Extensions, 
         )
       })
     })
-  )
+  ).pipe(Layer.provide(AdminApi.AdminApi.layer({ sessionTtlMs: SESSION_TTL_MS })))
 
 /** How long a console session lasts. @category constants */
 export const SESSION_TTL_MS = 7 * 24 * 60 * 60 * 1000

@@ -10,6 +10,7 @@
 import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
 import * as Database from "@modelgate/store/Database"
 import { defaults as engineDefaults, type EngineSettings } from "@modelgate/engine/Settings"
+import * as Secrets from "@modelgate/store/Secrets"
 import { Context, Effect, Redacted, Result } from "effect"
 import { hostname } from "node:os"
 import { dirname, join, resolve } from "node:path"
@@ -42,6 +43,11 @@ export interface Settings extends EngineSettings {
   readonly trustedProxies: ReadonlyArray<string>
   readonly secret: Redacted.Redacted<string> | null
   readonly secretFile: string
+  /**
+   * This process's name in leases, holds and heartbeats: `node_id`, else
+   * `hostname-pid` here; `serve` replaces that fallback with a stable id kept
+   * beside the key file (`NodeIdentity`).
+   */
   readonly nodeId: string
   readonly maxBodyBytes: number
   readonly shutdownGraceSeconds: number
@@ -53,10 +59,14 @@ export interface Settings extends EngineSettings {
   readonly logFormat: "json" | "logfmt" | "pretty"
   readonly usageFlushIntervalMs: number
   readonly usageMaxBatch: number
+  /** Where usage records and charges the database cannot take are kept on disk (beside the key file by default). */
+  readonly usageJournalDir: string
   /** Calls hold from balance leases (false: one database hold per call). */
   readonly balanceLeases: boolean
   /** An idle balance lease goes back to the balance after this long. */
   readonly leaseIdleMs: number
+  /** A lease reserves at least this many seconds of the user's recent spending (calls go on through a short database outage). */
+  readonly leaseCoverSeconds: number
   /** Where the console's built files are, or null when they are not built. */
   readonly consoleDir: string | null
   /** The most upstream attempts one call makes. */
@@ -76,12 +86,14 @@ export const defaults = {
   database: "sqlite:data/modelgate.db",
   maxBodyBytes: engineDefaults.maxBodyBytes,
   maxAnswerBytes: engineDefaults.maxAnswerBytes,
+  maxEventBytes: engineDefaults.maxEventBytes,
   shutdownGraceSeconds: 30,
   shutdownDelaySeconds: 0,
   accessLog: true,
   usageFlushIntervalMs: 200,
   usageMaxBatch: 500,
   leaseIdleMs: 1_000,
+  leaseCoverSeconds: 30,
   redisFailure: "local",
   redisKeyPrefix: "modelgate:limits:",
   rateLimitWindowMs: 60_000,
@@ -130,11 +142,14 @@ export const resolveSettings = (
       Effect.mapError((error) => new ConfigError({ message: `${originOf(databaseEnv, "MODELGATE_DATABASE", "database", options.source)}: ${error.message}` }))
     )
     const secretEnv = nonEmpty(env["MODELGATE_SECRET"])
+    const weakSecret = secretEnv === undefined ? undefined : Secrets.weakSecret(secretEnv)
+    if (weakSecret !== undefined) return yield* new ConfigError({ message: `Invalid MODELGATE_SECRET: ${weakSecret}` })
     const trustedProxies = file.trusted_proxies ?? TrustedProxies.loopback
     const proxies = TrustedProxies.make(trustedProxies)
     if (Result.isFailure(proxies)) {
       return yield* new ConfigError({ message: `Invalid trusted_proxies in ${options.source}: ${proxies.failure}.` })
     }
+    const secretFile = file.secret_file ?? defaultSecretFile(database)
     const shownHost = address.host === "0.0.0.0" || address.host === "::" ? "127.0.0.1" : address.host.includes(":") ? `[${address.host}]` : address.host
     return {
       configSource: options.source,
@@ -149,10 +164,11 @@ export const resolveSettings = (
       publicUrl: file.public_url !== undefined ? file.public_url.replace(/\/+$/, "") : address.port === 0 ? null : `http://${shownHost}:${address.port}`,
       trustedProxies,
       secret: secretEnv !== undefined ? Redacted.make(secretEnv) : null,
-      secretFile: file.secret_file ?? defaultSecretFile(database),
+      secretFile,
       nodeId: file.node_id ?? `${hostname()}-${process.pid}`,
       maxBodyBytes: file.max_body_bytes ?? defaults.maxBodyBytes,
-      maxAnswerBytes: defaults.maxAnswerBytes,
+      maxAnswerBytes: file.max_answer_bytes ?? defaults.maxAnswerBytes,
+      maxEventBytes: file.max_event_bytes ?? defaults.maxEventBytes,
       shutdownGraceSeconds: file.shutdown_grace_seconds ?? defaults.shutdownGraceSeconds,
       shutdownDelaySeconds: file.shutdown_delay_seconds ?? defaults.shutdownDelaySeconds,
       accessLog: file.access_log ?? defaults.accessLog,
@@ -160,8 +176,10 @@ export const resolveSettings = (
       logFormat: file.log_format ?? "logfmt",
       usageFlushIntervalMs: file.usage?.flush_interval_ms ?? defaults.usageFlushIntervalMs,
       usageMaxBatch: file.usage?.max_batch ?? defaults.usageMaxBatch,
+      usageJournalDir: resolve(file.usage?.journal_dir ?? join(dirname(secretFile), "journal")),
       balanceLeases: file.billing?.leases ?? true,
       leaseIdleMs: file.billing?.lease_idle_ms ?? defaults.leaseIdleMs,
+      leaseCoverSeconds: file.billing?.lease_cover_seconds ?? defaults.leaseCoverSeconds,
       consoleDir: options.consoleDir,
       maxAttempts: file.routing?.max_attempts ?? defaults.maxAttempts,
       stickyHeader: file.routing?.sticky_header?.toLowerCase() ?? null,

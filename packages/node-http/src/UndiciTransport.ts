@@ -163,7 +163,8 @@ export const bodyOf = (body: UndiciBody, at: Deadlines): ResponseBody => {
       return out + decoder.decode()
     }).pipe(Effect.orElseSucceed(() => ""))
 
-  const first = Effect.callback<Uint8Array, TransportError>((resume) => {
+  const next = Effect.callback<Uint8Array | undefined, TransportError>((resume) => {
+    if (body.readableEnded) return resume(Effect.undefined)
     const deadline = firstDeadline(at)
     let timer: ReturnType<typeof setTimeout> | undefined
     const cleanup = () => {
@@ -180,7 +181,7 @@ export const bodyOf = (body: UndiciBody, at: Deadlines): ResponseBody => {
     }
     const onEnd = () => {
       cleanup()
-      resume(Effect.fail(new TransportError({ kind: "empty" })))
+      resume(Effect.undefined)
     }
     const onError = (error: unknown) => {
       cleanup()
@@ -238,7 +239,7 @@ export const bodyOf = (body: UndiciBody, at: Deadlines): ResponseBody => {
     }
   }
 
-  return { text, prefix, first, flow, discard: () => discard(body) }
+  return { text, prefix, next, flow, discard: () => discard(body) }
 }
 
 /** The response headers as a record (a header sent several times has its values joined by ", "), made when read. */

@@ -12,7 +12,7 @@ import { Cause, Console, Effect, Exit } from "effect"
 import { Command } from "effect/cli"
 import * as Cli from "./Cli.ts"
 
-const operatorErrors = new Set(["ConfigError", "SecretError", "InvalidDatabaseUrl", "InvalidInput", "ResourceNotFound", "Conflict", "SqlError", "ServeError"])
+const operatorErrors = new Set(["ConfigError", "SecretError", "InvalidDatabaseUrl", "InvalidInput", "ResourceNotFound", "Conflict", "SqlError", "ServeError", "JournalError"])
 
 Cli.make(process.env).pipe(
   Command.run({ version: "0.1.0" }),

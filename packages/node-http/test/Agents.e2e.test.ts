@@ -28,12 +28,16 @@ const modules = join(import.meta.dirname, "..", "node_modules")
 const claudeWrapper = join(modules, "@anthropic-ai", "claude-code", "cli-wrapper.cjs")
 const codex = join(modules, ".bin", "codex")
 
-/** Channels of every kind, each also serving a model that always calls `tool` (the fake upstream's `x-fake-tool-call`). */
+/**
+ * Channels of every kind, each also serving a model that always calls `tool`
+ * (the fake upstream's `call-NAME` model token: a channel header would be
+ * redacted from what the gateway relays, as every channel header value is).
+ */
 const channels = (upstream: string, tool: string, suffix: string): NonNullable<ConfigFile["channels"]> => [
-  { name: `openai-${suffix}`, type: "openai", base_url: `${upstream}/v1`, api_key: "sk-up", models: [`gpt-${suffix}`], model_map: { [`gpt-${suffix}`]: "gpt-4o-mini" }, headers: { "x-fake-tool-call": tool } },
-  { name: `gemini-${suffix}`, type: "gemini", base_url: upstream, api_key: "g-up", models: [`gemini-${suffix}`], model_map: { [`gemini-${suffix}`]: "gemini-2.5-flash" }, headers: { "x-fake-tool-call": tool } },
-  { name: `claude-${suffix}`, type: "anthropic", base_url: upstream, api_key: "a-up", models: [`claude-${suffix}`], model_map: { [`claude-${suffix}`]: "claude-sonnet-4-5" }, headers: { "x-fake-tool-call": tool } },
-  { name: `responses-${suffix}`, type: "openai", base_url: `${upstream}/v1`, api_key: "sk-up", responses: true, models: [`gpt-5-${suffix}`], model_map: { [`gpt-5-${suffix}`]: "gpt-5" }, headers: { "x-fake-tool-call": tool } }
+  { name: `openai-${suffix}`, type: "openai", base_url: `${upstream}/v1`, api_key: "sk-up", models: [`gpt-${suffix}`], model_map: { [`gpt-${suffix}`]: `gpt-4o-mini-call-${tool}` } },
+  { name: `gemini-${suffix}`, type: "gemini", base_url: upstream, api_key: "g-up", models: [`gemini-${suffix}`], model_map: { [`gemini-${suffix}`]: `gemini-2.5-flash-call-${tool}` } },
+  { name: `claude-${suffix}`, type: "anthropic", base_url: upstream, api_key: "a-up", models: [`claude-${suffix}`], model_map: { [`claude-${suffix}`]: `claude-sonnet-4-5-call-${tool}` } },
+  { name: `responses-${suffix}`, type: "openai", base_url: `${upstream}/v1`, api_key: "sk-up", responses: true, models: [`gpt-5-${suffix}`], model_map: { [`gpt-5-${suffix}`]: `gpt-5-call-${tool}` } }
 ]
 
 const config = (upstream: string): ConfigFile => {

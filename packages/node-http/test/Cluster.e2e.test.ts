@@ -20,7 +20,7 @@ import { join } from "node:path"
 import type { ConfigFile } from "../src/ConfigFile.ts"
 import { freshPostgres, postgresUrl } from "./support/Databases.ts"
 import { freePort, type GatewayProcess, runCli, startGatewayProcess, writeConfig } from "./support/Processes.ts"
-import { hasRedisServer, startRedis, stopRedis } from "./support/Redis.ts"
+import { hasRedisServer, needsRedisServer, startRedis, stopRedis } from "./support/Redis.ts"
 
 const redisUrl = process.env["MODELGATE_TEST_REDIS"]
 
@@ -45,6 +45,7 @@ const clusterConfig = (upstream: string, database: string, redis: string, prefix
     {
       name: "alice",
       balance: 100,
+      password: "alice's password",
       keys: [
         { name: "limited", secret: KEYS.limited, rpm: 10 },
         { name: "main", secret: KEYS.main },
@@ -64,13 +65,28 @@ const chat = (url: string, key: string) =>
     body: JSON.stringify({ model: "flat-model", max_tokens: 5, messages: [{ role: "user", content: "hi" }] })
   })
 
-const api = async (url: string, key: string, method: string, path: string, body?: unknown) => {
+/** The management API, with an API key (a string) or a console session's headers. */
+const api = async (url: string, auth: string | Record<string, string>, method: string, path: string, body?: unknown) => {
   const response = await fetch(`${url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: {
+      ...(typeof auth === "string" ? { authorization: `Bearer ${auth}` } : auth),
+      ...(body === undefined ? {} : { "content-type": "application/json" })
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
   return { status: response.status, body: (await response.json()) as any }
+}
+
+/** Alice's console session on a node: what changing her keys needs (an API key only reads). */
+const aliceSession = async (url: string): Promise<Record<string, string>> => {
+  const login = await fetch(`${url}/api/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username: "alice", password: "alice's password" })
+  })
+  const { csrfToken } = await login.json() as { csrfToken: string }
+  return { cookie: login.headers.get("set-cookie")!.split(";")[0]!, "x-csrf-token": csrfToken }
 }
 
 /**
@@ -91,154 +107,144 @@ const statusOf = async (response: Response): Promise<number> => {
   return response.status
 }
 
-if (postgresUrl === undefined || redisUrl === undefined) {
-  describe.skip("two gateway processes on PostgreSQL and Redis: skipped, set MODELGATE_TEST_POSTGRES and MODELGATE_TEST_REDIS to run", () => {
-    it("needs PostgreSQL and Redis", () => {})
+describe.skipIf(postgresUrl === undefined || redisUrl === undefined)("two gateway processes on one PostgreSQL and one Redis (set MODELGATE_TEST_POSTGRES and MODELGATE_TEST_REDIS to run)", () => {
+  const postgres = postgresUrl!
+  const redis = redisUrl!
+  let upstream: FakeUpstreamServer
+  let dir: string
+  let drop: () => Promise<void>
+  let a: GatewayProcess
+  let b: GatewayProcess
+
+  beforeAll(async () => {
+    upstream = await startFakeUpstream({ port: 0 })
+    dir = mkdtempSync(join(tmpdir(), "modelgate-cluster-"))
+    const db = await freshPostgres(postgres)
+    drop = db.drop
+    const prefix = `modelgate-test-${randomBytes(6).toString("hex")}:`
+    const base = clusterConfig(upstream.url, db.url, redis, prefix)
+    const ports = [await freePort(), await freePort()]
+    // Both start at once: migrations and provisioning run once between them.
+    ;[a, b] = await Promise.all(ports.map((port, i) =>
+      startGatewayProcess(writeConfig(dir, `node${i}`, { ...base, listen: `127.0.0.1:${port}`, node_id: `node-${i}` }), port)
+    )) as [GatewayProcess, GatewayProcess]
+  }, 120_000)
+
+  afterAll(async () => {
+    await Promise.all([a?.stop(), b?.stop()])
+    await drop?.()
+    await upstream?.close()
+    rmSync(dir, { recursive: true, force: true })
   })
-} else {
-  const postgres = postgresUrl
-  const redis = redisUrl
-  describe("two gateway processes on one PostgreSQL and one Redis", () => {
-    let upstream: FakeUpstreamServer
-    let dir: string
-    let drop: () => Promise<void>
-    let a: GatewayProcess
-    let b: GatewayProcess
 
-    beforeAll(async () => {
-      upstream = await startFakeUpstream({ port: 0 })
-      dir = mkdtempSync(join(tmpdir(), "modelgate-cluster-"))
-      const db = await freshPostgres(postgres)
-      drop = db.drop
-      const prefix = `modelgate-test-${randomBytes(6).toString("hex")}:`
-      const base = clusterConfig(upstream.url, db.url, redis, prefix)
+  it("a 10 requests-per-minute key admits exactly 10 calls between the two processes", async () => {
+    const statuses = await Promise.all(Array.from({ length: 24 }, (_, i) => chat(i % 2 === 0 ? a.url : b.url, KEYS.limited).then(statusOf)))
+    assert.strictEqual(statuses.filter((s) => s === 200).length, 10)
+    assert.strictEqual(statuses.filter((s) => s === 429).length, 14)
+    // Both nodes refuse it now.
+    const onA = await chat(a.url, KEYS.limited)
+    const onB = await chat(b.url, KEYS.limited)
+    assert.strictEqual(onA.status, 429)
+    assert.strictEqual(onB.status, 429)
+    assert.strictEqual(onB.headers.get("x-ratelimit-limit-requests"), "10")
+    assert.strictEqual(onB.headers.get("x-ratelimit-remaining-requests"), "0")
+    assert.match(((await onB.json()) as { error: { message: string } }).error.message, /your API key 'limited': 10 requests per minute/)
+    await onA.arrayBuffer()
+  })
+
+  it("a key deleted through the admin API on node A is refused by node B within a second", async () => {
+    assert.strictEqual(await statusOf(await chat(b.url, KEYS.doomed)), 200, "node B knows the key")
+    const session = await aliceSession(a.url)
+    const listed = await api(a.url, session, "GET", "/api/keys")
+    const doomed = listed.body.data.find((k: { name: string }) => k.name === "doomed")
+    assert.strictEqual((await api(a.url, session, "DELETE", `/api/keys/${doomed.id}`)).status, 200)
+    const elapsed = await timeUntil(async () => await statusOf(await chat(b.url, KEYS.doomed)) === 401)
+    assert.isBelow(elapsed, 1_000)
+  })
+
+  it("a key revoked with the CLI is refused by both nodes within a second", async () => {
+    assert.strictEqual(await statusOf(await chat(a.url, KEYS.cliDoomed)), 200)
+    assert.strictEqual(await statusOf(await chat(b.url, KEYS.cliDoomed)), 200)
+    const listed = await api(a.url, await aliceSession(a.url), "GET", "/api/keys")
+    const id = listed.body.data.find((k: { name: string }) => k.name === "cli-doomed").id
+    const revoked = await runCli(["keys", "revoke", id, "--config", join(dir, "node0.json")])
+    assert.strictEqual(revoked.code, 0, revoked.stderr)
+    const elapsed = await timeUntil(async () =>
+      await statusOf(await chat(a.url, KEYS.cliDoomed)) === 401 && await statusOf(await chat(b.url, KEYS.cliDoomed)) === 401
+    )
+    assert.isBelow(elapsed, 1_000)
+  })
+
+  it("a price edited on node A is charged by node B within a second", async () => {
+    const prices = { input: null, output: null, cachedInput: null, perRequest: "0.05", free: false }
+    assert.strictEqual((await api(a.url, KEYS.ops, "POST", "/api/admin/models", { id: "flat-model", prices })).status, 200)
+    const elapsed = await timeUntil(async () => {
+      const models = await api(b.url, KEYS.main, "GET", "/api/models")
+      return models.body.groups[0].models.find((m: { id: string }) => m.id === "flat-model")?.prices.perRequest === "0.05"
+    })
+    assert.isBelow(elapsed, 1_000)
+    // And B bills it: one call costs the new price.
+    const before = (await api(b.url, KEYS.main, "GET", "/api/me")).body.balance_usd
+    assert.strictEqual(await statusOf(await chat(b.url, KEYS.main)), 200)
+    const after = (await api(b.url, KEYS.main, "GET", "/api/me")).body.balance_usd
+    assert.strictEqual(Math.round((Number(before) - Number(after)) * 100) / 100, 0.05)
+  })
+
+  it("a channel disabled on node A stops serving on node B within a second, and serves again once enabled", async () => {
+    const channels = await api(a.url, KEYS.ops, "GET", "/api/admin/channels")
+    const id = channels.body.data.find((c: { name: string }) => c.name === "up").id
+    assert.strictEqual((await api(a.url, KEYS.ops, "PATCH", `/api/admin/channels/${id}`, { enabled: false })).status, 200)
+    const off = await timeUntil(async () => await statusOf(await chat(b.url, KEYS.main)) !== 200)
+    assert.isBelow(off, 1_000)
+    assert.strictEqual((await api(a.url, KEYS.ops, "PATCH", `/api/admin/channels/${id}`, { enabled: true })).status, 200)
+    const on = await timeUntil(async () => await statusOf(await chat(b.url, KEYS.main)) === 200)
+    assert.isBelow(on, 1_000)
+  })
+
+  it("a key limit set through the admin API on node A holds on node B within a second", async () => {
+    const listed = await api(a.url, await aliceSession(a.url), "GET", "/api/keys")
+    const id = listed.body.data.find((k: { name: string }) => k.name === "throttled").id
+    const set = await api(a.url, KEYS.ops, "PATCH", `/api/admin/keys/${id}`, { rpm: 1 })
+    assert.strictEqual(set.status, 200)
+    assert.strictEqual(set.body.rpm, 1)
+    const elapsed = await timeUntil(async () => (await chat(b.url, KEYS.throttled)).headers.get("x-ratelimit-limit-requests") === "1")
+    assert.isBelow(elapsed, 1_000)
+    assert.strictEqual(await statusOf(await chat(a.url, KEYS.throttled)), 429)
+  })
+})
+
+describe.skipIf(postgresUrl === undefined || !hasRedisServer)(`two gateway processes while Redis is down (set MODELGATE_TEST_POSTGRES to run; ${needsRedisServer})`, () => {
+  const postgres = postgresUrl!
+  it("a key deleted on node A is refused by node B within a second, through the change log", async () => {
+    const upstream = await startFakeUpstream({ port: 0 })
+    const dir = mkdtempSync(join(tmpdir(), "modelgate-cluster-down-"))
+    const db = await freshPostgres(postgres)
+    const redisPort = await freePort()
+    const redisServer = await startRedis(redisPort)
+    const nodes: Array<GatewayProcess> = []
+    try {
+      const base = clusterConfig(upstream.url, db.url, `redis://127.0.0.1:${redisPort}`, "modelgate-down:")
       const ports = [await freePort(), await freePort()]
-      // Both start at once: migrations and provisioning run once between them.
-      ;[a, b] = await Promise.all(ports.map((port, i) =>
+      nodes.push(...await Promise.all(ports.map((port, i) =>
         startGatewayProcess(writeConfig(dir, `node${i}`, { ...base, listen: `127.0.0.1:${port}`, node_id: `node-${i}` }), port)
-      )) as [GatewayProcess, GatewayProcess]
-    }, 120_000)
-
-    afterAll(async () => {
-      await Promise.all([a?.stop(), b?.stop()])
-      await drop?.()
-      await upstream?.close()
-      rmSync(dir, { recursive: true, force: true })
-    })
-
-    it("a 10 requests-per-minute key admits exactly 10 calls between the two processes", async () => {
-      const statuses = await Promise.all(Array.from({ length: 24 }, (_, i) => chat(i % 2 === 0 ? a.url : b.url, KEYS.limited).then(statusOf)))
-      assert.strictEqual(statuses.filter((s) => s === 200).length, 10)
-      assert.strictEqual(statuses.filter((s) => s === 429).length, 14)
-      // Both nodes refuse it now.
-      const onA = await chat(a.url, KEYS.limited)
-      const onB = await chat(b.url, KEYS.limited)
-      assert.strictEqual(onA.status, 429)
-      assert.strictEqual(onB.status, 429)
-      assert.strictEqual(onB.headers.get("x-ratelimit-limit-requests"), "10")
-      assert.strictEqual(onB.headers.get("x-ratelimit-remaining-requests"), "0")
-      assert.match(((await onB.json()) as { error: { message: string } }).error.message, /your API key 'limited': 10 requests per minute/)
-      await onA.arrayBuffer()
-    })
-
-    it("a key deleted through the admin API on node A is refused by node B within a second", async () => {
-      assert.strictEqual(await statusOf(await chat(b.url, KEYS.doomed)), 200, "node B knows the key")
-      const listed = await api(a.url, KEYS.main, "GET", "/api/keys")
+      )))
+      const [a, b] = nodes as [GatewayProcess, GatewayProcess]
+      assert.strictEqual(await statusOf(await chat(b.url, KEYS.doomed)), 200)
+      await stopRedis(redisServer)
+      const session = await aliceSession(a.url)
+      const listed = await api(a.url, session, "GET", "/api/keys")
       const doomed = listed.body.data.find((k: { name: string }) => k.name === "doomed")
-      assert.strictEqual((await api(a.url, KEYS.main, "DELETE", `/api/keys/${doomed.id}`)).status, 200)
+      assert.strictEqual((await api(a.url, session, "DELETE", `/api/keys/${doomed.id}`)).status, 200)
       const elapsed = await timeUntil(async () => await statusOf(await chat(b.url, KEYS.doomed)) === 401)
       assert.isBelow(elapsed, 1_000)
-    })
-
-    it("a key revoked with the CLI is refused by both nodes within a second", async () => {
-      assert.strictEqual(await statusOf(await chat(a.url, KEYS.cliDoomed)), 200)
-      assert.strictEqual(await statusOf(await chat(b.url, KEYS.cliDoomed)), 200)
-      const listed = await api(a.url, KEYS.main, "GET", "/api/keys")
-      const id = listed.body.data.find((k: { name: string }) => k.name === "cli-doomed").id
-      const revoked = await runCli(["keys", "revoke", id, "--config", join(dir, "node0.json")])
-      assert.strictEqual(revoked.code, 0, revoked.stderr)
-      const elapsed = await timeUntil(async () =>
-        await statusOf(await chat(a.url, KEYS.cliDoomed)) === 401 && await statusOf(await chat(b.url, KEYS.cliDoomed)) === 401
-      )
-      assert.isBelow(elapsed, 1_000)
-    })
-
-    it("a price edited on node A is charged by node B within a second", async () => {
-      const prices = { input: null, output: null, cachedInput: null, perRequest: "0.05", free: false }
-      assert.strictEqual((await api(a.url, KEYS.ops, "POST", "/api/admin/models", { id: "flat-model", prices })).status, 200)
-      const elapsed = await timeUntil(async () => {
-        const models = await api(b.url, KEYS.main, "GET", "/api/models")
-        return models.body.groups[0].models.find((m: { id: string }) => m.id === "flat-model")?.prices.perRequest === "0.05"
-      })
-      assert.isBelow(elapsed, 1_000)
-      // And B bills it: one call costs the new price.
-      const before = (await api(b.url, KEYS.main, "GET", "/api/me")).body.balance_usd
+      // Calls go on meanwhile (redis_failure: local limits per process).
       assert.strictEqual(await statusOf(await chat(b.url, KEYS.main)), 200)
-      const after = (await api(b.url, KEYS.main, "GET", "/api/me")).body.balance_usd
-      assert.strictEqual(Math.round((Number(before) - Number(after)) * 100) / 100, 0.05)
-    })
-
-    it("a channel disabled on node A stops serving on node B within a second, and serves again once enabled", async () => {
-      const channels = await api(a.url, KEYS.ops, "GET", "/api/admin/channels")
-      const id = channels.body.data.find((c: { name: string }) => c.name === "up").id
-      assert.strictEqual((await api(a.url, KEYS.ops, "PATCH", `/api/admin/channels/${id}`, { enabled: false })).status, 200)
-      const off = await timeUntil(async () => await statusOf(await chat(b.url, KEYS.main)) !== 200)
-      assert.isBelow(off, 1_000)
-      assert.strictEqual((await api(a.url, KEYS.ops, "PATCH", `/api/admin/channels/${id}`, { enabled: true })).status, 200)
-      const on = await timeUntil(async () => await statusOf(await chat(b.url, KEYS.main)) === 200)
-      assert.isBelow(on, 1_000)
-    })
-
-    it("a key limit set through the admin API on node A holds on node B within a second", async () => {
-      const listed = await api(a.url, KEYS.main, "GET", "/api/keys")
-      const id = listed.body.data.find((k: { name: string }) => k.name === "throttled").id
-      const set = await api(a.url, KEYS.ops, "PATCH", `/api/admin/keys/${id}`, { rpm: 1 })
-      assert.strictEqual(set.status, 200)
-      assert.strictEqual(set.body.rpm, 1)
-      const elapsed = await timeUntil(async () => (await chat(b.url, KEYS.throttled)).headers.get("x-ratelimit-limit-requests") === "1")
-      assert.isBelow(elapsed, 1_000)
-      assert.strictEqual(await statusOf(await chat(a.url, KEYS.throttled)), 429)
-    })
-  })
-}
-
-if (postgresUrl === undefined || !hasRedisServer) {
-  describe.skip("two gateway processes while Redis is down: skipped, set MODELGATE_TEST_POSTGRES and install redis-server to run", () => {
-    it("needs PostgreSQL and redis-server", () => {})
-  })
-} else {
-  const postgres = postgresUrl
-  describe("two gateway processes while Redis is down", () => {
-    it("a key deleted on node A is refused by node B within a second, through the change log", async () => {
-      const upstream = await startFakeUpstream({ port: 0 })
-      const dir = mkdtempSync(join(tmpdir(), "modelgate-cluster-down-"))
-      const db = await freshPostgres(postgres)
-      const redisPort = await freePort()
-      const redisServer = await startRedis(redisPort)
-      const nodes: Array<GatewayProcess> = []
-      try {
-        const base = clusterConfig(upstream.url, db.url, `redis://127.0.0.1:${redisPort}`, "modelgate-down:")
-        const ports = [await freePort(), await freePort()]
-        nodes.push(...await Promise.all(ports.map((port, i) =>
-          startGatewayProcess(writeConfig(dir, `node${i}`, { ...base, listen: `127.0.0.1:${port}`, node_id: `node-${i}` }), port)
-        )))
-        const [a, b] = nodes as [GatewayProcess, GatewayProcess]
-        assert.strictEqual(await statusOf(await chat(b.url, KEYS.doomed)), 200)
-        await stopRedis(redisServer)
-        const listed = await api(a.url, KEYS.main, "GET", "/api/keys")
-        const doomed = listed.body.data.find((k: { name: string }) => k.name === "doomed")
-        assert.strictEqual((await api(a.url, KEYS.main, "DELETE", `/api/keys/${doomed.id}`)).status, 200)
-        const elapsed = await timeUntil(async () => await statusOf(await chat(b.url, KEYS.doomed)) === 401)
-        assert.isBelow(elapsed, 1_000)
-        // Calls go on meanwhile (redis_failure: local limits per process).
-        assert.strictEqual(await statusOf(await chat(b.url, KEYS.main)), 200)
-      } finally {
-        await Promise.all(nodes.map((node) => node.stop()))
-        await stopRedis(redisServer)
-        await db.drop()
-        await upstream.close()
-        rmSync(dir, { recursive: true, force: true })
-      }
-    }, 120_000)
-  })
-}
+    } finally {
+      await Promise.all(nodes.map((node) => node.stop()))
+      await stopRedis(redisServer)
+      await db.drop()
+      await upstream.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 120_000)
+})

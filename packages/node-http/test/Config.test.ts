@@ -32,6 +32,41 @@ describe("configuration errors", () => {
       assert.strictEqual(ok.users?.[0]?.keys?.[0]?.secret, "sk-abcdefghijklmnopq")
     }))
 
+  it.effect("a console password must have 8 to 256 characters, and the message names the field and the rule without echoing it", () =>
+    Effect.gen(function*() {
+      for (const password of ["a", "seven77", "x".repeat(257)]) {
+        const error = yield* parseError(`users:\n  - {name: admin, role: admin, password: "${password}"}\n`)
+        assert.strictEqual(
+          error.message,
+          "Invalid configuration in gateway.yaml:\n  at users[0].password: Expected a console password of 8 to 256 characters"
+        )
+      }
+      const ok = yield* ConfigFile.parse("users:\n  - {name: admin, password: eight888}\n", SOURCE)
+      assert.strictEqual(ok.users?.[0]?.password, "eight888")
+    }))
+
+  it.effect("the store refuses a short password too, naming the field", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(Provision.apply({ users: [{ name: "a", password: "a" }] }, { configSource: SOURCE } as never)).pipe(
+        Effect.provide(Layer.fresh(Store.layer({ url: "sqlite::memory:", masterKey: { secret: Redacted.make("config-test-secret-0123456789") }, nodeId: "t" })))
+      )
+      assert.strictEqual(error.message, "Invalid configuration in gateway.yaml:\n  at users[0].password: a console password needs 8 to 256 characters (this one has 1)")
+    }))
+
+  it.effect("a weak MODELGATE_SECRET is refused, naming the variable and the rule", () =>
+    Effect.gen(function*() {
+      const repeated = yield* Effect.flip(settings({}, { MODELGATE_SECRET: "aaaaaaaaaaaaaaaa" }))
+      assert.strictEqual(
+        repeated.message,
+        "Invalid MODELGATE_SECRET: too weak: a server secret needs at least 16 characters, at least 8 of them different (it has only 1 different). Generate one with: openssl rand -base64 32"
+      )
+      const short = yield* Effect.flip(settings({}, { MODELGATE_SECRET: "short-secret" }))
+      assert.include(short.message, "Invalid MODELGATE_SECRET: too weak")
+      assert.include(short.message, "(it has 12)")
+      const good = yield* settings({}, { MODELGATE_SECRET: "a strong server secret" })
+      assert.isNotNull(good.secret)
+    }))
+
   it.effect("wrong types and unknown fields name the path and what was expected", () =>
     Effect.gen(function*() {
       const error = yield* parseError("listen: 5\nchannels:\n  - {name: x, type: opneai, base_url: u, models: [a]}\nusers:\n  - {name: a, bogus: 1}\n")

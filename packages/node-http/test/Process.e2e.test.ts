@@ -4,17 +4,20 @@
  * names the file and field, and on SIGTERM lets an in-flight stream finish
  * before exiting 0 and writes every queued usage record before it exits;
  * `/readyz` turns 503 while it drains, the grace period cuts a stream that
- * outlives it (which is still settled), the demo run works as printed,
- * MODELGATE_LISTEN / MODELGATE_DATABASE override the file, and the CLI's
+ * outlives it (which is still settled), the demo run works as printed on its
+ * own database and refuses to run anywhere else, and the CLI's
  * balance adjustments name the operating-system user in the ledger.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { type ChildProcess, spawn } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import * as UsageJournal from "@modelgate/store/UsageJournal"
+import { Effect } from "effect"
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Socket } from "node:net"
 import { tmpdir, userInfo } from "node:os"
 import { join } from "node:path"
+import { startPgProxy } from "../../store/test/support/PgProxy.ts"
 import { runSql } from "./support/Databases.ts"
 import { freePort } from "./support/Processes.ts"
 import { DatabaseSync } from "node:sqlite"
@@ -35,8 +38,9 @@ const runToEnd = (args: Array<string>) =>
   })
 
 const run = (args: Array<string>, options: { readonly cwd?: string; readonly env?: Record<string, string> } = {}) => {
-  const env: Record<string, string | undefined> = { ...process.env, MODELGATE_SECRET: "process-test-secret-0123456789abcdef", ...options.env }
-  delete env["MODELGATE_CONFIG"]
+  const env: Record<string, string | undefined> = { ...process.env, MODELGATE_SECRET: "process-test-secret-0123456789abcdef" }
+  for (const variable of ["MODELGATE_CONFIG", "MODELGATE_DATABASE", "MODELGATE_LISTEN", "MODELGATE_REDIS"]) delete env[variable]
+  Object.assign(env, options.env)
   const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"], env, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}) })
   let output = ""
   child.stdout!.on("data", (d) => output += d)
@@ -172,6 +176,97 @@ describe("the modelgate process", () => {
       server.child.kill("SIGTERM")
       await server.exited
     }
+  })
+
+  it("a restart does not undo what was done since: a key revoked with the CLI stays revoked, and the log says the file disagrees", async () => {
+    const port = await freePort()
+    const file = join(dir, "restart.yaml")
+    const key = "sk-restart-test-key-0000000000000000000000"
+    writeFileSync(file, [
+      `listen: 127.0.0.1:${port}`,
+      `database: sqlite:${join(dir, "restart.db")}`,
+      "log_format: json",
+      "channels:",
+      "  - {name: up, type: openai, base_url: " + `${upstream.url}/v1` + ", api_key: k, models: [gpt-4o-mini]}",
+      "models:",
+      "  gpt-4o-mini: {input: 1, output: 1}",
+      "users:",
+      `  - {name: pat, balance: 1, keys: [{name: laptop, secret: ${key}}]}`,
+      ""
+    ].join("\n"))
+    const url = `http://127.0.0.1:${port}`
+    const me = async () => (await fetch(`${url}/api/me`, { headers: { authorization: `Bearer ${key}` } })).status
+    const first = run(["serve", "--config", file])
+    try {
+      await waitHealthy(url, first.child)
+      assert.strictEqual(await me(), 200)
+    } finally {
+      first.child.kill("SIGTERM")
+      await first.exited
+    }
+    const listed = await runToEnd(["keys", "list", "--config", file, "--user", "pat"])
+    const id = /^(key_\S+)\s.*laptop/m.exec(listed.stdout)?.[1]
+    assert.isString(id, listed.stdout)
+    assert.strictEqual((await runToEnd(["keys", "revoke", id!, "--config", file])).code, 0)
+
+    const second = run(["serve", "--config", file])
+    try {
+      await waitHealthy(url, second.child)
+      assert.strictEqual(await me(), 401, "the revoked key stays revoked after the restart")
+      // Log lines are written in batches every 100 ms.
+      for (let i = 0; i < 50 && !second.output().includes("disagree"); i++) await new Promise((r) => setTimeout(r, 50))
+      const warning = second.output().split("\n").find((line) => line.includes("disagree"))
+      assert.isDefined(warning, second.output())
+      const logged = JSON.parse(warning!) as { level: string; annotations: Record<string, string> }
+      assert.strictEqual(logged.level, "WARN")
+      assert.strictEqual(logged.annotations["entry"], "keys:pat/laptop")
+      assert.include(logged.annotations["detail"], "revocation is final")
+    } finally {
+      second.child.kill("SIGTERM")
+      await second.exited
+    }
+  })
+
+  it("usage replay writes a journal a node left to the database once, and marks the file replayed", async () => {
+    const port = await freePort()
+    const database = join(dir, "replay.db")
+    const file = join(dir, "replay.yaml")
+    writeFileSync(file, [`listen: 127.0.0.1:${port}`, `database: sqlite:${database}`, "log_level: error", "users:", "  - {name: rita, balance: 1}", ""].join("\n"))
+    const server = run(["serve", "--config", file])
+    try {
+      await waitHealthy(`http://127.0.0.1:${port}`, server.child)
+    } finally {
+      server.child.kill("SIGTERM")
+      await server.exited
+    }
+    const userId = String((await runSql(`sqlite:${database}`, (sql) => sql`SELECT id FROM users WHERE name = 'rita'`))[0]!.id)
+    // What a node on another machine kept on disk when the database would not answer.
+    const journal = UsageJournal.make(join(dir, "copied-journal"), "node-elsewhere", 7)
+    await Effect.runPromise(journal.append([0, 1, 2].flatMap((i) => [
+      {
+        _tag: "Usage" as const,
+        record: {
+          createdAt: 1_700_000_000_000, requestId: `req-elsewhere-${i}`, userId, keyId: "key-x", model: "m", upstreamModel: "m", channel: "c",
+          dialectIn: "openai" as const, dialectOut: "openai" as const, stream: false, promptTokens: 1, completionTokens: 1, cachedTokens: 0,
+          usageReported: true, costNanos: 250_000_000n, latencyMs: 1, ttfbMs: null, status: 200, errorCode: null, attempts: 1, attemptLog: []
+        }
+      },
+      {
+        _tag: "Charge" as const,
+        charge: { leaseId: null, userId, keyId: "key-x", requestId: `req-elsewhere-${i}`, chargedNanos: 250_000_000n, shortfallNanos: 0n, at: 1_700_000_000_000 }
+      }
+    ])))
+    const replayed = await runToEnd(["usage", "replay", "--config", file, journal.path])
+    assert.strictEqual(replayed.code, 0, replayed.stderr)
+    assert.include(replayed.stdout, "6 usage record(s), charge(s) and lease release(s) written")
+    assert.isTrue(existsSync(`${journal.path}.replayed`))
+    // The same file again (a copy kept by mistake): nothing is written twice.
+    copyFileSync(`${journal.path}.replayed`, journal.path)
+    assert.strictEqual((await runToEnd(["usage", "replay", "--config", file, journal.path])).code, 0)
+    const books = await runSql(`sqlite:${database}`, (sql) =>
+      sql`SELECT u.balance_nanos AS balance, (SELECT SUM(amount_nanos) FROM ledger WHERE user_id = u.id) AS ledger,
+          (SELECT COUNT(*) FROM usage_records) AS records FROM users u WHERE u.name = 'rita'`)
+    assert.deepStrictEqual([String(books[0]!.balance), String(books[0]!.ledger), Number(books[0]!.records)], ["250000000", "250000000", 3])
   })
 
   it("opens a Redis connection only for commands that write (to announce them), not for `keys list`", async () => {
@@ -420,38 +515,96 @@ describe("the modelgate process", () => {
     }
   })
 
-  it("serves the demo with no configuration, printing an address, a key and a curl line that works; MODELGATE_LISTEN and MODELGATE_DATABASE override", async () => {
-    const port = await freePort()
-    const cwd = join(dir, "demo")
-    mkdirSync(cwd)
-    const database = join(dir, "demo-from-env.db")
-    const proc = run(["serve"], { cwd, env: { MODELGATE_LISTEN: `127.0.0.1:${port}`, MODELGATE_DATABASE: `sqlite:${database}` } })
+  it("a database that refuses the connection at start is reported with the server's own reason", async () => {
+    const proxy = await startPgProxy({ host: "127.0.0.1", port: 9 })
     try {
-      for (let i = 0; i < 200 && !proc.output().includes("-d '{"); i++) {
-        if (proc.child.exitCode !== null) break
-        await new Promise((r) => setTimeout(r, 100))
-      }
-      const output = proc.output()
-      assert.include(output, `modelgate listening on http://127.0.0.1:${port}`)
-      assert.match(output, /API key: +sk-demo-modelgate-0+/)
-      const start = output.indexOf("curl ")
-      assert.isAbove(start, -1, output)
-      // The two printed lines, joined as a shell joins a backslash-continued line.
-      const curl = output.slice(start).split("\n").slice(0, 2).join("\n")
-      const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-        const child = spawn("sh", ["-c", curl], { stdio: ["ignore", "pipe", "ignore"] })
-        let stdout = ""
-        child.stdout!.on("data", (d) => stdout += d)
-        child.on("exit", (code) => resolve({ code, stdout }))
-      })
-      assert.strictEqual(result.code, 0)
-      const completion = JSON.parse(result.stdout) as { choices: Array<{ message: { content: string } }> }
-      assert.match(completion.choices[0]!.message.content, /fake-upstream/)
-      assert.isTrue(existsSync(database), "the database named by MODELGATE_DATABASE is used")
-      assert.isFalse(existsSync(join(cwd, "data", "modelgate.db")), "the demo configuration's database is not")
+      proxy.refuseStartups({ code: "53300", message: "sorry, too many clients already" })
+      const file = join(dir, "crowded.yaml")
+      writeFileSync(file, [`listen: 127.0.0.1:${await freePort()}`, `database: postgres://modelgate:secret@127.0.0.1:${proxy.port}/modelgate`, ""].join("\n"))
+      const result = await runToEnd(["serve", "--config", file])
+      assert.strictEqual(result.code, 1)
+      assert.include(result.stderr, `modelgate: Cannot use the database 'postgres://modelgate:***@127.0.0.1:${proxy.port}/modelgate' (from database in ${file})`)
+      assert.include(result.stderr, "sorry, too many clients already")
+      assert.notInclude(result.stderr, "secret")
     } finally {
-      proc.child.kill("SIGTERM")
-      await proc.exited
+      await proxy.close()
     }
+  })
+
+  it("refuses to serve the demo without its fake upstream, saying how to start the demo", async () => {
+    const cwd = join(dir, "no-upstream")
+    mkdirSync(cwd)
+    const proc = run(["serve"], { cwd })
+    assert.strictEqual(await proc.exited, 1)
+    assert.include(proc.output(), "modelgate: No configuration was given")
+    assert.include(proc.output(), "Run `pnpm start` for the demo")
+    assert.isFalse(existsSync(join(cwd, "data")), "nothing was created")
+    const remote = run(["serve"], { cwd, env: { MODELGATE_DEMO_UPSTREAM: "http://example.com:9" } })
+    assert.strictEqual(await remote.exited, 1)
+    assert.include(remote.output(), "MODELGATE_DEMO_UPSTREAM must be on this machine")
+  })
+
+  it("refuses to run the demo into a real database, a real Redis, an empty MODELGATE_CONFIG, a public address or a database it did not create, naming why", async () => {
+    // A real gateway's database: its admin has a password of their own.
+    const port = await freePort()
+    const database = join(dir, "real.db")
+    const file = join(dir, "real.yaml")
+    writeFileSync(file, [`listen: 127.0.0.1:${port}`, `database: sqlite:${database}`, "users:", "  - {name: admin, role: admin, password: the-admins-own-password}", ""].join("\n"))
+    const real = run(["serve", "--config", file])
+    try {
+      await waitHealthy(`http://127.0.0.1:${port}`, real.child)
+    } finally {
+      real.child.kill("SIGTERM")
+      await real.exited
+    }
+    const snapshot = () => {
+      const db = new DatabaseSync(database, { readOnly: true })
+      try {
+        return JSON.stringify(db.prepare("SELECT name, role, password_hash, updated_at FROM users ORDER BY name").all())
+      } finally {
+        db.close()
+      }
+    }
+    const before = snapshot()
+
+    const cwd = join(dir, "refusals")
+    mkdirSync(cwd)
+    const refused = async (env: Record<string, string>) => {
+      // As `pnpm start` runs it: with the demo's upstream named (nothing listens there; it is never reached).
+      const proc = run(["serve"], { cwd, env: { MODELGATE_DEMO_UPSTREAM: "http://127.0.0.1:9", ...env } })
+      const code = await proc.exited
+      return { code, output: proc.output() }
+    }
+    const database_ = await refused({ MODELGATE_DATABASE: `sqlite:${database}` })
+    assert.strictEqual(database_.code, 1)
+    assert.include(database_.output, "modelgate: MODELGATE_DATABASE is set, but no configuration was given")
+    assert.include(database_.output, "the demo runs only on its own database, never on yours")
+    assert.strictEqual(snapshot(), before, "the admin's password and the users are untouched")
+
+    const redis = await refused({ MODELGATE_REDIS: "redis://127.0.0.1:6379" })
+    assert.strictEqual(redis.code, 1)
+    assert.include(redis.output, "modelgate: MODELGATE_REDIS is set, but no configuration was given")
+
+    const empty = await refused({ MODELGATE_CONFIG: "" })
+    assert.strictEqual(empty.code, 1)
+    assert.include(empty.output, "modelgate: MODELGATE_CONFIG is set but empty.")
+
+    const listen = await refused({ MODELGATE_LISTEN: `0.0.0.0:${port}` })
+    assert.strictEqual(listen.code, 1)
+    assert.include(listen.output, `modelgate: MODELGATE_LISTEN asks for '0.0.0.0:${port}'`)
+    assert.include(listen.output, "the demo listens only on a loopback address")
+    assert.isFalse(existsSync(join(cwd, "data")), "nothing was created")
+
+    // A database where the demo's would be, that the demo did not create.
+    mkdirSync(join(cwd, "data", "demo"), { recursive: true })
+    writeFileSync(join(cwd, "data", "demo", "modelgate.db"), "")
+    const foreign = await refused({ MODELGATE_LISTEN: `127.0.0.1:${port}` })
+    assert.strictEqual(foreign.code, 1)
+    assert.include(foreign.output, "The demo setup runs only on a database it created")
+
+    // The admin commands without a configuration refuse a real database the same way.
+    const keys = run(["keys", "list"], { cwd, env: { MODELGATE_DATABASE: `sqlite:${database}` } })
+    assert.strictEqual(await keys.exited, 1)
+    assert.include(keys.output(), "MODELGATE_DATABASE is set, but no configuration was given")
   })
 })

@@ -8,8 +8,8 @@
  * call across failover; every attempt on the usage record; a caller that
  * hangs up before the answer; a stream cut after its first byte (or past its total
  * deadline) ends with an in-band error and is charged for what was
- * delivered; breakers that open and keep calls away; a 401 that disables the
- * key until the probe finds it working; max_attempts; sticky selection;
+ * delivered; breakers that open and keep calls away; a 401 whose probe
+ * disables the key until a probe finds it working; max_attempts; sticky selection;
  * request parameters and the stream_options switch; an `azure` channel
  * through the openai SDK.
  */
@@ -470,13 +470,16 @@ describe("failover outside chat: embeddings and countTokens", () => {
     assert.match(health.keys[0].lastError, /could not be reached/)
   })
 
-  it("countTokens with a key the upstream refuses (Gemini's 400 API_KEY_INVALID) disables that key and is counted by the next channel", async () => {
+  it("countTokens with a key the upstream refuses (Gemini's 400 API_KEY_INVALID) is counted by the next channel, and a probe confirming it disables the key", async () => {
     upstreamB.clearRequests()
     const answer = await gemini("count-auth-model", "countTokens", { contents: [{ role: "user", parts: [{ text: "count me" }] }] })
     assert.strictEqual(answer.status, 200)
     assert.isNumber((await answer.json() as any).totalTokens)
     assert.strictEqual(upstreamB.requests.filter((r) => r.path === "/v1beta/models/count-auth-model:countTokens").length, 1)
-    const health = await channelHealth("gemini-badkey")
+    const health = await eventually("the probe to disable the refused key", async () => {
+      const now = await channelHealth("gemini-badkey")
+      return now.state === "disabled" ? now : undefined
+    })
     assert.strictEqual(health.state, "disabled")
     assert.strictEqual(health.keys[0].status, 400)
     assert.strictEqual(health.keys[0].reason, "HTTP 400: API key not valid. Please pass a valid API key.")
@@ -542,13 +545,16 @@ describe("after the first byte", () => {
 })
 
 describe("key health", () => {
-  it("a 401 disables the key with the upstream's reason; calls avoid it; the probe brings it back", async () => {
+  it("a 401 keeps the key out of calls; a probe confirming it disables it with the upstream's reason; the probe brings it back", async () => {
     upstreamC.setApiKey("sk-upstream-c-rotated")
     const refused = await chat("auth-model")
     assert.strictEqual(refused.status, 200, "the call fails over")
     const record = await usageOf(refused.headers.get("x-request-id")!)
     assert.deepStrictEqual(attemptsOf(record), [["auth", 401, "UpstreamUnavailable"], ["fallback", 200, null]])
-    const health = await channelHealth("auth")
+    const health = await eventually("the probe to disable the refused key", async () => {
+      const now = await channelHealth("auth")
+      return now.state === "disabled" ? now : undefined
+    })
     assert.strictEqual(health.state, "disabled")
     assert.strictEqual(health.keys[0].state, "disabled")
     assert.strictEqual(health.keys[0].status, 401)

@@ -1,7 +1,8 @@
 /**
  * `trusted_proxies` in the configuration: loopback by default, a list of
  * addresses and CIDR ranges when set, and a bad entry refused with a message
- * that names the file and the entry.
+ * that names the file and the entry. The limits on what is read from an
+ * upstream (`max_answer_bytes`, `max_event_bytes`).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -34,5 +35,17 @@ describe("trusted_proxies", () => {
       assert.include(error.message, "trusted_proxies")
       assert.include(error.message, "test.yaml")
       assert.include(error.message, "'proxy.internal'")
+    }))
+})
+
+describe("what is read from an upstream", () => {
+  it.effect("max_answer_bytes and max_event_bytes default to 32 MiB and 4 MiB, are taken from the file, and must be positive whole numbers", () =>
+    Effect.gen(function*() {
+      const defaults = yield* resolve({})
+      assert.deepStrictEqual([defaults.maxAnswerBytes, defaults.maxEventBytes], [32 * 1024 * 1024, 4 * 1024 * 1024])
+      const set = yield* resolve({ max_answer_bytes: 1_000_000, max_event_bytes: 65_536 })
+      assert.deepStrictEqual([set.maxAnswerBytes, set.maxEventBytes], [1_000_000, 65_536])
+      const error = yield* Effect.flip(resolve({ max_event_bytes: 0 }))
+      assert.include(error.message, "at max_event_bytes")
     }))
 })

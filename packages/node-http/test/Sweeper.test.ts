@@ -8,6 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Accounts, type SweepSelector } from "@modelgate/store/Accounts"
 import * as Database from "@modelgate/store/Database"
+import { UsageWriter } from "@modelgate/store/UsageWriter"
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import * as Server from "../src/Server.ts"
@@ -18,7 +19,9 @@ const startSweeper = (dialect: Database.Dialect["Service"], calls: Array<string>
     heartbeat: (nodeId: string) => Effect.sync(() => void calls.push(`heartbeat ${nodeId}`)),
     sweepHolds: (selector: SweepSelector) => Effect.sync(() => (calls.push(`sweep ${JSON.stringify(selector)}`), 0))
   } as unknown as Accounts["Service"])
-  return Layer.build(Server.sweeper("node-1").pipe(Layer.provide(Layer.mergeAll(accounts, Layer.succeed(Database.Dialect)(dialect)))))
+  // The sweeper only waits for the writer to be built (it writes an earlier run's journal first).
+  const writer = Layer.succeed(UsageWriter)({} as UsageWriter["Service"])
+  return Layer.build(Server.sweeper("node-1").pipe(Layer.provide(Layer.mergeAll(accounts, writer, Layer.succeed(Database.Dialect)(dialect)))))
 }
 
 describe("sweeper", () => {

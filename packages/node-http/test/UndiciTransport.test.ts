@@ -9,6 +9,7 @@ import { Domain } from "@modelgate/core"
 import { Effect, Exit, Fiber } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
+import * as Dialects from "@modelgate/engine/Dialects"
 import * as Upstream from "@modelgate/engine/Upstream"
 import * as UndiciTransport from "../src/UndiciTransport.ts"
 
@@ -148,25 +149,25 @@ describe("UndiciTransport", () => {
 
   // Undici fails a body destroyed before its end with an 'error' event: one nobody listened to would be
   // an uncaught exception, which ends the gateway's process (and fails this run).
-  it.live("a stream whose first chunk is later than first_byte_ms fails with the first-byte timeout and is closed", () =>
+  it.live("a stream whose first event is later than first_byte_ms fails with the first-byte timeout and is closed", () =>
     Effect.gen(function*() {
       const server = yield* stallingServer
       const c = channel({ baseUrl: server.url, timeouts: { ...Domain.defaultTimeouts, firstByteMs: 300 } })
       const at = Upstream.deadlines(c, Date.now(), Date.now())
       const response = yield* Upstream.send(c, `${server.url}/headers-only`, {}, "{}", at)
-      const error = yield* Effect.flip(Upstream.firstChunk(response))
+      const error = yield* Effect.flip(Upstream.opening(response, Dialects.upstream("openai"), 1 << 20))
       assert.strictEqual(error._tag, "UpstreamTimeout")
       assert.match(error.message, /did not answer within 300 ms/)
       yield* waitFor(() => server.headersOnlyClosed() === 1)
     }).pipe(Effect.provide(UndiciTransport.layer)))
 
-  it.live("interrupting the wait for a stream's first chunk closes the upstream connection", () =>
+  it.live("interrupting the wait for a stream's opening closes the upstream connection", () =>
     Effect.gen(function*() {
       const server = yield* stallingServer
       const c = channel({ baseUrl: server.url })
       const at = Upstream.deadlines(c, Date.now(), Date.now())
       const response = yield* Upstream.send(c, `${server.url}/headers-only`, {}, "{}", at)
-      const waiting = yield* Effect.forkChild(Upstream.firstChunk(response))
+      const waiting = yield* Effect.forkChild(Upstream.opening(response, Dialects.upstream("openai"), 1 << 20))
       yield* Effect.sleep(50)
       yield* Fiber.interrupt(waiting)
       yield* waitFor(() => server.headersOnlyClosed() === 1)
@@ -181,7 +182,7 @@ describe("UndiciTransport", () => {
       const whole = yield* Upstream.send(c, `${server.url}/whole`, {}, "{}", at)
       assert.strictEqual(yield* Upstream.readText(whole, 1024), "{\"id\":1}")
       const stream = yield* Upstream.send(c, `${server.url}/whole`, {}, "{}", at)
-      const first = yield* Upstream.firstChunk(stream)
+      const first = yield* stream.body.next
       assert.strictEqual(new TextDecoder().decode(first), "{\"id\":1}")
       stream.body.discard()
     }).pipe(Effect.provide(UndiciTransport.layer)))

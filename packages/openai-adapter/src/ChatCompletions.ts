@@ -300,17 +300,28 @@ export const ResponseChoice = Schema.Struct({
 })
 export type ResponseChoice = typeof ResponseChoice.Type
 
-/** `{"id","object":"chat.completion","created","model","choices","usage"?}`. @category response */
-export const ChatCompletion = Schema.Struct({
+const chatCompletionFields = {
   id: Schema.String,
   object: Schema.optionalKey(Schema.String),
   created: Schema.optionalKey(Schema.Number),
   model: Schema.String,
   choices: Schema.Array(ResponseChoice),
-  usage: nullable(Usage),
   system_fingerprint: nullable(Schema.String)
-})
+}
+
+/** `{"id","object":"chat.completion","created","model","choices","usage"?}`. @category response */
+export const ChatCompletion = Schema.Struct({ ...chatCompletionFields, usage: nullable(Usage) })
 export type ChatCompletion = typeof ChatCompletion.Type
+
+/**
+ * A chat completion as an upstream sends it: `usage` is taken as it comes and
+ * read apart (`Response.readUsage`), so figures that are not token counts are
+ * refused without making the whole answer unreadable.
+ *
+ * @category response
+ */
+export const UpstreamChatCompletion = Schema.Struct({ ...chatCompletionFields, usage: Schema.optionalKey(Schema.Unknown) })
+export type UpstreamChatCompletion = typeof UpstreamChatCompletion.Type
 
 // ---------------------------------------------------------------------------
 // Stream chunk
@@ -362,6 +373,10 @@ export const ChatCompletionChunk = Schema.Struct({
   usage: nullable(Usage)
 })
 export type ChatCompletionChunk = typeof ChatCompletionChunk.Type
+
+/** A stream chunk as an upstream sends it, `usage` read apart (see `UpstreamChatCompletion`). @category stream */
+export const UpstreamChatCompletionChunk = Schema.Struct({ ...ChatCompletionChunk.fields, usage: Schema.optionalKey(Schema.Unknown) })
+export type UpstreamChatCompletionChunk = typeof UpstreamChatCompletionChunk.Type
 
 // ---------------------------------------------------------------------------
 // Models

@@ -22,9 +22,10 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, type Dialect as Core, Domain, GatewayError, Params, Tokens } from "@modelgate/core"
+import { type Canonical, Dialect as Core, Domain, GatewayError, Issues, Params, Sse, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
+import * as Framing from "./Framing.ts"
 import { base64 } from "./internal/base64.ts"
 import * as Models from "./Models.ts"
 import * as Passthrough from "./Passthrough.ts"
@@ -35,7 +36,6 @@ import * as Responses from "./Responses.ts"
 import * as ResponsesAnswer from "./ResponsesAnswer.ts"
 import * as ResponsesPassthrough from "./ResponsesPassthrough.ts"
 import * as ResponsesRequest from "./ResponsesRequest.ts"
-import * as Sse from "./Sse.ts"
 import * as OpenAIStream from "./Stream.ts"
 
 // ---------------------------------------------------------------------------
@@ -62,23 +62,39 @@ export const bearer = (headers: Core.HeaderBag): string | undefined => {
 // Client side
 // ---------------------------------------------------------------------------
 
-const inspect = (body: string) =>
-  Effect.map(Passthrough.inspectChatBody(body), (inspected): Core.Inspected => ({
-    model: inspected.model,
-    stream: inspected.stream,
-    includeUsage: inspected.includeUsage,
-    maxOutputTokens: inspected.maxTokens,
-    choices: inspected.choices,
-    mediaParts: inspected.mediaParts,
-    json: inspected.json,
-    forward: (upstreamModel, edit) =>
-      edit === undefined
-        ? Passthrough.upstreamBody(inspected, upstreamModel)
-        : edit.streamOptions
-        ? Passthrough.upstreamBody({ ...inspected, json: Params.edit(inspected.json, edit) }, upstreamModel)
-        // An upstream that rejects stream_options gets none (its stream usage is then counted locally).
-        : JSON.stringify({ ...Params.edit(inspected.json, edit), model: upstreamModel })
-  }))
+/** A body with a channel's parameter edit applied: decoded, edited and written again (channels without an edit never pay this). */
+const editedBody = (inspected: Passthrough.InspectedBody, upstreamModel: string, edit: Params.BodyEdit): string => {
+  const out: Record<string, unknown> = { ...Params.edit(inspected.json, edit), model: upstreamModel }
+  // An upstream that rejects stream_options gets none (its stream usage is then counted locally).
+  if (edit.streamOptions && inspected.stream) {
+    const options = out.stream_options
+    out.stream_options = Predicate.isObject(options) ? { ...options, include_usage: true } : { include_usage: true }
+  }
+  return JSON.stringify(out)
+}
+
+/** What each inspection learnt of its body, for `check`. */
+const inspections = new WeakMap<Core.Inspected, Passthrough.InspectedBody>()
+
+const inspect = (body: Uint8Array) =>
+  Effect.map(Passthrough.inspectChatBody(body), (inspected): Core.Inspected => {
+    const view: Core.Inspected = {
+      model: inspected.model,
+      stream: inspected.stream,
+      includeUsage: inspected.includeUsage,
+      maxOutputTokens: inspected.maxTokens,
+      choices: inspected.choices,
+      mediaParts: inspected.mediaParts,
+      // Parsed only when read (the translation path, a parameter edit, a refused body's check).
+      get json() {
+        return inspected.json
+      },
+      forward: (upstreamModel, edit) =>
+        edit === undefined ? Passthrough.upstreamBody(inspected, upstreamModel) : editedBody(inspected, upstreamModel, edit)
+    }
+    inspections.set(view, inspected)
+    return view
+  })
 
 /** The error envelope, with the `x-ratelimit-*` headers of the limit that refused a call. */
 const renderError = (error: GatewayError.GatewayError): Core.ErrorResponse => {
@@ -86,9 +102,6 @@ const renderError = (error: GatewayError.GatewayError): Core.ErrorResponse => {
   if (error._tag !== "RateLimited" || error.snapshot === undefined) return rendered
   return { ...rendered, headers: { ...RateLimitHeaders.toHeaders(error.snapshot), ...rendered.headers } }
 }
-
-const invalid = (message: string, param?: string) =>
-  new GatewayError.InvalidRequest(param === undefined ? { message } : { message, param })
 
 /** What the OpenAI side remembers of an embeddings request: its body, and whether it wants base64 vectors. */
 interface EmbedState {
@@ -110,18 +123,18 @@ const decodeEmbeddings = (text: string): Effect.Effect<Core.EmbedCall, GatewayEr
   try {
     json = JSON.parse(text)
   } catch (error) {
-    return Effect.fail(invalid(`The request body is not valid JSON: ${(error as Error).message}`))
+    return Effect.fail(Issues.invalid("", `The request body is not valid JSON: ${(error as Error).message}`))
   }
-  if (!Predicate.isObject(json) || Array.isArray(json)) return Effect.fail(invalid("The request body must be a JSON object."))
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Effect.fail(Issues.invalid("", "The request body must be a JSON object."))
   const body = json as Record<string, unknown>
   const model = body.model
-  if (typeof model !== "string" || model.length === 0) return Effect.fail(invalid("'model' is required (a model name).", "model"))
+  if (typeof model !== "string" || model.length === 0) return Effect.fail(Issues.invalid("model", "'model' is required (a model name)."))
   const input = body.input
   const inputs: Array<string> = []
   let tokens = 0
   let tokenIds = false
   const bad = () =>
-    Effect.fail(invalid("'input' is required: a string, a non-empty array of strings, or token ids (an array of integers, or of such arrays).", "input"))
+    Effect.fail(Issues.invalid("input", "'input' is required: a string, a non-empty array of strings, or token ids (an array of integers, or of such arrays)."))
   if (typeof input === "string") {
     inputs.push(input)
   } else if (Array.isArray(input) && input.length > 0) {
@@ -137,11 +150,11 @@ const decodeEmbeddings = (text: string): Effect.Effect<Core.EmbedCall, GatewayEr
   for (const item of inputs) tokens += Math.ceil(Tokens.utf8Length(item) / 4)
   const dimensions = body.dimensions
   if (dimensions !== undefined && dimensions !== null && !(typeof dimensions === "number" && Number.isInteger(dimensions) && dimensions > 0)) {
-    return Effect.fail(invalid("'dimensions' must be a positive integer.", "dimensions"))
+    return Effect.fail(Issues.invalid("dimensions", "'dimensions' must be a positive integer."))
   }
   const format = body.encoding_format
   if (format !== undefined && format !== null && format !== "float" && format !== "base64") {
-    return Effect.fail(invalid("'encoding_format' must be 'float' or 'base64'.", "encoding_format"))
+    return Effect.fail(Issues.invalid("encoding_format", "'encoding_format' must be 'float' or 'base64'."))
   }
   const canonical: Canonical.EmbedRequest | GatewayError.UnsupportedFeature = tokenIds
     ? new GatewayError.UnsupportedFeature({
@@ -168,16 +181,37 @@ const base64Vector = (vector: ReadonlyArray<number>): string => {
   return base64(new Uint8Array(floats.buffer))
 }
 
-/** An OpenAI-style `/embeddings` answer, as far as it is read. */
+/** An OpenAI-style `/embeddings` answer, as far as it is read (`usage` is checked apart: `embeddingsUsage`). */
 const EmbeddingsAnswer = Schema.Struct({
   data: Schema.Array(Schema.Struct({ index: Schema.Int, embedding: Schema.Array(Schema.Finite) })),
-  usage: Schema.optionalKey(Schema.NullOr(Schema.Struct({ prompt_tokens: Schema.Int })))
+  usage: Schema.optionalKey(Schema.Unknown)
 })
+
+/**
+ * The prompt tokens an embeddings answer reports: a count, the reason its
+ * figure was refused (`usageRejected`), or neither when it reports none.
+ */
+const embeddingsUsage = (usage: unknown): { readonly promptTokens?: number; readonly usageRejected?: string } => {
+  if (usage === undefined || usage === null) return {}
+  if (!Predicate.isObject(usage) || Array.isArray(usage)) return { usageRejected: "usage: not an object" }
+  const bad = Tokens.badCount({ prompt_tokens: usage.prompt_tokens ?? "missing", total_tokens: usage.total_tokens })
+  return bad === undefined ? { promptTokens: usage.prompt_tokens as number } : { usageRejected: bad }
+}
 
 const decodeEmbeddingsAnswer = Schema.decodeUnknownResult(Schema.fromJsonString(EmbeddingsAnswer))
 
 const notJson = (channel: string) =>
   new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with invalid JSON.` })
+
+/** A 200 embeddings answer that is an error or not a list of embeddings; the upstream's own message is quoted when it gave one. */
+const notEmbeddings = (channel: string, body: unknown) => {
+  const error = ErrorEnvelope.upstreamErrorOf(body)
+  return new GatewayError.UpstreamUnavailable({
+    message: error === undefined
+      ? `The upstream '${channel}' answered with something that is not a list of embeddings.`
+      : `The upstream '${channel}' answered with an error instead of embeddings: ${GatewayError.echo(error.message)}`
+  })
+}
 
 const embeddingsClient: Core.ClientEmbeddings = {
   decode: (body) => decodeEmbeddings(body),
@@ -202,10 +236,13 @@ const embeddingsClient: Core.ClientEmbeddings = {
     } catch {
       return Effect.fail(notJson(channel))
     }
-    const usage = Predicate.isObject(parsed) && Predicate.isObject(parsed.usage) ? parsed.usage.prompt_tokens : undefined
+    // A 200 whose body is an error, or not a list of embeddings, is the upstream failing.
+    if (!Predicate.isObject(parsed) || Array.isArray(parsed) || parsed.error !== undefined || !Array.isArray(parsed.data)) {
+      return Effect.fail(notEmbeddings(channel, parsed))
+    }
     return Effect.succeed({
-      body: publicModel === undefined || !Predicate.isObject(parsed) ? text : JSON.stringify({ ...parsed, model: publicModel }),
-      promptTokens: typeof usage === "number" ? usage : undefined
+      body: publicModel === undefined ? text : JSON.stringify({ ...parsed, model: publicModel }),
+      ...embeddingsUsage(parsed.usage)
     })
   }
 }
@@ -222,6 +259,10 @@ export const client: Core.ClientDialect = {
     return key === undefined || key.length === 0 ? undefined : key
   },
   inspect,
+  check: (inspected) => {
+    const body = inspections.get(inspected)
+    return body === undefined ? undefined : Passthrough.checkStructure(body)
+  },
   decodeRequest: (inspected) => Request.decodeRequest(inspected.json),
   passthroughMeter: (inspected) => {
     const meter = new Passthrough.PassthroughMeter({ includeUsage: inspected.includeUsage })
@@ -242,7 +283,7 @@ export const client: Core.ClientDialect = {
       push: (events) => {
         let text = ""
         for (const event of events) {
-          for (const chunk of encoder.push(event)) text += Sse.frame(JSON.stringify(chunk))
+          for (const chunk of encoder.push(event)) text += Framing.frame(JSON.stringify(chunk))
         }
         return text
       },
@@ -280,12 +321,12 @@ const azureUrl = (channel: Domain.Channel, deployment: string, operation: string
 
 /** Incremental decoding of an OpenAI upstream's SSE text; throws the upstream's error when an event is one. */
 const eventDecoder = (): Core.EventDecoder => {
-  const parser = new Sse.SseParser()
+  const parser = new Sse.Parser()
   const decoder = new OpenAIStream.StreamDecoder()
   let done = false
   // An error event after good events in the same read: the good events are delivered first, the error on the next read.
   let pending: GatewayError.GatewayError | undefined
-  const feed = (events: ReadonlyArray<Sse.SseEvent>): Array<Canonical.StreamEvent> => {
+  const feed = (events: ReadonlyArray<Sse.Event>): Array<Canonical.StreamEvent> => {
     if (pending !== undefined) throw pending
     const out: Array<Canonical.StreamEvent> = []
     for (const event of events) {
@@ -312,6 +353,40 @@ const eventDecoder = (): Core.EventDecoder => {
       return out
     }
   }
+}
+
+/** The upstream's own words in an `{"error": ...}` body or event (a string error counts too). */
+const errorMessageOf = (json: Readonly<Record<string, unknown>>): string | undefined => {
+  const error = json.error
+  return typeof error === "string" ? error : ErrorEnvelope.upstreamErrorOf(json)?.message
+}
+
+/** A 200 non-stream answer that is an error, or has no `choices`: the upstream failing. */
+const notAnAnswer = (json: unknown, channel: string): GatewayError.UpstreamUnavailable | undefined => {
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a chat completion")
+  if (json.error !== undefined && json.error !== null) return Core.answeredError(channel, errorMessageOf(json))
+  return Array.isArray(json.choices) ? undefined : Core.answeredOther(channel, "a chat completion")
+}
+
+/**
+ * The opening of a 200 stream: its first event must be a chunk (any JSON
+ * object without `error`); `[DONE]` first, an error event, data that is not
+ * JSON, or no event at all before the end is the upstream failing.
+ */
+const opening = (text: string, ended: boolean, channel: string): Core.Opening => {
+  const parser = new Sse.Parser()
+  const first = parser.push(text)[0] ?? (ended ? parser.end()[0] : undefined)
+  if (first === undefined) return ended ? Core.emptyStream(channel) : "incomplete"
+  if (first.data === "[DONE]") return Core.emptyStream(channel)
+  let json: unknown
+  try {
+    json = JSON.parse(first.data)
+  } catch {
+    return Core.brokenEvent(channel)
+  }
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a chat completion chunk")
+  if (json.error !== undefined && json.error !== null) return Core.answeredError(channel, errorMessageOf(json))
+  return "answer"
 }
 
 /**
@@ -362,8 +437,7 @@ const embeddingsUpstream: Core.UpstreamEmbeddings = {
         new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with ${vectors.length} embeddings for ${count} inputs.` })
       )
     }
-    const prompt = parsed.success.usage?.prompt_tokens
-    return Effect.succeed(prompt === undefined ? { vectors } : { vectors, promptTokens: prompt })
+    return Effect.succeed({ vectors, ...embeddingsUsage(parsed.success.usage) })
   }
 }
 
@@ -386,6 +460,8 @@ export const upstream: Core.UpstreamDialect = {
   encodeRequest: encodeUpstreamRequest,
   decodeResponse: (json) => Response.decodeResponse(json),
   eventDecoder,
+  notAnAnswer,
+  opening,
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
   embeddings: embeddingsUpstream
 }
@@ -413,21 +489,37 @@ const failure = (error: GatewayError.GatewayError) => {
   return { code: body.code ?? body.type, message: body.message }
 }
 
-const responsesInspect = (body: string) =>
-  Effect.map(ResponsesPassthrough.inspectBody(body), (inspected): Core.Inspected => ({
-    model: inspected.model,
-    stream: inspected.stream,
-    // The Responses stream always ends with its usage.
-    includeUsage: true,
-    maxOutputTokens: inspected.maxOutputTokens,
-    choices: 1,
-    mediaParts: inspected.mediaParts,
-    json: inspected.json,
-    forward: (upstreamModel, edit) =>
-      edit?.params === undefined
-        ? ResponsesPassthrough.upstreamBody(inspected, upstreamModel)
-        : JSON.stringify({ ...Params.apply(inspected.json, edit.params), model: upstreamModel })
-  }))
+/** What each Responses inspection learnt of its body, for `check` and the translation's parse. */
+const responsesInspections = new WeakMap<Core.Inspected, ResponsesPassthrough.InspectedBody>()
+
+const responsesInspect = (body: Uint8Array) =>
+  Effect.map(ResponsesPassthrough.inspectBody(body), (inspected): Core.Inspected => {
+    const view: Core.Inspected = {
+      model: inspected.model,
+      stream: inspected.stream,
+      // The Responses stream always ends with its usage.
+      includeUsage: true,
+      maxOutputTokens: inspected.maxOutputTokens,
+      choices: 1,
+      mediaParts: inspected.mediaParts,
+      // Parsed only when read (the translation path, a parameter edit).
+      get json() {
+        return inspected.json
+      },
+      forward: (upstreamModel, edit) =>
+        edit?.params === undefined
+          ? ResponsesPassthrough.upstreamBody(inspected, upstreamModel)
+          : JSON.stringify({ ...Params.apply(inspected.json, edit.params), model: upstreamModel })
+    }
+    responsesInspections.set(view, inspected)
+    return view
+  })
+
+/** The body a Responses inspection read, parsed (a large body JSON refuses fails with the parser's words). */
+const responsesJson = (inspected: Core.Inspected) => {
+  const body = responsesInspections.get(inspected)
+  return body === undefined ? Effect.succeed(inspected.json) : ResponsesPassthrough.parsed(body)
+}
 
 /**
  * The Responses API client side: the key in `Authorization: Bearer`,
@@ -441,7 +533,11 @@ export const responsesClient: Core.ClientDialect = {
   dialect: "responses",
   presentedKey: client.presentedKey,
   inspect: responsesInspect,
-  decodeRequest: (inspected) => ResponsesRequest.decodeRequest(inspected.json),
+  check: (inspected) => {
+    const body = responsesInspections.get(inspected)
+    return body === undefined ? undefined : ResponsesPassthrough.checkStructure(body)
+  },
+  decodeRequest: (inspected) => Effect.flatMap(responsesJson(inspected), ResponsesRequest.decodeRequest),
   passthroughMeter: (inspected) => {
     const meter = new ResponsesPassthrough.PassthroughMeter()
     failures.set(inspected, (error) =>
@@ -477,10 +573,10 @@ export const responsesClient: Core.ClientDialect = {
 
 /** Incremental decoding of a Responses upstream's SSE text; throws the upstream's error when an event is one. */
 const responsesEventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
-  const parser = new Sse.SseParser()
+  const parser = new Sse.Parser()
   const decoder = new ResponsesAnswer.StreamDecoder({ created: start.created })
   let pending: GatewayError.GatewayError | undefined
-  const feed = (events: ReadonlyArray<Sse.SseEvent>): Array<Canonical.StreamEvent> => {
+  const feed = (events: ReadonlyArray<Sse.Event>): Array<Canonical.StreamEvent> => {
     if (pending !== undefined) throw pending
     const out: Array<Canonical.StreamEvent> = []
     for (const event of events) {
@@ -511,6 +607,50 @@ const responsesEventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
   }
 }
 
+/** The upstream's own words in a Responses error: an `error` event's `message`, or a failed response's `error.message`. */
+const responsesErrorMessage = (json: Readonly<Record<string, unknown>>): string | undefined => {
+  if (Predicate.isString(json.message)) return json.message
+  const response = Predicate.isObject(json.response) ? json.response : json
+  const error = response.error
+  if (Predicate.isString(error)) return error
+  return Predicate.isObject(error) && Predicate.isString(error.message) ? error.message : undefined
+}
+
+/**
+ * A 200 non-stream answer that is an error (an `error` object, a `failed`
+ * response) or not a `response` object with its `output`: the upstream
+ * failing.
+ */
+const responsesNotAnAnswer = (json: unknown, channel: string): GatewayError.UpstreamUnavailable | undefined => {
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a Responses API response")
+  if ((json.error !== undefined && json.error !== null) || json.status === "failed") return Core.answeredError(channel, responsesErrorMessage(json))
+  return Array.isArray(json.output) ? undefined : Core.answeredOther(channel, "a Responses API response")
+}
+
+/**
+ * The opening of a 200 Responses stream: its first event must be a JSON
+ * object that is neither an error (an `error` event, an `{"error": ...}`
+ * object as chat completions servers send) nor `response.failed`; data that
+ * is not JSON, or no event at all before the end, is the upstream failing.
+ */
+const responsesOpening = (text: string, ended: boolean, channel: string): Core.Opening => {
+  const parser = new Sse.Parser()
+  const first = parser.push(text)[0] ?? (ended ? parser.end()[0] : undefined)
+  if (first === undefined) return ended ? Core.emptyStream(channel) : "incomplete"
+  let json: unknown
+  try {
+    json = JSON.parse(first.data)
+  } catch {
+    return Core.brokenEvent(channel)
+  }
+  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a Responses API stream event")
+  const error = json.error !== undefined && json.error !== null
+  if (first.event === "error" || json.type === "error" || json.type === "response.failed" || error) {
+    return Core.answeredError(channel, responsesErrorMessage(json))
+  }
+  return "answer"
+}
+
 /**
  * The Responses API upstream side: an OpenAI channel marked `responses`
  * (`POST {base_url}/responses`, `Authorization: Bearer`). A Responses
@@ -526,5 +666,7 @@ export const responsesUpstream: Core.UpstreamDialect = {
   encodeRequest: (request, upstreamModel) => Effect.map(ResponsesRequest.encodeRequest(request, upstreamModel), (body) => JSON.stringify(body)),
   decodeResponse: (json, start) => ResponsesAnswer.decodeResponse(json, start.created),
   eventDecoder: responsesEventDecoder,
+  notAnAnswer: responsesNotAnAnswer,
+  opening: responsesOpening,
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers)
 }

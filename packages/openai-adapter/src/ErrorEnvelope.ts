@@ -12,10 +12,10 @@
  *
  * @since 0.1.0
  */
-import { GatewayError } from "@modelgate/core"
+import { GatewayError, UpstreamErrors } from "@modelgate/core"
 import { Predicate, Result, Schema } from "effect"
 import * as ChatCompletions from "./ChatCompletions.ts"
-import { frame } from "./Sse.ts"
+import { frame } from "./Framing.ts"
 
 /** A complete error answer. @category models */
 export interface ErrorResponse {
@@ -81,7 +81,8 @@ const make = (
  * UpstreamRateLimited 429 `upstream_rate_limited` (`retry-after` when known);
  * RouteNotFound 404 `not_found`; MethodNotAllowed 405 `method_not_allowed`
  * (`allow`); Forbidden 403 `forbidden`; ResourceNotFound 404 `not_found`;
- * InternalError 500 `internal_error`; ServiceUnavailable 503 `service_unavailable`.
+ * InternalError 500 `internal_error`; ServiceUnavailable 503 `service_unavailable`;
+ * DatabaseUnavailable 503 `database_unavailable` (`retry-after`, `x-should-retry: true`).
  *
  * @example
  * ```ts
@@ -155,6 +156,10 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
       return make(500, "internal_error", error.message)
     case "ServiceUnavailable":
       return make(503, "service_unavailable", error.message)
+    case "DatabaseUnavailable":
+      return make(503, "database_unavailable", error.message, {
+        headers: { "retry-after": retryAfter(error.retryAfterSeconds), "x-should-retry": "true" }
+      })
   }
 }
 
@@ -168,41 +173,7 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
 export const streamError = (error: GatewayError.GatewayError): string => frame(JSON.stringify(toResponse(error).body))
 
 /** Headers as the HTTP layer hands them over (Node's `IncomingHttpHeaders`, a plain record). @category models */
-export type HeaderRecord = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
-
-const header = (headers: HeaderRecord, name: string): string | undefined => {
-  let value = headers[name]
-  if (value === undefined) {
-    for (const key in headers) {
-      if (key.toLowerCase() === name) {
-        value = headers[key]
-        break
-      }
-    }
-  }
-  return typeof value === "string" ? value : value?.[0]
-}
-
-/**
- * The delay an upstream asks for, in seconds: `retry-after-ms` (OpenAI) or a
- * numeric `retry-after`. (The HTTP-date form of `retry-after` needs a clock and
- * is ignored.)
- *
- * @category upstream
- */
-export const retryAfterSeconds = (headers: HeaderRecord): number | undefined => {
-  const ms = header(headers, "retry-after-ms")
-  if (ms !== undefined && ms.trim().length > 0) {
-    const value = Number(ms)
-    if (Number.isFinite(value) && value >= 0) return value / 1000
-  }
-  const seconds = header(headers, "retry-after")
-  if (seconds !== undefined && seconds.trim().length > 0) {
-    const value = Number(seconds)
-    if (Number.isFinite(value) && value >= 0) return value
-  }
-  return undefined
-}
+export type HeaderRecord = UpstreamErrors.Headers
 
 const decodeUpstreamEnvelope = Schema.decodeUnknownResult(ChatCompletions.UpstreamErrorEnvelope)
 
@@ -225,20 +196,8 @@ export const upstreamErrorOf = (
   return out
 }
 
-const parseJson = (text: string): unknown => {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}
-
 /** The errors `classifyUpstream` produces. @category models */
-export type UpstreamError =
-  | GatewayError.UpstreamUnavailable
-  | GatewayError.UpstreamRateLimited
-  | GatewayError.UpstreamRejected
-  | GatewayError.UpstreamTimeout
+export type UpstreamError = UpstreamErrors.UpstreamError
 
 /**
  * Classifies an upstream's error object (from a body or an in-band stream
@@ -251,16 +210,15 @@ export const classifyUpstreamError = (
   error: ReturnType<typeof upstreamErrorOf>,
   headers: HeaderRecord = {}
 ): UpstreamError => {
-  if (status === 401 || status === 403) {
+  if (status === 401) return UpstreamErrors.credentialsRefused(status)
+  if (status === 403 && error?.code === "unsupported_country_region_territory") {
     return new GatewayError.UpstreamUnavailable({
       status,
-      message: `The upstream refused the gateway's credentials for this model's channel (HTTP ${status}). ` +
-        "This is a gateway configuration problem, not a problem with your request: an administrator must check the channel's API key."
+      message: "The upstream does not serve the region this model's channel calls it from (HTTP 403). " +
+        "This is a gateway configuration problem, not a problem with your request."
     })
   }
-  if (status === 408) {
-    return new GatewayError.UpstreamTimeout({ message: "The upstream timed out handling the request (HTTP 408). Retry later." })
-  }
+  if (status === 408) return UpstreamErrors.timedOut(status)
   if (status === 429) {
     if (error?.code === "insufficient_quota" || error?.type === "insufficient_quota") {
       return new GatewayError.UpstreamUnavailable({
@@ -268,36 +226,19 @@ export const classifyUpstreamError = (
         message: "The upstream account behind this model's channel has run out of quota. An administrator must top it up or use another channel."
       })
     }
-    const seconds = retryAfterSeconds(headers)
-    const message = "The upstream is rate-limiting the gateway for this model." +
-      (seconds === undefined ? " Retry later." : ` Retry after ${Math.ceil(seconds)} seconds.`)
-    return seconds === undefined
-      ? new GatewayError.UpstreamRateLimited({ message })
-      : new GatewayError.UpstreamRateLimited({ message, retryAfterSeconds: seconds })
+    return UpstreamErrors.rateLimited(UpstreamErrors.retryAfterSeconds(headers))
   }
-  if (status >= 400 && status < 500) {
-    const out: {
-      message: string
-      status: number
-      code?: string
-      param?: string
-    } = { status, message: error?.message ?? `The upstream refused the request (HTTP ${status}).` }
-    if (error?.code !== undefined) out.code = error.code
-    if (error?.param !== undefined) out.param = error.param
-    return new GatewayError.UpstreamRejected(out)
-  }
-  return new GatewayError.UpstreamUnavailable({
-    status,
-    message: status >= 500
-      ? `The upstream failed (HTTP ${status}). Retry later.`
-      : `The upstream answered with an unexpected HTTP status ${status}.`
-  })
+  if (status >= 400 && status < 500) return UpstreamErrors.rejected(status, error)
+  return UpstreamErrors.failed(status)
 }
 
 /**
  * Turns an OpenAI-format upstream error response into the right gateway error:
- * 401/403 -> `UpstreamUnavailable` (the channel's credentials; nothing of the
- * upstream's message, which may quote the key, is passed on); 408 ->
+ * 401 -> `UpstreamUnavailable` with `credentialsRefused` (the channel's key;
+ * nothing of the upstream's message, which may quote the key, is passed on);
+ * 403 -> `UpstreamRejected` (a permission about what the request asked for is
+ * the caller's; the engine has a probe check the key), except OpenAI's
+ * `unsupported_country_region_territory` (the channel's, `UpstreamUnavailable`); 408 ->
  * `UpstreamTimeout`; 429 -> `UpstreamRateLimited` with the upstream's
  * `retry-after(-ms)` (or `UpstreamUnavailable` when the upstream account is out
  * of quota); other 4xx -> `UpstreamRejected` carrying the upstream's message,
@@ -314,4 +255,4 @@ export const classifyUpstreamError = (
  * @category upstream
  */
 export const classifyUpstream = (status: number, bodyText: string, headers: HeaderRecord): UpstreamError =>
-  classifyUpstreamError(status, upstreamErrorOf(parseJson(bodyText)), headers)
+  classifyUpstreamError(status, upstreamErrorOf(UpstreamErrors.parseBody(bodyText)), headers)

@@ -18,15 +18,16 @@
  *
  * @since 0.1.0
  */
-import { GatewayError } from "@modelgate/core"
-import { Effect, Predicate } from "effect"
+import { type GatewayError, Issues, JsonDepth, JsonScan } from "@modelgate/core"
+import { Effect, Predicate, Result } from "effect"
 import { checkChatBody } from "./internal/bodyShape.ts"
+import { readUsage } from "./Response.ts"
 
 /** What `inspectChatBody` learnt about a body. @category models */
 export interface InspectedBody {
   /** The body as received. */
-  readonly text: string
-  /** The parsed body, to be forwarded unchanged except for `model`. */
+  readonly bytes: Uint8Array
+  /** The parsed body (parsed when first read: a large body the fast path forwards is never parsed). */
   readonly json: Record<string, unknown>
   readonly model: string
   readonly stream: boolean
@@ -42,9 +43,27 @@ export interface InspectedBody {
    * body do not bound (an image by URL is a short string).
    */
   readonly mediaParts: number
+  /** Whether the structure of the whole body was checked (`checkStructure`); large bodies are checked only when refused. */
+  readonly checked: boolean
+  /** Where `model` and `stream_options` lie in the bytes, for `upstreamBody`. */
+  readonly fields: JsonScan.Fields
 }
 
+/**
+ * Bodies up to this size are parsed and their whole structure checked at
+ * once; larger ones (what coding agents send: 100 KB and more of history) are
+ * only scanned for the fields the call needs, forwarded as they are, and
+ * checked if the upstream refuses them (`checkStructure`), so a call costs the
+ * same whatever the length of its history.
+ *
+ * @category inspection
+ */
+export const EAGER_CHECK_BYTES = 16 * 1024
+
 const TEXT_PARTS = new Set(["text", "refusal"])
+
+/** The content parts types OpenAI defines that carry or point to media. */
+const MEDIA_PARTS = ["image_url", "input_audio", "file"]
 
 /** Counts the non-text content parts of the messages. */
 const countMediaParts = (messages: ReadonlyArray<unknown>): number => {
@@ -60,100 +79,184 @@ const countMediaParts = (messages: ReadonlyArray<unknown>): number => {
   return media
 }
 
-const invalid = (message: string, param?: string) =>
-  param === undefined
-    ? new GatewayError.InvalidRequest({ message })
-    : new GatewayError.InvalidRequest({ message, param })
+const notJson = (bytes: Uint8Array): GatewayError.InvalidRequest => {
+  // The parser's own words, as clients have always been told them.
+  let detail = "it is not one JSON object"
+  try {
+    JSON.parse(JsonScan.decode(bytes))
+  } catch (error) {
+    detail = error instanceof Error ? error.message : String(error)
+  }
+  return Issues.invalid("", `The request body is not valid JSON: ${detail}`)
+}
+
+/** A small top-level value, parsed; `undefined` when absent, and `invalid` when it is not JSON. */
+const invalidValue = Symbol("invalid")
+const fieldValue = (bytes: Uint8Array, fields: JsonScan.Fields, key: string): unknown => {
+  try {
+    return JsonScan.valueOf(bytes, fields.get(key))
+  } catch {
+    return invalidValue
+  }
+}
 
 /**
- * Parses a chat completions body once and checks `model` (a non-empty string),
- * `messages` (an array), `stream` (a boolean, or `null`, when present) and `n`
- * (a positive integer, or `null`, when present), counts the media parts, then
- * checks the structure of the rest: each message's `role` (a known one), `content` (a
- * string, or an array of parts of a type OpenAI defines for that role),
- * `tool_calls` and `tool_call_id`, and the types of the known top-level fields
- * (`temperature` a number, `max_tokens` an integer, `stop` a string or an
- * array of strings, `tools` an array of tools, ...). Unknown fields pass. Every
- * failure is an `InvalidRequest` whose `param` is the field's path
- * (`messages[0].role`). Malformed JSON fails with a message saying where the
- * parser stopped.
+ * Reads a chat completions body for the fast path. Every body is scanned
+ * (`JsonScan`: its structure and the top-level fields routing and billing
+ * need, without parsing the rest) and checks `model` (a non-empty string),
+ * `messages` (an array), `stream` (a boolean, or `null`), `n` (a positive
+ * integer, or `null`), and counts the media parts. A body up to
+ * `EAGER_CHECK_BYTES` is also parsed and its whole structure checked
+ * (`checkStructure`): each message's `role`, `content`, `tool_calls` and
+ * `tool_call_id`, and the types of the known top-level fields. Every failure
+ * is an `InvalidRequest` whose `param` is the field's path
+ * (`messages[0].role`); malformed JSON fails with the parser's message.
  *
  * @example
  * ```ts
  * import { Passthrough } from "@modelgate/openai-adapter"
  *
  * Passthrough.inspectChatBody('{"model":"gpt-4o","messages":[],"stream":true}')
- * // Effect<{ json, model: "gpt-4o", stream: true, includeUsage: false, maxTokens: undefined, choices: 1, mediaParts: 0 }>
+ * // Effect<{ model: "gpt-4o", stream: true, includeUsage: false, maxTokens: undefined, choices: 1, mediaParts: 0, ... }>
  * Passthrough.inspectChatBody('{"model":')
  * // fails: InvalidRequest "The request body is not valid JSON: Unexpected end of JSON input"
  * ```
  *
  * @category inspection
  */
-export const inspectChatBody = (bodyText: string): Effect.Effect<InspectedBody, GatewayError.InvalidRequest> => {
-  let json: unknown
-  try {
-    json = JSON.parse(bodyText)
-  } catch (error) {
-    const detail = error instanceof Error ? error.message : String(error)
-    return Effect.fail(invalid(`The request body is not valid JSON: ${detail}`))
+export const inspectChatBody = (body: string | Uint8Array): Effect.Effect<InspectedBody, GatewayError.InvalidRequest> => {
+  const bytes = typeof body === "string" ? JsonScan.encode(body) : body
+  const eager = bytes.length <= EAGER_CHECK_BYTES
+  let media = 0
+  const scanned = JsonScan.topLevel(bytes, eager ? undefined : {
+    messages: (b, start, end) => {
+      if (!JsonScan.stringIs(b, start, end, "type")) return
+      const value = JsonScan.stringValueAfter(b, end)
+      if (value === undefined) return
+      for (const kind of MEDIA_PARTS) {
+        if (JsonScan.stringIs(b, value.start, value.end, kind)) {
+          media++
+          return
+        }
+      }
+    }
+  })
+  if (Result.isFailure(scanned)) {
+    const { kind } = scanned.failure
+    return Effect.fail(kind === "too-deep" ? JsonDepth.tooDeep() : kind === "not-object" ? notObject(bytes) : notJson(bytes))
   }
-  if (!Predicate.isObject(json)) {
-    return Effect.fail(invalid("The request body must be a JSON object with 'model' and 'messages'"))
+  const fields = scanned.success
+  let parsed: Record<string, unknown> | undefined
+  const json = (): Record<string, unknown> => parsed ??= JSON.parse(JsonScan.decode(bytes)) as Record<string, unknown>
+  if (eager) {
+    try {
+      json()
+    } catch {
+      return Effect.fail(notJson(bytes))
+    }
   }
-  const model = json.model
-  if (model === undefined) return Effect.fail(invalid("'model' is required", "model"))
+  const model = fieldValue(bytes, fields, "model")
+  if (model === undefined) return Effect.fail(Issues.invalid("model", "'model' is required"))
   if (!Predicate.isString(model) || model.length === 0) {
-    return Effect.fail(invalid("'model' must be a non-empty string", "model"))
+    return Effect.fail(Issues.invalid("model", "'model' must be a non-empty string"))
   }
-  if (json.messages === undefined) return Effect.fail(invalid("'messages' is required", "messages"))
-  if (!Array.isArray(json.messages)) return Effect.fail(invalid("'messages' must be an array", "messages"))
-  const stream = json.stream
+  const messages = fields.get("messages")
+  if (messages === undefined) return Effect.fail(Issues.invalid("messages", "'messages' is required"))
+  if (bytes[messages.start] !== 0x5b) return Effect.fail(Issues.invalid("messages", "'messages' must be an array"))
+  const stream = fieldValue(bytes, fields, "stream")
   if (stream !== undefined && stream !== null && !Predicate.isBoolean(stream)) {
-    return Effect.fail(invalid("'stream' must be a boolean", "stream"))
+    return Effect.fail(Issues.invalid("stream", "'stream' must be a boolean"))
   }
-  const n = json.n
+  const n = fieldValue(bytes, fields, "n")
   if (n !== undefined && n !== null && !(Predicate.isNumber(n) && Number.isInteger(n) && n >= 1)) {
-    return Effect.fail(invalid("'n' must be a positive integer (the number of choices)", "n"))
+    return Effect.fail(Issues.invalid("n", "'n' must be a positive integer (the number of choices)"))
   }
-  const shape = checkChatBody(json)
-  if (shape !== undefined) return Effect.fail(invalid(shape.message, shape.param))
-  const options = json.stream_options
+  if (eager) {
+    const shape = checkChatBody(json())
+    if (shape !== undefined) return Effect.fail(Issues.invalid(shape.param, shape.message))
+    media = countMediaParts(json().messages as ReadonlyArray<unknown>)
+  }
+  const options = fieldValue(bytes, fields, "stream_options")
   const includeUsage = Predicate.isObject(options) && options.include_usage === true
-  const maxTokens = Predicate.isNumber(json.max_completion_tokens)
-    ? json.max_completion_tokens
-    : Predicate.isNumber(json.max_tokens)
-    ? json.max_tokens
-    : undefined
+  const completion = fieldValue(bytes, fields, "max_completion_tokens")
+  const max = fieldValue(bytes, fields, "max_tokens")
+  const maxTokens = Predicate.isNumber(completion) ? completion : Predicate.isNumber(max) ? max : undefined
   return Effect.succeed({
-    text: bodyText,
-    json: json as Record<string, unknown>,
+    bytes,
+    get json() {
+      return json()
+    },
     model,
     stream: stream === true,
     includeUsage,
     maxTokens,
     choices: Predicate.isNumber(n) ? n : 1,
-    mediaParts: countMediaParts(json.messages)
+    mediaParts: media,
+    checked: eager,
+    fields
   })
 }
 
+const notObject = (bytes: Uint8Array): GatewayError.InvalidRequest => {
+  try {
+    JSON.parse(JsonScan.decode(bytes))
+  } catch {
+    return notJson(bytes)
+  }
+  return Issues.invalid("", "The request body must be a JSON object with 'model' and 'messages'")
+}
+
 /**
- * The body for the upstream: the client's own text when the model keeps its
- * name and usage is already asked for (or not a stream); otherwise the
- * client's object with only `model` replaced (same key order) and, for
- * streams, `stream_options.include_usage: true` added (other `stream_options` kept).
+ * The structure check a large body skipped at inspection (see
+ * `EAGER_CHECK_BYTES`), for when the upstream refused it: the failure naming
+ * the field, or `undefined` when the body is well formed (the upstream's own
+ * refusal then stands).
  *
  * @category inspection
  */
-export const upstreamBody = (inspected: InspectedBody, upstreamModel: string): string => {
-  // Nothing to change: the client's own bytes (numbers, key order and spacing exactly as sent).
-  if (upstreamModel === inspected.model && (!inspected.stream || inspected.includeUsage)) return inspected.text
-  const out: Record<string, unknown> = { ...inspected.json, model: upstreamModel }
-  if (inspected.stream) {
-    const options = inspected.json.stream_options
-    out.stream_options = Predicate.isObject(options) ? { ...options, include_usage: true } : { include_usage: true }
+export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRequest | undefined => {
+  if (inspected.checked) return undefined
+  let json: Record<string, unknown>
+  try {
+    json = inspected.json
+  } catch {
+    return notJson(inspected.bytes)
   }
-  return JSON.stringify(out)
+  const shape = checkChatBody(json)
+  return shape === undefined ? undefined : Issues.invalid(shape.param, shape.message)
+}
+
+/**
+ * The body for the upstream: the client's own bytes when the model keeps its
+ * name and usage is already asked for (or not a stream); otherwise the same
+ * bytes with only the `model` value replaced and, for streams,
+ * `stream_options.include_usage: true` set (other `stream_options` kept), so
+ * usage is always reported to the gateway. Nothing else is parsed or
+ * rewritten.
+ *
+ * @category inspection
+ */
+export const upstreamBody = (inspected: InspectedBody, upstreamModel: string): Uint8Array => {
+  const usage = inspected.stream && !inspected.includeUsage
+  // Nothing to change: the client's own bytes (numbers, key order and spacing exactly as sent).
+  if (upstreamModel === inspected.model && !usage) return inspected.bytes
+  const edits: Array<JsonScan.Edit> = []
+  if (upstreamModel !== inspected.model) edits.push({ span: inspected.fields.get("model")!, text: JSON.stringify(upstreamModel) })
+  let appended: string | undefined
+  if (usage) {
+    const options = inspected.fields.get("stream_options")
+    let current: unknown
+    try {
+      current = JsonScan.valueOf(inspected.bytes, options)
+    } catch {
+      current = undefined
+    }
+    const merged = JSON.stringify(Predicate.isObject(current) ? { ...current, include_usage: true } : { include_usage: true })
+    if (options === undefined) appended = merged
+    else edits.push({ span: options, text: merged })
+  }
+  const edited = JsonScan.edit(inspected.bytes, edits)
+  return appended === undefined ? edited : JsonScan.appendField(edited, "stream_options", appended)
 }
 
 // ---------------------------------------------------------------------------
@@ -173,6 +276,8 @@ export interface MeteredUsage {
   readonly completionTokens: number
   readonly cachedTokens: number
   readonly reported: boolean
+  /** The upstream's usage had figures that are not token counts (the first one, as `name: value`): refused, and estimated instead. */
+  readonly usageRejected?: string
 }
 
 /** Options of a `PassthroughMeter`. @category metering */
@@ -225,14 +330,12 @@ const countGenerated = (text: string): number =>
   countStringValues(text, "\"content\"") + countStringValues(text, "\"reasoning_content\"") +
   countStringValues(text, "\"arguments\"")
 
-const usageOf = (value: unknown): { prompt: number; completion: number; cached: number } | undefined => {
-  if (!Predicate.isObject(value)) return undefined
-  const prompt = value.prompt_tokens
-  const completion = value.completion_tokens
-  if (!Predicate.isNumber(prompt) || !Predicate.isNumber(completion)) return undefined
-  const details = value.prompt_tokens_details
-  const cached = Predicate.isObject(details) && Predicate.isNumber(details.cached_tokens) ? details.cached_tokens : 0
-  return { prompt, completion, cached }
+/** The usage an answer or a chunk reports: its figures, the reason they were refused, or undefined when it reports none. */
+const usageOf = (value: unknown): { prompt: number; completion: number; cached: number } | string | undefined => {
+  const usage = readUsage(value)
+  return usage === undefined || typeof usage === "string"
+    ? usage
+    : { prompt: usage.promptTokens, completion: usage.completionTokens, cached: usage.cachedTokens ?? 0 }
 }
 
 /**
@@ -267,6 +370,8 @@ export class PassthroughMeter {
   private atLineStart = true
   private generated = 0
   private reported: { prompt: number; completion: number; cached: number } | undefined = undefined
+  /** The last usage the upstream reported was refused: why. */
+  private rejected: string | undefined = undefined
 
   constructor(options: PassthroughMeterOptions) {
     this.includeUsage = options.includeUsage
@@ -313,7 +418,11 @@ export class PassthroughMeter {
     return rest.length === 0 ? rest : this.event(rest)
   }
 
-  /** Usage so far: the upstream's report, else the estimate from generated characters. */
+  /**
+   * Usage so far: the upstream's report, else the estimate from generated
+   * characters (also when the last report's figures were refused, which
+   * `usageRejected` then says).
+   */
   usage(): MeteredUsage {
     if (this.reported !== undefined) {
       return {
@@ -323,12 +432,13 @@ export class PassthroughMeter {
         reported: true
       }
     }
-    return {
+    const estimate = {
       promptTokens: this.promptEstimate,
       completionTokens: this.generated === 0 ? 0 : Math.ceil(this.generated / 4),
       cachedTokens: 0,
       reported: false
     }
+    return this.rejected === undefined ? estimate : { ...estimate, usageRejected: this.rejected }
   }
 
   /** One complete event's raw text: meter it and decide whether to forward it. */
@@ -346,7 +456,13 @@ export class PassthroughMeter {
       return raw
     }
     const usage = Predicate.isObject(json) ? usageOf(json.usage) : undefined
-    if (usage !== undefined) this.reported = usage
+    if (typeof usage === "string") {
+      this.reported = undefined
+      this.rejected = usage
+    } else if (usage !== undefined) {
+      this.reported = usage
+      this.rejected = undefined
+    }
     const choices = Predicate.isObject(json) ? json.choices : undefined
     if (Array.isArray(choices) && choices.length === 0) return this.includeUsage ? raw : ""
     this.generated += countGenerated(raw)
@@ -369,13 +485,14 @@ const dataOf = (raw: string): string => {
 
 /**
  * The usage of a non-stream answer (parsed JSON): the upstream's report, else
- * an estimate from the generated characters of its choices.
+ * an estimate from the generated characters of its choices (also when the
+ * report's figures are not token counts, which `usageRejected` then says).
  *
  * @category metering
  */
 export const usageOfResponse = (json: unknown, promptTokens = 0): MeteredUsage => {
   const usage = Predicate.isObject(json) ? usageOf(json.usage) : undefined
-  if (usage !== undefined) {
+  if (usage !== undefined && typeof usage !== "string") {
     return { promptTokens: usage.prompt, completionTokens: usage.completion, cachedTokens: usage.cached, reported: true }
   }
   let generated = 0
@@ -394,5 +511,6 @@ export const usageOfResponse = (json: unknown, promptTokens = 0): MeteredUsage =
       }
     }
   }
-  return { promptTokens, completionTokens: generated === 0 ? 0 : Math.ceil(generated / 4), cachedTokens: 0, reported: false }
+  const estimate = { promptTokens, completionTokens: generated === 0 ? 0 : Math.ceil(generated / 4), cachedTokens: 0, reported: false }
+  return usage === undefined ? estimate : { ...estimate, usageRejected: usage }
 }

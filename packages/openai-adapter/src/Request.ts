@@ -42,32 +42,29 @@
  *
  * @since 0.1.0
  */
-import { Canonical, GatewayError } from "@modelgate/core"
+import { Canonical, GatewayError, Issues } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import type { Mutable } from "effect/Types"
 import * as ChatCompletions from "./ChatCompletions.ts"
 import { encodeToolName, isValidToolName, MAX_NAME_LENGTH, unsignCallId } from "./Identifiers.ts"
 import { base64DataUrl, parseBase64DataUrl } from "./internal/dataUrl.ts"
-import { invalidRequest } from "./internal/issues.ts"
 
 /** The errors a client's request body can fail with. @category models */
 export type RequestError = GatewayError.InvalidRequest | GatewayError.UnsupportedFeature
 
 const decodeWire = Schema.decodeUnknownResult(ChatCompletions.ChatCompletionRequest)
 
-const unsupported = (param: string, message: string) => new GatewayError.UnsupportedFeature({ message, param })
-
 /** Refusals that need the raw body (the schema would only say "unexpected value"). */
 const checkUnsupported = (body: { readonly [x: PropertyKey]: unknown }): GatewayError.UnsupportedFeature | undefined => {
   if (body.functions !== undefined && body.functions !== null) {
-    return unsupported(
+    return Issues.unsupported(
       "functions",
       "The legacy 'functions' parameter is not supported. Declare functions in 'tools' as " +
         "{\"type\":\"function\",\"function\":{\"name\",\"description\",\"parameters\"}}."
     )
   }
   if (body.function_call !== undefined && body.function_call !== null) {
-    return unsupported(
+    return Issues.unsupported(
       "function_call",
       "The legacy 'function_call' parameter is not supported. Use 'tool_choice' instead."
     )
@@ -77,7 +74,7 @@ const checkUnsupported = (body: { readonly [x: PropertyKey]: unknown }): Gateway
     for (let i = 0; i < messages.length; i++) {
       const message: unknown = messages[i]
       if (Predicate.isObject(message) && message.role === "function") {
-        return unsupported(
+        return Issues.unsupported(
           `messages[${i}].role`,
           `Messages with role 'function' (the legacy function-calling API) are not supported (messages[${i}]). ` +
             "Send tool results as {\"role\":\"tool\",\"tool_call_id\",\"content\"}."
@@ -90,7 +87,7 @@ const checkUnsupported = (body: { readonly [x: PropertyKey]: unknown }): Gateway
     for (let i = 0; i < tools.length; i++) {
       const tool: unknown = tools[i]
       if (Predicate.isObject(tool) && Predicate.isString(tool.type) && tool.type !== "function") {
-        return unsupported(
+        return Issues.unsupported(
           `tools[${i}].type`,
           `Tools of type '${tool.type}' are not supported (tools[${i}]); only 'function' tools are.`
         )
@@ -99,27 +96,27 @@ const checkUnsupported = (body: { readonly [x: PropertyKey]: unknown }): Gateway
   }
   const choice = body.tool_choice
   if (Predicate.isObject(choice) && Predicate.isString(choice.type) && choice.type !== "function") {
-    return unsupported(
+    return Issues.unsupported(
       "tool_choice.type",
       `A tool_choice of type '${choice.type}' is not supported; use "auto", "none", "required" or a function.`
     )
   }
   if (body.logprobs === true) {
-    return unsupported("logprobs", "'logprobs' cannot be returned for this model: its answers carry no token log probabilities.")
+    return Issues.unsupported("logprobs", "'logprobs' cannot be returned for this model: its answers carry no token log probabilities.")
   }
   if (body.top_logprobs !== undefined && body.top_logprobs !== null) {
-    return unsupported("top_logprobs", "'top_logprobs' cannot be returned for this model: its answers carry no token log probabilities.")
+    return Issues.unsupported("top_logprobs", "'top_logprobs' cannot be returned for this model: its answers carry no token log probabilities.")
   }
   if (Predicate.isObject(body.logit_bias) && Object.keys(body.logit_bias).length > 0) {
-    return unsupported("logit_bias", "'logit_bias' cannot be used with this model: it has no token ids to bias.")
+    return Issues.unsupported("logit_bias", "'logit_bias' cannot be used with this model: it has no token ids to bias.")
   }
   const modalities = body.modalities
   if (Array.isArray(modalities) && modalities.some((m) => m !== "text")) {
-    return unsupported("modalities", "This model can only answer with text: set 'modalities' to [\"text\"] or leave it out.")
+    return Issues.unsupported("modalities", "This model can only answer with text: set 'modalities' to [\"text\"] or leave it out.")
   }
   for (const field of ["audio", "prediction", "web_search_options"] as const) {
     if (body[field] !== undefined && body[field] !== null) {
-      return unsupported(field, `'${field}' cannot be used with this model; leave it out.`)
+      return Issues.unsupported(field, `'${field}' cannot be used with this model; leave it out.`)
     }
   }
   return undefined
@@ -148,7 +145,7 @@ const userPart = (part: ChatCompletions.UserContentPart, at: string): Canonical.
     case "file": {
       const file = part.file
       if (file.file_id !== undefined && file.file_id !== null) {
-        throw unsupported(
+        throw Issues.unsupported(
           `${at}.file.file_id`,
           `Files stored at OpenAI ('file_id', ${at}) cannot be forwarded by the gateway. Send the file inline as 'file_data' (a data: URL).`
         )
@@ -285,7 +282,7 @@ export const decodeRequestResult = (body: unknown): Result.Result<Canonical.Chat
     if (refusal !== undefined) return Result.fail(refusal)
   }
   const wire = decodeWire(body)
-  if (Result.isFailure(wire)) return Result.fail(invalidRequest(wire.failure.issue))
+  if (Result.isFailure(wire)) return Result.fail(Issues.invalidRequest(wire.failure.issue))
   try {
     return Result.succeed(toCanonical(wire.success))
   } catch (error) {
@@ -580,13 +577,13 @@ export const ensureEncodable = (
       const part = content[j]!
       const at = `messages[${i}].content[${j}]`
       if (part.type === "file" && part.data === undefined && !part.mediaType.startsWith("image/")) {
-        return Effect.fail(unsupported(
+        return Effect.fail(Issues.unsupported(
           at,
           `A '${part.mediaType}' file given by URI (${at}) cannot be sent to an OpenAI upstream; send the file inline.`
         ))
       }
       if (message.role === "assistant" && (part.type === "image" || part.type === "file")) {
-        return Effect.fail(unsupported(
+        return Effect.fail(Issues.unsupported(
           at,
           `The model's earlier turn holds ${part.type === "image" ? "an image" : "a file"} (${at}), which an OpenAI upstream cannot take in an assistant message; ` +
             "send it in a user turn instead."
@@ -614,7 +611,7 @@ export const ensureEncodable = (
 const checkToolName = (name: string, param: string): GatewayError.UnsupportedFeature | undefined =>
   isValidToolName(encodeToolName(name))
     ? undefined
-    : unsupported(
+    : Issues.unsupported(
       param,
       `The tool name '${name}' cannot be sent to an OpenAI-compatible model: names may have at most ${MAX_NAME_LENGTH} ` +
         "characters (letters, digits, '_' and '-'; '-', '.', ':' and any other character take two or more once escaped). Use a shorter name."

@@ -14,12 +14,11 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError } from "@modelgate/core"
+import { GatewayError, Issues, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import type { Mutable } from "effect/Types"
 import * as ChatCompletions from "./ChatCompletions.ts"
 import { decodeToolName, signCallId } from "./Identifiers.ts"
-import { firstIssue } from "./internal/issues.ts"
 
 /**
  * An OpenAI `finish_reason` in canonical form: `function_call` counts as
@@ -66,6 +65,50 @@ export const usageFromWire = (usage: ChatCompletions.Usage): Canonical.Usage => 
   return out
 }
 
+/**
+ * An upstream's `usage` (as sent: anything) in canonical form, checked:
+ * `undefined` when there is none (absent or `null`); the reason the figures
+ * were refused (a string, `Tokens.badCount`'s `name: value`) when
+ * `prompt_tokens` or `completion_tokens` is missing, or a figure that is
+ * present (those two, `total_tokens`, the cached and reasoning details) is not
+ * a token count; otherwise the usage (`total_tokens` defaults to the sum).
+ *
+ * @example
+ * ```ts
+ * import { Response } from "@modelgate/openai-adapter"
+ *
+ * Response.readUsage({ prompt_tokens: 5, completion_tokens: 2 }) // { promptTokens: 5, completionTokens: 2, totalTokens: 7 }
+ * Response.readUsage({ prompt_tokens: -1000000, completion_tokens: 2 }) // "prompt_tokens: -1000000"
+ * Response.readUsage(null) // undefined
+ * ```
+ *
+ * @category decoding
+ */
+export const readUsage = (usage: unknown): Canonical.Usage | string | undefined => {
+  if (usage === undefined || usage === null) return undefined
+  if (!Predicate.isObject(usage) || Array.isArray(usage)) return "usage: not an object"
+  const promptDetails = Predicate.isObject(usage.prompt_tokens_details) ? usage.prompt_tokens_details : undefined
+  const completionDetails = Predicate.isObject(usage.completion_tokens_details) ? usage.completion_tokens_details : undefined
+  const bad = Tokens.badCount({
+    prompt_tokens: usage.prompt_tokens ?? "missing",
+    completion_tokens: usage.completion_tokens ?? "missing",
+    total_tokens: usage.total_tokens,
+    "prompt_tokens_details.cached_tokens": promptDetails?.cached_tokens,
+    "completion_tokens_details.reasoning_tokens": completionDetails?.reasoning_tokens
+  })
+  if (bad !== undefined) return bad
+  const prompt = usage.prompt_tokens as number
+  const completion = usage.completion_tokens as number
+  const total = usage.total_tokens
+  return usageFromWire({
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: Tokens.isCount(total) ? total : prompt + completion,
+    ...(promptDetails === undefined ? {} : { prompt_tokens_details: promptDetails as { readonly cached_tokens?: number | null } }),
+    ...(completionDetails === undefined ? {} : { completion_tokens_details: completionDetails as { readonly reasoning_tokens?: number | null } })
+  })
+}
+
 /** Canonical usage as OpenAI `usage` (details only when known). @category encoding */
 export const usageToWire = (usage: Canonical.Usage): ChatCompletions.Usage => {
   const out: Mutable<ChatCompletions.Usage> = {
@@ -78,7 +121,7 @@ export const usageToWire = (usage: Canonical.Usage): ChatCompletions.Usage => {
   return out
 }
 
-const decodeWire = Schema.decodeUnknownResult(ChatCompletions.ChatCompletion)
+const decodeWire = Schema.decodeUnknownResult(ChatCompletions.UpstreamChatCompletion)
 
 /**
  * An image of an answer as Markdown: `![image](data:<type>;base64,<data>)`, or
@@ -117,7 +160,7 @@ export const decodeResponseResult = (
 ): Result.Result<Canonical.ChatResponse, GatewayError.UpstreamUnavailable> => {
   const wire = decodeWire(body)
   if (Result.isFailure(wire)) {
-    const { message, param } = firstIssue(wire.failure.issue)
+    const { message, param } = Issues.firstIssue(wire.failure.issue)
     return Result.fail(
       new GatewayError.UpstreamUnavailable({
         message: `The upstream answered with a chat completion the gateway cannot read (${
@@ -134,7 +177,9 @@ export const decodeResponseResult = (
     created: Math.trunc(response.created ?? 0),
     choices: response.choices.map(choiceFromWire)
   }
-  if (response.usage !== undefined && response.usage !== null) out.usage = usageFromWire(response.usage)
+  const usage = readUsage(response.usage)
+  if (typeof usage === "string") out.usageRejected = usage
+  else if (usage !== undefined) out.usage = usage
   return Result.succeed(out)
 }
 

@@ -15,9 +15,8 @@
  *
  * @since 0.1.0
  */
-import type { GatewayError } from "@modelgate/core"
+import { type GatewayError, Issues } from "@modelgate/core"
 import { Result, Schema, SchemaIssue } from "effect"
-import { invalidRequest } from "./internal/issues.ts"
 
 /** An optional field that clients may also send as `null` (treated as absent). */
 const nullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
@@ -121,7 +120,7 @@ const decoders: Readonly<Record<string, (value: unknown) => Result.Result<Item, 
 
 /** A schema failure under `path` (`["input", 3]`), as an `InvalidRequest` naming the whole path. */
 const at = (path: ReadonlyArray<PropertyKey>, issue: SchemaIssue.Issue): GatewayError.InvalidRequest =>
-  invalidRequest(new SchemaIssue.Pointer(path, issue))
+  Issues.invalidRequest(new SchemaIssue.Pointer(path, issue))
 
 /**
  * Decodes one input item at `input[index]`: a message (with or without its
@@ -230,7 +229,7 @@ const decodeRequestWire = Schema.decodeUnknownResult(ResponsesRequest)
  */
 export const decodeRequestBody = (body: unknown): Result.Result<ResponsesRequest, GatewayError.InvalidRequest> => {
   const decoded = decodeRequestWire(body)
-  return Result.isSuccess(decoded) ? Result.succeed(decoded.success) : Result.fail(invalidRequest(decoded.failure.issue))
+  return Result.isSuccess(decoded) ? Result.succeed(decoded.success) : Result.fail(Issues.invalidRequest(decoded.failure.issue))
 }
 
 const decodeFunctionTool = Schema.decodeUnknownResult(FunctionTool)
@@ -316,7 +315,27 @@ export interface Response {
   readonly [echoed: string]: unknown
 }
 
-/** A `response` object as an upstream sends it, as far as the translation reads it. @category answer */
+/**
+ * The figures of an upstream's `usage`, once checked (`ResponsesAnswer.readUsage`
+ * refuses any that is not a token count).
+ *
+ * @category answer
+ */
+export interface UsageFigures {
+  readonly input_tokens: number
+  readonly input_tokens_details?: { readonly cached_tokens?: number | null | undefined } | null | undefined
+  readonly output_tokens: number
+  readonly output_tokens_details?: { readonly reasoning_tokens?: number | null | undefined } | null | undefined
+  readonly total_tokens?: number | null | undefined
+}
+
+/**
+ * A `response` object as an upstream sends it, as far as the translation
+ * reads it; `usage` is taken as it comes and checked apart
+ * (`ResponsesAnswer.readUsage`).
+ *
+ * @category answer
+ */
 export const UpstreamResponse = Schema.Struct({
   id: Schema.String,
   created_at: nullable(Schema.Finite),
@@ -325,13 +344,7 @@ export const UpstreamResponse = Schema.Struct({
   incomplete_details: nullable(Schema.Struct({ reason: nullable(Schema.String) })),
   error: nullable(Schema.Struct({ code: nullable(Schema.String), message: nullable(Schema.String) })),
   output: Schema.Array(Schema.Unknown),
-  usage: nullable(Schema.Struct({
-    input_tokens: Schema.Int,
-    input_tokens_details: nullable(Schema.Struct({ cached_tokens: nullable(Schema.Int) })),
-    output_tokens: Schema.Int,
-    output_tokens_details: nullable(Schema.Struct({ reasoning_tokens: nullable(Schema.Int) })),
-    total_tokens: nullable(Schema.Int)
-  }))
+  usage: Schema.optionalKey(Schema.Unknown)
 })
 export type UpstreamResponse = typeof UpstreamResponse.Type
 

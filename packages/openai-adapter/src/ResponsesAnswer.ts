@@ -28,7 +28,7 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, GatewayError } from "@modelgate/core"
+import { type Canonical, GatewayError, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import type { Mutable } from "effect/Types"
 import { decodeToolName, signCallId } from "./Identifiers.ts"
@@ -49,7 +49,7 @@ export const usageToWire = (usage: Canonical.Usage | undefined): Responses.Usage
 })
 
 /** Responses usage as canonical usage (input includes the cached tokens, output the reasoning tokens). @category usage */
-export const usageFromWire = (usage: NonNullable<Responses.UpstreamResponse["usage"]>): Canonical.Usage => {
+export const usageFromWire = (usage: Responses.UsageFigures): Canonical.Usage => {
   const out: Mutable<Canonical.Usage> = {
     promptTokens: usage.input_tokens,
     completionTokens: usage.output_tokens,
@@ -60,6 +60,48 @@ export const usageFromWire = (usage: NonNullable<Responses.UpstreamResponse["usa
   const reasoning = usage.output_tokens_details?.reasoning_tokens
   if (reasoning !== undefined && reasoning !== null && reasoning > 0) out.reasoningTokens = reasoning
   return out
+}
+
+/**
+ * An upstream's `usage` (as sent: anything), checked: `undefined` when there
+ * is none, the reason it was refused (`Tokens.badCount`'s `name: value`) when
+ * `input_tokens` or `output_tokens` is missing or a figure that is present is
+ * not a token count, otherwise its figures.
+ *
+ * @example
+ * ```ts
+ * import { ResponsesAnswer } from "@modelgate/openai-adapter"
+ *
+ * ResponsesAnswer.readUsageFigures({ input_tokens: 5, output_tokens: 2 }) // { input_tokens: 5, output_tokens: 2 }
+ * ResponsesAnswer.readUsageFigures({ input_tokens: -1000000, output_tokens: 2 }) // "input_tokens: -1000000"
+ * ResponsesAnswer.readUsageFigures(null) // undefined
+ * ```
+ *
+ * @category usage
+ */
+export const readUsageFigures = (usage: unknown): Responses.UsageFigures | string | undefined => {
+  if (usage === undefined || usage === null) return undefined
+  if (!Predicate.isObject(usage) || Array.isArray(usage)) return "usage: not an object"
+  const input = Predicate.isObject(usage.input_tokens_details) ? usage.input_tokens_details : undefined
+  const output = Predicate.isObject(usage.output_tokens_details) ? usage.output_tokens_details : undefined
+  const bad = Tokens.badCount({
+    input_tokens: usage.input_tokens ?? "missing",
+    output_tokens: usage.output_tokens ?? "missing",
+    total_tokens: usage.total_tokens,
+    "input_tokens_details.cached_tokens": input?.cached_tokens,
+    "output_tokens_details.reasoning_tokens": output?.reasoning_tokens
+  })
+  return bad ?? (usage as unknown as Responses.UsageFigures)
+}
+
+/**
+ * `readUsageFigures` in canonical form (`usageFromWire`).
+ *
+ * @category usage
+ */
+export const readUsage = (usage: unknown): Canonical.Usage | string | undefined => {
+  const figures = readUsageFigures(usage)
+  return figures === undefined || typeof figures === "string" ? figures : usageFromWire(figures)
 }
 
 /** How a response ends for a finish reason: `completed`, or `incomplete` with its reason. @category status */
@@ -499,7 +541,9 @@ export const decodeResponseResult = (body: unknown, created = 0): Result.Result<
     created: wire.created_at ?? created,
     choices: [{ index: 0, content, finishReason: finishOf(wire.status, wire.incomplete_details?.reason, content.some((p) => p.type === "tool_call")) }]
   }
-  if (wire.usage !== undefined && wire.usage !== null) out.usage = usageFromWire(wire.usage)
+  const usage = readUsage(wire.usage)
+  if (typeof usage === "string") out.usageRejected = usage
+  else if (usage !== undefined) out.usage = usage
   return Result.succeed(out)
 }
 
@@ -599,10 +643,9 @@ export class StreamDecoder {
           index: 0,
           reason: finishOf(Predicate.isString(response.status) ? response.status : event.type.slice(9), Predicate.isString(details.reason) ? details.reason : undefined, this.called)
         })
-        const usage = Predicate.isObject(response.usage) ? response.usage : undefined
-        if (usage !== undefined && Predicate.isNumber(usage.input_tokens) && Predicate.isNumber(usage.output_tokens)) {
-          out.push({ type: "usage", usage: usageFromWire(usage as NonNullable<Responses.UpstreamResponse["usage"]>) })
-        }
+        const usage = readUsage(response.usage)
+        if (typeof usage === "string") out.push({ type: "usage_rejected", reason: usage })
+        else if (usage !== undefined) out.push({ type: "usage", usage })
         break
       }
       case "response.failed": {

@@ -1,40 +1,61 @@
 /**
  * The same-dialect fast path for the Responses API (a Responses client -> an
- * OpenAI channel marked `responses`): the client's body is relayed with only
+ * OpenAI channel marked `responses`): the client's bytes are relayed with only
  * `model` changed and the answer's bytes come back as they are, metered.
  *
- * - `inspectBody` parses the body once, checks what routing and billing rely
- *   on (`model`, `input`, `stream`, `max_output_tokens`), refuses what needs
+ * - `inspectBody` scans the body (`JsonScan`: its structure and the top-level
+ *   fields routing and billing need, without parsing the rest) and checks
+ *   `model`, `input`, `stream` and `max_output_tokens`; refuses what needs
  *   response state this gateway does not keep (`previous_response_id`,
  *   `conversation`, `store: true`, `background: true`: the next call may go to
- *   another channel or key), and counts media parts for the balance hold.
+ *   another channel or key); and counts media parts for the balance hold. A
+ *   body up to `EAGER_CHECK_BYTES` is also parsed whole; a larger one (Codex
+ *   sends 100 KB and more of history every turn) is parsed only when the
+ *   translation path reads it, or checked (`checkStructure`) when the channel
+ *   refused it.
+ * - `upstreamBody` forwards the client's bytes, with the model edited in
+ *   place when the channel names it otherwise.
  * - `PassthroughMeter` forwards the upstream's SSE text at event boundaries,
  *   reads the usage of the final `response.completed` / `response.incomplete`
- *   / `response.failed` event, and counts the generated characters of the
- *   deltas, so a stream cut before its end is billed for what it carried. It
- *   also remembers the response's id and the last `sequence_number`, so that
- *   an error after the start ends the stream with a fitting `response.failed`.
+ *   / `response.failed` event (refusing figures that are not token counts),
+ *   and counts the generated characters of the deltas, so a stream cut before
+ *   its end is billed for what it carried. It also remembers the response's
+ *   id and the last `sequence_number`, so that an error after the start ends
+ *   the stream with a fitting `response.failed`.
  * - `usageOfResponse` reads a non-stream answer's usage.
  *
  * @since 0.1.0
  */
-import { type Dialect, GatewayError } from "@modelgate/core"
-import { Effect, Predicate } from "effect"
+import { type Dialect, type GatewayError, Issues, JsonDepth, JsonScan } from "@modelgate/core"
+import { Effect, Predicate, Result } from "effect"
+import { readUsageFigures } from "./ResponsesAnswer.ts"
 
 /** What `inspectBody` learnt about a body. @category models */
 export interface InspectedBody {
-  readonly text: string
+  /** The body as received. */
+  readonly bytes: Uint8Array
+  /** The parsed body (parsed when first read: a large body the fast path forwards is never parsed). */
   readonly json: Record<string, unknown>
   readonly model: string
   readonly stream: boolean
   readonly maxOutputTokens: number | undefined
+  /** Image, file and audio parts of the input (in messages and function results). */
   readonly mediaParts: number
+  /** Whether the whole body was parsed at inspection; large bodies are checked only when refused (`checkStructure`). */
+  readonly checked: boolean
+  /** Where each top-level field lies in the bytes, for `upstreamBody`. */
+  readonly fields: JsonScan.Fields
 }
 
-const invalid = (message: string, param?: string) =>
-  new GatewayError.InvalidRequest(param === undefined ? { message } : { message, param })
+/**
+ * Bodies up to this size are parsed whole at inspection; larger ones are only
+ * scanned for the fields the call needs and forwarded as they are.
+ *
+ * @category inspection
+ */
+export const EAGER_CHECK_BYTES = 16 * 1024
 
-const MEDIA = new Set(["input_image", "input_file", "input_audio"])
+const MEDIA = ["input_image", "input_file", "input_audio"]
 
 const countMedia = (input: unknown): number => {
   if (!Array.isArray(input)) return 0
@@ -43,7 +64,7 @@ const countMedia = (input: unknown): number => {
     if (!Predicate.isObject(item)) continue
     const content = item.type === "function_call_output" ? item.output : item.content
     if (!Array.isArray(content)) continue
-    for (const part of content) if (Predicate.isObject(part) && Predicate.isString(part.type) && MEDIA.has(part.type)) media++
+    for (const part of content) if (Predicate.isObject(part) && Predicate.isString(part.type) && MEDIA.includes(part.type)) media++
   }
   return media
 }
@@ -56,78 +77,200 @@ const countMedia = (input: unknown): number => {
  */
 export const stateRefusal = (body: Readonly<Record<string, unknown>>): GatewayError.InvalidRequest | undefined => {
   if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
-    return invalid("'previous_response_id' is not supported: this gateway keeps no response state. Send the whole conversation in 'input' (and 'store': false).", "previous_response_id")
+    return Issues.invalid(
+      "previous_response_id",
+      "'previous_response_id' is not supported: this gateway keeps no response state. Send the whole conversation in 'input' (and 'store': false)."
+    )
   }
   if (body.conversation !== undefined && body.conversation !== null) {
-    return invalid("'conversation' is not supported: this gateway keeps no conversation state. Send the whole conversation in 'input'.", "conversation")
+    return Issues.invalid("conversation", "'conversation' is not supported: this gateway keeps no conversation state. Send the whole conversation in 'input'.")
   }
   if (body.store === true) {
-    return invalid("'store': true is not supported: this gateway keeps no response state. Send 'store': false and the whole conversation in 'input' with each request.", "store")
+    return Issues.invalid(
+      "store",
+      "'store': true is not supported: this gateway keeps no response state. Send 'store': false and the whole conversation in 'input' with each request."
+    )
   }
   if (body.background === true) {
-    return invalid("'background': true is not supported: this gateway keeps no response state to poll. Send the request without it (stream it for long answers).", "background")
+    return Issues.invalid(
+      "background",
+      "'background': true is not supported: this gateway keeps no response state to poll. Send the request without it (stream it for long answers)."
+    )
+  }
+  return undefined
+}
+
+const notJson = (bytes: Uint8Array): GatewayError.InvalidRequest => {
+  // The parser's own words, as clients of the other dialects are told them.
+  let detail = "it is not one JSON object"
+  try {
+    JSON.parse(JsonScan.decode(bytes))
+  } catch (error) {
+    detail = error instanceof Error ? error.message : String(error)
+  }
+  return Issues.invalid("", `The request body is not valid JSON: ${detail}`)
+}
+
+const notObject = (bytes: Uint8Array): GatewayError.InvalidRequest => {
+  try {
+    JSON.parse(JsonScan.decode(bytes))
+  } catch {
+    return notJson(bytes)
+  }
+  return Issues.invalid("", "The request body must be a JSON object with 'model' and 'input'.")
+}
+
+/** A top-level value that JSON refuses though the scan let it through. */
+const invalidValue = Symbol("invalid")
+
+/** Counts the `"type": "input_image"` (and file, audio) pairs among the strings of the input. */
+const mediaVisitor = (count: () => void): JsonScan.StringVisitor => (b, start, end) => {
+  if (!JsonScan.stringIs(b, start, end, "type")) return
+  const value = JsonScan.stringValueAfter(b, end)
+  if (value === undefined) return
+  for (const kind of MEDIA) {
+    if (JsonScan.stringIs(b, value.start, value.end, kind)) return count()
+  }
+}
+
+/**
+ * Reads a `POST /v1/responses` body for the call (see the module doc):
+ * `model` (a non-empty string), `input` (a string or an array, when present),
+ * `stream` (a boolean, or `null`) and `max_output_tokens` (a positive
+ * integer, or `null`); a request that needs response state is refused
+ * (`stateRefusal`). A body nested deeper than `JsonDepth.MAX_DEPTH` is
+ * refused by the scan; malformed JSON fails with the parser's message.
+ *
+ * @example
+ * ```ts
+ * import { ResponsesPassthrough } from "@modelgate/openai-adapter"
+ *
+ * ResponsesPassthrough.inspectBody('{"model":"gpt-5","input":"Hi","stream":true}')
+ * // Effect<{ model: "gpt-5", stream: true, maxOutputTokens: undefined, mediaParts: 0, ... }>
+ * ```
+ *
+ * @category inspection
+ */
+export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedBody, GatewayError.InvalidRequest> => {
+  const bytes = typeof body === "string" ? JsonScan.encode(body) : body
+  const eager = bytes.length <= EAGER_CHECK_BYTES
+  let media = 0
+  const scanned = JsonScan.topLevel(bytes, eager ? undefined : { input: mediaVisitor(() => media++) })
+  if (Result.isFailure(scanned)) {
+    const { kind } = scanned.failure
+    return Effect.fail(kind === "too-deep" ? JsonDepth.tooDeep() : kind === "not-object" ? notObject(bytes) : notJson(bytes))
+  }
+  const fields = scanned.success
+  let parsed: Record<string, unknown> | undefined
+  const json = (): Record<string, unknown> => parsed ??= JSON.parse(JsonScan.decode(bytes)) as Record<string, unknown>
+  if (eager) {
+    try {
+      json()
+    } catch {
+      return Effect.fail(notJson(bytes))
+    }
+  }
+  const field = (key: string): unknown => {
+    try {
+      return JsonScan.valueOf(bytes, fields.get(key))
+    } catch {
+      return invalidValue
+    }
+  }
+  const model = field("model")
+  if (!Predicate.isString(model) || model.length === 0) return Effect.fail(Issues.invalid("model", "'model' is required (a model name)."))
+  const input = fields.get("input")
+  if (input !== undefined && bytes[input.start] !== 0x22 && bytes[input.start] !== 0x5b) {
+    return Effect.fail(Issues.invalid("input", "'input' must be a string or an array of items."))
+  }
+  const stream = field("stream")
+  if (stream !== undefined && stream !== null && !Predicate.isBoolean(stream)) return Effect.fail(Issues.invalid("stream", "'stream' must be a boolean."))
+  const max = field("max_output_tokens")
+  if (max !== undefined && max !== null && !(Predicate.isNumber(max) && Number.isInteger(max) && max >= 1)) {
+    return Effect.fail(Issues.invalid("max_output_tokens", "'max_output_tokens' must be a positive integer."))
+  }
+  const refused = stateRefusal({
+    previous_response_id: field("previous_response_id"),
+    conversation: field("conversation"),
+    store: field("store"),
+    background: field("background")
+  })
+  if (refused !== undefined) return Effect.fail(refused)
+  if (eager) media = countMedia(json().input)
+  return Effect.succeed({
+    bytes,
+    get json() {
+      return json()
+    },
+    model,
+    stream: stream === true,
+    maxOutputTokens: Predicate.isNumber(max) ? max : undefined,
+    mediaParts: media,
+    checked: eager,
+    fields
+  })
+}
+
+/**
+ * The parsed body, for the translation path: a large body the scan let
+ * through but JSON refuses fails with the parser's message.
+ *
+ * @category inspection
+ */
+export const parsed = (inspected: InspectedBody): Effect.Effect<Record<string, unknown>, GatewayError.InvalidRequest> =>
+  Effect.suspend(() => {
+    try {
+      return Effect.succeed(inspected.json)
+    } catch {
+      return Effect.fail(notJson(inspected.bytes))
+    }
+  })
+
+/**
+ * The check a large body skipped at inspection (see `EAGER_CHECK_BYTES`), for
+ * when the channel refused it: the scan checks the structure but not every
+ * token, so a body JSON refuses gets the parser's message; `undefined` when
+ * the body is well formed (the channel's own refusal then stands).
+ *
+ * @category inspection
+ */
+export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRequest | undefined => {
+  if (inspected.checked) return undefined
+  try {
+    void inspected.json
+  } catch {
+    return notJson(inspected.bytes)
   }
   return undefined
 }
 
 /**
- * Parses a `POST /v1/responses` body and checks `model` (a non-empty
- * string), `input` (a string or an array), `stream` (a boolean when present)
- * and `max_output_tokens` (a positive integer when present); refuses what
- * needs response state (`stateRefusal`).
- *
- * @category inspection
- */
-export const inspectBody = (text: string): Effect.Effect<InspectedBody, GatewayError.InvalidRequest> => {
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (error) {
-    return Effect.fail(invalid(`The request body is not valid JSON: ${(error as Error).message}`))
-  }
-  if (!Predicate.isObject(json) || Array.isArray(json)) return Effect.fail(invalid("The request body must be a JSON object with 'model' and 'input'."))
-  const { model, input, stream, max_output_tokens } = json
-  if (!Predicate.isString(model) || model.length === 0) return Effect.fail(invalid("'model' is required (a model name).", "model"))
-  if (input !== undefined && !Predicate.isString(input) && !Array.isArray(input)) {
-    return Effect.fail(invalid("'input' must be a string or an array of items.", "input"))
-  }
-  if (stream !== undefined && stream !== null && !Predicate.isBoolean(stream)) return Effect.fail(invalid("'stream' must be a boolean.", "stream"))
-  if (max_output_tokens !== undefined && max_output_tokens !== null && !(Predicate.isNumber(max_output_tokens) && Number.isInteger(max_output_tokens) && max_output_tokens >= 1)) {
-    return Effect.fail(invalid("'max_output_tokens' must be a positive integer.", "max_output_tokens"))
-  }
-  const refused = stateRefusal(json)
-  if (refused !== undefined) return Effect.fail(refused)
-  return Effect.succeed({
-    text,
-    json: json as Record<string, unknown>,
-    model,
-    stream: stream === true,
-    maxOutputTokens: Predicate.isNumber(max_output_tokens) ? max_output_tokens : undefined,
-    mediaParts: countMedia(input)
-  })
-}
-
-/**
  * The body for the channel: the client's own bytes when the model keeps its
- * name, else the same object with only `model` replaced.
+ * name, else the same bytes with only the `model` value replaced.
  *
  * @category inspection
  */
-export const upstreamBody = (inspected: InspectedBody, upstreamModel: string): string =>
-  upstreamModel === inspected.model ? inspected.text : JSON.stringify({ ...inspected.json, model: upstreamModel })
+export const upstreamBody = (inspected: InspectedBody, upstreamModel: string): Uint8Array =>
+  upstreamModel === inspected.model
+    ? inspected.bytes
+    : JsonScan.edit(inspected.bytes, [{ span: inspected.fields.get("model")!, text: JSON.stringify(upstreamModel) }])
 
 // ---------------------------------------------------------------------------
 // Metering
 // ---------------------------------------------------------------------------
 
-const isCount = (value: unknown): value is number => Predicate.isNumber(value) && Number.isInteger(value) && value >= 0
-
-/** The metered usage of a Responses `usage` object, when it is one. @category metering */
-export const meteredOfUsage = (usage: unknown): Dialect.Metered | undefined => {
-  if (!Predicate.isObject(usage) || !isCount(usage.input_tokens) || !isCount(usage.output_tokens)) return undefined
-  const details = usage.input_tokens_details
-  const cached = Predicate.isObject(details) && isCount(details.cached_tokens) ? details.cached_tokens : 0
-  return { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, cachedTokens: cached, reported: true }
+/**
+ * The metered usage of a Responses `usage` object: its figures, the reason
+ * they were refused (`ResponsesAnswer.readUsageFigures`), or `undefined` when
+ * there is none.
+ *
+ * @category metering
+ */
+export const meteredOfUsage = (usage: unknown): Dialect.Metered | string | undefined => {
+  const figures = readUsageFigures(usage)
+  if (figures === undefined || typeof figures === "string") return figures
+  const cached = figures.input_tokens_details?.cached_tokens ?? 0
+  return { promptTokens: figures.input_tokens, completionTokens: figures.output_tokens, cachedTokens: cached, reported: true }
 }
 
 const estimateTokens = (characters: number): number => characters === 0 ? 0 : Math.ceil(characters / 4)
@@ -189,6 +332,8 @@ export class PassthroughMeter {
   private pending = ""
   private generated = 0
   private reported: Dialect.Metered | undefined = undefined
+  /** The last usage the upstream reported was refused: why. */
+  private rejected: string | undefined = undefined
   /** The response's id, from `response.created` (empty until then). */
   responseId = ""
   /** The last `sequence_number` forwarded (-1 before any). */
@@ -216,9 +361,15 @@ export class PassthroughMeter {
     return rest
   }
 
-  /** What the stream consumed: the final event's usage, else the caller's prompt estimate and the estimated output. */
+  /**
+   * What the stream consumed: the final event's usage, else the caller's
+   * prompt estimate and the estimated output (also when the final usage's
+   * figures were refused, which `usageRejected` then says).
+   */
   metered(promptEstimate: number): Dialect.Metered {
-    return this.reported ?? { promptTokens: promptEstimate, completionTokens: estimateTokens(this.generated), cachedTokens: 0, reported: false }
+    if (this.reported !== undefined) return this.reported
+    const estimate = { promptTokens: promptEstimate, completionTokens: estimateTokens(this.generated), cachedTokens: 0, reported: false }
+    return this.rejected === undefined ? estimate : { ...estimate, usageRejected: this.rejected }
   }
 
   private event(raw: string): void {
@@ -239,20 +390,27 @@ export class PassthroughMeter {
       if (response === undefined) return
       if (Predicate.isString(response.id) && this.responseId.length === 0) this.responseId = response.id
       const usage = meteredOfUsage(response.usage)
-      if (usage !== undefined) this.reported = usage
+      if (typeof usage === "string") {
+        this.reported = undefined
+        this.rejected = usage
+      } else if (usage !== undefined) {
+        this.reported = usage
+        this.rejected = undefined
+      }
     }
   }
 }
 
 /**
  * A non-stream answer's usage, or an estimate from its output when it
- * reports none.
+ * reports none (also when its figures are not token counts, which
+ * `usageRejected` then says).
  *
  * @category metering
  */
 export const usageOfResponse = (json: unknown, promptEstimate: number): Dialect.Metered => {
   const usage = Predicate.isObject(json) ? meteredOfUsage(json.usage) : undefined
-  if (usage !== undefined) return usage
+  if (usage !== undefined && typeof usage !== "string") return usage
   let generated = 0
   const output = Predicate.isObject(json) && Array.isArray(json.output) ? json.output : []
   for (const item of output) {
@@ -262,5 +420,6 @@ export const usageOfResponse = (json: unknown, promptEstimate: number): Dialect.
       if (Predicate.isObject(part) && Predicate.isString(part.text)) generated += part.text.length
     }
   }
-  return { promptTokens: promptEstimate, completionTokens: estimateTokens(generated), cachedTokens: 0, reported: false }
+  const estimate = { promptTokens: promptEstimate, completionTokens: estimateTokens(generated), cachedTokens: 0, reported: false }
+  return usage === undefined ? estimate : { ...estimate, usageRejected: usage }
 }

@@ -20,15 +20,14 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError } from "@modelgate/core"
+import { GatewayError, Issues, Sse } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema, Stream } from "effect"
 import type { Mutable } from "effect/Types"
 import * as ChatCompletions from "./ChatCompletions.ts"
 import { classifyUpstreamError, upstreamErrorOf, type UpstreamError } from "./ErrorEnvelope.ts"
 import { decodeToolName, signCallId } from "./Identifiers.ts"
-import { firstIssue } from "./internal/issues.ts"
-import { finishReasonFromWire, finishReasonToWire, usageFromWire, usageToWire } from "./Response.ts"
-import * as Sse from "./Sse.ts"
+import { finishReasonFromWire, finishReasonToWire, readUsage, usageToWire } from "./Response.ts"
+import * as Framing from "./Framing.ts"
 
 // ---------------------------------------------------------------------------
 // Decoding (from an OpenAI upstream)
@@ -54,7 +53,7 @@ export class StreamDecoder {
   private readonly calls = new Map<number, Map<number, number>>()
 
   /** The events of one chunk, in order. */
-  push(chunk: ChatCompletions.ChatCompletionChunk): Array<Canonical.StreamEvent> {
+  push(chunk: ChatCompletions.UpstreamChatCompletionChunk): Array<Canonical.StreamEvent> {
     const events: Array<Canonical.StreamEvent> = []
     if (!this.started) {
       this.started = true
@@ -97,12 +96,14 @@ export class StreamDecoder {
       const reason = finishReasonFromWire(choice.finish_reason)
       if (reason !== null) events.push({ type: "finish", index, reason })
     }
-    if (chunk.usage !== undefined && chunk.usage !== null) events.push({ type: "usage", usage: usageFromWire(chunk.usage) })
+    const usage = readUsage(chunk.usage)
+    if (typeof usage === "string") events.push({ type: "usage_rejected", reason: usage })
+    else if (usage !== undefined) events.push({ type: "usage", usage })
     return events
   }
 }
 
-const decodeChunkJson = Schema.decodeUnknownResult(Schema.fromJsonString(ChatCompletions.ChatCompletionChunk))
+const decodeChunkJson = Schema.decodeUnknownResult(Schema.fromJsonString(ChatCompletions.UpstreamChatCompletionChunk))
 
 /**
  * Reads the `data` of one upstream SSE event as a chunk. An in-band
@@ -111,7 +112,7 @@ const decodeChunkJson = Schema.decodeUnknownResult(Schema.fromJsonString(ChatCom
  *
  * @category decoding
  */
-export const parseChunk = (data: string): Result.Result<ChatCompletions.ChatCompletionChunk, UpstreamError> => {
+export const parseChunk = (data: string): Result.Result<ChatCompletions.UpstreamChatCompletionChunk, UpstreamError> => {
   const result = decodeChunkJson(data)
   if (Result.isSuccess(result)) return Result.succeed(result.success)
   if (data.includes("\"error\"")) {
@@ -129,7 +130,7 @@ export const parseChunk = (data: string): Result.Result<ChatCompletions.ChatComp
       return Result.fail(classifyUpstreamError(status, error))
     }
   }
-  const { message, param } = firstIssue(result.failure.issue)
+  const { message, param } = Issues.firstIssue(result.failure.issue)
   return Result.fail(
     new GatewayError.UpstreamUnavailable({
       status: 502,
@@ -140,11 +141,11 @@ export const parseChunk = (data: string): Result.Result<ChatCompletions.ChatComp
 
 /** Decoder state of one upstream stream: the SSE parser, the chunk decoder and whether `[DONE]` was seen. */
 class UpstreamState {
-  readonly parser = new Sse.SseParser()
+  readonly parser = new Sse.Parser()
   readonly decoder = new StreamDecoder()
   done = false
 
-  feed(events: ReadonlyArray<Sse.SseEvent>, out: Array<Canonical.StreamEvent>): UpstreamError | undefined {
+  feed(events: ReadonlyArray<Sse.Event>, out: Array<Canonical.StreamEvent>): UpstreamError | undefined {
     for (const event of events) {
       if (this.done) return undefined
       if (event.data === "[DONE]") {
@@ -278,6 +279,10 @@ export class StreamEncoder {
       case "usage":
         this.usage = event.usage
         return []
+      case "usage_rejected":
+        // Figures the gateway refused are not passed on.
+        this.usage = undefined
+        return []
       case "text":
         if (event.text.length === 0) return this.opened(event.index, [])
         return this.opened(event.index, [this.chunk(event.index, { content: event.text })])
@@ -328,7 +333,7 @@ export class StreamEncoder {
   /** The closing SSE text: the usage chunk (if due) and `data: [DONE]`. */
   finish(): string {
     const usage = this.usageChunk()
-    return usage === undefined ? Sse.DONE : Sse.frame(JSON.stringify(usage)) + Sse.DONE
+    return usage === undefined ? Framing.DONE : Framing.frame(JSON.stringify(usage)) + Framing.DONE
   }
 
   private opened(index: number, chunks: Array<ChatCompletions.ChatCompletionChunk>) {
@@ -366,7 +371,7 @@ export const encodeSseText = (events: Iterable<Canonical.StreamEvent>, options: 
   const encoder = new StreamEncoder(options)
   let text = ""
   for (const event of events) {
-    for (const chunk of encoder.push(event)) text += Sse.frame(JSON.stringify(chunk))
+    for (const chunk of encoder.push(event)) text += Framing.frame(JSON.stringify(chunk))
   }
   return text + encoder.finish()
 }
@@ -394,7 +399,7 @@ export const encodeClient = (options: StreamEncoderOptions) =>
     Stream.mapAccumArray(() => new StreamEncoder(options), (encoder, events) => {
       let text = ""
       for (const event of events) {
-        for (const chunk of encoder.push(event)) text += Sse.frame(JSON.stringify(chunk))
+        for (const chunk of encoder.push(event)) text += Framing.frame(JSON.stringify(chunk))
       }
       return [encoder, text.length === 0 ? [] : [text]] as const
     }, { onHalt: (encoder) => [encoder.finish()] })

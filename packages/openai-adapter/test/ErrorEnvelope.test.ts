@@ -31,7 +31,8 @@ const table: Array<[GatewayError.GatewayError, number, string, string, Record<st
   [new GatewayError.Forbidden({ message: "m" }), 403, "permission_error", "forbidden", {}, null],
   [new GatewayError.ResourceNotFound({ message: "m" }), 404, "invalid_request_error", "not_found", {}, null],
   [new GatewayError.InternalError({ message: "m" }), 500, "api_error", "internal_error", {}, null],
-  [new GatewayError.ServiceUnavailable({ message: "m" }), 503, "api_error", "service_unavailable", {}, null]
+  [new GatewayError.ServiceUnavailable({ message: "m" }), 503, "api_error", "service_unavailable", {}, null],
+  [new GatewayError.DatabaseUnavailable({ message: "m", retryAfterSeconds: 4.2 }), 503, "api_error", "database_unavailable", { "retry-after": "5", "x-should-retry": "true" }, null]
 ]
 
 describe("ErrorEnvelope.toResponse", () => {
@@ -61,13 +62,22 @@ describe("ErrorEnvelope.classifyUpstream", () => {
   const body = (message: string, extra: Record<string, unknown> = {}) =>
     JSON.stringify({ error: { message, type: "invalid_request_error", param: null, code: null, ...extra } })
 
-  it("401 and 403 become UpstreamUnavailable without the upstream's message", () => {
-    for (const status of [401, 403]) {
-      const error = classifyUpstream(status, body("Incorrect API key provided: sk-abc***xyz"), {})
-      assert.strictEqual(error._tag, "UpstreamUnavailable")
-      assert.notInclude(error.message, "sk-")
-      assert.include(error.message, "credentials")
-    }
+  it("401 refuses the key itself: UpstreamUnavailable with credentialsRefused, without the upstream's message", () => {
+    const error = classifyUpstream(401, body("Incorrect API key provided: sk-abc***xyz"), {})
+    assert.strictEqual(error._tag, "UpstreamUnavailable")
+    assert.isTrue(error._tag === "UpstreamUnavailable" && error.credentialsRefused)
+    assert.notInclude(error.message, "sk-")
+    assert.include(error.message, "credentials")
+  })
+  it("403 is a permission about what the request asked for: the caller's, with the upstream's words; a region refusal is the channel's", () => {
+    const error = classifyUpstream(403, body("You are not allowed to sample from this model", { code: "model_not_allowed" }), {})
+    assert.deepStrictEqual(
+      [error._tag, error.message, error._tag === "UpstreamRejected" ? error.status : 0],
+      ["UpstreamRejected", "You are not allowed to sample from this model", 403]
+    )
+    const region = classifyUpstream(403, body("Country, region, or territory not supported", { code: "unsupported_country_region_territory" }), {})
+    assert.strictEqual(region._tag, "UpstreamUnavailable")
+    assert.isUndefined(region._tag === "UpstreamUnavailable" ? region.credentialsRefused : true)
   })
   it("429 becomes UpstreamRateLimited with retry-after (seconds or -ms)", () => {
     const a = classifyUpstream(429, body("Rate limit reached for org-123"), { "Retry-After": "7" })

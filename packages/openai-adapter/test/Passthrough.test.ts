@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Result } from "effect"
 import * as fc from "fast-check"
-import { inspectChatBody, PassthroughMeter, upstreamBody, usageOfResponse } from "../src/Passthrough.ts"
+import { checkStructure, EAGER_CHECK_BYTES, inspectChatBody, PassthroughMeter, upstreamBody, usageOfResponse } from "../src/Passthrough.ts"
 import { decodeRequestResult } from "../src/Request.ts"
 import * as Arbitraries from "../src/testing/Arbitraries.ts"
 
@@ -19,6 +19,9 @@ const feed = (meter: PassthroughMeter, parts: ReadonlyArray<string>) => {
   return forwarded
 }
 
+/** The body forwarded upstream, as text. */
+const forwarded = (inspected: Parameters<typeof upstreamBody>[0], model: string): string => new TextDecoder().decode(upstreamBody(inspected, model))
+
 describe("inspectChatBody / upstreamBody", () => {
   it.effect("reads model, stream, include_usage and max tokens; changes only model", () =>
     Effect.gen(function*() {
@@ -26,22 +29,22 @@ describe("inspectChatBody / upstreamBody", () => {
       const inspected = yield* inspectChatBody(text)
       assert.deepStrictEqual([inspected.model, inspected.stream, inspected.includeUsage, inspected.maxTokens], ["alias", true, false, 5])
       assert.strictEqual(
-        upstreamBody(inspected, "gpt-4o"),
+        forwarded(inspected, "gpt-4o"),
         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"model\":\"gpt-4o\",\"stream\":true,\"max_tokens\":5,\"stream_options\":{\"x\":1,\"include_usage\":true},\"extra\":[1]}"
       )
       const plain = yield* inspectChatBody("{\"model\":\"a\",\"messages\":[]}")
-      assert.strictEqual(upstreamBody(plain, "b"), "{\"model\":\"b\",\"messages\":[]}")
+      assert.strictEqual(forwarded(plain, "b"), "{\"model\":\"b\",\"messages\":[]}")
     }))
   it.effect("forwards the client's own bytes when nothing changes", () =>
     Effect.gen(function*() {
       // Spacing, key order and a number JSON.parse would round (a 64-bit seed) survive as sent.
       const text = "{ \"model\": \"m\", \"seed\": 12345678901234567890, \"messages\": [] }"
-      assert.strictEqual(upstreamBody(yield* inspectChatBody(text), "m"), text)
+      assert.strictEqual(forwarded(yield* inspectChatBody(text), "m"), text)
       const asked = "{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"include_usage\":true},\"messages\":[]}"
-      assert.strictEqual(upstreamBody(yield* inspectChatBody(asked), "m"), asked)
+      assert.strictEqual(forwarded(yield* inspectChatBody(asked), "m"), asked)
       // A stream that did not ask for usage is changed: the gateway asks for it.
       const streamed = "{\"model\":\"m\",\"stream\":true,\"messages\":[]}"
-      assert.include(upstreamBody(yield* inspectChatBody(streamed), "m"), "\"include_usage\":true")
+      assert.include(forwarded(yield* inspectChatBody(streamed), "m"), "\"include_usage\":true")
     }))
   it.effect("reports what the balance hold needs: the number of choices and of media parts", () =>
     Effect.gen(function*() {
@@ -83,6 +86,58 @@ describe("inspectChatBody / upstreamBody", () => {
         ["{\"model\":\"m\",\"messages\":[],\"n\":0}", "'n' must be a positive integer", "n"],
         ["{\"model\":\"m\",\"messages\":[],\"n\":1.5}", "'n' must be a positive integer", "n"],
         ["{\"model\":\"m\",\"messages\":[],\"n\":\"3\"}", "'n' must be a positive integer", "n"]
+      ]
+      for (const [text, message, param] of cases) {
+        const error = yield* Effect.flip(inspectChatBody(text))
+        assert.include(error.message, message)
+        assert.strictEqual(error.param, param)
+      }
+    }))
+})
+
+describe("inspectChatBody: large bodies", () => {
+  /** A body past EAGER_CHECK_BYTES: a long history a coding agent would send, plus `fields`. */
+  const large = (fields: Record<string, unknown> = {}, messages: ReadonlyArray<unknown> = []) =>
+    JSON.stringify({
+      model: "m",
+      messages: [...Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `turn ${i} ${"x".repeat(600)}` })), ...messages],
+      ...fields
+    })
+
+  it.effect("reads what the call needs by scanning, counts media, and leaves the structure check for a refusal", () =>
+    Effect.gen(function*() {
+      const text = large({ stream: true, max_tokens: 9, n: 2 }, [
+        { role: "user", content: [{ type: "text", text: "the word \"type\": \"image_url\" in text is not an image" }, { type: "image_url", image_url: { url: "https://x/a.png" } }] },
+        { role: "user", content: [{ type: "input_audio", input_audio: { data: "UklGRg==", format: "wav" } }, { type: "file", file: { file_id: "f" } }] }
+      ])
+      assert.isAbove(text.length, EAGER_CHECK_BYTES)
+      const inspected = yield* inspectChatBody(new TextEncoder().encode(text))
+      assert.deepStrictEqual(
+        [inspected.model, inspected.stream, inspected.maxTokens, inspected.choices, inspected.mediaParts, inspected.checked],
+        ["m", true, 9, 2, 3, false]
+      )
+      assert.isUndefined(checkStructure(inspected), "a well-formed body passes the deferred check")
+      // Only the model is replaced and usage asked for; every other byte goes as it came.
+      assert.strictEqual(forwarded(inspected, "up"), text.replace("\"model\":\"m\"", "\"model\":\"up\"").slice(0, -1) + ",\"stream_options\":{\"include_usage\":true}}")
+    }))
+
+  it.effect("a malformed message deep in a large body is named by the deferred check", () =>
+    Effect.gen(function*() {
+      const inspected = yield* inspectChatBody(large({}, [{ role: "usr", content: "x" }]))
+      const error = checkStructure(inspected)
+      assert.strictEqual(error?.param, "messages[40].role")
+      assert.include(error?.message, "got the string 'usr'")
+    }))
+
+  it.effect("the top-level fields and JSON syntax are still refused at once, whatever the size", () =>
+    Effect.gen(function*() {
+      const cases: Array<[string, string, string | undefined]> = [
+        [large({ stream: "yes" }), "'stream' must be a boolean", "stream"],
+        [large({ n: 0 }), "'n' must be a positive integer", "n"],
+        [large({ model: "" }), "'model' must be a non-empty string", "model"],
+        [large({ messages: { a: "x".repeat(EAGER_CHECK_BYTES) } }), "'messages' must be an array", "messages"],
+        [large().slice(0, -1), "The request body is not valid JSON", undefined],
+        [large().replace("\"turn 3", "\"turn 3\"]"), "The request body is not valid JSON", undefined]
       ]
       for (const [text, message, param] of cases) {
         const error = yield* Effect.flip(inspectChatBody(text))
@@ -147,7 +202,7 @@ describe("inspectChatBody: structure", () => {
       })
       const inspected = yield* inspectChatBody(text)
       // Forwarded as received apart from the model.
-      assert.strictEqual(upstreamBody(inspected, "up"), text.replace("\"model\":\"m\"", "\"model\":\"up\""))
+      assert.strictEqual(forwarded(inspected, "up"), text.replace("\"model\":\"m\"", "\"model\":\"up\""))
     }))
 
   /** Replaces the value at one path of a JSON value with `replacement`. */

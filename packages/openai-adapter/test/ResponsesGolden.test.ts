@@ -11,7 +11,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Responses, ResponsesAnswer, ResponsesRequest, Sse } from "@modelgate/openai-adapter"
+import { Sse } from "@modelgate/core"
+import { Responses, ResponsesAnswer, ResponsesRequest } from "@modelgate/openai-adapter"
 
 const dir = join(import.meta.dirname, "golden", "responses")
 const update = process.env.UPDATE_GOLDEN === "1"

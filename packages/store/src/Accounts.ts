@@ -104,13 +104,18 @@ export type SweepSelector =
  * available balance (read inside the transaction, with the row locked on
  * PostgreSQL), how much to reserve; 0 reserves nothing.
  *
+ * The lease's id is chosen by the caller before anything is written, so a
+ * request whose outcome is unknown (its COMMIT's answer lost) is retried
+ * under the same id and finds the lease if it was created, and the node can
+ * release it by that id whether or not it was.
+ *
  * @category models
  */
 export interface LeaseRequest {
   readonly userId: string
   readonly nodeId: string
-  /** The node's current lease of this user, extended if it still exists; null starts a new one. */
-  readonly leaseId: string | null
+  /** The node's lease of this user: extended if it exists, else created with this id. */
+  readonly leaseId: string
   readonly grant: (availableNanos: bigint) => bigint
 }
 
@@ -400,8 +405,10 @@ export class Accounts extends Context.Service<Accounts, {
           yield* requireAmount(amountNanos, "amountNanos", allowNegative, false)
           const changed = yield* sql.withTransaction(Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
+            // Both bounds are compared against a constant computed here, so the database never adds past 64 bits.
             const rows = yield* sql`UPDATE users SET balance_nanos = balance_nanos + ${amountNanos}, updated_at = ${now}
-              WHERE id = ${userId} AND balance_nanos + ${amountNanos} >= 0 RETURNING balance_nanos`
+              WHERE id = ${userId} AND balance_nanos >= ${-amountNanos} AND balance_nanos <= ${Money.MAX_NANOS - amountNanos}
+              RETURNING balance_nanos`
             if (rows.length === 0) return undefined
             yield* entry({ userId, kind, amountNanos, holdId: null, requestId: null, reason, actor, createdAt: now })
             return Row.big(rows[0]!.balance_nanos, "users.balance_nanos")
@@ -411,7 +418,8 @@ export class Accounts extends Context.Service<Accounts, {
           return yield* new InvalidInput({
             path: "amountNanos",
             message: `amountNanos: an adjustment of ${Money.formatUsd(amountNanos)} USD would take the balance ` +
-              `of ${Money.formatUsd(current)} USD below zero`
+              `of ${Money.formatUsd(current)} USD ` +
+              (amountNanos < 0n ? "below zero" : `above the largest balance the gateway keeps (${Money.formatUsd(Money.MAX_NANOS)} USD)`)
           })
         })
 
@@ -422,17 +430,13 @@ export class Accounts extends Context.Service<Accounts, {
           const available = Row.big(users[0].balance_nanos, "users.balance_nanos")
           const wanted = request.grant(available)
           const granted = wanted < 0n ? 0n : wanted > available ? available : wanted
-          if (granted === 0n) return { leaseId: request.leaseId ?? "", grantedNanos: 0n, availableNanos: available }
+          const leaseId = request.leaseId
+          if (granted === 0n) return { leaseId, grantedNanos: 0n, availableNanos: available }
           const now = yield* Clock.currentTimeMillis
           yield* sql`UPDATE users SET balance_nanos = balance_nanos - ${granted} WHERE id = ${request.userId}`
-          let leaseId = request.leaseId
-          if (leaseId !== null) {
-            const extended = yield* sql`UPDATE leases SET amount_nanos = amount_nanos + ${granted}, updated_at = ${now}
-              WHERE id = ${leaseId} AND node_id = ${request.nodeId} RETURNING id`
-            if (extended.length === 0) leaseId = null
-          }
-          if (leaseId === null) {
-            leaseId = newId("lea")
+          const extended = yield* sql`UPDATE leases SET amount_nanos = amount_nanos + ${granted}, updated_at = ${now}
+            WHERE id = ${leaseId} AND node_id = ${request.nodeId} RETURNING id`
+          if (extended.length === 0) {
             yield* sql`INSERT INTO leases ${
               sql.insert({
                 id: leaseId,

@@ -11,11 +11,12 @@
  */
 import { GatewayError, KeyStore } from "@modelgate/core"
 import type { Domain } from "@modelgate/core"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Cause, Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
 import { newId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
+import { OutageLog } from "@modelgate/core"
 import { generateApiKey, KeyHasher, keyPrefix } from "./Secrets.ts"
 import { InvalidInput } from "./StoreError.ts"
 import type { Conflict } from "./StoreError.ts"
@@ -69,6 +70,22 @@ export interface CreateKey {
 }
 
 /**
+ * Changes to a key's settings: only the fields given change (`null` clears a
+ * cap or limit). A key's `enabled` state changes with `setEnabled`.
+ *
+ * @category models
+ */
+export interface KeyChanges {
+  readonly name?: string | undefined
+  readonly models?: ReadonlyArray<string> | undefined
+  readonly expiresAt?: number | null | undefined
+  readonly quotaNanos?: bigint | null | undefined
+  readonly dailyBudgetNanos?: bigint | null | undefined
+  readonly monthlyBudgetNanos?: bigint | null | undefined
+  readonly limits?: Partial<Domain.Limits> | undefined
+}
+
+/**
  * A key to be cached in memory: the admission record and its secret's hash.
  *
  * @category models
@@ -79,6 +96,9 @@ export interface CachedKey {
 }
 
 const REVOKED = "revoked:"
+
+/** Whether a stored hash marks a revoked key (revoking replaces the hash). @internal @category internal */
+export const isRevokedHash = (hash: string): boolean => hash.startsWith(REVOKED)
 
 /** Shared with the other repositories of this package, not a stable API. @internal @category internal */
 export const decodeKey = (row: Record<string, unknown>): KeyRecord => ({
@@ -147,6 +167,17 @@ export const validateSecret = (secret: string, path: string): Effect.Effect<void
     ? Effect.void
     : Effect.fail(new InvalidInput({ path, message: `${path}: a key secret must start with 'sk-', have at least 20 characters and no spaces` }))
 
+/**
+ * The answer to a key that is not in memory while the database cannot be
+ * reached: it may exist, so it is neither accepted nor refused as unknown.
+ *
+ * @category errors
+ */
+export const keyLookupUnavailable = new GatewayError.DatabaseUnavailable({
+  message: "The gateway cannot reach its database right now to check this API key. Retry in 5 s.",
+  retryAfterSeconds: 5
+})
+
 const keyNotFound = (id: string) => new GatewayError.ResourceNotFound({ message: `No API key with id '${id}'.` })
 
 /**
@@ -163,6 +194,11 @@ export class Keys extends Context.Service<Keys, {
   readonly findById: (id: string) => Effect.Effect<KeyRecord | undefined, SqlError.SqlError>
   /** The keys of a user, newest first. */
   readonly list: (userId: string) => Effect.Effect<ReadonlyArray<KeyRecord>, SqlError.SqlError>
+  /** Changes the fields `changes` names; a name another key of the user has is a `Conflict`. */
+  readonly update: (
+    id: string,
+    changes: KeyChanges
+  ) => Effect.Effect<void, GatewayError.ResourceNotFound | InvalidInput | Conflict | SqlError.SqlError>
   readonly setEnabled: (id: string, enabled: boolean) => Effect.Effect<void, GatewayError.ResourceNotFound | InvalidInput | SqlError.SqlError>
   /** Disables the key for good and forgets its hash. */
   readonly revoke: (id: string) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
@@ -235,8 +271,40 @@ export class Keys extends Context.Service<Keys, {
 
       const existing = (id: string, rows: ReadonlyArray<unknown>) => rows.length === 0 ? Effect.fail(keyNotFound(id)) : Effect.void
 
+      const update = Effect.fn("Keys.update")(function*(id: string, changes: KeyChanges) {
+        const columns: Record<string, unknown> = {}
+        if (changes.name !== undefined) {
+          if (changes.name.trim().length === 0 || changes.name.length > 100) {
+            return yield* new InvalidInput({ path: "name", message: "name: a key name must have 1 to 100 characters" })
+          }
+          columns.name = changes.name
+        }
+        if (changes.models !== undefined) columns.models = JSON.stringify(changes.models)
+        if (changes.expiresAt !== undefined) columns.expires_at = changes.expiresAt
+        if (changes.quotaNanos !== undefined) columns.quota_nanos = changes.quotaNanos
+        if (changes.dailyBudgetNanos !== undefined) columns.daily_budget_nanos = changes.dailyBudgetNanos
+        if (changes.monthlyBudgetNanos !== undefined) columns.monthly_budget_nanos = changes.monthlyBudgetNanos
+        for (const field of ["rpm", "tpm", "concurrency"] as const) {
+          const value = changes.limits?.[field]
+          if (value === undefined) continue
+          if (value !== null && !(Number.isSafeInteger(value) && value > 0)) {
+            return yield* new InvalidInput({ path: field, message: `${field}: a limit must be a whole number above 0, or null for none` })
+          }
+          columns[field] = value
+        }
+        if (Object.keys(columns).length === 0) {
+          if ((yield* findById(id)) === undefined) return yield* keyNotFound(id)
+          return
+        }
+        const rows = yield* sql`UPDATE api_keys SET ${sql.update(columns)} WHERE id = ${id} RETURNING id`.pipe(
+          uniqueAsConflict(`A key named '${changes.name}' already exists for this user.`)
+        )
+        yield* existing(id, rows)
+      })
+
       return Keys.of({
         create,
+        update,
         findById,
         list: (userId) =>
           Effect.map(
@@ -296,7 +364,8 @@ export class Keys extends Context.Service<Keys, {
 
   /**
    * Core's `KeyStore` port on the database: hashes the presented secret and
-   * looks it up (database failures become `InternalError`; the cause is logged).
+   * looks it up (a database that cannot be reached is `DatabaseUnavailable`;
+   * failures are logged once per outage).
    *
    * @category layers
    */
@@ -305,14 +374,13 @@ export class Keys extends Context.Service<Keys, {
     Effect.gen(function*() {
       const keys = yield* Keys
       const hasher = yield* KeyHasher
+      const outage = OutageLog.make("API key lookups (the database)")
       return KeyStore.KeyStore.of({
         lookup: (secret) =>
           keys.findByHash(hasher.hash(secret)).pipe(
-            Effect.catchTag("SqlError", (cause) =>
-              Effect.andThen(
-                Effect.logError("API key lookup failed", cause),
-                Effect.fail(new GatewayError.InternalError({ message: "The gateway could not check your API key. Please retry." }))
-              ))
+            Effect.tap(() => outage.succeeded),
+            Effect.catchTag("SqlError", (error) =>
+              Effect.andThen(outage.failed(Cause.fail(error)), Effect.fail(keyLookupUnavailable)))
           )
       })
     })

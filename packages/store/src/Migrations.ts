@@ -318,6 +318,65 @@ const cacheChanges: Migration = {
 }
 
 /**
+ * Writing a batch of usage records and charges is idempotent: a batch whose
+ * COMMIT reached the server but whose answer was lost is written again, and
+ * must not record or charge its calls twice. Each call's usage record and its
+ * charge are keyed by its request id (unique; the batch writer inserts them
+ * "or nothing" and applies a charge only for an entry it inserted).
+ *
+ * Databases written before this migration may hold such duplicates already:
+ * every copy after the first keeps its row (so each balance still equals its
+ * ledger) under the request id `<id>#duplicate-<row id>`, where an operator
+ * can find them.
+ */
+const idempotentUsage: Migration = {
+  id: 8,
+  name: "idempotent_usage",
+  statements: () => [
+    `UPDATE usage_records SET request_id = request_id || '#duplicate-' || id WHERE id IN (
+      SELECT id FROM (
+        SELECT id, ROW_NUMBER() OVER (PARTITION BY request_id ORDER BY created_at, id) AS n FROM usage_records
+      ) ranked WHERE n > 1
+    )`,
+    "CREATE UNIQUE INDEX usage_records_request ON usage_records (request_id)",
+    `UPDATE ledger SET request_id = request_id || '#duplicate-' || id WHERE id IN (
+      SELECT id FROM (
+        SELECT id, ROW_NUMBER() OVER (PARTITION BY request_id ORDER BY created_at, id) AS n
+        FROM ledger WHERE kind = 'charge' AND request_id IS NOT NULL
+      ) ranked WHERE n > 1
+    )`,
+    "CREATE UNIQUE INDEX ledger_charge_request ON ledger (request_id) WHERE kind = 'charge'"
+  ]
+}
+
+/**
+ * What the configuration file declared for each user and key it provisions,
+ * as it was last applied (JSON; NULL for rows made in the console, and for
+ * rows provisioned before this migration). A restart applies only what the
+ * file changed since, so it never undoes a later action taken in the console
+ * or with the CLI (see `Provisioning`).
+ */
+const configDeclared: Migration = {
+  id: 9,
+  name: "config_declared",
+  statements: () => [
+    "ALTER TABLE users ADD COLUMN config_declared TEXT NULL",
+    "ALTER TABLE api_keys ADD COLUMN config_declared TEXT NULL"
+  ]
+}
+
+/**
+ * Deleted users: a user is never removed from the table (the ledger and the
+ * usage records point at it), but deleting one anonymises the row (its name
+ * becomes `deleted-<id>`), revokes its keys and marks the time here.
+ */
+const deletedUsers: Migration = {
+  id: 10,
+  name: "deleted_users",
+  statements: () => ["ALTER TABLE users ADD COLUMN deleted_at BIGINT NULL"]
+}
+
+/**
  * Coding agents through the gateway: a model's price for prompt tokens written
  * to the upstream's prompt cache (Anthropic's `cache_creation_input_tokens`;
  * NULL: the input price), an OpenAI channel's switch for relaying Responses
@@ -326,7 +385,7 @@ const cacheChanges: Migration = {
  * Responses client's hosted tools on another dialect's model).
  */
 const agents: Migration = {
-  id: 10,
+  id: 11,
   name: "agents",
   statements: () => [
     "ALTER TABLE models ADD COLUMN cache_write_nanos_per_million BIGINT NULL",
@@ -341,7 +400,19 @@ const agents: Migration = {
  *
  * @category migrations
  */
-export const migrations: ReadonlyArray<Migration> = [initial, keySpend, userLimits, routing, modelMetadata, leases, cacheChanges, agents]
+export const migrations: ReadonlyArray<Migration> = [
+  initial,
+  keySpend,
+  userLimits,
+  routing,
+  modelMetadata,
+  leases,
+  cacheChanges,
+  idempotentUsage,
+  configDeclared,
+  deletedUsers,
+  agents
+]
 
 /** An arbitrary constant naming modelgate's migration lock among advisory locks. */
 const PG_LOCK_KEY = 727_460_131

@@ -8,6 +8,16 @@
  * - Applying the same input twice changes nothing: a row is only written when a
  *   declared value differs from the stored one (channel keys are compared after
  *   decryption, passwords by verification, key secrets by hash).
+ * - Users and keys: the file updates what it *changes*, and never undoes a
+ *   later action. Each row keeps what the file declared when it was last
+ *   applied (`config_declared`); a field is written only when the file's value
+ *   changed since, so a key disabled, a limit lowered, a role taken away or a
+ *   password changed in the console or with the CLI stays as it is until the
+ *   file's entry for it changes. Revocation is final: a revoked key is never
+ *   touched again. Every such disagreement is returned (`disagreements`) for
+ *   the log. A row provisioned before these records were kept takes the file
+ *   as already applied. A user the file disables, or whose password it
+ *   changes, loses their console sessions.
  * - A user's `balanceNanos` is the INITIAL balance: credited once, as a 'topup'
  *   ledger entry with reason 'initial balance from config', only when the user
  *   is created. Later edits of the number do nothing (use top-ups).
@@ -23,16 +33,19 @@
  * @since 0.1.0
  */
 import type { Domain } from "@modelgate/core"
+import { Money } from "@modelgate/core"
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
-import { channelColumns, groupColumns, modelColumns, validateChannel } from "./CatalogRepo.ts"
+import { validateChannel } from "./CatalogRepo.ts"
+import * as CatalogTables from "./internal/CatalogTables.ts"
 import { newId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
-import { validateSecret } from "./Keys.ts"
+import * as Declared from "./internal/Declared.ts"
+import { isRevokedHash, validateSecret } from "./Keys.ts"
 import { generateApiKey, hashPassword, KeyHasher, keyPrefix, type SecretError, Secrets, verifyPassword } from "./Secrets.ts"
 import { InvalidInput } from "./StoreError.ts"
-import { validateName } from "./Users.ts"
+import { validateName, validatePassword } from "./Users.ts"
 
 /**
  * A user declared in the config file.
@@ -109,6 +122,16 @@ export interface ProvisionInput {
 }
 
 /**
+ * A field of a user or key that the file and the database disagree on, and
+ * that provisioning left as the database has it (a later action: a key
+ * revoked or disabled, a password or a limit changed in the console), with a
+ * message for the log that never contains a secret.
+ *
+ * @category models
+ */
+export type Disagreement = Declared.Disagreement
+
+/**
  * What a provisioning run did.
  *
  * @category models
@@ -122,21 +145,11 @@ export interface ProvisionResult {
   readonly skipped: ReadonlyArray<string>
   /** Secrets generated for keys created in this run, shown once. */
   readonly createdSecrets: ReadonlyArray<{ readonly user: string; readonly name: string; readonly secret: string }>
+  /** Fields of users and keys kept as the database has them, though the file says otherwise. */
+  readonly disagreements: ReadonlyArray<Disagreement>
 }
 
 const PG_LOCK_KEY = 727_460_132
-
-/** Comparable text of a column value, equal for `1n`, `1`, `true` and equal for `null`/`undefined`. */
-const norm = (value: unknown): string => {
-  if (value === null || value === undefined) return "\u0000null"
-  if (typeof value === "boolean") return value ? "1" : "0"
-  return String(value)
-}
-
-const differs = (row: Record<string, unknown>, desired: Record<string, unknown>): boolean => {
-  for (const key in desired) if (norm(row[key]) !== norm(desired[key])) return true
-  return false
-}
 
 const checkUnique = <A>(items: ReadonlyArray<A>, key: (a: A) => string, path: string) => {
   const seen = new Set<string>()
@@ -173,6 +186,77 @@ const checkAmount = (value: bigint | null | undefined, path: string) =>
     ? Effect.fail(new InvalidInput({ path, message: `${path}: expected a non-negative amount, got ${value}` }))
     : Effect.void
 
+/** The file's name of a user column, and a value shown for the log. */
+const describeUser = (column: string, value: unknown): { readonly field: string; readonly shown: string } => {
+  if (column === "enabled") return { field: "enabled", shown: Declared.norm(value) === "1" ? "enabled" : "disabled" }
+  if (column === "groups") return { field: "groups", shown: typeof value === "string" ? value : "[]" }
+  return { field: column, shown: value === null || value === undefined ? "none" : String(value) }
+}
+
+const KEY_FIELDS: Readonly<Record<string, string>> = {
+  group_name: "group",
+  quota_nanos: "quota",
+  daily_budget_nanos: "daily_budget",
+  monthly_budget_nanos: "monthly_budget",
+  hash: "secret"
+}
+
+/** The file's name of a key column, and a value shown for the log (money in USD, times in ISO 8601, never the secret). */
+const describeKey = (column: string, value: unknown): { readonly field: string; readonly shown: string } => {
+  const field = KEY_FIELDS[column] ?? column
+  if (value === null || value === undefined) return { field, shown: "none" }
+  if (column === "hash") return { field, shown: "another secret" }
+  if (column === "enabled") return { field, shown: Declared.norm(value) === "1" ? "enabled" : "disabled" }
+  if (column.endsWith("_nanos")) return { field, shown: `${Money.formatUsd(BigInt(Declared.norm(value)))} USD` }
+  if (column === "expires_at") return { field, shown: new Date(Number(value)).toISOString() }
+  return { field, shown: String(value) }
+}
+
+/**
+ * The console password's part of provisioning a user: the file sets a
+ * password only when its entry for it changed since it was last applied (the
+ * record keeps an scrypt hash of the file's password, never the password), so
+ * a password the user changed since is kept. A row without a record takes the
+ * file as already applied.
+ */
+const passwordPlan = Effect.fnUntraced(function*(
+  entry: string,
+  file: Redacted.Redacted<string> | undefined,
+  stored: unknown,
+  previous: Declared.Declared | null
+) {
+  const none = { write: undefined, declared: undefined, disagreements: [] as ReadonlyArray<Disagreement> }
+  if (file === undefined) return none
+  const storedHash = typeof stored === "string" ? stored : null
+  const declaredHash = previous?.password
+  const matches = (hash: string | null | undefined) =>
+    typeof hash === "string" ? verifyPassword(file, hash) : Effect.succeed(false)
+  const kept = (declared: string) => ({
+    write: undefined,
+    declared,
+    disagreements: [{
+      entry,
+      field: "password",
+      message: "password: the user's password was changed since the file set it " +
+        (previous === null ? "(or before this version kept track of the file) " : "") +
+        "and is kept; change the password in the file to set it again."
+    }]
+  })
+  if (previous !== null && declaredHash !== undefined && declaredHash !== null && (yield* matches(declaredHash))) {
+    // The file's password is the one it set last time.
+    if (storedHash === declaredHash || (yield* matches(storedHash))) return { ...none, declared: declaredHash }
+    return kept(declaredHash)
+  }
+  if (previous !== null) {
+    // The file's entry changed (or now declares a password): set it.
+    const hash = yield* hashPassword(file)
+    return { write: hash, declared: hash, disagreements: [] }
+  }
+  // No record yet: the file counts as applied; a password that differs was changed since.
+  if (yield* matches(storedHash)) return { ...none, declared: storedHash! }
+  return kept(yield* hashPassword(file))
+})
+
 /**
  * Validates an input before anything is written; errors name the field path.
  *
@@ -189,6 +273,7 @@ export const validate = Effect.fnUntraced(function*(input: ProvisionInput) {
   yield* checkUnique(keys, (k) => `${k.user}/${k.name}`, "keys")
   for (const [i, user] of users.entries()) {
     yield* validateName(user.name, `users[${i}].name`)
+    if (user.password !== undefined) yield* validatePassword(user.password, `users[${i}].password`)
     yield* checkAmount(user.balanceNanos, `users[${i}].balanceNanos`)
     yield* checkLimits(user.limits, `users[${i}].limits`)
   }
@@ -238,6 +323,7 @@ export class Provisioning extends Context.Service<Provisioning, {
       const sql = yield* SqlClient.SqlClient
       const secrets = yield* Secrets
       const hasher = yield* KeyHasher
+      const catalog = CatalogTables.make(sql, secrets)
       const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
 
       const provision = Effect.fn("Provisioning.provision")(function*(input: ProvisionInput) {
@@ -246,6 +332,7 @@ export class Provisioning extends Context.Service<Provisioning, {
         const updated: Array<string> = []
         const skipped: Array<string> = []
         const createdSecrets: Array<{ user: string; name: string; secret: string }> = []
+        const disagreements: Array<Disagreement> = []
 
         const run = Effect.gen(function*() {
           if (isPg) yield* sql.unsafe(`SELECT pg_advisory_xact_lock(${PG_LOCK_KEY})`)
@@ -256,19 +343,28 @@ export class Provisioning extends Context.Service<Provisioning, {
             const label = `users:${user.name}`
             const rows = yield* sql`SELECT * FROM users WHERE name = ${user.name}`
             const row = rows[0]
-            const desired = { role: user.role ?? "user", enabled: user.enabled ?? true, ...limitColumns(user.limits) }
+            const desired = {
+              role: user.role ?? "user",
+              enabled: user.enabled ?? true,
+              ...limitColumns(user.limits),
+              // The groups the user may pick, when the file declares them (compared as one sorted list).
+              ...(user.groups === undefined ? {} : { groups: JSON.stringify([...new Set(user.groups)].sort()) })
+            }
             let id: string
             if (row === undefined) {
               id = newId("usr")
               const balance = user.balanceNanos ?? 0n
+              const passwordHash = user.password === undefined ? null : yield* hashPassword(user.password)
+              const { groups: _, ...columns } = desired
               yield* sql`INSERT INTO users ${
                 sql.insert({
                   id,
                   name: user.name,
-                  ...desired,
-                  password_hash: user.password === undefined ? null : yield* hashPassword(user.password),
+                  ...columns,
+                  password_hash: passwordHash,
                   balance_nanos: balance,
                   source: "config",
+                  config_declared: Declared.encode(Declared.declare(desired, passwordHash === null ? {} : { password: passwordHash })),
                   created_at: now,
                   updated_at: now
                 })
@@ -288,127 +384,67 @@ export class Provisioning extends Context.Service<Provisioning, {
                   })
                 }`
               }
+              for (const group_name of new Set(user.groups ?? [])) yield* sql`INSERT INTO user_groups ${sql.insert({ user_id: id, group_name })}`
               created.push(label)
-            } else {
-              id = Row.str(row.id, "users.id")
-              if (row.source !== "config") {
-                skipped.push(label)
-                continue
-              }
-              const passwordChanged = user.password !== undefined &&
-                (typeof row.password_hash !== "string" || !(yield* verifyPassword(user.password, row.password_hash)))
-              if (differs(row, desired) || passwordChanged) {
-                yield* sql`UPDATE users SET ${
-                  sql.update({
-                    ...desired,
-                    ...(passwordChanged ? { password_hash: yield* hashPassword(user.password!) } : {}),
-                    updated_at: now
-                  })
-                } WHERE id = ${id}`
-                updated.push(label)
-              }
-            }
-            userIds.set(user.name, id)
-            if (user.groups !== undefined) {
-              const stored = (yield* sql`SELECT group_name FROM user_groups WHERE user_id = ${id} ORDER BY group_name`)
-                .map((r) => Row.str(r.group_name, "user_groups.group_name"))
-              const wanted = [...new Set(user.groups)].sort()
-              if (stored.join("\u0000") !== wanted.join("\u0000")) {
-                yield* sql`DELETE FROM user_groups WHERE user_id = ${id}`
-                for (const group_name of wanted) yield* sql`INSERT INTO user_groups ${sql.insert({ user_id: id, group_name })}`
-                if (!created.includes(label) && !updated.includes(label)) updated.push(label)
-              }
-            }
-          }
-
-          for (const group of input.groups ?? []) {
-            const label = `groups:${group.name}`
-            const desired = groupColumns({
-              name: group.name,
-              ratioMicros: group.ratioMicros,
-              limits: { rpm: group.limits?.rpm ?? null, tpm: group.limits?.tpm ?? null, concurrency: group.limits?.concurrency ?? null },
-              selectable: group.selectable ?? false
-            })
-            const row = (yield* sql`SELECT * FROM groups WHERE name = ${group.name}`)[0]
-            if (row === undefined) {
-              yield* sql`INSERT INTO groups ${sql.insert({ name: group.name, ...desired, source: "config" })}`
-              created.push(label)
-            } else if (row.source !== "config") skipped.push(label)
-            else if (differs(row, desired)) {
-              yield* sql`UPDATE groups SET ${sql.update(desired)} WHERE name = ${group.name}`
-              updated.push(label)
-            }
-          }
-
-          for (const model of input.models ?? []) {
-            const label = `models:${model.id}`
-            const desired = modelColumns(model)
-            const row = (yield* sql`SELECT * FROM models WHERE id = ${model.id}`)[0]
-            if (row === undefined) {
-              yield* sql`INSERT INTO models ${sql.insert({ id: model.id, ...desired, source: "config" })}`
-              created.push(label)
-            } else if (row.source !== "config") skipped.push(label)
-            else if (differs(row, desired)) {
-              yield* sql`UPDATE models SET ${sql.update(desired)} WHERE id = ${model.id}`
-              updated.push(label)
-            }
-          }
-
-          for (const [position, alias] of (input.aliases ?? []).entries()) {
-            const label = `aliases:${alias.pattern}`
-            const desired = { target: alias.target, position }
-            const row = (yield* sql`SELECT * FROM aliases WHERE pattern = ${alias.pattern}`)[0]
-            if (row === undefined) {
-              yield* sql`INSERT INTO aliases ${sql.insert({ pattern: alias.pattern, ...desired })}`
-              created.push(label)
-            } else if (differs(row, desired)) {
-              yield* sql`UPDATE aliases SET ${sql.update(desired)} WHERE pattern = ${alias.pattern}`
-              updated.push(label)
-            }
-          }
-
-          for (const channel of input.channels ?? []) {
-            const label = `channels:${channel.name}`
-            const desired = channelColumns(channel)
-            const row = (yield* sql`SELECT * FROM channels WHERE name = ${channel.name}`)[0]
-            if (row === undefined) {
-              const encrypted = JSON.stringify(yield* Effect.forEach(channel.apiKeys, secrets.encrypt))
-              yield* sql`INSERT INTO channels ${
-                sql.insert({
-                  id: newId("chn"),
-                  name: channel.name,
-                  ...desired,
-                  api_keys_enc: encrypted,
-                  source: "config",
-                  created_at: now,
-                  updated_at: now
-                })
-              }`
-              created.push(label)
+              userIds.set(user.name, id)
               continue
             }
+            id = Row.str(row.id, "users.id")
             if (row.source !== "config") {
               skipped.push(label)
               continue
             }
-            const storedKeys = yield* Effect.forEach(
-              Row.stringArray(row.api_keys_enc, "channels.api_keys_enc"),
-              secrets.decrypt
+            userIds.set(user.name, id)
+            const previous = Declared.parse(row.config_declared)
+            const storedGroups = user.groups === undefined ? undefined : JSON.stringify(
+              (yield* sql`SELECT group_name FROM user_groups WHERE user_id = ${id} ORDER BY group_name`)
+                .map((r) => Row.str(r.group_name, "user_groups.group_name"))
             )
-            const keysChanged = storedKeys.join("\u0000") !== channel.apiKeys.join("\u0000")
-            if (differs(row, desired) || keysChanged) {
-              yield* sql`UPDATE channels SET ${
-                sql.update({
-                  ...desired,
-                  ...(keysChanged
-                    ? { api_keys_enc: JSON.stringify(yield* Effect.forEach(channel.apiKeys, secrets.encrypt)) }
-                    : {}),
-                  updated_at: now
-                })
-              } WHERE name = ${channel.name}`
+            const fields = Declared.plan(label, { ...row, groups: storedGroups }, desired, previous, describeUser)
+            const password = yield* passwordPlan(label, user.password, row.password_hash, previous)
+            disagreements.push(...fields.disagreements, ...password.disagreements)
+            const { groups, ...columns } = fields.write
+            const changes: Record<string, unknown> = { ...columns, ...(password.write === undefined ? {} : { password_hash: password.write }) }
+            const declared = Declared.encode(Declared.declare(desired, password.declared === undefined ? {} : { password: password.declared }))
+            if (Object.keys(changes).length > 0 || groups !== undefined) {
+              yield* sql`UPDATE users SET ${sql.update({ ...changes, config_declared: declared, updated_at: now })} WHERE id = ${id}`
               updated.push(label)
+            } else if (declared !== row.config_declared) {
+              // Only the record of what the file declares changed (a first start of this version).
+              yield* sql`UPDATE users SET config_declared = ${declared} WHERE id = ${id}`
             }
+            if (groups !== undefined) {
+              yield* sql`DELETE FROM user_groups WHERE user_id = ${id}`
+              for (const group_name of JSON.parse(String(groups)) as Array<string>) {
+                yield* sql`INSERT INTO user_groups ${sql.insert({ user_id: id, group_name })}`
+              }
+            }
+            // As in the console: a user the file disables, or whose password it changes, is signed out everywhere.
+            if (changes.enabled === false || password.write !== undefined) yield* sql`DELETE FROM sessions WHERE user_id = ${id}`
           }
+
+          // The catalog: the same statements the catalog repository writes with (internal/CatalogTables.ts).
+          const record = (label: string, outcome: CatalogTables.SyncOutcome) => {
+            if (outcome === "created") created.push(label)
+            else if (outcome === "updated") updated.push(label)
+            else if (outcome === "skipped") skipped.push(label)
+          }
+          for (const group of input.groups ?? []) {
+            record(
+              `groups:${group.name}`,
+              yield* catalog.syncGroup({
+                name: group.name,
+                ratioMicros: group.ratioMicros,
+                limits: { rpm: group.limits?.rpm ?? null, tpm: group.limits?.tpm ?? null, concurrency: group.limits?.concurrency ?? null },
+                selectable: group.selectable ?? false
+              })
+            )
+          }
+          for (const model of input.models ?? []) record(`models:${model.id}`, yield* catalog.syncModel(model))
+          for (const [position, alias] of (input.aliases ?? []).entries()) {
+            record(`aliases:${alias.pattern}`, yield* catalog.syncAlias(alias, position))
+          }
+          for (const channel of input.channels ?? []) record(`channels:${channel.name}`, yield* catalog.syncChannel(channel))
 
           for (const key of input.keys ?? []) {
             const label = `keys:${key.user}/${key.name}`
@@ -418,6 +454,7 @@ export class Provisioning extends Context.Service<Provisioning, {
               skipped.push(label)
               continue
             }
+            const fixed = key.secret === undefined ? undefined : Redacted.value(key.secret)
             const desired = {
               group_name: key.group,
               models: JSON.stringify(key.models ?? []),
@@ -426,9 +463,9 @@ export class Provisioning extends Context.Service<Provisioning, {
               quota_nanos: key.quotaNanos ?? null,
               daily_budget_nanos: key.dailyBudgetNanos ?? null,
               monthly_budget_nanos: key.monthlyBudgetNanos ?? null,
-              ...limitColumns(key.limits)
+              ...limitColumns(key.limits),
+              ...(fixed === undefined ? {} : { hash: hasher.hash(fixed) })
             }
-            const fixed = key.secret === undefined ? undefined : Redacted.value(key.secret)
             const row = (yield* sql`SELECT * FROM api_keys WHERE user_id = ${userId} AND name = ${key.name}`)[0]
             if (row === undefined) {
               const generated = fixed === undefined ? generateApiKey() : { secret: fixed, prefix: keyPrefix(fixed) }
@@ -443,7 +480,8 @@ export class Provisioning extends Context.Service<Provisioning, {
                   spent_nanos: 0n,
                   last_used_at: null,
                   created_at: now,
-                  source: "config"
+                  source: "config",
+                  config_declared: Declared.encode(Declared.declare(desired))
                 })
               }`
               created.push(label)
@@ -454,10 +492,28 @@ export class Provisioning extends Context.Service<Provisioning, {
               skipped.push(label)
               continue
             }
-            const secretColumns = fixed === undefined ? {} : { hash: hasher.hash(fixed), prefix: keyPrefix(fixed) }
-            if (differs(row, { ...desired, ...secretColumns })) {
-              yield* sql`UPDATE api_keys SET ${sql.update({ ...desired, ...secretColumns })} WHERE id = ${row.id}`
+            if (isRevokedHash(Row.str(row.hash, "api_keys.hash"))) {
+              // Revocation is final: nothing in the file brings a revoked key back.
+              disagreements.push({
+                entry: label,
+                field: "revoked",
+                message: "the key was revoked: revocation is final, so the file's entry for it is not applied. " +
+                  "Remove the entry, or give it another name to issue a new key."
+              })
+              continue
+            }
+            const fields = Declared.plan(label, row, desired, Declared.parse(row.config_declared), describeKey)
+            disagreements.push(...fields.disagreements)
+            const changes = {
+              ...fields.write,
+              ...(fields.write.hash !== undefined && fixed !== undefined ? { prefix: keyPrefix(fixed) } : {})
+            }
+            const declared = Declared.encode(Declared.declare(desired))
+            if (Object.keys(changes).length > 0) {
+              yield* sql`UPDATE api_keys SET ${sql.update({ ...changes, config_declared: declared })} WHERE id = ${row.id}`
               updated.push(label)
+            } else if (declared !== row.config_declared) {
+              yield* sql`UPDATE api_keys SET config_declared = ${declared} WHERE id = ${row.id}`
             }
           }
         })
@@ -465,7 +521,7 @@ export class Provisioning extends Context.Service<Provisioning, {
         yield* sql.withTransaction(run).pipe(
           isPg ? (self) => self : Effect.provideService(SqlClient.BeginTransaction, "BEGIN IMMEDIATE")
         )
-        return { created, updated, skipped, createdSecrets }
+        return { created, updated, skipped, createdSecrets, disagreements }
       })
 
       return Provisioning.of({ provision })

@@ -25,11 +25,23 @@
  * they are swept (at the node's next start on SQLite, by the other nodes once
  * its heartbeat stops on PostgreSQL). No balance is ever stuck or overdrawn.
  *
+ * When the database cannot be reached, calls go on from what the leases hold
+ * (their charges queue in the writer), so a lease is sized to cover
+ * `leaseCoverSeconds` of the user's recent spending: a short outage passes
+ * unnoticed. A call that needs the database (a lease to extend, a capped key)
+ * gets `DatabaseUnavailable` (503 with `retry-after`), at once for a second
+ * after a failure rather than waiting on the database again; the balance shown
+ * (`balance`) is the last one read. Failures are logged once per outage
+ * (`OutageLog`), not per call.
+ *
  * @since 0.1.0
  */
 import { Accounts as AccountsPort, GatewayError } from "@modelgate/core"
-import { Clock, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
+import { Cause, Clock, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
+import { SqlError } from "effect/sql"
 import { Accounts } from "./Accounts.ts"
+import { newId } from "./internal/random.ts"
+import { OutageLog } from "@modelgate/core"
 import { UsageWriter } from "./UsageWriter.ts"
 
 /**
@@ -50,7 +62,22 @@ export interface PurseOptions {
   readonly leaseShareDivisor?: number | undefined
   /** A lease no call has used for this long goes back to the balance (default 1,000 ms). */
   readonly leaseIdleMs?: number | undefined
+  /**
+   * A lease reserves at least this many seconds of the user's recent spending
+   * on this node (default 30), so calls go on from memory while the database
+   * is briefly unreachable; 0 sizes leases by calls only.
+   */
+  readonly leaseCoverSeconds?: number | undefined
 }
+
+/** How long `DatabaseUnavailable` tells a client to wait. @category constants */
+export const DATABASE_RETRY_AFTER_SECONDS = 5
+
+/** After a database failure, how long calls that need the database are refused at once rather than tried. @category constants */
+export const DATABASE_BACKOFF_MS = 1_000
+
+/** The window of "recent" spending a lease is sized by: its rate decays with this time constant. @category constants */
+export const SPEND_RATE_WINDOW_MS = 10_000
 
 /**
  * The lease policy: how much of the available balance to reserve when a call
@@ -85,6 +112,11 @@ export const leaseGrant = (options: {
 interface Purse {
   readonly userId: string
   readonly lock: Semaphore.Semaphore
+  /**
+   * The id of this purse's lease, chosen before the lease is first written: a
+   * lease whose creation's answer was lost is found again by the next extension
+   * (and released with the purse) rather than left behind.
+   */
   leaseId: string | null
   /** Reserved by the lease and not held by a call in progress. */
   remaining: bigint
@@ -95,7 +127,28 @@ interface Purse {
   lastGrantAt: number
   /** Multiplies the prefetch; doubles while leases run out within a second, halves back when they last. */
   scale: number
+  /** A top-up of the lease is running in the background. */
+  refilling: boolean
+  /** The node is shutting down: no more top-ups. */
+  closing: boolean
+  /** What this node's calls of the user spent recently, in nano-dollars per second (decaying over `SPEND_RATE_WINDOW_MS`), at `rateAt`. */
+  spendRate: number
+  rateAt: number
 }
+
+/**
+ * Adds a charge to a decaying spending rate (per second): the rate an
+ * exponentially weighted window of `SPEND_RATE_WINDOW_MS` gives, so a steady
+ * spend of `c` nano-dollars per second reads as `c`.
+ *
+ * @category policy
+ */
+export const addSpend = (rate: number, rateAt: number, chargedNanos: bigint, now: number): number =>
+  spendRateAt(rate, rateAt, now) + Number(chargedNanos) / (SPEND_RATE_WINDOW_MS / 1000)
+
+/** A decaying spending rate read at `now`. @category policy */
+export const spendRateAt = (rate: number, rateAt: number, now: number): number =>
+  rate === 0 ? 0 : rate * Math.exp(-Math.max(0, now - rateAt) / SPEND_RATE_WINDOW_MS)
 
 interface LocalHold {
   /** Null for a hold of nothing (a free model): no lease is involved. */
@@ -107,6 +160,9 @@ interface LocalHold {
 }
 
 const MAX_SCALE = 1024
+
+/** The last balance read from the database per user (what other nodes' leases and the balance hold), for display during an outage. */
+const MAX_REMEMBERED_BALANCES = 100_000
 
 /**
  * The purses as core's `Accounts` port. Releases every lease when the layer
@@ -124,17 +180,58 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
       const prefetchCalls = Math.max(0, options.leasePrefetchCalls ?? 16)
       const shareDivisor = Math.max(1, options.leaseShareDivisor ?? 4)
       const idleMs = Math.max(0, options.leaseIdleMs ?? 1_000)
+      const coverSeconds = Math.max(0, options.leaseCoverSeconds ?? 30)
       const useLeases = options.leases ?? true
 
       const purses = new Map<string, Purse>()
       const localHolds = new Map<string, LocalHold>()
       const databaseHolds = new Set<string>()
+      /** What the user can spend beyond this node's lease, as last read: shown while the database is down. */
+      const lastBalance = new Map<string, bigint>()
       let sequence = 0
+      const outage = OutageLog.make("balance holds and leases (the database)")
+      /** Until when calls that need the database are refused at once, after a failure. */
+      let downUntil = 0
+      // Background top-ups run in the layer's scope; the shutdown waits for those in progress.
+      const scope = yield* Effect.scope
 
-      const internal = (what: string) => (cause: unknown) =>
-        Effect.logError(`${what} failed`, cause).pipe(
-          Effect.andThen(Effect.fail(new GatewayError.InternalError({ message: "The gateway could not update your balance. Please retry." })))
-        )
+      const remember = (userId: string, nanos: bigint) => {
+        lastBalance.delete(userId)
+        if (lastBalance.size >= MAX_REMEMBERED_BALANCES) lastBalance.delete(lastBalance.keys().next().value!)
+        lastBalance.set(userId, nanos)
+      }
+
+      const unavailable = (what: string) =>
+        new GatewayError.DatabaseUnavailable({
+          message: `The gateway cannot reach its database right now, so it cannot ${what} (nothing was charged). ` +
+            `Retry in ${DATABASE_RETRY_AFTER_SECONDS} s.`,
+          retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS
+        })
+
+      /** A database failure: counted in the outage log, and the database left alone for a moment. */
+      const databaseFailed = (cause: Cause.Cause<unknown>) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          downUntil = now + DATABASE_BACKOFF_MS
+          return outage.failed(cause)
+        })
+
+      const databaseAnswered = Effect.suspend(() => {
+        downUntil = 0
+        return outage.succeeded
+      })
+
+      /** Fails fast while a recent failure is being waited out. */
+      const databaseGate = (what: string) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => now < downUntil ? Effect.fail(unavailable(what)) : Effect.void)
+
+      /** Maps the store's failures to the port's: an unreachable database to 503, anything else to a logged 500. */
+      const failure = (what: string) => (error: unknown): Effect.Effect<never, GatewayError.DatabaseUnavailable | GatewayError.InternalError> =>
+        SqlError.isSqlError(error)
+          ? Effect.andThen(databaseFailed(Cause.fail(error)), Effect.fail(unavailable(what)))
+          : Effect.andThen(
+            Effect.logError(`${what}: unexpected failure`, error),
+            Effect.fail(new GatewayError.InternalError({ message: "The gateway could not update your balance. Please retry." }))
+          )
 
       const purseOf = (userId: string, now: number): Purse => {
         let purse = purses.get(userId)
@@ -148,7 +245,11 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
             waiting: 0,
             lastUsedAt: now,
             lastGrantAt: 0,
-            scale: 1
+            scale: 1,
+            refilling: false,
+            closing: false,
+            spendRate: 0,
+            rateAt: now
           }
           purses.set(userId, purse)
         }
@@ -167,10 +268,43 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
       }
 
       const databaseHold = (request: AccountsPort.HoldRequest) =>
-        accounts.hold({ ...request, nodeId: options.nodeId }).pipe(
-          Effect.tap((id) => Effect.sync(() => databaseHolds.add(id))),
-          Effect.catchTag(["ResourceNotFound", "InvalidInput", "SqlError"], internal("balance hold"))
+        databaseGate("hold your balance for this call").pipe(
+          Effect.andThen(accounts.hold({ ...request, nodeId: options.nodeId })),
+          Effect.tap((id) => Effect.andThen(Effect.sync(() => databaseHolds.add(id)), databaseAnswered)),
+          Effect.catchTag(["ResourceNotFound", "InvalidInput", "SqlError"], failure("hold your balance for this call"))
         )
+
+      /** What the purse should keep on hand: `coverSeconds` of the user's recent spending on this node. */
+      const reserveOf = (purse: Purse, now: number): bigint =>
+        coverSeconds === 0 ? 0n : BigInt(Math.ceil(spendRateAt(purse.spendRate, purse.rateAt, now) * coverSeconds))
+
+      /**
+       * Extends the purse's lease by what the policy grants for `deficit` plus
+       * `prefetch`. Taken and recorded uninterruptibly: a lease committed but
+       * not recorded would stay reserved, unused, until the node restarts. An
+       * interruption lands after it.
+       */
+      const extend = (purse: Purse, holdNanos: bigint, deficit: bigint, prefetch: bigint, now: number) => {
+        purse.leaseId ??= newId("lea")
+        return accounts.lease({
+          userId: purse.userId,
+          nodeId: options.nodeId,
+          leaseId: purse.leaseId,
+          grant: (availableNanos) =>
+            leaseGrant({ availableNanos, deficitNanos: deficit, holdNanos, prefetchNanos: prefetch, minCalls, shareDivisor })
+        }).pipe(
+          Effect.tap((grant) =>
+            Effect.sync(() => {
+              remember(purse.userId, grant.availableNanos - grant.grantedNanos)
+              if (grant.grantedNanos === 0n) return
+              purse.remaining += grant.grantedNanos
+              purse.lastGrantAt = now
+            })
+          ),
+          Effect.uninterruptible,
+          Effect.tap(() => databaseAnswered)
+        )
+      }
 
       const extendAndTake = (purse: Purse, request: AccountsPort.HoldRequest) =>
         Effect.gen(function*() {
@@ -179,59 +313,83 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           if (purse.remaining >= request.amountNanos) return take(purse, request, now)
           if (now - purse.lastGrantAt < 1_000) purse.scale = Math.min(MAX_SCALE, purse.scale * 2)
           else if (purse.scale > 1) purse.scale = Math.max(1, purse.scale / 2)
-          const deficit = request.amountNanos - purse.remaining
-          const prefetch = request.amountNanos * BigInt(Math.max(prefetchCalls, purse.inFlight) * purse.scale)
-          // Taken and recorded uninterruptibly: a lease committed but not recorded would stay
-          // reserved, unused, until the node restarts. An interruption lands after it, before the hold.
-          const grant = yield* accounts.lease({
-            userId: purse.userId,
-            nodeId: options.nodeId,
-            leaseId: purse.leaseId,
-            grant: (availableNanos) =>
-              leaseGrant({
-                availableNanos,
-                deficitNanos: deficit,
-                holdNanos: request.amountNanos,
-                prefetchNanos: prefetch,
-                minCalls,
-                shareDivisor
-              })
-          }).pipe(
-            Effect.tap((grant) =>
-              Effect.sync(() => {
-                if (grant.grantedNanos === 0n) return
-                purse.leaseId = grant.leaseId
-                purse.remaining += grant.grantedNanos
-                purse.lastGrantAt = now
-              })
-            ),
-            Effect.uninterruptible,
-            Effect.catchTag(["ResourceNotFound", "SqlError"], internal("balance lease"))
+          yield* databaseGate("hold your balance for this call")
+          // Enough holds of this call for the calls in flight (scaled while leases run out fast), and
+          // twice the reserve of recent spending (the lease is topped up when it falls below one).
+          const byCalls = request.amountNanos * BigInt(Math.max(prefetchCalls, purse.inFlight) * purse.scale)
+          const bySpend = 2n * reserveOf(purse, now)
+          const grant = yield* extend(purse, request.amountNanos, request.amountNanos - purse.remaining, byCalls > bySpend ? byCalls : bySpend, now).pipe(
+            Effect.catchTag(["ResourceNotFound", "SqlError"], failure("hold your balance for this call"))
           )
           if (grant.grantedNanos === 0n) return yield* AccountsPort.insufficientBalance(grant.availableNanos + purse.remaining, request)
           return take(purse, request, now)
         })
 
+      /**
+       * Tops the lease up, off the call's path, when what it has left falls
+       * below the reserve of recent spending: so at any moment the node holds
+       * `coverSeconds` of the user's spending, and a database outage that
+       * starts then passes unnoticed for that long. Near the end of a balance
+       * the policy grants nothing beyond a call's need, so nothing is topped up.
+       */
+      const refillIfLow = (purse: Purse, holdNanos: bigint, now: number): Effect.Effect<void> => {
+        if (purse.refilling || now < downUntil || purse.remaining >= reserveOf(purse, now)) return Effect.void
+        const refill = Effect.gen(function*() {
+          const at = yield* Clock.currentTimeMillis
+          const wanted = 2n * reserveOf(purse, at) - purse.remaining
+          if (purse.closing || wanted <= 0n || at < downUntil) return
+          yield* extend(purse, holdNanos, 0n, wanted, at)
+        }).pipe(
+          purse.lock.withPermit,
+          Effect.catchTag("SqlError", (error) => databaseFailed(Cause.fail(error))),
+          Effect.catchCause((cause) => Effect.logWarning("topping up a balance lease failed", cause)),
+          Effect.ensuring(Effect.sync(() => {
+            purse.refilling = false
+            purse.waiting--
+          }))
+        )
+        // Marked and forked in one step: a purse marked busy always has its top-up running.
+        return Effect.uninterruptible(Effect.suspend(() => {
+          if (purse.refilling) return Effect.void
+          purse.refilling = true
+          purse.waiting++
+          return Effect.asVoid(Effect.forkIn(Effect.interruptible(refill), scope))
+        }))
+      }
+
       const hold = (
         request: AccountsPort.HoldRequest
-      ): Effect.Effect<string, GatewayError.InsufficientBalance | GatewayError.SpendingCapReached | GatewayError.InternalError> =>
+      ): Effect.Effect<
+        string,
+        GatewayError.InsufficientBalance | GatewayError.SpendingCapReached | GatewayError.InternalError | GatewayError.DatabaseUnavailable
+      > =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           if (request.amountNanos <= 0n) return Effect.succeed(take(null, request, now))
           if (request.capped === true || !useLeases) return databaseHold(request)
           const purse = purseOf(request.userId, now)
-          if (purse.remaining >= request.amountNanos) return Effect.succeed(take(purse, request, now))
+          if (purse.remaining >= request.amountNanos) {
+            const id = take(purse, request, now)
+            return Effect.as(refillIfLow(purse, request.amountNanos, now), id)
+          }
           purse.waiting++
           return purse.lock.withPermit(extendAndTake(purse, request)).pipe(
             Effect.ensuring(Effect.sync(() => purse.waiting--))
           )
         })
 
-      const settle = (holdId: string, chargeNanos: bigint): Effect.Effect<AccountsPort.Settled, GatewayError.InternalError> => {
+      const settle = (
+        holdId: string,
+        charge: bigint
+      ): Effect.Effect<AccountsPort.Settled, GatewayError.InternalError | GatewayError.DatabaseUnavailable> => {
+        // A negative charge would add money to the lease (or be refused by the database path, stranding
+        // the hold): it charges nothing and releases the hold.
+        const chargeNanos = charge < 0n ? 0n : charge
         if (databaseHolds.has(holdId)) {
           databaseHolds.delete(holdId)
           return accounts.settle(holdId, chargeNanos).pipe(
             Effect.map((settled): AccountsPort.Settled => ({ chargedNanos: settled.chargedNanos, shortfallNanos: settled.shortfallNanos })),
-            Effect.catch(internal("settlement"))
+            Effect.tap(() => databaseAnswered),
+            Effect.catch(failure("settle this call"))
           )
         }
         const local = localHolds.get(holdId)
@@ -246,6 +404,10 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
             purse.remaining += local.amount
             if (charged > purse.remaining) charged = purse.remaining
             purse.remaining -= charged
+            if (charged > 0n) {
+              purse.spendRate = addSpend(purse.spendRate, purse.rateAt, charged, now)
+              purse.rateAt = now
+            }
           }
           if (chargeNanos <= 0n) return Effect.succeed(AccountsPort.nothingSettled)
           const settled: AccountsPort.Settled = { chargedNanos: charged, shortfallNanos: chargeNanos - charged }
@@ -284,20 +446,46 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         Effect.repeat(Schedule.spaced(Duration.millis(Math.max(50, Math.min(idleMs, 250))))),
         Effect.forkScoped
       )
-      yield* Effect.addFinalizer(() => releaseIdle(true))
+      // At shutdown no top-up starts any more, those in progress finish (each holds its purse's lock),
+      // and only then is every lease released: a top-up never recreates a lease after its release.
+      yield* Effect.addFinalizer(() =>
+        Effect.forEach(
+          [...purses.values()],
+          (purse) => {
+            purse.closing = true
+            return purse.lock.withPermit(Effect.void)
+          },
+          { discard: true }
+        ).pipe(Effect.andThen(releaseIdle(true)))
+      )
 
       const balance = (userId: string) => {
         // This node's lease is counted from memory (what calls in progress here do not hold,
-        // with charges not yet written already taken off); other nodes' from the database.
-        const purse = purses.get(userId)
-        return accounts.spendable(userId, purse === undefined ? undefined : options.nodeId).pipe(
-          Effect.map((spendable) => purse === undefined ? spendable : spendable + purse.remaining),
-          Effect.catchTag(["ResourceNotFound", "SqlError"], internal("balance read"))
+        // with charges not yet written already taken off); other nodes' from the database,
+        // or, while it cannot be reached, as last read.
+        const purse = () => purses.get(userId)
+        const read = accounts.spendable(userId, purse() === undefined ? undefined : options.nodeId).pipe(
+          Effect.tap((spendable) => Effect.andThen(Effect.sync(() => remember(userId, spendable)), databaseAnswered)),
+          Effect.map((spendable) => spendable + (purse()?.remaining ?? 0n))
+        )
+        return databaseGate("read your balance").pipe(
+          Effect.andThen(read),
+          Effect.catchTag(["DatabaseUnavailable", "SqlError"], (error) => {
+            const known = lastBalance.get(userId)
+            const failed = error._tag === "SqlError" ? databaseFailed(Cause.fail(error)) : Effect.void
+            return known === undefined
+              ? Effect.andThen(failed, Effect.fail(unavailable("read your balance")))
+              : Effect.as(failed, known + (purse()?.remaining ?? 0n))
+          }),
+          Effect.catchTag("ResourceNotFound", failure("read your balance"))
         )
       }
 
       const spent = (userId: string, fromMs: number, toMs: number) =>
-        accounts.spent(userId, fromMs, toMs).pipe(Effect.catchTag("SqlError", internal("spending read")))
+        databaseGate("read your spending").pipe(
+          Effect.andThen(accounts.spent(userId, fromMs, toMs)),
+          Effect.catchTag("SqlError", failure("read your spending"))
+        )
 
       return AccountsPort.Accounts.of({ hold, settle, balance, spent })
     })

@@ -77,7 +77,8 @@ export const loadOrCreateKeyFile = (path: string): Effect.Effect<Uint8Array, Sec
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error
       }
-      await mkdir(dirname(path), { recursive: true })
+      // Only this user may enter a directory the gateway creates for its key (and, beside it, its database).
+      await mkdir(dirname(path), { recursive: true, mode: 0o700 })
       const key = randomBytes(32)
       // `wx` fails if another process created the file in the meantime; then read theirs.
       try {
@@ -94,12 +95,36 @@ export const loadOrCreateKeyFile = (path: string): Effect.Effect<Uint8Array, Sec
       new SecretError({ message: `Cannot use the key file '${path}': ${cause instanceof Error ? cause.message : String(cause)}` })
   })
 
+/** The fewest characters a server secret may have. @category secrets */
+export const SECRET_MIN_LENGTH = 16
+
+/** The fewest different characters a server secret may have (`aaaaaaaaaaaaaaaa` has one). @category secrets */
+export const SECRET_MIN_DISTINCT = 8
+
+/**
+ * Why a server secret is too weak to key the hashes of API keys and the
+ * encryption of upstream keys, or `undefined` when it is acceptable: at least
+ * {@link SECRET_MIN_LENGTH} characters, of which at least
+ * {@link SECRET_MIN_DISTINCT} different (a repeated character or a short
+ * repeated word is refused). The message states the rule and how to make a
+ * good secret; it never contains the secret.
+ *
+ * @category secrets
+ */
+export const weakSecret = (secret: string): string | undefined => {
+  const length = [...secret].length
+  const distinct = new Set(secret).size
+  if (length >= SECRET_MIN_LENGTH && distinct >= SECRET_MIN_DISTINCT) return undefined
+  const found = length < SECRET_MIN_LENGTH ? `it has ${length}` : `it has only ${distinct} different`
+  return `too weak: a server secret needs at least ${SECRET_MIN_LENGTH} characters, at least ${SECRET_MIN_DISTINCT} of them ` +
+    `different (${found}). Generate one with: openssl rand -base64 32`
+}
+
 const masterKey = (source: MasterKeySource): Effect.Effect<Uint8Array, SecretError> => {
   if ("keyFile" in source) return loadOrCreateKeyFile(source.keyFile)
   const secret = Redacted.value(source.secret)
-  if (secret.length < 16) {
-    return Effect.fail(new SecretError({ message: "MODELGATE_SECRET must be at least 16 characters long." }))
-  }
+  const weak = weakSecret(secret)
+  if (weak !== undefined) return Effect.fail(new SecretError({ message: `MODELGATE_SECRET is ${weak}` }))
   return Effect.succeed(new Uint8Array(Buffer.from(secret, "utf8")))
 }
 

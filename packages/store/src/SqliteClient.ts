@@ -15,7 +15,8 @@
  *   columns in nano-dollars always come back exact; callers convert small
  *   integer columns to `number` themselves;
  * - a bounded least-recently-used cache of prepared statements;
- * - `layer({ filename })` creates the parent directory of the file;
+ * - `layer({ filename })` creates the file (mode 0600) and its parent
+ *   directory (0700) when they do not exist;
  * - `executeStream` reads the whole result first (node:sqlite's iterator would
  *   hold the single connection across fiber yields); fine for our result sizes.
  *
@@ -28,7 +29,7 @@ import { Context, Effect, Layer, Semaphore, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, SqlError, Statement } from "effect/sql"
 import type { SqlConnection } from "effect/sql"
-import { mkdirSync } from "node:fs"
+import { closeSync, mkdirSync, openSync } from "node:fs"
 import { dirname, resolve } from "node:path"
 import { DatabaseSync, type StatementSync } from "node:sqlite"
 
@@ -97,6 +98,21 @@ const makeStatementCache = (db: DatabaseSync, capacity: number) => {
 }
 
 /**
+ * Creates the database file (and missing parent directories) readable by this
+ * user only: the file 0600, new directories 0700. SQLite gives the `-wal` and
+ * `-shm` files it creates beside the database the database file's mode. An
+ * existing file is left as it is.
+ */
+const createPrivately = (path: string): void => {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+  try {
+    closeSync(openSync(path, "wx", 0o600))
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
+  }
+}
+
+/**
  * Opens the database and builds the client. The database is closed when the
  * scope closes.
  *
@@ -107,7 +123,7 @@ export const make = Effect.fnUntraced(function*(options: SqliteClientConfig) {
   const readBigInts = options.readBigInts ?? true
   const db = yield* Effect.try({
     try: () => {
-      if (filename !== ":memory:" && filename !== "") mkdirSync(dirname(resolve(filename)), { recursive: true })
+      if (filename !== ":memory:" && filename !== "") createPrivately(resolve(filename))
       const db = new DatabaseSync(filename, {
         readBigInts,
         timeout: options.busyTimeoutMs ?? 5000,

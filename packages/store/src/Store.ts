@@ -18,7 +18,9 @@ import { migrate } from "./Migrations.ts"
 import { Provisioning } from "./Provisioning.ts"
 import * as Purses from "./Purses.ts"
 import { Redemption } from "./Redemption.ts"
+import { Reports } from "./Reports.ts"
 import * as Secrets from "./Secrets.ts"
+import { Sessions } from "./Sessions.ts"
 import { UsageWriter, type WriterOptions } from "./UsageWriter.ts"
 import { Users } from "./Users.ts"
 
@@ -55,6 +57,8 @@ export type Services =
   | ChannelKeyStates
   | Provisioning
   | Redemption
+  | Reports
+  | Sessions
   | UsageWriter
   | AccountsPort.Accounts
   | KeyStore.KeyStore
@@ -80,6 +84,8 @@ export const layer = (
     ChannelKeyStates.layer,
     Provisioning.layer,
     Redemption.layer,
+    Reports.layer,
+    Sessions.layer(),
     UsageWriter.layerWith(options.usage)
   ).pipe(Layer.provideMerge(base))
   const ports = Layer.mergeAll(

@@ -9,11 +9,23 @@
  * (default 500) are queued, writing each batch of up to `maxBatch` entries in
  * one transaction, in the order they were queued (so a lease is released only
  * after the charges taken from it). A batch that fails is put back at the head
- * of the buffer and retried on the next tick. The layer's finalizer stops the
- * fiber and flushes everything that is left, so a graceful shutdown (SIGTERM)
- * loses nothing; a crash loses at most what was queued in the last flush
- * interval (usage records, and charges: the calls of that window go unbilled,
- * and their lease returns whole to the balance when the node's leases are swept).
+ * of the buffer and retried on the next tick. Writing a batch is idempotent:
+ * records and charges are keyed by request id and inserted or nothing, and a
+ * charge moves money only when its entry was inserted, so a batch whose COMMIT
+ * reached the database but whose answer was lost is written again without
+ * recording or charging anything twice.
+ *
+ * With a journal (`journal`, see `UsageJournal`), nothing queued is lost while
+ * the node's disk works: when a batch cannot be written (the database is
+ * down), everything queued moves to an append-only file on disk (fsync'd),
+ * later entries follow it there, and the file is written to the database, in
+ * order, once it answers. The layer's finalizer stops the fiber and flushes
+ * what is left, retrying for `shutdownRetryMs`; what it still cannot write
+ * stays in the journal, and the next writer started on the same directory
+ * (any node id) writes it before anything else. Without a journal, a crash
+ * loses what was queued in the last flush interval (those calls go unbilled,
+ * and their lease returns whole to the balance when the node's leases are
+ * swept), and a shutdown whose database does not answer loses what is left.
  *
  * `layerPort` exposes the writer as core's `UsageLog` port.
  *
@@ -24,9 +36,12 @@ import type { Domain } from "@modelgate/core"
 import { Array as Arr, Clock, Context, Deferred, Effect, Exit, Layer, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
+import { rmSync } from "node:fs"
 import * as LeaseSql from "./internal/LeaseSql.ts"
 import { newId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
+import { OutageLog } from "@modelgate/core"
+import * as UsageJournal from "./UsageJournal.ts"
 
 /**
  * One call's charge against a balance lease (see `Purses.ts`); `leaseId` null
@@ -36,10 +51,7 @@ import * as Row from "./internal/row.ts"
  */
 export type LeaseCharge = LeaseSql.Charge
 
-type Entry =
-  | { readonly _tag: "Usage"; readonly record: UsageLog.UsageRecord }
-  | { readonly _tag: "Charge"; readonly charge: LeaseCharge }
-  | { readonly _tag: "Release"; readonly leaseId: string }
+type Entry = UsageJournal.Entry
 
 /**
  * A stored usage record.
@@ -90,6 +102,15 @@ export interface DailyTotal {
 export interface WriterOptions {
   readonly flushIntervalMs?: number | undefined
   readonly maxBatch?: number | undefined
+  /**
+   * Where queued entries go when the database cannot take them, so a crash or
+   * a shutdown during an outage loses none (see `UsageJournal`): the
+   * directory, and this writer's name in it (the node id). Without it they
+   * are kept in memory only.
+   */
+  readonly journal?: { readonly dir: string; readonly name: string } | undefined
+  /** At shutdown, how long the last flush keeps retrying before what is left goes to the journal (default 0: one try). */
+  readonly shutdownRetryMs?: number | undefined
 }
 
 const DAY_MS = 86_400_000
@@ -169,6 +190,36 @@ const encode = (r: UsageLog.UsageRecord): Record<string, unknown> => ({
 })
 
 /**
+ * Writes a batch of queued entries in one transaction, idempotently: usage
+ * records inserted or nothing (keyed by request id), charges applied once
+ * (see `LeaseSql.applyCharges`), then lease releases (a lease already gone is
+ * not released again). Charges come before releases: a lease released in a
+ * batch was charged by entries queued before its release, and none after it.
+ *
+ * @category writing
+ */
+export const writeEntries = (sql: SqlClient.SqlClient, batch: ReadonlyArray<UsageJournal.Entry>): Effect.Effect<void, SqlError.SqlError> => {
+  const rows: Array<Record<string, unknown>> = []
+  const charges: Array<LeaseCharge> = []
+  const releases: Array<string> = []
+  for (const entry of batch) {
+    if (entry._tag === "Usage") rows.push(encode(entry.record))
+    else if (entry._tag === "Charge") charges.push(entry.charge)
+    else releases.push(entry.leaseId)
+  }
+  return sql.withTransaction(Effect.gen(function*() {
+    // Insert or nothing: a batch written again after its COMMIT's answer was lost records each call once.
+    if (Arr.isReadonlyArrayNonEmpty(rows)) {
+      yield* sql`INSERT INTO usage_records ${sql.insert(rows)} ON CONFLICT (request_id) DO NOTHING`
+    }
+    if (charges.length === 0 && releases.length === 0) return
+    const now = yield* Clock.currentTimeMillis
+    if (charges.length > 0) yield* LeaseSql.applyCharges(sql, charges, now)
+    for (const leaseId of releases) yield* LeaseSql.release(sql, leaseId, now)
+  }))
+}
+
+/**
  * The usage writer and usage queries.
  *
  * @category services
@@ -180,8 +231,8 @@ export class UsageWriter extends Context.Service<UsageWriter, {
   readonly charge: (charge: LeaseCharge) => Effect.Effect<void>
   /** Queues the end of a lease, after every charge queued before it; never blocks on the database. */
   readonly releaseLease: (leaseId: string) => Effect.Effect<void>
-  /** Writes everything queued so far. */
-  readonly flush: Effect.Effect<void, SqlError.SqlError>
+  /** Writes everything queued so far (the journal's entries first). */
+  readonly flush: Effect.Effect<void, SqlError.SqlError | UsageJournal.JournalError>
   /** How many entries (records, charges, releases) are queued and not yet written. */
   readonly pending: Effect.Effect<number>
   /** Records matching the filter, newest first. */
@@ -209,25 +260,12 @@ export class UsageWriter extends Context.Service<UsageWriter, {
         let wake = Deferred.makeUnsafe<void>()
         const lock = yield* Semaphore.make(1)
 
-        const writeBatch = (batch: Array<Entry>): Effect.Effect<void, SqlError.SqlError> => {
-          const rows: Array<Record<string, unknown>> = []
-          const charges: Array<LeaseCharge> = []
-          const releases: Array<string> = []
-          for (const entry of batch) {
-            if (entry._tag === "Usage") rows.push(encode(entry.record))
-            else if (entry._tag === "Charge") charges.push(entry.charge)
-            else releases.push(entry.leaseId)
-          }
-          return sql.withTransaction(Effect.gen(function*() {
-            if (Arr.isReadonlyArrayNonEmpty(rows)) yield* sql`INSERT INTO usage_records ${sql.insert(rows)}`
-            if (charges.length === 0 && releases.length === 0) return
-            const now = yield* Clock.currentTimeMillis
-            // Charges first, then releases: a lease released in this batch was charged by
-            // entries queued before its release, and none are queued after it.
-            if (charges.length > 0) yield* LeaseSql.applyCharges(sql, charges, now)
-            for (const leaseId of releases) yield* LeaseSql.release(sql, leaseId, now)
-          }))
-        }
+        const writeBatch = (batch: ReadonlyArray<Entry>) => writeEntries(sql, batch)
+        const journal = options.journal === undefined
+          ? undefined
+          : UsageJournal.make(options.journal.dir, options.journal.name, yield* Clock.currentTimeMillis)
+        /** Entries in the journal and not yet in the database; they come before everything in `buffer`. */
+        let journaled = 0
 
         const enqueue = (entry: Entry) =>
           Effect.sync(() => {
@@ -253,29 +291,114 @@ export class UsageWriter extends Context.Service<UsageWriter, {
           )
         }))
 
-        const flush: Effect.Effect<void, SqlError.SqlError> = lock.withPermit(
-          Effect.whileLoop({ while: () => buffer.length > 0, body: () => flushOnce, step: () => {} })
+        /**
+         * Moves what is queued in memory to the journal (on disk, fsync'd), after what is there
+         * already: while the database cannot take them, a crash loses none of them.
+         */
+        const spill = Effect.suspend(() => {
+          if (journal === undefined || buffer.length === 0) return Effect.void
+          const moved = buffer
+          buffer = []
+          return journal.append(moved).pipe(
+            Effect.tap(() => Effect.sync(() => journaled += moved.length)),
+            Effect.tapError(() => Effect.sync(() => buffer = moved.concat(buffer)))
+          )
+        })
+
+        /** Writes the journal to the database, in order and in batches, then removes it. */
+        const drain = Effect.suspend(() => {
+          if (journal === undefined || journaled === 0) return Effect.void
+          // A cheap question first: while the database is down the journal is not read every tick.
+          return sql`SELECT 1`.pipe(
+            Effect.andThen(journal.read),
+            Effect.flatMap(({ entries }) => Effect.forEach(Arr.chunksOf(entries, maxBatch), writeBatch, { discard: true })),
+            Effect.andThen(journal.remove),
+            Effect.andThen(Effect.sync(() => journaled = 0))
+          )
+        })
+
+        /** Writes everything queued: the journal first (it holds the oldest entries), then memory. */
+        const flush: Effect.Effect<void, SqlError.SqlError | UsageJournal.JournalError> = lock.withPermit(
+          Effect.suspend(() => journaled > 0 ? Effect.andThen(spill, drain) : Effect.void).pipe(
+            Effect.andThen(Effect.whileLoop({ while: () => buffer.length > 0, body: () => flushOnce, step: () => {} }))
+          )
         )
 
+        // While the database is down every tick fails: one line per outage, not one per tick; and
+        // what is queued goes to the journal, so that a crash during the outage loses nothing.
+        const outage = OutageLog.make(
+          `writing usage records and charges (kept ${journal === undefined ? "in memory" : `in ${journal.path}`} and retried)`
+        )
+        const journalOutage = OutageLog.make("writing the usage journal (entries kept in memory)")
+        const keep = lock.withPermit(spill).pipe(Effect.andThen(journalOutage.succeeded), Effect.catchCause(journalOutage.failed))
         const loop = Effect.gen(function*() {
           while (true) {
             yield* Effect.raceFirst(Effect.sleep(flushIntervalMs), Deferred.await(wake))
             wake = Deferred.makeUnsafe<void>()
             yield* flush.pipe(
-              Effect.catchCause((cause) =>
-                Effect.logError(`Writing usage records and charges failed; ${buffer.length} kept for retry`, cause)
-              )
+              Effect.andThen(outage.succeeded),
+              Effect.catchCause((cause) => Effect.andThen(outage.failed(cause), keep))
             )
           }
         })
 
-        yield* Effect.addFinalizer(() =>
-          flush.pipe(
-            Effect.catchCause((cause) =>
-              Effect.logError(`Could not write ${buffer.length} usage record(s) and charge(s) at shutdown`, cause)
+        /**
+         * The last flush, at shutdown: retried until `shutdownRetryMs` has passed; what it could
+         * not write stays in the journal for the next start (or `modelgate usage replay`).
+         */
+        const finalFlush = Effect.gen(function*() {
+          const deadline = (yield* Clock.currentTimeMillis) + Math.max(0, options.shutdownRetryMs ?? 0)
+          while (true) {
+            const result = yield* Effect.exit(flush)
+            if (Exit.isSuccess(result)) return
+            const now = yield* Clock.currentTimeMillis
+            if (now >= deadline) break
+            yield* Effect.sleep(Math.min(500, deadline - now))
+          }
+          const left = buffer.length + journaled
+          if (journal === undefined) {
+            return yield* Effect.logError(`${left} usage record(s), charge(s) and lease release(s) could not be written at shutdown and are lost`)
+          }
+          const kept = yield* Effect.exit(spill)
+          if (Exit.isFailure(kept)) {
+            return yield* Effect.logError(
+              `${left} usage record(s), charge(s) and lease release(s) could not be written at shutdown, nor kept in ${journal.path}; they are lost`,
+              kept.cause
             )
+          }
+          yield* Effect.logWarning(
+            `${journaled} usage record(s), charge(s) and lease release(s) could not be written at shutdown (the database did not answer): ` +
+              `they are kept in ${journal.path}, and written by the next start on this directory (or with: modelgate usage replay FILE)`
           )
-        )
+        })
+
+        // Entries an earlier run (of any node) left in this directory's journals come first: moved
+        // into this writer's journal (a copy surviving a crash in between is written once anyway)
+        // and written now, before this node releases what its earlier run left.
+        if (journal !== undefined && options.journal !== undefined) {
+          for (const path of UsageJournal.leftBehind(options.journal.dir, journal.path)) {
+            const claimed = UsageJournal.claim(path)
+            if (claimed === undefined) continue
+            const adopted = yield* UsageJournal.read(claimed.path).pipe(
+              Effect.tap(({ entries }) => journal.append(entries)),
+              Effect.tap(() => Effect.sync(() => rmSync(claimed.path, { force: true }))),
+              Effect.result
+            )
+            if (adopted._tag === "Failure") {
+              claimed.giveBack()
+              yield* Effect.logError(`Cannot take over the usage journal ${path}; it is left for the next start`, adopted.failure)
+              continue
+            }
+            journaled += adopted.success.entries.length
+            yield* Effect.logInfo(`taking over ${adopted.success.entries.length} usage record(s), charge(s) and lease release(s) an earlier run left in ${path}`)
+            if (adopted.success.unreadable > 0) {
+              yield* Effect.logWarning(`${adopted.success.unreadable} line(s) of ${path} could not be read (cut short by a crash while they were written) and are skipped`)
+            }
+          }
+          yield* flush.pipe(Effect.catchCause(outage.failed))
+        }
+
+        yield* Effect.addFinalizer(() => finalFlush)
         yield* Effect.forkScoped(loop)
 
         const query = (filter: UsageFilter) => {
@@ -323,7 +446,7 @@ export class UsageWriter extends Context.Service<UsageWriter, {
           charge: (charge) => enqueue({ _tag: "Charge", charge }),
           releaseLease: (leaseId) => enqueue({ _tag: "Release", leaseId }),
           flush,
-          pending: Effect.sync(() => buffer.length + writing),
+          pending: Effect.sync(() => buffer.length + writing + journaled),
           query,
           dailyTotals
         })

@@ -3,11 +3,11 @@
  *
  * @since 0.1.0
  */
-import { GatewayError } from "@modelgate/core"
-import type { Domain } from "@modelgate/core"
-import { Array as Arr, Clock, Context, Effect, Layer, type Redacted } from "effect"
+import { Domain, GatewayError } from "@modelgate/core"
+import { Array as Arr, Clock, Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient, SqlError } from "effect/sql"
 import { newId } from "./internal/random.ts"
+import * as Unique from "./internal/unique.ts"
 import * as Row from "./internal/row.ts"
 import { hashPassword, type SecretError, verifyPasswordOrDecoy } from "./Secrets.ts"
 import { Conflict, InvalidInput } from "./StoreError.ts"
@@ -36,6 +36,8 @@ export interface User {
   readonly source: Source
   readonly createdAt: number
   readonly updatedAt: number
+  /** When the user was deleted (the row stays, anonymised, for the ledger and usage), or null. */
+  readonly deletedAt: number | null
 }
 
 /**
@@ -68,7 +70,8 @@ export const decodeUser = (row: Record<string, unknown>): User => ({
   },
   source: Row.str(row.source, "users.source") === "config" ? "config" : "console",
   createdAt: Row.int(row.created_at, "users.created_at"),
-  updatedAt: Row.int(row.updated_at, "users.updated_at")
+  updatedAt: Row.int(row.updated_at, "users.updated_at"),
+  deletedAt: Row.intOrNull(row.deleted_at, "users.deleted_at")
 })
 
 /**
@@ -94,15 +97,28 @@ export const validateName = (name: string, path: string): Effect.Effect<void, In
     })
   )
 
+/** The shortest and longest console password accepted anywhere (the console, the API, the config file). @category validation */
+export const PASSWORD_LENGTH = Domain.PASSWORD_LENGTH
+
+/** The rule for console passwords, in words, for messages. @category validation */
+export const PASSWORD_RULE = `a console password needs ${PASSWORD_LENGTH.min} to ${PASSWORD_LENGTH.max} characters`
+
+/**
+ * Checks a console password's length (never echoing the password).
+ *
+ * @category validation
+ */
+export const validatePassword = (password: Redacted.Redacted<string>, path: string): Effect.Effect<void, InvalidInput> => {
+  const length = [...Redacted.value(password)].length
+  return length >= PASSWORD_LENGTH.min && length <= PASSWORD_LENGTH.max
+    ? Effect.void
+    : Effect.fail(new InvalidInput({ path, message: `${path}: ${PASSWORD_RULE} (this one has ${length})` }))
+}
+
 const notFound = (what: string) => new GatewayError.ResourceNotFound({ message: `No user ${what}.` })
 
 /** Maps a unique violation to a `Conflict` with a readable message. @internal */
-export const uniqueAsConflict = (message: string) => <A, E, R>(self: Effect.Effect<A, E | SqlError.SqlError, R>) =>
-  Effect.catchIf(
-    self,
-    (error): error is SqlError.SqlError => SqlError.isSqlError(error) && error.reason._tag === "UniqueViolation",
-    () => Effect.fail(new Conflict({ message }))
-  )
+export const uniqueAsConflict = Unique.uniqueAsConflict
 
 /**
  * The users repository.
@@ -132,6 +148,13 @@ export class Users extends Context.Service<Users, {
     name: string,
     password: Redacted.Redacted<string>
   ) => Effect.Effect<User | undefined, SecretError | SqlError.SqlError>
+  /**
+   * Deletes a user: the row stays (the ledger and usage records point at it)
+   * but is anonymised (name `deleted-<id>`, no password, disabled, no
+   * groups), its keys are revoked and its sessions end. Returns the ids of
+   * the keys it revoked, for the caches to drop.
+   */
+  readonly remove: (id: string) => Effect.Effect<ReadonlyArray<string>, GatewayError.ResourceNotFound | SqlError.SqlError>
   /** The groups a user may choose for new keys, besides the one their keys were given. */
   readonly groups: (id: string) => Effect.Effect<ReadonlyArray<string>, SqlError.SqlError>
   readonly setGroups: (id: string, groups: ReadonlyArray<string>) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
@@ -187,8 +210,25 @@ export class Users extends Context.Service<Users, {
         return user.enabled ? user : undefined
       })
 
+      const remove = Effect.fn("Users.remove")(function*(id: string) {
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const user = yield* findById(id)
+          if (user === undefined || user.deletedAt !== null) return yield* notFound(`with id '${id}'`)
+          const now = yield* Clock.currentTimeMillis
+          const keys = yield* sql`UPDATE api_keys SET enabled = ${false}, hash = ${"revoked:"} || id
+            WHERE user_id = ${id} AND hash NOT LIKE ${"revoked:%"} RETURNING id`
+          yield* sql`DELETE FROM sessions WHERE user_id = ${id}`
+          yield* sql`DELETE FROM user_groups WHERE user_id = ${id}`
+          yield* sql`UPDATE users SET ${
+            sql.update({ name: `deleted-${id}`, enabled: false, password_hash: null, deleted_at: now, updated_at: now })
+          } WHERE id = ${id}`
+          return keys.map((row) => Row.str(row.id, "api_keys.id"))
+        }))
+      })
+
       return Users.of({
         create,
+        remove,
         findById,
         findByName,
         list: Effect.map(sql`SELECT ${sql.literal(USER_COLUMNS)} FROM users ORDER BY name`, (rows) => rows.map(decodeUser)),

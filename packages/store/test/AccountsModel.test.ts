@@ -236,6 +236,8 @@ const setUp = Effect.fnUntraced(function*(initial: bigint, quota: bigint | null)
 
 const refusal = (error: { readonly _tag: string }): Outcome => ({ _tag: "refused", error: error._tag })
 
+let requests = 0
+
 const run = Effect.fnUntraced(function*(account: Account, op: Op, holdIds: ReadonlyArray<string>) {
   const accounts = yield* Accounts
   switch (op.op) {
@@ -244,7 +246,8 @@ const run = Effect.fnUntraced(function*(account: Account, op: Op, holdIds: Reado
         userId: account.userId,
         keyId: op.key === "capped" ? account.cappedKeyId : "key-without-caps",
         amountNanos: op.amount,
-        requestId: "model",
+        // Every call has its own request id, as the gateway's calls do (a request has one charge).
+        requestId: `model-${++requests}`,
         nodeId: "model-node"
       }))
       return result._tag === "Success" ? { _tag: "held", id: result.success } satisfies Outcome : refusal(result.failure)

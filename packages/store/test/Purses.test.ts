@@ -6,8 +6,9 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Accounts as AccountsPort, Money } from "@modelgate/core"
-import { Effect, Exit, Fiber, Layer, Redacted, Scope } from "effect"
-import { SqlClient } from "effect/sql"
+import { Duration, Effect, Exit, Fiber, Layer, Logger, Redacted, Scope } from "effect"
+import { SqlClient, SqlError } from "effect/sql"
+import { TestClock } from "effect/testing"
 import fc from "fast-check"
 import { Accounts } from "../src/Accounts.ts"
 import { migrate } from "../src/Migrations.ts"
@@ -105,6 +106,40 @@ const books = Effect.fnUntraced(function*(userId: string) {
     holds: Number(holds[0]!.n)
   }
 })
+
+/**
+ * A database that can be taken down: `wrap` makes the repository's leases, holds and balance reads
+ * fail as an unreachable database does while `down` is set, and counts the leases asked for.
+ */
+const makeOutage = Effect.sync(() => {
+  const state = {
+    down: false,
+    leaseCalls: 0,
+    wrap: (accounts: Accounts["Service"]): Accounts["Service"] => {
+      const unreachable = () =>
+        new SqlError.SqlError({
+          reason: new SqlError.ConnectionError({ cause: new Error("the database is down for this test"), message: "Failed to connect", operation: "connect" })
+        })
+      return {
+        ...accounts,
+        lease: (lease) =>
+          Effect.suspend(() => {
+            state.leaseCalls++
+            return state.down ? Effect.fail(unreachable()) : accounts.lease(lease)
+          }),
+        hold: (hold) => Effect.suspend(() => state.down ? Effect.fail(unreachable()) : accounts.hold(hold)),
+        spendable: (userId, except) => Effect.suspend(() => state.down ? Effect.fail(unreachable()) : accounts.spendable(userId, except))
+      }
+    }
+  }
+  return state
+})
+
+/** A logger that records every line (level and message) in `lines`. */
+const recorder = (lines: Array<{ readonly level: string; readonly message: string }>) =>
+  Logger.make(({ logLevel, message }) => {
+    lines.push({ level: logLevel, message: (Array.isArray(message) ? message : [message]).map(String).join(" ") })
+  })
 
 const request = (userId: string, amountNanos: bigint, extra: Partial<AccountsPort.HoldRequest> = {}): AccountsPort.HoldRequest => ({
   userId,
@@ -265,6 +300,24 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.deepStrictEqual(yield* books(user), { balance: 4_000n, reserved: 0n, leases: 0, holds: 0 })
       }))
 
+    it.effect("a negative charge charges nothing and releases the hold, on the lease and the database path alike", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(5_000n)
+        for (const leases of [true, false]) {
+          const { purses, writer, close } = yield* node({ leases })
+          const id = yield* purses.hold(request(user, 1_000n))
+          // Usage of -1,000,000 prompt and -5,000,000 completion tokens once credited the lease with its cost.
+          assert.deepStrictEqual(yield* purses.settle(id, -3_150_000_000n), AccountsPort.nothingSettled)
+          assert.strictEqual(yield* purses.balance(user), 5_000n, "nothing was credited")
+          const held = yield* Effect.forEach(Array.from({ length: 5 }), () => purses.hold(request(user, 1_000n)))
+          assert.strictEqual((yield* Effect.flip(purses.hold(request(user, 1_000n))))._tag, "InsufficientBalance")
+          for (const hold of held) yield* purses.settle(hold, 0n)
+          yield* close
+          yield* writer.flush
+          assert.deepStrictEqual(yield* books(user), { balance: 5_000n, reserved: 0n, leases: 0, holds: 0 })
+        }
+      }))
+
     it.effect("on the database path a charge beyond the largest amount takes what the hold and the balance allow", () =>
       Effect.gen(function*() {
         const user = yield* userWith(5_000n)
@@ -341,6 +394,52 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.deepStrictEqual(yield* books(user), { balance: 1_000_000n, reserved: 0n, leases: 0, holds: 0 })
       }))
 
+    it.effect("while the database cannot be reached: calls the lease covers go on, the others get DatabaseUnavailable at once, the balance shown is the last read, and one line is logged", () => {
+      const log: Array<{ readonly level: string; readonly message: string }> = []
+      return Effect.gen(function*() {
+        const user = yield* userWith(1_000_000_000n)
+        const other = yield* userWith(1_000_000_000n)
+        const outage = yield* makeOutage
+        const { purses, writer, close } = yield* node({}, outage.wrap)
+        const first = yield* purses.hold(request(user, 1_000n))
+        yield* purses.settle(first, 400n)
+        assert.strictEqual(yield* purses.balance(user), 1_000_000_000n - 400n)
+        outage.down = true
+        // The lease (17 holds of 1,000, less the first call's 400) goes on paying for calls from memory
+        // while it has 1,000 left for the next hold: 40 calls of 400.
+        let served = 0
+        for (; served < 100; served++) {
+          const held = yield* Effect.result(purses.hold(request(user, 1_000n)))
+          if (held._tag === "Failure") break
+          yield* purses.settle(held.success, 400n)
+        }
+        assert.strictEqual(served, 40)
+        const refused = yield* Effect.flip(purses.hold(request(user, 1_000n)))
+        assert.strictEqual(refused._tag, "DatabaseUnavailable")
+        assert.include(refused.message, "cannot reach its database")
+        assert.strictEqual((refused as { retryAfterSeconds?: number }).retryAfterSeconds, Purses.DATABASE_RETRY_AFTER_SECONDS)
+        const calls = outage.leaseCalls
+        // A user without a lease, many times: refused at once, without trying the database each time.
+        for (let i = 0; i < 50; i++) assert.strictEqual((yield* Effect.flip(purses.hold(request(other, 1_000n))))._tag, "DatabaseUnavailable")
+        assert.strictEqual(outage.leaseCalls, calls, "the database is left alone for a moment after a failure")
+        // The balance the user sees: as last read, less what this node's calls spent since.
+        assert.strictEqual(yield* purses.balance(user), 1_000_000_000n - 41n * 400n)
+        // A user whose balance was never read here cannot be shown one.
+        assert.strictEqual((yield* Effect.flip(purses.balance(other)))._tag, "DatabaseUnavailable")
+        const errors = log.filter((line) => line.level === "Error")
+        assert.strictEqual(errors.length, 1, JSON.stringify(log))
+        assert.include(errors[0]!.message, "the database is down for this test")
+        outage.down = false
+        yield* Effect.sleep(Duration.millis(Purses.DATABASE_BACKOFF_MS + 50))
+        yield* purses.settle(yield* purses.hold(request(other, 1_000n)), 400n)
+        assert.isTrue(log.some((line) => line.level === "Info" && line.message.includes("works again")), JSON.stringify(log))
+        yield* close
+        yield* writer.flush
+        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 41n * 400n, reserved: 0n, leases: 0, holds: 0 })
+        assert.deepStrictEqual(yield* books(other), { balance: 1_000_000_000n - 400n, reserved: 0n, leases: 0, holds: 0 })
+      }).pipe(Effect.provide(Logger.layer([recorder(log)])))
+    })
+
     it.effect("property: any interleaving of holds and charges keeps the books, and charges what a reference model says", () =>
       Effect.gen(function*() {
         const context = yield* Effect.context<Accounts | Users | SqlClient.SqlClient>()
@@ -395,6 +494,50 @@ const suite = (make: () => Promise<TestDatabase>) =>
 
 describe("sqlite", () => {
   suite(makeSqlite)
+})
+
+describe("leases sized by recent spending", () => {
+  it.effect("a lease keeps lease_cover_seconds of the user's recent spending on hand: a 20 s database outage at 10 calls/s passes unnoticed", () =>
+    Effect.gen(function*() {
+      const user = yield* userWith(1_000_000_000_000n)
+      const outage = yield* makeOutage
+      const { purses, writer, close } = yield* node({ leaseCoverSeconds: 30 }, outage.wrap)
+      const call = Effect.gen(function*() {
+        const id = yield* purses.hold(request(user, 2_000_000n))
+        yield* purses.settle(id, 1_000_000n)
+        yield* TestClock.adjust(Duration.millis(100))
+        // Let a top-up forked by the hold run.
+        yield* Effect.yieldNow
+      })
+      // A minute of traffic at 10 calls/s, 0.001 USD each: the node learns the user's rate.
+      for (let i = 0; i < 600; i++) yield* call
+      outage.down = true
+      let served = 0
+      for (let i = 0; i < 200; i++) {
+        const result = yield* Effect.result(call)
+        if (result._tag === "Failure") break
+        served++
+      }
+      assert.strictEqual(served, 200, "every call of the outage was served from the lease")
+      outage.down = false
+      yield* TestClock.adjust(Duration.millis(Purses.DATABASE_BACKOFF_MS))
+      yield* close
+      yield* writer.flush
+      assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000_000n - 800n * 1_000_000n, reserved: 0n, leases: 0, holds: 0 })
+    }).pipe(Effect.provide(baseLayer(makeSqlite))))
+
+  it("the spending rate reads as what is spent per second, and decays when spending stops", () => {
+    let rate = 0
+    let at = 0
+    for (let second = 1; second <= 120; second++) {
+      rate = Purses.addSpend(rate, at, 5_000n, second * 1000)
+      at = second * 1000
+    }
+    // Read just after a charge the window holds it whole: a steady spend reads within 6% of itself.
+    assert.closeTo(Purses.spendRateAt(rate, at, at), 5_000, 300)
+    assert.closeTo(Purses.spendRateAt(rate, at, at + Purses.SPEND_RATE_WINDOW_MS), Purses.spendRateAt(rate, at, at) / Math.E, 1)
+    assert.strictEqual(Purses.spendRateAt(0, 0, 1_000_000), 0)
+  })
 })
 
 describe.skipIf(postgresUrl === undefined)("postgres (set MODELGATE_TEST_POSTGRES to run)", () => {

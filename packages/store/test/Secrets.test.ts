@@ -52,7 +52,21 @@ describe("Secrets", () => {
   it.effect("rejects a short server secret", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(Layer.build(fromSecret("short")))
+      assert.include(error.message, "MODELGATE_SECRET is too weak")
       assert.include(error.message, "at least 16 characters")
+      assert.include(error.message, "it has 5")
+    }))
+
+  it.effect("rejects a long secret made of a repeated character or a repeated short word, naming the rule", () =>
+    Effect.gen(function*() {
+      for (const weak of ["aaaaaaaaaaaaaaaa", "abababababababababababab", "passwordpassword"]) {
+        const error = yield* Effect.flip(Layer.build(fromSecret(weak)))
+        assert.include(error.message, "MODELGATE_SECRET is too weak")
+        assert.include(error.message, "at least 8 of them different")
+        assert.notInclude(error.message, weak)
+      }
+      assert.isUndefined(Secrets.weakSecret("correct horse battery staple"))
+      assert.isUndefined(Secrets.weakSecret("0fb3c1d29a7e4458"))
     }))
 
   it.effect("creates a 0600 key file once and reuses it", () =>
@@ -64,6 +78,7 @@ describe("Secrets", () => {
       assert.strictEqual(first.length, 32)
       assert.deepStrictEqual(first, second)
       assert.strictEqual(statSync(path).mode & 0o777, 0o600)
+      assert.strictEqual(statSync(join(dir, "sub")).mode & 0o777, 0o700)
       const blob = yield* Effect.flatMap(Secrets.Secrets, (s) => s.encrypt("x")).pipe(Effect.provide(Secrets.layer({ keyFile: path })))
       const plain = yield* Effect.flatMap(Secrets.Secrets, (s) => s.decrypt(blob)).pipe(Effect.provide(Secrets.layer({ keyFile: path })))
       assert.strictEqual(plain, "x")

@@ -210,7 +210,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
         yield* states.enableChannel(channelId)
         assert.strictEqual((yield* mine).length, 0)
         yield* states.disable({ channelId, fingerprint: one, status: 401, reason: "HTTP 401", disabledAt: 4, nodeId: "n1" })
-        yield* repo.deleteChannel(channel.name)
+        yield* repo.deleteChannel(channelId)
         assert.strictEqual((yield* states.list).filter((s) => s.channelId === channelId).length, 0)
       }))
 

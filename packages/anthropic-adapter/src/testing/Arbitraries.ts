@@ -20,6 +20,7 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
+import * as Cuts from "@modelgate/core/testing/Cuts"
 import * as fc from "fast-check"
 
 /** A JSON value as it survives `JSON.stringify` / `JSON.parse` unchanged. @category json */
@@ -255,20 +256,6 @@ export const anthropicResponse: fc.Arbitrary<Record<string, Json>> = fc
     }
   })
 
-const splitText = (value: string, cuts: ReadonlyArray<number>): Array<string> => {
-  const points = [...new Set(cuts.map((c) => c % (value.length + 1)))].sort((a, b) => a - b)
-  const out: Array<string> = []
-  let at = 0
-  for (const point of points) {
-    if (point > at && point < value.length) {
-      out.push(value.slice(at, point))
-      at = point
-    }
-  }
-  out.push(value.slice(at))
-  return out
-}
-
 /**
  * The stream events an Anthropic upstream sends for an answer: `message_start`
  * (input usage, `output_tokens: 1`), each block as start, deltas cut at the
@@ -300,11 +287,11 @@ export const toEvents = (response: Record<string, Json>, cuts: ReadonlyArray<num
     switch (block.type) {
       case "text":
         events.push({ type: "content_block_start", index, content_block: { type: "text", text: "" } })
-        for (const piece of splitText(block.text as string, cuts)) delta({ type: "text_delta", text: piece })
+        for (const piece of Cuts.splitNonEmpty(block.text as string, cuts)) delta({ type: "text_delta", text: piece })
         break
       case "thinking":
         events.push({ type: "content_block_start", index, content_block: { type: "thinking", thinking: "", signature: "" } })
-        for (const piece of splitText(block.thinking as string, cuts)) delta({ type: "thinking_delta", thinking: piece })
+        for (const piece of Cuts.splitNonEmpty(block.thinking as string, cuts)) delta({ type: "thinking_delta", thinking: piece })
         delta({ type: "signature_delta", signature: block.signature as string })
         break
       case "redacted_thinking":
@@ -313,7 +300,7 @@ export const toEvents = (response: Record<string, Json>, cuts: ReadonlyArray<num
       case "tool_use":
         events.push({ type: "content_block_start", index, content_block: { ...block, input: {} } })
         delta({ type: "input_json_delta", partial_json: "" })
-        for (const piece of splitText(JSON.stringify(block.input), cuts)) delta({ type: "input_json_delta", partial_json: piece })
+        for (const piece of Cuts.splitNonEmpty(JSON.stringify(block.input), cuts)) delta({ type: "input_json_delta", partial_json: piece })
         break
     }
     events.push({ type: "content_block_stop", index })
@@ -340,7 +327,7 @@ export const cuts: fc.Arbitrary<Array<number>> = fc.array(fc.nat({ max: 40 }), {
 
 /** Cuts a text into pieces at arbitrary points (for split-invariance laws). @category sse */
 export const splits = (value: string): fc.Arbitrary<Array<string>> =>
-  fc.array(fc.nat({ max: Math.max(0, value.length) }), { maxLength: 8 }).map((points) => splitText(value, points))
+  fc.array(fc.nat({ max: Math.max(0, value.length) }), { maxLength: 8 }).map((points) => Cuts.splitNonEmpty(value, points))
 
 /**
  * SSE text as upstreams write it: events with or without an `event:` line,

@@ -79,7 +79,7 @@ export function Snippet({ code, label }: { readonly code: string; readonly label
 /** A headline number. @category components */
 export function StatCard({ label, value, hint, icon, testId }: {
   readonly label: string
-  readonly value: string
+  readonly value: ReactNode
   readonly hint?: string
   readonly icon?: ReactNode
   readonly testId?: string

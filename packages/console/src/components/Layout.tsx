@@ -43,7 +43,7 @@ import {
 } from "@tabler/icons-react"
 import { type ReactNode, useState } from "react"
 import { NavLink as RouterLink, Outlet, useLocation } from "react-router"
-import { usd } from "../lib/format.ts"
+import { Usd } from "./Usd.tsx"
 import { type MessageKey, useI18n } from "../lib/i18n.tsx"
 import { useSession } from "../lib/session.tsx"
 import { ChangePasswordModal } from "../pages/ChangePassword.tsx"
@@ -145,14 +145,14 @@ export function Layout() {
                       <Avatar color="indigo" radius="xl" size={34}>{user.name.slice(0, 2).toUpperCase()}</Avatar>
                       <div style={{ lineHeight: 1.1 }}>
                         <Text size="sm" fw={600} visibleFrom="sm">{user.name}</Text>
-                        <Text size="xs" c="dimmed" visibleFrom="sm" data-testid="header-balance">{usd(user.balance)}</Text>
+                        <Text size="xs" c="dimmed" visibleFrom="sm" data-testid="header-balance"><Usd amount={user.balance} /></Text>
                       </div>
                     </Group>
                   </UnstyledButton>
                 </Menu.Target>
                 <Menu.Dropdown>
                   <Menu.Label>{user.name} {user.role === "admin" && <Badge size="xs" ml={4}>admin</Badge>}</Menu.Label>
-                  <Menu.Label>{t("dashboard.balance")}: {usd(user.balance)}</Menu.Label>
+                  <Menu.Label>{t("dashboard.balance")}: <Usd amount={user.balance} /></Menu.Label>
                   <Menu.Item leftSection={<IconLock size={16} />} onClick={() => setPasswordOpen(true)}>{t("nav.password")}</Menu.Item>
                   <Menu.Item leftSection={<IconLogout size={16} />} color="red" onClick={() => void signOut()}>{t("nav.signOut")}</Menu.Item>
                 </Menu.Dropdown>

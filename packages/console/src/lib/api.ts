@@ -1,15 +1,23 @@
 /**
- * The console's API client: one typed `call` per endpoint of the management
- * API, built from the shared endpoint table (`@modelgate/admin-api/Endpoints`),
- * so URLs, bodies and answers are checked against the server's own Schemas.
- * Answers are decoded with the endpoint's response Schema; errors become
- * `ApiFailure` with the server's message and the offending field.
+ * The console's API client: Effect's `HttpApiClient` derived from the
+ * management API's contract (`@modelgate/admin-api/Api`), the same definition
+ * the server is built from, so paths, bodies and answers are checked against
+ * the server's own Schemas on both sides.
+ *
+ * React Query wants promises, so `call` runs one client call and resolves
+ * with its decoded answer, or rejects with an `ApiFailure`: the HTTP status,
+ * the server's message, the field it names and its `code` (decoded from the
+ * contract's error responses into the API's `ApiError`), or `network`.
+ * `urls` builds the links of the CSV downloads from the same contract.
  *
  * @since 0.1.0
  */
+import { Api } from "@modelgate/admin-api/Api"
+import { ApiError } from "@modelgate/admin-api/ApiError"
 import type * as Contract from "@modelgate/admin-api/Contract"
-import * as Endpoints from "@modelgate/admin-api/Endpoints"
-import { Schema } from "effect"
+import { Cause, Effect, Exit } from "effect"
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
+import { HttpApiClient } from "effect/http-api"
 
 /**
  * A refused or failed call: the HTTP status, the server's message, the field
@@ -40,76 +48,64 @@ export const setCsrfToken = (token: string | null): void => {
   csrfToken = token
 }
 
-type TypeOf<S> = S extends Schema.Top ? S["Type"] : never
-type EncodedOf<S> = S extends Schema.Top ? S["Encoded"] : never
+/** The typed client of the whole API. @category client */
+export type Client = HttpApiClient.ForApi<typeof Api>
 
-/** What a call takes: path parameters, the query (as strings) and the body. @category models */
-export interface CallOptions<E extends Endpoints.Endpoint> {
-  readonly params?: Readonly<Record<string, string>>
-  readonly query?: E["query"] extends Schema.Top ? Partial<Record<keyof EncodedOf<E["query"]>, string | number | undefined>> : never
-  readonly body?: E["body"] extends Schema.Top ? EncodedOf<E["body"]> : never
+const withCsrf = (request: HttpClientRequest.HttpClientRequest) =>
+  request.method !== "GET" && request.method !== "HEAD" && csrfToken !== null
+    ? HttpClientRequest.setHeader(request, "x-csrf-token", csrfToken)
+    : request
+
+const origin = (): string => globalThis.location?.origin ?? "http://localhost"
+
+const makeClient = HttpApiClient.make(Api, {
+  baseUrl: origin(),
+  transformClient: HttpClient.mapRequest(withCsrf)
+}).pipe(Effect.provide(FetchHttpClient.layer))
+
+let client: Client | undefined
+
+/** The client, made on first use. */
+const theClient = (): Client => client ??= Effect.runSync(makeClient)
+
+/** `fetch` as it is when a call runs (tests put their own in its place). */
+const currentFetch: typeof globalThis.fetch = (input, init) => globalThis.fetch(input, init)
+
+/** The failure of a call, as an `ApiFailure`. */
+const failureOf = (cause: Cause.Cause<unknown>): ApiFailure => {
+  const error = Cause.squash(cause)
+  if (error instanceof ApiError) return new ApiFailure(error.status, error.message, error.param, error.code, error.retryAfterSeconds ?? null)
+  const tag = typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : ""
+  const reason = typeof error === "object" && error !== null && "reason" in error ? (error as { reason: { _tag?: string; response?: { status?: number } } }).reason : undefined
+  if (tag === "HttpClientError" && reason?._tag === "TransportError") return new ApiFailure(0, "network", null, "network")
+  const status = reason?.response?.status
+  if (typeof status === "number") return new ApiFailure(status, `HTTP ${status}`, null, null)
+  return new ApiFailure(0, error instanceof Error ? error.message : String(error), null, null)
 }
-
-/** Builds an endpoint's URL with its parameters and query. @category urls */
-export const urlOf = <E extends Endpoints.Endpoint>(endpoint: E, options: CallOptions<E> = {}): string => {
-  const path = Endpoints.fill(endpoint.path, options.params)
-  const search = new URLSearchParams()
-  for (const [key, value] of Object.entries(options.query ?? {})) {
-    if (value !== undefined && value !== "") search.set(key, String(value))
-  }
-  const text = search.toString()
-  return text === "" ? path : `${path}?${text}`
-}
-
-const ErrorBody = Schema.Struct({
-  error: Schema.Struct({ message: Schema.String, param: Schema.NullOr(Schema.String), code: Schema.NullOr(Schema.String) })
-})
 
 /**
- * Calls an endpoint and decodes its answer.
+ * Runs one call of the typed client (`call((api) => api.keys.list())`) and
+ * resolves with its answer, or rejects with an `ApiFailure`.
  *
  * @category calls
  */
-export const call = async <E extends Endpoints.Endpoint>(
-  endpoint: E,
-  options: CallOptions<E> = {}
-): Promise<E["response"] extends Schema.Top ? TypeOf<E["response"]> : string> => {
-  const headers: Record<string, string> = { accept: "application/json" }
-  if (endpoint.method !== "GET" && csrfToken !== null) headers["x-csrf-token"] = csrfToken
-  let body: string | null = null
-  if (endpoint.body !== undefined || endpoint.method === "POST") {
-    headers["content-type"] = "application/json"
-    body = JSON.stringify(options.body ?? {})
-  }
-  let response: Response
-  try {
-    response = await fetch(urlOf(endpoint, options), { method: endpoint.method, headers, body, credentials: "same-origin" })
-  } catch {
-    throw new ApiFailure(0, "network", null, "network")
-  }
-  const text = await response.text()
-  if (!response.ok) {
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(text)
-    } catch {
-      parsed = undefined
-    }
-    const decoded = Schema.decodeUnknownOption(ErrorBody)(parsed)
-    const retry = Number(response.headers.get("retry-after") ?? Number.NaN)
-    if (decoded._tag === "Some") {
-      const e = decoded.value.error
-      throw new ApiFailure(response.status, e.message, e.param, e.code, Number.isFinite(retry) ? retry : null)
-    }
-    throw new ApiFailure(response.status, `HTTP ${response.status}`, null, null)
-  }
-  if (endpoint.response === "csv") return text as never
-  const value: unknown = JSON.parse(text)
-  return Schema.decodeUnknownSync(endpoint.response as Schema.Codec<unknown, unknown>)(value) as never
+export const call = async <A, E>(use: (api: Client) => Effect.Effect<A, E>): Promise<A> => {
+  const exit = await Effect.runPromiseExit(
+    Effect.suspend(() => use(theClient())).pipe(
+      Effect.provideService(FetchHttpClient.Fetch, currentFetch),
+      // Same-origin calls: no trace headers to send.
+      Effect.provideService(HttpClient.TracerPropagationEnabled, false)
+    )
+  )
+  if (Exit.isSuccess(exit)) return exit.value
+  throw failureOf(exit.cause)
 }
 
-/** The answer type of an endpoint. @category models */
-export type Answer<E extends Endpoints.Endpoint> = E["response"] extends Schema.Top ? TypeOf<E["response"]> : string
+/**
+ * The URLs of the API's endpoints (for links such as the CSV downloads).
+ *
+ * @category urls
+ */
+export const urls = HttpApiClient.urlBuilder(Api)
 
 export type { Contract }
-export { Endpoints }

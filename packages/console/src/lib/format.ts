@@ -1,6 +1,7 @@
 /**
- * Display formatting: money (exact decimal strings from the API: amounts
- * rounded to cents, prices with every significant digit), token counts, times.
+ * Display formatting: money (exact decimal strings from the API: amounts of
+ * a dollar or more in cents, smaller ones with at least four decimals, prices
+ * and exact values with every significant digit), token counts, times.
  *
  * @since 0.1.0
  */
@@ -31,10 +32,12 @@ const written = (negative: boolean, nanos: bigint, decimals: number, trim: boole
 }
 
 /**
- * Formats an exact USD amount (a balance, a cost, a spend) for display:
- * rounded half up to cents, except amounts under a cent, which keep three
- * significant digits so small charges never read as $0.00. Never goes
- * through a float.
+ * Formats an exact USD amount (a balance, a cost, a spend) for display,
+ * never through a float: a dollar or more in cents (rounded half up), less
+ * than a dollar with at least four decimals (and three significant digits
+ * below that), so a run of $0.0002 calls visibly moves a small balance and a
+ * small charge never reads as $0.00. `exactUsd` gives every digit (shown on
+ * hover by `Usd`).
  *
  * @category money
  */
@@ -42,11 +45,50 @@ export const usd = (amount: string): string => {
   if (!decimal.test(amount.trim())) return amount
   const { negative, nanos } = toNanos(amount)
   if (nanos === 0n) return "$0.00"
-  if (nanos >= 10_000_000n) return written(negative, nanos, 2, false)
-  // The first significant digit's place after the point, then two more.
+  if (nanos >= 1_000_000_000n) return written(negative, nanos, 2, false)
+  // The first significant digit's place after the point, then two more; at least four places.
   const firstDigit = NANO_DIGITS - nanos.toString().length + 1
-  return written(negative, nanos, Math.min(NANO_DIGITS, firstDigit + 2), true)
+  const shown = written(negative, nanos, Math.min(NANO_DIGITS, Math.max(4, firstDigit + 2)), false)
+  // Zeros past the fourth place say nothing.
+  return shown.replace(/(\.\d{4}\d*?)0+$/, "$1")
 }
+
+/**
+ * Compares two exact USD amounts: negative, zero or positive as `a` is less
+ * than, equal to or more than `b`.
+ *
+ * @category money
+ */
+export const compareUsd = (a: string, b: string): number => {
+  const x = toNanos(a)
+  const y = toNanos(b)
+  const difference = (x.negative ? -x.nanos : x.nanos) - (y.negative ? -y.nanos : y.nanos)
+  return difference < 0n ? -1 : difference > 0n ? 1 : 0
+}
+
+/**
+ * The exact sum of two USD amounts, as a decimal string (for previews such as
+ * "the balance after this adjustment").
+ *
+ * @category money
+ */
+export const addUsd = (a: string, b: string): string => {
+  const x = toNanos(a)
+  const y = toNanos(b)
+  const total = (x.negative ? -x.nanos : x.nanos) + (y.negative ? -y.nanos : y.nanos)
+  const abs = total < 0n ? -total : total
+  const whole = abs / 10n ** BigInt(NANO_DIGITS)
+  const fraction = (abs % 10n ** BigInt(NANO_DIGITS)).toString().padStart(NANO_DIGITS, "0").replace(/0+$/, "")
+  return `${total < 0n ? "-" : ""}${whole}${fraction === "" ? "" : `.${fraction}`}`
+}
+
+/**
+ * An exact USD amount with every significant digit (at least cents):
+ * `$9.9998`, `$0.000125`, `$12.50`.
+ *
+ * @category money
+ */
+export const exactUsd = (amount: string): string => price(amount)
 
 /**
  * Formats a price (USD per 1M tokens, or per request) with every significant

@@ -11,7 +11,7 @@
  */
 import { useQuery, useQueryClient } from "@tanstack/react-query"
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useMemo } from "react"
-import { ApiFailure, call, type Contract, Endpoints, setCsrfToken } from "./api.ts"
+import { ApiFailure, call, type Contract, setCsrfToken } from "./api.ts"
 import { rememberNewKey } from "./newKey.ts"
 
 /** What the session context holds. @category models */
@@ -35,7 +35,7 @@ export function SessionProvider({ children }: { readonly children: ReactNode }) 
     queryKey: sessionKey,
     queryFn: async () => {
       try {
-        const session = await call(Endpoints.session)
+        const session = await call((api) => api.session.session())
         setCsrfToken(session.csrfToken)
         return session
       } catch (error) {
@@ -56,7 +56,7 @@ export function SessionProvider({ children }: { readonly children: ReactNode }) 
   }, [client])
   const signOut = useCallback(async () => {
     try {
-      await call(Endpoints.logout)
+      await call((api) => api.session.logout())
     } finally {
       setCsrfToken(null)
       rememberNewKey(undefined)

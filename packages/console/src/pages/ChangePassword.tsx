@@ -5,7 +5,7 @@
  */
 import { Alert, Button, Group, Modal, PasswordInput, Stack } from "@mantine/core"
 import { notifications } from "@mantine/notifications"
-import { call, Endpoints } from "../lib/api.ts"
+import { call } from "../lib/api.ts"
 import { Contract } from "../lib/contract.ts"
 import { errorMessage } from "../components/States.tsx"
 import { useI18n } from "../lib/i18n.tsx"
@@ -20,7 +20,7 @@ export function ChangePasswordModal({ opened, onClose }: { readonly opened: bool
     toRequest: ({ currentPassword, newPassword }) => ({ currentPassword, newPassword }),
     check: (v) => (v.repeat !== v.newPassword ? { repeat: t("password.mismatch") } : {}),
     onSubmit: async (body) => {
-      await call(Endpoints.changePassword, { body })
+      await call((api) => api.session.changePassword({ payload: body }))
       notifications.show({ color: "teal", message: t("password.changed") })
       form.reset()
       onClose()

@@ -12,7 +12,7 @@ import { useQuery } from "@tanstack/react-query"
 import type { ReactNode } from "react"
 import { CopyField, PageHeader, Snippet } from "../components/Bits.tsx"
 import { QueryState } from "../components/States.tsx"
-import { call, type Contract, Endpoints } from "../lib/api.ts"
+import { call, type Contract } from "../lib/api.ts"
 import { useI18n } from "../lib/i18n.tsx"
 import { useNewKey } from "../lib/newKey.ts"
 
@@ -91,7 +91,7 @@ function Section({ icon, title, hint, children }: { readonly icon: ReactNode; re
 /** The connect page. @category pages */
 export function ConnectPage() {
   const { t } = useI18n()
-  const query = useQuery({ queryKey: ["connect"], queryFn: () => call(Endpoints.connect) })
+  const query = useQuery({ queryKey: ["connect"], queryFn: () => call((api) => api.account.connect()) })
   const newKey = useNewKey()
   return (
     <>

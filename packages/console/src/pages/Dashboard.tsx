@@ -12,8 +12,10 @@ import { useQuery } from "@tanstack/react-query"
 import { Link } from "react-router"
 import { PageHeader, StatCard } from "../components/Bits.tsx"
 import { EmptyState, QueryState } from "../components/States.tsx"
-import { call, type Contract, Endpoints } from "../lib/api.ts"
-import { tokens, usd } from "../lib/format.ts"
+import { call, type Contract } from "../lib/api.ts"
+import { tokens } from "../lib/format.ts"
+import { Usd } from "../components/Usd.tsx"
+import { HoldWarning } from "./Models.tsx"
 import { useI18n } from "../lib/i18n.tsx"
 import { useSyncBalance } from "../lib/session.tsx"
 
@@ -135,7 +137,8 @@ export function TokensChart({ title, data, animate }: UsageChartProps) {
 /** The dashboard page. @category pages */
 export function DashboardPage() {
   const { t } = useI18n()
-  const query = useQuery({ queryKey: ["dashboard"], queryFn: () => call(Endpoints.dashboard), refetchOnWindowFocus: "always" })
+  const query = useQuery({ queryKey: ["dashboard"], queryFn: () => call((api) => api.account.dashboard()), refetchOnWindowFocus: "always" })
+  const models = useQuery({ queryKey: ["my-models"], queryFn: () => call((api) => api.account.models()) })
   useSyncBalance(query.data?.balance)
   const animate = !useReducedMotion()
   return (
@@ -150,19 +153,19 @@ export function DashboardPage() {
               <SimpleGrid cols={{ base: 1, xs: 2, md: 4 }} mb="lg">
                 <StatCard
                   label={t("dashboard.balance")}
-                  value={usd(data.balance)}
+                  value={<Usd amount={data.balance} />}
                   testId="balance"
                   icon={<ThemeIcon variant="light" size="lg" radius="md"><IconCoin size={20} /></ThemeIcon>}
                 />
                 <StatCard
                   label={t("dashboard.spentToday")}
-                  value={usd(data.spentToday)}
+                  value={<Usd amount={data.spentToday} />}
                   testId="spent-today"
                   icon={<ThemeIcon variant="light" color="orange" size="lg" radius="md"><IconReceipt2 size={20} /></ThemeIcon>}
                 />
                 <StatCard
                   label={t("dashboard.spentMonth")}
-                  value={usd(data.spentThisMonth)}
+                  value={<Usd amount={data.spentThisMonth} />}
                   icon={<ThemeIcon variant="light" color="grape" size="lg" radius="md"><IconCalendarMonth size={20} /></ThemeIcon>}
                 />
                 <StatCard
@@ -173,6 +176,7 @@ export function DashboardPage() {
                   icon={<ThemeIcon variant="light" color="teal" size="lg" radius="md"><IconActivity size={20} /></ThemeIcon>}
                 />
               </SimpleGrid>
+              {models.data !== undefined && <HoldWarning balance={data.balance} groups={models.data.groups} />}
               {data.daily.length === 0
                 ? (
                   <Paper withBorder radius="md">

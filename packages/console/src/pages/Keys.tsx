@@ -22,15 +22,18 @@ import {
 } from "@mantine/core"
 import { notifications } from "@mantine/notifications"
 import { IconAlertTriangle, IconKey, IconPlus } from "@tabler/icons-react"
+import { useMediaQuery } from "@mantine/hooks"
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query"
 import { useState } from "react"
 import { ConfirmButton, CopyField, PageHeader } from "../components/Bits.tsx"
 import { EmptyState, ErrorState, errorMessage, QueryState } from "../components/States.tsx"
-import { call, type Contract, Endpoints } from "../lib/api.ts"
+import { call, type Contract } from "../lib/api.ts"
 import { Contract as C } from "../lib/contract.ts"
 import { ago, dateTime, usd } from "../lib/format.ts"
+import { Usd } from "../components/Usd.tsx"
 import { useI18n } from "../lib/i18n.tsx"
 import { rememberNewKey } from "../lib/newKey.ts"
+import { WideTable } from "../components/WideTable.tsx"
 import { useForm } from "../lib/useForm.ts"
 import { limitsText } from "./Models.tsx"
 
@@ -182,7 +185,7 @@ export function CreateKeyForm({ groups, onCreated, onCancel }: {
     },
     schema: C.CreateKeyRequest,
     toRequest: (v) => keyRequest(v),
-    onSubmit: async (body) => onCreated(await call(Endpoints.createKey, { body }))
+    onSubmit: async (body) => onCreated(await call((api) => api.keys.create({ payload: body })))
   })
   const group = groups.find((g) => g.name === form.values.group)
   return (
@@ -241,21 +244,115 @@ export function CreateKeyForm({ groups, onCreated, onCancel }: {
   )
 }
 
+interface KeyActions {
+  readonly onToggle?: ((key: Contract.ApiKey, enabled: boolean) => void) | undefined
+  readonly onDelete?: ((key: Contract.ApiKey) => Promise<unknown>) | undefined
+  readonly onEditLimits?: ((key: Contract.ApiKey) => void) | undefined
+}
+
+/** The parts of a key shown as a table row or as a card. */
+function useKeyParts({ onToggle, onDelete, onEditLimits }: KeyActions) {
+  const { t, locale } = useI18n()
+  const now = Date.now()
+  return {
+    name: (key: Contract.ApiKey) => {
+      const expired = key.expiresAt !== null && key.expiresAt <= now
+      return (
+        <>
+          <Text fw={600} size="sm">{key.name}</Text>
+          {key.expiresAt !== null && (
+            <Text size="xs" c={expired ? "red" : "dimmed"}>
+              {expired ? t("keys.expired") : `${t("keys.expiry")} ${dateTime(key.expiresAt, locale)}`}
+            </Text>
+          )}
+        </>
+      )
+    },
+    prefix: (key: Contract.ApiKey) => <Text ff="monospace" size="sm">{key.prefix}…</Text>,
+    group: (key: Contract.ApiKey) => <Badge variant="light">{key.group}</Badge>,
+    models: (key: Contract.ApiKey) =>
+      key.models.length === 0
+        ? <Text size="sm" c="dimmed">{t("common.all")}</Text>
+        : <Group gap={4}>{key.models.map((m) => <Badge key={m} size="sm" variant="outline">{m}</Badge>)}</Group>,
+    limits: (key: Contract.ApiKey) => (
+      <>
+        <Text size="sm">{limitsText({ rpm: key.rpm, tpm: key.tpm, concurrency: key.concurrency }, t)}</Text>
+        {onEditLimits && (
+          <Button size="compact-xs" variant="subtle" px={0} onClick={() => onEditLimits(key)} aria-label={`${t("keys.editLimits")}: ${key.name}`}>
+            {t("keys.editLimits")}
+          </Button>
+        )}
+      </>
+    ),
+    lastUsed: (key: Contract.ApiKey) => <Text size="sm">{key.lastUsedAt === null ? t("common.never") : ago(key.lastUsedAt, locale)}</Text>,
+    spend: (key: Contract.ApiKey) => (
+      <>
+        <Text size="sm" ff="monospace"><Usd amount={key.spent} /></Text>
+        {key.quota !== null && <Text size="xs" c="dimmed">/ {usd(key.quota)}</Text>}
+        {key.dailyBudget !== null && <Text size="xs" c="dimmed">{t("keys.dailyBudget")}: {usd(key.dailyBudget)}</Text>}
+        {key.monthlyBudget !== null && <Text size="xs" c="dimmed">{t("keys.monthlyBudget")}: {usd(key.monthlyBudget)}</Text>}
+      </>
+    ),
+    status: (key: Contract.ApiKey) =>
+      onToggle
+        ? (
+          <Switch
+            checked={key.enabled}
+            onChange={(e) => onToggle(key, e.currentTarget.checked)}
+            label={key.enabled ? t("common.enabled") : t("common.disabled")}
+            aria-label={`${key.name}: ${key.enabled ? t("common.disable") : t("common.enable")}`}
+          />
+        )
+        : <Badge color={key.enabled ? "teal" : "gray"} variant="light">{key.enabled ? t("common.enabled") : t("common.disabled")}</Badge>,
+    remove: (key: Contract.ApiKey) =>
+      onDelete && (
+        <ConfirmButton
+          title={t("keys.deleteTitle", { name: key.name })}
+          body={t("keys.deleteBody")}
+          confirmLabel={t("common.delete")}
+          onConfirm={() => onDelete(key)}
+          buttonProps={{ "aria-label": `${t("common.delete")} ${key.name}` }}
+        >
+          {t("common.delete")}
+        </ConfirmButton>
+      )
+  }
+}
+
 /**
- * The keys table.
+ * The keys: a table, or at a phone's width one card per key (every action
+ * of the table within reach, nothing to scroll sideways).
  *
  * @category components
  */
-export function KeysTable({ keys, onToggle, onDelete, onEditLimits }: {
-  readonly keys: ReadonlyArray<Contract.ApiKey>
-  readonly onToggle?: (key: Contract.ApiKey, enabled: boolean) => void
-  readonly onDelete?: (key: Contract.ApiKey) => Promise<unknown>
-  readonly onEditLimits?: (key: Contract.ApiKey) => void
-}) {
-  const { t, locale } = useI18n()
-  const now = Date.now()
+export function KeysTable({ keys, ...actions }: { readonly keys: ReadonlyArray<Contract.ApiKey> } & KeyActions) {
+  const { t } = useI18n()
+  const phone = useMediaQuery("(max-width: 48em)")
+  const part = useKeyParts(actions)
+  if (phone) {
+    return (
+      <Stack gap="sm" data-testid="keys-table" data-layout="cards">
+        {keys.map((key) => (
+          <Paper key={key.id} withBorder radius="md" p="sm" data-key-id={key.id}>
+            <Group justify="space-between" align="flex-start" wrap="nowrap">
+              <div>{part.name(key)}</div>
+              {part.status(key)}
+            </Group>
+            <Group gap="xs" mt={6}>{part.prefix(key)}{part.group(key)}</Group>
+            <SimpleGrid cols={2} mt="xs" spacing="xs">
+              <div><Text size="xs" c="dimmed">{t("keys.models")}</Text>{part.models(key)}</div>
+              <div><Text size="xs" c="dimmed">{t("keys.spent")}</Text>{part.spend(key)}</div>
+              <div><Text size="xs" c="dimmed">{t("models.limits")}</Text>{part.limits(key)}</div>
+              <div><Text size="xs" c="dimmed">{t("keys.lastUsed")}</Text>{part.lastUsed(key)}</div>
+            </SimpleGrid>
+            {actions.onDelete && <Group justify="flex-end" mt="xs">{part.remove(key)}</Group>}
+          </Paper>
+        ))}
+      </Stack>
+    )
+  }
   return (
-    <Table.ScrollContainer minWidth={900}>
+    <WideTable minWidth={900} stickyLast={actions.onDelete !== undefined}>
       <Table verticalSpacing="sm" highlightOnHover data-testid="keys-table">
         <Table.Thead>
           <Table.Tr>
@@ -267,75 +364,26 @@ export function KeysTable({ keys, onToggle, onDelete, onEditLimits }: {
             <Table.Th>{t("keys.lastUsed")}</Table.Th>
             <Table.Th ta="right">{t("keys.spent")}</Table.Th>
             <Table.Th>{t("keys.status")}</Table.Th>
-            {onDelete && <Table.Th />}
+            {actions.onDelete && <Table.Th />}
           </Table.Tr>
         </Table.Thead>
         <Table.Tbody>
-          {keys.map((key) => {
-            const expired = key.expiresAt !== null && key.expiresAt <= now
-            return (
-              <Table.Tr key={key.id} data-key-id={key.id}>
-                <Table.Td>
-                  <Text fw={600} size="sm">{key.name}</Text>
-                  {key.expiresAt !== null && (
-                    <Text size="xs" c={expired ? "red" : "dimmed"}>
-                      {expired ? t("keys.expired") : `${t("keys.expiry")} ${dateTime(key.expiresAt, locale)}`}
-                    </Text>
-                  )}
-                </Table.Td>
-                <Table.Td><Text ff="monospace" size="sm">{key.prefix}…</Text></Table.Td>
-                <Table.Td><Badge variant="light">{key.group}</Badge></Table.Td>
-                <Table.Td>
-                  {key.models.length === 0
-                    ? <Text size="sm" c="dimmed">{t("common.all")}</Text>
-                    : <Group gap={4}>{key.models.map((m) => <Badge key={m} size="sm" variant="outline">{m}</Badge>)}</Group>}
-                </Table.Td>
-                <Table.Td>
-                  <Text size="sm">{limitsText({ rpm: key.rpm, tpm: key.tpm, concurrency: key.concurrency }, t)}</Text>
-                  {onEditLimits && (
-                    <Button size="compact-xs" variant="subtle" px={0} onClick={() => onEditLimits(key)} aria-label={`${t("keys.editLimits")}: ${key.name}`}>
-                      {t("keys.editLimits")}
-                    </Button>
-                  )}
-                </Table.Td>
-                <Table.Td><Text size="sm">{key.lastUsedAt === null ? t("common.never") : ago(key.lastUsedAt, locale)}</Text></Table.Td>
-                <Table.Td ta="right">
-                  <Text size="sm" ff="monospace">{usd(key.spent)}</Text>
-                  {key.quota !== null && <Text size="xs" c="dimmed">/ {usd(key.quota)}</Text>}
-                  {key.dailyBudget !== null && <Text size="xs" c="dimmed">{t("keys.dailyBudget")}: {usd(key.dailyBudget)}</Text>}
-                  {key.monthlyBudget !== null && <Text size="xs" c="dimmed">{t("keys.monthlyBudget")}: {usd(key.monthlyBudget)}</Text>}
-                </Table.Td>
-                <Table.Td>
-                  {onToggle
-                    ? (
-                      <Switch
-                        checked={key.enabled}
-                        onChange={(e) => onToggle(key, e.currentTarget.checked)}
-                        label={key.enabled ? t("common.enabled") : t("common.disabled")}
-                        aria-label={`${key.name}: ${key.enabled ? t("common.disable") : t("common.enable")}`}
-                      />
-                    )
-                    : <Badge color={key.enabled ? "teal" : "gray"} variant="light">{key.enabled ? t("common.enabled") : t("common.disabled")}</Badge>}
-                </Table.Td>
-                {onDelete && (
-                  <Table.Td>
-                    <ConfirmButton
-                      title={t("keys.deleteTitle", { name: key.name })}
-                      body={t("keys.deleteBody")}
-                      confirmLabel={t("common.delete")}
-                      onConfirm={() => onDelete(key)}
-                      buttonProps={{ "aria-label": `${t("common.delete")} ${key.name}` }}
-                    >
-                      {t("common.delete")}
-                    </ConfirmButton>
-                  </Table.Td>
-                )}
-              </Table.Tr>
-            )
-          })}
+          {keys.map((key) => (
+            <Table.Tr key={key.id} data-key-id={key.id}>
+              <Table.Td>{part.name(key)}</Table.Td>
+              <Table.Td>{part.prefix(key)}</Table.Td>
+              <Table.Td>{part.group(key)}</Table.Td>
+              <Table.Td>{part.models(key)}</Table.Td>
+              <Table.Td>{part.limits(key)}</Table.Td>
+              <Table.Td>{part.lastUsed(key)}</Table.Td>
+              <Table.Td ta="right">{part.spend(key)}</Table.Td>
+              <Table.Td>{part.status(key)}</Table.Td>
+              {actions.onDelete && <Table.Td>{part.remove(key)}</Table.Td>}
+            </Table.Tr>
+          ))}
         </Table.Tbody>
       </Table>
-    </Table.ScrollContainer>
+    </WideTable>
   )
 }
 
@@ -359,15 +407,15 @@ export function SecretModal({ created, onClose }: { readonly created: Contract.C
 export function KeysPage() {
   const { t } = useI18n()
   const client = useQueryClient()
-  const keys = useQuery({ queryKey: ["keys"], queryFn: () => call(Endpoints.listKeys) })
-  const models = useQuery({ queryKey: ["my-models"], queryFn: () => call(Endpoints.myModels) })
+  const keys = useQuery({ queryKey: ["keys"], queryFn: () => call((api) => api.keys.list()) })
+  const models = useQuery({ queryKey: ["my-models"], queryFn: () => call((api) => api.account.models()) })
   const [creating, setCreating] = useState(false)
   const [created, setCreated] = useState<Contract.CreatedKey | undefined>(undefined)
   const [editing, setEditing] = useState<Contract.ApiKey | undefined>(undefined)
   const refresh = () => client.invalidateQueries({ queryKey: ["keys"] })
   const toggle = useMutation({
     mutationFn: ({ key, enabled }: { key: Contract.ApiKey; enabled: boolean }) =>
-      call(Endpoints.updateKey, { params: { id: key.id }, body: { enabled } }),
+      call((api) => api.keys.update({ params: { id: key.id }, payload: { enabled } })),
     onSuccess: () => {
       void refresh()
       notifications.show({ color: "teal", message: t("keys.updated") })
@@ -376,7 +424,7 @@ export function KeysPage() {
   })
   const remove = async (key: Contract.ApiKey) => {
     try {
-      await call(Endpoints.deleteKey, { params: { id: key.id } })
+      await call((api) => api.keys.delete({ params: { id: key.id } }))
       notifications.show({ color: "teal", message: t("keys.deleted") })
       await refresh()
     } catch (error) {
@@ -443,7 +491,7 @@ export function KeysPage() {
           <KeyLimitsForm
             apiKey={editing}
             groupLimits={models.data?.groups.find((g) => g.name === editing.group)?.limits}
-            save={(body) => call(Endpoints.updateKey, { params: { id: editing.id }, body })}
+            save={(body) => call((api) => api.keys.update({ params: { id: editing.id }, payload: body }))}
             onCancel={() => setEditing(undefined)}
             onDone={() => {
               setEditing(undefined)

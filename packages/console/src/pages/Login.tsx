@@ -6,7 +6,7 @@
 import { Alert, Button, Center, Group, Paper, PasswordInput, Stack, Text, TextInput, ThemeIcon, Title } from "@mantine/core"
 import { IconAlertTriangle, IconBolt } from "@tabler/icons-react"
 import { Contract } from "../lib/contract.ts"
-import { call, Endpoints } from "../lib/api.ts"
+import { call } from "../lib/api.ts"
 import { LanguageSwitch } from "../components/Layout.tsx"
 import { errorMessage } from "../components/States.tsx"
 import { useI18n } from "../lib/i18n.tsx"
@@ -21,7 +21,7 @@ export function LoginPage() {
     initial: { username: "", password: "" },
     schema: Contract.LoginRequest,
     toRequest: (v) => v,
-    onSubmit: async (body) => signedIn(await call(Endpoints.login, { body }))
+    onSubmit: async (body) => signedIn(await call((api) => api.session.login({ payload: body })))
   })
   return (
     <Center mih="100vh" p="md" style={{ background: "linear-gradient(135deg, var(--mantine-color-indigo-light) 0%, var(--mantine-color-cyan-light) 100%)" }}>

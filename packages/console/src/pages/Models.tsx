@@ -4,14 +4,17 @@
  *
  * @since 0.1.0
  */
-import { Badge, Card, Group, Paper, Stack, Table, Text, Title } from "@mantine/core"
+import { Alert, Badge, Card, Group, Paper, Stack, Table, Text, Title, Tooltip } from "@mantine/core"
 import { IconStack2 } from "@tabler/icons-react"
 import { useQuery } from "@tanstack/react-query"
 import { PageHeader } from "../components/Bits.tsx"
 import { EmptyState, QueryState } from "../components/States.tsx"
-import { call, type Contract, Endpoints } from "../lib/api.ts"
-import { price as formatPrice, tokens } from "../lib/format.ts"
+import { call, type Contract } from "../lib/api.ts"
+import { compareUsd, price as formatPrice, tokens, usd } from "../lib/format.ts"
+import { Usd } from "../components/Usd.tsx"
+import { useSession } from "../lib/session.tsx"
 import { type Translate, useI18n } from "../lib/i18n.tsx"
+import { WideTable } from "../components/WideTable.tsx"
 
 const price = (value: string | null) => value === null ? <Text c="dimmed" size="sm">—</Text> : <Text ff="monospace" size="sm">{formatPrice(value)}</Text>
 
@@ -25,10 +28,43 @@ export const limitsText = (limits: Contract.Limits, t: Translate): string => {
   return parts.length === 0 ? t("models.noLimits") : parts.join(" · ")
 }
 
+/**
+ * Says when the balance is below what a call to some of the user's models
+ * holds when it does not set max_tokens (such calls are refused before they
+ * run, with the amounts in the refusal's message): the models, and the
+ * smallest such hold. Nothing when the balance covers them all.
+ *
+ * @category components
+ */
+export function HoldWarning({ balance, groups }: { readonly balance: string; readonly groups: ReadonlyArray<Contract.GroupModels> }) {
+  const { t } = useI18n()
+  const short = new Map<string, string>()
+  for (const group of groups) {
+    for (const model of group.models) {
+      if (compareUsd(model.holdAtMaxOutput, balance) <= 0) continue
+      const known = short.get(model.id)
+      if (known === undefined || compareUsd(model.holdAtMaxOutput, known) < 0) short.set(model.id, model.holdAtMaxOutput)
+    }
+  }
+  if (short.size === 0) return null
+  const ids = [...short.keys()]
+  const lowest = [...short.values()].reduce((a, b) => compareUsd(a, b) <= 0 ? a : b)
+  return (
+    <Alert color="yellow" mb="md" data-testid="hold-warning">
+      {t("models.holdWarning", {
+        balance: usd(balance),
+        models: ids.length > 3 ? `${ids.slice(0, 3).join(", ")} …` : ids.join(", "),
+        hold: usd(lowest)
+      })}
+    </Alert>
+  )
+}
+
 /** The models page. @category pages */
 export function ModelsPage() {
   const { t } = useI18n()
-  const query = useQuery({ queryKey: ["my-models"], queryFn: () => call(Endpoints.myModels) })
+  const { session } = useSession()
+  const query = useQuery({ queryKey: ["my-models"], queryFn: () => call((api) => api.account.models()) })
   return (
     <>
       <PageHeader title={t("models.title")} subtitle={t("models.subtitle")} />
@@ -38,6 +74,7 @@ export function ModelsPage() {
             ? <Paper withBorder radius="md"><EmptyState icon={<IconStack2 size={28} />} title={t("models.empty")} hint={t("models.emptyHint")} /></Paper>
             : (
               <Stack gap="lg" data-testid="models-page">
+                {session !== undefined && <HoldWarning balance={session.user.balance} groups={data.groups} />}
                 {data.groups.map((group) => (
                   <Card key={group.name} withBorder radius="md" padding="md">
                     <Group justify="space-between" mb="sm" wrap="wrap">
@@ -47,7 +84,7 @@ export function ModelsPage() {
                       </Group>
                       <Text size="sm" c="dimmed">{t("models.limits")}: {limitsText(group.limits, t)}</Text>
                     </Group>
-                    <Table.ScrollContainer minWidth={640}>
+                    <WideTable minWidth={760}>
                       <Table striped verticalSpacing="xs">
                         <Table.Thead>
                           <Table.Tr>
@@ -58,6 +95,11 @@ export function ModelsPage() {
                             <Table.Th ta="right">{t("models.perRequest")}</Table.Th>
                             <Table.Th ta="right">{t("models.context")}</Table.Th>
                             <Table.Th ta="right">{t("models.maxOutput")}</Table.Th>
+                            <Table.Th ta="right">
+                              <Tooltip label={t("models.holdHint")} multiline w={280} withArrow>
+                                <span>{t("models.hold")}</span>
+                              </Tooltip>
+                            </Table.Th>
                           </Table.Tr>
                         </Table.Thead>
                         <Table.Tbody>
@@ -79,11 +121,12 @@ export function ModelsPage() {
                                 )}
                               <Table.Td ta="right"><Text size="sm">{tokens(model.inputTokenLimit)}</Text></Table.Td>
                               <Table.Td ta="right"><Text size="sm">{tokens(model.outputTokenLimit)}</Text></Table.Td>
+                              <Table.Td ta="right"><Text size="sm" ff="monospace"><Usd amount={model.holdAtMaxOutput} /></Text></Table.Td>
                             </Table.Tr>
                           ))}
                         </Table.Tbody>
                       </Table>
-                    </Table.ScrollContainer>
+                    </WideTable>
                   </Card>
                 ))}
               </Stack>

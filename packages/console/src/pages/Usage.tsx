@@ -13,10 +13,12 @@ import { useSearchParams } from "react-router"
 import { PageHeader } from "../components/Bits.tsx"
 import { last30, type Period, PeriodFilter, periodBounds } from "../components/Period.tsx"
 import { EmptyState, ErrorState, errorMessage, Loading } from "../components/States.tsx"
-import { call, type Contract, Endpoints, urlOf } from "../lib/api.ts"
+import { call, type Contract, urls } from "../lib/api.ts"
 import { Contract as C } from "../lib/contract.ts"
 import { dateTime, tokens, usd } from "../lib/format.ts"
+import { Usd } from "../components/Usd.tsx"
 import { type MessageKey, useI18n } from "../lib/i18n.tsx"
+import { WideTable } from "../components/WideTable.tsx"
 import { sessionKey } from "../lib/session.tsx"
 import { useForm } from "../lib/useForm.ts"
 
@@ -30,7 +32,7 @@ export { rangeStart } from "../components/Period.tsx"
 export function UsageTable({ records, showUser = false }: { readonly records: ReadonlyArray<Contract.UsageItem>; readonly showUser?: boolean }) {
   const { t, locale } = useI18n()
   return (
-    <Table.ScrollContainer minWidth={720}>
+    <WideTable minWidth={720}>
       <Table verticalSpacing="xs" striped data-testid="usage-table">
         <Table.Thead>
           <Table.Tr>
@@ -57,7 +59,7 @@ export function UsageTable({ records, showUser = false }: { readonly records: Re
                 </Group>
               </Table.Td>
               <Table.Td ta="right"><Text size="sm">{tokens(r.promptTokens)} / {tokens(r.completionTokens)}</Text></Table.Td>
-              <Table.Td ta="right"><Text size="sm" ff="monospace">{usd(r.cost)}</Text></Table.Td>
+              <Table.Td ta="right"><Text size="sm" ff="monospace"><Usd amount={r.cost} /></Text></Table.Td>
               <Table.Td ta="right"><Text size="sm">{r.latencyMs} ms</Text></Table.Td>
               <Table.Td>
                 <Badge color={r.status < 400 ? "teal" : "red"} variant="light">{r.errorCode ?? r.status}</Badge>
@@ -66,7 +68,7 @@ export function UsageTable({ records, showUser = false }: { readonly records: Re
           ))}
         </Table.Tbody>
       </Table>
-    </Table.ScrollContainer>
+    </WideTable>
   )
 }
 
@@ -140,8 +142,8 @@ function Records() {
   const { t } = useI18n()
   const client = useQueryClient()
   const [filter, setFilter] = useState<UsageFilter>({ keyId: null, model: null, period: last30 })
-  const keys = useQuery({ queryKey: ["keys"], queryFn: () => call(Endpoints.listKeys) })
-  const models = useQuery({ queryKey: ["my-models"], queryFn: () => call(Endpoints.myModels) })
+  const keys = useQuery({ queryKey: ["keys"], queryFn: () => call((api) => api.keys.list()) })
+  const models = useQuery({ queryKey: ["my-models"], queryFn: () => call((api) => api.account.models()) })
   const bounds = periodBounds(filter.period)
   const query = useMemo(() => ({
     keyId: filter.keyId ?? undefined,
@@ -166,7 +168,7 @@ function Records() {
         <PeriodFilter value={filter.period} onChange={(period) => setFilter({ ...filter, period })} />
         <Button
           component="a"
-          href={urlOf(Endpoints.usageCsv, { query })}
+          href={urls.usage.csv({ query })}
           download="usage.csv"
           variant="default"
           mt={25}
@@ -179,7 +181,7 @@ function Records() {
         <PagedUsage
           queryKey={["usage", query]}
           load={async (cursor) => {
-            const page = await call(Endpoints.usage, { query: { ...query, limit: 50, cursor } })
+            const page = await call((api) => api.usage.list({ query: { ...query, limit: 50, cursor } }))
             // Fresh records mean fresh spending: the header's balance is read again to match.
             if (cursor === undefined) void client.invalidateQueries({ queryKey: sessionKey })
             return page
@@ -199,7 +201,7 @@ function Records() {
 export function LedgerTable({ entries }: { readonly entries: ReadonlyArray<Contract.LedgerItem> }) {
   const { t, locale } = useI18n()
   return (
-    <Table.ScrollContainer minWidth={560}>
+    <WideTable minWidth={560}>
       <Table verticalSpacing="xs" striped data-testid="ledger-table">
         <Table.Thead>
           <Table.Tr>
@@ -220,7 +222,7 @@ export function LedgerTable({ entries }: { readonly entries: ReadonlyArray<Contr
           ))}
         </Table.Tbody>
       </Table>
-    </Table.ScrollContainer>
+    </WideTable>
   )
 }
 
@@ -262,7 +264,7 @@ export function PagedLedger({ queryKey, load }: {
 function Ledger() {
   return (
     <Paper withBorder radius="md" p="xs">
-      <PagedLedger queryKey={["ledger"]} load={(cursor) => call(Endpoints.ledger, { query: { limit: 50, cursor } })} />
+      <PagedLedger queryKey={["ledger"]} load={(cursor) => call((api) => api.usage.ledger({ query: { limit: 50, cursor } }))} />
     </Paper>
   )
 }
@@ -277,7 +279,7 @@ export function RedeemForm() {
     schema: C.RedeemRequest,
     toRequest: (v) => ({ code: v.code.trim() }),
     onSubmit: async (body) => {
-      const redeemed = await call(Endpoints.redeem, { body })
+      const redeemed = await call((api) => api.account.redeem({ payload: body }))
       setResult(redeemed)
       form.reset()
       notifications.show({ color: "teal", message: t("usage.redeemed", { amount: usd(redeemed.amount), balance: usd(redeemed.balance) }) })

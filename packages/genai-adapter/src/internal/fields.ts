@@ -18,8 +18,8 @@
  *
  * @since 0.1.0
  */
-import type { GatewayError } from "@modelgate/core"
-import { invalid, unsupported } from "./issues.ts"
+import { type GatewayError, Issues } from "@modelgate/core"
+import { Predicate } from "effect"
 
 type Kind =
   | "request"
@@ -145,9 +145,6 @@ const SHAPES: Readonly<Record<Kind, Shape>> = {
   thinkingConfig: { fields: { thinkingBudget: "leaf", thinkingLevel: "leaf", includeThoughts: "leaf" } }
 }
 
-const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 const join = (path: string, key: string): string => path.length === 0 ? key : `${path}.${key}`
 
 const check = (
@@ -155,7 +152,7 @@ const check = (
   kind: Kind,
   path: string
 ): GatewayError.InvalidRequest | GatewayError.UnsupportedFeature | undefined => {
-  if (!isRecord(value)) return undefined
+  if (!Predicate.isObject(value)) return undefined
   const shape = SHAPES[kind]
   for (const key in value) {
     const field = shape.fields[key]
@@ -163,8 +160,8 @@ const check = (
     if (field === undefined) {
       if (shape.ignored?.includes(key) === true) continue
       const refusal = shape.refused?.[key]
-      if (refusal !== undefined) return unsupported(at, refusal)
-      return invalid(
+      if (refusal !== undefined) return Issues.unsupported(at, refusal)
+      return Issues.invalid(
         at,
         `Invalid JSON payload received. Unknown name "${key}" at '${path.length === 0 ? "request" : path}': Cannot find field.`
       )

@@ -19,6 +19,7 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
+import * as Cuts from "@modelgate/core/testing/Cuts"
 import * as fc from "fast-check"
 
 /** A JSON value as it survives `JSON.stringify` / `JSON.parse` unchanged. @category json */
@@ -310,20 +311,6 @@ export const geminiResponse: fc.Arbitrary<Record<string, Json>> = fc
     })
   )
 
-const splitText = (value: string, cuts: ReadonlyArray<number>): Array<string> => {
-  const points = [...new Set(cuts.map((c) => c % (value.length + 1)))].sort((a, b) => a - b)
-  const out: Array<string> = []
-  let at = 0
-  for (const point of points) {
-    if (point > at && point < value.length) {
-      out.push(value.slice(at, point))
-      at = point
-    }
-  }
-  out.push(value.slice(at))
-  return out
-}
-
 /**
  * Cuts a complete Gemini answer into stream chunks the way Google streams it:
  * text is split at the given cut points (a thought's signature stays on its
@@ -343,7 +330,7 @@ export const toChunks = (response: Record<string, Json>, cuts: ReadonlyArray<num
     const pieces: Array<Record<string, Json>> = []
     for (const part of parts) {
       if (typeof part.text === "string" && part.text.length > 1) {
-        const texts = splitText(part.text, cuts)
+        const texts = Cuts.splitNonEmpty(part.text, cuts)
         texts.forEach((piece, i) => {
           const out: Record<string, Json> = { ...part, text: piece }
           if (i < texts.length - 1) delete out.thoughtSignature
@@ -406,7 +393,7 @@ export const sseText: fc.Arbitrary<string> = fc
   )
 
 /** Cuts a text into pieces at arbitrary points (for split-invariance laws). @category sse */
-export const splits = (value: string): fc.Arbitrary<Array<string>> => cuts.map((points) => splitText(value, points.map((p) => p * 7)))
+export const splits = (value: string): fc.Arbitrary<Array<string>> => cuts.map((points) => Cuts.splitNonEmpty(value, points.map((p) => p * 7)))
 
 // ---------------------------------------------------------------------------
 // Canonical values Gemini can carry

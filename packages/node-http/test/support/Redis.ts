@@ -13,6 +13,9 @@ export const redisServer = "/usr/bin/redis-server"
 /** Whether redis-server is installed (tests that need a private one are skipped otherwise). */
 export const hasRedisServer: boolean = existsSync(redisServer)
 
+/** What the tests on a private redis-server need, for their names (they are skipped without it). */
+export const needsRedisServer = `needs ${redisServer}; on Debian: apt-get install redis-server`
+
 /** Whether something answers PONG on the port. */
 const ping = (port: number): Promise<boolean> =>
   new Promise((resolve) => {

@@ -15,10 +15,9 @@
  *
  * @since 0.1.0
  */
-import type { Canonical } from "@modelgate/core"
+import { type Canonical, Sse } from "@modelgate/core"
 import * as fc from "fast-check"
 import type * as ChatCompletions from "../ChatCompletions.ts"
-import type { SseEvent } from "../Sse.ts"
 
 const opt = <K extends string, V>(key: K, arb: fc.Arbitrary<V>): fc.Arbitrary<{ [P in K]?: V }> =>
   fc.option(arb, { nil: undefined }).map((value) => (value === undefined ? {} : { [key]: value }) as { [P in K]?: V })
@@ -294,12 +293,12 @@ export const wireChunks: fc.Arbitrary<Array<ChatCompletions.ChatCompletionChunk>
 // SSE
 // ---------------------------------------------------------------------------
 
-/** SSE events as a parser must return them (event names and data without CR). @category sse */
-export const sseEvents: fc.Arbitrary<Array<SseEvent>> = fc.array(
+/** SSE events as core's `Sse.Parser` returns them (event names, and data without CR). @category sse */
+export const sseEvents: fc.Arbitrary<Array<Sse.Event>> = fc.array(
   fc.tuple(
     fc.option(fc.stringMatching(/^[a-z][a-z_.]{0,10}$/), { nil: undefined }),
     fc.string({ maxLength: 30 }).map((s) => s.replace(/\r/g, ""))
-  ).map(([event, data]): SseEvent => (event === undefined ? { data } : { event, data })),
+  ).map(([event, data]): Sse.Event => ({ event: event ?? Sse.DEFAULT_EVENT, data, id: "" })),
   { maxLength: 8 }
 )
 
@@ -310,7 +309,7 @@ export const sseEvents: fc.Arbitrary<Array<SseEvent>> = fc.array(
  *
  * @category sse
  */
-export const serializeSse = (events: ReadonlyArray<SseEvent>, seed: ReadonlyArray<number>): string => {
+export const serializeSse = (events: ReadonlyArray<Sse.Event>, seed: ReadonlyArray<number>): string => {
   let n = 0
   const next = () => seed.length === 0 ? 0 : seed[n++ % seed.length]!
   let out = next() % 4 === 0 ? "\uFEFF" : ""
@@ -322,26 +321,12 @@ export const serializeSse = (events: ReadonlyArray<SseEvent>, seed: ReadonlyArra
   }
   for (const event of events) {
     if (next() % 3 === 0) out += ": keep-alive" + eol()
-    if (event.event !== undefined) out += `event: ${event.event}` + eol()
+    if (event.event !== Sse.DEFAULT_EVENT) out += `event: ${event.event}` + eol()
     for (const line of event.data.split("\n")) out += (next() % 2 === 0 || line.startsWith(" ") ? "data: " : "data:") + line + eol()
     out += eol()
   }
   return out
 }
 
-/** Cuts `text` at the given points (taken modulo its length): the chunks an arbitrary network split gives. @category sse */
-export const splitAt = (text: string, cuts: ReadonlyArray<number>): Array<string> => {
-  if (text.length === 0) return [text]
-  const points = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
-  const chunks: Array<string> = []
-  let from = 0
-  for (const point of points) {
-    chunks.push(text.slice(from, point))
-    from = point
-  }
-  chunks.push(text.slice(from))
-  return chunks
-}
-
-/** Cut points for `splitAt`. @category sse */
+/** Cut points for `@modelgate/core/testing/Cuts` `splitAt`. @category sse */
 export const cuts: fc.Arbitrary<Array<number>> = fc.array(fc.nat(), { maxLength: 12 })

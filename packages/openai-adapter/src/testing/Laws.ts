@@ -1,32 +1,51 @@
 /**
- * Reusable laws of the OpenAI dialect, as fast-check properties and as
- * one-call checks that take fast-check parameters (`{ numRuns, seed, ... }`).
- * Each check throws (with the counterexample) when the law fails, so it can sit
- * directly inside a vitest `it`. The cross-dialect laws (OpenAI -> another
- * dialect -> OpenAI keeps what both carry) take the other dialect's codecs as a
- * `ForeignDialect` argument, so this package never depends on another adapter.
+ * Property laws of the OpenAI codecs, as fast-check properties: each law
+ * returns a property and the caller asserts it (`fc.assert(Laws.x(), params)`),
+ * so it sits in any test runner and takes any fast-check parameters. Laws that
+ * test a replaceable piece (an SSE parser, a request decoder) or run over
+ * generated values take it as an optional argument, this package's by default,
+ * so other projects can hold their own code to the same laws.
+ *
+ * - `requestRoundTrip`: canonical -> OpenAI body (through JSON) -> canonical
+ *   keeps the request (up to `normalizeForOpenAi`), with the upstream model.
+ * - `responseRoundTrip`: canonical -> OpenAI answer (through JSON) ->
+ *   canonical keeps the response, with the client-facing model.
+ * - `streamRechunking`: a response streamed as OpenAI SSE text assembles to
+ *   the same response however the text is cut.
+ * - `sseSplitInvariance`: an SSE parser gives the same events however an
+ *   OpenAI-style event stream is split.
+ * - `malformedBodies`: arbitrary and almost-valid JSON gives a request or a
+ *   typed 400 error with a message, never a throw.
+ * - `meterSplit`: the passthrough meter forwards the upstream text unchanged
+ *   however it is split, and reports the usage it carries.
+ * - `requestThrough`, `responseThrough`, `streamThrough`: OpenAI -> another
+ *   dialect -> OpenAI keeps what both carry; they take the other dialect's
+ *   codecs as a `ForeignDialect` (for Gemini:
+ *   `@modelgate/genai-adapter/testing/Laws` `foreignDialect`), so this package
+ *   never depends on another adapter.
  *
  * @example
  * ```ts
  * import { it } from "@effect/vitest"
+ * import * as fc from "fast-check"
  * import * as Laws from "@modelgate/openai-adapter/testing/Laws"
  *
- * it("OpenAI request round trip", () => Laws.requestRoundTrip({ numRuns: 200 }))
- * it("SSE parser ignores splits", () => Laws.sseSplit({ numRuns: 200 }))
+ * it("OpenAI request round trip", () => fc.assert(Laws.requestRoundTrip(), { numRuns: 200 }))
+ * // your own SSE parser, fed the pieces of a text, returning its events:
+ * it("my parser ignores splits", () => fc.assert(Laws.sseSplitInvariance((pieces) => myParse(pieces))))
  * ```
  *
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { StreamAssembly } from "@modelgate/core"
+import { Issues, Sse, StreamAssembly } from "@modelgate/core"
+import * as Cuts from "@modelgate/core/testing/Cuts"
+import * as Equality from "@modelgate/core/testing/Equality"
 import { Result } from "effect"
 import * as fc from "fast-check"
-import type * as ChatCompletions from "../ChatCompletions.ts"
-import { assertEqual } from "../internal/equal.ts"
 import { PassthroughMeter } from "../Passthrough.ts"
 import { decodeRequestResult, encodeRequest, type EncodeRequestOptions, JSON_MODE_HINT, mentionsJson } from "../Request.ts"
 import { decodeResponseResult, encodeResponse } from "../Response.ts"
-import { SseParser, type SseEvent } from "../Sse.ts"
 import { decodeSseText, encodeSseText } from "../Stream.ts"
 import * as Arbitraries from "./Arbitraries.ts"
 
@@ -59,7 +78,7 @@ export const normalizeForOpenAi = (request: Canonical.ChatRequest): Canonical.Ch
 export const roundTripOptions: EncodeRequestOptions = { reasoningEffort: true, reasoningContent: true }
 
 // ---------------------------------------------------------------------------
-// Properties
+// Laws of this dialect
 // ---------------------------------------------------------------------------
 
 /**
@@ -67,28 +86,26 @@ export const roundTripOptions: EncodeRequestOptions = { reasoningEffort: true, r
  * `decodeRequest` gives back the request (`normalizeForOpenAi`), with the
  * upstream model name.
  *
- * @category properties
+ * @category laws
  */
-export const requestRoundTripProperty = (arbitrary: fc.Arbitrary<Canonical.ChatRequest> = Arbitraries.canonicalRequest) =>
+export const requestRoundTrip = (arbitrary: fc.Arbitrary<Canonical.ChatRequest> = Arbitraries.canonicalRequest) =>
   fc.property(arbitrary, (request) => {
     const decoded = decodeRequestResult(throughJson(encodeRequest(request, "upstream-model", roundTripOptions)))
     if (Result.isFailure(decoded)) throw new Error(`decodeRequest failed: ${decoded.failure.message}`)
-    assertEqual(decoded.success, { ...normalizeForOpenAi(request), model: "upstream-model" }, "request round trip")
+    Equality.assertEqual(decoded.success, { ...normalizeForOpenAi(request), model: "upstream-model" }, "request round trip")
   })
 
 /**
  * canonical -> `encodeResponse` -> JSON -> `decodeResponse` gives back the response,
  * with the client-facing model name.
  *
- * @category properties
+ * @category laws
  */
-export const responseRoundTripProperty = (
-  arbitrary: fc.Arbitrary<Canonical.ChatResponse> = Arbitraries.canonicalResponse
-) =>
+export const responseRoundTrip = (arbitrary: fc.Arbitrary<Canonical.ChatResponse> = Arbitraries.canonicalResponse) =>
   fc.property(arbitrary, (response) => {
     const decoded = decodeResponseResult(throughJson(encodeResponse(response, "client-model")))
     if (Result.isFailure(decoded)) throw new Error(`decodeResponse failed: ${decoded.failure.message}`)
-    assertEqual(decoded.success, { ...response, model: "client-model" }, "response round trip")
+    Equality.assertEqual(decoded.success, { ...response, model: "client-model" }, "response round trip")
   })
 
 /**
@@ -96,47 +113,68 @@ export const responseRoundTripProperty = (
  * at arbitrary points and decoded again assembles to the same response, however
  * it was cut.
  *
- * @category properties
+ * @category laws
  */
-export const streamRechunkingProperty = (
-  arbitrary: fc.Arbitrary<Canonical.ChatResponse> = Arbitraries.canonicalResponse
-) =>
+export const streamRechunking = (arbitrary: fc.Arbitrary<Canonical.ChatResponse> = Arbitraries.canonicalResponse) =>
   fc.property(arbitrary, Arbitraries.cuts, (response, cuts) => {
     const text = encodeSseText(StreamAssembly.toEvents(response), { model: response.model, includeUsage: true })
     const whole = decodeSseText([text])
-    const split = decodeSseText(Arbitraries.splitAt(text, cuts))
+    const split = decodeSseText(Cuts.splitAt(text, cuts))
     if (Result.isFailure(whole) || Result.isFailure(split)) throw new Error("the stream did not decode")
-    assertEqual(StreamAssembly.assemble(split.success), StreamAssembly.assemble(whole.success), "split vs whole")
-    assertEqual(StreamAssembly.assemble(whole.success), response, "stream round trip")
+    Equality.assertEqual(StreamAssembly.assemble(split.success), StreamAssembly.assemble(whole.success), "split vs whole")
+    Equality.assertEqual(StreamAssembly.assemble(whole.success), response, "stream round trip")
   })
 
 /**
- * The SSE parser yields the same events however its input is split, with any
- * mix of line endings, comments and a BOM.
+ * An SSE parser gives the same events however its input is split: `parse`,
+ * given the pieces of a text in order (`Arbitraries.serializeSse`: any mix of
+ * line ends, comments and a BOM), returns what it returns for the whole text.
+ * The default is core's `Sse.parse`.
  *
- * @category properties
+ * @category laws
  */
-export const sseSplitProperty = (makeParser: () => Pick<SseParser, "push" | "end"> = () => new SseParser()) =>
+export const sseSplitInvariance = (parse: (pieces: ReadonlyArray<string>) => ReadonlyArray<unknown> = Sse.parse) =>
   fc.property(Arbitraries.sseEvents, fc.array(fc.nat(), { minLength: 1, maxLength: 16 }), Arbitraries.cuts, (events, seed, cuts) => {
     const text = Arbitraries.serializeSse(events, seed)
-    const parser = makeParser()
-    const got: Array<SseEvent> = []
-    for (const chunk of Arbitraries.splitAt(text, cuts)) got.push(...parser.push(chunk))
-    got.push(...parser.end())
-    assertEqual(got, events, `events of ${JSON.stringify(text)}`)
+    Equality.assertEqual(parse(Cuts.splitAt(text, cuts)), parse([text]), `events of the split and whole ${JSON.stringify(text)}`)
   })
 
 /**
- * Whatever JSON value a client sends, `decodeRequest` never throws: it succeeds
- * or fails with `InvalidRequest` or `UnsupportedFeature`.
+ * Values that are almost OpenAI requests (valid bodies with one field, or one
+ * message, replaced by arbitrary JSON), next to arbitrary JSON and arbitrary
+ * JavaScript values.
  *
- * @category properties
+ * @category helpers
  */
-export const decodeRequestTotalProperty = () =>
-  fc.property(fc.oneof(fc.jsonValue(), fc.anything(), Arbitraries.wireRequest), (body) => {
-    const result = decodeRequestResult(body)
-    if (Result.isFailure(result) && result.failure._tag !== "InvalidRequest" && result.failure._tag !== "UnsupportedFeature") {
-      throw new Error(`unexpected error ${String(result.failure)}`)
+export const malformedBody: fc.Arbitrary<unknown> = fc.oneof(
+  fc.jsonValue(),
+  fc.anything(),
+  Arbitraries.wireRequest,
+  fc.tuple(Arbitraries.wireRequest, fc.jsonValue(), fc.nat()).map(([body, value, n]) => {
+    const keys = Object.keys(body)
+    return { ...body, [keys[n % keys.length]!]: value }
+  }),
+  fc.tuple(Arbitraries.wireRequest, fc.jsonValue(), fc.nat()).map(([body, value, n]) => {
+    const messages: Array<unknown> = [...body.messages]
+    messages[n % messages.length] = value
+    return { ...body, messages }
+  })
+)
+
+/**
+ * A request decoder never throws on arbitrary or almost-valid values: it
+ * returns a request, or an `InvalidRequest` / `UnsupportedFeature` with a
+ * message. The default is `decodeRequestResult`.
+ *
+ * @category laws
+ */
+export const malformedBodies = (
+  decode: (body: unknown) => Result.Result<unknown, { readonly _tag: string; readonly message: string }> = decodeRequestResult
+) =>
+  fc.property(malformedBody, (body) => {
+    const result = decode(body)
+    if (Result.isFailure(result) && !(Issues.isRequestError(result.failure) && result.failure.message.length > 0)) {
+      throw new Error(`not an InvalidRequest or UnsupportedFeature with a message: ${String(result.failure._tag)}`)
     }
   })
 
@@ -144,18 +182,18 @@ export const decodeRequestTotalProperty = () =>
  * With `include_usage` asked, a `PassthroughMeter` forwards the upstream text
  * unchanged however it is split, and reports the usage it carries.
  *
- * @category properties
+ * @category laws
  */
-export const meterSplitProperty = () =>
+export const meterSplit = () =>
   fc.property(Arbitraries.wireChunks, Arbitraries.cuts, (chunks, cuts) => {
     const text = chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join("") + "data: [DONE]\n\n"
     const meter = new PassthroughMeter({ includeUsage: true })
     let forwarded = ""
-    for (const chunk of Arbitraries.splitAt(text, cuts)) forwarded += meter.push(chunk)
+    for (const chunk of Cuts.splitAt(text, cuts)) forwarded += meter.push(chunk)
     forwarded += meter.end()
-    assertEqual(forwarded, text, "forwarded text")
+    Equality.assertEqual(forwarded, text, "forwarded text")
     const usage = chunks.at(-1)?.usage
-    assertEqual(meter.usage().reported, usage !== undefined && usage !== null, "usage reported")
+    Equality.assertEqual(meter.usage().reported, usage !== undefined && usage !== null, "usage reported")
   })
 
 // ---------------------------------------------------------------------------
@@ -198,7 +236,7 @@ const unwrapLaw = <A>(result: Result.Result<A, unknown>, what: string): A => {
  *
  * @category cross-dialect
  */
-export const requestThroughProperty = (
+export const requestThrough = (
   foreign: ForeignDialect,
   keep: (request: Canonical.ChatRequest) => Canonical.ChatRequest,
   arbitrary: fc.Arbitrary<Canonical.ChatRequest> = Arbitraries.canonicalRequest
@@ -207,16 +245,16 @@ export const requestThroughProperty = (
     const start = unwrapLaw(decodeRequestResult(throughJson(encodeRequest(request, request.model, roundTripOptions))), "decodeRequest")
     const back = unwrapLaw(foreign.request(start), `${foreign.name} round trip`)
     const end = unwrapLaw(decodeRequestResult(throughJson(encodeRequest(back, start.model, roundTripOptions))), "decodeRequest (again)")
-    assertEqual(end, keep(start), `OpenAI -> ${foreign.name} -> OpenAI request`)
+    Equality.assertEqual(end, keep(start), `OpenAI -> ${foreign.name} -> OpenAI request`)
   })
 
 /**
  * OpenAI response -> the other dialect -> OpenAI keeps what both carry (see
- * `requestThroughProperty`).
+ * `requestThrough`).
  *
  * @category cross-dialect
  */
-export const responseThroughProperty = (
+export const responseThrough = (
   foreign: ForeignDialect,
   keep: (response: Canonical.ChatResponse) => Canonical.ChatResponse,
   arbitrary: fc.Arbitrary<Canonical.ChatResponse> = Arbitraries.canonicalResponse
@@ -225,7 +263,7 @@ export const responseThroughProperty = (
     const start = unwrapLaw(decodeResponseResult(throughJson(encodeResponse(response, response.model))), "decodeResponse")
     const back = unwrapLaw(foreign.response(start), `${foreign.name} round trip`)
     const end = unwrapLaw(decodeResponseResult(throughJson(encodeResponse(back, start.model))), "decodeResponse (again)")
-    assertEqual(end, keep(start), `OpenAI -> ${foreign.name} -> OpenAI response`)
+    Equality.assertEqual(end, keep(start), `OpenAI -> ${foreign.name} -> OpenAI response`)
   })
 
 /**
@@ -236,7 +274,7 @@ export const responseThroughProperty = (
  *
  * @category cross-dialect
  */
-export const streamThroughProperty = (
+export const streamThrough = (
   foreign: ForeignDialect,
   keep: (response: Canonical.ChatResponse) => Canonical.ChatResponse,
   arbitrary: fc.Arbitrary<Canonical.ChatResponse> = Arbitraries.canonicalResponse
@@ -246,35 +284,6 @@ export const streamThroughProperty = (
     const first = unwrapLaw(decodeSseText([encodeSseText(StreamAssembly.toEvents(response), options)]), "decodeSseText")
     const back = unwrapLaw(foreign.stream(first), `${foreign.name} stream round trip`)
     const again = encodeSseText(back, options)
-    const end = unwrapLaw(decodeSseText(Arbitraries.splitAt(again, cuts)), "decodeSseText (again)")
-    assertEqual(StreamAssembly.assemble(end), keep(StreamAssembly.assemble(first)), `OpenAI -> ${foreign.name} -> OpenAI stream`)
+    const end = unwrapLaw(decodeSseText(Cuts.splitAt(again, cuts)), "decodeSseText (again)")
+    Equality.assertEqual(StreamAssembly.assemble(end), keep(StreamAssembly.assemble(first)), `OpenAI -> ${foreign.name} -> OpenAI stream`)
   })
-
-// ---------------------------------------------------------------------------
-// Checks
-// ---------------------------------------------------------------------------
-
-/** Runs `requestRoundTripProperty`. @category laws */
-export const requestRoundTrip = (params?: fc.Parameters<[Canonical.ChatRequest]>): void =>
-  fc.assert(requestRoundTripProperty(), params)
-
-/** Runs `responseRoundTripProperty`. @category laws */
-export const responseRoundTrip = (params?: fc.Parameters<[Canonical.ChatResponse]>): void =>
-  fc.assert(responseRoundTripProperty(), params)
-
-/** Runs `streamRechunkingProperty`. @category laws */
-export const streamRechunking = (params?: fc.Parameters<[Canonical.ChatResponse, Array<number>]>): void =>
-  fc.assert(streamRechunkingProperty(), params)
-
-/** Runs `sseSplitProperty` on this package's parser. @category laws */
-export const sseSplit = (params?: fc.Parameters<[Array<SseEvent>, Array<number>, Array<number>]>): void =>
-  fc.assert(sseSplitProperty(), params)
-
-/** Runs `decodeRequestTotalProperty`. @category laws */
-export const decodeRequestTotal = (params?: fc.Parameters<[unknown]>): void =>
-  fc.assert(decodeRequestTotalProperty(), params)
-
-/** Runs `meterSplitProperty`. @category laws */
-export const meterSplit = (
-  params?: fc.Parameters<[Array<ChatCompletions.ChatCompletionChunk>, Array<number>]>
-): void => fc.assert(meterSplitProperty(), params)

@@ -25,16 +25,16 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, StreamAssembly } from "@modelgate/core"
+import { type Canonical, Sse, StreamAssembly } from "@modelgate/core"
+import * as Cuts from "@modelgate/core/testing/Cuts"
+import * as Equality from "@modelgate/core/testing/Equality"
 import { Result } from "effect"
 import * as fc from "fast-check"
-import { assertEqual } from "../internal/equal.ts"
 import * as Responses from "../Responses.ts"
 import * as ResponsesAnswer from "../ResponsesAnswer.ts"
 import * as ResponsesPassthrough from "../ResponsesPassthrough.ts"
 import * as ResponsesRequest from "../ResponsesRequest.ts"
-import { SseParser } from "../Sse.ts"
-import { cuts, identifier, jsonObject, splitAt } from "./Arbitraries.ts"
+import { cuts, identifier, jsonObject } from "./Arbitraries.ts"
 
 const nonEmpty = fc.string({ unit: "binary", minLength: 1, maxLength: 24 })
 const base64 = fc.stringMatching(/^[A-Za-z0-9+/]{4,16}={0,2}$/)
@@ -182,7 +182,7 @@ export const requestRoundTrip = (arbitrary: fc.Arbitrary<Canonical.ChatRequest> 
     if (Result.isFailure(encoded)) throw new Error(`encodeRequest failed: ${encoded.failure.message}`)
     const decoded = ResponsesRequest.decodeRequestResult(throughJson(encoded.success))
     if (Result.isFailure(decoded)) throw new Error(`decodeRequest failed: ${decoded.failure.message}`)
-    assertEqual(decoded.success, { ...normalizeRequest(request), model: "upstream-model" }, "Responses request round trip")
+    Equality.assertEqual(decoded.success, { ...normalizeRequest(request), model: "upstream-model" }, "Responses request round trip")
   })
 
 /** The SSE text of a canonical answer as a Responses client gets it. */
@@ -196,7 +196,7 @@ const streamText = (response: Canonical.ChatResponse): string => {
 
 /** Decodes Responses SSE pieces with the upstream stream decoder and assembles the answer. */
 const assemble = (pieces: ReadonlyArray<string>): Canonical.ChatResponse => {
-  const parser = new SseParser()
+  const parser = new Sse.Parser()
   const decoder = new ResponsesAnswer.StreamDecoder()
   const assembler = new StreamAssembly.Assembler()
   const feed = (events: ReadonlyArray<{ readonly data: string }>) => {
@@ -239,17 +239,17 @@ export const streamRechunking = (arbitrary: fc.Arbitrary<Canonical.ChatResponse>
   fc.property(arbitrary, cuts, (response, at) => {
     const text = streamText(response)
     const whole = assemble([text])
-    assertEqual(assemble(splitAt(text, at)), whole, "assembled stream, however it is cut")
+    Equality.assertEqual(assemble(Cuts.splitAt(text, at)), whole, "assembled stream, however it is cut")
     const nonStream = ResponsesAnswer.decodeResponseResult(throughJson(ResponsesAnswer.encodeResponse(response, response.model)))
     if (Result.isFailure(nonStream)) throw new Error(`decodeResponse failed: ${nonStream.failure.message}`)
     const choice = (r: Canonical.ChatResponse) => r.choices[0]!
-    assertEqual(visible(choice(whole).content), visible(choice(nonStream.success).content), "stream and non-stream answers")
-    assertEqual(choice(whole).finishReason, choice(nonStream.success).finishReason, "finish reasons")
-    assertEqual(whole.usage, nonStream.success.usage, "usage")
+    Equality.assertEqual(visible(choice(whole).content), visible(choice(nonStream.success).content), "stream and non-stream answers")
+    Equality.assertEqual(choice(whole).finishReason, choice(nonStream.success).finishReason, "finish reasons")
+    Equality.assertEqual(whole.usage, nonStream.success.usage, "usage")
     // Tool-call ids carry no signature here, so the client sees the calls exactly.
     const unsigned = choice(response).content.map((p) => p.type === "tool_call" ? { ...p, id: p.signature === undefined ? p.id : "" } : p)
     const seen = visible(choice(whole).content).map((p) => (p as { type: string }).type === "tool_call" && (p as { id: string }).id.startsWith("mgts_") ? { ...(p as object), id: "" } : p)
-    assertEqual(seen, visible(unsigned), "the answer's text, reasoning and tool calls")
+    Equality.assertEqual(seen, visible(unsigned), "the answer's text, reasoning and tool calls")
   })
 
 /** @category laws */
@@ -264,8 +264,8 @@ export const meterSplit = (arbitrary: fc.Arbitrary<Canonical.ChatResponse> = can
       return { out, metered: m.metered(7), last: m.lastSequence, id: m.responseId }
     }
     const whole = meter([text])
-    assertEqual(whole.out, text, "forwarded text")
-    assertEqual(meter(splitAt(text, at)), whole, "metering, however the text is cut")
+    Equality.assertEqual(whole.out, text, "forwarded text")
+    Equality.assertEqual(meter(Cuts.splitAt(text, at)), whole, "metering, however the text is cut")
   })
 
 /** @category laws */

@@ -96,8 +96,20 @@ export const lockUsers = (sql: SqlClient.SqlClient, userIds: ReadonlyArray<strin
 }
 
 /**
- * Writes a batch of charges: per lease, one conditional decrement, one
- * 'release' and the calls' 'charge' entries; then the keys' spending counters.
+ * Writes a batch of charges, each at most once: a batch written again after
+ * its COMMIT's answer was lost finds its charges already there and changes
+ * nothing.
+ *
+ * 1. Each charge is claimed by inserting its 'charge' ledger entry, keyed by
+ *    the call's request id (unique among charges): insert or nothing. Only the
+ *    charges whose entry was inserted go on.
+ * 2. Per lease, one conditional decrement of their total and one 'release'
+ *    (the reserved money that became charges).
+ * 3. When the lease is gone (swept while this node could not reach the
+ *    database, or charged after its release at a forced shutdown), the charges
+ *    are taken from the balance as far as it goes: an entry that could not be
+ *    taken whole is corrected to what was taken, with the shortfall as reason.
+ * 4. The keys' spending counters, summed per key and per period.
  */
 export const applyCharges = (
   sql: SqlClient.SqlClient,
@@ -105,17 +117,28 @@ export const applyCharges = (
   now: number
 ): Effect.Effect<void, SqlError.SqlError> =>
   Effect.gen(function*() {
-    const groups = new Map<string, Array<Charge>>()
-    for (const charge of charges) {
-      const group = `${charge.leaseId ?? ""}\u0000${charge.userId}`
-      const list = groups.get(group)
-      if (list === undefined) groups.set(group, [charge])
-      else list.push(charge)
-    }
     // Lock order, everywhere money moves: the users' rows first (sorted, so two
     // writers never wait on each other), then leases and holds, then keys.
     yield* lockUsers(sql, [...new Set(charges.map((charge) => charge.userId))])
-    const ledger: Array<Record<string, unknown>> = []
+    const entries = charges.map((charge) => ({
+      charge,
+      row: ledgerRow(charge.userId, "charge", -charge.chargedNanos, charge.leaseId, charge.requestId, shortfallReason(charge.shortfallNanos), charge.at)
+    }))
+    const rows: Array<Record<string, unknown>> = entries.map((entry) => entry.row)
+    if (!Arr.isReadonlyArrayNonEmpty(rows)) return
+    const inserted = yield* sql<{ readonly request_id: string }>`INSERT INTO ledger ${sql.insert(rows)}
+      ON CONFLICT (request_id) WHERE kind = 'charge' DO NOTHING RETURNING request_id`
+    const claimed = new Set(inserted.map((row) => row.request_id))
+    const groups = new Map<string, Array<(typeof entries)[number]>>()
+    for (const entry of entries) {
+      // A request id claims its entry once, even if a batch held it twice.
+      if (!claimed.delete(entry.charge.requestId)) continue
+      const group = `${entry.charge.leaseId ?? ""}\u0000${entry.charge.userId}`
+      const list = groups.get(group)
+      if (list === undefined) groups.set(group, [entry])
+      else list.push(entry)
+    }
+    const releases: Array<Record<string, unknown>> = []
     const spentByKey = new Map<string, bigint>()
     const spentByPeriod = new Map<string, { keyId: string; period: string; amount: bigint }>()
     const addSpend = (keyId: string, amount: bigint, at: number) => {
@@ -129,41 +152,37 @@ export const applyCharges = (
       }
     }
     for (const group of groups.values()) {
-      const { leaseId, userId } = group[0]!
+      const { leaseId, userId } = group[0]!.charge
       let total = 0n
-      for (const charge of group) total += charge.chargedNanos
+      for (const { charge } of group) total += charge.chargedNanos
       const taken = leaseId === null || total === 0n
         ? []
         : yield* sql`UPDATE leases SET amount_nanos = amount_nanos - ${total}, updated_at = ${now}
             WHERE id = ${leaseId} AND amount_nanos >= ${total} RETURNING id`
       if (taken.length > 0 || total === 0n) {
         if (total > 0n) {
-          ledger.push(ledgerRow(userId, "release", total, leaseId, null, `${group.length} call(s) charged from this reservation`, now))
+          releases.push(ledgerRow(userId, "release", total, leaseId, null, `${group.length} call(s) charged from this reservation`, now))
         }
-        for (const charge of group) {
-          ledger.push(ledgerRow(userId, "charge", -charge.chargedNanos, leaseId, charge.requestId, shortfallReason(charge.shortfallNanos), charge.at))
-          addSpend(charge.keyId, charge.chargedNanos, charge.at)
-        }
+        for (const { charge } of group) addSpend(charge.keyId, charge.chargedNanos, charge.at)
         continue
       }
-      // The lease is gone (swept while this node could not reach the database, or
-      // charged after its release at a forced shutdown): charge the balance, as far as it goes.
       const users = yield* sql`SELECT balance_nanos FROM users WHERE id = ${userId}`
       if (users[0] === undefined) continue
       let balance = Row.big(users[0].balance_nanos, "users.balance_nanos")
       let charged = 0n
-      for (const charge of group) {
+      for (const { charge, row } of group) {
         const take = charge.chargedNanos < balance ? charge.chargedNanos : balance
         balance -= take
         charged += take
-        ledger.push(
-          ledgerRow(userId, "charge", -take, null, charge.requestId, shortfallReason(charge.shortfallNanos + charge.chargedNanos - take), charge.at)
-        )
         addSpend(charge.keyId, take, charge.at)
+        if (take === charge.chargedNanos && leaseId === null) continue
+        // Taken from the balance, not the lease: the entry names no lease, and says what was short.
+        yield* sql`UPDATE ledger SET amount_nanos = ${-take}, hold_id = ${null},
+            reason = ${shortfallReason(charge.shortfallNanos + charge.chargedNanos - take)} WHERE id = ${row.id}`
       }
       yield* sql`UPDATE users SET balance_nanos = balance_nanos - ${charged} WHERE id = ${userId}`
     }
-    if (Arr.isReadonlyArrayNonEmpty(ledger)) yield* sql`INSERT INTO ledger ${sql.insert(ledger)}`
+    if (Arr.isReadonlyArrayNonEmpty(releases)) yield* sql`INSERT INTO ledger ${sql.insert(releases)}`
     // Summed per key and per period first: a batch's charges may fall on both sides of midnight.
     for (const [keyId, amount] of spentByKey) yield* addKeySpend(sql, keyId, amount, [])
     for (const { keyId, period, amount } of spentByPeriod.values()) yield* addPeriodSpend(sql, keyId, period, amount)

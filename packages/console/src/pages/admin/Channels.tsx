@@ -33,10 +33,11 @@ import { useQuery, useQueryClient } from "@tanstack/react-query"
 import { type ReactNode, useState } from "react"
 import { ConfirmButton, PageHeader } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
-import { call, type Contract, Endpoints } from "../../lib/api.ts"
+import { call, type Contract } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { ago } from "../../lib/format.ts"
 import { type MessageKey, useI18n } from "../../lib/i18n.tsx"
+import { WideTable } from "../../components/WideTable.tsx"
 import { useForm } from "../../lib/useForm.ts"
 
 /** Parses `public=upstream` lines into a model map. @category forms */
@@ -154,8 +155,8 @@ export function ChannelForm({ channel, groups, onDone }: {
     schema: channel === undefined ? C.CreateChannelRequest : C.UpdateChannelRequest,
     toRequest,
     onSubmit: async (body) => {
-      if (channel === undefined) await call(Endpoints.adminCreateChannel, { body: body as Contract.CreateChannelRequest })
-      else await call(Endpoints.adminUpdateChannel, { params: { id: channel.id }, body })
+      if (channel === undefined) await call((api) => api.catalog.createChannel({ payload: body as Contract.CreateChannelRequest }))
+      else await call((api) => api.catalog.updateChannel({ params: { id: channel.id }, payload: body }))
       onDone()
     }
   })
@@ -280,7 +281,7 @@ function TestButton({ channel, children }: { readonly channel: Contract.AdminCha
           onClick={async () => {
             setBusy(true)
             try {
-              setResult(await call(Endpoints.adminTestChannel, { params: { id: channel.id }, body: {} }))
+              setResult(await call((api) => api.catalog.testChannel({ params: { id: channel.id }, payload: {} })))
             } catch (error) {
               notifications.show({ color: "red", message: errorMessage(error, t) })
             } finally {
@@ -353,8 +354,8 @@ export function AdminChannelsPage() {
   const { t } = useI18n()
   const client = useQueryClient()
   // Health changes on its own (breakers, probes): refresh every few seconds.
-  const channels = useQuery({ queryKey: ["admin", "channels"], queryFn: () => call(Endpoints.adminListChannels), refetchInterval: 5_000 })
-  const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call(Endpoints.adminListGroups) })
+  const channels = useQuery({ queryKey: ["admin", "channels"], queryFn: () => call((api) => api.catalog.listChannels()), refetchInterval: 5_000 })
+  const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call((api) => api.catalog.listGroups()) })
   const [editing, setEditing] = useState<Contract.AdminChannel | "new" | undefined>(undefined)
   const refresh = () => client.invalidateQueries({ queryKey: ["admin", "channels"] })
   const groupNames = (groups.data?.data ?? []).map((g) => g.name)
@@ -371,7 +372,7 @@ export function AdminChannelsPage() {
             data.data.length === 0
               ? <EmptyState icon={<IconServer size={28} />} title={t("admin.channels.empty")} hint={t("admin.channels.emptyHint")} action={<Button onClick={() => setEditing("new")}>{t("admin.channels.create")}</Button>} />
               : (
-                <Table.ScrollContainer minWidth={1040}>
+                <WideTable minWidth={1040} stickyLast>
                   <Table verticalSpacing="sm" highlightOnHover data-testid="channels-table">
                     <Table.Thead>
                       <Table.Tr>
@@ -403,7 +404,7 @@ export function AdminChannelsPage() {
                               aria-label={`${c.name} ${t("common.enabled")}`}
                               onChange={async (e) => {
                                 try {
-                                  await call(Endpoints.adminUpdateChannel, { params: { id: c.id }, body: { enabled: e.currentTarget.checked } })
+                                  await call((api) => api.catalog.updateChannel({ params: { id: c.id }, payload: { enabled: e.currentTarget.checked } }))
                                   await refresh()
                                 } catch (error) {
                                   notifications.show({ color: "red", title: t("common.error"), message: errorMessage(error, t) })
@@ -422,7 +423,7 @@ export function AdminChannelsPage() {
                                   aria-label={`${t("admin.channels.reset")} ${c.name}`}
                                   onClick={async () => {
                                     try {
-                                      await call(Endpoints.adminResetChannel, { params: { id: c.id } })
+                                      await call((api) => api.catalog.resetChannel({ params: { id: c.id } }))
                                       await refresh()
                                     } catch (error) {
                                       notifications.show({ color: "red", title: t("common.error"), message: errorMessage(error, t) })
@@ -437,7 +438,7 @@ export function AdminChannelsPage() {
                                 title={t("admin.channels.deleteTitle", { name: c.name })}
                                 confirmLabel={t("common.delete")}
                                 onConfirm={async () => {
-                                  await call(Endpoints.adminDeleteChannel, { params: { id: c.id } })
+                                  await call((api) => api.catalog.deleteChannel({ params: { id: c.id } }))
                                   await refresh()
                                 }}
                               >
@@ -449,7 +450,7 @@ export function AdminChannelsPage() {
                       ))}
                     </Table.Tbody>
                   </Table>
-                </Table.ScrollContainer>
+                </WideTable>
               )}
         </QueryState>
       </Paper>

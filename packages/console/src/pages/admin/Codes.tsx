@@ -10,10 +10,11 @@ import { useInfiniteQuery, useQueryClient } from "@tanstack/react-query"
 import { useState } from "react"
 import { PageHeader, Snippet } from "../../components/Bits.tsx"
 import { EmptyState, ErrorState, errorMessage, Loading } from "../../components/States.tsx"
-import { call, type Contract, Endpoints, urlOf } from "../../lib/api.ts"
+import { call, type Contract, urls } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { dateTime, usd } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
+import { WideTable } from "../../components/WideTable.tsx"
 import { useForm } from "../../lib/useForm.ts"
 
 /** The generate-codes form. @category components */
@@ -23,7 +24,7 @@ export function GenerateCodesForm({ onGenerated }: { readonly onGenerated: (code
     initial: { count: 10 as number | string, amount: "" },
     schema: C.GenerateCodesRequest,
     toRequest: (v) => ({ count: Number(v.count), amount: v.amount.trim() }),
-    onSubmit: async (body) => onGenerated(await call(Endpoints.adminGenerateCodes, { body }))
+    onSubmit: async (body) => onGenerated(await call((api) => api.codes.generate({ payload: body })))
   })
   return (
     <Paper withBorder radius="md" p="md">
@@ -43,12 +44,12 @@ export function GenerateCodesForm({ onGenerated }: { readonly onGenerated: (code
 export function AdminCodesPage() {
   const { t, locale } = useI18n()
   const client = useQueryClient()
-  const [status, setStatus] = useState("all")
+  const [status, setStatus] = useState<"all" | "redeemed" | "unused">("all")
   const [generated, setGenerated] = useState<Contract.GeneratedCodes | undefined>(undefined)
-  const filter = status === "all" ? {} : { status }
+  const filter: Contract.CodesQuery = status === "all" ? {} : { status }
   const codes = useInfiniteQuery({
     queryKey: ["admin", "codes", status],
-    queryFn: ({ pageParam }) => call(Endpoints.adminListCodes, { query: { ...filter, limit: 100, cursor: pageParam } }),
+    queryFn: ({ pageParam }) => call((api) => api.codes.list({ query: { ...filter, limit: 100, cursor: pageParam } })),
     initialPageParam: undefined as string | undefined,
     getNextPageParam: (last) => last.nextCursor ?? undefined
   })
@@ -57,7 +58,7 @@ export function AdminCodesPage() {
     <>
       <PageHeader
         title={t("admin.codes.title")}
-        actions={<Button component="a" href={urlOf(Endpoints.adminCodesCsv, { query: filter })} download="codes.csv" variant="default" leftSection={<IconDownload size={16} />}>{t("common.exportCsv")}</Button>}
+        actions={<Button component="a" href={urls.codes.csv({ query: filter })} download="codes.csv" variant="default" leftSection={<IconDownload size={16} />}>{t("common.exportCsv")}</Button>}
       />
       <Stack>
         <GenerateCodesForm
@@ -84,7 +85,7 @@ export function AdminCodesPage() {
             : rows.length === 0
             ? <EmptyState icon={<IconTicket size={28} />} title={t("admin.codes.empty")} />
             : (
-              <Table.ScrollContainer minWidth={640}>
+              <WideTable minWidth={640}>
                 <Table verticalSpacing="xs" striped data-testid="codes-table">
                   <Table.Thead>
                     <Table.Tr>
@@ -111,7 +112,7 @@ export function AdminCodesPage() {
                     ))}
                   </Table.Tbody>
                 </Table>
-              </Table.ScrollContainer>
+              </WideTable>
             )}
           {codes.hasNextPage && <Group justify="center" p="sm"><Button variant="light" onClick={() => void codes.fetchNextPage()}>{t("common.loadMore")}</Button></Group>}
         </Paper>

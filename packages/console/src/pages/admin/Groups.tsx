@@ -10,9 +10,10 @@ import { useQuery, useQueryClient } from "@tanstack/react-query"
 import { useState } from "react"
 import { ConfirmButton, PageHeader } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
-import { call, type Contract, Endpoints } from "../../lib/api.ts"
+import { call, type Contract } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { useI18n } from "../../lib/i18n.tsx"
+import { WideTable } from "../../components/WideTable.tsx"
 import { useForm } from "../../lib/useForm.ts"
 import { limitsText } from "../Models.tsx"
 
@@ -42,8 +43,8 @@ function GroupForm({ group, users, onDone }: {
       selectable: v.selectable
     }),
     onSubmit: async (body) => {
-      if (group === undefined) await call(Endpoints.adminCreateGroup, { body: body as Contract.CreateGroupRequest })
-      else await call(Endpoints.adminUpdateGroup, { params: { name: group.name }, body })
+      if (group === undefined) await call((api) => api.catalog.createGroup({ payload: body as Contract.CreateGroupRequest }))
+      else await call((api) => api.catalog.updateGroup({ params: { name: group.name }, payload: body }))
       onDone()
     }
   })
@@ -79,8 +80,8 @@ function GroupForm({ group, users, onDone }: {
 export function AdminGroupsPage() {
   const { t } = useI18n()
   const client = useQueryClient()
-  const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call(Endpoints.adminListGroups) })
-  const users = useQuery({ queryKey: ["admin", "users"], queryFn: () => call(Endpoints.adminListUsers) })
+  const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call((api) => api.catalog.listGroups()) })
+  const users = useQuery({ queryKey: ["admin", "users"], queryFn: () => call((api) => api.users.list()) })
   const [editing, setEditing] = useState<Contract.AdminGroup | "new" | undefined>(undefined)
   const refresh = () => client.invalidateQueries({ queryKey: ["admin"] })
   return (
@@ -96,7 +97,7 @@ export function AdminGroupsPage() {
             data.data.length === 0
               ? <EmptyState title={t("admin.groups.empty")} action={<Button onClick={() => setEditing("new")}>{t("admin.groups.create")}</Button>} />
               : (
-                <Table.ScrollContainer minWidth={640}>
+                <WideTable minWidth={640} stickyLast>
                   <Table verticalSpacing="sm" highlightOnHover data-testid="groups-table">
                     <Table.Thead>
                       <Table.Tr>
@@ -126,7 +127,7 @@ export function AdminGroupsPage() {
                                 title={t("admin.groups.deleteTitle", { name: g.name })}
                                 confirmLabel={t("common.delete")}
                                 onConfirm={async () => {
-                                  await call(Endpoints.adminDeleteGroup, { params: { name: g.name } })
+                                  await call((api) => api.catalog.deleteGroup({ params: { name: g.name } }))
                                   await refresh()
                                 }}
                               >
@@ -138,7 +139,7 @@ export function AdminGroupsPage() {
                       ))}
                     </Table.Tbody>
                   </Table>
-                </Table.ScrollContainer>
+                </WideTable>
               )}
         </QueryState>
       </Paper>

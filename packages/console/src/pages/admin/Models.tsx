@@ -5,26 +5,54 @@
  *
  * @since 0.1.0
  */
-import { Alert, Badge, Button, Group, Modal, NumberInput, Paper, SimpleGrid, Stack, Switch, Table, Text, Textarea, TextInput } from "@mantine/core"
+import { Alert, Badge, Button, Group, Modal, NumberInput, Paper, Select, SimpleGrid, Stack, Switch, Table, Text, Textarea, TextInput, Title } from "@mantine/core"
 import { notifications } from "@mantine/notifications"
 import { IconPlus } from "@tabler/icons-react"
 import { useQuery, useQueryClient } from "@tanstack/react-query"
 import { useState } from "react"
 import { ConfirmButton, PageHeader } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
-import { call, type Contract, Endpoints } from "../../lib/api.ts"
+import { call, type Contract } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { price, tokens } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
+import { WideTable } from "../../components/WideTable.tsx"
 import { useForm } from "../../lib/useForm.ts"
 
 const orNull = (text: string): string | null => text.trim() === "" ? null : text.trim()
 
-function ModelForm({ model, onDone }: { readonly model: Contract.AdminModel | undefined; readonly onDone: () => void }) {
+/** A model's form values from a preset of the shipped price table. */
+const fromPreset = (preset: Contract.PricePreset) => ({
+  displayName: preset.displayName,
+  input: preset.prices.input ?? "",
+  output: preset.prices.output ?? "",
+  cachedInput: preset.prices.cachedInput ?? "",
+  perRequest: preset.prices.perRequest ?? "",
+  free: preset.prices.free,
+  inputTokenLimit: preset.inputTokenLimit as number | string,
+  outputTokenLimit: preset.outputTokenLimit as number | string,
+  embedding: preset.embedding,
+  reasoning: preset.reasoning
+})
+
+/**
+ * The model form: a new model (optionally for an id a channel already serves,
+ * prefilled from the price table when the table knows it), or an existing one.
+ *
+ * @category components
+ */
+export function ModelForm({ model, seedId, presets, onDone }: {
+  readonly model: Contract.AdminModel | undefined
+  /** The id of a new model (an unpriced channel model). */
+  readonly seedId?: string | undefined
+  readonly presets?: Contract.PricePresets | undefined
+  readonly onDone: () => void
+}) {
   const { t } = useI18n()
+  const seeded = model === undefined && seedId !== undefined ? presets?.data.find((p) => p.id === seedId) : undefined
   const form = useForm({
     initial: {
-      id: model?.id ?? "",
+      id: model?.id ?? seedId ?? "",
       displayName: model?.displayName ?? "",
       input: model?.prices.input ?? "",
       output: model?.prices.output ?? "",
@@ -32,12 +60,13 @@ function ModelForm({ model, onDone }: { readonly model: Contract.AdminModel | un
       cacheWrite: model?.prices.cacheWrite ?? "",
       perRequest: model?.prices.perRequest ?? "",
       free: model?.prices.free ?? false,
-      inputTokenLimit: (model?.inputTokenLimit ?? 128000) as number | string,
-      outputTokenLimit: (model?.outputTokenLimit ?? 8192) as number | string,
+      inputTokenLimit: (model?.inputTokenLimit ?? C.modelDefaults.inputTokenLimit) as number | string,
+      outputTokenLimit: (model?.outputTokenLimit ?? C.modelDefaults.outputTokenLimit) as number | string,
       description: model?.description ?? "",
       embedding: model?.embedding ?? false,
       reasoning: model?.reasoning ?? false,
-      reasoningContent: model?.reasoningContent ?? false
+      reasoningContent: model?.reasoningContent ?? false,
+      ...(seeded === undefined ? {} : fromPreset(seeded))
     },
     schema: C.UpsertModelRequest,
     toRequest: (v) => ({
@@ -60,15 +89,33 @@ function ModelForm({ model, onDone }: { readonly model: Contract.AdminModel | un
       reasoningContent: v.reasoningContent
     }),
     onSubmit: async (body) => {
-      await call(Endpoints.adminUpsertModel, { body })
+      await call((api) => api.catalog.upsertModel({ payload: body }))
       onDone()
     }
   })
+  const applyPreset = (id: string | null) => {
+    const preset = presets?.data.find((p) => p.id === id)
+    if (preset === undefined) return
+    for (const [key, value] of Object.entries(fromPreset(preset))) form.set(key as keyof typeof form.values, value as never)
+  }
   const priceError = (key: string) => form.errors[key] ?? form.errors.prices
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
         {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
+        {presets !== undefined && (
+          <Select
+            label={t("admin.models.preset")}
+            description={t("admin.models.presetHint", { date: presets.asOf })}
+            placeholder={presets.data.some((p) => p.id === form.values.id) ? form.values.id : t("admin.models.presetNone")}
+            searchable
+            clearable
+            data={presets.data.map((p) => ({ value: p.id, label: `${p.id} (${p.provider})` }))}
+            value={null}
+            onChange={applyPreset}
+            data-testid="preset-select"
+          />
+        )}
         <SimpleGrid cols={{ base: 1, sm: 2 }}>
           <TextInput label={t("admin.models.id")} disabled={model !== undefined} data-autofocus {...form.field("id")} />
           <TextInput label={t("admin.models.displayName")} {...form.field("displayName")} />
@@ -126,24 +173,44 @@ function ModelForm({ model, onDone }: { readonly model: Contract.AdminModel | un
 export function AdminModelsPage() {
   const { t } = useI18n()
   const client = useQueryClient()
-  const models = useQuery({ queryKey: ["admin", "models"], queryFn: () => call(Endpoints.adminListModels) })
-  const [editing, setEditing] = useState<Contract.AdminModel | "new" | undefined>(undefined)
+  const models = useQuery({ queryKey: ["admin", "models"], queryFn: () => call((api) => api.catalog.listModels()) })
+  const presets = useQuery({ queryKey: ["admin", "price-presets"], queryFn: () => call((api) => api.catalog.pricePresets()), staleTime: Infinity })
+  const [editing, setEditing] = useState<Contract.AdminModel | { readonly seedId: string | undefined } | undefined>(undefined)
   const refresh = () => client.invalidateQueries()
   const p = (v: string | null) => v === null ? "—" : price(v)
+  const unpriced = models.data?.unpriced ?? []
   return (
     <>
       <PageHeader
         title={t("admin.models.title")}
         subtitle={t("admin.models.subtitle")}
-        actions={<Button leftSection={<IconPlus size={16} />} onClick={() => setEditing("new")}>{t("admin.models.create")}</Button>}
+        actions={<Button leftSection={<IconPlus size={16} />} onClick={() => setEditing({ seedId: undefined })}>{t("admin.models.create")}</Button>}
       />
+      {unpriced.length > 0 && (
+        <Alert color="orange" mb="md" title={t("admin.models.unpriced")} data-testid="unpriced-models">
+          <Text size="sm" mb="xs">{t("admin.models.unpricedHint")}</Text>
+          <Stack gap={6}>
+            {unpriced.map((m) => (
+              <Group key={m.id} justify="space-between" wrap="nowrap" data-unpriced={m.id}>
+                <div>
+                  <Text ff="monospace" size="sm" fw={600}>{m.id}</Text>
+                  <Text size="xs" c="dimmed">{t("admin.models.servedBy", { channels: m.channels.join(", ") })}</Text>
+                </div>
+                <Button size="xs" onClick={() => setEditing(models.data?.data.find((row) => row.id === m.id) ?? { seedId: m.id })}>
+                  {t("admin.models.setPrice")}
+                </Button>
+              </Group>
+            ))}
+          </Stack>
+        </Alert>
+      )}
       <Paper withBorder radius="md" p="xs">
         <QueryState query={models}>
           {(data) =>
             data.data.length === 0
-              ? <EmptyState title={t("admin.models.empty")} action={<Button onClick={() => setEditing("new")}>{t("admin.models.create")}</Button>} />
+              ? <EmptyState title={t("admin.models.empty")} action={<Button onClick={() => setEditing({ seedId: undefined })}>{t("admin.models.create")}</Button>} />
               : (
-                <Table.ScrollContainer minWidth={760}>
+                <WideTable minWidth={760} stickyLast>
                   <Table verticalSpacing="sm" striped highlightOnHover data-testid="admin-models-table">
                     <Table.Thead>
                       <Table.Tr>
@@ -184,7 +251,7 @@ export function AdminModelsPage() {
                                 title={t("admin.models.deleteTitle", { name: m.id })}
                                 confirmLabel={t("common.delete")}
                                 onConfirm={async () => {
-                                  await call(Endpoints.adminDeleteModel, { params: { id: m.id } })
+                                  await call((api) => api.catalog.deleteModel({ params: { id: m.id } }))
                                   await refresh()
                                 }}
                               >
@@ -196,14 +263,23 @@ export function AdminModelsPage() {
                       ))}
                     </Table.Tbody>
                   </Table>
-                </Table.ScrollContainer>
+                </WideTable>
               )}
         </QueryState>
       </Paper>
-      <Modal opened={editing !== undefined} onClose={() => setEditing(undefined)} title={<Text fw={700}>{editing === "new" ? t("admin.models.create") : editing?.id}</Text>} centered size="lg">
+      <AliasesPanel models={[...(models.data?.data.map((m) => m.id) ?? []), ...unpriced.map((m) => m.id)]} />
+      <Modal
+        opened={editing !== undefined}
+        onClose={() => setEditing(undefined)}
+        title={<Text fw={700}>{editing === undefined || "seedId" in editing ? editing?.seedId ?? t("admin.models.create") : editing.id}</Text>}
+        centered
+        size="lg"
+      >
         {editing !== undefined && (
           <ModelForm
-            model={editing === "new" ? undefined : editing}
+            model={"seedId" in editing ? undefined : editing}
+            seedId={"seedId" in editing ? editing.seedId : undefined}
+            presets={presets.data}
             onDone={() => {
               setEditing(undefined)
               notifications.show({ color: "teal", message: t("common.saved") })
@@ -213,5 +289,78 @@ export function AdminModelsPage() {
         )}
       </Modal>
     </>
+  )
+}
+
+/**
+ * The aliases: names clients may use for a model, in matching order, with a
+ * form to add one and a delete per row.
+ *
+ * @category components
+ */
+export function AliasesPanel({ models }: { readonly models: ReadonlyArray<string> }) {
+  const { t } = useI18n()
+  const client = useQueryClient()
+  const aliases = useQuery({ queryKey: ["admin", "aliases"], queryFn: () => call((api) => api.catalog.listAliases()) })
+  const form = useForm({
+    initial: { pattern: "", target: "" },
+    schema: C.SetAliasRequest,
+    toRequest: (v) => ({ pattern: v.pattern.trim(), target: v.target }),
+    onSubmit: async (body) => {
+      await call((api) => api.catalog.setAlias({ payload: body }))
+      form.reset()
+      await client.invalidateQueries({ queryKey: ["admin", "aliases"] })
+    }
+  })
+  return (
+    <Paper withBorder radius="md" p="md" mt="lg">
+      <Title order={4}>{t("admin.aliases.title")}</Title>
+      <Text size="sm" c="dimmed" mb="sm">{t("admin.aliases.hint")}</Text>
+      <form onSubmit={(e) => void form.submit(e)} noValidate>
+        {form.formError !== undefined && <Alert color="red" mb="xs">{errorMessage(form.formError, t)}</Alert>}
+        <Group align="flex-start" gap="xs" mb="sm">
+          <TextInput label={t("admin.aliases.pattern")} placeholder="gpt-4o-*" ff="monospace" {...form.field("pattern")} />
+          <Select
+            label={t("admin.aliases.target")}
+            searchable
+            data={[...new Set(models)]}
+            value={form.values.target === "" ? null : form.values.target}
+            error={form.errors.target}
+            onChange={(v) => form.set("target", v ?? "")}
+            data-testid="alias-target"
+          />
+          <Button type="submit" mt={25} loading={form.submitting}>{t("admin.aliases.add")}</Button>
+        </Group>
+      </form>
+      <QueryState query={aliases}>
+        {(data) =>
+          data.data.length === 0
+            ? <Text size="sm" c="dimmed">{t("admin.aliases.empty")}</Text>
+            : (
+              <Table verticalSpacing="xs" data-testid="aliases-table">
+                <Table.Tbody>
+                  {data.data.map((alias) => (
+                    <Table.Tr key={alias.pattern}>
+                      <Table.Td><Text ff="monospace" size="sm">{alias.pattern}</Text></Table.Td>
+                      <Table.Td><Text ff="monospace" size="sm">→ {alias.target}</Text></Table.Td>
+                      <Table.Td ta="right">
+                        <ConfirmButton
+                          title={t("admin.aliases.deleteTitle", { name: alias.pattern })}
+                          confirmLabel={t("common.delete")}
+                          onConfirm={async () => {
+                            await call((api) => api.catalog.deleteAlias({ query: { pattern: alias.pattern } }))
+                            await client.invalidateQueries({ queryKey: ["admin", "aliases"] })
+                          }}
+                        >
+                          {t("common.delete")}
+                        </ConfirmButton>
+                      </Table.Td>
+                    </Table.Tr>
+                  ))}
+                </Table.Tbody>
+              </Table>
+            )}
+      </QueryState>
+    </Paper>
   )
 }

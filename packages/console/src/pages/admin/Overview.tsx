@@ -12,8 +12,9 @@ import { useMemo, useState } from "react"
 import { PageHeader, StatCard } from "../../components/Bits.tsx"
 import { last30, type Period, PeriodFilter, periodBounds } from "../../components/Period.tsx"
 import { EmptyState, QueryState } from "../../components/States.tsx"
-import { call, Endpoints } from "../../lib/api.ts"
-import { tokens, usd } from "../../lib/format.ts"
+import { call } from "../../lib/api.ts"
+import { tokens } from "../../lib/format.ts"
+import { Usd } from "../../components/Usd.tsx"
 import { useI18n } from "../../lib/i18n.tsx"
 import { money, palette, pivotRange, SpendChart, TokensChart } from "../Dashboard.tsx"
 import { ModelFilter, PagedUsage } from "../Usage.tsx"
@@ -31,8 +32,8 @@ export interface OverviewFilter {
 export function AdminOverviewPage() {
   const { t } = useI18n()
   const [filter, setFilter] = useState<OverviewFilter>({ period: last30, userId: null, model: null })
-  const users = useQuery({ queryKey: ["admin", "users"], queryFn: () => call(Endpoints.adminListUsers) })
-  const models = useQuery({ queryKey: ["admin", "models"], queryFn: () => call(Endpoints.adminListModels) })
+  const users = useQuery({ queryKey: ["admin", "users"], queryFn: () => call((api) => api.users.list()) })
+  const models = useQuery({ queryKey: ["admin", "models"], queryFn: () => call((api) => api.catalog.listModels()) })
   const bounds = periodBounds(filter.period)
   const query = useMemo(() => ({
     // "All time" asks from the epoch: without `from` the server answers the last 30 days.
@@ -42,7 +43,7 @@ export function AdminOverviewPage() {
     model: filter.model ?? undefined
   }), [filter.period.range, bounds.from, bounds.to, filter.userId, filter.model])
   const animate = !useReducedMotion()
-  const overview = useQuery({ queryKey: ["admin", "overview", query], queryFn: () => call(Endpoints.adminUsageDaily, { query }) })
+  const overview = useQuery({ queryKey: ["admin", "overview", query], queryFn: () => call((api) => api.usage.adminDaily({ query })) })
   return (
     <>
       <PageHeader title={t("admin.overview.title")} />
@@ -72,7 +73,7 @@ export function AdminOverviewPage() {
           return (
             <Stack gap="lg">
               <SimpleGrid cols={{ base: 1, xs: 3 }}>
-                <StatCard label={t("admin.overview.totalCost")} value={usd(data.totalCost)} testId="overview-cost" />
+                <StatCard label={t("admin.overview.totalCost")} value={<Usd amount={data.totalCost} />} testId="overview-cost" />
                 <StatCard label={t("admin.overview.totalRequests")} value={data.totalRequests.toLocaleString()} testId="overview-requests" />
                 <StatCard label={t("admin.overview.totalTokens")} value={tokens(totalTokens)} testId="overview-tokens" />
               </SimpleGrid>
@@ -103,7 +104,7 @@ export function AdminOverviewPage() {
                               <Table.Tr key={u.userId}>
                                 <Table.Td><Text size="sm">{u.userName}</Text></Table.Td>
                                 <Table.Td ta="right"><Text size="xs" c="dimmed">{tokens(u.tokens)}</Text></Table.Td>
-                                <Table.Td ta="right"><Text size="sm" ff="monospace">{usd(u.cost)}</Text></Table.Td>
+                                <Table.Td ta="right"><Text size="sm" ff="monospace"><Usd amount={u.cost} /></Text></Table.Td>
                               </Table.Tr>
                             ))}
                           </Table.Tbody>
@@ -120,7 +121,7 @@ export function AdminOverviewPage() {
       <Paper withBorder radius="md" p="xs">
         <PagedUsage
           queryKey={["admin", "usage", query]}
-          load={(cursor) => call(Endpoints.adminUsage, { query: { ...query, limit: 20, cursor } })}
+          load={(cursor) => call((api) => api.usage.adminList({ query: { ...query, limit: 20, cursor } }))}
           showUser
         />
       </Paper>

@@ -29,13 +29,15 @@ import { notifications } from "@mantine/notifications"
 import { IconArrowLeft, IconPlus, IconUsers } from "@tabler/icons-react"
 import { useQuery, useQueryClient } from "@tanstack/react-query"
 import { useState } from "react"
-import { Link, useParams } from "react-router"
+import { Link, useNavigate, useParams } from "react-router"
 import { ConfirmButton, ConfirmDialog, PageHeader, StatCard } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
-import { call, type Contract, Endpoints } from "../../lib/api.ts"
+import { call, type Contract } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
-import { date, usd } from "../../lib/format.ts"
+import { addUsd, date, exactUsd, usd } from "../../lib/format.ts"
+import { Usd } from "../../components/Usd.tsx"
 import { useI18n } from "../../lib/i18n.tsx"
+import { WideTable } from "../../components/WideTable.tsx"
 import { sessionKey } from "../../lib/session.tsx"
 import { useForm } from "../../lib/useForm.ts"
 import { KeyLimitsForm, KeysTable } from "../Keys.tsx"
@@ -46,7 +48,7 @@ import { PagedLedger, PagedUsage } from "../Usage.tsx"
 const limit = (text: string): number | null | string => text.trim() === "" ? null : Number.isInteger(Number(text)) ? Number(text) : text
 
 const useGroupNames = () => {
-  const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call(Endpoints.adminListGroups) })
+  const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call((api) => api.catalog.listGroups()) })
   return (groups.data?.data ?? []).map((g) => g.name)
 }
 
@@ -75,7 +77,7 @@ export function CreateUserForm({ groups, onDone }: { readonly groups: ReadonlyAr
       ...(v.tpm.trim() !== "" ? { tpm: limit(v.tpm) } : {}),
       ...(v.concurrency.trim() !== "" ? { concurrency: limit(v.concurrency) } : {})
     }),
-    onSubmit: async (body) => onDone(await call(Endpoints.adminCreateUser, { body }))
+    onSubmit: async (body) => onDone(await call((api) => api.users.create({ payload: body })))
   })
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
@@ -108,7 +110,7 @@ export function CreateUserForm({ groups, onDone }: { readonly groups: ReadonlyAr
 export function AdminUsersPage() {
   const { t, locale } = useI18n()
   const client = useQueryClient()
-  const users = useQuery({ queryKey: ["admin", "users"], queryFn: () => call(Endpoints.adminListUsers) })
+  const users = useQuery({ queryKey: ["admin", "users"], queryFn: () => call((api) => api.users.list()) })
   const groups = useGroupNames()
   const [creating, setCreating] = useState(false)
   const [search, setSearch] = useState("")
@@ -127,7 +129,7 @@ export function AdminUsersPage() {
               : (
                 <Stack gap="xs">
                   <TextInput placeholder={t("common.search")} value={search} onChange={(e) => setSearch(e.currentTarget.value)} maw={280} m="xs" />
-                  <Table.ScrollContainer minWidth={720}>
+                  <WideTable minWidth={720}>
                     <Table highlightOnHover verticalSpacing="sm" data-testid="users-table">
                       <Table.Thead>
                         <Table.Tr>
@@ -150,8 +152,8 @@ export function AdminUsersPage() {
                             </Table.Td>
                             <Table.Td><Badge variant="light" color={u.role === "admin" ? "grape" : "gray"}>{t(`admin.users.role.${u.role}`)}</Badge></Table.Td>
                             <Table.Td><Group gap={4}>{u.groups.map((g) => <Badge key={g} size="sm" variant="outline">{g}</Badge>)}</Group></Table.Td>
-                            <Table.Td ta="right"><Text size="sm" ff="monospace">{usd(u.balance)}</Text></Table.Td>
-                            <Table.Td ta="right"><Text size="sm" ff="monospace">{usd(u.spentThisMonth)}</Text></Table.Td>
+                            <Table.Td ta="right"><Text size="sm" ff="monospace"><Usd amount={u.balance} /></Text></Table.Td>
+                            <Table.Td ta="right"><Text size="sm" ff="monospace"><Usd amount={u.spentThisMonth} /></Text></Table.Td>
                             <Table.Td ta="right">{u.keyCount}</Table.Td>
                             <Table.Td><Text size="sm">{limitsText({ rpm: u.rpm, tpm: u.tpm, concurrency: u.concurrency }, t)}</Text></Table.Td>
                             <Table.Td><Badge color={u.enabled ? "teal" : "gray"} variant="dot">{u.enabled ? t("common.enabled") : t("common.disabled")}</Badge></Table.Td>
@@ -159,7 +161,7 @@ export function AdminUsersPage() {
                         ))}
                       </Table.Tbody>
                     </Table>
-                  </Table.ScrollContainer>
+                  </WideTable>
                 </Stack>
               )
           }}
@@ -179,19 +181,22 @@ export function AdminUsersPage() {
   )
 }
 
-/** The adjust-balance form. @category components */
-export function AdjustBalanceForm({ userId, onDone }: { readonly userId: string; readonly onDone: (balance: string) => void }) {
+/**
+ * The adjust-balance form: the amount and reason are checked, then a dialog
+ * says what the balance becomes and asks before anything changes.
+ *
+ * @category components
+ */
+export function AdjustBalanceForm({ user, onDone }: { readonly user: Pick<Contract.AdminUser, "id" | "name" | "balance">; readonly onDone: (balance: string) => void }) {
   const { t } = useI18n()
+  const [pending, setPending] = useState<Contract.AdjustBalanceRequest | undefined>(undefined)
   const form = useForm({
     initial: { amount: "", reason: "" },
     schema: C.AdjustBalanceRequest,
     toRequest: (v) => ({ amount: v.amount.trim(), reason: v.reason.trim() }),
-    onSubmit: async (body) => {
-      const result = await call(Endpoints.adminAdjustBalance, { params: { id: userId }, body })
-      form.reset()
-      onDone(result.balance)
-    }
+    onSubmit: async (body) => setPending(body)
   })
+  const taking = pending?.amount.startsWith("-") ?? false
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
@@ -199,6 +204,51 @@ export function AdjustBalanceForm({ userId, onDone }: { readonly userId: string;
         <TextInput label={t("admin.users.adjustAmount")} placeholder="10 or -2.5" inputMode="decimal" {...form.field("amount")} />
         <TextInput label={t("admin.users.adjustReason")} {...form.field("reason")} />
         <Group><Button type="submit" loading={form.submitting}>{t("admin.users.adjust")}</Button></Group>
+      </Stack>
+      <ConfirmDialog
+        opened={pending !== undefined}
+        onClose={() => setPending(undefined)}
+        title={t("admin.users.adjustConfirmTitle", { name: user.name })}
+        body={pending === undefined ? "" : t(taking ? "admin.users.adjustConfirmTake" : "admin.users.adjustConfirmAdd", {
+          amount: exactUsd(pending.amount.replace(/^-/, "")),
+          balance: exactUsd(user.balance),
+          after: exactUsd(addUsd(user.balance, pending.amount)),
+          reason: pending.reason
+        })}
+        color={taking ? "red" : "indigo"}
+        confirmLabel={t("admin.users.adjustConfirm")}
+        onConfirm={async () => {
+          const result = await call((api) => api.users.adjust({ params: { id: user.id }, payload: pending! }))
+          form.reset()
+          onDone(result.balance)
+        }}
+      />
+    </form>
+  )
+}
+
+/** An admin sets a user's new password (typed twice); the user's sessions end. @category components */
+export function ResetPasswordForm({ user, onDone }: { readonly user: Pick<Contract.AdminUser, "id" | "name">; readonly onDone: () => void }) {
+  const { t } = useI18n()
+  const form = useForm({
+    initial: { password: "", repeat: "" },
+    schema: C.UpdateUserRequest,
+    toRequest: (v) => ({ password: v.password }),
+    check: (v) => v.repeat !== v.password ? { repeat: t("admin.users.passwordsDiffer") } : {},
+    onSubmit: async (body) => {
+      await call((api) => api.users.update({ params: { id: user.id }, payload: body }))
+      form.reset()
+      onDone()
+    }
+  })
+  return (
+    <form onSubmit={(e) => void form.submit(e)} noValidate data-testid="reset-password">
+      <Stack gap="xs">
+        {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
+        <PasswordInput label={t("admin.users.newPassword")} autoComplete="new-password" {...form.field("password")} />
+        <PasswordInput label={t("admin.users.repeatPassword")} autoComplete="new-password" {...form.field("repeat")} />
+        <Text size="xs" c="dimmed">{t("admin.users.resetPasswordHint")}</Text>
+        <Group><Button type="submit" size="xs" loading={form.submitting}>{t("admin.users.resetPassword")}</Button></Group>
       </Stack>
     </form>
   )
@@ -212,7 +262,7 @@ export function UserLimitsForm({ user, onDone }: { readonly user: Contract.Admin
     schema: C.UpdateUserRequest,
     toRequest: (v) => ({ rpm: limit(v.rpm), tpm: limit(v.tpm), concurrency: limit(v.concurrency) }),
     onSubmit: async (body) => {
-      await call(Endpoints.adminUpdateUser, { params: { id: user.id }, body })
+      await call((api) => api.users.update({ params: { id: user.id }, payload: body }))
       onDone()
     }
   })
@@ -236,16 +286,17 @@ export function UserLimitsForm({ user, onDone }: { readonly user: Contract.Admin
 export function AdminUserPage() {
   const { t } = useI18n()
   const { id = "" } = useParams()
+  const navigate = useNavigate()
   const client = useQueryClient()
-  const user = useQuery({ queryKey: ["admin", "user", id], queryFn: () => call(Endpoints.adminGetUser, { params: { id } }) })
-  const keys = useQuery({ queryKey: ["admin", "user", id, "keys"], queryFn: () => call(Endpoints.adminUserKeys, { params: { id } }) })
+  const user = useQuery({ queryKey: ["admin", "user", id], queryFn: () => call((api) => api.users.get({ params: { id } })) })
+  const keys = useQuery({ queryKey: ["admin", "user", id, "keys"], queryFn: () => call((api) => api.keys.userKeys({ params: { id } })) })
   const [confirmDisable, setConfirmDisable] = useState(false)
   const groups = useGroupNames()
   const [editingKey, setEditingKey] = useState<Contract.ApiKey | undefined>(undefined)
   const refresh = () => client.invalidateQueries({ queryKey: ["admin"] })
   const update = async (body: Contract.UpdateUserRequest) => {
     try {
-      await call(Endpoints.adminUpdateUser, { params: { id }, body })
+      await call((api) => api.users.update({ params: { id }, payload: body }))
       notifications.show({ color: "teal", message: t("common.saved") })
       await refresh()
     } catch (error) {
@@ -272,23 +323,42 @@ export function AdminUserPage() {
                     </ConfirmButton>
                   )
                   : <Button size="xs" variant="light" color="teal" onClick={() => void update({ enabled: true })}>{t("common.enable")}</Button>}
+                <ConfirmButton
+                  title={t("admin.users.deleteTitle", { name: u.name })}
+                  body={t("admin.users.deleteBody")}
+                  confirmLabel={t("admin.users.delete")}
+                  buttonProps={{ variant: "light" }}
+                  onConfirm={async () => {
+                    await call((api) => api.users.delete({ params: { id: u.id } }))
+                    notifications.show({ color: "teal", message: t("admin.users.deleted", { name: u.name }) })
+                    await client.invalidateQueries({ queryKey: ["admin"] })
+                    await navigate("/admin/users")
+                  }}
+                >
+                  {t("admin.users.delete")}
+                </ConfirmButton>
               </Group>
             </Group>
             <SimpleGrid cols={{ base: 1, sm: 3 }}>
-              <StatCard label={t("admin.users.balance")} value={usd(u.balance)} testId="user-balance" />
-              <StatCard label={t("admin.users.spentMonth")} value={usd(u.spentThisMonth)} />
+              <StatCard label={t("admin.users.balance")} value={<Usd amount={u.balance} />} testId="user-balance" />
+              <StatCard label={t("admin.users.spentMonth")} value={<Usd amount={u.spentThisMonth} />} />
               <StatCard label={t("admin.users.keys")} value={String(u.keyCount)} />
             </SimpleGrid>
             <SimpleGrid cols={{ base: 1, md: 2 }}>
               <Paper withBorder p="md" radius="md">
                 <Text fw={600} mb="sm">{t("admin.users.adjust")}</Text>
                 <AdjustBalanceForm
-                  userId={u.id}
+                  user={u}
                   onDone={(balance) => {
                     notifications.show({ color: "teal", message: t("admin.users.adjusted", { balance: usd(balance) }) })
                     void refresh()
                     void client.invalidateQueries({ queryKey: sessionKey })
                   }}
+                />
+                <Text fw={600} mt="lg" mb="sm">{t("admin.users.resetPassword")}</Text>
+                <ResetPasswordForm
+                  user={u}
+                  onDone={() => notifications.show({ color: "teal", message: t("admin.users.passwordReset", { name: u.name }) })}
                 />
               </Paper>
               <Paper withBorder p="md" radius="md">
@@ -338,10 +408,10 @@ export function AdminUserPage() {
                 </QueryState>
               </Tabs.Panel>
               <Tabs.Panel value="usage" pt="sm">
-                <PagedUsage queryKey={["admin", "user", id, "usage"]} load={(cursor) => call(Endpoints.adminUserUsage, { params: { id }, query: { limit: 50, cursor } })} />
+                <PagedUsage queryKey={["admin", "user", id, "usage"]} load={(cursor) => call((api) => api.usage.userUsage({ params: { id }, query: { limit: 50, cursor } }))} />
               </Tabs.Panel>
               <Tabs.Panel value="ledger" pt="sm">
-                <PagedLedger queryKey={["admin", "user", id, "ledger"]} load={(cursor) => call(Endpoints.adminUserLedger, { params: { id }, query: { limit: 50, cursor } })} />
+                <PagedLedger queryKey={["admin", "user", id, "ledger"]} load={(cursor) => call((api) => api.usage.userLedger({ params: { id }, query: { limit: 50, cursor } }))} />
               </Tabs.Panel>
             </Tabs>
           </Stack>
@@ -357,7 +427,7 @@ export function AdminUserPage() {
         {editingKey && (
           <KeyLimitsForm
             apiKey={editingKey}
-            save={(body) => call(Endpoints.adminUpdateKey, { params: { id: editingKey.id }, body })}
+            save={(body) => call((api) => api.keys.adminUpdate({ params: { id: editingKey.id }, payload: body }))}
             onCancel={() => setEditingKey(undefined)}
             onDone={() => {
               setEditingKey(undefined)

@@ -1,0 +1,296 @@
+/**
+ * The catalog, for administrators: groups, channels (with their health, a
+ * test call and a reset), models and prices (with the channel models that
+ * have none yet, and the shipped price table), and aliases. Every change is
+ * announced so the gateways reload their catalog.
+ *
+ * @since 0.1.0
+ */
+import { Catalog, ChannelHealth, ChannelProbe, Domain, Money, Pricing, Text } from "@modelgate/core"
+import { CatalogRepo, type ChannelInput, type ChannelRecord } from "@modelgate/store/CatalogRepo"
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Api } from "../Api.ts"
+import * as ApiError from "../ApiError.ts"
+import type * as C from "../Contract.ts"
+import * as PriceTable from "../PriceTable.ts"
+import * as Views from "../Views.ts"
+import { invalidate, orApiError } from "./Shared.ts"
+
+/**
+ * A ratio string (`"0.8"`) to millionths (800000). Like the configuration
+ * file, it refuses a ratio of 0 or below: a free group is made with models
+ * marked `free`, not with a ratio that silently zeroes every price.
+ *
+ * @category conversions
+ */
+export const ratioToMicros = (ratio: string, param = "ratio"): Effect.Effect<bigint, ApiError.ApiError> => {
+  const micros = Money.parseScaled(ratio, 6)
+  return micros === undefined || micros <= 0n
+    ? Effect.fail(ApiError.invalid(`${param}: expected a positive ratio like 1 or 0.8 with at most 6 decimal places, got '${Text.clip(ratio)}'`, param))
+    : Effect.succeed(micros)
+}
+
+const parsePrice = (value: string | null, param: string): Effect.Effect<bigint | null, ApiError.ApiError> => {
+  if (value === null) return Effect.succeed(null)
+  const nanos = Money.usdToNanos(value)
+  return nanos === undefined || nanos < 0n || nanos > Money.MAX_NANOS
+    ? Effect.fail(ApiError.invalid(`${param}: expected a non-negative USD amount, got '${Text.clip(value)}'`, param))
+    : Effect.succeed(nanos)
+}
+
+const checkModelMap = (models: ReadonlyArray<string>, modelMap: Readonly<Record<string, string>> | undefined) => {
+  for (const name of Object.keys(modelMap ?? {})) {
+    if (!models.includes(name)) {
+      const field = `modelMap.${Text.clip(name)}`
+      return Effect.fail(ApiError.invalid(`${field}: '${Text.clip(name)}' is not one of the channel's models`, field))
+    }
+  }
+  return Effect.void
+}
+
+/** The routing settings of a request applied over a channel's current (or default) ones. */
+const routingOf = (
+  input: C.UpdateChannelRequest,
+  current: Pick<Domain.Channel, "headers" | "timeouts" | "breaker" | "params" | "streamOptions" | "responses">
+) => ({
+  headers: input.headers === undefined ? current.headers : Views.mergeHeaders(input.headers, current.headers),
+  timeouts: { ...current.timeouts, ...input.timeouts },
+  breaker: { ...current.breaker, ...input.breaker },
+  params: { ...current.params, ...input.params },
+  streamOptions: input.streamOptions ?? current.streamOptions,
+  responses: input.responses ?? current.responses ?? false
+})
+
+/** The handlers of the `catalog` group. @category handlers */
+export const layer = HttpApiBuilder.group(
+  Api,
+  "catalog",
+  Effect.fn(function*(handlers) {
+    const repo = yield* CatalogRepo
+    const health = yield* ChannelHealth.ChannelHealth
+    const probe = yield* ChannelProbe.ChannelProbe
+    const presets = yield* Effect.orDie(PriceTable.load)
+
+    const findGroup = Effect.fnUntraced(function*(name: string) {
+      const group = yield* orApiError(repo.findGroup(name))
+      if (group === undefined) return yield* ApiError.notFound(`No group '${Text.clip(name)}'.`)
+      return group
+    })
+
+    const channelView = (record: ChannelRecord) =>
+      record.readable ? Effect.map(health.report(record.channel), (report) => Views.adminChannel(record, report)) : Effect.succeed(Views.adminChannel(record, undefined))
+
+    const findChannel = Effect.fnUntraced(function*(id: string) {
+      const record = yield* orApiError(repo.findChannel(id))
+      if (record === undefined) return yield* ApiError.notFound(`No channel with id '${Text.clip(id)}'.`)
+      return record
+    })
+
+    /** A channel whose secrets decrypt (to call it, or to change it without re-entering its keys). */
+    const usableChannel = Effect.fnUntraced(function*(id: string) {
+      const record = yield* findChannel(id)
+      if (!record.readable) {
+        return yield* ApiError.invalid("apiKeys: this channel's keys cannot be decrypted with this server's secret; enter them again", "apiKeys")
+      }
+      return record.channel
+    })
+
+    const knownModel = Effect.fnUntraced(function*(name: string) {
+      const snapshot = yield* (yield* Catalog.Catalog).current
+      return snapshot.resolveModel(name) !== undefined
+    })
+
+    return handlers.handleAll({
+      // ---- groups ---------------------------------------------------------------
+
+      listGroups: () => Effect.map(orApiError(repo.listGroups), (groups) => ({ data: groups.map(Views.adminGroup) }) satisfies C.GroupList),
+
+      createGroup: Effect.fn("catalog.createGroup")(function*({ payload }) {
+        const ratioMicros = yield* ratioToMicros(payload.ratio)
+        yield* orApiError(repo.createGroup({
+          name: payload.name,
+          ratioMicros,
+          limits: payload.limits ?? { rpm: null, tpm: null, concurrency: null },
+          selectable: payload.selectable ?? false
+        }))
+        yield* invalidate("catalog")
+        return Views.adminGroup(yield* findGroup(payload.name))
+      }),
+
+      updateGroup: Effect.fn("catalog.updateGroup")(function*({ params, payload }) {
+        const current = yield* findGroup(params.name)
+        yield* orApiError(repo.updateGroup({
+          ...current.group,
+          ...(payload.ratio !== undefined ? { ratioMicros: yield* ratioToMicros(payload.ratio) } : {}),
+          ...(payload.limits !== undefined ? { limits: payload.limits } : {}),
+          ...(payload.selectable !== undefined ? { selectable: payload.selectable } : {})
+        }, payload.userIds))
+        yield* invalidate("catalog")
+        yield* invalidate("users")
+        return Views.adminGroup(yield* findGroup(params.name))
+      }),
+
+      deleteGroup: Effect.fn("catalog.deleteGroup")(function*({ params }) {
+        yield* orApiError(repo.deleteGroup(params.name))
+        yield* invalidate("catalog")
+        return { ok: true } satisfies C.Ok
+      }),
+
+      // ---- channels -------------------------------------------------------------
+
+      listChannels: Effect.fn("catalog.listChannels")(function*() {
+        const records = yield* orApiError(repo.listChannels)
+        return { data: yield* Effect.forEach(records, channelView) } satisfies C.ChannelList
+      }),
+
+      getChannel: ({ params }) => Effect.flatMap(findChannel(params.id), channelView),
+
+      createChannel: Effect.fn("catalog.createChannel")(function*({ payload }) {
+        yield* checkModelMap(payload.models, payload.modelMap)
+        const channel: ChannelInput = {
+          name: payload.name,
+          type: payload.type,
+          baseUrl: payload.baseUrl.replace(/\/+$/, ""),
+          apiKeys: payload.apiKeys.map((key) => key.trim()),
+          models: payload.models,
+          modelMap: payload.modelMap ?? {},
+          groups: payload.groups ?? ["default"],
+          priority: payload.priority ?? 0,
+          weight: payload.weight ?? 1,
+          enabled: payload.enabled ?? true,
+          apiVersion: payload.apiVersion ?? null,
+          ...routingOf(payload, Domain.channelDefaults)
+        }
+        const id = yield* orApiError(repo.createChannel(channel))
+        yield* invalidate("catalog")
+        return yield* channelView(yield* findChannel(id))
+      }),
+
+      updateChannel: Effect.fn("catalog.updateChannel")(function*({ params, payload }) {
+        const record = yield* findChannel(params.id)
+        const current = record.channel
+        // Without its secrets a channel can change only if the edit gives its keys again.
+        if (!record.readable && payload.apiKeys === undefined) yield* usableChannel(params.id)
+        yield* checkModelMap(payload.models ?? current.models, payload.modelMap ?? current.modelMap)
+        const next: ChannelInput = {
+          ...current,
+          ...(payload.name !== undefined ? { name: payload.name } : {}),
+          ...(payload.type !== undefined ? { type: payload.type } : {}),
+          ...(payload.baseUrl !== undefined ? { baseUrl: payload.baseUrl.replace(/\/+$/, "") } : {}),
+          ...(payload.models !== undefined ? { models: payload.models } : {}),
+          ...(payload.modelMap !== undefined ? { modelMap: payload.modelMap } : {}),
+          ...(payload.groups !== undefined ? { groups: payload.groups } : {}),
+          ...(payload.priority !== undefined ? { priority: payload.priority } : {}),
+          ...(payload.weight !== undefined ? { weight: payload.weight } : {}),
+          ...(payload.enabled !== undefined ? { enabled: payload.enabled } : {}),
+          ...(payload.apiVersion !== undefined ? { apiVersion: payload.apiVersion } : {}),
+          ...(payload.apiKeys !== undefined ? { apiKeys: payload.apiKeys.map((key) => key.trim()) } : {}),
+          ...routingOf(payload, current)
+        }
+        yield* orApiError(repo.updateChannel(params.id, next, { keys: payload.apiKeys !== undefined }))
+        yield* invalidate("catalog")
+        return yield* channelView(yield* findChannel(params.id))
+      }),
+
+      deleteChannel: Effect.fn("catalog.deleteChannel")(function*({ params }) {
+        yield* orApiError(repo.deleteChannel(params.id))
+        yield* invalidate("catalog")
+        return { ok: true } satisfies C.Ok
+      }),
+
+      testChannel: Effect.fn("catalog.testChannel")(function*({ params, payload }) {
+        const channel = yield* usableChannel(params.id)
+        const model = payload.model ?? channel.models[0]
+        if (model === undefined) return yield* ApiError.invalid("model: the channel lists no models to test", "model")
+        if (!channel.models.includes(model)) {
+          return yield* ApiError.invalid(`model: '${Text.clip(model)}' is not one of the channel's models (${channel.models.join(", ")})`, "model")
+        }
+        const result = yield* probe.probe(channel, model)
+        return { ok: result.ok, latencyMs: result.latencyMs, status: result.status, message: result.message, model } satisfies C.TestChannelResult
+      }),
+
+      resetChannel: Effect.fn("catalog.resetChannel")(function*({ params }) {
+        yield* health.reset(yield* usableChannel(params.id))
+        return yield* channelView(yield* findChannel(params.id))
+      }),
+
+      // ---- models ---------------------------------------------------------------
+
+      listModels: Effect.fn("catalog.listModels")(function*() {
+        const models = yield* orApiError(repo.listModels)
+        // A model row without any price (the configuration file adds one for each channel model it does not price) counts as unpriced too.
+        const priced = new Set(models.filter((record) => Pricing.isPriced(record.model)).map((record) => record.model.id))
+        const servedBy = new Map<string, Array<string>>()
+        for (const { channel } of yield* orApiError(repo.listChannels)) {
+          for (const model of channel.models) {
+            if (priced.has(model)) continue
+            servedBy.set(model, [...(servedBy.get(model) ?? []), channel.name])
+          }
+        }
+        return {
+          data: models.map(Views.adminModel),
+          unpriced: [...servedBy].sort(([a], [b]) => a.localeCompare(b)).map(([id, channels]) => ({ id, channels: channels.sort() }))
+        } satisfies C.ModelList
+      }),
+
+      pricePresets: () => Effect.succeed(presets),
+
+      upsertModel: Effect.fn("catalog.upsertModel")(function*({ payload }) {
+        const existing = (yield* orApiError(repo.findModel(payload.id)))?.model
+        const model: Domain.Model = {
+          id: payload.id,
+          displayName: payload.displayName ?? existing?.displayName ?? payload.id,
+          inputNanosPerMillion: yield* parsePrice(payload.prices.input, "prices.input"),
+          outputNanosPerMillion: yield* parsePrice(payload.prices.output, "prices.output"),
+          cachedInputNanosPerMillion: yield* parsePrice(payload.prices.cachedInput, "prices.cachedInput"),
+          // Left out, the cache-write price stays as it was (older clients do not know the field).
+          cacheWriteNanosPerMillion: payload.prices.cacheWrite === undefined
+            ? existing?.cacheWriteNanosPerMillion ?? null
+            : yield* parsePrice(payload.prices.cacheWrite, "prices.cacheWrite"),
+          perRequestNanos: yield* parsePrice(payload.prices.perRequest, "prices.perRequest"),
+          free: payload.prices.free,
+          inputTokenLimit: payload.inputTokenLimit ?? existing?.inputTokenLimit ?? Domain.modelDefaults.inputTokenLimit,
+          outputTokenLimit: payload.outputTokenLimit ?? existing?.outputTokenLimit ?? Domain.modelDefaults.outputTokenLimit,
+          ...(payload.description === undefined
+            ? existing?.description === undefined ? {} : { description: existing.description }
+            : payload.description === null
+            ? {}
+            : { description: payload.description }),
+          embedding: payload.embedding ?? existing?.embedding ?? false,
+          reasoning: payload.reasoning ?? existing?.reasoning ?? false,
+          reasoningContent: payload.reasoningContent ?? existing?.reasoningContent ?? false
+        }
+        yield* orApiError(repo.upsertModel(model, "console"))
+        yield* invalidate("catalog")
+        return Views.adminModel({ model, source: "console" })
+      }),
+
+      deleteModel: Effect.fn("catalog.deleteModel")(function*({ params }) {
+        yield* orApiError(repo.deleteModel(params.id))
+        yield* invalidate("catalog")
+        return { ok: true } satisfies C.Ok
+      }),
+
+      // ---- aliases --------------------------------------------------------------
+
+      listAliases: () => Effect.map(orApiError(repo.listAliases), (aliases) => ({ data: aliases }) satisfies C.AliasList),
+
+      setAlias: Effect.fn("catalog.setAlias")(function*({ payload }) {
+        if (!(yield* knownModel(payload.target))) {
+          return yield* ApiError.invalid(`target: no model named '${Text.clip(payload.target)}' exists on this gateway`, "target")
+        }
+        yield* orApiError(repo.setAlias({ pattern: payload.pattern, target: payload.target }, payload.position))
+        yield* invalidate("catalog")
+        const alias = (yield* orApiError(repo.listAliases)).find((a) => a.pattern === payload.pattern)
+        return alias!
+      }),
+
+      deleteAlias: Effect.fn("catalog.deleteAlias")(function*({ query }) {
+        yield* orApiError(repo.deleteAlias(query.pattern))
+        yield* invalidate("catalog")
+        return { ok: true } satisfies C.Ok
+      })
+    })
+  })
+)

@@ -1,0 +1,156 @@
+/**
+ * A large request body (past the adapters' `EAGER_CHECK_BYTES`, as coding
+ * agents send every turn) on the same-dialect path is scanned, not parsed:
+ * what routing and billing need is read, the rest is forwarded as it came.
+ * Through the web handler over the fake upstream, for OpenAI and Gemini
+ * clients:
+ *
+ * - the upstream gets the client's body with only the model replaced, and the
+ *   call is charged as any other;
+ * - a body malformed deep inside that the upstream refuses is answered with
+ *   the error naming the field (as a small body is at once), costs nothing,
+ *   and leaves a usage record of the refusal;
+ * - on a translated path the same body is refused before any upstream is
+ *   called.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Money, type UsageLog } from "@modelgate/core"
+import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
+import { EAGER_CHECK_BYTES } from "@modelgate/openai-adapter/Passthrough"
+import { toWebHandler, type WebHandler } from "../src/WebHandler.ts"
+
+const KEY = "sk-large-bodies-alice-0000000000"
+
+let fake: FakeUpstreamServer
+let gateway: WebHandler
+
+beforeAll(async () => {
+  fake = await startFakeUpstream()
+  const priced = { input: 1, output: 2 }
+  gateway = await toWebHandler({
+    routing: { probe_interval_ms: 600_000 },
+    channels: [
+      {
+        name: "openai",
+        type: "openai",
+        base_url: `${fake.url}/v1`,
+        api_key: "sk-up",
+        models: ["agent-openai", "refusing-openai", "translated-gemini"],
+        model_map: { "agent-openai": "gpt-4o-mini", "refusing-openai": "gpt-fail-400" }
+      },
+      {
+        name: "gemini",
+        type: "gemini",
+        base_url: fake.url,
+        api_key: "g-up",
+        models: ["agent-gemini", "refusing-gemini", "translated-openai"],
+        model_map: { "agent-gemini": "gemini-2.5-flash", "refusing-gemini": "gemini-fail-400" }
+      }
+    ],
+    models: Object.fromEntries(["agent-openai", "refusing-openai", "translated-gemini", "agent-gemini", "refusing-gemini", "translated-openai"].map((m) => [m, priced])),
+    users: [{ name: "alice", balance: 100, keys: [{ name: "main", secret: KEY }] }]
+  })
+})
+
+afterAll(async () => {
+  await gateway?.dispose()
+  await fake?.close()
+})
+
+const history = (turns: number) =>
+  Array.from({ length: turns }, (_, i) => ({ i, text: `turn ${i}: ${"the quick brown fox jumps over the lazy dog ".repeat(20)}` }))
+
+/** An OpenAI body of about 30 KB, and one more message at its end. */
+const openaiBody = (model: string, last: Record<string, unknown>) =>
+  JSON.stringify({
+    model,
+    messages: [...history(40).map(({ i, text }) => ({ role: i % 2 ? "assistant" : "user", content: text })), last],
+    max_tokens: 16
+  })
+
+/** A Gemini body of about 30 KB, and one more turn at its end. */
+const geminiBody = (last: Record<string, unknown>) =>
+  JSON.stringify({ contents: [...history(40).map(({ i, text }) => ({ role: i % 2 ? "model" : "user", parts: [{ text }] })), last] })
+
+const openai = (body: string) =>
+  gateway.handler(new Request("http://gateway.test/v1/chat/completions", { method: "POST", headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" }, body }))
+
+const gemini = (model: string, body: string) =>
+  gateway.handler(new Request(`http://gateway.test/v1beta/models/${model}:generateContent`, { method: "POST", headers: { "x-goog-api-key": KEY, "content-type": "application/json" }, body }))
+
+const recordOf = async (response: Response): Promise<UsageLog.UsageRecord> => {
+  const id = response.headers.get("x-request-id")!
+  for (let i = 0; i < 200; i++) {
+    const record = gateway.inspect!.usage().find((r) => r.requestId === id)
+    if (record !== undefined) return record
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  throw new Error(`no usage record for ${id}`)
+}
+
+const balance = () => gateway.inspect!.balance("alice")!
+
+describe("large bodies on the same-dialect path", () => {
+  it("are forwarded with only the model replaced, and charged", async () => {
+    const body = openaiBody("agent-openai", { role: "user", content: "and now?" })
+    assert.isAbove(body.length, EAGER_CHECK_BYTES)
+    fake.clearRequests()
+    const before = balance()
+    const response = await openai(body)
+    assert.strictEqual(response.status, 200)
+    await response.json()
+    const sent = fake.requests.at(-1)!
+    assert.deepStrictEqual(sent.body, { ...JSON.parse(body), model: "gpt-4o-mini" })
+    const record = await recordOf(response)
+    assert.isAbove(Number(record.costNanos), 0)
+    assert.strictEqual(before - balance(), record.costNanos)
+
+    const geminiText = geminiBody({ role: "user", parts: [{ text: "and now?" }] })
+    const answered = await gemini("agent-gemini", geminiText)
+    assert.strictEqual(answered.status, 200)
+    await answered.json()
+    assert.deepStrictEqual(fake.requests.at(-1)!.body, JSON.parse(geminiText))
+  })
+
+  it("malformed deep inside and refused upstream: the error names the field, and nothing is charged", async () => {
+    const cases: ReadonlyArray<readonly [() => Promise<Response>, string, string]> = [
+      [() => openai(openaiBody("refusing-openai", { role: "usr", content: "x" })), "messages[40].role", "got the string 'usr'"],
+      [() => gemini("refusing-gemini", geminiBody({ role: "user", parts: { text: "x" } })), "contents[40].parts", "array of parts"]
+    ]
+    for (const [send, param, fragment] of cases) {
+      const before = balance()
+      const response = await send()
+      assert.strictEqual(response.status, 400, param)
+      const text = await response.text()
+      assert.include(text, param)
+      assert.include(text, fragment)
+      const record = await recordOf(response)
+      assert.strictEqual(record.status, 400)
+      assert.strictEqual(record.errorCode, "InvalidRequest")
+      assert.strictEqual(record.costNanos, 0n)
+      assert.strictEqual(balance(), before)
+      assert.strictEqual(Money.formatUsd(gateway.inspect!.spendable("alice")!), Money.formatUsd(before), "no hold is left behind")
+    }
+  })
+
+  it("well formed and refused upstream: the upstream's refusal stands", async () => {
+    const response = await openai(openaiBody("refusing-openai", { role: "user", content: "fine" }))
+    assert.strictEqual(response.status, 400)
+    const error = (await response.json() as { error: { param?: string | null; message: string } }).error
+    assert.notStrictEqual(error.param, "messages[40].role")
+    assert.strictEqual((await recordOf(response)).costNanos, 0n)
+  })
+})
+
+describe("large bodies on a translated path", () => {
+  it("are refused, naming the field, before any upstream is called", async () => {
+    fake.clearRequests()
+    const fromOpenAI = await openai(openaiBody("translated-openai", { role: "usr", content: "x" }))
+    assert.strictEqual(fromOpenAI.status, 400)
+    assert.include(await fromOpenAI.text(), "messages[40]")
+    const fromGemini = await gemini("translated-gemini", geminiBody({ role: "user", parts: { text: "x" } }))
+    assert.strictEqual(fromGemini.status, 400)
+    assert.include(await fromGemini.text(), "contents[40].parts")
+    assert.strictEqual(fake.requests.length, 0)
+  })
+})

@@ -1,0 +1,45 @@
+/**
+ * The SQLite database holds balances, hashes and sessions: its files are
+ * readable by the gateway's user only, whatever the umask.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { chmodSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as SqliteClient from "../src/SqliteClient.ts"
+
+const modeOf = (path: string): number => statSync(path).mode & 0o777
+
+describe("SQLite files", () => {
+  it.effect("are created 0600 (the database, its -wal and -shm), in a new directory created 0700", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "modelgate-sqlite-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const file = join(dir, "data", "gateway.db")
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.unsafe("CREATE TABLE t (x INTEGER)")
+        yield* sql.unsafe("INSERT INTO t VALUES (1)")
+        // Both files exist while the database is open in WAL mode.
+        assert.isTrue(existsSync(`${file}-wal`) && existsSync(`${file}-shm`))
+        for (const path of [file, `${file}-wal`, `${file}-shm`]) assert.strictEqual(modeOf(path), 0o600, path)
+        assert.strictEqual(modeOf(join(dir, "data")), 0o700)
+      }).pipe(Effect.provide(SqliteClient.layer({ filename: file })), Effect.orDie)
+    }))
+
+  it.effect("leave an existing database file's mode as the operator set it", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "modelgate-sqlite-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const file = join(dir, "existing.db")
+      writeFileSync(file, "")
+      chmodSync(file, 0o640)
+      yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe("CREATE TABLE t (x INTEGER)")).pipe(
+        Effect.provide(SqliteClient.layer({ filename: file })),
+        Effect.orDie
+      )
+      assert.strictEqual(modeOf(file), 0o640)
+    }))
+})
