@@ -44,6 +44,7 @@ const UsageRecord = Schema.Struct({
   promptTokens: Schema.Number,
   completionTokens: Schema.Number,
   cachedTokens: Schema.Number,
+  cacheWriteTokens: Schema.optionalKey(Schema.Number),
   usageReported: Schema.Boolean,
   costNanos: Schema.BigIntFromString,
   latencyMs: Schema.Number,
@@ -51,7 +52,8 @@ const UsageRecord = Schema.Struct({
   status: Schema.Number,
   errorCode: Schema.NullOr(Schema.String),
   attempts: Schema.Number,
-  attemptLog: Schema.Array(Attempt)
+  attemptLog: Schema.Array(Attempt),
+  note: Schema.optionalKey(Schema.NullOr(Schema.String))
 })
 
 const LeaseCharge = Schema.Struct({

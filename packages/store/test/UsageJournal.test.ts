@@ -112,7 +112,7 @@ const base = (db: Layer.Layer<SqlClient.SqlClient | Database.Dialect>) =>
   )
 
 describe("UsageJournal", () => {
-  it.effect("round-trips every kind of entry, exactly (bigints, attempts, nulls), and skips a line a crash cut short", () =>
+  it.effect("round-trips every kind of entry, exactly (bigints, attempts, nulls, cache writes and notes), and skips a line a crash cut short", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const journal = UsageJournal.make(dir, "node a/1", 42)
@@ -120,6 +120,11 @@ describe("UsageJournal", () => {
       const entries: Array<UsageJournal.Entry> = [
         ...calls("usr_1", "req", 1, 123_456_789_012_345n),
         { _tag: "Release", leaseId: "lea_1" },
+        // A coding agent's call: the Responses dialect, cache writes and a note of what a translation left out.
+        {
+          _tag: "Usage",
+          record: { ...record("usr_1", "req-agent", 7n), dialectIn: "responses", dialectOut: "anthropic", cacheWriteTokens: 4, note: "tools: web_search left out" }
+        },
         { _tag: "Charge", charge: { leaseId: "lea_2", userId: "usr_1", keyId: "k", requestId: "r", chargedNanos: 0n, shortfallNanos: 9n, at: 5 } }
       ]
       yield* journal.append(entries.slice(0, 2))
