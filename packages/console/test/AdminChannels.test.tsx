@@ -95,8 +95,32 @@ describe("channel form", () => {
       timeouts: {},
       breaker: {},
       params: { defaults: {}, overrides: {} },
-      streamOptions: true
+      streamOptions: true,
+      responses: false
     })
+  })
+
+  it("shows the Responses switch for an OpenAI channel only, and sends it", async () => {
+    const seen = fakeApi({ ...base, "PATCH /api/admin/channels/chn_1": { body: channel({ responses: true }) } })
+    const onDone = vi.fn()
+    renderWithProviders(<ChannelForm channel={channel()} groups={["default"]} onDone={onDone} />)
+    const user = userEvent.setup()
+    const relay = screen.getByRole("switch", { name: /Relay Responses API calls/ }) as HTMLInputElement
+    assert.isFalse(relay.checked)
+    await user.click(relay)
+    await user.click(screen.getByRole("button", { name: "Save" }))
+    await waitFor(() => assert.strictEqual(onDone.mock.calls.length, 1))
+    assert.isTrue((seen.find((r) => r.method === "PATCH")!.body as Record<string, unknown>)["responses"])
+  })
+
+  it("turns the Responses switch off for a channel that is not OpenAI's", async () => {
+    const seen = fakeApi({ ...base, "PATCH /api/admin/channels/chn_1": { body: channel({ type: "gemini" }) } })
+    const onDone = vi.fn()
+    renderWithProviders(<ChannelForm channel={channel({ type: "gemini", responses: true })} groups={["default"]} onDone={onDone} />)
+    assert.isNull(screen.queryByRole("switch", { name: /Relay Responses API calls/ }))
+    await userEvent.setup().click(screen.getByRole("button", { name: "Save" }))
+    await waitFor(() => assert.strictEqual(onDone.mock.calls.length, 1))
+    assert.isFalse((seen.find((r) => r.method === "PATCH")!.body as Record<string, unknown>)["responses"])
   })
 
   it("never shows saved keys, and keeps them unless new ones are typed", async () => {

@@ -89,6 +89,7 @@ interface ChannelValues extends Record<string, unknown> {
   paramDefaults: string
   paramOverrides: string
   streamOptions: boolean
+  responses: boolean
 }
 
 /** The create/edit channel form. @category components */
@@ -122,7 +123,8 @@ export function ChannelForm({ channel, groups, onDone }: {
     },
     paramDefaults: channel === undefined || Object.keys(channel.params.defaults).length === 0 ? "" : JSON.stringify(channel.params.defaults, null, 2),
     paramOverrides: channel === undefined || Object.keys(channel.params.overrides).length === 0 ? "" : JSON.stringify(channel.params.overrides, null, 2),
-    streamOptions: channel?.streamOptions ?? true
+    streamOptions: channel?.streamOptions ?? true,
+    responses: channel?.responses ?? false
   }
   /** The numbers typed in (empty fields: unchanged, or the default for a new channel). */
   const numbers = <K extends string>(values: Record<K, number | string>) =>
@@ -145,6 +147,8 @@ export function ChannelForm({ channel, groups, onDone }: {
       breaker: numbers(v.breaker),
       params: { defaults: parseObject(v.paramDefaults), overrides: parseObject(v.paramOverrides) },
       streamOptions: v.streamOptions,
+      // Only an OpenAI channel relays Responses calls; changing the type turns the switch off.
+      responses: v.type === "openai" && v.responses,
       ...(channel === undefined || keys.length > 0 ? { apiKeys: keys } : {})
     }
   }
@@ -195,6 +199,15 @@ export function ChannelForm({ channel, groups, onDone }: {
           {form.values.type === "azure" && <TextInput label={t("admin.channels.apiVersion")} placeholder="2024-10-21" description={t("admin.channels.apiVersionDefault")} {...form.field("apiVersion")} />}
         </SimpleGrid>
         <Switch label={t("common.enabled")} checked={form.values.enabled} onChange={(e) => form.set("enabled", e.currentTarget.checked)} />
+        {form.values.type === "openai" && (
+          <Switch
+            label={t("admin.channels.responses")}
+            description={t("admin.channels.responsesHint")}
+            checked={form.values.responses}
+            error={form.errors.responses}
+            onChange={(e) => form.set("responses", e.currentTarget.checked)}
+          />
+        )}
         <Accordion variant="contained" chevronPosition="left" transitionDuration={0}>
           <Accordion.Item value="routing">
             <Accordion.Control>{t("admin.channels.advanced")}</Accordion.Control>
