@@ -25,6 +25,8 @@ export const PriceFile = Schema.Struct({
     input: Price,
     output: Price,
     cachedInput: Price,
+    /** Prompt tokens written to the provider's cache (Anthropic's cache writes); absent: the input price. */
+    cacheWrite: Schema.optionalKey(Price),
     inputTokenLimit: Schema.Int.check(Schema.isGreaterThan(0)),
     outputTokenLimit: Schema.Int.check(Schema.isGreaterThan(0)),
     reasoning: Schema.optionalKey(Schema.Boolean),
@@ -41,7 +43,14 @@ export const toPresets = (file: PriceFile): C.PricePresets => ({
     id: model.id,
     displayName: model.displayName,
     provider: model.provider,
-    prices: { input: model.input, output: model.output, cachedInput: model.cachedInput, perRequest: null, free: false },
+    prices: {
+      input: model.input,
+      output: model.output,
+      cachedInput: model.cachedInput,
+      cacheWrite: model.cacheWrite ?? null,
+      perRequest: null,
+      free: false
+    },
     inputTokenLimit: model.inputTokenLimit,
     outputTokenLimit: model.outputTokenLimit,
     embedding: model.embedding ?? false,

@@ -1206,7 +1206,9 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.match(table.asOf, /^\d{4}-\d{2}-\d{2}$/)
         assert.isAbove(table.sources.length, 0)
         const mini = table.data.find((m: any) => m.id === "gpt-4o-mini")
-        assert.deepStrictEqual(mini.prices, { input: "0.15", output: "0.60", cachedInput: "0.075", perRequest: null, free: false })
+        assert.deepStrictEqual(mini.prices, { input: "0.15", output: "0.60", cachedInput: "0.075", cacheWrite: null, perRequest: null, free: false })
+        const sonnet = table.data.find((m: any) => m.id === "claude-sonnet-4-0")
+        assert.deepStrictEqual(sonnet.prices, { input: "3", output: "15", cachedInput: "0.30", cacheWrite: "3.75", perRequest: null, free: false })
         assert.strictEqual((yield* (yield* signedIn()).client.get("/api/admin/models/presets")).status, 403)
       }))
 

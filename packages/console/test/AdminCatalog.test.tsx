@@ -63,11 +63,20 @@ describe("groups", () => {
       id: "gpt-4.1-mini",
       displayName: "GPT-4.1 mini",
       provider: "openai",
-      prices: { input: "0.40", output: "1.60", cachedInput: "0.10", perRequest: null, free: false },
+      prices: { input: "0.40", output: "1.60", cachedInput: "0.10", cacheWrite: null, perRequest: null, free: false },
       inputTokenLimit: 1047576,
       outputTokenLimit: 32768,
       embedding: false,
       reasoning: false
+    }, {
+      id: "claude-sonnet-4-0",
+      displayName: "Claude Sonnet 4",
+      provider: "anthropic",
+      prices: { input: "3", output: "15", cachedInput: "0.30", cacheWrite: "3.75", perRequest: null, free: false },
+      inputTokenLimit: 200000,
+      outputTokenLimit: 64000,
+      embedding: false,
+      reasoning: true
     }]
   }
 
@@ -104,6 +113,25 @@ describe("groups", () => {
       reasoning: false,
       reasoningContent: false
     })
+  })
+
+  it("prefills an Anthropic model's cache-write price from the price table", async () => {
+    const seen = fakeApi({
+      "GET /api/auth/session": session("admin"),
+      "GET /api/admin/models": { body: { data: [], unpriced: [{ id: "claude-sonnet-4-0", channels: ["anthropic-main"] }] } },
+      "GET /api/admin/models/presets": { body: presets },
+      "GET /api/admin/aliases": { body: { data: [] } },
+      "POST /api/admin/models": { body: model({ id: "claude-sonnet-4-0" }) }
+    })
+    renderWithProviders(<AdminModelsPage />)
+    const unpriced = await screen.findByTestId("unpriced-models")
+    const user = userEvent.setup()
+    await user.click(within(unpriced.querySelector("[data-unpriced='claude-sonnet-4-0']") as HTMLElement).getByRole("button", { name: "Set price" }))
+    const dialog = await screen.findByRole("dialog")
+    assert.strictEqual((within(dialog).getByLabelText("Cache write") as HTMLInputElement).value, "3.75")
+    await user.click(within(dialog).getByRole("button", { name: "Save" }))
+    await waitFor(() => assert.isDefined(seen.find((r) => r.method === "POST")))
+    assert.deepInclude((seen.find((r) => r.method === "POST")!.body as { prices: unknown }).prices, { cachedInput: "0.30", cacheWrite: "3.75" })
   })
 
   it("lists aliases, adds one and deletes one", async () => {

@@ -27,6 +27,7 @@ const fromPreset = (preset: Contract.PricePreset) => ({
   input: preset.prices.input ?? "",
   output: preset.prices.output ?? "",
   cachedInput: preset.prices.cachedInput ?? "",
+  cacheWrite: preset.prices.cacheWrite ?? "",
   perRequest: preset.prices.perRequest ?? "",
   free: preset.prices.free,
   inputTokenLimit: preset.inputTokenLimit as number | string,
