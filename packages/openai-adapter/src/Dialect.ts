@@ -257,8 +257,8 @@ export const client: Core.ClientDialect = {
   passthroughMeter: (inspected) => {
     const meter = new Passthrough.PassthroughMeter({ includeUsage: inspected.includeUsage })
     return {
-      push: (text) => meter.push(text),
-      end: () => meter.end(),
+      push: (chunk) => meter.pushBytes(chunk),
+      end: () => meter.endBytes(),
       metered: (promptEstimate) => {
         const usage = meter.usage()
         return usage.reported ? usage : { ...usage, promptTokens: promptEstimate }
