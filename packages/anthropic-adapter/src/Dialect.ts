@@ -139,7 +139,7 @@ export const client: Core.ClientDialect = {
   decodeRequest: (inspected) => Effect.flatMap(parsedBody(inspected), Request.decodeRequest),
   passthroughMeter: () => {
     const meter = new Passthrough.PassthroughMeter()
-    return { push: (text) => meter.push(text), end: () => meter.end(), metered: (promptEstimate) => meter.metered(promptEstimate) }
+    return { push: (chunk) => meter.pushBytes(chunk), end: () => meter.endBytes(), metered: (promptEstimate) => meter.metered(promptEstimate) }
   },
   usageOfResponse: Passthrough.usageOfResponse,
   encodeResponse: (response, model) => Response.encodeResponse(response, model),

@@ -14,19 +14,19 @@
  *   `context_management`, new tool kinds) pass untouched.
  * - `upstreamBody` forwards the client's bytes, with the model edited in
  *   place when the channel names it otherwise.
- * - `PassthroughMeter` forwards the upstream's SSE text at event boundaries,
- *   byte for byte, and meters it: the input and cache counts of
- *   `message_start`, the cumulative output of each `message_delta` (figures
- *   that are not token counts are refused, and the stream counted locally),
- *   and, for a stream cut before its last `message_delta`, the output it
- *   carried estimated from the generated characters (text, thinking and tool
- *   input).
+ * - `PassthroughMeter` forwards the upstream's bytes at event boundaries, as
+ *   they came (`SseChunks.WholeEvents`), and meters their text: the input and
+ *   cache counts of `message_start`, the cumulative output of each
+ *   `message_delta` (figures that are not token counts are refused, and the
+ *   stream counted locally), and, for a stream cut before its last
+ *   `message_delta`, the output it carried estimated from the generated
+ *   characters (text, thinking and tool input).
  * - `usageOfResponse` reads a non-stream answer's usage.
  * - `renameModel` puts the public model name in an answer or a stream event.
  *
  * @since 0.1.0
  */
-import { type Dialect, type GatewayError, Issues, JsonDepth, JsonScan } from "@modelgate/core"
+import { type Dialect, type GatewayError, Issues, JsonDepth, JsonScan, SseChunks, Utf8 } from "@modelgate/core"
 import { Effect, Predicate, Result } from "effect"
 import { readUsageFigures } from "./Response.ts"
 
@@ -331,10 +331,12 @@ const dataOf = (raw: string): string => {
 }
 
 /**
- * Meters a relayed Anthropic stream. Feed it the upstream's SSE text in order
- * with `push` and forward what it returns (complete events, byte for byte); at
- * the end forward `end()`. Only `message_start` and `message_delta` events are
- * parsed; the generated characters of the others are counted by a scan.
+ * Meters a relayed Anthropic stream. Feed it the upstream's bytes in order with
+ * `pushBytes` and forward what it returns (whole events, as they came); at the
+ * end forward `endBytes()`. Only the events of a piece that holds a
+ * `message_start` or `message_delta` are parsed (two per stream); the
+ * generated characters are counted by a scan. `push` and `end` do the same
+ * for text.
  *
  * @example
  * ```ts
@@ -349,7 +351,7 @@ const dataOf = (raw: string): string => {
  * @category metering
  */
 export class PassthroughMeter {
-  private pending = ""
+  private readonly events = new SseChunks.WholeEvents()
   private generated = 0
   private readonly usage: WireUsage = { input: undefined, cacheRead: undefined, cacheWrite: undefined, output: undefined }
   private started = false
@@ -358,29 +360,28 @@ export class PassthroughMeter {
   /** The upstream reported usage whose figures are not token counts: why (the first such report). */
   private rejected: string | undefined = undefined
 
-  /** Takes the next piece of upstream text; returns the complete events in it (possibly ""). */
-  push(text: string): string {
-    const all = this.pending.length === 0 ? text : this.pending + text
-    let out = ""
-    let from = 0
-    for (;;) {
-      const end = eventEnd(all, from)
-      if (end === -1) break
-      const raw = all.slice(from, end)
-      this.event(raw)
-      out += raw
-      from = end
-    }
-    this.pending = from === 0 ? all : all.slice(from)
-    return out
+  /** Takes the next chunk of the upstream's bytes: the whole events it completed, as they came (forward their bytes), or undefined. */
+  pushBytes(chunk: Uint8Array): SseChunks.Events | undefined {
+    const whole = this.events.push(chunk)
+    if (whole !== undefined) this.meter(whole.text)
+    return whole
   }
 
-  /** Ends the stream: the unterminated rest, forwarded as is (and metered). */
-  end(): string {
-    const rest = this.pending
-    this.pending = ""
-    if (rest.length > 0) this.event(rest)
+  /** Ends the stream: an unterminated last event, forwarded as it came (and metered), or undefined. */
+  endBytes(): SseChunks.Events | undefined {
+    const rest = this.events.end()
+    if (rest !== undefined) this.meter(rest.text)
     return rest
+  }
+
+  /** `pushBytes` for text: the complete events in it (possibly ""). */
+  push(text: string): string {
+    return this.pushBytes(Utf8.encode(text))?.text ?? ""
+  }
+
+  /** `endBytes` for text. */
+  end(): string {
+    return this.endBytes()?.text ?? ""
   }
 
   /**
@@ -402,26 +403,30 @@ export class PassthroughMeter {
     return meteredOf(this.usage, this.delta ? reported : Math.max(reported, estimate))
   }
 
-  private event(raw: string): void {
-    if (raw.includes("message_start") || raw.includes("message_delta")) {
-      let json: unknown
-      try {
-        json = JSON.parse(dataOf(raw))
-      } catch {
-        json = undefined
-      }
-      if (Predicate.isObject(json)) {
-        if (json.type === "message_start" && Predicate.isObject(json.message)) {
-          this.merge(json.message.usage, false)
-          return
-        }
-        if (json.type === "message_delta") {
-          this.merge(json.usage, true)
-          return
-        }
-      }
+  /** Meters whole events (their text): the generated characters, and the usage of `message_start` and `message_delta`. */
+  private meter(text: string): void {
+    // Neither usage event carries generated text, so the whole piece is counted at once.
+    this.generated += countGenerated(text)
+    if (!text.includes("\"message_start\"") && !text.includes("\"message_delta\"")) return
+    for (let from = 0; from < text.length;) {
+      const end = eventEnd(text, from)
+      const stop = end === -1 ? text.length : end
+      this.usageOf(text.slice(from, stop))
+      from = stop
     }
-    this.generated += countGenerated(raw)
+  }
+
+  private usageOf(raw: string): void {
+    if (!raw.includes("message_start") && !raw.includes("message_delta")) return
+    let json: unknown
+    try {
+      json = JSON.parse(dataOf(raw))
+    } catch {
+      return
+    }
+    if (!Predicate.isObject(json)) return
+    if (json.type === "message_start" && Predicate.isObject(json.message)) this.merge(json.message.usage, false)
+    else if (json.type === "message_delta") this.merge(json.usage, true)
   }
 
   private merge(usage: unknown, delta: boolean): void {

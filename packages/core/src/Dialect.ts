@@ -22,6 +22,7 @@ import type { Channel, Dialect, Model } from "./Domain.ts"
 import { echo, type GatewayError, type InvalidRequest, type UnsupportedFeature, UpstreamUnavailable } from "./GatewayError.ts"
 import type { BodyEdit } from "./Params.ts"
 import type { Snapshot } from "./RateLimiter.ts"
+import type * as SseChunks from "./SseChunks.ts"
 
 /**
  * What a call consumed, as metered from the upstream's answer (or estimated
@@ -87,12 +88,22 @@ export interface RouteHints {
   readonly sse?: boolean | undefined
 }
 
-/** Turns an upstream's raw stream text into what the client gets, metering it on the way. @category streams */
+/**
+ * What a passthrough meter gives the client for a piece of an upstream's
+ * stream: whole events exactly as they came (`SseChunks.Events`: forward their
+ * bytes, which costs no encoding), text (events were changed, left out or
+ * reframed: forward it), or nothing yet.
+ *
+ * @category streams
+ */
+export type Forward = SseChunks.Events | string | undefined
+
+/** Turns an upstream's raw stream bytes into what the client gets, metering them on the way. @category streams */
 export interface PassthroughMeter {
-  /** The text to forward for this upstream text (complete events only). */
-  readonly push: (text: string) => string
-  /** The text still to forward when the upstream ended. */
-  readonly end: () => string
+  /** What to forward for this chunk of the upstream's bytes (complete events only). */
+  readonly push: (chunk: Uint8Array) => Forward
+  /** What is still to forward when the upstream ended. */
+  readonly end: () => Forward
   /** What was consumed so far. */
   readonly metered: (promptEstimate: number) => Metered
 }

@@ -23,6 +23,7 @@
  */
 import { Result } from "effect"
 import { MAX_DEPTH } from "./JsonDepth.ts"
+import * as Utf8 from "./Utf8.ts"
 
 /** Where a value lies in the bytes: `[start, end)`. @category models */
 export interface Span {
@@ -147,31 +148,24 @@ const skipValue = (b: Uint8Array, i: number, visit: StringVisitor | undefined): 
   return j
 }
 
-/** The web-standard codecs every runtime has (core's types name no platform globals). */
-declare const TextDecoder: new() => { decode(input: Uint8Array): string }
-declare const TextEncoder: new() => { encode(input: string): Uint8Array }
-
-const decoder = new TextDecoder()
-const encoder = new TextEncoder()
-
 /**
- * UTF-8 text of bytes.
+ * UTF-8 text of bytes (`Utf8.decode`).
  *
  * @category decoding
  */
-export const decode = (bytes: Uint8Array): string => decoder.decode(bytes)
+export const decode = Utf8.decode
 
 /**
- * UTF-8 bytes of text.
+ * UTF-8 bytes of text (`Utf8.encode`).
  *
  * @category decoding
  */
-export const encode = (text: string): Uint8Array => encoder.encode(text)
+export const encode = Utf8.encode
 
 /** A key's text: its bytes as they are, unless escaped (then JSON decides). */
 const keyText = (b: Uint8Array, start: number, end: number): string => {
   const raw = b.subarray(start + 1, end - 1)
-  return raw.includes(BACKSLASH) ? JSON.parse(decoder.decode(b.subarray(start, end))) as string : decoder.decode(raw)
+  return raw.includes(BACKSLASH) ? JSON.parse(Utf8.decode(b.subarray(start, end))) as string : Utf8.decode(raw)
 }
 
 /**
@@ -239,7 +233,7 @@ export const topLevel = (
  * @category decoding
  */
 export const valueOf = (bytes: Uint8Array, span: Span | undefined): unknown =>
-  span === undefined ? undefined : JSON.parse(decoder.decode(bytes.subarray(span.start, span.end)))
+  span === undefined ? undefined : JSON.parse(Utf8.decode(bytes.subarray(span.start, span.end)))
 
 /**
  * Whether the string at `[start, end)` (its quotes included) is exactly
@@ -284,7 +278,7 @@ export interface Edit {
 export const edit = (bytes: Uint8Array, edits: ReadonlyArray<Edit>): Uint8Array => {
   if (edits.length === 0) return bytes
   const sorted = [...edits].sort((a, b) => a.span.start - b.span.start)
-  const parts = sorted.map((e) => encoder.encode(e.text))
+  const parts = sorted.map((e) => Utf8.encode(e.text))
   let length = bytes.length
   for (let i = 0; i < sorted.length; i++) length += parts[i]!.length - (sorted[i]!.span.end - sorted[i]!.span.start)
   const out = new Uint8Array(length)
@@ -314,7 +308,7 @@ export const appendField = (bytes: Uint8Array, key: string, valueJson: string): 
   let last = close - 1
   while (last > 0 && isSpace(bytes[last]!)) last--
   const empty = bytes[last] === OPEN_BRACE
-  const field = encoder.encode(`${empty ? "" : ","}${JSON.stringify(key)}:${valueJson}`)
+  const field = Utf8.encode(`${empty ? "" : ","}${JSON.stringify(key)}:${valueJson}`)
   const out = new Uint8Array(bytes.length + field.length)
   out.set(bytes.subarray(0, last + 1), 0)
   out.set(field, last + 1)

@@ -27,7 +27,7 @@
  *
  * @since 0.1.0
  */
-import { Admission, type Canonical, type Dialect, Domain, GatewayError, Params, Pricing, StreamAssembly, Tokens } from "@modelgate/core"
+import { Admission, type Canonical, type Dialect, Domain, GatewayError, Params, Pricing, StreamAssembly, Tokens, Utf8 } from "@modelgate/core"
 import { Clock, Effect, Exit } from "effect"
 import * as Dialects from "./Dialects.ts"
 import { Draining } from "./Draining.ts"
@@ -176,30 +176,36 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       // then the call can still fail over); after it, every upstream chunk is relayed as soon as it is complete
       // and nothing accumulates but the meter and at most one event (`max_event_bytes`).
       const opened = yield* Upstream.opening(response, upstream, settings.maxEventBytes)
-      let push: (text: string) => string
-      let end: () => string
+      let push: (chunk: Uint8Array) => Relay.Frames
+      let end: () => Relay.Frames
       let metered: () => Settlement.Metered
       if (same) {
         const meter = client.passthroughMeter(inspected)
         const rename = upstreamModel === model.id ? undefined : client.streamRenamer(upstreamModel, model.id)
-        // Relayed event by event as the upstream wrote it (an in-band error event included), its secrets redacted.
-        push = rename === undefined
-          ? (text) => Redaction.text(channel, meter.push(text))
-          : (text) => Redaction.text(channel, rename(meter.push(text)))
-        end = rename === undefined
-          ? () => Redaction.text(channel, meter.end())
-          : () => Redaction.text(channel, rename(meter.end()))
+        // Relayed event by event as the upstream wrote it (an in-band error event included), its secrets redacted:
+        // whole events the meter left as they were go out as the upstream's own bytes.
+        const frames = (out: Dialect.Forward): Relay.Frames => {
+          if (out === undefined) return ""
+          if (typeof out !== "string") {
+            if (rename === undefined && !Redaction.quotes(channel, out.text)) return out.bytes
+            out = out.text
+          }
+          return Redaction.text(channel, rename === undefined ? out : rename(out))
+        }
+        push = (chunk) => frames(meter.push(chunk))
+        end = () => frames(meter.end())
         metered = () => meter.metered(promptEstimate)
       } else {
         const events = upstream.eventDecoder(yield* Ids.answerStart)
         const assembler = new StreamAssembly.Assembler()
         const encoder = client.frameEncoder(inspected, model.id)
+        const text = new Utf8.StreamDecoder()
         const feed = (batch: ReadonlyArray<Canonical.StreamEvent>) => {
           for (const event of batch) assembler.add(event)
           return encoder.push(batch)
         }
-        push = (text) => feed(events.push(text))
-        end = () => feed(events.end()) + encoder.end()
+        push = (chunk) => feed(events.push(text.push(chunk)))
+        end = () => feed(events.push(text.end())) + feed(events.end()) + encoder.end()
         metered = () => meteredOf(assembler.response(), promptEstimate, true)
       }
       // The relay turns each upstream chunk into the client's frames (Relay.ts): per chunk a decode and the

@@ -83,6 +83,16 @@ export const text = (channel: Domain.Channel, value: string): string => {
 }
 
 /**
+ * Whether `value` holds a secret of `channel` (what `text` would replace).
+ *
+ * @category redaction
+ */
+export const quotes = (channel: Domain.Channel, value: string): boolean => {
+  for (const secret of secretsOf(channel)) if (value.includes(secret)) return true
+  return false
+}
+
+/**
  * The error with every secret of `channel` replaced in its message and
  * `param` (the same error when it quotes none).
  *

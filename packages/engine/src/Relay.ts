@@ -6,10 +6,12 @@
  * socket; the web handler: a `ReadableStream`), with the sink's backpressure
  * pausing the upstream.
  *
- * Per chunk this costs one decode, a scan for line ends (`EventBound`: no
- * event may grow past `maxEventBytes`, so nothing downstream ever holds more
- * than one such event) and the transform: no fiber, no Effect stream stage, no
- * timer (the transport keeps the idle and total deadlines).
+ * Per chunk this costs a scan for line ends (`EventBound`: no event may grow
+ * past `maxEventBytes`, so nothing downstream ever holds more than one such
+ * event; nothing to scan for a chunk of whole events) and the transform: no
+ * fiber, no Effect stream stage, no timer (the transport keeps the idle and
+ * total deadlines). A transform gives frames as text, or as bytes (a
+ * same-dialect stream's own bytes, forwarded without decoding and re-encoding).
  *
  * The stream's opening (the chunks read before the call committed to this
  * upstream) is transformed by `prime`, before the client gets anything: a
@@ -37,10 +39,13 @@ export type RelayEnd =
   | { readonly _tag: "Failed"; readonly error: GatewayError.GatewayError }
   | { readonly _tag: "Closed" }
 
+/** Frames for the client: text, or bytes to send as they are. @category models */
+export type Frames = string | Uint8Array
+
 /** Where the client's frames go; the host's stream. @category models */
 export interface FrameSink {
-  /** Queues text for the client; false when the client asks to wait (then `Relay.pull` is called when it has room). */
-  readonly write: (text: string) => boolean
+  /** Queues frames for the client; false when the client asks to wait (then `Relay.pull` is called when it has room). */
+  readonly write: (frames: Frames) => boolean
   /** The answer is complete. */
   readonly close: () => void
 }
@@ -53,10 +58,10 @@ export interface RelayOptions {
   readonly ended?: boolean | undefined
   /** The rest of the upstream's body. */
   readonly body: ResponseBody
-  /** The client's frames for a piece of the upstream's text; may throw a gateway error. */
-  readonly push: (text: string) => string
+  /** The client's frames for a chunk of the upstream's bytes; may throw a gateway error. */
+  readonly push: (chunk: Uint8Array) => Frames
   /** The client's last frames once the upstream finished; may throw a gateway error. */
-  readonly end: () => string
+  readonly end: () => Frames
   /** The gateway error for a failure of the upstream's body. */
   readonly bodyError: (error: TransportError) => GatewayError.GatewayError
   /** The in-band error frame, in the client's dialect. */
@@ -161,11 +166,10 @@ export class EventBound {
  */
 export class Relay {
   private readonly options: RelayOptions
-  private readonly decoder = new TextDecoder()
   private readonly bound: EventBound | undefined
   private sink: FrameSink | undefined
   private flow: BodyFlow | undefined
-  private primed: string | undefined
+  private primed: Frames | undefined
   private ended = false
   private reported = false
 
@@ -223,15 +227,15 @@ export class Relay {
 
   private readonly onUpstreamEnd = (): void => {
     if (this.ended) return
-    let text: string
+    let last: Frames
     try {
-      text = this.options.push(this.decoder.decode()) + this.options.end()
+      last = this.options.end()
     } catch (error) {
       return this.fail(asGatewayError(error))
     }
     this.ended = true
     const sink = this.sink!
-    if (text.length > 0) sink.write(text)
+    if (last.length > 0) sink.write(last)
     sink.close()
     this.finish({ _tag: "Complete" })
   }
@@ -242,9 +246,9 @@ export class Relay {
   }
 
   /** The client's frames for a chunk (throws a gateway error: the transform's, or an event too large). */
-  private transform(chunk: Uint8Array): string {
+  private transform(chunk: Uint8Array): Frames {
     if (this.bound !== undefined && !this.bound.take(chunk)) throw this.tooLarge()
-    return this.options.push(this.decoder.decode(chunk, { stream: true }))
+    return this.options.push(chunk)
   }
 
   private tooLarge(): GatewayError.GatewayError {
@@ -253,7 +257,7 @@ export class Relay {
   }
 
   /** `transform`, ending the relay in-band when it throws (undefined then). */
-  private safely(chunk: Uint8Array): string | undefined {
+  private safely(chunk: Uint8Array): Frames | undefined {
     try {
       return this.transform(chunk)
     } catch (error) {
@@ -265,9 +269,9 @@ export class Relay {
   /** Transforms and writes one chunk; false when the sink asks to wait or the relay ended. */
   private send(chunk: Uint8Array): boolean {
     if (this.ended) return false
-    const text = this.safely(chunk)
-    if (text === undefined) return false
-    return text.length === 0 ? true : this.sink!.write(text)
+    const frames = this.safely(chunk)
+    if (frames === undefined) return false
+    return frames.length === 0 ? true : this.sink!.write(frames)
   }
 
   /** Ends the answer in-band with the error, and stops reading the upstream. */

@@ -139,9 +139,9 @@ const toResponse = (answer: Exchange.Answer, requestId: string, method: string):
   const body = new ReadableStream<Uint8Array>({
     start: (controller) =>
       relay.start({
-        write: (text) => {
+        write: (frames) => {
           if (!open) return false
-          controller.enqueue(encoder.encode(text))
+          controller.enqueue(typeof frames === "string" ? encoder.encode(frames) : frames)
           return (controller.desiredSize ?? 0) > 0
         },
         close: () => {

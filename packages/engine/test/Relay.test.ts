@@ -77,12 +77,13 @@ const bodyOf = (rest: ReadonlyArray<string>): ResponseBody & { discarded: boolea
 }
 
 const relayOf = (first: string, rest: ReadonlyArray<string>, over: Partial<RelayOptions> = {}) => {
+  const decoder = new TextDecoder()
   const ends: Array<RelayEnd> = []
   const body = bodyOf(rest)
   const relay = new Relay({
     first: bytes(first),
     body,
-    push: (text) => text.toUpperCase(),
+    push: (chunk) => decoder.decode(chunk, { stream: true }).toUpperCase(),
     end: () => "[END]",
     bodyError: () => new GatewayError.UpstreamTimeout({ message: "stalled" }),
     errorFrame: (error) => `[ERROR ${error.message}]`,
@@ -90,7 +91,7 @@ const relayOf = (first: string, rest: ReadonlyArray<string>, over: Partial<Relay
     ...over
   })
   let written = ""
-  const start = () => relay.start({ write: (text) => (written += text, true), close: () => (written += "|") })
+  const start = () => relay.start({ write: (frames) => (written += typeof frames === "string" ? frames : new TextDecoder().decode(frames), true), close: () => (written += "|") })
   return { relay, ends, body, start, written: () => written }
 }
 

@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, Dialect as Core, type Domain, GatewayError, Params, Sse, Tokens } from "@modelgate/core"
+import { type Canonical, Dialect as Core, type Domain, GatewayError, Params, Sse, SseChunks, Tokens, Utf8 } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as CountTokens from "./CountTokens.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
@@ -286,26 +286,35 @@ export const client: Core.ClientDialect = {
   decodeRequest: (inspected) => Request.decodeRequest(inspected.json, inspected.model, { stream: inspected.stream }),
   passthroughMeter: (inspected) => {
     const meter = new Passthrough.PassthroughMeter()
-    const reframe = inspected.sse === false ? arrayReframer(inspected) : undefined
-    // SSE is relayed as it came, whole lines at a time (each event is one `data:` line), so a renamer sees whole events.
-    let partial = ""
+    const usage = (promptEstimate: number) => metered(meter.usage(), promptEstimate, meter.estimatedCompletionTokens())
+    if (inspected.sse === false) {
+      // A streamed JSON array for the client: the upstream's events reframed as its elements.
+      const reframe = arrayReframer(inspected)
+      const text = new Utf8.StreamDecoder()
+      return {
+        push: (chunk) => reframe.push(meter.feed(text.push(chunk))),
+        end: () => {
+          const rest = meter.feed(text.end())
+          meter.end()
+          return reframe.push(rest) + reframe.end()
+        },
+        metered: usage
+      }
+    }
+    // Server-sent events are relayed as they came, whole events at a time (so a renamer sees whole events).
+    const events = new SseChunks.WholeEvents()
+    const observe = (whole: SseChunks.Events | undefined) => {
+      if (whole !== undefined) meter.feed(whole.text)
+      return whole
+    }
     return {
-      push: (text) => {
-        meter.feed(text)
-        if (reframe !== undefined) return reframe.push(text)
-        const all = partial.length === 0 ? text : partial + text
-        const cut = all.lastIndexOf("\n") + 1
-        partial = all.slice(cut)
-        return cut === all.length ? all : all.slice(0, cut)
-      },
+      push: (chunk) => observe(events.push(chunk)),
       end: () => {
+        const rest = observe(events.end())
         meter.end()
-        if (reframe !== undefined) return reframe.end()
-        const rest = partial
-        partial = ""
         return rest
       },
-      metered: (promptEstimate) => metered(meter.usage(), promptEstimate, meter.estimatedCompletionTokens())
+      metered: usage
     }
   },
   usageOfResponse: (json, promptEstimate) => metered(Passthrough.usageOfResponse(json), promptEstimate, 0),

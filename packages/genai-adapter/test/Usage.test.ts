@@ -39,7 +39,7 @@ describe("Gemini usage", () => {
       usageRejected: "promptTokenCount: 1.5"
     })
     const meter = client.passthroughMeter({ sse: true } as Core.Inspected)
-    meter.push(`data: ${JSON.stringify(answer({ promptTokenCount: -1_000_000, candidatesTokenCount: -5_000_000 }))}\r\n\r\n`)
+    meter.push(new TextEncoder().encode(`data: ${JSON.stringify(answer({ promptTokenCount: -1_000_000, candidatesTokenCount: -5_000_000 }))}\r\n\r\n`))
     meter.end()
     assert.deepStrictEqual(meter.metered(30), { promptTokens: 30, completionTokens: 5, cachedTokens: 0, reported: false, usageRejected: "promptTokenCount: -1000000" })
     assert.strictEqual(Passthrough.usageOfResponse(answer({ candidatesTokenCount: -2 })), "candidatesTokenCount: -2")

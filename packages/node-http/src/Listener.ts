@@ -37,7 +37,6 @@ import { ClientAbort, ServeError } from "effect/http/HttpServerError"
 import * as NetAddress from "effect/net/NetAddress"
 import type { IncomingMessage, Server as HttpNodeServer, ServerResponse } from "node:http"
 import { createServer } from "node:http"
-import { pipeline } from "node:stream"
 import { NodeRelay } from "./NodeRelay.ts"
 import type { Settings } from "./Settings.ts"
 
@@ -138,12 +137,18 @@ const write = (answer: Exchange.Answer, requestId: string, req: IncomingMessage,
     res.end(req.method === "HEAD" ? undefined : answer.body)
     return
   }
+  // The headers go out with the first frames (already primed: the relay writes them as it starts), in one write:
+  // flushing them alone would cost a socket write of its own on every stream.
   res.writeHead(answer.status, headers)
-  res.flushHeaders()
   const relay = new NodeRelay(answer.relay)
   inFlight.streams.add(relay)
-  // The relay is destroyed with the response (a client that went away), and reports it once.
-  pipeline(relay, res, () => inFlight.streams.delete(relay))
+  // The relay is destroyed with the response (a client that went away), and reports it once. A plain pipe, not
+  // `stream.pipeline`, which makes an AbortController per stream and aborts it, with an exception, when it ends.
+  res.once("close", () => {
+    inFlight.streams.delete(relay)
+    relay.destroy()
+  })
+  relay.pipe(res)
 }
 
 /**

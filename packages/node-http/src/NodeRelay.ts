@@ -21,7 +21,7 @@ export class NodeRelay extends Readable {
     super({ highWaterMark: 64 * 1024 })
     this.relay = relay
     relay.start({
-      write: (text) => this.push(text),
+      write: (frames) => this.push(frames),
       close: () => {
         this.push(null)
       }

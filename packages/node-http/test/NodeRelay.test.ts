@@ -14,13 +14,15 @@ import { bodyOf } from "../src/UndiciTransport.ts"
 
 const encoder = new TextEncoder()
 
-/** A relay of `body` whose transform upper-cases, ending with `[END]`; `ends` collects its end reports. */
+/** A relay of `body` whose transform upper-cases its text, ending with `[END]`; `ends` collects its end reports. */
 const relayOf = (body: Readable, over: Partial<RelayOptions> = {}) => {
   const ends: Array<RelayEnd> = []
+  // The transform decodes (a character split between chunks included), as a translated stream's does.
+  const decoder = new TextDecoder()
   const relay = new NodeRelay(new Relay({
     first: encoder.encode("a"),
     body: bodyOf(body as never, { firstByte: Date.now() + 60_000, total: Date.now() + 60_000 }),
-    push: (text) => text.toUpperCase(),
+    push: (chunk) => decoder.decode(chunk, { stream: true }).toUpperCase(),
     end: () => "[END]",
     bodyError: () => new GatewayError.UpstreamTimeout({ message: "the upstream stalled" }),
     errorFrame: (error) => `[ERROR ${error._tag}: ${error.message}]`,
@@ -32,9 +34,9 @@ const relayOf = (body: Readable, over: Partial<RelayOptions> = {}) => {
 
 /** Everything the relay gives until it ends. */
 const readAll = async (relay: NodeRelay): Promise<string> => {
-  let text = ""
-  for await (const chunk of relay) text += String(chunk)
-  return text
+  const chunks: Array<Buffer> = []
+  for await (const chunk of relay) chunks.push(Buffer.from(chunk as Uint8Array))
+  return Buffer.concat(chunks).toString("utf8")
 }
 
 const tick = () => new Promise((resolve) => setImmediate(resolve))
@@ -90,11 +92,22 @@ describe("Relay", () => {
     assert.isTrue(body.destroyed)
   })
 
+  it("frames given as bytes go out as they came, a character split between chunks included", async () => {
+    const body = new PassThrough()
+    const { relay, ends } = relayOf(body, { push: (chunk) => chunk, end: () => new Uint8Array(0) })
+    const euro = encoder.encode("€")
+    body.write(euro.subarray(0, 2))
+    body.end(euro.subarray(2))
+    assert.strictEqual(await readAll(relay), "a€")
+    await tick()
+    assert.deepStrictEqual(ends, [{ _tag: "Complete" }])
+  })
+
   it("a transform that throws a gateway error ends with its error frame; anything else is an unreadable answer", async () => {
     const body = new PassThrough()
     const refused = relayOf(body, {
-      push: (text) => {
-        if (text === "a") return "A"
+      push: (chunk) => {
+        if (new TextDecoder().decode(chunk) === "a") return "A"
         throw new GatewayError.UpstreamUnavailable({ message: "the upstream sent an error event" })
       }
     })

@@ -267,8 +267,8 @@ export const client: Core.ClientDialect = {
   passthroughMeter: (inspected) => {
     const meter = new Passthrough.PassthroughMeter({ includeUsage: inspected.includeUsage })
     return {
-      push: (text) => meter.push(text),
-      end: () => meter.end(),
+      push: (chunk) => meter.pushBytes(chunk),
+      end: () => meter.endBytes(),
       metered: (promptEstimate) => {
         const usage = meter.usage()
         return usage.reported ? usage : { ...usage, promptTokens: promptEstimate }
@@ -546,7 +546,7 @@ export const responsesClient: Core.ClientDialect = {
         sequence_number: meter.lastSequence + 1,
         response: { id: meter.responseId, object: "response", status: "failed", error, output: [], model: inspected.model }
       }))
-    return { push: (text) => meter.push(text), end: () => meter.end(), metered: (promptEstimate) => meter.metered(promptEstimate) }
+    return { push: (chunk) => meter.pushBytes(chunk), end: () => meter.endBytes(), metered: (promptEstimate) => meter.metered(promptEstimate) }
   },
   usageOfResponse: ResponsesPassthrough.usageOfResponse,
   encodeResponse: (response, model, inspected) => ResponsesAnswer.encodeResponse(response, model, ResponsesAnswer.echoOf(inspected?.json)),

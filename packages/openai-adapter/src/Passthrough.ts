@@ -18,7 +18,7 @@
  *
  * @since 0.1.0
  */
-import { type GatewayError, Issues, JsonDepth, JsonScan } from "@modelgate/core"
+import { type GatewayError, Issues, JsonDepth, JsonScan, SseChunks } from "@modelgate/core"
 import { Effect, Predicate, Result } from "effect"
 import { checkChatBody } from "./internal/bodyShape.ts"
 import { readUsage } from "./Response.ts"
@@ -293,29 +293,32 @@ const USAGE_OBJECT = /"usage"\s*:\s*\{/
 const isSpace = (code: number) => code === 32 || code === 9 || code === 10 || code === 13
 
 /**
- * Counts the decoded characters of every JSON string value of `key` in `text`
- * (`"key": "..."`), without parsing: escapes count as one character.
+ * The decoded characters (an escape counts as one) of the string values of
+ * the keys in `text` that end with `suffix` and are one of `keys` (each given
+ * with its opening quote, e.g. `"content`), counted without parsing: one
+ * native search for `suffix` + `"` finds the candidates; a string that ends
+ * there is one of the keys when the key's name comes before it, and a key
+ * when `:` follows (a value is followed by `,`, `}` or `]`, and a quote inside
+ * a string is escaped).
  */
-const countStringValues = (text: string, key: string): number => {
+const countValues = (text: string, suffix: string, keys: ReadonlyArray<string>): number => {
+  const anchor = suffix + "\""
   let total = 0
   let from = 0
+  const length = text.length
   for (;;) {
-    const at = text.indexOf(key, from)
+    const at = text.indexOf(anchor, from)
     if (at === -1) return total
-    let i = at + key.length
-    while (i < text.length && isSpace(text.charCodeAt(i))) i++
-    if (text.charCodeAt(i) !== 58 /* : */) {
-      from = i
-      continue
-    }
+    from = at + anchor.length
+    const end = at + suffix.length
+    if (!keys.some((key) => text.startsWith(key, end - key.length))) continue
+    let i = from
+    while (i < length && isSpace(text.charCodeAt(i))) i++
+    if (text.charCodeAt(i) !== 58 /* : */) continue
     i++
-    while (i < text.length && isSpace(text.charCodeAt(i))) i++
-    if (text.charCodeAt(i) !== 34 /* " */) {
-      from = i
-      continue
-    }
-    i++
-    for (; i < text.length; i++) {
+    while (i < length && isSpace(text.charCodeAt(i))) i++
+    if (text.charCodeAt(i) !== 34 /* " */) continue
+    for (i++; i < length; i++) {
       const code = text.charCodeAt(i)
       if (code === 34) break
       if (code === 92 /* \ */) i += text.charCodeAt(i + 1) === 117 /* u */ ? 5 : 1
@@ -325,10 +328,11 @@ const countStringValues = (text: string, key: string): number => {
   }
 }
 
-/** Generated characters of a chunk or message text: content, reasoning and tool-call arguments. */
-const countGenerated = (text: string): number =>
-  countStringValues(text, "\"content\"") + countStringValues(text, "\"reasoning_content\"") +
-  countStringValues(text, "\"arguments\"")
+const CONTENT_KEYS = ["\"content", "\"reasoning_content"]
+const ARGUMENT_KEYS = ["\"arguments"]
+
+/** Generated characters of stream text: the values of `content`, `reasoning_content` and `arguments`. */
+const countGenerated = (text: string): number => countValues(text, "t", CONTENT_KEYS) + countValues(text, "ts", ARGUMENT_KEYS)
 
 /** The usage an answer or a chunk reports: its figures, the reason they were refused, or undefined when it reports none. */
 const usageOf = (value: unknown): { prompt: number; completion: number; cached: number } | string | undefined => {
@@ -362,12 +366,7 @@ const usageOf = (value: unknown): { prompt: number; completion: number; cached: 
 export class PassthroughMeter {
   private readonly includeUsage: boolean
   private readonly promptEstimate: number
-  /** Text of the event being received (not yet terminated by a blank line). */
-  private pending = ""
-  /** Where the scan for a blank line resumes in `pending`. */
-  private scanned = 0
-  /** `pending` up to `scanned` ends right after a line terminator. */
-  private atLineStart = true
+  private readonly events = new SseChunks.WholeEvents()
   private generated = 0
   private reported: { prompt: number; completion: number; cached: number } | undefined = undefined
   /** The last usage the upstream reported was refused: why. */
@@ -378,44 +377,31 @@ export class PassthroughMeter {
     this.promptEstimate = options.promptTokens ?? 0
   }
 
-  /** Takes the next chunk of upstream text; returns the text to forward now (possibly empty). */
-  push(chunk: string): string {
-    const text = this.pending.length === 0 ? chunk : this.pending + chunk
-    let out = ""
-    let eventStart = 0
-    let i = this.scanned
-    let lineStart = this.atLineStart
-    const length = text.length
-    while (i < length) {
-      const code = text.charCodeAt(i)
-      if (code !== 10 && code !== 13) {
-        lineStart = false
-        i++
-        continue
-      }
-      // A `\r` at the very end may be the first half of `\r\n`: wait for more text.
-      if (code === 13 && i + 1 === length) break
-      const end = code === 13 && text.charCodeAt(i + 1) === 10 ? i + 2 : i + 1
-      if (lineStart) {
-        out += this.event(text.slice(eventStart, end))
-        eventStart = end
-      }
-      lineStart = true
-      i = end
-    }
-    this.pending = eventStart === 0 ? text : text.slice(eventStart)
-    this.scanned = i - eventStart
-    this.atLineStart = lineStart
-    return out
+  /**
+   * Takes the next chunk of the upstream's bytes: what to forward now, the
+   * whole events it completed as they came (`SseChunks.Events`: forward their
+   * bytes) or, when one was left out, the text of the others; undefined when
+   * it completed none.
+   */
+  pushBytes(chunk: Uint8Array): SseChunks.Events | string | undefined {
+    const whole = this.events.push(chunk)
+    return whole === undefined ? undefined : this.meter(whole)
   }
 
-  /** Ends the stream: returns any unterminated trailing text, forwarded as is (and metered). */
+  /** Ends the stream: any unterminated trailing event, forwarded as it came (and metered). */
+  endBytes(): SseChunks.Events | string | undefined {
+    const rest = this.events.end()
+    return rest === undefined ? undefined : this.meter(rest)
+  }
+
+  /** `pushBytes` for text: the text to forward now (complete events only). */
+  push(chunk: string): string {
+    return textOf(this.pushBytes(JsonScan.encode(chunk)))
+  }
+
+  /** `endBytes` for text. */
   end(): string {
-    const rest = this.pending
-    this.pending = ""
-    this.scanned = 0
-    this.atLineStart = true
-    return rest.length === 0 ? rest : this.event(rest)
+    return textOf(this.endBytes())
   }
 
   /**
@@ -441,19 +427,43 @@ export class PassthroughMeter {
     return this.rejected === undefined ? estimate : { ...estimate, usageRejected: this.rejected }
   }
 
-  /** One complete event's raw text: meter it and decide whether to forward it. */
-  private event(raw: string): string {
-    if (!USAGE_OBJECT.test(raw)) {
-      this.generated += countGenerated(raw)
-      return raw
+  /** Meters whole events: themselves when all are forwarded, else the text of those that are. */
+  private meter(whole: SseChunks.Events): SseChunks.Events | string {
+    const text = whole.text
+    // Only an event that reports usage is parsed (one per stream, at its end); most chunks hold none.
+    const first = text.indexOf("\"usage\"")
+    if (first === -1) {
+      this.generated += countGenerated(text)
+      return whole
     }
-    const data = dataOf(raw)
+    const before = this.reported
+    const crlf = text.includes("\r")
+    let out = ""
+    let kept = 0
+    USAGE_OBJECTS.lastIndex = first
+    for (let found = USAGE_OBJECTS.exec(text); found !== null; found = USAGE_OBJECTS.exec(text)) {
+      const start = eventStart(text, found.index, crlf)
+      const end = eventEnd(text, found.index, crlf)
+      if (!this.reports(text.slice(start, end))) {
+        out += text.slice(kept, start)
+        kept = end
+      }
+      USAGE_OBJECTS.lastIndex = end
+    }
+    // The characters are the estimate for a stream whose usage never comes: usage reported with these
+    // events (it counts everything up to it) makes counting them useless.
+    if (this.reported === undefined || this.reported === before) this.generated += countGenerated(text)
+    return kept === 0 ? whole : out + text.slice(kept)
+  }
+
+  /** Reads the usage of one complete event; false when the event is to be left out (a usage chunk the client did not ask for). */
+  private reports(raw: string): boolean {
+    if (!USAGE_OBJECT.test(raw)) return true
     let json: unknown
     try {
-      json = JSON.parse(data)
+      json = JSON.parse(dataOf(raw))
     } catch {
-      this.generated += countGenerated(raw)
-      return raw
+      return true
     }
     const usage = Predicate.isObject(json) ? usageOf(json.usage) : undefined
     if (typeof usage === "string") {
@@ -464,13 +474,47 @@ export class PassthroughMeter {
       this.rejected = undefined
     }
     const choices = Predicate.isObject(json) ? json.choices : undefined
-    if (Array.isArray(choices) && choices.length === 0) return this.includeUsage ? raw : ""
-    this.generated += countGenerated(raw)
-    return raw
+    return !(Array.isArray(choices) && choices.length === 0) || this.includeUsage
   }
 }
 
-/** The joined `data:` lines of one raw event. */
+/** What a meter gives out, as text. */
+const textOf = (forward: SseChunks.Events | string | undefined): string =>
+  forward === undefined ? "" : typeof forward === "string" ? forward : forward.text
+
+const USAGE_OBJECTS = /"usage"\s*:\s*\{/g
+
+/** The line ends that make a blank line. */
+const BLANK_LINES = ["\n\n", "\r\n\r\n", "\r\r"] as const
+
+/** Where the event holding `at` starts: after the blank line before it, or at 0 (`crlf`: the text has CRs). */
+const eventStart = (text: string, at: number, crlf: boolean): number => {
+  if (!crlf) {
+    const found = text.lastIndexOf("\n\n", at)
+    return found === -1 ? 0 : found + 2
+  }
+  let start = 0
+  for (const blank of BLANK_LINES) {
+    const found = text.lastIndexOf(blank, at)
+    if (found !== -1 && found + blank.length > start) start = found + blank.length
+  }
+  return start
+}
+
+/** Where the event holding `at` ends: after its blank line, or at the end of the text (`crlf`: the text has CRs). */
+const eventEnd = (text: string, at: number, crlf: boolean): number => {
+  if (!crlf) {
+    const found = text.indexOf("\n\n", at)
+    return found === -1 ? text.length : found + 2
+  }
+  let end = text.length
+  for (const blank of BLANK_LINES) {
+    const found = text.indexOf(blank, at)
+    if (found !== -1 && found + blank.length < end) end = found + blank.length
+  }
+  return end
+}
+
 const dataOf = (raw: string): string => {
   let data = ""
   let first = true

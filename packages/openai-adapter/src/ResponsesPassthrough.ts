@@ -15,18 +15,19 @@
  *   refused it.
  * - `upstreamBody` forwards the client's bytes, with the model edited in
  *   place when the channel names it otherwise.
- * - `PassthroughMeter` forwards the upstream's SSE text at event boundaries,
- *   reads the usage of the final `response.completed` / `response.incomplete`
- *   / `response.failed` event (refusing figures that are not token counts),
- *   and counts the generated characters of the deltas, so a stream cut before
- *   its end is billed for what it carried. It also remembers the response's
- *   id and the last `sequence_number`, so that an error after the start ends
- *   the stream with a fitting `response.failed`.
+ * - `PassthroughMeter` forwards the upstream's bytes at event boundaries, as
+ *   they came (`SseChunks.WholeEvents`), reads the usage of the final
+ *   `response.completed` / `response.incomplete` / `response.failed` event
+ *   (refusing figures that are not token counts), and counts the generated
+ *   characters of the deltas, so a stream cut before its end is billed for
+ *   what it carried. It also remembers the response's id and the last
+ *   `sequence_number`, so that an error after the start ends the stream with
+ *   a fitting `response.failed`.
  * - `usageOfResponse` reads a non-stream answer's usage.
  *
  * @since 0.1.0
  */
-import { type Dialect, type GatewayError, Issues, JsonDepth, JsonScan } from "@modelgate/core"
+import { type Dialect, type GatewayError, Issues, JsonDepth, JsonScan, SseChunks, Utf8 } from "@modelgate/core"
 import { Effect, Predicate, Result } from "effect"
 import { readUsageFigures } from "./ResponsesAnswer.ts"
 
@@ -275,18 +276,30 @@ export const meteredOfUsage = (usage: unknown): Dialect.Metered | string | undef
 
 const estimateTokens = (characters: number): number => characters === 0 ? 0 : Math.ceil(characters / 4)
 
-/** The decoded characters of the `"delta"` string of a delta event's text, without parsing. */
-const deltaLength = (raw: string): number => {
-  const at = raw.indexOf("\"delta\":\"")
-  if (at === -1) return 0
+/** The decoded characters of every `"delta"` string value in `text` (the deltas of whole events), without parsing. */
+const deltaCharacters = (text: string): number => {
   let total = 0
-  for (let i = at + 9; i < raw.length; i++) {
-    const code = raw.charCodeAt(i)
-    if (code === 34) break
-    if (code === 92) i += raw.charCodeAt(i + 1) === 117 ? 5 : 1
-    total++
+  for (let at = text.indexOf(DELTA); at !== -1; at = text.indexOf(DELTA, at)) {
+    let i = at + DELTA.length
+    for (; i < text.length; i++) {
+      const code = text.charCodeAt(i)
+      if (code === 34) break
+      if (code === 92) i += text.charCodeAt(i + 1) === 117 ? 5 : 1
+      total++
+    }
+    at = i + 1
   }
   return total
+}
+
+const DELTA = "\"delta\":\""
+
+/** The last top-level `sequence_number` of whole events' text (nested JSON has none), or undefined. */
+const lastSequenceOf = (text: string): number | undefined => {
+  const at = text.lastIndexOf("\"sequence_number\"")
+  if (at === -1) return undefined
+  const match = /^"sequence_number"\s*:\s*(\d+)/.exec(text.slice(at, at + 48))
+  return match === null ? undefined : Number(match[1])
 }
 
 const dataOf = (raw: string): string => {
@@ -301,7 +314,6 @@ const dataOf = (raw: string): string => {
 
 const FINAL = /"type"\s*:\s*"response\.(completed|incomplete|failed)"/
 const CREATED = /"type"\s*:\s*"response\.created"/
-const SEQUENCE = /"sequence_number"\s*:\s*(\d+)/
 
 /** Where the event starting at `from` ends (after its blank line), or -1 when it is not complete. */
 const eventEnd = (text: string, from: number): number => {
@@ -323,13 +335,17 @@ const eventEnd = (text: string, from: number): number => {
 }
 
 /**
- * Meters a relayed Responses stream (see the module doc). Forward what `push`
- * and `end` return.
+ * Meters a relayed Responses stream (see the module doc). Feed it the
+ * upstream's bytes in order with `pushBytes` and forward what it returns
+ * (whole events, as they came); at the end forward `endBytes()`. Only the
+ * events of a piece that holds `response.created` or the final event are
+ * parsed; the deltas are counted and the sequence numbers read by a scan.
+ * `push` and `end` do the same for text.
  *
  * @category metering
  */
 export class PassthroughMeter {
-  private pending = ""
+  private readonly events = new SseChunks.WholeEvents()
   private generated = 0
   private reported: Dialect.Metered | undefined = undefined
   /** The last usage the upstream reported was refused: why. */
@@ -339,26 +355,28 @@ export class PassthroughMeter {
   /** The last `sequence_number` forwarded (-1 before any). */
   lastSequence = -1
 
-  /** Takes the next piece of upstream text; returns the complete events in it. */
-  push(text: string): string {
-    const all = this.pending.length === 0 ? text : this.pending + text
-    let from = 0
-    for (;;) {
-      const end = eventEnd(all, from)
-      if (end === -1) break
-      this.event(all.slice(from, end))
-      from = end
-    }
-    this.pending = from === 0 ? all : all.slice(from)
-    return from === 0 ? "" : from === all.length ? all : all.slice(0, from)
+  /** Takes the next chunk of the upstream's bytes: the whole events it completed, as they came (forward their bytes), or undefined. */
+  pushBytes(chunk: Uint8Array): SseChunks.Events | undefined {
+    const whole = this.events.push(chunk)
+    if (whole !== undefined) this.meter(whole.text)
+    return whole
   }
 
-  /** Ends the stream: the unterminated rest, forwarded as is (and metered). */
-  end(): string {
-    const rest = this.pending
-    this.pending = ""
-    if (rest.length > 0) this.event(rest)
+  /** Ends the stream: an unterminated last event, forwarded as it came (and metered), or undefined. */
+  endBytes(): SseChunks.Events | undefined {
+    const rest = this.events.end()
+    if (rest !== undefined) this.meter(rest.text)
     return rest
+  }
+
+  /** `pushBytes` for text: the complete events in it (possibly ""). */
+  push(text: string): string {
+    return this.pushBytes(Utf8.encode(text))?.text ?? ""
+  }
+
+  /** `endBytes` for text. */
+  end(): string {
+    return this.endBytes()?.text ?? ""
   }
 
   /**
@@ -372,31 +390,39 @@ export class PassthroughMeter {
     return this.rejected === undefined ? estimate : { ...estimate, usageRejected: this.rejected }
   }
 
-  private event(raw: string): void {
-    const sequence = SEQUENCE.exec(raw)
-    if (sequence !== null) this.lastSequence = Number(sequence[1])
-    if (raw.includes(".delta\"")) {
-      this.generated += deltaLength(raw)
+  /** Meters whole events (their text). */
+  private meter(text: string): void {
+    const sequence = lastSequenceOf(text)
+    if (sequence !== undefined) this.lastSequence = sequence
+    this.generated += deltaCharacters(text)
+    if (!FINAL.test(text) && !CREATED.test(text)) return
+    for (let from = 0; from < text.length;) {
+      const end = eventEnd(text, from)
+      const stop = end === -1 ? text.length : end
+      this.response(text.slice(from, stop))
+      from = stop
+    }
+  }
+
+  /** Reads the response of `response.created` (its id) or of the final event (its usage). */
+  private response(raw: string): void {
+    if (!FINAL.test(raw) && !CREATED.test(raw)) return
+    let json: unknown
+    try {
+      json = JSON.parse(dataOf(raw))
+    } catch {
       return
     }
-    if (FINAL.test(raw) || CREATED.test(raw)) {
-      let json: unknown
-      try {
-        json = JSON.parse(dataOf(raw))
-      } catch {
-        return
-      }
-      const response = Predicate.isObject(json) && Predicate.isObject(json.response) ? json.response : undefined
-      if (response === undefined) return
-      if (Predicate.isString(response.id) && this.responseId.length === 0) this.responseId = response.id
-      const usage = meteredOfUsage(response.usage)
-      if (typeof usage === "string") {
-        this.reported = undefined
-        this.rejected = usage
-      } else if (usage !== undefined) {
-        this.reported = usage
-        this.rejected = undefined
-      }
+    const response = Predicate.isObject(json) && Predicate.isObject(json.response) ? json.response : undefined
+    if (response === undefined) return
+    if (Predicate.isString(response.id) && this.responseId.length === 0) this.responseId = response.id
+    const usage = meteredOfUsage(response.usage)
+    if (typeof usage === "string") {
+      this.reported = undefined
+      this.rejected = usage
+    } else if (usage !== undefined) {
+      this.reported = usage
+      this.rejected = undefined
     }
   }
 }

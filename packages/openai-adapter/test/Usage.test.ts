@@ -53,8 +53,8 @@ describe("the passthrough path", () => {
 
   it("the stream meter refuses a usage chunk whose figures are not counts, and counts what it relayed", () => {
     const meter = Dialect.client.passthroughMeter({ includeUsage: true } as Core.Inspected)
-    meter.push(chunk({ choices: [{ index: 0, delta: { content: "Hello there" } }] }))
-    meter.push(chunk({ choices: [], usage: { prompt_tokens: -1_000_000, completion_tokens: -5_000_000, total_tokens: -6_000_000 } }))
+    meter.push(new TextEncoder().encode(chunk({ choices: [{ index: 0, delta: { content: "Hello there" } }] })))
+    meter.push(new TextEncoder().encode(chunk({ choices: [], usage: { prompt_tokens: -1_000_000, completion_tokens: -5_000_000, total_tokens: -6_000_000 } })))
     meter.end()
     assert.deepStrictEqual(meter.metered(12), { promptTokens: 12, completionTokens: 3, cachedTokens: 0, reported: false, usageRejected: "prompt_tokens: -1000000" })
   })

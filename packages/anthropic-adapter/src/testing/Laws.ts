@@ -18,8 +18,8 @@
  *   `StreamDecoder` assembles to the original answer.
  * - `sseSplitInvariance`: an SSE parser gives the same events however an
  *   Anthropic event stream (`event:` and `data:` lines) is split.
- * - `meterSplit`: the relay's meter forwards an Anthropic stream unchanged and
- *   meters it the same however it is split.
+ * - `meterSplit`: the relay's meter forwards an Anthropic stream's bytes
+ *   unchanged and meters them the same however they are cut.
  * - `malformedBodies`: arbitrary and almost-valid JSON gives a typed 400 error
  *   (or a request), never a throw; the response and stream decoders fail with
  *   `UpstreamUnavailable` (or succeed), never throw.
@@ -36,7 +36,7 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { Issues, Sse, StreamAssembly } from "@modelgate/core"
+import { Issues, Sse, StreamAssembly, Utf8 } from "@modelgate/core"
 import * as Cuts from "@modelgate/core/testing/Cuts"
 import * as Equality from "@modelgate/core/testing/Equality"
 import { Result } from "effect"
@@ -170,9 +170,9 @@ export const streamEncodeDecode = () =>
 
 /**
  * The relay's meter (`Passthrough.PassthroughMeter`), for a client of an
- * Anthropic channel: a stream written by `StreamEncoder` and cut anywhere is
- * forwarded unchanged, and metered the same as when it came whole; its usage
- * is the answer's.
+ * Anthropic channel: a stream written by `StreamEncoder`, its bytes cut
+ * anywhere (inside a UTF-8 sequence included), is forwarded unchanged, and
+ * metered the same as when it came whole; its usage is the answer's.
  *
  * @category laws
  */
@@ -181,16 +181,21 @@ export const meterSplit = () =>
     const encoder = new StreamEncoder(response.model)
     let text = ""
     for (const frame of [...encoder.pushAll(StreamAssembly.toEvents(response)), ...encoder.end()]) text += sseEvent(frame)
-    const meter = (pieces: ReadonlyArray<string>) => {
+    const meter = (pieces: ReadonlyArray<Uint8Array>) => {
       const m = new PassthroughMeter()
-      let out = ""
-      for (const piece of pieces) out += m.push(piece)
-      out += m.end()
-      return { out, metered: m.metered(3) }
+      const forwarded: Array<Uint8Array> = []
+      for (const piece of pieces) {
+        const out = m.pushBytes(piece)
+        if (out !== undefined) forwarded.push(out.bytes)
+      }
+      const rest = m.endBytes()
+      if (rest !== undefined) forwarded.push(rest.bytes)
+      return { out: Utf8.decode(Cuts.joinBytes(forwarded)), metered: m.metered(3) }
     }
-    const whole = meter([text])
-    Equality.assertEqual(whole.out, text, "forwarded text")
-    Equality.assertEqual(meter(Cuts.splitAt(text, cuts)), whole, "metering, however the text is cut")
+    const bytes = Utf8.encode(text)
+    const whole = meter([bytes])
+    Equality.assertEqual(whole.out, text, "forwarded bytes")
+    Equality.assertEqual(meter(Cuts.splitBytesAt(bytes, cuts)), whole, "metering, however the bytes are cut")
     if (response.usage !== undefined) {
       Equality.assertEqual(whole.metered.completionTokens, response.usage.completionTokens, "output tokens")
       Equality.assertEqual(whole.metered.promptTokens, response.usage.promptTokens, "input tokens")

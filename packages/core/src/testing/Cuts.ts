@@ -39,6 +39,39 @@ export const splitAt = (text: string, cuts: ReadonlyArray<number>): Array<string
 }
 
 /**
+ * `bytes` cut at `cuts` (taken modulo its length + 1), as `splitAt` cuts text:
+ * the network reads an upstream's stream may arrive in, a UTF-8 sequence
+ * split between two included.
+ *
+ * @category bytes
+ */
+export const splitBytesAt = (bytes: Uint8Array, cuts: ReadonlyArray<number>): Array<Uint8Array> => {
+  const pieces: Array<Uint8Array> = []
+  let from = 0
+  for (const point of points(bytes.length, cuts)) {
+    pieces.push(bytes.subarray(from, point))
+    from = point
+  }
+  pieces.push(bytes.subarray(from))
+  return pieces
+}
+
+/**
+ * Pieces of bytes joined into one array.
+ *
+ * @category bytes
+ */
+export const joinBytes = (pieces: ReadonlyArray<Uint8Array>): Uint8Array => {
+  const out = new Uint8Array(pieces.reduce((n, piece) => n + piece.length, 0))
+  let at = 0
+  for (const piece of pieces) {
+    out.set(piece, at)
+    at += piece.length
+  }
+  return out
+}
+
+/**
  * `text` cut at the points that fall inside it, so that no piece is empty
  * (unless `text` is): the deltas an upstream may stream a text in.
  *

@@ -16,8 +16,8 @@
  *   OpenAI-style event stream is split.
  * - `malformedBodies`: arbitrary and almost-valid JSON gives a request or a
  *   typed 400 error with a message, never a throw.
- * - `meterSplit`: the passthrough meter forwards the upstream text unchanged
- *   however it is split, and reports the usage it carries.
+ * - `meterSplit`: the passthrough meter forwards the upstream's bytes
+ *   unchanged however they are cut, and reports the usage they carry.
  * - `requestThrough`, `responseThrough`, `streamThrough`: OpenAI -> another
  *   dialect -> OpenAI keeps what both carry; they take the other dialect's
  *   codecs as a `ForeignDialect` (for Gemini:
@@ -38,7 +38,7 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { Issues, Sse, StreamAssembly } from "@modelgate/core"
+import { Issues, JsonScan, Sse, StreamAssembly } from "@modelgate/core"
 import * as Cuts from "@modelgate/core/testing/Cuts"
 import * as Equality from "@modelgate/core/testing/Equality"
 import { Result } from "effect"
@@ -179,19 +179,26 @@ export const malformedBodies = (
   })
 
 /**
- * With `include_usage` asked, a `PassthroughMeter` forwards the upstream text
- * unchanged however it is split, and reports the usage it carries.
+ * With `include_usage` asked, a `PassthroughMeter` forwards the upstream's
+ * bytes unchanged however they are cut (inside a UTF-8 sequence included),
+ * and reports the usage they carry.
  *
  * @category laws
  */
 export const meterSplit = () =>
   fc.property(Arbitraries.wireChunks, Arbitraries.cuts, (chunks, cuts) => {
     const text = chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join("") + "data: [DONE]\n\n"
+    const bytes = JsonScan.encode(text)
     const meter = new PassthroughMeter({ includeUsage: true })
-    let forwarded = ""
-    for (const chunk of Cuts.splitAt(text, cuts)) forwarded += meter.push(chunk)
-    forwarded += meter.end()
-    Equality.assertEqual(forwarded, text, "forwarded text")
+    const forwarded: Array<Uint8Array> = []
+    const take = (out: ReturnType<PassthroughMeter["pushBytes"]>) => {
+      if (out === undefined) return
+      if (typeof out === "string") throw new Error("an event was changed or left out")
+      forwarded.push(out.bytes)
+    }
+    for (const piece of Cuts.splitBytesAt(bytes, cuts)) take(meter.pushBytes(piece))
+    take(meter.endBytes())
+    Equality.assertEqual(JsonScan.decode(Cuts.joinBytes(forwarded)), text, "forwarded bytes")
     const usage = chunks.at(-1)?.usage
     Equality.assertEqual(meter.usage().reported, usage !== undefined && usage !== null, "usage reported")
   })

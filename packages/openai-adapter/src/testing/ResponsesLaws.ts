@@ -9,8 +9,9 @@
  *   (`ResponsesAnswer.StreamEncoder`) and cut anywhere assembles, through the
  *   stream decoder, to the same answer as the non-stream `response` object
  *   decodes to, and keeps the answer's text, reasoning and tool calls.
- * - `meterSplit`: the relay's meter forwards a Responses stream unchanged and
- *   reads the same usage however the text is split.
+ * - `meterSplit`: the relay's meter forwards a Responses stream's bytes
+ *   unchanged and reads the same usage however they are cut (inside a UTF-8
+ *   sequence included).
  * - `malformedBodies`: arbitrary JSON gives a typed 400 (or a request),
  *   never a throw.
  *
@@ -25,7 +26,7 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, Sse, StreamAssembly } from "@modelgate/core"
+import { type Canonical, Sse, StreamAssembly, Utf8 } from "@modelgate/core"
 import * as Cuts from "@modelgate/core/testing/Cuts"
 import * as Equality from "@modelgate/core/testing/Equality"
 import { Result } from "effect"
@@ -256,16 +257,21 @@ export const streamRechunking = (arbitrary: fc.Arbitrary<Canonical.ChatResponse>
 export const meterSplit = (arbitrary: fc.Arbitrary<Canonical.ChatResponse> = canonicalResponse) =>
   fc.property(arbitrary, cuts, (response, at) => {
     const text = streamText(response)
-    const meter = (pieces: ReadonlyArray<string>) => {
+    const meter = (pieces: ReadonlyArray<Uint8Array>) => {
       const m = new ResponsesPassthrough.PassthroughMeter()
-      let out = ""
-      for (const piece of pieces) out += m.push(piece)
-      out += m.end()
-      return { out, metered: m.metered(7), last: m.lastSequence, id: m.responseId }
+      const forwarded: Array<Uint8Array> = []
+      for (const piece of pieces) {
+        const out = m.pushBytes(piece)
+        if (out !== undefined) forwarded.push(out.bytes)
+      }
+      const rest = m.endBytes()
+      if (rest !== undefined) forwarded.push(rest.bytes)
+      return { out: Utf8.decode(Cuts.joinBytes(forwarded)), metered: m.metered(7), last: m.lastSequence, id: m.responseId }
     }
-    const whole = meter([text])
-    Equality.assertEqual(whole.out, text, "forwarded text")
-    Equality.assertEqual(meter(Cuts.splitAt(text, at)), whole, "metering, however the text is cut")
+    const bytes = Utf8.encode(text)
+    const whole = meter([bytes])
+    Equality.assertEqual(whole.out, text, "forwarded bytes")
+    Equality.assertEqual(meter(Cuts.splitBytesAt(bytes, at)), whole, "metering, however the bytes are cut")
   })
 
 /** @category laws */
