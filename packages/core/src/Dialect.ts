@@ -189,9 +189,11 @@ export interface ClientDialect {
   readonly inspect: (body: Uint8Array, hints: RouteHints) => Effect.Effect<Inspected, InvalidRequest>
   /**
    * The structure check `inspect` left out for a large body, run when a
-   * channel of the client's own dialect refused it: the error naming the
-   * field, or `undefined` when the body is well formed (the upstream's refusal
-   * stands). Dialects that check everything at inspection leave it out.
+   * channel of the client's own dialect refused it, or when parsing the body
+   * (for a translation, or a channel's parameter edit) failed: the error
+   * naming the field, or `undefined` when the body is well formed (the
+   * upstream's refusal stands). Dialects that check everything at inspection
+   * leave it out.
    */
   readonly check?: ((inspected: Inspected) => InvalidRequest | undefined) | undefined
   readonly decodeRequest: (inspected: Inspected) => Effect.Effect<ChatRequest, InvalidRequest | UnsupportedFeature>

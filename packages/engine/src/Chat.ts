@@ -104,11 +104,28 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
     lastLeg === undefined ? undefined : { ...lastLeg, attempts: tried.length, attemptLog: tried }
   let ttfbMs: number | null = null
 
+  /**
+   * `read()`, which may parse the body a large inspection only scanned (the
+   * translation, a channel's parameter edit): a body JSON refuses deep inside
+   * (a misspelt literal, which the scan lets through) is the client's error,
+   * named by the dialect's deferred check, not a defect.
+   */
+  const parsing = <A>(read: () => A): Effect.Effect<A, GatewayError.InvalidRequest> =>
+    Effect.suspend(() => {
+      try {
+        return Effect.succeed(read())
+      } catch (error) {
+        const refused = error instanceof SyntaxError ? client.check?.(inspected) : undefined
+        return refused === undefined ? Effect.die(error) : Effect.fail(refused)
+      }
+    })
+
   let canonicalRequest: Canonical.ChatRequest | undefined
   const canonical = () =>
     canonicalRequest !== undefined
       ? Effect.succeed(canonicalRequest)
-      : Effect.tap(client.decodeRequest(inspected), (request) => Effect.sync(() => canonicalRequest = request))
+      : Effect.flatMap(parsing(() => client.decodeRequest(inspected)), (decoding) =>
+        Effect.tap(decoding, (request) => Effect.sync(() => canonicalRequest = request)))
 
   const attempt = (target: Failover.Target, at: Upstream.Deadlines, record: Failover.AttemptRecord, ticket: Health.Ticket) =>
     Effect.gen(function*() {
@@ -120,7 +137,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       lastLeg = { channel: channel.name, upstreamModel, dialectOut: upstream.dialect }
       const edit = Params.editOf(channel)
       const body = same
-        ? inspected.forward(upstreamModel, edit)
+        ? yield* parsing(() => inspected.forward(upstreamModel, edit))
         : yield* Effect.flatMap(canonical(), (request) => upstream.encodeRequest(request, upstreamModel, model)).pipe(
           Effect.map((encoded) => edit === undefined ? encoded : Params.editText(encoded, edit))
         )

@@ -2,8 +2,8 @@
  * A large request body (past the adapters' `EAGER_CHECK_BYTES`, as coding
  * agents send every turn) on the same-dialect path is scanned, not parsed:
  * what routing and billing need is read, the rest is forwarded as it came.
- * Through the web handler over the fake upstream, for OpenAI and Gemini
- * clients:
+ * Through the web handler over the fake upstream, for OpenAI, Gemini,
+ * Anthropic (Claude Code) and Responses (Codex CLI) clients:
  *
  * - the upstream gets the client's body with only the model replaced, and the
  *   call is charged as any other;
@@ -11,7 +11,8 @@
  *   the error naming the field (as a small body is at once), costs nothing,
  *   and leaves a usage record of the refusal;
  * - on a translated path the same body is refused before any upstream is
- *   called.
+ *   called, and so is a body JSON refuses deep inside (which the scan lets
+ *   through), with the parser's words.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Money, type UsageLog } from "@modelgate/core"
@@ -45,9 +46,49 @@ beforeAll(async () => {
         api_key: "g-up",
         models: ["agent-gemini", "refusing-gemini", "translated-openai"],
         model_map: { "agent-gemini": "gemini-2.5-flash", "refusing-gemini": "gemini-fail-400" }
+      },
+      {
+        name: "edited-openai",
+        type: "openai",
+        base_url: `${fake.url}/v1`,
+        api_key: "sk-up",
+        models: ["edited-openai"],
+        model_map: { "edited-openai": "gpt-4o-mini" },
+        params: { overrides: { max_tokens: 8 } }
+      },
+      {
+        name: "anthropic",
+        type: "anthropic",
+        base_url: fake.url,
+        api_key: "a-up",
+        models: ["agent-anthropic", "refusing-anthropic"],
+        model_map: { "agent-anthropic": "claude-sonnet-4-5", "refusing-anthropic": "claude-fail-400" }
+      },
+      {
+        name: "responses",
+        type: "openai",
+        base_url: `${fake.url}/v1`,
+        api_key: "sk-up",
+        responses: true,
+        models: ["agent-responses", "refusing-responses"],
+        model_map: { "agent-responses": "gpt-5", "refusing-responses": "gpt-fail-400" }
       }
     ],
-    models: Object.fromEntries(["agent-openai", "refusing-openai", "translated-gemini", "agent-gemini", "refusing-gemini", "translated-openai"].map((m) => [m, priced])),
+    models: Object.fromEntries(
+      [
+        "agent-openai",
+        "refusing-openai",
+        "translated-gemini",
+        "agent-gemini",
+        "refusing-gemini",
+        "translated-openai",
+        "agent-anthropic",
+        "refusing-anthropic",
+        "agent-responses",
+        "refusing-responses",
+        "edited-openai"
+      ].map((m) => [m, priced])
+    ),
     users: [{ name: "alice", balance: 100, keys: [{ name: "main", secret: KEY }] }]
   })
 })
@@ -71,6 +112,38 @@ const openaiBody = (model: string, last: Record<string, unknown>) =>
 /** A Gemini body of about 30 KB, and one more turn at its end. */
 const geminiBody = (last: Record<string, unknown>) =>
   JSON.stringify({ contents: [...history(40).map(({ i, text }) => ({ role: i % 2 ? "model" : "user", parts: [{ text }] })), last] })
+
+/** An Anthropic body of about 30 KB (Claude Code's shape), and one more turn at its end. */
+const anthropicBody = (model: string, last: Record<string, unknown>) =>
+  JSON.stringify({
+    model,
+    max_tokens: 16,
+    system: [{ type: "text", text: "You are Claude Code." }],
+    messages: [...history(40).map(({ i, text }) => ({ role: i % 2 ? "assistant" : "user", content: [{ type: "text", text }] })), last],
+    context_management: { edits: [] }
+  })
+
+/** A Responses body of about 30 KB (Codex CLI's shape), and one more item at its end. */
+const responsesBody = (model: string, last: Record<string, unknown>) =>
+  JSON.stringify({
+    model,
+    instructions: "You are Codex.",
+    input: [
+      ...history(40).map(({ i, text }) => ({ type: "message", role: i % 2 ? "assistant" : "user", content: [{ type: i % 2 ? "output_text" : "input_text", text }] })),
+      last
+    ],
+    store: false,
+    max_output_tokens: 16
+  })
+
+const anthropic = (body: string) =>
+  gateway.handler(new Request("http://gateway.test/v1/messages", { method: "POST", headers: { "x-api-key": KEY, "content-type": "application/json" }, body }))
+
+const responses = (body: string) =>
+  gateway.handler(new Request("http://gateway.test/v1/responses", { method: "POST", headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" }, body }))
+
+/** A body with a misspelt literal deep inside (`"flag": tru`): the scan lets it through, JSON refuses it. */
+const misspelt = (body: string) => body.replace("\"flag\":\"t\"", "\"flag\":tru")
 
 const openai = (body: string) =>
   gateway.handler(new Request("http://gateway.test/v1/chat/completions", { method: "POST", headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" }, body }))
@@ -110,19 +183,36 @@ describe("large bodies on the same-dialect path", () => {
     assert.strictEqual(answered.status, 200)
     await answered.json()
     assert.deepStrictEqual(fake.requests.at(-1)!.body, JSON.parse(geminiText))
+
+    for (const [send, text, upstream] of [
+      [anthropic, anthropicBody("agent-anthropic", { role: "user", content: "and now?" }), "claude-sonnet-4-5"],
+      [responses, responsesBody("agent-responses", { role: "user", content: "and now?" }), "gpt-5"]
+    ] as const) {
+      assert.isAbove(text.length, EAGER_CHECK_BYTES)
+      const from = balance()
+      const reply = await send(text)
+      assert.strictEqual(reply.status, 200, upstream)
+      await reply.json()
+      assert.deepStrictEqual(fake.requests.at(-1)!.body, { ...JSON.parse(text), model: upstream }, `${upstream}: the client's body, the model replaced`)
+      const charged = await recordOf(reply)
+      assert.isAbove(Number(charged.costNanos), 0)
+      assert.strictEqual(from - balance(), charged.costNanos)
+    }
   })
 
   it("malformed deep inside and refused upstream: the error names the field, and nothing is charged", async () => {
     const cases: ReadonlyArray<readonly [() => Promise<Response>, string, string]> = [
       [() => openai(openaiBody("refusing-openai", { role: "usr", content: "x" })), "messages[40].role", "got the string 'usr'"],
-      [() => gemini("refusing-gemini", geminiBody({ role: "user", parts: { text: "x" } })), "contents[40].parts", "array of parts"]
+      [() => gemini("refusing-gemini", geminiBody({ role: "user", parts: { text: "x" } })), "contents[40].parts", "array of parts"],
+      [() => anthropic(anthropicBody("refusing-anthropic", { role: "usr", content: "x" })), "messages[40].role", "must be 'user', 'assistant' or 'system'"],
+      [() => responses(misspelt(responsesBody("refusing-responses", { role: "user", content: "x", flag: "t" }))), "", "The request body is not valid JSON"]
     ]
     for (const [send, param, fragment] of cases) {
       const before = balance()
       const response = await send()
       assert.strictEqual(response.status, 400, param)
       const text = await response.text()
-      assert.include(text, param)
+      if (param !== "") assert.include(text, param)
       assert.include(text, fragment)
       const record = await recordOf(response)
       assert.strictEqual(record.status, 400)
@@ -139,6 +229,21 @@ describe("large bodies on the same-dialect path", () => {
     const error = (await response.json() as { error: { param?: string | null; message: string } }).error
     assert.notStrictEqual(error.param, "messages[40].role")
     assert.strictEqual((await recordOf(response)).costNanos, 0n)
+    for (const send of [() => anthropic(anthropicBody("refusing-anthropic", { role: "user", content: "fine" })), () => responses(responsesBody("refusing-responses", { role: "user", content: "fine" }))]) {
+      const refused = await send()
+      assert.strictEqual(refused.status, 400)
+      // The fake upstream's own words for a 400.
+      assert.notInclude(await refused.text(), "must be")
+      assert.strictEqual((await recordOf(refused)).costNanos, 0n)
+    }
+  })
+
+  it("a channel's parameter edit applies to a large body", async () => {
+    fake.clearRequests()
+    const response = await openai(openaiBody("edited-openai", { role: "user", content: "and now?" }))
+    assert.strictEqual(response.status, 200)
+    await response.json()
+    assert.strictEqual((fake.requests.at(-1)!.body as { max_tokens: number }).max_tokens, 8)
   })
 })
 
@@ -151,6 +256,30 @@ describe("large bodies on a translated path", () => {
     const fromGemini = await gemini("translated-gemini", geminiBody({ role: "user", parts: { text: "x" } }))
     assert.strictEqual(fromGemini.status, 400)
     assert.include(await fromGemini.text(), "contents[40].parts")
+    const fromAnthropic = await anthropic(anthropicBody("translated-gemini", { role: "usr", content: "x" }))
+    assert.strictEqual(fromAnthropic.status, 400)
+    assert.include(await fromAnthropic.text(), "messages[40]")
+    const fromResponses = await responses(responsesBody("translated-gemini", { type: "message", role: "usr", content: "x" }))
+    assert.strictEqual(fromResponses.status, 400)
+    assert.include(await fromResponses.text(), "input[40]")
+    assert.strictEqual(fake.requests.length, 0)
+  })
+
+  it("JSON refused deep inside (which the scan lets through) is a 400 with the parser's words, not a 500", async () => {
+    fake.clearRequests()
+    const cases: ReadonlyArray<readonly [string, () => Promise<Response>]> = [
+      ["openai", () => openai(misspelt(openaiBody("translated-openai", { role: "user", content: "x", flag: "t" })))],
+      ["gemini", () => gemini("translated-gemini", misspelt(geminiBody({ role: "user", parts: [{ text: "x" }], flag: "t" })))],
+      ["anthropic", () => anthropic(misspelt(anthropicBody("translated-gemini", { role: "user", content: "x", flag: "t" })))],
+      ["responses", () => responses(misspelt(responsesBody("translated-gemini", { role: "user", content: "x", flag: "t" })))],
+      // The same dialect, to a channel whose parameters edit the body: the edit parses it.
+      ["openai, edited", () => openai(misspelt(openaiBody("edited-openai", { role: "user", content: "x", flag: "t" })))]
+    ]
+    for (const [client, send] of cases) {
+      const response = await send()
+      assert.strictEqual(response.status, 400, client)
+      assert.include(await response.text(), "The request body is not valid JSON", client)
+    }
     assert.strictEqual(fake.requests.length, 0)
   })
 })
