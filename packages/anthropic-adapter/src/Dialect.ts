@@ -143,8 +143,9 @@ export const client: Core.ClientDialect = {
   },
   usageOfResponse: Passthrough.usageOfResponse,
   encodeResponse: (response, model) => Response.encodeResponse(response, model),
-  frameEncoder: (_inspected, model) => {
-    const encoder = new AnthropicStream.StreamEncoder(model)
+  frameEncoder: (_inspected, model, promptTokens) => {
+    // message_start states the prompt's tokens before any upstream reported them: the call's estimate stands in.
+    const encoder = new AnthropicStream.StreamEncoder(model, { inputTokens: promptTokens })
     const frame = (events: ReadonlyArray<{ readonly event: string; readonly data: unknown }>) => {
       let text = ""
       for (const event of events) text += AnthropicStream.sseEvent(event)

@@ -362,6 +362,17 @@ export const SSE_CONTENT_TYPE = "text/event-stream"
 
 const frame = (type: string, data: unknown): Messages.OutputEvent => ({ event: type, data })
 
+/** Options of a `StreamEncoder`. @category encoding */
+export interface EncoderOptions {
+  /**
+   * The prompt's tokens `message_start` states (Anthropic's own streams count
+   * them before the answer; a translated stream's upstream reports its usage
+   * only at the end, so an estimate stands in). Default 0. The final
+   * `message_delta` carries the upstream's count.
+   */
+  readonly inputTokens?: number | undefined
+}
+
 /**
  * Canonical events -> Anthropic events for a client, one stream per
  * instance; `model` is the name the client asked for. Frame the result with
@@ -392,9 +403,11 @@ export class StreamEncoder {
   private finish: Canonical.FinishReason | undefined = undefined
   private lastUsage: Canonical.Usage | undefined = undefined
   private ended = false
+  private readonly inputTokens: number
 
-  constructor(model: string) {
+  constructor(model: string, options?: EncoderOptions) {
     this.model = model
+    this.inputTokens = options?.inputTokens ?? 0
   }
 
   /** Encodes one event; returns the events to send now (often none). */
@@ -444,7 +457,7 @@ export class StreamEncoder {
         content: [],
         stop_reason: null,
         stop_sequence: null,
-        usage: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
+        usage: { input_tokens: this.inputTokens, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
       }
     }))
     // Anthropic's own streams send a ping right after the start; clients skip it.

@@ -111,6 +111,22 @@ describe("StreamEncoder", () => {
     )
   })
 
+  it("message_start states the prompt estimate it is given (the final message_delta the upstream's count)", () => {
+    const encoder = new AnthropicStream.StreamEncoder("c", { inputTokens: 1234 })
+    const frames = [
+      ...encoder.pushAll([{ type: "start", id: "x", model: "m", created: 0 }, { type: "text", index: 0, text: "Hi" }, { type: "finish", index: 0, reason: "stop" }, {
+        type: "usage",
+        usage: { promptTokens: 1200, completionTokens: 1, totalTokens: 1201 }
+      }]),
+      ...encoder.end()
+    ]
+    const data = (name: string) => frames.find((f) => f.event === name)!.data as { message?: { usage: { input_tokens: number } }; usage?: { input_tokens: number } }
+    assert.strictEqual(data("message_start").message!.usage.input_tokens, 1234)
+    assert.strictEqual(data("message_delta").usage!.input_tokens, 1200)
+    const unknown = new AnthropicStream.StreamEncoder("c").pushAll([{ type: "start", id: "x", model: "m", created: 0 }])
+    assert.strictEqual((unknown[0]!.data as { message: { usage: { input_tokens: number } } }).message.usage.input_tokens, 0)
+  })
+
   it("a cut stream (no finish) gets no message_delta or message_stop", () => {
     const encoder = new AnthropicStream.StreamEncoder("c")
     encoder.pushAll([{ type: "start", id: "x", model: "m", created: 0 }, { type: "text", index: 0, text: "par" }])

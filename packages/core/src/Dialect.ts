@@ -201,7 +201,13 @@ export interface ClientDialect {
   readonly usageOfResponse: (json: unknown, promptEstimate: number) => Metered
   /** A canonical answer in the client's shape; `inspected` is the request (a Responses answer echoes its settings). */
   readonly encodeResponse: (response: ChatResponse, model: string, inspected?: Inspected) => unknown
-  readonly frameEncoder: (inspected: Inspected, model: string) => FrameEncoder
+  /**
+   * Writes a translated stream in the client's frames. `promptTokens`: the
+   * call's estimate of its prompt, for a dialect whose streams state the
+   * prompt's tokens before the upstream's usage arrives (Anthropic's
+   * `message_start`); the final frames carry the upstream's own count.
+   */
+  readonly frameEncoder: (inspected: Inspected, model: string, promptTokens?: number) => FrameEncoder
   /** An error in the dialect's envelope, with its status and headers (a rate limit's own headers included). */
   readonly renderError: (error: GatewayError) => ErrorResponse
   /**

@@ -215,7 +215,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       } else {
         const events = upstream.eventDecoder(yield* Ids.answerStart)
         const assembler = new StreamAssembly.Assembler()
-        const encoder = client.frameEncoder(inspected, model.id)
+        const encoder = client.frameEncoder(inspected, model.id, promptEstimate)
         const text = new Utf8.StreamDecoder()
         const feed = (batch: ReadonlyArray<Canonical.StreamEvent>) => {
           for (const event of batch) assembler.add(event)

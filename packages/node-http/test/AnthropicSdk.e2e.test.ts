@@ -223,9 +223,15 @@ for (const channel of channels) {
     it("messages.stream: Anthropic's exact event sequence, and the final message", async () => {
       const stream = client().messages.stream({ model: channel.model, max_tokens: 256, messages: [{ role: "user", content: "stream this" }] })
       const types: Array<string> = []
-      stream.on("streamEvent", (event) => types.push(event.type))
+      let started: number | undefined
+      stream.on("streamEvent", (event) => {
+        types.push(event.type)
+        if (event.type === "message_start") started = event.message.usage.input_tokens
+      })
       const message = await stream.finalMessage()
       assert.strictEqual(types[0], "message_start")
+      // message_start states the prompt's tokens before the answer, as Anthropic's own streams do (an estimate when translated).
+      assert.isAbove(started!, 0)
       assert.deepStrictEqual(types.slice(-2), ["message_delta", "message_stop"])
       const blocks = types.filter((t) => t.startsWith("content_block"))
       assert.strictEqual(blocks[0], "content_block_start")
