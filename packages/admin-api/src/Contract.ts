@@ -268,10 +268,14 @@ export const UsageItem = Schema.Struct({
   promptTokens: Schema.Int,
   completionTokens: Schema.Int,
   cachedTokens: Schema.Int,
+  /** Prompt tokens written to the provider's cache (part of `promptTokens`, billed at the model's cacheWrite price). */
+  cacheWriteTokens: Schema.optionalKey(Schema.Int),
   cost: Usd,
   latencyMs: Schema.Int,
   status: Schema.Int,
   errorCode: Schema.NullOr(Schema.String),
+  /** What a translation left out of the request by decision (a Responses client's hosted tools on another dialect's model), or null. */
+  note: Schema.optionalKey(Schema.NullOr(Schema.String)),
   /** Admin views only: the channel that served (or last tried) the call, time to first byte, and every attempt. */
   channel: Schema.optionalKey(Schema.String),
   ttfbMs: Schema.optionalKey(Schema.NullOr(Schema.Int)),

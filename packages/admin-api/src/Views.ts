@@ -216,10 +216,12 @@ export const usageItem = (row: UsageRow, detail: boolean): C.UsageItem => ({
   promptTokens: row.promptTokens,
   completionTokens: row.completionTokens,
   cachedTokens: row.cachedTokens,
+  cacheWriteTokens: row.cacheWriteTokens,
   cost: Money.formatUsd(row.costNanos),
   latencyMs: row.latencyMs,
   status: row.status,
   errorCode: row.errorCode,
+  note: row.note,
   ...(detail ? { channel: row.channel, ttfbMs: row.ttfbMs, attempts: row.attempts, attemptLog: row.attemptLog } : {})
 })
 

@@ -536,6 +536,16 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         }
         yield* insertUsage({ userId: alice.user.id, keyId: keyA, model: "gpt-test", costNanos: 7n * USD, createdAt: now - 40 * 86_400_000 })
         yield* insertUsage({ userId: bob.user.id, keyId: keyB, model: "gpt-test", costNanos: 99n * USD, createdAt: now })
+        // A coding agent's call: cache writes, and the hosted tool its translation left out.
+        yield* insertUsage({
+          userId: alice.user.id,
+          keyId: keyA,
+          model: "gemini-test",
+          costNanos: 1n,
+          createdAt: now - 10 * 86_400_000,
+          cacheWriteTokens: 20,
+          note: "tools left out: web_search (cannot run on this model)"
+        })
 
         const page1 = yield* alice.client.get("/api/usage?limit=2")
         assert.strictEqual(page1.body.data.length, 2)
@@ -545,10 +555,13 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual(page2.body.data.length, 2)
         assert.notStrictEqual(page2.body.data[0].id, page1.body.data[1].id)
         const all = yield* alice.client.get("/api/usage")
-        assert.strictEqual(all.body.data.length, 6)
+        assert.strictEqual(all.body.data.length, 7)
         assert.isTrue(all.body.data.every((r: any) => r.userId === alice.user.id))
+        const agent = all.body.data.find((r: any) => r.note !== null)
+        assert.deepStrictEqual([agent.cacheWriteTokens, agent.note], [20, "tools left out: web_search (cannot run on this model)"])
+        assert.deepStrictEqual([all.body.data[0].cacheWriteTokens, all.body.data[0].note], [0, null])
         const gemini = yield* alice.client.get("/api/usage?model=gemini-test")
-        assert.strictEqual(gemini.body.data.length, 2)
+        assert.strictEqual(gemini.body.data.length, 3)
         const recent = yield* alice.client.get(`/api/usage?from=${now - 86_400_000}`)
         assert.strictEqual(recent.body.data.length, 5)
         const bad = yield* alice.client.get("/api/usage?limit=abc")
@@ -563,8 +576,9 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual(csv.status, 200)
         assert.match(csv.headers.get("content-type")!, /text\/csv/)
         const lines = csv.text.trim().split("\n")
-        assert.strictEqual(lines.length, 7)
-        assert.match(lines[0]!, /^time,request_id,user,key,model/)
+        assert.strictEqual(lines.length, 8)
+        assert.match(lines[0]!, /^time,request_id,user,key,model,stream,prompt_tokens,completion_tokens,cached_tokens,cache_write_tokens,cost_usd,latency_ms,status,error_code,note$/)
+        assert.match(csv.text, /,20,0\.000000001,120,200,,tools left out: web_search \(cannot run on this model\)/)
         assert.notInclude(csv.text, "99.00")
 
         const daily = yield* alice.client.get("/api/usage/daily")

@@ -259,6 +259,8 @@ export const insertUsage = Effect.fnUntraced(function*(record: {
   readonly promptTokens?: number
   readonly completionTokens?: number
   readonly attemptLog?: ReadonlyArray<UsageLog.Attempt>
+  readonly cacheWriteTokens?: number
+  readonly note?: string
 }) {
   const sql = yield* SqlClient.SqlClient
   yield* sql`INSERT INTO usage_records ${
@@ -277,6 +279,8 @@ export const insertUsage = Effect.fnUntraced(function*(record: {
       prompt_tokens: record.promptTokens ?? 100,
       completion_tokens: record.completionTokens ?? 50,
       cached_tokens: 0,
+      cache_write_tokens: record.cacheWriteTokens ?? 0,
+      note: record.note ?? null,
       usage_reported: true,
       cost_nanos: record.costNanos,
       latency_ms: 120,

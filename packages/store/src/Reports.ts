@@ -84,6 +84,8 @@ export interface UsageRow {
   readonly promptTokens: number
   readonly completionTokens: number
   readonly cachedTokens: number
+  /** Prompt tokens written to the upstream's prompt cache (part of `promptTokens`, billed at `cache_write`). */
+  readonly cacheWriteTokens: number
   readonly costNanos: bigint
   readonly latencyMs: number
   readonly ttfbMs: number | null
@@ -91,6 +93,8 @@ export interface UsageRow {
   readonly errorCode: string | null
   readonly attempts: number
   readonly attemptLog: ReadonlyArray<UsageLog.Attempt>
+  /** What a translation left out of the request by decision (a Responses client's hosted tools), or null. */
+  readonly note: string | null
 }
 
 /** Spend and tokens of one model on one day. @category usage */
@@ -166,13 +170,15 @@ const decodeUsage = (row: Record<string, unknown>): UsageRow => ({
   promptTokens: Row.int(row.prompt_tokens, "usage_records.prompt_tokens"),
   completionTokens: Row.int(row.completion_tokens, "usage_records.completion_tokens"),
   cachedTokens: Row.int(row.cached_tokens, "usage_records.cached_tokens"),
+  cacheWriteTokens: Row.int(row.cache_write_tokens, "usage_records.cache_write_tokens"),
   costNanos: Row.big(row.cost_nanos, "usage_records.cost_nanos"),
   latencyMs: Row.int(row.latency_ms, "usage_records.latency_ms"),
   ttfbMs: Row.intOrNull(row.ttfb_ms, "usage_records.ttfb_ms"),
   status: Row.int(row.status, "usage_records.status"),
   errorCode: Row.strOrNull(row.error_code, "usage_records.error_code"),
   attempts: Row.int(row.attempts, "usage_records.attempts"),
-  attemptLog: decodeAttemptLog(row.attempt_log)
+  attemptLog: decodeAttemptLog(row.attempt_log),
+  note: Row.strOrNull(row.note, "usage_records.note")
 })
 
 /** Sums of an aggregate are NULL over no rows, and may come back as text (PostgreSQL's NUMERIC). */

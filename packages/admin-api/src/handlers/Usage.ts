@@ -34,10 +34,12 @@ export const usageCsvHeader = [
   "prompt_tokens",
   "completion_tokens",
   "cached_tokens",
+  "cache_write_tokens",
   "cost_usd",
   "latency_ms",
   "status",
-  "error_code"
+  "error_code",
+  "note"
 ]
 
 const filterOf = (query: C.UsageQuery): UsageFilter => ({ keyId: query.keyId, model: query.model, from: query.from, to: query.to })
@@ -87,10 +89,12 @@ export const layer = HttpApiBuilder.group(
           r.promptTokens,
           r.completionTokens,
           r.cachedTokens,
+          r.cacheWriteTokens,
           Money.formatUsd(r.costNanos),
           r.latencyMs,
           r.status,
-          r.errorCode ?? ""
+          r.errorCode ?? "",
+          r.note ?? ""
         ])
         return csvResponse(Csv.file(usageCsvHeader, rows), "usage.csv")
       }),
