@@ -107,8 +107,8 @@ const makeStatementCache = (db: DatabaseSync, capacity: number) => {
 
 /** The checkpointing thread's program: its own connection, a passive checkpoint every `interval` ms. */
 const CHECKPOINTER = `
-const { workerData } = require("node:worker_threads")
-const { DatabaseSync } = require("node:sqlite")
+const { workerData } = process.getBuiltinModule("node:worker_threads")
+const { DatabaseSync } = process.getBuiltinModule("node:sqlite")
 const db = new DatabaseSync(workerData.filename, { timeout: 0 })
 setInterval(() => {
   try {
