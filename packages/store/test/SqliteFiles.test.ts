@@ -1,6 +1,7 @@
 /**
  * The SQLite database holds balances, hashes and sessions: its files are
- * readable by the gateway's user only, whatever the umask.
+ * readable by the gateway's user only, whatever the umask. Its write-ahead
+ * log is checkpointed by a thread of its own, never inside a COMMIT.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -41,5 +42,25 @@ describe("SQLite files", () => {
         Effect.orDie
       )
       assert.strictEqual(modeOf(file), 0o640)
+    }))
+
+  it.live("checkpoints the write-ahead log in a worker thread, not in the connection that commits", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "modelgate-sqlite-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const file = join(dir, "gateway.db")
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const [setting] = yield* sql.unsafe<{ readonly wal_autocheckpoint: bigint }>("PRAGMA wal_autocheckpoint")
+        assert.strictEqual(setting?.wal_autocheckpoint, 0n, "the committing connection never checkpoints")
+        yield* sql.unsafe("CREATE TABLE t (x TEXT)")
+        const before = statSync(file).size
+        // About 2,000 pages of rows, in commits: only a checkpoint moves them from the log into the file.
+        for (let i = 0; i < 40; i++) {
+          yield* sql.unsafe(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) INSERT INTO t SELECT hex(randomblob(1000)) FROM n`)
+        }
+        for (let i = 0; i < 50 && statSync(file).size <= before; i++) yield* Effect.sleep("100 millis")
+        assert.isAbove(statSync(file).size, before + 1_000_000, "the thread copied the log into the database file")
+      }).pipe(Effect.provide(SqliteClient.layer({ filename: file, checkpointIntervalMs: 50 })), Effect.orDie)
     }))
 })
