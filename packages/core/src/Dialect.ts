@@ -33,6 +33,12 @@ export interface Metered {
   readonly promptTokens: number
   readonly completionTokens: number
   readonly cachedTokens: number
+  /**
+   * Of `completionTokens`, those the model spent reasoning, when the upstream
+   * says (OpenAI `completion_tokens_details.reasoning_tokens`, Gemini
+   * `thoughtsTokenCount`); absent: not reported.
+   */
+  readonly reasoningTokens?: number | undefined
   /** Whether the counts are the upstream's own (false: local estimates). */
   readonly reported: boolean
   /**

@@ -89,7 +89,13 @@ const inspect = (body: string, hints: Core.RouteHints) =>
 /** What a relayed answer consumed: the upstream's usage, else estimates (saying why when its figures were refused). */
 const metered = (usage: Canonical.Usage | string | undefined, promptEstimate: number, generatedTokens: number): Core.Metered =>
   usage !== undefined && typeof usage !== "string"
-    ? { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, cachedTokens: usage.cachedTokens ?? 0, reported: true }
+    ? {
+      promptTokens: usage.promptTokens,
+      completionTokens: usage.completionTokens,
+      cachedTokens: usage.cachedTokens ?? 0,
+      ...(usage.reasoningTokens === undefined ? {} : { reasoningTokens: usage.reasoningTokens }),
+      reported: true
+    }
     : {
       promptTokens: promptEstimate,
       completionTokens: generatedTokens,
