@@ -1,14 +1,15 @@
 /**
  * The price table of well-known models that ships with modelgate
- * (`model-prices.json` in this package): list prices taken by hand from the providers'
+ * (`src/model-prices.json` in this package): list prices taken by hand from the providers'
  * price pages, with those pages and the day they were read. The console
  * prefills a model's prices from it; nothing is fetched from the network.
  *
  * @since 0.1.0
  */
 import { Effect, Schema } from "effect"
-import { readFileSync } from "node:fs"
 import type * as C from "./Contract.ts"
+// Imported, not read from disk: the server's bundle (dist/modelgate.mjs) carries it.
+import table from "./model-prices.json" with { type: "json" }
 
 const Price = Schema.NullOr(Schema.String.check(Schema.isPattern(/^\d{1,6}(\.\d{1,9})?$/)))
 
@@ -49,12 +50,12 @@ export const toPresets = (file: PriceFile): C.PricePresets => ({
 })
 
 /**
- * Reads and checks the table that ships with this package (once per call;
- * the server reads it when the API starts).
+ * Checks the table that ships with this package (the server does when the API
+ * starts).
  *
  * @category loading
  */
-export const load: Effect.Effect<C.PricePresets, Schema.SchemaError> = Effect.suspend(() => {
-  const text = readFileSync(new URL("../model-prices.json", import.meta.url), "utf8")
-  return Effect.map(Schema.decodeUnknownEffect(Schema.fromJsonString(PriceFile))(text), toPresets)
-})
+export const load: Effect.Effect<C.PricePresets, Schema.SchemaError> = Effect.map(
+  Schema.decodeUnknownEffect(PriceFile)(table),
+  toPresets
+)
