@@ -85,6 +85,8 @@ export class Counter {
     this.name = name
     this.help = help
     this.labelNames = labelNames
+    // A counter without labels has its one series from the start (exported as 0).
+    if (labelNames.length === 0) this.index.find(labelNames)
   }
 
   /** Every label set counted so far, in the order they first appeared. */
@@ -115,6 +117,7 @@ export class Histogram {
     this.labelNames = labelNames
     this.bounds = bounds
     this.index = new SeriesIndex((labels) => ({ labels, buckets: new Array<number>(bounds.length + 1).fill(0), sum: 0, count: 0 }))
+    if (labelNames.length === 0) this.index.find(labelNames)
   }
 
   /** Every label set observed so far, in the order they first appeared. */

@@ -162,12 +162,13 @@ const hostAnswer = (route: Routes.HostRoute, requestId: string): Exchange.Answer
       return { _tag: "Text", status: 200, headers: { "content-type": "application/json" }, body: "{\"status\":\"ok\"}" }
     case "Ready":
       return { _tag: "Text", status: 200, headers: { "content-type": "application/json" }, body: "{\"status\":\"ready\"}" }
+    case "Metrics":
     case "Api":
     case "Console":
       return Gateway.errorAnswer(
         Dialects.client("openai"),
         new GatewayError.RouteNotFound({
-          message: "This is an embedded modelgate: it serves /v1 and /v1beta; the management API and the console are served by the modelgate server."
+          message: "This is an embedded modelgate: it serves /v1 and /v1beta; the management API, the console and /metrics are served by the modelgate server."
         }),
         requestId
       )

@@ -1,7 +1,7 @@
 /**
  * The HTTP application: one Effect per request. The route table
- * (`@modelgate/engine/Routes`) decides who answers: the health checks, the
- * management API and the console's files are served here; every API route
+ * (`@modelgate/engine/Routes`) decides who answers: the health checks,
+ * `/metrics`, the management API and the console's files are served here; every API route
  * (`/v1`, `/v1beta`, ...) goes to the engine (`Gateway.serve`), whose answer
  * is written back as text or, for a stream, as the relay piped to the
  * socket (`NodeRelay`). Every answer carries the request's `x-request-id`.
@@ -22,10 +22,12 @@ import { Draining } from "@modelgate/engine/Draining"
 import { NodeRelay } from "./NodeRelay.ts"
 import { ServerSettings } from "./Settings.ts"
 
-/** Optional handlers mounted by the server: the management API and the console's static files. @category services */
+/** Optional handlers mounted by the server: the management API, the console's static files and the metrics. @category services */
 export class Extensions extends Context.Service<Extensions, {
   readonly api: ((request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>) | undefined
   readonly console: ((path: string) => Effect.Effect<HttpServerResponse.HttpServerResponse>) | undefined
+  /** `/metrics`, when a metrics token is configured. */
+  readonly metrics: ((request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>) | undefined
   readonly ready: Effect.Effect<boolean>
 }>()("modelgate/node-http/Extensions") {}
 
@@ -77,6 +79,17 @@ const host = (route: Routes.HostRoute, request: HttpServerRequest.HttpServerRequ
           ? HttpServerResponse.jsonUnsafe({ status: "ready" })
           : HttpServerResponse.jsonUnsafe({ status: "not ready", reason: "the database is not reachable" }, { status: 503 })
       }
+      case "Metrics": {
+        const extensions = yield* Extensions
+        if (extensions.metrics === undefined) {
+          return toResponse(EngineGateway.errorAnswer(
+            Dialects.client("openai"),
+            new GatewayError.RouteNotFound({ message: "No route for /metrics: metrics are off (set metrics.token in the configuration, or MODELGATE_METRICS_TOKEN)." }),
+            requestId
+          ))
+        }
+        return yield* extensions.metrics(request)
+      }
       case "Console": {
         const extensions = yield* Extensions
         if (extensions.console === undefined) {
@@ -124,7 +137,7 @@ export const app = Effect.gen(function*() {
   const settings = yield* ServerSettings
   // Nothing to do (not even a clock read) when the line would be filtered out anyway.
   const logged = settings.accessLog && (settings.logLevel === "info" || settings.logLevel === "debug")
-  if (!logged || matched._tag === "Health" || matched._tag === "Ready") return yield* answered
+  if (!logged || matched._tag === "Health" || matched._tag === "Ready" || matched._tag === "Metrics") return yield* answered
   const started = yield* Clock.currentTimeMillis
   return yield* answered.pipe(
     Effect.onExit((exit) =>
