@@ -4,7 +4,8 @@
  * only what is used of each package (Effect's barrels load every module:
  * running the sources costs about 210 MB of memory at idle, this bundle about
  * 120 MB) and no TypeScript to strip at start. Node built-ins stay imports.
- * `pnpm build` runs it after the type check.
+ * `pnpm build` runs it after the type check; `node bundle.ts OUT` writes the
+ * bundle to OUT instead (the bundle's own test does).
  *
  * @since 0.1.0
  */
@@ -13,7 +14,7 @@ import { chmodSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
-const file = here("./dist/modelgate.mjs")
+const file = process.argv[2] ?? here("./dist/modelgate.mjs")
 
 await build({
   input: here("./src/bin.ts"),
