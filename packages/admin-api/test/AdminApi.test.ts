@@ -994,8 +994,8 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const erin = yield* signedIn()
         const key = (yield* erin.client.post("/api/keys", { name: "e" })).body.key.id
         const attemptLog = [
-          { channel: "dead", keyHint: "…dead", status: null, errorCode: "UpstreamUnavailable", durationMs: 3 },
-          { channel: "alive", keyHint: "…live", status: 200, errorCode: null, durationMs: 40 }
+          { channel: "dead", keyHint: "…dead", status: null, errorCode: "UpstreamUnavailable", errorMessage: "The upstream 'dead' could not be reached (ECONNREFUSED).", durationMs: 3 },
+          { channel: "alive", keyHint: "…live", status: 200, errorCode: null, errorMessage: null, durationMs: 40 }
         ]
         yield* insertUsage({ userId: erin.user.id, keyId: key, model: "gpt-test", costNanos: 1n, createdAt: Date.now(), attemptLog })
         const detail = (yield* admin.client.get(`/api/admin/usage?userId=${erin.user.id}`)).body.data[0]
@@ -1008,6 +1008,98 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const own = (yield* erin.client.get("/api/usage")).body.data[0]
         assert.isUndefined(own.attemptLog)
         assert.isUndefined(own.channel)
+      }))
+
+    it.effect("the request log: filters by status class, error code, request id and (admins) channel; users see messages, admins where calls went", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const fay = yield* signedIn()
+        const key = (yield* fay.client.post("/api/keys", { name: "f" })).body.key.id
+        const now = Date.now()
+        const served = yield* insertUsage({
+          userId: fay.user.id,
+          keyId: key,
+          model: "gpt-test",
+          upstreamModel: "gpt-test-2026",
+          costNanos: 10n,
+          createdAt: now - 3000,
+          reasoningTokens: 12,
+          ttfbMs: 80,
+          dialectIn: "gemini",
+          stream: true
+        })
+        const failed = yield* insertUsage({
+          userId: fay.user.id,
+          keyId: key,
+          model: "gpt-test",
+          channel: "flaky",
+          costNanos: 0n,
+          createdAt: now - 2000,
+          status: 502,
+          errorCode: "UpstreamUnavailable",
+          errorMessage: "The upstream 'flaky' could not be reached (ECONNREFUSED).",
+          attemptLog: [{ channel: "flaky", keyHint: "…aaaa", status: null, errorCode: "UpstreamUnavailable", errorMessage: "The upstream 'flaky' could not be reached (ECONNREFUSED).", durationMs: 2 }]
+        })
+        const refused = yield* insertUsage({
+          userId: fay.user.id,
+          keyId: key,
+          model: "gpt-test",
+          channel: "",
+          costNanos: 0n,
+          createdAt: now - 1000,
+          status: 429,
+          errorCode: "InsufficientBalance",
+          errorMessage: "Your balance is 0.01 USD but this call may cost up to 0.25 USD.",
+          attemptLog: []
+        })
+        const ids = (body: any) => body.data.map((r: any) => r.requestId)
+        const mine = (query: string) => Effect.map(fay.client.get(`/api/usage?${query}`), (r) => r.body)
+        assert.deepStrictEqual(ids(yield* mine("")), [refused, failed, served])
+        assert.deepStrictEqual(ids(yield* mine("status=ok")), [served])
+        assert.deepStrictEqual(ids(yield* mine("status=error")), [refused, failed])
+        assert.deepStrictEqual(ids(yield* mine("status=4xx")), [refused])
+        assert.deepStrictEqual(ids(yield* mine("status=5xx")), [failed])
+        assert.deepStrictEqual(ids(yield* mine("errorCode=InsufficientBalance")), [refused])
+        assert.deepStrictEqual(ids(yield* mine(`requestId=${encodeURIComponent(`  ${failed} `)}`)), [failed])
+        const badStatus = yield* fay.client.get("/api/usage?status=teapot")
+        assert.deepStrictEqual([badStatus.status, badStatus.body.error.param], [400, "status"])
+        // A user filters by nothing they cannot see: the channel is the operator's.
+        assert.strictEqual((yield* fay.client.get("/api/usage?channel=flaky")).status, 400)
+
+        const [ownRefused, ownFailed, ownServed] = (yield* mine("")).data
+        assert.strictEqual(ownRefused.errorMessage, "Your balance is 0.01 USD but this call may cost up to 0.25 USD.")
+        assert.deepStrictEqual(
+          [ownServed.dialect, ownServed.stream, ownServed.reasoningTokens, ownServed.ttfbMs, ownServed.usageReported, ownServed.errorMessage],
+          ["gemini", true, 12, 80, true, null]
+        )
+        for (const own of [ownRefused, ownFailed, ownServed]) {
+          assert.isUndefined(own.channel)
+          assert.isUndefined(own.upstreamModel)
+          assert.isUndefined(own.attemptLog)
+        }
+
+        // Admins: every user's calls, by channel too, with where each went.
+        const everyone = (query: string) => Effect.map(admin.client.get(`/api/admin/usage?userId=${fay.user.id}&${query}`), (r) => r.body)
+        assert.deepStrictEqual(ids(yield* everyone("channel=flaky")), [failed])
+        assert.deepStrictEqual(ids(yield* everyone(`requestId=${refused}`)), [refused])
+        const detail = (yield* everyone("")).data
+        assert.deepStrictEqual([detail[0].channel, detail[0].attempts], ["", 0])
+        assert.deepStrictEqual([detail[2].channel, detail[2].upstreamModel, detail[2].upstreamDialect], ["seed-openai", "gpt-test-2026", "openai"])
+        assert.strictEqual(detail[1].attemptLog[0].errorMessage, "The upstream 'flaky' could not be reached (ECONNREFUSED).")
+
+        // CSV: the user's columns end with the new ones; the admin's add where each call went.
+        const csv = (yield* fay.client.get("/api/usage.csv?status=error")).text.trim().split("\n")
+        assert.strictEqual(csv[0], "time,request_id,user,key,model,stream,prompt_tokens,completion_tokens,cached_tokens,cost_usd,latency_ms,status,error_code,dialect,reasoning_tokens,ttfb_ms,error_message")
+        assert.strictEqual(csv.length, 3)
+        assert.include(csv[1]!, "Your balance is 0.01 USD but this call may cost up to 0.25 USD.")
+        const adminCsv = yield* admin.client.get(`/api/admin/usage.csv?userId=${fay.user.id}&channel=flaky`)
+        assert.strictEqual(adminCsv.status, 200)
+        const rows = adminCsv.text.trim().split("\n")
+        assert.isTrue(rows[0]!.endsWith(",error_message,channel,upstream_model,attempts"))
+        assert.deepStrictEqual(rows.length, 2)
+        assert.isTrue(rows[1]!.startsWith(new Date(now - 2000).toISOString()))
+        assert.isTrue(rows[1]!.endsWith(",flaky,gpt-test,1"))
+        assert.strictEqual((yield* fay.client.get("/api/admin/usage.csv")).status, 403)
       }))
 
     it.effect("answers unknown endpoints with 404 and wrong methods with 405", () =>

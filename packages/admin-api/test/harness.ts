@@ -258,33 +258,47 @@ export const insertUsage = Effect.fnUntraced(function*(record: {
   readonly createdAt: number
   readonly promptTokens?: number
   readonly completionTokens?: number
+  readonly reasoningTokens?: number
   readonly attemptLog?: ReadonlyArray<UsageLog.Attempt>
+  readonly requestId?: string
+  readonly channel?: string
+  readonly upstreamModel?: string
+  readonly dialectIn?: "openai" | "gemini" | "anthropic"
+  readonly stream?: boolean
+  readonly status?: number
+  readonly errorCode?: string | null
+  readonly errorMessage?: string | null
+  readonly ttfbMs?: number | null
 }) {
   const sql = yield* SqlClient.SqlClient
+  const requestId = record.requestId ?? `req_${counter}`
   yield* sql`INSERT INTO usage_records ${
     sql.insert({
       id: `use_${Math.random().toString(36).slice(2)}${counter++}`,
       created_at: record.createdAt,
-      request_id: `req_${counter}`,
+      request_id: requestId,
       user_id: record.userId,
       key_id: record.keyId,
       model: record.model,
-      upstream_model: record.model,
-      channel: "seed-openai",
-      dialect_in: "openai",
+      upstream_model: record.upstreamModel ?? record.model,
+      channel: record.channel ?? "seed-openai",
+      dialect_in: record.dialectIn ?? "openai",
       dialect_out: "openai",
-      stream: false,
+      stream: record.stream ?? false,
       prompt_tokens: record.promptTokens ?? 100,
       completion_tokens: record.completionTokens ?? 50,
       cached_tokens: 0,
+      reasoning_tokens: record.reasoningTokens ?? 0,
       usage_reported: true,
       cost_nanos: record.costNanos,
       latency_ms: 120,
-      ttfb_ms: null,
-      status: 200,
-      error_code: null,
+      ttfb_ms: record.ttfbMs ?? null,
+      status: record.status ?? 200,
+      error_code: record.errorCode ?? null,
+      error_message: record.errorMessage ?? null,
       attempts: record.attemptLog === undefined ? 1 : record.attemptLog.length,
       attempt_log: record.attemptLog === undefined ? null : JSON.stringify(record.attemptLog)
     })
   }`
+  return requestId
 })

@@ -22,14 +22,19 @@ const record = (over: Partial<Contract.UsageItem> = {}): Contract.UsageItem => (
   keyId: "key_1",
   keyName: "laptop",
   model: "gpt-4o-mini",
+  dialect: "openai",
   stream: false,
   promptTokens: 1200,
   completionTokens: 345,
   cachedTokens: 0,
+  reasoningTokens: 0,
+  usageReported: true,
   cost: "0.000387",
   latencyMs: 812,
+  ttfbMs: null,
   status: 200,
   errorCode: null,
+  errorMessage: null,
   ...over
 })
 
