@@ -273,7 +273,11 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
     HttpApiEndpoint.delete("deleteChannel", "/api/admin/channels/:id", { params: IdParams, success: C.Ok })
       .annotateMerge(describe("Delete a channel.")),
     HttpApiEndpoint.post("testChannel", "/api/admin/channels/:id/test", { params: IdParams, payload: C.TestChannelRequest, success: C.TestChannelResult })
-      .annotateMerge(describe("Send one real request through a channel and report latency or the upstream's error.")),
+      .annotateMerge(describe(
+        "Send one real request through each of a channel's keys, report latency or the upstream's error, and update each key's health with the outcome."
+      )),
+    HttpApiEndpoint.post("fetchModels", "/api/admin/channels/models", { payload: C.FetchModelsRequest, success: C.FetchedModels })
+      .annotateMerge(describe("The upstream's own model list, for a saved channel (channelId) or one being made (type, baseUrl, apiKey).")),
     HttpApiEndpoint.post("resetChannel", "/api/admin/channels/:id/reset", { params: IdParams, success: C.AdminChannel })
       .annotateMerge(describe("Close the channel's circuit breakers and re-enable its disabled keys."))
   )

@@ -824,15 +824,74 @@ export type ChannelList = typeof ChannelList.Type
 export const TestChannelRequest = Schema.Struct({ model: Schema.optionalKey(Schema.String) })
 export type TestChannelRequest = typeof TestChannelRequest.Type
 
-/** The outcome of a channel test. @category admin */
+/** One key's result of a channel test. @category admin */
+export const KeyTestResult = Schema.Struct({
+  index: Schema.Int,
+  /** The key's last 4 characters, as `…abcd`. */
+  hint: Schema.String,
+  ok: Schema.Boolean,
+  latencyMs: Schema.Number,
+  status: Schema.NullOr(Schema.Int),
+  message: Schema.String
+})
+export type KeyTestResult = typeof KeyTestResult.Type
+
+/**
+ * The outcome of a channel test: every key was tried, and its health updated
+ * (see `POST /api/admin/channels/:id/test`). `ok` when every key worked; the
+ * other top-level fields are those of the first key that failed (else the
+ * first key's).
+ *
+ * @category admin
+ */
 export const TestChannelResult = Schema.Struct({
   ok: Schema.Boolean,
   latencyMs: Schema.Number,
   status: Schema.NullOr(Schema.Int),
   message: Schema.String,
-  model: Schema.String
+  model: Schema.String,
+  keys: Schema.Array(KeyTestResult)
 })
 export type TestChannelResult = typeof TestChannelResult.Type
+
+/**
+ * `POST /api/admin/channels/models`: the upstream's own model list, for a
+ * saved channel (`channelId`: its address, keys and headers) or one being
+ * made (`type`, `baseUrl`, `apiKey`). Fields given replace the saved
+ * channel's (a changed address in the edit form, a masked header sent back as
+ * read keeps its secret).
+ *
+ * @category admin
+ */
+export const FetchModelsRequest = Schema.Struct({
+  channelId: Schema.optionalKey(Schema.String),
+  type: Schema.optionalKey(ChannelType),
+  baseUrl: Schema.optionalKey(BaseUrl),
+  /** The key to list with (default: the saved channel's first). */
+  apiKey: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1))),
+  apiVersion: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String))
+})
+export type FetchModelsRequest = typeof FetchModelsRequest.Type
+
+/** A model an upstream lists, and what the gateway knows of it. @category admin */
+export const UpstreamModel = Schema.Struct({
+  id: Schema.String,
+  displayName: Schema.NullOr(Schema.String),
+  inputTokenLimit: Schema.NullOr(Schema.Int),
+  outputTokenLimit: Schema.NullOr(Schema.Int),
+  /** It makes embeddings, not chat answers. */
+  embedding: Schema.Boolean,
+  /** The gateway has a price for it (calls to it can be billed). */
+  priced: Schema.Boolean,
+  /** The price table that ships with modelgate knows it (one click prices it). */
+  preset: Schema.Boolean
+})
+export type UpstreamModel = typeof UpstreamModel.Type
+
+/** `POST /api/admin/channels/models`: the upstream's models, by id. @category admin */
+export const FetchedModels = List(UpstreamModel)
+export type FetchedModels = typeof FetchedModels.Type
 
 // ---------------------------------------------------------------------------
 // Admin: models

@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import { Catalog } from "@modelgate/core/Catalog"
 import { AdminApiConfig } from "../src/Config.ts"
 import * as TrustedProxies from "../src/TrustedProxies.ts"
-import { Client, HealthBoard, InvalidationLog, insertUsage, makeUser, seedCatalog, send, signedIn, testLayer } from "./harness.ts"
+import { Client, HealthBoard, InvalidationLog, insertUsage, listedBy, makeUser, seedCatalog, send, signedIn, testLayer } from "./harness.ts"
 
 const USD = 1_000_000_000n
 
@@ -787,7 +787,18 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.isTrue(list.body.data.some((c: any) => c.id === id))
 
         const test = yield* admin.client.post(`/api/admin/channels/${id}/test`, {})
-        assert.deepStrictEqual(test.body, { ok: true, latencyMs: 42, status: 200, message: "Hello from gpt-test", model: "gpt-test" })
+        // Every key is tried.
+        assert.deepStrictEqual(test.body, {
+          ok: true,
+          latencyMs: 42,
+          status: 200,
+          message: "Hello from gpt-test",
+          model: "gpt-test",
+          keys: [
+            { index: 0, hint: "…1111", ok: true, latencyMs: 42, status: 200, message: "Hello from gpt-test" },
+            { index: 1, hint: "…2222", ok: true, latencyMs: 42, status: 200, message: "Hello from gpt-test" }
+          ]
+        })
         const wrongModel = yield* admin.client.post(`/api/admin/channels/${id}/test`, { model: "gemini-test" })
         assert.strictEqual(wrongModel.body.error.param, "model")
 
@@ -800,6 +811,9 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.isFalse(failing.body.ok)
         assert.strictEqual(failing.body.status, 401)
         assert.include(failing.body.message, "Incorrect API key")
+        assert.deepStrictEqual(failing.body.keys.map((k: any) => [k.hint, k.ok]), [["…9999", false]])
+        // The outcome went into the key's health (the health service decides what: see the engine's Health tests).
+        assert.strictEqual((yield* admin.client.get(`/api/admin/channels/${id}`)).body.health.state, "disabled")
 
         const badMap = yield* admin.client.patch(`/api/admin/channels/${id}`, { modelMap: { "other": "x" } })
         assert.strictEqual(badMap.body.error.param, "modelMap.other")
@@ -818,6 +832,44 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual((yield* admin.client.get(`/api/admin/channels/${id}`)).body.name, "good-one")
         assert.strictEqual((yield* admin.client.delete(`/api/admin/channels/${id}`)).status, 200)
         assert.strictEqual((yield* admin.client.get(`/api/admin/channels/${id}`)).status, 404)
+      }))
+
+    it.effect("fetches a channel's models from its upstream, saved or not, saying which have a price and which the price table knows", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const user = yield* signedIn()
+        const fresh = yield* admin.client.post("/api/admin/channels/models", { type: "openai", baseUrl: "http://good.example.test/v1/", apiKey: "  sk-probe-key-7777 " })
+        assert.strictEqual(fresh.status, 200)
+        assert.deepStrictEqual(fresh.body.data.map((m: any) => [m.id, m.priced, m.preset, m.embedding]), [
+          ["brand-new-model", false, false, false],
+          ["gpt-4.1-mini", false, true, false],
+          ["gpt-test", true, false, false],
+          ["text-embed-test", false, false, true]
+        ])
+        assert.deepStrictEqual([fresh.body.data[0].displayName, fresh.body.data[0].inputTokenLimit, fresh.body.data[0].outputTokenLimit], ["Brand New", 32_000, null])
+        assert.strictEqual(listedBy.get("http://good.example.test/v1"), "sk-probe-key-7777", "the key given, trimmed, at the address given, without its slash")
+
+        // A saved channel lists with its own key; a new address in the edit form replaces its address only.
+        const saved = yield* admin.client.post("/api/admin/channels", {
+          name: "to-list",
+          type: "openai",
+          baseUrl: "http://bad.example.test/v1",
+          apiKeys: ["sk-saved-key-1234"],
+          models: ["gpt-test"]
+        })
+        const refused = yield* admin.client.post("/api/admin/channels/models", { channelId: saved.body.id })
+        assert.deepStrictEqual([refused.status, refused.body.error.code, refused.body.error.type], [502, "upstream_error", "upstream_error"])
+        assert.include(refused.body.error.message, "The upstream said: Incorrect API key provided")
+        const moved = yield* admin.client.post("/api/admin/channels/models", { channelId: saved.body.id, baseUrl: "http://good.example.test/v2" })
+        assert.strictEqual(moved.status, 200)
+        assert.strictEqual(listedBy.get("http://good.example.test/v2"), "sk-saved-key-1234")
+
+        const missing = yield* admin.client.post("/api/admin/channels/models", { type: "openai", baseUrl: "http://good.example.test" })
+        assert.deepStrictEqual([missing.status, missing.body.error.param], [400, "apiKey"])
+        const azure = yield* admin.client.post("/api/admin/channels/models", { type: "azure", baseUrl: "https://x.openai.azure.com", apiKey: "k" })
+        assert.deepStrictEqual([azure.status, azure.body.error.code, azure.body.error.param], [400, "models_not_listed", "type"])
+        assert.strictEqual((yield* admin.client.post("/api/admin/channels/models", { channelId: "chn_nope" })).status, 404)
+        assert.strictEqual((yield* user.client.post("/api/admin/channels/models", { type: "openai", baseUrl: "http://good.example.test", apiKey: "k" })).status, 403)
       }))
 
     it.effect("edits channel headers, timeouts, breaker, parameters and the stream_options switch like the config file", () =>

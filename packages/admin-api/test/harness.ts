@@ -5,7 +5,7 @@
  * answers from a table). `Client` drives `AdminApi.handle` the way a browser
  * or a script would: cookies, CSRF header, bearer keys.
  */
-import { Catalog as CatalogModule, ChannelHealth, ChannelProbe, Domain, Invalidation, type UsageLog } from "@modelgate/core"
+import { Catalog as CatalogModule, ChannelHealth, ChannelProbe, Domain, GatewayError, Invalidation, type UsageLog } from "@modelgate/core"
 import { Catalog } from "@modelgate/core/Catalog"
 import { Accounts } from "@modelgate/store/Accounts"
 import { CatalogRepo } from "@modelgate/store/CatalogRepo"
@@ -50,13 +50,32 @@ const catalogLayer = Layer.effect(
 )
 
 /** A probe that succeeds for channels whose base URL contains "good" and reports an upstream 401 otherwise. */
+const probeOf = (channel: Domain.Channel, model: string | undefined): ChannelProbe.ProbeResult =>
+  channel.baseUrl.includes("good")
+    ? { ok: true, latencyMs: 42, status: 200, message: `Hello from ${model ?? channel.models[0]}`, upstreamMessage: null, credentialsRefused: false }
+    : { ok: false, latencyMs: 7, status: 401, message: "Incorrect API key provided", upstreamMessage: "Incorrect API key provided", credentialsRefused: true }
+
+/**
+ * Model lists: a "good" channel lists `gpt-test` (priced by the seed), `gpt-4.1-mini` (in the shipped price
+ * table) and `brand-new-model`, as read with the key it was asked with; an Azure channel cannot list; others
+ * are refused with a 401.
+ */
+export const listedBy = new Map<string, string>()
 const probeLayer = Layer.succeed(ChannelProbe.ChannelProbe)({
-  probe: (channel, model) =>
-    Effect.succeed(
-      channel.baseUrl.includes("good")
-        ? { ok: true, latencyMs: 42, status: 200, message: `Hello from ${model ?? channel.models[0]}`, upstreamMessage: null, credentialsRefused: false }
-        : { ok: false, latencyMs: 7, status: 401, message: "Incorrect API key provided", upstreamMessage: "Incorrect API key provided", credentialsRefused: true }
-    )
+  probe: (channel, model) => Effect.succeed(probeOf(channel, model)),
+  listModels: (channel, apiKey) => {
+    listedBy.set(channel.baseUrl, apiKey ?? channel.apiKeys[0] ?? "")
+    if (channel.type === "azure") return Effect.fail(new GatewayError.UnsupportedFeature({ message: `The channel '${channel.name}' is Azure OpenAI: type the deployment names.` }))
+    if (!channel.baseUrl.includes("good")) {
+      return Effect.fail(new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' refused the key. The upstream said: Incorrect API key provided` }))
+    }
+    return Effect.succeed([
+      { id: "brand-new-model", displayName: "Brand New", inputTokenLimit: 32_000 },
+      { id: "gpt-4.1-mini" },
+      { id: "gpt-test", outputTokenLimit: 8_000 },
+      { id: "text-embed-test", embedding: true }
+    ])
+  }
 })
 
 /**
@@ -78,7 +97,17 @@ const healthLayer = Layer.effect(
           const keys = channel.apiKeys.map((key, index) => ({ ...ChannelHealth.unseenKey(index, `…${key.slice(-4)}`), ...board.states.get(key) }))
           return { state: ChannelHealth.channelStateOf(keys), keys }
         }),
-      reset: (channel) => Effect.sync(() => channel.apiKeys.forEach((key) => board.states.delete(key)))
+      reset: (channel) => Effect.sync(() => channel.apiKeys.forEach((key) => board.states.delete(key))),
+      // As the health service does: a key that works is healthy again, one that is refused is disabled.
+      test: (channel, model) =>
+        Effect.sync(() =>
+          channel.apiKeys.map((key, index) => {
+            const result = probeOf(channel, model)
+            if (result.ok) board.states.delete(key)
+            else board.states.set(key, { ...ChannelHealth.unseenKey(index, ""), state: "disabled", reason: `HTTP 401: ${result.message}`, status: 401, since: 1 })
+            return { ...result, index, hint: `…${key.slice(-4)}` }
+          })
+        )
     })
   })
 ).pipe(Layer.provideMerge(Layer.sync(HealthBoard, () => ({ states: new Map() }))))

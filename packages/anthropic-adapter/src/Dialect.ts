@@ -18,6 +18,7 @@ import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import * as Request from "./Request.ts"
 import * as Response from "./Response.ts"
 import * as AnthropicStream from "./Stream.ts"
+import * as UpstreamModels from "./UpstreamModels.ts"
 
 /** The Messages API version sent when the channel's headers name none. @category constants */
 export const DEFAULT_VERSION = "2023-06-01"
@@ -130,5 +131,6 @@ export const upstream: Core.UpstreamDialect = {
   eventDecoder,
   notAnAnswer,
   opening,
-  classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers)
+  classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
+  listModels: UpstreamModels.list
 }

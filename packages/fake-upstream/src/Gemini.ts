@@ -324,5 +324,17 @@ export const geminiModel = (id: string) => {
   }
 }
 
-export const geminiModelsBody = (ids: ReadonlyArray<string>): string =>
-  JSON.stringify({ models: ids.map(geminiModel) })
+/**
+ * One page of the model list, as Google pages it: `pageSize` models (default
+ * 50, at most 1000) from `pageToken` (an opaque token from the page before),
+ * and `nextPageToken` while more follow.
+ */
+export const geminiModelsPage = (ids: ReadonlyArray<string>, query: Readonly<Record<string, string>>): string => {
+  const size = Math.min(1000, Math.max(1, Number.parseInt(query["pageSize"] ?? "", 10) || 50))
+  const start = query["pageToken"] === undefined ? 0 : Math.max(0, Number.parseInt(Buffer.from(query["pageToken"], "base64url").toString(), 10) || 0)
+  const end = start + size
+  return JSON.stringify({
+    models: ids.slice(start, end).map(geminiModel),
+    ...(end < ids.length ? { nextPageToken: Buffer.from(String(end)).toString("base64url") } : {})
+  })
+}

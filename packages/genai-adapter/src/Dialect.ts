@@ -20,6 +20,7 @@ import * as Passthrough from "./Passthrough.ts"
 import * as Request from "./Request.ts"
 import * as Response from "./Response.ts"
 import * as GeminiStream from "./Stream.ts"
+import * as UpstreamModels from "./UpstreamModels.ts"
 
 // ---------------------------------------------------------------------------
 // Keys
@@ -458,5 +459,6 @@ export const upstream: Core.UpstreamDialect = {
       }
       return Effect.succeed({ vectors })
     }
-  }
+  },
+  listModels: UpstreamModels.list
 }
