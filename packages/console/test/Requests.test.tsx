@@ -8,6 +8,7 @@ import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
 import { assert, describe, it } from "vitest"
 import { type Contract } from "../src/lib/api.ts"
+import { ModelsPage } from "../src/pages/Models.tsx"
 import { LIVE_INTERVAL_MS, RequestsPage, RequestTable } from "../src/pages/Requests.tsx"
 import { fakeApi, page, queryOf, renderWithProviders, session } from "./render.tsx"
 
@@ -203,6 +204,17 @@ describe("the request log", () => {
     const exported = new URL(csv.getAttribute("href")!, "http://console.test")
     assert.strictEqual(exported.pathname, "/api/usage.csv")
     assert.deepStrictEqual(Object.fromEntries(exported.searchParams), expected)
+  })
+
+  it("shares the models query with the other pages (the same answer in the cache) and offers its ids as the model filter", async () => {
+    fakeApi(userRoutes(page([record()])))
+    // The Models page reads the same query: one shape in the cache serves both.
+    renderWithProviders(<><ModelsPage /><RequestsPage /></>, { path: "/requests" })
+    const user = userEvent.setup()
+    await screen.findByTestId("models-page")
+    await screen.findByTestId("requests-table")
+    await user.click(screen.getByRole("combobox", { name: "Model" }))
+    await screen.findByRole("option", { name: "gpt-4o-mini", hidden: true })
   })
 
   it("loads the next page after the cursor when asked", async () => {

@@ -413,13 +413,20 @@ export function RequestsPage() {
   })
   const users = useQuery({ queryKey: ["admin", "users"], queryFn: () => call((api) => api.users.list()), enabled: admin })
   const channels = useQuery({ queryKey: ["admin", "channels"], queryFn: () => call((api) => api.catalog.listChannels()), enabled: admin })
-  const models = useQuery({
-    queryKey: admin ? ["admin", "models"] : ["my-models"],
-    queryFn: async () =>
-      admin
-        ? (await call((api) => api.catalog.listModels())).data.map((m) => m.id)
-        : [...new Set((await call((api) => api.account.models())).groups.flatMap((g) => g.models.map((m) => m.id)))]
+  // The same queries (and cache entries) as the other pages read; only the ids are taken here.
+  const adminModels = useQuery({
+    queryKey: ["admin", "models"],
+    queryFn: () => call((api) => api.catalog.listModels()),
+    select: (list) => list.data.map((m) => m.id),
+    enabled: admin
   })
+  const myModels = useQuery({
+    queryKey: ["my-models"],
+    queryFn: () => call((api) => api.account.models()),
+    select: (list) => [...new Set(list.groups.flatMap((g) => g.models.map((m) => m.id)))],
+    enabled: !admin
+  })
+  const models = admin ? adminModels : myModels
   const set = (next: Partial<RequestFilter>) => setFilter({ ...filter, ...next })
   const searching = query.requestId !== undefined
   const csv = admin ? urls.usage.adminCsv({ query }) : urls.usage.csv({ query })
