@@ -385,7 +385,8 @@ const deletedUsers: Migration = {
  * channel and error code, and the failed ones (status 400 and above, a small
  * part of all records). The per-user and per-key indexes are replaced by ones
  * that end in the id too. Building them locks the table for writes while it
- * runs (once, at the upgrade; about ten seconds per million records).
+ * runs (once, at the upgrade; per million records about 2.5 s on SQLite and
+ * 6 s on PostgreSQL on a 2-core machine).
  */
 const requestLog: Migration = {
   id: 11,
