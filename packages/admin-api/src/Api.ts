@@ -200,7 +200,9 @@ export class KeysGroup extends HttpApiGroup.make("keys")
 export class UsageGroup extends HttpApiGroup.make("usage")
   .add(
     HttpApiEndpoint.get("list", "/api/usage", { query: C.UsageQuery, success: C.UsagePage })
-      .annotateMerge(describe("One's usage records, newest first.")),
+      .annotateMerge(describe(
+        "One's calls (the request log), newest first, refused ones included: filter by key, model, status class, error code, request id and time; page with nextCursor."
+      )),
     HttpApiEndpoint.get("csv", "/api/usage.csv", { query: C.UsageQuery, success: Csv })
       .annotateMerge(describe("One's usage records as CSV (same filters; at most 100 000 rows).")),
     HttpApiEndpoint.get("daily", "/api/usage/daily", { query: C.UsageQuery, success: C.DailyUsage })
@@ -212,7 +214,11 @@ export class UsageGroup extends HttpApiGroup.make("usage")
     HttpApiEndpoint.get("adminDaily", "/api/admin/usage/daily", { query: C.AdminUsageQuery, success: C.AdminOverview })
       .annotateMerge(describe("Usage across all users: per day and model, and totals per user.")).middleware(AdminOnly),
     HttpApiEndpoint.get("adminList", "/api/admin/usage", { query: C.AdminUsageQuery, success: C.UsagePage })
-      .annotateMerge(describe("Usage records across all users.")).middleware(AdminOnly),
+      .annotateMerge(describe(
+        "Every user's calls (the request log), with their channel, upstream model and attempts; filters add user and channel."
+      )).middleware(AdminOnly),
+    HttpApiEndpoint.get("adminCsv", "/api/admin/usage.csv", { query: C.AdminUsageQuery, success: Csv })
+      .annotateMerge(describe("Every user's calls as CSV, with channel, upstream model and attempts (same filters; at most 100 000 rows).")).middleware(AdminOnly),
     HttpApiEndpoint.get("userUsage", "/api/admin/users/:id/usage", { params: IdParams, query: C.UsageQuery, success: C.UsagePage })
       .annotateMerge(describe("A user's usage records.")).middleware(AdminOnly),
     HttpApiEndpoint.get("userLedger", "/api/admin/users/:id/ledger", { params: IdParams, query: C.PageQuery, success: C.LedgerPage })
@@ -267,7 +273,11 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
     HttpApiEndpoint.delete("deleteChannel", "/api/admin/channels/:id", { params: IdParams, success: C.Ok })
       .annotateMerge(describe("Delete a channel.")),
     HttpApiEndpoint.post("testChannel", "/api/admin/channels/:id/test", { params: IdParams, payload: C.TestChannelRequest, success: C.TestChannelResult })
-      .annotateMerge(describe("Send one real request through a channel and report latency or the upstream's error.")),
+      .annotateMerge(describe(
+        "Send one real request through each of a channel's keys, report latency or the upstream's error, and update each key's health with the outcome."
+      )),
+    HttpApiEndpoint.post("fetchModels", "/api/admin/channels/models", { payload: C.FetchModelsRequest, success: C.FetchedModels })
+      .annotateMerge(describe("The upstream's own model list, for a saved channel (channelId) or one being made (type, baseUrl, apiKey).")),
     HttpApiEndpoint.post("resetChannel", "/api/admin/channels/:id/reset", { params: IdParams, success: C.AdminChannel })
       .annotateMerge(describe("Close the channel's circuit breakers and re-enable its disabled keys."))
   )

@@ -88,6 +88,9 @@ export const unsupportedMediaType = (contentType: string) =>
 export const tooManyRequests = (message: string, retryAfterSeconds: number) =>
   new ApiError({ status: 429, type: "rate_limit_error", code: "rate_limited", message, param: null, retryAfterSeconds })
 
+/** 502: an upstream the request needed failed (its words, secrets redacted, in the message). @category constructors */
+export const badGateway = (message: string, code = "upstream_error") => make(502, "upstream_error", code, message)
+
 /** 500: our fault; the cause is logged, never shown. @category constructors */
 export const internal = (message = "The server failed to complete the request; the cause is in its log.") =>
   make(500, "server_error", "internal_error", message)
@@ -185,7 +188,8 @@ export const responses = [
   response(413),
   response(415),
   rateLimitedResponse,
-  response(500)
+  response(500),
+  response(502)
 ] as const
 
 // ---------------------------------------------------------------------------

@@ -250,11 +250,23 @@ export const UsageAttempt = Schema.Struct({
   status: Schema.NullOr(Schema.Int),
   /** What went wrong (`UpstreamTimeout`, `UpstreamUnavailable`, `ClientClosed`, ...), null when the attempt served the call. */
   errorCode: Schema.NullOr(Schema.String),
+  /** What went wrong, in the gateway's words with the upstream's (secrets redacted); null when it served the call or was not kept. */
+  errorMessage: Schema.NullOr(Schema.String),
   durationMs: Schema.Int
 })
+
+/** The dialects a client speaks to the gateway, and channels speak to it (core's). @category usage */
+export const Dialect = Domain.Dialect
+export type Dialect = typeof Dialect.Type
 export type UsageAttempt = typeof UsageAttempt.Type
 
-/** One call, as billed. @category usage */
+/**
+ * One call, as billed and logged (the request log): every call made with a
+ * valid key, those refused before any upstream was tried included (no
+ * channel, no attempts, no cost, and the message their caller got).
+ *
+ * @category usage
+ */
 export const UsageItem = Schema.Struct({
   id: Schema.String,
   createdAt: EpochMs,
@@ -263,32 +275,56 @@ export const UsageItem = Schema.Struct({
   userName: Schema.String,
   keyId: Schema.String,
   keyName: Schema.NullOr(Schema.String),
+  /** The model as the catalog names it (as asked, for a call refused before its model was known). */
   model: Schema.String,
+  /** The dialect the client spoke. */
+  dialect: Dialect,
   stream: Schema.Boolean,
   promptTokens: Schema.Int,
   completionTokens: Schema.Int,
+  /** Of the prompt, tokens read from the upstream's cache. */
   cachedTokens: Schema.Int,
   /** Prompt tokens written to the provider's cache (part of `promptTokens`, billed at the model's cacheWrite price). */
   cacheWriteTokens: Schema.optionalKey(Schema.Int),
+  /** Of the completion, tokens the model spent reasoning (when the upstream said). */
+  reasoningTokens: Schema.Int,
+  /** The token counts are the upstream's own (false: counted by the gateway). */
+  usageReported: Schema.Boolean,
   cost: Usd,
   latencyMs: Schema.Int,
+  /** Time to the first byte of the answer, null when none came. */
+  ttfbMs: Schema.NullOr(Schema.Int),
   status: Schema.Int,
   errorCode: Schema.NullOr(Schema.String),
   /** What a translation left out of the request by decision (a Responses client's hosted tools on another dialect's model), or null. */
   note: Schema.optionalKey(Schema.NullOr(Schema.String)),
   /** Admin views only: the channel that served (or last tried) the call, time to first byte, and every attempt. */
+  /** What the caller was told went wrong; null when nothing did (or for calls logged before messages were kept). */
+  errorMessage: Schema.NullOr(Schema.String),
+  /** Admin views only: the channel that served (or last tried) the call, its name for the model and dialect, and every attempt. */
   channel: Schema.optionalKey(Schema.String),
-  ttfbMs: Schema.optionalKey(Schema.NullOr(Schema.Int)),
+  upstreamModel: Schema.optionalKey(Schema.String),
+  upstreamDialect: Schema.optionalKey(Dialect),
   attempts: Schema.optionalKey(Schema.Int),
   attemptLog: Schema.optionalKey(Schema.Array(UsageAttempt))
 })
 export type UsageItem = typeof UsageItem.Type
+
+/** Which calls a status filter keeps: succeeded (below 400), failed (400 and above), 4xx, 5xx. @category usage */
+export const StatusClass = Schema.Literals(["ok", "error", "4xx", "5xx"])
+export type StatusClass = typeof StatusClass.Type
 
 /** `GET /api/usage`, `/api/usage.csv` and `/api/usage/daily` filters (query strings). @category usage */
 export const UsageQuery = Schema.Struct({
   ...PageQuery.fields,
   keyId: Schema.optional(Schema.String),
   model: Schema.optional(Schema.String),
+  /** `ok`, `error`, `4xx` or `5xx`. */
+  status: Schema.optional(StatusClass),
+  /** An error code (`RateLimited`, `UpstreamTimeout`, ...). */
+  errorCode: Schema.optional(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64))),
+  /** One call, by the `x-request-id` its caller got (spaces around it are ignored). */
+  requestId: Schema.optional(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200))),
   /** Inclusive lower bound, epoch ms. */
   from: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))),
   /** Exclusive upper bound, epoch ms. */
@@ -296,10 +332,12 @@ export const UsageQuery = Schema.Struct({
 })
 export type UsageQuery = typeof UsageQuery.Type
 
-/** Admin usage filters add a user. @category usage */
+/** Admin usage filters add a user and a channel. @category usage */
 export const AdminUsageQuery = Schema.Struct({
   ...UsageQuery.fields,
-  userId: Schema.optional(Schema.String)
+  userId: Schema.optional(Schema.String),
+  /** The channel that served the call (or was tried last). */
+  channel: Schema.optional(Schema.String)
 })
 export type AdminUsageQuery = typeof AdminUsageQuery.Type
 
@@ -798,15 +836,74 @@ export type ChannelList = typeof ChannelList.Type
 export const TestChannelRequest = Schema.Struct({ model: Schema.optionalKey(Schema.String) })
 export type TestChannelRequest = typeof TestChannelRequest.Type
 
-/** The outcome of a channel test. @category admin */
+/** One key's result of a channel test. @category admin */
+export const KeyTestResult = Schema.Struct({
+  index: Schema.Int,
+  /** The key's last 4 characters, as `…abcd`. */
+  hint: Schema.String,
+  ok: Schema.Boolean,
+  latencyMs: Schema.Number,
+  status: Schema.NullOr(Schema.Int),
+  message: Schema.String
+})
+export type KeyTestResult = typeof KeyTestResult.Type
+
+/**
+ * The outcome of a channel test: every key was tried, and its health updated
+ * (see `POST /api/admin/channels/:id/test`). `ok` when every key worked; the
+ * other top-level fields are those of the first key that failed (else the
+ * first key's).
+ *
+ * @category admin
+ */
 export const TestChannelResult = Schema.Struct({
   ok: Schema.Boolean,
   latencyMs: Schema.Number,
   status: Schema.NullOr(Schema.Int),
   message: Schema.String,
-  model: Schema.String
+  model: Schema.String,
+  keys: Schema.Array(KeyTestResult)
 })
 export type TestChannelResult = typeof TestChannelResult.Type
+
+/**
+ * `POST /api/admin/channels/models`: the upstream's own model list, for a
+ * saved channel (`channelId`: its address, keys and headers) or one being
+ * made (`type`, `baseUrl`, `apiKey`). Fields given replace the saved
+ * channel's (a changed address in the edit form, a masked header sent back as
+ * read keeps its secret).
+ *
+ * @category admin
+ */
+export const FetchModelsRequest = Schema.Struct({
+  channelId: Schema.optionalKey(Schema.String),
+  type: Schema.optionalKey(ChannelType),
+  baseUrl: Schema.optionalKey(BaseUrl),
+  /** The key to list with (default: the saved channel's first). */
+  apiKey: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1))),
+  apiVersion: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String))
+})
+export type FetchModelsRequest = typeof FetchModelsRequest.Type
+
+/** A model an upstream lists, and what the gateway knows of it. @category admin */
+export const UpstreamModel = Schema.Struct({
+  id: Schema.String,
+  displayName: Schema.NullOr(Schema.String),
+  inputTokenLimit: Schema.NullOr(Schema.Int),
+  outputTokenLimit: Schema.NullOr(Schema.Int),
+  /** It makes embeddings, not chat answers. */
+  embedding: Schema.Boolean,
+  /** The gateway has a price for it (calls to it can be billed). */
+  priced: Schema.Boolean,
+  /** The price table that ships with modelgate knows it (one click prices it). */
+  preset: Schema.Boolean
+})
+export type UpstreamModel = typeof UpstreamModel.Type
+
+/** `POST /api/admin/channels/models`: the upstream's models, by id. @category admin */
+export const FetchedModels = List(UpstreamModel)
+export type FetchedModels = typeof FetchedModels.Type
 
 // ---------------------------------------------------------------------------
 // Admin: models

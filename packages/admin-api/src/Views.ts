@@ -5,7 +5,8 @@
  *
  * @since 0.1.0
  */
-import { ChannelHealth, type Domain, Money, Pricing } from "@modelgate/core"
+import { ChannelHealth, Domain, Money, Pricing } from "@modelgate/core"
+import { Schema } from "effect"
 import type { ChannelRecord, GroupRecord, ModelRecord } from "@modelgate/store/CatalogRepo"
 import type { KeyRecord } from "@modelgate/store/Keys"
 import type { CodeRow, LedgerRow, UsageRow, UserStats } from "@modelgate/store/Reports"
@@ -197,9 +198,15 @@ export const adminChannel = (record: ChannelRecord, health: C.ChannelHealth | un
 // Usage, ledger, codes
 // ---------------------------------------------------------------------------
 
+const isDialect = Schema.is(Domain.Dialect)
+
+/** A dialect read back from the database (one this version does not know, written by a newer one, shows as OpenAI's). */
+const dialectOf = (value: string): C.Dialect => isDialect(value) ? value : "openai"
+
 /**
- * One call, as billed. With `detail` (admin views) it also carries its
- * channel, time to first byte and every upstream attempt.
+ * One call, as billed and logged. With `detail` (admin views) it also
+ * carries where it went: its channel, the upstream's model and dialect, and
+ * every upstream attempt.
  *
  * @category usage
  */
@@ -212,17 +219,30 @@ export const usageItem = (row: UsageRow, detail: boolean): C.UsageItem => ({
   keyId: row.keyId,
   keyName: row.keyName,
   model: row.model,
+  dialect: dialectOf(row.dialectIn),
   stream: row.stream,
   promptTokens: row.promptTokens,
   completionTokens: row.completionTokens,
   cachedTokens: row.cachedTokens,
   cacheWriteTokens: row.cacheWriteTokens,
+  reasoningTokens: row.reasoningTokens,
+  usageReported: row.usageReported,
   cost: Money.formatUsd(row.costNanos),
   latencyMs: row.latencyMs,
+  ttfbMs: row.ttfbMs,
   status: row.status,
   errorCode: row.errorCode,
   note: row.note,
-  ...(detail ? { channel: row.channel, ttfbMs: row.ttfbMs, attempts: row.attempts, attemptLog: row.attemptLog } : {})
+  errorMessage: row.errorMessage,
+  ...(detail
+    ? {
+      channel: row.channel,
+      upstreamModel: row.upstreamModel,
+      upstreamDialect: dialectOf(row.dialectOut),
+      attempts: row.attempts,
+      attemptLog: row.attemptLog.map((attempt) => ({ ...attempt, errorMessage: attempt.errorMessage ?? null }))
+    }
+    : {})
 })
 
 /** One change of a balance. @category usage */

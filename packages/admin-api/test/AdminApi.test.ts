@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import { Catalog } from "@modelgate/core/Catalog"
 import { AdminApiConfig } from "../src/Config.ts"
 import * as TrustedProxies from "../src/TrustedProxies.ts"
-import { Client, HealthBoard, InvalidationLog, insertUsage, makeUser, seedCatalog, send, signedIn, testLayer } from "./harness.ts"
+import { Client, HealthBoard, InvalidationLog, insertUsage, listedBy, makeUser, seedCatalog, send, signedIn, testLayer } from "./harness.ts"
 
 const USD = 1_000_000_000n
 
@@ -577,8 +577,8 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.match(csv.headers.get("content-type")!, /text\/csv/)
         const lines = csv.text.trim().split("\n")
         assert.strictEqual(lines.length, 8)
-        assert.match(lines[0]!, /^time,request_id,user,key,model,stream,prompt_tokens,completion_tokens,cached_tokens,cache_write_tokens,cost_usd,latency_ms,status,error_code,note$/)
-        assert.match(csv.text, /,20,0\.000000001,120,200,,tools left out: web_search \(cannot run on this model\)/)
+        assert.strictEqual(lines[0], "time,request_id,user,key,model,stream,prompt_tokens,completion_tokens,cached_tokens,cost_usd,latency_ms,status,error_code,dialect,reasoning_tokens,ttfb_ms,error_message,cache_write_tokens,note")
+        assert.match(csv.text, /,0\.000000001,120,200,,[a-z]+,0,[0-9]*,,20,tools left out: web_search \(cannot run on this model\)/)
         assert.notInclude(csv.text, "99.00")
 
         const daily = yield* alice.client.get("/api/usage/daily")
@@ -801,7 +801,18 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.isTrue(list.body.data.some((c: any) => c.id === id))
 
         const test = yield* admin.client.post(`/api/admin/channels/${id}/test`, {})
-        assert.deepStrictEqual(test.body, { ok: true, latencyMs: 42, status: 200, message: "Hello from gpt-test", model: "gpt-test" })
+        // Every key is tried.
+        assert.deepStrictEqual(test.body, {
+          ok: true,
+          latencyMs: 42,
+          status: 200,
+          message: "Hello from gpt-test",
+          model: "gpt-test",
+          keys: [
+            { index: 0, hint: "…1111", ok: true, latencyMs: 42, status: 200, message: "Hello from gpt-test" },
+            { index: 1, hint: "…2222", ok: true, latencyMs: 42, status: 200, message: "Hello from gpt-test" }
+          ]
+        })
         const wrongModel = yield* admin.client.post(`/api/admin/channels/${id}/test`, { model: "gemini-test" })
         assert.strictEqual(wrongModel.body.error.param, "model")
 
@@ -814,6 +825,9 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.isFalse(failing.body.ok)
         assert.strictEqual(failing.body.status, 401)
         assert.include(failing.body.message, "Incorrect API key")
+        assert.deepStrictEqual(failing.body.keys.map((k: any) => [k.hint, k.ok]), [["…9999", false]])
+        // The outcome went into the key's health (the health service decides what: see the engine's Health tests).
+        assert.strictEqual((yield* admin.client.get(`/api/admin/channels/${id}`)).body.health.state, "disabled")
 
         const badMap = yield* admin.client.patch(`/api/admin/channels/${id}`, { modelMap: { "other": "x" } })
         assert.strictEqual(badMap.body.error.param, "modelMap.other")
@@ -832,6 +846,44 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual((yield* admin.client.get(`/api/admin/channels/${id}`)).body.name, "good-one")
         assert.strictEqual((yield* admin.client.delete(`/api/admin/channels/${id}`)).status, 200)
         assert.strictEqual((yield* admin.client.get(`/api/admin/channels/${id}`)).status, 404)
+      }))
+
+    it.effect("fetches a channel's models from its upstream, saved or not, saying which have a price and which the price table knows", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const user = yield* signedIn()
+        const fresh = yield* admin.client.post("/api/admin/channels/models", { type: "openai", baseUrl: "http://good.example.test/v1/", apiKey: "  sk-probe-key-7777 " })
+        assert.strictEqual(fresh.status, 200)
+        assert.deepStrictEqual(fresh.body.data.map((m: any) => [m.id, m.priced, m.preset, m.embedding]), [
+          ["brand-new-model", false, false, false],
+          ["gpt-4.1-mini", false, true, false],
+          ["gpt-test", true, false, false],
+          ["text-embed-test", false, false, true]
+        ])
+        assert.deepStrictEqual([fresh.body.data[0].displayName, fresh.body.data[0].inputTokenLimit, fresh.body.data[0].outputTokenLimit], ["Brand New", 32_000, null])
+        assert.strictEqual(listedBy.get("http://good.example.test/v1"), "sk-probe-key-7777", "the key given, trimmed, at the address given, without its slash")
+
+        // A saved channel lists with its own key; a new address in the edit form replaces its address only.
+        const saved = yield* admin.client.post("/api/admin/channels", {
+          name: "to-list",
+          type: "openai",
+          baseUrl: "http://bad.example.test/v1",
+          apiKeys: ["sk-saved-key-1234"],
+          models: ["gpt-test"]
+        })
+        const refused = yield* admin.client.post("/api/admin/channels/models", { channelId: saved.body.id })
+        assert.deepStrictEqual([refused.status, refused.body.error.code, refused.body.error.type], [502, "upstream_error", "upstream_error"])
+        assert.include(refused.body.error.message, "The upstream said: Incorrect API key provided")
+        const moved = yield* admin.client.post("/api/admin/channels/models", { channelId: saved.body.id, baseUrl: "http://good.example.test/v2" })
+        assert.strictEqual(moved.status, 200)
+        assert.strictEqual(listedBy.get("http://good.example.test/v2"), "sk-saved-key-1234")
+
+        const missing = yield* admin.client.post("/api/admin/channels/models", { type: "openai", baseUrl: "http://good.example.test" })
+        assert.deepStrictEqual([missing.status, missing.body.error.param], [400, "apiKey"])
+        const azure = yield* admin.client.post("/api/admin/channels/models", { type: "azure", baseUrl: "https://x.openai.azure.com", apiKey: "k" })
+        assert.deepStrictEqual([azure.status, azure.body.error.code, azure.body.error.param], [400, "models_not_listed", "type"])
+        assert.strictEqual((yield* admin.client.post("/api/admin/channels/models", { channelId: "chn_nope" })).status, 404)
+        assert.strictEqual((yield* user.client.post("/api/admin/channels/models", { type: "openai", baseUrl: "http://good.example.test", apiKey: "k" })).status, 403)
       }))
 
     it.effect("edits channel headers, timeouts, breaker, parameters and the stream_options switch like the config file", () =>
@@ -1019,8 +1071,8 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const erin = yield* signedIn()
         const key = (yield* erin.client.post("/api/keys", { name: "e" })).body.key.id
         const attemptLog = [
-          { channel: "dead", keyHint: "…dead", status: null, errorCode: "UpstreamUnavailable", durationMs: 3 },
-          { channel: "alive", keyHint: "…live", status: 200, errorCode: null, durationMs: 40 }
+          { channel: "dead", keyHint: "…dead", status: null, errorCode: "UpstreamUnavailable", errorMessage: "The upstream 'dead' could not be reached (ECONNREFUSED).", durationMs: 3 },
+          { channel: "alive", keyHint: "…live", status: 200, errorCode: null, errorMessage: null, durationMs: 40 }
         ]
         yield* insertUsage({ userId: erin.user.id, keyId: key, model: "gpt-test", costNanos: 1n, createdAt: Date.now(), attemptLog })
         const detail = (yield* admin.client.get(`/api/admin/usage?userId=${erin.user.id}`)).body.data[0]
@@ -1033,6 +1085,98 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const own = (yield* erin.client.get("/api/usage")).body.data[0]
         assert.isUndefined(own.attemptLog)
         assert.isUndefined(own.channel)
+      }))
+
+    it.effect("the request log: filters by status class, error code, request id and (admins) channel; users see messages, admins where calls went", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const fay = yield* signedIn()
+        const key = (yield* fay.client.post("/api/keys", { name: "f" })).body.key.id
+        const now = Date.now()
+        const served = yield* insertUsage({
+          userId: fay.user.id,
+          keyId: key,
+          model: "gpt-test",
+          upstreamModel: "gpt-test-2026",
+          costNanos: 10n,
+          createdAt: now - 3000,
+          reasoningTokens: 12,
+          ttfbMs: 80,
+          dialectIn: "gemini",
+          stream: true
+        })
+        const failed = yield* insertUsage({
+          userId: fay.user.id,
+          keyId: key,
+          model: "gpt-test",
+          channel: "flaky",
+          costNanos: 0n,
+          createdAt: now - 2000,
+          status: 502,
+          errorCode: "UpstreamUnavailable",
+          errorMessage: "The upstream 'flaky' could not be reached (ECONNREFUSED).",
+          attemptLog: [{ channel: "flaky", keyHint: "…aaaa", status: null, errorCode: "UpstreamUnavailable", errorMessage: "The upstream 'flaky' could not be reached (ECONNREFUSED).", durationMs: 2 }]
+        })
+        const refused = yield* insertUsage({
+          userId: fay.user.id,
+          keyId: key,
+          model: "gpt-test",
+          channel: "",
+          costNanos: 0n,
+          createdAt: now - 1000,
+          status: 429,
+          errorCode: "InsufficientBalance",
+          errorMessage: "Your balance is 0.01 USD but this call may cost up to 0.25 USD.",
+          attemptLog: []
+        })
+        const ids = (body: any) => body.data.map((r: any) => r.requestId)
+        const mine = (query: string) => Effect.map(fay.client.get(`/api/usage?${query}`), (r) => r.body)
+        assert.deepStrictEqual(ids(yield* mine("")), [refused, failed, served])
+        assert.deepStrictEqual(ids(yield* mine("status=ok")), [served])
+        assert.deepStrictEqual(ids(yield* mine("status=error")), [refused, failed])
+        assert.deepStrictEqual(ids(yield* mine("status=4xx")), [refused])
+        assert.deepStrictEqual(ids(yield* mine("status=5xx")), [failed])
+        assert.deepStrictEqual(ids(yield* mine("errorCode=InsufficientBalance")), [refused])
+        assert.deepStrictEqual(ids(yield* mine(`requestId=${encodeURIComponent(`  ${failed} `)}`)), [failed])
+        const badStatus = yield* fay.client.get("/api/usage?status=teapot")
+        assert.deepStrictEqual([badStatus.status, badStatus.body.error.param], [400, "status"])
+        // A user filters by nothing they cannot see: the channel is the operator's.
+        assert.strictEqual((yield* fay.client.get("/api/usage?channel=flaky")).status, 400)
+
+        const [ownRefused, ownFailed, ownServed] = (yield* mine("")).data
+        assert.strictEqual(ownRefused.errorMessage, "Your balance is 0.01 USD but this call may cost up to 0.25 USD.")
+        assert.deepStrictEqual(
+          [ownServed.dialect, ownServed.stream, ownServed.reasoningTokens, ownServed.ttfbMs, ownServed.usageReported, ownServed.errorMessage],
+          ["gemini", true, 12, 80, true, null]
+        )
+        for (const own of [ownRefused, ownFailed, ownServed]) {
+          assert.isUndefined(own.channel)
+          assert.isUndefined(own.upstreamModel)
+          assert.isUndefined(own.attemptLog)
+        }
+
+        // Admins: every user's calls, by channel too, with where each went.
+        const everyone = (query: string) => Effect.map(admin.client.get(`/api/admin/usage?userId=${fay.user.id}&${query}`), (r) => r.body)
+        assert.deepStrictEqual(ids(yield* everyone("channel=flaky")), [failed])
+        assert.deepStrictEqual(ids(yield* everyone(`requestId=${refused}`)), [refused])
+        const detail = (yield* everyone("")).data
+        assert.deepStrictEqual([detail[0].channel, detail[0].attempts], ["", 0])
+        assert.deepStrictEqual([detail[2].channel, detail[2].upstreamModel, detail[2].upstreamDialect], ["seed-openai", "gpt-test-2026", "openai"])
+        assert.strictEqual(detail[1].attemptLog[0].errorMessage, "The upstream 'flaky' could not be reached (ECONNREFUSED).")
+
+        // CSV: the user's columns end with the new ones; the admin's add where each call went.
+        const csv = (yield* fay.client.get("/api/usage.csv?status=error")).text.trim().split("\n")
+        assert.strictEqual(csv[0], "time,request_id,user,key,model,stream,prompt_tokens,completion_tokens,cached_tokens,cost_usd,latency_ms,status,error_code,dialect,reasoning_tokens,ttfb_ms,error_message,cache_write_tokens,note")
+        assert.strictEqual(csv.length, 3)
+        assert.include(csv[1]!, "Your balance is 0.01 USD but this call may cost up to 0.25 USD.")
+        const adminCsv = yield* admin.client.get(`/api/admin/usage.csv?userId=${fay.user.id}&channel=flaky`)
+        assert.strictEqual(adminCsv.status, 200)
+        const rows = adminCsv.text.trim().split("\n")
+        assert.isTrue(rows[0]!.endsWith(",error_message,cache_write_tokens,note,channel,upstream_model,attempts"))
+        assert.deepStrictEqual(rows.length, 2)
+        assert.isTrue(rows[1]!.startsWith(new Date(now - 2000).toISOString()))
+        assert.isTrue(rows[1]!.endsWith(",flaky,gpt-test,1"))
+        assert.strictEqual((yield* fay.client.get("/api/admin/usage.csv")).status, 403)
       }))
 
     it.effect("answers unknown endpoints with 404 and wrong methods with 405", () =>

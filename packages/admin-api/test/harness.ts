@@ -5,7 +5,7 @@
  * answers from a table). `Client` drives `AdminApi.handle` the way a browser
  * or a script would: cookies, CSRF header, bearer keys.
  */
-import { Catalog as CatalogModule, ChannelHealth, ChannelProbe, Domain, Invalidation, type UsageLog } from "@modelgate/core"
+import { Catalog as CatalogModule, ChannelHealth, ChannelProbe, Domain, GatewayError, Invalidation, type UsageLog } from "@modelgate/core"
 import { Catalog } from "@modelgate/core/Catalog"
 import { Accounts } from "@modelgate/store/Accounts"
 import { CatalogRepo } from "@modelgate/store/CatalogRepo"
@@ -50,13 +50,32 @@ const catalogLayer = Layer.effect(
 )
 
 /** A probe that succeeds for channels whose base URL contains "good" and reports an upstream 401 otherwise. */
+const probeOf = (channel: Domain.Channel, model: string | undefined): ChannelProbe.ProbeResult =>
+  channel.baseUrl.includes("good")
+    ? { ok: true, latencyMs: 42, status: 200, message: `Hello from ${model ?? channel.models[0]}`, upstreamMessage: null, credentialsRefused: false }
+    : { ok: false, latencyMs: 7, status: 401, message: "Incorrect API key provided", upstreamMessage: "Incorrect API key provided", credentialsRefused: true }
+
+/**
+ * Model lists: a "good" channel lists `gpt-test` (priced by the seed), `gpt-4.1-mini` (in the shipped price
+ * table) and `brand-new-model`, as read with the key it was asked with; an Azure channel cannot list; others
+ * are refused with a 401.
+ */
+export const listedBy = new Map<string, string>()
 const probeLayer = Layer.succeed(ChannelProbe.ChannelProbe)({
-  probe: (channel, model) =>
-    Effect.succeed(
-      channel.baseUrl.includes("good")
-        ? { ok: true, latencyMs: 42, status: 200, message: `Hello from ${model ?? channel.models[0]}`, upstreamMessage: null, credentialsRefused: false }
-        : { ok: false, latencyMs: 7, status: 401, message: "Incorrect API key provided", upstreamMessage: "Incorrect API key provided", credentialsRefused: true }
-    )
+  probe: (channel, model) => Effect.succeed(probeOf(channel, model)),
+  listModels: (channel, apiKey) => {
+    listedBy.set(channel.baseUrl, apiKey ?? channel.apiKeys[0] ?? "")
+    if (channel.type === "azure") return Effect.fail(new GatewayError.UnsupportedFeature({ message: `The channel '${channel.name}' is Azure OpenAI: type the deployment names.` }))
+    if (!channel.baseUrl.includes("good")) {
+      return Effect.fail(new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' refused the key. The upstream said: Incorrect API key provided` }))
+    }
+    return Effect.succeed([
+      { id: "brand-new-model", displayName: "Brand New", inputTokenLimit: 32_000 },
+      { id: "gpt-4.1-mini" },
+      { id: "gpt-test", outputTokenLimit: 8_000 },
+      { id: "text-embed-test", embedding: true }
+    ])
+  }
 })
 
 /**
@@ -78,7 +97,17 @@ const healthLayer = Layer.effect(
           const keys = channel.apiKeys.map((key, index) => ({ ...ChannelHealth.unseenKey(index, `…${key.slice(-4)}`), ...board.states.get(key) }))
           return { state: ChannelHealth.channelStateOf(keys), keys }
         }),
-      reset: (channel) => Effect.sync(() => channel.apiKeys.forEach((key) => board.states.delete(key)))
+      reset: (channel) => Effect.sync(() => channel.apiKeys.forEach((key) => board.states.delete(key))),
+      // As the health service does: a key that works is healthy again, one that is refused is disabled.
+      test: (channel, model) =>
+        Effect.sync(() =>
+          channel.apiKeys.map((key, index) => {
+            const result = probeOf(channel, model)
+            if (result.ok) board.states.delete(key)
+            else board.states.set(key, { ...ChannelHealth.unseenKey(index, ""), state: "disabled", reason: `HTTP 401: ${result.message}`, status: 401, since: 1 })
+            return { ...result, index, hint: `…${key.slice(-4)}` }
+          })
+        )
     })
   })
 ).pipe(Layer.provideMerge(Layer.sync(HealthBoard, () => ({ states: new Map() }))))
@@ -258,37 +287,51 @@ export const insertUsage = Effect.fnUntraced(function*(record: {
   readonly createdAt: number
   readonly promptTokens?: number
   readonly completionTokens?: number
+  readonly reasoningTokens?: number
   readonly attemptLog?: ReadonlyArray<UsageLog.Attempt>
   readonly cacheWriteTokens?: number
   readonly note?: string
+  readonly requestId?: string
+  readonly channel?: string
+  readonly upstreamModel?: string
+  readonly dialectIn?: "openai" | "gemini" | "anthropic"
+  readonly stream?: boolean
+  readonly status?: number
+  readonly errorCode?: string | null
+  readonly errorMessage?: string | null
+  readonly ttfbMs?: number | null
 }) {
   const sql = yield* SqlClient.SqlClient
+  const requestId = record.requestId ?? `req_${counter}`
   yield* sql`INSERT INTO usage_records ${
     sql.insert({
       id: `use_${Math.random().toString(36).slice(2)}${counter++}`,
       created_at: record.createdAt,
-      request_id: `req_${counter}`,
+      request_id: requestId,
       user_id: record.userId,
       key_id: record.keyId,
       model: record.model,
-      upstream_model: record.model,
-      channel: "seed-openai",
-      dialect_in: "openai",
+      upstream_model: record.upstreamModel ?? record.model,
+      channel: record.channel ?? "seed-openai",
+      dialect_in: record.dialectIn ?? "openai",
       dialect_out: "openai",
-      stream: false,
+      stream: record.stream ?? false,
       prompt_tokens: record.promptTokens ?? 100,
       completion_tokens: record.completionTokens ?? 50,
       cached_tokens: 0,
       cache_write_tokens: record.cacheWriteTokens ?? 0,
       note: record.note ?? null,
+      reasoning_tokens: record.reasoningTokens ?? 0,
       usage_reported: true,
       cost_nanos: record.costNanos,
       latency_ms: 120,
-      ttfb_ms: null,
-      status: 200,
-      error_code: null,
+      ttfb_ms: record.ttfbMs ?? null,
+      status: record.status ?? 200,
+      error_code: record.errorCode ?? null,
+      error_message: record.errorMessage ?? null,
       attempts: record.attemptLog === undefined ? 1 : record.attemptLog.length,
       attempt_log: record.attemptLog === undefined ? null : JSON.stringify(record.attemptLog)
     })
   }`
+  return requestId
 })

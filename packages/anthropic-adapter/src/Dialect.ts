@@ -29,6 +29,7 @@ import * as Passthrough from "./Passthrough.ts"
 import * as Request from "./Request.ts"
 import * as Response from "./Response.ts"
 import * as AnthropicStream from "./Stream.ts"
+import * as UpstreamModels from "./UpstreamModels.ts"
 
 /** The Messages API version sent when the channel's headers name none. @category constants */
 export const DEFAULT_VERSION = "2023-06-01"
@@ -302,7 +303,8 @@ export const upstream: Core.UpstreamDialect = {
         return false
       }
     }
-  }
+  },
+  listModels: UpstreamModels.list
 }
 
 /** An Anthropic `count_tokens` answer, as far as it is read. */

@@ -124,12 +124,16 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     // Usage records are written in batches: wait until the API lists all three calls.
     await eventually("the API lists the three calls", () =>
       page.evaluate(async () => ((await (await fetch("/api/usage")).json()) as { data: Array<unknown> }).data.length === 3))
-    await page.getByRole("link", { name: "Usage & billing" }).click()
-    await page.getByTestId("usage-table").waitFor()
-    assert.strictEqual(await page.getByTestId("usage-table").locator("tbody tr").count(), 3)
+    await page.getByRole("link", { name: "Requests" }).click()
+    await page.getByTestId("requests-table").waitFor()
+    assert.strictEqual(await page.getByTestId("requests-table").locator("tbody tr").count(), 3)
     // Fresh usage brings a fresh balance into the header.
     await page.waitForFunction(() => document.querySelector("[data-testid=header-balance]")?.textContent !== "$5.00", undefined, { timeout: 10_000 })
-    await screenshot(page, "usage")
+    await screenshot(page, "requests")
+
+    // A new call shows on the open page without a reload.
+    await client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "One more, live" }] })
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=requests-table] tbody tr").length === 4, undefined, { timeout: 15_000 })
     await page.getByRole("link", { name: "Dashboard" }).click()
     await page.getByTestId("balance").waitFor()
     // The cached dashboard shows first; the refetch brings the new balance.
@@ -137,7 +141,7 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     const balance = (await page.getByTestId("balance").textContent()) ?? ""
     assert.match(balance, /^\$4\.9\d+/, "the balance went down")
     assert.strictEqual(await headerBalance(page), balance, "the header and the balance card agree")
-    assert.strictEqual(await page.getByTestId("requests-today").textContent(), "3")
+    assert.strictEqual(await page.getByTestId("requests-today").textContent(), "4")
     await screenshot(page, "dashboard")
   })
 
@@ -267,7 +271,7 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
       ["keys", /^(keys-table|empty)$/],
       ["models", "models-page"],
       ["connect", "openai-base"],
-      ["usage", /^(usage-table|empty)$/],
+      ["requests", /^(requests-table|empty)$/],
       ["usage?tab=ledger", /^(ledger-table|empty)$/],
       ["usage?tab=redeem", "redeem-form"],
       ["admin/users", "users-table"],
@@ -299,9 +303,9 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     await phone.page.goto(`${gateway.url}/console/keys`)
     await phone.page.getByTestId("keys-table").waitFor()
     await screenshot(phone.page, "keys-phone")
-    await phone.page.goto(`${gateway.url}/console/usage`)
-    await phone.page.getByTestId("usage-table").waitFor()
-    await screenshot(phone.page, "usage-phone")
+    await phone.page.goto(`${gateway.url}/console/requests`)
+    await phone.page.getByTestId("requests-table").waitFor()
+    await screenshot(phone.page, "requests-phone")
     await phone.page.goto(`${gateway.url}/console/`)
     await phone.page.getByText("中文", { exact: true }).click()
     await phone.page.getByText("余额").first().waitFor()
@@ -419,6 +423,108 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     assert.strictEqual(await overflowX(admin.page), 0)
     await screenshot(admin.page, "admin-channels-phone")
     await admin.context.close()
+  })
+
+  it("finds a failed call by its request id: the user sees its error, the admin also the channel and each attempt", async () => {
+    const admin = await newPage()
+    await signIn(admin.page, gateway.url, ADMIN)
+    // A priced model served only by a channel whose upstream fails.
+    const setup = await admin.page.evaluate(async (upstream) => {
+      const session = await (await fetch("/api/auth/session")).json() as { csrfToken: string }
+      const headers = { "content-type": "application/json", "x-csrf-token": session.csrfToken }
+      const model = await fetch("/api/admin/models", {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ id: "flaky-model", prices: { input: "1", output: "2", cachedInput: null, perRequest: null, free: false } })
+      })
+      const channel = await fetch("/api/admin/channels", {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ name: "flaky-upstream", type: "openai", baseUrl: `${upstream}/v1`, apiKeys: ["sk-upstream-flaky-5150"], models: ["flaky-model"], headers: { "x-fake-fail": "503" } })
+      })
+      return [model.status, channel.status]
+    }, gateway.upstream.url)
+    assert.deepStrictEqual(setup, [200, 201])
+    const call = () =>
+      fetch(`${gateway.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${aliceSecret}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "flaky-model", messages: [{ role: "user", content: "Will this work?" }] })
+      })
+    let response = await call()
+    for (let i = 0; i < 50 && response.status === 404; i++) {
+      // The catalog reaches the gateway through its change log within a second.
+      await new Promise((r) => setTimeout(r, 100))
+      response = await call()
+    }
+    assert.strictEqual(response.status, 502)
+    const requestId = response.headers.get("x-request-id")!
+    const message = ((await response.json()) as { error: { message: string } }).error.message
+
+    // The user finds it by the id their client got, and reads why.
+    const { page } = alice
+    await page.goto(`${gateway.url}/console/requests`)
+    await page.getByPlaceholder("Search by request id (req_…)").fill(requestId)
+    // The search keeps only that call.
+    await page.waitForFunction((id) => {
+      const rows = [...document.querySelectorAll("[data-testid=requests-table] tbody tr")]
+      return rows.length === 1 && rows[0]!.getAttribute("data-request") === id
+    }, requestId, { timeout: 15_000 })
+    await page.locator(`tr[data-request='${requestId}']`).click()
+    const detail = page.getByTestId("request-detail")
+    await detail.getByTestId("detail-error").waitFor()
+    assert.include(await detail.getByTestId("detail-error").textContent(), message)
+    assert.strictEqual(await detail.getByTestId("detail-channel").count(), 0, "a user does not see the operator's channels")
+
+    // The admin sees the channel that failed and each attempt.
+    await admin.page.getByRole("link", { name: "Requests" }).click()
+    await admin.page.getByPlaceholder("Search by request id (req_…)").fill(requestId)
+    await admin.page.waitForFunction(
+      () => document.querySelectorAll("[data-testid=requests-table] tbody tr").length === 1,
+      undefined,
+      { timeout: 15_000 }
+    )
+    await admin.page.locator(`tr[data-request='${requestId}']`).click()
+    const adminDetail = admin.page.getByTestId("request-detail")
+    await adminDetail.getByTestId("detail-attempts").waitFor()
+    assert.include(await adminDetail.getByTestId("detail-channel").textContent(), "flaky-upstream")
+    assert.include(await adminDetail.getByTestId("detail-attempts").textContent(), "flaky-upstream")
+    assert.include(await adminDetail.getByTestId("detail-attempts").textContent(), "…5150")
+    assert.include(await adminDetail.getByTestId("detail-attempts").textContent(), "UpstreamUnavailable")
+    await screenshot(admin.page, "request-detail")
+    await admin.page.keyboard.press("Escape")
+    await admin.page.getByPlaceholder("Search by request id (req_…)").fill("")
+    await admin.page.getByTestId("requests-table").waitFor()
+    await screenshot(admin.page, "requests-admin")
+    await admin.context.close()
+  })
+
+  it("as admin fetches a new channel's models from its upstream and picks from them", async () => {
+    const { page, context } = await newPage()
+    await signIn(page, gateway.url, ADMIN)
+    await page.getByRole("link", { name: "Channels" }).click()
+    await page.getByRole("button", { name: "New channel" }).click()
+    const dialog = page.getByRole("dialog")
+    await dialog.getByLabel("Name").fill("openai-picked")
+    await dialog.getByLabel("Base address").fill(`${gateway.upstream.url}/v1`)
+    await dialog.getByLabel(/Upstream API keys/).fill("sk-upstream-picked-4321")
+    await dialog.getByRole("button", { name: "Fetch models" }).click()
+    const picker = page.getByTestId("model-picker")
+    // The fake upstream's own list, each model with what the gateway knows of it.
+    await picker.locator("[data-upstream-model='gpt-4.1-mini']").waitFor()
+    assert.include(await picker.locator("[data-upstream-model='gpt-4o-mini']").textContent(), "priced")
+    assert.include(await picker.locator("[data-upstream-model='text-embedding-3-small']").textContent(), "embedding")
+    await screenshot(page, "fetch-models")
+    await picker.getByLabel("gpt-4.1-mini").check()
+    await picker.getByLabel("fake-tools").check()
+    await picker.getByRole("button", { name: "Add 2 models" }).click()
+    await picker.waitFor({ state: "detached" })
+    await dialog.getByRole("button", { name: "Create" }).click()
+    const row = page.locator("tr[data-channel='openai-picked']")
+    await row.waitFor()
+    assert.include(await row.textContent(), "gpt-4.1-mini")
+    assert.include(await row.textContent(), "fake-tools")
+    await context.close()
   })
 
   it("runs every page under its Content-Security-Policy, which forbids framing, without a refusal", async () => {

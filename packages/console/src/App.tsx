@@ -24,6 +24,7 @@ import { DashboardPage } from "./pages/Dashboard.tsx"
 import { KeysPage } from "./pages/Keys.tsx"
 import { LoginPage } from "./pages/Login.tsx"
 import { ModelsPage } from "./pages/Models.tsx"
+import { RequestsPage } from "./pages/Requests.tsx"
 import { UsagePage } from "./pages/Usage.tsx"
 
 function AdminOnly({ children }: { readonly children: ReactNode }) {
@@ -66,6 +67,7 @@ export function App() {
         <Route path="keys" element={<KeysPage />} />
         <Route path="models" element={<ModelsPage />} />
         <Route path="connect" element={<ConnectPage />} />
+        <Route path="requests" element={<RequestsPage />} />
         <Route path="usage" element={<UsagePage />} />
         <Route path="admin/users" element={<AdminOnly><AdminUsersPage /></AdminOnly>} />
         <Route path="admin/users/:id" element={<AdminOnly><AdminUserPage /></AdminOnly>} />

@@ -155,6 +155,67 @@ describe("channel form", () => {
   })
 })
 
+describe("fetch models", () => {
+  const listed = {
+    body: {
+      data: [
+        { id: "gpt-4.1-mini", displayName: null, inputTokenLimit: null, outputTokenLimit: null, embedding: false, priced: false, preset: true },
+        { id: "gpt-4o", displayName: null, inputTokenLimit: null, outputTokenLimit: null, embedding: false, priced: true, preset: true },
+        { id: "my-finetune", displayName: null, inputTokenLimit: 32000, outputTokenLimit: null, embedding: false, priced: false, preset: false },
+        { id: "text-embedding-3-small", displayName: null, inputTokenLimit: null, outputTokenLimit: null, embedding: true, priced: false, preset: true }
+      ]
+    }
+  }
+
+  it("lists a new channel's upstream models with the address and key typed, and adds the ones picked", async () => {
+    const seen = fakeApi({ ...base, "POST /api/admin/channels/models": listed })
+    renderWithProviders(<ChannelForm channel={undefined} groups={["default"]} onDone={() => {}} />)
+    const user = userEvent.setup()
+    const fetchButton = screen.getByRole("button", { name: "Fetch models" })
+    assert.isTrue((fetchButton as HTMLButtonElement).disabled, "nothing to list with yet")
+    await user.type(screen.getByLabelText("Base address"), "https://api.example.com/v1")
+    await user.type(screen.getByLabelText("Upstream API keys (one per line)"), "  {enter}sk-first{enter}sk-second")
+    await user.click(fetchButton)
+    const picker = await screen.findByTestId("model-picker")
+    await within(picker).findByText("my-finetune")
+    assert.deepStrictEqual(seen.find((r) => r.url === "/api/admin/channels/models")!.body, {
+      type: "openai",
+      baseUrl: "https://api.example.com/v1",
+      apiKey: "sk-first",
+      headers: {}
+    })
+    within(picker.querySelector("[data-upstream-model='gpt-4.1-mini']") as HTMLElement).getByText("price table")
+    within(picker.querySelector("[data-upstream-model='my-finetune']") as HTMLElement).getByText("no price yet")
+    within(picker.querySelector("[data-upstream-model='gpt-4o']") as HTMLElement).getByText("priced")
+    within(picker.querySelector("[data-upstream-model='text-embedding-3-small']") as HTMLElement).getByText("embedding")
+    await user.type(within(picker).getByPlaceholderText("Filter"), "gpt")
+    await waitFor(() => assert.isNull(within(picker).queryByText("my-finetune")))
+    await user.click(within(picker).getByRole("button", { name: "Select all shown" }))
+    await user.click(within(picker).getByRole("button", { name: "Add 2 models" }))
+    await waitFor(() => assert.isNull(screen.queryByTestId("model-picker")))
+    const tags = [...document.querySelectorAll(".mantine-Pill-label")].map((e) => e.textContent)
+    assert.includeMembers(tags, ["gpt-4.1-mini", "gpt-4o"])
+    assert.notInclude(tags, "my-finetune")
+  })
+
+  it("lists a saved channel's with its own key, and shows the upstream's refusal", async () => {
+    const seen = fakeApi({
+      ...base,
+      "POST /api/admin/channels/models": {
+        status: 502,
+        body: { error: { message: "The upstream 'openai-main' refused the key. The upstream said: Incorrect API key provided", type: "upstream_error", param: null, code: "upstream_error" } }
+      }
+    })
+    renderWithProviders(<ChannelForm channel={channel()} groups={["default"]} onDone={() => {}} />)
+    const user = userEvent.setup()
+    await user.click(screen.getByRole("button", { name: "Fetch models" }))
+    await waitFor(() => assert.include(screen.getByTestId("model-picker").textContent, "The upstream said: Incorrect API key provided"))
+    const body = seen.find((r) => r.url === "/api/admin/channels/models")!.body as Record<string, unknown>
+    assert.strictEqual(body["channelId"], "chn_1")
+    assert.notProperty(body, "apiKey", "the saved key is used")
+  })
+})
+
 describe("channels table", () => {
   it("lists channels with their models, map, groups and key hints only", async () => {
     fakeApi({ ...base, "GET /api/admin/channels": { body: { data: [channel(), channel({ id: "chn_2", name: "gemini-main", type: "gemini", enabled: false, keyCount: 1, keyHints: ["…aa11"], models: ["gemini-2.5-flash"], modelMap: {} })] } } })
@@ -176,15 +237,25 @@ describe("channels table", () => {
     assert.isAtLeast(screen.getAllByRole("button", { name: "New channel" }).length, 2)
   })
 
-  it("shows the Test result with the latency once, and an upstream's error", async () => {
+  it("shows the Test result with the latency once, an upstream's error and how many keys failed, and the health the test left", async () => {
     let calls = 0
-    fakeApi({
+    const key = (index: number, ok: boolean) => ({
+      index,
+      hint: index === 0 ? "…7f3a" : "…91c2",
+      ok,
+      latencyMs: ok ? 6.4 : 31,
+      status: ok ? 200 : 401,
+      message: ok ? "gpt-4o-mini answered" : "Incorrect API key provided"
+    })
+    const seen = fakeApi({
       ...base,
-      "GET /api/admin/channels": { body: { data: [channel()] } },
+      "GET /api/admin/channels": () => ({
+        body: { data: [calls < 2 ? channel() : channel({ health: { state: "degraded", keys: [{ index: 1, hint: "…91c2", state: "disabled", since: 1, reason: "HTTP 401: Incorrect API key provided", status: 401, retryAt: null, recentCalls: 0, recentFailures: 0, consecutiveFailures: 0, lastFailureAt: null, lastError: null, lastProbeAt: 1, lastProbeOk: false }] } })] }
+      }),
       "POST /api/admin/channels/chn_1/test": () =>
         ++calls === 1
-          ? { body: { ok: true, latencyMs: 6.4, status: 200, message: "gpt-4o-mini answered", model: "gpt-4o-mini" } }
-          : { body: { ok: false, latencyMs: 31, status: 401, message: "Incorrect API key provided", model: "gpt-4o-mini" } }
+          ? { body: { ok: true, latencyMs: 6.4, status: 200, message: "gpt-4o-mini answered", model: "gpt-4o-mini", keys: [key(0, true), key(1, true)] } }
+          : { body: { ok: false, latencyMs: 31, status: 401, message: "Incorrect API key provided", model: "gpt-4o-mini", keys: [key(0, true), key(1, false)] } }
     })
     renderWithProviders(<AdminChannelsPage />)
     const user = userEvent.setup()
@@ -192,6 +263,10 @@ describe("channels table", () => {
     assert.strictEqual((await screen.findByTestId("test-result")).textContent, "OK in 6 ms: gpt-4o-mini answered")
     await user.click(screen.getByRole("button", { name: "Test openai-main" }))
     await waitFor(() => assert.strictEqual(screen.getByTestId("test-result").textContent, "Failed (401) after 31 ms: Incorrect API key provided"))
+    screen.getByText("1 of 2 keys failed")
+    // The test went into the keys' health: the list is read again and shows it.
+    await screen.findByText("Degraded")
+    assert.isAtLeast(seen.filter((r) => r.url === "/api/admin/channels").length, 3)
   })
 
   it("shows a failed enable switch instead of swallowing it", async () => {

@@ -37,14 +37,19 @@ const usageRecord = (id: string, model: string) => ({
   keyId: "key_1",
   keyName: "bob-laptop",
   model,
+  dialect: "openai",
   stream: false,
   promptTokens: 10,
   completionTokens: 20,
   cachedTokens: 0,
+  reasoningTokens: 0,
+  usageReported: true,
   cost: "0.01",
   latencyMs: 100,
+  ttfbMs: null,
   status: 200,
-  errorCode: null
+  errorCode: null,
+  errorMessage: null
 })
 
 describe("create user", () => {

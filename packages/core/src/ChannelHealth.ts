@@ -8,6 +8,7 @@
  * @since 0.1.0
  */
 import { Context, type Effect } from "effect"
+import type { ProbeResult } from "./ChannelProbe.ts"
 import type { Channel } from "./Domain.ts"
 
 /**
@@ -99,10 +100,32 @@ export const channelStateOf = (keys: ReadonlyArray<{ readonly state: KeyState }>
   return disabled === keys.length ? "disabled" : "open"
 }
 
+/**
+ * One key's result of an operator's test of a channel (`ChannelHealth.test`).
+ *
+ * @category models
+ */
+export interface KeyTest extends ProbeResult {
+  /** Position of the key in the channel's key list. */
+  readonly index: number
+  /** The last 4 characters of the key, as `…abcd`. */
+  readonly hint: string
+}
+
 /** @category services */
 export class ChannelHealth extends Context.Service<ChannelHealth, {
   /** The health of a channel's keys (in the channel's key order). */
   readonly report: (channel: Channel) => Effect.Effect<ChannelReport>
   /** Closes every breaker of the channel and re-enables its disabled keys (an operator's "I fixed it"). */
   readonly reset: (channel: Channel) => Effect.Effect<void>
+  /**
+   * Tests every key of a channel with one real request for `model` (the
+   * console's Test), and records each outcome in the key's health as a health
+   * probe's would be: a key that works is healthy (its failures forgotten, a
+   * disabled key enabled again); one the upstream refuses is disabled; one
+   * that fails (unreachable, timed out, 5xx, 429, not an answer) is failing
+   * (its breaker opens for a cool-down); a refusal of the request itself (a
+   * 4xx about the model, say) changes nothing.
+   */
+  readonly test: (channel: Channel, model: string) => Effect.Effect<ReadonlyArray<KeyTest>>
 }>()("modelgate/core/ChannelHealth") {}

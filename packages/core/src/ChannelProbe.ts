@@ -1,12 +1,15 @@
 /**
  * Sending one real, tiny request through a channel, for the console's Test
- * button and the health prober. Implemented by the server (it owns the
- * upstream HTTP client).
+ * button and the health prober, and reading the upstream's own model list,
+ * for the console's Fetch models. Implemented by the engine over the host's
+ * upstream transport.
  *
  * @since 0.1.0
  */
 import { Context, type Effect } from "effect"
+import type { ListedModel } from "./Dialect.ts"
 import type { Channel } from "./Domain.ts"
+import type { GatewayError } from "./GatewayError.ts"
 
 /** The outcome of a probe. @category models */
 export interface ProbeResult {
@@ -33,4 +36,12 @@ export class ChannelProbe extends Context.Service<ChannelProbe, {
    * model) through `channel`, with `apiKey` (default: the channel's first key).
    */
   readonly probe: (channel: Channel, model?: string, apiKey?: string) => Effect.Effect<ProbeResult>
+  /**
+   * The upstream's own list of its models (every page), read with `apiKey`
+   * (default: the channel's first key), sorted by id. Fails with
+   * `UnsupportedFeature` when the channel cannot list (Azure OpenAI), else
+   * with the upstream's error as the gateway classifies it, its own words
+   * added (secrets redacted).
+   */
+  readonly listModels: (channel: Channel, apiKey?: string) => Effect.Effect<ReadonlyArray<ListedModel>, GatewayError>
 }>()("modelgate/core/ChannelProbe") {}

@@ -36,6 +36,12 @@ export interface Metered {
   readonly cachedTokens: number
   /** Prompt tokens written to the upstream's prompt cache (part of `promptTokens`); absent: none. */
   readonly cacheWriteTokens?: number | undefined
+  /**
+   * Of `completionTokens`, those the model spent reasoning, when the upstream
+   * says (OpenAI `completion_tokens_details.reasoning_tokens`, Gemini
+   * `thoughtsTokenCount`); absent: not reported.
+   */
+  readonly reasoningTokens?: number | undefined
   /** Whether the counts are the upstream's own (false: local estimates). */
   readonly reported: boolean
   /**
@@ -341,6 +347,46 @@ export const brokenEvent = (channel: string): UpstreamUnavailable =>
 export const emptyStream = (channel: string): UpstreamUnavailable =>
   new UpstreamUnavailable({ message: `The upstream '${channel}' ended its stream without an answer.` })
 
+/**
+ * A model an upstream lists (`UpstreamDialect.listModels`), with what the
+ * list says of it.
+ *
+ * @category models
+ */
+export interface ListedModel {
+  /** The name calls use (Gemini's without `models/`). */
+  readonly id: string
+  readonly displayName?: string | undefined
+  readonly inputTokenLimit?: number | undefined
+  readonly outputTokenLimit?: number | undefined
+  /** It makes embeddings, not chat answers. */
+  readonly embedding?: boolean | undefined
+}
+
+/** One page of an upstream's model list, and the token of the next (undefined on the last). @category models */
+export interface ModelListPage {
+  readonly models: ReadonlyArray<ListedModel>
+  readonly next?: string | undefined
+}
+
+/**
+ * An upstream's own list of its models (OpenAI `GET /v1/models`, Gemini
+ * `GET /v1beta/models`, Anthropic `GET /v1/models`), read with a channel's
+ * key and headers (`UpstreamDialect.headers`).
+ *
+ * @category models
+ */
+export interface UpstreamModelList {
+  /**
+   * The list's address for a channel: its first page (`page` undefined) or
+   * the one after `page` (a token from `decode`); undefined when the channel
+   * cannot list its models (Azure OpenAI deployments, which its keys cannot list).
+   */
+  readonly url: (channel: Channel, page: string | undefined) => string | undefined
+  /** Reads one page (`channel` names the upstream in errors); a body that is not the list fails. */
+  readonly decode: (text: string, channel: string) => Effect.Effect<ModelListPage, UpstreamUnavailable>
+}
+
 /** The upstream side of a dialect. @category models */
 export interface UpstreamDialect {
   readonly dialect: Dialect
@@ -383,4 +429,6 @@ export interface UpstreamDialect {
   readonly classify: (status: number, body: string, headers: Readonly<Record<string, string>>) => GatewayError
   readonly countTokens?: UpstreamCountTokens | undefined
   readonly embeddings?: UpstreamEmbeddings | undefined
+  /** The upstream's own model list, where it has one. */
+  readonly listModels?: UpstreamModelList | undefined
 }

@@ -8,7 +8,9 @@ import type { Dialect } from "./Domain.ts"
 import type { Nanos } from "./Money.ts"
 
 /**
- * One call, as billed and logged. Token counts are the upstream's own when
+ * One call, as billed and logged: every call made with a valid key, those
+ * refused before any upstream attempt included (with no cost and their
+ * refusal's message). Token counts are the upstream's own when
  * `usageReported`, otherwise local estimates.
  *
  * @category models
@@ -29,13 +31,25 @@ export interface UsageRecord {
   readonly cachedTokens: number
   /** Prompt tokens written to the upstream's prompt cache (part of `promptTokens`). */
   readonly cacheWriteTokens?: number | undefined
+  /** Of `completionTokens`, those spent reasoning, when the upstream said (absent: 0). */
+  readonly reasoningTokens?: number | undefined
   readonly usageReported: boolean
   readonly costNanos: Nanos
   readonly latencyMs: number
   readonly ttfbMs: number | null
   readonly status: number
   readonly errorCode: string | null
-  /** How many upstream attempts the call made (0: none, it failed before routing). */
+  /**
+   * What the caller was told went wrong (the error's message, with the
+   * channels' secrets redacted), null when the call succeeded (absent: not
+   * kept, as in records written before it was).
+   */
+  readonly errorMessage?: string | null | undefined
+  /**
+   * How many upstream attempts the call made (0: none; it was refused before
+   * routing: an invalid body, a model it may not use, a rate limit, a balance
+   * that cannot hold its worst case).
+   */
   readonly attempts: number
   /** Each attempt, in order; the last one served the call when it succeeded. */
   readonly attemptLog: ReadonlyArray<Attempt>
@@ -60,6 +74,8 @@ export interface Attempt {
   readonly status: number | null
   /** The error's code (a `GatewayError` tag, or `ClientClosed`), null when the attempt succeeded. */
   readonly errorCode: string | null
+  /** What went wrong, in the gateway's words with the upstream's (secrets redacted); null when it succeeded. */
+  readonly errorMessage?: string | null | undefined
   readonly durationMs: number
 }
 

@@ -119,6 +119,20 @@ export class Breaker {
     }
   }
 
+  /**
+   * An operator's test of the key failed (it could not be reached, timed out,
+   * answered 5xx or 429, or with something that is not an answer): the
+   * failure is counted and the breaker opens for a cool-down, so the key shows
+   * as failing and calls avoid it until a trial or probe finds it working.
+   */
+  testFailed(now: number, settings: Domain.BreakerSettings, error: string): void {
+    this.count(now, settings.windowMs, true)
+    this.consecutiveFailures++
+    this.lastFailureAt = now
+    this.lastError = error
+    this.open(now, settings, `a Test failed: ${error}`)
+  }
+
   /** Closes the breaker and forgets the window (a trial or probe succeeded, or an operator reset it). */
   close(now: number): void {
     this.state = "closed"

@@ -37,6 +37,7 @@ import * as Health from "./Health.ts"
 import * as Ids from "./Ids.ts"
 import * as RateLimits from "./RateLimits.ts"
 import * as Redaction from "./Redaction.ts"
+import * as Refusals from "./Refusals.ts"
 import * as Relay from "./Relay.ts"
 import { Settings } from "./Settings.ts"
 import * as Settlement from "./Settlement.ts"
@@ -64,15 +65,23 @@ const firstValue = (value: string | ReadonlyArray<string> | undefined): string |
 
 /**
  * Runs a chat call and returns the answer to write (a stream keeps running,
- * and is settled, after this returns).
+ * and is settled, after this returns). A call refused before its hold is
+ * logged too (`Refusals`).
  *
  * @category calls
  */
-export const handle = Effect.fnUntraced(function*(input: ChatInput) {
+export const handle = (input: ChatInput) => {
+  const admitting = new Refusals.Admitting(input.hints.model, input.hints.stream)
+  return Refusals.logged(input, admitting, run(input, admitting))
+}
+
+const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Admitting) {
   const { client, key } = input
   const inspected = yield* client.inspect(input.body, input.hints)
+  admitting.asked(inspected.model, inspected.stream)
   const route = yield* Admission.authorize(key, inspected.model, "generate")
   const model = route.model
+  admitting.resolved(model.id)
   const maxOutput = Pricing.maxOutputFor(model, inspected.maxOutputTokens)
   const bodyBytes = input.body.length
   const held = yield* Pricing.holdFor(model, route.group.ratioMicros, { promptTokens: Tokens.bodyTokenBound(bodyBytes, inspected.mediaParts), outputTokens: maxOutput, choices: inspected.choices })
@@ -95,6 +104,7 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
     stream: inspected.stream,
     choices: inspected.choices
   }, held))
+  admitting.opened = true
 
   const settings = yield* Settings
   const health = yield* Health.Health
@@ -235,13 +245,19 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
           const cut = closed && (yield* (yield* Draining).draining)
             ? { status: 503, errorCode: "ShuttingDown" }
             : { status: 499, errorCode: "ClientClosed" }
+          const errorMessage = closed
+            ? Settlement.interruptionMessages[cut.errorCode as keyof typeof Settlement.interruptionMessages]
+            : error === undefined
+            ? null
+            : Settlement.messageOf(error)
           const outcome: Settlement.Outcome = closed
-            ? { ...cut, ttfbMs }
+            ? { ...cut, errorMessage, ttfbMs }
             : error === undefined
             ? { status: 200, errorCode: null, ttfbMs }
-            : { status: statusOf(client, error), errorCode: codeOf(error), ttfbMs }
+            : { status: statusOf(client, error), errorCode: codeOf(error), errorMessage, ttfbMs }
           record.durationMs = (yield* Clock.currentTimeMillis) - attemptStart
           record.errorCode = closed ? cut.errorCode : error === undefined ? null : codeOf(error)
+          record.errorMessage = errorMessage
           yield* health.end(ticket, closed ? "neutral" : error === undefined ? "success" : Failover.breakerOutcome(error), error?.message)
           yield* settlement.finish(metered(), outcome, legOf())
         }).pipe(Effect.uninterruptible)
@@ -303,11 +319,15 @@ export const handle = Effect.fnUntraced(function*(input: ChatInput) {
       const failed = exit.cause.reasons.find((reason) => reason._tag === "Fail")
       // The status the client got: its dialect's rendering of the error; when interrupted, 499 if it went
       // away, 503 if the shutdown's grace period ended.
-      const ended = failed === undefined
-        ? Settlement.interruption(exit.cause)
-        : { status: statusOf(client, failed.error), errorCode: codeOf(failed.error) }
+      const interrupted = failed === undefined ? Settlement.interruption(exit.cause) : undefined
+      const ended = interrupted !== undefined
+        ? { ...interrupted, errorMessage: Settlement.interruptionMessages[interrupted.errorCode] }
+        : { status: statusOf(client, failed!.error), errorCode: codeOf(failed!.error), errorMessage: Settlement.messageOf(failed!.error) }
       const last = tried.at(-1)
-      if (failed === undefined && last !== undefined && last.errorCode === null) last.errorCode = ended.errorCode
+      if (interrupted !== undefined && last !== undefined && last.errorCode === null) {
+        last.errorCode = ended.errorCode
+        last.errorMessage = ended.errorMessage
+      }
       return settlement.finish(Settlement.nothing, { ...ended, ttfbMs: null }, legOf())
     })
   )
@@ -332,6 +352,7 @@ const meteredOf = (response: Canonical.ChatResponse, promptEstimate: number, str
         : usage.completionTokens,
       cachedTokens: usage.cachedTokens ?? 0,
       cacheWriteTokens: usage.cacheWriteTokens ?? 0,
+      ...(usage.reasoningTokens === undefined ? {} : { reasoningTokens: usage.reasoningTokens }),
       reported: true
     }
   }

@@ -209,7 +209,13 @@ export const ConfigFile = Schema.Struct({
   usage: Schema.optionalKey(Schema.Struct({
     flush_interval_ms: Schema.optionalKey(PositiveInt),
     max_batch: Schema.optionalKey(PositiveInt),
-    journal_dir: Schema.optionalKey(Schema.NonEmptyString)
+    journal_dir: Schema.optionalKey(Schema.NonEmptyString),
+    /** Usage records (the request log) older than this many days are deleted in the background; absent or null: kept for ever. */
+    retention_days: Schema.optionalKey(Schema.NullOr(PositiveInt))
+  })),
+  /** Prometheus metrics at `/metrics`, for scrapers that send `Authorization: Bearer <token>` (absent: `/metrics` is 404). */
+  metrics: Schema.optionalKey(Schema.Struct({
+    token: Schema.String.check(Schema.isMinLength(16)).annotate({ expected: "a token of at least 16 characters" })
   })),
   billing: Schema.optionalKey(Schema.Struct({
     leases: Schema.optionalKey(Schema.Boolean),

@@ -26,6 +26,7 @@ import * as Dialects from "./Dialects.ts"
 import * as Exchange from "./Exchange.ts"
 import * as Failover from "./Failover.ts"
 import * as RateLimits from "./RateLimits.ts"
+import * as Refusals from "./Refusals.ts"
 import * as Settlement from "./Settlement.ts"
 
 /** One embeddings call's inputs. @category models */
@@ -39,15 +40,23 @@ export interface EmbeddingsInput {
 }
 
 /**
- * Runs an embeddings call.
+ * Runs an embeddings call. A call refused before its hold is logged too
+ * (`Refusals`).
  *
  * @category calls
  */
-export const handle = Effect.fnUntraced(function*(input: EmbeddingsInput) {
+export const handle = (input: EmbeddingsInput) => {
+  const admitting = new Refusals.Admitting(input.hints.model, false)
+  return Refusals.logged(input, admitting, run(input, admitting))
+}
+
+const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refusals.Admitting) {
   const { client, embeddings } = input
   const call = yield* embeddings.decode(input.body, input.hints)
+  admitting.asked(call.model, false)
   const route = yield* Admission.authorize(input.key, call.model, "embed")
   const model = route.model
+  admitting.resolved(model.id)
   const startedAt = yield* Clock.currentTimeMillis
   const bound = Tokens.bodyTokenBound(Tokens.utf8Length(input.body))
   const permit = yield* RateLimits.admit(input.key, route.group, model.id, call.tokens)
@@ -60,6 +69,7 @@ export const handle = Effect.fnUntraced(function*(input: EmbeddingsInput) {
     dialectIn: client.dialect,
     stream: false
   }, yield* Pricing.holdFor(model, route.group.ratioMicros, { promptTokens: bound, outputTokens: 0 })))
+  admitting.opened = true
   const canonical = call.canonical
   const translated = GatewayError.isGatewayError(canonical) ? undefined : canonical
   const embedding = route.channels.filter((c) => Dialects.ofChannel(c).embeddings !== undefined)

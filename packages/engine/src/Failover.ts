@@ -189,7 +189,14 @@ export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
     const ticket = yield* health.begin(target.channel, target.key, target.force)
     // Another call took the last trial slot of a half-open key since the plan was made: the next target.
     if (ticket === undefined) continue
-    const record: AttemptRecord = { channel: target.channel.name, keyHint: Health.hintOf(target.key), status: null, errorCode: null, durationMs: 0 }
+    const record: AttemptRecord = {
+      channel: target.channel.name,
+      keyHint: Health.hintOf(target.key),
+      status: null,
+      errorCode: null,
+      errorMessage: null,
+      durationMs: 0
+    }
     call.tried.push(record)
     const started = yield* Clock.currentTimeMillis
     const at = Upstream.deadlines(target.channel, started, call.startedAt)
@@ -205,6 +212,7 @@ export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
     const error = Redaction.error(target.channel, result.failure)
     lastError = error
     record.errorCode = error._tag
+    record.errorMessage = GatewayError.bounded(error).message
     yield* health.end(
       ticket,
       isCredentialRefusal(error) ? "neutral" : breakerOutcome(error),

@@ -142,6 +142,8 @@ export class Health extends Context.Service<Health, {
   readonly report: (channel: Domain.Channel) => Effect.Effect<ChannelHealth.ChannelReport>
   /** Closes the channel's breakers and re-enables its keys. */
   readonly reset: (channel: Domain.Channel) => Effect.Effect<void>
+  /** Tests every key of a channel for `model` and records each outcome (the `ChannelHealth` port's `test`). */
+  readonly test: (channel: Domain.Channel, model: string) => Effect.Effect<ReadonlyArray<ChannelHealth.KeyTest>>
   /** Reads disabled keys back from the store (what other nodes changed). */
   readonly sync: Effect.Effect<void>
   /** One round of health probes (the background prober runs it every interval). */
@@ -192,7 +194,7 @@ export class Health extends Context.Service<Health, {
    */
   static readonly layerPort: Layer.Layer<ChannelHealth.ChannelHealth, never, Health> = Layer.effect(
     ChannelHealth.ChannelHealth,
-    Effect.map(Health, (health) => ChannelHealth.ChannelHealth.of({ report: health.report, reset: health.reset }))
+    Effect.map(Health, (health) => ChannelHealth.ChannelHealth.of({ report: health.report, reset: health.reset, test: health.test }))
   )
 }
 
@@ -454,6 +456,39 @@ const make = (probeSoon: boolean) => Effect.gen(function*() {
       }
     })
 
+  // An operator's test: every key, at most PROBE_CONCURRENCY at once, each outcome recorded as a probe's.
+  const testKey = (channel: Domain.Channel, key: string, index: number, model: string) =>
+    Effect.gen(function*() {
+      const result = yield* prober.probe(channel, model, key)
+      const entry = entryFor(channel, key)
+      const now = yield* Clock.currentTimeMillis
+      entry.lastProbeAt = now
+      entry.lastProbeOk = result.ok
+      if (result.ok) {
+        entry.suspect = undefined
+        if (entry.disabled !== undefined) yield* enable(channel, entry, "an administrator's Test with the key succeeded")
+        else entry.breaker.close(now)
+      } else if (result.credentialsRefused) {
+        entry.suspect = undefined
+        yield* disable(channel, key, result.status, refusal(result.status, result.upstreamMessage ?? result.message))
+      } else if (result.status === null || result.status >= 500 || result.status === 429 || result.status < 400) {
+        // Unreachable, timed out, failing, rate-limiting us, or a 200 that is not an answer: the key is failing.
+        if (entry.disabled === undefined) entry.breaker.testFailed(now, channel.breaker, result.message)
+      }
+      // Any other 4xx refused the request (a model name the upstream does not know, say): the key itself is fine.
+      const tested: ChannelHealth.KeyTest = { ...result, index, hint: entry.hint }
+      return tested
+    })
+
+  const test = (channel: Domain.Channel, model: string) =>
+    Effect.gen(function*() {
+      const results = yield* Effect.forEach(channel.apiKeys, (key, index) => testKey(channel, key, index, model), { concurrency: PROBE_CONCURRENCY })
+      yield* Effect.logInfo("channel tested by an administrator").pipe(
+        Effect.annotateLogs({ channel: channel.name, model, ok: results.filter((r) => r.ok).length, failed: results.filter((r) => !r.ok).length })
+      )
+      return results
+    })
+
   const probeRound = Effect.gen(function*() {
     const snapshot = yield* catalog.current
     const now = yield* Clock.currentTimeMillis
@@ -479,7 +514,7 @@ const make = (probeSoon: boolean) => Effect.gen(function*() {
   // What an earlier run (or another node) disabled applies from the first call.
   yield* sync
 
-  return Health.of({ availability, retryAt, begin, end, suspect, disable, report, reset, sync, probeRound })
+  return Health.of({ availability, retryAt, begin, end, suspect, disable, report, reset, test, sync, probeRound })
 })
 
 /** The reason recorded for a refused key: the status and the upstream's message. @category formatting */

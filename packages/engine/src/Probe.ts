@@ -1,7 +1,9 @@
 /**
  * `ChannelProbe`: one real, one-token request through a channel, with the
  * same codecs, HTTP clients and timeouts as calls use. The console's Test
- * button and the health prober (`Health.ts`) use it.
+ * button and the health prober (`Health.ts`) use it. Also the upstream's own
+ * model list (`listModels`, the console's Fetch models), every page of it,
+ * through the same transport and timeouts.
  *
  * A probe carries nothing of a caller's (a one-word prompt), so its refusal
  * is about the key: a clear refusal of the key, and any 403, count as
@@ -11,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import { ChannelProbe, Domain, type GatewayError } from "@modelgate/core"
+import { ChannelProbe, type Dialect, Domain, GatewayError } from "@modelgate/core"
 import { Clock, Effect, Layer } from "effect"
 import * as Dialects from "./Dialects.ts"
 import { isCredentialRefusal } from "./Failover.ts"
@@ -88,6 +90,45 @@ const probe = (channel: Domain.Channel, model: string | undefined, apiKey: strin
     )
   })
 
+/** A model list's page is read no further than this. */
+const LIST_PAGE_LIMIT = 8 * 1024 * 1024
+
+/** The most pages of a model list that are read (a list that never ends is cut there). @category constants */
+export const MAX_LIST_PAGES = 20
+
+const listModels = (channel: Domain.Channel, apiKey: string | undefined) =>
+  Effect.gen(function*() {
+    const upstream = Dialects.ofChannel(channel)
+    const first = upstream.listModels?.url(channel, undefined)
+    if (upstream.listModels === undefined || first === undefined) {
+      return yield* new GatewayError.UnsupportedFeature({
+        message: channel.type === "azure"
+          ? `The channel '${channel.name}' is Azure OpenAI: it calls deployments by name, and its key cannot list them. Type the deployment names as the channel's models.`
+          : `The channel '${channel.name}' (${channel.type}) cannot list its models. Type them.`
+      })
+    }
+    const list = upstream.listModels
+    const headers = upstream.headers(channel, apiKey ?? channel.apiKeys[0] ?? "")
+    const started = yield* Clock.currentTimeMillis
+    const models = new Map<string, Dialect.ListedModel>()
+    let url: string | undefined = first
+    for (let page = 0; page < MAX_LIST_PAGES && url !== undefined; page++) {
+      const at = Upstream.deadlines(channel, yield* Clock.currentTimeMillis, started)
+      const response: Upstream.UpstreamResponse = yield* Upstream.send(channel, url, headers, undefined, at, "GET")
+      if (response.status >= 400) {
+        const body = yield* Upstream.errorBody(response)
+        const error = Redaction.error(channel, upstream.classify(response.status, body, response.headers))
+        // The operator's view: the gateway's words and the upstream's own.
+        const said = Upstream.upstreamMessage(body)
+        return yield* Effect.fail(GatewayError.mapText(error, (text, field) => field === "message" ? `${text} The upstream said: ${said}` : text))
+      }
+      const listed: Dialect.ModelListPage = yield* Effect.flatMap(Upstream.readText(response, LIST_PAGE_LIMIT), (text) => list.decode(text, channel.name))
+      for (const model of listed.models) if (!models.has(model.id)) models.set(model.id, model)
+      url = listed.next === undefined ? undefined : list.url(channel, listed.next)
+    }
+    return [...models.values()].sort((a, b) => a.id.localeCompare(b.id))
+  })
+
 /** @category layers */
 export const layer: Layer.Layer<ChannelProbe.ChannelProbe, never, Transport> = Layer.effect(
   ChannelProbe.ChannelProbe,
@@ -95,7 +136,8 @@ export const layer: Layer.Layer<ChannelProbe.ChannelProbe, never, Transport> = L
     const context = yield* Effect.context<Transport>()
     return ChannelProbe.ChannelProbe.of({
       // The probe needs no request scope: run it in its own.
-      probe: (channel, model, apiKey) => Effect.provideContext(Effect.scoped(probe(channel, model, apiKey)), context)
+      probe: (channel, model, apiKey) => Effect.provideContext(Effect.scoped(probe(channel, model, apiKey)), context),
+      listModels: (channel, apiKey) => Effect.provideContext(Effect.scoped(listModels(channel, apiKey)), context)
     })
   })
 )

@@ -13,6 +13,7 @@ import { type Domain, GatewayError } from "@modelgate/core"
 export type Route =
   | { readonly _tag: "Health" }
   | { readonly _tag: "Ready" }
+  | { readonly _tag: "Metrics" }
   | { readonly _tag: "OpenAIModels"; readonly dialect: "openai" }
   | { readonly _tag: "OpenAIModel"; readonly dialect: "openai"; readonly model: string }
   | { readonly _tag: "OpenAIChat"; readonly dialect: "openai" }
@@ -35,15 +36,15 @@ export type Route =
   | { readonly _tag: "Api"; readonly dialect: "openai"; readonly path: string }
   | { readonly _tag: "Console"; readonly path: string }
 
-/** The routes a host serves itself: health checks, the management API and the console's files. @category models */
-export type HostRoute = Extract<Route, { readonly _tag: "Health" | "Ready" | "Api" | "Console" }>
+/** The routes a host serves itself: health checks, metrics, the management API and the console's files. @category models */
+export type HostRoute = Extract<Route, { readonly _tag: "Health" | "Ready" | "Metrics" | "Api" | "Console" }>
 
 /** The routes of the API surface, served by `Gateway.serve`. @category models */
 export type ApiRoute = Exclude<Route, HostRoute>
 
 /** Whether a matched route is the host's own business. @category matching */
 export const isHostRoute = (route: Route | Miss): route is HostRoute =>
-  route._tag === "Health" || route._tag === "Ready" || route._tag === "Api" || route._tag === "Console"
+  route._tag === "Health" || route._tag === "Ready" || route._tag === "Metrics" || route._tag === "Api" || route._tag === "Console"
 
 /** The Gemini model methods served under `/v1beta/models/{model}:{action}`. @category models */
 export type GeminiAction = "generateContent" | "streamGenerateContent" | "countTokens" | "embedContent" | "batchEmbedContents"
@@ -109,6 +110,8 @@ export const match = (
       return allowed({ _tag: "Health" }, ["GET"], method)
     case "/readyz":
       return allowed({ _tag: "Ready" }, ["GET"], method)
+    case "/metrics":
+      return allowed({ _tag: "Metrics" }, ["GET"], method)
     case "/v1/models":
     case "/v1beta/openai/models":
       return allowed({ _tag: "OpenAIModels", dialect: "openai" }, ["GET"], method)

@@ -26,9 +26,10 @@
  *
  * @since 0.1.0
  */
-import { Accounts, Dialect, type Domain, type GatewayError, Pricing, Tokens, UsageLog } from "@modelgate/core"
+import { Accounts, Dialect, type Domain, GatewayError, Money, Pricing, Tokens, UsageLog } from "@modelgate/core"
 import { Cause, Clock, Context, Effect, Exit, Fiber, Layer } from "effect"
 import { ClientAbort } from "effect/http/HttpServerError"
+import * as Metrics from "./Metrics.ts"
 
 /**
  * Makes the part of a call after its admission interruptible. The HTTP server
@@ -73,6 +74,7 @@ export const checked = (metered: Metered): Metered => {
     promptTokens: asCount(metered.promptTokens),
     completionTokens: asCount(metered.completionTokens),
     cachedTokens: asCount(metered.cachedTokens),
+    ...(metered.reasoningTokens === undefined ? {} : { reasoningTokens: asCount(metered.reasoningTokens) }),
     reported: false,
     usageRejected: metered.usageRejected ?? bad
   }
@@ -82,8 +84,30 @@ export const checked = (metered: Metered): Metered => {
 export interface Outcome {
   readonly status: number
   readonly errorCode: string | null
+  /** What the caller was told went wrong (null, or absent, when nothing did). */
+  readonly errorMessage?: string | null | undefined
   readonly ttfbMs: number | null
 }
+
+/**
+ * What the usage record says of a call that did not end normally (see
+ * `interruption`).
+ *
+ * @category outcomes
+ */
+export const interruptionMessages = {
+  ClientClosed: "The client closed the connection before the answer ended.",
+  ShuttingDown: "The gateway shut down before the answer ended (the shutdown's grace period ran out).",
+  InternalError: "The gateway failed while handling the call; the cause is in its log under the request id."
+} as const
+
+/**
+ * An error's message as its caller was shown it (cut as every rendered error
+ * is, `GatewayError.bounded`), for the usage record.
+ *
+ * @category outcomes
+ */
+export const messageOf = (error: GatewayError.GatewayError): string => GatewayError.bounded(error).message
 
 /**
  * How a call that did not end normally ended, for its usage record: the
@@ -121,9 +145,11 @@ export const failed = (
 ): Outcome => {
   if (Exit.isSuccess(exit)) return { status: 200, errorCode: null, ttfbMs: null }
   const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
-  return failure === undefined
-    ? { ...interruption(exit.cause), ttfbMs: null }
-    : { status: render(failure.error).status, errorCode: failure.error._tag, ttfbMs: null }
+  if (failure === undefined) {
+    const ended = interruption(exit.cause)
+    return { ...ended, errorMessage: interruptionMessages[ended.errorCode], ttfbMs: null }
+  }
+  return { status: render(failure.error).status, errorCode: failure.error._tag, errorMessage: messageOf(failure.error), ttfbMs: null }
 }
 
 /** Who is calling what, through which channel. @category models */
@@ -171,6 +197,7 @@ export interface Settlement {
 export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigint) {
   const accounts = yield* Accounts.Accounts
   const usage = yield* UsageLog.UsageLog
+  const metrics = yield* Metrics.Current
   const holdId = yield* accounts.hold({
     userId: call.key.userId,
     keyId: call.key.id,
@@ -204,8 +231,17 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
             : metered.usageRejected !== undefined
             ? "UsageRejected"
             : null)
+        const errorMessage = outcome.errorCode !== null
+          ? outcome.errorMessage ?? null
+          : settled === undefined
+          ? "The charge could not be written (the database refused it): nothing was charged, and the hold is released by the sweeper."
+          : settled.shortfallNanos > 0n
+          ? `The call cost more than its hold and what the balance had left: $${Money.formatUsd(settled.shortfallNanos)} of it was not charged.`
+          : metered.usageRejected !== undefined
+          ? `The upstream reported usage that is not token counts (${metered.usageRejected}); it was refused and the call counted locally.`
+          : null
         const now = yield* Clock.currentTimeMillis
-        yield* usage.record({
+        const record: UsageLog.UsageRecord = {
           createdAt: call.startedAt,
           requestId: call.requestId,
           userId: call.key.userId,
@@ -220,16 +256,20 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
           completionTokens: metered.completionTokens,
           cachedTokens: metered.cachedTokens,
           cacheWriteTokens: metered.cacheWriteTokens ?? 0,
+          reasoningTokens: metered.reasoningTokens ?? 0,
           usageReported: metered.reported,
           costNanos: charged,
           latencyMs: now - call.startedAt,
           ttfbMs: outcome.ttfbMs,
           status: outcome.status,
           errorCode,
+          errorMessage,
           attempts: leg?.attempts ?? 0,
           attemptLog: leg?.attemptLog ?? [],
           note: leg?.notes === undefined || leg.notes.length === 0 ? null : leg.notes.join("; ")
-        })
+        }
+        yield* usage.record(record)
+        metrics?.callEnded(record)
         if (settled !== undefined && settled.shortfallNanos > 0n) {
           yield* Effect.logWarning("the call cost more than its hold and the balance had left; the rest was not charged").pipe(
             Effect.annotateLogs({

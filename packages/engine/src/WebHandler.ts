@@ -46,6 +46,7 @@ import * as Gateway from "./Gateway.ts"
 import * as Health from "./Health.ts"
 import * as Ids from "./Ids.ts"
 import * as MemoryStore from "./MemoryStore.ts"
+import * as Metrics from "./Metrics.ts"
 import * as Probe from "./Probe.ts"
 import * as Routes from "./Routes.ts"
 import { defaults, type EngineSettings, Settings } from "./Settings.ts"
@@ -65,6 +66,8 @@ export interface WebHandlerOptions {
   readonly limiter?: Layer.Layer<RateLimiter.RateLimiter> | undefined
   /** This process's name in records of refused upstream keys (default `embedded`). */
   readonly nodeId?: string | undefined
+  /** Where calls are counted, for a host that exports metrics (default: nowhere; see `Metrics`). */
+  readonly metrics?: Metrics.CallMetrics | undefined
 }
 
 /** A running embedded gateway. @category models */
@@ -166,12 +169,13 @@ const hostAnswer = (route: Routes.HostRoute, requestId: string): Exchange.Answer
       return { _tag: "Text", status: 200, headers: { "content-type": "application/json" }, body: "{\"status\":\"ok\"}" }
     case "Ready":
       return { _tag: "Text", status: 200, headers: { "content-type": "application/json" }, body: "{\"status\":\"ready\"}" }
+    case "Metrics":
     case "Api":
     case "Console":
       return Gateway.errorAnswer(
         Dialects.client("openai"),
         new GatewayError.RouteNotFound({
-          message: "This is an embedded modelgate: it serves /v1 and /v1beta; the management API and the console are served by the modelgate server."
+          message: "This is an embedded modelgate: it serves /v1 and /v1beta; the management API, the console and /metrics are served by the modelgate server."
         }),
         requestId
       )
@@ -199,7 +203,7 @@ export const toWebHandler = async (config: unknown, options: WebHandlerOptions =
     const limiter = options.limiter ?? MemoryLimiter.layerWith({ windowMs: file.rate_limits?.window_ms ?? 60_000 })
     const upstream = Probe.layer.pipe(Layer.provideMerge(transport))
     const health = Health.Health.layer.pipe(Layer.provideMerge(upstream), Layer.provideMerge(store), Layer.provideMerge(settings))
-    const all = Layer.mergeAll(health, limiter, Settlement.Settlements.layer)
+    const all = Layer.mergeAll(health, limiter, Settlement.Settlements.layer, Layer.succeed(Metrics.Current)(options.metrics))
     const context = yield* Layer.buildWithScope(all, scope)
     const inspect = memory === undefined ? undefined : Context.get(storeContext as unknown as Context.Context<MemoryStore.MemoryInspect>, MemoryStore.MemoryInspect)
     return { context, inspect }

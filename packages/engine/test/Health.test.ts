@@ -57,20 +57,27 @@ const storeLayer = Layer.succeed(ChannelKeyStates.ChannelKeyStates)({
   enableChannel: (channelId) => Effect.sync(() => [...rows.keys()].filter((k) => k.startsWith(`${channelId}/`)).forEach((k) => rows.delete(k)))
 })
 
-/** What the probe answers, per key; probes are counted. */
-const probeAnswers = new Map<string, "ok" | "refused" | "down">()
+/** What the probe answers, per key; probes are counted, and the models they asked for kept. */
+const probeAnswers = new Map<string, "ok" | "refused" | "down" | "unreachable" | "rejected">()
 const probed: Array<string> = []
+const probedModels: Array<string | undefined> = []
 const probeLayer = Layer.succeed(ChannelProbe.ChannelProbe)({
-  probe: (_channel, _model, apiKey) =>
+  probe: (_channel, model, apiKey) =>
     Effect.sync(() => {
       probed.push(apiKey!)
+      probedModels.push(model)
       const answer = probeAnswers.get(apiKey!) ?? "ok"
       return answer === "ok"
         ? { ok: true, latencyMs: 1, status: 200, message: "ok", upstreamMessage: null, credentialsRefused: false }
         : answer === "refused"
         ? { ok: false, latencyMs: 1, status: 401, message: "refused", upstreamMessage: "Incorrect API key provided", credentialsRefused: true }
-        : { ok: false, latencyMs: 1, status: 503, message: "down", upstreamMessage: "overloaded", credentialsRefused: false }
-    })
+        : answer === "down"
+        ? { ok: false, latencyMs: 1, status: 503, message: "down", upstreamMessage: "overloaded", credentialsRefused: false }
+        : answer === "unreachable"
+        ? { ok: false, latencyMs: 1, status: null, message: "The upstream 'a' could not be reached (ECONNREFUSED).", upstreamMessage: null, credentialsRefused: false }
+        : { ok: false, latencyMs: 1, status: 404, message: "The model 'm' does not exist", upstreamMessage: "The model 'm' does not exist", credentialsRefused: false }
+    }),
+  listModels: () => Effect.succeed([])
 })
 
 const catalogLayer = Layer.succeed(Catalog.Catalog)({
@@ -89,6 +96,7 @@ const reset = () => {
   rows.clear()
   probeAnswers.clear()
   probed.length = 0
+  probedModels.length = 0
 }
 
 /** Ends one call on `key` with `outcome`. */
@@ -300,6 +308,56 @@ describe("disabled keys", () => {
         const report = yield* health.report(A)
         assert.strictEqual(report.state, "healthy")
         assert.strictEqual(rows.size, 0)
+      })))
+})
+
+describe("an administrator's Test", () => {
+  it.effect("tries every key with the model asked for; a failure shows as failing, a success clears it", () =>
+    withHealth((health) =>
+      Effect.gen(function*() {
+        reset()
+        probeAnswers.set(ONE, "unreachable")
+        const results = yield* health.test(A, "m")
+        assert.sameMembers(probed, [ONE, TWO])
+        assert.deepStrictEqual(probedModels, ["m", "m"])
+        assert.deepStrictEqual(results.map((r) => [r.index, r.hint, r.ok]), [[0, "…1111", false], [1, "…2222", true]])
+        // A dead key is failing at once (its breaker open, the Test's words as the reason), not "healthy" beside a failure.
+        const failed = yield* health.report(A)
+        assert.strictEqual(failed.state, "degraded")
+        assert.strictEqual(failed.keys[0]!.state, "open")
+        assert.match(failed.keys[0]!.reason!, /a Test failed: .*ECONNREFUSED/)
+        assert.strictEqual(failed.keys[0]!.lastProbeOk, false)
+        assert.strictEqual(health.availability(A, ONE, yield* now()), "open", "calls avoid it")
+        // Fixed: the next Test clears the failure.
+        probeAnswers.set(ONE, "ok")
+        yield* health.test(A, "m")
+        const fixed = yield* health.report(A)
+        assert.deepStrictEqual([fixed.state, fixed.keys[0]!.state, fixed.keys[0]!.consecutiveFailures, fixed.keys[0]!.lastProbeOk], ["healthy", "healthy", 0, true])
+      })))
+
+  it.effect("a refused key is disabled (a Test is a probe), a working one enabled again, and a refusal of the request changes nothing", () =>
+    withHealth((health) =>
+      Effect.gen(function*() {
+        reset()
+        yield* health.disable(A, TWO, 401, "HTTP 401: revoked")
+        probeAnswers.set(ONE, "refused")
+        yield* health.test(A, "m")
+        const at = yield* now()
+        assert.strictEqual(health.availability(A, ONE, at), "disabled")
+        assert.strictEqual(health.availability(A, TWO, at), "available", "it worked: enabled again")
+        assert.deepStrictEqual([...rows.keys()], [`chn_a/${fingerprint(ONE)}`], "and the store says so")
+        assert.match((yield* health.report(A)).keys[0]!.reason!, /HTTP 401: Incorrect API key provided/)
+
+        probeAnswers.set(ONE, "ok")
+        probeAnswers.set(TWO, "rejected")
+        const results = yield* health.test(A, "m")
+        assert.isFalse(results[1]!.ok)
+        const report = yield* health.report(A)
+        assert.deepStrictEqual(report.keys.map((k) => k.state), ["healthy", "healthy"], "a 404 about the model is not the key's failure")
+        // A 5xx is the key's failure too.
+        probeAnswers.set(TWO, "down")
+        yield* health.test(A, "m")
+        assert.strictEqual((yield* health.report(A)).keys[1]!.state, "open")
       })))
 })
 

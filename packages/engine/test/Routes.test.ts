@@ -1,7 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
-import { match } from "../src/Routes.ts"
+import { isHostRoute, match } from "../src/Routes.ts"
 
 describe("Routes", () => {
+  it("leaves /metrics to the host, for GET only", () => {
+    const route = match("GET", "/metrics")
+    assert.deepStrictEqual(route, { _tag: "Metrics" })
+    assert.isTrue(isHostRoute(route))
+    assert.strictEqual(match("POST", "/metrics")._tag, "MethodNotAllowed")
+  })
+
   it("matches the OpenAI surface under /v1 and Google's /v1beta/openai", () => {
     assert.deepStrictEqual(match("POST", "/v1/chat/completions"), { _tag: "OpenAIChat", dialect: "openai" })
     assert.deepStrictEqual(match("POST", "/v1beta/openai/chat/completions"), { _tag: "OpenAIChat", dialect: "openai" })

@@ -186,10 +186,19 @@ export const anthropicModel = (id: string) => ({
   created_at: "2025-01-01T00:00:00Z"
 })
 
-export const anthropicModelsBody = (ids: ReadonlyArray<string>): string =>
-  JSON.stringify({
-    data: ids.map(anthropicModel),
-    has_more: false,
-    first_id: ids[0] ?? null,
-    last_id: ids[ids.length - 1] ?? null
+/**
+ * One page of the model list, as Anthropic pages it: `limit` models (default
+ * 20, at most 1000) after the model `after_id`, with `has_more`, `first_id`
+ * and `last_id`.
+ */
+export const anthropicModelsPage = (ids: ReadonlyArray<string>, query: Readonly<Record<string, string>>): string => {
+  const limit = Math.min(1000, Math.max(1, Number.parseInt(query["limit"] ?? "", 10) || 20))
+  const after = query["after_id"] === undefined ? -1 : ids.indexOf(query["after_id"])
+  const page = ids.slice(after + 1, after + 1 + limit)
+  return JSON.stringify({
+    data: page.map(anthropicModel),
+    has_more: after + 1 + limit < ids.length,
+    first_id: page[0] ?? null,
+    last_id: page[page.length - 1] ?? null
   })
+}

@@ -90,12 +90,17 @@ export const geminiConversation = (body: Record<string, unknown>, model: string)
   return { model, promptChars: chars, lastUserText, tools, lastToolResult }
 }
 
-const usageMetadata = (prompt: number, candidates: number) => ({
-  promptTokenCount: prompt,
-  candidatesTokenCount: candidates,
-  totalTokenCount: prompt + candidates,
-  promptTokensDetails: [{ modality: "TEXT", tokenCount: prompt }]
-})
+/** Gemini counts thoughts apart from the candidates: a `thinking` model thinks half as many tokens again (rounded up). */
+const usageMetadata = (prompt: number, candidates: number, thinking = false) => {
+  const thoughts = thinking ? Math.ceil(candidates / 2) : 0
+  return {
+    promptTokenCount: prompt,
+    candidatesTokenCount: candidates,
+    ...(thinking ? { thoughtsTokenCount: thoughts } : {}),
+    totalTokenCount: prompt + candidates + thoughts,
+    promptTokensDetails: [{ modality: "TEXT", tokenCount: prompt }]
+  }
+}
 
 const responseId = (seq: number): string => `fake-${seq}`
 
@@ -204,7 +209,7 @@ export const geminiGenerate = (
       finishReason: "STOP",
       index: 0
     }],
-    ...(ctx.scenario.usage ? { usageMetadata: usageMetadata(promptTokens, completionTokens) } : {}),
+    ...(ctx.scenario.usage ? { usageMetadata: usageMetadata(promptTokens, completionTokens, ctx.scenario.thinking) } : {}),
     modelVersion: ctx.model,
     responseId: responseId(ctx.seq)
   }
@@ -237,7 +242,7 @@ export const geminiStream = (
     ? `,"usageMetadata":{"promptTokenCount":${promptTokens},"totalTokenCount":${promptTokens}}`
     : ""
   const finalUsage = ctx.scenario.usage
-    ? `,"usageMetadata":${JSON.stringify(usageMetadata(promptTokens, completionTokens))}`
+    ? `,"usageMetadata":${JSON.stringify(usageMetadata(promptTokens, completionTokens, ctx.scenario.thinking))}`
     : ""
   const chunkJson = (partsJson: string, last: boolean): string =>
     `{"candidates":[{"content":{"parts":${partsJson},"role":"model"},${
@@ -319,5 +324,17 @@ export const geminiModel = (id: string) => {
   }
 }
 
-export const geminiModelsBody = (ids: ReadonlyArray<string>): string =>
-  JSON.stringify({ models: ids.map(geminiModel) })
+/**
+ * One page of the model list, as Google pages it: `pageSize` models (default
+ * 50, at most 1000) from `pageToken` (an opaque token from the page before),
+ * and `nextPageToken` while more follow.
+ */
+export const geminiModelsPage = (ids: ReadonlyArray<string>, query: Readonly<Record<string, string>>): string => {
+  const size = Math.min(1000, Math.max(1, Number.parseInt(query["pageSize"] ?? "", 10) || 50))
+  const start = query["pageToken"] === undefined ? 0 : Math.max(0, Number.parseInt(Buffer.from(query["pageToken"], "base64url").toString(), 10) || 0)
+  const end = start + size
+  return JSON.stringify({
+    models: ids.slice(start, end).map(geminiModel),
+    ...(end < ids.length ? { nextPageToken: Buffer.from(String(end)).toString("base64url") } : {})
+  })
+}

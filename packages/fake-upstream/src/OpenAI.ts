@@ -72,13 +72,16 @@ export const openaiConversation = (body: Record<string, unknown>, model: string)
   return { model, promptChars: chars, lastUserText, tools, lastToolResult }
 }
 
-const usageObject = (prompt: number, completion: number) => ({
+/** The reasoning tokens a `thinking` model reports: half its completion, rounded up (they are part of the completion). */
+export const reasoningTokens = (completion: number): number => Math.ceil(completion / 2)
+
+const usageObject = (prompt: number, completion: number, thinking = false) => ({
   prompt_tokens: prompt,
   completion_tokens: completion,
   total_tokens: prompt + completion,
   prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
   completion_tokens_details: {
-    reasoning_tokens: 0,
+    reasoning_tokens: thinking ? reasoningTokens(completion) : 0,
     audio_tokens: 0,
     accepted_prediction_tokens: 0,
     rejected_prediction_tokens: 0
@@ -198,7 +201,7 @@ export const openaiChat = async (
       logprobs: null,
       finish_reason: answer._tag === "tool" ? "tool_calls" : "stop"
     }],
-    ...(ctx.scenario.usage ? { usage: usageObject(promptTokens, completionTokens) } : {}),
+    ...(ctx.scenario.usage ? { usage: usageObject(promptTokens, completionTokens, ctx.scenario.thinking) } : {}),
     service_tier: "default",
     system_fingerprint: "fp_fake"
   }
@@ -229,7 +232,7 @@ const streamPlan = (
   const tail = (finish: string) => (): string => {
     let out = frame("{}", finish)
     if (includeUsage) {
-      out += `data: ${envelope}[],"usage":${JSON.stringify(usageObject(promptTokens, completionTokens))}}\n\n`
+      out += `data: ${envelope}[],"usage":${JSON.stringify(usageObject(promptTokens, completionTokens, ctx.scenario.thinking))}}\n\n`
     }
     return out + "data: [DONE]\n\n"
   }

@@ -49,6 +49,8 @@ export interface Scenario {
   readonly responseBytes: number | undefined
   readonly chunkIntervalMs: number
   readonly usage: boolean
+  /** Report part of the completion as reasoning (OpenAI `reasoning_tokens`, Gemini `thoughtsTokenCount`). */
+  readonly thinking: boolean
   /** The prompt and completion token counts to report instead of the true ones (raw: negative or fractional). */
   readonly usageValues: readonly [number, number] | undefined
   /** Answer 200 with something that is not an answer. */
@@ -91,7 +93,7 @@ const status = (raw: string | undefined): number | undefined => {
 
 // One cheap test on the hot path: only models that contain a control word
 // pay for the individual regular expressions below.
-const MODEL_HINT = /tools|call-|slow|fail-|cut-|stall-|chunks-|bytes-|interval-|nousage|negusage|fracusage|-200|line-|echo-/i
+const MODEL_HINT = /tools|call-|slow|fail-|cut-|stall-|chunks-|bytes-|interval-|nousage|negusage|fracusage|thinking|-200|line-|echo-/i
 const token = (word: string, arg: string): RegExp => new RegExp(`(?:^|[^a-z0-9])${word}${arg}(?![0-9])`, "i")
 const MODEL_TOOLS = /tools/i
 const MODEL_CALL = token("call-", "([A-Za-z0-9_]+)")
@@ -154,6 +156,7 @@ const fromModel = (model: string, s: Mutable, defaults: ScenarioDefaults): void 
   const interval = MODEL_INTERVAL.exec(model)
   if (interval) s.chunkIntervalMs = int(interval[1], MAX_DELAY_MS) ?? s.chunkIntervalMs
   if (MODEL_NOUSAGE.test(model)) s.usage = false
+  if (/thinking/i.test(model)) s.thinking = true
   if (MODEL_NEGUSAGE.test(model)) s.usageValues = NEGATIVE_USAGE
   if (MODEL_FRACUSAGE.test(model)) s.usageValues = FRACTIONAL_USAGE
   const body = MODEL_NOT_AN_ANSWER.exec(model)
@@ -228,6 +231,7 @@ export const resolveScenario = (
     responseBytes: undefined,
     chunkIntervalMs: defaults.chunkIntervalMs,
     usage: true,
+    thinking: false,
     usageValues: undefined,
     notAnAnswer: undefined,
     lineBytes: undefined,

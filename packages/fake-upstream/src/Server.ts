@@ -14,7 +14,7 @@ import * as http from "node:http"
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http"
 import type { AddressInfo, Socket } from "node:net"
 import { setTimeout as sleep } from "node:timers/promises"
-import { anthropicCountTokens, anthropicMessages, anthropicModel, anthropicModelsBody } from "./Anthropic.ts"
+import { anthropicCountTokens, anthropicMessages, anthropicModel, anthropicModelsPage } from "./Anthropic.ts"
 import { isRecord } from "./Content.ts"
 import {
   anthropicInvalidKey,
@@ -36,7 +36,7 @@ import {
   geminiEmbed,
   geminiGenerate,
   geminiModel,
-  geminiModelsBody,
+  geminiModelsPage,
   geminiStream
 } from "./Gemini.ts"
 import { echoHeaders, sendNotAnAnswer } from "./Misbehaviour.ts"
@@ -169,6 +169,8 @@ type Route =
   | { readonly kind: "control" }
   | { readonly kind: "notFound"; readonly dialect: Dialect }
   | { readonly kind: "static"; readonly dialect: Dialect; readonly body: string }
+  /** A paged model list (Gemini's `pageSize`/`pageToken`, Anthropic's `limit`/`after_id`). */
+  | { readonly kind: "list"; readonly dialect: "gemini" | "anthropic" }
   | {
     readonly kind: "call"
     readonly dialect: Dialect
@@ -254,8 +256,6 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
   const models = { ...DEFAULT_MODELS, ...options.models }
   // Static bodies are computed once.
   const openaiModels = openaiModelsBody(models.openai)
-  const geminiModels = geminiModelsBody(models.gemini)
-  const anthropicModels = anthropicModelsBody(models.anthropic)
   const requests: Array<RecordedRequest> = []
   let seq = 0
   let clientClosed = 0
@@ -271,7 +271,7 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
     // and a doubled `models/` prefix (model given as "models/x").
     if (path.startsWith("/v1beta/") || (path.startsWith("/v1/models/") && path.includes(":"))) {
       const rest = decode(path.slice(path.indexOf("/", 1) + 1))
-      if (rest === "models") return get ? { kind: "static", dialect: "gemini", body: geminiModels } : notFoundG
+      if (rest === "models") return get ? { kind: "list", dialect: "gemini" } : notFoundG
       const colon = rest.lastIndexOf(":")
       const name = colon < 0 ? rest : rest.slice(0, colon)
       if (!name.startsWith("models/") && !name.startsWith("tunedModels/")) return notFoundG
@@ -296,15 +296,9 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
       // (wire-formats §1.1), x-goog-api-key Gemini's (API version v1).
       const id = path.length > 11 ? decode(path.slice(11)) : undefined
       if (headers["anthropic-version"] !== undefined) {
-        return {
-          kind: "static",
-          dialect: "anthropic",
-          body: id === undefined ? anthropicModels : JSON.stringify(anthropicModel(id))
-        }
+        return id === undefined ? { kind: "list", dialect: "anthropic" } : { kind: "static", dialect: "anthropic", body: JSON.stringify(anthropicModel(id)) }
       }
-      if (headers["x-goog-api-key"] !== undefined && id === undefined) {
-        return { kind: "static", dialect: "gemini", body: geminiModels }
-      }
+      if (headers["x-goog-api-key"] !== undefined && id === undefined) return { kind: "list", dialect: "gemini" }
       return { kind: "static", dialect: "openai", body: id === undefined ? openaiModels : JSON.stringify(openaiModel(id)) }
     }
     if (path.startsWith("/openai/deployments/")) {
@@ -411,6 +405,9 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
       if (scenario.stallAfter !== undefined) return
     }
     if (r.kind === "static") return sendJson(res, 200, r.body, idHeaders)
+    if (r.kind === "list") {
+      return sendJson(res, 200, r.dialect === "gemini" ? geminiModelsPage(models.gemini, query) : anthropicModelsPage(models.anthropic, query), idHeaders)
+    }
 
     const ctx: CallContext = { seq: n, model, scenario, headers: idHeaders }
     switch (r.dialect) {

@@ -20,6 +20,7 @@ import * as Passthrough from "./Passthrough.ts"
 import * as Request from "./Request.ts"
 import * as Response from "./Response.ts"
 import * as GeminiStream from "./Stream.ts"
+import * as UpstreamModels from "./UpstreamModels.ts"
 
 // ---------------------------------------------------------------------------
 // Keys
@@ -100,7 +101,13 @@ const inspect = (body: Uint8Array, hints: Core.RouteHints) =>
 /** What a relayed answer consumed: the upstream's usage, else estimates (saying why when its figures were refused). */
 const metered = (usage: Canonical.Usage | string | undefined, promptEstimate: number, generatedTokens: number): Core.Metered =>
   usage !== undefined && typeof usage !== "string"
-    ? { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens, cachedTokens: usage.cachedTokens ?? 0, reported: true }
+    ? {
+      promptTokens: usage.promptTokens,
+      completionTokens: usage.completionTokens,
+      cachedTokens: usage.cachedTokens ?? 0,
+      ...(usage.reasoningTokens === undefined ? {} : { reasoningTokens: usage.reasoningTokens }),
+      reported: true
+    }
     : {
       promptTokens: promptEstimate,
       completionTokens: generatedTokens,
@@ -482,5 +489,6 @@ export const upstream: Core.UpstreamDialect = {
       }
       return Effect.succeed({ vectors })
     }
-  }
+  },
+  listModels: UpstreamModels.list
 }

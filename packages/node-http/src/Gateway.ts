@@ -1,11 +1,11 @@
 /**
  * The HTTP application of the host routes: one Effect per request for the
- * health checks, the management API and the console's files. The API surface
- * (`/v1`, `/v1beta`, ...) never reaches it: the listener (`Listener.ts`) hands
- * those requests to the engine (`Gateway.serve`) itself. `toResponse` writes
- * an engine answer as an Effect HTTP response (text, or the stream relay piped
- * to the socket through `NodeRelay`). Every answer carries the request's
- * `x-request-id`.
+ * health checks, `/metrics`, the management API and the console's files. The
+ * API surface (`/v1`, `/v1beta`, ...) never reaches it: the listener
+ * (`Listener.ts`) hands those requests to the engine (`Gateway.serve`)
+ * itself. `toResponse` writes an engine answer as an Effect HTTP response
+ * (text, or the stream relay piped to the socket through `NodeRelay`). Every
+ * answer carries the request's `x-request-id`.
  * The access log is one structured line per request (`access_log`, at level
  * info, health checks left out), written here when the response starts.
  *
@@ -23,10 +23,12 @@ import { Draining } from "@modelgate/engine/Draining"
 import { NodeRelay } from "./NodeRelay.ts"
 import { ServerSettings } from "./Settings.ts"
 
-/** Optional handlers mounted by the server: the management API and the console's static files. @category services */
+/** Optional handlers mounted by the server: the management API, the console's static files and the metrics. @category services */
 export class Extensions extends Context.Service<Extensions, {
   readonly api: ((request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>) | undefined
   readonly console: ((path: string) => Effect.Effect<HttpServerResponse.HttpServerResponse>) | undefined
+  /** `/metrics`, when a metrics token is configured. */
+  readonly metrics: ((request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>) | undefined
   readonly ready: Effect.Effect<boolean>
 }>()("modelgate/node-http/Extensions") {}
 
@@ -55,6 +57,17 @@ const host = (route: Routes.HostRoute, request: HttpServerRequest.HttpServerRequ
         return (yield* extensions.ready)
           ? HttpServerResponse.jsonUnsafe({ status: "ready" })
           : HttpServerResponse.jsonUnsafe({ status: "not ready", reason: "the database is not reachable" }, { status: 503 })
+      }
+      case "Metrics": {
+        const extensions = yield* Extensions
+        if (extensions.metrics === undefined) {
+          return toResponse(EngineGateway.errorAnswer(
+            Dialects.client("openai"),
+            new GatewayError.RouteNotFound({ message: "No route for /metrics: metrics are off (set metrics.token in the configuration, or MODELGATE_METRICS_TOKEN)." }),
+            requestId
+          ))
+        }
+        return yield* extensions.metrics(request)
       }
       case "Console": {
         const extensions = yield* Extensions
@@ -104,7 +117,7 @@ export const app = Effect.gen(function*() {
   const settings = yield* ServerSettings
   // Nothing to do (not even a clock read) when the line would be filtered out anyway.
   const logged = settings.accessLog && (settings.logLevel === "info" || settings.logLevel === "debug")
-  if (!logged || matched._tag === "Health" || matched._tag === "Ready") return yield* answered
+  if (!logged || matched._tag === "Health" || matched._tag === "Ready" || matched._tag === "Metrics") return yield* answered
   const started = yield* Clock.currentTimeMillis
   return yield* answered.pipe(
     Effect.onExit((exit) =>

@@ -18,6 +18,7 @@ import { OutageLog } from "@modelgate/core"
 import * as Provisioning from "@modelgate/store/Provisioning"
 import * as Purses from "@modelgate/store/Purses"
 import * as Secrets from "@modelgate/store/Secrets"
+import * as UsageRetention from "@modelgate/store/UsageRetention"
 import * as UsageWriter from "@modelgate/store/UsageWriter"
 import * as Users from "@modelgate/store/Users"
 import { Context, Duration, Effect, Layer, Logger, Ref, References } from "effect"
@@ -39,6 +40,7 @@ import * as Health from "@modelgate/engine/Health"
 import * as Probe from "@modelgate/engine/Probe"
 import { Settings as EngineSettings } from "@modelgate/engine/Settings"
 import * as Settlement from "@modelgate/engine/Settlement"
+import { MetricsExport } from "./MetricsExport.ts"
 import * as Provision from "./Provision.ts"
 import { ServerSettings, type Settings } from "./Settings.ts"
 import * as UndiciTransport from "./UndiciTransport.ts"
@@ -90,6 +92,9 @@ export const services = (settings: Settings, file: ConfigFile) => {
   return Layer.mergeAll(
     rateLimiter(settings),
     health,
+    // `/metrics`, and where the engine counts its calls (nothing without a metrics token).
+    MetricsExport.layer(settings.metricsToken).pipe(Layer.provide(Layer.mergeAll(health, usage))),
+    retention(settings),
     cacheSync(settings).pipe(Layer.provide(caches)),
     Redemption.Redemption.layer,
     // Built after the balance leases and the batch writer, so it closes first: the streams a shutdown
@@ -107,6 +112,15 @@ export const services = (settings: Settings, file: ConfigFile) => {
     Layer.provideMerge(Layer.succeed(EngineSettings, settings))
   )
 }
+
+/**
+ * Pruning usage records older than `usage.retention_days` in the background
+ * (`UsageRetention`); nothing when it is not set.
+ *
+ * @category layers
+ */
+export const retention = (settings: Settings): Layer.Layer<never, never, SqlClient.SqlClient> =>
+  settings.usageRetentionDays === null ? Layer.empty : UsageRetention.layer({ days: settings.usageRetentionDays })
 
 /**
  * Cache invalidation across nodes: the change log always, Redis pub/sub when
@@ -177,17 +191,18 @@ export const sweeper = (nodeId: string): Layer.Layer<never, never, Accounts.Acco
   }))
 
 /**
- * The management API (`/api/...`, from `@modelgate/admin-api`), the console's
+ * The management API (`/api/...`, from `@modelgate/admin-api`), `/metrics`, the console's
  * files, and `/readyz` (the database answers within 2 s).
  *
  * @category layers
  */
-export const extensions = (settings: Settings): Layer.Layer<Gateway.Extensions, never, AdminApi.Requirements> =>
+export const extensions = (settings: Settings): Layer.Layer<Gateway.Extensions, never, AdminApi.Requirements | MetricsExport> =>
   Layer.effect(
     Gateway.Extensions,
     Effect.gen(function*() {
       const admin = yield* AdminApi.AdminApi
       const sql = yield* SqlClient.SqlClient
+      const metrics = yield* MetricsExport
       const config = {
         publicUrl: settings.publicUrl ?? undefined,
         sessionTtlMs: SESSION_TTL_MS,
@@ -196,6 +211,7 @@ export const extensions = (settings: Settings): Layer.Layer<Gateway.Extensions, 
       return Gateway.Extensions.of({
         api: (request) => admin.handle(request).pipe(Effect.provideService(AdminApiConfig, config)),
         console: settings.consoleDir === null ? undefined : ConsoleFiles.make(settings.consoleDir),
+        metrics: metrics.handle,
         ready: sql`SELECT 1`.pipe(
           Effect.timeout(Duration.seconds(2)),
           Effect.as(true),

@@ -1,8 +1,8 @@
 /**
  * The server's resolved settings: the configuration file's values with every
  * default applied and the environment's overrides (`MODELGATE_LISTEN`,
- * `MODELGATE_DATABASE`, `MODELGATE_REDIS`, `MODELGATE_SECRET`; an empty
- * variable counts as unset) on top. docs/configuration.md lists the same
+ * `MODELGATE_DATABASE`, `MODELGATE_REDIS`, `MODELGATE_SECRET`,
+ * `MODELGATE_METRICS_TOKEN`; an empty variable counts as unset) on top. docs/configuration.md lists the same
  * defaults; this module is their one source.
  *
  * @since 0.1.0
@@ -61,6 +61,10 @@ export interface Settings extends EngineSettings {
   readonly usageMaxBatch: number
   /** Where usage records and charges the database cannot take are kept on disk (beside the key file by default). */
   readonly usageJournalDir: string
+  /** Usage records older than this many days are pruned in the background; null: kept for ever. */
+  readonly usageRetentionDays: number | null
+  /** The bearer token `/metrics` requires; null: `/metrics` is not served (404). */
+  readonly metricsToken: Redacted.Redacted<string> | null
   /** Calls hold from balance leases (false: one database hold per call). */
   readonly balanceLeases: boolean
   /** An idle balance lease goes back to the balance after this long. */
@@ -101,6 +105,9 @@ export const defaults = {
   maxAttempts: engineDefaults.maxAttempts,
   probeIntervalMs: engineDefaults.probeIntervalMs
 } as const
+
+/** The shortest metrics token accepted (the configuration file's schema says the same). @category constants */
+export const MIN_METRICS_TOKEN = 16
 
 /**
  * Splits `host:port` (`[::1]:8080`, `:8080` and a bare port are accepted).
@@ -149,6 +156,13 @@ export const resolveSettings = (
     if (Result.isFailure(proxies)) {
       return yield* new ConfigError({ message: `Invalid trusted_proxies in ${options.source}: ${proxies.failure}.` })
     }
+    const metricsEnv = nonEmpty(env["MODELGATE_METRICS_TOKEN"])
+    if (metricsEnv !== undefined && metricsEnv.length < MIN_METRICS_TOKEN) {
+      return yield* new ConfigError({
+        message: `Invalid MODELGATE_METRICS_TOKEN: it must be at least ${MIN_METRICS_TOKEN} characters (scrapers send it as a bearer token; use a random one)`
+      })
+    }
+    const metricsToken = metricsEnv ?? file.metrics?.token
     const secretFile = file.secret_file ?? defaultSecretFile(database)
     const shownHost = address.host === "0.0.0.0" || address.host === "::" ? "127.0.0.1" : address.host.includes(":") ? `[${address.host}]` : address.host
     return {
@@ -177,6 +191,8 @@ export const resolveSettings = (
       usageFlushIntervalMs: file.usage?.flush_interval_ms ?? defaults.usageFlushIntervalMs,
       usageMaxBatch: file.usage?.max_batch ?? defaults.usageMaxBatch,
       usageJournalDir: resolve(file.usage?.journal_dir ?? join(dirname(secretFile), "journal")),
+      usageRetentionDays: file.usage?.retention_days ?? null,
+      metricsToken: metricsToken === undefined ? null : Redacted.make(metricsToken),
       balanceLeases: file.billing?.leases ?? true,
       leaseIdleMs: file.billing?.lease_idle_ms ?? defaults.leaseIdleMs,
       leaseCoverSeconds: file.billing?.lease_cover_seconds ?? defaults.leaseCoverSeconds,

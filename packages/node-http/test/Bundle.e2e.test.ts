@@ -3,8 +3,8 @@
  * `pnpm modelgate` and the benchmarks run) works on its own, not only the
  * sources: built into a temporary directory, it serves chat in both dialects,
  * the console's files, the management API with the price table it carries
- * inside (a file read beside a source module is not there once bundled), and
- * runs a CLI command.
+ * inside (a file read beside a source module is not there once bundled),
+ * `/metrics` (prom-client bundled), and runs a CLI command.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
@@ -41,6 +41,7 @@ beforeAll(async () => {
     `listen: 127.0.0.1:${port}`,
     `database: sqlite:${join(dir, "gateway.db")}`,
     "log_level: warning",
+    "metrics: {token: bundle-metrics-token-0123456789}",
     "channels:",
     `  - {name: openai, type: openai, base_url: ${upstream.url}/v1, api_key: sk-up, models: [gpt-4o-mini]}`,
     `  - {name: gemini, type: gemini, base_url: ${upstream.url}, api_key: g-up, models: [gemini-2.5-flash]}`,
@@ -114,6 +115,12 @@ describe("the production bundle", () => {
     const table = await presets.json() as { asOf: string; data: Array<{ id: string }> }
     assert.match(table.asOf, /^\d{4}-\d{2}-\d{2}$/)
     assert.isAbove(table.data.length, 10)
+  })
+
+  it("serves /metrics to its token", async () => {
+    const metrics = await fetch(`${url}/metrics`, { headers: { authorization: "Bearer bundle-metrics-token-0123456789" } })
+    assert.strictEqual(metrics.status, 200)
+    assert.include(await metrics.text(), "# TYPE modelgate_requests_total counter")
   })
 
   it.skipIf(!consoleBuilt)("serves the console's files from MODELGATE_CONSOLE_DIR", async () => {

@@ -166,9 +166,13 @@ describe.skipIf(postgresUrl === undefined)("a PostgreSQL outage (set MODELGATE_T
           LEFT JOIN usage_records r ON r.user_id = u.id WHERE u.name IN ('leased', 'cold') GROUP BY u.name ORDER BY u.name`)
       await waitFor("the queued usage records to be written", async () => {
         const rows = await records()
-        return Number(rows.find((row) => row.name === "leased")?.n) === 13
+        return Number(rows.find((row) => row.name === "leased")?.n) === 13 && Number(rows.find((row) => row.name === "cold")?.n) === 21
       })
-      assert.deepStrictEqual((await records()).map((row) => [row.name, Number(row.n)]), [["cold", 0], ["leased", 13]])
+      // The refused calls are in the request log too, as refusals that cost nothing.
+      const cold = await runSql(db.url, (sql) =>
+        sql`SELECT r.status, r.error_code, SUM(r.cost_nanos) AS cost, COUNT(*) AS n FROM usage_records r JOIN users u ON u.id = r.user_id
+          WHERE u.name = 'cold' GROUP BY r.status, r.error_code`)
+      assert.deepStrictEqual(cold.map((row) => [Number(row.status), row.error_code, Number(row.cost), Number(row.n)]), [[503, "DatabaseUnavailable", 0, 21]])
       await waitFor("readiness", async () => (await fetch(`${gateway.url}/readyz`)).status === 200)
       assert.strictEqual((await chat(gateway.url, COLD_KEY)).status, 200, "calls that need the database work again")
       // Each kind of operation that failed says once that it works again (log lines are written every 100 ms).

@@ -26,6 +26,7 @@ import { type Canonical, Dialect as Core, Domain, GatewayError, Issues, Params, 
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import * as Framing from "./Framing.ts"
+import * as UpstreamModels from "./UpstreamModels.ts"
 import { base64 } from "./internal/base64.ts"
 import * as Models from "./Models.ts"
 import * as Passthrough from "./Passthrough.ts"
@@ -463,7 +464,8 @@ export const upstream: Core.UpstreamDialect = {
   notAnAnswer,
   opening,
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
-  embeddings: embeddingsUpstream
+  embeddings: embeddingsUpstream,
+  listModels: UpstreamModels.list
 }
 
 // ---------------------------------------------------------------------------

@@ -275,6 +275,8 @@ export interface MeteredUsage {
   readonly promptTokens: number
   readonly completionTokens: number
   readonly cachedTokens: number
+  /** Of `completionTokens`, those spent reasoning, when the upstream reported them (`completion_tokens_details.reasoning_tokens`). */
+  readonly reasoningTokens?: number
   readonly reported: boolean
   /** The upstream's usage had figures that are not token counts (the first one, as `name: value`): refused, and estimated instead. */
   readonly usageRejected?: string
@@ -334,13 +336,29 @@ const ARGUMENT_KEYS = ["\"arguments"]
 /** Generated characters of stream text: the values of `content`, `reasoning_content` and `arguments`. */
 const countGenerated = (text: string): number => countValues(text, "t", CONTENT_KEYS) + countValues(text, "ts", ARGUMENT_KEYS)
 
+interface Reported {
+  readonly prompt: number
+  readonly completion: number
+  readonly cached: number
+  readonly reasoning: number | undefined
+}
+
 /** The usage an answer or a chunk reports: its figures, the reason they were refused, or undefined when it reports none. */
-const usageOf = (value: unknown): { prompt: number; completion: number; cached: number } | string | undefined => {
+const usageOf = (value: unknown): Reported | string | undefined => {
   const usage = readUsage(value)
   return usage === undefined || typeof usage === "string"
     ? usage
-    : { prompt: usage.promptTokens, completion: usage.completionTokens, cached: usage.cachedTokens ?? 0 }
+    : { prompt: usage.promptTokens, completion: usage.completionTokens, cached: usage.cachedTokens ?? 0, reasoning: usage.reasoningTokens }
 }
+
+/** Reported figures as metered usage. */
+const meteredOf = (usage: Reported): MeteredUsage => ({
+  promptTokens: usage.prompt,
+  completionTokens: usage.completion,
+  cachedTokens: usage.cached,
+  ...(usage.reasoning === undefined ? {} : { reasoningTokens: usage.reasoning }),
+  reported: true
+})
 
 /**
  * Meters and filters a passthrough stream. Feed it the upstream's SSE text
@@ -368,7 +386,7 @@ export class PassthroughMeter {
   private readonly promptEstimate: number
   private readonly events = new SseChunks.WholeEvents()
   private generated = 0
-  private reported: { prompt: number; completion: number; cached: number } | undefined = undefined
+  private reported: Reported | undefined = undefined
   /** The last usage the upstream reported was refused: why. */
   private rejected: string | undefined = undefined
 
@@ -410,14 +428,7 @@ export class PassthroughMeter {
    * `usageRejected` then says).
    */
   usage(): MeteredUsage {
-    if (this.reported !== undefined) {
-      return {
-        promptTokens: this.reported.prompt,
-        completionTokens: this.reported.completion,
-        cachedTokens: this.reported.cached,
-        reported: true
-      }
-    }
+    if (this.reported !== undefined) return meteredOf(this.reported)
     const estimate = {
       promptTokens: this.promptEstimate,
       completionTokens: this.generated === 0 ? 0 : Math.ceil(this.generated / 4),
@@ -536,9 +547,7 @@ const dataOf = (raw: string): string => {
  */
 export const usageOfResponse = (json: unknown, promptTokens = 0): MeteredUsage => {
   const usage = Predicate.isObject(json) ? usageOf(json.usage) : undefined
-  if (usage !== undefined && typeof usage !== "string") {
-    return { promptTokens: usage.prompt, completionTokens: usage.completion, cachedTokens: usage.cached, reported: true }
-  }
+  if (usage !== undefined && typeof usage !== "string") return meteredOf(usage)
   let generated = 0
   const choices = Predicate.isObject(json) ? json.choices : undefined
   if (Array.isArray(choices)) {

@@ -396,6 +396,36 @@ const agents: Migration = {
 }
 
 /**
+ * The request log (docs/api.md): what a usage record adds for it (the tokens
+ * spent reasoning, and the message the caller got when the call failed or was
+ * refused), and the indexes its pages need. A page is the newest records
+ * matching a filter, after a `(created_at, id)` cursor, so each filter has an
+ * index that ends in `(created_at, id)`: every record, per user, key, model,
+ * channel and error code, and the failed ones (status 400 and above, a small
+ * part of all records). The per-user and per-key indexes are replaced by ones
+ * that end in the id too. Building them locks the table for writes while it
+ * runs (once, at the upgrade; per million records about 2.5 s on SQLite and
+ * 6 s on PostgreSQL on a 2-core machine).
+ */
+const requestLog: Migration = {
+  id: 12,
+  name: "request_log",
+  statements: () => [
+    "ALTER TABLE usage_records ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE usage_records ADD COLUMN error_message TEXT NULL",
+    "DROP INDEX usage_user_created",
+    "DROP INDEX usage_key_created",
+    "CREATE INDEX usage_created ON usage_records (created_at, id)",
+    "CREATE INDEX usage_user_created ON usage_records (user_id, created_at, id)",
+    "CREATE INDEX usage_key_created ON usage_records (key_id, created_at, id)",
+    "CREATE INDEX usage_model_created ON usage_records (model, created_at, id)",
+    "CREATE INDEX usage_channel_created ON usage_records (channel, created_at, id)",
+    "CREATE INDEX usage_error_created ON usage_records (error_code, created_at, id) WHERE error_code IS NOT NULL",
+    "CREATE INDEX usage_failed_created ON usage_records (created_at, id) WHERE status >= 400"
+  ]
+}
+
+/**
  * All migrations, in order. Append only: never edit one that has shipped.
  *
  * @category migrations
@@ -411,7 +441,8 @@ export const migrations: ReadonlyArray<Migration> = [
   idempotentUsage,
   configDeclared,
   deletedUsers,
-  agents
+  agents,
+  requestLog
 ]
 
 /** An arbitrary constant naming modelgate's migration lock among advisory locks. */

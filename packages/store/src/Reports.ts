@@ -56,11 +56,28 @@ export interface Page<A> {
   readonly nextCursor: string | null
 }
 
+/**
+ * Which calls a status filter keeps: those that succeeded (below 400), failed
+ * (400 and above), were the caller's or were refused (4xx), or failed on the
+ * gateway's or an upstream's side (5xx).
+ *
+ * @category usage
+ */
+export type StatusClass = "ok" | "error" | "4xx" | "5xx"
+
 /** Filters of a usage query; `userId` undefined means all users. @category usage */
 export interface UsageFilter {
   readonly userId?: string | undefined
   readonly keyId?: string | undefined
+  /** The model as the catalog names it (the model asked for, for a call refused before its model was known). */
   readonly model?: string | undefined
+  /** The channel that served the call (or was tried last). */
+  readonly channel?: string | undefined
+  readonly status?: StatusClass | undefined
+  /** The error code (`UpstreamTimeout`, `RateLimited`, ...). */
+  readonly errorCode?: string | undefined
+  /** One call, by its request id. */
+  readonly requestId?: string | undefined
   /** Inclusive, epoch ms. */
   readonly from?: number | undefined
   /** Exclusive, epoch ms. */
@@ -79,18 +96,29 @@ export interface UsageRow {
   /** The key's name, null once the key is deleted. */
   readonly keyName: string | null
   readonly model: string
+  /** The model's name at the channel that served the call. */
+  readonly upstreamModel: string
+  /** The channel that served the call (or was tried last); empty when none was tried. */
   readonly channel: string
+  /** The dialect the client spoke, and the channel's. */
+  readonly dialectIn: string
+  readonly dialectOut: string
   readonly stream: boolean
   readonly promptTokens: number
   readonly completionTokens: number
   readonly cachedTokens: number
   /** Prompt tokens written to the upstream's prompt cache (part of `promptTokens`, billed at `cache_write`). */
   readonly cacheWriteTokens: number
+  readonly reasoningTokens: number
+  /** Whether the token counts are the upstream's own (false: counted locally). */
+  readonly usageReported: boolean
   readonly costNanos: bigint
   readonly latencyMs: number
   readonly ttfbMs: number | null
   readonly status: number
   readonly errorCode: string | null
+  /** What the caller was told went wrong, when it did (null for records written before messages were kept). */
+  readonly errorMessage: string | null
   readonly attempts: number
   readonly attemptLog: ReadonlyArray<UsageLog.Attempt>
   /** What a translation left out of the request by decision (a Responses client's hosted tools), or null. */
@@ -165,17 +193,23 @@ const decodeUsage = (row: Record<string, unknown>): UsageRow => ({
   keyId: Row.str(row.key_id, "usage_records.key_id"),
   keyName: Row.strOrNull(row.key_name, "api_keys.name"),
   model: Row.str(row.model, "usage_records.model"),
+  upstreamModel: Row.str(row.upstream_model, "usage_records.upstream_model"),
   channel: Row.str(row.channel, "usage_records.channel"),
+  dialectIn: Row.str(row.dialect_in, "usage_records.dialect_in"),
+  dialectOut: Row.str(row.dialect_out, "usage_records.dialect_out"),
   stream: Row.bool(row.stream, "usage_records.stream"),
   promptTokens: Row.int(row.prompt_tokens, "usage_records.prompt_tokens"),
   completionTokens: Row.int(row.completion_tokens, "usage_records.completion_tokens"),
   cachedTokens: Row.int(row.cached_tokens, "usage_records.cached_tokens"),
   cacheWriteTokens: Row.int(row.cache_write_tokens, "usage_records.cache_write_tokens"),
+  reasoningTokens: Row.int(row.reasoning_tokens, "usage_records.reasoning_tokens"),
+  usageReported: Row.bool(row.usage_reported, "usage_records.usage_reported"),
   costNanos: Row.big(row.cost_nanos, "usage_records.cost_nanos"),
   latencyMs: Row.int(row.latency_ms, "usage_records.latency_ms"),
   ttfbMs: Row.intOrNull(row.ttfb_ms, "usage_records.ttfb_ms"),
   status: Row.int(row.status, "usage_records.status"),
   errorCode: Row.strOrNull(row.error_code, "usage_records.error_code"),
+  errorMessage: Row.strOrNull(row.error_message, "usage_records.error_message"),
   attempts: Row.int(row.attempts, "usage_records.attempts"),
   attemptLog: decodeAttemptLog(row.attempt_log),
   note: Row.strOrNull(row.note, "usage_records.note")
@@ -191,7 +225,10 @@ const count = (value: unknown, column: string): number => value === null || valu
  * @category services
  */
 export class Reports extends Context.Service<Reports, {
-  /** One page of usage records, newest first. */
+  /**
+   * One page of usage records, newest first, after `cursor` (keyset paging on
+   * `(created_at, id)`, each filter served by an index that ends in them).
+   */
   readonly usagePage: (filter: UsageFilter, limit: number, cursor: string | undefined) => Effect.Effect<Page<UsageRow>, SqlError.SqlError>
   /** Spend and tokens per UTC day and model. */
   readonly daily: (filter: UsageFilter) => Effect.Effect<ReadonlyArray<DailyRow>, SqlError.SqlError>
@@ -218,9 +255,19 @@ export class Reports extends Context.Service<Reports, {
       const usageWhere = (filter: UsageFilter, prefix = "") => {
         const column = (name: string) => sql.literal(`${prefix}${name}`)
         const clauses = []
+        if (filter.requestId !== undefined) clauses.push(sql`${column("request_id")} = ${filter.requestId}`)
         if (filter.userId !== undefined) clauses.push(sql`${column("user_id")} = ${filter.userId}`)
         if (filter.keyId !== undefined) clauses.push(sql`${column("key_id")} = ${filter.keyId}`)
         if (filter.model !== undefined) clauses.push(sql`${column("model")} = ${filter.model}`)
+        if (filter.channel !== undefined) clauses.push(sql`${column("channel")} = ${filter.channel}`)
+        if (filter.errorCode !== undefined) clauses.push(sql`${column("error_code")} = ${filter.errorCode}`)
+        // Literal bounds, and 'status >= 400' written out for every failure class: the failed calls' partial index
+        // (migration 12) is used only by a query that states its condition as it is written.
+        const status = column("status")
+        if (filter.status === "ok") clauses.push(sql`${status} < ${sql.literal("400")}`)
+        if (filter.status === "error") clauses.push(sql`${status} >= ${sql.literal("400")}`)
+        if (filter.status === "4xx") clauses.push(sql`${status} >= ${sql.literal("400")} AND ${status} < ${sql.literal("500")}`)
+        if (filter.status === "5xx") clauses.push(sql`${status} >= ${sql.literal("400")} AND ${status} >= ${sql.literal("500")}`)
         if (filter.from !== undefined) clauses.push(sql`${column("created_at")} >= ${filter.from}`)
         if (filter.to !== undefined) clauses.push(sql`${column("created_at")} < ${filter.to}`)
         return clauses
@@ -240,7 +287,10 @@ export class Reports extends Context.Service<Reports, {
       }
 
       const usagePage = Effect.fn("Reports.usagePage")(function*(filter: UsageFilter, limit: number, cursor: string | undefined) {
-        const clauses = [...usageWhere(filter, "r."), ...after(cursor, "r.")]
+        const at = cursor === undefined ? undefined : decodeCursor(cursor)
+        // A row value, which both databases walk as one range of a (..., created_at, id) index: a deep page costs
+        // what the first does.
+        const clauses = [...usageWhere(filter, "r."), ...(at === undefined ? [] : [sql`(r.created_at, r.id) < (${at.createdAt}, ${at.id})`])]
         const rows = yield* sql`SELECT r.*, u.name AS user_name, k.name AS key_name
           FROM usage_records r LEFT JOIN users u ON u.id = r.user_id LEFT JOIN api_keys k ON k.id = r.key_id
           WHERE ${sql.and(clauses)} ORDER BY r.created_at DESC, r.id DESC LIMIT ${limit + 1}`

@@ -27,6 +27,8 @@ const Attempt = Schema.Struct({
   keyHint: Schema.String,
   status: Schema.NullOr(Schema.Number),
   errorCode: Schema.NullOr(Schema.String),
+  // Absent in journals written before attempts kept their message.
+  errorMessage: Schema.optionalKey(Schema.NullOr(Schema.String)),
   durationMs: Schema.Number
 })
 
@@ -45,12 +47,15 @@ const UsageRecord = Schema.Struct({
   completionTokens: Schema.Number,
   cachedTokens: Schema.Number,
   cacheWriteTokens: Schema.optionalKey(Schema.Number),
+  // Absent in journals written before reasoning tokens and error messages were kept.
+  reasoningTokens: Schema.optionalKey(Schema.Number),
   usageReported: Schema.Boolean,
   costNanos: Schema.BigIntFromString,
   latencyMs: Schema.Number,
   ttfbMs: Schema.NullOr(Schema.Number),
   status: Schema.Number,
   errorCode: Schema.NullOr(Schema.String),
+  errorMessage: Schema.optionalKey(Schema.NullOr(Schema.String)),
   attempts: Schema.Number,
   attemptLog: Schema.Array(Attempt),
   note: Schema.optionalKey(Schema.NullOr(Schema.String))

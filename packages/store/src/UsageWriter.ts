@@ -31,7 +31,7 @@
  *
  * @since 0.1.0
  */
-import { UsageLog } from "@modelgate/core"
+import { PlainMetrics, UsageLog } from "@modelgate/core"
 import type { Domain } from "@modelgate/core"
 import { Array as Arr, Clock, Context, Deferred, Effect, Exit, Layer, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
@@ -94,6 +94,22 @@ export interface DailyTotal {
   readonly costNanos: bigint
 }
 
+/** Upper bounds (seconds) of the flush-time histogram's buckets. @category constants */
+export const FLUSH_BUCKETS: ReadonlyArray<number> = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
+
+/**
+ * What the writer counts about itself, as plain numbers (an exporter reads
+ * them): how long each batch took to write, and the batches that failed.
+ *
+ * @category models
+ */
+export interface WriterMetrics {
+  /** Seconds per batch written (one transaction), successful or not. */
+  readonly flushSeconds: PlainMetrics.Histogram
+  /** Batches the database did not take (kept, and retried or journaled). */
+  readonly flushFailures: PlainMetrics.Counter
+}
+
 /**
  * Options of the writer.
  *
@@ -131,6 +147,7 @@ export const decodeAttemptLog = (value: unknown): ReadonlyArray<UsageLog.Attempt
     keyHint: String(item.keyHint ?? ""),
     status: typeof item.status === "number" ? item.status : null,
     errorCode: typeof item.errorCode === "string" ? item.errorCode : null,
+    errorMessage: typeof item.errorMessage === "string" ? item.errorMessage : null,
     durationMs: typeof item.durationMs === "number" ? item.durationMs : 0
   }))
 }
@@ -151,16 +168,21 @@ const decode = (row: Record<string, unknown>): StoredUsage => ({
   completionTokens: Row.int(row.completion_tokens, "usage_records.completion_tokens"),
   cachedTokens: Row.int(row.cached_tokens, "usage_records.cached_tokens"),
   cacheWriteTokens: Row.int(row.cache_write_tokens, "usage_records.cache_write_tokens"),
+  reasoningTokens: Row.int(row.reasoning_tokens, "usage_records.reasoning_tokens"),
   usageReported: Row.bool(row.usage_reported, "usage_records.usage_reported"),
   costNanos: Row.big(row.cost_nanos, "usage_records.cost_nanos"),
   latencyMs: Row.int(row.latency_ms, "usage_records.latency_ms"),
   ttfbMs: Row.intOrNull(row.ttfb_ms, "usage_records.ttfb_ms"),
   status: Row.int(row.status, "usage_records.status"),
   errorCode: Row.strOrNull(row.error_code, "usage_records.error_code"),
+  errorMessage: Row.strOrNull(row.error_message, "usage_records.error_message"),
   attempts: Row.int(row.attempts, "usage_records.attempts"),
   attemptLog: decodeAttemptLog(row.attempt_log),
   note: Row.strOrNull(row.note, "usage_records.note")
 })
+
+/** The longest error message a record keeps (the messages callers get are shorter; older journals may not be). */
+const MAX_ERROR_MESSAGE = 2_000
 
 const encode = (r: UsageLog.UsageRecord): Record<string, unknown> => ({
   id: newId("use"),
@@ -178,12 +200,14 @@ const encode = (r: UsageLog.UsageRecord): Record<string, unknown> => ({
   completion_tokens: r.completionTokens,
   cached_tokens: r.cachedTokens,
   cache_write_tokens: r.cacheWriteTokens ?? 0,
+  reasoning_tokens: r.reasoningTokens ?? 0,
   usage_reported: r.usageReported,
   cost_nanos: r.costNanos,
   latency_ms: r.latencyMs,
   ttfb_ms: r.ttfbMs,
   status: r.status,
   error_code: r.errorCode,
+  error_message: r.errorMessage === undefined || r.errorMessage === null ? null : r.errorMessage.slice(0, MAX_ERROR_MESSAGE),
   attempts: r.attempts,
   attempt_log: r.attemptLog.length === 0 ? null : JSON.stringify(r.attemptLog),
   note: r.note ?? null
@@ -235,6 +259,8 @@ export class UsageWriter extends Context.Service<UsageWriter, {
   readonly flush: Effect.Effect<void, SqlError.SqlError | UsageJournal.JournalError>
   /** How many entries (records, charges, releases) are queued and not yet written. */
   readonly pending: Effect.Effect<number>
+  /** The writer's own figures (flush times, failed batches), for metrics. */
+  readonly metrics: WriterMetrics
   /** Records matching the filter, newest first. */
   readonly query: (filter: UsageFilter) => Effect.Effect<ReadonlyArray<StoredUsage>, SqlError.SqlError>
   /** Sums per UTC day and model (optionally of one user and time range), oldest day first. */
@@ -260,7 +286,30 @@ export class UsageWriter extends Context.Service<UsageWriter, {
         let wake = Deferred.makeUnsafe<void>()
         const lock = yield* Semaphore.make(1)
 
-        const writeBatch = (batch: ReadonlyArray<Entry>) => writeEntries(sql, batch)
+        const metrics: WriterMetrics = {
+          flushSeconds: new PlainMetrics.Histogram(
+            "modelgate_usage_flush_seconds",
+            "Time to write one batch of usage records, charges and lease releases (one transaction).",
+            [],
+            FLUSH_BUCKETS
+          ),
+          flushFailures: new PlainMetrics.Counter(
+            "modelgate_usage_flush_failures_total",
+            "Batches of usage records and charges the database did not take (kept and retried, or journaled).",
+            []
+          )
+        }
+        const noLabels: ReadonlyArray<string> = []
+        const writeBatch = (batch: ReadonlyArray<Entry>) =>
+          Effect.flatMap(Clock.currentTimeNanos, (started) =>
+            writeEntries(sql, batch).pipe(
+              Effect.onExit((exit) =>
+                Effect.map(Clock.currentTimeNanos, (ended) => {
+                  metrics.flushSeconds.observe(noLabels, Number(ended - started) / 1e9)
+                  if (Exit.isFailure(exit)) metrics.flushFailures.add(noLabels)
+                })
+              )
+            ))
         const journal = options.journal === undefined
           ? undefined
           : UsageJournal.make(options.journal.dir, options.journal.name, yield* Clock.currentTimeMillis)
@@ -447,6 +496,7 @@ export class UsageWriter extends Context.Service<UsageWriter, {
           releaseLease: (leaseId) => enqueue({ _tag: "Release", leaseId }),
           flush,
           pending: Effect.sync(() => buffer.length + writing + journaled),
+          metrics,
           query,
           dailyTotals
         })

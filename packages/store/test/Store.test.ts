@@ -432,10 +432,10 @@ const suite = (make: () => Promise<TestDatabase>) =>
           errorCode: null,
           attempts: i % 2 === 0 ? 1 : 2,
           attemptLog: i % 2 === 0
-            ? [{ channel: "ch", keyHint: "…abcd", status: 200, errorCode: null, durationMs: 90 }]
+            ? [{ channel: "ch", keyHint: "…abcd", status: 200, errorCode: null, errorMessage: null, durationMs: 90 }]
             : [
-              { channel: "down", keyHint: "…wxyz", status: 503, errorCode: "UpstreamUnavailable", durationMs: 5 },
-              { channel: "ch", keyHint: "…abcd", status: 200, errorCode: null, durationMs: 90 }
+              { channel: "down", keyHint: "…wxyz", status: 503, errorCode: "UpstreamUnavailable", errorMessage: "The upstream 'down' answered 503.", durationMs: 5 },
+              { channel: "ch", keyHint: "…abcd", status: 200, errorCode: null, errorMessage: null, durationMs: 90 }
             ]
         })
         // Batching: maxBatch 10 with a long interval; 25 records wake the writer at once.

@@ -206,8 +206,68 @@ export const layer = HttpApiBuilder.group(
         if (!channel.models.includes(model)) {
           return yield* ApiError.invalid(`model: '${Text.clip(model)}' is not one of the channel's models (${channel.models.join(", ")})`, "model")
         }
-        const result = yield* probe.probe(channel, model)
-        return { ok: result.ok, latencyMs: result.latencyMs, status: result.status, message: result.message, model } satisfies C.TestChannelResult
+        if (channel.apiKeys.length === 0) return yield* ApiError.invalid("apiKeys: the channel has no keys to test with", "apiKeys")
+        // Every key is tried, and each outcome goes into the key's health.
+        const keys = yield* health.test(channel, model)
+        const shown = keys.find((key) => !key.ok) ?? keys[0]!
+        return {
+          ok: keys.every((key) => key.ok),
+          latencyMs: shown.latencyMs,
+          status: shown.status,
+          message: shown.message,
+          model,
+          keys: keys.map((key) => ({ index: key.index, hint: key.hint, ok: key.ok, latencyMs: key.latencyMs, status: key.status, message: key.message }))
+        } satisfies C.TestChannelResult
+      }),
+
+      fetchModels: Effect.fn("catalog.fetchModels")(function*({ payload }) {
+        const saved = payload.channelId === undefined ? undefined : (yield* usableChannel(payload.channelId))
+        const missing = (field: string) =>
+          ApiError.invalid(`${field}: required to list the models of a channel that is not saved (or give channelId)`, field)
+        const type = payload.type ?? saved?.type
+        if (type === undefined) return yield* missing("type")
+        const baseUrl = payload.baseUrl?.replace(/\/+$/, "") ?? saved?.baseUrl
+        if (baseUrl === undefined) return yield* missing("baseUrl")
+        const apiKey = payload.apiKey?.trim() ?? saved?.apiKeys[0]
+        if (apiKey === undefined) return yield* saved === undefined ? missing("apiKey") : ApiError.invalid("apiKey: the channel has no key to list its models with", "apiKey")
+        const channel: Domain.Channel = {
+          ...Domain.channelDefaults,
+          id: saved?.id ?? "unsaved",
+          name: saved?.name ?? "new channel",
+          models: saved?.models ?? [],
+          modelMap: saved?.modelMap ?? {},
+          groups: saved?.groups ?? [],
+          priority: 0,
+          weight: 1,
+          enabled: true,
+          ...(saved === undefined ? {} : { timeouts: saved.timeouts, breaker: saved.breaker, params: saved.params, streamOptions: saved.streamOptions }),
+          type,
+          baseUrl,
+          apiKeys: [apiKey],
+          apiVersion: payload.apiVersion !== undefined ? payload.apiVersion : saved?.apiVersion ?? null,
+          headers: payload.headers === undefined ? saved?.headers ?? {} : Views.mergeHeaders(payload.headers, saved?.headers ?? {})
+        }
+        const listed = yield* probe.listModels(channel, apiKey).pipe(
+          Effect.mapError((error) =>
+            error._tag === "UnsupportedFeature" ? ApiError.invalid(error.message, "type", "models_not_listed") : ApiError.badGateway(error.message)
+          )
+        )
+        const snapshot = yield* (yield* Catalog.Catalog).current
+        const preset = new Set(presets.data.map((p) => p.id))
+        return {
+          data: listed.map((model) => {
+            const known = snapshot.models.get(model.id)
+            return {
+              id: model.id,
+              displayName: model.displayName ?? null,
+              inputTokenLimit: model.inputTokenLimit ?? null,
+              outputTokenLimit: model.outputTokenLimit ?? null,
+              embedding: model.embedding ?? false,
+              priced: known !== undefined && Pricing.isPriced(known),
+              preset: preset.has(model.id)
+            }
+          })
+        } satisfies C.FetchedModels
       }),
 
       resetChannel: Effect.fn("catalog.resetChannel")(function*({ params }) {

@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { Money, Text } from "@modelgate/core"
-import { Reports, startOfDay, type UsageFilter } from "@modelgate/store/Reports"
+import { Reports, startOfDay, type UsageFilter, type UsageRow } from "@modelgate/store/Reports"
 import { Users } from "@modelgate/store/Users"
 import { Clock, Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
@@ -23,7 +23,11 @@ const DAY_MS = 86_400_000
 /** At most this many rows go into one CSV file. @category constants */
 export const CSV_MAX_ROWS = 100_000
 
-/** The header of the usage CSV. @category csv */
+/**
+ * The header of the usage CSV (columns are only ever added at the end).
+ *
+ * @category csv
+ */
 export const usageCsvHeader = [
   "time",
   "request_id",
@@ -34,15 +38,55 @@ export const usageCsvHeader = [
   "prompt_tokens",
   "completion_tokens",
   "cached_tokens",
-  "cache_write_tokens",
   "cost_usd",
   "latency_ms",
   "status",
   "error_code",
+  "dialect",
+  "reasoning_tokens",
+  "ttfb_ms",
+  "error_message",
+  "cache_write_tokens",
   "note"
 ]
 
-const filterOf = (query: C.UsageQuery): UsageFilter => ({ keyId: query.keyId, model: query.model, from: query.from, to: query.to })
+/** The admin's usage CSV: the user's columns, and where each call went. @category csv */
+export const adminUsageCsvHeader = [...usageCsvHeader, "channel", "upstream_model", "attempts"]
+
+const csvRow = (r: UsageRow) => [
+  new Date(r.createdAt).toISOString(),
+  r.requestId,
+  r.userName,
+  r.keyName ?? r.keyId,
+  r.model,
+  String(r.stream),
+  r.promptTokens,
+  r.completionTokens,
+  r.cachedTokens,
+  Money.formatUsd(r.costNanos),
+  r.latencyMs,
+  r.status,
+  r.errorCode ?? "",
+  r.dialectIn,
+  r.reasoningTokens,
+  r.ttfbMs ?? "",
+  r.errorMessage ?? "",
+  r.cacheWriteTokens,
+  r.note ?? ""
+]
+
+const filterOf = (query: C.UsageQuery): UsageFilter => ({
+  keyId: query.keyId,
+  model: query.model,
+  status: query.status,
+  errorCode: query.errorCode,
+  // A request id pasted from a log or a terminal often comes with spaces around it.
+  requestId: query.requestId?.trim(),
+  from: query.from,
+  to: query.to
+})
+
+const adminFilterOf = (query: C.AdminUsageQuery): UsageFilter => ({ ...filterOf(query), userId: query.userId, channel: query.channel })
 
 /** A CSV file as a download. @category csv */
 export const csvResponse = (text: string, filename: string) =>
@@ -79,24 +123,13 @@ export const layer = HttpApiBuilder.group(
       csv: Effect.fn("usage.csv")(function*({ query }) {
         const principal = yield* Principal
         const result = yield* orApiError(reports.usagePage({ ...filterOf(query), userId: principal.userId }, CSV_MAX_ROWS, undefined))
-        const rows = result.data.map((r) => [
-          new Date(r.createdAt).toISOString(),
-          r.requestId,
-          r.userName,
-          r.keyName ?? r.keyId,
-          r.model,
-          String(r.stream),
-          r.promptTokens,
-          r.completionTokens,
-          r.cachedTokens,
-          r.cacheWriteTokens,
-          Money.formatUsd(r.costNanos),
-          r.latencyMs,
-          r.status,
-          r.errorCode ?? "",
-          r.note ?? ""
-        ])
-        return csvResponse(Csv.file(usageCsvHeader, rows), "usage.csv")
+        return csvResponse(Csv.file(usageCsvHeader, result.data.map(csvRow)), "usage.csv")
+      }),
+
+      adminCsv: Effect.fn("usage.adminCsv")(function*({ query }) {
+        const result = yield* orApiError(reports.usagePage(adminFilterOf(query), CSV_MAX_ROWS, undefined))
+        const rows = result.data.map((r) => [...csvRow(r), r.channel, r.upstreamModel, r.attempts])
+        return csvResponse(Csv.file(adminUsageCsvHeader, rows), "requests.csv")
       }),
 
       daily: Effect.fn("usage.daily")(function*({ query }) {
@@ -113,7 +146,7 @@ export const layer = HttpApiBuilder.group(
       }),
 
       adminDaily: Effect.fn("usage.adminDaily")(function*({ query }) {
-        const filter = { ...filterOf(query), userId: query.userId }
+        const filter = adminFilterOf(query)
         const scoped = { ...filter, from: filter.from ?? (yield* lastThirtyDays) }
         const daily = yield* orApiError(reports.daily(scoped))
         const perUser = yield* orApiError(reports.perUser(scoped))
@@ -126,7 +159,7 @@ export const layer = HttpApiBuilder.group(
         } satisfies C.AdminOverview
       }),
 
-      adminList: ({ query }) => page({ ...filterOf(query), userId: query.userId }, query, true),
+      adminList: ({ query }) => page(adminFilterOf(query), query, true),
 
       userUsage: ({ params, query }) =>
         Effect.flatMap(existingUser(params.id), (user) => page({ ...filterOf(query), userId: user.id }, query, true)),

@@ -29,6 +29,7 @@ import {
   IconChartPie,
   IconGauge,
   IconKey,
+  IconListSearch,
   IconLock,
   IconLogout,
   IconMoon,
@@ -59,6 +60,7 @@ const userItems: ReadonlyArray<Item> = [
   { to: "/keys", label: "nav.keys", icon: <IconKey size={18} /> },
   { to: "/models", label: "nav.models", icon: <IconStack2 size={18} /> },
   { to: "/connect", label: "nav.connect", icon: <IconPlug size={18} /> },
+  { to: "/requests", label: "nav.requests", icon: <IconListSearch size={18} /> },
   { to: "/usage", label: "nav.usage", icon: <IconReceipt size={18} /> }
 ]
 

@@ -1,114 +1,25 @@
 /**
- * Usage and billing: request records filtered by key, model and period (with
- * CSV export), the balance history, and redeeming a code.
+ * Billing: the balance history and redeeming a code. (Calls are on the
+ * Requests page; `?tab=records`, where they used to be, leads there.)
  *
  * @since 0.1.0
  */
 import { Alert, Badge, Button, Group, Paper, Select, Stack, Table, Tabs, Text, TextInput } from "@mantine/core"
 import { notifications } from "@mantine/notifications"
-import { IconDownload, IconReceipt, IconTicket } from "@tabler/icons-react"
-import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-query"
-import { useMemo, useState } from "react"
-import { useSearchParams } from "react-router"
+import { IconListSearch, IconTicket } from "@tabler/icons-react"
+import { useInfiniteQuery, useQueryClient } from "@tanstack/react-query"
+import { useState } from "react"
+import { Link, Navigate, useSearchParams } from "react-router"
 import { PageHeader } from "../components/Bits.tsx"
-import { last30, type Period, PeriodFilter, periodBounds } from "../components/Period.tsx"
 import { EmptyState, ErrorState, errorMessage, Loading } from "../components/States.tsx"
-import { call, type Contract, urls } from "../lib/api.ts"
+import { call, type Contract } from "../lib/api.ts"
 import { Contract as C } from "../lib/contract.ts"
-import { dateTime, tokens, usd } from "../lib/format.ts"
-import { Usd } from "../components/Usd.tsx"
+import { dateTime, usd } from "../lib/format.ts"
 import { type MessageKey, useI18n } from "../lib/i18n.tsx"
 import { WideTable } from "../components/WideTable.tsx"
-import { sessionKey } from "../lib/session.tsx"
 import { useForm } from "../lib/useForm.ts"
 
 export { rangeStart } from "../components/Period.tsx"
-
-/**
- * A table of usage records.
- *
- * @category components
- */
-export function UsageTable({ records, showUser = false }: { readonly records: ReadonlyArray<Contract.UsageItem>; readonly showUser?: boolean }) {
-  const { t, locale } = useI18n()
-  return (
-    <WideTable minWidth={720}>
-      <Table verticalSpacing="xs" striped data-testid="usage-table">
-        <Table.Thead>
-          <Table.Tr>
-            <Table.Th>{t("usage.time")}</Table.Th>
-            {showUser && <Table.Th>{t("admin.overview.user")}</Table.Th>}
-            <Table.Th>{t("usage.key")}</Table.Th>
-            <Table.Th>{t("usage.model")}</Table.Th>
-            <Table.Th ta="right">{t("usage.tokens")}</Table.Th>
-            <Table.Th ta="right">{t("usage.cost")}</Table.Th>
-            <Table.Th ta="right">{t("usage.latency")}</Table.Th>
-            <Table.Th>{t("usage.status")}</Table.Th>
-          </Table.Tr>
-        </Table.Thead>
-        <Table.Tbody>
-          {records.map((r) => (
-            <Table.Tr key={r.id}>
-              <Table.Td><Text size="sm">{dateTime(r.createdAt, locale)}</Text></Table.Td>
-              {showUser && <Table.Td><Text size="sm">{r.userName}</Text></Table.Td>}
-              <Table.Td><Text size="sm">{r.keyName ?? r.keyId}</Text></Table.Td>
-              <Table.Td>
-                <Group gap={4} wrap="nowrap">
-                  <Text size="sm" ff="monospace">{r.model}</Text>
-                  {r.stream && <Badge size="xs" variant="light">stream</Badge>}
-                </Group>
-              </Table.Td>
-              <Table.Td ta="right"><Text size="sm">{tokens(r.promptTokens)} / {tokens(r.completionTokens)}</Text></Table.Td>
-              <Table.Td ta="right"><Text size="sm" ff="monospace"><Usd amount={r.cost} /></Text></Table.Td>
-              <Table.Td ta="right"><Text size="sm">{r.latencyMs} ms</Text></Table.Td>
-              <Table.Td>
-                <Badge color={r.status < 400 ? "teal" : "red"} variant="light">{r.errorCode ?? r.status}</Badge>
-              </Table.Td>
-            </Table.Tr>
-          ))}
-        </Table.Tbody>
-      </Table>
-    </WideTable>
-  )
-}
-
-/**
- * A page of usage records with "Load more": loading, error (with retry) and
- * empty states, and the table. `load` fetches the page after `cursor`.
- *
- * @category components
- */
-export function PagedUsage({ queryKey, load, showUser = false, emptyHint }: {
-  readonly queryKey: ReadonlyArray<unknown>
-  readonly load: (cursor: string | undefined) => Promise<Contract.UsagePage>
-  readonly showUser?: boolean
-  readonly emptyHint?: string
-}) {
-  const { t } = useI18n()
-  const records = useInfiniteQuery({
-    queryKey,
-    queryFn: ({ pageParam }) => load(pageParam),
-    initialPageParam: undefined as string | undefined,
-    getNextPageParam: (last) => last.nextCursor ?? undefined
-  })
-  const rows = records.data?.pages.flatMap((p) => p.data) ?? []
-  return records.isPending
-    ? <Loading />
-    : records.error
-    ? <ErrorState error={records.error} onRetry={() => void records.refetch()} />
-    : rows.length === 0
-    ? <EmptyState icon={<IconReceipt size={28} />} title={t("usage.empty")} {...(emptyHint === undefined ? {} : { hint: emptyHint })} />
-    : (
-      <>
-        <UsageTable records={rows} showUser={showUser} />
-        {records.hasNextPage && (
-          <Group justify="center" p="sm">
-            <Button variant="light" loading={records.isFetchingNextPage} onClick={() => void records.fetchNextPage()}>{t("common.loadMore")}</Button>
-          </Group>
-        )}
-      </>
-    )
-}
 
 /** The model filter of the usage pages (clearable: no model is every model). @category components */
 export function ModelFilter({ models, value, onChange }: {
@@ -128,68 +39,6 @@ export function ModelFilter({ models, value, onChange }: {
       onChange={onChange}
       w={220}
     />
-  )
-}
-
-/** The usage filters: key, model and period. @category models */
-export interface UsageFilter {
-  readonly keyId: string | null
-  readonly model: string | null
-  readonly period: Period
-}
-
-function Records() {
-  const { t } = useI18n()
-  const client = useQueryClient()
-  const [filter, setFilter] = useState<UsageFilter>({ keyId: null, model: null, period: last30 })
-  const keys = useQuery({ queryKey: ["keys"], queryFn: () => call((api) => api.keys.list()) })
-  const models = useQuery({ queryKey: ["my-models"], queryFn: () => call((api) => api.account.models()) })
-  const bounds = periodBounds(filter.period)
-  const query = useMemo(() => ({
-    keyId: filter.keyId ?? undefined,
-    model: filter.model ?? undefined,
-    from: bounds.from,
-    to: bounds.to
-  }), [filter.keyId, filter.model, bounds.from, bounds.to])
-  const modelIds = [...new Set(models.data?.groups.flatMap((g) => g.models.map((m) => m.id)) ?? [])]
-  return (
-    <Stack>
-      <Group align="flex-start" wrap="wrap" gap="xs">
-        <Select
-          label={t("usage.filterKey")}
-          placeholder={t("common.all")}
-          clearable
-          data={(keys.data?.data ?? []).map((k) => ({ value: k.id, label: k.name }))}
-          value={filter.keyId}
-          onChange={(keyId) => setFilter({ ...filter, keyId })}
-          w={200}
-        />
-        <ModelFilter models={modelIds} value={filter.model} onChange={(model) => setFilter({ ...filter, model })} />
-        <PeriodFilter value={filter.period} onChange={(period) => setFilter({ ...filter, period })} />
-        <Button
-          component="a"
-          href={urls.usage.csv({ query })}
-          download="usage.csv"
-          variant="default"
-          mt={25}
-          leftSection={<IconDownload size={16} />}
-        >
-          {t("common.exportCsv")}
-        </Button>
-      </Group>
-      <Paper withBorder radius="md" p="xs">
-        <PagedUsage
-          queryKey={["usage", query]}
-          load={async (cursor) => {
-            const page = await call((api) => api.usage.list({ query: { ...query, limit: 50, cursor } }))
-            // Fresh records mean fresh spending: the header's balance is read again to match.
-            if (cursor === undefined) void client.invalidateQueries({ queryKey: sessionKey })
-            return page
-          }}
-          emptyHint={t("usage.emptyHint")}
-        />
-      </Paper>
-    </Stack>
   )
 }
 
@@ -305,21 +154,23 @@ export function RedeemForm() {
   )
 }
 
-/** The usage page. @category pages */
+/** The billing page. @category pages */
 export function UsagePage() {
   const { t } = useI18n()
   const [params, setParams] = useSearchParams()
-  const tab = params.get("tab") ?? "records"
+  const tab = params.get("tab") ?? "ledger"
+  if (tab === "records") return <Navigate to="/requests" replace />
   return (
     <>
-      <PageHeader title={t("usage.title")} />
-      <Tabs value={tab} onChange={(value) => setParams(value === "records" || value === null ? {} : { tab: value })} keepMounted={false}>
+      <PageHeader
+        title={t("usage.title")}
+        actions={<Button component={Link} to="/requests" variant="default" leftSection={<IconListSearch size={16} />}>{t("requests.showAll")}</Button>}
+      />
+      <Tabs value={tab} onChange={(value) => setParams(value === "ledger" || value === null ? {} : { tab: value })} keepMounted={false}>
         <Tabs.List mb="md">
-          <Tabs.Tab value="records">{t("usage.records")}</Tabs.Tab>
           <Tabs.Tab value="ledger">{t("usage.ledger")}</Tabs.Tab>
           <Tabs.Tab value="redeem">{t("usage.redeem")}</Tabs.Tab>
         </Tabs.List>
-        <Tabs.Panel value="records"><Records /></Tabs.Panel>
         <Tabs.Panel value="ledger"><Ledger /></Tabs.Panel>
         <Tabs.Panel value="redeem"><RedeemForm /></Tabs.Panel>
       </Tabs>

@@ -109,10 +109,15 @@ export const baseConfig = (upstream: string): ConfigFile => ({
   ]
 })
 
-/** Starts the fake upstream and a gateway configured by `configure` (on `database`, default a fresh SQLite file). */
+/**
+ * Starts the fake upstream and a gateway configured by `configure` (on
+ * `database`, default a fresh SQLite file; with the key file `secretFile`,
+ * default a fresh one, which a restart on the same database needs).
+ */
 export const startGateway = async (
   configure: (upstreamUrl: string) => ConfigFile = baseConfig,
-  database?: string
+  database?: string,
+  secretFile?: string
 ): Promise<TestGateway> => {
   const upstream = await startFakeUpstream({ port: 0 })
   const dir = mkdtempSync(join(tmpdir(), "modelgate-test-"))
@@ -120,7 +125,7 @@ export const startGateway = async (
     ...configure(upstream.url),
     database: database ?? `sqlite:${join(dir, "gateway.db")}`,
     shutdown_grace_seconds: 2,
-    secret_file: join(dir, "key")
+    secret_file: secretFile ?? join(dir, "key")
   }
   const settings = await Effect.runPromise(resolveSettings(file, {}, { consoleDir: null, source: "test config" }))
   const runtime = ManagedRuntime.make(Layer.fresh(Server.layer(settings, file)))

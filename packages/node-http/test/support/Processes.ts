@@ -41,9 +41,13 @@ export interface GatewayProcess {
 const exited = (child: ChildProcess): Promise<void> =>
   new Promise((resolve) => child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve()))
 
-/** Starts `modelgate serve --config file` listening on `port` and waits until `/healthz` answers. */
-export const startGatewayProcess = async (file: string, port: number): Promise<GatewayProcess> => {
-  const child = spawn(process.execPath, [bin, "serve", "--config", file], {
+/**
+ * Starts `modelgate serve --config file` listening on `port` and waits until
+ * `/healthz` answers. `entry` is what runs (default the sources' `src/bin.ts`;
+ * the bundle's test gives `dist/modelgate.mjs`'s place).
+ */
+export const startGatewayProcess = async (file: string, port: number, entry: string = bin): Promise<GatewayProcess> => {
+  const child = spawn(process.execPath, [entry, "serve", "--config", file], {
     stdio: ["ignore", "ignore", "pipe"],
     env: { ...process.env, MODELGATE_SECRET: SECRET }
   })

@@ -2,8 +2,10 @@
  * Administration of channels: upstream accounts with write-only keys, the
  * health of each key (healthy, breaker open or half-open, disabled after the
  * upstream refused it: why and since when), routing settings (timeouts,
- * breaker, extra headers, request parameters, `stream_options`), the Test
- * button that sends one real request through a channel, and Reset.
+ * breaker, extra headers, request parameters, `stream_options`), Fetch models
+ * (the upstream's own list, to pick the channel's models from), the Test
+ * button that sends one real request through each key and updates its
+ * health, and Reset.
  *
  * @since 0.1.0
  */
@@ -12,6 +14,7 @@ import {
   Alert,
   Badge,
   Button,
+  Checkbox,
   Group,
   Modal,
   MultiSelect,
@@ -25,12 +28,13 @@ import {
   TagsInput,
   Text,
   Textarea,
-  TextInput
+  TextInput,
+  Tooltip
 } from "@mantine/core"
 import { notifications } from "@mantine/notifications"
-import { IconPlayerPlay, IconPlus, IconRefresh, IconServer } from "@tabler/icons-react"
+import { IconCloudDownload, IconPlayerPlay, IconPlus, IconRefresh, IconServer } from "@tabler/icons-react"
 import { useQuery, useQueryClient } from "@tanstack/react-query"
-import { type ReactNode, useState } from "react"
+import { type ReactNode, useMemo, useState } from "react"
 import { ConfirmButton, PageHeader } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
 import { call, type Contract } from "../../lib/api.ts"
@@ -90,6 +94,112 @@ interface ChannelValues extends Record<string, unknown> {
   paramOverrides: string
   streamOptions: boolean
   responses: boolean
+}
+
+/**
+ * The upstream's own models, to pick from: each with what the gateway knows
+ * of it (already in the channel, priced, in the shipped price table, an
+ * embedding model); `onPick` gets the ids picked.
+ *
+ * @category components
+ */
+export function ModelPicker({ request, current, onPick, onClose }: {
+  /** What to list (a saved channel's id, or a channel being made), or undefined when closed. */
+  readonly request: Contract.FetchModelsRequest | undefined
+  readonly current: ReadonlyArray<string>
+  readonly onPick: (ids: ReadonlyArray<string>) => void
+  readonly onClose: () => void
+}) {
+  const { t } = useI18n()
+  const [filter, setFilter] = useState("")
+  const [picked, setPicked] = useState<ReadonlySet<string>>(new Set())
+  const listed = useQuery({
+    queryKey: ["admin", "upstream-models", request],
+    queryFn: () => call((api) => api.catalog.fetchModels({ payload: request! })),
+    enabled: request !== undefined,
+    retry: false,
+    staleTime: 30_000
+  })
+  // Read here, not inside a child, so the query re-renders this component on each of them.
+  const { data, error, isPending, refetch } = listed
+  const shown = useMemo(
+    () => (data?.data ?? []).filter((m) => m.id.toLowerCase().includes(filter.trim().toLowerCase())),
+    [data, filter]
+  )
+  const toggle = (id: string, on: boolean) => {
+    const next = new Set(picked)
+    if (on) next.add(id)
+    else next.delete(id)
+    setPicked(next)
+  }
+  const close = () => {
+    setPicked(new Set())
+    setFilter("")
+    onClose()
+  }
+  return (
+    <Modal opened={request !== undefined} onClose={close} title={<Text fw={700}>{t("admin.channels.fetchTitle")}</Text>} centered size="lg">
+      <Stack data-testid="model-picker">
+        <Text size="sm" c="dimmed">{t("admin.channels.fetchHint")}</Text>
+        <QueryState query={{ data, error, isPending, refetch }}>
+          {(data) =>
+            data.data.length === 0
+              ? <EmptyState title={t("admin.channels.fetchNone")} />
+              : (
+                <Stack gap="xs">
+                  <Group justify="space-between" wrap="wrap">
+                    <TextInput placeholder={t("admin.channels.fetchFilter")} value={filter} onChange={(e) => setFilter(e.currentTarget.value)} w={260} />
+                    <Button
+                      variant="subtle"
+                      size="xs"
+                      onClick={() => setPicked(new Set([...picked, ...shown.filter((m) => !current.includes(m.id)).map((m) => m.id)]))}
+                    >
+                      {t("admin.channels.fetchAllShown")}
+                    </Button>
+                  </Group>
+                  <Stack gap={4} mah={380} style={{ overflowY: "auto" }}>
+                    {shown.map((m) => {
+                      const inChannel = current.includes(m.id)
+                      return (
+                        <Group key={m.id} justify="space-between" wrap="nowrap" gap="xs" data-upstream-model={m.id}>
+                          <Checkbox
+                            label={<Text size="sm" ff="monospace">{m.id}</Text>}
+                            aria-label={m.id}
+                            checked={inChannel || picked.has(m.id)}
+                            disabled={inChannel}
+                            onChange={(e) => toggle(m.id, e.currentTarget.checked)}
+                          />
+                          <Group gap={4} wrap="nowrap">
+                            {m.embedding && <Badge size="xs" variant="light" color="grape">{t("admin.channels.fetchEmbedding")}</Badge>}
+                            {inChannel
+                              ? <Badge size="xs" variant="outline" color="gray">{t("admin.channels.fetchInChannel")}</Badge>
+                              : m.priced
+                              ? <Badge size="xs" variant="light" color="teal">{t("admin.channels.fetchPriced")}</Badge>
+                              : m.preset
+                              ? <Badge size="xs" variant="light" color="blue">{t("admin.channels.fetchPreset")}</Badge>
+                              : <Badge size="xs" variant="light" color="orange">{t("admin.channels.fetchUnpriced")}</Badge>}
+                          </Group>
+                        </Group>
+                      )
+                    })}
+                  </Stack>
+                </Stack>
+              )}
+        </QueryState>
+        <Group justify="flex-end">
+          <Button
+            disabled={picked.size === 0}
+            onClick={() => {
+              onPick([...picked])
+              close()
+            }}
+          >
+            {t("admin.channels.fetchAdd", { count: picked.size })}
+          </Button>
+        </Group>
+      </Stack>
+    </Modal>
+  )
 }
 
 /** The create/edit channel form. @category components */
@@ -164,6 +274,19 @@ export function ChannelForm({ channel, groups, onDone }: {
       onDone()
     }
   })
+  const [listing, setListing] = useState<Contract.FetchModelsRequest | undefined>(undefined)
+  const firstKey = form.values.apiKeys.split("\n").map((k) => k.trim()).find((k) => k.length > 0)
+  const baseUrl = form.values.baseUrl.trim()
+  const canList = /^https?:\/\/\S+$/.test(baseUrl) && (channel !== undefined || firstKey !== undefined)
+  const fetchModels = () =>
+    setListing({
+      ...(channel === undefined ? {} : { channelId: channel.id }),
+      type: form.values.type,
+      baseUrl,
+      ...(firstKey === undefined ? {} : { apiKey: firstKey }),
+      ...(form.values.apiVersion.trim() === "" ? {} : { apiVersion: form.values.apiVersion.trim() }),
+      headers: parseHeaders(form.values.headers)
+    })
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
@@ -190,7 +313,29 @@ export function ChannelForm({ channel, groups, onDone }: {
           {...form.field("apiKeys")}
           error={form.errors.apiKeys}
         />
-        <TagsInput label={t("admin.channels.models")} value={form.values.models} error={form.errors.models} onChange={(v) => form.set("models", v)} />
+        <Group align="flex-end" gap="xs" wrap="nowrap">
+          <TagsInput
+            label={t("admin.channels.models")}
+            value={form.values.models}
+            error={form.errors.models}
+            onChange={(v) => form.set("models", v)}
+            style={{ flex: 1 }}
+          />
+          <Tooltip label={t("admin.channels.fetchNeeds")} disabled={canList}>
+            <Button variant="light" leftSection={<IconCloudDownload size={16} />} disabled={!canList} onClick={fetchModels}>
+              {t("admin.channels.fetchModels")}
+            </Button>
+          </Tooltip>
+        </Group>
+        <ModelPicker
+          request={listing}
+          current={form.values.models}
+          onClose={() => setListing(undefined)}
+          onPick={(ids) => {
+            form.set("models", [...new Set([...form.values.models, ...ids])])
+            notifications.show({ color: "teal", message: t("admin.channels.fetchAdded", { count: ids.length }) })
+          }}
+        />
         <Textarea label={t("admin.channels.modelMap")} autosize minRows={1} ff="monospace" placeholder="gpt-4o=gpt-4o-2024-08-06" {...form.field("modelMap")} />
         <MultiSelect label={t("admin.channels.groups")} data={[...new Set([...groups, ...form.values.groups])]} value={form.values.groups} onChange={(v) => form.set("groups", v)} />
         <SimpleGrid cols={{ base: 2, sm: 3 }}>
@@ -280,6 +425,7 @@ export function ChannelForm({ channel, groups, onDone }: {
  */
 function TestButton({ channel, children }: { readonly channel: Contract.AdminChannel; readonly children?: ReactNode }) {
   const { t } = useI18n()
+  const client = useQueryClient()
   const [busy, setBusy] = useState(false)
   const [result, setResult] = useState<Contract.TestChannelResult | undefined>(undefined)
   return (
@@ -295,6 +441,8 @@ function TestButton({ channel, children }: { readonly channel: Contract.AdminCha
             setBusy(true)
             try {
               setResult(await call((api) => api.catalog.testChannel({ params: { id: channel.id }, payload: {} })))
+              // The test went into the keys' health: show it.
+              await client.invalidateQueries({ queryKey: ["admin", "channels"] })
             } catch (error) {
               notifications.show({ color: "red", message: errorMessage(error, t) })
             } finally {
@@ -307,11 +455,16 @@ function TestButton({ channel, children }: { readonly channel: Contract.AdminCha
         {children}
       </Group>
       {result && (
-        <Text size="xs" c={result.ok ? "teal" : "red"} maw={280} style={{ overflowWrap: "anywhere" }} data-testid="test-result">
-          {result.ok
-            ? t("admin.channels.testOk", { ms: Math.round(result.latencyMs), message: result.message })
-            : t("admin.channels.testFailed", { status: result.status ?? "—", ms: Math.round(result.latencyMs), message: result.message })}
-        </Text>
+        <Stack gap={0} maw={280}>
+          <Text size="xs" c={result.ok ? "teal" : "red"} style={{ overflowWrap: "anywhere" }} data-testid="test-result">
+            {result.ok
+              ? t("admin.channels.testOk", { ms: Math.round(result.latencyMs), message: result.message })
+              : t("admin.channels.testFailed", { status: result.status ?? "—", ms: Math.round(result.latencyMs), message: result.message })}
+          </Text>
+          {result.keys.length > 1 && !result.ok && (
+            <Text size="xs" c="dimmed">{t("admin.channels.testKeys", { failed: result.keys.filter((k) => !k.ok).length, total: result.keys.length })}</Text>
+          )}
+        </Stack>
       )}
     </Stack>
   )

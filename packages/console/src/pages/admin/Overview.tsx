@@ -5,7 +5,8 @@
  * @since 0.1.0
  */
 import { DonutChart } from "@mantine/charts"
-import { Grid, Group, Paper, Select, SimpleGrid, Stack, Table, Text } from "@mantine/core"
+import { Button, Grid, Group, Paper, Select, SimpleGrid, Stack, Table, Text } from "@mantine/core"
+import { Link } from "react-router"
 import { useReducedMotion } from "@mantine/hooks"
 import { useQuery } from "@tanstack/react-query"
 import { useMemo, useState } from "react"
@@ -17,7 +18,8 @@ import { tokens } from "../../lib/format.ts"
 import { Usd } from "../../components/Usd.tsx"
 import { useI18n } from "../../lib/i18n.tsx"
 import { money, palette, pivotRange, SpendChart, TokensChart } from "../Dashboard.tsx"
-import { ModelFilter, PagedUsage } from "../Usage.tsx"
+import { RequestList } from "../Requests.tsx"
+import { ModelFilter } from "../Usage.tsx"
 
 const DAY = 86_400_000
 
@@ -117,12 +119,16 @@ export function AdminOverviewPage() {
           )
         }}
       </QueryState>
-      <Text fw={600} mt="xl" mb="sm">{t("admin.overview.recent")}</Text>
+      <Group justify="space-between" mt="xl" mb="sm">
+        <Text fw={600}>{t("admin.overview.recent")}</Text>
+        <Button component={Link} to="/requests" variant="subtle" size="xs">{t("requests.showAll")}</Button>
+      </Group>
       <Paper withBorder radius="md" p="xs">
-        <PagedUsage
+        <RequestList
           queryKey={["admin", "usage", query]}
           load={(cursor) => call((api) => api.usage.adminList({ query: { ...query, limit: 20, cursor } }))}
-          showUser
+          admin
+          live={false}
         />
       </Paper>
     </>

@@ -42,7 +42,8 @@ import { sessionKey } from "../../lib/session.tsx"
 import { useForm } from "../../lib/useForm.ts"
 import { KeyLimitsForm, KeysTable } from "../Keys.tsx"
 import { limitsText } from "../Models.tsx"
-import { PagedLedger, PagedUsage } from "../Usage.tsx"
+import { RequestList } from "../Requests.tsx"
+import { PagedLedger } from "../Usage.tsx"
 
 /** A typed limit: empty is none (`null`), a whole number is itself, anything else is left for the Schema to refuse. */
 const limit = (text: string): number | null | string => text.trim() === "" ? null : Number.isInteger(Number(text)) ? Number(text) : text
@@ -408,7 +409,12 @@ export function AdminUserPage() {
                 </QueryState>
               </Tabs.Panel>
               <Tabs.Panel value="usage" pt="sm">
-                <PagedUsage queryKey={["admin", "user", id, "usage"]} load={(cursor) => call((api) => api.usage.userUsage({ params: { id }, query: { limit: 50, cursor } }))} />
+                <RequestList
+                  queryKey={["admin", "user", id, "usage"]}
+                  load={(cursor) => call((api) => api.usage.userUsage({ params: { id }, query: { limit: 50, cursor } }))}
+                  admin
+                  live={false}
+                />
               </Tabs.Panel>
               <Tabs.Panel value="ledger" pt="sm">
                 <PagedLedger queryKey={["admin", "user", id, "ledger"]} load={(cursor) => call((api) => api.usage.userLedger({ params: { id }, query: { limit: 50, cursor } }))} />
