@@ -34,7 +34,7 @@ import { OutageLog } from "@modelgate/core"
 import { Clock, Context, Duration, Effect, Layer, Option, Schedule, Schema, Semaphore } from "effect"
 import type { Scope } from "effect"
 import type { SqlError } from "effect/sql"
-import { Baseline, CatalogCache, KeyCache } from "./Caches.ts"
+import { Baseline, CatalogCache, KeyCache } from "@modelgate/store/Caches"
 
 /** How often each node reads the change log by default. @category constants */
 export const POLL_INTERVAL_MS = 500

@@ -19,7 +19,7 @@ import { TestClock } from "effect/testing"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Baseline, CatalogCache, KeyCache } from "../src/Caches.ts"
+import { Baseline, CatalogCache, KeyCache } from "@modelgate/store/Caches"
 import * as CacheSync from "../src/CacheSync.ts"
 import { hasRedisServer, needsRedisServer, privateRedis } from "./support/Redis.ts"
 

@@ -6,6 +6,7 @@
  */
 export * as Accounts from "./Accounts.ts"
 export * as CacheChanges from "./CacheChanges.ts"
+export * as Caches from "./Caches.ts"
 export * as CatalogRepo from "./CatalogRepo.ts"
 export * as ChannelKeyStates from "./ChannelKeyStates.ts"
 export * as Database from "./Database.ts"

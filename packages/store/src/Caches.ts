@@ -1,7 +1,8 @@
 /**
  * The in-memory side of the hot path: API keys by hash and the catalog
  * snapshot, loaded from the store at start and kept fresh by invalidation
- * (`CacheSync`): a change reloads only what it names (one key, one user's
+ * (node-http's `CacheSync` applies the change log and Redis messages): a
+ * change reloads only what it names (one key, one user's
  * keys) or, for the catalog, the small catalog; nothing reloads every key on
  * a timer.
  *
@@ -18,12 +19,12 @@
  * @since 0.1.0
  */
 import { Catalog, type Domain, GatewayError, KeyStore } from "@modelgate/core"
-import * as CacheChanges from "@modelgate/store/CacheChanges"
-import * as CatalogRepo from "@modelgate/store/CatalogRepo"
-import * as Keys from "@modelgate/store/Keys"
+import * as CacheChanges from "./CacheChanges.ts"
+import * as CatalogRepo from "./CatalogRepo.ts"
+import * as Keys from "./Keys.ts"
 import { OutageLog } from "@modelgate/core"
-import type { SecretError } from "@modelgate/store/Secrets"
-import * as Secrets from "@modelgate/store/Secrets"
+import type { SecretError } from "./Secrets.ts"
+import * as Secrets from "./Secrets.ts"
 import { Clock, Context, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
 import type { SqlError } from "effect/sql"
 
