@@ -25,7 +25,6 @@
 import { type Canonical, Dialect as Core, Domain, GatewayError, Issues, Params, Sse, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
-import * as Framing from "./Framing.ts"
 import * as UpstreamModels from "./UpstreamModels.ts"
 import { base64 } from "./internal/base64.ts"
 import * as Models from "./Models.ts"
@@ -283,9 +282,7 @@ export const client: Core.ClientDialect = {
     return {
       push: (events) => {
         let text = ""
-        for (const event of events) {
-          for (const chunk of encoder.push(event)) text += Framing.frame(JSON.stringify(chunk))
-        }
+        for (const event of events) text += encoder.encode(event)
         return text
       },
       end: () => encoder.finish()

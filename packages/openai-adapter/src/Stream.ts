@@ -261,6 +261,8 @@ export class StreamEncoder {
   private readonly includeUsage: boolean
   private readonly choices = new Map<number, ChoiceState>()
   private usage: Canonical.Usage | undefined = undefined
+  /** `data: {"id":…,"model":…,"choices":[{"index":` for this stream's id, created and model. */
+  private prefix: string | undefined = undefined
 
   constructor(options: StreamEncoderOptions) {
     this.model = options.model
@@ -275,6 +277,7 @@ export class StreamEncoder {
       case "start":
         this.id = event.id
         this.created = event.created
+        this.prefix = undefined
         return []
       case "usage":
         this.usage = event.usage
@@ -315,6 +318,29 @@ export class StreamEncoder {
         return chunks
       }
     }
+  }
+
+  /**
+   * The SSE text for one event: its chunks, each framed (`data: {...}\n\n`),
+   * exactly `push(event)` through `JSON.stringify` and `Framing.frame`. The
+   * steady state of a stream, a text delta of a choice already opened, is
+   * written from a prefix kept per stream instead of building and
+   * stringifying a chunk object.
+   */
+  encode(event: Canonical.StreamEvent): string {
+    if (event.type === "text" && event.text.length > 0 && (event.index | 0) === event.index && this.choices.has(event.index)) {
+      if (this.prefix === undefined) {
+        this.prefix = `data: {"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${
+          JSON.stringify(this.created)
+        },"model":${JSON.stringify(this.model)},"choices":[{"index":`
+      }
+      return `${this.prefix}${event.index},"delta":{"content":${JSON.stringify(event.text)}},"logprobs":null,"finish_reason":null}]${
+        this.includeUsage ? `,"usage":null}` : "}"
+      }\n\n`
+    }
+    let text = ""
+    for (const chunk of this.push(event)) text += Framing.frame(JSON.stringify(chunk))
+    return text
   }
 
   /** The usage chunk (`choices: []`), when the client asked for it and usage was seen. */
@@ -370,9 +396,7 @@ export class StreamEncoder {
 export const encodeSseText = (events: Iterable<Canonical.StreamEvent>, options: StreamEncoderOptions): string => {
   const encoder = new StreamEncoder(options)
   let text = ""
-  for (const event of events) {
-    for (const chunk of encoder.push(event)) text += Framing.frame(JSON.stringify(chunk))
-  }
+  for (const event of events) text += encoder.encode(event)
   return text + encoder.finish()
 }
 
@@ -398,9 +422,7 @@ export const encodeClient = (options: StreamEncoderOptions) =>
   self.pipe(
     Stream.mapAccumArray(() => new StreamEncoder(options), (encoder, events) => {
       let text = ""
-      for (const event of events) {
-        for (const chunk of encoder.push(event)) text += Framing.frame(JSON.stringify(chunk))
-      }
+      for (const event of events) text += encoder.encode(event)
       return [encoder, text.length === 0 ? [] : [text]] as const
     }, { onHalt: (encoder) => [encoder.finish()] })
   )
