@@ -84,8 +84,12 @@ export class StreamDecoder {
   private readonly options: DecoderOptions | undefined
   private started = false
   private responseId: string | undefined = undefined
-  /** The last usage reported: canonical, or why its figures were refused. */
-  private lastUsage: Canonical.Usage | string | undefined = undefined
+  /**
+   * The last `usageMetadata` reported, as it came: read (to canonical usage, or
+   * why its figures were refused) only when asked, as a stream repeats a
+   * partial one on every chunk.
+   */
+  private usageWire: unknown = undefined
   private readonly choices = new Map<number, DecodedChoice>()
 
   constructor(options?: DecoderOptions) {
@@ -141,13 +145,14 @@ export class StreamDecoder {
    * reported (`usage_rejected` when its figures were not token counts).
    */
   end(): Array<Canonical.StreamEvent> {
-    const usage = this.lastUsage
+    const usage = readUsage(this.usageWire)
     return usage === undefined ? [] : typeof usage === "string" ? [{ type: "usage_rejected", reason: usage }] : [{ type: "usage", usage }]
   }
 
   /** The last usage reported so far, when its figures are token counts (for billing a cut stream). */
   usage(): Canonical.Usage | undefined {
-    return typeof this.lastUsage === "string" ? undefined : this.lastUsage
+    const usage = readUsage(this.usageWire)
+    return typeof usage === "string" ? undefined : usage
   }
 
   private decodeInto(chunk: unknown, out: Array<Canonical.StreamEvent>): StreamError | undefined {
@@ -226,7 +231,7 @@ export class StreamDecoder {
       this.choices.set(0, { calls: 0, finished: true })
       out.push({ type: "finish", index: 0, reason: "content_filter" })
     }
-    if (wire.usageMetadata !== undefined) this.lastUsage = readUsage(wire.usageMetadata)
+    if (wire.usageMetadata !== undefined) this.usageWire = wire.usageMetadata
     return undefined
   }
 }
