@@ -19,6 +19,7 @@
  */
 import { Predicate, SchemaIssue } from "effect"
 import { InvalidRequest, UnsupportedFeature } from "./GatewayError.ts"
+import * as Utf8 from "./Utf8.ts"
 
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
 
@@ -90,6 +91,24 @@ export const invalidRequest = (issue: SchemaIssue.Issue): InvalidRequest => {
  */
 export const invalid = (param: string, message: string): InvalidRequest =>
   param.length === 0 ? new InvalidRequest({ message }) : new InvalidRequest({ message, param })
+
+/**
+ * The 400 for a request body JSON refuses, in the parser's own words
+ * (`The request body is not valid JSON: Unexpected token '}', ...`), as every
+ * dialect tells its clients; for a body a scan let through (see `JsonScan`)
+ * and the parser later refused.
+ *
+ * @category constructors
+ */
+export const notJson = (body: Uint8Array | string): InvalidRequest => {
+  let detail = "it is not one JSON object"
+  try {
+    JSON.parse(typeof body === "string" ? body : Utf8.decode(body))
+  } catch (error) {
+    detail = error instanceof Error ? error.message : String(error)
+  }
+  return invalid("", `The request body is not valid JSON: ${detail}`)
+}
 
 /**
  * Whether `u` is one of the errors a client's request is refused with for

@@ -54,4 +54,20 @@ describe("Issues", () => {
     assert.isFalse(Issues.isRequestError(new Error("InvalidRequest")))
     assert.isFalse(Issues.isRequestError(undefined))
   })
+
+  it("notJson tells a body JSON refuses in the parser's own words, from bytes or text", () => {
+    const text = '{"model": "m", "messages": [}'
+    let parser = ""
+    try {
+      JSON.parse(text)
+    } catch (error) {
+      parser = (error as Error).message
+    }
+    assert.isAbove(parser.length, 0)
+    const fromBytes = Issues.notJson(new TextEncoder().encode(text))
+    assert.instanceOf(fromBytes, InvalidRequest)
+    assert.strictEqual(fromBytes.message, `The request body is not valid JSON: ${parser}`)
+    assert.isFalse("param" in fromBytes)
+    assert.strictEqual(Issues.notJson(text).message, fromBytes.message)
+  })
 })

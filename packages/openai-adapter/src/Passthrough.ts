@@ -79,17 +79,6 @@ const countMediaParts = (messages: ReadonlyArray<unknown>): number => {
   return media
 }
 
-const notJson = (bytes: Uint8Array): GatewayError.InvalidRequest => {
-  // The parser's own words, as clients have always been told them.
-  let detail = "it is not one JSON object"
-  try {
-    JSON.parse(JsonScan.decode(bytes))
-  } catch (error) {
-    detail = error instanceof Error ? error.message : String(error)
-  }
-  return Issues.invalid("", `The request body is not valid JSON: ${detail}`)
-}
-
 /** A small top-level value, parsed; `undefined` when absent, and `invalid` when it is not JSON. */
 const invalidValue = Symbol("invalid")
 const fieldValue = (bytes: Uint8Array, fields: JsonScan.Fields, key: string): unknown => {
@@ -143,7 +132,7 @@ export const inspectChatBody = (body: string | Uint8Array): Effect.Effect<Inspec
   })
   if (Result.isFailure(scanned)) {
     const { kind } = scanned.failure
-    return Effect.fail(kind === "too-deep" ? JsonDepth.tooDeep() : kind === "not-object" ? notObject(bytes) : notJson(bytes))
+    return Effect.fail(kind === "too-deep" ? JsonDepth.tooDeep() : kind === "not-object" ? notObject(bytes) : Issues.notJson(bytes))
   }
   const fields = scanned.success
   let parsed: Record<string, unknown> | undefined
@@ -152,7 +141,7 @@ export const inspectChatBody = (body: string | Uint8Array): Effect.Effect<Inspec
     try {
       json()
     } catch {
-      return Effect.fail(notJson(bytes))
+      return Effect.fail(Issues.notJson(bytes))
     }
   }
   const model = fieldValue(bytes, fields, "model")
@@ -201,7 +190,7 @@ const notObject = (bytes: Uint8Array): GatewayError.InvalidRequest => {
   try {
     JSON.parse(JsonScan.decode(bytes))
   } catch {
-    return notJson(bytes)
+    return Issues.notJson(bytes)
   }
   return Issues.invalid("", "The request body must be a JSON object with 'model' and 'messages'")
 }
@@ -220,7 +209,7 @@ export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRe
   try {
     json = inspected.json
   } catch {
-    return notJson(inspected.bytes)
+    return Issues.notJson(inspected.bytes)
   }
   const shape = checkChatBody(json)
   return shape === undefined ? undefined : Issues.invalid(shape.param, shape.message)

@@ -101,22 +101,11 @@ export const stateRefusal = (body: Readonly<Record<string, unknown>>): GatewayEr
   return undefined
 }
 
-const notJson = (bytes: Uint8Array): GatewayError.InvalidRequest => {
-  // The parser's own words, as clients of the other dialects are told them.
-  let detail = "it is not one JSON object"
-  try {
-    JSON.parse(JsonScan.decode(bytes))
-  } catch (error) {
-    detail = error instanceof Error ? error.message : String(error)
-  }
-  return Issues.invalid("", `The request body is not valid JSON: ${detail}`)
-}
-
 const notObject = (bytes: Uint8Array): GatewayError.InvalidRequest => {
   try {
     JSON.parse(JsonScan.decode(bytes))
   } catch {
-    return notJson(bytes)
+    return Issues.notJson(bytes)
   }
   return Issues.invalid("", "The request body must be a JSON object with 'model' and 'input'.")
 }
@@ -159,7 +148,7 @@ export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedB
   const scanned = JsonScan.topLevel(bytes, eager ? undefined : { input: mediaVisitor(() => media++) })
   if (Result.isFailure(scanned)) {
     const { kind } = scanned.failure
-    return Effect.fail(kind === "too-deep" ? JsonDepth.tooDeep() : kind === "not-object" ? notObject(bytes) : notJson(bytes))
+    return Effect.fail(kind === "too-deep" ? JsonDepth.tooDeep() : kind === "not-object" ? notObject(bytes) : Issues.notJson(bytes))
   }
   const fields = scanned.success
   let parsed: Record<string, unknown> | undefined
@@ -168,7 +157,7 @@ export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedB
     try {
       json()
     } catch {
-      return Effect.fail(notJson(bytes))
+      return Effect.fail(Issues.notJson(bytes))
     }
   }
   const field = (key: string): unknown => {
@@ -223,7 +212,7 @@ export const parsed = (inspected: InspectedBody): Effect.Effect<Record<string, u
     try {
       return Effect.succeed(inspected.json)
     } catch {
-      return Effect.fail(notJson(inspected.bytes))
+      return Effect.fail(Issues.notJson(inspected.bytes))
     }
   })
 
@@ -240,7 +229,7 @@ export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRe
   try {
     void inspected.json
   } catch {
-    return notJson(inspected.bytes)
+    return Issues.notJson(inspected.bytes)
   }
   return undefined
 }
