@@ -378,6 +378,125 @@ export type ChatCompletionChunk = typeof ChatCompletionChunk.Type
 export const UpstreamChatCompletionChunk = Schema.Struct({ ...ChatCompletionChunk.fields, usage: Schema.optionalKey(Schema.Unknown) })
 export type UpstreamChatCompletionChunk = typeof UpstreamChatCompletionChunk.Type
 
+// One `switch` per object kind, as in the Gemini adapter's reader of the usual chunk: this runs once per stream event.
+
+const isPlain = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value) &&
+  (Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null)
+
+const isStringOrNull = (value: unknown): boolean => value === null || typeof value === "string"
+
+const isToolCallDelta = (value: unknown): boolean => {
+  if (!isPlain(value) || !Number.isSafeInteger(value.index)) return false
+  for (const key in value) {
+    const item = value[key]
+    switch (key) {
+      case "id":
+        if (!isStringOrNull(item)) return false
+        break
+      case "type":
+        if (item !== null && item !== "function") return false
+        break
+      case "function": {
+        if (item === null) break
+        if (!isPlain(item)) return false
+        if (item.name !== undefined && !isStringOrNull(item.name)) return false
+        if (item.arguments !== undefined && !isStringOrNull(item.arguments)) return false
+        if ("name" in item && item.name === undefined) return false
+        if ("arguments" in item && item.arguments === undefined) return false
+        break
+      }
+      case "index":
+        break
+      default:
+        if (item === undefined) return false
+    }
+  }
+  return true
+}
+
+const isDelta = (value: unknown): boolean => {
+  if (value === null) return true
+  if (!isPlain(value)) return false
+  for (const key in value) {
+    const item = value[key]
+    switch (key) {
+      case "role":
+      case "content":
+      case "refusal":
+      case "reasoning_content":
+        if (!isStringOrNull(item)) return false
+        break
+      case "tool_calls":
+        if (item === null) break
+        if (!Array.isArray(item)) return false
+        for (let i = 0; i < item.length; i++) if (!isToolCallDelta(item[i])) return false
+        break
+      default:
+        if (item === undefined) return false
+    }
+  }
+  return true
+}
+
+const isChunkChoice = (value: unknown): boolean => {
+  if (!isPlain(value) || !Number.isSafeInteger(value.index)) return false
+  for (const key in value) {
+    const item = value[key]
+    switch (key) {
+      case "delta":
+        if (!isDelta(item)) return false
+        break
+      case "finish_reason":
+        if (!isStringOrNull(item)) return false
+        break
+      case "index":
+      case "logprobs":
+        break
+      default:
+        if (item === undefined) return false
+    }
+  }
+  return true
+}
+
+/**
+ * The usual upstream stream chunk, checked by hand and returned as it is:
+ * each field the schema knows has the type it wants; fields it does not know
+ * (`system_fingerprint`, `service_tier`, `obfuscation`...) are left in place,
+ * where the schema would drop them, and nothing reads them. Anything else
+ * gives `undefined`, and `Stream.parseChunk` hands the text to the schema,
+ * which reads it or names what is wrong. A law in the tests holds that the
+ * stream decoder makes the same events of this reader's chunk as of the
+ * schema's.
+ *
+ * @category stream
+ */
+export const readCommonChunk = (value: unknown): UpstreamChatCompletionChunk | undefined => {
+  if (!isPlain(value) || typeof value.id !== "string" || !Array.isArray(value.choices)) return undefined
+  for (const key in value) {
+    const item = value[key]
+    switch (key) {
+      case "object":
+      case "model":
+        if (typeof item !== "string") return undefined
+        break
+      case "created":
+        if (!Number.isFinite(item)) return undefined
+        break
+      case "choices":
+        for (let i = 0; i < (item as Array<unknown>).length; i++) if (!isChunkChoice((item as Array<unknown>)[i])) return undefined
+        break
+      case "id":
+      case "usage":
+        break
+      default:
+        if (item === undefined) return undefined
+    }
+  }
+  return value as UpstreamChatCompletionChunk
+}
+
 // ---------------------------------------------------------------------------
 // Models
 // ---------------------------------------------------------------------------

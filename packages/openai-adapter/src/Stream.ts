@@ -113,6 +113,15 @@ const decodeChunkJson = Schema.decodeUnknownResult(Schema.fromJsonString(ChatCom
  * @category decoding
  */
 export const parseChunk = (data: string): Result.Result<ChatCompletions.UpstreamChatCompletionChunk, UpstreamError> => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(data)
+  } catch {
+    parsed = undefined
+  }
+  // The usual chunk is checked by hand; anything else goes to the schema, which names what is wrong.
+  const common = ChatCompletions.readCommonChunk(parsed)
+  if (common !== undefined) return Result.succeed(common)
   const result = decodeChunkJson(data)
   if (Result.isSuccess(result)) return Result.succeed(result.success)
   if (data.includes("\"error\"")) {
