@@ -26,7 +26,7 @@
  *
  * @since 0.1.0
  */
-import { type Dialect, type GatewayError, Issues, JsonDepth, JsonScan, SseChunks, Utf8 } from "@modelgate/core"
+import { type Dialect, type GatewayError, Issues, JsonScan, SseChunks, Utf8 } from "@modelgate/core"
 import { Effect, Predicate, Result } from "effect"
 import { readUsageFigures } from "./Response.ts"
 
@@ -132,21 +132,9 @@ export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedB
   const bytes = typeof body === "string" ? JsonScan.encode(body) : body
   const eager = bytes.length <= EAGER_CHECK_BYTES
   let media = 0
-  const scanned = JsonScan.topLevel(bytes, eager ? undefined : { messages: mediaVisitor(() => media++) })
-  if (Result.isFailure(scanned)) {
-    const { kind } = scanned.failure
-    return Effect.fail(kind === "too-deep" ? JsonDepth.tooDeep() : kind === "not-object" ? notObject(bytes) : Issues.notJson(bytes))
-  }
-  const fields = scanned.success
-  let parsed: Record<string, unknown> | undefined
-  const json = (): Record<string, unknown> => parsed ??= JSON.parse(JsonScan.decode(bytes)) as Record<string, unknown>
-  if (eager) {
-    try {
-      json()
-    } catch {
-      return Effect.fail(Issues.notJson(bytes))
-    }
-  }
+  const scanned = JsonScan.scanBody(bytes, { eager, notObject, visit: eager ? undefined : { messages: mediaVisitor(() => media++) } })
+  if (Result.isFailure(scanned)) return Effect.fail(scanned.failure)
+  const { fields, json } = scanned.success
   const field = (key: string): unknown => {
     try {
       return JsonScan.valueOf(bytes, fields.get(key))

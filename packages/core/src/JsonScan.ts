@@ -22,7 +22,9 @@
  * @since 0.1.0
  */
 import { Result } from "effect"
-import { MAX_DEPTH } from "./JsonDepth.ts"
+import type { InvalidRequest } from "./GatewayError.ts"
+import * as Issues from "./Issues.ts"
+import { MAX_DEPTH, tooDeep } from "./JsonDepth.ts"
 import * as Utf8 from "./Utf8.ts"
 
 /** Where a value lies in the bytes: `[start, end)`. @category models */
@@ -224,6 +226,50 @@ export const topLevel = (
     if (error instanceof SyntaxError) return Result.fail({ kind: "malformed", reason: "a key is not valid JSON", at: 0 })
     throw error
   }
+}
+
+/**
+ * A request body as a dialect's inspection has it: its top-level fields, and
+ * the whole body parsed on demand, once.
+ *
+ * @category bodies
+ */
+export interface ScannedBody {
+  readonly fields: Fields
+  /** The body parsed; throws the parser's error for JSON the scan let through (see `Issues.notJson`). */
+  readonly json: () => Record<string, unknown>
+}
+
+/**
+ * Scans a client's request body the way every dialect's inspection does: the
+ * structure and depth by `topLevel` (`visit` sees the strings of the named
+ * top-level fields), and, when `eager` (a small body), the whole body parsed
+ * at once, so JSON the scan let through is refused now. Each failure is the
+ * client's 400: too deep, not an object (`notObject`, in the dialect's
+ * words), or not JSON (in the parser's words).
+ *
+ * @category bodies
+ */
+export const scanBody = (bytes: Uint8Array, options: {
+  readonly eager: boolean
+  readonly visit?: Readonly<Record<string, StringVisitor>> | undefined
+  readonly notObject: (bytes: Uint8Array) => InvalidRequest
+}): Result.Result<ScannedBody, InvalidRequest> => {
+  const scanned = topLevel(bytes, options.visit)
+  if (Result.isFailure(scanned)) {
+    const { kind } = scanned.failure
+    return Result.fail(kind === "too-deep" ? tooDeep() : kind === "not-object" ? options.notObject(bytes) : Issues.notJson(bytes))
+  }
+  let parsed: Record<string, unknown> | undefined
+  const json = (): Record<string, unknown> => parsed ??= JSON.parse(decode(bytes)) as Record<string, unknown>
+  if (options.eager) {
+    try {
+      json()
+    } catch {
+      return Result.fail(Issues.notJson(bytes))
+    }
+  }
+  return Result.succeed({ fields: scanned.success, json })
 }
 
 /**

@@ -9,6 +9,7 @@ import { Result } from "effect"
 import * as fc from "fast-check"
 import * as JsonDepth from "../src/JsonDepth.ts"
 import * as JsonScan from "../src/JsonScan.ts"
+import * as Issues from "../src/Issues.ts"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 
@@ -113,5 +114,26 @@ describe("JsonScan", () => {
     assert.isTrue(Result.isSuccess(scanned))
     // The one in text is inside a string, and the top-level one is outside `messages`.
     assert.strictEqual(images, 1)
+  })
+
+  it("scanBody: a small body is parsed at once, a large one only when asked; each failure is the client's 400", () => {
+    const notObject = () => Issues.invalid("", "not an object, in the dialect's words")
+    // A misspelt literal deep inside passes the scan, not the parser.
+    const body = JsonScan.encode('{"model":"m","messages":[{"x":tru}]}')
+    const eager = JsonScan.scanBody(body, { eager: true, notObject })
+    assert.isTrue(Result.isFailure(eager))
+    if (Result.isFailure(eager)) assert.strictEqual(eager.failure.message, Issues.notJson(body).message)
+    const lazy = JsonScan.scanBody(body, { eager: false, notObject })
+    assert.isTrue(Result.isSuccess(lazy))
+    if (Result.isSuccess(lazy)) {
+      assert.deepStrictEqual(JsonScan.valueOf(body, lazy.success.fields.get("model")), "m")
+      assert.throws(() => lazy.success.json())
+    }
+    const good = JsonScan.scanBody(JsonScan.encode('{"a":[1]}'), { eager: false, notObject })
+    assert.isTrue(Result.isSuccess(good) && good.success.json() === good.success.json(), "parsed once")
+    const array = JsonScan.scanBody(JsonScan.encode("[1]"), { eager: true, notObject })
+    assert.isTrue(Result.isFailure(array) && array.failure.message === "not an object, in the dialect's words")
+    const deep = JsonScan.scanBody(JsonScan.encode("{\"a\":" + "[".repeat(300) + "]".repeat(300) + "}"), { eager: false, notObject })
+    assert.isTrue(Result.isFailure(deep) && deep.failure.message === JsonDepth.tooDeep().message)
   })
 })

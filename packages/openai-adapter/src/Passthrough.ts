@@ -18,7 +18,7 @@
  *
  * @since 0.1.0
  */
-import { type GatewayError, Issues, JsonDepth, JsonScan, SseChunks } from "@modelgate/core"
+import { type GatewayError, Issues, JsonScan, SseChunks } from "@modelgate/core"
 import { Effect, Predicate, Result } from "effect"
 import { checkChatBody } from "./internal/bodyShape.ts"
 import { readUsage } from "./Response.ts"
@@ -117,7 +117,7 @@ export const inspectChatBody = (body: string | Uint8Array): Effect.Effect<Inspec
   const bytes = typeof body === "string" ? JsonScan.encode(body) : body
   const eager = bytes.length <= EAGER_CHECK_BYTES
   let media = 0
-  const scanned = JsonScan.topLevel(bytes, eager ? undefined : {
+  const scanned = JsonScan.scanBody(bytes, { eager, notObject, visit: eager ? undefined : {
     messages: (b, start, end) => {
       if (!JsonScan.stringIs(b, start, end, "type")) return
       const value = JsonScan.stringValueAfter(b, end)
@@ -129,21 +129,9 @@ export const inspectChatBody = (body: string | Uint8Array): Effect.Effect<Inspec
         }
       }
     }
-  })
-  if (Result.isFailure(scanned)) {
-    const { kind } = scanned.failure
-    return Effect.fail(kind === "too-deep" ? JsonDepth.tooDeep() : kind === "not-object" ? notObject(bytes) : Issues.notJson(bytes))
-  }
-  const fields = scanned.success
-  let parsed: Record<string, unknown> | undefined
-  const json = (): Record<string, unknown> => parsed ??= JSON.parse(JsonScan.decode(bytes)) as Record<string, unknown>
-  if (eager) {
-    try {
-      json()
-    } catch {
-      return Effect.fail(Issues.notJson(bytes))
-    }
-  }
+  } })
+  if (Result.isFailure(scanned)) return Effect.fail(scanned.failure)
+  const { fields, json } = scanned.success
   const model = fieldValue(bytes, fields, "model")
   if (model === undefined) return Effect.fail(Issues.invalid("model", "'model' is required"))
   if (!Predicate.isString(model) || model.length === 0) {
