@@ -39,8 +39,13 @@ export interface Events {
 const LF = 10
 const CR = 13
 
-/** Whether a chunk ends with a blank line: `\n\n`, `\r\n\r\n` or `\r\r`. */
-const endsWithBlankLine = (chunk: Uint8Array): boolean => {
+/**
+ * Whether a chunk ends with a blank line: `\n\n`, `\r\n\r\n` or `\r\r` (so it
+ * holds only whole events, given that the chunk before it ended one).
+ *
+ * @category splitting
+ */
+export const endsWithBlankLine = (chunk: Uint8Array): boolean => {
   const length = chunk.length
   if (length < 2) return false
   const last = chunk[length - 1]

@@ -30,7 +30,7 @@
  *
  * @since 0.1.0
  */
-import { GatewayError } from "@modelgate/core"
+import { GatewayError, SseChunks } from "@modelgate/core"
 import type { BodyFlow, ResponseBody, TransportError } from "./Transport.ts"
 
 /** How a relay ended. @category models */
@@ -82,16 +82,6 @@ const asGatewayError = (error: unknown): GatewayError.GatewayError =>
 const LF = 10
 const CR = 13
 
-/** Whether a chunk ends with a blank line: `\n\n`, `\r\n\r\n` or `\r\r`. */
-const endsWithBlankLine = (chunk: Uint8Array): boolean => {
-  const length = chunk.length
-  if (length < 2) return false
-  const last = chunk[length - 1]
-  const before = chunk[length - 2]
-  return (last === LF && before === LF) || (last === CR && before === CR) ||
-    (last === LF && before === CR && length >= 4 && chunk[length - 3] === LF && chunk[length - 4] === CR)
-}
-
 /**
  * The size of the server-sent event being received, followed across chunks
  * on the raw bytes: an event ends at a blank line (a line end right after
@@ -121,7 +111,7 @@ export class EventBound {
     const length = chunk.length
     // The usual chunk: whole events, ending with a blank line, less than the bound with what came before
     // it. No event in it can be too large, and the next one starts afresh: nothing to scan.
-    if (this.size + length <= this.max && endsWithBlankLine(chunk)) {
+    if (this.size + length <= this.max && SseChunks.endsWithBlankLine(chunk)) {
       this.size = 0
       this.line = 0
       this.afterCR = chunk[length - 1] === CR
