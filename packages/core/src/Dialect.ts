@@ -22,6 +22,7 @@ import type { Channel, Dialect, Model } from "./Domain.ts"
 import { echo, type GatewayError, type InvalidRequest, type UnsupportedFeature, UpstreamUnavailable } from "./GatewayError.ts"
 import type { BodyEdit } from "./Params.ts"
 import type { Snapshot } from "./RateLimiter.ts"
+import * as Sse from "./Sse.ts"
 import type * as SseChunks from "./SseChunks.ts"
 
 /**
@@ -346,6 +347,48 @@ export const brokenEvent = (channel: string): UpstreamUnavailable =>
 /** A 200 stream that ended without an answer (no event, or only the end marker). @category failures */
 export const emptyStream = (channel: string): UpstreamUnavailable =>
   new UpstreamUnavailable({ message: `The upstream '${channel}' ended its stream without an answer.` })
+
+/** The first event of a stream's opening and its data, a JSON object (`firstEvent`). @category streams */
+export interface OpeningEvent {
+  readonly event: Sse.Event
+  readonly json: Record<string, unknown>
+}
+
+/** Whether `firstEvent` found the event, rather than what the opening already is. @category streams */
+export const isOpeningEvent = (first: OpeningEvent | Opening): first is OpeningEvent =>
+  typeof first === "object" && "json" in first
+
+/**
+ * The first event of a 200 stream's opening, with its data parsed as a JSON
+ * object, for a dialect's `opening` to judge; or what the opening already
+ * is: `"incomplete"` before a whole event, the upstream failing when the
+ * stream ended without one, when the data is not JSON, or when it is not an
+ * object (`what` names what it should be: "a chat completion chunk").
+ * `endMarker` is the data that ends a stream (OpenAI's `[DONE]`): as the
+ * first event, an empty stream.
+ *
+ * @category streams
+ */
+export const firstEvent = (
+  text: string,
+  ended: boolean,
+  channel: string,
+  what: string,
+  endMarker?: string
+): OpeningEvent | Opening => {
+  const parser = new Sse.Parser()
+  const event = parser.push(text)[0] ?? (ended ? parser.end()[0] : undefined)
+  if (event === undefined) return ended ? emptyStream(channel) : "incomplete"
+  if (event.data === endMarker) return emptyStream(channel)
+  let json: unknown
+  try {
+    json = JSON.parse(event.data)
+  } catch {
+    return brokenEvent(channel)
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return answeredOther(channel, what)
+  return { event, json: json as Record<string, unknown> }
+}
 
 /**
  * A model an upstream lists (`UpstreamDialect.listModels`), with what the

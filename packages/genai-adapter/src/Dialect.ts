@@ -410,16 +410,9 @@ const notAnAnswer = (json: unknown, channel: string): GatewayError.UpstreamUnava
  * not JSON, or no event at all before the end is the upstream failing.
  */
 const opening = (text: string, ended: boolean, channel: string): Core.Opening => {
-  const parser = new Sse.Parser()
-  const first = parser.push(text)[0] ?? (ended ? parser.end()[0] : undefined)
-  if (first === undefined) return ended ? Core.emptyStream(channel) : "incomplete"
-  let json: unknown
-  try {
-    json = JSON.parse(first.data)
-  } catch {
-    return Core.brokenEvent(channel)
-  }
-  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a Gemini answer")
+  const first = Core.firstEvent(text, ended, channel, "a Gemini answer")
+  if (!Core.isOpeningEvent(first)) return first
+  const json = first.json
   if (json.error !== undefined && json.error !== null) return Core.answeredError(channel, errorMessageOf(json))
   return "answer"
 }

@@ -372,17 +372,9 @@ const notAnAnswer = (json: unknown, channel: string): GatewayError.UpstreamUnava
  * JSON, or no event at all before the end is the upstream failing.
  */
 const opening = (text: string, ended: boolean, channel: string): Core.Opening => {
-  const parser = new Sse.Parser()
-  const first = parser.push(text)[0] ?? (ended ? parser.end()[0] : undefined)
-  if (first === undefined) return ended ? Core.emptyStream(channel) : "incomplete"
-  if (first.data === "[DONE]") return Core.emptyStream(channel)
-  let json: unknown
-  try {
-    json = JSON.parse(first.data)
-  } catch {
-    return Core.brokenEvent(channel)
-  }
-  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a chat completion chunk")
+  const first = Core.firstEvent(text, ended, channel, "a chat completion chunk", "[DONE]")
+  if (!Core.isOpeningEvent(first)) return first
+  const json = first.json
   if (json.error !== undefined && json.error !== null) return Core.answeredError(channel, errorMessageOf(json))
   return "answer"
 }
@@ -633,16 +625,9 @@ const responsesNotAnAnswer = (json: unknown, channel: string): GatewayError.Upst
  * is not JSON, or no event at all before the end, is the upstream failing.
  */
 const responsesOpening = (text: string, ended: boolean, channel: string): Core.Opening => {
-  const parser = new Sse.Parser()
-  const first = parser.push(text)[0] ?? (ended ? parser.end()[0] : undefined)
-  if (first === undefined) return ended ? Core.emptyStream(channel) : "incomplete"
-  let json: unknown
-  try {
-    json = JSON.parse(first.data)
-  } catch {
-    return Core.brokenEvent(channel)
-  }
-  if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a Responses API stream event")
+  const opened = Core.firstEvent(text, ended, channel, "a Responses API stream event")
+  if (!Core.isOpeningEvent(opened)) return opened
+  const { event: first, json } = opened
   const error = json.error !== undefined && json.error !== null
   if (first.event === "error" || json.type === "error" || json.type === "response.failed" || error) {
     return Core.answeredError(channel, responsesErrorMessage(json))
