@@ -9,11 +9,11 @@
  *
  * @since 0.1.0
  */
-import { build } from "rolldown"
 import { chmodSync } from "node:fs"
 import { resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
+import { build } from "rolldown"
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 const { values } = parseArgs({ options: { out: { type: "string" } } })

@@ -19,7 +19,14 @@ import { Reports } from "@modelgate/store/Reports"
 import { Sessions } from "@modelgate/store/Sessions"
 import type { Users } from "@modelgate/store/Users"
 import { ByteSize, Cause, Context, Effect, Layer } from "effect"
-import { HttpIncomingMessage, HttpRouter, HttpServer, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import {
+  HttpIncomingMessage,
+  HttpRouter,
+  HttpServer,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "effect/http"
 import { HttpApi, HttpApiBuilder } from "effect/http-api"
 import type { SqlClient } from "effect/sql"
 import { Api, OPENAPI_PATH } from "./Api.ts"
@@ -68,7 +75,10 @@ export const owns = (path: string): boolean => path.startsWith("/api/")
 
 /** Every (method, path template) of the contract, for telling a wrong method (405) from an unknown path (404). */
 const routeTable = (): ReadonlyArray<{ readonly method: string; readonly segments: ReadonlyArray<string> }> => {
-  const routes: Array<{ method: string; segments: ReadonlyArray<string> }> = [{ method: "GET", segments: OPENAPI_PATH.split("/") }]
+  const routes: Array<{ method: string; segments: ReadonlyArray<string> }> = [{
+    method: "GET",
+    segments: OPENAPI_PATH.split("/")
+  }]
   HttpApi.reflect(Api, {
     onGroup: () => {},
     onEndpoint: ({ endpoint }) => routes.push({ method: endpoint.method, segments: endpoint.path.split("/") })
@@ -78,7 +88,8 @@ const routeTable = (): ReadonlyArray<{ readonly method: string; readonly segment
 
 const matches = (segments: ReadonlyArray<string>, path: string): boolean => {
   const got = path.split("/")
-  return got.length === segments.length && segments.every((segment, i) => segment.startsWith(":") ? got[i]!.length > 0 : segment === got[i])
+  return got.length === segments.length &&
+    segments.every((segment, i) => segment.startsWith(":") ? got[i]!.length > 0 : segment === got[i])
 }
 
 const pathOf = (url: string): string => {
@@ -87,7 +98,8 @@ const pathOf = (url: string): string => {
   return path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path
 }
 
-const noStore = (response: HttpServerResponse.HttpServerResponse) => HttpServerResponse.setHeader(response, "cache-control", "no-store")
+const noStore = (response: HttpServerResponse.HttpServerResponse) =>
+  HttpServerResponse.setHeader(response, "cache-control", "no-store")
 
 /**
  * The served API.
@@ -96,7 +108,9 @@ const noStore = (response: HttpServerResponse.HttpServerResponse) => HttpServerR
  */
 export class AdminApi extends Context.Service<AdminApi, {
   /** Answers one request under `/api/`; never fails. */
-  readonly handle: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+  readonly handle: (
+    request: HttpServerRequest.HttpServerRequest
+  ) => Effect.Effect<HttpServerResponse.HttpServerResponse>
 }>()("modelgate/admin-api/AdminApi") {
   /**
    * The API over its host's services, with its own sessions (in SQL, lasting
@@ -115,7 +129,15 @@ export class AdminApi extends Context.Service<AdminApi, {
       Effect.gen(function*() {
         const context = yield* Effect.context<Requirements | Sessions | Reports | LoginLimiter>()
         const routes = HttpApiBuilder.layer(Api, { openapiPath: OPENAPI_PATH }).pipe(
-          Layer.provide([Session.layer, Account.layer, Keys_.layer, Usage.layer, Users_.layer, Catalog_.layer, Codes.layer]),
+          Layer.provide([
+            Session.layer,
+            Account.layer,
+            Keys_.layer,
+            Usage.layer,
+            Users_.layer,
+            Catalog_.layer,
+            Codes.layer
+          ]),
           Layer.provide(Middleware.layer),
           Layer.provide(HttpServer.layerServices),
           Layer.provide(Layer.succeedContext(context))
@@ -125,13 +147,23 @@ export class AdminApi extends Context.Service<AdminApi, {
 
         const refusal = (request: HttpServerRequest.HttpServerRequest, cause: Cause.Cause<unknown>) => {
           for (const reason of cause.reasons) {
-            const error = Cause.isFailReason(reason) ? reason.error : Cause.isDieReason(reason) ? reason.defect : undefined
+            const error = Cause.isFailReason(reason)
+              ? reason.error
+              : Cause.isDieReason(reason)
+              ? reason.defect
+              : undefined
             if (error instanceof ApiError.ApiError) return Effect.succeed(error)
             if (HttpServerError.isHttpServerError(error)) {
               if (error.reason._tag === "RouteNotFound") {
                 const path = pathOf(request.url)
-                const allow = [...new Set(table.filter((route) => matches(route.segments, path)).map((route) => route.method))]
-                return Effect.succeed(allow.length === 0 ? ApiError.noRoute(request.method, path) : ApiError.methodNotAllowed(request.method, path, allow))
+                const allow = [
+                  ...new Set(table.filter((route) => matches(route.segments, path)).map((route) => route.method))
+                ]
+                return Effect.succeed(
+                  allow.length === 0
+                    ? ApiError.noRoute(request.method, path)
+                    : ApiError.methodNotAllowed(request.method, path, allow)
+                )
               }
               if (error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge") {
                 return Effect.succeed(ApiError.tooLarge(MAX_BODY_BYTES))

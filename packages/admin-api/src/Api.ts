@@ -24,7 +24,15 @@
  */
 import type { Domain } from "@modelgate/core"
 import { Context, Schema } from "effect"
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "effect/http-api"
+import {
+  HttpApi,
+  HttpApiEndpoint,
+  HttpApiGroup,
+  HttpApiMiddleware,
+  HttpApiSchema,
+  HttpApiSecurity,
+  OpenApi
+} from "effect/http-api"
 import * as ApiError from "./ApiError.ts"
 import * as C from "./Contract.ts"
 
@@ -106,18 +114,22 @@ export class Csrf extends HttpApiMiddleware.Service<Csrf, { requires: Principal 
  *
  * @category middleware
  */
-export class SessionOnly extends HttpApiMiddleware.Service<SessionOnly, { requires: Principal }>()("modelgate/admin-api/SessionOnly", {
-  error: ApiError.responses
-}) {}
+export class SessionOnly
+  extends HttpApiMiddleware.Service<SessionOnly, { requires: Principal }>()("modelgate/admin-api/SessionOnly", {
+    error: ApiError.responses
+  })
+{}
 
 /**
  * Administrators only (403 `admin_only`).
  *
  * @category middleware
  */
-export class AdminOnly extends HttpApiMiddleware.Service<AdminOnly, { requires: Principal }>()("modelgate/admin-api/AdminOnly", {
-  error: ApiError.responses
-}) {}
+export class AdminOnly
+  extends HttpApiMiddleware.Service<AdminOnly, { requires: Principal }>()("modelgate/admin-api/AdminOnly", {
+    error: ApiError.responses
+  })
+{}
 
 /**
  * Every request: a body is JSON (415 otherwise), and one the contract cannot
@@ -143,13 +155,19 @@ const describe = (description: string) => OpenApi.annotations({ description })
 export class SessionGroup extends HttpApiGroup.make("session")
   .add(
     HttpApiEndpoint.post("login", "/api/auth/login", { payload: C.LoginRequest, success: C.SessionInfo })
-      .annotateMerge(describe("Sign in with user name and password; sets the mg_session cookie. JSON only (login CSRF).")),
+      .annotateMerge(
+        describe("Sign in with user name and password; sets the mg_session cookie. JSON only (login CSRF).")
+      ),
     HttpApiEndpoint.post("logout", "/api/auth/logout", { success: C.Ok })
-      .annotateMerge(describe("Sign out: ends the session and clears the cookie (needs the CSRF token while a session is live)."))
+      .annotateMerge(
+        describe("Sign out: ends the session and clears the cookie (needs the CSRF token while a session is live).")
+      )
   )
   .add(
     HttpApiEndpoint.get("session", "/api/auth/session", { success: C.SessionInfo })
-      .annotateMerge(describe("The current session (csrfToken is null for API keys).")).middleware(Csrf).middleware(Authentication),
+      .annotateMerge(describe("The current session (csrfToken is null for API keys).")).middleware(Csrf).middleware(
+        Authentication
+      ),
     HttpApiEndpoint.post("changePassword", "/api/auth/password", { payload: C.ChangePasswordRequest, success: C.Ok })
       .annotateMerge(describe("Change one's own password; ends one's other sessions."))
       .middleware(SessionOnly).middleware(Csrf).middleware(Authentication)
@@ -160,7 +178,11 @@ export class SessionGroup extends HttpApiGroup.make("session")
 export class AccountGroup extends HttpApiGroup.make("account")
   .add(
     HttpApiEndpoint.get("me", "/api/me", { success: C.GatewayMe })
-      .annotateMerge(describe("Who is calling, the models they may call and the balance (snake_case, as the gateway always answered).")),
+      .annotateMerge(
+        describe(
+          "Who is calling, the models they may call and the balance (snake_case, as the gateway always answered)."
+        )
+      ),
     HttpApiEndpoint.get("dashboard", "/api/dashboard", { success: C.Dashboard })
       .annotateMerge(describe("Balance, spend today and this month, and 30 days of spend per model.")),
     HttpApiEndpoint.get("models", "/api/models", { success: C.MyModels })
@@ -181,7 +203,11 @@ export class KeysGroup extends HttpApiGroup.make("keys")
       .annotateMerge(describe("One's own keys (with an API key: that key only).")),
     HttpApiEndpoint.post("create", "/api/keys", { payload: C.CreateKeyRequest, success: Created(C.CreatedKey) })
       .annotateMerge(describe("Create a key; the answer carries the secret, shown once.")).middleware(SessionOnly),
-    HttpApiEndpoint.patch("update", "/api/keys/:id", { params: IdParams, payload: C.UpdateKeyRequest, success: C.ApiKey })
+    HttpApiEndpoint.patch("update", "/api/keys/:id", {
+      params: IdParams,
+      payload: C.UpdateKeyRequest,
+      success: C.ApiKey
+    })
       .annotateMerge(describe("Rename, enable or disable, re-permission, re-cap one's key.")).middleware(SessionOnly),
     HttpApiEndpoint.delete("delete", "/api/keys/:id", { params: IdParams, success: C.Ok })
       .annotateMerge(describe("Delete one's key for good.")).middleware(SessionOnly)
@@ -189,7 +215,11 @@ export class KeysGroup extends HttpApiGroup.make("keys")
   .add(
     HttpApiEndpoint.get("userKeys", "/api/admin/users/:id/keys", { params: IdParams, success: C.KeyList })
       .annotateMerge(describe("A user's keys.")).middleware(AdminOnly),
-    HttpApiEndpoint.patch("adminUpdate", "/api/admin/keys/:id", { params: IdParams, payload: C.UpdateKeyRequest, success: C.ApiKey })
+    HttpApiEndpoint.patch("adminUpdate", "/api/admin/keys/:id", {
+      params: IdParams,
+      payload: C.UpdateKeyRequest,
+      success: C.ApiKey
+    })
       .annotateMerge(describe("An admin edits any user's key (not the key making the call).")).middleware(AdminOnly)
   )
   .middleware(Csrf)
@@ -218,10 +248,22 @@ export class UsageGroup extends HttpApiGroup.make("usage")
         "Every user's calls (the request log), with their channel, upstream model and attempts; filters add user and channel."
       )).middleware(AdminOnly),
     HttpApiEndpoint.get("adminCsv", "/api/admin/usage.csv", { query: C.AdminUsageQuery, success: Csv })
-      .annotateMerge(describe("Every user's calls as CSV, with channel, upstream model and attempts (same filters; at most 100 000 rows).")).middleware(AdminOnly),
-    HttpApiEndpoint.get("userUsage", "/api/admin/users/:id/usage", { params: IdParams, query: C.UsageQuery, success: C.UsagePage })
+      .annotateMerge(
+        describe(
+          "Every user's calls as CSV, with channel, upstream model and attempts (same filters; at most 100 000 rows)."
+        )
+      ).middleware(AdminOnly),
+    HttpApiEndpoint.get("userUsage", "/api/admin/users/:id/usage", {
+      params: IdParams,
+      query: C.UsageQuery,
+      success: C.UsagePage
+    })
       .annotateMerge(describe("A user's usage records.")).middleware(AdminOnly),
-    HttpApiEndpoint.get("userLedger", "/api/admin/users/:id/ledger", { params: IdParams, query: C.PageQuery, success: C.LedgerPage })
+    HttpApiEndpoint.get("userLedger", "/api/admin/users/:id/ledger", {
+      params: IdParams,
+      query: C.PageQuery,
+      success: C.LedgerPage
+    })
       .annotateMerge(describe("A user's ledger.")).middleware(AdminOnly)
   )
   .middleware(Csrf)
@@ -237,11 +279,21 @@ export class UsersGroup extends HttpApiGroup.make("users")
       .annotateMerge(describe("Create a user.")),
     HttpApiEndpoint.get("get", "/api/admin/users/:id", { params: IdParams, success: C.AdminUser })
       .annotateMerge(describe("One user.")),
-    HttpApiEndpoint.patch("update", "/api/admin/users/:id", { params: IdParams, payload: C.UpdateUserRequest, success: C.AdminUser })
+    HttpApiEndpoint.patch("update", "/api/admin/users/:id", {
+      params: IdParams,
+      payload: C.UpdateUserRequest,
+      success: C.AdminUser
+    })
       .annotateMerge(describe("Change a user's role, groups, limits or password; enable or disable them.")),
     HttpApiEndpoint.delete("delete", "/api/admin/users/:id", { params: IdParams, success: C.Ok })
-      .annotateMerge(describe("Delete a user: their keys are revoked, their ledger and usage stay under an anonymised name.")),
-    HttpApiEndpoint.post("adjust", "/api/admin/users/:id/adjust", { params: IdParams, payload: C.AdjustBalanceRequest, success: C.BalanceResult })
+      .annotateMerge(
+        describe("Delete a user: their keys are revoked, their ledger and usage stay under an anonymised name.")
+      ),
+    HttpApiEndpoint.post("adjust", "/api/admin/users/:id/adjust", {
+      params: IdParams,
+      payload: C.AdjustBalanceRequest,
+      success: C.BalanceResult
+    })
       .annotateMerge(describe("Credit or debit a user's balance, with a reason in the ledger."))
   )
   .middleware(AdminOnly)
@@ -252,8 +304,13 @@ export class UsersGroup extends HttpApiGroup.make("users")
 /** Groups, channels, models and prices, aliases (administrators only). @category groups */
 export class CatalogGroup extends HttpApiGroup.make("catalog")
   .add(
-    HttpApiEndpoint.get("listGroups", "/api/admin/groups", { success: C.GroupList }).annotateMerge(describe("All groups.")),
-    HttpApiEndpoint.post("createGroup", "/api/admin/groups", { payload: C.CreateGroupRequest, success: Created(C.AdminGroup) })
+    HttpApiEndpoint.get("listGroups", "/api/admin/groups", { success: C.GroupList }).annotateMerge(
+      describe("All groups.")
+    ),
+    HttpApiEndpoint.post("createGroup", "/api/admin/groups", {
+      payload: C.CreateGroupRequest,
+      success: Created(C.AdminGroup)
+    })
       .annotateMerge(describe("Create a group.")),
     HttpApiEndpoint.patch("updateGroup", "/api/admin/groups/:name", {
       params: { name: Schema.String },
@@ -264,20 +321,38 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
       .annotateMerge(describe("Delete a group no key uses.")),
     HttpApiEndpoint.get("listChannels", "/api/admin/channels", { success: C.ChannelList })
       .annotateMerge(describe("All channels (upstream keys never included).")),
-    HttpApiEndpoint.post("createChannel", "/api/admin/channels", { payload: C.CreateChannelRequest, success: Created(C.AdminChannel) })
+    HttpApiEndpoint.post("createChannel", "/api/admin/channels", {
+      payload: C.CreateChannelRequest,
+      success: Created(C.AdminChannel)
+    })
       .annotateMerge(describe("Create a channel.")),
     HttpApiEndpoint.get("getChannel", "/api/admin/channels/:id", { params: IdParams, success: C.AdminChannel })
       .annotateMerge(describe("One channel.")),
-    HttpApiEndpoint.patch("updateChannel", "/api/admin/channels/:id", { params: IdParams, payload: C.UpdateChannelRequest, success: C.AdminChannel })
+    HttpApiEndpoint.patch("updateChannel", "/api/admin/channels/:id", {
+      params: IdParams,
+      payload: C.UpdateChannelRequest,
+      success: C.AdminChannel
+    })
       .annotateMerge(describe("Change a channel.")),
     HttpApiEndpoint.delete("deleteChannel", "/api/admin/channels/:id", { params: IdParams, success: C.Ok })
       .annotateMerge(describe("Delete a channel.")),
-    HttpApiEndpoint.post("testChannel", "/api/admin/channels/:id/test", { params: IdParams, payload: C.TestChannelRequest, success: C.TestChannelResult })
+    HttpApiEndpoint.post("testChannel", "/api/admin/channels/:id/test", {
+      params: IdParams,
+      payload: C.TestChannelRequest,
+      success: C.TestChannelResult
+    })
       .annotateMerge(describe(
         "Send one real request through each of a channel's keys, report latency or the upstream's error, and update each key's health with the outcome."
       )),
-    HttpApiEndpoint.post("fetchModels", "/api/admin/channels/models", { payload: C.FetchModelsRequest, success: C.FetchedModels })
-      .annotateMerge(describe("The upstream's own model list, for a saved channel (channelId) or one being made (type, baseUrl, apiKey).")),
+    HttpApiEndpoint.post("fetchModels", "/api/admin/channels/models", {
+      payload: C.FetchModelsRequest,
+      success: C.FetchedModels
+    })
+      .annotateMerge(
+        describe(
+          "The upstream's own model list, for a saved channel (channelId) or one being made (type, baseUrl, apiKey)."
+        )
+      ),
     HttpApiEndpoint.post("resetChannel", "/api/admin/channels/:id/reset", { params: IdParams, success: C.AdminChannel })
       .annotateMerge(describe("Close the channel's circuit breakers and re-enable its disabled keys."))
   )
@@ -285,7 +360,9 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
     HttpApiEndpoint.get("listModels", "/api/admin/models", { success: C.ModelList })
       .annotateMerge(describe("All models with list prices, and the channel models that have no price yet.")),
     HttpApiEndpoint.get("pricePresets", "/api/admin/models/presets", { success: C.PricePresets })
-      .annotateMerge(describe("The price table of well-known models that ships with modelgate (with its sources and date).")),
+      .annotateMerge(
+        describe("The price table of well-known models that ships with modelgate (with its sources and date).")
+      ),
     HttpApiEndpoint.post("upsertModel", "/api/admin/models", { payload: C.UpsertModelRequest, success: C.AdminModel })
       .annotateMerge(describe("Create or replace a model and its prices.")),
     HttpApiEndpoint.delete("deleteModel", "/api/admin/models/:id", { params: IdParams, success: C.Ok })
@@ -305,7 +382,10 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
 /** Redemption codes (administrators only). @category groups */
 export class CodesGroup extends HttpApiGroup.make("codes")
   .add(
-    HttpApiEndpoint.post("generate", "/api/admin/codes", { payload: C.GenerateCodesRequest, success: Created(C.GeneratedCodes) })
+    HttpApiEndpoint.post("generate", "/api/admin/codes", {
+      payload: C.GenerateCodesRequest,
+      success: Created(C.GeneratedCodes)
+    })
       .annotateMerge(describe("Generate a batch of redemption codes (returned in full only here).")),
     HttpApiEndpoint.get("list", "/api/admin/codes", { query: C.CodesQuery, success: C.CodePage })
       .annotateMerge(describe("Codes, newest first.")),

@@ -38,7 +38,9 @@ export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
 const MAX_MESSAGE = 1_000
 
 const capped = (message: string): string =>
-  message.length <= MAX_MESSAGE ? message : `${message.slice(0, MAX_MESSAGE)}… (message cut at ${MAX_MESSAGE} characters)`
+  message.length <= MAX_MESSAGE
+    ? message
+    : `${message.slice(0, MAX_MESSAGE)}… (message cut at ${MAX_MESSAGE} characters)`
 
 const make = (status: number, type: string, code: string, message: string, param: string | null = null) =>
   new ApiError({ status, type, code, message: capped(message), param })
@@ -48,8 +50,9 @@ export const invalid = (message: string, param: string | null = null, code = "in
   make(400, "invalid_request_error", code, message, param)
 
 /** 401: not signed in (or the session ended). @category constructors */
-export const unauthenticated = (message = "Sign in first: send the mg_session cookie from POST /api/auth/login, or 'Authorization: Bearer <API key>'.") =>
-  make(401, "authentication_error", "unauthenticated", message)
+export const unauthenticated = (
+  message = "Sign in first: send the mg_session cookie from POST /api/auth/login, or 'Authorization: Bearer <API key>'."
+) => make(401, "authentication_error", "unauthenticated", message)
 
 /** 401: the API key is unknown, disabled or expired. @category constructors */
 export const invalidApiKey = (message: string) => make(401, "authentication_error", "invalid_api_key", message)
@@ -62,18 +65,33 @@ export const notFound = (message: string) => make(404, "not_found_error", "not_f
 
 /** 404 for a path the API does not have. @category constructors */
 export const noRoute = (method: string, path: string) =>
-  make(404, "not_found_error", "unknown_endpoint", `No endpoint ${method} ${path}. See the management API reference (docs/api.md) or GET /api/openapi.json.`)
+  make(
+    404,
+    "not_found_error",
+    "unknown_endpoint",
+    `No endpoint ${method} ${path}. See the management API reference (docs/api.md) or GET /api/openapi.json.`
+  )
 
 /** 405 for a known path with another method. @category constructors */
 export const methodNotAllowed = (method: string, path: string, allow: ReadonlyArray<string>) =>
-  make(405, "invalid_request_error", "method_not_allowed", `${method} is not allowed on ${path}; use ${allow.join(" or ")}.`)
+  make(
+    405,
+    "invalid_request_error",
+    "method_not_allowed",
+    `${method} is not allowed on ${path}; use ${allow.join(" or ")}.`
+  )
 
 /** 409: it would collide with an existing record. @category constructors */
 export const conflict = (message: string) => make(409, "conflict_error", "conflict", message)
 
 /** 413: the body is larger than the API reads. @category constructors */
 export const tooLarge = (limitBytes: number) =>
-  make(413, "invalid_request_error", "request_too_large", `The request body is larger than this API accepts (${limitBytes} bytes).`)
+  make(
+    413,
+    "invalid_request_error",
+    "request_too_large",
+    `The request body is larger than this API accepts (${limitBytes} bytes).`
+  )
 
 /** 415: a body that is not JSON. @category constructors */
 export const unsupportedMediaType = (contentType: string) =>
@@ -216,9 +234,12 @@ export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
  *
  * @category formatting
  */
-export const fieldIssues = (issue: SchemaIssue.Issue): ReadonlyArray<{ readonly path: string; readonly message: string }> =>
+export const fieldIssues = (
+  issue: SchemaIssue.Issue
+): ReadonlyArray<{ readonly path: string; readonly message: string }> =>
   formatter(issue).issues.map((item) => ({
-    path: formatPath((item.path ?? []).map((p) => (typeof p === "object" && p !== null ? p.key : p) as PropertyKey)).slice(0, 200),
+    path: formatPath((item.path ?? []).map((p) => (typeof p === "object" && p !== null ? p.key : p) as PropertyKey))
+      .slice(0, 200),
     message: clipQuoted(item.message)
   }))
 
@@ -271,7 +292,9 @@ export const toResponse = (error: ApiError): HttpServerResponse.HttpServerRespon
 export const fromUnknown = (error: unknown): Effect.Effect<ApiError> => {
   if (error instanceof ApiError) return Effect.succeed(error)
   const tag = typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : ""
-  const message = typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
+  const message = typeof error === "object" && error !== null && "message" in error
+    ? String(error.message)
+    : String(error)
   switch (tag) {
     case "InvalidInput": {
       const path = (error as { path?: string }).path ?? null
@@ -282,7 +305,13 @@ export const fromUnknown = (error: unknown): Effect.Effect<ApiError> => {
     case "ResourceNotFound":
       return Effect.succeed(notFound(message))
     case "RedemptionFailed":
-      return Effect.succeed(invalid(message, "code", (error as { reason?: string }).reason === "already-redeemed" ? "code_already_redeemed" : "code_unknown"))
+      return Effect.succeed(
+        invalid(
+          message,
+          "code",
+          (error as { reason?: string }).reason === "already-redeemed" ? "code_already_redeemed" : "code_unknown"
+        )
+      )
     case "InsufficientBalance":
       return Effect.succeed(invalid(message, "amount", "insufficient_balance"))
     case "Forbidden":

@@ -936,7 +936,8 @@ const TokenLimit = Schema.Int.check(Schema.isGreaterThan(0, { message: "Must be 
  *
  * @category admin
  */
-export const modelDefaults: { readonly inputTokenLimit: number; readonly outputTokenLimit: number } = Domain.modelDefaults
+export const modelDefaults: { readonly inputTokenLimit: number; readonly outputTokenLimit: number } =
+  Domain.modelDefaults
 
 /** `POST /api/admin/models` (creates or replaces by id). @category admin */
 export const UpsertModelRequest = Schema.Struct({

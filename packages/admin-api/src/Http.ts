@@ -31,14 +31,23 @@ export const clientAddress = (request: HttpServerRequest, trusted: TrustedProxie
  *
  * @category cookies
  */
-export const sessionCookie = (request: HttpServerRequest, trusted: TrustedProxies.TrustedProxies, token: string, maxAgeSeconds: number): string =>
-  `${COOKIE}=${token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${isHttps(request, trusted) ? "; Secure" : ""}`
+export const sessionCookie = (
+  request: HttpServerRequest,
+  trusted: TrustedProxies.TrustedProxies,
+  token: string,
+  maxAgeSeconds: number
+): string =>
+  `${COOKIE}=${token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${
+    isHttps(request, trusted) ? "; Secure" : ""
+  }`
 
 /** The gateway's address as clients reach it (see `AdminApiConfig.publicUrl`). @category requests */
 export const publicBaseUrl = (request: HttpServerRequest, config: typeof AdminApiConfig.Service): string => {
   if (config.publicUrl !== undefined && config.publicUrl.length > 0) return config.publicUrl.replace(/\/+$/, "")
   const proto = isHttps(request, config.trustedProxies) ? "https" : "http"
-  const forwardedHost = config.trustedProxies.contains(peerOf(request)) ? request.headers["x-forwarded-host"] : undefined
+  const forwardedHost = config.trustedProxies.contains(peerOf(request))
+    ? request.headers["x-forwarded-host"]
+    : undefined
   const host = (forwardedHost ?? request.headers["host"] ?? "localhost").split(",")[0]!.trim()
   return `${proto}://${host}`
 }

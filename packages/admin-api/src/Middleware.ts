@@ -11,7 +11,17 @@ import { Users } from "@modelgate/store/Users"
 import { Effect, Layer, Redacted } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiError } from "effect/http-api"
-import { AdminOnly, Authentication, COOKIE, Csrf, CSRF_HEADER, Principal, type PrincipalShape, Requests, SessionOnly } from "./Api.ts"
+import {
+  AdminOnly,
+  Authentication,
+  COOKIE,
+  Csrf,
+  CSRF_HEADER,
+  Principal,
+  type PrincipalShape,
+  Requests,
+  SessionOnly
+} from "./Api.ts"
 import * as ApiError from "./ApiError.ts"
 import { safeEqual } from "./Http.ts"
 
@@ -129,7 +139,9 @@ export const sessionOnlyLayer = Layer.succeed(SessionOnly)((httpEffect) =>
 export const adminOnlyLayer = Layer.succeed(AdminOnly)((httpEffect) =>
   Effect.gen(function*() {
     const principal = yield* Principal
-    if (principal.role !== "admin") return yield* ApiError.forbidden("This endpoint is for administrators only.", "admin_only")
+    if (principal.role !== "admin") {
+      return yield* ApiError.forbidden("This endpoint is for administrators only.", "admin_only")
+    }
     return yield* httpEffect
   })
 )
@@ -170,10 +182,15 @@ export const requestsLayer = Layer.succeed(Requests)((httpEffect) =>
       if (!HttpApiError.HttpApiSchemaError.is(error)) return Effect.fail(error as never)
       const part = parts[error.kind]
       if (part === undefined) {
-        return Effect.andThen(Effect.logError("admin-api answer does not match its schema", error.cause), Effect.fail(ApiError.internal()))
+        return Effect.andThen(
+          Effect.logError("admin-api answer does not match its schema", error.cause),
+          Effect.fail(ApiError.internal())
+        )
       }
       const issue = error.cause.issue
-      if (part === "body" && issue._tag === "InvalidValue" && /valid JSON/.test(String(issue.annotations?.message ?? ""))) {
+      if (
+        part === "body" && issue._tag === "InvalidValue" && /valid JSON/.test(String(issue.annotations?.message ?? ""))
+      ) {
         return Effect.fail(ApiError.invalid("The request body is not valid JSON.", null, "invalid_json"))
       }
       return Effect.fail(ApiError.fromSchemaIssue(issue, part))

@@ -187,7 +187,11 @@ export const clientAddress = (trusted: TrustedProxies, peer: string, forwardedFo
  *
  * @category resolving
  */
-export const forwardedHttps = (trusted: TrustedProxies, peer: string, forwardedProto: string | undefined): boolean | undefined => {
+export const forwardedHttps = (
+  trusted: TrustedProxies,
+  peer: string,
+  forwardedProto: string | undefined
+): boolean | undefined => {
   if (forwardedProto === undefined || !trusted.contains(peer)) return undefined
   const first = forwardedProto.split(",")[0]!.trim().toLowerCase()
   return first === "" ? undefined : first === "https"

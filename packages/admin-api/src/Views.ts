@@ -6,11 +6,11 @@
  * @since 0.1.0
  */
 import { ChannelHealth, Domain, Money, Pricing } from "@modelgate/core"
-import { Schema } from "effect"
 import type { ChannelRecord, GroupRecord, ModelRecord } from "@modelgate/store/CatalogRepo"
 import type { KeyRecord } from "@modelgate/store/Keys"
 import type { CodeRow, LedgerRow, UsageRow, UserStats } from "@modelgate/store/Reports"
 import type { User } from "@modelgate/store/Users"
+import { Schema } from "effect"
 import type * as C from "./Contract.ts"
 
 const usdOrNull = (nanos: bigint | null): string | null => nanos === null ? null : Money.formatUsd(nanos)
@@ -19,7 +19,12 @@ const usdOrNull = (nanos: bigint | null): string | null => nanos === null ? null
 export const ratio = (micros: bigint): string => Money.formatScaled(micros, 6)
 
 /** The signed-in user. @category users */
-export const me = (user: User): C.Me => ({ id: user.id, name: user.name, role: user.role, balance: Money.formatUsd(user.balanceNanos) })
+export const me = (user: User): C.Me => ({
+  id: user.id,
+  name: user.name,
+  role: user.role,
+  balance: Money.formatUsd(user.balanceNanos)
+})
 
 /** A user as an admin sees them. @category users */
 export const adminUser = (user: User, stats: UserStats | undefined): C.AdminUser => ({
@@ -65,7 +70,8 @@ export const key = (record: KeyRecord): C.ApiKey => ({
  * @category catalog
  */
 export const prices = (model: Domain.Model, ratioMicros = 1_000_000n): C.Prices => {
-  const apply = (nanos: bigint | null) => nanos === null ? null : Money.formatUsd(Money.divCeil(nanos * ratioMicros, 1_000_000n))
+  const apply = (nanos: bigint | null) =>
+    nanos === null ? null : Money.formatUsd(Money.divCeil(nanos * ratioMicros, 1_000_000n))
   return {
     input: apply(model.inputNanosPerMillion),
     output: apply(model.outputNanosPerMillion),
@@ -83,7 +89,9 @@ export const modelInfo = (model: Domain.Model, ratioMicros: bigint): C.ModelInfo
   prices: prices(model, ratioMicros),
   inputTokenLimit: model.inputTokenLimit,
   outputTokenLimit: model.outputTokenLimit,
-  holdAtMaxOutput: Money.formatUsd(Pricing.worstCase(model, ratioMicros, { promptTokens: 0, outputTokens: model.outputTokenLimit }))
+  holdAtMaxOutput: Money.formatUsd(
+    Pricing.worstCase(model, ratioMicros, { promptTokens: 0, outputTokens: model.outputTokenLimit })
+  )
 })
 
 /** A model and its list prices. @category catalog */
@@ -118,11 +126,13 @@ export const adminGroup = ({ group, users, source }: GroupRecord): C.AdminGroup 
 const SECRET_NAME = /authorization|cookie|key|token|secret|password|signature|auth|credential|session/i
 
 /** Values that look like credentials whatever the header is called. */
-const SECRET_VALUE = /^(bearer|basic|token|digest)\s+\S|^(sk|pk|rk|key|api|ghp|gho|xox[abp]|ya29|AIza)[-_.]?[A-Za-z0-9]/i
+const SECRET_VALUE =
+  /^(bearer|basic|token|digest)\s+\S|^(sk|pk|rk|key|api|ghp|gho|xox[abp]|ya29|AIza)[-_.]?[A-Za-z0-9]/i
 
 /** A long run of letters and digits (with `-_.=+/`) that mixes both: a token, most likely. */
 const looksLikeToken = (value: string): boolean =>
-  value.length >= 20 && !/\s/.test(value) && /^[A-Za-z0-9_\-.=+/:]+$/.test(value) && /[A-Za-z]/.test(value) && /[0-9]/.test(value) &&
+  value.length >= 20 && !/\s/.test(value) && /^[A-Za-z0-9_\-.=+/:]+$/.test(value) && /[A-Za-z]/.test(value) &&
+  /[0-9]/.test(value) &&
   !/^https?:/i.test(value)
 
 /**
@@ -140,7 +150,9 @@ export const hint = (secret: string): string => `…${secret.slice(-4)}`
 
 /** Headers as the API shows them: secrets as a hint. @category channels */
 export const shownHeaders = (headers: Readonly<Record<string, string>>): Record<string, string> =>
-  Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, isSecretHeader(name, value) ? hint(value) : value]))
+  Object.fromEntries(
+    Object.entries(headers).map(([name, value]) => [name, isSecretHeader(name, value) ? hint(value) : value])
+  )
 
 /**
  * Headers as given in an edit, except that a masked value sent back
@@ -148,11 +160,16 @@ export const shownHeaders = (headers: Readonly<Record<string, string>>): Record<
  *
  * @category channels
  */
-export const mergeHeaders = (given: Readonly<Record<string, string>>, stored: Readonly<Record<string, string>>): Record<string, string> =>
-  Object.fromEntries(Object.entries(given).map(([name, value]) => {
-    const kept = stored[name]
-    return [name, kept !== undefined && isSecretHeader(name, kept) && value === hint(kept) ? kept : value]
-  }))
+export const mergeHeaders = (
+  given: Readonly<Record<string, string>>,
+  stored: Readonly<Record<string, string>>
+): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(given).map(([name, value]) => {
+      const kept = stored[name]
+      return [name, kept !== undefined && isSecretHeader(name, kept) && value === hint(kept) ? kept : value]
+    })
+  )
 
 /** Keys that no longer decrypt (the server secret changed) are counted, and reported as unusable. */
 const undecryptable = (count: number): C.ChannelHealth => ({
@@ -267,7 +284,16 @@ export const code = (row: CodeRow): C.AdminCode => ({
 })
 
 /** Spend and tokens of one model on one day. @category usage */
-export const dailyPoint = (row: { readonly day: string; readonly model: string; readonly requests: number; readonly promptTokens: number; readonly completionTokens: number; readonly costNanos: bigint }): C.DailyPoint => ({
+export const dailyPoint = (
+  row: {
+    readonly day: string
+    readonly model: string
+    readonly requests: number
+    readonly promptTokens: number
+    readonly completionTokens: number
+    readonly costNanos: bigint
+  }
+): C.DailyPoint => ({
   day: row.day,
   model: row.model,
   requests: row.requests,

@@ -5,11 +5,22 @@
  * sign-in is rate limited.
  */
 import { assert, layer } from "@effect/vitest"
-import { Effect } from "effect"
 import { Catalog } from "@modelgate/core/Catalog"
+import { Effect } from "effect"
 import { AdminApiConfig } from "../src/Config.ts"
 import * as TrustedProxies from "../src/TrustedProxies.ts"
-import { Client, HealthBoard, InvalidationLog, insertUsage, listedBy, makeUser, seedCatalog, send, signedIn, testLayer } from "./harness.ts"
+import {
+  Client,
+  HealthBoard,
+  insertUsage,
+  InvalidationLog,
+  listedBy,
+  makeUser,
+  seedCatalog,
+  send,
+  signedIn,
+  testLayer
+} from "./harness.ts"
 
 const USD = 1_000_000_000n
 
@@ -20,7 +31,10 @@ const config = (trustedProxies: ReadonlyArray<string>) => ({
   trustedProxies: TrustedProxies.unsafeMake(trustedProxies)
 })
 
-layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { excludeTestServices: true, timeout: "120 seconds" })(
+layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
+  excludeTestServices: true,
+  timeout: "120 seconds"
+})(
   "admin-api",
   (it) => {
     it.effect("seeds the catalog", () => seedCatalog)
@@ -50,7 +64,9 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const logout = yield* client.post("/api/auth/logout")
         assert.strictEqual(logout.status, 200)
         assert.match(logout.headers.get("set-cookie")!, /Max-Age=0/)
-        const after = yield* new Client().request("GET", "/api/auth/session", undefined, { cookie: `mg_session=${/mg_session=([^;]*)/.exec(cookie)![1]}` })
+        const after = yield* new Client().request("GET", "/api/auth/session", undefined, {
+          cookie: `mg_session=${/mg_session=([^;]*)/.exec(cookie)![1]}`
+        })
         assert.strictEqual(after.status, 401, "the old cookie no longer works")
       }))
 
@@ -59,9 +75,14 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const user = yield* makeUser()
         const client = new Client()
         client.address = "127.0.0.1"
-        const reply = yield* client.request("POST", "/api/auth/login", { username: user.name, password: user.password }, {
-          "x-forwarded-proto": "https"
-        })
+        const reply = yield* client.request(
+          "POST",
+          "/api/auth/login",
+          { username: user.name, password: user.password },
+          {
+            "x-forwarded-proto": "https"
+          }
+        )
         assert.strictEqual(reply.status, 200)
         assert.match(reply.headers.get("set-cookie")!, /; Secure/)
       }))
@@ -71,14 +92,20 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const user = yield* makeUser()
         const outsider = new Client()
         outsider.address = "203.0.113.50"
-        const forged = yield* outsider.request("POST", "/api/auth/login", { username: user.name, password: user.password }, {
+        const forged = yield* outsider.request("POST", "/api/auth/login", {
+          username: user.name,
+          password: user.password
+        }, {
           "x-forwarded-proto": "https"
         })
         assert.strictEqual(forged.status, 200)
         assert.notInclude(forged.headers.get("set-cookie")!, "Secure", "a client cannot claim HTTPS for itself")
         const proxied = new Client()
         proxied.address = "10.20.0.5"
-        const configured = yield* proxied.request("POST", "/api/auth/login", { username: user.name, password: user.password }, {
+        const configured = yield* proxied.request("POST", "/api/auth/login", {
+          username: user.name,
+          password: user.password
+        }, {
           "x-forwarded-proto": "https"
         }).pipe(Effect.provideService(AdminApiConfig, config(["10.20.0.0/16"])))
         assert.match(configured.headers.get("set-cookie")!, /; Secure/, "a configured proxy is believed")
@@ -92,10 +119,18 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const via = (address: string, username: string, password: string) =>
           proxy.request("POST", "/api/auth/login", { username, password }, { "x-forwarded-for": address })
         for (let i = 0; i < 5; i++) assert.strictEqual((yield* via("198.51.100.1", `nobody${i}`, "guess")).status, 401)
-        assert.strictEqual((yield* via("198.51.100.1", victim.name, victim.password)).status, 429, "the guessing client is limited")
+        assert.strictEqual(
+          (yield* via("198.51.100.1", victim.name, victim.password)).status,
+          429,
+          "the guessing client is limited"
+        )
         // A client that writes its own X-Forwarded-For gets the address the proxy saw, not the one it wrote.
         assert.strictEqual((yield* via("10.9.9.9, 198.51.100.1", victim.name, victim.password)).status, 429)
-        assert.strictEqual((yield* via("198.51.100.2", victim.name, victim.password)).status, 200, "other clients of the proxy are not")
+        assert.strictEqual(
+          (yield* via("198.51.100.2", victim.name, victim.password)).status,
+          200,
+          "other clients of the proxy are not"
+        )
       }))
 
     it.effect("ignores X-Forwarded-For from a peer it does not trust", () =>
@@ -104,19 +139,34 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const client = new Client()
         client.address = "203.0.113.60"
         for (let i = 0; i < 5; i++) {
-          const reply = yield* client.request("POST", "/api/auth/login", { username: `nobody${i}`, password: "guess" }, {
-            "x-forwarded-for": `192.0.2.${i}`
-          })
+          const reply = yield* client.request(
+            "POST",
+            "/api/auth/login",
+            { username: `nobody${i}`, password: "guess" },
+            {
+              "x-forwarded-for": `192.0.2.${i}`
+            }
+          )
           assert.strictEqual(reply.status, 401)
         }
-        const next = yield* client.request("POST", "/api/auth/login", { username: victim.name, password: victim.password }, {
+        const next = yield* client.request("POST", "/api/auth/login", {
+          username: victim.name,
+          password: victim.password
+        }, {
           "x-forwarded-for": "192.0.2.200"
         })
         assert.strictEqual(next.status, 429, "a new X-Forwarded-For each time does not reset the limit")
-        const behindConfigured = yield* client.request("POST", "/api/auth/login", { username: victim.name, password: victim.password }, {
+        const behindConfigured = yield* client.request("POST", "/api/auth/login", {
+          username: victim.name,
+          password: victim.password
+        }, {
           "x-forwarded-for": "192.0.2.201"
         }).pipe(Effect.provideService(AdminApiConfig, config(["203.0.113.0/24"])))
-        assert.strictEqual(behindConfigured.status, 200, "once the peer is a configured proxy, the forwarded address counts")
+        assert.strictEqual(
+          behindConfigured.status,
+          200,
+          "once the peer is a configured proxy, the forwarded address counts"
+        )
       }))
 
     it.effect("refuses wrong passwords with one message for unknown users and wrong passwords", () =>
@@ -145,7 +195,11 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.isTrue(retry > 0 && retry <= 60, `retry-after ${retry}`)
         const elsewhere = new Client()
         elsewhere.address = "10.1.0.2"
-        assert.strictEqual((yield* elsewhere.login(user.name, user.password)).status, 200, "the account is not locked for other addresses")
+        assert.strictEqual(
+          (yield* elsewhere.login(user.name, user.password)).status,
+          200,
+          "the account is not locked for other addresses"
+        )
       }))
 
     it.effect("guesses from rotating addresses never lock the owner out of their own address or the machine", () =>
@@ -161,10 +215,18 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
           attacker.address = `10.4.0.${i}`
           refused.push((yield* attacker.login(admin.name, "guess")).status)
         }
-        assert.deepStrictEqual([...new Set(refused)], [401, 429], "after 20 failures the account is locked for strangers")
+        assert.deepStrictEqual(
+          [...new Set(refused)],
+          [401, 429],
+          "after 20 failures the account is locked for strangers"
+        )
         const stranger = new Client()
         stranger.address = "10.5.0.1"
-        assert.strictEqual((yield* stranger.login(admin.name, admin.password)).status, 429, "new addresses are held back")
+        assert.strictEqual(
+          (yield* stranger.login(admin.name, admin.password)).status,
+          429,
+          "new addresses are held back"
+        )
         const local = new Client()
         local.address = "127.0.0.1"
         assert.strictEqual((yield* local.login(admin.name, admin.password)).status, 200, "the machine itself is not")
@@ -177,9 +239,20 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
       Effect.gen(function*() {
         const user = yield* makeUser()
         const body = JSON.stringify({ username: user.name, password: user.password })
-        for (const contentType of ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]) {
+        for (
+          const contentType of [
+            "text/plain",
+            "text/plain;charset=UTF-8",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x"
+          ]
+        ) {
           const reply = yield* send(
-            new Request("http://gateway.test/api/auth/login", { method: "POST", body, headers: { "content-type": contentType } })
+            new Request("http://gateway.test/api/auth/login", {
+              method: "POST",
+              body,
+              headers: { "content-type": contentType }
+            })
           )
           assert.strictEqual(reply.status, 415, contentType)
           assert.strictEqual(reply.body.error.code, "unsupported_media_type")
@@ -187,7 +260,11 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         }
         // A body with no content type at all (a Blob sent cross-site) is refused too.
         const untyped = yield* send(
-          new Request("http://gateway.test/api/auth/login", { method: "POST", body: new Blob([body]), headers: { "content-length": String(body.length) } })
+          new Request("http://gateway.test/api/auth/login", {
+            method: "POST",
+            body: new Blob([body]),
+            headers: { "content-length": String(body.length) }
+          })
         )
         assert.strictEqual(untyped.status, 415)
         const json = yield* new Client().login(user.name, user.password)
@@ -225,13 +302,19 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const { client, user } = yield* signedIn()
         const other = new Client()
         yield* other.login(user.name, user.password)
-        const wrong = yield* client.post("/api/auth/password", { currentPassword: "nope", newPassword: "a new password" })
+        const wrong = yield* client.post("/api/auth/password", {
+          currentPassword: "nope",
+          newPassword: "a new password"
+        })
         assert.strictEqual(wrong.status, 400)
         assert.strictEqual(wrong.body.error.param, "currentPassword")
         const short = yield* client.post("/api/auth/password", { currentPassword: user.password, newPassword: "short" })
         assert.strictEqual(short.status, 400)
         assert.strictEqual(short.body.error.param, "newPassword")
-        const changed = yield* client.post("/api/auth/password", { currentPassword: user.password, newPassword: "a new password" })
+        const changed = yield* client.post("/api/auth/password", {
+          currentPassword: user.password,
+          newPassword: "a new password"
+        })
         assert.strictEqual(changed.status, 200)
         assert.strictEqual((yield* client.get("/api/auth/session")).status, 200, "this session stays")
         assert.strictEqual((yield* other.get("/api/auth/session")).status, 401, "the other session ended")
@@ -334,7 +417,10 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         })
         assert.strictEqual(group.status, 201)
         const { client, user } = yield* signedIn()
-        assert.strictEqual((yield* admin.client.patch(`/api/admin/groups/${groupName}`, { userIds: [user.id] })).status, 200)
+        assert.strictEqual(
+          (yield* admin.client.patch(`/api/admin/groups/${groupName}`, { userIds: [user.id] })).status,
+          200
+        )
         const created = yield* client.post("/api/keys", {
           name: "limited",
           group: groupName,
@@ -394,7 +480,9 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.deepStrictEqual([updated.body.rpm, updated.body.tpm, updated.body.concurrency], [null, 50000, 3])
         assert.deepStrictEqual((yield* InvalidationLog).changes.at(-1), { topic: "users", ids: [id] })
         assert.strictEqual((yield* admin.client.get(`/api/admin/users/${id}`)).body.tpm, 50000)
-        assert.isTrue((yield* admin.client.get("/api/admin/users")).body.data.some((u: any) => u.id === id && u.concurrency === 3))
+        assert.isTrue(
+          (yield* admin.client.get("/api/admin/users")).body.data.some((u: any) => u.id === id && u.concurrency === 3)
+        )
         const bad = yield* admin.client.patch(`/api/admin/users/${id}`, { rpm: -1 })
         assert.strictEqual(bad.status, 400)
         assert.strictEqual(bad.body.error.param, "rpm")
@@ -445,7 +533,11 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual((yield* script.get("/api/usage")).status, 200)
         assert.strictEqual((yield* script.get("/api/ledger")).status, 200)
         const keys = yield* script.get("/api/keys")
-        assert.deepStrictEqual(keys.body.data.map((k: any) => k.name), ["script"], "a key sees itself, not its siblings")
+        assert.deepStrictEqual(
+          keys.body.data.map((k: any) => k.name),
+          ["script"],
+          "a key sees itself, not its siblings"
+        )
       }))
 
     it.effect("an API key can never create keys or loosen a key's limits: that needs a console session", () =>
@@ -463,7 +555,10 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual(wider.body.error.code, "session_required")
         assert.strictEqual((yield* script.delete(`/api/keys/${capped.key.id}`)).status, 403)
         assert.strictEqual((yield* script.post("/api/redeem", { code: "mgr-x" })).status, 403)
-        assert.strictEqual((yield* script.post("/api/auth/password", { currentPassword: "x", newPassword: "long enough" })).status, 403)
+        assert.strictEqual(
+          (yield* script.post("/api/auth/password", { currentPassword: "x", newPassword: "long enough" })).status,
+          403
+        )
         const after = (yield* client.get("/api/keys")).body.data.find((k: any) => k.id === capped.key.id)
         assert.strictEqual(after.quota, "5.00")
         assert.deepStrictEqual(after.models, ["gpt-test"])
@@ -481,11 +576,18 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual(self.body.error.code, "self_change")
         const ownUser = yield* script.patch(`/api/admin/users/${admin.user.id}`, { rpm: null })
         assert.strictEqual(ownUser.status, 403)
-        const ownBalance = yield* script.post(`/api/admin/users/${admin.user.id}/adjust`, { amount: "100", reason: "free money" })
+        const ownBalance = yield* script.post(`/api/admin/users/${admin.user.id}/adjust`, {
+          amount: "100",
+          reason: "free money"
+        })
         assert.strictEqual(ownBalance.status, 403)
         const other = yield* signedIn()
         const otherKey = (yield* other.client.post("/api/keys", { name: "theirs" })).body.key
-        assert.strictEqual((yield* script.patch(`/api/admin/keys/${otherKey.id}`, { rpm: 5 })).status, 200, "other keys it may change")
+        assert.strictEqual(
+          (yield* script.patch(`/api/admin/keys/${otherKey.id}`, { rpm: 5 })).status,
+          200,
+          "other keys it may change"
+        )
       }))
 
     // ---- models, connect -----------------------------------------------------
@@ -496,7 +598,14 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const mine = yield* client.get("/api/models")
         assert.deepStrictEqual(mine.body.groups.map((g: any) => g.name), ["default"])
         const gpt = mine.body.groups[0].models.find((m: any) => m.id === "gpt-test")
-        assert.deepStrictEqual(gpt.prices, { input: "2.00", output: "8.00", cachedInput: null, cacheWrite: null, perRequest: null, free: false })
+        assert.deepStrictEqual(gpt.prices, {
+          input: "2.00",
+          output: "8.00",
+          cachedInput: null,
+          cacheWrite: null,
+          perRequest: null,
+          free: false
+        })
         assert.strictEqual(gpt.outputTokenLimit, 4096)
 
         const admin = yield* signedIn({ role: "admin" })
@@ -514,7 +623,10 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
       Effect.gen(function*() {
         const { client } = yield* signedIn()
         client.address = "127.0.0.1"
-        const info = yield* client.request("GET", "/api/connect", undefined, { host: "llm.example.com", "x-forwarded-proto": "https" })
+        const info = yield* client.request("GET", "/api/connect", undefined, {
+          host: "llm.example.com",
+          "x-forwarded-proto": "https"
+        })
         assert.strictEqual(info.body.baseUrl, "https://llm.example.com")
         assert.strictEqual(info.body.openaiBaseUrl, "https://llm.example.com/v1")
         assert.strictEqual(info.body.geminiBaseUrl, "https://llm.example.com")
@@ -532,10 +644,28 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const keyB = (yield* bob.client.post("/api/keys", { name: "b" })).body.key.id
         const now = Date.now()
         for (let i = 0; i < 5; i++) {
-          yield* insertUsage({ userId: alice.user.id, keyId: keyA, model: i % 2 === 0 ? "gpt-test" : "gemini-test", costNanos: 1_500_000n, createdAt: now - i * 1000 })
+          yield* insertUsage({
+            userId: alice.user.id,
+            keyId: keyA,
+            model: i % 2 === 0 ? "gpt-test" : "gemini-test",
+            costNanos: 1_500_000n,
+            createdAt: now - i * 1000
+          })
         }
-        yield* insertUsage({ userId: alice.user.id, keyId: keyA, model: "gpt-test", costNanos: 7n * USD, createdAt: now - 40 * 86_400_000 })
-        yield* insertUsage({ userId: bob.user.id, keyId: keyB, model: "gpt-test", costNanos: 99n * USD, createdAt: now })
+        yield* insertUsage({
+          userId: alice.user.id,
+          keyId: keyA,
+          model: "gpt-test",
+          costNanos: 7n * USD,
+          createdAt: now - 40 * 86_400_000
+        })
+        yield* insertUsage({
+          userId: bob.user.id,
+          keyId: keyB,
+          model: "gpt-test",
+          costNanos: 99n * USD,
+          createdAt: now
+        })
         // A coding agent's call: cache writes, and the hosted tool its translation left out.
         yield* insertUsage({
           userId: alice.user.id,
@@ -558,7 +688,10 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual(all.body.data.length, 7)
         assert.isTrue(all.body.data.every((r: any) => r.userId === alice.user.id))
         const agent = all.body.data.find((r: any) => r.note !== null)
-        assert.deepStrictEqual([agent.cacheWriteTokens, agent.note], [20, "tools left out: web_search (cannot run on this model)"])
+        assert.deepStrictEqual([agent.cacheWriteTokens, agent.note], [
+          20,
+          "tools left out: web_search (cannot run on this model)"
+        ])
         assert.deepStrictEqual([all.body.data[0].cacheWriteTokens, all.body.data[0].note], [0, null])
         const gemini = yield* alice.client.get("/api/usage?model=gemini-test")
         assert.strictEqual(gemini.body.data.length, 3)
@@ -577,8 +710,14 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.match(csv.headers.get("content-type")!, /text\/csv/)
         const lines = csv.text.trim().split("\n")
         assert.strictEqual(lines.length, 8)
-        assert.strictEqual(lines[0], "time,request_id,user,key,model,stream,prompt_tokens,completion_tokens,cached_tokens,cost_usd,latency_ms,status,error_code,dialect,reasoning_tokens,ttfb_ms,error_message,cache_write_tokens,note")
-        assert.match(csv.text, /,0\.000000001,120,200,,[a-z]+,0,[0-9]*,,20,tools left out: web_search \(cannot run on this model\)/)
+        assert.strictEqual(
+          lines[0],
+          "time,request_id,user,key,model,stream,prompt_tokens,completion_tokens,cached_tokens,cost_usd,latency_ms,status,error_code,dialect,reasoning_tokens,ttfb_ms,error_message,cache_write_tokens,note"
+        )
+        assert.match(
+          csv.text,
+          /,0\.000000001,120,200,,[a-z]+,0,[0-9]*,,20,tools left out: web_search \(cannot run on this model\)/
+        )
         assert.notInclude(csv.text, "99.00")
 
         const daily = yield* alice.client.get("/api/usage/daily")
@@ -666,7 +805,10 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
       Effect.gen(function*() {
         const alice = yield* signedIn({ balanceNanos: 3n * USD })
         const bob = yield* signedIn()
-        const steal = yield* bob.client.post(`/api/admin/users/${alice.user.id}/adjust`, { amount: "-3", reason: "mine" })
+        const steal = yield* bob.client.post(`/api/admin/users/${alice.user.id}/adjust`, {
+          amount: "-3",
+          reason: "mine"
+        })
         assert.strictEqual(steal.status, 403)
         assert.strictEqual((yield* alice.client.get("/api/dashboard")).body.balance, "3.00")
       }))
@@ -679,7 +821,10 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         script.bearer = secret
         const users = yield* script.get("/api/admin/users")
         assert.strictEqual(users.status, 200)
-        const created = yield* script.post("/api/admin/users", { name: `scripted${Date.now()}`, password: "long password" })
+        const created = yield* script.post("/api/admin/users", {
+          name: `scripted${Date.now()}`,
+          password: "long password"
+        })
         assert.strictEqual(created.status, 201)
       }))
 
@@ -699,16 +844,26 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const id = created.body.id
         const dup = yield* admin.client.post("/api/admin/users", { name, password: "carols password" })
         assert.strictEqual(dup.status, 409)
-        const badName = yield* admin.client.post("/api/admin/users", { name: "no spaces allowed", password: "carols password" })
+        const badName = yield* admin.client.post("/api/admin/users", {
+          name: "no spaces allowed",
+          password: "carols password"
+        })
         assert.strictEqual(badName.body.error.param, "name")
-        const badGroup = yield* admin.client.post("/api/admin/users", { name: `${name}x`, password: "carols password", groups: ["nope"] })
+        const badGroup = yield* admin.client.post("/api/admin/users", {
+          name: `${name}x`,
+          password: "carols password",
+          groups: ["nope"]
+        })
         assert.strictEqual(badGroup.body.error.param, "groups[0]")
 
         const carol = new Client()
         assert.strictEqual((yield* carol.login(name, "carols password")).status, 200)
         yield* carol.post("/api/keys", { name: "c1", group: "vip" })
 
-        const adjusted = yield* admin.client.post(`/api/admin/users/${id}/adjust`, { amount: "-5.25", reason: "refund reversal" })
+        const adjusted = yield* admin.client.post(`/api/admin/users/${id}/adjust`, {
+          amount: "-5.25",
+          reason: "refund reversal"
+        })
         assert.strictEqual(adjusted.status, 200)
         assert.strictEqual(adjusted.body.balance, "14.75")
         const tooMuch = yield* admin.client.post(`/api/admin/users/${id}/adjust`, { amount: "-100", reason: "oops" })
@@ -748,7 +903,11 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
     it.effect("manages groups", () =>
       Effect.gen(function*() {
         const admin = yield* signedIn({ role: "admin" })
-        const created = yield* admin.client.post("/api/admin/groups", { name: "team-a", ratio: "0.8", limits: { rpm: 60, tpm: null, concurrency: null } })
+        const created = yield* admin.client.post("/api/admin/groups", {
+          name: "team-a",
+          ratio: "0.8",
+          limits: { rpm: 60, tpm: null, concurrency: null }
+        })
         assert.strictEqual(created.status, 201)
         assert.strictEqual(created.body.ratio, "0.8")
         assert.isFalse(created.body.selectable)
@@ -816,7 +975,11 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const wrongModel = yield* admin.client.post(`/api/admin/channels/${id}/test`, { model: "gemini-test" })
         assert.strictEqual(wrongModel.body.error.param, "model")
 
-        const moved = yield* admin.client.patch(`/api/admin/channels/${id}`, { baseUrl: "http://bad.example.test", apiKeys: ["sk-new-9999"], enabled: false })
+        const moved = yield* admin.client.patch(`/api/admin/channels/${id}`, {
+          baseUrl: "http://bad.example.test",
+          apiKeys: ["sk-new-9999"],
+          enabled: false
+        })
         assert.strictEqual(moved.body.keyCount, 1)
         assert.deepStrictEqual(moved.body.keyHints, ["…9999"])
         assert.isFalse(moved.body.enabled)
@@ -831,14 +994,38 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
 
         const badMap = yield* admin.client.patch(`/api/admin/channels/${id}`, { modelMap: { "other": "x" } })
         assert.strictEqual(badMap.body.error.param, "modelMap.other")
-        const badUrl = yield* admin.client.post("/api/admin/channels", { name: "x", type: "openai", baseUrl: "ftp://x", apiKeys: [], models: ["m"] })
+        const badUrl = yield* admin.client.post("/api/admin/channels", {
+          name: "x",
+          type: "openai",
+          baseUrl: "ftp://x",
+          apiKeys: [],
+          models: ["m"]
+        })
         assert.strictEqual(badUrl.body.error.param, "baseUrl")
-        const noModels = yield* admin.client.post("/api/admin/channels", { name: "x", type: "openai", baseUrl: "http://x", apiKeys: [], models: [] })
+        const noModels = yield* admin.client.post("/api/admin/channels", {
+          name: "x",
+          type: "openai",
+          baseUrl: "http://x",
+          apiKeys: [],
+          models: []
+        })
         assert.strictEqual(noModels.body.error.param, "models")
-        const badType = yield* admin.client.post("/api/admin/channels", { name: "x", type: "bard", baseUrl: "http://x", apiKeys: [], models: ["m"] })
+        const badType = yield* admin.client.post("/api/admin/channels", {
+          name: "x",
+          type: "bard",
+          baseUrl: "http://x",
+          apiKeys: [],
+          models: ["m"]
+        })
         assert.strictEqual(badType.body.error.param, "type")
         // An Azure channel without an api-version uses the default, as in the configuration file.
-        const azure = yield* admin.client.post("/api/admin/channels", { name: "az", type: "azure", baseUrl: "https://x.openai.azure.com", apiKeys: ["k"], models: ["m"] })
+        const azure = yield* admin.client.post("/api/admin/channels", {
+          name: "az",
+          type: "azure",
+          baseUrl: "https://x.openai.azure.com",
+          apiKeys: ["k"],
+          models: ["m"]
+        })
         assert.strictEqual(azure.status, 201)
         assert.isNull(azure.body.apiVersion)
         assert.strictEqual((yield* admin.client.delete(`/api/admin/channels/${azure.body.id}`)).status, 200)
@@ -852,7 +1039,11 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
       Effect.gen(function*() {
         const admin = yield* signedIn({ role: "admin" })
         const user = yield* signedIn()
-        const fresh = yield* admin.client.post("/api/admin/channels/models", { type: "openai", baseUrl: "http://good.example.test/v1/", apiKey: "  sk-probe-key-7777 " })
+        const fresh = yield* admin.client.post("/api/admin/channels/models", {
+          type: "openai",
+          baseUrl: "http://good.example.test/v1/",
+          apiKey: "  sk-probe-key-7777 "
+        })
         assert.strictEqual(fresh.status, 200)
         assert.deepStrictEqual(fresh.body.data.map((m: any) => [m.id, m.priced, m.preset, m.embedding]), [
           ["brand-new-model", false, false, false],
@@ -860,8 +1051,16 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
           ["gpt-test", true, false, false],
           ["text-embed-test", false, false, true]
         ])
-        assert.deepStrictEqual([fresh.body.data[0].displayName, fresh.body.data[0].inputTokenLimit, fresh.body.data[0].outputTokenLimit], ["Brand New", 32_000, null])
-        assert.strictEqual(listedBy.get("http://good.example.test/v1"), "sk-probe-key-7777", "the key given, trimmed, at the address given, without its slash")
+        assert.deepStrictEqual([
+          fresh.body.data[0].displayName,
+          fresh.body.data[0].inputTokenLimit,
+          fresh.body.data[0].outputTokenLimit
+        ], ["Brand New", 32_000, null])
+        assert.strictEqual(
+          listedBy.get("http://good.example.test/v1"),
+          "sk-probe-key-7777",
+          "the key given, trimmed, at the address given, without its slash"
+        )
 
         // A saved channel lists with its own key; a new address in the edit form replaces its address only.
         const saved = yield* admin.client.post("/api/admin/channels", {
@@ -872,18 +1071,46 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
           models: ["gpt-test"]
         })
         const refused = yield* admin.client.post("/api/admin/channels/models", { channelId: saved.body.id })
-        assert.deepStrictEqual([refused.status, refused.body.error.code, refused.body.error.type], [502, "upstream_error", "upstream_error"])
+        assert.deepStrictEqual([refused.status, refused.body.error.code, refused.body.error.type], [
+          502,
+          "upstream_error",
+          "upstream_error"
+        ])
         assert.include(refused.body.error.message, "The upstream said: Incorrect API key provided")
-        const moved = yield* admin.client.post("/api/admin/channels/models", { channelId: saved.body.id, baseUrl: "http://good.example.test/v2" })
+        const moved = yield* admin.client.post("/api/admin/channels/models", {
+          channelId: saved.body.id,
+          baseUrl: "http://good.example.test/v2"
+        })
         assert.strictEqual(moved.status, 200)
         assert.strictEqual(listedBy.get("http://good.example.test/v2"), "sk-saved-key-1234")
 
-        const missing = yield* admin.client.post("/api/admin/channels/models", { type: "openai", baseUrl: "http://good.example.test" })
+        const missing = yield* admin.client.post("/api/admin/channels/models", {
+          type: "openai",
+          baseUrl: "http://good.example.test"
+        })
         assert.deepStrictEqual([missing.status, missing.body.error.param], [400, "apiKey"])
-        const azure = yield* admin.client.post("/api/admin/channels/models", { type: "azure", baseUrl: "https://x.openai.azure.com", apiKey: "k" })
-        assert.deepStrictEqual([azure.status, azure.body.error.code, azure.body.error.param], [400, "models_not_listed", "type"])
-        assert.strictEqual((yield* admin.client.post("/api/admin/channels/models", { channelId: "chn_nope" })).status, 404)
-        assert.strictEqual((yield* user.client.post("/api/admin/channels/models", { type: "openai", baseUrl: "http://good.example.test", apiKey: "k" })).status, 403)
+        const azure = yield* admin.client.post("/api/admin/channels/models", {
+          type: "azure",
+          baseUrl: "https://x.openai.azure.com",
+          apiKey: "k"
+        })
+        assert.deepStrictEqual([azure.status, azure.body.error.code, azure.body.error.param], [
+          400,
+          "models_not_listed",
+          "type"
+        ])
+        assert.strictEqual(
+          (yield* admin.client.post("/api/admin/channels/models", { channelId: "chn_nope" })).status,
+          404
+        )
+        assert.strictEqual(
+          (yield* user.client.post("/api/admin/channels/models", {
+            type: "openai",
+            baseUrl: "http://good.example.test",
+            apiKey: "k"
+          })).status,
+          403
+        )
       }))
 
     it.effect("edits channel headers, timeouts, breaker, parameters and the stream_options switch like the config file", () =>
@@ -904,12 +1131,27 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual(created.status, 201)
         const id = created.body.id
         // Defaults fill what was not given; one source of defaults (core's).
-        assert.deepStrictEqual(created.body.timeouts, { connectMs: 10_000, firstByteMs: 5000, idleMs: 120_000, totalMs: 600_000 })
-        assert.deepStrictEqual(created.body.breaker, { consecutiveFailures: 3, failureRate: 0.25, minimumCalls: 20, windowMs: 60_000, cooldownMs: 30_000, halfOpenCalls: 1 })
+        assert.deepStrictEqual(created.body.timeouts, {
+          connectMs: 10_000,
+          firstByteMs: 5000,
+          idleMs: 120_000,
+          totalMs: 600_000
+        })
+        assert.deepStrictEqual(created.body.breaker, {
+          consecutiveFailures: 3,
+          failureRate: 0.25,
+          minimumCalls: 20,
+          windowMs: 60_000,
+          cooldownMs: 30_000,
+          halfOpenCalls: 1
+        })
         assert.deepStrictEqual(created.body.params, { defaults: { temperature: 0.2 }, overrides: { user: null } })
         assert.isFalse(created.body.streamOptions)
         // A credential-looking header value is shown as a hint, never in full.
-        assert.deepStrictEqual(created.body.headers, { "HTTP-Referer": "https://app.example", "X-Proxy-Token": "…7777" })
+        assert.deepStrictEqual(created.body.headers, {
+          "HTTP-Referer": "https://app.example",
+          "X-Proxy-Token": "…7777"
+        })
         assert.notInclude(created.text, "proxy-secret")
 
         // Partial changes keep the rest; sending the masked value back keeps the stored secret.
@@ -921,7 +1163,12 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
           streamOptions: true
         })
         assert.strictEqual(changed.status, 200)
-        assert.deepStrictEqual(changed.body.timeouts, { connectMs: 10_000, firstByteMs: 5000, idleMs: 30_000, totalMs: 600_000 })
+        assert.deepStrictEqual(changed.body.timeouts, {
+          connectMs: 10_000,
+          firstByteMs: 5000,
+          idleMs: 30_000,
+          totalMs: 600_000
+        })
         assert.strictEqual(changed.body.breaker.cooldownMs, 5000)
         assert.strictEqual(changed.body.breaker.consecutiveFailures, 3)
         assert.deepStrictEqual(changed.body.params, { defaults: { temperature: 0.2 }, overrides: { max_tokens: 100 } })
@@ -931,7 +1178,9 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.strictEqual(gateway.timeouts.idleMs, 30_000)
 
         // The same rules as the configuration file, with the field named.
-        const reserved = yield* admin.client.patch(`/api/admin/channels/${id}`, { params: { defaults: { model: "x" } } })
+        const reserved = yield* admin.client.patch(`/api/admin/channels/${id}`, {
+          params: { defaults: { model: "x" } }
+        })
         assert.strictEqual(reserved.status, 400)
         assert.strictEqual(reserved.body.error.param, "params.defaults.model")
         const hostHeader = yield* admin.client.patch(`/api/admin/channels/${id}`, { headers: { Host: "evil" } })
@@ -982,7 +1231,10 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         })
         const listed = (yield* admin.client.get("/api/admin/channels")).body.data.find((c: any) => c.id === id)
         assert.strictEqual(listed.health.state, "degraded")
-        assert.deepStrictEqual(listed.health.keys.map((k: any) => [k.index, k.hint, k.state]), [[0, "…AAAA", "healthy"], [1, "…BBBB", "disabled"]])
+        assert.deepStrictEqual(listed.health.keys.map((k: any) => [k.index, k.hint, k.state]), [
+          [0, "…AAAA", "healthy"],
+          [1, "…BBBB", "disabled"]
+        ])
         assert.strictEqual(listed.health.keys[1].reason, "HTTP 401: Incorrect API key provided")
         assert.strictEqual(listed.health.keys[1].since, 1_700_000_000_000)
         const text = (yield* admin.client.get(`/api/admin/channels/${id}`)).text
@@ -1007,7 +1259,14 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
           outputTokenLimit: 8192
         })
         assert.strictEqual(created.status, 200)
-        assert.deepStrictEqual(created.body.prices, { input: "3.00", output: "15.00", cachedInput: "0.30", cacheWrite: "3.75", perRequest: null, free: false })
+        assert.deepStrictEqual(created.body.prices, {
+          input: "3.00",
+          output: "15.00",
+          cachedInput: "0.30",
+          cacheWrite: "3.75",
+          perRequest: null,
+          free: false
+        })
         assert.strictEqual(created.body.inputTokenLimit, 128000)
         const replaced = yield* admin.client.post("/api/admin/models", {
           id: "claude-test",
@@ -1054,7 +1313,13 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const admin = yield* signedIn({ role: "admin" })
         const dave = yield* signedIn()
         const key = (yield* dave.client.post("/api/keys", { name: "d" })).body.key.id
-        yield* insertUsage({ userId: dave.user.id, keyId: key, model: "gpt-test", costNanos: 123n * USD, createdAt: Date.now() })
+        yield* insertUsage({
+          userId: dave.user.id,
+          keyId: key,
+          model: "gpt-test",
+          costNanos: 123n * USD,
+          createdAt: Date.now()
+        })
         const overview = yield* admin.client.get("/api/admin/usage/daily")
         assert.strictEqual(overview.status, 200)
         assert.strictEqual(overview.body.users[0].userName, dave.user.name, "the biggest spender comes first")
@@ -1071,10 +1336,24 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const erin = yield* signedIn()
         const key = (yield* erin.client.post("/api/keys", { name: "e" })).body.key.id
         const attemptLog = [
-          { channel: "dead", keyHint: "…dead", status: null, errorCode: "UpstreamUnavailable", errorMessage: "The upstream 'dead' could not be reached (ECONNREFUSED).", durationMs: 3 },
+          {
+            channel: "dead",
+            keyHint: "…dead",
+            status: null,
+            errorCode: "UpstreamUnavailable",
+            errorMessage: "The upstream 'dead' could not be reached (ECONNREFUSED).",
+            durationMs: 3
+          },
           { channel: "alive", keyHint: "…live", status: 200, errorCode: null, errorMessage: null, durationMs: 40 }
         ]
-        yield* insertUsage({ userId: erin.user.id, keyId: key, model: "gpt-test", costNanos: 1n, createdAt: Date.now(), attemptLog })
+        yield* insertUsage({
+          userId: erin.user.id,
+          keyId: key,
+          model: "gpt-test",
+          costNanos: 1n,
+          createdAt: Date.now(),
+          attemptLog
+        })
         const detail = (yield* admin.client.get(`/api/admin/usage?userId=${erin.user.id}`)).body.data[0]
         assert.strictEqual(detail.attempts, 2)
         assert.deepStrictEqual(detail.attemptLog, attemptLog)
@@ -1115,7 +1394,14 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
           status: 502,
           errorCode: "UpstreamUnavailable",
           errorMessage: "The upstream 'flaky' could not be reached (ECONNREFUSED).",
-          attemptLog: [{ channel: "flaky", keyHint: "…aaaa", status: null, errorCode: "UpstreamUnavailable", errorMessage: "The upstream 'flaky' could not be reached (ECONNREFUSED).", durationMs: 2 }]
+          attemptLog: [{
+            channel: "flaky",
+            keyHint: "…aaaa",
+            status: null,
+            errorCode: "UpstreamUnavailable",
+            errorMessage: "The upstream 'flaky' could not be reached (ECONNREFUSED).",
+            durationMs: 2
+          }]
         })
         const refused = yield* insertUsage({
           userId: fay.user.id,
@@ -1146,7 +1432,14 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const [ownRefused, ownFailed, ownServed] = (yield* mine("")).data
         assert.strictEqual(ownRefused.errorMessage, "Your balance is 0.01 USD but this call may cost up to 0.25 USD.")
         assert.deepStrictEqual(
-          [ownServed.dialect, ownServed.stream, ownServed.reasoningTokens, ownServed.ttfbMs, ownServed.usageReported, ownServed.errorMessage],
+          [
+            ownServed.dialect,
+            ownServed.stream,
+            ownServed.reasoningTokens,
+            ownServed.ttfbMs,
+            ownServed.usageReported,
+            ownServed.errorMessage
+          ],
           ["gemini", true, 12, 80, true, null]
         )
         for (const own of [ownRefused, ownFailed, ownServed]) {
@@ -1156,17 +1449,28 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         }
 
         // Admins: every user's calls, by channel too, with where each went.
-        const everyone = (query: string) => Effect.map(admin.client.get(`/api/admin/usage?userId=${fay.user.id}&${query}`), (r) => r.body)
+        const everyone = (query: string) =>
+          Effect.map(admin.client.get(`/api/admin/usage?userId=${fay.user.id}&${query}`), (r) => r.body)
         assert.deepStrictEqual(ids(yield* everyone("channel=flaky")), [failed])
         assert.deepStrictEqual(ids(yield* everyone(`requestId=${refused}`)), [refused])
         const detail = (yield* everyone("")).data
         assert.deepStrictEqual([detail[0].channel, detail[0].attempts], ["", 0])
-        assert.deepStrictEqual([detail[2].channel, detail[2].upstreamModel, detail[2].upstreamDialect], ["seed-openai", "gpt-test-2026", "openai"])
-        assert.strictEqual(detail[1].attemptLog[0].errorMessage, "The upstream 'flaky' could not be reached (ECONNREFUSED).")
+        assert.deepStrictEqual([detail[2].channel, detail[2].upstreamModel, detail[2].upstreamDialect], [
+          "seed-openai",
+          "gpt-test-2026",
+          "openai"
+        ])
+        assert.strictEqual(
+          detail[1].attemptLog[0].errorMessage,
+          "The upstream 'flaky' could not be reached (ECONNREFUSED)."
+        )
 
         // CSV: the user's columns end with the new ones; the admin's add where each call went.
         const csv = (yield* fay.client.get("/api/usage.csv?status=error")).text.trim().split("\n")
-        assert.strictEqual(csv[0], "time,request_id,user,key,model,stream,prompt_tokens,completion_tokens,cached_tokens,cost_usd,latency_ms,status,error_code,dialect,reasoning_tokens,ttfb_ms,error_message,cache_write_tokens,note")
+        assert.strictEqual(
+          csv[0],
+          "time,request_id,user,key,model,stream,prompt_tokens,completion_tokens,cached_tokens,cost_usd,latency_ms,status,error_code,dialect,reasoning_tokens,ttfb_ms,error_message,cache_write_tokens,note"
+        )
         assert.strictEqual(csv.length, 3)
         assert.include(csv[1]!, "Your balance is 0.01 USD but this call may cost up to 0.25 USD.")
         const adminCsv = yield* admin.client.get(`/api/admin/usage.csv?userId=${fay.user.id}&channel=flaky`)
@@ -1269,11 +1573,20 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const admin = yield* signedIn({ role: "admin" })
         const { client, user } = yield* signedIn({ balanceNanos: 2n * USD })
         const key = (yield* client.post("/api/keys", { name: "k" })).body
-        yield* insertUsage({ userId: user.id, keyId: key.key.id, model: "gpt-test", costNanos: 5n, createdAt: Date.now() })
+        yield* insertUsage({
+          userId: user.id,
+          keyId: key.key.id,
+          model: "gpt-test",
+          costNanos: 5n,
+          createdAt: Date.now()
+        })
         const deleted = yield* admin.client.delete(`/api/admin/users/${user.id}`)
         assert.strictEqual(deleted.status, 200)
         const log = yield* InvalidationLog
-        assert.deepStrictEqual(log.changes.slice(-2), [{ topic: "users", ids: [user.id] }, { topic: "keys", ids: [key.key.id] }])
+        assert.deepStrictEqual(log.changes.slice(-2), [{ topic: "users", ids: [user.id] }, {
+          topic: "keys",
+          ids: [key.key.id]
+        }])
         assert.isFalse((yield* admin.client.get("/api/admin/users")).body.data.some((u: any) => u.id === user.id))
         assert.strictEqual((yield* admin.client.get(`/api/admin/users/${user.id}`)).status, 404)
         assert.strictEqual((yield* client.get("/api/auth/session")).status, 401, "the user's sessions ended")
@@ -1293,15 +1606,24 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const admin = yield* signedIn({ role: "admin" })
         const user = yield* makeUser()
         // Ten steps of almost a billion dollars would pass 2^63 nano-dollars.
-        const first = yield* admin.client.post(`/api/admin/users/${user.id}/adjust`, { amount: "999999999", reason: "big" })
+        const first = yield* admin.client.post(`/api/admin/users/${user.id}/adjust`, {
+          amount: "999999999",
+          reason: "big"
+        })
         assert.strictEqual(first.status, 200)
         for (let i = 0; i < 10; i++) {
-          const next = yield* admin.client.post(`/api/admin/users/${user.id}/adjust`, { amount: "999999999", reason: "bigger" })
+          const next = yield* admin.client.post(`/api/admin/users/${user.id}/adjust`, {
+            amount: "999999999",
+            reason: "bigger"
+          })
           assert.strictEqual(next.status, 400, `step ${i}`)
           assert.strictEqual(next.body.error.param, "amount")
           assert.include(next.body.error.message, "largest balance")
         }
-        const beyond = yield* admin.client.post(`/api/admin/users/${user.id}/adjust`, { amount: "9999999999.999999999", reason: "way beyond" })
+        const beyond = yield* admin.client.post(`/api/admin/users/${user.id}/adjust`, {
+          amount: "9999999999.999999999",
+          reason: "way beyond"
+        })
         assert.strictEqual(beyond.status, 400)
         assert.strictEqual(beyond.body.error.param, "amount")
         assert.strictEqual((yield* admin.client.get(`/api/admin/users/${user.id}`)).body.balance, "999999999.00")
@@ -1334,13 +1656,23 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
           models: ["gpt-test", "brand-new-model"]
         })).body
         const before = (yield* admin.client.get("/api/admin/models")).body
-        assert.deepStrictEqual(before.unpriced.find((m: any) => m.id === "brand-new-model"), { id: "brand-new-model", channels: ["fresh-models"] })
+        assert.deepStrictEqual(before.unpriced.find((m: any) => m.id === "brand-new-model"), {
+          id: "brand-new-model",
+          channels: ["fresh-models"]
+        })
         assert.isFalse(before.unpriced.some((m: any) => m.id === "gpt-test"))
         // A model row without a price (as the configuration file makes for a channel model it does not price) is unpriced too.
-        yield* admin.client.post("/api/admin/models", { id: "row-no-price", prices: { input: null, output: null, cachedInput: null, perRequest: null, free: false } })
-        yield* admin.client.patch(`/api/admin/channels/${channel.id}`, { models: ["gpt-test", "brand-new-model", "row-no-price"] })
+        yield* admin.client.post("/api/admin/models", {
+          id: "row-no-price",
+          prices: { input: null, output: null, cachedInput: null, perRequest: null, free: false }
+        })
+        yield* admin.client.patch(`/api/admin/channels/${channel.id}`, {
+          models: ["gpt-test", "brand-new-model", "row-no-price"]
+        })
         assert.deepStrictEqual(
-          (yield* admin.client.get("/api/admin/models")).body.unpriced.map((m: any) => m.id).filter((id: string) => id !== "gpt-test"),
+          (yield* admin.client.get("/api/admin/models")).body.unpriced.map((m: any) => m.id).filter((id: string) =>
+            id !== "gpt-test"
+          ),
           ["brand-new-model", "row-no-price"]
         )
         yield* admin.client.patch(`/api/admin/channels/${channel.id}`, { models: ["gpt-test", "brand-new-model"] })
@@ -1364,9 +1696,23 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         assert.match(table.asOf, /^\d{4}-\d{2}-\d{2}$/)
         assert.isAbove(table.sources.length, 0)
         const mini = table.data.find((m: any) => m.id === "gpt-4o-mini")
-        assert.deepStrictEqual(mini.prices, { input: "0.15", output: "0.60", cachedInput: "0.075", cacheWrite: null, perRequest: null, free: false })
+        assert.deepStrictEqual(mini.prices, {
+          input: "0.15",
+          output: "0.60",
+          cachedInput: "0.075",
+          cacheWrite: null,
+          perRequest: null,
+          free: false
+        })
         const sonnet = table.data.find((m: any) => m.id === "claude-sonnet-4-0")
-        assert.deepStrictEqual(sonnet.prices, { input: "3", output: "15", cachedInput: "0.30", cacheWrite: "3.75", perRequest: null, free: false })
+        assert.deepStrictEqual(sonnet.prices, {
+          input: "3",
+          output: "15",
+          cachedInput: "0.30",
+          cacheWrite: "3.75",
+          perRequest: null,
+          free: false
+        })
         assert.strictEqual((yield* (yield* signedIn()).client.get("/api/admin/models/presets")).status, 403)
       }))
 
@@ -1382,7 +1728,9 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), { exclud
         const nowhere = yield* admin.client.post("/api/admin/aliases", { pattern: "x-*", target: "no-such-model" })
         assert.strictEqual(nowhere.status, 400)
         assert.strictEqual(nowhere.body.error.param, "target")
-        assert.deepStrictEqual((yield* admin.client.get("/api/admin/aliases")).body.data.map((a: any) => a.pattern), ["gpt-test-*"])
+        assert.deepStrictEqual((yield* admin.client.get("/api/admin/aliases")).body.data.map((a: any) => a.pattern), [
+          "gpt-test-*"
+        ])
         assert.strictEqual((yield* admin.client.delete("/api/admin/aliases?pattern=gpt-test-*")).status, 200)
         assert.strictEqual((yield* admin.client.delete("/api/admin/aliases?pattern=gpt-test-*")).status, 404)
       }))

@@ -11,7 +11,10 @@ import { Api } from "../src/Api.ts"
 
 const endpoints = () => {
   const all: Array<{ readonly method: string; readonly path: string }> = []
-  HttpApi.reflect(Api, { onGroup: () => {}, onEndpoint: ({ endpoint }) => all.push({ method: endpoint.method, path: endpoint.path }) })
+  HttpApi.reflect(Api, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => all.push({ method: endpoint.method, path: endpoint.path })
+  })
   return all
 }
 
@@ -41,7 +44,9 @@ describe("the management API's endpoints", () => {
   it("documents a model's cache-write price and a channel's responses switch", () => {
     const spec = OpenApi.fromApi(Api)
     const properties = (path: string, method: "post" | "patch") =>
-      (spec.paths[path]![method]!.requestBody as unknown as { content: Record<string, { schema: { properties: Record<string, any> } }> })
+      (spec.paths[path]![method]!.requestBody as unknown as {
+        content: Record<string, { schema: { properties: Record<string, any> } }>
+      })
         .content["application/json"]!.schema.properties
     assert.property(properties("/api/admin/models", "post").prices.properties, "cacheWrite")
     assert.property(properties("/api/admin/channels", "post"), "responses")

@@ -25,7 +25,11 @@ describe("LoginLimiter", () => {
       yield* TestClock.adjust(60_000)
       assert.strictEqual(yield* limiter.retryAfter("alice", "198.51.100.7"), 0, "the first lock is over")
       yield* limiter.fail("alice", "198.51.100.7")
-      assert.strictEqual(yield* limiter.retryAfter("alice", "198.51.100.7"), 120, "one more failure locks again, twice as long")
+      assert.strictEqual(
+        yield* limiter.retryAfter("alice", "198.51.100.7"),
+        120,
+        "one more failure locks again, twice as long"
+      )
       yield* TestClock.adjust(120_000)
       yield* limiter.fail("alice", "198.51.100.7")
       assert.strictEqual(yield* limiter.retryAfter("alice", "198.51.100.7"), 240)
@@ -81,7 +85,11 @@ describe("LoginLimiter", () => {
       yield* limiter.fail("carol", "192.0.2.60")
       assert.strictEqual(yield* limiter.retryAfter("carol", "192.0.2.60"), 60, "the address is locked")
       yield* limiter.succeed("carol", "192.0.2.60")
-      assert.strictEqual(yield* limiter.retryAfter("dave", "192.0.2.60"), 60, "one known password does not launder guesses")
+      assert.strictEqual(
+        yield* limiter.retryAfter("dave", "192.0.2.60"),
+        60,
+        "one known password does not launder guesses"
+      )
     }).pipe(Effect.provide(LoginLimiter.layer(options))))
 
   it.effect("drops entries that stayed quiet, so guesses from many places do not grow the memory", () =>

@@ -5,7 +5,15 @@
  * answers from a table). `Client` drives `AdminApi.handle` the way a browser
  * or a script would: cookies, CSRF header, bearer keys.
  */
-import { Catalog as CatalogModule, ChannelHealth, ChannelProbe, Domain, GatewayError, Invalidation, type UsageLog } from "@modelgate/core"
+import {
+  Catalog as CatalogModule,
+  ChannelHealth,
+  ChannelProbe,
+  Domain,
+  GatewayError,
+  Invalidation,
+  type UsageLog
+} from "@modelgate/core"
 import { Catalog } from "@modelgate/core/Catalog"
 import { Accounts } from "@modelgate/store/Accounts"
 import { CatalogRepo } from "@modelgate/store/CatalogRepo"
@@ -52,8 +60,22 @@ const catalogLayer = Layer.effect(
 /** A probe that succeeds for channels whose base URL contains "good" and reports an upstream 401 otherwise. */
 const probeOf = (channel: Domain.Channel, model: string | undefined): ChannelProbe.ProbeResult =>
   channel.baseUrl.includes("good")
-    ? { ok: true, latencyMs: 42, status: 200, message: `Hello from ${model ?? channel.models[0]}`, upstreamMessage: null, credentialsRefused: false }
-    : { ok: false, latencyMs: 7, status: 401, message: "Incorrect API key provided", upstreamMessage: "Incorrect API key provided", credentialsRefused: true }
+    ? {
+      ok: true,
+      latencyMs: 42,
+      status: 200,
+      message: `Hello from ${model ?? channel.models[0]}`,
+      upstreamMessage: null,
+      credentialsRefused: false
+    }
+    : {
+      ok: false,
+      latencyMs: 7,
+      status: 401,
+      message: "Incorrect API key provided",
+      upstreamMessage: "Incorrect API key provided",
+      credentialsRefused: true
+    }
 
 /**
  * Model lists: a "good" channel lists `gpt-test` (priced by the seed), `gpt-4.1-mini` (in the shipped price
@@ -65,9 +87,19 @@ const probeLayer = Layer.succeed(ChannelProbe.ChannelProbe)({
   probe: (channel, model) => Effect.succeed(probeOf(channel, model)),
   listModels: (channel, apiKey) => {
     listedBy.set(channel.baseUrl, apiKey ?? channel.apiKeys[0] ?? "")
-    if (channel.type === "azure") return Effect.fail(new GatewayError.UnsupportedFeature({ message: `The channel '${channel.name}' is Azure OpenAI: type the deployment names.` }))
+    if (channel.type === "azure") {
+      return Effect.fail(
+        new GatewayError.UnsupportedFeature({
+          message: `The channel '${channel.name}' is Azure OpenAI: type the deployment names.`
+        })
+      )
+    }
     if (!channel.baseUrl.includes("good")) {
-      return Effect.fail(new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' refused the key. The upstream said: Incorrect API key provided` }))
+      return Effect.fail(
+        new GatewayError.UpstreamUnavailable({
+          message: `The upstream '${channel.name}' refused the key. The upstream said: Incorrect API key provided`
+        })
+      )
     }
     return Effect.succeed([
       { id: "brand-new-model", displayName: "Brand New", inputTokenLimit: 32_000 },
@@ -94,7 +126,10 @@ const healthLayer = Layer.effect(
     return ChannelHealth.ChannelHealth.of({
       report: (channel) =>
         Effect.sync(() => {
-          const keys = channel.apiKeys.map((key, index) => ({ ...ChannelHealth.unseenKey(index, `…${key.slice(-4)}`), ...board.states.get(key) }))
+          const keys = channel.apiKeys.map((key, index) => ({
+            ...ChannelHealth.unseenKey(index, `…${key.slice(-4)}`),
+            ...board.states.get(key)
+          }))
           return { state: ChannelHealth.channelStateOf(keys), keys }
         }),
       reset: (channel) => Effect.sync(() => channel.apiKeys.forEach((key) => board.states.delete(key))),
@@ -104,7 +139,13 @@ const healthLayer = Layer.effect(
           channel.apiKeys.map((key, index) => {
             const result = probeOf(channel, model)
             if (result.ok) board.states.delete(key)
-            else board.states.set(key, { ...ChannelHealth.unseenKey(index, ""), state: "disabled", reason: `HTTP 401: ${result.message}`, status: 401, since: 1 })
+            else {board.states.set(key, {
+                ...ChannelHealth.unseenKey(index, ""),
+                state: "disabled",
+                reason: `HTTP 401: ${result.message}`,
+                status: 401,
+                since: 1
+              })}
             return { ...result, index, hint: `…${key.slice(-4)}` }
           })
         )
@@ -176,14 +217,17 @@ export class Client {
     if (body !== undefined) headers["content-type"] = "application/json"
     const init: RequestInit = { method, headers }
     if (body !== undefined) init.body = typeof body === "string" ? body : JSON.stringify(body)
-    return Effect.tap(send(new Request(`http://gateway.test${path}`, init), this.address), (reply) =>
-      Effect.sync(() => {
-        const setCookie = reply.headers.get("set-cookie")
-        if (setCookie !== null) {
-          const value = /mg_session=([^;]*)/.exec(setCookie)?.[1] ?? ""
-          this.cookie = value === "" ? undefined : `mg_session=${value}`
-        }
-      }))
+    return Effect.tap(
+      send(new Request(`http://gateway.test${path}`, init), this.address),
+      (reply) =>
+        Effect.sync(() => {
+          const setCookie = reply.headers.get("set-cookie")
+          if (setCookie !== null) {
+            const value = /mg_session=([^;]*)/.exec(setCookie)?.[1] ?? ""
+            this.cookie = value === "" ? undefined : `mg_session=${value}`
+          }
+        })
+    )
   }
 
   get(path: string) {
@@ -260,8 +304,18 @@ export const seedCatalog = Effect.gen(function*() {
     inputTokenLimit: 1000000,
     outputTokenLimit: 8192
   })
-  yield* repo.upsertGroup({ name: "default", ratioMicros: 1_000_000n, limits: { rpm: null, tpm: null, concurrency: null }, selectable: true })
-  yield* repo.upsertGroup({ name: "vip", ratioMicros: 500_000n, limits: { rpm: 600, tpm: null, concurrency: 4 }, selectable: false })
+  yield* repo.upsertGroup({
+    name: "default",
+    ratioMicros: 1_000_000n,
+    limits: { rpm: null, tpm: null, concurrency: null },
+    selectable: true
+  })
+  yield* repo.upsertGroup({
+    name: "vip",
+    ratioMicros: 500_000n,
+    limits: { rpm: 600, tpm: null, concurrency: 4 },
+    selectable: false
+  })
   yield* repo.upsertChannel({
     name: "seed-openai",
     type: "openai",

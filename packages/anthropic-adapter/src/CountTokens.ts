@@ -31,7 +31,8 @@ const blockTokens = (block: unknown): number => {
     case "document":
       return Tokens.MEDIA_TOKENS
     case "tool_use":
-      return textTokens(Predicate.isString(block.name) ? block.name : "") + textTokens(JSON.stringify(block.input ?? {}))
+      return textTokens(Predicate.isString(block.name) ? block.name : "") +
+        textTokens(JSON.stringify(block.input ?? {}))
     case "tool_result":
       return Array.isArray(block.content)
         ? block.content.reduce((sum: number, item) => sum + blockTokens(item), 0)
@@ -60,16 +61,28 @@ const contentTokens = (content: unknown): number =>
  *
  * @category counting
  */
-export const countTokens = (body: unknown): Effect.Effect<{ readonly input_tokens: number }, GatewayError.InvalidRequest> => {
+export const countTokens = (
+  body: unknown
+): Effect.Effect<{ readonly input_tokens: number }, GatewayError.InvalidRequest> => {
   if (!Predicate.isObject(body) || Array.isArray(body)) {
-    return Effect.fail(new GatewayError.InvalidRequest({ message: "The request body must be a JSON object with 'model' and 'messages'." }))
+    return Effect.fail(
+      new GatewayError.InvalidRequest({
+        message: "The request body must be a JSON object with 'model' and 'messages'."
+      })
+    )
   }
-  if (!Predicate.isString(body.model) || body.model.length === 0) return Effect.fail(invalid("'model' is required (a model name).", "model"))
-  if (!Array.isArray(body.messages)) return Effect.fail(invalid("'messages' is required: an array of turns.", "messages"))
+  if (!Predicate.isString(body.model) || body.model.length === 0) {
+    return Effect.fail(invalid("'model' is required (a model name).", "model"))
+  }
+  if (!Array.isArray(body.messages)) {
+    return Effect.fail(invalid("'messages' is required: an array of turns.", "messages"))
+  }
   let tokens = 0
   for (let i = 0; i < body.messages.length; i++) {
     const message: unknown = body.messages[i]
-    if (!Predicate.isObject(message)) return Effect.fail(invalid(`'messages[${i}]' must be an object.`, `messages[${i}]`))
+    if (!Predicate.isObject(message)) {
+      return Effect.fail(invalid(`'messages[${i}]' must be an object.`, `messages[${i}]`))
+    }
     tokens += Tokens.MESSAGE_OVERHEAD_TOKENS + contentTokens(message.content)
   }
   if (body.system !== undefined) tokens += Tokens.MESSAGE_OVERHEAD_TOKENS + contentTokens(body.system)

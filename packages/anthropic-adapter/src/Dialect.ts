@@ -112,16 +112,21 @@ const parsedBody = (inspected: Core.Inspected) => {
 const rateLimitHeaders = (snapshot: RateLimiter.Snapshot): Readonly<Record<string, string>> => {
   const headers: Record<string, string> = {}
   if (snapshot.limitRequests !== null) headers["anthropic-ratelimit-requests-limit"] = String(snapshot.limitRequests)
-  if (snapshot.remainingRequests !== null) headers["anthropic-ratelimit-requests-remaining"] = String(snapshot.remainingRequests)
+  if (snapshot.remainingRequests !== null) {
+    headers["anthropic-ratelimit-requests-remaining"] = String(snapshot.remainingRequests)
+  }
   if (snapshot.limitTokens !== null) headers["anthropic-ratelimit-tokens-limit"] = String(snapshot.limitTokens)
-  if (snapshot.remainingTokens !== null) headers["anthropic-ratelimit-tokens-remaining"] = String(snapshot.remainingTokens)
+  if (snapshot.remainingTokens !== null) {
+    headers["anthropic-ratelimit-tokens-remaining"] = String(snapshot.remainingTokens)
+  }
   return headers
 }
 
 const parseJson = (body: string) =>
   Effect.try({
     try: () => JSON.parse(body) as unknown,
-    catch: (error) => new GatewayError.InvalidRequest({ message: `The request body is not valid JSON: ${(error as Error).message}` })
+    catch: (error) =>
+      new GatewayError.InvalidRequest({ message: `The request body is not valid JSON: ${(error as Error).message}` })
   })
 
 /**
@@ -140,7 +145,11 @@ export const client: Core.ClientDialect = {
   decodeRequest: (inspected) => Effect.flatMap(parsedBody(inspected), Request.decodeRequest),
   passthroughMeter: () => {
     const meter = new Passthrough.PassthroughMeter()
-    return { push: (chunk) => meter.pushBytes(chunk), end: () => meter.endBytes(), metered: (promptEstimate) => meter.metered(promptEstimate) }
+    return {
+      push: (chunk) => meter.pushBytes(chunk),
+      end: () => meter.endBytes(),
+      metered: (promptEstimate) => meter.metered(promptEstimate)
+    }
   },
   usageOfResponse: Passthrough.usageOfResponse,
   encodeResponse: (response, model) => Response.encodeResponse(response, model),
@@ -177,7 +186,8 @@ export const client: Core.ClientDialect = {
         return {
           model,
           local,
-          forward: (upstreamModel) => upstreamModel === model ? body : JSON.stringify({ ...(json as object), model: upstreamModel })
+          forward: (upstreamModel) =>
+            upstreamModel === model ? body : JSON.stringify({ ...(json as object), model: upstreamModel })
         }
       })
   }
@@ -260,7 +270,9 @@ const opening = (text: string, ended: boolean, channel: string): Core.Opening =>
       return Core.brokenEvent(channel)
     }
     if (!Predicate.isObject(json)) return Core.answeredOther(channel, "an Anthropic stream event")
-    if (event.event === "error" || json.type === "error") return Core.answeredError(channel, ErrorEnvelope.upstreamErrorOf(json)?.message)
+    if (event.event === "error" || json.type === "error") {
+      return Core.answeredError(channel, ErrorEnvelope.upstreamErrorOf(json)?.message)
+    }
     if (json.type !== "ping" && event.event !== "ping") return "answer"
   }
   return ended ? Core.emptyStream(channel) : "incomplete"
@@ -280,7 +292,11 @@ export const upstream: Core.UpstreamDialect = {
   dialect: "anthropic",
   chatUrl: (channel) => `${trimSlash(channel.baseUrl)}/v1/messages`,
   headers: (channel, apiKey) => {
-    const headers: Record<string, string> = { "content-type": "application/json", ...channel.headers, "x-api-key": apiKey }
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      ...channel.headers,
+      "x-api-key": apiKey
+    }
     // Header names are case-insensitive: a channel's `Anthropic-Version` is its version.
     if (!Object.keys(channel.headers).some((name) => name.toLowerCase() === "anthropic-version")) {
       headers["anthropic-version"] = DEFAULT_VERSION

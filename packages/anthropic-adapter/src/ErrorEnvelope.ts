@@ -141,7 +141,12 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
       return make(403, error.message)
     case "InvalidRequest":
     case "UnsupportedFeature":
-      return make(400, error.param === undefined || error.message.includes(error.param) ? error.message : `${error.param}: ${error.message}`)
+      return make(
+        400,
+        error.param === undefined || error.message.includes(error.param)
+          ? error.message
+          : `${error.param}: ${error.message}`
+      )
     case "ModelNotFound":
     case "RouteNotFound":
     case "ResourceNotFound":
@@ -154,7 +159,11 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
     case "RateLimited":
       return make(429, error.message, retryAfter(error.retryAfterSeconds))
     case "UpstreamRateLimited":
-      return make(429, error.message, error.retryAfterSeconds === undefined ? undefined : retryAfter(error.retryAfterSeconds))
+      return make(
+        429,
+        error.message,
+        error.retryAfterSeconds === undefined ? undefined : retryAfter(error.retryAfterSeconds)
+      )
     case "UpstreamUnavailable":
       return error.status === 529 || error.status === 503 ? make(529, error.message) : make(502, error.message)
     case "UpstreamTimeout":
@@ -277,9 +286,14 @@ export const classifyUpstreamError = (
     return UpstreamErrors.credentialsRefused(status, refused, "the channel's API key and account")
   }
   if (status === 408 || status === 504 || type === "timeout_error") return UpstreamErrors.timedOut(status)
-  if (status === 429 || type === "rate_limit_error") return UpstreamErrors.rateLimited(UpstreamErrors.retryAfterSeconds(headers))
+  if (status === 429 || type === "rate_limit_error") {
+    return UpstreamErrors.rateLimited(UpstreamErrors.retryAfterSeconds(headers))
+  }
   if (status === 529 || type === "overloaded_error") {
-    return new GatewayError.UpstreamUnavailable({ status: 529, message: "The upstream is overloaded (HTTP 529). Retry later." })
+    return new GatewayError.UpstreamUnavailable({
+      status: 529,
+      message: "The upstream is overloaded (HTTP 529). Retry later."
+    })
   }
   if (status >= 400 && status < 500) return UpstreamErrors.rejected(status, { message: error?.message, code: type })
   return UpstreamErrors.failed(status)

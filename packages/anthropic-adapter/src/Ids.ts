@@ -33,8 +33,8 @@
  *
  * @since 0.1.0
  */
-import { Base64Url } from "effect/encoding"
 import { Result } from "effect"
+import { Base64Url } from "effect/encoding"
 
 /** The marker of an encoded tool-call id. @category ids */
 export const ID_MARKER = "mgid_"
@@ -150,6 +150,8 @@ const FOREIGN: WireSignature = { _tag: "foreign" }
 export const signatureToWire = (signature: string | undefined): WireSignature => {
   if (signature === undefined) return FOREIGN
   if (signature.startsWith(REDACTED_PREFIX)) return { _tag: "redacted", data: signature.slice(REDACTED_PREFIX.length) }
-  if (signature.startsWith(SIGNATURE_PREFIX)) return { _tag: "signature", signature: signature.slice(SIGNATURE_PREFIX.length) }
+  if (signature.startsWith(SIGNATURE_PREFIX)) {
+    return { _tag: "signature", signature: signature.slice(SIGNATURE_PREFIX.length) }
+  }
   return FOREIGN
 }

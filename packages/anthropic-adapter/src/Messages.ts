@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import { GatewayError, Issues } from "@modelgate/core"
+import { type GatewayError, Issues } from "@modelgate/core"
 import { Result, Schema } from "effect"
 
 /** The `anthropic-version` header value this package speaks. @category constants */
@@ -111,7 +111,9 @@ export type ToolUseBlock = typeof ToolUseBlock.Type
 export const ToolResultBlock = Schema.Struct({
   type: Schema.Literal("tool_result"),
   tool_use_id: Schema.String,
-  content: Schema.optionalKey(Schema.Union([Schema.String, Schema.Array(Schema.Union([TextBlock, ImageBlock, DocumentBlock]))])),
+  content: Schema.optionalKey(
+    Schema.Union([Schema.String, Schema.Array(Schema.Union([TextBlock, ImageBlock, DocumentBlock]))])
+  ),
   is_error: Schema.optionalKey(Schema.Boolean),
   cache_control: Schema.optionalKey(Schema.Unknown)
 })
@@ -143,9 +145,9 @@ export const KNOWN_BLOCK_TYPES: ReadonlyArray<string> = [
   "redacted_thinking"
 ]
 
-const otherType = Schema.String.check(Schema.makeFilter((type: string) =>
-  KNOWN_BLOCK_TYPES.includes(type) ? `a '${type}' block is malformed` : undefined
-))
+const otherType = Schema.String.check(
+  Schema.makeFilter((type: string) => KNOWN_BLOCK_TYPES.includes(type) ? `a '${type}' block is malformed` : undefined)
+)
 
 /**
  * Any other block (`server_tool_use`, `web_search_tool_result`,
@@ -379,7 +381,11 @@ export interface OutputRedactedThinkingBlock {
 }
 
 /** A block of an answer as this package writes it. @category output */
-export type OutputResponseBlock = OutputTextBlock | OutputToolUseBlock | OutputThinkingBlock | OutputRedactedThinkingBlock
+export type OutputResponseBlock =
+  | OutputTextBlock
+  | OutputToolUseBlock
+  | OutputThinkingBlock
+  | OutputRedactedThinkingBlock
 
 /** Usage as this package writes it (all four counts, always). @category output */
 export interface OutputUsage {
@@ -512,7 +518,9 @@ const decodeWith = <A>(
   body: unknown
 ): Result.Result<A, GatewayError.InvalidRequest> => {
   const result = decode(body)
-  return Result.isSuccess(result) ? Result.succeed(result.success) : Result.fail(Issues.invalidRequest(result.failure.issue))
+  return Result.isSuccess(result)
+    ? Result.succeed(result.success)
+    : Result.fail(Issues.invalidRequest(result.failure.issue))
 }
 
 /**

@@ -103,7 +103,10 @@ const checkMessages = (messages: ReadonlyArray<unknown>): GatewayError.InvalidRe
       return Issues.invalid(`messages[${i}].role`, `'messages[${i}].role' must be 'user', 'assistant' or 'system'.`)
     }
     if (!Array.isArray(message.content) && !Predicate.isString(message.content)) {
-      return Issues.invalid(`messages[${i}].content`, `'messages[${i}].content' must be a string or an array of content blocks.`)
+      return Issues.invalid(
+        `messages[${i}].content`,
+        `'messages[${i}].content' must be a string or an array of content blocks.`
+      )
     }
   }
   return undefined
@@ -132,7 +135,11 @@ export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedB
   const bytes = typeof body === "string" ? JsonScan.encode(body) : body
   const eager = bytes.length <= EAGER_CHECK_BYTES
   let media = 0
-  const scanned = JsonScan.scanBody(bytes, { eager, notObject, visit: eager ? undefined : { messages: mediaVisitor(() => media++) } })
+  const scanned = JsonScan.scanBody(bytes, {
+    eager,
+    notObject,
+    visit: eager ? undefined : { messages: mediaVisitor(() => media++) }
+  })
   if (Result.isFailure(scanned)) return Effect.fail(scanned.failure)
   const { fields, json } = scanned.success
   const field = (key: string): unknown => {
@@ -143,21 +150,34 @@ export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedB
     }
   }
   const model = field("model")
-  if (!Predicate.isString(model) || model.length === 0) return Effect.fail(Issues.invalid("model", "'model' is required (a model name)."))
+  if (!Predicate.isString(model) || model.length === 0) {
+    return Effect.fail(Issues.invalid("model", "'model' is required (a model name)."))
+  }
   const maxTokens = field("max_tokens")
   if (!(Predicate.isNumber(maxTokens) && Number.isInteger(maxTokens) && maxTokens >= 1)) {
-    return Effect.fail(Issues.invalid("max_tokens", "'max_tokens' is required: a positive integer (the most tokens the answer may have)."))
+    return Effect.fail(
+      Issues.invalid(
+        "max_tokens",
+        "'max_tokens' is required: a positive integer (the most tokens the answer may have)."
+      )
+    )
   }
   const messages = fields.get("messages")
-  if (messages === undefined || bytes[messages.start] !== 0x5b) return Effect.fail(Issues.invalid("messages", "'messages' is required: an array of turns."))
+  if (messages === undefined || bytes[messages.start] !== 0x5b) {
+    return Effect.fail(Issues.invalid("messages", "'messages' is required: an array of turns."))
+  }
   if (eager) {
     const turns = json().messages as ReadonlyArray<unknown>
     const wrong = checkMessages(turns)
     if (wrong !== undefined) return Effect.fail(wrong)
-    for (const turn of turns) if (Predicate.isObject(turn) && Array.isArray(turn.content)) media += countMedia(turn.content)
+    for (const turn of turns) {
+      if (Predicate.isObject(turn) && Array.isArray(turn.content)) media += countMedia(turn.content)
+    }
   }
   const stream = field("stream")
-  if (stream !== undefined && stream !== null && !Predicate.isBoolean(stream)) return Effect.fail(Issues.invalid("stream", "'stream' must be a boolean."))
+  if (stream !== undefined && stream !== null && !Predicate.isBoolean(stream)) {
+    return Effect.fail(Issues.invalid("stream", "'stream' must be a boolean."))
+  }
   return Effect.succeed({
     bytes,
     get json() {
@@ -258,7 +278,8 @@ const estimateTokens = (characters: number): number => characters === 0 ? 0 : Ma
 
 /** Generated characters of an event or an answer: text, thinking and tool input fragments. */
 const countGenerated = (text: string): number =>
-  countStringValues(text, "\"text\"") + countStringValues(text, "\"thinking\"") + countStringValues(text, "\"partial_json\"")
+  countStringValues(text, "\"text\"") + countStringValues(text, "\"thinking\"") +
+  countStringValues(text, "\"partial_json\"")
 
 interface WireUsage {
   input: number | undefined
@@ -330,7 +351,12 @@ const dataOf = (raw: string): string => {
 export class PassthroughMeter {
   private readonly events = new SseChunks.WholeEvents()
   private generated = 0
-  private readonly usage: WireUsage = { input: undefined, cacheRead: undefined, cacheWrite: undefined, output: undefined }
+  private readonly usage: WireUsage = {
+    input: undefined,
+    cacheRead: undefined,
+    cacheWrite: undefined,
+    output: undefined
+  }
   private started = false
   /** A `message_delta` arrived: its output count is the whole answer's so far. */
   private delta = false
@@ -371,7 +397,13 @@ export class PassthroughMeter {
   metered(promptEstimate: number): Dialect.Metered {
     const estimate = estimateTokens(this.generated)
     if (this.rejected !== undefined) {
-      return { promptTokens: promptEstimate, completionTokens: estimate, cachedTokens: 0, reported: false, usageRejected: this.rejected }
+      return {
+        promptTokens: promptEstimate,
+        completionTokens: estimate,
+        cachedTokens: 0,
+        reported: false,
+        usageRejected: this.rejected
+      }
     }
     if (!this.started) {
       return { promptTokens: promptEstimate, completionTokens: estimate, cachedTokens: 0, reported: false }
@@ -455,7 +487,12 @@ export const usageOfResponse = (json: unknown, promptEstimate: number): Dialect.
       if (block.type === "tool_use") generated += JSON.stringify(block.input ?? {}).length
     }
   }
-  const estimate = { promptTokens: promptEstimate, completionTokens: estimateTokens(generated), cachedTokens: 0, reported: false }
+  const estimate = {
+    promptTokens: promptEstimate,
+    completionTokens: estimateTokens(generated),
+    cachedTokens: 0,
+    reported: false
+  }
   return merged === false ? estimate : { ...estimate, usageRejected: merged }
 }
 
@@ -472,4 +509,5 @@ const MODEL_FIELD = /"model"\s*:\s*"(?:[^"\\]|\\.)*"/
  *
  * @category renaming
  */
-export const renameModel = (text: string, model: string): string => text.replace(MODEL_FIELD, `"model":${JSON.stringify(model)}`)
+export const renameModel = (text: string, model: string): string =>
+  text.replace(MODEL_FIELD, `"model":${JSON.stringify(model)}`)

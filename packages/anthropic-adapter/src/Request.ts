@@ -62,7 +62,7 @@
  *
  * @since 0.1.0
  */
-import { Abort, Canonical, GatewayError, Issues } from "@modelgate/core"
+import { Abort, Canonical, type GatewayError, Issues } from "@modelgate/core"
 import { Effect, Result } from "effect"
 import { Base64 } from "effect/encoding"
 import type { Mutable } from "effect/Types"
@@ -132,11 +132,18 @@ const imageBlock = (part: Canonical.ImagePart, param: string): Block => {
   let data = part.data
   if (data === undefined) {
     const url = part.url
-    if (url === undefined) return Abort.abort(Issues.invalid(param, `The image at '${param}' has neither data nor a URL.`))
+    if (url === undefined) {
+      return Abort.abort(Issues.invalid(param, `The image at '${param}' has neither data nor a URL.`))
+    }
     const parsed = parseDataUrl(url)
     if (parsed === undefined) {
       if (isHttpUrl(url)) return { type: "image", source: { type: "url", url } }
-      return Abort.abort(Issues.unsupported(`${param}.url`, `The image URL at '${param}' must be an http(s) URL or a base64 'data:' URL.`))
+      return Abort.abort(
+        Issues.unsupported(
+          `${param}.url`,
+          `The image URL at '${param}' must be an http(s) URL or a base64 'data:' URL.`
+        )
+      )
     }
     mediaType = parsed.mediaType
     data = parsed.data
@@ -170,13 +177,17 @@ const documentBlock = (part: Canonical.FilePart, param: string): Block => {
       ))
     }
   }
-  if (data === undefined) return Abort.abort(Issues.invalid(param, `The file at '${param}' has neither data nor a URI.`))
+  if (data === undefined) {
+    return Abort.abort(Issues.invalid(param, `The file at '${param}' has neither data nor a URI.`))
+  }
   if (mediaType === "application/pdf") {
     return { type: "document", source: { type: "base64", media_type: mediaType, data } }
   }
   if (mediaType === "text/plain") {
     const text = Base64.decodeString(data)
-    if (Result.isFailure(text)) return Abort.abort(Issues.invalid(`${param}.data`, `The file at '${param}' is not valid base64.`))
+    if (Result.isFailure(text)) {
+      return Abort.abort(Issues.invalid(`${param}.data`, `The file at '${param}' is not valid base64.`))
+    }
     return { type: "document", source: { type: "text", media_type: "text/plain", data: text.success } }
   }
   return Abort.abort(Issues.unsupported(
@@ -189,7 +200,9 @@ const parseInput = (text: string): Messages.JsonObject | undefined => {
   if (text.trim().length === 0) return {}
   try {
     const parsed: unknown = JSON.parse(text)
-    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? parsed as Messages.JsonObject : undefined
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)
+      ? parsed as Messages.JsonObject
+      : undefined
   } catch {
     return undefined
   }
@@ -263,18 +276,30 @@ const encodeSync = (request: Canonical.ChatRequest, upstreamModel: string): Mess
         }
         case "image":
           if (role === "assistant") {
-            Abort.abort(Issues.unsupported(param, `'${param}' is an image in an assistant turn; Anthropic accepts images only from the user.`))
+            Abort.abort(
+              Issues.unsupported(
+                param,
+                `'${param}' is an image in an assistant turn; Anthropic accepts images only from the user.`
+              )
+            )
           }
           turn(role).blocks.push(imageBlock(part, param))
           break
         case "file":
           if (role === "assistant") {
-            Abort.abort(Issues.unsupported(param, `'${param}' is a file in an assistant turn; Anthropic accepts documents only from the user.`))
+            Abort.abort(
+              Issues.unsupported(
+                param,
+                `'${param}' is a file in an assistant turn; Anthropic accepts documents only from the user.`
+              )
+            )
           }
           turn(role).blocks.push(documentBlock(part, param))
           break
         case "tool_call": {
-          if (role !== "assistant") Abort.abort(Issues.invalid(param, `'${param}' is a tool call outside an assistant turn.`))
+          if (role !== "assistant") {
+            Abort.abort(Issues.invalid(param, `'${param}' is a tool call outside an assistant turn.`))
+          }
           const input = parseInput(part.arguments)
           if (input === undefined) {
             Abort.abort(Issues.invalid(
@@ -286,8 +311,13 @@ const encodeSync = (request: Canonical.ChatRequest, upstreamModel: string): Mess
           break
         }
         case "tool_result": {
-          if (role === "assistant") Abort.abort(Issues.invalid(param, `'${param}' is a tool result inside an assistant turn.`))
-          const block: Mutable<Messages.ToolResultBlock> = { type: "tool_result", tool_use_id: encodeToolId(part.callId) }
+          if (role === "assistant") {
+            Abort.abort(Issues.invalid(param, `'${param}' is a tool result inside an assistant turn.`))
+          }
+          const block: Mutable<Messages.ToolResultBlock> = {
+            type: "tool_result",
+            tool_use_id: encodeToolId(part.callId)
+          }
           if (part.content.length > 0) block.content = part.content
           if (part.isError === true) block.is_error = true
           turn("user").results.push(block)
@@ -397,7 +427,8 @@ export const encodeRequestResult = (
 export const encodeRequest = (
   request: Canonical.ChatRequest,
   upstreamModel: string
-): Effect.Effect<Messages.MessagesRequest, RequestError> => Effect.fromResult(encodeRequestResult(request, upstreamModel))
+): Effect.Effect<Messages.MessagesRequest, RequestError> =>
+  Effect.fromResult(encodeRequestResult(request, upstreamModel))
 
 // ---------------------------------------------------------------------------
 // Decoding: Anthropic client -> canonical
@@ -415,7 +446,12 @@ const imagePart = (block: Messages.ImageBlock, param: string): Canonical.ImagePa
     case "url":
       return { type: "image", url: source.url }
     case "file":
-      return Abort.abort(Issues.unsupported(`${param}.source`, `The image at '${param}' refers to an Anthropic Files API upload, which cannot be sent to this model.`))
+      return Abort.abort(
+        Issues.unsupported(
+          `${param}.source`,
+          `The image at '${param}' refers to an Anthropic Files API upload, which cannot be sent to this model.`
+        )
+      )
   }
 }
 
@@ -433,9 +469,19 @@ const filePart = (block: Messages.DocumentBlock, param: string): Canonical.FileP
     case "text":
       return out({ type: "file", mediaType: source.media_type ?? "text/plain", data: base64Text(source.data) })
     case "file":
-      return Abort.abort(Issues.unsupported(`${param}.source`, `The document at '${param}' refers to an Anthropic Files API upload, which cannot be sent to this model.`))
+      return Abort.abort(
+        Issues.unsupported(
+          `${param}.source`,
+          `The document at '${param}' refers to an Anthropic Files API upload, which cannot be sent to this model.`
+        )
+      )
     case "content":
-      return Abort.abort(Issues.unsupported(`${param}.source`, `The document at '${param}' is made of content blocks, which cannot be sent to this model.`))
+      return Abort.abort(
+        Issues.unsupported(
+          `${param}.source`,
+          `The document at '${param}' is made of content blocks, which cannot be sent to this model.`
+        )
+      )
   }
 }
 
@@ -449,7 +495,9 @@ const resultText = (block: Messages.ToolResultBlock, param: string): string => {
     if (item.type !== "text") {
       return Abort.abort(Issues.unsupported(
         `${param}.content[${k}]`,
-        `The tool result at '${param}' contains ${item.type === "image" ? "an image" : "a document"}; only text tool results can be sent to this model.`
+        `The tool result at '${param}' contains ${
+          item.type === "image" ? "an image" : "a document"
+        }; only text tool results can be sent to this model.`
       ))
     }
     text += text.length === 0 ? item.text : `\n${item.text}`
@@ -458,14 +506,21 @@ const resultText = (block: Messages.ToolResultBlock, param: string): string => {
 }
 
 const otherBlock = (type: string, param: string): never =>
-  Abort.abort(Issues.unsupported(param, `'${param}' is a '${type}' block (an Anthropic server tool or feature), which cannot be sent to this model.`))
+  Abort.abort(
+    Issues.unsupported(
+      param,
+      `'${param}' is a '${type}' block (an Anthropic server tool or feature), which cannot be sent to this model.`
+    )
+  )
 
 const decodeSync = (body: unknown): Canonical.ChatRequest => {
   const decoded = Messages.decodeRequestBody(body)
   if (Result.isFailure(decoded)) return Abort.abort(decoded.failure)
   const wire = decoded.success
   if (wire.max_tokens < 1) Abort.abort(Issues.invalid("max_tokens", "'max_tokens' must be at least 1."))
-  if (wire.messages.length === 0) Abort.abort(Issues.invalid("messages", "'messages' must contain at least one message."))
+  if (wire.messages.length === 0) {
+    Abort.abort(Issues.invalid("messages", "'messages' must contain at least one message."))
+  }
   const out: Mutable<Canonical.ChatRequest> = {
     model: wire.model,
     messages: [],
@@ -492,7 +547,12 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
       } else {
         message.content.forEach((block, j) => {
           if (block.type !== "text") {
-            return Abort.abort(Issues.unsupported(`messages[${i}].content[${j}]`, `'messages[${i}].content[${j}]' is a '${block.type}' block in a system turn; only text instructions can be sent to this model.`))
+            return Abort.abort(
+              Issues.unsupported(
+                `messages[${i}].content[${j}]`,
+                `'messages[${i}].content[${j}]' is a '${block.type}' block in a system turn; only text instructions can be sent to this model.`
+              )
+            )
           }
           const text = (block as Messages.TextBlock).text
           if (text.length > 0) system.push(text)
@@ -502,7 +562,9 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
       return
     }
     if (typeof message.content === "string") {
-      if (message.content.length > 0) messages.push({ role: message.role, content: [{ type: "text", text: message.content }] })
+      if (message.content.length > 0) {
+        messages.push({ role: message.role, content: [{ type: "text", text: message.content }] })
+      }
       return
     }
     if (message.role === "assistant") {
@@ -516,9 +578,11 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
             if (block.text.length > 0) parts.push({ type: "text", text: block.text })
             break
           case "thinking":
-            parts.push(block.signature === undefined || block.signature.length === 0
-              ? { type: "thinking", text: block.thinking }
-              : { type: "thinking", text: block.thinking, signature: signatureFromWire(block.signature) })
+            parts.push(
+              block.signature === undefined || block.signature.length === 0
+                ? { type: "thinking", text: block.thinking }
+                : { type: "thinking", text: block.thinking, signature: signatureFromWire(block.signature) }
+            )
             break
           case "redacted_thinking":
             parts.push({ type: "thinking", text: "", signature: redactedFromWire(block.data) })
@@ -526,15 +590,19 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
           case "tool_use": {
             const { id, signature } = unsignToolId(block.id)
             names.set(id, block.name)
-            parts.push(signature === undefined
-              ? { type: "tool_call", id, name: block.name, arguments: JSON.stringify(block.input) }
-              : { type: "tool_call", id, name: block.name, arguments: JSON.stringify(block.input), signature })
+            parts.push(
+              signature === undefined
+                ? { type: "tool_call", id, name: block.name, arguments: JSON.stringify(block.input) }
+                : { type: "tool_call", id, name: block.name, arguments: JSON.stringify(block.input), signature }
+            )
             break
           }
           case "image":
           case "document":
           case "tool_result":
-            Abort.abort(Issues.invalid(param, `'${param}' is a '${block.type}' block, which only a user turn may contain.`))
+            Abort.abort(
+              Issues.invalid(param, `'${param}' is a '${block.type}' block, which only a user turn may contain.`)
+            )
             break
         }
       })
@@ -571,7 +639,11 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
           break
         case "tool_result": {
           const callId = unsignToolId(block.tool_use_id).id
-          const result: Mutable<Canonical.ToolResultPart> = { type: "tool_result", callId, content: resultText(block, param) }
+          const result: Mutable<Canonical.ToolResultPart> = {
+            type: "tool_result",
+            callId,
+            content: resultText(block, param)
+          }
           const name = names.get(callId)
           if (name !== undefined) result.name = name
           if (block.is_error === true) result.isError = true
@@ -581,7 +653,9 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
         case "tool_use":
         case "thinking":
         case "redacted_thinking":
-          Abort.abort(Issues.invalid(param, `'${param}' is a '${block.type}' block, which only an assistant turn may contain.`))
+          Abort.abort(
+            Issues.invalid(param, `'${param}' is a '${block.type}' block, which only an assistant turn may contain.`)
+          )
           break
       }
     })
@@ -597,7 +671,9 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
           `'tools[${k}]' is the Anthropic server tool '${tool.type}', which cannot be used with this model.`
         ))
       }
-      if (tool.input_schema === undefined) Abort.abort(Issues.invalid(`tools[${k}].input_schema`, `'tools[${k}].input_schema' is required`))
+      if (tool.input_schema === undefined) {
+        Abort.abort(Issues.invalid(`tools[${k}].input_schema`, `'tools[${k}].input_schema' is required`))
+      }
       const definition: Mutable<Canonical.ToolDefinition> = { name: tool.name, parameters: tool.input_schema! }
       if (tool.description !== undefined) definition.description = tool.description
       return definition
@@ -619,7 +695,9 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
         out.toolChoice = { type: "tool", name: choice.name }
         break
     }
-    if ("disable_parallel_tool_use" in choice && choice.disable_parallel_tool_use === true) out.parallelToolCalls = false
+    if ("disable_parallel_tool_use" in choice && choice.disable_parallel_tool_use === true) {
+      out.parallelToolCalls = false
+    }
   }
 
   if (wire.temperature !== undefined) out.temperature = wire.temperature

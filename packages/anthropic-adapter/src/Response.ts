@@ -115,10 +115,16 @@ export const readUsageFigures = (usage: unknown): Messages.Usage | string | unde
     cache_read_input_tokens: record.cache_read_input_tokens
   })
   if (bad !== undefined) return bad
-  const figures: { -readonly [K in keyof Messages.Usage]: Messages.Usage[K] } = { output_tokens: record.output_tokens as number }
+  const figures: { -readonly [K in keyof Messages.Usage]: Messages.Usage[K] } = {
+    output_tokens: record.output_tokens as number
+  }
   if (typeof record.input_tokens === "number") figures.input_tokens = record.input_tokens
-  if (typeof record.cache_creation_input_tokens === "number") figures.cache_creation_input_tokens = record.cache_creation_input_tokens
-  if (typeof record.cache_read_input_tokens === "number") figures.cache_read_input_tokens = record.cache_read_input_tokens
+  if (typeof record.cache_creation_input_tokens === "number") {
+    figures.cache_creation_input_tokens = record.cache_creation_input_tokens
+  }
+  if (typeof record.cache_read_input_tokens === "number") {
+    figures.cache_read_input_tokens = record.cache_read_input_tokens
+  }
   return figures
 }
 
@@ -140,7 +146,9 @@ export const readUsage = (usage: unknown): Canonical.Usage | string | undefined 
  * @category usage
  */
 export const usageToWire = (usage: Canonical.Usage | undefined): Messages.OutputUsage => {
-  if (usage === undefined) return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
+  if (usage === undefined) {
+    return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
+  }
   const cached = usage.cachedTokens ?? 0
   const written = usage.cacheWriteTokens ?? 0
   return {
@@ -210,7 +218,12 @@ export const partToWire = (part: Canonical.Part): Messages.OutputResponseBlock |
       return { type: "thinking", thinking: part.text, signature: wire._tag === "signature" ? wire.signature : "" }
     }
     case "tool_call":
-      return { type: "tool_use", id: signToolId(part.id, part.signature), name: part.name, input: inputOf(part.arguments) }
+      return {
+        type: "tool_use",
+        id: signToolId(part.id, part.signature),
+        name: part.name,
+        input: inputOf(part.arguments)
+      }
     default:
       return undefined
   }
@@ -239,7 +252,8 @@ export const decodeResponseResult = (
   if (Result.isFailure(decoded)) {
     return Result.fail(
       new GatewayError.UpstreamUnavailable({
-        message: `The upstream answered with an Anthropic message the gateway cannot read (${decoded.failure.message}).`,
+        message:
+          `The upstream answered with an Anthropic message the gateway cannot read (${decoded.failure.message}).`,
         status: 502
       })
     )

@@ -67,7 +67,10 @@ interface OpenBlock {
 }
 
 const unreadable = (detail: string): GatewayError.UpstreamUnavailable =>
-  new GatewayError.UpstreamUnavailable({ status: 502, message: `The upstream sent a stream event the gateway cannot read (${detail}).` })
+  new GatewayError.UpstreamUnavailable({
+    status: 502,
+    message: `The upstream sent a stream event the gateway cannot read (${detail}).`
+  })
 
 /**
  * Anthropic upstream events -> canonical events, one stream per instance.
@@ -210,9 +213,11 @@ export class StreamDecoder {
           case "thinking":
             this.blocks.set(wire.index, { kind: THINKING, call: -1, hasArguments: false })
             if (block.thinking.length > 0 || (block.signature !== undefined && block.signature.length > 0)) {
-              out.push(block.signature === undefined || block.signature.length === 0
-                ? { type: "thinking", index: 0, text: block.thinking }
-                : { type: "thinking", index: 0, text: block.thinking, signature: signatureFromWire(block.signature) })
+              out.push(
+                block.signature === undefined || block.signature.length === 0
+                  ? { type: "thinking", index: 0, text: block.thinking }
+                  : { type: "thinking", index: 0, text: block.thinking, signature: signatureFromWire(block.signature) }
+              )
             }
             return undefined
           case "redacted_thinking":
@@ -224,7 +229,9 @@ export class StreamDecoder {
             const hasArguments = Object.keys(block.input).length > 0
             this.blocks.set(wire.index, { kind: TOOL, call, hasArguments })
             out.push({ type: "tool_call_start", index: 0, call, id: decodeToolId(block.id), name: block.name })
-            if (hasArguments) out.push({ type: "tool_call_delta", index: 0, call, arguments: JSON.stringify(block.input) })
+            if (hasArguments) {
+              out.push({ type: "tool_call_delta", index: 0, call, arguments: JSON.stringify(block.input) })
+            }
             return undefined
           }
         }
@@ -253,7 +260,9 @@ export class StreamDecoder {
   /** `content_block_delta`, the hot path: plain checks, no Schema decode. */
   private delta(event: Readonly<Record<string, unknown>>, out: Array<Canonical.StreamEvent>): StreamError | undefined {
     const delta = event.delta
-    if (typeof event.index !== "number" || !Predicate.isObject(delta)) return unreadable("a content_block_delta without index or delta")
+    if (typeof event.index !== "number" || !Predicate.isObject(delta)) {
+      return unreadable("a content_block_delta without index or delta")
+    }
     const block = this.blocks.get(event.index)
     switch (delta.type) {
       case "text_delta": {
@@ -284,7 +293,9 @@ export class StreamDecoder {
         const signature = delta.signature
         if (typeof signature !== "string") return unreadable("a signature_delta without signature")
         this.start(out, "", "")
-        if (signature.length > 0) out.push({ type: "thinking", index: 0, text: "", signature: signatureFromWire(signature) })
+        if (signature.length > 0) {
+          out.push({ type: "thinking", index: 0, text: "", signature: signatureFromWire(signature) })
+        }
         return undefined
       }
       default:
@@ -352,7 +363,8 @@ export class SseDecoder {
  *
  * @category encoding
  */
-export const sseEvent = (event: Messages.OutputEvent): string => `event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`
+export const sseEvent = (event: Messages.OutputEvent): string =>
+  `event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`
 
 /** A keep-alive frame (`ping`), allowed anywhere in an Anthropic stream. @category encoding */
 export const PING_FRAME = "event: ping\ndata: {\"type\":\"ping\"}\n\n"
@@ -457,7 +469,12 @@ export class StreamEncoder {
         content: [],
         stop_reason: null,
         stop_sequence: null,
-        usage: { input_tokens: this.inputTokens, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
+        usage: {
+          input_tokens: this.inputTokens,
+          output_tokens: 0,
+          cache_creation_input_tokens: 0,
+          cache_read_input_tokens: 0
+        }
       }
     }))
     // Anthropic's own streams send a ping right after the start; clients skip it.
@@ -529,7 +546,12 @@ export class StreamEncoder {
       }
       case "tool_call_start": {
         if (event.index !== 0) return
-        const index = this.openBlock(TOOL, { type: "tool_use", id: signToolId(event.id, event.signature), name: event.name, input: {} }, out)
+        const index = this.openBlock(TOOL, {
+          type: "tool_use",
+          id: signToolId(event.id, event.signature),
+          name: event.name,
+          input: {}
+        }, out)
         this.callBlocks.set(event.call, index)
         return
       }
@@ -554,26 +576,27 @@ export class StreamEncoder {
  *
  * @category streams
  */
-export const decodeSseText = (options?: DecoderOptions) =>
-<E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<Canonical.StreamEvent, E | StreamError, R> =>
-  Stream.suspend(() => {
-    const decoder = new SseDecoder(options)
-    const lift = (result: Result.Result<Array<Canonical.StreamEvent>, StreamError>) =>
-      Result.isFailure(result) ? Effect.fail(result.failure) : Effect.succeed(result.success)
-    return text.pipe(
-      Stream.mapArrayEffect((pieces) => {
-        const events: Array<Canonical.StreamEvent> = []
-        for (const piece of pieces) {
-          const result = decoder.push(piece)
-          if (Result.isFailure(result)) return Effect.fail(result.failure)
-          for (const event of result.success) events.push(event)
-        }
-        return Effect.succeed([events] as const)
-      }),
-      Stream.flattenIterable,
-      Stream.concat(Stream.unwrap(Effect.map(Effect.suspend(() => lift(decoder.end())), Stream.fromIterable)))
-    )
-  })
+export const decodeSseText =
+  (options?: DecoderOptions) =>
+  <E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<Canonical.StreamEvent, E | StreamError, R> =>
+    Stream.suspend(() => {
+      const decoder = new SseDecoder(options)
+      const lift = (result: Result.Result<Array<Canonical.StreamEvent>, StreamError>) =>
+        Result.isFailure(result) ? Effect.fail(result.failure) : Effect.succeed(result.success)
+      return text.pipe(
+        Stream.mapArrayEffect((pieces) => {
+          const events: Array<Canonical.StreamEvent> = []
+          for (const piece of pieces) {
+            const result = decoder.push(piece)
+            if (Result.isFailure(result)) return Effect.fail(result.failure)
+            for (const event of result.success) events.push(event)
+          }
+          return Effect.succeed([events] as const)
+        }),
+        Stream.flattenIterable,
+        Stream.concat(Stream.unwrap(Effect.map(Effect.suspend(() => lift(decoder.end())), Stream.fromIterable)))
+      )
+    })
 
 /**
  * Encodes canonical events into Anthropic events for a client; the closing
@@ -581,11 +604,17 @@ export const decodeSseText = (options?: DecoderOptions) =>
  *
  * @category streams
  */
-export const encodeStream = (model: string) =>
-<E, R>(events: Stream.Stream<Canonical.StreamEvent, E, R>): Stream.Stream<Messages.OutputEvent, E, R> =>
-  Stream.mapAccumArray(events, () => new StreamEncoder(model), (encoder, array) => [encoder, encoder.pushAll(array)] as const, {
-    onHalt: (encoder) => encoder.end()
-  })
+export const encodeStream =
+  (model: string) =>
+  <E, R>(events: Stream.Stream<Canonical.StreamEvent, E, R>): Stream.Stream<Messages.OutputEvent, E, R> =>
+    Stream.mapAccumArray(
+      events,
+      () => new StreamEncoder(model),
+      (encoder, array) => [encoder, encoder.pushAll(array)] as const,
+      {
+        onHalt: (encoder) => encoder.end()
+      }
+    )
 
 /**
  * Frames Anthropic events as SSE text (`event:` + `data:` per event).

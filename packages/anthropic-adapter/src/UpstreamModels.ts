@@ -45,10 +45,14 @@ const trimSlash = (url: string) => url.endsWith("/") ? url.slice(0, -1) : url
  */
 export const list: Core.UpstreamModelList = {
   url: (channel, page) =>
-    `${trimSlash(channel.baseUrl)}/v1/models?limit=1000${page === undefined ? "" : `&after_id=${encodeURIComponent(page)}`}`,
+    `${trimSlash(channel.baseUrl)}/v1/models?limit=1000${
+      page === undefined ? "" : `&after_id=${encodeURIComponent(page)}`
+    }`,
   decode: (text, channel) => {
     const result = decodeListing(text)
-    if (result._tag === "Failure") return Effect.fail(Core.answeredOther(channel, "a model list ({\"data\":[{\"id\":...}]})"))
+    if (result._tag === "Failure") {
+      return Effect.fail(Core.answeredOther(channel, "a model list ({\"data\":[{\"id\":...}]})"))
+    }
     const { data, has_more, last_id } = result.success
     const models = data.map((entry): Core.ListedModel => ({
       id: entry.id,

@@ -14,7 +14,17 @@ const start0 = { id: "0123456789abcdef01234567", created: 1_700_000_000 }
 describe("the anthropic upstream dialect", () => {
   const frames = (...events: ReadonlyArray<unknown>) =>
     events.map((e) => `event: ${(e as { type: string }).type}\ndata: ${JSON.stringify(e)}\n\n`).join("")
-  const start = { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "claude", content: [], usage: { input_tokens: 7, output_tokens: 1 } } }
+  const start = {
+    type: "message_start",
+    message: {
+      id: "msg_1",
+      type: "message",
+      role: "assistant",
+      model: "claude",
+      content: [],
+      usage: { input_tokens: 7, output_tokens: 1 }
+    }
+  }
   const block = { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }
   const delta = (text: string) => ({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } })
   const overloaded = { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }
@@ -41,9 +51,15 @@ describe("the anthropic upstream dialect", () => {
     for (let cut = 1; cut < text.length; cut += 7) {
       const split = Dialect.upstream.eventDecoder(start0)
       const got = [...split.push(text.slice(0, cut)), ...split.push(text.slice(cut)), ...split.end()]
-      assert.deepStrictEqual(got.map((e) => e.type === "start" ? { ...e, created: 0 } : e), expected.map((e) => e.type === "start" ? { ...e, created: 0 } : e))
+      assert.deepStrictEqual(
+        got.map((e) => e.type === "start" ? { ...e, created: 0 } : e),
+        expected.map((e) => e.type === "start" ? { ...e, created: 0 } : e)
+      )
     }
-    assert.deepStrictEqual(expected.at(-1), { type: "usage", usage: { promptTokens: 7, completionTokens: 2, totalTokens: 9 } })
+    assert.deepStrictEqual(expected.at(-1), {
+      type: "usage",
+      usage: { promptTokens: 7, completionTokens: 2, totalTokens: 9 }
+    })
   })
 
   it.effect("refuses what Anthropic cannot carry, naming it", () =>
@@ -66,12 +82,27 @@ describe("the anthropic upstream dialect", () => {
     }))
 
   it("classifies Anthropic error responses", () => {
-    const limited = Dialect.upstream.classify(429, JSON.stringify({ type: "error", error: { type: "rate_limit_error", message: "slow" } }), { "retry-after": "3" })
+    const limited = Dialect.upstream.classify(
+      429,
+      JSON.stringify({ type: "error", error: { type: "rate_limit_error", message: "slow" } }),
+      { "retry-after": "3" }
+    )
     assert.strictEqual(limited._tag, "UpstreamRateLimited")
-    const rejected = Dialect.upstream.classify(400, JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: "max_tokens: too big" } }), {})
+    const rejected = Dialect.upstream.classify(
+      400,
+      JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: "max_tokens: too big" } }),
+      {}
+    )
     assert.strictEqual(rejected._tag, "UpstreamRejected")
     assert.strictEqual(rejected.message, "max_tokens: too big")
-    const auth = Dialect.upstream.classify(401, JSON.stringify({ type: "error", error: { type: "authentication_error", message: "invalid x-api-key sk-ant-secret" } }), {})
+    const auth = Dialect.upstream.classify(
+      401,
+      JSON.stringify({
+        type: "error",
+        error: { type: "authentication_error", message: "invalid x-api-key sk-ant-secret" }
+      }),
+      {}
+    )
     assert.strictEqual(auth._tag, "UpstreamUnavailable")
     assert.notInclude(auth.message, "sk-ant-secret")
   })

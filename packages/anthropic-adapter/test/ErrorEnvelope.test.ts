@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { GatewayError } from "@modelgate/core"
 import { ErrorEnvelope } from "@modelgate/anthropic-adapter"
+import { GatewayError } from "@modelgate/core"
 
 const every: ReadonlyArray<[GatewayError.GatewayError, number, string]> = [
   [new GatewayError.MissingApiKey({ message: "m" }), 401, "authentication_error"],
@@ -20,7 +20,11 @@ const every: ReadonlyArray<[GatewayError.GatewayError, number, string]> = [
   [new GatewayError.UpstreamUnavailable({ message: "m", status: 529 }), 529, "overloaded_error"],
   [new GatewayError.UpstreamUnavailable({ message: "m" }), 502, "api_error"],
   [new GatewayError.UpstreamTimeout({ message: "m" }), 504, "timeout_error"],
-  [new GatewayError.UpstreamRejected({ message: "m", status: 422, code: "invalid_request_error" }), 422, "invalid_request_error"],
+  [
+    new GatewayError.UpstreamRejected({ message: "m", status: 422, code: "invalid_request_error" }),
+    422,
+    "invalid_request_error"
+  ],
   [new GatewayError.UpstreamRejected({ message: "m", status: 404, code: "NOT_FOUND" }), 404, "not_found_error"],
   [new GatewayError.UpstreamRateLimited({ message: "m" }), 429, "rate_limit_error"],
   [new GatewayError.RouteNotFound({ message: "m" }), 404, "not_found_error"],
@@ -57,10 +61,16 @@ describe("toResponse", () => {
 })
 
 describe("classifyUpstream", () => {
-  const body = (type: string, message: string) => JSON.stringify({ type: "error", error: { type, message }, request_id: "req_1" })
+  const body = (type: string, message: string) =>
+    JSON.stringify({ type: "error", error: { type, message }, request_id: "req_1" })
 
   it("a refusal of the key or its account counts against the key, never passing on the upstream's words", () => {
-    for (const [status, type] of [[401, "authentication_error"], [402, "billing_error"], [400, "authentication_error"]] as const) {
+    for (
+      const [status, type] of [[401, "authentication_error"], [402, "billing_error"], [
+        400,
+        "authentication_error"
+      ]] as const
+    ) {
       const error = ErrorEnvelope.classifyUpstream(status, body(type, "invalid x-api-key sk-ant-secret"))
       assert.strictEqual(error._tag, "UpstreamUnavailable")
       assert.isTrue((error as GatewayError.UpstreamUnavailable).credentialsRefused)
@@ -69,9 +79,15 @@ describe("classifyUpstream", () => {
   })
 
   it("a 403 permission_error is about what the request named: the caller's", () => {
-    const error = ErrorEnvelope.classifyUpstream(403, body("permission_error", "The file file_123 does not belong to this workspace."))
+    const error = ErrorEnvelope.classifyUpstream(
+      403,
+      body("permission_error", "The file file_123 does not belong to this workspace.")
+    )
     assert.strictEqual(error._tag, "UpstreamRejected")
-    assert.deepStrictEqual([(error as GatewayError.UpstreamRejected).status, error.message], [403, "The file file_123 does not belong to this workspace."])
+    assert.deepStrictEqual([(error as GatewayError.UpstreamRejected).status, error.message], [
+      403,
+      "The file file_123 does not belong to this workspace."
+    ])
   })
 
   it("rate limits with retry-after, overload, timeouts, rejections and server errors", () => {
@@ -81,13 +97,22 @@ describe("classifyUpstream", () => {
     const ms = ErrorEnvelope.classifyUpstream(429, "", { "retry-after-ms": "1500" })
     assert.strictEqual((ms as GatewayError.UpstreamRateLimited).retryAfterSeconds, 1.5)
     const overloaded = ErrorEnvelope.classifyUpstream(529, body("overloaded_error", "Overloaded"))
-    assert.deepStrictEqual([overloaded._tag, (overloaded as GatewayError.UpstreamUnavailable).status], ["UpstreamUnavailable", 529])
+    assert.deepStrictEqual([overloaded._tag, (overloaded as GatewayError.UpstreamUnavailable).status], [
+      "UpstreamUnavailable",
+      529
+    ])
     assert.strictEqual(ErrorEnvelope.classifyUpstream(504, "")._tag, "UpstreamTimeout")
-    const rejected = ErrorEnvelope.classifyUpstream(400, body("invalid_request_error", "messages.0.content.0.tool_use.id: String should match pattern"))
+    const rejected = ErrorEnvelope.classifyUpstream(
+      400,
+      body("invalid_request_error", "messages.0.content.0.tool_use.id: String should match pattern")
+    )
     assert.strictEqual(rejected._tag, "UpstreamRejected")
     assert.strictEqual(rejected.message, "messages.0.content.0.tool_use.id: String should match pattern")
     assert.strictEqual((rejected as GatewayError.UpstreamRejected).code, "invalid_request_error")
     const server = ErrorEnvelope.classifyUpstream(500, "<html>oops</html>")
-    assert.deepStrictEqual([server._tag, (server as GatewayError.UpstreamUnavailable).status], ["UpstreamUnavailable", 500])
+    assert.deepStrictEqual([server._tag, (server as GatewayError.UpstreamUnavailable).status], [
+      "UpstreamUnavailable",
+      500
+    ])
   })
 })

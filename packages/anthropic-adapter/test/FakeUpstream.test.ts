@@ -4,10 +4,10 @@
  * `encodeRequest` writes and the headers node-http sends.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Result } from "effect"
+import { ErrorEnvelope, Messages, Request, Response, Stream as AnthropicStream } from "@modelgate/anthropic-adapter"
 import { type Canonical, StreamAssembly } from "@modelgate/core"
 import { FakeUpstream } from "@modelgate/fake-upstream"
-import { ErrorEnvelope, Messages, Request, Response, Stream as AnthropicStream } from "@modelgate/anthropic-adapter"
+import { Effect, Result } from "effect"
 
 const request = (stream: boolean): Canonical.ChatRequest => ({
   model: "gpt-4o",
@@ -21,7 +21,11 @@ const call = (url: string, body: unknown) =>
   Effect.promise(() =>
     fetch(`${url}/v1/messages`, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-api-key": "k", "anthropic-version": Messages.ANTHROPIC_VERSION },
+      headers: {
+        "content-type": "application/json",
+        "x-api-key": "k",
+        "anthropic-version": Messages.ANTHROPIC_VERSION
+      },
       body: JSON.stringify(body)
     }).then(async (res) => ({ status: res.status, text: await res.text() }))
   )

@@ -4,11 +4,11 @@
  * `UPDATE_GOLDEN=1 npx vitest run --project anthropic-adapter`, then review the diff.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Request, Response, Stream as AnthropicStream } from "@modelgate/anthropic-adapter"
+import type { Canonical } from "@modelgate/core"
 import { Effect, Stream } from "effect"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import type { Canonical } from "@modelgate/core"
-import { Request, Response, Stream as AnthropicStream } from "@modelgate/anthropic-adapter"
 
 const dir = join(import.meta.dirname, "golden")
 const update = process.env.UPDATE_GOLDEN === "1"
@@ -36,18 +36,27 @@ describe("golden", () => {
 
   it.effect("Anthropic client request (thinking, tool loop, document) -> canonical", () =>
     Effect.gen(function*() {
-      golden("request-anthropic-to-canonical.expected.json", json(yield* Request.decodeRequest(input("request-anthropic-to-canonical.input.json"))))
+      golden(
+        "request-anthropic-to-canonical.expected.json",
+        json(yield* Request.decodeRequest(input("request-anthropic-to-canonical.input.json")))
+      )
     }))
 
   it.effect("Claude Code's request (system blocks, a system turn, adaptive thinking, a tool loop, deferred tools) -> canonical", () =>
     Effect.gen(function*() {
-      golden("request-claude-code.expected.json", json(yield* Request.decodeRequest(input("request-claude-code.input.json"))))
+      golden(
+        "request-claude-code.expected.json",
+        json(yield* Request.decodeRequest(input("request-claude-code.input.json")))
+      )
     }))
 
   it.effect("Anthropic upstream response (thinking, tool use, cache usage) -> canonical", () =>
     Effect.gen(function*() {
       const body = input("response-anthropic-to-canonical.input.json")
-      golden("response-anthropic-to-canonical.expected.json", json(yield* Response.decodeResponse(body, { created: 1700000000 })))
+      golden(
+        "response-anthropic-to-canonical.expected.json",
+        json(yield* Response.decodeResponse(body, { created: 1700000000 }))
+      )
     }))
 
   it("canonical response -> Anthropic client", () => {
@@ -59,7 +68,10 @@ describe("golden", () => {
     Effect.gen(function*() {
       const text = readFileSync(join(dir, "stream-anthropic-to-events.input.sse"), "utf8")
       const pieces = [text.slice(0, 41), text.slice(41, 500), text.slice(500, 501), text.slice(501)]
-      const events = yield* Stream.fromIterable(pieces).pipe(AnthropicStream.decodeSseText({ created: 1 }), Stream.runCollect)
+      const events = yield* Stream.fromIterable(pieces).pipe(
+        AnthropicStream.decodeSseText({ created: 1 }),
+        Stream.runCollect
+      )
       golden("stream-anthropic-to-events.expected.json", json(events))
     }))
 

@@ -28,21 +28,33 @@ describe("Anthropic usage", () => {
       totalTokens: 115,
       cachedTokens: 100
     })
-    assert.strictEqual(Response.readUsage({ input_tokens: -1_000_000, output_tokens: -5_000_000 }), "input_tokens: -1000000")
+    assert.strictEqual(
+      Response.readUsage({ input_tokens: -1_000_000, output_tokens: -5_000_000 }),
+      "input_tokens: -1000000"
+    )
     assert.strictEqual(Response.readUsage({ input_tokens: 1 }), "output_tokens: \"missing\"")
   })
 
   it("an answer with fractional usage is read, its usage refused", () => {
-    const response = Result.getOrThrow(Response.decodeResponseResult(message({ input_tokens: 1.5, output_tokens: 2.5 })))
+    const response = Result.getOrThrow(
+      Response.decodeResponseResult(message({ input_tokens: 1.5, output_tokens: 2.5 }))
+    )
     assert.isUndefined(response.usage)
     assert.strictEqual(response.usageRejected, "input_tokens: 1.5")
   })
 
   it("a stream whose message_start reports a negative count refuses its usage to the end, a later good delta included", () => {
     const decoder = new StreamDecoder({ created: 1 })
-    const start = Result.getOrThrow(decoder.push({ type: "message_start", message: { id: "m", model: "c", content: [], usage: { input_tokens: -1_000_000, output_tokens: 1 } } }))
+    const start = Result.getOrThrow(
+      decoder.push({
+        type: "message_start",
+        message: { id: "m", model: "c", content: [], usage: { input_tokens: -1_000_000, output_tokens: 1 } }
+      })
+    )
     assert.deepStrictEqual(start.at(-1), { type: "usage_rejected", reason: "input_tokens: -1000000" })
-    const delta = Result.getOrThrow(decoder.push({ type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 7 } }))
+    const delta = Result.getOrThrow(
+      decoder.push({ type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 7 } })
+    )
     assert.deepStrictEqual(delta.at(-1), { type: "usage_rejected", reason: "input_tokens: -1000000" })
     assert.isUndefined(decoder.usage())
   })

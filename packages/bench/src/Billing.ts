@@ -81,7 +81,11 @@ export const readSqliteBooks = (file: string, userName: string, sinceMs = 0): Bo
       sinceMs
     )
     const ledger = query("SELECT COALESCE(SUM(amount_nanos), 0) AS total FROM ledger WHERE user_id = ?", id)
-    const open = query("SELECT (SELECT COUNT(*) FROM holds WHERE user_id = ?) + (SELECT COUNT(*) FROM leases WHERE user_id = ?) AS n", id, id)
+    const open = query(
+      "SELECT (SELECT COUNT(*) FROM holds WHERE user_id = ?) + (SELECT COUNT(*) FROM leases WHERE user_id = ?) AS n",
+      id,
+      id
+    )
     return {
       balanceNanos: big(user.balance_nanos, "users.balance_nanos"),
       ledgerNanos: big(ledger.total, "SUM(ledger.amount_nanos)"),
@@ -112,7 +116,11 @@ export const fetchJson: GetJson = async (url, headers) => {
  *
  * @category read
  */
-export const readApiBalance = async (baseUrl: string, headers: Readonly<Record<string, string>>, get: GetJson = fetchJson): Promise<bigint> => {
+export const readApiBalance = async (
+  baseUrl: string,
+  headers: Readonly<Record<string, string>>,
+  get: GetJson = fetchJson
+): Promise<bigint> => {
   const me = await get(`${baseUrl}/api/me`, headers)
   const balance = (me as { balance_usd?: unknown } | null)?.balance_usd
   if (typeof balance !== "string") throw new Error(`${baseUrl}/api/me: no "balance_usd" string in the answer`)
@@ -145,7 +153,9 @@ export const readApiUsage = async (
   let chargedNanos = 0n
   data.forEach((row: unknown, i) => {
     const r = row as { requests?: unknown; cost?: unknown } | null
-    if (typeof r?.requests !== "number" || typeof r.cost !== "string") throw new Error(`${url}: data[${i}] needs "requests" (number) and "cost" (USD string)`)
+    if (typeof r?.requests !== "number" || typeof r.cost !== "string") {
+      throw new Error(`${url}: data[${i}] needs "requests" (number) and "cost" (USD string)`)
+    }
     records += r.requests
     chargedNanos += parseUsd(r.cost, `${url} data[${i}].cost`)
   })
@@ -216,29 +226,60 @@ export const judgeBilling = (input: BillingInput): BillingCheck => {
   const problems: Array<string> = []
   if (input.source === "sqlite") {
     const ok = input.okRecords ?? 0
-    if (ok < calls.ok) problems.push(`${ok} successful usage records for ${calls.ok} successful calls: ${calls.ok - ok} calls were not recorded`)
+    if (ok < calls.ok) {
+      problems.push(
+        `${ok} successful usage records for ${calls.ok} successful calls: ${calls.ok - ok} calls were not recorded`
+      )
+    }
     if (ok > calls.ok + calls.unsure) {
-      problems.push(`${ok} successful usage records, more than the ${calls.ok} successful calls plus ${calls.unsure} cut off in flight`)
+      problems.push(
+        `${ok} successful usage records, more than the ${calls.ok} successful calls plus ${calls.unsure} cut off in flight`
+      )
     }
   } else {
-    if (input.records < calls.ok) problems.push(`${input.records} usage records for ${calls.ok} successful calls: ${calls.ok - input.records} calls were not recorded`)
-    if (input.records > calls.sent) problems.push(`${input.records} usage records, more than the ${calls.sent} calls sent (other traffic on this user?)`)
+    if (input.records < calls.ok) {
+      problems.push(
+        `${input.records} usage records for ${calls.ok} successful calls: ${
+          calls.ok - input.records
+        } calls were not recorded`
+      )
+    }
+    if (input.records > calls.sent) {
+      problems.push(
+        `${input.records} usage records, more than the ${calls.sent} calls sent (other traffic on this user?)`
+      )
+    }
   }
   if (calls.ok > 0 && input.chargedNanos <= 0n) problems.push(`nothing was charged for ${calls.ok} successful calls`)
   const drop = input.balanceBeforeNanos - input.balanceAfterNanos
-  if (calls.ok > 0 && drop <= 0n) problems.push(`the balance did not go down (${formatUsd(input.balanceBeforeNanos)} -> ${formatUsd(input.balanceAfterNanos)} USD)`)
-  else if (drop !== input.chargedNanos) {
-    problems.push(`the balance went down by ${formatUsd(drop)} USD but the usage records charge ${formatUsd(input.chargedNanos)} USD`)
+  if (calls.ok > 0 && drop <= 0n) {
+    problems.push(
+      `the balance did not go down (${formatUsd(input.balanceBeforeNanos)} -> ${
+        formatUsd(input.balanceAfterNanos)
+      } USD)`
+    )
+  } else if (drop !== input.chargedNanos) {
+    problems.push(
+      `the balance went down by ${formatUsd(drop)} USD but the usage records charge ${
+        formatUsd(input.chargedNanos)
+      } USD`
+    )
   }
   if (input.ledgerNanos !== undefined && input.ledgerNanos !== input.balanceAfterNanos) {
-    problems.push(`the balance (${formatUsd(input.balanceAfterNanos)} USD) is not the ledger's sum (${formatUsd(input.ledgerNanos)} USD)`)
+    problems.push(
+      `the balance (${formatUsd(input.balanceAfterNanos)} USD) is not the ledger's sum (${
+        formatUsd(input.ledgerNanos)
+      } USD)`
+    )
   }
-  if (input.open !== undefined && input.open > 0) problems.push(`${input.open} holds or balance leases are still open after the gateway stopped`)
+  if (input.open !== undefined && input.open > 0) {
+    problems.push(`${input.open} holds or balance leases are still open after the gateway stopped`)
+  }
   const recorded = input.okRecords ?? input.records
   const summary = problems.length === 0
-    ? `billing verified: ${recorded} usage records, ${formatUsd(input.chargedNanos)} USD charged (${calls.ok} successful calls${
-      calls.unsure > 0 ? `, ${calls.unsure} cut off in flight` : ""
-    })`
+    ? `billing verified: ${recorded} usage records, ${
+      formatUsd(input.chargedNanos)
+    } USD charged (${calls.ok} successful calls${calls.unsure > 0 ? `, ${calls.unsure} cut off in flight` : ""})`
     : `billing check FAILED: ${problems.join("; ")}`
   return {
     status: problems.length === 0 ? "verified" : "failed",

@@ -74,4 +74,5 @@ export const gatewayConfig = (input: GatewayConfigInput): Record<string, unknown
 }
 
 /** The configuration as file text (JSON, which YAML parsers read as YAML). @category config */
-export const gatewayConfigText = (input: GatewayConfigInput): string => `${JSON.stringify(gatewayConfig(input), null, 2)}\n`
+export const gatewayConfigText = (input: GatewayConfigInput): string =>
+  `${JSON.stringify(gatewayConfig(input), null, 2)}\n`

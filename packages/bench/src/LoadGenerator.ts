@@ -136,7 +136,9 @@ const positive = (fn: string, name: string, value: number): void => {
 }
 
 const positiveInt = (fn: string, name: string, value: number): void => {
-  if (!(Number.isInteger(value) && value > 0)) throw new RangeError(`${fn}: ${name} must be a positive integer, got ${String(value)}`)
+  if (!(Number.isInteger(value) && value > 0)) {
+    throw new RangeError(`${fn}: ${name} must be a positive integer, got ${String(value)}`)
+  }
 }
 
 const makeTarget = (fn: string, options: CommonOptions, connections: number): Target => {

@@ -32,9 +32,13 @@ export const assertLoopback = (url: string, what: string): URL => {
     throw new Error(`${what}: "${url}" is not a valid URL`)
   }
   if (!isLoopbackHost(parsed.hostname)) {
-    throw new Error(`${what}: host "${parsed.hostname}" is not a loopback address; the benchmark only sends traffic to 127.0.0.1`)
+    throw new Error(
+      `${what}: host "${parsed.hostname}" is not a loopback address; the benchmark only sends traffic to 127.0.0.1`
+    )
   }
-  if (parsed.protocol !== "http:") throw new Error(`${what}: only http:// URLs are supported, got "${parsed.protocol}" in "${url}"`)
+  if (parsed.protocol !== "http:") {
+    throw new Error(`${what}: only http:// URLs are supported, got "${parsed.protocol}" in "${url}"`)
+  }
   return parsed
 }
 

@@ -104,7 +104,8 @@ export const planRun = (
     const who = targets.filter((t) => t.runs(s) && (s.kind === "latency" || t.proxy))
     const perTarget = s.kind === "memory"
       ? (s.streamMs ?? 0) + MEMORY_EXTRA_MS
-      : timing.warmupMs + s.rates.length * timing.pointMs + timing.throughputMs + (s.rates.length + 1) * POINT_OVERHEAD_MS
+      : timing.warmupMs + s.rates.length * timing.pointMs + timing.throughputMs +
+        (s.rates.length + 1) * POINT_OVERHEAD_MS
     steps.push({ name: s.name, targets: who.map((t) => t.name), ms: who.length * perTarget })
   }
   if (soakTarget !== null) steps.push({ name: "soak", targets: [soakTarget], ms: timing.soakMs + POINT_OVERHEAD_MS })
@@ -121,6 +122,8 @@ export const formatDuration = (ms: number): string => {
 
 /** The plan as one line: each step's wall time and the total. @category plan */
 export const formatPlan = (plan: Plan): string =>
-  `${plan.steps.filter((s) => s.name !== "startup" && s.name !== "teardown").map((s) => `${s.name} ${formatDuration(s.ms)}`).join(", ")}; about ${
-    formatDuration(plan.totalMs)
-  } in all (with ${formatDuration(STARTUP_MS + TEARDOWN_MS)} to start and stop)`
+  `${
+    plan.steps.filter((s) => s.name !== "startup" && s.name !== "teardown").map((s) =>
+      `${s.name} ${formatDuration(s.ms)}`
+    ).join(", ")
+  }; about ${formatDuration(plan.totalMs)} in all (with ${formatDuration(STARTUP_MS + TEARDOWN_MS)} to start and stop)`

@@ -46,7 +46,8 @@ export const parseStatCpuMs = (text: string, ticksPerSecond: number): number => 
 }
 
 /** CPU time used so far by process `pid` (all threads), ms; 10 ms resolution on most kernels. @category cpu */
-export const cpuTimeMs = (pid: number): number => parseStatCpuMs(readFileSync(`/proc/${pid}/stat`, "utf8"), clockTicks())
+export const cpuTimeMs = (pid: number): number =>
+  parseStatCpuMs(readFileSync(`/proc/${pid}/stat`, "utf8"), clockTicks())
 
 /** Resident memory of a process, bytes. @category memory */
 export interface Memory {

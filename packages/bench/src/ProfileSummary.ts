@@ -66,12 +66,20 @@ export const parseCpuProfile = (text: string, source: string): CpuProfile => {
   if (!isObject(json)) return fail(source, "the top level is not an object")
   const { nodes, startTime, endTime, samples, timeDeltas } = json
   if (!Array.isArray(nodes) || nodes.length === 0) return fail(source, "\"nodes\" is not a non-empty array")
-  if (typeof startTime !== "number" || typeof endTime !== "number") return fail(source, "\"startTime\"/\"endTime\" are not numbers")
-  if (!Array.isArray(samples) || !Array.isArray(timeDeltas)) return fail(source, "\"samples\"/\"timeDeltas\" are not arrays")
-  if (samples.length !== timeDeltas.length) return fail(source, `${samples.length} samples but ${timeDeltas.length} timeDeltas`)
+  if (typeof startTime !== "number" || typeof endTime !== "number") {
+    return fail(source, "\"startTime\"/\"endTime\" are not numbers")
+  }
+  if (!Array.isArray(samples) || !Array.isArray(timeDeltas)) {
+    return fail(source, "\"samples\"/\"timeDeltas\" are not arrays")
+  }
+  if (samples.length !== timeDeltas.length) {
+    return fail(source, `${samples.length} samples but ${timeDeltas.length} timeDeltas`)
+  }
   const ids = new Set<number>()
   nodes.forEach((n: unknown, i) => {
-    if (!isObject(n) || typeof n.id !== "number" || !isObject(n.callFrame)) return fail(source, `nodes[${i}] has no numeric "id" and "callFrame"`)
+    if (!isObject(n) || typeof n.id !== "number" || !isObject(n.callFrame)) {
+      return fail(source, `nodes[${i}] has no numeric "id" and "callFrame"`)
+    }
     const f = n.callFrame
     if (typeof f.functionName !== "string" || typeof f.url !== "string" || typeof f.lineNumber !== "number") {
       return fail(source, `nodes[${i}].callFrame needs "functionName", "url" and "lineNumber"`)
@@ -314,21 +322,29 @@ const ms = (n: number): string => (n >= 1000 ? `${(n / 1000).toFixed(2)} s` : `$
  * @category summary
  */
 export const profileMarkdown = (s: ProfileSummary): Array<string> => [
-  `${s.profiles} profile${s.profiles === 1 ? "" : "s"}, ${s.samples} samples over ${ms(s.totalMs)}, of which ${ms(s.busyMs)} busy (not idle)${
-    s.window === null ? "" : `; ${ms(s.excludedMs)} before and after the measured scenarios (start-up, shutdown) left out`
+  `${s.profiles} profile${s.profiles === 1 ? "" : "s"}, ${s.samples} samples over ${ms(s.totalMs)}, of which ${
+    ms(s.busyMs)
+  } busy (not idle)${
+    s.window === null
+      ? ""
+      : `; ${ms(s.excludedMs)} before and after the measured scenarios (start-up, shutdown) left out`
   }.`,
   "",
   "| where | self time | of busy time | of all time |",
   "|---|---:|---:|---:|",
-  ...s.categories.map((c) => `| ${c.category} | ${ms(c.selfMs)} | ${c.busyShare === null ? "" : `${c.busyShare.toFixed(1)} %`} | ${c.share.toFixed(1)} % |`),
+  ...s.categories.map((c) =>
+    `| ${c.category} | ${ms(c.selfMs)} | ${c.busyShare === null ? "" : `${c.busyShare.toFixed(1)} %`} | ${
+      c.share.toFixed(1)
+    } % |`
+  ),
   "",
   `Top ${s.functions.length} functions by self time:`,
   "",
   "| # | function | where | file:line | self time | of busy time |",
   "|---:|---|---|---|---:|---:|",
   ...s.functions.map((f, i) =>
-    `| ${i + 1} | \`${f.functionName.replaceAll("|", "\\|")}\` | ${f.category} | ${f.file === "" ? "" : `\`${f.file}:${f.line}\``} | ${ms(f.selfMs)} | ${
-      f.busyShare.toFixed(1)
-    } % |`
+    `| ${i + 1} | \`${f.functionName.replaceAll("|", "\\|")}\` | ${f.category} | ${
+      f.file === "" ? "" : `\`${f.file}:${f.line}\``
+    } | ${ms(f.selfMs)} | ${f.busyShare.toFixed(1)} % |`
   )
 ]

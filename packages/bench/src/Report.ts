@@ -14,7 +14,7 @@ import { join, relative } from "node:path"
 import type { BillingCheck } from "./Billing.ts"
 import { formatDuration } from "./Plan.ts"
 import { barChart, lineChart } from "./plot/Chart.ts"
-import { type ProfileSummary, profileMarkdown } from "./ProfileSummary.ts"
+import { profileMarkdown, type ProfileSummary } from "./ProfileSummary.ts"
 import type { AddedPoint, LatencyResult, MemoryResult, Point, SoakResult, TargetName, Timing } from "./Runner.ts"
 import type { Dialect } from "./Scenarios.ts"
 
@@ -115,7 +115,12 @@ export const verdicts = (
   const out: Array<Verdict> = []
   const scenario = (name: string) => latency.find((l) => l.scenario === name)
   const small = scenario("chat-small")
-  const unmeasured = (target: string, why: string): Verdict => ({ target, status: "not measured", measured: why, shortfall: null })
+  const unmeasured = (target: string, why: string): Verdict => ({
+    target,
+    status: "not measured",
+    measured: why,
+    shortfall: null
+  })
   const judged = (target: string, met: boolean, measured: string, shortfall: () => string): Verdict => ({
     target,
     status: met ? "met" : "missed",
@@ -136,8 +141,13 @@ export const verdicts = (
     out.push(judged(
       name,
       r.ratio <= limit,
-      `${fmtCpu(r.m)} vs floor ${fmtCpu(r.f)} per call at ${r.mg.concurrency ?? "?"} in flight (${r.ratio.toFixed(2)}x)`,
-      () => `${r.ratio.toFixed(2)}x against ${limit}x: ${fmtCpu(r.m - limit * r.f)} per call more than allowed (${((r.ratio / limit - 1) * 100).toFixed(0)} % over)`
+      `${fmtCpu(r.m)} vs floor ${fmtCpu(r.f)} per call at ${r.mg.concurrency ?? "?"} in flight (${
+        r.ratio.toFixed(2)
+      }x)`,
+      () =>
+        `${r.ratio.toFixed(2)}x against ${limit}x: ${fmtCpu(r.m - limit * r.f)} per call more than allowed (${
+          ((r.ratio / limit - 1) * 100).toFixed(0)
+        } % over)`
     ))
   }
 
@@ -145,13 +155,16 @@ export const verdicts = (
     const name = "non-stream CPU per call <= 2.0x the floor (closed loop and 1,000 calls/s)"
     const c = cpuRatio(small, closed)
     const o = cpuRatio(small, (l, t) => openPoint(l, t, 1000))
-    if (c === undefined || o === undefined) out.push(unmeasured(name, "needs modelgate and floor CPU figures for chat-small, closed loop and at 1,000/s"))
-    else {
+    if (c === undefined || o === undefined) {
+      out.push(unmeasured(name, "needs modelgate and floor CPU figures for chat-small, closed loop and at 1,000/s"))
+    } else {
       const worst = Math.max(c.ratio, o.ratio)
       out.push(judged(
         name,
         worst <= 2,
-        `closed loop ${fmtCpu(c.m)} vs floor ${fmtCpu(c.f)} (${c.ratio.toFixed(2)}x); at 1,000/s ${fmtCpu(o.m)} vs ${fmtCpu(o.f)} (${o.ratio.toFixed(2)}x)`,
+        `closed loop ${fmtCpu(c.m)} vs floor ${fmtCpu(c.f)} (${c.ratio.toFixed(2)}x); at 1,000/s ${fmtCpu(o.m)} vs ${
+          fmtCpu(o.f)
+        } (${o.ratio.toFixed(2)}x)`,
         () => `${worst.toFixed(2)}x against 2x at worst (${((worst / 2 - 1) * 100).toFixed(0)} % over)`
       ))
     }
@@ -165,15 +178,22 @@ export const verdicts = (
     const pk = small === undefined ? undefined : closedPoint(small, "portkey")
     if (small === undefined) out.push(unmeasured(name, "chat-small not in this run"))
     else if (mg === undefined) out.push(unmeasured(name, "chat-small throughput through modelgate not in this run"))
-    else if (pk === undefined) out.push(unmeasured(name, "Portkey was not measured in this run (see 'What was measured' and the notes)"))
-    else if (pk.throughput === 0) out.push(unmeasured(name, `Portkey had no successful call in chat-small (errors: ${errorsText(pk)})`))
-    else {
+    else if (pk === undefined) {
+      out.push(unmeasured(name, "Portkey was not measured in this run (see 'What was measured' and the notes)"))
+    } else if (pk.throughput === 0) {
+      out.push(unmeasured(name, `Portkey had no successful call in chat-small (errors: ${errorsText(pk)})`))
+    } else {
       const ratio = mg.throughput / pk.throughput
       out.push(judged(
         name,
         ratio >= 3,
-        `${mg.throughput.toFixed(0)} vs ${pk.throughput.toFixed(0)} calls/s at ${mg.concurrency ?? "?"} in flight (${ratio.toFixed(2)}x)`,
-        () => `${ratio.toFixed(2)}x against 3x: modelgate needs ${(3 * pk.throughput - mg.throughput).toFixed(0)} calls/s more (+${((3 / ratio - 1) * 100).toFixed(0)} %)`
+        `${mg.throughput.toFixed(0)} vs ${pk.throughput.toFixed(0)} calls/s at ${mg.concurrency ?? "?"} in flight (${
+          ratio.toFixed(2)
+        }x)`,
+        () =>
+          `${ratio.toFixed(2)}x against 3x: modelgate needs ${
+            (3 * pk.throughput - mg.throughput).toFixed(0)
+          } calls/s more (+${((3 / ratio - 1) * 100).toFixed(0)} %)`
       ))
     }
   }
@@ -181,21 +201,24 @@ export const verdicts = (
     const name = "added latency p99 < 2 ms at 1,000 calls/s (non-stream)"
     const a = small?.added.find((x) => x.target === "modelgate" && x.rate === 1000)
     const mg = openPoint(small, "modelgate", 1000)
-    if (a === undefined || mg === undefined) out.push(unmeasured(name, "chat-small at 1,000/s through modelgate not in this run"))
-    else {
+    if (a === undefined || mg === undefined) {
+      out.push(unmeasured(name, "chat-small at 1,000/s through modelgate not in this run"))
+    } else {
       const errors = Object.entries(mg.errors).map(([k, v]) => `${k}: ${v}`)
       if (mg.dropped > 0) errors.push(`dropped: ${mg.dropped}`)
       const p99 = a.latency.p99Us
       out.push(judged(
         name,
         p99 < 2000 && errors.length === 0,
-        `added p99 ${fmtUs(p99)} (95 % sampling interval ${band(a)}; p50 ${fmtUs(a.latency.p50Us)}, p90 ${fmtUs(a.latency.p90Us)}, max ${
-          fmtUs(a.latency.maxUs)
-        })${errors.length === 0 ? "" : `, with errors (${errors.join(", ")})`}`,
+        `added p99 ${fmtUs(p99)} (95 % sampling interval ${band(a)}; p50 ${fmtUs(a.latency.p50Us)}, p90 ${
+          fmtUs(a.latency.p90Us)
+        }, max ${fmtUs(a.latency.maxUs)})${errors.length === 0 ? "" : `, with errors (${errors.join(", ")})`}`,
         () =>
           p99 < 2000
             ? `the latency is within the limit, but ${errors.join(", ")} of ${mg.sent} calls failed`
-            : `${fmtUs(p99 - 2000)} over the 2 ms limit (${(p99 / 2000).toFixed(2)}x it)${errors.length === 0 ? "" : `, and ${errors.join(", ")} failed`}`
+            : `${fmtUs(p99 - 2000)} over the 2 ms limit (${(p99 / 2000).toFixed(2)}x it)${
+              errors.length === 0 ? "" : `, and ${errors.join(", ")} failed`
+            }`
       ))
     }
   }
@@ -210,9 +233,9 @@ export const verdicts = (
       out.push(judged(
         name,
         v < 500,
-        `added TTFB p50 ${fmtUs(v)} (95 % sampling interval ${fmtUs(worst.ttfbP50Band.lowUs)} to ${fmtUs(worst.ttfbP50Band.highUs)}), p99 ${
-          fmtUs(worst.ttfb.p99Us)
-        } at ${worst.rate}/s`,
+        `added TTFB p50 ${fmtUs(v)} (95 % sampling interval ${fmtUs(worst.ttfbP50Band.lowUs)} to ${
+          fmtUs(worst.ttfbP50Band.highUs)
+        }), p99 ${fmtUs(worst.ttfb.p99Us)} at ${worst.rate}/s`,
         () => `${fmtUs(v - 500)} over the 0.5 ms limit (${(v / 500).toFixed(2)}x it)`
       ))
     }
@@ -221,13 +244,16 @@ export const verdicts = (
     const name = "<= 30 KB allocated per non-stream call"
     const mg = small === undefined ? undefined : closedPoint(small, "modelgate")
     const floor = small === undefined ? undefined : closedPoint(small, "floor")
-    if (mg?.allocKbPerCall == null) out.push(unmeasured(name, "chat-small's closed loop through modelgate, with its GC trace, not in this run"))
-    else {
+    if (mg?.allocKbPerCall == null) {
+      out.push(unmeasured(name, "chat-small's closed loop through modelgate, with its GC trace, not in this run"))
+    } else {
       const kb = mg.allocKbPerCall
       out.push(judged(
         name,
         kb <= 30,
-        `${kb.toFixed(1)} KB per call at ${mg.concurrency ?? "?"} in flight${floor?.allocKbPerCall == null ? "" : ` (the floor: ${floor.allocKbPerCall.toFixed(1)} KB)`}`,
+        `${kb.toFixed(1)} KB per call at ${mg.concurrency ?? "?"} in flight${
+          floor?.allocKbPerCall == null ? "" : ` (the floor: ${floor.allocKbPerCall.toFixed(1)} KB)`
+        }`,
         () => `${(kb - 30).toFixed(1)} KB per call over the 30 KB limit (${(kb / 30).toFixed(2)}x it)`
       ))
     }
@@ -250,17 +276,22 @@ export const verdicts = (
     const points = memory.flatMap((m) => m.points)
     const mg = points.find((p) => p.target === "modelgate")
     const floor = points.find((p) => p.target === "floor")
-    if (mg === undefined || floor === undefined) out.push(unmeasured(name, "streams-1000 through modelgate and the floor not in this run"))
-    else {
+    if (mg === undefined || floor === undefined) {
+      out.push(unmeasured(name, "streams-1000 through modelgate and the floor not in this run"))
+    } else {
       const complete = mg.ok === mg.streams
       const ratio = mg.peakRssBytes / floor.peakRssBytes
       out.push(judged(
         name,
         ratio <= 1.3 && complete,
-        `peak ${fmtMb(mg.peakRssBytes)} vs the floor's ${fmtMb(floor.peakRssBytes)} (${ratio.toFixed(2)}x); steady ${fmtMb(mg.steadyRssBytes)} (${mg.ok}/${mg.streams} streams completed)`,
+        `peak ${fmtMb(mg.peakRssBytes)} vs the floor's ${fmtMb(floor.peakRssBytes)} (${ratio.toFixed(2)}x); steady ${
+          fmtMb(mg.steadyRssBytes)
+        } (${mg.ok}/${mg.streams} streams completed)`,
         () =>
           [
-            ratio > 1.3 ? `${ratio.toFixed(2)}x against 1.3x: ${fmtMb(mg.peakRssBytes - 1.3 * floor.peakRssBytes)} over` : "",
+            ratio > 1.3
+              ? `${ratio.toFixed(2)}x against 1.3x: ${fmtMb(mg.peakRssBytes - 1.3 * floor.peakRssBytes)} over`
+              : "",
             complete ? "" : `${mg.streams - mg.ok} of ${mg.streams} streams did not complete`
           ].filter((x) => x !== "").join("; ")
       ))
@@ -274,8 +305,13 @@ export const verdicts = (
       out.push(judged(
         name,
         pct < 5,
-        `${fmtMb(soak.rss.start)} -> ${fmtMb(soak.rss.end)} (${pct.toFixed(1)}%) over ${soak.durationMs / 1000} s at ${soak.rate}/s`,
-        () => `${pct.toFixed(1)} % against 5 %: ${(pct - 5).toFixed(1)} points over, a trend of ${(soak.rss.perMinute / MB).toFixed(2)} MB/min`
+        `${fmtMb(soak.rss.start)} -> ${fmtMb(soak.rss.end)} (${pct.toFixed(1)}%) over ${
+          soak.durationMs / 1000
+        } s at ${soak.rate}/s`,
+        () =>
+          `${pct.toFixed(1)} % against 5 %: ${(pct - 5).toFixed(1)} points over, a trend of ${
+            (soak.rss.perMinute / MB).toFixed(2)
+          } MB/min`
       ))
     }
   }
@@ -290,7 +326,9 @@ const errorsText = (p: { readonly errors: Readonly<Record<string, number>>; read
   return parts.length === 0 ? "0" : parts.join(", ")
 }
 
-const loadText = (p: Point): string => (p.mode === "open" ? `${p.rate}/s open` : `c=${p.concurrency} closed, ${p.throughput.toFixed(0)}/s`)
+const loadText = (
+  p: Point
+): string => (p.mode === "open" ? `${p.rate}/s open` : `c=${p.concurrency} closed, ${p.throughput.toFixed(0)}/s`)
 
 /** The latency table of a scenario: absolute and added percentiles per target and load. @category report */
 export const latencyTable = (l: LatencyResult): string => {
@@ -306,11 +344,11 @@ export const latencyTable = (l: LatencyResult): string => {
       continue
     }
     rows.push(
-      `| ${p.target} | ${loadText(p)} | ${p.ok} | ${fmtUs(p.latency.p50Us)} | ${fmtUs(p.latency.p90Us)} | ${fmtUs(p.latency.p99Us)} | ${fmtUs(p.latency.maxUs)} | ${
-        add((x) => fmtUs(x.latency.p50Us))
-      } | ${add((x) => fmtUs(x.latency.p90Us))} | ${add((x) => `${fmtUs(x.latency.p99Us)} (${band(x)})`)} | ${add((x) => fmtUs(x.latency.maxUs))} | ${
-        errorsText(p)
-      } |`
+      `| ${p.target} | ${loadText(p)} | ${p.ok} | ${fmtUs(p.latency.p50Us)} | ${fmtUs(p.latency.p90Us)} | ${
+        fmtUs(p.latency.p99Us)
+      } | ${fmtUs(p.latency.maxUs)} | ${add((x) => fmtUs(x.latency.p50Us))} | ${add((x) => fmtUs(x.latency.p90Us))} | ${
+        add((x) => `${fmtUs(x.latency.p99Us)} (${band(x)})`)
+      } | ${add((x) => fmtUs(x.latency.maxUs))} | ${errorsText(p)} |`
     )
   }
   return rows.join("\n")
@@ -330,7 +368,9 @@ export const ttfbTable = (l: LatencyResult): string => {
     const a = l.added.find((x) => x.target === p.target && x.rate === p.rate)
     rows.push(
       `| ${p.target} | ${loadText(p)} | ${fmtUs(p.ttfb.p50Us)} | ${fmtUs(p.ttfb.p90Us)} | ${fmtUs(p.ttfb.p99Us)} | ${
-        a === undefined ? "" : `${fmtUs(a.ttfb.p50Us)} (${fmtUs(a.ttfbP50Band.lowUs)} to ${fmtUs(a.ttfbP50Band.highUs)})`
+        a === undefined
+          ? ""
+          : `${fmtUs(a.ttfb.p50Us)} (${fmtUs(a.ttfbP50Band.lowUs)} to ${fmtUs(a.ttfbP50Band.highUs)})`
       } | ${a === undefined ? "" : fmtUs(a.ttfb.p90Us)} | ${a === undefined ? "" : fmtUs(a.ttfb.p99Us)} |`
     )
   }
@@ -344,15 +384,19 @@ export const cpuTable = (l: LatencyResult): string => {
     "| load | modelgate CPU/call | floor CPU/call | modelgate / floor | Portkey CPU/call | Portkey / floor |",
     "|---|---:|---:|---:|---:|---:|"
   ]
-  const ratio = (a: number | null | undefined, b: number | null | undefined): string => (a == null || b == null || b === 0 ? "" : `${(a / b).toFixed(2)}x`)
+  const ratio = (
+    a: number | null | undefined,
+    b: number | null | undefined
+  ): string => (a == null || b == null || b === 0 ? "" : `${(a / b).toFixed(2)}x`)
   for (const f of loads) {
-    const same = (t: TargetName) => l.points.find((p) => p.target === t && p.mode === f.mode && p.rate === f.rate && p.concurrency === f.concurrency)
+    const same = (t: TargetName) =>
+      l.points.find((p) => p.target === t && p.mode === f.mode && p.rate === f.rate && p.concurrency === f.concurrency)
     const mg = same("modelgate")?.cpuMsPerCall ?? null
     const pk = same("portkey")?.cpuMsPerCall ?? null
     rows.push(
-      `| ${f.mode === "open" ? `${f.rate}/s open` : `c=${f.concurrency} closed`} | ${fmtCpu(mg)} | ${fmtCpu(f.cpuMsPerCall)} | ${ratio(mg, f.cpuMsPerCall)} | ${
-        fmtCpu(pk)
-      } | ${ratio(pk, f.cpuMsPerCall)} |`
+      `| ${f.mode === "open" ? `${f.rate}/s open` : `c=${f.concurrency} closed`} | ${fmtCpu(mg)} | ${
+        fmtCpu(f.cpuMsPerCall)
+      } | ${ratio(mg, f.cpuMsPerCall)} | ${fmtCpu(pk)} | ${ratio(pk, f.cpuMsPerCall)} |`
     )
   }
   return rows.join("\n")
@@ -362,7 +406,11 @@ const rssLine = (l: LatencyResult): string =>
   l.rss.length === 0
     ? "No proxy process was measured for memory."
     : `RSS during this scenario: ${
-      l.rss.map((r) => `${r.target} peak ${fmtMb(r.peakBytes)}${r.peakFrom === "samples" ? " (sampled)" : ""}, steady ${fmtMb(r.steadyBytes)}`).join("; ")
+      l.rss.map((r) =>
+        `${r.target} peak ${fmtMb(r.peakBytes)}${r.peakFrom === "samples" ? " (sampled)" : ""}, steady ${
+          fmtMb(r.steadyBytes)
+        }`
+      ).join("; ")
     }.`
 
 /** Paths written by `writeReport`. @category models */
@@ -380,8 +428,14 @@ const methodText = (r: Results): Array<string> => {
     `- **Order.** The memory scenario runs first, on fresh processes. Then, per latency scenario: a ${t.warmupMs} ms closed-loop warm-up (8 in flight) of every target, then each open-loop rate on every target in turn (${t.pointMs} ms each, direct first), then ${t.throughputMs} ms of closed-loop throughput per target. The soak runs last. Targets are measured one after the other, never at the same time, so they do not compete for the 2 cores; the load generator shares the machine with whichever target is measured.`,
     "- **Open loop.** Calls are sent at a fixed rate whatever the target does, and each latency is measured from the call's *intended* send time, so a stalled target shows up as latency instead of slowing the sender down (no coordinated omission). Latency is to the last body byte, TTFB to the first. Calls still in flight " +
     `${t.drainMs} ms after the last send are aborted and counted as errors ("aborted").`,
-    `- **Added latency** is the target's percentile minus the direct call's percentile at the same rate, from two runs a few seconds apart (the sequential order above). It is a difference of two separately measured distributions, not of the same calls: it carries the drift of the machine between the two runs (other processes, CPU frequency, the load generator's own garbage collection) as well as sampling noise. For the sampling part, every added p99 (and added TTFB p50) comes with a 95 % interval from the order statistics of both histograms (ranks n·q ∓ 1.96·sqrt(n·q·(1−q))); drift is not in that interval. p99 over a ${t.pointMs / 1000}-second point at 250/s rests on the slowest ${Math.max(1, Math.round((250 * t.pointMs) / 100_000))} calls, so tail figures at low rates are coarse; max is one call and is shown for completeness. A negative added value means the difference is within the noise.`,
-    `- **CPU per call** is the proxy process's own user + system time (\`/proc/<pid>/stat\`, all threads, 10 ms clock ticks) over the point, divided by its successful calls; it includes the process's background work during the point (the gateway's batch writer and heartbeat). One tick is 10 ms: over ${t.pointMs / 1000} s at 1,000/s, a call costing 250 µs is measured to within about ±${
+    `- **Added latency** is the target's percentile minus the direct call's percentile at the same rate, from two runs a few seconds apart (the sequential order above). It is a difference of two separately measured distributions, not of the same calls: it carries the drift of the machine between the two runs (other processes, CPU frequency, the load generator's own garbage collection) as well as sampling noise. For the sampling part, every added p99 (and added TTFB p50) comes with a 95 % interval from the order statistics of both histograms (ranks n·q ∓ 1.96·sqrt(n·q·(1−q))); drift is not in that interval. p99 over a ${
+      t.pointMs / 1000
+    }-second point at 250/s rests on the slowest ${
+      Math.max(1, Math.round((250 * t.pointMs) / 100_000))
+    } calls, so tail figures at low rates are coarse; max is one call and is shown for completeness. A negative added value means the difference is within the noise.`,
+    `- **CPU per call** is the proxy process's own user + system time (\`/proc/<pid>/stat\`, all threads, 10 ms clock ticks) over the point, divided by its successful calls; it includes the process's background work during the point (the gateway's batch writer and heartbeat). One tick is 10 ms: over ${
+      t.pointMs / 1000
+    } s at 1,000/s, a call costing 250 µs is measured to within about ±${
       (1000 / ((t.pointMs / 1000) * 1000 * 0.25)).toFixed(1)
     } %, and lower rates are coarser in proportion.`,
     `- **Memory.** Every proxy's RSS is sampled every ${t.rssSampleMs} ms during every scenario; *peak* is the kernel's VmHWM after resetting it (\`/proc/<pid>/clear_refs\`) at the scenario's start, so spikes between samples count (marked "sampled" where the reset was not allowed), *steady* the median of the samples taken while that proxy was under load. The soak compares the median RSS of its first and last tenth after a 10 % warm-up.`,
@@ -436,7 +490,9 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
         yLabel: "p99 latency (ms)",
         series: targets.map((t) => ({
           name: t,
-          points: open.filter((p) => p.target === t && p.latency.count > 0).map((p) => [p.rate ?? 0, p.latency.p99Us / 1000] as const)
+          points: open.filter((p) => p.target === t && p.latency.count > 0).map((p) =>
+            [p.rate ?? 0, p.latency.p99Us / 1000] as const
+          )
         }))
       }).toPng()
     )
@@ -501,8 +557,13 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
         xLabel: "time (s)",
         yLabel: "RSS (MB)",
         // The target is relative (1.3x the floor's peak); the line shows it where the floor was measured.
-        ...(floorPeak(m) === undefined ? {} : { threshold: { y: (1.3 * floorPeak(m)!) / MB, label: "target: 1.3x the floor's peak" } }),
-        series: m.points.map((p) => ({ name: p.target, points: p.samples.map((s) => [s.tMs / 1000, s.value / MB] as const) }))
+        ...(floorPeak(m) === undefined
+          ? {}
+          : { threshold: { y: (1.3 * floorPeak(m)!) / MB, label: "target: 1.3x the floor's peak" } }),
+        series: m.points.map((p) => ({
+          name: p.target,
+          points: p.samples.map((s) => [s.tMs / 1000, s.value / MB] as const)
+        }))
       }).toPng()
     )
   }
@@ -514,7 +575,10 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
         title: `soak (${results.soak.target}, ${results.soak.rate}/s): RSS (MB)`,
         xLabel: "time (s)",
         yLabel: "RSS (MB)",
-        series: [{ name: results.soak.target, points: results.soak.samples.map((s) => [s.tMs / 1000, s.value / MB] as const) }]
+        series: [{
+          name: results.soak.target,
+          points: results.soak.samples.map((s) => [s.tMs / 1000, s.value / MB] as const)
+        }]
       }).toPng()
     )
   }
@@ -535,20 +599,24 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
         "",
         `> **Profiled run**: the gateway ran under \`--cpu-prof\` (the default; \`--without-profile\` turns it off)${
           results.heapSnapshots.length > 0 ? " and a heap snapshot was taken after its 1,000 streams" : ""
-        }, which costs CPU${results.heapSnapshots.length > 0 ? " and memory" : ""}: its figures here are higher than without the profiler.`
+        }, which costs CPU${
+          results.heapSnapshots.length > 0 ? " and memory" : ""
+        }: its figures here are higher than without the profiler.`
       ]
       : []),
     "",
-    `Run ${results.startedAt} to ${results.finishedAt}: took ${formatDuration(results.elapsedMs)} (planned about ${formatDuration(results.plannedMs)}). Client dialect at the gateway: ${
-      results.dialect === "openai" ? "OpenAI" : "Gemini"
-    }.`,
+    `Run ${results.startedAt} to ${results.finishedAt}: took ${formatDuration(results.elapsedMs)} (planned about ${
+      formatDuration(results.plannedMs)
+    }). Client dialect at the gateway: ${results.dialect === "openai" ? "OpenAI" : "Gemini"}.`,
     "",
     "## Machine",
     "",
     `- CPU: ${m.cpuModel}, ${m.cores} cores`,
     `- Memory: ${(m.memoryBytes / 1073741824).toFixed(1)} GiB`,
     `- Node: ${m.node}, Linux ${m.kernel}`,
-    `- Load average (1, 5, 15 min): ${m.loadAverage.start.join(", ")} at the start, ${m.loadAverage.end.join(", ")} at the end`,
+    `- Load average (1, 5, 15 min): ${m.loadAverage.start.join(", ")} at the start, ${
+      m.loadAverage.end.join(", ")
+    } at the end`,
     "",
     `Everything runs on this one machine: the load generator, the fake upstream, the floor proxy, the gateway and Portkey are separate processes sharing its cores, so absolute numbers include that contention; the *added* figures subtract the direct baseline measured in the same run. A load average above ${m.cores} means other work was competing for the cores during the run.`,
     "",
@@ -560,22 +628,33 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
     "",
     "## Billing",
     "",
-    `${billing.status === "verified" ? "**Billing verified**" : billing.status === "failed" ? "**Billing check failed**" : "**Billing not checked**"}: ${
-      billing.summary.replace(/^billing (verified|check FAILED|not checked): /, "")
-    }.`,
+    `${
+      billing.status === "verified"
+        ? "**Billing verified**"
+        : billing.status === "failed"
+        ? "**Billing check failed**"
+        : "**Billing not checked**"
+    }: ${billing.summary.replace(/^billing (verified|check FAILED|not checked): /, "")}.`,
     ""
   ]
   if (billing.calls !== null) {
     lines.push(
       `Calls through modelgate: ${billing.calls.sent} sent, ${billing.calls.ok} successful, ${billing.calls.refused} answered with an error status, ${billing.calls.unsure} cut off in flight. Usage records (${
         billing.source === "sqlite" ? "the gateway's SQLite file, read after it stopped" : "`/api/usage/daily`"
-      }): ${billing.records}${billing.okRecords === null ? "" : `, ${billing.okRecords} of them successful`}; charged ${billing.chargedUsd} USD; the balance went from ${billing.balanceBeforeUsd} to ${billing.balanceAfterUsd} USD.`,
+      }): ${billing.records}${
+        billing.okRecords === null ? "" : `, ${billing.okRecords} of them successful`
+      }; charged ${billing.chargedUsd} USD; the balance went from ${billing.balanceBeforeUsd} to ${billing.balanceAfterUsd} USD.`,
       ""
     )
   }
   lines.push("## Missed targets", "")
   if (missed.length === 0) {
-    lines.push(results.verdicts.some((v) => v.status === "met") ? "None: every measured target was met." : "No target was measured in this run.", "")
+    lines.push(
+      results.verdicts.some((v) => v.status === "met")
+        ? "None: every measured target was met."
+        : "No target was measured in this run.",
+      ""
+    )
   } else {
     for (const v of missed) lines.push(`- **${v.target}**: ${v.shortfall ?? ""}. Measured: ${v.measured}.`)
     lines.push(
@@ -595,7 +674,11 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
       "### What the gateway's CPU profile shows",
       "",
       `The measured scenarios and the soak, from \`node --cpu-prof\`; files in \`${results.profileDir ?? ""}\`${
-        results.heapSnapshots.length > 0 ? `, heap snapshot${results.heapSnapshots.length === 1 ? "" : "s"} after streams-1000: ${results.heapSnapshots.map((f) => `\`${f}\``).join(", ")}` : ""
+        results.heapSnapshots.length > 0
+          ? `, heap snapshot${results.heapSnapshots.length === 1 ? "" : "s"} after streams-1000: ${
+            results.heapSnapshots.map((f) => `\`${f}\``).join(", ")
+          }`
+          : ""
       }. "Busy" excludes the time the gateway waited for work.`,
       "",
       ...profileMarkdown(results.profile),
@@ -615,11 +698,14 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
       const rate = highestRate(l)
       if (rate === undefined) continue
       const cpu = (t: TargetName) => openPoint(l, t, rate)?.cpuMsPerCall ?? null
-      const ratio = (a: number | null, b: number | null) => (a === null || b === null || b === 0 ? "" : `${(a / b).toFixed(2)}x`)
+      const ratio = (
+        a: number | null,
+        b: number | null
+      ) => (a === null || b === null || b === 0 ? "" : `${(a / b).toFixed(2)}x`)
       lines.push(
-        `| ${l.scenario} | ${rate}/s | ${fmtCpu(cpu("modelgate"))} | ${fmtCpu(cpu("floor"))} | ${ratio(cpu("modelgate"), cpu("floor"))} | ${fmtCpu(cpu("portkey"))} | ${
-          ratio(cpu("portkey"), cpu("floor"))
-        } |`
+        `| ${l.scenario} | ${rate}/s | ${fmtCpu(cpu("modelgate"))} | ${fmtCpu(cpu("floor"))} | ${
+          ratio(cpu("modelgate"), cpu("floor"))
+        } | ${fmtCpu(cpu("portkey"))} | ${ratio(cpu("portkey"), cpu("floor"))} |`
       )
     }
     lines.push(
@@ -634,11 +720,13 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
       const mg = closedPoint(l, "modelgate")
       const floor = closedPoint(l, "floor")
       if (mg === undefined && floor === undefined) continue
-      const ratio = mg?.cpuMsPerCall == null || floor?.cpuMsPerCall == null || floor.cpuMsPerCall === 0 ? "" : `${(mg.cpuMsPerCall / floor.cpuMsPerCall).toFixed(2)}x`
+      const ratio = mg?.cpuMsPerCall == null || floor?.cpuMsPerCall == null || floor.cpuMsPerCall === 0
+        ? ""
+        : `${(mg.cpuMsPerCall / floor.cpuMsPerCall).toFixed(2)}x`
       lines.push(
-        `| ${l.scenario} | ${mg?.concurrency ?? floor?.concurrency ?? ""} | ${fmtCpu(mg?.cpuMsPerCall ?? null)} | ${fmtCpu(floor?.cpuMsPerCall ?? null)} | ${ratio} | ${
-          kb(mg?.allocKbPerCall)
-        } | ${kb(floor?.allocKbPerCall)} |`
+        `| ${l.scenario} | ${mg?.concurrency ?? floor?.concurrency ?? ""} | ${fmtCpu(mg?.cpuMsPerCall ?? null)} | ${
+          fmtCpu(floor?.cpuMsPerCall ?? null)
+        } | ${ratio} | ${kb(mg?.allocKbPerCall)} | ${kb(floor?.allocKbPerCall)} |`
       )
     }
     lines.push(
@@ -688,12 +776,15 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
   }
   for (const mem of results.memory) {
     lines.push(`## ${mem.title} (\`${mem.scenario}\`)`, "", mem.description, "")
-    lines.push("| proxy | streams ok | idle RSS | peak RSS | steady RSS | TTFB p50 | TTFB p99 | errors |", "|---|---:|---:|---:|---:|---:|---:|---|")
+    lines.push(
+      "| proxy | streams ok | idle RSS | peak RSS | steady RSS | TTFB p50 | TTFB p99 | errors |",
+      "|---|---:|---:|---:|---:|---:|---:|---|"
+    )
     for (const p of mem.points) {
       lines.push(
-        `| ${p.target} | ${p.ok}/${p.streams} | ${fmtMb(p.idleRssBytes)} | ${fmtMb(p.peakRssBytes)}${p.peakFrom === "samples" ? " (sampled)" : ""} | ${
-          fmtMb(p.steadyRssBytes)
-        } | ${fmtUs(p.ttfb.p50Us)} | ${fmtUs(p.ttfb.p99Us)} | ${errorsText(p)} |`
+        `| ${p.target} | ${p.ok}/${p.streams} | ${fmtMb(p.idleRssBytes)} | ${fmtMb(p.peakRssBytes)}${
+          p.peakFrom === "samples" ? " (sampled)" : ""
+        } | ${fmtMb(p.steadyRssBytes)} | ${fmtUs(p.ttfb.p50Us)} | ${fmtUs(p.ttfb.p99Us)} | ${errorsText(p)} |`
       )
     }
     lines.push("")
@@ -705,10 +796,14 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
     lines.push(
       "## Soak",
       "",
-      `${s.target}, \`${s.scenario}\` at ${s.rate}/s for ${s.durationMs / 1000} s: ${s.ok} calls ok, errors ${errorsText(s)}.`,
-      `RSS (median of the first and last tenth after a 10 % warm-up): ${fmtMb(s.rss.start)} -> ${fmtMb(s.rss.end)} (${s.rss.percent.toFixed(1)} %), trend ${
-        (s.rss.perMinute / MB).toFixed(2)
-      } MB/min, peak ${fmtMb(s.rss.peak)}. Latency p50 ${fmtUs(s.latency.p50Us)}, p99 ${fmtUs(s.latency.p99Us)}, max ${fmtUs(s.latency.maxUs)}.`,
+      `${s.target}, \`${s.scenario}\` at ${s.rate}/s for ${s.durationMs / 1000} s: ${s.ok} calls ok, errors ${
+        errorsText(s)
+      }.`,
+      `RSS (median of the first and last tenth after a 10 % warm-up): ${fmtMb(s.rss.start)} -> ${fmtMb(s.rss.end)} (${
+        s.rss.percent.toFixed(1)
+      } %), trend ${(s.rss.perMinute / MB).toFixed(2)} MB/min, peak ${fmtMb(s.rss.peak)}. Latency p50 ${
+        fmtUs(s.latency.p50Us)
+      }, p99 ${fmtUs(s.latency.p99Us)}, max ${fmtUs(s.latency.maxUs)}.`,
       "",
       "![Soak RSS](benchmarks/soak-rss.png)",
       ""

@@ -13,7 +13,18 @@ import { performance } from "node:perf_hooks"
 import { closedLoop, type LoadResult, openLoop, type RequestSpec } from "./LoadGenerator.ts"
 import { alive, cpuTimeMs, memory, resetPeak, sampleRss } from "./Proc.ts"
 import type { Scenario } from "./Scenarios.ts"
-import { added, type Added, addedBand, type Band, growth, type Growth, type HistogramJson, median, type Sample, type Summary } from "./Stats.ts"
+import {
+  type Added,
+  added,
+  addedBand,
+  type Band,
+  type Growth,
+  growth,
+  type HistogramJson,
+  median,
+  type Sample,
+  type Summary
+} from "./Stats.ts"
 
 /** Who is measured. @category models */
 export type TargetName = "direct" | "floor" | "modelgate" | "portkey"
@@ -240,7 +251,10 @@ export interface Before {
 }
 
 /** The target process's CPU time and heap allocation now. @category measuring */
-export const before = (target: Target): Before => ({ cpuMs: cpuOf(target.pid), allocatedBytes: target.allocatedBytes?.() ?? null })
+export const before = (target: Target): Before => ({
+  cpuMs: cpuOf(target.pid),
+  allocatedBytes: target.allocatedBytes?.() ?? null
+})
 
 const toPoint = (target: Target, r: LoadResult, start: Before, ctx: RunContext): Point => {
   const cpuBefore = start.cpuMs
@@ -280,7 +294,9 @@ const toPoint = (target: Target, r: LoadResult, start: Before, ctx: RunContext):
 
 const allocText = (p: Point): string => p.allocKbPerCall === null ? "" : ` alloc ${p.allocKbPerCall.toFixed(1)}KB/call`
 
-const describeErrors = (r: { readonly errors: Readonly<Record<string, number>>; readonly dropped?: number }): string => {
+const describeErrors = (
+  r: { readonly errors: Readonly<Record<string, number>>; readonly dropped?: number }
+): string => {
   const parts = Object.entries(r.errors).map(([k, v]) => `${k}=${v}`)
   if (r.dropped !== undefined && r.dropped > 0) parts.push(`dropped=${r.dropped}`)
   return parts.length === 0 ? "" : ` errors: ${parts.join(", ")}`
@@ -299,11 +315,20 @@ const us = (n: number): string => (n >= 10_000 ? `${(n / 1000).toFixed(1)}ms` : 
 export class RssTracker {
   /** The target under load now (its samples count towards "steady"). */
   busy: TargetName | null = null
-  private readonly tracks: Array<{ target: TargetName; pid: number; start: number; hwm: boolean; all: Array<number>; loaded: Array<number> }>
+  private readonly tracks: Array<
+    { target: TargetName; pid: number; start: number; hwm: boolean; all: Array<number>; loaded: Array<number> }
+  >
   private readonly timer: NodeJS.Timeout
 
   constructor(targets: ReadonlyArray<{ readonly name: TargetName; readonly pid: number }>, intervalMs: number) {
-    this.tracks = targets.map((t) => ({ target: t.name, pid: t.pid, start: rssOf(t.pid) ?? 0, hwm: resetPeak(t.pid), all: [], loaded: [] }))
+    this.tracks = targets.map((t) => ({
+      target: t.name,
+      pid: t.pid,
+      start: rssOf(t.pid) ?? 0,
+      hwm: resetPeak(t.pid),
+      all: [],
+      loaded: []
+    }))
     this.timer = setInterval(() => this.sample(), intervalMs)
   }
 
@@ -355,13 +380,19 @@ const gone = (target: Target, ctx: RunContext, scenario: string): boolean => {
  *
  * @category run
  */
-export const runLatency = async (scenario: Scenario, targets: ReadonlyArray<Target>, ctx: RunContext): Promise<LatencyResult> => {
+export const runLatency = async (
+  scenario: Scenario,
+  targets: ReadonlyArray<Target>,
+  ctx: RunContext
+): Promise<LatencyResult> => {
   const { timing, log } = ctx
   const runnable = targets.flatMap((t) => {
     const request = t.request(scenario)
     return request === null ? [] : [{ target: t, request }]
   })
-  const proxies = runnable.flatMap(({ target }) => (target.pid === null || !alive(target.pid) ? [] : [{ name: target.name, pid: target.pid }]))
+  const proxies = runnable.flatMap((
+    { target }
+  ) => (target.pid === null || !alive(target.pid) ? [] : [{ name: target.name, pid: target.pid }]))
   const tracker = new RssTracker(proxies, timing.rssSampleMs)
   const points: Array<Point> = []
   const histograms = new Map<Point, LoadResult>()
@@ -378,15 +409,23 @@ export const runLatency = async (scenario: Scenario, targets: ReadonlyArray<Targ
         if (gone(target, ctx, scenario.name)) continue
         tracker.busy = target.name
         const start = before(target)
-        const r = await openLoop({ ...request, rate, durationMs: timing.pointMs, timeoutMs: 30_000, drainMs: timing.drainMs })
+        const r = await openLoop({
+          ...request,
+          rate,
+          durationMs: timing.pointMs,
+          timeoutMs: 30_000,
+          drainMs: timing.drainMs
+        })
         ctx.calls.add(target.name, r)
         const p = toPoint(target, r, start, ctx)
         points.push(p)
         histograms.set(p, r)
         log(
-          `  ${scenario.name} ${target.name.padEnd(9)} open ${String(rate).padStart(5)}/s: p50 ${us(p.latency.p50Us)} p99 ${us(p.latency.p99Us)} max ${
-            us(p.latency.maxUs)
-          } ttfb50 ${us(p.ttfb.p50Us)}${p.cpuMsPerCall === null ? "" : ` cpu ${p.cpuMsPerCall.toFixed(3)}ms/call`}${allocText(p)}${describeErrors(r)}`
+          `  ${scenario.name} ${target.name.padEnd(9)} open ${String(rate).padStart(5)}/s: p50 ${
+            us(p.latency.p50Us)
+          } p99 ${us(p.latency.p99Us)} max ${us(p.latency.maxUs)} ttfb50 ${us(p.ttfb.p50Us)}${
+            p.cpuMsPerCall === null ? "" : ` cpu ${p.cpuMsPerCall.toFixed(3)}ms/call`
+          }${allocText(p)}${describeErrors(r)}`
         )
       }
     }
@@ -394,12 +433,19 @@ export const runLatency = async (scenario: Scenario, targets: ReadonlyArray<Targ
       if (gone(target, ctx, scenario.name)) continue
       tracker.busy = target.name
       const start = before(target)
-      const r = await closedLoop({ ...request, concurrency: scenario.concurrency, durationMs: timing.throughputMs, timeoutMs: 30_000 })
+      const r = await closedLoop({
+        ...request,
+        concurrency: scenario.concurrency,
+        durationMs: timing.throughputMs,
+        timeoutMs: 30_000
+      })
       ctx.calls.add(target.name, r)
       const p = toPoint(target, r, start, ctx)
       points.push(p)
       log(
-        `  ${scenario.name} ${target.name.padEnd(9)} closed c=${scenario.concurrency}: ${p.throughput.toFixed(0)} calls/s p50 ${us(p.latency.p50Us)}${
+        `  ${scenario.name} ${target.name.padEnd(9)} closed c=${scenario.concurrency}: ${
+          p.throughput.toFixed(0)
+        } calls/s p50 ${us(p.latency.p50Us)}${
           p.cpuMsPerCall === null ? "" : ` cpu ${p.cpuMsPerCall.toFixed(3)}ms/call`
         }${allocText(p)}${describeErrors(r)}`
       )
@@ -426,9 +472,21 @@ export const runLatency = async (scenario: Scenario, targets: ReadonlyArray<Targ
     })
   }
   for (const r of rss) {
-    log(`  ${scenario.name} ${r.target.padEnd(9)} rss: start ${mb(r.startBytes)} peak ${mb(r.peakBytes)} steady ${mb(r.steadyBytes)}`)
+    log(
+      `  ${scenario.name} ${r.target.padEnd(9)} rss: start ${mb(r.startBytes)} peak ${mb(r.peakBytes)} steady ${
+        mb(r.steadyBytes)
+      }`
+    )
   }
-  return { scenario: scenario.name, title: scenario.title, description: scenario.description, stream: scenario.stream, points, added: addedPoints, rss }
+  return {
+    scenario: scenario.name,
+    title: scenario.title,
+    description: scenario.description,
+    stream: scenario.stream,
+    points,
+    added: addedPoints,
+    rss
+  }
 }
 
 /**
@@ -438,7 +496,11 @@ export const runLatency = async (scenario: Scenario, targets: ReadonlyArray<Targ
  *
  * @category run
  */
-export const runMemory = async (scenario: Scenario, targets: ReadonlyArray<Target>, ctx: RunContext): Promise<MemoryResult> => {
+export const runMemory = async (
+  scenario: Scenario,
+  targets: ReadonlyArray<Target>,
+  ctx: RunContext
+): Promise<MemoryResult> => {
   const { timing, log } = ctx
   const points: Array<MemoryPoint> = []
   for (const target of targets) {
@@ -485,9 +547,9 @@ export const runMemory = async (scenario: Scenario, targets: ReadonlyArray<Targe
     }
     points.push(point)
     log(
-      `  ${scenario.name} ${target.name.padEnd(9)} ${r.ok}/${scenario.concurrency} streams: idle ${mb(idle)} peak ${mb(point.peakRssBytes)} steady ${
-        mb(point.steadyRssBytes)
-      }${describeErrors(r)}`
+      `  ${scenario.name} ${target.name.padEnd(9)} ${r.ok}/${scenario.concurrency} streams: idle ${mb(idle)} peak ${
+        mb(point.peakRssBytes)
+      } steady ${mb(point.steadyRssBytes)}${describeErrors(r)}`
     )
     if (ctx.afterMemoryPoint !== undefined) await ctx.afterMemoryPoint(target)
   }
@@ -507,14 +569,20 @@ export const runSoak = async (scenario: Scenario, target: Target, ctx: RunContex
   const request = target.request(scenario)
   if (request === null || target.pid === null || gone(target, ctx, "soak")) return null
   const sampler = sampleRss(target.pid, timing.sampleMs)
-  const r = await openLoop({ ...request, rate: timing.soakRate, durationMs: timing.soakMs, timeoutMs: 30_000, drainMs: timing.drainMs })
+  const r = await openLoop({
+    ...request,
+    rate: timing.soakRate,
+    durationMs: timing.soakMs,
+    timeoutMs: 30_000,
+    drainMs: timing.drainMs
+  })
   const samples = sampler.stop()
   ctx.calls.add(target.name, r)
   const rss = growth(samples)
   log(
-    `  soak ${target.name} ${timing.soakRate}/s for ${timing.soakMs / 1000}s: rss ${mb(rss.start)} -> ${mb(rss.end)} (${rss.percent.toFixed(1)}%), p99 ${
-      us(r.latency.percentile(99))
-    }${describeErrors(r)}`
+    `  soak ${target.name} ${timing.soakRate}/s for ${timing.soakMs / 1000}s: rss ${mb(rss.start)} -> ${mb(rss.end)} (${
+      rss.percent.toFixed(1)
+    }%), p99 ${us(r.latency.percentile(99))}${describeErrors(r)}`
   )
   return {
     target: target.name,

@@ -54,7 +54,15 @@ export interface Scenario {
 }
 
 /** Scenario names, in run order. @category constants */
-export const SCENARIO_NAMES = ["chat-small", "chat-10k", "chat-200k", "stream-200", "translate-gemini", "translate-gemini-stream", "streams-1000"] as const
+export const SCENARIO_NAMES = [
+  "chat-small",
+  "chat-10k",
+  "chat-200k",
+  "stream-200",
+  "translate-gemini",
+  "translate-gemini-stream",
+  "streams-1000"
+] as const
 
 /** The dialects a run can speak to the gateway. @category constants */
 export const DIALECTS: ReadonlyArray<Dialect> = ["openai", "gemini"]
@@ -73,7 +81,10 @@ const geminiBody = (text: string): string => JSON.stringify({ contents: [{ role:
 
 /** About 10 KB of prompt text (words, so token estimates stay realistic). @category constants */
 export const TEN_KB_PROMPT: string = "Summarise the following notes in one line. " +
-  Array.from({ length: 1100 }, (_, i) => ["alpha", "bravo", "charlie", "delta", "echo"][i % 5]).join(" ").slice(0, 10_240 - 44)
+  Array.from({ length: 1100 }, (_, i) => ["alpha", "bravo", "charlie", "delta", "echo"][i % 5]).join(" ").slice(
+    0,
+    10_240 - 44
+  )
 
 const words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
 
@@ -99,11 +110,19 @@ export const agentBody = (dialect: Dialect, stream: boolean): string => {
     description: filler(600, i * 7),
     parameters: {
       type: "object",
-      properties: Object.fromEntries(Array.from({ length: 6 }, (_, j) => [`arg_${j}`, { type: j % 2 === 0 ? "string" : "integer", description: filler(80, i + j) }])),
+      properties: Object.fromEntries(
+        Array.from(
+          { length: 6 },
+          (_, j) => [`arg_${j}`, { type: j % 2 === 0 ? "string" : "integer", description: filler(80, i + j) }]
+        )
+      ),
       required: ["arg_0"]
     }
   }))
-  const turns = Array.from({ length: 60 }, (_, i) => ({ i, role: i % 3 === 0 ? "user" : i % 3 === 1 ? "assistant" : "tool", text: filler(2000, i * 13) }))
+  const turns = Array.from(
+    { length: 60 },
+    (_, i) => ({ i, role: i % 3 === 0 ? "user" : i % 3 === 1 ? "assistant" : "tool", text: filler(2000, i * 13) })
+  )
   if (dialect === "openai") {
     const messages: Array<unknown> = [{ role: "system", content: system }]
     for (const turn of turns) {
@@ -111,10 +130,15 @@ export const agentBody = (dialect: Dialect, stream: boolean): string => {
         messages.push({
           role: "assistant",
           content: turn.text,
-          tool_calls: [{ id: `call_${turn.i}`, type: "function", function: { name: `tool_${turn.i % 40}`, arguments: JSON.stringify({ arg_0: filler(120, turn.i) }) } }]
+          tool_calls: [{
+            id: `call_${turn.i}`,
+            type: "function",
+            function: { name: `tool_${turn.i % 40}`, arguments: JSON.stringify({ arg_0: filler(120, turn.i) }) }
+          }]
         })
-      } else if (turn.role === "tool") messages.push({ role: "tool", tool_call_id: `call_${turn.i - 1}`, content: turn.text })
-      else messages.push({ role: "user", content: turn.text })
+      } else if (turn.role === "tool") {
+        messages.push({ role: "tool", tool_call_id: `call_${turn.i - 1}`, content: turn.text })
+      } else messages.push({ role: "user", content: turn.text })
     }
     return JSON.stringify({
       model: "bench-agent",
@@ -127,9 +151,17 @@ export const agentBody = (dialect: Dialect, stream: boolean): string => {
   const contents: Array<unknown> = []
   for (const turn of turns) {
     if (turn.role === "assistant") {
-      contents.push({ role: "model", parts: [{ text: turn.text }, { functionCall: { name: `tool_${turn.i % 40}`, args: { arg_0: filler(120, turn.i) } } }] })
+      contents.push({
+        role: "model",
+        parts: [{ text: turn.text }, {
+          functionCall: { name: `tool_${turn.i % 40}`, args: { arg_0: filler(120, turn.i) } }
+        }]
+      })
     } else if (turn.role === "tool") {
-      contents.push({ role: "user", parts: [{ functionResponse: { name: `tool_${(turn.i - 1) % 40}`, response: { result: turn.text } } }] })
+      contents.push({
+        role: "user",
+        parts: [{ functionResponse: { name: `tool_${(turn.i - 1) % 40}`, response: { result: turn.text } } }]
+      })
     } else contents.push({ role: "user", parts: [{ text: turn.text }] })
   }
   return JSON.stringify({
@@ -151,7 +183,9 @@ export const callIn = (dialect: Dialect, model: string, text: string, stream: bo
     ? { dialect, path: "/v1/chat/completions", body: chat(model, text, stream) }
     : {
       dialect,
-      path: `/v1beta/models/${encodeURIComponent(model)}:${stream ? "streamGenerateContent?alt=sse" : "generateContent"}`,
+      path: `/v1beta/models/${encodeURIComponent(model)}:${
+        stream ? "streamGenerateContent?alt=sse" : "generateContent"
+      }`,
       body: geminiBody(text)
     }
 
@@ -179,7 +213,10 @@ const other = (dialect: Dialect): Dialect => (dialect === "openai" ? "gemini" : 
 export const scenarios = (quick: boolean, dialect: Dialect = "openai"): ReadonlyArray<Scenario> => {
   const memoryChunks = quick ? MEMORY_CHUNKS.quick : MEMORY_CHUNKS.full
   const channel = (d: Dialect, model: string): string => (d === "gemini" ? `gemini-${model}` : model)
-  const models = (d: Dialect, model: string) => (d === "openai" ? { openai: [model], gemini: [] } : { openai: [], gemini: [model] })
+  const models = (
+    d: Dialect,
+    model: string
+  ) => (d === "openai" ? { openai: [model], gemini: [] } : { openai: [], gemini: [model] })
   // Same dialect end to end: the direct baseline is the very request the gateway gets.
   const same = (model: string, text: string, stream: boolean) => {
     const m = channel(dialect, model)
@@ -190,13 +227,22 @@ export const scenarios = (quick: boolean, dialect: Dialect = "openai"): Readonly
   const across = (model: string, text: string, stream: boolean) => {
     const upstream = other(dialect)
     const m = channel(upstream, model)
-    return { direct: callIn(upstream, m, text, stream), gateway: callIn(dialect, m, text, stream), models: models(upstream, m), portkey: false }
+    return {
+      direct: callIn(upstream, m, text, stream),
+      gateway: callIn(dialect, m, text, stream),
+      models: models(upstream, m),
+      portkey: false
+    }
   }
   // The agent's prompt, same dialect end to end; its model answers in a few words.
   const agent = () => {
     const m = channel(dialect, "bench-agent")
     const request: ScenarioRequest = dialect === "openai"
-      ? { dialect, path: "/v1/chat/completions", body: agentBody("openai", false).replace("\"bench-agent\"", JSON.stringify(m)) }
+      ? {
+        dialect,
+        path: "/v1/chat/completions",
+        body: agentBody("openai", false).replace("\"bench-agent\"", JSON.stringify(m))
+      }
       : { dialect, path: `/v1beta/models/${encodeURIComponent(m)}:generateContent`, body: agentBody("gemini", false) }
     return { direct: request, gateway: request, models: models(dialect, m), portkey: dialect === "openai" }
   }
@@ -238,7 +284,8 @@ export const scenarios = (quick: boolean, dialect: Dialect = "openai"): Readonly
     {
       name: "stream-200",
       title: "Stream of 200 chunks",
-      description: `${clientName} streamed call: 200 content chunks of 20 bytes, no delay between chunks (same dialect).`,
+      description:
+        `${clientName} streamed call: 200 content chunks of 20 bytes, no delay between chunks (same dialect).`,
       kind: "latency",
       stream: true,
       ...same("bench-chunks-200x20", "Count to two hundred.", true),
@@ -270,8 +317,9 @@ export const scenarios = (quick: boolean, dialect: Dialect = "openai"): Readonly
     {
       name: "streams-1000",
       title: "1,000 concurrent long-lived streams",
-      description:
-        `1,000 ${clientName} streams open at once, each ${memoryChunks} chunks 100 ms apart (${memoryChunks / 10} s): peak and steady RSS of the proxy process.`,
+      description: `1,000 ${clientName} streams open at once, each ${memoryChunks} chunks 100 ms apart (${
+        memoryChunks / 10
+      } s): peak and steady RSS of the proxy process.`,
       kind: "memory",
       stream: true,
       ...same(memoryModel, "Talk slowly.", true),

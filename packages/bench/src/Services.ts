@@ -134,7 +134,11 @@ export const startService = async (spec: ServiceSpec): Promise<Service> => {
   const timeoutMs = spec.timeoutMs ?? 60_000
   const fail = (why: string): Error => {
     child.kill("SIGKILL")
-    return new Error(`${spec.name} did not start (${why}). Command: ${spec.command} ${spec.args.join(" ")}\n--- its output ---\n${output()}`)
+    return new Error(
+      `${spec.name} did not start (${why}). Command: ${spec.command} ${
+        spec.args.join(" ")
+      }\n--- its output ---\n${output()}`
+    )
   }
   let url: string
   if (spec.ready.kind === "line") {
@@ -147,7 +151,9 @@ export const startService = async (spec: ServiceSpec): Promise<Service> => {
       sleep(timeoutMs).then(() => null)
     ])
     found = undefined
-    if (typeof result !== "string") throw fail(result === undefined ? `exited with code ${String(exitCode)}` : `no ready line in ${timeoutMs} ms`)
+    if (typeof result !== "string") {
+      throw fail(result === undefined ? `exited with code ${String(exitCode)}` : `no ready line in ${timeoutMs} ms`)
+    }
     url = result
   } else {
     try {

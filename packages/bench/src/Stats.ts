@@ -180,7 +180,13 @@ export class Histogram {
     for (let i = 0; i < BUCKETS; i++) {
       if (this.counts[i] !== 0) buckets.push([i, this.counts[i]])
     }
-    return { count: this.count, sumUs: this.sumUs, minUs: this.count === 0 ? 0 : this.minUs, maxUs: this.maxUs, buckets }
+    return {
+      count: this.count,
+      sumUs: this.sumUs,
+      minUs: this.count === 0 ? 0 : this.minUs,
+      maxUs: this.maxUs,
+      buckets
+    }
   }
 
   /** Rebuilds a histogram from `toJSON` output; throws naming the bad field. */
@@ -189,13 +195,19 @@ export class Histogram {
     let total = 0
     json.buckets.forEach(([index, count], i) => {
       if (!Number.isInteger(index) || index < 0 || index >= BUCKETS) {
-        throw new RangeError(`Histogram.fromJSON: buckets[${i}][0] must be a bucket index in 0..${BUCKETS - 1}, got ${index}`)
+        throw new RangeError(
+          `Histogram.fromJSON: buckets[${i}][0] must be a bucket index in 0..${BUCKETS - 1}, got ${index}`
+        )
       }
-      if (!(count > 0)) throw new RangeError(`Histogram.fromJSON: buckets[${i}][1] must be a positive count, got ${count}`)
+      if (!(count > 0)) {
+        throw new RangeError(`Histogram.fromJSON: buckets[${i}][1] must be a positive count, got ${count}`)
+      }
       h.counts[index] += count
       total += count
     })
-    if (total !== json.count) throw new RangeError(`Histogram.fromJSON: count is ${json.count} but the buckets hold ${total}`)
+    if (total !== json.count) {
+      throw new RangeError(`Histogram.fromJSON: count is ${json.count} but the buckets hold ${total}`)
+    }
     h.count = json.count
     h.sumUs = json.sumUs
     h.minUs = json.count === 0 ? Number.POSITIVE_INFINITY : json.minUs
@@ -301,7 +313,10 @@ export interface Growth {
  *
  * @category math
  */
-export const growth = (samples: ReadonlyArray<Sample>, options: { readonly warmup?: number; readonly window?: number } = {}): Growth => {
+export const growth = (
+  samples: ReadonlyArray<Sample>,
+  options: { readonly warmup?: number; readonly window?: number } = {}
+): Growth => {
   const warmup = options.warmup ?? 0.1
   const window = options.window ?? 0.1
   if (!(warmup >= 0 && warmup < 1)) throw new RangeError(`growth: warmup must be within [0, 1), got ${warmup}`)

@@ -38,7 +38,16 @@ export interface FloorProxyOptions {
   readonly connections?: number
 }
 
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "host", "upgrade", "proxy-connection", "te", "trailer"])
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "host",
+  "upgrade",
+  "proxy-connection",
+  "te",
+  "trailer"
+])
 
 /**
  * Starts the floor proxy in this process.
@@ -94,7 +103,11 @@ export const startFloorProxy = (options: FloorProxyOptions): Promise<FloorProxy>
           (error: unknown) => {
             if (res.headersSent) return void res.destroy()
             res.writeHead(502, { "content-type": "application/json" })
-            res.end(JSON.stringify({ error: { message: `floor-proxy: upstream failed: ${String(error)}`, type: "upstream_error" } }))
+            res.end(
+              JSON.stringify({
+                error: { message: `floor-proxy: upstream failed: ${String(error)}`, type: "upstream_error" }
+              })
+            )
           }
         )
     })

@@ -22,7 +22,7 @@ import { parseArgs } from "node:util"
 import { closedLoop, type LoadResult, openLoop, type RequestSpec } from "./LoadGenerator.ts"
 import { checkTargetUrl } from "./Loopback.ts"
 import { cpuTimeMs, memory, resetPeak } from "./Proc.ts"
-import { DIALECTS, type Dialect, SCENARIO_NAMES, scenarios } from "./Scenarios.ts"
+import { type Dialect, DIALECTS, SCENARIO_NAMES, scenarios } from "./Scenarios.ts"
 import type { HistogramJson, Summary } from "./Stats.ts"
 
 /** The usage text. @category cli */
@@ -99,7 +99,11 @@ export class UsageError extends Error {
   override readonly name = "UsageError"
 }
 
-const number = (name: string, value: string | undefined, rule: "positive" | "positive-int" | "non-negative-int"): number | undefined => {
+const number = (
+  name: string,
+  value: string | undefined,
+  rule: "positive" | "positive-int" | "non-negative-int"
+): number | undefined => {
   if (value === undefined) return undefined
   const n = Number(value)
   const ok = rule === "positive"
@@ -108,7 +112,11 @@ const number = (name: string, value: string | undefined, rule: "positive" | "pos
     ? Number.isInteger(n) && n > 0
     : Number.isInteger(n) && n >= 0
   if (value.trim() === "" || !ok) {
-    const what = rule === "positive" ? "a positive number" : rule === "positive-int" ? "a positive integer" : "an integer >= 0"
+    const what = rule === "positive"
+      ? "a positive number"
+      : rule === "positive-int"
+      ? "a positive integer"
+      : "an integer >= 0"
     throw new UsageError(`--${name} must be ${what}, got "${value}"`)
   }
   return n
@@ -123,7 +131,9 @@ export const parseHeaders = (values: ReadonlyArray<string>, option = "--header")
   const headers: Record<string, string> = {}
   for (const h of values) {
     const colon = h.indexOf(":")
-    if (colon <= 0 || h.slice(0, colon).trim() === "") throw new UsageError(`${option} must look like "Name: value", got "${h}"`)
+    if (colon <= 0 || h.slice(0, colon).trim() === "") {
+      throw new UsageError(`${option} must look like "Name: value", got "${h}"`)
+    }
     headers[h.slice(0, colon).trim().toLowerCase()] = h.slice(colon + 1).trim()
   }
   return headers
@@ -177,7 +187,8 @@ export const parseLoadgenArgs = (
   if (values.help) return "help"
   if (values.url === undefined) throw new UsageError("--url is required")
   const allowRemote = values["allow-remote"]
-  const sources = [values.body !== undefined, values["body-file"] !== undefined, values.scenario !== undefined].filter(Boolean).length
+  const sources =
+    [values.body !== undefined, values["body-file"] !== undefined, values.scenario !== undefined].filter(Boolean).length
   if (sources > 1) throw new UsageError("give at most one of --body, --body-file and --scenario")
   if (values.dialect !== undefined && values.scenario === undefined) throw new UsageError("--dialect needs --scenario")
 
@@ -186,9 +197,13 @@ export const parseLoadgenArgs = (
   let stream = values.stream
   if (values.scenario !== undefined) {
     const dialect = values.dialect ?? "openai"
-    if (!DIALECTS.includes(dialect as Dialect)) throw new UsageError(`--dialect must be one of ${DIALECTS.join(", ")}, got "${dialect}"`)
+    if (!DIALECTS.includes(dialect as Dialect)) {
+      throw new UsageError(`--dialect must be one of ${DIALECTS.join(", ")}, got "${dialect}"`)
+    }
     const scenario = scenarios(false, dialect as Dialect).find((s) => s.name === values.scenario)
-    if (scenario === undefined) throw new UsageError(`--scenario: unknown scenario "${values.scenario}" (known: ${SCENARIO_NAMES.join(", ")})`)
+    if (scenario === undefined) {
+      throw new UsageError(`--scenario: unknown scenario "${values.scenario}" (known: ${SCENARIO_NAMES.join(", ")})`)
+    }
     const base = checkOrUsage(url, allowRemote)
     url = base.origin + base.pathname.replace(/\/$/, "") + scenario.gateway.path
     body = scenario.gateway.body
@@ -198,7 +213,9 @@ export const parseLoadgenArgs = (
     try {
       body = readFile(file)
     } catch (error) {
-      throw new UsageError(`--body-file: cannot read "${file}": ${error instanceof Error ? error.message : String(error)}`)
+      throw new UsageError(
+        `--body-file: cannot read "${file}": ${error instanceof Error ? error.message : String(error)}`
+      )
     }
     jsonOrUsage(body, `--body-file "${file}"`)
   } else if (values.body !== undefined) {
@@ -218,14 +235,24 @@ export const parseLoadgenArgs = (
   const rampMs = number("ramp-ms", values["ramp-ms"], "non-negative-int")
   const warmupMs = number("warmup-ms", values["warmup-ms"], "non-negative-int") ?? 0
   const pid = number("pid", values.pid, "positive-int") ?? null
-  if (pid !== null && !existsSync(`/proc/${pid}/stat`)) throw new UsageError(`--pid: no process ${pid} on this machine (/proc/${pid}/stat does not exist)`)
-  if (rate !== undefined && concurrency !== undefined) throw new UsageError("give either --rate (open loop) or --concurrency (closed loop), not both")
-  if (rate === undefined && concurrency === undefined) throw new UsageError("give --rate N --duration-ms D (open loop) or --concurrency C (closed loop)")
+  if (pid !== null && !existsSync(`/proc/${pid}/stat`)) {
+    throw new UsageError(`--pid: no process ${pid} on this machine (/proc/${pid}/stat does not exist)`)
+  }
+  if (rate !== undefined && concurrency !== undefined) {
+    throw new UsageError("give either --rate (open loop) or --concurrency (closed loop), not both")
+  }
+  if (rate === undefined && concurrency === undefined) {
+    throw new UsageError("give --rate N --duration-ms D (open loop) or --concurrency C (closed loop)")
+  }
 
   let load: LoadgenConfig["load"]
   if (rate !== undefined) {
     if (durationMs === undefined) throw new UsageError("--rate needs --duration-ms")
-    if (requests !== undefined) throw new UsageError("--requests is for the closed loop (--concurrency); the open loop sends rate x duration calls")
+    if (requests !== undefined) {
+      throw new UsageError(
+        "--requests is for the closed loop (--concurrency); the open loop sends rate x duration calls"
+      )
+    }
     if (rampMs !== undefined) throw new UsageError("--ramp-ms is for the closed loop (--concurrency)")
     load = {
       mode: "open",
@@ -236,8 +263,12 @@ export const parseLoadgenArgs = (
       ...(connections !== undefined ? { connections } : {})
     }
   } else {
-    if (requests === undefined && durationMs === undefined) throw new UsageError("--concurrency needs --requests N, --duration-ms D, or both")
-    if (maxInFlight !== undefined || drainMs !== undefined) throw new UsageError("--max-in-flight and --drain-ms are for the open loop (--rate)")
+    if (requests === undefined && durationMs === undefined) {
+      throw new UsageError("--concurrency needs --requests N, --duration-ms D, or both")
+    }
+    if (maxInFlight !== undefined || drainMs !== undefined) {
+      throw new UsageError("--max-in-flight and --drain-ms are for the open loop (--rate)")
+    }
     load = {
       mode: "closed",
       concurrency: concurrency as number,
@@ -331,9 +362,11 @@ export const resultJson = (r: LoadResult, stream: boolean, proc: ProcessFigures 
 const fmt = (us: number): string => (us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us} µs`)
 
 const line = (label: string, s: Summary): string =>
-  s.count === 0 ? `${label.padEnd(11)} no successful call` : `${label.padEnd(11)} p50 ${fmt(s.p50Us)}   p90 ${fmt(s.p90Us)}   p99 ${fmt(s.p99Us)}   p99.9 ${fmt(s.p999Us)}   max ${fmt(s.maxUs)}   mean ${
-    fmt(s.meanUs)
-  }   (${s.count} calls)`
+  s.count === 0 ?
+    `${label.padEnd(11)} no successful call` :
+    `${label.padEnd(11)} p50 ${fmt(s.p50Us)}   p90 ${fmt(s.p90Us)}   p99 ${fmt(s.p99Us)}   p99.9 ${
+      fmt(s.p999Us)
+    }   max ${fmt(s.maxUs)}   mean ${fmt(s.meanUs)}   (${s.count} calls)`
 
 /**
  * The human summary of a result (what the CLI prints without `--json`).
@@ -348,17 +381,19 @@ export const formatResult = (r: LoadResult, stream: boolean, proc: ProcessFigure
   if (r.dropped > 0) errors.push(["dropped (max in flight)", r.dropped])
   return [
     head,
-    `sent ${r.sent}, ok ${r.ok}, failed ${r.completed - r.ok}, dropped ${r.dropped}; ${(r.elapsedMs / 1000).toFixed(2)} s, ${
-      (r.bytes / 1048576).toFixed(2)
-    } MB received`,
+    `sent ${r.sent}, ok ${r.ok}, failed ${r.completed - r.ok}, dropped ${r.dropped}; ${
+      (r.elapsedMs / 1000).toFixed(2)
+    } s, ${(r.bytes / 1048576).toFixed(2)} MB received`,
     `${"throughput".padEnd(11)} ${r.throughput.toFixed(1)} calls/s (successful calls over the elapsed time)`,
     line("latency", r.latency.summary()),
     line("ttfb", r.ttfb.summary()),
     `${"errors".padEnd(11)} ${errors.length === 0 ? "none" : errors.map(([k, v]) => `${k}: ${v}`).join(", ")}`,
     ...(proc === null ? [] : [
-      `${"process".padEnd(11)} pid ${proc.pid}: CPU ${proc.cpuMsPerCall === null ? "-" : `${Math.round(proc.cpuMsPerCall * 1000)} µs`} per call (${proc.cpuMs} ms in all), RSS ${
-        mb(proc.rssStartBytes)
-      } -> ${mb(proc.rssEndBytes)}, peak ${mb(proc.peakRssBytes)}${proc.peakFrom === "hwm" ? "" : " (of start and end only)"}`
+      `${"process".padEnd(11)} pid ${proc.pid}: CPU ${
+        proc.cpuMsPerCall === null ? "-" : `${Math.round(proc.cpuMsPerCall * 1000)} µs`
+      } per call (${proc.cpuMs} ms in all), RSS ${mb(proc.rssStartBytes)} -> ${mb(proc.rssEndBytes)}, peak ${
+        mb(proc.peakRssBytes)
+      }${proc.peakFrom === "hwm" ? "" : " (of start and end only)"}`
     ])
   ].join("\n")
 }
@@ -372,14 +407,20 @@ const mb = (bytes: number): string => `${(bytes / 1048576).toFixed(1)} MB`
  *
  * @category run
  */
-export const runLoadgen = async (config: LoadgenConfig): Promise<{ readonly result: LoadResult; readonly process: ProcessFigures | null }> => {
+export const runLoadgen = async (
+  config: LoadgenConfig
+): Promise<{ readonly result: LoadResult; readonly process: ProcessFigures | null }> => {
   const common = {
     ...config.request,
     allowRemote: config.allowRemote,
     ...(config.timeoutMs !== undefined ? { timeoutMs: config.timeoutMs } : {})
   }
   if (config.warmupMs > 0) {
-    await closedLoop({ ...common, concurrency: config.load.mode === "closed" ? config.load.concurrency : 8, durationMs: config.warmupMs })
+    await closedLoop({
+      ...common,
+      concurrency: config.load.mode === "closed" ? config.load.concurrency : 8,
+      durationMs: config.warmupMs
+    })
   }
   const pid = config.pid
   const before = pid === null ? null : { cpu: cpuTimeMs(pid), rss: memory(pid).rssBytes, hwm: resetPeak(pid) }
@@ -409,7 +450,11 @@ export const runLoadgen = async (config: LoadgenConfig): Promise<{ readonly resu
 }
 
 /** Command line entry; returns the exit code. @category cli */
-export const main = async (argv: ReadonlyArray<string>, out: (text: string) => void, err: (text: string) => void): Promise<number> => {
+export const main = async (
+  argv: ReadonlyArray<string>,
+  out: (text: string) => void,
+  err: (text: string) => void
+): Promise<number> => {
   let config: LoadgenConfig | "help"
   try {
     config = parseLoadgenArgs(argv)

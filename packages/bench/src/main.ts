@@ -21,11 +21,26 @@ import { loadavg, tmpdir } from "node:os"
 import { join, relative, resolve } from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
 import { parseArgs } from "node:util"
-import { type BillingCheck, judgeBilling, notChecked, readApiBalance, readApiUsage, readSqliteBooks } from "./Billing.ts"
+import {
+  type BillingCheck,
+  judgeBilling,
+  notChecked,
+  readApiBalance,
+  readApiUsage,
+  readSqliteBooks
+} from "./Billing.ts"
 import { BENCH_KEY, BENCH_USER, gatewayConfigText } from "./GatewayConfig.ts"
 import { parseHeaders } from "./loadgen.ts"
 import { assertLoopback } from "./Loopback.ts"
-import { BUDGET_SECONDS, formatDuration, formatPlan, FULL_TIMING, type PlanTarget, planRun, QUICK_TIMING } from "./Plan.ts"
+import {
+  BUDGET_SECONDS,
+  formatDuration,
+  formatPlan,
+  FULL_TIMING,
+  planRun,
+  type PlanTarget,
+  QUICK_TIMING
+} from "./Plan.ts"
 import { type ProfileSummary, summariseDir } from "./ProfileSummary.ts"
 import { machine, type Results, type TargetInfo, verdicts, writeReport } from "./Report.ts"
 import {
@@ -41,7 +56,7 @@ import {
   type TargetName,
   type Timing
 } from "./Runner.ts"
-import { authHeaders, type Dialect, DIALECTS, SCENARIO_NAMES, type Scenario, scenarios } from "./Scenarios.ts"
+import { authHeaders, type Dialect, DIALECTS, type Scenario, SCENARIO_NAMES, scenarios } from "./Scenarios.ts"
 import { freePort, killAll, type Service, startService } from "./Services.ts"
 
 const USAGE = `usage: node packages/bench/src/main.ts [options]     (pnpm bench [-- options])
@@ -91,7 +106,9 @@ export interface Options {
 const integer = (name: string, value: string | undefined, min: number): number | undefined => {
   if (value === undefined) return undefined
   const n = Number(value)
-  if (value.trim() === "" || !Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got "${value}"`)
+  if (value.trim() === "" || !Number.isInteger(n) || n < min) {
+    throw new Error(`--${name} must be an integer >= ${min}, got "${value}"`)
+  }
   return n
 }
 
@@ -128,15 +145,21 @@ export const parseOptions = (argv: ReadonlyArray<string>, repoRoot: string): Opt
   let only: Set<string> | null = null
   if (values.only !== undefined) {
     only = new Set(values.only.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== ""))
-    for (const name of only) if (!known.has(name)) throw new Error(`--only: unknown scenario "${name}" (known: ${[...known].join(", ")})`)
+    for (const name of only) {
+      if (!known.has(name)) throw new Error(`--only: unknown scenario "${name}" (known: ${[...known].join(", ")})`)
+    }
   }
   const dialect = values["gateway-dialect"] ?? "openai"
-  if (!DIALECTS.includes(dialect as Dialect)) throw new Error(`--gateway-dialect must be one of ${DIALECTS.join(", ")}, got "${dialect}"`)
+  if (!DIALECTS.includes(dialect as Dialect)) {
+    throw new Error(`--gateway-dialect must be one of ${DIALECTS.join(", ")}, got "${dialect}"`)
+  }
   const headers = parseHeaders(values.header ?? [])
   const gatewayUrl = values["gateway-url"] ?? null
   if (gatewayUrl !== null) assertLoopback(gatewayUrl, "--gateway-url")
   if (gatewayUrl === null && values["gateway-pid"] !== undefined) throw new Error("--gateway-pid needs --gateway-url")
-  if (gatewayUrl !== null && values["heap-snapshot"]) throw new Error("--heap-snapshot needs the gateway the benchmark starts itself (leave out --gateway-url)")
+  if (gatewayUrl !== null && values["heap-snapshot"]) {
+    throw new Error("--heap-snapshot needs the gateway the benchmark starts itself (leave out --gateway-url)")
+  }
   const quick = values.quick
   const base = quick ? QUICK_TIMING : FULL_TIMING
   return {
@@ -172,18 +195,29 @@ export const planTargets = (options: Options, gateway: boolean, portkeyInstalled
   { name: "direct", proxy: false, runs: () => true },
   { name: "floor", proxy: true, runs: () => true },
   ...(gateway ? [{ name: "modelgate" as const, proxy: true, runs: () => true }] : []),
-  ...(options.portkey && portkeyInstalled && options.dialect === "openai" ? [{ name: "portkey" as const, proxy: true, runs: (s: Scenario) => s.portkey }] : [])
+  ...(options.portkey && portkeyInstalled && options.dialect === "openai"
+    ? [{ name: "portkey" as const, proxy: true, runs: (s: Scenario) => s.portkey }]
+    : [])
 ]
 
 /** The plan line: this run's steps and duration, and in a quick run what the full run would take. @category cli */
-export const planLine = (options: Options, targets: ReadonlyArray<PlanTarget>, soakTarget: TargetName | null): string => {
-  const pick = (quick: boolean) => scenarios(quick, options.dialect).filter((s) => options.only === null || options.only.has(s.name))
+export const planLine = (
+  options: Options,
+  targets: ReadonlyArray<PlanTarget>,
+  soakTarget: TargetName | null
+): string => {
+  const pick = (quick: boolean) =>
+    scenarios(quick, options.dialect).filter((s) => options.only === null || options.only.has(s.name))
   const wantSoak = options.only === null || options.only.has("soak")
   const plan = planRun(pick(options.quick), targets, options.timing, wantSoak ? soakTarget : null)
   const names = targets.map((t) => t.name).join(", ")
   let line = `plan (${options.dialect} dialect; ${names}): ${formatPlan(plan)}`
   if (options.quick) {
-    const full = planRun(pick(false), targets, { ...FULL_TIMING, soakMs: FULL_TIMING.soakMs, soakRate: FULL_TIMING.soakRate }, wantSoak ? soakTarget : null)
+    const full = planRun(pick(false), targets, {
+      ...FULL_TIMING,
+      soakMs: FULL_TIMING.soakMs,
+      soakRate: FULL_TIMING.soakRate
+    }, wantSoak ? soakTarget : null)
     line += `; the full run of this selection: about ${formatDuration(full.totalMs)}`
   }
   return line
@@ -234,7 +268,9 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
   const bin = existsSync(bundle) ? bundle : join(repoRoot, "packages/node-http/src/bin.ts")
   const portkeyScript = join(repoRoot, PORTKEY_SCRIPT)
   const canGateway = options.gatewayUrl !== null || existsSync(bin)
-  const soakPlanTarget: TargetName = canGateway && (options.gatewayUrl === null || options.gatewayPid !== null) ? "modelgate" : "floor"
+  const soakPlanTarget: TargetName = canGateway && (options.gatewayUrl === null || options.gatewayPid !== null)
+    ? "modelgate"
+    : "floor"
   if (options.planOnly) {
     console.log(planLine(options, planTargets(options, canGateway, existsSync(portkeyScript)), soakPlanTarget))
     return
@@ -279,11 +315,25 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
     })
     const targets: Array<Target> = [
       { name: "direct", url: upstream.url, pid: null, request: directRequest(upstream.url) },
-      { name: "floor", url: floor.url, pid: floor.pid, request: directRequest(floor.url), allocatedBytes: floor.allocatedBytes }
+      {
+        name: "floor",
+        url: floor.url,
+        pid: floor.pid,
+        request: directRequest(floor.url),
+        allocatedBytes: floor.allocatedBytes
+      }
     ]
     infos.push(
-      { name: "direct", available: true, note: `fake upstream at ${upstream.url} (packages/fake-upstream), the baseline` },
-      { name: "floor", available: true, note: "bare node:http + undici pass-through (src/floor-proxy.ts), no auth or billing" }
+      {
+        name: "direct",
+        available: true,
+        note: `fake upstream at ${upstream.url} (packages/fake-upstream), the baseline`
+      },
+      {
+        name: "floor",
+        available: true,
+        note: "bare node:http + undici pass-through (src/floor-proxy.ts), no auth or billing"
+      }
     )
 
     // The gateway: started here from a generated config, or given.
@@ -296,9 +346,13 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
       infos.push({
         name: "modelgate",
         available: true,
-        note: `external at ${options.gatewayUrl}${options.gatewayPid === null ? " (no --gateway-pid: no CPU or memory figures)" : ` pid ${options.gatewayPid}`}`
+        note: `external at ${options.gatewayUrl}${
+          options.gatewayPid === null ? " (no --gateway-pid: no CPU or memory figures)" : ` pid ${options.gatewayPid}`
+        }`
       })
-      notes.push("The gateway was started outside the benchmark: its configuration (auth, billing, limits, usage log) is whatever it was started with.")
+      notes.push(
+        "The gateway was started outside the benchmark: its configuration (auth, billing, limits, usage log) is whatever it was started with."
+      )
       try {
         balanceBefore = await readApiBalance(options.gatewayUrl, billingHeaders)
       } catch (error) {
@@ -347,7 +401,9 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
           name: "modelgate",
           available: true,
           note: `started from a generated config (key auth, billing, limits, usage log on), ${
-            bin === bundle ? "the compiled bundle (packages/node-http/dist/modelgate.mjs)" : "the TypeScript sources (no bundle was built)"
+            bin === bundle
+              ? "the compiled bundle (packages/node-http/dist/modelgate.mjs)"
+              : "the TypeScript sources (no bundle was built)"
           }, pid ${gw.pid}${options.profile ? ", with --cpu-prof" : ""}`
         })
         log(`modelgate ${gw.url} (pid ${gw.pid})`)
@@ -383,10 +439,16 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
     if (!options.portkey) {
       infos.push({ name: "portkey", available: false, note: "left out (--without-portkey)" })
     } else if (options.dialect !== "openai") {
-      infos.push({ name: "portkey", available: false, note: "not measured in a Gemini-dialect run (the benchmark drives Portkey through its OpenAI surface)" })
+      infos.push({
+        name: "portkey",
+        available: false,
+        note: "not measured in a Gemini-dialect run (the benchmark drives Portkey through its OpenAI surface)"
+      })
     } else if (!existsSync(portkeyScript)) {
       infos.push({ name: "portkey", available: false, note: "@portkey-ai/gateway is not installed (pnpm install)" })
-      notes.push(`Portkey was not measured: ${PORTKEY_SCRIPT} does not exist (run pnpm install), so the 5x-throughput target could not be judged.`)
+      notes.push(
+        `Portkey was not measured: ${PORTKEY_SCRIPT} does not exist (run pnpm install), so the 5x-throughput target could not be judged.`
+      )
     } else {
       const port = await freePort()
       try {
@@ -417,7 +479,11 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
               }
               : null
         })
-        infos.push({ name: "portkey", available: true, note: `@portkey-ai/gateway 1.15.2 (Node build, headless), pid ${pk.pid}; same-dialect scenarios only` })
+        infos.push({
+          name: "portkey",
+          available: true,
+          note: `@portkey-ai/gateway 1.15.2 (Node build, headless), pid ${pk.pid}; same-dialect scenarios only`
+        })
         log(`portkey ${pk.url} (pid ${pk.pid})`)
       } catch (error) {
         const message = errorText(error)
@@ -428,13 +494,19 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
     }
 
     const wantSoak = options.only === null || options.only.has("soak")
-    const soakTarget = targets.find((t) => t.name === "modelgate" && t.pid !== null) ?? targets.find((t) => t.name === "floor")
+    const soakTarget = targets.find((t) => t.name === "modelgate" && t.pid !== null) ??
+      targets.find((t) => t.name === "floor")
     const plannedTargets = targets.map((t): PlanTarget => ({
       name: t.name,
       proxy: t.pid !== null,
       runs: (s) => t.request(s) !== null
     }))
-    const plan = planRun(list, plannedTargets, options.timing, wantSoak && soakTarget !== undefined ? soakTarget.name : null)
+    const plan = planRun(
+      list,
+      plannedTargets,
+      options.timing,
+      wantSoak && soakTarget !== undefined ? soakTarget.name : null
+    )
     log(planLine(options, plannedTargets, wantSoak && soakTarget !== undefined ? soakTarget.name : null))
 
     const calls = new CallLog()
@@ -467,7 +539,10 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
       if (s.kind === "latency") latency.push(await runLatency(s, targets, ctx))
       else memory.push(await runMemory(s, targets, ctx))
     }
-    const portkeyStreamsFailed = [...latency.flatMap((l) => (l.stream ? l.points : [])), ...memory.flatMap((m) => m.points)]
+    const portkeyStreamsFailed = [
+      ...latency.flatMap((l) => (l.stream ? l.points : [])),
+      ...memory.flatMap((m) => m.points)
+    ]
       .some((p) => p.target === "portkey" && p.ok === 0)
     if (portkeyStreamsFailed) {
       notes.push(
@@ -478,7 +553,9 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
     if (wantSoak) {
       const small = all.find((s) => s.name === "chat-small")
       if (soakTarget !== undefined && small !== undefined) {
-        if (soakTarget.name !== "modelgate") notes.push("The soak ran against the floor proxy because no gateway process was measured.")
+        if (soakTarget.name !== "modelgate") {
+          notes.push("The soak ran against the floor proxy because no gateway process was measured.")
+        }
         log(`soak on ${soakTarget.name}`)
         soak = await runSoak(small, soakTarget, ctx)
       }
@@ -490,13 +567,18 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
     let billing: BillingCheck
     const served = calls.get("modelgate")
     if (gateway === null) billing = notChecked("no gateway was measured")
-    else if (billingProblem !== null || balanceBefore === null) billing = notChecked(billingProblem ?? "no balance before the run")
-    else if (gateway.service !== null && gateway.db !== null) {
+    else if (billingProblem !== null || balanceBefore === null) {
+      billing = notChecked(billingProblem ?? "no balance before the run")
+    } else if (gateway.service !== null && gateway.db !== null) {
       // Stopping it flushes every usage record and returns every balance lease (and writes the CPU profile).
       log("stopping modelgate (flushes usage records and leases)")
       const how = await gateway.service.stop(120_000)
       services.splice(services.indexOf(gateway.service), 1)
-      if (how === "killed") notes.push("modelgate did not stop within 2 minutes of SIGTERM and was killed: its last usage records may be missing.")
+      if (how === "killed") {
+        notes.push(
+          "modelgate did not stop within 2 minutes of SIGTERM and was killed: its last usage records may be missing."
+        )
+      }
       try {
         const books = readSqliteBooks(gateway.db, BENCH_USER, startedAtMs - 1000)
         billing = judgeBilling({
@@ -543,7 +625,13 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
     if (options.profile && existsSync(profileDir)) {
       try {
         profile = summariseDir(profileDir, { root: repoRoot, window: { startUs: measureStartUs, endUs: measureEndUs } })
-        if (profile === null) notes.push(`The gateway's profile: no .cpuprofile was written to ${relative(options.outDir, profileDir)} (did the gateway stop cleanly?).`)
+        if (profile === null) {
+          notes.push(
+            `The gateway's profile: no .cpuprofile was written to ${
+              relative(options.outDir, profileDir)
+            } (did the gateway stop cleanly?).`
+          )
+        }
       } catch (error) {
         notes.push(`The gateway's CPU profile could not be read: ${errorText(error)}`)
       }
@@ -552,7 +640,11 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
     const finishedAt = new Date().toISOString()
     const elapsedMs = Date.now() - startedAtMs
     if (!options.quick && options.only === null && elapsedMs > BUDGET_SECONDS * 1000) {
-      notes.push(`This run took ${formatDuration(elapsedMs)}, over the ${BUDGET_SECONDS / 60}-minute budget (planned: about ${formatDuration(plan.totalMs)}).`)
+      notes.push(
+        `This run took ${formatDuration(elapsedMs)}, over the ${BUDGET_SECONDS / 60}-minute budget (planned: about ${
+          formatDuration(plan.totalMs)
+        }).`
+      )
     }
     const results: Results = {
       version: 2,

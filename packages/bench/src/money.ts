@@ -87,7 +87,13 @@ const oneCall = (path: MoneyPath, userId: string, keyId: string, i: number) =>
       yield* port.settle(holdId, CHARGED_NANOS)
     } else {
       const accounts = yield* Accounts
-      const holdId = yield* accounts.hold({ userId, keyId, amountNanos: HELD_NANOS, requestId: `bench-${i}`, nodeId: "bench" })
+      const holdId = yield* accounts.hold({
+        userId,
+        keyId,
+        amountNanos: HELD_NANOS,
+        requestId: `bench-${i}`,
+        nodeId: "bench"
+      })
       yield* accounts.settle(holdId, CHARGED_NANOS)
     }
     return (performance.now() - started) * 1000
@@ -106,39 +112,45 @@ const payer = Effect.fnUntraced(function*(name: string) {
 })
 
 /** Runs `calls` calls, `concurrency` at a time, spread over `payers` (call i pays with payer i mod n). */
-const workload = Effect.fnUntraced(function*(path: MoneyPath, payers: ReadonlyArray<Payer>, calls: number, concurrency: number, offset: number) {
-  const latencies: Array<number> = []
-  const started = performance.now()
-  yield* Effect.forEach(
-    Array.from({ length: calls }, (_, i) => i),
-    (i) => {
-      const p = payers[i % payers.length]!
-      return Effect.map(oneCall(path, p.userId, p.keyId, offset + i), (us) => void latencies.push(us))
-    },
-    { concurrency, discard: true }
-  )
-  // The lease path's charges are written by the batch writer: its writes are part of the cost.
-  if (path === "leases") yield* Effect.orDie((yield* UsageWriter).flush)
-  const elapsedMs = performance.now() - started
-  latencies.sort((a, b) => a - b)
-  return { elapsedMs, latencies }
-})
+const workload = Effect.fnUntraced(
+  function*(path: MoneyPath, payers: ReadonlyArray<Payer>, calls: number, concurrency: number, offset: number) {
+    const latencies: Array<number> = []
+    const started = performance.now()
+    yield* Effect.forEach(
+      Array.from({ length: calls }, (_, i) => i),
+      (i) => {
+        const p = payers[i % payers.length]!
+        return Effect.map(oneCall(path, p.userId, p.keyId, offset + i), (us) => void latencies.push(us))
+      },
+      { concurrency, discard: true }
+    )
+    // The lease path's charges are written by the batch writer: its writes are part of the cost.
+    if (path === "leases") yield* Effect.orDie((yield* UsageWriter).flush)
+    const elapsedMs = performance.now() - started
+    latencies.sort((a, b) => a - b)
+    return { elapsedMs, latencies }
+  }
+)
 
 /** The books after the run: each balance equals its ledger and the initial balance less exactly what was charged. */
-const checkBooks = Effect.fnUntraced(function*(payers: ReadonlyArray<Payer>, callsPerPayer: ReadonlyMap<string, number>) {
-  const accounts = yield* Accounts
-  // Idle leases go back to the balance after a second; then the writer has everything written.
-  yield* Effect.sleep("1500 millis")
-  yield* Effect.orDie((yield* UsageWriter).flush)
-  for (const p of payers) {
-    const balance = yield* accounts.balance(p.userId)
-    const ledger = yield* accounts.ledgerSum(p.userId)
-    const expected = INITIAL_NANOS - BigInt(callsPerPayer.get(p.userId) ?? 0) * CHARGED_NANOS
-    if (balance !== ledger || balance !== expected) {
-      return yield* Effect.die(new Error(`books do not balance for ${p.userId}: balance ${balance}, ledger ${ledger}, expected ${expected}`))
+const checkBooks = Effect.fnUntraced(
+  function*(payers: ReadonlyArray<Payer>, callsPerPayer: ReadonlyMap<string, number>) {
+    const accounts = yield* Accounts
+    // Idle leases go back to the balance after a second; then the writer has everything written.
+    yield* Effect.sleep("1500 millis")
+    yield* Effect.orDie((yield* UsageWriter).flush)
+    for (const p of payers) {
+      const balance = yield* accounts.balance(p.userId)
+      const ledger = yield* accounts.ledgerSum(p.userId)
+      const expected = INITIAL_NANOS - BigInt(callsPerPayer.get(p.userId) ?? 0) * CHARGED_NANOS
+      if (balance !== ledger || balance !== expected) {
+        return yield* Effect.die(
+          new Error(`books do not balance for ${p.userId}: balance ${balance}, ledger ${ledger}, expected ${expected}`)
+        )
+      }
     }
   }
-})
+)
 
 interface Options {
   readonly calls: number
@@ -151,7 +163,8 @@ const benchDatabase = (label: string, url: string, maxConnections: number, optio
   Effect.gen(function*() {
     const results: Array<Measurement> = []
     const one = yield* payer("bench-one")
-    const many = yield* Effect.forEach(Array.from({ length: options.concurrency }, (_, i) => i), (i) => payer(`bench-many-${i}`))
+    const many = yield* Effect.forEach(Array.from({ length: options.concurrency }, (_, i) => i), (i) =>
+      payer(`bench-many-${i}`))
     const counts = new Map<string, number>()
     const count = (payers: ReadonlyArray<Payer>, calls: number) => {
       for (let i = 0; i < calls; i++) {
@@ -160,35 +173,49 @@ const benchDatabase = (label: string, url: string, maxConnections: number, optio
       }
     }
     let offset = 0
-    const measure = Effect.fnUntraced(function*(path: MoneyPath, workloadName: string, payers: ReadonlyArray<Payer>, concurrency: number) {
-      yield* workload(path, payers, options.warmup, concurrency, offset)
-      count(payers, options.warmup)
-      offset += options.warmup
-      const runs: Array<Omit<Measurement, "rangeUs">> = []
-      for (let r = 0; r < options.repeat; r++) {
-        const { elapsedMs, latencies } = yield* workload(path, payers, options.calls, concurrency, offset)
-        count(payers, options.calls)
-        offset += options.calls
-        runs.push({
-          database: label,
-          path: pathLabel(path),
-          workload: workloadName,
-          calls: options.calls,
-          concurrency,
-          usPerCall: (elapsedMs * 1000) / options.calls,
-          callsPerSecond: options.calls / (elapsedMs / 1000),
-          p50Us: percentile(latencies, 0.5),
-          p99Us: percentile(latencies, 0.99)
+    const measure = Effect.fnUntraced(
+      function*(path: MoneyPath, workloadName: string, payers: ReadonlyArray<Payer>, concurrency: number) {
+        yield* workload(path, payers, options.warmup, concurrency, offset)
+        count(payers, options.warmup)
+        offset += options.warmup
+        const runs: Array<Omit<Measurement, "rangeUs">> = []
+        for (let r = 0; r < options.repeat; r++) {
+          const { elapsedMs, latencies } = yield* workload(path, payers, options.calls, concurrency, offset)
+          count(payers, options.calls)
+          offset += options.calls
+          runs.push({
+            database: label,
+            path: pathLabel(path),
+            workload: workloadName,
+            calls: options.calls,
+            concurrency,
+            usPerCall: (elapsedMs * 1000) / options.calls,
+            callsPerSecond: options.calls / (elapsedMs / 1000),
+            p50Us: percentile(latencies, 0.5),
+            p99Us: percentile(latencies, 0.99)
+          })
+          process.stderr.write(
+            `${label}, ${pathLabel(path)}, ${workloadName}, run ${r + 1}: ${
+              runs[r]!.usPerCall.toFixed(0)
+            } µs per call\n`
+          )
+        }
+        runs.sort((a, b) => a.usPerCall - b.usPerCall)
+        results.push({
+          ...runs[Math.floor((runs.length - 1) / 2)]!,
+          rangeUs: [runs[0]!.usPerCall, runs[runs.length - 1]!.usPerCall]
         })
-        process.stderr.write(`${label}, ${pathLabel(path)}, ${workloadName}, run ${r + 1}: ${runs[r]!.usPerCall.toFixed(0)} µs per call\n`)
       }
-      runs.sort((a, b) => a.usPerCall - b.usPerCall)
-      results.push({ ...runs[Math.floor((runs.length - 1) / 2)]!, rangeUs: [runs[0]!.usPerCall, runs[runs.length - 1]!.usPerCall] })
-    })
+    )
     for (const path of ["leases", "database"] as const) {
       yield* measure(path, "one call at a time, one balance", [one], 1)
       yield* measure(path, `${options.concurrency} at a time, one balance`, [one], options.concurrency)
-      yield* measure(path, `${options.concurrency} at a time, ${options.concurrency} balances`, many, options.concurrency)
+      yield* measure(
+        path,
+        `${options.concurrency} at a time, ${options.concurrency} balances`,
+        many,
+        options.concurrency
+      )
     }
     yield* checkBooks([one, ...many], counts)
     return results
@@ -230,7 +257,9 @@ export const markdown = (results: ReadonlyArray<Measurement>): string =>
     "| database | path | workload | time per call | (range over runs) | calls/s | latency p50 | latency p99 |",
     "|---|---|---|---|---|---|---|---|",
     ...results.map((r) =>
-      `| ${r.database} | ${r.path} | ${r.workload} | ${fmt(r.usPerCall)} µs | ${fmt(r.rangeUs[0])}-${fmt(r.rangeUs[1])} µs | ` +
+      `| ${r.database} | ${r.path} | ${r.workload} | ${fmt(r.usPerCall)} µs | ${fmt(r.rangeUs[0])}-${
+        fmt(r.rangeUs[1])
+      } µs | ` +
       `${fmt(r.callsPerSecond)} | ${fmt(r.p50Us)} µs | ${fmt(r.p99Us)} µs |`
     )
   ].join("\n")
@@ -244,7 +273,12 @@ const positive = (name: string, value: string | undefined, fallback: number): nu
 
 const main = async () => {
   const { values } = parseArgs({
-    options: { calls: { type: "string" }, warmup: { type: "string" }, concurrency: { type: "string" }, repeat: { type: "string" } },
+    options: {
+      calls: { type: "string" },
+      warmup: { type: "string" },
+      concurrency: { type: "string" },
+      repeat: { type: "string" }
+    },
     strict: true
   })
   const options: Options = {
@@ -257,7 +291,11 @@ const main = async () => {
   const results: Array<Measurement> = []
   const dir = mkdtempSync(join(tmpdir(), "modelgate-bench-money-"))
   try {
-    results.push(...await Effect.runPromise(benchDatabase("SQLite (WAL, synchronous=NORMAL)", `sqlite:${join(dir, "money.db")}`, 1, options)))
+    results.push(
+      ...await Effect.runPromise(
+        benchDatabase("SQLite (WAL, synchronous=NORMAL)", `sqlite:${join(dir, "money.db")}`, 1, options)
+      )
+    )
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -281,7 +319,9 @@ const main = async () => {
       `Node ${process.version}, ${cpu.length} x ${cpu[0]?.model ?? "unknown CPU"}` +
       `${postgresVersion !== undefined ? `, PostgreSQL ${postgresVersion}` : ""}; ` +
       `${options.calls} measured calls per workload after ${options.warmup} warm-up calls` +
-      `${options.repeat > 1 ? `, median of ${options.repeat} runs` : ""}. Books checked: balance = ledger = initial - charges.`,
+      `${
+        options.repeat > 1 ? `, median of ${options.repeat} runs` : ""
+      }. Books checked: balance = ledger = initial - charges.`,
       "",
       markdown(results),
       ""

@@ -63,15 +63,21 @@ const fill = (dialect: "sqlite" | "pg", from: number, to: number, total: number)
   const series = dialect === "pg"
     ? `SELECT n FROM generate_series(${from}::bigint, ${to - 1}::bigint) AS n`
     : `WITH RECURSIVE seq(n) AS (SELECT ${from} UNION ALL SELECT n + 1 FROM seq WHERE n < ${to - 1}) SELECT n FROM seq`
-  const pad = (expr: string, width: number) => dialect === "pg" ? `lpad((${expr})::text, ${width}, '0')` : `printf('%0${width}d', ${expr})`
+  const pad = (expr: string, width: number) =>
+    dialect === "pg" ? `lpad((${expr})::text, ${width}, '0')` : `printf('%0${width}d', ${expr})`
   // Mixed so that a user (records n with one n % 1000) and a run of consecutive calls both see every outcome and model.
   const mix = "((n / 1000) + n)"
-  const status = `CASE WHEN ${mix} % 100 < 95 THEN 200 WHEN ${mix} % 100 < 98 THEN 429 WHEN ${mix} % 100 = 98 THEN 502 ELSE 504 END`
+  const status =
+    `CASE WHEN ${mix} % 100 < 95 THEN 200 WHEN ${mix} % 100 < 98 THEN 429 WHEN ${mix} % 100 = 98 THEN 502 ELSE 504 END`
   return `INSERT INTO usage_records (id, created_at, request_id, user_id, key_id, model, upstream_model, channel, dialect_in, dialect_out,
       stream, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, usage_reported, cost_nanos, latency_ms, ttfb_ms,
       status, error_code, error_message, attempts, attempt_log)
-    SELECT 'use_' || ${pad("n", 9)}, ${NEWEST} - CAST((${total} - 1 - n) * ${step} AS BIGINT), 'req_' || ${pad("n", 24)},
-      'usr_' || ${pad("(n * 7919) % 1000", 4)}, 'key_' || ${pad("(n * 104729) % 2000", 4)}, 'model-' || (${mix} % 8), 'model-' || (${mix} % 8),
+    SELECT 'use_' || ${pad("n", 9)}, ${NEWEST} - CAST((${total} - 1 - n) * ${step} AS BIGINT), 'req_' || ${
+    pad("n", 24)
+  },
+      'usr_' || ${pad("(n * 7919) % 1000", 4)}, 'key_' || ${
+    pad("(n * 104729) % 2000", 4)
+  }, 'model-' || (${mix} % 8), 'model-' || (${mix} % 8),
       CASE WHEN ${mix} % 100 BETWEEN 95 AND 97 THEN '' ELSE 'channel-' || (n % 6) END, 'openai', 'openai',
       ${dialect === "pg" ? "n % 2 = 0" : "n % 2"}, 900, 150, 0, 0, ${dialect === "pg" ? "TRUE" : "1"},
       CASE WHEN ${mix} % 100 < 95 THEN 120000 ELSE 0 END, 400 + n % 900, CASE WHEN ${mix} % 100 < 95 THEN 200 ELSE NULL END,
@@ -94,11 +100,14 @@ const seed = (total: number) =>
       dialect === "pg"
         ? `SELECT n FROM generate_series(0, ${count - 1}) AS n`
         : `WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < ${count - 1}) SELECT n FROM seq`
-    const pad = (expr: string, width: number) => dialect === "pg" ? `lpad((${expr})::text, ${width}, '0')` : `printf('%0${width}d', ${expr})`
+    const pad = (expr: string, width: number) =>
+      dialect === "pg" ? `lpad((${expr})::text, ${width}, '0')` : `printf('%0${width}d', ${expr})`
     yield* sql.unsafe(`INSERT INTO users (id, name, role, enabled, balance_nanos, source, created_at, updated_at)
       SELECT 'usr_' || ${pad("n", 4)}, 'user-' || n, 'user', ${bool}, 0, 'console', 0, 0 FROM (${series(1000)}) AS s`)
     yield* sql.unsafe(`INSERT INTO api_keys (id, user_id, name, prefix, hash, group_name, created_at, source)
-      SELECT 'key_' || ${pad("n", 4)}, 'usr_' || ${pad("n % 1000", 4)}, 'key-' || n, 'sk-bench', 'hash-' || n, 'default', 0, 'console'
+      SELECT 'key_' || ${pad("n", 4)}, 'usr_' || ${
+      pad("n % 1000", 4)
+    }, 'key-' || n, 'sk-bench', 'hash-' || n, 'default', 0, 'console'
       FROM (${series(2000)}) AS s`)
     for (let from = 0; from < total; from += 100_000) {
       const to = Math.min(total, from + 100_000)
@@ -110,13 +119,18 @@ const seed = (total: number) =>
   })
 
 /** The queries, as the console's filters make them (a user's own page adds the user). */
-const queries = (total: number): ReadonlyArray<{ readonly name: string; readonly filter: UsageFilter; readonly deep?: number }> => [
+const queries = (
+  total: number
+): ReadonlyArray<{ readonly name: string; readonly filter: UsageFilter; readonly deep?: number }> => [
   { name: "every call (an admin's first page)", filter: {} },
   { name: "every call, a page half the table deep", filter: {}, deep: Math.floor(total / 2) },
   { name: "one user (a user's own first page)", filter: { userId: "usr_0042" } },
   { name: "one user, a page half their records deep", filter: { userId: "usr_0042" }, deep: Math.floor(total / 2_000) },
   { name: "one user, failed calls", filter: { userId: "usr_0042", status: "error" } },
-  { name: "one user, one model, last 30 days", filter: { userId: "usr_0042", model: "model-3", from: NEWEST - 30 * DAY_MS } },
+  {
+    name: "one user, one model, last 30 days",
+    filter: { userId: "usr_0042", model: "model-3", from: NEWEST - 30 * DAY_MS }
+  },
   { name: "one key", filter: { keyId: "key_0777" } },
   { name: "one model", filter: { model: "model-5" } },
   { name: "one channel", filter: { channel: "channel-2" } },
@@ -150,7 +164,9 @@ const measure = (database: string, total: number, runs: number) =>
     const results: Array<Measurement> = []
     for (const query of queries(total)) {
       const cursor = query.deep === undefined ? undefined : yield* cursorAt(query.filter, query.deep)
-      if (query.deep !== undefined && cursor === undefined) throw new Error(`no cursor ${query.deep} records deep for ${query.name}`)
+      if (query.deep !== undefined && cursor === undefined) {
+        throw new Error(`no cursor ${query.deep} records deep for ${query.name}`)
+      }
       let rows = 0
       const times: Array<number> = []
       for (let run = 0; run <= runs; run++) {
@@ -165,7 +181,14 @@ const measure = (database: string, total: number, runs: number) =>
         }
       }
       times.sort((a, b) => a - b)
-      results.push({ database, query: query.name, rows, medianMs: percentile(times, 0.5), p95Ms: percentile(times, 0.95), maxMs: times.at(-1)! })
+      results.push({
+        database,
+        query: query.name,
+        rows,
+        medianMs: percentile(times, 0.5),
+        p95Ms: percentile(times, 0.95),
+        maxMs: times.at(-1)!
+      })
       process.stderr.write(`  ${query.name}: ${percentile(times, 0.5).toFixed(2)} ms\n`)
     }
     return results
@@ -178,7 +201,9 @@ export const markdown = (results: ReadonlyArray<Measurement>): string =>
   [
     "| database | page of | records | median | p95 | slowest |",
     "|---|---|---|---|---|---|",
-    ...results.map((r) => `| ${r.database} | ${r.query} | ${r.rows} | ${ms(r.medianMs)} ms | ${ms(r.p95Ms)} ms | ${ms(r.maxMs)} ms |`)
+    ...results.map((r) =>
+      `| ${r.database} | ${r.query} | ${r.rows} | ${ms(r.medianMs)} ms | ${ms(r.p95Ms)} ms | ${ms(r.maxMs)} ms |`
+    )
   ].join("\n")
 
 const postgresSchema = (base: string) => {
@@ -226,7 +251,11 @@ const main = Effect.gen(function*() {
     const file = join(dir, "gateway.db")
     const sqlite = yield* bench("SQLite", `sqlite:${file}`, total, runs)
     results.push(...sqlite.results)
-    notes.push(`SQLite: loaded in ${Math.round(sqlite.loadSeconds)} s; the file is ${Math.round(statSync(file).size / 1024 / 1024)} MB with its indexes.`)
+    notes.push(
+      `SQLite: loaded in ${Math.round(sqlite.loadSeconds)} s; the file is ${
+        Math.round(statSync(file).size / 1024 / 1024)
+      } MB with its indexes.`
+    )
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -254,26 +283,33 @@ const main = Effect.gen(function*() {
   const out = join(dirname(fileURLToPath(import.meta.url)), "../../../docs/benchmarks/request-log.md")
   mkdirSync(dirname(out), { recursive: true })
   const slowest = results.reduce((max, r) => Math.max(max, r.maxMs), 0)
-  writeFileSync(out, [
-    "# The request log: one page over 1,000,000 usage records",
-    "",
-    "<!-- Written by packages/bench/src/requestLog.ts (pnpm bench:requests --write); do not edit by hand. -->",
-    "",
-    `Run ${new Date().toISOString()} on ${cpus().length} cores (${cpus()[0]?.model ?? "?"}), ${Math.round(totalmem() / 1024 ** 3)} GiB, Node ${process.version}, ` +
-    `shared with other work. ${total.toLocaleString("en-US")} usage records (1,000 users, 2,000 keys, 8 models, 6 channels over 30 days; ` +
-    "95 % served, 3 % refused by a rate limit, 1 % 502, 1 % 504).",
-    "",
-    `Each row is the store's \`Reports.usagePage\` (what \`GET /api/usage\` and \`GET /api/admin/usage\` run, with their user joins and the ` +
-    `decoding of each record) for one page of ${PAGE}, measured ${runs} times after a warm-up. Pages are read newest first by \`(created_at, id)\`, ` +
-    "each filter through an index that ends in them (migration 12), so a page deep in the table costs what the first does.",
-    "",
-    table,
-    "",
-    ...notes.map((note) => `- ${note}`),
-    "",
-    `The slowest page of any query took ${ms(slowest)} ms (the target: every page under 200 ms).`,
-    ""
-  ].join("\n"))
+  writeFileSync(
+    out,
+    [
+      "# The request log: one page over 1,000,000 usage records",
+      "",
+      "<!-- Written by packages/bench/src/requestLog.ts (pnpm bench:requests --write); do not edit by hand. -->",
+      "",
+      `Run ${new Date().toISOString()} on ${cpus().length} cores (${cpus()[0]?.model ?? "?"}), ${
+        Math.round(totalmem() / 1024 ** 3)
+      } GiB, Node ${process.version}, ` +
+      `shared with other work. ${
+        total.toLocaleString("en-US")
+      } usage records (1,000 users, 2,000 keys, 8 models, 6 channels over 30 days; ` +
+      "95 % served, 3 % refused by a rate limit, 1 % 502, 1 % 504).",
+      "",
+      `Each row is the store's \`Reports.usagePage\` (what \`GET /api/usage\` and \`GET /api/admin/usage\` run, with their user joins and the ` +
+      `decoding of each record) for one page of ${PAGE}, measured ${runs} times after a warm-up. Pages are read newest first by \`(created_at, id)\`, ` +
+      "each filter through an index that ends in them (migration 12), so a page deep in the table costs what the first does.",
+      "",
+      table,
+      "",
+      ...notes.map((note) => `- ${note}`),
+      "",
+      `The slowest page of any query took ${ms(slowest)} ms (the target: every page under 200 ms).`,
+      ""
+    ].join("\n")
+  )
   process.stderr.write(`wrote ${out}\n`)
 })
 

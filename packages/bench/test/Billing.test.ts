@@ -41,17 +41,36 @@ describe("Billing", () => {
     const v = judgeBilling(good)
     assert.strictEqual(v.status, "verified")
     assert.deepStrictEqual(v.problems, [])
-    assert.strictEqual(v.summary, "billing verified: 1003 usage records, 0.123456 USD charged (1000 successful calls, 6 cut off in flight)")
+    assert.strictEqual(
+      v.summary,
+      "billing verified: 1003 usage records, 0.123456 USD charged (1000 successful calls, 6 cut off in flight)"
+    )
     assert.strictEqual(v.balanceBeforeUsd, "1000000000")
   })
 
   it("names each way the books can be wrong", () => {
     const problems = (over: Partial<BillingInput>): ReadonlyArray<string> => judgeBilling({ ...good, ...over }).problems
-    assert.match(problems({ okRecords: 990 })[0], /990 successful usage records for 1000 successful calls: 10 calls were not recorded/)
+    assert.match(
+      problems({ okRecords: 990 })[0],
+      /990 successful usage records for 1000 successful calls: 10 calls were not recorded/
+    )
     assert.match(problems({ okRecords: 1007 })[0], /more than the 1000 successful calls plus 6 cut off in flight/)
-    assert.match(problems({ chargedNanos: 0n, balanceAfterNanos: good.balanceBeforeNanos, ledgerNanos: good.balanceBeforeNanos })[0], /nothing was charged/)
-    assert.match(problems({ balanceAfterNanos: good.balanceBeforeNanos, ledgerNanos: good.balanceBeforeNanos })[0], /the balance did not go down/)
-    assert.match(problems({ balanceAfterNanos: good.balanceAfterNanos - 1n, ledgerNanos: good.balanceAfterNanos - 1n })[0], /went down by 0.123456001 USD but the usage records charge 0.123456 USD/)
+    assert.match(
+      problems({
+        chargedNanos: 0n,
+        balanceAfterNanos: good.balanceBeforeNanos,
+        ledgerNanos: good.balanceBeforeNanos
+      })[0],
+      /nothing was charged/
+    )
+    assert.match(
+      problems({ balanceAfterNanos: good.balanceBeforeNanos, ledgerNanos: good.balanceBeforeNanos })[0],
+      /the balance did not go down/
+    )
+    assert.match(
+      problems({ balanceAfterNanos: good.balanceAfterNanos - 1n, ledgerNanos: good.balanceAfterNanos - 1n })[0],
+      /went down by 0.123456001 USD but the usage records charge 0.123456 USD/
+    )
     assert.match(problems({ ledgerNanos: 0n })[0], /is not the ledger's sum/)
     assert.match(problems({ open: 2 })[0], /2 holds or balance leases are still open/)
     const failed = judgeBilling({ ...good, open: 2 })
@@ -107,11 +126,21 @@ describe("Billing", () => {
     const get = async (url: string, headers: Readonly<Record<string, string>>): Promise<unknown> => {
       seen.push(`${url} ${headers.authorization}`)
       if (url.endsWith("/api/me")) return { balance_usd: "12.50" }
-      return { data: [{ day: "2026-11-22", model: "a", requests: 3, cost: "0.000001" }, { day: "2026-11-22", model: "b", requests: 2, cost: "1" }] }
+      return {
+        data: [{ day: "2026-11-22", model: "a", requests: 3, cost: "0.000001" }, {
+          day: "2026-11-22",
+          model: "b",
+          requests: 2,
+          cost: "1"
+        }]
+      }
     }
     const headers = { authorization: "Bearer k" }
     assert.strictEqual(await readApiBalance("http://gw", headers, get), 12_500_000_000n)
-    assert.deepStrictEqual(await readApiUsage("http://gw", headers, 1234.5, get), { records: 5, chargedNanos: 1_000_001_000n })
+    assert.deepStrictEqual(await readApiUsage("http://gw", headers, 1234.5, get), {
+      records: 5,
+      chargedNanos: 1_000_001_000n
+    })
     assert.deepStrictEqual(seen, ["http://gw/api/me Bearer k", "http://gw/api/usage/daily?from=1234 Bearer k"])
     const broken = async (): Promise<unknown> => ({ data: [{ requests: "3" }] })
     const message = await readApiUsage("http://gw", headers, 0, broken).then(() => "", (e: Error) => e.message)

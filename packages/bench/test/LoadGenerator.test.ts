@@ -69,9 +69,18 @@ describe("LoadGenerator", () => {
 
   it("refuses non-loopback targets and bad options, naming them", async () => {
     const rejection = (p: Promise<unknown>): Promise<string> => p.then(() => "resolved", (e: unknown) => String(e))
-    assert.match(await rejection(openLoop({ url: "http://10.0.0.1/", rate: 1, durationMs: 1 })), /not a loopback address/)
-    assert.match(await rejection(openLoop({ url: "http://127.0.0.1:1/", rate: 0, durationMs: 1 })), /rate must be a positive number/)
-    assert.match(await rejection(closedLoop({ url: "http://127.0.0.1:1/", concurrency: 1 })), /give requests, durationMs, or both/)
+    assert.match(
+      await rejection(openLoop({ url: "http://10.0.0.1/", rate: 1, durationMs: 1 })),
+      /not a loopback address/
+    )
+    assert.match(
+      await rejection(openLoop({ url: "http://127.0.0.1:1/", rate: 0, durationMs: 1 })),
+      /rate must be a positive number/
+    )
+    assert.match(
+      await rejection(closedLoop({ url: "http://127.0.0.1:1/", concurrency: 1 })),
+      /give requests, durationMs, or both/
+    )
     assert.throws(() => assertLoopback("https://localhost/", "x"), /only http/)
     assert.strictEqual(assertLoopback("http://127.0.0.2:80/a", "x").pathname, "/a")
   })

@@ -79,12 +79,31 @@ describe("drawing", () => {
     assert.deepStrictEqual(niceTicks(0, 1000, 5), [0, 200, 400, 600, 800, 1000])
     assert.deepStrictEqual(niceTicks(0, 7, 5), [0, 2, 4, 6, 8])
     assert.deepStrictEqual(niceTicks(5, 5), [5, 6, 7, 8, 9, 10])
-    assert.deepStrictEqual([formatTick(1500), formatTick(25_000), formatTick(2_000_000), formatTick(0.25)], ["1500", "25k", "2M", "0.25"])
+    assert.deepStrictEqual([formatTick(1500), formatTick(25_000), formatTick(2_000_000), formatTick(0.25)], [
+      "1500",
+      "25k",
+      "2M",
+      "0.25"
+    ])
   })
 
   it("charts encode to PNGs of the requested size", () => {
-    const line = lineChart({ title: "t", xLabel: "x", yLabel: "y", series: [{ name: "a", points: [[0, 1], [10, 3]] }], width: 300, height: 200 })
-    const bar = barChart({ title: "t", yLabel: "y", categories: ["a", "b"], series: [{ name: "s", values: [1, null] }], width: 320, height: 180 })
+    const line = lineChart({
+      title: "t",
+      xLabel: "x",
+      yLabel: "y",
+      series: [{ name: "a", points: [[0, 1], [10, 3]] }],
+      width: 300,
+      height: 200
+    })
+    const bar = barChart({
+      title: "t",
+      yLabel: "y",
+      categories: ["a", "b"],
+      series: [{ name: "s", values: [1, null] }],
+      width: 320,
+      height: 180
+    })
     for (const [canvas, w, h] of [[line, 300, 200], [bar, 320, 180]] as const) {
       const ihdr = chunks(canvas.toPng())[0].data
       assert.deepStrictEqual([ihdr.readUInt32BE(0), ihdr.readUInt32BE(4)], [w, h])

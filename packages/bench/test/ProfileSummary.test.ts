@@ -2,10 +2,24 @@ import { assert, describe, it } from "@effect/vitest"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { categorize, type CpuProfile, NATIVE, parseCpuProfile, profileMarkdown, summarise, summariseDir } from "../src/ProfileSummary.ts"
+import {
+  categorize,
+  type CpuProfile,
+  NATIVE,
+  parseCpuProfile,
+  profileMarkdown,
+  summarise,
+  summariseDir
+} from "../src/ProfileSummary.ts"
 
 const root = "/repo"
-const frame = (functionName: string, url: string, lineNumber = 0) => ({ functionName, url, lineNumber, columnNumber: 0, scriptId: "1" })
+const frame = (functionName: string, url: string, lineNumber = 0) => ({
+  functionName,
+  url,
+  lineNumber,
+  columnNumber: 0,
+  scriptId: "1"
+})
 
 /**
  * A small profile: 10 samples, 1 ms apart except where noted, over
@@ -18,7 +32,15 @@ const profile: CpuProfile = {
     { id: 2, callFrame: frame("(idle)", "") },
     { id: 3, callFrame: frame("(garbage collector)", "") },
     { id: 4, callFrame: frame("handle", "file:///repo/packages/node-http/src/Chat.ts", 41), children: [6, 7] },
-    { id: 5, callFrame: frame("runLoop", "file:///repo/node_modules/.pnpm/effect@4.1.0/node_modules/effect/dist/internal/fiber.js", 9), children: [8] },
+    {
+      id: 5,
+      callFrame: frame(
+        "runLoop",
+        "file:///repo/node_modules/.pnpm/effect@4.1.0/node_modules/effect/dist/internal/fiber.js",
+        9
+      ),
+      children: [8]
+    },
     { id: 6, callFrame: frame("", "node:internal/deps/undici/undici", 99) },
     { id: 7, callFrame: frame("writeGeneric", "node:internal/stream_base_commons", 150) },
     // The same function as node 4, reached from effect's run loop.
@@ -74,7 +96,10 @@ describe("ProfileSummary", () => {
     const s = summarise([profile, profile], { root, top: 2 })
     assert.strictEqual(s.profiles, 2)
     assert.strictEqual(s.totalMs, 22)
-    assert.deepStrictEqual(s.functions.map((f) => [f.functionName, f.selfMs]), [["handle", 6], ["(garbage collector)", 2]])
+    assert.deepStrictEqual(s.functions.map((f) => [f.functionName, f.selfMs]), [["handle", 6], [
+      "(garbage collector)",
+      2
+    ]])
   })
 
   it("counts only the samples inside a window of the profile's clock, or the whole profile when none is", () => {
@@ -85,7 +110,10 @@ describe("ProfileSummary", () => {
     assert.strictEqual(s.totalMs, 3)
     assert.strictEqual(s.excludedMs, 8)
     assert.deepStrictEqual(s.functions.map((f) => [f.functionName, f.selfMs]), [["handle", 2], ["runLoop", 1]])
-    assert.include(profileMarkdown(s).join("\n"), "8.0 ms before and after the measured scenarios (start-up, shutdown) left out")
+    assert.include(
+      profileMarkdown(s).join("\n"),
+      "8.0 ms before and after the measured scenarios (start-up, shutdown) left out"
+    )
     const outside = summarise([profile], { root, window: { startUs: 0, endUs: 10 } })
     assert.isNull(outside.window)
     assert.strictEqual(outside.totalMs, 11)
@@ -95,9 +123,21 @@ describe("ProfileSummary", () => {
     assert.strictEqual(categorize({ functionName: "(program)", url: "" }), "V8 (program)")
     assert.strictEqual(categorize({ functionName: "writev", url: "" }), NATIVE)
     assert.strictEqual(categorize({ functionName: "f", url: "file:///x/node_modules/undici/lib/core.js" }), "undici")
-    assert.strictEqual(categorize({ functionName: "f", url: "file:///x/node_modules/.pnpm/@effect+platform-node@4.1.0/node_modules/@effect/platform-node/dist/a.js" }), "effect")
-    assert.strictEqual(categorize({ functionName: "f", url: "file:///x/node_modules/.pnpm/@scope+pkg@1/node_modules/@scope/pkg/a.js" }), "@scope/pkg")
-    assert.strictEqual(categorize({ functionName: "f", url: "file:///work/main/packages/store/src/UsageWriter.ts" }), "@modelgate/store")
+    assert.strictEqual(
+      categorize({
+        functionName: "f",
+        url: "file:///x/node_modules/.pnpm/@effect+platform-node@4.1.0/node_modules/@effect/platform-node/dist/a.js"
+      }),
+      "effect"
+    )
+    assert.strictEqual(
+      categorize({ functionName: "f", url: "file:///x/node_modules/.pnpm/@scope+pkg@1/node_modules/@scope/pkg/a.js" }),
+      "@scope/pkg"
+    )
+    assert.strictEqual(
+      categorize({ functionName: "f", url: "file:///work/main/packages/store/src/UsageWriter.ts" }),
+      "@modelgate/store"
+    )
     assert.strictEqual(categorize({ functionName: "f", url: "node:http" }), "node internals")
     assert.strictEqual(categorize({ functionName: "f", url: "file:///elsewhere/script.js" }), "other")
   })
@@ -106,7 +146,10 @@ describe("ProfileSummary", () => {
     const md = profileMarkdown(summarise([profile], { root })).join("\n")
     assert.include(md, "1 profile, 10 samples over 11.0 ms, of which 7.0 ms busy (not idle).")
     assert.include(md, "| @modelgate/node-http | 3.0 ms | 42.9 % | 27.3 % |")
-    assert.include(md, "| 1 | `handle` | @modelgate/node-http | `packages/node-http/src/Chat.ts:42` | 3.0 ms | 42.9 % |")
+    assert.include(
+      md,
+      "| 1 | `handle` | @modelgate/node-http | `packages/node-http/src/Chat.ts:42` | 3.0 ms | 42.9 % |"
+    )
   })
 
   it("rejects what is not a CPU profile, naming the file and field", () => {

@@ -9,9 +9,30 @@ import { machine, type Results, verdicts, writeReport } from "../src/Report.ts"
 import type { AddedPoint, LatencyResult, MemoryResult, Point, SoakResult, TargetName } from "../src/Runner.ts"
 import { Histogram, type Summary } from "../src/Stats.ts"
 
-const summary = (p50: number, p99: number): Summary => ({ count: 1000, minUs: p50 / 2, meanUs: p50, p50Us: p50, p90Us: (p50 + p99) / 2, p99Us: p99, p999Us: p99, maxUs: p99 * 2 })
+const summary = (p50: number, p99: number): Summary => ({
+  count: 1000,
+  minUs: p50 / 2,
+  meanUs: p50,
+  p50Us: p50,
+  p90Us: (p50 + p99) / 2,
+  p99Us: p99,
+  p999Us: p99,
+  maxUs: p99 * 2
+})
 
-const point = (target: TargetName, mode: "open" | "closed", rate: number | null, o: { p50: number; p99: number; cpu: number | null; throughput?: number; errors?: Record<string, number>; alloc?: number }): Point => ({
+const point = (
+  target: TargetName,
+  mode: "open" | "closed",
+  rate: number | null,
+  o: {
+    p50: number
+    p99: number
+    cpu: number | null
+    throughput?: number
+    errors?: Record<string, number>
+    alloc?: number
+  }
+): Point => ({
   target,
   mode,
   rate,
@@ -39,7 +60,14 @@ const addedPoint = (target: TargetName, rate: number, p50: number, p99: number, 
   ttfbP50Band: { lowUs: ttfb50 - 10, highUs: ttfb50 + 10 }
 })
 
-const rss = (target: TargetName, peakMb: number) => ({ target, peakBytes: peakMb * 1048576, peakFrom: "hwm" as const, steadyBytes: (peakMb - 10) * 1048576, startBytes: 60 * 1048576, samples: 40 })
+const rss = (target: TargetName, peakMb: number) => ({
+  target,
+  peakBytes: peakMb * 1048576,
+  peakFrom: "hwm" as const,
+  steadyBytes: (peakMb - 10) * 1048576,
+  startBytes: 60 * 1048576,
+  samples: 40
+})
 
 const chatSmall: LatencyResult = {
   scenario: "chat-small",
@@ -55,7 +83,11 @@ const chatSmall: LatencyResult = {
     point("portkey", "closed", null, { p50: 9000, p99: 20000, cpu: 1.4, throughput: 1000 }),
     point("floor", "closed", null, { p50: 3000, p99: 6000, cpu: 0.19, throughput: 8000, alloc: 18 })
   ],
-  added: [addedPoint("floor", 1000, 200, 300, 200), addedPoint("modelgate", 1000, 500, 1800, 490), addedPoint("portkey", 1000, 1500, 6000, 1490)],
+  added: [
+    addedPoint("floor", 1000, 200, 300, 200),
+    addedPoint("modelgate", 1000, 500, 1800, 490),
+    addedPoint("portkey", 1000, 1500, 6000, 1490)
+  ],
   rss: [rss("floor", 70), rss("modelgate", 120), rss("portkey", 200)]
 }
 
@@ -68,7 +100,12 @@ const stream200: LatencyResult = {
     point("direct", "open", 100, { p50: 3000, p99: 6000, cpu: null }),
     point("modelgate", "open", 100, { p50: 3400, p99: 7000, cpu: 0.9 }),
     // Portkey 1.15.2 fails every stream: no successful call, so no percentile to show.
-    { ...point("portkey", "open", 100, { p50: 0, p99: 0, cpu: null, errors: { http_500: 75 } }), ok: 0, latency: { ...summary(0, 0), count: 0 }, ttfb: { ...summary(0, 0), count: 0 } }
+    {
+      ...point("portkey", "open", 100, { p50: 0, p99: 0, cpu: null, errors: { http_500: 75 } }),
+      ok: 0,
+      latency: { ...summary(0, 0), count: 0 },
+      ttfb: { ...summary(0, 0), count: 0 }
+    }
   ],
   added: [addedPoint("modelgate", 100, 400, 1000, 800)],
   rss: [rss("modelgate", 130)]
@@ -162,7 +199,9 @@ describe("verdicts", () => {
   it("count errors at the 1,000/s point as a miss, and say what was not measured", () => {
     const failing: LatencyResult = {
       ...chatSmall,
-      points: chatSmall.points.map((p) => (p.target === "modelgate" && p.mode === "open" ? { ...p, errors: { http_429: 3 } } : p)),
+      points: chatSmall.points.map((
+        p
+      ) => (p.target === "modelgate" && p.mode === "open" ? { ...p, errors: { http_429: 3 } } : p)),
       added: [addedPoint("modelgate", 1000, 100, 500, 100)]
     }
     const by = (results: ReturnType<typeof verdicts>) => Object.fromEntries(results.map((x) => [x.target, x]))
@@ -171,12 +210,26 @@ describe("verdicts", () => {
     assert.strictEqual(p99.status, "missed")
     assert.strictEqual(p99.shortfall, "the latency is within the limit, but http_429: 3 of 3000 calls failed")
     assert.strictEqual(v["idle RSS <= 100 MB"].status, "not measured")
-    assert.strictEqual(v["200 KB prompt CPU per call <= 2.0x the floor"].measured, "needs modelgate and floor CPU figures for chat-200k")
+    assert.strictEqual(
+      v["200 KB prompt CPU per call <= 2.0x the floor"].measured,
+      "needs modelgate and floor CPU figures for chat-200k"
+    )
     const portkeyName = "throughput at 32 in flight >= 3x Portkey"
     const withoutPortkey = { ...chatSmall, points: chatSmall.points.filter((p) => p.target !== "portkey") }
-    assert.match(by(verdicts([withoutPortkey], [], null))[portkeyName].measured, /^Portkey was not measured in this run/)
-    const portkeyFailed = { ...chatSmall, points: chatSmall.points.map((p) => (p.target === "portkey" ? { ...p, throughput: 0, errors: { http_500: 9 } } : p)) }
-    assert.strictEqual(by(verdicts([portkeyFailed], [], null))[portkeyName].measured, "Portkey had no successful call in chat-small (errors: http_500: 9)")
+    assert.match(
+      by(verdicts([withoutPortkey], [], null))[portkeyName].measured,
+      /^Portkey was not measured in this run/
+    )
+    const portkeyFailed = {
+      ...chatSmall,
+      points: chatSmall.points.map((
+        p
+      ) => (p.target === "portkey" ? { ...p, throughput: 0, errors: { http_500: 9 } } : p))
+    }
+    assert.strictEqual(
+      by(verdicts([portkeyFailed], [], null))[portkeyName].measured,
+      "Portkey had no successful call in chat-small (errors: http_500: 9)"
+    )
     assert.strictEqual(by(verdicts([], [], null))[portkeyName].measured, "chat-small not in this run")
   })
 })
@@ -187,7 +240,10 @@ describe("writeReport", () => {
     try {
       const frame = (functionName: string, url: string) => ({ functionName, url, lineNumber: 9, columnNumber: 0 })
       const profile = summarise([{
-        nodes: [{ id: 1, callFrame: frame("(idle)", "") }, { id: 2, callFrame: frame("decode", "file:///r/packages/core/src/Canonical.ts") }],
+        nodes: [{ id: 1, callFrame: frame("(idle)", "") }, {
+          id: 2,
+          callFrame: frame("decode", "file:///r/packages/core/src/Canonical.ts")
+        }],
         startTime: 0,
         endTime: 4000,
         samples: [1, 2, 2],
@@ -204,7 +260,11 @@ describe("writeReport", () => {
         plannedMs: 853_000,
         machine: machine([3, 2, 1]),
         timing: FULL_TIMING,
-        targets: [{ name: "direct", available: true, note: "fake upstream" }, { name: "portkey", available: false, note: "left out (--without-portkey)" }],
+        targets: [{ name: "direct", available: true, note: "fake upstream" }, {
+          name: "portkey",
+          available: false,
+          note: "left out (--without-portkey)"
+        }],
         latency: [chatSmall, stream200],
         memory: [memory],
         soak,
@@ -227,7 +287,11 @@ describe("writeReport", () => {
       }
       const written = await writeReport(results, out)
       const json = readFileSync(written.json, "utf8")
-      assert.deepStrictEqual(JSON.parse(json), JSON.parse(JSON.stringify(results)), "the same results, only laid out differently")
+      assert.deepStrictEqual(
+        JSON.parse(json),
+        JSON.parse(JSON.stringify(results)),
+        "the same results, only laid out differently"
+      )
       assert.notMatch(json, /^\s*-?\d[\d.eE+-]*,?$/m, "no number on a line of its own: number arrays are joined")
       assert.include(json, "[1, 2]")
       for (const file of written.plots) assert.isTrue(existsSync(file), file)

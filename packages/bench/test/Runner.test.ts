@@ -43,7 +43,16 @@ describe("runLatency", () => {
       ]
       const lines: Array<string> = []
       const ctx: RunContext = {
-        timing: { warmupMs: 200, pointMs: 2400, throughputMs: 300, drainMs: 2000, soakMs: 1000, soakRate: 1, sampleMs: 100, rssSampleMs: 100 },
+        timing: {
+          warmupMs: 200,
+          pointMs: 2400,
+          throughputMs: 300,
+          drainMs: 2000,
+          soakMs: 1000,
+          soakRate: 1,
+          sampleMs: 100,
+          rssSampleMs: 100
+        },
         log: (line) => lines.push(line),
         calls: new CallLog(),
         notes: []
@@ -79,7 +88,10 @@ describe("runLatency", () => {
       assert.isAtLeast(r.rss[0].peakBytes, r.rss[0].steadyBytes)
       assert.isNull(open[1].cpuMsPerCall)
       assert.strictEqual(ctx.notes.length, 1)
-      assert.match(ctx.notes[0], new RegExp(`floor's process \\(pid ${pid}\\) used no CPU time while it served 1200 calls`))
+      assert.match(
+        ctx.notes[0],
+        new RegExp(`floor's process \\(pid ${pid}\\) used no CPU time while it served 1200 calls`)
+      )
     } finally {
       idle.kill("SIGKILL")
       server.closeAllConnections()

@@ -26,7 +26,9 @@ describe("Scenarios", () => {
           assert.deepStrictEqual(s.models[s.direct.dialect], [model], s.name)
           assert.strictEqual(model.startsWith("gemini-"), s.direct.dialect === "gemini", s.name)
           // Streams ask for a stream in either dialect.
-          const streamed = s.gateway.dialect === "openai" ? JSON.parse(s.gateway.body).stream === true : s.gateway.path.includes("streamGenerateContent")
+          const streamed = s.gateway.dialect === "openai"
+            ? JSON.parse(s.gateway.body).stream === true
+            : s.gateway.path.includes("streamGenerateContent")
           assert.strictEqual(streamed, s.stream, s.name)
           assert.strictEqual(s.portkey, dialect === "openai" && !translated, s.name)
           if (s.kind === "latency") assert.isAbove(s.rates.length, 0, s.name)
@@ -40,7 +42,10 @@ describe("Scenarios", () => {
     const quick = scenarios(true)
     assert.include(quick.find((s) => s.name === "chat-small")?.rates ?? [], 1000)
     assert.include(full.find((s) => s.name === "chat-small")?.rates ?? [], 1000)
-    assert.isBelow(quick.find((s) => s.kind === "memory")?.streamMs ?? 0, full.find((s) => s.kind === "memory")?.streamMs ?? 0)
+    assert.isBelow(
+      quick.find((s) => s.kind === "memory")?.streamMs ?? 0,
+      full.find((s) => s.kind === "memory")?.streamMs ?? 0
+    )
   })
 
   it("calls and keys in each dialect", () => {

@@ -48,7 +48,16 @@ describe("Histogram percentiles", () => {
     for (let v = 1; v <= 1000; v++) h.record(v)
     const s = h.summary()
     assert.deepStrictEqual(
-      { count: s.count, min: s.minUs, max: s.maxUs, mean: s.meanUs, p50: s.p50Us, p90: s.p90Us, p99: s.p99Us, p999: s.p999Us },
+      {
+        count: s.count,
+        min: s.minUs,
+        max: s.maxUs,
+        mean: s.meanUs,
+        p50: s.p50Us,
+        p90: s.p90Us,
+        p99: s.p99Us,
+        p999: s.p999Us
+      },
       { count: 1000, min: 1, max: 1000, mean: 501, p50: 500, p90: 900, p99: 990, p999: 999 }
     )
   })
@@ -82,7 +91,10 @@ describe("Histogram percentiles", () => {
   })
 
   it("fromJSON names the bad field", () => {
-    assert.throws(() => Histogram.fromJSON({ count: 1, sumUs: 1, minUs: 1, maxUs: 1, buckets: [[-1, 1]] }), /buckets\[0\]\[0\]/)
+    assert.throws(
+      () => Histogram.fromJSON({ count: 1, sumUs: 1, minUs: 1, maxUs: 1, buckets: [[-1, 1]] }),
+      /buckets\[0\]\[0\]/
+    )
     assert.throws(() => Histogram.fromJSON({ count: 2, sumUs: 1, minUs: 1, maxUs: 1, buckets: [[1, 1]] }), /count is 2/)
   })
 })
@@ -115,7 +127,8 @@ describe("percentile bands", () => {
           const band = a.percentileBand(p)
           const diff = a.percentile(p) - b.percentile(p)
           const added = addedBand(a, b, p)
-          return band.lowUs <= a.percentile(p) && a.percentile(p) <= band.highUs && added.lowUs <= diff && diff <= added.highUs
+          return band.lowUs <= a.percentile(p) && a.percentile(p) <= band.highUs && added.lowUs <= diff &&
+            diff <= added.highUs
         }
       )
     )

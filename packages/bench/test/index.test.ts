@@ -5,7 +5,9 @@ import * as Bench from "../src/index.ts"
 
 describe("@modelgate/bench", () => {
   it("exports the file its package.json names, with the library modules", () => {
-    const pkg = JSON.parse(readFileSync(join(import.meta.dirname, "../package.json"), "utf8")) as { exports: Record<string, string | null> }
+    const pkg = JSON.parse(readFileSync(join(import.meta.dirname, "../package.json"), "utf8")) as {
+      exports: Record<string, string | null>
+    }
     const main = pkg.exports["."]
     assert.strictEqual(main, "./src/index.ts")
     assert.isTrue(existsSync(join(import.meta.dirname, "..", main ?? "")))

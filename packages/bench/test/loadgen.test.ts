@@ -4,8 +4,8 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { promisify } from "node:util"
-import { checkTargetUrl } from "../src/Loopback.ts"
 import { type LoadgenConfig, type LoadgenJson, parseLoadgenArgs, UsageError } from "../src/loadgen.ts"
+import { checkTargetUrl } from "../src/Loopback.ts"
 
 const parse = (argv: ReadonlyArray<string>, files: Record<string, string> = {}): LoadgenConfig => {
   const config = parseLoadgenArgs(argv, (path) => {
@@ -56,7 +56,19 @@ describe("loadgen arguments", () => {
   })
 
   it("reads a closed loop and a body file", () => {
-    const c = parse(["--url", "http://localhost:9/x", "--body-file", "b.json", "--concurrency", "8", "--requests", "100", "--ramp-ms", "50", "--json"], {
+    const c = parse([
+      "--url",
+      "http://localhost:9/x",
+      "--body-file",
+      "b.json",
+      "--concurrency",
+      "8",
+      "--requests",
+      "100",
+      "--ramp-ms",
+      "50",
+      "--json"
+    ], {
       "b.json": "{\"contents\":[]}"
     })
     assert.strictEqual(c.request.body, "{\"contents\":[]}")
@@ -65,13 +77,35 @@ describe("loadgen arguments", () => {
   })
 
   it("builds a scenario's request on a base URL, in either dialect", () => {
-    const openai = parse(["--url", "http://127.0.0.1:8080/", "--scenario", "stream-200", "--concurrency", "4", "--duration-ms", "1000"])
+    const openai = parse([
+      "--url",
+      "http://127.0.0.1:8080/",
+      "--scenario",
+      "stream-200",
+      "--concurrency",
+      "4",
+      "--duration-ms",
+      "1000"
+    ])
     assert.strictEqual(openai.request.url, "http://127.0.0.1:8080/v1/chat/completions")
     assert.strictEqual(openai.request.stream, true)
     assert.strictEqual(JSON.parse(openai.request.body ?? "").model, "bench-chunks-200x20")
-    const gemini = parse(["--url", "http://127.0.0.1:8080/gw", "--scenario", "chat-small", "--dialect", "gemini", "--rate", "10", "--duration-ms", "100"])
+    const gemini = parse([
+      "--url",
+      "http://127.0.0.1:8080/gw",
+      "--scenario",
+      "chat-small",
+      "--dialect",
+      "gemini",
+      "--rate",
+      "10",
+      "--duration-ms",
+      "100"
+    ])
     assert.strictEqual(gemini.request.url, "http://127.0.0.1:8080/gw/v1beta/models/gemini-2.5-flash:generateContent")
-    assert.deepStrictEqual(JSON.parse(gemini.request.body ?? ""), { contents: [{ role: "user", parts: [{ text: "Say hello." }] }] })
+    assert.deepStrictEqual(JSON.parse(gemini.request.body ?? ""), {
+      contents: [{ role: "user", parts: [{ text: "Say hello." }] }]
+    })
   })
 
   it("names what is wrong", () => {
@@ -80,27 +114,63 @@ describe("loadgen arguments", () => {
     assert.match(usageError([...base]), /give --rate N --duration-ms D .* or --concurrency C/)
     assert.match(usageError([...base, "--rate", "10", "--concurrency", "2"]), /not both/)
     assert.match(usageError([...base, "--rate", "10"]), /--rate needs --duration-ms/)
-    assert.match(usageError([...base, "--rate", "0", "--duration-ms", "10"]), /--rate must be a positive number, got "0"/)
-    assert.match(usageError([...base, "--concurrency", "1.5", "--requests", "1"]), /--concurrency must be a positive integer/)
+    assert.match(
+      usageError([...base, "--rate", "0", "--duration-ms", "10"]),
+      /--rate must be a positive number, got "0"/
+    )
+    assert.match(
+      usageError([...base, "--concurrency", "1.5", "--requests", "1"]),
+      /--concurrency must be a positive integer/
+    )
     assert.match(usageError([...base, "--concurrency", "2"]), /needs --requests N, --duration-ms D, or both/)
-    assert.match(usageError([...base, "--rate", "1", "--duration-ms", "1", "--requests", "5"]), /--requests is for the closed loop/)
+    assert.match(
+      usageError([...base, "--rate", "1", "--duration-ms", "1", "--requests", "5"]),
+      /--requests is for the closed loop/
+    )
     assert.match(usageError([...base, "--body", "{", "--rate", "1", "--duration-ms", "1"]), /--body is not valid JSON/)
-    assert.match(usageError([...base, "--body-file", "missing.json", "--rate", "1", "--duration-ms", "1"]), /--body-file: cannot read "missing.json"/)
-    assert.match(usageError([...base, "--body", "{}", "--scenario", "chat-small", "--rate", "1", "--duration-ms", "1"]), /at most one of/)
-    assert.match(usageError([...base, "--scenario", "nope", "--rate", "1", "--duration-ms", "1"]), /unknown scenario "nope"/)
-    assert.match(usageError([...base, "--scenario", "chat-small", "--dialect", "anthropic", "--rate", "1", "--duration-ms", "1"]), /--dialect must be one of openai, gemini/)
-    assert.match(usageError([...base, "--header", "novalue", "--rate", "1", "--duration-ms", "1"]), /--header must look like "Name: value"/)
+    assert.match(
+      usageError([...base, "--body-file", "missing.json", "--rate", "1", "--duration-ms", "1"]),
+      /--body-file: cannot read "missing.json"/
+    )
+    assert.match(
+      usageError([...base, "--body", "{}", "--scenario", "chat-small", "--rate", "1", "--duration-ms", "1"]),
+      /at most one of/
+    )
+    assert.match(
+      usageError([...base, "--scenario", "nope", "--rate", "1", "--duration-ms", "1"]),
+      /unknown scenario "nope"/
+    )
+    assert.match(
+      usageError([...base, "--scenario", "chat-small", "--dialect", "anthropic", "--rate", "1", "--duration-ms", "1"]),
+      /--dialect must be one of openai, gemini/
+    )
+    assert.match(
+      usageError([...base, "--header", "novalue", "--rate", "1", "--duration-ms", "1"]),
+      /--header must look like "Name: value"/
+    )
     assert.match(usageError([...base, "--bogus"]), /Unknown option '--bogus'/)
-    assert.match(usageError([...base, "--rate", "1", "--duration-ms", "1", "--pid", "999999999"]), /--pid: no process 999999999 on this machine/)
-    assert.strictEqual(parse([...base, "--rate", "1", "--duration-ms", "1", "--pid", String(process.pid)]).pid, process.pid)
+    assert.match(
+      usageError([...base, "--rate", "1", "--duration-ms", "1", "--pid", "999999999"]),
+      /--pid: no process 999999999 on this machine/
+    )
+    assert.strictEqual(
+      parse([...base, "--rate", "1", "--duration-ms", "1", "--pid", String(process.pid)]).pid,
+      process.pid
+    )
   })
 
   it("refuses another machine unless --allow-remote, then takes http and https", () => {
     const load = ["--rate", "1", "--duration-ms", "1"]
-    assert.match(usageError(["--url", "https://gateway.example.com/v1/chat/completions", ...load]), /not a loopback address.*--allow-remote/)
+    assert.match(
+      usageError(["--url", "https://gateway.example.com/v1/chat/completions", ...load]),
+      /not a loopback address.*--allow-remote/
+    )
     const remote = parse(["--url", "https://gateway.example.com/v1/chat/completions", "--allow-remote", ...load])
     assert.strictEqual(remote.allowRemote, true)
-    assert.throws(() => checkTargetUrl("ftp://example.com/", "--url", { allowRemote: true }), /only http:\/\/ and https:\/\//)
+    assert.throws(
+      () => checkTargetUrl("ftp://example.com/", "--url", { allowRemote: true }),
+      /only http:\/\/ and https:\/\//
+    )
     assert.throws(() => checkTargetUrl("http://10.1.2.3/", "--url"), /not a loopback address/)
     assert.strictEqual(checkTargetUrl("http://10.1.2.3/a", "--url", { allowRemote: true }).pathname, "/a")
   })
@@ -167,10 +237,11 @@ describe("loadgen command", () => {
       assert.match(text.stdout, /errors +http_429: 2/)
       assert.notMatch(text.stdout, /process/)
 
-      const bad = await run(process.execPath, [cli, "--url", "http://192.0.2.1/", "--rate", "1", "--duration-ms", "1"]).then(
-        () => null,
-        (error: { code?: number; stderr?: string }) => error
-      )
+      const bad = await run(process.execPath, [cli, "--url", "http://192.0.2.1/", "--rate", "1", "--duration-ms", "1"])
+        .then(
+          () => null,
+          (error: { code?: number; stderr?: string }) => error
+        )
       assert.strictEqual(bad?.code, 2)
       assert.match(bad?.stderr ?? "", /pass --allow-remote/)
     } finally {

@@ -11,11 +11,11 @@
  * Without Chromium (`/usr/bin/chromium`, or `CHROMIUM_PATH`) the tests are
  * skipped with the reason in their name; .ci/run installs it.
  */
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import OpenAI from "openai"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import {
   ADMIN,
   ALICE,
@@ -50,7 +50,9 @@ const newPage = async (viewport = { width: 1366, height: 860 }) => {
   const context = await browser.newContext({ viewport, locale: "en-US", reducedMotion: "reduce" })
   const page = await context.newPage()
   page.on("console", (message) => {
-    if (/Content Security Policy|Content-Security-Policy/i.test(message.text())) violations.push(`${page.url()}: ${message.text()}`)
+    if (/Content Security Policy|Content-Security-Policy/i.test(message.text())) {
+      violations.push(`${page.url()}: ${message.text()}`)
+    }
   })
   return { context, page }
 }
@@ -117,27 +119,47 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
   it("calls the gateway with the key through the openai SDK and sees usage and balance change", async () => {
     const client = new OpenAI({ apiKey: aliceSecret, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
     for (const model of ["gpt-4o-mini", "gpt-4o", "gemini-2.5-flash"]) {
-      const reply = await client.chat.completions.create({ model, messages: [{ role: "user", content: "Hello from the browser test" }] })
+      const reply = await client.chat.completions.create({
+        model,
+        messages: [{ role: "user", content: "Hello from the browser test" }]
+      })
       assert.isAbove(reply.usage?.total_tokens ?? 0, 0)
     }
     const { page } = alice
     // Usage records are written in batches: wait until the API lists all three calls.
-    await eventually("the API lists the three calls", () =>
-      page.evaluate(async () => ((await (await fetch("/api/usage")).json()) as { data: Array<unknown> }).data.length === 3))
+    await eventually(
+      "the API lists the three calls",
+      () =>
+        page.evaluate(async () =>
+          ((await (await fetch("/api/usage")).json()) as { data: Array<unknown> }).data.length === 3
+        )
+    )
     await page.getByRole("link", { name: "Requests" }).click()
     await page.getByTestId("requests-table").waitFor()
     assert.strictEqual(await page.getByTestId("requests-table").locator("tbody tr").count(), 3)
     // Fresh usage brings a fresh balance into the header.
-    await page.waitForFunction(() => document.querySelector("[data-testid=header-balance]")?.textContent !== "$5.00", undefined, { timeout: 10_000 })
+    await page.waitForFunction(
+      () => document.querySelector("[data-testid=header-balance]")?.textContent !== "$5.00",
+      undefined,
+      { timeout: 10_000 }
+    )
     await screenshot(page, "requests")
 
     // A new call shows on the open page without a reload.
     await client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "One more, live" }] })
-    await page.waitForFunction(() => document.querySelectorAll("[data-testid=requests-table] tbody tr").length === 4, undefined, { timeout: 15_000 })
+    await page.waitForFunction(
+      () => document.querySelectorAll("[data-testid=requests-table] tbody tr").length === 4,
+      undefined,
+      { timeout: 15_000 }
+    )
     await page.getByRole("link", { name: "Dashboard" }).click()
     await page.getByTestId("balance").waitFor()
     // The cached dashboard shows first; the refetch brings the new balance.
-    await page.waitForFunction(() => document.querySelector("[data-testid=balance]")?.textContent !== "$5.00", undefined, { timeout: 10_000 })
+    await page.waitForFunction(
+      () => document.querySelector("[data-testid=balance]")?.textContent !== "$5.00",
+      undefined,
+      { timeout: 10_000 }
+    )
     const balance = (await page.getByTestId("balance").textContent()) ?? ""
     assert.match(balance, /^\$4\.9\d+/, "the balance went down")
     assert.strictEqual(await headerBalance(page), balance, "the header and the balance card agree")
@@ -183,7 +205,11 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     const tries = await page.evaluate(async (id) => {
       const session = await (await fetch("/api/auth/session")).json() as { csrfToken: string }
       const headers = { "content-type": "application/json", "x-csrf-token": session.csrfToken }
-      const patch = await fetch(`/api/keys/${id}`, { method: "PATCH", headers, body: JSON.stringify({ enabled: false }) })
+      const patch = await fetch(`/api/keys/${id}`, {
+        method: "PATCH",
+        headers,
+        body: JSON.stringify({ enabled: false })
+      })
       const del = await fetch(`/api/keys/${id}`, { method: "DELETE", headers })
       const usage = await (await fetch(`/api/usage?keyId=${id}`)).json() as { data: Array<unknown> }
       return { patch: patch.status, del: del.status, usage: usage.data.length }
@@ -219,7 +245,10 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     const remove = await row.getByRole("button", { name: "Delete" }).boundingBox()
     assert.isAtMost(remove!.x + remove!.width, cell!.x + cell!.width + 1)
     // Model ids are case-sensitive: shown as they are, not upper-cased.
-    assert.strictEqual(await row.getByText("gpt-4o-mini", { exact: true }).evaluate((el) => getComputedStyle(el).textTransform), "none")
+    assert.strictEqual(
+      await row.getByText("gpt-4o-mini", { exact: true }).evaluate((el) => getComputedStyle(el).textTransform),
+      "none"
+    )
     await screenshot(page, "admin-channels")
     await page.getByRole("link", { name: "Users" }).click()
     await page.getByTestId("users-table").waitFor()
@@ -252,7 +281,10 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     await user.getByRole("button", { name: "Redeem" }).click()
     await user.getByTestId("redeem-result").waitFor()
     assert.match((await user.getByTestId("redeem-result").textContent()) ?? "", /\$7\.50 added/)
-    await user.waitForFunction((old) => document.querySelector("[data-testid=header-balance]")?.textContent !== old, before)
+    await user.waitForFunction(
+      (old) => document.querySelector("[data-testid=header-balance]")?.textContent !== old,
+      before
+    )
     await user.getByRole("tab", { name: "Balance history" }).click()
     await user.getByTestId("ledger-table").getByText("Redemption").first().waitFor()
     await screenshot(user, "ledger")
@@ -362,13 +394,22 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
       const response = await fetch("/api/admin/channels", {
         method: "POST",
         headers: { "content-type": "application/json", "x-csrf-token": session.csrfToken },
-        body: JSON.stringify({ name: "openai-new", type: "openai", baseUrl: `${upstream}/v1`, apiKeys: ["sk-upstream-new-5678"], models: ["gpt-4.1-mini"] })
+        body: JSON.stringify({
+          name: "openai-new",
+          type: "openai",
+          baseUrl: `${upstream}/v1`,
+          apiKeys: ["sk-upstream-new-5678"],
+          models: ["gpt-4.1-mini"]
+        })
       })
       return response.status
     }, gateway.upstream.url)
     assert.strictEqual(created, 201)
     const client = new OpenAI({ apiKey: aliceSecret, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
-    const refused = await client.chat.completions.create({ model: "gpt-4.1-mini", messages: [{ role: "user", content: "hi" }] }).catch((e: unknown) => e)
+    const refused = await client.chat.completions.create({
+      model: "gpt-4.1-mini",
+      messages: [{ role: "user", content: "hi" }]
+    }).catch((e: unknown) => e)
     assert.instanceOf(refused, OpenAI.PermissionDeniedError)
     assert.strictEqual((refused as InstanceType<typeof OpenAI.PermissionDeniedError>).code, "model_unpriced")
 
@@ -378,13 +419,20 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     await screenshot(page, "admin-models")
     await unpriced.locator("[data-unpriced='gpt-4.1-mini']").getByRole("button", { name: "Set price" }).click()
     const dialog = page.getByRole("dialog")
-    assert.strictEqual(await dialog.getByLabel("Input", { exact: true }).inputValue(), "0.40", "prefilled from the price table")
+    assert.strictEqual(
+      await dialog.getByLabel("Input", { exact: true }).inputValue(),
+      "0.40",
+      "prefilled from the price table"
+    )
     assert.strictEqual(await dialog.getByLabel("Output", { exact: true }).inputValue(), "1.60")
     await dialog.getByRole("button", { name: "Save" }).click()
     await page.getByTestId("admin-models-table").getByText("gpt-4.1-mini", { exact: true }).waitFor()
     await unpriced.waitFor({ state: "detached" })
     await eventually("the gateway serves the newly priced model", async () => {
-      const answer = await client.chat.completions.create({ model: "gpt-4.1-mini", messages: [{ role: "user", content: "hi" }] }).catch(() => undefined)
+      const answer = await client.chat.completions.create({
+        model: "gpt-4.1-mini",
+        messages: [{ role: "user", content: "hi" }]
+      }).catch(() => undefined)
       return answer !== undefined
     })
     await context.close()
@@ -398,7 +446,13 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     await cards.waitFor()
     assert.strictEqual(await cards.getAttribute("data-layout"), "cards")
     const card = cards.locator("[data-key-id]").first()
-    for (const control of [card.getByRole("switch"), card.getByRole("button", { name: /^Limits:/ }), card.getByRole("button", { name: /^Delete/ })]) {
+    for (
+      const control of [
+        card.getByRole("switch"),
+        card.getByRole("button", { name: /^Limits:/ }),
+        card.getByRole("button", { name: /^Delete/ })
+      ]
+    ) {
       const box = await control.boundingBox()
       assert.isNotNull(box)
       assert.isAtMost(box!.x + box!.width, PHONE.width, "within the screen")
@@ -435,12 +489,22 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
       const model = await fetch("/api/admin/models", {
         method: "POST",
         headers,
-        body: JSON.stringify({ id: "flaky-model", prices: { input: "1", output: "2", cachedInput: null, perRequest: null, free: false } })
+        body: JSON.stringify({
+          id: "flaky-model",
+          prices: { input: "1", output: "2", cachedInput: null, perRequest: null, free: false }
+        })
       })
       const channel = await fetch("/api/admin/channels", {
         method: "POST",
         headers,
-        body: JSON.stringify({ name: "flaky-upstream", type: "openai", baseUrl: `${upstream}/v1`, apiKeys: ["sk-upstream-flaky-5150"], models: ["flaky-model"], headers: { "x-fake-fail": "503" } })
+        body: JSON.stringify({
+          name: "flaky-upstream",
+          type: "openai",
+          baseUrl: `${upstream}/v1`,
+          apiKeys: ["sk-upstream-flaky-5150"],
+          models: ["flaky-model"],
+          headers: { "x-fake-fail": "503" }
+        })
       })
       return [model.status, channel.status]
     }, gateway.upstream.url)
@@ -466,15 +530,23 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     await page.goto(`${gateway.url}/console/requests`)
     await page.getByPlaceholder("Search by request id (req_…)").fill(requestId)
     // The search keeps only that call.
-    await page.waitForFunction((id) => {
-      const rows = [...document.querySelectorAll("[data-testid=requests-table] tbody tr")]
-      return rows.length === 1 && rows[0]!.getAttribute("data-request") === id
-    }, requestId, { timeout: 15_000 })
+    await page.waitForFunction(
+      (id) => {
+        const rows = [...document.querySelectorAll("[data-testid=requests-table] tbody tr")]
+        return rows.length === 1 && rows[0]!.getAttribute("data-request") === id
+      },
+      requestId,
+      { timeout: 15_000 }
+    )
     await page.locator(`tr[data-request='${requestId}']`).click()
     const detail = page.getByTestId("request-detail")
     await detail.getByTestId("detail-error").waitFor()
     assert.include(await detail.getByTestId("detail-error").textContent(), message)
-    assert.strictEqual(await detail.getByTestId("detail-channel").count(), 0, "a user does not see the operator's channels")
+    assert.strictEqual(
+      await detail.getByTestId("detail-channel").count(),
+      0,
+      "a user does not see the operator's channels"
+    )
 
     // The admin sees the channel that failed and each attempt.
     await admin.page.getByRole("link", { name: "Requests" }).click()
@@ -550,11 +622,20 @@ describe.skipIf(missing !== undefined)(
         assert.isNotNull(printed, `no one-time password in the output:\n${server.output()}`)
         const [, name, password] = printed!
         assert.strictEqual(name, "admin")
-        const context = await launched.browser.newContext({ viewport: { width: 1366, height: 860 }, locale: "en-US", reducedMotion: "reduce" })
+        const context = await launched.browser.newContext({
+          viewport: { width: 1366, height: 860 },
+          locale: "en-US",
+          reducedMotion: "reduce"
+        })
         const page = await context.newPage()
         await signIn(page, server.url, { name: name!, password: password! })
         await page.getByRole("link", { name: "Users" }).waitFor()
-        assert.strictEqual(await page.evaluate(async () => (await (await fetch("/api/auth/session")).json() as { user: { role: string } }).user.role), "admin")
+        assert.strictEqual(
+          await page.evaluate(async () =>
+            (await (await fetch("/api/auth/session")).json() as { user: { role: string } }).user.role
+          ),
+          "admin"
+        )
         await context.close()
       } finally {
         await launched.close()

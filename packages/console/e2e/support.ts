@@ -64,13 +64,25 @@ export const config = (upstream: string): ConfigFile => ({
     "gpt-4o-mini": { input: 0.15, output: 0.6, cached_input: 0.075, display_name: "GPT-4o mini" },
     // A price per request makes a call's cost show in cents, so the balance visibly moves.
     "gpt-4o": { input: 2.5, output: 10, cached_input: 1.25, per_request: 0.02, display_name: "GPT-4o" },
-    "gemini-2.5-flash": { input: 0.3, output: 2.5, display_name: "Gemini 2.5 Flash", input_token_limit: 1_048_576, output_token_limit: 65_536 }
+    "gemini-2.5-flash": {
+      input: 0.3,
+      output: 2.5,
+      display_name: "Gemini 2.5 Flash",
+      input_token_limit: 1_048_576,
+      output_token_limit: 65_536
+    }
   },
   groups: { default: { ratio: 1, selectable: true }, vip: { ratio: 0.8, rpm: 600 } },
   users: [
     { name: ADMIN.name, role: "admin", password: ADMIN.password, balance: 100 },
     { name: ALICE.name, role: "user", password: ALICE.password, balance: 5 },
-    { name: BOB.name, role: "user", password: BOB.password, balance: 2, keys: [{ name: "bob-laptop", secret: BOB_KEY, group: "default" }] }
+    {
+      name: BOB.name,
+      role: "user",
+      password: BOB.password,
+      balance: 2,
+      keys: [{ name: "bob-laptop", secret: BOB_KEY, group: "default" }]
+    }
   ]
 })
 
@@ -83,7 +95,9 @@ export interface E2EGateway {
 
 const requireBuiltConsole = () => {
   if (!existsSync(join(consoleDir, "index.html"))) {
-    throw new Error(`The console is not built: run 'pnpm --filter @modelgate/console build' (expected ${consoleDir}/index.html).`)
+    throw new Error(
+      `The console is not built: run 'pnpm --filter @modelgate/console build' (expected ${consoleDir}/index.html).`
+    )
   }
 }
 
@@ -94,7 +108,9 @@ export const startGateway = async (): Promise<E2EGateway> => {
   const dir = mkdtempSync(join(tmpdir(), "modelgate-console-e2e-"))
   const file = { ...config(upstream.url), database: `sqlite:${join(dir, "gateway.db")}`, secret_file: join(dir, "key") }
   const settings = await Effect.runPromise(resolveSettings(file, {}, { consoleDir, source: "console e2e config" }))
-  const runtime = ManagedRuntime.make(Layer.fresh(Server.layer(settings, file) as Layer.Layer<HttpServer.HttpServer, unknown>))
+  const runtime = ManagedRuntime.make(
+    Layer.fresh(Server.layer(settings, file) as Layer.Layer<HttpServer.HttpServer, unknown>)
+  )
   const server = await runtime.runPromise(Effect.service(HttpServer.HttpServer))
   const address = server.address
   if (!("port" in address)) throw new Error("expected the gateway to listen on an IP address")
@@ -108,7 +124,9 @@ export const startGateway = async (): Promise<E2EGateway> => {
   const probe = await fetch(`${url}/api/auth/session`)
   if (probe.status !== 401 || !(probe.headers.get("content-type") ?? "").includes("application/json")) {
     await close()
-    throw new Error(`node-http's Server.layer does not serve the management API: GET /api/auth/session answered ${probe.status}, expected a JSON 401.`)
+    throw new Error(
+      `node-http's Server.layer does not serve the management API: GET /api/auth/session answered ${probe.status}, expected a JSON 401.`
+    )
   }
   const page = await fetch(`${url}/console/`)
   if (!page.ok || !(await page.text()).includes("<div id=\"root\">")) {
@@ -145,7 +163,10 @@ export const startProcess = async (configFor: (dir: string) => Record<string, un
   const port = await freePort()
   const path = join(dir, "modelgate.yaml")
   // JSON is YAML: no quoting rules to get wrong.
-  writeFileSync(path, JSON.stringify({ listen: `127.0.0.1:${port}`, database: `sqlite:${join(dir, "gateway.db")}`, ...configFor(dir) }))
+  writeFileSync(
+    path,
+    JSON.stringify({ listen: `127.0.0.1:${port}`, database: `sqlite:${join(dir, "gateway.db")}`, ...configFor(dir) })
+  )
   const child = spawn(process.execPath, [nodeHttpBin, "serve", "--config", path], {
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, MODELGATE_SECRET: "console-e2e-process-secret-0123456789" }
@@ -243,7 +264,9 @@ export const eventually = async (what: string, condition: () => Promise<boolean>
 /** Waits until no loading indicator is visible and the page's fonts are loaded. */
 export const settled = async (page: Page) => {
   await page.waitForFunction(() =>
-    [...document.querySelectorAll("[data-testid=loading], .mantine-Loader-root")].every((e) => e.getClientRects().length === 0)
+    [...document.querySelectorAll("[data-testid=loading], .mantine-Loader-root")].every((e) =>
+      e.getClientRects().length === 0
+    )
   )
   await page.evaluate(async () => {
     await document.fonts.ready

@@ -45,17 +45,31 @@ function AdminOnly({ children }: { readonly children: ReactNode }) {
 
 function NotFound() {
   const { t } = useI18n()
-  return <EmptyState title="404" hint={t("common.notFound")} action={<Button component={Link} to="/" variant="light">{t("common.backHome")}</Button>} />
+  return (
+    <EmptyState
+      title="404"
+      hint={t("common.notFound")}
+      action={<Button component={Link} to="/" variant="light">{t("common.backHome")}</Button>}
+    />
+  )
 }
 
 /** The application. @category components */
 export function App() {
   const { status } = useSession()
-  if (status === "loading") return <Center mih="100vh"><Loading /></Center>
+  if (status === "loading") {
+    return (
+      <Center mih="100vh">
+        <Loading />
+      </Center>
+    )
+  }
   if (status === "error") {
     return (
       <Center mih="100vh" p="md">
-        <Stack maw={480}><ErrorStateReload /></Stack>
+        <Stack maw={480}>
+          <ErrorStateReload />
+        </Stack>
       </Center>
     )
   }
@@ -69,13 +83,62 @@ export function App() {
         <Route path="connect" element={<ConnectPage />} />
         <Route path="requests" element={<RequestsPage />} />
         <Route path="usage" element={<UsagePage />} />
-        <Route path="admin/users" element={<AdminOnly><AdminUsersPage /></AdminOnly>} />
-        <Route path="admin/users/:id" element={<AdminOnly><AdminUserPage /></AdminOnly>} />
-        <Route path="admin/groups" element={<AdminOnly><AdminGroupsPage /></AdminOnly>} />
-        <Route path="admin/channels" element={<AdminOnly><AdminChannelsPage /></AdminOnly>} />
-        <Route path="admin/models" element={<AdminOnly><AdminModelsPage /></AdminOnly>} />
-        <Route path="admin/codes" element={<AdminOnly><AdminCodesPage /></AdminOnly>} />
-        <Route path="admin/usage" element={<AdminOnly><AdminOverviewPage /></AdminOnly>} />
+        <Route
+          path="admin/users"
+          element={
+            <AdminOnly>
+              <AdminUsersPage />
+            </AdminOnly>
+          }
+        />
+        <Route
+          path="admin/users/:id"
+          element={
+            <AdminOnly>
+              <AdminUserPage />
+            </AdminOnly>
+          }
+        />
+        <Route
+          path="admin/groups"
+          element={
+            <AdminOnly>
+              <AdminGroupsPage />
+            </AdminOnly>
+          }
+        />
+        <Route
+          path="admin/channels"
+          element={
+            <AdminOnly>
+              <AdminChannelsPage />
+            </AdminOnly>
+          }
+        />
+        <Route
+          path="admin/models"
+          element={
+            <AdminOnly>
+              <AdminModelsPage />
+            </AdminOnly>
+          }
+        />
+        <Route
+          path="admin/codes"
+          element={
+            <AdminOnly>
+              <AdminCodesPage />
+            </AdminOnly>
+          }
+        />
+        <Route
+          path="admin/usage"
+          element={
+            <AdminOnly>
+              <AdminOverviewPage />
+            </AdminOnly>
+          }
+        />
         <Route path="*" element={<NotFound />} />
       </Route>
     </Routes>

@@ -16,7 +16,8 @@ import { SessionProvider } from "./lib/session.tsx"
 export const theme = createTheme({
   primaryColor: "indigo",
   defaultRadius: "md",
-  fontFamily: "Inter, ui-sans-serif, system-ui, -apple-system, 'Segoe UI', Roboto, 'PingFang SC', 'Microsoft YaHei', sans-serif",
+  fontFamily:
+    "Inter, ui-sans-serif, system-ui, -apple-system, 'Segoe UI', Roboto, 'PingFang SC', 'Microsoft YaHei', sans-serif",
   fontFamilyMonospace: "'JetBrains Mono', ui-monospace, SFMono-Regular, Menlo, Consolas, monospace",
   headings: { fontWeight: "700" },
   // Dialogs and menus appear without animation for people who ask their system for less motion.
@@ -32,7 +33,8 @@ export const makeQueryClient = () =>
   new QueryClient({
     defaultOptions: {
       queries: {
-        retry: (count, error) => !(error instanceof ApiFailure && error.status >= 400 && error.status < 500) && count < 2,
+        retry: (count, error) =>
+          !(error instanceof ApiFailure && error.status >= 400 && error.status < 500) && count < 2,
         refetchOnWindowFocus: false
       }
     }

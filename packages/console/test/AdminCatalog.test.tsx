@@ -43,7 +43,20 @@ describe("groups", () => {
     fakeApi({
       "GET /api/auth/session": session("admin"),
       "GET /api/admin/users": users,
-      "GET /api/admin/groups": { body: { data: [group(), group({ name: "default", ratio: "1", limits: { rpm: null, tpm: null, concurrency: null }, selectable: true, users: [] })] } }
+      "GET /api/admin/groups": {
+        body: {
+          data: [
+            group(),
+            group({
+              name: "default",
+              ratio: "1",
+              limits: { rpm: null, tpm: null, concurrency: null },
+              selectable: true,
+              users: []
+            })
+          ]
+        }
+      }
     })
     renderWithProviders(<AdminGroupsPage />)
     const rows = within(await screen.findByTestId("groups-table")).getAllByRole("row")
@@ -83,14 +96,21 @@ describe("groups", () => {
   it("lists channel models without a price, and one click opens their form prefilled from the price table", async () => {
     const seen = fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [model()], unpriced: [{ id: "gpt-4.1-mini", channels: ["openai-main"] }, { id: "local-qwen", channels: ["vllm"] }] } },
+      "GET /api/admin/models": {
+        body: {
+          data: [model()],
+          unpriced: [{ id: "gpt-4.1-mini", channels: ["openai-main"] }, { id: "local-qwen", channels: ["vllm"] }]
+        }
+      },
       "GET /api/admin/models/presets": { body: presets },
       "GET /api/admin/aliases": { body: { data: [] } },
       "POST /api/admin/models": { body: model({ id: "gpt-4.1-mini" }) }
     })
     renderWithProviders(<AdminModelsPage />)
     const unpriced = await screen.findByTestId("unpriced-models")
-    within(unpriced).getByText("Calls to these models are refused (403 model_unpriced) until they have a price or are marked free.")
+    within(unpriced).getByText(
+      "Calls to these models are refused (403 model_unpriced) until they have a price or are marked free."
+    )
     within(unpriced).getByText("served by openai-main")
     const user = userEvent.setup()
     const row = unpriced.querySelector("[data-unpriced='gpt-4.1-mini']") as HTMLElement
@@ -118,7 +138,9 @@ describe("groups", () => {
   it("prefills an Anthropic model's cache-write price from the price table", async () => {
     const seen = fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [], unpriced: [{ id: "claude-sonnet-4-0", channels: ["anthropic-main"] }] } },
+      "GET /api/admin/models": {
+        body: { data: [], unpriced: [{ id: "claude-sonnet-4-0", channels: ["anthropic-main"] }] }
+      },
       "GET /api/admin/models/presets": { body: presets },
       "GET /api/admin/aliases": { body: { data: [] } },
       "POST /api/admin/models": { body: model({ id: "claude-sonnet-4-0" }) }
@@ -126,12 +148,19 @@ describe("groups", () => {
     renderWithProviders(<AdminModelsPage />)
     const unpriced = await screen.findByTestId("unpriced-models")
     const user = userEvent.setup()
-    await user.click(within(unpriced.querySelector("[data-unpriced='claude-sonnet-4-0']") as HTMLElement).getByRole("button", { name: "Set price" }))
+    await user.click(
+      within(unpriced.querySelector("[data-unpriced='claude-sonnet-4-0']") as HTMLElement).getByRole("button", {
+        name: "Set price"
+      })
+    )
     const dialog = await screen.findByRole("dialog")
     assert.strictEqual((within(dialog).getByLabelText("Cache write") as HTMLInputElement).value, "3.75")
     await user.click(within(dialog).getByRole("button", { name: "Save" }))
     await waitFor(() => assert.isDefined(seen.find((r) => r.method === "POST")))
-    assert.deepInclude((seen.find((r) => r.method === "POST")!.body as { prices: unknown }).prices, { cachedInput: "0.30", cacheWrite: "3.75" })
+    assert.deepInclude((seen.find((r) => r.method === "POST")!.body as { prices: unknown }).prices, {
+      cachedInput: "0.30",
+      cacheWrite: "3.75"
+    })
   })
 
   it("lists aliases, adds one and deletes one", async () => {
@@ -168,7 +197,11 @@ describe("groups", () => {
   })
 
   it("shows an empty state", async () => {
-    fakeApi({ "GET /api/auth/session": session("admin"), "GET /api/admin/users": users, "GET /api/admin/groups": { body: { data: [] } } })
+    fakeApi({
+      "GET /api/auth/session": session("admin"),
+      "GET /api/admin/users": users,
+      "GET /api/admin/groups": { body: { data: [] } }
+    })
     renderWithProviders(<AdminGroupsPage />)
     await screen.findByText("No groups yet")
   })
@@ -215,7 +248,11 @@ describe("groups", () => {
       "GET /api/auth/session": session("admin"),
       "GET /api/admin/users": users,
       "GET /api/admin/groups": { body: { data: [group()] } },
-      "DELETE /api/admin/groups/vip": refusal(409, "conflict", "The group 'vip' is used by 2 API key(s); move or delete them first.")
+      "DELETE /api/admin/groups/vip": refusal(
+        409,
+        "conflict",
+        "The group 'vip' is used by 2 API key(s); move or delete them first."
+      )
     })
     renderWithProviders(<AdminGroupsPage />)
     const user = userEvent.setup()
@@ -229,7 +266,19 @@ describe("models and prices", () => {
   it("lists every significant digit of each price", async () => {
     fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [model(), model({ id: "local-llama", displayName: "Llama", prices: { input: null, output: null, cachedInput: null, perRequest: null, free: true } })], unpriced: [] } }
+      "GET /api/admin/models": {
+        body: {
+          data: [
+            model(),
+            model({
+              id: "local-llama",
+              displayName: "Llama",
+              prices: { input: null, output: null, cachedInput: null, perRequest: null, free: true }
+            })
+          ],
+          unpriced: []
+        }
+      }
     })
     renderWithProviders(<AdminModelsPage />)
     const rows = within(await screen.findByTestId("admin-models-table")).getAllByRole("row")
@@ -242,7 +291,10 @@ describe("models and prices", () => {
   })
 
   it("shows an empty state", async () => {
-    fakeApi({ "GET /api/auth/session": session("admin"), "GET /api/admin/models": { body: { data: [], unpriced: [] } } })
+    fakeApi({
+      "GET /api/auth/session": session("admin"),
+      "GET /api/admin/models": { body: { data: [], unpriced: [] } }
+    })
     renderWithProviders(<AdminModelsPage />)
     await screen.findByText("No models yet")
   })
@@ -289,7 +341,12 @@ describe("models and prices", () => {
       "GET /api/admin/models": {
         body: {
           data: [
-            model({ id: "text-embedding-3-small", displayName: "Embeddings", description: "OpenAI embeddings", embedding: true }),
+            model({
+              id: "text-embedding-3-small",
+              displayName: "Embeddings",
+              description: "OpenAI embeddings",
+              embedding: true
+            }),
             model({ id: "qwen3-vllm", displayName: "Qwen3", reasoning: true, reasoningContent: true }),
             model()
           ],
@@ -312,7 +369,12 @@ describe("models and prices", () => {
   })
 
   it("edits a model's description and kinds: what it has is shown, changes are sent, an emptied description is cleared", async () => {
-    const existing = model({ id: "o3-mini", displayName: "o3 mini", description: "Small reasoning model", reasoning: true })
+    const existing = model({
+      id: "o3-mini",
+      displayName: "o3 mini",
+      description: "Small reasoning model",
+      reasoning: true
+    })
     const seen = fakeApi({
       "GET /api/auth/session": session("admin"),
       "GET /api/admin/models": { body: { data: [existing], unpriced: [] } },
@@ -326,7 +388,9 @@ describe("models and prices", () => {
     assert.strictEqual((description as HTMLTextAreaElement).value, "Small reasoning model")
     const embedding = within(dialog).getByRole("switch", { name: /^Embedding model/ }) as HTMLInputElement
     const reasoning = within(dialog).getByRole("switch", { name: /^Reasoning model/ }) as HTMLInputElement
-    const reasoningContent = within(dialog).getByRole("switch", { name: /^Upstream accepts reasoning_content/ }) as HTMLInputElement
+    const reasoningContent = within(dialog).getByRole("switch", {
+      name: /^Upstream accepts reasoning_content/
+    }) as HTMLInputElement
     assert.deepStrictEqual([embedding.checked, reasoning.checked, reasoningContent.checked], [false, true, false])
     within(dialog).getByText(/reaches an OpenAI-style upstream as reasoning_effort/)
 
@@ -371,7 +435,9 @@ describe("models and prices", () => {
   it("speaks Chinese in the model form and table", async () => {
     fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/models": { body: { data: [model({ embedding: true, reasoning: true, description: "嵌入与推理" })], unpriced: [] } }
+      "GET /api/admin/models": {
+        body: { data: [model({ embedding: true, reasoning: true, description: "嵌入与推理" })], unpriced: [] }
+      }
     })
     renderWithProviders(<AdminModelsPage />, { language: "zh" })
     const row = within(within(await screen.findByTestId("admin-models-table")).getAllByRole("row")[1]!)
@@ -383,7 +449,9 @@ describe("models and prices", () => {
     const dialog = await screen.findByRole("dialog")
     within(dialog).getByLabelText("描述")
     // (a switch's name is its label followed by its description)
-    for (const label of ["嵌入模型", "推理模型", "上游接受 reasoning_content"]) within(dialog).getByRole("switch", { name: new RegExp(`^${label}`) })
+    for (const label of ["嵌入模型", "推理模型", "上游接受 reasoning_content"]) {
+      within(dialog).getByRole("switch", { name: new RegExp(`^${label}`) })
+    }
     within(dialog).getByText(/留空表示无描述/)
   })
 

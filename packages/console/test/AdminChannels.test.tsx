@@ -27,7 +27,14 @@ const channel = (over: Partial<Contract.AdminChannel> = {}): Contract.AdminChann
   apiVersion: null,
   headers: {},
   timeouts: { connectMs: 10_000, firstByteMs: 60_000, idleMs: 120_000, totalMs: 600_000 },
-  breaker: { consecutiveFailures: 5, failureRate: 0.5, minimumCalls: 20, windowMs: 60_000, cooldownMs: 30_000, halfOpenCalls: 1 },
+  breaker: {
+    consecutiveFailures: 5,
+    failureRate: 0.5,
+    minimumCalls: 20,
+    windowMs: 60_000,
+    cooldownMs: 30_000,
+    halfOpenCalls: 1
+  },
   params: { defaults: {}, overrides: {} },
   streamOptions: true,
   health: { state: "healthy", keys: [] },
@@ -40,7 +47,10 @@ const base = { "GET /api/auth/session": session("admin"), "GET /api/admin/groups
 
 describe("parseModelMap", () => {
   it("reads public=upstream lines and skips the rest", () => {
-    assert.deepStrictEqual(parseModelMap("gpt-4o = gpt-4o-2024-08-06\n\nnot a mapping\n a=b=c "), { "gpt-4o": "gpt-4o-2024-08-06", a: "b=c" })
+    assert.deepStrictEqual(parseModelMap("gpt-4o = gpt-4o-2024-08-06\n\nnot a mapping\n a=b=c "), {
+      "gpt-4o": "gpt-4o-2024-08-06",
+      a: "b=c"
+    })
   })
 })
 
@@ -75,7 +85,12 @@ describe("channel form", () => {
     await user.type(screen.getByLabelText("Name"), "openai-backup")
     await user.type(screen.getByLabelText("Base address"), "https://api.example.com/v1")
     await user.type(screen.getByLabelText("Upstream API keys (one per line)"), "sk-one{enter}  {enter}sk-two")
-    await user.type(screen.getAllByLabelText("Models").find((e) => e.tagName === "INPUT" && (e as HTMLInputElement).type !== "hidden")!, "gpt-4o{enter}")
+    await user.type(
+      screen.getAllByLabelText("Models").find((e) =>
+        e.tagName === "INPUT" && (e as HTMLInputElement).type !== "hidden"
+      )!,
+      "gpt-4o{enter}"
+    )
     await user.type(screen.getByLabelText("Model map (public=upstream, one per line)"), "gpt-4o=gpt-4o-2024-08-06")
     await user.click(screen.getByRole("button", { name: "Create" }))
     await waitFor(() => assert.strictEqual(onDone.mock.calls.length, 1))
@@ -116,7 +131,9 @@ describe("channel form", () => {
   it("turns the Responses switch off for a channel that is not OpenAI's", async () => {
     const seen = fakeApi({ ...base, "PATCH /api/admin/channels/chn_1": { body: channel({ type: "gemini" }) } })
     const onDone = vi.fn()
-    renderWithProviders(<ChannelForm channel={channel({ type: "gemini", responses: true })} groups={["default"]} onDone={onDone} />)
+    renderWithProviders(
+      <ChannelForm channel={channel({ type: "gemini", responses: true })} groups={["default"]} onDone={onDone} />
+    )
     assert.isNull(screen.queryByRole("switch", { name: /Relay Responses API calls/ }))
     await userEvent.setup().click(screen.getByRole("button", { name: "Save" }))
     await waitFor(() => assert.strictEqual(onDone.mock.calls.length, 1))
@@ -143,7 +160,12 @@ describe("channel form", () => {
   it("puts a server refusal naming a field next to it", async () => {
     fakeApi({
       ...base,
-      "PATCH /api/admin/channels/chn_1": refusal(400, "invalid_request", "apiVersion: an Azure channel needs its api-version (for example 2024-10-21)", "apiVersion")
+      "PATCH /api/admin/channels/chn_1": refusal(
+        400,
+        "invalid_request",
+        "apiVersion: an Azure channel needs its api-version (for example 2024-10-21)",
+        "apiVersion"
+      )
     })
     renderWithProviders(<ChannelForm channel={channel({ type: "azure" })} groups={[]} onDone={() => {}} />)
     const user = userEvent.setup()
@@ -151,7 +173,10 @@ describe("channel form", () => {
     const message = await screen.findByText("an Azure channel needs its api-version (for example 2024-10-21)")
     // It sits with the api-version field (shown for Azure channels), not in a banner.
     assert.isNull(screen.queryByRole("alert"))
-    assert.isTrue(screen.getByLabelText("Azure api-version").getAttribute("aria-invalid") === "true", message.textContent ?? "")
+    assert.isTrue(
+      screen.getByLabelText("Azure api-version").getAttribute("aria-invalid") === "true",
+      message.textContent ?? ""
+    )
   })
 })
 
@@ -159,10 +184,42 @@ describe("fetch models", () => {
   const listed = {
     body: {
       data: [
-        { id: "gpt-4.1-mini", displayName: null, inputTokenLimit: null, outputTokenLimit: null, embedding: false, priced: false, preset: true },
-        { id: "gpt-4o", displayName: null, inputTokenLimit: null, outputTokenLimit: null, embedding: false, priced: true, preset: true },
-        { id: "my-finetune", displayName: null, inputTokenLimit: 32000, outputTokenLimit: null, embedding: false, priced: false, preset: false },
-        { id: "text-embedding-3-small", displayName: null, inputTokenLimit: null, outputTokenLimit: null, embedding: true, priced: false, preset: true }
+        {
+          id: "gpt-4.1-mini",
+          displayName: null,
+          inputTokenLimit: null,
+          outputTokenLimit: null,
+          embedding: false,
+          priced: false,
+          preset: true
+        },
+        {
+          id: "gpt-4o",
+          displayName: null,
+          inputTokenLimit: null,
+          outputTokenLimit: null,
+          embedding: false,
+          priced: true,
+          preset: true
+        },
+        {
+          id: "my-finetune",
+          displayName: null,
+          inputTokenLimit: 32000,
+          outputTokenLimit: null,
+          embedding: false,
+          priced: false,
+          preset: false
+        },
+        {
+          id: "text-embedding-3-small",
+          displayName: null,
+          inputTokenLimit: null,
+          outputTokenLimit: null,
+          embedding: true,
+          priced: false,
+          preset: true
+        }
       ]
     }
   }
@@ -203,13 +260,22 @@ describe("fetch models", () => {
       ...base,
       "POST /api/admin/channels/models": {
         status: 502,
-        body: { error: { message: "The upstream 'openai-main' refused the key. The upstream said: Incorrect API key provided", type: "upstream_error", param: null, code: "upstream_error" } }
+        body: {
+          error: {
+            message: "The upstream 'openai-main' refused the key. The upstream said: Incorrect API key provided",
+            type: "upstream_error",
+            param: null,
+            code: "upstream_error"
+          }
+        }
       }
     })
     renderWithProviders(<ChannelForm channel={channel()} groups={["default"]} onDone={() => {}} />)
     const user = userEvent.setup()
     await user.click(screen.getByRole("button", { name: "Fetch models" }))
-    await waitFor(() => assert.include(screen.getByTestId("model-picker").textContent, "The upstream said: Incorrect API key provided"))
+    await waitFor(() =>
+      assert.include(screen.getByTestId("model-picker").textContent, "The upstream said: Incorrect API key provided")
+    )
     const body = seen.find((r) => r.url === "/api/admin/channels/models")!.body as Record<string, unknown>
     assert.strictEqual(body["channelId"], "chn_1")
     assert.notProperty(body, "apiKey", "the saved key is used")
@@ -218,7 +284,26 @@ describe("fetch models", () => {
 
 describe("channels table", () => {
   it("lists channels with their models, map, groups and key hints only", async () => {
-    fakeApi({ ...base, "GET /api/admin/channels": { body: { data: [channel(), channel({ id: "chn_2", name: "gemini-main", type: "gemini", enabled: false, keyCount: 1, keyHints: ["…aa11"], models: ["gemini-2.5-flash"], modelMap: {} })] } } })
+    fakeApi({
+      ...base,
+      "GET /api/admin/channels": {
+        body: {
+          data: [
+            channel(),
+            channel({
+              id: "chn_2",
+              name: "gemini-main",
+              type: "gemini",
+              enabled: false,
+              keyCount: 1,
+              keyHints: ["…aa11"],
+              models: ["gemini-2.5-flash"],
+              modelMap: {}
+            })
+          ]
+        }
+      }
+    })
     renderWithProviders(<AdminChannelsPage />)
     const table = await screen.findByTestId("channels-table")
     const main = within(table.querySelector("tr[data-channel='openai-main']") as HTMLElement)
@@ -250,19 +335,66 @@ describe("channels table", () => {
     const seen = fakeApi({
       ...base,
       "GET /api/admin/channels": () => ({
-        body: { data: [calls < 2 ? channel() : channel({ health: { state: "degraded", keys: [{ index: 1, hint: "…91c2", state: "disabled", since: 1, reason: "HTTP 401: Incorrect API key provided", status: 401, retryAt: null, recentCalls: 0, recentFailures: 0, consecutiveFailures: 0, lastFailureAt: null, lastError: null, lastProbeAt: 1, lastProbeOk: false }] } })] }
+        body: {
+          data: [
+            calls < 2 ? channel() : channel({
+              health: {
+                state: "degraded",
+                keys: [{
+                  index: 1,
+                  hint: "…91c2",
+                  state: "disabled",
+                  since: 1,
+                  reason: "HTTP 401: Incorrect API key provided",
+                  status: 401,
+                  retryAt: null,
+                  recentCalls: 0,
+                  recentFailures: 0,
+                  consecutiveFailures: 0,
+                  lastFailureAt: null,
+                  lastError: null,
+                  lastProbeAt: 1,
+                  lastProbeOk: false
+                }]
+              }
+            })
+          ]
+        }
       }),
       "POST /api/admin/channels/chn_1/test": () =>
         ++calls === 1
-          ? { body: { ok: true, latencyMs: 6.4, status: 200, message: "gpt-4o-mini answered", model: "gpt-4o-mini", keys: [key(0, true), key(1, true)] } }
-          : { body: { ok: false, latencyMs: 31, status: 401, message: "Incorrect API key provided", model: "gpt-4o-mini", keys: [key(0, true), key(1, false)] } }
+          ? {
+            body: {
+              ok: true,
+              latencyMs: 6.4,
+              status: 200,
+              message: "gpt-4o-mini answered",
+              model: "gpt-4o-mini",
+              keys: [key(0, true), key(1, true)]
+            }
+          }
+          : {
+            body: {
+              ok: false,
+              latencyMs: 31,
+              status: 401,
+              message: "Incorrect API key provided",
+              model: "gpt-4o-mini",
+              keys: [key(0, true), key(1, false)]
+            }
+          }
     })
     renderWithProviders(<AdminChannelsPage />)
     const user = userEvent.setup()
     await user.click(await screen.findByRole("button", { name: "Test openai-main" }))
     assert.strictEqual((await screen.findByTestId("test-result")).textContent, "OK in 6 ms: gpt-4o-mini answered")
     await user.click(screen.getByRole("button", { name: "Test openai-main" }))
-    await waitFor(() => assert.strictEqual(screen.getByTestId("test-result").textContent, "Failed (401) after 31 ms: Incorrect API key provided"))
+    await waitFor(() =>
+      assert.strictEqual(
+        screen.getByTestId("test-result").textContent,
+        "Failed (401) after 31 ms: Incorrect API key provided"
+      )
+    )
     screen.getByText("1 of 2 keys failed")
     // The test went into the keys' health: the list is read again and shows it.
     await screen.findByText("Degraded")

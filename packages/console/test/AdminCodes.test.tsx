@@ -24,7 +24,10 @@ describe("redemption codes", () => {
   it("lists codes by prefix with their value, and who redeemed them", async () => {
     fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/codes": page([code(), code({ prefix: "mgr-ZyXw", redeemedBy: "alice", redeemedAt: Date.UTC(2026, 0, 11, 9) })])
+      "GET /api/admin/codes": page([
+        code(),
+        code({ prefix: "mgr-ZyXw", redeemedBy: "alice", redeemedAt: Date.UTC(2026, 0, 11, 9) })
+      ])
     })
     renderWithProviders(<AdminCodesPage />)
     const rows = within(await screen.findByTestId("codes-table")).getAllByRole("row")

@@ -8,7 +8,13 @@ import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
 import { Route, Routes } from "react-router"
 import { assert, describe, it, vi } from "vitest"
-import { AdjustBalanceForm, AdminUserPage, AdminUsersPage, CreateUserForm, ResetPasswordForm } from "../src/pages/admin/Users.tsx"
+import {
+  AdjustBalanceForm,
+  AdminUserPage,
+  AdminUsersPage,
+  CreateUserForm,
+  ResetPasswordForm
+} from "../src/pages/admin/Users.tsx"
 import { fakeApi, page, queryOf, refusal, renderWithProviders, session } from "./render.tsx"
 
 const adminUser = (over: Record<string, unknown> = {}) => ({
@@ -80,7 +86,12 @@ describe("create user", () => {
     await user.type(screen.getByLabelText("Opening balance (USD)"), "12.5")
     await user.click(screen.getByRole("button", { name: "Create" }))
     await screen.findByText("A user named 'carol' already exists.")
-    assert.deepStrictEqual(seen.find((r) => r.method === "POST")!.body, { name: "carol", password: "carol-password", role: "user", balance: "12.5" })
+    assert.deepStrictEqual(seen.find((r) => r.method === "POST")!.body, {
+      name: "carol",
+      password: "carol-password",
+      role: "user",
+      balance: "12.5"
+    })
     assert.strictEqual(onDone.mock.calls.length, 0)
   })
 })
@@ -88,7 +99,9 @@ describe("create user", () => {
 describe("adjust balance", () => {
   it("refuses a zero amount and a missing reason, in Chinese too", async () => {
     fakeApi({ "GET /api/auth/session": session("admin") })
-    renderWithProviders(<AdjustBalanceForm user={{ id: "usr_2", name: "bob", balance: "2.5" }} onDone={() => {}} />, { language: "zh" })
+    renderWithProviders(<AdjustBalanceForm user={{ id: "usr_2", name: "bob", balance: "2.5" }} onDone={() => {}} />, {
+      language: "zh"
+    })
     const user = userEvent.setup()
     await user.type(screen.getByLabelText("金额（美元，负数表示扣除）"), "0")
     await user.click(screen.getByRole("button", { name: "调整余额" }))
@@ -97,7 +110,10 @@ describe("adjust balance", () => {
   })
 
   it("asks before changing the balance, saying what it becomes, and sends a signed amount with its reason", async () => {
-    const seen = fakeApi({ "GET /api/auth/session": session("admin"), "POST /api/admin/users/usr_2/adjust": { body: { balance: "0.5" } } })
+    const seen = fakeApi({
+      "GET /api/auth/session": session("admin"),
+      "POST /api/admin/users/usr_2/adjust": { body: { balance: "0.5" } }
+    })
     const onDone = vi.fn()
     renderWithProviders(<AdjustBalanceForm user={{ id: "usr_2", name: "bob", balance: "2.5" }} onDone={onDone} />)
     const user = userEvent.setup()
@@ -113,13 +129,20 @@ describe("adjust balance", () => {
     await user.click(within(await screen.findByRole("dialog")).getByRole("button", { name: "Change the balance" }))
     await waitFor(() => assert.deepStrictEqual(onDone.mock.calls, [["0.5"]]))
     assert.deepStrictEqual(seen.find((r) => r.method === "POST")!.body, { amount: "-2", reason: "refund reversed" })
-    assert.strictEqual((screen.getByLabelText("Amount (USD, negative to deduct)") as HTMLInputElement).value, "", "the form is cleared")
+    assert.strictEqual(
+      (screen.getByLabelText("Amount (USD, negative to deduct)") as HTMLInputElement).value,
+      "",
+      "the form is cleared"
+    )
   })
 })
 
 describe("reset password", () => {
   it("checks the new password and its repetition, then sends it", async () => {
-    const seen = fakeApi({ "GET /api/auth/session": session("admin"), "PATCH /api/admin/users/usr_2": { body: adminUser({ id: "usr_2", name: "bob" }) } })
+    const seen = fakeApi({
+      "GET /api/auth/session": session("admin"),
+      "PATCH /api/admin/users/usr_2": { body: adminUser({ id: "usr_2", name: "bob" }) }
+    })
     const onDone = vi.fn()
     renderWithProviders(<ResetPasswordForm user={{ id: "usr_2", name: "bob" }} onDone={onDone} />)
     const user = userEvent.setup()
@@ -145,7 +168,14 @@ describe("users table", () => {
     fakeApi({
       "GET /api/auth/session": session("admin"),
       "GET /api/admin/groups": { body: { data: [] } },
-      "GET /api/admin/users": { body: { data: [adminUser(), adminUser({ id: "usr_3", name: "carol", role: "admin", enabled: false, groups: [], balance: "100" })] } }
+      "GET /api/admin/users": {
+        body: {
+          data: [
+            adminUser(),
+            adminUser({ id: "usr_3", name: "carol", role: "admin", enabled: false, groups: [], balance: "100" })
+          ]
+        }
+      }
     })
     renderWithProviders(<AdminUsersPage />)
     const table = await screen.findByTestId("users-table")
@@ -169,7 +199,11 @@ describe("users table", () => {
   })
 
   it("shows an empty state", async () => {
-    fakeApi({ "GET /api/auth/session": session("admin"), "GET /api/admin/groups": { body: { data: [] } }, "GET /api/admin/users": { body: { data: [] } } })
+    fakeApi({
+      "GET /api/auth/session": session("admin"),
+      "GET /api/admin/groups": { body: { data: [] } },
+      "GET /api/admin/users": { body: { data: [] } }
+    })
     renderWithProviders(<AdminUsersPage />)
     await screen.findByText("No users")
   })
@@ -218,7 +252,9 @@ describe("one user's page", () => {
     assert.isFalse(seen.some((r) => r.method === "PATCH"), "cancelling changes nothing")
     await user.click(toggle)
     await user.click(within(await screen.findByRole("dialog")).getByRole("button", { name: "Disable" }))
-    await waitFor(() => assert.deepStrictEqual(seen.filter((r) => r.method === "PATCH").map((r) => r.body), [{ enabled: false }]))
+    await waitFor(() =>
+      assert.deepStrictEqual(seen.filter((r) => r.method === "PATCH").map((r) => r.body), [{ enabled: false }])
+    )
   })
 
   it("pages through the user's requests past the first page", async () => {

@@ -4,9 +4,9 @@
  * in the channel form (timeouts, breaker, headers, parameters, the
  * stream_options switch) sent as the API expects them.
  */
+import { unseenKey } from "@modelgate/core/ChannelHealth"
 import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
-import { unseenKey } from "@modelgate/core/ChannelHealth"
 import { assert, describe, it, vi } from "vitest"
 import { setCsrfToken } from "../src/lib/api.ts"
 import { AdminChannelsPage, ChannelForm, ChannelHealthCell } from "../src/pages/admin/Channels.tsx"
@@ -14,7 +14,10 @@ import { fakeApi, renderWithProviders, session } from "./render.tsx"
 
 const NOW = 1_700_000_600_000
 
-const key = (index: number, hint: string, over: Record<string, unknown> = {}) => ({ ...unseenKey(index, hint), ...over })
+const key = (index: number, hint: string, over: Record<string, unknown> = {}) => ({
+  ...unseenKey(index, hint),
+  ...over
+})
 
 const channel = (over: Record<string, unknown> = {}) => ({
   id: "chn_1",
@@ -32,7 +35,14 @@ const channel = (over: Record<string, unknown> = {}) => ({
   apiVersion: null,
   headers: {},
   timeouts: { connectMs: 10_000, firstByteMs: 60_000, idleMs: 120_000, totalMs: 600_000 },
-  breaker: { consecutiveFailures: 5, failureRate: 0.5, minimumCalls: 20, windowMs: 60_000, cooldownMs: 30_000, halfOpenCalls: 1 },
+  breaker: {
+    consecutiveFailures: 5,
+    failureRate: 0.5,
+    minimumCalls: 20,
+    windowMs: 60_000,
+    cooldownMs: 30_000,
+    halfOpenCalls: 1
+  },
   params: { defaults: {}, overrides: {} },
   streamOptions: true,
   health: { state: "healthy", keys: [key(0, "…aaaa"), key(1, "…bbbb")] },
@@ -44,8 +54,22 @@ const channel = (over: Record<string, unknown> = {}) => ({
 const unhealthy = {
   state: "degraded",
   keys: [
-    key(0, "…aaaa", { state: "open", since: NOW - 120_000, retryAt: NOW + 20_000, reason: "5 failures in a row (last: HTTP 500)", recentCalls: 12, recentFailures: 6 }),
-    key(1, "…bbbb", { state: "disabled", since: NOW - 3_600_000, status: 401, reason: "HTTP 401: Incorrect API key provided", lastProbeAt: NOW - 10_000, lastProbeOk: false })
+    key(0, "…aaaa", {
+      state: "open",
+      since: NOW - 120_000,
+      retryAt: NOW + 20_000,
+      reason: "5 failures in a row (last: HTTP 500)",
+      recentCalls: 12,
+      recentFailures: 6
+    }),
+    key(1, "…bbbb", {
+      state: "disabled",
+      since: NOW - 3_600_000,
+      status: 401,
+      reason: "HTTP 401: Incorrect API key provided",
+      lastProbeAt: NOW - 10_000,
+      lastProbeOk: false
+    })
   ]
 } as const
 
@@ -72,7 +96,9 @@ describe("channel health", () => {
     let reset = false
     const seen = fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/channels": () => ({ body: { data: [channel({ health: reset ? channel().health : unhealthy })] } }),
+      "GET /api/admin/channels": () => ({
+        body: { data: [channel({ health: reset ? channel().health : unhealthy })] }
+      }),
       "GET /api/admin/groups": { body: { data: [] } },
       "POST /api/admin/channels/chn_1/reset": () => {
         reset = true
@@ -94,7 +120,13 @@ describe("channel form", () => {
   it("sends the routing settings: changed timeouts, breaker, headers, parameters and the stream_options switch", async () => {
     const seen = fakeApi({ "PATCH /api/admin/channels/chn_1": { body: channel() } })
     const done = vi.fn()
-    renderWithProviders(<ChannelForm channel={channel({ headers: { "X-Api-Token": "…9999" } }) as never} groups={["default"]} onDone={done} />)
+    renderWithProviders(
+      <ChannelForm
+        channel={channel({ headers: { "X-Api-Token": "…9999" } }) as never}
+        groups={["default"]}
+        onDone={done}
+      />
+    )
     const user = userEvent.setup()
     await user.click(screen.getByRole("button", { name: /Routing: timeouts/ }))
     const firstByte = screen.getByLabelText("First byte")
@@ -107,7 +139,7 @@ describe("channel form", () => {
     assert.strictEqual((headers as HTMLTextAreaElement).value, "X-Api-Token: …9999")
     await user.type(headers, "\nHTTP-Referer: https://app.example")
     await user.click(screen.getByLabelText("Parameter defaults (JSON)"))
-    await user.paste('{"temperature": 0.2}')
+    await user.paste("{\"temperature\": 0.2}")
     await user.click(screen.getByRole("switch", { name: /Send stream_options/ }))
     await user.click(screen.getByRole("button", { name: "Save" }))
     await waitFor(() => assert.strictEqual(done.mock.calls.length, 1))
@@ -136,7 +168,12 @@ describe("channel form", () => {
 
 describe("channel health, quietly", () => {
   it("lists no key lines for a healthy channel without recent failures", () => {
-    renderWithProviders(<ChannelHealthCell health={{ state: "healthy", keys: [key(0, "…aaaa", { recentCalls: 40 })] } as never} now={NOW} />)
+    renderWithProviders(
+      <ChannelHealthCell
+        health={{ state: "healthy", keys: [key(0, "…aaaa", { recentCalls: 40 })] } as never}
+        now={NOW}
+      />
+    )
     const cell = screen.getByTestId("channel-health")
     within(cell).getByText("Healthy")
     assert.isNull(within(cell).queryByText("…aaaa"))

@@ -29,7 +29,15 @@ describe("dashboard", () => {
       // The session was read before a call spent some of the balance.
       "GET /api/auth/session": session(),
       "GET /api/dashboard": {
-        body: { balance: "4.98", spentToday: "0.02", spentThisMonth: "0.02", requestsToday: 3, tokensToday: 57, activeKeys: 1, daily: [] }
+        body: {
+          balance: "4.98",
+          spentToday: "0.02",
+          spentThisMonth: "0.02",
+          requestsToday: 3,
+          tokensToday: 57,
+          activeKeys: 1,
+          daily: []
+        }
       }
     })
     renderWithProviders(
@@ -50,15 +58,37 @@ describe("dashboard", () => {
       ratio: "1",
       limits: { rpm: null, tpm: null, concurrency: null },
       models: [
-        { id: "gpt-4o", displayName: "GPT-4o", prices: { input: "2.50", output: "10", cachedInput: null, perRequest: null, free: false }, inputTokenLimit: 128000, outputTokenLimit: 16384, holdAtMaxOutput: "0.16384" },
-        { id: "gpt-4o-mini", displayName: "GPT-4o mini", prices: { input: "0.15", output: "0.60", cachedInput: null, perRequest: null, free: false }, inputTokenLimit: 128000, outputTokenLimit: 16384, holdAtMaxOutput: "0.0098304" }
+        {
+          id: "gpt-4o",
+          displayName: "GPT-4o",
+          prices: { input: "2.50", output: "10", cachedInput: null, perRequest: null, free: false },
+          inputTokenLimit: 128000,
+          outputTokenLimit: 16384,
+          holdAtMaxOutput: "0.16384"
+        },
+        {
+          id: "gpt-4o-mini",
+          displayName: "GPT-4o mini",
+          prices: { input: "0.15", output: "0.60", cachedInput: null, perRequest: null, free: false },
+          inputTokenLimit: 128000,
+          outputTokenLimit: 16384,
+          holdAtMaxOutput: "0.0098304"
+        }
       ]
     }]
     fakeApi({
       "GET /api/auth/session": session(),
       "GET /api/models": { body: { groups } },
       "GET /api/dashboard": {
-        body: { balance: "0.01002", spentToday: "0.0002", spentThisMonth: "0.0002", requestsToday: 1, tokensToday: 5, activeKeys: 1, daily: [] }
+        body: {
+          balance: "0.01002",
+          spentToday: "0.0002",
+          spentThisMonth: "0.0002",
+          requestsToday: 1,
+          tokensToday: 5,
+          activeKeys: 1,
+          daily: []
+        }
       }
     })
     renderWithProviders(<DashboardPage />)
@@ -87,7 +117,25 @@ describe("usage overview", () => {
   it("sends the period, user and model filters, to the totals and the requests alike", async () => {
     const seen = fakeApi({
       "GET /api/auth/session": session("admin"),
-      "GET /api/admin/users": { body: { data: [{ id: "usr_1", name: "alice", role: "user", enabled: true, balance: "1", groups: [], keyCount: 1, spentThisMonth: "0", rpm: null, tpm: null, concurrency: null, source: "console", createdAt: 1 }] } },
+      "GET /api/admin/users": {
+        body: {
+          data: [{
+            id: "usr_1",
+            name: "alice",
+            role: "user",
+            enabled: true,
+            balance: "1",
+            groups: [],
+            keyCount: 1,
+            spentThisMonth: "0",
+            rpm: null,
+            tpm: null,
+            concurrency: null,
+            source: "console",
+            createdAt: 1
+          }]
+        }
+      },
       "GET /api/admin/models": { body: { data: [] } },
       "GET /api/admin/usage/daily": overview,
       "GET /api/admin/usage": page([])
@@ -127,7 +175,12 @@ describe("usage overview", () => {
 describe("charts", () => {
   it("fill every day of the period with a column per model", () => {
     const from = Date.UTC(2026, 0, 13)
-    const { rows, models } = pivotRange([point("2026-01-14", "gpt-4o", "0.02"), point("2026-01-14", "gemini-2.5-flash", "0.5")], (p) => Number(p.cost), from, from + 3 * DAY)
+    const { rows, models } = pivotRange(
+      [point("2026-01-14", "gpt-4o", "0.02"), point("2026-01-14", "gemini-2.5-flash", "0.5")],
+      (p) => Number(p.cost),
+      from,
+      from + 3 * DAY
+    )
     assert.deepStrictEqual(models, ["gemini-2_5-flash", "gpt-4o"])
     assert.deepStrictEqual(rows, [
       { day: "01-13", "gemini-2_5-flash": 0, "gpt-4o": 0 },
@@ -142,6 +195,13 @@ describe("charts", () => {
   })
 
   it("label amounts so that ticks below a dollar stay apart", () => {
-    assert.deepStrictEqual([0, 0.005, 0.01, 0.015, 0.0000049, 12.345].map(money), ["$0", "$0.005", "$0.01", "$0.015", "$0.0000049", "$12.35"])
+    assert.deepStrictEqual([0, 0.005, 0.01, 0.015, 0.0000049, 12.345].map(money), [
+      "$0",
+      "$0.005",
+      "$0.01",
+      "$0.015",
+      "$0.0000049",
+      "$12.35"
+    ])
   })
 })

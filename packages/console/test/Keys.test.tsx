@@ -17,7 +17,14 @@ const groups = {
       name: "default",
       ratio: "1",
       limits: { rpm: null, tpm: null, concurrency: null },
-      models: [{ id: "gpt-4o-mini", displayName: "GPT-4o mini", prices: { input: "0.15", output: "0.60", cachedInput: null, perRequest: null, free: false }, inputTokenLimit: 128000, outputTokenLimit: 16384, holdAtMaxOutput: "0.0098304" }]
+      models: [{
+        id: "gpt-4o-mini",
+        displayName: "GPT-4o mini",
+        prices: { input: "0.15", output: "0.60", cachedInput: null, perRequest: null, free: false },
+        inputTokenLimit: 128000,
+        outputTokenLimit: 16384,
+        holdAtMaxOutput: "0.0098304"
+      }]
     }
   ]
 }
@@ -44,7 +51,14 @@ const key = (over: Record<string, unknown> = {}) => ({
 
 describe("KeysTable", () => {
   it("shows prefix, group, models, last use and spend of each key", () => {
-    renderWithProviders(<KeysTable keys={[key(), key({ id: "key_2", name: "ci", models: ["gpt-4o-mini"], enabled: false, quota: null, spent: "0.000125" })]} />)
+    renderWithProviders(
+      <KeysTable
+        keys={[
+          key(),
+          key({ id: "key_2", name: "ci", models: ["gpt-4o-mini"], enabled: false, quota: null, spent: "0.000125" })
+        ]}
+      />
+    )
     const rows = screen.getAllByRole("row")
     assert.strictEqual(rows.length, 3)
     const first = within(rows[1]!)
@@ -60,7 +74,9 @@ describe("KeysTable", () => {
   })
 
   it("shows each key's own limits and daily/monthly caps", () => {
-    renderWithProviders(<KeysTable keys={[key({ rpm: 10, concurrency: 2, dailyBudget: "1.50", monthlyBudget: null })]} />)
+    renderWithProviders(
+      <KeysTable keys={[key({ rpm: 10, concurrency: 2, dailyBudget: "1.50", monthlyBudget: null })]} />
+    )
     const row = within(screen.getAllByRole("row")[1]!)
     row.getByText("10 requests/min · 2 at once")
     row.getByText("Daily cap (USD): $1.50")
@@ -78,14 +94,20 @@ describe("KeysTable", () => {
 const openCreateDialog = async () => {
   renderWithProviders(<KeysPage />)
   const user = userEvent.setup()
-  await waitFor(() => assert.isFalse(screen.getAllByRole("button", { name: "Create key" })[0]!.hasAttribute("disabled")))
+  await waitFor(() =>
+    assert.isFalse(screen.getAllByRole("button", { name: "Create key" })[0]!.hasAttribute("disabled"))
+  )
   await user.click(screen.getAllByRole("button", { name: "Create key" })[0]!)
   return { user, dialog: await screen.findByRole("dialog") }
 }
 
 describe("create key", () => {
   it("validates the name next to the field before sending anything", async () => {
-    const seen = fakeApi({ "GET /api/auth/session": session(), "GET /api/keys": { body: { data: [] } }, "GET /api/models": { body: groups } })
+    const seen = fakeApi({
+      "GET /api/auth/session": session(),
+      "GET /api/keys": { body: { data: [] } },
+      "GET /api/models": { body: groups }
+    })
     const { user, dialog } = await openCreateDialog()
     await user.type(within(dialog).getByLabelText("Spending cap (USD)"), "lots")
     await user.click(within(dialog).getByRole("button", { name: "Create" }))
@@ -124,7 +146,10 @@ describe("create key", () => {
       "GET /api/auth/session": session(),
       "GET /api/keys": { body: { data: [] } },
       "GET /api/models": { body: limitedGroups },
-      "POST /api/keys": { status: 201, body: { key: key({ name: "ci", rpm: 10, monthlyBudget: "30.00" }), secret: "sk-THE-SECRET-VALUE-1234567890" } }
+      "POST /api/keys": {
+        status: 201,
+        body: { key: key({ name: "ci", rpm: 10, monthlyBudget: "30.00" }), secret: "sk-THE-SECRET-VALUE-1234567890" }
+      }
     })
     const { user, dialog } = await openCreateDialog()
     within(dialog).getByText("Empty: the group's limit. A key can only be set lower than its group (60 requests/min).")
@@ -138,7 +163,11 @@ describe("create key", () => {
   })
 
   it("refuses a limit that is not a whole number next to its field", async () => {
-    const seen = fakeApi({ "GET /api/auth/session": session(), "GET /api/keys": { body: { data: [] } }, "GET /api/models": { body: groups } })
+    const seen = fakeApi({
+      "GET /api/auth/session": session(),
+      "GET /api/keys": { body: { data: [] } },
+      "GET /api/models": { body: groups }
+    })
     const { user, dialog } = await openCreateDialog()
     await user.type(within(dialog).getByLabelText("Name"), "ci")
     await user.type(within(dialog).getByLabelText("Concurrent calls"), "0")
@@ -175,7 +204,17 @@ describe("create key", () => {
       "GET /api/auth/session": session(),
       "GET /api/keys": { body: { data: [] } },
       "GET /api/models": { body: groups },
-      "POST /api/keys": { status: 409, body: { error: { message: "name: you already have a key named 'desk'", type: "conflict_error", param: "name", code: "conflict" } } }
+      "POST /api/keys": {
+        status: 409,
+        body: {
+          error: {
+            message: "name: you already have a key named 'desk'",
+            type: "conflict_error",
+            param: "name",
+            code: "conflict"
+          }
+        }
+      }
     })
     const { user, dialog } = await openCreateDialog()
     await user.type(within(dialog).getByLabelText("Name"), "desk")
@@ -184,7 +223,11 @@ describe("create key", () => {
   })
 
   it("shows an empty state with a call to action when there are no keys", async () => {
-    fakeApi({ "GET /api/auth/session": session(), "GET /api/keys": { body: { data: [] } }, "GET /api/models": { body: groups } })
+    fakeApi({
+      "GET /api/auth/session": session(),
+      "GET /api/keys": { body: { data: [] } },
+      "GET /api/models": { body: groups }
+    })
     renderWithProviders(<KeysPage />)
     await screen.findByText("No API keys yet")
   })
@@ -192,7 +235,12 @@ describe("create key", () => {
   it("shows an error state with retry when the list fails", async () => {
     fakeApi({
       "GET /api/auth/session": session(),
-      "GET /api/keys": { status: 403, body: { error: { message: "Your account may not list keys.", type: "permission_error", param: null, code: null } } },
+      "GET /api/keys": {
+        status: 403,
+        body: {
+          error: { message: "Your account may not list keys.", type: "permission_error", param: null, code: null }
+        }
+      },
       "GET /api/models": { body: groups }
     })
     renderWithProviders(<KeysPage />)
@@ -204,7 +252,12 @@ describe("create key", () => {
     fakeApi({
       "GET /api/auth/session": session(),
       "GET /api/keys": { body: { data: [] } },
-      "GET /api/models": { status: 403, body: { error: { message: "Your account is disabled.", type: "permission_error", param: null, code: "forbidden" } } }
+      "GET /api/models": {
+        status: 403,
+        body: {
+          error: { message: "Your account is disabled.", type: "permission_error", param: null, code: "forbidden" }
+        }
+      }
     })
     renderWithProviders(<KeysPage />)
     await screen.findByText("Your account is disabled.")

@@ -14,7 +14,15 @@ import { fakeApi, refusal, renderWithProviders, session } from "./render.tsx"
 const signedOut = refusal(401, "unauthenticated", "Sign in first.")
 
 const dashboard = {
-  body: { balance: "12.50", spentToday: "0", spentThisMonth: "0", requestsToday: 0, tokensToday: 0, activeKeys: 0, daily: [] }
+  body: {
+    balance: "12.50",
+    spentToday: "0",
+    spentThisMonth: "0",
+    requestsToday: 0,
+    tokensToday: 0,
+    activeKeys: 0,
+    daily: []
+  }
 }
 
 describe("sign-in", () => {
@@ -33,7 +41,9 @@ describe("sign-in", () => {
     const seen = fakeApi({
       "GET /api/auth/session": signedOut,
       "POST /api/auth/login": () =>
-        ++attempts === 1 ? refusal(401, "invalid_credentials", "Wrong user name or password.") : { body: session().body },
+        ++attempts === 1
+          ? refusal(401, "invalid_credentials", "Wrong user name or password.")
+          : { body: session().body },
       "GET /api/dashboard": dashboard
     })
     renderWithProviders(<App />)
@@ -57,7 +67,13 @@ describe("sign-in", () => {
   it("speaks Chinese: field problems and refusals, with the wait of a 429", async () => {
     fakeApi({
       "GET /api/auth/session": signedOut,
-      "POST /api/auth/login": refusal(429, "rate_limited", "Too many failed sign-in attempts. Try again in 42 seconds.", null, { "retry-after": "42" })
+      "POST /api/auth/login": refusal(
+        429,
+        "rate_limited",
+        "Too many failed sign-in attempts. Try again in 42 seconds.",
+        null,
+        { "retry-after": "42" }
+      )
     })
     renderWithProviders(<App />, { language: "zh" })
     const user = userEvent.setup()
@@ -74,7 +90,10 @@ describe("sign-in", () => {
   it("tells a network failure apart from a refusal", async () => {
     vi.stubGlobal("fetch", async (input: string | URL) => {
       if (new URL(String(input), "http://console.test").pathname === "/api/auth/session") {
-        return new Response(JSON.stringify(signedOut.body), { status: 401, headers: { "content-type": "application/json" } })
+        return new Response(JSON.stringify(signedOut.body), {
+          status: 401,
+          headers: { "content-type": "application/json" }
+        })
       }
       throw new TypeError("Failed to fetch")
     })
@@ -111,7 +130,12 @@ describe("change password", () => {
   it("puts a wrong current password next to that field, in Chinese too", async () => {
     fakeApi({
       "GET /api/auth/session": session(),
-      "POST /api/auth/password": refusal(400, "wrong_password", "currentPassword: the current password is wrong", "currentPassword")
+      "POST /api/auth/password": refusal(
+        400,
+        "wrong_password",
+        "currentPassword: the current password is wrong",
+        "currentPassword"
+      )
     })
     open("zh")
     const user = userEvent.setup()

@@ -67,12 +67,40 @@ const models = {
       name: "default",
       ratio: "1",
       limits: { rpm: null, tpm: null, concurrency: null },
-      models: [{ id: "gpt-4o-mini", displayName: "GPT-4o mini", prices: { input: "0.15", output: "0.6", cachedInput: null, perRequest: null, free: false }, inputTokenLimit: 128000, outputTokenLimit: 16384, holdAtMaxOutput: "0.0098304" }]
+      models: [{
+        id: "gpt-4o-mini",
+        displayName: "GPT-4o mini",
+        prices: { input: "0.15", output: "0.6", cachedInput: null, perRequest: null, free: false },
+        inputTokenLimit: 128000,
+        outputTokenLimit: 16384,
+        holdAtMaxOutput: "0.0098304"
+      }]
     }]
   }
 }
 
-const keys = { body: { data: [{ id: "key_1", name: "laptop", prefix: "sk-AbCdEfG", group: "default", models: [], expiresAt: null, enabled: true, quota: null, dailyBudget: null, monthlyBudget: null, spent: "1", rpm: null, tpm: null, concurrency: null, lastUsedAt: null, createdAt: 1 }] } }
+const keys = {
+  body: {
+    data: [{
+      id: "key_1",
+      name: "laptop",
+      prefix: "sk-AbCdEfG",
+      group: "default",
+      models: [],
+      expiresAt: null,
+      enabled: true,
+      quota: null,
+      dailyBudget: null,
+      monthlyBudget: null,
+      spent: "1",
+      rpm: null,
+      tpm: null,
+      concurrency: null,
+      lastUsedAt: null,
+      createdAt: 1
+    }]
+  }
+}
 
 const userRoutes = (usage: Parameters<typeof fakeApi>[0][string]) => ({
   "GET /api/auth/session": session(),
@@ -104,7 +132,13 @@ describe("RequestTable", () => {
 
   it("adds the user and where each call went for admins", () => {
     renderWithProviders(
-      <RequestTable records={[record({ channel: "openai-main", upstreamModel: "gpt-4o-mini-2024-07-18", attempts: 1, attemptLog: [] })]} admin onOpen={() => {}} />
+      <RequestTable
+        records={[
+          record({ channel: "openai-main", upstreamModel: "gpt-4o-mini-2024-07-18", attempts: 1, attemptLog: [] })
+        ]}
+        admin
+        onOpen={() => {}}
+      />
     )
     screen.getByText("User")
     screen.getByText("alice")
@@ -124,7 +158,9 @@ describe("the request log", () => {
     assert.isNull(within(detail).queryByTestId("detail-attempts"), "users never see the operator's channels")
     await user.click(screen.getByRole("button", { name: `Open request ${refused.requestId}` }))
     await waitFor(() => within(screen.getByTestId("request-detail")).getByText(refused.errorMessage!))
-    within(screen.getByTestId("request-detail")).getByText("Refused before any upstream was tried: nothing was charged.")
+    within(screen.getByTestId("request-detail")).getByText(
+      "Refused before any upstream was tried: nothing was charged."
+    )
   })
 
   it("shows admins every attempt with its error, the channel and the upstream model", async () => {
@@ -135,8 +171,22 @@ describe("the request log", () => {
       upstreamDialect: "openai" as const,
       attempts: 2,
       attemptLog: [
-        { channel: "openai-main", keyHint: "…7f3a", status: 503, errorCode: "UpstreamUnavailable", errorMessage: "The upstream failed (HTTP 503).", durationMs: 12 },
-        { channel: "backup", keyHint: "…1234", status: null, errorCode: "UpstreamUnavailable", errorMessage: "The upstream 'backup' could not be reached (ECONNREFUSED).", durationMs: 3 }
+        {
+          channel: "openai-main",
+          keyHint: "…7f3a",
+          status: 503,
+          errorCode: "UpstreamUnavailable",
+          errorMessage: "The upstream failed (HTTP 503).",
+          durationMs: 12
+        },
+        {
+          channel: "backup",
+          keyHint: "…1234",
+          status: null,
+          errorCode: "UpstreamUnavailable",
+          errorMessage: "The upstream 'backup' could not be reached (ECONNREFUSED).",
+          durationMs: 3
+        }
       ]
     }
     fakeApi({
@@ -157,9 +207,15 @@ describe("the request log", () => {
   })
 
   it("finds a call by its request id at any time, and says so when there is none", async () => {
-    const seen = fakeApi(userRoutes((request) =>
-      queryOf(request)["requestId"] === failed.requestId ? page([failed]) : queryOf(request)["requestId"] === undefined ? page([record(), failed]) : page([])
-    ))
+    const seen = fakeApi(
+      userRoutes((request) =>
+        queryOf(request)["requestId"] === failed.requestId
+          ? page([failed])
+          : queryOf(request)["requestId"] === undefined
+          ? page([record(), failed])
+          : page([])
+      )
+    )
     renderWithProviders(<RequestsPage />, { path: "/requests" })
     const user = userEvent.setup()
     await screen.findByTestId("requests-table")
@@ -198,7 +254,13 @@ describe("the request log", () => {
     }
     await waitFor(() => {
       const last = queryOf(usageRequests(seen).at(-1)!)
-      assert.deepStrictEqual({ keyId: last["keyId"], status: last["status"], errorCode: last["errorCode"], from: last["from"], to: last["to"] }, expected)
+      assert.deepStrictEqual({
+        keyId: last["keyId"],
+        status: last["status"],
+        errorCode: last["errorCode"],
+        from: last["from"],
+        to: last["to"]
+      }, expected)
     })
     const csv = screen.getByRole("link", { name: "Export CSV" })
     const exported = new URL(csv.getAttribute("href")!, "http://console.test")
@@ -209,7 +271,13 @@ describe("the request log", () => {
   it("shares the models query with the other pages (the same answer in the cache) and offers its ids as the model filter", async () => {
     fakeApi(userRoutes(page([record()])))
     // The Models page reads the same query: one shape in the cache serves both.
-    renderWithProviders(<><ModelsPage /><RequestsPage /></>, { path: "/requests" })
+    renderWithProviders(
+      <>
+        <ModelsPage />
+        <RequestsPage />
+      </>,
+      { path: "/requests" }
+    )
     const user = userEvent.setup()
     await screen.findByTestId("models-page")
     await screen.findByTestId("requests-table")
@@ -218,9 +286,13 @@ describe("the request log", () => {
   })
 
   it("loads the next page after the cursor when asked", async () => {
-    const seen = fakeApi(userRoutes((request) =>
-      queryOf(request)["cursor"] === "c2" ? page([record({ id: "use_9", requestId: "req_999999999999999999999999", model: "gpt-4o" })]) : page([record(), failed], "c2")
-    ))
+    const seen = fakeApi(
+      userRoutes((request) =>
+        queryOf(request)["cursor"] === "c2"
+          ? page([record({ id: "use_9", requestId: "req_999999999999999999999999", model: "gpt-4o" })])
+          : page([record(), failed], "c2")
+      )
+    )
     renderWithProviders(<RequestsPage />, { path: "/requests" })
     const user = userEvent.setup()
     await user.click(await screen.findByRole("button", { name: "Load more" }))

@@ -5,10 +5,10 @@
  */
 import { screen, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
+import { Route, Routes } from "react-router"
 import { assert, describe, it } from "vitest"
 import { periodBounds } from "../src/components/Period.tsx"
 import { type Contract } from "../src/lib/api.ts"
-import { Route, Routes } from "react-router"
 import { LedgerTable, RedeemForm, UsagePage } from "../src/pages/Usage.tsx"
 import { fakeApi, page, queryOf, refusal, renderWithProviders, session } from "./render.tsx"
 
@@ -27,7 +27,12 @@ const entry = (over: Partial<Contract.LedgerItem> = {}): Contract.LedgerItem => 
 describe("LedgerTable", () => {
   it("names each kind of change in the chosen language and signs the amounts", () => {
     renderWithProviders(
-      <LedgerTable entries={[entry(), entry({ id: "led_2", kind: "charge", amount: "-0.000387", reason: null, requestId: "req_9" })]} />,
+      <LedgerTable
+        entries={[
+          entry(),
+          entry({ id: "led_2", kind: "charge", amount: "-0.000387", reason: null, requestId: "req_9" })
+        ]}
+      />,
       { language: "zh" }
     )
     const rows = within(screen.getByTestId("ledger-table")).getAllByRole("row")
@@ -58,7 +63,10 @@ describe("usage page", () => {
   it("pages through the balance history", async () => {
     fakeApi({
       "GET /api/auth/session": session(),
-      "GET /api/ledger": (request) => queryOf(request)["cursor"] === "n" ? page([entry({ id: "led_9", kind: "topup", amount: "20" })]) : page([entry()], "n")
+      "GET /api/ledger": (request) =>
+        queryOf(request)["cursor"] === "n"
+          ? page([entry({ id: "led_9", kind: "topup", amount: "20" })])
+          : page([entry()], "n")
     })
     renderWithProviders(<UsagePage />, { path: "/usage?tab=ledger" })
     const user = userEvent.setup()
@@ -77,9 +85,18 @@ describe("usage page", () => {
 describe("periodBounds", () => {
   const now = Date.UTC(2026, 0, 15, 13, 0)
   it("starts presets at a UTC midnight and leaves them open-ended", () => {
-    assert.deepStrictEqual(periodBounds({ range: "1", fromDay: "", toDay: "" }, now), { from: Date.UTC(2026, 0, 15), to: undefined })
-    assert.deepStrictEqual(periodBounds({ range: "7", fromDay: "", toDay: "" }, now), { from: Date.UTC(2026, 0, 9), to: undefined })
-    assert.deepStrictEqual(periodBounds({ range: "all", fromDay: "", toDay: "" }, now), { from: undefined, to: undefined })
+    assert.deepStrictEqual(periodBounds({ range: "1", fromDay: "", toDay: "" }, now), {
+      from: Date.UTC(2026, 0, 15),
+      to: undefined
+    })
+    assert.deepStrictEqual(periodBounds({ range: "7", fromDay: "", toDay: "" }, now), {
+      from: Date.UTC(2026, 0, 9),
+      to: undefined
+    })
+    assert.deepStrictEqual(periodBounds({ range: "all", fromDay: "", toDay: "" }, now), {
+      from: undefined,
+      to: undefined
+    })
   })
 
   it("takes custom days inclusive, either end optional", () => {
@@ -87,8 +104,14 @@ describe("periodBounds", () => {
       from: Date.UTC(2026, 0, 1),
       to: Date.UTC(2026, 0, 1) + DAY
     })
-    assert.deepStrictEqual(periodBounds({ range: "custom", fromDay: "", toDay: "2026-01-03" }, now), { from: undefined, to: Date.UTC(2026, 0, 4) })
-    assert.strictEqual(periodBounds({ range: "custom", fromDay: "2026-01-05", toDay: "2026-01-03" }, now).problem, "usage.rangeInvalid")
+    assert.deepStrictEqual(periodBounds({ range: "custom", fromDay: "", toDay: "2026-01-03" }, now), {
+      from: undefined,
+      to: Date.UTC(2026, 0, 4)
+    })
+    assert.strictEqual(
+      periodBounds({ range: "custom", fromDay: "2026-01-05", toDay: "2026-01-03" }, now).problem,
+      "usage.rangeInvalid"
+    )
   })
 })
 
@@ -103,7 +126,10 @@ describe("redeem", () => {
   })
 
   it("redeems a code and says what it added", async () => {
-    const seen = fakeApi({ "GET /api/auth/session": session(), "POST /api/redeem": { body: { amount: "7.5", balance: "20" } } })
+    const seen = fakeApi({
+      "GET /api/auth/session": session(),
+      "POST /api/redeem": { body: { amount: "7.5", balance: "20" } }
+    })
     renderWithProviders(<RedeemForm />)
     const user = userEvent.setup()
     await user.type(screen.getByLabelText("Redemption code"), "  mgr-ABCDEF123  ")

@@ -6,8 +6,8 @@ import { render } from "@testing-library/react"
 import type { ReactNode } from "react"
 import { MemoryRouter } from "react-router"
 import { vi } from "vitest"
-import { Providers } from "../src/Providers.tsx"
 import type { Language } from "../src/lib/i18n.tsx"
+import { Providers } from "../src/Providers.tsx"
 
 /** One recorded request. */
 export interface Seen {
@@ -44,8 +44,15 @@ export const fakeApi = (routes: Record<string, Answer | ((seen: Seen) => Answer)
     seen.push(request)
     const route = routes[`${method} ${full.pathname}`]
     const answer = route === undefined
-      ? { status: 404, body: { error: { message: `no fake for ${method} ${full.pathname}`, type: "not_found_error", param: null, code: null } } }
-      : typeof route === "function" ? route(request) : route
+      ? {
+        status: 404,
+        body: {
+          error: { message: `no fake for ${method} ${full.pathname}`, type: "not_found_error", param: null, code: null }
+        }
+      }
+      : typeof route === "function"
+      ? route(request)
+      : route
     return new Response(JSON.stringify(answer.body), {
       status: answer.status ?? 200,
       headers: { "content-type": "application/json", ...answer.headers }
@@ -55,7 +62,10 @@ export const fakeApi = (routes: Record<string, Answer | ((seen: Seen) => Answer)
 }
 
 /** Renders inside the providers and a router. */
-export const renderWithProviders = (ui: ReactNode, options: { readonly language?: Language; readonly path?: string } = {}) =>
+export const renderWithProviders = (
+  ui: ReactNode,
+  options: { readonly language?: Language; readonly path?: string } = {}
+) =>
   render(
     <Providers language={options.language ?? "en"}>
       <MemoryRouter initialEntries={[options.path ?? "/"]}>{ui}</MemoryRouter>
@@ -64,7 +74,11 @@ export const renderWithProviders = (ui: ReactNode, options: { readonly language?
 
 /** A signed-in session answer. */
 export const session = (role: "user" | "admin" = "user") => ({
-  body: { user: { id: "usr_1", name: "alice", role, balance: "12.50" }, csrfToken: "csrf-123", expiresAt: Date.now() + 3_600_000 }
+  body: {
+    user: { id: "usr_1", name: "alice", role, balance: "12.50" },
+    csrfToken: "csrf-123",
+    expiresAt: Date.now() + 3_600_000
+  }
 })
 
 /** A refusal in the API's error envelope. */
@@ -77,7 +91,9 @@ export const refusal = (
 ): Answer => ({ status, headers, body: { error: { message, type: "invalid_request_error", param, code } } })
 
 /** A page of a list endpoint. */
-export const page = (data: ReadonlyArray<unknown>, nextCursor: string | null = null): Answer => ({ body: { data, nextCursor } })
+export const page = (data: ReadonlyArray<unknown>, nextCursor: string | null = null): Answer => ({
+  body: { data, nextCursor }
+})
 
 /** The query parameters of a recorded request. */
 export const queryOf = (request: Seen): Record<string, string> =>

@@ -9,7 +9,12 @@
  * @since 0.1.0
  */
 import { Context, type Effect } from "effect"
-import { type DatabaseUnavailable, InsufficientBalance, type InternalError, type SpendingCapReached } from "./GatewayError.ts"
+import {
+  type DatabaseUnavailable,
+  InsufficientBalance,
+  type InternalError,
+  type SpendingCapReached
+} from "./GatewayError.ts"
 import { formatUsd, type Nanos } from "./Money.ts"
 
 /** What a hold is for. @category models */
@@ -66,7 +71,10 @@ export const insufficientBalance = (
   request: Pick<HoldRequest, "amountNanos" | "choices">
 ): InsufficientBalance =>
   new InsufficientBalance({
-    message: `Your balance is ${formatUsd(balanceNanos)} USD but this call may cost up to ${formatUsd(request.amountNanos)} USD. ` +
+    message:
+      `Your balance is ${formatUsd(balanceNanos)} USD but this call may cost up to ${
+        formatUsd(request.amountNanos)
+      } USD. ` +
       `Top up your balance, or ${askForLess(request.choices)}.`
   })
 
@@ -92,5 +100,9 @@ export class Accounts extends Context.Service<Accounts, {
    */
   readonly balance: (userId: string) => Effect.Effect<Nanos, InternalError | DatabaseUnavailable>
   /** What the user was charged in `[fromMs, toMs)` (epoch ms), for the legacy billing endpoints. */
-  readonly spent: (userId: string, fromMs: number, toMs: number) => Effect.Effect<Nanos, InternalError | DatabaseUnavailable>
+  readonly spent: (
+    userId: string,
+    fromMs: number,
+    toMs: number
+  ) => Effect.Effect<Nanos, InternalError | DatabaseUnavailable>
 }>()("modelgate/core/Accounts") {}

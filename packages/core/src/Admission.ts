@@ -48,24 +48,30 @@ export const authenticate = Effect.fnUntraced(function*(secret: string | undefin
   const key = yield* keys.lookup(secret)
   if (key === undefined) {
     return yield* new InvalidApiKey({
-      message: `The API key ${redact(secret)} is not valid. Check that you copied the whole key, or create a new one in the console.`
+      message: `The API key ${
+        redact(secret)
+      } is not valid. Check that you copied the whole key, or create a new one in the console.`
     })
   }
   if (!key.userEnabled) {
     return yield* new KeyDisabled({
-      message: `The API key '${key.name}' (${key.prefix}...) belongs to a disabled account. Ask an administrator to enable it.`
+      message:
+        `The API key '${key.name}' (${key.prefix}...) belongs to a disabled account. Ask an administrator to enable it.`
     })
   }
   if (!key.enabled) {
     return yield* new KeyDisabled({
-      message: `The API key '${key.name}' (${key.prefix}...) has been disabled or revoked. Enable it in the console or use another key.`
+      message:
+        `The API key '${key.name}' (${key.prefix}...) has been disabled or revoked. Enable it in the console or use another key.`
     })
   }
   if (key.expiresAt !== null) {
     const now = yield* Clock.currentTimeMillis
     if (now >= key.expiresAt) {
       return yield* new KeyExpired({
-        message: `The API key '${key.name}' (${key.prefix}...) expired at ${new Date(key.expiresAt).toISOString()}. Create a new key or extend this one in the console.`
+        message: `The API key '${key.name}' (${key.prefix}...) expired at ${
+          new Date(key.expiresAt).toISOString()
+        }. Create a new key or extend this one in the console.`
       })
     }
   }
@@ -88,7 +94,8 @@ export const ClientDialect = Context.Reference<Dialect>("modelgate/core/Admissio
  *
  * @category admission
  */
-export const modelsListPath = (dialect: Dialect): string => dialect === "gemini" ? "GET /v1beta/models" : "GET /v1/models"
+export const modelsListPath = (dialect: Dialect): string =>
+  dialect === "gemini" ? "GET /v1beta/models" : "GET /v1/models"
 
 /** Shows a key's first characters only, so a mistyped key is recognisable in an error without echoing it. */
 const redact = (secret: string): string => secret.length <= 8 ? "'***'" : `'${secret.slice(0, 6)}...'`
@@ -127,9 +134,19 @@ export const keyAllows = (key: ApiKey, model: string): boolean => key.models.len
 export const authorizeIn = (snapshot: Snapshot, key: ApiKey, requested: string, use?: ModelUse): Effect.Effect<
   Route,
   ModelNotFound | ModelNotAllowed | ModelNotInGroup | ModelUnpriced
-> => Effect.flatMap(Effect.service(ClientDialect), (dialect) => check(snapshot, key, requested, modelsListPath(dialect), use))
+> =>
+  Effect.flatMap(
+    Effect.service(ClientDialect),
+    (dialect) => check(snapshot, key, requested, modelsListPath(dialect), use)
+  )
 
-const check = (snapshot: Snapshot, key: ApiKey, requested: string, listPath: string, use: ModelUse | undefined): Effect.Effect<
+const check = (
+  snapshot: Snapshot,
+  key: ApiKey,
+  requested: string,
+  listPath: string,
+  use: ModelUse | undefined
+): Effect.Effect<
   Route,
   ModelNotFound | ModelNotAllowed | ModelNotInGroup | ModelUnpriced
 > => {
@@ -138,7 +155,9 @@ const check = (snapshot: Snapshot, key: ApiKey, requested: string, listPath: str
     return Effect.fail(
       new ModelNotFound({
         model: echo(requested),
-        message: `The model '${echo(requested)}' does not exist on this gateway. ${listPath} lists the models your key can use.`
+        message: `The model '${
+          echo(requested)
+        }' does not exist on this gateway. ${listPath} lists the models your key can use.`
       })
     )
   }
@@ -168,7 +187,8 @@ const check = (snapshot: Snapshot, key: ApiKey, requested: string, listPath: str
     return Effect.fail(
       new ModelUnpriced({
         model: id,
-        message: `The model '${id}' has no price configured, so it cannot be billed. An administrator must set its price (or mark it free).`
+        message:
+          `The model '${id}' has no price configured, so it cannot be billed. An administrator must set its price (or mark it free).`
       })
     )
   }

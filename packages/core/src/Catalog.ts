@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect } from "effect"
+import { Context, type Effect } from "effect"
 import type { Alias, Channel, Group, Model } from "./Domain.ts"
 import { compileAliases, normalizeModelName } from "./ModelName.ts"
 

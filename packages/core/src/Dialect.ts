@@ -19,7 +19,13 @@
 import type { Effect } from "effect"
 import type { ChatRequest, ChatResponse, EmbedRequest, EmbedResponse, StreamEvent } from "./Canonical.ts"
 import type { Channel, Dialect, Model } from "./Domain.ts"
-import { echo, type GatewayError, type InvalidRequest, type UnsupportedFeature, UpstreamUnavailable } from "./GatewayError.ts"
+import {
+  echo,
+  type GatewayError,
+  type InvalidRequest,
+  type UnsupportedFeature,
+  UpstreamUnavailable
+} from "./GatewayError.ts"
 import type { BodyEdit } from "./Params.ts"
 import type { Snapshot } from "./RateLimiter.ts"
 import * as Sse from "./Sse.ts"
@@ -167,7 +173,10 @@ export interface EmbedCall {
 /** The client side of the embeddings call, for dialects that have one. @category embeddings */
 export interface ClientEmbeddings {
   /** Reads an embeddings body (`operation` names the route's method where a dialect has several). */
-  readonly decode: (body: string, hints: RouteHints & { readonly operation?: string | undefined }) => Effect.Effect<EmbedCall, InvalidRequest>
+  readonly decode: (
+    body: string,
+    hints: RouteHints & { readonly operation?: string | undefined }
+  ) => Effect.Effect<EmbedCall, InvalidRequest>
   /** A canonical answer in the client's shape. */
   readonly encode: (response: EmbedResponse, call: EmbedCall, model: string) => unknown
   /**
@@ -333,7 +342,9 @@ export type Opening = "answer" | "incomplete" | UpstreamUnavailable
  */
 export const answeredError = (channel: string, message: string | undefined): UpstreamUnavailable =>
   new UpstreamUnavailable({
-    message: `The upstream '${channel}' answered 200 with an error instead of an answer${message === undefined || message === "" ? "" : `: ${echo(message)}`}`
+    message: `The upstream '${channel}' answered 200 with an error instead of an answer${
+      message === undefined || message === "" ? "" : `: ${echo(message)}`
+    }`
   })
 
 /** A 200 whose body (or first stream event) is not `what` (e.g. "a chat completion"). @category failures */

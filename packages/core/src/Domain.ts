@@ -271,7 +271,10 @@ export interface Alias {
  *
  * @category constants
  */
-export const channelDefaults: Pick<Channel, "headers" | "timeouts" | "apiVersion" | "breaker" | "params" | "streamOptions"> = {
+export const channelDefaults: Pick<
+  Channel,
+  "headers" | "timeouts" | "apiVersion" | "breaker" | "params" | "streamOptions"
+> = {
   headers: {},
   timeouts: defaultTimeouts,
   apiVersion: null,

@@ -274,7 +274,10 @@ const tags = new Set<string>(GatewayError.members.map((member) => member.identif
  *
  * @category combinators
  */
-export const mapText = <E extends GatewayError>(error: E, f: (text: string, field: "message" | "param") => string): E => {
+export const mapText = <E extends GatewayError>(
+  error: E,
+  f: (text: string, field: "message" | "param") => string
+): E => {
   const message = f(error.message, "message")
   const before = "param" in error && typeof error.param === "string" ? error.param : undefined
   const param = before === undefined ? undefined : f(before, "param")
@@ -300,7 +303,10 @@ export const echo = (value: string): string => value.length <= ECHO_LIMIT ? valu
 export const MESSAGE_LIMIT = 2_000
 
 /** A quoted run of text ('...', "..." with escapes, or `...`) longer than `ECHO_LIMIT`. */
-const LONG_QUOTE = new RegExp(`'[^']{${ECHO_LIMIT + 1},}'|"(?:[^"\\\\]|\\\\.){${ECHO_LIMIT + 1},}"|\`[^\`]{${ECHO_LIMIT + 1},}\``, "g")
+const LONG_QUOTE = new RegExp(
+  `'[^']{${ECHO_LIMIT + 1},}'|"(?:[^"\\\\]|\\\\.){${ECHO_LIMIT + 1},}"|\`[^\`]{${ECHO_LIMIT + 1},}\``,
+  "g"
+)
 
 const boundText = (text: string): string => {
   if (text.length <= ECHO_LIMIT) return text
@@ -318,7 +324,8 @@ const boundText = (text: string): string => {
  * @category echo
  */
 export const bounded = <E extends GatewayError>(error: E): E =>
-  error.message.length <= ECHO_LIMIT && !("param" in error && typeof error.param === "string" && error.param.length > ECHO_LIMIT)
+  error.message.length <= ECHO_LIMIT &&
+    !("param" in error && typeof error.param === "string" && error.param.length > ECHO_LIMIT)
     ? error
     : mapText(error, (text, field) => field === "param" ? echo(text) : boundText(text))
 

@@ -59,7 +59,11 @@ export const firstIssue = (issue: SchemaIssue.Issue): { readonly param: string; 
  * @category formatting
  */
 export const describe = (param: string, message: string): string => {
-  if (param.length === 0) return message.startsWith("Expected object") ? "The request body must be a JSON object" : message
+  if (param.length === 0) {
+    return message.startsWith("Expected object")
+      ? "The request body must be a JSON object"
+      : message
+  }
   if (message === "Missing key") return `'${param}' is required`
   return `Invalid '${param}': ${message}`
 }
@@ -126,4 +130,5 @@ export const isRequestError = (u: unknown): u is InvalidRequest | UnsupportedFea
  *
  * @category constructors
  */
-export const unsupported = (param: string, message: string): UnsupportedFeature => new UnsupportedFeature({ message, param })
+export const unsupported = (param: string, message: string): UnsupportedFeature =>
+  new UnsupportedFeature({ message, param })

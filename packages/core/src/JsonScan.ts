@@ -130,7 +130,9 @@ const skipValue = (b: Uint8Array, i: number, visit: StringVisitor | undefined): 
       }
       if (d === OPEN_BRACE || d === OPEN_BRACKET) {
         // The top-level object is the first level.
-        if (open.length + 2 > MAX_DEPTH) throw new Malformed(`it nests more than ${MAX_DEPTH} levels deep`, j, "too-deep")
+        if (open.length + 2 > MAX_DEPTH) {
+          throw new Malformed(`it nests more than ${MAX_DEPTH} levels deep`, j, "too-deep")
+        }
         open.push(d)
       } else if (d === CLOSE_BRACE || d === CLOSE_BRACKET) {
         const expected = open.pop() === OPEN_BRACE ? CLOSE_BRACE : CLOSE_BRACKET
@@ -185,7 +187,9 @@ export const topLevel = (
     const keys: Array<string> = []
     const spans: Array<Span> = []
     let i = skipSpace(bytes, 0)
-    if (bytes[i] !== OPEN_BRACE) return Result.fail({ kind: "not-object", reason: "the body is not a JSON object", at: i })
+    if (bytes[i] !== OPEN_BRACE) {
+      return Result.fail({ kind: "not-object", reason: "the body is not a JSON object", at: i })
+    }
     i = skipSpace(bytes, i + 1)
     if (bytes[i] === CLOSE_BRACE) i++
     else {
@@ -212,7 +216,9 @@ export const topLevel = (
         throw new Malformed("',' or '}' was expected", i)
       }
     }
-    if (skipSpace(bytes, i) !== bytes.length) return Result.fail({ kind: "malformed", reason: "there is more after the object", at: i })
+    if (skipSpace(bytes, i) !== bytes.length) {
+      return Result.fail({ kind: "malformed", reason: "there is more after the object", at: i })
+    }
     return Result.succeed({
       get: (key) => {
         const at = keys.lastIndexOf(key)
@@ -223,7 +229,9 @@ export const topLevel = (
   } catch (error) {
     if (error instanceof Malformed) return Result.fail({ kind: error.kind, reason: error.reason, at: error.at })
     // A key whose escapes JSON refuses.
-    if (error instanceof SyntaxError) return Result.fail({ kind: "malformed", reason: "a key is not valid JSON", at: 0 })
+    if (error instanceof SyntaxError) {
+      return Result.fail({ kind: "malformed", reason: "a key is not valid JSON", at: 0 })
+    }
     throw error
   }
 }
@@ -258,7 +266,9 @@ export const scanBody = (bytes: Uint8Array, options: {
   const scanned = topLevel(bytes, options.visit)
   if (Result.isFailure(scanned)) {
     const { kind } = scanned.failure
-    return Result.fail(kind === "too-deep" ? tooDeep() : kind === "not-object" ? options.notObject(bytes) : Issues.notJson(bytes))
+    return Result.fail(
+      kind === "too-deep" ? tooDeep() : kind === "not-object" ? options.notObject(bytes) : Issues.notJson(bytes)
+    )
   }
   let parsed: Record<string, unknown> | undefined
   const json = (): Record<string, unknown> => parsed ??= JSON.parse(decode(bytes)) as Record<string, unknown>

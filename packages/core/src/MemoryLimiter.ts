@@ -80,62 +80,64 @@ const makeUnsafe = ({ leaseMs, windowMs }: Window.ResolvedOptions): MemoryLimite
   }
 
   /** Admits a call if every limit of every subject allows it (`check`), or in any case (`!check`). */
-  const admit = Effect.fnUntraced(function*(subjects: ReadonlyArray<Port.Subject>, estimatedTokens: number, check: boolean) {
-    const invalid = Window.checkInput(subjects, estimatedTokens)
-    if (invalid !== undefined) return yield* Effect.die(new Error(`RateLimiter.acquire: ${invalid}`))
-    const estimate = Window.wholeTokens(estimatedTokens)
-    const now = yield* Clock.currentTimeMillis
-    if (now - lastSweep >= windowMs) sweep(now)
+  const admit = Effect.fnUntraced(
+    function*(subjects: ReadonlyArray<Port.Subject>, estimatedTokens: number, check: boolean) {
+      const invalid = Window.checkInput(subjects, estimatedTokens)
+      if (invalid !== undefined) return yield* Effect.die(new Error(`RateLimiter.acquire: ${invalid}`))
+      const estimate = Window.wholeTokens(estimatedTokens)
+      const now = yield* Clock.currentTimeMillis
+      if (now - lastSweep >= windowMs) sweep(now)
 
-    const limited: Array<Port.Subject> = []
-    const touched: Array<Window.SubjectState> = []
-    const observations: Array<Window.Observation> = []
-    let refused = false
-    for (const subject of subjects) {
-      if (!Window.isLimited(subject.limits)) continue
-      let state = states.get(subject.id)
-      if (state === undefined) {
-        state = new Window.SubjectState()
-        states.set(subject.id, state)
-      } else {
-        state.prune(now, windowMs)
+      const limited: Array<Port.Subject> = []
+      const touched: Array<Window.SubjectState> = []
+      const observations: Array<Window.Observation> = []
+      let refused = false
+      for (const subject of subjects) {
+        if (!Window.isLimited(subject.limits)) continue
+        let state = states.get(subject.id)
+        if (state === undefined) {
+          state = new Window.SubjectState()
+          states.set(subject.id, state)
+        } else {
+          state.prune(now, windowMs)
+        }
+        const observation = state.observe(subject.limits, now, estimate, windowMs)
+        if (check && Window.refuses(observation)) refused = true
+        limited.push(subject)
+        touched.push(state)
+        observations.push(observation)
       }
-      const observation = state.observe(subject.limits, now, estimate, windowMs)
-      if (check && Window.refuses(observation)) refused = true
-      limited.push(subject)
-      touched.push(state)
-      observations.push(observation)
-    }
 
-    if (refused) {
+      if (refused) {
+        for (let i = 0; i < touched.length; i++) {
+          if (touched[i].isIdle()) states.delete(limited[i].id)
+        }
+        return yield* Window.refusal(limited, observations, estimate, windowMs)
+      }
+
+      const callId = nextCallId++
+      const buckets: Array<Window.Bucket | undefined> = new Array(touched.length)
       for (let i = 0; i < touched.length; i++) {
-        if (touched[i].isIdle()) states.delete(limited[i].id)
+        const limits = limited[i].limits
+        buckets[i] = touched[i].admit(limits, callId, now, estimate, windowMs, leaseMs)
+        observations[i] = Window.afterAdmission(observations[i], limits, estimate, now, windowMs)
       }
-      return yield* Window.refusal(limited, observations, estimate, windowMs)
+
+      let released = false
+      const release = (actualTokens: number): Effect.Effect<void> =>
+        Effect.flatMap(Clock.currentTimeMillis, (at) =>
+          Effect.sync(() => {
+            if (released) return
+            released = true
+            const actual = Window.correctedTokens(actualTokens, estimate)
+            for (let i = 0; i < touched.length; i++) {
+              touched[i].release(buckets[i], callId, at, estimate, actual, windowMs)
+            }
+          }))
+
+      return { snapshot: Window.snapshot(limited, observations), release } satisfies Port.Permit
     }
-
-    const callId = nextCallId++
-    const buckets: Array<Window.Bucket | undefined> = new Array(touched.length)
-    for (let i = 0; i < touched.length; i++) {
-      const limits = limited[i].limits
-      buckets[i] = touched[i].admit(limits, callId, now, estimate, windowMs, leaseMs)
-      observations[i] = Window.afterAdmission(observations[i], limits, estimate, now, windowMs)
-    }
-
-    let released = false
-    const release = (actualTokens: number): Effect.Effect<void> =>
-      Effect.flatMap(Clock.currentTimeMillis, (at) =>
-        Effect.sync(() => {
-          if (released) return
-          released = true
-          const actual = Window.correctedTokens(actualTokens, estimate)
-          for (let i = 0; i < touched.length; i++) {
-            touched[i].release(buckets[i], callId, at, estimate, actual, windowMs)
-          }
-        }))
-
-    return { snapshot: Window.snapshot(limited, observations), release } satisfies Port.Permit
-  })
+  )
 
   return {
     acquire: (subjects, estimatedTokens) => admit(subjects, estimatedTokens, true),
@@ -163,4 +165,5 @@ export const layer: Layer.Layer<Port.RateLimiter> = Layer.effect(Port.RateLimite
  *
  * @category layers
  */
-export const layerWith = (options: Options): Layer.Layer<Port.RateLimiter> => Layer.effect(Port.RateLimiter, make(options))
+export const layerWith = (options: Options): Layer.Layer<Port.RateLimiter> =>
+  Layer.effect(Port.RateLimiter, make(options))

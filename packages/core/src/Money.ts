@@ -118,7 +118,11 @@ export const UsdAmount = Schema.Union([Schema.Finite, Schema.String]).pipe(
     decode: SchemaGetter.transformEffect((input: string | number) => {
       const nanos = usdToNanos(input)
       if (nanos === undefined) {
-        return Effect.fail(invalid(`Expected a USD amount with at most 9 decimal places, like 10 or "0.15", got ${JSON.stringify(input)}`))
+        return Effect.fail(
+          invalid(
+            `Expected a USD amount with at most 9 decimal places, like 10 or "0.15", got ${JSON.stringify(input)}`
+          )
+        )
       }
       if (nanos > MAX_NANOS || nanos < -MAX_NANOS) {
         return Effect.fail(invalid(`Expected a USD amount of at most 1000000000, got ${JSON.stringify(input)}`))

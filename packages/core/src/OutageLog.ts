@@ -72,11 +72,17 @@ export const make = (what: string, options: { readonly summaryEveryMs?: number }
         if (since === null) {
           since = now
           lastSummaryAt = now
-          return Effect.logError(`${what} failed: ${lastReason}. Until it works again, failures are counted and summarised every ${seconds(every)}.`)
+          return Effect.logError(
+            `${what} failed: ${lastReason}. Until it works again, failures are counted and summarised every ${
+              seconds(every)
+            }.`
+          )
         }
         if (now - lastSummaryAt < every) return Effect.void
         lastSummaryAt = now
-        return Effect.logWarning(`${what} still failing after ${seconds(now - since)}: ${failures} failures so far (the last: ${lastReason})`)
+        return Effect.logWarning(
+          `${what} still failing after ${seconds(now - since)}: ${failures} failures so far (the last: ${lastReason})`
+        )
       }),
     succeeded: Effect.suspend(() => {
       if (since === null) return Effect.void
@@ -84,8 +90,13 @@ export const make = (what: string, options: { readonly summaryEveryMs?: number }
       const count = failures
       since = null
       failures = 0
-      return Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.logInfo(`${what} works again after ${seconds(now - started)} (${count} failure${count === 1 ? "" : "s"})`))
+      return Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) =>
+          Effect.logInfo(
+            `${what} works again after ${seconds(now - started)} (${count} failure${count === 1 ? "" : "s"})`
+          )
+      )
     }),
     failing: Effect.sync(() => since !== null)
   }

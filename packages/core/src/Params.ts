@@ -55,7 +55,10 @@ const fill = (target: Record<string, unknown>, defaults: Readonly<Record<string,
   return out ?? target
 }
 
-const override = (target: Record<string, unknown>, overrides: Readonly<Record<string, Json>>): Record<string, unknown> => {
+const override = (
+  target: Record<string, unknown>,
+  overrides: Readonly<Record<string, Json>>
+): Record<string, unknown> => {
   const out: Record<string, unknown> = { ...target }
   for (const name of Object.keys(overrides)) {
     const wanted = overrides[name]

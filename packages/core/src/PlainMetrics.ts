@@ -116,7 +116,12 @@ export class Histogram {
     this.help = help
     this.labelNames = labelNames
     this.bounds = bounds
-    this.index = new SeriesIndex((labels) => ({ labels, buckets: new Array<number>(bounds.length + 1).fill(0), sum: 0, count: 0 }))
+    this.index = new SeriesIndex((labels) => ({
+      labels,
+      buckets: new Array<number>(bounds.length + 1).fill(0),
+      sum: 0,
+      count: 0
+    }))
     if (labelNames.length === 0) this.index.find(labelNames)
   }
 

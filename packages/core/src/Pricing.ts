@@ -69,7 +69,8 @@ export const cost = (model: Model, ratioMicros: bigint, usage: {
   const writtenCount = countOf(usage.cacheWriteTokens)
   const written = writtenCount < prompt - cached ? writtenCount : prompt - cached
   const fresh = prompt - cached - written
-  const tokenPart = fresh * input + cached * cachedPrice + written * writePrice + countOf(usage.completionTokens) * output
+  const tokenPart = fresh * input + cached * cachedPrice + written * writePrice +
+    countOf(usage.completionTokens) * output
   const perRequest = model.perRequestNanos ?? 0n
   // One exact fraction, rounded up once: (tokenPart / 10^6 + perRequest) * ratio / 10^6.
   return divCeil((tokenPart + perRequest * MILLION) * ratioMicros, MILLION * RATIO_SCALE)
@@ -140,7 +141,11 @@ export const worstCase = (model: Model, ratioMicros: bigint, bounds: HoldBounds)
  *
  * @category pricing
  */
-export const holdFor = (model: Model, ratioMicros: bigint, bounds: HoldBounds): Effect.Effect<Nanos, InsufficientBalance> => {
+export const holdFor = (
+  model: Model,
+  ratioMicros: bigint,
+  bounds: HoldBounds
+): Effect.Effect<Nanos, InsufficientBalance> => {
   const amount = worstCase(model, ratioMicros, bounds)
   if (amount <= MAX_NANOS) return Effect.succeed(amount)
   const choices = bounds.choices ?? 1

@@ -184,11 +184,17 @@ export const checkInput = (
       return `subjects[${i}].id must be a non-empty string, got ${describe(subject.id)}`
     }
     for (let j = 0; j < i; j++) {
-      if (subjects[j].id === subject.id) return `subjects[${i}].id duplicates subjects[${j}].id (${JSON.stringify(subject.id)})`
+      if (subjects[j].id === subject.id) {
+        return `subjects[${i}].id duplicates subjects[${j}].id (${JSON.stringify(subject.id)})`
+      }
     }
     const limits = subject.limits
-    if (!isLimit(limits.rpm)) return `subjects[${i}].limits.rpm must be a positive integer or null, got ${describe(limits.rpm)}`
-    if (!isLimit(limits.tpm)) return `subjects[${i}].limits.tpm must be a positive integer or null, got ${describe(limits.tpm)}`
+    if (!isLimit(limits.rpm)) {
+      return `subjects[${i}].limits.rpm must be a positive integer or null, got ${describe(limits.rpm)}`
+    }
+    if (!isLimit(limits.tpm)) {
+      return `subjects[${i}].limits.tpm must be a positive integer or null, got ${describe(limits.tpm)}`
+    }
     if (!isLimit(limits.concurrency)) {
       return `subjects[${i}].limits.concurrency must be a positive integer or null, got ${describe(limits.concurrency)}`
     }
@@ -345,7 +351,14 @@ export class SubjectState {
    * limit, a slot when it has a concurrency limit. Returns the bucket (for the
    * correction on release), or `undefined` when tokens are not counted.
    */
-  admit(limits: Domain.Limits, callId: number, now: number, estimate: number, windowMs: number, leaseMs: number): Bucket | undefined {
+  admit(
+    limits: Domain.Limits,
+    callId: number,
+    now: number,
+    estimate: number,
+    windowMs: number,
+    leaseMs: number
+  ): Bucket | undefined {
     if (limits.rpm !== null) {
       const log = this.log
       // Keep the log ordered even if the clock steps back.
@@ -372,7 +385,14 @@ export class SubjectState {
    * Ends a call: frees its slot and, while its bucket is still in the window,
    * changes its tokens there from `estimate` to `actual`. Call once per call.
    */
-  release(bucket: Bucket | undefined, callId: number, now: number, estimate: number, actual: number, windowMs: number): void {
+  release(
+    bucket: Bucket | undefined,
+    callId: number,
+    now: number,
+    estimate: number,
+    actual: number,
+    windowMs: number
+  ): void {
     this.inflight.delete(callId)
     if (bucket !== undefined && bucket.start + windowMs > now) {
       const tokens = Math.max(0, bucket.tokens + actual - estimate)

@@ -57,8 +57,9 @@ export class Assembler {
       case "text": {
         const parts = this.choice(event.index).parts
         const last = parts[parts.length - 1]
-        if (last !== undefined && last.type === "text") parts[parts.length - 1] = { type: "text", text: last.text + event.text }
-        else parts.push({ type: "text", text: event.text })
+        if (last !== undefined && last.type === "text") {
+          parts[parts.length - 1] = { type: "text", text: last.text + event.text }
+        } else parts.push({ type: "text", text: event.text })
         return
       }
       case "thinking": {
@@ -70,18 +71,22 @@ export class Assembler {
             ? { type: "thinking", text: last.text + event.text }
             : { type: "thinking", text: last.text + event.text, signature }
         } else {
-          parts.push(event.signature === undefined
-            ? { type: "thinking", text: event.text }
-            : { type: "thinking", text: event.text, signature: event.signature })
+          parts.push(
+            event.signature === undefined
+              ? { type: "thinking", text: event.text }
+              : { type: "thinking", text: event.text, signature: event.signature }
+          )
         }
         return
       }
       case "tool_call_start": {
         const state = this.choice(event.index)
         state.calls.set(event.call, state.parts.length)
-        state.parts.push(event.signature === undefined
-          ? { type: "tool_call", id: event.id, name: event.name, arguments: "" }
-          : { type: "tool_call", id: event.id, name: event.name, arguments: "", signature: event.signature })
+        state.parts.push(
+          event.signature === undefined
+            ? { type: "tool_call", id: event.id, name: event.name, arguments: "" }
+            : { type: "tool_call", id: event.id, name: event.name, arguments: "", signature: event.signature }
+        )
         return
       }
       case "tool_call_delta": {
@@ -173,7 +178,12 @@ export const assembleStream = <E, R>(events: Stream.Stream<StreamEvent, E, R>): 
  * @category assembly
  */
 export const toEvents = (response: ChatResponse): Array<StreamEvent> => {
-  const events: Array<StreamEvent> = [{ type: "start", id: response.id, model: response.model, created: response.created }]
+  const events: Array<StreamEvent> = [{
+    type: "start",
+    id: response.id,
+    model: response.model,
+    created: response.created
+  }]
   for (const choice of response.choices) {
     let call = 0
     for (const part of choice.content) {
@@ -182,14 +192,25 @@ export const toEvents = (response: ChatResponse): Array<StreamEvent> => {
           events.push({ type: "text", index: choice.index, text: part.text })
           break
         case "thinking":
-          events.push(part.signature === undefined
-            ? { type: "thinking", index: choice.index, text: part.text }
-            : { type: "thinking", index: choice.index, text: part.text, signature: part.signature })
+          events.push(
+            part.signature === undefined
+              ? { type: "thinking", index: choice.index, text: part.text }
+              : { type: "thinking", index: choice.index, text: part.text, signature: part.signature }
+          )
           break
         case "tool_call": {
-          events.push(part.signature === undefined
-            ? { type: "tool_call_start", index: choice.index, call, id: part.id, name: part.name }
-            : { type: "tool_call_start", index: choice.index, call, id: part.id, name: part.name, signature: part.signature })
+          events.push(
+            part.signature === undefined
+              ? { type: "tool_call_start", index: choice.index, call, id: part.id, name: part.name }
+              : {
+                type: "tool_call_start",
+                index: choice.index,
+                call,
+                id: part.id,
+                name: part.name,
+                signature: part.signature
+              }
+          )
           if (part.arguments.length > 0) {
             events.push({ type: "tool_call_delta", index: choice.index, call, arguments: part.arguments })
           }

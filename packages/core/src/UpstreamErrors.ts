@@ -95,7 +95,11 @@ export const parseBody = (text: string): unknown => {
  *
  * @category constructors
  */
-export const credentialsRefused = (status: number, refused = "credentials", check = "the channel's API key"): UpstreamUnavailable =>
+export const credentialsRefused = (
+  status: number,
+  refused = "credentials",
+  check = "the channel's API key"
+): UpstreamUnavailable =>
   new UpstreamUnavailable({
     status,
     credentialsRefused: true,
@@ -133,7 +137,11 @@ export const rateLimited = (retryAfterSeconds: number | undefined): UpstreamRate
  */
 export const rejected = (
   status: number,
-  error?: { readonly message?: string | undefined; readonly code?: string | undefined; readonly param?: string | undefined }
+  error?: {
+    readonly message?: string | undefined
+    readonly code?: string | undefined
+    readonly param?: string | undefined
+  }
 ): UpstreamRejected => {
   const out: { message: string; status: number; code?: string; param?: string } = {
     status,

@@ -73,7 +73,10 @@ const snapshot = makeSnapshot({
     // A channel model nobody priced: no row under models at all.
     channel("fresh", ["brand-new-model"], ["default"])
   ],
-  aliases: [{ pattern: "gemini-*", target: "gemini-2.5-flash" }, { pattern: "*embedding*", target: "gemini-embedding-001" }]
+  aliases: [{ pattern: "gemini-*", target: "gemini-2.5-flash" }, {
+    pattern: "*embedding*",
+    target: "gemini-embedding-001"
+  }]
 })
 
 const keys = new Map<string, ApiKey>([
@@ -114,7 +117,10 @@ describe("Admission", () => {
   it.effect("checks model, permission, group and price in that order", () =>
     Effect.gen(function*() {
       assert.strictEqual(tagOf(yield* Effect.exit(authorize(key(), "nope"))), "ModelNotFound")
-      assert.strictEqual(tagOf(yield* Effect.exit(authorize(key({ models: ["gpt-4o-mini"] }), "gpt-4o"))), "ModelNotAllowed")
+      assert.strictEqual(
+        tagOf(yield* Effect.exit(authorize(key({ models: ["gpt-4o-mini"] }), "gpt-4o"))),
+        "ModelNotAllowed"
+      )
       assert.strictEqual(tagOf(yield* Effect.exit(authorize(key(), "gpt-4o"))), "ModelNotInGroup")
       assert.strictEqual(tagOf(yield* Effect.exit(authorize(key(), "unpriced"))), "ModelUnpriced")
       const route = yield* authorize(key(), "gpt-4o-mini")
@@ -128,7 +134,10 @@ describe("Admission", () => {
       assert.include(refusal.message, "no price configured")
       assert.strictEqual(tagOf(yield* Effect.exit(authorize(key(), "models/brand-new-model"))), "ModelUnpriced")
       // It is still outside a narrower key's permissions, and it is never listed.
-      assert.strictEqual(tagOf(yield* Effect.exit(authorize(key({ models: ["gpt-4o-mini"] }), "brand-new-model"))), "ModelNotAllowed")
+      assert.strictEqual(
+        tagOf(yield* Effect.exit(authorize(key({ models: ["gpt-4o-mini"] }), "brand-new-model"))),
+        "ModelNotAllowed"
+      )
       assert.notInclude(allowedModels(snapshot, key()).map((m) => m.id), "brand-new-model")
       assert.deepStrictEqual(snapshot.unpriced, ["brand-new-model"])
     }).pipe(Effect.provide(TestLayer)))
@@ -157,10 +166,16 @@ describe("Admission", () => {
       // ...but the next matching alias whose target embeds is, and the reverse holds too.
       assert.strictEqual((yield* authorize(key(), "gemini-embedding-002", "embed")).model.id, "gemini-embedding-001")
       assert.strictEqual((yield* authorize(key(), "text-embedding-3-small", "embed")).model.id, "gemini-embedding-001")
-      assert.strictEqual(tagOf(yield* Effect.exit(authorize(key(), "text-embedding-3-small", "generate"))), "ModelNotFound")
+      assert.strictEqual(
+        tagOf(yield* Effect.exit(authorize(key(), "text-embedding-3-small", "generate"))),
+        "ModelNotFound"
+      )
       // A model's own name resolves whatever the use (the call then decides what it can do with it).
       assert.strictEqual((yield* authorize(key(), "gemini-embedding-001", "embed")).model.id, "gemini-embedding-001")
-      assert.strictEqual((yield* authorize(key(), "models/gemini-embedding-001", "generate")).model.id, "gemini-embedding-001")
+      assert.strictEqual(
+        (yield* authorize(key(), "models/gemini-embedding-001", "generate")).model.id,
+        "gemini-embedding-001"
+      )
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("points each dialect's clients at their own models list", () =>
@@ -182,14 +197,24 @@ describe("Admission", () => {
         const listed = allowedModels(snapshot, candidate).map((m) => m.id)
         for (const id of ["gpt-4o-mini", "gpt-4o", "gemini-2.5-flash", "unpriced"]) {
           const admitted = (yield* Effect.exit(authorize(candidate, id)))._tag === "Success"
-          assert.strictEqual(listed.includes(id), admitted, `${id} for ${candidate.group}/${candidate.models.join(",")}`)
+          assert.strictEqual(
+            listed.includes(id),
+            admitted,
+            `${id} for ${candidate.group}/${candidate.models.join(",")}`
+          )
         }
       }
     }).pipe(Effect.provide(TestLayer)))
 
   it("lists exactly what a key may call", () => {
-    assert.deepStrictEqual(allowedModels(snapshot, key()).map((m) => m.id), ["gpt-4o-mini", "gemini-2.5-flash", "gemini-embedding-001"])
-    assert.deepStrictEqual(allowedModels(snapshot, key({ models: ["gpt-4o-mini", "gpt-4o"] })).map((m) => m.id), ["gpt-4o-mini"])
+    assert.deepStrictEqual(allowedModels(snapshot, key()).map((m) => m.id), [
+      "gpt-4o-mini",
+      "gemini-2.5-flash",
+      "gemini-embedding-001"
+    ])
+    assert.deepStrictEqual(allowedModels(snapshot, key({ models: ["gpt-4o-mini", "gpt-4o"] })).map((m) => m.id), [
+      "gpt-4o-mini"
+    ])
     assert.deepStrictEqual(allowedModels(snapshot, key({ group: "vip" })).map((m) => m.id), ["gpt-4o"])
   })
 })

@@ -23,10 +23,22 @@ describe("Dialect.firstEvent", () => {
   })
 
   it("refuses data that is not JSON, JSON that is not an object, and the end marker first", () => {
-    assert.strictEqual(message(Dialect.firstEvent("data: <html>\n\n", false, "c", "a chunk")), Dialect.brokenEvent("c").message)
-    assert.strictEqual(message(Dialect.firstEvent("data: [1]\n\n", false, "c", "a chunk")), Dialect.answeredOther("c", "a chunk").message)
-    assert.strictEqual(message(Dialect.firstEvent("data: [DONE]\n\n", false, "c", "a chunk", "[DONE]")), Dialect.emptyStream("c").message)
+    assert.strictEqual(
+      message(Dialect.firstEvent("data: <html>\n\n", false, "c", "a chunk")),
+      Dialect.brokenEvent("c").message
+    )
+    assert.strictEqual(
+      message(Dialect.firstEvent("data: [1]\n\n", false, "c", "a chunk")),
+      Dialect.answeredOther("c", "a chunk").message
+    )
+    assert.strictEqual(
+      message(Dialect.firstEvent("data: [DONE]\n\n", false, "c", "a chunk", "[DONE]")),
+      Dialect.emptyStream("c").message
+    )
     // Without an end marker, [DONE] is just data that is not JSON.
-    assert.strictEqual(message(Dialect.firstEvent("data: [DONE]\n\n", false, "c", "a chunk")), Dialect.brokenEvent("c").message)
+    assert.strictEqual(
+      message(Dialect.firstEvent("data: [DONE]\n\n", false, "c", "a chunk")),
+      Dialect.brokenEvent("c").message
+    )
   })
 })

@@ -3,7 +3,9 @@ import * as Equality from "../src/testing/Equality.ts"
 
 describe("Equality", () => {
   it("compares JSON-like values structurally, ignoring the order of keys", () => {
-    assert.isTrue(Equality.deepEqual({ a: [1, { b: "x", c: null }], d: true }, { d: true, a: [1, { c: null, b: "x" }] }))
+    assert.isTrue(
+      Equality.deepEqual({ a: [1, { b: "x", c: null }], d: true }, { d: true, a: [1, { c: null, b: "x" }] })
+    )
     assert.isFalse(Equality.deepEqual({ a: [1, 2] }, { a: [2, 1] }))
     assert.isFalse(Equality.deepEqual({ a: 1 }, { a: 1, b: 2 }))
     assert.isFalse(Equality.deepEqual([], {}))

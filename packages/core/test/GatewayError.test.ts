@@ -9,7 +9,12 @@ import * as Tokens from "../src/Tokens.ts"
 
 describe("GatewayError", () => {
   it("mapText rewrites message and param, keeps the class and every other field, and returns an unchanged error as is", () => {
-    const error = new GatewayError.UpstreamRejected({ message: "bad sk-secret", status: 403, code: "PERMISSION_DENIED", param: "x.sk-secret" })
+    const error = new GatewayError.UpstreamRejected({
+      message: "bad sk-secret",
+      status: 403,
+      code: "PERMISSION_DENIED",
+      param: "x.sk-secret"
+    })
     const mapped = GatewayError.mapText(error, (text) => text.replaceAll("sk-secret", "[redacted]"))
     assert.instanceOf(mapped, GatewayError.UpstreamRejected)
     assert.deepStrictEqual({ ...mapped, message: mapped.message }, {
@@ -32,9 +37,24 @@ describe("GatewayError", () => {
 
   it("bounded cuts long quoted values, then the message, and param; short errors are returned as they are", () => {
     const huge = "x".repeat(200_000)
-    const model = GatewayError.bounded(new GatewayError.ModelNotFound({ model: huge, message: `The model '${huge}' does not exist on this gateway. GET /v1/models lists the models your key can use.` }))
-    assert.strictEqual(model.message, `The model '${"x".repeat(GatewayError.ECHO_LIMIT)}…' does not exist on this gateway. GET /v1/models lists the models your key can use.`)
-    const schema = GatewayError.bounded(new GatewayError.InvalidRequest({ message: `Invalid 'messages[0].role': Expected "user", got "${huge}"`, param: `messages[0].${huge}` }))
+    const model = GatewayError.bounded(
+      new GatewayError.ModelNotFound({
+        model: huge,
+        message: `The model '${huge}' does not exist on this gateway. GET /v1/models lists the models your key can use.`
+      })
+    )
+    assert.strictEqual(
+      model.message,
+      `The model '${
+        "x".repeat(GatewayError.ECHO_LIMIT)
+      }…' does not exist on this gateway. GET /v1/models lists the models your key can use.`
+    )
+    const schema = GatewayError.bounded(
+      new GatewayError.InvalidRequest({
+        message: `Invalid 'messages[0].role': Expected "user", got "${huge}"`,
+        param: `messages[0].${huge}`
+      })
+    )
     assert.isBelow(schema.message.length, 300)
     assert.include(schema.message, "Expected \"user\", got \"xxx")
     assert.strictEqual(schema.param, `messages[0].${"x".repeat(GatewayError.ECHO_LIMIT - "messages[0].".length)}…`)
@@ -52,7 +72,10 @@ describe("Tokens.isCount and badCount", () => {
       assert.isFalse(Tokens.isCount(bad), String(bad))
     }
     assert.isUndefined(Tokens.badCount({ prompt_tokens: 3, completion_tokens: 0, cached: undefined, reasoning: null }))
-    assert.strictEqual(Tokens.badCount({ prompt_tokens: 3, completion_tokens: -5_000_000 }), "completion_tokens: -5000000")
+    assert.strictEqual(
+      Tokens.badCount({ prompt_tokens: 3, completion_tokens: -5_000_000 }),
+      "completion_tokens: -5000000"
+    )
     assert.strictEqual(Tokens.badCount({ promptTokenCount: 1.5 }), "promptTokenCount: 1.5")
     assert.strictEqual(Tokens.badCount({ input_tokens: "12" }), "input_tokens: \"12\"")
     assert.strictEqual(Tokens.badCount({ output_tokens: "9".repeat(100) }), `output_tokens: "${"9".repeat(39)}…`)

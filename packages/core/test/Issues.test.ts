@@ -6,7 +6,9 @@ import * as Issues from "../src/Issues.ts"
 const Body = Schema.Struct({
   model: Schema.String,
   n: Schema.optionalKey(Schema.Int),
-  messages: Schema.Array(Schema.Struct({ role: Schema.String, content: Schema.Array(Schema.Struct({ text: Schema.String })) }))
+  messages: Schema.Array(
+    Schema.Struct({ role: Schema.String, content: Schema.Array(Schema.Struct({ text: Schema.String })) })
+  )
 })
 
 const issueOf = (body: unknown) => {
@@ -17,7 +19,10 @@ const issueOf = (body: unknown) => {
 
 describe("Issues", () => {
   it("pathToParam writes a path the way clients read it", () => {
-    assert.strictEqual(Issues.pathToParam(["messages", 2, "content", 0, "image_url"]), "messages[2].content[0].image_url")
+    assert.strictEqual(
+      Issues.pathToParam(["messages", 2, "content", 0, "image_url"]),
+      "messages[2].content[0].image_url"
+    )
     assert.strictEqual(Issues.pathToParam([]), "")
     assert.strictEqual(Issues.pathToParam([{ key: "contents" }, { key: 1 }]), "contents[1]")
   })
@@ -29,14 +34,20 @@ describe("Issues", () => {
     )
     assert.deepStrictEqual(
       Issues.invalidRequest(issueOf({ model: "m", messages: [{ role: "user", content: [{ text: 1 }] }] })),
-      new InvalidRequest({ message: "Invalid 'messages[0].content[0].text': Expected string", param: "messages[0].content[0].text" })
+      new InvalidRequest({
+        message: "Invalid 'messages[0].content[0].text': Expected string",
+        param: "messages[0].content[0].text"
+      })
     )
     assert.deepStrictEqual(Issues.firstIssue(issueOf({ model: "m", n: 1.5, messages: [] })).param, "n")
   })
 
   it("invalidRequest on a body that is no object says so, without a param", () => {
     for (const body of [null, 5, "text", []]) {
-      assert.deepStrictEqual(Issues.invalidRequest(issueOf(body)), new InvalidRequest({ message: "The request body must be a JSON object" }))
+      assert.deepStrictEqual(
+        Issues.invalidRequest(issueOf(body)),
+        new InvalidRequest({ message: "The request body must be a JSON object" })
+      )
     }
   })
 
@@ -44,7 +55,10 @@ describe("Issues", () => {
     assert.deepStrictEqual(Issues.invalid("messages", "bad"), new InvalidRequest({ message: "bad", param: "messages" }))
     assert.deepStrictEqual(Issues.invalid("", "not JSON"), new InvalidRequest({ message: "not JSON" }))
     assert.isFalse("param" in Issues.invalid("", "not JSON"))
-    assert.deepStrictEqual(Issues.unsupported("logprobs", "no"), new UnsupportedFeature({ message: "no", param: "logprobs" }))
+    assert.deepStrictEqual(
+      Issues.unsupported("logprobs", "no"),
+      new UnsupportedFeature({ message: "no", param: "logprobs" })
+    )
   })
 
   it("isRequestError tells the errors a request is refused with by their tag", () => {
@@ -56,7 +70,7 @@ describe("Issues", () => {
   })
 
   it("notJson tells a body JSON refuses in the parser's own words, from bytes or text", () => {
-    const text = '{"model": "m", "messages": [}'
+    const text = "{\"model\": \"m\", \"messages\": [}"
     let parser = ""
     try {
       JSON.parse(text)

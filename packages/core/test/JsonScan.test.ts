@@ -7,9 +7,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as fc from "fast-check"
+import * as Issues from "../src/Issues.ts"
 import * as JsonDepth from "../src/JsonDepth.ts"
 import * as JsonScan from "../src/JsonScan.ts"
-import * as Issues from "../src/Issues.ts"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 
@@ -23,7 +23,9 @@ const fieldsOf = (text: string): Record<string, unknown> => {
 }
 
 /** JSON objects with text that stresses a scanner: quotes, backslashes, brackets and multi-byte characters. */
-const tricky = fc.string({ unit: fc.constantFrom("a", "\"", "\\", "{", "}", "[", "]", ":", ",", " ", "é", "😀", "\n", "\u0000") })
+const tricky = fc.string({
+  unit: fc.constantFrom("a", "\"", "\\", "{", "}", "[", "]", ":", ",", " ", "é", "😀", "\n", "\u0000")
+})
 const value: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
   json: fc.oneof(
     { depthSize: "small" },
@@ -36,19 +38,25 @@ const value: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
     fc.dictionary(tricky, tie("json"), { maxKeys: 4 })
   )
 })).json
-const spaced = (text: string, space: number) => space === 0 ? text : text.replace(/([{[,:])/g, `$1${" \n\t\r".slice(0, space)}`)
+const spaced = (text: string, space: number) =>
+  space === 0 ? text : text.replace(/([{[,:])/g, `$1${" \n\t\r".slice(0, space)}`)
 
 describe("JsonScan", () => {
   it("finds every top-level value JSON.parse finds, however it is written", () => {
-    fc.assert(fc.property(fc.dictionary(tricky, value, { maxKeys: 8 }), fc.integer({ min: 0, max: 4 }), (object, space) => {
-      const text = space === 0 ? JSON.stringify(object) : JSON.stringify(object, null, space)
-      assert.deepStrictEqual(fieldsOf(text), JSON.parse(text))
-    }))
+    fc.assert(
+      fc.property(fc.dictionary(tricky, value, { maxKeys: 8 }), fc.integer({ min: 0, max: 4 }), (object, space) => {
+        const text = space === 0 ? JSON.stringify(object) : JSON.stringify(object, null, space)
+        assert.deepStrictEqual(fieldsOf(text), JSON.parse(text))
+      })
+    )
   })
 
   it("reads keys written with escapes as JSON does, and the last of a repeated key", () => {
     assert.deepStrictEqual(fieldsOf(`{"mod\\u0065l":"a","x":1,"x":[2]}`), { model: "a", x: [2] })
-    assert.deepStrictEqual(fieldsOf(spaced(`{"a":{"b":[1,{"c":"}]"}]},"d":"\\\\"}`, 3)), { a: { b: [1, { c: "}]" }] }, d: "\\" })
+    assert.deepStrictEqual(fieldsOf(spaced(`{"a":{"b":[1,{"c":"}]"}]},"d":"\\\\"}`, 3)), {
+      a: { b: [1, { c: "}]" }] },
+      d: "\\"
+    })
     assert.deepStrictEqual(fieldsOf("{}"), {})
     assert.deepStrictEqual(fieldsOf(" \n{ } \n"), {})
   })
@@ -77,7 +85,10 @@ describe("JsonScan", () => {
     const deep = JsonScan.topLevel(nested(JsonDepth.MAX_DEPTH + 1))
     assert.isTrue(Result.isFailure(deep) && deep.failure.kind === "too-deep")
     const brackets = JsonScan.topLevel(bytes(`{"a":${"[".repeat(100_000)}`))
-    assert.isTrue(Result.isFailure(brackets) && brackets.failure.kind === "too-deep", "stops at the first level too deep")
+    assert.isTrue(
+      Result.isFailure(brackets) && brackets.failure.kind === "too-deep",
+      "stops at the first level too deep"
+    )
   })
 
   it("never throws on arbitrary bytes: it answers with fields or a reason", () => {
@@ -86,22 +97,41 @@ describe("JsonScan", () => {
       assert.isTrue(Result.isSuccess(scanned) || typeof scanned.failure.reason === "string")
     }))
     // Whatever JSON.parse reads as an object, the scan accepts, with the same keys.
-    fc.assert(fc.property(fc.oneof(fc.json(), fc.string({ unit: fc.constantFrom("{", "}", "[", "]", "\"", "\\", ":", ",", "a", "1", " ") })), (text) => {
-      let parsed: unknown
-      try {
-        parsed = JSON.parse(text)
-      } catch {
-        return
-      }
-      const scanned = JsonScan.topLevel(bytes(text))
-      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return assert.isTrue(Result.isFailure(scanned), text)
-      assert.isTrue(Result.isSuccess(scanned), text)
-      if (Result.isSuccess(scanned)) assert.deepStrictEqual(new Set(scanned.success.keys()), new Set(Object.keys(parsed)))
-    }))
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.json(),
+          fc.string({ unit: fc.constantFrom("{", "}", "[", "]", "\"", "\\", ":", ",", "a", "1", " ") })
+        ),
+        (text) => {
+          let parsed: unknown
+          try {
+            parsed = JSON.parse(text)
+          } catch {
+            return
+          }
+          const scanned = JsonScan.topLevel(bytes(text))
+          if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+            return assert.isTrue(
+              Result.isFailure(scanned),
+              text
+            )
+          }
+          assert.isTrue(Result.isSuccess(scanned), text)
+          if (Result.isSuccess(scanned)) {
+            assert.deepStrictEqual(
+              new Set(scanned.success.keys()),
+              new Set(Object.keys(parsed))
+            )
+          }
+        }
+      )
+    )
   })
 
   it("lets a visitor see every string inside one field, and helpers compare and follow them", () => {
-    const text = `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a \\"type\\": \\"image_url\\""},{"type": "image_url","image_url":{"url":"x"}}]}],"type":"image_url"}`
+    const text =
+      `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a \\"type\\": \\"image_url\\""},{"type": "image_url","image_url":{"url":"x"}}]}],"type":"image_url"}`
     const b = bytes(text)
     let images = 0
     const scanned = JsonScan.topLevel(b, {
@@ -119,7 +149,7 @@ describe("JsonScan", () => {
   it("scanBody: a small body is parsed at once, a large one only when asked; each failure is the client's 400", () => {
     const notObject = () => Issues.invalid("", "not an object, in the dialect's words")
     // A misspelt literal deep inside passes the scan, not the parser.
-    const body = JsonScan.encode('{"model":"m","messages":[{"x":tru}]}')
+    const body = JsonScan.encode("{\"model\":\"m\",\"messages\":[{\"x\":tru}]}")
     const eager = JsonScan.scanBody(body, { eager: true, notObject })
     assert.isTrue(Result.isFailure(eager))
     if (Result.isFailure(eager)) assert.strictEqual(eager.failure.message, Issues.notJson(body).message)
@@ -129,11 +159,14 @@ describe("JsonScan", () => {
       assert.deepStrictEqual(JsonScan.valueOf(body, lazy.success.fields.get("model")), "m")
       assert.throws(() => lazy.success.json())
     }
-    const good = JsonScan.scanBody(JsonScan.encode('{"a":[1]}'), { eager: false, notObject })
+    const good = JsonScan.scanBody(JsonScan.encode("{\"a\":[1]}"), { eager: false, notObject })
     assert.isTrue(Result.isSuccess(good) && good.success.json() === good.success.json(), "parsed once")
     const array = JsonScan.scanBody(JsonScan.encode("[1]"), { eager: true, notObject })
     assert.isTrue(Result.isFailure(array) && array.failure.message === "not an object, in the dialect's words")
-    const deep = JsonScan.scanBody(JsonScan.encode("{\"a\":" + "[".repeat(300) + "]".repeat(300) + "}"), { eager: false, notObject })
+    const deep = JsonScan.scanBody(JsonScan.encode("{\"a\":" + "[".repeat(300) + "]".repeat(300) + "}"), {
+      eager: false,
+      notObject
+    })
     assert.isTrue(Result.isFailure(deep) && deep.failure.message === JsonDepth.tooDeep().message)
   })
 })

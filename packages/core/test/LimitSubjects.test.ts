@@ -9,7 +9,11 @@ describe("Subjects", () => {
       effectiveKeyLimits({ rpm: 10, tpm: null, concurrency: 8 }, { rpm: 60, tpm: 40_000, concurrency: 4 }),
       { rpm: 10, tpm: 40_000, concurrency: 4 }
     )
-    assert.deepStrictEqual(effectiveKeyLimits({ rpm: 5, tpm: null, concurrency: null }, none), { rpm: 5, tpm: null, concurrency: null })
+    assert.deepStrictEqual(effectiveKeyLimits({ rpm: 5, tpm: null, concurrency: null }, none), {
+      rpm: 5,
+      tpm: null,
+      concurrency: null
+    })
     assert.deepStrictEqual(effectiveKeyLimits(none, none), none)
   })
 
@@ -48,7 +52,15 @@ describe("Subjects", () => {
 
   it("leaves out subjects without any limit", () => {
     assert.deepStrictEqual(
-      forCall({ keyId: "k", keyName: "k", keyLimits: none, userId: "u", userName: "u", userLimits: none, groupLimits: none }),
+      forCall({
+        keyId: "k",
+        keyName: "k",
+        keyLimits: none,
+        userId: "u",
+        userName: "u",
+        userLimits: none,
+        groupLimits: none
+      }),
       []
     )
   })

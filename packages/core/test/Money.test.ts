@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
 import * as fc from "fast-check"
-import { divCeil, formatUsd, MAX_NANOS, numberText, parseScaled, usdToNanos, UsdAmount } from "../src/Money.ts"
+import { divCeil, formatUsd, MAX_NANOS, numberText, parseScaled, UsdAmount, usdToNanos } from "../src/Money.ts"
 
 describe("Money", () => {
   it("parses decimal USD exactly into nano-dollars", () => {
@@ -34,6 +34,7 @@ describe("Money", () => {
       [5e-324, undefined],
       [1.000000000001, undefined], // not silently 1
       [1.000000001, 1_000_000_001n],
+      // oxlint-disable-next-line no-loss-of-precision -- the literal is the point
       [999999999.999999999, 1_000_000_000_000_000_000n], // the double nearest is 1e9 exactly
       [1e9, MAX_NANOS],
       [1e21, 10n ** 30n], // exponent notation above 1e21, expanded exactly
@@ -76,11 +77,14 @@ describe("Money", () => {
   })
 
   it("every double read back from its text is the amount its text says", () => {
-    fc.assert(fc.property(fc.bigInt({ min: -(10n ** 15n), max: 10n ** 15n }), (nanos) => {
-      // Amounts of up to 15 significant digits survive a trip through a double.
-      const asNumber = Number(formatUsd(nanos))
-      assert.strictEqual(usdToNanos(asNumber), nanos)
-    }), { numRuns: 500 })
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(10n ** 15n), max: 10n ** 15n }), (nanos) => {
+        // Amounts of up to 15 significant digits survive a trip through a double.
+        const asNumber = Number(formatUsd(nanos))
+        assert.strictEqual(usdToNanos(asNumber), nanos)
+      }),
+      { numRuns: 500 }
+    )
   })
 
   it("formats with at least two decimals and no float", () => {
@@ -92,9 +96,12 @@ describe("Money", () => {
   })
 
   it("format and parse are inverse for every amount", () => {
-    fc.assert(fc.property(fc.bigInt({ min: -(10n ** 18n), max: 10n ** 18n }), (nanos) => {
-      assert.strictEqual(usdToNanos(formatUsd(nanos)), nanos)
-    }), { numRuns: 500 })
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(10n ** 18n), max: 10n ** 18n }), (nanos) => {
+        assert.strictEqual(usdToNanos(formatUsd(nanos)), nanos)
+      }),
+      { numRuns: 500 }
+    )
   })
 
   it("parseScaled handles any scale", () => {

@@ -25,17 +25,28 @@ const channel = (over: Partial<Domain.Channel>): Domain.Channel => ({
 
 describe("Params", () => {
   it("applies defaults and overrides as a table", () => {
-    const cases: ReadonlyArray<readonly [string, Record<string, unknown>, Domain.ChannelParams, Record<string, unknown>]> = [
-      ["a default fills a missing field", { a: 1 }, { defaults: { temperature: 0.2 }, overrides: {} }, { a: 1, temperature: 0.2 }],
-      ["a default leaves a sent field", { temperature: 1 }, { defaults: { temperature: 0.2 }, overrides: {} }, { temperature: 1 }],
-      ["a default fills a null field", { temperature: null }, { defaults: { temperature: 0.2 }, overrides: {} }, { temperature: 0.2 }],
+    const cases: ReadonlyArray<
+      readonly [string, Record<string, unknown>, Domain.ChannelParams, Record<string, unknown>]
+    > = [
+      ["a default fills a missing field", { a: 1 }, { defaults: { temperature: 0.2 }, overrides: {} }, {
+        a: 1,
+        temperature: 0.2
+      }],
+      ["a default leaves a sent field", { temperature: 1 }, { defaults: { temperature: 0.2 }, overrides: {} }, {
+        temperature: 1
+      }],
+      ["a default fills a null field", { temperature: null }, { defaults: { temperature: 0.2 }, overrides: {} }, {
+        temperature: 0.2
+      }],
       [
         "a default fills inside a sent object",
         { generationConfig: { topK: 3 } },
         { defaults: { generationConfig: { temperature: 0, topK: 40 } }, overrides: {} },
         { generationConfig: { topK: 3, temperature: 0 } }
       ],
-      ["an override replaces", { max_tokens: 5000 }, { defaults: {}, overrides: { max_tokens: 1000 } }, { max_tokens: 1000 }],
+      ["an override replaces", { max_tokens: 5000 }, { defaults: {}, overrides: { max_tokens: 1000 } }, {
+        max_tokens: 1000
+      }],
       ["an override adds", {}, { defaults: {}, overrides: { user: "gateway" } }, { user: "gateway" }],
       ["a null override removes", { user: "alice", a: 1 }, { defaults: {}, overrides: { user: null } }, { a: 1 }],
       [
@@ -44,7 +55,9 @@ describe("Params", () => {
         { defaults: {}, overrides: { reasoning: { effort: "low" } } },
         { reasoning: { effort: "low", summary: "auto" } }
       ],
-      ["arrays are values, not merged", { stop: ["a"] }, { defaults: { stop: ["x", "y"] }, overrides: {} }, { stop: ["a"] }],
+      ["arrays are values, not merged", { stop: ["a"] }, { defaults: { stop: ["x", "y"] }, overrides: {} }, {
+        stop: ["a"]
+      }],
       ["an override beats a default", {}, { defaults: { top_p: 0.5 }, overrides: { top_p: 0.9 } }, { top_p: 0.9 }]
     ]
     for (const [name, body, params, expected] of cases) {
@@ -61,8 +74,14 @@ describe("Params", () => {
       streamOptions: true
     })
     // The switch matters only for OpenAI-format upstreams.
-    assert.deepStrictEqual(Params.editOf(channel({ streamOptions: false })), { params: undefined, streamOptions: false })
-    assert.deepStrictEqual(Params.editOf(channel({ streamOptions: false, type: "azure" })), { params: undefined, streamOptions: false })
+    assert.deepStrictEqual(Params.editOf(channel({ streamOptions: false })), {
+      params: undefined,
+      streamOptions: false
+    })
+    assert.deepStrictEqual(Params.editOf(channel({ streamOptions: false, type: "azure" })), {
+      params: undefined,
+      streamOptions: false
+    })
     assert.isUndefined(Params.editOf(channel({ streamOptions: false, type: "gemini" })))
   })
 
@@ -71,7 +90,10 @@ describe("Params", () => {
     assert.deepStrictEqual(Params.edit(body, { params: undefined, streamOptions: false }), { model: "m", stream: true })
     assert.deepStrictEqual(body.stream_options, { include_usage: true })
     assert.strictEqual(
-      Params.editText(JSON.stringify(body), { params: { defaults: { temperature: 0 }, overrides: {} }, streamOptions: false }),
+      Params.editText(JSON.stringify(body), {
+        params: { defaults: { temperature: 0 }, overrides: {} },
+        streamOptions: false
+      }),
       JSON.stringify({ model: "m", stream: true, temperature: 0 })
     )
   })

@@ -8,7 +8,10 @@ describe("PlainMetrics", () => {
     counter.add(["y", "1"], 5)
     counter.add(["x", "1"], 2)
     counter.add(["x", "2"])
-    assert.deepStrictEqual(counter.series.map((s) => [s.labels.join("|"), s.value]), [["x|1", 3], ["y|1", 5], ["x|2", 1]])
+    assert.deepStrictEqual(counter.series.map((s) => [s.labels.join("|"), s.value]), [["x|1", 3], ["y|1", 5], [
+      "x|2",
+      1
+    ]])
   })
 
   it("has the one series of a metric without labels from the start", () => {

@@ -94,8 +94,22 @@ describe("Pricing", () => {
       [{ cachedInputNanosPerMillion: 75_000_000n }, 1_000_000n, 1000, 0, 1000, 75_000n],
       [{ cachedInputNanosPerMillion: 75_000_000n }, 1_000_000n, 1000, 0, 400, 120_000n],
       [{ cachedInputNanosPerMillion: 75_000_000n }, 1_000_000n, 1000, 0, 5000, 75_000n], // cached beyond prompt counts as the prompt
-      [{ perRequestNanos: 10_000_000n, inputNanosPerMillion: null, outputNanosPerMillion: null }, 1_000_000n, 500, 500, 0, 10_000_000n],
-      [{ perRequestNanos: 10_000_000n, inputNanosPerMillion: null, outputNanosPerMillion: null }, 1_500_000n, 0, 0, 0, 15_000_000n],
+      [
+        { perRequestNanos: 10_000_000n, inputNanosPerMillion: null, outputNanosPerMillion: null },
+        1_000_000n,
+        500,
+        500,
+        0,
+        10_000_000n
+      ],
+      [
+        { perRequestNanos: 10_000_000n, inputNanosPerMillion: null, outputNanosPerMillion: null },
+        1_500_000n,
+        0,
+        0,
+        0,
+        15_000_000n
+      ],
       [{ perRequestNanos: 1n, inputNanosPerMillion: null, outputNanosPerMillion: null }, 500_000n, 0, 0, 0, 1n], // half a nano -> 1
       [{ free: true }, 1_000_000n, 1000, 1000, 0, 0n],
       [{}, 0n, 1000, 1000, 0, 0n] // ratio 0 (the store accepts it) costs nothing
@@ -148,16 +162,26 @@ describe("Pricing", () => {
     const m = model({ inputNanosPerMillion: 1_000_000_000n, outputNanosPerMillion: 2_000_000_000n }) // 1000 / 2000 nanos per token
     const one = worstCase(m, 1_000_000n, { promptTokens: 100, outputTokens: 50 })
     assert.strictEqual(one, 100n * 1000n + 50n * 2000n)
-    assert.strictEqual(worstCase(m, 1_000_000n, { promptTokens: 100, outputTokens: 50, choices: 3 }), 100n * 1000n + 3n * 50n * 2000n)
+    assert.strictEqual(
+      worstCase(m, 1_000_000n, { promptTokens: 100, outputTokens: 50, choices: 3 }),
+      100n * 1000n + 3n * 50n * 2000n
+    )
     // an image by URL: its bytes in the body are few, its tokens many
     assert.strictEqual(bodyTokenBound(200, 2), 200 + MESSAGE_OVERHEAD_TOKENS + 2 * MEDIA_TOKENS)
     // cached input priced above input (some providers charge cache writes more): the prompt is held at the dearer price
-    const dearCache = model({ inputNanosPerMillion: 1_000_000_000n, cachedInputNanosPerMillion: 3_000_000_000n, outputNanosPerMillion: 0n })
+    const dearCache = model({
+      inputNanosPerMillion: 1_000_000_000n,
+      cachedInputNanosPerMillion: 3_000_000_000n,
+      outputNanosPerMillion: 0n
+    })
     assert.strictEqual(worstCase(dearCache, 1_000_000n, { promptTokens: 100, outputTokens: 0 }), 300_000n)
     // per_request once per call, whatever n
     const flat = model({ inputNanosPerMillion: null, outputNanosPerMillion: null, perRequestNanos: 10_000_000n })
     assert.strictEqual(worstCase(flat, 1_500_000n, { promptTokens: 100, outputTokens: 50, choices: 4 }), 15_000_000n)
-    assert.strictEqual(worstCase(model({ free: true }), 1_000_000n, { promptTokens: 100, outputTokens: 50, choices: 4 }), 0n)
+    assert.strictEqual(
+      worstCase(model({ free: true }), 1_000_000n, { promptTokens: 100, outputTokens: 50, choices: 4 }),
+      0n
+    )
   })
 
   it("the worst case bounds every actual cost within its bounds", () => {
@@ -170,8 +194,16 @@ describe("Pricing", () => {
           perRequest: fc.option(fc.bigInt({ min: 0n, max: 1_000_000_000n }), { nil: null })
         }),
         fc.bigInt({ min: 0n, max: 10_000_000n }),
-        fc.record({ prompt: fc.nat({ max: 1_000_000 }), output: fc.nat({ max: 100_000 }), choices: fc.integer({ min: 1, max: 8 }) }),
-        fc.record({ prompt: fc.double({ min: 0, max: 1, noNaN: true }), cached: fc.double({ min: 0, max: 1, noNaN: true }), completion: fc.double({ min: 0, max: 1, noNaN: true }) }),
+        fc.record({
+          prompt: fc.nat({ max: 1_000_000 }),
+          output: fc.nat({ max: 100_000 }),
+          choices: fc.integer({ min: 1, max: 8 })
+        }),
+        fc.record({
+          prompt: fc.double({ min: 0, max: 1, noNaN: true }),
+          cached: fc.double({ min: 0, max: 1, noNaN: true }),
+          completion: fc.double({ min: 0, max: 1, noNaN: true })
+        }),
         (prices, ratio, bounds, share) => {
           const m = model({
             inputNanosPerMillion: prices.input,
@@ -179,7 +211,11 @@ describe("Pricing", () => {
             outputNanosPerMillion: prices.output,
             perRequestNanos: prices.perRequest
           })
-          const hold = worstCase(m, ratio, { promptTokens: bounds.prompt, outputTokens: bounds.output, choices: bounds.choices })
+          const hold = worstCase(m, ratio, {
+            promptTokens: bounds.prompt,
+            outputTokens: bounds.output,
+            choices: bounds.choices
+          })
           // any usage within the bounds: some of the prompt, any part of it cached, up to `output` tokens per choice
           const prompt = Math.floor(bounds.prompt * share.prompt)
           const actual = cost(m, ratio, {
@@ -205,14 +241,19 @@ describe("Pricing", () => {
     Effect.gen(function*() {
       // $1 per output token, 16384 output tokens: $16,384 per answer
       const dear = model({ outputNanosPerMillion: 1_000_000n * 1_000_000_000n })
-      assert.strictEqual(yield* holdFor(dear, 1_000_000n, { promptTokens: 0, outputTokens: 16_384 }), 16_384n * 1_000_000_000n)
+      assert.strictEqual(
+        yield* holdFor(dear, 1_000_000n, { promptTokens: 0, outputTokens: 16_384 }),
+        16_384n * 1_000_000_000n
+      )
       // exactly the largest amount is still held
       const exact = model({ inputNanosPerMillion: null, outputNanosPerMillion: null, perRequestNanos: MAX_NANOS })
       assert.strictEqual(yield* holdFor(exact, 1_000_000n, { promptTokens: 0, outputTokens: 0 }), MAX_NANOS)
       const over = yield* Effect.exit(holdFor(exact, 1_000_001n, { promptTokens: 0, outputTokens: 0 }))
       assert.isTrue(Exit.isFailure(over))
       // a client asking for a million answers
-      const many = yield* Effect.flip(holdFor(dear, 1_000_000n, { promptTokens: 10, outputTokens: 16_384, choices: 1_000_000 }))
+      const many = yield* Effect.flip(
+        holdFor(dear, 1_000_000n, { promptTokens: 10, outputTokens: 16_384, choices: 1_000_000 })
+      )
       assert.strictEqual(many._tag, "InsufficientBalance")
       assert.include(many.message, "16384000000.0000015 USD") // 1e6 answers x $16,384, plus ten prompt tokens at $0.15 per million
       assert.include(many.message, "1000000000.00 USD")
@@ -233,7 +274,10 @@ describe("Pricing", () => {
     // Without a cache_write price the writes cost what input costs: 30 + 300 + 60 + 75.
     assert.strictEqual(cost(model({ ...sonnet, cacheWriteNanosPerMillion: null }), 1_000_000n, usage), 465_000n)
     // Reads and writes never count more tokens than the prompt has.
-    assert.strictEqual(cost(sonnet, 1_000_000n, { promptTokens: 10, cachedTokens: 8, cacheWriteTokens: 8, completionTokens: 0 }), 9_900n)
+    assert.strictEqual(
+      cost(sonnet, 1_000_000n, { promptTokens: 10, cachedTokens: 8, cacheWriteTokens: 8, completionTokens: 0 }),
+      9_900n
+    )
     // The hold prices the prompt bound at the cache-write price when it is the dearest.
     assert.strictEqual(worstCase(sonnet, 1_000_000n, { promptTokens: 1000, outputTokens: 0 }), 3_750_000n)
   })
@@ -243,8 +287,14 @@ describe("Pricing", () => {
     // An upstream's -1,000,000 prompt and -5,000,000 completion tokens would have credited $3.15.
     assert.strictEqual(cost(m, 1_000_000n, { promptTokens: -1_000_000, completionTokens: -5_000_000 }), 0n)
     // BigInt(1.5) threw a RangeError: a fraction is priced as the next whole count.
-    assert.strictEqual(cost(m, 1_000_000n, { promptTokens: 1.5, completionTokens: 2.5 }), cost(m, 1_000_000n, { promptTokens: 2, completionTokens: 3 }))
-    assert.strictEqual(cost(m, 1_000_000n, { promptTokens: Number.NaN, completionTokens: Number.POSITIVE_INFINITY }), 0n)
+    assert.strictEqual(
+      cost(m, 1_000_000n, { promptTokens: 1.5, completionTokens: 2.5 }),
+      cost(m, 1_000_000n, { promptTokens: 2, completionTokens: 3 })
+    )
+    assert.strictEqual(
+      cost(m, 1_000_000n, { promptTokens: Number.NaN, completionTokens: Number.POSITIVE_INFINITY }),
+      0n
+    )
     assert.strictEqual(
       cost(m, 1_000_000n, { promptTokens: 10, completionTokens: 0, cachedTokens: -10 }),
       cost(m, 1_000_000n, { promptTokens: 10, completionTokens: 0 }),
@@ -261,7 +311,12 @@ describe("Pricing", () => {
       fc.option(fc.double(), { nil: undefined }),
       fc.option(fc.double(), { nil: undefined }),
       (prompt, completion, cached, written) => {
-        const charged = cost(m, 1_000_000n, { promptTokens: prompt, completionTokens: completion, cachedTokens: cached, cacheWriteTokens: written })
+        const charged = cost(m, 1_000_000n, {
+          promptTokens: prompt,
+          completionTokens: completion,
+          cachedTokens: cached,
+          cacheWriteTokens: written
+        })
         return charged >= 0n
       }
     ))

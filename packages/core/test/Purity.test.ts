@@ -30,10 +30,13 @@ const files = (dir: string): Array<string> => {
   } catch {
     return []
   }
-  return entries.flatMap((entry) => entry.isDirectory() ? files(join(dir, entry.name)) : entry.name.endsWith(".ts") ? [join(dir, entry.name)] : [])
+  return entries.flatMap((entry) =>
+    entry.isDirectory() ? files(join(dir, entry.name)) : entry.name.endsWith(".ts") ? [join(dir, entry.name)] : []
+  )
 }
 
-const specifiers = (source: string) => Array.from(source.matchAll(/(?:from|import)\s*\(?\s*["']([^"']+)["']/g), (match) => match[1]!)
+const specifiers = (source: string) =>
+  Array.from(source.matchAll(/(?:from|import)\s*\(?\s*["']([^"']+)["']/g), (match) => match[1]!)
 
 describe("purity", () => {
   for (const pkg of pureSources) {
@@ -62,7 +65,9 @@ describe("purity", () => {
       for (const file of files(src)) {
         if (pkg.endsWith("-adapter") && file.startsWith(join(src, "testing"))) continue
         for (const specifier of specifiers(readFileSync(file, "utf8"))) {
-          if (specifier === "fast-check" || specifier.startsWith("fast-check/")) offenders.push(`${file}: imports ${specifier}`)
+          if (specifier === "fast-check" || specifier.startsWith("fast-check/")) {
+            offenders.push(`${file}: imports ${specifier}`)
+          }
         }
       }
     }

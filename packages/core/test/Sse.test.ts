@@ -48,7 +48,11 @@ describe("Sse.Parser", () => {
   })
 
   it("ends lines at \\n, \\r\\n and \\r, also when \\r and \\n arrive in different pushes", () => {
-    assert.deepStrictEqual(Sse.parse("data: a\r\n\r\ndata: b\r\rdata: c\n\n"), [message("a"), message("b"), message("c")])
+    assert.deepStrictEqual(Sse.parse("data: a\r\n\r\ndata: b\r\rdata: c\n\n"), [
+      message("a"),
+      message("b"),
+      message("c")
+    ])
     assert.deepStrictEqual(Sse.parse(["data: a\r", "\ndata: b\r", "\n\r", "\n"]), [message("a\nb")])
     assert.deepStrictEqual(Sse.parse(["data: a\r", "\r", "\ndata: b\r", "\r"]), [message("a"), message("b")])
   })
@@ -67,14 +71,21 @@ describe("Sse.Parser", () => {
 
   it("end() dispatches an event left without its blank line, and its last line without a line end", () => {
     assert.deepStrictEqual(Sse.parse(["data: a\n\ndata: [DONE]"]), [message("a"), message("[DONE]")])
-    assert.deepStrictEqual(Sse.parse(["event: message_stop\ndata: {}\n"]), [{ event: "message_stop", data: "{}", id: "" }])
+    assert.deepStrictEqual(Sse.parse(["event: message_stop\ndata: {}\n"]), [{
+      event: "message_stop",
+      data: "{}",
+      id: ""
+    }])
     assert.deepStrictEqual(Sse.parse(["data: a\n\n: bye"]), [message("a")])
     assert.deepStrictEqual(new Sse.Parser().end(), [])
   })
 
   it.effect("decode parses a Stream of text pieces and ends the parser with the stream", () =>
     Effect.gen(function*() {
-      const events = yield* Stream.make("data: 1\r", "\ndata: 2\r\n", "\r\n", "event: last\ndata: 3").pipe(Sse.decode, Stream.runCollect)
+      const events = yield* Stream.make("data: 1\r", "\ndata: 2\r\n", "\r\n", "event: last\ndata: 3").pipe(
+        Sse.decode,
+        Stream.runCollect
+      )
       assert.deepStrictEqual(events, [message("1\n2"), { event: "last", data: "3", id: "" }])
     }))
 })
@@ -104,7 +115,12 @@ const written: fc.Arbitrary<Written> = fc.record({
 const EOLS = ["\n", "\r\n", "\r"]
 
 /** Writes events as SSE text; `choices` pick each line's end, comments, unknown fields and the form of `data:`. */
-const write = (events: ReadonlyArray<Written>, choices: ReadonlyArray<number>, bom: boolean, closed: boolean): string => {
+const write = (
+  events: ReadonlyArray<Written>,
+  choices: ReadonlyArray<number>,
+  bom: boolean,
+  closed: boolean
+): string => {
   let c = 0
   const pick = () => choices[c++ % choices.length]!
   let text = bom ? "\uFEFF" : ""
@@ -128,7 +144,11 @@ const expected = (events: ReadonlyArray<Written>): Array<Sse.Event> => {
   let id = ""
   return events.map((event) => {
     if (event.id !== undefined) id = event.id
-    return { event: event.event === undefined || event.event.length === 0 ? "message" : event.event, data: event.data.join("\n"), id }
+    return {
+      event: event.event === undefined || event.event.length === 0 ? "message" : event.event,
+      data: event.data.join("\n"),
+      id
+    }
   })
 }
 

@@ -15,7 +15,10 @@ const decoder = new TextDecoder()
 /** Events with `data:` lines of text (multi-byte characters included), each line ended by `end`. */
 const streamArb = fc.array(
   fc.record({
-    lines: fc.array(fc.string({ unit: fc.constantFrom("a", "b", " ", "{", "\"", ":", "é", "漢", "😀") , maxLength: 12 }), { minLength: 1, maxLength: 3 }),
+    lines: fc.array(
+      fc.string({ unit: fc.constantFrom("a", "b", " ", "{", "\"", ":", "é", "漢", "😀"), maxLength: 12 }),
+      { minLength: 1, maxLength: 3 }
+    ),
     end: fc.constantFrom("\n", "\r\n", "\r")
   }),
   { minLength: 1, maxLength: 8 }

@@ -7,7 +7,11 @@ import { assemble, assembleStream, toEvents } from "../src/StreamAssembly.ts"
 const textArb = fc.string({ maxLength: 20 })
 const partArb = fc.oneof(
   textArb.filter((t) => t.length > 0).map((text) => ({ type: "text" as const, text })),
-  fc.record({ id: fc.string({ minLength: 1, maxLength: 8 }), name: fc.string({ minLength: 1, maxLength: 8 }), arguments: fc.json() })
+  fc.record({
+    id: fc.string({ minLength: 1, maxLength: 8 }),
+    name: fc.string({ minLength: 1, maxLength: 8 }),
+    arguments: fc.json()
+  })
     .map((c) => ({ type: "tool_call" as const, ...c }))
 )
 
@@ -21,8 +25,9 @@ const responseArb: fc.Arbitrary<ChatResponse> = fc.record({
       index,
       content: parts.reduce<Array<(typeof parts)[number]>>((acc, part) => {
         const last = acc[acc.length - 1]
-        if (last?.type === "text" && part.type === "text") acc[acc.length - 1] = { type: "text", text: last.text + part.text }
-        else acc.push(part)
+        if (last?.type === "text" && part.type === "text") {
+          acc[acc.length - 1] = { type: "text", text: last.text + part.text }
+        } else acc.push(part)
         return acc
       }, []),
       finishReason: "stop" as const
@@ -61,24 +66,31 @@ describe("StreamAssembly", () => {
   })
 
   it("assembleStream over an Effect Stream, however its chunks are grouped, equals assemble", async () => {
-    await fc.assert(fc.asyncProperty(responseArb, fc.array(fc.nat(), { minLength: 1 }), async (response, cuts) => {
-      const events = rechunk(toEvents(response), cuts)
-      // Group the events into chunk arrays at the same cut points.
-      const groups: Array<Array<StreamEvent>> = []
-      for (let i = 0, c = 0; i < events.length; c++) {
-        const size = 1 + (cuts[c % cuts.length]! % 4)
-        groups.push(events.slice(i, i + size))
-        i += size
-      }
-      const assembled = await Effect.runPromise(assembleStream(Stream.fromArrays(...groups)))
-      assert.deepStrictEqual(assembled, assemble(toEvents(response)))
-    }), { numRuns: 100 })
+    await fc.assert(
+      fc.asyncProperty(responseArb, fc.array(fc.nat(), { minLength: 1 }), async (response, cuts) => {
+        const events = rechunk(toEvents(response), cuts)
+        // Group the events into chunk arrays at the same cut points.
+        const groups: Array<Array<StreamEvent>> = []
+        for (let i = 0, c = 0; i < events.length; c++) {
+          const size = 1 + (cuts[c % cuts.length]! % 4)
+          groups.push(events.slice(i, i + size))
+          i += size
+        }
+        const assembled = await Effect.runPromise(assembleStream(Stream.fromArrays(...groups)))
+        assert.deepStrictEqual(assembled, assemble(toEvents(response)))
+      }),
+      { numRuns: 100 }
+    )
   })
 
   it.effect("assembleStream fails with the stream's failure", () =>
     Effect.gen(function*() {
       const cut = Stream.concat(
-        Stream.make<Array<StreamEvent>>({ type: "start", id: "r", model: "m", created: 1 }, { type: "text", index: 0, text: "Hel" }),
+        Stream.make<Array<StreamEvent>>({ type: "start", id: "r", model: "m", created: 1 }, {
+          type: "text",
+          index: 0,
+          text: "Hel"
+        }),
         Stream.fail("upstream broke off" as const)
       )
       assert.strictEqual(yield* Effect.flip(assembleStream(cut)), "upstream broke off")
@@ -94,7 +106,10 @@ describe("StreamAssembly", () => {
     assert.isUndefined(rejected.usage)
     assert.strictEqual(rejected.usageRejected, "completion_tokens: -5")
     assert.deepStrictEqual(toEvents(rejected).at(-1), { type: "usage_rejected", reason: "completion_tokens: -5" })
-    const later = assemble([{ type: "usage_rejected", reason: "x: 1.5" }, { type: "usage", usage: { promptTokens: 3, completionTokens: 1, totalTokens: 4 } }])
+    const later = assemble([{ type: "usage_rejected", reason: "x: 1.5" }, {
+      type: "usage",
+      usage: { promptTokens: 3, completionTokens: 1, totalTokens: 4 }
+    }])
     assert.isUndefined(later.usageRejected)
     assert.strictEqual(later.usage?.completionTokens, 1)
   })
@@ -106,6 +121,10 @@ describe("StreamAssembly", () => {
       { type: "text", index: 0, text: "lo" }
     ]
     const response = assemble(events)
-    assert.deepStrictEqual(response.choices, [{ index: 0, content: [{ type: "text", text: "Hello" }], finishReason: null }])
+    assert.deepStrictEqual(response.choices, [{
+      index: 0,
+      content: [{ type: "text", text: "Hello" }],
+      finishReason: null
+    }])
   })
 })

@@ -32,14 +32,20 @@ describe("UpstreamErrors", () => {
           "This is a gateway configuration problem, not a problem with your request: an administrator must check the channel's API key."
       })
     )
-    assert.include(UpstreamErrors.credentialsRefused(402, "account (billing)", "the channel's account").message, "gateway's account (billing)")
+    assert.include(
+      UpstreamErrors.credentialsRefused(402, "account (billing)", "the channel's account").message,
+      "gateway's account (billing)"
+    )
     assert.deepStrictEqual(
       UpstreamErrors.timedOut(504),
       new UpstreamTimeout({ message: "The upstream timed out handling the request (HTTP 504). Retry later." })
     )
     assert.deepStrictEqual(
       UpstreamErrors.rateLimited(1.2),
-      new UpstreamRateLimited({ message: "The upstream is rate-limiting the gateway for this model. Retry after 2 seconds.", retryAfterSeconds: 1.2 })
+      new UpstreamRateLimited({
+        message: "The upstream is rate-limiting the gateway for this model. Retry after 2 seconds.",
+        retryAfterSeconds: 1.2
+      })
     )
     assert.deepStrictEqual(
       UpstreamErrors.rateLimited(undefined),
@@ -53,7 +59,10 @@ describe("UpstreamErrors", () => {
       UpstreamErrors.rejected(404, { message: undefined, code: undefined }),
       new UpstreamRejected({ status: 404, message: "The upstream refused the request (HTTP 404)." })
     )
-    assert.deepStrictEqual(UpstreamErrors.failed(503), new UpstreamUnavailable({ status: 503, message: "The upstream failed (HTTP 503). Retry later." }))
+    assert.deepStrictEqual(
+      UpstreamErrors.failed(503),
+      new UpstreamUnavailable({ status: 503, message: "The upstream failed (HTTP 503). Retry later." })
+    )
     assert.deepStrictEqual(
       UpstreamErrors.failed(302),
       new UpstreamUnavailable({ status: 302, message: "The upstream answered with an unexpected HTTP status 302." })

@@ -19,17 +19,28 @@
  * @since 0.1.0
  */
 import { FakeUpstream } from "@modelgate/fake-upstream"
-import * as Gateway from "./Gateway.ts"
+import type { ConfigFile } from "@modelgate/node-http/ConfigFile"
 import * as Database from "@modelgate/store/Database"
 import { Console, Context, Duration, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { accessSync, chmodSync, closeSync, constants, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import {
+  accessSync,
+  chmodSync,
+  closeSync,
+  constants,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync
+} from "node:fs"
 import { createServer, Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { ConfigFile } from "@modelgate/node-http/ConfigFile"
+import * as Gateway from "./Gateway.ts"
 
 /** Why the demo could not run (a missing tool, a service down, a node that did not start, a failed check). @category errors */
 export class DemoError extends Schema.TaggedError<DemoError>()("DemoError", { message: Schema.String }) {}
@@ -100,8 +111,20 @@ export const nodeConfig = (shared: {
   redis_failure: "local",
   log_level: "warning",
   channels: [
-    { name: "fake-openai", type: "openai", base_url: `${shared.upstream}/v1`, api_key: "sk-fake-upstream", models: ["gpt-4o-mini"] },
-    { name: "fake-gemini", type: "gemini", base_url: shared.upstream, api_key: "fake-gemini-key", models: ["gemini-2.5-flash"] }
+    {
+      name: "fake-openai",
+      type: "openai",
+      base_url: `${shared.upstream}/v1`,
+      api_key: "sk-fake-upstream",
+      models: ["gpt-4o-mini"]
+    },
+    {
+      name: "fake-gemini",
+      type: "gemini",
+      base_url: shared.upstream,
+      api_key: "fake-gemini-key",
+      models: ["gemini-2.5-flash"]
+    }
   ],
   models: { "gpt-4o-mini": { input: 0.15, output: 0.6 }, "gemini-2.5-flash": { input: 0.3, output: 2.5 } },
   users: [
@@ -174,7 +197,8 @@ export const checkNginx = (path: string): Effect.Effect<void, DemoError> =>
     try: () => accessSync(path, constants.X_OK),
     catch: () =>
       new DemoError({
-        message: `nginx was not found at ${path}. Install it (apt-get install nginx-light) or point MODELGATE_NGINX at the executable.`
+        message:
+          `nginx was not found at ${path}. Install it (apt-get install nginx-light) or point MODELGATE_NGINX at the executable.`
       })
   })
 
@@ -186,7 +210,10 @@ export const checkPostgres = (url: string): Effect.Effect<void, DemoError> =>
   })).pipe(
     Effect.mapError((cause) =>
       new DemoError({
-        message: `PostgreSQL is not reachable at ${redact(url)} (${cause.message}). Start it (for example: service postgresql start) ` +
+        message:
+          `PostgreSQL is not reachable at ${
+            redact(url)
+          } (${cause.message}). Start it (for example: service postgresql start) ` +
           "or set MODELGATE_DEMO_POSTGRES to a URL whose user may create databases."
       })
     )
@@ -198,7 +225,9 @@ export const checkRedis = (url: string): Effect.Effect<void, DemoError> =>
     const fail = (why: string) =>
       resume(Effect.fail(
         new DemoError({
-          message: `Redis is not reachable at ${redact(url)} (${why}). Start it (for example: service redis-server start) or set MODELGATE_DEMO_REDIS.`
+          message: `Redis is not reachable at ${
+            redact(url)
+          } (${why}). Start it (for example: service redis-server start) or set MODELGATE_DEMO_REDIS.`
         })
       ))
     let parsed: URL
@@ -266,10 +295,14 @@ const freshDatabase = (adminUrl: string) =>
     const url = new URL(adminUrl)
     url.pathname = `/${name}`
     return url.toString()
-  }).pipe(Effect.mapError((cause) => new DemoError({ message: `Could not create the demo database: ${cause.message}` })))
+  }).pipe(
+    Effect.mapError((cause) => new DemoError({ message: `Could not create the demo database: ${cause.message}` }))
+  )
 
 const exited = (child: ChildProcess): Promise<void> =>
-  new Promise((resolve) => child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve()))
+  new Promise((resolve) =>
+    child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve())
+  )
 
 /** Stops a child with `signal`, then SIGKILL after 10 s. */
 const stop = (child: ChildProcess, signal: NodeJS.Signals) =>
@@ -282,7 +315,13 @@ const stop = (child: ChildProcess, signal: NodeJS.Signals) =>
   })
 
 /** A child process for the scope, its output appended to `logFile`; stopped with `signal` when the scope ends. */
-const child = (command: string, args: ReadonlyArray<string>, logFile: string, signal: NodeJS.Signals, env: Record<string, string> = {}) =>
+const child = (
+  command: string,
+  args: ReadonlyArray<string>,
+  logFile: string,
+  signal: NodeJS.Signals,
+  env: Record<string, string> = {}
+) =>
   Effect.acquireRelease(
     Effect.sync(() => {
       const fd = openSync(logFile, "a")
@@ -304,13 +343,19 @@ const waitReady = (what: string, url: string, process_: ChildProcess, logFile: s
   Effect.gen(function*() {
     for (let i = 0; i < 300; i++) {
       if (process_.exitCode !== null) {
-        return yield* new DemoError({ message: `${what} exited with code ${process_.exitCode} before it was ready. Its last output:\n    ${tail(logFile)}` })
+        return yield* new DemoError({
+          message: `${what} exited with code ${process_.exitCode} before it was ready. Its last output:\n    ${
+            tail(logFile)
+          }`
+        })
       }
       const ok = yield* Effect.promise(() => fetch(url).then((r) => r.ok, () => false))
       if (ok) return
       yield* Effect.sleep(Duration.millis(100))
     }
-    return yield* new DemoError({ message: `${what} was not ready within 30 s. Its last output:\n    ${tail(logFile)}` })
+    return yield* new DemoError({
+      message: `${what} was not ready within 30 s. Its last output:\n    ${tail(logFile)}`
+    })
   })
 
 // ---------------------------------------------------------------------------
@@ -322,7 +367,11 @@ const chat = (url: string, key: string) =>
     const response = await fetch(`${url}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: "gpt-4o-mini", max_tokens: 16, messages: [{ role: "user", content: "Hello from the cluster demo" }] })
+      body: JSON.stringify({
+        model: "gpt-4o-mini",
+        max_tokens: 16,
+        messages: [{ role: "user", content: "Hello from the cluster demo" }]
+      })
     })
     await response.arrayBuffer()
     return { status: response.status, servedBy: response.headers.get("x-served-by") ?? "?" }
@@ -345,7 +394,9 @@ export const smokeTest = (proxy: string, nodes: ReadonlyArray<{ readonly name: s
       checks.push({
         name: `chat completion served by ${node.name}`,
         ok: served.has(address),
-        detail: served.has(address) ? `${served.get(address)} of ${2 * nodes.length} calls, through nginx` : "no call reached it through nginx"
+        detail: served.has(address)
+          ? `${served.get(address)} of ${2 * nodes.length} calls, through nginx`
+          : "no call reached it through nginx"
       })
     }
 
@@ -355,12 +406,14 @@ export const smokeTest = (proxy: string, nodes: ReadonlyArray<{ readonly name: s
     for (let i = 0; i < attempts; i++) limited.push(yield* chat(proxy, KEYS.limited))
     const admitted = limited.filter((a) => a.status === 200)
     const refused = limited.filter((a) => a.status === 429)
-    const byNode = nodes.map((n) => `${n.name}: ${admitted.filter((a) => nodeName(a.servedBy) === n.name).length}`).join(", ")
+    const byNode = nodes.map((n) => `${n.name}: ${admitted.filter((a) => nodeName(a.servedBy) === n.name).length}`)
+      .join(", ")
     checks.push({
       name: `shared rate limit (key 'limited', ${LIMITED_RPM} requests per minute)`,
       ok: admitted.length === LIMITED_RPM && refused.length === attempts - LIMITED_RPM &&
         new Set(limited.map((a) => a.servedBy)).size === nodes.length,
-      detail: `${admitted.length} of ${attempts} calls admitted (${byNode}), ${refused.length} refused with 429 by whichever node got them`
+      detail:
+        `${admitted.length} of ${attempts} calls admitted (${byNode}), ${refused.length} refused with 429 by whichever node got them`
     })
 
     // 3. A revocation seen by both nodes: the admin disables the key from a console session (an API key only reads).
@@ -377,7 +430,10 @@ export const smokeTest = (proxy: string, nodes: ReadonlyArray<{ readonly name: s
       }
       const owner = users.data.find((u) => u.name === "demo")
       const response = await fetch(`${proxy}/api/admin/users/${owner?.id ?? "none"}/keys`, { headers: session })
-      return { session, ...((await response.json()) as { readonly data: ReadonlyArray<{ readonly id: string; readonly name: string }> }) }
+      return {
+        session,
+        ...((await response.json()) as { readonly data: ReadonlyArray<{ readonly id: string; readonly name: string }> })
+      }
     })
     const doomed = keys.data?.find((k) => k.name === "doomed")
     if (doomed === undefined) {
@@ -406,10 +462,13 @@ export const smokeTest = (proxy: string, nodes: ReadonlyArray<{ readonly name: s
     const viaProxy = yield* chat(proxy, KEYS.doomed)
     checks.push({
       name: "revocation seen by every node",
-      ok: before.every((b) => b.status === 200) && deleted.status === 200 && refusedAfter.every((ms) => ms !== undefined && ms < 1_000) &&
+      ok: before.every((b) => b.status === 200) && deleted.status === 200 && refusedAfter.every((ms) =>
+        ms !== undefined && ms < 1_000
+      ) &&
         viaProxy.status === 401,
       detail: `key 'doomed' disabled by the admin through ${nodeName(deleted.servedBy)}; refused by ` +
-        nodes.map((n, i) => `${n.name} after ${refusedAfter[i] === undefined ? "more than 5000" : refusedAfter[i]} ms`).join(" and ") +
+        nodes.map((n, i) => `${n.name} after ${refusedAfter[i] === undefined ? "more than 5000" : refusedAfter[i]} ms`)
+          .join(" and ") +
         ` (and through nginx: ${viaProxy.status})`
     })
     return checks
@@ -451,7 +510,9 @@ export const run = (options: Options) =>
         const config = join(dir, `node${i + 1}.json`)
         const log = join(dir, `node${i + 1}.log`)
         writeFileSync(config, JSON.stringify(nodeConfig(shared, { port, id: `demo-node-${i + 1}` }), null, 2))
-        const process_ = yield* child(process.execPath, [bin, "serve", "--config", config], log, "SIGTERM", { MODELGATE_SECRET: secret })
+        const process_ = yield* child(process.execPath, [bin, "serve", "--config", config], log, "SIGTERM", {
+          MODELGATE_SECRET: secret
+        })
         const url = `http://127.0.0.1:${port}`
         yield* waitReady(name, `${url}/readyz`, process_, log)
         return { name, url, config, log }
@@ -460,7 +521,12 @@ export const run = (options: Options) =>
     const nginxConf = join(dir, "nginx.conf")
     writeFileSync(nginxConf, nginxConfig(dir, proxyPort, ports))
     const nginxLog = join(dir, "nginx-error.log")
-    const nginx = yield* child(options.nginx, ["-p", dir, "-c", nginxConf, "-e", nginxLog], join(dir, "nginx.out"), "SIGQUIT")
+    const nginx = yield* child(
+      options.nginx,
+      ["-p", dir, "-c", nginxConf, "-e", nginxLog],
+      join(dir, "nginx.out"),
+      "SIGQUIT"
+    )
     const proxy = `http://127.0.0.1:${proxyPort}`
     yield* waitReady("nginx", `${proxy}/healthz`, nginx, nginxLog)
 
@@ -476,7 +542,9 @@ export const run = (options: Options) =>
     const checks = yield* smokeTest(proxy, nodes)
     for (const check of checks) yield* Console.log(`  ${check.ok ? "✓" : "✗"} ${check.name}: ${check.detail}`)
     const failed = checks.filter((c) => !c.ok).length
-    yield* Console.log(failed === 0 ? `\nAll ${checks.length} checks passed.` : `\n${failed} of ${checks.length} checks failed.`)
+    yield* Console.log(
+      failed === 0 ? `\nAll ${checks.length} checks passed.` : `\n${failed} of ${checks.length} checks failed.`
+    )
 
     if (options.keep) {
       yield* Console.log([
@@ -499,4 +567,3 @@ export const main = (options: Options) =>
     Effect.tap(() => Console.log("Done: everything the demo started is stopped and removed.")),
     Effect.onInterrupt(() => Console.log("\nInterrupted: everything the demo started is stopped and removed."))
   )
-

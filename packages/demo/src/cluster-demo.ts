@@ -21,7 +21,9 @@ const env = process.env
 const unknown = process.argv.slice(2).filter((arg) => arg !== "--keep")
 
 const program = unknown.length > 0
-  ? Console.error(`cluster-demo: unknown argument ${unknown.map((a) => `'${a}'`).join(", ")}; the only option is --keep.`).pipe(
+  ? Console.error(
+    `cluster-demo: unknown argument ${unknown.map((a) => `'${a}'`).join(", ")}; the only option is --keep.`
+  ).pipe(
     Effect.andThen(Effect.sync(() => process.exitCode = 1))
   )
   : ClusterDemo.main({
@@ -31,10 +33,14 @@ const program = unknown.length > 0
     keep: process.argv.includes("--keep")
   }).pipe(
     Effect.asVoid,
-    Effect.catchTag("DemoError", (error) =>
-      Console.error(`\ncluster-demo: ${error.message}`).pipe(Effect.andThen(Effect.sync(() => process.exitCode = 1))))
+    Effect.catchTag(
+      "DemoError",
+      (error) =>
+        Console.error(`\ncluster-demo: ${error.message}`).pipe(Effect.andThen(Effect.sync(() => process.exitCode = 1)))
+    )
   )
 
 NodeRuntime.runMain(program, {
-  teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? (process.exitCode === 1 ? 1 : 0) : 1)
+  teardown: (exit, onExit) =>
+    onExit(Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? (process.exitCode === 1 ? 1 : 0) : 1)
 })

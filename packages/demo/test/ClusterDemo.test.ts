@@ -17,7 +17,15 @@ describe("ClusterDemo", () => {
     assert.include(config, "daemon off;")
     assert.include(config, "pid /tmp/demo-x/nginx.pid;")
     assert.include(config, "error_log /tmp/demo-x/nginx-error.log warn;")
-    for (const path of ["client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path", "scgi_temp_path"]) {
+    for (
+      const path of [
+        "client_body_temp_path",
+        "proxy_temp_path",
+        "fastcgi_temp_path",
+        "uwsgi_temp_path",
+        "scgi_temp_path"
+      ]
+    ) {
       assert.match(config, new RegExp(`${path} /tmp/demo-x/`))
     }
     assert.include(config, "server 127.0.0.1:4001")
@@ -31,7 +39,11 @@ describe("ClusterDemo", () => {
     const shared = { database: "postgres://db/x", redis: "redis://r:6379", redisKeyPrefix: "p:", upstream: "http://up" }
     const one = ClusterDemo.nodeConfig(shared, { port: 1, id: "a" })
     const two = ClusterDemo.nodeConfig(shared, { port: 2, id: "b" })
-    assert.deepStrictEqual([one.database, one.redis, one.redis_key_prefix], [two.database, two.redis, two.redis_key_prefix])
+    assert.deepStrictEqual([one.database, one.redis, one.redis_key_prefix], [
+      two.database,
+      two.redis,
+      two.redis_key_prefix
+    ])
     assert.deepStrictEqual([one.listen, one.node_id, two.listen, two.node_id], ["127.0.0.1:1", "a", "127.0.0.1:2", "b"])
   })
 
@@ -54,18 +66,28 @@ const postgres = process.env["MODELGATE_TEST_POSTGRES"]
 const redis = process.env["MODELGATE_TEST_REDIS"]
 const ready = postgres !== undefined && redis !== undefined && existsSync(ClusterDemo.defaults.nginx)
 
-describe.skipIf(!ready)("the cluster demo end to end (needs MODELGATE_TEST_POSTGRES, MODELGATE_TEST_REDIS and nginx)", () => {
-  it.live("runs the smoke test through nginx and leaves nothing behind", () =>
-    Effect.gen(function*() {
-      const before = new Set(readdirSync(tmpdir()).filter((name) => name.startsWith("modelgate-cluster-demo-")))
-      const checks = yield* ClusterDemo.run({ postgres: postgres!, redis: redis!, nginx: ClusterDemo.defaults.nginx, keep: false })
-      assert.deepStrictEqual(checks.map((check) => [check.name, check.ok]), [
-        ["chat completion served by node 1", true],
-        ["chat completion served by node 2", true],
-        [`shared rate limit (key 'limited', ${ClusterDemo.LIMITED_RPM} requests per minute)`, true],
-        ["revocation seen by every node", true]
-      ])
-      const after = readdirSync(tmpdir()).filter((name) => name.startsWith("modelgate-cluster-demo-") && !before.has(name))
-      assert.deepStrictEqual(after, [], "the demo's directory is removed")
-    }), 120_000)
-})
+describe.skipIf(!ready)(
+  "the cluster demo end to end (needs MODELGATE_TEST_POSTGRES, MODELGATE_TEST_REDIS and nginx)",
+  () => {
+    it.live("runs the smoke test through nginx and leaves nothing behind", () =>
+      Effect.gen(function*() {
+        const before = new Set(readdirSync(tmpdir()).filter((name) => name.startsWith("modelgate-cluster-demo-")))
+        const checks = yield* ClusterDemo.run({
+          postgres: postgres!,
+          redis: redis!,
+          nginx: ClusterDemo.defaults.nginx,
+          keep: false
+        })
+        assert.deepStrictEqual(checks.map((check) => [check.name, check.ok]), [
+          ["chat completion served by node 1", true],
+          ["chat completion served by node 2", true],
+          [`shared rate limit (key 'limited', ${ClusterDemo.LIMITED_RPM} requests per minute)`, true],
+          ["revocation seen by every node", true]
+        ])
+        const after = readdirSync(tmpdir()).filter((name) =>
+          name.startsWith("modelgate-cluster-demo-") && !before.has(name)
+        )
+        assert.deepStrictEqual(after, [], "the demo's directory is removed")
+      }), 120_000)
+  }
+)

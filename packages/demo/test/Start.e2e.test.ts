@@ -14,7 +14,9 @@ const start = join(import.meta.dirname, "..", "src", "start.ts")
 
 const launch = (cwd: string, port: number) => {
   const env: Record<string, string | undefined> = { ...process.env, MODELGATE_LISTEN: `127.0.0.1:${port}` }
-  for (const variable of ["MODELGATE_CONFIG", "MODELGATE_DATABASE", "MODELGATE_REDIS", "MODELGATE_DEMO_UPSTREAM"]) delete env[variable]
+  for (const variable of ["MODELGATE_CONFIG", "MODELGATE_DATABASE", "MODELGATE_REDIS", "MODELGATE_DEMO_UPSTREAM"]) {
+    delete env[variable]
+  }
   const child: ChildProcess = spawn(process.execPath, [start], { cwd, env, stdio: ["ignore", "pipe", "pipe"] })
   let output = ""
   child.stdout!.on("data", (d) => output += d)
@@ -31,46 +33,50 @@ const launch = (cwd: string, port: number) => {
 }
 
 describe("pnpm start", () => {
-  it("serves the demo with its fake upstream, on its own database, printing an address, a key and a curl line that works", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "modelgate-start-"))
-    const port = await freePort()
-    try {
-      const demo = launch(dir, port)
+  it(
+    "serves the demo with its fake upstream, on its own database, printing an address, a key and a curl line that works",
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "modelgate-start-"))
+      const port = await freePort()
       try {
-        const output = await demo.ready()
-        assert.include(output, `modelgate listening on http://127.0.0.1:${port}`)
-        assert.match(output, /API key: +sk-demo-modelgate-0+/)
-        const at = output.indexOf("curl ")
-        assert.isAbove(at, -1, output)
-        // The two printed lines, joined as a shell joins a backslash-continued line.
-        const curl = output.slice(at).split("\n").slice(0, 2).join("\n")
-        const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-          const child = spawn("sh", ["-c", curl], { stdio: ["ignore", "pipe", "ignore"] })
-          let stdout = ""
-          child.stdout!.on("data", (d) => stdout += d)
-          child.on("exit", (code) => resolve({ code, stdout }))
-        })
-        assert.strictEqual(result.code, 0)
-        const completion = JSON.parse(result.stdout) as { choices: Array<{ message: { content: string } }> }
-        assert.match(completion.choices[0]!.message.content, /fake-upstream/)
-        assert.isTrue(existsSync(join(dir, "data", "demo", "modelgate.db")), "the demo's own database")
-        assert.isTrue(existsSync(join(dir, "data", "demo", "created-by-the-modelgate-demo")), "marked as the demo's")
-        assert.isFalse(existsSync(join(dir, "data", "modelgate.db")), "not the default database of a configuration")
+        const demo = launch(dir, port)
+        try {
+          const output = await demo.ready()
+          assert.include(output, `modelgate listening on http://127.0.0.1:${port}`)
+          assert.match(output, /API key: +sk-demo-modelgate-0+/)
+          const at = output.indexOf("curl ")
+          assert.isAbove(at, -1, output)
+          // The two printed lines, joined as a shell joins a backslash-continued line.
+          const curl = output.slice(at).split("\n").slice(0, 2).join("\n")
+          const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+            const child = spawn("sh", ["-c", curl], { stdio: ["ignore", "pipe", "ignore"] })
+            let stdout = ""
+            child.stdout!.on("data", (d) => stdout += d)
+            child.on("exit", (code) => resolve({ code, stdout }))
+          })
+          assert.strictEqual(result.code, 0)
+          const completion = JSON.parse(result.stdout) as { choices: Array<{ message: { content: string } }> }
+          assert.match(completion.choices[0]!.message.content, /fake-upstream/)
+          assert.isTrue(existsSync(join(dir, "data", "demo", "modelgate.db")), "the demo's own database")
+          assert.isTrue(existsSync(join(dir, "data", "demo", "created-by-the-modelgate-demo")), "marked as the demo's")
+          assert.isFalse(existsSync(join(dir, "data", "modelgate.db")), "not the default database of a configuration")
+        } finally {
+          demo.child.kill("SIGINT")
+          assert.strictEqual(await demo.exited, 0, "Ctrl-C stops the gateway and the upstream, cleanly")
+        }
+        // Started again, it finds its own database and serves it.
+        mkdirSync(join(dir, "again"), { recursive: true })
+        const again = launch(dir, port)
+        try {
+          assert.include(await again.ready(), `modelgate listening on http://127.0.0.1:${port}`)
+        } finally {
+          again.child.kill("SIGTERM")
+          await again.exited
+        }
       } finally {
-        demo.child.kill("SIGINT")
-        assert.strictEqual(await demo.exited, 0, "Ctrl-C stops the gateway and the upstream, cleanly")
+        rmSync(dir, { recursive: true, force: true })
       }
-      // Started again, it finds its own database and serves it.
-      mkdirSync(join(dir, "again"), { recursive: true })
-      const again = launch(dir, port)
-      try {
-        assert.include(await again.ready(), `modelgate listening on http://127.0.0.1:${port}`)
-      } finally {
-        again.child.kill("SIGTERM")
-        await again.exited
-      }
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }, 90_000)
+    },
+    90_000
+  )
 })

@@ -110,12 +110,20 @@ export class Breaker {
     // A call admitted while closed cannot close a breaker that other calls opened meanwhile.
     if (this.state !== "closed" || outcome === "success") return
     if (this.consecutiveFailures >= settings.consecutiveFailures) {
-      this.open(now, settings, `${this.consecutiveFailures} failures in a row${error === undefined ? "" : ` (last: ${error})`}`)
+      this.open(
+        now,
+        settings,
+        `${this.consecutiveFailures} failures in a row${error === undefined ? "" : ` (last: ${error})`}`
+      )
       return
     }
     const { calls, failures } = this.recent(now, settings.windowMs)
     if (calls >= settings.minimumCalls && failures >= settings.failureRate * calls) {
-      this.open(now, settings, `${failures} of ${calls} calls failed in the last ${Math.round(settings.windowMs / 1000)} s`)
+      this.open(
+        now,
+        settings,
+        `${failures} of ${calls} calls failed in the last ${Math.round(settings.windowMs / 1000)} s`
+      )
     }
   }
 

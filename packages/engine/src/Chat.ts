@@ -27,7 +27,18 @@
  *
  * @since 0.1.0
  */
-import { Admission, type Canonical, type Dialect, Domain, GatewayError, Params, Pricing, StreamAssembly, Tokens, Utf8 } from "@modelgate/core"
+import {
+  Admission,
+  type Canonical,
+  type Dialect,
+  Domain,
+  GatewayError,
+  Params,
+  Pricing,
+  StreamAssembly,
+  Tokens,
+  Utf8
+} from "@modelgate/core"
 import { Clock, Effect, Exit } from "effect"
 import * as Dialects from "./Dialects.ts"
 import { Draining } from "./Draining.ts"
@@ -84,7 +95,11 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
   admitting.resolved(model.id)
   const maxOutput = Pricing.maxOutputFor(model, inspected.maxOutputTokens)
   const bodyBytes = input.body.length
-  const held = yield* Pricing.holdFor(model, route.group.ratioMicros, { promptTokens: Tokens.bodyTokenBound(bodyBytes, inspected.mediaParts), outputTokens: maxOutput, choices: inspected.choices })
+  const held = yield* Pricing.holdFor(model, route.group.ratioMicros, {
+    promptTokens: Tokens.bodyTokenBound(bodyBytes, inspected.mediaParts),
+    outputTokens: maxOutput,
+    choices: inspected.choices
+  })
   const promptEstimate = Math.ceil(bodyBytes / 4)
   // Limits before money: a call refused here holds nothing.
   const permit = yield* RateLimits.admit(
@@ -94,16 +109,19 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
     RateLimits.estimateTokens(bodyBytes, inspected.maxOutputTokens, model, inspected)
   )
   const limitHeaders = RateLimits.successHeaders(client, permit)
-  const settlement = yield* RateLimits.settleUnder(permit, Settlement.open({
-    requestId: input.requestId,
-    startedAt: input.startedAt,
-    key,
-    model,
-    ratioMicros: route.group.ratioMicros,
-    dialectIn: client.dialect,
-    stream: inspected.stream,
-    choices: inspected.choices
-  }, held))
+  const settlement = yield* RateLimits.settleUnder(
+    permit,
+    Settlement.open({
+      requestId: input.requestId,
+      startedAt: input.startedAt,
+      key,
+      model,
+      ratioMicros: route.group.ratioMicros,
+      dialectIn: client.dialect,
+      stream: inspected.stream,
+      choices: inspected.choices
+    }, held)
+  )
   admitting.opened = true
 
   const settings = yield* Settings
@@ -137,7 +155,12 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
       : Effect.flatMap(parsing(() => client.decodeRequest(inspected)), (decoding) =>
         Effect.tap(decoding, (request) => Effect.sync(() => canonicalRequest = request)))
 
-  const attempt = (target: Failover.Target, at: Upstream.Deadlines, record: Failover.AttemptRecord, ticket: Health.Ticket) =>
+  const attempt = (
+    target: Failover.Target,
+    at: Upstream.Deadlines,
+    record: Failover.AttemptRecord,
+    ticket: Health.Ticket
+  ) =>
     Effect.gen(function*() {
       const { channel } = target
       const attemptStart = yield* Clock.currentTimeMillis
@@ -167,15 +190,20 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
         // A large body was forwarded without its structure checked: refused, it is checked now, and a malformed
         // one gets the error naming the field (the upstream's own refusal stands for a well-formed one).
         return yield* Failover.refused(response, target, upstream).pipe(
-          Effect.catchTag("UpstreamRejected", (refusal) => Effect.fail(same ? client.check?.(inspected) ?? refusal : refusal))
+          Effect.catchTag("UpstreamRejected", (refusal) =>
+            Effect.fail(same ? client.check?.(inspected) ?? refusal : refusal))
         )
       }
       const answerHeaders = { ...limitHeaders, "x-request-id": input.requestId }
       if (!inspected.stream) {
         const text = yield* Upstream.readText(response, settings.maxAnswerBytes)
         const json = yield* Effect.try({
-          try: () => JSON.parse(text) as unknown,
-          catch: () => new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' answered with invalid JSON.` })
+          try: () =>
+            JSON.parse(text) as unknown,
+          catch: () =>
+            new GatewayError.UpstreamUnavailable({
+              message: `The upstream '${channel.name}' answered with invalid JSON.`
+            })
         })
         // A 200 whose body is an error, or not the dialect's answer, is the upstream failing (it fails over, and costs nothing).
         const notAnAnswer = upstream.notAnAnswer(json, channel.name)
@@ -196,7 +224,9 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
         record.durationMs = now - attemptStart
         yield* health.end(ticket, "success")
         yield* settlement.finish(metered, { status: 200, errorCode: null, ttfbMs }, legOf())
-        return typeof out === "string" ? Exchange.jsonText(out, 200, answerHeaders) : Exchange.json(out, 200, answerHeaders)
+        return typeof out === "string"
+          ? Exchange.jsonText(out, 200, answerHeaders)
+          : Exchange.json(out, 200, answerHeaders)
       }
 
       // Streams: the opening (up to the first event) is read and judged before the client gets anything (until
@@ -258,7 +288,11 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
           record.durationMs = (yield* Clock.currentTimeMillis) - attemptStart
           record.errorCode = closed ? cut.errorCode : error === undefined ? null : codeOf(error)
           record.errorMessage = errorMessage
-          yield* health.end(ticket, closed ? "neutral" : error === undefined ? "success" : Failover.breakerOutcome(error), error?.message)
+          yield* health.end(
+            ticket,
+            closed ? "neutral" : error === undefined ? "success" : Failover.breakerOutcome(error),
+            error?.message
+          )
           yield* settlement.finish(metered(), outcome, legOf())
         }).pipe(Effect.uninterruptible)
       // The settlement runs after this request's fiber, tracked so a shutdown waits for it.
@@ -271,11 +305,13 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
         push,
         end,
         bodyError: (error) => Upstream.transportError(channel, error),
-        errorFrame: (error) => client.streamErrorFrame(GatewayError.bounded(Redaction.error(channel, error)), inspected),
+        errorFrame: (error) =>
+          client.streamErrorFrame(GatewayError.bounded(Redaction.error(channel, error)), inspected),
         maxEventBytes: settings.maxEventBytes,
         eventTooLarge: () =>
           new GatewayError.UpstreamUnavailable({
-            message: `The upstream '${channel.name}' sent a stream event larger than ${settings.maxEventBytes} bytes (max_event_bytes).`
+            message:
+              `The upstream '${channel.name}' sent a stream event larger than ${settings.maxEventBytes} bytes (max_event_bytes).`
           }),
         onEnd: (ended) => settlements.run(Effect.provideContext(settle(ended), context))
       })
@@ -322,7 +358,11 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
       const interrupted = failed === undefined ? Settlement.interruption(exit.cause) : undefined
       const ended = interrupted !== undefined
         ? { ...interrupted, errorMessage: Settlement.interruptionMessages[interrupted.errorCode] }
-        : { status: statusOf(client, failed!.error), errorCode: codeOf(failed!.error), errorMessage: Settlement.messageOf(failed!.error) }
+        : {
+          status: statusOf(client, failed!.error),
+          errorCode: codeOf(failed!.error),
+          errorMessage: Settlement.messageOf(failed!.error)
+        }
       const last = tried.at(-1)
       if (interrupted !== undefined && last !== undefined && last.errorCode === null) {
         last.errorCode = ended.errorCode

@@ -14,10 +14,14 @@ import { type Declaration, Domain, Money } from "@modelgate/core"
 import { Data, Effect, Redacted, Schema, SchemaIssue } from "effect"
 import { Yaml } from "effect/encoding"
 
-const Usd = Schema.Union([Schema.Finite, Schema.String]).annotate({ expected: "a USD amount (a number or a decimal string)" })
+const Usd = Schema.Union([Schema.Finite, Schema.String]).annotate({
+  expected: "a USD amount (a number or a decimal string)"
+})
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
-const Timestamp = Schema.Union([Schema.String, Schema.Date]).annotate({ expected: "an ISO 8601 time such as 2027-01-01T00:00:00Z" })
+const Timestamp = Schema.Union([Schema.String, Schema.Date]).annotate({
+  expected: "an ISO 8601 time such as 2027-01-01T00:00:00Z"
+})
 
 /** Limits on requests per minute, tokens per minute and concurrent calls. @category schemas */
 export const LimitsFields = {
@@ -50,7 +54,9 @@ export const ChannelConfig = Schema.Struct({
   breaker: Schema.optionalKey(Schema.Struct({
     consecutive_failures: Schema.optionalKey(PositiveInt),
     failure_rate: Schema.optionalKey(
-      Schema.Finite.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(1)).annotate({ expected: "a fraction above 0 and at most 1, such as 0.5" })
+      Schema.Finite.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(1)).annotate({
+        expected: "a fraction above 0 and at most 1, such as 0.5"
+      })
     ),
     minimum_calls: Schema.optionalKey(PositiveInt),
     window_ms: Schema.optionalKey(PositiveInt),
@@ -129,7 +135,8 @@ export const KeyConfig = Schema.Struct({
 })
 export type KeyConfig = typeof KeyConfig.Type
 
-const consolePassword = `a console password of ${Domain.PASSWORD_LENGTH.min} to ${Domain.PASSWORD_LENGTH.max} characters`
+const consolePassword =
+  `a console password of ${Domain.PASSWORD_LENGTH.min} to ${Domain.PASSWORD_LENGTH.max} characters`
 
 /**
  * A console password: 8 to 256 characters, the rule the store and the console
@@ -178,8 +185,18 @@ export type RateLimitsConfig = typeof RateLimitsConfig.Type
  * @category schemas
  */
 export const RoutingConfig = Schema.Struct({
-  max_attempts: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 20 })).annotate({ expected: "a whole number from 1 to 20" })),
-  sticky_header: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isPattern(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/)).annotate({ expected: "a header name such as x-session-id" }))),
+  max_attempts: Schema.optionalKey(
+    Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 20 })).annotate({
+      expected: "a whole number from 1 to 20"
+    })
+  ),
+  sticky_header: Schema.optionalKey(
+    Schema.NullOr(
+      Schema.String.check(Schema.isPattern(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/)).annotate({
+        expected: "a header name such as x-session-id"
+      })
+    )
+  ),
   probe_interval_ms: Schema.optionalKey(PositiveInt)
 })
 export type RoutingConfig = typeof RoutingConfig.Type
@@ -242,8 +259,10 @@ export class ConfigError extends Data.TaggedError("ConfigError")<{
 
 /** Renders a Schema path (`["channels", 0, "type"]`) as `channels[0].type`. @category formatting */
 export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
-  path.reduce<string>((acc, key) =>
-    typeof key === "number" ? `${acc}[${key}]` : acc === "" ? String(key) : `${acc}.${String(key)}`, "")
+  path.reduce<string>(
+    (acc, key) => typeof key === "number" ? `${acc}[${key}]` : acc === "" ? String(key) : `${acc}.${String(key)}`,
+    ""
+  )
 
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
 
@@ -275,7 +294,10 @@ export const decode = (document: unknown, source: string): Effect.Effect<ConfigF
 export const parse = (text: string, source: string): Effect.Effect<ConfigFile, ConfigError> =>
   Effect.try({
     try: () => Yaml.parse(text),
-    catch: (cause) => new ConfigError({ message: `Invalid YAML in ${source}: ${cause instanceof Error ? cause.message : String(cause)}` })
+    catch: (cause) =>
+      new ConfigError({
+        message: `Invalid YAML in ${source}: ${cause instanceof Error ? cause.message : String(cause)}`
+      })
   }).pipe(Effect.flatMap((document) => decode(document, source)))
 
 /** Defaults for models the file does not give limits for. @category constants */
@@ -289,7 +311,9 @@ const usd = (value: string | number | undefined | null, path: string, problems: 
   const nanos = Money.usdToNanos(value)
   if (nanos === undefined || nanos < 0n || nanos > Money.MAX_NANOS) {
     problems.push(
-      `  at ${path}: Expected a non-negative USD amount of at most 1000000000 with at most 9 decimal places, got ${JSON.stringify(value)}`
+      `  at ${path}: Expected a non-negative USD amount of at most 1000000000 with at most 9 decimal places, got ${
+        JSON.stringify(value)
+      }`
     )
     return null
   }
@@ -306,7 +330,9 @@ const time = (value: string | Date | null | undefined, path: string, problems: A
   return ms
 }
 
-const limitsOf = (source: { readonly rpm?: number | null; readonly tpm?: number | null; readonly concurrency?: number | null }) => ({
+const limitsOf = (
+  source: { readonly rpm?: number | null; readonly tpm?: number | null; readonly concurrency?: number | null }
+) => ({
   ...(source.rpm !== undefined ? { rpm: source.rpm } : {}),
   ...(source.tpm !== undefined ? { tpm: source.tpm } : {}),
   ...(source.concurrency !== undefined ? { concurrency: source.concurrency } : {})
@@ -344,7 +370,9 @@ export const declaration = (file: ConfigFile, source: string): Effect.Effect<Dec
     const groupNames = new Set<string>([DEFAULT_GROUP])
     const channels = (file.channels ?? []).map((channel, i): Omit<Domain.Channel, "id"> => {
       const apiKeys = [...(channel.api_key !== undefined ? [channel.api_key] : []), ...(channel.api_keys ?? [])]
-      if (apiKeys.length === 0) problems.push(`  at channels[${i}]: Expected api_key or api_keys (the upstream's credentials)`)
+      if (apiKeys.length === 0) {
+        problems.push(`  at channels[${i}]: Expected api_key or api_keys (the upstream's credentials)`)
+      }
       for (const model of channel.models) {
         if (!known.has(model)) {
           known.add(model)
@@ -363,7 +391,9 @@ export const declaration = (file: ConfigFile, source: string): Effect.Effect<Dec
       const groups = channel.groups ?? [DEFAULT_GROUP]
       for (const group of groups) groupNames.add(group)
       if (channel.responses === true && channel.type !== "openai") {
-        problems.push(`  at channels[${i}].responses: only an openai channel can relay Responses API calls (this one is ${channel.type})`)
+        problems.push(
+          `  at channels[${i}].responses: only an openai channel can relay Responses API calls (this one is ${channel.type})`
+        )
       }
       return {
         name: channel.name,
@@ -399,7 +429,9 @@ export const declaration = (file: ConfigFile, source: string): Effect.Effect<Dec
     })
     const keys: Array<Declaration.Key> = []
     const users = (file.users ?? []).map((user, u): Declaration.User => {
-      for (const [k, key] of (user.keys ?? []).entries()) keys.push(keyOf(user.name, key, `users[${u}].keys[${k}]`, problems, groupNames))
+      for (const [k, key] of (user.keys ?? []).entries()) {
+        keys.push(keyOf(user.name, key, `users[${u}].keys[${k}]`, problems, groupNames))
+      }
       for (const group of user.groups ?? []) groupNames.add(group)
       return {
         name: user.name,
@@ -415,14 +447,20 @@ export const declaration = (file: ConfigFile, source: string): Effect.Effect<Dec
       groupNames.delete(name)
       const ratio = group.ratio === undefined ? 1_000_000n : Money.parseScaled(group.ratio, 6)
       if (ratio === undefined || ratio <= 0n) {
-        problems.push(`  at groups.${name}.ratio: Expected a positive number with at most 6 decimal places, got ${JSON.stringify(group.ratio)}`)
+        problems.push(
+          `  at groups.${name}.ratio: Expected a positive number with at most 6 decimal places, got ${
+            JSON.stringify(group.ratio)
+          }`
+        )
       }
       return { name, ratioMicros: ratio ?? 1_000_000n, limits: limitsOf(group), selectable: group.selectable ?? false }
     })
     const implied = [...groupNames].map((name): Declaration.Group => ({ name, ratioMicros: 1_000_000n }))
     const aliases = Object.entries(file.aliases ?? {}).map(([pattern, target]) => ({ pattern, target }))
     for (const alias of aliases) {
-      if (!known.has(alias.target)) problems.push(`  at aliases.${alias.pattern}: the target model '${alias.target}' is not a known model`)
+      if (!known.has(alias.target)) {
+        problems.push(`  at aliases.${alias.pattern}: the target model '${alias.target}' is not a known model`)
+      }
     }
     if (problems.length > 0) {
       return Effect.fail(new ConfigError({ message: `Invalid configuration in ${source}:\n${problems.join("\n")}` }))
@@ -453,4 +491,3 @@ const keyOf = (
     limits: limitsOf(key)
   }
 }
-

@@ -40,4 +40,6 @@ export const ofChannel = (channel: Domain.Channel): Dialect.UpstreamDialect => u
  * @category dialects
  */
 export const forChat = (client: Dialect.ClientDialect, channel: Domain.Channel): Dialect.UpstreamDialect =>
-  client.dialect === "responses" && channel.responses === true && channel.type === "openai" ? upstreams.responses : ofChannel(channel)
+  client.dialect === "responses" && channel.responses === true && channel.type === "openai"
+    ? upstreams.responses
+    : ofChannel(channel)

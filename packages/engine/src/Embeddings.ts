@@ -60,15 +60,18 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
   const startedAt = yield* Clock.currentTimeMillis
   const bound = Tokens.bodyTokenBound(Tokens.utf8Length(input.body))
   const permit = yield* RateLimits.admit(input.key, route.group, model.id, call.tokens)
-  const settlement = yield* RateLimits.settleUnder(permit, Settlement.open({
-    requestId: input.requestId,
-    startedAt,
-    key: input.key,
-    model,
-    ratioMicros: route.group.ratioMicros,
-    dialectIn: client.dialect,
-    stream: false
-  }, yield* Pricing.holdFor(model, route.group.ratioMicros, { promptTokens: bound, outputTokens: 0 })))
+  const settlement = yield* RateLimits.settleUnder(
+    permit,
+    Settlement.open({
+      requestId: input.requestId,
+      startedAt,
+      key: input.key,
+      model,
+      ratioMicros: route.group.ratioMicros,
+      dialectIn: client.dialect,
+      stream: false
+    }, yield* Pricing.holdFor(model, route.group.ratioMicros, { promptTokens: bound, outputTokens: 0 }))
+  )
   admitting.opened = true
   const canonical = call.canonical
   const translated = GatewayError.isGatewayError(canonical) ? undefined : canonical
@@ -82,7 +85,9 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
     if (channels.length === 0) {
       // Only other dialects' channels serve the model, and these inputs do not translate: say why.
       if (GatewayError.isGatewayError(canonical) && embedding.length > 0) return yield* Effect.fail(canonical)
-      return yield* new GatewayError.UnsupportedFeature({ message: `No channel serving '${model.id}' in your group can make embeddings.` })
+      return yield* new GatewayError.UnsupportedFeature({
+        message: `No channel serving '${model.id}' in your group can make embeddings.`
+      })
     }
     const answer = yield* Failover.run({
       requestId: input.requestId,
@@ -101,7 +106,11 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
           const url = make.url(channel, upstreamModel, same ? call.operation : undefined)
           if (same) {
             const text = yield* Failover.exchange(target, upstream, url, call.forward(upstreamModel), at, record)
-            const relayed = yield* embeddings.passthrough(text, upstreamModel === model.id ? undefined : model.id, channel.name)
+            const relayed = yield* embeddings.passthrough(
+              text,
+              upstreamModel === model.id ? undefined : model.id,
+              channel.name
+            )
             return { body: relayed.body, promptTokens: relayed.promptTokens, usageRejected: relayed.usageRejected }
           }
           const body = yield* make.encode(translated!, upstreamModel)
@@ -118,15 +127,26 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
     yield* settlement.finish(
       answer.promptTokens !== undefined
         ? { promptTokens: answer.promptTokens, completionTokens: 0, cachedTokens: 0, reported: true }
-        : { promptTokens: call.tokens, completionTokens: 0, cachedTokens: 0, reported: false, usageRejected: answer.usageRejected },
+        : {
+          promptTokens: call.tokens,
+          completionTokens: 0,
+          cachedTokens: 0,
+          reported: false,
+          usageRejected: answer.usageRejected
+        },
       { status: 200, errorCode: null, ttfbMs },
       legOf()
     )
-    return Exchange.jsonText(answer.body, 200, { ...RateLimits.successHeaders(client, permit), "x-request-id": input.requestId })
+    return Exchange.jsonText(answer.body, 200, {
+      ...RateLimits.successHeaders(client, permit),
+      "x-request-id": input.requestId
+    })
   }).pipe(
     Settlement.interruptible,
     Effect.onExit((exit) =>
-      Exit.isSuccess(exit) ? Effect.void : settlement.finish(Settlement.nothing, Settlement.failed(exit, client.renderError), legOf())
+      Exit.isSuccess(exit)
+        ? Effect.void
+        : settlement.finish(Settlement.nothing, Settlement.failed(exit, client.renderError), legOf())
     )
   )
 })

@@ -26,7 +26,9 @@ export interface GatewayRequest {
    * (the rest is not read), `InvalidRequest` when it cannot be read. Nothing
    * decodes them unless the call needs to (a same-dialect chat forwards them).
    */
-  readonly body: (maxBytes: number) => Effect.Effect<Uint8Array, GatewayError.RequestTooLarge | GatewayError.InvalidRequest>
+  readonly body: (
+    maxBytes: number
+  ) => Effect.Effect<Uint8Array, GatewayError.RequestTooLarge | GatewayError.InvalidRequest>
 }
 
 /** A complete answer: JSON (or other) text. @category models */

@@ -60,7 +60,8 @@ export const retryable = (error: GatewayError.GatewayError): boolean =>
 
 /** A failure that is the key's own (another key of the channel may work) or the server's. @category classification */
 export const failureKind = (error: GatewayError.GatewayError): Selection.Failure =>
-  isCredentialRefusal(error) || error._tag === "UpstreamRateLimited" || (error._tag === "UpstreamUnavailable" && error.status === 429)
+  isCredentialRefusal(error) || error._tag === "UpstreamRateLimited" ||
+    (error._tag === "UpstreamUnavailable" && error.status === 429)
     ? "key"
     : "server"
 
@@ -74,7 +75,8 @@ export type AttemptRecord = { -readonly [K in keyof UsageLog.Attempt]: UsageLog.
 /** The error of a call none of whose candidate keys may be tried: all are disabled. @category errors */
 export const allKeysDisabled = (model: string): GatewayError.UpstreamUnavailable =>
   new GatewayError.UpstreamUnavailable({
-    message: `Every upstream key serving '${model}' for your group is disabled after the upstream refused its credentials. ` +
+    message:
+      `Every upstream key serving '${model}' for your group is disabled after the upstream refused its credentials. ` +
       "This is a gateway configuration problem: an administrator must check the channels' keys."
   })
 
@@ -100,7 +102,13 @@ export const exchange = Effect.fnUntraced(function*(
 ) {
   const { channel } = target
   const headers = upstream.headers(channel, target.key)
-  const response = yield* Upstream.send(channel, url, forwarded === undefined ? headers : { ...forwarded, ...headers }, body, at)
+  const response = yield* Upstream.send(
+    channel,
+    url,
+    forwarded === undefined ? headers : { ...forwarded, ...headers },
+    body,
+    at
+  )
   record.status = response.status
   if (response.status >= 400) return yield* refused(response, target, upstream)
   return yield* Upstream.readText(response, (yield* Settings).maxAnswerBytes)
@@ -217,18 +225,22 @@ export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
       ticket,
       isCredentialRefusal(error) ? "neutral" : breakerOutcome(error),
       error.message,
-      error._tag === "UpstreamRateLimited" && error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1000 : undefined
+      error._tag === "UpstreamRateLimited" && error.retryAfterSeconds !== undefined
+        ? error.retryAfterSeconds * 1000
+        : undefined
     )
     // A request translation refused (the caller's error, found when the first channel of another dialect came up) is no upstream's failure.
-    yield* (Issues.isRequestError(error) && record.status === null ? Effect.logDebug("the request was refused while translated for a channel") : Effect.logWarning("upstream attempt failed before the first byte")).pipe(
-      Effect.annotateLogs({
-        requestId: call.requestId,
-        attempt: call.tried.length,
-        channel: target.channel.name,
-        key: record.keyHint,
-        error: error.message
-      })
-    )
+    yield* (Issues.isRequestError(error) && record.status === null
+      ? Effect.logDebug("the request was refused while translated for a channel")
+      : Effect.logWarning("upstream attempt failed before the first byte")).pipe(
+        Effect.annotateLogs({
+          requestId: call.requestId,
+          attempt: call.tried.length,
+          channel: target.channel.name,
+          key: record.keyHint,
+          error: error.message
+        })
+      )
     if (!retryable(error)) break
     previous = failureKind(error)
   }

@@ -21,16 +21,28 @@
  *
  * @since 0.1.0
  */
-import { type Accounts, Admission, Catalog, type Dialect, type Domain, GatewayError, JsonDepth, JsonScan, type KeyStore, type RateLimiter, type UsageLog } from "@modelgate/core"
+import {
+  type Accounts,
+  Admission,
+  Catalog,
+  type Dialect,
+  type Domain,
+  GatewayError,
+  JsonDepth,
+  JsonScan,
+  type KeyStore,
+  type RateLimiter,
+  type UsageLog
+} from "@modelgate/core"
 import { Cause, Clock, Effect } from "effect"
 import * as Chat from "./Chat.ts"
 import * as CountTokens from "./CountTokens.ts"
 import * as Dialects from "./Dialects.ts"
 import * as Embeddings from "./Embeddings.ts"
 import * as Exchange from "./Exchange.ts"
-import * as LegacyBilling from "./LegacyBilling.ts"
-import * as Routes from "./Routes.ts"
 import type * as Health from "./Health.ts"
+import * as LegacyBilling from "./LegacyBilling.ts"
+import type * as Routes from "./Routes.ts"
 import { Settings } from "./Settings.ts"
 import type * as Settlement from "./Settlement.ts"
 import type { Transport } from "./Transport.ts"
@@ -58,7 +70,11 @@ export type Requirements =
  *
  * @category answers
  */
-export const errorAnswer = (client: Dialect.ClientDialect, error: GatewayError.GatewayError, requestId: string): Exchange.TextAnswer => {
+export const errorAnswer = (
+  client: Dialect.ClientDialect,
+  error: GatewayError.GatewayError,
+  requestId: string
+): Exchange.TextAnswer => {
   // However an error came about, it echoes at most a short part of any value it quotes.
   const rendered = client.renderError(GatewayError.bounded(error))
   return Exchange.json(rendered.body, rendered.status, { ...rendered.headers, "x-request-id": requestId })
@@ -88,7 +104,8 @@ export const clientOf = (route: Routes.ApiRoute | Routes.Miss): Dialect.ClientDi
 
 const internalError = (requestId: string) =>
   new GatewayError.InternalError({
-    message: `The gateway failed to handle the request (request id ${requestId}). The operator can find the cause in the log.`
+    message:
+      `The gateway failed to handle the request (request id ${requestId}). The operator can find the cause in the log.`
   })
 
 /**
@@ -97,7 +114,8 @@ const internalError = (requestId: string) =>
  * `JsonDepth.MAX_DEPTH` levels in the same pass, before anything parses or
  * translates it (which would overflow the stack).
  */
-const readBytes = (request: Exchange.GatewayRequest) => Effect.flatMap(Settings, (settings) => request.body(settings.maxBodyBytes))
+const readBytes = (request: Exchange.GatewayRequest) =>
+  Effect.flatMap(Settings, (settings) => request.body(settings.maxBodyBytes))
 
 /**
  * Reads a request's body within `max_body_bytes` as text, refusing one that
@@ -105,7 +123,10 @@ const readBytes = (request: Exchange.GatewayRequest) => Effect.flatMap(Settings,
  * token counts, which parse it whole).
  */
 const readText = (request: Exchange.GatewayRequest) =>
-  Effect.flatMap(readBytes(request), (bytes) => JsonDepth.exceeds(bytes) ? Effect.fail(JsonDepth.tooDeep()) : Effect.succeed(JsonScan.decode(bytes)))
+  Effect.flatMap(
+    readBytes(request),
+    (bytes) => JsonDepth.exceeds(bytes) ? Effect.fail(JsonDepth.tooDeep()) : Effect.succeed(JsonScan.decode(bytes))
+  )
 
 /**
  * Serves one request on a route of the API surface: never fails (every error
@@ -119,7 +140,9 @@ export const serve = (
   route: Routes.ApiRoute | Routes.Miss,
   requestId: string
 ): Effect.Effect<Exchange.Answer, never, Requirements> => {
-  if (route._tag === "NotFound" || route._tag === "MethodNotAllowed") return Effect.succeed<Exchange.Answer>(missAnswer(route, requestId))
+  if (route._tag === "NotFound" || route._tag === "MethodNotAllowed") {
+    return Effect.succeed<Exchange.Answer>(missAnswer(route, requestId))
+  }
   const dialect: Domain.Dialect = route.dialect
   const client = Dialects.client(dialect)
   const handled = Effect.gen(function*() {
@@ -141,7 +164,9 @@ export const serve = (
         if (model === undefined) {
           return yield* new GatewayError.ModelNotFound({
             model: GatewayError.echo(route.model),
-            message: `The model '${GatewayError.echo(route.model)}' does not exist or your key may not use it. List your models at ${
+            message: `The model '${
+              GatewayError.echo(route.model)
+            }' does not exist or your key may not use it. List your models at ${
               client.modelsListPath.replace(/^GET /, "")
             }.`
           })
@@ -175,7 +200,14 @@ export const serve = (
           headers: request.headers
         })
       case "OpenAIEmbeddings":
-        return yield* Embeddings.handle({ requestId, key, client, embeddings: client.embeddings!, body: yield* readText(request), hints: {} })
+        return yield* Embeddings.handle({
+          requestId,
+          key,
+          client,
+          embeddings: client.embeddings!,
+          body: yield* readText(request),
+          hints: {}
+        })
       case "GeminiAction": {
         switch (route.action) {
           case "generateContent":

@@ -25,7 +25,14 @@
  *
  * @since 0.1.0
  */
-import { Catalog, ChannelHealth, ChannelKeyStates as KeyStates, ChannelProbe, type Domain, OutageLog } from "@modelgate/core"
+import {
+  Catalog,
+  ChannelHealth,
+  ChannelKeyStates as KeyStates,
+  ChannelProbe,
+  type Domain,
+  OutageLog
+} from "@modelgate/core"
 import { Clock, Context, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
 import { Breaker, type Outcome, type Permit } from "./Breakers.ts"
 import { Settings } from "./Settings.ts"
@@ -194,328 +201,402 @@ export class Health extends Context.Service<Health, {
    */
   static readonly layerPort: Layer.Layer<ChannelHealth.ChannelHealth, never, Health> = Layer.effect(
     ChannelHealth.ChannelHealth,
-    Effect.map(Health, (health) => ChannelHealth.ChannelHealth.of({ report: health.report, reset: health.reset, test: health.test }))
+    Effect.map(
+      Health,
+      (health) => ChannelHealth.ChannelHealth.of({ report: health.report, reset: health.reset, test: health.test })
+    )
   )
 }
 
 /** The service; `probeSoon`: a suspect key is probed at once, in the layer's scope (else only by `probeRound`). */
-const make = (probeSoon: boolean) => Effect.gen(function*() {
-  const scope = yield* Effect.scope
-  const store = yield* KeyStates.ChannelKeyStates
-  const catalog = yield* Catalog.Catalog
-  const prober = yield* ChannelProbe.ChannelProbe
-  const settings = yield* Settings
-  const entries = new Map<string, Entry>()
-  let sequence = 0
-  // Probes of refused keys run at once, at most `PROBE_CONCURRENCY` of them together.
-  const soon = Semaphore.makeUnsafe(PROBE_CONCURRENCY)
+const make = (probeSoon: boolean) =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const store = yield* KeyStates.ChannelKeyStates
+    const catalog = yield* Catalog.Catalog
+    const prober = yield* ChannelProbe.ChannelProbe
+    const settings = yield* Settings
+    const entries = new Map<string, Entry>()
+    let sequence = 0
+    // Probes of refused keys run at once, at most `PROBE_CONCURRENCY` of them together.
+    const soon = Semaphore.makeUnsafe(PROBE_CONCURRENCY)
 
-  const idOf = (channel: Domain.Channel, key: string) => `${channel.id}\u0000${key}`
-  const entryFor = (channel: Domain.Channel, key: string): Entry => {
-    const id = idOf(channel, key)
-    let entry = entries.get(id)
-    if (entry === undefined) {
-      entry = new Entry(channel.id, store.fingerprint(key), hintOf(key))
-      entries.set(id, entry)
+    const idOf = (channel: Domain.Channel, key: string) => `${channel.id}\u0000${key}`
+    const entryFor = (channel: Domain.Channel, key: string): Entry => {
+      const id = idOf(channel, key)
+      let entry = entries.get(id)
+      if (entry === undefined) {
+        entry = new Entry(channel.id, store.fingerprint(key), hintOf(key))
+        entries.set(id, entry)
+      }
+      return entry
     }
-    return entry
-  }
 
-  const availability = (channel: Domain.Channel, key: string, now: number): Availability => {
-    const entry = entries.get(idOf(channel, key))
-    if (entry === undefined) return "available"
-    if (entry.disabled !== undefined) return "disabled"
-    const permit = entry.breaker.peek(now, channel.breaker)
-    return permit === "closed" ? "available" : permit === "trial" ? "trial" : "open"
-  }
+    const availability = (channel: Domain.Channel, key: string, now: number): Availability => {
+      const entry = entries.get(idOf(channel, key))
+      if (entry === undefined) return "available"
+      if (entry.disabled !== undefined) return "disabled"
+      const permit = entry.breaker.peek(now, channel.breaker)
+      return permit === "closed" ? "available" : permit === "trial" ? "trial" : "open"
+    }
 
-  const retryAt = (channel: Domain.Channel, key: string): number => entries.get(idOf(channel, key))?.breaker.retryAt ?? 0
+    const retryAt = (channel: Domain.Channel, key: string): number =>
+      entries.get(idOf(channel, key))?.breaker.retryAt ?? 0
 
-  const begin = (channel: Domain.Channel, key: string, force: boolean) =>
-    Effect.map(Clock.currentTimeMillis, (now): Ticket | undefined => {
-      const entry = entryFor(channel, key)
-      if (entry.disabled !== undefined) return undefined
-      const permit = entry.breaker.acquire(now, channel.breaker, force)
-      return permit === undefined ? undefined : { entry, permit, settings: channel.breaker, done: false }
-    })
+    const begin = (channel: Domain.Channel, key: string, force: boolean) =>
+      Effect.map(Clock.currentTimeMillis, (now): Ticket | undefined => {
+        const entry = entryFor(channel, key)
+        if (entry.disabled !== undefined) return undefined
+        const permit = entry.breaker.acquire(now, channel.breaker, force)
+        return permit === undefined ? undefined : { entry, permit, settings: channel.breaker, done: false }
+      })
 
-  const end = (ticket: Ticket, outcome: Outcome, error?: string, retryAfterMs?: number) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      if (ticket.done) return Effect.void
-      ticket.done = true
-      const breaker = ticket.entry.breaker
-      const before = breaker.state
-      breaker.release(ticket.permit, outcome, now, ticket.settings, error)
-      if (retryAfterMs !== undefined && retryAfterMs > 0) {
-        const wait = Math.min(retryAfterMs, MAX_RETRY_AFTER_MS)
-        breaker.holdUntil(now, now + wait, `the upstream asked to retry after ${Math.ceil(wait / 1000)} s (HTTP 429)`)
-      }
-      if (before === breaker.state) return Effect.void
-      return breaker.state === "open"
-        ? Effect.logWarning("circuit breaker opened").pipe(
-          Effect.annotateLogs({ channelId: ticket.entry.channelId, key: ticket.entry.hint, reason: breaker.reason ?? "" })
-        )
-        : Effect.logInfo("circuit breaker closed").pipe(
-          Effect.annotateLogs({ channelId: ticket.entry.channelId, key: ticket.entry.hint })
-        )
-    })
-
-  const persist = <A, E>(what: string, effect: Effect.Effect<A, E>) =>
-    effect.pipe(
-      Effect.asVoid,
-      Effect.catchCause((cause) => Effect.logWarning(`${what} could not be written to the database`, cause)),
-      Effect.uninterruptible
-    )
-
-  const disable = (channel: Domain.Channel, key: string, status: number | null, reason: string) =>
-    Effect.gen(function*() {
-      const entry = entryFor(channel, key)
-      const now = yield* Clock.currentTimeMillis
-      const first = entry.disabled === undefined
-      entry.disabled = { since: entry.disabled?.since ?? now, status, reason }
-      entry.changed = ++sequence
-      if (!first) return
-      yield* Effect.logWarning("upstream key disabled: the upstream refused its credentials").pipe(
-        Effect.annotateLogs({ channel: channel.name, key: entry.hint, status: status ?? "", reason })
-      )
-      yield* persist(
-        "a disabled upstream key",
-        store.disable({
-          channelId: channel.id,
-          fingerprint: entry.fingerprint,
-          status,
-          reason,
-          disabledAt: now,
-          nodeId: settings.nodeId
-        })
-      )
-    })
-
-  const suspect = (channel: Domain.Channel, key: string, refusal: Refusal) =>
-    Effect.gen(function*() {
-      const entry = entryFor(channel, key)
-      if (entry.disabled !== undefined) return
-      const now = yield* Clock.currentTimeMillis
-      // A 403 about the request says little about the key: one check per key per probe interval is enough.
-      const checked = entry.suspect !== undefined ||
-        (entry.lastProbeAt !== null && now - entry.lastProbeAt < settings.probeIntervalMs)
-      if (!refusal.clear && checked) return
-      if (refusal.clear) {
-        entry.breaker.holdUntil(now, now + settings.probeIntervalMs, `${refusal.reason} (a health probe is checking the key)`)
-      }
-      const first = entry.suspect === undefined
-      entry.suspect = { ...refusal, since: entry.suspect?.since ?? now }
-      if (!first) return
-      yield* Effect.logWarning(
-        refusal.clear
-          ? "the upstream refused an upstream key; it is kept out of calls while a health probe checks it"
-          : "the upstream refused a call with HTTP 403; a health probe checks the key, which stays in use"
-      ).pipe(Effect.annotateLogs({ channel: channel.name, key: entry.hint, status: refusal.status, reason: refusal.reason }))
-      if (probeSoon) {
-        yield* soon.withPermit(probeKey(channel, key)).pipe(
-          Effect.catchCause((cause) => Effect.logWarning("a health probe of a refused key failed", cause)),
-          Effect.forkIn(scope)
-        )
-      }
-    })
-
-  const enable = (channel: Domain.Channel, entry: Entry, why: string) =>
-    Effect.gen(function*() {
-      if (entry.disabled === undefined) return
-      entry.disabled = undefined
-      entry.changed = ++sequence
-      entry.breaker.close(yield* Clock.currentTimeMillis)
-      yield* Effect.logInfo("upstream key enabled again").pipe(Effect.annotateLogs({ channel: channel.name, key: entry.hint, why }))
-      yield* persist("an enabled upstream key", store.enable(channel.id, entry.fingerprint))
-    })
-
-  const report = (channel: Domain.Channel) =>
-    Effect.map(Clock.currentTimeMillis, (now): ChannelHealth.ChannelReport => {
-      const keys = channel.apiKeys.map((key, index): ChannelHealth.KeyHealth => {
-        const entry = entries.get(idOf(channel, key))
-        const breaker = entry?.breaker
-        const recent = breaker?.recent(now, channel.breaker.windowMs) ?? { calls: 0, failures: 0 }
-        const common = {
-          index,
-          hint: hintOf(key),
-          recentCalls: recent.calls,
-          recentFailures: recent.failures,
-          consecutiveFailures: breaker?.consecutiveFailures ?? 0,
-          lastFailureAt: breaker?.lastFailureAt ?? null,
-          lastError: breaker?.lastError ?? null,
-          lastProbeAt: entry?.lastProbeAt ?? null,
-          lastProbeOk: entry?.lastProbeOk ?? null
+    const end = (ticket: Ticket, outcome: Outcome, error?: string, retryAfterMs?: number) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        if (ticket.done) return Effect.void
+        ticket.done = true
+        const breaker = ticket.entry.breaker
+        const before = breaker.state
+        breaker.release(ticket.permit, outcome, now, ticket.settings, error)
+        if (retryAfterMs !== undefined && retryAfterMs > 0) {
+          const wait = Math.min(retryAfterMs, MAX_RETRY_AFTER_MS)
+          breaker.holdUntil(now, now + wait, `the upstream asked to retry after ${Math.ceil(wait / 1000)} s (HTTP 429)`)
         }
-        if (entry?.disabled !== undefined) {
-          return { ...common, state: "disabled", since: entry.disabled.since, reason: entry.disabled.reason, status: entry.disabled.status, retryAt: null }
+        if (before === breaker.state) return Effect.void
+        return breaker.state === "open"
+          ? Effect.logWarning("circuit breaker opened").pipe(
+            Effect.annotateLogs({
+              channelId: ticket.entry.channelId,
+              key: ticket.entry.hint,
+              reason: breaker.reason ?? ""
+            })
+          )
+          : Effect.logInfo("circuit breaker closed").pipe(
+            Effect.annotateLogs({ channelId: ticket.entry.channelId, key: ticket.entry.hint })
+          )
+      })
+
+    const persist = <A, E>(what: string, effect: Effect.Effect<A, E>) =>
+      effect.pipe(
+        Effect.asVoid,
+        Effect.catchCause((cause) => Effect.logWarning(`${what} could not be written to the database`, cause)),
+        Effect.uninterruptible
+      )
+
+    const disable = (channel: Domain.Channel, key: string, status: number | null, reason: string) =>
+      Effect.gen(function*() {
+        const entry = entryFor(channel, key)
+        const now = yield* Clock.currentTimeMillis
+        const first = entry.disabled === undefined
+        entry.disabled = { since: entry.disabled?.since ?? now, status, reason }
+        entry.changed = ++sequence
+        if (!first) return
+        yield* Effect.logWarning("upstream key disabled: the upstream refused its credentials").pipe(
+          Effect.annotateLogs({ channel: channel.name, key: entry.hint, status: status ?? "", reason })
+        )
+        yield* persist(
+          "a disabled upstream key",
+          store.disable({
+            channelId: channel.id,
+            fingerprint: entry.fingerprint,
+            status,
+            reason,
+            disabledAt: now,
+            nodeId: settings.nodeId
+          })
+        )
+      })
+
+    const suspect = (channel: Domain.Channel, key: string, refusal: Refusal) =>
+      Effect.gen(function*() {
+        const entry = entryFor(channel, key)
+        if (entry.disabled !== undefined) return
+        const now = yield* Clock.currentTimeMillis
+        // A 403 about the request says little about the key: one check per key per probe interval is enough.
+        const checked = entry.suspect !== undefined ||
+          (entry.lastProbeAt !== null && now - entry.lastProbeAt < settings.probeIntervalMs)
+        if (!refusal.clear && checked) return
+        if (refusal.clear) {
+          entry.breaker.holdUntil(
+            now,
+            now + settings.probeIntervalMs,
+            `${refusal.reason} (a health probe is checking the key)`
+          )
         }
-        const state = breaker?.stateAt(now) ?? "closed"
-        if (state === "closed") return { ...common, state: "healthy", since: breaker?.since ?? null, reason: null, status: null, retryAt: null }
-        return {
-          ...common,
-          state,
-          since: state === "half_open" && breaker!.state === "open" ? breaker!.retryAt : breaker!.since,
-          reason: breaker!.reason,
-          status: null,
-          retryAt: state === "open" ? breaker!.retryAt : null
+        const first = entry.suspect === undefined
+        entry.suspect = { ...refusal, since: entry.suspect?.since ?? now }
+        if (!first) return
+        yield* Effect.logWarning(
+          refusal.clear
+            ? "the upstream refused an upstream key; it is kept out of calls while a health probe checks it"
+            : "the upstream refused a call with HTTP 403; a health probe checks the key, which stays in use"
+        ).pipe(
+          Effect.annotateLogs({
+            channel: channel.name,
+            key: entry.hint,
+            status: refusal.status,
+            reason: refusal.reason
+          })
+        )
+        if (probeSoon) {
+          yield* soon.withPermit(probeKey(channel, key)).pipe(
+            Effect.catchCause((cause) => Effect.logWarning("a health probe of a refused key failed", cause)),
+            Effect.forkIn(scope)
+          )
         }
       })
-      return { state: ChannelHealth.channelStateOf(keys), keys }
-    })
 
-  const reset = (channel: Domain.Channel) =>
-    Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      for (const key of channel.apiKeys) {
-        const entry = entryFor(channel, key)
-        entry.breaker.close(now)
+    const enable = (channel: Domain.Channel, entry: Entry, why: string) =>
+      Effect.gen(function*() {
+        if (entry.disabled === undefined) return
         entry.disabled = undefined
-        entry.suspect = undefined
         entry.changed = ++sequence
-      }
-      yield* Effect.logInfo("channel health reset by an administrator").pipe(Effect.annotateLogs({ channel: channel.name }))
-      yield* persist("re-enabled upstream keys", store.enableChannel(channel.id))
-    })
-
-  // Disabled keys from the database: what other nodes (or an earlier run) decided. A local change made
-  // while the read was in flight wins over what the read saw.
-  // Every 5 s: while the database is down, one line per outage rather than one per round.
-  const syncOutage = OutageLog.make("reading disabled upstream keys (the database)")
-  const sync = Effect.gen(function*() {
-    const seen = sequence
-    const rows = yield* store.list
-    const disabled = new Map(rows.map((row) => [`${row.channelId}\u0000${row.fingerprint}`, row]))
-    const snapshot = yield* catalog.current
-    for (const channel of snapshot.channels) {
-      for (const key of channel.apiKeys) {
-        const id = idOf(channel, key)
-        const known = entries.get(id)
-        const fingerprint = known?.fingerprint ?? store.fingerprint(key)
-        const row = disabled.get(`${channel.id}\u0000${fingerprint}`)
-        if (known === undefined && row === undefined) continue
-        const entry = known ?? entryFor(channel, key)
-        if (entry.changed > seen) continue
-        if (row !== undefined) entry.disabled = { since: row.disabledAt, status: row.status, reason: row.reason }
-        else if (entry.disabled !== undefined) {
-          entry.disabled = undefined
-          entry.breaker.close(yield* Clock.currentTimeMillis)
-        }
-      }
-    }
-  }).pipe(Effect.andThen(syncOutage.succeeded), Effect.catchCause(syncOutage.failed))
-
-  const probeKey = (channel: Domain.Channel, key: string): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      const entry = entryFor(channel, key)
-      if (entry.probing) return Effect.void
-      entry.probing = true
-      return probeOnce(channel, key, entry).pipe(Effect.ensuring(Effect.sync(() => entry.probing = false)))
-    })
-
-  const probeOnce = (channel: Domain.Channel, key: string, entry: Entry) =>
-    Effect.gen(function*() {
-      const suspicion = entry.suspect
-      if (entry.disabled === undefined && suspicion !== undefined) {
-        // A key a call's upstream refused: the probe's answer decides.
-        const result = yield* prober.probe(channel, undefined, key)
-        const now = yield* Clock.currentTimeMillis
-        entry.lastProbeAt = now
-        entry.lastProbeOk = result.ok
-        if (result.credentialsRefused) {
-          entry.suspect = undefined
-          return yield* disable(channel, key, result.status, refusal(result.status, result.upstreamMessage ?? result.message))
-        }
-        // Not refused, but not answered either (a timeout, a 5xx): the suspicion stands for the next round.
-        if (!result.ok) return
-        entry.suspect = undefined
-        if (suspicion.clear) entry.breaker.close(now)
-        return yield* Effect.logInfo("a health probe found a refused upstream key working; it is not disabled").pipe(
-          Effect.annotateLogs({ channel: channel.name, key: entry.hint, refusal: suspicion.reason })
+        entry.breaker.close(yield* Clock.currentTimeMillis)
+        yield* Effect.logInfo("upstream key enabled again").pipe(
+          Effect.annotateLogs({ channel: channel.name, key: entry.hint, why })
         )
+        yield* persist("an enabled upstream key", store.enable(channel.id, entry.fingerprint))
+      })
+
+    const report = (channel: Domain.Channel) =>
+      Effect.map(Clock.currentTimeMillis, (now): ChannelHealth.ChannelReport => {
+        const keys = channel.apiKeys.map((key, index): ChannelHealth.KeyHealth => {
+          const entry = entries.get(idOf(channel, key))
+          const breaker = entry?.breaker
+          const recent = breaker?.recent(now, channel.breaker.windowMs) ?? { calls: 0, failures: 0 }
+          const common = {
+            index,
+            hint: hintOf(key),
+            recentCalls: recent.calls,
+            recentFailures: recent.failures,
+            consecutiveFailures: breaker?.consecutiveFailures ?? 0,
+            lastFailureAt: breaker?.lastFailureAt ?? null,
+            lastError: breaker?.lastError ?? null,
+            lastProbeAt: entry?.lastProbeAt ?? null,
+            lastProbeOk: entry?.lastProbeOk ?? null
+          }
+          if (entry?.disabled !== undefined) {
+            return {
+              ...common,
+              state: "disabled",
+              since: entry.disabled.since,
+              reason: entry.disabled.reason,
+              status: entry.disabled.status,
+              retryAt: null
+            }
+          }
+          const state = breaker?.stateAt(now) ?? "closed"
+          if (state === "closed") {
+            return {
+              ...common,
+              state: "healthy",
+              since: breaker?.since ?? null,
+              reason: null,
+              status: null,
+              retryAt: null
+            }
+          }
+          return {
+            ...common,
+            state,
+            since: state === "half_open" && breaker!.state === "open" ? breaker!.retryAt : breaker!.since,
+            reason: breaker!.reason,
+            status: null,
+            retryAt: state === "open" ? breaker!.retryAt : null
+          }
+        })
+        return { state: ChannelHealth.channelStateOf(keys), keys }
+      })
+
+    const reset = (channel: Domain.Channel) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        for (const key of channel.apiKeys) {
+          const entry = entryFor(channel, key)
+          entry.breaker.close(now)
+          entry.disabled = undefined
+          entry.suspect = undefined
+          entry.changed = ++sequence
+        }
+        yield* Effect.logInfo("channel health reset by an administrator").pipe(
+          Effect.annotateLogs({ channel: channel.name })
+        )
+        yield* persist("re-enabled upstream keys", store.enableChannel(channel.id))
+      })
+
+    // Disabled keys from the database: what other nodes (or an earlier run) decided. A local change made
+    // while the read was in flight wins over what the read saw.
+    // Every 5 s: while the database is down, one line per outage rather than one per round.
+    const syncOutage = OutageLog.make("reading disabled upstream keys (the database)")
+    const sync = Effect.gen(function*() {
+      const seen = sequence
+      const rows = yield* store.list
+      const disabled = new Map(rows.map((row) => [`${row.channelId}\u0000${row.fingerprint}`, row]))
+      const snapshot = yield* catalog.current
+      for (const channel of snapshot.channels) {
+        for (const key of channel.apiKeys) {
+          const id = idOf(channel, key)
+          const known = entries.get(id)
+          const fingerprint = known?.fingerprint ?? store.fingerprint(key)
+          const row = disabled.get(`${channel.id}\u0000${fingerprint}`)
+          if (known === undefined && row === undefined) continue
+          const entry = known ?? entryFor(channel, key)
+          if (entry.changed > seen) continue
+          if (row !== undefined) entry.disabled = { since: row.disabledAt, status: row.status, reason: row.reason }
+          else if (entry.disabled !== undefined) {
+            entry.disabled = undefined
+            entry.breaker.close(yield* Clock.currentTimeMillis)
+          }
+        }
       }
-      if (entry.disabled === undefined) {
-        // A breaker whose cool-down is over: the probe is its trial.
-        const ticket = yield* begin(channel, key, false)
-        if (ticket === undefined) return
-        if (ticket.permit === "closed") return yield* end(ticket, "neutral")
+    }).pipe(Effect.andThen(syncOutage.succeeded), Effect.catchCause(syncOutage.failed))
+
+    const probeKey = (channel: Domain.Channel, key: string): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const entry = entryFor(channel, key)
+        if (entry.probing) return Effect.void
+        entry.probing = true
+        return probeOnce(channel, key, entry).pipe(Effect.ensuring(Effect.sync(() => entry.probing = false)))
+      })
+
+    const probeOnce = (channel: Domain.Channel, key: string, entry: Entry) =>
+      Effect.gen(function*() {
+        const suspicion = entry.suspect
+        if (entry.disabled === undefined && suspicion !== undefined) {
+          // A key a call's upstream refused: the probe's answer decides.
+          const result = yield* prober.probe(channel, undefined, key)
+          const now = yield* Clock.currentTimeMillis
+          entry.lastProbeAt = now
+          entry.lastProbeOk = result.ok
+          if (result.credentialsRefused) {
+            entry.suspect = undefined
+            return yield* disable(
+              channel,
+              key,
+              result.status,
+              refusal(result.status, result.upstreamMessage ?? result.message)
+            )
+          }
+          // Not refused, but not answered either (a timeout, a 5xx): the suspicion stands for the next round.
+          if (!result.ok) return
+          entry.suspect = undefined
+          if (suspicion.clear) entry.breaker.close(now)
+          return yield* Effect.logInfo("a health probe found a refused upstream key working; it is not disabled").pipe(
+            Effect.annotateLogs({ channel: channel.name, key: entry.hint, refusal: suspicion.reason })
+          )
+        }
+        if (entry.disabled === undefined) {
+          // A breaker whose cool-down is over: the probe is its trial.
+          const ticket = yield* begin(channel, key, false)
+          if (ticket === undefined) return
+          if (ticket.permit === "closed") return yield* end(ticket, "neutral")
+          const result = yield* prober.probe(channel, undefined, key)
+          entry.lastProbeAt = yield* Clock.currentTimeMillis
+          entry.lastProbeOk = result.ok
+          if (result.credentialsRefused) {
+            yield* end(ticket, "neutral")
+            return yield* disable(
+              channel,
+              key,
+              result.status,
+              refusal(result.status, result.upstreamMessage ?? result.message)
+            )
+          }
+          return yield* end(
+            ticket,
+            result.ok ? "success" : "failure",
+            result.ok ? undefined : `probe: ${result.message}`
+          )
+        }
         const result = yield* prober.probe(channel, undefined, key)
         entry.lastProbeAt = yield* Clock.currentTimeMillis
         entry.lastProbeOk = result.ok
+        if (result.ok) return yield* enable(channel, entry, "a health probe with the key succeeded")
         if (result.credentialsRefused) {
-          yield* end(ticket, "neutral")
-          return yield* disable(channel, key, result.status, refusal(result.status, result.upstreamMessage ?? result.message))
+          entry.disabled = {
+            since: entry.disabled?.since ?? entry.lastProbeAt,
+            status: result.status,
+            reason: refusal(result.status, result.upstreamMessage ?? result.message)
+          }
         }
-        return yield* end(ticket, result.ok ? "success" : "failure", result.ok ? undefined : `probe: ${result.message}`)
-      }
-      const result = yield* prober.probe(channel, undefined, key)
-      entry.lastProbeAt = yield* Clock.currentTimeMillis
-      entry.lastProbeOk = result.ok
-      if (result.ok) return yield* enable(channel, entry, "a health probe with the key succeeded")
-      if (result.credentialsRefused) {
-        entry.disabled = { since: entry.disabled?.since ?? entry.lastProbeAt, status: result.status, reason: refusal(result.status, result.upstreamMessage ?? result.message) }
-      }
-    })
+      })
 
-  // An operator's test: every key, at most PROBE_CONCURRENCY at once, each outcome recorded as a probe's.
-  const testKey = (channel: Domain.Channel, key: string, index: number, model: string) =>
-    Effect.gen(function*() {
-      const result = yield* prober.probe(channel, model, key)
-      const entry = entryFor(channel, key)
+    // An operator's test: every key, at most PROBE_CONCURRENCY at once, each outcome recorded as a probe's.
+    const testKey = (channel: Domain.Channel, key: string, index: number, model: string) =>
+      Effect.gen(function*() {
+        const result = yield* prober.probe(channel, model, key)
+        const entry = entryFor(channel, key)
+        const now = yield* Clock.currentTimeMillis
+        entry.lastProbeAt = now
+        entry.lastProbeOk = result.ok
+        if (result.ok) {
+          entry.suspect = undefined
+          if (entry.disabled !== undefined) {
+            yield* enable(channel, entry, "an administrator's Test with the key succeeded")
+          } else entry.breaker.close(now)
+        } else if (result.credentialsRefused) {
+          entry.suspect = undefined
+          yield* disable(channel, key, result.status, refusal(result.status, result.upstreamMessage ?? result.message))
+        } else if (result.status === null || result.status >= 500 || result.status === 429 || result.status < 400) {
+          // Unreachable, timed out, failing, rate-limiting us, or a 200 that is not an answer: the key is failing.
+          if (entry.disabled === undefined) {
+            entry.breaker.testFailed(now, channel.breaker, result.message)
+          }
+        }
+        // Any other 4xx refused the request (a model name the upstream does not know, say): the key itself is fine.
+        const tested: ChannelHealth.KeyTest = { ...result, index, hint: entry.hint }
+        return tested
+      })
+
+    const test = (channel: Domain.Channel, model: string) =>
+      Effect.gen(function*() {
+        const results = yield* Effect.forEach(channel.apiKeys, (key, index) => testKey(channel, key, index, model), {
+          concurrency: PROBE_CONCURRENCY
+        })
+        yield* Effect.logInfo("channel tested by an administrator").pipe(
+          Effect.annotateLogs({
+            channel: channel.name,
+            model,
+            ok: results.filter((r) => r.ok).length,
+            failed: results.filter((r) => !r.ok).length
+          })
+        )
+        return results
+      })
+
+    const probeRound = Effect.gen(function*() {
+      const snapshot = yield* catalog.current
       const now = yield* Clock.currentTimeMillis
-      entry.lastProbeAt = now
-      entry.lastProbeOk = result.ok
-      if (result.ok) {
-        entry.suspect = undefined
-        if (entry.disabled !== undefined) yield* enable(channel, entry, "an administrator's Test with the key succeeded")
-        else entry.breaker.close(now)
-      } else if (result.credentialsRefused) {
-        entry.suspect = undefined
-        yield* disable(channel, key, result.status, refusal(result.status, result.upstreamMessage ?? result.message))
-      } else if (result.status === null || result.status >= 500 || result.status === 429 || result.status < 400) {
-        // Unreachable, timed out, failing, rate-limiting us, or a 200 that is not an answer: the key is failing.
-        if (entry.disabled === undefined) entry.breaker.testFailed(now, channel.breaker, result.message)
-      }
-      // Any other 4xx refused the request (a model name the upstream does not know, say): the key itself is fine.
-      const tested: ChannelHealth.KeyTest = { ...result, index, hint: entry.hint }
-      return tested
-    })
-
-  const test = (channel: Domain.Channel, model: string) =>
-    Effect.gen(function*() {
-      const results = yield* Effect.forEach(channel.apiKeys, (key, index) => testKey(channel, key, index, model), { concurrency: PROBE_CONCURRENCY })
-      yield* Effect.logInfo("channel tested by an administrator").pipe(
-        Effect.annotateLogs({ channel: channel.name, model, ok: results.filter((r) => r.ok).length, failed: results.filter((r) => !r.ok).length })
-      )
-      return results
-    })
-
-  const probeRound = Effect.gen(function*() {
-    const snapshot = yield* catalog.current
-    const now = yield* Clock.currentTimeMillis
-    const due: Array<readonly [Domain.Channel, string]> = []
-    const live = new Set<string>()
-    for (const channel of snapshot.channels) {
-      for (const key of channel.apiKeys) {
-        const id = idOf(channel, key)
-        live.add(id)
-        if (!channel.enabled) continue
-        const entry = entries.get(id)
-        if (entry === undefined) continue
-        if (entry.disabled !== undefined || entry.suspect !== undefined || entry.breaker.peek(now, channel.breaker) === "trial") {
-          due.push([channel, key])
+      const due: Array<readonly [Domain.Channel, string]> = []
+      const live = new Set<string>()
+      for (const channel of snapshot.channels) {
+        for (const key of channel.apiKeys) {
+          const id = idOf(channel, key)
+          live.add(id)
+          if (!channel.enabled) continue
+          const entry = entries.get(id)
+          if (entry === undefined) continue
+          if (
+            entry.disabled !== undefined || entry.suspect !== undefined ||
+            entry.breaker.peek(now, channel.breaker) === "trial"
+          ) {
+            due.push([channel, key])
+          }
         }
       }
-    }
-    // Keys that left the catalog (edited or deleted channels) are forgotten.
-    for (const id of entries.keys()) if (!live.has(id)) entries.delete(id)
-    yield* Effect.forEach(due, ([channel, key]) => probeKey(channel, key), { concurrency: PROBE_CONCURRENCY, discard: true })
+      // Keys that left the catalog (edited or deleted channels) are forgotten.
+      for (const id of entries.keys()) if (!live.has(id)) entries.delete(id)
+      yield* Effect.forEach(due, ([channel, key]) => probeKey(channel, key), {
+        concurrency: PROBE_CONCURRENCY,
+        discard: true
+      })
+    })
+
+    // What an earlier run (or another node) disabled applies from the first call.
+    yield* sync
+
+    return Health.of({ availability, retryAt, begin, end, suspect, disable, report, reset, test, sync, probeRound })
   })
-
-  // What an earlier run (or another node) disabled applies from the first call.
-  yield* sync
-
-  return Health.of({ availability, retryAt, begin, end, suspect, disable, report, reset, test, sync, probeRound })
-})
 
 /** The reason recorded for a refused key: the status and the upstream's message. @category formatting */
 export const refusal = (status: number | null, message: string): string =>

@@ -20,7 +20,6 @@ import { Accounts, type Domain, GatewayError, Money } from "@modelgate/core"
 import { Clock, Effect } from "effect"
 import * as Exchange from "./Exchange.ts"
 
-
 const toUsdNumber = (nanos: bigint): number => Number(Money.formatUsd(nanos))
 
 const monthStart = (now: number): number => {
@@ -35,21 +34,27 @@ export const subscription = Effect.fnUntraced(function*(key: Domain.ApiKey, requ
   const balance = yield* accounts.balance(key.userId)
   const spent = yield* accounts.spent(key.userId, monthStart(now), now + 1)
   const limit = toUsdNumber(balance + spent)
-  return Exchange.json({
-    object: "billing_subscription",
-    has_payment_method: true,
-    soft_limit_usd: limit,
-    hard_limit_usd: limit,
-    system_hard_limit_usd: limit,
-    access_until: key.expiresAt === null ? 0 : Math.floor(key.expiresAt / 1000)
-  }, 200, { "x-request-id": requestId })
+  return Exchange.json(
+    {
+      object: "billing_subscription",
+      has_payment_method: true,
+      soft_limit_usd: limit,
+      hard_limit_usd: limit,
+      system_hard_limit_usd: limit,
+      access_until: key.expiresAt === null ? 0 : Math.floor(key.expiresAt / 1000)
+    },
+    200,
+    { "x-request-id": requestId }
+  )
 })
 
 const day = /^\d{4}-\d{2}-\d{2}$/
 
 const parseDay = (value: string | null, name: string) => {
   if (value === null || !day.test(value) || !Number.isFinite(Date.parse(`${value}T00:00:00Z`))) {
-    return Effect.fail(new GatewayError.InvalidRequest({ message: `'${name}' is required, as YYYY-MM-DD.`, param: name }))
+    return Effect.fail(
+      new GatewayError.InvalidRequest({ message: `'${name}' is required, as YYYY-MM-DD.`, param: name })
+    )
   }
   return Effect.succeed(Date.parse(`${value}T00:00:00Z`))
 }
@@ -62,8 +67,12 @@ export const usage = Effect.fnUntraced(function*(key: Domain.ApiKey, requestId: 
   const accounts = yield* Accounts.Accounts
   const spent = yield* accounts.spent(key.userId, from, to)
   // cents, as a decimal number: nano-dollars / 10^7
-  return Exchange.json({
-    object: "list",
-    total_usage: Number(Money.formatScaled(spent, 7))
-  }, 200, { "x-request-id": requestId })
+  return Exchange.json(
+    {
+      object: "list",
+      total_usage: Number(Money.formatScaled(spent, 7))
+    },
+    200,
+    { "x-request-id": requestId }
+  )
 })

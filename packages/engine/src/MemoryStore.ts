@@ -50,7 +50,9 @@ export interface Inspect {
  *
  * @category services
  */
-export class MemoryInspect extends Context.Service<MemoryInspect, Inspect>()("modelgate/engine/MemoryStore/MemoryInspect") {}
+export class MemoryInspect
+  extends Context.Service<MemoryInspect, Inspect>()("modelgate/engine/MemoryStore/MemoryInspect")
+{}
 
 /** Limits with every unset field as "no limit". */
 const limitsOf = (limits: Partial<Domain.Limits> | undefined): Domain.Limits => ({
@@ -97,7 +99,12 @@ const monthOf = (ms: number): string => new Date(ms).toISOString().slice(0, 7)
 export const layer = (
   declaration: Declaration.Declaration
 ): Layer.Layer<
-  KeyStore.KeyStore | Catalog.Catalog | Accounts.Accounts | UsageLog.UsageLog | ChannelKeyStates.ChannelKeyStates | MemoryInspect,
+  | KeyStore.KeyStore
+  | Catalog.Catalog
+  | Accounts.Accounts
+  | UsageLog.UsageLog
+  | ChannelKeyStates.ChannelKeyStates
+  | MemoryInspect,
   GatewayError.InvalidRequest
 > =>
   Layer.effectContext(Effect.gen(function*() {
@@ -113,7 +120,9 @@ export const layer = (
     for (const [i, key] of (declaration.keys ?? []).entries()) {
       const owner = users.get(key.user)
       if (owner === undefined) {
-        return yield* new GatewayError.InvalidRequest({ message: `The key '${key.name}' belongs to '${key.user}', who is not a declared user.` })
+        return yield* new GatewayError.InvalidRequest({
+          message: `The key '${key.name}' belongs to '${key.user}', who is not a declared user.`
+        })
       }
       if (key.secret === undefined) {
         missing.push(`${key.user}/${key.name}`)
@@ -141,13 +150,19 @@ export const layer = (
     }
     if (missing.length > 0) {
       return yield* new GatewayError.InvalidRequest({
-        message: `These keys have no secret, and an embedded gateway cannot show a generated one: ${missing.join(", ")}. Give each a 'secret' ('sk-' and at least 17 more characters).`
+        message: `These keys have no secret, and an embedded gateway cannot show a generated one: ${
+          missing.join(", ")
+        }. Give each a 'secret' ('sk-' and at least 17 more characters).`
       })
     }
 
     const snapshot = Catalog.makeSnapshot({
       models: declaration.models ?? [],
-      groups: (declaration.groups ?? []).map((group) => ({ name: group.name, ratioMicros: group.ratioMicros, limits: limitsOf(group.limits) })),
+      groups: (declaration.groups ?? []).map((group) => ({
+        name: group.name,
+        ratioMicros: group.ratioMicros,
+        limits: limitsOf(group.limits)
+      })),
       channels: (declaration.channels ?? []).map((channel, i) => ({ ...channel, id: `chn_${i + 1}` })),
       aliases: declaration.aliases ?? []
     })
@@ -172,7 +187,8 @@ export const layer = (
 
     const holds = new Map<string, Hold>()
     let holdSequence = 0
-    const unknownUser = () => new GatewayError.InternalError({ message: "The account of this key is not known to the gateway." })
+    const unknownUser = () =>
+      new GatewayError.InternalError({ message: "The account of this key is not known to the gateway." })
 
     const capRefusal = (key: Domain.ApiKey, spend: KeySpend, request: Accounts.HoldRequest) => {
       const caps: ReadonlyArray<readonly ["quota" | "daily" | "monthly", bigint | null, bigint, string]> = [
@@ -184,8 +200,13 @@ export const layer = (
         if (limit !== null && spent + spend.held + request.amountNanos > limit) {
           return new GatewayError.SpendingCapReached({
             cap,
-            message: `Your API key '${key.name}' has ${what} of ${Money.formatUsd(limit)} USD: ${Money.formatUsd(spent)} USD ` +
-              `spent${spend.held > 0n ? ` and ${Money.formatUsd(spend.held)} USD held by calls in progress` : ""}, and this call may cost up to ` +
+            message:
+              `Your API key '${key.name}' has ${what} of ${Money.formatUsd(limit)} USD: ${
+                Money.formatUsd(spent)
+              } USD ` +
+              `spent${
+                spend.held > 0n ? ` and ${Money.formatUsd(spend.held)} USD held by calls in progress` : ""
+              }, and this call may cost up to ` +
               `${Money.formatUsd(request.amountNanos)} USD. Raise the cap, or ${Accounts.askForLess(request.choices)}.`
           })
         }

@@ -86,7 +86,11 @@ export class CallMetrics {
     ["model", "kind"]
   )
   /** Nano-dollars; exported as USD. */
-  readonly chargedNanos = new PlainMetrics.Counter("modelgate_charged_usd_total", "USD charged to balances, by model.", ["model"])
+  readonly chargedNanos = new PlainMetrics.Counter(
+    "modelgate_charged_usd_total",
+    "USD charged to balances, by model.",
+    ["model"]
+  )
   readonly rateLimited = new PlainMetrics.Counter(
     "modelgate_rate_limited_total",
     "Calls refused by a rate limit, by the kind of subject whose limit refused them (key, user; unavailable: the limit store could not be asked).",

@@ -79,13 +79,37 @@ const probe = (channel: Domain.Channel, model: string | undefined, apiKey: strin
       const notAnAnswer = codec.notAnAnswer(json, channel.name)
       if (notAnAnswer !== undefined) {
         const message = Redaction.error(channel, notAnAnswer).message
-        return { ok: false, latencyMs, status: response.status, message, upstreamMessage: null, credentialsRefused: false }
+        return {
+          ok: false,
+          latencyMs,
+          status: response.status,
+          message,
+          upstreamMessage: null,
+          credentialsRefused: false
+        }
       }
-      return { ok: true, latencyMs, status: response.status, message: `${upstreamModel} answered`, upstreamMessage: null, credentialsRefused: false }
+      return {
+        ok: true,
+        latencyMs,
+        status: response.status,
+        message: `${upstreamModel} answered`,
+        upstreamMessage: null,
+        credentialsRefused: false
+      }
     })
     return yield* attempt.pipe(
       Effect.catch((error: GatewayError.GatewayError) =>
-        Effect.map(elapsed, (latencyMs) => ({ ok: false, latencyMs, status: null, message: error.message, upstreamMessage: null, credentialsRefused: false }))
+        Effect.map(
+          elapsed,
+          (latencyMs) => ({
+            ok: false,
+            latencyMs,
+            status: null,
+            message: error.message,
+            upstreamMessage: null,
+            credentialsRefused: false
+          })
+        )
       )
     )
   })
@@ -120,9 +144,17 @@ const listModels = (channel: Domain.Channel, apiKey: string | undefined) =>
         const error = Redaction.error(channel, upstream.classify(response.status, body, response.headers))
         // The operator's view: the gateway's words and the upstream's own.
         const said = Upstream.upstreamMessage(body)
-        return yield* Effect.fail(GatewayError.mapText(error, (text, field) => field === "message" ? `${text} The upstream said: ${said}` : text))
+        return yield* Effect.fail(
+          GatewayError.mapText(
+            error,
+            (text, field) => field === "message" ? `${text} The upstream said: ${said}` : text
+          )
+        )
       }
-      const listed: Dialect.ModelListPage = yield* Effect.flatMap(Upstream.readText(response, LIST_PAGE_LIMIT), (text) => list.decode(text, channel.name))
+      const listed: Dialect.ModelListPage = yield* Effect.flatMap(
+        Upstream.readText(response, LIST_PAGE_LIMIT),
+        (text) => list.decode(text, channel.name)
+      )
       for (const model of listed.models) if (!models.has(model.id)) models.set(model.id, model)
       url = listed.next === undefined ? undefined : list.url(channel, listed.next)
     }

@@ -28,8 +28,8 @@
  */
 import { type Dialect, type Domain, LimitSubjects, RateLimiter, Tokens } from "@modelgate/core"
 import { Effect } from "effect"
-import type * as Settlement from "./Settlement.ts"
 import { Settings } from "./Settings.ts"
+import type * as Settlement from "./Settlement.ts"
 
 /** Bytes of request text counted as one token in the estimate. @category constants */
 export const BYTES_PER_TOKEN = 4
@@ -56,9 +56,12 @@ export const estimateTokens = (
   model: Domain.Model,
   extras: EstimateExtras = {}
 ): number => {
-  const output = requestedOutput === undefined || !(requestedOutput > 0) ? 0 : Math.min(Math.ceil(requestedOutput), model.outputTokenLimit)
+  const output = requestedOutput === undefined || !(requestedOutput > 0)
+    ? 0
+    : Math.min(Math.ceil(requestedOutput), model.outputTokenLimit)
   const choices = Math.max(1, Math.ceil(extras.choices ?? 1))
-  return Math.ceil(promptBytes / BYTES_PER_TOKEN) + Math.max(0, extras.mediaParts ?? 0) * Tokens.MEDIA_TOKENS + output * choices
+  return Math.ceil(promptBytes / BYTES_PER_TOKEN) + Math.max(0, extras.mediaParts ?? 0) * Tokens.MEDIA_TOKENS +
+    output * choices
 }
 
 /** A permit for a call no limit applies to. @category constants */
@@ -100,8 +103,10 @@ export const admit = Effect.fnUntraced(function*(
  *
  * @category headers
  */
-export const successHeaders = (client: Dialect.ClientDialect, permit: RateLimiter.Permit): Readonly<Record<string, string>> =>
-  permit === unlimitedPermit ? noHeaders : client.rateLimitHeaders(permit.snapshot)
+export const successHeaders = (
+  client: Dialect.ClientDialect,
+  permit: RateLimiter.Permit
+): Readonly<Record<string, string>> => permit === unlimitedPermit ? noHeaders : client.rateLimitHeaders(permit.snapshot)
 
 const noHeaders: Readonly<Record<string, string>> = {}
 

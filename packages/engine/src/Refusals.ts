@@ -65,7 +65,12 @@ export interface Caller {
  *
  * @category records
  */
-export const record = (caller: Caller, admitting: Admitting, error: GatewayError.GatewayError, now: number): UsageLog.UsageRecord => {
+export const record = (
+  caller: Caller,
+  admitting: Admitting,
+  error: GatewayError.GatewayError,
+  now: number
+): UsageLog.UsageRecord => {
   const startedAt = caller.startedAt ?? now
   // A name the catalog does not know is the caller's: kept as an error quotes it (a 200 KB name is cut).
   const model = admitting.modelKnown ? admitting.model : GatewayError.echo(admitting.model)

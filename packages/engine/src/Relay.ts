@@ -243,7 +243,9 @@ export class Relay {
 
   private tooLarge(): GatewayError.GatewayError {
     return this.options.eventTooLarge?.() ??
-      new GatewayError.UpstreamUnavailable({ message: `The upstream sent a stream event larger than ${this.options.maxEventBytes} bytes.` })
+      new GatewayError.UpstreamUnavailable({
+        message: `The upstream sent a stream event larger than ${this.options.maxEventBytes} bytes.`
+      })
   }
 
   /** `transform`, ending the relay in-band when it throws (undefined then). */

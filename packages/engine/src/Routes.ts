@@ -44,17 +44,34 @@ export type ApiRoute = Exclude<Route, HostRoute>
 
 /** Whether a matched route is the host's own business. @category matching */
 export const isHostRoute = (route: Route | Miss): route is HostRoute =>
-  route._tag === "Health" || route._tag === "Ready" || route._tag === "Metrics" || route._tag === "Api" || route._tag === "Console"
+  route._tag === "Health" || route._tag === "Ready" || route._tag === "Metrics" || route._tag === "Api" ||
+  route._tag === "Console"
 
 /** The Gemini model methods served under `/v1beta/models/{model}:{action}`. @category models */
-export type GeminiAction = "generateContent" | "streamGenerateContent" | "countTokens" | "embedContent" | "batchEmbedContents"
+export type GeminiAction =
+  | "generateContent"
+  | "streamGenerateContent"
+  | "countTokens"
+  | "embedContent"
+  | "batchEmbedContents"
 
-const geminiActions = new Set<string>(["generateContent", "streamGenerateContent", "countTokens", "embedContent", "batchEmbedContents"])
+const geminiActions = new Set<string>([
+  "generateContent",
+  "streamGenerateContent",
+  "countTokens",
+  "embedContent",
+  "batchEmbedContents"
+])
 
 /** Why no route matched: no such path (with a hint), or not this method. @category models */
 export type Miss =
   | { readonly _tag: "NotFound"; readonly dialect: Domain.Dialect; readonly message: string }
-  | { readonly _tag: "MethodNotAllowed"; readonly dialect: Domain.Dialect; readonly allow: ReadonlyArray<string>; readonly message: string }
+  | {
+    readonly _tag: "MethodNotAllowed"
+    readonly dialect: Domain.Dialect
+    readonly allow: ReadonlyArray<string>
+    readonly message: string
+  }
 
 const allowed = (route: Route, methods: ReadonlyArray<string>, method: string): Route | Miss => {
   if (methods.includes(method) || (method === "HEAD" && methods.includes("GET"))) return route
@@ -75,7 +92,8 @@ const decode = (segment: string): string => {
   }
 }
 
-const V1BETA_HINT = "In @google/genai set httpOptions: { apiVersion: 'v1beta' }; gemini-cli uses v1beta unless GOOGLE_GENAI_API_VERSION is set."
+const V1BETA_HINT =
+  "In @google/genai set httpOptions: { apiVersion: 'v1beta' }; gemini-cli uses v1beta unless GOOGLE_GENAI_API_VERSION is set."
 
 /**
  * Matches a request. `path` is the URL path without the query string.
@@ -96,7 +114,9 @@ export const match = (
     return {
       _tag: "NotFound",
       dialect: "gemini",
-      message: `This gateway serves the Gemini API as version v1beta, not v1: use ${path.replace(/^\/v1\//, "/v1beta/")}. ${V1BETA_HINT}`
+      message: `This gateway serves the Gemini API as version v1beta, not v1: use ${
+        path.replace(/^\/v1\//, "/v1beta/")
+      }. ${V1BETA_HINT}`
     }
   }
   if (headers?.["anthropic-version"] !== undefined && (path === "/v1/models" || path.startsWith("/v1/models/"))) {
@@ -151,7 +171,9 @@ export const match = (
       return {
         _tag: "NotFound",
         dialect: "gemini",
-        message: `Unknown method '${GatewayError.echo(action)}' on models/${GatewayError.echo(model)}. Supported: ${[...geminiActions].join(", ")}.`
+        message: `Unknown method '${GatewayError.echo(action)}' on models/${GatewayError.echo(model)}. Supported: ${
+          [...geminiActions].join(", ")
+        }.`
       }
     }
     return allowed({ _tag: "GeminiAction", dialect: "gemini", model, action: action as GeminiAction }, ["POST"], method)
@@ -162,7 +184,9 @@ export const match = (
       return {
         _tag: "NotFound",
         dialect: "gemini",
-        message: `This gateway serves the Gemini API as version v1beta, not v1: use ${path.replace(/^\/v1\//, "/v1beta/")}. ${V1BETA_HINT}`
+        message: `This gateway serves the Gemini API as version v1beta, not v1: use ${
+          path.replace(/^\/v1\//, "/v1beta/")
+        }. ${V1BETA_HINT}`
       }
     }
     return allowed({ _tag: "OpenAIModel", dialect: "openai", model: rest }, ["GET"], method)
@@ -188,7 +212,9 @@ export const match = (
 
 /** The dialect a path suggests, for answering a wrong path in the caller's own envelope. @category matching */
 export const dialectOfPath = (path: string): Domain.Dialect =>
-  /^\/v1(beta|alpha)\d*\b|:(generateContent|streamGenerateContent|countTokens|embedContent|batchEmbedContents)\b/.test(path)
+  /^\/v1(beta|alpha)\d*\b|:(generateContent|streamGenerateContent|countTokens|embedContent|batchEmbedContents)\b/.test(
+      path
+    )
     ? "gemini"
     : /\/messages(\/|$)/.test(path)
     ? "anthropic"

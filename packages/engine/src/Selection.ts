@@ -139,7 +139,8 @@ const mix = (h: number): number => {
 }
 
 /** Weighted rendezvous score: the largest wins; weight 0 always loses. */
-const score = (weight: number, text: string): number => weight <= 0 ? -1 + hashUnit(text) / 2 : weight / -Math.log(hashUnit(text))
+const score = (weight: number, text: string): number =>
+  weight <= 0 ? -1 + hashUnit(text) / 2 : weight / -Math.log(hashUnit(text))
 
 /** Orders a tier by weighted random draws without replacement. */
 const weightedOrder = <A>(items: Array<A>, weightOf: (a: A) => number, random: Random.Random): Array<A> => {
@@ -161,7 +162,12 @@ const weightedOrder = <A>(items: Array<A>, weightOf: (a: A) => number, random: R
   return out
 }
 
-const stickyOrder = <A>(items: ReadonlyArray<A>, weightOf: (a: A) => number, idOf: (a: A) => string, sticky: string): Array<A> =>
+const stickyOrder = <A>(
+  items: ReadonlyArray<A>,
+  weightOf: (a: A) => number,
+  idOf: (a: A) => string,
+  sticky: string
+): Array<A> =>
   items.map((item) => ({ item, score: score(weightOf(item), `${sticky}\u0000${idOf(item)}`) }))
     .sort((x, y) => y.score - x.score)
     .map((x) => x.item)

@@ -53,7 +53,11 @@ export const nothing: Metered = Dialect.nothingMetered
 
 /** A figure as a count: itself when it is one, else a fraction rounded up (at most 2^53 - 1), and 0 for anything else. */
 const asCount = (tokens: number): number =>
-  Tokens.isCount(tokens) ? tokens : Number.isFinite(tokens) && tokens > 0 ? Math.min(Math.ceil(tokens), Number.MAX_SAFE_INTEGER) : 0
+  Tokens.isCount(tokens)
+    ? tokens
+    : Number.isFinite(tokens) && tokens > 0
+    ? Math.min(Math.ceil(tokens), Number.MAX_SAFE_INTEGER)
+    : 0
 
 /**
  * A metering whose figures are token counts. The dialects refuse the
@@ -149,7 +153,12 @@ export const failed = (
     const ended = interruption(exit.cause)
     return { ...ended, errorMessage: interruptionMessages[ended.errorCode], ttfbMs: null }
   }
-  return { status: render(failure.error).status, errorCode: failure.error._tag, errorMessage: messageOf(failure.error), ttfbMs: null }
+  return {
+    status: render(failure.error).status,
+    errorCode: failure.error._tag,
+    errorMessage: messageOf(failure.error),
+    ttfbMs: null
+  }
 }
 
 /** Who is calling what, through which channel. @category models */
@@ -219,7 +228,10 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
         // Whatever goes wrong there, the record is still written.
         const settled = yield* accounts.settle(holdId, charge < 0n ? 0n : charge).pipe(
           Effect.catchCause((cause) =>
-            Effect.as(Effect.logError("settlement failed; the sweeper will release the hold", Cause.pretty(cause)), undefined)
+            Effect.as(
+              Effect.logError("settlement failed; the sweeper will release the hold", Cause.pretty(cause)),
+              undefined
+            )
           )
         )
         const charged = settled?.chargedNanos ?? 0n
@@ -236,7 +248,9 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
           : settled === undefined
           ? "The charge could not be written (the database refused it): nothing was charged, and the hold is released by the sweeper."
           : settled.shortfallNanos > 0n
-          ? `The call cost more than its hold and what the balance had left: $${Money.formatUsd(settled.shortfallNanos)} of it was not charged.`
+          ? `The call cost more than its hold and what the balance had left: $${
+            Money.formatUsd(settled.shortfallNanos)
+          } of it was not charged.`
           : metered.usageRejected !== undefined
           ? `The upstream reported usage that is not token counts (${metered.usageRejected}); it was refused and the call counted locally.`
           : null
@@ -271,7 +285,9 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
         yield* usage.record(record)
         metrics?.callEnded(record)
         if (settled !== undefined && settled.shortfallNanos > 0n) {
-          yield* Effect.logWarning("the call cost more than its hold and the balance had left; the rest was not charged").pipe(
+          yield* Effect.logWarning(
+            "the call cost more than its hold and the balance had left; the rest was not charged"
+          ).pipe(
             Effect.annotateLogs({
               requestId: call.requestId,
               userId: call.key.userId,
@@ -281,7 +297,9 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
           )
         }
         if (metered.usageRejected !== undefined) {
-          yield* Effect.logWarning("the upstream reported usage that is not token counts; it was refused and the call counted locally").pipe(
+          yield* Effect.logWarning(
+            "the upstream reported usage that is not token counts; it was refused and the call counted locally"
+          ).pipe(
             Effect.annotateLogs({
               requestId: call.requestId,
               channel: leg?.channel ?? "",

@@ -38,7 +38,8 @@ export const totalTimeout = (channel: Domain.Channel): GatewayError.UpstreamTime
 /** The error of a missed idle deadline. @category timeouts */
 export const idleTimeout = (channel: Domain.Channel): GatewayError.UpstreamTimeout =>
   new GatewayError.UpstreamTimeout({
-    message: `The upstream '${channel.name}' sent nothing for ${channel.timeouts.idleMs} ms in the middle of the answer.`
+    message:
+      `The upstream '${channel.name}' sent nothing for ${channel.timeouts.idleMs} ms in the middle of the answer.`
   })
 
 const firstByteTimeout = (channel: Domain.Channel): GatewayError.UpstreamTimeout =>
@@ -76,10 +77,14 @@ export const transportError = (
     case "broken":
       return new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' broke off the answer.` })
     case "empty":
-      return new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel.name}' ended the answer before sending anything.` })
+      return new GatewayError.UpstreamUnavailable({
+        message: `The upstream '${channel.name}' ended the answer before sending anything.`
+      })
     case "too-large":
       return new GatewayError.UpstreamUnavailable({
-        message: `The upstream '${channel.name}' answered with more than this gateway reads${error.detail === undefined ? "" : ` (${error.detail})`}.`
+        message: `The upstream '${channel.name}' answered with more than this gateway reads${
+          error.detail === undefined ? "" : ` (${error.detail})`
+        }.`
       })
   }
 }
@@ -109,7 +114,12 @@ export const send = Effect.fnUntraced(function*(
     transport.send({ channel, method, url, headers, body, deadlines: at }),
     (error) => transportError(channel, error)
   )
-  const upstream: UpstreamResponse = { status: response.status, headers: response.headers, body: response.body, channel }
+  const upstream: UpstreamResponse = {
+    status: response.status,
+    headers: response.headers,
+    body: response.body,
+    channel
+  }
   return upstream
 })
 
@@ -168,9 +178,9 @@ export const opening = Effect.fnUntraced(function*(
   if (NOT_A_STREAM.test(type)) {
     const text = yield* errorBody(response)
     return yield* new GatewayError.UpstreamUnavailable({
-      message: `The upstream '${channel.name}' answered a stream request with ${type.split(";")[0]!.trim()} instead of an event stream: ${
-        upstreamMessage(text)
-      }`
+      message: `The upstream '${channel.name}' answered a stream request with ${
+        type.split(";")[0]!.trim()
+      } instead of an event stream: ${upstreamMessage(text)}`
     })
   }
   const decoder = new TextDecoder()
@@ -199,7 +209,8 @@ export const opening = Effect.fnUntraced(function*(
     if (bytes > maxBytes) {
       response.body.discard()
       return yield* new GatewayError.UpstreamUnavailable({
-        message: `The upstream '${channel.name}' sent more than ${maxBytes} bytes (max_event_bytes) without a complete first event.`
+        message:
+          `The upstream '${channel.name}' sent more than ${maxBytes} bytes (max_event_bytes) without a complete first event.`
       })
     }
   }

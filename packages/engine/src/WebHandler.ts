@@ -54,7 +54,12 @@ import * as Settlement from "./Settlement.ts"
 import type { Transport } from "./Transport.ts"
 
 /** Core's ports a store provides. @category models */
-export type StorePorts = KeyStore.KeyStore | Catalog.Catalog | Accounts.Accounts | UsageLog.UsageLog | ChannelKeyStates.ChannelKeyStates
+export type StorePorts =
+  | KeyStore.KeyStore
+  | Catalog.Catalog
+  | Accounts.Accounts
+  | UsageLog.UsageLog
+  | ChannelKeyStates.ChannelKeyStates
 
 /** What a host may give instead of the defaults. @category models */
 export interface WebHandlerOptions {
@@ -124,7 +129,9 @@ const readBody = (request: Request) => (maxBytes: number) =>
       return body
     },
     catch: (error) =>
-      error instanceof GatewayError.RequestTooLarge ? error : new GatewayError.InvalidRequest({ message: "The request body could not be read." })
+      error instanceof GatewayError.RequestTooLarge
+        ? error
+        : new GatewayError.InvalidRequest({ message: "The request body could not be read." })
   })
 
 const tooLarge = (maxBytes: number) =>
@@ -136,7 +143,9 @@ const tooLarge = (maxBytes: number) =>
 /** An engine answer as a web `Response`; a stream's relay writes into a `ReadableStream`. */
 const toResponse = (answer: Exchange.Answer, requestId: string, method: string): Response => {
   const headers = { ...answer.headers, "x-request-id": requestId }
-  if (answer._tag === "Text") return new Response(method === "HEAD" ? null : answer.body, { status: answer.status, headers })
+  if (answer._tag === "Text") {
+    return new Response(method === "HEAD" ? null : answer.body, { status: answer.status, headers })
+  }
   const { relay } = answer
   let open = true
   const body = new ReadableStream<Uint8Array>({
@@ -168,14 +177,20 @@ const hostAnswer = (route: Routes.HostRoute, requestId: string): Exchange.Answer
     case "Health":
       return { _tag: "Text", status: 200, headers: { "content-type": "application/json" }, body: "{\"status\":\"ok\"}" }
     case "Ready":
-      return { _tag: "Text", status: 200, headers: { "content-type": "application/json" }, body: "{\"status\":\"ready\"}" }
+      return {
+        _tag: "Text",
+        status: 200,
+        headers: { "content-type": "application/json" },
+        body: "{\"status\":\"ready\"}"
+      }
     case "Metrics":
     case "Api":
     case "Console":
       return Gateway.errorAnswer(
         Dialects.client("openai"),
         new GatewayError.RouteNotFound({
-          message: "This is an embedded modelgate: it serves /v1 and /v1beta; the management API, the console and /metrics are served by the modelgate server."
+          message:
+            "This is an embedded modelgate: it serves /v1 and /v1beta; the management API, the console and /metrics are served by the modelgate server."
         }),
         requestId
       )
@@ -202,10 +217,21 @@ export const toWebHandler = async (config: unknown, options: WebHandlerOptions =
     const transport = options.transport ?? FetchTransport.layer
     const limiter = options.limiter ?? MemoryLimiter.layerWith({ windowMs: file.rate_limits?.window_ms ?? 60_000 })
     const upstream = Probe.layer.pipe(Layer.provideMerge(transport))
-    const health = Health.Health.layer.pipe(Layer.provideMerge(upstream), Layer.provideMerge(store), Layer.provideMerge(settings))
-    const all = Layer.mergeAll(health, limiter, Settlement.Settlements.layer, Layer.succeed(Metrics.Current)(options.metrics))
+    const health = Health.Health.layer.pipe(
+      Layer.provideMerge(upstream),
+      Layer.provideMerge(store),
+      Layer.provideMerge(settings)
+    )
+    const all = Layer.mergeAll(
+      health,
+      limiter,
+      Settlement.Settlements.layer,
+      Layer.succeed(Metrics.Current)(options.metrics)
+    )
     const context = yield* Layer.buildWithScope(all, scope)
-    const inspect = memory === undefined ? undefined : Context.get(storeContext as unknown as Context.Context<MemoryStore.MemoryInspect>, MemoryStore.MemoryInspect)
+    const inspect = memory === undefined
+      ? undefined
+      : Context.get(storeContext as unknown as Context.Context<MemoryStore.MemoryInspect>, MemoryStore.MemoryInspect)
     return { context, inspect }
   })
   const built = await Effect.runPromise(build.pipe(
@@ -238,7 +264,9 @@ export const toWebHandler = async (config: unknown, options: WebHandlerOptions =
       fiber.addObserver((exit) => {
         signal.removeEventListener("abort", onAbort)
         // An interrupted call's client is gone: nobody reads this answer.
-        resolve(Exit.isSuccess(exit) ? toResponse(exit.value, requestId, request.method) : new Response(null, { status: 499 }))
+        resolve(
+          Exit.isSuccess(exit) ? toResponse(exit.value, requestId, request.method) : new Response(null, { status: 499 })
+        )
       })
     })
 

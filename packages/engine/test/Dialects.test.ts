@@ -56,29 +56,45 @@ describe("Dialects", () => {
       chatUrl(channel({ type: "azure", baseUrl: "https://r.openai.azure.com" }), "my dep", true),
       `https://r.openai.azure.com/openai/deployments/my%20dep/chat/completions?api-version=${Domain.DEFAULT_AZURE_API_VERSION}`
     )
-    assert.include(chatUrl(channel({ type: "azure", apiVersion: "2025-01-01-preview" }), "d", false), "api-version=2025-01-01-preview")
+    assert.include(
+      chatUrl(channel({ type: "azure", apiVersion: "2025-01-01-preview" }), "d", false),
+      "api-version=2025-01-01-preview"
+    )
     assert.strictEqual(
       chatUrl(channel({ type: "gemini", baseUrl: "https://g.test" }), "gemini-2.5-pro", true),
       "https://g.test/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
     )
-    assert.strictEqual(chatUrl(channel({ type: "anthropic", baseUrl: "https://a.test/" }), "claude", true), "https://a.test/v1/messages")
+    assert.strictEqual(
+      chatUrl(channel({ type: "anthropic", baseUrl: "https://a.test/" }), "claude", true),
+      "https://a.test/v1/messages"
+    )
   })
 
   it("builds embeddings URLs: OpenAI's /embeddings, an Azure deployment's, Gemini's method for the client's operation", () => {
-    const embeddingsUrl = (c: Domain.Channel, operation?: string) => Dialects.ofChannel(c).embeddings!.url(c, "e 1", operation)
+    const embeddingsUrl = (c: Domain.Channel, operation?: string) =>
+      Dialects.ofChannel(c).embeddings!.url(c, "e 1", operation)
     assert.strictEqual(embeddingsUrl(channel()), "https://up.test/v1/embeddings")
     assert.strictEqual(
       embeddingsUrl(channel({ type: "azure", baseUrl: "https://r.openai.azure.com" })),
       `https://r.openai.azure.com/openai/deployments/e%201/embeddings?api-version=${Domain.DEFAULT_AZURE_API_VERSION}`
     )
-    assert.strictEqual(embeddingsUrl(channel({ type: "gemini", baseUrl: "https://g.test" }), "embedContent"), "https://g.test/v1beta/models/e%201:embedContent")
-    assert.strictEqual(embeddingsUrl(channel({ type: "gemini", baseUrl: "https://g.test" })), "https://g.test/v1beta/models/e%201:batchEmbedContents")
+    assert.strictEqual(
+      embeddingsUrl(channel({ type: "gemini", baseUrl: "https://g.test" }), "embedContent"),
+      "https://g.test/v1beta/models/e%201:embedContent"
+    )
+    assert.strictEqual(
+      embeddingsUrl(channel({ type: "gemini", baseUrl: "https://g.test" })),
+      "https://g.test/v1beta/models/e%201:batchEmbedContents"
+    )
   })
 
   it("relays a Responses client to an OpenAI channel marked responses, and only there", () => {
     const responses = Dialects.client("responses")
     assert.strictEqual(Dialects.forChat(responses, channel({ responses: true })).dialect, "responses")
-    assert.strictEqual(Dialects.forChat(responses, channel({ responses: true })).chatUrl(channel({ responses: true }), "m", true), "https://up.test/v1/responses")
+    assert.strictEqual(
+      Dialects.forChat(responses, channel({ responses: true })).chatUrl(channel({ responses: true }), "m", true),
+      "https://up.test/v1/responses"
+    )
     assert.strictEqual(Dialects.forChat(responses, channel()).dialect, "openai")
     assert.strictEqual(Dialects.forChat(responses, channel({ type: "gemini", responses: true })).dialect, "gemini")
     // A chat-completions client keeps using /chat/completions on such a channel.
@@ -87,9 +103,15 @@ describe("Dialects", () => {
 
   it("builds count_tokens URLs of Anthropic channels, and passes on an Anthropic client's anthropic-beta header only", () => {
     const anthropic = channel({ type: "anthropic", baseUrl: "https://a.test/" })
-    assert.strictEqual(Dialects.ofChannel(anthropic).countTokens!.url(anthropic, "claude"), "https://a.test/v1/messages/count_tokens")
+    assert.strictEqual(
+      Dialects.ofChannel(anthropic).countTokens!.url(anthropic, "claude"),
+      "https://a.test/v1/messages/count_tokens"
+    )
     const client = Dialects.client("anthropic")
-    assert.deepStrictEqual(client.forwardHeaders!({ "anthropic-beta": "a,b", "x-api-key": "k", "anthropic-version": "2023-06-01" }), { "anthropic-beta": "a,b" })
+    assert.deepStrictEqual(
+      client.forwardHeaders!({ "anthropic-beta": "a,b", "x-api-key": "k", "anthropic-version": "2023-06-01" }),
+      { "anthropic-beta": "a,b" }
+    )
     assert.deepStrictEqual(client.forwardHeaders!({ "x-api-key": "k" }), {})
     assert.strictEqual(client.presentedKey({ "x-api-key": "sk-1" }, ""), "sk-1")
     assert.strictEqual(client.presentedKey({ authorization: "Bearer sk-2" }, ""), "sk-2")
@@ -98,9 +120,18 @@ describe("Dialects", () => {
 
   it("finds the upstream's own message in every envelope, for operators", () => {
     const cases: ReadonlyArray<readonly [string, string]> = [
-      ["{\"error\":{\"message\":\"Incorrect API key provided: sk-ab***cd\",\"type\":\"invalid_request_error\"}}", "Incorrect API key provided: sk-ab***cd"],
-      ["{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}", "invalid x-api-key"],
-      ["{\"error\":{\"code\":400,\"message\":\"API key not valid. Please pass a valid API key.\",\"status\":\"INVALID_ARGUMENT\"}}", "API key not valid. Please pass a valid API key."],
+      [
+        "{\"error\":{\"message\":\"Incorrect API key provided: sk-ab***cd\",\"type\":\"invalid_request_error\"}}",
+        "Incorrect API key provided: sk-ab***cd"
+      ],
+      [
+        "{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}",
+        "invalid x-api-key"
+      ],
+      [
+        "{\"error\":{\"code\":400,\"message\":\"API key not valid. Please pass a valid API key.\",\"status\":\"INVALID_ARGUMENT\"}}",
+        "API key not valid. Please pass a valid API key."
+      ],
       ["{\"error\":\"quota exceeded\"}", "quota exceeded"],
       ["{\"message\":\"Unauthorized\"}", "Unauthorized"],
       ["<html>Bad gateway</html>\nmore", "<html>Bad gateway</html>"],
@@ -130,15 +161,19 @@ describe("a 200 that is not an answer, as each upstream dialect judges it", () =
     },
     anthropic: {
       body: { id: "m", type: "message", model: "c", content: [] },
-      stream: "event: ping\ndata: {\"type\":\"ping\"}\n\nevent: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n",
-      error: "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"overloaded\"}}\n\n",
+      stream:
+        "event: ping\ndata: {\"type\":\"ping\"}\n\nevent: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n",
+      error:
+        "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"overloaded\"}}\n\n",
       broken: "event: message_start\ndata: {\"type\":\"mess\n\n",
       empty: "event: ping\ndata: {\"type\":\"ping\"}\n\n"
     },
     responses: {
       body: { id: "resp_1", object: "response", status: "completed", error: null, output: [] },
-      stream: "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\"}}\n\n",
-      error: "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"overloaded\",\"sequence_number\":0}\n\n",
+      stream:
+        "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\"}}\n\n",
+      error:
+        "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"overloaded\",\"sequence_number\":0}\n\n",
       broken: "event: response.created\ndata: {\"type\":\"resp\n\n",
       empty: ""
     }
@@ -150,11 +185,20 @@ describe("a 200 that is not an answer, as each upstream dialect judges it", () =
 
     it(`${dialect}: a non-stream answer passes; an error, another shape or something else fails, quoting the upstream`, () => {
       assert.isUndefined(upstream.notAnAnswer(cases.body, "up"))
-      const error = upstream.notAnAnswer(dialect === "anthropic"
-        ? { type: "error", error: { type: "api_error", message: "overloaded" } }
-        : { error: { code: 500, message: "overloaded", status: "INTERNAL", type: "server_error" } }, "up")
-      assert.strictEqual(error?.message, "The upstream 'up' answered 200 with an error instead of an answer: overloaded")
-      assert.match(upstream.notAnAnswer({ hello: "world" }, "up")?.message ?? "", /^The upstream 'up' answered 200 with something that is not an? /)
+      const error = upstream.notAnAnswer(
+        dialect === "anthropic"
+          ? { type: "error", error: { type: "api_error", message: "overloaded" } }
+          : { error: { code: 500, message: "overloaded", status: "INTERNAL", type: "server_error" } },
+        "up"
+      )
+      assert.strictEqual(
+        error?.message,
+        "The upstream 'up' answered 200 with an error instead of an answer: overloaded"
+      )
+      assert.match(
+        upstream.notAnAnswer({ hello: "world" }, "up")?.message ?? "",
+        /^The upstream 'up' answered 200 with something that is not an? /
+      )
       assert.isDefined(upstream.notAnAnswer([1, 2], "up"))
       assert.isDefined(upstream.notAnAnswer("text", "up"))
     })
@@ -164,12 +208,29 @@ describe("a 200 that is not an answer, as each upstream dialect judges it", () =
       const unfinished = cases.stream.replace(/(\r?\n)+$/, "")
       assert.strictEqual(upstream.opening(unfinished, false, "up"), "incomplete", "the first event is not complete yet")
       assert.strictEqual(upstream.opening(": keep-alive\n\n", false, "up"), "incomplete", "a comment is not an answer")
-      const message = (opening: ReturnType<typeof upstream.opening>) => typeof opening === "string" ? opening : opening.message
-      assert.strictEqual(message(upstream.opening(cases.error, false, "up")), "The upstream 'up' answered 200 with an error instead of an answer: overloaded")
-      assert.strictEqual(message(upstream.opening(cases.broken, false, "up")), "The upstream 'up' answered 200 with a stream event that is not JSON.")
-      assert.strictEqual(message(upstream.opening(cases.empty, true, "up")), "The upstream 'up' ended its stream without an answer.")
-      assert.strictEqual(message(upstream.opening("<html><body>Bad gateway</body></html>", true, "up")), "The upstream 'up' ended its stream without an answer.")
-      assert.strictEqual(upstream.opening(unfinished, true, "up"), "answer", "a last event without its blank line counts at the end")
+      const message = (opening: ReturnType<typeof upstream.opening>) =>
+        typeof opening === "string" ? opening : opening.message
+      assert.strictEqual(
+        message(upstream.opening(cases.error, false, "up")),
+        "The upstream 'up' answered 200 with an error instead of an answer: overloaded"
+      )
+      assert.strictEqual(
+        message(upstream.opening(cases.broken, false, "up")),
+        "The upstream 'up' answered 200 with a stream event that is not JSON."
+      )
+      assert.strictEqual(
+        message(upstream.opening(cases.empty, true, "up")),
+        "The upstream 'up' ended its stream without an answer."
+      )
+      assert.strictEqual(
+        message(upstream.opening("<html><body>Bad gateway</body></html>", true, "up")),
+        "The upstream 'up' ended its stream without an answer."
+      )
+      assert.strictEqual(
+        upstream.opening(unfinished, true, "up"),
+        "answer",
+        "a last event without its blank line counts at the end"
+      )
     })
   }
 
@@ -178,7 +239,9 @@ describe("a 200 that is not an answer, as each upstream dialect judges it", () =
       const nested = (levels: number) => "{\"a\":".repeat(levels) + "1" + "}".repeat(levels)
       for (const dialect of Domain.Dialect.literals) {
         const client = Dialects.client(dialect)
-        const body = new TextEncoder().encode(`{"model":"m","messages":[],"contents":[],"tools":[${nested(JsonDepth.MAX_DEPTH)}]}`)
+        const body = new TextEncoder().encode(
+          `{"model":"m","messages":[],"contents":[],"tools":[${nested(JsonDepth.MAX_DEPTH)}]}`
+        )
         const error = yield* Effect.flip(client.inspect(body, { model: "m" }))
         assert.strictEqual(error.message, JsonDepth.tooDeep().message, dialect)
       }

@@ -54,7 +54,8 @@ const storeLayer = Layer.succeed(ChannelKeyStates.ChannelKeyStates)({
   list: Effect.sync(() => [...rows.values()]),
   disable: (key) => Effect.sync(() => void rows.set(`${key.channelId}/${key.fingerprint}`, key)),
   enable: (channelId, fp) => Effect.sync(() => void rows.delete(`${channelId}/${fp}`)),
-  enableChannel: (channelId) => Effect.sync(() => [...rows.keys()].filter((k) => k.startsWith(`${channelId}/`)).forEach((k) => rows.delete(k)))
+  enableChannel: (channelId) =>
+    Effect.sync(() => [...rows.keys()].filter((k) => k.startsWith(`${channelId}/`)).forEach((k) => rows.delete(k)))
 })
 
 /** What the probe answers, per key; probes are counted, and the models they asked for kept. */
@@ -70,12 +71,40 @@ const probeLayer = Layer.succeed(ChannelProbe.ChannelProbe)({
       return answer === "ok"
         ? { ok: true, latencyMs: 1, status: 200, message: "ok", upstreamMessage: null, credentialsRefused: false }
         : answer === "refused"
-        ? { ok: false, latencyMs: 1, status: 401, message: "refused", upstreamMessage: "Incorrect API key provided", credentialsRefused: true }
+        ? {
+          ok: false,
+          latencyMs: 1,
+          status: 401,
+          message: "refused",
+          upstreamMessage: "Incorrect API key provided",
+          credentialsRefused: true
+        }
         : answer === "down"
-        ? { ok: false, latencyMs: 1, status: 503, message: "down", upstreamMessage: "overloaded", credentialsRefused: false }
+        ? {
+          ok: false,
+          latencyMs: 1,
+          status: 503,
+          message: "down",
+          upstreamMessage: "overloaded",
+          credentialsRefused: false
+        }
         : answer === "unreachable"
-        ? { ok: false, latencyMs: 1, status: null, message: "The upstream 'a' could not be reached (ECONNREFUSED).", upstreamMessage: null, credentialsRefused: false }
-        : { ok: false, latencyMs: 1, status: 404, message: "The model 'm' does not exist", upstreamMessage: "The model 'm' does not exist", credentialsRefused: false }
+        ? {
+          ok: false,
+          latencyMs: 1,
+          status: null,
+          message: "The upstream 'a' could not be reached (ECONNREFUSED).",
+          upstreamMessage: null,
+          credentialsRefused: false
+        }
+        : {
+          ok: false,
+          latencyMs: 1,
+          status: 404,
+          message: "The model 'm' does not exist",
+          upstreamMessage: "The model 'm' does not exist",
+          credentialsRefused: false
+        }
     }),
   listModels: () => Effect.succeed([])
 })
@@ -89,7 +118,12 @@ const settingsLayer = Layer.succeed(Settings)({ ...defaults, nodeId: "node-a" })
 /** A fresh health service (a "process") over the shared store. */
 const withHealth = <A, E>(f: (health: Health["Service"]) => Effect.Effect<A, E>) =>
   Effect.flatMap(Effect.service(Health), f).pipe(
-    Effect.provide(Health.layerNoLoops.pipe(Layer.provide(Layer.mergeAll(storeLayer, probeLayer, catalogLayer, settingsLayer)), Layer.fresh))
+    Effect.provide(
+      Health.layerNoLoops.pipe(
+        Layer.provide(Layer.mergeAll(storeLayer, probeLayer, catalogLayer, settingsLayer)),
+        Layer.fresh
+      )
+    )
   )
 
 const reset = () => {
@@ -120,12 +154,21 @@ describe("circuit breaker", () => {
         const openedAt = yield* now()
         assert.strictEqual(health.availability(A, ONE, openedAt), "open")
         assert.isUndefined(yield* health.begin(A, ONE, false), "an open breaker refuses calls")
-        assert.strictEqual(health.availability(A, TWO, openedAt), "available", "the channel's other key is not affected")
+        assert.strictEqual(
+          health.availability(A, TWO, openedAt),
+          "available",
+          "the channel's other key is not affected"
+        )
         assert.strictEqual(health.retryAt(A, ONE), openedAt + 10_000)
         const report = yield* health.report(A)
         assert.strictEqual(report.state, "degraded")
         assert.deepStrictEqual(
-          { state: report.keys[0]!.state, since: report.keys[0]!.since, retryAt: report.keys[0]!.retryAt, consecutive: report.keys[0]!.consecutiveFailures },
+          {
+            state: report.keys[0]!.state,
+            since: report.keys[0]!.since,
+            retryAt: report.keys[0]!.retryAt,
+            consecutive: report.keys[0]!.consecutiveFailures
+          },
           { state: "open", since: openedAt, retryAt: openedAt + 10_000, consecutive: 3 }
         )
         assert.match(report.keys[0]!.reason!, /3 failures in a row \(last: HTTP 500\)/)
@@ -144,7 +187,8 @@ describe("circuit breaker", () => {
         const healed = (yield* health.report(A)).keys[0]!
         assert.strictEqual(healed.state, "healthy")
         assert.strictEqual(healed.consecutiveFailures, 0)
-      })))
+      })
+    ))
 
   it.effect("a failed trial opens it again for a full cool-down; a neutral end only frees the slot", () =>
     withHealth((health) =>
@@ -154,14 +198,19 @@ describe("circuit breaker", () => {
         yield* TestClock.adjust("10 seconds")
         const neutral = yield* health.begin(A, ONE, false)
         yield* health.end(neutral!, "neutral")
-        assert.strictEqual(health.availability(A, ONE, yield* now()), "trial", "a client that went away decides nothing")
+        assert.strictEqual(
+          health.availability(A, ONE, yield* now()),
+          "trial",
+          "a client that went away decides nothing"
+        )
         const trial = yield* health.begin(A, ONE, false)
         yield* health.end(trial!, "failure", "HTTP 502")
         const reopened = yield* now()
         assert.strictEqual(health.availability(A, ONE, reopened), "open")
         assert.strictEqual(health.retryAt(A, ONE), reopened + 10_000)
         assert.match((yield* health.report(A)).keys[0]!.reason!, /a trial call failed: HTTP 502/)
-      })))
+      })
+    ))
 
   it.effect("opens on the failure rate over the window, counting only calls within it", () =>
     withHealth((health) =>
@@ -183,7 +232,8 @@ describe("circuit breaker", () => {
         for (let i = 0; i < 9; i++) yield* call(health, TWO, "success")
         yield* call(health, TWO, "failure")
         assert.strictEqual(health.availability(A, TWO, yield* now()), "available", "1 of 10 in the window")
-      })))
+      })
+    ))
 
   it.effect("force admits an open key as a trial; a call that began while closed does not close a breaker opened meanwhile", () =>
     withHealth((health) =>
@@ -200,7 +250,8 @@ describe("circuit breaker", () => {
         // Ending a ticket twice changes nothing.
         yield* health.end(forced!, "failure")
         assert.strictEqual((yield* health.report(A)).keys[0]!.consecutiveFailures, 0)
-      })))
+      })
+    ))
 
   it("pure: the window forgets old buckets and restarts when its length changes", () => {
     const b = new Breaker()
@@ -223,9 +274,15 @@ describe("disabled keys", () => {
           assert.strictEqual(health.availability(A, ONE, at), "disabled")
           assert.isUndefined(yield* health.begin(A, ONE, true), "a disabled key is never admitted, even forced")
           const key = (yield* health.report(A)).keys[0]!
-          assert.deepStrictEqual([key.state, key.status, key.reason, key.since], ["disabled", 401, "HTTP 401: Incorrect API key provided", at])
+          assert.deepStrictEqual([key.state, key.status, key.reason, key.since], [
+            "disabled",
+            401,
+            "HTTP 401: Incorrect API key provided",
+            at
+          ])
           return at
-        }))
+        })
+      )
       assert.deepStrictEqual([...rows.values()], [{
         channelId: "chn_a",
         fingerprint: fingerprint(ONE),
@@ -240,20 +297,29 @@ describe("disabled keys", () => {
         Effect.gen(function*() {
           assert.strictEqual(health.availability(A, ONE, yield* now()), "disabled")
           assert.strictEqual((yield* health.report(A)).keys[0]!.since, disabledAt)
-        }))
+        })
+      )
     }))
 
   it.effect("sync applies what other nodes changed in the store", () =>
     withHealth((health) =>
       Effect.gen(function*() {
         reset()
-        rows.set(`chn_a/${fingerprint(TWO)}`, { channelId: "chn_a", fingerprint: fingerprint(TWO), status: 403, reason: "HTTP 403: forbidden", disabledAt: 5, nodeId: "node-b" })
+        rows.set(`chn_a/${fingerprint(TWO)}`, {
+          channelId: "chn_a",
+          fingerprint: fingerprint(TWO),
+          status: 403,
+          reason: "HTTP 403: forbidden",
+          disabledAt: 5,
+          nodeId: "node-b"
+        })
         yield* health.sync
         assert.strictEqual(health.availability(A, TWO, yield* now()), "disabled")
         rows.clear()
         yield* health.sync
         assert.strictEqual(health.availability(A, TWO, yield* now()), "available")
-      })))
+      })
+    ))
 
   it.effect("the prober re-enables a key that works again and leaves a refused one disabled", () =>
     withHealth((health) =>
@@ -270,13 +336,18 @@ describe("disabled keys", () => {
         assert.strictEqual(health.availability(A, TWO, at), "available")
         assert.strictEqual(rows.size, 1)
         const report = (yield* health.report(A)).keys
-        assert.deepStrictEqual([report[0]!.lastProbeAt, report[0]!.lastProbeOk, report[0]!.reason], [at, false, "HTTP 401: Incorrect API key provided"])
+        assert.deepStrictEqual([report[0]!.lastProbeAt, report[0]!.lastProbeOk, report[0]!.reason], [
+          at,
+          false,
+          "HTTP 401: Incorrect API key provided"
+        ])
         assert.strictEqual(report[1]!.lastProbeOk, true)
         probeAnswers.set(ONE, "ok")
         yield* health.probeRound
         assert.strictEqual(health.availability(A, ONE, yield* now()), "available")
         assert.strictEqual(rows.size, 0)
-      })))
+      })
+    ))
 
   it.effect("the prober tries open breakers once their cool-down is over: success closes, failure reopens", () =>
     withHealth((health) =>
@@ -295,7 +366,8 @@ describe("disabled keys", () => {
         assert.strictEqual(health.availability(A, TWO, at), "open")
         assert.strictEqual(health.retryAt(A, TWO), at + 10_000)
         assert.match((yield* health.report(A)).keys[1]!.reason!, /trial call failed: probe/)
-      })))
+      })
+    ))
 
   it.effect("reset closes the channel's breakers and re-enables its keys", () =>
     withHealth((health) =>
@@ -308,7 +380,8 @@ describe("disabled keys", () => {
         const report = yield* health.report(A)
         assert.strictEqual(report.state, "healthy")
         assert.strictEqual(rows.size, 0)
-      })))
+      })
+    ))
 })
 
 describe("an administrator's Test", () => {
@@ -332,8 +405,14 @@ describe("an administrator's Test", () => {
         probeAnswers.set(ONE, "ok")
         yield* health.test(A, "m")
         const fixed = yield* health.report(A)
-        assert.deepStrictEqual([fixed.state, fixed.keys[0]!.state, fixed.keys[0]!.consecutiveFailures, fixed.keys[0]!.lastProbeOk], ["healthy", "healthy", 0, true])
-      })))
+        assert.deepStrictEqual([
+          fixed.state,
+          fixed.keys[0]!.state,
+          fixed.keys[0]!.consecutiveFailures,
+          fixed.keys[0]!.lastProbeOk
+        ], ["healthy", "healthy", 0, true])
+      })
+    ))
 
   it.effect("a refused key is disabled (a Test is a probe), a working one enabled again, and a refusal of the request changes nothing", () =>
     withHealth((health) =>
@@ -353,12 +432,17 @@ describe("an administrator's Test", () => {
         const results = yield* health.test(A, "m")
         assert.isFalse(results[1]!.ok)
         const report = yield* health.report(A)
-        assert.deepStrictEqual(report.keys.map((k) => k.state), ["healthy", "healthy"], "a 404 about the model is not the key's failure")
+        assert.deepStrictEqual(
+          report.keys.map((k) => k.state),
+          ["healthy", "healthy"],
+          "a 404 about the model is not the key's failure"
+        )
         // A 5xx is the key's failure too.
         probeAnswers.set(TWO, "down")
         yield* health.test(A, "m")
         assert.strictEqual((yield* health.report(A)).keys[1]!.state, "open")
-      })))
+      })
+    ))
 })
 
 describe("retry-after", () => {
@@ -378,12 +462,17 @@ describe("retry-after", () => {
         const other = yield* health.begin(A, TWO, false)
         yield* health.end(other!, "failure", "rate limited", 86_400_000)
         assert.strictEqual(health.retryAt(A, TWO), (yield* now()) + 10 * 60 * 1000)
-      })))
+      })
+    ))
 })
 
 describe("refused keys: only a probe disables", () => {
   const clear = { status: 401, reason: "HTTP 401: Incorrect API key provided", clear: true }
-  const permission = { status: 403, reason: "HTTP 403: You do not have permission to access the File abc", clear: false }
+  const permission = {
+    status: 403,
+    reason: "HTTP 403: You do not have permission to access the File abc",
+    clear: false
+  }
 
   it.effect("a key a call's upstream clearly refused is kept out of calls but not disabled; the probe's refusal disables it, its answer clears it", () =>
     withHealth((health) =>
@@ -395,17 +484,28 @@ describe("refused keys: only a probe disables", () => {
         assert.strictEqual(health.availability(A, ONE, at), "open", "no call is sent to it while it is checked")
         assert.strictEqual(rows.size, 0, "nothing is disabled on a call's word")
         const key = (yield* health.report(A)).keys[0]!
-        assert.deepStrictEqual([key.state, key.reason], ["open", "HTTP 401: Incorrect API key provided (a health probe is checking the key)"])
+        assert.deepStrictEqual([key.state, key.reason], [
+          "open",
+          "HTTP 401: Incorrect API key provided (a health probe is checking the key)"
+        ])
         probeAnswers.set(ONE, "refused")
         yield* health.probeRound
         assert.sameMembers(probed, [ONE, TWO])
         assert.strictEqual(health.availability(A, ONE, yield* now()), "disabled")
-        assert.deepStrictEqual([...rows.values()].map((row) => [row.fingerprint, row.status]), [[fingerprint(ONE), 401]])
-        assert.strictEqual(health.availability(A, TWO, yield* now()), "available", "the probe found the other key working")
+        assert.deepStrictEqual([...rows.values()].map((row) => [row.fingerprint, row.status]), [[
+          fingerprint(ONE),
+          401
+        ]])
+        assert.strictEqual(
+          health.availability(A, TWO, yield* now()),
+          "available",
+          "the probe found the other key working"
+        )
         probed.length = 0
         yield* health.probeRound
         assert.deepStrictEqual(probed, [ONE], "the working key is no longer a suspect")
-      })))
+      })
+    ))
 
   it.effect("a probe that gets no answer leaves the suspicion for the next round", () =>
     withHealth((health) =>
@@ -418,7 +518,8 @@ describe("refused keys: only a probe disables", () => {
         probeAnswers.set(ONE, "refused")
         yield* health.probeRound
         assert.strictEqual(health.availability(A, ONE, yield* now()), "disabled")
-      })))
+      })
+    ))
 
   it.effect("a 403 about the request, however often, leaves the key in use, is probed at most once per probe interval, and disables nothing that works", () =>
     withHealth((health) =>
@@ -443,5 +544,6 @@ describe("refused keys: only a probe disables", () => {
         yield* health.suspect(A, TWO, permission)
         yield* health.probeRound
         assert.strictEqual(health.availability(A, TWO, yield* now()), "disabled")
-      })))
+      })
+    ))
 })

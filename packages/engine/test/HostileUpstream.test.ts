@@ -15,8 +15,8 @@
  *   echoes a 200 KB value back.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { Money, type UsageLog } from "@modelgate/core"
+import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { toWebHandler, type WebHandler } from "../src/WebHandler.ts"
@@ -49,8 +49,12 @@ const startCustom = () =>
     const server = createServer((request, response) => {
       request.resume()
       response.writeHead(200, { "content-type": "text/event-stream" })
-      response.write("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"}}]}\n\n")
-      response.end(`data: {"error":{"message":"internal failure serving ${request.headers.authorization}","type":"server_error"}}\n\n`)
+      response.write(
+        "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"}}]}\n\n"
+      )
+      response.end(
+        `data: {"error":{"message":"internal failure serving ${request.headers.authorization}","type":"server_error"}}\n\n`
+      )
     })
     server.listen(0, "127.0.0.1", () => resolve(server))
   })
@@ -84,9 +88,22 @@ const config = (upstream: string, customUrl: string) => ({
         breaker: { consecutive_failures: 1000 }
       }))
     ),
-    { name: "fallback", type: "openai", base_url: `${upstream}/v1`, api_key: "sk-fallback-0000", models: agentUpstreams.flatMap((d) => kinds.map((k) => `${d}-${k}`)) },
+    {
+      name: "fallback",
+      type: "openai",
+      base_url: `${upstream}/v1`,
+      api_key: "sk-fallback-0000",
+      models: agentUpstreams.flatMap((d) => kinds.map((k) => `${d}-${k}`))
+    },
     // Alone: nothing to fail over to.
-    { name: "bad-alone", type: "gemini", base_url: upstream, api_key: UPSTREAM_KEY, models: priced("alone-error"), headers: { "x-fake-body": "error" } },
+    {
+      name: "bad-alone",
+      type: "gemini",
+      base_url: upstream,
+      api_key: UPSTREAM_KEY,
+      models: priced("alone-error"),
+      headers: { "x-fake-body": "error" }
+    },
     // One failure opens its breaker, and calls go straight to the healthy channel.
     {
       name: "bad-breaker",
@@ -112,7 +129,13 @@ const config = (upstream: string, customUrl: string) => ({
       model_map: { "echo-model": "gpt-echo-400" },
       headers: { "x-custom-secret": HEADER_SECRET }
     },
-    { name: "echo-stream", type: "openai", base_url: `${customUrl}/v1`, api_key: UPSTREAM_KEY, models: priced("echo-stream-model") },
+    {
+      name: "echo-stream",
+      type: "openai",
+      base_url: `${customUrl}/v1`,
+      api_key: UPSTREAM_KEY,
+      models: priced("echo-stream-model")
+    },
     // Translated and same-dialect targets for deep and huge requests.
     { name: "plain-openai", ...channelOf(upstream, "openai"), models: priced("gpt-4o-mini") },
     { name: "plain-gemini", ...channelOf(upstream, "gemini"), models: priced("gemini-2.5-flash") }
@@ -136,13 +159,23 @@ afterAll(async () => {
 type Client = "openai" | "gemini" | "anthropic" | "responses"
 
 const post = (path: string, headers: Record<string, string>, body: string) =>
-  new Request(`http://gateway.test${path}`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body })
+  new Request(`http://gateway.test${path}`, {
+    method: "POST",
+    headers: { ...headers, "content-type": "application/json" },
+    body
+  })
 
 /** A chat call in a client's dialect. */
 const call = (client: Client, model: string, stream: boolean, body?: string) => {
   switch (client) {
     case "openai":
-      return gateway.handler(post("/v1/chat/completions", { authorization: `Bearer ${KEY}` }, body ?? JSON.stringify({ model, stream, messages: [{ role: "user", content: "Say something" }] })))
+      return gateway.handler(
+        post(
+          "/v1/chat/completions",
+          { authorization: `Bearer ${KEY}` },
+          body ?? JSON.stringify({ model, stream, messages: [{ role: "user", content: "Say something" }] })
+        )
+      )
     case "gemini":
       return gateway.handler(post(
         `/v1beta/models/${model}:${stream ? "streamGenerateContent?alt=sse" : "generateContent"}`,
@@ -150,9 +183,22 @@ const call = (client: Client, model: string, stream: boolean, body?: string) => 
         body ?? JSON.stringify({ contents: [{ role: "user", parts: [{ text: "Say something" }] }] })
       ))
     case "anthropic":
-      return gateway.handler(post("/v1/messages", { "x-api-key": KEY }, body ?? JSON.stringify({ model, stream, max_tokens: 64, messages: [{ role: "user", content: "Say something" }] })))
+      return gateway.handler(
+        post(
+          "/v1/messages",
+          { "x-api-key": KEY },
+          body ??
+            JSON.stringify({ model, stream, max_tokens: 64, messages: [{ role: "user", content: "Say something" }] })
+        )
+      )
     case "responses":
-      return gateway.handler(post("/v1/responses", { authorization: `Bearer ${KEY}` }, body ?? JSON.stringify({ model, stream, store: false, input: "Say something" })))
+      return gateway.handler(
+        post(
+          "/v1/responses",
+          { authorization: `Bearer ${KEY}` },
+          body ?? JSON.stringify({ model, stream, store: false, input: "Say something" })
+        )
+      )
   }
 }
 
@@ -172,7 +218,6 @@ const recordOf = async (response: Response): Promise<UsageLog.UsageRecord> => {
 
 /** What the key's owner may spend: the balance, less what calls in progress hold (the embedded store's view). */
 const spendable = async (): Promise<string> => Money.formatUsd(gateway.inspect!.spendable("alice")!)
-
 
 describe("usage an upstream should never report", () => {
   for (const client of ["openai", "gemini", "anthropic", "responses"] as const) {
@@ -218,7 +263,11 @@ describe("a 200 that is not an answer", () => {
               [[`bad-${dialect}-${kind}`, 200, "UpstreamUnavailable"], ["fallback", 200, null]],
               kind
             )
-            assert.strictEqual(before - gateway.inspect!.balance("alice")!, record.costNanos, "one charge: the fallback's answer")
+            assert.strictEqual(
+              before - gateway.inspect!.balance("alice")!,
+              record.costNanos,
+              "one charge: the fallback's answer"
+            )
           }
         })
       }
@@ -232,7 +281,10 @@ describe("a 200 that is not an answer", () => {
       assert.strictEqual(response.status, 502)
       const error = (await response.json() as { error: { code: string; message: string } }).error
       assert.strictEqual(error.code, "upstream_error")
-      assert.match(error.message, /^The upstream 'bad-alone' answered 200 with an error instead of an answer: An internal error has occurred/)
+      assert.match(
+        error.message,
+        /^The upstream 'bad-alone' answered 200 with an error instead of an answer: An internal error has occurred/
+      )
       const record = await recordOf(response)
       assert.deepStrictEqual([record.status, record.costNanos, record.errorCode], [502, 0n, "UpstreamUnavailable"])
     }
@@ -242,10 +294,16 @@ describe("a 200 that is not an answer", () => {
   it("counts for the key's breaker: after one (consecutive_failures: 1) calls skip the key", async () => {
     const first = await call("gemini", "breaker-error", true)
     await first.text()
-    assert.deepStrictEqual((await recordOf(first)).attemptLog.map((a) => [a.channel, a.errorCode]), [["bad-breaker", "UpstreamUnavailable"], ["breaker-fallback", null]])
+    assert.deepStrictEqual((await recordOf(first)).attemptLog.map((a) => [a.channel, a.errorCode]), [[
+      "bad-breaker",
+      "UpstreamUnavailable"
+    ], ["breaker-fallback", null]])
     const next = await call("gemini", "breaker-error", true)
     await next.text()
-    assert.deepStrictEqual((await recordOf(next)).attemptLog.map((a) => [a.channel, a.errorCode]), [["breaker-fallback", null]])
+    assert.deepStrictEqual((await recordOf(next)).attemptLog.map((a) => [a.channel, a.errorCode]), [[
+      "breaker-fallback",
+      null
+    ]])
   })
 })
 
@@ -264,8 +322,14 @@ describe("answers larger than the gateway reads", () => {
     const before = gateway.inspect!.balance("alice")!
     const response = await call("openai", "long-line", true)
     assert.strictEqual(response.status, 200)
-    const events = (await response.text()).split("\n\n").filter((e) => e.startsWith("data: ")).map((e) => JSON.parse(e.slice(6)))
-    assert.isAbove(events.filter((e) => e.choices?.[0]?.delta?.content).length, 0, "what came before the long line is delivered")
+    const events = (await response.text()).split("\n\n").filter((e) => e.startsWith("data: ")).map((e) =>
+      JSON.parse(e.slice(6))
+    )
+    assert.isAbove(
+      events.filter((e) => e.choices?.[0]?.delta?.content).length,
+      0,
+      "what came before the long line is delivered"
+    )
     const last = events.at(-1)
     assert.strictEqual(last.error.code, "upstream_error")
     assert.match(last.error.message, /sent a stream event larger than 65536 bytes \(max_event_bytes\)/)
@@ -302,12 +366,18 @@ describe("the channel's secrets", () => {
 })
 
 describe("requests that would make the gateway echo or recurse without bound", () => {
-  const deep = (levels: number) => "{\"type\":\"object\",\"properties\":{\"a\":".repeat(levels) + "{\"type\":\"string\"}" + "}}".repeat(levels)
+  const deep = (levels: number) =>
+    "{\"type\":\"object\",\"properties\":{\"a\":".repeat(levels) + "{\"type\":\"string\"}" + "}}".repeat(levels)
 
   it("a 5,000-level nested schema is a 400 naming the problem, on translated and same-dialect paths, stream or not", async () => {
     const openaiBody = (model: string, stream: boolean) =>
-      `{"model":"${model}","stream":${stream},"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":${deep(5000)}}}]}`
-    const geminiBody = `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"f","parameters":${deep(5000)}}]}]}`
+      `{"model":"${model}","stream":${stream},"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":${
+        deep(5000)
+      }}}]}`
+    const geminiBody =
+      `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"f","parameters":${
+        deep(5000)
+      }}]}]}`
     const cases: ReadonlyArray<readonly [Client, string, boolean, string]> = [
       ["openai", "gemini-2.5-flash", false, openaiBody("gemini-2.5-flash", false)],
       ["openai", "gpt-4o-mini", true, openaiBody("gpt-4o-mini", true)],
@@ -329,7 +399,12 @@ describe("requests that would make the gateway echo or recurse without bound", (
     const message = (await unknown.json() as { error: { message: string } }).error.message
     assert.isBelow(message.length, 500)
     assert.include(message, `'${"m".repeat(200)}…'`)
-    const field = await call("gemini", "gpt-4o-mini", false, JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hi" }] }], [huge]: 1 }))
+    const field = await call(
+      "gemini",
+      "gpt-4o-mini",
+      false,
+      JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hi" }] }], [huge]: 1 })
+    )
     assert.strictEqual(field.status, 400)
     const fieldError = (await field.json() as { error: { message: string } }).error
     assert.isBelow(JSON.stringify(fieldError).length, 3_000)

@@ -99,7 +99,10 @@ afterAll(async () => {
 })
 
 const history = (turns: number) =>
-  Array.from({ length: turns }, (_, i) => ({ i, text: `turn ${i}: ${"the quick brown fox jumps over the lazy dog ".repeat(20)}` }))
+  Array.from(
+    { length: turns },
+    (_, i) => ({ i, text: `turn ${i}: ${"the quick brown fox jumps over the lazy dog ".repeat(20)}` })
+  )
 
 /** An OpenAI body of about 30 KB, and one more message at its end. */
 const openaiBody = (model: string, last: Record<string, unknown>) =>
@@ -111,7 +114,9 @@ const openaiBody = (model: string, last: Record<string, unknown>) =>
 
 /** A Gemini body of about 30 KB, and one more turn at its end. */
 const geminiBody = (last: Record<string, unknown>) =>
-  JSON.stringify({ contents: [...history(40).map(({ i, text }) => ({ role: i % 2 ? "model" : "user", parts: [{ text }] })), last] })
+  JSON.stringify({
+    contents: [...history(40).map(({ i, text }) => ({ role: i % 2 ? "model" : "user", parts: [{ text }] })), last]
+  })
 
 /** An Anthropic body of about 30 KB (Claude Code's shape), and one more turn at its end. */
 const anthropicBody = (model: string, last: Record<string, unknown>) =>
@@ -119,7 +124,10 @@ const anthropicBody = (model: string, last: Record<string, unknown>) =>
     model,
     max_tokens: 16,
     system: [{ type: "text", text: "You are Claude Code." }],
-    messages: [...history(40).map(({ i, text }) => ({ role: i % 2 ? "assistant" : "user", content: [{ type: "text", text }] })), last],
+    messages: [
+      ...history(40).map(({ i, text }) => ({ role: i % 2 ? "assistant" : "user", content: [{ type: "text", text }] })),
+      last
+    ],
     context_management: { edits: [] }
   })
 
@@ -129,7 +137,11 @@ const responsesBody = (model: string, last: Record<string, unknown>) =>
     model,
     instructions: "You are Codex.",
     input: [
-      ...history(40).map(({ i, text }) => ({ type: "message", role: i % 2 ? "assistant" : "user", content: [{ type: i % 2 ? "output_text" : "input_text", text }] })),
+      ...history(40).map(({ i, text }) => ({
+        type: "message",
+        role: i % 2 ? "assistant" : "user",
+        content: [{ type: i % 2 ? "output_text" : "input_text", text }]
+      })),
       last
     ],
     store: false,
@@ -137,19 +149,43 @@ const responsesBody = (model: string, last: Record<string, unknown>) =>
   })
 
 const anthropic = (body: string) =>
-  gateway.handler(new Request("http://gateway.test/v1/messages", { method: "POST", headers: { "x-api-key": KEY, "content-type": "application/json" }, body }))
+  gateway.handler(
+    new Request("http://gateway.test/v1/messages", {
+      method: "POST",
+      headers: { "x-api-key": KEY, "content-type": "application/json" },
+      body
+    })
+  )
 
 const responses = (body: string) =>
-  gateway.handler(new Request("http://gateway.test/v1/responses", { method: "POST", headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" }, body }))
+  gateway.handler(
+    new Request("http://gateway.test/v1/responses", {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+      body
+    })
+  )
 
 /** A body with a misspelt literal deep inside (`"flag": tru`): the scan lets it through, JSON refuses it. */
 const misspelt = (body: string) => body.replace("\"flag\":\"t\"", "\"flag\":tru")
 
 const openai = (body: string) =>
-  gateway.handler(new Request("http://gateway.test/v1/chat/completions", { method: "POST", headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" }, body }))
+  gateway.handler(
+    new Request("http://gateway.test/v1/chat/completions", {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+      body
+    })
+  )
 
 const gemini = (model: string, body: string) =>
-  gateway.handler(new Request(`http://gateway.test/v1beta/models/${model}:generateContent`, { method: "POST", headers: { "x-goog-api-key": KEY, "content-type": "application/json" }, body }))
+  gateway.handler(
+    new Request(`http://gateway.test/v1beta/models/${model}:generateContent`, {
+      method: "POST",
+      headers: { "x-goog-api-key": KEY, "content-type": "application/json" },
+      body
+    })
+  )
 
 const recordOf = async (response: Response): Promise<UsageLog.UsageRecord> => {
   const id = response.headers.get("x-request-id")!
@@ -184,16 +220,22 @@ describe("large bodies on the same-dialect path", () => {
     await answered.json()
     assert.deepStrictEqual(fake.requests.at(-1)!.body, JSON.parse(geminiText))
 
-    for (const [send, text, upstream] of [
-      [anthropic, anthropicBody("agent-anthropic", { role: "user", content: "and now?" }), "claude-sonnet-4-5"],
-      [responses, responsesBody("agent-responses", { role: "user", content: "and now?" }), "gpt-5"]
-    ] as const) {
+    for (
+      const [send, text, upstream] of [
+        [anthropic, anthropicBody("agent-anthropic", { role: "user", content: "and now?" }), "claude-sonnet-4-5"],
+        [responses, responsesBody("agent-responses", { role: "user", content: "and now?" }), "gpt-5"]
+      ] as const
+    ) {
       assert.isAbove(text.length, EAGER_CHECK_BYTES)
       const from = balance()
       const reply = await send(text)
       assert.strictEqual(reply.status, 200, upstream)
       await reply.json()
-      assert.deepStrictEqual(fake.requests.at(-1)!.body, { ...JSON.parse(text), model: upstream }, `${upstream}: the client's body, the model replaced`)
+      assert.deepStrictEqual(
+        fake.requests.at(-1)!.body,
+        { ...JSON.parse(text), model: upstream },
+        `${upstream}: the client's body, the model replaced`
+      )
       const charged = await recordOf(reply)
       assert.isAbove(Number(charged.costNanos), 0)
       assert.strictEqual(from - balance(), charged.costNanos)
@@ -202,10 +244,26 @@ describe("large bodies on the same-dialect path", () => {
 
   it("malformed deep inside and refused upstream: the error names the field, and nothing is charged", async () => {
     const cases: ReadonlyArray<readonly [() => Promise<Response>, string, string]> = [
-      [() => openai(openaiBody("refusing-openai", { role: "usr", content: "x" })), "messages[40].role", "got the string 'usr'"],
-      [() => gemini("refusing-gemini", geminiBody({ role: "user", parts: { text: "x" } })), "contents[40].parts", "array of parts"],
-      [() => anthropic(anthropicBody("refusing-anthropic", { role: "usr", content: "x" })), "messages[40].role", "must be 'user', 'assistant' or 'system'"],
-      [() => responses(misspelt(responsesBody("refusing-responses", { role: "user", content: "x", flag: "t" }))), "", "The request body is not valid JSON"]
+      [
+        () => openai(openaiBody("refusing-openai", { role: "usr", content: "x" })),
+        "messages[40].role",
+        "got the string 'usr'"
+      ],
+      [
+        () => gemini("refusing-gemini", geminiBody({ role: "user", parts: { text: "x" } })),
+        "contents[40].parts",
+        "array of parts"
+      ],
+      [
+        () => anthropic(anthropicBody("refusing-anthropic", { role: "usr", content: "x" })),
+        "messages[40].role",
+        "must be 'user', 'assistant' or 'system'"
+      ],
+      [
+        () => responses(misspelt(responsesBody("refusing-responses", { role: "user", content: "x", flag: "t" }))),
+        "",
+        "The request body is not valid JSON"
+      ]
     ]
     for (const [send, param, fragment] of cases) {
       const before = balance()
@@ -219,7 +277,11 @@ describe("large bodies on the same-dialect path", () => {
       assert.strictEqual(record.errorCode, "InvalidRequest")
       assert.strictEqual(record.costNanos, 0n)
       assert.strictEqual(balance(), before)
-      assert.strictEqual(Money.formatUsd(gateway.inspect!.spendable("alice")!), Money.formatUsd(before), "no hold is left behind")
+      assert.strictEqual(
+        Money.formatUsd(gateway.inspect!.spendable("alice")!),
+        Money.formatUsd(before),
+        "no hold is left behind"
+      )
     }
   })
 
@@ -229,7 +291,12 @@ describe("large bodies on the same-dialect path", () => {
     const error = (await response.json() as { error: { param?: string | null; message: string } }).error
     assert.notStrictEqual(error.param, "messages[40].role")
     assert.strictEqual((await recordOf(response)).costNanos, 0n)
-    for (const send of [() => anthropic(anthropicBody("refusing-anthropic", { role: "user", content: "fine" })), () => responses(responsesBody("refusing-responses", { role: "user", content: "fine" }))]) {
+    for (
+      const send of [
+        () => anthropic(anthropicBody("refusing-anthropic", { role: "user", content: "fine" })),
+        () => responses(responsesBody("refusing-responses", { role: "user", content: "fine" }))
+      ]
+    ) {
       const refused = await send()
       assert.strictEqual(refused.status, 400)
       // The fake upstream's own words for a 400.
@@ -259,7 +326,9 @@ describe("large bodies on a translated path", () => {
     const fromAnthropic = await anthropic(anthropicBody("translated-gemini", { role: "usr", content: "x" }))
     assert.strictEqual(fromAnthropic.status, 400)
     assert.include(await fromAnthropic.text(), "messages[40]")
-    const fromResponses = await responses(responsesBody("translated-gemini", { type: "message", role: "usr", content: "x" }))
+    const fromResponses = await responses(
+      responsesBody("translated-gemini", { type: "message", role: "usr", content: "x" })
+    )
     assert.strictEqual(fromResponses.status, 400)
     assert.include(await fromResponses.text(), "input[40]")
     assert.strictEqual(fake.requests.length, 0)
@@ -269,9 +338,18 @@ describe("large bodies on a translated path", () => {
     fake.clearRequests()
     const cases: ReadonlyArray<readonly [string, () => Promise<Response>]> = [
       ["openai", () => openai(misspelt(openaiBody("translated-openai", { role: "user", content: "x", flag: "t" })))],
-      ["gemini", () => gemini("translated-gemini", misspelt(geminiBody({ role: "user", parts: [{ text: "x" }], flag: "t" })))],
-      ["anthropic", () => anthropic(misspelt(anthropicBody("translated-gemini", { role: "user", content: "x", flag: "t" })))],
-      ["responses", () => responses(misspelt(responsesBody("translated-gemini", { role: "user", content: "x", flag: "t" })))],
+      [
+        "gemini",
+        () => gemini("translated-gemini", misspelt(geminiBody({ role: "user", parts: [{ text: "x" }], flag: "t" })))
+      ],
+      [
+        "anthropic",
+        () => anthropic(misspelt(anthropicBody("translated-gemini", { role: "user", content: "x", flag: "t" })))
+      ],
+      [
+        "responses",
+        () => responses(misspelt(responsesBody("translated-gemini", { role: "user", content: "x", flag: "t" })))
+      ],
       // The same dialect, to a channel whose parameters edit the body: the edit parses it.
       ["openai, edited", () => openai(misspelt(openaiBody("edited-openai", { role: "user", content: "x", flag: "t" })))]
     ]

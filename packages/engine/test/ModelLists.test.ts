@@ -15,7 +15,9 @@ import * as Probe from "../src/Probe.ts"
 
 const KEY = "sk-lists-upstream-key-0123456789"
 const openai = ["gpt-4o-mini", "gpt-4o", "text-embedding-3-small"]
-const gemini = Array.from({ length: 1203 }, (_, i) => `gemini-x-${String(i).padStart(4, "0")}`).concat(["text-embedding-004"])
+const gemini = Array.from({ length: 1203 }, (_, i) => `gemini-x-${String(i).padStart(4, "0")}`).concat([
+  "text-embedding-004"
+])
 const anthropic = Array.from({ length: 1500 }, (_, i) => `claude-x-${String(i).padStart(4, "0")}`)
 
 let fake: FakeUpstreamServer
@@ -49,9 +51,16 @@ describe("listing a channel's models", () => {
   it.live("OpenAI: the one page, sorted, embedding models marked", () =>
     Effect.gen(function*() {
       const models = yield* list(channel({}))
-      assert.deepStrictEqual(models.map((m) => [m.id, m.embedding ?? false]), [["gpt-4o", false], ["gpt-4o-mini", false], ["text-embedding-3-small", true]])
+      assert.deepStrictEqual(models.map((m) => [m.id, m.embedding ?? false]), [["gpt-4o", false], [
+        "gpt-4o-mini",
+        false
+      ], ["text-embedding-3-small", true]])
       const sent = fake.requests.at(-1)!
-      assert.deepStrictEqual([sent.method, sent.path, sent.headers.authorization], ["GET", "/v1/models", `Bearer ${KEY}`])
+      assert.deepStrictEqual([sent.method, sent.path, sent.headers.authorization], [
+        "GET",
+        "/v1/models",
+        `Bearer ${KEY}`
+      ])
     }))
 
   it.live("Gemini: every page of 1000, names without models/, limits kept, embedding models marked", () =>
@@ -61,7 +70,11 @@ describe("listing a channel's models", () => {
       assert.strictEqual(models.length, 1204)
       assert.strictEqual(fake.requests.filter((r) => r.path === "/v1beta/models").length, 2, "two pages")
       const flash = models.find((m) => m.id === "gemini-x-0000")!
-      assert.deepStrictEqual([flash.inputTokenLimit, flash.outputTokenLimit, flash.embedding], [1048576, 65536, undefined])
+      assert.deepStrictEqual([flash.inputTokenLimit, flash.outputTokenLimit, flash.embedding], [
+        1048576,
+        65536,
+        undefined
+      ])
       assert.isTrue(models.find((m) => m.id === "text-embedding-004")!.embedding)
       assert.strictEqual(fake.requests.at(-1)!.headers["x-goog-api-key"], KEY)
     }))

@@ -34,7 +34,9 @@ const requestsGeminiTakes: fc.Arbitrary<Canonical.ChatRequest> = Arbitraries.can
       if (calls.length === 0) continue
       messages.push({
         ...message,
-        content: message.content.map((part, i) => part.type === "tool_result" ? { ...part, callId: calls[i % calls.length]! } : part)
+        content: message.content.map((part, i) =>
+          part.type === "tool_result" ? { ...part, callId: calls[i % calls.length]! } : part
+        )
       })
       continue
     }
@@ -53,7 +55,9 @@ const parseObject = (text: string): Record<string, unknown> | undefined => {
   if (text.trim().length === 0) return undefined
   try {
     const parsed: unknown = JSON.parse(text)
-    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? parsed as Record<string, unknown> : undefined
+    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)
+      ? parsed as Record<string, unknown>
+      : undefined
   } catch {
     return undefined
   }
@@ -74,7 +78,11 @@ const keepResult = (content: string): string => {
   const keys = Object.keys(parsed)
   if (keys.length === 1 && (keys[0] === "output" || keys[0] === "error")) {
     const value = parsed[keys[0]]
-    if (typeof value === "string" && parseObject(value) === undefined) return keys[0] === "error" ? JSON.stringify({ error: value }) : value
+    if (typeof value === "string" && parseObject(value) === undefined) {
+      return keys[0] === "error"
+        ? JSON.stringify({ error: value })
+        : value
+    }
   }
   return JSON.stringify(parsed)
 }
@@ -140,18 +148,26 @@ const keepRequest = (request: Canonical.ChatRequest): Canonical.ChatRequest => {
     const last = messages[messages.length - 1]
     if (last !== undefined && last.role === message.role && message.role !== "tool") {
       const merged = [...last.content, ...content]
-      messages[messages.length - 1] = { role: last.role, content: last.role === "assistant" ? asOpenAiWrites(merged) : merged }
+      messages[messages.length - 1] = {
+        role: last.role,
+        content: last.role === "assistant" ? asOpenAiWrites(merged) : merged
+      }
     } else messages.push({ role: message.role, content })
   }
-  const { parallelToolCalls: _parallel, user: _user, system, tools, toolChoice, responseFormat, reasoning, ...rest } = request
+  const { parallelToolCalls: _parallel, user: _user, system, tools, toolChoice, responseFormat, reasoning, ...rest } =
+    request
   const out: Record<string, unknown> = { ...rest, messages }
   const kept = (system ?? []).filter((text) => text.length > 0)
   if (kept.length > 0) out.system = kept
   if (tools !== undefined) {
-    out.tools = tools.map((tool) => tool.parameters === undefined ? tool : { ...tool, parameters: GeminiRequest.normalizeSchema(tool.parameters) })
+    out.tools = tools.map((tool) =>
+      tool.parameters === undefined ? tool : { ...tool, parameters: GeminiRequest.normalizeSchema(tool.parameters) }
+    )
   }
   if (toolChoice !== undefined) {
-    out.toolChoice = typeof toolChoice === "object" && (tools === undefined || tools.length === 0) ? "required" : toolChoice
+    out.toolChoice = typeof toolChoice === "object" && (tools === undefined || tools.length === 0)
+      ? "required"
+      : toolChoice
   }
   if (responseFormat !== undefined && responseFormat.type !== "text") {
     out.responseFormat = responseFormat.type === "json"
@@ -172,12 +188,20 @@ const keepResponse = (response: Canonical.ChatResponse): Canonical.ChatResponse 
     ...response,
     choices: response.choices.map((choice) => ({
       ...choice,
-      content: choice.content.map((part) => part.type === "tool_call" ? { ...part, arguments: keepArguments(part.arguments) } : part)
+      content: choice.content.map((part) =>
+        part.type === "tool_call" ? { ...part, arguments: keepArguments(part.arguments) } : part
+      )
     }))
   }
   const usage = response.usage
   if (usage === undefined || usage.reasoningTokens === undefined) return out
-  return { ...out, usage: { ...usage, completionTokens: Math.max(0, usage.completionTokens - usage.reasoningTokens) + usage.reasoningTokens } }
+  return {
+    ...out,
+    usage: {
+      ...usage,
+      completionTokens: Math.max(0, usage.completionTokens - usage.reasoningTokens) + usage.reasoningTokens
+    }
+  }
 }
 
 describe("OpenAI -> Gemini -> OpenAI keeps what both carry", () => {

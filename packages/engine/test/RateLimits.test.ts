@@ -36,7 +36,10 @@ describe("estimateTokens", () => {
   })
 
   it("counts each media part at the hold's media figure", () => {
-    assert.strictEqual(RateLimits.estimateTokens(400, 200, model, { mediaParts: 2 }), 100 + 2 * Tokens.MEDIA_TOKENS + 200)
+    assert.strictEqual(
+      RateLimits.estimateTokens(400, 200, model, { mediaParts: 2 }),
+      100 + 2 * Tokens.MEDIA_TOKENS + 200
+    )
   })
 
   it("never exceeds the hold's bound for the same call", () => {

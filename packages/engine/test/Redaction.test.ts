@@ -31,10 +31,13 @@ const channel: Domain.Channel = {
 
 describe("Redaction", () => {
   it("cuts every key and custom header value (and the tokens in them) out of text", () => {
-    const echoed = "headers: authorization: Bearer sk-live-0123456789abcdef; x-org-token: Bearer org-secret-token-42; " +
+    const echoed =
+      "headers: authorization: Bearer sk-live-0123456789abcdef; x-org-token: Bearer org-secret-token-42; " +
       "cookie: session=cookie-value-777; theme=dark; anthropic-version: 2023-06-01; x-fake-fail: 500"
     const redacted = Redaction.text(channel, echoed)
-    for (const secret of ["sk-live-0123456789abcdef", "org-secret-token-42", "cookie-value-777"]) assert.notInclude(redacted, secret)
+    for (const secret of ["sk-live-0123456789abcdef", "org-secret-token-42", "cookie-value-777"]) {
+      assert.notInclude(redacted, secret)
+    }
     assert.include(redacted, "Bearer [redacted]")
     assert.include(redacted, "anthropic-version: 2023-06-01", "a header that carries no secret is left")
     assert.include(redacted, "x-fake-fail: 500", "a value too short to be a secret is left")
@@ -43,9 +46,18 @@ describe("Redaction", () => {
   })
 
   it("redacts an error's message and param, keeping everything else", () => {
-    const error = new GatewayError.UpstreamRejected({ status: 400, message: "bad key sk-live-0123456789abcdef", param: "sk-live-0123456789abcdef" })
+    const error = new GatewayError.UpstreamRejected({
+      status: 400,
+      message: "bad key sk-live-0123456789abcdef",
+      param: "sk-live-0123456789abcdef"
+    })
     const redacted = Redaction.error(channel, error)
-    assert.deepStrictEqual([redacted._tag, redacted.status, redacted.message, redacted.param], ["UpstreamRejected", 400, "bad key [redacted]", "[redacted]"])
+    assert.deepStrictEqual([redacted._tag, redacted.status, redacted.message, redacted.param], [
+      "UpstreamRejected",
+      400,
+      "bad key [redacted]",
+      "[redacted]"
+    ])
     const clean = new GatewayError.UpstreamTimeout({ message: "slow" })
     assert.strictEqual(Redaction.error(channel, clean), clean)
   })

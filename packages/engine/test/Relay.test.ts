@@ -24,20 +24,34 @@ describe("EventBound", () => {
   it("lets any number of events of up to max bytes through, whatever the line ends and however they are split", () => {
     const event = "data: " + "x".repeat(20) + "\n\n" // 28 bytes
     assert.strictEqual(refusedAt(28, Array.from({ length: 1000 }, () => event)), -1)
-    assert.strictEqual(refusedAt(30, ["data: 1\r\n\r\ndata: 2\r", "\n\r\ndata: 3\r\r", "data: 4\n", "\ndata: 5\r\n", "\r\n"]), -1)
+    assert.strictEqual(
+      refusedAt(30, ["data: 1\r\n\r\ndata: 2\r", "\n\r\ndata: 3\r\r", "data: 4\n", "\ndata: 5\r\n", "\r\n"]),
+      -1
+    )
     // One byte at a time: every split point, a CRLF between two chunks included.
     const crlf = "data: " + "y".repeat(20) + "\r\n\r\n"
     assert.strictEqual(refusedAt(crlf.length, [...crlf.repeat(50)]), -1)
   })
 
   it("refuses a line that never ends once it passes max, in whichever chunk that happens", () => {
-    assert.strictEqual(refusedAt(64 * 1024, ["data: {\"ok\":1}\n\n", "data: ", ...Array.from({ length: 10 }, () => "z".repeat(16 * 1024))]), 5)
+    assert.strictEqual(
+      refusedAt(64 * 1024, [
+        "data: {\"ok\":1}\n\n",
+        "data: ",
+        ...Array.from({ length: 10 }, () => "z".repeat(16 * 1024))
+      ]),
+      5
+    )
   })
 
   it("counts an event's every line: many short lines without a blank one are one long event", () => {
     const lines = Array.from({ length: 100 }, () => "data: " + "w".repeat(94) + "\n") // 100 bytes each
     assert.strictEqual(refusedAt(1_000, lines), 9)
-    assert.strictEqual(refusedAt(1_000, lines.map((line, i) => (i % 5 === 4 ? `${line}\n` : line))), -1, "a blank line every 5 lines ends each event in time")
+    assert.strictEqual(
+      refusedAt(1_000, lines.map((line, i) => (i % 5 === 4 ? `${line}\n` : line))),
+      -1,
+      "a blank line every 5 lines ends each event in time"
+    )
   })
 
   it("refuses an event larger than max even inside one chunk", () => {
@@ -91,7 +105,11 @@ const relayOf = (first: string, rest: ReadonlyArray<string>, over: Partial<Relay
     ...over
   })
   let written = ""
-  const start = () => relay.start({ write: (frames) => (written += typeof frames === "string" ? frames : new TextDecoder().decode(frames), true), close: () => (written += "|") })
+  const start = () =>
+    relay.start({
+      write: (frames) => (written += typeof frames === "string" ? frames : new TextDecoder().decode(frames), true),
+      close: () => (written += "|")
+    })
   return { relay, ends, body, start, written: () => written }
 }
 
@@ -99,7 +117,9 @@ describe("Relay", () => {
   it("prime transforms the opening before the call commits; a failure there is returned, nothing written or reported", () => {
     const refused = relayOf("data: {broken\n\n", [], {
       push: () => {
-        throw new GatewayError.UpstreamUnavailable({ message: "The upstream sent a stream event the gateway cannot read." })
+        throw new GatewayError.UpstreamUnavailable({
+          message: "The upstream sent a stream event the gateway cannot read."
+        })
       }
     })
     const error = refused.relay.prime()

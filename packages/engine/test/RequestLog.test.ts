@@ -15,8 +15,8 @@
  *   show it to).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import type { UsageLog } from "@modelgate/core"
+import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { CallMetrics } from "../src/Metrics.ts"
 import { toWebHandler, type WebHandler } from "../src/WebHandler.ts"
 
@@ -34,10 +34,39 @@ beforeAll(async () => {
   gateway = await toWebHandler({
     routing: { probe_interval_ms: 600_000, max_attempts: 3 },
     channels: [
-      { name: "openai", type: "openai", base_url: `${fake.url}/v1`, api_key: "sk-up-openai-1111", models: ["gpt-4o-mini", "o-think"], model_map: { "o-think": "o-thinking" } },
-      { name: "gemini", type: "gemini", base_url: fake.url, api_key: "g-up-2222", models: ["gemini-think"], model_map: { "gemini-think": "gemini-thinking" } },
-      { name: "down-a", type: "openai", base_url: `${fake.url}/v1`, api_key: "sk-up-down-3333", models: ["flaky"], headers: { "x-fake-fail": "503" }, priority: 10 },
-      { name: "down-b", type: "openai", base_url: `${fake.url}/v1`, api_key: "sk-up-down-4444", models: ["flaky"], headers: { "x-fake-fail": "500" } }
+      {
+        name: "openai",
+        type: "openai",
+        base_url: `${fake.url}/v1`,
+        api_key: "sk-up-openai-1111",
+        models: ["gpt-4o-mini", "o-think"],
+        model_map: { "o-think": "o-thinking" }
+      },
+      {
+        name: "gemini",
+        type: "gemini",
+        base_url: fake.url,
+        api_key: "g-up-2222",
+        models: ["gemini-think"],
+        model_map: { "gemini-think": "gemini-thinking" }
+      },
+      {
+        name: "down-a",
+        type: "openai",
+        base_url: `${fake.url}/v1`,
+        api_key: "sk-up-down-3333",
+        models: ["flaky"],
+        headers: { "x-fake-fail": "503" },
+        priority: 10
+      },
+      {
+        name: "down-b",
+        type: "openai",
+        base_url: `${fake.url}/v1`,
+        api_key: "sk-up-down-4444",
+        models: ["flaky"],
+        headers: { "x-fake-fail": "500" }
+      }
     ],
     models: {
       "gpt-4o-mini": { input: 0.15, output: 0.6 },
@@ -49,7 +78,11 @@ beforeAll(async () => {
       {
         name: "alice",
         balance: 100,
-        keys: [{ name: "main", secret: KEY }, { name: "narrow", secret: NARROW, models: ["gpt-4o-mini"] }, { name: "limited", secret: LIMITED, rpm: 1 }]
+        keys: [{ name: "main", secret: KEY }, { name: "narrow", secret: NARROW, models: ["gpt-4o-mini"] }, {
+          name: "limited",
+          secret: LIMITED,
+          rpm: 1
+        }]
       },
       { name: "poor", balance: 0.000001, keys: [{ name: "empty", secret: POOR }] }
     ]
@@ -70,7 +103,11 @@ const chat = (key: string, body: unknown) =>
     })
   )
 
-const ask = (model: string, stream = false) => ({ model, stream, messages: [{ role: "user", content: "Think about it" }] })
+const ask = (model: string, stream = false) => ({
+  model,
+  stream,
+  messages: [{ role: "user", content: "Think about it" }]
+})
 
 /** The usage record of an answer (written when the call is settled; a stream's just after its last frame). */
 const recordOf = async (response: Response): Promise<UsageLog.UsageRecord> => {
@@ -102,7 +139,17 @@ describe("calls refused before their hold", () => {
       const { error } = await response.clone().json() as { error: { message: string } }
       const record = await recordOf(response)
       assert.deepStrictEqual(
-        [record.status, record.errorCode, record.errorMessage, record.model, record.channel, record.attempts, record.costNanos, record.userId === "", record.dialectIn],
+        [
+          record.status,
+          record.errorCode,
+          record.errorMessage,
+          record.model,
+          record.channel,
+          record.attempts,
+          record.costNanos,
+          record.userId === "",
+          record.dialectIn
+        ],
         [status, code, error.message, model, "", 0, 0n, false, "openai"]
       )
     }
@@ -114,7 +161,11 @@ describe("calls refused before their hold", () => {
     const record = await recordOf(poor)
     assert.strictEqual(record.errorCode, "InsufficientBalance")
     assert.isTrue(record.stream)
-    assert.match(record.errorMessage ?? "", /balance is 0\.000001 USD .* up to \d+\.\d+ USD/, "the message names the amounts")
+    assert.match(
+      record.errorMessage ?? "",
+      /balance is 0\.000001 USD .* up to \d+\.\d+ USD/,
+      "the message names the amounts"
+    )
     assert.strictEqual(record.model, "gpt-4o-mini")
 
     const before = metrics.rateLimited.series.find((s) => s.labels[0] === "key")?.value ?? 0
@@ -162,8 +213,16 @@ describe("calls that reach an upstream", () => {
   })
 
   it("keep the tokens spent reasoning, relayed (OpenAI) or translated (Gemini), streamed or not", async () => {
-    for (const [model, stream] of [["o-think", false], ["o-think", true], ["gemini-think", false], ["gemini-think", true]] as const) {
-      const response = await chat(KEY, { ...ask(model, stream), ...(stream ? { stream_options: { include_usage: true } } : {}) })
+    for (
+      const [model, stream] of [["o-think", false], ["o-think", true], ["gemini-think", false], [
+        "gemini-think",
+        true
+      ]] as const
+    ) {
+      const response = await chat(KEY, {
+        ...ask(model, stream),
+        ...(stream ? { stream_options: { include_usage: true } } : {})
+      })
       assert.strictEqual(response.status, 200)
       const record = await recordOf(response)
       assert.isAbove(record.reasoningTokens ?? 0, 0, `${model}${stream ? " streamed" : ""}`)

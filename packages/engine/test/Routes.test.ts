@@ -13,7 +13,11 @@ describe("Routes", () => {
     assert.deepStrictEqual(match("POST", "/v1/chat/completions"), { _tag: "OpenAIChat", dialect: "openai" })
     assert.deepStrictEqual(match("POST", "/v1beta/openai/chat/completions"), { _tag: "OpenAIChat", dialect: "openai" })
     assert.deepStrictEqual(match("GET", "/v1/models"), { _tag: "OpenAIModels", dialect: "openai" })
-    assert.deepStrictEqual(match("GET", "/v1/models/gpt-4o"), { _tag: "OpenAIModel", dialect: "openai", model: "gpt-4o" })
+    assert.deepStrictEqual(match("GET", "/v1/models/gpt-4o"), {
+      _tag: "OpenAIModel",
+      dialect: "openai",
+      model: "gpt-4o"
+    })
     assert.deepStrictEqual(match("GET", "/v1beta/openai/models"), { _tag: "OpenAIModels", dialect: "openai" })
     assert.deepStrictEqual(match("GET", "/v1beta/openai/models/gemini-2.5-flash"), {
       _tag: "OpenAIModel",
@@ -32,7 +36,10 @@ describe("Routes", () => {
       assert.include(miss.message, path.replace("/v1/", "/v1beta/"))
     }
     // OpenAI and Anthropic clients on the same path are served as before.
-    assert.deepStrictEqual(match("GET", "/v1/models", { authorization: "Bearer k" }), { _tag: "OpenAIModels", dialect: "openai" })
+    assert.deepStrictEqual(match("GET", "/v1/models", { authorization: "Bearer k" }), {
+      _tag: "OpenAIModels",
+      dialect: "openai"
+    })
   })
 
   it("matches Gemini model methods, with or without the models/ prefix in the model", () => {
@@ -48,7 +55,11 @@ describe("Routes", () => {
       model: "models/gemini-2.5-pro",
       action: "generateContent"
     })
-    assert.deepStrictEqual(match("GET", "/v1beta/models/gemini-2.5-pro"), { _tag: "GeminiModel", dialect: "gemini", model: "gemini-2.5-pro" })
+    assert.deepStrictEqual(match("GET", "/v1beta/models/gemini-2.5-pro"), {
+      _tag: "GeminiModel",
+      dialect: "gemini",
+      model: "gemini-2.5-pro"
+    })
     // A literal "/" after models/ (what a client sends for the name "models/gemini-2.5-pro").
     assert.deepStrictEqual(match("POST", "/v1beta/models/models/gemini-2.5-pro:countTokens"), {
       _tag: "GeminiAction",
@@ -91,7 +102,13 @@ describe("Routes", () => {
   })
 
   it("tells Gemini clients on the wrong API version to use v1beta, in Gemini's dialect", () => {
-    for (const path of ["/v1/models/gemini-2.5-flash:generateContent", "/v1alpha/models/x:generateContent", "/v1beta/v1beta/models/x:generateContent"]) {
+    for (
+      const path of [
+        "/v1/models/gemini-2.5-flash:generateContent",
+        "/v1alpha/models/x:generateContent",
+        "/v1beta/v1beta/models/x:generateContent"
+      ]
+    ) {
       const miss = notFound(path)
       assert.strictEqual(miss.dialect, "gemini", path)
       assert.match(miss.message, /v1beta/, path)
@@ -107,7 +124,10 @@ describe("Routes", () => {
     assert.deepStrictEqual(match("POST", "/v1/responses"), { _tag: "Responses", dialect: "responses" })
     assert.deepStrictEqual(match("POST", "/v1beta/openai/responses"), { _tag: "Responses", dialect: "responses" })
     assert.deepStrictEqual(match("POST", "/v1/messages"), { _tag: "AnthropicMessages", dialect: "anthropic" })
-    assert.deepStrictEqual(match("POST", "/v1/messages/count_tokens"), { _tag: "AnthropicCountTokens", dialect: "anthropic" })
+    assert.deepStrictEqual(match("POST", "/v1/messages/count_tokens"), {
+      _tag: "AnthropicCountTokens",
+      dialect: "anthropic"
+    })
     const wrongMethod = match("GET", "/v1/messages")
     assert.strictEqual(wrongMethod._tag, "MethodNotAllowed")
     assert.strictEqual(wrongMethod._tag === "MethodNotAllowed" ? wrongMethod.dialect : undefined, "anthropic")
@@ -116,8 +136,15 @@ describe("Routes", () => {
   it("lists models in Anthropic's shape for a client sending anthropic-version, OpenAI's otherwise", () => {
     const headers = { "anthropic-version": "2023-06-01", "x-api-key": "k" }
     assert.deepStrictEqual(match("GET", "/v1/models", headers), { _tag: "AnthropicModels", dialect: "anthropic" })
-    assert.deepStrictEqual(match("GET", "/v1/models/claude-sonnet-4-5", headers), { _tag: "AnthropicModel", dialect: "anthropic", model: "claude-sonnet-4-5" })
-    assert.deepStrictEqual(match("GET", "/v1/models", { authorization: "Bearer k" }), { _tag: "OpenAIModels", dialect: "openai" })
+    assert.deepStrictEqual(match("GET", "/v1/models/claude-sonnet-4-5", headers), {
+      _tag: "AnthropicModel",
+      dialect: "anthropic",
+      model: "claude-sonnet-4-5"
+    })
+    assert.deepStrictEqual(match("GET", "/v1/models", { authorization: "Bearer k" }), {
+      _tag: "OpenAIModels",
+      dialect: "openai"
+    })
   })
 
   it("answers stored-response paths with a 404 saying no response state is kept", () => {

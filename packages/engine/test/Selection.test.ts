@@ -10,7 +10,10 @@ import { Effect, Random } from "effect"
 import type { Availability } from "../src/Health.ts"
 import * as Selection from "../src/Selection.ts"
 
-const channel = (name: string, options: { priority?: number; weight?: number; keys?: ReadonlyArray<string> } = {}): Domain.Channel => ({
+const channel = (
+  name: string,
+  options: { priority?: number; weight?: number; keys?: ReadonlyArray<string> } = {}
+): Domain.Channel => ({
   id: `chn_${name}`,
   name,
   type: "openai",
@@ -59,9 +62,19 @@ describe("Selection", () => {
     Effect.gen(function*() {
       const cases: ReadonlyArray<readonly [string, ReadonlyArray<Domain.Channel>, ReadonlyArray<string>]> = [
         ["one channel", [channel("a")], ["a"]],
-        ["larger priority first", [channel("low", { priority: 0 }), channel("high", { priority: 10 })], ["high", "low"]],
-        ["negative priorities last", [channel("neg", { priority: -5 }), channel("zero"), channel("top", { priority: 3 })], ["top", "zero", "neg"]],
-        ["weight 0 after the others of its tier", [channel("backup", { weight: 0 }), channel("main", { weight: 1 })], ["main", "backup"]]
+        ["larger priority first", [channel("low", { priority: 0 }), channel("high", { priority: 10 })], [
+          "high",
+          "low"
+        ]],
+        ["negative priorities last", [
+          channel("neg", { priority: -5 }),
+          channel("zero"),
+          channel("top", { priority: 3 })
+        ], ["top", "zero", "neg"]],
+        ["weight 0 after the others of its tier", [channel("backup", { weight: 0 }), channel("main", { weight: 1 })], [
+          "main",
+          "backup"
+        ]]
       ]
       for (const [name, channels, expected] of cases) {
         const plan = yield* Selection.plan(sorted(channels), Selection.allHealthy)
@@ -74,7 +87,11 @@ describe("Selection", () => {
       const cases: ReadonlyArray<readonly [ReadonlyArray<Domain.Channel>, Record<string, number>]> = [
         [[channel("a", { weight: 1 }), channel("b", { weight: 1 })], { a: 0.5, b: 0.5 }],
         [[channel("a", { weight: 3 }), channel("b", { weight: 1 })], { a: 0.75, b: 0.25 }],
-        [[channel("a", { weight: 5 }), channel("b", { weight: 3 }), channel("c", { weight: 2 })], { a: 0.5, b: 0.3, c: 0.2 }],
+        [[channel("a", { weight: 5 }), channel("b", { weight: 3 }), channel("c", { weight: 2 })], {
+          a: 0.5,
+          b: 0.3,
+          c: 0.2
+        }],
         [[channel("a", { weight: 1 }), channel("b", { weight: 0 })], { a: 1, b: 0 }],
         // A lower tier never gets a first choice while the top tier has a channel.
         [[channel("a", { weight: 1, priority: 1 }), channel("b", { weight: 100 })], { a: 1, b: 0 }]
@@ -84,7 +101,12 @@ describe("Selection", () => {
         const counts = yield* firstChoices(channels, draws)
         for (const [name, share] of Object.entries(shares)) {
           const got = (counts.get(name) ?? 0) / draws
-          assert.approximately(got, share, 0.015, `${name} in ${channels.map((c) => `${c.name}:${c.weight}`).join(",")}`)
+          assert.approximately(
+            got,
+            share,
+            0.015,
+            `${name} in ${channels.map((c) => `${c.name}:${c.weight}`).join(",")}`
+          )
         }
       }
     }))
@@ -95,7 +117,11 @@ describe("Selection", () => {
         ["all healthy", {}, ["top/sk-top", "mid/sk-mid", "low/sk-low"]],
         ["open top", { "sk-top": "open" }, ["mid/sk-mid", "low/sk-low"]],
         ["disabled mid", { "sk-mid": "disabled" }, ["top/sk-top", "low/sk-low"]],
-        ["half-open with a free trial slot is tried", { "sk-top": "trial" }, ["top/sk-top", "mid/sk-mid", "low/sk-low"]],
+        ["half-open with a free trial slot is tried", { "sk-top": "trial" }, [
+          "top/sk-top",
+          "mid/sk-mid",
+          "low/sk-low"
+        ]],
         ["only the last is left", { "sk-top": "open", "sk-mid": "disabled" }, ["low/sk-low"]]
       ]
       const channels = [channel("top", { priority: 2 }), channel("mid", { priority: 1 }), channel("low")]
@@ -107,7 +133,11 @@ describe("Selection", () => {
   it.effect("when every key is open, forces the one whose breaker lets calls through soonest; disabled keys are never forced", () =>
     Effect.gen(function*() {
       const channels = [channel("a", { priority: 1 }), channel("b"), channel("c")]
-      const allOpen = view({ "sk-a": "open", "sk-b": "open", "sk-c": "open" }, { "sk-a": 3_000, "sk-b": 1_000, "sk-c": 2_000 })
+      const allOpen = view({ "sk-a": "open", "sk-b": "open", "sk-c": "open" }, {
+        "sk-a": 3_000,
+        "sk-b": 1_000,
+        "sk-c": 2_000
+      })
       assert.deepStrictEqual(drain(yield* Selection.plan(channels, allOpen), "server"), ["b/sk-b!"])
       const openAndDisabled = view({ "sk-a": "disabled", "sk-b": "disabled", "sk-c": "open" }, { "sk-c": 9_000 })
       assert.deepStrictEqual(drain(yield* Selection.plan(channels, openAndDisabled), "server"), ["c/sk-c!"])
@@ -123,7 +153,11 @@ describe("Selection", () => {
       assert.deepStrictEqual(new Set(keyFailures.slice(0, 3)), new Set(["multi/k1", "multi/k2", "multi/k3"]))
       assert.strictEqual(keyFailures[3], "other/o1")
       const serverFailures = drain(yield* Selection.plan(channels, Selection.allHealthy), "server")
-      assert.deepStrictEqual(serverFailures.slice(0, 2).map((t) => t.split("/")[0]), ["multi", "other"], "the next channel before the same server's other keys")
+      assert.deepStrictEqual(
+        serverFailures.slice(0, 2).map((t) => t.split("/")[0]),
+        ["multi", "other"],
+        "the next channel before the same server's other keys"
+      )
       assert.strictEqual(serverFailures.length, 4, "then the first channel's other keys")
       // An open key is left out of its channel's keys.
       const withOpen = drain(yield* Selection.plan(channels, view({ k2: "open" })), "key")
@@ -135,7 +169,8 @@ describe("Selection", () => {
     Effect.gen(function*() {
       const counts = new Map<string, number>()
       for (let i = 0; i < 9_000; i++) {
-        const key = (yield* Selection.plan([channel("multi", { keys: ["k1", "k2", "k3"] })], Selection.allHealthy)).next()!.key
+        const key =
+          (yield* Selection.plan([channel("multi", { keys: ["k1", "k2", "k3"] })], Selection.allHealthy)).next()!.key
         counts.set(key, (counts.get(key) ?? 0) + 1)
       }
       for (const key of ["k1", "k2", "k3"]) assert.approximately(counts.get(key)! / 9_000, 1 / 3, 0.02, key)
@@ -143,7 +178,11 @@ describe("Selection", () => {
 
   it.effect("sticky: the same value gets the same channel and key while it is healthy; values spread by weight", () =>
     Effect.gen(function*() {
-      const channels = [channel("a", { weight: 3, keys: ["a1", "a2"] }), channel("b", { weight: 1, keys: ["b1"] }), channel("z", { priority: -1 })]
+      const channels = [
+        channel("a", { weight: 3, keys: ["a1", "a2"] }),
+        channel("b", { weight: 1, keys: ["b1"] }),
+        channel("z", { priority: -1 })
+      ]
       const chosen = new Map<string, string>()
       for (let i = 0; i < 200; i++) {
         const value = `session-${i}`
@@ -158,7 +197,10 @@ describe("Selection", () => {
         const key = target.split("/")[1]!
         const moved = (yield* Selection.plan(channels, view({ [key]: "open" }), value)).next()!
         const expected = key === "a1" ? "a/a2" : key === "a2" ? "a/a1" : "a/"
-        assert.isTrue(`${moved.channel.name}/${moved.key}`.startsWith(expected), `${value}: ${target} -> ${moved.channel.name}/${moved.key}`)
+        assert.isTrue(
+          `${moved.channel.name}/${moved.key}`.startsWith(expected),
+          `${value}: ${target} -> ${moved.channel.name}/${moved.key}`
+        )
         const otherKey = key === "b1" ? "a1" : "b1"
         const stays = (yield* Selection.plan(channels, view({ [otherKey]: "open" }), value)).next()!
         assert.strictEqual(`${stays.channel.name}/${stays.key}`, target, `${value} stays`)

@@ -50,24 +50,37 @@ describe("Settlement", () => {
   it("checked leaves counts alone and prices anything else as counts, saying the figures were refused", () => {
     const good: Settlement.Metered = { promptTokens: 3, completionTokens: 4, cachedTokens: 0, reported: true }
     assert.strictEqual(Settlement.checked(good), good)
-    assert.deepStrictEqual(Settlement.checked({ promptTokens: -1_000_000, completionTokens: 1.5, cachedTokens: Number.NaN, reported: true }), {
-      promptTokens: 0,
-      completionTokens: 2,
-      cachedTokens: 0,
-      reported: false,
-      usageRejected: "promptTokens: -1000000"
-    })
+    assert.deepStrictEqual(
+      Settlement.checked({ promptTokens: -1_000_000, completionTokens: 1.5, cachedTokens: Number.NaN, reported: true }),
+      {
+        promptTokens: 0,
+        completionTokens: 2,
+        cachedTokens: 0,
+        reported: false,
+        usageRejected: "promptTokens: -1000000"
+      }
+    )
   })
 
   it.effect("a settlement given fractional and negative figures completes: charged as counts, recorded as UsageRejected, the hold released", () =>
     withStore((key) =>
       Effect.gen(function*() {
         const settlement = yield* Settlement.open(call(key, "req-frac"), 10_000n)
-        yield* settlement.finish({ promptTokens: 1.5, completionTokens: -5_000_000, cachedTokens: 0, reported: true }, { status: 200, errorCode: null, ttfbMs: 1 }, undefined)
+        yield* settlement.finish({ promptTokens: 1.5, completionTokens: -5_000_000, cachedTokens: 0, reported: true }, {
+          status: 200,
+          errorCode: null,
+          ttfbMs: 1
+        }, undefined)
         const inspect = yield* MemoryStore.MemoryInspect
         const record = inspect.usage().find((r) => r.requestId === "req-frac")!
         // 2 prompt tokens at $1 per million: 2,000 nano-dollars; the negative completion is 0.
-        assert.deepStrictEqual([record.errorCode, record.usageReported, record.promptTokens, record.completionTokens, record.costNanos], [
+        assert.deepStrictEqual([
+          record.errorCode,
+          record.usageReported,
+          record.promptTokens,
+          record.completionTokens,
+          record.costNanos
+        ], [
           "UsageRejected",
           false,
           2,
@@ -75,15 +88,26 @@ describe("Settlement", () => {
           2_000n
         ])
         assert.strictEqual(inspect.balance("alice"), 1_000_000_000n - 2_000n)
-        assert.strictEqual(yield* (yield* Accounts.Accounts).balance(key.userId), 1_000_000_000n - 2_000n, "no hold is left")
-      })))
+        assert.strictEqual(
+          yield* (yield* Accounts.Accounts).balance(key.userId),
+          1_000_000_000n - 2_000n,
+          "no hold is left"
+        )
+      })
+    ))
 
   it.effect("the embedded store settles a negative charge as nothing and releases the hold", () =>
     withStore((key) =>
       Effect.gen(function*() {
         const accounts = yield* Accounts.Accounts
-        const hold = yield* accounts.hold({ userId: key.userId, keyId: key.id, amountNanos: 5_000n, requestId: "req-neg" })
+        const hold = yield* accounts.hold({
+          userId: key.userId,
+          keyId: key.id,
+          amountNanos: 5_000n,
+          requestId: "req-neg"
+        })
         assert.deepStrictEqual(yield* accounts.settle(hold, -3_150_000_000n), { chargedNanos: 0n, shortfallNanos: 0n })
         assert.strictEqual(yield* accounts.balance(key.userId), 1_000_000_000n)
-      })))
+      })
+    ))
 })

@@ -47,7 +47,12 @@ const contract = (name: string, fetchOf: () => Fetch) =>
       })
       assert.strictEqual(response.status, 200)
       assert.match(response.headers.get("x-request-id") ?? "", /^req_[0-9a-f]{24}$/)
-      const body = await response.json() as { object: string; model: string; choices: Array<{ message: { content: string } }>; usage: { prompt_tokens: number } }
+      const body = await response.json() as {
+        object: string
+        model: string
+        choices: Array<{ message: { content: string } }>
+        usage: { prompt_tokens: number }
+      }
       assert.strictEqual(body.object, "chat.completion")
       assert.strictEqual(body.model, "gemini-2.5-flash")
       assert.isAbove(body.choices[0]!.message.content.length, 0)
@@ -63,9 +68,13 @@ const contract = (name: string, fetchOf: () => Fetch) =>
       assert.strictEqual(response.status, 200)
       assert.strictEqual(response.headers.get("content-type"), "text/event-stream")
       const text = await response.text()
-      const events = text.split(/\r?\n\r?\n/).filter((event) => event.startsWith("data: ")).map((event) => JSON.parse(event.slice(6)))
+      const events = text.split(/\r?\n\r?\n/).filter((event) => event.startsWith("data: ")).map((event) =>
+        JSON.parse(event.slice(6))
+      )
       assert.isAbove(events.length, 1)
-      const words = events.flatMap((event) => event.candidates?.[0]?.content?.parts ?? []).map((part: { text?: string }) => part.text ?? "").join("")
+      const words = events.flatMap((event) => event.candidates?.[0]?.content?.parts ?? []).map((
+        part: { text?: string }
+      ) => part.text ?? "").join("")
       assert.isAbove(words.length, 0)
       const last = events.at(-1)
       assert.strictEqual(last.candidates[0].finishReason, "STOP")
@@ -129,11 +138,18 @@ describe("the web handler", () => {
 
   it("charges the balance what the usage records say, and records every call", async () => {
     const before = local.inspect!.balance("alice")!
-    const response = await local.handler(new Request("http://gateway.test/v1/chat/completions", {
-      method: "POST",
-      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Count to three" }], stream: true, stream_options: { include_usage: true } })
-    }))
+    const response = await local.handler(
+      new Request("http://gateway.test/v1/chat/completions", {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          model: "gpt-4o-mini",
+          messages: [{ role: "user", content: "Count to three" }],
+          stream: true,
+          stream_options: { include_usage: true }
+        })
+      })
+    )
     const text = await response.text()
     assert.include(text, "data: [DONE]")
     // A stream is settled when its relay ends, just after the last frame.
@@ -148,7 +164,10 @@ describe("the web handler", () => {
   })
 
   it("refuses a configuration that does not decode, naming the field", async () => {
-    const error = await toWebHandler({ channels: [{ name: "x", type: "carrier-pigeon" }] }).then(() => undefined, (e: Error) => e)
+    const error = await toWebHandler({ channels: [{ name: "x", type: "carrier-pigeon" }] }).then(
+      () => undefined,
+      (e: Error) => e
+    )
     assert.match(String(error?.message), /at channels\[0\]\.type/)
   })
 
@@ -159,7 +178,9 @@ describe("the web handler", () => {
       let base = ""
       beforeAll(async () => {
         if (!existsSync(binary)) throw new Error(`${binary} is missing: run pnpm install`)
-        const args = runtime === "bun" ? ["test/fixtures/serve.ts"] : ["run", "--allow-net", "--allow-env", "--allow-read", "test/fixtures/serve.ts"]
+        const args = runtime === "bun"
+          ? ["test/fixtures/serve.ts"]
+          : ["run", "--allow-net", "--allow-env", "--allow-read", "test/fixtures/serve.ts"]
         child = spawn(binary, args, {
           cwd: join(import.meta.dirname, ".."),
           env: { ...process.env, MODELGATE_EMBED_CONFIG: JSON.stringify(config(upstream.url)), NO_COLOR: "1" },

@@ -91,7 +91,11 @@ export const anthropicMessages = (
 ): Promise<void> | void => {
   const conversation = anthropicConversation(body, ctx.model)
   const answer = planAnswer(conversation, ctx.scenario)
-  const [inputTokens, outputTokens] = reportedUsage(ctx.scenario, estimateTokens(conversation.promptChars), answer.outputTokens)
+  const [inputTokens, outputTokens] = reportedUsage(
+    ctx.scenario,
+    estimateTokens(conversation.promptChars),
+    answer.outputTokens
+  )
   if (body["stream"] === true) return sendStream(res, streamPlan(answer, ctx, inputTokens, outputTokens), ctx.scenario)
   const lazy = answer._tag === "text" && answer.lazy
   const content = answer._tag === "tool"

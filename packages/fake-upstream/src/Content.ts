@@ -63,8 +63,7 @@ export const reportedUsage = (scenario: Scenario, prompt: number, completion: nu
 /** The deterministic token estimate used for every prompt: ceil(chars / 4). */
 export const estimateTokens = (chars: number): number => Math.ceil(chars / 4)
 
-export const truncate = (text: string, max: number): string =>
-  text.length <= max ? text : `${text.slice(0, max)}...`
+export const truncate = (text: string, max: number): string => text.length <= max ? text : `${text.slice(0, max)}...`
 
 /** "a b  c" → ["a ", "b  ", "c"]: concatenating the chunks gives the text back. */
 export const wordChunks = (text: string): Array<string> => {

@@ -171,7 +171,13 @@ const geminiFailure = (status: number, model: string): ErrorResponse => {
     }
   }
   if (status === 500) {
-    return { status, body: geminiErrorBody(500, "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting") }
+    return {
+      status,
+      body: geminiErrorBody(
+        500,
+        "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting"
+      )
+    }
   }
   if (status === 503) {
     return { status, body: geminiErrorBody(503, "The model is overloaded. Please try again later.") }

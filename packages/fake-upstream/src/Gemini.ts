@@ -119,7 +119,8 @@ export const thoughtSignature = (seq: number, name: string): string =>
   Buffer.from(`${SIGNATURE_PREFIX}${seq}:${name}`, "utf8").toString("base64")
 
 const isFakeSignature = (signature: string): boolean =>
-  /^[A-Za-z0-9+/]+={0,2}$/.test(signature) && Buffer.from(signature, "base64").toString("utf8").startsWith(SIGNATURE_PREFIX)
+  /^[A-Za-z0-9+/]+={0,2}$/.test(signature) &&
+  Buffer.from(signature, "base64").toString("utf8").startsWith(SIGNATURE_PREFIX)
 
 /**
  * What Google answers a Gemini 3 model's request with when a model turn's
@@ -132,7 +133,9 @@ export const signatureProblem = (body: Record<string, unknown>, model: string): 
   for (let turn = 0; turn < contents.length; turn++) {
     const content: unknown = contents[turn]
     if (!isRecord(content) || content["role"] !== "model") continue
-    const first = partsOf(content).findIndex((part) => isRecord(part) && isRecord(field(part, "functionCall", "function_call")))
+    const first = partsOf(content).findIndex((part) =>
+      isRecord(part) && isRecord(field(part, "functionCall", "function_call"))
+    )
     if (first < 0) continue
     const part = partsOf(content)[first] as Record<string, unknown>
     const signature = field(part, "thoughtSignature", "thought_signature")
@@ -145,7 +148,9 @@ export const signatureProblem = (body: Record<string, unknown>, model: string): 
           "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, " +
             `and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${
               String(call["name"])
-            }\` , position ${first + 1}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`
+            }\` , position ${
+              first + 1
+            }. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`
         )
       }
     }
@@ -187,7 +192,10 @@ const parts = (answer: Answer, text: string, ctx: CallContext): Array<unknown> =
   answer._tag === "tool"
     ? [
       SIGNING_MODEL.test(ctx.model)
-        ? { functionCall: { name: answer.name, args: answer.args }, thoughtSignature: thoughtSignature(ctx.seq, answer.name) }
+        ? {
+          functionCall: { name: answer.name, args: answer.args },
+          thoughtSignature: thoughtSignature(ctx.seq, answer.name)
+        }
         : { functionCall: { name: answer.name, args: answer.args } }
     ]
     : [{ text }]
@@ -201,15 +209,24 @@ export const geminiGenerate = (
   if (problem !== undefined) return sendJson(res, problem.status, problem.body, ctx.headers)
   const conversation = geminiConversation(body, ctx.model)
   const answer = planAnswer(conversation, ctx.scenario)
-  const [promptTokens, completionTokens] = reportedUsage(ctx.scenario, estimateTokens(conversation.promptChars), answer.outputTokens)
+  const [promptTokens, completionTokens] = reportedUsage(
+    ctx.scenario,
+    estimateTokens(conversation.promptChars),
+    answer.outputTokens
+  )
   const lazy = answer._tag === "text" && answer.lazy
   const response = {
     candidates: [{
-      content: { parts: parts(answer, answer._tag === "text" ? (lazy ? SENTINEL : answerText(answer)) : "", ctx), role: "model" },
+      content: {
+        parts: parts(answer, answer._tag === "text" ? (lazy ? SENTINEL : answerText(answer)) : "", ctx),
+        role: "model"
+      },
       finishReason: "STOP",
       index: 0
     }],
-    ...(ctx.scenario.usage ? { usageMetadata: usageMetadata(promptTokens, completionTokens, ctx.scenario.thinking) } : {}),
+    ...(ctx.scenario.usage
+      ? { usageMetadata: usageMetadata(promptTokens, completionTokens, ctx.scenario.thinking) }
+      : {}),
     modelVersion: ctx.model,
     responseId: responseId(ctx.seq)
   }
@@ -235,7 +252,11 @@ export const geminiStream = (
   }
   const conversation = geminiConversation(body, ctx.model)
   const answer = planAnswer(conversation, ctx.scenario)
-  const [promptTokens, completionTokens] = reportedUsage(ctx.scenario, estimateTokens(conversation.promptChars), answer.outputTokens)
+  const [promptTokens, completionTokens] = reportedUsage(
+    ctx.scenario,
+    estimateTokens(conversation.promptChars),
+    answer.outputTokens
+  )
   const trailer = `,"modelVersion":${JSON.stringify(ctx.model)},"responseId":"${responseId(ctx.seq)}"}`
   // Like Google: intermediate chunks carry the prompt count only, the last one the full usage.
   const partialUsage = ctx.scenario.usage
@@ -291,7 +312,9 @@ export const DEFAULT_GEMINI_EMBEDDING_DIMENSIONS = 768
 const embedValues = (request: Record<string, unknown>): { values: Array<number> } => {
   const text = contentText(partsOf(request["content"]))
   const dims = field(request, "outputDimensionality", "output_dimensionality")
-  const n = typeof dims === "number" && dims >= 1 ? Math.min(Math.floor(dims), 8192) : DEFAULT_GEMINI_EMBEDDING_DIMENSIONS
+  const n = typeof dims === "number" && dims >= 1
+    ? Math.min(Math.floor(dims), 8192)
+    : DEFAULT_GEMINI_EMBEDDING_DIMENSIONS
   return { values: embedding(text, n) }
 }
 
@@ -331,7 +354,9 @@ export const geminiModel = (id: string) => {
  */
 export const geminiModelsPage = (ids: ReadonlyArray<string>, query: Readonly<Record<string, string>>): string => {
   const size = Math.min(1000, Math.max(1, Number.parseInt(query["pageSize"] ?? "", 10) || 50))
-  const start = query["pageToken"] === undefined ? 0 : Math.max(0, Number.parseInt(Buffer.from(query["pageToken"], "base64url").toString(), 10) || 0)
+  const start = query["pageToken"] === undefined
+    ? 0
+    : Math.max(0, Number.parseInt(Buffer.from(query["pageToken"], "base64url").toString(), 10) || 0)
   const end = start + size
   return JSON.stringify({
     models: ids.slice(start, end).map(geminiModel),

@@ -10,7 +10,15 @@
  *   self-hosted servers do.
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from "node:http"
-import { anthropicErrorBody, anthropicType, type Dialect, type ErrorResponse, failure, geminiErrorBody, openaiErrorBody } from "./Errors.ts"
+import {
+  anthropicErrorBody,
+  anthropicType,
+  type Dialect,
+  type ErrorResponse,
+  failure,
+  geminiErrorBody,
+  openaiErrorBody
+} from "./Errors.ts"
 import type { NotAnAnswer } from "./Scenario.ts"
 
 /** What a reverse proxy in front of a model server sends when the server behind it fails. */
@@ -19,7 +27,11 @@ export const HTML_PAGE = "<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</t
 
 /** One stream event in the dialect's framing. */
 const event = (dialect: Dialect, data: string, name?: string): string =>
-  dialect === "gemini" ? `data: ${data}\r\n\r\n` : dialect === "anthropic" ? `event: ${name ?? "message"}\ndata: ${data}\n\n` : `data: ${data}\n\n`
+  dialect === "gemini"
+    ? `data: ${data}\r\n\r\n`
+    : dialect === "anthropic"
+    ? `event: ${name ?? "message"}\ndata: ${data}\n\n`
+    : `data: ${data}\n\n`
 
 /** The beginning of an answer, cut off in the middle of its JSON. */
 const brokenJson = (dialect: Dialect): string =>
@@ -49,7 +61,11 @@ export const sendNotAnAnswer = (
     return
   }
   if (!streaming) {
-    const body = kind === "error" ? failure(dialect, 500, model, requestId).body : kind === "broken" ? brokenJson(dialect) : "{}"
+    const body = kind === "error"
+      ? failure(dialect, 500, model, requestId).body
+      : kind === "broken"
+      ? brokenJson(dialect)
+      : "{}"
     res.writeHead(200, { ...headers, "content-type": "application/json" })
     res.end(body)
     return
@@ -83,7 +99,10 @@ export const echoHeaders = (
   switch (dialect) {
     case "openai":
     case "azure":
-      return { status, body: openaiErrorBody(message, status >= 500 ? "server_error" : "invalid_request_error", null, null) }
+      return {
+        status,
+        body: openaiErrorBody(message, status >= 500 ? "server_error" : "invalid_request_error", null, null)
+      }
     case "gemini":
       return { status, body: geminiErrorBody(status, message) }
     case "anthropic":

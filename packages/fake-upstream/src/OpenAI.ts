@@ -147,13 +147,21 @@ export const openaiChatProblem = (body: Record<string, unknown>, model: string):
     }
   }
   if (body["reasoning_effort"] !== undefined && body["reasoning_effort"] !== null && !REASONING_MODEL.test(model)) {
-    return invalid("Unsupported parameter: 'reasoning_effort' is not supported with this model.", "reasoning_effort", "unsupported_parameter")
+    return invalid(
+      "Unsupported parameter: 'reasoning_effort' is not supported with this model.",
+      "reasoning_effort",
+      "unsupported_parameter"
+    )
   }
   if (!REASONING_CONTENT_MODEL.test(model)) {
     for (let i = 0; i < messages.length; i++) {
       const message: unknown = messages[i]
       if (isRecord(message) && message["reasoning_content"] !== undefined) {
-        return invalid(`Additional properties are not allowed ('reasoning_content' was unexpected) - 'messages.${i}'`, `messages[${i}]`, null)
+        return invalid(
+          `Additional properties are not allowed ('reasoning_content' was unexpected) - 'messages.${i}'`,
+          `messages[${i}]`,
+          null
+        )
       }
     }
   }
@@ -169,7 +177,11 @@ export const openaiChat = async (
   if (problem !== undefined) return sendJson(res, problem.status, problem.body, ctx.headers)
   const conversation = openaiConversation(body, ctx.model)
   const answer = planAnswer(conversation, ctx.scenario)
-  const [promptTokens, completionTokens] = reportedUsage(ctx.scenario, estimateTokens(conversation.promptChars), answer.outputTokens)
+  const [promptTokens, completionTokens] = reportedUsage(
+    ctx.scenario,
+    estimateTokens(conversation.promptChars),
+    answer.outputTokens
+  )
   if (body["stream"] === true) {
     const options = body["stream_options"]
     const includeUsage = isRecord(options) && options["include_usage"] === true && ctx.scenario.usage
@@ -232,7 +244,9 @@ const streamPlan = (
   const tail = (finish: string) => (): string => {
     let out = frame("{}", finish)
     if (includeUsage) {
-      out += `data: ${envelope}[],"usage":${JSON.stringify(usageObject(promptTokens, completionTokens, ctx.scenario.thinking))}}\n\n`
+      out += `data: ${envelope}[],"usage":${
+        JSON.stringify(usageObject(promptTokens, completionTokens, ctx.scenario.thinking))
+      }}\n\n`
     }
     return out + "data: [DONE]\n\n"
   }

@@ -24,9 +24,9 @@ import {
   isRecord,
   planAnswer,
   reportedUsage,
-  truncate,
   type ToolResult,
   type ToolSpec,
+  truncate,
   wordChunks
 } from "./Content.ts"
 import { openaiErrorBody } from "./Errors.ts"
@@ -34,7 +34,11 @@ import { type CallContext, sendJson, sendStream, type StreamPlan } from "./Write
 
 const items = (body: Record<string, unknown>): ReadonlyArray<unknown> => {
   const input = body["input"]
-  return typeof input === "string" ? [{ type: "message", role: "user", content: input }] : Array.isArray(input) ? input : []
+  return typeof input === "string"
+    ? [{ type: "message", role: "user", content: input }]
+    : Array.isArray(input)
+    ? input
+    : []
 }
 
 export const responsesConversation = (body: Record<string, unknown>, model: string): Conversation => {
@@ -83,7 +87,11 @@ const invalid = (message: string, param: string | null, code: string | null) => 
 export const responsesProblem = (body: Record<string, unknown>) => {
   const previous = body["previous_response_id"]
   if (typeof previous === "string") {
-    return invalid(`Previous response with id '${previous}' not found.`, "previous_response_id", "previous_response_not_found")
+    return invalid(
+      `Previous response with id '${previous}' not found.`,
+      "previous_response_id",
+      "previous_response_not_found"
+    )
   }
   const tools = Array.isArray(body["tools"]) ? body["tools"] : []
   for (let i = 0; i < tools.length; i++) {
@@ -91,10 +99,16 @@ export const responsesProblem = (body: Record<string, unknown>) => {
     if (!isRecord(tool) || tool["type"] !== "function") continue
     const name = tool["name"]
     if (typeof name !== "string" || !FUNCTION_NAME.test(name) || name.length > 64) {
-      return invalid(`Invalid 'tools[${i}].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`, `tools[${i}].name`, "invalid_value")
+      return invalid(
+        `Invalid 'tools[${i}].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`,
+        `tools[${i}].name`,
+        "invalid_value"
+      )
     }
   }
-  if (!Array.isArray(body["input"]) && typeof body["input"] !== "string") return invalid("Missing required parameter: 'input'.", "input", "missing_required_parameter")
+  if (!Array.isArray(body["input"]) && typeof body["input"] !== "string") {
+    return invalid("Missing required parameter: 'input'.", "input", "missing_required_parameter")
+  }
   return undefined
 }
 
@@ -104,13 +118,19 @@ interface Reasoning {
   readonly tokens: number
 }
 
-const reasoningOf = (body: Record<string, unknown>, ctx: CallContext, conversation: Conversation): Reasoning | undefined => {
+const reasoningOf = (
+  body: Record<string, unknown>,
+  ctx: CallContext,
+  conversation: Conversation
+): Reasoning | undefined => {
   const reasoning = body["reasoning"]
   if (!REASONING_MODEL.test(ctx.model) || !isRecord(reasoning)) return undefined
   const summary = reasoning["summary"]
   const wantsSummary = summary === "auto" || summary === "concise" || summary === "detailed"
   if (!wantsSummary && reasoning["effort"] === undefined) return undefined
-  const text = `Thinking about: ${truncate(conversation.lastUserText.replace(/\s+/g, " ").trim(), 64) || "the question"}`
+  const text = `Thinking about: ${
+    truncate(conversation.lastUserText.replace(/\s+/g, " ").trim(), 64) || "the question"
+  }`
   const include = Array.isArray(body["include"]) && body["include"].includes("reasoning.encrypted_content")
   return {
     summary: wantsSummary ? text : undefined,
@@ -169,7 +189,11 @@ const callItem = (ctx: CallContext, answer: Extract<Answer, { _tag: "tool" }>, s
   status
 })
 
-export const responses = (res: ServerResponse, body: Record<string, unknown>, ctx: CallContext): Promise<void> | void => {
+export const responses = (
+  res: ServerResponse,
+  body: Record<string, unknown>,
+  ctx: CallContext
+): Promise<void> | void => {
   const problem = responsesProblem(body)
   if (problem !== undefined) return sendJson(res, problem.status, problem.body, ctx.headers)
   const conversation = responsesConversation(body, ctx.model)
@@ -179,17 +203,32 @@ export const responses = (res: ServerResponse, body: Record<string, unknown>, ct
   const cached = typeof body["prompt_cache_key"] === "string" ? Math.floor(prompt / 2) : 0
   const reasoningTokens = reasoning?.tokens ?? 0
   const id = `resp_fake${ctx.seq}`
-  const base = { id, object: "response", created_at: nowSeconds(), error: null, incomplete_details: null, model: ctx.model, ...echo(body) }
+  const base = {
+    id,
+    object: "response",
+    created_at: nowSeconds(),
+    error: null,
+    incomplete_details: null,
+    model: ctx.model,
+    ...echo(body)
+  }
   // An upstream that reports nonsense (`negusage`, `fracusage`, `x-fake-usage-values`) reports it here too.
   const [input, output] = reportedUsage(ctx.scenario, prompt, answer.outputTokens + reasoningTokens)
   const finalUsage = ctx.scenario.usage ? usage(input, output, cached, reasoningTokens) : null
   const outputOf = (text: string) => [
     ...(reasoning === undefined ? [] : [reasoningItem(`rs_fake${ctx.seq}`, reasoning)]),
-    answer._tag === "tool" ? callItem(ctx, answer, "completed", answer.argsJson) : messageItem(`msg_fake${ctx.seq}`, text, "completed")
+    answer._tag === "tool"
+      ? callItem(ctx, answer, "completed", answer.argsJson)
+      : messageItem(`msg_fake${ctx.seq}`, text, "completed")
   ]
   if (body["stream"] !== true) {
     const text = answer._tag === "text" ? answerText(answer) : ""
-    return sendJson(res, 200, JSON.stringify({ ...base, status: "completed", output: outputOf(text), usage: finalUsage }), ctx.headers)
+    return sendJson(
+      res,
+      200,
+      JSON.stringify({ ...base, status: "completed", output: outputOf(text), usage: finalUsage }),
+      ctx.headers
+    )
   }
   return sendStream(res, streamPlan(answer, ctx, base, reasoning, outputOf, finalUsage), ctx.scenario)
 }
@@ -210,14 +249,32 @@ const streamPlan = (
   let index = 0
   if (reasoning !== undefined) {
     const rid = `rs_fake${ctx.seq}`
-    head += event("response.output_item.added", { output_index: index, item: { type: "reasoning", id: rid, summary: [] } })
+    head += event("response.output_item.added", {
+      output_index: index,
+      item: { type: "reasoning", id: rid, summary: [] }
+    })
     if (reasoning.summary !== undefined) {
       const part = { type: "summary_text", text: "" }
-      head += event("response.reasoning_summary_part.added", { item_id: rid, output_index: index, summary_index: 0, part })
+      head += event("response.reasoning_summary_part.added", {
+        item_id: rid,
+        output_index: index,
+        summary_index: 0,
+        part
+      })
       for (const word of wordChunks(reasoning.summary)) {
-        head += event("response.reasoning_summary_text.delta", { item_id: rid, output_index: index, summary_index: 0, delta: word })
+        head += event("response.reasoning_summary_text.delta", {
+          item_id: rid,
+          output_index: index,
+          summary_index: 0,
+          delta: word
+        })
       }
-      head += event("response.reasoning_summary_text.done", { item_id: rid, output_index: index, summary_index: 0, text: reasoning.summary })
+      head += event("response.reasoning_summary_text.done", {
+        item_id: rid,
+        output_index: index,
+        summary_index: 0,
+        text: reasoning.summary
+      })
       head += event("response.reasoning_summary_part.done", {
         item_id: rid,
         output_index: index,
@@ -230,7 +287,10 @@ const streamPlan = (
   }
   const out = index
   const base_ = { contentType: "text/event-stream; charset=utf-8", headers: ctx.headers }
-  const completed = (text: string) => event("response.completed", { response: { ...base, status: "completed", output: outputOf(text), usage: finalUsage } })
+  const completed = (text: string) =>
+    event("response.completed", {
+      response: { ...base, status: "completed", output: outputOf(text), usage: finalUsage }
+    })
   if (answer._tag === "tool") {
     const item = callItem(ctx, answer, "in_progress", "")
     head += event("response.output_item.added", { output_index: out, item })
@@ -238,15 +298,31 @@ const streamPlan = (
       ...base_,
       head,
       count: answer.fragments.length,
-      frame: (i) => event("response.function_call_arguments.delta", { item_id: item.id, output_index: out, delta: answer.fragments[i] }),
+      frame: (i) =>
+        event("response.function_call_arguments.delta", {
+          item_id: item.id,
+          output_index: out,
+          delta: answer.fragments[i]
+        }),
       tail: () =>
-        event("response.function_call_arguments.done", { item_id: item.id, output_index: out, name: answer.name, arguments: answer.argsJson }) +
-        event("response.output_item.done", { output_index: out, item: callItem(ctx, answer, "completed", answer.argsJson) }) +
+        event("response.function_call_arguments.done", {
+          item_id: item.id,
+          output_index: out,
+          name: answer.name,
+          arguments: answer.argsJson
+        }) +
+        event("response.output_item.done", {
+          output_index: out,
+          item: callItem(ctx, answer, "completed", answer.argsJson)
+        }) +
         completed("")
     }
   }
   const mid = `msg_fake${ctx.seq}`
-  head += event("response.output_item.added", { output_index: out, item: { type: "message", id: mid, status: "in_progress", role: "assistant", content: [] } })
+  head += event("response.output_item.added", {
+    output_index: out,
+    item: { type: "message", id: mid, status: "in_progress", role: "assistant", content: [] }
+  })
   head += event("response.content_part.added", {
     item_id: mid,
     output_index: out,
@@ -258,10 +334,23 @@ const streamPlan = (
     ...base_,
     head,
     count: answer.count,
-    frame: (i) => event("response.output_text.delta", { item_id: mid, output_index: out, content_index: 0, delta: answer.chunk(i), logprobs: [] }),
+    frame: (i) =>
+      event("response.output_text.delta", {
+        item_id: mid,
+        output_index: out,
+        content_index: 0,
+        delta: answer.chunk(i),
+        logprobs: []
+      }),
     tail: () => {
       const text = answer.lazy ? "" : answerText(answer)
-      return event("response.output_text.done", { item_id: mid, output_index: out, content_index: 0, text, logprobs: [] }) +
+      return event("response.output_text.done", {
+        item_id: mid,
+        output_index: out,
+        content_index: 0,
+        text,
+        logprobs: []
+      }) +
         event("response.content_part.done", {
           item_id: mid,
           output_index: out,

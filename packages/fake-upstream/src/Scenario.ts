@@ -93,7 +93,8 @@ const status = (raw: string | undefined): number | undefined => {
 
 // One cheap test on the hot path: only models that contain a control word
 // pay for the individual regular expressions below.
-const MODEL_HINT = /tools|call-|slow|fail-|cut-|stall-|chunks-|bytes-|interval-|nousage|negusage|fracusage|thinking|-200|line-|echo-/i
+const MODEL_HINT =
+  /tools|call-|slow|fail-|cut-|stall-|chunks-|bytes-|interval-|nousage|negusage|fracusage|thinking|-200|line-|echo-/i
 const token = (word: string, arg: string): RegExp => new RegExp(`(?:^|[^a-z0-9])${word}${arg}(?![0-9])`, "i")
 const MODEL_TOOLS = /tools/i
 const MODEL_CALL = token("call-", "([A-Za-z0-9_]+)")

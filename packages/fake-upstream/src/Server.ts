@@ -181,8 +181,7 @@ type Route =
 
 const EMPTY_QUERY: Readonly<Record<string, string>> = Object.freeze({})
 
-const first = (value: string | Array<string> | undefined): string | undefined =>
-  Array.isArray(value) ? value[0] : value
+const first = (value: string | Array<string> | undefined): string | undefined => Array.isArray(value) ? value[0] : value
 
 const bearer = (headers: IncomingHttpHeaders): string | undefined => {
   const auth = headers.authorization
@@ -230,7 +229,8 @@ const readBody = (req: IncomingMessage): Promise<Buffer | undefined> =>
   new Promise((resolve, reject) => {
     const chunks: Array<Buffer> = []
     req.on("data", (chunk: Buffer) => chunks.push(chunk))
-    req.once("end", () => resolve(chunks.length === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)))
+    req.once("end", () =>
+      resolve(chunks.length === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)))
     req.once("error", reject)
   })
 
@@ -277,29 +277,49 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
       if (!name.startsWith("models/") && !name.startsWith("tunedModels/")) return notFoundG
       const model = name.replace(/^(?:models\/)+/, "")
       if (colon < 0) {
-        return get && model !== "" ? { kind: "static", dialect: "gemini", body: JSON.stringify(geminiModel(model)) } : notFoundG
+        return get && model !== ""
+          ? { kind: "static", dialect: "gemini", body: JSON.stringify(geminiModel(model)) }
+          : notFoundG
       }
       return post ? { kind: "call", dialect: "gemini", action: rest.slice(colon + 1), model } : notFoundG
     }
-    if (path === "/v1/chat/completions") return post ? { kind: "call", dialect: "openai", action: "chat", model: undefined } : notFoundO
-    if (path === "/v1/responses") return post ? { kind: "call", dialect: "openai", action: "responses", model: undefined } : notFoundO
+    if (path === "/v1/chat/completions") {
+      return post
+        ? { kind: "call", dialect: "openai", action: "chat", model: undefined }
+        : notFoundO
+    }
+    if (path === "/v1/responses") {
+      return post
+        ? { kind: "call", dialect: "openai", action: "responses", model: undefined }
+        : notFoundO
+    }
     if (path === "/v1/messages") {
       return post ? { kind: "call", dialect: "anthropic", action: "messages", model: undefined } : notFoundA
     }
     if (path === "/v1/messages/count_tokens") {
       return post ? { kind: "call", dialect: "anthropic", action: "count_tokens", model: undefined } : notFoundA
     }
-    if (path === "/v1/embeddings") return post ? { kind: "call", dialect: "openai", action: "embeddings", model: undefined } : notFoundO
+    if (path === "/v1/embeddings") {
+      return post
+        ? { kind: "call", dialect: "openai", action: "embeddings", model: undefined }
+        : notFoundO
+    }
     if (path === "/v1/models" || path.startsWith("/v1/models/")) {
       if (!get) return notFoundO
       // Shared path: the anthropic-version header selects Anthropic's shape
       // (wire-formats §1.1), x-goog-api-key Gemini's (API version v1).
       const id = path.length > 11 ? decode(path.slice(11)) : undefined
       if (headers["anthropic-version"] !== undefined) {
-        return id === undefined ? { kind: "list", dialect: "anthropic" } : { kind: "static", dialect: "anthropic", body: JSON.stringify(anthropicModel(id)) }
+        return id === undefined
+          ? { kind: "list", dialect: "anthropic" }
+          : { kind: "static", dialect: "anthropic", body: JSON.stringify(anthropicModel(id)) }
       }
       if (headers["x-goog-api-key"] !== undefined && id === undefined) return { kind: "list", dialect: "gemini" }
-      return { kind: "static", dialect: "openai", body: id === undefined ? openaiModels : JSON.stringify(openaiModel(id)) }
+      return {
+        kind: "static",
+        dialect: "openai",
+        body: id === undefined ? openaiModels : JSON.stringify(openaiModel(id))
+      }
     }
     if (path.startsWith("/openai/deployments/")) {
       const slash = path.indexOf("/", 20)
@@ -367,7 +387,11 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
       : { "x-request-id": requestId }
     if (r.kind === "notFound") return sendError(res, notFound(r.dialect, method, path, requestId), idHeaders)
 
-    const scenario = resolveScenario(model, controlHeaders === undefined ? req.headers : { ...controlHeaders, ...req.headers }, defaults)
+    const scenario = resolveScenario(
+      model,
+      controlHeaders === undefined ? req.headers : { ...controlHeaders, ...req.headers },
+      defaults
+    )
     const wait = defaults.latencyMs + scenario.delayFirstMs
     if (wait > 0) {
       await sleep(wait)
@@ -381,8 +405,12 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
     if (scenario.failStatus !== undefined) {
       return sendError(res, failure(r.dialect, scenario.failStatus, model, requestId), idHeaders)
     }
-    if (scenario.echoStatus !== undefined) return sendError(res, echoHeaders(r.dialect, scenario.echoStatus, req.headers, requestId), idHeaders)
-    if (bodyError) return sendError(res, badRequest(r.dialect, "Request body must be a JSON object.", requestId), idHeaders)
+    if (scenario.echoStatus !== undefined) {
+      return sendError(res, echoHeaders(r.dialect, scenario.echoStatus, req.headers, requestId), idHeaders)
+    }
+    if (bodyError) {
+      return sendError(res, badRequest(r.dialect, "Request body must be a JSON object.", requestId), idHeaders)
+    }
 
     const json = isRecord(body) ? body : {}
     const streaming = r.kind === "call" &&
@@ -399,14 +427,22 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
     if (!streaming) {
       // Non-stream answers: a cut kills the connection before any byte, a
       // stall never answers (for upstream timeout tests).
-      if (scenario.cutAfter !== undefined && (scenario.stallAfter === undefined || scenario.cutAfter <= scenario.stallAfter)) {
+      if (
+        scenario.cutAfter !== undefined &&
+        (scenario.stallAfter === undefined || scenario.cutAfter <= scenario.stallAfter)
+      ) {
         return cutConnection(res, scenario.cutMode)
       }
       if (scenario.stallAfter !== undefined) return
     }
     if (r.kind === "static") return sendJson(res, 200, r.body, idHeaders)
     if (r.kind === "list") {
-      return sendJson(res, 200, r.dialect === "gemini" ? geminiModelsPage(models.gemini, query) : anthropicModelsPage(models.anthropic, query), idHeaders)
+      return sendJson(
+        res,
+        200,
+        r.dialect === "gemini" ? geminiModelsPage(models.gemini, query) : anthropicModelsPage(models.anthropic, query),
+        idHeaders
+      )
     }
 
     const ctx: CallContext = { seq: n, model, scenario, headers: idHeaders }
@@ -439,17 +475,29 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
 
   const control = (res: ServerResponse, method: string, body: unknown): void => {
     if (method !== "POST" || !isRecord(body)) {
-      return sendJson(res, 400, JSON.stringify({ error: { message: `POST a JSON object to ${CONTROL_PATH}: {"apiKey"?, "controls"?}` } }))
+      return sendJson(
+        res,
+        400,
+        JSON.stringify({ error: { message: `POST a JSON object to ${CONTROL_PATH}: {"apiKey"?, "controls"?}` } })
+      )
     }
     if ("apiKey" in body) setApiKey(typeof body.apiKey === "string" ? body.apiKey : undefined)
     if (isRecord(body.controls)) setControls(body.controls as FakeControls)
-    sendJson(res, 200, JSON.stringify({ ok: true, apiKey: apiKey === undefined ? null : "set", controls: controlHeaders ?? {} }))
+    sendJson(
+      res,
+      200,
+      JSON.stringify({ ok: true, apiKey: apiKey === undefined ? null : "set", controls: controlHeaders ?? {} })
+    )
   }
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
       if (!res.headersSent && !res.destroyed) {
-        sendJson(res, 500, JSON.stringify({ error: { message: `fake-upstream: ${String(error)}`, type: "server_error" } }))
+        sendJson(
+          res,
+          500,
+          JSON.stringify({ error: { message: `fake-upstream: ${String(error)}`, type: "server_error" } })
+        )
       } else {
         res.destroy()
       }
@@ -483,12 +531,11 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
         clientClosedStreams: () => clientClosed,
         setApiKey,
         setControls,
-        close: () =>
-          (closing ??= new Promise<void>((done) => {
-            server.close(() => done())
-            for (const socket of sockets) socket.destroy()
-            sockets.clear()
-          }))
+        close: () => (closing ??= new Promise<void>((done) => {
+          server.close(() => done())
+          for (const socket of sockets) socket.destroy()
+          sockets.clear()
+        }))
       })
     })
   })

@@ -188,7 +188,12 @@ const LINE_PIECE_BYTES = 64 * 1024
  * ends (`data: ` and filler, no line end), generated piece by piece with
  * backpressure; then the connection ends.
  */
-const endlessLine = async (res: ServerResponse, batch: string, bytes: number, flag: { closed: boolean }): Promise<void> => {
+const endlessLine = async (
+  res: ServerResponse,
+  batch: string,
+  bytes: number,
+  flag: { closed: boolean }
+): Promise<void> => {
   await write(res, batch + "data: ")
   const piece = filler(LINE_PIECE_BYTES)
   for (let sent = 0; sent < bytes; sent += piece.length) {
@@ -199,7 +204,7 @@ const endlessLine = async (res: ServerResponse, batch: string, bytes: number, fl
 }
 
 /** Memoise a frame builder on the identity of its input chunk (filler chunks repeat). */
-export const memoFrame = (build: (chunk: string) => string): ((chunk: string) => string) => {
+export const memoFrame = (build: (chunk: string) => string): (chunk: string) => string => {
   let lastChunk: string | undefined
   let lastFrame = ""
   return (chunk) => {

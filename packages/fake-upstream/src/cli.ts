@@ -10,7 +10,8 @@ import { parseArgs } from "node:util"
 import { parseListenAddress } from "./Listen.ts"
 import { type FakeUpstreamOptions, startFakeUpstream } from "./Server.ts"
 
-const USAGE = `usage: fake-upstream --listen HOST:PORT [--api-key K] [--latency-ms N] [--chunk-interval-ms N] [--slow-ms N]`
+const USAGE =
+  `usage: fake-upstream --listen HOST:PORT [--api-key K] [--latency-ms N] [--chunk-interval-ms N] [--slow-ms N]`
 
 const nonNegative = (name: string, value: string | undefined): number | undefined => {
   if (value === undefined) return undefined

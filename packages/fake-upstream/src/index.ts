@@ -1,4 +1,6 @@
 export * as FakeUpstream from "./FakeUpstream.ts"
+export { parseListenAddress } from "./Listen.ts"
+export type { CutMode, Scenario } from "./Scenario.ts"
 export {
   CONTROL_PATH,
   DEFAULT_MODELS,
@@ -9,5 +11,3 @@ export {
   type RecordedRequest,
   startFakeUpstream
 } from "./Server.ts"
-export { parseListenAddress } from "./Listen.ts"
-export type { CutMode, Scenario } from "./Scenario.ts"

@@ -96,8 +96,16 @@ describe("Anthropic dialect", () => {
   })
 
   it("calls the tool a model's call-NAME token names, not the first declared one", async () => {
-    const tools = [{ name: "get_time", input_schema: { type: "object" } }, { name: "exec_command", input_schema: { type: "object" } }]
-    const answer = await (await postJson(`${server.url}/v1/messages`, { model: "claude-sonnet-4-5-call-exec_command", max_tokens: 100, tools, messages }, headers)).json()
+    const tools = [{ name: "get_time", input_schema: { type: "object" } }, {
+      name: "exec_command",
+      input_schema: { type: "object" }
+    }]
+    const answer = await (await postJson(`${server.url}/v1/messages`, {
+      model: "claude-sonnet-4-5-call-exec_command",
+      max_tokens: 100,
+      tools,
+      messages
+    }, headers)).json()
     assert.deepStrictEqual([answer.stop_reason, answer.content[0].name], ["tool_use", "exec_command"])
   })
 
@@ -137,7 +145,10 @@ describe("Anthropic dialect", () => {
     })
     assert.strictEqual(bad.status, 401)
     const body = await bad.json()
-    assert.deepStrictEqual([body.type, body.error], ["error", { type: "authentication_error", message: "invalid x-api-key" }])
+    assert.deepStrictEqual([body.type, body.error], ["error", {
+      type: "authentication_error",
+      message: "invalid x-api-key"
+    }])
     const missing = await postJson(`${server.url}/v1/messages`, { model: "c", max_tokens: 1, messages })
     assert.strictEqual(missing.status, 401)
     assert.strictEqual((await missing.json()).error.type, "authentication_error")
@@ -149,7 +160,8 @@ describe("Anthropic dialect", () => {
     assert.strictEqual(list.first_id, list.data[0].id)
     assert.isTrue(list.data.every((m: any) => m.type === "model" && typeof m.display_name === "string"))
     // Without the header the same path is OpenAI's list.
-    const openai = await (await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } })).json()
+    const openai = await (await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } }))
+      .json()
     assert.strictEqual(openai.object, "list")
 
     const count = await (await postJson(`${server.url}/v1/messages/count_tokens`, { model: "c", messages }, headers))
@@ -158,7 +170,11 @@ describe("Anthropic dialect", () => {
   })
 
   it("fails with the Anthropic envelope (overloaded 529, 429 with retry-after)", async () => {
-    const overloaded = await postJson(`${server.url}/v1/messages`, { model: "claude-fail-529", max_tokens: 1, messages }, headers)
+    const overloaded = await postJson(`${server.url}/v1/messages`, {
+      model: "claude-fail-529",
+      max_tokens: 1,
+      messages
+    }, headers)
     assert.strictEqual(overloaded.status, 529)
     assert.deepStrictEqual((await overloaded.json()).error, { type: "overloaded_error", message: "Overloaded" })
     const limited = await postJson(`${server.url}/v1/messages`, { model: "c", max_tokens: 1, messages }, {

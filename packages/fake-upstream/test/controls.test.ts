@@ -1,7 +1,7 @@
+import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import { once } from "node:events"
 import { fileURLToPath } from "node:url"
-import { Effect } from "effect"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import { FakeUpstream, type FakeUpstreamServer, parseListenAddress, startFakeUpstream } from "../src/index.ts"
 import { dataEvents, namedEvents, postJson, readAll, readUntilQuiet } from "./helpers.ts"
@@ -77,7 +77,11 @@ describe("behaviour controls", () => {
 
   it("x-fake-stall-after streams N chunks then goes quiet without ending", async () => {
     const res = await postJson(url, chat("m", { stream: true }), { ...auth, "x-fake-stall-after": "2" })
-    const { text, quiet } = await readUntilQuiet(res, (t) => dataEvents(t.slice(0, t.lastIndexOf("\n\n") + 2)).length >= 3, 300)
+    const { text, quiet } = await readUntilQuiet(
+      res,
+      (t) => dataEvents(t.slice(0, t.lastIndexOf("\n\n") + 2)).length >= 3,
+      300
+    )
     assert.isTrue(quiet, "nothing may arrive after the stall point")
     assert.deepStrictEqual(openaiContent(dataEvents(text)), ["Hello ", "from "])
   })
@@ -155,9 +159,12 @@ describe("behaviour controls", () => {
   })
 
   it("streams large Gemini and Anthropic answers via model-name tokens", async () => {
-    const gemini = await postJson(`${server.url}/v1beta/models/gemini-chunks-300x100:streamGenerateContent?alt=sse&key=k`, {
-      contents: [{ parts: [{ text: "hi" }] }]
-    })
+    const gemini = await postJson(
+      `${server.url}/v1beta/models/gemini-chunks-300x100:streamGenerateContent?alt=sse&key=k`,
+      {
+        contents: [{ parts: [{ text: "hi" }] }]
+      }
+    )
     const g = dataEvents(await gemini.text(), "\r\n\r\n").map((e) => JSON.parse(e))
     assert.strictEqual(g.length, 300)
     assert.strictEqual(g.map((c) => c.candidates[0].content.parts[0].text).join("").length, 30_000)
@@ -230,7 +237,9 @@ describe("lifecycle", () => {
   it("FakeUpstream.scoped closes the server with the scope", async () => {
     const url = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       const upstream = yield* FakeUpstream.scoped({ apiKey: "k" })
-      const res = yield* Effect.promise(() => fetch(`${upstream.url}/v1/models`, { headers: { authorization: "Bearer k" } }))
+      const res = yield* Effect.promise(() =>
+        fetch(`${upstream.url}/v1/models`, { headers: { authorization: "Bearer k" } })
+      )
       assert.strictEqual(res.status, 200)
       return upstream.url
     })))
@@ -298,7 +307,11 @@ describe("runtime controls", () => {
     assert.strictEqual((await call("first")).status, 500)
     assert.strictEqual((await call("first", { "x-fake-fail": "429" })).status, 429)
     server.setControls({ cutAfter: 2 })
-    const { error } = await readAll(await postJson(`${server.url}/v1/chat/completions`, chat("m", { stream: true }), { authorization: "Bearer first" }))
+    const { error } = await readAll(
+      await postJson(`${server.url}/v1/chat/completions`, chat("m", { stream: true }), {
+        authorization: "Bearer first"
+      })
+    )
     assert.isDefined(error)
     server.setControls({})
     assert.strictEqual((await call("first")).status, 200)

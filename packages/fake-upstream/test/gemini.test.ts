@@ -120,18 +120,31 @@ describe("Gemini dialect", () => {
 
   it("signs a Gemini 3 model's function calls and requires the signature back, as Google does", async () => {
     const tools = [{ functionDeclarations: [{ name: "lookup", parameters: { type: "object" } }] }]
-    const first = await (await postJson(`${base}/gemini-3-pro-preview-tools:generateContent`, { contents, tools }, keyHeader)).json()
+    const first =
+      await (await postJson(`${base}/gemini-3-pro-preview-tools:generateContent`, { contents, tools }, keyHeader))
+        .json()
     const part = first.candidates[0].content.parts[0]
     assert.strictEqual(part.functionCall.name, "lookup")
     assert.isString(part.thoughtSignature)
     const history = (signature: string | undefined) => [
       ...contents,
-      { role: "model", parts: [signature === undefined ? { functionCall: part.functionCall } : { functionCall: part.functionCall, thoughtSignature: signature }] },
+      {
+        role: "model",
+        parts: [
+          signature === undefined
+            ? { functionCall: part.functionCall }
+            : { functionCall: part.functionCall, thoughtSignature: signature }
+        ]
+      },
       { role: "user", parts: [{ functionResponse: { name: "lookup", response: { output: "ok" } } }] }
     ]
     const url = `${base}/gemini-3-pro-preview-tools:generateContent`
     for (const signature of [part.thoughtSignature, "skip_thought_signature_validator"]) {
-      assert.strictEqual((await postJson(url, { contents: history(signature), tools }, keyHeader)).status, 200, signature)
+      assert.strictEqual(
+        (await postJson(url, { contents: history(signature), tools }, keyHeader)).status,
+        200,
+        signature
+      )
     }
     const missing = await postJson(url, { contents: history(undefined), tools }, keyHeader)
     assert.strictEqual(missing.status, 400)
@@ -141,7 +154,10 @@ describe("Gemini dialect", () => {
     const forged = await postJson(url, { contents: history("bm90LW91cnM="), tools }, keyHeader)
     assert.strictEqual(forged.status, 400)
     // Gemini 2.5 neither signs nor checks.
-    const old = await postJson(`${base}/gemini-2.5-flash-tools:generateContent`, { contents: history(undefined), tools }, keyHeader)
+    const old = await postJson(`${base}/gemini-2.5-flash-tools:generateContent`, {
+      contents: history(undefined),
+      tools
+    }, keyHeader)
     assert.strictEqual(old.status, 200)
   })
 
@@ -191,7 +207,9 @@ describe("Gemini dialect", () => {
     const body = await res.json()
     assert.strictEqual(body.error.status, "RESOURCE_EXHAUSTED")
     assert.isTrue(
-      body.error.details.some((d: any) => d["@type"] === "type.googleapis.com/google.rpc.RetryInfo" && d.retryDelay === "1s")
+      body.error.details.some((d: any) =>
+        d["@type"] === "type.googleapis.com/google.rpc.RetryInfo" && d.retryDelay === "1s"
+      )
     )
   })
 

@@ -1,7 +1,11 @@
 /** Small fetch/SSE helpers shared by the fake-upstream tests. */
 
 export const postJson = (url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> =>
-  fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) })
+  fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body)
+  })
 
 /** OpenAI-style `data:` events (separated by a blank line), payload strings in order. */
 export const dataEvents = (text: string, separator = "\n\n"): Array<string> =>

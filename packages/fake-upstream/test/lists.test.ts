@@ -17,7 +17,12 @@ describe("model lists", () => {
   })
   afterAll(() => server.close())
 
-  const all = async (first: string, next: (body: any) => string | undefined, headers: Record<string, string>, ids: (body: any) => Array<string>) => {
+  const all = async (
+    first: string,
+    next: (body: any) => string | undefined,
+    headers: Record<string, string>,
+    ids: (body: any) => Array<string>
+  ) => {
     const seen: Array<string> = []
     let url: string | undefined = first
     let pages = 0
@@ -58,24 +63,48 @@ describe("model lists", () => {
     assert.deepStrictEqual(seen, many)
     assert.strictEqual(pages, 3)
     const first = await (await fetch(base, { headers })).json()
-    assert.deepStrictEqual([first.data.length, first.has_more, first.first_id, first.last_id], [20, true, "model-00", "model-19"])
+    assert.deepStrictEqual([first.data.length, first.has_more, first.first_id, first.last_id], [
+      20,
+      true,
+      "model-00",
+      "model-19"
+    ])
   })
 
   it("lists OpenAI's in one page, and checks keys and failure controls like every route", async () => {
     const list = await (await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } })).json()
     assert.strictEqual(list.data.length, 45)
-    assert.strictEqual((await fetch(`${server.url}/v1/models`, { headers: { authorization: "Bearer nope" } })).status, 401)
-    assert.strictEqual((await fetch(`${server.url}/v1beta/models`, { headers: { "x-goog-api-key": "nope" } })).status, 400)
-    const failing = await fetch(`${server.url}/v1/models?limit=5`, { headers: { "x-api-key": KEY, "anthropic-version": "2023-06-01", "x-fake-fail": "529" } })
+    assert.strictEqual(
+      (await fetch(`${server.url}/v1/models`, { headers: { authorization: "Bearer nope" } })).status,
+      401
+    )
+    assert.strictEqual(
+      (await fetch(`${server.url}/v1beta/models`, { headers: { "x-goog-api-key": "nope" } })).status,
+      400
+    )
+    const failing = await fetch(`${server.url}/v1/models?limit=5`, {
+      headers: { "x-api-key": KEY, "anthropic-version": "2023-06-01", "x-fake-fail": "529" }
+    })
     assert.strictEqual(failing.status, 529)
   })
 
   it("reports reasoning tokens for a thinking model", async () => {
-    const openai = await (await postJson(`${server.url}/v1/chat/completions`, { model: "o-thinking", messages: [{ role: "user", content: "hi there" }] }, { authorization: `Bearer ${KEY}` })).json()
-    assert.strictEqual(openai.usage.completion_tokens_details.reasoning_tokens, Math.ceil(openai.usage.completion_tokens / 2))
-    const gemini = await (await postJson(`${server.url}/v1beta/models/gemini-thinking:generateContent`, { contents: [{ role: "user", parts: [{ text: "hi there" }] }] }, { "x-goog-api-key": KEY })).json()
+    const openai = await (await postJson(`${server.url}/v1/chat/completions`, {
+      model: "o-thinking",
+      messages: [{ role: "user", content: "hi there" }]
+    }, { authorization: `Bearer ${KEY}` })).json()
+    assert.strictEqual(
+      openai.usage.completion_tokens_details.reasoning_tokens,
+      Math.ceil(openai.usage.completion_tokens / 2)
+    )
+    const gemini = await (await postJson(`${server.url}/v1beta/models/gemini-thinking:generateContent`, {
+      contents: [{ role: "user", parts: [{ text: "hi there" }] }]
+    }, { "x-goog-api-key": KEY })).json()
     const usage = gemini.usageMetadata
     assert.strictEqual(usage.thoughtsTokenCount, Math.ceil(usage.candidatesTokenCount / 2))
-    assert.strictEqual(usage.totalTokenCount, usage.promptTokenCount + usage.candidatesTokenCount + usage.thoughtsTokenCount)
+    assert.strictEqual(
+      usage.totalTokenCount,
+      usage.promptTokenCount + usage.candidatesTokenCount + usage.thoughtsTokenCount
+    )
   })
 })

@@ -28,7 +28,12 @@ const gemini = (model: string, action: string, headers: Record<string, string> =
   })
 
 const anthropic = (headers: Record<string, string>, body: Record<string, unknown> = {}, model = "claude-sonnet-4-5") =>
-  postJson(`${server.url}/v1/messages`, { model, max_tokens: 10, messages: [{ role: "user", content: "one two" }], ...body }, {
+  postJson(`${server.url}/v1/messages`, {
+    model,
+    max_tokens: 10,
+    messages: [{ role: "user", content: "one two" }],
+    ...body
+  }, {
     "x-api-key": "k",
     ...headers
   })
@@ -42,8 +47,14 @@ const responses = (headers: Record<string, string>, body: Record<string, unknown
 describe("usage figures an upstream should never report", () => {
   it("negusage reports negative counts in every dialect's usage, stream or not", async () => {
     const chat = await (await openai({}, {}, "gpt-negusage")).json()
-    assert.deepInclude(chat.usage, { prompt_tokens: -1_000_000, completion_tokens: -5_000_000, total_tokens: -6_000_000 })
-    const streamed = dataEvents(await (await openai({}, { stream: true, stream_options: { include_usage: true } }, "gpt-negusage")).text())
+    assert.deepInclude(chat.usage, {
+      prompt_tokens: -1_000_000,
+      completion_tokens: -5_000_000,
+      total_tokens: -6_000_000
+    })
+    const streamed = dataEvents(
+      await (await openai({}, { stream: true, stream_options: { include_usage: true } }, "gpt-negusage")).text()
+    )
     const usage = JSON.parse(streamed.at(-2)!).usage
     assert.deepInclude(usage, { prompt_tokens: -1_000_000, completion_tokens: -5_000_000 })
     const generated = await (await gemini("gemini-negusage", "generateContent")).json()
@@ -53,21 +64,29 @@ describe("usage figures an upstream should never report", () => {
     const response = await (await responses({}, {}, "gpt-negusage")).json()
     assert.deepInclude(response.usage, { input_tokens: -1_000_000, output_tokens: -5_000_000 })
     const events = namedEvents(await (await responses({ "x-fake-usage-values": "1.5,2.5" }, { stream: true })).text())
-    assert.deepInclude(events.find((e) => e.event === "response.completed")!.data.response.usage, { input_tokens: 1.5, output_tokens: 2.5 })
+    assert.deepInclude(events.find((e) => e.event === "response.completed")!.data.response.usage, {
+      input_tokens: 1.5,
+      output_tokens: 2.5
+    })
   })
 
   it("fracusage and x-fake-usage-values report the figures asked for, embeddings included", async () => {
     const chat = await (await openai({}, {}, "gpt-fracusage")).json()
     assert.deepInclude(chat.usage, { prompt_tokens: 1.5, completion_tokens: 2.5 })
-    const events = dataEvents(await (await gemini("gemini-2.5-flash", "streamGenerateContent?alt=sse", { "x-fake-usage-values": "7,-3" })).text(), "\r\n\r\n")
+    const events = dataEvents(
+      await (await gemini("gemini-2.5-flash", "streamGenerateContent?alt=sse", { "x-fake-usage-values": "7,-3" }))
+        .text(),
+      "\r\n\r\n"
+    )
     assert.deepInclude(JSON.parse(events.at(-1)!).usageMetadata, { promptTokenCount: 7, candidatesTokenCount: -3 })
     const stream = namedEvents(await (await anthropic({ "x-fake-usage-values": "0.5,-1" }, { stream: true })).text())
     assert.strictEqual(stream.find((e) => e.event === "message_start")!.data.message.usage.input_tokens, 0.5)
     assert.strictEqual(stream.find((e) => e.event === "message_delta")!.data.usage.output_tokens, -1)
-    const embedded = await (await postJson(`${server.url}/v1/embeddings`, { model: "text-embedding-3-small", input: "x" }, {
-      authorization: "Bearer k",
-      "x-fake-usage-values": "-9,0"
-    })).json()
+    const embedded =
+      await (await postJson(`${server.url}/v1/embeddings`, { model: "text-embedding-3-small", input: "x" }, {
+        authorization: "Bearer k",
+        "x-fake-usage-values": "-9,0"
+      })).json()
     assert.strictEqual(embedded.usage.prompt_tokens, -9)
   })
 })
@@ -89,7 +108,10 @@ describe("a 200 that is not an answer", () => {
     const stream = await openai({ "x-fake-body": "error" }, { stream: true })
     assert.strictEqual(stream.headers.get("content-type"), "text/event-stream")
     assert.deepStrictEqual(dataEvents(await stream.text()).map((e) => JSON.parse(e).error.type), ["server_error"])
-    const google = dataEvents(await (await gemini("gemini-error-200", "streamGenerateContent?alt=sse")).text(), "\r\n\r\n")
+    const google = dataEvents(
+      await (await gemini("gemini-error-200", "streamGenerateContent?alt=sse")).text(),
+      "\r\n\r\n"
+    )
     assert.strictEqual(JSON.parse(google[0]!).error.status, "INTERNAL")
     const claude = namedEvents(await (await anthropic({ "x-fake-body": "error" }, { stream: true })).text())
     assert.deepStrictEqual(claude.map((e) => [e.event, e.data.error.type]), [["error", "api_error"]])
@@ -102,7 +124,9 @@ describe("a 200 that is not an answer", () => {
     assert.strictEqual(brokenEvent.length, 1)
     assert.throws(() => JSON.parse(brokenEvent[0]!))
     assert.strictEqual(await (await gemini("gemini-empty-200", "generateContent")).text(), "{}")
-    assert.deepStrictEqual(dataEvents(await (await openai({ "x-fake-body": "empty" }, { stream: true })).text()), ["[DONE]"])
+    assert.deepStrictEqual(dataEvents(await (await openai({ "x-fake-body": "empty" }, { stream: true })).text()), [
+      "[DONE]"
+    ])
     const silent = await gemini("gemini-empty-200", "streamGenerateContent?alt=sse")
     assert.strictEqual(silent.status, 200)
     assert.strictEqual(await silent.text(), "")
@@ -115,7 +139,12 @@ describe("other misbehaviours", () => {
       contents: [{
         parts: [
           { text: "summarise" },
-          { fileData: { mimeType: "application/pdf", fileUri: "https://generativelanguage.googleapis.com/v1beta/files/abc123" } }
+          {
+            fileData: {
+              mimeType: "application/pdf",
+              fileUri: "https://generativelanguage.googleapis.com/v1beta/files/abc123"
+            }
+          }
         ]
       }]
     })

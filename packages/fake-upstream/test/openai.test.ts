@@ -241,11 +241,27 @@ describe("OpenAI dialect", () => {
     const url = `${server.url}/v1/chat/completions`
     const hi = [{ role: "user", content: "hi" }]
     const refusals: ReadonlyArray<readonly [Record<string, unknown>, string | null, RegExp]> = [
-      [{ model: "gpt-4o", messages: hi, tools: [{ type: "function", function: { name: "github.get_issue" } }] }, "tools[0].function.name", /does not match pattern/],
-      [{ model: "gpt-4o", messages: hi, tools: [{ type: "function", function: { name: "x".repeat(65) } }] }, "tools[0].function.name", /string too long/],
-      [{ model: "gpt-4o", messages: hi, response_format: { type: "json_object" } }, "messages", /must contain the word 'json'/],
+      [
+        { model: "gpt-4o", messages: hi, tools: [{ type: "function", function: { name: "github.get_issue" } }] },
+        "tools[0].function.name",
+        /does not match pattern/
+      ],
+      [
+        { model: "gpt-4o", messages: hi, tools: [{ type: "function", function: { name: "x".repeat(65) } }] },
+        "tools[0].function.name",
+        /string too long/
+      ],
+      [
+        { model: "gpt-4o", messages: hi, response_format: { type: "json_object" } },
+        "messages",
+        /must contain the word 'json'/
+      ],
       [{ model: "gpt-4o", messages: hi, reasoning_effort: "low" }, "reasoning_effort", /not supported with this model/],
-      [{ model: "gpt-4o", messages: [...hi, { role: "assistant", content: "a", reasoning_content: "r" }] }, "messages[1]", /reasoning_content/]
+      [
+        { model: "gpt-4o", messages: [...hi, { role: "assistant", content: "a", reasoning_content: "r" }] },
+        "messages[1]",
+        /reasoning_content/
+      ]
     ]
     for (const [body, param, message] of refusals) {
       const res = await postJson(url, body, auth)
@@ -256,7 +272,11 @@ describe("OpenAI dialect", () => {
       assert.match(error.message, message)
     }
     const accepted: ReadonlyArray<Record<string, unknown>> = [
-      { model: "gpt-4o", messages: [{ role: "user", content: "answer in JSON" }], response_format: { type: "json_object" } },
+      {
+        model: "gpt-4o",
+        messages: [{ role: "user", content: "answer in JSON" }],
+        response_format: { type: "json_object" }
+      },
       { model: "o3-mini", messages: hi, reasoning_effort: "low" },
       { model: "my-vllm-model", messages: [...hi, { role: "assistant", content: "a", reasoning_content: "r" }] }
     ]

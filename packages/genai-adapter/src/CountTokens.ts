@@ -75,18 +75,22 @@ export const countTokensResult = (
   const inner = request.generateContentRequest
   if (inner !== undefined) {
     if (request.contents !== undefined) {
-      return Result.fail(new GatewayError.InvalidRequest({
-        message: "Set either 'contents' or 'generateContentRequest', not both.",
-        param: "contents"
-      }))
+      return Result.fail(
+        new GatewayError.InvalidRequest({
+          message: "Set either 'contents' or 'generateContentRequest', not both.",
+          param: "contents"
+        })
+      )
     }
     return Result.succeed({ totalTokens: estimateTokens(inner.contents, inner.systemInstruction, inner.tools) })
   }
   if (request.contents === undefined) {
-    return Result.fail(new GatewayError.InvalidRequest({
-      message: "'contents' (or 'generateContentRequest') is required.",
-      param: "contents"
-    }))
+    return Result.fail(
+      new GatewayError.InvalidRequest({
+        message: "'contents' (or 'generateContentRequest') is required.",
+        param: "contents"
+      })
+    )
   }
   return Result.succeed({ totalTokens: estimateTokens(request.contents) })
 }
@@ -105,5 +109,7 @@ export const countTokensResult = (
  *
  * @category counting
  */
-export const countTokens = (body: unknown): Effect.Effect<GenerateContent.CountTokensResponse, GatewayError.InvalidRequest> =>
+export const countTokens = (
+  body: unknown
+): Effect.Effect<GenerateContent.CountTokensResponse, GatewayError.InvalidRequest> =>
   Effect.fromResult(countTokensResult(body))

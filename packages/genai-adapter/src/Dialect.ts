@@ -9,7 +9,17 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, Dialect as Core, type Domain, GatewayError, Params, Sse, SseChunks, Tokens, Utf8 } from "@modelgate/core"
+import {
+  type Canonical,
+  Dialect as Core,
+  type Domain,
+  GatewayError,
+  Params,
+  Sse,
+  SseChunks,
+  Tokens,
+  Utf8
+} from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as CountTokens from "./CountTokens.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
@@ -92,14 +102,20 @@ const inspect = (body: Uint8Array, hints: Core.RouteHints) =>
       sse: hints.sse ?? true,
       // The model is in the path: the client's bytes go as they came, unless the channel edits parameters.
       forward: (_, edit) =>
-        edit?.params === undefined ? body : JSON.stringify(Params.apply(inspection.body as Record<string, unknown>, edit.params))
+        edit?.params === undefined
+          ? body
+          : JSON.stringify(Params.apply(inspection.body as Record<string, unknown>, edit.params))
     }
     inspections.set(view, inspection)
     return view
   })
 
 /** What a relayed answer consumed: the upstream's usage, else estimates (saying why when its figures were refused). */
-const metered = (usage: Canonical.Usage | string | undefined, promptEstimate: number, generatedTokens: number): Core.Metered =>
+const metered = (
+  usage: Canonical.Usage | string | undefined,
+  promptEstimate: number,
+  generatedTokens: number
+): Core.Metered =>
   usage !== undefined && typeof usage !== "string"
     ? {
       promptTokens: usage.promptTokens,
@@ -160,10 +176,15 @@ const embedRequests = (
   if (operation !== "batchEmbedContents") {
     return Effect.map(Effect.fromResult(GenerateContent.decodeEmbedContentBody(body)), (request) => [request])
   }
-  return Effect.flatMap(Effect.fromResult(GenerateContent.decodeBatchEmbedContentsBody(body)), (batch) =>
-    batch.requests.length === 0
-      ? Effect.fail(new GatewayError.InvalidRequest({ message: "'requests' must hold at least one request.", param: "requests" }))
-      : Effect.succeed(batch.requests))
+  return Effect.flatMap(
+    Effect.fromResult(GenerateContent.decodeBatchEmbedContentsBody(body)),
+    (batch) =>
+      batch.requests.length === 0
+        ? Effect.fail(
+          new GatewayError.InvalidRequest({ message: "'requests' must hold at least one request.", param: "requests" })
+        )
+        : Effect.succeed(batch.requests)
+  )
 }
 
 /** The requests of a batch body as the client wrote them (the body decoded, so they are objects). */
@@ -171,7 +192,8 @@ const rawRequests = (body: unknown): ReadonlyArray<Readonly<Record<string, unkno
   Predicate.isObject(body) && Array.isArray(body.requests) ? body.requests.filter(Predicate.isObject) : []
 
 /** Where a request's fields sit in the client's body. */
-const requestPath = (operation: string | undefined, i: number): string => operation === "batchEmbedContents" ? `requests[${i}].` : ""
+const requestPath = (operation: string | undefined, i: number): string =>
+  operation === "batchEmbedContents" ? `requests[${i}].` : ""
 
 /** The text a request embeds: its text parts, joined. */
 const textOf = (request: GenerateContent.EmbedContentRequest): string => {
@@ -202,7 +224,8 @@ const canonicalEmbed = (
       if (parts[j]!.text === undefined) {
         return new GatewayError.UnsupportedFeature({
           param: `${at}content.parts[${j}]`,
-          message: `'${at}content.parts[${j}]' is not text: this model embeds text only. Send the text to embed in 'text' parts.`
+          message:
+            `'${at}content.parts[${j}]' is not text: this model embeds text only. Send the text to embed in 'text' parts.`
         })
       }
     }
@@ -211,7 +234,8 @@ const canonicalEmbed = (
       if (dimensions !== undefined && asked !== dimensions) {
         return new GatewayError.UnsupportedFeature({
           param: `${at}outputDimensionality`,
-          message: `'${at}outputDimensionality' (${asked}) differs from an earlier request's (${dimensions}); for this model every request of a batch must ask for the same size.`
+          message:
+            `'${at}outputDimensionality' (${asked}) differs from an earlier request's (${dimensions}); for this model every request of a batch must ask for the same size.`
         })
       }
       dimensions = asked
@@ -224,7 +248,8 @@ const canonicalEmbed = (
 const parseJson = (body: string) =>
   Effect.try({
     try: () => JSON.parse(body) as unknown,
-    catch: (error) => new GatewayError.InvalidRequest({ message: `The request body is not valid JSON: ${(error as Error).message}` })
+    catch: (error) =>
+      new GatewayError.InvalidRequest({ message: `The request body is not valid JSON: ${(error as Error).message}` })
   })
 
 const embeddingsClient: Core.ClientEmbeddings = {
@@ -259,10 +284,15 @@ const embeddingsClient: Core.ClientEmbeddings = {
     try {
       parsed = JSON.parse(text)
     } catch {
-      return Effect.fail(new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with invalid JSON.` }))
+      return Effect.fail(
+        new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with invalid JSON.` })
+      )
     }
     // A 200 whose body is an error, or neither `embedding` nor `embeddings`, is the upstream failing.
-    if (!Predicate.isObject(parsed) || Array.isArray(parsed) || parsed.error !== undefined || (parsed.embedding === undefined && parsed.embeddings === undefined)) {
+    if (
+      !Predicate.isObject(parsed) || Array.isArray(parsed) || parsed.error !== undefined ||
+      (parsed.embedding === undefined && parsed.embeddings === undefined)
+    ) {
       const error = ErrorEnvelope.upstreamErrorOf(parsed)?.message
       return Effect.fail(
         new GatewayError.UpstreamUnavailable({
@@ -350,7 +380,8 @@ export const client: Core.ClientDialect = {
   streamRenamer: (_upstreamModel, publicModel) => (text) => Passthrough.renameModelVersionPerLine(text, publicModel),
   streamContentType: (inspected) => inspected.sse === false ? Framing.ARRAY_CONTENT_TYPE : Framing.SSE_CONTENT_TYPE,
   rateLimitHeaders: () => ({}),
-  modelsList: (models, search) => Models.modelsPage(models, queryParam(search, "pageSize"), queryParam(search, "pageToken"), pageOptions),
+  modelsList: (models, search) =>
+    Models.modelsPage(models, queryParam(search, "pageSize"), queryParam(search, "pageToken"), pageOptions),
   modelObject: (model) => Models.modelResource(model, { embedding: model.embedding === true }),
   modelsListPath: "GET /v1beta/models",
   embeddings: embeddingsClient,
@@ -401,7 +432,9 @@ const errorMessageOf = (json: unknown): string | undefined => ErrorEnvelope.upst
 const notAnAnswer = (json: unknown, channel: string): GatewayError.UpstreamUnavailable | undefined => {
   if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a Gemini answer")
   if (json.error !== undefined && json.error !== null) return Core.answeredError(channel, errorMessageOf(json))
-  return Array.isArray(json.candidates) || Predicate.isObject(json.promptFeedback) ? undefined : Core.answeredOther(channel, "a Gemini answer")
+  return Array.isArray(json.candidates) || Predicate.isObject(json.promptFeedback)
+    ? undefined
+    : Core.answeredOther(channel, "a Gemini answer")
 }
 
 /**
@@ -442,7 +475,8 @@ export const upstream: Core.UpstreamDialect = {
       Request.encodeRequest(request, { thinkingStyle: Request.thinkingStyleOf(upstreamModel) }),
       (body) => JSON.stringify(body)
     ),
-  decodeResponse: (json, start) => Response.decodeResponse(json, { created: start.created, id: `chatcmpl-${start.id}` }),
+  decodeResponse: (json, start) =>
+    Response.decodeResponse(json, { created: start.created, id: `chatcmpl-${start.id}` }),
   eventDecoder,
   notAnAnswer,
   opening,
@@ -471,13 +505,17 @@ export const upstream: Core.UpstreamDialect = {
       const parsed = decodeBatchEmbedAnswer(text)
       if (Result.isFailure(parsed)) {
         return Effect.fail(
-          new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with something that is not a list of embeddings.` })
+          new GatewayError.UpstreamUnavailable({
+            message: `The upstream '${channel}' answered with something that is not a list of embeddings.`
+          })
         )
       }
       const vectors = parsed.success.embeddings.map((e) => e.values)
       if (vectors.length !== count) {
         return Effect.fail(
-          new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with ${vectors.length} embeddings for ${count} inputs.` })
+          new GatewayError.UpstreamUnavailable({
+            message: `The upstream '${channel}' answered with ${vectors.length} embeddings for ${count} inputs.`
+          })
         )
       }
       return Effect.succeed({ vectors })

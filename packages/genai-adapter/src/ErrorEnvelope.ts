@@ -13,10 +13,10 @@
  *
  * @since 0.1.0
  */
-import { GatewayError, UpstreamErrors } from "@modelgate/core"
+import { type GatewayError, UpstreamErrors } from "@modelgate/core"
 import { Predicate } from "effect"
-import type * as GenerateContent from "./GenerateContent.ts"
 import { sseEvent } from "./Framing.ts"
+import type * as GenerateContent from "./GenerateContent.ts"
 
 /** A complete error answer. @category models */
 export interface ErrorResponse {
@@ -77,7 +77,11 @@ export const DOMAIN = "modelgate"
 type Detail = GenerateContent.JsonObject
 
 /** A `google.rpc.ErrorInfo` detail. @category details */
-export const errorInfo = (reason: string, domain: string = DOMAIN, metadata?: Readonly<Record<string, string>>): Detail =>
+export const errorInfo = (
+  reason: string,
+  domain: string = DOMAIN,
+  metadata?: Readonly<Record<string, string>>
+): Detail =>
   metadata === undefined
     ? { "@type": `${TYPE_PREFIX}ErrorInfo`, reason, domain }
     : { "@type": `${TYPE_PREFIX}ErrorInfo`, reason, domain, metadata: { ...metadata } }
@@ -156,7 +160,8 @@ const spendingCapQuotaId: Readonly<Record<GatewayError.SpendingCapReached["cap"]
 
 const spendingCapDescription: Readonly<Record<GatewayError.SpendingCapReached["cap"], string>> = {
   daily: "The daily budget of this API key is spent; retrying will not help until it is raised or the UTC day ends.",
-  monthly: "The monthly budget of this API key is spent; retrying will not help until it is raised or the UTC month ends.",
+  monthly:
+    "The monthly budget of this API key is spent; retrying will not help until it is raised or the UTC month ends.",
   quota: "The lifetime spending cap of this API key is reached; retrying will not help until it is raised."
 }
 
@@ -243,7 +248,11 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
       return make(429, error.message, {
         details: [
           errorInfo("INSUFFICIENT_BALANCE"),
-          quotaFailure("modelgate/balance", "BalanceExhausted-PerDay", "The balance is exhausted; retrying will not help until it is topped up.")
+          quotaFailure(
+            "modelgate/balance",
+            "BalanceExhausted-PerDay",
+            "The balance is exhausted; retrying will not help until it is topped up."
+          )
         ]
       })
     case "SpendingCapReached":
@@ -314,7 +323,8 @@ export const streamError = (error: GatewayError.GatewayError): string => sseEven
  *
  * @category streaming
  */
-export const arrayStreamError = (error: GatewayError.GatewayError): GenerateContent.ErrorEnvelope => toResponse(error).body
+export const arrayStreamError = (error: GatewayError.GatewayError): GenerateContent.ErrorEnvelope =>
+  toResponse(error).body
 
 // ---------------------------------------------------------------------------
 // Upstream errors
@@ -362,7 +372,10 @@ export const parseDuration = (text: string): number | undefined => {
 
 const retryDelayOf = (error: UpstreamErrorBody | undefined, headers: HeaderRecord): number | undefined => {
   for (const detail of error?.details ?? []) {
-    if (typeof detail["@type"] === "string" && detail["@type"].endsWith("RetryInfo") && typeof detail.retryDelay === "string") {
+    if (
+      typeof detail["@type"] === "string" && detail["@type"].endsWith("RetryInfo") &&
+      typeof detail.retryDelay === "string"
+    ) {
       const seconds = parseDuration(detail.retryDelay)
       if (seconds !== undefined) return seconds
     }
@@ -380,7 +393,12 @@ const retryDelayOf = (error: UpstreamErrorBody | undefined, headers: HeaderRecor
  * `API_KEY_EXPIRED` and the other `API_KEY_*` restrictions, the API not
  * enabled for the key's project, a suspended project, missing credentials.
  */
-const CREDENTIAL_REASONS = new Set(["SERVICE_DISABLED", "CONSUMER_SUSPENDED", "CREDENTIALS_MISSING", "ACCESS_TOKEN_EXPIRED"])
+const CREDENTIAL_REASONS = new Set([
+  "SERVICE_DISABLED",
+  "CONSUMER_SUSPENDED",
+  "CREDENTIALS_MISSING",
+  "ACCESS_TOKEN_EXPIRED"
+])
 
 /**
  * Whether an error clearly refuses the key itself: HTTP 401 or
@@ -410,10 +428,14 @@ export const classifyUpstreamError = (
   error: UpstreamErrorBody | undefined,
   headers: HeaderRecord = {}
 ): UpstreamError => {
-  if (status >= 400 && status < 500 && status !== 429 && isCredentialProblem(status, error)) return UpstreamErrors.credentialsRefused(status)
+  if (status >= 400 && status < 500 && status !== 429 && isCredentialProblem(status, error)) {
+    return UpstreamErrors.credentialsRefused(status)
+  }
   if (status === 408 || status === 504) return UpstreamErrors.timedOut(status)
   if (status === 429) return UpstreamErrors.rateLimited(retryDelayOf(error, headers))
-  if (status >= 400 && status < 500) return UpstreamErrors.rejected(status, { message: error?.message, code: error?.status })
+  if (status >= 400 && status < 500) {
+    return UpstreamErrors.rejected(status, { message: error?.message, code: error?.status })
+  }
   return UpstreamErrors.failed(status)
 }
 

@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import { GatewayError, Issues } from "@modelgate/core"
+import { type GatewayError, Issues } from "@modelgate/core"
 import { Result, Schema } from "effect"
 
 /** A JSON object kept as JSON (function arguments, responses, schemas). @category common */
@@ -530,7 +530,9 @@ const decodeWith = <A>(
   body: unknown
 ): Result.Result<A, GatewayError.InvalidRequest> => {
   const result = decode(normalizeKeys(body))
-  return Result.isSuccess(result) ? Result.succeed(result.success) : Result.fail(Issues.invalidRequest(result.failure.issue))
+  return Result.isSuccess(result)
+    ? Result.succeed(result.success)
+    : Result.fail(Issues.invalidRequest(result.failure.issue))
 }
 
 /**
@@ -550,7 +552,9 @@ export const decodeRequestBody = (body: unknown): Result.Result<GenerateContentR
  *
  * @category decoding
  */
-export const decodeResponseBody = (body: unknown): Result.Result<GenerateContentResponse, GatewayError.InvalidRequest> => {
+export const decodeResponseBody = (
+  body: unknown
+): Result.Result<GenerateContentResponse, GatewayError.InvalidRequest> => {
   const common = readCommonResponse(body)
   return common === undefined ? decodeWith(decodeResponseWire, body) : Result.succeed(common)
 }
@@ -716,8 +720,9 @@ export const decodeCountTokensBody = (body: unknown): Result.Result<CountTokensR
   decodeWith(decodeCountTokensWire, body)
 
 /** Decodes an `embedContent` body. @category decoding */
-export const decodeEmbedContentBody = (body: unknown): Result.Result<EmbedContentRequest, GatewayError.InvalidRequest> =>
-  decodeWith(decodeEmbedWire, body)
+export const decodeEmbedContentBody = (
+  body: unknown
+): Result.Result<EmbedContentRequest, GatewayError.InvalidRequest> => decodeWith(decodeEmbedWire, body)
 
 /** Decodes a `batchEmbedContents` body. @category decoding */
 export const decodeBatchEmbedContentsBody = (

@@ -172,19 +172,24 @@ export const modelsPageResult = (
 ): Result.Result<GenerateContent.ListModelsResponse, GatewayError.InvalidRequest> => {
   const size = parsePageSize(pageSize)
   if (size === undefined) {
-    return Result.fail(new GatewayError.InvalidRequest({
-      message: `'pageSize' must be a non-negative integer (at most ${MAX_PAGE_SIZE} models are returned per page).`,
-      param: "pageSize"
-    }))
+    return Result.fail(
+      new GatewayError.InvalidRequest({
+        message: `'pageSize' must be a non-negative integer (at most ${MAX_PAGE_SIZE} models are returned per page).`,
+        param: "pageSize"
+      })
+    )
   }
   let offset = 0
   if (pageToken !== undefined && pageToken.length > 0) {
     const decoded = decodePageToken(pageToken)
     if (decoded === undefined || decoded > models.length) {
-      return Result.fail(new GatewayError.InvalidRequest({
-        message: "'pageToken' is not valid: pass the 'nextPageToken' of the previous page unchanged, or omit it for the first page.",
-        param: "pageToken"
-      }))
+      return Result.fail(
+        new GatewayError.InvalidRequest({
+          message:
+            "'pageToken' is not valid: pass the 'nextPageToken' of the previous page unchanged, or omit it for the first page.",
+          param: "pageToken"
+        })
+      )
     }
     offset = decoded
   }
@@ -198,7 +203,9 @@ export const modelsPageResult = (
     return modelResource(model, resource)
   })
   const next = offset + slice.length
-  return Result.succeed(next < models.length ? { models: page, nextPageToken: encodePageToken(next) } : { models: page })
+  return Result.succeed(
+    next < models.length ? { models: page, nextPageToken: encodePageToken(next) } : { models: page }
+  )
 }
 
 /**

@@ -99,7 +99,9 @@ const checkContents = (body: Readonly<Record<string, unknown>>): Result.Result<n
  *
  * @category inspection
  */
-export const inspectBodyResult = (text: string | Uint8Array): Result.Result<Inspection, GatewayError.InvalidRequest> => {
+export const inspectBodyResult = (
+  text: string | Uint8Array
+): Result.Result<Inspection, GatewayError.InvalidRequest> => {
   const bytes = typeof text === "string" ? JsonScan.encode(text) : text
   const eager = bytes.length <= EAGER_CHECK_BYTES
   let scannedMedia = 0
@@ -114,7 +116,10 @@ export const inspectBodyResult = (text: string | Uint8Array): Result.Result<Insp
       }
     }
   }
-  const scanned = JsonScan.topLevel(bytes, eager ? undefined : { contents: media, systemInstruction: media, system_instruction: media })
+  const scanned = JsonScan.topLevel(
+    bytes,
+    eager ? undefined : { contents: media, systemInstruction: media, system_instruction: media }
+  )
   if (Result.isFailure(scanned)) {
     if (scanned.failure.kind === "too-deep") return Result.fail(JsonDepth.tooDeep())
     if (scanned.failure.kind !== "not-object") return notJson()
@@ -127,7 +132,8 @@ export const inspectBodyResult = (text: string | Uint8Array): Result.Result<Insp
   }
   const fields = scanned.success
   let parsed: Readonly<Record<string, unknown>> | undefined
-  const json = (): Readonly<Record<string, unknown>> => parsed ??= JSON.parse(JsonScan.decode(bytes)) as Readonly<Record<string, unknown>>
+  const json = (): Readonly<Record<string, unknown>> =>
+    parsed ??= JSON.parse(JsonScan.decode(bytes)) as Readonly<Record<string, unknown>>
   let mediaParts = scannedMedia
   if (eager) {
     let body: Readonly<Record<string, unknown>>
@@ -353,12 +359,15 @@ export class PassthroughMeter {
         const chunk: unknown = JSON.parse(data)
         if (Predicate.isObject(chunk) && Array.isArray(chunk.candidates)) {
           for (const candidate of chunk.candidates) {
-            const parts: unknown = Predicate.isObject(candidate) && Predicate.isObject(candidate.content) ? candidate.content.parts : undefined
+            const parts: unknown = Predicate.isObject(candidate) && Predicate.isObject(candidate.content)
+              ? candidate.content.parts
+              : undefined
             if (!Array.isArray(parts)) continue
             for (const part of parts) {
               if (Predicate.isObject(part) && Predicate.isObject(part.functionCall)) {
                 const call = part.functionCall
-                this.characters += (typeof call.name === "string" ? call.name.length : 0) + JSON.stringify(call.args ?? {}).length
+                this.characters += (typeof call.name === "string" ? call.name.length : 0) +
+                  JSON.stringify(call.args ?? {}).length
               }
             }
           }

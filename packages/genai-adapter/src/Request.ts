@@ -61,7 +61,7 @@
  *
  * @since 0.1.0
  */
-import { Abort, Canonical, GatewayError, Issues } from "@modelgate/core"
+import { Abort, type Canonical, type GatewayError, Issues } from "@modelgate/core"
 import { Effect, Result } from "effect"
 import type { Mutable } from "effect/Types"
 import * as GenerateContent from "./GenerateContent.ts"
@@ -194,13 +194,17 @@ const dataFieldOf = (part: GenerateContent.Part, param: string): (typeof DATA_FI
   for (const field of DATA_FIELDS) {
     if (part[field] === undefined) continue
     if (found !== undefined) {
-      return Abort.abort(Issues.invalid(param, `'${param}' has both '${found}' and '${field}'; a part holds exactly one kind of data.`))
+      return Abort.abort(
+        Issues.invalid(param, `'${param}' has both '${found}' and '${field}'; a part holds exactly one kind of data.`)
+      )
     }
     found = field
   }
   if (found === undefined) {
     if (part.videoMetadata !== undefined) {
-      return Abort.abort(Issues.unsupported(`${param}.videoMetadata`, `'${param}.videoMetadata' cannot be translated for this model.`))
+      return Abort.abort(
+        Issues.unsupported(`${param}.videoMetadata`, `'${param}.videoMetadata' cannot be translated for this model.`)
+      )
     }
     if (part.thoughtSignature !== undefined) return "text"
     return Abort.abort(Issues.invalid(
@@ -279,7 +283,9 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
     wire.systemInstruction.parts.forEach((part, j) => {
       const param = `systemInstruction.parts[${j}]`
       if (dataFieldOf(part, param) !== "text") {
-        Abort.abort(Issues.unsupported(param, `'${param}' must be a text part: only text system instructions can be translated.`))
+        Abort.abort(
+          Issues.unsupported(param, `'${param}' must be a text part: only text system instructions can be translated.`)
+        )
       }
       if (part.text !== undefined && part.text.length > 0) system.push(part.text)
     })
@@ -307,9 +313,11 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
           case "text": {
             const text = part.text ?? ""
             if (part.thought === true) {
-              parts.push(part.thoughtSignature === undefined
-                ? { type: "thinking", text }
-                : { type: "thinking", text, signature: part.thoughtSignature })
+              parts.push(
+                part.thoughtSignature === undefined
+                  ? { type: "thinking", text }
+                  : { type: "thinking", text, signature: part.thoughtSignature }
+              )
             } else if (text.length > 0) parts.push({ type: "text", text })
             break
           }
@@ -335,10 +343,20 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
             parts.push(filePart(part.fileData!))
             break
           case "functionResponse":
-            Abort.abort(Issues.invalid(`${param}.functionResponse`, `'${param}.functionResponse' must be in a 'user' turn, not a 'model' turn.`))
+            Abort.abort(
+              Issues.invalid(
+                `${param}.functionResponse`,
+                `'${param}.functionResponse' must be in a 'user' turn, not a 'model' turn.`
+              )
+            )
             break
           default:
-            Abort.abort(Issues.unsupported(`${param}.${field}`, `'${param}.${field}' (code execution) cannot be translated for this model.`))
+            Abort.abort(
+              Issues.unsupported(
+                `${param}.${field}`,
+                `'${param}.${field}' (code execution) cannot be translated for this model.`
+              )
+            )
         }
       })
       messages.push({ role: "assistant", content: parts })
@@ -373,7 +391,12 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
         }
         r++
         const { content: text, isError } = outputOf(response.response)
-        const result: Mutable<Canonical.ToolResultPart> = { type: "tool_result", callId, name: response.name, content: text }
+        const result: Mutable<Canonical.ToolResultPart> = {
+          type: "tool_result",
+          callId,
+          name: response.name,
+          content: text
+        }
         if (isError) result.isError = true
         run.push(result)
         return
@@ -383,9 +406,11 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
       switch (field) {
         case "text":
           if (part.thought === true) {
-            run.push(part.thoughtSignature === undefined
-              ? { type: "thinking", text: part.text ?? "" }
-              : { type: "thinking", text: part.text ?? "", signature: part.thoughtSignature })
+            run.push(
+              part.thoughtSignature === undefined
+                ? { type: "thinking", text: part.text ?? "" }
+                : { type: "thinking", text: part.text ?? "", signature: part.thoughtSignature }
+            )
           } else if ((part.text ?? "").length > 0) run.push({ type: "text", text: part.text! })
           break
         case "inlineData":
@@ -395,10 +420,20 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
           run.push(filePart(part.fileData!))
           break
         case "functionCall":
-          Abort.abort(Issues.invalid(`${param}.functionCall`, `'${param}.functionCall' must be in a 'model' turn, not a '${role}' turn.`))
+          Abort.abort(
+            Issues.invalid(
+              `${param}.functionCall`,
+              `'${param}.functionCall' must be in a 'model' turn, not a '${role}' turn.`
+            )
+          )
           break
         default:
-          Abort.abort(Issues.unsupported(`${param}.${field}`, `'${param}.${field}' (code execution) cannot be translated for this model.`))
+          Abort.abort(
+            Issues.unsupported(
+              `${param}.${field}`,
+              `'${param}.${field}' (code execution) cannot be translated for this model.`
+            )
+          )
       }
     })
     flush()
@@ -451,13 +486,18 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
         out.toolChoice = "none"
         break
       case "ANY":
-        if (allowed.length === 1 && (restricts || declared.length === 1)) out.toolChoice = { type: "tool", name: allowed[0]! }
-        else if (restricts) {
-          Abort.abort(Issues.unsupported(param, `'${param}' may name only one function (or all of them) for this model.`))
+        if (allowed.length === 1 && (restricts || declared.length === 1)) {
+          out.toolChoice = { type: "tool", name: allowed[0]! }
+        } else if (restricts) {
+          Abort.abort(
+            Issues.unsupported(param, `'${param}' may name only one function (or all of them) for this model.`)
+          )
         } else out.toolChoice = "required"
         break
       default:
-        if (restricts) Abort.abort(Issues.unsupported(param, `'${param}' can only be used with mode ANY for this model.`))
+        if (restricts) {
+          Abort.abort(Issues.unsupported(param, `'${param}' can only be used with mode ANY for this model.`))
+        }
         out.toolChoice = "auto"
     }
   }
@@ -475,19 +515,41 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
     if (config.presencePenalty !== undefined) out.presencePenalty = config.presencePenalty
     if (config.frequencyPenalty !== undefined) out.frequencyPenalty = config.frequencyPenalty
     if (config.responseLogprobs === true || config.logprobs !== undefined) {
-      Abort.abort(Issues.unsupported("generationConfig.responseLogprobs", "Log probabilities cannot be requested from this model."))
+      Abort.abort(
+        Issues.unsupported(
+          "generationConfig.responseLogprobs",
+          "Log probabilities cannot be requested from this model."
+        )
+      )
     }
     if (config.responseModalities !== undefined && config.responseModalities.some((m) => m.toUpperCase() !== "TEXT")) {
-      Abort.abort(Issues.unsupported("generationConfig.responseModalities", "This model can only answer with text ('TEXT')."))
+      Abort.abort(
+        Issues.unsupported("generationConfig.responseModalities", "This model can only answer with text ('TEXT').")
+      )
     }
     if (config.speechConfig !== undefined) {
-      Abort.abort(Issues.unsupported("generationConfig.speechConfig", "'generationConfig.speechConfig' cannot be used with this model."))
+      Abort.abort(
+        Issues.unsupported(
+          "generationConfig.speechConfig",
+          "'generationConfig.speechConfig' cannot be used with this model."
+        )
+      )
     }
     if (config.imageConfig !== undefined) {
-      Abort.abort(Issues.unsupported("generationConfig.imageConfig", "'generationConfig.imageConfig' cannot be used with this model."))
+      Abort.abort(
+        Issues.unsupported(
+          "generationConfig.imageConfig",
+          "'generationConfig.imageConfig' cannot be used with this model."
+        )
+      )
     }
     if (config.responseSchema !== undefined && config.responseJsonSchema !== undefined) {
-      Abort.abort(Issues.invalid("generationConfig.responseJsonSchema", "Set only one of 'responseSchema' and 'responseJsonSchema'."))
+      Abort.abort(
+        Issues.invalid(
+          "generationConfig.responseJsonSchema",
+          "Set only one of 'responseSchema' and 'responseJsonSchema'."
+        )
+      )
     }
     const schema = config.responseJsonSchema ?? config.responseSchema
     const mime = config.responseMimeType
@@ -502,7 +564,12 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
       ))
     } else if (schema !== undefined) {
       const field = config.responseJsonSchema !== undefined ? "responseJsonSchema" : "responseSchema"
-      Abort.abort(Issues.invalid(`generationConfig.${field}`, `'generationConfig.${field}' requires 'responseMimeType' "application/json".`))
+      Abort.abort(
+        Issues.invalid(
+          `generationConfig.${field}`,
+          `'generationConfig.${field}' requires 'responseMimeType' "application/json".`
+        )
+      )
     }
     const thinking = config.thinkingConfig
     if (thinking !== undefined) {
@@ -513,7 +580,12 @@ const decodeSync = (body: unknown, model: string, options: DecodeOptions | undef
       }
       if (thinking.thinkingBudget !== undefined && thinking.thinkingBudget !== -1) {
         if (thinking.thinkingBudget < -1) {
-          Abort.abort(Issues.invalid("generationConfig.thinkingConfig.thinkingBudget", "'thinkingBudget' must be -1 (dynamic), 0 (off) or a positive number of tokens."))
+          Abort.abort(
+            Issues.invalid(
+              "generationConfig.thinkingConfig.thinkingBudget",
+              "'thinkingBudget' must be -1 (dynamic), 0 (off) or a positive number of tokens."
+            )
+          )
         }
         reasoning.budgetTokens = thinking.thinkingBudget
       }
@@ -654,7 +726,9 @@ interface MutableContent {
 
 /** The body this package sends to a Gemini upstream. @category encoding */
 export interface UpstreamRequest {
-  readonly contents: ReadonlyArray<{ readonly role: "user" | "model"; readonly parts: ReadonlyArray<GenerateContent.OutputPart> }>
+  readonly contents: ReadonlyArray<
+    { readonly role: "user" | "model"; readonly parts: ReadonlyArray<GenerateContent.OutputPart> }
+  >
   readonly systemInstruction?: { readonly parts: ReadonlyArray<{ readonly text: string }> }
   readonly tools?: ReadonlyArray<{
     readonly functionDeclarations: ReadonlyArray<{
@@ -664,7 +738,10 @@ export interface UpstreamRequest {
     }>
   }>
   readonly toolConfig?: {
-    readonly functionCallingConfig: { readonly mode: "AUTO" | "ANY" | "NONE"; readonly allowedFunctionNames?: ReadonlyArray<string> }
+    readonly functionCallingConfig: {
+      readonly mode: "AUTO" | "ANY" | "NONE"
+      readonly allowedFunctionNames?: ReadonlyArray<string>
+    }
   }
   readonly generationConfig?: Readonly<Record<string, unknown>>
 }
@@ -740,7 +817,9 @@ const encodeSync = (request: Canonical.ChatRequest, options: EncodeOptions | und
           if (part.data !== undefined) parts.push({ inlineData: { mimeType: part.mediaType, data: part.data } })
           else if (part.uri !== undefined) {
             const data = parseDataUrl(part.uri)
-            parts.push(data !== undefined ? { inlineData: data } : { fileData: { mimeType: part.mediaType, fileUri: part.uri } })
+            parts.push(
+              data !== undefined ? { inlineData: data } : { fileData: { mimeType: part.mediaType, fileUri: part.uri } }
+            )
           } else Abort.abort(Issues.invalid(param, `The file at '${param}' has neither data nor a URI.`))
           break
         case "tool_call": {
@@ -790,7 +869,9 @@ const encodeSync = (request: Canonical.ChatRequest, options: EncodeOptions | und
   if (request.tools !== undefined && request.tools.length > 0) {
     out.tools = [{
       functionDeclarations: request.tools.map((tool) => {
-        const fn: { name: string; description?: string; parametersJsonSchema?: Canonical.JsonSchemaObject } = { name: tool.name }
+        const fn: { name: string; description?: string; parametersJsonSchema?: Canonical.JsonSchemaObject } = {
+          name: tool.name
+        }
         if (tool.description !== undefined) fn.description = tool.description
         if (tool.parameters !== undefined) fn.parametersJsonSchema = tool.parameters
         return fn

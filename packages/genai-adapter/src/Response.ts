@@ -43,7 +43,10 @@ const ABNORMAL = new Set(["MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TO
  *
  * @category finish reasons
  */
-export const finishReasonFromWire = (reason: string | undefined, hasToolCalls: boolean): Canonical.FinishReason | null => {
+export const finishReasonFromWire = (
+  reason: string | undefined,
+  hasToolCalls: boolean
+): Canonical.FinishReason | null => {
   if (reason === undefined) return null
   if (reason === "STOP") return hasToolCalls ? "tool_calls" : "stop"
   if (reason === "MAX_TOKENS") return "length"
@@ -222,7 +225,9 @@ const parseArgs = (text: string): GenerateContent.JsonObject => {
   if (text.trim().length === 0) return {}
   try {
     const parsed: unknown = JSON.parse(text)
-    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) return parsed as GenerateContent.JsonObject
+    if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+      return parsed as GenerateContent.JsonObject
+    }
   } catch {
     // not JSON: kept verbatim below
   }
@@ -253,7 +258,9 @@ export const partToWire = (part: Canonical.Part): GenerateContent.OutputPart | u
       if (part.data !== undefined) {
         return { inlineData: { mimeType: part.mediaType ?? "application/octet-stream", data: part.data } }
       }
-      return part.url === undefined ? undefined : { fileData: { mimeType: part.mediaType ?? "application/octet-stream", fileUri: part.url } }
+      return part.url === undefined
+        ? undefined
+        : { fileData: { mimeType: part.mediaType ?? "application/octet-stream", fileUri: part.url } }
     case "file":
       if (part.data !== undefined) return { inlineData: { mimeType: part.mediaType, data: part.data } }
       return part.uri === undefined ? undefined : { fileData: { mimeType: part.mediaType, fileUri: part.uri } }
@@ -298,7 +305,11 @@ export const untranslatableMedia = (part: Canonical.FilePart): GatewayError.Upst
  * @category parts
  */
 export const imageMarkdown = (part: Canonical.ImagePart): string =>
-  `![image](${part.data !== undefined ? `data:${part.mediaType ?? "application/octet-stream"};base64,${part.data}` : part.url ?? ""})`
+  `![image](${
+    part.data !== undefined
+      ? `data:${part.mediaType ?? "application/octet-stream"};base64,${part.data}`
+      : part.url ?? ""
+  })`
 
 /** The canonical form of one decoded Gemini candidate, or the media part it cannot carry. */
 const choiceFromWire = (
@@ -408,7 +419,10 @@ export const decodeResponse = (
  *
  * @category encoding
  */
-export const encodeResponse = (response: Canonical.ChatResponse, modelVersion: string): GenerateContent.OutputResponse => {
+export const encodeResponse = (
+  response: Canonical.ChatResponse,
+  modelVersion: string
+): GenerateContent.OutputResponse => {
   const candidates = response.choices.map((choice): GenerateContent.OutputCandidate => {
     const parts: Array<GenerateContent.OutputPart> = []
     for (const part of choice.content) {

@@ -114,7 +114,10 @@ export class StreamDecoder {
       chunk = JSON.parse(data)
     } catch {
       return Result.fail(
-        new GatewayError.UpstreamUnavailable({ status: 502, message: "The upstream sent a stream event that is not JSON." })
+        new GatewayError.UpstreamUnavailable({
+          status: 502,
+          message: "The upstream sent a stream event that is not JSON."
+        })
       )
     }
     return this.push(chunk)
@@ -130,7 +133,10 @@ export class StreamDecoder {
           value = JSON.parse(chunk as string)
         } catch {
           return Result.fail(
-            new GatewayError.UpstreamUnavailable({ status: 502, message: "The upstream sent a stream event that is not JSON." })
+            new GatewayError.UpstreamUnavailable({
+              status: 502,
+              message: "The upstream sent a stream event that is not JSON."
+            })
           )
         }
       }
@@ -146,7 +152,11 @@ export class StreamDecoder {
    */
   end(): Array<Canonical.StreamEvent> {
     const usage = readUsage(this.usageWire)
-    return usage === undefined ? [] : typeof usage === "string" ? [{ type: "usage_rejected", reason: usage }] : [{ type: "usage", usage }]
+    return usage === undefined
+      ? []
+      : typeof usage === "string"
+      ? [{ type: "usage_rejected", reason: usage }]
+      : [{ type: "usage", usage }]
   }
 
   /** The last usage reported so far, when its figures are token counts (for billing a cut stream). */
@@ -197,15 +207,26 @@ export class StreamDecoder {
             out.push({ type: "text", index, text: canonical.text })
             break
           case "thinking":
-            out.push(canonical.signature === undefined
-              ? { type: "thinking", index, text: canonical.text }
-              : { type: "thinking", index, text: canonical.text, signature: canonical.signature })
+            out.push(
+              canonical.signature === undefined
+                ? { type: "thinking", index, text: canonical.text }
+                : { type: "thinking", index, text: canonical.text, signature: canonical.signature }
+            )
             break
           case "tool_call": {
             const call = choice.calls++
-            out.push(canonical.signature === undefined
-              ? { type: "tool_call_start", index, call, id: canonical.id, name: canonical.name }
-              : { type: "tool_call_start", index, call, id: canonical.id, name: canonical.name, signature: canonical.signature })
+            out.push(
+              canonical.signature === undefined
+                ? { type: "tool_call_start", index, call, id: canonical.id, name: canonical.name }
+                : {
+                  type: "tool_call_start",
+                  index,
+                  call,
+                  id: canonical.id,
+                  name: canonical.name,
+                  signature: canonical.signature
+                }
+            )
             out.push({ type: "tool_call_delta", index, call, arguments: canonical.arguments })
             break
           }
@@ -328,9 +349,11 @@ export class StreamEncoder {
       }
       if (choice.finish === undefined && choice.final.length === 0) continue
       const content = { role: "model" as const, parts: choice.final }
-      candidates.push(choice.finish === undefined
-        ? { content, index }
-        : { content, finishReason: finishReasonToWire(choice.finish), index })
+      candidates.push(
+        choice.finish === undefined
+          ? { content, index }
+          : { content, finishReason: finishReasonToWire(choice.finish), index }
+      )
       choice.final = []
     }
     if (candidates.length === 0 && this.lastUsage === undefined) return []
@@ -354,7 +377,11 @@ export class StreamEncoder {
     return choice
   }
 
-  private emit(index: number, parts: Array<GenerateContent.OutputPart>, out: Array<GenerateContent.OutputResponse>): void {
+  private emit(
+    index: number,
+    parts: Array<GenerateContent.OutputPart>,
+    out: Array<GenerateContent.OutputResponse>
+  ): void {
     out.push({
       candidates: [{ content: { role: "model", parts }, index }],
       modelVersion: this.modelVersion,
@@ -385,9 +412,11 @@ export class StreamEncoder {
         }
         if (event.type === "text") parts.push({ text: event.text })
         else {
-          parts.push(event.signature === undefined
-            ? { text: event.text, thought: true }
-            : { text: event.text, thought: true, thoughtSignature: event.signature })
+          parts.push(
+            event.signature === undefined
+              ? { text: event.text, thought: true }
+              : { text: event.text, thought: true, thoughtSignature: event.signature }
+          )
         }
         this.emit(event.index, parts, out)
         return
@@ -426,19 +455,20 @@ export class StreamEncoder {
  *
  * @category streams
  */
-export const decodeStream = (options?: DecoderOptions) =>
-<E, R>(chunks: Stream.Stream<unknown, E, R>): Stream.Stream<Canonical.StreamEvent, E | StreamError, R> =>
-  Stream.suspend(() => {
-    const decoder = new StreamDecoder(options)
-    return chunks.pipe(
-      Stream.mapArrayEffect((array) => {
-        const result = decoder.pushAll(array)
-        return Result.isFailure(result) ? Effect.fail(result.failure) : Effect.succeed([result.success] as const)
-      }),
-      Stream.flattenIterable,
-      Stream.concat(Stream.suspend(() => Stream.fromIterable(decoder.end())))
-    )
-  })
+export const decodeStream =
+  (options?: DecoderOptions) =>
+  <E, R>(chunks: Stream.Stream<unknown, E, R>): Stream.Stream<Canonical.StreamEvent, E | StreamError, R> =>
+    Stream.suspend(() => {
+      const decoder = new StreamDecoder(options)
+      return chunks.pipe(
+        Stream.mapArrayEffect((array) => {
+          const result = decoder.pushAll(array)
+          return Result.isFailure(result) ? Effect.fail(result.failure) : Effect.succeed([result.success] as const)
+        }),
+        Stream.flattenIterable,
+        Stream.concat(Stream.suspend(() => Stream.fromIterable(decoder.end())))
+      )
+    })
 
 /**
  * Decodes a Gemini upstream's SSE text (`?alt=sse`), split anyhow, into
@@ -446,19 +476,20 @@ export const decodeStream = (options?: DecoderOptions) =>
  *
  * @category streams
  */
-export const decodeSseText = (options?: DecoderOptions) =>
-<E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<Canonical.StreamEvent, E | StreamError, R> =>
-  Stream.suspend(() => {
-    const decoder = new StreamDecoder(options)
-    return Sse.decode(text).pipe(
-      Stream.mapArrayEffect((events) => {
-        const result = decoder.pushAll(events.map((event) => event.data), true)
-        return Result.isFailure(result) ? Effect.fail(result.failure) : Effect.succeed([result.success] as const)
-      }),
-      Stream.flattenIterable,
-      Stream.concat(Stream.suspend(() => Stream.fromIterable(decoder.end())))
-    )
-  })
+export const decodeSseText =
+  (options?: DecoderOptions) =>
+  <E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<Canonical.StreamEvent, E | StreamError, R> =>
+    Stream.suspend(() => {
+      const decoder = new StreamDecoder(options)
+      return Sse.decode(text).pipe(
+        Stream.mapArrayEffect((events) => {
+          const result = decoder.pushAll(events.map((event) => event.data), true)
+          return Result.isFailure(result) ? Effect.fail(result.failure) : Effect.succeed([result.success] as const)
+        }),
+        Stream.flattenIterable,
+        Stream.concat(Stream.suspend(() => Stream.fromIterable(decoder.end())))
+      )
+    })
 
 /**
  * Encodes canonical events into Gemini chunks for a client; the final chunk
@@ -467,8 +498,14 @@ export const decodeSseText = (options?: DecoderOptions) =>
  *
  * @category streams
  */
-export const encodeStream = (modelVersion: string) =>
-<E, R>(events: Stream.Stream<Canonical.StreamEvent, E, R>): Stream.Stream<GenerateContent.OutputResponse, E, R> =>
-  Stream.mapAccumArray(events, () => new StreamEncoder(modelVersion), (encoder, array) => [encoder, encoder.pushAll(array)] as const, {
-    onHalt: (encoder) => encoder.end()
-  })
+export const encodeStream =
+  (modelVersion: string) =>
+  <E, R>(events: Stream.Stream<Canonical.StreamEvent, E, R>): Stream.Stream<GenerateContent.OutputResponse, E, R> =>
+    Stream.mapAccumArray(
+      events,
+      () => new StreamEncoder(modelVersion),
+      (encoder, array) => [encoder, encoder.pushAll(array)] as const,
+      {
+        onHalt: (encoder) => encoder.end()
+      }
+    )

@@ -48,21 +48,28 @@ const trimSlash = (url: string) => url.endsWith("/") ? url.slice(0, -1) : url
  */
 export const list: Core.UpstreamModelList = {
   url: (channel, page) =>
-    `${trimSlash(channel.baseUrl)}/v1beta/models?pageSize=1000${page === undefined ? "" : `&pageToken=${encodeURIComponent(page)}`}`,
+    `${trimSlash(channel.baseUrl)}/v1beta/models?pageSize=1000${
+      page === undefined ? "" : `&pageToken=${encodeURIComponent(page)}`
+    }`,
   decode: (text, channel) => {
     const result = decodeListing(text)
-    if (result._tag === "Failure") return Effect.fail(Core.answeredOther(channel, "a model list ({\"models\":[{\"name\":...}]})"))
+    if (result._tag === "Failure") {
+      return Effect.fail(Core.answeredOther(channel, "a model list ({\"models\":[{\"name\":...}]})"))
+    }
     const models: Array<Core.ListedModel> = []
     for (const entry of result.success.models ?? []) {
       const methods = entry.supportedGenerationMethods
       const generates = methods === undefined || methods.includes("generateContent")
-      const embeds = methods !== undefined && (methods.includes("embedContent") || methods.includes("batchEmbedContents"))
+      const embeds = methods !== undefined &&
+        (methods.includes("embedContent") || methods.includes("batchEmbedContents"))
       if (!generates && !embeds) continue
       models.push({
         id: entry.name.replace(/^models\//, ""),
         ...(entry.displayName === undefined || entry.displayName === "" ? {} : { displayName: entry.displayName }),
         ...(entry.inputTokenLimit === undefined ? {} : { inputTokenLimit: entry.inputTokenLimit }),
-        ...(entry.outputTokenLimit === undefined || embeds && !generates ? {} : { outputTokenLimit: entry.outputTokenLimit }),
+        ...(entry.outputTokenLimit === undefined || embeds && !generates
+          ? {}
+          : { outputTokenLimit: entry.outputTokenLimit }),
         ...(embeds && !generates ? { embedding: true } : {})
       })
     }

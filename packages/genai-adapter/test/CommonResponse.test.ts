@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Result, Schema } from "effect"
-import * as fc from "fast-check"
 import { Issues } from "@modelgate/core"
 import { GenerateContent } from "@modelgate/genai-adapter"
 import * as Arbitraries from "@modelgate/genai-adapter/testing/Arbitraries"
+import { Result, Schema } from "effect"
+import * as fc from "fast-check"
 
 // `readCommonResponse` is the hand-written reader of the usual Gemini answer;
 // the schema (after the same snake_case rewrite) is the reference it must agree with.
@@ -46,7 +46,12 @@ const nearMiss: fc.Arbitrary<Json> = fc.oneof(
     const all = paths(body)
     return edit(body, all[n % all.length]!, () => other as Json)
   }),
-  fc.tuple(common, fc.nat(), fc.constantFrom("citationMetadata", "avg_logprobs", "groundingMetadata", "__proto__", "inlineData", "index"), fc.jsonValue())
+  fc.tuple(
+    common,
+    fc.nat(),
+    fc.constantFrom("citationMetadata", "avg_logprobs", "groundingMetadata", "__proto__", "inlineData", "index"),
+    fc.jsonValue()
+  )
     .map(([body, n, key, other]) => {
       const objects = paths(body).filter((path) => {
         let value: Json = body
@@ -92,7 +97,9 @@ describe("readCommonResponse", () => {
           if (Result.isFailure(decoded) && Result.isFailure(expected)) {
             assert.strictEqual(decoded.failure.message, Issues.invalidRequest(expected.failure.issue).message)
           }
-          if (Result.isSuccess(decoded) && Result.isSuccess(expected)) assert.deepStrictEqual(decoded.success, expected.success)
+          if (Result.isSuccess(decoded) && Result.isSuccess(expected)) {
+            assert.deepStrictEqual(decoded.success, expected.success)
+          }
         } else {
           readByHand++
           assert.isTrue(Result.isSuccess(expected), "read by hand, so the schema must accept it too")

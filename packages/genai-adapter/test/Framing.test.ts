@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
 import { Framing } from "@modelgate/genai-adapter"
+import { Effect, Stream } from "effect"
 
 describe("Framing", () => {
   it("writes Google's SSE event bytes exactly", () => {

@@ -4,11 +4,11 @@
  * `UPDATE_GOLDEN=1 npx vitest run --project genai-adapter`, then review the diff.
  */
 import { assert, describe, it } from "@effect/vitest"
+import type { Canonical } from "@modelgate/core"
+import { Framing, Request, Response, Stream as GeminiStream } from "@modelgate/genai-adapter"
 import { Effect, Stream } from "effect"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import type { Canonical } from "@modelgate/core"
-import { Framing, Request, Response, Stream as GeminiStream } from "@modelgate/genai-adapter"
 
 const dir = join(import.meta.dirname, "golden")
 const update = process.env.UPDATE_GOLDEN === "1"
@@ -49,7 +49,10 @@ describe("golden", () => {
   it.effect("Gemini upstream response -> canonical", () =>
     Effect.gen(function*() {
       const body = input("response-gemini-to-canonical.input.json")
-      golden("response-gemini-to-canonical.expected.json", json(yield* Response.decodeResponse(body, { created: 1700000000 })))
+      golden(
+        "response-gemini-to-canonical.expected.json",
+        json(yield* Response.decodeResponse(body, { created: 1700000000 }))
+      )
     }))
 
   it("canonical response -> Gemini client", () => {
@@ -61,14 +64,19 @@ describe("golden", () => {
     Effect.gen(function*() {
       const text = readFileSync(join(dir, "stream-gemini-to-events.input.sse"), "utf8")
       const pieces = [text.slice(0, 37), text.slice(37, 300), text.slice(300)]
-      const events = yield* Stream.fromIterable(pieces).pipe(GeminiStream.decodeSseText({ created: 1 }), Stream.runCollect)
+      const events = yield* Stream.fromIterable(pieces).pipe(
+        GeminiStream.decodeSseText({ created: 1 }),
+        Stream.runCollect
+      )
       golden("stream-gemini-to-events.expected.json", json(events))
     }))
 
   it.effect("canonical events -> Gemini SSE bytes and JSON array bytes", () =>
     Effect.gen(function*() {
       const { events, modelVersion } = input("stream-events-to-gemini.input.json")
-      const chunks = Stream.fromIterable(events as Array<Canonical.StreamEvent>).pipe(GeminiStream.encodeStream(modelVersion))
+      const chunks = Stream.fromIterable(events as Array<Canonical.StreamEvent>).pipe(
+        GeminiStream.encodeStream(modelVersion)
+      )
       const sse = (yield* chunks.pipe(Framing.encodeSse, Stream.runCollect)).join("")
       const array = (yield* chunks.pipe(Framing.encodeArray, Stream.runCollect)).join("")
       golden("stream-events-to-gemini.expected.sse", sse)

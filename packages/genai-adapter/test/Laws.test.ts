@@ -1,6 +1,6 @@
 import { describe, it } from "@effect/vitest"
-import * as fc from "fast-check"
 import * as Laws from "@modelgate/genai-adapter/testing/Laws"
+import * as fc from "fast-check"
 
 const runs = { numRuns: 200 }
 

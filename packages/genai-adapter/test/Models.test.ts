@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
 import type { Domain } from "@modelgate/core"
 import { Models } from "@modelgate/genai-adapter"
+import { Effect } from "effect"
 
 const model = (id: string): Domain.Model => ({
   id,
@@ -40,7 +40,11 @@ describe("Models", () => {
   })
 
   it("takes the methods, thinking and description from the catalog model", () => {
-    const embedder = Models.modelResource({ ...model("text-embedding-3-small"), embedding: true, description: "Embeds text" })
+    const embedder = Models.modelResource({
+      ...model("text-embedding-3-small"),
+      embedding: true,
+      description: "Embeds text"
+    })
     assert.deepStrictEqual(embedder.supportedGenerationMethods, ["embedContent", "batchEmbedContents", "countTokens"])
     assert.strictEqual(embedder.description, "Embeds text")
     assert.isUndefined(embedder.thinking)
@@ -58,7 +62,10 @@ describe("Models", () => {
   it.effect("a page lists each model with its own methods", () =>
     Effect.gen(function*() {
       const page = yield* Models.modelsPage([{ ...model("chat") }, { ...model("embed"), embedding: true }])
-      assert.deepStrictEqual(page.models.map((m) => m.supportedGenerationMethods), [Models.GENERATION_METHODS, Models.EMBEDDING_METHODS])
+      assert.deepStrictEqual(page.models.map((m) => m.supportedGenerationMethods), [
+        Models.GENERATION_METHODS,
+        Models.EMBEDDING_METHODS
+      ])
       const overridden = yield* Models.modelsPage([model("chat")], undefined, undefined, { isEmbedding: () => true })
       assert.deepStrictEqual(overridden.models[0]!.supportedGenerationMethods, Models.EMBEDDING_METHODS)
     }))
@@ -69,7 +76,11 @@ describe("Models", () => {
       let token: string | undefined
       let pages = 0
       do {
-        const page: { models: ReadonlyArray<{ name: string }>; nextPageToken?: string } = yield* Models.modelsPage(models, 3, token)
+        const page: { models: ReadonlyArray<{ name: string }>; nextPageToken?: string } = yield* Models.modelsPage(
+          models,
+          3,
+          token
+        )
         seen.push(...page.models.map((m) => m.name))
         token = page.nextPageToken
         pages++
@@ -91,7 +102,13 @@ describe("Models", () => {
 
   it.effect("rejects bad sizes and tokens with InvalidRequest naming the parameter", () =>
     Effect.gen(function*() {
-      for (const [size, token, param] of [[-1, undefined, "pageSize"], ["ten", undefined, "pageSize"], [2, "not-a-token", "pageToken"], [2, Models.encodePageToken(99), "pageToken"]] as const) {
+      for (
+        const [size, token, param] of [[-1, undefined, "pageSize"], ["ten", undefined, "pageSize"], [
+          2,
+          "not-a-token",
+          "pageToken"
+        ], [2, Models.encodePageToken(99), "pageToken"]] as const
+      ) {
         const error = yield* Effect.flip(Models.modelsPage(models, size, token))
         assert.strictEqual(error._tag, "InvalidRequest")
         assert.strictEqual(error.param, param)
@@ -99,6 +116,8 @@ describe("Models", () => {
     }))
 
   it("page tokens round trip", () => {
-    for (const offset of [0, 1, 50, 999, 123456]) assert.strictEqual(Models.decodePageToken(Models.encodePageToken(offset)), offset)
+    for (const offset of [0, 1, 50, 999, 123456]) {
+      assert.strictEqual(Models.decodePageToken(Models.encodePageToken(offset)), offset)
+    }
   })
 })

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Result, Stream } from "effect"
 import type { Canonical } from "@modelgate/core"
 import { Response, Stream as GeminiStream } from "@modelgate/genai-adapter"
+import { Effect, Result, Stream } from "effect"
 
 describe("StreamEncoder", () => {
   it("buffers tool-call fragments and never sends an empty parts array before the end", () => {
@@ -16,7 +16,13 @@ describe("StreamEncoder", () => {
     ]
     const chunks = encoder.pushAll(events)
     assert.deepStrictEqual(chunks, [{
-      candidates: [{ content: { role: "model", parts: [{ functionCall: { id: "c0", name: "f", args: { a: 1 } } }, { text: "after" }] }, index: 0 }],
+      candidates: [{
+        content: {
+          role: "model",
+          parts: [{ functionCall: { id: "c0", name: "f", args: { a: 1 } } }, { text: "after" }]
+        },
+        index: 0
+      }],
       modelVersion: "g",
       responseId: "r"
     }])
@@ -30,7 +36,10 @@ describe("StreamEncoder", () => {
       { type: "tool_call_delta", index: 0, call: 0, arguments: "{\"a\":" }
     ])
     const [last] = encoder.end()
-    assert.deepStrictEqual(last!.candidates, [{ content: { role: "model", parts: [{ functionCall: { id: "c0", name: "f", args: { _raw: "{\"a\":" } } }] }, index: 0 }])
+    assert.deepStrictEqual(last!.candidates, [{
+      content: { role: "model", parts: [{ functionCall: { id: "c0", name: "f", args: { _raw: "{\"a\":" } } }] },
+      index: 0
+    }])
   })
 
   it("the final chunk carries finishReason and usage", () => {
@@ -71,7 +80,10 @@ describe("StreamDecoder", () => {
 
   it.effect("decodeSseText fails the stream on an in-band error", () =>
     Effect.gen(function*() {
-      const error = yield* Stream.make("data: {\"candidates\":[]}\r\n\r\n", "data: {\"error\":{\"code\":429,\"message\":\"slow\",\"status\":\"RESOURCE_EXHAUSTED\"}}\r\n\r\n").pipe(
+      const error = yield* Stream.make(
+        "data: {\"candidates\":[]}\r\n\r\n",
+        "data: {\"error\":{\"code\":429,\"message\":\"slow\",\"status\":\"RESOURCE_EXHAUSTED\"}}\r\n\r\n"
+      ).pipe(
         GeminiStream.decodeSseText(),
         Stream.runCollect,
         Effect.flip
@@ -83,7 +95,10 @@ describe("StreamDecoder", () => {
 describe("media in answers", () => {
   const image = { inlineData: { mimeType: "image/png", data: "iVBORw0KGgo=" } }
   const audio = { inlineData: { mimeType: "audio/wav", data: "UklGRg==" } }
-  const answer = (parts: Array<unknown>) => ({ candidates: [{ content: { role: "model", parts }, finishReason: "STOP" }], responseId: "r" })
+  const answer = (parts: Array<unknown>) => ({
+    candidates: [{ content: { role: "model", parts }, finishReason: "STOP" }],
+    responseId: "r"
+  })
 
   it("a generated image is an image part of a whole answer, and Markdown text with its data URL in a stream", () => {
     const decoded = Response.decodeResponseResult(answer([{ text: "Here:" }, image]))

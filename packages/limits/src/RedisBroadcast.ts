@@ -110,7 +110,10 @@ export const make = Effect.fnUntraced(function*(
       // The offline queue stays on here: the SUBSCRIBE waits for the first connection.
       const client = createClient({
         url: options.url,
-        socket: { connectTimeout: RedisClient.connectTimeoutMs(timeoutMs), reconnectStrategy: RedisClient.reconnectStrategy }
+        socket: {
+          connectTimeout: RedisClient.connectTimeoutMs(timeoutMs),
+          reconnectStrategy: RedisClient.reconnectStrategy
+        }
       })
       const lost = () => {
         live = false

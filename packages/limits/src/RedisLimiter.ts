@@ -51,9 +51,9 @@
  *
  * @since 0.1.0
  */
-import { randomUUID } from "node:crypto"
-import { Clock, Context, Effect, Layer, Option, Schedule } from "effect"
 import { GatewayError, MemoryLimiter, RateLimiter as Port, RateWindow as Window } from "@modelgate/core"
+import { Clock, Context, Effect, Layer, Option, Schedule } from "effect"
+import { randomUUID } from "node:crypto"
 import { ClientOfflineError } from "redis"
 import * as RedisClient from "./internal/redisClient.ts"
 import * as Scripts from "./internal/scripts.ts"
@@ -121,7 +121,9 @@ const warnWithoutPersistence = (client: RedisClient.CommandClient) =>
       // A map (RESP3 clients) or a flat [name, value] list (RESP2).
       const reply: unknown = await client.sendCommand(["CONFIG", "GET", "appendonly"])
       if (Array.isArray(reply)) return reply.length >= 2 ? String(reply[1]) : "unknown"
-      if (typeof reply === "object" && reply !== null && "appendonly" in reply) return String((reply as { appendonly: unknown }).appendonly)
+      if (typeof reply === "object" && reply !== null && "appendonly" in reply) {
+        return String((reply as { appendonly: unknown }).appendonly)
+      }
       return "unknown"
     } catch {
       return "unknown"
@@ -130,7 +132,9 @@ const warnWithoutPersistence = (client: RedisClient.CommandClient) =>
     Effect.flatMap((appendonly) => {
       if (appendonly === undefined || appendonly === "yes") return Effect.void
       if (appendonly === "unknown") {
-        return Effect.logInfo("RedisLimiter: cannot tell whether Redis persists its data (CONFIG GET is not allowed); without it a restart resets every rate-limit window")
+        return Effect.logInfo(
+          "RedisLimiter: cannot tell whether Redis persists its data (CONFIG GET is not allowed); without it a restart resets every rate-limit window"
+        )
       }
       return Effect.logWarning(
         "RedisLimiter: Redis keeps no append-only file (appendonly no): a restart of Redis loses every rate-limit window, and for one window " +
@@ -255,8 +259,17 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const timeArg = Effect.map(Clock.currentTimeMillis, (now) => redisTime ? "-1" : String(now))
 
-  const releaseArgs = (release: PendingRelease, time: string): Array<string> =>
-    [time, windowArg, release.callId, release.bucket, String(release.change), release.cancel ? "1" : "0"]
+  const releaseArgs = (
+    release: PendingRelease,
+    time: string
+  ): Array<string> => [
+    time,
+    windowArg,
+    release.callId,
+    release.bucket,
+    String(release.change),
+    release.cancel ? "1" : "0"
+  ]
 
   /** Sends a release once; never rejects. */
   const sendRelease = (release: PendingRelease, time: string): Promise<Outcome> =>
@@ -281,9 +294,11 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const afterSend = (release: PendingRelease, outcome: Outcome): void => {
     if (outcome === "done") return
     if (outcome === "notSent" || release.change === 0) return enqueue(release)
-    logLater(Effect.logWarning(
-      "RedisLimiter: Redis did not confirm a token correction, which cannot safely be sent twice; it is dropped (the call's estimate stays counted until its bucket leaves the window) and only the slot release is sent again"
-    ).pipe(Effect.annotateLogs({ change: release.change })))
+    logLater(
+      Effect.logWarning(
+        "RedisLimiter: Redis did not confirm a token correction, which cannot safely be sent twice; it is dropped (the call's estimate stays counted until its bucket leaves the window) and only the slot release is sent again"
+      ).pipe(Effect.annotateLogs({ change: release.change }))
+    )
     enqueue({ ...release, change: 0 })
   }
 
@@ -330,15 +345,16 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     return keys
   }
 
-  const cancelLate = (keys: ReadonlyArray<string>, callId: string, estimate: number) => (late: Promise<unknown>): void => {
-    late.then((reply) => {
-      if (Array.isArray(reply) && reply[0] === 1) {
-        const cancel: PendingRelease = { keys, callId, bucket: String(reply[1]), change: -estimate, cancel: true }
-        return sendRelease(cancel, "-1").then((outcome) => afterSend(cancel, outcome))
-      }
-      return undefined
-    }).catch(() => {})
-  }
+  const cancelLate =
+    (keys: ReadonlyArray<string>, callId: string, estimate: number) => (late: Promise<unknown>): void => {
+      late.then((reply) => {
+        if (Array.isArray(reply) && reply[0] === 1) {
+          const cancel: PendingRelease = { keys, callId, bucket: String(reply[1]), change: -estimate, cancel: true }
+          return sendRelease(cancel, "-1").then((outcome) => afterSend(cancel, outcome))
+        }
+        return undefined
+      }).catch(() => {})
+    }
 
   const makeRelease = (keys: ReadonlyArray<string>, callId: string, bucket: string, estimate: number) => {
     let released = false
@@ -398,7 +414,14 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
     const callId = randomUUID()
     const keys = keysOf(limited)
-    const args: Array<string> = [redisTime ? "-1" : String(now), windowArg, leaseArg, callId, String(estimate), bucketArg]
+    const args: Array<string> = [
+      redisTime ? "-1" : String(now),
+      windowArg,
+      leaseArg,
+      callId,
+      String(estimate),
+      bucketArg
+    ]
     for (const { limits } of limited) {
       args.push(String(limits.rpm ?? -1), String(limits.tpm ?? -1), String(limits.concurrency ?? -1))
     }
@@ -430,7 +453,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     }
     if (reply[0] !== 1) return yield* Window.refusal(limited, observations, estimate, windowMs)
     const bucket = String(reply[1])
-    const shared: Port.Permit = { snapshot: Window.snapshot(limited, observations), release: makeRelease(keys, callId, bucket, estimate) }
+    const shared: Port.Permit = {
+      snapshot: Window.snapshot(limited, observations),
+      release: makeRelease(keys, callId, bucket, estimate)
+    }
     // Counted here too; for a window after an outage or lost data, only if this process's own count allows it.
     const own = now < catchUpUntil
       ? yield* Effect.result(local.acquire(limited, estimate))
@@ -471,14 +497,18 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       return Effect.flatMap(Clock.currentTimeMillis, (now) => {
         catchUpUntil = now + windowMs
         return Effect.logWarning(
-        "RedisLimiter: Redis lost its data (restarted without persistence?): every rate-limit window restarted empty there, so for one window " +
-          "each process also limits on what it admitted itself. Turn on Redis persistence (appendonly yes) to keep windows across restarts."
+          "RedisLimiter: Redis lost its data (restarted without persistence?): every rate-limit window restarted empty there, so for one window " +
+            "each process also limits on what it admitted itself. Turn on Redis persistence (appendonly yes) to keep windows across restarts."
         )
       })
     })
   )
   yield* checkMarker
-  yield* checkMarker.pipe(Effect.repeat(Schedule.spaced(MARKER_CHECK_MS)), Effect.delay(MARKER_CHECK_MS), Effect.forkScoped)
+  yield* checkMarker.pipe(
+    Effect.repeat(Schedule.spaced(MARKER_CHECK_MS)),
+    Effect.delay(MARKER_CHECK_MS),
+    Effect.forkScoped
+  )
   yield* warnWithoutPersistence(client)
 
   return {

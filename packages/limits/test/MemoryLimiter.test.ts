@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
+import { MemoryLimiter } from "@modelgate/core"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { MemoryLimiter } from "@modelgate/core"
 import { behaviour } from "./behaviour.ts"
 
 behaviour("MemoryLimiter", (options) => MemoryLimiter.layerWith(options))
@@ -11,9 +11,17 @@ describe("MemoryLimiter memory", () => {
     Effect.gen(function*() {
       const limiter = yield* MemoryLimiter.make()
       for (let i = 0; i < 1000; i++) {
-        yield* limiter.acquire([{ id: `key:${i}`, label: `key ${i}`, limits: { rpm: 5, tpm: 1000, concurrency: null } }], 10)
+        yield* limiter.acquire([{
+          id: `key:${i}`,
+          label: `key ${i}`,
+          limits: { rpm: 5, tpm: 1000, concurrency: null }
+        }], 10)
       }
-      const held = yield* limiter.acquire([{ id: "key:held", label: "key held", limits: { rpm: null, tpm: null, concurrency: 1 } }], 0)
+      const held = yield* limiter.acquire([{
+        id: "key:held",
+        label: "key held",
+        limits: { rpm: null, tpm: null, concurrency: 1 }
+      }], 0)
       assert.strictEqual(yield* limiter.trackedSubjects, 1001)
       yield* TestClock.adjust(59_999)
       assert.strictEqual(yield* limiter.trackedSubjects, 1001)

@@ -54,8 +54,16 @@ describe.skipIf(!hasRedisServer)(`RedisBroadcast on a private redis-server (${ne
       yield* waitUntil(Effect.sync(() => b.received.includes("after")), 5_000)
       assert.notInclude(b.received, "lost")
       const text = logs.map(String)
-      assert.strictEqual(text.filter((line) => line.includes("lost the subscription to 'test:changes'")).length, 2, text.join("\n"))
-      assert.strictEqual(text.filter((line) => line.includes("subscribed to 'test:changes' again")).length, 2, text.join("\n"))
+      assert.strictEqual(
+        text.filter((line) => line.includes("lost the subscription to 'test:changes'")).length,
+        2,
+        text.join("\n")
+      )
+      assert.strictEqual(
+        text.filter((line) => line.includes("subscribed to 'test:changes' again")).length,
+        2,
+        text.join("\n")
+      )
     }).pipe(Effect.provide(Logger.layer([Logger.make((options) => void logs.push(options.message))]))))
 
   it.live("a Redis that is down at start: nothing fails, publishing answers false, the subscription comes when Redis does", () =>
@@ -74,6 +82,8 @@ describe.skipIf(!hasRedisServer)(`RedisBroadcast on a private redis-server (${ne
     Effect.gen(function*() {
       const exit = yield* Effect.exit(RedisBroadcast.make({ url: "http://localhost", channel: "x" }))
       assert.isTrue(Exit.isFailure(exit))
-      if (Exit.isFailure(exit)) assert.include(String(Cause.squash(exit.cause)), "url must be a redis:// or rediss:// URL")
+      if (Exit.isFailure(exit)) {
+        assert.include(String(Cause.squash(exit.cause)), "url must be a redis:// or rediss:// URL")
+      }
     }))
 })

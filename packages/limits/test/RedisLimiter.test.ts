@@ -5,8 +5,8 @@
  * here, stopped mid-test and started again on the same port.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Logger } from "effect"
 import type { RateLimiter } from "@modelgate/core"
+import { Effect, Exit, Layer, Logger } from "effect"
 import { createClient } from "redis"
 import * as RedisLimiter from "../src/RedisLimiter.ts"
 import { behaviour, uniqueId } from "./behaviour.ts"
@@ -42,92 +42,121 @@ const subject = (partial: Partial<RateLimiter.Subject["limits"]>): RateLimiter.S
 })
 
 /** Tries `count` acquisitions at once; the number admitted. */
-const admitCount = (limiter: RateLimiter.RateLimiter["Service"], subjects: ReadonlyArray<RateLimiter.Subject>, count: number) =>
+const admitCount = (
+  limiter: RateLimiter.RateLimiter["Service"],
+  subjects: ReadonlyArray<RateLimiter.Subject>,
+  count: number
+) =>
   Effect.map(
-    Effect.all(Array.from({ length: count }, () => Effect.exit(limiter.acquire(subjects, 0))), { concurrency: "unbounded" }),
+    Effect.all(Array.from({ length: count }, () => Effect.exit(limiter.acquire(subjects, 0))), {
+      concurrency: "unbounded"
+    }),
     (exits) => exits.filter(Exit.isSuccess).length
   )
 
-describe.skipIf(sharedUrl === undefined)("RedisLimiter on a shared Redis (set MODELGATE_TEST_REDIS to a redis:// URL to run)", () => {
-  const url = sharedUrl!
-  afterAll(() => deleteKeys(url, runPrefix))
+describe.skipIf(sharedUrl === undefined)(
+  "RedisLimiter on a shared Redis (set MODELGATE_TEST_REDIS to a redis:// URL to run)",
+  () => {
+    const url = sharedUrl!
+    afterAll(() => deleteKeys(url, runPrefix))
 
-  behaviour("the behaviour suite", (options) =>
-    RedisLimiter.layer({ url, onFailure: "refuse", keyPrefix: runPrefix, time: "clock", ...options }))
+    behaviour(
+      "the behaviour suite",
+      (options) => RedisLimiter.layer({ url, onFailure: "refuse", keyPrefix: runPrefix, time: "clock", ...options })
+    )
 
-  describe("with Redis time", () => {
-    it.live("two limiter instances on one Redis share a limit exactly", () =>
-      Effect.gen(function*() {
-        const a = yield* RedisLimiter.make({ url, onFailure: "refuse", keyPrefix: runPrefix })
-        const b = yield* RedisLimiter.make({ url, onFailure: "refuse", keyPrefix: runPrefix })
-        yield* waitUntil(a.status.available, 5_000)
-        yield* waitUntil(b.status.available, 5_000)
-        const key = [subject({ rpm: 10 })]
-        const [fromA, fromB] = yield* Effect.all([admitCount(a.limiter, key, 8), admitCount(b.limiter, key, 8)], {
-          concurrency: "unbounded"
-        })
-        assert.strictEqual(fromA + fromB, 10)
-      }))
+    describe("with Redis time", () => {
+      it.live("two limiter instances on one Redis share a limit exactly", () =>
+        Effect.gen(function*() {
+          const a = yield* RedisLimiter.make({ url, onFailure: "refuse", keyPrefix: runPrefix })
+          const b = yield* RedisLimiter.make({ url, onFailure: "refuse", keyPrefix: runPrefix })
+          yield* waitUntil(a.status.available, 5_000)
+          yield* waitUntil(b.status.available, 5_000)
+          const key = [subject({ rpm: 10 })]
+          const [fromA, fromB] = yield* Effect.all([admitCount(a.limiter, key, 8), admitCount(b.limiter, key, 8)], {
+            concurrency: "unbounded"
+          })
+          assert.strictEqual(fromA + fromB, 10)
+        }))
 
-    it.live("a real window of Redis time: refused until the exact retry time, admitted after", () =>
-      Effect.gen(function*() {
-        const { limiter, status } = yield* RedisLimiter.make({ url, onFailure: "refuse", keyPrefix: runPrefix, windowMs: 1_000 })
-        yield* waitUntil(status.available, 5_000)
-        const key = [subject({ rpm: 2, tpm: 100 })]
-        const first = yield* limiter.acquire(key, 10)
-        assert.strictEqual(first.snapshot.remainingRequests, 1)
-        assert.strictEqual(first.snapshot.resetRequestsMs, 1_000)
-        yield* limiter.acquire(key, 10)
-        const error = yield* Effect.flip(limiter.acquire(key, 10))
-        assert.strictEqual(error.limit, "rpm")
-        assert.isTrue(error.retryAfterSeconds > 0 && error.retryAfterSeconds <= 1, String(error.retryAfterSeconds))
-        yield* Effect.sleep(Math.ceil(error.retryAfterSeconds * 1000) + 20)
-        yield* limiter.acquire(key, 10)
-      }))
+      it.live("a real window of Redis time: refused until the exact retry time, admitted after", () =>
+        Effect.gen(function*() {
+          const { limiter, status } = yield* RedisLimiter.make({
+            url,
+            onFailure: "refuse",
+            keyPrefix: runPrefix,
+            windowMs: 1_000
+          })
+          yield* waitUntil(status.available, 5_000)
+          const key = [subject({ rpm: 2, tpm: 100 })]
+          const first = yield* limiter.acquire(key, 10)
+          assert.strictEqual(first.snapshot.remainingRequests, 1)
+          assert.strictEqual(first.snapshot.resetRequestsMs, 1_000)
+          yield* limiter.acquire(key, 10)
+          const error = yield* Effect.flip(limiter.acquire(key, 10))
+          assert.strictEqual(error.limit, "rpm")
+          assert.isTrue(error.retryAfterSeconds > 0 && error.retryAfterSeconds <= 1, String(error.retryAfterSeconds))
+          yield* Effect.sleep(Math.ceil(error.retryAfterSeconds * 1000) + 20)
+          yield* limiter.acquire(key, 10)
+        }))
 
-    it.live("a subject's keys stay small whatever its traffic: no request log without rpm, at most 61 token buckets", () =>
-      Effect.gen(function*() {
-        const prefix = `${runPrefix}bounded:`
-        const { limiter, status } = yield* RedisLimiter.make({ url, onFailure: "refuse", keyPrefix: prefix, windowMs: 600 })
-        yield* waitUntil(status.available, 5_000)
-        const tokensOnly = subject({ tpm: 1_000_000 })
-        const requests = subject({ rpm: 20 })
-        // 1.2 s of calls (two windows): many more than 61 buckets' worth of time and 20 requests.
-        const deadline = Date.now() + 1_200
-        let calls = 0
-        while (Date.now() < deadline) {
-          yield* limiter.acquire([tokensOnly], 1)
-          yield* Effect.exit(limiter.acquire([requests], 0))
-          calls++
-        }
-        assert.isAbove(calls, 100)
-        const sizes = yield* Effect.promise(() =>
-          withClient(url, async (client) => ({
-            buckets: await client.hLen(`${prefix}t:${tokensOnly.id}`),
-            log: await client.exists(`${prefix}l:${tokensOnly.id}`),
-            requests: await client.zCard(`${prefix}l:${requests.id}`)
-          }))
-        )
-        assert.isAtMost(sizes.buckets, 61)
-        assert.strictEqual(sizes.log, 0)
-        assert.isAtMost(sizes.requests, 20)
-      }))
+      it.live("a subject's keys stay small whatever its traffic: no request log without rpm, at most 61 token buckets", () =>
+        Effect.gen(function*() {
+          const prefix = `${runPrefix}bounded:`
+          const { limiter, status } = yield* RedisLimiter.make({
+            url,
+            onFailure: "refuse",
+            keyPrefix: prefix,
+            windowMs: 600
+          })
+          yield* waitUntil(status.available, 5_000)
+          const tokensOnly = subject({ tpm: 1_000_000 })
+          const requests = subject({ rpm: 20 })
+          // 1.2 s of calls (two windows): many more than 61 buckets' worth of time and 20 requests.
+          const deadline = Date.now() + 1_200
+          let calls = 0
+          while (Date.now() < deadline) {
+            yield* limiter.acquire([tokensOnly], 1)
+            yield* Effect.exit(limiter.acquire([requests], 0))
+            calls++
+          }
+          assert.isAbove(calls, 100)
+          const sizes = yield* Effect.promise(() =>
+            withClient(url, async (client) => ({
+              buckets: await client.hLen(`${prefix}t:${tokensOnly.id}`),
+              log: await client.exists(`${prefix}l:${tokensOnly.id}`),
+              requests: await client.zCard(`${prefix}l:${requests.id}`)
+            }))
+          )
+          assert.isAtMost(sizes.buckets, 61)
+          assert.strictEqual(sizes.log, 0)
+          assert.isAtMost(sizes.requests, 20)
+        }))
 
-    it.live("keys carry TTLs, so idle subjects leave nothing behind", () =>
-      Effect.gen(function*() {
-        const prefix = `${runPrefix}ttl:`
-        const { limiter, status } = yield* RedisLimiter.make({ url, onFailure: "refuse", keyPrefix: prefix, windowMs: 200, leaseMs: 200 })
-        yield* waitUntil(status.available, 5_000)
-        yield* limiter.acquire([subject({ rpm: 5, tpm: 100, concurrency: 2 })], 10)
-        // The subject's three keys, and the marker that tells whether Redis kept its data (one per prefix, kept).
-        assert.strictEqual((yield* Effect.promise(() => countKeys(url, prefix))), 4)
-        yield* Effect.sleep(1_500)
-        assert.strictEqual((yield* Effect.promise(() => countKeys(url, prefix))), 1)
-        assert.strictEqual((yield* Effect.promise(() => countKeys(url, `${prefix}epoch`))), 1)
-      }))
-  })
-})
-
+      it.live("keys carry TTLs, so idle subjects leave nothing behind", () =>
+        Effect.gen(function*() {
+          const prefix = `${runPrefix}ttl:`
+          const { limiter, status } = yield* RedisLimiter.make({
+            url,
+            onFailure: "refuse",
+            keyPrefix: prefix,
+            windowMs: 200,
+            leaseMs: 200
+          })
+          yield* waitUntil(status.available, 5_000)
+          yield* limiter.acquire([subject({ rpm: 5, tpm: 100, concurrency: 2 })], 10)
+          // The subject's three keys, and the marker that tells whether Redis kept its data (one per prefix, kept).
+          assert.strictEqual(
+            yield* Effect.promise(() => countKeys(url, prefix)),
+            4
+          )
+          yield* Effect.sleep(1_500)
+          assert.strictEqual(yield* Effect.promise(() => countKeys(url, prefix)), 1)
+          assert.strictEqual(yield* Effect.promise(() => countKeys(url, `${prefix}epoch`)), 1)
+        }))
+    })
+  }
+)
 
 const countKeys = async (url: string, prefix: string): Promise<number> => {
   const client = createClient({ url })
@@ -141,7 +170,6 @@ const countKeys = async (url: string, prefix: string): Promise<number> => {
     client.destroy()
   }
 }
-
 
 const outageOptions = { commandTimeoutMs: 300, retryDownMs: 100 } as const
 
@@ -209,14 +237,20 @@ describe.skipIf(!hasRedisServer)(`RedisLimiter outages on a private redis-server
       const key = [subject({ rpm: 30 })]
       const both = (count: number) =>
         Effect.map(
-          Effect.all([admitCount(a.limiter, key, count), admitCount(b.limiter, key, count)], { concurrency: "unbounded" }),
+          Effect.all([admitCount(a.limiter, key, count), admitCount(b.limiter, key, count)], {
+            concurrency: "unbounded"
+          }),
           ([fromA, fromB]) => fromA + fromB
         )
       // Shared while Redis is up: 30 between the two.
       assert.strictEqual(yield* both(20), 30)
       // Redis goes away: each process counts what it admitted before the outage too.
       yield* redis.stop
-      assert.strictEqual(yield* both(40), 30, "during the outage each process admits only its own share of the window's limit")
+      assert.strictEqual(
+        yield* both(40),
+        30,
+        "during the outage each process admits only its own share of the window's limit"
+      )
       // Redis comes back without its data (no persistence): it would admit 30 more; each process's own count says no.
       yield* redis.start
       yield* waitUntil(a.status.available, 10_000)
@@ -227,10 +261,18 @@ describe.skipIf(!hasRedisServer)(`RedisLimiter outages on a private redis-server
   it.live("a Redis restarted without its data between calls is noticed: for a window each process also limits on its own count, and the missing persistence is warned about", () =>
     Effect.gen(function*() {
       const redis = yield* privateRedis
-      const { limiter, status } = yield* RedisLimiter.make({ url: redis.url, onFailure: "refuse", windowMs: 10_000, ...outageOptions })
+      const { limiter, status } = yield* RedisLimiter.make({
+        url: redis.url,
+        onFailure: "refuse",
+        windowMs: 10_000,
+        ...outageOptions
+      })
       yield* waitUntil(status.available, 5_000)
       const text = () => logs.map((message) => String(message))
-      assert.isTrue(text().some((line) => line.includes("keeps no append-only file (appendonly no)")), text().join("\n"))
+      assert.isTrue(
+        text().some((line) => line.includes("keeps no append-only file (appendonly no)")),
+        text().join("\n")
+      )
       const key = [subject({ rpm: 10 })]
       assert.strictEqual(yield* admitCount(limiter, key, 10), 10)
       // Restarted at once, with no call in between: nothing failed, but every window there is empty now.
@@ -238,7 +280,11 @@ describe.skipIf(!hasRedisServer)(`RedisLimiter outages on a private redis-server
       yield* redis.start
       yield* waitUntil(Effect.sync(() => text().some((line) => line.includes("Redis lost its data"))), 10_000)
       yield* waitUntil(status.available, 10_000)
-      assert.strictEqual(yield* admitCount(limiter, key, 10), 0, "the process's own count still holds the window's 10 calls")
+      assert.strictEqual(
+        yield* admitCount(limiter, key, 10),
+        0,
+        "the process's own count still holds the window's 10 calls"
+      )
     }).pipe(Effect.provide(Logger.layer([collector]))))
 
   it.live("a release that never reached Redis is sent whole once the connection is back, token correction included", () =>

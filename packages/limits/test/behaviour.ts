@@ -4,18 +4,25 @@
  * its Redis-time paths are covered in RedisLimiter.test.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
+import { type Domain, RateLimiter } from "@modelgate/core"
 import { Cause, Effect, Exit, type Layer } from "effect"
 import { TestClock } from "effect/testing"
-import { type Domain, RateLimiter } from "@modelgate/core"
 
 /** Builds a fresh limiter layer for one test (window and lease in milliseconds). */
-export type MakeLayer = (options: { readonly windowMs?: number; readonly leaseMs?: number }) => Layer.Layer<RateLimiter.RateLimiter>
+export type MakeLayer = (
+  options: { readonly windowMs?: number; readonly leaseMs?: number }
+) => Layer.Layer<RateLimiter.RateLimiter>
 
 let counter = 0
 /** A subject id unique to this run, so tests never see each other's state (on Redis too). */
 export const uniqueId = (kind: string): string => `${kind}:${process.pid}-${Date.now().toString(36)}-${counter++}`
 
-const limits = (partial: Partial<Domain.Limits>): Domain.Limits => ({ rpm: null, tpm: null, concurrency: null, ...partial })
+const limits = (partial: Partial<Domain.Limits>): Domain.Limits => ({
+  rpm: null,
+  tpm: null,
+  concurrency: null,
+  ...partial
+})
 
 const subject = (label: string, partial: Partial<Domain.Limits>): RateLimiter.Subject => ({
   id: uniqueId("subject"),
@@ -26,8 +33,7 @@ const subject = (label: string, partial: Partial<Domain.Limits>): RateLimiter.Su
 const acquire = (subjects: ReadonlyArray<RateLimiter.Subject>, tokens = 0) =>
   Effect.flatMap(RateLimiter.RateLimiter, (limiter) => limiter.acquire(subjects, tokens))
 
-const refused = (subjects: ReadonlyArray<RateLimiter.Subject>, tokens = 0) =>
-  Effect.flip(acquire(subjects, tokens))
+const refused = (subjects: ReadonlyArray<RateLimiter.Subject>, tokens = 0) => Effect.flip(acquire(subjects, tokens))
 
 const admitted = (subjects: ReadonlyArray<RateLimiter.Subject>, tokens = 0) =>
   Effect.map(Effect.exit(acquire(subjects, tokens)), Exit.isSuccess)
@@ -35,8 +41,11 @@ const admitted = (subjects: ReadonlyArray<RateLimiter.Subject>, tokens = 0) =>
 /** Runs the behaviour suite against the limiter `make` builds. */
 export const behaviour = (name: string, make: MakeLayer): void => {
   describe(name, () => {
-    const test = (title: string, body: () => Effect.Effect<void, unknown, RateLimiter.RateLimiter>, windowMs?: number) =>
-      it.effect(title, () => Effect.provide(body(), make(windowMs === undefined ? {} : { windowMs })))
+    const test = (
+      title: string,
+      body: () => Effect.Effect<void, unknown, RateLimiter.RateLimiter>,
+      windowMs?: number
+    ) => it.effect(title, () => Effect.provide(body(), make(windowMs === undefined ? {} : { windowMs })))
 
     test("a window is exact at its edges and retryAfterSeconds is exact", () =>
       Effect.gen(function*() {
@@ -46,11 +55,17 @@ export const behaviour = (name: string, make: MakeLayer): void => {
         assert.strictEqual(first._tag, "RateLimited")
         assert.strictEqual(first.limit, "rpm")
         assert.strictEqual(first.retryAfterSeconds, 60)
-        assert.strictEqual(first.message, "Rate limit reached for your API key 'laptop': 3 requests per minute. Retry in 60 s.")
+        assert.strictEqual(
+          first.message,
+          "Rate limit reached for your API key 'laptop': 3 requests per minute. Retry in 60 s."
+        )
         yield* TestClock.adjust(59_999)
         const edge = yield* refused([key])
         assert.strictEqual(edge.retryAfterSeconds, 0.001)
-        assert.strictEqual(edge.message, "Rate limit reached for your API key 'laptop': 3 requests per minute. Retry in 1 s.")
+        assert.strictEqual(
+          edge.message,
+          "Rate limit reached for your API key 'laptop': 3 requests per minute. Retry in 1 s."
+        )
         yield* TestClock.adjust(1)
         yield* acquire([key])
       }))
@@ -74,7 +89,9 @@ export const behaviour = (name: string, make: MakeLayer): void => {
     test("a burst of concurrent calls admits exactly the limit", () =>
       Effect.gen(function*() {
         const key = subject("your API key 'burst'", { rpm: 10 })
-        const results = yield* Effect.all(Array.from({ length: 25 }, () => admitted([key])), { concurrency: "unbounded" })
+        const results = yield* Effect.all(Array.from({ length: 25 }, () => admitted([key])), {
+          concurrency: "unbounded"
+        })
         assert.strictEqual(results.filter(Boolean).length, 10)
       }))
 
@@ -149,7 +166,10 @@ export const behaviour = (name: string, make: MakeLayer): void => {
         const key = subject("your API key 'big'", { tpm: 1000 })
         const error = yield* refused([key], 2000)
         assert.strictEqual(error.limit, "tpm")
-        assert.include(error.message, "needs about 2000 tokens, more than the 1000 tokens per minute allowed for your API key 'big'")
+        assert.include(
+          error.message,
+          "needs about 2000 tokens, more than the 1000 tokens per minute allowed for your API key 'big'"
+        )
         yield* acquire([key], 1000)
       }))
 
@@ -161,7 +181,10 @@ export const behaviour = (name: string, make: MakeLayer): void => {
         const error = yield* refused([key])
         assert.strictEqual(error.limit, "concurrency")
         assert.strictEqual(error.retryAfterSeconds, 1)
-        assert.strictEqual(error.message, "Rate limit reached for your API key 'conc': 2 concurrent calls. Retry in 1 s.")
+        assert.strictEqual(
+          error.message,
+          "Rate limit reached for your API key 'conc': 2 concurrent calls. Retry in 1 s."
+        )
         yield* a.release(0)
         yield* acquire([key])
       }))
@@ -276,7 +299,10 @@ export const behaviour = (name: string, make: MakeLayer): void => {
         const key = subject("your API key 'short'", { rpm: 1 })
         yield* acquire([key])
         const error = yield* refused([key])
-        assert.strictEqual(error.message, "Rate limit reached for your API key 'short': 1 requests per 2 s. Retry in 2 s.")
+        assert.strictEqual(
+          error.message,
+          "Rate limit reached for your API key 'short': 1 requests per 2 s. Retry in 2 s."
+        )
         yield* TestClock.adjust(2_000)
         yield* acquire([key])
       }), 2_000)
@@ -286,12 +312,14 @@ export const behaviour = (name: string, make: MakeLayer): void => {
         const exit = yield* Effect.exit(acquire([subject("your API key 'bad'", { rpm: 0 })]))
         assert.isTrue(Exit.isFailure(exit))
         if (Exit.isFailure(exit)) {
-          assert.include(String(Cause.squash(exit.cause)), "subjects[0].limits.rpm must be a positive integer or null, got 0")
+          assert.include(
+            String(Cause.squash(exit.cause)),
+            "subjects[0].limits.rpm must be a positive integer or null, got 0"
+          )
         }
         const negative = yield* Effect.exit(acquire([subject("your API key 'bad'", { rpm: 1 })], -5))
         assert.isTrue(Exit.isFailure(negative))
         if (Exit.isFailure(negative)) assert.include(String(Cause.squash(negative.cause)), "estimatedTokens must be")
       }))
-
   })
 }

@@ -3,17 +3,20 @@
  * condition, and a private redis-server that tests stop, freeze and start
  * again mid-test.
  */
+import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
 import { createClient } from "redis"
 
 export const clientFor = (url: string) => createClient({ url })
 
-export const withClient = async <A>(url: string, f: (client: ReturnType<typeof clientFor>) => Promise<A>): Promise<A> => {
+export const withClient = async <A>(
+  url: string,
+  f: (client: ReturnType<typeof clientFor>) => Promise<A>
+): Promise<A> => {
   const client = clientFor(url)
   client.on("error", () => {})
   await client.connect()
@@ -34,7 +37,6 @@ export const waitUntil = (condition: Effect.Effect<boolean>, timeoutMs: number) 
     }
   })
 
-
 // ---------------------------------------------------------------------------
 // A private redis-server for the outage tests
 // ---------------------------------------------------------------------------
@@ -47,12 +49,17 @@ export const freePort = (): Promise<number> =>
     server.once("error", reject)
     server.listen(0, "127.0.0.1", () => {
       const address = server.address()
-      server.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
+      server.close(() =>
+        typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))
+      )
     })
   })
 
 const ping = async (port: number): Promise<boolean> => {
-  const client = createClient({ url: `redis://127.0.0.1:${port}`, socket: { reconnectStrategy: false, connectTimeout: 500 } })
+  const client = createClient({
+    url: `redis://127.0.0.1:${port}`,
+    socket: { reconnectStrategy: false, connectTimeout: 500 }
+  })
   client.on("error", () => {})
   try {
     await client.connect()
@@ -65,7 +72,18 @@ const ping = async (port: number): Promise<boolean> => {
 }
 
 const startRedis = async (port: number, dir: string): Promise<ChildProcess> => {
-  const child = spawn(redisServer, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
+  const child = spawn(redisServer, [
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--dir",
+    dir
+  ], {
     stdio: "ignore"
   })
   const deadline = Date.now() + 10_000
@@ -92,7 +110,9 @@ export const privateRedis = Effect.gen(function*() {
   const dir = mkdtempSync(join(tmpdir(), "modelgate-redis-"))
   let child = yield* Effect.promise(() => startRedis(port, dir))
   yield* Effect.addFinalizer(() =>
-    Effect.promise(() => stopRedis(child)).pipe(Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true }))))
+    Effect.promise(() => stopRedis(child)).pipe(
+      Effect.ensuring(Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+    )
   )
   const url = `redis://127.0.0.1:${port}`
   return {

@@ -28,13 +28,13 @@
  * @since 0.1.0
  */
 import { Invalidation } from "@modelgate/core"
+import { OutageLog } from "@modelgate/core"
 import { RedisBroadcast } from "@modelgate/limits"
 import * as CacheChanges from "@modelgate/store/CacheChanges"
-import { OutageLog } from "@modelgate/core"
+import { Baseline, CatalogCache, KeyCache } from "@modelgate/store/Caches"
 import { Clock, Context, Duration, Effect, Layer, Option, Schedule, Schema, Semaphore } from "effect"
 import type { Scope } from "effect"
 import type { SqlError } from "effect/sql"
-import { Baseline, CatalogCache, KeyCache } from "@modelgate/store/Caches"
 
 /** How often each node reads the change log by default. @category constants */
 export const POLL_INTERVAL_MS = 500
@@ -97,18 +97,25 @@ export class Announcer extends Context.Service<Announcer, {
    *
    * @category layers
    */
-  static readonly layer = (options: Pick<Options, "redis" | "channel">): Layer.Layer<Announcer, never, CacheChanges.CacheChanges> =>
+  static readonly layer = (
+    options: Pick<Options, "redis" | "channel">
+  ): Layer.Layer<Announcer, never, CacheChanges.CacheChanges> =>
     Layer.effect(
       Announcer,
       Effect.gen(function*() {
         const log = yield* CacheChanges.CacheChanges
-        const broadcast = options.redis === null ? undefined : yield* RedisBroadcast.make({ url: options.redis, channel: options.channel })
+        const broadcast = options.redis === null
+          ? undefined
+          : yield* RedisBroadcast.make({ url: options.redis, channel: options.channel })
         return makeAnnouncer(log, broadcast)
       })
     )
 }
 
-const makeAnnouncer = (log: CacheChanges.CacheChanges["Service"], broadcast: RedisBroadcast.Broadcast | undefined): Announcer["Service"] =>
+const makeAnnouncer = (
+  log: CacheChanges.CacheChanges["Service"],
+  broadcast: RedisBroadcast.Broadcast | undefined
+): Announcer["Service"] =>
   Announcer.of({
     announce: (changes) =>
       Effect.gen(function*() {
@@ -123,7 +130,9 @@ const makeAnnouncer = (log: CacheChanges.CacheChanges["Service"], broadcast: Red
         if (broadcast !== undefined) {
           for (let i = 0; i < changes.length; i++) {
             const published = yield* broadcast.publish(encodeMessage(seqs[i] ?? null, changes[i]!))
-            if (!published) yield* Effect.logDebug("publishing a change failed; the other nodes read it from the change log")
+            if (!published) {
+              yield* Effect.logDebug("publishing a change failed; the other nodes read it from the change log")
+            }
           }
         }
         return seqs
@@ -164,8 +173,11 @@ export const apply = (change: CacheChanges.Change) =>
  */
 export const layer = (
   options: Options
-): Layer.Layer<Invalidation.Invalidation | Status | Announcer, never, KeyCache | CatalogCache | Baseline | CacheChanges.CacheChanges> =>
-  Layer.effectContext(make(options))
+): Layer.Layer<
+  Invalidation.Invalidation | Status | Announcer,
+  never,
+  KeyCache | CatalogCache | Baseline | CacheChanges.CacheChanges
+> => Layer.effectContext(make(options))
 
 const make = Effect.fnUntraced(function*(options: Options): Effect.fn.Return<
   Context.Context<Invalidation.Invalidation | Status | Announcer>,
@@ -192,7 +204,9 @@ const make = Effect.fnUntraced(function*(options: Options): Effect.fn.Return<
     while (watermark < latest) {
       const batch = yield* log.since(watermark, BATCH)
       if (batch.length === 0 || batch[0]!.seq !== watermark + 1) {
-        yield* Effect.logWarning("this node fell behind the pruned part of the change log; reloading every key and the catalog")
+        yield* Effect.logWarning(
+          "this node fell behind the pruned part of the change log; reloading every key and the catalog"
+        )
         yield* reloadEverything
         watermark = latest
         break
@@ -215,7 +229,8 @@ const make = Effect.fnUntraced(function*(options: Options): Effect.fn.Return<
 
   const onMessage = (message: string): Effect.Effect<void> =>
     Option.match(decodeMessage(message), {
-      onNone: () => Effect.logWarning("ignoring a malformed invalidation message").pipe(Effect.annotateLogs({ message })),
+      onNone: () =>
+        Effect.logWarning("ignoring a malformed invalidation message").pipe(Effect.annotateLogs({ message })),
       onSome: ({ ids, seq, topic }) => {
         if (seq !== null && (seq <= watermark || applied.has(seq))) return Effect.void
         return applyHere({ topic, ids }).pipe(
@@ -238,7 +253,9 @@ const make = Effect.fnUntraced(function*(options: Options): Effect.fn.Return<
       const [seq] = yield* announcer.announce([change])
       yield* applyHere(change).pipe(
         Effect.tap(() => Effect.sync(() => seq !== null && seq !== undefined && seq > watermark && applied.add(seq))),
-        Effect.catchCause((cause) => Effect.logWarning("reloading a cache after a change failed; the change log reader retries it", cause))
+        Effect.catchCause((cause) =>
+          Effect.logWarning("reloading a cache after a change failed; the change log reader retries it", cause)
+        )
       )
     })
 
@@ -252,10 +269,13 @@ const make = Effect.fnUntraced(function*(options: Options): Effect.fn.Return<
 
   return Context.make(Invalidation.Invalidation, Invalidation.Invalidation.of({ invalidate })).pipe(
     Context.add(Announcer, announcer),
-    Context.add(Status, Status.of({
-      watermark: Effect.sync(() => watermark),
-      subscribed: broadcast === undefined ? Effect.succeed(false) : broadcast.subscribed
-    }))
+    Context.add(
+      Status,
+      Status.of({
+        watermark: Effect.sync(() => watermark),
+        subscribed: broadcast === undefined ? Effect.succeed(false) : broadcast.subscribed
+      })
+    )
   )
 })
 
@@ -268,12 +288,16 @@ type CacheError = Effect.Error<ReturnType<typeof apply>>
  *
  * @category applying
  */
-export const recordProvisioned = (result: { readonly created: ReadonlyArray<string>; readonly updated: ReadonlyArray<string> }) =>
+export const recordProvisioned = (
+  result: { readonly created: ReadonlyArray<string>; readonly updated: ReadonlyArray<string> }
+) =>
   result.created.length + result.updated.length === 0 ? Effect.void : Effect.flatMap(
     CacheChanges.CacheChanges,
     (log) =>
       log.record([{ topic: "keys", ids: null }, { topic: "catalog", ids: null }]).pipe(
         Effect.asVoid,
-        Effect.catchCause((cause) => Effect.logWarning("recording the configuration's changes for the other nodes failed", cause))
+        Effect.catchCause((cause) =>
+          Effect.logWarning("recording the configuration's changes for the other nodes failed", cause)
+        )
       )
   )

@@ -9,8 +9,8 @@
  */
 import { Money } from "@modelgate/core"
 import * as Accounts from "@modelgate/store/Accounts"
-import * as CatalogRepo from "@modelgate/store/CatalogRepo"
 import * as CacheChanges from "@modelgate/store/CacheChanges"
+import * as CatalogRepo from "@modelgate/store/CatalogRepo"
 import * as Database from "@modelgate/store/Database"
 import * as Keys from "@modelgate/store/Keys"
 import * as Migrations from "@modelgate/store/Migrations"
@@ -48,7 +48,12 @@ const consoleDir = (env: Env): Effect.Effect<string | null, ConfigFile.ConfigErr
   if (configured !== undefined) {
     return existsSync(`${configured}/index.html`)
       ? Effect.succeed(configured)
-      : Effect.fail(new ConfigFile.ConfigError({ message: `MODELGATE_CONSOLE_DIR is ${configured}, which has no index.html: point it at the console's built files (packages/console/dist after pnpm build).` }))
+      : Effect.fail(
+        new ConfigFile.ConfigError({
+          message:
+            `MODELGATE_CONSOLE_DIR is ${configured}, which has no index.html: point it at the console's built files (packages/console/dist after pnpm build).`
+        })
+      )
   }
   const dir = fileURLToPath(new URL("../../console/dist", import.meta.url))
   return Effect.succeed(existsSync(`${dir}/index.html`) ? dir : null)
@@ -75,7 +80,10 @@ const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string 
     }
     yield* Demo.guardEnvironment(env, { serving })
     const file = Demo.config(demoUpstream ?? "http://127.0.0.1:9")
-    const settings = yield* resolveSettings(file, env, { consoleDir: yield* consoleDir(env), source: "the built-in demo configuration" })
+    const settings = yield* resolveSettings(file, env, {
+      consoleDir: yield* consoleDir(env),
+      source: "the built-in demo configuration"
+    })
     yield* Demo.claimDatabase(settings)
     return { file, settings, demo: true }
   })
@@ -84,12 +92,15 @@ const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string 
 const storeLayer = (settings: Settings) => {
   const database = Database.layer(settings.database)
   const migrated = Layer.effectDiscard(Migrations.migrate).pipe(Layer.provideMerge(database))
-  const secrets = Secrets.layer(settings.secret !== null ? { secret: settings.secret } : { keyFile: settings.secretFile })
-  return Layer.mergeAll(Users.Users.layer, Keys.Keys.layer, Accounts.Accounts.layer, CatalogRepo.CatalogRepo.layer).pipe(
-    Layer.provideMerge(CacheChanges.CacheChanges.layer),
-    Layer.provideMerge(secrets),
-    Layer.provideMerge(migrated)
+  const secrets = Secrets.layer(
+    settings.secret !== null ? { secret: settings.secret } : { keyFile: settings.secretFile }
   )
+  return Layer.mergeAll(Users.Users.layer, Keys.Keys.layer, Accounts.Accounts.layer, CatalogRepo.CatalogRepo.layer)
+    .pipe(
+      Layer.provideMerge(CacheChanges.CacheChanges.layer),
+      Layer.provideMerge(secrets),
+      Layer.provideMerge(migrated)
+    )
 }
 
 /**
@@ -145,7 +156,11 @@ const serve = (env: Env) =>
       yield* Layer.launch(
         Layer.effectDiscard(banner(settings, demo)).pipe(Layer.provide(Server.layer(settings, file)))
       ).pipe(Effect.catchTag("SqlError", unusableDatabase(settings, env)))
-    }).pipe(Effect.scoped)).pipe(Command.withDescription("Run the gateway (with no configuration: the demo setup, which `pnpm start` runs with its fake upstream)."))
+    }).pipe(Effect.scoped)).pipe(
+      Command.withDescription(
+        "Run the gateway (with no configuration: the demo setup, which `pnpm start` runs with its fake upstream)."
+      )
+    )
 
 /**
  * A database that cannot be opened or reached, reported with where its address
@@ -154,17 +169,24 @@ const serve = (env: Env) =>
  * connection ("sorry, too many clients already", whatever its error class).
  * Other SQL errors pass unchanged.
  */
-const unusableDatabase = (settings: Settings, env: Env) =>
-(error: SqlError.SqlError): Effect.Effect<never, SqlError.SqlError | ConfigFile.ConfigError> => {
-  const reason = error.reason
-  const opening = reason._tag === "ConnectionError" || reason._tag === "AuthenticationError" ||
-    reason._tag === "AuthorizationError" || reason.operation === "open" || reason.operation === "connect"
-  if (!opening) return Effect.fail(error)
-  const origin = nonEmpty(env["MODELGATE_DATABASE"]) !== undefined ? "MODELGATE_DATABASE" : `database in ${settings.configSource}`
-  const cause = reason.cause instanceof Error && reason.cause.message.length > 0 ? ` (${reason.cause.message})` : ""
-  const shown = settings.database.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@")
-  return Effect.fail(new ConfigFile.ConfigError({ message: `Cannot use the database '${shown}' (from ${origin}): ${error.message}${cause}` }))
-}
+const unusableDatabase =
+  (settings: Settings, env: Env) =>
+  (error: SqlError.SqlError): Effect.Effect<never, SqlError.SqlError | ConfigFile.ConfigError> => {
+    const reason = error.reason
+    const opening = reason._tag === "ConnectionError" || reason._tag === "AuthenticationError" ||
+      reason._tag === "AuthorizationError" || reason.operation === "open" || reason.operation === "connect"
+    if (!opening) return Effect.fail(error)
+    const origin = nonEmpty(env["MODELGATE_DATABASE"]) !== undefined
+      ? "MODELGATE_DATABASE"
+      : `database in ${settings.configSource}`
+    const cause = reason.cause instanceof Error && reason.cause.message.length > 0 ? ` (${reason.cause.message})` : ""
+    const shown = settings.database.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@")
+    return Effect.fail(
+      new ConfigFile.ConfigError({
+        message: `Cannot use the database '${shown}' (from ${origin}): ${error.message}${cause}`
+      })
+    )
+  }
 
 const quoted = (names: ReadonlyArray<string>): string => names.map((name) => `'${name}'`).join(", ")
 
@@ -200,8 +222,14 @@ const keys = (env: Env) => {
     user: Flag.String("user").pipe(Flag.withDescription("The user the key belongs to.")),
     group: Flag.String("group").pipe(Flag.withDefault("default"), Flag.withDescription("The key's group.")),
     name: Flag.String("name").pipe(Flag.withDefault("cli"), Flag.withDescription("A name to recognise the key by.")),
-    models: Flag.String("models").pipe(Flag.optional, Flag.withDescription("Comma-separated models the key may use (default: all of its group's).")),
-    expires: Flag.String("expires").pipe(Flag.optional, Flag.withDescription("Expiry, ISO 8601 (e.g. 2027-01-01T00:00:00Z)."))
+    models: Flag.String("models").pipe(
+      Flag.optional,
+      Flag.withDescription("Comma-separated models the key may use (default: all of its group's).")
+    ),
+    expires: Flag.String("expires").pipe(
+      Flag.optional,
+      Flag.withDescription("Expiry, ISO 8601 (e.g. 2027-01-01T00:00:00Z).")
+    )
   }, (flags) =>
     Effect.gen(function*() {
       const { settings } = yield* loadConfig(flags.config, env, undefined)
@@ -212,16 +240,32 @@ const keys = (env: Env) => {
         const expires = Option.getOrUndefined(flags.expires)
         const expiresAt = expires === undefined ? null : Date.parse(expires)
         if (expiresAt !== null && !Number.isFinite(expiresAt)) {
-          return yield* Effect.fail(new Error(`--expires: expected an ISO 8601 time such as 2027-01-01T00:00:00Z, got '${expires}'.`))
+          return yield* Effect.fail(
+            new Error(`--expires: expected an ISO 8601 time such as 2027-01-01T00:00:00Z, got '${expires}'.`)
+          )
         }
-        const models = Option.match(flags.models, { onNone: () => [], onSome: (m) => m.split(",").map((s) => s.trim()).filter((s) => s.length > 0) })
+        const models = Option.match(flags.models, {
+          onNone: () => [],
+          onSome: (m) => m.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
+        })
         yield* checkGroupAndModels(flags.group, models)
-        const created = yield* (yield* Keys.Keys).create({ userId: user.id, name: flags.name, group: flags.group, models, expiresAt })
+        const created = yield* (yield* Keys.Keys).create({
+          userId: user.id,
+          name: flags.name,
+          group: flags.group,
+          models,
+          expiresAt
+        })
         yield* announce("keys", created.key.id)
         yield* Console.log(created.secret)
-        yield* Console.error(`Created key '${flags.name}' (${created.key.prefix}...) for ${flags.user}. The secret above is shown only this once.`)
+        yield* Console.error(
+          `Created key '${flags.name}' (${created.key.prefix}...) for ${flags.user}. The secret above is shown only this once.`
+        )
       })
-      yield* program.pipe(Effect.provide(writingLayer(settings)), Effect.catchTag("SqlError", unusableDatabase(settings, env)))
+      yield* program.pipe(
+        Effect.provide(writingLayer(settings)),
+        Effect.catchTag("SqlError", unusableDatabase(settings, env))
+      )
     })).pipe(Command.withDescription("Create an API key and print its secret (once)."))
 
   const list = Command.make("list", {
@@ -234,12 +278,25 @@ const keys = (env: Env) => {
         const users = yield* Users.Users
         const repo = yield* Keys.Keys
         const all = yield* users.list
-        const selected = Option.match(flags.user, { onNone: () => all, onSome: (name) => all.filter((u) => u.name === name) })
+        const selected = Option.match(flags.user, {
+          onNone: () => all,
+          onSome: (name) => all.filter((u) => u.name === name)
+        })
         const rows: Array<string> = ["ID\tPREFIX\tUSER\tNAME\tGROUP\tSTATE\tEXPIRES"]
         for (const user of selected) {
           for (const key of yield* repo.list(user.id)) {
             const state = key.revoked ? "revoked" : key.enabled ? "enabled" : "disabled"
-            rows.push([key.id, `${key.prefix}...`, user.name, key.name, key.group, state, key.expiresAt === null ? "never" : new Date(key.expiresAt).toISOString()].join("\t"))
+            rows.push(
+              [
+                key.id,
+                `${key.prefix}...`,
+                user.name,
+                key.name,
+                key.group,
+                state,
+                key.expiresAt === null ? "never" : new Date(key.expiresAt).toISOString()
+              ].join("\t")
+            )
           }
         }
         yield* Console.log(rows.join("\n"))
@@ -259,7 +316,10 @@ const keys = (env: Env) => {
       }).pipe(Effect.provide(writingLayer(settings)), Effect.catchTag("SqlError", unusableDatabase(settings, env)))
     })).pipe(Command.withDescription("Revoke an API key for good."))
 
-  return Command.make("keys").pipe(Command.withSubcommands([create, list, revoke]), Command.withDescription("Manage API keys."))
+  return Command.make("keys").pipe(
+    Command.withSubcommands([create, list, revoke]),
+    Command.withDescription("Manage API keys.")
+  )
 }
 
 /**
@@ -277,7 +337,11 @@ export const cliActor = (env: Env): string => {
     // No passwd entry for this uid (some containers): fall back to the environment.
   }
   if (name === undefined || name.length === 0) name = env["USER"] ?? env["LOGNAME"]
-  if (name === undefined || name.length === 0) name = typeof process.getuid === "function" ? `uid-${process.getuid()}` : "unknown"
+  if (name === undefined || name.length === 0) {
+    name = typeof process.getuid === "function"
+      ? `uid-${process.getuid()}`
+      : "unknown"
+  }
   return `cli:${name}`
 }
 
@@ -298,7 +362,8 @@ const passwordProblem = (password: string): string | undefined =>
 const newPassword = Effect.gen(function*() {
   let password: string
   if (process.stdin.isTTY) {
-    const ask = (prompt: Prompt.Prompt<Redacted.Redacted>) => Prompt.run(prompt).pipe(Effect.mapError(() => new Error("Cancelled; nothing changed.")))
+    const ask = (prompt: Prompt.Prompt<Redacted.Redacted>) =>
+      Prompt.run(prompt).pipe(Effect.mapError(() => new Error("Cancelled; nothing changed.")))
     const first = yield* ask(Prompt.Hidden({
       message: `New password (at least ${MIN_PASSWORD_LENGTH} characters)`,
       validate: (value) => {
@@ -307,7 +372,9 @@ const newPassword = Effect.gen(function*() {
       }
     }))
     const again = yield* ask(Prompt.Hidden({ message: "The same password again" }))
-    if (Redacted.value(first) !== Redacted.value(again)) return yield* Effect.fail(new Error("The two passwords differ; nothing changed."))
+    if (Redacted.value(first) !== Redacted.value(again)) {
+      return yield* Effect.fail(new Error("The two passwords differ; nothing changed."))
+    }
     password = Redacted.value(first)
   } else {
     password = (yield* Effect.promise(() => text(process.stdin))).split(/\r?\n/)[0] ?? ""
@@ -327,7 +394,11 @@ const users = (env: Env) => {
     Effect.gen(function*() {
       const { settings } = yield* loadConfig(flags.config, env, undefined)
       const nanos = Money.usdToNanos(flags.amount)
-      if (nanos === undefined) return yield* Effect.fail(new Error(`--amount: expected a USD amount such as 5 or -2.50, got '${flags.amount}'.`))
+      if (nanos === undefined) {
+        return yield* Effect.fail(
+          new Error(`--amount: expected a USD amount such as 5 or -2.50, got '${flags.amount}'.`)
+        )
+      }
       yield* Effect.gen(function*() {
         const user = yield* (yield* Users.Users).findByName(flags.name)
         if (user === undefined) return yield* Effect.fail(new Error(`No user named '${flags.name}'.`))
@@ -358,7 +429,10 @@ const users = (env: Env) => {
     })).pipe(Command.withDescription(
       "Set a user's console password, read from standard input: typed without echo (and repeated) on a terminal, else its first line."
     ))
-  return Command.make("users").pipe(Command.withSubcommands([adjust, setPassword]), Command.withDescription("Manage users."))
+  return Command.make("users").pipe(
+    Command.withSubcommands([adjust, setPassword]),
+    Command.withDescription("Manage users.")
+  )
 }
 
 const usage = (env: Env) => {
@@ -375,11 +449,15 @@ const usage = (env: Env) => {
         const sql = yield* SqlClient.SqlClient
         for (const file of flags.files) {
           const { entries, unreadable } = yield* UsageJournal.read(file)
-          yield* Effect.forEach(Arr.chunksOf(entries, 500), (batch) => UsageWriter.writeEntries(sql, batch), { discard: true })
+          yield* Effect.forEach(Arr.chunksOf(entries, 500), (batch) => UsageWriter.writeEntries(sql, batch), {
+            discard: true
+          })
           renameSync(file, `${file}.replayed`)
           yield* Console.log(
             `${file}: ${entries.length} usage record(s), charge(s) and lease release(s) written (those already in the database are not ` +
-              `written again)${unreadable > 0 ? `; ${unreadable} unreadable line(s) skipped` : ""}. The file is now ${file}.replayed.`
+              `written again)${
+                unreadable > 0 ? `; ${unreadable} unreadable line(s) skipped` : ""
+              }. The file is now ${file}.replayed.`
           )
         }
       }).pipe(Effect.provide(storeLayer(settings)), Effect.catchTag("SqlError", unusableDatabase(settings, env)))
@@ -387,7 +465,10 @@ const usage = (env: Env) => {
       "Write what a node kept in its usage journal (the database was unreachable when it stopped) to the database, once; " +
         "for a journal copied from a node that will not start again on its own directory."
     ))
-  return Command.make("usage").pipe(Command.withSubcommands([replay]), Command.withDescription("Usage records and charges."))
+  return Command.make("usage").pipe(
+    Command.withSubcommands([replay]),
+    Command.withDescription("Usage records and charges.")
+  )
 }
 
 /**

@@ -22,6 +22,8 @@ export const load = (path: string): Effect.Effect<ConfigFile, ConfigError> =>
     try: () => readFile(path, "utf8"),
     catch: (cause) =>
       new ConfigError({
-        message: `Cannot read the configuration file ${path}: ${(cause as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : String(cause)}`
+        message: `Cannot read the configuration file ${path}: ${
+          (cause as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : String(cause)
+        }`
       })
   }).pipe(Effect.flatMap((text) => parse(text, path)))

@@ -59,7 +59,7 @@ const walk = (dir: string): Array<string> =>
  *
  * @category serving
  */
-export const make = (dir: string): ((path: string) => Effect.Effect<HttpServerResponse.HttpServerResponse>) => {
+export const make = (dir: string): (path: string) => Effect.Effect<HttpServerResponse.HttpServerResponse> => {
   const files = new Map<string, File>()
   for (const path of walk(dir)) {
     const key = `/console/${relative(dir, path).split(sep).join("/")}`

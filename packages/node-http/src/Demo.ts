@@ -65,10 +65,34 @@ export const config = (upstreamUrl: string): ConfigFile => ({
   models: {
     "gpt-4o-mini": { input: 0.15, output: 0.6, cached_input: 0.075, display_name: "GPT-4o mini" },
     "gpt-4o": { input: 2.5, output: 10, cached_input: 1.25, display_name: "GPT-4o" },
-    "gemini-2.5-flash": { input: 0.3, output: 2.5, display_name: "Gemini 2.5 Flash", input_token_limit: 1_048_576, output_token_limit: 65_536 },
-    "gemini-2.5-pro": { input: 1.25, output: 10, display_name: "Gemini 2.5 Pro", input_token_limit: 1_048_576, output_token_limit: 65_536 },
-    "text-embedding-3-small": { input: 0.02, display_name: "text-embedding-3-small", embedding: true, input_token_limit: 8_191, output_token_limit: 1 },
-    "gemini-embedding-001": { input: 0.15, display_name: "Gemini Embedding", embedding: true, input_token_limit: 2_048, output_token_limit: 1 }
+    "gemini-2.5-flash": {
+      input: 0.3,
+      output: 2.5,
+      display_name: "Gemini 2.5 Flash",
+      input_token_limit: 1_048_576,
+      output_token_limit: 65_536
+    },
+    "gemini-2.5-pro": {
+      input: 1.25,
+      output: 10,
+      display_name: "Gemini 2.5 Pro",
+      input_token_limit: 1_048_576,
+      output_token_limit: 65_536
+    },
+    "text-embedding-3-small": {
+      input: 0.02,
+      display_name: "text-embedding-3-small",
+      embedding: true,
+      input_token_limit: 8_191,
+      output_token_limit: 1
+    },
+    "gemini-embedding-001": {
+      input: 0.15,
+      display_name: "Gemini Embedding",
+      embedding: true,
+      input_token_limit: 2_048,
+      output_token_limit: 1
+    }
   },
   // gemini-cli sends its own built-in model ids; these serve them. An alias resolves only to a model of the call's
   // use, so an embeddings call to an unknown gemini-* name is refused rather than served by a chat model.
@@ -93,7 +117,8 @@ type Env = Readonly<Record<string, string | undefined>>
 
 const refuse = (message: string) => Effect.fail(new ConfigError({ message }))
 
-const noConfiguration = "no configuration was given (--config FILE or MODELGATE_CONFIG), so this would run the demo setup, " +
+const noConfiguration =
+  "no configuration was given (--config FILE or MODELGATE_CONFIG), so this would run the demo setup, " +
   "whose admin password and API key are public"
 
 /**
@@ -104,7 +129,10 @@ const noConfiguration = "no configuration was given (--config FILE or MODELGATE_
  *
  * @category guards
  */
-export const guardEnvironment = (env: Env, options: { readonly serving: boolean }): Effect.Effect<void, ConfigError> => {
+export const guardEnvironment = (
+  env: Env,
+  options: { readonly serving: boolean }
+): Effect.Effect<void, ConfigError> => {
   if (env["MODELGATE_CONFIG"] !== undefined && env["MODELGATE_CONFIG"].trim().length === 0) {
     return refuse(
       "MODELGATE_CONFIG is set but empty. Set it to the configuration file's path, or unset it to run the demo setup."
@@ -153,7 +181,9 @@ export const upstream = (env: Env): Effect.Effect<string, ConfigError> => {
   } catch {
     return refuse(`MODELGATE_DEMO_UPSTREAM is not a URL: '${url}'.`)
   }
-  if (!isLoopback(host)) return refuse(`MODELGATE_DEMO_UPSTREAM must be on this machine (a loopback address), got '${url}'.`)
+  if (!isLoopback(host)) {
+    return refuse(`MODELGATE_DEMO_UPSTREAM must be on this machine (a loopback address), got '${url}'.`)
+  }
   return Effect.succeed(url.replace(/\/+$/, ""))
 }
 
@@ -188,8 +218,12 @@ export const claimDatabase = (settings: Pick<Settings, "database">): Effect.Effe
     return Effect.try({
       try: () => {
         mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
-        writeFileSync(marker, "This directory holds the modelgate demo's database (public admin password and API key): never use it for real traffic.\n")
+        writeFileSync(
+          marker,
+          "This directory holds the modelgate demo's database (public admin password and API key): never use it for real traffic.\n"
+        )
       },
-      catch: (cause) => new ConfigError({ message: `Cannot prepare the demo's database in ${dirname(file)}: ${String(cause)}` })
+      catch: (cause) =>
+        new ConfigError({ message: `Cannot prepare the demo's database in ${dirname(file)}: ${String(cause)}` })
     })
   })

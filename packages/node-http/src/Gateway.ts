@@ -13,22 +13,26 @@
  */
 import { GatewayError } from "@modelgate/core"
 import * as Dialects from "@modelgate/engine/Dialects"
+import { Draining } from "@modelgate/engine/Draining"
 import type * as Exchange from "@modelgate/engine/Exchange"
 import * as EngineGateway from "@modelgate/engine/Gateway"
 import * as Ids from "@modelgate/engine/Ids"
 import * as Routes from "@modelgate/engine/Routes"
 import { Clock, Context, Effect, Exit } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { Draining } from "@modelgate/engine/Draining"
 import { NodeRelay } from "./NodeRelay.ts"
 import { ServerSettings } from "./Settings.ts"
 
 /** Optional handlers mounted by the server: the management API, the console's static files and the metrics. @category services */
 export class Extensions extends Context.Service<Extensions, {
-  readonly api: ((request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>) | undefined
+  readonly api:
+    | ((request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>)
+    | undefined
   readonly console: ((path: string) => Effect.Effect<HttpServerResponse.HttpServerResponse>) | undefined
   /** `/metrics`, when a metrics token is configured. */
-  readonly metrics: ((request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>) | undefined
+  readonly metrics:
+    | ((request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>)
+    | undefined
   readonly ready: Effect.Effect<boolean>
 }>()("modelgate/node-http/Extensions") {}
 
@@ -39,8 +43,16 @@ export { Draining } from "@modelgate/engine/Draining"
 export const toResponse = (answer: Exchange.Answer): HttpServerResponse.HttpServerResponse => {
   const { "content-type": contentType, ...headers } = answer.headers
   return answer._tag === "Text"
-    ? HttpServerResponse.text(answer.body, { status: answer.status, headers, contentType: contentType ?? "application/json" })
-    : HttpServerResponse.raw(new NodeRelay(answer.relay), { status: answer.status, headers, contentType: contentType ?? "text/event-stream" })
+    ? HttpServerResponse.text(answer.body, {
+      status: answer.status,
+      headers,
+      contentType: contentType ?? "application/json"
+    })
+    : HttpServerResponse.raw(new NodeRelay(answer.relay), {
+      status: answer.status,
+      headers,
+      contentType: contentType ?? "text/event-stream"
+    })
 }
 
 /** The routes this server answers itself: health checks, the management API, the console. */
@@ -51,19 +63,26 @@ const host = (route: Routes.HostRoute, request: HttpServerRequest.HttpServerRequ
         return HttpServerResponse.jsonUnsafe({ status: "ok" })
       case "Ready": {
         if (yield* (yield* Draining).draining) {
-          return HttpServerResponse.jsonUnsafe({ status: "draining", reason: "the server is shutting down" }, { status: 503 })
+          return HttpServerResponse.jsonUnsafe({ status: "draining", reason: "the server is shutting down" }, {
+            status: 503
+          })
         }
         const extensions = yield* Extensions
         return (yield* extensions.ready)
           ? HttpServerResponse.jsonUnsafe({ status: "ready" })
-          : HttpServerResponse.jsonUnsafe({ status: "not ready", reason: "the database is not reachable" }, { status: 503 })
+          : HttpServerResponse.jsonUnsafe({ status: "not ready", reason: "the database is not reachable" }, {
+            status: 503
+          })
       }
       case "Metrics": {
         const extensions = yield* Extensions
         if (extensions.metrics === undefined) {
           return toResponse(EngineGateway.errorAnswer(
             Dialects.client("openai"),
-            new GatewayError.RouteNotFound({ message: "No route for /metrics: metrics are off (set metrics.token in the configuration, or MODELGATE_METRICS_TOKEN)." }),
+            new GatewayError.RouteNotFound({
+              message:
+                "No route for /metrics: metrics are off (set metrics.token in the configuration, or MODELGATE_METRICS_TOKEN)."
+            }),
             requestId
           ))
         }
@@ -110,14 +129,18 @@ export const app = Effect.gen(function*() {
       ? host(matched, request, path, requestId)
       : Effect.succeed(toResponse(EngineGateway.errorAnswer(
         EngineGateway.clientOf(matched),
-        new GatewayError.RouteNotFound({ message: `${path} is served by the listener (Listener.ts), not this application.` }),
+        new GatewayError.RouteNotFound({
+          message: `${path} is served by the listener (Listener.ts), not this application.`
+        }),
         requestId
       )))
   const answered = Effect.map(served, (response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
   const settings = yield* ServerSettings
   // Nothing to do (not even a clock read) when the line would be filtered out anyway.
   const logged = settings.accessLog && (settings.logLevel === "info" || settings.logLevel === "debug")
-  if (!logged || matched._tag === "Health" || matched._tag === "Ready" || matched._tag === "Metrics") return yield* answered
+  if (!logged || matched._tag === "Health" || matched._tag === "Ready" || matched._tag === "Metrics") {
+    return yield* answered
+  }
   const started = yield* Clock.currentTimeMillis
   return yield* answered.pipe(
     Effect.onExit((exit) =>

@@ -26,12 +26,12 @@
  * @since 0.1.0
  */
 import { NodeHttpServer } from "@effect/platform-node"
+import { GatewayError } from "@modelgate/core"
 import type * as Exchange from "@modelgate/engine/Exchange"
 import * as EngineGateway from "@modelgate/engine/Gateway"
 import * as Ids from "@modelgate/engine/Ids"
 import * as Routes from "@modelgate/engine/Routes"
-import { GatewayError } from "@modelgate/core"
-import { Context, Duration, Effect, Exit, type Fiber, Layer, Scope } from "effect"
+import { type Context, Duration, Effect, Exit, type Fiber, Layer, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { ClientAbort, ServeError } from "effect/http/HttpServerError"
 import * as NetAddress from "effect/net/NetAddress"
@@ -96,7 +96,11 @@ const bodyOf = (req: IncomingMessage, res: ServerResponse) => (maxBytes: number)
     }
     const onEnd = () => {
       cleanup()
-      resume(Effect.succeed(chunks.length === 0 ? new Uint8Array(0) : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes)))
+      resume(
+        Effect.succeed(
+          chunks.length === 0 ? new Uint8Array(0) : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes)
+        )
+      )
     }
     const onError = () => {
       cleanup()
@@ -126,7 +130,13 @@ class InFlight {
 }
 
 /** Writes an engine answer to Node's response. */
-const write = (answer: Exchange.Answer, requestId: string, req: IncomingMessage, res: ServerResponse, inFlight: InFlight): void => {
+const write = (
+  answer: Exchange.Answer,
+  requestId: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  inFlight: InFlight
+): void => {
   if (res.destroyed) {
     if (answer._tag === "Stream") answer.relay.cancel()
     return
@@ -162,9 +172,21 @@ const apiHandler = (
 ) => {
   const run = Effect.runForkWith(context)
   const logged = settings.accessLog && (settings.logLevel === "info" || settings.logLevel === "debug")
-  return (req: IncomingMessage, res: ServerResponse, route: Routes.ApiRoute | Routes.Miss, path: string, search: string): void => {
+  return (
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: Routes.ApiRoute | Routes.Miss,
+    path: string,
+    search: string
+  ): void => {
     const requestId = Ids.requestId()
-    const request: Exchange.GatewayRequest = { method: req.method ?? "GET", path, search, headers: req.headers, body: bodyOf(req, res) }
+    const request: Exchange.GatewayRequest = {
+      method: req.method ?? "GET",
+      path,
+      search,
+      headers: req.headers,
+      body: bodyOf(req, res)
+    }
     const served = EngineGateway.serve(request, route, requestId)
     const fiber = run(logged ? withAccessLog(served, request, requestId) : served)
     inFlight.fibers.add(fiber)

@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import { Catalog, ChannelHealth, PlainMetrics } from "@modelgate/core"
+import { Catalog, ChannelHealth, type PlainMetrics } from "@modelgate/core"
 import * as Metrics from "@modelgate/engine/Metrics"
 import { CallMetrics } from "@modelgate/engine/Metrics"
 import { UsageWriter } from "@modelgate/store/UsageWriter"
@@ -40,7 +40,9 @@ interface Collected {
     readonly help: string
     readonly type: "counter" | "histogram"
     readonly aggregator: "sum"
-    readonly values: ReadonlyArray<{ readonly value: number; readonly labels: Record<string, string | number>; readonly metricName?: string }>
+    readonly values: ReadonlyArray<
+      { readonly value: number; readonly labels: Record<string, string | number>; readonly metricName?: string }
+    >
   }>
 }
 
@@ -54,7 +56,10 @@ const counter = (source: PlainMetrics.Counter, scale = 1): Collected => {
     ...describe,
     get: async () => ({
       ...describe,
-      values: source.series.map((series) => ({ value: series.value / scale, labels: labelsOf(source.labelNames, series.labels) }))
+      values: source.series.map((series) => ({
+        value: series.value / scale,
+        labels: labelsOf(source.labelNames, series.labels)
+      }))
     })
   }
 }
@@ -91,7 +96,9 @@ const histogram = (source: PlainMetrics.Histogram): Collected => {
  * @category services
  */
 export class MetricsExport extends Context.Service<MetricsExport, {
-  readonly handle: ((request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>) | undefined
+  readonly handle:
+    | ((request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>)
+    | undefined
 }>()("modelgate/node-http/MetricsExport") {
   /**
    * Metrics as configured: with a token, the engine counts its calls into one
@@ -115,7 +122,14 @@ export class MetricsExport extends Context.Service<MetricsExport, {
 
 /** A scrape that did not send the token. */
 const unauthorized = HttpServerResponse.jsonUnsafe(
-  { error: { message: "Send the metrics token as 'Authorization: Bearer <token>' (metrics.token in the configuration).", type: "authentication_error", param: null, code: "invalid_metrics_token" } },
+  {
+    error: {
+      message: "Send the metrics token as 'Authorization: Bearer <token>' (metrics.token in the configuration).",
+      type: "authentication_error",
+      param: null,
+      code: "invalid_metrics_token"
+    }
+  },
   { status: 401, headers: { "www-authenticate": "Bearer realm=\"modelgate metrics\"", "cache-control": "no-store" } }
 )
 
@@ -144,7 +158,8 @@ const make = (token: Redacted.Redacted<string>, calls: CallMetrics) =>
     // Read at the scrape: set by `refresh` just before the registry reads them.
     const queue = new Prometheus.Gauge({
       name: "modelgate_usage_queue_depth",
-      help: "Usage records, charges and lease releases queued by the usage writer and not yet in the database (journaled ones included).",
+      help:
+        "Usage records, charges and lease releases queued by the usage writer and not yet in the database (journaled ones included).",
       registers: [registry]
     })
     const breakerOpen = new Prometheus.Gauge({
@@ -184,7 +199,11 @@ const make = (token: Redacted.Redacted<string>, calls: CallMetrics) =>
         authorized(request.headers["authorization"])
           ? Effect.map(
             Effect.andThen(refresh, Effect.promise(() => registry.metrics())),
-            (text) => HttpServerResponse.text(text, { contentType: registry.contentType, headers: { "cache-control": "no-store" } })
+            (text) =>
+              HttpServerResponse.text(text, {
+                contentType: registry.contentType,
+                headers: { "cache-control": "no-store" }
+              })
           )
           : Effect.succeed(unauthorized)
     })

@@ -13,12 +13,12 @@
  *
  * @since 0.1.0
  */
+import * as Config from "@modelgate/engine/Config"
 import * as Provisioning from "@modelgate/store/Provisioning"
-import { Console, Effect, Redacted } from "effect"
-import { randomBytes } from "node:crypto"
 import type { InvalidInput } from "@modelgate/store/StoreError"
 import * as Users from "@modelgate/store/Users"
-import * as Config from "@modelgate/engine/Config"
+import { Console, Effect, Redacted } from "effect"
+import { randomBytes } from "node:crypto"
 import { ConfigError, type ConfigFile } from "./ConfigFile.ts"
 import type { Settings } from "./Settings.ts"
 
@@ -28,7 +28,8 @@ import type { Settings } from "./Settings.ts"
  *
  * @category mapping
  */
-export const toInput: (file: ConfigFile, source: string) => Effect.Effect<Provisioning.ProvisionInput, ConfigError> = Config.declaration
+export const toInput: (file: ConfigFile, source: string) => Effect.Effect<Provisioning.ProvisionInput, ConfigError> =
+  Config.declaration
 
 /** The store's field names that the file spells differently. */
 const FILE_FIELDS: Readonly<Record<string, string>> = {
@@ -86,9 +87,16 @@ export const configPath = (storePath: string, input: Provisioning.ProvisionInput
  *
  * @category mapping
  */
-export const asConfigError = (error: InvalidInput, input: Provisioning.ProvisionInput, file: ConfigFile, source: string): ConfigError => {
+export const asConfigError = (
+  error: InvalidInput,
+  input: Provisioning.ProvisionInput,
+  file: ConfigFile,
+  source: string
+): ConfigError => {
   const path = configPath(error.path, input, file)
-  const detail = error.message.startsWith(`${error.path}: `) ? error.message.slice(error.path.length + 2) : error.message
+  const detail = error.message.startsWith(`${error.path}: `)
+    ? error.message.slice(error.path.length + 2)
+    : error.message
   return new ConfigError({ message: `Invalid configuration in ${source}:\n  at ${path}: ${detail}` })
 }
 
@@ -113,7 +121,9 @@ export const apply = (file: ConfigFile, settings: Settings) =>
     // What a later action changed (a key revoked or disabled, a password or a limit changed in the
     // console or with the CLI) is kept: say so at every start while the file says otherwise.
     for (const disagreement of result.disagreements) {
-      yield* Effect.logWarning(`the configuration file and the database disagree on ${disagreement.entry}; the database is kept`).pipe(
+      yield* Effect.logWarning(
+        `the configuration file and the database disagree on ${disagreement.entry}; the database is kept`
+      ).pipe(
         Effect.annotateLogs({ entry: disagreement.entry, field: disagreement.field, detail: disagreement.message })
       )
     }
@@ -134,12 +144,19 @@ export const ensureAdmin = Effect.gen(function*() {
   if (all.some((user) => user.role === "admin")) return
   const name = all.some((user) => user.name === "admin") ? `admin-${randomBytes(3).toString("hex")}` : "admin"
   const password = randomBytes(12).toString("base64url")
-  const created = yield* users.create({ name, role: "admin", password: Redacted.make(password), source: "console" }).pipe(
-    Effect.as(true),
-    // Nodes starting together: another one created the first admin a moment ago (and printed its password).
-    Effect.catchTag("Conflict", (conflict) =>
-      Effect.flatMap(users.list, (now) => now.some((user) => user.role === "admin") ? Effect.succeed(false) : Effect.fail(conflict)))
-  )
+  const created = yield* users.create({ name, role: "admin", password: Redacted.make(password), source: "console" })
+    .pipe(
+      Effect.as(true),
+      // Nodes starting together: another one created the first admin a moment ago (and printed its password).
+      Effect.catchTag(
+        "Conflict",
+        (conflict) =>
+          Effect.flatMap(
+            users.list,
+            (now) => now.some((user) => user.role === "admin") ? Effect.succeed(false) : Effect.fail(conflict)
+          )
+      )
+    )
   if (!created) return
   yield* Console.log([
     "",

@@ -6,40 +6,40 @@
  *
  * @since 0.1.0
  */
+import * as AdminApi from "@modelgate/admin-api/AdminApi"
+import { AdminApiConfig } from "@modelgate/admin-api/Config"
+import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
 import type { RateLimiter } from "@modelgate/core"
+import { OutageLog } from "@modelgate/core"
+import { MemoryLimiter } from "@modelgate/core"
+import * as Health from "@modelgate/engine/Health"
+import * as Probe from "@modelgate/engine/Probe"
+import { Settings as EngineSettings } from "@modelgate/engine/Settings"
+import * as Settlement from "@modelgate/engine/Settlement"
+import { RedisLimiter } from "@modelgate/limits"
 import * as Accounts from "@modelgate/store/Accounts"
 import * as CacheChanges from "@modelgate/store/CacheChanges"
+import * as Caches from "@modelgate/store/Caches"
 import * as CatalogRepo from "@modelgate/store/CatalogRepo"
 import * as ChannelKeyStates from "@modelgate/store/ChannelKeyStates"
 import * as Database from "@modelgate/store/Database"
 import * as Keys from "@modelgate/store/Keys"
 import * as Migrations from "@modelgate/store/Migrations"
-import { OutageLog } from "@modelgate/core"
 import * as Provisioning from "@modelgate/store/Provisioning"
 import * as Purses from "@modelgate/store/Purses"
+import * as Redemption from "@modelgate/store/Redemption"
 import * as Secrets from "@modelgate/store/Secrets"
 import * as UsageRetention from "@modelgate/store/UsageRetention"
 import * as UsageWriter from "@modelgate/store/UsageWriter"
 import * as Users from "@modelgate/store/Users"
 import { Context, Duration, Effect, Layer, Logger, Ref, References } from "effect"
 import { HttpServer } from "effect/http"
-import * as AdminApi from "@modelgate/admin-api/AdminApi"
-import { AdminApiConfig } from "@modelgate/admin-api/Config"
-import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
-import { MemoryLimiter } from "@modelgate/core"
-import { RedisLimiter } from "@modelgate/limits"
-import * as Redemption from "@modelgate/store/Redemption"
 import { SqlClient } from "effect/sql"
-import * as Caches from "@modelgate/store/Caches"
 import * as CacheSync from "./CacheSync.ts"
-import * as ConsoleFiles from "./ConsoleFiles.ts"
 import type { ConfigFile } from "./ConfigFile.ts"
+import * as ConsoleFiles from "./ConsoleFiles.ts"
 import * as Gateway from "./Gateway.ts"
 import * as Listener from "./Listener.ts"
-import * as Health from "@modelgate/engine/Health"
-import * as Probe from "@modelgate/engine/Probe"
-import { Settings as EngineSettings } from "@modelgate/engine/Settings"
-import * as Settlement from "@modelgate/engine/Settlement"
 import { MetricsExport } from "./MetricsExport.ts"
 import * as Provision from "./Provision.ts"
 import { ServerSettings, type Settings } from "./Settings.ts"
@@ -48,7 +48,9 @@ import * as UndiciTransport from "./UndiciTransport.ts"
 /** Everything below the HTTP layer: database, migrations, provisioning, repositories, caches and ports. @category layers */
 export const services = (settings: Settings, file: ConfigFile) => {
   const database = Database.layer(settings.database)
-  const secrets = Secrets.layer(settings.secret !== null ? { secret: settings.secret } : { keyFile: settings.secretFile })
+  const secrets = Secrets.layer(
+    settings.secret !== null ? { secret: settings.secret } : { keyFile: settings.secretFile }
+  )
   const migrated = Layer.effectDiscard(Migrations.migrate).pipe(Layer.provideMerge(database))
   const repositories = Layer.mergeAll(
     Users.Users.layer,
@@ -62,9 +64,10 @@ export const services = (settings: Settings, file: ConfigFile) => {
     Layer.provideMerge(secrets),
     Layer.provideMerge(migrated)
   )
-  const provisioned = Layer.effectDiscard(Provision.apply(file, settings).pipe(Effect.tap(CacheSync.recordProvisioned))).pipe(
-    Layer.provideMerge(repositories)
-  )
+  const provisioned = Layer.effectDiscard(Provision.apply(file, settings).pipe(Effect.tap(CacheSync.recordProvisioned)))
+    .pipe(
+      Layer.provideMerge(repositories)
+    )
   const usage = UsageWriter.UsageWriter.layerWith({
     flushIntervalMs: settings.usageFlushIntervalMs,
     maxBatch: settings.usageMaxBatch,
@@ -78,7 +81,9 @@ export const services = (settings: Settings, file: ConfigFile) => {
     leaseIdleMs: settings.leaseIdleMs,
     leaseCoverSeconds: settings.leaseCoverSeconds
   })
-  const caches = Layer.mergeAll(Caches.KeyCache.layer, Caches.CatalogCache.layer).pipe(Layer.provideMerge(Caches.Baseline.layer))
+  const caches = Layer.mergeAll(Caches.KeyCache.layer, Caches.CatalogCache.layer).pipe(
+    Layer.provideMerge(Caches.Baseline.layer)
+  )
   const ports = Caches.ports.pipe(Layer.provide(caches))
   // Upstream calls, probes and key health: the health service probes through the channel probe and
   // reads channels from the catalog port.
@@ -164,7 +169,9 @@ export const DEAD_NODE_AFTER_MS = 60_000
  *
  * @category layers
  */
-export const sweeper = (nodeId: string): Layer.Layer<never, never, Accounts.Accounts | Database.Dialect | UsageWriter.UsageWriter> =>
+export const sweeper = (
+  nodeId: string
+): Layer.Layer<never, never, Accounts.Accounts | Database.Dialect | UsageWriter.UsageWriter> =>
   Layer.effectDiscard(Effect.gen(function*() {
     // Built after the writer, which writes the charges an earlier run left in the journal (against
     // that run's leases) before the sweep below releases those leases.
@@ -173,7 +180,9 @@ export const sweeper = (nodeId: string): Layer.Layer<never, never, Accounts.Acco
     const dialect = yield* Database.Dialect
     const report = (released: number) =>
       released > 0
-        ? Effect.logWarning("released balance holds and leases left by processes that died").pipe(Effect.annotateLogs({ released }))
+        ? Effect.logWarning("released balance holds and leases left by processes that died").pipe(
+          Effect.annotateLogs({ released })
+        )
         : Effect.void
     yield* accounts.heartbeat(nodeId).pipe(Effect.orDie)
     yield* accounts.sweepHolds({ nodeId }).pipe(Effect.flatMap(report), Effect.orDie)
@@ -187,7 +196,11 @@ export const sweeper = (nodeId: string): Layer.Layer<never, never, Accounts.Acco
       Effect.andThen(outage.succeeded),
       Effect.catchCause(outage.failed)
     )
-    yield* Effect.sleep(Duration.millis(HEARTBEAT_INTERVAL_MS)).pipe(Effect.andThen(tick), Effect.forever, Effect.forkScoped)
+    yield* Effect.sleep(Duration.millis(HEARTBEAT_INTERVAL_MS)).pipe(
+      Effect.andThen(tick),
+      Effect.forever,
+      Effect.forkScoped
+    )
   }))
 
 /**
@@ -196,7 +209,9 @@ export const sweeper = (nodeId: string): Layer.Layer<never, never, Accounts.Acco
  *
  * @category layers
  */
-export const extensions = (settings: Settings): Layer.Layer<Gateway.Extensions, never, AdminApi.Requirements | MetricsExport> =>
+export const extensions = (
+  settings: Settings
+): Layer.Layer<Gateway.Extensions, never, AdminApi.Requirements | MetricsExport> =>
   Layer.effect(
     Gateway.Extensions,
     Effect.gen(function*() {
@@ -252,8 +267,10 @@ export const layer = (settings: Settings, file: ConfigFile) => {
 class ShutdownState extends Context.Service<ShutdownState, Ref.Ref<boolean>>()("modelgate/node-http/ShutdownState") {}
 
 const draining = Layer.effectContext(
-  Effect.map(Ref.make(false), (flag) =>
-    Context.make(ShutdownState, flag).pipe(Context.add(Gateway.Draining, { draining: Ref.get(flag) })))
+  Effect.map(
+    Ref.make(false),
+    (flag) => Context.make(ShutdownState, flag).pipe(Context.add(Gateway.Draining, { draining: Ref.get(flag) }))
+  )
 )
 
 /**
@@ -272,7 +289,10 @@ export const drainOnShutdown = (settings: Settings): Layer.Layer<never, never, S
       Effect.gen(function*() {
         yield* Ref.set(flag, true)
         yield* Effect.logInfo("shutting down: /readyz answers 503; in-flight calls may finish").pipe(
-          Effect.annotateLogs({ delay_seconds: settings.shutdownDelaySeconds, grace_seconds: settings.shutdownGraceSeconds })
+          Effect.annotateLogs({
+            delay_seconds: settings.shutdownDelaySeconds,
+            grace_seconds: settings.shutdownGraceSeconds
+          })
         )
         if (settings.shutdownDelaySeconds > 0) yield* Effect.sleep(Duration.seconds(settings.shutdownDelaySeconds))
       })
@@ -297,5 +317,14 @@ export const logging = (settings: Settings) =>
           flush: (lines) => Effect.sync(() => process.stdout.write(lines.join("\n") + "\n"))
         })
     ]),
-    Layer.succeed(References.MinimumLogLevel, settings.logLevel === "debug" ? "Debug" : settings.logLevel === "warning" ? "Warn" : settings.logLevel === "error" ? "Error" : "Info")
+    Layer.succeed(
+      References.MinimumLogLevel,
+      settings.logLevel === "debug"
+        ? "Debug"
+        : settings.logLevel === "warning"
+        ? "Warn"
+        : settings.logLevel === "error"
+        ? "Error"
+        : "Info"
+    )
   )

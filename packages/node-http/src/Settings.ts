@@ -8,8 +8,8 @@
  * @since 0.1.0
  */
 import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
-import * as Database from "@modelgate/store/Database"
 import { defaults as engineDefaults, type EngineSettings } from "@modelgate/engine/Settings"
+import * as Database from "@modelgate/store/Database"
 import * as Secrets from "@modelgate/store/Secrets"
 import { Context, Effect, Redacted, Result } from "effect"
 import { hostname } from "node:os"
@@ -140,13 +140,19 @@ export const resolveSettings = (
     const address = parseListen(listen)
     if (address === undefined) {
       return yield* new ConfigError({
-        message: `${originOf(listenEnv, "MODELGATE_LISTEN", "listen", options.source)}: expected HOST:PORT such as 127.0.0.1:8080, got '${listen}'`
+        message: `${
+          originOf(listenEnv, "MODELGATE_LISTEN", "listen", options.source)
+        }: expected HOST:PORT such as 127.0.0.1:8080, got '${listen}'`
       })
     }
     const databaseEnv = nonEmpty(env["MODELGATE_DATABASE"])
     const database = databaseEnv ?? file.database ?? defaults.database
     yield* Database.parseUrl(database).pipe(
-      Effect.mapError((error) => new ConfigError({ message: `${originOf(databaseEnv, "MODELGATE_DATABASE", "database", options.source)}: ${error.message}` }))
+      Effect.mapError((error) =>
+        new ConfigError({
+          message: `${originOf(databaseEnv, "MODELGATE_DATABASE", "database", options.source)}: ${error.message}`
+        })
+      )
     )
     const secretEnv = nonEmpty(env["MODELGATE_SECRET"])
     const weakSecret = secretEnv === undefined ? undefined : Secrets.weakSecret(secretEnv)
@@ -159,12 +165,17 @@ export const resolveSettings = (
     const metricsEnv = nonEmpty(env["MODELGATE_METRICS_TOKEN"])
     if (metricsEnv !== undefined && metricsEnv.length < MIN_METRICS_TOKEN) {
       return yield* new ConfigError({
-        message: `Invalid MODELGATE_METRICS_TOKEN: it must be at least ${MIN_METRICS_TOKEN} characters (scrapers send it as a bearer token; use a random one)`
+        message:
+          `Invalid MODELGATE_METRICS_TOKEN: it must be at least ${MIN_METRICS_TOKEN} characters (scrapers send it as a bearer token; use a random one)`
       })
     }
     const metricsToken = metricsEnv ?? file.metrics?.token
     const secretFile = file.secret_file ?? defaultSecretFile(database)
-    const shownHost = address.host === "0.0.0.0" || address.host === "::" ? "127.0.0.1" : address.host.includes(":") ? `[${address.host}]` : address.host
+    const shownHost = address.host === "0.0.0.0" || address.host === "::"
+      ? "127.0.0.1"
+      : address.host.includes(":")
+      ? `[${address.host}]`
+      : address.host
     return {
       configSource: options.source,
       host: address.host,
@@ -175,7 +186,11 @@ export const resolveSettings = (
       redisKeyPrefix: file.redis_key_prefix ?? defaults.redisKeyPrefix,
       rateLimitWindowMs: file.rate_limits?.window_ms ?? defaults.rateLimitWindowMs,
       rateLimitsPerModel: file.rate_limits?.per_model ?? defaults.rateLimitsPerModel,
-      publicUrl: file.public_url !== undefined ? file.public_url.replace(/\/+$/, "") : address.port === 0 ? null : `http://${shownHost}:${address.port}`,
+      publicUrl: file.public_url !== undefined
+        ? file.public_url.replace(/\/+$/, "")
+        : address.port === 0
+        ? null
+        : `http://${shownHost}:${address.port}`,
       trustedProxies,
       secret: secretEnv !== undefined ? Redacted.make(secretEnv) : null,
       secretFile,
@@ -210,7 +225,8 @@ export const resolveSettings = (
  *
  * @category resolving
  */
-export const nonEmpty = (value: string | undefined): string | undefined => value === undefined || value.length === 0 ? undefined : value
+export const nonEmpty = (value: string | undefined): string | undefined =>
+  value === undefined || value.length === 0 ? undefined : value
 
 /** Where a bad value came from, for messages: the variable, or the field of the configuration. */
 const originOf = (fromEnv: string | undefined, variable: string, field: string, source: string): string =>

@@ -88,7 +88,9 @@ const discard = (body: UndiciBody): void => {
 
 /** The earlier of the two deadlines, and its kind. */
 const firstDeadline = (at: Deadlines) =>
-  at.total < at.firstByte ? { at: at.total, kind: "total-timeout" as const } : { at: at.firstByte, kind: "first-byte-timeout" as const }
+  at.total < at.firstByte
+    ? { at: at.total, kind: "total-timeout" as const }
+    : { at: at.firstByte, kind: "first-byte-timeout" as const }
 
 /** An Undici response body as the engine's `ResponseBody`. */
 /**
@@ -166,9 +168,8 @@ export const bodyOf = (body: UndiciBody, at: Deadlines): ResponseBody => {
   const next = Effect.callback<Uint8Array | undefined, TransportError>((resume) => {
     if (body.readableEnded) return resume(Effect.undefined)
     const deadline = firstDeadline(at)
-    let timer: ReturnType<typeof setTimeout> | undefined
     const cleanup = () => {
-      if (timer !== undefined) clearTimeout(timer)
+      clearTimeout(timer)
       body.off("readable", onReadable)
       body.off("end", onEnd)
       body.off("error", onError)
@@ -187,7 +188,7 @@ export const bodyOf = (body: UndiciBody, at: Deadlines): ResponseBody => {
       cleanup()
       resume(Effect.fail(transportFailure(error, at, "body")))
     }
-    timer = setTimeout(() => {
+    const timer = setTimeout(() => {
       cleanup()
       discard(body)
       resume(Effect.fail(new TransportError({ kind: deadline.kind })))
@@ -262,7 +263,9 @@ export const layer: Layer.Layer<Transport> = Layer.effect(
   Transport,
   Effect.gen(function*() {
     const agents = new Map<number, Agent>()
-    yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([...agents.values()].map((agent) => agent.destroy()))))
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(() => Promise.all([...agents.values()].map((agent) => agent.destroy())))
+    )
     const agentFor = (channel: Domain.Channel): Agent => {
       const connectMs = channel.timeouts.connectMs
       let agent = agents.get(connectMs)

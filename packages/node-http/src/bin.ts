@@ -12,15 +12,30 @@ import { Cause, Console, Effect, Exit } from "effect"
 import { Command } from "effect/cli"
 import * as Cli from "./Cli.ts"
 
-const operatorErrors = new Set(["ConfigError", "SecretError", "InvalidDatabaseUrl", "InvalidInput", "ResourceNotFound", "Conflict", "SqlError", "ServeError", "JournalError"])
+const operatorErrors = new Set([
+  "ConfigError",
+  "SecretError",
+  "InvalidDatabaseUrl",
+  "InvalidInput",
+  "ResourceNotFound",
+  "Conflict",
+  "SqlError",
+  "ServeError",
+  "JournalError"
+])
 
 Cli.make(process.env).pipe(
   Command.run({ version: "0.1.0" }),
   Effect.provide(NodeServices.layer),
   Effect.catchCause((cause) => {
     const failure = cause.reasons.find((reason) => reason._tag === "Fail")
-    const error = failure?._tag === "Fail" ? failure.error as { readonly _tag?: string; readonly message?: string } : undefined
-    if (error !== undefined && (operatorErrors.has(error._tag ?? "") || error instanceof Error) && typeof error.message === "string" && error.message.length > 0) {
+    const error = failure?._tag === "Fail"
+      ? failure.error as { readonly _tag?: string; readonly message?: string }
+      : undefined
+    if (
+      error !== undefined && (operatorErrors.has(error._tag ?? "") || error instanceof Error) &&
+      typeof error.message === "string" && error.message.length > 0
+    ) {
       return Console.error(`modelgate: ${error.message}`).pipe(Effect.andThen(Effect.sync(() => process.exitCode = 1)))
     }
     return Effect.failCause(cause)
@@ -30,5 +45,3 @@ Cli.make(process.env).pipe(
     teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause) ? 0 : 1)
   })
 )
-
-

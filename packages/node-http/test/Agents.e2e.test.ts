@@ -34,10 +34,39 @@ const codex = join(modules, ".bin", "codex")
  * redacted from what the gateway relays, as every channel header value is).
  */
 const channels = (upstream: string, tool: string, suffix: string): NonNullable<ConfigFile["channels"]> => [
-  { name: `openai-${suffix}`, type: "openai", base_url: `${upstream}/v1`, api_key: "sk-up", models: [`gpt-${suffix}`], model_map: { [`gpt-${suffix}`]: `gpt-4o-mini-call-${tool}` } },
-  { name: `gemini-${suffix}`, type: "gemini", base_url: upstream, api_key: "g-up", models: [`gemini-${suffix}`], model_map: { [`gemini-${suffix}`]: `gemini-2.5-flash-call-${tool}` } },
-  { name: `claude-${suffix}`, type: "anthropic", base_url: upstream, api_key: "a-up", models: [`claude-${suffix}`], model_map: { [`claude-${suffix}`]: `claude-sonnet-4-5-call-${tool}` } },
-  { name: `responses-${suffix}`, type: "openai", base_url: `${upstream}/v1`, api_key: "sk-up", responses: true, models: [`gpt-5-${suffix}`], model_map: { [`gpt-5-${suffix}`]: `gpt-5-call-${tool}` } }
+  {
+    name: `openai-${suffix}`,
+    type: "openai",
+    base_url: `${upstream}/v1`,
+    api_key: "sk-up",
+    models: [`gpt-${suffix}`],
+    model_map: { [`gpt-${suffix}`]: `gpt-4o-mini-call-${tool}` }
+  },
+  {
+    name: `gemini-${suffix}`,
+    type: "gemini",
+    base_url: upstream,
+    api_key: "g-up",
+    models: [`gemini-${suffix}`],
+    model_map: { [`gemini-${suffix}`]: `gemini-2.5-flash-call-${tool}` }
+  },
+  {
+    name: `claude-${suffix}`,
+    type: "anthropic",
+    base_url: upstream,
+    api_key: "a-up",
+    models: [`claude-${suffix}`],
+    model_map: { [`claude-${suffix}`]: `claude-sonnet-4-5-call-${tool}` }
+  },
+  {
+    name: `responses-${suffix}`,
+    type: "openai",
+    base_url: `${upstream}/v1`,
+    api_key: "sk-up",
+    responses: true,
+    models: [`gpt-5-${suffix}`],
+    model_map: { [`gpt-5-${suffix}`]: `gpt-5-call-${tool}` }
+  }
 ]
 
 const config = (upstream: string): ConfigFile => {
@@ -45,7 +74,14 @@ const config = (upstream: string): ConfigFile => {
     { name: "openai", type: "openai" as const, base_url: `${upstream}/v1`, api_key: "sk-up", models: ["gpt-4o-mini"] },
     { name: "gemini", type: "gemini" as const, base_url: upstream, api_key: "g-up", models: ["gemini-2.5-flash"] },
     { name: "claude", type: "anthropic" as const, base_url: upstream, api_key: "a-up", models: ["claude-sonnet-4-5"] },
-    { name: "responses", type: "openai" as const, base_url: `${upstream}/v1`, api_key: "sk-up", responses: true, models: ["gpt-5"] },
+    {
+      name: "responses",
+      type: "openai" as const,
+      base_url: `${upstream}/v1`,
+      api_key: "sk-up",
+      responses: true,
+      models: ["gpt-5"]
+    },
     ...channels(upstream, "Read", "read"),
     ...channels(upstream, "exec_command", "exec")
   ]
@@ -80,8 +116,13 @@ interface Run {
 /** Runs a client with its standard input closed (codex exec would otherwise wait to read more of the prompt from it). */
 const run = (file: string, args: ReadonlyArray<string>, env: Record<string, string>) =>
   new Promise<Run>((resolve) => {
-    const child = execFile(file, args, { cwd: join(dir, "work"), timeout: 90_000, env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...env } }, (error, stdout, stderr) =>
-      resolve({ code: error === null ? 0 : (error as { code?: number }).code ?? 1, out: `${stdout}\n${stderr}` }))
+    const child = execFile(
+      file,
+      args,
+      { cwd: join(dir, "work"), timeout: 90_000, env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...env } },
+      (error, stdout, stderr) =>
+        resolve({ code: error === null ? 0 : (error as { code?: number }).code ?? 1, out: `${stdout}\n${stderr}` })
+    )
     child.stdin?.end()
   })
 
@@ -135,13 +176,23 @@ describe("Claude Code (claude -p) through the gateway", () => {
       assert.strictEqual(result.code, 0, result.out)
       // The fake upstream answers a tool result by quoting it: Claude Code ran Read and sent its result back.
       assert.include(result.out, "The tool Read returned")
-      assert.isDefined(since(from).find((r) => JSON.stringify(r.body).includes(kind.result)), "the tool's result went upstream")
+      assert.isDefined(
+        since(from).find((r) => JSON.stringify(r.body).includes(kind.result)),
+        "the tool's result went upstream"
+      )
     })
   }
 })
 
 describe("Codex CLI (codex exec, wire_api = responses) through the gateway", () => {
-  for (const kind of [...kinds, { label: "an OpenAI channel marked responses (relayed)", plain: "gpt-5", suffix: "gpt-5", result: "\"function_call_output\"" }]) {
+  for (
+    const kind of [...kinds, {
+      label: "an OpenAI channel marked responses (relayed)",
+      plain: "gpt-5",
+      suffix: "gpt-5",
+      result: "\"function_call_output\""
+    }]
+  ) {
     it(`answers a prompt through ${kind.label}`, async () => {
       const result = await codexExec("Say hello", kind.plain)
       assert.strictEqual(result.code, 0, result.out)
@@ -158,7 +209,10 @@ describe("Codex CLI (codex exec, wire_api = responses) through the gateway", () 
       // environment message and the prompt into one user turn, whose text then starts with the environment: the
       // command is not the prompt there, but it ran and its output came back all the same.
       if (kind.suffix === "gpt" || kind.suffix === "gpt-5") assert.include(result.out, "pineapple", result.out)
-      assert.isDefined(since(from).find((r) => JSON.stringify(r.body).includes(kind.result)), "the command's output went upstream")
+      assert.isDefined(
+        since(from).find((r) => JSON.stringify(r.body).includes(kind.result)),
+        "the command's output went upstream"
+      )
     })
   }
 })

@@ -12,8 +12,8 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { GoogleGenAI } from "@google/genai"
-import OpenAI from "openai"
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
+import OpenAI from "openai"
 import type { ConfigFile } from "../src/ConfigFile.ts"
 import { settledBooks } from "./support/Databases.ts"
 import { startGateway, type TestGateway } from "./support/Gateway.ts"
@@ -37,9 +37,29 @@ const config = (cacheUpstream: string) => (upstream: string): ConfigFile => ({
       models: ["claude-sonnet-4", "claude-tools", "claude-cut"],
       model_map: { "claude-tools": "claude-sonnet-4-tools", "claude-cut": "claude-sonnet-4-cut-3" }
     },
-    { name: "claude-limited", type: "anthropic", base_url: upstream, api_key: UPSTREAM_KEY, models: ["claude-limited"], headers: { "x-fake-fail": "429" } },
-    { name: "claude-broken", type: "anthropic", base_url: upstream, api_key: UPSTREAM_KEY, models: ["claude-broken"], headers: { "x-fake-fail": "500" } },
-    { name: "claude-cache", type: "anthropic", base_url: cacheUpstream, api_key: UPSTREAM_KEY, models: ["claude-cached", "claude-overloaded"] }
+    {
+      name: "claude-limited",
+      type: "anthropic",
+      base_url: upstream,
+      api_key: UPSTREAM_KEY,
+      models: ["claude-limited"],
+      headers: { "x-fake-fail": "429" }
+    },
+    {
+      name: "claude-broken",
+      type: "anthropic",
+      base_url: upstream,
+      api_key: UPSTREAM_KEY,
+      models: ["claude-broken"],
+      headers: { "x-fake-fail": "500" }
+    },
+    {
+      name: "claude-cache",
+      type: "anthropic",
+      base_url: cacheUpstream,
+      api_key: UPSTREAM_KEY,
+      models: ["claude-cached", "claude-overloaded"]
+    }
   ],
   models: {
     "claude-sonnet-4": PRICES,
@@ -61,7 +81,12 @@ const config = (cacheUpstream: string) => (upstream: string): ConfigFile => ({
 // ---------------------------------------------------------------------------
 
 /** What the imitation reports: 10 fresh input tokens, 20 written to the cache, 1000 read from it, 5 output. */
-const CACHE_USAGE = { input_tokens: 10, cache_creation_input_tokens: 20, cache_read_input_tokens: 1000, output_tokens: 5 }
+const CACHE_USAGE = {
+  input_tokens: 10,
+  cache_creation_input_tokens: 20,
+  cache_read_input_tokens: 1000,
+  output_tokens: 5
+}
 
 interface Seen {
   readonly path: string
@@ -82,23 +107,67 @@ const startCacheUpstream = async () => {
       const body = JSON.parse(text) as Record<string, unknown>
       seen.push({ path: req.url ?? "", headers: req.headers, body })
       const model = String(body.model)
-      const message = { id: "msg_cache1", type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null }
+      const message = {
+        id: "msg_cache1",
+        type: "message",
+        role: "assistant",
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null
+      }
       if (body.stream !== true) {
         res.writeHead(200, { "content-type": "application/json" })
-        res.end(JSON.stringify({ ...message, content: [{ type: "text", text: "cached answer" }], stop_reason: "end_turn", usage: CACHE_USAGE }))
+        res.end(
+          JSON.stringify({
+            ...message,
+            content: [{ type: "text", text: "cached answer" }],
+            stop_reason: "end_turn",
+            usage: CACHE_USAGE
+          })
+        )
         return
       }
       res.writeHead(200, { "content-type": "text/event-stream" })
-      res.write(event("message_start", { type: "message_start", message: { ...message, usage: { ...CACHE_USAGE, output_tokens: 1 } } }))
-      res.write(event("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }))
-      res.write(event("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "cached " } }))
+      res.write(
+        event("message_start", {
+          type: "message_start",
+          message: { ...message, usage: { ...CACHE_USAGE, output_tokens: 1 } }
+        })
+      )
+      res.write(
+        event("content_block_start", {
+          type: "content_block_start",
+          index: 0,
+          content_block: { type: "text", text: "" }
+        })
+      )
+      res.write(
+        event("content_block_delta", {
+          type: "content_block_delta",
+          index: 0,
+          delta: { type: "text_delta", text: "cached " }
+        })
+      )
       if (model === "claude-overloaded") {
         res.end(event("error", { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }))
         return
       }
-      res.write(event("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "answer" } }))
+      res.write(
+        event("content_block_delta", {
+          type: "content_block_delta",
+          index: 0,
+          delta: { type: "text_delta", text: "answer" }
+        })
+      )
       res.write(event("content_block_stop", { type: "content_block_stop", index: 0 }))
-      res.write(event("message_delta", { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: 5 } }))
+      res.write(
+        event("message_delta", {
+          type: "message_delta",
+          delta: { stop_reason: "end_turn", stop_sequence: null },
+          usage: { output_tokens: 5 }
+        })
+      )
       res.end(event("message_stop", { type: "message_stop" }))
     })
   })
@@ -130,7 +199,9 @@ const parseUsd = (text: string): bigint => {
 const usdNanos = (usd: number): bigint => BigInt(Math.round(usd * 1e9))
 
 /** The list cost (group ratio 1) of a usage, rounded up to a whole nano-dollar as the gateway charges. */
-const expectedCost = (usage: { readonly prompt: number; readonly completion: number; readonly cached: number }): bigint => {
+const expectedCost = (
+  usage: { readonly prompt: number; readonly completion: number; readonly cached: number }
+): bigint => {
   const uncached = BigInt(usage.prompt - usage.cached)
   const exact = uncached * usdNanos(PRICES.input) + BigInt(usage.cached) * usdNanos(PRICES.cached_input) +
     BigInt(usage.completion) * usdNanos(PRICES.output)
@@ -152,7 +223,9 @@ afterAll(async () => {
 })
 
 const balance = async (): Promise<bigint> => {
-  const me = await (await fetch(`${gateway.url}/api/me`, { headers: { authorization: `Bearer ${KEY}` } })).json() as { balance_usd: string }
+  const me = await (await fetch(`${gateway.url}/api/me`, { headers: { authorization: `Bearer ${KEY}` } })).json() as {
+    balance_usd: string
+  }
   return parseUsd(me.balance_usd)
 }
 
@@ -183,7 +256,10 @@ const lastAnthropicRequest = () => {
 
 const tools = [{
   type: "function" as const,
-  function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } }
+  function: {
+    name: "get_weather",
+    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
+  }
 }]
 
 describe("openai SDK calling a model served by an anthropic channel", () => {
@@ -212,7 +288,8 @@ describe("openai SDK calling a model served by an anthropic channel", () => {
     const usage = completion.usage!
     assert.isAbove(usage.prompt_tokens, 0)
     assert.isAbove(usage.completion_tokens, 0)
-    const expected = before - expectedCost({ prompt: usage.prompt_tokens, completion: usage.completion_tokens, cached: 0 })
+    const expected = before -
+      expectedCost({ prompt: usage.prompt_tokens, completion: usage.completion_tokens, cached: 0 })
     assert.strictEqual(await balanceSettledAt(expected), expected)
   })
 
@@ -241,12 +318,17 @@ describe("openai SDK calling a model served by an anthropic channel", () => {
     // The fake upstream counts one completion token per streamed word; the final count comes from message_delta.
     assert.strictEqual(usage?.completion_tokens, text.split(" ").length)
     assert.isAbove(usage?.prompt_tokens ?? 0, 0)
-    const expected = before - expectedCost({ prompt: usage!.prompt_tokens, completion: usage!.completion_tokens, cached: 0 })
+    const expected = before -
+      expectedCost({ prompt: usage!.prompt_tokens, completion: usage!.completion_tokens, cached: 0 })
     assert.strictEqual(await balanceSettledAt(expected), expected)
   })
 
   it("a tool call, its result, and the answer that uses it", async () => {
-    const first = await openai().chat.completions.create({ model: "claude-tools", messages: [{ role: "user", content: "weather in Paris?" }], tools })
+    const first = await openai().chat.completions.create({
+      model: "claude-tools",
+      messages: [{ role: "user", content: "weather in Paris?" }],
+      tools
+    })
     const call = first.choices[0]!.message.tool_calls?.[0]
     assert.strictEqual(first.choices[0]!.finish_reason, "tool_calls")
     assert.strictEqual(call?.type, "function")
@@ -269,9 +351,16 @@ describe("openai SDK calling a model served by an anthropic channel", () => {
     assert.strictEqual(second.choices[0]!.finish_reason, "stop")
     assert.strictEqual(second.choices[0]!.message.content, "The tool get_weather returned: {\"temperature\": 21}")
     // The upstream got the call as a tool_use block and the result as a tool_result with the same id.
-    const messages = (lastAnthropicRequest().body as { messages: Array<{ role: string; content: Array<Record<string, unknown>> }> }).messages
+    const messages =
+      (lastAnthropicRequest().body as { messages: Array<{ role: string; content: Array<Record<string, unknown>> }> })
+        .messages
     assert.deepStrictEqual(messages.map((m) => m.role), ["user", "assistant", "user"])
-    assert.deepStrictEqual(messages[1]!.content, [{ type: "tool_use", id: call.id, name: "get_weather", input: { city: "weather in Paris?" } }])
+    assert.deepStrictEqual(messages[1]!.content, [{
+      type: "tool_use",
+      id: call.id,
+      name: "get_weather",
+      input: { city: "weather in Paris?" }
+    }])
     assert.strictEqual(messages[2]!.content[0]!.type, "tool_result")
     assert.strictEqual(messages[2]!.content[0]!.tool_use_id, call.id)
   })
@@ -307,7 +396,11 @@ describe("openai SDK calling a model served by an anthropic channel", () => {
   it("upstream 429 and 500 come back as OpenAI errors, stream or not", async () => {
     for (const stream of [false, true]) {
       try {
-        await openai().chat.completions.create({ model: "claude-limited", messages: [{ role: "user", content: "hi" }], stream })
+        await openai().chat.completions.create({
+          model: "claude-limited",
+          messages: [{ role: "user", content: "hi" }],
+          stream
+        })
         assert.fail("expected a rate limit")
       } catch (error) {
         assert.instanceOf(error, OpenAI.RateLimitError)
@@ -317,7 +410,11 @@ describe("openai SDK calling a model served by an anthropic channel", () => {
         assert.strictEqual(e.headers.get("retry-after"), "1")
       }
       try {
-        await openai().chat.completions.create({ model: "claude-broken", messages: [{ role: "user", content: "hi" }], stream })
+        await openai().chat.completions.create({
+          model: "claude-broken",
+          messages: [{ role: "user", content: "hi" }],
+          stream
+        })
         assert.fail("expected an upstream failure")
       } catch (error) {
         assert.instanceOf(error, OpenAI.InternalServerError)
@@ -331,13 +428,17 @@ describe("openai SDK calling a model served by an anthropic channel", () => {
 
   it("a failed call costs nothing", async () => {
     const before = await balance()
-    await openai().chat.completions.create({ model: "claude-broken", messages: [{ role: "user", content: "hi" }] }).catch(() => undefined)
+    await openai().chat.completions.create({ model: "claude-broken", messages: [{ role: "user", content: "hi" }] })
+      .catch(() => undefined)
     assert.strictEqual(await balance(), before)
   })
 
   it("bills cache reads at the cached price and cache writes as input: prompt tokens include both", async () => {
     const before = await balance()
-    const completion = await openai().chat.completions.create({ model: "claude-cached", messages: [{ role: "user", content: "hi" }] })
+    const completion = await openai().chat.completions.create({
+      model: "claude-cached",
+      messages: [{ role: "user", content: "hi" }]
+    })
     assert.strictEqual(completion.choices[0]!.message.content, "cached answer")
     const usage = completion.usage!
     assert.strictEqual(usage.prompt_tokens, 10 + 20 + 1000)
@@ -367,7 +468,11 @@ describe("openai SDK calling a model served by an anthropic channel", () => {
     }
     assert.strictEqual(text, "cached answer")
     assert.deepStrictEqual(
-      { prompt: streamed?.prompt_tokens, cached: streamed?.prompt_tokens_details?.cached_tokens, completion: streamed?.completion_tokens },
+      {
+        prompt: streamed?.prompt_tokens,
+        cached: streamed?.prompt_tokens_details?.cached_tokens,
+        completion: streamed?.completion_tokens
+      },
       { prompt: 1030, cached: 1000, completion: 5 }
     )
     assert.strictEqual(await balanceSettledAt(streamBefore - cost), streamBefore - cost)
@@ -399,7 +504,11 @@ describe("openai SDK calling a model served by an anthropic channel", () => {
     const response = await fetch(`${gateway.url}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: "claude-cut", stream: true, messages: [{ role: "user", content: "one two three four five" }] })
+      body: JSON.stringify({
+        model: "claude-cut",
+        stream: true,
+        messages: [{ role: "user", content: "one two three four five" }]
+      })
     })
     assert.strictEqual(response.status, 200)
     const text = await response.text()
@@ -417,15 +526,23 @@ describe("@google/genai SDK calling a model served by an anthropic channel", () 
 
   it("generateContent, charged from the upstream's usage", async () => {
     const before = await balance()
-    const response = await genai().models.generateContent({ model: "claude-sonnet-4", contents, config: { systemInstruction: "Be brief." } })
-    assert.strictEqual(response.text, "Hello from fake-upstream (model claude-sonnet-4). You said: Hello from a Gemini client")
+    const response = await genai().models.generateContent({
+      model: "claude-sonnet-4",
+      contents,
+      config: { systemInstruction: "Be brief." }
+    })
+    assert.strictEqual(
+      response.text,
+      "Hello from fake-upstream (model claude-sonnet-4). You said: Hello from a Gemini client"
+    )
     assert.strictEqual(response.candidates?.[0]?.finishReason, "STOP")
     const sent = lastAnthropicRequest().body as { system: unknown }
     assert.deepStrictEqual(sent.system, [{ type: "text", text: "Be brief." }])
     const usage = response.usageMetadata!
     assert.isAbove(usage.promptTokenCount ?? 0, 0)
     assert.isAbove(usage.candidatesTokenCount ?? 0, 0)
-    const expected = before - expectedCost({ prompt: usage.promptTokenCount!, completion: usage.candidatesTokenCount!, cached: 0 })
+    const expected = before -
+      expectedCost({ prompt: usage.promptTokenCount!, completion: usage.candidatesTokenCount!, cached: 0 })
     assert.strictEqual(await balanceSettledAt(expected), expected)
   })
 
@@ -460,7 +577,11 @@ describe("@google/genai SDK calling a model served by an anthropic channel", () 
 
   it("a functionCall with an id, and its functionResponse sent back as the matching tool_result", async () => {
     const question = "What is the weather in Paris?"
-    const response = await genai().models.generateContent({ model: "claude-tools", contents: question, config: weather })
+    const response = await genai().models.generateContent({
+      model: "claude-tools",
+      contents: question,
+      config: weather
+    })
     const call = response.functionCalls?.[0]
     assert.strictEqual(call?.name, "get_weather")
     assert.match(call?.id ?? "", /^toolu_fake\d+$/)
@@ -472,11 +593,16 @@ describe("@google/genai SDK calling a model served by an anthropic channel", () 
       contents: [
         { role: "user", parts: [{ text: question }] },
         { role: "model", parts: [{ functionCall: call! }] },
-        { role: "user", parts: [{ functionResponse: { id: call!.id!, name: "get_weather", response: { temperature: 21 } } }] }
+        {
+          role: "user",
+          parts: [{ functionResponse: { id: call!.id!, name: "get_weather", response: { temperature: 21 } } }]
+        }
       ]
     })
     assert.match(answer.text ?? "", /^The tool get_weather returned: .*21/)
-    const messages = (lastAnthropicRequest().body as { messages: Array<{ role: string; content: Array<Record<string, unknown>> }> }).messages
+    const messages =
+      (lastAnthropicRequest().body as { messages: Array<{ role: string; content: Array<Record<string, unknown>> }> })
+        .messages
     assert.deepStrictEqual(messages.map((m) => m.role), ["user", "assistant", "user"])
     assert.strictEqual(messages[1]!.content[0]!.id, call!.id)
     assert.strictEqual(messages[2]!.content[0]!.type, "tool_result")
@@ -484,8 +610,14 @@ describe("@google/genai SDK calling a model served by an anthropic channel", () 
   })
 
   it("a streamed functionCall with an id", async () => {
-    const stream = await genai().models.generateContentStream({ model: "claude-tools", contents: "weather?", config: weather })
-    const calls: Array<{ id?: string | undefined; name?: string | undefined; args?: Record<string, unknown> | undefined }> = []
+    const stream = await genai().models.generateContentStream({
+      model: "claude-tools",
+      contents: "weather?",
+      config: weather
+    })
+    const calls: Array<
+      { id?: string | undefined; name?: string | undefined; args?: Record<string, unknown> | undefined }
+    > = []
     for await (const chunk of stream) calls.push(...(chunk.functionCalls ?? []))
     assert.strictEqual(calls.length, 1)
     assert.strictEqual(calls[0]!.name, "get_weather")
@@ -526,9 +658,11 @@ describe("@google/genai SDK calling a model served by an anthropic channel", () 
 
 describe("the channel probe on an anthropic channel", () => {
   const probe = async (name: string, model?: string) => {
-    const channels = await (await fetch(`${gateway.url}/api/admin/channels`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } })).json() as {
-      data: Array<{ id: string; name: string }>
-    }
+    const channels =
+      await (await fetch(`${gateway.url}/api/admin/channels`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } }))
+        .json() as {
+          data: Array<{ id: string; name: string }>
+        }
     const id = channels.data.find((c) => c.name === name)!.id
     const response = await fetch(`${gateway.url}/api/admin/channels/${id}/test`, {
       method: "POST",
@@ -546,7 +680,11 @@ describe("the channel probe on an anthropic channel", () => {
     assert.match(result.message, /^claude-sonnet-4-tools answered/)
     const sent = lastAnthropicRequest()
     assert.strictEqual(sent.headers["x-api-key"], UPSTREAM_KEY)
-    assert.deepStrictEqual(sent.body, { model: "claude-sonnet-4-tools", max_tokens: 1, messages: [{ role: "user", content: [{ type: "text", text: "ping" }] }] })
+    assert.deepStrictEqual(sent.body, {
+      model: "claude-sonnet-4-tools",
+      max_tokens: 1,
+      messages: [{ role: "user", content: [{ type: "text", text: "ping" }] }]
+    })
   })
 
   it("reports an upstream failure with the classified message", async () => {

@@ -52,7 +52,13 @@ const config = (cacheUpstream: string) => (upstream: string): ConfigFile => ({
       models: ["claude-sonnet-4-5", "claude-tools", "claude-cut"],
       model_map: { "claude-tools": "claude-sonnet-4-5-tools", "claude-cut": "claude-sonnet-4-5-cut-3" }
     },
-    { name: "claude-cache", type: "anthropic", base_url: cacheUpstream, api_key: UPSTREAM_KEY, models: ["claude-cached"] }
+    {
+      name: "claude-cache",
+      type: "anthropic",
+      base_url: cacheUpstream,
+      api_key: UPSTREAM_KEY,
+      models: ["claude-cached"]
+    }
   ],
   models: {
     "gpt-4o-mini": { input: 0.15, output: 0.6 },
@@ -80,7 +86,12 @@ const config = (cacheUpstream: string) => (upstream: string): ConfigFile => ({
 // ---------------------------------------------------------------------------
 
 /** 10 fresh input tokens, 20 written to the cache, 1000 read from it, 5 output. */
-const CACHE_USAGE = { input_tokens: 10, cache_creation_input_tokens: 20, cache_read_input_tokens: 1000, output_tokens: 5 }
+const CACHE_USAGE = {
+  input_tokens: 10,
+  cache_creation_input_tokens: 20,
+  cache_read_input_tokens: 1000,
+  output_tokens: 5
+}
 
 const startCacheUpstream = async () => {
   const seen: Array<{ readonly headers: IncomingHttpHeaders; readonly body: string }> = []
@@ -92,18 +103,56 @@ const startCacheUpstream = async () => {
     req.on("end", () => {
       seen.push({ headers: req.headers, body: text })
       const body = JSON.parse(text) as { model: string; stream?: boolean }
-      const message = { id: "msg_cache1", type: "message", role: "assistant", model: body.model, content: [], stop_reason: null, stop_sequence: null }
+      const message = {
+        id: "msg_cache1",
+        type: "message",
+        role: "assistant",
+        model: body.model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null
+      }
       if (body.stream !== true) {
         res.writeHead(200, { "content-type": "application/json" })
-        res.end(JSON.stringify({ ...message, content: [{ type: "text", text: "cached answer" }], stop_reason: "end_turn", usage: CACHE_USAGE }))
+        res.end(
+          JSON.stringify({
+            ...message,
+            content: [{ type: "text", text: "cached answer" }],
+            stop_reason: "end_turn",
+            usage: CACHE_USAGE
+          })
+        )
         return
       }
       res.writeHead(200, { "content-type": "text/event-stream" })
-      res.write(event("message_start", { type: "message_start", message: { ...message, usage: { ...CACHE_USAGE, output_tokens: 1 } } }))
-      res.write(event("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }))
-      res.write(event("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "cached answer" } }))
+      res.write(
+        event("message_start", {
+          type: "message_start",
+          message: { ...message, usage: { ...CACHE_USAGE, output_tokens: 1 } }
+        })
+      )
+      res.write(
+        event("content_block_start", {
+          type: "content_block_start",
+          index: 0,
+          content_block: { type: "text", text: "" }
+        })
+      )
+      res.write(
+        event("content_block_delta", {
+          type: "content_block_delta",
+          index: 0,
+          delta: { type: "text_delta", text: "cached answer" }
+        })
+      )
       res.write(event("content_block_stop", { type: "content_block_stop", index: 0 }))
-      res.write(event("message_delta", { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: 5 } }))
+      res.write(
+        event("message_delta", {
+          type: "message_delta",
+          delta: { stop_reason: "end_turn", stop_sequence: null },
+          usage: { output_tokens: 5 }
+        })
+      )
       res.end(event("message_stop", { type: "message_stop" }))
     })
   })
@@ -139,7 +188,9 @@ const parseUsd = (text: string): bigint => {
   return BigInt(whole!) * NANOS_PER_USD + BigInt(fraction.padEnd(9, "0"))
 }
 const balance = async (): Promise<bigint> => {
-  const me = await (await fetch(`${gateway.url}/api/me`, { headers: { authorization: `Bearer ${KEY}` } })).json() as { balance_usd: string }
+  const me = await (await fetch(`${gateway.url}/api/me`, { headers: { authorization: `Bearer ${KEY}` } })).json() as {
+    balance_usd: string
+  }
   return parseUsd(me.balance_usd)
 }
 /** The balance once the last call settled (a stream settles just after its last byte). */
@@ -155,14 +206,28 @@ const usdNanos = (usd: number): bigint => BigInt(Math.round(usd * 1e9))
 /** Sonnet's cost of a usage, rounded up once to a nano-dollar as the gateway charges. */
 const sonnetCost = (u: { fresh: number; read: number; written: number; output: number }): bigint =>
   (BigInt(u.fresh) * usdNanos(SONNET.input) + BigInt(u.read) * usdNanos(SONNET.cached_input) +
-    BigInt(u.written) * usdNanos(SONNET.cache_write) + BigInt(u.output) * usdNanos(SONNET.output) + 999_999n) / 1_000_000n
+    BigInt(u.written) * usdNanos(SONNET.cache_write) + BigInt(u.output) * usdNanos(SONNET.output) + 999_999n) /
+  1_000_000n
 
 /** The usage records of a model (prompt, cached, cache-write tokens, cost), once `count` were written (records are written in batches). */
 const usageRecords = async (model: string, count: number) => {
   const read = () =>
-    runSql(gateway.database, (sql) =>
-      Effect.map(sql`SELECT prompt_tokens, cached_tokens, cache_write_tokens, cost_nanos FROM usage_records WHERE model = ${model} ORDER BY created_at`, (rows) =>
-        rows.map((r) => [Number(r.prompt_tokens), Number(r.cached_tokens), Number(r.cache_write_tokens), BigInt(r.cost_nanos as bigint)])))
+    runSql(
+      gateway.database,
+      (sql) =>
+        Effect.map(
+          sql`SELECT prompt_tokens, cached_tokens, cache_write_tokens, cost_nanos FROM usage_records WHERE model = ${model} ORDER BY created_at`,
+          (rows) =>
+            rows.map((
+              r
+            ) => [
+              Number(r.prompt_tokens),
+              Number(r.cached_tokens),
+              Number(r.cache_write_tokens),
+              BigInt(r.cost_nanos as bigint)
+            ])
+        )
+    )
   let rows = await read()
   for (let i = 0; i < 100 && rows.length < count; i++) {
     await new Promise((r) => setTimeout(r, 50))
@@ -203,7 +268,10 @@ for (const channel of channels) {
       assert.strictEqual(message.model, channel.model)
       assert.strictEqual(message.stop_reason, "end_turn")
       const text = message.content.map((b) => b.type === "text" ? b.text : "").join("")
-      assert.strictEqual(text, `Hello from fake-upstream (model ${channel.model}). You said: Hello from an Anthropic client`)
+      assert.strictEqual(
+        text,
+        `Hello from fake-upstream (model ${channel.model}). You said: Hello from an Anthropic client`
+      )
       assert.isAbove(message.usage.input_tokens, 0)
       assert.isAbove(message.usage.output_tokens, 0)
       const sent = since(from)
@@ -221,7 +289,11 @@ for (const channel of channels) {
     })
 
     it("messages.stream: Anthropic's exact event sequence, and the final message", async () => {
-      const stream = client().messages.stream({ model: channel.model, max_tokens: 256, messages: [{ role: "user", content: "stream this" }] })
+      const stream = client().messages.stream({
+        model: channel.model,
+        max_tokens: 256,
+        messages: [{ role: "user", content: "stream this" }]
+      })
       const types: Array<string> = []
       let started: number | undefined
       stream.on("streamEvent", (event) => {
@@ -247,10 +319,17 @@ for (const channel of channels) {
 
     it("a tool loop: tool_use (streamed as input_json_delta), then the tool_result answered", async () => {
       const question = "weather in Paris?"
-      const stream = client().messages.stream({ model: channel.tools, max_tokens: 256, tools: [weather], messages: [{ role: "user", content: question }] })
+      const stream = client().messages.stream({
+        model: channel.tools,
+        max_tokens: 256,
+        tools: [weather],
+        messages: [{ role: "user", content: question }]
+      })
       const deltas: Array<string> = []
       stream.on("streamEvent", (event) => {
-        if (event.type === "content_block_delta" && event.delta.type === "input_json_delta") deltas.push(event.delta.partial_json)
+        if (event.type === "content_block_delta" && event.delta.type === "input_json_delta") {
+          deltas.push(event.delta.partial_json)
+        }
       })
       const first = await stream.finalMessage()
       assert.strictEqual(first.stop_reason, "tool_use")
@@ -272,7 +351,9 @@ for (const channel of channels) {
         ]
       })
       assert.strictEqual(answer.stop_reason, "end_turn")
-      assert.deepStrictEqual(answer.content.map((b) => b.type === "text" ? b.text : ""), ["The tool get_weather returned: 21 degrees"])
+      assert.deepStrictEqual(answer.content.map((b) => b.type === "text" ? b.text : ""), [
+        "The tool get_weather returned: 21 degrees"
+      ])
     })
 
     it("countTokens: a count for the prompt, never billed", async () => {
@@ -286,7 +367,10 @@ for (const channel of channels) {
       })
       assert.isAbove(counted.input_tokens, 0)
       // An Anthropic channel counts; other channels' models are counted locally.
-      assert.deepStrictEqual(since(from).map((r) => r.path), channel.dialect === "anthropic" ? ["/v1/messages/count_tokens"] : [])
+      assert.deepStrictEqual(
+        since(from).map((r) => r.path),
+        channel.dialect === "anthropic" ? ["/v1/messages/count_tokens"] : []
+      )
       assert.strictEqual(await balance(), before)
     })
 
@@ -305,7 +389,12 @@ for (const channel of channels) {
 describe("Gemini 3 thought signatures", () => {
   it("a function call's signature rides in its tool_use id, and the next turn gives Gemini the real one back", async () => {
     const question = "weather in Rome?"
-    const first = await client().messages.create({ model: "gemini-3-tools", max_tokens: 256, tools: [weather], messages: [{ role: "user", content: question }] })
+    const first = await client().messages.create({
+      model: "gemini-3-tools",
+      max_tokens: 256,
+      tools: [weather],
+      messages: [{ role: "user", content: question }]
+    })
     const call = first.content.find((b): b is Anthropic.ToolUseBlock => b.type === "tool_use")!
     assert.match(call.id, /^mgsg_[A-Za-z0-9_-]+$/)
     const issued = gateway.upstream.requests.at(-1)!.seq
@@ -320,8 +409,11 @@ describe("Gemini 3 thought signatures", () => {
         { role: "user", content: [{ type: "tool_result", tool_use_id: call.id, content: "sunny" }] }
       ]
     })
-    assert.deepStrictEqual(answer.content.map((b) => b.type === "text" ? b.text : ""), ["The tool get_weather returned: sunny"])
-    const contents = (since(from)[0]!.body as { contents: Array<{ role: string; parts: Array<Record<string, unknown>> }> }).contents
+    assert.deepStrictEqual(answer.content.map((b) => b.type === "text" ? b.text : ""), [
+      "The tool get_weather returned: sunny"
+    ])
+    const contents =
+      (since(from)[0]!.body as { contents: Array<{ role: string; parts: Array<Record<string, unknown>> }> }).contents
     const call0 = contents.find((c) => c.role === "model")!.parts[0]!
     // The signature the fake upstream issued for that call (not Google's skip placeholder) went back.
     assert.strictEqual(call0.thoughtSignature, Buffer.from(`fake-thought:${issued}:get_weather`).toString("base64"))
@@ -340,7 +432,12 @@ describe("the relay to an Anthropic channel", () => {
     }
     const response = await fetch(`${gateway.url}/v1/messages?beta=true`, {
       method: "POST",
-      headers: { "x-api-key": KEY, "anthropic-version": "2023-06-01", "anthropic-beta": "context-management-2025-06-27", "content-type": "application/json" },
+      headers: {
+        "x-api-key": KEY,
+        "anthropic-version": "2023-06-01",
+        "anthropic-beta": "context-management-2025-06-27",
+        "content-type": "application/json"
+      },
       body: JSON.stringify(body)
     })
     assert.strictEqual(response.status, 200)
@@ -356,11 +453,24 @@ describe("the relay to an Anthropic channel", () => {
 describe("thinking budgets on other channels", () => {
   it("a budget becomes an OpenAI reasoning model's effort, and Gemini's thinkingConfig with thoughts", async () => {
     const from = gateway.upstream.requests.length
-    await client().messages.create({ model: "o3-mini", max_tokens: 16_000, thinking: { type: "enabled", budget_tokens: 8_000 }, messages: [{ role: "user", content: "think" }] })
-    await client().messages.create({ model: "gemini-2.5-flash", max_tokens: 16_000, thinking: { type: "enabled", budget_tokens: 8_000 }, messages: [{ role: "user", content: "think" }] })
+    await client().messages.create({
+      model: "o3-mini",
+      max_tokens: 16_000,
+      thinking: { type: "enabled", budget_tokens: 8_000 },
+      messages: [{ role: "user", content: "think" }]
+    })
+    await client().messages.create({
+      model: "gemini-2.5-flash",
+      max_tokens: 16_000,
+      thinking: { type: "enabled", budget_tokens: 8_000 },
+      messages: [{ role: "user", content: "think" }]
+    })
     const [openai, gemini] = since(from).map((r) => r.body as Record<string, unknown>)
     assert.strictEqual(openai!.reasoning_effort, "medium")
-    assert.deepStrictEqual((gemini!.generationConfig as Record<string, unknown>).thinkingConfig, { thinkingBudget: 8000, includeThoughts: true })
+    assert.deepStrictEqual((gemini!.generationConfig as Record<string, unknown>).thinkingConfig, {
+      thinkingBudget: 8000,
+      includeThoughts: true
+    })
   })
 
   it("a base64 image reaches a Gemini model as inlineData", async () => {
@@ -368,7 +478,13 @@ describe("thinking budgets on other channels", () => {
     await client().messages.create({
       model: "gemini-2.5-flash",
       max_tokens: 64,
-      messages: [{ role: "user", content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } }, { type: "text", text: "what is it?" }] }]
+      messages: [{
+        role: "user",
+        content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } }, {
+          type: "text",
+          text: "what is it?"
+        }]
+      }]
     })
     const parts = ((since(from)[0]!.body as { contents: Array<{ parts: Array<unknown> }> }).contents[0]!).parts
     assert.deepStrictEqual(parts[0], { inlineData: { mimeType: "image/png", data: "iVBORw0KGgo=" } })
@@ -377,13 +493,27 @@ describe("thinking budgets on other channels", () => {
 
 describe("errors in Anthropic's envelope", () => {
   it("a wrong key is 401 authentication_error; an unknown model 404 not_found_error naming it", async () => {
-    const wrong = await client("sk-nope-0000000000000000000000000000").messages.create({ model: "gpt-4o-mini", max_tokens: 8, messages: [{ role: "user", content: "x" }] })
+    const wrong = await client("sk-nope-0000000000000000000000000000").messages.create({
+      model: "gpt-4o-mini",
+      max_tokens: 8,
+      messages: [{ role: "user", content: "x" }]
+    })
       .then(() => undefined, (e: unknown) => e)
     assert.instanceOf(wrong, Anthropic.AuthenticationError)
-    assert.strictEqual(((wrong as InstanceType<typeof Anthropic.AuthenticationError>).error as { error: { type: string } }).error.type, "authentication_error")
-    const unknown = await client().messages.create({ model: "claude-9", max_tokens: 8, messages: [{ role: "user", content: "x" }] }).then(() => undefined, (e: unknown) => e)
+    assert.strictEqual(
+      ((wrong as InstanceType<typeof Anthropic.AuthenticationError>).error as { error: { type: string } }).error.type,
+      "authentication_error"
+    )
+    const unknown = await client().messages.create({
+      model: "claude-9",
+      max_tokens: 8,
+      messages: [{ role: "user", content: "x" }]
+    }).then(() => undefined, (e: unknown) => e)
     assert.instanceOf(unknown, Anthropic.NotFoundError)
-    const body = (unknown as InstanceType<typeof Anthropic.NotFoundError>).error as { type: string; error: { type: string; message: string } }
+    const body = (unknown as InstanceType<typeof Anthropic.NotFoundError>).error as {
+      type: string
+      error: { type: string; message: string }
+    }
     assert.strictEqual(body.type, "error")
     assert.strictEqual(body.error.type, "not_found_error")
     assert.include(body.error.message, "claude-9")
@@ -398,10 +528,21 @@ describe("errors in Anthropic's envelope", () => {
     assert.strictEqual(bad.status, 400)
     assert.deepStrictEqual(await bad.json(), {
       type: "error",
-      error: { type: "invalid_request_error", message: "'max_tokens' is required: a positive integer (the most tokens the answer may have)." }
+      error: {
+        type: "invalid_request_error",
+        message: "'max_tokens' is required: a positive integer (the most tokens the answer may have)."
+      }
     })
-    await client(SLOW_KEY).messages.create({ model: "gpt-4o-mini", max_tokens: 8, messages: [{ role: "user", content: "x" }] })
-    const limited = await client(SLOW_KEY).messages.create({ model: "gpt-4o-mini", max_tokens: 8, messages: [{ role: "user", content: "x" }] })
+    await client(SLOW_KEY).messages.create({
+      model: "gpt-4o-mini",
+      max_tokens: 8,
+      messages: [{ role: "user", content: "x" }]
+    })
+    const limited = await client(SLOW_KEY).messages.create({
+      model: "gpt-4o-mini",
+      max_tokens: 8,
+      messages: [{ role: "user", content: "x" }]
+    })
       .then(() => undefined, (e: unknown) => e)
     assert.instanceOf(limited, Anthropic.RateLimitError)
     const error = limited as InstanceType<typeof Anthropic.RateLimitError>
@@ -418,7 +559,9 @@ describe("money", () => {
     let expected = await balance()
     for (const stream of [false, true]) {
       const request = { model: "claude-cached", max_tokens: 64, messages: [{ role: "user" as const, content: "hi" }] }
-      const message = stream ? await client().messages.stream(request).finalMessage() : await client().messages.create(request)
+      const message = stream
+        ? await client().messages.stream(request).finalMessage()
+        : await client().messages.create(request)
       assert.strictEqual(message.usage.cache_creation_input_tokens, 20)
       assert.strictEqual(message.usage.cache_read_input_tokens, 1000)
       expected -= cost
@@ -432,7 +575,12 @@ describe("money", () => {
     const response = await fetch(`${gateway.url}/v1/messages`, {
       method: "POST",
       headers: { "x-api-key": KEY, "content-type": "application/json" },
-      body: JSON.stringify({ model: "claude-cut", max_tokens: 64, stream: true, messages: [{ role: "user", content: "one two three four five" }] })
+      body: JSON.stringify({
+        model: "claude-cut",
+        max_tokens: 64,
+        stream: true,
+        messages: [{ role: "user", content: "one two three four five" }]
+      })
     })
     assert.strictEqual(response.status, 200)
     const text = await response.text()

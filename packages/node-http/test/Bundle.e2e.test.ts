@@ -37,25 +37,32 @@ beforeAll(async () => {
   const port = await freePort()
   url = `http://127.0.0.1:${port}`
   config = join(dir, "modelgate.yaml")
-  writeFileSync(config, [
-    `listen: 127.0.0.1:${port}`,
-    `database: sqlite:${join(dir, "gateway.db")}`,
-    "log_level: warning",
-    "metrics: {token: bundle-metrics-token-0123456789}",
-    "channels:",
-    `  - {name: openai, type: openai, base_url: ${upstream.url}/v1, api_key: sk-up, models: [gpt-4o-mini]}`,
-    `  - {name: gemini, type: gemini, base_url: ${upstream.url}, api_key: g-up, models: [gemini-2.5-flash]}`,
-    "models:",
-    "  gpt-4o-mini: {input: 0.15, output: 0.6}",
-    "  gemini-2.5-flash: {input: 0.3, output: 2.5}",
-    "users:",
-    `  - {name: root, role: admin, password: ${PASSWORD}, balance: 10, keys: [{name: k, secret: ${KEY}}]}`,
-    ""
-  ].join("\n"))
+  writeFileSync(
+    config,
+    [
+      `listen: 127.0.0.1:${port}`,
+      `database: sqlite:${join(dir, "gateway.db")}`,
+      "log_level: warning",
+      "metrics: {token: bundle-metrics-token-0123456789}",
+      "channels:",
+      `  - {name: openai, type: openai, base_url: ${upstream.url}/v1, api_key: sk-up, models: [gpt-4o-mini]}`,
+      `  - {name: gemini, type: gemini, base_url: ${upstream.url}, api_key: g-up, models: [gemini-2.5-flash]}`,
+      "models:",
+      "  gpt-4o-mini: {input: 0.15, output: 0.6}",
+      "  gemini-2.5-flash: {input: 0.3, output: 2.5}",
+      "users:",
+      `  - {name: root, role: admin, password: ${PASSWORD}, balance: 10, keys: [{name: k, secret: ${KEY}}]}`,
+      ""
+    ].join("\n")
+  )
   server = spawn(process.execPath, [bundle, "serve", "--config", config], {
     stdio: ["ignore", "pipe", "pipe"],
     // Copied away from the checkout, the bundle is told where the console's files are.
-    env: { ...process.env, MODELGATE_SECRET: "bundle-test-secret-0123456789abcdef", ...(consoleBuilt ? { MODELGATE_CONSOLE_DIR: consoleDir } : {}) }
+    env: {
+      ...process.env,
+      MODELGATE_SECRET: "bundle-test-secret-0123456789abcdef",
+      ...(consoleBuilt ? { MODELGATE_CONSOLE_DIR: consoleDir } : {})
+    }
   })
   server.stdout!.on("data", (d) => output += d)
   server.stderr!.on("data", (d) => output += d)
@@ -118,7 +125,9 @@ describe("the production bundle", () => {
   })
 
   it("serves /metrics to its token", async () => {
-    const metrics = await fetch(`${url}/metrics`, { headers: { authorization: "Bearer bundle-metrics-token-0123456789" } })
+    const metrics = await fetch(`${url}/metrics`, {
+      headers: { authorization: "Bearer bundle-metrics-token-0123456789" }
+    })
     assert.strictEqual(metrics.status, 200)
     assert.include(await metrics.text(), "# TYPE modelgate_requests_total counter")
   })
@@ -130,7 +139,15 @@ describe("the production bundle", () => {
   })
 
   it("runs a CLI command against the same database", async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, [bundle, "keys", "list", "--config", config, "--user", "root"], {
+    const { stdout } = await promisify(execFile)(process.execPath, [
+      bundle,
+      "keys",
+      "list",
+      "--config",
+      config,
+      "--user",
+      "root"
+    ], {
       env: { ...process.env, MODELGATE_SECRET: "bundle-test-secret-0123456789abcdef" }
     })
     assert.include(stdout, "k")

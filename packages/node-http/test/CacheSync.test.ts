@@ -9,6 +9,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { type Domain, Invalidation } from "@modelgate/core"
 import * as CacheChanges from "@modelgate/store/CacheChanges"
+import { Baseline, CatalogCache, KeyCache } from "@modelgate/store/Caches"
 import * as Keys from "@modelgate/store/Keys"
 import * as Secrets from "@modelgate/store/Secrets"
 import * as Store from "@modelgate/store/Store"
@@ -19,7 +20,6 @@ import { TestClock } from "effect/testing"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Baseline, CatalogCache, KeyCache } from "@modelgate/store/Caches"
 import * as CacheSync from "../src/CacheSync.ts"
 import { hasRedisServer, needsRedisServer, privateRedis } from "./support/Redis.ts"
 
@@ -205,20 +205,23 @@ const scriptedKeys = (script: {
 }) =>
   KeyCache.layer.pipe(
     Layer.provide(Layer.mergeAll(
-      Layer.succeed(Keys.Keys, Keys.Keys.of({
-        create: () => unused,
-        update: () => unused,
-        findById: () => unused,
-        list: () => unused,
-        setEnabled: () => unused,
-        revoke: () => unused,
-        remove: () => unused,
-        findByHash: script.findByHash,
-        loadAll: Effect.suspend(script.loadAll),
-        loadByIds: script.loadByIds,
-        loadByUsers: () => unused,
-        touchLastUsed: () => Effect.void
-      })),
+      Layer.succeed(
+        Keys.Keys,
+        Keys.Keys.of({
+          create: () => unused,
+          update: () => unused,
+          findById: () => unused,
+          list: () => unused,
+          setEnabled: () => unused,
+          revoke: () => unused,
+          remove: () => unused,
+          findByHash: script.findByHash,
+          loadAll: Effect.suspend(script.loadAll),
+          loadByIds: script.loadByIds,
+          loadByUsers: () => unused,
+          touchLastUsed: () => Effect.void
+        })
+      ),
       Layer.succeed(Secrets.KeyHasher, Secrets.KeyHasher.of({ hash: (secret) => `hash:${secret}` })),
       Layer.succeed(Baseline, { seq: 0 })
     ))

@@ -28,7 +28,10 @@ describe("configuration errors", () => {
           "Invalid configuration in gateway.yaml:\n  at users[0].keys[0].secret: Expected a key secret: 'sk-' followed by at least 17 more characters (20 or more in all), without spaces"
         )
       }
-      const ok = yield* ConfigFile.parse("users:\n  - name: a\n    keys:\n      - {name: k, secret: sk-abcdefghijklmnopq}\n", SOURCE)
+      const ok = yield* ConfigFile.parse(
+        "users:\n  - name: a\n    keys:\n      - {name: k, secret: sk-abcdefghijklmnopq}\n",
+        SOURCE
+      )
       assert.strictEqual(ok.users?.[0]?.keys?.[0]?.secret, "sk-abcdefghijklmnopq")
     }))
 
@@ -47,10 +50,23 @@ describe("configuration errors", () => {
 
   it.effect("the store refuses a short password too, naming the field", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(Provision.apply({ users: [{ name: "a", password: "a" }] }, { configSource: SOURCE } as never)).pipe(
-        Effect.provide(Layer.fresh(Store.layer({ url: "sqlite::memory:", masterKey: { secret: Redacted.make("config-test-secret-0123456789") }, nodeId: "t" })))
+      const error = yield* Effect.flip(
+        Provision.apply({ users: [{ name: "a", password: "a" }] }, { configSource: SOURCE } as never)
+      ).pipe(
+        Effect.provide(
+          Layer.fresh(
+            Store.layer({
+              url: "sqlite::memory:",
+              masterKey: { secret: Redacted.make("config-test-secret-0123456789") },
+              nodeId: "t"
+            })
+          )
+        )
       )
-      assert.strictEqual(error.message, "Invalid configuration in gateway.yaml:\n  at users[0].password: a console password needs 8 to 256 characters (this one has 1)")
+      assert.strictEqual(
+        error.message,
+        "Invalid configuration in gateway.yaml:\n  at users[0].password: a console password needs 8 to 256 characters (this one has 1)"
+      )
     }))
 
   it.effect("a weak MODELGATE_SECRET is refused, naming the variable and the rule", () =>
@@ -69,11 +85,16 @@ describe("configuration errors", () => {
 
   it.effect("wrong types and unknown fields name the path and what was expected", () =>
     Effect.gen(function*() {
-      const error = yield* parseError("listen: 5\nchannels:\n  - {name: x, type: opneai, base_url: u, models: [a]}\nusers:\n  - {name: a, bogus: 1}\n")
+      const error = yield* parseError(
+        "listen: 5\nchannels:\n  - {name: x, type: opneai, base_url: u, models: [a]}\nusers:\n  - {name: a, bogus: 1}\n"
+      )
       assert.include(error.message, "Invalid configuration in gateway.yaml:")
       assert.include(error.message, "at listen: Expected string")
       assert.include(error.message, "at channels[0].type: Expected \"openai\" | \"gemini\" | \"anthropic\" | \"azure\"")
-      assert.include(error.message, "at users[0].bogus: Unknown field (check its spelling; docs/configuration.md lists every field)")
+      assert.include(
+        error.message,
+        "at users[0].bogus: Unknown field (check its spelling; docs/configuration.md lists every field)"
+      )
     }))
 
   it.effect("a bad database or listen value names the file, the field and the accepted forms", () =>
@@ -82,11 +103,17 @@ describe("configuration errors", () => {
       assert.match(database.message, /^Invalid configuration in gateway\.yaml:\n {2}at database: /)
       assert.include(database.message, "Accepted forms: 'sqlite:PATH'")
       const listen = yield* Effect.flip(settings({ listen: "localhost" }))
-      assert.strictEqual(listen.message, "Invalid configuration in gateway.yaml:\n  at listen: expected HOST:PORT such as 127.0.0.1:8080, got 'localhost'")
+      assert.strictEqual(
+        listen.message,
+        "Invalid configuration in gateway.yaml:\n  at listen: expected HOST:PORT such as 127.0.0.1:8080, got 'localhost'"
+      )
       const fromEnv = yield* Effect.flip(settings({}, { MODELGATE_DATABASE: "sqlite:" }))
       assert.match(fromEnv.message, /^Invalid MODELGATE_DATABASE: The database URL 'sqlite:' has no file path/)
       const listenEnv = yield* Effect.flip(settings({}, { MODELGATE_LISTEN: "host:port" }))
-      assert.strictEqual(listenEnv.message, "Invalid MODELGATE_LISTEN: expected HOST:PORT such as 127.0.0.1:8080, got 'host:port'")
+      assert.strictEqual(
+        listenEnv.message,
+        "Invalid MODELGATE_LISTEN: expected HOST:PORT such as 127.0.0.1:8080, got 'host:port'"
+      )
     }))
 })
 
@@ -94,14 +121,30 @@ describe("environment overrides", () => {
   it.effect("MODELGATE_LISTEN and MODELGATE_DATABASE override the file", () =>
     Effect.gen(function*() {
       const file: ConfigFile.ConfigFile = { listen: "127.0.0.1:8080", database: "sqlite:from-file.db" }
-      const resolved = yield* settings(file, { MODELGATE_LISTEN: "0.0.0.0:9999", MODELGATE_DATABASE: "postgres://u@db:5432/x" })
-      assert.deepStrictEqual([resolved.host, resolved.port, resolved.database], ["0.0.0.0", 9999, "postgres://u@db:5432/x"])
+      const resolved = yield* settings(file, {
+        MODELGATE_LISTEN: "0.0.0.0:9999",
+        MODELGATE_DATABASE: "postgres://u@db:5432/x"
+      })
+      assert.deepStrictEqual([resolved.host, resolved.port, resolved.database], [
+        "0.0.0.0",
+        9999,
+        "postgres://u@db:5432/x"
+      ])
     }))
 
   it.effect("an empty variable counts as unset, for every variable alike", () =>
     Effect.gen(function*() {
-      const file: ConfigFile.ConfigFile = { listen: "127.0.0.1:8181", database: "sqlite:from-file.db", redis: "redis://file:6379" }
-      const resolved = yield* settings(file, { MODELGATE_LISTEN: "", MODELGATE_DATABASE: "", MODELGATE_REDIS: "", MODELGATE_SECRET: "" })
+      const file: ConfigFile.ConfigFile = {
+        listen: "127.0.0.1:8181",
+        database: "sqlite:from-file.db",
+        redis: "redis://file:6379"
+      }
+      const resolved = yield* settings(file, {
+        MODELGATE_LISTEN: "",
+        MODELGATE_DATABASE: "",
+        MODELGATE_REDIS: "",
+        MODELGATE_SECRET: ""
+      })
       assert.deepStrictEqual(
         [resolved.port, resolved.database, resolved.redis, resolved.secret],
         [8181, "sqlite:from-file.db", "redis://file:6379", null]
@@ -115,7 +158,11 @@ describe("the store's refusals, in the file's terms", () => {
     groups: [{ name: "vip", ratioMicros: 1n }, { name: "default", ratioMicros: 1n }],
     models: [{ id: "gpt-4o" }],
     aliases: [{ pattern: "gpt-*", target: "gpt-4o" }],
-    keys: [{ user: "a", name: "x", group: "default" }, { user: "b", name: "y", group: "default" }, { user: "b", name: "z", group: "default" }]
+    keys: [{ user: "a", name: "x", group: "default" }, { user: "b", name: "y", group: "default" }, {
+      user: "b",
+      name: "z",
+      group: "default"
+    }]
   } as never
   const file: ConfigFile.ConfigFile = {
     users: [{ name: "a", keys: [{ name: "x" }] }, { name: "b", keys: [{ name: "y" }, { name: "z" }] }]
@@ -139,7 +186,11 @@ describe("the store's refusals, in the file's terms", () => {
     for (const [store, config] of cases) assert.strictEqual(Provision.configPath(store, input, file), config, store)
   })
 
-  const store = Store.layer({ url: "sqlite::memory:", masterKey: { secret: Redacted.make("config-test-secret-0123456789") }, nodeId: "t" })
+  const store = Store.layer({
+    url: "sqlite::memory:",
+    masterKey: { secret: Redacted.make("config-test-secret-0123456789") },
+    nodeId: "t"
+  })
   const apply = (config: ConfigFile.ConfigFile) =>
     Effect.flip(Provision.apply(config, { configSource: SOURCE } as never)).pipe(Effect.provide(Layer.fresh(store)))
 
@@ -147,17 +198,46 @@ describe("the store's refusals, in the file's terms", () => {
     Effect.gen(function*() {
       const duplicate = yield* apply({ users: [{ name: "a" }, { name: "b", keys: [{ name: "k" }, { name: "k" }] }] })
       assert.strictEqual(duplicate._tag, "ConfigError")
-      assert.strictEqual(duplicate.message, "Invalid configuration in gateway.yaml:\n  at users[1].keys[1].name: 'b/k' is declared twice")
-      const url = yield* apply({ channels: [{ name: "c", type: "openai", base_url: "ftp://x/v1", api_key: "k", models: ["m"] }] })
-      assert.strictEqual(url.message, "Invalid configuration in gateway.yaml:\n  at channels[0].base_url: expected an http(s) URL, got 'ftp://x/v1'")
+      assert.strictEqual(
+        duplicate.message,
+        "Invalid configuration in gateway.yaml:\n  at users[1].keys[1].name: 'b/k' is declared twice"
+      )
+      const url = yield* apply({
+        channels: [{ name: "c", type: "openai", base_url: "ftp://x/v1", api_key: "k", models: ["m"] }]
+      })
+      assert.strictEqual(
+        url.message,
+        "Invalid configuration in gateway.yaml:\n  at channels[0].base_url: expected an http(s) URL, got 'ftp://x/v1'"
+      )
     }))
 
   it.effect("only an openai channel may relay Responses calls; a cache_write price is read like the others", () =>
     Effect.gen(function*() {
-      const gemini = yield* Effect.flip(Provision.toInput({ channels: [{ name: "g", type: "gemini", base_url: "https://g.test", api_key: "k", models: ["m"], responses: true }] }, SOURCE))
-      assert.strictEqual(gemini.message, "Invalid configuration in gateway.yaml:\n  at channels[0].responses: only an openai channel can relay Responses API calls (this one is gemini)")
+      const gemini = yield* Effect.flip(
+        Provision.toInput({
+          channels: [{
+            name: "g",
+            type: "gemini",
+            base_url: "https://g.test",
+            api_key: "k",
+            models: ["m"],
+            responses: true
+          }]
+        }, SOURCE)
+      )
+      assert.strictEqual(
+        gemini.message,
+        "Invalid configuration in gateway.yaml:\n  at channels[0].responses: only an openai channel can relay Responses API calls (this one is gemini)"
+      )
       const input = yield* Provision.toInput({
-        channels: [{ name: "o", type: "openai", base_url: "https://o.test/v1", api_key: "k", models: ["claude"], responses: true }],
+        channels: [{
+          name: "o",
+          type: "openai",
+          base_url: "https://o.test/v1",
+          api_key: "k",
+          models: ["claude"],
+          responses: true
+        }],
         models: { claude: { input: 3, output: 15, cached_input: 0.3, cache_write: 3.75 } }
       }, SOURCE)
       assert.strictEqual(input.channels?.[0]?.responses, true)

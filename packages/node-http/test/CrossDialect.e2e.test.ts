@@ -33,7 +33,16 @@ const config = (upstream: string): ConfigFile => ({
       type: "openai",
       base_url: `${upstream}/v1`,
       api_key: "k",
-      models: ["gpt-4o-mini", "o3-mini", "tool-model", "vllm-model", "rejecting-model", "broken-model", "limited-model", "text-embedding-3-small"],
+      models: [
+        "gpt-4o-mini",
+        "o3-mini",
+        "tool-model",
+        "vllm-model",
+        "rejecting-model",
+        "broken-model",
+        "limited-model",
+        "text-embedding-3-small"
+      ],
       model_map: {
         "tool-model": "gpt-tools",
         "vllm-model": "my-vllm-model",
@@ -77,7 +86,12 @@ const gemini = (model: string, body: unknown, action = "generateContent") =>
   })
 
 interface GeminiError {
-  readonly error: { readonly code: number; readonly status: string; readonly message: string; readonly details?: Array<Record<string, unknown>> }
+  readonly error: {
+    readonly code: number
+    readonly status: string
+    readonly message: string
+    readonly details?: Array<Record<string, unknown>>
+  }
 }
 
 /** The body the fake upstream received last (the gateway's translation). */
@@ -85,18 +99,31 @@ const lastSent = () => gateway.upstream.requests.at(-1)!.body as Record<string, 
 
 const weather = [{
   type: "function" as const,
-  function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } }
+  function: {
+    name: "get_weather",
+    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
+  }
 }]
 
 describe("an OpenAI client of a Gemini 3 model keeps its thought signatures across turns", () => {
   const upstreamCall = () => {
-    const sent = lastSent() as { contents: Array<{ role: string; parts: Array<{ functionCall?: { id?: string; name: string }; thoughtSignature?: string }> }> }
-    return sent.contents.filter((c) => c.role === "model").flatMap((c) => c.parts).find((p) => p.functionCall !== undefined)
+    const sent = lastSent() as {
+      contents: Array<
+        { role: string; parts: Array<{ functionCall?: { id?: string; name: string }; thoughtSignature?: string }> }
+      >
+    }
+    return sent.contents.filter((c) => c.role === "model").flatMap((c) => c.parts).find((p) =>
+      p.functionCall !== undefined
+    )
   }
 
   it("non-stream: the signature rides in the tool-call id and is sent back to Gemini, not the placeholder", async () => {
     const question = [{ role: "user" as const, content: "Weather in Paris?" }]
-    const first = await openai().chat.completions.create({ model: "gemini-3-tools", messages: question, tools: weather })
+    const first = await openai().chat.completions.create({
+      model: "gemini-3-tools",
+      messages: question,
+      tools: weather
+    })
     const message = first.choices[0]!.message
     const call = message.tool_calls![0]!
     assert.strictEqual(first.choices[0]!.finish_reason, "tool_calls")
@@ -117,7 +144,12 @@ describe("an OpenAI client of a Gemini 3 model keeps its thought signatures acro
 
   it("stream: the streamed call's id carries the signature too", async () => {
     const question = [{ role: "user" as const, content: "Weather in Rome?" }]
-    const stream = await openai().chat.completions.create({ model: "gemini-3-tools", messages: question, tools: weather, stream: true })
+    const stream = await openai().chat.completions.create({
+      model: "gemini-3-tools",
+      messages: question,
+      tools: weather,
+      stream: true
+    })
     let callId = ""
     let name = ""
     let args = ""
@@ -135,7 +167,11 @@ describe("an OpenAI client of a Gemini 3 model keeps its thought signatures acro
       stream: true,
       messages: [
         ...question,
-        { role: "assistant", content: null, tool_calls: [{ id: callId, type: "function", function: { name, arguments: args } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: callId, type: "function", function: { name, arguments: args } }]
+        },
         { role: "tool", tool_call_id: callId, content: "sunny" }
       ]
     })
@@ -151,7 +187,11 @@ describe("an OpenAI client of a Gemini 3 model keeps its thought signatures acro
       tools: weather,
       messages: [
         { role: "user", content: "Weather?" },
-        { role: "assistant", content: null, tool_calls: [{ id: "call_mine", type: "function", function: { name: "get_weather", arguments: "{}" } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "call_mine", type: "function", function: { name: "get_weather", arguments: "{}" } }]
+        },
         { role: "tool", tool_call_id: "call_mine", content: "rain" }
       ]
     })
@@ -166,7 +206,12 @@ describe("a Gemini client of an OpenAI model gets what OpenAI would refuse trans
       model: "tool-model",
       contents: "Find issue 12",
       config: {
-        tools: [{ functionDeclarations: [{ name: "github.get_issue", parametersJsonSchema: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] } }] }]
+        tools: [{
+          functionDeclarations: [{
+            name: "github.get_issue",
+            parametersJsonSchema: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] }
+          }]
+        }]
       }
     })
     assert.strictEqual(response.functionCalls?.[0]?.name, "github.get_issue")
@@ -208,7 +253,9 @@ describe("a Gemini client of an OpenAI model gets what OpenAI would refuse trans
     assert.strictEqual((await gemini("gpt-4o-mini", body)).status, 200)
     assert.isFalse((lastSent().messages as Array<Record<string, unknown>>).some((m) => "reasoning_content" in m))
     assert.strictEqual((await gemini("vllm-model", body)).status, 200)
-    assert.isTrue((lastSent().messages as Array<Record<string, unknown>>).some((m) => m.reasoning_content === "Let me think."))
+    assert.isTrue(
+      (lastSent().messages as Array<Record<string, unknown>>).some((m) => m.reasoning_content === "Let me think.")
+    )
   })
 
   it("a failed tool's result keeps its error", async () => {
@@ -225,12 +272,18 @@ describe("a Gemini client of an OpenAI model gets what OpenAI would refuse trans
   })
 
   it("a field Google does not define is answered as Google would, naming it", async () => {
-    const response = await gemini("gpt-4o-mini", { contents: [{ role: "user", parts: [{ text: "x" }] }], generationConfig: { temprature: 1 } })
+    const response = await gemini("gpt-4o-mini", {
+      contents: [{ role: "user", parts: [{ text: "x" }] }],
+      generationConfig: { temprature: 1 }
+    })
     assert.strictEqual(response.status, 400)
     const body = await response.json() as GeminiError
     assert.strictEqual(body.error.status, "INVALID_ARGUMENT")
     assert.match(body.error.message, /Unknown name "temprature"/)
-    assert.deepStrictEqual(body.error.details?.[0]?.fieldViolations, [{ field: "generationConfig.temprature", description: body.error.message }])
+    assert.deepStrictEqual(body.error.details?.[0]?.fieldViolations, [{
+      field: "generationConfig.temprature",
+      description: body.error.message
+    }])
   })
 
   it("upstream errors come back in Google's envelope", async () => {
@@ -248,7 +301,10 @@ describe("a Gemini client of an OpenAI model gets what OpenAI would refuse trans
     assert.strictEqual(limited.status, 429)
     const limit = await limited.json() as GeminiError
     assert.strictEqual(limit.error.status, "RESOURCE_EXHAUSTED")
-    assert.deepStrictEqual(limit.error.details, [{ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "1s" }])
+    assert.deepStrictEqual(limit.error.details, [{
+      "@type": "type.googleapis.com/google.rpc.RetryInfo",
+      retryDelay: "1s"
+    }])
     assert.strictEqual(limited.headers.get("retry-after"), "1")
     // The same through the SDK, streaming.
     try {
@@ -263,13 +319,17 @@ describe("a Gemini client of an OpenAI model gets what OpenAI would refuse trans
 
 describe("what cannot be translated is refused by name", () => {
   it("an OpenAI client asking a Gemini model for log probabilities, audio or web search", async () => {
-    for (const [extra, param] of [
-      [{ logprobs: true, top_logprobs: 2 }, "logprobs"],
-      [{ modalities: ["text", "audio"], audio: { voice: "alloy", format: "wav" } }, "modalities"],
-      [{ web_search_options: {} }, "web_search_options"]
-    ] as const) {
+    for (
+      const [extra, param] of [
+        [{ logprobs: true, top_logprobs: 2 }, "logprobs"],
+        [{ modalities: ["text", "audio"], audio: { voice: "alloy", format: "wav" } }, "modalities"],
+        [{ web_search_options: {} }, "web_search_options"]
+      ] as const
+    ) {
       try {
-        await openai().chat.completions.create({ model: "gemini-2.5-flash", messages: [{ role: "user", content: "hi" }], ...extra } as never)
+        await openai().chat.completions.create(
+          { model: "gemini-2.5-flash", messages: [{ role: "user", content: "hi" }], ...extra } as never
+        )
         assert.fail(`expected a refusal of ${param}`)
       } catch (error) {
         assert.instanceOf(error, OpenAI.BadRequestError)
@@ -277,7 +337,11 @@ describe("what cannot be translated is refused by name", () => {
       }
     }
     // What Gemini can carry is carried: n -> candidateCount.
-    await openai().chat.completions.create({ model: "gemini-2.5-flash", messages: [{ role: "user", content: "hi" }], n: 2 })
+    await openai().chat.completions.create({
+      model: "gemini-2.5-flash",
+      messages: [{ role: "user", content: "hi" }],
+      n: 2
+    })
     assert.strictEqual(lastSent().generationConfig.candidateCount, 2)
   })
 })

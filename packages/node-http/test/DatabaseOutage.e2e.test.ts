@@ -56,7 +56,7 @@ const start = async (file: string, port: number): Promise<Gateway> => {
   child.stderr!.on("data", (d) => output += d)
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
   const url = `http://127.0.0.1:${port}`
-  for (let i = 0; ; i++) {
+  for (let i = 0;; i++) {
     if (child.exitCode !== null) throw new Error(`the gateway exited: ${output}`)
     try {
       if ((await fetch(`${url}/healthz`)).ok) break
@@ -86,10 +86,12 @@ const chat = (url: string, key: string) =>
 
 /** The JSON log lines (not the banner) at a level. */
 const logged = (gateway: Gateway, level: string, from = 0) =>
-  gateway.lines().slice(from).filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as {
-    readonly level: string
-    readonly message: string
-  }).filter((line) => line.level === level)
+  gateway.lines().slice(from).filter((line) => line.startsWith("{")).map((line) =>
+    JSON.parse(line) as {
+      readonly level: string
+      readonly message: string
+    }
+  ).filter((line) => line.level === level)
 
 const waitFor = async (what: string, condition: () => Promise<boolean>, timeoutMs = 15_000) => {
   const deadline = Date.now() + timeoutMs
@@ -128,7 +130,9 @@ describe.skipIf(postgresUrl === undefined)("a PostgreSQL outage (set MODELGATE_T
       const linesBefore = gateway.lines().length
       proxy.setDown(true)
       // The leased user's calls go on from the node's lease.
-      for (let i = 0; i < 10; i++) assert.strictEqual((await chat(gateway.url, LEASED_KEY)).status, 200, `leased call ${i}`)
+      for (let i = 0; i < 10; i++) {
+        assert.strictEqual((await chat(gateway.url, LEASED_KEY)).status, 200, `leased call ${i}`)
+      }
       // The other user has no lease here: a 503 saying what to do, in each dialect.
       for (let i = 0; i < 20; i++) {
         const refused = await chat(gateway.url, COLD_KEY)
@@ -162,33 +166,47 @@ describe.skipIf(postgresUrl === undefined)("a PostgreSQL outage (set MODELGATE_T
 
       proxy.setDown(false)
       const records = () =>
-        runSql(db.url, (sql) => sql`SELECT u.name AS name, COUNT(r.id) AS n FROM users u
+        runSql(db.url, (sql) =>
+          sql`SELECT u.name AS name, COUNT(r.id) AS n FROM users u
           LEFT JOIN usage_records r ON r.user_id = u.id WHERE u.name IN ('leased', 'cold') GROUP BY u.name ORDER BY u.name`)
       await waitFor("the queued usage records to be written", async () => {
         const rows = await records()
-        return Number(rows.find((row) => row.name === "leased")?.n) === 13 && Number(rows.find((row) => row.name === "cold")?.n) === 21
+        return Number(rows.find((row) => row.name === "leased")?.n) === 13 &&
+          Number(rows.find((row) => row.name === "cold")?.n) === 21
       })
       // The refused calls are in the request log too, as refusals that cost nothing.
-      const cold = await runSql(db.url, (sql) =>
-        sql`SELECT r.status, r.error_code, SUM(r.cost_nanos) AS cost, COUNT(*) AS n FROM usage_records r JOIN users u ON u.id = r.user_id
-          WHERE u.name = 'cold' GROUP BY r.status, r.error_code`)
-      assert.deepStrictEqual(cold.map((row) => [Number(row.status), row.error_code, Number(row.cost), Number(row.n)]), [[503, "DatabaseUnavailable", 0, 21]])
+      const cold = await runSql(
+        db.url,
+        (sql) =>
+          sql`SELECT r.status, r.error_code, SUM(r.cost_nanos) AS cost, COUNT(*) AS n FROM usage_records r JOIN users u ON u.id = r.user_id
+          WHERE u.name = 'cold' GROUP BY r.status, r.error_code`
+      )
+      assert.deepStrictEqual(cold.map((row) => [Number(row.status), row.error_code, Number(row.cost), Number(row.n)]), [
+        [503, "DatabaseUnavailable", 0, 21]
+      ])
       await waitFor("readiness", async () => (await fetch(`${gateway.url}/readyz`)).status === 200)
       assert.strictEqual((await chat(gateway.url, COLD_KEY)).status, 200, "calls that need the database work again")
       // Each kind of operation that failed says once that it works again (log lines are written every 100 ms).
-      await waitFor("the end of the outage in the log", async () =>
-        logged(gateway, "INFO").filter((line) => line.message.includes("works again")).length >= 2)
+      await waitFor(
+        "the end of the outage in the log",
+        async () => logged(gateway, "INFO").filter((line) => line.message.includes("works again")).length >= 2
+      )
     } finally {
       await gateway.stop()
     }
     // Every served call charged once, and every balance equal to its ledger.
-    const books = await runSql(db.url, (sql) =>
-      sql`SELECT u.name AS name, u.balance_nanos AS balance, (SELECT SUM(amount_nanos) FROM ledger l WHERE l.user_id = u.id) AS ledger,
+    const books = await runSql(
+      db.url,
+      (sql) =>
+        sql`SELECT u.name AS name, u.balance_nanos AS balance, (SELECT SUM(amount_nanos) FROM ledger l WHERE l.user_id = u.id) AS ledger,
           (SELECT COUNT(*) FROM ledger l WHERE l.user_id = u.id AND l.kind = 'charge') AS charges,
           (SELECT COUNT(*) FROM leases) AS leases
-        FROM users u WHERE u.name IN ('leased', 'cold') ORDER BY u.name`)
+        FROM users u WHERE u.name IN ('leased', 'cold') ORDER BY u.name`
+    )
     assert.deepStrictEqual(
-      books.map((row) => [row.name, String(row.balance) === String(row.ledger), Number(row.charges), Number(row.leases)]),
+      books.map((
+        row
+      ) => [row.name, String(row.balance) === String(row.ledger), Number(row.charges), Number(row.leases)]),
       [["cold", true, 1, 0], ["leased", true, 13, 0]]
     )
   })
@@ -207,7 +225,9 @@ describe.skipIf(postgresUrl === undefined)("a PostgreSQL outage (set MODELGATE_T
       for (let i = 0; i < 2; i++) assert.strictEqual((await chat(first.url, LEASED_KEY)).status, 200)
       await waitFor("the first records", async () => (await records()) === 2)
       cut.setDown(true)
-      for (let i = 0; i < 8; i++) assert.strictEqual((await chat(first.url, LEASED_KEY)).status, 200, `call ${i} during the outage`)
+      for (let i = 0; i < 8; i++) {
+        assert.strictEqual((await chat(first.url, LEASED_KEY)).status, 200, `call ${i} during the outage`)
+      }
       // A flush tick fails, and what is queued goes to the journal on disk.
       await new Promise((r) => setTimeout(r, 1_000))
       const started = Date.now()
@@ -220,18 +240,23 @@ describe.skipIf(postgresUrl === undefined)("a PostgreSQL outage (set MODELGATE_T
       const second = await start(file, port)
       try {
         await waitFor("every record of the outage", async () => (await records()) === 10)
-        const books = await runSql(fresh.url, (sql) =>
-          sql`SELECT u.balance_nanos AS balance, (SELECT SUM(amount_nanos) FROM ledger l WHERE l.user_id = u.id) AS ledger,
+        const books = await runSql(
+          fresh.url,
+          (sql) =>
+            sql`SELECT u.balance_nanos AS balance, (SELECT SUM(amount_nanos) FROM ledger l WHERE l.user_id = u.id) AS ledger,
               (SELECT COUNT(*) FROM ledger l WHERE l.user_id = u.id AND l.kind = 'charge') AS charges
-            FROM users u WHERE u.name = 'leased'`)
+            FROM users u WHERE u.name = 'leased'`
+        )
         assert.strictEqual(String(books[0]!.balance), String(books[0]!.ledger))
         assert.strictEqual(Number(books[0]!.charges), 10, "each served call charged once")
         assert.isTrue(second.lines().some((line) => line.includes("an earlier run left")), second.lines().join("\n"))
       } finally {
         await second.stop()
       }
-      await waitFor("the leases to be released", async () =>
-        Number((await runSql(fresh.url, (sql) => sql`SELECT COUNT(*) AS n FROM leases`))[0]!.n) === 0)
+      await waitFor(
+        "the leases to be released",
+        async () => Number((await runSql(fresh.url, (sql) => sql`SELECT COUNT(*) AS n FROM leases`))[0]!.n) === 0
+      )
       return { code, stoppedMs, output }
     } finally {
       await cut.close()
@@ -239,12 +264,16 @@ describe.skipIf(postgresUrl === undefined)("a PostgreSQL outage (set MODELGATE_T
     }
   }
 
-  it("SIGTERM during an outage: the last flush retries for the grace period, the rest is kept on disk, and the next start writes it once", async () => {
-    const { code, stoppedMs, output } = await stopDuringOutage("SIGTERM")
-    assert.strictEqual(code, 0)
-    assert.isAtLeast(stoppedMs, 1_500, "the last flush kept trying for shutdown_grace_seconds")
-    assert.include(output, "could not be written at shutdown (the database did not answer): they are kept in")
-  }, 60_000)
+  it(
+    "SIGTERM during an outage: the last flush retries for the grace period, the rest is kept on disk, and the next start writes it once",
+    async () => {
+      const { code, stoppedMs, output } = await stopDuringOutage("SIGTERM")
+      assert.strictEqual(code, 0)
+      assert.isAtLeast(stoppedMs, 1_500, "the last flush kept trying for shutdown_grace_seconds")
+      assert.include(output, "could not be written at shutdown (the database did not answer): they are kept in")
+    },
+    60_000
+  )
 
   it("kill -9 during an outage: what was queued was already on disk, and the next start writes it once", async () => {
     const { code } = await stopDuringOutage("SIGKILL")

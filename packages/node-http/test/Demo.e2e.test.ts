@@ -20,7 +20,8 @@ afterAll(async () => {
   await gateway?.close()
 })
 
-const genai = () => new GoogleGenAI({ apiKey: Demo.DEMO_KEY, httpOptions: { baseUrl: gateway.url, apiVersion: "v1beta" } })
+const genai = () =>
+  new GoogleGenAI({ apiKey: Demo.DEMO_KEY, httpOptions: { baseUrl: gateway.url, apiVersion: "v1beta" } })
 const openai = (base = "/v1") => new OpenAI({ apiKey: Demo.DEMO_KEY, baseURL: `${gateway.url}${base}`, maxRetries: 0 })
 
 /** The upstream requests made since `from` (an index into the fake upstream's log). */
@@ -32,13 +33,19 @@ describe("the demo's embedding models", () => {
     const answer = await genai().models.embedContent({ model: "gemini-embedding-001", contents: ["one", "two"] })
     assert.deepStrictEqual(answer.embeddings?.map((e) => e.values?.length), [768, 768])
     const sent = since(from)
-    assert.deepStrictEqual(sent.map((r) => [r.path, r.model]), [["/v1beta/models/gemini-embedding-001:batchEmbedContents", "gemini-embedding-001"]])
+    assert.deepStrictEqual(sent.map((r) => [r.path, r.model]), [[
+      "/v1beta/models/gemini-embedding-001:batchEmbedContents",
+      "gemini-embedding-001"
+    ]])
   })
 
   for (const base of ["/v1", "/v1beta/openai"]) {
     it(`gemini-embedding-001 through the openai SDK at ${base}/embeddings: translated to batchEmbedContents, base64 vectors decoded by the SDK`, async () => {
       const from = gateway.upstream.requests.length
-      const answer = await openai(base).embeddings.create({ model: "gemini-embedding-001", input: ["first text", "second text"] })
+      const answer = await openai(base).embeddings.create({
+        model: "gemini-embedding-001",
+        input: ["first text", "second text"]
+      })
       assert.strictEqual(answer.model, "gemini-embedding-001")
       assert.deepStrictEqual(answer.data.map((d) => [d.index, d.embedding.length]), [[0, 768], [1, 768]])
       // Unit vectors, as the fake upstream makes them: the base64 float32s were read back as numbers.
@@ -74,7 +81,10 @@ describe("the demo's embedding models", () => {
     const body = await refused.json() as { error: { status: string; message: string } }
     assert.strictEqual(body.error.status, "NOT_FOUND")
     assert.include(body.error.message, "gemini-embedding-002")
-    const viaOpenAI = await openai().embeddings.create({ model: "gemini-embedding-002", input: "hello" }).then(() => undefined, (e: unknown) => e)
+    const viaOpenAI = await openai().embeddings.create({ model: "gemini-embedding-002", input: "hello" }).then(
+      () => undefined,
+      (e: unknown) => e
+    )
     assert.instanceOf(viaOpenAI, OpenAI.NotFoundError)
     assert.deepStrictEqual(since(from), [])
   })

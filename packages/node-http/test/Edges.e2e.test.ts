@@ -30,9 +30,22 @@ const config = (upstream: string): ConfigFile => ({
       timeouts: { first_byte_ms: 300 }
     },
     // The preferred channel for "failover-model" points at a port nothing listens on.
-    { name: "dead", type: "openai", base_url: "http://127.0.0.1:9/v1", api_key: "k", models: ["failover-model"], priority: 10 },
+    {
+      name: "dead",
+      type: "openai",
+      base_url: "http://127.0.0.1:9/v1",
+      api_key: "k",
+      models: ["failover-model"],
+      priority: 10
+    },
     // The only channel of "unreachable-model": nothing to fail over to.
-    { name: "dead-only", type: "openai", base_url: "http://127.0.0.1:9/v1", api_key: "sk-upstream-secret-dead", models: ["unreachable-model"] },
+    {
+      name: "dead-only",
+      type: "openai",
+      base_url: "http://127.0.0.1:9/v1",
+      api_key: "sk-upstream-secret-dead",
+      models: ["unreachable-model"]
+    },
     {
       name: "alive",
       type: "openai",
@@ -77,7 +90,11 @@ const openai = (body: unknown) =>
     body: JSON.stringify(body)
   })
 
-const gemini = (model: string, action: string, init: { readonly headers?: Record<string, string>; readonly query?: string } = {}) =>
+const gemini = (
+  model: string,
+  action: string,
+  init: { readonly headers?: Record<string, string>; readonly query?: string } = {}
+) =>
   fetch(`${gateway.url}/v1beta/models/${model}:${action}${init.query ?? ""}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(init.headers ?? { "x-goog-api-key": KEY }) },
@@ -140,7 +157,10 @@ describe("edges", () => {
   it("fails over to the next channel when the preferred one is unreachable", async () => {
     const response = await openai({ model: "failover-model", messages: [{ role: "user", content: "hi" }] })
     assert.strictEqual(response.status, 200)
-    assert.match((await response.json() as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content, /fake-upstream/)
+    assert.match(
+      (await response.json() as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content,
+      /fake-upstream/
+    )
   })
 
   for (const model of ["gemini-2.5-flash", "gpt-4o-mini"]) {
@@ -163,7 +183,9 @@ describe("edges", () => {
       const body = await response.text()
       assert.notInclude(body, "data:")
       assert.isTrue(body.startsWith("[") && body.endsWith("]"), body)
-      const elements = JSON.parse(body) as Array<{ candidates?: unknown; error?: { code: number; status: string; message: string } }>
+      const elements = JSON.parse(body) as Array<
+        { candidates?: unknown; error?: { code: number; status: string; message: string } }
+      >
       assert.isAbove(elements.length, 1, "the chunks before the cut are kept")
       const last = elements.at(-1)!
       assert.strictEqual(last.error?.code, 502)
@@ -187,9 +209,18 @@ describe("edges", () => {
   }
 
   it("takes a Gemini client's key from x-goog-api-key, ?key= or a bearer token", async () => {
-    assert.strictEqual((await gemini("gemini-2.5-flash", "generateContent", { headers: { "x-goog-api-key": KEY } })).status, 200)
-    assert.strictEqual((await gemini("gemini-2.5-flash", "generateContent", { headers: {}, query: `?key=${KEY}` })).status, 200)
-    assert.strictEqual((await gemini("gemini-2.5-flash", "generateContent", { headers: { authorization: `Bearer ${KEY}` } })).status, 200)
+    assert.strictEqual(
+      (await gemini("gemini-2.5-flash", "generateContent", { headers: { "x-goog-api-key": KEY } })).status,
+      200
+    )
+    assert.strictEqual(
+      (await gemini("gemini-2.5-flash", "generateContent", { headers: {}, query: `?key=${KEY}` })).status,
+      200
+    )
+    assert.strictEqual(
+      (await gemini("gemini-2.5-flash", "generateContent", { headers: { authorization: `Bearer ${KEY}` } })).status,
+      200
+    )
     const missing = await gemini("gemini-2.5-flash", "generateContent", { headers: {} })
     const body = await missing.json() as { error: { code: number; status: string } }
     assert.strictEqual(missing.status, 403)
@@ -222,7 +253,9 @@ describe("edges", () => {
       openai({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] })
     ])
     const ids = answers.map((answer) => answer.headers.get("x-request-id") ?? "")
-    for (const [i, id] of ids.entries()) assert.match(id, /^req_[0-9a-f]{24}$/, `${answers[i]!.url}: ${answers[i]!.status}`)
+    for (const [i, id] of ids.entries()) {
+      assert.match(id, /^req_[0-9a-f]{24}$/, `${answers[i]!.url}: ${answers[i]!.status}`)
+    }
     assert.strictEqual(new Set(ids).size, ids.length, "each answer has its own id")
     await Promise.all(answers.map((answer) => answer.arrayBuffer()))
   })

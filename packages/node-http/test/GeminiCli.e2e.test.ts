@@ -20,12 +20,15 @@ beforeAll(async () => {
   gateway = await startGateway()
   home = mkdtempSync(join(tmpdir(), "modelgate-gemini-cli-"))
   mkdirSync(join(home, ".gemini"))
-  writeFileSync(join(home, ".gemini", "settings.json"), JSON.stringify({
-    security: { auth: { selectedType: "gemini-api-key" } },
-    privacy: { usageStatisticsEnabled: false },
-    general: { disableAutoUpdate: true, disableUpdateNag: true },
-    telemetry: { enabled: false }
-  }))
+  writeFileSync(
+    join(home, ".gemini", "settings.json"),
+    JSON.stringify({
+      security: { auth: { selectedType: "gemini-api-key" } },
+      privacy: { usageStatisticsEnabled: false },
+      general: { disableAutoUpdate: true, disableUpdateNag: true },
+      telemetry: { enabled: false }
+    })
+  )
   writeFileSync(join(home, "notes.txt"), "The secret word is pineapple.\n")
 })
 afterAll(async () => {
@@ -35,18 +38,24 @@ afterAll(async () => {
 
 const ask = (prompt: string, model: string) =>
   new Promise<{ readonly code: number; readonly out: string }>((resolve) => {
-    execFile(gemini, ["-p", prompt, "--model", model, "--output-format", "json"], {
-      cwd: home,
-      timeout: 90_000,
-      env: {
-        PATH: process.env.PATH,
-        HOME: home,
-        GEMINI_CLI_TRUST_WORKSPACE: "true",
-        GEMINI_API_KEY: KEY,
-        GOOGLE_GEMINI_BASE_URL: gateway.url,
-        NO_COLOR: "1"
-      }
-    }, (error, stdout, stderr) => resolve({ code: error === null ? 0 : (error as { code?: number }).code ?? 1, out: `${stdout}\n${stderr}` }))
+    execFile(
+      gemini,
+      ["-p", prompt, "--model", model, "--output-format", "json"],
+      {
+        cwd: home,
+        timeout: 90_000,
+        env: {
+          PATH: process.env.PATH,
+          HOME: home,
+          GEMINI_CLI_TRUST_WORKSPACE: "true",
+          GEMINI_API_KEY: KEY,
+          GOOGLE_GEMINI_BASE_URL: gateway.url,
+          NO_COLOR: "1"
+        }
+      },
+      (error, stdout, stderr) =>
+        resolve({ code: error === null ? 0 : (error as { code?: number }).code ?? 1, out: `${stdout}\n${stderr}` })
+    )
   })
 
 const responseOf = (out: string): string => {
@@ -56,10 +65,12 @@ const responseOf = (out: string): string => {
 }
 
 describe("gemini-cli", () => {
-  for (const [label, plain, tools] of [
-    ["a Gemini channel", "gemini-2.5-flash", "gemini-tool-model"],
-    ["an OpenAI channel", "gpt-4o-mini", "tool-model"]
-  ] as const) {
+  for (
+    const [label, plain, tools] of [
+      ["a Gemini channel", "gemini-2.5-flash", "gemini-tool-model"],
+      ["an OpenAI channel", "gpt-4o-mini", "tool-model"]
+    ] as const
+  ) {
     it(`answers a plain prompt through ${label}`, async () => {
       const result = await ask("Say hello", plain)
       assert.strictEqual(result.code, 0, result.out)
@@ -72,7 +83,9 @@ describe("gemini-cli", () => {
       assert.strictEqual(result.code, 0, result.out)
       const sent = gateway.upstream.requests.slice(before)
       // The model's tool call reached the CLI, the CLI ran the tool, and the follow-up carried its result.
-      const followUp = sent.find((r) => JSON.stringify(r.body).includes(plain === "gpt-4o-mini" ? "\"role\":\"tool\"" : "\"functionResponse\""))
+      const followUp = sent.find((r) =>
+        JSON.stringify(r.body).includes(plain === "gpt-4o-mini" ? "\"role\":\"tool\"" : "\"functionResponse\"")
+      )
       assert.isDefined(followUp, "the CLI sent the tool's result back")
       // The fake upstream answers a tool result by quoting it.
       assert.match(responseOf(result.out), /The tool \w+ returned/)

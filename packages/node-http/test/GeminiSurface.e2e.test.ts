@@ -57,9 +57,14 @@ afterAll(async () => {
 const contents = [{ role: "user", parts: [{ text: "hello there" }] }]
 
 const post = (path: string, body: unknown, headers: Record<string, string> = { "x-goog-api-key": KEY }) =>
-  fetch(`${gateway.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) })
+  fetch(`${gateway.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body)
+  })
 
-const get = (path: string, headers: Record<string, string> = { "x-goog-api-key": KEY }) => fetch(`${gateway.url}${path}`, { headers })
+const get = (path: string, headers: Record<string, string> = { "x-goog-api-key": KEY }) =>
+  fetch(`${gateway.url}${path}`, { headers })
 
 const usageRows = () =>
   runSql(gateway.database, (sql) => sql`SELECT COUNT(*) AS n FROM usage_records`).then((rows) => Number(rows[0]!.n))
@@ -69,7 +74,9 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 150))
 describe("the models list", () => {
   it("advertises each model's own methods, thinking and description, and leaves out unpriced models", async () => {
     const body = await (await get("/v1beta/models")).json() as {
-      models: Array<{ name: string; supportedGenerationMethods: Array<string>; description?: string; thinking?: boolean }>
+      models: Array<
+        { name: string; supportedGenerationMethods: Array<string>; description?: string; thinking?: boolean }
+      >
     }
     const byName = new Map(body.models.map((m) => [m.name, m]))
     assert.deepStrictEqual([...byName.keys()].sort(), [
@@ -93,8 +100,16 @@ describe("the models list", () => {
     const one = await genai.models.get({ model: "text-embedding-3-small" })
     assert.includeMembers(one.supportedActions ?? [], ["embedContent"])
     // The OpenAI list is unchanged in shape and agrees on what may be called.
-    const openai = await (await get("/v1/models", { authorization: `Bearer ${KEY}` })).json() as { data: Array<Record<string, unknown>> }
-    assert.deepStrictEqual(openai.data.map((m) => m.id).sort(), ["flash", "gemini-2.5-flash", "gpt-4o-mini", "o3-mini", "text-embedding-3-small"])
+    const openai = await (await get("/v1/models", { authorization: `Bearer ${KEY}` })).json() as {
+      data: Array<Record<string, unknown>>
+    }
+    assert.deepStrictEqual(openai.data.map((m) => m.id).sort(), [
+      "flash",
+      "gemini-2.5-flash",
+      "gpt-4o-mini",
+      "o3-mini",
+      "text-embedding-3-small"
+    ])
     assert.deepStrictEqual(Object.keys(openai.data[0]!).sort(), ["created", "id", "object", "owned_by"])
   })
 
@@ -113,7 +128,11 @@ describe("the models list", () => {
 
 describe("Google's answers to wrong keys and versions", () => {
   it("answers a bad key exactly as Google does: 400 INVALID_ARGUMENT with ErrorInfo API_KEY_INVALID", async () => {
-    const response = await post("/v1beta/models/gemini-2.5-flash:generateContent?key=wrong-key-123456", { contents }, {})
+    const response = await post(
+      "/v1beta/models/gemini-2.5-flash:generateContent?key=wrong-key-123456",
+      { contents },
+      {}
+    )
     assert.strictEqual(response.status, 400)
     assert.strictEqual(response.headers.get("content-type"), "application/json")
     const body = await response.json() as {
@@ -159,9 +178,16 @@ describe("Google's answers to wrong keys and versions", () => {
 describe("Google's OpenAI-compatible paths", () => {
   it("serves /v1beta/openai/chat/completions and /v1beta/openai/models with the openai SDK", async () => {
     const client = new OpenAI({ apiKey: KEY, baseURL: `${gateway.url}/v1beta/openai`, maxRetries: 0 })
-    const completion = await client.chat.completions.create({ model: "gemini-2.5-flash", messages: [{ role: "user", content: "hi" }] })
+    const completion = await client.chat.completions.create({
+      model: "gemini-2.5-flash",
+      messages: [{ role: "user", content: "hi" }]
+    })
     assert.match(completion.choices[0]!.message.content ?? "", /fake-upstream/)
-    const stream = await client.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }], stream: true })
+    const stream = await client.chat.completions.create({
+      model: "gpt-4o-mini",
+      messages: [{ role: "user", content: "hi" }],
+      stream: true
+    })
     let text = ""
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ""
     assert.match(text, /fake-upstream/)
@@ -188,7 +214,9 @@ describe("relaying a Gemini channel", () => {
     const sse = await (await post("/v1beta/models/flash:streamGenerateContent?alt=sse", { contents })).text()
     const events = sse.split("\r\n\r\n").filter((e) => e.length > 0)
     assert.isAbove(events.length, 1)
-    for (const event of events) assert.strictEqual((JSON.parse(event.slice(6)) as { modelVersion: string }).modelVersion, "flash")
+    for (const event of events) {
+      assert.strictEqual((JSON.parse(event.slice(6)) as { modelVersion: string }).modelVersion, "flash")
+    }
     const array = await (await post("/v1beta/models/flash:streamGenerateContent", { contents })).text()
     const elements = JSON.parse(array) as Array<{ modelVersion: string }>
     assert.isAbove(elements.length, 1)
@@ -198,11 +226,18 @@ describe("relaying a Gemini channel", () => {
   it("gives an OpenAI client of a Gemini channel a creation time and a chat completion id", async () => {
     const client = new OpenAI({ apiKey: KEY, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
     const before = Math.floor(Date.now() / 1000)
-    const completion = await client.chat.completions.create({ model: "gemini-2.5-flash", messages: [{ role: "user", content: "hi" }] })
+    const completion = await client.chat.completions.create({
+      model: "gemini-2.5-flash",
+      messages: [{ role: "user", content: "hi" }]
+    })
     assert.isAtLeast(completion.created, before - 1)
     assert.isAtMost(completion.created, Math.floor(Date.now() / 1000) + 1)
     assert.isAbove(completion.id.length, 0)
-    const stream = await client.chat.completions.create({ model: "gemini-2.5-flash", messages: [{ role: "user", content: "hi" }], stream: true })
+    const stream = await client.chat.completions.create({
+      model: "gemini-2.5-flash",
+      messages: [{ role: "user", content: "hi" }],
+      stream: true
+    })
     for await (const chunk of stream) {
       assert.isAtLeast(chunk.created, before - 1)
       assert.isAbove(chunk.id.length, 0)

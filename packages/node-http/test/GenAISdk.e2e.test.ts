@@ -10,7 +10,8 @@ import OpenAI from "openai"
 import { KEY, NARROW_KEY, startGateway, type TestGateway } from "./support/Gateway.ts"
 
 let gateway: TestGateway
-const genai = (apiKey: string) => new GoogleGenAI({ apiKey, httpOptions: { baseUrl: gateway.url, apiVersion: "v1beta" } })
+const genai = (apiKey: string) =>
+  new GoogleGenAI({ apiKey, httpOptions: { baseUrl: gateway.url, apiVersion: "v1beta" } })
 
 beforeAll(async () => {
   gateway = await startGateway()
@@ -40,7 +41,9 @@ describe("@google/genai SDK", () => {
     assert.strictEqual(one.name, "models/gemini-2.5-flash")
   })
 
-  for (const [label, model] of [["a Gemini channel", "gemini-2.5-flash"], ["an OpenAI channel", "gpt-4o-mini"]] as const) {
+  for (
+    const [label, model] of [["a Gemini channel", "gemini-2.5-flash"], ["an OpenAI channel", "gpt-4o-mini"]] as const
+  ) {
     describe(`through ${label}`, () => {
       it("generateContent", async () => {
         const response = await genai(KEY).models.generateContent({ model, contents })
@@ -82,7 +85,12 @@ describe("@google/genai SDK", () => {
       model: "tool-model",
       contents: "What is the weather in Paris?",
       config: {
-        tools: [{ functionDeclarations: [{ name: "get_weather", parametersJsonSchema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } }] }]
+        tools: [{
+          functionDeclarations: [{
+            name: "get_weather",
+            parametersJsonSchema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
+          }]
+        }]
       }
     })
     const call = response.functionCalls?.[0]
@@ -97,7 +105,9 @@ describe("@google/genai SDK", () => {
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hi" }] }] })
     })
-    const body = await raw.json() as { error: { code: number; status: string; message: string; details: Array<{ reason?: string }> } }
+    const body = await raw.json() as {
+      error: { code: number; status: string; message: string; details: Array<{ reason?: string }> }
+    }
     // Google answers a key it does not know with 400 INVALID_ARGUMENT and ErrorInfo API_KEY_INVALID (not 401).
     assert.strictEqual(raw.status, 400)
     assert.strictEqual(body.error.code, 400)
@@ -128,7 +138,10 @@ describe("openai SDK calling a model served by a Gemini channel", () => {
   const client = () => new OpenAI({ apiKey: KEY, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
 
   it("non-stream and stream", async () => {
-    const completion = await client().chat.completions.create({ model: "gemini-2.5-flash", messages: [{ role: "user", content: "hi" }] })
+    const completion = await client().chat.completions.create({
+      model: "gemini-2.5-flash",
+      messages: [{ role: "user", content: "hi" }]
+    })
     assert.match(completion.choices[0]!.message.content ?? "", /fake/i)
     assert.strictEqual(completion.choices[0]!.finish_reason, "stop")
     assert.strictEqual(completion.model, "gemini-2.5-flash")
@@ -148,10 +161,20 @@ describe("openai SDK calling a model served by a Gemini channel", () => {
     assert.isAbove(usage?.total_tokens ?? 0, 0)
   })
 
-  const tools = [{ type: "function" as const, function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } }]
+  const tools = [{
+    type: "function" as const,
+    function: {
+      name: "get_weather",
+      parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
+    }
+  }]
 
   it("with a tool call, its result, and the answer that uses it", async () => {
-    const first = await client().chat.completions.create({ model: "gemini-tool-model", messages: [{ role: "user", content: "weather in Paris?" }], tools })
+    const first = await client().chat.completions.create({
+      model: "gemini-tool-model",
+      messages: [{ role: "user", content: "weather in Paris?" }],
+      tools
+    })
     const call = first.choices[0]!.message.tool_calls?.[0]
     assert.strictEqual(first.choices[0]!.finish_reason, "tool_calls")
     assert.strictEqual(call?.type === "function" ? call.function.name : undefined, "get_weather")
@@ -170,13 +193,20 @@ describe("openai SDK calling a model served by a Gemini channel", () => {
     assert.strictEqual(second.choices[0]!.finish_reason, "stop")
     assert.include(second.choices[0]!.message.content ?? "", "21")
     // The Gemini upstream got a functionResponse paired with the call's name.
-    const sent = gateway.upstream.requests.at(-1)!.body as { contents: Array<{ parts: Array<{ functionResponse?: { name: string } }> }> }
+    const sent = gateway.upstream.requests.at(-1)!.body as {
+      contents: Array<{ parts: Array<{ functionResponse?: { name: string } }> }>
+    }
     const response = sent.contents.flatMap((c) => c.parts).find((p) => p.functionResponse !== undefined)
     assert.strictEqual(response?.functionResponse?.name, "get_weather")
   })
 
   it("with a streamed tool call", async () => {
-    const stream = await client().chat.completions.create({ model: "gemini-tool-model", messages: [{ role: "user", content: "weather?" }], tools, stream: true })
+    const stream = await client().chat.completions.create({
+      model: "gemini-tool-model",
+      messages: [{ role: "user", content: "weather?" }],
+      tools,
+      stream: true
+    })
     let name = ""
     let args = ""
     let finish: string | null = null

@@ -4,7 +4,7 @@
  * (503) and reachable again (200), while `/healthz` stays 200 throughout.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { createServer, connect, type Server, type Socket } from "node:net"
+import { connect, createServer, type Server, type Socket } from "node:net"
 import { freshPostgres, postgresUrl } from "./support/Databases.ts"
 import { startGateway, type TestGateway } from "./support/Gateway.ts"
 
@@ -79,7 +79,10 @@ describe.skipIf(postgresUrl === undefined)("readiness on PostgreSQL (set MODELGA
 
     await proxy.cut()
     const down = await waitReadiness(gateway.url, 503)
-    assert.deepStrictEqual(down, { status: 503, body: { status: "not ready", reason: "the database is not reachable" } })
+    assert.deepStrictEqual(down, {
+      status: 503,
+      body: { status: "not ready", reason: "the database is not reachable" }
+    })
     assert.strictEqual((await fetch(`${gateway.url}/healthz`)).status, 200)
 
     await proxy.restore()

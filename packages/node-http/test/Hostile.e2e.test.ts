@@ -29,7 +29,14 @@ const config = (upstream: string): ConfigFile => ({
   log_level: "error",
   routing: { probe_interval_ms: 60_000 },
   channels: [
-    { name: "shared", type: "gemini", base_url: upstream, api_keys: ["g-shared-key-one-1111", "g-shared-key-two-2222"], models: ["shared-model"], model_map: { "shared-model": "gemini-2.5-flash" } },
+    {
+      name: "shared",
+      type: "gemini",
+      base_url: upstream,
+      api_keys: ["g-shared-key-one-1111", "g-shared-key-two-2222"],
+      models: ["shared-model"],
+      model_map: { "shared-model": "gemini-2.5-flash" }
+    },
     // Every request it gets (a probe's too) is refused with 401, the upstream quoting the headers it got.
     {
       name: "echo-auth",
@@ -40,7 +47,13 @@ const config = (upstream: string): ConfigFile => ({
       priority: 10,
       headers: { "x-fake-echo-headers": "401", "x-tenant-secret": TENANT_SECRET }
     },
-    { name: "fallback", type: "openai", base_url: `${upstream}/v1`, api_key: "sk-fallback-0000", models: ["echo-model"] },
+    {
+      name: "fallback",
+      type: "openai",
+      base_url: `${upstream}/v1`,
+      api_key: "sk-fallback-0000",
+      models: ["echo-model"]
+    },
     {
       name: "huge",
       type: "openai",
@@ -72,7 +85,10 @@ afterAll(async () => {
 })
 
 const admin = async (path: string, init: RequestInit = {}) => {
-  const response = await fetch(`${gateway.url}/api/admin${path}`, { ...init, headers: { authorization: `Bearer ${ADMIN}`, ...init.headers } })
+  const response = await fetch(`${gateway.url}/api/admin${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${ADMIN}`, ...init.headers }
+  })
   return { status: response.status, body: await response.json() as any }
 }
 
@@ -90,8 +106,10 @@ const eventually = async <A>(what: string, check: () => Promise<A | undefined>):
 }
 
 const usageOf = (requestId: string) =>
-  eventually(`the usage record of ${requestId}`, async () =>
-    ((await admin("/usage?limit=200")).body.data as Array<any>).find((r) => r.requestId === requestId))
+  eventually(
+    `the usage record of ${requestId}`,
+    async () => ((await admin("/usage?limit=200")).body.data as Array<any>).find((r) => r.requestId === requestId)
+  )
 
 /** A Gemini request linking a file of another project, which Google refuses with 403 PERMISSION_DENIED. */
 const foreignFile = (key: string) =>
@@ -101,7 +119,12 @@ const foreignFile = (key: string) =>
     body: JSON.stringify({
       contents: [{
         role: "user",
-        parts: [{ text: "Summarise this" }, { fileData: { mimeType: "application/pdf", fileUri: "https://generativelanguage.googleapis.com/v1beta/files/their-file-9" } }]
+        parts: [{ text: "Summarise this" }, {
+          fileData: {
+            mimeType: "application/pdf",
+            fileUri: "https://generativelanguage.googleapis.com/v1beta/files/their-file-9"
+          }
+        }]
       }]
     })
   })
@@ -124,7 +147,10 @@ describe("a 403 about the request", () => {
       assert.strictEqual(refused.status, 403)
       const error = (await refused.json() as { error: { status: string; message: string } }).error
       assert.strictEqual(error.status, "PERMISSION_DENIED")
-      assert.strictEqual(error.message, "You do not have permission to access the File their-file-9 or it may not exist.")
+      assert.strictEqual(
+        error.message,
+        "You do not have permission to access the File their-file-9 or it may not exist."
+      )
       if (i === 0) {
         const record = await usageOf(refused.headers.get("x-request-id")!)
         assert.deepStrictEqual([record.status, record.attempts, record.cost], [403, 1, "0.00"])
@@ -153,7 +179,10 @@ describe("a key the upstream refuses, quoting what it was sent", () => {
     const answer = await chat(BOB, "echo-model")
     assert.strictEqual(answer.status, 200, "the call fails over to another channel")
     const record = await usageOf(answer.headers.get("x-request-id")!)
-    assert.deepStrictEqual((record.attemptLog as Array<any>).map((a) => [a.channel, a.status]), [["echo-auth", 401], ["fallback", 200]])
+    assert.deepStrictEqual((record.attemptLog as Array<any>).map((a) => [a.channel, a.status]), [["echo-auth", 401], [
+      "fallback",
+      200
+    ]])
     const health = await eventually("the probe to disable the key", async () => {
       const now = (await channel("echo-auth")).health
       return now.state === "disabled" ? now : undefined
@@ -162,7 +191,11 @@ describe("a key the upstream refuses, quoting what it was sent", () => {
     assert.match(reason, /^HTTP 401: The request could not be processed\. Request headers were: /)
     assert.include(reason, "[redacted]")
     const id = (await channel("echo-auth")).id as string
-    const tested = await admin(`/channels/${id}/test`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } })
+    const tested = await admin(`/channels/${id}/test`, {
+      method: "POST",
+      body: "{}",
+      headers: { "content-type": "application/json" }
+    })
     assert.isFalse(tested.body.ok)
     for (const shown of [JSON.stringify(health), JSON.stringify(tested.body), JSON.stringify(record)]) {
       assert.notInclude(shown, ECHO_KEY)

@@ -10,13 +10,13 @@
  * gateway processes on one PostgreSQL.
  */
 import { afterAll, afterEach, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Money } from "@modelgate/core"
 import type { FakeUpstreamServer } from "@modelgate/fake-upstream"
 import { startFakeUpstream } from "@modelgate/fake-upstream"
-import { Money } from "@modelgate/core"
-import OpenAI from "openai"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import OpenAI from "openai"
 import type { ConfigFile } from "../src/ConfigFile.ts"
 import { allBooks, books, freshPostgres, postgresUrl, settledBooks } from "./support/Databases.ts"
 import { startGateway, type TestGateway } from "./support/Gateway.ts"
@@ -178,9 +178,11 @@ interface UsageItem {
 /** The caller's newest usage record of `model`, once the usage writer has flushed it. */
 const lastUsage = async (url: string, key: string, model: string): Promise<UsageItem> => {
   for (let i = 0; i < 100; i++) {
-    const page = await (await fetch(`${url}/api/usage?model=${model}&limit=1`, { headers: { authorization: `Bearer ${key}` } })).json() as {
-      data: Array<UsageItem>
-    }
+    const page =
+      await (await fetch(`${url}/api/usage?model=${model}&limit=1`, { headers: { authorization: `Bearer ${key}` } }))
+        .json() as {
+          data: Array<UsageItem>
+        }
     if (page.data[0] !== undefined) return page.data[0]
     await new Promise((r) => setTimeout(r, 50))
   }
@@ -209,17 +211,21 @@ const suite = (
       await assertAllBooks(gateway.database)
     })
 
-    it("1,000 concurrent calls against a balance that pays for 10: exactly 10 succeed, the balance ends at zero, the upstream sees 10", async () => {
-      gateway.upstream.clearRequests()
-      const result = await storm([gateway.url], 1000)
-      assert.deepStrictEqual(result.other, [])
-      assert.strictEqual(result.ok, 10)
-      assert.strictEqual(result.refused, 990)
-      // nothing is sent upstream for a refused call
-      assert.strictEqual(upstreamCalls(gateway.upstream, "flat-model"), 10)
-      const b = await assertBooks(gateway.database, "carol", 0n)
-      assert.strictEqual(b.openHolds, 0)
-    }, 120_000)
+    it(
+      "1,000 concurrent calls against a balance that pays for 10: exactly 10 succeed, the balance ends at zero, the upstream sees 10",
+      async () => {
+        gateway.upstream.clearRequests()
+        const result = await storm([gateway.url], 1000)
+        assert.deepStrictEqual(result.other, [])
+        assert.strictEqual(result.ok, 10)
+        assert.strictEqual(result.refused, 990)
+        // nothing is sent upstream for a refused call
+        assert.strictEqual(upstreamCalls(gateway.upstream, "flat-model"), 10)
+        const b = await assertBooks(gateway.database, "carol", 0n)
+        assert.strictEqual(b.openHolds, 0)
+      },
+      120_000
+    )
 
     it("refuses with insufficient_quota stating the balance and the amount needed", async () => {
       const client = new OpenAI({ apiKey: FLAT_KEY, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
@@ -255,7 +261,13 @@ const suite = (
       const image = {
         model: "token-model",
         max_tokens: 200,
-        messages: [{ role: "user", content: [{ type: "text", text: "what is this?" }, { type: "image_url", image_url: { url: "https://example.com/cat.png" } }] }]
+        messages: [{
+          role: "user",
+          content: [{ type: "text", text: "what is this?" }, {
+            type: "image_url",
+            image_url: { url: "https://example.com/cat.png" }
+          }]
+        }]
       }
       const refusedImage = await call(gateway.url, NINA_KEY, image)
       assert.strictEqual(refusedImage.status, 429)
@@ -275,7 +287,9 @@ const suite = (
       const statuses: Array<number> = []
       for (let i = 0; i < 4; i++) statuses.push((await call(gateway.url, CAPPED_KEY, flat)).status)
       assert.deepStrictEqual(statuses, [200, 200, 200, 429])
-      const refused = await (await call(gateway.url, CAPPED_KEY, flat)).json() as { error: { code: string; message: string } }
+      const refused = await (await call(gateway.url, CAPPED_KEY, flat)).json() as {
+        error: { code: string; message: string }
+      }
       assert.strictEqual(refused.error.code, "insufficient_quota")
       assert.match(refused.error.message, /lifetime spending cap of 0\.03 USD/)
       for (const [key, what] of [[DAILY_KEY, "daily budget"], [MONTHLY_KEY, "monthly budget"]] as const) {
@@ -295,7 +309,9 @@ const suite = (
         body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hi" }] }] })
       })
       assert.strictEqual(gemini.status, 429)
-      const geminiError = (await gemini.json() as { error: { status: string; message: string; details: Array<Record<string, unknown>> } }).error
+      const geminiError =
+        (await gemini.json() as { error: { status: string; message: string; details: Array<Record<string, unknown>> } })
+          .error
       assert.strictEqual(geminiError.status, "RESOURCE_EXHAUSTED")
       assert.include(geminiError.message, "monthly budget of 0.02 USD")
       assert.include(JSON.stringify(geminiError.details), "\"quotaId\":\"SpendingCapPerMonth-NoDailyReset\"")
@@ -305,15 +321,20 @@ const suite = (
 
     it("serves a free model to an empty balance and charges nothing", async () => {
       const before = await assertBooks(gateway.database, "fred", 0n)
-      const response = await call(gateway.url, FREE_KEY, { model: "free-model", messages: [{ role: "user", content: "hi" }] })
+      const response = await call(gateway.url, FREE_KEY, {
+        model: "free-model",
+        messages: [{ role: "user", content: "hi" }]
+      })
       assert.strictEqual(response.status, 200)
       const body = await response.json() as { usage: { completion_tokens: number } }
       assert.isAbove(body.usage.completion_tokens, 0)
       const after = await assertBooks(gateway.database, "fred", 0n)
       assert.strictEqual(after.openHolds, before.openHolds)
-      const ledger = await (await fetch(`${gateway.url}/api/ledger`, { headers: { authorization: `Bearer ${FREE_KEY}` } })).json() as {
-        data: Array<{ kind: string; amount: string }>
-      }
+      const ledger =
+        await (await fetch(`${gateway.url}/api/ledger`, { headers: { authorization: `Bearer ${FREE_KEY}` } }))
+          .json() as {
+            data: Array<{ kind: string; amount: string }>
+          }
       // nothing charged, nothing moved
       assert.deepStrictEqual(ledger.data.filter((e) => e.kind === "charge" || /[1-9]/.test(e.amount)), [])
       const usage = await lastUsage(gateway.url, FREE_KEY, "free-model")
@@ -352,14 +373,18 @@ const suite = (
 
     it("answers the legacy billing endpoints that chat apps read", async () => {
       const headers = { authorization: `Bearer ${TOKEN_KEY}` }
-      const subscription = await (await fetch(`${gateway.url}/v1/dashboard/billing/subscription`, { headers })).json() as {
-        hard_limit_usd: number
-        access_until: number
-      }
+      const subscription = await (await fetch(`${gateway.url}/v1/dashboard/billing/subscription`, { headers }))
+        .json() as {
+          hard_limit_usd: number
+          access_until: number
+        }
       const today = new Date().toISOString().slice(0, 10)
       const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)
-      const usage = await (await fetch(`${gateway.url}/v1/dashboard/billing/usage?start_date=${today}&end_date=${tomorrow}`, { headers }))
-        .json() as { total_usage: number }
+      const usage =
+        await (await fetch(`${gateway.url}/v1/dashboard/billing/usage?start_date=${today}&end_date=${tomorrow}`, {
+          headers
+        }))
+          .json() as { total_usage: number }
       const b = await settledBooks(gateway.database, "dave")
       // remaining = hard limit - used, and equals the balance
       assert.closeTo(subscription.hard_limit_usd - usage.total_usage / 100, Number(b.balance) / 1e9, 1e-6)
@@ -370,14 +395,20 @@ const suite = (
 
     it("charges the actual usage, not the hold, and nothing for an upstream that fails before the first byte", async () => {
       const before = await settledBooks(gateway.database, "dave")
-      const response = await call(gateway.url, TOKEN_KEY, { model: "token-model", messages: [{ role: "user", content: "hi" }] })
+      const response = await call(gateway.url, TOKEN_KEY, {
+        model: "token-model",
+        messages: [{ role: "user", content: "hi" }]
+      })
       const body = await response.json() as { usage: { prompt_tokens: number; completion_tokens: number } }
       const after = await assertBooks(gateway.database, "dave")
       // input 1 USD and output 2 USD per million tokens: 1000 and 2000 nano-dollars per token
       const expected = BigInt(body.usage.prompt_tokens) * 1000n + BigInt(body.usage.completion_tokens) * 2000n
       assert.strictEqual(before.balance - after.balance, expected)
       gateway.upstream.clearRequests()
-      const failed = await call(gateway.url, TOKEN_KEY, { model: "broken-model", messages: [{ role: "user", content: "hi" }] })
+      const failed = await call(gateway.url, TOKEN_KEY, {
+        model: "broken-model",
+        messages: [{ role: "user", content: "hi" }]
+      })
       assert.strictEqual(failed.status, 502)
       await failed.text()
       assert.strictEqual(upstreamCalls(gateway.upstream, "gpt-fail-500"), 1)
@@ -394,12 +425,14 @@ const suite = (
       // The hold covers the prompt bound and 1 output token; the upstream reports 1,000 (2,000,000 nano-dollars).
       const request = { model: "greedy-model", max_tokens: 1, messages: [{ role: "user", content: "hi" }] }
       const hold = BigInt(Buffer.byteLength(JSON.stringify(request)) + 8) * 1000n + 2000n
-      for (const [user, key, charged] of [
-        // Balance leases: near the end of the balance the lease is exactly the hold, and the charge stops there.
-        ["gary", GREEDY_KEY, hold],
-        // The database path (a key with a cap): the hold and the rest of the balance pay.
-        ["hank", GREEDY_CAPPED_KEY, 200_000n]
-      ] as const) {
+      for (
+        const [user, key, charged] of [
+          // Balance leases: near the end of the balance the lease is exactly the hold, and the charge stops there.
+          ["gary", GREEDY_KEY, hold],
+          // The database path (a key with a cap): the hold and the rest of the balance pay.
+          ["hank", GREEDY_CAPPED_KEY, 200_000n]
+        ] as const
+      ) {
         const response = await call(gateway.url, key, request)
         assert.strictEqual(response.status, 200, user)
         const body = await response.json() as { usage: { prompt_tokens: number; completion_tokens: number } }
@@ -425,7 +458,10 @@ const suite = (
       // The upstream sent no usage (the stream was cut): the documented estimates are charged, the
       // completion at four delivered characters per token, the prompt at four body bytes per token.
       const completion = Math.ceil(delivered.length / 4)
-      assert.strictEqual(before.balance - after.balance, BigInt(promptEstimate(request)) * 1000n + BigInt(completion) * 2000n)
+      assert.strictEqual(
+        before.balance - after.balance,
+        BigInt(promptEstimate(request)) * 1000n + BigInt(completion) * 2000n
+      )
       assert.strictEqual(after.openHolds, 0)
     })
 
@@ -433,7 +469,11 @@ const suite = (
       const N = 3
       const before = await settledBooks(gateway.database, "dave")
       const controller = new AbortController()
-      const request = { model: "drip-model", stream: true, messages: [{ role: "user", content: "tell me a long story" }] }
+      const request = {
+        model: "drip-model",
+        stream: true,
+        messages: [{ role: "user", content: "tell me a long story" }]
+      }
       const response = await call(gateway.url, TOKEN_KEY, request, controller.signal)
       assert.strictEqual(response.status, 200)
       const reader = response.body!.getReader()
@@ -470,7 +510,11 @@ const suite = (
 
 suite("money on SQLite", async () => ({ url: undefined, drop: async () => undefined }))
 
-suite("money on PostgreSQL (set MODELGATE_TEST_POSTGRES to run)", () => freshPostgres(postgresUrl!), postgresUrl === undefined)
+suite(
+  "money on PostgreSQL (set MODELGATE_TEST_POSTGRES to run)",
+  () => freshPostgres(postgresUrl!),
+  postgresUrl === undefined
+)
 
 // ---------------------------------------------------------------------------
 // Real processes
@@ -518,7 +562,10 @@ describe("money across real processes", () => {
     try {
       // Completed calls: charged, settled.
       for (let i = 0; i < 3; i++) {
-        const done = await call(url, TOKEN_KEY, { model: "token-model", messages: [{ role: "user", content: `call ${i}` }] })
+        const done = await call(url, TOKEN_KEY, {
+          model: "token-model",
+          messages: [{ role: "user", content: `call ${i}` }]
+        })
         assert.strictEqual(done.status, 200)
         await done.json()
       }
@@ -528,7 +575,11 @@ describe("money across real processes", () => {
       const inFlight = Array.from({ length: 5 }, async () => {
         const controller = new AbortController()
         streams.push(controller)
-        const response = await call(url, TOKEN_KEY, { model: "drip-model", stream: true, messages: [{ role: "user", content: "go on" }] }, controller.signal)
+        const response = await call(url, TOKEN_KEY, {
+          model: "drip-model",
+          stream: true,
+          messages: [{ role: "user", content: "go on" }]
+        }, controller.signal)
         assert.strictEqual(response.status, 200)
         await response.body!.getReader().read()
       })
@@ -554,9 +605,13 @@ describe("money across real processes", () => {
     }
   }
 
-  it("SQLite: kill -9 with calls in flight, then a restart: no hold remains and the balance equals the ledger", async () => {
-    await killAndRestart(`sqlite:${join(dir, "killed.db")}`, "killed-sqlite")
-  }, 60_000)
+  it(
+    "SQLite: kill -9 with calls in flight, then a restart: no hold remains and the balance equals the ledger",
+    async () => {
+      await killAndRestart(`sqlite:${join(dir, "killed.db")}`, "killed-sqlite")
+    },
+    60_000
+  )
 
   it.skipIf(postgresUrl === undefined)(
     "PostgreSQL (set MODELGATE_TEST_POSTGRES to run): kill -9 with calls in flight, then a restart: no hold remains and the balance equals the ledger",
@@ -586,26 +641,35 @@ describe("money across real processes", () => {
     60_000
   )
 
-  it.skipIf(postgresUrl === undefined)("two gateway processes on one PostgreSQL never overspend one balance (set MODELGATE_TEST_POSTGRES to run)", async () => {
-    const db = await freshPostgres(postgresUrl!)
-    const ports = [await freePort(), await freePort()]
-    const processes = await Promise.all(
-      ports.map((port, i) => startGatewayProcess(writeConfig(dir, `node${i}`, processConfig(upstream.url, port, db.url, `node-${i}`)), port))
-    )
-    try {
-      const urls = processes.map((p) => p.url)
-      upstream.clearRequests()
-      const result = await storm(urls, 1000)
-      assert.deepStrictEqual(result.other, [])
-      assert.strictEqual(result.ok, 10)
-      assert.strictEqual(result.refused, 990)
-      assert.strictEqual(upstreamCalls(upstream, "flat-model"), 10)
-      const b = await assertBooks(db.url, "carol", 0n)
-      assert.strictEqual(b.openHolds, 0)
-      await assertAllBooks(db.url)
-    } finally {
-      await Promise.all(processes.map((p) => p.stop()))
-      await db.drop()
-    }
-  }, 120_000)
+  it.skipIf(postgresUrl === undefined)(
+    "two gateway processes on one PostgreSQL never overspend one balance (set MODELGATE_TEST_POSTGRES to run)",
+    async () => {
+      const db = await freshPostgres(postgresUrl!)
+      const ports = [await freePort(), await freePort()]
+      const processes = await Promise.all(
+        ports.map((port, i) =>
+          startGatewayProcess(
+            writeConfig(dir, `node${i}`, processConfig(upstream.url, port, db.url, `node-${i}`)),
+            port
+          )
+        )
+      )
+      try {
+        const urls = processes.map((p) => p.url)
+        upstream.clearRequests()
+        const result = await storm(urls, 1000)
+        assert.deepStrictEqual(result.other, [])
+        assert.strictEqual(result.ok, 10)
+        assert.strictEqual(result.refused, 990)
+        assert.strictEqual(upstreamCalls(upstream, "flat-model"), 10)
+        const b = await assertBooks(db.url, "carol", 0n)
+        assert.strictEqual(b.openHolds, 0)
+        await assertAllBooks(db.url)
+      } finally {
+        await Promise.all(processes.map((p) => p.stop()))
+        await db.drop()
+      }
+    },
+    120_000
+  )
 })

@@ -7,8 +7,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { GatewayError } from "@modelgate/core"
-import { PassThrough, type Readable } from "node:stream"
 import { Relay, type RelayEnd, type RelayOptions } from "@modelgate/engine/Relay"
+import { PassThrough, type Readable } from "node:stream"
 import { NodeRelay } from "../src/NodeRelay.ts"
 import { bodyOf } from "../src/UndiciTransport.ts"
 
@@ -19,16 +19,18 @@ const relayOf = (body: Readable, over: Partial<RelayOptions> = {}) => {
   const ends: Array<RelayEnd> = []
   // The transform decodes (a character split between chunks included), as a translated stream's does.
   const decoder = new TextDecoder()
-  const relay = new NodeRelay(new Relay({
-    first: encoder.encode("a"),
-    body: bodyOf(body as never, { firstByte: Date.now() + 60_000, total: Date.now() + 60_000 }),
-    push: (chunk) => decoder.decode(chunk, { stream: true }).toUpperCase(),
-    end: () => "[END]",
-    bodyError: () => new GatewayError.UpstreamTimeout({ message: "the upstream stalled" }),
-    errorFrame: (error) => `[ERROR ${error._tag}: ${error.message}]`,
-    onEnd: (end) => ends.push(end),
-    ...over
-  }))
+  const relay = new NodeRelay(
+    new Relay({
+      first: encoder.encode("a"),
+      body: bodyOf(body as never, { firstByte: Date.now() + 60_000, total: Date.now() + 60_000 }),
+      push: (chunk) => decoder.decode(chunk, { stream: true }).toUpperCase(),
+      end: () => "[END]",
+      bodyError: () => new GatewayError.UpstreamTimeout({ message: "the upstream stalled" }),
+      errorFrame: (error) => `[ERROR ${error._tag}: ${error.message}]`,
+      onEnd: (end) => ends.push(end),
+      ...over
+    })
+  )
   return { relay, ends }
 }
 
@@ -121,7 +123,10 @@ describe("Relay", () => {
         throw new SyntaxError("Unexpected token")
       }
     })
-    assert.strictEqual(await readAll(broken.relay), "[ERROR UpstreamUnavailable: The upstream's answer could not be read.]")
+    assert.strictEqual(
+      await readAll(broken.relay),
+      "[ERROR UpstreamUnavailable: The upstream's answer could not be read.]"
+    )
     assert.deepStrictEqual(broken.ends.map((end) => end._tag), ["Failed"])
   })
 
@@ -133,7 +138,10 @@ describe("Relay", () => {
       }
     })
     body.end("b")
-    assert.strictEqual(await readAll(relay), "AB[ERROR UpstreamUnavailable: the stream ended in the middle of an event]")
+    assert.strictEqual(
+      await readAll(relay),
+      "AB[ERROR UpstreamUnavailable: the stream ended in the middle of an event]"
+    )
     assert.deepStrictEqual(ends.map((end) => end._tag), ["Failed"])
   })
 

@@ -7,7 +7,15 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { DatabaseSync } from "node:sqlite"
 import OpenAI from "openai"
-import { DISABLED_KEY, EXPIRED_KEY, KEY, NARROW_KEY, startGateway, type TestGateway, VIP_KEY } from "./support/Gateway.ts"
+import {
+  DISABLED_KEY,
+  EXPIRED_KEY,
+  KEY,
+  NARROW_KEY,
+  startGateway,
+  type TestGateway,
+  VIP_KEY
+} from "./support/Gateway.ts"
 
 let gateway: TestGateway
 const sdk = (apiKey: string, baseURL = `${gateway.url}/v1`) => new OpenAI({ apiKey, baseURL, maxRetries: 0 })
@@ -21,7 +29,12 @@ afterAll(async () => {
 
 const expectError = async (
   call: () => Promise<unknown>,
-  expected: { readonly status: number; readonly code: string; readonly Class: Parameters<typeof assert.instanceOf>[1]; readonly message?: RegExp }
+  expected: {
+    readonly status: number
+    readonly code: string
+    readonly Class: Parameters<typeof assert.instanceOf>[1]
+    readonly message?: RegExp
+  }
 ) => {
   try {
     await call()
@@ -42,9 +55,25 @@ describe("openai SDK", () => {
   it("lists exactly the models a key may call", async () => {
     const ids = (await sdk(KEY).models.list()).data.map((m) => m.id).sort()
     // "unpriced-model" is served but has no price, so a call is refused (model_unpriced) and it is not offered.
-    assert.deepStrictEqual(ids, ["big-stream", "broken-model", "cut-stream", "free-model", "gemini-2.5-flash", "gemini-tool-model", "gpt-4o", "gpt-4o-mini", "rejecting-model", "stall-stream", "tool-model"])
+    assert.deepStrictEqual(ids, [
+      "big-stream",
+      "broken-model",
+      "cut-stream",
+      "free-model",
+      "gemini-2.5-flash",
+      "gemini-tool-model",
+      "gpt-4o",
+      "gpt-4o-mini",
+      "rejecting-model",
+      "stall-stream",
+      "tool-model"
+    ])
     assert.deepStrictEqual((await sdk(NARROW_KEY).models.list()).data.map((m) => m.id), ["gpt-4o-mini"])
-    assert.deepStrictEqual((await sdk(VIP_KEY).models.list()).data.map((m) => m.id).sort(), ["gemini-2.5-flash", "gemini-tool-model", "vip-model"])
+    assert.deepStrictEqual((await sdk(VIP_KEY).models.list()).data.map((m) => m.id).sort(), [
+      "gemini-2.5-flash",
+      "gemini-tool-model",
+      "vip-model"
+    ])
     assert.strictEqual((await sdk(KEY).models.retrieve("gpt-4o")).id, "gpt-4o")
   })
 
@@ -106,12 +135,19 @@ describe("openai SDK", () => {
       if (text.length > 0) break // leaving the loop aborts the SDK's request
     }
     assert.isAbove(text.length, 0)
-    for (let i = 0; i < 100 && gateway.upstream.clientClosedStreams() === before; i++) await new Promise((r) => setTimeout(r, 50))
-    assert.strictEqual(gateway.upstream.clientClosedStreams(), before + 1, "the upstream saw its stream closed before the end")
+    for (let i = 0; i < 100 && gateway.upstream.clientClosedStreams() === before; i++) {
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    assert.strictEqual(
+      gateway.upstream.clientClosedStreams(),
+      before + 1,
+      "the upstream saw its stream closed before the end"
+    )
 
     const db = new DatabaseSync(gateway.database.slice("sqlite:".length), { readOnly: true })
     try {
-      const settled = () => db.prepare("SELECT status, error_code, completion_tokens FROM usage_records WHERE model = 'stall-stream'").all()
+      const settled = () =>
+        db.prepare("SELECT status, error_code, completion_tokens FROM usage_records WHERE model = 'stall-stream'").all()
       for (let i = 0; i < 50 && settled().length === 0; i++) await new Promise((r) => setTimeout(r, 50))
       const rows = settled()
       assert.strictEqual(rows.length, 1)
@@ -123,11 +159,32 @@ describe("openai SDK", () => {
   })
 
   it("reports each admission failure as the SDK's error class", async () => {
-    const keyless = new OpenAI({ apiKey: "unused", baseURL: `${gateway.url}/v1`, maxRetries: 0, defaultHeaders: { Authorization: null } })
-    await expectError(() => keyless.models.list(), { status: 401, code: "missing_api_key", Class: OpenAI.AuthenticationError })
-    await expectError(() => sdk("sk-not-a-real-key-at-all").models.list(), { status: 401, code: "invalid_api_key", Class: OpenAI.AuthenticationError })
-    await expectError(() => sdk(DISABLED_KEY).models.list(), { status: 401, code: "key_disabled", Class: OpenAI.AuthenticationError })
-    await expectError(() => sdk(EXPIRED_KEY).models.list(), { status: 401, code: "key_expired", Class: OpenAI.AuthenticationError })
+    const keyless = new OpenAI({
+      apiKey: "unused",
+      baseURL: `${gateway.url}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { Authorization: null }
+    })
+    await expectError(() => keyless.models.list(), {
+      status: 401,
+      code: "missing_api_key",
+      Class: OpenAI.AuthenticationError
+    })
+    await expectError(() => sdk("sk-not-a-real-key-at-all").models.list(), {
+      status: 401,
+      code: "invalid_api_key",
+      Class: OpenAI.AuthenticationError
+    })
+    await expectError(() => sdk(DISABLED_KEY).models.list(), {
+      status: 401,
+      code: "key_disabled",
+      Class: OpenAI.AuthenticationError
+    })
+    await expectError(() => sdk(EXPIRED_KEY).models.list(), {
+      status: 401,
+      code: "key_expired",
+      Class: OpenAI.AuthenticationError
+    })
     await expectError(() => sdk(KEY).chat.completions.create({ model: "no-such-model", messages: hello }), {
       status: 404,
       code: "model_not_found",
@@ -168,17 +225,29 @@ describe("openai SDK", () => {
   it("rejects wrong field types naming the field, without forwarding the body", async () => {
     const before = gateway.upstream.requests.length
     const role = await expectError(
-      () => sdk(KEY).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: 5, content: { x: 1 } }] } as never),
-      { status: 400, code: "invalid_request", Class: OpenAI.BadRequestError, message: /'messages\[0\]\.role': expected one of 'system'/ }
+      () =>
+        sdk(KEY).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: 5, content: { x: 1 } }] } as never),
+      {
+        status: 400,
+        code: "invalid_request",
+        Class: OpenAI.BadRequestError,
+        message: /'messages\[0\]\.role': expected one of 'system'/
+      }
     )
     assert.strictEqual(role.param, "messages[0].role")
     const temperature = await expectError(
-      () => sdk(KEY).chat.completions.create({ model: "gpt-4o-mini", messages: hello, stream: true, temperature: "hot" } as never),
+      () =>
+        sdk(KEY).chat.completions.create(
+          { model: "gpt-4o-mini", messages: hello, stream: true, temperature: "hot" } as never
+        ),
       { status: 400, code: "invalid_request", Class: OpenAI.BadRequestError, message: /expected a number/ }
     )
     assert.strictEqual(temperature.param, "temperature")
     const part = await expectError(
-      () => sdk(KEY).chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: [{ type: "image_url", image_url: {} }] }] } as never),
+      () =>
+        sdk(KEY).chat.completions.create(
+          { model: "gpt-4o", messages: [{ role: "user", content: [{ type: "image_url", image_url: {} }] }] } as never
+        ),
       { status: 400, code: "invalid_request", Class: OpenAI.BadRequestError }
     )
     assert.strictEqual(part.param, "messages[0].content[0].image_url.url")
@@ -187,11 +256,14 @@ describe("openai SDK", () => {
 
   it("refuses bodies over the limit with 413", async () => {
     const big = "x".repeat(11 * 1024 * 1024)
-    await expectError(() => sdk(KEY).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: big }] }), {
-      status: 413,
-      code: "request_too_large",
-      Class: OpenAI.APIError
-    })
+    await expectError(
+      () => sdk(KEY).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: big }] }),
+      {
+        status: 413,
+        code: "request_too_large",
+        Class: OpenAI.APIError
+      }
+    )
   })
 
   it("passes upstream failures on in our envelope", async () => {
@@ -203,7 +275,12 @@ describe("openai SDK", () => {
     // An upstream 4xx keeps the upstream's status and carries its message, in our envelope.
     await expectError(
       () => client.chat.completions.create({ model: "rejecting-model", messages: hello }),
-      { status: 400, code: "upstream_rejected", Class: OpenAI.BadRequestError, message: /fake-upstream: simulated HTTP 400/ }
+      {
+        status: 400,
+        code: "upstream_rejected",
+        Class: OpenAI.BadRequestError,
+        message: /fake-upstream: simulated HTTP 400/
+      }
     )
   })
 
@@ -233,7 +310,8 @@ describe("openai SDK", () => {
   })
 
   it("tells a key's owner their balance as an exact decimal", async () => {
-    const me = await (await fetch(`${gateway.url}/api/me`, { headers: { authorization: `Bearer ${KEY}` } })).json() as Record<string, unknown>
+    const me = await (await fetch(`${gateway.url}/api/me`, { headers: { authorization: `Bearer ${KEY}` } }))
+      .json() as Record<string, unknown>
     assert.strictEqual(me.user, "alice")
     assert.strictEqual(me.group, "default")
     assert.match(me.balance_usd as string, /^\d+\.\d{2,9}$/)

@@ -10,17 +10,17 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as UsageJournal from "@modelgate/store/UsageJournal"
 import { Effect } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Socket } from "node:net"
 import { tmpdir, userInfo } from "node:os"
 import { join } from "node:path"
+import { DatabaseSync } from "node:sqlite"
 import { startPgProxy } from "../../store/test/support/PgProxy.ts"
 import { runSql } from "./support/Databases.ts"
 import { freePort } from "./support/Processes.ts"
-import { DatabaseSync } from "node:sqlite"
 
 const bin = join(import.meta.dirname, "..", "src", "bin.ts")
 const KEY = "sk-process-test-00000000000000000000000000000"
@@ -29,7 +29,10 @@ let dir: string
 
 const runToEnd = (args: Array<string>) =>
   new Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, MODELGATE_SECRET: "process-test-secret-0123456789abcdef" } })
+    const child = spawn(process.execPath, [bin, ...args], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, MODELGATE_SECRET: "process-test-secret-0123456789abcdef" }
+    })
     let stdout = ""
     let stderr = ""
     child.stdout!.on("data", (d) => stdout += d)
@@ -38,10 +41,19 @@ const runToEnd = (args: Array<string>) =>
   })
 
 const run = (args: Array<string>, options: { readonly cwd?: string; readonly env?: Record<string, string> } = {}) => {
-  const env: Record<string, string | undefined> = { ...process.env, MODELGATE_SECRET: "process-test-secret-0123456789abcdef" }
-  for (const variable of ["MODELGATE_CONFIG", "MODELGATE_DATABASE", "MODELGATE_LISTEN", "MODELGATE_REDIS"]) delete env[variable]
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    MODELGATE_SECRET: "process-test-secret-0123456789abcdef"
+  }
+  for (const variable of ["MODELGATE_CONFIG", "MODELGATE_DATABASE", "MODELGATE_LISTEN", "MODELGATE_REDIS"]) {
+    delete env[variable]
+  }
   Object.assign(env, options.env)
-  const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"], env, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}) })
+  const child = spawn(process.execPath, [bin, ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env,
+    ...(options.cwd !== undefined ? { cwd: options.cwd } : {})
+  })
   let output = ""
   child.stdout!.on("data", (d) => output += d)
   child.stderr!.on("data", (d) => output += d)
@@ -110,23 +122,37 @@ describe("the modelgate process", () => {
   it("creates, lists and revokes keys and adjusts balances from the command line, in force on a running server", async () => {
     const port = await freePort()
     const file = join(dir, "cli.yaml")
-    writeFileSync(file, [
-      `listen: 127.0.0.1:${port}`,
-      `database: sqlite:${join(dir, "cli.db")}`,
-      "log_level: error",
-      "channels:",
-      "  - {name: up, type: openai, base_url: " + `${upstream.url}/v1` + ", api_key: k, models: [gpt-4o-mini]}",
-      "models:",
-      "  gpt-4o-mini: {input: 1, output: 1}",
-      "users:",
-      "  - {name: olga, balance: 1}",
-      ""
-    ].join("\n"))
+    writeFileSync(
+      file,
+      [
+        `listen: 127.0.0.1:${port}`,
+        `database: sqlite:${join(dir, "cli.db")}`,
+        "log_level: error",
+        "channels:",
+        "  - {name: up, type: openai, base_url: " + `${upstream.url}/v1` + ", api_key: k, models: [gpt-4o-mini]}",
+        "models:",
+        "  gpt-4o-mini: {input: 1, output: 1}",
+        "users:",
+        "  - {name: olga, balance: 1}",
+        ""
+      ].join("\n")
+    )
     const server = run(["serve", "--config", file])
     const url = `http://127.0.0.1:${port}`
     try {
       await waitHealthy(url, server.child)
-      const created = await runToEnd(["keys", "create", "--config", file, "--user", "olga", "--name", "laptop", "--models", "gpt-4o-mini"])
+      const created = await runToEnd([
+        "keys",
+        "create",
+        "--config",
+        file,
+        "--user",
+        "olga",
+        "--name",
+        "laptop",
+        "--models",
+        "gpt-4o-mini"
+      ])
       assert.strictEqual(created.code, 0, created.stderr)
       const secret = created.stdout.trim()
       assert.match(secret, /^sk-[0-9A-Za-z]{43}$/)
@@ -140,11 +166,23 @@ describe("the modelgate process", () => {
       const id = /^(key_\S+)\s.*laptop/m.exec(listed.stdout)?.[1]
       assert.isString(id, listed.stdout)
 
-      const adjusted = await runToEnd(["users", "adjust", "olga", "--config", file, "--amount", "2.5", "--reason", "top-up"])
+      const adjusted = await runToEnd([
+        "users",
+        "adjust",
+        "olga",
+        "--config",
+        file,
+        "--amount",
+        "2.5",
+        "--reason",
+        "top-up"
+      ])
       assert.strictEqual(adjusted.code, 0, adjusted.stderr)
       assert.include(adjusted.stdout, "3.50 USD")
-      const actors = await runSql(`sqlite:${join(dir, "cli.db")}`, (sql) =>
-        sql`SELECT actor, reason, amount_nanos FROM ledger WHERE kind = 'adjustment'`)
+      const actors = await runSql(
+        `sqlite:${join(dir, "cli.db")}`,
+        (sql) => sql`SELECT actor, reason, amount_nanos FROM ledger WHERE kind = 'adjustment'`
+      )
       assert.deepStrictEqual(
         actors.map((row) => [row.actor, row.reason, String(row.amount_nanos)]),
         [[`cli:${userInfo().username}`, "top-up", "2500000000"]],
@@ -158,7 +196,11 @@ describe("the modelgate process", () => {
         await new Promise((r) => setTimeout(r, 100))
         status = (await me()).status
       }
-      assert.strictEqual(status, 401, "the running server stops accepting the revoked key (it reads the change log every 500 ms)")
+      assert.strictEqual(
+        status,
+        401,
+        "the running server stops accepting the revoked key (it reads the change log every 500 ms)"
+      )
 
       const unknown = await runToEnd(["keys", "create", "--config", file, "--user", "nobody"])
       assert.notStrictEqual(unknown.code, 0)
@@ -167,7 +209,16 @@ describe("the modelgate process", () => {
       const group = await runToEnd(["keys", "create", "--config", file, "--user", "olga", "--group", "gold"])
       assert.notStrictEqual(group.code, 0)
       assert.include(group.stderr, "--group: no group named 'gold'. Groups: 'default'.")
-      const models = await runToEnd(["keys", "create", "--config", file, "--user", "olga", "--models", "gpt-4o-mini,gpt-5,o3"])
+      const models = await runToEnd([
+        "keys",
+        "create",
+        "--config",
+        file,
+        "--user",
+        "olga",
+        "--models",
+        "gpt-4o-mini,gpt-5,o3"
+      ])
       assert.notStrictEqual(models.code, 0)
       assert.include(models.stderr, "--models: unknown models 'gpt-5', 'o3'. Models: 'gpt-4o-mini'.")
       const listedAfter = await runToEnd(["keys", "list", "--config", file, "--user", "olga"])
@@ -182,18 +233,21 @@ describe("the modelgate process", () => {
     const port = await freePort()
     const file = join(dir, "restart.yaml")
     const key = "sk-restart-test-key-0000000000000000000000"
-    writeFileSync(file, [
-      `listen: 127.0.0.1:${port}`,
-      `database: sqlite:${join(dir, "restart.db")}`,
-      "log_format: json",
-      "channels:",
-      "  - {name: up, type: openai, base_url: " + `${upstream.url}/v1` + ", api_key: k, models: [gpt-4o-mini]}",
-      "models:",
-      "  gpt-4o-mini: {input: 1, output: 1}",
-      "users:",
-      `  - {name: pat, balance: 1, keys: [{name: laptop, secret: ${key}}]}`,
-      ""
-    ].join("\n"))
+    writeFileSync(
+      file,
+      [
+        `listen: 127.0.0.1:${port}`,
+        `database: sqlite:${join(dir, "restart.db")}`,
+        "log_format: json",
+        "channels:",
+        "  - {name: up, type: openai, base_url: " + `${upstream.url}/v1` + ", api_key: k, models: [gpt-4o-mini]}",
+        "models:",
+        "  gpt-4o-mini: {input: 1, output: 1}",
+        "users:",
+        `  - {name: pat, balance: 1, keys: [{name: laptop, secret: ${key}}]}`,
+        ""
+      ].join("\n")
+    )
     const url = `http://127.0.0.1:${port}`
     const me = async () => (await fetch(`${url}/api/me`, { headers: { authorization: `Bearer ${key}` } })).status
     const first = run(["serve", "--config", file])
@@ -231,7 +285,17 @@ describe("the modelgate process", () => {
     const port = await freePort()
     const database = join(dir, "replay.db")
     const file = join(dir, "replay.yaml")
-    writeFileSync(file, [`listen: 127.0.0.1:${port}`, `database: sqlite:${database}`, "log_level: error", "users:", "  - {name: rita, balance: 1}", ""].join("\n"))
+    writeFileSync(
+      file,
+      [
+        `listen: 127.0.0.1:${port}`,
+        `database: sqlite:${database}`,
+        "log_level: error",
+        "users:",
+        "  - {name: rita, balance: 1}",
+        ""
+      ].join("\n")
+    )
     const server = run(["serve", "--config", file])
     try {
       await waitHealthy(`http://127.0.0.1:${port}`, server.child)
@@ -239,21 +303,49 @@ describe("the modelgate process", () => {
       server.child.kill("SIGTERM")
       await server.exited
     }
-    const userId = String((await runSql(`sqlite:${database}`, (sql) => sql`SELECT id FROM users WHERE name = 'rita'`))[0]!.id)
+    const userId = String(
+      (await runSql(`sqlite:${database}`, (sql) => sql`SELECT id FROM users WHERE name = 'rita'`))[0]!.id
+    )
     // What a node on another machine kept on disk when the database would not answer.
     const journal = UsageJournal.make(join(dir, "copied-journal"), "node-elsewhere", 7)
     await Effect.runPromise(journal.append([0, 1, 2].flatMap((i) => [
       {
         _tag: "Usage" as const,
         record: {
-          createdAt: 1_700_000_000_000, requestId: `req-elsewhere-${i}`, userId, keyId: "key-x", model: "m", upstreamModel: "m", channel: "c",
-          dialectIn: "openai" as const, dialectOut: "openai" as const, stream: false, promptTokens: 1, completionTokens: 1, cachedTokens: 0,
-          usageReported: true, costNanos: 250_000_000n, latencyMs: 1, ttfbMs: null, status: 200, errorCode: null, attempts: 1, attemptLog: []
+          createdAt: 1_700_000_000_000,
+          requestId: `req-elsewhere-${i}`,
+          userId,
+          keyId: "key-x",
+          model: "m",
+          upstreamModel: "m",
+          channel: "c",
+          dialectIn: "openai" as const,
+          dialectOut: "openai" as const,
+          stream: false,
+          promptTokens: 1,
+          completionTokens: 1,
+          cachedTokens: 0,
+          usageReported: true,
+          costNanos: 250_000_000n,
+          latencyMs: 1,
+          ttfbMs: null,
+          status: 200,
+          errorCode: null,
+          attempts: 1,
+          attemptLog: []
         }
       },
       {
         _tag: "Charge" as const,
-        charge: { leaseId: null, userId, keyId: "key-x", requestId: `req-elsewhere-${i}`, chargedNanos: 250_000_000n, shortfallNanos: 0n, at: 1_700_000_000_000 }
+        charge: {
+          leaseId: null,
+          userId,
+          keyId: "key-x",
+          requestId: `req-elsewhere-${i}`,
+          chargedNanos: 250_000_000n,
+          shortfallNanos: 0n,
+          at: 1_700_000_000_000
+        }
       }
     ])))
     const replayed = await runToEnd(["usage", "replay", "--config", file, journal.path])
@@ -263,10 +355,17 @@ describe("the modelgate process", () => {
     // The same file again (a copy kept by mistake): nothing is written twice.
     copyFileSync(`${journal.path}.replayed`, journal.path)
     assert.strictEqual((await runToEnd(["usage", "replay", "--config", file, journal.path])).code, 0)
-    const books = await runSql(`sqlite:${database}`, (sql) =>
-      sql`SELECT u.balance_nanos AS balance, (SELECT SUM(amount_nanos) FROM ledger WHERE user_id = u.id) AS ledger,
-          (SELECT COUNT(*) FROM usage_records) AS records FROM users u WHERE u.name = 'rita'`)
-    assert.deepStrictEqual([String(books[0]!.balance), String(books[0]!.ledger), Number(books[0]!.records)], ["250000000", "250000000", 3])
+    const books = await runSql(
+      `sqlite:${database}`,
+      (sql) =>
+        sql`SELECT u.balance_nanos AS balance, (SELECT SUM(amount_nanos) FROM ledger WHERE user_id = u.id) AS ledger,
+          (SELECT COUNT(*) FROM usage_records) AS records FROM users u WHERE u.name = 'rita'`
+    )
+    assert.deepStrictEqual([String(books[0]!.balance), String(books[0]!.ledger), Number(books[0]!.records)], [
+      "250000000",
+      "250000000",
+      3
+    ])
   })
 
   it("opens a Redis connection only for commands that write (to announce them), not for `keys list`", async () => {
@@ -275,12 +374,15 @@ describe("the modelgate process", () => {
     const redis = createServer((socket) => void sockets.push(socket))
     await new Promise<void>((resolve) => redis.listen(0, "127.0.0.1", resolve))
     const file = join(dir, "redis-cli.yaml")
-    writeFileSync(file, [
-      `database: sqlite:${join(dir, "redis-cli.db")}`,
-      `redis: redis://127.0.0.1:${(redis.address() as { port: number }).port}`,
-      "log_level: error",
-      ""
-    ].join("\n"))
+    writeFileSync(
+      file,
+      [
+        `database: sqlite:${join(dir, "redis-cli.db")}`,
+        `redis: redis://127.0.0.1:${(redis.address() as { port: number }).port}`,
+        "log_level: error",
+        ""
+      ].join("\n")
+    )
     try {
       const listed = await runToEnd(["keys", "list", "--config", file])
       assert.strictEqual(listed.code, 0, listed.stderr)
@@ -299,26 +401,30 @@ describe("the modelgate process", () => {
     const port = await freePort()
     const database = `sqlite:${join(dir, "flush.db")}`
     const file = join(dir, "flush.yaml")
-    writeFileSync(file, [
-      `listen: 127.0.0.1:${port}`,
-      `database: ${database}`,
-      "log_level: error",
-      // Nothing is written by the timer or by batch size within this test: only the shutdown flush writes.
-      "usage: {flush_interval_ms: 600000, max_batch: 100000}",
-      "channels:",
-      "  - {name: up, type: openai, base_url: " + `${upstream.url}/v1` + ", api_key: k, models: [gpt-4o-mini]}",
-      "models:",
-      "  gpt-4o-mini: {input: 1, output: 1}",
-      "users:",
-      "  - name: uma",
-      "    balance: 5",
-      "    keys:",
-      `      - {name: k, secret: ${KEY}}`,
-      ""
-    ].join("\n"))
+    writeFileSync(
+      file,
+      [
+        `listen: 127.0.0.1:${port}`,
+        `database: ${database}`,
+        "log_level: error",
+        // Nothing is written by the timer or by batch size within this test: only the shutdown flush writes.
+        "usage: {flush_interval_ms: 600000, max_batch: 100000}",
+        "channels:",
+        "  - {name: up, type: openai, base_url: " + `${upstream.url}/v1` + ", api_key: k, models: [gpt-4o-mini]}",
+        "models:",
+        "  gpt-4o-mini: {input: 1, output: 1}",
+        "users:",
+        "  - name: uma",
+        "    balance: 5",
+        "    keys:",
+        `      - {name: k, secret: ${KEY}}`,
+        ""
+      ].join("\n")
+    )
     const server = run(["serve", "--config", file])
     const url = `http://127.0.0.1:${port}`
-    const count = () => runSql(database, (sql) => sql`SELECT COUNT(*) AS n FROM usage_records`).then((rows) => Number(rows[0]!.n))
+    const count = () =>
+      runSql(database, (sql) => sql`SELECT COUNT(*) AS n FROM usage_records`).then((rows) => Number(rows[0]!.n))
     try {
       await waitHealthy(url, server.child)
       const calls = 7
@@ -342,7 +448,10 @@ describe("the modelgate process", () => {
 
   it("refuses an invalid configuration naming the file and the field", async () => {
     const file = join(dir, "bad.yaml")
-    writeFileSync(file, "listen: 127.0.0.1:0\nchannels:\n  - name: x\n    type: opneai\n    base_url: http://x/v1\n    models: [a]\n")
+    writeFileSync(
+      file,
+      "listen: 127.0.0.1:0\nchannels:\n  - name: x\n    type: opneai\n    base_url: http://x/v1\n    models: [a]\n"
+    )
     const proc = run(["serve", "--config", file])
     const code = await proc.exited
     assert.notStrictEqual(code, 0)
@@ -352,17 +461,31 @@ describe("the modelgate process", () => {
 
   it("refuses a configuration the store rejects, or a bad database, naming the file, the field and what was expected", async () => {
     const secret = join(dir, "bad-secret.yaml")
-    writeFileSync(secret, `database: sqlite:${join(dir, "bad.db")}\nusers:\n  - name: u\n    keys:\n      - {name: k, secret: pk-not-a-modelgate-key-at-all}\n`)
+    writeFileSync(
+      secret,
+      `database: sqlite:${
+        join(dir, "bad.db")
+      }\nusers:\n  - name: u\n    keys:\n      - {name: k, secret: pk-not-a-modelgate-key-at-all}\n`
+    )
     const first = run(["serve", "--config", secret])
     assert.notStrictEqual(await first.exited, 0)
-    assert.include(first.output(), `Invalid configuration in ${secret}:\n  at users[0].keys[0].secret: Expected a key secret: 'sk-' followed by`)
+    assert.include(
+      first.output(),
+      `Invalid configuration in ${secret}:\n  at users[0].keys[0].secret: Expected a key secret: 'sk-' followed by`
+    )
     assert.notInclude(first.output(), "pk-not-a-modelgate-key-at-all")
 
     const twice = join(dir, "twice.yaml")
-    writeFileSync(twice, `database: sqlite:${join(dir, "twice.db")}\nusers:\n  - name: u\n    keys: [{name: k}, {name: k}]\n`)
+    writeFileSync(
+      twice,
+      `database: sqlite:${join(dir, "twice.db")}\nusers:\n  - name: u\n    keys: [{name: k}, {name: k}]\n`
+    )
     const second = run(["serve", "--config", twice])
     assert.notStrictEqual(await second.exited, 0)
-    assert.include(second.output(), `Invalid configuration in ${twice}:\n  at users[0].keys[1].name: 'u/k' is declared twice`)
+    assert.include(
+      second.output(),
+      `Invalid configuration in ${twice}:\n  at users[0].keys[1].name: 'u/k' is declared twice`
+    )
 
     const database = join(dir, "bad-database.yaml")
     writeFileSync(database, "database: mysql://db/modelgate\n")
@@ -375,33 +498,39 @@ describe("the modelgate process", () => {
     writeFileSync(unusable, `database: sqlite:${unusable}/modelgate.db\n`)
     const fourth = run(["serve", "--config", unusable])
     assert.notStrictEqual(await fourth.exited, 0)
-    assert.include(fourth.output(), `Cannot use the database 'sqlite:${unusable}/modelgate.db' (from database in ${unusable}): `)
+    assert.include(
+      fourth.output(),
+      `Cannot use the database 'sqlite:${unusable}/modelgate.db' (from database in ${unusable}): `
+    )
   })
 
   it("serves, reports ready, and drains an in-flight stream on SIGTERM before exiting 0", async () => {
     const port = await freePort()
     const file = join(dir, "gateway.yaml")
-    writeFileSync(file, [
-      `listen: 127.0.0.1:${port}`,
-      `database: sqlite:${join(dir, "gw.db")}`,
-      "log_level: error",
-      "shutdown_grace_seconds: 20",
-      "channels:",
-      "  - name: up",
-      "    type: openai",
-      `    base_url: ${upstream.url}/v1`,
-      "    api_key: sk-up",
-      "    models: [slow-stream]",
-      "    model_map: {slow-stream: gpt-interval-100}",
-      "models:",
-      "  slow-stream: {input: 1, output: 1}",
-      "users:",
-      "  - name: ops",
-      "    balance: 5",
-      "    keys:",
-      `      - {name: k, secret: ${KEY}}`,
-      ""
-    ].join("\n"))
+    writeFileSync(
+      file,
+      [
+        `listen: 127.0.0.1:${port}`,
+        `database: sqlite:${join(dir, "gw.db")}`,
+        "log_level: error",
+        "shutdown_grace_seconds: 20",
+        "channels:",
+        "  - name: up",
+        "    type: openai",
+        `    base_url: ${upstream.url}/v1`,
+        "    api_key: sk-up",
+        "    models: [slow-stream]",
+        "    model_map: {slow-stream: gpt-interval-100}",
+        "models:",
+        "  slow-stream: {input: 1, output: 1}",
+        "users:",
+        "  - name: ops",
+        "    balance: 5",
+        "    keys:",
+        `      - {name: k, secret: ${KEY}}`,
+        ""
+      ].join("\n")
+    )
     const proc = run(["serve", "--config", file])
     const url = `http://127.0.0.1:${port}`
     await waitHealthy(url, proc.child)
@@ -410,7 +539,11 @@ describe("the modelgate process", () => {
     const response = await fetch(`${url}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: "slow-stream", stream: true, messages: [{ role: "user", content: "take your time" }] })
+      body: JSON.stringify({
+        model: "slow-stream",
+        stream: true,
+        messages: [{ role: "user", content: "take your time" }]
+      })
     })
     assert.strictEqual(response.status, 200)
     const reader = response.body!.getReader()
@@ -429,14 +562,20 @@ describe("the modelgate process", () => {
   it("turns /readyz to 503 as soon as SIGTERM starts the drain, still serving during shutdown_delay_seconds, and logs one access line per call", async () => {
     const port = await freePort()
     const file = join(dir, "delay.yaml")
-    writeFileSync(file, gatewayYaml(port, join(dir, "delay.db"), ["log_level: info", "log_format: logfmt", "shutdown_delay_seconds: 3"]))
+    writeFileSync(
+      file,
+      gatewayYaml(port, join(dir, "delay.db"), ["log_level: info", "log_format: logfmt", "shutdown_delay_seconds: 3"])
+    )
     const proc = run(["serve", "--config", file])
     const url = `http://127.0.0.1:${port}`
     await waitHealthy(url, proc.child)
     const ready = await fetch(`${url}/readyz`)
     assert.strictEqual(ready.status, 200)
     assert.match(ready.headers.get("x-request-id") ?? "", /^req_[0-9a-f]{24}$/)
-    assert.strictEqual((await chat(url, { model: "gpt-4o-mini", messages: [{ role: "user", content: "before" }] })).status, 200)
+    assert.strictEqual(
+      (await chat(url, { model: "gpt-4o-mini", messages: [{ role: "user", content: "before" }] })).status,
+      200
+    )
 
     proc.child.kill("SIGTERM")
     let draining: Response | undefined
@@ -468,14 +607,21 @@ describe("the modelgate process", () => {
     const port = await freePort()
     const database = join(dir, "grace.db")
     const file = join(dir, "grace.yaml")
-    writeFileSync(file, gatewayYaml(port, database, ["log_level: error", "shutdown_grace_seconds: 1", "access_log: false"]))
+    writeFileSync(
+      file,
+      gatewayYaml(port, database, ["log_level: error", "shutdown_grace_seconds: 1", "access_log: false"])
+    )
     const proc = run(["serve", "--config", file])
     const url = `http://127.0.0.1:${port}`
     await waitHealthy(url, proc.child)
     // The upstream sends three chunks, then never another byte. One stream holds from the process's
     // balance lease, the other (a key with a spending cap) holds in the database.
     const open = async (key: string) => {
-      const response = await chat(url, { model: "stalling", stream: true, messages: [{ role: "user", content: "never finish" }] }, key)
+      const response = await chat(url, {
+        model: "stalling",
+        stream: true,
+        messages: [{ role: "user", content: "never finish" }]
+      }, key)
       assert.strictEqual(response.status, 200)
       const reader = response.body!.getReader()
       const decoder = new TextDecoder()
@@ -499,16 +645,28 @@ describe("the modelgate process", () => {
     try {
       let cost = 0n
       for (const { requestId } of streams) {
-        const usage = db.prepare("SELECT status, error_code, completion_tokens, cost_nanos FROM usage_records WHERE request_id = ?").all(requestId)
+        const usage = db.prepare(
+          "SELECT status, error_code, completion_tokens, cost_nanos FROM usage_records WHERE request_id = ?"
+        ).all(requestId)
         assert.strictEqual(usage.length, 1, "the cut stream has its usage record")
-        assert.deepStrictEqual([Number(usage[0]!.status), usage[0]!.error_code], [503, "ShuttingDown"], "cut by the server, not by the client")
+        assert.deepStrictEqual(
+          [Number(usage[0]!.status), usage[0]!.error_code],
+          [503, "ShuttingDown"],
+          "cut by the server, not by the client"
+        )
         assert.isAbove(Number(usage[0]!.completion_tokens), 0, "billed for what was generated")
         assert.isTrue(BigInt(usage[0]!.cost_nanos as number) > 0n)
         cost += BigInt(usage[0]!.cost_nanos as number)
       }
       assert.strictEqual(Number(db.prepare("SELECT COUNT(*) AS n FROM holds").get()!.n), 0, "no hold is left open")
-      assert.strictEqual(Number(db.prepare("SELECT COUNT(*) AS n FROM leases").get()!.n), 0, "every balance lease went back")
-      const balance = BigInt(db.prepare("SELECT balance_nanos FROM users WHERE name = 'ops'").get()!.balance_nanos as number)
+      assert.strictEqual(
+        Number(db.prepare("SELECT COUNT(*) AS n FROM leases").get()!.n),
+        0,
+        "every balance lease went back"
+      )
+      const balance = BigInt(
+        db.prepare("SELECT balance_nanos FROM users WHERE name = 'ops'").get()!.balance_nanos as number
+      )
       assert.strictEqual(balance, 5_000_000_000n - cost)
     } finally {
       db.close()
@@ -520,10 +678,20 @@ describe("the modelgate process", () => {
     try {
       proxy.refuseStartups({ code: "53300", message: "sorry, too many clients already" })
       const file = join(dir, "crowded.yaml")
-      writeFileSync(file, [`listen: 127.0.0.1:${await freePort()}`, `database: postgres://modelgate:secret@127.0.0.1:${proxy.port}/modelgate`, ""].join("\n"))
+      writeFileSync(
+        file,
+        [
+          `listen: 127.0.0.1:${await freePort()}`,
+          `database: postgres://modelgate:secret@127.0.0.1:${proxy.port}/modelgate`,
+          ""
+        ].join("\n")
+      )
       const result = await runToEnd(["serve", "--config", file])
       assert.strictEqual(result.code, 1)
-      assert.include(result.stderr, `modelgate: Cannot use the database 'postgres://modelgate:***@127.0.0.1:${proxy.port}/modelgate' (from database in ${file})`)
+      assert.include(
+        result.stderr,
+        `modelgate: Cannot use the database 'postgres://modelgate:***@127.0.0.1:${proxy.port}/modelgate' (from database in ${file})`
+      )
       assert.include(result.stderr, "sorry, too many clients already")
       assert.notInclude(result.stderr, "secret")
     } finally {
@@ -549,7 +717,16 @@ describe("the modelgate process", () => {
     const port = await freePort()
     const database = join(dir, "real.db")
     const file = join(dir, "real.yaml")
-    writeFileSync(file, [`listen: 127.0.0.1:${port}`, `database: sqlite:${database}`, "users:", "  - {name: admin, role: admin, password: the-admins-own-password}", ""].join("\n"))
+    writeFileSync(
+      file,
+      [
+        `listen: 127.0.0.1:${port}`,
+        `database: sqlite:${database}`,
+        "users:",
+        "  - {name: admin, role: admin, password: the-admins-own-password}",
+        ""
+      ].join("\n")
+    )
     const real = run(["serve", "--config", file])
     try {
       await waitHealthy(`http://127.0.0.1:${port}`, real.child)

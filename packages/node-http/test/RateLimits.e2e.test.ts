@@ -14,8 +14,8 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { ApiError, GoogleGenAI } from "@google/genai"
-import OpenAI from "openai"
 import { randomBytes } from "node:crypto"
+import OpenAI from "openai"
 import type { ConfigFile } from "../src/ConfigFile.ts"
 import { startGateway, type TestGateway } from "./support/Gateway.ts"
 
@@ -101,7 +101,9 @@ const chat = (gateway: TestGateway, key: string, body: Record<string, unknown> =
   })
 
 const balance = async (gateway: TestGateway, key: string): Promise<string> =>
-  ((await (await fetch(`${gateway.url}/api/me`, { headers: { authorization: `Bearer ${key}` } })).json()) as { balance_usd: string })
+  ((await (await fetch(`${gateway.url}/api/me`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+    balance_usd: string
+  })
     .balance_usd
 
 const refusal = async (response: Response) => {
@@ -198,7 +200,10 @@ for (const [backend, redis] of backends) {
       await next.arrayBuffer()
       // A call whose estimate can never fit says so.
       const never = await refusal(await chat(gateway, KEYS.tpm, { max_tokens: 500 }))
-      assert.match(never, /more than the 200 tokens per minute allowed for your API key 'tpm', so it cannot be admitted/)
+      assert.match(
+        never,
+        /more than the 200 tokens per minute allowed for your API key 'tpm', so it cannot be admitted/
+      )
     })
 
     it("concurrency: a second call while one is in flight is refused; the slot frees when the call ends or the client disconnects", async () => {
@@ -306,7 +311,8 @@ describe("rate limits with a short window, per model", () => {
     const sdk = new OpenAI({ apiKey: KEYS.retry, baseURL: `${gateway.url}/v1`, maxRetries: 1 })
     await sdk.chat.completions.create({ model: "gpt-4o-mini", messages: hello })
     const startedAt = Date.now()
-    const { data, response } = await sdk.chat.completions.create({ model: "gpt-4o-mini", messages: hello }).withResponse()
+    const { data, response } = await sdk.chat.completions.create({ model: "gpt-4o-mini", messages: hello })
+      .withResponse()
     const waited = Date.now() - startedAt
     assert.match(data.choices[0]!.message.content ?? "", /Hello from fake-upstream/)
     // The first attempt was refused with retry-after: 2 (1.5 s rounded up); the SDK slept that long, not its short default backoff.
@@ -319,15 +325,26 @@ describe("rate limits with a short window, per model", () => {
     // The SDK's retry (p-retry) waits its own backoff (initialDelay * expBase^n) and does not read
     // retry-after or RetryInfo: a client sets initialDelay to at least the retry-after the gateway
     // answers (here 2 s: the 1.5 s window rounded up), and then the retry is admitted.
-    const attempts: Array<{ readonly at: number; readonly status: number; readonly retryAfter: string | null; readonly retryDelay?: string | undefined }> = []
+    const attempts: Array<
+      {
+        readonly at: number
+        readonly status: number
+        readonly retryAfter: string | null
+        readonly retryDelay?: string | undefined
+      }
+    > = []
     const recordingFetch: typeof fetch = async (input, init) => {
       const response = await fetch(input, init)
-      const body = response.status === 429 ? (await response.clone().json()) as { error: { details: Array<{ retryDelay?: string }> } } : undefined
+      const body = response.status === 429
+        ? (await response.clone().json()) as { error: { details: Array<{ retryDelay?: string }> } }
+        : undefined
       attempts.push({
         at: Date.now(),
         status: response.status,
         retryAfter: response.headers.get("retry-after"),
-        ...(body === undefined ? {} : { retryDelay: body.error.details.find((d) => d.retryDelay !== undefined)?.retryDelay })
+        ...(body === undefined
+          ? {}
+          : { retryDelay: body.error.details.find((d) => d.retryDelay !== undefined)?.retryDelay })
       })
       return response
     }

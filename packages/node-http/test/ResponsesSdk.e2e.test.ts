@@ -24,7 +24,14 @@ const config = (upstream: string): ConfigFile => ({
   listen: "127.0.0.1:0",
   log_level: "error",
   channels: [
-    { name: "chat-only", type: "openai", base_url: `${upstream}/v1`, api_key: "sk-up", models: ["gpt-4o-mini", "gpt-tools", "gpt-cut"], model_map: { "gpt-tools": "gpt-4o-mini-tools", "gpt-cut": "gpt-4o-mini-cut-3" } },
+    {
+      name: "chat-only",
+      type: "openai",
+      base_url: `${upstream}/v1`,
+      api_key: "sk-up",
+      models: ["gpt-4o-mini", "gpt-tools", "gpt-cut"],
+      model_map: { "gpt-tools": "gpt-4o-mini-tools", "gpt-cut": "gpt-4o-mini-cut-3" }
+    },
     {
       name: "gemini",
       type: "gemini",
@@ -33,7 +40,14 @@ const config = (upstream: string): ConfigFile => ({
       models: ["gemini-2.5-flash", "gemini-tools", "gemini-3-tools"],
       model_map: { "gemini-tools": "gemini-2.5-flash-tools", "gemini-3-tools": "gemini-3-pro-tools" }
     },
-    { name: "claude", type: "anthropic", base_url: upstream, api_key: "a-up", models: ["claude-sonnet-4-5", "claude-tools"], model_map: { "claude-tools": "claude-sonnet-4-5-tools" } },
+    {
+      name: "claude",
+      type: "anthropic",
+      base_url: upstream,
+      api_key: "a-up",
+      models: ["claude-sonnet-4-5", "claude-tools"],
+      model_map: { "claude-tools": "claude-sonnet-4-5-tools" }
+    },
     {
       name: "responses",
       type: "openai",
@@ -78,7 +92,9 @@ const parseUsd = (text: string): bigint => {
   return BigInt(whole!) * NANOS_PER_USD + BigInt(fraction.padEnd(9, "0"))
 }
 const balance = async (): Promise<bigint> => {
-  const me = await (await fetch(`${gateway.url}/api/me`, { headers: { authorization: `Bearer ${KEY}` } })).json() as { balance_usd: string }
+  const me = await (await fetch(`${gateway.url}/api/me`, { headers: { authorization: `Bearer ${KEY}` } })).json() as {
+    balance_usd: string
+  }
   return parseUsd(me.balance_usd)
 }
 const balanceSettledAt = async (expected: bigint): Promise<bigint> => {
@@ -94,8 +110,14 @@ const usdNanos = (usd: number): bigint => BigInt(Math.round(usd * 1e9))
 /** The notes on the usage records of a model, once `count` of them have one (records are written in batches). */
 const notesOf = async (model: string, count: number): Promise<Array<string>> => {
   const read = () =>
-    runSql(gateway.database, (sql) =>
-      Effect.map(sql`SELECT note FROM usage_records WHERE model = ${model} AND note IS NOT NULL ORDER BY created_at`, (rows) => rows.map((r) => r.note as string)))
+    runSql(
+      gateway.database,
+      (sql) =>
+        Effect.map(
+          sql`SELECT note FROM usage_records WHERE model = ${model} AND note IS NOT NULL ORDER BY created_at`,
+          (rows) => rows.map((r) => r.note as string)
+        )
+    )
   let rows = await read()
   for (let i = 0; i < 100 && rows.length < count; i++) {
     await new Promise((r) => setTimeout(r, 50))
@@ -108,13 +130,28 @@ const weather: OpenAI.Responses.FunctionTool = {
   type: "function",
   name: "get_weather",
   description: "The weather in a city.",
-  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false },
+  parameters: {
+    type: "object",
+    properties: { city: { type: "string" } },
+    required: ["city"],
+    additionalProperties: false
+  },
   strict: false
 }
 
 const channels = [
-  { label: "an OpenAI channel that speaks only chat completions", model: "gpt-4o-mini", tools: "gpt-tools", path: "/v1/chat/completions" },
-  { label: "a Gemini channel", model: "gemini-2.5-flash", tools: "gemini-tools", path: "/v1beta/models/gemini-2.5-flash:generateContent" },
+  {
+    label: "an OpenAI channel that speaks only chat completions",
+    model: "gpt-4o-mini",
+    tools: "gpt-tools",
+    path: "/v1/chat/completions"
+  },
+  {
+    label: "a Gemini channel",
+    model: "gemini-2.5-flash",
+    tools: "gemini-tools",
+    path: "/v1beta/models/gemini-2.5-flash:generateContent"
+  },
   { label: "an Anthropic channel", model: "claude-sonnet-4-5", tools: "claude-tools", path: "/v1/messages" },
   { label: "an OpenAI channel marked responses (relayed)", model: "gpt-5", tools: "gpt-5-tools", path: "/v1/responses" }
 ] as const
@@ -126,27 +163,47 @@ for (const channel of channels) {
       const response = await openai().responses.create({
         model: channel.model,
         instructions: "Be brief.",
-        input: [{ role: "developer", content: "Answer in English." }, { role: "user", content: [{ type: "input_text", text: "Hello from a Responses client" }] }],
+        input: [{ role: "developer", content: "Answer in English." }, {
+          role: "user",
+          content: [{ type: "input_text", text: "Hello from a Responses client" }]
+        }],
         max_output_tokens: 200,
         store: false
       })
       assert.strictEqual(response.object, "response")
       assert.strictEqual(response.status, "completed")
       assert.strictEqual(response.model, channel.model)
-      assert.strictEqual(response.output_text, `Hello from fake-upstream (model ${channel.model}). You said: Hello from a Responses client`)
+      assert.strictEqual(
+        response.output_text,
+        `Hello from fake-upstream (model ${channel.model}). You said: Hello from a Responses client`
+      )
       assert.isAbove(response.usage?.input_tokens ?? 0, 0)
       assert.isAbove(response.usage?.output_tokens ?? 0, 0)
       assert.deepStrictEqual(since(from).map((r) => r.path), [channel.path])
     })
 
     it("stream: the full event sequence, with increasing sequence numbers, and usage in response.completed", async () => {
-      const stream = await openai().responses.create({ model: channel.model, input: "stream this", stream: true, store: false })
+      const stream = await openai().responses.create({
+        model: channel.model,
+        input: "stream this",
+        stream: true,
+        store: false
+      })
       const events: Array<OpenAI.Responses.ResponseStreamEvent> = []
       for await (const event of stream) events.push(event)
       const types = events.map((e) => e.type)
       assert.deepStrictEqual(types.slice(0, 2), ["response.created", "response.in_progress"])
       assert.strictEqual(types.at(-1), "response.completed")
-      for (const type of ["response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.done", "response.content_part.done", "response.output_item.done"]) {
+      for (
+        const type of [
+          "response.output_item.added",
+          "response.content_part.added",
+          "response.output_text.delta",
+          "response.output_text.done",
+          "response.content_part.done",
+          "response.output_item.done"
+        ]
+      ) {
         assert.include(types, type)
       }
       const numbers = events.map((e) => e.sequence_number)
@@ -154,13 +211,28 @@ for (const channel of channels) {
       const text = events.flatMap((e) => e.type === "response.output_text.delta" ? [e.delta] : []).join("")
       assert.strictEqual(text, `Hello from fake-upstream (model ${channel.model}). You said: stream this`)
       const completed = events.at(-1) as OpenAI.Responses.ResponseCompletedEvent
-      assert.strictEqual(completed.response.output_text ?? completed.response.output.flatMap((i) => i.type === "message" ? i.content.map((c) => c.type === "output_text" ? c.text : "") : []).join(""), text)
+      assert.strictEqual(
+        completed.response.output_text ?? completed.response.output.flatMap((i) =>
+          i.type === "message"
+            ? i.content.map((c) => c.type === "output_text" ? c.text : "")
+            : []
+        ).join(""),
+        text
+      )
       assert.isAbove(completed.response.usage?.output_tokens ?? 0, 0)
     })
 
     it("a function tool loop: function_call (streamed arguments), then function_call_output answered", async () => {
       const question = "weather in Paris?"
-      const stream = await openai().responses.create({ model: channel.tools, input: question, tools: [weather], tool_choice: "auto", parallel_tool_calls: true, stream: true, store: false })
+      const stream = await openai().responses.create({
+        model: channel.tools,
+        input: question,
+        tools: [weather],
+        tool_choice: "auto",
+        parallel_tool_calls: true,
+        stream: true,
+        store: false
+      })
       let args = ""
       let call: OpenAI.Responses.ResponseFunctionToolCall | undefined
       for await (const event of stream) {
@@ -189,10 +261,17 @@ for (const channel of channels) {
 
 describe("Gemini 3 thought signatures", () => {
   it("a function call's signature rides in its call_id, and the next turn gives Gemini the real one back", async () => {
-    const first = await openai().responses.create({ model: "gemini-3-tools", input: "weather in Rome?", tools: [weather], store: false })
-    const call = first.output.find((item): item is OpenAI.Responses.ResponseFunctionToolCall => item.type === "function_call")!
+    const first = await openai().responses.create({
+      model: "gemini-3-tools",
+      input: "weather in Rome?",
+      tools: [weather],
+      store: false
+    })
+    const call = first.output.find((item): item is OpenAI.Responses.ResponseFunctionToolCall =>
+      item.type === "function_call"
+    )!
     assert.match(call.call_id, /^mgts_/)
-    const issued = (gateway.upstream.requests.at(-1)!.seq)
+    const issued = gateway.upstream.requests.at(-1)!.seq
     const from = gateway.upstream.requests.length
     const answer = await openai().responses.create({
       model: "gemini-3-tools",
@@ -205,24 +284,34 @@ describe("Gemini 3 thought signatures", () => {
       ]
     })
     assert.strictEqual(answer.output_text, "The tool get_weather returned: sunny")
-    const contents = (since(from)[0]!.body as { contents: Array<{ role: string; parts: Array<Record<string, unknown>> }> }).contents
+    const contents =
+      (since(from)[0]!.body as { contents: Array<{ role: string; parts: Array<Record<string, unknown>> }> }).contents
     const modelTurn = contents.find((c) => c.role === "model")!
     // The signature the fake upstream issued for that call (not Google's skip placeholder) went back.
-    assert.strictEqual(modelTurn.parts[0]!.thoughtSignature, Buffer.from(`fake-thought:${issued}:get_weather`).toString("base64"))
+    assert.strictEqual(
+      modelTurn.parts[0]!.thoughtSignature,
+      Buffer.from(`fake-thought:${issued}:get_weather`).toString("base64")
+    )
   })
 })
 
 describe("Responses state and hosted tools", () => {
   it("store: true and previous_response_id are refused with a 400 that says no response state is kept; store: false works", async () => {
     for (const extra of [{ store: true }, { previous_response_id: "resp_123", store: false }]) {
-      const refused = await openai().responses.create({ model: "gpt-4o-mini", input: "hi", ...extra }).then(() => undefined, (e: unknown) => e)
+      const refused = await openai().responses.create({ model: "gpt-4o-mini", input: "hi", ...extra }).then(
+        () => undefined,
+        (e: unknown) => e
+      )
       assert.instanceOf(refused, OpenAI.BadRequestError)
       const error = refused as InstanceType<typeof OpenAI.BadRequestError>
       assert.include(error.message, "keeps no response state")
       assert.strictEqual(error.param, Object.keys(extra)[0])
     }
     // A relayed call is refused the same way: the next call may reach another channel or key.
-    const relayed = await openai().responses.create({ model: "gpt-5", input: "hi", store: true }).then(() => undefined, (e: unknown) => e)
+    const relayed = await openai().responses.create({ model: "gpt-5", input: "hi", store: true }).then(
+      () => undefined,
+      (e: unknown) => e
+    )
     assert.instanceOf(relayed, OpenAI.BadRequestError)
     const lookup = await fetch(`${gateway.url}/v1/responses/resp_123`, { headers: { authorization: `Bearer ${KEY}` } })
     assert.strictEqual(lookup.status, 404)
@@ -239,7 +328,12 @@ describe("Responses state and hosted tools", () => {
         weather,
         { type: "web_search" },
         // A namespace of tools, as Codex declares its sub-agent tools.
-        { type: "namespace", name: "multi_agent_v1", description: "Sub-agents.", tools: [] } as unknown as OpenAI.Responses.Tool
+        {
+          type: "namespace",
+          name: "multi_agent_v1",
+          description: "Sub-agents.",
+          tools: []
+        } as unknown as OpenAI.Responses.Tool
       ]
     })
     assert.strictEqual(response.status, "completed")
@@ -252,7 +346,14 @@ describe("Responses state and hosted tools", () => {
 
   it("the same body is relayed whole to a channel marked responses, hosted tools included", async () => {
     const from = gateway.upstream.requests.length
-    const body = { model: "gpt-5", input: "hi", store: false, tools: [{ type: "web_search" }], include: ["reasoning.encrypted_content"], prompt_cache_key: "k" }
+    const body = {
+      model: "gpt-5",
+      input: "hi",
+      store: false,
+      tools: [{ type: "web_search" }],
+      include: ["reasoning.encrypted_content"],
+      prompt_cache_key: "k"
+    }
     const response = await fetch(`${gateway.url}/v1/responses`, {
       method: "POST",
       headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
@@ -263,7 +364,11 @@ describe("Responses state and hosted tools", () => {
   })
 
   it("works under Google's OpenAI-compatible base too", async () => {
-    const response = await openai("/v1beta/openai").responses.create({ model: "gemini-2.5-flash", input: "hi", store: false })
+    const response = await openai("/v1beta/openai").responses.create({
+      model: "gemini-2.5-flash",
+      input: "hi",
+      store: false
+    })
     assert.strictEqual(response.status, "completed")
   })
 })
@@ -288,9 +393,15 @@ describe("reasoning and money on a channel marked responses", () => {
       if (event.type === "response.reasoning_summary_text.delta") summary += event.delta
       if (event.type === "response.completed") completed = event.response
     }
-    assert.includeMembers(types, ["response.reasoning_summary_part.added", "response.reasoning_summary_text.done", "response.reasoning_summary_part.done"])
+    assert.includeMembers(types, [
+      "response.reasoning_summary_part.added",
+      "response.reasoning_summary_text.done",
+      "response.reasoning_summary_part.done"
+    ])
     assert.strictEqual(summary, "Thinking about: think about it")
-    const reasoning = completed!.output.find((item) => item.type === "reasoning") as OpenAI.Responses.ResponseReasoningItem
+    const reasoning = completed!.output.find((item) =>
+      item.type === "reasoning"
+    ) as OpenAI.Responses.ResponseReasoningItem
     assert.isString(reasoning.encrypted_content)
     const usage = completed!.usage!
     assert.isAbove(usage.input_tokens_details.cached_tokens, 0)
@@ -304,13 +415,22 @@ describe("reasoning and money on a channel marked responses", () => {
   it("translated: reasoning from an Anthropic model comes back as a reasoning item whose encrypted_content restores its signature next turn", async () => {
     // The fake Anthropic upstream signs no thinking; a signed item as Codex keeps it goes back as Anthropic thinking.
     const from = gateway.upstream.requests.length
-    const signed = { type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: "I thought." }], encrypted_content: `mgrs_${Buffer.from("anthropic:sig-1").toString("base64url")}` }
+    const signed = {
+      type: "reasoning",
+      id: "rs_1",
+      summary: [{ type: "summary_text", text: "I thought." }],
+      encrypted_content: `mgrs_${Buffer.from("anthropic:sig-1").toString("base64url")}`
+    }
     await openai().responses.create({
       model: "claude-sonnet-4-5",
       store: false,
-      input: [{ role: "user", content: "first" }, signed as unknown as OpenAI.Responses.ResponseInputItem, { role: "assistant", content: "answer" }, { role: "user", content: "second" }]
+      input: [{ role: "user", content: "first" }, signed as unknown as OpenAI.Responses.ResponseInputItem, {
+        role: "assistant",
+        content: "answer"
+      }, { role: "user", content: "second" }]
     })
-    const messages = (since(from)[0]!.body as { messages: Array<{ role: string; content: Array<Record<string, unknown>> }> }).messages
+    const messages =
+      (since(from)[0]!.body as { messages: Array<{ role: string; content: Array<Record<string, unknown>> }> }).messages
     assert.deepStrictEqual(messages[1]!.content[0], { type: "thinking", thinking: "I thought.", signature: "sig-1" })
   })
 
@@ -324,10 +444,17 @@ describe("reasoning and money on a channel marked responses", () => {
       assert.strictEqual(response.status, 200)
       const text = await response.text()
       assert.include(text, "\"output_text.delta\"".slice(1, -1))
-      assert.match(text, /event: response\.failed\ndata: \{"type":"response\.failed","sequence_number":\d+,"response":\{[^\n]*"status":"failed"/)
+      assert.match(
+        text,
+        /event: response\.failed\ndata: \{"type":"response\.failed","sequence_number":\d+,"response":\{[^\n]*"status":"failed"/
+      )
       assert.notInclude(text, "response.completed")
       const numbers = [...text.matchAll(/"sequence_number":(\d+)/g)].map((m) => Number(m[1]))
-      assert.deepStrictEqual(numbers, numbers.map((_, i) => numbers[0]! + i), "sequence numbers run on into response.failed")
+      assert.deepStrictEqual(
+        numbers,
+        numbers.map((_, i) => numbers[0]! + i),
+        "sequence numbers run on into response.failed"
+      )
       const books = await settledBooks(gateway.database, "alice")
       assert.strictEqual(books.balance, books.ledger)
     })

@@ -17,7 +17,8 @@ const secretFile = join(dir, "key")
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-const count = (sql: string) => runSql(database, (client) => client.unsafe(sql)).then((rows) => Number((rows[0] as { n: unknown }).n))
+const count = (sql: string) =>
+  runSql(database, (client) => client.unsafe(sql)).then((rows) => Number((rows[0] as { n: unknown }).n))
 
 describe("usage.retention_days", () => {
   it("prunes records past it at start, and never the ledger", async () => {
@@ -69,10 +70,16 @@ describe("usage.retention_days", () => {
     await kept.close()
     assert.strictEqual(await count("SELECT COUNT(*) AS n FROM usage_records"), 4)
 
-    const pruned = await startGateway((upstream) => ({ ...baseConfig(upstream), usage: { retention_days: 30 } }), database, secretFile)
+    const pruned = await startGateway(
+      (upstream) => ({ ...baseConfig(upstream), usage: { retention_days: 30 } }),
+      database,
+      secretFile
+    )
     try {
       // The first round runs in the background as the server starts.
-      for (let i = 0; i < 400 && (await count("SELECT COUNT(*) AS n FROM usage_records")) > 2; i++) await new Promise((r) => setTimeout(r, 25))
+      for (let i = 0; i < 400 && (await count("SELECT COUNT(*) AS n FROM usage_records")) > 2; i++) {
+        await new Promise((r) => setTimeout(r, 25))
+      }
       const remaining = await runSql(database, (sql) => sql`SELECT request_id FROM usage_records ORDER BY created_at`)
       assert.deepStrictEqual(remaining.map((r) => r.request_id), ["req_old_2", remaining[1]!.request_id])
       assert.notMatch(String(remaining[1]!.request_id), /^req_old/)

@@ -16,9 +16,9 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { Effect } from "effect"
-import OpenAI from "openai"
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http"
 import { createServer as createNetServer, type Server as NetServer, type Socket } from "node:net"
+import OpenAI from "openai"
 import type { ConfigFile } from "../src/ConfigFile.ts"
 import { books, runSql } from "./support/Databases.ts"
 import { startGateway, type TestGateway } from "./support/Gateway.ts"
@@ -62,12 +62,45 @@ const config = (a: string): ConfigFile => ({
   routing: { max_attempts: 3, sticky_header: "X-Session-Id", probe_interval_ms: 200 },
   channels: [
     // The fallback for every failing channel below: another upstream, lower priority.
-    { name: "fallback", type: "openai", base_url: `${upstreamB.url}/v1`, api_key: "kb", models: [...FAILOVER_MODELS, "first-chunk-model"] },
-    { name: "refused", type: "openai", base_url: `http://127.0.0.1:${closedPort}/v1`, api_key: "k", models: ["refused-model", "embed-model"], priority: 10 },
+    {
+      name: "fallback",
+      type: "openai",
+      base_url: `${upstreamB.url}/v1`,
+      api_key: "kb",
+      models: [...FAILOVER_MODELS, "first-chunk-model"]
+    },
+    {
+      name: "refused",
+      type: "openai",
+      base_url: `http://127.0.0.1:${closedPort}/v1`,
+      api_key: "k",
+      models: ["refused-model", "embed-model"],
+      priority: 10
+    },
     // Gemini methods outside chat (countTokens, embedContent): a dead channel and a refused key, each before a live one.
-    { name: "gemini-dead", type: "gemini", base_url: `http://127.0.0.1:${closedPort}`, api_key: "k", models: ["count-model", "gembed-model"], priority: 10 },
-    { name: "gemini-badkey", type: "gemini", base_url: upstreamC.url, api_key: "sk-not-upstream-c", models: ["count-auth-model"], priority: 10 },
-    { name: "gemini-live", type: "gemini", base_url: upstreamB.url, api_key: "kb", models: ["count-model", "count-auth-model", "gembed-model"] },
+    {
+      name: "gemini-dead",
+      type: "gemini",
+      base_url: `http://127.0.0.1:${closedPort}`,
+      api_key: "k",
+      models: ["count-model", "gembed-model"],
+      priority: 10
+    },
+    {
+      name: "gemini-badkey",
+      type: "gemini",
+      base_url: upstreamC.url,
+      api_key: "sk-not-upstream-c",
+      models: ["count-auth-model"],
+      priority: 10
+    },
+    {
+      name: "gemini-live",
+      type: "gemini",
+      base_url: upstreamB.url,
+      api_key: "kb",
+      models: ["count-model", "count-auth-model", "gembed-model"]
+    },
     {
       name: "tls-stall",
       type: "openai",
@@ -141,7 +174,15 @@ const config = (a: string): ConfigFile => ({
       priority: 10,
       headers: { "x-fake-fail": "429" }
     },
-    { name: "broken", type: "openai", base_url: `${a}/v1`, api_key: "k", models: ["broken-model"], priority: 10, headers: { "x-fake-fail": "500" } },
+    {
+      name: "broken",
+      type: "openai",
+      base_url: `${a}/v1`,
+      api_key: "k",
+      models: ["broken-model"],
+      priority: 10,
+      headers: { "x-fake-fail": "500" }
+    },
     {
       // Streams: reset after 3 chunks. One failure opens its breaker.
       name: "cutting",
@@ -164,7 +205,14 @@ const config = (a: string): ConfigFile => ({
       timeouts: { idle_ms: 300 },
       breaker: { consecutive_failures: 1 }
     },
-    { name: "auth", type: "openai", base_url: `${upstreamC.url}/v1`, api_key: "sk-upstream-c-good", models: ["auth-model"], priority: 10 },
+    {
+      name: "auth",
+      type: "openai",
+      base_url: `${upstreamC.url}/v1`,
+      api_key: "sk-upstream-c-good",
+      models: ["auth-model"],
+      priority: 10
+    },
     {
       name: "overtime",
       type: "openai",
@@ -193,7 +241,14 @@ const config = (a: string): ConfigFile => ({
       params: { defaults: { temperature: 0.3 }, overrides: { max_tokens: 7, user: null } },
       stream_options: false
     },
-    { name: "azure", type: "azure", base_url: a, api_key: "az-key", models: ["azure-model"], model_map: { "azure-model": "my-deployment" } }
+    {
+      name: "azure",
+      type: "azure",
+      base_url: a,
+      api_key: "az-key",
+      models: ["azure-model"],
+      model_map: { "azure-model": "my-deployment" }
+    }
   ],
   models: Object.fromEntries(
     [
@@ -268,7 +323,10 @@ const chat = (model: string, body: Record<string, unknown> = {}, headers: Record
   })
 
 const admin = async (path: string, init: RequestInit = {}) => {
-  const response = await fetch(`${gateway.url}/api/admin${path}`, { ...init, headers: { authorization: `Bearer ${KEY}`, ...init.headers } })
+  const response = await fetch(`${gateway.url}/api/admin${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${KEY}`, ...init.headers }
+  })
   return { status: response.status, body: await response.json() as any }
 }
 
@@ -291,18 +349,24 @@ const usageOf = (requestId: string) =>
     return (page.body.data as Array<any>).find((r) => r.requestId === requestId)
   })
 
-const channelHealth = async (name: string) => (await admin("/channels")).body.data.find((c: any) => c.name === name).health
+const channelHealth = async (name: string) =>
+  (await admin("/channels")).body.data.find((c: any) => c.name === name).health
 
 const attemptsOf = (record: any) => (record.attemptLog as Array<any>).map((a) => [a.channel, a.status, a.errorCode])
 
 /** Ledger entries of one request, by kind. */
 const ledgerOf = (requestId: string) =>
-  runSql(gateway.database, (sql) =>
-    Effect.map(sql`SELECT kind, COUNT(*) AS n FROM ledger WHERE request_id = ${requestId} GROUP BY kind`, (rows) =>
-      Object.fromEntries(rows.map((row) => [String(row.kind), Number(row.n)]))))
+  runSql(
+    gateway.database,
+    (sql) =>
+      Effect.map(sql`SELECT kind, COUNT(*) AS n FROM ledger WHERE request_id = ${requestId} GROUP BY kind`, (rows) =>
+        Object.fromEntries(rows.map((row) => [String(row.kind), Number(row.n)])))
+  )
 
 const streamEvents = (text: string) =>
-  text.split("\n\n").filter((e) => e.startsWith("data: ") && e !== "data: [DONE]").map((e) => JSON.parse(e.slice(6)) as any)
+  text.split("\n\n").filter((e) => e.startsWith("data: ") && e !== "data: [DONE]").map((e) =>
+    JSON.parse(e.slice(6)) as any
+  )
 
 describe("failover", () => {
   const cases: ReadonlyArray<readonly [string, string, number | null, string]> = [
@@ -324,7 +388,11 @@ describe("failover", () => {
       assert.strictEqual(record.status, 200)
       assert.strictEqual(record.channel, "fallback")
       assert.strictEqual(record.attempts, 2)
-      assert.deepStrictEqual(attemptsOf(record), [[record.attemptLog[0].channel, status, code], ["fallback", 200, null]])
+      assert.deepStrictEqual(attemptsOf(record), [[record.attemptLog[0].channel, status, code], [
+        "fallback",
+        200,
+        null
+      ]])
       for (const attempt of record.attemptLog) assert.isAtLeast(attempt.durationMs, 0)
       assert.strictEqual(record.attemptLog[1].keyHint, "…kb")
     })
@@ -337,12 +405,21 @@ describe("failover", () => {
     assert.include(await answer.text(), "[DONE]")
     const record = await usageOf(answer.headers.get("x-request-id")!)
     assert.deepStrictEqual(attemptsOf(record), [["headers-only", 200, "UpstreamTimeout"], ["fallback", 200, null]])
-    await eventually("the stalled stream's connection to close", async () => headersOnlyClosed > closedBefore ? true : undefined)
+    await eventually(
+      "the stalled stream's connection to close",
+      async () => headersOnlyClosed > closedBefore ? true : undefined
+    )
   })
 
   // A client that goes away interrupts the call once it is admitted: the upstream request is aborted
   // (here the upstream never answers, or sends its headers but no chunk, for a minute).
-  for (const [when, model, stream] of [["for the answer", "silent-model", false], ["for a stream's first chunk", "first-chunk-wait-model", true]] as const) {
+  for (
+    const [when, model, stream] of [["for the answer", "silent-model", false], [
+      "for a stream's first chunk",
+      "first-chunk-wait-model",
+      true
+    ]] as const
+  ) {
     it(`a caller that hangs up while waiting ${when}: 499, nothing charged, the upstream request aborted`, async () => {
       const [requestsBefore, closedBefore] = [headersOnlyRequests, headersOnlyClosed]
       const before = await books(gateway.database, "ops")
@@ -353,11 +430,17 @@ describe("failover", () => {
         body: JSON.stringify({ model, stream, messages: [{ role: "user", content: "hello" }] }),
         signal: controller.signal
       }).catch((error: unknown) => error)
-      await eventually("the upstream to get the call", async () => headersOnlyRequests > requestsBefore ? true : undefined)
+      await eventually(
+        "the upstream to get the call",
+        async () => headersOnlyRequests > requestsBefore ? true : undefined
+      )
       await sleep(100)
       controller.abort()
       assert.instanceOf(await pending, Error)
-      await eventually("the upstream request to be aborted", async () => headersOnlyClosed > closedBefore ? true : undefined)
+      await eventually(
+        "the upstream request to be aborted",
+        async () => headersOnlyClosed > closedBefore ? true : undefined
+      )
       const record = await eventually("the usage record of the abandoned call", async () => {
         const page = await admin(`/usage?model=${model}&limit=1`)
         return page.body.data[0]
@@ -453,14 +536,20 @@ describe("failover outside chat: embeddings and countTokens", () => {
     assert.isAbove(((await answer.json() as any).embedding.values as Array<number>).length, 0)
     const record = await usageOf(answer.headers.get("x-request-id")!)
     assert.strictEqual(record.channel, "gemini-live")
-    assert.deepStrictEqual(attemptsOf(record), [["gemini-dead", null, "UpstreamUnavailable"], ["gemini-live", 200, null]])
+    assert.deepStrictEqual(attemptsOf(record), [["gemini-dead", null, "UpstreamUnavailable"], [
+      "gemini-live",
+      200,
+      null
+    ]])
     assert.isNotNull(record.ttfbMs)
   })
 
   it("countTokens fails over from a dead Gemini channel to a live one, whose count it relays; the dead key's breaker counts the failure", async () => {
     upstreamB.clearRequests()
     const before = (await channelHealth("gemini-dead")).keys[0].recentFailures as number
-    const answer = await gemini("count-model", "countTokens", { contents: [{ role: "user", parts: [{ text: "how many tokens is this?" }] }] })
+    const answer = await gemini("count-model", "countTokens", {
+      contents: [{ role: "user", parts: [{ text: "how many tokens is this?" }] }]
+    })
     assert.strictEqual(answer.status, 200)
     assert.isNumber((await answer.json() as any).totalTokens)
     const counted = upstreamB.requests.filter((r) => r.path.endsWith(":countTokens"))
@@ -472,10 +561,15 @@ describe("failover outside chat: embeddings and countTokens", () => {
 
   it("countTokens with a key the upstream refuses (Gemini's 400 API_KEY_INVALID) is counted by the next channel, and a probe confirming it disables the key", async () => {
     upstreamB.clearRequests()
-    const answer = await gemini("count-auth-model", "countTokens", { contents: [{ role: "user", parts: [{ text: "count me" }] }] })
+    const answer = await gemini("count-auth-model", "countTokens", {
+      contents: [{ role: "user", parts: [{ text: "count me" }] }]
+    })
     assert.strictEqual(answer.status, 200)
     assert.isNumber((await answer.json() as any).totalTokens)
-    assert.strictEqual(upstreamB.requests.filter((r) => r.path === "/v1beta/models/count-auth-model:countTokens").length, 1)
+    assert.strictEqual(
+      upstreamB.requests.filter((r) => r.path === "/v1beta/models/count-auth-model:countTokens").length,
+      1
+    )
     const health = await eventually("the probe to disable the refused key", async () => {
       const now = await channelHealth("gemini-badkey")
       return now.state === "disabled" ? now : undefined
@@ -568,7 +662,10 @@ describe("key health", () => {
     assert.deepStrictEqual(attemptsOf(await usageOf(served.headers.get("x-request-id")!)), [["fallback", 200, null]])
     // The state is in the database (it survives a restart).
     const authId = (await admin("/channels")).body.data.find((c: any) => c.name === "auth").id as string
-    const stored = await runSql(gateway.database, (sql) => sql`SELECT status, reason FROM channel_key_states WHERE channel_id = ${authId}`)
+    const stored = await runSql(
+      gateway.database,
+      (sql) => sql`SELECT status, reason FROM channel_key_states WHERE channel_id = ${authId}`
+    )
     assert.strictEqual(stored.length, 1)
     assert.strictEqual(Number(stored[0]!.status), 401)
 
@@ -580,12 +677,20 @@ describe("key health", () => {
     })
     const back = await chat("auth-model")
     assert.deepStrictEqual(attemptsOf(await usageOf(back.headers.get("x-request-id")!)), [["auth", 200, null]])
-    assert.strictEqual((await runSql(gateway.database, (sql) => sql`SELECT * FROM channel_key_states WHERE channel_id = ${authId}`)).length, 0)
+    assert.strictEqual(
+      (await runSql(gateway.database, (sql) => sql`SELECT * FROM channel_key_states WHERE channel_id = ${authId}`))
+        .length,
+      0
+    )
   })
 
   it("the console's Test reports how long a failed probe took and why", async () => {
     const channel = (await admin("/channels")).body.data.find((c: any) => c.name === "tls-stall")
-    const result = await admin(`/channels/${channel.id}/test`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } })
+    const result = await admin(`/channels/${channel.id}/test`, {
+      method: "POST",
+      body: "{}",
+      headers: { "content-type": "application/json" }
+    })
     assert.strictEqual(result.status, 200)
     assert.isFalse(result.body.ok)
     assert.isNull(result.body.status)
@@ -620,16 +725,26 @@ describe("selection", () => {
       return calls.every((c) => byId.has(c.requestId)) ? byId : undefined
     })
     const bySession = new Map<string, Set<string>>()
-    for (const c of calls) bySession.set(c.session, (bySession.get(c.session) ?? new Set()).add(channels.get(c.requestId)!))
+    for (const c of calls) {
+      bySession.set(c.session, (bySession.get(c.session) ?? new Set()).add(channels.get(c.requestId)!))
+    }
     for (const [session, used] of bySession) assert.strictEqual(used.size, 1, `${session} used ${[...used].join(", ")}`)
-    assert.deepStrictEqual([...new Set([...bySession.values()].map((used) => [...used][0]))].sort(), ["sticky-a", "sticky-b"])
+    assert.deepStrictEqual([...new Set([...bySession.values()].map((used) => [...used][0]))].sort(), [
+      "sticky-a",
+      "sticky-b"
+    ])
   })
 })
 
 describe("request parameters", () => {
   it("defaults fill, overrides replace, and stream_options is not sent to an upstream that rejects it (usage counted locally)", async () => {
     upstreamA.clearRequests()
-    const answer = await chat("tuned-model", { stream: true, user: "alice", max_tokens: 500, stream_options: { include_usage: true } })
+    const answer = await chat("tuned-model", {
+      stream: true,
+      user: "alice",
+      max_tokens: 500,
+      stream_options: { include_usage: true }
+    })
     assert.strictEqual(answer.status, 200)
     assert.include(await answer.text(), "[DONE]")
     const sent = upstreamA.requests.find((r) => r.path === "/v1/chat/completions")!.body as Record<string, unknown>
@@ -639,7 +754,10 @@ describe("request parameters", () => {
     assert.notProperty(sent, "stream_options")
     const requestId = answer.headers.get("x-request-id")!
     await usageOf(requestId)
-    const rows = await runSql(gateway.database, (sql) => sql`SELECT usage_reported, completion_tokens FROM usage_records WHERE request_id = ${requestId}`)
+    const rows = await runSql(
+      gateway.database,
+      (sql) => sql`SELECT usage_reported, completion_tokens FROM usage_records WHERE request_id = ${requestId}`
+    )
     assert.isFalse(Boolean(Number(rows[0]!.usage_reported)))
     assert.isAbove(Number(rows[0]!.completion_tokens), 0)
     // A client temperature is kept (only a default).
@@ -653,7 +771,10 @@ describe("azure", () => {
   it("an azure channel through the openai SDK: deployment path, api-version, api-key header; stream and not", async () => {
     const client = new OpenAI({ apiKey: KEY, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
     upstreamA.clearRequests()
-    const completion = await client.chat.completions.create({ model: "azure-model", messages: [{ role: "user", content: "hi azure" }] })
+    const completion = await client.chat.completions.create({
+      model: "azure-model",
+      messages: [{ role: "user", content: "hi azure" }]
+    })
     assert.strictEqual(completion.model, "azure-model")
     assert.match(completion.choices[0]!.message.content!, /hi azure/)
     const request = upstreamA.requests.at(-1)!

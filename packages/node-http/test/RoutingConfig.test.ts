@@ -26,7 +26,9 @@ describe("routing configuration", () => {
     Effect.gen(function*() {
       const none = yield* resolveSettings(yield* parse(""), {}, { consoleDir: null, source: "test" })
       assert.deepStrictEqual([none.maxAttempts, none.stickyHeader, none.probeIntervalMs], [3, null, 30_000])
-      const file = yield* parse("routing:\n  max_attempts: 5\n  sticky_header: X-Session-Id\n  probe_interval_ms: 1000\n")
+      const file = yield* parse(
+        "routing:\n  max_attempts: 5\n  sticky_header: X-Session-Id\n  probe_interval_ms: 1000\n"
+      )
       const set = yield* resolveSettings(file, {}, { consoleDir: null, source: "test" })
       assert.deepStrictEqual([set.maxAttempts, set.stickyHeader, set.probeIntervalMs], [5, "x-session-id", 1000])
     }))
@@ -47,8 +49,16 @@ describe("routing configuration", () => {
         "test.yaml"
       )
       const t = tuned.channels![0]!
-      assert.deepStrictEqual(t.breaker, { ...Domain.defaultBreaker, consecutiveFailures: 2, failureRate: 0.25, cooldownMs: 5000 })
-      assert.deepStrictEqual(t.params, { defaults: { temperature: 0.2, generationConfig: { topK: 3 } }, overrides: { user: null } })
+      assert.deepStrictEqual(t.breaker, {
+        ...Domain.defaultBreaker,
+        consecutiveFailures: 2,
+        failureRate: 0.25,
+        cooldownMs: 5000
+      })
+      assert.deepStrictEqual(t.params, {
+        defaults: { temperature: 0.2, generationConfig: { topK: 3 } },
+        overrides: { user: null }
+      })
       assert.isFalse(t.streamOptions)
       assert.strictEqual(t.timeouts.idleMs, 3000)
       assert.strictEqual(t.timeouts.totalMs, Domain.defaultTimeouts.totalMs)
@@ -59,7 +69,10 @@ describe("routing configuration", () => {
       const cases: ReadonlyArray<readonly [string, RegExp]> = [
         ["routing:\n  max_attempts: 0\n", /at routing\.max_attempts: Expected a whole number from 1 to 20/],
         ["routing:\n  sticky_header: \"bad header\"\n", /at routing\.sticky_header: Expected a header name/],
-        [channel("    breaker: {failure_rate: 1.5}"), /at channels\[0\]\.breaker\.failure_rate: Expected a fraction above 0 and at most 1/],
+        [
+          channel("    breaker: {failure_rate: 1.5}"),
+          /at channels\[0\]\.breaker\.failure_rate: Expected a fraction above 0 and at most 1/
+        ],
         [channel("    breaker: {half_open_calls: 0}"), /at channels\[0\]\.breaker\.half_open_calls/],
         [channel("    breaker: {bogus: 1}"), /at channels\[0\]\.breaker\.bogus/],
         [channel("    params: {defaults: [1]}"), /at channels\[0\]\.params\.defaults/],

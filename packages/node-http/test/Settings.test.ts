@@ -10,7 +10,10 @@ import { decode } from "../src/ConfigFile.ts"
 import { resolveSettings } from "../src/Settings.ts"
 
 const resolve = (document: unknown) =>
-  Effect.flatMap(decode(document, "test.yaml"), (file) => resolveSettings(file, {}, { consoleDir: null, source: "test.yaml" }))
+  Effect.flatMap(
+    decode(document, "test.yaml"),
+    (file) => resolveSettings(file, {}, { consoleDir: null, source: "test.yaml" })
+  )
 
 describe("trusted_proxies", () => {
   it.effect("defaults to proxies on the same machine", () =>
@@ -21,11 +24,14 @@ describe("trusted_proxies", () => {
 
   it.effect("takes addresses and CIDR ranges, or none", () =>
     Effect.gen(function*() {
-      assert.deepStrictEqual((yield* resolve({ trusted_proxies: ["10.0.0.0/8", "192.168.1.2", "fd00::/8"] })).trustedProxies, [
-        "10.0.0.0/8",
-        "192.168.1.2",
-        "fd00::/8"
-      ])
+      assert.deepStrictEqual(
+        (yield* resolve({ trusted_proxies: ["10.0.0.0/8", "192.168.1.2", "fd00::/8"] })).trustedProxies,
+        [
+          "10.0.0.0/8",
+          "192.168.1.2",
+          "fd00::/8"
+        ]
+      )
       assert.deepStrictEqual((yield* resolve({ trusted_proxies: [] })).trustedProxies, [])
     }))
 

@@ -33,7 +33,11 @@ describe("streaming", () => {
     }
     const before = retained()
     let peak = before
-    const response = await post({ model: "big-stream", stream: true, messages: [{ role: "user", content: "long please" }] })
+    const response = await post({
+      model: "big-stream",
+      stream: true,
+      messages: [{ role: "user", content: "long please" }]
+    })
     assert.strictEqual(response.status, 200)
     const reader = response.body!.getReader()
     let bytes = 0
@@ -66,7 +70,13 @@ describe("streaming", () => {
       model: "tool-model",
       stream: true,
       messages: [{ role: "user", content: "What's the weather in Paris?" }],
-      tools: [{ type: "function", function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } }]
+      tools: [{
+        type: "function",
+        function: {
+          name: "get_weather",
+          parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
+        }
+      }]
     })
     let name = ""
     let args = ""

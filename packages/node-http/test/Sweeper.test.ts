@@ -15,13 +15,19 @@ import * as Server from "../src/Server.ts"
 
 /** Builds node-1's sweeper on `dialect` over an Accounts that records its heartbeats and sweeps in `calls`. */
 const startSweeper = (dialect: Database.Dialect["Service"], calls: Array<string>) => {
-  const accounts = Layer.succeed(Accounts)({
-    heartbeat: (nodeId: string) => Effect.sync(() => void calls.push(`heartbeat ${nodeId}`)),
-    sweepHolds: (selector: SweepSelector) => Effect.sync(() => (calls.push(`sweep ${JSON.stringify(selector)}`), 0))
-  } as unknown as Accounts["Service"])
+  const accounts = Layer.succeed(Accounts)(
+    {
+      heartbeat: (nodeId: string) => Effect.sync(() => void calls.push(`heartbeat ${nodeId}`)),
+      sweepHolds: (selector: SweepSelector) => Effect.sync(() => (calls.push(`sweep ${JSON.stringify(selector)}`), 0))
+    } as unknown as Accounts["Service"]
+  )
   // The sweeper only waits for the writer to be built (it writes an earlier run's journal first).
   const writer = Layer.succeed(UsageWriter)({} as UsageWriter["Service"])
-  return Layer.build(Server.sweeper("node-1").pipe(Layer.provide(Layer.mergeAll(accounts, writer, Layer.succeed(Database.Dialect)(dialect)))))
+  return Layer.build(
+    Server.sweeper("node-1").pipe(
+      Layer.provide(Layer.mergeAll(accounts, writer, Layer.succeed(Database.Dialect)(dialect)))
+    )
+  )
 }
 
 describe("sweeper", () => {
@@ -37,7 +43,10 @@ describe("sweeper", () => {
         ])
         calls.length = 0
         yield* TestClock.adjust(Server.HEARTBEAT_INTERVAL_MS)
-        assert.deepStrictEqual(calls, ["heartbeat node-1", `sweep {"deadAfterMs":${Server.DEAD_NODE_AFTER_MS},"except":"node-1"}`])
+        assert.deepStrictEqual(calls, [
+          "heartbeat node-1",
+          `sweep {"deadAfterMs":${Server.DEAD_NODE_AFTER_MS},"except":"node-1"}`
+        ])
       }))
     }))
 

@@ -6,11 +6,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Domain } from "@modelgate/core"
+import * as Dialects from "@modelgate/engine/Dialects"
+import * as Upstream from "@modelgate/engine/Upstream"
 import { Effect, Exit, Fiber } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import * as Dialects from "@modelgate/engine/Dialects"
-import * as Upstream from "@modelgate/engine/Upstream"
 import * as UndiciTransport from "../src/UndiciTransport.ts"
 
 const channel = (over: Partial<Domain.Channel> = {}): Domain.Channel => ({
@@ -70,13 +70,21 @@ const stallingServer = Effect.acquireRelease(
     })
     server.listen(0, "127.0.0.1", () => {
       const address = server.address() as AddressInfo
-      resume(Effect.succeed({ url: `http://127.0.0.1:${address.port}`, server, endlessClosed, headersOnlyClosed: () => headersOnlyClosed }))
+      resume(
+        Effect.succeed({
+          url: `http://127.0.0.1:${address.port}`,
+          server,
+          endlessClosed,
+          headersOnlyClosed: () => headersOnlyClosed
+        })
+      )
     })
   }),
-  ({ server }) => Effect.callback<void>((resume) => {
-    server.closeAllConnections()
-    server.close(() => resume(Effect.void))
-  })
+  ({ server }) =>
+    Effect.callback<void>((resume) => {
+      server.closeAllConnections()
+      server.close(() => resume(Effect.void))
+    })
 )
 
 /** Polls `check` every 10 ms until it holds (the test's own timeout bounds the wait). */
@@ -91,11 +99,23 @@ describe("UndiciTransport", () => {
       const server = yield* stallingServer
       const c = channel({ baseUrl: server.url, timeouts: { ...Domain.defaultTimeouts, idleMs: 300 } })
       // An endless body: reading it all would never finish.
-      const endless = yield* Upstream.send(c, `${server.url}/endless`, {}, "{}", Upstream.deadlines(c, Date.now(), Date.now()))
+      const endless = yield* Upstream.send(
+        c,
+        `${server.url}/endless`,
+        {},
+        "{}",
+        Upstream.deadlines(c, Date.now(), Date.now())
+      )
       const text = yield* endless.body.prefix(40 * 1024)
       assert.strictEqual(text.length, 40 * 1024)
       yield* Effect.promise(() => server.endlessClosed)
-      const stalled = yield* Upstream.send(c, `${server.url}/stall`, {}, "{}", Upstream.deadlines(c, Date.now(), Date.now()))
+      const stalled = yield* Upstream.send(
+        c,
+        `${server.url}/stall`,
+        {},
+        "{}",
+        Upstream.deadlines(c, Date.now(), Date.now())
+      )
       assert.strictEqual(yield* Upstream.errorBody(stalled), "{\"id\":")
     }).pipe(Effect.provide(UndiciTransport.layer)))
 
@@ -120,14 +140,19 @@ describe("UndiciTransport", () => {
       const c = channel({ baseUrl: server.url, timeouts: { ...Domain.defaultTimeouts, totalMs: 400, idleMs: 60_000 } })
       const at = Upstream.deadlines(c, Date.now(), Date.now())
       const response = yield* Upstream.send(c, `${server.url}/stall`, {}, "{}", at)
-      assert.match(JSON.stringify(yield* Effect.exit(Upstream.readText(response, 1024))), /did not finish the answer within 400 ms/)
+      assert.match(
+        JSON.stringify(yield* Effect.exit(Upstream.readText(response, 1024))),
+        /did not finish the answer within 400 ms/
+      )
     }).pipe(Effect.provide(UndiciTransport.layer)))
 
   it.live("headers later than first_byte_ms are a first-byte timeout; a connection refused is unavailable", () =>
     Effect.gen(function*() {
       const server = yield* stallingServer
       const c = channel({ baseUrl: server.url, timeouts: { ...Domain.defaultTimeouts, firstByteMs: 300 } })
-      const slow = yield* Effect.flip(Upstream.send(c, `${server.url}/no-headers`, {}, "{}", Upstream.deadlines(c, Date.now(), Date.now())))
+      const slow = yield* Effect.flip(
+        Upstream.send(c, `${server.url}/no-headers`, {}, "{}", Upstream.deadlines(c, Date.now(), Date.now()))
+      )
       assert.strictEqual(slow._tag, "UpstreamTimeout")
       assert.match(slow.message, /did not answer within 300 ms/)
       const dead = channel({ baseUrl: "http://127.0.0.1:9" })
@@ -140,7 +165,13 @@ describe("UndiciTransport", () => {
     Effect.gen(function*() {
       const server = yield* stallingServer
       const c = channel({ baseUrl: server.url })
-      const endless = yield* Upstream.send(c, `${server.url}/endless`, {}, "{}", Upstream.deadlines(c, Date.now(), Date.now()))
+      const endless = yield* Upstream.send(
+        c,
+        `${server.url}/endless`,
+        {},
+        "{}",
+        Upstream.deadlines(c, Date.now(), Date.now())
+      )
       const error = yield* Effect.flip(Upstream.readText(endless, 64 * 1024))
       assert.strictEqual(error._tag, "UpstreamUnavailable")
       assert.match(error.message, /answered with more than this gateway reads \(over 65536 bytes\)/)
@@ -177,7 +208,10 @@ describe("UndiciTransport", () => {
     Effect.gen(function*() {
       const server = yield* stallingServer
       const month = 30 * 86_400_000
-      const c = channel({ baseUrl: server.url, timeouts: { connectMs: month, firstByteMs: month, idleMs: month, totalMs: month } })
+      const c = channel({
+        baseUrl: server.url,
+        timeouts: { connectMs: month, firstByteMs: month, idleMs: month, totalMs: month }
+      })
       const at = Upstream.deadlines(c, Date.now(), Date.now())
       const whole = yield* Upstream.send(c, `${server.url}/whole`, {}, "{}", at)
       assert.strictEqual(yield* Upstream.readText(whole, 1024), "{\"id\":1}")
@@ -186,5 +220,4 @@ describe("UndiciTransport", () => {
       assert.strictEqual(new TextDecoder().decode(first), "{\"id\":1}")
       stream.body.discard()
     }).pipe(Effect.provide(UndiciTransport.layer)))
-
 })

@@ -320,7 +320,10 @@ export type ChatCompletion = typeof ChatCompletion.Type
  *
  * @category response
  */
-export const UpstreamChatCompletion = Schema.Struct({ ...chatCompletionFields, usage: Schema.optionalKey(Schema.Unknown) })
+export const UpstreamChatCompletion = Schema.Struct({
+  ...chatCompletionFields,
+  usage: Schema.optionalKey(Schema.Unknown)
+})
 export type UpstreamChatCompletion = typeof UpstreamChatCompletion.Type
 
 // ---------------------------------------------------------------------------
@@ -375,7 +378,10 @@ export const ChatCompletionChunk = Schema.Struct({
 export type ChatCompletionChunk = typeof ChatCompletionChunk.Type
 
 /** A stream chunk as an upstream sends it, `usage` read apart (see `UpstreamChatCompletion`). @category stream */
-export const UpstreamChatCompletionChunk = Schema.Struct({ ...ChatCompletionChunk.fields, usage: Schema.optionalKey(Schema.Unknown) })
+export const UpstreamChatCompletionChunk = Schema.Struct({
+  ...ChatCompletionChunk.fields,
+  usage: Schema.optionalKey(Schema.Unknown)
+})
 export type UpstreamChatCompletionChunk = typeof UpstreamChatCompletionChunk.Type
 
 // One `switch` per object kind, as in the Gemini adapter's reader of the usual chunk: this runs once per stream event.
@@ -485,7 +491,9 @@ export const readCommonChunk = (value: unknown): UpstreamChatCompletionChunk | u
         if (!Number.isFinite(item)) return undefined
         break
       case "choices":
-        for (let i = 0; i < (item as Array<unknown>).length; i++) if (!isChunkChoice((item as Array<unknown>)[i])) return undefined
+        for (let i = 0; i < (item as Array<unknown>).length; i++) {
+          if (!isChunkChoice((item as Array<unknown>)[i])) return undefined
+        }
         break
       case "id":
       case "usage":

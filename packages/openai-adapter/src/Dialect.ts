@@ -25,7 +25,6 @@
 import { type Canonical, Dialect as Core, Domain, GatewayError, Issues, Params, Sse, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
-import * as UpstreamModels from "./UpstreamModels.ts"
 import { base64 } from "./internal/base64.ts"
 import * as Models from "./Models.ts"
 import * as Passthrough from "./Passthrough.ts"
@@ -37,6 +36,7 @@ import * as ResponsesAnswer from "./ResponsesAnswer.ts"
 import * as ResponsesPassthrough from "./ResponsesPassthrough.ts"
 import * as ResponsesRequest from "./ResponsesRequest.ts"
 import * as OpenAIStream from "./Stream.ts"
+import * as UpstreamModels from "./UpstreamModels.ts"
 
 // ---------------------------------------------------------------------------
 // Keys
@@ -90,7 +90,9 @@ const inspect = (body: Uint8Array) =>
         return inspected.json
       },
       forward: (upstreamModel, edit) =>
-        edit === undefined ? Passthrough.upstreamBody(inspected, upstreamModel) : editedBody(inspected, upstreamModel, edit)
+        edit === undefined
+          ? Passthrough.upstreamBody(inspected, upstreamModel)
+          : editedBody(inspected, upstreamModel, edit)
     }
     inspections.set(view, inspected)
     return view
@@ -125,16 +127,25 @@ const decodeEmbeddings = (text: string): Effect.Effect<Core.EmbedCall, GatewayEr
   } catch (error) {
     return Effect.fail(Issues.invalid("", `The request body is not valid JSON: ${(error as Error).message}`))
   }
-  if (!Predicate.isObject(json) || Array.isArray(json)) return Effect.fail(Issues.invalid("", "The request body must be a JSON object."))
+  if (!Predicate.isObject(json) || Array.isArray(json)) {
+    return Effect.fail(Issues.invalid("", "The request body must be a JSON object."))
+  }
   const body = json as Record<string, unknown>
   const model = body.model
-  if (typeof model !== "string" || model.length === 0) return Effect.fail(Issues.invalid("model", "'model' is required (a model name)."))
+  if (typeof model !== "string" || model.length === 0) {
+    return Effect.fail(Issues.invalid("model", "'model' is required (a model name)."))
+  }
   const input = body.input
   const inputs: Array<string> = []
   let tokens = 0
   let tokenIds = false
   const bad = () =>
-    Effect.fail(Issues.invalid("input", "'input' is required: a string, a non-empty array of strings, or token ids (an array of integers, or of such arrays)."))
+    Effect.fail(
+      Issues.invalid(
+        "input",
+        "'input' is required: a string, a non-empty array of strings, or token ids (an array of integers, or of such arrays)."
+      )
+    )
   if (typeof input === "string") {
     inputs.push(input)
   } else if (Array.isArray(input) && input.length > 0) {
@@ -149,7 +160,10 @@ const decodeEmbeddings = (text: string): Effect.Effect<Core.EmbedCall, GatewayEr
   } else return bad()
   for (const item of inputs) tokens += Math.ceil(Tokens.utf8Length(item) / 4)
   const dimensions = body.dimensions
-  if (dimensions !== undefined && dimensions !== null && !(typeof dimensions === "number" && Number.isInteger(dimensions) && dimensions > 0)) {
+  if (
+    dimensions !== undefined && dimensions !== null &&
+    !(typeof dimensions === "number" && Number.isInteger(dimensions) && dimensions > 0)
+  ) {
     return Effect.fail(Issues.invalid("dimensions", "'dimensions' must be a positive integer."))
   }
   const format = body.encoding_format
@@ -159,7 +173,8 @@ const decodeEmbeddings = (text: string): Effect.Effect<Core.EmbedCall, GatewayEr
   const canonical: Canonical.EmbedRequest | GatewayError.UnsupportedFeature = tokenIds
     ? new GatewayError.UnsupportedFeature({
       param: "input",
-      message: "'input' holds token ids, which only an OpenAI-compatible channel can embed, and none serves this model for your group. Send the text instead."
+      message:
+        "'input' holds token ids, which only an OpenAI-compatible channel can embed, and none serves this model for your group. Send the text instead."
     })
     : typeof dimensions === "number"
     ? { model, inputs, dimensions }
@@ -237,7 +252,9 @@ const embeddingsClient: Core.ClientEmbeddings = {
       return Effect.fail(notJson(channel))
     }
     // A 200 whose body is an error, or not a list of embeddings, is the upstream failing.
-    if (!Predicate.isObject(parsed) || Array.isArray(parsed) || parsed.error !== undefined || !Array.isArray(parsed.data)) {
+    if (
+      !Predicate.isObject(parsed) || Array.isArray(parsed) || parsed.error !== undefined || !Array.isArray(parsed.data)
+    ) {
       return Effect.fail(notEmbeddings(channel, parsed))
     }
     return Effect.succeed({
@@ -291,7 +308,8 @@ export const client: Core.ClientDialect = {
   renderError,
   streamErrorFrame: (error) => ErrorEnvelope.streamError(error),
   // The top-level "model" of a chat completion (upstreams may pretty-print it); strings inside escape their quotes.
-  renameInBody: (body, publicModel) => body.replace(/"model"\s*:\s*"(?:[^"\\]|\\.)*"/, `"model":${JSON.stringify(publicModel)}`),
+  renameInBody: (body, publicModel) =>
+    body.replace(/"model"\s*:\s*"(?:[^"\\]|\\.)*"/, `"model":${JSON.stringify(publicModel)}`),
   streamRenamer: (upstreamModel, publicModel) => {
     const from = `"model":${JSON.stringify(upstreamModel)}`
     const to = `"model":${JSON.stringify(publicModel)}`
@@ -386,12 +404,17 @@ const opening = (text: string, ended: boolean, channel: string): Core.Opening =>
  * settings are a hint, left out with a debug log line), and earlier reasoning
  * only to upstreams that take `reasoning_content` (`reasoning_content: true`).
  */
-const encodeUpstreamRequest = (request: Canonical.ChatRequest, upstreamModel: string, model: Domain.Model | undefined) => {
+const encodeUpstreamRequest = (
+  request: Canonical.ChatRequest,
+  upstreamModel: string,
+  model: Domain.Model | undefined
+) => {
   const options: Request.EncodeRequestOptions = {
     reasoningEffort: model?.reasoning === true,
     reasoningContent: model?.reasoningContent === true
   }
-  const hinted = request.reasoning !== undefined && (request.reasoning.effort !== undefined || request.reasoning.budgetTokens !== undefined)
+  const hinted = request.reasoning !== undefined &&
+    (request.reasoning.effort !== undefined || request.reasoning.budgetTokens !== undefined)
   return Request.ensureEncodable(request).pipe(
     Effect.map((encodable) => JSON.stringify(Request.encodeRequest(encodable, upstreamModel, options))),
     Effect.tap(() =>
@@ -406,7 +429,9 @@ const encodeUpstreamRequest = (request: Canonical.ChatRequest, upstreamModel: st
 
 const embeddingsUpstream: Core.UpstreamEmbeddings = {
   url: (channel, upstreamModel) =>
-    channel.type === "azure" ? azureUrl(channel, upstreamModel, "embeddings") : `${trimSlash(channel.baseUrl)}/embeddings`,
+    channel.type === "azure"
+      ? azureUrl(channel, upstreamModel, "embeddings")
+      : `${trimSlash(channel.baseUrl)}/embeddings`,
   encode: (request, upstreamModel) =>
     Effect.succeed(JSON.stringify({
       model: upstreamModel,
@@ -418,13 +443,17 @@ const embeddingsUpstream: Core.UpstreamEmbeddings = {
     const parsed = decodeEmbeddingsAnswer(text)
     if (Result.isFailure(parsed)) {
       return Effect.fail(
-        new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with something that is not a list of embeddings.` })
+        new GatewayError.UpstreamUnavailable({
+          message: `The upstream '${channel}' answered with something that is not a list of embeddings.`
+        })
       )
     }
     const vectors = [...parsed.success.data].sort((a, b) => a.index - b.index).map((d) => d.embedding)
     if (vectors.length !== count) {
       return Effect.fail(
-        new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with ${vectors.length} embeddings for ${count} inputs.` })
+        new GatewayError.UpstreamUnavailable({
+          message: `The upstream '${channel}' answered with ${vectors.length} embeddings for ${count} inputs.`
+        })
       )
     }
     return Effect.succeed({ vectors, ...embeddingsUsage(parsed.success.usage) })
@@ -440,7 +469,9 @@ const embeddingsUpstream: Core.UpstreamEmbeddings = {
 export const upstream: Core.UpstreamDialect = {
   dialect: "openai",
   chatUrl: (channel, upstreamModel) =>
-    channel.type === "azure" ? azureUrl(channel, upstreamModel, "chat/completions") : `${trimSlash(channel.baseUrl)}/chat/completions`,
+    channel.type === "azure"
+      ? azureUrl(channel, upstreamModel, "chat/completions")
+      : `${trimSlash(channel.baseUrl)}/chat/completions`,
   headers: (channel, apiKey) => {
     const headers: Record<string, string> = { "content-type": "application/json", ...channel.headers }
     if (channel.type === "azure") headers["api-key"] = apiKey
@@ -535,12 +566,24 @@ export const responsesClient: Core.ClientDialect = {
       Responses.frame({
         type: "response.failed",
         sequence_number: meter.lastSequence + 1,
-        response: { id: meter.responseId, object: "response", status: "failed", error, output: [], model: inspected.model }
+        response: {
+          id: meter.responseId,
+          object: "response",
+          status: "failed",
+          error,
+          output: [],
+          model: inspected.model
+        }
       }))
-    return { push: (chunk) => meter.pushBytes(chunk), end: () => meter.endBytes(), metered: (promptEstimate) => meter.metered(promptEstimate) }
+    return {
+      push: (chunk) => meter.pushBytes(chunk),
+      end: () => meter.endBytes(),
+      metered: (promptEstimate) => meter.metered(promptEstimate)
+    }
   },
   usageOfResponse: ResponsesPassthrough.usageOfResponse,
-  encodeResponse: (response, model, inspected) => ResponsesAnswer.encodeResponse(response, model, ResponsesAnswer.echoOf(inspected?.json)),
+  encodeResponse: (response, model, inspected) =>
+    ResponsesAnswer.encodeResponse(response, model, ResponsesAnswer.echoOf(inspected?.json)),
   frameEncoder: (inspected, model) => {
     const encoder = new ResponsesAnswer.StreamEncoder(model, ResponsesAnswer.echoOf(inspected.json))
     failures.set(inspected, (error) => frames(encoder.failed(error)))
@@ -575,7 +618,9 @@ const responsesEventDecoder = (start: Core.AnswerStart): Core.EventDecoder => {
       try {
         json = JSON.parse(event.data)
       } catch {
-        pending = new GatewayError.UpstreamUnavailable({ message: "The upstream sent a stream event that is not JSON." })
+        pending = new GatewayError.UpstreamUnavailable({
+          message: "The upstream sent a stream event that is not JSON."
+        })
         break
       }
       const decoded = decoder.push(json)
@@ -614,7 +659,9 @@ const responsesErrorMessage = (json: Readonly<Record<string, unknown>>): string 
  */
 const responsesNotAnAnswer = (json: unknown, channel: string): GatewayError.UpstreamUnavailable | undefined => {
   if (!Predicate.isObject(json) || Array.isArray(json)) return Core.answeredOther(channel, "a Responses API response")
-  if ((json.error !== undefined && json.error !== null) || json.status === "failed") return Core.answeredError(channel, responsesErrorMessage(json))
+  if ((json.error !== undefined && json.error !== null) || json.status === "failed") {
+    return Core.answeredError(channel, responsesErrorMessage(json))
+  }
   return Array.isArray(json.output) ? undefined : Core.answeredOther(channel, "a Responses API response")
 }
 
@@ -646,8 +693,13 @@ const responsesOpening = (text: string, ended: boolean, channel: string): Core.O
 export const responsesUpstream: Core.UpstreamDialect = {
   dialect: "responses",
   chatUrl: (channel) => `${trimSlash(channel.baseUrl)}/responses`,
-  headers: (channel, apiKey) => ({ "content-type": "application/json", ...channel.headers, authorization: `Bearer ${apiKey}` }),
-  encodeRequest: (request, upstreamModel) => Effect.map(ResponsesRequest.encodeRequest(request, upstreamModel), (body) => JSON.stringify(body)),
+  headers: (channel, apiKey) => ({
+    "content-type": "application/json",
+    ...channel.headers,
+    authorization: `Bearer ${apiKey}`
+  }),
+  encodeRequest: (request, upstreamModel) =>
+    Effect.map(ResponsesRequest.encodeRequest(request, upstreamModel), (body) => JSON.stringify(body)),
   decodeResponse: (json, start) => ResponsesAnswer.decodeResponse(json, start.created),
   eventDecoder: responsesEventDecoder,
   notAnAnswer: responsesNotAnAnswer,

@@ -185,7 +185,10 @@ const decodeUpstreamEnvelope = Schema.decodeUnknownResult(ChatCompletions.Upstre
  */
 export const upstreamErrorOf = (
   json: unknown
-): { readonly message: string; readonly code?: string; readonly param?: string; readonly type?: string } | undefined => {
+):
+  | { readonly message: string; readonly code?: string; readonly param?: string; readonly type?: string }
+  | undefined =>
+{
   const result = decodeUpstreamEnvelope(json)
   if (Result.isFailure(result)) return undefined
   const error = result.success.error
@@ -223,7 +226,8 @@ export const classifyUpstreamError = (
     if (error?.code === "insufficient_quota" || error?.type === "insufficient_quota") {
       return new GatewayError.UpstreamUnavailable({
         status,
-        message: "The upstream account behind this model's channel has run out of quota. An administrator must top it up or use another channel."
+        message:
+          "The upstream account behind this model's channel has run out of quota. An administrator must top it up or use another channel."
       })
     }
     return UpstreamErrors.rateLimited(UpstreamErrors.retryAfterSeconds(headers))

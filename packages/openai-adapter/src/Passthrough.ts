@@ -113,23 +113,29 @@ const fieldValue = (bytes: Uint8Array, fields: JsonScan.Fields, key: string): un
  *
  * @category inspection
  */
-export const inspectChatBody = (body: string | Uint8Array): Effect.Effect<InspectedBody, GatewayError.InvalidRequest> => {
+export const inspectChatBody = (
+  body: string | Uint8Array
+): Effect.Effect<InspectedBody, GatewayError.InvalidRequest> => {
   const bytes = typeof body === "string" ? JsonScan.encode(body) : body
   const eager = bytes.length <= EAGER_CHECK_BYTES
   let media = 0
-  const scanned = JsonScan.scanBody(bytes, { eager, notObject, visit: eager ? undefined : {
-    messages: (b, start, end) => {
-      if (!JsonScan.stringIs(b, start, end, "type")) return
-      const value = JsonScan.stringValueAfter(b, end)
-      if (value === undefined) return
-      for (const kind of MEDIA_PARTS) {
-        if (JsonScan.stringIs(b, value.start, value.end, kind)) {
-          media++
-          return
+  const scanned = JsonScan.scanBody(bytes, {
+    eager,
+    notObject,
+    visit: eager ? undefined : {
+      messages: (b, start, end) => {
+        if (!JsonScan.stringIs(b, start, end, "type")) return
+        const value = JsonScan.stringValueAfter(b, end)
+        if (value === undefined) return
+        for (const kind of MEDIA_PARTS) {
+          if (JsonScan.stringIs(b, value.start, value.end, kind)) {
+            media++
+            return
+          }
         }
       }
     }
-  } })
+  })
   if (Result.isFailure(scanned)) return Effect.fail(scanned.failure)
   const { fields, json } = scanned.success
   const model = fieldValue(bytes, fields, "model")
@@ -218,7 +224,9 @@ export const upstreamBody = (inspected: InspectedBody, upstreamModel: string): U
   // Nothing to change: the client's own bytes (numbers, key order and spacing exactly as sent).
   if (upstreamModel === inspected.model && !usage) return inspected.bytes
   const edits: Array<JsonScan.Edit> = []
-  if (upstreamModel !== inspected.model) edits.push({ span: inspected.fields.get("model")!, text: JSON.stringify(upstreamModel) })
+  if (upstreamModel !== inspected.model) {
+    edits.push({ span: inspected.fields.get("model")!, text: JSON.stringify(upstreamModel) })
+  }
   let appended: string | undefined
   if (usage) {
     const options = inspected.fields.get("stream_options")
@@ -228,7 +236,9 @@ export const upstreamBody = (inspected: InspectedBody, upstreamModel: string): U
     } catch {
       current = undefined
     }
-    const merged = JSON.stringify(Predicate.isObject(current) ? { ...current, include_usage: true } : { include_usage: true })
+    const merged = JSON.stringify(
+      Predicate.isObject(current) ? { ...current, include_usage: true } : { include_usage: true }
+    )
     if (options === undefined) appended = merged
     else edits.push({ span: options, text: merged })
   }
@@ -311,7 +321,8 @@ const CONTENT_KEYS = ["\"content", "\"reasoning_content"]
 const ARGUMENT_KEYS = ["\"arguments"]
 
 /** Generated characters of stream text: the values of `content`, `reasoning_content` and `arguments`. */
-const countGenerated = (text: string): number => countValues(text, "t", CONTENT_KEYS) + countValues(text, "ts", ARGUMENT_KEYS)
+const countGenerated = (text: string): number =>
+  countValues(text, "t", CONTENT_KEYS) + countValues(text, "ts", ARGUMENT_KEYS)
 
 interface Reported {
   readonly prompt: number
@@ -325,7 +336,12 @@ const usageOf = (value: unknown): Reported | string | undefined => {
   const usage = readUsage(value)
   return usage === undefined || typeof usage === "string"
     ? usage
-    : { prompt: usage.promptTokens, completion: usage.completionTokens, cached: usage.cachedTokens ?? 0, reasoning: usage.reasoningTokens }
+    : {
+      prompt: usage.promptTokens,
+      completion: usage.completionTokens,
+      cached: usage.cachedTokens ?? 0,
+      reasoning: usage.reasoningTokens
+    }
 }
 
 /** Reported figures as metered usage. */
@@ -541,6 +557,11 @@ export const usageOfResponse = (json: unknown, promptTokens = 0): MeteredUsage =
       }
     }
   }
-  const estimate = { promptTokens, completionTokens: generated === 0 ? 0 : Math.ceil(generated / 4), cachedTokens: 0, reported: false }
+  const estimate = {
+    promptTokens,
+    completionTokens: generated === 0 ? 0 : Math.ceil(generated / 4),
+    cachedTokens: 0,
+    reported: false
+  }
   return usage === undefined ? estimate : { ...estimate, usageRejected: usage }
 }

@@ -59,8 +59,12 @@ export const formatDuration = (milliseconds: number): string => {
 export const toHeaders = (snapshot: RateLimiter.Snapshot): Record<string, string> => {
   const headers: Record<string, string> = {}
   if (snapshot.limitRequests !== null) headers["x-ratelimit-limit-requests"] = String(snapshot.limitRequests)
-  if (snapshot.remainingRequests !== null) headers["x-ratelimit-remaining-requests"] = String(snapshot.remainingRequests)
-  if (snapshot.resetRequestsMs !== null) headers["x-ratelimit-reset-requests"] = formatDuration(snapshot.resetRequestsMs)
+  if (snapshot.remainingRequests !== null) {
+    headers["x-ratelimit-remaining-requests"] = String(snapshot.remainingRequests)
+  }
+  if (snapshot.resetRequestsMs !== null) {
+    headers["x-ratelimit-reset-requests"] = formatDuration(snapshot.resetRequestsMs)
+  }
   if (snapshot.limitTokens !== null) headers["x-ratelimit-limit-tokens"] = String(snapshot.limitTokens)
   if (snapshot.remainingTokens !== null) headers["x-ratelimit-remaining-tokens"] = String(snapshot.remainingTokens)
   if (snapshot.resetTokensMs !== null) headers["x-ratelimit-reset-tokens"] = formatDuration(snapshot.resetTokensMs)

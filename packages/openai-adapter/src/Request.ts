@@ -42,7 +42,7 @@
  *
  * @since 0.1.0
  */
-import { Canonical, GatewayError, Issues } from "@modelgate/core"
+import { type Canonical, GatewayError, Issues } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import type { Mutable } from "effect/Types"
 import * as ChatCompletions from "./ChatCompletions.ts"
@@ -55,7 +55,9 @@ export type RequestError = GatewayError.InvalidRequest | GatewayError.Unsupporte
 const decodeWire = Schema.decodeUnknownResult(ChatCompletions.ChatCompletionRequest)
 
 /** Refusals that need the raw body (the schema would only say "unexpected value"). */
-const checkUnsupported = (body: { readonly [x: PropertyKey]: unknown }): GatewayError.UnsupportedFeature | undefined => {
+const checkUnsupported = (
+  body: { readonly [x: PropertyKey]: unknown }
+): GatewayError.UnsupportedFeature | undefined => {
   if (body.functions !== undefined && body.functions !== null) {
     return Issues.unsupported(
       "functions",
@@ -102,17 +104,26 @@ const checkUnsupported = (body: { readonly [x: PropertyKey]: unknown }): Gateway
     )
   }
   if (body.logprobs === true) {
-    return Issues.unsupported("logprobs", "'logprobs' cannot be returned for this model: its answers carry no token log probabilities.")
+    return Issues.unsupported(
+      "logprobs",
+      "'logprobs' cannot be returned for this model: its answers carry no token log probabilities."
+    )
   }
   if (body.top_logprobs !== undefined && body.top_logprobs !== null) {
-    return Issues.unsupported("top_logprobs", "'top_logprobs' cannot be returned for this model: its answers carry no token log probabilities.")
+    return Issues.unsupported(
+      "top_logprobs",
+      "'top_logprobs' cannot be returned for this model: its answers carry no token log probabilities."
+    )
   }
   if (Predicate.isObject(body.logit_bias) && Object.keys(body.logit_bias).length > 0) {
     return Issues.unsupported("logit_bias", "'logit_bias' cannot be used with this model: it has no token ids to bias.")
   }
   const modalities = body.modalities
   if (Array.isArray(modalities) && modalities.some((m) => m !== "text")) {
-    return Issues.unsupported("modalities", "This model can only answer with text: set 'modalities' to [\"text\"] or leave it out.")
+    return Issues.unsupported(
+      "modalities",
+      "This model can only answer with text: set 'modalities' to [\"text\"] or leave it out."
+    )
   }
   for (const field of ["audio", "prediction", "web_search_options"] as const) {
     if (body[field] !== undefined && body[field] !== null) {
@@ -205,9 +216,11 @@ const toCanonical = (wire: ChatCompletions.ChatCompletionRequest): Canonical.Cha
         }
         for (const call of message.tool_calls ?? []) {
           const { id, signature } = unsignCallId(call.id)
-          content.push(signature === undefined
-            ? { type: "tool_call", id, name: call.function.name, arguments: call.function.arguments }
-            : { type: "tool_call", id, name: call.function.name, arguments: call.function.arguments, signature })
+          content.push(
+            signature === undefined
+              ? { type: "tool_call", id, name: call.function.name, arguments: call.function.arguments }
+              : { type: "tool_call", id, name: call.function.name, arguments: call.function.arguments, signature }
+          )
         }
         messages.push(withName({ role: "assistant", content }, message.name))
         break
@@ -215,7 +228,11 @@ const toCanonical = (wire: ChatCompletions.ChatCompletionRequest): Canonical.Cha
       case "tool":
         messages.push({
           role: "tool",
-          content: [{ type: "tool_result", callId: unsignCallId(message.tool_call_id).id, content: textsOf(message.content).join("") }]
+          content: [{
+            type: "tool_result",
+            callId: unsignCallId(message.tool_call_id).id,
+            content: textsOf(message.content).join("")
+          }]
         })
         break
     }
@@ -375,7 +392,8 @@ const wirePart = (part: Canonical.Part): ChatCompletions.UserContentPart | undef
     case "text":
       return { type: "text", text: part.text }
     case "image": {
-      const url = part.url ?? (part.data !== undefined ? base64DataUrl(part.mediaType ?? "image/png", part.data) : undefined)
+      const url = part.url ??
+        (part.data !== undefined ? base64DataUrl(part.mediaType ?? "image/png", part.data) : undefined)
       if (url === undefined) return undefined
       return part.detail === undefined
         ? { type: "image_url", image_url: { url } }
@@ -390,7 +408,9 @@ const wirePart = (part: Canonical.Part): ChatCompletions.UserContentPart | undef
           ? { type: "file", file: { file_data } }
           : { type: "file", file: { file_data, filename: part.filename } }
       }
-      if (part.uri !== undefined && part.mediaType.startsWith("image/")) return { type: "image_url", image_url: { url: part.uri } }
+      if (part.uri !== undefined && part.mediaType.startsWith("image/")) {
+        return { type: "image_url", image_url: { url: part.uri } }
+      }
       return undefined
     }
     default:
@@ -411,12 +431,20 @@ const pushWireMessages = (
       if (part.type === "text") texts.push(part.text)
       else if (part.type === "thinking") reasoning += part.text
       else if (part.type === "tool_call") {
-        calls.push({ id: part.id, type: "function", function: { name: encodeToolName(part.name), arguments: part.arguments } })
+        calls.push({
+          id: part.id,
+          type: "function",
+          function: { name: encodeToolName(part.name), arguments: part.arguments }
+        })
       }
     }
     const wire: Mutable<ChatCompletions.AssistantMessage> = {
       role: "assistant",
-      content: texts.length === 0 ? null : texts.length === 1 ? texts[0]! : texts.map((text) => ({ type: "text", text }))
+      content: texts.length === 0
+        ? null
+        : texts.length === 1
+        ? texts[0]!
+        : texts.map((text) => ({ type: "text", text }))
     }
     if (calls.length > 0) wire.tool_calls = calls
     if (reasoning.length > 0 && options?.reasoningContent === true) wire.reasoning_content = reasoning
@@ -484,7 +512,9 @@ export const encodeRequest = (
 ): ChatCompletions.ChatCompletionRequest => {
   const messages: Array<ChatCompletions.Message> = []
   for (const text of request.system ?? []) messages.push({ role: "system", content: text })
-  if (request.responseFormat?.type === "json" && !mentionsJson(request)) messages.push({ role: "system", content: JSON_MODE_HINT })
+  if (request.responseFormat?.type === "json" && !mentionsJson(request)) {
+    messages.push({ role: "system", content: JSON_MODE_HINT })
+  }
   for (const message of request.messages) pushWireMessages(message, messages, options)
   const out: Mutable<ChatCompletions.ChatCompletionRequest> = { model: upstreamModel, messages }
   if (request.tools !== undefined) {
@@ -585,7 +615,9 @@ export const ensureEncodable = (
       if (message.role === "assistant" && (part.type === "image" || part.type === "file")) {
         return Effect.fail(Issues.unsupported(
           at,
-          `The model's earlier turn holds ${part.type === "image" ? "an image" : "a file"} (${at}), which an OpenAI upstream cannot take in an assistant message; ` +
+          `The model's earlier turn holds ${
+            part.type === "image" ? "an image" : "a file"
+          } (${at}), which an OpenAI upstream cannot take in an assistant message; ` +
             "send it in a user turn instead."
         ))
       }

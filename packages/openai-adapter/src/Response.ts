@@ -88,7 +88,9 @@ export const readUsage = (usage: unknown): Canonical.Usage | string | undefined 
   if (usage === undefined || usage === null) return undefined
   if (!Predicate.isObject(usage) || Array.isArray(usage)) return "usage: not an object"
   const promptDetails = Predicate.isObject(usage.prompt_tokens_details) ? usage.prompt_tokens_details : undefined
-  const completionDetails = Predicate.isObject(usage.completion_tokens_details) ? usage.completion_tokens_details : undefined
+  const completionDetails = Predicate.isObject(usage.completion_tokens_details)
+    ? usage.completion_tokens_details
+    : undefined
   const bad = Tokens.badCount({
     prompt_tokens: usage.prompt_tokens ?? "missing",
     completion_tokens: usage.completion_tokens ?? "missing",
@@ -104,8 +106,12 @@ export const readUsage = (usage: unknown): Canonical.Usage | string | undefined 
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: Tokens.isCount(total) ? total : prompt + completion,
-    ...(promptDetails === undefined ? {} : { prompt_tokens_details: promptDetails as { readonly cached_tokens?: number | null } }),
-    ...(completionDetails === undefined ? {} : { completion_tokens_details: completionDetails as { readonly reasoning_tokens?: number | null } })
+    ...(promptDetails === undefined
+      ? {}
+      : { prompt_tokens_details: promptDetails as { readonly cached_tokens?: number | null } }),
+    ...(completionDetails === undefined
+      ? {}
+      : { completion_tokens_details: completionDetails as { readonly reasoning_tokens?: number | null } })
   })
 }
 
@@ -145,7 +151,12 @@ const choiceFromWire = (choice: ChatCompletions.ResponseChoice): Canonical.Choic
     content.push({ type: "text", text: message.refusal })
   }
   for (const call of message.tool_calls ?? []) {
-    content.push({ type: "tool_call", id: call.id, name: decodeToolName(call.function.name), arguments: call.function.arguments })
+    content.push({
+      type: "tool_call",
+      id: call.id,
+      name: decodeToolName(call.function.name),
+      arguments: call.function.arguments
+    })
   }
   return { index: choice.index, content, finishReason: finishReasonFromWire(choice.finish_reason) }
 }
@@ -201,7 +212,9 @@ export const decodeResponseResult = (
  *
  * @category decoding
  */
-export const decodeResponse = (body: unknown): Effect.Effect<Canonical.ChatResponse, GatewayError.UpstreamUnavailable> =>
+export const decodeResponse = (
+  body: unknown
+): Effect.Effect<Canonical.ChatResponse, GatewayError.UpstreamUnavailable> =>
   Effect.fromResult(decodeResponseResult(body))
 
 /**
@@ -243,7 +256,11 @@ export const encodeResponse = (response: Canonical.ChatResponse, model: string):
         else if (part.type === "image") text = text === null ? imageMarkdown(part) : text + imageMarkdown(part)
         else if (part.type === "thinking") reasoning += part.text
         else if (part.type === "tool_call") {
-          calls.push({ id: signCallId(part.id, part.signature), type: "function", function: { name: part.name, arguments: part.arguments } })
+          calls.push({
+            id: signCallId(part.id, part.signature),
+            type: "function",
+            function: { name: part.name, arguments: part.arguments }
+          })
         }
       }
       const message: Mutable<ChatCompletions.ResponseMessage> = { role: "assistant", content: text, refusal: null }

@@ -133,16 +133,22 @@ export const decodeItem = (
   value: unknown,
   index: number
 ): Result.Result<Item | { readonly type: string; readonly other: true }, GatewayError.InvalidRequest> => {
-  const type = typeof value === "object" && value !== null && !Array.isArray(value) ? (value as { type?: unknown }).type : undefined
+  const type = typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as { type?: unknown }).type
+    : undefined
   // Without a type (or not an object at all) it must be a message, whose decoder says what is wrong.
   const decode = type === undefined || type === null
     ? decoders.message
     : typeof type === "string" && Object.hasOwn(decoders, type)
     ? decoders[type]
     : undefined
-  if (decode === undefined) return Result.succeed({ type: typeof type === "string" ? type : String(type), other: true as const })
+  if (decode === undefined) {
+    return Result.succeed({ type: typeof type === "string" ? type : String(type), other: true as const })
+  }
   const decoded = decode(value)
-  return Result.isSuccess(decoded) ? Result.succeed(decoded.success) : Result.fail(at(["input", index], decoded.failure.issue))
+  return Result.isSuccess(decoded)
+    ? Result.succeed(decoded.success)
+    : Result.fail(at(["input", index], decoded.failure.issue))
 }
 
 // ---------------------------------------------------------------------------
@@ -229,7 +235,9 @@ const decodeRequestWire = Schema.decodeUnknownResult(ResponsesRequest)
  */
 export const decodeRequestBody = (body: unknown): Result.Result<ResponsesRequest, GatewayError.InvalidRequest> => {
   const decoded = decodeRequestWire(body)
-  return Result.isSuccess(decoded) ? Result.succeed(decoded.success) : Result.fail(Issues.invalidRequest(decoded.failure.issue))
+  return Result.isSuccess(decoded)
+    ? Result.succeed(decoded.success)
+    : Result.fail(Issues.invalidRequest(decoded.failure.issue))
 }
 
 const decodeFunctionTool = Schema.decodeUnknownResult(FunctionTool)
@@ -245,9 +253,13 @@ export const decodeTool = (
   index: number
 ): Result.Result<FunctionTool | { readonly type: string; readonly other: true }, GatewayError.InvalidRequest> => {
   const type = typeof value === "object" && value !== null ? (value as { type?: unknown }).type : undefined
-  if (type !== "function") return Result.succeed({ type: typeof type === "string" ? type : "unknown", other: true as const })
+  if (type !== "function") {
+    return Result.succeed({ type: typeof type === "string" ? type : "unknown", other: true as const })
+  }
   const decoded = decodeFunctionTool(value)
-  return Result.isSuccess(decoded) ? Result.succeed(decoded.success) : Result.fail(at(["tools", index], decoded.failure.issue))
+  return Result.isSuccess(decoded)
+    ? Result.succeed(decoded.success)
+    : Result.fail(at(["tools", index], decoded.failure.issue))
 }
 
 // ---------------------------------------------------------------------------

@@ -105,7 +105,9 @@ export const readUsage = (usage: unknown): Canonical.Usage | string | undefined 
 }
 
 /** How a response ends for a finish reason: `completed`, or `incomplete` with its reason. @category status */
-export const statusOf = (reason: Canonical.FinishReason | null | undefined): Pick<Responses.Response, "status" | "incomplete_details"> =>
+export const statusOf = (
+  reason: Canonical.FinishReason | null | undefined
+): Pick<Responses.Response, "status" | "incomplete_details"> =>
   reason === "length"
     ? { status: "incomplete", incomplete_details: { reason: "max_output_tokens" } }
     : reason === "content_filter"
@@ -159,11 +161,18 @@ export const echoOf = (request: unknown): Readonly<Record<string, unknown>> => {
 // Encoding: canonical -> Responses client
 // ---------------------------------------------------------------------------
 
-const textPart = (text: string): Responses.OutputTextPart => ({ type: "output_text", text, annotations: [], logprobs: [] })
+const textPart = (text: string): Responses.OutputTextPart => ({
+  type: "output_text",
+  text,
+  annotations: [],
+  logprobs: []
+})
 
 const reasoningItem = (id: string, text: string, signature: string | undefined): Responses.OutputReasoning => {
   const summary = text.length === 0 ? [] : [{ type: "summary_text" as const, text }]
-  return signature === undefined ? { type: "reasoning", id, summary } : { type: "reasoning", id, summary, encrypted_content: wrapSignature(signature) }
+  return signature === undefined
+    ? { type: "reasoning", id, summary }
+    : { type: "reasoning", id, summary, encrypted_content: wrapSignature(signature) }
 }
 
 /**
@@ -172,7 +181,11 @@ const reasoningItem = (id: string, text: string, signature: string | undefined):
  *
  * @category encoding
  */
-export const encodeResponse = (response: Canonical.ChatResponse, model: string, echo: Readonly<Record<string, unknown>> = echoOf(undefined)): Responses.Response => {
+export const encodeResponse = (
+  response: Canonical.ChatResponse,
+  model: string,
+  echo: Readonly<Record<string, unknown>> = echoOf(undefined)
+): Responses.Response => {
   const id = responseId(response.id)
   const choice = response.choices.find((c) => c.index === 0) ?? response.choices[0]
   const output: Array<Responses.OutputItem> = []
@@ -186,7 +199,13 @@ export const encodeResponse = (response: Canonical.ChatResponse, model: string, 
       case "text":
         if (text === undefined) {
           text = []
-          output.push({ type: "message", id: `msg_${id.slice(5)}_${n++}`, status: "completed", role: "assistant", content: text })
+          output.push({
+            type: "message",
+            id: `msg_${id.slice(5)}_${n++}`,
+            status: "completed",
+            role: "assistant",
+            content: text
+          })
         }
         text.push(textPart(part.text))
         break
@@ -334,16 +353,30 @@ export class StreamEncoder {
     this.closeAll(out)
     const index = this.nextIndex()
     const suffix = `${this.id.slice(5)}_${index}`
-    const open: OpenText = { kind, id: kind === MESSAGE ? `msg_${suffix}` : `rs_${suffix}`, index, text: "", signature: undefined }
+    const open: OpenText = {
+      kind,
+      id: kind === MESSAGE ? `msg_${suffix}` : `rs_${suffix}`,
+      index,
+      text: "",
+      signature: undefined
+    }
     this.open = open
     if (kind === MESSAGE) {
       this.emit(out, "response.output_item.added", {
         output_index: index,
         item: { type: "message", id: open.id, status: "in_progress", role: "assistant", content: [] }
       })
-      this.emit(out, "response.content_part.added", { item_id: open.id, output_index: index, content_index: 0, part: textPart("") })
+      this.emit(out, "response.content_part.added", {
+        item_id: open.id,
+        output_index: index,
+        content_index: 0,
+        part: textPart("")
+      })
     } else {
-      this.emit(out, "response.output_item.added", { output_index: index, item: { type: "reasoning", id: open.id, summary: [] } })
+      this.emit(out, "response.output_item.added", {
+        output_index: index,
+        item: { type: "reasoning", id: open.id, summary: [] }
+      })
     }
     return open
   }
@@ -353,15 +386,37 @@ export class StreamEncoder {
     if (open === undefined) return
     this.open = undefined
     if (open.kind === MESSAGE) {
-      this.emit(out, "response.output_text.done", { item_id: open.id, output_index: open.index, content_index: 0, text: open.text, logprobs: [] })
-      this.emit(out, "response.content_part.done", { item_id: open.id, output_index: open.index, content_index: 0, part: textPart(open.text) })
-      const item: Responses.OutputMessage = { type: "message", id: open.id, status: "completed", role: "assistant", content: [textPart(open.text)] }
+      this.emit(out, "response.output_text.done", {
+        item_id: open.id,
+        output_index: open.index,
+        content_index: 0,
+        text: open.text,
+        logprobs: []
+      })
+      this.emit(out, "response.content_part.done", {
+        item_id: open.id,
+        output_index: open.index,
+        content_index: 0,
+        part: textPart(open.text)
+      })
+      const item: Responses.OutputMessage = {
+        type: "message",
+        id: open.id,
+        status: "completed",
+        role: "assistant",
+        content: [textPart(open.text)]
+      }
       this.output.push(item)
       this.emit(out, "response.output_item.done", { output_index: open.index, item })
       return
     }
     if (open.text.length > 0) {
-      this.emit(out, "response.reasoning_summary_text.done", { item_id: open.id, output_index: open.index, summary_index: 0, text: open.text })
+      this.emit(out, "response.reasoning_summary_text.done", {
+        item_id: open.id,
+        output_index: open.index,
+        summary_index: 0,
+        text: open.text
+      })
       this.emit(out, "response.reasoning_summary_part.done", {
         item_id: open.id,
         output_index: open.index,
@@ -376,7 +431,12 @@ export class StreamEncoder {
 
   private closeCalls(out: Array<Responses.OutputEvent>): void {
     for (const call of [...this.calls.values()].sort((a, b) => a.index - b.index)) {
-      this.emit(out, "response.function_call_arguments.done", { item_id: call.id, output_index: call.index, name: call.name, arguments: call.arguments })
+      this.emit(out, "response.function_call_arguments.done", {
+        item_id: call.id,
+        output_index: call.index,
+        name: call.name,
+        arguments: call.arguments
+      })
       const item: Responses.OutputFunctionCall = {
         type: "function_call",
         id: call.id,
@@ -418,7 +478,13 @@ export class StreamEncoder {
         if (this.calls.size > 0) this.closeCalls(out)
         const open = this.openText(MESSAGE, out)
         open.text += event.text
-        this.emit(out, "response.output_text.delta", { item_id: open.id, output_index: open.index, content_index: 0, delta: event.text, logprobs: [] })
+        this.emit(out, "response.output_text.delta", {
+          item_id: open.id,
+          output_index: open.index,
+          content_index: 0,
+          delta: event.text,
+          logprobs: []
+        })
         return
       }
       case "thinking": {
@@ -436,7 +502,12 @@ export class StreamEncoder {
             })
           }
           open.text += event.text
-          this.emit(out, "response.reasoning_summary_text.delta", { item_id: open.id, output_index: open.index, summary_index: 0, delta: event.text })
+          this.emit(out, "response.reasoning_summary_text.delta", {
+            item_id: open.id,
+            output_index: open.index,
+            summary_index: 0,
+            delta: event.text
+          })
         }
         if (event.signature !== undefined) {
           open.signature = event.signature
@@ -450,11 +521,24 @@ export class StreamEncoder {
         this.ensureStarted(out)
         this.closeText(out)
         const index = this.nextIndex()
-        const call: OpenCall = { id: `fc_${this.id.slice(5)}_${index}`, index, callId: signCallId(event.id, event.signature), name: event.name, arguments: "" }
+        const call: OpenCall = {
+          id: `fc_${this.id.slice(5)}_${index}`,
+          index,
+          callId: signCallId(event.id, event.signature),
+          name: event.name,
+          arguments: ""
+        }
         this.calls.set(event.call, call)
         this.emit(out, "response.output_item.added", {
           output_index: index,
-          item: { type: "function_call", id: call.id, call_id: call.callId, name: call.name, arguments: "", status: "in_progress" }
+          item: {
+            type: "function_call",
+            id: call.id,
+            call_id: call.callId,
+            name: call.name,
+            arguments: "",
+            status: "in_progress"
+          }
         })
         return
       }
@@ -463,7 +547,11 @@ export class StreamEncoder {
         const call = this.calls.get(event.call)
         if (call === undefined) return
         call.arguments += event.arguments
-        this.emit(out, "response.function_call_arguments.delta", { item_id: call.id, output_index: call.index, delta: event.arguments })
+        this.emit(out, "response.function_call_arguments.delta", {
+          item_id: call.id,
+          output_index: call.index,
+          delta: event.arguments
+        })
         return
       }
     }
@@ -477,9 +565,16 @@ export class StreamEncoder {
 const decodeUpstream = Schema.decodeUnknownResult(Responses.UpstreamResponse)
 
 const unreadable = (detail: string) =>
-  new GatewayError.UpstreamUnavailable({ status: 502, message: `The upstream answered with a response the gateway cannot read (${detail}).` })
+  new GatewayError.UpstreamUnavailable({
+    status: 502,
+    message: `The upstream answered with a response the gateway cannot read (${detail}).`
+  })
 
-const finishOf = (status: string | null | undefined, reason: string | null | undefined, called: boolean): Canonical.FinishReason =>
+const finishOf = (
+  status: string | null | undefined,
+  reason: string | null | undefined,
+  called: boolean
+): Canonical.FinishReason =>
   status === "incomplete"
     ? reason === "content_filter" ? "content_filter" : "length"
     : called
@@ -488,7 +583,9 @@ const finishOf = (status: string | null | undefined, reason: string | null | und
 
 const summaryText = (item: Readonly<Record<string, unknown>>): string =>
   Array.isArray(item.summary)
-    ? item.summary.map((s) => Predicate.isObject(s) && Predicate.isString(s.text) ? s.text : "").filter((t) => t.length > 0).join("\n\n")
+    ? item.summary.map((s) => Predicate.isObject(s) && Predicate.isString(s.text) ? s.text : "").filter((t) =>
+      t.length > 0
+    ).join("\n\n")
     : ""
 
 /** The canonical parts of one output item (none for items of kinds this package does not translate). */
@@ -500,13 +597,20 @@ const partsOf = (item: unknown): Array<Canonical.Part> => {
       for (const part of Array.isArray(item.content) ? item.content : []) {
         if (!Predicate.isObject(part)) continue
         if (part.type === "output_text" && Predicate.isString(part.text)) parts.push({ type: "text", text: part.text })
-        else if (part.type === "refusal" && Predicate.isString(part.refusal)) parts.push({ type: "text", text: part.refusal })
+        else if (part.type === "refusal" && Predicate.isString(part.refusal)) {
+          parts.push({ type: "text", text: part.refusal })
+        }
       }
       return parts
     }
     case "function_call":
       return Predicate.isString(item.call_id) && Predicate.isString(item.name)
-        ? [{ type: "tool_call", id: item.call_id, name: decodeToolName(item.name), arguments: Predicate.isString(item.arguments) ? item.arguments : "{}" }]
+        ? [{
+          type: "tool_call",
+          id: item.call_id,
+          name: decodeToolName(item.name),
+          arguments: Predicate.isString(item.arguments) ? item.arguments : "{}"
+        }]
         : []
     case "reasoning": {
       const text = summaryText(item)
@@ -527,19 +631,30 @@ const partsOf = (item: unknown): Array<Canonical.Part> => {
  *
  * @category decoding
  */
-export const decodeResponseResult = (body: unknown, created = 0): Result.Result<Canonical.ChatResponse, GatewayError.UpstreamUnavailable> => {
+export const decodeResponseResult = (
+  body: unknown,
+  created = 0
+): Result.Result<Canonical.ChatResponse, GatewayError.UpstreamUnavailable> => {
   const decoded = decodeUpstream(body)
   if (Result.isFailure(decoded)) return Result.fail(unreadable(decoded.failure.message))
   const wire = decoded.success
   if (wire.status === "failed") {
-    return Result.fail(new GatewayError.UpstreamUnavailable({ message: `The upstream failed the response: ${wire.error?.message ?? "no reason given"}.` }))
+    return Result.fail(
+      new GatewayError.UpstreamUnavailable({
+        message: `The upstream failed the response: ${wire.error?.message ?? "no reason given"}.`
+      })
+    )
   }
   const content = wire.output.flatMap(partsOf)
   const out: Mutable<Canonical.ChatResponse> = {
     id: wire.id,
     model: wire.model ?? "",
     created: wire.created_at ?? created,
-    choices: [{ index: 0, content, finishReason: finishOf(wire.status, wire.incomplete_details?.reason, content.some((p) => p.type === "tool_call")) }]
+    choices: [{
+      index: 0,
+      content,
+      finishReason: finishOf(wire.status, wire.incomplete_details?.reason, content.some((p) => p.type === "tool_call"))
+    }]
   }
   const usage = readUsage(wire.usage)
   if (typeof usage === "string") out.usageRejected = usage
@@ -548,7 +663,10 @@ export const decodeResponseResult = (body: unknown, created = 0): Result.Result<
 }
 
 /** `decodeResponseResult` as an Effect. @category decoding */
-export const decodeResponse = (body: unknown, created = 0): Effect.Effect<Canonical.ChatResponse, GatewayError.UpstreamUnavailable> =>
+export const decodeResponse = (
+  body: unknown,
+  created = 0
+): Effect.Effect<Canonical.ChatResponse, GatewayError.UpstreamUnavailable> =>
   Effect.fromResult(decodeResponseResult(body, created))
 
 /**
@@ -572,7 +690,9 @@ export class StreamDecoder {
 
   /** Decodes one event. */
   push(event: unknown): Result.Result<Array<Canonical.StreamEvent>, GatewayError.GatewayError> {
-    if (!Predicate.isObject(event) || !Predicate.isString(event.type)) return Result.fail(unreadable("an event that is not an object with a type"))
+    if (!Predicate.isObject(event) || !Predicate.isString(event.type)) {
+      return Result.fail(unreadable("an event that is not an object with a type"))
+    }
     const out: Array<Canonical.StreamEvent> = []
     const start = (response: unknown) => {
       if (this.started) return
@@ -592,11 +712,15 @@ export class StreamDecoder {
         break
       case "response.output_text.delta":
         start(undefined)
-        if (Predicate.isString(event.delta) && event.delta.length > 0) out.push({ type: "text", index: 0, text: event.delta })
+        if (Predicate.isString(event.delta) && event.delta.length > 0) {
+          out.push({ type: "text", index: 0, text: event.delta })
+        }
         break
       case "response.reasoning_summary_text.delta":
         start(undefined)
-        if (Predicate.isString(event.delta) && event.delta.length > 0) out.push({ type: "thinking", index: 0, text: event.delta })
+        if (Predicate.isString(event.delta) && event.delta.length > 0) {
+          out.push({ type: "thinking", index: 0, text: event.delta })
+        }
         break
       case "response.reasoning_summary_part.added":
         // A second summary part of the same reasoning starts a new paragraph.
@@ -607,12 +731,17 @@ export class StreamDecoder {
       case "response.output_item.added": {
         start(undefined)
         const item = event.item
-        if (Predicate.isObject(item) && item.type === "function_call" && Predicate.isString(item.call_id) && Predicate.isString(item.name)) {
+        if (
+          Predicate.isObject(item) && item.type === "function_call" && Predicate.isString(item.call_id) &&
+          Predicate.isString(item.name)
+        ) {
           const call = this.calls++
           this.called = true
           if (Predicate.isString(item.id)) this.callOf.set(item.id, call)
           out.push({ type: "tool_call_start", index: 0, call, id: item.call_id, name: decodeToolName(item.name) })
-          if (Predicate.isString(item.arguments) && item.arguments.length > 0) out.push({ type: "tool_call_delta", index: 0, call, arguments: item.arguments })
+          if (Predicate.isString(item.arguments) && item.arguments.length > 0) {
+            out.push({ type: "tool_call_delta", index: 0, call, arguments: item.arguments })
+          }
         }
         break
       }
@@ -625,10 +754,18 @@ export class StreamDecoder {
       }
       case "response.output_item.done": {
         const item = event.item
-        if (Predicate.isObject(item) && item.type === "reasoning" && Predicate.isString(item.id) && !this.reasoningSeen.has(item.id)) {
+        if (
+          Predicate.isObject(item) && item.type === "reasoning" && Predicate.isString(item.id) &&
+          !this.reasoningSeen.has(item.id)
+        ) {
           this.reasoningSeen.add(item.id)
           if (Predicate.isString(item.encrypted_content) && item.encrypted_content.length > 0) {
-            out.push({ type: "thinking", index: 0, text: "", signature: OPENAI_SIGNATURE_PREFIX + item.encrypted_content })
+            out.push({
+              type: "thinking",
+              index: 0,
+              text: "",
+              signature: OPENAI_SIGNATURE_PREFIX + item.encrypted_content
+            })
           }
         }
         break
@@ -641,7 +778,11 @@ export class StreamDecoder {
         out.push({
           type: "finish",
           index: 0,
-          reason: finishOf(Predicate.isString(response.status) ? response.status : event.type.slice(9), Predicate.isString(details.reason) ? details.reason : undefined, this.called)
+          reason: finishOf(
+            Predicate.isString(response.status) ? response.status : event.type.slice(9),
+            Predicate.isString(details.reason) ? details.reason : undefined,
+            this.called
+          )
         })
         const usage = readUsage(response.usage)
         if (typeof usage === "string") out.push({ type: "usage_rejected", reason: usage })
@@ -651,14 +792,22 @@ export class StreamDecoder {
       case "response.failed": {
         const response = Predicate.isObject(event.response) ? event.response : {}
         const error = Predicate.isObject(response.error) ? response.error : {}
-        return Result.fail(new GatewayError.UpstreamUnavailable({
-          message: `The upstream failed the response: ${Predicate.isString(error.message) ? error.message : "no reason given"}.`
-        }))
+        return Result.fail(
+          new GatewayError.UpstreamUnavailable({
+            message: `The upstream failed the response: ${
+              Predicate.isString(error.message) ? error.message : "no reason given"
+            }.`
+          })
+        )
       }
       case "error":
-        return Result.fail(new GatewayError.UpstreamUnavailable({
-          message: `The upstream failed the response: ${Predicate.isString(event.message) ? event.message : "no reason given"}.`
-        }))
+        return Result.fail(
+          new GatewayError.UpstreamUnavailable({
+            message: `The upstream failed the response: ${
+              Predicate.isString(event.message) ? event.message : "no reason given"
+            }.`
+          })
+        )
       default:
         break
     }

@@ -65,7 +65,9 @@ const countMedia = (input: unknown): number => {
     if (!Predicate.isObject(item)) continue
     const content = item.type === "function_call_output" ? item.output : item.content
     if (!Array.isArray(content)) continue
-    for (const part of content) if (Predicate.isObject(part) && Predicate.isString(part.type) && MEDIA.includes(part.type)) media++
+    for (const part of content) {
+      if (Predicate.isObject(part) && Predicate.isString(part.type) && MEDIA.includes(part.type)) media++
+    }
   }
   return media
 }
@@ -84,7 +86,10 @@ export const stateRefusal = (body: Readonly<Record<string, unknown>>): GatewayEr
     )
   }
   if (body.conversation !== undefined && body.conversation !== null) {
-    return Issues.invalid("conversation", "'conversation' is not supported: this gateway keeps no conversation state. Send the whole conversation in 'input'.")
+    return Issues.invalid(
+      "conversation",
+      "'conversation' is not supported: this gateway keeps no conversation state. Send the whole conversation in 'input'."
+    )
   }
   if (body.store === true) {
     return Issues.invalid(
@@ -145,7 +150,11 @@ export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedB
   const bytes = typeof body === "string" ? JsonScan.encode(body) : body
   const eager = bytes.length <= EAGER_CHECK_BYTES
   let media = 0
-  const scanned = JsonScan.scanBody(bytes, { eager, notObject, visit: eager ? undefined : { input: mediaVisitor(() => media++) } })
+  const scanned = JsonScan.scanBody(bytes, {
+    eager,
+    notObject,
+    visit: eager ? undefined : { input: mediaVisitor(() => media++) }
+  })
   if (Result.isFailure(scanned)) return Effect.fail(scanned.failure)
   const { fields, json } = scanned.success
   const field = (key: string): unknown => {
@@ -156,13 +165,17 @@ export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedB
     }
   }
   const model = field("model")
-  if (!Predicate.isString(model) || model.length === 0) return Effect.fail(Issues.invalid("model", "'model' is required (a model name)."))
+  if (!Predicate.isString(model) || model.length === 0) {
+    return Effect.fail(Issues.invalid("model", "'model' is required (a model name)."))
+  }
   const input = fields.get("input")
   if (input !== undefined && bytes[input.start] !== 0x22 && bytes[input.start] !== 0x5b) {
     return Effect.fail(Issues.invalid("input", "'input' must be a string or an array of items."))
   }
   const stream = field("stream")
-  if (stream !== undefined && stream !== null && !Predicate.isBoolean(stream)) return Effect.fail(Issues.invalid("stream", "'stream' must be a boolean."))
+  if (stream !== undefined && stream !== null && !Predicate.isBoolean(stream)) {
+    return Effect.fail(Issues.invalid("stream", "'stream' must be a boolean."))
+  }
   const max = field("max_output_tokens")
   if (max !== undefined && max !== null && !(Predicate.isNumber(max) && Number.isInteger(max) && max >= 1)) {
     return Effect.fail(Issues.invalid("max_output_tokens", "'max_output_tokens' must be a positive integer."))
@@ -248,7 +261,12 @@ export const meteredOfUsage = (usage: unknown): Dialect.Metered | string | undef
   const figures = readUsageFigures(usage)
   if (figures === undefined || typeof figures === "string") return figures
   const cached = figures.input_tokens_details?.cached_tokens ?? 0
-  return { promptTokens: figures.input_tokens, completionTokens: figures.output_tokens, cachedTokens: cached, reported: true }
+  return {
+    promptTokens: figures.input_tokens,
+    completionTokens: figures.output_tokens,
+    cachedTokens: cached,
+    reported: true
+  }
 }
 
 const estimateTokens = (characters: number): number => characters === 0 ? 0 : Math.ceil(characters / 4)
@@ -363,7 +381,12 @@ export class PassthroughMeter {
    */
   metered(promptEstimate: number): Dialect.Metered {
     if (this.reported !== undefined) return this.reported
-    const estimate = { promptTokens: promptEstimate, completionTokens: estimateTokens(this.generated), cachedTokens: 0, reported: false }
+    const estimate = {
+      promptTokens: promptEstimate,
+      completionTokens: estimateTokens(this.generated),
+      cachedTokens: 0,
+      reported: false
+    }
     return this.rejected === undefined ? estimate : { ...estimate, usageRejected: this.rejected }
   }
 
@@ -423,6 +446,11 @@ export const usageOfResponse = (json: unknown, promptEstimate: number): Dialect.
       if (Predicate.isObject(part) && Predicate.isString(part.text)) generated += part.text.length
     }
   }
-  const estimate = { promptTokens: promptEstimate, completionTokens: estimateTokens(generated), cachedTokens: 0, reported: false }
+  const estimate = {
+    promptTokens: promptEstimate,
+    completionTokens: estimateTokens(generated),
+    cachedTokens: 0,
+    reported: false
+  }
   return usage === undefined ? estimate : { ...estimate, usageRejected: usage }
 }

@@ -118,12 +118,19 @@ export const unwrapSignature = (encrypted: string): string => {
 const imagePart = (part: Responses.InputImage, param: string): Canonical.ImagePart => {
   const url = part.image_url
   if (url === undefined || url === null) {
-    return abort(part.file_id === undefined || part.file_id === null
-      ? invalid(param, `'${param}' needs an 'image_url'.`)
-      : unsupported(`${param}.file_id`, `'${param}.file_id' names a file stored at OpenAI, which this gateway cannot read. Send the image as 'image_url' (a data: URL or https URL).`))
+    return abort(
+      part.file_id === undefined || part.file_id === null
+        ? invalid(param, `'${param}' needs an 'image_url'.`)
+        : unsupported(
+          `${param}.file_id`,
+          `'${param}.file_id' names a file stored at OpenAI, which this gateway cannot read. Send the image as 'image_url' (a data: URL or https URL).`
+        )
+    )
   }
   const inline = parseBase64DataUrl(url)
-  const out: Mutable<Canonical.ImagePart> = inline === undefined ? { type: "image", url } : { type: "image", mediaType: inline.mediaType, data: inline.data }
+  const out: Mutable<Canonical.ImagePart> = inline === undefined
+    ? { type: "image", url }
+    : { type: "image", mediaType: inline.mediaType, data: inline.data }
   if (part.detail !== undefined && part.detail !== null) out.detail = part.detail
   return out
 }
@@ -138,18 +145,33 @@ const filePart = (part: Responses.InputFile, param: string): Canonical.FilePart 
     if (inline !== undefined) return named({ type: "file", mediaType: inline.mediaType, data: inline.data })
     return named({ type: "file", mediaType: "application/pdf", data: part.file_data })
   }
-  if (part.file_url !== undefined && part.file_url !== null) return named({ type: "file", mediaType: "application/pdf", uri: part.file_url })
-  return abort(part.file_id === undefined || part.file_id === null
-    ? invalid(param, `'${param}' needs 'file_data' or 'file_url'.`)
-    : unsupported(`${param}.file_id`, `'${param}.file_id' names a file stored at OpenAI, which this gateway cannot read. Send the file as 'file_data'.`))
+  if (part.file_url !== undefined && part.file_url !== null) {
+    return named({ type: "file", mediaType: "application/pdf", uri: part.file_url })
+  }
+  return abort(
+    part.file_id === undefined || part.file_id === null
+      ? invalid(param, `'${param}' needs 'file_data' or 'file_url'.`)
+      : unsupported(
+        `${param}.file_id`,
+        `'${param}.file_id' names a file stored at OpenAI, which this gateway cannot read. Send the file as 'file_data'.`
+      )
+  )
 }
 
 const outputText = (content: Responses.FunctionCallOutputItem["output"], param: string): string => {
   if (typeof content === "string") return content
   let text = ""
   content.forEach((part, k) => {
-    if (part.type === "input_text" || part.type === "output_text") text += text.length === 0 ? part.text : `\n${part.text}`
-    else abort(unsupported(`${param}[${k}]`, `'${param}[${k}]' is an ${part.type} part: only text function results can be sent to this model.`))
+    if (part.type === "input_text" || part.type === "output_text") {
+      text += text.length === 0
+        ? part.text
+        : `\n${part.text}`
+    } else {abort(
+        unsupported(
+          `${param}[${k}]`,
+          `'${param}[${k}]' is an ${part.type} part: only text function results can be sent to this model.`
+        )
+      )}
   })
   return text
 }
@@ -159,20 +181,42 @@ const USE_NOT_RUN = "cannot run on this model"
 const decodeSync = (body: unknown): Canonical.ChatRequest => {
   const wire = unwrap(Responses.decodeRequestBody(body))
   if (wire.previous_response_id !== undefined && wire.previous_response_id !== null) {
-    abort(invalid("previous_response_id", "'previous_response_id' is not supported: this gateway keeps no response state. Send the whole conversation in 'input' (and 'store': false)."))
+    abort(
+      invalid(
+        "previous_response_id",
+        "'previous_response_id' is not supported: this gateway keeps no response state. Send the whole conversation in 'input' (and 'store': false)."
+      )
+    )
   }
   if (wire.conversation !== undefined && wire.conversation !== null) {
-    abort(invalid("conversation", "'conversation' is not supported: this gateway keeps no conversation state. Send the whole conversation in 'input'."))
+    abort(
+      invalid(
+        "conversation",
+        "'conversation' is not supported: this gateway keeps no conversation state. Send the whole conversation in 'input'."
+      )
+    )
   }
   if (wire.store === true) {
-    abort(invalid("store", "'store': true is not supported: this gateway keeps no response state. Send 'store': false and the whole conversation in 'input' with each request."))
+    abort(
+      invalid(
+        "store",
+        "'store': true is not supported: this gateway keeps no response state. Send 'store': false and the whole conversation in 'input' with each request."
+      )
+    )
   }
   if (wire.background === true) {
-    abort(invalid("background", "'background': true is not supported: this gateway keeps no response state to poll. Send the request without it (stream it for long answers)."))
+    abort(
+      invalid(
+        "background",
+        "'background': true is not supported: this gateway keeps no response state to poll. Send the request without it (stream it for long answers)."
+      )
+    )
   }
   const notes: Array<string> = []
   const system: Array<string> = []
-  if (wire.instructions !== undefined && wire.instructions !== null && wire.instructions.length > 0) system.push(wire.instructions)
+  if (wire.instructions !== undefined && wire.instructions !== null && wire.instructions.length > 0) {
+    system.push(wire.instructions)
+  }
   const messages: Array<Canonical.Message> = []
   const names = new Map<string, string>()
   // Consecutive assistant items (text, reasoning, calls) make one assistant turn; consecutive results one tool turn.
@@ -181,8 +225,14 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
     if (last !== undefined && last.role === role && role !== "user") (last.content as Array<Canonical.Part>).push(part)
     else messages.push({ role, content: [part] })
   }
-  const input = wire.input === undefined ? [] : typeof wire.input === "string" ? [{ role: "user", content: wire.input }] : wire.input
-  if (typeof wire.input !== "string" && input.length === 0) abort(invalid("input", "'input' is required: a string or a non-empty array of items."))
+  const input = wire.input === undefined
+    ? []
+    : typeof wire.input === "string"
+    ? [{ role: "user", content: wire.input }]
+    : wire.input
+  if (typeof wire.input !== "string" && input.length === 0) {
+    abort(invalid("input", "'input' is required: a string or a non-empty array of items."))
+  }
   const skipped = new Map<string, number>()
   input.forEach((value, i) => {
     const item = unwrap(Responses.decodeItem(value, i))
@@ -195,13 +245,22 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
       case "function_call": {
         const { id, signature } = unsignCallId(item.call_id)
         names.set(id, item.name)
-        const call: Mutable<Canonical.ToolCallPart> = { type: "tool_call", id, name: item.name, arguments: item.arguments }
+        const call: Mutable<Canonical.ToolCallPart> = {
+          type: "tool_call",
+          id,
+          name: item.name,
+          arguments: item.arguments
+        }
         if (signature !== undefined) call.signature = signature
         return push("assistant", call)
       }
       case "function_call_output": {
         const callId = unsignCallId(item.call_id).id
-        const result: Mutable<Canonical.ToolResultPart> = { type: "tool_result", callId, content: outputText(item.output, `${param}.output`) }
+        const result: Mutable<Canonical.ToolResultPart> = {
+          type: "tool_result",
+          callId,
+          content: outputText(item.output, `${param}.output`)
+        }
         const name = names.get(callId)
         if (name !== undefined) result.name = name
         return push("tool", result)
@@ -226,7 +285,12 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
           content.forEach((part, k) => {
             if (part.type === "input_text" || part.type === "output_text") {
               if (part.text.length > 0) system.push(part.text)
-            } else abort(unsupported(`${param}.content[${k}]`, `'${param}.content[${k}]' is an ${part.type} part in a ${item.role} message: only text instructions can be translated.`))
+            } else {abort(
+                unsupported(
+                  `${param}.content[${k}]`,
+                  `'${param}.content[${k}]' is an ${part.type} part in a ${item.role} message: only text instructions can be translated.`
+                )
+              )}
           })
           return
         }
@@ -236,7 +300,12 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
             if (part.type === "output_text" || part.type === "input_text") {
               if (part.text.length > 0) push("assistant", { type: "text", text: part.text })
             } else if (part.type === "refusal") push("assistant", { type: "text", text: part.refusal })
-            else abort(unsupported(`${param}.content[${k}]`, `'${param}.content[${k}]' is an ${part.type} part in an assistant message, which this model cannot take.`))
+            else {abort(
+                unsupported(
+                  `${param}.content[${k}]`,
+                  `'${param}.content[${k}]' is an ${part.type} part in an assistant message, which this model cannot take.`
+                )
+              )}
           })
           return
         }
@@ -278,7 +347,9 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
   ;(wire.tools ?? []).forEach((value, k) => {
     const tool = unwrap(Responses.decodeTool(value, k))
     if ("other" in tool) {
-      const name = Predicate.isObject(value) && Predicate.isString(value.name) ? `${tool.type} '${value.name}'` : tool.type
+      const name = Predicate.isObject(value) && Predicate.isString(value.name)
+        ? `${tool.type} '${value.name}'`
+        : tool.type
       dropped.push(name)
       return
     }
@@ -292,14 +363,25 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
   const choice = wire.tool_choice
   if (choice !== undefined && choice !== null) {
     if (typeof choice === "string") out.toolChoice = choice
-    else if (choice.type === "function" && "name" in choice && typeof choice.name === "string") out.toolChoice = { type: "tool", name: choice.name }
-    else if (choice.type === "auto" || choice.type === "none" || choice.type === "required") out.toolChoice = choice.type
-    else {
-      abort(unsupported("tool_choice", `'tool_choice' forces the '${choice.type}' tool, which ${USE_NOT_RUN}. Use "auto", "required", "none" or a function tool.`))
+    else if (choice.type === "function" && "name" in choice && typeof choice.name === "string") {
+      out.toolChoice = { type: "tool", name: choice.name }
+    } else if (choice.type === "auto" || choice.type === "none" || choice.type === "required") {
+      out.toolChoice = choice.type
+    } else {
+      abort(
+        unsupported(
+          "tool_choice",
+          `'tool_choice' forces the '${choice.type}' tool, which ${USE_NOT_RUN}. Use "auto", "required", "none" or a function tool.`
+        )
+      )
     }
   }
-  if (wire.parallel_tool_calls !== undefined && wire.parallel_tool_calls !== null) out.parallelToolCalls = wire.parallel_tool_calls
-  if (wire.max_output_tokens !== undefined && wire.max_output_tokens !== null) out.maxOutputTokens = wire.max_output_tokens
+  if (wire.parallel_tool_calls !== undefined && wire.parallel_tool_calls !== null) {
+    out.parallelToolCalls = wire.parallel_tool_calls
+  }
+  if (wire.max_output_tokens !== undefined && wire.max_output_tokens !== null) {
+    out.maxOutputTokens = wire.max_output_tokens
+  }
   if (wire.temperature !== undefined && wire.temperature !== null) out.temperature = wire.temperature
   if (wire.top_p !== undefined && wire.top_p !== null) out.topP = wire.top_p
   const reasoning = wire.reasoning
@@ -313,7 +395,10 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
   if (format !== undefined && format !== null) {
     if (format.type === "json_object") out.responseFormat = { type: "json" }
     else if (format.type === "json_schema") {
-      const f: Mutable<Extract<Canonical.ResponseFormat, { type: "json_schema" }>> = { type: "json_schema", schema: format.schema }
+      const f: Mutable<Extract<Canonical.ResponseFormat, { type: "json_schema" }>> = {
+        type: "json_schema",
+        schema: format.schema
+      }
       if (format.name !== undefined && format.name !== null) f.name = format.name
       if (format.strict !== undefined && format.strict !== null) f.strict = format.strict
       out.responseFormat = f
@@ -331,7 +416,8 @@ const decodeSync = (body: unknown): Canonical.ChatRequest => {
  *
  * @category decoding
  */
-export const decodeRequestResult = (body: unknown): Result.Result<Canonical.ChatRequest, RequestError> => run(() => decodeSync(body))
+export const decodeRequestResult = (body: unknown): Result.Result<Canonical.ChatRequest, RequestError> =>
+  run(() => decodeSync(body))
 
 /**
  * Decodes a Responses client's body into a canonical request (see the module
@@ -347,7 +433,8 @@ export const decodeRequestResult = (body: unknown): Result.Result<Canonical.Chat
  *
  * @category decoding
  */
-export const decodeRequest = (body: unknown): Effect.Effect<Canonical.ChatRequest, RequestError> => Effect.fromResult(decodeRequestResult(body))
+export const decodeRequest = (body: unknown): Effect.Effect<Canonical.ChatRequest, RequestError> =>
+  Effect.fromResult(decodeRequestResult(body))
 
 // ---------------------------------------------------------------------------
 // Encoding: canonical -> Responses upstream
@@ -368,9 +455,14 @@ const contentPart = (part: Canonical.Part, param: string): Record<string, unknow
     case "text":
       return { type: "input_text", text: part.text }
     case "image": {
-      const url = part.url ?? (part.data !== undefined && part.mediaType !== undefined ? base64DataUrl(part.mediaType, part.data) : undefined)
-      if (url === undefined) return abort(invalid(param, `The image at '${param}' has neither a URL nor data with a media type.`))
-      return part.detail === undefined ? { type: "input_image", image_url: url } : { type: "input_image", image_url: url, detail: part.detail }
+      const url = part.url ??
+        (part.data !== undefined && part.mediaType !== undefined ? base64DataUrl(part.mediaType, part.data) : undefined)
+      if (url === undefined) {
+        return abort(invalid(param, `The image at '${param}' has neither a URL nor data with a media type.`))
+      }
+      return part.detail === undefined
+        ? { type: "input_image", image_url: url }
+        : { type: "input_image", image_url: url, detail: part.detail }
     }
     case "file": {
       const out: Record<string, unknown> = { type: "input_file" }
@@ -387,7 +479,12 @@ const contentPart = (part: Canonical.Part, param: string): Record<string, unknow
 
 const encodeSync = (request: Canonical.ChatRequest, upstreamModel: string): Record<string, unknown> => {
   if (request.candidateCount !== undefined && request.candidateCount > 1) {
-    abort(unsupported("candidateCount", `The Responses API returns one answer per request; ${request.candidateCount} answers ('n' / 'candidateCount') cannot be produced.`))
+    abort(
+      unsupported(
+        "candidateCount",
+        `The Responses API returns one answer per request; ${request.candidateCount} answers ('n' / 'candidateCount') cannot be produced.`
+      )
+    )
   }
   if (request.stop !== undefined && request.stop.length > 0) {
     abort(unsupported("stop", "The Responses API has no stop sequences; this model cannot stop at them."))
@@ -396,7 +493,11 @@ const encodeSync = (request: Canonical.ChatRequest, upstreamModel: string): Reco
   for (const text of request.system ?? []) input.push({ type: "message", role: "developer", content: text })
   request.messages.forEach((message, i) => {
     if (message.role === "user") {
-      input.push({ type: "message", role: "user", content: message.content.map((part, j) => contentPart(part, `messages[${i}].content[${j}]`)) })
+      input.push({
+        type: "message",
+        role: "user",
+        content: message.content.map((part, j) => contentPart(part, `messages[${i}].content[${j}]`))
+      })
       return
     }
     let text: Array<Record<string, unknown>> = []
@@ -418,7 +519,12 @@ const encodeSync = (request: Canonical.ChatRequest, upstreamModel: string): Reco
         }
         case "tool_call":
           flush()
-          input.push({ type: "function_call", call_id: signCallId(part.id, part.signature), name: encodeToolName(part.name), arguments: part.arguments })
+          input.push({
+            type: "function_call",
+            call_id: signCallId(part.id, part.signature),
+            name: encodeToolName(part.name),
+            arguments: part.arguments
+          })
           return
         case "tool_result":
           flush()
@@ -429,7 +535,14 @@ const encodeSync = (request: Canonical.ChatRequest, upstreamModel: string): Reco
           })
           return
         default:
-          return abort(unsupported(param, `'${param}' is ${part.type === "image" ? "an image" : "a file"} in an ${message.role} turn; the Responses API takes media only from the user.`))
+          return abort(
+            unsupported(
+              param,
+              `'${param}' is ${
+                part.type === "image" ? "an image" : "a file"
+              } in an ${message.role} turn; the Responses API takes media only from the user.`
+            )
+          )
       }
     })
     flush()
@@ -445,7 +558,11 @@ const encodeSync = (request: Canonical.ChatRequest, upstreamModel: string): Reco
     })
   }
   const choice = request.toolChoice
-  if (choice !== undefined) out.tool_choice = typeof choice === "string" ? choice : { type: "function", name: encodeToolName(choice.name) }
+  if (choice !== undefined) {
+    out.tool_choice = typeof choice === "string"
+      ? choice
+      : { type: "function", name: encodeToolName(choice.name) }
+  }
   if (request.parallelToolCalls !== undefined) out.parallel_tool_calls = request.parallelToolCalls
   if (request.maxOutputTokens !== undefined) out.max_output_tokens = request.maxOutputTokens
   if (request.temperature !== undefined) out.temperature = request.temperature
@@ -453,7 +570,8 @@ const encodeSync = (request: Canonical.ChatRequest, upstreamModel: string): Reco
   const reasoning = request.reasoning
   if (reasoning !== undefined) {
     const wire: Record<string, unknown> = {}
-    const effort = reasoning.effort ?? (reasoning.budgetTokens === undefined ? undefined : effortOfBudget(reasoning.budgetTokens))
+    const effort = reasoning.effort ??
+      (reasoning.budgetTokens === undefined ? undefined : effortOfBudget(reasoning.budgetTokens))
     if (effort !== undefined) wire.effort = effort === "max" ? "xhigh" : effort
     if (reasoning.includeThoughts !== undefined) wire.summary = reasoning.includeThoughts ? "auto" : "none"
     if (Object.keys(wire).length > 0) {
@@ -469,7 +587,12 @@ const encodeSync = (request: Canonical.ChatRequest, upstreamModel: string): Reco
         ? { type: "text" }
         : format.type === "json"
         ? { type: "json_object" }
-        : { type: "json_schema", name: format.name ?? "response", schema: format.schema, ...(format.strict === undefined ? {} : { strict: format.strict }) }
+        : {
+          type: "json_schema",
+          name: format.name ?? "response",
+          schema: format.schema,
+          ...(format.strict === undefined ? {} : { strict: format.strict })
+        }
     }
   }
   if (request.user !== undefined) out.safety_identifier = request.user
@@ -486,8 +609,10 @@ const effortOfBudget = (budget: number): Canonical.ReasoningEffort | undefined =
  *
  * @category encoding
  */
-export const encodeRequestResult = (request: Canonical.ChatRequest, upstreamModel: string): Result.Result<Record<string, unknown>, RequestError> =>
-  run(() => encodeSync(request, upstreamModel))
+export const encodeRequestResult = (
+  request: Canonical.ChatRequest,
+  upstreamModel: string
+): Result.Result<Record<string, unknown>, RequestError> => run(() => encodeSync(request, upstreamModel))
 
 /**
  * Writes the `POST /responses` body for a channel that speaks Responses:
@@ -501,7 +626,10 @@ export const encodeRequestResult = (request: Canonical.ChatRequest, upstreamMode
  *
  * @category encoding
  */
-export const encodeRequest = (request: Canonical.ChatRequest, upstreamModel: string): Effect.Effect<Record<string, unknown>, RequestError> =>
+export const encodeRequest = (
+  request: Canonical.ChatRequest,
+  upstreamModel: string
+): Effect.Effect<Record<string, unknown>, RequestError> =>
   Effect.fromResult(encodeRequestResult(request, upstreamModel))
 
 /** A tool name in an upstream answer, as the client declared it. @category encoding */

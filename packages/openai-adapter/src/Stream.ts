@@ -24,10 +24,10 @@ import { GatewayError, Issues, Sse } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema, Stream } from "effect"
 import type { Mutable } from "effect/Types"
 import * as ChatCompletions from "./ChatCompletions.ts"
-import { classifyUpstreamError, upstreamErrorOf, type UpstreamError } from "./ErrorEnvelope.ts"
+import { classifyUpstreamError, type UpstreamError, upstreamErrorOf } from "./ErrorEnvelope.ts"
+import * as Framing from "./Framing.ts"
 import { decodeToolName, signCallId } from "./Identifiers.ts"
 import { finishReasonFromWire, finishReasonToWire, readUsage, usageToWire } from "./Response.ts"
-import * as Framing from "./Framing.ts"
 
 // ---------------------------------------------------------------------------
 // Decoding (from an OpenAI upstream)
@@ -64,7 +64,9 @@ export class StreamDecoder {
       const delta = choice.delta
       if (delta !== undefined && delta !== null) {
         const reasoning = delta.reasoning_content
-        if (Predicate.isString(reasoning) && reasoning.length > 0) events.push({ type: "thinking", index, text: reasoning })
+        if (Predicate.isString(reasoning) && reasoning.length > 0) {
+          events.push({ type: "thinking", index, text: reasoning })
+        }
         const content = delta.content
         if (Predicate.isString(content) && content.length > 0) events.push({ type: "text", index, text: content })
         const refusal = delta.refusal
@@ -143,7 +145,9 @@ export const parseChunk = (data: string): Result.Result<ChatCompletions.Upstream
   return Result.fail(
     new GatewayError.UpstreamUnavailable({
       status: 502,
-      message: `The upstream sent a stream event the gateway cannot read (${param.length === 0 ? message : `${param}: ${message}`}).`
+      message: `The upstream sent a stream event the gateway cannot read (${
+        param.length === 0 ? message : `${param}: ${message}`
+      }).`
     })
   )
 }
@@ -337,15 +341,18 @@ export class StreamEncoder {
    * stringifying a chunk object.
    */
   encode(event: Canonical.StreamEvent): string {
-    if (event.type === "text" && event.text.length > 0 && (event.index | 0) === event.index && this.choices.has(event.index)) {
+    if (
+      event.type === "text" && event.text.length > 0 && (event.index | 0) === event.index &&
+      this.choices.has(event.index)
+    ) {
       if (this.prefix === undefined) {
         this.prefix = `data: {"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${
           JSON.stringify(this.created)
         },"model":${JSON.stringify(this.model)},"choices":[{"index":`
       }
-      return `${this.prefix}${event.index},"delta":{"content":${JSON.stringify(event.text)}},"logprobs":null,"finish_reason":null}]${
-        this.includeUsage ? `,"usage":null}` : "}"
-      }\n\n`
+      return `${this.prefix}${event.index},"delta":{"content":${
+        JSON.stringify(event.text)
+      }},"logprobs":null,"finish_reason":null}]${this.includeUsage ? `,"usage":null}` : "}"}\n\n`
     }
     let text = ""
     for (const chunk of this.push(event)) text += Framing.frame(JSON.stringify(chunk))
@@ -426,12 +433,13 @@ export const encodeSseText = (events: Iterable<Canonical.StreamEvent>, options: 
  *
  * @category streams
  */
-export const encodeClient = (options: StreamEncoderOptions) =>
-<E, R>(self: Stream.Stream<Canonical.StreamEvent, E, R>): Stream.Stream<string, E, R> =>
-  self.pipe(
-    Stream.mapAccumArray(() => new StreamEncoder(options), (encoder, events) => {
-      let text = ""
-      for (const event of events) text += encoder.encode(event)
-      return [encoder, text.length === 0 ? [] : [text]] as const
-    }, { onHalt: (encoder) => [encoder.finish()] })
-  )
+export const encodeClient =
+  (options: StreamEncoderOptions) =>
+  <E, R>(self: Stream.Stream<Canonical.StreamEvent, E, R>): Stream.Stream<string, E, R> =>
+    self.pipe(
+      Stream.mapAccumArray(() => new StreamEncoder(options), (encoder, events) => {
+        let text = ""
+        for (const event of events) text += encoder.encode(event)
+        return [encoder, text.length === 0 ? [] : [text]] as const
+      }, { onHalt: (encoder) => [encoder.finish()] })
+    )

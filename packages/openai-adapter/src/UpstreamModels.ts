@@ -48,7 +48,9 @@ export const list: Core.UpstreamModelList = {
   url: (channel) => channel.type === "azure" ? undefined : `${trimSlash(channel.baseUrl)}/models`,
   decode: (text, channel) => {
     const result = decodeListing(text)
-    if (result._tag === "Failure") return Effect.fail(Core.answeredOther(channel, "a model list ({\"data\":[{\"id\":...}]})"))
+    if (result._tag === "Failure") {
+      return Effect.fail(Core.answeredOther(channel, "a model list ({\"data\":[{\"id\":...}]})"))
+    }
     return Effect.succeed({
       models: result.success.data.map((entry): Core.ListedModel => {
         const limit = positiveInt(entry.context_length) ?? positiveInt(entry.max_model_len)

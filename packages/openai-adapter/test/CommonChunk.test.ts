@@ -81,13 +81,15 @@ describe("readCommonChunk", () => {
         return edit(chunk, all[n % all.length]!, other as Json)
       }),
       // A field's value swapped for one of another type (or a near value): the likeliest way an upstream goes wrong.
-      fc.tuple(realistic, fc.nat(), fc.nat(), fc.constantFrom<Json>(null, 7, 1.5, -1, "x", "", true, [], {})).map(([chunks, c, n, other]) => {
-        const withCalls = chunks.filter((chunk) => JSON.stringify(chunk).includes("tool_calls"))
-        const pool = withCalls.length > 0 && n % 2 === 0 ? withCalls : chunks
-        const chunk = pool[c % pool.length]!
-        const leaves = paths(chunk).filter((path) => path.length > 0)
-        return edit(chunk, leaves[n % leaves.length]!, other)
-      }),
+      fc.tuple(realistic, fc.nat(), fc.nat(), fc.constantFrom<Json>(null, 7, 1.5, -1, "x", "", true, [], {})).map(
+        ([chunks, c, n, other]) => {
+          const withCalls = chunks.filter((chunk) => JSON.stringify(chunk).includes("tool_calls"))
+          const pool = withCalls.length > 0 && n % 2 === 0 ? withCalls : chunks
+          const chunk = pool[c % pool.length]!
+          const leaves = paths(chunk).filter((path) => path.length > 0)
+          return edit(chunk, leaves[n % leaves.length]!, other)
+        }
+      ),
       fc.jsonValue().map((value) => value as Json)
     )
     fc.assert(
@@ -104,7 +106,10 @@ describe("readCommonChunk", () => {
           } else assert.isTrue(Result.isFailure(parsed))
         } else {
           readByHand++
-          assert.isTrue(Result.isSuccess(reference), `read by hand, so the schema must accept it too: ${JSON.stringify(chunk)}`)
+          assert.isTrue(
+            Result.isSuccess(reference),
+            `read by hand, so the schema must accept it too: ${JSON.stringify(chunk)}`
+          )
           if (Result.isSuccess(reference)) assert.deepStrictEqual(events([read]), events([reference.success]))
           assert.isTrue(Result.isSuccess(parsed))
           if (Result.isSuccess(parsed)) assert.deepStrictEqual(events([parsed.success]), events([read]))
@@ -117,7 +122,7 @@ describe("readCommonChunk", () => {
   })
 
   it("leaves a chunk with a wrong type to the schema, whose error names the field", () => {
-    const data = '{"id":"c","choices":[{"index":0,"delta":{"content":7},"finish_reason":null}]}'
+    const data = "{\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":7},\"finish_reason\":null}]}"
     assert.strictEqual(ChatCompletions.readCommonChunk(JSON.parse(data)), undefined)
     const parsed = parseChunk(data)
     assert.isTrue(Result.isFailure(parsed))
@@ -125,7 +130,7 @@ describe("readCommonChunk", () => {
   })
 
   it("leaves an in-band error event to the error path", () => {
-    const parsed = parseChunk('{"error":{"message":"overloaded","type":"server_error","code":503}}')
+    const parsed = parseChunk("{\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\",\"code\":503}}")
     assert.isTrue(Result.isFailure(parsed))
     if (Result.isFailure(parsed)) assert.include(parsed.failure.message, "HTTP 503")
   })

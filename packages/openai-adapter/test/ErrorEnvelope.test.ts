@@ -10,29 +10,124 @@ const table: Array<[GatewayError.GatewayError, number, string, string, Record<st
   [new GatewayError.InvalidApiKey({ message: "m" }), 401, "authentication_error", "invalid_api_key", {}, null],
   [new GatewayError.KeyDisabled({ message: "m" }), 401, "authentication_error", "key_disabled", {}, null],
   [new GatewayError.KeyExpired({ message: "m" }), 401, "authentication_error", "key_expired", {}, null],
-  [new GatewayError.InvalidRequest({ message: "m", param: "messages[0].role" }), 400, "invalid_request_error", "invalid_request", {}, "messages[0].role"],
-  [new GatewayError.UnsupportedFeature({ message: "m", param: "functions" }), 400, "invalid_request_error", "unsupported_feature", {}, "functions"],
-  [new GatewayError.ModelNotFound({ message: "m", model: "x" }), 404, "invalid_request_error", "model_not_found", {}, null],
-  [new GatewayError.ModelNotAllowed({ message: "m", model: "x" }), 403, "permission_error", "model_not_allowed", {}, null],
-  [new GatewayError.ModelNotInGroup({ message: "m", model: "x", group: "g" }), 403, "permission_error", "model_not_in_group", {}, null],
+  [
+    new GatewayError.InvalidRequest({ message: "m", param: "messages[0].role" }),
+    400,
+    "invalid_request_error",
+    "invalid_request",
+    {},
+    "messages[0].role"
+  ],
+  [
+    new GatewayError.UnsupportedFeature({ message: "m", param: "functions" }),
+    400,
+    "invalid_request_error",
+    "unsupported_feature",
+    {},
+    "functions"
+  ],
+  [
+    new GatewayError.ModelNotFound({ message: "m", model: "x" }),
+    404,
+    "invalid_request_error",
+    "model_not_found",
+    {},
+    null
+  ],
+  [
+    new GatewayError.ModelNotAllowed({ message: "m", model: "x" }),
+    403,
+    "permission_error",
+    "model_not_allowed",
+    {},
+    null
+  ],
+  [
+    new GatewayError.ModelNotInGroup({ message: "m", model: "x", group: "g" }),
+    403,
+    "permission_error",
+    "model_not_in_group",
+    {},
+    null
+  ],
   [new GatewayError.ModelUnpriced({ message: "m", model: "x" }), 403, "permission_error", "model_unpriced", {}, null],
-  [new GatewayError.RequestTooLarge({ message: "m", limitBytes: 10 }), 413, "invalid_request_error", "request_too_large", {}, null],
-  [new GatewayError.InsufficientBalance({ message: "m" }), 429, "insufficient_quota", "insufficient_quota", { "x-should-retry": "false" }, null],
-  [new GatewayError.SpendingCapReached({ message: "m", cap: "daily" }), 429, "insufficient_quota", "insufficient_quota", { "x-should-retry": "false" }, null],
-  [new GatewayError.RateLimited({ message: "m", retryAfterSeconds: 1.2, limit: "rpm" }), 429, "rate_limit_error", "rate_limit_exceeded", { "retry-after": "2", "x-should-retry": "true" }, null],
+  [
+    new GatewayError.RequestTooLarge({ message: "m", limitBytes: 10 }),
+    413,
+    "invalid_request_error",
+    "request_too_large",
+    {},
+    null
+  ],
+  [new GatewayError.InsufficientBalance({ message: "m" }), 429, "insufficient_quota", "insufficient_quota", {
+    "x-should-retry": "false"
+  }, null],
+  [
+    new GatewayError.SpendingCapReached({ message: "m", cap: "daily" }),
+    429,
+    "insufficient_quota",
+    "insufficient_quota",
+    { "x-should-retry": "false" },
+    null
+  ],
+  [
+    new GatewayError.RateLimited({ message: "m", retryAfterSeconds: 1.2, limit: "rpm" }),
+    429,
+    "rate_limit_error",
+    "rate_limit_exceeded",
+    { "retry-after": "2", "x-should-retry": "true" },
+    null
+  ],
   [new GatewayError.UpstreamUnavailable({ message: "m" }), 502, "api_error", "upstream_error", {}, null],
   [new GatewayError.UpstreamTimeout({ message: "m" }), 504, "api_error", "upstream_timeout", {}, null],
-  [new GatewayError.UpstreamRejected({ message: "m", status: 422, code: "bad_schema", param: "tools" }), 422, "invalid_request_error", "bad_schema", {}, "tools"],
-  [new GatewayError.UpstreamRejected({ message: "m", status: 400 }), 400, "invalid_request_error", "upstream_rejected", {}, null],
-  [new GatewayError.UpstreamRateLimited({ message: "m", retryAfterSeconds: 30 }), 429, "rate_limit_error", "upstream_rate_limited", { "retry-after": "30", "x-should-retry": "true" }, null],
-  [new GatewayError.UpstreamRateLimited({ message: "m" }), 429, "rate_limit_error", "upstream_rate_limited", { "x-should-retry": "true" }, null],
+  [
+    new GatewayError.UpstreamRejected({ message: "m", status: 422, code: "bad_schema", param: "tools" }),
+    422,
+    "invalid_request_error",
+    "bad_schema",
+    {},
+    "tools"
+  ],
+  [
+    new GatewayError.UpstreamRejected({ message: "m", status: 400 }),
+    400,
+    "invalid_request_error",
+    "upstream_rejected",
+    {},
+    null
+  ],
+  [
+    new GatewayError.UpstreamRateLimited({ message: "m", retryAfterSeconds: 30 }),
+    429,
+    "rate_limit_error",
+    "upstream_rate_limited",
+    { "retry-after": "30", "x-should-retry": "true" },
+    null
+  ],
+  [new GatewayError.UpstreamRateLimited({ message: "m" }), 429, "rate_limit_error", "upstream_rate_limited", {
+    "x-should-retry": "true"
+  }, null],
   [new GatewayError.RouteNotFound({ message: "m" }), 404, "invalid_request_error", "not_found", {}, null],
-  [new GatewayError.MethodNotAllowed({ message: "m", allow: ["GET", "POST"] }), 405, "invalid_request_error", "method_not_allowed", { allow: "GET, POST" }, null],
+  [
+    new GatewayError.MethodNotAllowed({ message: "m", allow: ["GET", "POST"] }),
+    405,
+    "invalid_request_error",
+    "method_not_allowed",
+    { allow: "GET, POST" },
+    null
+  ],
   [new GatewayError.Forbidden({ message: "m" }), 403, "permission_error", "forbidden", {}, null],
   [new GatewayError.ResourceNotFound({ message: "m" }), 404, "invalid_request_error", "not_found", {}, null],
   [new GatewayError.InternalError({ message: "m" }), 500, "api_error", "internal_error", {}, null],
   [new GatewayError.ServiceUnavailable({ message: "m" }), 503, "api_error", "service_unavailable", {}, null],
-  [new GatewayError.DatabaseUnavailable({ message: "m", retryAfterSeconds: 4.2 }), 503, "api_error", "database_unavailable", { "retry-after": "5", "x-should-retry": "true" }, null]
+  [
+    new GatewayError.DatabaseUnavailable({ message: "m", retryAfterSeconds: 4.2 }),
+    503,
+    "api_error",
+    "database_unavailable",
+    { "retry-after": "5", "x-should-retry": "true" },
+    null
+  ]
 ]
 
 describe("ErrorEnvelope.toResponse", () => {
@@ -70,18 +165,29 @@ describe("ErrorEnvelope.classifyUpstream", () => {
     assert.include(error.message, "credentials")
   })
   it("403 is a permission about what the request asked for: the caller's, with the upstream's words; a region refusal is the channel's", () => {
-    const error = classifyUpstream(403, body("You are not allowed to sample from this model", { code: "model_not_allowed" }), {})
+    const error = classifyUpstream(
+      403,
+      body("You are not allowed to sample from this model", { code: "model_not_allowed" }),
+      {}
+    )
     assert.deepStrictEqual(
       [error._tag, error.message, error._tag === "UpstreamRejected" ? error.status : 0],
       ["UpstreamRejected", "You are not allowed to sample from this model", 403]
     )
-    const region = classifyUpstream(403, body("Country, region, or territory not supported", { code: "unsupported_country_region_territory" }), {})
+    const region = classifyUpstream(
+      403,
+      body("Country, region, or territory not supported", { code: "unsupported_country_region_territory" }),
+      {}
+    )
     assert.strictEqual(region._tag, "UpstreamUnavailable")
     assert.isUndefined(region._tag === "UpstreamUnavailable" ? region.credentialsRefused : true)
   })
   it("429 becomes UpstreamRateLimited with retry-after (seconds or -ms)", () => {
     const a = classifyUpstream(429, body("Rate limit reached for org-123"), { "Retry-After": "7" })
-    assert.deepStrictEqual([a._tag, a._tag === "UpstreamRateLimited" ? a.retryAfterSeconds : -1], ["UpstreamRateLimited", 7])
+    assert.deepStrictEqual([a._tag, a._tag === "UpstreamRateLimited" ? a.retryAfterSeconds : -1], [
+      "UpstreamRateLimited",
+      7
+    ])
     assert.notInclude(a.message, "org-123")
     const b = classifyUpstream(429, "", { "retry-after-ms": "1500" })
     assert.strictEqual(b._tag === "UpstreamRateLimited" ? b.retryAfterSeconds : -1, 1.5)
@@ -89,16 +195,27 @@ describe("ErrorEnvelope.classifyUpstream", () => {
     assert.isTrue(c._tag === "UpstreamRateLimited" && c.retryAfterSeconds === undefined)
   })
   it("429 insufficient_quota is the channel's account, not a retry", () => {
-    assert.strictEqual(classifyUpstream(429, body("quota", { code: "insufficient_quota" }), {})._tag, "UpstreamUnavailable")
+    assert.strictEqual(
+      classifyUpstream(429, body("quota", { code: "insufficient_quota" }), {})._tag,
+      "UpstreamUnavailable"
+    )
   })
   it("other 4xx become UpstreamRejected with message, param and code", () => {
     const error = classifyUpstream(400, body("bad temperature", { param: "temperature", code: "invalid_value" }), {})
     assert.deepStrictEqual(
       error,
-      new GatewayError.UpstreamRejected({ status: 400, message: "bad temperature", param: "temperature", code: "invalid_value" })
+      new GatewayError.UpstreamRejected({
+        status: 400,
+        message: "bad temperature",
+        param: "temperature",
+        code: "invalid_value"
+      })
     )
     const html = classifyUpstream(404, "<html>nope</html>", {})
-    assert.deepStrictEqual(html, new GatewayError.UpstreamRejected({ status: 404, message: "The upstream refused the request (HTTP 404)." }))
+    assert.deepStrictEqual(
+      html,
+      new GatewayError.UpstreamRejected({ status: 404, message: "The upstream refused the request (HTTP 404)." })
+    )
   })
   it("5xx become UpstreamUnavailable with the status; 408 UpstreamTimeout", () => {
     const error = classifyUpstream(503, body("overloaded"), {})

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
 import type { Canonical } from "@modelgate/core"
+import { Effect, Stream } from "effect"
 import * as Framing from "../src/Framing.ts"
 import { decodeUpstream, encodeClient } from "../src/Stream.ts"
 
@@ -19,12 +19,18 @@ describe("Stream transforms", () => {
         "data: {\"id\":\"c\",\"created\":2,\"model\":\"up\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
       ]
       const events = yield* Stream.fromIterable(upstream).pipe(decodeUpstream, Stream.runCollect)
-      assert.deepStrictEqual(events, [
-        { type: "start", id: "c", model: "up", created: 2 },
-        { type: "text", index: 0, text: "Hi" },
-        { type: "finish", index: 0, reason: "stop" }
-      ] satisfies Array<Canonical.StreamEvent>)
-      const text = (yield* Stream.fromIterable(events).pipe(encodeClient({ model: "alias", includeUsage: false }), Stream.runCollect)).join("")
+      assert.deepStrictEqual(
+        events,
+        [
+          { type: "start", id: "c", model: "up", created: 2 },
+          { type: "text", index: 0, text: "Hi" },
+          { type: "finish", index: 0, reason: "stop" }
+        ] satisfies Array<Canonical.StreamEvent>
+      )
+      const text = (yield* Stream.fromIterable(events).pipe(
+        encodeClient({ model: "alias", includeUsage: false }),
+        Stream.runCollect
+      )).join("")
       assert.strictEqual(
         text,
         "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":2,\"model\":\"alias\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n" +
@@ -35,7 +41,9 @@ describe("Stream transforms", () => {
     }))
   it.effect("an in-band upstream error fails the stream with the classified error", () =>
     Effect.gen(function*() {
-      const error = yield* Stream.make("data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\",\"code\":null}}\n\n").pipe(
+      const error = yield* Stream.make(
+        "data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\",\"code\":null}}\n\n"
+      ).pipe(
         decodeUpstream,
         Stream.runCollect,
         Effect.flip

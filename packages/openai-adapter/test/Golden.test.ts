@@ -15,7 +15,13 @@ import { decodeSseText, encodeSseText, type StreamEncoderOptions } from "../src/
 const dir = join(import.meta.dirname, "golden")
 
 interface Golden {
-  readonly kind: "request-decode" | "request-encode" | "response-decode" | "response-encode" | "stream-decode" | "stream-encode"
+  readonly kind:
+    | "request-decode"
+    | "request-encode"
+    | "response-decode"
+    | "response-encode"
+    | "stream-decode"
+    | "stream-encode"
   readonly input: any
   readonly upstreamModel?: string
   readonly model?: string

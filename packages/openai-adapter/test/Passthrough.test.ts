@@ -1,15 +1,25 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Result } from "effect"
 import * as fc from "fast-check"
-import { checkStructure, EAGER_CHECK_BYTES, inspectChatBody, PassthroughMeter, upstreamBody, usageOfResponse } from "../src/Passthrough.ts"
+import {
+  checkStructure,
+  EAGER_CHECK_BYTES,
+  inspectChatBody,
+  PassthroughMeter,
+  upstreamBody,
+  usageOfResponse
+} from "../src/Passthrough.ts"
 import { decodeRequestResult } from "../src/Request.ts"
 import * as Arbitraries from "../src/testing/Arbitraries.ts"
 
 const chunk = (delta: Record<string, unknown>) =>
-  `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":${JSON.stringify(delta)},"finish_reason":null}],"usage":null}\n\n`
+  `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":${
+    JSON.stringify(delta)
+  },"finish_reason":null}],"usage":null}\n\n`
 const usageChunk =
   "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":7,\"total_tokens\":18,\"prompt_tokens_details\":{\"cached_tokens\":4}}}\n\n"
-const stream = chunk({ role: "assistant", content: "" }) + chunk({ content: "Hello" }) + chunk({ content: " world" }) + usageChunk +
+const stream = chunk({ role: "assistant", content: "" }) + chunk({ content: "Hello" }) + chunk({ content: " world" }) +
+  usageChunk +
   "data: [DONE]\n\n"
 
 const feed = (meter: PassthroughMeter, parts: ReadonlyArray<string>) => {
@@ -20,14 +30,21 @@ const feed = (meter: PassthroughMeter, parts: ReadonlyArray<string>) => {
 }
 
 /** The body forwarded upstream, as text. */
-const forwarded = (inspected: Parameters<typeof upstreamBody>[0], model: string): string => new TextDecoder().decode(upstreamBody(inspected, model))
+const forwarded = (inspected: Parameters<typeof upstreamBody>[0], model: string): string =>
+  new TextDecoder().decode(upstreamBody(inspected, model))
 
 describe("inspectChatBody / upstreamBody", () => {
   it.effect("reads model, stream, include_usage and max tokens; changes only model", () =>
     Effect.gen(function*() {
-      const text = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"model\":\"alias\",\"stream\":true,\"max_tokens\":5,\"stream_options\":{\"x\":1},\"extra\":[1]}"
+      const text =
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"model\":\"alias\",\"stream\":true,\"max_tokens\":5,\"stream_options\":{\"x\":1},\"extra\":[1]}"
       const inspected = yield* inspectChatBody(text)
-      assert.deepStrictEqual([inspected.model, inspected.stream, inspected.includeUsage, inspected.maxTokens], ["alias", true, false, 5])
+      assert.deepStrictEqual([inspected.model, inspected.stream, inspected.includeUsage, inspected.maxTokens], [
+        "alias",
+        true,
+        false,
+        5
+      ])
       assert.strictEqual(
         forwarded(inspected, "gpt-4o"),
         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"model\":\"gpt-4o\",\"stream\":true,\"max_tokens\":5,\"stream_options\":{\"x\":1,\"include_usage\":true},\"extra\":[1]}"
@@ -100,25 +117,54 @@ describe("inspectChatBody: large bodies", () => {
   const large = (fields: Record<string, unknown> = {}, messages: ReadonlyArray<unknown> = []) =>
     JSON.stringify({
       model: "m",
-      messages: [...Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `turn ${i} ${"x".repeat(600)}` })), ...messages],
+      messages: [
+        ...Array.from(
+          { length: 40 },
+          (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `turn ${i} ${"x".repeat(600)}` })
+        ),
+        ...messages
+      ],
       ...fields
     })
 
   it.effect("reads what the call needs by scanning, counts media, and leaves the structure check for a refusal", () =>
     Effect.gen(function*() {
       const text = large({ stream: true, max_tokens: 9, n: 2 }, [
-        { role: "user", content: [{ type: "text", text: "the word \"type\": \"image_url\" in text is not an image" }, { type: "image_url", image_url: { url: "https://x/a.png" } }] },
-        { role: "user", content: [{ type: "input_audio", input_audio: { data: "UklGRg==", format: "wav" } }, { type: "file", file: { file_id: "f" } }] }
+        {
+          role: "user",
+          content: [{ type: "text", text: "the word \"type\": \"image_url\" in text is not an image" }, {
+            type: "image_url",
+            image_url: { url: "https://x/a.png" }
+          }]
+        },
+        {
+          role: "user",
+          content: [{ type: "input_audio", input_audio: { data: "UklGRg==", format: "wav" } }, {
+            type: "file",
+            file: { file_id: "f" }
+          }]
+        }
       ])
       assert.isAbove(text.length, EAGER_CHECK_BYTES)
       const inspected = yield* inspectChatBody(new TextEncoder().encode(text))
       assert.deepStrictEqual(
-        [inspected.model, inspected.stream, inspected.maxTokens, inspected.choices, inspected.mediaParts, inspected.checked],
+        [
+          inspected.model,
+          inspected.stream,
+          inspected.maxTokens,
+          inspected.choices,
+          inspected.mediaParts,
+          inspected.checked
+        ],
         ["m", true, 9, 2, 3, false]
       )
       assert.isUndefined(checkStructure(inspected), "a well-formed body passes the deferred check")
       // Only the model is replaced and usage asked for; every other byte goes as it came.
-      assert.strictEqual(forwarded(inspected, "up"), text.replace("\"model\":\"m\"", "\"model\":\"up\"").slice(0, -1) + ",\"stream_options\":{\"include_usage\":true}}")
+      assert.strictEqual(
+        forwarded(inspected, "up"),
+        text.replace("\"model\":\"m\"", "\"model\":\"up\"").slice(0, -1) +
+          ",\"stream_options\":{\"include_usage\":true}}"
+      )
     }))
 
   it.effect("a malformed message deep in a large body is named by the deferred check", () =>
@@ -154,24 +200,65 @@ describe("inspectChatBody: structure", () => {
   it.effect("refuses wrong types, naming the field and what was expected", () =>
     Effect.gen(function*() {
       const cases: Array<[string, string, string]> = [
-        [body({ messages: [{ role: 5, content: { x: 1 } }] }), "messages[0].role", "expected one of 'system', 'developer', 'user', 'assistant', 'tool' or 'function', got the number 5"],
+        [
+          body({ messages: [{ role: 5, content: { x: 1 } }] }),
+          "messages[0].role",
+          "expected one of 'system', 'developer', 'user', 'assistant', 'tool' or 'function', got the number 5"
+        ],
         [body({ messages: [{ role: "usr", content: "x" }] }), "messages[0].role", "got the string 'usr'"],
         [body({ messages: [{ content: "x" }] }), "messages[0].role", "'messages[0].role' is required"],
         [body({ messages: ["hello"] }), "messages[0]", "expected a message object"],
-        [body({ messages: [{ role: "user", content: { x: 1 } }] }), "messages[0].content", "expected a string or an array of content parts"],
+        [
+          body({ messages: [{ role: "user", content: { x: 1 } }] }),
+          "messages[0].content",
+          "expected a string or an array of content parts"
+        ],
         [body({ messages: [{ role: "user" }] }), "messages[0].content", "'messages[0].content' is required"],
-        [body({ messages: [{ role: "user", content: [{ type: "video", url: "x" }] }] }), "messages[0].content[0].type", "expected 'text', 'image_url', 'input_audio' or 'file'"],
-        [body({ messages: [{ role: "system", content: [{ type: "image_url", image_url: { url: "x" } }] }] }), "messages[0].content[0].type", "expected 'text'"],
-        [body({ messages: [{ role: "user", content: [{ type: "text", text: 1 }] }] }), "messages[0].content[0].text", "expected a string"],
-        [body({ messages: [{ role: "user", content: [{ type: "image_url", image_url: {} }] }] }), "messages[0].content[0].image_url.url", "is required"],
-        [body({ messages: [{ role: "assistant", tool_calls: {} }] }), "messages[0].tool_calls", "expected an array of tool calls"],
-        [body({ messages: [{ role: "assistant", tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: {} } }] }] }), "messages[0].tool_calls[0].function.arguments", "expected a string of JSON"],
+        [
+          body({ messages: [{ role: "user", content: [{ type: "video", url: "x" }] }] }),
+          "messages[0].content[0].type",
+          "expected 'text', 'image_url', 'input_audio' or 'file'"
+        ],
+        [
+          body({ messages: [{ role: "system", content: [{ type: "image_url", image_url: { url: "x" } }] }] }),
+          "messages[0].content[0].type",
+          "expected 'text'"
+        ],
+        [
+          body({ messages: [{ role: "user", content: [{ type: "text", text: 1 }] }] }),
+          "messages[0].content[0].text",
+          "expected a string"
+        ],
+        [
+          body({ messages: [{ role: "user", content: [{ type: "image_url", image_url: {} }] }] }),
+          "messages[0].content[0].image_url.url",
+          "is required"
+        ],
+        [
+          body({ messages: [{ role: "assistant", tool_calls: {} }] }),
+          "messages[0].tool_calls",
+          "expected an array of tool calls"
+        ],
+        [
+          body({
+            messages: [{
+              role: "assistant",
+              tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: {} } }]
+            }]
+          }),
+          "messages[0].tool_calls[0].function.arguments",
+          "expected a string of JSON"
+        ],
         [body({ messages: [{ role: "tool", content: "42" }] }), "messages[0].tool_call_id", "is required"],
         [body({ temperature: "hot" }), "temperature", "expected a number, got the string 'hot'"],
         [body({ max_tokens: 1.5 }), "max_tokens", "expected an integer, got the number 1.5"],
         [body({ stop: [1] }), "stop", "expected a string or an array of strings"],
         [body({ tools: "search" }), "tools", "expected an array of tools"],
-        [body({ tools: [{ type: "function", function: { name: "" } }] }), "tools[0].function.name", "expected a non-empty string"],
+        [
+          body({ tools: [{ type: "function", function: { name: "" } }] }),
+          "tools[0].function.name",
+          "expected a non-empty string"
+        ],
         [body({ tool_choice: 3 }), "tool_choice", "expected"],
         [body({ response_format: "json" }), "response_format", "expected an object with 'type'"],
         [body({ stream_options: { include_usage: "yes" } }), "stream_options.include_usage", "expected a boolean"]
@@ -189,12 +276,25 @@ describe("inspectChatBody: structure", () => {
       const text = body({
         messages: [
           { role: "developer", content: [{ type: "text", text: "be brief" }] },
-          { role: "user", content: [{ type: "text", text: "hi" }, { type: "image_url", image_url: { url: "https://x/a.png", detail: "low" } }] },
-          { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }] },
+          {
+            role: "user",
+            content: [{ type: "text", text: "hi" }, {
+              type: "image_url",
+              image_url: { url: "https://x/a.png", detail: "low" }
+            }]
+          },
+          {
+            role: "assistant",
+            content: null,
+            tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }]
+          },
           { role: "tool", tool_call_id: "c1", content: "42" },
           { role: "function", name: "f", content: "old" }
         ],
-        tools: [{ type: "custom", custom: { name: "grammar" } }, { type: "function", function: { name: "f", parameters: { type: "object" } } }],
+        tools: [{ type: "custom", custom: { name: "grammar" } }, {
+          type: "function",
+          function: { name: "f", parameters: { type: "object" } }
+        }],
         temperature: null,
         max_completion_tokens: 10,
         stop: ["x"],
@@ -211,7 +311,9 @@ describe("inspectChatBody: structure", () => {
     const walk = (node: unknown, path: Array<string | number>) => {
       paths.push(path)
       if (Array.isArray(node)) node.forEach((child, i) => walk(child, [...path, i]))
-      else if (typeof node === "object" && node !== null) for (const [key, child] of Object.entries(node)) walk(child, [...path, key])
+      else if (typeof node === "object" && node !== null) {
+        for (const [key, child] of Object.entries(node)) walk(child, [...path, key])
+      }
     }
     walk(value, [])
     const path = paths[pick % paths.length]!
@@ -235,7 +337,9 @@ describe("inspectChatBody: structure", () => {
 
   it("malformed bodies get a 400 naming a field, never a crash; what the full decoder accepts always passes", async () => {
     const malformed = fc.oneof(
-      fc.tuple(Arbitraries.wireRequest, fc.nat(), fc.jsonValue()).map(([request, pick, replacement]) => JSON.stringify(mutate(request, pick, replacement))),
+      fc.tuple(Arbitraries.wireRequest, fc.nat(), fc.jsonValue()).map(([request, pick, replacement]) =>
+        JSON.stringify(mutate(request, pick, replacement))
+      ),
       fc.jsonValue().map((value) => JSON.stringify(value)),
       fc.string()
     )
@@ -245,7 +349,9 @@ describe("inspectChatBody: structure", () => {
         if (Exit.isFailure(exit)) {
           const error = exit.cause.reasons[0]
           assert.strictEqual(error?._tag, "Fail", `a defect for ${text}`)
-          const failure = (error as { readonly error: { readonly _tag: string; readonly param?: string; readonly message: string } }).error
+          const failure =
+            (error as { readonly error: { readonly _tag: string; readonly param?: string; readonly message: string } })
+              .error
           assert.strictEqual(failure._tag, "InvalidRequest")
           if (failure.param !== undefined) assert.include(failure.message, failure.param)
           let json: unknown
@@ -254,7 +360,10 @@ describe("inspectChatBody: structure", () => {
           } catch {
             return
           }
-          assert.isTrue(Result.isFailure(decodeRequestResult(json)), `the full decoder accepts what the passthrough refused: ${text}`)
+          assert.isTrue(
+            Result.isFailure(decodeRequestResult(json)),
+            `the full decoder accepts what the passthrough refused: ${text}`
+          )
         }
       }),
       { numRuns: 1000 }
@@ -293,7 +402,8 @@ describe("PassthroughMeter", () => {
   it("a cut stream is billed from the generated characters", () => {
     const meter = new PassthroughMeter({ includeUsage: false, promptTokens: 30 })
     const cut = chunk({ content: "Hello" }) + chunk({ content: "\"wor\\u00e9d\"" }) +
-      chunk({ tool_calls: [{ index: 0, function: { arguments: "{\"a\":1}" } }] }) + chunk({ reasoning_content: "abc" }) +
+      chunk({ tool_calls: [{ index: 0, function: { arguments: "{\"a\":1}" } }] }) +
+      chunk({ reasoning_content: "abc" }) +
       "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tru"
     feed(meter, [cut])
     // 5 + 12 ("wor\u00e9d" with its quotes, decoded) + 7 + 3 + 3 ("tru", unterminated) = 30 characters

@@ -47,10 +47,13 @@ describe("Headers", () => {
 
   it("leaves out dimensions without a limit", () => {
     assert.deepStrictEqual(toHeaders(RateLimiter.unlimited), {})
-    assert.deepStrictEqual(toHeaders({ ...RateLimiter.unlimited, limitTokens: 100, remainingTokens: 0, resetTokensMs: 12 }), {
-      "x-ratelimit-limit-tokens": "100",
-      "x-ratelimit-remaining-tokens": "0",
-      "x-ratelimit-reset-tokens": "12ms"
-    })
+    assert.deepStrictEqual(
+      toHeaders({ ...RateLimiter.unlimited, limitTokens: 100, remainingTokens: 0, resetTokensMs: 12 }),
+      {
+        "x-ratelimit-limit-tokens": "100",
+        "x-ratelimit-remaining-tokens": "0",
+        "x-ratelimit-reset-tokens": "12ms"
+      }
+    )
   })
 })

@@ -8,11 +8,11 @@
  * then review the diff.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Sse } from "@modelgate/core"
+import { Responses, ResponsesAnswer, ResponsesRequest } from "@modelgate/openai-adapter"
 import { Result } from "effect"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Sse } from "@modelgate/core"
-import { Responses, ResponsesAnswer, ResponsesRequest } from "@modelgate/openai-adapter"
 
 const dir = join(import.meta.dirname, "golden", "responses")
 const update = process.env.UPDATE_GOLDEN === "1"
@@ -33,17 +33,26 @@ const json = (value: unknown) => JSON.stringify(value, null, 2) + "\n"
 
 describe("Responses API golden files", () => {
   it("Codex CLI's request (developer messages, reasoning, a tool loop, hosted tools) -> canonical", () => {
-    golden("request-codex.expected.json", json(Result.getOrThrow(ResponsesRequest.decodeRequestResult(input("request-codex.input.json")))))
+    golden(
+      "request-codex.expected.json",
+      json(Result.getOrThrow(ResponsesRequest.decodeRequestResult(input("request-codex.input.json"))))
+    )
   })
 
   it("canonical (from Codex's request) -> a Responses upstream's body", () => {
     const canonical = Result.getOrThrow(ResponsesRequest.decodeRequestResult(input("request-codex.input.json")))
-    golden("request-to-upstream.expected.json", json(Result.getOrThrow(ResponsesRequest.encodeRequestResult(canonical, "gpt-5.1-codex"))))
+    golden(
+      "request-to-upstream.expected.json",
+      json(Result.getOrThrow(ResponsesRequest.encodeRequestResult(canonical, "gpt-5.1-codex")))
+    )
   })
 
   it("a canonical answer (an Anthropic model's signed thinking, text, a tool call, cache usage) -> a response object", () => {
     const { model, request, response } = input("response-to-client.input.json")
-    golden("response-to-client.expected.json", json(ResponsesAnswer.encodeResponse(response, model, ResponsesAnswer.echoOf(request))))
+    golden(
+      "response-to-client.expected.json",
+      json(ResponsesAnswer.encodeResponse(response, model, ResponsesAnswer.echoOf(request)))
+    )
   })
 
   it("canonical events (a Gemini model's thoughts, text, a signed tool call) -> the Responses event sequence", () => {

@@ -17,7 +17,14 @@ const large = (last: ReadonlyArray<unknown> = [], fields: Record<string, unknown
     model: "m",
     instructions: "You are a coding agent.",
     input: [
-      ...Array.from({ length: 40 }, (_, i) => ({ type: "message", role: i % 2 ? "assistant" : "user", content: [{ type: i % 2 ? "output_text" : "input_text", text: `turn ${i} ${"x".repeat(600)}` }] })),
+      ...Array.from(
+        { length: 40 },
+        (_, i) => ({
+          type: "message",
+          role: i % 2 ? "assistant" : "user",
+          content: [{ type: i % 2 ? "output_text" : "input_text", text: `turn ${i} ${"x".repeat(600)}` }]
+        })
+      ),
       ...last
     ],
     store: false,
@@ -28,7 +35,13 @@ describe("ResponsesPassthrough.inspectBody: large bodies", () => {
   it.effect("reads what the call needs by scanning, counts media, and forwards the bytes with only the model replaced", () =>
     Effect.gen(function*() {
       const text = large([
-        { role: "user", content: [{ type: "input_text", text: "the words \"type\": \"input_image\" in a text are not an image" }, { type: "input_image", image_url: "https://x/a.png" }] },
+        {
+          role: "user",
+          content: [{ type: "input_text", text: "the words \"type\": \"input_image\" in a text are not an image" }, {
+            type: "input_image",
+            image_url: "https://x/a.png"
+          }]
+        },
         { type: "function_call_output", call_id: "c", output: [{ type: "input_file", file_url: "https://x/a.pdf" }] }
       ], { stream: true, max_output_tokens: 900 })
       assert.isAbove(text.length, EAGER_CHECK_BYTES)
@@ -39,16 +52,23 @@ describe("ResponsesPassthrough.inspectBody: large bodies", () => {
       )
       assert.isUndefined(checkStructure(inspected), "a well-formed body passes the deferred check")
       assert.strictEqual(upstreamBody(inspected, "m"), inspected.bytes)
-      assert.strictEqual(new TextDecoder().decode(upstreamBody(inspected, "gpt-5")), text.replace("\"model\":\"m\"", "\"model\":\"gpt-5\""))
+      assert.strictEqual(
+        new TextDecoder().decode(upstreamBody(inspected, "gpt-5")),
+        text.replace("\"model\":\"m\"", "\"model\":\"gpt-5\"")
+      )
     }))
 
   it.effect("JSON the scan let through deep inside is named by the parser: in the deferred check, and for the translation", () =>
     Effect.gen(function*() {
       // A misspelt literal inside a value passes the scan (it checks brackets and strings, not every token).
-      const misspelt = yield* inspectBody(large([{ role: "user", content: "x", flag: "t" }]).replace("\"flag\":\"t\"", "\"flag\":tru"))
+      const misspelt = yield* inspectBody(
+        large([{ role: "user", content: "x", flag: "t" }]).replace("\"flag\":\"t\"", "\"flag\":tru")
+      )
       assert.include(checkStructure(misspelt)?.message, "The request body is not valid JSON")
       assert.include((yield* Effect.flip(parsed(misspelt))).message, "The request body is not valid JSON")
-      const error = yield* Effect.flip(Dialect.responsesClient.decodeRequest(yield* Dialect.responsesClient.inspect(misspelt.bytes, {})))
+      const error = yield* Effect.flip(
+        Dialect.responsesClient.decodeRequest(yield* Dialect.responsesClient.inspect(misspelt.bytes, {}))
+      )
       assert.include(error.message, "The request body is not valid JSON")
     }))
 
@@ -74,29 +94,68 @@ describe("ResponsesPassthrough.inspectBody: large bodies", () => {
 })
 
 describe("Responses usage", () => {
-  const event = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
+  const event = (type: string, data: Record<string, unknown>) =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
   const completed = (usage: unknown) =>
-    event("response.created", { sequence_number: 0, response: { id: "resp_1", status: "in_progress", output: [], usage: null } }) +
-    event("response.output_text.delta", { sequence_number: 1, item_id: "m", output_index: 0, content_index: 0, delta: "abcdefgh" }) +
-    event("response.completed", { sequence_number: 2, response: { id: "resp_1", status: "completed", output: [], usage } })
+    event("response.created", {
+      sequence_number: 0,
+      response: { id: "resp_1", status: "in_progress", output: [], usage: null }
+    }) +
+    event("response.output_text.delta", {
+      sequence_number: 1,
+      item_id: "m",
+      output_index: 0,
+      content_index: 0,
+      delta: "abcdefgh"
+    }) +
+    event("response.completed", {
+      sequence_number: 2,
+      response: { id: "resp_1", status: "completed", output: [], usage }
+    })
 
   it("refuses figures that are not token counts: the stream and the answer are counted locally, and say why", () => {
     const good = new ResponsesPassthrough.PassthroughMeter()
-    good.push(completed({ input_tokens: 10, input_tokens_details: { cached_tokens: 4 }, output_tokens: 3, total_tokens: 13 }))
+    good.push(
+      completed({ input_tokens: 10, input_tokens_details: { cached_tokens: 4 }, output_tokens: 3, total_tokens: 13 })
+    )
     assert.deepStrictEqual(good.metered(99), { promptTokens: 10, completionTokens: 3, cachedTokens: 4, reported: true })
-    for (const [usage, reason] of [
-      [{ input_tokens: -1000000, output_tokens: -5000000 }, "input_tokens: -1000000"],
-      [{ input_tokens: 1.5, output_tokens: 2 }, "input_tokens: 1.5"],
-      [{ input_tokens: 1, output_tokens: 2, input_tokens_details: { cached_tokens: -4 } }, "input_tokens_details.cached_tokens: -4"],
-      [{ input_tokens: 1 }, "output_tokens: \"missing\""]
-    ] as const) {
+    for (
+      const [usage, reason] of [
+        [{ input_tokens: -1000000, output_tokens: -5000000 }, "input_tokens: -1000000"],
+        [{ input_tokens: 1.5, output_tokens: 2 }, "input_tokens: 1.5"],
+        [
+          { input_tokens: 1, output_tokens: 2, input_tokens_details: { cached_tokens: -4 } },
+          "input_tokens_details.cached_tokens: -4"
+        ],
+        [{ input_tokens: 1 }, "output_tokens: \"missing\""]
+      ] as const
+    ) {
       const meter = new ResponsesPassthrough.PassthroughMeter()
       meter.push(completed(usage))
-      assert.deepStrictEqual(meter.metered(99), { promptTokens: 99, completionTokens: 2, cachedTokens: 0, reported: false, usageRejected: reason })
-      const answer = { id: "resp_1", object: "response", output: [{ type: "message", content: [{ type: "output_text", text: "abcdefgh" }] }], usage }
-      assert.deepStrictEqual(ResponsesPassthrough.usageOfResponse(answer, 99), { promptTokens: 99, completionTokens: 2, cachedTokens: 0, reported: false, usageRejected: reason })
+      assert.deepStrictEqual(meter.metered(99), {
+        promptTokens: 99,
+        completionTokens: 2,
+        cachedTokens: 0,
+        reported: false,
+        usageRejected: reason
+      })
+      const answer = {
+        id: "resp_1",
+        object: "response",
+        output: [{ type: "message", content: [{ type: "output_text", text: "abcdefgh" }] }],
+        usage
+      }
+      assert.deepStrictEqual(ResponsesPassthrough.usageOfResponse(answer, 99), {
+        promptTokens: 99,
+        completionTokens: 2,
+        cachedTokens: 0,
+        reported: false,
+        usageRejected: reason
+      })
       const decoded = ResponsesAnswer.decodeResponseResult(answer)
-      assert.isTrue(decoded._tag === "Success" && decoded.success.usage === undefined && decoded.success.usageRejected === reason)
+      assert.isTrue(
+        decoded._tag === "Success" && decoded.success.usage === undefined && decoded.success.usageRejected === reason
+      )
     }
   })
 })
@@ -106,32 +165,56 @@ describe("Dialect.responsesUpstream: a 200 that is not an answer", () => {
   const message = (judged: ReturnType<typeof opening>) => typeof judged === "string" ? judged : judged.message
 
   it("a response object passes; an error, a failed response or another shape is the upstream failing", () => {
-    assert.isUndefined(notAnAnswer({ id: "resp_1", object: "response", status: "completed", error: null, output: [] }, "up"))
+    assert.isUndefined(
+      notAnAnswer({ id: "resp_1", object: "response", status: "completed", error: null, output: [] }, "up")
+    )
     assert.strictEqual(
       notAnAnswer({ error: { message: "overloaded", type: "server_error" } }, "up")?.message,
       "The upstream 'up' answered 200 with an error instead of an answer: overloaded"
     )
     assert.strictEqual(
-      notAnAnswer({ id: "resp_1", object: "response", status: "failed", error: { code: "server_error", message: "the model failed" }, output: [] }, "up")?.message,
+      notAnAnswer({
+        id: "resp_1",
+        object: "response",
+        status: "failed",
+        error: { code: "server_error", message: "the model failed" },
+        output: []
+      }, "up")?.message,
       "The upstream 'up' answered 200 with an error instead of an answer: the model failed"
     )
-    assert.strictEqual(notAnAnswer({ id: "c", object: "chat.completion", choices: [] }, "up")?.message, "The upstream 'up' answered 200 with something that is not a Responses API response.")
+    assert.strictEqual(
+      notAnAnswer({ id: "c", object: "chat.completion", choices: [] }, "up")?.message,
+      "The upstream 'up' answered 200 with something that is not a Responses API response."
+    )
     assert.isDefined(notAnAnswer([1], "up"))
     assert.isDefined(notAnAnswer("text", "up"))
   })
 
   it("a stream opens with response.created; an error event, response.failed, broken JSON or nothing fails it", () => {
-    const created = "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\"}}\n\n"
+    const created =
+      "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\"}}\n\n"
     assert.strictEqual(opening(created, false, "up"), "answer")
     assert.strictEqual(opening(created.trimEnd(), false, "up"), "incomplete")
     assert.strictEqual(opening(created.trimEnd(), true, "up"), "answer")
     assert.strictEqual(opening(": keep-alive\n\n", false, "up"), "incomplete")
     assert.strictEqual(
-      message(opening("event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"overloaded\",\"sequence_number\":0}\n\n", false, "up")),
+      message(
+        opening(
+          "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"overloaded\",\"sequence_number\":0}\n\n",
+          false,
+          "up"
+        )
+      ),
       "The upstream 'up' answered 200 with an error instead of an answer: overloaded"
     )
     assert.strictEqual(
-      message(opening("event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"message\":\"no capacity\"}}}\n\n", false, "up")),
+      message(
+        opening(
+          "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"message\":\"no capacity\"}}}\n\n",
+          false,
+          "up"
+        )
+      ),
       "The upstream 'up' answered 200 with an error instead of an answer: no capacity"
     )
     assert.strictEqual(
@@ -139,7 +222,10 @@ describe("Dialect.responsesUpstream: a 200 that is not an answer", () => {
       "The upstream 'up' answered 200 with an error instead of an answer: overloaded",
       "a chat completions server's error event"
     )
-    assert.strictEqual(message(opening("data: {\"type\":\"resp\n\n", false, "up")), "The upstream 'up' answered 200 with a stream event that is not JSON.")
+    assert.strictEqual(
+      message(opening("data: {\"type\":\"resp\n\n", false, "up")),
+      "The upstream 'up' answered 200 with a stream event that is not JSON."
+    )
     assert.strictEqual(message(opening("", true, "up")), "The upstream 'up' ended its stream without an answer.")
   })
 })

@@ -5,8 +5,8 @@
  * name, and a malformed item names its path.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Result } from "effect"
 import { ResponsesPassthrough, ResponsesRequest } from "@modelgate/openai-adapter"
+import { Result } from "effect"
 
 const decode = (body: unknown) => ResponsesRequest.decodeRequestResult(body)
 const failure = (body: unknown) => {
@@ -17,7 +17,12 @@ const failure = (body: unknown) => {
 
 describe("ResponsesRequest.decodeRequest", () => {
   it("refuses what needs response state, naming the field, and takes store: false", () => {
-    for (const [field, value] of [["previous_response_id", "resp_1"], ["store", true], ["conversation", "conv_1"], ["background", true]] as const) {
+    for (
+      const [field, value] of [["previous_response_id", "resp_1"], ["store", true], ["conversation", "conv_1"], [
+        "background",
+        true
+      ]] as const
+    ) {
       const error = failure({ model: "m", input: "hi", [field]: value })
       assert.strictEqual(error._tag, "InvalidRequest")
       assert.strictEqual(error.param, field)
@@ -31,8 +36,14 @@ describe("ResponsesRequest.decodeRequest", () => {
   it("leaves out hosted tools and items of kinds another model cannot run, and notes them", () => {
     const request = Result.getOrThrow(decode({
       model: "m",
-      input: [{ type: "web_search_call", id: "ws_1", status: "completed" }, { type: "local_shell_call", id: "ls_1" }, { role: "user", content: "hi" }],
-      tools: [{ type: "web_search" }, { type: "function", name: "f", parameters: { type: "object" } }, { type: "custom", name: "apply_patch" }]
+      input: [{ type: "web_search_call", id: "ws_1", status: "completed" }, { type: "local_shell_call", id: "ls_1" }, {
+        role: "user",
+        content: "hi"
+      }],
+      tools: [{ type: "web_search" }, { type: "function", name: "f", parameters: { type: "object" } }, {
+        type: "custom",
+        name: "apply_patch"
+      }]
     }))
     assert.deepStrictEqual(request.tools, [{ name: "f", parameters: { type: "object" } }])
     assert.deepStrictEqual(request.notes, [
@@ -45,10 +56,29 @@ describe("ResponsesRequest.decodeRequest", () => {
   it("refuses, by name, a forced hosted tool, files stored at OpenAI, and media in function results", () => {
     const cases: ReadonlyArray<readonly [unknown, string]> = [
       [{ model: "m", input: "hi", tool_choice: { type: "web_search" } }, "tool_choice"],
-      [{ model: "m", input: [{ role: "user", content: [{ type: "input_image", file_id: "file_1" }] }] }, "input[0].content[0].file_id"],
-      [{ model: "m", input: [{ role: "user", content: [{ type: "input_file", file_id: "file_1" }] }] }, "input[0].content[0].file_id"],
-      [{ model: "m", input: [{ type: "function_call_output", call_id: "c", output: [{ type: "input_image", image_url: "https://x/y.png" }] }] }, "input[0].output[0]"],
-      [{ model: "m", input: [{ role: "developer", content: [{ type: "input_image", image_url: "https://x/y.png" }] }] }, "input[0].content[0]"]
+      [
+        { model: "m", input: [{ role: "user", content: [{ type: "input_image", file_id: "file_1" }] }] },
+        "input[0].content[0].file_id"
+      ],
+      [
+        { model: "m", input: [{ role: "user", content: [{ type: "input_file", file_id: "file_1" }] }] },
+        "input[0].content[0].file_id"
+      ],
+      [{
+        model: "m",
+        input: [{
+          type: "function_call_output",
+          call_id: "c",
+          output: [{ type: "input_image", image_url: "https://x/y.png" }]
+        }]
+      }, "input[0].output[0]"],
+      [
+        {
+          model: "m",
+          input: [{ role: "developer", content: [{ type: "input_image", image_url: "https://x/y.png" }] }]
+        },
+        "input[0].content[0]"
+      ]
     ]
     for (const [body, param] of cases) {
       const error = failure(body)
@@ -85,7 +115,11 @@ describe("ResponsesRequest.decodeRequest", () => {
 
 describe("ResponsesRequest.encodeRequest", () => {
   it("refuses what the Responses API cannot do, by name", () => {
-    const base = { model: "m", messages: [{ role: "user" as const, content: [{ type: "text" as const, text: "hi" }] }], stream: false }
+    const base = {
+      model: "m",
+      messages: [{ role: "user" as const, content: [{ type: "text" as const, text: "hi" }] }],
+      stream: false
+    }
     for (const [over, param] of [[{ stop: ["x"] }, "stop"], [{ candidateCount: 2 }, "candidateCount"]] as const) {
       const result = ResponsesRequest.encodeRequestResult({ ...base, ...over }, "up")
       assert.isTrue(Result.isFailure(result))

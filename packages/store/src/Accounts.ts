@@ -28,8 +28,8 @@ import { Accounts as AccountsPort, GatewayError, Money } from "@modelgate/core"
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
-import { newId } from "./internal/random.ts"
 import * as LeaseSql from "./internal/LeaseSql.ts"
+import { newId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
 import { InvalidInput } from "./StoreError.ts"
 
@@ -159,11 +159,16 @@ const userNotFound = (userId: string) => new GatewayError.ResourceNotFound({ mes
 
 const requireAmount = (amount: bigint, path: string, allowNegative: boolean, allowZero: boolean) => {
   if (amount > Money.MAX_NANOS || amount < -Money.MAX_NANOS) {
-    return Effect.fail(new InvalidInput({ path, message: `${path}: ${amount} nano-dollars is beyond the largest accepted amount` }))
+    return Effect.fail(
+      new InvalidInput({ path, message: `${path}: ${amount} nano-dollars is beyond the largest accepted amount` })
+    )
   }
   if ((!allowNegative && amount < 0n) || (!allowZero && amount === 0n)) {
     return Effect.fail(
-      new InvalidInput({ path, message: `${path}: expected a ${allowZero ? "non-negative" : "positive"} amount, got ${amount}` })
+      new InvalidInput({
+        path,
+        message: `${path}: expected a ${allowZero ? "non-negative" : "positive"} amount, got ${amount}`
+      })
     )
   }
   return Effect.void
@@ -187,7 +192,11 @@ export class Accounts extends Context.Service<Accounts, {
     request: HoldRequest
   ) => Effect.Effect<
     string,
-    GatewayError.InsufficientBalance | GatewayError.SpendingCapReached | GatewayError.ResourceNotFound | InvalidInput | SqlError.SqlError
+    | GatewayError.InsufficientBalance
+    | GatewayError.SpendingCapReached
+    | GatewayError.ResourceNotFound
+    | InvalidInput
+    | SqlError.SqlError
   >
   /**
    * Charges up to `chargeNanos` (any non-negative amount) against the hold:
@@ -217,7 +226,9 @@ export class Accounts extends Context.Service<Accounts, {
    * lease row created or extended. Returns what `request.grant` chose (0 when
    * it chose nothing, and then nothing changed).
    */
-  readonly lease: (request: LeaseRequest) => Effect.Effect<LeaseGrant, GatewayError.ResourceNotFound | SqlError.SqlError>
+  readonly lease: (
+    request: LeaseRequest
+  ) => Effect.Effect<LeaseGrant, GatewayError.ResourceNotFound | SqlError.SqlError>
   /** Records that the node is alive (its holds and leases are not swept while it is). */
   readonly heartbeat: (nodeId: string) => Effect.Effect<void, SqlError.SqlError>
   /**
@@ -283,26 +294,35 @@ export class Accounts extends Context.Service<Accounts, {
         const monthly = Row.bigOrNull(key.monthly_budget_nanos, "api_keys.monthly_budget_nanos")
         if (quota === null && daily === null && monthly === null) return
         const name = Row.str(key.name, "api_keys.name")
-        const heldRows = yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS held FROM holds WHERE key_id = ${request.keyId}`
+        const heldRows =
+          yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS held FROM holds WHERE key_id = ${request.keyId}`
         const held = Row.big(heldRows[0]?.held ?? 0, "holds.held")
         const need = request.amountNanos
         const refuse = (cap: "quota" | "daily" | "monthly", limit: bigint, spent: bigint, what: string) =>
           new GatewayError.SpendingCapReached({
             cap,
-            message: `Your API key '${name}' has ${what} of ${Money.formatUsd(limit)} USD: ${Money.formatUsd(spent)} USD ` +
-              `spent${held > 0n ? ` and ${Money.formatUsd(held)} USD held by calls in progress` : ""}, and this call may cost up to ` +
-              `${Money.formatUsd(need)} USD. Raise the cap in the console, or ${AccountsPort.askForLess(request.choices)}.`
+            message:
+              `Your API key '${name}' has ${what} of ${Money.formatUsd(limit)} USD: ${Money.formatUsd(spent)} USD ` +
+              `spent${
+                held > 0n ? ` and ${Money.formatUsd(held)} USD held by calls in progress` : ""
+              }, and this call may cost up to ` +
+              `${Money.formatUsd(need)} USD. Raise the cap in the console, or ${
+                AccountsPort.askForLess(request.choices)
+              }.`
           })
         if (quota !== null) {
           const spent = Row.big(key.spent_nanos, "api_keys.spent_nanos")
           if (spent + held + need > quota) return yield* refuse("quota", quota, spent, "a lifetime spending cap")
         }
-        for (const [cap, limit, period, what] of [
-          ["daily", daily, dayPeriod(now), "a daily budget"],
-          ["monthly", monthly, monthPeriod(now), "a monthly budget"]
-        ] as const) {
+        for (
+          const [cap, limit, period, what] of [
+            ["daily", daily, dayPeriod(now), "a daily budget"],
+            ["monthly", monthly, monthPeriod(now), "a monthly budget"]
+          ] as const
+        ) {
           if (limit === null) continue
-          const rows = yield* sql`SELECT spent_nanos FROM key_spend WHERE key_id = ${request.keyId} AND period = ${period}`
+          const rows =
+            yield* sql`SELECT spent_nanos FROM key_spend WHERE key_id = ${request.keyId} AND period = ${period}`
           const spent = rows[0] === undefined ? 0n : Row.big(rows[0].spent_nanos, "key_spend.spent_nanos")
           if (spent + held + need > limit) return yield* refuse(cap, limit, spent, what)
         }
@@ -349,7 +369,8 @@ export class Accounts extends Context.Service<Accounts, {
           const owner = yield* sql`SELECT user_id FROM holds WHERE id = ${holdId}`
           if (owner[0] === undefined) return noSettlement
           yield* LeaseSql.lockUsers(sql, [Row.str(owner[0].user_id, "holds.user_id")])
-          const deleted = yield* sql`DELETE FROM holds WHERE id = ${holdId} RETURNING user_id, key_id, amount_nanos, request_id`
+          const deleted =
+            yield* sql`DELETE FROM holds WHERE id = ${holdId} RETURNING user_id, key_id, amount_nanos, request_id`
           const row = deleted[0]
           if (row === undefined) return noSettlement
           const userId = Row.str(row.user_id, "holds.user_id")
@@ -395,7 +416,10 @@ export class Accounts extends Context.Service<Accounts, {
       // stops at the hold plus the balance, never above `MAX_NANOS`, and the rest is the shortfall.
       const settle = Effect.fn("Accounts.settle")(function*(holdId: string, chargeNanos: bigint) {
         if (chargeNanos < 0n) {
-          return yield* new InvalidInput({ path: "chargeNanos", message: `chargeNanos: expected a non-negative amount, got ${chargeNanos}` })
+          return yield* new InvalidInput({
+            path: "chargeNanos",
+            message: `chargeNanos: expected a non-negative amount, got ${chargeNanos}`
+          })
         }
         return yield* settleUnchecked(holdId, chargeNanos)
       })
@@ -407,7 +431,9 @@ export class Accounts extends Context.Service<Accounts, {
             const now = yield* Clock.currentTimeMillis
             // Both bounds are compared against a constant computed here, so the database never adds past 64 bits.
             const rows = yield* sql`UPDATE users SET balance_nanos = balance_nanos + ${amountNanos}, updated_at = ${now}
-              WHERE id = ${userId} AND balance_nanos >= ${-amountNanos} AND balance_nanos <= ${Money.MAX_NANOS - amountNanos}
+              WHERE id = ${userId} AND balance_nanos >= ${-amountNanos} AND balance_nanos <= ${
+              Money.MAX_NANOS - amountNanos
+            }
               RETURNING balance_nanos`
             if (rows.length === 0) return undefined
             yield* entry({ userId, kind, amountNanos, holdId: null, requestId: null, reason, actor, createdAt: now })
@@ -419,13 +445,17 @@ export class Accounts extends Context.Service<Accounts, {
             path: "amountNanos",
             message: `amountNanos: an adjustment of ${Money.formatUsd(amountNanos)} USD would take the balance ` +
               `of ${Money.formatUsd(current)} USD ` +
-              (amountNanos < 0n ? "below zero" : `above the largest balance the gateway keeps (${Money.formatUsd(Money.MAX_NANOS)} USD)`)
+              (amountNanos < 0n
+                ? "below zero"
+                : `above the largest balance the gateway keeps (${Money.formatUsd(Money.MAX_NANOS)} USD)`)
           })
         })
 
       const lease = Effect.fn("Accounts.lease")(function*(request: LeaseRequest) {
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const users = yield* sql`SELECT balance_nanos FROM users WHERE id = ${request.userId}${sql.literal(forUpdate)}`
+          const users = yield* sql`SELECT balance_nanos FROM users WHERE id = ${request.userId}${
+            sql.literal(forUpdate)
+          }`
           if (users[0] === undefined) return yield* userNotFound(request.userId)
           const available = Row.big(users[0].balance_nanos, "users.balance_nanos")
           const wanted = request.grant(available)
@@ -463,9 +493,12 @@ export class Accounts extends Context.Service<Accounts, {
       })
 
       const heartbeat = (nodeId: string) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          sql`INSERT INTO nodes (id, started_at, seen_at) VALUES (${nodeId}, ${now}, ${now})
-            ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`.pipe(Effect.asVoid))
+        Effect.flatMap(
+          Clock.currentTimeMillis,
+          (now) =>
+            sql`INSERT INTO nodes (id, started_at, seen_at) VALUES (${nodeId}, ${now}, ${now})
+            ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`.pipe(Effect.asVoid)
+        )
 
       const spendable = (userId: string, exceptNodeId?: string) =>
         Effect.flatMap(

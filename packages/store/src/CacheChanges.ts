@@ -78,7 +78,8 @@ export class CacheChanges extends Context.Service<CacheChanges, {
       return CacheChanges.of({
         record: (changes) =>
           changes.length === 0 ? Effect.succeed([]) : sql.withTransaction(Effect.gen(function*() {
-            const counter = yield* sql`UPDATE cache_change_seq SET seq = seq + ${changes.length} WHERE id = 1 RETURNING seq`
+            const counter =
+              yield* sql`UPDATE cache_change_seq SET seq = seq + ${changes.length} WHERE id = 1 RETURNING seq`
             const last = Row.int(counter[0]?.seq, "cache_change_seq.seq")
             const first = last - changes.length + 1
             const now = yield* Clock.currentTimeMillis

@@ -18,22 +18,21 @@
  *
  * @since 0.1.0
  */
-import { Catalog, type Domain, GatewayError, KeyStore } from "@modelgate/core"
+import { Catalog, type Domain, type GatewayError, KeyStore } from "@modelgate/core"
+import { OutageLog } from "@modelgate/core"
+import { Clock, Context, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
+import type { SqlError } from "effect/sql"
 import * as CacheChanges from "./CacheChanges.ts"
 import * as CatalogRepo from "./CatalogRepo.ts"
 import * as Keys from "./Keys.ts"
-import { OutageLog } from "@modelgate/core"
 import type { SecretError } from "./Secrets.ts"
 import * as Secrets from "./Secrets.ts"
-import { Clock, Context, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
-import type { SqlError } from "effect/sql"
 
 const NEGATIVE_TTL_MS = 2_000
 const LAST_USED_INTERVAL = Duration.seconds(5)
 const NEGATIVE_MAX = 10_000
 /** How many presented secrets' hashes are remembered (then the memo starts over). */
 const HASHES_MAX = 50_000
-
 
 /**
  * The change log's sequence number read before the caches first load: every
@@ -42,7 +41,9 @@ const HASHES_MAX = 50_000
  *
  * @category services
  */
-export class Baseline extends Context.Service<Baseline, { readonly seq: number }>()("modelgate/node-http/Caches/Baseline") {
+export class Baseline
+  extends Context.Service<Baseline, { readonly seq: number }>()("modelgate/node-http/Caches/Baseline")
+{
   /** @category layers */
   static readonly layer: Layer.Layer<Baseline, SqlError.SqlError, CacheChanges.CacheChanges> = Layer.effect(
     Baseline,
@@ -134,7 +135,10 @@ export class KeyCache extends Context.Service<KeyCache, {
         if (used.size === 0) return Effect.void
         const batch = [...used].map(([keyId, at]) => ({ keyId, at }))
         used = new Map()
-        return keys.touchLastUsed(batch).pipe(Effect.andThen(usesOutage.succeeded), Effect.catchCause(usesOutage.failed))
+        return keys.touchLastUsed(batch).pipe(
+          Effect.andThen(usesOutage.succeeded),
+          Effect.catchCause(usesOutage.failed)
+        )
       })
       yield* flushUses.pipe(Effect.repeat(Schedule.spaced(LAST_USED_INTERVAL)), Effect.forkScoped)
       yield* Effect.addFinalizer(() => flushUses)
@@ -214,12 +218,13 @@ export class CatalogCache extends Context.Service<CatalogCache, {
  *
  * @category layers
  */
-export const ports: Layer.Layer<KeyStore.KeyStore | Catalog.Catalog, never, KeyCache | CatalogCache> = Layer.effectContext(
-  Effect.gen(function*() {
-    const keys = yield* KeyCache
-    const catalog = yield* CatalogCache
-    return Context.make(KeyStore.KeyStore, { lookup: keys.lookup }).pipe(
-      Context.add(Catalog.Catalog, { current: catalog.current })
-    )
-  })
-)
+export const ports: Layer.Layer<KeyStore.KeyStore | Catalog.Catalog, never, KeyCache | CatalogCache> = Layer
+  .effectContext(
+    Effect.gen(function*() {
+      const keys = yield* KeyCache
+      const catalog = yield* CatalogCache
+      return Context.make(KeyStore.KeyStore, { lookup: keys.lookup }).pipe(
+        Context.add(Catalog.Catalog, { current: catalog.current })
+      )
+    })
+  )

@@ -16,7 +16,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import * as CatalogTables from "./internal/CatalogTables.ts"
 import { uniqueAsConflict } from "./internal/unique.ts"
-import { Secrets, type SecretError } from "./Secrets.ts"
+import { type SecretError, Secrets } from "./Secrets.ts"
 import { Conflict, InvalidInput } from "./StoreError.ts"
 import type { Source } from "./Users.ts"
 
@@ -129,13 +129,18 @@ export class CatalogRepo extends Context.Service<CatalogRepo, {
     userIds?: ReadonlyArray<string>
   ) => Effect.Effect<void, GatewayError.ResourceNotFound | InvalidInput | SqlError.SqlError>
   /** Deletes a group that no API key uses (a `Conflict` otherwise). */
-  readonly deleteGroup: (name: string) => Effect.Effect<void, GatewayError.ResourceNotFound | Conflict | SqlError.SqlError>
+  readonly deleteGroup: (
+    name: string
+  ) => Effect.Effect<void, GatewayError.ResourceNotFound | Conflict | SqlError.SqlError>
 
   /** All channels for display, best priority first. */
   readonly listChannels: Effect.Effect<ReadonlyArray<ChannelRecord>, SqlError.SqlError>
   readonly findChannel: (id: string) => Effect.Effect<ChannelRecord | undefined, SqlError.SqlError>
   /** Validates and creates a channel (a console channel unless said); returns its id. */
-  readonly createChannel: (channel: ChannelInput, source?: Source) => Effect.Effect<string, InvalidInput | Conflict | SqlError.SqlError>
+  readonly createChannel: (
+    channel: ChannelInput,
+    source?: Source
+  ) => Effect.Effect<string, InvalidInput | Conflict | SqlError.SqlError>
   /**
    * Validates and rewrites a channel. With `keys: false` the stored upstream
    * keys stay as they are (`channel.apiKeys` is ignored).
@@ -146,7 +151,10 @@ export class CatalogRepo extends Context.Service<CatalogRepo, {
     options: { readonly keys: boolean }
   ) => Effect.Effect<void, GatewayError.ResourceNotFound | InvalidInput | Conflict | SqlError.SqlError>
   /** Validates and inserts or replaces a channel by name; returns its id. */
-  readonly upsertChannel: (channel: ChannelInput, source?: Source) => Effect.Effect<string, InvalidInput | SqlError.SqlError>
+  readonly upsertChannel: (
+    channel: ChannelInput,
+    source?: Source
+  ) => Effect.Effect<string, InvalidInput | SqlError.SqlError>
   /** Deletes a channel by id (the record of its disabled keys goes with it). */
   readonly deleteChannel: (id: string) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
   /** Deletes a channel by name. */
@@ -165,7 +173,11 @@ export class CatalogRepo extends Context.Service<CatalogRepo, {
       const sql = yield* SqlClient.SqlClient
       const tables = CatalogTables.make(sql, yield* Secrets)
       const encrypted = yield* tables.encryptLegacyHeaders.pipe(Effect.orDie)
-      if (encrypted > 0) yield* Effect.logInfo("encrypted the extra headers of channels stored before headers were encrypted").pipe(Effect.annotateLogs({ channels: encrypted }))
+      if (encrypted > 0) {
+        yield* Effect.logInfo("encrypted the extra headers of channels stored before headers were encrypted").pipe(
+          Effect.annotateLogs({ channels: encrypted })
+        )
+      }
 
       const load = Effect.gen(function*() {
         const models = (yield* tables.models).map((record) => record.model)
@@ -186,7 +198,11 @@ export class CatalogRepo extends Context.Service<CatalogRepo, {
         listModels: tables.models,
         findModel: tables.findModel,
         upsertModel: (model, source = "console") => tables.upsertModel(model, source),
-        deleteModel: (id) => Effect.flatMap(tables.deleteModel(id), (deleted) => deleted ? Effect.void : Effect.fail(notFound(`model '${id}'`))),
+        deleteModel: (id) =>
+          Effect.flatMap(
+            tables.deleteModel(id),
+            (deleted) => deleted ? Effect.void : Effect.fail(notFound(`model '${id}'`))
+          ),
 
         listGroups,
         findGroup,
@@ -200,7 +216,10 @@ export class CatalogRepo extends Context.Service<CatalogRepo, {
             const unknown = yield* tables.setGroupMembers(group.name, userIds)
             if (unknown.length > 0) {
               const index = userIds.indexOf(unknown[0]!)
-              return yield* new InvalidInput({ path: `userIds[${index}]`, message: `userIds[${index}]: no user with id '${unknown[0]}'` })
+              return yield* new InvalidInput({
+                path: `userIds[${index}]`,
+                message: `userIds[${index}]: no user with id '${unknown[0]}'`
+              })
             }
           }))
         }),
@@ -208,7 +227,11 @@ export class CatalogRepo extends Context.Service<CatalogRepo, {
           yield* sql.withTransaction(Effect.gen(function*() {
             if ((yield* findGroup(name)) === undefined) return yield* notFound(`group '${name}'`)
             const keys = yield* tables.keysInGroup(name)
-            if (keys > 0) return yield* new Conflict({ message: `The group '${name}' is used by ${keys} API key(s); move or delete them first.` })
+            if (keys > 0) {
+              return yield* new Conflict({
+                message: `The group '${name}' is used by ${keys} API key(s); move or delete them first.`
+              })
+            }
             yield* tables.deleteGroup(name)
           }))
         }),
@@ -229,14 +252,23 @@ export class CatalogRepo extends Context.Service<CatalogRepo, {
           return yield* sql.withTransaction(tables.upsertChannel(channel, source))
         }),
         deleteChannel: (id) =>
-          Effect.flatMap(tables.deleteChannel(id), (deleted) => deleted ? Effect.void : Effect.fail(notFound(`channel with id '${id}'`))),
+          Effect.flatMap(
+            tables.deleteChannel(id),
+            (deleted) => deleted ? Effect.void : Effect.fail(notFound(`channel with id '${id}'`))
+          ),
         deleteChannelNamed: (name) =>
-          Effect.flatMap(tables.deleteChannelNamed(name), (deleted) => deleted ? Effect.void : Effect.fail(notFound(`channel '${name}'`))),
+          Effect.flatMap(
+            tables.deleteChannelNamed(name),
+            (deleted) => deleted ? Effect.void : Effect.fail(notFound(`channel '${name}'`))
+          ),
 
         listAliases: tables.aliases,
         setAlias: (alias, position) => tables.setAlias(alias, position),
         deleteAlias: (pattern) =>
-          Effect.flatMap(tables.deleteAlias(pattern), (deleted) => deleted ? Effect.void : Effect.fail(notFound(`alias '${pattern}'`)))
+          Effect.flatMap(
+            tables.deleteAlias(pattern),
+            (deleted) => deleted ? Effect.void : Effect.fail(notFound(`alias '${pattern}'`))
+          )
       })
     })
   )

@@ -59,16 +59,23 @@ export class ChannelKeyStates extends Context.Service<ChannelKeyStates, {
       })
       return ChannelKeyStates.of({
         fingerprint: (apiKey) => hasher.hash(FINGERPRINT_LABEL + apiKey).slice(0, 32),
-        list: Effect.map(sql`SELECT * FROM channel_key_states ORDER BY channel_id, key_fingerprint`, (rows) => rows.map(decode)),
+        list: Effect.map(
+          sql`SELECT * FROM channel_key_states ORDER BY channel_id, key_fingerprint`,
+          (rows) => rows.map(decode)
+        ),
         disable: (key) => {
           const columns = { status: key.status, reason: key.reason, disabled_at: key.disabledAt, node_id: key.nodeId }
           return Effect.asVoid(
-            sql`INSERT INTO channel_key_states ${sql.insert({ channel_id: key.channelId, key_fingerprint: key.fingerprint, ...columns })}
+            sql`INSERT INTO channel_key_states ${
+              sql.insert({ channel_id: key.channelId, key_fingerprint: key.fingerprint, ...columns })
+            }
               ON CONFLICT (channel_id, key_fingerprint) DO UPDATE SET ${sql.update(columns)}`
           )
         },
         enable: (channelId, fingerprint) =>
-          Effect.asVoid(sql`DELETE FROM channel_key_states WHERE channel_id = ${channelId} AND key_fingerprint = ${fingerprint}`),
+          Effect.asVoid(
+            sql`DELETE FROM channel_key_states WHERE channel_id = ${channelId} AND key_fingerprint = ${fingerprint}`
+          ),
         enableChannel: (channelId) => Effect.asVoid(sql`DELETE FROM channel_key_states WHERE channel_id = ${channelId}`)
       })
     })
@@ -85,7 +92,11 @@ export class ChannelKeyStates extends Context.Service<ChannelKeyStates, {
     Port.ChannelKeyStates,
     Effect.map(ChannelKeyStates, (states) => {
       const failed = (what: string) => (error: unknown) =>
-        new GatewayError.InternalError({ message: `The disabled upstream keys could not be ${what}: ${error instanceof Error ? error.message : String(error)}` })
+        new GatewayError.InternalError({
+          message: `The disabled upstream keys could not be ${what}: ${
+            error instanceof Error ? error.message : String(error)
+          }`
+        })
       return Port.ChannelKeyStates.of({
         fingerprint: states.fingerprint,
         list: Effect.mapError(states.list, failed("read")),

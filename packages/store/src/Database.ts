@@ -14,7 +14,7 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import { type SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
 import * as SqliteClient from "./SqliteClient.ts"
 
@@ -62,7 +62,10 @@ export const parseUrl = (url: string): Effect.Effect<Target, InvalidDatabaseUrl>
     if (filename.startsWith("//")) filename = filename.slice(2)
     if (filename.length === 0) {
       return Effect.fail(
-        new InvalidDatabaseUrl({ url, message: `The database URL '${url}' has no file path after 'sqlite:'. ${accepted}` })
+        new InvalidDatabaseUrl({
+          url,
+          message: `The database URL '${url}' has no file path after 'sqlite:'. ${accepted}`
+        })
       )
     }
     return Effect.succeed({ _tag: "sqlite", filename })
@@ -70,7 +73,10 @@ export const parseUrl = (url: string): Effect.Effect<Target, InvalidDatabaseUrl>
   if (text.startsWith("postgres://") || text.startsWith("postgresql://")) {
     if (!URL.canParse(text)) {
       return Effect.fail(
-        new InvalidDatabaseUrl({ url: redactUrl(url), message: `The database URL '${redactUrl(url)}' is not a valid URL. ${accepted}` })
+        new InvalidDatabaseUrl({
+          url: redactUrl(url),
+          message: `The database URL '${redactUrl(url)}' is not a valid URL. ${accepted}`
+        })
       )
     }
     return Effect.succeed({ _tag: "pg", url: text })

@@ -11,12 +11,12 @@
  */
 import { GatewayError, KeyStore } from "@modelgate/core"
 import type { Domain } from "@modelgate/core"
+import { OutageLog } from "@modelgate/core"
 import { Cause, Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
 import { newId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
-import { OutageLog } from "@modelgate/core"
 import { generateApiKey, KeyHasher, keyPrefix } from "./Secrets.ts"
 import { InvalidInput } from "./StoreError.ts"
 import type { Conflict } from "./StoreError.ts"
@@ -151,7 +151,10 @@ const decodeApiKey = (row: Record<string, unknown>): Domain.ApiKey => {
   }
 }
 
-const decodeCached = (row: Record<string, unknown>): CachedKey => ({ hash: Row.str(row.hash, "api_keys.hash"), key: decodeApiKey(row) })
+const decodeCached = (row: Record<string, unknown>): CachedKey => ({
+  hash: Row.str(row.hash, "api_keys.hash"),
+  key: decodeApiKey(row)
+})
 
 const JOINED = "SELECT k.*, u.name AS user_name, u.role AS user_role, u.enabled AS user_enabled, " +
   "u.rpm AS user_rpm, u.tpm AS user_tpm, u.concurrency AS user_concurrency " +
@@ -165,7 +168,12 @@ const JOINED = "SELECT k.*, u.name AS user_name, u.role AS user_role, u.enabled 
 export const validateSecret = (secret: string, path: string): Effect.Effect<void, InvalidInput> =>
   secret.startsWith("sk-") && secret.length >= 20 && !/\s/.test(secret)
     ? Effect.void
-    : Effect.fail(new InvalidInput({ path, message: `${path}: a key secret must start with 'sk-', have at least 20 characters and no spaces` }))
+    : Effect.fail(
+      new InvalidInput({
+        path,
+        message: `${path}: a key secret must start with 'sk-', have at least 20 characters and no spaces`
+      })
+    )
 
 /**
  * The answer to a key that is not in memory while the database cannot be
@@ -199,7 +207,10 @@ export class Keys extends Context.Service<Keys, {
     id: string,
     changes: KeyChanges
   ) => Effect.Effect<void, GatewayError.ResourceNotFound | InvalidInput | Conflict | SqlError.SqlError>
-  readonly setEnabled: (id: string, enabled: boolean) => Effect.Effect<void, GatewayError.ResourceNotFound | InvalidInput | SqlError.SqlError>
+  readonly setEnabled: (
+    id: string,
+    enabled: boolean
+  ) => Effect.Effect<void, GatewayError.ResourceNotFound | InvalidInput | SqlError.SqlError>
   /** Disables the key for good and forgets its hash. */
   readonly revoke: (id: string) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
   readonly remove: (id: string) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
@@ -224,7 +235,10 @@ export class Keys extends Context.Service<Keys, {
       const hasher = yield* KeyHasher
 
       const findById = (id: string) =>
-        Effect.map(sql`SELECT * FROM api_keys WHERE id = ${id}`, (rows) => rows[0] === undefined ? undefined : decodeKey(rows[0]))
+        Effect.map(
+          sql`SELECT * FROM api_keys WHERE id = ${id}`,
+          (rows) => rows[0] === undefined ? undefined : decodeKey(rows[0])
+        )
 
       const create = Effect.fn("Keys.create")(function*(input: CreateKey) {
         if (input.name.trim().length === 0 || input.name.length > 100) {
@@ -269,7 +283,8 @@ export class Keys extends Context.Service<Keys, {
         return { key: (yield* findById(id))!, secret: generated.secret }
       })
 
-      const existing = (id: string, rows: ReadonlyArray<unknown>) => rows.length === 0 ? Effect.fail(keyNotFound(id)) : Effect.void
+      const existing = (id: string, rows: ReadonlyArray<unknown>) =>
+        rows.length === 0 ? Effect.fail(keyNotFound(id)) : Effect.void
 
       const update = Effect.fn("Keys.update")(function*(id: string, changes: KeyChanges) {
         const columns: Record<string, unknown> = {}
@@ -288,7 +303,10 @@ export class Keys extends Context.Service<Keys, {
           const value = changes.limits?.[field]
           if (value === undefined) continue
           if (value !== null && !(Number.isSafeInteger(value) && value > 0)) {
-            return yield* new InvalidInput({ path: field, message: `${field}: a limit must be a whole number above 0, or null for none` })
+            return yield* new InvalidInput({
+              path: field,
+              message: `${field}: a limit must be a whole number above 0, or null for none`
+            })
           }
           columns[field] = value
         }
@@ -315,12 +333,18 @@ export class Keys extends Context.Service<Keys, {
           const key = yield* findById(id)
           if (key === undefined) return yield* keyNotFound(id)
           if (enabled && key.revoked) {
-            return yield* new InvalidInput({ path: "enabled", message: `enabled: the key '${key.name}' was revoked and cannot be enabled again; create a new key` })
+            return yield* new InvalidInput({
+              path: "enabled",
+              message: `enabled: the key '${key.name}' was revoked and cannot be enabled again; create a new key`
+            })
           }
           yield* sql`UPDATE api_keys SET enabled = ${enabled} WHERE id = ${id}`
         }),
         revoke: Effect.fn("Keys.revoke")(function*(id) {
-          yield* existing(id, yield* sql`UPDATE api_keys SET enabled = ${false}, hash = ${REVOKED + id} WHERE id = ${id} RETURNING id`)
+          yield* existing(
+            id,
+            yield* sql`UPDATE api_keys SET enabled = ${false}, hash = ${REVOKED + id} WHERE id = ${id} RETURNING id`
+          )
         }),
         remove: Effect.fn("Keys.remove")(function*(id) {
           yield* existing(id, yield* sql`DELETE FROM api_keys WHERE id = ${id} RETURNING id`)

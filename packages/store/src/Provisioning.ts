@@ -39,11 +39,19 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
 import { validateChannel } from "./CatalogRepo.ts"
 import * as CatalogTables from "./internal/CatalogTables.ts"
+import * as Declared from "./internal/Declared.ts"
 import { newId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
-import * as Declared from "./internal/Declared.ts"
 import { isRevokedHash, validateSecret } from "./Keys.ts"
-import { generateApiKey, hashPassword, KeyHasher, keyPrefix, type SecretError, Secrets, verifyPassword } from "./Secrets.ts"
+import {
+  generateApiKey,
+  hashPassword,
+  KeyHasher,
+  keyPrefix,
+  type SecretError,
+  Secrets,
+  verifyPassword
+} from "./Secrets.ts"
 import { InvalidInput } from "./StoreError.ts"
 import { validateName, validatePassword } from "./Users.ts"
 
@@ -156,7 +164,9 @@ const checkUnique = <A>(items: ReadonlyArray<A>, key: (a: A) => string, path: st
   for (let i = 0; i < items.length; i++) {
     const k = key(items[i]!)
     if (seen.has(k)) {
-      return Effect.fail(new InvalidInput({ path: `${path}[${i}]`, message: `${path}[${i}]: '${k}' is declared twice` }))
+      return Effect.fail(
+        new InvalidInput({ path: `${path}[${i}]`, message: `${path}[${i}]: '${k}' is declared twice` })
+      )
     }
     seen.add(k)
   }
@@ -168,7 +178,10 @@ const checkLimits = (limits: Partial<Domain.Limits> | undefined, path: string) =
     const value = limits?.[field]
     if (value !== undefined && value !== null && (!Number.isSafeInteger(value) || value <= 0)) {
       return Effect.fail(
-        new InvalidInput({ path: `${path}.${field}`, message: `${path}.${field}: expected a positive whole number or null, got ${value}` })
+        new InvalidInput({
+          path: `${path}.${field}`,
+          message: `${path}.${field}: expected a positive whole number or null, got ${value}`
+        })
       )
     }
   }
@@ -279,12 +292,23 @@ export const validate = Effect.fnUntraced(function*(input: ProvisionInput) {
   }
   for (const [i, group] of (input.groups ?? []).entries()) {
     if (group.ratioMicros < 0n) {
-      return yield* new InvalidInput({ path: `groups[${i}].ratioMicros`, message: `groups[${i}].ratioMicros: expected a non-negative ratio` })
+      return yield* new InvalidInput({
+        path: `groups[${i}].ratioMicros`,
+        message: `groups[${i}].ratioMicros: expected a non-negative ratio`
+      })
     }
     yield* checkLimits(group.limits, `groups[${i}].limits`)
   }
   for (const [i, model] of (input.models ?? []).entries()) {
-    for (const field of ["inputNanosPerMillion", "outputNanosPerMillion", "cachedInputNanosPerMillion", "cacheWriteNanosPerMillion", "perRequestNanos"] as const) {
+    for (
+      const field of [
+        "inputNanosPerMillion",
+        "outputNanosPerMillion",
+        "cachedInputNanosPerMillion",
+        "cacheWriteNanosPerMillion",
+        "perRequestNanos"
+      ] as const
+    ) {
       yield* checkAmount(model[field], `models[${i}].${field}`)
     }
   }
@@ -314,7 +338,9 @@ export const validate = Effect.fnUntraced(function*(input: ProvisionInput) {
  * @category services
  */
 export class Provisioning extends Context.Service<Provisioning, {
-  readonly provision: (input: ProvisionInput) => Effect.Effect<ProvisionResult, InvalidInput | SecretError | SqlError.SqlError>
+  readonly provision: (
+    input: ProvisionInput
+  ) => Effect.Effect<ProvisionResult, InvalidInput | SecretError | SqlError.SqlError>
 }>()("modelgate/store/Provisioning") {
   /** @category layers */
   static readonly layer = Layer.effect(
@@ -364,7 +390,9 @@ export class Provisioning extends Context.Service<Provisioning, {
                   password_hash: passwordHash,
                   balance_nanos: balance,
                   source: "config",
-                  config_declared: Declared.encode(Declared.declare(desired, passwordHash === null ? {} : { password: passwordHash })),
+                  config_declared: Declared.encode(
+                    Declared.declare(desired, passwordHash === null ? {} : { password: passwordHash })
+                  ),
                   created_at: now,
                   updated_at: now
                 })
@@ -384,7 +412,9 @@ export class Provisioning extends Context.Service<Provisioning, {
                   })
                 }`
               }
-              for (const group_name of new Set(user.groups ?? [])) yield* sql`INSERT INTO user_groups ${sql.insert({ user_id: id, group_name })}`
+              for (const group_name of new Set(user.groups ?? [])) {
+                yield* sql`INSERT INTO user_groups ${sql.insert({ user_id: id, group_name })}`
+              }
               created.push(label)
               userIds.set(user.name, id)
               continue
@@ -404,10 +434,17 @@ export class Provisioning extends Context.Service<Provisioning, {
             const password = yield* passwordPlan(label, user.password, row.password_hash, previous)
             disagreements.push(...fields.disagreements, ...password.disagreements)
             const { groups, ...columns } = fields.write
-            const changes: Record<string, unknown> = { ...columns, ...(password.write === undefined ? {} : { password_hash: password.write }) }
-            const declared = Declared.encode(Declared.declare(desired, password.declared === undefined ? {} : { password: password.declared }))
+            const changes: Record<string, unknown> = {
+              ...columns,
+              ...(password.write === undefined ? {} : { password_hash: password.write })
+            }
+            const declared = Declared.encode(
+              Declared.declare(desired, password.declared === undefined ? {} : { password: password.declared })
+            )
             if (Object.keys(changes).length > 0 || groups !== undefined) {
-              yield* sql`UPDATE users SET ${sql.update({ ...changes, config_declared: declared, updated_at: now })} WHERE id = ${id}`
+              yield* sql`UPDATE users SET ${
+                sql.update({ ...changes, config_declared: declared, updated_at: now })
+              } WHERE id = ${id}`
               updated.push(label)
             } else if (declared !== row.config_declared) {
               // Only the record of what the file declares changed (a first start of this version).
@@ -420,7 +457,9 @@ export class Provisioning extends Context.Service<Provisioning, {
               }
             }
             // As in the console: a user the file disables, or whose password it changes, is signed out everywhere.
-            if (changes.enabled === false || password.write !== undefined) yield* sql`DELETE FROM sessions WHERE user_id = ${id}`
+            if (changes.enabled === false || password.write !== undefined) {
+              yield* sql`DELETE FROM sessions WHERE user_id = ${id}`
+            }
           }
 
           // The catalog: the same statements the catalog repository writes with (internal/CatalogTables.ts).
@@ -435,7 +474,11 @@ export class Provisioning extends Context.Service<Provisioning, {
               yield* catalog.syncGroup({
                 name: group.name,
                 ratioMicros: group.ratioMicros,
-                limits: { rpm: group.limits?.rpm ?? null, tpm: group.limits?.tpm ?? null, concurrency: group.limits?.concurrency ?? null },
+                limits: {
+                  rpm: group.limits?.rpm ?? null,
+                  tpm: group.limits?.tpm ?? null,
+                  concurrency: group.limits?.concurrency ?? null
+                },
                 selectable: group.selectable ?? false
               })
             )
@@ -444,7 +487,9 @@ export class Provisioning extends Context.Service<Provisioning, {
           for (const [position, alias] of (input.aliases ?? []).entries()) {
             record(`aliases:${alias.pattern}`, yield* catalog.syncAlias(alias, position))
           }
-          for (const channel of input.channels ?? []) record(`channels:${channel.name}`, yield* catalog.syncChannel(channel))
+          for (const channel of input.channels ?? []) {
+            record(`channels:${channel.name}`, yield* catalog.syncChannel(channel))
+          }
 
           for (const key of input.keys ?? []) {
             const label = `keys:${key.user}/${key.name}`
@@ -510,7 +555,9 @@ export class Provisioning extends Context.Service<Provisioning, {
             }
             const declared = Declared.encode(Declared.declare(desired))
             if (Object.keys(changes).length > 0) {
-              yield* sql`UPDATE api_keys SET ${sql.update({ ...changes, config_declared: declared })} WHERE id = ${row.id}`
+              yield* sql`UPDATE api_keys SET ${
+                sql.update({ ...changes, config_declared: declared })
+              } WHERE id = ${row.id}`
               updated.push(label)
             } else if (declared !== row.config_declared) {
               yield* sql`UPDATE api_keys SET config_declared = ${declared} WHERE id = ${row.id}`

@@ -37,11 +37,11 @@
  * @since 0.1.0
  */
 import { Accounts as AccountsPort, GatewayError } from "@modelgate/core"
+import { OutageLog } from "@modelgate/core"
 import { Cause, Clock, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
 import { SqlError } from "effect/sql"
 import { Accounts } from "./Accounts.ts"
 import { newId } from "./internal/random.ts"
-import { OutageLog } from "@modelgate/core"
 import { UsageWriter } from "./UsageWriter.ts"
 
 /**
@@ -225,13 +225,17 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         Effect.flatMap(Clock.currentTimeMillis, (now) => now < downUntil ? Effect.fail(unavailable(what)) : Effect.void)
 
       /** Maps the store's failures to the port's: an unreachable database to 503, anything else to a logged 500. */
-      const failure = (what: string) => (error: unknown): Effect.Effect<never, GatewayError.DatabaseUnavailable | GatewayError.InternalError> =>
-        SqlError.isSqlError(error)
-          ? Effect.andThen(databaseFailed(Cause.fail(error)), Effect.fail(unavailable(what)))
-          : Effect.andThen(
-            Effect.logError(`${what}: unexpected failure`, error),
-            Effect.fail(new GatewayError.InternalError({ message: "The gateway could not update your balance. Please retry." }))
-          )
+      const failure =
+        (what: string) =>
+        (error: unknown): Effect.Effect<never, GatewayError.DatabaseUnavailable | GatewayError.InternalError> =>
+          SqlError.isSqlError(error)
+            ? Effect.andThen(databaseFailed(Cause.fail(error)), Effect.fail(unavailable(what)))
+            : Effect.andThen(
+              Effect.logError(`${what}: unexpected failure`, error),
+              Effect.fail(
+                new GatewayError.InternalError({ message: "The gateway could not update your balance. Please retry." })
+              )
+            )
 
       const purseOf = (userId: string, now: number): Purse => {
         let purse = purses.get(userId)
@@ -263,7 +267,13 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           purse.lastUsedAt = now
         }
         const id = `lh_${++sequence}`
-        localHolds.set(id, { purse, userId: request.userId, keyId: request.keyId, requestId: request.requestId, amount: request.amountNanos })
+        localHolds.set(id, {
+          purse,
+          userId: request.userId,
+          keyId: request.keyId,
+          requestId: request.requestId,
+          amount: request.amountNanos
+        })
         return id
       }
 
@@ -291,7 +301,14 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           nodeId: options.nodeId,
           leaseId: purse.leaseId,
           grant: (availableNanos) =>
-            leaseGrant({ availableNanos, deficitNanos: deficit, holdNanos, prefetchNanos: prefetch, minCalls, shareDivisor })
+            leaseGrant({
+              availableNanos,
+              deficitNanos: deficit,
+              holdNanos,
+              prefetchNanos: prefetch,
+              minCalls,
+              shareDivisor
+            })
         }).pipe(
           Effect.tap((grant) =>
             Effect.sync(() => {
@@ -318,10 +335,18 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           // twice the reserve of recent spending (the lease is topped up when it falls below one).
           const byCalls = request.amountNanos * BigInt(Math.max(prefetchCalls, purse.inFlight) * purse.scale)
           const bySpend = 2n * reserveOf(purse, now)
-          const grant = yield* extend(purse, request.amountNanos, request.amountNanos - purse.remaining, byCalls > bySpend ? byCalls : bySpend, now).pipe(
+          const grant = yield* extend(
+            purse,
+            request.amountNanos,
+            request.amountNanos - purse.remaining,
+            byCalls > bySpend ? byCalls : bySpend,
+            now
+          ).pipe(
             Effect.catchTag(["ResourceNotFound", "SqlError"], failure("hold your balance for this call"))
           )
-          if (grant.grantedNanos === 0n) return yield* AccountsPort.insufficientBalance(grant.availableNanos + purse.remaining, request)
+          if (grant.grantedNanos === 0n) {
+            return yield* AccountsPort.insufficientBalance(grant.availableNanos + purse.remaining, request)
+          }
           return take(purse, request, now)
         })
 
@@ -361,7 +386,10 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         request: AccountsPort.HoldRequest
       ): Effect.Effect<
         string,
-        GatewayError.InsufficientBalance | GatewayError.SpendingCapReached | GatewayError.InternalError | GatewayError.DatabaseUnavailable
+        | GatewayError.InsufficientBalance
+        | GatewayError.SpendingCapReached
+        | GatewayError.InternalError
+        | GatewayError.DatabaseUnavailable
       > =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           if (request.amountNanos <= 0n) return Effect.succeed(take(null, request, now))
@@ -387,7 +415,10 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         if (databaseHolds.has(holdId)) {
           databaseHolds.delete(holdId)
           return accounts.settle(holdId, chargeNanos).pipe(
-            Effect.map((settled): AccountsPort.Settled => ({ chargedNanos: settled.chargedNanos, shortfallNanos: settled.shortfallNanos })),
+            Effect.map((settled): AccountsPort.Settled => ({
+              chargedNanos: settled.chargedNanos,
+              shortfallNanos: settled.shortfallNanos
+            })),
             Effect.tap(() => databaseAnswered),
             Effect.catch(failure("settle this call"))
           )

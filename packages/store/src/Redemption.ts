@@ -72,14 +72,20 @@ const newCode = () => `mgr-${base62(24)}`
  */
 export class Redemption extends Context.Service<Redemption, {
   /** Generates `count` codes worth `amountNanos` each (1 to 10,000 per batch). */
-  readonly generate: (count: number, amountNanos: bigint, actor: string) => Effect.Effect<GeneratedBatch, InvalidInput | SqlError.SqlError>
+  readonly generate: (
+    count: number,
+    amountNanos: bigint,
+    actor: string
+  ) => Effect.Effect<GeneratedBatch, InvalidInput | SqlError.SqlError>
   /** Credits the code's amount to the user, once. Returns the amount. */
   readonly redeem: (
     code: string,
     userId: string
   ) => Effect.Effect<bigint, RedemptionFailed | GatewayError.ResourceNotFound | SqlError.SqlError>
   /** Codes, newest first; optionally of one batch. */
-  readonly list: (options?: { readonly batch?: string | undefined }) => Effect.Effect<ReadonlyArray<CodeRecord>, SqlError.SqlError>
+  readonly list: (
+    options?: { readonly batch?: string | undefined }
+  ) => Effect.Effect<ReadonlyArray<CodeRecord>, SqlError.SqlError>
   /** The listing as CSV text (`code_prefix,amount_usd,created_by,created_at,redeemed_by,redeemed_at,batch`). */
   readonly exportCsv: (options?: { readonly batch?: string | undefined }) => Effect.Effect<string, SqlError.SqlError>
 }>()("modelgate/store/Redemption") {
@@ -95,7 +101,10 @@ export class Redemption extends Context.Service<Redemption, {
           return yield* new InvalidInput({ path: "count", message: `count: expected 1 to 10000 codes, got ${count}` })
         }
         if (amountNanos <= 0n || amountNanos > Money.MAX_NANOS) {
-          return yield* new InvalidInput({ path: "amountNanos", message: `amountNanos: expected a positive amount, got ${amountNanos}` })
+          return yield* new InvalidInput({
+            path: "amountNanos",
+            message: `amountNanos: expected a positive amount, got ${amountNanos}`
+          })
         }
         const batch = newId("rdb")
         const now = yield* Clock.currentTimeMillis
@@ -125,7 +134,9 @@ export class Redemption extends Context.Service<Redemption, {
         const credited = yield* sql.withTransaction(Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
           const users = yield* sql`SELECT id FROM users WHERE id = ${userId}`
-          if (users.length === 0) return yield* new GatewayError.ResourceNotFound({ message: `No user with id '${userId}'.` })
+          if (users.length === 0) {
+            return yield* new GatewayError.ResourceNotFound({ message: `No user with id '${userId}'.` })
+          }
           const claimed = yield* sql`UPDATE redemption_codes SET redeemed_by = ${userId}, redeemed_at = ${now}
             WHERE code_hash = ${hash} AND redeemed_by IS NULL RETURNING amount_nanos`
           if (claimed.length === 0) return undefined
@@ -149,7 +160,10 @@ export class Redemption extends Context.Service<Redemption, {
         if (credited !== undefined) return credited
         const rows = yield* sql`SELECT redeemed_by FROM redemption_codes WHERE code_hash = ${hash}`
         return yield* rows.length === 0
-          ? new RedemptionFailed({ reason: "unknown", message: "This redemption code is not valid. Check that you copied all of it." })
+          ? new RedemptionFailed({
+            reason: "unknown",
+            message: "This redemption code is not valid. Check that you copied all of it."
+          })
           : new RedemptionFailed({ reason: "already-redeemed", message: "This redemption code has already been used." })
       })
 

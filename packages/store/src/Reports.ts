@@ -11,8 +11,8 @@
 import type { UsageLog } from "@modelgate/core"
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import * as Row from "./internal/row.ts"
 import type { LedgerKind } from "./Accounts.ts"
+import * as Row from "./internal/row.ts"
 import { decodeAttemptLog } from "./UsageWriter.ts"
 
 const DAY_MS = 86_400_000
@@ -34,7 +34,8 @@ export const startOfMonth = (ms: number): number => {
  *
  * @category paging
  */
-export const encodeCursor = (createdAt: number, id: string): string => Buffer.from(`${createdAt}:${id}`, "utf8").toString("base64url")
+export const encodeCursor = (createdAt: number, id: string): string =>
+  Buffer.from(`${createdAt}:${id}`, "utf8").toString("base64url")
 
 /**
  * Reads a cursor made by `encodeCursor`; `undefined` when it is not one.
@@ -216,8 +217,10 @@ const decodeUsage = (row: Record<string, unknown>): UsageRow => ({
 })
 
 /** Sums of an aggregate are NULL over no rows, and may come back as text (PostgreSQL's NUMERIC). */
-const sum = (value: unknown, column: string): bigint => value === null || value === undefined ? 0n : Row.big(value, column)
-const count = (value: unknown, column: string): number => value === null || value === undefined ? 0 : Row.int(value, column)
+const sum = (value: unknown, column: string): bigint =>
+  value === null || value === undefined ? 0n : Row.big(value, column)
+const count = (value: unknown, column: string): number =>
+  value === null || value === undefined ? 0 : Row.int(value, column)
 
 /**
  * The reports repository.
@@ -229,7 +232,11 @@ export class Reports extends Context.Service<Reports, {
    * One page of usage records, newest first, after `cursor` (keyset paging on
    * `(created_at, id)`, each filter served by an index that ends in them).
    */
-  readonly usagePage: (filter: UsageFilter, limit: number, cursor: string | undefined) => Effect.Effect<Page<UsageRow>, SqlError.SqlError>
+  readonly usagePage: (
+    filter: UsageFilter,
+    limit: number,
+    cursor: string | undefined
+  ) => Effect.Effect<Page<UsageRow>, SqlError.SqlError>
   /** Spend and tokens per UTC day and model. */
   readonly daily: (filter: UsageFilter) => Effect.Effect<ReadonlyArray<DailyRow>, SqlError.SqlError>
   readonly totals: (filter: UsageFilter) => Effect.Effect<Totals, SqlError.SqlError>
@@ -240,9 +247,17 @@ export class Reports extends Context.Service<Reports, {
    * adjustments and charges. Holds and releases (the bookkeeping of calls in
    * flight) are left out.
    */
-  readonly ledgerPage: (userId: string, limit: number, cursor: string | undefined) => Effect.Effect<Page<LedgerRow>, SqlError.SqlError>
+  readonly ledgerPage: (
+    userId: string,
+    limit: number,
+    cursor: string | undefined
+  ) => Effect.Effect<Page<LedgerRow>, SqlError.SqlError>
   /** One page of redemption codes, newest first, with the redeeming user's name. */
-  readonly codesPage: (filter: CodesFilter, limit: number, cursor: string | undefined) => Effect.Effect<Page<CodeRow>, SqlError.SqlError>
+  readonly codesPage: (
+    filter: CodesFilter,
+    limit: number,
+    cursor: string | undefined
+  ) => Effect.Effect<Page<CodeRow>, SqlError.SqlError>
   /** Key counts, this month's spend and assigned groups, per user id. */
   readonly userStats: Effect.Effect<ReadonlyMap<string, UserStats>, SqlError.SqlError>
 }>()("modelgate/store/Reports") {
@@ -266,8 +281,12 @@ export class Reports extends Context.Service<Reports, {
         const status = column("status")
         if (filter.status === "ok") clauses.push(sql`${status} < ${sql.literal("400")}`)
         if (filter.status === "error") clauses.push(sql`${status} >= ${sql.literal("400")}`)
-        if (filter.status === "4xx") clauses.push(sql`${status} >= ${sql.literal("400")} AND ${status} < ${sql.literal("500")}`)
-        if (filter.status === "5xx") clauses.push(sql`${status} >= ${sql.literal("400")} AND ${status} >= ${sql.literal("500")}`)
+        if (filter.status === "4xx") {
+          clauses.push(sql`${status} >= ${sql.literal("400")} AND ${status} < ${sql.literal("500")}`)
+        }
+        if (filter.status === "5xx") {
+          clauses.push(sql`${status} >= ${sql.literal("400")} AND ${status} >= ${sql.literal("500")}`)
+        }
         if (filter.from !== undefined) clauses.push(sql`${column("created_at")} >= ${filter.from}`)
         if (filter.to !== undefined) clauses.push(sql`${column("created_at")} < ${filter.to}`)
         return clauses
@@ -277,25 +296,41 @@ export class Reports extends Context.Service<Reports, {
         const at = cursor === undefined ? undefined : decodeCursor(cursor)
         if (at === undefined) return []
         const column = (name: string) => sql.literal(`${prefix}${name}`)
-        return [sql`(${column("created_at")} < ${at.createdAt} OR (${column("created_at")} = ${at.createdAt} AND ${column("id")} < ${at.id}))`]
+        return [
+          sql`(${column("created_at")} < ${at.createdAt} OR (${column("created_at")} = ${at.createdAt} AND ${
+            column("id")
+          } < ${at.id}))`
+        ]
       }
 
-      const paged = <A extends { readonly createdAt: number }>(rows: ReadonlyArray<A>, limit: number, idOf: (a: A) => string): Page<A> => {
+      const paged = <A extends { readonly createdAt: number }>(
+        rows: ReadonlyArray<A>,
+        limit: number,
+        idOf: (a: A) => string
+      ): Page<A> => {
         const data = rows.slice(0, limit)
         const last = data[data.length - 1]
-        return { data, nextCursor: rows.length > limit && last !== undefined ? encodeCursor(last.createdAt, idOf(last)) : null }
+        return {
+          data,
+          nextCursor: rows.length > limit && last !== undefined ? encodeCursor(last.createdAt, idOf(last)) : null
+        }
       }
 
-      const usagePage = Effect.fn("Reports.usagePage")(function*(filter: UsageFilter, limit: number, cursor: string | undefined) {
-        const at = cursor === undefined ? undefined : decodeCursor(cursor)
-        // A row value, which both databases walk as one range of a (..., created_at, id) index: a deep page costs
-        // what the first does.
-        const clauses = [...usageWhere(filter, "r."), ...(at === undefined ? [] : [sql`(r.created_at, r.id) < (${at.createdAt}, ${at.id})`])]
-        const rows = yield* sql`SELECT r.*, u.name AS user_name, k.name AS key_name
+      const usagePage = Effect.fn("Reports.usagePage")(
+        function*(filter: UsageFilter, limit: number, cursor: string | undefined) {
+          const at = cursor === undefined ? undefined : decodeCursor(cursor)
+          // A row value, which both databases walk as one range of a (..., created_at, id) index: a deep page costs
+          // what the first does.
+          const clauses = [
+            ...usageWhere(filter, "r."),
+            ...(at === undefined ? [] : [sql`(r.created_at, r.id) < (${at.createdAt}, ${at.id})`])
+          ]
+          const rows = yield* sql`SELECT r.*, u.name AS user_name, k.name AS key_name
           FROM usage_records r LEFT JOIN users u ON u.id = r.user_id LEFT JOIN api_keys k ON k.id = r.key_id
           WHERE ${sql.and(clauses)} ORDER BY r.created_at DESC, r.id DESC LIMIT ${limit + 1}`
-        return paged(rows.map(decodeUsage), limit, (r) => r.id)
-      })
+          return paged(rows.map(decodeUsage), limit, (r) => r.id)
+        }
+      )
 
       const daily = Effect.fn("Reports.daily")(function*(filter: UsageFilter) {
         // The divisor is a literal: a bound number is a REAL in SQLite, which would make the division fractional.
@@ -315,10 +350,15 @@ export class Reports extends Context.Service<Reports, {
       })
 
       const totals = Effect.fn("Reports.totals")(function*(filter: UsageFilter) {
-        const rows = yield* sql`SELECT COUNT(*) AS requests, SUM(prompt_tokens + completion_tokens) AS tokens, SUM(cost_nanos) AS cost_nanos
+        const rows =
+          yield* sql`SELECT COUNT(*) AS requests, SUM(prompt_tokens + completion_tokens) AS tokens, SUM(cost_nanos) AS cost_nanos
           FROM usage_records WHERE ${sql.and(usageWhere(filter))}`
         const row = rows[0] ?? {}
-        return { requests: count(row.requests, "requests"), tokens: count(row.tokens, "tokens"), costNanos: sum(row.cost_nanos, "cost_nanos") } satisfies Totals
+        return {
+          requests: count(row.requests, "requests"),
+          tokens: count(row.tokens, "tokens"),
+          costNanos: sum(row.cost_nanos, "cost_nanos")
+        } satisfies Totals
       })
 
       const perUser = Effect.fn("Reports.perUser")(function*(filter: UsageFilter, limit = 20) {
@@ -335,58 +375,74 @@ export class Reports extends Context.Service<Reports, {
         }))
       })
 
-      const ledgerPage = Effect.fn("Reports.ledgerPage")(function*(userId: string, limit: number, cursor: string | undefined) {
-        const clauses = [sql`user_id = ${userId}`, sql`kind IN ('topup', 'redemption', 'adjustment', 'charge')`, ...after(cursor, "")]
-        const rows = yield* sql`SELECT * FROM ledger WHERE ${sql.and(clauses)} ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`
-        return paged(
-          rows.map((row): LedgerRow => ({
-            id: Row.str(row.id, "ledger.id"),
-            createdAt: Row.int(row.created_at, "ledger.created_at"),
-            kind: Row.str(row.kind, "ledger.kind") as LedgerKind,
-            amountNanos: Row.big(row.amount_nanos, "ledger.amount_nanos"),
-            reason: Row.strOrNull(row.reason, "ledger.reason"),
-            requestId: Row.strOrNull(row.request_id, "ledger.request_id")
-          })),
-          limit,
-          (r) => r.id
-        )
-      })
-
-      const codesPage = Effect.fn("Reports.codesPage")(function*(filter: CodesFilter, limit: number, cursor: string | undefined) {
-        const clauses = []
-        if (filter.batch !== undefined) clauses.push(sql`c.batch = ${filter.batch}`)
-        if (filter.status === "redeemed") clauses.push(sql`c.redeemed_by IS NOT NULL`)
-        if (filter.status === "unused") clauses.push(sql`c.redeemed_by IS NULL`)
-        // Codes of one batch share a creation time: within it they go by prefix, ascending.
-        const at = cursor === undefined ? undefined : decodeCursor(cursor)
-        if (at !== undefined) {
-          clauses.push(sql`(c.created_at < ${at.createdAt} OR (c.created_at = ${at.createdAt} AND c.code_prefix > ${at.id}))`)
+      const ledgerPage = Effect.fn("Reports.ledgerPage")(
+        function*(userId: string, limit: number, cursor: string | undefined) {
+          const clauses = [
+            sql`user_id = ${userId}`,
+            sql`kind IN ('topup', 'redemption', 'adjustment', 'charge')`,
+            ...after(cursor, "")
+          ]
+          const rows = yield* sql`SELECT * FROM ledger WHERE ${
+            sql.and(clauses)
+          } ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`
+          return paged(
+            rows.map((row): LedgerRow => ({
+              id: Row.str(row.id, "ledger.id"),
+              createdAt: Row.int(row.created_at, "ledger.created_at"),
+              kind: Row.str(row.kind, "ledger.kind") as LedgerKind,
+              amountNanos: Row.big(row.amount_nanos, "ledger.amount_nanos"),
+              reason: Row.strOrNull(row.reason, "ledger.reason"),
+              requestId: Row.strOrNull(row.request_id, "ledger.request_id")
+            })),
+            limit,
+            (r) => r.id
+          )
         }
-        const rows = yield* sql`SELECT c.*, u.name AS redeemed_name, a.name AS creator_name FROM redemption_codes c
+      )
+
+      const codesPage = Effect.fn("Reports.codesPage")(
+        function*(filter: CodesFilter, limit: number, cursor: string | undefined) {
+          const clauses = []
+          if (filter.batch !== undefined) clauses.push(sql`c.batch = ${filter.batch}`)
+          if (filter.status === "redeemed") clauses.push(sql`c.redeemed_by IS NOT NULL`)
+          if (filter.status === "unused") clauses.push(sql`c.redeemed_by IS NULL`)
+          // Codes of one batch share a creation time: within it they go by prefix, ascending.
+          const at = cursor === undefined ? undefined : decodeCursor(cursor)
+          if (at !== undefined) {
+            clauses.push(
+              sql`(c.created_at < ${at.createdAt} OR (c.created_at = ${at.createdAt} AND c.code_prefix > ${at.id}))`
+            )
+          }
+          const rows = yield* sql`SELECT c.*, u.name AS redeemed_name, a.name AS creator_name FROM redemption_codes c
           LEFT JOIN users u ON u.id = c.redeemed_by LEFT JOIN users a ON a.id = c.created_by
           WHERE ${sql.and(clauses)} ORDER BY c.created_at DESC, c.code_prefix ASC LIMIT ${limit + 1}`
-        return paged(
-          rows.map((row): CodeRow => {
-            const redeemedBy = Row.strOrNull(row.redeemed_by, "redemption_codes.redeemed_by")
-            return {
-              prefix: Row.str(row.code_prefix, "redemption_codes.code_prefix"),
-              amountNanos: Row.big(row.amount_nanos, "redemption_codes.amount_nanos"),
-              batch: Row.str(row.batch, "redemption_codes.batch"),
-              createdAt: Row.int(row.created_at, "redemption_codes.created_at"),
-              createdBy: Row.strOrNull(row.creator_name, "users.name") ?? Row.str(row.created_by, "redemption_codes.created_by"),
-              redeemedAt: Row.intOrNull(row.redeemed_at, "redemption_codes.redeemed_at"),
-              redeemedBy: redeemedBy === null ? null : Row.strOrNull(row.redeemed_name, "users.name") ?? redeemedBy
-            }
-          }),
-          limit,
-          (c) => c.prefix
-        )
-      })
+          return paged(
+            rows.map((row): CodeRow => {
+              const redeemedBy = Row.strOrNull(row.redeemed_by, "redemption_codes.redeemed_by")
+              return {
+                prefix: Row.str(row.code_prefix, "redemption_codes.code_prefix"),
+                amountNanos: Row.big(row.amount_nanos, "redemption_codes.amount_nanos"),
+                batch: Row.str(row.batch, "redemption_codes.batch"),
+                createdAt: Row.int(row.created_at, "redemption_codes.created_at"),
+                createdBy: Row.strOrNull(row.creator_name, "users.name") ??
+                  Row.str(row.created_by, "redemption_codes.created_by"),
+                redeemedAt: Row.intOrNull(row.redeemed_at, "redemption_codes.redeemed_at"),
+                redeemedBy: redeemedBy === null ? null : Row.strOrNull(row.redeemed_name, "users.name") ?? redeemedBy
+              }
+            }),
+            limit,
+            (c) => c.prefix
+          )
+        }
+      )
 
       const userStats = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const keys = yield* sql`SELECT user_id, COUNT(*) AS n FROM api_keys WHERE hash NOT LIKE ${"revoked:%"} GROUP BY user_id`
-        const spend = yield* sql`SELECT user_id, SUM(cost_nanos) AS cost FROM usage_records WHERE created_at >= ${startOfMonth(now)} GROUP BY user_id`
+        const keys =
+          yield* sql`SELECT user_id, COUNT(*) AS n FROM api_keys WHERE hash NOT LIKE ${"revoked:%"} GROUP BY user_id`
+        const spend = yield* sql`SELECT user_id, SUM(cost_nanos) AS cost FROM usage_records WHERE created_at >= ${
+          startOfMonth(now)
+        } GROUP BY user_id`
         const groups = yield* sql`SELECT user_id, group_name FROM user_groups ORDER BY group_name`
         const stats = new Map<string, { keyCount: number; spentNanos: bigint; groups: Array<string> }>()
         const get = (id: string) => {
@@ -396,7 +452,11 @@ export class Reports extends Context.Service<Reports, {
         }
         for (const row of keys) get(Row.str(row.user_id, "api_keys.user_id")).keyCount = count(row.n, "count")
         for (const row of spend) get(Row.str(row.user_id, "usage_records.user_id")).spentNanos = sum(row.cost, "cost")
-        for (const row of groups) get(Row.str(row.user_id, "user_groups.user_id")).groups.push(Row.str(row.group_name, "user_groups.group_name"))
+        for (const row of groups) {
+          get(Row.str(row.user_id, "user_groups.user_id")).groups.push(
+            Row.str(row.group_name, "user_groups.group_name")
+          )
+        }
         return stats as ReadonlyMap<string, UserStats>
       }).pipe(Effect.withSpan("Reports.userStats"))
 

@@ -92,7 +92,9 @@ export const loadOrCreateKeyFile = (path: string): Effect.Effect<Uint8Array, Sec
       }
     },
     catch: (cause) =>
-      new SecretError({ message: `Cannot use the key file '${path}': ${cause instanceof Error ? cause.message : String(cause)}` })
+      new SecretError({
+        message: `Cannot use the key file '${path}': ${cause instanceof Error ? cause.message : String(cause)}`
+      })
   })
 
 /** The fewest characters a server secret may have. @category secrets */
@@ -143,7 +145,9 @@ export const makeCipher = (key: Uint8Array): Secrets["Service"] => {
   const decrypt = (blob: string): Effect.Effect<string, SecretError> => {
     const parts = blob.split(":")
     if (parts.length !== 3 || parts[0] !== "v1") {
-      return Effect.fail(new SecretError({ message: "The encrypted value is not in the 'v1:<iv>:<ciphertext>' format." }))
+      return Effect.fail(
+        new SecretError({ message: "The encrypted value is not in the 'v1:<iv>:<ciphertext>' format." })
+      )
     }
     try {
       const iv = Buffer.from(parts[1]!, "base64")
@@ -204,10 +208,12 @@ export const makeHasher = (key: Uint8Array): KeyHasher["Service"] => {
  * @category layers
  */
 export const layer = (source: MasterKeySource): Layer.Layer<Secrets | KeyHasher, SecretError> =>
-  Layer.effectContext(Effect.map(masterKey(source), (master) =>
-    Context.make(Secrets, makeCipher(derive(master, ENCRYPTION_LABEL))).pipe(
-      Context.add(KeyHasher, makeHasher(derive(master, HASH_LABEL)))
-    )))
+  Layer.effectContext(
+    Effect.map(masterKey(source), (master) =>
+      Context.make(Secrets, makeCipher(derive(master, ENCRYPTION_LABEL))).pipe(
+        Context.add(KeyHasher, makeHasher(derive(master, HASH_LABEL)))
+      ))
+  )
 
 /**
  * A new API key: the secret (shown to its owner once) and its display prefix.
@@ -270,9 +276,9 @@ export const hashPassword = (password: Redacted.Redacted<string>): Effect.Effect
  *
  * @category passwords
  */
-export const unmatchableHash = `scrypt$N=${SCRYPT.N},r=${SCRYPT.r},p=${SCRYPT.p}$${Buffer.alloc(16).toString("base64")}$${
-  Buffer.alloc(SCRYPT_KEYLEN).toString("base64")
-}`
+export const unmatchableHash = `scrypt$N=${SCRYPT.N},r=${SCRYPT.r},p=${SCRYPT.p}$${
+  Buffer.alloc(16).toString("base64")
+}$${Buffer.alloc(SCRYPT_KEYLEN).toString("base64")}`
 
 /**
  * Checks a password against a stored hash, or, when there is none (no such
@@ -303,7 +309,9 @@ export const verifyPassword = (
 ): Effect.Effect<boolean, SecretError> => {
   const match = phcPattern.exec(encoded)
   if (match === null) {
-    return Effect.fail(new SecretError({ message: "The stored password hash is not in the 'scrypt$N=..,r=..,p=..$salt$hash' format." }))
+    return Effect.fail(
+      new SecretError({ message: "The stored password hash is not in the 'scrypt$N=..,r=..,p=..$salt$hash' format." })
+    )
   }
   const params = { N: Number(match[1]), r: Number(match[2]), p: Number(match[3]) }
   const salt = Buffer.from(match[4]!, "base64")
@@ -312,7 +320,8 @@ export const verifyPassword = (
     return Effect.fail(new SecretError({ message: "The stored password hash has out-of-range scrypt parameters." }))
   }
   return Effect.tryPromise({
-    try: async () => timingSafeEqual(await scryptAsync(Redacted.value(password), salt, params, expected.length), expected),
+    try: async () =>
+      timingSafeEqual(await scryptAsync(Redacted.value(password), salt, params, expected.length), expected),
     catch: (cause) => new SecretError({ message: `Cannot verify the password: ${String(cause)}` })
   })
 }

@@ -69,18 +69,30 @@ export class Sessions extends Context.Service<Sessions, {
             const expiresAt = now + ttlMs
             yield* sql`DELETE FROM sessions WHERE expires_at <= ${now}`
             yield* sql`INSERT INTO sessions ${
-              sql.insert({ id_hash: digest(token), user_id: userId, csrf_token: csrfToken, created_at: now, expires_at: expiresAt })
+              sql.insert({
+                id_hash: digest(token),
+                user_id: userId,
+                csrf_token: csrfToken,
+                created_at: now,
+                expires_at: expiresAt
+              })
             }`
             return { token, userId, csrfToken, expiresAt }
           }),
           find: Effect.fnUntraced(function*(token: string) {
             const now = yield* Clock.currentTimeMillis
-            const rows = yield* sql`SELECT user_id, csrf_token, expires_at FROM sessions WHERE id_hash = ${digest(token)}`
+            const rows = yield* sql`SELECT user_id, csrf_token, expires_at FROM sessions WHERE id_hash = ${
+              digest(token)
+            }`
             const row = rows[0]
             if (row === undefined) return undefined
             const expiresAt = Row.int(row.expires_at, "sessions.expires_at")
             if (expiresAt <= now) return undefined
-            return { userId: Row.str(row.user_id, "sessions.user_id"), csrfToken: Row.str(row.csrf_token, "sessions.csrf_token"), expiresAt }
+            return {
+              userId: Row.str(row.user_id, "sessions.user_id"),
+              csrfToken: Row.str(row.csrf_token, "sessions.csrf_token"),
+              expiresAt
+            }
           }),
           remove: (token) => Effect.asVoid(sql`DELETE FROM sessions WHERE id_hash = ${digest(token)}`),
           removeAllOf: (userId, except) =>

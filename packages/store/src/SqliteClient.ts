@@ -35,9 +35,9 @@ import { Reactivity } from "effect/reactivity"
 import { SqlClient, SqlError, Statement } from "effect/sql"
 import type { SqlConnection } from "effect/sql"
 import { closeSync, mkdirSync, openSync } from "node:fs"
-import { Worker } from "node:worker_threads"
 import { dirname, resolve } from "node:path"
 import { DatabaseSync, type StatementSync } from "node:sqlite"
+import { Worker } from "node:worker_threads"
 
 /**
  * Options of the SQLite client.
@@ -130,7 +130,12 @@ const checkpointer = (db: DatabaseSync, filename: string, interval: number) =>
   Effect.acquireRelease(
     Effect.sync(() => {
       db.exec("PRAGMA wal_autocheckpoint = 0")
-      const worker = new Worker(CHECKPOINTER, { eval: true, workerData: { filename, interval }, stdout: false, stderr: false })
+      const worker = new Worker(CHECKPOINTER, {
+        eval: true,
+        workerData: { filename, interval },
+        stdout: false,
+        stderr: false
+      })
       worker.unref()
       const fallBack = () => {
         if (db.isOpen) db.exec("PRAGMA wal_autocheckpoint = 1000")
@@ -188,7 +193,9 @@ export const make = Effect.fnUntraced(function*(options: SqliteClientConfig) {
     catch: (cause) => classify(cause, `Failed to open the SQLite database '${filename}'`, "open")
   })
   yield* Effect.addFinalizer(() => Effect.sync(() => db.isOpen && db.close()))
-  if (filename !== ":memory:" && filename !== "") yield* checkpointer(db, resolve(filename), options.checkpointIntervalMs ?? 500)
+  if (filename !== ":memory:" && filename !== "") {
+    yield* checkpointer(db, resolve(filename), options.checkpointIntervalMs ?? 500)
+  }
 
   const prepare = makeStatementCache(db, options.statementCacheSize ?? 256)
 
@@ -272,5 +279,8 @@ export const make = Effect.fnUntraced(function*(options: SqliteClientConfig) {
  */
 export const layer = (config: SqliteClientConfig): Layer.Layer<SqliteClient | SqlClient.SqlClient, SqlError.SqlError> =>
   Layer.effectContext(
-    Effect.map(make(config), (client) => Context.make(SqliteClient, client).pipe(Context.add(SqlClient.SqlClient, client)))
+    Effect.map(
+      make(config),
+      (client) => Context.make(SqliteClient, client).pipe(Context.add(SqlClient.SqlClient, client))
+    )
   ).pipe(Layer.provide(Reactivity.layer))

@@ -18,7 +18,17 @@
 import { Domain } from "@modelgate/core"
 import type { UsageLog } from "@modelgate/core"
 import { Effect, Result, Schema } from "effect"
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs"
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync
+} from "node:fs"
 import { basename, join } from "node:path"
 import type { Charge } from "./internal/LeaseSql.ts"
 
@@ -179,7 +189,10 @@ export const make = (dir: string, name: string, startedAt: number): Journal => {
         catch: failure(`Cannot write the usage journal ${path}`)
       }),
     read: Effect.suspend(() => read(path)),
-    remove: Effect.try({ try: () => rmSync(path, { force: true }), catch: failure(`Cannot remove the usage journal ${path}`) })
+    remove: Effect.try({
+      try: () => rmSync(path, { force: true }),
+      catch: failure(`Cannot remove the usage journal ${path}`)
+    })
   }
 }
 

@@ -48,7 +48,10 @@ export interface RetentionOptions {
  *
  * @category pruning
  */
-export const pruneBatch = (before: number, batch: number = PRUNE_BATCH): Effect.Effect<number, SqlError.SqlError, SqlClient.SqlClient> =>
+export const pruneBatch = (
+  before: number,
+  batch: number = PRUNE_BATCH
+): Effect.Effect<number, SqlError.SqlError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const rows = yield* sql`DELETE FROM usage_records WHERE id IN (
@@ -93,7 +96,9 @@ export const layer = (options: RetentionOptions): Layer.Layer<never, never, SqlC
       const now = yield* Clock.currentTimeMillis
       const deleted = yield* prune(now - days * DAY_MS, { batch: options.batch })
       if (deleted > 0) {
-        yield* Effect.logInfo("pruned usage records past their retention").pipe(Effect.annotateLogs({ deleted, retention_days: days }))
+        yield* Effect.logInfo("pruned usage records past their retention").pipe(
+          Effect.annotateLogs({ deleted, retention_days: days })
+        )
       }
     }).pipe(Effect.andThen(outage.succeeded), Effect.catchCause(outage.failed))
     yield* round.pipe(Effect.repeat(Schedule.spaced(options.interval ?? PRUNE_INTERVAL)), Effect.forkScoped)

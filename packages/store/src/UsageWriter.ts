@@ -33,6 +33,7 @@
  */
 import { PlainMetrics, UsageLog } from "@modelgate/core"
 import type { Domain } from "@modelgate/core"
+import { OutageLog } from "@modelgate/core"
 import { Array as Arr, Clock, Context, Deferred, Effect, Exit, Layer, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
@@ -40,7 +41,6 @@ import { rmSync } from "node:fs"
 import * as LeaseSql from "./internal/LeaseSql.ts"
 import { newId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
-import { OutageLog } from "@modelgate/core"
 import * as UsageJournal from "./UsageJournal.ts"
 
 /**
@@ -207,7 +207,9 @@ const encode = (r: UsageLog.UsageRecord): Record<string, unknown> => ({
   ttfb_ms: r.ttfbMs,
   status: r.status,
   error_code: r.errorCode,
-  error_message: r.errorMessage === undefined || r.errorMessage === null ? null : r.errorMessage.slice(0, MAX_ERROR_MESSAGE),
+  error_message: r.errorMessage === undefined || r.errorMessage === null
+    ? null
+    : r.errorMessage.slice(0, MAX_ERROR_MESSAGE),
   attempts: r.attempts,
   attempt_log: r.attemptLog.length === 0 ? null : JSON.stringify(r.attemptLog),
   note: r.note ?? null
@@ -222,7 +224,10 @@ const encode = (r: UsageLog.UsageRecord): Record<string, unknown> => ({
  *
  * @category writing
  */
-export const writeEntries = (sql: SqlClient.SqlClient, batch: ReadonlyArray<UsageJournal.Entry>): Effect.Effect<void, SqlError.SqlError> => {
+export const writeEntries = (
+  sql: SqlClient.SqlClient,
+  batch: ReadonlyArray<UsageJournal.Entry>
+): Effect.Effect<void, SqlError.SqlError> => {
   const rows: Array<Record<string, unknown>> = []
   const charges: Array<LeaseCharge> = []
   const releases: Array<string> = []
@@ -360,7 +365,9 @@ export class UsageWriter extends Context.Service<UsageWriter, {
           // A cheap question first: while the database is down the journal is not read every tick.
           return sql`SELECT 1`.pipe(
             Effect.andThen(journal.read),
-            Effect.flatMap(({ entries }) => Effect.forEach(Arr.chunksOf(entries, maxBatch), writeBatch, { discard: true })),
+            Effect.flatMap(({ entries }) =>
+              Effect.forEach(Arr.chunksOf(entries, maxBatch), writeBatch, { discard: true })
+            ),
             Effect.andThen(journal.remove),
             Effect.andThen(Effect.sync(() => journaled = 0))
           )
@@ -376,10 +383,15 @@ export class UsageWriter extends Context.Service<UsageWriter, {
         // While the database is down every tick fails: one line per outage, not one per tick; and
         // what is queued goes to the journal, so that a crash during the outage loses nothing.
         const outage = OutageLog.make(
-          `writing usage records and charges (kept ${journal === undefined ? "in memory" : `in ${journal.path}`} and retried)`
+          `writing usage records and charges (kept ${
+            journal === undefined ? "in memory" : `in ${journal.path}`
+          } and retried)`
         )
         const journalOutage = OutageLog.make("writing the usage journal (entries kept in memory)")
-        const keep = lock.withPermit(spill).pipe(Effect.andThen(journalOutage.succeeded), Effect.catchCause(journalOutage.failed))
+        const keep = lock.withPermit(spill).pipe(
+          Effect.andThen(journalOutage.succeeded),
+          Effect.catchCause(journalOutage.failed)
+        )
         const loop = Effect.gen(function*() {
           while (true) {
             yield* Effect.raceFirst(Effect.sleep(flushIntervalMs), Deferred.await(wake))
@@ -406,7 +418,9 @@ export class UsageWriter extends Context.Service<UsageWriter, {
           }
           const left = buffer.length + journaled
           if (journal === undefined) {
-            return yield* Effect.logError(`${left} usage record(s), charge(s) and lease release(s) could not be written at shutdown and are lost`)
+            return yield* Effect.logError(
+              `${left} usage record(s), charge(s) and lease release(s) could not be written at shutdown and are lost`
+            )
           }
           const kept = yield* Effect.exit(spill)
           if (Exit.isFailure(kept)) {
@@ -435,13 +449,20 @@ export class UsageWriter extends Context.Service<UsageWriter, {
             )
             if (adopted._tag === "Failure") {
               claimed.giveBack()
-              yield* Effect.logError(`Cannot take over the usage journal ${path}; it is left for the next start`, adopted.failure)
+              yield* Effect.logError(
+                `Cannot take over the usage journal ${path}; it is left for the next start`,
+                adopted.failure
+              )
               continue
             }
             journaled += adopted.success.entries.length
-            yield* Effect.logInfo(`taking over ${adopted.success.entries.length} usage record(s), charge(s) and lease release(s) an earlier run left in ${path}`)
+            yield* Effect.logInfo(
+              `taking over ${adopted.success.entries.length} usage record(s), charge(s) and lease release(s) an earlier run left in ${path}`
+            )
             if (adopted.success.unreadable > 0) {
-              yield* Effect.logWarning(`${adopted.success.unreadable} line(s) of ${path} could not be read (cut short by a crash while they were written) and are skipped`)
+              yield* Effect.logWarning(
+                `${adopted.success.unreadable} line(s) of ${path} could not be read (cut short by a crash while they were written) and are skipped`
+              )
             }
           }
           yield* flush.pipe(Effect.catchCause(outage.failed))

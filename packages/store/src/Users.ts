@@ -5,12 +5,12 @@
  */
 import { Domain, GatewayError } from "@modelgate/core"
 import { Array as Arr, Clock, Context, Effect, Layer, Redacted } from "effect"
-import { SqlClient, SqlError } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import { newId } from "./internal/random.ts"
-import * as Unique from "./internal/unique.ts"
 import * as Row from "./internal/row.ts"
+import * as Unique from "./internal/unique.ts"
 import { hashPassword, type SecretError, verifyPasswordOrDecoy } from "./Secrets.ts"
-import { Conflict, InvalidInput } from "./StoreError.ts"
+import { type Conflict, InvalidInput } from "./StoreError.ts"
 
 /**
  * Where a record came from: the config file (re-applied at every start) or the console.
@@ -93,7 +93,8 @@ export const validateName = (name: string, path: string): Effect.Effect<void, In
   namePattern.test(name) ? Effect.void : Effect.fail(
     new InvalidInput({
       path,
-      message: `${path}: '${name}' is not a valid user name (1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit)`
+      message:
+        `${path}: '${name}' is not a valid user name (1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit)`
     })
   )
 
@@ -108,7 +109,10 @@ export const PASSWORD_RULE = `a console password needs ${PASSWORD_LENGTH.min} to
  *
  * @category validation
  */
-export const validatePassword = (password: Redacted.Redacted<string>, path: string): Effect.Effect<void, InvalidInput> => {
+export const validatePassword = (
+  password: Redacted.Redacted<string>,
+  path: string
+): Effect.Effect<void, InvalidInput> => {
   const length = [...Redacted.value(password)].length
   return length >= PASSWORD_LENGTH.min && length <= PASSWORD_LENGTH.max
     ? Effect.void
@@ -131,8 +135,14 @@ export class Users extends Context.Service<Users, {
   readonly findByName: (name: string) => Effect.Effect<User | undefined, SqlError.SqlError>
   /** All users, by name. */
   readonly list: Effect.Effect<ReadonlyArray<User>, SqlError.SqlError>
-  readonly setRole: (id: string, role: Domain.Role) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
-  readonly setEnabled: (id: string, enabled: boolean) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
+  readonly setRole: (
+    id: string,
+    role: Domain.Role
+  ) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
+  readonly setEnabled: (
+    id: string,
+    enabled: boolean
+  ) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
   /** Sets the fields of the user's rate limits that `limits` names (`null`: no limit). */
   readonly setLimits: (
     id: string,
@@ -154,10 +164,15 @@ export class Users extends Context.Service<Users, {
    * groups), its keys are revoked and its sessions end. Returns the ids of
    * the keys it revoked, for the caches to drop.
    */
-  readonly remove: (id: string) => Effect.Effect<ReadonlyArray<string>, GatewayError.ResourceNotFound | SqlError.SqlError>
+  readonly remove: (
+    id: string
+  ) => Effect.Effect<ReadonlyArray<string>, GatewayError.ResourceNotFound | SqlError.SqlError>
   /** The groups a user may choose for new keys, besides the one their keys were given. */
   readonly groups: (id: string) => Effect.Effect<ReadonlyArray<string>, SqlError.SqlError>
-  readonly setGroups: (id: string, groups: ReadonlyArray<string>) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
+  readonly setGroups: (
+    id: string,
+    groups: ReadonlyArray<string>
+  ) => Effect.Effect<void, GatewayError.ResourceNotFound | SqlError.SqlError>
 }>()("modelgate/store/Users") {
   /** @category layers */
   static readonly layer = Layer.effect(
@@ -166,9 +181,15 @@ export class Users extends Context.Service<Users, {
       const sql = yield* SqlClient.SqlClient
 
       const findById = (id: string) =>
-        Effect.map(sql`SELECT ${sql.literal(USER_COLUMNS)} FROM users WHERE id = ${id}`, (rows) => rows[0] === undefined ? undefined : decodeUser(rows[0]))
+        Effect.map(
+          sql`SELECT ${sql.literal(USER_COLUMNS)} FROM users WHERE id = ${id}`,
+          (rows) => rows[0] === undefined ? undefined : decodeUser(rows[0])
+        )
       const findByName = (name: string) =>
-        Effect.map(sql`SELECT ${sql.literal(USER_COLUMNS)} FROM users WHERE name = ${name}`, (rows) => rows[0] === undefined ? undefined : decodeUser(rows[0]))
+        Effect.map(
+          sql`SELECT ${sql.literal(USER_COLUMNS)} FROM users WHERE name = ${name}`,
+          (rows) => rows[0] === undefined ? undefined : decodeUser(rows[0])
+        )
 
       const updated = (id: string, rows: ReadonlyArray<unknown>) =>
         rows.length === 0 ? Effect.fail(notFound(`with id '${id}'`)) : Effect.void
@@ -194,17 +215,25 @@ export class Users extends Context.Service<Users, {
         return (yield* findById(id))!
       })
 
-      const setPassword = Effect.fn("Users.setPassword")(function*(id: string, password: Redacted.Redacted<string> | undefined) {
-        const hash = password === undefined ? null : yield* hashPassword(password)
-        const now = yield* Clock.currentTimeMillis
-        yield* updated(id, yield* sql`UPDATE users SET password_hash = ${hash}, updated_at = ${now} WHERE id = ${id} RETURNING id`)
-      })
+      const setPassword = Effect.fn("Users.setPassword")(
+        function*(id: string, password: Redacted.Redacted<string> | undefined) {
+          const hash = password === undefined ? null : yield* hashPassword(password)
+          const now = yield* Clock.currentTimeMillis
+          yield* updated(
+            id,
+            yield* sql`UPDATE users SET password_hash = ${hash}, updated_at = ${now} WHERE id = ${id} RETURNING id`
+          )
+        }
+      )
 
       const verifyLogin = Effect.fn("Users.verifyLogin")(function*(name: string, password: Redacted.Redacted<string>) {
         const rows = yield* sql`SELECT ${sql.literal(USER_COLUMNS)} FROM users WHERE name = ${name}`
         const row = rows[0]
         // An unknown name (or a user without a password) is checked against a decoy hash, so it takes as long as a wrong password.
-        const ok = yield* verifyPasswordOrDecoy(password, typeof row?.password_hash === "string" ? row.password_hash : null)
+        const ok = yield* verifyPasswordOrDecoy(
+          password,
+          typeof row?.password_hash === "string" ? row.password_hash : null
+        )
         if (row === undefined || !ok) return undefined
         const user = decodeUser(row)
         return user.enabled ? user : undefined
@@ -231,14 +260,23 @@ export class Users extends Context.Service<Users, {
         remove,
         findById,
         findByName,
-        list: Effect.map(sql`SELECT ${sql.literal(USER_COLUMNS)} FROM users ORDER BY name`, (rows) => rows.map(decodeUser)),
+        list: Effect.map(
+          sql`SELECT ${sql.literal(USER_COLUMNS)} FROM users ORDER BY name`,
+          (rows) => rows.map(decodeUser)
+        ),
         setRole: Effect.fn("Users.setRole")(function*(id, role) {
           const now = yield* Clock.currentTimeMillis
-          yield* updated(id, yield* sql`UPDATE users SET role = ${role}, updated_at = ${now} WHERE id = ${id} RETURNING id`)
+          yield* updated(
+            id,
+            yield* sql`UPDATE users SET role = ${role}, updated_at = ${now} WHERE id = ${id} RETURNING id`
+          )
         }),
         setEnabled: Effect.fn("Users.setEnabled")(function*(id, enabled) {
           const now = yield* Clock.currentTimeMillis
-          yield* updated(id, yield* sql`UPDATE users SET enabled = ${enabled}, updated_at = ${now} WHERE id = ${id} RETURNING id`)
+          yield* updated(
+            id,
+            yield* sql`UPDATE users SET enabled = ${enabled}, updated_at = ${now} WHERE id = ${id} RETURNING id`
+          )
         }),
         setLimits: Effect.fn("Users.setLimits")(function*(id, limits) {
           const changes: Record<string, number | null> = {}
@@ -246,12 +284,18 @@ export class Users extends Context.Service<Users, {
             const value = limits[field]
             if (value === undefined) continue
             if (value !== null && !(Number.isSafeInteger(value) && value > 0)) {
-              return yield* new InvalidInput({ path: field, message: `${field}: a limit must be a whole number above 0, or null for none` })
+              return yield* new InvalidInput({
+                path: field,
+                message: `${field}: a limit must be a whole number above 0, or null for none`
+              })
             }
             changes[field] = value
           }
           const now = yield* Clock.currentTimeMillis
-          yield* updated(id, yield* sql`UPDATE users SET ${sql.update({ ...changes, updated_at: now })} WHERE id = ${id} RETURNING id`)
+          yield* updated(
+            id,
+            yield* sql`UPDATE users SET ${sql.update({ ...changes, updated_at: now })} WHERE id = ${id} RETURNING id`
+          )
         }),
         setPassword,
         verifyLogin,
@@ -264,7 +308,10 @@ export class Users extends Context.Service<Users, {
           yield* sql.withTransaction(Effect.gen(function*() {
             if ((yield* findById(id)) === undefined) return yield* notFound(`with id '${id}'`)
             yield* sql`DELETE FROM user_groups WHERE user_id = ${id}`
-            const rows = [...new Set(groups)].map((group_name): Record<string, unknown> => ({ user_id: id, group_name }))
+            const rows = [...new Set(groups)].map((group_name): Record<string, unknown> => ({
+              user_id: id,
+              group_name
+            }))
             if (Arr.isReadonlyArrayNonEmpty(rows)) yield* sql`INSERT INTO user_groups ${sql.insert(rows)}`
           }))
         })

@@ -102,7 +102,9 @@ const step = (
       const id = holdIds[op.hold % Math.max(1, holdIds.length)]
       const charge = op.op === "settle" ? op.charge : 0n
       const hold = id === undefined ? undefined : state.open.get(id)
-      if (hold === undefined) return { state, expected: { _tag: "settlement", settled: false, charged: 0n, shortfall: 0n } }
+      if (hold === undefined) {
+        return { state, expected: { _tag: "settlement", settled: false, charged: 0n, shortfall: 0n } }
+      }
       const available = hold.amount + state.balance
       const charged = charge < available ? charge : available
       const open = new Map(state.open)
@@ -138,7 +140,11 @@ const resolve = (op: GeneratedOp, state: State, quota: bigint | null, holdIds: R
       const base = boundary.at === "quota" && quota !== null
         ? quota - state.spent - sumKey(state, "capped")
         : state.balance
-      return { op: "hold", key: boundary.at === "quota" ? "capped" : op.key, amount: nonNegative(base + boundary.delta) }
+      return {
+        op: "hold",
+        key: boundary.at === "quota" ? "capped" : op.key,
+        amount: nonNegative(base + boundary.delta)
+      }
     }
     case "settle": {
       const id = holdIds[op.hold % Math.max(1, holdIds.length)]
@@ -170,14 +176,19 @@ const big = (_: string, value: unknown) => typeof value === "bigint" ? value.toS
 const permutations = <A>(items: ReadonlyArray<A>): Array<Array<A>> =>
   items.length <= 1
     ? [[...items]]
-    : items.flatMap((item, i) => permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]))
+    : items.flatMap((item, i) =>
+      permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest])
+    )
 
 // ---------------------------------------------------------------------------
 // Random operations
 // ---------------------------------------------------------------------------
 
 const boundaryArbitrary = (at: ReadonlyArray<Boundary["at"]>) =>
-  fc.option(fc.record({ at: fc.constantFrom(...at), delta: fc.constantFrom<Boundary["delta"]>(-1n, 0n, 1n) }), { nil: undefined, freq: 3 })
+  fc.option(fc.record({ at: fc.constantFrom(...at), delta: fc.constantFrom<Boundary["delta"]>(-1n, 0n, 1n) }), {
+    nil: undefined,
+    freq: 3
+  })
 
 const opArbitrary: fc.Arbitrary<GeneratedOp> = fc.oneof(
   {
@@ -199,7 +210,10 @@ const opArbitrary: fc.Arbitrary<GeneratedOp> = fc.oneof(
     })
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("release" as const), hold: fc.nat(40) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant("topup" as const), amount: fc.bigInt({ min: 1n, max: 3_000n }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant("topup" as const), amount: fc.bigInt({ min: 1n, max: 3_000n }) })
+  },
   {
     weight: 1,
     arbitrary: fc.record({
@@ -250,19 +264,31 @@ const run = Effect.fnUntraced(function*(account: Account, op: Op, holdIds: Reado
         requestId: `model-${++requests}`,
         nodeId: "model-node"
       }))
-      return result._tag === "Success" ? { _tag: "held", id: result.success } satisfies Outcome : refusal(result.failure)
+      return result._tag === "Success"
+        ? { _tag: "held", id: result.success } satisfies Outcome
+        : refusal(result.failure)
     }
     case "settle":
     case "release": {
       const id = holdIds[op.hold % Math.max(1, holdIds.length)] ?? "hld_never_opened"
       const result = op.op === "settle" ? yield* accounts.settle(id, op.charge) : yield* accounts.release(id)
-      return { _tag: "settlement", settled: result.settled, charged: result.chargedNanos, shortfall: result.shortfallNanos } satisfies Outcome
+      return {
+        _tag: "settlement",
+        settled: result.settled,
+        charged: result.chargedNanos,
+        shortfall: result.shortfallNanos
+      } satisfies Outcome
     }
     case "topup":
-      return { _tag: "balance", balance: yield* accounts.topUp(account.userId, op.amount, "model", "test") } satisfies Outcome
+      return {
+        _tag: "balance",
+        balance: yield* accounts.topUp(account.userId, op.amount, "model", "test")
+      } satisfies Outcome
     case "adjust": {
       const result = yield* Effect.result(accounts.adjust(account.userId, op.amount, "model", "test"))
-      return result._tag === "Success" ? { _tag: "balance", balance: result.success } satisfies Outcome : refusal(result.failure)
+      return result._tag === "Success"
+        ? { _tag: "balance", balance: result.success } satisfies Outcome
+        : refusal(result.failure)
     }
   }
 })
@@ -297,33 +323,40 @@ const suite = (name: TestDatabase["name"], make: () => Promise<TestDatabase>) =>
         yield* Effect.promise(() =>
           fc.assert(
             fc.asyncProperty(startArbitrary, fc.array(opArbitrary, { maxLength: 30 }), ({ initial, quota }, ops) =>
-              Effect.runPromise(Effect.gen(function*() {
-                const account = yield* setUp(initial, quota)
-                let state: State = { balance: initial, spent: 0n, open: new Map() }
-                const holdIds: Array<string> = []
-                yield* assertAgrees(account, state, "the start")
-                for (const [i, generated] of ops.entries()) {
-                  const op = resolve(generated, state, quota, holdIds)
-                  const outcome = yield* run(account, op, holdIds)
-                  const next = step(state, op, quota, holdIds, outcome._tag === "held" ? outcome.id : undefined)
-                  assert.isTrue(
-                    matches(next.expected, outcome),
-                    `step ${i} ${describeOp(op)}: expected ${JSON.stringify(next.expected, big)}, got ${JSON.stringify(outcome, big)}`
-                  )
-                  if (outcome._tag === "held") holdIds.push(outcome.id)
-                  state = next.state
-                  yield* assertAgrees(account, state, `step ${i} ${describeOp(op)}`)
-                }
-                // Every hold settled or released: nothing stays held.
-                for (const id of [...state.open.keys()]) {
-                  const released = yield* Effect.flatMap(Accounts, (accounts) => accounts.release(id))
-                  assert.isTrue(released.settled)
-                  state = step(state, { op: "release", hold: holdIds.indexOf(id) }, quota, holdIds, undefined).state
-                }
-                assert.strictEqual(state.open.size, 0)
-                yield* assertAgrees(account, state, "releasing every hold")
-              }).pipe(Effect.provide(context)))
-            ),
+              Effect.runPromise(
+                Effect.gen(function*() {
+                  const account = yield* setUp(initial, quota)
+                  let state: State = { balance: initial, spent: 0n, open: new Map() }
+                  const holdIds: Array<string> = []
+                  yield* assertAgrees(account, state, "the start")
+                  for (const [i, generated] of ops.entries()) {
+                    const op = resolve(generated, state, quota, holdIds)
+                    const outcome = yield* run(account, op, holdIds)
+                    const next = step(state, op, quota, holdIds, outcome._tag === "held" ? outcome.id : undefined)
+                    assert.isTrue(
+                      matches(next.expected, outcome),
+                      `step ${i} ${describeOp(op)}: expected ${JSON.stringify(next.expected, big)}, got ${
+                        JSON.stringify(outcome, big)
+                      }`
+                    )
+                    if (outcome._tag === "held") {
+                      holdIds.push(outcome.id)
+                    }
+                    state = next.state
+                    yield* assertAgrees(account, state, `step ${i} ${describeOp(op)}`)
+                  }
+                  // Every hold settled or released: nothing stays held.
+                  // oxlint-disable-next-line unicorn/no-useless-spread -- `state` is replaced inside the loop
+                  for (const id of [...state.open.keys()]) {
+                    const released = yield* Effect.flatMap(Accounts, (accounts) =>
+                      accounts.release(id))
+                    assert.isTrue(released.settled)
+                    state = step(state, { op: "release", hold: holdIds.indexOf(id) }, quota, holdIds, undefined).state
+                  }
+                  assert.strictEqual(state.open.size, 0)
+                  yield* assertAgrees(account, state, "releasing every hold")
+                }).pipe(Effect.provide(context))
+              )),
             { numRuns: runs.sequential }
           )
         )
@@ -336,53 +369,73 @@ const suite = (name: TestDatabase["name"], make: () => Promise<TestDatabase>) =>
         yield* Effect.promise(() =>
           fc.assert(
             fc.asyncProperty(startArbitrary, batches, ({ initial, quota }, batchList) =>
-              Effect.runPromise(Effect.gen(function*() {
-                const account = yield* setUp(initial, quota)
-                let state: State = { balance: initial, spent: 0n, open: new Map() }
-                const holdIds: Array<string> = []
-                for (const [b, generated] of batchList.entries()) {
-                  // All at once: every settlement refers to holds opened by earlier batches.
-                  const frozen = [...holdIds]
-                  const batch = generated.map((op) => resolve(op, state, quota, frozen))
-                  const outcomes = yield* Effect.all(batch.map((op) => run(account, op, frozen)), { concurrency: "unbounded" })
-                  const accounts = yield* Accounts
-                  const balance = yield* accounts.balance(account.userId)
-                  const spent = (yield* (yield* Keys).findById(account.cappedKeyId))!.spentNanos
-                  // Some order of the batch must explain every result and the final balance and spend.
-                  let explained: State | undefined
-                  for (const order of permutations(batch.map((_, i) => i))) {
-                    let candidate = state
-                    let ok = true
-                    for (const i of order) {
-                      const outcome = outcomes[i]!
-                      const next = step(candidate, batch[i]!, quota, frozen, outcome._tag === "held" ? outcome.id : undefined)
-                      if (!matches(next.expected, outcome)) {
-                        ok = false
+              Effect.runPromise(
+                Effect.gen(function*() {
+                  const account = yield* setUp(initial, quota)
+                  let state: State = { balance: initial, spent: 0n, open: new Map() }
+                  const holdIds: Array<string> = []
+                  for (const [b, generated] of batchList.entries()) {
+                    // All at once: every settlement refers to holds opened by earlier batches.
+                    const frozen = [...holdIds]
+                    const batch = generated.map((op) => resolve(op, state, quota, frozen))
+                    const outcomes = yield* Effect.all(
+                      batch.map((op) => run(account, op, frozen)),
+                      { concurrency: "unbounded" }
+                    )
+                    const accounts = yield* Accounts
+                    const balance = yield* accounts.balance(account.userId)
+                    const spent = (yield* (yield* Keys).findById(account.cappedKeyId))!.spentNanos
+                    // Some order of the batch must explain every result and the final balance and spend.
+                    let explained: State | undefined
+                    for (
+                      const order of permutations(batch.map((_, i) => i))
+                    ) {
+                      let candidate = state
+                      let ok = true
+                      for (const i of order) {
+                        const outcome = outcomes[i]!
+                        const next = step(
+                          candidate,
+                          batch[i]!,
+                          quota,
+                          frozen,
+                          outcome._tag === "held" ? outcome.id : undefined
+                        )
+                        if (!matches(next.expected, outcome)) {
+                          ok = false
+                          break
+                        }
+                        candidate = next.state
+                      }
+                      if (ok && candidate.balance === balance && candidate.spent === spent) {
+                        explained = candidate
                         break
                       }
-                      candidate = next.state
                     }
-                    if (ok && candidate.balance === balance && candidate.spent === spent) {
-                      explained = candidate
-                      break
-                    }
+                    assert.isDefined(
+                      explained,
+                      `batch ${b} ${
+                        batch.map(describeOp).join(", ")
+                      } from balance ${state.balance}: no order of the operations explains ` +
+                        `the results ${JSON.stringify(outcomes, big)} with balance ${balance} and spend ${spent}`
+                    )
+                    state = explained!
+                    for (const outcome of outcomes) if (outcome._tag === "held") holdIds.push(outcome.id)
+                    yield* assertAgrees(account, state, `batch ${b}`)
                   }
-                  assert.isDefined(
-                    explained,
-                    `batch ${b} ${batch.map(describeOp).join(", ")} from balance ${state.balance}: no order of the operations explains ` +
-                      `the results ${JSON.stringify(outcomes, big)} with balance ${balance} and spend ${spent}`
-                  )
-                  state = explained!
-                  for (const outcome of outcomes) if (outcome._tag === "held") holdIds.push(outcome.id)
-                  yield* assertAgrees(account, state, `batch ${b}`)
-                }
-                // Release what is still held, all at once.
-                const accounts = yield* Accounts
-                const released = yield* Effect.all([...state.open.keys()].map((id) => accounts.release(id)), { concurrency: "unbounded" })
-                assert.isTrue(released.every((r) => r.settled))
-                yield* assertAgrees(account, { ...state, balance: state.balance + [...state.open.values()].reduce((a, h) => a + h.amount, 0n), open: new Map() }, "releasing every hold")
-              }).pipe(Effect.provide(context)))
-            ),
+                  // Release what is still held, all at once.
+                  const accounts = yield* Accounts
+                  const released = yield* Effect.all([...state.open.keys()].map((id) => accounts.release(id)), {
+                    concurrency: "unbounded"
+                  })
+                  assert.isTrue(released.every((r) => r.settled))
+                  yield* assertAgrees(account, {
+                    ...state,
+                    balance: state.balance + [...state.open.values()].reduce((a, h) => a + h.amount, 0n),
+                    open: new Map()
+                  }, "releasing every hold")
+                }).pipe(Effect.provide(context))
+              )),
             { numRuns: runs.concurrent }
           )
         )

@@ -82,7 +82,8 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const a1 = yield* keys.create({ userId: alice.id, name: "one", group: "default" })
         const a2 = yield* keys.create({ userId: alice.id, name: "two", group: "default" })
         const b1 = yield* keys.create({ userId: bob.id, name: "one", group: "default" })
-        const ids = (loaded: ReadonlyArray<{ readonly key: { readonly id: string } }>) => loaded.map((k) => k.key.id).sort()
+        const ids = (loaded: ReadonlyArray<{ readonly key: { readonly id: string } }>) =>
+          loaded.map((k) => k.key.id).sort()
         assert.deepStrictEqual(ids(yield* keys.loadByIds([a1.key.id, b1.key.id])), [a1.key.id, b1.key.id].sort())
         assert.deepStrictEqual(ids(yield* keys.loadByUsers([alice.id])), [a1.key.id, a2.key.id].sort())
         yield* keys.revoke(a1.key.id)

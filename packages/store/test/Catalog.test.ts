@@ -37,20 +37,28 @@ const channel = (name: string, over: Partial<ChannelInput> = {}): ChannelInput =
 })
 
 const storedHeaders = (id: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.map(sql`SELECT headers FROM channels WHERE id = ${id}`, (rows) => String(rows[0]!.headers)))
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => Effect.map(sql`SELECT headers FROM channels WHERE id = ${id}`, (rows) => String(rows[0]!.headers))
+  )
 
 const suite = (make: () => Promise<TestDatabase>) =>
   layer(storeLayer(make), { excludeTestServices: true, timeout: "120 seconds" })((it) => {
     it.effect("stores channel headers encrypted and reads them back", () =>
       Effect.gen(function*() {
         const repo = yield* CatalogRepo
-        const id = yield* repo.createChannel(channel("encrypted", { headers: { Authorization: "Bearer upstream-secret-123", "X-Title": "modelgate" } }))
+        const id = yield* repo.createChannel(
+          channel("encrypted", { headers: { Authorization: "Bearer upstream-secret-123", "X-Title": "modelgate" } })
+        )
         const raw = yield* storedHeaders(id)
         assert.notInclude(raw, "upstream-secret")
         assert.notInclude(raw, "X-Title")
         assert.match(raw, /^v1:/)
         const found = yield* repo.findChannel(id)
-        assert.deepStrictEqual(found!.channel.headers, { Authorization: "Bearer upstream-secret-123", "X-Title": "modelgate" })
+        assert.deepStrictEqual(found!.channel.headers, {
+          Authorization: "Bearer upstream-secret-123",
+          "X-Title": "modelgate"
+        })
         assert.isTrue(found!.readable)
         const loaded = (yield* repo.load).channels.find((c) => c.id === id)!
         assert.strictEqual(loaded.headers.Authorization, "Bearer upstream-secret-123")
@@ -61,7 +69,9 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const repo = yield* CatalogRepo
         const sql = yield* SqlClient.SqlClient
         const id = yield* repo.createChannel(channel("legacy"))
-        yield* sql`UPDATE channels SET headers = ${JSON.stringify({ "x-api-key": "legacy-secret-456" })} WHERE id = ${id}`
+        yield* sql`UPDATE channels SET headers = ${
+          JSON.stringify({ "x-api-key": "legacy-secret-456" })
+        } WHERE id = ${id}`
         // Still read as it is...
         assert.strictEqual((yield* repo.findChannel(id))!.channel.headers["x-api-key"], "legacy-secret-456")
         // ...and encrypted by the next repository built over the database.
@@ -112,7 +122,12 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const users = yield* Users
         const keys = yield* Keys
         const ann = yield* users.create({ name: "ann-groups" })
-        const group = { name: "team", ratioMicros: 800_000n, limits: { rpm: 10, tpm: null, concurrency: null }, selectable: false }
+        const group = {
+          name: "team",
+          ratioMicros: 800_000n,
+          limits: { rpm: 10, tpm: null, concurrency: null },
+          selectable: false
+        }
         yield* repo.createGroup(group)
         assert.strictEqual((yield* Effect.flip(repo.createGroup(group)))._tag, "Conflict")
         const unknown = yield* Effect.flip(repo.updateGroup(group, [ann.id, "usr_nobody"]))
@@ -173,10 +188,14 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.isNumber(gone.deletedAt)
         assert.isTrue((yield* keys.findById(key.key.id))!.revoked)
         assert.isUndefined(yield* sessions.find(session.token))
-        assert.strictEqual((yield* accounts.ledgerSum(bob.id)), 3n * USD, "the ledger stays")
+        assert.strictEqual(yield* accounts.ledgerSum(bob.id), 3n * USD, "the ledger stays")
         const usage = yield* reports.usagePage({ userId: bob.id }, 10, undefined)
         assert.strictEqual(usage.data[0]!.userName, `deleted-${bob.id}`)
-        assert.strictEqual((yield* Effect.flip(users.remove(bob.id)))._tag, "ResourceNotFound", "a user is deleted once")
+        assert.strictEqual(
+          (yield* Effect.flip(users.remove(bob.id)))._tag,
+          "ResourceNotFound",
+          "a user is deleted once"
+        )
         // The name is free again.
         yield* users.create({ name: "bob-leaving" })
       }))
@@ -235,12 +254,22 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const last = yield* reports.usagePage({ userId: cat.id }, 2, second.nextCursor!)
         assert.deepStrictEqual([last.data.length, last.nextCursor], [1, null])
         const days = yield* reports.daily({ userId: cat.id })
-        assert.deepStrictEqual(days.map((d) => [d.day, d.model, d.requests, d.costNanos]), [["1970-01-11", "a", 3, 21n], ["1970-01-11", "b", 2, 14n]])
-        assert.deepStrictEqual(yield* reports.totals({ userId: cat.id, model: "b" }), { requests: 2, tokens: 30, costNanos: 14n })
+        assert.deepStrictEqual(days.map((d) => [d.day, d.model, d.requests, d.costNanos]), [
+          ["1970-01-11", "a", 3, 21n],
+          ["1970-01-11", "b", 2, 14n]
+        ])
+        assert.deepStrictEqual(yield* reports.totals({ userId: cat.id, model: "b" }), {
+          requests: 2,
+          tokens: 30,
+          costNanos: 14n
+        })
         const none = yield* reports.totals({ userId: cat.id, from: 1e15 })
         assert.deepStrictEqual(none, { requests: 0, tokens: 0, costNanos: 0n })
       }))
   })
 
 describe("catalog management on SQLite", () => suite(makeSqlite))
-describe.skipIf(postgresUrl === undefined)("catalog management on PostgreSQL", () => suite(() => makePostgres(postgresUrl!)))
+describe.skipIf(postgresUrl === undefined)(
+  "catalog management on PostgreSQL",
+  () => suite(() => makePostgres(postgresUrl!))
+)

@@ -23,8 +23,14 @@ class Proxy extends Context.Service<Proxy, PgProxy>()("test/LostAnswers/Proxy") 
 
 /** The store's money pieces on a fresh schema, reached through the proxy (itself provided as `Proxy`). */
 const proxied = Layer.unwrap(Effect.gen(function*() {
-  const db = yield* Effect.acquireRelease(Effect.promise(() => makePostgres(postgresUrl!)), (db) => Effect.promise(db.cleanup))
-  const proxy = yield* Effect.acquireRelease(Effect.promise(() => startPgProxy(targetOf(db.url))), (proxy) => Effect.promise(proxy.close))
+  const db = yield* Effect.acquireRelease(
+    Effect.promise(() => makePostgres(postgresUrl!)),
+    (db) => Effect.promise(db.cleanup)
+  )
+  const proxy = yield* Effect.acquireRelease(
+    Effect.promise(() => startPgProxy(targetOf(db.url))),
+    (proxy) => Effect.promise(proxy.close)
+  )
   const database = Layer.effectDiscard(migrate).pipe(
     Layer.provideMerge(Database.layer(proxy.urlFor(db.url), { maxConnections: 4 }).pipe(Layer.orDie))
   )
@@ -43,7 +49,10 @@ const userWith = Effect.fnUntraced(function*(balance: bigint) {
 /** One node's purses over a writer that flushes only when told, in their own scope. */
 const node = Effect.fnUntraced(function*(nodeId: string) {
   const scope = yield* Scope.make()
-  const writer = yield* Layer.buildWithScope(UsageWriter.layerWith({ flushIntervalMs: 3_600_000, maxBatch: 100_000 }), scope).pipe(
+  const writer = yield* Layer.buildWithScope(
+    UsageWriter.layerWith({ flushIntervalMs: 3_600_000, maxBatch: 100_000 }),
+    scope
+  ).pipe(
     Effect.map((context) => Context.get(context, UsageWriter))
   )
   const purses = yield* Layer.buildWithScope(Purses.layer({ nodeId, leaseIdleMs: 3_600_000 }), scope).pipe(
@@ -98,71 +107,96 @@ const books = Effect.fnUntraced(function*(userId: string) {
   }
 })
 
-describe.skipIf(postgresUrl === undefined)("lost COMMIT answers on PostgreSQL (set MODELGATE_TEST_POSTGRES to run)", () => {
-  layer(proxied, { excludeTestServices: true, timeout: "120 seconds" })((it) => {
-    it.effect("a usage batch written again after its COMMIT's answer was lost records and charges each call once", () =>
-      Effect.gen(function*() {
-        const proxy = yield* Proxy
-        const user = yield* userWith(1_000_000_000n)
-        const { purses, writer, close } = yield* node("node-batch")
-        for (let i = 0; i < 8; i++) {
-          const hold = yield* purses.hold({ userId: user, keyId: "key-1", amountNanos: 1_000n, requestId: `req-batch-${i}` })
-          const settled = yield* purses.settle(hold, 300n)
-          yield* writer.record(record(user, `req-batch-${i}`, settled.chargedNanos))
-        }
-        // Twice: the batch reaches the server and commits, and its answer never comes back.
-        const before = proxy.commitAnswersLost()
-        for (let cut = 1; cut <= 2; cut++) {
-          proxy.loseCommitAnswers(1)
-          const lost = yield* Effect.exit(writer.flush)
-          assert.isTrue(Exit.isFailure(lost), "the writer does not know the batch committed")
-          assert.strictEqual(proxy.commitAnswersLost(), before + cut)
-          assert.strictEqual(yield* writer.pending, 16, "and keeps it to write again")
-        }
-        yield* writer.flush
-        assert.strictEqual(yield* writer.pending, 0)
-        const after = yield* books(user)
-        assert.deepStrictEqual(
-          { records: after.records, charges: after.charges, charged: after.charged },
-          { records: 8, charges: 8, charged: 8n * 300n },
-          "each call recorded and charged once"
-        )
-        assert.strictEqual(after.balance, after.ledger, "the balance equals the ledger")
-        yield* close
-        yield* writer.flush
-        const closed = yield* books(user)
-        assert.deepStrictEqual([closed.balance, closed.ledger, closed.leases], [1_000_000_000n - 2_400n, 1_000_000_000n - 2_400n, 0])
-      }))
+describe.skipIf(postgresUrl === undefined)(
+  "lost COMMIT answers on PostgreSQL (set MODELGATE_TEST_POSTGRES to run)",
+  () => {
+    layer(proxied, { excludeTestServices: true, timeout: "120 seconds" })((it) => {
+      it.effect("a usage batch written again after its COMMIT's answer was lost records and charges each call once", () =>
+        Effect.gen(function*() {
+          const proxy = yield* Proxy
+          const user = yield* userWith(1_000_000_000n)
+          const { purses, writer, close } = yield* node("node-batch")
+          for (let i = 0; i < 8; i++) {
+            const hold = yield* purses.hold({
+              userId: user,
+              keyId: "key-1",
+              amountNanos: 1_000n,
+              requestId: `req-batch-${i}`
+            })
+            const settled = yield* purses.settle(hold, 300n)
+            yield* writer.record(record(user, `req-batch-${i}`, settled.chargedNanos))
+          }
+          // Twice: the batch reaches the server and commits, and its answer never comes back.
+          const before = proxy.commitAnswersLost()
+          for (let cut = 1; cut <= 2; cut++) {
+            proxy.loseCommitAnswers(1)
+            const lost = yield* Effect.exit(writer.flush)
+            assert.isTrue(Exit.isFailure(lost), "the writer does not know the batch committed")
+            assert.strictEqual(proxy.commitAnswersLost(), before + cut)
+            assert.strictEqual(yield* writer.pending, 16, "and keeps it to write again")
+          }
+          yield* writer.flush
+          assert.strictEqual(yield* writer.pending, 0)
+          const after = yield* books(user)
+          assert.deepStrictEqual(
+            { records: after.records, charges: after.charges, charged: after.charged },
+            { records: 8, charges: 8, charged: 8n * 300n },
+            "each call recorded and charged once"
+          )
+          assert.strictEqual(after.balance, after.ledger, "the balance equals the ledger")
+          yield* close
+          yield* writer.flush
+          const closed = yield* books(user)
+          assert.deepStrictEqual([closed.balance, closed.ledger, closed.leases], [
+            1_000_000_000n - 2_400n,
+            1_000_000_000n - 2_400n,
+            0
+          ])
+        }))
 
-    it.effect("a lease whose COMMIT's answer was lost is found by the next call and released with the node: no orphan", () =>
-      Effect.gen(function*() {
-        const proxy = yield* Proxy
-        const user = yield* userWith(1_000_000_000n)
-        const { purses, writer, close } = yield* node("node-lease")
-        // The first call's lease is written and committed, and the answer lost: the call fails.
-        const before = proxy.commitAnswersLost()
-        proxy.loseCommitAnswers(1)
-        const lost = yield* Effect.flip(purses.hold({ userId: user, keyId: "key-1", amountNanos: 1_000n, requestId: "req-lease-1" }))
-        assert.strictEqual(proxy.commitAnswersLost(), before + 1)
-        const reserved = yield* books(user)
-        assert.deepStrictEqual([reserved.leases, reserved.balance], [1, 1_000_000_000n - 17_000n], "the lease exists, unknown to the node")
-        assert.strictEqual(lost._tag, "DatabaseUnavailable")
-        // For a moment calls that need the database are answered at once, without trying it again.
-        const backoff = yield* Effect.flip(purses.hold({ userId: user, keyId: "key-1", amountNanos: 1_000n, requestId: "req-lease-2" }))
-        assert.strictEqual(backoff._tag, "DatabaseUnavailable")
-        yield* Effect.sleep(Duration.millis(Purses.DATABASE_BACKOFF_MS + 50))
-        // The next call extends that same lease (it knows its id) rather than taking a second one.
-        const hold = yield* purses.hold({ userId: user, keyId: "key-1", amountNanos: 1_000n, requestId: "req-lease-3" })
-        assert.strictEqual((yield* books(user)).leases, 1)
-        yield* purses.settle(hold, 400n)
-        // The node closes: its lease (both grants) goes back; only the call's charge is spent.
-        yield* close
-        yield* writer.flush
-        const closed = yield* books(user)
-        assert.deepStrictEqual(
-          [closed.leases, closed.balance, closed.ledger, closed.charged],
-          [0, 1_000_000_000n - 400n, 1_000_000_000n - 400n, 400n]
-        )
-      }))
-  })
-})
+      it.effect("a lease whose COMMIT's answer was lost is found by the next call and released with the node: no orphan", () =>
+        Effect.gen(function*() {
+          const proxy = yield* Proxy
+          const user = yield* userWith(1_000_000_000n)
+          const { purses, writer, close } = yield* node("node-lease")
+          // The first call's lease is written and committed, and the answer lost: the call fails.
+          const before = proxy.commitAnswersLost()
+          proxy.loseCommitAnswers(1)
+          const lost = yield* Effect.flip(
+            purses.hold({ userId: user, keyId: "key-1", amountNanos: 1_000n, requestId: "req-lease-1" })
+          )
+          assert.strictEqual(proxy.commitAnswersLost(), before + 1)
+          const reserved = yield* books(user)
+          assert.deepStrictEqual(
+            [reserved.leases, reserved.balance],
+            [1, 1_000_000_000n - 17_000n],
+            "the lease exists, unknown to the node"
+          )
+          assert.strictEqual(lost._tag, "DatabaseUnavailable")
+          // For a moment calls that need the database are answered at once, without trying it again.
+          const backoff = yield* Effect.flip(
+            purses.hold({ userId: user, keyId: "key-1", amountNanos: 1_000n, requestId: "req-lease-2" })
+          )
+          assert.strictEqual(backoff._tag, "DatabaseUnavailable")
+          yield* Effect.sleep(Duration.millis(Purses.DATABASE_BACKOFF_MS + 50))
+          // The next call extends that same lease (it knows its id) rather than taking a second one.
+          const hold = yield* purses.hold({
+            userId: user,
+            keyId: "key-1",
+            amountNanos: 1_000n,
+            requestId: "req-lease-3"
+          })
+          assert.strictEqual((yield* books(user)).leases, 1)
+          yield* purses.settle(hold, 400n)
+          // The node closes: its lease (both grants) goes back; only the call's charge is spent.
+          yield* close
+          yield* writer.flush
+          const closed = yield* books(user)
+          assert.deepStrictEqual(
+            [closed.leases, closed.balance, closed.ledger, closed.charged],
+            [0, 1_000_000_000n - 400n, 1_000_000_000n - 400n, 400n]
+          )
+        }))
+    })
+  }
+)

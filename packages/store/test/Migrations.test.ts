@@ -14,7 +14,9 @@ const migrateBefore = (id: number) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const dialect = sql.onDialectOrElse({ pg: () => "pg" as const, orElse: () => "sqlite" as const })
-    yield* sql.unsafe("CREATE TABLE schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)")
+    yield* sql.unsafe(
+      "CREATE TABLE schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)"
+    )
     for (const migration of migrations.filter((m) => m.id < id)) {
       for (const statement of migration.statements(dialect)) yield* sql.unsafe(statement)
       yield* sql`INSERT INTO schema_migrations (id, name, applied_at) VALUES (${migration.id}, ${migration.name}, 0)`
@@ -65,11 +67,24 @@ const suite = (make: () => Promise<TestDatabase>) => {
         const sql = yield* SqlClient.SqlClient
         yield* migrateBefore(8)
         yield* sql`INSERT INTO users ${
-          sql.insert({ id: "usr_1", name: "alice", role: "user", balance_nanos: 700n, source: "console", created_at: 0, updated_at: 0 })
+          sql.insert({
+            id: "usr_1",
+            name: "alice",
+            role: "user",
+            balance_nanos: 700n,
+            source: "console",
+            created_at: 0,
+            updated_at: 0
+          })
         }`
         // What the lost COMMIT answer left: the batch of req_a and req_b written twice, charges included.
         yield* sql`INSERT INTO usage_records ${
-          sql.insert([usageRow("use_1", "req_a", 1), usageRow("use_2", "req_b", 1), usageRow("use_3", "req_a", 2), usageRow("use_4", "req_b", 2)])
+          sql.insert([
+            usageRow("use_1", "req_a", 1),
+            usageRow("use_2", "req_b", 1),
+            usageRow("use_3", "req_a", 2),
+            usageRow("use_4", "req_b", 2)
+          ])
         }`
         yield* sql`INSERT INTO ledger ${
           sql.insert([
@@ -105,10 +120,14 @@ const suite = (make: () => Promise<TestDatabase>) => {
         // From now on a request id has one usage record and one charge.
         const again = yield* Effect.flip(sql`INSERT INTO usage_records ${sql.insert(usageRow("use_5", "req_a", 3))}`)
         assert.strictEqual(again.reason._tag, "UniqueViolation")
-        const charged = yield* Effect.flip(sql`INSERT INTO ledger ${sql.insert(ledgerRow("led_6", "charge", -1n, "req_a", 3))}`)
+        const charged = yield* Effect.flip(
+          sql`INSERT INTO ledger ${sql.insert(ledgerRow("led_6", "charge", -1n, "req_a", 3))}`
+        )
         assert.strictEqual(charged.reason._tag, "UniqueViolation")
         // Other kinds of entries may share a request id with its charge (a database hold's 'hold' and 'release').
-        yield* sql`INSERT INTO ledger ${sql.insert([ledgerRow("led_7", "hold", -5n, "req_a", 3), ledgerRow("led_8", "release", 5n, "req_a", 3)])}`
+        yield* sql`INSERT INTO ledger ${
+          sql.insert([ledgerRow("led_7", "hold", -5n, "req_a", 3), ledgerRow("led_8", "release", 5n, "req_a", 3)])
+        }`
       }).pipe(Effect.provide(databaseLayer(db)))
     }))
 }

@@ -124,7 +124,9 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.isDefined(yield* users.verifyLogin(name, Redacted.make("the user's own password")))
         assert.isUndefined(yield* users.verifyLogin(name, Redacted.make("the file's password")))
         // The operator sets a new password in the file: it is applied, and the user's sessions end.
-        yield* sql`INSERT INTO sessions ${sql.insert({ id_hash: `s-${name}`, user_id: user.id, csrf_token: "t", created_at: 0, expires_at: 9e12 })}`
+        yield* sql`INSERT INTO sessions ${
+          sql.insert({ id_hash: `s-${name}`, user_id: user.id, csrf_token: "t", created_at: 0, expires_at: 9e12 })
+        }`
         const reset = yield* provisioning.provision(fileFor(name, { password: "a new password from the file" }))
         assert.deepStrictEqual(reset.updated, [`users:${name}`])
         assert.deepStrictEqual(fields(reset), [])
@@ -144,7 +146,10 @@ const suite = (make: () => Promise<TestDatabase>) =>
         yield* sql`UPDATE api_keys SET rpm = 5, quota_nanos = 1000000000 WHERE id = ${(yield* keyOf(name)).id}`
         const again = yield* provisioning.provision(fileFor(name))
         assert.sameMembers(fields(again), [`keys:${name}/laptop rpm`, `keys:${name}/laptop quota`])
-        assert.include(again.disagreements.find((d) => d.field === "quota")!.message, "quota: the file says 5.00 USD, the database has 1.00 USD")
+        assert.include(
+          again.disagreements.find((d) => d.field === "quota")!.message,
+          "quota: the file says 5.00 USD, the database has 1.00 USD"
+        )
         assert.deepStrictEqual([(yield* keyOf(name)).limits.rpm, (yield* keyOf(name)).quotaNanos], [5, 1_000_000_000n])
         // The file changes the key's rpm: that field is applied; the quota it did not change stays as the console set it.
         const changed = yield* provisioning.provision(fileFor(name, { rpm: 30 }))
@@ -175,7 +180,11 @@ const suite = (make: () => Promise<TestDatabase>) =>
           keys: [...fileFor(name).keys!, ...fileFor(other).keys!]
         })
         assert.deepStrictEqual(upgraded.updated, [])
-        assert.sameMembers(fields(upgraded), [`keys:${name}/laptop enabled`, `users:${name} password`, `keys:${other}/laptop revoked`])
+        assert.sameMembers(fields(upgraded), [
+          `keys:${name}/laptop enabled`,
+          `users:${name} password`,
+          `keys:${other}/laptop revoked`
+        ])
         assert.isFalse((yield* keyOf(name)).enabled)
         assert.isTrue((yield* keyOf(other)).revoked)
         assert.isDefined(yield* users.verifyLogin(name, Redacted.make("the user's own password")))

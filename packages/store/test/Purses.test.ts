@@ -31,7 +31,10 @@ describe("leaseGrant", () => {
   it("prefetches above the threshold, but at most a share of the balance", () => {
     assert.strictEqual(Purses.leaseGrant({ ...base, availableNanos: 6_400n, deficitNanos: 100n }), 1_600n)
     assert.strictEqual(Purses.leaseGrant({ ...base, availableNanos: 1_000_000n, deficitNanos: 100n }), 1_700n)
-    assert.strictEqual(Purses.leaseGrant({ ...base, availableNanos: 10_000n, deficitNanos: 60n, prefetchNanos: 9_000n }), 2_500n)
+    assert.strictEqual(
+      Purses.leaseGrant({ ...base, availableNanos: 10_000n, deficitNanos: 60n, prefetchNanos: 9_000n }),
+      2_500n
+    )
   })
   it("never grants less than the deficit nor more than the balance", () => {
     fc.assert(fc.property(
@@ -42,7 +45,14 @@ describe("leaseGrant", () => {
       fc.integer({ min: 1, max: 16 }),
       (available, hold, prefetch, minCalls, shareDivisor) => {
         const deficit = hold / 2n + 1n
-        const grant = Purses.leaseGrant({ availableNanos: available, deficitNanos: deficit, holdNanos: hold, prefetchNanos: prefetch, minCalls, shareDivisor })
+        const grant = Purses.leaseGrant({
+          availableNanos: available,
+          deficitNanos: deficit,
+          holdNanos: hold,
+          prefetchNanos: prefetch,
+          minCalls,
+          shareDivisor
+        })
         if (available < deficit) return grant === 0n
         return grant >= deficit && grant <= available
       }
@@ -56,7 +66,9 @@ const baseLayer = (make: () => Promise<TestDatabase>) =>
     (db) => {
       const database = Layer.effectDiscard(migrate).pipe(Layer.provideMerge(databaseLayer(db)))
       return Layer.mergeAll(Users.layer, Accounts.layer).pipe(
-        Layer.provideMerge(Secrets.layer({ secret: Redacted.make("test secret of sufficient length") }).pipe(Layer.orDie)),
+        Layer.provideMerge(
+          Secrets.layer({ secret: Redacted.make("test secret of sufficient length") }).pipe(Layer.orDie)
+        ),
         Layer.provideMerge(database)
       )
     }
@@ -77,11 +89,17 @@ const node = Effect.fnUntraced(function*(
   const scope = yield* Scope.make()
   const sql = yield* SqlClient.SqlClient
   const accounts = wrap(yield* Accounts)
-  const writer = yield* Layer.buildWithScope(UsageWriter.layerWith({ flushIntervalMs: 3_600_000, maxBatch: 100_000 }), scope).pipe(
+  const writer = yield* Layer.buildWithScope(
+    UsageWriter.layerWith({ flushIntervalMs: 3_600_000, maxBatch: 100_000 }),
+    scope
+  ).pipe(
     Effect.provideService(SqlClient.SqlClient, sql),
     Effect.map((context) => context.mapUnsafe.get(UsageWriter.key) as UsageWriter["Service"])
   )
-  const purses = yield* Layer.buildWithScope(Purses.layer({ nodeId: "node-a", leaseIdleMs: 3_600_000, ...options }), scope).pipe(
+  const purses = yield* Layer.buildWithScope(
+    Purses.layer({ nodeId: "node-a", leaseIdleMs: 3_600_000, ...options }),
+    scope
+  ).pipe(
     Effect.provideService(Accounts, accounts),
     Effect.provideService(UsageWriter, writer),
     Effect.map((context) => context.mapUnsafe.get(AccountsPort.Accounts.key) as AccountsPort.Accounts["Service"])
@@ -93,7 +111,8 @@ const node = Effect.fnUntraced(function*(
 const books = Effect.fnUntraced(function*(userId: string) {
   const sql = yield* SqlClient.SqlClient
   const accounts = yield* Accounts
-  const leases = yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS total, COUNT(*) AS n FROM leases WHERE user_id = ${userId}`
+  const leases =
+    yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS total, COUNT(*) AS n FROM leases WHERE user_id = ${userId}`
   const holds = yield* sql`SELECT COUNT(*) AS n FROM holds WHERE user_id = ${userId}`
   const balance = yield* accounts.balance(userId)
   const ledger = yield* accounts.ledgerSum(userId)
@@ -118,7 +137,11 @@ const makeOutage = Effect.sync(() => {
     wrap: (accounts: Accounts["Service"]): Accounts["Service"] => {
       const unreachable = () =>
         new SqlError.SqlError({
-          reason: new SqlError.ConnectionError({ cause: new Error("the database is down for this test"), message: "Failed to connect", operation: "connect" })
+          reason: new SqlError.ConnectionError({
+            cause: new Error("the database is down for this test"),
+            message: "Failed to connect",
+            operation: "connect"
+          })
         })
       return {
         ...accounts,
@@ -128,7 +151,8 @@ const makeOutage = Effect.sync(() => {
             return state.down ? Effect.fail(unreachable()) : accounts.lease(lease)
           }),
         hold: (hold) => Effect.suspend(() => state.down ? Effect.fail(unreachable()) : accounts.hold(hold)),
-        spendable: (userId, except) => Effect.suspend(() => state.down ? Effect.fail(unreachable()) : accounts.spendable(userId, except))
+        spendable: (userId, except) =>
+          Effect.suspend(() => state.down ? Effect.fail(unreachable()) : accounts.spendable(userId, except))
       }
     }
   }
@@ -141,7 +165,11 @@ const recorder = (lines: Array<{ readonly level: string; readonly message: strin
     lines.push({ level: logLevel, message: (Array.isArray(message) ? message : [message]).map(String).join(" ") })
   })
 
-const request = (userId: string, amountNanos: bigint, extra: Partial<AccountsPort.HoldRequest> = {}): AccountsPort.HoldRequest => ({
+const request = (
+  userId: string,
+  amountNanos: bigint,
+  extra: Partial<AccountsPort.HoldRequest> = {}
+): AccountsPort.HoldRequest => ({
   userId,
   keyId: "key-1",
   amountNanos,
@@ -157,7 +185,12 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const { purses, writer, close } = yield* node()
         const first = yield* purses.hold(request(user, 1_000n))
         // The first hold reserved the call plus 16 more of its size: 17,000 nano-dollars.
-        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 17_000n, reserved: 17_000n, leases: 1, holds: 0 })
+        assert.deepStrictEqual(yield* books(user), {
+          balance: 1_000_000_000n - 17_000n,
+          reserved: 17_000n,
+          leases: 1,
+          holds: 0
+        })
         const more = yield* Effect.forEach(Array.from({ length: 10 }), () => purses.hold(request(user, 1_000n)))
         assert.strictEqual((yield* books(user)).leases, 1, "no new lease for calls the lease covers")
         for (const id of [first, ...more]) yield* purses.settle(id, 300n)
@@ -165,9 +198,15 @@ const suite = (make: () => Promise<TestDatabase>) =>
         // What the user sees is exact before the batch is written.
         assert.strictEqual(yield* purses.balance(user), 1_000_000_000n - 3_300n)
         yield* writer.flush
-        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 17_000n, reserved: 17_000n - 3_300n, leases: 1, holds: 0 })
+        assert.deepStrictEqual(yield* books(user), {
+          balance: 1_000_000_000n - 17_000n,
+          reserved: 17_000n - 3_300n,
+          leases: 1,
+          holds: 0
+        })
         const sql = yield* SqlClient.SqlClient
-        const charges = yield* sql`SELECT COUNT(*) AS n, COALESCE(SUM(amount_nanos), 0) AS total FROM ledger WHERE user_id = ${user} AND kind = 'charge'`
+        const charges =
+          yield* sql`SELECT COUNT(*) AS n, COALESCE(SUM(amount_nanos), 0) AS total FROM ledger WHERE user_id = ${user} AND kind = 'charge'`
         assert.strictEqual(Number(charges[0]!.n), 11)
         assert.strictEqual(BigInt(charges[0]!.total as bigint | number), -3_300n)
         const spent = yield* sql`SELECT spent_nanos FROM key_spend WHERE key_id = 'key-1'`
@@ -175,7 +214,12 @@ const suite = (make: () => Promise<TestDatabase>) =>
         // Closing the node releases its lease after the queued charges.
         yield* close
         yield* writer.flush
-        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 3_300n, reserved: 0n, leases: 0, holds: 0 })
+        assert.deepStrictEqual(yield* books(user), {
+          balance: 1_000_000_000n - 3_300n,
+          reserved: 0n,
+          leases: 0,
+          holds: 0
+        })
       }))
 
     it.effect("a hold interrupted once its lease is committed: the lease is kept for the next calls, and released with the node", () =>
@@ -189,14 +233,24 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const holding = yield* Effect.forkChild(purses.hold(request(user, 1_000n)))
         yield* Effect.sleep("10 millis")
         yield* Fiber.interrupt(holding)
-        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 17_000n, reserved: 17_000n, leases: 1, holds: 0 })
+        assert.deepStrictEqual(yield* books(user), {
+          balance: 1_000_000_000n - 17_000n,
+          reserved: 17_000n,
+          leases: 1,
+          holds: 0
+        })
         // The next call holds from that lease rather than taking another.
         const id = yield* purses.hold(request(user, 1_000n))
         assert.strictEqual((yield* books(user)).leases, 1)
         yield* purses.settle(id, 100n)
         yield* close
         yield* writer.flush
-        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 100n, reserved: 0n, leases: 0, holds: 0 })
+        assert.deepStrictEqual(yield* books(user), {
+          balance: 1_000_000_000n - 100n,
+          reserved: 0n,
+          leases: 0,
+          holds: 0
+        })
       }))
 
     it.effect("an idle lease goes back to the balance", () =>
@@ -209,7 +263,12 @@ const suite = (make: () => Promise<TestDatabase>) =>
           yield* writer.flush
           yield* Effect.sleep("20 millis")
         }
-        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 250n, reserved: 0n, leases: 0, holds: 0 })
+        assert.deepStrictEqual(yield* books(user), {
+          balance: 1_000_000_000n - 250n,
+          reserved: 0n,
+          leases: 0,
+          holds: 0
+        })
         yield* close
       }))
 
@@ -361,7 +420,12 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.strictEqual(yield* (yield* Accounts).sweepHolds({ nodeId: "node-paused" }), 1)
         assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n, reserved: 0n, leases: 0, holds: 0 })
         yield* writer.flush
-        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 700n, reserved: 0n, leases: 0, holds: 0 })
+        assert.deepStrictEqual(yield* books(user), {
+          balance: 1_000_000_000n - 700n,
+          reserved: 0n,
+          leases: 0,
+          holds: 0
+        })
         yield* close
       }))
 
@@ -376,7 +440,13 @@ const suite = (make: () => Promise<TestDatabase>) =>
         yield* accounts.heartbeat("node-dead")
         yield* live.purses.hold(request(user, 1_000n))
         yield* dead.purses.hold(request(user, 1_000n))
-        yield* accounts.hold({ userId: user, keyId: "key-1", amountNanos: 500n, requestId: "r-db", nodeId: "node-dead" })
+        yield* accounts.hold({
+          userId: user,
+          keyId: "key-1",
+          amountNanos: 500n,
+          requestId: "r-db",
+          nodeId: "node-dead"
+        })
         // Both heartbeats are fresh: nothing is swept.
         assert.strictEqual(yield* accounts.sweepHolds({ deadAfterMs: 60_000, except: "node-live" }), 0)
         // node-dead's heartbeat is an hour old: its lease and its hold go back; node-live's lease stays.
@@ -417,10 +487,15 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const refused = yield* Effect.flip(purses.hold(request(user, 1_000n)))
         assert.strictEqual(refused._tag, "DatabaseUnavailable")
         assert.include(refused.message, "cannot reach its database")
-        assert.strictEqual((refused as { retryAfterSeconds?: number }).retryAfterSeconds, Purses.DATABASE_RETRY_AFTER_SECONDS)
+        assert.strictEqual(
+          (refused as { retryAfterSeconds?: number }).retryAfterSeconds,
+          Purses.DATABASE_RETRY_AFTER_SECONDS
+        )
         const calls = outage.leaseCalls
         // A user without a lease, many times: refused at once, without trying the database each time.
-        for (let i = 0; i < 50; i++) assert.strictEqual((yield* Effect.flip(purses.hold(request(other, 1_000n))))._tag, "DatabaseUnavailable")
+        for (let i = 0; i < 50; i++) {
+          assert.strictEqual((yield* Effect.flip(purses.hold(request(other, 1_000n))))._tag, "DatabaseUnavailable")
+        }
         assert.strictEqual(outage.leaseCalls, calls, "the database is left alone for a moment after a failure")
         // The balance the user sees: as last read, less what this node's calls spent since.
         assert.strictEqual(yield* purses.balance(user), 1_000_000_000n - 41n * 400n)
@@ -432,11 +507,24 @@ const suite = (make: () => Promise<TestDatabase>) =>
         outage.down = false
         yield* Effect.sleep(Duration.millis(Purses.DATABASE_BACKOFF_MS + 50))
         yield* purses.settle(yield* purses.hold(request(other, 1_000n)), 400n)
-        assert.isTrue(log.some((line) => line.level === "Info" && line.message.includes("works again")), JSON.stringify(log))
+        assert.isTrue(
+          log.some((line) => line.level === "Info" && line.message.includes("works again")),
+          JSON.stringify(log)
+        )
         yield* close
         yield* writer.flush
-        assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000n - 41n * 400n, reserved: 0n, leases: 0, holds: 0 })
-        assert.deepStrictEqual(yield* books(other), { balance: 1_000_000_000n - 400n, reserved: 0n, leases: 0, holds: 0 })
+        assert.deepStrictEqual(yield* books(user), {
+          balance: 1_000_000_000n - 41n * 400n,
+          reserved: 0n,
+          leases: 0,
+          holds: 0
+        })
+        assert.deepStrictEqual(yield* books(other), {
+          balance: 1_000_000_000n - 400n,
+          reserved: 0n,
+          leases: 0,
+          holds: 0
+        })
       }).pipe(Effect.provide(Logger.layer([recorder(log)])))
     })
 
@@ -447,44 +535,54 @@ const suite = (make: () => Promise<TestDatabase>) =>
           fc.assert(
             fc.asyncProperty(
               fc.bigInt({ min: 0n, max: 200_000n }),
-              fc.array(fc.record({ hold: fc.bigInt({ min: 1n, max: 20_000n }), charge: fc.bigInt({ min: 0n, max: 25_000n }) }), {
-                minLength: 1,
-                maxLength: 40
-              }),
+              fc.array(
+                fc.record({ hold: fc.bigInt({ min: 1n, max: 20_000n }), charge: fc.bigInt({ min: 0n, max: 25_000n }) }),
+                {
+                  minLength: 1,
+                  maxLength: 40
+                }
+              ),
               (initial, calls) =>
-                Effect.runPromise(Effect.gen(function*() {
-                  const user = yield* userWith(initial)
-                  const { purses, writer, close } = yield* node()
-                  // Every call holds concurrently, then the ones admitted settle in order.
-                  const held = yield* Effect.forEach(
-                    calls,
-                    (call) => Effect.result(purses.hold(request(user, call.hold))),
-                    { concurrency: "unbounded" }
-                  )
-                  // Reference: holds admitted never exceed the balance; each charge is capped by
-                  // what its hold and the lease's unused remainder cover, never by more than the balance.
-                  let admitted = 0n
-                  let charged = 0n
-                  for (let i = 0; i < calls.length; i++) {
-                    const result = held[i]!
-                    if (result._tag === "Failure") continue
-                    admitted += calls[i]!.hold
-                    yield* purses.settle(result.success, calls[i]!.charge)
-                  }
-                  assert.isTrue(admitted <= initial, "holds never exceed the balance")
-                  yield* close
-                  yield* writer.flush
-                  const b = yield* books(user)
-                  assert.deepStrictEqual({ reserved: b.reserved, leases: b.leases, holds: b.holds }, { reserved: 0n, leases: 0, holds: 0 })
-                  const sql = yield* SqlClient.SqlClient
-                  const rows = yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS total FROM ledger WHERE user_id = ${user} AND kind = 'charge'`
-                  charged = -BigInt(rows[0]!.total as bigint | number)
-                  assert.strictEqual(b.balance, initial - charged)
-                  let wanted = 0n
-                  for (let i = 0; i < calls.length; i++) if (held[i]!._tag === "Success") wanted += calls[i]!.charge
-                  assert.isTrue(charged <= wanted, "never charged more than the calls cost")
-                  assert.isTrue(charged <= initial, "never charged more than the balance")
-                }).pipe(Effect.provideContext(context), Effect.scoped)).then(() => true)
+                Effect.runPromise(
+                  Effect.gen(function*() {
+                    const user = yield* userWith(initial)
+                    const { purses, writer, close } = yield* node()
+                    // Every call holds concurrently, then the ones admitted settle in order.
+                    const held = yield* Effect.forEach(
+                      calls,
+                      (call) => Effect.result(purses.hold(request(user, call.hold))),
+                      { concurrency: "unbounded" }
+                    )
+                    // Reference: holds admitted never exceed the balance; each charge is capped by
+                    // what its hold and the lease's unused remainder cover, never by more than the balance.
+                    let admitted = 0n
+                    let charged = 0n
+                    for (let i = 0; i < calls.length; i++) {
+                      const result = held[i]!
+                      if (result._tag === "Failure") continue
+                      admitted += calls[i]!.hold
+                      yield* purses.settle(result.success, calls[i]!.charge)
+                    }
+                    assert.isTrue(admitted <= initial, "holds never exceed the balance")
+                    yield* close
+                    yield* writer.flush
+                    const b = yield* books(user)
+                    assert.deepStrictEqual({ reserved: b.reserved, leases: b.leases, holds: b.holds }, {
+                      reserved: 0n,
+                      leases: 0,
+                      holds: 0
+                    })
+                    const sql = yield* SqlClient.SqlClient
+                    const rows =
+                      yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS total FROM ledger WHERE user_id = ${user} AND kind = 'charge'`
+                    charged = -BigInt(rows[0]!.total as bigint | number)
+                    assert.strictEqual(b.balance, initial - charged)
+                    let wanted = 0n
+                    for (let i = 0; i < calls.length; i++) if (held[i]!._tag === "Success") wanted += calls[i]!.charge
+                    assert.isTrue(charged <= wanted, "never charged more than the calls cost")
+                    assert.isTrue(charged <= initial, "never charged more than the balance")
+                  }).pipe(Effect.provideContext(context), Effect.scoped)
+                ).then(() => true)
             ),
             { numRuns: 25 }
           )
@@ -523,7 +621,12 @@ describe("leases sized by recent spending", () => {
       yield* TestClock.adjust(Duration.millis(Purses.DATABASE_BACKOFF_MS))
       yield* close
       yield* writer.flush
-      assert.deepStrictEqual(yield* books(user), { balance: 1_000_000_000_000n - 800n * 1_000_000n, reserved: 0n, leases: 0, holds: 0 })
+      assert.deepStrictEqual(yield* books(user), {
+        balance: 1_000_000_000_000n - 800n * 1_000_000n,
+        reserved: 0n,
+        leases: 0,
+        holds: 0
+      })
     }).pipe(Effect.provide(baseLayer(makeSqlite))))
 
   it("the spending rate reads as what is spent per second, and decays when spending stops", () => {
@@ -535,7 +638,11 @@ describe("leases sized by recent spending", () => {
     }
     // Read just after a charge the window holds it whole: a steady spend reads within 6% of itself.
     assert.closeTo(Purses.spendRateAt(rate, at, at), 5_000, 300)
-    assert.closeTo(Purses.spendRateAt(rate, at, at + Purses.SPEND_RATE_WINDOW_MS), Purses.spendRateAt(rate, at, at) / Math.E, 1)
+    assert.closeTo(
+      Purses.spendRateAt(rate, at, at + Purses.SPEND_RATE_WINDOW_MS),
+      Purses.spendRateAt(rate, at, at) / Math.E,
+      1
+    )
     assert.strictEqual(Purses.spendRateAt(0, 0, 1_000_000), 0)
   })
 })

@@ -45,7 +45,14 @@ const base = (userId: string, i: number): UsageLog.UsageRecord => ({
   errorCode: null,
   errorMessage: null,
   attempts: 1,
-  attemptLog: [{ channel: i % 2 === 0 ? "alpha" : "beta", keyHint: "…abcd", status: 200, errorCode: null, errorMessage: null, durationMs: 100 }]
+  attemptLog: [{
+    channel: i % 2 === 0 ? "alpha" : "beta",
+    keyHint: "…abcd",
+    status: 200,
+    errorCode: null,
+    errorMessage: null,
+    durationMs: 100
+  }]
 })
 
 /** 30 records, three per second: a 502 failover, a 429 refusal without attempts, the rest served. */
@@ -66,8 +73,22 @@ const records = (userId: string): ReadonlyArray<UsageLog.UsageRecord> =>
         ttfbMs: null,
         attempts: 2,
         attemptLog: [
-          { channel: "alpha", keyHint: "…abcd", status: 503, errorCode: "UpstreamUnavailable", errorMessage: "The upstream 'alpha' answered 503.", durationMs: 5 },
-          { channel: "beta", keyHint: "…wxyz", status: null, errorCode: "UpstreamUnavailable", errorMessage: "The upstream 'beta' could not be reached (ECONNREFUSED).", durationMs: 2 }
+          {
+            channel: "alpha",
+            keyHint: "…abcd",
+            status: 503,
+            errorCode: "UpstreamUnavailable",
+            errorMessage: "The upstream 'alpha' answered 503.",
+            durationMs: 5
+          },
+          {
+            channel: "beta",
+            keyHint: "…wxyz",
+            status: null,
+            errorCode: "UpstreamUnavailable",
+            errorMessage: "The upstream 'beta' could not be reached (ECONNREFUSED).",
+            durationMs: 2
+          }
         ]
       }
     }
@@ -123,7 +144,15 @@ const suite = (make: () => Promise<TestDatabase>) => {
         const reports = yield* Reports
         const [served] = (yield* reports.usagePage({ userId, requestId: `req_log_${userId}_0` }, 10, undefined)).data
         assert.deepStrictEqual(
-          [served!.reasoningTokens, served!.cachedTokens, served!.upstreamModel, served!.dialectIn, served!.dialectOut, served!.usageReported, served!.errorMessage],
+          [
+            served!.reasoningTokens,
+            served!.cachedTokens,
+            served!.upstreamModel,
+            served!.dialectIn,
+            served!.dialectOut,
+            served!.usageReported,
+            served!.errorMessage
+          ],
           [4, 2, "gpt-log-2026", "openai", "openai", true, null]
         )
         const [failed] = (yield* reports.usagePage({ userId, requestId: `req_log_${userId}_3` }, 10, undefined)).data
@@ -133,7 +162,12 @@ const suite = (make: () => Promise<TestDatabase>) => {
           ["beta", null, "The upstream 'beta' could not be reached (ECONNREFUSED)."]
         ])
         const [refused] = (yield* reports.usagePage({ userId, requestId: `req_log_${userId}_7` }, 10, undefined)).data
-        assert.deepStrictEqual([refused!.channel, refused!.attempts, refused!.status, refused!.errorCode], ["", 0, 429, "InsufficientBalance"])
+        assert.deepStrictEqual([refused!.channel, refused!.attempts, refused!.status, refused!.errorCode], [
+          "",
+          0,
+          429,
+          "InsufficientBalance"
+        ])
         assert.include(refused!.errorMessage, "needs up to $0.25")
       }))
 
@@ -148,8 +182,14 @@ const suite = (make: () => Promise<TestDatabase>) => {
         assert.sameMembers(yield* ids({ status: "error" }), expected((r) => r.status >= 400))
         assert.sameMembers(yield* ids({ status: "4xx" }), expected((r) => r.status >= 400 && r.status < 500))
         assert.sameMembers(yield* ids({ status: "5xx" }), expected((r) => r.status >= 500))
-        assert.sameMembers(yield* ids({ errorCode: "InsufficientBalance" }), expected((r) => r.errorCode === "InsufficientBalance"))
-        assert.sameMembers(yield* ids({ status: "5xx", channel: "beta" }), expected((r) => r.status >= 500 && r.channel === "beta"))
+        assert.sameMembers(
+          yield* ids({ errorCode: "InsufficientBalance" }),
+          expected((r) => r.errorCode === "InsufficientBalance")
+        )
+        assert.sameMembers(
+          yield* ids({ status: "5xx", channel: "beta" }),
+          expected((r) => r.status >= 500 && r.channel === "beta")
+        )
         assert.deepStrictEqual(yield* ids({ requestId: `req_log_${userId}_12` }), [`req_log_${userId}_12`])
         assert.deepStrictEqual(yield* ids({ requestId: "req_nobody" }), [])
         // The sums of the dashboards take the same filters.
@@ -169,10 +209,16 @@ const suite = (make: () => Promise<TestDatabase>) => {
         const rows = (yield* reports.usagePage({ userId }, 1000, undefined)).data
         for (let i = 1; i < rows.length; i++) {
           const [a, b] = [rows[i - 1]!, rows[i]!]
-          assert.isTrue(a.createdAt > b.createdAt || (a.createdAt === b.createdAt && a.id > b.id), "newest first, then by id")
+          assert.isTrue(
+            a.createdAt > b.createdAt || (a.createdAt === b.createdAt && a.id > b.id),
+            "newest first, then by id"
+          )
         }
         // A filtered walk pages the same way.
-        assert.deepStrictEqual(yield* allPages({ userId, channel: "alpha" }, 3), yield* allPages({ userId, channel: "alpha" }, 1000))
+        assert.deepStrictEqual(
+          yield* allPages({ userId, channel: "alpha" }, 3),
+          yield* allPages({ userId, channel: "alpha" }, 1000)
+        )
       }))
 
     it.effect("prunes only usage records older than the cut-off, never the ledger", () =>
@@ -210,7 +256,9 @@ const suite = (make: () => Promise<TestDatabase>) => {
       yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const dialect = sql.onDialectOrElse({ pg: () => "pg" as const, orElse: () => "sqlite" as const })
-        yield* sql.unsafe("CREATE TABLE schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)")
+        yield* sql.unsafe(
+          "CREATE TABLE schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)"
+        )
         for (const migration of migrations.filter((m) => m.id < 12)) {
           for (const statement of migration.statements(dialect)) yield* sql.unsafe(statement)
           yield* sql`INSERT INTO schema_migrations (id, name, applied_at) VALUES (${migration.id}, ${migration.name}, 0)`
@@ -238,14 +286,25 @@ const suite = (make: () => Promise<TestDatabase>) => {
             status: 500,
             error_code: "InternalError",
             attempts: 1,
-            attempt_log: JSON.stringify([{ channel: "c", keyHint: "…abcd", status: 500, errorCode: "UpstreamUnavailable", durationMs: 3 }])
+            attempt_log: JSON.stringify([{
+              channel: "c",
+              keyHint: "…abcd",
+              status: 500,
+              errorCode: "UpstreamUnavailable",
+              durationMs: 3
+            }])
           })
         }`
         assert.deepStrictEqual(yield* migrate, ["12_request_log"])
-        const page = yield* Effect.flatMap(Reports, (reports) => reports.usagePage({ status: "5xx" }, 10, undefined)).pipe(
-          Effect.provide(Reports.layer)
-        )
-        assert.deepStrictEqual(page.data.map((r) => [r.requestId, r.reasoningTokens, r.errorMessage]), [["req_old", 0, null]])
+        const page = yield* Effect.flatMap(Reports, (reports) => reports.usagePage({ status: "5xx" }, 10, undefined))
+          .pipe(
+            Effect.provide(Reports.layer)
+          )
+        assert.deepStrictEqual(page.data.map((r) => [r.requestId, r.reasoningTokens, r.errorMessage]), [[
+          "req_old",
+          0,
+          null
+        ]])
         assert.deepStrictEqual(page.data[0]!.attemptLog.map((a) => a.errorMessage), [null])
       }).pipe(Effect.provide(databaseLayer(db)))
     }))
@@ -264,10 +323,13 @@ describe("sqlite", () => {
       return rows.map((row) => String((row as { readonly detail?: unknown }).detail)).join(" | ")
     })
 
-  layer(Layer.unwrap(Effect.map(
-    Effect.acquireRelease(Effect.promise(makeSqlite), (db) => Effect.promise(db.cleanup)),
-    (db) => Layer.effectDiscard(migrate).pipe(Layer.provideMerge(databaseLayer(db)))
-  )), { excludeTestServices: true })((it) => {
+  layer(
+    Layer.unwrap(Effect.map(
+      Effect.acquireRelease(Effect.promise(makeSqlite), (db) => Effect.promise(db.cleanup)),
+      (db) => Layer.effectDiscard(migrate).pipe(Layer.provideMerge(databaseLayer(db)))
+    )),
+    { excludeTestServices: true }
+  )((it) => {
     it.effect("every filter's page walks an index in order, with no sort (deep pages included)", () =>
       Effect.gen(function*() {
         const cases: ReadonlyArray<readonly [string, string]> = [

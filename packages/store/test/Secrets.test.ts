@@ -29,9 +29,10 @@ describe("Secrets", () => {
       )
       assert.strictEqual(other._tag, "SecretError")
       assert.include(other.message, "different server key")
-      const tampered = yield* Effect.flatMap(Secrets.Secrets, (s) => Effect.flip(s.decrypt(blob.slice(0, -4) + "AAA="))).pipe(
-        Effect.provide(fromSecret("the first server secret value"))
-      )
+      const tampered = yield* Effect.flatMap(Secrets.Secrets, (s) => Effect.flip(s.decrypt(blob.slice(0, -4) + "AAA=")))
+        .pipe(
+          Effect.provide(fromSecret("the first server secret value"))
+        )
       assert.strictEqual(tampered._tag, "SecretError")
       const malformed = yield* Effect.flatMap(Secrets.Secrets, (s) => Effect.flip(s.decrypt("plain"))).pipe(
         Effect.provide(fromSecret("the first server secret value"))
@@ -41,9 +42,15 @@ describe("Secrets", () => {
 
   it.effect("derives distinct keys for hashing and encryption; hashing is stable and keyed", () =>
     Effect.gen(function*() {
-      const hash1 = yield* Effect.map(Secrets.KeyHasher, (h) => h.hash("sk-abc")).pipe(Effect.provide(fromSecret("secret number one!!")))
-      const hash1again = yield* Effect.map(Secrets.KeyHasher, (h) => h.hash("sk-abc")).pipe(Effect.provide(fromSecret("secret number one!!")))
-      const hash2 = yield* Effect.map(Secrets.KeyHasher, (h) => h.hash("sk-abc")).pipe(Effect.provide(fromSecret("secret number two!!")))
+      const hash1 = yield* Effect.map(Secrets.KeyHasher, (h) => h.hash("sk-abc")).pipe(
+        Effect.provide(fromSecret("secret number one!!"))
+      )
+      const hash1again = yield* Effect.map(Secrets.KeyHasher, (h) => h.hash("sk-abc")).pipe(
+        Effect.provide(fromSecret("secret number one!!"))
+      )
+      const hash2 = yield* Effect.map(Secrets.KeyHasher, (h) => h.hash("sk-abc")).pipe(
+        Effect.provide(fromSecret("secret number two!!"))
+      )
       assert.match(hash1, /^[0-9a-f]{64}$/)
       assert.strictEqual(hash1, hash1again)
       assert.notStrictEqual(hash1, hash2)
@@ -79,8 +86,12 @@ describe("Secrets", () => {
       assert.deepStrictEqual(first, second)
       assert.strictEqual(statSync(path).mode & 0o777, 0o600)
       assert.strictEqual(statSync(join(dir, "sub")).mode & 0o777, 0o700)
-      const blob = yield* Effect.flatMap(Secrets.Secrets, (s) => s.encrypt("x")).pipe(Effect.provide(Secrets.layer({ keyFile: path })))
-      const plain = yield* Effect.flatMap(Secrets.Secrets, (s) => s.decrypt(blob)).pipe(Effect.provide(Secrets.layer({ keyFile: path })))
+      const blob = yield* Effect.flatMap(Secrets.Secrets, (s) => s.encrypt("x")).pipe(
+        Effect.provide(Secrets.layer({ keyFile: path }))
+      )
+      const plain = yield* Effect.flatMap(Secrets.Secrets, (s) => s.decrypt(blob)).pipe(
+        Effect.provide(Secrets.layer({ keyFile: path }))
+      )
       assert.strictEqual(plain, "x")
       rmSync(dir, { recursive: true, force: true })
     }))
@@ -119,7 +130,10 @@ describe("Secrets", () => {
       assert.isFalse(yield* Secrets.verifyPasswordOrDecoy(Redacted.make(""), null, recording))
       // Every call ran scrypt once: against the real hash, then twice against the decoy with the real parameters.
       assert.deepStrictEqual(checked, [real, Secrets.unmatchableHash, Secrets.unmatchableHash])
-      assert.strictEqual(Secrets.unmatchableHash.split("$").slice(0, 2).join("$"), real.split("$").slice(0, 2).join("$"))
+      assert.strictEqual(
+        Secrets.unmatchableHash.split("$").slice(0, 2).join("$"),
+        real.split("$").slice(0, 2).join("$")
+      )
       assert.isFalse(yield* Secrets.verifyPassword(Redacted.make("anything"), Secrets.unmatchableHash))
     }))
 })

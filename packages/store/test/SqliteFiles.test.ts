@@ -57,7 +57,9 @@ describe("SQLite files", () => {
         const before = statSync(file).size
         // About 2,000 pages of rows, in commits: only a checkpoint moves them from the log into the file.
         for (let i = 0; i < 40; i++) {
-          yield* sql.unsafe(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) INSERT INTO t SELECT hex(randomblob(1000)) FROM n`)
+          yield* sql.unsafe(
+            `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) INSERT INTO t SELECT hex(randomblob(1000)) FROM n`
+          )
         }
         for (let i = 0; i < 50 && statSync(file).size <= before; i++) yield* Effect.sleep("100 millis")
         assert.isAbove(statSync(file).size, before + 1_000_000, "the thread copied the log into the database file")

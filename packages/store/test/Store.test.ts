@@ -4,10 +4,13 @@
  */
 import { describe, layer } from "@effect/vitest"
 import { assert } from "@effect/vitest"
+import { Domain, KeyStore, Money } from "@modelgate/core"
 import { Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { Accounts } from "../src/Accounts.ts"
 import { CatalogRepo } from "../src/CatalogRepo.ts"
+import { type ChannelInput, validateChannel } from "../src/CatalogRepo.ts"
+import { ChannelKeyStates } from "../src/ChannelKeyStates.ts"
 import { Keys } from "../src/Keys.ts"
 import { migrate, migrations } from "../src/Migrations.ts"
 import { Provisioning, type ProvisionInput } from "../src/Provisioning.ts"
@@ -15,9 +18,6 @@ import { Redemption } from "../src/Redemption.ts"
 import { KeyHasher } from "../src/Secrets.ts"
 import { UsageWriter } from "../src/UsageWriter.ts"
 import { Users } from "../src/Users.ts"
-import { Domain, KeyStore, Money } from "@modelgate/core"
-import { ChannelKeyStates } from "../src/ChannelKeyStates.ts"
-import { type ChannelInput, validateChannel } from "../src/CatalogRepo.ts"
 import { databaseLayer, makePostgres, makeSqlite, postgresUrl, storeLayer, type TestDatabase } from "./harness.ts"
 
 const USD = 1_000_000_000n
@@ -56,7 +56,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
           Effect.provide(databaseLayer(db, 10))
         )
         // Each migration ran in exactly one of the five, whichever won the lock.
-        assert.deepStrictEqual([...results.flat()].sort(), migrations.map((m) => `${m.id}_${m.name}`).sort())
+        assert.deepStrictEqual(results.flat().sort(), migrations.map((m) => `${m.id}_${m.name}`).sort())
       }))
 
     it.effect("provisioning is idempotent and never touches console rows", () =>
@@ -79,7 +79,12 @@ const suite = (make: () => Promise<TestDatabase>) =>
             },
             { name: "console-carol", balanceNanos: 99n * USD }
           ],
-          groups: [{ name: "default", ratioMicros: 1_000_000n }, { name: "vip", ratioMicros: 800_000n, selectable: true, limits: { rpm: 60 } }],
+          groups: [{ name: "default", ratioMicros: 1_000_000n }, {
+            name: "vip",
+            ratioMicros: 800_000n,
+            selectable: true,
+            limits: { rpm: 60 }
+          }],
           models: [{
             id: "gpt-4o-mini",
             displayName: "GPT-4o mini",
@@ -113,13 +118,25 @@ const suite = (make: () => Promise<TestDatabase>) =>
             streamOptions: false
           }],
           keys: [
-            { user: "alice", name: "fixed", group: "default", secret: Redacted.make("sk-fixed-secret-for-tests-0001"), limits: { rpm: 5 } },
+            {
+              user: "alice",
+              name: "fixed",
+              group: "default",
+              secret: Redacted.make("sk-fixed-secret-for-tests-0001"),
+              limits: { rpm: 5 }
+            },
             { user: "alice", name: "generated", group: "vip", models: ["gpt-4o-mini"] },
             { user: "console-carol", name: "nope", group: "default" }
           ]
         }
         const first = yield* provisioning.provision(input)
-        assert.includeMembers([...first.created], ["users:alice", "groups:vip", "models:gpt-4o-mini", "channels:openai-main", "keys:alice/fixed"])
+        assert.includeMembers([...first.created], [
+          "users:alice",
+          "groups:vip",
+          "models:gpt-4o-mini",
+          "channels:openai-main",
+          "keys:alice/fixed"
+        ])
         assert.includeMembers([...first.skipped], ["users:console-carol", "keys:console-carol/nope"])
         assert.strictEqual(first.createdSecrets.length, 1)
         const second = yield* provisioning.provision(input)
@@ -149,7 +166,10 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.deepStrictEqual(catalog.channels[0]!.apiKeys, ["sk-upstream-1", "sk-upstream-2"])
         // Breaker settings, parameters and the stream_options switch survive the round trip.
         assert.strictEqual(catalog.channels[0]!.breaker.consecutiveFailures, 3)
-        assert.deepStrictEqual(catalog.channels[0]!.params, { defaults: { temperature: 0.2 }, overrides: { user: null, metadata: { team: "a" } } })
+        assert.deepStrictEqual(catalog.channels[0]!.params, {
+          defaults: { temperature: 0.2 },
+          overrides: { user: null, metadata: { team: "a" } }
+        })
         assert.isFalse(catalog.channels[0]!.streamOptions)
         assert.strictEqual(catalog.models[0]!.outputNanosPerMillion, 600_000_000n)
         // The model's metadata (migration 5) round-trips; flags left out read as false.
@@ -157,7 +177,11 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.strictEqual(catalog.models[0]!.reasoning, true)
         assert.strictEqual(catalog.models[0]!.embedding, false)
         assert.strictEqual(catalog.models[0]!.reasoningContent, false)
-        assert.deepStrictEqual(catalog.groups.find((g) => g.name === "vip")!.limits, { rpm: 60, tpm: null, concurrency: null })
+        assert.deepStrictEqual(catalog.groups.find((g) => g.name === "vip")!.limits, {
+          rpm: 60,
+          tpm: null,
+          concurrency: null
+        })
         assert.deepStrictEqual(catalog.aliases, [{ pattern: "gpt-4o-mini-*", target: "gpt-4o-mini" }])
 
         // A changed declaration is applied; the balance in config is only the initial one.
@@ -192,9 +216,30 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.notInclude(one, "sk-one")
         assert.notStrictEqual(one, states.fingerprint("sk-two"))
         const mine = Effect.map(states.list, (all) => all.filter((s) => s.channelId === channelId))
-        yield* states.disable({ channelId, fingerprint: one, status: 401, reason: "HTTP 401: bad key", disabledAt: 1, nodeId: "n1" })
-        yield* states.disable({ channelId, fingerprint: one, status: 403, reason: "HTTP 403: forbidden", disabledAt: 2, nodeId: "n2" })
-        yield* states.disable({ channelId, fingerprint: states.fingerprint("sk-two"), status: 401, reason: "HTTP 401", disabledAt: 3, nodeId: "n1" })
+        yield* states.disable({
+          channelId,
+          fingerprint: one,
+          status: 401,
+          reason: "HTTP 401: bad key",
+          disabledAt: 1,
+          nodeId: "n1"
+        })
+        yield* states.disable({
+          channelId,
+          fingerprint: one,
+          status: 403,
+          reason: "HTTP 403: forbidden",
+          disabledAt: 2,
+          nodeId: "n2"
+        })
+        yield* states.disable({
+          channelId,
+          fingerprint: states.fingerprint("sk-two"),
+          status: 401,
+          reason: "HTTP 401",
+          disabledAt: 3,
+          nodeId: "n1"
+        })
         const listed = yield* mine
         assert.strictEqual(listed.length, 2)
         assert.deepStrictEqual(listed.find((s) => s.fingerprint === one), {
@@ -209,7 +254,14 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.strictEqual((yield* mine).length, 1)
         yield* states.enableChannel(channelId)
         assert.strictEqual((yield* mine).length, 0)
-        yield* states.disable({ channelId, fingerprint: one, status: 401, reason: "HTTP 401", disabledAt: 4, nodeId: "n1" })
+        yield* states.disable({
+          channelId,
+          fingerprint: one,
+          status: 401,
+          reason: "HTTP 401",
+          disabledAt: 4,
+          nodeId: "n1"
+        })
         yield* repo.deleteChannel(channelId)
         assert.strictEqual((yield* states.list).filter((s) => s.channelId === channelId).length, 0)
       }))
@@ -236,25 +288,46 @@ const suite = (make: () => Promise<TestDatabase>) =>
         }
         // A weight of 0 is valid: the channel is a backup within its tier.
         yield* validateChannel(base, "channels[0]")
-        const pathOf = (input: ChannelInput) => Effect.map(Effect.flip(validateChannel(input, "")), (e) => [e.path, e.message])
-        assert.deepStrictEqual(yield* pathOf({ ...base, headers: { Host: "x" } }), ["headers.Host", "headers.Host: this header is managed by the gateway's HTTP client"])
+        const pathOf = (input: ChannelInput) =>
+          Effect.map(Effect.flip(validateChannel(input, "")), (e) => [e.path, e.message])
+        assert.deepStrictEqual(yield* pathOf({ ...base, headers: { Host: "x" } }), [
+          "headers.Host",
+          "headers.Host: this header is managed by the gateway's HTTP client"
+        ])
         assert.strictEqual((yield* pathOf({ ...base, headers: { "x-a": "1\r\nx-b: 2" } }))[0], "headers.x-a")
         assert.strictEqual((yield* pathOf({ ...base, headers: { "bad name": "1" } }))[0], "headers.bad name")
         assert.deepStrictEqual(
           yield* pathOf({ ...base, params: { defaults: {}, overrides: { stream_options: {} } } }),
-          ["params.overrides.stream_options", "params.overrides.stream_options: may not be set here: use the channel's stream_options switch"]
+          [
+            "params.overrides.stream_options",
+            "params.overrides.stream_options: may not be set here: use the channel's stream_options switch"
+          ]
         )
-        assert.strictEqual((yield* pathOf({ ...base, params: { defaults: { model: "x" }, overrides: {} } }))[0], "params.defaults.model")
-        assert.strictEqual((yield* pathOf({ ...base, breaker: { ...base.breaker, failureRate: 0 } }))[0], "breaker.failureRate")
-        assert.strictEqual((yield* pathOf({ ...base, breaker: { ...base.breaker, halfOpenCalls: 0 } }))[0], "breaker.halfOpenCalls")
-        assert.strictEqual((yield* pathOf({ ...base, timeouts: { ...base.timeouts, idleMs: 1.5 } }))[0], "timeouts.idleMs")
+        assert.strictEqual(
+          (yield* pathOf({ ...base, params: { defaults: { model: "x" }, overrides: {} } }))[0],
+          "params.defaults.model"
+        )
+        assert.strictEqual(
+          (yield* pathOf({ ...base, breaker: { ...base.breaker, failureRate: 0 } }))[0],
+          "breaker.failureRate"
+        )
+        assert.strictEqual(
+          (yield* pathOf({ ...base, breaker: { ...base.breaker, halfOpenCalls: 0 } }))[0],
+          "breaker.halfOpenCalls"
+        )
+        assert.strictEqual(
+          (yield* pathOf({ ...base, timeouts: { ...base.timeouts, idleMs: 1.5 } }))[0],
+          "timeouts.idleMs"
+        )
         assert.strictEqual((yield* pathOf({ ...base, weight: -1 }))[0], "weight")
       }))
 
     it.effect("provisioning errors name the field path", () =>
       Effect.gen(function*() {
         const provisioning = yield* Provisioning
-        const error = yield* Effect.flip(provisioning.provision({ users: [{ name: "bob" }], keys: [{ user: "nobody", name: "k", group: "g" }] }))
+        const error = yield* Effect.flip(
+          provisioning.provision({ users: [{ name: "bob" }], keys: [{ user: "nobody", name: "k", group: "g" }] })
+        )
         assert.strictEqual(error._tag, "InvalidInput")
         assert.strictEqual((error as { path: string }).path, "keys[0].user")
         const bad = yield* Effect.flip(provisioning.provision({ users: [{ name: "bob", balanceNanos: -1n }] }))
@@ -269,7 +342,12 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const hasher = yield* KeyHasher
         const keyStore = yield* KeyStore.KeyStore
         const user = yield* userWith(0n)
-        const { key, secret } = yield* keys.create({ userId: user.id, name: "laptop", group: "default", models: ["a", "b"] })
+        const { key, secret } = yield* keys.create({
+          userId: user.id,
+          name: "laptop",
+          group: "default",
+          models: ["a", "b"]
+        })
         assert.match(secret, /^sk-[0-9A-Za-z]{43}$/)
         assert.strictEqual(key.prefix, secret.slice(0, 10))
         assert.match(key.id, /^key_/)
@@ -304,22 +382,45 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const keys = yield* Keys
         const user = yield* userWith(10n * USD)
         const { key } = yield* keys.create({ userId: user.id, name: "k", group: "default" })
-        const hold = yield* accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 3n * USD, requestId: "r1", nodeId: "n" })
+        const hold = yield* accounts.hold({
+          userId: user.id,
+          keyId: key.id,
+          amountNanos: 3n * USD,
+          requestId: "r1",
+          nodeId: "n"
+        })
         assert.strictEqual(yield* accounts.balance(user.id), 7n * USD)
         const settled = yield* accounts.settle(hold, 1n * USD)
-        assert.deepStrictEqual(settled, { settled: true, heldNanos: 3n * USD, chargedNanos: 1n * USD, shortfallNanos: 0n })
+        assert.deepStrictEqual(settled, {
+          settled: true,
+          heldNanos: 3n * USD,
+          chargedNanos: 1n * USD,
+          shortfallNanos: 0n
+        })
         assert.strictEqual(yield* accounts.balance(user.id), 9n * USD)
         // Idempotent: the second settle does nothing.
         assert.isFalse((yield* accounts.settle(hold, 1n * USD)).settled)
         assert.strictEqual(yield* assertLedger(user.id), 9n * USD)
         assert.strictEqual((yield* keys.findById(key.id))!.spentNanos, 1n * USD)
 
-        const released = yield* accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 2n * USD, requestId: "r2", nodeId: "n" })
+        const released = yield* accounts.hold({
+          userId: user.id,
+          keyId: key.id,
+          amountNanos: 2n * USD,
+          requestId: "r2",
+          nodeId: "n"
+        })
         yield* accounts.release(released)
         assert.strictEqual(yield* assertLedger(user.id), 9n * USD)
 
         // A charge beyond hold + balance stops at zero and records the shortfall.
-        const big = yield* accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 1n * USD, requestId: "r3", nodeId: "n" })
+        const big = yield* accounts.hold({
+          userId: user.id,
+          keyId: key.id,
+          amountNanos: 1n * USD,
+          requestId: "r3",
+          nodeId: "n"
+        })
         const over = yield* accounts.settle(big, 12n * USD)
         assert.strictEqual(over.chargedNanos, 9n * USD)
         assert.strictEqual(over.shortfallNanos, 3n * USD)
@@ -328,21 +429,39 @@ const suite = (make: () => Promise<TestDatabase>) =>
         // A charge beyond the largest amount (usage an upstream reported beyond every bound) is not refused:
         // it takes what the hold and the balance allow, and the rest is the shortfall.
         yield* accounts.topUp(user.id, 2n * USD, "refill", "admin")
-        const huge = yield* accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 1n * USD, requestId: "r3b", nodeId: "n" })
+        const huge = yield* accounts.hold({
+          userId: user.id,
+          keyId: key.id,
+          amountNanos: 1n * USD,
+          requestId: "r3b",
+          nodeId: "n"
+        })
         const beyond = yield* accounts.settle(huge, Money.MAX_NANOS * 3n)
-        assert.deepStrictEqual(beyond, { settled: true, heldNanos: 1n * USD, chargedNanos: 2n * USD, shortfallNanos: Money.MAX_NANOS * 3n - 2n * USD })
+        assert.deepStrictEqual(beyond, {
+          settled: true,
+          heldNanos: 1n * USD,
+          chargedNanos: 2n * USD,
+          shortfallNanos: Money.MAX_NANOS * 3n - 2n * USD
+        })
         assert.strictEqual(yield* assertLedger(user.id), 0n)
         const negativeCharge = yield* Effect.flip(accounts.settle(huge, -1n))
         assert.strictEqual(negativeCharge._tag, "InvalidInput")
 
-        const refused = yield* Effect.flip(accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 1n, requestId: "r4", nodeId: "n" }))
+        const refused = yield* Effect.flip(
+          accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 1n, requestId: "r4", nodeId: "n" })
+        )
         assert.strictEqual(refused._tag, "InsufficientBalance")
         assert.include(refused.message, "0.00 USD")
         assert.include(refused.message, "0.000000001 USD")
         assert.include(refused.message, "ask for fewer output tokens (max_tokens).")
         // A call that asks for several answers is told that each is held for.
-        const several = yield* Effect.flip(accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 3n, requestId: "r4b", nodeId: "n", choices: 3 }))
-        assert.include(several.message, "ask for fewer output tokens (max_tokens) or fewer answers (n, candidateCount: 3 asked, each held for in full).")
+        const several = yield* Effect.flip(
+          accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 3n, requestId: "r4b", nodeId: "n", choices: 3 })
+        )
+        assert.include(
+          several.message,
+          "ask for fewer output tokens (max_tokens) or fewer answers (n, candidateCount: 3 asked, each held for in full)."
+        )
 
         yield* accounts.topUp(user.id, 5n * USD, "gift", "admin")
         yield* accounts.adjust(user.id, -2n * USD, "correction", "admin")
@@ -357,8 +476,13 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const accounts = yield* Accounts
         const user = yield* userWith(10n * 7_000n)
         const results = yield* Effect.all(
-          Array.from({ length: 1000 }, (_, i) =>
-            Effect.exit(accounts.hold({ userId: user.id, keyId: "k", amountNanos: 7_000n, requestId: `r${i}`, nodeId: "n" }))),
+          Array.from(
+            { length: 1000 },
+            (_, i) =>
+              Effect.exit(
+                accounts.hold({ userId: user.id, keyId: "k", amountNanos: 7_000n, requestId: `r${i}`, nodeId: "n" })
+              )
+          ),
           { concurrency: "unbounded" }
         )
         const ok = results.filter(Exit.isSuccess)
@@ -395,7 +519,13 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const user = yield* userWith(100n)
         yield* accounts.hold({ userId: user.id, keyId: "k", amountNanos: 30n, requestId: "r", nodeId: "dead-node" })
         yield* accounts.hold({ userId: user.id, keyId: "k", amountNanos: 20n, requestId: "r", nodeId: "dead-node" })
-        const live = yield* accounts.hold({ userId: user.id, keyId: "k", amountNanos: 10n, requestId: "r", nodeId: "live-node" })
+        const live = yield* accounts.hold({
+          userId: user.id,
+          keyId: "k",
+          amountNanos: 10n,
+          requestId: "r",
+          nodeId: "live-node"
+        })
         assert.strictEqual(yield* accounts.balance(user.id), 40n)
         assert.strictEqual(yield* accounts.sweepHolds({ nodeId: "dead-node" }), 2)
         assert.strictEqual(yield* assertLedger(user.id), 90n)
@@ -434,13 +564,23 @@ const suite = (make: () => Promise<TestDatabase>) =>
           attemptLog: i % 2 === 0
             ? [{ channel: "ch", keyHint: "…abcd", status: 200, errorCode: null, errorMessage: null, durationMs: 90 }]
             : [
-              { channel: "down", keyHint: "…wxyz", status: 503, errorCode: "UpstreamUnavailable", errorMessage: "The upstream 'down' answered 503.", durationMs: 5 },
+              {
+                channel: "down",
+                keyHint: "…wxyz",
+                status: 503,
+                errorCode: "UpstreamUnavailable",
+                errorMessage: "The upstream 'down' answered 503.",
+                durationMs: 5
+              },
               { channel: "ch", keyHint: "…abcd", status: 200, errorCode: null, errorMessage: null, durationMs: 90 }
             ]
         })
         // Batching: maxBatch 10 with a long interval; 25 records wake the writer at once.
         const scope1 = yield* Scope.make()
-        const ctx1 = yield* Layer.buildWithScope(UsageWriter.layerWith({ flushIntervalMs: 60_000, maxBatch: 10 }), scope1).pipe(
+        const ctx1 = yield* Layer.buildWithScope(
+          UsageWriter.layerWith({ flushIntervalMs: 60_000, maxBatch: 10 }),
+          scope1
+        ).pipe(
           Effect.provideService(SqlClient.SqlClient, sql)
         )
         const writer1 = ctx1.mapUnsafe.get(UsageWriter.key) as UsageWriter["Service"]
@@ -454,7 +594,10 @@ const suite = (make: () => Promise<TestDatabase>) =>
 
         // Shutdown: records still queued are written by the finalizer.
         const scope2 = yield* Scope.make()
-        const ctx2 = yield* Layer.buildWithScope(UsageWriter.layerWith({ flushIntervalMs: 60_000, maxBatch: 1000 }), scope2).pipe(
+        const ctx2 = yield* Layer.buildWithScope(
+          UsageWriter.layerWith({ flushIntervalMs: 60_000, maxBatch: 1000 }),
+          scope2
+        ).pipe(
           Effect.provideService(SqlClient.SqlClient, sql)
         )
         const writer2 = ctx2.mapUnsafe.get(UsageWriter.key) as UsageWriter["Service"]
@@ -470,11 +613,18 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const twoTries = all.find((r) => r.requestId === "req-1")!
         assert.strictEqual(twoTries.attempts, 2)
         assert.deepStrictEqual(twoTries.attemptLog, record(1).attemptLog)
-        assert.strictEqual((yield* writer.query({ userId: user.id, keyId: "key-a", model: "m1", limit: 1000 })).length, 7)
+        assert.strictEqual(
+          (yield* writer.query({ userId: user.id, keyId: "key-a", model: "m1", limit: 1000 })).length,
+          7
+        )
         const page = yield* writer.query({ userId: user.id, limit: 10, offset: 35 })
         assert.strictEqual(page.length, 5)
         const totals = yield* writer.dailyTotals({ userId: user.id })
-        assert.deepStrictEqual(totals.map((t) => [t.day, t.model, t.requests]), [["2026-01-01", "m1", 20], ["2026-01-02", "m2", 20]])
+        assert.deepStrictEqual(totals.map((t) => [t.day, t.model, t.requests]), [["2026-01-01", "m1", 20], [
+          "2026-01-02",
+          "m2",
+          20
+        ]])
         assert.strictEqual(totals[0]!.costNanos, 20_000n)
       }))
   })

@@ -56,7 +56,15 @@ const calls = (userId: string, prefix: string, n: number, costNanos: bigint): Ar
     { _tag: "Usage" as const, record: record(userId, `${prefix}-${i}`, costNanos) },
     {
       _tag: "Charge" as const,
-      charge: { leaseId: null, userId, keyId: "key-1", requestId: `${prefix}-${i}`, chargedNanos: costNanos, shortfallNanos: 0n, at: 1_700_000_000_000 }
+      charge: {
+        leaseId: null,
+        userId,
+        keyId: "key-1",
+        requestId: `${prefix}-${i}`,
+        chargedNanos: costNanos,
+        shortfallNanos: 0n,
+        at: 1_700_000_000_000
+      }
     }
   ]).flat()
 
@@ -84,14 +92,24 @@ const tempDir = Effect.acquireRelease(
 )
 
 /** A writer with a journal in `dir`, in its own scope (closed by `close`, which runs the last flush). */
-const writerIn = Effect.fnUntraced(function*(dir: string, name: string, options: { readonly shutdownRetryMs?: number; readonly flushIntervalMs?: number } = {}) {
-  const scope = yield* Scope.make()
-  const writer = yield* Layer.buildWithScope(
-    UsageWriter.layerWith({ flushIntervalMs: options.flushIntervalMs ?? 3_600_000, journal: { dir, name }, shutdownRetryMs: options.shutdownRetryMs }),
-    scope
-  ).pipe(Effect.map((context) => Context.get(context, UsageWriter)))
-  return { writer, close: Scope.close(scope, Exit.void) }
-})
+const writerIn = Effect.fnUntraced(
+  function*(
+    dir: string,
+    name: string,
+    options: { readonly shutdownRetryMs?: number; readonly flushIntervalMs?: number } = {}
+  ) {
+    const scope = yield* Scope.make()
+    const writer = yield* Layer.buildWithScope(
+      UsageWriter.layerWith({
+        flushIntervalMs: options.flushIntervalMs ?? 3_600_000,
+        journal: { dir, name },
+        shutdownRetryMs: options.shutdownRetryMs
+      }),
+      scope
+    ).pipe(Effect.map((context) => Context.get(context, UsageWriter)))
+    return { writer, close: Scope.close(scope, Exit.void) }
+  }
+)
 
 /** What the database holds of a user: records, charges, and whether the balance equals the ledger. */
 const written = Effect.fnUntraced(function*(userId: string) {
@@ -102,7 +120,12 @@ const written = Effect.fnUntraced(function*(userId: string) {
       (SELECT COUNT(*) FROM ledger WHERE user_id = u.id AND kind = 'charge') AS charges
     FROM users u WHERE u.id = ${userId}`
   const row = rows[0]!
-  return { balance: BigInt(row.balance as bigint), ledger: BigInt(row.ledger as bigint), records: Number(row.records), charges: Number(row.charges) }
+  return {
+    balance: BigInt(row.balance as bigint),
+    ledger: BigInt(row.ledger as bigint),
+    records: Number(row.records),
+    charges: Number(row.charges)
+  }
 })
 
 const base = (db: Layer.Layer<SqlClient.SqlClient | Database.Dialect>) =>
@@ -123,9 +146,26 @@ describe("UsageJournal", () => {
         // A coding agent's call: the Responses dialect, cache writes and a note of what a translation left out.
         {
           _tag: "Usage",
-          record: { ...record("usr_1", "req-agent", 7n), dialectIn: "responses", dialectOut: "anthropic", cacheWriteTokens: 4, note: "tools: web_search left out" }
+          record: {
+            ...record("usr_1", "req-agent", 7n),
+            dialectIn: "responses",
+            dialectOut: "anthropic",
+            cacheWriteTokens: 4,
+            note: "tools: web_search left out"
+          }
         },
-        { _tag: "Charge", charge: { leaseId: "lea_2", userId: "usr_1", keyId: "k", requestId: "r", chargedNanos: 0n, shortfallNanos: 9n, at: 5 } }
+        {
+          _tag: "Charge",
+          charge: {
+            leaseId: "lea_2",
+            userId: "usr_1",
+            keyId: "k",
+            requestId: "r",
+            chargedNanos: 0n,
+            shortfallNanos: 9n,
+            at: 5
+          }
+        }
       ]
       yield* journal.append(entries.slice(0, 2))
       yield* journal.append(entries.slice(2))
@@ -138,10 +178,13 @@ describe("UsageJournal", () => {
 })
 
 describe("the writer's journal on SQLite", () => {
-  layer(Layer.unwrap(Effect.map(
-    Effect.acquireRelease(Effect.promise(makeSqlite), (db) => Effect.promise(db.cleanup)),
-    (db) => base(databaseLayer(db))
-  )), { excludeTestServices: true })((it) => {
+  layer(
+    Layer.unwrap(Effect.map(
+      Effect.acquireRelease(Effect.promise(makeSqlite), (db) => Effect.promise(db.cleanup)),
+      (db) => base(databaseLayer(db))
+    )),
+    { excludeTestServices: true }
+  )((it) => {
     it.effect("entries an earlier run left are written by the next writer on the directory, once, even from two copies", () =>
       Effect.gen(function*() {
         const dir = yield* tempDir
@@ -159,8 +202,17 @@ describe("the writer's journal on SQLite", () => {
         renameSync(live.path, livePath)
         const { writer, close } = yield* writerIn(dir, "node-new")
         assert.strictEqual(yield* writer.pending, 0, "written as the writer starts")
-        assert.deepStrictEqual(yield* written(user), { balance: 1_000_000n - 5_000n, ledger: 1_000_000n - 5_000n, records: 5, charges: 5 })
-        assert.deepStrictEqual(readdirSync(dir), [basename(livePath)], "the files left behind are gone; the running process's is not touched")
+        assert.deepStrictEqual(yield* written(user), {
+          balance: 1_000_000n - 5_000n,
+          ledger: 1_000_000n - 5_000n,
+          records: 5,
+          charges: 5
+        })
+        assert.deepStrictEqual(
+          readdirSync(dir),
+          [basename(livePath)],
+          "the files left behind are gone; the running process's is not touched"
+        )
         yield* close
       }))
   })
@@ -168,52 +220,76 @@ describe("the writer's journal on SQLite", () => {
 
 class Proxy extends Context.Service<Proxy, PgProxy>()("test/UsageJournal/Proxy") {}
 
-describe.skipIf(postgresUrl === undefined)("the writer's journal in a PostgreSQL outage (set MODELGATE_TEST_POSTGRES to run)", () => {
-  layer(Layer.unwrap(Effect.gen(function*() {
-    const db = yield* Effect.acquireRelease(Effect.promise(() => makePostgres(postgresUrl!)), (db) => Effect.promise(db.cleanup))
-    const proxy = yield* Effect.acquireRelease(Effect.promise(() => startPgProxy(targetOf(db.url))), (proxy) => Effect.promise(proxy.close))
-    return base(Database.layer(proxy.urlFor(db.url), { maxConnections: 4 }).pipe(Layer.orDie)).pipe(Layer.provideMerge(Layer.succeed(Proxy, proxy)))
-  })), { excludeTestServices: true, timeout: "120 seconds" })((it) => {
-    it.effect("a shutdown during an outage retries for shutdownRetryMs, keeps the rest in the journal, and the next start writes it once", () =>
-      Effect.gen(function*() {
-        const proxy = yield* Proxy
-        const dir = yield* tempDir
-        const user = yield* userWith(1_000_000n)
-        const { writer, close } = yield* writerIn(dir, "node-a", { shutdownRetryMs: 600 })
-        for (const entry of calls(user, "down", 7, 1_000n)) yield* enqueue(writer, entry)
-        proxy.setDown(true)
-        const started = Date.now()
-        yield* close
-        assert.isAtLeast(Date.now() - started, 500, "the last flush kept trying for the grace period")
-        const files = readdirSync(dir)
-        assert.strictEqual(files.length, 1)
-        assert.strictEqual((yield* UsageJournal.read(join(dir, files[0]!))).entries.length, 14)
-        proxy.setDown(false)
-        assert.deepStrictEqual((yield* written(user)).records, 0)
-        const next = yield* writerIn(dir, "node-a")
-        assert.deepStrictEqual(yield* written(user), { balance: 1_000_000n - 7_000n, ledger: 1_000_000n - 7_000n, records: 7, charges: 7 })
-        yield* next.close
-      }))
+describe.skipIf(postgresUrl === undefined)(
+  "the writer's journal in a PostgreSQL outage (set MODELGATE_TEST_POSTGRES to run)",
+  () => {
+    layer(
+      Layer.unwrap(Effect.gen(function*() {
+        const db = yield* Effect.acquireRelease(
+          Effect.promise(() => makePostgres(postgresUrl!)),
+          (db) => Effect.promise(db.cleanup)
+        )
+        const proxy = yield* Effect.acquireRelease(
+          Effect.promise(() => startPgProxy(targetOf(db.url))),
+          (proxy) => Effect.promise(proxy.close)
+        )
+        return base(Database.layer(proxy.urlFor(db.url), { maxConnections: 4 }).pipe(Layer.orDie)).pipe(
+          Layer.provideMerge(Layer.succeed(Proxy, proxy))
+        )
+      })),
+      { excludeTestServices: true, timeout: "120 seconds" }
+    )((it) => {
+      it.effect("a shutdown during an outage retries for shutdownRetryMs, keeps the rest in the journal, and the next start writes it once", () =>
+        Effect.gen(function*() {
+          const proxy = yield* Proxy
+          const dir = yield* tempDir
+          const user = yield* userWith(1_000_000n)
+          const { writer, close } = yield* writerIn(dir, "node-a", { shutdownRetryMs: 600 })
+          for (const entry of calls(user, "down", 7, 1_000n)) yield* enqueue(writer, entry)
+          proxy.setDown(true)
+          const started = Date.now()
+          yield* close
+          assert.isAtLeast(Date.now() - started, 500, "the last flush kept trying for the grace period")
+          const files = readdirSync(dir)
+          assert.strictEqual(files.length, 1)
+          assert.strictEqual((yield* UsageJournal.read(join(dir, files[0]!))).entries.length, 14)
+          proxy.setDown(false)
+          assert.deepStrictEqual((yield* written(user)).records, 0)
+          const next = yield* writerIn(dir, "node-a")
+          assert.deepStrictEqual(yield* written(user), {
+            balance: 1_000_000n - 7_000n,
+            ledger: 1_000_000n - 7_000n,
+            records: 7,
+            charges: 7
+          })
+          yield* next.close
+        }))
 
-    it.effect("during an outage what is queued moves to the journal (a crash loses none of it), and is written once when the database is back", () =>
-      Effect.gen(function*() {
-        const proxy = yield* Proxy
-        const dir = yield* tempDir
-        const user = yield* userWith(1_000_000n)
-        const { writer, close } = yield* writerIn(dir, "node-b", { flushIntervalMs: 20 })
-        proxy.setDown(true)
-        for (const entry of calls(user, "spill", 4, 1_000n)) yield* enqueue(writer, entry)
-        // A tick fails, and the queue goes to disk.
-        for (let i = 0; i < 100 && readdirSync(dir).length === 0; i++) yield* Effect.sleep(20)
-        const path = join(dir, readdirSync(dir)[0]!)
-        for (let i = 0; i < 100 && (yield* UsageJournal.read(path)).entries.length < 8; i++) yield* Effect.sleep(20)
-        assert.strictEqual((yield* UsageJournal.read(path)).entries.length, 8, "every queued entry is on disk")
-        assert.strictEqual(yield* writer.pending, 8)
-        proxy.setDown(false)
-        for (let i = 0; i < 200 && (yield* writer.pending) > 0; i++) yield* Effect.sleep(20)
-        assert.deepStrictEqual(yield* written(user), { balance: 1_000_000n - 4_000n, ledger: 1_000_000n - 4_000n, records: 4, charges: 4 })
-        assert.isFalse(existsSync(path), "the journal is removed once written")
-        yield* close
-      }))
-  })
-})
+      it.effect("during an outage what is queued moves to the journal (a crash loses none of it), and is written once when the database is back", () =>
+        Effect.gen(function*() {
+          const proxy = yield* Proxy
+          const dir = yield* tempDir
+          const user = yield* userWith(1_000_000n)
+          const { writer, close } = yield* writerIn(dir, "node-b", { flushIntervalMs: 20 })
+          proxy.setDown(true)
+          for (const entry of calls(user, "spill", 4, 1_000n)) yield* enqueue(writer, entry)
+          // A tick fails, and the queue goes to disk.
+          for (let i = 0; i < 100 && readdirSync(dir).length === 0; i++) yield* Effect.sleep(20)
+          const path = join(dir, readdirSync(dir)[0]!)
+          for (let i = 0; i < 100 && (yield* UsageJournal.read(path)).entries.length < 8; i++) yield* Effect.sleep(20)
+          assert.strictEqual((yield* UsageJournal.read(path)).entries.length, 8, "every queued entry is on disk")
+          assert.strictEqual(yield* writer.pending, 8)
+          proxy.setDown(false)
+          for (let i = 0; i < 200 && (yield* writer.pending) > 0; i++) yield* Effect.sleep(20)
+          assert.deepStrictEqual(yield* written(user), {
+            balance: 1_000_000n - 4_000n,
+            ledger: 1_000_000n - 4_000n,
+            records: 4,
+            charges: 4
+          })
+          assert.isFalse(existsSync(path), "the journal is removed once written")
+          yield* close
+        }))
+    })
+  }
+)

@@ -69,7 +69,12 @@ export const layer = HttpApiBuilder.group(
             user: key.userName,
             role: key.userRole,
             group: key.group,
-            key: { id: key.id, name: key.name, prefix: key.prefix, expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString() },
+            key: {
+              id: key.id,
+              name: key.name,
+              prefix: key.prefix,
+              expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString()
+            },
             models: Admission.allowedModels(snapshot, key).map((m) => m.id),
             balance_usd: Money.formatUsd(balance)
           } satisfies C.GatewayMe

@@ -27,7 +27,12 @@ import { invalidate, orApiError } from "./Shared.ts"
 export const ratioToMicros = (ratio: string, param = "ratio"): Effect.Effect<bigint, ApiError.ApiError> => {
   const micros = Money.parseScaled(ratio, 6)
   return micros === undefined || micros <= 0n
-    ? Effect.fail(ApiError.invalid(`${param}: expected a positive ratio like 1 or 0.8 with at most 6 decimal places, got '${Text.clip(ratio)}'`, param))
+    ? Effect.fail(
+      ApiError.invalid(
+        `${param}: expected a positive ratio like 1 or 0.8 with at most 6 decimal places, got '${Text.clip(ratio)}'`,
+        param
+      )
+    )
     : Effect.succeed(micros)
 }
 
@@ -79,7 +84,9 @@ export const layer = HttpApiBuilder.group(
     })
 
     const channelView = (record: ChannelRecord) =>
-      record.readable ? Effect.map(health.report(record.channel), (report) => Views.adminChannel(record, report)) : Effect.succeed(Views.adminChannel(record, undefined))
+      record.readable
+        ? Effect.map(health.report(record.channel), (report) => Views.adminChannel(record, report))
+        : Effect.succeed(Views.adminChannel(record, undefined))
 
     const findChannel = Effect.fnUntraced(function*(id: string) {
       const record = yield* orApiError(repo.findChannel(id))
@@ -91,7 +98,10 @@ export const layer = HttpApiBuilder.group(
     const usableChannel = Effect.fnUntraced(function*(id: string) {
       const record = yield* findChannel(id)
       if (!record.readable) {
-        return yield* ApiError.invalid("apiKeys: this channel's keys cannot be decrypted with this server's secret; enter them again", "apiKeys")
+        return yield* ApiError.invalid(
+          "apiKeys: this channel's keys cannot be decrypted with this server's secret; enter them again",
+          "apiKeys"
+        )
       }
       return record.channel
     })
@@ -104,7 +114,11 @@ export const layer = HttpApiBuilder.group(
     return handlers.handleAll({
       // ---- groups ---------------------------------------------------------------
 
-      listGroups: () => Effect.map(orApiError(repo.listGroups), (groups) => ({ data: groups.map(Views.adminGroup) }) satisfies C.GroupList),
+      listGroups: () =>
+        Effect.map(
+          orApiError(repo.listGroups),
+          (groups) => ({ data: groups.map(Views.adminGroup) }) satisfies C.GroupList
+        ),
 
       createGroup: Effect.fn("catalog.createGroup")(function*({ payload }) {
         const ratioMicros = yield* ratioToMicros(payload.ratio)
@@ -204,9 +218,14 @@ export const layer = HttpApiBuilder.group(
         const model = payload.model ?? channel.models[0]
         if (model === undefined) return yield* ApiError.invalid("model: the channel lists no models to test", "model")
         if (!channel.models.includes(model)) {
-          return yield* ApiError.invalid(`model: '${Text.clip(model)}' is not one of the channel's models (${channel.models.join(", ")})`, "model")
+          return yield* ApiError.invalid(
+            `model: '${Text.clip(model)}' is not one of the channel's models (${channel.models.join(", ")})`,
+            "model"
+          )
         }
-        if (channel.apiKeys.length === 0) return yield* ApiError.invalid("apiKeys: the channel has no keys to test with", "apiKeys")
+        if (channel.apiKeys.length === 0) {
+          return yield* ApiError.invalid("apiKeys: the channel has no keys to test with", "apiKeys")
+        }
         // Every key is tried, and each outcome goes into the key's health.
         const keys = yield* health.test(channel, model)
         const shown = keys.find((key) => !key.ok) ?? keys[0]!
@@ -216,20 +235,34 @@ export const layer = HttpApiBuilder.group(
           status: shown.status,
           message: shown.message,
           model,
-          keys: keys.map((key) => ({ index: key.index, hint: key.hint, ok: key.ok, latencyMs: key.latencyMs, status: key.status, message: key.message }))
+          keys: keys.map((key) => ({
+            index: key.index,
+            hint: key.hint,
+            ok: key.ok,
+            latencyMs: key.latencyMs,
+            status: key.status,
+            message: key.message
+          }))
         } satisfies C.TestChannelResult
       }),
 
       fetchModels: Effect.fn("catalog.fetchModels")(function*({ payload }) {
         const saved = payload.channelId === undefined ? undefined : (yield* usableChannel(payload.channelId))
         const missing = (field: string) =>
-          ApiError.invalid(`${field}: required to list the models of a channel that is not saved (or give channelId)`, field)
+          ApiError.invalid(
+            `${field}: required to list the models of a channel that is not saved (or give channelId)`,
+            field
+          )
         const type = payload.type ?? saved?.type
         if (type === undefined) return yield* missing("type")
         const baseUrl = payload.baseUrl?.replace(/\/+$/, "") ?? saved?.baseUrl
         if (baseUrl === undefined) return yield* missing("baseUrl")
         const apiKey = payload.apiKey?.trim() ?? saved?.apiKeys[0]
-        if (apiKey === undefined) return yield* saved === undefined ? missing("apiKey") : ApiError.invalid("apiKey: the channel has no key to list its models with", "apiKey")
+        if (apiKey === undefined) {
+          return yield* saved === undefined
+            ? missing("apiKey")
+            : ApiError.invalid("apiKey: the channel has no key to list its models with", "apiKey")
+        }
         const channel: Domain.Channel = {
           ...Domain.channelDefaults,
           id: saved?.id ?? "unsaved",
@@ -240,16 +273,27 @@ export const layer = HttpApiBuilder.group(
           priority: 0,
           weight: 1,
           enabled: true,
-          ...(saved === undefined ? {} : { timeouts: saved.timeouts, breaker: saved.breaker, params: saved.params, streamOptions: saved.streamOptions }),
+          ...(saved === undefined
+            ? {}
+            : {
+              timeouts: saved.timeouts,
+              breaker: saved.breaker,
+              params: saved.params,
+              streamOptions: saved.streamOptions
+            }),
           type,
           baseUrl,
           apiKeys: [apiKey],
           apiVersion: payload.apiVersion !== undefined ? payload.apiVersion : saved?.apiVersion ?? null,
-          headers: payload.headers === undefined ? saved?.headers ?? {} : Views.mergeHeaders(payload.headers, saved?.headers ?? {})
+          headers: payload.headers === undefined
+            ? saved?.headers ?? {}
+            : Views.mergeHeaders(payload.headers, saved?.headers ?? {})
         }
         const listed = yield* probe.listModels(channel, apiKey).pipe(
           Effect.mapError((error) =>
-            error._tag === "UnsupportedFeature" ? ApiError.invalid(error.message, "type", "models_not_listed") : ApiError.badGateway(error.message)
+            error._tag === "UnsupportedFeature"
+              ? ApiError.invalid(error.message, "type", "models_not_listed")
+              : ApiError.badGateway(error.message)
           )
         )
         const snapshot = yield* (yield* Catalog.Catalog).current
@@ -280,7 +324,9 @@ export const layer = HttpApiBuilder.group(
       listModels: Effect.fn("catalog.listModels")(function*() {
         const models = yield* orApiError(repo.listModels)
         // A model row without any price (the configuration file adds one for each channel model it does not price) counts as unpriced too.
-        const priced = new Set(models.filter((record) => Pricing.isPriced(record.model)).map((record) => record.model.id))
+        const priced = new Set(
+          models.filter((record) => Pricing.isPriced(record.model)).map((record) => record.model.id)
+        )
         const servedBy = new Map<string, Array<string>>()
         for (const { channel } of yield* orApiError(repo.listChannels)) {
           for (const model of channel.models) {
@@ -290,7 +336,10 @@ export const layer = HttpApiBuilder.group(
         }
         return {
           data: models.map(Views.adminModel),
-          unpriced: [...servedBy].sort(([a], [b]) => a.localeCompare(b)).map(([id, channels]) => ({ id, channels: channels.sort() }))
+          unpriced: [...servedBy].sort(([a], [b]) => a.localeCompare(b)).map(([id, channels]) => ({
+            id,
+            channels: channels.sort()
+          }))
         } satisfies C.ModelList
       }),
 
@@ -311,7 +360,8 @@ export const layer = HttpApiBuilder.group(
           perRequestNanos: yield* parsePrice(payload.prices.perRequest, "prices.perRequest"),
           free: payload.prices.free,
           inputTokenLimit: payload.inputTokenLimit ?? existing?.inputTokenLimit ?? Domain.modelDefaults.inputTokenLimit,
-          outputTokenLimit: payload.outputTokenLimit ?? existing?.outputTokenLimit ?? Domain.modelDefaults.outputTokenLimit,
+          outputTokenLimit: payload.outputTokenLimit ?? existing?.outputTokenLimit ??
+            Domain.modelDefaults.outputTokenLimit,
           ...(payload.description === undefined
             ? existing?.description === undefined ? {} : { description: existing.description }
             : payload.description === null
@@ -334,11 +384,15 @@ export const layer = HttpApiBuilder.group(
 
       // ---- aliases --------------------------------------------------------------
 
-      listAliases: () => Effect.map(orApiError(repo.listAliases), (aliases) => ({ data: aliases }) satisfies C.AliasList),
+      listAliases: () =>
+        Effect.map(orApiError(repo.listAliases), (aliases) => ({ data: aliases }) satisfies C.AliasList),
 
       setAlias: Effect.fn("catalog.setAlias")(function*({ payload }) {
         if (!(yield* knownModel(payload.target))) {
-          return yield* ApiError.invalid(`target: no model named '${Text.clip(payload.target)}' exists on this gateway`, "target")
+          return yield* ApiError.invalid(
+            `target: no model named '${Text.clip(payload.target)}' exists on this gateway`,
+            "target"
+          )
         }
         yield* orApiError(repo.setAlias({ pattern: payload.pattern, target: payload.target }, payload.position))
         yield* invalidate("catalog")

@@ -39,7 +39,9 @@ export const layer = HttpApiBuilder.group(
         ),
 
       csv: Effect.fn("codes.csv")(function*({ query }) {
-        const page = yield* orApiError(reports.codesPage({ batch: query.batch, status: query.status }, CSV_MAX_ROWS, undefined))
+        const page = yield* orApiError(
+          reports.codesPage({ batch: query.batch, status: query.status }, CSV_MAX_ROWS, undefined)
+        )
         const rows = page.data.map((c) => [
           c.prefix,
           Money.formatUsd(c.amountNanos),
@@ -50,7 +52,10 @@ export const layer = HttpApiBuilder.group(
           c.redeemedBy ?? ""
         ])
         return csvResponse(
-          Csv.file(["code_prefix", "amount_usd", "batch", "created_at", "created_by", "redeemed_at", "redeemed_by"], rows),
+          Csv.file(
+            ["code_prefix", "amount_usd", "batch", "created_at", "created_by", "redeemed_at", "redeemed_by"],
+            rows
+          ),
           "codes.csv"
         )
       })

@@ -26,7 +26,12 @@ const resolveModels = Effect.fnUntraced(function*(models: ReadonlyArray<string> 
   const ids: Array<string> = []
   for (const [i, name] of models.entries()) {
     const id = snapshot.resolveModel(name)
-    if (id === undefined) return yield* ApiError.invalid(`models[${i}]: no model named '${Text.clip(name)}' exists on this gateway`, `models[${i}]`)
+    if (id === undefined) {
+      return yield* ApiError.invalid(
+        `models[${i}]: no model named '${Text.clip(name)}' exists on this gateway`,
+        `models[${i}]`
+      )
+    }
     ids.push(id)
   }
   return ids
@@ -34,7 +39,9 @@ const resolveModels = Effect.fnUntraced(function*(models: ReadonlyArray<string> 
 
 const checkExpiry = Effect.fnUntraced(function*(expiresAt: number | null | undefined) {
   if (expiresAt === undefined || expiresAt === null) return
-  if (expiresAt <= (yield* Clock.currentTimeMillis)) return yield* ApiError.invalid("expiresAt: the expiry must be in the future", "expiresAt")
+  if (expiresAt <= (yield* Clock.currentTimeMillis)) {
+    return yield* ApiError.invalid("expiresAt: the expiry must be in the future", "expiresAt")
+  }
 })
 
 /**
@@ -52,7 +59,9 @@ const checkKeyLimits = Effect.fnUntraced(function*(body: C.UpdateKeyRequest, gro
     const ceiling = limits[field]
     if (value === undefined || value === null || ceiling === null || value <= ceiling) continue
     return yield* ApiError.invalid(
-      `${field}: a key's limit may not exceed its group's: group '${group}' allows ${ceiling} ${limitWording[field]}, ` +
+      `${field}: a key's limit may not exceed its group's: group '${group}' allows ${ceiling} ${
+        limitWording[field]
+      }, ` +
         `so this key may have at most ${ceiling} (leave it empty to use the group's; for more, use a group with a higher limit)`,
       field
     )
@@ -92,7 +101,9 @@ const updateKey = Effect.fnUntraced(function*(key: KeyRecord, body: C.UpdateKeyR
 /** The caller's own key, or 404 (also for someone else's key, so ids cannot be probed). */
 const ownKey = Effect.fnUntraced(function*(principal: PrincipalShape, id: string) {
   const key = yield* orApiError((yield* Keys).findById(id))
-  if (key === undefined || key.userId !== principal.userId || key.revoked) return yield* ApiError.notFound(`No API key with id '${Text.clip(id)}'.`)
+  if (key === undefined || key.userId !== principal.userId || key.revoked) {
+    return yield* ApiError.notFound(`No API key with id '${Text.clip(id)}'.`)
+  }
   return key
 })
 
@@ -119,24 +130,32 @@ export const layer = HttpApiBuilder.group(
         const allowed = yield* groupsOf(principal.userId, principal.role)
         const group = payload.group ?? allowed[0]!
         if (!allowed.includes(group)) {
-          return yield* ApiError.invalid(`group: you may not use the group '${Text.clip(group)}'; choose one of: ${allowed.join(", ")}`, "group")
+          return yield* ApiError.invalid(
+            `group: you may not use the group '${Text.clip(group)}'; choose one of: ${allowed.join(", ")}`,
+            "group"
+          )
         }
         const models = yield* resolveModels(payload.models)
         yield* checkExpiry(payload.expiresAt)
         yield* checkKeyLimits(payload, group)
-        const created = yield* orApiError(keys.create({
-          userId: principal.userId,
-          name: payload.name,
-          group,
-          models: models ?? [],
-          expiresAt: payload.expiresAt ?? null,
-          quotaNanos: (yield* parseNanos(payload.quota, "quota")) ?? null,
-          dailyBudgetNanos: (yield* parseNanos(payload.dailyBudget, "dailyBudget")) ?? null,
-          monthlyBudgetNanos: (yield* parseNanos(payload.monthlyBudget, "monthlyBudget")) ?? null,
-          limits: { rpm: payload.rpm ?? null, tpm: payload.tpm ?? null, concurrency: payload.concurrency ?? null }
-        }).pipe(
-          Effect.catchTag("Conflict", () => Effect.fail(ApiError.conflict(`You already have a key named '${payload.name}'.`)))
-        ))
+        const created = yield* orApiError(
+          keys.create({
+            userId: principal.userId,
+            name: payload.name,
+            group,
+            models: models ?? [],
+            expiresAt: payload.expiresAt ?? null,
+            quotaNanos: (yield* parseNanos(payload.quota, "quota")) ?? null,
+            dailyBudgetNanos: (yield* parseNanos(payload.dailyBudget, "dailyBudget")) ?? null,
+            monthlyBudgetNanos: (yield* parseNanos(payload.monthlyBudget, "monthlyBudget")) ?? null,
+            limits: { rpm: payload.rpm ?? null, tpm: payload.tpm ?? null, concurrency: payload.concurrency ?? null }
+          }).pipe(
+            Effect.catchTag(
+              "Conflict",
+              () => Effect.fail(ApiError.conflict(`You already have a key named '${payload.name}'.`))
+            )
+          )
+        )
         yield* invalidate("keys", [created.key.id])
         return { key: Views.key(created.key), secret: created.secret } satisfies C.CreatedKey
       }),
@@ -160,7 +179,9 @@ export const layer = HttpApiBuilder.group(
 
       userKeys: Effect.fn("keys.userKeys")(function*({ params }) {
         const user = yield* orApiError(users.findById(params.id))
-        if (user === undefined || user.deletedAt !== null) return yield* ApiError.notFound(`No user with id '${Text.clip(params.id)}'.`)
+        if (user === undefined || user.deletedAt !== null) {
+          return yield* ApiError.notFound(`No user with id '${Text.clip(params.id)}'.`)
+        }
         const list = yield* orApiError(keys.list(user.id))
         return { data: list.filter((k) => !k.revoked).map(Views.key) } satisfies C.KeyList
       }),
@@ -174,7 +195,9 @@ export const layer = HttpApiBuilder.group(
           )
         }
         const key = yield* orApiError(keys.findById(params.id))
-        if (key === undefined || key.revoked) return yield* ApiError.notFound(`No API key with id '${Text.clip(params.id)}'.`)
+        if (key === undefined || key.revoked) {
+          return yield* ApiError.notFound(`No API key with id '${Text.clip(params.id)}'.`)
+        }
         return yield* updateKey(key, payload).pipe(
           Effect.catchIf(
             (error) => error.code === "conflict",

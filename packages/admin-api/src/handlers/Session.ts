@@ -32,7 +32,12 @@ export const layer = HttpApiBuilder.group(
         const config = yield* AdminApiConfig
         const address = clientAddress(request, config.trustedProxies)
         const wait = yield* limiter.retryAfter(payload.username, address)
-        if (wait > 0) return yield* ApiError.tooManyRequests(`Too many failed sign-in attempts. Try again in ${wait} seconds.`, wait)
+        if (wait > 0) {
+          return yield* ApiError.tooManyRequests(
+            `Too many failed sign-in attempts. Try again in ${wait} seconds.`,
+            wait
+          )
+        }
         const user = yield* orApiError(users.verifyLogin(payload.username, Redacted.make(payload.password)))
         if (user === undefined) {
           yield* limiter.fail(payload.username, address)
@@ -48,7 +53,12 @@ export const layer = HttpApiBuilder.group(
         const session = yield* orApiError(sessions.create(user.id))
         const info: C.SessionInfo = { user: Views.me(user), csrfToken: session.csrfToken, expiresAt: session.expiresAt }
         return yield* jsonWith(C.SessionInfo, info, {
-          "set-cookie": sessionCookie(request, config.trustedProxies, session.token, Math.floor(config.sessionTtlMs / 1000))
+          "set-cookie": sessionCookie(
+            request,
+            config.trustedProxies,
+            session.token,
+            Math.floor(config.sessionTtlMs / 1000)
+          )
         })
       }),
 
@@ -84,11 +94,19 @@ export const layer = HttpApiBuilder.group(
         const config = yield* AdminApiConfig
         const address = clientAddress(request, config.trustedProxies)
         const wait = yield* limiter.retryAfter(principal.userName, address)
-        if (wait > 0) return yield* ApiError.tooManyRequests(`Too many wrong passwords. Try again in ${wait} seconds.`, wait)
-        const verified = yield* orApiError(users.verifyLogin(principal.userName, Redacted.make(payload.currentPassword)))
+        if (wait > 0) {
+          return yield* ApiError.tooManyRequests(`Too many wrong passwords. Try again in ${wait} seconds.`, wait)
+        }
+        const verified = yield* orApiError(
+          users.verifyLogin(principal.userName, Redacted.make(payload.currentPassword))
+        )
         if (verified === undefined) {
           yield* limiter.fail(principal.userName, address)
-          return yield* ApiError.invalid("currentPassword: the current password is wrong", "currentPassword", "wrong_password")
+          return yield* ApiError.invalid(
+            "currentPassword: the current password is wrong",
+            "currentPassword",
+            "wrong_password"
+          )
         }
         yield* orApiError(users.setPassword(principal.userId, Redacted.make(payload.newPassword)))
         yield* orApiError(sessions.removeAllOf(principal.userId, principal.session?.token))

@@ -41,7 +41,12 @@ export const parseNanos = <V extends string | null | undefined>(
   if (value === null) return Effect.succeed(null as never)
   const nanos = Money.usdToNanos(value)
   return nanos === undefined || nanos > Money.MAX_NANOS || nanos < -Money.MAX_NANOS
-    ? Effect.fail(ApiError.invalid(`${param}: '${Text.clip(value)}' is not a USD amount of at most ${Money.formatUsd(Money.MAX_NANOS)}`, param))
+    ? Effect.fail(
+      ApiError.invalid(
+        `${param}: '${Text.clip(value)}' is not a USD amount of at most ${Money.formatUsd(Money.MAX_NANOS)}`,
+        param
+      )
+    )
     : Effect.succeed(nanos as never)
 }
 

@@ -86,7 +86,11 @@ const filterOf = (query: C.UsageQuery): UsageFilter => ({
   to: query.to
 })
 
-const adminFilterOf = (query: C.AdminUsageQuery): UsageFilter => ({ ...filterOf(query), userId: query.userId, channel: query.channel })
+const adminFilterOf = (query: C.AdminUsageQuery): UsageFilter => ({
+  ...filterOf(query),
+  userId: query.userId,
+  channel: query.channel
+})
 
 /** A CSV file as a download. @category csv */
 export const csvResponse = (text: string, filename: string) =>
@@ -104,10 +108,11 @@ export const layer = HttpApiBuilder.group(
     const users = yield* Users
 
     const page = (filter: UsageFilter, query: C.PageQuery, detail: boolean) =>
-      Effect.map(orApiError(reports.usagePage(filter, pageLimit(query), query.cursor)), (result) => ({
-        data: result.data.map((row) => Views.usageItem(row, detail)),
-        nextCursor: result.nextCursor
-      }) satisfies C.UsagePage)
+      Effect.map(orApiError(reports.usagePage(filter, pageLimit(query), query.cursor)), (result) =>
+        ({
+          data: result.data.map((row) => Views.usageItem(row, detail)),
+          nextCursor: result.nextCursor
+        }) satisfies C.UsagePage)
 
     const lastThirtyDays = Effect.map(Clock.currentTimeMillis, (now) => startOfDay(now) - 29 * DAY_MS)
 
@@ -118,11 +123,14 @@ export const layer = HttpApiBuilder.group(
     })
 
     return handlers.handleAll({
-      list: ({ query }) => Effect.flatMap(Principal, (principal) => page({ ...filterOf(query), userId: principal.userId }, query, false)),
+      list: ({ query }) =>
+        Effect.flatMap(Principal, (principal) => page({ ...filterOf(query), userId: principal.userId }, query, false)),
 
       csv: Effect.fn("usage.csv")(function*({ query }) {
         const principal = yield* Principal
-        const result = yield* orApiError(reports.usagePage({ ...filterOf(query), userId: principal.userId }, CSV_MAX_ROWS, undefined))
+        const result = yield* orApiError(
+          reports.usagePage({ ...filterOf(query), userId: principal.userId }, CSV_MAX_ROWS, undefined)
+        )
         return csvResponse(Csv.file(usageCsvHeader, result.data.map(csvRow)), "usage.csv")
       }),
 
@@ -153,7 +161,13 @@ export const layer = HttpApiBuilder.group(
         const total = yield* orApiError(reports.totals(scoped))
         return {
           daily: daily.map(Views.dailyPoint),
-          users: perUser.map((u) => ({ userId: u.userId, userName: u.userName, requests: u.requests, tokens: u.tokens, cost: Money.formatUsd(u.costNanos) })),
+          users: perUser.map((u) => ({
+            userId: u.userId,
+            userName: u.userName,
+            requests: u.requests,
+            tokens: u.tokens,
+            cost: Money.formatUsd(u.costNanos)
+          })),
           totalCost: Money.formatUsd(total.costNanos),
           totalRequests: total.requests
         } satisfies C.AdminOverview

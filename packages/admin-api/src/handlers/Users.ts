@@ -20,7 +20,9 @@ import * as Views from "../Views.ts"
 import { invalidate, orApiError, parseNanos } from "./Shared.ts"
 
 /** A user's rate limits from a request (only the fields it names), or undefined when it names none. */
-const limitsOf = (body: { readonly rpm?: number | null; readonly tpm?: number | null; readonly concurrency?: number | null }) => {
+const limitsOf = (
+  body: { readonly rpm?: number | null; readonly tpm?: number | null; readonly concurrency?: number | null }
+) => {
   const limits: { rpm?: number | null; tpm?: number | null; concurrency?: number | null } = {}
   if (body.rpm !== undefined) limits.rpm = body.rpm
   if (body.tpm !== undefined) limits.tpm = body.tpm
@@ -35,13 +37,20 @@ const checkGroupsExist = Effect.fnUntraced(function*(groups: ReadonlyArray<strin
   const snapshot = yield* (yield* Catalog.Catalog).current
   const known = new Set([...stored.map((record) => record.group.name), ...snapshot.groups.keys(), "default"])
   const index = groups.findIndex((g) => !known.has(g))
-  if (index !== -1) return yield* ApiError.invalid(`groups[${index}]: no group named '${Text.clip(groups[index]!)}'`, `groups[${index}]`)
+  if (index !== -1) {
+    return yield* ApiError.invalid(
+      `groups[${index}]: no group named '${Text.clip(groups[index]!)}'`,
+      `groups[${index}]`
+    )
+  }
 })
 
 /** An admin's key may not change the user it belongs to (its own limits, balance or state). */
 const notSelfByKey = (principal: PrincipalShape, userId: string) =>
   principal.via === "key" && principal.userId === userId
-    ? Effect.fail(ApiError.forbidden("An API key cannot change its own user: do it from a console session.", "self_change"))
+    ? Effect.fail(
+      ApiError.forbidden("An API key cannot change its own user: do it from a console session.", "self_change")
+    )
     : Effect.void
 
 /** The handlers of the `users` group. @category handlers */
@@ -56,7 +65,9 @@ export const layer = HttpApiBuilder.group(
 
     const existing = Effect.fnUntraced(function*(id: string) {
       const user = yield* orApiError(users.findById(id))
-      if (user === undefined || user.deletedAt !== null) return yield* ApiError.notFound(`No user with id '${Text.clip(id)}'.`)
+      if (user === undefined || user.deletedAt !== null) {
+        return yield* ApiError.notFound(`No user with id '${Text.clip(id)}'.`)
+      }
       return user
     })
 
@@ -71,18 +82,24 @@ export const layer = HttpApiBuilder.group(
       list: Effect.fn("users.list")(function*() {
         const all = yield* orApiError(users.list)
         const stats = yield* orApiError(reports.userStats)
-        return { data: all.filter((u) => u.deletedAt === null).map((u) => Views.adminUser(u, stats.get(u.id))) } satisfies C.UserList
+        return {
+          data: all.filter((u) => u.deletedAt === null).map((u) => Views.adminUser(u, stats.get(u.id)))
+        } satisfies C.UserList
       }),
 
       create: Effect.fn("users.create")(function*({ payload }) {
         const principal = yield* Principal
         yield* checkGroupsExist(payload.groups)
         const opening = yield* parseNanos(payload.balance, "balance")
-        const user = yield* orApiError(users.create({ name: payload.name, role: payload.role ?? "user", password: Redacted.make(payload.password) }))
+        const user = yield* orApiError(
+          users.create({ name: payload.name, role: payload.role ?? "user", password: Redacted.make(payload.password) })
+        )
         if (payload.groups !== undefined) yield* orApiError(users.setGroups(user.id, payload.groups))
         const limits = limitsOf(payload)
         if (limits !== undefined) yield* orApiError(users.setLimits(user.id, limits))
-        if (opening !== undefined && opening > 0n) yield* orApiError(accounts.topUp(user.id, opening, "opening balance", principal.userId))
+        if (opening !== undefined && opening > 0n) {
+          yield* orApiError(accounts.topUp(user.id, opening, "opening balance", principal.userId))
+        }
         yield* invalidate("users", [user.id])
         return yield* reload(user.id)
       }),
@@ -95,7 +112,9 @@ export const layer = HttpApiBuilder.group(
         yield* notSelfByKey(principal, user.id)
         if (user.id === principal.userId && (payload.role === "user" || payload.enabled === false)) {
           return yield* ApiError.invalid(
-            payload.role === "user" ? "role: you cannot remove your own admin role" : "enabled: you cannot disable yourself",
+            payload.role === "user"
+              ? "role: you cannot remove your own admin role"
+              : "enabled: you cannot disable yourself",
             payload.role === "user" ? "role" : "enabled"
           )
         }
@@ -108,7 +127,9 @@ export const layer = HttpApiBuilder.group(
         if (payload.password !== undefined) {
           yield* orApiError(users.setPassword(user.id, Redacted.make(payload.password)))
           // A reset password ends the user's sessions (the admin's own one stays when they reset their own).
-          yield* orApiError(sessions.removeAllOf(user.id, user.id === principal.userId ? principal.session?.token : undefined))
+          yield* orApiError(
+            sessions.removeAllOf(user.id, user.id === principal.userId ? principal.session?.token : undefined)
+          )
         }
         if (payload.enabled === false) yield* orApiError(sessions.removeAllOf(user.id))
         yield* invalidate("users", [user.id])

@@ -43,10 +43,16 @@ const scalar: fc.Arbitrary<Json> = fc.oneof(
 )
 
 /** JSON objects (tool inputs). @category json */
-export const jsonObject: fc.Arbitrary<{ readonly [key: string]: Json }> = fc.letrec<{ value: Json; object: { [key: string]: Json } }>((tie) => ({
-  value: fc.oneof({ depthSize: "small", withCrossShrink: true }, scalar, tie("object"), fc.array(tie("value"), { maxLength: 3 })),
-  object: fc.dictionary(key, tie("value"), { maxKeys: 4 })
-})).object
+export const jsonObject: fc.Arbitrary<{ readonly [key: string]: Json }> =
+  fc.letrec<{ value: Json; object: { [key: string]: Json } }>((tie) => ({
+    value: fc.oneof(
+      { depthSize: "small", withCrossShrink: true },
+      scalar,
+      tie("object"),
+      fc.array(tie("value"), { maxLength: 3 })
+    ),
+    object: fc.dictionary(key, tie("value"), { maxKeys: 4 })
+  })).object
 
 /** A tool name Anthropic accepts. @category json */
 export const toolName: fc.Arbitrary<string> = fc.stringMatching(/^[a-z_][a-zA-Z0-9_-]{0,11}$/)
@@ -83,11 +89,17 @@ const userPart: fc.Arbitrary<Canonical.Part> = fc.oneof(
   { weight: 4, arbitrary: text.map((t): Canonical.Part => ({ type: "text", text: t })) },
   {
     weight: 1,
-    arbitrary: fc.record({ mediaType: fc.constantFrom("image/png", "image/jpeg", "image/gif", "image/webp"), data: signature })
+    arbitrary: fc.record({
+      mediaType: fc.constantFrom("image/png", "image/jpeg", "image/gif", "image/webp"),
+      data: signature
+    })
       .map(({ data, mediaType }): Canonical.Part => ({ type: "image", mediaType, data }))
   },
   { weight: 1, arbitrary: fc.constant<Canonical.Part>({ type: "image", url: "https://example.com/cat.png" }) },
-  { weight: 1, arbitrary: signature.map((data): Canonical.Part => ({ type: "file", mediaType: "application/pdf", data })) }
+  {
+    weight: 1,
+    arbitrary: signature.map((data): Canonical.Part => ({ type: "file", mediaType: "application/pdf", data }))
+  }
 )
 
 const call = fc.record({ id: toolId, name: toolName, input: jsonObject })
@@ -102,7 +114,11 @@ const turns: fc.Arbitrary<Array<Canonical.Message>> = fc
   .tuple(
     fc.array(userPart, { minLength: 1, maxLength: 3 }),
     fc.array(
-      fc.tuple(assistantTurn, fc.array(fc.tuple(text, fc.boolean()), { minLength: 3, maxLength: 3 }), fc.array(userPart, { maxLength: 2 })),
+      fc.tuple(
+        assistantTurn,
+        fc.array(fc.tuple(text, fc.boolean()), { minLength: 3, maxLength: 3 }),
+        fc.array(userPart, { maxLength: 2 })
+      ),
       { maxLength: 3 }
     )
   )
@@ -112,11 +128,17 @@ const turns: fc.Arbitrary<Array<Canonical.Message>> = fc
     for (const [assistant, results, after] of rest) {
       const parts: Array<Canonical.Part> = []
       if (assistant.thinking !== undefined) {
-        parts.push({ type: "thinking", text: assistant.thinking.text, signature: `anthropic:${assistant.thinking.signature}` })
+        parts.push({
+          type: "thinking",
+          text: assistant.thinking.text,
+          signature: `anthropic:${assistant.thinking.signature}`
+        })
       }
       if (assistant.text !== undefined) parts.push({ type: "text", text: assistant.text })
       const calls = assistant.calls.map((c) => ({ ...c, id: `${c.id}_${n++}` }))
-      for (const c of calls) parts.push({ type: "tool_call", id: c.id, name: c.name, arguments: JSON.stringify(c.input) })
+      for (const c of calls) {
+        parts.push({ type: "tool_call", id: c.id, name: c.name, arguments: JSON.stringify(c.input) })
+      }
       if (parts.length === 0) parts.push({ type: "text", text: "ok" })
       out.push({ role: "assistant", content: parts })
       if (calls.length > 0) {
@@ -154,11 +176,14 @@ export const canonicalRequest: fc.Arbitrary<Canonical.ChatRequest> = fc
     messages: turns,
     system: fc.option(fc.array(text, { minLength: 1, maxLength: 2 }), { nil: undefined }),
     tools: fc.option(
-      fc.uniqueArray(fc.record({ name: toolName, description: fc.option(text, { nil: undefined }), parameters: inputSchema }), {
-        minLength: 1,
-        maxLength: 3,
-        selector: (tool) => tool.name
-      }),
+      fc.uniqueArray(
+        fc.record({ name: toolName, description: fc.option(text, { nil: undefined }), parameters: inputSchema }),
+        {
+          minLength: 1,
+          maxLength: 3,
+          selector: (tool) => tool.name
+        }
+      ),
       { nil: undefined }
     ),
     choice: fc.constantFrom(undefined, "auto", "none", "required", "tool"),
@@ -167,10 +192,15 @@ export const canonicalRequest: fc.Arbitrary<Canonical.ChatRequest> = fc
     sampling: fc.oneof(
       fc.constant({}),
       fc.record({ temperature: fc.integer({ min: 0, max: 100 }).map((n) => n / 100) }, { requiredKeys: [] }),
-      fc.record({ topP: fc.integer({ min: 1, max: 100 }).map((n) => n / 100), topK: fc.integer({ min: 1, max: 100 }) }, { requiredKeys: [] }),
+      fc.record(
+        { topP: fc.integer({ min: 1, max: 100 }).map((n) => n / 100), topK: fc.integer({ min: 1, max: 100 }) },
+        { requiredKeys: [] }
+      ),
       fc.record({ budget: fc.integer({ min: 1024, max: 32_000 }), thoughts: fc.boolean() })
     ),
-    stop: fc.option(fc.array(fc.string({ minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 3 }), { nil: undefined }),
+    stop: fc.option(fc.array(fc.string({ minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 3 }), {
+      nil: undefined
+    }),
     user: fc.option(fc.stringMatching(/^[a-z0-9]{1,8}$/), { nil: undefined }),
     stream: fc.boolean()
   })
@@ -183,7 +213,11 @@ export const canonicalRequest: fc.Arbitrary<Canonical.ChatRequest> = fc
     }
     if (r.system !== undefined) out.system = r.system
     if (r.tools !== undefined) {
-      out.tools = r.tools.map((tool) => tool.description === undefined ? { name: tool.name, parameters: tool.parameters } : tool as Canonical.ToolDefinition)
+      out.tools = r.tools.map((tool) =>
+        tool.description === undefined
+          ? { name: tool.name, parameters: tool.parameters }
+          : tool as Canonical.ToolDefinition
+      )
       if (r.choice !== undefined) {
         out.toolChoice = r.choice === "tool" ? { type: "tool", name: r.tools[0]!.name } : r.choice
         if (r.noParallel && r.choice !== "none") out.parallelToolCalls = false
@@ -242,7 +276,9 @@ export const anthropicResponse: fc.Arbitrary<Record<string, Json>> = fc
     usage
   })
   .map(({ content, id, stop, usage }) => {
-    const blocks = content.map((block, i) => block.type === "tool_use" ? { ...block, id: `${block.id as string}${i}` } : block)
+    const blocks = content.map((block, i) =>
+      block.type === "tool_use" ? { ...block, id: `${block.id as string}${i}` } : block
+    )
     const calls = blocks.some((block) => block.type === "tool_use")
     return {
       id,
@@ -290,8 +326,14 @@ export const toEvents = (response: Record<string, Json>, cuts: ReadonlyArray<num
         for (const piece of Cuts.splitNonEmpty(block.text as string, cuts)) delta({ type: "text_delta", text: piece })
         break
       case "thinking":
-        events.push({ type: "content_block_start", index, content_block: { type: "thinking", thinking: "", signature: "" } })
-        for (const piece of Cuts.splitNonEmpty(block.thinking as string, cuts)) delta({ type: "thinking_delta", thinking: piece })
+        events.push({
+          type: "content_block_start",
+          index,
+          content_block: { type: "thinking", thinking: "", signature: "" }
+        })
+        for (const piece of Cuts.splitNonEmpty(block.thinking as string, cuts)) {
+          delta({ type: "thinking_delta", thinking: piece })
+        }
         delta({ type: "signature_delta", signature: block.signature as string })
         break
       case "redacted_thinking":
@@ -300,7 +342,9 @@ export const toEvents = (response: Record<string, Json>, cuts: ReadonlyArray<num
       case "tool_use":
         events.push({ type: "content_block_start", index, content_block: { ...block, input: {} } })
         delta({ type: "input_json_delta", partial_json: "" })
-        for (const piece of Cuts.splitNonEmpty(JSON.stringify(block.input), cuts)) delta({ type: "input_json_delta", partial_json: piece })
+        for (const piece of Cuts.splitNonEmpty(JSON.stringify(block.input), cuts)) {
+          delta({ type: "input_json_delta", partial_json: piece })
+        }
         break
     }
     events.push({ type: "content_block_stop", index })
@@ -327,7 +371,9 @@ export const cuts: fc.Arbitrary<Array<number>> = fc.array(fc.nat({ max: 40 }), {
 
 /** Cuts a text into pieces at arbitrary points (for split-invariance laws). @category sse */
 export const splits = (value: string): fc.Arbitrary<Array<string>> =>
-  fc.array(fc.nat({ max: Math.max(0, value.length) }), { maxLength: 8 }).map((points) => Cuts.splitNonEmpty(value, points))
+  fc.array(fc.nat({ max: Math.max(0, value.length) }), { maxLength: 8 }).map((points) =>
+    Cuts.splitNonEmpty(value, points)
+  )
 
 /**
  * SSE text as upstreams write it: events with or without an `event:` line,
@@ -340,7 +386,10 @@ export const sseText: fc.Arbitrary<string> = fc
   .tuple(
     fc.array(
       fc.record({
-        lines: fc.array(fc.string({ maxLength: 12 }).map((s) => s.replace(/[\r\n]/g, "")), { minLength: 1, maxLength: 3 }),
+        lines: fc.array(fc.string({ maxLength: 12 }).map((s) => s.replace(/[\r\n]/g, "")), {
+          minLength: 1,
+          maxLength: 3
+        }),
         name: fc.option(fc.constantFrom("message_start", "content_block_delta", "ping", "error"), { nil: undefined }),
         space: fc.boolean(),
         comment: fc.boolean()
@@ -364,8 +413,22 @@ export const sseText: fc.Arbitrary<string> = fc
 
 const canonicalAnswerPart: fc.Arbitrary<Canonical.Part> = fc.oneof(
   { weight: 3, arbitrary: text.map((t): Canonical.Part => ({ type: "text", text: t })) },
-  { weight: 1, arbitrary: fc.record({ text, signature }).map(({ signature, text }): Canonical.Part => ({ type: "thinking", text, signature: `anthropic:${signature}` })) },
-  { weight: 1, arbitrary: signature.map((data): Canonical.Part => ({ type: "thinking", text: "", signature: `anthropic-redacted:${data}` })) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ text, signature }).map(({ signature, text }): Canonical.Part => ({
+      type: "thinking",
+      text,
+      signature: `anthropic:${signature}`
+    }))
+  },
+  {
+    weight: 1,
+    arbitrary: signature.map((data): Canonical.Part => ({
+      type: "thinking",
+      text: "",
+      signature: `anthropic-redacted:${data}`
+    }))
+  },
   {
     weight: 2,
     arbitrary: fc.record({ id: toolId, name: toolName, input: jsonObject })
@@ -387,7 +450,11 @@ export const canonicalResponse: fc.Arbitrary<Canonical.ChatResponse> = fc
     id: fc.stringMatching(/^[a-z0-9]{6}$/),
     parts: fc.array(canonicalAnswerPart, { maxLength: 5 }),
     finish: fc.constantFrom<Canonical.FinishReason>("stop", "length", "content_filter"),
-    usage: fc.record({ prompt: fc.nat({ max: 1000 }), completion: fc.nat({ max: 1000 }), cached: fc.option(fc.integer({ min: 1, max: 100 }), { nil: undefined }) })
+    usage: fc.record({
+      prompt: fc.nat({ max: 1000 }),
+      completion: fc.nat({ max: 1000 }),
+      cached: fc.option(fc.integer({ min: 1, max: 100 }), { nil: undefined })
+    })
   })
   .map(({ finish, id, parts, usage }): Canonical.ChatResponse => {
     const content = parts.map((part, i) => part.type === "tool_call" ? { ...part, id: `${part.id}_${i}` } : part)
@@ -399,6 +466,10 @@ export const canonicalResponse: fc.Arbitrary<Canonical.ChatResponse> = fc
       choices: [{ index: 0, content, finishReason: calls ? "tool_calls" : finish }]
     }
     const promptTokens = usage.prompt + (usage.cached ?? 0)
-    const wire: Canonical.Usage = { promptTokens, completionTokens: usage.completion, totalTokens: promptTokens + usage.completion }
+    const wire: Canonical.Usage = {
+      promptTokens,
+      completionTokens: usage.completion,
+      totalTokens: promptTokens + usage.completion
+    }
     return { ...out, usage: usage.cached === undefined ? wire : { ...wire, cachedTokens: usage.cached } }
   })

@@ -42,9 +42,9 @@ import * as Equality from "@modelgate/core/testing/Equality"
 import { Result } from "effect"
 import * as fc from "fast-check"
 import { decodeToolId, encodeToolId, signToolId, unsignToolId } from "../Ids.ts"
+import { PassthroughMeter } from "../Passthrough.ts"
 import * as Request from "../Request.ts"
 import * as Response from "../Response.ts"
-import { PassthroughMeter } from "../Passthrough.ts"
 import { sseEvent, StreamDecoder, StreamEncoder } from "../Stream.ts"
 import * as Arbitraries from "./Arbitraries.ts"
 
@@ -73,11 +73,14 @@ export const requestRoundTrip = (arbitrary: fc.Arbitrary<Canonical.ChatRequest> 
  * @category laws
  */
 export const toolIdRoundTrip = () =>
-  fc.property(fc.oneof(Arbitraries.toolId, fc.string({ maxLength: 30 }), fc.string({ unit: "binary", maxLength: 10 })), (id) => {
-    const encoded = encodeToolId(id)
-    if (!/^[a-zA-Z0-9_-]+$/.test(encoded) && id.length > 0) throw new Error(`'${encoded}' is not Anthropic-safe`)
-    Equality.assertEqual(decodeToolId(encoded), id, "tool ids")
-  })
+  fc.property(
+    fc.oneof(Arbitraries.toolId, fc.string({ maxLength: 30 }), fc.string({ unit: "binary", maxLength: 10 })),
+    (id) => {
+      const encoded = encodeToolId(id)
+      if (!/^[a-zA-Z0-9_-]+$/.test(encoded) && id.length > 0) throw new Error(`'${encoded}' is not Anthropic-safe`)
+      Equality.assertEqual(decodeToolId(encoded), id, "tool ids")
+    }
+  )
 
 /**
  * Tool ids an Anthropic client is given with a thought signature
@@ -102,7 +105,9 @@ export const signedToolIdRoundTrip = () =>
  *
  * @category laws
  */
-export const responseRoundTrip = (arbitrary: fc.Arbitrary<Record<string, Arbitraries.Json>> = Arbitraries.anthropicResponse) =>
+export const responseRoundTrip = (
+  arbitrary: fc.Arbitrary<Record<string, Arbitraries.Json>> = Arbitraries.anthropicResponse
+) =>
   fc.property(arbitrary, (body) => {
     const first = unwrap(Response.decodeResponseResult(body), "decodeResponse")
     const wire = Response.encodeResponse(first, first.model)
@@ -117,7 +122,8 @@ export const assembleEvents = (events: ReadonlyArray<unknown>): Canonical.ChatRe
 }
 
 /** A response with adjacent text (and unsigned thinking) parts merged, as assembly does. */
-const merged = (response: Canonical.ChatResponse): Canonical.ChatResponse => StreamAssembly.assemble(StreamAssembly.toEvents(response))
+const merged = (response: Canonical.ChatResponse): Canonical.ChatResponse =>
+  StreamAssembly.assemble(StreamAssembly.toEvents(response))
 
 /**
  * Cutting an answer's deltas differently never changes the assembled answer,
@@ -145,14 +151,18 @@ export const streamRechunking = (
  */
 export const streamEncodeDecode = () =>
   fc.property(Arbitraries.canonicalResponse, Arbitraries.cuts, (response, cuts) => {
-    const events = cuts.length === 0 ? StreamAssembly.toEvents(response) : Cuts.splitTextEvents(StreamAssembly.toEvents(response), cuts[0]!)
+    const events = cuts.length === 0
+      ? StreamAssembly.toEvents(response)
+      : Cuts.splitTextEvents(StreamAssembly.toEvents(response), cuts[0]!)
     const encoder = new StreamEncoder(response.model)
     const frames = [...encoder.pushAll(events), ...encoder.end()]
     let expected = 0
     let open: number | undefined
     for (const frame of frames) {
       const data = frame.data as { type: string; index?: number }
-      if (frame.event !== data.type) throw new Error(`event name '${frame.event}' differs from data type '${data.type}'`)
+      if (frame.event !== data.type) {
+        throw new Error(`event name '${frame.event}' differs from data type '${data.type}'`)
+      }
       if (data.type === "content_block_start") {
         if (data.index !== expected || open !== undefined) throw new Error(`block ${data.index} started out of order`)
         open = expected++
@@ -180,7 +190,9 @@ export const meterSplit = () =>
   fc.property(Arbitraries.canonicalResponse, fc.array(fc.nat()), (response, cuts) => {
     const encoder = new StreamEncoder(response.model)
     let text = ""
-    for (const frame of [...encoder.pushAll(StreamAssembly.toEvents(response)), ...encoder.end()]) text += sseEvent(frame)
+    for (const frame of [...encoder.pushAll(StreamAssembly.toEvents(response)), ...encoder.end()]) {
+      text += sseEvent(frame)
+    }
     const meter = (pieces: ReadonlyArray<Uint8Array>) => {
       const m = new PassthroughMeter()
       const forwarded: Array<Uint8Array> = []
@@ -247,7 +259,8 @@ export const malformedBody: fc.Arbitrary<unknown> = fc.oneof(
  * @category laws
  */
 export const malformedBodies = (
-  decode: (body: unknown) => Result.Result<unknown, { readonly _tag: string; readonly message: string }> = Request.decodeRequestResult
+  decode: (body: unknown) => Result.Result<unknown, { readonly _tag: string; readonly message: string }> =
+    Request.decodeRequestResult
 ) =>
   fc.property(malformedBody, (body) => {
     const result = decode(body)
@@ -255,7 +268,9 @@ export const malformedBodies = (
       throw new Error(`not an InvalidRequest or UnsupportedFeature with a message: ${String(result.failure._tag)}`)
     }
     const response = Response.decodeResponseResult(body)
-    if (Result.isFailure(response) && response.failure._tag !== "UpstreamUnavailable") throw new Error("unexpected response error")
+    if (Result.isFailure(response) && response.failure._tag !== "UpstreamUnavailable") {
+      throw new Error("unexpected response error")
+    }
     new StreamDecoder().push(body)
     new StreamDecoder().push({ type: "content_block_delta", index: 0, delta: body })
   })

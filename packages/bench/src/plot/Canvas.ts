@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { GLYPH_HEIGHT, GLYPH_WIDTH, glyph } from "./Font.ts"
+import { glyph, GLYPH_HEIGHT, GLYPH_WIDTH } from "./Font.ts"
 import { encodePng } from "./Png.ts"
 
 /** An RGB colour, 0..255 per channel. @category models */

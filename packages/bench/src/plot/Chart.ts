@@ -29,7 +29,9 @@ const AXIS: Rgb = [90, 90, 90]
  * @category axes
  */
 export const niceTicks = (min: number, max: number, count = 5): Array<number> => {
-  if (!Number.isFinite(min) || !Number.isFinite(max)) throw new RangeError(`niceTicks: min and max must be finite, got ${min}, ${max}`)
+  if (!Number.isFinite(min) || !Number.isFinite(max)) {
+    throw new RangeError(`niceTicks: min and max must be finite, got ${min}, ${max}`)
+  }
   if (max < min) [min, max] = [max, min]
   if (max === min) max = min === 0 ? 1 : min + Math.abs(min)
   const raw = (max - min) / Math.max(1, count)
@@ -171,7 +173,9 @@ export const lineChart = (options: LineChartOptions): Canvas => {
     for (let k = 1; k < s.points.length; k++) {
       f.canvas.line(x(s.points[k - 1][0]), f.y(s.points[k - 1][1]), x(s.points[k][0]), f.y(s.points[k][1]), color, 2)
     }
-    if (s.points.length <= 40) for (const [px, py] of s.points) f.canvas.fillRect(x(px) - 2, f.y(py) - 2, 5, 5, color)
+    if (s.points.length <= 40) {
+      for (const [px, py] of s.points) f.canvas.fillRect(x(px) - 2, f.y(py) - 2, 5, 5, color)
+    }
   })
   legend(f, options.series.map((s) => s.name))
   return f.canvas
@@ -187,7 +191,14 @@ export const barChart = (options: BarChartOptions): Canvas => {
   const width = options.width ?? 760
   const height = options.height ?? 400
   const values = options.series.flatMap((s) => s.values.filter((v): v is number => v !== null))
-  const f = frame(options.title, options.yLabel, width, height, Math.min(0, ...values), values.length === 0 ? 1 : Math.max(...values) * 1.1)
+  const f = frame(
+    options.title,
+    options.yLabel,
+    width,
+    height,
+    Math.min(0, ...values),
+    values.length === 0 ? 1 : Math.max(...values) * 1.1
+  )
   const groups = Math.max(1, options.categories.length)
   const groupWidth = (f.right - f.left) / groups
   const barWidth = Math.max(2, Math.floor((groupWidth * 0.8) / Math.max(1, options.series.length)))
@@ -201,7 +212,9 @@ export const barChart = (options: BarChartOptions): Canvas => {
       const y1 = f.y(v)
       f.canvas.fillRect(gx + i * barWidth, Math.min(y0, y1), barWidth - 1, Math.abs(y0 - y1), color)
       const label = formatTick(v)
-      if (textWidth(label) <= barWidth + 8) f.canvas.text(gx + i * barWidth + (barWidth - textWidth(label)) / 2, Math.min(y0, y1) - 10, label, INK)
+      if (textWidth(label) <= barWidth + 8) {
+        f.canvas.text(gx + i * barWidth + (barWidth - textWidth(label)) / 2, Math.min(y0, y1) - 10, label, INK)
+      }
     })
     f.canvas.text(f.left + g * groupWidth + (groupWidth - textWidth(category)) / 2, f.bottom + 8, category, INK)
   })

@@ -47,7 +47,9 @@ export const encodePng = (width: number, height: number, rgb: Uint8Array): Buffe
     throw new RangeError(`encodePng: width and height must be positive integers, got ${width}x${height}`)
   }
   if (rgb.length !== width * height * 3) {
-    throw new RangeError(`encodePng: rgb must hold ${width * height * 3} bytes for ${width}x${height}, got ${rgb.length}`)
+    throw new RangeError(
+      `encodePng: rgb must hold ${width * height * 3} bytes for ${width}x${height}, got ${rgb.length}`
+    )
   }
   const header = Buffer.alloc(13)
   header.writeUInt32BE(width, 0)

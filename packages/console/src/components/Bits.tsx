@@ -25,7 +25,9 @@ import { useI18n } from "../lib/i18n.tsx"
 import { errorMessage } from "./States.tsx"
 
 /** A page title with an optional subtitle and actions on the right. @category components */
-export function PageHeader({ title, subtitle, actions }: { readonly title: string; readonly subtitle?: string; readonly actions?: ReactNode }) {
+export function PageHeader(
+  { title, subtitle, actions }: { readonly title: string; readonly subtitle?: string; readonly actions?: ReactNode }
+) {
   return (
     <Group justify="space-between" align="flex-start" mb="lg" wrap="wrap" gap="sm">
       <Stack gap={4}>
@@ -44,7 +46,12 @@ export function CopyIcon({ value, label }: { readonly value: string; readonly la
     <CopyButton value={value} timeout={1500}>
       {({ copied, copy }) => (
         <Tooltip label={copied ? t("common.copied") : (label ?? t("common.copy"))} withArrow>
-          <ActionIcon variant="subtle" color={copied ? "teal" : "gray"} onClick={copy} aria-label={label ?? t("common.copy")}>
+          <ActionIcon
+            variant="subtle"
+            color={copied ? "teal" : "gray"}
+            onClick={copy}
+            aria-label={label ?? t("common.copy")}
+          >
             {copied ? <IconCheck size={16} /> : <IconCopy size={16} />}
           </ActionIcon>
         </Tooltip>
@@ -54,11 +61,20 @@ export function CopyIcon({ value, label }: { readonly value: string; readonly la
 }
 
 /** A labelled value in monospace with a copy button. @category components */
-export function CopyField({ label, value, testId }: { readonly label: string; readonly value: string; readonly testId?: string }) {
+export function CopyField(
+  { label, value, testId }: { readonly label: string; readonly value: string; readonly testId?: string }
+) {
   return (
     <Stack gap={4}>
       <Text size="xs" fw={600} c="dimmed" tt="uppercase">{label}</Text>
-      <Group gap="xs" wrap="nowrap" justify="space-between" style={{ border: "1px solid var(--mantine-color-default-border)", borderRadius: 8 }} px="sm" py={6}>
+      <Group
+        gap="xs"
+        wrap="nowrap"
+        justify="space-between"
+        style={{ border: "1px solid var(--mantine-color-default-border)", borderRadius: 8 }}
+        px="sm"
+        py={6}
+      >
         <Text ff="monospace" size="sm" style={{ wordBreak: "break-all" }} data-testid={testId}>{value}</Text>
         <CopyIcon value={value} label={label} />
       </Group>
@@ -71,7 +87,9 @@ export function Snippet({ code, label }: { readonly code: string; readonly label
   return (
     <Box pos="relative">
       <Code block style={{ whiteSpace: "pre-wrap", wordBreak: "break-all", paddingRight: 40 }}>{code}</Code>
-      <Box pos="absolute" top={6} right={6}><CopyIcon value={code} {...(label === undefined ? {} : { label })} /></Box>
+      <Box pos="absolute" top={6} right={6}>
+        <CopyIcon value={code} {...(label === undefined ? {} : { label })} />
+      </Box>
     </Box>
   )
 }
@@ -161,7 +179,9 @@ export function ConfirmButton({ title, body, onConfirm, children, color = "red",
   const [open, setOpen] = useState(false)
   return (
     <>
-      <Button size="xs" variant="subtle" color={color} onClick={() => setOpen(true)} {...buttonProps}>{children}</Button>
+      <Button size="xs" variant="subtle" color={color} onClick={() => setOpen(true)} {...buttonProps}>
+        {children}
+      </Button>
       <ConfirmDialog
         opened={open}
         onClose={() => setOpen(false)}

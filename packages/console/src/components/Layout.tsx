@@ -44,10 +44,10 @@ import {
 } from "@tabler/icons-react"
 import { type ReactNode, useState } from "react"
 import { NavLink as RouterLink, Outlet, useLocation } from "react-router"
-import { Usd } from "./Usd.tsx"
 import { type MessageKey, useI18n } from "../lib/i18n.tsx"
 import { useSession } from "../lib/session.tsx"
 import { ChangePasswordModal } from "../pages/ChangePassword.tsx"
+import { Usd } from "./Usd.tsx"
 
 interface Item {
   readonly to: string
@@ -93,7 +93,12 @@ function ThemeToggle() {
   const scheme = useComputedColorScheme("light")
   return (
     <Tooltip label={t("nav.theme")}>
-      <ActionIcon variant="default" size="lg" aria-label={t("nav.theme")} onClick={() => setColorScheme(scheme === "light" ? "dark" : "light")}>
+      <ActionIcon
+        variant="default"
+        size="lg"
+        aria-label={t("nav.theme")}
+        onClick={() => setColorScheme(scheme === "light" ? "dark" : "light")}
+      >
         {scheme === "light" ? <IconMoon size={18} /> : <IconSun size={18} />}
       </ActionIcon>
     </Tooltip>
@@ -147,16 +152,24 @@ export function Layout() {
                       <Avatar color="indigo" radius="xl" size={34}>{user.name.slice(0, 2).toUpperCase()}</Avatar>
                       <div style={{ lineHeight: 1.1 }}>
                         <Text size="sm" fw={600} visibleFrom="sm">{user.name}</Text>
-                        <Text size="xs" c="dimmed" visibleFrom="sm" data-testid="header-balance"><Usd amount={user.balance} /></Text>
+                        <Text size="xs" c="dimmed" visibleFrom="sm" data-testid="header-balance">
+                          <Usd amount={user.balance} />
+                        </Text>
                       </div>
                     </Group>
                   </UnstyledButton>
                 </Menu.Target>
                 <Menu.Dropdown>
                   <Menu.Label>{user.name} {user.role === "admin" && <Badge size="xs" ml={4}>admin</Badge>}</Menu.Label>
-                  <Menu.Label>{t("dashboard.balance")}: <Usd amount={user.balance} /></Menu.Label>
-                  <Menu.Item leftSection={<IconLock size={16} />} onClick={() => setPasswordOpen(true)}>{t("nav.password")}</Menu.Item>
-                  <Menu.Item leftSection={<IconLogout size={16} />} color="red" onClick={() => void signOut()}>{t("nav.signOut")}</Menu.Item>
+                  <Menu.Label>
+                    {t("dashboard.balance")}: <Usd amount={user.balance} />
+                  </Menu.Label>
+                  <Menu.Item leftSection={<IconLock size={16} />} onClick={() => setPasswordOpen(true)}>
+                    {t("nav.password")}
+                  </Menu.Item>
+                  <Menu.Item leftSection={<IconLogout size={16} />} color="red" onClick={() => void signOut()}>
+                    {t("nav.signOut")}
+                  </Menu.Item>
                 </Menu.Dropdown>
               </Menu>
             )}

@@ -48,12 +48,16 @@ export const periodBounds = (
   const from = dayStart(period.fromDay)
   const toStart = dayStart(period.toDay)
   const to = toStart === undefined ? undefined : toStart + DAY
-  if (from !== undefined && to !== undefined && to <= from) return { from: undefined, to: undefined, problem: "usage.rangeInvalid" }
+  if (from !== undefined && to !== undefined && to <= from) {
+    return { from: undefined, to: undefined, problem: "usage.rangeInvalid" }
+  }
   return { from, to }
 }
 
 /** The period controls: a preset select, and two date fields for custom dates. @category components */
-export function PeriodFilter({ value, onChange }: { readonly value: Period; readonly onChange: (period: Period) => void }) {
+export function PeriodFilter(
+  { value, onChange }: { readonly value: Period; readonly onChange: (period: Period) => void }
+) {
   const { t } = useI18n()
   const bounds = periodBounds(value)
   return (

@@ -40,7 +40,12 @@ export function ErrorState({ error, onRetry }: { readonly error: unknown; readon
 
 /** Nothing to show yet, and what to do about it. @category components */
 export function EmptyState(
-  { title, hint, action, icon }: { readonly title: string; readonly hint?: string; readonly action?: ReactNode; readonly icon?: ReactNode }
+  { title, hint, action, icon }: {
+    readonly title: string
+    readonly hint?: string
+    readonly action?: ReactNode
+    readonly icon?: ReactNode
+  }
 ) {
   return (
     <Center py={48} data-testid="empty">
@@ -60,7 +65,12 @@ export function EmptyState(
  * @category components
  */
 export function QueryState<A>({ query, children }: {
-  readonly query: { readonly isPending: boolean; readonly error: unknown; readonly data: A | undefined; readonly refetch: () => unknown }
+  readonly query: {
+    readonly isPending: boolean
+    readonly error: unknown
+    readonly data: A | undefined
+    readonly refetch: () => unknown
+  }
   readonly children: (data: A) => ReactNode
 }) {
   if (query.isPending) return <Loading />

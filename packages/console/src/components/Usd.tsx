@@ -11,7 +11,12 @@ export function Usd({ amount, testId }: { readonly amount: string; readonly test
   const shown = usd(amount)
   const exact = exactUsd(amount)
   return (
-    <span title={exact === shown ? undefined : exact} data-exact={exact} data-testid={testId} style={{ fontVariantNumeric: "tabular-nums" }}>
+    <span
+      title={exact === shown ? undefined : exact}
+      data-exact={exact}
+      data-testid={testId}
+      style={{ fontVariantNumeric: "tabular-nums" }}
+    >
       {shown}
     </span>
   )

@@ -43,7 +43,13 @@ export function WideTable({ minWidth, stickyLast = false, children }: {
           <IconArrowsHorizontal size={14} /> {t("common.scrollHint")}
         </Text>
       )}
-      <ScrollArea type="always" scrollbars="x" offsetScrollbars="x" viewportRef={viewport} onScrollPositionChange={measure}>
+      <ScrollArea
+        type="always"
+        scrollbars="x"
+        offsetScrollbars="x"
+        viewportRef={viewport}
+        onScrollPositionChange={measure}
+      >
         <div style={{ minWidth }} className={stickyLast ? classes.stickyLast : undefined}>{children}</div>
       </ScrollArea>
     </div>

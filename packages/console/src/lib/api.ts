@@ -31,7 +31,13 @@ export class ApiFailure extends Error {
   readonly param: string | null
   readonly code: string | null
   readonly retryAfter: number | null
-  constructor(status: number, message: string, param: string | null, code: string | null, retryAfter: number | null = null) {
+  constructor(
+    status: number,
+    message: string,
+    param: string | null,
+    code: string | null,
+    retryAfter: number | null = null
+  ) {
     super(message)
     this.name = "ApiFailure"
     this.status = status
@@ -74,10 +80,16 @@ const currentFetch: typeof globalThis.fetch = (input, init) => globalThis.fetch(
 /** The failure of a call, as an `ApiFailure`. */
 const failureOf = (cause: Cause.Cause<unknown>): ApiFailure => {
   const error = Cause.squash(cause)
-  if (error instanceof ApiError) return new ApiFailure(error.status, error.message, error.param, error.code, error.retryAfterSeconds ?? null)
+  if (error instanceof ApiError) {
+    return new ApiFailure(error.status, error.message, error.param, error.code, error.retryAfterSeconds ?? null)
+  }
   const tag = typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : ""
-  const reason = typeof error === "object" && error !== null && "reason" in error ? (error as { reason: { _tag?: string; response?: { status?: number } } }).reason : undefined
-  if (tag === "HttpClientError" && reason?._tag === "TransportError") return new ApiFailure(0, "network", null, "network")
+  const reason = typeof error === "object" && error !== null && "reason" in error
+    ? (error as { reason: { _tag?: string; response?: { status?: number } } }).reason
+    : undefined
+  if (tag === "HttpClientError" && reason?._tag === "TransportError") {
+    return new ApiFailure(0, "network", null, "network")
+  }
   const status = reason?.response?.status
   if (typeof status === "number") return new ApiFailure(status, `HTTP ${status}`, null, null)
   return new ApiFailure(0, error instanceof Error ? error.message : String(error), null, null)

@@ -55,7 +55,7 @@ export const issueText = (message: string, t: Translate): string => {
   const key = schemaMessages[message]
   if (key !== undefined) return t(key)
   if (/^Expected .*(number|integer|finite)/i.test(message)) return t("validation.number")
-  if (/^Missing key/.test(message)) return t("validation.required")
+  if (message.startsWith("Missing key")) return t("validation.required")
   return t("validation.other", { message })
 }
 

@@ -105,11 +105,21 @@ export const price = (amount: string): string => {
 
 /** Compact token counts: 1,234 / 12.3K / 4.5M. @category numbers */
 export const tokens = (n: number): string =>
-  n < 10_000 ? n.toLocaleString("en-US") : n < 1_000_000 ? `${(n / 1000).toFixed(1)}K` : `${(n / 1_000_000).toFixed(1)}M`
+  n < 10_000
+    ? n.toLocaleString("en-US")
+    : n < 1_000_000
+    ? `${(n / 1000).toFixed(1)}K`
+    : `${(n / 1_000_000).toFixed(1)}M`
 
 /** A date and time in the viewer's locale. @category time */
 export const dateTime = (ms: number, locale: string): string =>
-  new Date(ms).toLocaleString(locale, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" })
+  new Date(ms).toLocaleString(locale, {
+    year: "numeric",
+    month: "short",
+    day: "numeric",
+    hour: "2-digit",
+    minute: "2-digit"
+  })
 
 /** A date in the viewer's locale. @category time */
 export const date = (ms: number, locale: string): string =>

@@ -42,7 +42,9 @@ export const validate = <S extends Schema.Top>(
   schema: S,
   value: unknown
 ): { readonly ok: true; readonly value: S["Type"] } | { readonly ok: false; readonly errors: FieldProblems } => {
-  const result = Schema.decodeUnknownResult(schema as unknown as Schema.Codec<S["Type"], unknown>)(value, { errors: "all" })
+  const result = Schema.decodeUnknownResult(schema as unknown as Schema.Codec<S["Type"], unknown>)(value, {
+    errors: "all"
+  })
   if (result._tag === "Success") return { ok: true, value: result.success }
   const errors: Record<string, Problem> = {}
   for (const issue of formatter(result.failure.issue).issues) {

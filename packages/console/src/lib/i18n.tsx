@@ -150,19 +150,25 @@ const en = {
   "connect.apiKey": "API key",
   "connect.apiKeyValue": "an API key from the API keys page",
   "connect.openai": "OpenAI-compatible apps",
-  "connect.openaiHint": "ChatGPT-style apps, the openai SDKs, LangChain, Cursor… Use {base}. Apps that append /v1/chat/completions themselves take the address without /v1.",
+  "connect.openaiHint":
+    "ChatGPT-style apps, the openai SDKs, LangChain, Cursor… Use {base}. Apps that append /v1/chat/completions themselves take the address without /v1.",
   "connect.openaiNoV1": "Base address for apps that add /v1 themselves",
   "connect.gemini": "Gemini clients",
   "connect.geminiHint": "The @google/genai SDK and other Gemini apps.",
   "connect.apiVersion": "API version",
   "connect.geminiCli": "gemini-cli",
-  "connect.geminiCliHint": "Set these environment variables, and choose the API-key sign-in in ~/.gemini/settings.json.",
+  "connect.geminiCliHint":
+    "Set these environment variables, and choose the API-key sign-in in ~/.gemini/settings.json.",
   "connect.claudeCode": "Claude Code",
-  "connect.claudeCodeHint": "Claude Code speaks Anthropic's API: point it at this server's address (without /v1). Any model your key may use works, Claude or not.",
+  "connect.claudeCodeHint":
+    "Claude Code speaks Anthropic's API: point it at this server's address (without /v1). Any model your key may use works, Claude or not.",
   "connect.codex": "Codex CLI",
-  "connect.codexHint": "Codex speaks OpenAI's Responses API: add this provider to ~/.codex/config.toml and put your key in the environment variable it names.",
-  "connect.keyPlaceholder": "Replace {placeholder} with one of your API keys. Create a key on the API keys page and come back: this page then shows it filled in.",
-  "connect.keyFilled": "Filled in with your new key '{name}'. It is shown only in this tab and only until you reload: copy it now.",
+  "connect.codexHint":
+    "Codex speaks OpenAI's Responses API: add this provider to ~/.codex/config.toml and put your key in the environment variable it names.",
+  "connect.keyPlaceholder":
+    "Replace {placeholder} with one of your API keys. Create a key on the API keys page and come back: this page then shows it filled in.",
+  "connect.keyFilled":
+    "Filled in with your new key '{name}'. It is shown only in this tab and only until you reload: copy it now.",
   "connect.curl": "Try it with curl",
   "connect.model": "Example model",
   "usage.title": "Billing",
@@ -197,8 +203,10 @@ const en = {
   "usage.redeemHint": "Codes add credit to your balance. Each code works once.",
   "nav.requests": "Requests",
   "requests.title": "Requests",
-  "requests.subtitle": "Every call made with your keys, refused ones too: find one by its request id and see how it went.",
-  "requests.subtitleAdmin": "Every call made with a key of this gateway, refused ones too: find one by its request id and see which channel served it and why it failed.",
+  "requests.subtitle":
+    "Every call made with your keys, refused ones too: find one by its request id and see how it went.",
+  "requests.subtitleAdmin":
+    "Every call made with a key of this gateway, refused ones too: find one by its request id and see which channel served it and why it failed.",
   "requests.search": "Search by request id (req_…)",
   "requests.searchLabel": "Request id",
   "requests.status": "Status",
@@ -214,7 +222,8 @@ const en = {
   "requests.livePaused": "Live updates pause while older pages are open",
   "requests.empty": "No requests match",
   "requests.emptyHint": "Calls made with your keys show up here within a second or two.",
-  "requests.notFound": "No request with the id {id}. Request ids look like req_ and 24 characters; a call made without a valid key is not recorded.",
+  "requests.notFound":
+    "No request with the id {id}. Request ids look like req_ and 24 characters; a call made without a valid key is not recorded.",
   "requests.time": "Time",
   "requests.key": "Key",
   "requests.model": "Model",
@@ -277,14 +286,16 @@ const en = {
   "admin.users.passwordReset": "Password changed; {name} was signed out everywhere",
   "admin.users.delete": "Delete user",
   "admin.users.deleteTitle": "Delete {name}?",
-  "admin.users.deleteBody": "Their keys are revoked at once and they can no longer sign in. Their balance history and usage stay, under an anonymised name. This cannot be undone.",
+  "admin.users.deleteBody":
+    "Their keys are revoked at once and they can no longer sign in. Their balance history and usage stay, under an anonymised name. This cannot be undone.",
   "admin.users.deleted": "{name} was deleted",
   "admin.users.adjustConfirmTitle": "Change {name}'s balance?",
   "admin.users.adjustConfirmAdd": "Add {amount} to the balance of {balance} (now: {after}). Reason: {reason}",
   "admin.users.adjustConfirmTake": "Take {amount} from the balance of {balance} (now: {after}). Reason: {reason}",
   "admin.users.adjustConfirm": "Change the balance",
   "admin.models.unpriced": "Served by a channel but without a price",
-  "admin.models.unpricedHint": "Calls to these models are refused (403 model_unpriced) until they have a price or are marked free.",
+  "admin.models.unpricedHint":
+    "Calls to these models are refused (403 model_unpriced) until they have a price or are marked free.",
   "admin.models.setPrice": "Set price",
   "admin.models.servedBy": "served by {channels}",
   "admin.models.preset": "Fill in from the price table",
@@ -298,10 +309,13 @@ const en = {
   "admin.aliases.empty": "No aliases",
   "admin.aliases.deleteTitle": "Delete the alias {name}?",
   "models.hold": "Held per call",
-  "models.holdHint": "What a call that does not set max_tokens holds from your balance before it runs (its answer at full length, plus its prompt). Setting max_tokens lowers it.",
-  "models.holdWarning": "Your balance ({balance}) is less than what a call to {models} holds when it does not set max_tokens (from {hold}). Such calls are refused: set max_tokens, or top up.",
+  "models.holdHint":
+    "What a call that does not set max_tokens holds from your balance before it runs (its answer at full length, plus its prompt). Setting max_tokens lowers it.",
+  "models.holdWarning":
+    "Your balance ({balance}) is less than what a call to {models} holds when it does not set max_tokens (from {hold}). Such calls are refused: set max_tokens, or top up.",
   "admin.groups.title": "Groups",
-  "admin.groups.subtitle": "A group sets the price ratio and default limits of the keys in it, and which channels serve them.",
+  "admin.groups.subtitle":
+    "A group sets the price ratio and default limits of the keys in it, and which channels serve them.",
   "admin.groups.create": "New group",
   "admin.groups.ratio": "Price ratio",
   "admin.groups.selectable": "Any user may pick it",
@@ -312,7 +326,8 @@ const en = {
   "admin.groups.empty": "No groups yet",
   "admin.groups.deleteTitle": "Delete the group {name}?",
   "admin.channels.title": "Channels",
-  "admin.channels.subtitle": "Upstream provider accounts. Keys are write-only: they are never shown again after saving.",
+  "admin.channels.subtitle":
+    "Upstream provider accounts. Keys are write-only: they are never shown again after saving.",
   "admin.channels.create": "New channel",
   "admin.channels.type": "Type",
   "admin.channels.baseUrl": "Base address",
@@ -322,7 +337,8 @@ const en = {
   "admin.channels.fetchModels": "Fetch models",
   "admin.channels.fetchNeeds": "Enter the base address and an API key first",
   "admin.channels.fetchTitle": "The upstream's models",
-  "admin.channels.fetchHint": "The upstream's own list, read with the first key above (or the channel's first key). Pick the models this channel serves.",
+  "admin.channels.fetchHint":
+    "The upstream's own list, read with the first key above (or the channel's first key). Pick the models this channel serves.",
   "admin.channels.fetchFilter": "Filter",
   "admin.channels.fetchNone": "The upstream lists no models",
   "admin.channels.fetchAllShown": "Select all shown",
@@ -344,7 +360,8 @@ const en = {
   "admin.channels.testOk": "OK in {ms} ms: {message}",
   "admin.channels.testFailed": "Failed ({status}) after {ms} ms: {message}",
   "admin.channels.empty": "No channels yet",
-  "admin.channels.emptyHint": "Add an upstream account (OpenAI, Gemini, Anthropic, Azure or any OpenAI-compatible server).",
+  "admin.channels.emptyHint":
+    "Add an upstream account (OpenAI, Gemini, Anthropic, Azure or any OpenAI-compatible server).",
   "admin.channels.deleteTitle": "Delete the channel {name}?",
   "admin.channels.health": "Health",
   "admin.channels.state.healthy": "Healthy",
@@ -372,14 +389,18 @@ const en = {
   "admin.channels.breaker.cooldownMs": "Cool-down (ms)",
   "admin.channels.breaker.halfOpenCalls": "Trial calls",
   "admin.channels.headers": "Extra headers (one per line, as Header: value)",
-  "admin.channels.headersHint": "Replaces all extra headers. Credential values are shown masked; leave them as shown to keep them.",
+  "admin.channels.headersHint":
+    "Replaces all extra headers. Credential values are shown masked; leave them as shown to keep them.",
   "admin.channels.paramDefaults": "Parameter defaults (JSON)",
   "admin.channels.paramOverrides": "Parameter overrides (JSON)",
-  "admin.channels.paramsHint": "In the channel's own request format. Defaults fill fields the client did not send; overrides replace them (null removes a field).",
+  "admin.channels.paramsHint":
+    "In the channel's own request format. Defaults fill fields the client did not send; overrides replace them (null removes a field).",
   "admin.channels.streamOptions": "Send stream_options",
-  "admin.channels.streamOptionsHint": "Turn off for OpenAI-compatible servers that reject it; stream usage is then counted by the gateway.",
+  "admin.channels.streamOptionsHint":
+    "Turn off for OpenAI-compatible servers that reject it; stream usage is then counted by the gateway.",
   "admin.channels.responses": "Relay Responses API calls",
-  "admin.channels.responsesHint": "The upstream also serves /responses (OpenAI does): Codex and other Responses clients are relayed to it as they are instead of translated to chat completions.",
+  "admin.channels.responsesHint":
+    "The upstream also serves /responses (OpenAI does): Codex and other Responses clients are relayed to it as they are instead of translated to chat completions.",
   "admin.channels.apiVersionDefault": "Empty: 2024-10-21",
   "admin.models.title": "Models & prices",
   "admin.models.subtitle": "List prices in USD per 1M tokens, before group ratios.",
@@ -393,11 +414,14 @@ const en = {
   "admin.models.description": "Description",
   "admin.models.descriptionHint": "Shown in Gemini model lists. Leave empty for none.",
   "admin.models.embedding": "Embedding model",
-  "admin.models.embeddingHint": "Gemini model lists offer embedContent and batchEmbedContents for it instead of generateContent. OpenAI lists are unchanged.",
+  "admin.models.embeddingHint":
+    "Gemini model lists offer embedContent and batchEmbedContents for it instead of generateContent. OpenAI lists are unchanged.",
   "admin.models.reasoning": "Reasoning model",
-  "admin.models.reasoningHint": "Takes a reasoning effort: a Gemini client's thinkingConfig reaches an OpenAI-style upstream as reasoning_effort (left out for other models). Gemini lists report thinking.",
+  "admin.models.reasoningHint":
+    "Takes a reasoning effort: a Gemini client's thinkingConfig reaches an OpenAI-style upstream as reasoning_effort (left out for other models). Gemini lists report thinking.",
   "admin.models.reasoningContent": "Upstream accepts reasoning_content",
-  "admin.models.reasoningContentHint": "Earlier reasoning is sent back as reasoning_content on assistant messages (vLLM). Leave off for OpenAI and DeepSeek, which reject it.",
+  "admin.models.reasoningContentHint":
+    "Earlier reasoning is sent back as reasoning_content on assistant messages (vLLM). Leave off for OpenAI and DeepSeek, which reject it.",
   "admin.models.badgeEmbedding": "Embedding",
   "admin.models.badgeReasoning": "Reasoning",
   "admin.codes.title": "Redemption codes",
@@ -611,7 +635,8 @@ const zh: Record<MessageKey, string> = {
   "connect.apiKey": "API 密钥",
   "connect.apiKeyValue": "在 API 密钥页面创建的密钥",
   "connect.openai": "OpenAI 兼容应用",
-  "connect.openaiHint": "各类 ChatGPT 风格应用、openai SDK、LangChain、Cursor 等，使用 {base}。会自行拼接 /v1/chat/completions 的应用请填写不带 /v1 的地址。",
+  "connect.openaiHint":
+    "各类 ChatGPT 风格应用、openai SDK、LangChain、Cursor 等，使用 {base}。会自行拼接 /v1/chat/completions 的应用请填写不带 /v1 的地址。",
   "connect.openaiNoV1": "自行拼接 /v1 的应用使用的地址",
   "connect.gemini": "Gemini 客户端",
   "connect.geminiHint": "@google/genai SDK 及其他 Gemini 应用。",
@@ -619,10 +644,13 @@ const zh: Record<MessageKey, string> = {
   "connect.geminiCli": "gemini-cli",
   "connect.geminiCliHint": "设置以下环境变量，并在 ~/.gemini/settings.json 中选择 API 密钥登录方式。",
   "connect.claudeCode": "Claude Code",
-  "connect.claudeCodeHint": "Claude Code 使用 Anthropic 接口：把它指向本服务器的地址（不带 /v1）。你的密钥可用的任何模型都能用，不限于 Claude。",
+  "connect.claudeCodeHint":
+    "Claude Code 使用 Anthropic 接口：把它指向本服务器的地址（不带 /v1）。你的密钥可用的任何模型都能用，不限于 Claude。",
   "connect.codex": "Codex CLI",
-  "connect.codexHint": "Codex 使用 OpenAI 的 Responses 接口：把这个 provider 加入 ~/.codex/config.toml，并把密钥放进它指定的环境变量。",
-  "connect.keyPlaceholder": "把 {placeholder} 换成你的任意一个 API 密钥。在 API 密钥页面创建密钥后回到这里，本页会自动填好。",
+  "connect.codexHint":
+    "Codex 使用 OpenAI 的 Responses 接口：把这个 provider 加入 ~/.codex/config.toml，并把密钥放进它指定的环境变量。",
+  "connect.keyPlaceholder":
+    "把 {placeholder} 换成你的任意一个 API 密钥。在 API 密钥页面创建密钥后回到这里，本页会自动填好。",
   "connect.keyFilled": "已填入你新建的密钥“{name}”。它只在本标签页显示、刷新后即消失，请现在复制。",
   "connect.curl": "用 curl 试一试",
   "connect.model": "示例模型",
@@ -659,7 +687,8 @@ const zh: Record<MessageKey, string> = {
   "nav.requests": "请求日志",
   "requests.title": "请求日志",
   "requests.subtitle": "用你的密钥发出的每一次调用（包括被拒绝的）：按请求 ID 查找，看看它是怎么完成的。",
-  "requests.subtitleAdmin": "用本网关密钥发出的每一次调用（包括被拒绝的）：按请求 ID 查找，看看哪个渠道处理了它、为什么失败。",
+  "requests.subtitleAdmin":
+    "用本网关密钥发出的每一次调用（包括被拒绝的）：按请求 ID 查找，看看哪个渠道处理了它、为什么失败。",
   "requests.search": "按请求 ID 搜索（req_…）",
   "requests.searchLabel": "请求 ID",
   "requests.status": "状态",
@@ -675,7 +704,8 @@ const zh: Record<MessageKey, string> = {
   "requests.livePaused": "打开了较早的页面时，实时更新会暂停",
   "requests.empty": "没有符合条件的请求",
   "requests.emptyHint": "用你的密钥发出的调用会在一两秒内出现在这里。",
-  "requests.notFound": "找不到请求 ID 为 {id} 的请求。请求 ID 以 req_ 开头，后跟 24 个字符；没有有效密钥的调用不会被记录。",
+  "requests.notFound":
+    "找不到请求 ID 为 {id} 的请求。请求 ID 以 req_ 开头，后跟 24 个字符；没有有效密钥的调用不会被记录。",
   "requests.time": "时间",
   "requests.key": "密钥",
   "requests.model": "模型",
@@ -738,7 +768,8 @@ const zh: Record<MessageKey, string> = {
   "admin.users.passwordReset": "密码已修改，{name} 已在所有设备上退出登录",
   "admin.users.delete": "删除用户",
   "admin.users.deleteTitle": "删除 {name}？",
-  "admin.users.deleteBody": "其密钥立即作废，且无法再登录。余额明细和用量记录会保留，但用户名将被匿名化。此操作无法撤销。",
+  "admin.users.deleteBody":
+    "其密钥立即作废，且无法再登录。余额明细和用量记录会保留，但用户名将被匿名化。此操作无法撤销。",
   "admin.users.deleted": "已删除 {name}",
   "admin.users.adjustConfirmTitle": "调整 {name} 的余额？",
   "admin.users.adjustConfirmAdd": "在当前余额 {balance} 上增加 {amount}（调整后：{after}）。原因：{reason}",
@@ -759,8 +790,10 @@ const zh: Record<MessageKey, string> = {
   "admin.aliases.empty": "暂无别名",
   "admin.aliases.deleteTitle": "删除别名 {name}？",
   "models.hold": "每次调用预扣",
-  "models.holdHint": "未设置 max_tokens 的调用在执行前从余额中预扣的金额（按最长输出计算，另加提示词部分）。设置 max_tokens 可降低预扣。",
-  "models.holdWarning": "您的余额（{balance}）低于调用 {models} 且未设置 max_tokens 时需要预扣的金额（最低 {hold}）。此类调用会被拒绝：请设置 max_tokens 或充值。",
+  "models.holdHint":
+    "未设置 max_tokens 的调用在执行前从余额中预扣的金额（按最长输出计算，另加提示词部分）。设置 max_tokens 可降低预扣。",
+  "models.holdWarning":
+    "您的余额（{balance}）低于调用 {models} 且未设置 max_tokens 时需要预扣的金额（最低 {hold}）。此类调用会被拒绝：请设置 max_tokens 或充值。",
   "admin.groups.title": "分组",
   "admin.groups.subtitle": "分组决定其中密钥的价格倍率、默认限制，以及由哪些渠道提供服务。",
   "admin.groups.create": "新建分组",
@@ -783,7 +816,8 @@ const zh: Record<MessageKey, string> = {
   "admin.channels.fetchModels": "获取模型列表",
   "admin.channels.fetchNeeds": "请先填写接口地址和 API 密钥",
   "admin.channels.fetchTitle": "上游的模型",
-  "admin.channels.fetchHint": "上游自己的模型列表，使用上面第一个密钥（或渠道的第一个密钥）读取。请选择此渠道提供的模型。",
+  "admin.channels.fetchHint":
+    "上游自己的模型列表，使用上面第一个密钥（或渠道的第一个密钥）读取。请选择此渠道提供的模型。",
   "admin.channels.fetchFilter": "筛选",
   "admin.channels.fetchNone": "上游没有列出任何模型",
   "admin.channels.fetchAllShown": "全选显示的模型",
@@ -836,11 +870,13 @@ const zh: Record<MessageKey, string> = {
   "admin.channels.headersHint": "会替换全部额外请求头。凭据类的值以掩码显示；保持原样即保留原值。",
   "admin.channels.paramDefaults": "参数默认值（JSON）",
   "admin.channels.paramOverrides": "参数覆盖（JSON）",
-  "admin.channels.paramsHint": "使用该渠道自身的请求格式。默认值补充客户端未发送的字段；覆盖值替换客户端的值（null 表示删除该字段）。",
+  "admin.channels.paramsHint":
+    "使用该渠道自身的请求格式。默认值补充客户端未发送的字段；覆盖值替换客户端的值（null 表示删除该字段）。",
   "admin.channels.streamOptions": "发送 stream_options",
   "admin.channels.streamOptionsHint": "对不接受该字段的 OpenAI 兼容服务请关闭；此时流式用量由网关自行估算。",
   "admin.channels.responses": "转发 Responses API 调用",
-  "admin.channels.responsesHint": "上游同时提供 /responses（OpenAI 官方即是）：Codex 等 Responses 客户端的请求将原样转发，而不是转换为 chat completions。",
+  "admin.channels.responsesHint":
+    "上游同时提供 /responses（OpenAI 官方即是）：Codex 等 Responses 客户端的请求将原样转发，而不是转换为 chat completions。",
   "admin.channels.apiVersionDefault": "留空：2024-10-21",
   "admin.models.title": "模型与价格",
   "admin.models.subtitle": "标价（美元 / 百万 token），未乘分组倍率。",
@@ -854,11 +890,14 @@ const zh: Record<MessageKey, string> = {
   "admin.models.description": "描述",
   "admin.models.descriptionHint": "显示在 Gemini 模型列表中。留空表示无描述。",
   "admin.models.embedding": "嵌入模型",
-  "admin.models.embeddingHint": "Gemini 模型列表为其提供 embedContent 和 batchEmbedContents，而不是 generateContent。OpenAI 模型列表不变。",
+  "admin.models.embeddingHint":
+    "Gemini 模型列表为其提供 embedContent 和 batchEmbedContents，而不是 generateContent。OpenAI 模型列表不变。",
   "admin.models.reasoning": "推理模型",
-  "admin.models.reasoningHint": "接受推理强度：Gemini 客户端的 thinkingConfig 会以 reasoning_effort 传给 OpenAI 风格的上游（其他模型则省略）。Gemini 模型列表显示 thinking。",
+  "admin.models.reasoningHint":
+    "接受推理强度：Gemini 客户端的 thinkingConfig 会以 reasoning_effort 传给 OpenAI 风格的上游（其他模型则省略）。Gemini 模型列表显示 thinking。",
   "admin.models.reasoningContent": "上游接受 reasoning_content",
-  "admin.models.reasoningContentHint": "之前的推理内容以 assistant 消息的 reasoning_content 字段回传（vLLM）。OpenAI 和 DeepSeek 会拒绝该字段，请保持关闭。",
+  "admin.models.reasoningContentHint":
+    "之前的推理内容以 assistant 消息的 reasoning_content 字段回传（vLLM）。OpenAI 和 DeepSeek 会拒绝该字段，请保持关闭。",
   "admin.models.badgeEmbedding": "嵌入",
   "admin.models.badgeReasoning": "推理",
   "admin.codes.title": "兑换码",
@@ -963,7 +1002,9 @@ const initialLanguage = (): Language => {
 }
 
 /** Provides the language and `t`. @category components */
-export function I18nProvider({ children, language: fixed }: { readonly children: ReactNode; readonly language?: Language }) {
+export function I18nProvider(
+  { children, language: fixed }: { readonly children: ReactNode; readonly language?: Language }
+) {
   const [language, setState] = useState<Language>(fixed ?? initialLanguage)
   const setLanguage = useCallback((next: Language) => {
     setState(next)

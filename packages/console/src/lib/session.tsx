@@ -90,7 +90,12 @@ export const useSyncBalance = (balance: string | undefined): void => {
   const client = useQueryClient()
   useEffect(() => {
     if (balance === undefined) return
-    client.setQueryData<Contract.SessionInfo | null>(sessionKey, (current) =>
-      current != null && current.user.balance !== balance ? { ...current, user: { ...current.user, balance } } : current)
+    client.setQueryData<Contract.SessionInfo | null>(
+      sessionKey,
+      (current) =>
+        current != null && current.user.balance !== balance
+          ? { ...current, user: { ...current.user, balance } }
+          : current
+    )
   }, [balance, client])
 }

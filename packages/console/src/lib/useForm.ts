@@ -21,7 +21,9 @@ export interface Form<V extends Record<string, unknown>> {
   readonly set: <K extends keyof V>(key: K, value: V[K]) => void
   readonly reset: (values?: V) => void
   /** Props for a Mantine input bound to `key` (value, onChange, error). */
-  readonly field: <K extends keyof V & string>(key: K) => { value: V[K]; error: string | undefined; onChange: (event: unknown) => void }
+  readonly field: <K extends keyof V & string>(
+    key: K
+  ) => { value: V[K]; error: string | undefined; onChange: (event: unknown) => void }
   readonly submit: (event?: { preventDefault: () => void }) => Promise<void>
 }
 

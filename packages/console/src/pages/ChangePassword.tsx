@@ -5,9 +5,9 @@
  */
 import { Alert, Button, Group, Modal, PasswordInput, Stack } from "@mantine/core"
 import { notifications } from "@mantine/notifications"
+import { errorMessage } from "../components/States.tsx"
 import { call } from "../lib/api.ts"
 import { Contract } from "../lib/contract.ts"
-import { errorMessage } from "../components/States.tsx"
 import { useI18n } from "../lib/i18n.tsx"
 import { useForm } from "../lib/useForm.ts"
 
@@ -31,7 +31,11 @@ export function ChangePasswordModal({ opened, onClose }: { readonly opened: bool
       <form onSubmit={(e) => void form.submit(e)} noValidate>
         <Stack>
           {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
-          <PasswordInput label={t("password.current")} autoComplete="current-password" {...form.field("currentPassword")} />
+          <PasswordInput
+            label={t("password.current")}
+            autoComplete="current-password"
+            {...form.field("currentPassword")}
+          />
           <PasswordInput label={t("password.new")} autoComplete="new-password" {...form.field("newPassword")} />
           <PasswordInput label={t("password.confirm")} autoComplete="new-password" {...form.field("repeat")} />
           <Group justify="flex-end">

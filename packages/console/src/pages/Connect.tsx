@@ -75,7 +75,14 @@ codex`,
   }
 }
 
-function Section({ icon, title, hint, children }: { readonly icon: ReactNode; readonly title: string; readonly hint: string; readonly children: ReactNode }) {
+function Section(
+  { icon, title, hint, children }: {
+    readonly icon: ReactNode
+    readonly title: string
+    readonly hint: string
+    readonly children: ReactNode
+  }
+) {
   return (
     <Card withBorder radius="md" padding="lg">
       <Group gap="sm" mb="xs">
@@ -102,40 +109,68 @@ export function ConnectPage() {
           return (
             <Stack gap="lg">
               <Alert variant="light" icon={<IconKey size={18} />} data-testid="connect-key">
-                {newKey === undefined ? t("connect.keyPlaceholder", { placeholder: KEY_PLACEHOLDER }) : t("connect.keyFilled", { name: newKey.name })}
+                {newKey === undefined
+                  ? t("connect.keyPlaceholder", { placeholder: KEY_PLACEHOLDER })
+                  : t("connect.keyFilled", { name: newKey.name })}
               </Alert>
               <SimpleGrid cols={{ base: 1, md: 2 }}>
-                <Section icon={<IconBrandOpenai size={20} />} title={t("connect.openai")} hint={t("connect.openaiHint", { base: info.openaiBaseUrl })}>
+                <Section
+                  icon={<IconBrandOpenai size={20} />}
+                  title={t("connect.openai")}
+                  hint={t("connect.openaiHint", { base: info.openaiBaseUrl })}
+                >
                   <CopyField label={t("connect.baseUrl")} value={info.openaiBaseUrl} testId="openai-base" />
                   <CopyField label={t("connect.openaiNoV1")} value={info.baseUrl} />
                   <Snippet code={s.openaiPython} />
                 </Section>
-                <Section icon={<IconBrandGoogle size={20} />} title={t("connect.gemini")} hint={t("connect.geminiHint")}>
+                <Section
+                  icon={<IconBrandGoogle size={20} />}
+                  title={t("connect.gemini")}
+                  hint={t("connect.geminiHint")}
+                >
                   <CopyField label={t("connect.baseUrl")} value={info.geminiBaseUrl} testId="gemini-base" />
                   <CopyField label={t("connect.apiVersion")} value={info.geminiApiVersion} />
                   <Snippet code={s.genaiJs} />
                 </Section>
               </SimpleGrid>
-              <Section icon={<IconTerminal2 size={20} />} title={t("connect.geminiCli")} hint={t("connect.geminiCliHint")}>
+              <Section
+                icon={<IconTerminal2 size={20} />}
+                title={t("connect.geminiCli")}
+                hint={t("connect.geminiCliHint")}
+              >
                 <Snippet code={s.geminiCliEnv} />
-                <Group gap="xs"><Badge variant="light">~/.gemini/settings.json</Badge></Group>
+                <Group gap="xs">
+                  <Badge variant="light">~/.gemini/settings.json</Badge>
+                </Group>
                 <Snippet code={s.geminiCliSettings} />
               </Section>
               <SimpleGrid cols={{ base: 1, md: 2 }}>
-                <Section icon={<IconTerminal2 size={20} />} title={t("connect.claudeCode")} hint={t("connect.claudeCodeHint")}>
+                <Section
+                  icon={<IconTerminal2 size={20} />}
+                  title={t("connect.claudeCode")}
+                  hint={t("connect.claudeCodeHint")}
+                >
                   <CopyField label="ANTHROPIC_BASE_URL" value={info.baseUrl} testId="claude-base" />
                   <Snippet code={s.claudeCodeEnv} />
-                  <Group gap="xs"><Badge variant="light">~/.claude/settings.json</Badge></Group>
+                  <Group gap="xs">
+                    <Badge variant="light">~/.claude/settings.json</Badge>
+                  </Group>
                   <Snippet code={s.claudeCodeSettings} />
                 </Section>
                 <Section icon={<IconTerminal2 size={20} />} title={t("connect.codex")} hint={t("connect.codexHint")}>
                   <CopyField label="base_url" value={info.openaiBaseUrl} testId="codex-base" />
-                  <Group gap="xs"><Badge variant="light">~/.codex/config.toml</Badge></Group>
+                  <Group gap="xs">
+                    <Badge variant="light">~/.codex/config.toml</Badge>
+                  </Group>
                   <Snippet code={s.codexConfig} />
                   <Snippet code={s.codexEnv} />
                 </Section>
               </SimpleGrid>
-              <Section icon={<IconTerminal2 size={20} />} title={t("connect.curl")} hint={`${t("connect.model")}: ${info.exampleModel ?? "—"}`}>
+              <Section
+                icon={<IconTerminal2 size={20} />}
+                title={t("connect.curl")}
+                hint={`${t("connect.model")}: ${info.exampleModel ?? "—"}`}
+              >
                 <Snippet code={s.curl} />
               </Section>
             </Stack>

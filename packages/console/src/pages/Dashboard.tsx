@@ -12,12 +12,12 @@ import { useQuery } from "@tanstack/react-query"
 import { Link } from "react-router"
 import { PageHeader, StatCard } from "../components/Bits.tsx"
 import { EmptyState, QueryState } from "../components/States.tsx"
+import { Usd } from "../components/Usd.tsx"
 import { call, type Contract } from "../lib/api.ts"
 import { tokens } from "../lib/format.ts"
-import { Usd } from "../components/Usd.tsx"
-import { HoldWarning } from "./Models.tsx"
 import { useI18n } from "../lib/i18n.tsx"
 import { useSyncBalance } from "../lib/session.tsx"
+import { HoldWarning } from "./Models.tsx"
 
 /** The charts' colours, one per model in turn. @category charts */
 export const palette = ["indigo.6", "cyan.6", "teal.6", "grape.6", "orange.6", "pink.6", "lime.6", "blue.6"]
@@ -137,13 +137,20 @@ export function TokensChart({ title, data, animate }: UsageChartProps) {
 /** The dashboard page. @category pages */
 export function DashboardPage() {
   const { t } = useI18n()
-  const query = useQuery({ queryKey: ["dashboard"], queryFn: () => call((api) => api.account.dashboard()), refetchOnWindowFocus: "always" })
+  const query = useQuery({
+    queryKey: ["dashboard"],
+    queryFn: () => call((api) => api.account.dashboard()),
+    refetchOnWindowFocus: "always"
+  })
   const models = useQuery({ queryKey: ["my-models"], queryFn: () => call((api) => api.account.models()) })
   useSyncBalance(query.data?.balance)
   const animate = !useReducedMotion()
   return (
     <>
-      <PageHeader title={t("dashboard.title")} actions={<Button component={Link} to="/keys" variant="light">{t("dashboard.createKey")}</Button>} />
+      <PageHeader
+        title={t("dashboard.title")}
+        actions={<Button component={Link} to="/keys" variant="light">{t("dashboard.createKey")}</Button>}
+      />
       <QueryState query={query}>
         {(data) => {
           const spend = pivot(data.daily, (p) => Number(p.cost))
@@ -155,25 +162,43 @@ export function DashboardPage() {
                   label={t("dashboard.balance")}
                   value={<Usd amount={data.balance} />}
                   testId="balance"
-                  icon={<ThemeIcon variant="light" size="lg" radius="md"><IconCoin size={20} /></ThemeIcon>}
+                  icon={
+                    <ThemeIcon variant="light" size="lg" radius="md">
+                      <IconCoin size={20} />
+                    </ThemeIcon>
+                  }
                 />
                 <StatCard
                   label={t("dashboard.spentToday")}
                   value={<Usd amount={data.spentToday} />}
                   testId="spent-today"
-                  icon={<ThemeIcon variant="light" color="orange" size="lg" radius="md"><IconReceipt2 size={20} /></ThemeIcon>}
+                  icon={
+                    <ThemeIcon variant="light" color="orange" size="lg" radius="md">
+                      <IconReceipt2 size={20} />
+                    </ThemeIcon>
+                  }
                 />
                 <StatCard
                   label={t("dashboard.spentMonth")}
                   value={<Usd amount={data.spentThisMonth} />}
-                  icon={<ThemeIcon variant="light" color="grape" size="lg" radius="md"><IconCalendarMonth size={20} /></ThemeIcon>}
+                  icon={
+                    <ThemeIcon variant="light" color="grape" size="lg" radius="md">
+                      <IconCalendarMonth size={20} />
+                    </ThemeIcon>
+                  }
                 />
                 <StatCard
                   label={t("dashboard.requestsToday")}
                   value={data.requestsToday.toLocaleString()}
-                  hint={`${t("dashboard.tokensToday", { tokens: tokens(data.tokensToday) })} · ${t("dashboard.activeKeys", { count: data.activeKeys })}`}
+                  hint={`${t("dashboard.tokensToday", { tokens: tokens(data.tokensToday) })} · ${
+                    t("dashboard.activeKeys", { count: data.activeKeys })
+                  }`}
                   testId="requests-today"
-                  icon={<ThemeIcon variant="light" color="teal" size="lg" radius="md"><IconActivity size={20} /></ThemeIcon>}
+                  icon={
+                    <ThemeIcon variant="light" color="teal" size="lg" radius="md">
+                      <IconActivity size={20} />
+                    </ThemeIcon>
+                  }
                 />
               </SimpleGrid>
               {models.data !== undefined && <HoldWarning balance={data.balance} groups={models.data.groups} />}
@@ -186,7 +211,9 @@ export function DashboardPage() {
                       action={
                         <Group>
                           <Button component={Link} to="/keys">{t("dashboard.createKey")}</Button>
-                          <Button component={Link} to="/usage?tab=redeem" variant="default">{t("dashboard.redeem")}</Button>
+                          <Button component={Link} to="/usage?tab=redeem" variant="default">
+                            {t("dashboard.redeem")}
+                          </Button>
                         </Group>
                       }
                     />

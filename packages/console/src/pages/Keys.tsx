@@ -20,20 +20,20 @@ import {
   Text,
   TextInput
 } from "@mantine/core"
+import { useMediaQuery } from "@mantine/hooks"
 import { notifications } from "@mantine/notifications"
 import { IconAlertTriangle, IconKey, IconPlus } from "@tabler/icons-react"
-import { useMediaQuery } from "@mantine/hooks"
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query"
 import { useState } from "react"
 import { ConfirmButton, CopyField, PageHeader } from "../components/Bits.tsx"
-import { EmptyState, ErrorState, errorMessage, QueryState } from "../components/States.tsx"
+import { EmptyState, errorMessage, ErrorState, QueryState } from "../components/States.tsx"
+import { Usd } from "../components/Usd.tsx"
+import { WideTable } from "../components/WideTable.tsx"
 import { call, type Contract } from "../lib/api.ts"
 import { Contract as C } from "../lib/contract.ts"
 import { ago, dateTime, usd } from "../lib/format.ts"
-import { Usd } from "../components/Usd.tsx"
 import { useI18n } from "../lib/i18n.tsx"
 import { rememberNewKey } from "../lib/newKey.ts"
-import { WideTable } from "../components/WideTable.tsx"
 import { useForm } from "../lib/useForm.ts"
 import { limitsText } from "./Models.tsx"
 
@@ -58,7 +58,8 @@ export interface KeyFormValues extends KeyLimitValues {
 }
 
 /** A typed limit: empty is none (`null`), a whole number is itself, anything else is left for the Schema to refuse. */
-const limit = (text: string): number | null | string => text.trim() === "" ? null : Number.isInteger(Number(text)) ? Number(text) : text
+const limit = (text: string): number | null | string =>
+  text.trim() === "" ? null : Number.isInteger(Number(text)) ? Number(text) : text
 
 /** Turns the form's values into the request body. @category forms */
 export const keyRequest = (v: KeyFormValues, now = Date.now()): Record<string, unknown> => ({
@@ -94,7 +95,11 @@ export const keyLimitValues = (key: Contract.ApiKey): KeyLimitValues => ({
 
 /** The limit and cap inputs shared by the create and edit forms. */
 function KeyLimitFields({ form, groupLimits }: {
-  readonly form: { readonly field: (key: keyof KeyLimitValues & string) => { value: unknown; error: string | undefined; onChange: (event: unknown) => void } }
+  readonly form: {
+    readonly field: (
+      key: keyof KeyLimitValues & string
+    ) => { value: unknown; error: string | undefined; onChange: (event: unknown) => void }
+  }
   readonly groupLimits: Contract.Limits | undefined
 }) {
   const { t } = useI18n()
@@ -105,16 +110,41 @@ function KeyLimitFields({ form, groupLimits }: {
   return (
     <>
       <SimpleGrid cols={3}>
-        <TextInput label={t("admin.groups.rpm")} placeholder={t("common.unlimited")} inputMode="numeric" {...field("rpm")} />
-        <TextInput label={t("admin.groups.tpm")} placeholder={t("common.unlimited")} inputMode="numeric" {...field("tpm")} />
-        <TextInput label={t("admin.groups.concurrency")} placeholder={t("common.unlimited")} inputMode="numeric" {...field("concurrency")} />
+        <TextInput
+          label={t("admin.groups.rpm")}
+          placeholder={t("common.unlimited")}
+          inputMode="numeric"
+          {...field("rpm")}
+        />
+        <TextInput
+          label={t("admin.groups.tpm")}
+          placeholder={t("common.unlimited")}
+          inputMode="numeric"
+          {...field("tpm")}
+        />
+        <TextInput
+          label={t("admin.groups.concurrency")}
+          placeholder={t("common.unlimited")}
+          inputMode="numeric"
+          {...field("concurrency")}
+        />
       </SimpleGrid>
       {groupLimits !== undefined && (
         <Text size="xs" c="dimmed" mt={-8}>{t("keys.limitsHint", { limits: limitsText(groupLimits, t) })}</Text>
       )}
       <SimpleGrid cols={2}>
-        <TextInput label={t("keys.dailyBudget")} placeholder={t("common.unlimited")} inputMode="decimal" {...field("dailyBudget")} />
-        <TextInput label={t("keys.monthlyBudget")} placeholder={t("common.unlimited")} inputMode="decimal" {...field("monthlyBudget")} />
+        <TextInput
+          label={t("keys.dailyBudget")}
+          placeholder={t("common.unlimited")}
+          inputMode="decimal"
+          {...field("dailyBudget")}
+        />
+        <TextInput
+          label={t("keys.monthlyBudget")}
+          placeholder={t("common.unlimited")}
+          inputMode="decimal"
+          {...field("monthlyBudget")}
+        />
       </SimpleGrid>
       <Text size="xs" c="dimmed" mt={-8}>{t("keys.budgetHint")}</Text>
     </>
@@ -147,7 +177,9 @@ export function KeyLimitsForm({ apiKey, groupLimits, save, onDone, onCancel }: {
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
-        {form.formError !== undefined && <Alert color="red" icon={<IconAlertTriangle />}>{errorMessage(form.formError, t)}</Alert>}
+        {form.formError !== undefined && (
+          <Alert color="red" icon={<IconAlertTriangle />}>{errorMessage(form.formError, t)}</Alert>
+        )}
         <KeyLimitFields form={form} groupLimits={groupLimits} />
         <Group justify="flex-end">
           <Button variant="default" onClick={onCancel}>{t("common.cancel")}</Button>
@@ -191,8 +223,15 @@ export function CreateKeyForm({ groups, onCreated, onCancel }: {
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
-        {form.formError !== undefined && <Alert color="red" icon={<IconAlertTriangle />}>{errorMessage(form.formError, t)}</Alert>}
-        <TextInput label={t("keys.name")} placeholder={t("keys.namePlaceholder")} data-autofocus {...form.field("name")} />
+        {form.formError !== undefined && (
+          <Alert color="red" icon={<IconAlertTriangle />}>{errorMessage(form.formError, t)}</Alert>
+        )}
+        <TextInput
+          label={t("keys.name")}
+          placeholder={t("keys.namePlaceholder")}
+          data-autofocus
+          {...form.field("name")}
+        />
         <Select
           label={t("keys.group")}
           description={t("keys.groupHint")}
@@ -231,7 +270,12 @@ export function CreateKeyForm({ groups, onCreated, onCancel }: {
             error={form.errors.expiresAt}
             onChange={(value) => form.set("expiry", value ?? "never")}
           />
-          <TextInput label={t("keys.quota")} placeholder={t("common.unlimited")} inputMode="decimal" {...form.field("quota")} />
+          <TextInput
+            label={t("keys.quota")}
+            placeholder={t("common.unlimited")}
+            inputMode="decimal"
+            {...form.field("quota")}
+          />
         </Group>
         <Text size="xs" c="dimmed" mt={-8}>{t("keys.quotaHint")}</Text>
         <KeyLimitFields form={form} groupLimits={group?.limits} />
@@ -278,19 +322,31 @@ function useKeyParts({ onToggle, onDelete, onEditLimits }: KeyActions) {
       <>
         <Text size="sm">{limitsText({ rpm: key.rpm, tpm: key.tpm, concurrency: key.concurrency }, t)}</Text>
         {onEditLimits && (
-          <Button size="compact-xs" variant="subtle" px={0} onClick={() => onEditLimits(key)} aria-label={`${t("keys.editLimits")}: ${key.name}`}>
+          <Button
+            size="compact-xs"
+            variant="subtle"
+            px={0}
+            onClick={() => onEditLimits(key)}
+            aria-label={`${t("keys.editLimits")}: ${key.name}`}
+          >
             {t("keys.editLimits")}
           </Button>
         )}
       </>
     ),
-    lastUsed: (key: Contract.ApiKey) => <Text size="sm">{key.lastUsedAt === null ? t("common.never") : ago(key.lastUsedAt, locale)}</Text>,
+    lastUsed: (key: Contract.ApiKey) => (
+      <Text size="sm">{key.lastUsedAt === null ? t("common.never") : ago(key.lastUsedAt, locale)}</Text>
+    ),
     spend: (key: Contract.ApiKey) => (
       <>
-        <Text size="sm" ff="monospace"><Usd amount={key.spent} /></Text>
+        <Text size="sm" ff="monospace">
+          <Usd amount={key.spent} />
+        </Text>
         {key.quota !== null && <Text size="xs" c="dimmed">/ {usd(key.quota)}</Text>}
         {key.dailyBudget !== null && <Text size="xs" c="dimmed">{t("keys.dailyBudget")}: {usd(key.dailyBudget)}</Text>}
-        {key.monthlyBudget !== null && <Text size="xs" c="dimmed">{t("keys.monthlyBudget")}: {usd(key.monthlyBudget)}</Text>}
+        {key.monthlyBudget !== null && (
+          <Text size="xs" c="dimmed">{t("keys.monthlyBudget")}: {usd(key.monthlyBudget)}</Text>
+        )}
       </>
     ),
     status: (key: Contract.ApiKey) =>
@@ -303,7 +359,11 @@ function useKeyParts({ onToggle, onDelete, onEditLimits }: KeyActions) {
             aria-label={`${key.name}: ${key.enabled ? t("common.disable") : t("common.enable")}`}
           />
         )
-        : <Badge color={key.enabled ? "teal" : "gray"} variant="light">{key.enabled ? t("common.enabled") : t("common.disabled")}</Badge>,
+        : (
+          <Badge color={key.enabled ? "teal" : "gray"} variant="light">
+            {key.enabled ? t("common.enabled") : t("common.disabled")}
+          </Badge>
+        ),
     remove: (key: Contract.ApiKey) =>
       onDelete && (
         <ConfirmButton
@@ -340,10 +400,22 @@ export function KeysTable({ keys, ...actions }: { readonly keys: ReadonlyArray<C
             </Group>
             <Group gap="xs" mt={6}>{part.prefix(key)}{part.group(key)}</Group>
             <SimpleGrid cols={2} mt="xs" spacing="xs">
-              <div><Text size="xs" c="dimmed">{t("keys.models")}</Text>{part.models(key)}</div>
-              <div><Text size="xs" c="dimmed">{t("keys.spent")}</Text>{part.spend(key)}</div>
-              <div><Text size="xs" c="dimmed">{t("models.limits")}</Text>{part.limits(key)}</div>
-              <div><Text size="xs" c="dimmed">{t("keys.lastUsed")}</Text>{part.lastUsed(key)}</div>
+              <div>
+                <Text size="xs" c="dimmed">{t("keys.models")}</Text>
+                {part.models(key)}
+              </div>
+              <div>
+                <Text size="xs" c="dimmed">{t("keys.spent")}</Text>
+                {part.spend(key)}
+              </div>
+              <div>
+                <Text size="xs" c="dimmed">{t("models.limits")}</Text>
+                {part.limits(key)}
+              </div>
+              <div>
+                <Text size="xs" c="dimmed">{t("keys.lastUsed")}</Text>
+                {part.lastUsed(key)}
+              </div>
             </SimpleGrid>
             {actions.onDelete && <Group justify="flex-end" mt="xs">{part.remove(key)}</Group>}
           </Paper>
@@ -388,15 +460,26 @@ export function KeysTable({ keys, ...actions }: { readonly keys: ReadonlyArray<C
 }
 
 /** Shows a new key's secret, once. @category components */
-export function SecretModal({ created, onClose }: { readonly created: Contract.CreatedKey | undefined; readonly onClose: () => void }) {
+export function SecretModal(
+  { created, onClose }: { readonly created: Contract.CreatedKey | undefined; readonly onClose: () => void }
+) {
   const { t } = useI18n()
   return (
-    <Modal opened={created !== undefined} onClose={onClose} title={<Text fw={700}>{t("keys.secretTitle")}</Text>} centered size="lg" closeOnClickOutside={false}>
+    <Modal
+      opened={created !== undefined}
+      onClose={onClose}
+      title={<Text fw={700}>{t("keys.secretTitle")}</Text>}
+      centered
+      size="lg"
+      closeOnClickOutside={false}
+    >
       {created && (
         <Stack>
           <Alert color="yellow" variant="light" icon={<IconAlertTriangle />}>{t("keys.secretWarning")}</Alert>
           <CopyField label={created.key.name} value={created.secret} testId="new-secret" />
-          <Group justify="flex-end"><Button onClick={onClose}>{t("keys.secretDone")}</Button></Group>
+          <Group justify="flex-end">
+            <Button onClick={onClose}>{t("keys.secretDone")}</Button>
+          </Group>
         </Stack>
       )}
     </Modal>
@@ -436,11 +519,17 @@ export function KeysPage() {
       <PageHeader
         title={t("keys.title")}
         subtitle={t("keys.subtitle")}
-        actions={<Button leftSection={<IconPlus size={16} />} onClick={() => setCreating(true)} disabled={!models.data}>{t("keys.create")}</Button>}
+        actions={
+          <Button leftSection={<IconPlus size={16} />} onClick={() => setCreating(true)} disabled={!models.data}>
+            {t("keys.create")}
+          </Button>
+        }
       />
       {models.error && (
         // Without the models the create form has nothing to offer: say why instead of leaving the button disabled.
-        <Stack mb="md"><ErrorState error={models.error} onRetry={() => void models.refetch()} /></Stack>
+        <Stack mb="md">
+          <ErrorState error={models.error} onRetry={() => void models.refetch()} />
+        </Stack>
       )}
       <Paper withBorder radius="md" p="xs">
         <QueryState query={keys}>
@@ -464,7 +553,13 @@ export function KeysPage() {
               )}
         </QueryState>
       </Paper>
-      <Modal opened={creating} onClose={() => setCreating(false)} title={<Text fw={700}>{t("keys.create")}</Text>} centered size="lg">
+      <Modal
+        opened={creating}
+        onClose={() => setCreating(false)}
+        title={<Text fw={700}>{t("keys.create")}</Text>}
+        centered
+        size="lg"
+      >
         {models.data && (
           <CreateKeyForm
             groups={models.data.groups}

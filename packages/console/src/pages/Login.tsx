@@ -3,12 +3,24 @@
  *
  * @since 0.1.0
  */
-import { Alert, Button, Center, Group, Paper, PasswordInput, Stack, Text, TextInput, ThemeIcon, Title } from "@mantine/core"
+import {
+  Alert,
+  Button,
+  Center,
+  Group,
+  Paper,
+  PasswordInput,
+  Stack,
+  Text,
+  TextInput,
+  ThemeIcon,
+  Title
+} from "@mantine/core"
 import { IconAlertTriangle, IconBolt } from "@tabler/icons-react"
-import { Contract } from "../lib/contract.ts"
-import { call } from "../lib/api.ts"
 import { LanguageSwitch } from "../components/Layout.tsx"
 import { errorMessage } from "../components/States.tsx"
+import { call } from "../lib/api.ts"
+import { Contract } from "../lib/contract.ts"
 import { useI18n } from "../lib/i18n.tsx"
 import { useSession } from "../lib/session.tsx"
 import { useForm } from "../lib/useForm.ts"
@@ -24,11 +36,20 @@ export function LoginPage() {
     onSubmit: async (body) => signedIn(await call((api) => api.session.login({ payload: body })))
   })
   return (
-    <Center mih="100vh" p="md" style={{ background: "linear-gradient(135deg, var(--mantine-color-indigo-light) 0%, var(--mantine-color-cyan-light) 100%)" }}>
+    <Center
+      mih="100vh"
+      p="md"
+      style={{
+        background:
+          "linear-gradient(135deg, var(--mantine-color-indigo-light) 0%, var(--mantine-color-cyan-light) 100%)"
+      }}
+    >
       <Stack w="100%" maw={400} gap="lg">
         <Group justify="space-between">
           <Group gap="sm">
-            <ThemeIcon size={40} radius="md" variant="gradient" gradient={{ from: "indigo", to: "cyan", deg: 135 }}><IconBolt /></ThemeIcon>
+            <ThemeIcon size={40} radius="md" variant="gradient" gradient={{ from: "indigo", to: "cyan", deg: 135 }}>
+              <IconBolt />
+            </ThemeIcon>
             <Text fw={800} size="xl">modelgate</Text>
           </Group>
           <LanguageSwitch />
@@ -45,8 +66,19 @@ export function LoginPage() {
                   {errorMessage(form.formError, t)}
                 </Alert>
               )}
-              <TextInput label={t("login.username")} autoComplete="username" autoFocus name="username" {...form.field("username")} />
-              <PasswordInput label={t("login.password")} autoComplete="current-password" name="password" {...form.field("password")} />
+              <TextInput
+                label={t("login.username")}
+                autoComplete="username"
+                autoFocus
+                name="username"
+                {...form.field("username")}
+              />
+              <PasswordInput
+                label={t("login.password")}
+                autoComplete="current-password"
+                name="password"
+                {...form.field("password")}
+              />
               <Button type="submit" loading={form.submitting} fullWidth size="md">{t("login.submit")}</Button>
             </Stack>
           </form>

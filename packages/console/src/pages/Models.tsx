@@ -9,14 +9,15 @@ import { IconStack2 } from "@tabler/icons-react"
 import { useQuery } from "@tanstack/react-query"
 import { PageHeader } from "../components/Bits.tsx"
 import { EmptyState, QueryState } from "../components/States.tsx"
+import { Usd } from "../components/Usd.tsx"
+import { WideTable } from "../components/WideTable.tsx"
 import { call, type Contract } from "../lib/api.ts"
 import { compareUsd, price as formatPrice, tokens, usd } from "../lib/format.ts"
-import { Usd } from "../components/Usd.tsx"
-import { useSession } from "../lib/session.tsx"
 import { type Translate, useI18n } from "../lib/i18n.tsx"
-import { WideTable } from "../components/WideTable.tsx"
+import { useSession } from "../lib/session.tsx"
 
-const price = (value: string | null) => value === null ? <Text c="dimmed" size="sm">—</Text> : <Text ff="monospace" size="sm">{formatPrice(value)}</Text>
+const price = (value: string | null) =>
+  value === null ? <Text c="dimmed" size="sm">—</Text> : <Text ff="monospace" size="sm">{formatPrice(value)}</Text>
 
 /** A group's limits as words. @category helpers */
 export const limitsText = (limits: Contract.Limits, t: Translate): string => {
@@ -36,14 +37,18 @@ export const limitsText = (limits: Contract.Limits, t: Translate): string => {
  *
  * @category components
  */
-export function HoldWarning({ balance, groups }: { readonly balance: string; readonly groups: ReadonlyArray<Contract.GroupModels> }) {
+export function HoldWarning(
+  { balance, groups }: { readonly balance: string; readonly groups: ReadonlyArray<Contract.GroupModels> }
+) {
   const { t } = useI18n()
   const short = new Map<string, string>()
   for (const group of groups) {
     for (const model of group.models) {
       if (compareUsd(model.holdAtMaxOutput, balance) <= 0) continue
       const known = short.get(model.id)
-      if (known === undefined || compareUsd(model.holdAtMaxOutput, known) < 0) short.set(model.id, model.holdAtMaxOutput)
+      if (known === undefined || compareUsd(model.holdAtMaxOutput, known) < 0) {
+        short.set(model.id, model.holdAtMaxOutput)
+      }
     }
   }
   if (short.size === 0) return null
@@ -71,7 +76,11 @@ export function ModelsPage() {
       <QueryState query={query}>
         {(data) =>
           data.groups.every((g) => g.models.length === 0)
-            ? <Paper withBorder radius="md"><EmptyState icon={<IconStack2 size={28} />} title={t("models.empty")} hint={t("models.emptyHint")} /></Paper>
+            ? (
+              <Paper withBorder radius="md">
+                <EmptyState icon={<IconStack2 size={28} />} title={t("models.empty")} hint={t("models.emptyHint")} />
+              </Paper>
+            )
             : (
               <Stack gap="lg" data-testid="models-page">
                 {session !== undefined && <HoldWarning balance={session.user.balance} groups={data.groups} />}
@@ -80,7 +89,9 @@ export function ModelsPage() {
                     <Group justify="space-between" mb="sm" wrap="wrap">
                       <Group gap="xs">
                         <Title order={4}>{group.name}</Title>
-                        <Badge variant="light" color={group.ratio === "1" ? "gray" : "indigo"}>{t("models.ratio", { ratio: group.ratio })}</Badge>
+                        <Badge variant="light" color={group.ratio === "1" ? "gray" : "indigo"}>
+                          {t("models.ratio", { ratio: group.ratio })}
+                        </Badge>
                       </Group>
                       <Text size="sm" c="dimmed">{t("models.limits")}: {limitsText(group.limits, t)}</Text>
                     </Group>
@@ -107,10 +118,15 @@ export function ModelsPage() {
                             <Table.Tr key={model.id}>
                               <Table.Td>
                                 <Text fw={600} size="sm" ff="monospace">{model.id}</Text>
-                                {model.displayName !== model.id && <Text size="xs" c="dimmed">{model.displayName}</Text>}
+                                {model.displayName !== model.id && <Text size="xs" c="dimmed">{model.displayName}
+                                </Text>}
                               </Table.Td>
                               {model.prices.free
-                                ? <Table.Td colSpan={4} ta="right"><Badge color="teal">{t("common.free")}</Badge></Table.Td>
+                                ? (
+                                  <Table.Td colSpan={4} ta="right">
+                                    <Badge color="teal">{t("common.free")}</Badge>
+                                  </Table.Td>
+                                )
                                 : (
                                   <>
                                     <Table.Td ta="right">{price(model.prices.input)}</Table.Td>
@@ -119,9 +135,17 @@ export function ModelsPage() {
                                     <Table.Td ta="right">{price(model.prices.perRequest)}</Table.Td>
                                   </>
                                 )}
-                              <Table.Td ta="right"><Text size="sm">{tokens(model.inputTokenLimit)}</Text></Table.Td>
-                              <Table.Td ta="right"><Text size="sm">{tokens(model.outputTokenLimit)}</Text></Table.Td>
-                              <Table.Td ta="right"><Text size="sm" ff="monospace"><Usd amount={model.holdAtMaxOutput} /></Text></Table.Td>
+                              <Table.Td ta="right">
+                                <Text size="sm">{tokens(model.inputTokenLimit)}</Text>
+                              </Table.Td>
+                              <Table.Td ta="right">
+                                <Text size="sm">{tokens(model.outputTokenLimit)}</Text>
+                              </Table.Td>
+                              <Table.Td ta="right">
+                                <Text size="sm" ff="monospace">
+                                  <Usd amount={model.holdAtMaxOutput} />
+                                </Text>
+                              </Table.Td>
                             </Table.Tr>
                           ))}
                         </Table.Tbody>

@@ -33,7 +33,7 @@ import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-quer
 import { type ReactNode, useMemo, useRef, useState } from "react"
 import { useSearchParams } from "react-router"
 import { CopyIcon, PageHeader } from "../components/Bits.tsx"
-import { last30, type Period, PeriodFilter, periodBounds } from "../components/Period.tsx"
+import { last30, type Period, periodBounds, PeriodFilter } from "../components/Period.tsx"
 import { EmptyState, ErrorState, Loading } from "../components/States.tsx"
 import { Usd } from "../components/Usd.tsx"
 import { WideTable } from "../components/WideTable.tsx"
@@ -76,7 +76,12 @@ export const ERROR_CODES: ReadonlyArray<string> = [
 
 const STATUSES: ReadonlyArray<Contract.StatusClass> = ["ok", "error", "4xx", "5xx"]
 
-const DIALECTS: Record<Contract.Dialect, string> = { openai: "OpenAI", gemini: "Gemini", anthropic: "Anthropic", responses: "OpenAI Responses" }
+const DIALECTS: Record<Contract.Dialect, string> = {
+  openai: "OpenAI",
+  gemini: "Gemini",
+  anthropic: "Anthropic",
+  responses: "OpenAI Responses"
+}
 
 /** The codes of calls refused before any upstream was tried (what a user, who sees no attempts, is told by). */
 const REFUSALS = new Set([
@@ -100,7 +105,13 @@ export const refusedBeforeUpstream = (record: Contract.UsageItem): boolean =>
 
 /** A call's outcome as a badge: its error code when it has one, else its status. @category components */
 export function StatusBadge({ record }: { readonly record: Pick<Contract.UsageItem, "status" | "errorCode"> }) {
-  const color = record.status >= 500 ? "red" : record.status >= 400 ? "orange" : record.errorCode === null ? "teal" : "yellow"
+  const color = record.status >= 500
+    ? "red"
+    : record.status >= 400
+    ? "orange"
+    : record.errorCode === null
+    ? "teal"
+    : "yellow"
   return (
     <Badge color={color} variant="light" style={{ textTransform: "none" }}>
       {record.errorCode === null ? record.status : `${record.status} ${record.errorCode}`}
@@ -136,7 +147,12 @@ export function RequestTable({ records, admin, onOpen }: {
         </Table.Thead>
         <Table.Tbody>
           {records.map((r) => (
-            <Table.Tr key={r.id} data-request={r.requestId} style={{ cursor: "pointer" }} onClick={() => onOpen(r)}>
+            <Table.Tr
+              key={r.id}
+              data-request={r.requestId}
+              style={{ cursor: "pointer" }}
+              onClick={() => onOpen(r)}
+            >
               <Table.Td>
                 <Text size="sm" style={{ whiteSpace: "nowrap" }}>{dateTime(r.createdAt, locale)}</Text>
                 <Text
@@ -155,8 +171,14 @@ export function RequestTable({ records, admin, onOpen }: {
                   {r.requestId}
                 </Text>
               </Table.Td>
-              {admin && <Table.Td><Text size="sm">{r.userName}</Text></Table.Td>}
-              <Table.Td><Text size="sm">{r.keyName ?? r.keyId}</Text></Table.Td>
+              {admin && (
+                <Table.Td>
+                  <Text size="sm">{r.userName}</Text>
+                </Table.Td>
+              )}
+              <Table.Td>
+                <Text size="sm">{r.keyName ?? r.keyId}</Text>
+              </Table.Td>
               <Table.Td>
                 <Group gap={4} wrap="nowrap">
                   <Text size="sm" ff="monospace">{r.model === "" ? "—" : r.model}</Text>
@@ -164,17 +186,30 @@ export function RequestTable({ records, admin, onOpen }: {
                 </Group>
                 {admin && r.channel !== undefined && r.channel !== "" && (
                   <Text size="xs" c="dimmed" ff="monospace">
-                    → {r.channel}{r.upstreamModel !== undefined && r.upstreamModel !== r.model ? ` · ${r.upstreamModel}` : ""}
+                    → {r.channel}
+                    {r.upstreamModel !== undefined && r.upstreamModel !== r.model ? ` · ${r.upstreamModel}` : ""}
                   </Text>
                 )}
               </Table.Td>
-              <Table.Td ta="right"><Text size="sm">{tokens(r.promptTokens)} / {tokens(r.completionTokens)}</Text></Table.Td>
-              <Table.Td ta="right"><Text size="sm" ff="monospace"><Usd amount={r.cost} /></Text></Table.Td>
+              <Table.Td ta="right">
+                <Text size="sm">{tokens(r.promptTokens)} / {tokens(r.completionTokens)}</Text>
+              </Table.Td>
+              <Table.Td ta="right">
+                <Text size="sm" ff="monospace">
+                  <Usd amount={r.cost} />
+                </Text>
+              </Table.Td>
               <Table.Td ta="right">
                 <Text size="sm" style={{ whiteSpace: "nowrap" }}>{r.latencyMs.toLocaleString(locale)} ms</Text>
-                {r.ttfbMs !== null && r.stream && <Text size="xs" c="dimmed" style={{ whiteSpace: "nowrap" }}>{t("requests.ttfbShort", { ms: r.ttfbMs })}</Text>}
+                {r.ttfbMs !== null && r.stream && (
+                  <Text size="xs" c="dimmed" style={{ whiteSpace: "nowrap" }}>
+                    {t("requests.ttfbShort", { ms: r.ttfbMs })}
+                  </Text>
+                )}
               </Table.Td>
-              <Table.Td><StatusBadge record={r} /></Table.Td>
+              <Table.Td>
+                <StatusBadge record={r} />
+              </Table.Td>
             </Table.Tr>
           ))}
         </Table.Tbody>
@@ -183,7 +218,9 @@ export function RequestTable({ records, admin, onOpen }: {
   )
 }
 
-function Fact({ label, children, testId }: { readonly label: string; readonly children: ReactNode; readonly testId?: string }) {
+function Fact(
+  { label, children, testId }: { readonly label: string; readonly children: ReactNode; readonly testId?: string }
+) {
   return (
     <Stack gap={2}>
       <Text size="xs" fw={600} c="dimmed" tt="uppercase">{label}</Text>
@@ -198,7 +235,9 @@ function Fact({ label, children, testId }: { readonly label: string; readonly ch
  *
  * @category components
  */
-export function RequestDetail({ record, onClose }: { readonly record: Contract.UsageItem | undefined; readonly onClose: () => void }) {
+export function RequestDetail(
+  { record, onClose }: { readonly record: Contract.UsageItem | undefined; readonly onClose: () => void }
+) {
   const { t, locale } = useI18n()
   const phone = useMediaQuery("(max-width: 48em)")
   const r = record
@@ -214,7 +253,9 @@ export function RequestDetail({ record, onClose }: { readonly record: Contract.U
       {r !== undefined && (
         <Stack gap="md" data-testid="request-detail">
           <Group gap={6} wrap="nowrap">
-            <Text ff="monospace" size="sm" data-testid="detail-request-id" style={{ overflowWrap: "anywhere" }}>{r.requestId}</Text>
+            <Text ff="monospace" size="sm" data-testid="detail-request-id" style={{ overflowWrap: "anywhere" }}>
+              {r.requestId}
+            </Text>
             <CopyIcon value={r.requestId} />
           </Group>
           <Group gap="xs">
@@ -222,18 +263,28 @@ export function RequestDetail({ record, onClose }: { readonly record: Contract.U
             <Text size="sm" c="dimmed">{dateTime(r.createdAt, locale)}</Text>
           </Group>
           {r.errorMessage !== null && (
-            <Alert color={r.status >= 400 ? "red" : "yellow"} variant="light" title={t("requests.error")} icon={<IconInfoCircle />} data-testid="detail-error">
+            <Alert
+              color={r.status >= 400 ? "red" : "yellow"}
+              variant="light"
+              title={t("requests.error")}
+              icon={<IconInfoCircle />}
+              data-testid="detail-error"
+            >
               <Text size="sm" style={{ overflowWrap: "anywhere" }}>{r.errorMessage}</Text>
             </Alert>
           )}
-          {refusedBeforeUpstream(r) && <Text size="sm" c="dimmed" data-testid="detail-refused">{t("requests.refused")}</Text>}
+          {refusedBeforeUpstream(r) && (
+            <Text size="sm" c="dimmed" data-testid="detail-refused">{t("requests.refused")}</Text>
+          )}
           <SimpleGrid cols={2} spacing="sm">
             <Fact label={t("requests.user")}>{r.userName}</Fact>
             <Fact label={t("requests.key")}>{r.keyName ?? r.keyId}</Fact>
             <Fact label={t("requests.modelAsked")}>
               <Text span ff="monospace" size="sm">{r.model === "" ? "—" : r.model}</Text>
             </Fact>
-            <Fact label={t("requests.dialect")}>{DIALECTS[r.dialect]} · {r.stream ? t("requests.streamed") : t("requests.notStreamed")}</Fact>
+            <Fact label={t("requests.dialect")}>
+              {DIALECTS[r.dialect]} · {r.stream ? t("requests.streamed") : t("requests.notStreamed")}
+            </Fact>
             {r.channel !== undefined && (
               <Fact label={t("requests.upstream")} testId="detail-channel">
                 {r.channel === "" ? "—" : (
@@ -245,18 +296,26 @@ export function RequestDetail({ record, onClose }: { readonly record: Contract.U
               </Fact>
             )}
             {r.upstreamModel !== undefined && r.channel !== "" && (
-              <Fact label={t("requests.upstreamModel")}><Text span ff="monospace" size="sm">{r.upstreamModel}</Text></Fact>
+              <Fact label={t("requests.upstreamModel")}>
+                <Text span ff="monospace" size="sm">{r.upstreamModel}</Text>
+              </Fact>
             )}
           </SimpleGrid>
           <Divider />
           <SimpleGrid cols={2} spacing="sm">
             <Fact label={t("requests.prompt")}>
               {r.promptTokens.toLocaleString(locale)}
-              {r.cachedTokens > 0 && <Text span size="xs" c="dimmed"> ({t("requests.cached")} {r.cachedTokens.toLocaleString(locale)})</Text>}
+              {r.cachedTokens > 0 && (
+                <Text span size="xs" c="dimmed">({t("requests.cached")} {r.cachedTokens.toLocaleString(locale)})</Text>
+              )}
             </Fact>
             <Fact label={t("requests.completion")}>
               {r.completionTokens.toLocaleString(locale)}
-              {r.reasoningTokens > 0 && <Text span size="xs" c="dimmed"> ({t("requests.reasoning")} {r.reasoningTokens.toLocaleString(locale)})</Text>}
+              {r.reasoningTokens > 0 && (
+                <Text span size="xs" c="dimmed">
+                  ({t("requests.reasoning")} {r.reasoningTokens.toLocaleString(locale)})
+                </Text>
+              )}
             </Fact>
             <Fact label={t("requests.cost")} testId="detail-cost">{exactUsd(r.cost)}</Fact>
             <Fact label={t("requests.latency")}>
@@ -264,7 +323,9 @@ export function RequestDetail({ record, onClose }: { readonly record: Contract.U
             </Fact>
             <Fact label={t("requests.ttfb")}>{r.ttfbMs === null ? "—" : `${r.ttfbMs.toLocaleString(locale)} ms`}</Fact>
           </SimpleGrid>
-          {!r.usageReported && r.promptTokens + r.completionTokens > 0 && <Text size="xs" c="dimmed">{t("requests.estimated")}</Text>}
+          {!r.usageReported && r.promptTokens + r.completionTokens > 0 && (
+            <Text size="xs" c="dimmed">{t("requests.estimated")}</Text>
+          )}
           {r.attemptLog !== undefined && (
             <>
               <Divider label={t("requests.attempts")} labelPosition="left" />
@@ -281,11 +342,20 @@ export function RequestDetail({ record, onClose }: { readonly record: Contract.U
                             <Text size="xs" c="dimmed" ff="monospace">{attempt.keyHint}</Text>
                           </Group>
                           <Group gap={6} wrap="nowrap">
-                            {attempt.status !== null && <Badge size="sm" variant="outline" color={attempt.status < 400 ? "teal" : "red"}>{attempt.status}</Badge>}
+                            {attempt.status !== null && (
+                              <Badge size="sm" variant="outline" color={attempt.status < 400 ? "teal" : "red"}>
+                                {attempt.status}
+                              </Badge>
+                            )}
                             <Text size="xs" c="dimmed">{attempt.durationMs.toLocaleString(locale)} ms</Text>
                           </Group>
                         </Group>
-                        <Text size="xs" mt={4} c={attempt.errorCode === null ? "teal" : "red"} style={{ overflowWrap: "anywhere" }}>
+                        <Text
+                          size="xs"
+                          mt={4}
+                          c={attempt.errorCode === null ? "teal" : "red"}
+                          style={{ overflowWrap: "anywhere" }}
+                        >
                           {attempt.errorCode === null
                             ? t("requests.attempt.ok")
                             : `${attempt.errorCode}${attempt.errorMessage === null ? "" : `: ${attempt.errorMessage}`}`}
@@ -325,7 +395,8 @@ export function RequestList({ queryKey, load, admin, live = true, emptyTitle, em
     initialPageParam: undefined as string | undefined,
     getNextPageParam: (last) => last.nextCursor ?? undefined,
     // New calls appear without a reload: the open pages are read again (a paged-back view pauses this).
-    refetchInterval: (query) => live && (query.state.data?.pages.length ?? 1) <= LIVE_MAX_PAGES ? LIVE_INTERVAL_MS : false
+    refetchInterval: (query) =>
+      live && (query.state.data?.pages.length ?? 1) <= LIVE_MAX_PAGES ? LIVE_INTERVAL_MS : false
   })
   const rows = records.data?.pages.flatMap((p) => p.data) ?? []
   const paused = live && (records.data?.pages.length ?? 1) > LIVE_MAX_PAGES
@@ -336,14 +407,23 @@ export function RequestList({ queryKey, load, admin, live = true, emptyTitle, em
     : records.error
     ? <ErrorState error={records.error} onRetry={() => void records.refetch()} />
     : rows.length === 0
-    ? <EmptyState icon={<IconListSearch size={28} />} title={emptyTitle ?? t("requests.empty")} {...(emptyHint === undefined ? {} : { hint: emptyHint })} />
+    ? (
+      <EmptyState
+        icon={<IconListSearch size={28} />}
+        title={emptyTitle ?? t("requests.empty")}
+        {...(emptyHint === undefined ? {} : { hint: emptyHint })}
+      />
+    )
     : (
       <>
-        {paused && <Text size="xs" c="dimmed" px="xs" pb={4} data-testid="live-paused">{t("requests.livePaused")}</Text>}
+        {paused && <Text size="xs" c="dimmed" px="xs" pb={4} data-testid="live-paused">{t("requests.livePaused")}
+        </Text>}
         <RequestTable records={rows} admin={admin} onOpen={setOpen} />
         {records.hasNextPage && (
           <Group justify="center" p="sm">
-            <Button variant="light" loading={records.isFetchingNextPage} onClick={() => void records.fetchNextPage()}>{t("common.loadMore")}</Button>
+            <Button variant="light" loading={records.isFetchingNextPage} onClick={() => void records.fetchNextPage()}>
+              {t("common.loadMore")}
+            </Button>
           </Group>
         )}
         <RequestDetail record={opened} onClose={() => setOpen(undefined)} />
@@ -390,7 +470,9 @@ export function RequestsPage() {
   const [filter, setFilter] = useState<RequestFilter>(() => ({
     requestId: params.get("requestId") ?? "",
     period: last30,
-    status: STATUSES.includes(params.get("status") as Contract.StatusClass) ? params.get("status") as Contract.StatusClass : null,
+    status: STATUSES.includes(params.get("status") as Contract.StatusClass)
+      ? params.get("status") as Contract.StatusClass
+      : null,
     errorCode: params.get("errorCode"),
     model: null,
     keyId: null,
@@ -404,15 +486,34 @@ export function RequestsPage() {
   const query = useMemo(
     () => requestQuery({ ...filter, requestId }, admin),
     // The period's bounds change with the day, not on every render.
-    [requestId, filter.period, filter.status, filter.errorCode, filter.model, filter.keyId, filter.userId, filter.channel, admin]
+    [
+      requestId,
+      filter.period,
+      filter.status,
+      filter.errorCode,
+      filter.model,
+      filter.keyId,
+      filter.userId,
+      filter.channel,
+      admin
+    ]
   )
   const keys = useQuery({
     queryKey: admin ? ["admin", "user", filter.userId, "keys"] : ["keys"],
-    queryFn: () => admin ? call((api) => api.keys.userKeys({ params: { id: filter.userId! } })) : call((api) => api.keys.list()),
+    queryFn: () =>
+      admin ? call((api) => api.keys.userKeys({ params: { id: filter.userId! } })) : call((api) => api.keys.list()),
     enabled: !admin || filter.userId !== null
   })
-  const users = useQuery({ queryKey: ["admin", "users"], queryFn: () => call((api) => api.users.list()), enabled: admin })
-  const channels = useQuery({ queryKey: ["admin", "channels"], queryFn: () => call((api) => api.catalog.listChannels()), enabled: admin })
+  const users = useQuery({
+    queryKey: ["admin", "users"],
+    queryFn: () => call((api) => api.users.list()),
+    enabled: admin
+  })
+  const channels = useQuery({
+    queryKey: ["admin", "channels"],
+    queryFn: () => call((api) => api.catalog.listChannels()),
+    enabled: admin
+  })
   // The same queries (and cache entries) as the other pages read; only the ids are taken here.
   const adminModels = useQuery({
     queryKey: ["admin", "models"],
@@ -438,9 +539,20 @@ export function RequestsPage() {
         actions={
           <Group gap="sm">
             <Tooltip label={t("requests.liveHint")}>
-              <Switch label={t("requests.live")} checked={live} onChange={(e) => setLive(e.currentTarget.checked)} data-testid="live-switch" />
+              <Switch
+                label={t("requests.live")}
+                checked={live}
+                onChange={(e) => setLive(e.currentTarget.checked)}
+                data-testid="live-switch"
+              />
             </Tooltip>
-            <Button component="a" href={csv} download={admin ? "requests.csv" : "usage.csv"} variant="default" leftSection={<IconDownload size={16} />}>
+            <Button
+              component="a"
+              href={csv}
+              download={admin ? "requests.csv" : "usage.csv"}
+              variant="default"
+              leftSection={<IconDownload size={16} />}
+            >
               {t("common.exportCsv")}
             </Button>
           </Group>

@@ -11,12 +11,12 @@ import { useInfiniteQuery, useQueryClient } from "@tanstack/react-query"
 import { useState } from "react"
 import { Link, Navigate, useSearchParams } from "react-router"
 import { PageHeader } from "../components/Bits.tsx"
-import { EmptyState, ErrorState, errorMessage, Loading } from "../components/States.tsx"
+import { EmptyState, errorMessage, ErrorState, Loading } from "../components/States.tsx"
+import { WideTable } from "../components/WideTable.tsx"
 import { call, type Contract } from "../lib/api.ts"
 import { Contract as C } from "../lib/contract.ts"
 import { dateTime, usd } from "../lib/format.ts"
 import { type MessageKey, useI18n } from "../lib/i18n.tsx"
-import { WideTable } from "../components/WideTable.tsx"
 import { useForm } from "../lib/useForm.ts"
 
 export { rangeStart } from "../components/Period.tsx"
@@ -63,10 +63,23 @@ export function LedgerTable({ entries }: { readonly entries: ReadonlyArray<Contr
         <Table.Tbody>
           {entries.map((e) => (
             <Table.Tr key={e.id}>
-              <Table.Td><Text size="sm">{dateTime(e.createdAt, locale)}</Text></Table.Td>
-              <Table.Td><Badge variant="light" color={e.amount.startsWith("-") ? "orange" : "teal"}>{t(`usage.kind.${e.kind}` as MessageKey)}</Badge></Table.Td>
-              <Table.Td ta="right"><Text size="sm" ff="monospace" c={e.amount.startsWith("-") ? "dimmed" : "teal"}>{e.amount.startsWith("-") ? "" : "+"}{usd(e.amount)}</Text></Table.Td>
-              <Table.Td><Text size="sm" c="dimmed">{e.reason ?? e.requestId ?? ""}</Text></Table.Td>
+              <Table.Td>
+                <Text size="sm">{dateTime(e.createdAt, locale)}</Text>
+              </Table.Td>
+              <Table.Td>
+                <Badge variant="light" color={e.amount.startsWith("-") ? "orange" : "teal"}>
+                  {t(`usage.kind.${e.kind}` as MessageKey)}
+                </Badge>
+              </Table.Td>
+              <Table.Td ta="right">
+                <Text size="sm" ff="monospace" c={e.amount.startsWith("-") ? "dimmed" : "teal"}>
+                  {e.amount.startsWith("-") ? "" : "+"}
+                  {usd(e.amount)}
+                </Text>
+              </Table.Td>
+              <Table.Td>
+                <Text size="sm" c="dimmed">{e.reason ?? e.requestId ?? ""}</Text>
+              </Table.Td>
             </Table.Tr>
           ))}
         </Table.Tbody>
@@ -103,7 +116,9 @@ export function PagedLedger({ queryKey, load }: {
         <LedgerTable entries={rows} />
         {ledger.hasNextPage && (
           <Group justify="center" p="sm">
-            <Button variant="light" loading={ledger.isFetchingNextPage} onClick={() => void ledger.fetchNextPage()}>{t("common.loadMore")}</Button>
+            <Button variant="light" loading={ledger.isFetchingNextPage} onClick={() => void ledger.fetchNextPage()}>
+              {t("common.loadMore")}
+            </Button>
           </Group>
         )}
       </>
@@ -113,7 +128,10 @@ export function PagedLedger({ queryKey, load }: {
 function Ledger() {
   return (
     <Paper withBorder radius="md" p="xs">
-      <PagedLedger queryKey={["ledger"]} load={(cursor) => call((api) => api.usage.ledger({ query: { limit: 50, cursor } }))} />
+      <PagedLedger
+        queryKey={["ledger"]}
+        load={(cursor) => call((api) => api.usage.ledger({ query: { limit: 50, cursor } }))}
+      />
     </Paper>
   )
 }
@@ -131,7 +149,10 @@ export function RedeemForm() {
       const redeemed = await call((api) => api.account.redeem({ payload: body }))
       setResult(redeemed)
       form.reset()
-      notifications.show({ color: "teal", message: t("usage.redeemed", { amount: usd(redeemed.amount), balance: usd(redeemed.balance) }) })
+      notifications.show({
+        color: "teal",
+        message: t("usage.redeemed", { amount: usd(redeemed.amount), balance: usd(redeemed.balance) })
+      })
       await client.invalidateQueries()
     }
   })
@@ -146,8 +167,17 @@ export function RedeemForm() {
               {t("usage.redeemed", { amount: usd(result.amount), balance: usd(result.balance) })}
             </Alert>
           )}
-          <TextInput label={t("usage.code")} placeholder={t("usage.codePlaceholder")} ff="monospace" {...form.field("code")} />
-          <Group><Button type="submit" loading={form.submitting} leftSection={<IconTicket size={16} />}>{t("usage.redeemSubmit")}</Button></Group>
+          <TextInput
+            label={t("usage.code")}
+            placeholder={t("usage.codePlaceholder")}
+            ff="monospace"
+            {...form.field("code")}
+          />
+          <Group>
+            <Button type="submit" loading={form.submitting} leftSection={<IconTicket size={16} />}>
+              {t("usage.redeemSubmit")}
+            </Button>
+          </Group>
         </Stack>
       </form>
     </Paper>
@@ -164,15 +194,27 @@ export function UsagePage() {
     <>
       <PageHeader
         title={t("usage.title")}
-        actions={<Button component={Link} to="/requests" variant="default" leftSection={<IconListSearch size={16} />}>{t("requests.showAll")}</Button>}
+        actions={
+          <Button component={Link} to="/requests" variant="default" leftSection={<IconListSearch size={16} />}>
+            {t("requests.showAll")}
+          </Button>
+        }
       />
-      <Tabs value={tab} onChange={(value) => setParams(value === "ledger" || value === null ? {} : { tab: value })} keepMounted={false}>
+      <Tabs
+        value={tab}
+        onChange={(value) => setParams(value === "ledger" || value === null ? {} : { tab: value })}
+        keepMounted={false}
+      >
         <Tabs.List mb="md">
           <Tabs.Tab value="ledger">{t("usage.ledger")}</Tabs.Tab>
           <Tabs.Tab value="redeem">{t("usage.redeem")}</Tabs.Tab>
         </Tabs.List>
-        <Tabs.Panel value="ledger"><Ledger /></Tabs.Panel>
-        <Tabs.Panel value="redeem"><RedeemForm /></Tabs.Panel>
+        <Tabs.Panel value="ledger">
+          <Ledger />
+        </Tabs.Panel>
+        <Tabs.Panel value="redeem">
+          <RedeemForm />
+        </Tabs.Panel>
       </Tabs>
     </>
   )

@@ -80,8 +80,10 @@ const SHAPES: Readonly<Record<Kind, Shape>> = {
   functionCall: {
     fields: { id: "leaf", name: "leaf", args: "leaf" },
     refused: {
-      partialArgs: "Streamed function-call arguments ('partialArgs') cannot be translated for this model; send complete 'args'.",
-      willContinue: "Streamed function-call arguments ('willContinue') cannot be translated for this model; send complete 'args'."
+      partialArgs:
+        "Streamed function-call arguments ('partialArgs') cannot be translated for this model; send complete 'args'.",
+      willContinue:
+        "Streamed function-call arguments ('willContinue') cannot be translated for this model; send complete 'args'."
     }
   },
   functionResponse: {
@@ -163,7 +165,9 @@ const check = (
       if (refusal !== undefined) return Issues.unsupported(at, refusal)
       return Issues.invalid(
         at,
-        `Invalid JSON payload received. Unknown name "${key}" at '${path.length === 0 ? "request" : path}': Cannot find field.`
+        `Invalid JSON payload received. Unknown name "${key}" at '${
+          path.length === 0 ? "request" : path
+        }': Cannot find field.`
       )
     }
     if (field === "leaf") continue

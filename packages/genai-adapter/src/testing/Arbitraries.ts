@@ -42,10 +42,16 @@ const scalar: fc.Arbitrary<Json> = fc.oneof(
 )
 
 /** JSON objects (function arguments and responses). @category json */
-export const jsonObject: fc.Arbitrary<{ readonly [key: string]: Json }> = fc.letrec<{ value: Json; object: { [key: string]: Json } }>((tie) => ({
-  value: fc.oneof({ depthSize: "small", withCrossShrink: true }, scalar, tie("object"), fc.array(tie("value"), { maxLength: 3 })),
-  object: fc.dictionary(key, tie("value"), { maxKeys: 4 })
-})).object
+export const jsonObject: fc.Arbitrary<{ readonly [key: string]: Json }> =
+  fc.letrec<{ value: Json; object: { [key: string]: Json } }>((tie) => ({
+    value: fc.oneof(
+      { depthSize: "small", withCrossShrink: true },
+      scalar,
+      tie("object"),
+      fc.array(tie("value"), { maxLength: 3 })
+    ),
+    object: fc.dictionary(key, tie("value"), { maxKeys: 4 })
+  })).object
 
 /** A function name Gemini accepts. @category json */
 export const functionName: fc.Arbitrary<string> = fc.stringMatching(/^[a-z_][a-zA-Z0-9_]{0,11}$/)
@@ -84,12 +90,25 @@ export const geminiSchema: fc.Arbitrary<{ readonly [key: string]: Json }> = fc.r
 
 const userPart: fc.Arbitrary<Record<string, Json>> = fc.oneof(
   { weight: 4, arbitrary: text.map((t) => ({ text: t })) },
-  { weight: 1, arbitrary: fc.record({ inlineData: fc.record({ mimeType: fc.constantFrom("image/png", "image/jpeg"), data: signature }) }) },
-  { weight: 1, arbitrary: fc.record({ inlineData: fc.record({ mimeType: fc.constantFrom("application/pdf", "audio/wav"), data: signature }) }) },
   {
     weight: 1,
     arbitrary: fc.record({
-      fileData: fc.record({ mimeType: fc.constant("application/pdf"), fileUri: fc.constant("https://generativelanguage.googleapis.com/v1beta/files/abc") })
+      inlineData: fc.record({ mimeType: fc.constantFrom("image/png", "image/jpeg"), data: signature })
+    })
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      inlineData: fc.record({ mimeType: fc.constantFrom("application/pdf", "audio/wav"), data: signature })
+    })
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      fileData: fc.record({
+        mimeType: fc.constant("application/pdf"),
+        fileUri: fc.constant("https://generativelanguage.googleapis.com/v1beta/files/abc")
+      })
     })
   }
 )
@@ -135,7 +154,12 @@ export const contents: fc.Arbitrary<Array<Record<string, Json>>> = fc
   .tuple(
     fc.array(userPart, { minLength: 1, maxLength: 3 }),
     fc.array(
-      fc.tuple(modelTurn, fc.array(userPart, { maxLength: 2 }), fc.array(responseValue, { minLength: 3, maxLength: 3 }), fc.boolean()),
+      fc.tuple(
+        modelTurn,
+        fc.array(userPart, { maxLength: 2 }),
+        fc.array(responseValue, { minLength: 3, maxLength: 3 }),
+        fc.boolean()
+      ),
       { maxLength: 3 }
     )
   )
@@ -144,7 +168,9 @@ export const contents: fc.Arbitrary<Array<Record<string, Json>>> = fc
     for (const [model, after, responses, useIds] of turns) {
       const parts: Array<Json> = []
       if (model.thought !== undefined) {
-        parts.push(withoutUndefined({ text: model.thought.text, thought: true, thoughtSignature: model.thought.signature }))
+        parts.push(
+          withoutUndefined({ text: model.thought.text, thought: true, thoughtSignature: model.thought.signature })
+        )
       }
       if (model.text !== undefined) parts.push({ text: model.text })
       const calls: Array<Call> = []
@@ -191,7 +217,9 @@ const generationConfig = fc.record(
   { requiredKeys: [] }
 ).chain((config) =>
   config.responseMimeType === "application/json"
-    ? fc.option(jsonSchema, { nil: undefined }).map((schema) => withoutUndefined({ ...config, responseJsonSchema: schema }))
+    ? fc.option(jsonSchema, { nil: undefined }).map((schema) =>
+      withoutUndefined({ ...config, responseJsonSchema: schema })
+    )
     : fc.constant(config as Record<string, Json>)
 )
 
@@ -208,11 +236,18 @@ export const geminiRequest: fc.Arbitrary<Record<string, Json>> = fc
     contents,
     system: fc.option(fc.array(text, { minLength: 1, maxLength: 2 }), { nil: undefined }),
     tools: fc.option(
-      fc.uniqueArray(fc.record({ name: functionName, description: fc.option(text, { nil: undefined }), parametersJsonSchema: fc.option(jsonSchema, { nil: undefined }) }), {
-        minLength: 1,
-        maxLength: 3,
-        selector: (fn) => fn.name
-      }),
+      fc.uniqueArray(
+        fc.record({
+          name: functionName,
+          description: fc.option(text, { nil: undefined }),
+          parametersJsonSchema: fc.option(jsonSchema, { nil: undefined })
+        }),
+        {
+          minLength: 1,
+          maxLength: 3,
+          selector: (fn) => fn.name
+        }
+      ),
       { nil: undefined }
     ),
     mode: fc.constantFrom(undefined, "AUTO", "NONE", "ANY", "ANY_ONE"),
@@ -229,7 +264,9 @@ export const geminiRequest: fc.Arbitrary<Record<string, Json>> = fc
           : { mode }
       }
     }
-    if (generationConfig !== undefined && Object.keys(generationConfig).length > 0) body.generationConfig = generationConfig
+    if (generationConfig !== undefined && Object.keys(generationConfig).length > 0) {
+      body.generationConfig = generationConfig
+    }
     return body
   })
 
@@ -257,7 +294,10 @@ const answerPart: fc.Arbitrary<Record<string, Json>> = fc.oneof(
   {
     weight: 2,
     arbitrary: callPart.map((call) =>
-      withoutUndefined({ functionCall: withoutUndefined({ id: call.id, name: call.name, args: call.args }), thoughtSignature: call.thoughtSignature })
+      withoutUndefined({
+        functionCall: withoutUndefined({ id: call.id, name: call.name, args: call.args }),
+        thoughtSignature: call.thoughtSignature
+      })
     )
   }
 )
@@ -292,7 +332,10 @@ export const usageMetadata: fc.Arbitrary<Record<string, Json>> = fc
 export const geminiResponse: fc.Arbitrary<Record<string, Json>> = fc
   .record({
     candidates: fc.array(
-      fc.record({ parts: fc.array(answerPart, { maxLength: 4 }), finishReason: fc.constantFrom("STOP", "MAX_TOKENS", "SAFETY") }),
+      fc.record({
+        parts: fc.array(answerPart, { maxLength: 4 }),
+        finishReason: fc.constantFrom("STOP", "MAX_TOKENS", "SAFETY")
+      }),
       { minLength: 1, maxLength: 2 }
     ),
     usage: fc.option(usageMetadata, { nil: undefined }),
@@ -326,7 +369,9 @@ export const toChunks = (response: Record<string, Json>, cuts: ReadonlyArray<num
   const candidates = (response.candidates ?? []) as ReadonlyArray<Record<string, Json>>
   for (const candidate of candidates) {
     const index = candidate.index as number
-    const parts = ((candidate.content as Record<string, Json> | undefined)?.parts ?? []) as ReadonlyArray<Record<string, Json>>
+    const parts = ((candidate.content as Record<string, Json> | undefined)?.parts ?? []) as ReadonlyArray<
+      Record<string, Json>
+    >
     const pieces: Array<Record<string, Json>> = []
     for (const part of parts) {
       if (typeof part.text === "string" && part.text.length > 1) {
@@ -351,7 +396,9 @@ export const toChunks = (response: Record<string, Json>, cuts: ReadonlyArray<num
   if (response.usageMetadata !== undefined && chunks.length > 0) {
     const usage = response.usageMetadata as Record<string, Json>
     chunks.forEach((chunk, i) => {
-      chunk.usageMetadata = i === chunks.length - 1 ? usage : { promptTokenCount: usage.promptTokenCount as Json, totalTokenCount: usage.promptTokenCount as Json }
+      chunk.usageMetadata = i === chunks.length - 1
+        ? usage
+        : { promptTokenCount: usage.promptTokenCount as Json, totalTokenCount: usage.promptTokenCount as Json }
     })
   }
   return chunks
@@ -374,7 +421,10 @@ export const sseText: fc.Arbitrary<string> = fc
   .tuple(
     fc.array(
       fc.record({
-        lines: fc.array(fc.string({ maxLength: 12 }).map((s) => s.replace(/[\r\n]/g, "")), { minLength: 1, maxLength: 3 }),
+        lines: fc.array(fc.string({ maxLength: 12 }).map((s) => s.replace(/[\r\n]/g, "")), {
+          minLength: 1,
+          maxLength: 3
+        }),
         space: fc.boolean(),
         comment: fc.boolean(),
         event: fc.boolean()
@@ -393,7 +443,8 @@ export const sseText: fc.Arbitrary<string> = fc
   )
 
 /** Cuts a text into pieces at arbitrary points (for split-invariance laws). @category sse */
-export const splits = (value: string): fc.Arbitrary<Array<string>> => cuts.map((points) => Cuts.splitNonEmpty(value, points.map((p) => p * 7)))
+export const splits = (value: string): fc.Arbitrary<Array<string>> =>
+  cuts.map((points) => Cuts.splitNonEmpty(value, points.map((p) => p * 7)))
 
 // ---------------------------------------------------------------------------
 // Canonical values Gemini can carry
@@ -401,10 +452,22 @@ export const splits = (value: string): fc.Arbitrary<Array<string>> => cuts.map((
 
 const canonicalAnswerPart: fc.Arbitrary<Canonical.Part> = fc.oneof(
   { weight: 3, arbitrary: text.map((t): Canonical.Part => ({ type: "text", text: t })) },
-  { weight: 1, arbitrary: fc.record({ text, signature }).map(({ signature, text }): Canonical.Part => ({ type: "thinking", text, signature })) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ text, signature }).map(({ signature, text }): Canonical.Part => ({
+      type: "thinking",
+      text,
+      signature
+    }))
+  },
   {
     weight: 2,
-    arbitrary: fc.record({ id: fc.stringMatching(/^call_[a-z0-9]{4}$/), name: functionName, args: jsonObject, signature: fc.option(signature, { nil: undefined }) })
+    arbitrary: fc.record({
+      id: fc.stringMatching(/^call_[a-z0-9]{4}$/),
+      name: functionName,
+      args: jsonObject,
+      signature: fc.option(signature, { nil: undefined })
+    })
       .map(({ args, id, name, signature }): Canonical.Part =>
         signature === undefined
           ? { type: "tool_call", id, name, arguments: JSON.stringify(args) }
@@ -424,9 +487,19 @@ const canonicalAnswerPart: fc.Arbitrary<Canonical.Part> = fc.oneof(
 export const canonicalResponse: fc.Arbitrary<Canonical.ChatResponse> = fc
   .record({
     id: fc.stringMatching(/^[a-z0-9]{6}$/),
-    choices: fc.array(fc.tuple(fc.array(canonicalAnswerPart, { maxLength: 4 }), fc.constantFrom("stop", "length", "content_filter") as fc.Arbitrary<Canonical.FinishReason>), { minLength: 1, maxLength: 2 }),
+    choices: fc.array(
+      fc.tuple(
+        fc.array(canonicalAnswerPart, { maxLength: 4 }),
+        fc.constantFrom("stop", "length", "content_filter") as fc.Arbitrary<Canonical.FinishReason>
+      ),
+      { minLength: 1, maxLength: 2 }
+    ),
     usage: fc.option(
-      fc.record({ promptTokens: fc.nat({ max: 1000 }), completionTokens: fc.nat({ max: 1000 }), reasoningTokens: fc.option(fc.nat({ max: 10 }), { nil: undefined }) })
+      fc.record({
+        promptTokens: fc.nat({ max: 1000 }),
+        completionTokens: fc.nat({ max: 1000 }),
+        reasoningTokens: fc.option(fc.nat({ max: 10 }), { nil: undefined })
+      })
         .map(({ completionTokens, promptTokens, reasoningTokens }): Canonical.Usage => {
           const completion = completionTokens + (reasoningTokens ?? 0)
           return reasoningTokens === undefined

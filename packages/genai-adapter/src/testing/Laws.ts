@@ -97,7 +97,10 @@ export const requestRoundTrip = (
 export const snakeCaseInput = (arbitrary: fc.Arbitrary<Record<string, Arbitraries.Json>> = Arbitraries.geminiRequest) =>
   fc.property(arbitrary, (body) => {
     const camel = unwrap(Request.decodeRequestResult(body, MODEL), "decodeRequest (camelCase)")
-    const snake = unwrap(Request.decodeRequestResult(Arbitraries.toSnakeCase(body), MODEL), "decodeRequest (snake_case)")
+    const snake = unwrap(
+      Request.decodeRequestResult(Arbitraries.toSnakeCase(body), MODEL),
+      "decodeRequest (snake_case)"
+    )
     Equality.assertEqual(snake, camel, "camelCase and snake_case decodings")
   })
 
@@ -106,7 +109,9 @@ export const snakeCaseInput = (arbitrary: fc.Arbitrary<Record<string, Arbitrarie
  *
  * @category laws
  */
-export const responseRoundTrip = (arbitrary: fc.Arbitrary<Record<string, Arbitraries.Json>> = Arbitraries.geminiResponse) =>
+export const responseRoundTrip = (
+  arbitrary: fc.Arbitrary<Record<string, Arbitraries.Json>> = Arbitraries.geminiResponse
+) =>
   fc.property(arbitrary, (body) => {
     const first = unwrap(Response.decodeResponseResult(body), "decodeResponse")
     const wire = Response.encodeResponse(first, first.model)
@@ -150,7 +155,9 @@ export const streamRechunking = (
  */
 export const streamEncodeDecode = () =>
   fc.property(Arbitraries.canonicalResponse, Arbitraries.cuts, (response, cuts) => {
-    const events = cuts.length === 0 ? StreamAssembly.toEvents(response) : Cuts.splitTextEvents(StreamAssembly.toEvents(response), cuts[0]!)
+    const events = cuts.length === 0
+      ? StreamAssembly.toEvents(response)
+      : Cuts.splitTextEvents(StreamAssembly.toEvents(response), cuts[0]!)
     const encoder = new StreamEncoder(response.model)
     const chunks = [...encoder.pushAll(events), ...encoder.end()]
     for (const chunk of chunks.slice(0, -1)) {
@@ -214,20 +221,26 @@ export const foreignDialect = {
   request: (request: Canonical.ChatRequest): Result.Result<Canonical.ChatRequest, unknown> => {
     const wire = Request.encodeRequestResult(request)
     if (Result.isFailure(wire)) return Result.fail(wire.failure)
-    return Request.decodeRequestResult(JSON.parse(JSON.stringify(wire.success)), request.model, { stream: request.stream })
+    return Request.decodeRequestResult(JSON.parse(JSON.stringify(wire.success)), request.model, {
+      stream: request.stream
+    })
   },
   response: (response: Canonical.ChatResponse): Result.Result<Canonical.ChatResponse, unknown> =>
     Response.decodeResponseResult(JSON.parse(JSON.stringify(Response.encodeResponse(response, response.model))), {
       created: response.created,
       model: response.model
     }),
-  stream: (events: ReadonlyArray<Canonical.StreamEvent>): Result.Result<ReadonlyArray<Canonical.StreamEvent>, unknown> => {
+  stream: (
+    events: ReadonlyArray<Canonical.StreamEvent>
+  ): Result.Result<ReadonlyArray<Canonical.StreamEvent>, unknown> => {
     const start = events.find((event) => event.type === "start")
     const encoder = new StreamEncoder(start?.model ?? "")
     const chunks = JSON.parse(JSON.stringify([...encoder.pushAll(events), ...encoder.end()])) as ReadonlyArray<unknown>
     const decoder = new StreamDecoder(start === undefined ? {} : { created: start.created, model: start.model })
     const decoded = decoder.pushAll(chunks)
-    return Result.isFailure(decoded) ? Result.fail(decoded.failure) : Result.succeed([...decoded.success, ...decoder.end()])
+    return Result.isFailure(decoded)
+      ? Result.fail(decoded.failure)
+      : Result.succeed([...decoded.success, ...decoder.end()])
   }
 } as const
 

@@ -23,8 +23,8 @@
  *
  * @since 0.1.0
  */
-import { createHash } from "node:crypto"
 import { RateWindow } from "@modelgate/core"
+import { createHash } from "node:crypto"
 
 const { concurrencyRetryMs } = RateWindow
 

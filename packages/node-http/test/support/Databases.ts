@@ -11,15 +11,27 @@ export const postgresUrl: string | undefined = process.env["MODELGATE_TEST_POSTG
 
 /** Runs statements against a database URL. */
 export const runSql = <A>(url: string, f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
-  Effect.runPromise(Effect.scoped(Effect.provide(Effect.flatMap(Effect.service(SqlClient.SqlClient), f), Database.layer(url, { maxConnections: 2 }).pipe(Layer.orDie))))
+  Effect.runPromise(
+    Effect.scoped(
+      Effect.provide(
+        Effect.flatMap(Effect.service(SqlClient.SqlClient), f),
+        Database.layer(url, { maxConnections: 2 }).pipe(Layer.orDie)
+      )
+    )
+  )
 
 /** A fresh PostgreSQL schema and the URL that reaches it. */
-export const freshPostgres = async (base: string): Promise<{ readonly url: string; readonly drop: () => Promise<void> }> => {
+export const freshPostgres = async (
+  base: string
+): Promise<{ readonly url: string; readonly drop: () => Promise<void> }> => {
   const schema = `gw_${Math.random().toString(36).slice(2, 10)}`
   await runSql(base, (sql) => sql.unsafe(`CREATE SCHEMA ${schema}`))
   const url = new URL(base)
   url.searchParams.set("options", `-c search_path=${schema}`)
-  return { url: url.toString(), drop: () => runSql(base, (sql) => sql.unsafe(`DROP SCHEMA ${schema} CASCADE`)).then(() => undefined) }
+  return {
+    url: url.toString(),
+    drop: () => runSql(base, (sql) => sql.unsafe(`DROP SCHEMA ${schema} CASCADE`)).then(() => undefined)
+  }
 }
 
 /**
@@ -74,4 +86,5 @@ export const allBooks = (url: string) =>
     ))
 
 /** Runs a statement against a database URL (tests that stage a crash use it to age rows). */
-export const execSql = (url: string, statement: string) => runSql(url, (sql) => sql.unsafe(statement)).then(() => undefined)
+export const execSql = (url: string, statement: string) =>
+  runSql(url, (sql) => sql.unsafe(statement)).then(() => undefined)

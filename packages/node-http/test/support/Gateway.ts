@@ -48,7 +48,12 @@ export const baseConfig = (upstream: string): ConfigFile => ({
       base_url: `${upstream}/v1`,
       api_key: "sk-upstream",
       models: ["big-stream", "cut-stream", "stall-stream", "tool-model"],
-      model_map: { "big-stream": "gpt-chunks-16000x2048", "cut-stream": "gpt-cut-5", "stall-stream": "gpt-stall-2", "tool-model": "gpt-tools" }
+      model_map: {
+        "big-stream": "gpt-chunks-16000x2048",
+        "cut-stream": "gpt-cut-5",
+        "stall-stream": "gpt-stall-2",
+        "tool-model": "gpt-tools"
+      }
     },
     {
       name: "fake-broken",
@@ -66,7 +71,14 @@ export const baseConfig = (upstream: string): ConfigFile => ({
       models: ["rejecting-model"],
       headers: { "x-fake-fail": "400" }
     },
-    { name: "fake-vip", type: "openai", base_url: `${upstream}/v1`, api_key: "sk-upstream", models: ["vip-model"], groups: ["vip"] },
+    {
+      name: "fake-vip",
+      type: "openai",
+      base_url: `${upstream}/v1`,
+      api_key: "sk-upstream",
+      models: ["vip-model"],
+      groups: ["vip"]
+    },
     {
       name: "fake-gemini",
       type: "gemini",

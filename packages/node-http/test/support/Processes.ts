@@ -39,7 +39,9 @@ export interface GatewayProcess {
 }
 
 const exited = (child: ChildProcess): Promise<void> =>
-  new Promise((resolve) => child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve()))
+  new Promise((resolve) =>
+    child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve())
+  )
 
 /**
  * Starts `modelgate serve --config file` listening on `port` and waits until
@@ -72,7 +74,9 @@ export const startGatewayProcess = async (file: string, port: number, entry: str
 }
 
 /** Runs a `modelgate` CLI command to its end. */
-export const runCli = (args: ReadonlyArray<string>): Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }> =>
+export const runCli = (
+  args: ReadonlyArray<string>
+): Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }> =>
   new Promise((resolve) => {
     const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, MODELGATE_SECRET: SECRET } })
     let stdout = ""

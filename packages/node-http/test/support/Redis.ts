@@ -31,9 +31,13 @@ const ping = (port: number): Promise<boolean> =>
   })
 
 export const startRedis = async (port: number): Promise<ChildProcess> => {
-  const child = spawn(redisServer, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
-    stdio: "ignore"
-  })
+  const child = spawn(
+    redisServer,
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    {
+      stdio: "ignore"
+    }
+  )
   const deadline = Date.now() + 10_000
   while (!(await ping(port))) {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`redis-server did not start on port ${port}`)

@@ -127,7 +127,9 @@ const checkPart = (part: unknown, path: string, types: ReadonlyArray<string>): S
     }
     case "input_audio": {
       const audio = part.input_audio
-      if (!Predicate.isObject(audio)) return notAnObject(`${path}.input_audio`, "an object with 'data' and 'format'", audio)
+      if (!Predicate.isObject(audio)) {
+        return notAnObject(`${path}.input_audio`, "an object with 'data' and 'format'", audio)
+      }
       return required(audio, "data", `${path}.input_audio.data`, "a base64 string", Predicate.isString) ??
         required(audio, "format", `${path}.input_audio.format`, "a string such as 'wav' or 'mp3'", Predicate.isString)
     }
@@ -203,7 +205,9 @@ const checkMessage = (message: unknown, path: string): ShapeProblem | undefined 
         return missing(`${path}.content`, `a string or an array of content parts (${listed(PART_TYPES[role]!)})`)
       }
       return checkContent(content, `${path}.content`, role) ??
-        (role === "tool" ? required(message, "tool_call_id", `${path}.tool_call_id`, "a string", Predicate.isString) : undefined)
+        (role === "tool"
+          ? required(message, "tool_call_id", `${path}.tool_call_id`, "a string", Predicate.isString)
+          : undefined)
     }
   }
 }
@@ -221,7 +225,13 @@ const checkTool = (tool: unknown, path: string): ShapeProblem | undefined => {
   if (tool.type !== "function") return undefined
   const fn = tool.function
   if (!Predicate.isObject(fn)) return notAnObject(`${path}.function`, "an object with 'name'", fn)
-  return required(fn, "name", `${path}.function.name`, "a non-empty string", (n) => Predicate.isString(n) && n.length > 0) ??
+  return required(
+    fn,
+    "name",
+    `${path}.function.name`,
+    "a non-empty string",
+    (n) => Predicate.isString(n) && n.length > 0
+  ) ??
     optional(fn, "description", `${path}.function.description`, "a string", Predicate.isString) ??
     optional(fn, "parameters", `${path}.function.parameters`, "a JSON Schema object", Predicate.isObject) ??
     optional(fn, "strict", `${path}.function.strict`, "a boolean", Predicate.isBoolean)
@@ -232,7 +242,11 @@ const TYPED: ReadonlyArray<readonly [ReadonlyArray<string>, string, (value: unkn
   [["temperature", "top_p", "presence_penalty", "frequency_penalty"], "a number", isNumber],
   [["max_tokens", "max_completion_tokens", "n", "seed", "top_logprobs"], "an integer", isInteger],
   [["logprobs", "parallel_tool_calls", "store"], "a boolean", Predicate.isBoolean],
-  [["user", "reasoning_effort", "service_tier", "verbosity", "safety_identifier", "prompt_cache_key"], "a string", Predicate.isString],
+  [
+    ["user", "reasoning_effort", "service_tier", "verbosity", "safety_identifier", "prompt_cache_key"],
+    "a string",
+    Predicate.isString
+  ],
   [["metadata", "logit_bias", "audio", "prediction", "web_search_options"], "an object", Predicate.isObject]
 ]
 
@@ -253,13 +267,35 @@ export const checkChatBody = (body: { readonly [key: string]: unknown }): ShapeP
       if (problem !== undefined) return problem
     }
   }
-  const problem = optional(body, "stop", "stop", "a string or an array of strings", (v) => Predicate.isString(v) || isStringArray(v)) ??
+  const problem = optional(
+    body,
+    "stop",
+    "stop",
+    "a string or an array of strings",
+    (v) => Predicate.isString(v) || isStringArray(v)
+  ) ??
     optional(body, "modalities", "modalities", "an array of strings", isStringArray) ??
-    optional(body, "tool_choice", "tool_choice", "\"none\", \"auto\", \"required\" or an object with 'type'", (v) =>
-      Predicate.isString(v) || (Predicate.isObject(v) && Predicate.isString(v.type))) ??
-    optional(body, "response_format", "response_format", "an object with 'type' ('text', 'json_object' or 'json_schema')", (v) =>
-      Predicate.isObject(v) && Predicate.isString(v.type)) ??
-    optional(body, "stream_options", "stream_options", "an object such as {\"include_usage\":true}", Predicate.isObject) ??
+    optional(
+      body,
+      "tool_choice",
+      "tool_choice",
+      "\"none\", \"auto\", \"required\" or an object with 'type'",
+      (v) => Predicate.isString(v) || (Predicate.isObject(v) && Predicate.isString(v.type))
+    ) ??
+    optional(
+      body,
+      "response_format",
+      "response_format",
+      "an object with 'type' ('text', 'json_object' or 'json_schema')",
+      (v) => Predicate.isObject(v) && Predicate.isString(v.type)
+    ) ??
+    optional(
+      body,
+      "stream_options",
+      "stream_options",
+      "an object such as {\"include_usage\":true}",
+      Predicate.isObject
+    ) ??
     optional(body, "tools", "tools", "an array of tools", Array.isArray)
   if (problem !== undefined) return problem
   const options = body.stream_options
@@ -270,7 +306,9 @@ export const checkChatBody = (body: { readonly [key: string]: unknown }): ShapeP
   const format = body.response_format
   if (Predicate.isObject(format) && format.type === "json_schema") {
     const schema = format.json_schema
-    if (!Predicate.isObject(schema)) return notAnObject("response_format.json_schema", "an object with 'name' and 'schema'", schema)
+    if (!Predicate.isObject(schema)) {
+      return notAnObject("response_format.json_schema", "an object with 'name' and 'schema'", schema)
+    }
     const name = required(schema, "name", "response_format.json_schema.name", "a string", Predicate.isString)
     if (name !== undefined) return name
   }

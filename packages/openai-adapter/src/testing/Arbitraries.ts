@@ -56,9 +56,16 @@ export const argumentsText: fc.Arbitrary<string> = fc.oneof(
 
 const userPart: fc.Arbitrary<Canonical.Part> = fc.oneof(
   text.map((t): Canonical.Part => ({ type: "text", text: t })),
-  fc.tuple(fc.constantFrom("https://example.com/a.png", "https://img.test/b.jpg"), opt("detail", fc.constantFrom("auto", "low", "high") as fc.Arbitrary<"auto" | "low" | "high">))
+  fc.tuple(
+    fc.constantFrom("https://example.com/a.png", "https://img.test/b.jpg"),
+    opt("detail", fc.constantFrom("auto", "low", "high") as fc.Arbitrary<"auto" | "low" | "high">)
+  )
     .map(([url, detail]): Canonical.Part => ({ type: "image", url, ...detail })),
-  fc.tuple(fc.constantFrom("image/png", "image/jpeg"), base64, opt("detail", fc.constantFrom("low", "high") as fc.Arbitrary<"low" | "high">))
+  fc.tuple(
+    fc.constantFrom("image/png", "image/jpeg"),
+    base64,
+    opt("detail", fc.constantFrom("low", "high") as fc.Arbitrary<"low" | "high">)
+  )
     .map(([mediaType, data, detail]): Canonical.Part => ({ type: "image", mediaType, data, ...detail })),
   fc.tuple(fc.constantFrom("audio/wav", "audio/mpeg"), base64)
     .map(([mediaType, data]): Canonical.Part => ({ type: "file", mediaType, data })),
@@ -123,10 +130,20 @@ const toolDefinition: fc.Arbitrary<Canonical.ToolDefinition> = fc.tuple(
  * @category canonical
  */
 export const canonicalRequest: fc.Arbitrary<Canonical.ChatRequest> = fc.tuple(
-  fc.record({ model: identifier, messages: fc.array(canonicalMessage, { minLength: 1, maxLength: 4 }), stream: fc.boolean() }),
+  fc.record({
+    model: identifier,
+    messages: fc.array(canonicalMessage, { minLength: 1, maxLength: 4 }),
+    stream: fc.boolean()
+  }),
   opt("system", fc.array(text, { minLength: 1, maxLength: 2 })),
   opt("tools", fc.array(toolDefinition, { minLength: 1, maxLength: 2 })),
-  opt("toolChoice", fc.oneof(fc.constantFrom("auto", "none", "required") as fc.Arbitrary<Canonical.ToolChoice>, identifier.map((name): Canonical.ToolChoice => ({ type: "tool", name })))),
+  opt(
+    "toolChoice",
+    fc.oneof(
+      fc.constantFrom("auto", "none", "required") as fc.Arbitrary<Canonical.ToolChoice>,
+      identifier.map((name): Canonical.ToolChoice => ({ type: "tool", name }))
+    )
+  ),
   opt("parallelToolCalls", fc.boolean()),
   opt("responseFormat", responseFormat),
   opt("maxOutputTokens", fc.integer({ min: 1, max: 100_000 })),
@@ -137,7 +154,12 @@ export const canonicalRequest: fc.Arbitrary<Canonical.ChatRequest> = fc.tuple(
   opt("presencePenalty", finite(-2, 2)),
   opt("frequencyPenalty", finite(-2, 2)),
   opt("candidateCount", fc.integer({ min: 1, max: 4 })),
-  opt("reasoning", fc.constantFrom("none", "minimal", "low", "medium", "high", "xhigh", "max").map((effort) => ({ effort: effort as Canonical.ReasoningEffort }))),
+  opt(
+    "reasoning",
+    fc.constantFrom("none", "minimal", "low", "medium", "high", "xhigh", "max").map((effort) => ({
+      effort: effort as Canonical.ReasoningEffort
+    }))
+  ),
   opt("includeUsage", fc.boolean()),
   opt("user", identifier)
 ).map(([base, ...rest]) => Object.assign({}, base, ...rest) as Canonical.ChatRequest)
@@ -197,19 +219,29 @@ const wireUserPart: fc.Arbitrary<ChatCompletions.UserContentPart> = fc.oneof(
     .map((url) => ({ type: "image_url" as const, image_url: { url } })),
   fc.tuple(base64, fc.constantFrom("wav", "mp3") as fc.Arbitrary<"wav" | "mp3">)
     .map(([data, format]) => ({ type: "input_audio" as const, input_audio: { data, format } })),
-  base64.map((data) => ({ type: "file" as const, file: { file_data: `data:application/pdf;base64,${data}`, filename: "a.pdf" } }))
+  base64.map((data) => ({
+    type: "file" as const,
+    file: { file_data: `data:application/pdf;base64,${data}`, filename: "a.pdf" }
+  }))
 )
 
 /** A valid wire message of any role. @category wire */
 export const wireMessage: fc.Arbitrary<ChatCompletions.Message> = fc.oneof(
   text.map((content) => ({ role: "system" as const, content })),
   text.map((content) => ({ role: "developer" as const, content })),
-  fc.oneof(text, fc.array(wireUserPart, { minLength: 1, maxLength: 3 })).map((content) => ({ role: "user" as const, content })),
+  fc.oneof(text, fc.array(wireUserPart, { minLength: 1, maxLength: 3 })).map((content) => ({
+    role: "user" as const,
+    content
+  })),
   fc.tuple(fc.option(text, { nil: null }), fc.array(toolCallPart, { maxLength: 2 })).map(([content, calls]) => ({
     role: "assistant" as const,
     content,
     ...(calls.length === 0 ? {} : {
-      tool_calls: calls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.name, arguments: c.arguments } }))
+      tool_calls: calls.map((c) => ({
+        id: c.id,
+        type: "function" as const,
+        function: { name: c.name, arguments: c.arguments }
+      }))
     })
   })),
   fc.tuple(identifier, text).map(([id, content]) => ({ role: "tool" as const, tool_call_id: id, content }))
@@ -252,42 +284,68 @@ export const wireResponse: fc.Arbitrary<ChatCompletions.ChatCompletion> = fc.tup
 }))
 
 /** A valid sequence of stream chunks for one response (from `canonicalResponse`), usage chunk included. @category wire */
-export const wireChunks: fc.Arbitrary<Array<ChatCompletions.ChatCompletionChunk>> = canonicalResponse.map((response) => {
-  const chunks: Array<ChatCompletions.ChatCompletionChunk> = []
-  const base = { id: response.id, object: "chat.completion.chunk", created: response.created, model: response.model }
-  for (const choice of response.choices) {
-    chunks.push({ ...base, choices: [{ index: choice.index, delta: { role: "assistant", content: "" }, finish_reason: null }] })
-    let call = 0
-    for (const part of choice.content) {
-      if (part.type === "text") chunks.push({ ...base, choices: [{ index: choice.index, delta: { content: part.text }, finish_reason: null }] })
-      else if (part.type === "thinking") {
-        chunks.push({ ...base, choices: [{ index: choice.index, delta: { reasoning_content: part.text }, finish_reason: null }] })
-      } else if (part.type === "tool_call") {
-        chunks.push({
-          ...base,
-          choices: [{
-            index: choice.index,
-            delta: { tool_calls: [{ index: call++, id: part.id, type: "function", function: { name: part.name, arguments: part.arguments } }] },
-            finish_reason: null
-          }]
-        })
+export const wireChunks: fc.Arbitrary<Array<ChatCompletions.ChatCompletionChunk>> = canonicalResponse.map(
+  (response) => {
+    const chunks: Array<ChatCompletions.ChatCompletionChunk> = []
+    const base = { id: response.id, object: "chat.completion.chunk", created: response.created, model: response.model }
+    for (const choice of response.choices) {
+      chunks.push({
+        ...base,
+        choices: [{ index: choice.index, delta: { role: "assistant", content: "" }, finish_reason: null }]
+      })
+      let call = 0
+      for (const part of choice.content) {
+        if (part.type === "text") {
+          chunks.push({
+            ...base,
+            choices: [{ index: choice.index, delta: { content: part.text }, finish_reason: null }]
+          })
+        } else if (part.type === "thinking") {
+          chunks.push({
+            ...base,
+            choices: [{ index: choice.index, delta: { reasoning_content: part.text }, finish_reason: null }]
+          })
+        } else if (part.type === "tool_call") {
+          chunks.push({
+            ...base,
+            choices: [{
+              index: choice.index,
+              delta: {
+                tool_calls: [{
+                  index: call++,
+                  id: part.id,
+                  type: "function",
+                  function: { name: part.name, arguments: part.arguments }
+                }]
+              },
+              finish_reason: null
+            }]
+          })
+        }
       }
+      chunks.push({
+        ...base,
+        choices: [{
+          index: choice.index,
+          delta: {},
+          finish_reason: choice.finishReason === "error" ? "stop" : choice.finishReason
+        }]
+      })
     }
-    chunks.push({ ...base, choices: [{ index: choice.index, delta: {}, finish_reason: choice.finishReason === "error" ? "stop" : choice.finishReason }] })
+    if (response.usage !== undefined) {
+      chunks.push({
+        ...base,
+        choices: [],
+        usage: {
+          prompt_tokens: response.usage.promptTokens,
+          completion_tokens: response.usage.completionTokens,
+          total_tokens: response.usage.totalTokens
+        }
+      })
+    }
+    return chunks
   }
-  if (response.usage !== undefined) {
-    chunks.push({
-      ...base,
-      choices: [],
-      usage: {
-        prompt_tokens: response.usage.promptTokens,
-        completion_tokens: response.usage.completionTokens,
-        total_tokens: response.usage.totalTokens
-      }
-    })
-  }
-  return chunks
-})
+)
 
 // ---------------------------------------------------------------------------
 // SSE
@@ -322,7 +380,9 @@ export const serializeSse = (events: ReadonlyArray<Sse.Event>, seed: ReadonlyArr
   for (const event of events) {
     if (next() % 3 === 0) out += ": keep-alive" + eol()
     if (event.event !== Sse.DEFAULT_EVENT) out += `event: ${event.event}` + eol()
-    for (const line of event.data.split("\n")) out += (next() % 2 === 0 || line.startsWith(" ") ? "data: " : "data:") + line + eol()
+    for (const line of event.data.split("\n")) {
+      out += (next() % 2 === 0 || line.startsWith(" ") ? "data: " : "data:") + line + eol()
+    }
     out += eol()
   }
   return out

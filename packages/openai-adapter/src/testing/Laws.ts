@@ -44,7 +44,13 @@ import * as Equality from "@modelgate/core/testing/Equality"
 import { Result } from "effect"
 import * as fc from "fast-check"
 import { PassthroughMeter } from "../Passthrough.ts"
-import { decodeRequestResult, encodeRequest, type EncodeRequestOptions, JSON_MODE_HINT, mentionsJson } from "../Request.ts"
+import {
+  decodeRequestResult,
+  encodeRequest,
+  type EncodeRequestOptions,
+  JSON_MODE_HINT,
+  mentionsJson
+} from "../Request.ts"
 import { decodeResponseResult, encodeResponse } from "../Response.ts"
 import { decodeSseText, encodeSseText } from "../Stream.ts"
 import * as Arbitraries from "./Arbitraries.ts"
@@ -92,7 +98,11 @@ export const requestRoundTrip = (arbitrary: fc.Arbitrary<Canonical.ChatRequest> 
   fc.property(arbitrary, (request) => {
     const decoded = decodeRequestResult(throughJson(encodeRequest(request, "upstream-model", roundTripOptions)))
     if (Result.isFailure(decoded)) throw new Error(`decodeRequest failed: ${decoded.failure.message}`)
-    Equality.assertEqual(decoded.success, { ...normalizeForOpenAi(request), model: "upstream-model" }, "request round trip")
+    Equality.assertEqual(
+      decoded.success,
+      { ...normalizeForOpenAi(request), model: "upstream-model" },
+      "request round trip"
+    )
   })
 
 /**
@@ -121,7 +131,11 @@ export const streamRechunking = (arbitrary: fc.Arbitrary<Canonical.ChatResponse>
     const whole = decodeSseText([text])
     const split = decodeSseText(Cuts.splitAt(text, cuts))
     if (Result.isFailure(whole) || Result.isFailure(split)) throw new Error("the stream did not decode")
-    Equality.assertEqual(StreamAssembly.assemble(split.success), StreamAssembly.assemble(whole.success), "split vs whole")
+    Equality.assertEqual(
+      StreamAssembly.assemble(split.success),
+      StreamAssembly.assemble(whole.success),
+      "split vs whole"
+    )
     Equality.assertEqual(StreamAssembly.assemble(whole.success), response, "stream round trip")
   })
 
@@ -134,10 +148,19 @@ export const streamRechunking = (arbitrary: fc.Arbitrary<Canonical.ChatResponse>
  * @category laws
  */
 export const sseSplitInvariance = (parse: (pieces: ReadonlyArray<string>) => ReadonlyArray<unknown> = Sse.parse) =>
-  fc.property(Arbitraries.sseEvents, fc.array(fc.nat(), { minLength: 1, maxLength: 16 }), Arbitraries.cuts, (events, seed, cuts) => {
-    const text = Arbitraries.serializeSse(events, seed)
-    Equality.assertEqual(parse(Cuts.splitAt(text, cuts)), parse([text]), `events of the split and whole ${JSON.stringify(text)}`)
-  })
+  fc.property(
+    Arbitraries.sseEvents,
+    fc.array(fc.nat(), { minLength: 1, maxLength: 16 }),
+    Arbitraries.cuts,
+    (events, seed, cuts) => {
+      const text = Arbitraries.serializeSse(events, seed)
+      Equality.assertEqual(
+        parse(Cuts.splitAt(text, cuts)),
+        parse([text]),
+        `events of the split and whole ${JSON.stringify(text)}`
+      )
+    }
+  )
 
 /**
  * Values that are almost OpenAI requests (valid bodies with one field, or one
@@ -169,7 +192,8 @@ export const malformedBody: fc.Arbitrary<unknown> = fc.oneof(
  * @category laws
  */
 export const malformedBodies = (
-  decode: (body: unknown) => Result.Result<unknown, { readonly _tag: string; readonly message: string }> = decodeRequestResult
+  decode: (body: unknown) => Result.Result<unknown, { readonly _tag: string; readonly message: string }> =
+    decodeRequestResult
 ) =>
   fc.property(malformedBody, (body) => {
     const result = decode(body)
@@ -223,7 +247,9 @@ export interface ForeignDialect {
   /** A response written for that dialect's client and read back as its upstream decoder reads it. */
   readonly response: (response: Canonical.ChatResponse) => Result.Result<Canonical.ChatResponse, unknown>
   /** A stream written for that dialect's client and read back by its upstream stream decoder. */
-  readonly stream: (events: ReadonlyArray<Canonical.StreamEvent>) => Result.Result<ReadonlyArray<Canonical.StreamEvent>, unknown>
+  readonly stream: (
+    events: ReadonlyArray<Canonical.StreamEvent>
+  ) => Result.Result<ReadonlyArray<Canonical.StreamEvent>, unknown>
 }
 
 const unwrapLaw = <A>(result: Result.Result<A, unknown>, what: string): A => {
@@ -249,9 +275,15 @@ export const requestThrough = (
   arbitrary: fc.Arbitrary<Canonical.ChatRequest> = Arbitraries.canonicalRequest
 ) =>
   fc.property(arbitrary, (request) => {
-    const start = unwrapLaw(decodeRequestResult(throughJson(encodeRequest(request, request.model, roundTripOptions))), "decodeRequest")
+    const start = unwrapLaw(
+      decodeRequestResult(throughJson(encodeRequest(request, request.model, roundTripOptions))),
+      "decodeRequest"
+    )
     const back = unwrapLaw(foreign.request(start), `${foreign.name} round trip`)
-    const end = unwrapLaw(decodeRequestResult(throughJson(encodeRequest(back, start.model, roundTripOptions))), "decodeRequest (again)")
+    const end = unwrapLaw(
+      decodeRequestResult(throughJson(encodeRequest(back, start.model, roundTripOptions))),
+      "decodeRequest (again)"
+    )
     Equality.assertEqual(end, keep(start), `OpenAI -> ${foreign.name} -> OpenAI request`)
   })
 
@@ -267,9 +299,15 @@ export const responseThrough = (
   arbitrary: fc.Arbitrary<Canonical.ChatResponse> = Arbitraries.canonicalResponse
 ) =>
   fc.property(arbitrary, (response) => {
-    const start = unwrapLaw(decodeResponseResult(throughJson(encodeResponse(response, response.model))), "decodeResponse")
+    const start = unwrapLaw(
+      decodeResponseResult(throughJson(encodeResponse(response, response.model))),
+      "decodeResponse"
+    )
     const back = unwrapLaw(foreign.response(start), `${foreign.name} round trip`)
-    const end = unwrapLaw(decodeResponseResult(throughJson(encodeResponse(back, start.model))), "decodeResponse (again)")
+    const end = unwrapLaw(
+      decodeResponseResult(throughJson(encodeResponse(back, start.model))),
+      "decodeResponse (again)"
+    )
     Equality.assertEqual(end, keep(start), `OpenAI -> ${foreign.name} -> OpenAI response`)
   })
 
@@ -292,5 +330,9 @@ export const streamThrough = (
     const back = unwrapLaw(foreign.stream(first), `${foreign.name} stream round trip`)
     const again = encodeSseText(back, options)
     const end = unwrapLaw(decodeSseText(Cuts.splitAt(again, cuts)), "decodeSseText (again)")
-    Equality.assertEqual(StreamAssembly.assemble(end), keep(StreamAssembly.assemble(first)), `OpenAI -> ${foreign.name} -> OpenAI stream`)
+    Equality.assertEqual(
+      StreamAssembly.assemble(end),
+      keep(StreamAssembly.assemble(first)),
+      `OpenAI -> ${foreign.name} -> OpenAI stream`
+    )
   })

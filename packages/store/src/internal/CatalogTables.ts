@@ -63,7 +63,10 @@ export const decodeModel = (row: Record<string, unknown>): Domain.Model => {
     displayName: Row.str(row.display_name, "models.display_name"),
     inputNanosPerMillion: Row.bigOrNull(row.input_nanos_per_million, "models.input_nanos_per_million"),
     outputNanosPerMillion: Row.bigOrNull(row.output_nanos_per_million, "models.output_nanos_per_million"),
-    cachedInputNanosPerMillion: Row.bigOrNull(row.cached_input_nanos_per_million, "models.cached_input_nanos_per_million"),
+    cachedInputNanosPerMillion: Row.bigOrNull(
+      row.cached_input_nanos_per_million,
+      "models.cached_input_nanos_per_million"
+    ),
     cacheWriteNanosPerMillion: Row.bigOrNull(row.cache_write_nanos_per_million, "models.cache_write_nanos_per_million"),
     perRequestNanos: Row.bigOrNull(row.per_request_nanos, "models.per_request_nanos"),
     free: Row.bool(row.free, "models.free"),
@@ -126,17 +129,21 @@ const numbers = <A extends object>(value: unknown, column: string, defaults: A):
   for (const name of Object.keys(defaults)) {
     const v = parsed[name]
     if (v === undefined) continue
-    if (typeof v !== "number" || !Number.isFinite(v)) throw new TypeError(`Column '${column}': '${name}' is not a number`)
+    if (typeof v !== "number" || !Number.isFinite(v)) {
+      throw new TypeError(`Column '${column}': '${name}' is not a number`)
+    }
     out[name] = v
   }
   return out as A
 }
 
 /** A channel's timeouts from their JSON column; a field the row lacks takes core's default. */
-export const decodeTimeouts = (value: unknown): Domain.ChannelTimeouts => numbers(value, "channels.timeouts", Domain.defaultTimeouts)
+export const decodeTimeouts = (value: unknown): Domain.ChannelTimeouts =>
+  numbers(value, "channels.timeouts", Domain.defaultTimeouts)
 
 /** A channel's breaker settings from their JSON column (`{}`: the defaults). */
-export const decodeBreaker = (value: unknown): Domain.BreakerSettings => numbers(value, "channels.breaker", Domain.defaultBreaker)
+export const decodeBreaker = (value: unknown): Domain.BreakerSettings =>
+  numbers(value, "channels.breaker", Domain.defaultBreaker)
 
 /** A channel's parameter defaults and overrides from their JSON column. */
 export const decodeParams = (value: unknown): Domain.ChannelParams => {
@@ -144,7 +151,9 @@ export const decodeParams = (value: unknown): Domain.ChannelParams => {
   const part = (name: "defaults" | "overrides") => {
     const v = parsed[name]
     if (v === undefined) return {}
-    if (typeof v !== "object" || v === null || Array.isArray(v)) throw new TypeError(`Column 'channels.params': '${name}' is not an object`)
+    if (typeof v !== "object" || v === null || Array.isArray(v)) {
+      throw new TypeError(`Column 'channels.params': '${name}' is not an object`)
+    }
     return v as Domain.ChannelParams["defaults"]
   }
   return { defaults: part("defaults"), overrides: part("overrides") }
@@ -186,7 +195,16 @@ const sameRecord = (a: Readonly<Record<string, string>>, b: Readonly<Record<stri
 // ---------------------------------------------------------------------------
 
 /** Headers a channel may not set: the HTTP client owns framing and the connection. */
-const RESERVED_HEADERS = new Set(["host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer"])
+const RESERVED_HEADERS = new Set([
+  "host",
+  "content-length",
+  "transfer-encoding",
+  "connection",
+  "keep-alive",
+  "upgrade",
+  "te",
+  "trailer"
+])
 
 /** Request fields the gateway owns, which `params` may not set. */
 const RESERVED_PARAMS: Readonly<Record<string, string>> = {
@@ -223,17 +241,23 @@ export const validateChannel = (channel: ChannelInput, path: string): Effect.Eff
   if (!Number.isInteger(channel.priority)) return fail("priority", "expected an integer")
   for (const name of ["connectMs", "firstByteMs", "idleMs", "totalMs"] as const) {
     const value = channel.timeouts[name]
-    if (!Number.isInteger(value) || value <= 0) return fail(`timeouts.${name}`, "expected a positive whole number of milliseconds")
+    if (!Number.isInteger(value) || value <= 0) {
+      return fail(`timeouts.${name}`, "expected a positive whole number of milliseconds")
+    }
   }
   for (const name of ["consecutiveFailures", "minimumCalls", "windowMs", "cooldownMs", "halfOpenCalls"] as const) {
     const value = channel.breaker[name]
     if (!Number.isInteger(value) || value <= 0) return fail(`breaker.${name}`, "expected a positive whole number")
   }
   const rate = channel.breaker.failureRate
-  if (!Number.isFinite(rate) || rate <= 0 || rate > 1) return fail("breaker.failureRate", `expected a fraction above 0 and at most 1, got ${rate}`)
+  if (!Number.isFinite(rate) || rate <= 0 || rate > 1) {
+    return fail("breaker.failureRate", `expected a fraction above 0 and at most 1, got ${rate}`)
+  }
   for (const [name, value] of Object.entries(channel.headers)) {
     if (!TOKEN.test(name)) return fail(`headers.${Text.clip(name)}`, "not a valid header name")
-    if (RESERVED_HEADERS.has(name.toLowerCase())) return fail(`headers.${name}`, "this header is managed by the gateway's HTTP client")
+    if (RESERVED_HEADERS.has(name.toLowerCase())) {
+      return fail(`headers.${name}`, "this header is managed by the gateway's HTTP client")
+    }
     if (/[\r\n\0]/.test(value)) return fail(`headers.${name}`, "a header value may not contain line breaks")
   }
   for (const part of ["defaults", "overrides"] as const) {
@@ -265,7 +289,11 @@ export const make = (sql: SqlClient.SqlClient, secrets: Secrets["Service"]) => {
     return Effect.map(secrets.decrypt(text), (plain) => Row.stringRecord(plain, "channels.headers"))
   }
 
-  const channelOf = (row: Record<string, unknown>, apiKeys: ReadonlyArray<string>, headers: Readonly<Record<string, string>>): Domain.Channel => ({
+  const channelOf = (
+    row: Record<string, unknown>,
+    apiKeys: ReadonlyArray<string>,
+    headers: Readonly<Record<string, string>>
+  ): Domain.Channel => ({
     id: Row.str(row.id, "channels.id"),
     name: Row.str(row.name, "channels.name"),
     type: Row.str(row.type, "channels.type") as Domain.ChannelType,
@@ -329,19 +357,27 @@ export const make = (sql: SqlClient.SqlClient, secrets: Secrets["Service"]) => {
 
     // ---- models ---------------------------------------------------------------------
 
-    models: Effect.map(sql`SELECT * FROM models ORDER BY id`, (rows) =>
-      rows.map((row) => ({ model: decodeModel(row), source: source(row.source, "models.source") }))),
+    models: Effect.map(
+      sql`SELECT * FROM models ORDER BY id`,
+      (rows) => rows.map((row) => ({ model: decodeModel(row), source: source(row.source, "models.source") }))
+    ),
 
     findModel: (id: string) =>
-      Effect.map(sql`SELECT * FROM models WHERE id = ${id}`, (rows) =>
-        rows[0] === undefined ? undefined : { model: decodeModel(rows[0]), source: source(rows[0].source, "models.source") }),
+      Effect.map(
+        sql`SELECT * FROM models WHERE id = ${id}`,
+        (rows) =>
+          rows[0] === undefined
+            ? undefined
+            : { model: decodeModel(rows[0]), source: source(rows[0].source, "models.source") }
+      ),
 
     upsertModel: (model: Domain.Model, from: Source) =>
       Effect.asVoid(sql`INSERT INTO models ${sql.insert({ id: model.id, ...modelColumns(model), source: from })}
         ON CONFLICT (id) DO UPDATE SET ${sql.update({ ...modelColumns(model), source: from })}`),
 
     /** Deletes a model; false when there was none. */
-    deleteModel: (id: string) => Effect.map(sql`DELETE FROM models WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0),
+    deleteModel: (id: string) =>
+      Effect.map(sql`DELETE FROM models WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0),
 
     syncModel: Effect.fnUntraced(function*(model: Domain.Model) {
       const desired = modelColumns(model)
@@ -379,13 +415,18 @@ export const make = (sql: SqlClient.SqlClient, secrets: Secrets["Service"]) => {
       Effect.asVoid(sql`INSERT INTO groups ${sql.insert({ name: group.name, ...groupColumns(group), source: from })}`),
 
     updateGroup: (group: GroupInput) =>
-      Effect.map(sql`UPDATE groups SET ${sql.update(groupColumns(group))} WHERE name = ${group.name} RETURNING name`, (rows) => rows.length > 0),
+      Effect.map(
+        sql`UPDATE groups SET ${sql.update(groupColumns(group))} WHERE name = ${group.name} RETURNING name`,
+        (rows) => rows.length > 0
+      ),
 
     /** Replaces who a group is assigned to; returns the ids that name no user (nothing is written then). */
     setGroupMembers: Effect.fnUntraced(function*(name: string, userIds: ReadonlyArray<string>) {
       const ids = [...new Set(userIds)]
       if (ids.length > 0) {
-        const known = new Set((yield* sql`SELECT id FROM users WHERE ${sql.in("id", ids)}`).map((row) => Row.str(row.id, "users.id")))
+        const known = new Set(
+          (yield* sql`SELECT id FROM users WHERE ${sql.in("id", ids)}`).map((row) => Row.str(row.id, "users.id"))
+        )
         const unknown = userIds.filter((id) => !known.has(id))
         if (unknown.length > 0) return unknown
       }
@@ -396,7 +437,10 @@ export const make = (sql: SqlClient.SqlClient, secrets: Secrets["Service"]) => {
 
     /** How many API keys (revoked ones included) belong to the group. */
     keysInGroup: (name: string) =>
-      Effect.map(sql`SELECT COUNT(*) AS n FROM api_keys WHERE group_name = ${name}`, (rows) => Row.int(rows[0]?.n ?? 0, "count")),
+      Effect.map(
+        sql`SELECT COUNT(*) AS n FROM api_keys WHERE group_name = ${name}`,
+        (rows) => Row.int(rows[0]?.n ?? 0, "count")
+      ),
 
     /** Deletes a group and its assignments; false when there was none. */
     deleteGroup: Effect.fnUntraced(function*(name: string) {
@@ -423,11 +467,16 @@ export const make = (sql: SqlClient.SqlClient, secrets: Secrets["Service"]) => {
     channels: Effect.flatMap(sql`SELECT * FROM channels ORDER BY name`, (rows) => Effect.forEach(rows, decodeChannel)),
 
     /** Every channel for display, best priority first. */
-    channelRows: Effect.flatMap(sql`SELECT * FROM channels ORDER BY priority DESC, name`, (rows) => Effect.forEach(rows, channelRow)),
+    channelRows: Effect.flatMap(
+      sql`SELECT * FROM channels ORDER BY priority DESC, name`,
+      (rows) => Effect.forEach(rows, channelRow)
+    ),
 
     findChannel: (id: string) =>
-      Effect.flatMap(sql`SELECT * FROM channels WHERE id = ${id}`, (rows) =>
-        rows[0] === undefined ? Effect.succeed(undefined) : channelRow(rows[0])),
+      Effect.flatMap(
+        sql`SELECT * FROM channels WHERE id = ${id}`,
+        (rows) => rows[0] === undefined ? Effect.succeed(undefined) : channelRow(rows[0])
+      ),
 
     /** Inserts a channel; returns its new id. */
     insertChannel: Effect.fnUntraced(function*(channel: ChannelInput, from: Source) {
@@ -488,10 +537,12 @@ export const make = (sql: SqlClient.SqlClient, secrets: Secrets["Service"]) => {
     }),
 
     /** Deletes a channel by id; false when there was none. */
-    deleteChannel: (id: string) => Effect.map(sql`DELETE FROM channels WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0),
+    deleteChannel: (id: string) =>
+      Effect.map(sql`DELETE FROM channels WHERE id = ${id} RETURNING id`, (rows) => rows.length > 0),
 
     /** Deletes a channel by name; false when there was none. */
-    deleteChannelNamed: (name: string) => Effect.map(sql`DELETE FROM channels WHERE name = ${name} RETURNING id`, (rows) => rows.length > 0),
+    deleteChannelNamed: (name: string) =>
+      Effect.map(sql`DELETE FROM channels WHERE name = ${name} RETURNING id`, (rows) => rows.length > 0),
 
     syncChannel: Effect.fnUntraced(function*(channel: ChannelInput) {
       const row = (yield* sql`SELECT * FROM channels WHERE name = ${channel.name}`)[0]
@@ -538,19 +589,24 @@ export const make = (sql: SqlClient.SqlClient, secrets: Secrets["Service"]) => {
       for (const row of rows) {
         const plain = Row.str(row.headers, "channels.headers")
         const headers = Row.stringRecord(plain, "channels.headers")
-        yield* sql`UPDATE channels SET headers = ${yield* encryptHeaders(headers)} WHERE id = ${row.id} AND headers = ${plain}`
+        yield* sql`UPDATE channels SET headers = ${yield* encryptHeaders(
+          headers
+        )} WHERE id = ${row.id} AND headers = ${plain}`
       }
       return rows.length
     }),
 
     // ---- aliases --------------------------------------------------------------------
 
-    aliases: Effect.map(sql`SELECT pattern, target, position FROM aliases ORDER BY position, pattern`, (rows) =>
-      rows.map((row) => ({
-        pattern: Row.str(row.pattern, "aliases.pattern"),
-        target: Row.str(row.target, "aliases.target"),
-        position: Row.int(row.position, "aliases.position")
-      }))),
+    aliases: Effect.map(
+      sql`SELECT pattern, target, position FROM aliases ORDER BY position, pattern`,
+      (rows) =>
+        rows.map((row) => ({
+          pattern: Row.str(row.pattern, "aliases.pattern"),
+          target: Row.str(row.target, "aliases.target"),
+          position: Row.int(row.position, "aliases.position")
+        }))
+    ),
 
     setAlias: Effect.fnUntraced(function*(alias: Domain.Alias, position?: number) {
       const at = position ?? (yield* nextAliasPosition)
@@ -559,7 +615,8 @@ export const make = (sql: SqlClient.SqlClient, secrets: Secrets["Service"]) => {
     }),
 
     /** Deletes an alias; false when there was none. */
-    deleteAlias: (pattern: string) => Effect.map(sql`DELETE FROM aliases WHERE pattern = ${pattern} RETURNING pattern`, (rows) => rows.length > 0),
+    deleteAlias: (pattern: string) =>
+      Effect.map(sql`DELETE FROM aliases WHERE pattern = ${pattern} RETURNING pattern`, (rows) => rows.length > 0),
 
     syncAlias: Effect.fnUntraced(function*(alias: Domain.Alias, position: number) {
       const desired = { target: alias.target, position }

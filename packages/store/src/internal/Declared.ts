@@ -90,7 +90,9 @@ export const plan = (
       entry,
       field: file.field,
       message: `${file.field}: the file says ${file.shown}, the database has ${database.shown}, changed ` +
-        `${previous === null ? "before this version kept track of the file, or " : ""}since the file was last applied. ` +
+        `${
+          previous === null ? "before this version kept track of the file, or " : ""
+        }since the file was last applied. ` +
         "The database's value is kept; change this entry in the file to apply the file's."
     })
   }

@@ -12,9 +12,9 @@
  *
  * @since 0.1.0
  */
+import { Money } from "@modelgate/core"
 import { Array as Arr, Effect } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"
-import { Money } from "@modelgate/core"
 import { newId } from "./random.ts"
 import * as Row from "./row.ts"
 
@@ -54,7 +54,9 @@ export const addKeySpend = (
   periods: ReadonlyArray<string>
 ): Effect.Effect<void, SqlError.SqlError> =>
   Effect.gen(function*() {
-    if (amountNanos !== 0n) yield* sql`UPDATE api_keys SET spent_nanos = spent_nanos + ${amountNanos} WHERE id = ${keyId}`
+    if (amountNanos !== 0n) {
+      yield* sql`UPDATE api_keys SET spent_nanos = spent_nanos + ${amountNanos} WHERE id = ${keyId}`
+    }
     for (const period of periods) yield* addPeriodSpend(sql, keyId, period, amountNanos)
   })
 
@@ -87,10 +89,14 @@ const ledgerRow = (
  * in id order. Every transaction that moves money takes these locks first, so
  * they never deadlock on each other.
  */
-export const lockUsers = (sql: SqlClient.SqlClient, userIds: ReadonlyArray<string>): Effect.Effect<void, SqlError.SqlError> => {
+export const lockUsers = (
+  sql: SqlClient.SqlClient,
+  userIds: ReadonlyArray<string>
+): Effect.Effect<void, SqlError.SqlError> => {
   if (userIds.length === 0) return Effect.void
   return sql.onDialectOrElse({
-    pg: () => Effect.asVoid(sql`SELECT id FROM users WHERE id IN ${sql.in([...userIds].sort())} ORDER BY id FOR UPDATE`),
+    pg: () =>
+      Effect.asVoid(sql`SELECT id FROM users WHERE id IN ${sql.in([...userIds].sort())} ORDER BY id FOR UPDATE`),
     orElse: () => Effect.void
   })
 }
@@ -122,7 +128,15 @@ export const applyCharges = (
     yield* lockUsers(sql, [...new Set(charges.map((charge) => charge.userId))])
     const entries = charges.map((charge) => ({
       charge,
-      row: ledgerRow(charge.userId, "charge", -charge.chargedNanos, charge.leaseId, charge.requestId, shortfallReason(charge.shortfallNanos), charge.at)
+      row: ledgerRow(
+        charge.userId,
+        "charge",
+        -charge.chargedNanos,
+        charge.leaseId,
+        charge.requestId,
+        shortfallReason(charge.shortfallNanos),
+        charge.at
+      )
     }))
     const rows: Array<Record<string, unknown>> = entries.map((entry) => entry.row)
     if (!Arr.isReadonlyArrayNonEmpty(rows)) return
@@ -161,7 +175,17 @@ export const applyCharges = (
             WHERE id = ${leaseId} AND amount_nanos >= ${total} RETURNING id`
       if (taken.length > 0 || total === 0n) {
         if (total > 0n) {
-          releases.push(ledgerRow(userId, "release", total, leaseId, null, `${group.length} call(s) charged from this reservation`, now))
+          releases.push(
+            ledgerRow(
+              userId,
+              "release",
+              total,
+              leaseId,
+              null,
+              `${group.length} call(s) charged from this reservation`,
+              now
+            )
+          )
         }
         for (const { charge } of group) addSpend(charge.keyId, charge.chargedNanos, charge.at)
         continue
@@ -192,7 +216,11 @@ export const applyCharges = (
  * Ends a lease: what is left of it goes back to the balance, with a 'release'
  * entry. Returns false when the lease was already gone.
  */
-export const release = (sql: SqlClient.SqlClient, leaseId: string, now: number): Effect.Effect<boolean, SqlError.SqlError> =>
+export const release = (
+  sql: SqlClient.SqlClient,
+  leaseId: string,
+  now: number
+): Effect.Effect<boolean, SqlError.SqlError> =>
   Effect.gen(function*() {
     const owner = yield* sql`SELECT user_id FROM leases WHERE id = ${leaseId}`
     if (owner[0] === undefined) return false
@@ -204,7 +232,9 @@ export const release = (sql: SqlClient.SqlClient, leaseId: string, now: number):
     const amount = Row.big(row.amount_nanos, "leases.amount_nanos")
     if (amount > 0n) {
       yield* sql`UPDATE users SET balance_nanos = balance_nanos + ${amount} WHERE id = ${userId}`
-      yield* sql`INSERT INTO ledger ${sql.insert(ledgerRow(userId, "release", amount, leaseId, null, "reservation ended", now))}`
+      yield* sql`INSERT INTO ledger ${
+        sql.insert(ledgerRow(userId, "release", amount, leaseId, null, "reservation ended", now))
+      }`
     }
     return true
   })

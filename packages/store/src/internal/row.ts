@@ -52,7 +52,8 @@ export const bool = (value: unknown, column: string): boolean => {
 }
 
 /** A text column. */
-export const str = (value: unknown, column: string): string => typeof value === "string" ? value : bad(column, "text", value)
+export const str = (value: unknown, column: string): string =>
+  typeof value === "string" ? value : bad(column, "text", value)
 
 /** A nullable text column. */
 export const strOrNull = (value: unknown, column: string): string | null =>

@@ -13,8 +13,10 @@ import { Conflict } from "../StoreError.ts"
 export const isUniqueViolation = (error: unknown): error is SqlError.SqlError =>
   SqlError.isSqlError(error) &&
   (error.reason._tag === "UniqueViolation" ||
-    (error.reason._tag === "ConstraintError" && /UNIQUE|PRIMARY KEY/i.test(String((error.reason as { readonly cause?: unknown }).cause))))
+    (error.reason._tag === "ConstraintError" &&
+      /UNIQUE|PRIMARY KEY/i.test(String((error.reason as { readonly cause?: unknown }).cause))))
 
 /** Turns a duplicate key into a `Conflict` with this message. */
-export const uniqueAsConflict = (message: string) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Conflict, R> =>
-  Effect.catchIf(self, isUniqueViolation, () => Effect.fail(new Conflict({ message })))
+export const uniqueAsConflict =
+  (message: string) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Conflict, R> =>
+    Effect.catchIf(self, isUniqueViolation, () => Effect.fail(new Conflict({ message })))

@@ -135,7 +135,7 @@ export const startPgProxy = (target: { readonly host: string; readonly port: num
         commitAnswersLost: () => lost,
         setDown: (value) => {
           down = value
-          if (down) for (const socket of open) socket.destroy()
+          if (down) { for (const socket of open) socket.destroy() }
         },
         refuseStartups: (value) => {
           refusal = value === null ? null : errorResponse(value.code, value.message)

@@ -37,11 +37,11 @@ import { useQuery, useQueryClient } from "@tanstack/react-query"
 import { type ReactNode, useMemo, useState } from "react"
 import { ConfirmButton, PageHeader } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
+import { WideTable } from "../../components/WideTable.tsx"
 import { call, type Contract } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { ago } from "../../lib/format.ts"
 import { type MessageKey, useI18n } from "../../lib/i18n.tsx"
-import { WideTable } from "../../components/WideTable.tsx"
 import { useForm } from "../../lib/useForm.ts"
 
 /** Parses `public=upstream` lines into a model map. @category forms */
@@ -73,7 +73,14 @@ const parseObject = (text: string): unknown => {
 }
 
 const TIMEOUTS = ["connectMs", "firstByteMs", "idleMs", "totalMs"] as const
-const BREAKER = ["consecutiveFailures", "failureRate", "minimumCalls", "windowMs", "cooldownMs", "halfOpenCalls"] as const
+const BREAKER = [
+  "consecutiveFailures",
+  "failureRate",
+  "minimumCalls",
+  "windowMs",
+  "cooldownMs",
+  "halfOpenCalls"
+] as const
 
 interface ChannelValues extends Record<string, unknown> {
   name: string
@@ -138,7 +145,13 @@ export function ModelPicker({ request, current, onPick, onClose }: {
     onClose()
   }
   return (
-    <Modal opened={request !== undefined} onClose={close} title={<Text fw={700}>{t("admin.channels.fetchTitle")}</Text>} centered size="lg">
+    <Modal
+      opened={request !== undefined}
+      onClose={close}
+      title={<Text fw={700}>{t("admin.channels.fetchTitle")}</Text>}
+      centered
+      size="lg"
+    >
       <Stack data-testid="model-picker">
         <Text size="sm" c="dimmed">{t("admin.channels.fetchHint")}</Text>
         <QueryState query={{ data, error, isPending, refetch }}>
@@ -148,11 +161,19 @@ export function ModelPicker({ request, current, onPick, onClose }: {
               : (
                 <Stack gap="xs">
                   <Group justify="space-between" wrap="wrap">
-                    <TextInput placeholder={t("admin.channels.fetchFilter")} value={filter} onChange={(e) => setFilter(e.currentTarget.value)} w={260} />
+                    <TextInput
+                      placeholder={t("admin.channels.fetchFilter")}
+                      value={filter}
+                      onChange={(e) => setFilter(e.currentTarget.value)}
+                      w={260}
+                    />
                     <Button
                       variant="subtle"
                       size="xs"
-                      onClick={() => setPicked(new Set([...picked, ...shown.filter((m) => !current.includes(m.id)).map((m) => m.id)]))}
+                      onClick={() =>
+                        setPicked(
+                          new Set([...picked, ...shown.filter((m) => !current.includes(m.id)).map((m) => m.id)])
+                        )}
                     >
                       {t("admin.channels.fetchAllShown")}
                     </Button>
@@ -167,17 +188,30 @@ export function ModelPicker({ request, current, onPick, onClose }: {
                             aria-label={m.id}
                             checked={inChannel || picked.has(m.id)}
                             disabled={inChannel}
-                            onChange={(e) => toggle(m.id, e.currentTarget.checked)}
+                            onChange={(e) =>
+                              toggle(m.id, e.currentTarget.checked)}
                           />
                           <Group gap={4} wrap="nowrap">
-                            {m.embedding && <Badge size="xs" variant="light" color="grape">{t("admin.channels.fetchEmbedding")}</Badge>}
+                            {m.embedding && (
+                              <Badge size="xs" variant="light" color="grape">
+                                {t("admin.channels.fetchEmbedding")}
+                              </Badge>
+                            )}
                             {inChannel
-                              ? <Badge size="xs" variant="outline" color="gray">{t("admin.channels.fetchInChannel")}</Badge>
+                              ? (
+                                <Badge size="xs" variant="outline" color="gray">
+                                  {t("admin.channels.fetchInChannel")}
+                                </Badge>
+                              )
                               : m.priced
                               ? <Badge size="xs" variant="light" color="teal">{t("admin.channels.fetchPriced")}</Badge>
                               : m.preset
                               ? <Badge size="xs" variant="light" color="blue">{t("admin.channels.fetchPreset")}</Badge>
-                              : <Badge size="xs" variant="light" color="orange">{t("admin.channels.fetchUnpriced")}</Badge>}
+                              : (
+                                <Badge size="xs" variant="light" color="orange">
+                                  {t("admin.channels.fetchUnpriced")}
+                                </Badge>
+                              )}
                           </Group>
                         </Group>
                       )
@@ -222,7 +256,12 @@ export function ChannelForm({ channel, groups, onDone }: {
     enabled: channel?.enabled ?? true,
     apiVersion: channel?.apiVersion ?? "",
     headers: Object.entries(channel?.headers ?? {}).map(([k, v]) => `${k}: ${v}`).join("\n"),
-    timeouts: { connectMs: channel?.timeouts.connectMs ?? "", firstByteMs: channel?.timeouts.firstByteMs ?? "", idleMs: channel?.timeouts.idleMs ?? "", totalMs: channel?.timeouts.totalMs ?? "" },
+    timeouts: {
+      connectMs: channel?.timeouts.connectMs ?? "",
+      firstByteMs: channel?.timeouts.firstByteMs ?? "",
+      idleMs: channel?.timeouts.idleMs ?? "",
+      totalMs: channel?.timeouts.totalMs ?? ""
+    },
     breaker: {
       consecutiveFailures: channel?.breaker.consecutiveFailures ?? "",
       failureRate: channel?.breaker.failureRate ?? "",
@@ -231,8 +270,12 @@ export function ChannelForm({ channel, groups, onDone }: {
       cooldownMs: channel?.breaker.cooldownMs ?? "",
       halfOpenCalls: channel?.breaker.halfOpenCalls ?? ""
     },
-    paramDefaults: channel === undefined || Object.keys(channel.params.defaults).length === 0 ? "" : JSON.stringify(channel.params.defaults, null, 2),
-    paramOverrides: channel === undefined || Object.keys(channel.params.overrides).length === 0 ? "" : JSON.stringify(channel.params.overrides, null, 2),
+    paramDefaults: channel === undefined || Object.keys(channel.params.defaults).length === 0
+      ? ""
+      : JSON.stringify(channel.params.defaults, null, 2),
+    paramOverrides: channel === undefined || Object.keys(channel.params.overrides).length === 0
+      ? ""
+      : JSON.stringify(channel.params.overrides, null, 2),
     streamOptions: channel?.streamOptions ?? true,
     responses: channel?.responses ?? false
   }
@@ -263,14 +306,16 @@ export function ChannelForm({ channel, groups, onDone }: {
     }
   }
   // Problems are reported per group (the Schema's top-level field); the message names the setting.
-  const groupError = (name: string) => form.errors[name] === undefined ? null : <Text size="xs" c="red">{form.errors[name]}</Text>
+  const groupError = (name: string) =>
+    form.errors[name] === undefined ? null : <Text size="xs" c="red">{form.errors[name]}</Text>
   const form = useForm({
     initial,
     schema: channel === undefined ? C.CreateChannelRequest : C.UpdateChannelRequest,
     toRequest,
     onSubmit: async (body) => {
-      if (channel === undefined) await call((api) => api.catalog.createChannel({ payload: body as Contract.CreateChannelRequest }))
-      else await call((api) => api.catalog.updateChannel({ params: { id: channel.id }, payload: body }))
+      if (channel === undefined) {
+        await call((api) => api.catalog.createChannel({ payload: body as Contract.CreateChannelRequest }))
+      } else await call((api) => api.catalog.updateChannel({ params: { id: channel.id }, payload: body }))
       onDone()
     }
   })
@@ -302,7 +347,11 @@ export function ChannelForm({ channel, groups, onDone }: {
             onChange={(v) => form.set("type", (v ?? "openai") as Contract.ChannelType)}
           />
         </SimpleGrid>
-        <TextInput label={t("admin.channels.baseUrl")} placeholder="https://api.openai.com/v1" {...form.field("baseUrl")} />
+        <TextInput
+          label={t("admin.channels.baseUrl")}
+          placeholder="https://api.openai.com/v1"
+          {...form.field("baseUrl")}
+        />
         <Textarea
           label={t("admin.channels.apiKeys")}
           description={channel !== undefined ? t("admin.channels.apiKeysKeep", { count: channel.keyCount }) : undefined}
@@ -322,7 +371,12 @@ export function ChannelForm({ channel, groups, onDone }: {
             style={{ flex: 1 }}
           />
           <Tooltip label={t("admin.channels.fetchNeeds")} disabled={canList}>
-            <Button variant="light" leftSection={<IconCloudDownload size={16} />} disabled={!canList} onClick={fetchModels}>
+            <Button
+              variant="light"
+              leftSection={<IconCloudDownload size={16} />}
+              disabled={!canList}
+              onClick={fetchModels}
+            >
               {t("admin.channels.fetchModels")}
             </Button>
           </Tooltip>
@@ -336,14 +390,50 @@ export function ChannelForm({ channel, groups, onDone }: {
             notifications.show({ color: "teal", message: t("admin.channels.fetchAdded", { count: ids.length }) })
           }}
         />
-        <Textarea label={t("admin.channels.modelMap")} autosize minRows={1} ff="monospace" placeholder="gpt-4o=gpt-4o-2024-08-06" {...form.field("modelMap")} />
-        <MultiSelect label={t("admin.channels.groups")} data={[...new Set([...groups, ...form.values.groups])]} value={form.values.groups} onChange={(v) => form.set("groups", v)} />
+        <Textarea
+          label={t("admin.channels.modelMap")}
+          autosize
+          minRows={1}
+          ff="monospace"
+          placeholder="gpt-4o=gpt-4o-2024-08-06"
+          {...form.field("modelMap")}
+        />
+        <MultiSelect
+          label={t("admin.channels.groups")}
+          data={[...new Set([...groups, ...form.values.groups])]}
+          value={form.values.groups}
+          onChange={(v) => form.set("groups", v)}
+        />
         <SimpleGrid cols={{ base: 2, sm: 3 }}>
-          <NumberInput label={t("admin.channels.priority")} value={form.values.priority} error={form.errors.priority} onChange={(v) => form.set("priority", v)} allowDecimal={false} />
-          <NumberInput label={t("admin.channels.weight")} value={form.values.weight} error={form.errors.weight} min={0} onChange={(v) => form.set("weight", v)} allowDecimal={false} />
-          {form.values.type === "azure" && <TextInput label={t("admin.channels.apiVersion")} placeholder="2024-10-21" description={t("admin.channels.apiVersionDefault")} {...form.field("apiVersion")} />}
+          <NumberInput
+            label={t("admin.channels.priority")}
+            value={form.values.priority}
+            error={form.errors.priority}
+            onChange={(v) => form.set("priority", v)}
+            allowDecimal={false}
+          />
+          <NumberInput
+            label={t("admin.channels.weight")}
+            value={form.values.weight}
+            error={form.errors.weight}
+            min={0}
+            onChange={(v) => form.set("weight", v)}
+            allowDecimal={false}
+          />
+          {form.values.type === "azure" && (
+            <TextInput
+              label={t("admin.channels.apiVersion")}
+              placeholder="2024-10-21"
+              description={t("admin.channels.apiVersionDefault")}
+              {...form.field("apiVersion")}
+            />
+          )}
         </SimpleGrid>
-        <Switch label={t("common.enabled")} checked={form.values.enabled} onChange={(e) => form.set("enabled", e.currentTarget.checked)} />
+        <Switch
+          label={t("common.enabled")}
+          checked={form.values.enabled}
+          onChange={(e) => form.set("enabled", e.currentTarget.checked)}
+        />
         {form.values.type === "openai" && (
           <Switch
             label={t("admin.channels.responses")}
@@ -398,8 +488,22 @@ export function ChannelForm({ channel, groups, onDone }: {
                   {...form.field("headers")}
                 />
                 <SimpleGrid cols={{ base: 1, sm: 2 }}>
-                  <Textarea label={t("admin.channels.paramDefaults")} autosize minRows={2} ff="monospace" placeholder={'{"temperature": 0.7}'} {...form.field("paramDefaults")} />
-                  <Textarea label={t("admin.channels.paramOverrides")} autosize minRows={2} ff="monospace" placeholder={'{"max_tokens": 4096}'} {...form.field("paramOverrides")} />
+                  <Textarea
+                    label={t("admin.channels.paramDefaults")}
+                    autosize
+                    minRows={2}
+                    ff="monospace"
+                    placeholder={"{\"temperature\": 0.7}"}
+                    {...form.field("paramDefaults")}
+                  />
+                  <Textarea
+                    label={t("admin.channels.paramOverrides")}
+                    autosize
+                    minRows={2}
+                    ff="monospace"
+                    placeholder={"{\"max_tokens\": 4096}"}
+                    {...form.field("paramOverrides")}
+                  />
                 </SimpleGrid>
                 {groupError("params")}
                 <Text size="xs" c="dimmed">{t("admin.channels.paramsHint")}</Text>
@@ -413,7 +517,11 @@ export function ChannelForm({ channel, groups, onDone }: {
             </Accordion.Panel>
           </Accordion.Item>
         </Accordion>
-        <Group justify="flex-end"><Button type="submit" loading={form.submitting}>{channel === undefined ? t("common.create") : t("common.save")}</Button></Group>
+        <Group justify="flex-end">
+          <Button type="submit" loading={form.submitting}>
+            {channel === undefined ? t("common.create") : t("common.save")}
+          </Button>
+        </Group>
       </Stack>
     </form>
   )
@@ -459,10 +567,19 @@ function TestButton({ channel, children }: { readonly channel: Contract.AdminCha
           <Text size="xs" c={result.ok ? "teal" : "red"} style={{ overflowWrap: "anywhere" }} data-testid="test-result">
             {result.ok
               ? t("admin.channels.testOk", { ms: Math.round(result.latencyMs), message: result.message })
-              : t("admin.channels.testFailed", { status: result.status ?? "—", ms: Math.round(result.latencyMs), message: result.message })}
+              : t("admin.channels.testFailed", {
+                status: result.status ?? "—",
+                ms: Math.round(result.latencyMs),
+                message: result.message
+              })}
           </Text>
           {result.keys.length > 1 && !result.ok && (
-            <Text size="xs" c="dimmed">{t("admin.channels.testKeys", { failed: result.keys.filter((k) => !k.ok).length, total: result.keys.length })}</Text>
+            <Text size="xs" c="dimmed">
+              {t("admin.channels.testKeys", {
+                failed: result.keys.filter((k) => !k.ok).length,
+                total: result.keys.length
+              })}
+            </Text>
           )}
         </Stack>
       )}
@@ -479,22 +596,33 @@ const STATE_COLOR: Record<Contract.KeyHealth["state"] | Contract.ChannelHealth["
 }
 
 /** A channel's health: its state, and for each key its state, why and since when (never the key itself). @category components */
-export function ChannelHealthCell({ health, now = Date.now() }: { readonly health: Contract.ChannelHealth; readonly now?: number }) {
+export function ChannelHealthCell(
+  { health, now = Date.now() }: { readonly health: Contract.ChannelHealth; readonly now?: number }
+) {
   const { t, locale } = useI18n()
   // Keys worth a line: those not healthy, or healthy with recent failures.
   const shown = health.keys.filter((key) => key.state !== "healthy" || key.recentFailures > 0)
   return (
     <Stack gap={4} miw={shown.length > 0 ? 220 : 100} maw={340} data-testid="channel-health">
-      <Badge size="sm" color={STATE_COLOR[health.state]} variant="light">{t(`admin.channels.state.${health.state}` as MessageKey)}</Badge>
+      <Badge size="sm" color={STATE_COLOR[health.state]} variant="light">
+        {t(`admin.channels.state.${health.state}` as MessageKey)}
+      </Badge>
       {shown.map((key) => (
         <Stack key={key.index} gap={0}>
           <Group gap={6} wrap="nowrap">
             <Text size="xs" ff="monospace" style={{ whiteSpace: "nowrap" }}>{key.hint}</Text>
-            <Badge size="xs" color={STATE_COLOR[key.state]} variant={key.state === "healthy" ? "outline" : "filled"} style={{ flexShrink: 0 }}>
+            <Badge
+              size="xs"
+              color={STATE_COLOR[key.state]}
+              variant={key.state === "healthy" ? "outline" : "filled"}
+              style={{ flexShrink: 0 }}
+            >
               {t(`admin.channels.state.${key.state}` as MessageKey)}
             </Badge>
             {key.recentFailures > 0 && (
-              <Text size="xs" c="dimmed">{t("admin.channels.recent", { failures: key.recentFailures, calls: key.recentCalls })}</Text>
+              <Text size="xs" c="dimmed">
+                {t("admin.channels.recent", { failures: key.recentFailures, calls: key.recentCalls })}
+              </Text>
             )}
           </Group>
           {key.state !== "healthy" && (
@@ -504,7 +632,9 @@ export function ChannelHealthCell({ health, now = Date.now() }: { readonly healt
                 key.since !== null ? t("admin.channels.since", { when: ago(key.since, locale, now) }) : null,
                 key.retryAt !== null ? t("admin.channels.retryAt", { when: ago(key.retryAt, locale, now) }) : null,
                 key.lastProbeAt !== null
-                  ? t(key.lastProbeOk === true ? "admin.channels.probeOk" : "admin.channels.probeFailed", { when: ago(key.lastProbeAt, locale, now) })
+                  ? t(key.lastProbeOk === true ? "admin.channels.probeOk" : "admin.channels.probeFailed", {
+                    when: ago(key.lastProbeAt, locale, now)
+                  })
                   : null
               ].filter((part) => part !== null).join(" · ")}
             </Text>
@@ -520,7 +650,11 @@ export function AdminChannelsPage() {
   const { t } = useI18n()
   const client = useQueryClient()
   // Health changes on its own (breakers, probes): refresh every few seconds.
-  const channels = useQuery({ queryKey: ["admin", "channels"], queryFn: () => call((api) => api.catalog.listChannels()), refetchInterval: 5_000 })
+  const channels = useQuery({
+    queryKey: ["admin", "channels"],
+    queryFn: () => call((api) => api.catalog.listChannels()),
+    refetchInterval: 5_000
+  })
   const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call((api) => api.catalog.listGroups()) })
   const [editing, setEditing] = useState<Contract.AdminChannel | "new" | undefined>(undefined)
   const refresh = () => client.invalidateQueries({ queryKey: ["admin", "channels"] })
@@ -530,13 +664,24 @@ export function AdminChannelsPage() {
       <PageHeader
         title={t("admin.channels.title")}
         subtitle={t("admin.channels.subtitle")}
-        actions={<Button leftSection={<IconPlus size={16} />} onClick={() => setEditing("new")}>{t("admin.channels.create")}</Button>}
+        actions={
+          <Button leftSection={<IconPlus size={16} />} onClick={() => setEditing("new")}>
+            {t("admin.channels.create")}
+          </Button>
+        }
       />
       <Paper withBorder radius="md" p="xs">
         <QueryState query={channels}>
           {(data) =>
             data.data.length === 0
-              ? <EmptyState icon={<IconServer size={28} />} title={t("admin.channels.empty")} hint={t("admin.channels.emptyHint")} action={<Button onClick={() => setEditing("new")}>{t("admin.channels.create")}</Button>} />
+              ? (
+                <EmptyState
+                  icon={<IconServer size={28} />}
+                  title={t("admin.channels.empty")}
+                  hint={t("admin.channels.emptyHint")}
+                  action={<Button onClick={() => setEditing("new")}>{t("admin.channels.create")}</Button>}
+                />
+              )
               : (
                 <WideTable minWidth={1040} stickyLast>
                   <Table verticalSpacing="sm" highlightOnHover data-testid="channels-table">
@@ -556,24 +701,52 @@ export function AdminChannelsPage() {
                       {data.data.map((c) => (
                         <Table.Tr key={c.id} data-channel={c.name}>
                           <Table.Td>
-                            <Group gap={6}><Text fw={600} size="sm">{c.name}</Text><Badge size="xs" variant="light">{c.type}</Badge></Group>
+                            <Group gap={6}>
+                              <Text fw={600} size="sm">{c.name}</Text>
+                              <Badge size="xs" variant="light">{c.type}</Badge>
+                            </Group>
                             <Text size="xs" c="dimmed" ff="monospace">{c.baseUrl}</Text>
                           </Table.Td>
-                          <Table.Td><Group gap={4} maw={260}>{c.models.map((m) => <Badge key={m} size="sm" variant="outline">{c.modelMap[m] ? `${m} → ${c.modelMap[m]}` : m}</Badge>)}</Group></Table.Td>
-                          <Table.Td><Group gap={4}>{c.groups.map((g) => <Badge key={g} size="sm" variant="light">{g}</Badge>)}</Group></Table.Td>
-                          <Table.Td><Text size="sm" ff="monospace">{c.keyCount} · {c.keyHints.join(" ")}</Text></Table.Td>
+                          <Table.Td>
+                            <Group gap={4} maw={260}>
+                              {c.models.map((m) => (
+                                <Badge key={m} size="sm" variant="outline">
+                                  {c.modelMap[m] ? `${m} → ${c.modelMap[m]}` : m}
+                                </Badge>
+                              ))}
+                            </Group>
+                          </Table.Td>
+                          <Table.Td>
+                            <Group gap={4}>
+                              {c.groups.map((g) => <Badge key={g} size="sm" variant="light">{g}</Badge>)}
+                            </Group>
+                          </Table.Td>
+                          <Table.Td>
+                            <Text size="sm" ff="monospace">{c.keyCount} · {c.keyHints.join(" ")}</Text>
+                          </Table.Td>
                           <Table.Td ta="right">{c.priority} / {c.weight}</Table.Td>
-                          <Table.Td><ChannelHealthCell health={c.health} /></Table.Td>
+                          <Table.Td>
+                            <ChannelHealthCell health={c.health} />
+                          </Table.Td>
                           <Table.Td>
                             <Switch
                               checked={c.enabled}
                               aria-label={`${c.name} ${t("common.enabled")}`}
                               onChange={async (e) => {
                                 try {
-                                  await call((api) => api.catalog.updateChannel({ params: { id: c.id }, payload: { enabled: e.currentTarget.checked } }))
+                                  await call((api) =>
+                                    api.catalog.updateChannel({
+                                      params: { id: c.id },
+                                      payload: { enabled: e.currentTarget.checked }
+                                    })
+                                  )
                                   await refresh()
                                 } catch (error) {
-                                  notifications.show({ color: "red", title: t("common.error"), message: errorMessage(error, t) })
+                                  notifications.show({
+                                    color: "red",
+                                    title: t("common.error"),
+                                    message: errorMessage(error, t)
+                                  })
                                 }
                               }}
                             />
@@ -592,14 +765,20 @@ export function AdminChannelsPage() {
                                       await call((api) => api.catalog.resetChannel({ params: { id: c.id } }))
                                       await refresh()
                                     } catch (error) {
-                                      notifications.show({ color: "red", title: t("common.error"), message: errorMessage(error, t) })
+                                      notifications.show({
+                                        color: "red",
+                                        title: t("common.error"),
+                                        message: errorMessage(error, t)
+                                      })
                                     }
                                   }}
                                 >
                                   {t("admin.channels.reset")}
                                 </Button>
                               )}
-                              <Button size="xs" variant="subtle" onClick={() => setEditing(c)}>{t("common.edit")}</Button>
+                              <Button size="xs" variant="subtle" onClick={() => setEditing(c)}>
+                                {t("common.edit")}
+                              </Button>
                               <ConfirmButton
                                 title={t("admin.channels.deleteTitle", { name: c.name })}
                                 confirmLabel={t("common.delete")}

@@ -4,17 +4,30 @@
  *
  * @since 0.1.0
  */
-import { Alert, Badge, Button, Group, Modal, NumberInput, Paper, SegmentedControl, Stack, Table, Text, TextInput } from "@mantine/core"
+import {
+  Alert,
+  Badge,
+  Button,
+  Group,
+  Modal,
+  NumberInput,
+  Paper,
+  SegmentedControl,
+  Stack,
+  Table,
+  Text,
+  TextInput
+} from "@mantine/core"
 import { IconDownload, IconTicket } from "@tabler/icons-react"
 import { useInfiniteQuery, useQueryClient } from "@tanstack/react-query"
 import { useState } from "react"
 import { PageHeader, Snippet } from "../../components/Bits.tsx"
-import { EmptyState, ErrorState, errorMessage, Loading } from "../../components/States.tsx"
+import { EmptyState, errorMessage, ErrorState, Loading } from "../../components/States.tsx"
+import { WideTable } from "../../components/WideTable.tsx"
 import { call, type Contract, urls } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { dateTime, usd } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
-import { WideTable } from "../../components/WideTable.tsx"
 import { useForm } from "../../lib/useForm.ts"
 
 /** The generate-codes form. @category components */
@@ -30,9 +43,26 @@ export function GenerateCodesForm({ onGenerated }: { readonly onGenerated: (code
     <Paper withBorder radius="md" p="md">
       <form onSubmit={(e) => void form.submit(e)} noValidate>
         <Group align="flex-start" wrap="wrap">
-          <NumberInput label={t("admin.codes.count")} min={1} max={1000} value={form.values.count} error={form.errors.count} onChange={(v) => form.set("count", v)} w={140} allowDecimal={false} />
-          <TextInput label={t("admin.codes.amount")} placeholder="10" inputMode="decimal" w={200} {...form.field("amount")} />
-          <Button type="submit" mt={25} loading={form.submitting} leftSection={<IconTicket size={16} />}>{t("admin.codes.generate")}</Button>
+          <NumberInput
+            label={t("admin.codes.count")}
+            min={1}
+            max={1000}
+            value={form.values.count}
+            error={form.errors.count}
+            onChange={(v) => form.set("count", v)}
+            w={140}
+            allowDecimal={false}
+          />
+          <TextInput
+            label={t("admin.codes.amount")}
+            placeholder="10"
+            inputMode="decimal"
+            w={200}
+            {...form.field("amount")}
+          />
+          <Button type="submit" mt={25} loading={form.submitting} leftSection={<IconTicket size={16} />}>
+            {t("admin.codes.generate")}
+          </Button>
         </Group>
         {form.formError !== undefined && <Alert color="red" mt="sm">{errorMessage(form.formError, t)}</Alert>}
       </form>
@@ -58,7 +88,17 @@ export function AdminCodesPage() {
     <>
       <PageHeader
         title={t("admin.codes.title")}
-        actions={<Button component="a" href={urls.codes.csv({ query: filter })} download="codes.csv" variant="default" leftSection={<IconDownload size={16} />}>{t("common.exportCsv")}</Button>}
+        actions={
+          <Button
+            component="a"
+            href={urls.codes.csv({ query: filter })}
+            download="codes.csv"
+            variant="default"
+            leftSection={<IconDownload size={16} />}
+          >
+            {t("common.exportCsv")}
+          </Button>
+        }
       />
       <Stack>
         <GenerateCodesForm
@@ -99,10 +139,18 @@ export function AdminCodesPage() {
                   <Table.Tbody>
                     {rows.map((c) => (
                       <Table.Tr key={`${c.batch}-${c.prefix}`}>
-                        <Table.Td><Text ff="monospace" size="sm">{c.prefix}…</Text></Table.Td>
-                        <Table.Td ta="right"><Text ff="monospace" size="sm">{usd(c.amount)}</Text></Table.Td>
-                        <Table.Td><Text size="xs" ff="monospace" c="dimmed">{c.batch}</Text></Table.Td>
-                        <Table.Td><Text size="sm">{dateTime(c.createdAt, locale)}</Text></Table.Td>
+                        <Table.Td>
+                          <Text ff="monospace" size="sm">{c.prefix}…</Text>
+                        </Table.Td>
+                        <Table.Td ta="right">
+                          <Text ff="monospace" size="sm">{usd(c.amount)}</Text>
+                        </Table.Td>
+                        <Table.Td>
+                          <Text size="xs" ff="monospace" c="dimmed">{c.batch}</Text>
+                        </Table.Td>
+                        <Table.Td>
+                          <Text size="sm">{dateTime(c.createdAt, locale)}</Text>
+                        </Table.Td>
                         <Table.Td>
                           {c.redeemedBy === null
                             ? <Badge variant="light" color="gray">{t("admin.codes.unused")}</Badge>
@@ -114,14 +162,31 @@ export function AdminCodesPage() {
                 </Table>
               </WideTable>
             )}
-          {codes.hasNextPage && <Group justify="center" p="sm"><Button variant="light" onClick={() => void codes.fetchNextPage()}>{t("common.loadMore")}</Button></Group>}
+          {codes.hasNextPage && (
+            <Group justify="center" p="sm">
+              <Button variant="light" onClick={() => void codes.fetchNextPage()}>{t("common.loadMore")}</Button>
+            </Group>
+          )}
         </Paper>
       </Stack>
-      <Modal opened={generated !== undefined} onClose={() => setGenerated(undefined)} title={<Text fw={700}>{generated && t("admin.codes.generated", { count: generated.codes.length, amount: usd(generated.amount) })}</Text>} centered size="lg" closeOnClickOutside={false}>
+      <Modal
+        opened={generated !== undefined}
+        onClose={() => setGenerated(undefined)}
+        title={
+          <Text fw={700}>
+            {generated && t("admin.codes.generated", { count: generated.codes.length, amount: usd(generated.amount) })}
+          </Text>
+        }
+        centered
+        size="lg"
+        closeOnClickOutside={false}
+      >
         {generated && (
           <Stack>
             <Alert color="yellow">{t("admin.codes.generatedHint")}</Alert>
-            <div data-testid="generated-codes"><Snippet code={generated.codes.join("\n")} /></div>
+            <div data-testid="generated-codes">
+              <Snippet code={generated.codes.join("\n")} />
+            </div>
             <Group justify="flex-end">
               <Button
                 variant="default"

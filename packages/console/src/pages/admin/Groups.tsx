@@ -3,21 +3,36 @@
  *
  * @since 0.1.0
  */
-import { Alert, Badge, Button, Group, Modal, MultiSelect, Paper, SimpleGrid, Stack, Switch, Table, Text, TextInput } from "@mantine/core"
+import {
+  Alert,
+  Badge,
+  Button,
+  Group,
+  Modal,
+  MultiSelect,
+  Paper,
+  SimpleGrid,
+  Stack,
+  Switch,
+  Table,
+  Text,
+  TextInput
+} from "@mantine/core"
 import { notifications } from "@mantine/notifications"
 import { IconPlus } from "@tabler/icons-react"
 import { useQuery, useQueryClient } from "@tanstack/react-query"
 import { useState } from "react"
 import { ConfirmButton, PageHeader } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
+import { WideTable } from "../../components/WideTable.tsx"
 import { call, type Contract } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { useI18n } from "../../lib/i18n.tsx"
-import { WideTable } from "../../components/WideTable.tsx"
 import { useForm } from "../../lib/useForm.ts"
 import { limitsText } from "../Models.tsx"
 
-const limit = (text: string): number | null | string => text.trim() === "" ? null : Number.isInteger(Number(text)) ? Number(text) : text
+const limit = (text: string): number | null | string =>
+  text.trim() === "" ? null : Number.isInteger(Number(text)) ? Number(text) : text
 
 function GroupForm({ group, users, onDone }: {
   readonly group: Contract.AdminGroup | undefined
@@ -43,12 +58,14 @@ function GroupForm({ group, users, onDone }: {
       selectable: v.selectable
     }),
     onSubmit: async (body) => {
-      if (group === undefined) await call((api) => api.catalog.createGroup({ payload: body as Contract.CreateGroupRequest }))
-      else await call((api) => api.catalog.updateGroup({ params: { name: group.name }, payload: body }))
+      if (group === undefined) {
+        await call((api) => api.catalog.createGroup({ payload: body as Contract.CreateGroupRequest }))
+      } else await call((api) => api.catalog.updateGroup({ params: { name: group.name }, payload: body }))
       onDone()
     }
   })
-  const limitError = (key: "rpm" | "tpm" | "concurrency") => form.errors[key] ?? (form.errors.limits && form.values[key] !== "" ? form.errors.limits : undefined)
+  const limitError = (key: "rpm" | "tpm" | "concurrency") =>
+    form.errors[key] ?? (form.errors.limits && form.values[key] !== "" ? form.errors.limits : undefined)
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
@@ -56,11 +73,30 @@ function GroupForm({ group, users, onDone }: {
         {group === undefined && <TextInput label={t("common.name")} data-autofocus {...form.field("name")} />}
         <TextInput label={t("admin.groups.ratio")} inputMode="decimal" {...form.field("ratio")} />
         <SimpleGrid cols={3}>
-          <TextInput label={t("admin.groups.rpm")} placeholder={t("common.unlimited")} {...form.field("rpm")} error={limitError("rpm")} />
-          <TextInput label={t("admin.groups.tpm")} placeholder={t("common.unlimited")} {...form.field("tpm")} error={limitError("tpm")} />
-          <TextInput label={t("admin.groups.concurrency")} placeholder={t("common.unlimited")} {...form.field("concurrency")} error={limitError("concurrency")} />
+          <TextInput
+            label={t("admin.groups.rpm")}
+            placeholder={t("common.unlimited")}
+            {...form.field("rpm")}
+            error={limitError("rpm")}
+          />
+          <TextInput
+            label={t("admin.groups.tpm")}
+            placeholder={t("common.unlimited")}
+            {...form.field("tpm")}
+            error={limitError("tpm")}
+          />
+          <TextInput
+            label={t("admin.groups.concurrency")}
+            placeholder={t("common.unlimited")}
+            {...form.field("concurrency")}
+            error={limitError("concurrency")}
+          />
         </SimpleGrid>
-        <Switch label={t("admin.groups.selectable")} checked={form.values.selectable} onChange={(e) => form.set("selectable", e.currentTarget.checked)} />
+        <Switch
+          label={t("admin.groups.selectable")}
+          checked={form.values.selectable}
+          onChange={(e) => form.set("selectable", e.currentTarget.checked)}
+        />
         {group !== undefined && (
           <MultiSelect
             label={t("admin.groups.users")}
@@ -70,7 +106,11 @@ function GroupForm({ group, users, onDone }: {
             onChange={(v) => form.set("userIds", v)}
           />
         )}
-        <Group justify="flex-end"><Button type="submit" loading={form.submitting}>{group === undefined ? t("common.create") : t("common.save")}</Button></Group>
+        <Group justify="flex-end">
+          <Button type="submit" loading={form.submitting}>
+            {group === undefined ? t("common.create") : t("common.save")}
+          </Button>
+        </Group>
       </Stack>
     </form>
   )
@@ -89,13 +129,22 @@ export function AdminGroupsPage() {
       <PageHeader
         title={t("admin.groups.title")}
         subtitle={t("admin.groups.subtitle")}
-        actions={<Button leftSection={<IconPlus size={16} />} onClick={() => setEditing("new")}>{t("admin.groups.create")}</Button>}
+        actions={
+          <Button leftSection={<IconPlus size={16} />} onClick={() => setEditing("new")}>
+            {t("admin.groups.create")}
+          </Button>
+        }
       />
       <Paper withBorder radius="md" p="xs">
         <QueryState query={groups}>
           {(data) =>
             data.data.length === 0
-              ? <EmptyState title={t("admin.groups.empty")} action={<Button onClick={() => setEditing("new")}>{t("admin.groups.create")}</Button>} />
+              ? (
+                <EmptyState
+                  title={t("admin.groups.empty")}
+                  action={<Button onClick={() => setEditing("new")}>{t("admin.groups.create")}</Button>}
+                />
+              )
               : (
                 <WideTable minWidth={640} stickyLast>
                   <Table verticalSpacing="sm" highlightOnHover data-testid="groups-table">
@@ -111,18 +160,26 @@ export function AdminGroupsPage() {
                     <Table.Tbody>
                       {data.data.map((g) => (
                         <Table.Tr key={g.name}>
-                          <Table.Td><Text fw={600} size="sm">{g.name}</Text></Table.Td>
+                          <Table.Td>
+                            <Text fw={600} size="sm">{g.name}</Text>
+                          </Table.Td>
                           <Table.Td>×{g.ratio}</Table.Td>
-                          <Table.Td><Text size="sm">{limitsText(g.limits, t)}</Text></Table.Td>
+                          <Table.Td>
+                            <Text size="sm">{limitsText(g.limits, t)}</Text>
+                          </Table.Td>
                           <Table.Td>
                             <Group gap={4}>
-                              {g.selectable && <Badge color="teal" variant="light">{t("admin.groups.selectable")}</Badge>}
+                              {g.selectable && (
+                                <Badge color="teal" variant="light">{t("admin.groups.selectable")}</Badge>
+                              )}
                               {g.users.map((u) => <Badge key={u} size="sm" variant="outline">{u}</Badge>)}
                             </Group>
                           </Table.Td>
                           <Table.Td>
                             <Group gap={4} wrap="nowrap">
-                              <Button size="xs" variant="subtle" onClick={() => setEditing(g)}>{t("common.edit")}</Button>
+                              <Button size="xs" variant="subtle" onClick={() => setEditing(g)}>
+                                {t("common.edit")}
+                              </Button>
                               <ConfirmButton
                                 title={t("admin.groups.deleteTitle", { name: g.name })}
                                 confirmLabel={t("common.delete")}
@@ -143,7 +200,12 @@ export function AdminGroupsPage() {
               )}
         </QueryState>
       </Paper>
-      <Modal opened={editing !== undefined} onClose={() => setEditing(undefined)} title={<Text fw={700}>{editing === "new" ? t("admin.groups.create") : editing?.name}</Text>} centered>
+      <Modal
+        opened={editing !== undefined}
+        onClose={() => setEditing(undefined)}
+        title={<Text fw={700}>{editing === "new" ? t("admin.groups.create") : editing?.name}</Text>}
+        centered
+      >
         {editing !== undefined && (
           <GroupForm
             group={editing === "new" ? undefined : editing}

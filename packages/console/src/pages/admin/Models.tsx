@@ -5,18 +5,35 @@
  *
  * @since 0.1.0
  */
-import { Alert, Badge, Button, Group, Modal, NumberInput, Paper, Select, SimpleGrid, Stack, Switch, Table, Text, Textarea, TextInput, Title } from "@mantine/core"
+import {
+  Alert,
+  Badge,
+  Button,
+  Group,
+  Modal,
+  NumberInput,
+  Paper,
+  Select,
+  SimpleGrid,
+  Stack,
+  Switch,
+  Table,
+  Text,
+  Textarea,
+  TextInput,
+  Title
+} from "@mantine/core"
 import { notifications } from "@mantine/notifications"
 import { IconPlus } from "@tabler/icons-react"
 import { useQuery, useQueryClient } from "@tanstack/react-query"
 import { useState } from "react"
 import { ConfirmButton, PageHeader } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
+import { WideTable } from "../../components/WideTable.tsx"
 import { call, type Contract } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { price, tokens } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
-import { WideTable } from "../../components/WideTable.tsx"
 import { useForm } from "../../lib/useForm.ts"
 
 const orNull = (text: string): string | null => text.trim() === "" ? null : text.trim()
@@ -97,7 +114,9 @@ export function ModelForm({ model, seedId, presets, onDone }: {
   const applyPreset = (id: string | null) => {
     const preset = presets?.data.find((p) => p.id === id)
     if (preset === undefined) return
-    for (const [key, value] of Object.entries(fromPreset(preset))) form.set(key as keyof typeof form.values, value as never)
+    for (const [key, value] of Object.entries(fromPreset(preset))) {
+      form.set(key as keyof typeof form.values, value as never)
+    }
   }
   const priceError = (key: string) => form.errors[key] ?? form.errors.prices
   return (
@@ -108,7 +127,9 @@ export function ModelForm({ model, seedId, presets, onDone }: {
           <Select
             label={t("admin.models.preset")}
             description={t("admin.models.presetHint", { date: presets.asOf })}
-            placeholder={presets.data.some((p) => p.id === form.values.id) ? form.values.id : t("admin.models.presetNone")}
+            placeholder={presets.data.some((p) => p.id === form.values.id)
+              ? form.values.id
+              : t("admin.models.presetNone")}
             searchable
             clearable
             data={presets.data.map((p) => ({ value: p.id, label: `${p.id} (${p.provider})` }))}
@@ -122,16 +143,44 @@ export function ModelForm({ model, seedId, presets, onDone }: {
           <TextInput label={t("admin.models.displayName")} {...form.field("displayName")} />
         </SimpleGrid>
         <SimpleGrid cols={{ base: 2, sm: 5 }}>
-          <TextInput label={t("models.input")} placeholder="—" {...form.field("input")} error={form.values.input !== "" ? priceError("input") : undefined} />
-          <TextInput label={t("models.output")} placeholder="—" {...form.field("output")} error={form.values.output !== "" ? priceError("output") : undefined} />
+          <TextInput
+            label={t("models.input")}
+            placeholder="—"
+            {...form.field("input")}
+            error={form.values.input !== "" ? priceError("input") : undefined}
+          />
+          <TextInput
+            label={t("models.output")}
+            placeholder="—"
+            {...form.field("output")}
+            error={form.values.output !== "" ? priceError("output") : undefined}
+          />
           <TextInput label={t("models.cachedInput")} placeholder="—" {...form.field("cachedInput")} />
           <TextInput label={t("models.cacheWrite")} placeholder="—" {...form.field("cacheWrite")} />
           <TextInput label={t("models.perRequest")} placeholder="—" {...form.field("perRequest")} />
         </SimpleGrid>
-        <Switch label={t("common.free")} checked={form.values.free} onChange={(e) => form.set("free", e.currentTarget.checked)} />
+        <Switch
+          label={t("common.free")}
+          checked={form.values.free}
+          onChange={(e) => form.set("free", e.currentTarget.checked)}
+        />
         <SimpleGrid cols={2}>
-          <NumberInput label={t("admin.models.inputLimit")} min={1} value={form.values.inputTokenLimit} error={form.errors.inputTokenLimit} onChange={(v) => form.set("inputTokenLimit", v)} thousandSeparator="," />
-          <NumberInput label={t("admin.models.outputLimit")} min={1} value={form.values.outputTokenLimit} error={form.errors.outputTokenLimit} onChange={(v) => form.set("outputTokenLimit", v)} thousandSeparator="," />
+          <NumberInput
+            label={t("admin.models.inputLimit")}
+            min={1}
+            value={form.values.inputTokenLimit}
+            error={form.errors.inputTokenLimit}
+            onChange={(v) => form.set("inputTokenLimit", v)}
+            thousandSeparator=","
+          />
+          <NumberInput
+            label={t("admin.models.outputLimit")}
+            min={1}
+            value={form.values.outputTokenLimit}
+            error={form.errors.outputTokenLimit}
+            onChange={(v) => form.set("outputTokenLimit", v)}
+            thousandSeparator=","
+          />
         </SimpleGrid>
         <Textarea
           label={t("admin.models.description")}
@@ -164,7 +213,9 @@ export function ModelForm({ model, seedId, presets, onDone }: {
             onChange={(e) => form.set("reasoningContent", e.currentTarget.checked)}
           />
         </Stack>
-        <Group justify="flex-end"><Button type="submit" loading={form.submitting}>{t("common.save")}</Button></Group>
+        <Group justify="flex-end">
+          <Button type="submit" loading={form.submitting}>{t("common.save")}</Button>
+        </Group>
       </Stack>
     </form>
   )
@@ -175,8 +226,14 @@ export function AdminModelsPage() {
   const { t } = useI18n()
   const client = useQueryClient()
   const models = useQuery({ queryKey: ["admin", "models"], queryFn: () => call((api) => api.catalog.listModels()) })
-  const presets = useQuery({ queryKey: ["admin", "price-presets"], queryFn: () => call((api) => api.catalog.pricePresets()), staleTime: Infinity })
-  const [editing, setEditing] = useState<Contract.AdminModel | { readonly seedId: string | undefined } | undefined>(undefined)
+  const presets = useQuery({
+    queryKey: ["admin", "price-presets"],
+    queryFn: () => call((api) => api.catalog.pricePresets()),
+    staleTime: Infinity
+  })
+  const [editing, setEditing] = useState<Contract.AdminModel | { readonly seedId: string | undefined } | undefined>(
+    undefined
+  )
   const refresh = () => client.invalidateQueries()
   const p = (v: string | null) => v === null ? "—" : price(v)
   const unpriced = models.data?.unpriced ?? []
@@ -185,7 +242,11 @@ export function AdminModelsPage() {
       <PageHeader
         title={t("admin.models.title")}
         subtitle={t("admin.models.subtitle")}
-        actions={<Button leftSection={<IconPlus size={16} />} onClick={() => setEditing({ seedId: undefined })}>{t("admin.models.create")}</Button>}
+        actions={
+          <Button leftSection={<IconPlus size={16} />} onClick={() => setEditing({ seedId: undefined })}>
+            {t("admin.models.create")}
+          </Button>
+        }
       />
       {unpriced.length > 0 && (
         <Alert color="orange" mb="md" title={t("admin.models.unpriced")} data-testid="unpriced-models">
@@ -197,7 +258,11 @@ export function AdminModelsPage() {
                   <Text ff="monospace" size="sm" fw={600}>{m.id}</Text>
                   <Text size="xs" c="dimmed">{t("admin.models.servedBy", { channels: m.channels.join(", ") })}</Text>
                 </div>
-                <Button size="xs" onClick={() => setEditing(models.data?.data.find((row) => row.id === m.id) ?? { seedId: m.id })}>
+                <Button
+                  size="xs"
+                  onClick={() =>
+                    setEditing(models.data?.data.find((row) => row.id === m.id) ?? { seedId: m.id })}
+                >
                   {t("admin.models.setPrice")}
                 </Button>
               </Group>
@@ -209,7 +274,12 @@ export function AdminModelsPage() {
         <QueryState query={models}>
           {(data) =>
             data.data.length === 0
-              ? <EmptyState title={t("admin.models.empty")} action={<Button onClick={() => setEditing({ seedId: undefined })}>{t("admin.models.create")}</Button>} />
+              ? (
+                <EmptyState
+                  title={t("admin.models.empty")}
+                  action={<Button onClick={() => setEditing({ seedId: undefined })}>{t("admin.models.create")}</Button>}
+                />
+              )
               : (
                 <WideTable minWidth={760} stickyLast>
                   <Table verticalSpacing="sm" striped highlightOnHover data-testid="admin-models-table">
@@ -232,12 +302,24 @@ export function AdminModelsPage() {
                             <Group gap={6}>
                               <Text fw={600} size="sm" ff="monospace">{m.id}</Text>
                               {m.prices.free && <Badge color="teal" size="xs">{t("common.free")}</Badge>}
-                              {m.embedding && <Badge color="grape" variant="light" size="xs">{t("admin.models.badgeEmbedding")}</Badge>}
-                              {m.reasoning && <Badge color="indigo" variant="light" size="xs">{t("admin.models.badgeReasoning")}</Badge>}
-                              {m.reasoningContent && <Badge color="gray" variant="light" size="xs" ff="monospace">reasoning_content</Badge>}
+                              {m.embedding && (
+                                <Badge color="grape" variant="light" size="xs">
+                                  {t("admin.models.badgeEmbedding")}
+                                </Badge>
+                              )}
+                              {m.reasoning && (
+                                <Badge color="indigo" variant="light" size="xs">
+                                  {t("admin.models.badgeReasoning")}
+                                </Badge>
+                              )}
+                              {m.reasoningContent && (
+                                <Badge color="gray" variant="light" size="xs" ff="monospace">reasoning_content</Badge>
+                              )}
                             </Group>
                             <Text size="xs" c="dimmed">{m.displayName}</Text>
-                            {m.description !== null && <Text size="xs" c="dimmed" lineClamp={2} maw={360}>{m.description}</Text>}
+                            {m.description !== null && (
+                              <Text size="xs" c="dimmed" lineClamp={2} maw={360}>{m.description}</Text>
+                            )}
                           </Table.Td>
                           <Table.Td ta="right" ff="monospace">{p(m.prices.input)}</Table.Td>
                           <Table.Td ta="right" ff="monospace">{p(m.prices.output)}</Table.Td>
@@ -247,7 +329,9 @@ export function AdminModelsPage() {
                           <Table.Td ta="right">{tokens(m.inputTokenLimit)} / {tokens(m.outputTokenLimit)}</Table.Td>
                           <Table.Td>
                             <Group gap={4} wrap="nowrap">
-                              <Button size="xs" variant="subtle" onClick={() => setEditing(m)}>{t("common.edit")}</Button>
+                              <Button size="xs" variant="subtle" onClick={() => setEditing(m)}>
+                                {t("common.edit")}
+                              </Button>
                               <ConfirmButton
                                 title={t("admin.models.deleteTitle", { name: m.id })}
                                 confirmLabel={t("common.delete")}
@@ -272,7 +356,11 @@ export function AdminModelsPage() {
       <Modal
         opened={editing !== undefined}
         onClose={() => setEditing(undefined)}
-        title={<Text fw={700}>{editing === undefined || "seedId" in editing ? editing?.seedId ?? t("admin.models.create") : editing.id}</Text>}
+        title={
+          <Text fw={700}>
+            {editing === undefined || "seedId" in editing ? editing?.seedId ?? t("admin.models.create") : editing.id}
+          </Text>
+        }
         centered
         size="lg"
       >
@@ -320,7 +408,12 @@ export function AliasesPanel({ models }: { readonly models: ReadonlyArray<string
       <form onSubmit={(e) => void form.submit(e)} noValidate>
         {form.formError !== undefined && <Alert color="red" mb="xs">{errorMessage(form.formError, t)}</Alert>}
         <Group align="flex-start" gap="xs" mb="sm">
-          <TextInput label={t("admin.aliases.pattern")} placeholder="gpt-4o-*" ff="monospace" {...form.field("pattern")} />
+          <TextInput
+            label={t("admin.aliases.pattern")}
+            placeholder="gpt-4o-*"
+            ff="monospace"
+            {...form.field("pattern")}
+          />
           <Select
             label={t("admin.aliases.target")}
             searchable
@@ -342,8 +435,12 @@ export function AliasesPanel({ models }: { readonly models: ReadonlyArray<string
                 <Table.Tbody>
                   {data.data.map((alias) => (
                     <Table.Tr key={alias.pattern}>
-                      <Table.Td><Text ff="monospace" size="sm">{alias.pattern}</Text></Table.Td>
-                      <Table.Td><Text ff="monospace" size="sm">→ {alias.target}</Text></Table.Td>
+                      <Table.Td>
+                        <Text ff="monospace" size="sm">{alias.pattern}</Text>
+                      </Table.Td>
+                      <Table.Td>
+                        <Text ff="monospace" size="sm">→ {alias.target}</Text>
+                      </Table.Td>
                       <Table.Td ta="right">
                         <ConfirmButton
                           title={t("admin.aliases.deleteTitle", { name: alias.pattern })}

@@ -6,16 +6,16 @@
  */
 import { DonutChart } from "@mantine/charts"
 import { Button, Grid, Group, Paper, Select, SimpleGrid, Stack, Table, Text } from "@mantine/core"
-import { Link } from "react-router"
 import { useReducedMotion } from "@mantine/hooks"
 import { useQuery } from "@tanstack/react-query"
 import { useMemo, useState } from "react"
+import { Link } from "react-router"
 import { PageHeader, StatCard } from "../../components/Bits.tsx"
-import { last30, type Period, PeriodFilter, periodBounds } from "../../components/Period.tsx"
+import { last30, type Period, periodBounds, PeriodFilter } from "../../components/Period.tsx"
 import { EmptyState, QueryState } from "../../components/States.tsx"
+import { Usd } from "../../components/Usd.tsx"
 import { call } from "../../lib/api.ts"
 import { tokens } from "../../lib/format.ts"
-import { Usd } from "../../components/Usd.tsx"
 import { useI18n } from "../../lib/i18n.tsx"
 import { money, palette, pivotRange, SpendChart, TokensChart } from "../Dashboard.tsx"
 import { RequestList } from "../Requests.tsx"
@@ -45,7 +45,10 @@ export function AdminOverviewPage() {
     model: filter.model ?? undefined
   }), [filter.period.range, bounds.from, bounds.to, filter.userId, filter.model])
   const animate = !useReducedMotion()
-  const overview = useQuery({ queryKey: ["admin", "overview", query], queryFn: () => call((api) => api.usage.adminDaily({ query })) })
+  const overview = useQuery({
+    queryKey: ["admin", "overview", query],
+    queryFn: () => call((api) => api.usage.adminDaily({ query }))
+  })
   return (
     <>
       <PageHeader title={t("admin.overview.title")} />
@@ -61,12 +64,19 @@ export function AdminOverviewPage() {
           onChange={(userId) => setFilter({ ...filter, userId })}
           w={200}
         />
-        <ModelFilter models={(models.data?.data ?? []).map((m) => m.id)} value={filter.model} onChange={(model) => setFilter({ ...filter, model })} />
+        <ModelFilter
+          models={(models.data?.data ?? []).map((m) => m.id)}
+          value={filter.model}
+          onChange={(model) => setFilter({ ...filter, model })}
+        />
       </Group>
       <QueryState query={overview}>
         {(data) => {
           const now = Date.now()
-          const firstDay = data.daily.reduce((min, p) => Math.min(min, Date.parse(`${p.day}T00:00:00Z`)), Math.floor(now / DAY) * DAY)
+          const firstDay = data.daily.reduce(
+            (min, p) => Math.min(min, Date.parse(`${p.day}T00:00:00Z`)),
+            Math.floor(now / DAY) * DAY
+          )
           const from = query.from === undefined || query.from === 0 ? firstDay : query.from
           const to = query.to ?? Math.floor(now / DAY) * DAY + DAY
           const spend = pivotRange(data.daily, (p) => Number(p.cost), from, to)
@@ -75,12 +85,28 @@ export function AdminOverviewPage() {
           return (
             <Stack gap="lg">
               <SimpleGrid cols={{ base: 1, xs: 3 }}>
-                <StatCard label={t("admin.overview.totalCost")} value={<Usd amount={data.totalCost} />} testId="overview-cost" />
-                <StatCard label={t("admin.overview.totalRequests")} value={data.totalRequests.toLocaleString()} testId="overview-requests" />
-                <StatCard label={t("admin.overview.totalTokens")} value={tokens(totalTokens)} testId="overview-tokens" />
+                <StatCard
+                  label={t("admin.overview.totalCost")}
+                  value={<Usd amount={data.totalCost} />}
+                  testId="overview-cost"
+                />
+                <StatCard
+                  label={t("admin.overview.totalRequests")}
+                  value={data.totalRequests.toLocaleString()}
+                  testId="overview-requests"
+                />
+                <StatCard
+                  label={t("admin.overview.totalTokens")}
+                  value={tokens(totalTokens)}
+                  testId="overview-tokens"
+                />
               </SimpleGrid>
               {data.daily.length === 0
-                ? <Paper withBorder radius="md"><EmptyState title={t("dashboard.noUsage")} /></Paper>
+                ? (
+                  <Paper withBorder radius="md">
+                    <EmptyState title={t("dashboard.noUsage")} />
+                  </Paper>
+                )
                 : (
                   <Grid>
                     <Grid.Col span={{ base: 12, lg: 8 }}>
@@ -96,7 +122,11 @@ export function AdminOverviewPage() {
                           mx="auto"
                           size={160}
                           thickness={24}
-                          data={data.users.slice(0, 8).map((u, i) => ({ name: u.userName, value: Number(u.cost), color: palette[i % palette.length]! }))}
+                          data={data.users.slice(0, 8).map((u, i) => ({
+                            name: u.userName,
+                            value: Number(u.cost),
+                            color: palette[i % palette.length]!
+                          }))}
                           valueFormatter={money}
                           pieProps={{ isAnimationActive: animate }}
                         />
@@ -104,9 +134,17 @@ export function AdminOverviewPage() {
                           <Table.Tbody>
                             {data.users.slice(0, 8).map((u) => (
                               <Table.Tr key={u.userId}>
-                                <Table.Td><Text size="sm">{u.userName}</Text></Table.Td>
-                                <Table.Td ta="right"><Text size="xs" c="dimmed">{tokens(u.tokens)}</Text></Table.Td>
-                                <Table.Td ta="right"><Text size="sm" ff="monospace"><Usd amount={u.cost} /></Text></Table.Td>
+                                <Table.Td>
+                                  <Text size="sm">{u.userName}</Text>
+                                </Table.Td>
+                                <Table.Td ta="right">
+                                  <Text size="xs" c="dimmed">{tokens(u.tokens)}</Text>
+                                </Table.Td>
+                                <Table.Td ta="right">
+                                  <Text size="sm" ff="monospace">
+                                    <Usd amount={u.cost} />
+                                  </Text>
+                                </Table.Td>
                               </Table.Tr>
                             ))}
                           </Table.Tbody>

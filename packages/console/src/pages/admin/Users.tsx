@@ -32,12 +32,12 @@ import { useState } from "react"
 import { Link, useNavigate, useParams } from "react-router"
 import { ConfirmButton, ConfirmDialog, PageHeader, StatCard } from "../../components/Bits.tsx"
 import { EmptyState, errorMessage, QueryState } from "../../components/States.tsx"
+import { Usd } from "../../components/Usd.tsx"
+import { WideTable } from "../../components/WideTable.tsx"
 import { call, type Contract } from "../../lib/api.ts"
 import { Contract as C } from "../../lib/contract.ts"
 import { addUsd, date, exactUsd, usd } from "../../lib/format.ts"
-import { Usd } from "../../components/Usd.tsx"
 import { useI18n } from "../../lib/i18n.tsx"
-import { WideTable } from "../../components/WideTable.tsx"
 import { sessionKey } from "../../lib/session.tsx"
 import { useForm } from "../../lib/useForm.ts"
 import { KeyLimitsForm, KeysTable } from "../Keys.tsx"
@@ -46,7 +46,8 @@ import { RequestList } from "../Requests.tsx"
 import { PagedLedger } from "../Usage.tsx"
 
 /** A typed limit: empty is none (`null`), a whole number is itself, anything else is left for the Schema to refuse. */
-const limit = (text: string): number | null | string => text.trim() === "" ? null : Number.isInteger(Number(text)) ? Number(text) : text
+const limit = (text: string): number | null | string =>
+  text.trim() === "" ? null : Number.isInteger(Number(text)) ? Number(text) : text
 
 const useGroupNames = () => {
   const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call((api) => api.catalog.listGroups()) })
@@ -54,7 +55,9 @@ const useGroupNames = () => {
 }
 
 /** The create-user form. @category components */
-export function CreateUserForm({ groups, onDone }: { readonly groups: ReadonlyArray<string>; readonly onDone: (user: Contract.AdminUser) => void }) {
+export function CreateUserForm(
+  { groups, onDone }: { readonly groups: ReadonlyArray<string>; readonly onDone: (user: Contract.AdminUser) => void }
+) {
   const { t } = useI18n()
   const form = useForm({
     initial: {
@@ -89,19 +92,50 @@ export function CreateUserForm({ groups, onDone }: { readonly groups: ReadonlyAr
         <Select
           label={t("admin.users.role")}
           allowDeselect={false}
-          data={[{ value: "user", label: t("admin.users.role.user") }, { value: "admin", label: t("admin.users.role.admin") }]}
+          data={[{ value: "user", label: t("admin.users.role.user") }, {
+            value: "admin",
+            label: t("admin.users.role.admin")
+          }]}
           value={form.values.role}
           onChange={(v) => form.set("role", v === "admin" ? "admin" : "user")}
         />
-        <MultiSelect label={t("admin.users.groups")} data={[...groups]} value={form.values.groups} error={form.errors.groups} onChange={(v) => form.set("groups", v)} />
-        <TextInput label={t("admin.users.openingBalance")} placeholder="0" inputMode="decimal" {...form.field("balance")} />
+        <MultiSelect
+          label={t("admin.users.groups")}
+          data={[...groups]}
+          value={form.values.groups}
+          error={form.errors.groups}
+          onChange={(v) => form.set("groups", v)}
+        />
+        <TextInput
+          label={t("admin.users.openingBalance")}
+          placeholder="0"
+          inputMode="decimal"
+          {...form.field("balance")}
+        />
         <SimpleGrid cols={3}>
-          <TextInput label={t("admin.groups.rpm")} placeholder={t("common.unlimited")} inputMode="numeric" {...form.field("rpm")} />
-          <TextInput label={t("admin.groups.tpm")} placeholder={t("common.unlimited")} inputMode="numeric" {...form.field("tpm")} />
-          <TextInput label={t("admin.groups.concurrency")} placeholder={t("common.unlimited")} inputMode="numeric" {...form.field("concurrency")} />
+          <TextInput
+            label={t("admin.groups.rpm")}
+            placeholder={t("common.unlimited")}
+            inputMode="numeric"
+            {...form.field("rpm")}
+          />
+          <TextInput
+            label={t("admin.groups.tpm")}
+            placeholder={t("common.unlimited")}
+            inputMode="numeric"
+            {...form.field("tpm")}
+          />
+          <TextInput
+            label={t("admin.groups.concurrency")}
+            placeholder={t("common.unlimited")}
+            inputMode="numeric"
+            {...form.field("concurrency")}
+          />
         </SimpleGrid>
         <Text size="xs" c="dimmed" mt={-8}>{t("admin.users.limitsHint")}</Text>
-        <Group justify="flex-end"><Button type="submit" loading={form.submitting}>{t("common.create")}</Button></Group>
+        <Group justify="flex-end">
+          <Button type="submit" loading={form.submitting}>{t("common.create")}</Button>
+        </Group>
       </Stack>
     </form>
   )
@@ -119,7 +153,11 @@ export function AdminUsersPage() {
     <>
       <PageHeader
         title={t("admin.users.title")}
-        actions={<Button leftSection={<IconPlus size={16} />} onClick={() => setCreating(true)}>{t("admin.users.create")}</Button>}
+        actions={
+          <Button leftSection={<IconPlus size={16} />} onClick={() => setCreating(true)}>
+            {t("admin.users.create")}
+          </Button>
+        }
       />
       <Paper withBorder radius="md" p="xs">
         <QueryState query={users}>
@@ -129,7 +167,13 @@ export function AdminUsersPage() {
               ? <EmptyState icon={<IconUsers size={28} />} title={t("admin.users.empty")} />
               : (
                 <Stack gap="xs">
-                  <TextInput placeholder={t("common.search")} value={search} onChange={(e) => setSearch(e.currentTarget.value)} maw={280} m="xs" />
+                  <TextInput
+                    placeholder={t("common.search")}
+                    value={search}
+                    onChange={(e) => setSearch(e.currentTarget.value)}
+                    maw={280}
+                    m="xs"
+                  />
                   <WideTable minWidth={720}>
                     <Table highlightOnHover verticalSpacing="sm" data-testid="users-table">
                       <Table.Thead>
@@ -151,13 +195,37 @@ export function AdminUsersPage() {
                               <Anchor component={Link} to={`/admin/users/${u.id}`} fw={600} size="sm">{u.name}</Anchor>
                               <Text size="xs" c="dimmed">{date(u.createdAt, locale)}</Text>
                             </Table.Td>
-                            <Table.Td><Badge variant="light" color={u.role === "admin" ? "grape" : "gray"}>{t(`admin.users.role.${u.role}`)}</Badge></Table.Td>
-                            <Table.Td><Group gap={4}>{u.groups.map((g) => <Badge key={g} size="sm" variant="outline">{g}</Badge>)}</Group></Table.Td>
-                            <Table.Td ta="right"><Text size="sm" ff="monospace"><Usd amount={u.balance} /></Text></Table.Td>
-                            <Table.Td ta="right"><Text size="sm" ff="monospace"><Usd amount={u.spentThisMonth} /></Text></Table.Td>
+                            <Table.Td>
+                              <Badge variant="light" color={u.role === "admin" ? "grape" : "gray"}>
+                                {t(`admin.users.role.${u.role}`)}
+                              </Badge>
+                            </Table.Td>
+                            <Table.Td>
+                              <Group gap={4}>
+                                {u.groups.map((g) => <Badge key={g} size="sm" variant="outline">{g}</Badge>)}
+                              </Group>
+                            </Table.Td>
+                            <Table.Td ta="right">
+                              <Text size="sm" ff="monospace">
+                                <Usd amount={u.balance} />
+                              </Text>
+                            </Table.Td>
+                            <Table.Td ta="right">
+                              <Text size="sm" ff="monospace">
+                                <Usd amount={u.spentThisMonth} />
+                              </Text>
+                            </Table.Td>
                             <Table.Td ta="right">{u.keyCount}</Table.Td>
-                            <Table.Td><Text size="sm">{limitsText({ rpm: u.rpm, tpm: u.tpm, concurrency: u.concurrency }, t)}</Text></Table.Td>
-                            <Table.Td><Badge color={u.enabled ? "teal" : "gray"} variant="dot">{u.enabled ? t("common.enabled") : t("common.disabled")}</Badge></Table.Td>
+                            <Table.Td>
+                              <Text size="sm">
+                                {limitsText({ rpm: u.rpm, tpm: u.tpm, concurrency: u.concurrency }, t)}
+                              </Text>
+                            </Table.Td>
+                            <Table.Td>
+                              <Badge color={u.enabled ? "teal" : "gray"} variant="dot">
+                                {u.enabled ? t("common.enabled") : t("common.disabled")}
+                              </Badge>
+                            </Table.Td>
                           </Table.Tr>
                         ))}
                       </Table.Tbody>
@@ -168,7 +236,12 @@ export function AdminUsersPage() {
           }}
         </QueryState>
       </Paper>
-      <Modal opened={creating} onClose={() => setCreating(false)} title={<Text fw={700}>{t("admin.users.create")}</Text>} centered>
+      <Modal
+        opened={creating}
+        onClose={() => setCreating(false)}
+        title={<Text fw={700}>{t("admin.users.create")}</Text>}
+        centered
+      >
         <CreateUserForm
           groups={groups}
           onDone={() => {
@@ -188,7 +261,12 @@ export function AdminUsersPage() {
  *
  * @category components
  */
-export function AdjustBalanceForm({ user, onDone }: { readonly user: Pick<Contract.AdminUser, "id" | "name" | "balance">; readonly onDone: (balance: string) => void }) {
+export function AdjustBalanceForm(
+  { user, onDone }: {
+    readonly user: Pick<Contract.AdminUser, "id" | "name" | "balance">
+    readonly onDone: (balance: string) => void
+  }
+) {
   const { t } = useI18n()
   const [pending, setPending] = useState<Contract.AdjustBalanceRequest | undefined>(undefined)
   const form = useForm({
@@ -202,20 +280,29 @@ export function AdjustBalanceForm({ user, onDone }: { readonly user: Pick<Contra
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
         {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
-        <TextInput label={t("admin.users.adjustAmount")} placeholder="10 or -2.5" inputMode="decimal" {...form.field("amount")} />
+        <TextInput
+          label={t("admin.users.adjustAmount")}
+          placeholder="10 or -2.5"
+          inputMode="decimal"
+          {...form.field("amount")}
+        />
         <TextInput label={t("admin.users.adjustReason")} {...form.field("reason")} />
-        <Group><Button type="submit" loading={form.submitting}>{t("admin.users.adjust")}</Button></Group>
+        <Group>
+          <Button type="submit" loading={form.submitting}>{t("admin.users.adjust")}</Button>
+        </Group>
       </Stack>
       <ConfirmDialog
         opened={pending !== undefined}
         onClose={() => setPending(undefined)}
         title={t("admin.users.adjustConfirmTitle", { name: user.name })}
-        body={pending === undefined ? "" : t(taking ? "admin.users.adjustConfirmTake" : "admin.users.adjustConfirmAdd", {
-          amount: exactUsd(pending.amount.replace(/^-/, "")),
-          balance: exactUsd(user.balance),
-          after: exactUsd(addUsd(user.balance, pending.amount)),
-          reason: pending.reason
-        })}
+        body={pending === undefined ?
+          "" :
+          t(taking ? "admin.users.adjustConfirmTake" : "admin.users.adjustConfirmAdd", {
+            amount: exactUsd(pending.amount.replace(/^-/, "")),
+            balance: exactUsd(user.balance),
+            after: exactUsd(addUsd(user.balance, pending.amount)),
+            reason: pending.reason
+          })}
         color={taking ? "red" : "indigo"}
         confirmLabel={t("admin.users.adjustConfirm")}
         onConfirm={async () => {
@@ -229,7 +316,9 @@ export function AdjustBalanceForm({ user, onDone }: { readonly user: Pick<Contra
 }
 
 /** An admin sets a user's new password (typed twice); the user's sessions end. @category components */
-export function ResetPasswordForm({ user, onDone }: { readonly user: Pick<Contract.AdminUser, "id" | "name">; readonly onDone: () => void }) {
+export function ResetPasswordForm(
+  { user, onDone }: { readonly user: Pick<Contract.AdminUser, "id" | "name">; readonly onDone: () => void }
+) {
   const { t } = useI18n()
   const form = useForm({
     initial: { password: "", repeat: "" },
@@ -249,7 +338,9 @@ export function ResetPasswordForm({ user, onDone }: { readonly user: Pick<Contra
         <PasswordInput label={t("admin.users.newPassword")} autoComplete="new-password" {...form.field("password")} />
         <PasswordInput label={t("admin.users.repeatPassword")} autoComplete="new-password" {...form.field("repeat")} />
         <Text size="xs" c="dimmed">{t("admin.users.resetPasswordHint")}</Text>
-        <Group><Button type="submit" size="xs" loading={form.submitting}>{t("admin.users.resetPassword")}</Button></Group>
+        <Group>
+          <Button type="submit" size="xs" loading={form.submitting}>{t("admin.users.resetPassword")}</Button>
+        </Group>
       </Stack>
     </form>
   )
@@ -259,7 +350,11 @@ export function ResetPasswordForm({ user, onDone }: { readonly user: Pick<Contra
 export function UserLimitsForm({ user, onDone }: { readonly user: Contract.AdminUser; readonly onDone: () => void }) {
   const { t } = useI18n()
   const form = useForm({
-    initial: { rpm: user.rpm?.toString() ?? "", tpm: user.tpm?.toString() ?? "", concurrency: user.concurrency?.toString() ?? "" },
+    initial: {
+      rpm: user.rpm?.toString() ?? "",
+      tpm: user.tpm?.toString() ?? "",
+      concurrency: user.concurrency?.toString() ?? ""
+    },
     schema: C.UpdateUserRequest,
     toRequest: (v) => ({ rpm: limit(v.rpm), tpm: limit(v.tpm), concurrency: limit(v.concurrency) }),
     onSubmit: async (body) => {
@@ -272,12 +367,29 @@ export function UserLimitsForm({ user, onDone }: { readonly user: Contract.Admin
       <Stack gap="xs">
         {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
         <SimpleGrid cols={3}>
-          <TextInput label={t("admin.groups.rpm")} placeholder={t("common.unlimited")} inputMode="numeric" {...form.field("rpm")} />
-          <TextInput label={t("admin.groups.tpm")} placeholder={t("common.unlimited")} inputMode="numeric" {...form.field("tpm")} />
-          <TextInput label={t("admin.groups.concurrency")} placeholder={t("common.unlimited")} inputMode="numeric" {...form.field("concurrency")} />
+          <TextInput
+            label={t("admin.groups.rpm")}
+            placeholder={t("common.unlimited")}
+            inputMode="numeric"
+            {...form.field("rpm")}
+          />
+          <TextInput
+            label={t("admin.groups.tpm")}
+            placeholder={t("common.unlimited")}
+            inputMode="numeric"
+            {...form.field("tpm")}
+          />
+          <TextInput
+            label={t("admin.groups.concurrency")}
+            placeholder={t("common.unlimited")}
+            inputMode="numeric"
+            {...form.field("concurrency")}
+          />
         </SimpleGrid>
         <Text size="xs" c="dimmed">{t("admin.users.limitsHint")}</Text>
-        <Group><Button type="submit" size="xs" loading={form.submitting}>{t("common.save")}</Button></Group>
+        <Group>
+          <Button type="submit" size="xs" loading={form.submitting}>{t("common.save")}</Button>
+        </Group>
       </Stack>
     </form>
   )
@@ -289,8 +401,14 @@ export function AdminUserPage() {
   const { id = "" } = useParams()
   const navigate = useNavigate()
   const client = useQueryClient()
-  const user = useQuery({ queryKey: ["admin", "user", id], queryFn: () => call((api) => api.users.get({ params: { id } })) })
-  const keys = useQuery({ queryKey: ["admin", "user", id, "keys"], queryFn: () => call((api) => api.keys.userKeys({ params: { id } })) })
+  const user = useQuery({
+    queryKey: ["admin", "user", id],
+    queryFn: () => call((api) => api.users.get({ params: { id } }))
+  })
+  const keys = useQuery({
+    queryKey: ["admin", "user", id, "keys"],
+    queryFn: () => call((api) => api.keys.userKeys({ params: { id } }))
+  })
   const [confirmDisable, setConfirmDisable] = useState(false)
   const groups = useGroupNames()
   const [editingKey, setEditingKey] = useState<Contract.ApiKey | undefined>(undefined)
@@ -306,24 +424,47 @@ export function AdminUserPage() {
   }
   return (
     <>
-      <Button component={Link} to="/admin/users" variant="subtle" leftSection={<IconArrowLeft size={16} />} mb="sm" px={0}>{t("admin.users.back")}</Button>
+      <Button
+        component={Link}
+        to="/admin/users"
+        variant="subtle"
+        leftSection={<IconArrowLeft size={16} />}
+        mb="sm"
+        px={0}
+      >
+        {t("admin.users.back")}
+      </Button>
       <QueryState query={user}>
         {(u) => (
           <Stack gap="lg">
             <Group justify="space-between" wrap="wrap">
               <Group gap="sm">
                 <Title order={2}>{u.name}</Title>
-                <Badge variant="light" color={u.role === "admin" ? "grape" : "gray"}>{t(`admin.users.role.${u.role}`)}</Badge>
-                <Badge color={u.enabled ? "teal" : "gray"} variant="dot">{u.enabled ? t("common.enabled") : t("common.disabled")}</Badge>
+                <Badge variant="light" color={u.role === "admin" ? "grape" : "gray"}>
+                  {t(`admin.users.role.${u.role}`)}
+                </Badge>
+                <Badge color={u.enabled ? "teal" : "gray"} variant="dot">
+                  {u.enabled ? t("common.enabled") : t("common.disabled")}
+                </Badge>
               </Group>
               <Group gap="xs">
                 {u.enabled
                   ? (
-                    <ConfirmButton title={t("admin.users.disableTitle", { name: u.name })} body={t("admin.users.disableBody")} confirmLabel={t("common.disable")} onConfirm={() => update({ enabled: false })} buttonProps={{ variant: "light" }}>
+                    <ConfirmButton
+                      title={t("admin.users.disableTitle", { name: u.name })}
+                      body={t("admin.users.disableBody")}
+                      confirmLabel={t("common.disable")}
+                      onConfirm={() => update({ enabled: false })}
+                      buttonProps={{ variant: "light" }}
+                    >
                       {t("common.disable")}
                     </ConfirmButton>
                   )
-                  : <Button size="xs" variant="light" color="teal" onClick={() => void update({ enabled: true })}>{t("common.enable")}</Button>}
+                  : (
+                    <Button size="xs" variant="light" color="teal" onClick={() => void update({ enabled: true })}>
+                      {t("common.enable")}
+                    </Button>
+                  )}
                 <ConfirmButton
                   title={t("admin.users.deleteTitle", { name: u.name })}
                   body={t("admin.users.deleteBody")}
@@ -359,7 +500,8 @@ export function AdminUserPage() {
                 <Text fw={600} mt="lg" mb="sm">{t("admin.users.resetPassword")}</Text>
                 <ResetPasswordForm
                   user={u}
-                  onDone={() => notifications.show({ color: "teal", message: t("admin.users.passwordReset", { name: u.name }) })}
+                  onDone={() =>
+                    notifications.show({ color: "teal", message: t("admin.users.passwordReset", { name: u.name }) })}
                 />
               </Paper>
               <Paper withBorder p="md" radius="md">
@@ -367,11 +509,19 @@ export function AdminUserPage() {
                   <Select
                     label={t("admin.users.role")}
                     allowDeselect={false}
-                    data={[{ value: "user", label: t("admin.users.role.user") }, { value: "admin", label: t("admin.users.role.admin") }]}
+                    data={[{ value: "user", label: t("admin.users.role.user") }, {
+                      value: "admin",
+                      label: t("admin.users.role.admin")
+                    }]}
                     value={u.role}
                     onChange={(v) => void update({ role: v === "admin" ? "admin" : "user" })}
                   />
-                  <MultiSelect label={t("admin.users.groups")} data={groups} value={[...u.groups]} onChange={(v) => void update({ groups: v })} />
+                  <MultiSelect
+                    label={t("admin.users.groups")}
+                    data={groups}
+                    value={[...u.groups]}
+                    onChange={(v) => void update({ groups: v })}
+                  />
                   <Switch
                     label={t("common.enabled")}
                     checked={u.enabled}
@@ -405,19 +555,27 @@ export function AdminUserPage() {
               </Tabs.List>
               <Tabs.Panel value="keys" pt="sm">
                 <QueryState query={keys}>
-                  {(d) => d.data.length === 0 ? <EmptyState title={t("keys.empty")} /> : <KeysTable keys={d.data} onEditLimits={setEditingKey} />}
+                  {(d) =>
+                    d.data.length === 0
+                      ? <EmptyState title={t("keys.empty")} />
+                      : <KeysTable keys={d.data} onEditLimits={setEditingKey} />}
                 </QueryState>
               </Tabs.Panel>
               <Tabs.Panel value="usage" pt="sm">
                 <RequestList
                   queryKey={["admin", "user", id, "usage"]}
-                  load={(cursor) => call((api) => api.usage.userUsage({ params: { id }, query: { limit: 50, cursor } }))}
+                  load={(cursor) =>
+                    call((api) => api.usage.userUsage({ params: { id }, query: { limit: 50, cursor } }))}
                   admin
                   live={false}
                 />
               </Tabs.Panel>
               <Tabs.Panel value="ledger" pt="sm">
-                <PagedLedger queryKey={["admin", "user", id, "ledger"]} load={(cursor) => call((api) => api.usage.userLedger({ params: { id }, query: { limit: 50, cursor } }))} />
+                <PagedLedger
+                  queryKey={["admin", "user", id, "ledger"]}
+                  load={(cursor) =>
+                    call((api) => api.usage.userLedger({ params: { id }, query: { limit: 50, cursor } }))}
+                />
               </Tabs.Panel>
             </Tabs>
           </Stack>
