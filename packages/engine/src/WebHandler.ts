@@ -82,6 +82,8 @@ export interface WebHandler {
   readonly dispose: () => Promise<void>
   /** The in-memory store's view (usage records, balances); undefined when the host gave its own store. */
   readonly inspect: MemoryStore.Inspect | undefined
+  /** The in-memory store's changes (top-ups, key caps, revocations); undefined when the host gave its own store. */
+  readonly admin: MemoryStore.Admin | undefined
 }
 
 /** The engine's settings from a configuration. @category settings */
@@ -232,7 +234,10 @@ export const toWebHandler = async (config: unknown, options: WebHandlerOptions =
     const inspect = memory === undefined
       ? undefined
       : Context.get(storeContext as unknown as Context.Context<MemoryStore.MemoryInspect>, MemoryStore.MemoryInspect)
-    return { context, inspect }
+    const admin = memory === undefined
+      ? undefined
+      : Context.get(storeContext as unknown as Context.Context<MemoryStore.MemoryAdmin>, MemoryStore.MemoryAdmin)
+    return { context, inspect, admin }
   })
   const built = await Effect.runPromise(build.pipe(
     Effect.mapError((error) => new Error(error.message)),
@@ -274,6 +279,7 @@ export const toWebHandler = async (config: unknown, options: WebHandlerOptions =
   return {
     handler,
     dispose: () => disposing ??= Effect.runPromise(Scope.close(scope, Exit.void)),
-    inspect: built.inspect
+    inspect: built.inspect,
+    admin: built.admin
   }
 }

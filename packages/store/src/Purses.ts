@@ -10,11 +10,20 @@
  * a call does not spend goes back to the lease at once. A lease that no call
  * has used for `leaseIdleMs` is released (after the charges queued before it).
  *
- * Never overspent: the sum of a user's leases never exceeds their balance
- * (each was taken by a conditional update), and a node never holds more than
- * its lease. Near the end of a balance the policy (`leaseGrant`) reserves only
- * what each call needs, so a balance that pays for exactly N calls admits
- * exactly N, as one database hold per call would.
+ * Never admitted beyond the balance: the sum of a user's leases never exceeds
+ * their balance (each was taken by a conditional update), and a node never
+ * holds more than its lease. Near the end of a balance the policy
+ * (`leaseGrant`) reserves only what each call needs, so a balance that pays
+ * for exactly N calls admits exactly N, as one database hold per call would.
+ *
+ * A call is charged what it cost, all of it: a charge above the call's hold
+ * is taken from the lease, and what the lease does not cover is taken from
+ * the balance at once (an overdrawing `Accounts.lease`, one transaction, only
+ * for such calls), which may take it below zero; the user's next calls are
+ * then refused until a top-up. While the database cannot be reached the lease
+ * owes it instead (its remainder goes below zero, and so does the lease when
+ * its charges are written), and every hold counts that debt against the
+ * balance until it is paid.
  *
  * Two exceptions take the database path of `Accounts.hold`/`settle`: keys
  * with a spending cap (the cap is checked against the key's spending as every
@@ -118,7 +127,11 @@ interface Purse {
    * (and released with the purse) rather than left behind.
    */
   leaseId: string | null
-  /** Reserved by the lease and not held by a call in progress. */
+  /**
+   * Reserved by the lease and not held by a call in progress. Below zero when
+   * calls cost more than the lease had and the balance could not be reached
+   * to take the rest: the lease owes that much.
+   */
   remaining: bigint
   inFlight: number
   /** Calls waiting for the lease to be extended. */
@@ -279,7 +292,11 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
 
       const databaseHold = (request: AccountsPort.HoldRequest) =>
         databaseGate("hold your balance for this call").pipe(
-          Effect.andThen(accounts.hold({ ...request, nodeId: options.nodeId })),
+          Effect.andThen(Effect.suspend(() => {
+            // What this node's lease of the user owes (charges above their holds not yet taken) counts too.
+            const remaining = purses.get(request.userId)?.remaining ?? 0n
+            return accounts.hold({ ...request, nodeId: options.nodeId, owedNanos: remaining < 0n ? -remaining : 0n })
+          })),
           Effect.tap((id) => Effect.andThen(Effect.sync(() => databaseHolds.add(id)), databaseAnswered)),
           Effect.catchTag(["ResourceNotFound", "InvalidInput", "SqlError"], failure("hold your balance for this call"))
         )
@@ -351,6 +368,41 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         })
 
       /**
+       * Takes from the balance what the lease owes (its remainder below zero,
+       * after a charge above its hold), at once: one overdrawing lease
+       * extension, under the purse's lock, which may take the balance below
+       * zero. Returns the balance before it (what other nodes and the
+       * balance's holds had not taken) and what it took; undefined when the
+       * lease owed nothing by the time the lock was had.
+       */
+      const cover = (purse: Purse) =>
+        Effect.gen(function*() {
+          const owed = -purse.remaining
+          if (owed <= 0n) return undefined
+          yield* databaseGate("charge this call")
+          const now = yield* Clock.currentTimeMillis
+          purse.leaseId ??= newId("lea")
+          const grant = yield* accounts.lease({
+            userId: purse.userId,
+            nodeId: options.nodeId,
+            leaseId: purse.leaseId,
+            overdraw: true,
+            grant: () => owed
+          }).pipe(
+            Effect.tap((grant) =>
+              Effect.sync(() => {
+                purse.remaining += grant.grantedNanos
+                remember(purse.userId, grant.availableNanos - grant.grantedNanos)
+                if (grant.grantedNanos > 0n) purse.lastGrantAt = now
+              })
+            ),
+            Effect.uninterruptible
+          )
+          yield* databaseAnswered
+          return grant
+        }).pipe(purse.lock.withPermit)
+
+      /**
        * Tops the lease up, off the call's path, when what it has left falls
        * below the reserve of recent spending: so at any moment the node holds
        * `coverSeconds` of the user's spending, and a database outage that
@@ -417,7 +469,8 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           return accounts.settle(holdId, chargeNanos).pipe(
             Effect.map((settled): AccountsPort.Settled => ({
               chargedNanos: settled.chargedNanos,
-              shortfallNanos: settled.shortfallNanos
+              overdrawnNanos: settled.overdrawnNanos,
+              ...(settled.overCap === undefined ? {} : { overCap: settled.overCap })
             })),
             Effect.tap(() => databaseAnswered),
             Effect.catch(failure("settle this call"))
@@ -428,32 +481,58 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         localHolds.delete(holdId)
         return Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const { purse } = local
-          let charged = chargeNanos
           if (purse !== null) {
             purse.inFlight--
             purse.lastUsedAt = now
-            purse.remaining += local.amount
-            if (charged > purse.remaining) charged = purse.remaining
-            purse.remaining -= charged
-            if (charged > 0n) {
-              purse.spendRate = addSpend(purse.spendRate, purse.rateAt, charged, now)
+            // The whole charge: what the lease does not have, it owes, and the balance pays at once.
+            purse.remaining += local.amount - chargeNanos
+            if (chargeNanos > 0n) {
+              purse.spendRate = addSpend(purse.spendRate, purse.rateAt, chargeNanos, now)
               purse.rateAt = now
             }
           }
           if (chargeNanos <= 0n) return Effect.succeed(AccountsPort.nothingSettled)
-          const settled: AccountsPort.Settled = { chargedNanos: charged, shortfallNanos: chargeNanos - charged }
-          return Effect.as(
-            writer.charge({
-              leaseId: purse?.leaseId ?? null,
-              userId: purse?.userId ?? local.userId,
-              keyId: local.keyId,
-              requestId: local.requestId,
-              chargedNanos: charged,
-              shortfallNanos: settled.shortfallNanos,
-              at: now
-            }),
-            settled
-          )
+          const covered = purse === null || purse.remaining >= 0n
+            ? Effect.succeed({ overdrawnNanos: 0n, shortfallNanos: 0n })
+            : cover(purse).pipe(
+              Effect.map((grant) => {
+                if (grant === undefined) return { overdrawnNanos: 0n, shortfallNanos: 0n }
+                // Only at the floor of a balance (-10^9 USD) is anything left owing: that part is not charged.
+                const cut = purse.remaining < 0n
+                  ? (-purse.remaining < chargeNanos ? -purse.remaining : chargeNanos)
+                  : 0n
+                purse.remaining += cut
+                return {
+                  overdrawnNanos: AccountsPort.overdrawn(grant.availableNanos, grant.grantedNanos),
+                  shortfallNanos: cut
+                }
+              }),
+              // The database cannot be reached: the lease owes the rest, taken when its charges are written or it ends.
+              Effect.catchTag("SqlError", (error) => databaseFailed(Cause.fail(error))),
+              Effect.catchCause((cause) =>
+                Effect.logWarning(
+                  "a call cost more than its lease had, and the balance could not be reached to take the rest; " +
+                    "the lease owes it until then",
+                  cause
+                )
+              ),
+              Effect.map((covered) => covered ?? { overdrawnNanos: 0n, shortfallNanos: 0n })
+            )
+          return Effect.flatMap(covered, ({ overdrawnNanos, shortfallNanos }) => {
+            const charged = chargeNanos - shortfallNanos
+            return Effect.as(
+              writer.charge({
+                leaseId: purse?.leaseId ?? null,
+                userId: purse?.userId ?? local.userId,
+                keyId: local.keyId,
+                requestId: local.requestId,
+                chargedNanos: charged,
+                shortfallNanos,
+                at: now
+              }),
+              { chargedNanos: charged, overdrawnNanos } satisfies AccountsPort.Settled
+            )
+          })
         })
       }
 

@@ -117,7 +117,7 @@ const books = Effect.fnUntraced(function*(userId: string) {
   const balance = yield* accounts.balance(userId)
   const ledger = yield* accounts.ledgerSum(userId)
   assert.strictEqual(balance, ledger, "the balance equals the ledger's sum")
-  assert.isTrue(balance >= 0n, "the balance is never negative")
+  assert.isTrue(balance >= -Money.MAX_NANOS, "a balance never goes below the floor of -10^9 USD")
   return {
     balance,
     reserved: BigInt(leases[0]!.total as bigint | number),
@@ -317,7 +317,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const { purses, close } = yield* node()
         const capped = yield* purses.hold(request(user, 5_000n, { capped: true }))
         assert.deepStrictEqual(yield* books(user), { balance: 995_000n, reserved: 0n, leases: 0, holds: 1 })
-        assert.deepStrictEqual(yield* purses.settle(capped, 1_200n), { chargedNanos: 1_200n, shortfallNanos: 0n })
+        assert.deepStrictEqual(yield* purses.settle(capped, 1_200n), { chargedNanos: 1_200n, overdrawnNanos: 0n })
         assert.deepStrictEqual(yield* books(user), { balance: 998_800n, reserved: 0n, leases: 0, holds: 0 })
         // Settled twice: nothing more is charged.
         assert.deepStrictEqual(yield* purses.settle(capped, 1_200n), AccountsPort.nothingSettled)
@@ -325,7 +325,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const off = yield* node({ leases: false })
         const id = yield* off.purses.hold(request(user, 5_000n))
         assert.strictEqual((yield* books(user)).holds, 1)
-        assert.deepStrictEqual(yield* off.purses.settle(id, 800n), { chargedNanos: 800n, shortfallNanos: 0n })
+        assert.deepStrictEqual(yield* off.purses.settle(id, 800n), { chargedNanos: 800n, overdrawnNanos: 0n })
         assert.deepStrictEqual(yield* books(user), { balance: 998_000n, reserved: 0n, leases: 0, holds: 0 })
         yield* off.close
       }))
@@ -341,22 +341,75 @@ const suite = (make: () => Promise<TestDatabase>) =>
         yield* close
       }))
 
-    it.effect("a charge above the hold takes what the lease has left, and the ledger names the shortfall", () =>
+    it.effect("a charge above the hold is charged in full: what the lease lacks is taken from the balance at once", () =>
       Effect.gen(function*() {
         const user = yield* userWith(5_000n)
         const { purses, writer, close } = yield* node()
         const id = yield* purses.hold(request(user, 1_000n))
-        // Near the end of the balance the lease took exactly the hold: an upstream that
-        // reports more usage than the worst case is charged the hold, and the rest is a shortfall.
-        assert.deepStrictEqual(yield* purses.settle(id, 1_600n), { chargedNanos: 1_000n, shortfallNanos: 600n })
+        // Near the end of the balance the lease took exactly the hold: an upstream that reports more usage
+        // than the worst case is charged all of it, the 600 beyond the lease from the balance.
+        assert.deepStrictEqual(yield* purses.settle(id, 1_600n), { chargedNanos: 1_600n, overdrawnNanos: 0n })
+        assert.strictEqual(yield* purses.balance(user), 3_400n)
         yield* writer.flush
         const sql = yield* SqlClient.SqlClient
         const rows = yield* sql`SELECT amount_nanos, reason FROM ledger WHERE user_id = ${user} AND kind = 'charge'`
-        assert.strictEqual(BigInt(rows[0]!.amount_nanos as bigint | number), -1_000n)
-        assert.include(String(rows[0]!.reason), "shortfall")
+        assert.strictEqual(BigInt(rows[0]!.amount_nanos as bigint | number), -1_600n)
+        assert.isNull(rows[0]!.reason)
         yield* close
         yield* writer.flush
-        assert.deepStrictEqual(yield* books(user), { balance: 4_000n, reserved: 0n, leases: 0, holds: 0 })
+        assert.deepStrictEqual(yield* books(user), { balance: 3_400n, reserved: 0n, leases: 0, holds: 0 })
+      }))
+
+    it.effect("a charge beyond the hold and the balance takes the balance below zero; calls are refused until a top-up", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(1_000n)
+        for (const leases of [true, false]) {
+          const { purses, writer, close } = yield* node({ leases })
+          const id = yield* purses.hold(request(user, 1_000n))
+          assert.deepStrictEqual(yield* purses.settle(id, 1_600n), { chargedNanos: 1_600n, overdrawnNanos: 600n })
+          assert.strictEqual(yield* purses.balance(user), -600n)
+          for (const amount of [1n, 1_000n]) {
+            const refused = yield* Effect.flip(purses.hold(request(user, amount)))
+            assert.strictEqual(refused._tag, "InsufficientBalance")
+            assert.include(refused.message, "Your balance is -0.0000006 USD, below zero")
+          }
+          yield* writer.flush
+          yield* close
+          yield* writer.flush
+          assert.deepStrictEqual(yield* books(user), { balance: -600n, reserved: 0n, leases: 0, holds: 0 })
+          const sql = yield* SqlClient.SqlClient
+          const charge = yield* sql`SELECT amount_nanos FROM ledger WHERE user_id = ${user} AND kind = 'charge'
+            ORDER BY created_at DESC, id DESC`
+          assert.strictEqual(BigInt(charge[0]!.amount_nanos as bigint | number), -1_600n)
+          // A top-up pays the debt first; then the balance holds calls again.
+          assert.strictEqual(yield* (yield* Accounts).topUp(user, 1_600n, "pay", "tester"), 1_000n)
+        }
+      }))
+
+    it.effect("a charge above the hold while the database cannot be reached: the lease owes it, and pays it when it can", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(10_000n)
+        const outage = yield* makeOutage
+        const { purses, writer, close } = yield* node({}, outage.wrap)
+        const id = yield* purses.hold(request(user, 1_000n))
+        // Lease: 1,000 (near the end of the balance, exactly the hold). The balance cannot be reached to take the rest.
+        outage.down = true
+        assert.deepStrictEqual(yield* purses.settle(id, 3_000n), { chargedNanos: 3_000n, overdrawnNanos: 0n })
+        assert.strictEqual((yield* Effect.flip(purses.hold(request(user, 1_000n))))._tag, "DatabaseUnavailable")
+        outage.down = false
+        yield* Effect.sleep(Duration.millis(Purses.DATABASE_BACKOFF_MS + 50))
+        // The lease's charge is written: the lease goes below zero, and holds count what it owes against the balance.
+        yield* writer.flush
+        const sql = yield* SqlClient.SqlClient
+        const lease = yield* sql`SELECT amount_nanos FROM leases WHERE user_id = ${user}`
+        assert.strictEqual(BigInt(lease[0]!.amount_nanos as bigint | number), -2_000n)
+        assert.strictEqual(yield* purses.balance(user), 7_000n)
+        // The next extension pays the debt first.
+        const next = yield* purses.hold(request(user, 1_000n))
+        yield* purses.settle(next, 500n)
+        yield* close
+        yield* writer.flush
+        assert.deepStrictEqual(yield* books(user), { balance: 6_500n, reserved: 0n, leases: 0, holds: 0 })
       }))
 
     it.effect("a negative charge charges nothing and releases the hold, on the lease and the database path alike", () =>
@@ -377,19 +430,27 @@ const suite = (make: () => Promise<TestDatabase>) =>
         }
       }))
 
-    it.effect("on the database path a charge beyond the largest amount takes what the hold and the balance allow", () =>
+    it.effect("on the database path a charge beyond the largest amount is taken whole, the balance going below zero", () =>
       Effect.gen(function*() {
         const user = yield* userWith(5_000n)
         const off = yield* node({ leases: false })
         const id = yield* off.purses.hold(request(user, 1_000n))
-        // Once refused as invalid (and so charged nothing): now the hold and the balance pay, the rest is a shortfall.
+        // Once refused as invalid (and so charged nothing), then cut at the balance: now charged whole.
         const settled = yield* off.purses.settle(id, Money.MAX_NANOS + 1n)
-        assert.deepStrictEqual(settled, { chargedNanos: 5_000n, shortfallNanos: Money.MAX_NANOS + 1n - 5_000n })
+        assert.deepStrictEqual(settled, {
+          chargedNanos: Money.MAX_NANOS + 1n,
+          overdrawnNanos: Money.MAX_NANOS + 1n - 5_000n
+        })
         const sql = yield* SqlClient.SqlClient
         const rows = yield* sql`SELECT amount_nanos, reason FROM ledger WHERE user_id = ${user} AND kind = 'charge'`
-        assert.strictEqual(BigInt(rows[0]!.amount_nanos as bigint | number), -5_000n)
-        assert.include(String(rows[0]!.reason), "shortfall")
-        assert.deepStrictEqual(yield* books(user), { balance: 0n, reserved: 0n, leases: 0, holds: 0 })
+        assert.strictEqual(BigInt(rows[0]!.amount_nanos as bigint | number), -(Money.MAX_NANOS + 1n))
+        assert.include(String(rows[0]!.reason), "below zero")
+        assert.deepStrictEqual(yield* books(user), {
+          balance: 5_000n - Money.MAX_NANOS - 1n,
+          reserved: 0n,
+          leases: 0,
+          holds: 0
+        })
         yield* off.close
       }))
 
@@ -410,7 +471,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
         }
       }))
 
-    it.effect("a lease swept while its node still runs: later charges come from the balance, never below zero", () =>
+    it.effect("a lease swept while its node still runs: later charges come from the balance, in full", () =>
       Effect.gen(function*() {
         const user = yield* userWith(1_000_000_000n)
         const { purses, writer, close } = yield* node({ nodeId: "node-paused" })
@@ -553,8 +614,8 @@ const suite = (make: () => Promise<TestDatabase>) =>
                       (call) => Effect.result(purses.hold(request(user, call.hold))),
                       { concurrency: "unbounded" }
                     )
-                    // Reference: holds admitted never exceed the balance; each charge is capped by
-                    // what its hold and the lease's unused remainder cover, never by more than the balance.
+                    // Reference: holds admitted never exceed the balance; each call is charged all it cost,
+                    // beyond its hold and the balance too (the balance then goes below zero).
                     let admitted = 0n
                     let charged = 0n
                     for (let i = 0; i < calls.length; i++) {
@@ -579,8 +640,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
                     assert.strictEqual(b.balance, initial - charged)
                     let wanted = 0n
                     for (let i = 0; i < calls.length; i++) if (held[i]!._tag === "Success") wanted += calls[i]!.charge
-                    assert.isTrue(charged <= wanted, "never charged more than the calls cost")
-                    assert.isTrue(charged <= initial, "never charged more than the balance")
+                    assert.strictEqual(charged, wanted, "charged exactly what the calls cost")
                   }).pipe(Effect.provideContext(context), Effect.scoped)
                 ).then(() => true)
             ),
