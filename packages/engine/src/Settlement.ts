@@ -109,7 +109,7 @@ export const chargeFor = (
   metered: Metered,
   leg: Leg | undefined
 ): bigint => {
-  void leg
+  if (!answered(metered, leg)) return 0n
   const cost = Pricing.cost(call.model, call.ratioMicros, metered)
   const charge = cost > heldNanos && !metered.reported ? heldNanos : cost
   return charge < 0n ? 0n : charge > Money.MAX_NANOS ? Money.MAX_NANOS : charge

@@ -274,3 +274,38 @@ describe("a key's spending cap", () => {
     assert.strictEqual(gateway.inspect!.balance("rich"), 100n * USD - USD / 2n, "the balance paid what was charged")
   })
 })
+
+describe("flat prices", () => {
+  it("a call that never reached an upstream (connection refused) costs nothing, per_request included", async () => {
+    const before = gateway.inspect!.balance("flat")!
+    const response = await call("openai", KEYS.flat, "flat-unreachable")
+    assert.strictEqual(response.status, 502)
+    const record = await recordOf(response)
+    assert.strictEqual(record.errorCode, "UpstreamUnavailable")
+    assert.isTrue(record.attemptLog.every((attempt) => attempt.status === null), "no upstream answered")
+    assert.strictEqual(record.costNanos, 0n)
+    assert.strictEqual(gateway.inspect!.balance("flat"), before)
+  })
+
+  it("a call whose upstream only failed (500 before the first byte) costs nothing, per_request included", async () => {
+    const before = gateway.inspect!.balance("flat")!
+    const response = await call("openai", KEYS.flat, "flat-failing")
+    assert.strictEqual(response.status, 502)
+    const record = await recordOf(response)
+    assert.strictEqual(record.attemptLog[0]?.status, 500)
+    assert.strictEqual(record.costNanos, 0n)
+    assert.strictEqual(gateway.inspect!.balance("flat"), before)
+  })
+
+  for (const client of clients) {
+    it(`${client}: a served call whose upstream reported zero usage pays per_request`, async () => {
+      const before = gateway.inspect!.balance("flat")!
+      const response = await call(client, KEYS.flat, `${client}-flat-served`)
+      assert.strictEqual(response.status, 200)
+      await response.text()
+      const record = await recordOf(response)
+      assert.strictEqual(record.costNanos, USD / 100n)
+      assert.strictEqual(gateway.inspect!.balance("flat"), before - USD / 100n)
+    })
+  }
+})
