@@ -23,7 +23,8 @@ const UPSTREAM_KEY = "sk-upstream-books-0123456789"
 const KEYS = {
   poor: "sk-books-poor-000000000000000",
   capped: "sk-books-capped-0000000000000",
-  flat: "sk-books-flat-000000000000000"
+  flat: "sk-books-flat-000000000000000",
+  media: "sk-books-media-00000000000000"
 } as const
 
 type Client = "openai" | "gemini" | "anthropic" | "responses"
@@ -91,7 +92,7 @@ beforeAll(async () => {
       // A million prompt tokens per call, whatever the hold: $1 at $1 per million.
       ...channels(fake.url, "million", ["million"], "1000000,0"),
       // 100,000 prompt tokens: $0.10.
-      ...channels(fake.url, "tenth", ["tenth"], "100000,0"),
+      ...channels(fake.url, "tenth", ["tenth", "mediaheavy"], "100000,0"),
       // Zero usage, on a model priced per request only.
       ...channels(fake.url, "zero", ["flat-served"], "0,0"),
       {
@@ -115,13 +116,16 @@ beforeAll(async () => {
     models: {
       ...priced(["million", "tenth"], { input: 1, output: 1 }),
       ...priced(["flat-served"], { per_request: 0.01 }),
+      // An image counts 100,000 tokens on this model's holds ($0.10 at $1 per million).
+      "openai-mediaheavy": { input: 1, output: 1, media_part_tokens: { image: 100_000 } },
       "flat-unreachable": { per_request: 0.01 },
       "flat-failing": { per_request: 0.01 }
     },
     users: [
       { name: "poor", balance: 0.05, keys: [{ name: "main", secret: KEYS.poor }] },
       { name: "rich", balance: 100, keys: [{ name: "capped", secret: KEYS.capped, quota: 0.01 }] },
-      { name: "flat", balance: 1, keys: [{ name: "main", secret: KEYS.flat }] }
+      { name: "flat", balance: 1, keys: [{ name: "main", secret: KEYS.flat }] },
+      { name: "media", balance: 0.05, keys: [{ name: "main", secret: KEYS.media }] }
     ]
   })
 })
@@ -308,4 +312,34 @@ describe("flat prices", () => {
       assert.strictEqual(gateway.inspect!.balance("flat"), before - USD / 100n)
     })
   }
+})
+
+describe("honest holds", () => {
+  const withImage = (model: string) =>
+    post("/v1/chat/completions", { authorization: `Bearer ${KEYS.media}` }, {
+      model,
+      max_tokens: 16,
+      messages: [{
+        role: "user",
+        content: [{ type: "text", text: "What is this?" }, {
+          type: "image_url",
+          image_url: { url: "https://example.com/a.png" }
+        }]
+      }]
+    })
+
+  it("a model's media_part_tokens sizes the hold of each media part, and a hold the balance cannot cover is refused before the call", async () => {
+    const before = gateway.inspect!.balance("media")!
+    const requests = fake.requests.length
+    const refused = await withImage("openai-mediaheavy")
+    const message = await refusedForMoney("openai", refused)
+    // 100,000 tokens for the image at $1 per million, besides the text and the output.
+    assert.match(message, /this call may cost up to 0\.100\d* USD/)
+    assert.strictEqual(fake.requests.length, requests, "the upstream never saw the call")
+    assert.strictEqual(gateway.inspect!.balance("media"), before)
+    // The same call on a model with the default (2,000 tokens an image) holds little and is served.
+    const served = await withImage("openai-tenth")
+    assert.strictEqual(served.status, 200)
+    await served.text()
+  })
 })

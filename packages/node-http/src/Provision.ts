@@ -39,6 +39,7 @@ const FILE_FIELDS: Readonly<Record<string, string>> = {
   outputNanosPerMillion: "output",
   cachedInputNanosPerMillion: "cached_input",
   perRequestNanos: "per_request",
+  mediaPartTokens: "media_part_tokens",
   quotaNanos: "quota",
   dailyBudgetNanos: "daily_budget",
   monthlyBudgetNanos: "monthly_budget",

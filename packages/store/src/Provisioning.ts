@@ -311,6 +311,14 @@ export const validate = Effect.fnUntraced(function*(input: ProvisionInput) {
     ) {
       yield* checkAmount(model[field], `models[${i}].${field}`)
     }
+    for (const [kind, tokens] of Object.entries(model.mediaPartTokens ?? {})) {
+      if (tokens !== undefined && !(Number.isSafeInteger(tokens) && tokens >= 0)) {
+        return yield* new InvalidInput({
+          path: `models[${i}].mediaPartTokens.${kind}`,
+          message: `models[${i}].mediaPartTokens.${kind}: expected a whole number of tokens (0 or more), got ${tokens}`
+        })
+      }
+    }
   }
   for (const [i, channel] of (input.channels ?? []).entries()) yield* validateChannel(channel, `channels[${i}]`)
   const declaredUsers = new Set(users.map((u) => u.name))
