@@ -199,6 +199,13 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
       const purses = new Map<string, Purse>()
       const localHolds = new Map<string, LocalHold>()
       const databaseHolds = new Set<string>()
+      /**
+       * Keys whose calls were charged on the lease path since the batch writer
+       * was last seen empty: their charges may not be in the database yet.
+       * A capped hold of such a key (a cap set since) flushes the writer first,
+       * so the cap counts every charge this node made.
+       */
+      const leaseChargedKeys = new Set<string>()
       /** What the user can spend beyond this node's lease, as last read: shown while the database is down. */
       const lastBalance = new Map<string, bigint>()
       let sequence = 0
@@ -290,15 +297,30 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         return id
       }
 
+      /** Before a capped hold: the key's lease-path charges this node queued are written, so its cap sees them. */
+      const chargesWritten = (keyId: string) =>
+        Effect.suspend(() => {
+          if (!leaseChargedKeys.has(keyId)) return Effect.void
+          const written = [...leaseChargedKeys]
+          leaseChargedKeys.clear()
+          return writer.flush.pipe(
+            Effect.tapCause(() => Effect.sync(() => written.forEach((key) => leaseChargedKeys.add(key))))
+          )
+        })
+
       const databaseHold = (request: AccountsPort.HoldRequest) =>
         databaseGate("hold your balance for this call").pipe(
+          Effect.andThen(request.capped === true ? chargesWritten(request.keyId) : Effect.void),
           Effect.andThen(Effect.suspend(() => {
             // What this node's lease of the user owes (charges above their holds not yet taken) counts too.
             const remaining = purses.get(request.userId)?.remaining ?? 0n
             return accounts.hold({ ...request, nodeId: options.nodeId, owedNanos: remaining < 0n ? -remaining : 0n })
           })),
           Effect.tap((id) => Effect.andThen(Effect.sync(() => databaseHolds.add(id)), databaseAnswered)),
-          Effect.catchTag(["ResourceNotFound", "InvalidInput", "SqlError"], failure("hold your balance for this call"))
+          Effect.catchTag(
+            ["ResourceNotFound", "InvalidInput", "SqlError", "JournalError"],
+            failure("hold your balance for this call")
+          )
         )
 
       /** What the purse should keep on hand: `coverSeconds` of the user's recent spending on this node. */
@@ -492,6 +514,7 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
             }
           }
           if (chargeNanos <= 0n) return Effect.succeed(AccountsPort.nothingSettled)
+          leaseChargedKeys.add(local.keyId)
           const covered = purse === null || purse.remaining >= 0n
             ? Effect.succeed({ overdrawnNanos: 0n, shortfallNanos: 0n })
             : cover(purse).pipe(
@@ -552,7 +575,13 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           return Effect.forEach(released, writer.releaseLease, { discard: true })
         })
 
+      // With nothing queued, every charge is written: no key's cap waits on the writer.
+      const forgetWritten = Effect.flatMap(
+        writer.pending,
+        (pending) => pending === 0 ? Effect.sync(() => leaseChargedKeys.clear()) : Effect.void
+      )
       yield* releaseIdle(false).pipe(
+        Effect.andThen(forgetWritten),
         Effect.repeat(Schedule.spaced(Duration.millis(Math.max(50, Math.min(idleMs, 250))))),
         Effect.forkScoped
       )

@@ -11,6 +11,7 @@ import { SqlClient, SqlError } from "effect/sql"
 import { TestClock } from "effect/testing"
 import fc from "fast-check"
 import { Accounts } from "../src/Accounts.ts"
+import { Keys } from "../src/Keys.ts"
 import { migrate } from "../src/Migrations.ts"
 import * as Purses from "../src/Purses.ts"
 import * as Secrets from "../src/Secrets.ts"
@@ -65,7 +66,7 @@ const baseLayer = (make: () => Promise<TestDatabase>) =>
     Effect.acquireRelease(Effect.promise(make), (db) => Effect.promise(db.cleanup)),
     (db) => {
       const database = Layer.effectDiscard(migrate).pipe(Layer.provideMerge(databaseLayer(db)))
-      return Layer.mergeAll(Users.layer, Accounts.layer).pipe(
+      return Layer.mergeAll(Users.layer, Accounts.layer, Keys.layer).pipe(
         Layer.provideMerge(
           Secrets.layer({ secret: Redacted.make("test secret of sufficient length") }).pipe(Layer.orDie)
         ),
@@ -328,6 +329,26 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.deepStrictEqual(yield* off.purses.settle(id, 800n), { chargedNanos: 800n, overdrawnNanos: 0n })
         assert.deepStrictEqual(yield* books(user), { balance: 998_000n, reserved: 0n, leases: 0, holds: 0 })
         yield* off.close
+      }))
+
+    it.effect("a cap set on a key counts what its earlier calls were charged, even those the batch writer has not written yet", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(1_000_000n)
+        const { key } = yield* (yield* Keys).create({ userId: user, name: "k", group: "default", quotaNanos: 10_000n })
+        const { purses, writer, close } = yield* node()
+        // Calls made while the key had no cap (the lease path): 8,000 charged, queued in the writer.
+        const earlier = yield* purses.hold(request(user, 9_000n, { keyId: key.id }))
+        yield* purses.settle(earlier, 8_000n)
+        assert.isAbove(yield* writer.pending, 0, "the charge is not written yet")
+        // Now capped: a call that would take the key past its cap of 10,000 is refused, counting those 8,000.
+        const refused = yield* Effect.flip(purses.hold(request(user, 3_000n, { keyId: key.id, capped: true })))
+        assert.strictEqual(refused._tag, "SpendingCapReached")
+        assert.include(refused.message, "0.000008 USD spent")
+        const fits = yield* purses.hold(request(user, 2_000n, { keyId: key.id, capped: true }))
+        yield* purses.settle(fits, 2_000n)
+        yield* close
+        yield* writer.flush
+        assert.strictEqual((yield* (yield* Keys).findById(key.id))!.spentNanos, 10_000n)
       }))
 
     it.effect("a free call (a hold of nothing) takes no lease and writes nothing", () =>
