@@ -91,6 +91,8 @@ export interface HoldRequest {
  */
 export interface Settlement {
   readonly settled: boolean
+  /** Whose balance it was ("" when the hold was already gone). */
+  readonly userId: string
   readonly heldNanos: bigint
   /** What was charged: the whole charge (but see `shortfallNanos`). */
   readonly chargedNanos: bigint
@@ -132,6 +134,10 @@ export interface LeaseRequest {
   readonly nodeId: string
   /** The node's lease of this user: extended if it exists, else created with this id. */
   readonly leaseId: string
+  /**
+   * How much to reserve given the available balance; below zero, how much of
+   * the lease's reserve to give back to the balance (at most what it has).
+   */
   readonly grant: (availableNanos: bigint) => bigint
   /**
    * Reserve what `grant` chooses even beyond the balance, which then goes
@@ -142,8 +148,8 @@ export interface LeaseRequest {
 }
 
 /**
- * The outcome of `lease`: the lease (new or extended), what was reserved, and
- * the available balance before it.
+ * The outcome of `lease`: the lease (new or extended), what was reserved (below
+ * zero: what was given back), and the available balance before it.
  *
  * @category models
  */
@@ -165,6 +171,7 @@ export interface Page {
 
 const noSettlement: Settlement = {
   settled: false,
+  userId: "",
   heldNanos: 0n,
   chargedNanos: 0n,
   overdrawnNanos: 0n,
@@ -466,6 +473,7 @@ export class Accounts extends Context.Service<Accounts, {
           }
           const settlement: Settlement = {
             settled: true,
+            userId,
             heldNanos: held,
             chargedNanos: charged,
             overdrawnNanos: overdrawn,
@@ -516,6 +524,33 @@ export class Accounts extends Context.Service<Accounts, {
           })
         })
 
+      /**
+       * A lease's unused reserve given back to the balance (a negative grant):
+       * at most what the lease still has, with a 'release' entry. How a
+       * node's lease pays toward a debt its capped calls made.
+       */
+      const giveBack = Effect.fnUntraced(function*(request: LeaseRequest, wanted: bigint, balanceNow: bigint) {
+        const rows =
+          yield* sql`SELECT amount_nanos FROM leases WHERE id = ${request.leaseId} AND node_id = ${request.nodeId}`
+        const amount = rows[0] === undefined ? 0n : Row.big(rows[0].amount_nanos, "leases.amount_nanos")
+        const back = wanted < amount ? wanted : amount > 0n ? amount : 0n
+        if (back === 0n) return { leaseId: request.leaseId, grantedNanos: 0n, availableNanos: balanceNow }
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`UPDATE leases SET amount_nanos = amount_nanos - ${back}, updated_at = ${now} WHERE id = ${request.leaseId}`
+        yield* sql`UPDATE users SET balance_nanos = balance_nanos + ${back} WHERE id = ${request.userId}`
+        yield* entry({
+          userId: request.userId,
+          kind: "release",
+          amountNanos: back,
+          holdId: request.leaseId,
+          requestId: null,
+          reason: `given back by gateway node ${request.nodeId}: the balance went below zero`,
+          actor: null,
+          createdAt: now
+        })
+        return { leaseId: request.leaseId, grantedNanos: -back, availableNanos: balanceNow }
+      })
+
       const lease = Effect.fn("Accounts.lease")(function*(request: LeaseRequest) {
         return yield* sql.withTransaction(Effect.gen(function*() {
           const users = yield* sql`SELECT balance_nanos FROM users WHERE id = ${request.userId}${
@@ -529,6 +564,7 @@ export class Accounts extends Context.Service<Accounts, {
             ? balanceNow
             : balanceNow + (yield* leaseDebts(request.userId, request.nodeId))
           const wanted = request.grant(available)
+          if (wanted < 0n) return yield* giveBack(request, -wanted, balanceNow)
           const limit = request.overdraw === true ? balanceNow + Money.MAX_NANOS : available
           const granted = wanted <= 0n || limit <= 0n ? 0n : wanted > limit ? limit : wanted
           const leaseId = request.leaseId

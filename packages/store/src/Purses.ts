@@ -425,6 +425,43 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         }).pipe(purse.lock.withPermit)
 
       /**
+       * After a call on the database path took the balance below zero: the
+       * user's lease on this node gives what it has unused toward the debt (up
+       * to the debt), so no call is admitted from a reserve of a balance that
+       * is below zero. The reserve leaves the purse at once (no hold takes it
+       * meanwhile), and comes back if the database could not take it. Returns
+       * what was given.
+       */
+      const giveBack = (userId: string, debt: bigint): Effect.Effect<bigint> =>
+        Effect.suspend(() => {
+          const purse = purses.get(userId)
+          if (purse === undefined || purse.leaseId === null || purse.remaining <= 0n) return Effect.succeed(0n)
+          const give = purse.remaining < debt ? purse.remaining : debt
+          purse.remaining -= give
+          const leaseId = purse.leaseId
+          return accounts.lease({ userId, nodeId: options.nodeId, leaseId, grant: () => -give }).pipe(
+            Effect.map((grant) => {
+              // The lease had less than the purse thought only if it was swept: give what it had.
+              purse.remaining += give + grant.grantedNanos
+              return -grant.grantedNanos
+            }),
+            Effect.uninterruptible,
+            purse.lock.withPermit,
+            Effect.catchCause((cause) =>
+              Effect.as(
+                Effect.andThen(
+                  Effect.sync(() => {
+                    purse.remaining += give
+                  }),
+                  Effect.logWarning("giving a lease's reserve back toward a debt failed; it stays reserved", cause)
+                ),
+                0n
+              )
+            )
+          )
+        })
+
+      /**
        * Tops the lease up, off the call's path, when what it has left falls
        * below the reserve of recent spending: so at any moment the node holds
        * `coverSeconds` of the user's spending, and a database outage that
@@ -489,12 +526,17 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         if (databaseHolds.has(holdId)) {
           databaseHolds.delete(holdId)
           return accounts.settle(holdId, chargeNanos).pipe(
-            Effect.map((settled): AccountsPort.Settled => ({
-              chargedNanos: settled.chargedNanos,
-              overdrawnNanos: settled.overdrawnNanos,
-              ...(settled.overCap === undefined ? {} : { overCap: settled.overCap })
-            })),
             Effect.tap(() => databaseAnswered),
+            Effect.flatMap((settled) =>
+              Effect.map(
+                settled.overdrawnNanos > 0n ? giveBack(settled.userId, settled.overdrawnNanos) : Effect.succeed(0n),
+                (given): AccountsPort.Settled => ({
+                  chargedNanos: settled.chargedNanos,
+                  overdrawnNanos: settled.overdrawnNanos - given,
+                  ...(settled.overCap === undefined ? {} : { overCap: settled.overCap })
+                })
+              )
+            ),
             Effect.catch(failure("settle this call"))
           )
         }

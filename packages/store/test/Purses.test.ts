@@ -351,6 +351,28 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.strictEqual((yield* (yield* Keys).findById(key.id))!.spentNanos, 10_000n)
       }))
 
+    it.effect("a capped key's call that takes the balance below zero: the lease's unused reserve pays toward the debt, and no call is admitted from it", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(1_000_000n)
+        const { purses, writer, close } = yield* node()
+        // A call of a key without a cap takes a lease of 17,000 and leaves 16,000 of it unused.
+        yield* purses.settle(yield* purses.hold(request(user, 1_000n)), 1_000n)
+        // A capped key's call costs far more than its hold and the balance: 1,500,000.
+        const capped = yield* purses.hold(request(user, 5_000n, { capped: true }))
+        assert.deepStrictEqual(yield* purses.settle(capped, 1_500_000n), {
+          chargedNanos: 1_500_000n,
+          overdrawnNanos: 501_000n
+        })
+        assert.strictEqual(yield* purses.balance(user), -501_000n)
+        // The lease's reserve does not admit calls of a balance below zero.
+        const refused = yield* Effect.flip(purses.hold(request(user, 1_000n)))
+        assert.strictEqual(refused._tag, "InsufficientBalance")
+        assert.include(refused.message, "below zero")
+        yield* close
+        yield* writer.flush
+        assert.deepStrictEqual(yield* books(user), { balance: -501_000n, reserved: 0n, leases: 0, holds: 0 })
+      }))
+
     it.effect("a free call (a hold of nothing) takes no lease and writes nothing", () =>
       Effect.gen(function*() {
         const user = yield* userWith(1_000n)

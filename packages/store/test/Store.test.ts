@@ -393,6 +393,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const settled = yield* accounts.settle(hold, 1n * USD)
         assert.deepStrictEqual(settled, {
           settled: true,
+          userId: user.id,
           heldNanos: 3n * USD,
           chargedNanos: 1n * USD,
           overdrawnNanos: 0n,
@@ -425,6 +426,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const over = yield* accounts.settle(big, 12n * USD)
         assert.deepStrictEqual(over, {
           settled: true,
+          userId: user.id,
           heldNanos: 1n * USD,
           chargedNanos: 12n * USD,
           overdrawnNanos: 3n * USD,
@@ -464,6 +466,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const beyond = yield* accounts.settle(huge, Money.MAX_NANOS * 3n)
         assert.deepStrictEqual(beyond, {
           settled: true,
+          userId: user.id,
           heldNanos: 1n * USD,
           chargedNanos: Money.MAX_NANOS + 2n * USD,
           overdrawnNanos: Money.MAX_NANOS,
