@@ -308,14 +308,26 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           )
         })
 
+      /** A hold in the database; what this node's lease of the user owes (charges above their holds not yet taken) counts too. */
+      const holdInDatabase = (request: AccountsPort.HoldRequest) =>
+        Effect.suspend(() => {
+          const remaining = purses.get(request.userId)?.remaining ?? 0n
+          return accounts.hold({ ...request, nodeId: options.nodeId, owedNanos: remaining < 0n ? -remaining : 0n })
+        })
+
       const databaseHold = (request: AccountsPort.HoldRequest) =>
         databaseGate("hold your balance for this call").pipe(
           Effect.andThen(request.capped === true ? chargesWritten(request.keyId) : Effect.void),
-          Effect.andThen(Effect.suspend(() => {
-            // What this node's lease of the user owes (charges above their holds not yet taken) counts too.
-            const remaining = purses.get(request.userId)?.remaining ?? 0n
-            return accounts.hold({ ...request, nodeId: options.nodeId, owedNanos: remaining < 0n ? -remaining : 0n })
-          })),
+          Effect.andThen(
+            holdInDatabase(request).pipe(
+              // The balance column leaves out what this node's lease reserves: its unused part comes back, once.
+              Effect.catchTag("InsufficientBalance", (refused) =>
+                Effect.flatMap(
+                  Effect.suspend(() => giveBack(request.userId, purses.get(request.userId)?.remaining ?? 0n)),
+                  (given) => given > 0n ? holdInDatabase(request) : Effect.fail(refused)
+                ))
+            )
+          ),
           Effect.tap((id) => Effect.andThen(Effect.sync(() => databaseHolds.add(id)), databaseAnswered)),
           Effect.catchTag(
             ["ResourceNotFound", "InvalidInput", "SqlError", "JournalError"],

@@ -373,6 +373,26 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.deepStrictEqual(yield* books(user), { balance: -501_000n, reserved: 0n, leases: 0, holds: 0 })
       }))
 
+    it.effect("a capped key's hold sees the whole balance: the node's lease gives back its unused reserve when the column alone cannot cover it", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(10_000n)
+        const { purses, writer, close } = yield* node()
+        // A key without a cap: near the end of the balance its lease takes it all, and 9,000 stay unused in it.
+        yield* purses.settle(yield* purses.hold(request(user, 10_000n)), 1_000n)
+        assert.strictEqual(yield* purses.balance(user), 9_000n)
+        // A capped key's call holds in the database, whose balance column is 0: the lease's reserve comes back first.
+        const capped = yield* purses.hold(request(user, 5_000n, { capped: true }))
+        yield* purses.settle(capped, 5_000n)
+        assert.strictEqual(yield* purses.balance(user), 4_000n)
+        assert.strictEqual(
+          (yield* Effect.flip(purses.hold(request(user, 4_001n, { capped: true }))))._tag,
+          "InsufficientBalance"
+        )
+        yield* close
+        yield* writer.flush
+        assert.deepStrictEqual(yield* books(user), { balance: 4_000n, reserved: 0n, leases: 0, holds: 0 })
+      }))
+
     it.effect("a free call (a hold of nothing) takes no lease and writes nothing", () =>
       Effect.gen(function*() {
         const user = yield* userWith(1_000n)
