@@ -82,6 +82,12 @@ export interface HoldRequest {
    * it too. Default 0.
    */
   readonly owedNanos?: bigint | undefined
+  /**
+   * What the key's calls in flight hold outside the database (from the
+   * node's leases, held before the key had a cap): its caps count them too.
+   * Default 0.
+   */
+  readonly keyHeldElsewhereNanos?: bigint | undefined
 }
 
 /**
@@ -357,7 +363,7 @@ export class Accounts extends Context.Service<Accounts, {
         if (key === undefined) return
         const heldRows =
           yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS held FROM holds WHERE key_id = ${request.keyId}`
-        const held = Row.big(heldRows[0]?.held ?? 0, "holds.held")
+        const held = Row.big(heldRows[0]?.held ?? 0, "holds.held") + (request.keyHeldElsewhereNanos ?? 0n)
         for (const [cap, limit, spent] of key.caps) {
           if (limit === null || spent + held + request.amountNanos <= limit) continue
           return yield* AccountsPort.spendingCapReached({

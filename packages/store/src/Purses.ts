@@ -206,6 +206,13 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
        * so the cap counts every charge this node made.
        */
       const leaseChargedKeys = new Set<string>()
+      /** What each key's calls in flight hold from leases here: a cap set on the key meanwhile counts it. */
+      const leaseHeldByKey = new Map<string, bigint>()
+      const holdByKey = (keyId: string, amount: bigint) => {
+        const held = (leaseHeldByKey.get(keyId) ?? 0n) + amount
+        if (held === 0n) leaseHeldByKey.delete(keyId)
+        else leaseHeldByKey.set(keyId, held)
+      }
       /** What the user can spend beyond this node's lease, as last read: shown while the database is down. */
       const lastBalance = new Map<string, bigint>()
       let sequence = 0
@@ -285,6 +292,7 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           purse.remaining -= request.amountNanos
           purse.inFlight++
           purse.lastUsedAt = now
+          holdByKey(request.keyId, request.amountNanos)
         }
         const id = `lh_${++sequence}`
         localHolds.set(id, {
@@ -312,7 +320,12 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
       const holdInDatabase = (request: AccountsPort.HoldRequest) =>
         Effect.suspend(() => {
           const remaining = purses.get(request.userId)?.remaining ?? 0n
-          return accounts.hold({ ...request, nodeId: options.nodeId, owedNanos: remaining < 0n ? -remaining : 0n })
+          return accounts.hold({
+            ...request,
+            nodeId: options.nodeId,
+            owedNanos: remaining < 0n ? -remaining : 0n,
+            keyHeldElsewhereNanos: leaseHeldByKey.get(request.keyId) ?? 0n
+          })
         })
 
       const databaseHold = (request: AccountsPort.HoldRequest) =>
@@ -560,6 +573,7 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           if (purse !== null) {
             purse.inFlight--
             purse.lastUsedAt = now
+            holdByKey(local.keyId, -local.amount)
             // The whole charge: what the lease does not have, it owes, and the balance pays at once.
             purse.remaining += local.amount - chargeNanos
             if (chargeNanos > 0n) {

@@ -393,6 +393,23 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.deepStrictEqual(yield* books(user), { balance: 4_000n, reserved: 0n, leases: 0, holds: 0 })
       }))
 
+    it.effect("a cap set on a key counts what its calls in flight on the lease path hold", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(1_000_000n)
+        const { key } = yield* (yield* Keys).create({ userId: user, name: "k", group: "default", quotaNanos: 10_000n })
+        const { purses, writer, close } = yield* node()
+        // A call held while the key had no cap (the lease path), still in flight when the cap is set.
+        const inFlight = yield* purses.hold(request(user, 6_000n, { keyId: key.id }))
+        const refused = yield* Effect.flip(purses.hold(request(user, 5_000n, { keyId: key.id, capped: true })))
+        assert.strictEqual(refused._tag, "SpendingCapReached")
+        assert.include(refused.message, "0.000006 USD held by calls in progress")
+        yield* purses.settle(yield* purses.hold(request(user, 4_000n, { keyId: key.id, capped: true })), 4_000n)
+        yield* purses.settle(inFlight, 6_000n)
+        yield* close
+        yield* writer.flush
+        assert.strictEqual((yield* (yield* Keys).findById(key.id))!.spentNanos, 10_000n)
+      }))
+
     it.effect("a free call (a hold of nothing) takes no lease and writes nothing", () =>
       Effect.gen(function*() {
         const user = yield* userWith(1_000n)
