@@ -259,6 +259,12 @@ export const layer = (
         const account = accounts.get(request.userId)
         const key = keysById.get(request.keyId)
         if (account === undefined || key === undefined) return Effect.fail(unknownUser())
+        // A hold of nothing (a free model) costs nothing: served whatever the balance and the caps, as the leases do.
+        if (request.amountNanos <= 0n) {
+          const id = `hold_${++holdSequence}`
+          holds.set(id, { userId: account.userId, key, amount: 0n })
+          return Effect.succeed(id)
+        }
         const spend = spendOf(key.id, now)
         const capped = capRefusal(key, spend, request)
         if (capped !== undefined) return Effect.fail(capped)

@@ -90,7 +90,7 @@ beforeAll(async () => {
     routing: { probe_interval_ms: 600_000, max_attempts: 2 },
     channels: [
       // A million prompt tokens per call, whatever the hold: $1 at $1 per million.
-      ...channels(fake.url, "million", ["million"], "1000000,0"),
+      ...channels(fake.url, "million", ["million", "free"], "1000000,0"),
       // 100,000 prompt tokens: $0.10.
       ...channels(fake.url, "tenth", ["tenth", "mediaheavy"], "100000,0"),
       // Zero usage, on a model priced per request only.
@@ -115,6 +115,7 @@ beforeAll(async () => {
     ],
     models: {
       ...priced(["million", "tenth"], { input: 1, output: 1 }),
+      ...Object.fromEntries(clients.map((client) => [`${client}-free`, { free: true }])),
       ...priced(["flat-served"], { per_request: 0.01 }),
       // An image counts 100,000 tokens on this model's holds ($0.10 at $1 per million).
       "openai-mediaheavy": { input: 1, output: 1, media_part_tokens: { image: 100_000 } },
@@ -238,6 +239,11 @@ describe("a cost above the call's hold", () => {
           assert.strictEqual((await recordOf(refused)).costNanos, 0n)
         }
         assert.strictEqual(gateway.inspect!.balance("poor"), after, "refused calls cost nothing")
+        // A free model holds and costs nothing: served whatever the balance, as on the lease path.
+        const free = await call(client, KEYS.poor, `${client}-free`)
+        assert.strictEqual(free.status, 200)
+        await free.text()
+        assert.strictEqual((await recordOf(free)).costNanos, 0n)
 
         // A top-up pays the debt first; once the balance covers a call's hold, calls are served again.
         gateway.admin!.credit("poor", 1n * USD)
