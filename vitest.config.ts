@@ -9,6 +9,7 @@ const node = [
   "openai-adapter",
   "genai-adapter",
   "anthropic-adapter",
+  "bedrock-adapter",
   "engine",
   "store",
   "limits",
