@@ -10,6 +10,7 @@ const node = [
   "genai-adapter",
   "anthropic-adapter",
   "bedrock-adapter",
+  "vertex",
   "engine",
   "store",
   "limits",
