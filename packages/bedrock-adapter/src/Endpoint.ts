@@ -12,6 +12,7 @@
  */
 import { type Dialect, GatewayError } from "@modelgate/core"
 import { Effect, Predicate } from "effect"
+import type * as Converse from "./Converse.ts"
 
 /** The service name requests to Bedrock (runtime and control plane) are signed for. @category constants */
 export const SIGNING_SERVICE = "bedrock"
@@ -47,6 +48,44 @@ export const encodeSegment = (segment: string): string =>
  */
 export const converseUrl = (baseUrl: string, modelId: string, stream: boolean): string =>
   `${trimSlash(baseUrl)}/model/${encodeSegment(modelId)}/${stream ? "converse-stream" : "converse"}`
+
+/**
+ * The token counter of a model (`CountTokens`): `{base}/model/{modelId}/count-tokens`.
+ * Bedrock counts for some models only, by their bare foundation-model id;
+ * others answer `ValidationException`.
+ *
+ * @category token counts
+ */
+export const countTokensUrl = (baseUrl: string, modelId: string): string =>
+  `${trimSlash(baseUrl)}/model/${encodeSegment(modelId)}/count-tokens`
+
+/**
+ * The `CountTokens` body for a Converse request: `{"input": {"converse":
+ * {messages, system, toolConfig}}}` (what the prompt is made of; the
+ * inference settings do not count).
+ *
+ * @category token counts
+ */
+export const countTokensBody = (request: Converse.ConverseRequest): string =>
+  JSON.stringify({
+    input: {
+      converse: {
+        messages: request.messages,
+        ...(request.system === undefined ? {} : { system: request.system }),
+        ...(request.toolConfig === undefined ? {} : { toolConfig: request.toolConfig })
+      }
+    }
+  })
+
+/** Whether an answer is a token count (`{"inputTokens": n}`). @category token counts */
+export const isCountAnswer = (text: string): boolean => {
+  try {
+    const json: unknown = JSON.parse(text)
+    return Predicate.isObject(json) && Number.isInteger(json.inputTokens) && (json.inputTokens as number) >= 0
+  } catch {
+    return false
+  }
+}
 
 /** The control plane's list of foundation models: `{base}/foundation-models`. @category urls */
 export const foundationModelsUrl = (controlBase: string): string => `${trimSlash(controlBase)}/foundation-models`

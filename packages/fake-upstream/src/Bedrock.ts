@@ -268,7 +268,7 @@ export const handleBedrock = async (
     )
   }
 
-  const match = /^\/model\/([^/]+)\/(converse|converse-stream)$/.exec(call.path)
+  const match = /^\/model\/([^/]+)\/(converse|converse-stream|count-tokens)$/.exec(call.path)
   if (match === null || call.method !== "POST") {
     return sendError(res, 404, "UnknownOperationException", { message: "Unknown operation" }, headers)
   }
@@ -280,6 +280,7 @@ export const handleBedrock = async (
   }
   const stream = match[2] === "converse-stream"
   const scenario = call.scenario
+  if (match[2] === "count-tokens") return countTokens(res, modelId, call.body, headers)
   if (scenario.failStatus !== undefined) {
     const [type, message] = FAILURES[scenario.failStatus] ??
       [
@@ -334,6 +335,33 @@ export const handleBedrock = async (
     )
   }
   return sendEventStream(res, call, answer, thinking, [inputTokens, outputTokens], headers)
+}
+
+/** `CountTokens`: `{"input": {"converse": {...}}}` -> `{"inputTokens"}`, for bare foundation-model ids only. */
+const countTokens = (res: ServerResponse, modelId: string, raw: Buffer, headers: OutgoingHttpHeaders): void => {
+  if (/^(us|eu|apac|global|jp|au)\./.test(modelId) || modelId.startsWith("arn:")) {
+    return validation(res, "The provided model doesn't support counting tokens.", headers)
+  }
+  let body: unknown
+  try {
+    body = JSON.parse(raw.toString("utf8"))
+  } catch {
+    return sendError(res, 400, "SerializationException", {
+      Message: "Unexpected character: was expecting a JSON value"
+    }, headers)
+  }
+  const converse = isRecord(body) && isRecord(body.input) ? body.input.converse : undefined
+  if (!isRecord(converse)) {
+    return validation(
+      res,
+      "1 validation error detected: Value at 'input' failed to satisfy constraint: Member must not be null",
+      headers
+    )
+  }
+  const problem = check(converse)
+  if (problem !== undefined) return validation(res, problem, headers)
+  const conversation = conversationOf(converse, modelId)
+  sendJson(res, 200, JSON.stringify({ inputTokens: estimateTokens(conversation.promptChars) }), headers)
 }
 
 const stopReason = (answer: Answer): string => answer._tag === "tool" ? "tool_use" : "end_turn"

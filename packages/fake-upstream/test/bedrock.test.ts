@@ -285,6 +285,28 @@ describe("the Bedrock fake", () => {
     assert.strictEqual((await refusal(unsigned)).type, "MissingAuthenticationTokenException")
   })
 
+  it("counts a Converse request's tokens for a bare model id, and refuses an inference profile's", async () => {
+    const request = await Effect.runPromise(Request.encodeRequest({
+      model: "m",
+      system: ["Be brief"],
+      messages: [{ role: "user", content: [{ type: "text", text: "How many tokens is this?" }] }],
+      stream: false
+    }, "anthropic.claude-haiku-4-5-20251001-v1:0"))
+    const post = async (model: string) => {
+      const url = Endpoint.countTokensUrl(upstream.url, model)
+      const body = Endpoint.countTokensBody(request)
+      const signed = await Signer.sign(
+        { method: "POST", url, headers: { "content-type": "application/json" }, body },
+        options()
+      )
+      return send(url, body, signed)
+    }
+    const counted = await (await post("anthropic.claude-haiku-4-5-20251001-v1:0")).text()
+    assert.isTrue(Endpoint.isCountAnswer(counted))
+    const profile = await refusal(await post(MODEL))
+    assert.deepStrictEqual(profile.type, "ValidationException")
+  })
+
   it("the gateway's signer and the fake agree on query strings too", async () => {
     const url = `${Endpoint.foundationModelsUrl(upstream.url)}?byProvider=Amazon&byOutputModality=TEXT`
     const signed = await Signer.sign({ method: "GET", url, headers: {}, body: "" }, options())
