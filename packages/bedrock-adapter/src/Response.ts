@@ -9,8 +9,8 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError, Tokens } from "@modelgate/core"
-import { Effect, Result } from "effect"
+import { Dialect as Core, GatewayError, Tokens } from "@modelgate/core"
+import { Effect, Predicate, Result } from "effect"
 import type { Mutable } from "effect/Types"
 import * as Converse from "./Converse.ts"
 import { decodeToolId, encodeToolId, REDACTED_PREFIX, SIGNATURE_PREFIX, signatureToWire } from "./Ids.ts"
@@ -312,4 +312,21 @@ export const encodeResponse = (response: Canonical.ChatResponse): Converse.Outpu
     usage: usageToWire(response.usage),
     metrics: { latencyMs: 0 }
   }
+}
+
+/**
+ * Why a 200 non-stream answer (parsed JSON) is not a Converse answer (an
+ * error body, no `output.message`), or `undefined` when it is one. `channel`
+ * names the upstream.
+ *
+ * @category decoding
+ */
+export const notAnAnswer = (json: unknown, channel: string): GatewayError.UpstreamUnavailable | undefined => {
+  if (!Predicate.isObject(json)) return Core.answeredOther(channel, "a Converse answer")
+  if (json.output === undefined && (typeof json.message === "string" || typeof json.Message === "string")) {
+    return Core.answeredError(channel, (json.message ?? json.Message) as string)
+  }
+  return Predicate.isObject(json.output) && Predicate.isObject(json.output.message)
+    ? undefined
+    : Core.answeredOther(channel, "a Converse answer")
 }

@@ -32,7 +32,7 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { GatewayError, Utf8 } from "@modelgate/core"
+import { Dialect as Core, GatewayError, Utf8 } from "@modelgate/core"
 import { Predicate, Result } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import * as EventStream from "./EventStream.ts"
@@ -424,4 +424,41 @@ export class StreamEncoder {
         return
     }
   }
+}
+
+/**
+ * What the opening bytes of a 200 ConverseStream are, judged before a call
+ * commits to the answer: `"answer"` when its first message is an event,
+ * `"incomplete"` before a whole message arrived, or the upstream failing:
+ * an `exception` first (classified: a throttling exception is a rate limit,
+ * so the call may fail over), a broken frame, a payload that is not JSON,
+ * or no message at all before the end (`ended`). `channel` names the
+ * upstream.
+ *
+ * @category decoding
+ */
+export const opening = (bytes: Uint8Array, ended: boolean, channel: string): Core.Opening | StreamError => {
+  const frames = new EventStream.FrameDecoder()
+  let messages: Array<EventStream.Message>
+  try {
+    messages = frames.push(bytes)
+  } catch (error) {
+    return error as StreamError
+  }
+  const first = messages[0]
+  if (first === undefined) return ended ? Core.emptyStream(channel) : "incomplete"
+  let payload: unknown
+  try {
+    payload = first.payload.length === 0 ? {} : JSON.parse(Utf8.decode(first.payload))
+  } catch {
+    return Core.brokenEvent(channel)
+  }
+  const kind = first.headers[":message-type"]
+  if (kind === "exception" || kind === "error") {
+    return ErrorEnvelope.classifyException(first.headers[":exception-type"] ?? "internalServerException", payload)
+  }
+  if (!Predicate.isObject(payload) || first.headers[":event-type"] === undefined) {
+    return Core.answeredOther(channel, "a ConverseStream event")
+  }
+  return "answer"
 }

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { EventStream, Stream } from "@modelgate/bedrock-adapter"
+import { EventStream, Response, Stream } from "@modelgate/bedrock-adapter"
 import { StreamAssembly } from "@modelgate/core"
 import * as Cuts from "@modelgate/core/testing/Cuts"
 
@@ -68,5 +68,31 @@ describe("ConverseStream bytes", () => {
       payload: { contentBlockIndex: 3, delta: { toolUse: { input: "{}" } } }
     })
     assert.strictEqual(result._tag, "Failure")
+  })
+
+  it("judges a stream's opening: an event, not yet a whole message, an exception, nothing", () => {
+    const start = frame("messageStart", { role: "assistant" })
+    assert.strictEqual(Stream.opening(start, false, "bedrock"), "answer")
+    assert.strictEqual(Stream.opening(start.subarray(0, 10), false, "bedrock"), "incomplete")
+    const throttled = EventStream.encodeMessage(EventStream.exceptionMessage("throttlingException", "slow down"))
+    const judged = Stream.opening(throttled, false, "bedrock")
+    assert.strictEqual(typeof judged === "string" ? judged : judged._tag, "UpstreamRateLimited")
+    const empty = Stream.opening(new Uint8Array(0), true, "bedrock")
+    assert.strictEqual(typeof empty === "string" ? empty : empty._tag, "UpstreamUnavailable")
+    const corrupt = start.slice()
+    corrupt[corrupt.length - 1]! ^= 1
+    const broken = Stream.opening(corrupt, false, "bedrock")
+    assert.strictEqual(typeof broken === "string" ? broken : broken._tag, "UpstreamUnavailable")
+  })
+
+  it("tells a Converse answer from a 200 that is not one", () => {
+    assert.isUndefined(
+      Response.notAnAnswer({ output: { message: { role: "assistant", content: [] } }, stopReason: "end_turn" }, "b")
+    )
+    assert.include(
+      Response.notAnAnswer({ Message: "Unknown operation" }, "b")!.message,
+      "with an error instead of an answer"
+    )
+    assert.include(Response.notAnAnswer([], "b")!.message, "not a Converse answer")
   })
 })
