@@ -583,9 +583,14 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           }
           if (chargeNanos <= 0n) return Effect.succeed(AccountsPort.nothingSettled)
           leaseChargedKeys.add(local.keyId)
+          if (purse !== null && purse.remaining < 0n) purse.waiting++
           const covered = purse === null || purse.remaining >= 0n
             ? Effect.succeed({ overdrawnNanos: 0n, shortfallNanos: 0n })
             : cover(purse).pipe(
+              // Counted as waiting from the charge on: the purse (and its lease) is not released as idle meanwhile.
+              Effect.ensuring(Effect.sync(() => {
+                purse.waiting--
+              })),
               Effect.map((grant) => {
                 if (grant === undefined) return { overdrawnNanos: 0n, shortfallNanos: 0n }
                 // Only at the floor of a balance (-10^9 USD) is anything left owing: that part is not charged.
