@@ -291,10 +291,18 @@ export class CallTrace {
 
   /**
    * Runs the call's program under this trace: Effect's spans inside are
-   * children of the server span and made by this tracer.
+   * children of the server span and made by this tracer. One change of the
+   * fiber's context when the host runs its calls with the tracer already in
+   * it (`withTracer`), two otherwise.
    */
   run<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
-    return Effect.withTracer(Effect.provideService(effect, Tracer.ParentSpan, this.span), this.tracer)
+    const { span, tracer } = this
+    return Effect.updateContext(effect, (context: Context.Context<R>) =>
+      Context.add(
+        Context.get(context, Tracer.Tracer) === tracer ? context : Context.add(context, Tracer.Tracer, tracer),
+        Tracer.ParentSpan,
+        span
+      ))
   }
 
   /**
@@ -439,6 +447,16 @@ export interface Telemetry {
 }
 
 /**
+ * A host's context for running its calls, with tracing's tracer in it when
+ * tracing is on (so `CallTrace.run` changes the context once per call, not
+ * twice); the context itself when it is off.
+ *
+ * @category services
+ */
+export const withTracer = <R>(context: Context.Context<R>, telemetry: Telemetry | undefined): Context.Context<R> =>
+  telemetry === undefined ? context : Context.add(context, Tracer.Tracer, telemetry.tracer)
+
+/**
  * Where hosts find tracing: undefined (the default) when it is off. Read
  * once, when a host builds its request handler, never per call.
  *
@@ -516,6 +534,19 @@ export const make = (
           )
         )
     })
+    const shown = new URL(traces.url)
+    shown.username = ""
+    shown.password = ""
+    yield* Effect.logInfo("tracing: spans are exported over OTLP").pipe(
+      Effect.annotateLogs({
+        url: shown.toString(),
+        protocol: traces.protocol,
+        sampler: settings.sampler.name.endsWith("traceidratio")
+          ? `${settings.sampler.name} ${settings.sampler.ratio}`
+          : settings.sampler.name,
+        service: settings.serviceName
+      })
+    )
     const tracer = makeTracer(settings.sampler, batcher.push)
     const startCall = (call: CallStart): CallTrace => {
       const remote = TraceContext.fromHeaders(call.headers)

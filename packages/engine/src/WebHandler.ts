@@ -266,7 +266,7 @@ export const toWebHandler = async (config: unknown, options: WebHandlerOptions =
     Effect.mapError((error) => new Error(error.message)),
     Effect.onError(() => Scope.close(scope, Exit.void))
   ))
-  const run = Effect.runForkWith(built.context)
+  const run = Effect.runForkWith(Telemetry.withTracer(built.context, built.telemetry))
 
   const handler = (request: Request): Promise<Response> =>
     new Promise((resolve) => {

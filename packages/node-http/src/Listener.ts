@@ -177,7 +177,7 @@ const apiHandler = (
   inFlight: InFlight,
   telemetry: Telemetry.Telemetry | undefined
 ) => {
-  const run = Effect.runForkWith(context)
+  const run = Effect.runForkWith(Telemetry.withTracer(context, telemetry))
   const logged = settings.accessLog && (settings.logLevel === "info" || settings.logLevel === "debug")
   return (
     req: IncomingMessage,
