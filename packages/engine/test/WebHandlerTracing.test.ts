@@ -7,7 +7,7 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { FakeUpstream } from "@modelgate/fake-upstream"
-import { Effect } from "effect"
+import { Effect, Tracer } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { existsSync } from "node:fs"
@@ -78,15 +78,39 @@ describe("tracing in the web handler", () => {
     }
   })
 
-  it("traces nothing, and has no telemetry, when nothing turns it on", async () => {
+  it("makes no span at all on a call's path when nothing turns tracing on", async () => {
     const local = await toWebHandler(config(upstream.url))
+    // Every span made without a tracer of ours goes through Effect's native tracer: count them.
+    const native = Tracer.nativeTracer as { span: Tracer.Tracer["span"] }
+    const original = native.span
+    let made = 0
+    native.span = function(options) {
+      made++
+      return original.call(this, options)
+    }
     try {
       assert.isUndefined(local.telemetry)
-      const response = await local.handler(
-        new Request("http://gateway.test/v1/chat/completions", chatInit(caller().traceparent))
-      )
-      assert.strictEqual(response.status, 200)
+      const calls: Array<[string, RequestInit]> = [
+        ["/v1/chat/completions", chatInit(caller().traceparent)],
+        ["/v1/chat/completions", chatInit(caller().traceparent, true)],
+        ["/v1beta/models/gpt-4o-mini:generateContent", {
+          method: "POST",
+          headers: { "x-goog-api-key": KEY, "content-type": "application/json" },
+          body: JSON.stringify({ contents: [{ parts: [{ text: "Hello" }] }] })
+        }],
+        ["/v1/models", { headers: { authorization: `Bearer ${KEY}` } }],
+        ["/v1/chat/completions", { ...chatInit(caller().traceparent), headers: { authorization: "Bearer sk-nobody" } }]
+      ]
+      const statuses: Array<number> = []
+      for (const [path, init] of calls) {
+        const response = await local.handler(new Request(`http://gateway.test${path}`, init))
+        statuses.push(response.status)
+        await response.text()
+      }
+      assert.deepStrictEqual(statuses, [200, 200, 200, 200, 401])
+      assert.strictEqual(made, 0)
     } finally {
+      native.span = original
       await local.dispose()
     }
   })
