@@ -9,6 +9,8 @@ const node = [
   "openai-adapter",
   "genai-adapter",
   "anthropic-adapter",
+  "bedrock-adapter",
+  "vertex",
   "engine",
   "store",
   "limits",

@@ -9,7 +9,15 @@ import { join } from "node:path"
  * package from their sources, and on any use of a Node global (`process`, `Buffer`,
  * `require`, `__dirname`, `__filename`). It is the one purity test of these packages.
  */
-const pureSources = ["core", "openai-adapter", "genai-adapter", "anthropic-adapter", "engine"]
+const pureSources = [
+  "core",
+  "openai-adapter",
+  "genai-adapter",
+  "anthropic-adapter",
+  "bedrock-adapter",
+  "vertex",
+  "engine"
+]
 const builtins = new Set(builtinModules)
 const forbidden = (specifier: string) =>
   specifier.startsWith("node:") ||

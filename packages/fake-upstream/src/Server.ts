@@ -15,6 +15,7 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerR
 import type { AddressInfo, Socket } from "node:net"
 import { setTimeout as sleep } from "node:timers/promises"
 import { anthropicCountTokens, anthropicMessages, anthropicModel, anthropicModelsPage } from "./Anthropic.ts"
+import { type BedrockOptions, handleBedrock, isBedrockPath } from "./Bedrock.ts"
 import { isRecord } from "./Content.ts"
 import {
   anthropicInvalidKey,
@@ -43,6 +44,7 @@ import { echoHeaders, sendNotAnAnswer } from "./Misbehaviour.ts"
 import { openaiChat, openaiEmbeddings, openaiModel, openaiModelsBody } from "./OpenAI.ts"
 import { responses } from "./Responses.ts"
 import { type CutMode, type NotAnAnswer, resolveScenario, type ScenarioDefaults } from "./Scenario.ts"
+import { handlePublisher, handleToken, isVertexPath, TOKEN_PATH, type VertexOptions, VertexState } from "./Vertex.ts"
 import { type CallContext, cutConnection, sendJson } from "./Writer.ts"
 
 export interface FakeUpstreamModels {
@@ -68,6 +70,12 @@ export interface FakeUpstreamOptions {
   readonly maxRecordedRequests?: number
   /** Model ids listed by the models endpoints (any model id is accepted anyway). */
   readonly models?: FakeUpstreamModels
+  /** AWS Bedrock: the region, access keys and API keys it accepts (see the README). */
+  readonly bedrock?: BedrockOptions
+  /** Google Vertex AI: the project, service accounts and token lifetime (see the README). */
+  readonly vertex?: VertexOptions
+  /** The time the fake checks signatures and token lifetimes against (default `Date.now`). */
+  readonly clock?: () => number
 }
 
 /**
@@ -127,8 +135,8 @@ export interface RecordedRequest {
   readonly headers: IncomingHttpHeaders
   /** Parsed JSON body; the raw text if it is not JSON; undefined without a body. */
   readonly body: unknown
-  /** The dialect the route belongs to; undefined for unknown routes and /health. */
-  readonly dialect: Dialect | undefined
+  /** The dialect the route belongs to (`bedrock`, `vertex` for the clouds); undefined for unknown routes and /health. */
+  readonly dialect: Dialect | "bedrock" | "vertex" | undefined
   /** Model from the body or the path ("" when there is none). */
   readonly model: string
 }
@@ -151,6 +159,13 @@ export interface FakeUpstream {
   readonly setApiKey: (apiKey: string | undefined) => void
   /** Sets the behaviour of every following request (`{}` restores normal answers). */
   readonly setControls: (controls: FakeControls) => void
+  /**
+   * A service-account key file the Vertex side accepts (a key made for this
+   * process, its `token_uri` this server's `/token`), as Google Cloud issues them.
+   */
+  readonly vertexKeyFile: () => Record<string, string>
+  /** How many access tokens the Vertex token endpoint issued. */
+  readonly vertexTokensIssued: () => number
   /** Stop listening and destroy every open connection (streams included). */
   readonly close: () => Promise<void>
 }
@@ -254,6 +269,9 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
     slowMs: Math.max(0, options.slowMs ?? 1000)
   }
   const models = { ...DEFAULT_MODELS, ...options.models }
+  const clock = options.clock ?? Date.now
+  const vertex = new VertexState(options.vertex ?? {})
+  let baseUrl = ""
   // Static bodies are computed once.
   const openaiModels = openaiModelsBody(models.openai)
   const requests: Array<RecordedRequest> = []
@@ -353,6 +371,7 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
     const q = url.indexOf("?")
     const path = q < 0 ? url : url.slice(0, q)
     const query = q < 0 ? EMPTY_QUERY : Object.fromEntries(new URLSearchParams(url.slice(q + 1)))
+    if (isBedrockPath(path) || isVertexPath(path)) return cloud(req, res, n, method, url, path, query)
     const r = route(method, path, req.headers)
 
     let body: unknown = undefined
@@ -473,6 +492,74 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
     }
   }
 
+  /** AWS Bedrock and Google Vertex AI: their own authentication, over the request's exact bytes. */
+  const cloud = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    n: number,
+    method: string,
+    url: string,
+    path: string,
+    query: Readonly<Record<string, string>>
+  ): Promise<void> => {
+    const raw = (await readBody(req)) ?? Buffer.alloc(0)
+    const bedrock = isBedrockPath(path)
+    let body: unknown = undefined
+    if (raw.length > 0) {
+      const text = raw.toString("utf8")
+      try {
+        body = path === TOKEN_PATH ? text : JSON.parse(text)
+      } catch {
+        body = text
+      }
+    }
+    const modelMatch = bedrock ? /^\/model\/([^/]+)\//.exec(path) : /\/models\/([^/:]+):/.exec(path)
+    const model = modelMatch === null ? "" : decode(modelMatch[1]!)
+    record({
+      seq: n,
+      time: Date.now(),
+      method,
+      path,
+      query,
+      headers: req.headers,
+      body,
+      dialect: bedrock ? "bedrock" : "vertex",
+      model
+    })
+    const scenario = resolveScenario(
+      model,
+      controlHeaders === undefined ? req.headers : { ...controlHeaders, ...req.headers },
+      defaults
+    )
+    const wait = defaults.latencyMs + scenario.delayFirstMs
+    if (wait > 0) {
+      await sleep(wait)
+      if (res.destroyed) return
+    }
+    const now = clock()
+    if (bedrock) {
+      return handleBedrock(
+        res,
+        { seq: n, method, rawUrl: url, path, headers: req.headers, body: raw, scenario, now },
+        options.bedrock ?? {}
+      )
+    }
+    if (path === TOKEN_PATH) return handleToken(res, vertex, method, raw, baseUrl, now)
+    if (method !== "POST") {
+      return sendJson(res, 404, JSON.stringify({ error: { code: 404, message: "Not Found", status: "NOT_FOUND" } }))
+    }
+    return handlePublisher(res, vertex, {
+      seq: n,
+      method,
+      path,
+      query,
+      authorization: first(req.headers.authorization),
+      body,
+      scenario,
+      now
+    })
+  }
+
   const control = (res: ServerResponse, method: string, body: unknown): void => {
     if (method !== "POST" || !isRecord(body)) {
       return sendJson(
@@ -520,8 +607,9 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
       server.off("error", reject)
       const port = (server.address() as AddressInfo).port
       let closing: Promise<void> | undefined
+      baseUrl = `http://${urlHost(host)}:${port}`
       resolve({
-        url: `http://${urlHost(host)}:${port}`,
+        url: baseUrl,
         host,
         port,
         requests,
@@ -531,6 +619,8 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
         clientClosedStreams: () => clientClosed,
         setApiKey,
         setControls,
+        vertexKeyFile: () => vertex.keyFile(baseUrl),
+        vertexTokensIssued: () => vertex.tokensIssued(),
         close: () => (closing ??= new Promise<void>((done) => {
           server.close(() => done())
           for (const socket of sockets) socket.destroy()

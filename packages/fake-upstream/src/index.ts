@@ -1,3 +1,5 @@
+export type { AwsCredential } from "./Aws.ts"
+export { type BedrockOptions, DEFAULT_BEDROCK_MODELS, TEST_API_KEY, TEST_CREDENTIALS } from "./Bedrock.ts"
 export * as FakeUpstream from "./FakeUpstream.ts"
 export { parseListenAddress } from "./Listen.ts"
 export type { CutMode, Scenario } from "./Scenario.ts"
@@ -11,3 +13,4 @@ export {
   type RecordedRequest,
   startFakeUpstream
 } from "./Server.ts"
+export { type ServiceAccount, TOKEN_PATH, type VertexOptions } from "./Vertex.ts"

@@ -1,0 +1,153 @@
+/**
+ * Gemini on Google Vertex AI: the same generateContent dialect this package
+ * speaks to the Gemini API (requests, answers and streams are read and
+ * written by `Request`, `Response` and `Stream` unchanged), under Vertex's
+ * publisher paths, with Vertex's embeddings and its errors.
+ *
+ * - Chat: `POST {base_url}/v1/projects/{project}/locations/{location}/publishers/google/models/{model}:generateContent`,
+ *   and `:streamGenerateContent?alt=sse` for a stream; `:countTokens`
+ *   (answers `{totalTokens, totalBillableCharacters}`).
+ * - Embeddings: Vertex's embedding models answer `:predict` with
+ *   `{"instances": [{"content"}], "parameters": {"outputDimensionality"}}`
+ *   and `{"predictions": [{"embeddings": {"values", "statistics":
+ *   {"token_count", "truncated"}}}]}`; the tokens billed are the sum of the
+ *   predictions' `token_count`.
+ * - Errors: Google's envelope, read by `ErrorEnvelope.classifyUpstream`, and
+ *   one refusal more: a 403 whose reason is `IAM_PERMISSION_DENIED` (the
+ *   service account lacks a role on the project) is the channel's
+ *   configuration, so a credential refusal, where for the Gemini API a 403 is
+ *   about something the request named.
+ *
+ * The access token is the channel's business (`@modelgate/vertex`):
+ * `headers` takes it ready.
+ *
+ * @since 0.1.0
+ */
+import { type Canonical, GatewayError, Tokens, UpstreamErrors } from "@modelgate/core"
+import { Effect, Predicate } from "effect"
+import * as ErrorEnvelope from "./ErrorEnvelope.ts"
+
+/** What locates a Vertex channel's models. @category models */
+export interface VertexTarget {
+  /** The channel's base URL (`https://{location}-aiplatform.googleapis.com` by default). */
+  readonly baseUrl: string
+  readonly project: string
+  readonly location: string
+}
+
+const trimSlash = (url: string) => url.endsWith("/") ? url.slice(0, -1) : url
+
+/** A path segment encoded, `@` kept (Vertex's model versions: `gemini-2.0-flash-001`, `claude-sonnet-4-5@20250929`). */
+const segment = (value: string): string => encodeURIComponent(value).replace(/%40/g, "@")
+
+/**
+ * A model method's URL under a publisher.
+ *
+ * @example
+ * ```ts
+ * methodUrl({ baseUrl: "https://us-central1-aiplatform.googleapis.com", project: "p", location: "us-central1" }, "google", "gemini-2.5-flash", "generateContent")
+ * // "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent"
+ * ```
+ *
+ * @category urls
+ */
+export const methodUrl = (target: VertexTarget, publisher: string, model: string, method: string): string =>
+  `${trimSlash(target.baseUrl)}/v1/projects/${segment(target.project)}/locations/${
+    segment(target.location)
+  }/publishers/${segment(publisher)}/models/${segment(model)}:${method}`
+
+/** The chat endpoint of a Gemini model: `:generateContent`, or `:streamGenerateContent?alt=sse`. @category urls */
+export const chatUrl = (target: VertexTarget, model: string, stream: boolean): string =>
+  methodUrl(target, "google", model, stream ? "streamGenerateContent?alt=sse" : "generateContent")
+
+/** The token counter of a Gemini model: `:countTokens`. @category urls */
+export const countTokensUrl = (target: VertexTarget, model: string): string =>
+  methodUrl(target, "google", model, "countTokens")
+
+/** The embeddings endpoint of a Vertex embedding model: `:predict`. @category urls */
+export const embeddingsUrl = (target: VertexTarget, model: string): string =>
+  methodUrl(target, "google", model, "predict")
+
+/** The auth and content headers of a Vertex call with an access token, the channel's own headers included. @category headers */
+export const headers = (
+  channelHeaders: Readonly<Record<string, string>>,
+  accessToken: string
+): Record<string, string> => ({
+  "content-type": "application/json",
+  ...channelHeaders,
+  authorization: `Bearer ${accessToken}`
+})
+
+/** The `:predict` body for a canonical embeddings request. @category embeddings */
+export const encodeEmbeddings = (request: Canonical.EmbedRequest): string =>
+  JSON.stringify({
+    instances: request.inputs.map((content) => ({ content })),
+    ...(request.dimensions === undefined ? {} : { parameters: { outputDimensionality: request.dimensions } })
+  })
+
+/**
+ * Reads a `:predict` answer of an embedding model: one vector per input, in
+ * order, and the tokens counted (the predictions' `token_count` summed;
+ * figures that are not token counts are refused as `usageRejected`). An
+ * answer that is not one, or holds another number of vectors, is the
+ * upstream failing.
+ *
+ * @category embeddings
+ */
+export const decodeEmbeddings = (
+  text: string,
+  count: number,
+  channel: string
+): Effect.Effect<Canonical.EmbedResponse, GatewayError.UpstreamUnavailable> => {
+  const fail = (what: string) =>
+    Effect.fail(new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with ${what}.` }))
+  const json = UpstreamErrors.parseBody(text)
+  if (!Predicate.isObject(json) || !Array.isArray(json.predictions)) {
+    return fail("something that is not a list of embeddings")
+  }
+  const vectors: Array<ReadonlyArray<number>> = []
+  let tokens = 0
+  let rejected: string | undefined
+  for (const prediction of json.predictions) {
+    const embeddings = Predicate.isObject(prediction) ? prediction.embeddings : undefined
+    const values = Predicate.isObject(embeddings) ? embeddings.values : undefined
+    if (!Array.isArray(values) || !values.every((v) => typeof v === "number" && Number.isFinite(v))) {
+      return fail("a prediction that is not an embedding")
+    }
+    vectors.push(values as ReadonlyArray<number>)
+    const statistics = Predicate.isObject(embeddings) ? embeddings.statistics : undefined
+    const count = Predicate.isObject(statistics) ? statistics.token_count : undefined
+    if (count !== undefined) {
+      const bad = Tokens.badCount({ token_count: count })
+      if (bad !== undefined) rejected ??= bad
+      else tokens += count as number
+    }
+  }
+  if (vectors.length !== count) return fail(`${vectors.length} embeddings for ${count} inputs`)
+  return Effect.succeed(
+    rejected !== undefined ? { vectors, usageRejected: rejected } : { vectors, promptTokens: tokens }
+  )
+}
+
+/**
+ * A Vertex error answer as a gateway error: Google's envelope as
+ * `ErrorEnvelope.classifyUpstream` reads it, except that a 403 with the
+ * reason `IAM_PERMISSION_DENIED` refuses the channel's service account.
+ *
+ * @category errors
+ */
+export const classify = (
+  status: number,
+  bodyText: string,
+  responseHeaders: UpstreamErrors.Headers = {}
+): UpstreamErrors.UpstreamError => {
+  const error = ErrorEnvelope.upstreamErrorOf(UpstreamErrors.parseBody(bodyText))
+  if (status === 403 && error?.details.some((detail) => detail.reason === "IAM_PERMISSION_DENIED") === true) {
+    return UpstreamErrors.credentialsRefused(
+      403,
+      "service account",
+      "the roles of the channel's service account on its project (it needs Vertex AI User) and the project and location"
+    )
+  }
+  return ErrorEnvelope.classifyUpstreamError(status, error, responseHeaders)
+}
