@@ -23,7 +23,9 @@
  */
 import { PlainMetrics } from "@modelgate/core"
 import { Duration, Effect, Fiber, Latch, type Scope, Semaphore } from "effect"
-import { type HttpBody, HttpClient, HttpClientRequest } from "effect/http"
+import type * as HttpBody from "effect/http/HttpBody"
+import * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
 
 /** What an export's items became. @category metrics */
 export class ExportMetrics {

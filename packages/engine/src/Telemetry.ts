@@ -27,9 +27,12 @@
  * @since 0.1.0
  */
 import { Cause, Clock, Context, Effect, Exit, Layer, Option, Redacted, type Scope, Tracer } from "effect"
-import { Hex } from "effect/encoding"
-import { FetchHttpClient, HttpBody, type HttpClient } from "effect/http"
-import { OtlpResource, OtlpSerialization } from "effect/observability"
+import * as Hex from "effect/encoding/Hex"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as HttpBody from "effect/http/HttpBody"
+import type * as HttpClient from "effect/http/HttpClient"
+import * as OtlpResource from "effect/observability/OtlpResource"
+import * as OtlpSerialization from "effect/observability/OtlpSerialization"
 import type { TraceData } from "effect/observability/OtlpTracer"
 import * as OtlpExport from "./OtlpExport.ts"
 import * as OtlpProtobuf from "./OtlpProtobuf.ts"

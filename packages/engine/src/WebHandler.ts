@@ -37,7 +37,7 @@ import {
   type UsageLog
 } from "@modelgate/core"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
-import type { HttpClient } from "effect/http"
+import type * as HttpClient from "effect/http/HttpClient"
 import { ClientAbort } from "effect/http/HttpServerError"
 import * as Config from "./Config.ts"
 import * as Dialects from "./Dialects.ts"
