@@ -219,6 +219,59 @@ export const RoutingConfig = Schema.Struct({
 })
 export type RoutingConfig = typeof RoutingConfig.Type
 
+/**
+ * Tracing over OpenTelemetry (docs/operations.md, "Tracing"): the same
+ * settings as the standard `OTEL_*` variables, which win over these.
+ * Export is on when an endpoint is set. `capture_content` exports prompts
+ * and answers (off by default).
+ *
+ * @category schemas
+ */
+export const TelemetryConfig = Schema.Struct({
+  /** Base URL of an OTLP/HTTP receiver; `/v1/traces` is appended (`OTEL_EXPORTER_OTLP_ENDPOINT`). */
+  endpoint: Schema.optionalKey(Schema.NonEmptyString),
+  /** The traces URL, used as it is (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`). */
+  traces_endpoint: Schema.optionalKey(Schema.NonEmptyString),
+  protocol: Schema.optionalKey(Schema.Literals(["http/protobuf", "http/json"])),
+  /** Headers sent with every export, such as a vendor's key (`OTEL_EXPORTER_OTLP_HEADERS`). */
+  headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  compression: Schema.optionalKey(Schema.Literals(["gzip", "none"])),
+  /** How long one export request may take (`OTEL_EXPORTER_OTLP_TIMEOUT`). */
+  timeout_ms: Schema.optionalKey(PositiveInt),
+  service_name: Schema.optionalKey(Schema.NonEmptyString),
+  resource_attributes: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  sampler: Schema.optionalKey(
+    Schema.Literals([
+      "always_on",
+      "always_off",
+      "traceidratio",
+      "parentbased_always_on",
+      "parentbased_always_off",
+      "parentbased_traceidratio"
+    ])
+  ),
+  /** The ratio of a `traceidratio` sampler, from 0 to 1. */
+  sampler_arg: Schema.optionalKey(
+    Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0), Schema.isLessThanOrEqualTo(1)).annotate({
+      expected: "a ratio from 0 to 1, such as 0.25"
+    })
+  ),
+  /** Turns all telemetry off (`OTEL_SDK_DISABLED`). */
+  disabled: Schema.optionalKey(Schema.Boolean),
+  /** `none` turns trace export off (`OTEL_TRACES_EXPORTER`). */
+  traces_exporter: Schema.optionalKey(Schema.Literals(["otlp", "none"])),
+  /** Export prompts and answers as span events (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`). */
+  capture_content: Schema.optionalKey(Schema.Boolean),
+  /** The batch span processor (`OTEL_BSP_*`). */
+  batch: Schema.optionalKey(Schema.Struct({
+    schedule_delay_ms: Schema.optionalKey(PositiveInt),
+    export_timeout_ms: Schema.optionalKey(PositiveInt),
+    max_queue_size: Schema.optionalKey(PositiveInt),
+    max_export_batch_size: Schema.optionalKey(PositiveInt)
+  }))
+})
+export type TelemetryConfig = typeof TelemetryConfig.Type
+
 /** The whole file. Every key is optional; docs/configuration.md lists the defaults. @category schemas */
 export const ConfigFile = Schema.Struct({
   listen: Schema.optionalKey(Schema.String),
@@ -252,6 +305,8 @@ export const ConfigFile = Schema.Struct({
   metrics: Schema.optionalKey(Schema.Struct({
     token: Schema.String.check(Schema.isMinLength(16)).annotate({ expected: "a token of at least 16 characters" })
   })),
+  /** Tracing over OpenTelemetry; the `OTEL_*` variables win (see `TelemetryConfig`). */
+  telemetry: Schema.optionalKey(TelemetryConfig),
   billing: Schema.optionalKey(Schema.Struct({
     leases: Schema.optionalKey(Schema.Boolean),
     lease_idle_ms: Schema.optionalKey(NonNegativeInt),

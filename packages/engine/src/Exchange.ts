@@ -11,6 +11,7 @@
 import type { Dialect, GatewayError } from "@modelgate/core"
 import type { Effect } from "effect"
 import type { Relay } from "./Relay.ts"
+import type { CallTrace } from "./Telemetry.ts"
 
 /** An incoming request. @category models */
 export interface GatewayRequest {
@@ -29,6 +30,11 @@ export interface GatewayRequest {
   readonly body: (
     maxBytes: number
   ) => Effect.Effect<Uint8Array, GatewayError.RequestTooLarge | GatewayError.InvalidRequest>
+  /**
+   * The call's trace when tracing is on (`Telemetry.startCall`; the host runs
+   * the program under it and ends it), undefined when it is off.
+   */
+  readonly trace?: CallTrace | undefined
 }
 
 /** A complete answer: JSON (or other) text. @category models */

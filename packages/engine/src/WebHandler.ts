@@ -37,6 +37,7 @@ import {
   type UsageLog
 } from "@modelgate/core"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
+import type * as HttpClient from "effect/http/HttpClient"
 import { ClientAbort } from "effect/http/HttpServerError"
 import * as Config from "./Config.ts"
 import * as Dialects from "./Dialects.ts"
@@ -51,6 +52,8 @@ import * as Probe from "./Probe.ts"
 import * as Routes from "./Routes.ts"
 import { defaults, type EngineSettings, Settings } from "./Settings.ts"
 import * as Settlement from "./Settlement.ts"
+import * as Telemetry from "./Telemetry.ts"
+import * as TelemetryConfig from "./TelemetryConfig.ts"
 import type { Transport } from "./Transport.ts"
 
 /** Core's ports a store provides. @category models */
@@ -73,6 +76,16 @@ export interface WebHandlerOptions {
   readonly nodeId?: string | undefined
   /** Where calls are counted, for a host that exports metrics (default: nowhere; see `Metrics`). */
   readonly metrics?: Metrics.CallMetrics | undefined
+  /**
+   * Tracing (docs/operations.md, "Tracing"): the configuration's `telemetry:`
+   * section applies as it is; pass the runtime's environment (`process.env`,
+   * `Deno.env.toObject()`) for the standard `OTEL_*` variables to apply too
+   * (they win). Spans go out with `fetch` unless `httpClient` is given.
+   */
+  readonly telemetry?: {
+    readonly env?: TelemetryConfig.Environment | undefined
+    readonly httpClient?: Layer.Layer<HttpClient.HttpClient> | undefined
+  } | undefined
 }
 
 /** A running embedded gateway. @category models */
@@ -84,6 +97,8 @@ export interface WebHandler {
   readonly inspect: MemoryStore.Inspect | undefined
   /** The in-memory store's changes (top-ups, key caps, revocations); undefined when the host gave its own store. */
   readonly admin: MemoryStore.Admin | undefined
+  /** Tracing, when the configuration or the environment turned it on (its export's figures, `flush`). */
+  readonly telemetry: Telemetry.Telemetry | undefined
 }
 
 /** The engine's settings from a configuration. @category settings */
@@ -143,9 +158,15 @@ const tooLarge = (maxBytes: number) =>
   })
 
 /** An engine answer as a web `Response`; a stream's relay writes into a `ReadableStream`. */
-const toResponse = (answer: Exchange.Answer, requestId: string, method: string): Response => {
+const toResponse = (
+  answer: Exchange.Answer,
+  requestId: string,
+  method: string,
+  trace: Telemetry.CallTrace | undefined
+): Response => {
   const headers = { ...answer.headers, "x-request-id": requestId }
   if (answer._tag === "Text") {
+    trace?.end(answer.status)
     return new Response(method === "HEAD" ? null : answer.body, { status: answer.status, headers })
   }
   const { relay } = answer
@@ -162,12 +183,14 @@ const toResponse = (answer: Exchange.Answer, requestId: string, method: string):
           if (!open) return
           open = false
           controller.close()
+          trace?.end(answer.status)
         }
       }),
     pull: () => relay.pull(),
     cancel: () => {
       open = false
       relay.cancel()
+      trace?.end(answer.status, true)
     }
   }, { highWaterMark: 64 * 1024, size: (chunk) => chunk.byteLength })
   return new Response(body, { status: answer.status, headers })
@@ -224,11 +247,16 @@ export const toWebHandler = async (config: unknown, options: WebHandlerOptions =
       Layer.provideMerge(store),
       Layer.provideMerge(settings)
     )
+    const tracing = yield* TelemetryConfig.resolve(file.telemetry, options.telemetry?.env ?? {}, "the configuration")
     const all = Layer.mergeAll(
       health,
       limiter,
       Settlement.Settlements.layer,
-      Layer.succeed(Metrics.Current)(options.metrics)
+      Layer.succeed(Metrics.Current)(options.metrics),
+      Telemetry.layer(tracing, {
+        instanceId: options.nodeId ?? "embedded",
+        httpClient: options.telemetry?.httpClient
+      })
     )
     const context = yield* Layer.buildWithScope(all, scope)
     const inspect = memory === undefined
@@ -237,13 +265,13 @@ export const toWebHandler = async (config: unknown, options: WebHandlerOptions =
     const admin = memory === undefined
       ? undefined
       : Context.get(storeContext as unknown as Context.Context<MemoryStore.MemoryAdmin>, MemoryStore.MemoryAdmin)
-    return { context, inspect, admin }
+    return { context, inspect, admin, telemetry: Context.get(context, Telemetry.Current) }
   })
   const built = await Effect.runPromise(build.pipe(
     Effect.mapError((error) => new Error(error.message)),
     Effect.onError(() => Scope.close(scope, Exit.void))
   ))
-  const run = Effect.runForkWith(built.context)
+  const run = Effect.runForkWith(Telemetry.withTracer(built.context, built.telemetry))
 
   const handler = (request: Request): Promise<Response> =>
     new Promise((resolve) => {
@@ -254,14 +282,30 @@ export const toWebHandler = async (config: unknown, options: WebHandlerOptions =
       })
       const requestId = Ids.requestId()
       const matched = Routes.match(request.method, url.pathname, headers)
+      // Tracing, when on: the call's server span (continuing the caller's traceparent) ends with its response.
+      const trace = Routes.isHostRoute(matched) ? undefined : built.telemetry?.startCall({
+        method: request.method,
+        path: url.pathname,
+        route: matched,
+        headers,
+        requestId,
+        scheme: url.protocol === "https:" ? "https" : "http"
+      })
       const program: Effect.Effect<Exchange.Answer, never, Gateway.Requirements> = Routes.isHostRoute(matched)
         ? Effect.succeed(hostAnswer(matched, requestId))
         : Gateway.serve(
-          { method: request.method, path: url.pathname, search: url.search.slice(1), headers, body: readBody(request) },
+          {
+            method: request.method,
+            path: url.pathname,
+            search: url.search.slice(1),
+            headers,
+            body: readBody(request),
+            trace
+          },
           matched,
           requestId
         )
-      const fiber = run(program)
+      const fiber = run(trace === undefined ? program : trace.run(program))
       const signal = request.signal
       const onAbort = () => fiber.interruptUnsafe(undefined, ClientAbort.annotation)
       if (signal.aborted) onAbort()
@@ -269,9 +313,9 @@ export const toWebHandler = async (config: unknown, options: WebHandlerOptions =
       fiber.addObserver((exit) => {
         signal.removeEventListener("abort", onAbort)
         // An interrupted call's client is gone: nobody reads this answer.
-        resolve(
-          Exit.isSuccess(exit) ? toResponse(exit.value, requestId, request.method) : new Response(null, { status: 499 })
-        )
+        if (Exit.isSuccess(exit)) return resolve(toResponse(exit.value, requestId, request.method, trace))
+        trace?.end(499, true)
+        resolve(new Response(null, { status: 499 }))
       })
     })
 
@@ -280,6 +324,7 @@ export const toWebHandler = async (config: unknown, options: WebHandlerOptions =
     handler,
     dispose: () => disposing ??= Effect.runPromise(Scope.close(scope, Exit.void)),
     inspect: built.inspect,
-    admin: built.admin
+    admin: built.admin,
+    telemetry: built.telemetry
   }
 }

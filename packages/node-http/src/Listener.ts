@@ -17,6 +17,11 @@
  * fiber with effect's `ClientAbort` annotation (settled as `499
  * ClientClosed`); one that goes away mid-stream destroys the relay.
  *
+ * With tracing on (`Telemetry.Current`, read once here), each API call gets
+ * its server span (`Telemetry.startCall`, continuing the caller's
+ * `traceparent`), the call's program runs under it, and it ends when the
+ * response closes: after a stream's last byte, or when the client left.
+ *
  * Shutdown (the layer released): the server stops accepting, closes idle
  * keep-alive connections as they become idle (`drainingServer`), and waits up
  * to `shutdown_grace_seconds` for the calls in flight; then it interrupts
@@ -31,6 +36,7 @@ import type * as Exchange from "@modelgate/engine/Exchange"
 import * as EngineGateway from "@modelgate/engine/Gateway"
 import * as Ids from "@modelgate/engine/Ids"
 import * as Routes from "@modelgate/engine/Routes"
+import * as Telemetry from "@modelgate/engine/Telemetry"
 import { type Context, Duration, Effect, Exit, type Fiber, Layer, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { ClientAbort, ServeError } from "effect/http/HttpServerError"
@@ -168,9 +174,10 @@ const write = (
 const apiHandler = (
   context: Context.Context<Requirements>,
   settings: Settings,
-  inFlight: InFlight
+  inFlight: InFlight,
+  telemetry: Telemetry.Telemetry | undefined
 ) => {
-  const run = Effect.runForkWith(context)
+  const run = Effect.runForkWith(Telemetry.withTracer(context, telemetry))
   const logged = settings.accessLog && (settings.logLevel === "info" || settings.logLevel === "debug")
   return (
     req: IncomingMessage,
@@ -180,15 +187,30 @@ const apiHandler = (
     search: string
   ): void => {
     const requestId = Ids.requestId()
+    // Tracing (off: `telemetry` and `trace` are undefined and nothing below costs a thing): the call's server span
+    // continues the caller's traceparent, the program runs under it, and it ends when the response has gone out.
+    const trace = telemetry?.startCall({
+      method: req.method ?? "GET",
+      path,
+      route,
+      headers: req.headers,
+      requestId,
+      scheme: "http"
+    })
     const request: Exchange.GatewayRequest = {
       method: req.method ?? "GET",
       path,
       search,
       headers: req.headers,
-      body: bodyOf(req, res)
+      body: bodyOf(req, res),
+      trace
     }
     const served = EngineGateway.serve(request, route, requestId)
-    const fiber = run(logged ? withAccessLog(served, request, requestId) : served)
+    const program = logged ? withAccessLog(served, request, requestId) : served
+    const fiber = run(trace === undefined ? program : trace.run(program))
+    if (trace !== undefined) {
+      res.once("close", () => trace.end(res.headersSent ? res.statusCode : 499, !res.writableEnded))
+    }
     inFlight.fibers.add(fiber)
     res.once("close", () => {
       if (!res.writableEnded) fiber.interruptUnsafe(undefined, ClientAbort.annotation)
@@ -244,7 +266,7 @@ export const layer = (settings: Settings): Layer.Layer<HttpServer.HttpServer, Se
     Effect.gen(function*() {
       const context = yield* Effect.context<Requirements>()
       const inFlight = new InFlight()
-      const api = apiHandler(context, settings, inFlight)
+      const api = apiHandler(context, settings, inFlight, yield* Telemetry.Current)
       let host: ((req: IncomingMessage, res: ServerResponse) => void) | undefined
       const server = drainingServer()
       server.on("request", (req: IncomingMessage, res: ServerResponse) => {

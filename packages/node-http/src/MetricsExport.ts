@@ -9,7 +9,8 @@
  * when scraped, through prom-client's registry (its exposition format, and
  * Node's process metrics: CPU, memory, heap, event-loop lag, garbage
  * collection, handles). Read at the scrape too: each channel's keys by health
- * state (open breakers among them) and the usage writer's queue.
+ * state (open breakers among them) and the usage writer's queue. With tracing
+ * on, the spans exported and dropped (`modelgate_trace_spans_*_total`).
  *
  * No label carries a user, a key or a request id.
  *
@@ -18,6 +19,7 @@
 import { Catalog, ChannelHealth, type PlainMetrics } from "@modelgate/core"
 import * as Metrics from "@modelgate/engine/Metrics"
 import { CallMetrics } from "@modelgate/engine/Metrics"
+import * as Telemetry from "@modelgate/engine/Telemetry"
 import { UsageWriter } from "@modelgate/store/UsageWriter"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -152,6 +154,9 @@ const make = (token: Redacted.Redacted<string>, calls: CallMetrics) =>
       histogram(writer.metrics.flushSeconds),
       counter(writer.metrics.flushFailures)
     ]
+    // Tracing's export, when it is on: spans the collector took, and those dropped (queue full, export failed).
+    const tracing = yield* Telemetry.Current
+    if (tracing !== undefined) collected.push(counter(tracing.metrics.exported), counter(tracing.metrics.dropped))
     // The registry only calls `get()` (see `Collected`); its own metric classes are the type it names.
     for (const metric of collected) registry.registerMetric(metric as unknown as Prometheus.Metric)
 

@@ -16,6 +16,7 @@ import * as Health from "@modelgate/engine/Health"
 import * as Probe from "@modelgate/engine/Probe"
 import { Settings as EngineSettings } from "@modelgate/engine/Settings"
 import * as Settlement from "@modelgate/engine/Settlement"
+import * as Telemetry from "@modelgate/engine/Telemetry"
 import { RedisLimiter } from "@modelgate/limits"
 import * as Accounts from "@modelgate/store/Accounts"
 import * as CacheChanges from "@modelgate/store/CacheChanges"
@@ -94,11 +95,15 @@ export const services = (settings: Settings, file: ConfigFile) => {
     Layer.provideMerge(ports),
     Layer.provideMerge(ChannelKeyStates.ChannelKeyStates.layerPort)
   )
+  // Tracing (nothing when no OTLP endpoint is set): the listener starts each call's server span, `/metrics` counts
+  // the spans exported and dropped. Built before the listener, so it flushes after the calls in flight have ended.
+  const telemetry = Telemetry.layer(settings.telemetry, { instanceId: settings.nodeId })
   return Layer.mergeAll(
     rateLimiter(settings),
     health,
+    telemetry,
     // `/metrics`, and where the engine counts its calls (nothing without a metrics token).
-    MetricsExport.layer(settings.metricsToken).pipe(Layer.provide(Layer.mergeAll(health, usage))),
+    MetricsExport.layer(settings.metricsToken).pipe(Layer.provide(Layer.mergeAll(health, usage, telemetry))),
     retention(settings),
     cacheSync(settings).pipe(Layer.provide(caches)),
     Redemption.Redemption.layer,

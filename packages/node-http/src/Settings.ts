@@ -2,13 +2,15 @@
  * The server's resolved settings: the configuration file's values with every
  * default applied and the environment's overrides (`MODELGATE_LISTEN`,
  * `MODELGATE_DATABASE`, `MODELGATE_REDIS`, `MODELGATE_SECRET`,
- * `MODELGATE_METRICS_TOKEN`; an empty variable counts as unset) on top. docs/configuration.md lists the same
- * defaults; this module is their one source.
+ * `MODELGATE_METRICS_TOKEN`; an empty variable counts as unset) on top, and tracing's standard `OTEL_*`
+ * variables over the file's `telemetry:` section (`@modelgate/engine/TelemetryConfig`). docs/configuration.md
+ * lists the same defaults; this module is their one source.
  *
  * @since 0.1.0
  */
 import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
 import { defaults as engineDefaults, type EngineSettings } from "@modelgate/engine/Settings"
+import * as TelemetryConfig from "@modelgate/engine/TelemetryConfig"
 import * as Database from "@modelgate/store/Database"
 import * as Secrets from "@modelgate/store/Secrets"
 import { Context, Effect, Redacted, Result } from "effect"
@@ -79,6 +81,8 @@ export interface Settings extends EngineSettings {
   readonly stickyHeader: string | null
   /** How often disabled keys and open breakers are probed, in milliseconds. */
   readonly probeIntervalMs: number
+  /** Tracing over OpenTelemetry: the `OTEL_*` variables over the file's `telemetry:` section. */
+  readonly telemetry: TelemetryConfig.TelemetrySettings
 }
 
 /** The settings service. @category services */
@@ -171,6 +175,8 @@ export const resolveSettings = (
     }
     const metricsToken = metricsEnv ?? file.metrics?.token
     const secretFile = file.secret_file ?? defaultSecretFile(database)
+    // Tracing: the standard OTEL_* variables win over the file's telemetry section.
+    const telemetry = yield* TelemetryConfig.resolve(file.telemetry, env, options.source)
     const shownHost = address.host === "0.0.0.0" || address.host === "::"
       ? "127.0.0.1"
       : address.host.includes(":")
@@ -214,7 +220,8 @@ export const resolveSettings = (
       consoleDir: options.consoleDir,
       maxAttempts: file.routing?.max_attempts ?? defaults.maxAttempts,
       stickyHeader: file.routing?.sticky_header?.toLowerCase() ?? null,
-      probeIntervalMs: file.routing?.probe_interval_ms ?? defaults.probeIntervalMs
+      probeIntervalMs: file.routing?.probe_interval_ms ?? defaults.probeIntervalMs,
+      telemetry
     }
   })
 

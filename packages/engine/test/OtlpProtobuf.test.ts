@@ -1,0 +1,99 @@
+/**
+ * The hand-written OTLP protobuf writer against the official definitions:
+ * what it writes decodes, with the OpenTelemetry project's generated code, to
+ * the spans it was given, whatever the values (non-ASCII text, messages
+ * longer than one length byte can say, negative and 64-bit integers, doubles,
+ * arrays, events, links, statuses, trace states).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as OtlpProtobuf from "../src/OtlpProtobuf.ts"
+import { decodeTraces } from "./support/OtlpReceiver.ts"
+
+const base: OtlpProtobuf.SpanFields = {
+  traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
+  spanId: "00f067aa0ba902b7",
+  traceState: undefined,
+  parentSpanId: undefined,
+  name: "chat gpt-4o-mini",
+  kind: 2,
+  startTimeUnixNano: 1_767_225_600_123_456_789n,
+  endTimeUnixNano: 1_767_225_601_987_654_321n,
+  attributes: [],
+  events: [],
+  links: [],
+  status: { code: 0 },
+  flags: 0x101
+}
+
+const encode = (spans: ReadonlyArray<OtlpProtobuf.SpanFields>, resource: Record<string, unknown> = {}) =>
+  OtlpProtobuf.tracesEncoder<OtlpProtobuf.SpanFields>(
+    { resource: { "service.name": "modelgate", ...resource }, scope: { name: "modelgate", version: "0.1.0" } },
+    (s) => s
+  )(spans)
+
+describe("OtlpProtobuf", () => {
+  it("writes a span the official definitions read back, field by field", () => {
+    const [span] = decodeTraces(encode([{
+      ...base,
+      traceState: "congo=t61rcWkgMzE",
+      parentSpanId: "b7ad6b7169203331",
+      attributes: [
+        ["text", "plain"],
+        ["unicode", "héllo wörld — 你好 🚀"],
+        ["int", 42],
+        ["negative", -7],
+        ["large", 2 ** 53 + 2],
+        ["bigint", -(2n ** 63n)],
+        ["double", 0.25],
+        ["bool", false],
+        ["list", ["stop", "length"]],
+        ["numbers", [1, 2.5]],
+        ["skipped", undefined]
+      ],
+      events: [{ name: "gen_ai.choice", timeUnixNano: 1_767_225_601_000_000_000n, attributes: [["index", 0]] }],
+      links: [{ traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b9c7c989f97918e1", attributes: [] }],
+      status: { code: 2, message: "The upstream refused the call." },
+      flags: 0x301
+    }], { "deployment.environment": "test" }))
+    assert.strictEqual(span!.traceId, base.traceId)
+    assert.strictEqual(span!.spanId, base.spanId)
+    assert.strictEqual(span!.parentSpanId, "b7ad6b7169203331")
+    assert.strictEqual(span!.traceState, "congo=t61rcWkgMzE")
+    assert.strictEqual(span!.name, "chat gpt-4o-mini")
+    assert.strictEqual(span!.kind, 2)
+    assert.strictEqual(span!.startTimeUnixNano, base.startTimeUnixNano)
+    assert.strictEqual(span!.endTimeUnixNano, base.endTimeUnixNano)
+    assert.deepStrictEqual(span!.attributes, {
+      text: "plain",
+      unicode: "héllo wörld — 你好 🚀",
+      int: 42,
+      negative: -7,
+      large: 2 ** 53 + 2,
+      bigint: Number(-(2n ** 63n)),
+      double: 0.25,
+      bool: false,
+      list: ["stop", "length"],
+      numbers: [1, 2.5]
+    })
+    assert.deepStrictEqual(span!.events, [{ name: "gen_ai.choice", attributes: { index: 0 } }])
+    assert.deepStrictEqual(span!.status, { code: 2, message: "The upstream refused the call." })
+    assert.strictEqual(span!.flags, 0x301)
+    assert.deepStrictEqual(span!.resource, { "service.name": "modelgate", "deployment.environment": "test" })
+    assert.strictEqual(span!.scope, "modelgate")
+  })
+
+  it("writes lengths of more than one byte: long values, and a batch of many spans", () => {
+    const long = "x".repeat(200_000) + "é"
+    const spans = Array.from({ length: 600 }, (_, i) => ({
+      ...base,
+      spanId: i.toString(16).padStart(16, "0").replace(/^0/, "1"),
+      name: `span ${i}`,
+      attributes: i === 7 ? [["long", long] as const] : [["i", i] as const]
+    }))
+    const decoded = decodeTraces(encode(spans))
+    assert.strictEqual(decoded.length, 600)
+    assert.deepStrictEqual(decoded.map((s) => s.name), spans.map((s) => s.name))
+    assert.strictEqual(decoded[7]!.attributes["long"], long)
+    assert.strictEqual(decoded[599]!.attributes["i"], 599)
+  })
+})

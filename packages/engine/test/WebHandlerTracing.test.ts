@@ -1,0 +1,172 @@
+/**
+ * Tracing in the web handler: in this Node process (the configuration's
+ * `telemetry:` section), and served by Bun and by Deno (the standard
+ * `OTEL_*` variables from the runtime's environment), each call's server
+ * span reaches a test OTLP/HTTP receiver, continuing the caller's
+ * `traceparent`; a stream's span ends when the stream does.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { FakeUpstream } from "@modelgate/fake-upstream"
+import { Effect, Tracer } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import { toWebHandler } from "../src/WebHandler.ts"
+import { type OtlpReceiver, startOtlpReceiver } from "./support/OtlpReceiver.ts"
+
+const KEY = "sk-embedded-alice-0000000000000000"
+
+const config = (upstream: string, telemetry?: Record<string, unknown>) => ({
+  routing: { probe_interval_ms: 600_000 },
+  channels: [{ name: "openai", type: "openai", base_url: `${upstream}/v1`, api_key: "k", models: ["gpt-4o-mini"] }],
+  models: { "gpt-4o-mini": { input: 1, output: 2 } },
+  users: [{ name: "alice", balance: 10, keys: [{ name: "laptop", secret: KEY }] }],
+  ...(telemetry !== undefined ? { telemetry } : {})
+})
+
+const caller = () => {
+  const traceId = randomBytes(16).toString("hex")
+  const spanId = randomBytes(8).toString("hex")
+  return { traceId, spanId, traceparent: `00-${traceId}-${spanId}-01` }
+}
+
+const chatInit = (traceparent: string, stream = false): RequestInit => ({
+  method: "POST",
+  headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json", traceparent },
+  body: JSON.stringify({ model: "gpt-4o-mini", stream, messages: [{ role: "user", content: "Hello" }] })
+})
+
+describe("tracing in the web handler", () => {
+  let upstream: FakeUpstream.FakeUpstream
+  let receiver: OtlpReceiver
+  beforeAll(async () => {
+    upstream = await Effect.runPromise(FakeUpstream.start({ port: 0 }))
+    receiver = await startOtlpReceiver()
+  })
+  afterAll(async () => {
+    await receiver?.close()
+    await upstream?.close()
+  })
+
+  it("exports each call's server span, from the configuration's telemetry section, in this Node process", async () => {
+    const local = await toWebHandler(config(upstream.url, { endpoint: receiver.url }))
+    try {
+      assert.isDefined(local.telemetry)
+      const plain = caller()
+      const response = await local.handler(
+        new Request("http://gateway.test/v1/chat/completions", chatInit(plain.traceparent))
+      )
+      assert.strictEqual(response.status, 200)
+      await response.json()
+      const streamed = caller()
+      const stream = await local.handler(
+        new Request("http://gateway.test/v1/chat/completions", chatInit(streamed.traceparent, true))
+      )
+      assert.include(await stream.text(), "[DONE]")
+      await Effect.runPromise(local.telemetry!.flush)
+      for (const { traceId, spanId } of [plain, streamed]) {
+        const span = receiver.spans().find((s) => s.traceId === traceId && s.kind === 2)
+        assert.isDefined(span, `the span of trace ${traceId}`)
+        assert.strictEqual(span!.parentSpanId, spanId)
+        assert.strictEqual(span!.name, "POST /v1/chat/completions")
+        assert.strictEqual(span!.attributes["http.response.status_code"], 200)
+        assert.strictEqual(span!.resource["service.instance.id"], "embedded")
+      }
+    } finally {
+      await local.dispose()
+    }
+  })
+
+  it("makes no span at all on a call's path when nothing turns tracing on", async () => {
+    const local = await toWebHandler(config(upstream.url))
+    // Every span made without a tracer of ours goes through Effect's native tracer: count them.
+    const native = Tracer.nativeTracer as { span: Tracer.Tracer["span"] }
+    const original = native.span
+    let made = 0
+    native.span = function(options) {
+      made++
+      return original.call(this, options)
+    }
+    try {
+      assert.isUndefined(local.telemetry)
+      const calls: Array<[string, RequestInit]> = [
+        ["/v1/chat/completions", chatInit(caller().traceparent)],
+        ["/v1/chat/completions", chatInit(caller().traceparent, true)],
+        ["/v1beta/models/gpt-4o-mini:generateContent", {
+          method: "POST",
+          headers: { "x-goog-api-key": KEY, "content-type": "application/json" },
+          body: JSON.stringify({ contents: [{ parts: [{ text: "Hello" }] }] })
+        }],
+        ["/v1/models", { headers: { authorization: `Bearer ${KEY}` } }],
+        ["/v1/chat/completions", { ...chatInit(caller().traceparent), headers: { authorization: "Bearer sk-nobody" } }]
+      ]
+      const statuses: Array<number> = []
+      for (const [path, init] of calls) {
+        const response = await local.handler(new Request(`http://gateway.test${path}`, init))
+        statuses.push(response.status)
+        await response.text()
+      }
+      assert.deepStrictEqual(statuses, [200, 200, 200, 200, 401])
+      assert.strictEqual(made, 0)
+    } finally {
+      native.span = original
+      await local.dispose()
+    }
+  })
+
+  for (const runtime of ["bun", "deno"] as const) {
+    describe(`served by ${runtime}, with the OTEL_* variables`, () => {
+      const binary = join(import.meta.dirname, "..", "node_modules", ".bin", runtime)
+      let child: ChildProcess | undefined
+      let base = ""
+      beforeAll(async () => {
+        if (!existsSync(binary)) throw new Error(`${binary} is missing: run pnpm install`)
+        const args = runtime === "bun"
+          ? ["test/fixtures/serve.ts"]
+          : ["run", "--allow-net", "--allow-env", "--allow-read", "test/fixtures/serve.ts"]
+        child = spawn(binary, args, {
+          cwd: join(import.meta.dirname, ".."),
+          env: {
+            ...process.env,
+            MODELGATE_EMBED_CONFIG: JSON.stringify(config(upstream.url)),
+            OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+            OTEL_EXPORTER_OTLP_PROTOCOL: runtime === "bun" ? "http/protobuf" : "http/json",
+            OTEL_BSP_SCHEDULE_DELAY: "20",
+            OTEL_SERVICE_NAME: `modelgate-${runtime}`,
+            NO_COLOR: "1"
+          },
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+        let errors = ""
+        child.stderr!.on("data", (chunk) => errors += String(chunk))
+        base = await new Promise<string>((resolve, reject) => {
+          let out = ""
+          child!.stdout!.on("data", (chunk) => {
+            out += String(chunk)
+            const port = /listening (\d+)/.exec(out)?.[1]
+            if (port !== undefined) resolve(`http://127.0.0.1:${port}`)
+          })
+          child!.once("exit", (code) => reject(new Error(`${runtime} exited with ${code}: ${errors}`)))
+        })
+      }, 60_000)
+      afterAll(() => {
+        child?.kill()
+      })
+
+      it("exports the call's server span, continuing the caller's trace", async () => {
+        const trace = caller()
+        const response = await fetch(`${base}/v1/chat/completions`, chatInit(trace.traceparent))
+        assert.strictEqual(response.status, 200)
+        await response.json()
+        const spans = await receiver.waitFor((all) => all.some((s) => s.traceId === trace.traceId))
+        const span = spans.find((s) => s.traceId === trace.traceId)!
+        assert.strictEqual(span.kind, 2)
+        assert.strictEqual(span.parentSpanId, trace.spanId)
+        assert.strictEqual(span.attributes["http.response.status_code"], 200)
+        assert.strictEqual(span.resource["service.name"], `modelgate-${runtime}`)
+        assert.deepStrictEqual(receiver.malformed, [])
+      })
+    })
+  }
+})
