@@ -909,6 +909,35 @@ export type FetchedModels = typeof FetchedModels.Type
 // Admin: models
 // ---------------------------------------------------------------------------
 
+const MediaTokens = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { message: "Must be a whole number, 0 or more" }))
+
+/**
+ * Tokens a call's hold counts for one media part of each kind (an image,
+ * audio, video, a document such as a PDF, any other file; inline or by URL),
+ * as set on a model: null (or left out) is the kind's default (2,000 for an
+ * image, the model's input token limit for the others).
+ *
+ * @category admin
+ */
+export const MediaPartTokens = Schema.Struct({
+  image: Schema.optionalKey(Schema.NullOr(MediaTokens)),
+  audio: Schema.optionalKey(Schema.NullOr(MediaTokens)),
+  video: Schema.optionalKey(Schema.NullOr(MediaTokens)),
+  document: Schema.optionalKey(Schema.NullOr(MediaTokens)),
+  file: Schema.optionalKey(Schema.NullOr(MediaTokens))
+})
+export type MediaPartTokens = typeof MediaPartTokens.Type
+
+/** What a hold counts per media part of each kind on a model: the figure set, or the kind's default. @category admin */
+export const MediaHoldTokens = Schema.Struct({
+  image: Schema.Int,
+  audio: Schema.Int,
+  video: Schema.Int,
+  document: Schema.Int,
+  file: Schema.Int
+})
+export type MediaHoldTokens = typeof MediaHoldTokens.Type
+
 /** A model and its list prices (before any group ratio). @category admin */
 export const AdminModel = Schema.Struct({
   id: Schema.String,
@@ -924,6 +953,10 @@ export const AdminModel = Schema.Struct({
   reasoning: Schema.Boolean,
   /** Its upstream accepts `reasoning_content` in assistant history. */
   reasoningContent: Schema.Boolean,
+  /** Tokens per media part as set on the model (null: the kind's default); answers always carry it. */
+  mediaPartTokens: Schema.optionalKey(MediaPartTokens),
+  /** What a hold counts per media part of each kind (what is set, or the default); answers always carry it. */
+  mediaHoldTokens: Schema.optionalKey(MediaHoldTokens),
   source: Schema.Literals(["config", "console"])
 })
 export type AdminModel = typeof AdminModel.Type
@@ -956,7 +989,13 @@ export const UpsertModelRequest = Schema.Struct({
   /** Left as it is when absent (false for a new model); likewise `reasoning` and `reasoningContent`. */
   embedding: Schema.optionalKey(Schema.Boolean),
   reasoning: Schema.optionalKey(Schema.Boolean),
-  reasoningContent: Schema.optionalKey(Schema.Boolean)
+  reasoningContent: Schema.optionalKey(Schema.Boolean),
+  /**
+   * Tokens a hold counts per media part, per kind: the kinds given (a null
+   * kind: its default) replace what was set. Left as it is when absent; null
+   * puts every kind back to its default.
+   */
+  mediaPartTokens: Schema.optionalKey(Schema.NullOr(MediaPartTokens))
 })
 export type UpsertModelRequest = typeof UpsertModelRequest.Type
 

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { ChannelHealth, Domain, Money, Pricing } from "@modelgate/core"
+import { ChannelHealth, Domain, Money, Pricing, Tokens } from "@modelgate/core"
 import type { ChannelRecord, GroupRecord, ModelRecord } from "@modelgate/store/CatalogRepo"
 import type { KeyRecord } from "@modelgate/store/Keys"
 import type { CodeRow, LedgerRow, UsageRow, UserStats } from "@modelgate/store/Reports"
@@ -105,6 +105,20 @@ export const adminModel = ({ model, source }: ModelRecord): C.AdminModel => ({
   embedding: model.embedding ?? false,
   reasoning: model.reasoning ?? false,
   reasoningContent: model.reasoningContent ?? false,
+  mediaPartTokens: {
+    image: model.mediaPartTokens?.image ?? null,
+    audio: model.mediaPartTokens?.audio ?? null,
+    video: model.mediaPartTokens?.video ?? null,
+    document: model.mediaPartTokens?.document ?? null,
+    file: model.mediaPartTokens?.file ?? null
+  },
+  mediaHoldTokens: {
+    image: Tokens.mediaPartTokens(model, "image"),
+    audio: Tokens.mediaPartTokens(model, "audio"),
+    video: Tokens.mediaPartTokens(model, "video"),
+    document: Tokens.mediaPartTokens(model, "document"),
+    file: Tokens.mediaPartTokens(model, "file")
+  },
   source
 })
 

@@ -1308,6 +1308,71 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
         assert.strictEqual((yield* admin.client.delete("/api/admin/models/claude-test")).status, 404)
       }))
 
+    it.effect("sets what a hold counts per media part of each kind on a model", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const prices = { input: "1", output: "2", cachedInput: null, perRequest: null, free: false }
+        const plain = yield* admin.client.post("/api/admin/models", {
+          id: "media-test",
+          prices,
+          inputTokenLimit: 200_000
+        })
+        // Nothing set: an image counts 2,000 tokens, any other kind the model's input token limit.
+        assert.deepStrictEqual(plain.body.mediaPartTokens, {
+          image: null,
+          audio: null,
+          video: null,
+          document: null,
+          file: null
+        })
+        assert.deepStrictEqual(plain.body.mediaHoldTokens, {
+          image: 2000,
+          audio: 200_000,
+          video: 200_000,
+          document: 200_000,
+          file: 200_000
+        })
+        const set = yield* admin.client.post("/api/admin/models", {
+          id: "media-test",
+          prices,
+          mediaPartTokens: { image: 25_000, video: 60_000, document: null }
+        })
+        assert.strictEqual(set.status, 200)
+        assert.deepStrictEqual(set.body.mediaHoldTokens, {
+          image: 25_000,
+          audio: 200_000,
+          video: 60_000,
+          document: 200_000,
+          file: 200_000
+        })
+        // Left out: kept (and what the catalog stores is what a hold uses).
+        const kept = yield* admin.client.post("/api/admin/models", { id: "media-test", prices })
+        assert.strictEqual(kept.body.mediaPartTokens.image, 25_000)
+        const listed = (yield* admin.client.get("/api/admin/models")).body.data.find((m: any) => m.id === "media-test")
+        assert.strictEqual(listed.mediaHoldTokens.video, 60_000)
+        const bad = yield* admin.client.post("/api/admin/models", {
+          id: "media-test",
+          prices,
+          mediaPartTokens: { image: -1 }
+        })
+        assert.strictEqual(bad.status, 400)
+        const unknownKind = yield* admin.client.post("/api/admin/models", {
+          id: "media-test",
+          prices,
+          mediaPartTokens: { pdf: 5 }
+        })
+        assert.strictEqual(unknownKind.status, 400)
+        // null: every kind back to its default.
+        const cleared = yield* admin.client.post("/api/admin/models", {
+          id: "media-test",
+          prices,
+          mediaPartTokens: null
+        })
+        assert.strictEqual(cleared.body.mediaHoldTokens.image, 2000)
+        assert.strictEqual(cleared.body.mediaPartTokens.image, null)
+        yield* admin.client.delete("/api/admin/models/media-test")
+      }))
+
     it.effect("shows the usage overview across users", () =>
       Effect.gen(function*() {
         const admin = yield* signedIn({ role: "admin" })

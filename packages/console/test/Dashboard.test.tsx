@@ -104,6 +104,56 @@ describe("dashboard", () => {
   })
 })
 
+describe("a balance below zero", () => {
+  it("is shown as it is, in the header and the dashboard, and says calls are refused until a top-up", async () => {
+    fakeApi({
+      "GET /api/auth/session": { body: { ...session().body, user: { ...session().body.user, balance: "-0.95" } } },
+      "GET /api/models": {
+        body: {
+          groups: [{
+            name: "default",
+            ratio: "1",
+            limits: { rpm: null, tpm: null, concurrency: null },
+            models: [{
+              id: "gpt-4o-mini",
+              displayName: "GPT-4o mini",
+              prices: { input: "0.15", output: "0.60", cachedInput: null, perRequest: null, free: false },
+              inputTokenLimit: 128000,
+              outputTokenLimit: 16384,
+              holdAtMaxOutput: "0.0098304"
+            }]
+          }]
+        }
+      },
+      "GET /api/dashboard": {
+        body: {
+          balance: "-1234.5",
+          spentToday: "1235",
+          spentThisMonth: "1235",
+          requestsToday: 2,
+          tokensToday: 5,
+          activeKeys: 1,
+          daily: []
+        }
+      }
+    })
+    renderWithProviders(
+      <Routes>
+        <Route element={<Layout />}>
+          <Route index element={<DashboardPage />} />
+        </Route>
+      </Routes>
+    )
+    assert.strictEqual((await screen.findByTestId("balance")).textContent, "-$1,234.50")
+    await waitFor(() => assert.strictEqual(screen.getByTestId("header-balance").textContent, "-$1,234.50"))
+    const warning = await screen.findByTestId("hold-warning")
+    assert.strictEqual(
+      warning.textContent,
+      "Your balance is below zero (-$1,234.50): calls cost more than they held. Calls are refused until you top up."
+    )
+  })
+})
+
 describe("usage overview", () => {
   const overview = {
     body: {

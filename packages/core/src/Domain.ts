@@ -108,7 +108,27 @@ export interface Model {
    * is not sent back to an OpenAI-style upstream unless this is set.
    */
   readonly reasoningContent?: boolean | undefined
+  /**
+   * The prompt tokens a hold counts for one media part of each kind (an
+   * image, audio, video, a document such as a PDF, any other file; inline or
+   * by URL), where the operator sets them; a kind left out takes its default
+   * (`Tokens.mediaPartTokens`). Set it to what one such part can cost on this
+   * model, so a call's hold covers what its upstream bills.
+   */
+  readonly mediaPartTokens?: MediaPartTokens | undefined
 }
+
+/**
+ * The kinds of media part a prompt may carry or point to: what the hold
+ * counts each one as (`Model.mediaPartTokens`) depends on it.
+ *
+ * @category models
+ */
+export const MediaKind = Schema.Literals(["image", "audio", "video", "document", "file"])
+export type MediaKind = typeof MediaKind.Type
+
+/** Tokens per media part, per kind (each a positive whole number; a kind left out takes its default). @category models */
+export type MediaPartTokens = { readonly [K in MediaKind]?: number | undefined }
 
 /**
  * The token limits of a model whose configuration (the file or the console)

@@ -13,6 +13,7 @@
  * @since 0.1.0
  */
 import type { ChatRequest, Part } from "./Canonical.ts"
+import type { MediaKind, Model } from "./Domain.ts"
 
 /** Tokens charged for structure around each message (role markers and separators). @category constants */
 export const MESSAGE_OVERHEAD_TOKENS = 8
@@ -145,3 +146,90 @@ export const promptTokenBound = (request: ChatRequest): number => {
  */
 export const bodyTokenBound = (bodyBytes: number, mediaParts = 0): number =>
   bodyBytes + MESSAGE_OVERHEAD_TOKENS + mediaParts * MEDIA_TOKENS
+
+/**
+ * How many media parts of each kind a prompt carries or points to (a kind
+ * left out: none). A dialect's body inspection counts them; the hold turns
+ * them into tokens with `mediaHoldTokens`.
+ *
+ * @category counting
+ */
+export type MediaCounts = { readonly [K in MediaKind]?: number | undefined }
+
+/**
+ * The prompt tokens a hold counts for one media part of a kind on a model:
+ * the model's `mediaPartTokens` for that kind where the operator set it, else
+ * the default of the kind:
+ *
+ * - an image: `MEDIA_TOKENS` (2,000), one image on the common models (see
+ *   `MEDIA_TOKENS` for what it does not cover);
+ * - audio, video, a document (a PDF) or any other file: the model's input
+ *   token limit. Their length is not in the body (a part by URL is a short
+ *   string, an inline one's bytes say little of its tokens: a minute of video
+ *   is about 16,000 tokens on Gemini, a PDF page 258 to 3,000), and one such
+ *   part can fill the whole context, which is the most its upstream can bill
+ *   for it. An operator who knows their users send short clips or small
+ *   documents sets a smaller figure per model.
+ *
+ * @category counting
+ */
+export const mediaPartTokens = (
+  model: Pick<Model, "mediaPartTokens" | "inputTokenLimit">,
+  kind: MediaKind
+): number => {
+  const set = model.mediaPartTokens?.[kind]
+  if (set !== undefined && Number.isSafeInteger(set) && set >= 0) return set
+  return kind === "image" ? MEDIA_TOKENS : model.inputTokenLimit
+}
+
+const mediaKinds: ReadonlyArray<MediaKind> = ["image", "audio", "video", "document", "file"]
+
+/**
+ * The prompt tokens a hold counts for a call's media parts: each part as its
+ * kind's figure on the model (`mediaPartTokens`). A count that is not a
+ * positive whole number counts as none (a fraction rounds up).
+ *
+ * @example
+ * ```ts
+ * import { Tokens } from "@modelgate/core"
+ * declare const model: Parameters<typeof Tokens.mediaHoldTokens>[0] // input limit 128,000, no mediaPartTokens set
+ *
+ * Tokens.mediaHoldTokens(model, { image: 2, video: 1 }) // 2 * 2,000 + 128,000 = 132,000
+ * ```
+ *
+ * @category counting
+ */
+export const mediaHoldTokens = (
+  model: Pick<Model, "mediaPartTokens" | "inputTokenLimit">,
+  counts: MediaCounts
+): number => {
+  let tokens = 0
+  for (const kind of mediaKinds) {
+    const count = counts[kind]
+    if (count === undefined || !(count > 0) || !Number.isFinite(count)) continue
+    tokens += Math.ceil(count) * mediaPartTokens(model, kind)
+  }
+  return tokens
+}
+
+/**
+ * The prompt bound of a raw JSON request body for a hold on a model: the
+ * body's byte length (which bounds the tokens of every string in it), the
+ * message overhead, and each media part as its kind's figure on the model
+ * (`mediaHoldTokens`).
+ *
+ * @example
+ * ```ts
+ * import { Tokens } from "@modelgate/core"
+ * declare const model: Parameters<typeof Tokens.promptBound>[0] // no mediaPartTokens set
+ *
+ * Tokens.promptBound(model, 120, { image: 2 }) // 4128, as `bodyTokenBound(120, 2)`
+ * ```
+ *
+ * @category counting
+ */
+export const promptBound = (
+  model: Pick<Model, "mediaPartTokens" | "inputTokenLimit">,
+  bodyBytes: number,
+  counts: MediaCounts = {}
+): number => bodyBytes + MESSAGE_OVERHEAD_TOKENS + mediaHoldTokens(model, counts)

@@ -6,7 +6,14 @@ import { join } from "node:path"
 import type { Model } from "../src/Domain.ts"
 import { MAX_NANOS, parseScaled, usdToNanos } from "../src/Money.ts"
 import { cost, holdFor, isPriced, maxOutputFor, worstCase } from "../src/Pricing.ts"
-import { bodyTokenBound, MEDIA_TOKENS, MESSAGE_OVERHEAD_TOKENS } from "../src/Tokens.ts"
+import {
+  bodyTokenBound,
+  MEDIA_TOKENS,
+  mediaHoldTokens,
+  mediaPartTokens,
+  MESSAGE_OVERHEAD_TOKENS,
+  promptBound
+} from "../src/Tokens.ts"
 
 const model = (over: Partial<Model> = {}): Model => ({
   id: "m",
@@ -332,5 +339,36 @@ describe("Pricing", () => {
     assert.strictEqual(maxOutputFor(model(), undefined), 16_384)
     assert.strictEqual(maxOutputFor(model(), 100), 100)
     assert.strictEqual(maxOutputFor(model(), 1_000_000), 16_384)
+  })
+
+  it("media parts count their kind's figure on the model: set by the operator, else 2,000 for an image and the input token limit for the others", () => {
+    const plain = model({ inputTokenLimit: 1_048_576 })
+    assert.deepStrictEqual(
+      (["image", "audio", "video", "document", "file"] as const).map((kind) => mediaPartTokens(plain, kind)),
+      [MEDIA_TOKENS, 1_048_576, 1_048_576, 1_048_576, 1_048_576]
+    )
+    const set = model({ mediaPartTokens: { image: 25_000, video: 0, document: 3_000 } })
+    assert.deepStrictEqual(
+      (["image", "audio", "video", "document", "file"] as const).map((kind) => mediaPartTokens(set, kind)),
+      [25_000, 128_000, 0, 3_000, 128_000]
+    )
+    // A figure that is not a count (only code can set one) is the default, never a credit.
+    assert.strictEqual(mediaPartTokens(model({ mediaPartTokens: { image: -5 } }), "image"), MEDIA_TOKENS)
+    assert.strictEqual(mediaHoldTokens(set, { image: 2, video: 3, document: 1, file: 1 }), 50_000 + 3_000 + 128_000)
+    // Counts that are not counts count as none (a fraction rounds up).
+    assert.strictEqual(mediaHoldTokens(set, { image: -1, audio: Number.NaN, document: 0.5 }), 3_000)
+    // With nothing set and images only, the bound is the one the body scan always gave.
+    assert.strictEqual(promptBound(model(), 200, { image: 2 }), bodyTokenBound(200, 2))
+    assert.strictEqual(promptBound(model(), 200), bodyTokenBound(200))
+    // A hold on a model whose operator set a document at 50,000 tokens: three PDFs by URL, at $1 per million.
+    const pdf = model({
+      inputNanosPerMillion: 1_000_000_000n,
+      outputNanosPerMillion: 0n,
+      mediaPartTokens: { document: 50_000 }
+    })
+    assert.strictEqual(
+      worstCase(pdf, 1_000_000n, { promptTokens: promptBound(pdf, 92, { document: 3 }), outputTokens: 0 }),
+      (92n + 8n + 150_000n) * 1000n
+    )
   })
 })

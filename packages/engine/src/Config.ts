@@ -73,6 +73,19 @@ export const ChannelConfig = Schema.Struct({
 export type ChannelConfig = typeof ChannelConfig.Type
 
 /**
+ * A model's `media_part_tokens`: tokens a hold counts per media part, per kind.
+ *
+ * @category schemas
+ */
+export const MediaPartTokensConfig = Schema.Struct({
+  image: Schema.optionalKey(NonNegativeInt),
+  audio: Schema.optionalKey(NonNegativeInt),
+  video: Schema.optionalKey(NonNegativeInt),
+  document: Schema.optionalKey(NonNegativeInt),
+  file: Schema.optionalKey(NonNegativeInt)
+})
+
+/**
  * A model's price, limits and what it is. Prices are USD per one million
  * tokens (`cache_write`: prompt tokens written to the upstream's prompt cache,
  * Anthropic's `cache_creation_input_tokens`; default the input price);
@@ -81,7 +94,11 @@ export type ChannelConfig = typeof ChannelConfig.Type
  * `reasoning` a reasoning model (a Gemini client's thinking budget becomes
  * `reasoning_effort` on an OpenAI channel only for these), `reasoning_content`
  * an upstream that accepts earlier reasoning as `reasoning_content` in the
- * history (vLLM; OpenAI and DeepSeek reject it).
+ * history (vLLM; OpenAI and DeepSeek reject it). `media_part_tokens` is what
+ * a call's hold counts for one media part of each kind it names (`image`,
+ * `audio`, `video`, `document`, `file`); a kind left out takes its default
+ * (`Tokens.mediaPartTokens`: 2,000 for an image, the model's input token
+ * limit for the others).
  *
  * @category schemas
  */
@@ -98,7 +115,8 @@ export const ModelConfig = Schema.Struct({
   description: Schema.optionalKey(Schema.String),
   embedding: Schema.optionalKey(Schema.Boolean),
   reasoning: Schema.optionalKey(Schema.Boolean),
-  reasoning_content: Schema.optionalKey(Schema.Boolean)
+  reasoning_content: Schema.optionalKey(Schema.Boolean),
+  media_part_tokens: Schema.optionalKey(MediaPartTokensConfig)
 })
 export type ModelConfig = typeof ModelConfig.Type
 
@@ -419,7 +437,8 @@ export const declaration = (file: ConfigFile, source: string): Effect.Effect<Dec
       ...(model.description !== undefined ? { description: model.description } : {}),
       embedding: model.embedding ?? false,
       reasoning: model.reasoning ?? false,
-      reasoningContent: model.reasoning_content ?? false
+      reasoningContent: model.reasoning_content ?? false,
+      ...(model.media_part_tokens === undefined ? {} : { mediaPartTokens: model.media_part_tokens })
     }))
     const known = new Set(models.map((m) => m.id))
     const groupNames = new Set<string>([DEFAULT_GROUP])

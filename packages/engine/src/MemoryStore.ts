@@ -8,11 +8,14 @@
  * serving its own users, not a fleet (run node-http on PostgreSQL for that).
  *
  * Money keeps the same rules as the database: a hold is taken whole or
- * refused (the event loop runs one hold at a time, so concurrent calls never
- * overspend), a settlement charges at most the hold plus what the balance has
- * left and never goes below zero, and keys with spending caps (lifetime quota,
- * daily and monthly budgets, by UTC day and month) are checked against what
- * they spent and hold.
+ * refused (the event loop runs one hold at a time, so concurrent calls are
+ * never admitted beyond the balance), a settlement charges all the call cost,
+ * above its hold too (the balance then goes below zero, down to at most
+ * `-MAX_NANOS`, and every call that may cost anything is refused until a
+ * top-up), and keys with spending caps (lifetime quota, daily and monthly
+ * budgets, by UTC day and month) are checked against what they spent and
+ * hold. The host tops balances up, changes caps and revokes keys through
+ * `MemoryAdmin`.
  *
  * Keys are looked up by their secret, which is in the configuration object
  * the host passed anyway; nothing is written anywhere.
@@ -53,6 +56,37 @@ export interface Inspect {
 export class MemoryInspect
   extends Context.Service<MemoryInspect, Inspect>()("modelgate/engine/MemoryStore/MemoryInspect")
 {}
+
+/** A key's spending caps in nano-dollars: a field left out is kept, `null` removes the cap. @category models */
+export interface KeyCaps {
+  readonly quotaNanos?: bigint | null | undefined
+  readonly dailyBudgetNanos?: bigint | null | undefined
+  readonly monthlyBudgetNanos?: bigint | null | undefined
+}
+
+/**
+ * What the host may change in the store: balances (a credit of a balance
+ * below zero pays its debt first), keys' spending caps, and keys (revoking
+ * one is final: its secret never authenticates again in this process).
+ * Users and keys are named as the configuration names them.
+ *
+ * @category models
+ */
+export interface Admin {
+  /** Credits (or with a negative amount, debits, never below zero) a user's balance; the new balance, or undefined for an unknown user or a refused debit. */
+  readonly credit: (userName: string, amountNanos: bigint) => bigint | undefined
+  /** Changes a key's caps; false for an unknown key. Calls in progress keep their holds. */
+  readonly setCaps: (userName: string, keyName: string, caps: KeyCaps) => boolean
+  /** Revokes a key for good; false for an unknown (or already revoked) key. */
+  readonly revoke: (userName: string, keyName: string) => boolean
+}
+
+/**
+ * The host's means to change the store (`Admin`).
+ *
+ * @category services
+ */
+export class MemoryAdmin extends Context.Service<MemoryAdmin, Admin>()("modelgate/engine/MemoryStore/MemoryAdmin") {}
 
 /** Limits with every unset field as "no limit". */
 const limitsOf = (limits: Partial<Domain.Limits> | undefined): Domain.Limits => ({
@@ -104,7 +138,8 @@ export const layer = (
   | Accounts.Accounts
   | UsageLog.UsageLog
   | ChannelKeyStates.ChannelKeyStates
-  | MemoryInspect,
+  | MemoryInspect
+  | MemoryAdmin,
   GatewayError.InvalidRequest
 > =>
   Layer.effectContext(Effect.gen(function*() {
@@ -116,6 +151,8 @@ export const layer = (
       accounts.set(id, { userId: id, name: user.name, balance: user.balanceNanos ?? 0n, held: 0n })
     }
     const keysBySecret = new Map<string, Domain.ApiKey>()
+    /** Each key's secret by `user/key` name, for the host's changes. */
+    const secrets = new Map<string, string>()
     const missing: Array<string> = []
     for (const [i, key] of (declaration.keys ?? []).entries()) {
       const owner = users.get(key.user)
@@ -129,6 +166,7 @@ export const layer = (
         continue
       }
       const secret = Redacted.value(key.secret)
+      secrets.set(`${key.user}/${key.name}`, secret)
       keysBySecret.set(secret, {
         id: `key_${i + 1}`,
         name: key.name,
@@ -191,23 +229,20 @@ export const layer = (
       new GatewayError.InternalError({ message: "The account of this key is not known to the gateway." })
 
     const capRefusal = (key: Domain.ApiKey, spend: KeySpend, request: Accounts.HoldRequest) => {
-      const caps: ReadonlyArray<readonly ["quota" | "daily" | "monthly", bigint | null, bigint, string]> = [
-        ["quota", key.quotaNanos, spend.total, "a lifetime spending cap"],
-        ["daily", key.dailyBudgetNanos, spend.daySpent, "a daily budget"],
-        ["monthly", key.monthlyBudgetNanos, spend.monthSpent, "a monthly budget"]
+      const caps: ReadonlyArray<readonly ["quota" | "daily" | "monthly", bigint | null, bigint]> = [
+        ["quota", key.quotaNanos, spend.total],
+        ["daily", key.dailyBudgetNanos, spend.daySpent],
+        ["monthly", key.monthlyBudgetNanos, spend.monthSpent]
       ]
-      for (const [cap, limit, spent, what] of caps) {
+      for (const [cap, limit, spent] of caps) {
         if (limit !== null && spent + spend.held + request.amountNanos > limit) {
-          return new GatewayError.SpendingCapReached({
+          return Accounts.spendingCapReached({
+            keyName: key.name,
             cap,
-            message:
-              `Your API key '${key.name}' has ${what} of ${Money.formatUsd(limit)} USD: ${
-                Money.formatUsd(spent)
-              } USD ` +
-              `spent${
-                spend.held > 0n ? ` and ${Money.formatUsd(spend.held)} USD held by calls in progress` : ""
-              }, and this call may cost up to ` +
-              `${Money.formatUsd(request.amountNanos)} USD. Raise the cap, or ${Accounts.askForLess(request.choices)}.`
+            limitNanos: limit,
+            spentNanos: spent,
+            heldNanos: spend.held,
+            request
           })
         }
       }
@@ -224,6 +259,12 @@ export const layer = (
         const account = accounts.get(request.userId)
         const key = keysById.get(request.keyId)
         if (account === undefined || key === undefined) return Effect.fail(unknownUser())
+        // A hold of nothing (a free model) costs nothing: served whatever the balance and the caps, as the leases do.
+        if (request.amountNanos <= 0n) {
+          const id = `hold_${++holdSequence}`
+          holds.set(id, { userId: account.userId, key, amount: 0n })
+          return Effect.succeed(id)
+        }
         const spend = spendOf(key.id, now)
         const capped = capRefusal(key, spend, request)
         if (capped !== undefined) return Effect.fail(capped)
@@ -247,14 +288,25 @@ export const layer = (
         account.held -= held.amount
         spend.held -= held.amount
         const want = chargeNanos < 0n ? 0n : chargeNanos
-        // What the hold and the rest of the balance cover; the balance never goes below zero.
+        // All of it, from the hold and the rest of the balance, below zero if need be (down to the floor).
         const available = account.balance - account.held
-        const charged = want <= available ? want : available < 0n ? 0n : available
+        const room = available + Money.MAX_NANOS
+        const charged = want <= room ? want : room > 0n ? room : 0n
         account.balance -= charged
         spend.total += charged
         spend.daySpent += charged
         spend.monthSpent += charged
-        return { chargedNanos: charged, shortfallNanos: want - charged }
+        const key = keysById.get(held.key.id) ?? held.key
+        const overCap = charged === 0n ? undefined : Accounts.capOverrun([
+          ["quota", key.quotaNanos, spend.total],
+          ["daily", key.dailyBudgetNanos, spend.daySpent],
+          ["monthly", key.monthlyBudgetNanos, spend.monthSpent]
+        ])
+        return {
+          chargedNanos: charged,
+          overdrawnNanos: Accounts.overdrawn(available, charged),
+          ...(overCap === undefined ? {} : { overCap })
+        }
       })
 
     const records: Array<UsageLog.UsageRecord> = []
@@ -274,6 +326,40 @@ export const layer = (
       })
 
     const disabled = new Map<string, ChannelKeyStates.DisabledKey>()
+
+    const keyNamed = (userName: string, keyName: string) => {
+      const secret = secrets.get(`${userName}/${keyName}`)
+      return secret === undefined ? undefined : { secret, key: keysBySecret.get(secret) }
+    }
+    const admin: Admin = {
+      credit: (userName, amountNanos) => {
+        const account = accounts.get(users.get(userName)?.id ?? "")
+        if (account === undefined) return undefined
+        const balance = account.balance + amountNanos
+        if (balance > Money.MAX_NANOS || (amountNanos < 0n && balance < 0n)) return undefined
+        account.balance = balance
+        return balance
+      },
+      setCaps: (userName, keyName, caps) => {
+        const found = keyNamed(userName, keyName)
+        if (found?.key === undefined) return false
+        const key: Domain.ApiKey = {
+          ...found.key,
+          ...(caps.quotaNanos === undefined ? {} : { quotaNanos: caps.quotaNanos }),
+          ...(caps.dailyBudgetNanos === undefined ? {} : { dailyBudgetNanos: caps.dailyBudgetNanos }),
+          ...(caps.monthlyBudgetNanos === undefined ? {} : { monthlyBudgetNanos: caps.monthlyBudgetNanos })
+        }
+        keysBySecret.set(found.secret, key)
+        keysById.set(key.id, key)
+        return true
+      },
+      revoke: (userName, keyName) => {
+        const found = keyNamed(userName, keyName)
+        if (found?.key === undefined) return false
+        keysBySecret.delete(found.secret)
+        return true
+      }
+    }
 
     return Context.make(KeyStore.KeyStore, { lookup: (secret) => Effect.succeed(keysBySecret.get(secret)) }).pipe(
       Context.add(Catalog.Catalog, { current: Effect.succeed(snapshot) }),
@@ -298,6 +384,7 @@ export const layer = (
             for (const [id, key] of disabled) if (key.channelId === channelId) disabled.delete(id)
           })
       }),
+      Context.add(MemoryAdmin, admin),
       Context.add(MemoryInspect, {
         usage: () => records.slice(),
         balance: (name) => {

@@ -1,19 +1,33 @@
 /**
  * The money side of one call: the hold taken at admission and its settlement.
  *
- * The usage record's cost is what was charged: the computed cost, capped at
- * the hold for local estimates, and cut short when the hold plus what the
- * balance (or the lease) had left could not cover it. Such a call's record
- * has the error code `BalanceShortfall` (unless it failed otherwise), the
- * ledger's charge entry names the shortfall, and a warning is logged. A
- * settlement that failed (the database refused it) charged nothing: the
+ * The rule: a call is charged what its upstream billed, at the operator's
+ * prices, in full, whatever the hold was; a call the upstream never answered
+ * costs nothing. So:
+ *
+ * - a call the upstream answered (served, or cut after its first byte) is
+ *   charged its usage as the upstream reported it, above its hold too: what
+ *   the hold and the balance do not cover takes the balance below zero (the
+ *   record's error code `BalanceOverdrawn` says so, unless the call failed
+ *   otherwise, and a warning is logged), and a capped key's charge that takes
+ *   it past a cap is shown as `SpendingCapOverrun`. The only bounds: a charge
+ *   is at most `Money.MAX_NANOS` (10^9 USD), and no balance goes below
+ *   `-MAX_NANOS`;
+ * - a call whose upstream reported no usage (or figures that are not token
+ *   counts, refused: `usageReported` false, error code `UsageRejected`) is
+ *   counted locally, and the charge for those estimates is capped at the
+ *   hold: the estimate is the gateway's, not the upstream's bill;
+ * - a call that ended before any output (`nothing`: refused, failed before
+ *   its first byte, the client gone before it) and a call whose attempts all
+ *   failed before an upstream accepted the request (connection refused, DNS,
+ *   TLS, a timeout before the headers: no attempt has a status) cost nothing,
+ *   `per_request` included.
+ *
+ * A settlement that failed (the database refused it) charged nothing: the
  * record's cost is 0 and its error code `SettlementFailed` (the hold stays
- * until the sweeper releases it, at the latest at the node's next start).
- * Usage the upstream reported with figures that are not token counts was
- * refused and counted locally: the record's `usageReported` is false and its
- * error code `UsageRejected` (unless the call failed otherwise), and a
- * warning names the refused figure. A settlement never charges a negative
- * amount and always writes its record, whatever figures it is given.
+ * until the sweeper releases it, at the latest at the node's next start). A
+ * settlement never charges a negative amount and always writes its record,
+ * whatever figures it is given.
  *
  * A call is settled exactly once, whichever way it ends: after a non-stream
  * answer is read, when a stream ends, when the client disconnects (before the
@@ -51,6 +65,56 @@ export type Metered = Dialect.Metered
 /** Nothing consumed: the call failed before any output. @category constants */
 export const nothing: Metered = Dialect.nothingMetered
 
+/**
+ * Whether a metering consumed nothing: no token counted or reported, and no
+ * usage refused (what `nothing` is, whichever object carries it). A call that
+ * reached its upstream and was served is metered from its answer: reported
+ * usage (`reported`, zeros included), or local estimates, whose prompt is
+ * never 0.
+ *
+ * @category settlement
+ */
+export const consumedNothing = (metered: Metered): boolean =>
+  !metered.reported && metered.usageRejected === undefined && metered.promptTokens === 0 &&
+  metered.completionTokens === 0 && metered.cachedTokens === 0 && (metered.cacheWriteTokens ?? 0) === 0
+
+/**
+ * Whether the upstream answered the call: it was metered from an answer (see
+ * `consumedNothing`), and the attempt log, where it has one, shows an
+ * attempt that got a status (an HTTP answer). A call that ended before any
+ * output, or whose every attempt failed before an upstream accepted the
+ * request (connection refused, DNS, TLS, a timeout before the headers), was
+ * not answered: it costs nothing, flat prices (`per_request`) included.
+ *
+ * @category settlement
+ */
+export const answered = (metered: Metered, leg: Leg | undefined): boolean => {
+  if (consumedNothing(metered)) return false
+  const attempts = leg?.attemptLog
+  return attempts === undefined || attempts.length === 0 || attempts.some((attempt) => attempt.status !== null)
+}
+
+/**
+ * What a call is charged (before the balance has its say): nothing when its
+ * upstream never answered it (`answered`); else its cost at the operator's
+ * prices (`Pricing.cost`), capped at the hold when the figures are the
+ * gateway's own estimates (the upstream reported none, or figures that were
+ * refused), and at `Money.MAX_NANOS` whatever they are.
+ *
+ * @category settlement
+ */
+export const chargeFor = (
+  call: Pick<CallInfo, "model" | "ratioMicros">,
+  heldNanos: bigint,
+  metered: Metered,
+  leg: Leg | undefined
+): bigint => {
+  if (!answered(metered, leg)) return 0n
+  const cost = Pricing.cost(call.model, call.ratioMicros, metered)
+  const charge = cost > heldNanos && !metered.reported ? heldNanos : cost
+  return charge < 0n ? 0n : charge > Money.MAX_NANOS ? Money.MAX_NANOS : charge
+}
+
 /** A figure as a count: itself when it is one, else a fraction rounded up (at most 2^53 - 1), and 0 for anything else. */
 const asCount = (tokens: number): number =>
   Tokens.isCount(tokens)
@@ -83,6 +147,8 @@ export const checked = (metered: Metered): Metered => {
     usageRejected: metered.usageRejected ?? bad
   }
 }
+
+const capName = { quota: "lifetime spending cap", daily: "daily budget", monthly: "monthly budget" } as const
 
 /** How the call ended, for the usage record. @category models */
 export interface Outcome {
@@ -221,12 +287,10 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
       if (done) return Effect.void
       done = true
       const metered = checked(given)
-      const costNanos = Pricing.cost(call.model, call.ratioMicros, metered)
-      const charge = costNanos > heldNanos && !metered.reported ? heldNanos : costNanos
+      const charge = chargeFor(call, heldNanos, metered, leg)
       return Effect.gen(function*() {
-        // What was actually taken: a cost beyond the hold and what the balance (or lease) had left is a shortfall.
-        // Whatever goes wrong there, the record is still written.
-        const settled = yield* accounts.settle(holdId, charge < 0n ? 0n : charge).pipe(
+        // The whole charge is taken, above the hold too; whatever goes wrong there, the record is still written.
+        const settled = yield* accounts.settle(holdId, charge).pipe(
           Effect.catchCause((cause) =>
             Effect.as(
               Effect.logError("settlement failed; the sweeper will release the hold", Cause.pretty(cause)),
@@ -235,11 +299,15 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
           )
         )
         const charged = settled?.chargedNanos ?? 0n
+        const overdrawn = settled !== undefined && settled.overdrawnNanos > 0n
+        const overCap = settled?.overCap
         const errorCode = outcome.errorCode ??
           (settled === undefined
             ? "SettlementFailed"
-            : settled.shortfallNanos > 0n
-            ? "BalanceShortfall"
+            : overdrawn
+            ? "BalanceOverdrawn"
+            : overCap !== undefined
+            ? "SpendingCapOverrun"
             : metered.usageRejected !== undefined
             ? "UsageRejected"
             : null)
@@ -247,10 +315,22 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
           ? outcome.errorMessage ?? null
           : settled === undefined
           ? "The charge could not be written (the database refused it): nothing was charged, and the hold is released by the sweeper."
-          : settled.shortfallNanos > 0n
-          ? `The call cost more than its hold and what the balance had left: $${
-            Money.formatUsd(settled.shortfallNanos)
-          } of it was not charged.`
+          : overdrawn
+          ? `The call cost ${Money.formatUsd(charged)} USD, more than it held (${
+            Money.formatUsd(heldNanos)
+          } USD) and than the balance had: it was charged in full, and the balance went ${
+            Money.formatUsd(settled.overdrawnNanos)
+          } USD below zero. Calls are refused until it is topped up.`
+          : overCap !== undefined
+          ? `The call cost ${Money.formatUsd(charged)} USD, more than it held (${
+            Money.formatUsd(heldNanos)
+          } USD): it was charged in full, and the key's ${capName[overCap.cap]} of ${
+            Money.formatUsd(overCap.limitNanos)
+          } USD is exceeded (${
+            Money.formatUsd(overCap.spentNanos)
+          } USD spent). The key's calls are refused until the cap is raised${
+            overCap.cap === "quota" ? "" : " or its period ends"
+          }.`
           : metered.usageRejected !== undefined
           ? `The upstream reported usage that is not token counts (${metered.usageRejected}); it was refused and the call counted locally.`
           : null
@@ -284,15 +364,20 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
         }
         yield* usage.record(record)
         metrics?.callEnded(record)
-        if (settled !== undefined && settled.shortfallNanos > 0n) {
+        if (overdrawn || overCap !== undefined) {
           yield* Effect.logWarning(
-            "the call cost more than its hold and the balance had left; the rest was not charged"
+            overdrawn
+              ? "the call cost more than its hold and the balance had: charged in full, the balance is below zero"
+              : "the call cost more than its hold: charged in full, the key is past a spending cap"
           ).pipe(
             Effect.annotateLogs({
               requestId: call.requestId,
               userId: call.key.userId,
-              costNanos: String(charge),
-              shortfallNanos: String(settled.shortfallNanos)
+              keyId: call.key.id,
+              costNanos: String(charged),
+              heldNanos: String(heldNanos),
+              ...(overdrawn ? { overdrawnNanos: String(settled!.overdrawnNanos) } : {}),
+              ...(overCap === undefined ? {} : { cap: overCap.cap, capSpentNanos: String(overCap.spentNanos) })
             })
           )
         }

@@ -95,6 +95,8 @@ export interface WebHandler {
   readonly dispose: () => Promise<void>
   /** The in-memory store's view (usage records, balances); undefined when the host gave its own store. */
   readonly inspect: MemoryStore.Inspect | undefined
+  /** The in-memory store's changes (top-ups, key caps, revocations); undefined when the host gave its own store. */
+  readonly admin: MemoryStore.Admin | undefined
   /** Tracing, when the configuration or the environment turned it on (its export's figures, `flush`). */
   readonly telemetry: Telemetry.Telemetry | undefined
 }
@@ -260,7 +262,10 @@ export const toWebHandler = async (config: unknown, options: WebHandlerOptions =
     const inspect = memory === undefined
       ? undefined
       : Context.get(storeContext as unknown as Context.Context<MemoryStore.MemoryInspect>, MemoryStore.MemoryInspect)
-    return { context, inspect, telemetry: Context.get(context, Telemetry.Current) }
+    const admin = memory === undefined
+      ? undefined
+      : Context.get(storeContext as unknown as Context.Context<MemoryStore.MemoryAdmin>, MemoryStore.MemoryAdmin)
+    return { context, inspect, admin, telemetry: Context.get(context, Telemetry.Current) }
   })
   const built = await Effect.runPromise(build.pipe(
     Effect.mapError((error) => new Error(error.message)),
@@ -319,6 +324,7 @@ export const toWebHandler = async (config: unknown, options: WebHandlerOptions =
     handler,
     dispose: () => disposing ??= Effect.runPromise(Scope.close(scope, Exit.void)),
     inspect: built.inspect,
+    admin: built.admin,
     telemetry: built.telemetry
   }
 }

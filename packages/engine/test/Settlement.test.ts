@@ -106,7 +106,7 @@ describe("Settlement", () => {
           amountNanos: 5_000n,
           requestId: "req-neg"
         })
-        assert.deepStrictEqual(yield* accounts.settle(hold, -3_150_000_000n), { chargedNanos: 0n, shortfallNanos: 0n })
+        assert.deepStrictEqual(yield* accounts.settle(hold, -3_150_000_000n), { chargedNanos: 0n, overdrawnNanos: 0n })
         assert.strictEqual(yield* accounts.balance(key.userId), 1_000_000_000n)
       })
     ))

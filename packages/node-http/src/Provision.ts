@@ -5,7 +5,9 @@
  * and what was created in the console is left alone). For users and keys the
  * file applies what its entries changed since the last start and never undoes
  * a later action (a revoked key, a key or user disabled, a password or a limit
- * changed in the console); each such disagreement is logged as a warning.
+ * changed in the console); each such disagreement is logged as a warning. A
+ * user or key the file declares that was deleted (or a secret that was
+ * revoked) is never created again, and the start log says so.
  *
  * Models that a channel serves but the file does not price are created without
  * a price, so a call to them is refused with a clear "no price" error rather
@@ -39,6 +41,7 @@ const FILE_FIELDS: Readonly<Record<string, string>> = {
   outputNanosPerMillion: "output",
   cachedInputNanosPerMillion: "cached_input",
   perRequestNanos: "per_request",
+  mediaPartTokens: "media_part_tokens",
   quotaNanos: "quota",
   dailyBudgetNanos: "daily_budget",
   monthlyBudgetNanos: "monthly_budget",
@@ -122,7 +125,11 @@ export const apply = (file: ConfigFile, settings: Settings) =>
     // console or with the CLI) is kept: say so at every start while the file says otherwise.
     for (const disagreement of result.disagreements) {
       yield* Effect.logWarning(
-        `the configuration file and the database disagree on ${disagreement.entry}; the database is kept`
+        disagreement.field === "deleted"
+          ? `the configuration file declares ${disagreement.entry}, which was deleted; deletion is final, so it is not created again`
+          : disagreement.field === "secret"
+          ? `the configuration file declares ${disagreement.entry} with a secret that was revoked; it is not created`
+          : `the configuration file and the database disagree on ${disagreement.entry}; the database is kept`
       ).pipe(
         Effect.annotateLogs({ entry: disagreement.entry, field: disagreement.field, detail: disagreement.message })
       )

@@ -245,4 +245,18 @@ describe("the store's refusals, in the file's terms", () => {
       const bad = yield* Effect.flip(Provision.toInput({ models: { claude: { input: 3, cache_write: -1 } } }, SOURCE))
       assert.include(bad.message, "at models.claude.cache_write")
     }))
+
+  it.effect("a model's media_part_tokens sets what a hold counts per media part, per kind; other kinds and bad values are refused by name", () =>
+    Effect.gen(function*() {
+      const input = yield* Provision.toInput({
+        models: { gemini: { input: 1, output: 2, media_part_tokens: { video: 300_000, image: 1_120 } } }
+      }, SOURCE)
+      assert.deepStrictEqual(input.models?.[0]?.mediaPartTokens, { video: 300_000, image: 1_120 })
+      const plain = yield* Provision.toInput({ models: { gemini: { input: 1 } } }, SOURCE)
+      assert.isUndefined(plain.models?.[0]?.mediaPartTokens)
+      const kind = yield* parseError("models:\n  g:\n    input: 1\n    media_part_tokens: {pdf: 5}\n")
+      assert.include(kind.message, "at models.g.media_part_tokens.pdf: Unknown field")
+      const negative = yield* parseError("models:\n  g:\n    input: 1\n    media_part_tokens: {video: -1}\n")
+      assert.include(negative.message, "at models.g.media_part_tokens.video")
+    }))
 })

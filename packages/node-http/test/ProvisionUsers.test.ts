@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Store from "@modelgate/store/Store"
 import * as Users from "@modelgate/store/Users"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Logger, Redacted } from "effect"
 import { TestConsole } from "effect/testing"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -56,4 +56,48 @@ describe("Provision.ensureAdmin", () => {
           }).pipe(Layer.orDie)
       )))
     ))
+})
+
+describe("Provision.apply", () => {
+  it.effect("a restart after a declared user was deleted: not created again, no second opening balance, and the start log says so", () => {
+    const lines: Array<string> = []
+    const file = {
+      users: [{ name: "zoe", balance: 10, keys: [{ name: "laptop", secret: "sk-zoe-laptop-0123456789abcdef" }] }]
+    }
+    return Effect.gen(function*() {
+      const settings = { configSource: "gateway.yaml" } as Parameters<typeof Provision.apply>[1]
+      yield* Provision.apply(file, settings)
+      const users = yield* Users.Users
+      const zoe = (yield* users.findByName("zoe"))!
+      yield* users.remove(zoe.id)
+      // The next start applies the same file.
+      lines.length = 0
+      yield* Provision.apply(file, settings)
+      assert.isUndefined(yield* users.findByName("zoe"))
+      assert.isTrue(
+        lines.some((line) => line.includes("the configuration file declares users:zoe, which was deleted")),
+        lines.join("\n")
+      )
+      assert.isTrue(
+        lines.some((line) => line.includes("declares keys:zoe/laptop, which was deleted")),
+        lines.join("\n")
+      )
+    }).pipe(
+      Effect.provide(Logger.layer([Logger.make(({ message }) => {
+        lines.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
+      })])),
+      Effect.provide(Layer.unwrap(Effect.map(
+        Effect.acquireRelease(
+          Effect.sync(() => mkdtempSync(join(tmpdir(), "modelgate-deleted-"))),
+          (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+        ),
+        (dir) =>
+          Store.layer({
+            url: `sqlite:${join(dir, "gateway.db")}`,
+            masterKey: { secret: Redacted.make("deleted user test secret 0123456789") },
+            nodeId: "test"
+          }).pipe(Layer.orDie)
+      )))
+    )
+  })
 })

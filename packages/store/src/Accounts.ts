@@ -2,21 +2,26 @@
  * Money: balances, holds, settlement and the ledger.
  *
  * Invariant, kept by every operation and checked by the tests: for every user,
- * `users.balance_nanos == SUM(ledger.amount_nanos)`, and the balance is never
- * negative. Every change of a balance is one conditional UPDATE plus its ledger
- * entries in the same transaction:
+ * `users.balance_nanos == SUM(ledger.amount_nanos)`. Every change of a balance
+ * is one conditional UPDATE plus its ledger entries in the same transaction:
  *
  * - `hold`: `balance -= amount` only `WHERE balance >= amount` (one atomic
  *   step, so 1,000 concurrent holds against a balance that covers 10 spend
- *   exactly 10), a `holds` row and a negative 'hold' entry;
+ *   exactly 10), a `holds` row and a negative 'hold' entry; the key's caps are
+ *   checked in the same transaction;
  * - `settle`: deletes the hold (a second settle finds nothing and does
- *   nothing), writes a 'release' of `+held` and a 'charge' of
- *   `-min(charge, held + balance)`; any shortfall is named in the charge's
- *   reason and the balance stops at zero (a charge of any size is accepted:
- *   what is taken never exceeds the hold plus the balance). The charge is
- *   added to the key's `spent_nanos`;
- * - `topUp` / `adjust`: a 'topup' or 'adjustment' entry; an adjustment that
- *   would take the balance below zero is refused;
+ *   nothing), writes a 'release' of `+held` and a 'charge' of `-charge`: the
+ *   whole charge, whatever the hold. Beyond the hold it is taken from the
+ *   balance, which may go below zero (the charge's reason says by how much,
+ *   and the settlement returns it as `overdrawnNanos`); a balance below zero
+ *   refuses every hold until a top-up. The charge is added to the key's
+ *   `spent_nanos`, and a cap it took the key past is returned (`overCap`).
+ *   The one limit: no balance goes below `-MAX_NANOS` (-10^9 USD), so the
+ *   64-bit columns never overflow; what a charge would take beyond it is not
+ *   taken (`shortfallNanos`, named in the charge's reason);
+ * - `topUp` / `adjust`: a 'topup' or 'adjustment' entry; a top-up of a
+ *   balance below zero pays the debt first; an adjustment that would take the
+ *   balance below zero (or further below) is refused;
  * - `sweepHolds`: releases holds a dead process left behind.
  *
  * Core's `Accounts` port is implemented over this repository by `Purses.ts`
@@ -71,6 +76,18 @@ export interface HoldRequest {
   readonly nodeId: string
   /** How many answers the call asks for, for the refusal's advice (default 1). */
   readonly choices?: number | undefined
+  /**
+   * What the node's lease of the user owes beyond what it reserved (charges
+   * above their holds not yet taken from the balance): the balance must cover
+   * it too. Default 0.
+   */
+  readonly owedNanos?: bigint | undefined
+  /**
+   * What the key's calls in flight hold outside the database (from the
+   * node's leases, held before the key had a cap): its caps count them too.
+   * Default 0.
+   */
+  readonly keyHeldElsewhereNanos?: bigint | undefined
 }
 
 /**
@@ -80,9 +97,16 @@ export interface HoldRequest {
  */
 export interface Settlement {
   readonly settled: boolean
+  /** Whose balance it was ("" when the hold was already gone). */
+  readonly userId: string
   readonly heldNanos: bigint
+  /** What was charged: the whole charge (but see `shortfallNanos`). */
   readonly chargedNanos: bigint
-  /** What could not be charged because the balance ran out. */
+  /** The part of the charge the balance (with the hold back) did not cover: it is now that much below zero, or further. */
+  readonly overdrawnNanos: bigint
+  /** A cap of the key that the charge took its spending past. */
+  readonly overCap?: AccountsPort.CapOverrun | undefined
+  /** What was not charged because the balance reached its floor (`-MAX_NANOS`, -10^9 USD). */
   readonly shortfallNanos: bigint
 }
 
@@ -116,12 +140,22 @@ export interface LeaseRequest {
   readonly nodeId: string
   /** The node's lease of this user: extended if it exists, else created with this id. */
   readonly leaseId: string
+  /**
+   * How much to reserve given the available balance; below zero, how much of
+   * the lease's reserve to give back to the balance (at most what it has).
+   */
   readonly grant: (availableNanos: bigint) => bigint
+  /**
+   * Reserve what `grant` chooses even beyond the balance, which then goes
+   * below zero (down to `-MAX_NANOS`): how a charge above its hold that the
+   * lease could not cover is taken from the balance. Default false.
+   */
+  readonly overdraw?: boolean | undefined
 }
 
 /**
- * The outcome of `lease`: the lease (new or extended), what was reserved, and
- * the available balance before it.
+ * The outcome of `lease`: the lease (new or extended), what was reserved (below
+ * zero: what was given back), and the available balance before it.
  *
  * @category models
  */
@@ -141,7 +175,14 @@ export interface Page {
   readonly offset?: number | undefined
 }
 
-const noSettlement: Settlement = { settled: false, heldNanos: 0n, chargedNanos: 0n, shortfallNanos: 0n }
+const noSettlement: Settlement = {
+  settled: false,
+  userId: "",
+  heldNanos: 0n,
+  chargedNanos: 0n,
+  overdrawnNanos: 0n,
+  shortfallNanos: 0n
+}
 
 const decodeEntry = (row: Record<string, unknown>): LedgerEntry => ({
   id: Row.str(row.id, "ledger.id"),
@@ -199,9 +240,9 @@ export class Accounts extends Context.Service<Accounts, {
     | SqlError.SqlError
   >
   /**
-   * Charges up to `chargeNanos` (any non-negative amount) against the hold:
-   * at most the hold plus the balance, the rest being the shortfall. Releases
-   * what is left of the hold. Idempotent.
+   * Charges `chargeNanos` (any non-negative amount) against the hold, all of
+   * it: beyond the hold it is taken from the balance, which may go below zero
+   * (never below `-MAX_NANOS`). Releases what is left of the hold. Idempotent.
    */
   readonly settle: (holdId: string, chargeNanos: bigint) => Effect.Effect<Settlement, InvalidInput | SqlError.SqlError>
   /** `settle(holdId, 0)`. */
@@ -213,7 +254,10 @@ export class Accounts extends Context.Service<Accounts, {
     reason: string,
     actor: string
   ) => Effect.Effect<bigint, GatewayError.ResourceNotFound | InvalidInput | SqlError.SqlError>
-  /** Adds a signed amount ('adjustment'); refused when the balance would go below zero. Returns the new balance. */
+  /**
+   * Adds a signed amount ('adjustment'); a debit is refused when the balance
+   * would go below zero (or, already below, further below). Returns the new balance.
+   */
   readonly adjust: (
     userId: string,
     amountNanos: bigint,
@@ -224,7 +268,9 @@ export class Accounts extends Context.Service<Accounts, {
    * Reserves part of the user's balance for this node (a lease; see
    * `Purses.ts`): one conditional update, a 'hold' ledger entry, and the
    * lease row created or extended. Returns what `request.grant` chose (0 when
-   * it chose nothing, and then nothing changed).
+   * it chose nothing, and then nothing changed). The available balance it is
+   * given is the balance less what other nodes' leases owe beyond what they
+   * reserved (a negative lease: charges above their holds not yet taken).
    */
   readonly lease: (
     request: LeaseRequest
@@ -279,62 +325,77 @@ export class Accounts extends Context.Service<Accounts, {
               : Effect.succeed(Row.big(rows[0].balance_nanos, "users.balance_nanos"))
         )
 
-      /**
-       * The key's spending caps, checked inside the hold's transaction after the
-       * user's row was updated (and so locked on PostgreSQL): every concurrent
-       * hold of the same key waits for this one, and sees its hold row.
-       */
-      const checkCaps = Effect.fnUntraced(function*(request: HoldRequest, now: number) {
+      /** The key's caps and what it spent against each (this UTC day and month for the budgets); empty without caps. */
+      const capsOf = Effect.fnUntraced(function*(keyId: string, now: number) {
         const keys = yield* sql`SELECT name, quota_nanos, daily_budget_nanos, monthly_budget_nanos, spent_nanos
-          FROM api_keys WHERE id = ${request.keyId}`
+          FROM api_keys WHERE id = ${keyId}`
         const key = keys[0]
-        if (key === undefined) return
+        if (key === undefined) return undefined
         const quota = Row.bigOrNull(key.quota_nanos, "api_keys.quota_nanos")
         const daily = Row.bigOrNull(key.daily_budget_nanos, "api_keys.daily_budget_nanos")
         const monthly = Row.bigOrNull(key.monthly_budget_nanos, "api_keys.monthly_budget_nanos")
-        if (quota === null && daily === null && monthly === null) return
-        const name = Row.str(key.name, "api_keys.name")
+        if (quota === null && daily === null && monthly === null) return undefined
+        const periodSpent = (limit: bigint | null, period: string) =>
+          limit === null
+            ? Effect.succeed(0n)
+            : Effect.map(
+              sql`SELECT spent_nanos FROM key_spend WHERE key_id = ${keyId} AND period = ${period}`,
+              (rows) => rows[0] === undefined ? 0n : Row.big(rows[0].spent_nanos, "key_spend.spent_nanos")
+            )
+        const caps: ReadonlyArray<readonly ["quota" | "daily" | "monthly", bigint | null, bigint]> = [
+          ["quota", quota, Row.big(key.spent_nanos, "api_keys.spent_nanos")],
+          ["daily", daily, yield* periodSpent(daily, dayPeriod(now))],
+          ["monthly", monthly, yield* periodSpent(monthly, monthPeriod(now))]
+        ]
+        return { name: Row.str(key.name, "api_keys.name"), caps }
+      })
+
+      /**
+       * The key's spending caps, checked inside the hold's transaction after the
+       * user's row was updated (and so locked on PostgreSQL): every concurrent
+       * hold of the same key waits for this one, and sees its hold row. Spending
+       * is what the key was charged (all of each charge, above its hold too) plus
+       * what its calls in progress hold; once it reaches a cap, every call that
+       * may cost anything is refused.
+       */
+      const checkCaps = Effect.fnUntraced(function*(request: HoldRequest, now: number) {
+        const key = yield* capsOf(request.keyId, now)
+        if (key === undefined) return
         const heldRows =
           yield* sql`SELECT COALESCE(SUM(amount_nanos), 0) AS held FROM holds WHERE key_id = ${request.keyId}`
-        const held = Row.big(heldRows[0]?.held ?? 0, "holds.held")
-        const need = request.amountNanos
-        const refuse = (cap: "quota" | "daily" | "monthly", limit: bigint, spent: bigint, what: string) =>
-          new GatewayError.SpendingCapReached({
+        const held = Row.big(heldRows[0]?.held ?? 0, "holds.held") + (request.keyHeldElsewhereNanos ?? 0n)
+        for (const [cap, limit, spent] of key.caps) {
+          if (limit === null || spent + held + request.amountNanos <= limit) continue
+          return yield* AccountsPort.spendingCapReached({
+            keyName: key.name,
             cap,
-            message:
-              `Your API key '${name}' has ${what} of ${Money.formatUsd(limit)} USD: ${Money.formatUsd(spent)} USD ` +
-              `spent${
-                held > 0n ? ` and ${Money.formatUsd(held)} USD held by calls in progress` : ""
-              }, and this call may cost up to ` +
-              `${Money.formatUsd(need)} USD. Raise the cap in the console, or ${
-                AccountsPort.askForLess(request.choices)
-              }.`
+            limitNanos: limit,
+            spentNanos: spent,
+            heldNanos: held,
+            request
           })
-        if (quota !== null) {
-          const spent = Row.big(key.spent_nanos, "api_keys.spent_nanos")
-          if (spent + held + need > quota) return yield* refuse("quota", quota, spent, "a lifetime spending cap")
-        }
-        for (
-          const [cap, limit, period, what] of [
-            ["daily", daily, dayPeriod(now), "a daily budget"],
-            ["monthly", monthly, monthPeriod(now), "a monthly budget"]
-          ] as const
-        ) {
-          if (limit === null) continue
-          const rows =
-            yield* sql`SELECT spent_nanos FROM key_spend WHERE key_id = ${request.keyId} AND period = ${period}`
-          const spent = rows[0] === undefined ? 0n : Row.big(rows[0].spent_nanos, "key_spend.spent_nanos")
-          if (spent + held + need > limit) return yield* refuse(cap, limit, spent, what)
         }
       })
 
+      /** What other nodes' leases of the user owe beyond what they reserved (a sum of negative leases, as a negative number). */
+      const leaseDebts = (userId: string, nodeId: string) =>
+        Effect.map(
+          sql`SELECT COALESCE(SUM(amount_nanos), 0) AS owed FROM leases
+            WHERE user_id = ${userId} AND amount_nanos < 0 AND node_id <> ${nodeId}`,
+          (rows) => Row.big(rows[0]?.owed ?? 0, "leases.owed")
+        )
+
       const hold = Effect.fn("Accounts.hold")(function*(request: HoldRequest) {
         yield* requireAmount(request.amountNanos, "amountNanos", false, true)
+        const owed = request.owedNanos !== undefined && request.owedNanos > 0n ? request.owedNanos : 0n
         const id = newId("hld")
         const taken = yield* sql.withTransaction(Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
+          // The balance less what this node's lease owes and what other nodes' leases owe must cover the hold.
           const rows = yield* sql`UPDATE users SET balance_nanos = balance_nanos - ${request.amountNanos}
-            WHERE id = ${request.userId} AND balance_nanos >= ${request.amountNanos} RETURNING id`
+            WHERE id = ${request.userId} AND balance_nanos - ${owed} + COALESCE((SELECT SUM(amount_nanos) FROM leases
+              WHERE user_id = ${request.userId} AND amount_nanos < 0 AND node_id <> ${request.nodeId}), 0)
+              >= ${request.amountNanos} RETURNING id`
           if (rows.length === 0) return false
           yield* checkCaps(request, now)
           yield* sql`INSERT INTO holds ${
@@ -361,7 +422,8 @@ export class Accounts extends Context.Service<Accounts, {
           return true
         }))
         if (taken) return id
-        return yield* AccountsPort.insufficientBalance(yield* balance(request.userId), request)
+        const available = (yield* balance(request.userId)) - owed + (yield* leaseDebts(request.userId, request.nodeId))
+        return yield* AccountsPort.insufficientBalance(available, request)
       })
 
       const settleUnchecked = (holdId: string, chargeNanos: bigint) =>
@@ -379,9 +441,12 @@ export class Accounts extends Context.Service<Accounts, {
           const requestId = Row.strOrNull(row.request_id, "holds.request_id")
           const users = yield* sql`SELECT balance_nanos FROM users WHERE id = ${userId}`
           const balanceNow = Row.big(users[0]!.balance_nanos, "users.balance_nanos")
+          // The balance with the hold back: the charge is taken from it whole, below zero if need be, down to the floor.
           const available = held + balanceNow
-          const charged = chargeNanos < available ? chargeNanos : available
+          const room = available + Money.MAX_NANOS
+          const charged = chargeNanos <= room ? chargeNanos : room > 0n ? room : 0n
           const shortfall = chargeNanos - charged
+          const overdrawn = AccountsPort.overdrawn(available, charged)
           const now = yield* Clock.currentTimeMillis
           yield* sql`UPDATE users SET balance_nanos = balance_nanos + ${held - charged} WHERE id = ${userId}`
           if (held > 0n) {
@@ -396,6 +461,7 @@ export class Accounts extends Context.Service<Accounts, {
               createdAt: now
             })
           }
+          let overCap: AccountsPort.CapOverrun | undefined
           if (chargeNanos > 0n) {
             yield* entry({
               userId,
@@ -403,17 +469,28 @@ export class Accounts extends Context.Service<Accounts, {
               amountNanos: -charged,
               holdId,
               requestId,
-              reason: LeaseSql.shortfallReason(shortfall),
+              reason: LeaseSql.chargeReason(overdrawn, shortfall),
               actor: null,
               createdAt: now
             })
             yield* LeaseSql.addKeySpend(sql, keyId, charged, LeaseSql.periodsOf(now))
+            const key = yield* capsOf(keyId, now)
+            overCap = key === undefined ? undefined : AccountsPort.capOverrun(key.caps)
           }
-          return { settled: true, heldNanos: held, chargedNanos: charged, shortfallNanos: shortfall }
+          const settlement: Settlement = {
+            settled: true,
+            userId,
+            heldNanos: held,
+            chargedNanos: charged,
+            overdrawnNanos: overdrawn,
+            shortfallNanos: shortfall,
+            ...(overCap === undefined ? {} : { overCap })
+          }
+          return settlement
         }))
 
-      // Any charge is accepted, however large (usage an upstream reported beyond every bound): what is taken
-      // stops at the hold plus the balance, never above `MAX_NANOS`, and the rest is the shortfall.
+      // Any charge is accepted, however large (usage an upstream reported beyond every bound): it is taken
+      // whole, the balance going below zero if need be, down to the floor of `-MAX_NANOS`.
       const settle = Effect.fn("Accounts.settle")(function*(holdId: string, chargeNanos: bigint) {
         if (chargeNanos < 0n) {
           return yield* new InvalidInput({
@@ -429,12 +506,14 @@ export class Accounts extends Context.Service<Accounts, {
           yield* requireAmount(amountNanos, "amountNanos", allowNegative, false)
           const changed = yield* sql.withTransaction(Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
-            // Both bounds are compared against a constant computed here, so the database never adds past 64 bits.
-            const rows = yield* sql`UPDATE users SET balance_nanos = balance_nanos + ${amountNanos}, updated_at = ${now}
-              WHERE id = ${userId} AND balance_nanos >= ${-amountNanos} AND balance_nanos <= ${
-              Money.MAX_NANOS - amountNanos
-            }
-              RETURNING balance_nanos`
+            // The bound is compared against a constant computed here, so the database never adds past 64 bits. A
+            // credit is bounded above only (on a balance below zero it pays the debt first); a debit never takes
+            // the balance below zero, nor one already below further down.
+            const rows = amountNanos > 0n
+              ? yield* sql`UPDATE users SET balance_nanos = balance_nanos + ${amountNanos}, updated_at = ${now}
+                WHERE id = ${userId} AND balance_nanos <= ${Money.MAX_NANOS - amountNanos} RETURNING balance_nanos`
+              : yield* sql`UPDATE users SET balance_nanos = balance_nanos + ${amountNanos}, updated_at = ${now}
+                WHERE id = ${userId} AND balance_nanos >= ${-amountNanos} RETURNING balance_nanos`
             if (rows.length === 0) return undefined
             yield* entry({ userId, kind, amountNanos, holdId: null, requestId: null, reason, actor, createdAt: now })
             return Row.big(rows[0]!.balance_nanos, "users.balance_nanos")
@@ -451,15 +530,49 @@ export class Accounts extends Context.Service<Accounts, {
           })
         })
 
+      /**
+       * A lease's unused reserve given back to the balance (a negative grant):
+       * at most what the lease still has, with a 'release' entry. How a
+       * node's lease pays toward a debt its capped calls made.
+       */
+      const giveBack = Effect.fnUntraced(function*(request: LeaseRequest, wanted: bigint, balanceNow: bigint) {
+        const rows =
+          yield* sql`SELECT amount_nanos FROM leases WHERE id = ${request.leaseId} AND node_id = ${request.nodeId}`
+        const amount = rows[0] === undefined ? 0n : Row.big(rows[0].amount_nanos, "leases.amount_nanos")
+        const back = wanted < amount ? wanted : amount > 0n ? amount : 0n
+        if (back === 0n) return { leaseId: request.leaseId, grantedNanos: 0n, availableNanos: balanceNow }
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`UPDATE leases SET amount_nanos = amount_nanos - ${back}, updated_at = ${now} WHERE id = ${request.leaseId}`
+        yield* sql`UPDATE users SET balance_nanos = balance_nanos + ${back} WHERE id = ${request.userId}`
+        yield* entry({
+          userId: request.userId,
+          kind: "release",
+          amountNanos: back,
+          holdId: request.leaseId,
+          requestId: null,
+          reason: `given back by gateway node ${request.nodeId}: the balance went below zero`,
+          actor: null,
+          createdAt: now
+        })
+        return { leaseId: request.leaseId, grantedNanos: -back, availableNanos: balanceNow }
+      })
+
       const lease = Effect.fn("Accounts.lease")(function*(request: LeaseRequest) {
         return yield* sql.withTransaction(Effect.gen(function*() {
           const users = yield* sql`SELECT balance_nanos FROM users WHERE id = ${request.userId}${
             sql.literal(forUpdate)
           }`
           if (users[0] === undefined) return yield* userNotFound(request.userId)
-          const available = Row.big(users[0].balance_nanos, "users.balance_nanos")
+          const balanceNow = Row.big(users[0].balance_nanos, "users.balance_nanos")
+          // An overdraft takes what it must whatever the balance (down to the floor); a lease takes what the
+          // balance has, less what other nodes' leases owe.
+          const available = request.overdraw === true
+            ? balanceNow
+            : balanceNow + (yield* leaseDebts(request.userId, request.nodeId))
           const wanted = request.grant(available)
-          const granted = wanted < 0n ? 0n : wanted > available ? available : wanted
+          if (wanted < 0n) return yield* giveBack(request, -wanted, balanceNow)
+          const limit = request.overdraw === true ? balanceNow + Money.MAX_NANOS : available
+          const granted = wanted <= 0n || limit <= 0n ? 0n : wanted > limit ? limit : wanted
           const leaseId = request.leaseId
           if (granted === 0n) return { leaseId, grantedNanos: 0n, availableNanos: available }
           const now = yield* Clock.currentTimeMillis
@@ -484,7 +597,9 @@ export class Accounts extends Context.Service<Accounts, {
             amountNanos: -granted,
             holdId: leaseId,
             requestId: null,
-            reason: `reserved by gateway node ${request.nodeId} for calls in progress`,
+            reason: request.overdraw === true
+              ? `taken by gateway node ${request.nodeId} for calls that cost more than they held`
+              : `reserved by gateway node ${request.nodeId} for calls in progress`,
             actor: null,
             createdAt: now
           })

@@ -16,6 +16,7 @@ import { Cause, Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
 import { newId } from "./internal/random.ts"
+import * as Retired from "./internal/Retired.ts"
 import * as Row from "./internal/row.ts"
 import { generateApiKey, KeyHasher, keyPrefix } from "./Secrets.ts"
 import { InvalidInput } from "./StoreError.ts"
@@ -247,7 +248,16 @@ export class Keys extends Context.Service<Keys, {
         if (input.group.trim().length === 0) {
           return yield* new InvalidInput({ path: "group", message: "group: a key must belong to a group" })
         }
-        if (input.secret !== undefined) yield* validateSecret(input.secret, "secret")
+        if (input.secret !== undefined) {
+          yield* validateSecret(input.secret, "secret")
+          if (yield* Retired.isRetiredSecret(sql, hasher.hash(input.secret))) {
+            return yield* new InvalidInput({
+              path: "secret",
+              message:
+                "secret: this secret was revoked (or its key deleted): revocation is final, give the key another secret"
+            })
+          }
+        }
         const generated = input.secret === undefined
           ? generateApiKey()
           : { secret: input.secret, prefix: keyPrefix(input.secret) }
@@ -340,14 +350,21 @@ export class Keys extends Context.Service<Keys, {
           }
           yield* sql`UPDATE api_keys SET enabled = ${enabled} WHERE id = ${id}`
         }),
+        // Final: the secret never authenticates again, and a declared key's entry is never provisioned again.
         revoke: Effect.fn("Keys.revoke")(function*(id) {
-          yield* existing(
-            id,
-            yield* sql`UPDATE api_keys SET enabled = ${false}, hash = ${REVOKED + id} WHERE id = ${id} RETURNING id`
-          )
+          yield* sql.withTransaction(Effect.gen(function*() {
+            yield* Retired.retireKey(sql, id)
+            yield* existing(
+              id,
+              yield* sql`UPDATE api_keys SET enabled = ${false}, hash = ${REVOKED + id} WHERE id = ${id} RETURNING id`
+            )
+          }))
         }),
         remove: Effect.fn("Keys.remove")(function*(id) {
-          yield* existing(id, yield* sql`DELETE FROM api_keys WHERE id = ${id} RETURNING id`)
+          yield* sql.withTransaction(Effect.gen(function*() {
+            yield* Retired.retireKey(sql, id)
+            yield* existing(id, yield* sql`DELETE FROM api_keys WHERE id = ${id} RETURNING id`)
+          }))
         }),
         findByHash: (hash) =>
           Effect.map(

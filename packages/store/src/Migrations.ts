@@ -16,8 +16,7 @@
  * @since 0.1.0
  */
 import { Clock, Effect } from "effect"
-import { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql"
+import { SqlClient, SqlError } from "effect/sql"
 
 /**
  * One migration: an id (strictly increasing) and its statements, per dialect.
@@ -28,6 +27,13 @@ export interface Migration {
   readonly id: number
   readonly name: string
   readonly statements: (dialect: "sqlite" | "pg") => ReadonlyArray<string>
+  /**
+   * On SQLite it rebuilds tables that others reference (SQLite cannot drop a
+   * constraint): the run turns foreign keys off around its transaction and
+   * checks them all before it commits, as SQLite's documented procedure for
+   * such changes says.
+   */
+  readonly rebuildsTables?: boolean | undefined
 }
 
 const initial: Migration = {
@@ -426,6 +432,77 @@ const requestLog: Migration = {
 }
 
 /**
+ * The books match the upstream's bill (docs/billing.md):
+ *
+ * - a call is charged what it cost even above its hold, so a balance may go
+ *   below zero (then every call that may cost anything is refused until a
+ *   top-up), and so may a lease whose calls cost more than it reserved while
+ *   the database could not be reached to take the rest: the `CHECK (... >= 0)`
+ *   of `users.balance_nanos` and `leases.amount_nanos` go (PostgreSQL drops
+ *   them; SQLite, which cannot drop a constraint, rebuilds the two tables);
+ * - a model's `media_part_tokens` (JSON: tokens a hold counts per media part,
+ *   per kind; NULL: the defaults);
+ * - deleting a user or revoking a key is final: `retired_entries` keeps the
+ *   configuration file's entries (`users:alice`, `keys:alice/laptop`) whose
+ *   user or key was deleted, so a restart never provisions them again (nor
+ *   credits an opening balance twice), and `retired_secrets` the hashes of
+ *   revoked or deleted keys' secrets, which never authenticate again.
+ */
+const books: Migration = {
+  id: 13,
+  name: "books",
+  rebuildsTables: true,
+  statements: (dialect) => [
+    ...(dialect === "pg"
+      ? [
+        "ALTER TABLE users DROP CONSTRAINT IF EXISTS users_balance_nanos_check",
+        "ALTER TABLE leases DROP CONSTRAINT IF EXISTS leases_amount_nanos_check"
+      ]
+      : [
+        `CREATE TABLE users_rebuilt (
+          id TEXT PRIMARY KEY,
+          name TEXT NOT NULL UNIQUE,
+          role TEXT NOT NULL CHECK (role IN ('user', 'admin')),
+          password_hash TEXT NULL,
+          enabled BOOLEAN NOT NULL DEFAULT TRUE,
+          balance_nanos BIGINT NOT NULL DEFAULT 0,
+          source TEXT NOT NULL CHECK (source IN ('config', 'console')),
+          created_at BIGINT NOT NULL,
+          updated_at BIGINT NOT NULL,
+          rpm INTEGER NULL,
+          tpm INTEGER NULL,
+          concurrency INTEGER NULL,
+          config_declared TEXT NULL,
+          deleted_at BIGINT NULL
+        )`,
+        `INSERT INTO users_rebuilt (id, name, role, password_hash, enabled, balance_nanos, source, created_at,
+          updated_at, rpm, tpm, concurrency, config_declared, deleted_at)
+          SELECT id, name, role, password_hash, enabled, balance_nanos, source, created_at, updated_at, rpm, tpm,
+          concurrency, config_declared, deleted_at FROM users`,
+        "DROP TABLE users",
+        "ALTER TABLE users_rebuilt RENAME TO users",
+        `CREATE TABLE leases_rebuilt (
+          id TEXT PRIMARY KEY,
+          user_id TEXT NOT NULL REFERENCES users (id),
+          node_id TEXT NOT NULL,
+          amount_nanos BIGINT NOT NULL,
+          created_at BIGINT NOT NULL,
+          updated_at BIGINT NOT NULL
+        )`,
+        `INSERT INTO leases_rebuilt (id, user_id, node_id, amount_nanos, created_at, updated_at)
+          SELECT id, user_id, node_id, amount_nanos, created_at, updated_at FROM leases`,
+        "DROP TABLE leases",
+        "ALTER TABLE leases_rebuilt RENAME TO leases",
+        "CREATE INDEX leases_user ON leases (user_id)",
+        "CREATE INDEX leases_node ON leases (node_id)"
+      ]),
+    "ALTER TABLE models ADD COLUMN media_part_tokens TEXT NULL",
+    "CREATE TABLE retired_entries (entry TEXT PRIMARY KEY, retired_at BIGINT NOT NULL)",
+    "CREATE TABLE retired_secrets (hash TEXT PRIMARY KEY, retired_at BIGINT NOT NULL)"
+  ]
+}
+
+/**
  * All migrations, in order. Append only: never edit one that has shipped.
  *
  * @category migrations
@@ -442,7 +519,8 @@ export const migrations: ReadonlyArray<Migration> = [
   configDeclared,
   deletedUsers,
   agents,
-  requestLog
+  requestLog,
+  books
 ]
 
 /** An arbitrary constant naming modelgate's migration lock among advisory locks. */
@@ -467,17 +545,45 @@ export const migrate: Effect.Effect<ReadonlyArray<string>, SqlError.SqlError, Sq
       const rows = yield* sql<{ readonly id: unknown }>`SELECT id FROM schema_migrations`
       const done = new Set(rows.map((row) => Number(row.id)))
       const applied: Array<string> = []
+      let rebuilt = false
       for (const migration of migrations) {
         if (done.has(migration.id)) continue
         for (const statement of migration.statements(dialect)) yield* sql.unsafe(statement)
         const now = yield* Clock.currentTimeMillis
         yield* sql`INSERT INTO schema_migrations (id, name, applied_at) VALUES (${migration.id}, ${migration.name}, ${now})`
         applied.push(`${migration.id}_${migration.name}`)
+        rebuilt ||= migration.rebuildsTables === true
+      }
+      if (dialect === "sqlite" && rebuilt) {
+        // Foreign keys were off while tables were rebuilt: every reference must still hold before the commit.
+        const broken = yield* sql.unsafe<Record<string, unknown>>("PRAGMA foreign_key_check")
+        if (broken.length > 0) {
+          return yield* new SqlError.SqlError({
+            reason: new SqlError.ConstraintError({
+              cause: broken,
+              message: `rebuilding tables broke ${broken.length} reference(s), the first in ${String(broken[0]!.table)}`
+            })
+          })
+        }
       }
       return applied
     })
+    if (dialect === "pg") return yield* sql.withTransaction(run)
+    // SQLite cannot drop a constraint: a migration that must rebuilds the table, with foreign keys off around
+    // its transaction (inside one the pragma does nothing) and checked before the commit. The one connection
+    // is this process's, and nothing else runs while it migrates.
+    const pending = yield* sql<{ readonly id: unknown }>`SELECT id FROM schema_migrations`.pipe(
+      Effect.map((rows) => new Set(rows.map((row) => Number(row.id)))),
+      Effect.catch(() => Effect.succeed(new Set<number>()))
+    )
+    const rebuilds = migrations.some((migration) => migration.rebuildsTables === true && !pending.has(migration.id))
+    if (!rebuilds) {
+      return yield* sql.withTransaction(run).pipe(Effect.provideService(SqlClient.BeginTransaction, "BEGIN IMMEDIATE"))
+    }
+    yield* sql.unsafe("PRAGMA foreign_keys = OFF")
     return yield* sql.withTransaction(run).pipe(
-      dialect === "sqlite" ? Effect.provideService(SqlClient.BeginTransaction, "BEGIN IMMEDIATE") : (self) => self
+      Effect.provideService(SqlClient.BeginTransaction, "BEGIN IMMEDIATE"),
+      Effect.ensuring(Effect.orDie(sql.unsafe("PRAGMA foreign_keys = ON")))
     )
   }
 ).pipe(Effect.withSpan("Migrations.migrate"))

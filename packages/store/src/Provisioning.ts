@@ -23,6 +23,10 @@
  *   is created. Later edits of the number do nothing (use top-ups).
  * - Rows created in the console (`source = 'console'`) are never touched; the
  *   result lists them under `skipped`.
+ * - Deleting a user or revoking a key is final (`internal/Retired.ts`): an
+ *   entry whose user or key was deleted is never applied again (no user, no
+ *   key, no second opening balance), nor an entry whose fixed secret was
+ *   revoked; each is reported as a disagreement (`deleted`, `secret`).
  * - Entities removed from the file are left in the database.
  * - A key without a fixed `secret` gets a generated one when first created; the
  *   result returns it once (`createdSecrets`) for the server to print.
@@ -41,6 +45,7 @@ import { validateChannel } from "./CatalogRepo.ts"
 import * as CatalogTables from "./internal/CatalogTables.ts"
 import * as Declared from "./internal/Declared.ts"
 import { newId } from "./internal/random.ts"
+import * as Retired from "./internal/Retired.ts"
 import * as Row from "./internal/row.ts"
 import { isRevokedHash, validateSecret } from "./Keys.ts"
 import {
@@ -311,6 +316,14 @@ export const validate = Effect.fnUntraced(function*(input: ProvisionInput) {
     ) {
       yield* checkAmount(model[field], `models[${i}].${field}`)
     }
+    for (const [kind, tokens] of Object.entries(model.mediaPartTokens ?? {})) {
+      if (tokens !== undefined && !(Number.isSafeInteger(tokens) && tokens >= 0)) {
+        return yield* new InvalidInput({
+          path: `models[${i}].mediaPartTokens.${kind}`,
+          message: `models[${i}].mediaPartTokens.${kind}: expected a whole number of tokens (0 or more), got ${tokens}`
+        })
+      }
+    }
   }
   for (const [i, channel] of (input.channels ?? []).entries()) yield* validateChannel(channel, `channels[${i}]`)
   const declaredUsers = new Set(users.map((u) => u.name))
@@ -364,6 +377,7 @@ export class Provisioning extends Context.Service<Provisioning, {
           if (isPg) yield* sql.unsafe(`SELECT pg_advisory_xact_lock(${PG_LOCK_KEY})`)
           const now = yield* Clock.currentTimeMillis
           const userIds = new Map<string, string>()
+          const retiredUsers = new Set<string>()
 
           for (const user of input.users ?? []) {
             const label = `users:${user.name}`
@@ -377,6 +391,17 @@ export class Provisioning extends Context.Service<Provisioning, {
               ...(user.groups === undefined ? {} : { groups: JSON.stringify([...new Set(user.groups)].sort()) })
             }
             let id: string
+            if (row === undefined && (yield* Retired.isRetiredEntry(sql, label))) {
+              // Deletion is final: no user again, so no keys and no second opening balance.
+              disagreements.push({
+                entry: label,
+                field: "deleted",
+                message: "the user was deleted: deletion is final, so the file's entry for it is not applied " +
+                  "(no user, no keys, no opening balance again). Remove the entry, or give the user another name."
+              })
+              retiredUsers.add(user.name)
+              continue
+            }
             if (row === undefined) {
               id = newId("usr")
               const balance = user.balanceNanos ?? 0n
@@ -494,12 +519,39 @@ export class Provisioning extends Context.Service<Provisioning, {
           for (const key of input.keys ?? []) {
             const label = `keys:${key.user}/${key.name}`
             const userId = userIds.get(key.user)
+            if (retiredUsers.has(key.user)) {
+              disagreements.push({
+                entry: label,
+                field: "deleted",
+                message:
+                  "the key's user was deleted: deletion is final, so the file's entry for the key is not applied."
+              })
+              continue
+            }
             if (userId === undefined) {
               // The owner is a console user: config must not add keys to it.
               skipped.push(label)
               continue
             }
             const fixed = key.secret === undefined ? undefined : Redacted.value(key.secret)
+            const row = (yield* sql`SELECT * FROM api_keys WHERE user_id = ${userId} AND name = ${key.name}`)[0]
+            if (row === undefined && (yield* Retired.isRetiredEntry(sql, label))) {
+              disagreements.push({
+                entry: label,
+                field: "deleted",
+                message: "the key was deleted: deletion is final, so the file's entry for it is not applied. " +
+                  "Remove the entry, or give it another name (and another secret) to issue a new key."
+              })
+              continue
+            }
+            const revokedSecret = fixed !== undefined && (yield* Retired.isRetiredSecret(sql, hasher.hash(fixed)))
+            const refuseSecret = () =>
+              disagreements.push({
+                entry: label,
+                field: "secret",
+                message: "the entry's secret was revoked (or its key deleted): revocation is final, so the entry " +
+                  "is not applied. Give the key another secret."
+              })
             const desired = {
               group_name: key.group,
               models: JSON.stringify(key.models ?? []),
@@ -511,7 +563,10 @@ export class Provisioning extends Context.Service<Provisioning, {
               ...limitColumns(key.limits),
               ...(fixed === undefined ? {} : { hash: hasher.hash(fixed) })
             }
-            const row = (yield* sql`SELECT * FROM api_keys WHERE user_id = ${userId} AND name = ${key.name}`)[0]
+            if (row === undefined && revokedSecret) {
+              refuseSecret()
+              continue
+            }
             if (row === undefined) {
               const generated = fixed === undefined ? generateApiKey() : { secret: fixed, prefix: keyPrefix(fixed) }
               yield* sql`INSERT INTO api_keys ${
@@ -545,6 +600,10 @@ export class Provisioning extends Context.Service<Provisioning, {
                 message: "the key was revoked: revocation is final, so the file's entry for it is not applied. " +
                   "Remove the entry, or give it another name to issue a new key."
               })
+              continue
+            }
+            if (revokedSecret && Row.str(row.hash, "api_keys.hash") !== desired.hash) {
+              refuseSecret()
               continue
             }
             const fields = Declared.plan(label, row, desired, Declared.parse(row.config_declared), describeKey)

@@ -10,11 +10,20 @@
  * a call does not spend goes back to the lease at once. A lease that no call
  * has used for `leaseIdleMs` is released (after the charges queued before it).
  *
- * Never overspent: the sum of a user's leases never exceeds their balance
- * (each was taken by a conditional update), and a node never holds more than
- * its lease. Near the end of a balance the policy (`leaseGrant`) reserves only
- * what each call needs, so a balance that pays for exactly N calls admits
- * exactly N, as one database hold per call would.
+ * Never admitted beyond the balance: the sum of a user's leases never exceeds
+ * their balance (each was taken by a conditional update), and a node never
+ * holds more than its lease. Near the end of a balance the policy
+ * (`leaseGrant`) reserves only what each call needs, so a balance that pays
+ * for exactly N calls admits exactly N, as one database hold per call would.
+ *
+ * A call is charged what it cost, all of it: a charge above the call's hold
+ * is taken from the lease, and what the lease does not cover is taken from
+ * the balance at once (an overdrawing `Accounts.lease`, one transaction, only
+ * for such calls), which may take it below zero; the user's next calls are
+ * then refused until a top-up. While the database cannot be reached the lease
+ * owes it instead (its remainder goes below zero, and so does the lease when
+ * its charges are written), and every hold counts that debt against the
+ * balance until it is paid.
  *
  * Two exceptions take the database path of `Accounts.hold`/`settle`: keys
  * with a spending cap (the cap is checked against the key's spending as every
@@ -118,7 +127,11 @@ interface Purse {
    * (and released with the purse) rather than left behind.
    */
   leaseId: string | null
-  /** Reserved by the lease and not held by a call in progress. */
+  /**
+   * Reserved by the lease and not held by a call in progress. Below zero when
+   * calls cost more than the lease had and the balance could not be reached
+   * to take the rest: the lease owes that much.
+   */
   remaining: bigint
   inFlight: number
   /** Calls waiting for the lease to be extended. */
@@ -186,6 +199,20 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
       const purses = new Map<string, Purse>()
       const localHolds = new Map<string, LocalHold>()
       const databaseHolds = new Set<string>()
+      /**
+       * Keys whose calls were charged on the lease path since the batch writer
+       * was last seen empty: their charges may not be in the database yet.
+       * A capped hold of such a key (a cap set since) flushes the writer first,
+       * so the cap counts every charge this node made.
+       */
+      const leaseChargedKeys = new Set<string>()
+      /** What each key's calls in flight hold from leases here: a cap set on the key meanwhile counts it. */
+      const leaseHeldByKey = new Map<string, bigint>()
+      const holdByKey = (keyId: string, amount: bigint) => {
+        const held = (leaseHeldByKey.get(keyId) ?? 0n) + amount
+        if (held === 0n) leaseHeldByKey.delete(keyId)
+        else leaseHeldByKey.set(keyId, held)
+      }
       /** What the user can spend beyond this node's lease, as last read: shown while the database is down. */
       const lastBalance = new Map<string, bigint>()
       let sequence = 0
@@ -265,6 +292,7 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           purse.remaining -= request.amountNanos
           purse.inFlight++
           purse.lastUsedAt = now
+          holdByKey(request.keyId, request.amountNanos)
         }
         const id = `lh_${++sequence}`
         localHolds.set(id, {
@@ -277,11 +305,47 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         return id
       }
 
+      /** Before a capped hold: the key's lease-path charges this node queued are written, so its cap sees them. */
+      const chargesWritten = (keyId: string) =>
+        Effect.suspend(() => {
+          if (!leaseChargedKeys.has(keyId)) return Effect.void
+          const written = [...leaseChargedKeys]
+          leaseChargedKeys.clear()
+          return writer.flush.pipe(
+            Effect.tapCause(() => Effect.sync(() => written.forEach((key) => leaseChargedKeys.add(key))))
+          )
+        })
+
+      /** A hold in the database; what this node's lease of the user owes (charges above their holds not yet taken) counts too. */
+      const holdInDatabase = (request: AccountsPort.HoldRequest) =>
+        Effect.suspend(() => {
+          const remaining = purses.get(request.userId)?.remaining ?? 0n
+          return accounts.hold({
+            ...request,
+            nodeId: options.nodeId,
+            owedNanos: remaining < 0n ? -remaining : 0n,
+            keyHeldElsewhereNanos: leaseHeldByKey.get(request.keyId) ?? 0n
+          })
+        })
+
       const databaseHold = (request: AccountsPort.HoldRequest) =>
         databaseGate("hold your balance for this call").pipe(
-          Effect.andThen(accounts.hold({ ...request, nodeId: options.nodeId })),
+          Effect.andThen(request.capped === true ? chargesWritten(request.keyId) : Effect.void),
+          Effect.andThen(
+            holdInDatabase(request).pipe(
+              // The balance column leaves out what this node's lease reserves: its unused part comes back, once.
+              Effect.catchTag("InsufficientBalance", (refused) =>
+                Effect.flatMap(
+                  Effect.suspend(() => giveBack(request.userId, purses.get(request.userId)?.remaining ?? 0n)),
+                  (given) => given > 0n ? holdInDatabase(request) : Effect.fail(refused)
+                ))
+            )
+          ),
           Effect.tap((id) => Effect.andThen(Effect.sync(() => databaseHolds.add(id)), databaseAnswered)),
-          Effect.catchTag(["ResourceNotFound", "InvalidInput", "SqlError"], failure("hold your balance for this call"))
+          Effect.catchTag(
+            ["ResourceNotFound", "InvalidInput", "SqlError", "JournalError"],
+            failure("hold your balance for this call")
+          )
         )
 
       /** What the purse should keep on hand: `coverSeconds` of the user's recent spending on this node. */
@@ -351,6 +415,78 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         })
 
       /**
+       * Takes from the balance what the lease owes (its remainder below zero,
+       * after a charge above its hold), at once: one overdrawing lease
+       * extension, under the purse's lock, which may take the balance below
+       * zero. Returns the balance before it (what other nodes and the
+       * balance's holds had not taken) and what it took; undefined when the
+       * lease owed nothing by the time the lock was had.
+       */
+      const cover = (purse: Purse) =>
+        Effect.gen(function*() {
+          const owed = -purse.remaining
+          if (owed <= 0n) return undefined
+          yield* databaseGate("charge this call")
+          const now = yield* Clock.currentTimeMillis
+          purse.leaseId ??= newId("lea")
+          const grant = yield* accounts.lease({
+            userId: purse.userId,
+            nodeId: options.nodeId,
+            leaseId: purse.leaseId,
+            overdraw: true,
+            grant: () => owed
+          }).pipe(
+            Effect.tap((grant) =>
+              Effect.sync(() => {
+                purse.remaining += grant.grantedNanos
+                remember(purse.userId, grant.availableNanos - grant.grantedNanos)
+                if (grant.grantedNanos > 0n) purse.lastGrantAt = now
+              })
+            ),
+            Effect.uninterruptible
+          )
+          yield* databaseAnswered
+          return grant
+        }).pipe(purse.lock.withPermit)
+
+      /**
+       * After a call on the database path took the balance below zero: the
+       * user's lease on this node gives what it has unused toward the debt (up
+       * to the debt), so no call is admitted from a reserve of a balance that
+       * is below zero. The reserve leaves the purse at once (no hold takes it
+       * meanwhile), and comes back if the database could not take it. Returns
+       * what was given.
+       */
+      const giveBack = (userId: string, debt: bigint): Effect.Effect<bigint> =>
+        Effect.suspend(() => {
+          const purse = purses.get(userId)
+          if (purse === undefined || purse.leaseId === null || purse.remaining <= 0n) return Effect.succeed(0n)
+          const give = purse.remaining < debt ? purse.remaining : debt
+          purse.remaining -= give
+          const leaseId = purse.leaseId
+          return accounts.lease({ userId, nodeId: options.nodeId, leaseId, grant: () => -give }).pipe(
+            Effect.map((grant) => {
+              // The lease had less than the purse thought only if it was swept: give what it had.
+              purse.remaining += give + grant.grantedNanos
+              return -grant.grantedNanos
+            }),
+            Effect.uninterruptible,
+            purse.lock.withPermit,
+            Effect.catchCause((cause) =>
+              Effect.as(
+                Effect.andThen(
+                  Effect.sync(() => {
+                    purse.remaining += give
+                  }),
+                  Effect.logWarning("giving a lease's reserve back toward a debt failed; it stays reserved", cause)
+                ),
+                0n
+              )
+            )
+          )
+        })
+
+      /**
        * Tops the lease up, off the call's path, when what it has left falls
        * below the reserve of recent spending: so at any moment the node holds
        * `coverSeconds` of the user's spending, and a database outage that
@@ -415,11 +551,17 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         if (databaseHolds.has(holdId)) {
           databaseHolds.delete(holdId)
           return accounts.settle(holdId, chargeNanos).pipe(
-            Effect.map((settled): AccountsPort.Settled => ({
-              chargedNanos: settled.chargedNanos,
-              shortfallNanos: settled.shortfallNanos
-            })),
             Effect.tap(() => databaseAnswered),
+            Effect.flatMap((settled) =>
+              Effect.map(
+                settled.overdrawnNanos > 0n ? giveBack(settled.userId, settled.overdrawnNanos) : Effect.succeed(0n),
+                (given): AccountsPort.Settled => ({
+                  chargedNanos: settled.chargedNanos,
+                  overdrawnNanos: settled.overdrawnNanos - given,
+                  ...(settled.overCap === undefined ? {} : { overCap: settled.overCap })
+                })
+              )
+            ),
             Effect.catch(failure("settle this call"))
           )
         }
@@ -428,32 +570,65 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         localHolds.delete(holdId)
         return Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const { purse } = local
-          let charged = chargeNanos
           if (purse !== null) {
             purse.inFlight--
             purse.lastUsedAt = now
-            purse.remaining += local.amount
-            if (charged > purse.remaining) charged = purse.remaining
-            purse.remaining -= charged
-            if (charged > 0n) {
-              purse.spendRate = addSpend(purse.spendRate, purse.rateAt, charged, now)
+            holdByKey(local.keyId, -local.amount)
+            // The whole charge: what the lease does not have, it owes, and the balance pays at once.
+            purse.remaining += local.amount - chargeNanos
+            if (chargeNanos > 0n) {
+              purse.spendRate = addSpend(purse.spendRate, purse.rateAt, chargeNanos, now)
               purse.rateAt = now
             }
           }
           if (chargeNanos <= 0n) return Effect.succeed(AccountsPort.nothingSettled)
-          const settled: AccountsPort.Settled = { chargedNanos: charged, shortfallNanos: chargeNanos - charged }
-          return Effect.as(
-            writer.charge({
-              leaseId: purse?.leaseId ?? null,
-              userId: purse?.userId ?? local.userId,
-              keyId: local.keyId,
-              requestId: local.requestId,
-              chargedNanos: charged,
-              shortfallNanos: settled.shortfallNanos,
-              at: now
-            }),
-            settled
-          )
+          leaseChargedKeys.add(local.keyId)
+          if (purse !== null && purse.remaining < 0n) purse.waiting++
+          const covered = purse === null || purse.remaining >= 0n
+            ? Effect.succeed({ overdrawnNanos: 0n, shortfallNanos: 0n })
+            : cover(purse).pipe(
+              // Counted as waiting from the charge on: the purse (and its lease) is not released as idle meanwhile.
+              Effect.ensuring(Effect.sync(() => {
+                purse.waiting--
+              })),
+              Effect.map((grant) => {
+                if (grant === undefined) return { overdrawnNanos: 0n, shortfallNanos: 0n }
+                // Only at the floor of a balance (-10^9 USD) is anything left owing: that part is not charged.
+                const cut = purse.remaining < 0n
+                  ? (-purse.remaining < chargeNanos ? -purse.remaining : chargeNanos)
+                  : 0n
+                purse.remaining += cut
+                return {
+                  overdrawnNanos: AccountsPort.overdrawn(grant.availableNanos, grant.grantedNanos),
+                  shortfallNanos: cut
+                }
+              }),
+              // The database cannot be reached: the lease owes the rest, taken when its charges are written or it ends.
+              Effect.catchTag("SqlError", (error) => databaseFailed(Cause.fail(error))),
+              Effect.catchCause((cause) =>
+                Effect.logWarning(
+                  "a call cost more than its lease had, and the balance could not be reached to take the rest; " +
+                    "the lease owes it until then",
+                  cause
+                )
+              ),
+              Effect.map((covered) => covered ?? { overdrawnNanos: 0n, shortfallNanos: 0n })
+            )
+          return Effect.flatMap(covered, ({ overdrawnNanos, shortfallNanos }) => {
+            const charged = chargeNanos - shortfallNanos
+            return Effect.as(
+              writer.charge({
+                leaseId: purse?.leaseId ?? null,
+                userId: purse?.userId ?? local.userId,
+                keyId: local.keyId,
+                requestId: local.requestId,
+                chargedNanos: charged,
+                shortfallNanos,
+                at: now
+              }),
+              { chargedNanos: charged, overdrawnNanos } satisfies AccountsPort.Settled
+            )
+          })
         })
       }
 
@@ -473,7 +648,13 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           return Effect.forEach(released, writer.releaseLease, { discard: true })
         })
 
+      // With nothing queued, every charge is written: no key's cap waits on the writer.
+      const forgetWritten = Effect.flatMap(
+        writer.pending,
+        (pending) => pending === 0 ? Effect.sync(() => leaseChargedKeys.clear()) : Effect.void
+      )
       yield* releaseIdle(false).pipe(
+        Effect.andThen(forgetWritten),
         Effect.repeat(Schedule.spaced(Duration.millis(Math.max(50, Math.min(idleMs, 250))))),
         Effect.forkScoped
       )

@@ -7,6 +7,7 @@ import { Domain, GatewayError } from "@modelgate/core"
 import { Array as Arr, Clock, Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { newId } from "./internal/random.ts"
+import * as Retired from "./internal/Retired.ts"
 import * as Row from "./internal/row.ts"
 import * as Unique from "./internal/unique.ts"
 import { hashPassword, type SecretError, verifyPasswordOrDecoy } from "./Secrets.ts"
@@ -243,6 +244,11 @@ export class Users extends Context.Service<Users, {
         return yield* sql.withTransaction(Effect.gen(function*() {
           const user = yield* findById(id)
           if (user === undefined || user.deletedAt !== null) return yield* notFound(`with id '${id}'`)
+          // Final: the file's entries for the user and its keys are never applied again, nor its keys' secrets.
+          if (user.source === "config") yield* Retired.retireEntry(sql, `users:${user.name}`)
+          for (const key of yield* sql`SELECT id FROM api_keys WHERE user_id = ${id}`) {
+            yield* Retired.retireKey(sql, Row.str(key.id, "api_keys.id"))
+          }
           const now = yield* Clock.currentTimeMillis
           const keys = yield* sql`UPDATE api_keys SET enabled = ${false}, hash = ${"revoked:"} || id
             WHERE user_id = ${id} AND hash NOT LIKE ${"revoked:%"} RETURNING id`

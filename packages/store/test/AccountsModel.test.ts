@@ -5,18 +5,21 @@
  *
  * A pure reference implementation (`step` below) says what every operation
  * must do to a balance: a hold succeeds exactly when the balance (and the
- * key's lifetime quota) covers it; a settlement charges `min(charge, held +
- * balance)` and releases the rest, once; a top-up credits; an adjustment
- * never takes the balance below zero. Random sequences are run against the
- * store and the model side by side, and after every step the balance, the
- * ledger's sum, the key's spend and every returned value must agree with the
- * model.
+ * key's lifetime quota) covers it, so a balance below zero refuses every
+ * hold; a settlement charges the whole charge, once, and releases what is
+ * left of the hold: beyond the hold it takes the balance below zero, never
+ * below the floor of `-MAX_NANOS`; a top-up credits (a balance below zero
+ * pays its debt first); a debit never takes the balance below zero or
+ * further below. Random sequences are run against the store and the model
+ * side by side, and after every step the balance, the ledger's sum, the
+ * key's spend and every returned value must agree with the model.
  *
  * Concurrent batches (several holds, settlements, top-ups in flight at once)
  * must be linearisable: the results and the final state equal those of the
  * model applying the same operations one at a time in SOME order.
  */
 import { assert, describe, layer } from "@effect/vitest"
+import { Accounts as AccountsPort, Money } from "@modelgate/core"
 import { Effect } from "effect"
 import fc from "fast-check"
 import { Accounts } from "../src/Accounts.ts"
@@ -58,7 +61,13 @@ interface State {
 type Outcome =
   | { readonly _tag: "held"; readonly id: string }
   | { readonly _tag: "refused"; readonly error: string }
-  | { readonly _tag: "settlement"; readonly settled: boolean; readonly charged: bigint; readonly shortfall: bigint }
+  | {
+    readonly _tag: "settlement"
+    readonly settled: boolean
+    readonly charged: bigint
+    readonly overdrawn: bigint
+    readonly shortfall: bigint
+  }
   | { readonly _tag: "balance"; readonly balance: bigint }
 
 /** What the model expects: an outcome, or for a refused hold the errors that are right (either check may come first). */
@@ -103,10 +112,10 @@ const step = (
       const charge = op.op === "settle" ? op.charge : 0n
       const hold = id === undefined ? undefined : state.open.get(id)
       if (hold === undefined) {
-        return { state, expected: { _tag: "settlement", settled: false, charged: 0n, shortfall: 0n } }
+        return { state, expected: { _tag: "settlement", settled: false, charged: 0n, overdrawn: 0n, shortfall: 0n } }
       }
-      const available = hold.amount + state.balance
-      const charged = charge < available ? charge : available
+      const room = hold.amount + state.balance + Money.MAX_NANOS
+      const charged = charge <= room ? charge : room
       const open = new Map(state.open)
       open.delete(id!)
       return {
@@ -115,7 +124,13 @@ const step = (
           spent: hold.key === "capped" ? state.spent + charged : state.spent,
           open
         },
-        expected: { _tag: "settlement", settled: true, charged, shortfall: charge - charged }
+        expected: {
+          _tag: "settlement",
+          settled: true,
+          charged,
+          overdrawn: AccountsPort.overdrawn(hold.amount + state.balance, charged),
+          shortfall: charge - charged
+        }
       }
     }
     case "topup": {
@@ -123,7 +138,9 @@ const step = (
       return { state: { ...state, balance }, expected: { _tag: "balance", balance } }
     }
     case "adjust": {
-      if (state.balance + op.amount < 0n) return { state, expected: { _tag: "refused", error: "InvalidInput" } }
+      if (op.amount < 0n && state.balance + op.amount < 0n) {
+        return { state, expected: { _tag: "refused", error: "InvalidInput" } }
+      }
       const balance = state.balance + op.amount
       return { state: { ...state, balance }, expected: { _tag: "balance", balance } }
     }
@@ -166,7 +183,9 @@ const matches = (expected: Expected, outcome: Outcome): boolean => {
   if (expected._tag === "held") return outcome._tag === "held"
   if (expected._tag === "settlement" && outcome._tag === "settlement") {
     return outcome.settled === expected.settled &&
-      (!expected.settled || (outcome.charged === expected.charged && outcome.shortfall === expected.shortfall))
+      (!expected.settled ||
+        (outcome.charged === expected.charged && outcome.overdrawn === expected.overdrawn &&
+          outcome.shortfall === expected.shortfall))
   }
   return JSON.stringify(expected, big) === JSON.stringify(outcome, big)
 }
@@ -276,6 +295,7 @@ const run = Effect.fnUntraced(function*(account: Account, op: Op, holdIds: Reado
         _tag: "settlement",
         settled: result.settled,
         charged: result.chargedNanos,
+        overdrawn: result.overdrawnNanos,
         shortfall: result.shortfallNanos
       } satisfies Outcome
     }
@@ -302,7 +322,7 @@ const assertAgrees = Effect.fnUntraced(function*(account: Account, state: State,
   const key = yield* keys.findById(account.cappedKeyId)
   assert.strictEqual(balance, state.balance, `balance after ${context}`)
   assert.strictEqual(ledger, balance, `the ledger's sum equals the balance after ${context}`)
-  assert.isTrue(balance >= 0n, `the balance is not negative after ${context}`)
+  assert.isTrue(balance >= -Money.MAX_NANOS, `the balance is not below the floor after ${context}`)
   assert.strictEqual(key!.spentNanos, state.spent, `the key's spend after ${context}`)
 })
 
@@ -441,7 +461,7 @@ const suite = (name: TestDatabase["name"], make: () => Promise<TestDatabase>) =>
         )
       }))
 
-    it.effect("the model itself: a refusal leaves everything as it was, a charge beyond the hold stops at zero", () =>
+    it.effect("the model itself: a refusal leaves everything as it was, a charge beyond the hold is taken whole", () =>
       Effect.sync(() => {
         const empty: State = { balance: 100n, spent: 0n, open: new Map() }
         const refused = step(empty, { op: "hold", amount: 101n, key: "plain" }, null, [], undefined)
@@ -452,11 +472,45 @@ const suite = (name: TestDatabase["name"], make: () => Promise<TestDatabase>) =>
         const held = step(empty, { op: "hold", amount: 40n, key: "capped" }, null, [], "h1")
         assert.strictEqual(held.state.balance, 60n)
         const over = step(held.state, { op: "settle", hold: 0, charge: 500n }, null, ["h1"], undefined)
-        assert.deepStrictEqual(over.expected, { _tag: "settlement", settled: true, charged: 100n, shortfall: 400n })
-        assert.strictEqual(over.state.balance, 0n)
-        assert.strictEqual(over.state.spent, 100n)
+        assert.deepStrictEqual(over.expected, {
+          _tag: "settlement",
+          settled: true,
+          charged: 500n,
+          overdrawn: 400n,
+          shortfall: 0n
+        })
+        assert.strictEqual(over.state.balance, -400n)
+        assert.strictEqual(over.state.spent, 500n)
         const again = step(over.state, { op: "release", hold: 0 }, null, ["h1"], undefined)
-        assert.deepStrictEqual(again.expected, { _tag: "settlement", settled: false, charged: 0n, shortfall: 0n })
+        assert.deepStrictEqual(again.expected, {
+          _tag: "settlement",
+          settled: false,
+          charged: 0n,
+          overdrawn: 0n,
+          shortfall: 0n
+        })
+        // Below zero, every hold is refused, one of nothing too; a debit is refused, a credit pays the debt.
+        const inDebt = step(over.state, { op: "hold", amount: 0n, key: "plain" }, null, ["h1"], undefined)
+        assert.deepStrictEqual(inDebt.expected, { _tag: "refused-one-of", errors: ["InsufficientBalance"] })
+        const debit = step(over.state, { op: "adjust", amount: -1n }, null, ["h1"], undefined)
+        assert.deepStrictEqual(debit.expected, { _tag: "refused", error: "InvalidInput" })
+        const credit = step(over.state, { op: "adjust", amount: 100n }, null, ["h1"], undefined)
+        assert.deepStrictEqual(credit.expected, { _tag: "balance", balance: -300n })
+        // At the floor, the rest is the shortfall.
+        const deep: State = {
+          balance: 10n - Money.MAX_NANOS,
+          spent: 0n,
+          open: new Map([["h2", { amount: 5n, key: "plain" }]])
+        }
+        const floor = step(deep, { op: "settle", hold: 0, charge: 50n }, null, ["h2"], undefined)
+        assert.deepStrictEqual(floor.expected, {
+          _tag: "settlement",
+          settled: true,
+          charged: 15n,
+          overdrawn: 15n,
+          shortfall: 35n
+        })
+        assert.strictEqual(floor.state.balance, -Money.MAX_NANOS)
       }))
   })
 }

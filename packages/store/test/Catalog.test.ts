@@ -99,6 +99,43 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.deepStrictEqual(skipped.skipped, ["channels:console-made"])
       }))
 
+    it.effect("a model's media part tokens are stored per kind, read back, and provisioned idempotently", () =>
+      Effect.gen(function*() {
+        const repo = yield* CatalogRepo
+        const model: Domain.Model = {
+          id: "media-model",
+          displayName: "Media",
+          inputNanosPerMillion: 1_000_000_000n,
+          outputNanosPerMillion: null,
+          cachedInputNanosPerMillion: null,
+          perRequestNanos: null,
+          free: false,
+          inputTokenLimit: 1_000_000,
+          outputTokenLimit: 8_192,
+          mediaPartTokens: { video: 300_000, image: 1_120 }
+        }
+        yield* repo.upsertModel(model)
+        assert.deepStrictEqual((yield* repo.findModel("media-model"))!.model.mediaPartTokens, {
+          image: 1_120,
+          video: 300_000
+        })
+        const { mediaPartTokens: _, ...plain } = model
+        yield* repo.upsertModel(plain)
+        assert.isUndefined((yield* repo.findModel("media-model"))!.model.mediaPartTokens)
+        yield* repo.deleteModel("media-model")
+        const provisioning = yield* Provisioning
+        const input = { models: [{ ...model, id: "media-declared" }] }
+        assert.include((yield* provisioning.provision(input)).created, "models:media-declared")
+        const again = yield* provisioning.provision(input)
+        assert.notInclude(again.updated, "models:media-declared", "a second run changes nothing")
+        assert.deepStrictEqual((yield* repo.findModel("media-declared"))!.model.mediaPartTokens, model.mediaPartTokens)
+        const bad = yield* Effect.flip(
+          provisioning.provision({ models: [{ ...model, id: "media-bad", mediaPartTokens: { audio: 1.5 } }] })
+        )
+        assert.strictEqual(bad._tag, "InvalidInput")
+        assert.include(bad.message, "models[0].mediaPartTokens.audio")
+      }))
+
     it.effect("channel names are unique, and an edit may keep the stored keys", () =>
       Effect.gen(function*() {
         const repo = yield* CatalogRepo

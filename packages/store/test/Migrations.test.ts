@@ -132,10 +132,100 @@ const suite = (make: () => Promise<TestDatabase>) => {
     }))
 }
 
+const books = (make: () => Promise<TestDatabase>) => {
+  it.effect("13 books: balances and leases may go below zero, and nothing that points at a user is lost", () =>
+    Effect.gen(function*() {
+      const db = yield* Effect.acquireRelease(Effect.promise(make), (db) => Effect.promise(db.cleanup))
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* migrateBefore(13)
+        yield* sql`INSERT INTO users ${
+          sql.insert({
+            id: "usr_1",
+            name: "alice",
+            role: "user",
+            balance_nanos: 700n,
+            source: "config",
+            created_at: 0,
+            updated_at: 0,
+            rpm: 5,
+            config_declared: "{}"
+          })
+        }`
+        yield* sql`INSERT INTO groups ${sql.insert({ name: "default", ratio_micros: 1_000_000n, source: "config" })}`
+        yield* sql`INSERT INTO user_groups ${sql.insert({ user_id: "usr_1", group_name: "default" })}`
+        yield* sql`INSERT INTO api_keys ${
+          sql.insert({
+            id: "key_1",
+            user_id: "usr_1",
+            name: "laptop",
+            prefix: "sk-a",
+            hash: "h1",
+            group_name: "default",
+            created_at: 0,
+            source: "config"
+          })
+        }`
+        yield* sql`INSERT INTO sessions ${
+          sql.insert({ id_hash: "s1", user_id: "usr_1", csrf_token: "t", created_at: 0, expires_at: 1 })
+        }`
+        yield* sql`INSERT INTO leases ${
+          sql.insert({ id: "lea_1", user_id: "usr_1", node_id: "n", amount_nanos: 300n, created_at: 0, updated_at: 0 })
+        }`
+        yield* sql`INSERT INTO ledger ${
+          sql.insert([ledgerRow("led_0", "topup", 1_000n, null, 0), ledgerRow("led_1", "hold", -300n, null, 0)])
+        }`
+        const refused = yield* Effect.flip(sql`UPDATE users SET balance_nanos = -1 WHERE id = 'usr_1'`)
+        assert.strictEqual(refused.reason._tag, "ConstraintError", "before: a balance is never below zero")
+
+        assert.deepStrictEqual(yield* migrate, ["13_books"])
+
+        // Every row that points at the user is still there (a rebuild that cascaded would have deleted them).
+        const count = (table: string) =>
+          Effect.map(
+            sql.unsafe<{ readonly n: unknown }>(`SELECT COUNT(*) AS n FROM ${table}`),
+            (rows) => Number(rows[0]!.n)
+          )
+        for (const table of ["users", "user_groups", "api_keys", "sessions", "leases", "ledger"]) {
+          assert.strictEqual(yield* count(table), 1 + (table === "ledger" ? 1 : 0), table)
+        }
+        const user = (yield* sql`SELECT * FROM users WHERE id = 'usr_1'`)[0]!
+        assert.deepStrictEqual([
+          user.name,
+          Number(user.rpm),
+          user.config_declared,
+          BigInt(user.balance_nanos as bigint)
+        ], [
+          "alice",
+          5,
+          "{}",
+          700n
+        ])
+        // Now both may go below zero.
+        yield* sql`UPDATE users SET balance_nanos = -5 WHERE id = 'usr_1'`
+        yield* sql`UPDATE leases SET amount_nanos = -7 WHERE id = 'lea_1'`
+        // Other constraints stay, and references are enforced again.
+        const role = yield* Effect.flip(sql`UPDATE users SET role = 'root' WHERE id = 'usr_1'`)
+        assert.strictEqual(role.reason._tag, "ConstraintError")
+        const orphan = yield* Effect.flip(
+          sql`INSERT INTO leases ${
+            sql.insert({ id: "lea_2", user_id: "usr_x", node_id: "n", amount_nanos: 1n, created_at: 0, updated_at: 0 })
+          }`
+        )
+        assert.strictEqual(orphan.reason._tag, "ConstraintError", "foreign keys are enforced after the migration")
+        yield* sql`INSERT INTO retired_entries ${sql.insert({ entry: "users:bob", retired_at: 1 })}`
+        yield* sql`INSERT INTO retired_secrets ${sql.insert({ hash: "h0", retired_at: 1 })}`
+        yield* sql`UPDATE models SET media_part_tokens = '{}'`
+      }).pipe(Effect.provide(databaseLayer(db)))
+    }))
+}
+
 describe("sqlite", () => {
   suite(makeSqlite)
+  books(makeSqlite)
 })
 
 describe.skipIf(postgresUrl === undefined)("postgres (set MODELGATE_TEST_POSTGRES to run)", () => {
   suite(() => makePostgres(postgresUrl!))
+  books(() => makePostgres(postgresUrl!))
 })

@@ -79,6 +79,79 @@ const suite = (make: () => Promise<TestDatabase>) =>
         assert.deepStrictEqual(fields(changed), [`keys:${name}/laptop revoked`])
       }))
 
+    it.effect("a deleted user is never provisioned again: no user, no key, no second opening balance", () =>
+      Effect.gen(function*() {
+        const provisioning = yield* Provisioning
+        const users = yield* Users
+        const keys = yield* Keys
+        const hasher = yield* KeyHasher
+        const sql = yield* SqlClient.SqlClient
+        const name = unique()
+        const file: ProvisionInput = {
+          ...fileFor(name),
+          users: [{ ...fileFor(name).users![0]!, balanceNanos: 10_000_000_000n }]
+        }
+        yield* provisioning.provision(file)
+        const user = (yield* users.findByName(name))!
+        yield* users.remove(user.id)
+        // A restart: the same file again.
+        const again = yield* provisioning.provision(file)
+        assert.deepStrictEqual(again.created, [])
+        assert.sameMembers(fields(again), [`users:${name} deleted`, `keys:${name}/laptop deleted`])
+        assert.include(again.disagreements[0]!.message, "deletion is final")
+        assert.isUndefined(yield* users.findByName(name), "the user is not created again")
+        assert.isUndefined(
+          yield* keys.findByHash(hasher.hash(`${SECRET}-${name}`)),
+          "its fixed secret does not authenticate"
+        )
+        const credited =
+          yield* sql`SELECT COUNT(*) AS n FROM ledger WHERE kind = 'topup' AND reason = 'initial balance from config'
+          AND user_id IN (SELECT id FROM users WHERE name = ${name} OR id = ${user.id})`
+        assert.strictEqual(Number(credited[0]!.n), 1, "the opening balance was credited once, ever")
+        // Not even under another key name: the deleted user's secret was revoked with it.
+        const renamed = yield* provisioning.provision({
+          ...file,
+          users: [{ ...file.users![0]!, name: `${name}-again` }],
+          keys: [{ ...file.keys![0]!, user: `${name}-again` }]
+        })
+        assert.include(renamed.created, `users:${name}-again`)
+        assert.notInclude(renamed.created, `keys:${name}-again/laptop`)
+        assert.deepStrictEqual(fields(renamed), [`keys:${name}-again/laptop secret`])
+        assert.isUndefined(yield* keys.findByHash(hasher.hash(`${SECRET}-${name}`)))
+      }))
+
+    it.effect("a key deleted in the console is never provisioned again, and a revoked secret never authenticates again", () =>
+      Effect.gen(function*() {
+        const provisioning = yield* Provisioning
+        const keys = yield* Keys
+        const users = yield* Users
+        const hasher = yield* KeyHasher
+        const name = unique()
+        yield* provisioning.provision(fileFor(name))
+        yield* keys.remove((yield* keyOf(name)).id)
+        const again = yield* provisioning.provision(fileFor(name))
+        assert.deepStrictEqual(again.created, [])
+        assert.deepStrictEqual(fields(again), [`keys:${name}/laptop deleted`])
+        assert.isUndefined(yield* keys.findByHash(hasher.hash(`${SECRET}-${name}`)))
+        // A revoked key's secret, declared again under another entry, is refused too: in the file and in the API.
+        const other = unique()
+        yield* provisioning.provision(fileFor(other))
+        yield* keys.revoke((yield* keyOf(other)).id)
+        const moved = yield* provisioning.provision({
+          ...fileFor(other),
+          keys: [{ ...fileFor(other).keys![0]!, name: "desktop" }]
+        })
+        assert.deepStrictEqual(fields(moved), [`keys:${other}/desktop secret`])
+        assert.include(moved.disagreements[0]!.message, "was revoked")
+        assert.isUndefined(yield* keys.findByHash(hasher.hash(`${SECRET}-${other}`)))
+        const owner = (yield* users.findByName(other))!
+        const refused = yield* Effect.flip(
+          keys.create({ userId: owner.id, name: "api", group: "default", secret: `${SECRET}-${other}` })
+        )
+        assert.strictEqual(refused._tag, "InvalidInput")
+        assert.include(refused.message, "was revoked")
+      }))
+
     it.effect("a key and a user disabled in the console stay disabled; the file's own change of enabled is applied", () =>
       Effect.gen(function*() {
         const provisioning = yield* Provisioning

@@ -11,6 +11,7 @@ import { SqlClient, SqlError } from "effect/sql"
 import { TestClock } from "effect/testing"
 import fc from "fast-check"
 import { Accounts } from "../src/Accounts.ts"
+import { Keys } from "../src/Keys.ts"
 import { migrate } from "../src/Migrations.ts"
 import * as Purses from "../src/Purses.ts"
 import * as Secrets from "../src/Secrets.ts"
@@ -65,7 +66,7 @@ const baseLayer = (make: () => Promise<TestDatabase>) =>
     Effect.acquireRelease(Effect.promise(make), (db) => Effect.promise(db.cleanup)),
     (db) => {
       const database = Layer.effectDiscard(migrate).pipe(Layer.provideMerge(databaseLayer(db)))
-      return Layer.mergeAll(Users.layer, Accounts.layer).pipe(
+      return Layer.mergeAll(Users.layer, Accounts.layer, Keys.layer).pipe(
         Layer.provideMerge(
           Secrets.layer({ secret: Redacted.make("test secret of sufficient length") }).pipe(Layer.orDie)
         ),
@@ -117,7 +118,7 @@ const books = Effect.fnUntraced(function*(userId: string) {
   const balance = yield* accounts.balance(userId)
   const ledger = yield* accounts.ledgerSum(userId)
   assert.strictEqual(balance, ledger, "the balance equals the ledger's sum")
-  assert.isTrue(balance >= 0n, "the balance is never negative")
+  assert.isTrue(balance >= -Money.MAX_NANOS, "a balance never goes below the floor of -10^9 USD")
   return {
     balance,
     reserved: BigInt(leases[0]!.total as bigint | number),
@@ -317,7 +318,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const { purses, close } = yield* node()
         const capped = yield* purses.hold(request(user, 5_000n, { capped: true }))
         assert.deepStrictEqual(yield* books(user), { balance: 995_000n, reserved: 0n, leases: 0, holds: 1 })
-        assert.deepStrictEqual(yield* purses.settle(capped, 1_200n), { chargedNanos: 1_200n, shortfallNanos: 0n })
+        assert.deepStrictEqual(yield* purses.settle(capped, 1_200n), { chargedNanos: 1_200n, overdrawnNanos: 0n })
         assert.deepStrictEqual(yield* books(user), { balance: 998_800n, reserved: 0n, leases: 0, holds: 0 })
         // Settled twice: nothing more is charged.
         assert.deepStrictEqual(yield* purses.settle(capped, 1_200n), AccountsPort.nothingSettled)
@@ -325,9 +326,88 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const off = yield* node({ leases: false })
         const id = yield* off.purses.hold(request(user, 5_000n))
         assert.strictEqual((yield* books(user)).holds, 1)
-        assert.deepStrictEqual(yield* off.purses.settle(id, 800n), { chargedNanos: 800n, shortfallNanos: 0n })
+        assert.deepStrictEqual(yield* off.purses.settle(id, 800n), { chargedNanos: 800n, overdrawnNanos: 0n })
         assert.deepStrictEqual(yield* books(user), { balance: 998_000n, reserved: 0n, leases: 0, holds: 0 })
         yield* off.close
+      }))
+
+    it.effect("a cap set on a key counts what its earlier calls were charged, even those the batch writer has not written yet", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(1_000_000n)
+        const { key } = yield* (yield* Keys).create({ userId: user, name: "k", group: "default", quotaNanos: 10_000n })
+        const { purses, writer, close } = yield* node()
+        // Calls made while the key had no cap (the lease path): 8,000 charged, queued in the writer.
+        const earlier = yield* purses.hold(request(user, 9_000n, { keyId: key.id }))
+        yield* purses.settle(earlier, 8_000n)
+        assert.isAbove(yield* writer.pending, 0, "the charge is not written yet")
+        // Now capped: a call that would take the key past its cap of 10,000 is refused, counting those 8,000.
+        const refused = yield* Effect.flip(purses.hold(request(user, 3_000n, { keyId: key.id, capped: true })))
+        assert.strictEqual(refused._tag, "SpendingCapReached")
+        assert.include(refused.message, "0.000008 USD spent")
+        const fits = yield* purses.hold(request(user, 2_000n, { keyId: key.id, capped: true }))
+        yield* purses.settle(fits, 2_000n)
+        yield* close
+        yield* writer.flush
+        assert.strictEqual((yield* (yield* Keys).findById(key.id))!.spentNanos, 10_000n)
+      }))
+
+    it.effect("a capped key's call that takes the balance below zero: the lease's unused reserve pays toward the debt, and no call is admitted from it", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(1_000_000n)
+        const { purses, writer, close } = yield* node()
+        // A call of a key without a cap takes a lease of 17,000 and leaves 16,000 of it unused.
+        yield* purses.settle(yield* purses.hold(request(user, 1_000n)), 1_000n)
+        // A capped key's call costs far more than its hold and the balance: 1,500,000.
+        const capped = yield* purses.hold(request(user, 5_000n, { capped: true }))
+        assert.deepStrictEqual(yield* purses.settle(capped, 1_500_000n), {
+          chargedNanos: 1_500_000n,
+          overdrawnNanos: 501_000n
+        })
+        assert.strictEqual(yield* purses.balance(user), -501_000n)
+        // The lease's reserve does not admit calls of a balance below zero.
+        const refused = yield* Effect.flip(purses.hold(request(user, 1_000n)))
+        assert.strictEqual(refused._tag, "InsufficientBalance")
+        assert.include(refused.message, "below zero")
+        yield* close
+        yield* writer.flush
+        assert.deepStrictEqual(yield* books(user), { balance: -501_000n, reserved: 0n, leases: 0, holds: 0 })
+      }))
+
+    it.effect("a capped key's hold sees the whole balance: the node's lease gives back its unused reserve when the column alone cannot cover it", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(10_000n)
+        const { purses, writer, close } = yield* node()
+        // A key without a cap: near the end of the balance its lease takes it all, and 9,000 stay unused in it.
+        yield* purses.settle(yield* purses.hold(request(user, 10_000n)), 1_000n)
+        assert.strictEqual(yield* purses.balance(user), 9_000n)
+        // A capped key's call holds in the database, whose balance column is 0: the lease's reserve comes back first.
+        const capped = yield* purses.hold(request(user, 5_000n, { capped: true }))
+        yield* purses.settle(capped, 5_000n)
+        assert.strictEqual(yield* purses.balance(user), 4_000n)
+        assert.strictEqual(
+          (yield* Effect.flip(purses.hold(request(user, 4_001n, { capped: true }))))._tag,
+          "InsufficientBalance"
+        )
+        yield* close
+        yield* writer.flush
+        assert.deepStrictEqual(yield* books(user), { balance: 4_000n, reserved: 0n, leases: 0, holds: 0 })
+      }))
+
+    it.effect("a cap set on a key counts what its calls in flight on the lease path hold", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(1_000_000n)
+        const { key } = yield* (yield* Keys).create({ userId: user, name: "k", group: "default", quotaNanos: 10_000n })
+        const { purses, writer, close } = yield* node()
+        // A call held while the key had no cap (the lease path), still in flight when the cap is set.
+        const inFlight = yield* purses.hold(request(user, 6_000n, { keyId: key.id }))
+        const refused = yield* Effect.flip(purses.hold(request(user, 5_000n, { keyId: key.id, capped: true })))
+        assert.strictEqual(refused._tag, "SpendingCapReached")
+        assert.include(refused.message, "0.000006 USD held by calls in progress")
+        yield* purses.settle(yield* purses.hold(request(user, 4_000n, { keyId: key.id, capped: true })), 4_000n)
+        yield* purses.settle(inFlight, 6_000n)
+        yield* close
+        yield* writer.flush
+        assert.strictEqual((yield* (yield* Keys).findById(key.id))!.spentNanos, 10_000n)
       }))
 
     it.effect("a free call (a hold of nothing) takes no lease and writes nothing", () =>
@@ -341,22 +421,75 @@ const suite = (make: () => Promise<TestDatabase>) =>
         yield* close
       }))
 
-    it.effect("a charge above the hold takes what the lease has left, and the ledger names the shortfall", () =>
+    it.effect("a charge above the hold is charged in full: what the lease lacks is taken from the balance at once", () =>
       Effect.gen(function*() {
         const user = yield* userWith(5_000n)
         const { purses, writer, close } = yield* node()
         const id = yield* purses.hold(request(user, 1_000n))
-        // Near the end of the balance the lease took exactly the hold: an upstream that
-        // reports more usage than the worst case is charged the hold, and the rest is a shortfall.
-        assert.deepStrictEqual(yield* purses.settle(id, 1_600n), { chargedNanos: 1_000n, shortfallNanos: 600n })
+        // Near the end of the balance the lease took exactly the hold: an upstream that reports more usage
+        // than the worst case is charged all of it, the 600 beyond the lease from the balance.
+        assert.deepStrictEqual(yield* purses.settle(id, 1_600n), { chargedNanos: 1_600n, overdrawnNanos: 0n })
+        assert.strictEqual(yield* purses.balance(user), 3_400n)
         yield* writer.flush
         const sql = yield* SqlClient.SqlClient
         const rows = yield* sql`SELECT amount_nanos, reason FROM ledger WHERE user_id = ${user} AND kind = 'charge'`
-        assert.strictEqual(BigInt(rows[0]!.amount_nanos as bigint | number), -1_000n)
-        assert.include(String(rows[0]!.reason), "shortfall")
+        assert.strictEqual(BigInt(rows[0]!.amount_nanos as bigint | number), -1_600n)
+        assert.isNull(rows[0]!.reason)
         yield* close
         yield* writer.flush
-        assert.deepStrictEqual(yield* books(user), { balance: 4_000n, reserved: 0n, leases: 0, holds: 0 })
+        assert.deepStrictEqual(yield* books(user), { balance: 3_400n, reserved: 0n, leases: 0, holds: 0 })
+      }))
+
+    it.effect("a charge beyond the hold and the balance takes the balance below zero; calls are refused until a top-up", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(1_000n)
+        for (const leases of [true, false]) {
+          const { purses, writer, close } = yield* node({ leases })
+          const id = yield* purses.hold(request(user, 1_000n))
+          assert.deepStrictEqual(yield* purses.settle(id, 1_600n), { chargedNanos: 1_600n, overdrawnNanos: 600n })
+          assert.strictEqual(yield* purses.balance(user), -600n)
+          for (const amount of [1n, 1_000n]) {
+            const refused = yield* Effect.flip(purses.hold(request(user, amount)))
+            assert.strictEqual(refused._tag, "InsufficientBalance")
+            assert.include(refused.message, "Your balance is -0.0000006 USD, below zero")
+          }
+          yield* writer.flush
+          yield* close
+          yield* writer.flush
+          assert.deepStrictEqual(yield* books(user), { balance: -600n, reserved: 0n, leases: 0, holds: 0 })
+          const sql = yield* SqlClient.SqlClient
+          const charge = yield* sql`SELECT amount_nanos FROM ledger WHERE user_id = ${user} AND kind = 'charge'
+            ORDER BY created_at DESC, id DESC`
+          assert.strictEqual(BigInt(charge[0]!.amount_nanos as bigint | number), -1_600n)
+          // A top-up pays the debt first; then the balance holds calls again.
+          assert.strictEqual(yield* (yield* Accounts).topUp(user, 1_600n, "pay", "tester"), 1_000n)
+        }
+      }))
+
+    it.effect("a charge above the hold while the database cannot be reached: the lease owes it, and pays it when it can", () =>
+      Effect.gen(function*() {
+        const user = yield* userWith(10_000n)
+        const outage = yield* makeOutage
+        const { purses, writer, close } = yield* node({}, outage.wrap)
+        const id = yield* purses.hold(request(user, 1_000n))
+        // Lease: 1,000 (near the end of the balance, exactly the hold). The balance cannot be reached to take the rest.
+        outage.down = true
+        assert.deepStrictEqual(yield* purses.settle(id, 3_000n), { chargedNanos: 3_000n, overdrawnNanos: 0n })
+        assert.strictEqual((yield* Effect.flip(purses.hold(request(user, 1_000n))))._tag, "DatabaseUnavailable")
+        outage.down = false
+        yield* Effect.sleep(Duration.millis(Purses.DATABASE_BACKOFF_MS + 50))
+        // The lease's charge is written: the lease goes below zero, and holds count what it owes against the balance.
+        yield* writer.flush
+        const sql = yield* SqlClient.SqlClient
+        const lease = yield* sql`SELECT amount_nanos FROM leases WHERE user_id = ${user}`
+        assert.strictEqual(BigInt(lease[0]!.amount_nanos as bigint | number), -2_000n)
+        assert.strictEqual(yield* purses.balance(user), 7_000n)
+        // The next extension pays the debt first.
+        const next = yield* purses.hold(request(user, 1_000n))
+        yield* purses.settle(next, 500n)
+        yield* close
+        yield* writer.flush
+        assert.deepStrictEqual(yield* books(user), { balance: 6_500n, reserved: 0n, leases: 0, holds: 0 })
       }))
 
     it.effect("a negative charge charges nothing and releases the hold, on the lease and the database path alike", () =>
@@ -377,19 +510,27 @@ const suite = (make: () => Promise<TestDatabase>) =>
         }
       }))
 
-    it.effect("on the database path a charge beyond the largest amount takes what the hold and the balance allow", () =>
+    it.effect("on the database path a charge beyond the largest amount is taken whole, the balance going below zero", () =>
       Effect.gen(function*() {
         const user = yield* userWith(5_000n)
         const off = yield* node({ leases: false })
         const id = yield* off.purses.hold(request(user, 1_000n))
-        // Once refused as invalid (and so charged nothing): now the hold and the balance pay, the rest is a shortfall.
+        // Once refused as invalid (and so charged nothing), then cut at the balance: now charged whole.
         const settled = yield* off.purses.settle(id, Money.MAX_NANOS + 1n)
-        assert.deepStrictEqual(settled, { chargedNanos: 5_000n, shortfallNanos: Money.MAX_NANOS + 1n - 5_000n })
+        assert.deepStrictEqual(settled, {
+          chargedNanos: Money.MAX_NANOS + 1n,
+          overdrawnNanos: Money.MAX_NANOS + 1n - 5_000n
+        })
         const sql = yield* SqlClient.SqlClient
         const rows = yield* sql`SELECT amount_nanos, reason FROM ledger WHERE user_id = ${user} AND kind = 'charge'`
-        assert.strictEqual(BigInt(rows[0]!.amount_nanos as bigint | number), -5_000n)
-        assert.include(String(rows[0]!.reason), "shortfall")
-        assert.deepStrictEqual(yield* books(user), { balance: 0n, reserved: 0n, leases: 0, holds: 0 })
+        assert.strictEqual(BigInt(rows[0]!.amount_nanos as bigint | number), -(Money.MAX_NANOS + 1n))
+        assert.include(String(rows[0]!.reason), "below zero")
+        assert.deepStrictEqual(yield* books(user), {
+          balance: 5_000n - Money.MAX_NANOS - 1n,
+          reserved: 0n,
+          leases: 0,
+          holds: 0
+        })
         yield* off.close
       }))
 
@@ -410,7 +551,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
         }
       }))
 
-    it.effect("a lease swept while its node still runs: later charges come from the balance, never below zero", () =>
+    it.effect("a lease swept while its node still runs: later charges come from the balance, in full", () =>
       Effect.gen(function*() {
         const user = yield* userWith(1_000_000_000n)
         const { purses, writer, close } = yield* node({ nodeId: "node-paused" })
@@ -553,8 +694,8 @@ const suite = (make: () => Promise<TestDatabase>) =>
                       (call) => Effect.result(purses.hold(request(user, call.hold))),
                       { concurrency: "unbounded" }
                     )
-                    // Reference: holds admitted never exceed the balance; each charge is capped by
-                    // what its hold and the lease's unused remainder cover, never by more than the balance.
+                    // Reference: holds admitted never exceed the balance; each call is charged all it cost,
+                    // beyond its hold and the balance too (the balance then goes below zero).
                     let admitted = 0n
                     let charged = 0n
                     for (let i = 0; i < calls.length; i++) {
@@ -579,8 +720,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
                     assert.strictEqual(b.balance, initial - charged)
                     let wanted = 0n
                     for (let i = 0; i < calls.length; i++) if (held[i]!._tag === "Success") wanted += calls[i]!.charge
-                    assert.isTrue(charged <= wanted, "never charged more than the calls cost")
-                    assert.isTrue(charged <= initial, "never charged more than the balance")
+                    assert.strictEqual(charged, wanted, "charged exactly what the calls cost")
                   }).pipe(Effect.provideContext(context), Effect.scoped)
                 ).then(() => true)
             ),

@@ -37,7 +37,7 @@ const assertLedger = Effect.fnUntraced(function*(userId: string) {
   const balance = yield* accounts.balance(userId)
   const sum = yield* accounts.ledgerSum(userId)
   assert.strictEqual(balance, sum, "balance equals the ledger sum")
-  assert.isTrue(balance >= 0n, "balance is never negative")
+  assert.isTrue(balance >= -Money.MAX_NANOS, "a balance never goes below the floor of -10^9 USD")
   return balance
 })
 
@@ -393,8 +393,10 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const settled = yield* accounts.settle(hold, 1n * USD)
         assert.deepStrictEqual(settled, {
           settled: true,
+          userId: user.id,
           heldNanos: 3n * USD,
           chargedNanos: 1n * USD,
+          overdrawnNanos: 0n,
           shortfallNanos: 0n
         })
         assert.strictEqual(yield* accounts.balance(user.id), 9n * USD)
@@ -413,7 +415,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
         yield* accounts.release(released)
         assert.strictEqual(yield* assertLedger(user.id), 9n * USD)
 
-        // A charge beyond hold + balance stops at zero and records the shortfall.
+        // A charge beyond hold + balance is taken whole: the balance goes below zero, and the charge says by how much.
         const big = yield* accounts.hold({
           userId: user.id,
           keyId: key.id,
@@ -422,13 +424,38 @@ const suite = (make: () => Promise<TestDatabase>) =>
           nodeId: "n"
         })
         const over = yield* accounts.settle(big, 12n * USD)
-        assert.strictEqual(over.chargedNanos, 9n * USD)
-        assert.strictEqual(over.shortfallNanos, 3n * USD)
-        assert.strictEqual(yield* assertLedger(user.id), 0n)
+        assert.deepStrictEqual(over, {
+          settled: true,
+          userId: user.id,
+          heldNanos: 1n * USD,
+          chargedNanos: 12n * USD,
+          overdrawnNanos: 3n * USD,
+          shortfallNanos: 0n
+        })
+        assert.strictEqual(yield* assertLedger(user.id), -3n * USD)
+        assert.strictEqual((yield* keys.findById(key.id))!.spentNanos, 13n * USD)
+        const overEntry = (yield* accounts.ledger(user.id, { limit: 10 })).find((e) =>
+          e.requestId === "r3" && e.kind === "charge"
+        )!
+        assert.strictEqual(overEntry.amountNanos, -12n * USD)
+        assert.include(overEntry.reason ?? "", "3.00 USD of it was more than the balance had, which went below zero")
 
-        // A charge beyond the largest amount (usage an upstream reported beyond every bound) is not refused:
-        // it takes what the hold and the balance allow, and the rest is the shortfall.
-        yield* accounts.topUp(user.id, 2n * USD, "refill", "admin")
+        // Below zero, every hold is refused (a hold of nothing too), saying so.
+        for (const amount of [1n, 0n]) {
+          const inDebt = yield* Effect.flip(
+            accounts.hold({ userId: user.id, keyId: key.id, amountNanos: amount, requestId: "r3c", nodeId: "n" })
+          )
+          assert.strictEqual(inDebt._tag, "InsufficientBalance")
+          assert.include(inDebt.message, "Your balance is -3.00 USD, below zero")
+        }
+        // A debit cannot take it further below zero; a top-up pays the debt first.
+        const further = yield* Effect.flip(accounts.adjust(user.id, -1n, "more", "admin"))
+        assert.strictEqual(further._tag, "InvalidInput")
+        assert.strictEqual(yield* accounts.topUp(user.id, 2n * USD, "refill", "admin"), -1n * USD)
+        assert.strictEqual(yield* accounts.adjust(user.id, 3n * USD, "refill", "admin"), 2n * USD)
+
+        // A charge beyond every amount (usage an upstream reported beyond every bound) is not refused: it is
+        // taken whole down to the floor of a balance (-10^9 USD), and what lies beyond is the shortfall.
         const huge = yield* accounts.hold({
           userId: user.id,
           keyId: key.id,
@@ -439,14 +466,18 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const beyond = yield* accounts.settle(huge, Money.MAX_NANOS * 3n)
         assert.deepStrictEqual(beyond, {
           settled: true,
+          userId: user.id,
           heldNanos: 1n * USD,
-          chargedNanos: 2n * USD,
-          shortfallNanos: Money.MAX_NANOS * 3n - 2n * USD
+          chargedNanos: Money.MAX_NANOS + 2n * USD,
+          overdrawnNanos: Money.MAX_NANOS,
+          shortfallNanos: Money.MAX_NANOS * 2n - 2n * USD
         })
-        assert.strictEqual(yield* assertLedger(user.id), 0n)
+        assert.strictEqual(yield* assertLedger(user.id), -Money.MAX_NANOS)
         const negativeCharge = yield* Effect.flip(accounts.settle(huge, -1n))
         assert.strictEqual(negativeCharge._tag, "InvalidInput")
 
+        yield* accounts.topUp(user.id, Money.MAX_NANOS, "pay the debt", "admin")
+        assert.strictEqual(yield* assertLedger(user.id), 0n)
         const refused = yield* Effect.flip(
           accounts.hold({ userId: user.id, keyId: key.id, amountNanos: 1n, requestId: "r4", nodeId: "n" })
         )

@@ -36,6 +36,23 @@ export const ratioToMicros = (ratio: string, param = "ratio"): Effect.Effect<big
     : Effect.succeed(micros)
 }
 
+/**
+ * A model's media part tokens after an upsert: kept when the request leaves
+ * them out, back to the defaults for null, else the kinds the request sets
+ * (a null kind: its default).
+ */
+const mediaPartTokensOf = (
+  given: C.UpsertModelRequest["mediaPartTokens"],
+  existing: Domain.MediaPartTokens | undefined
+): { readonly mediaPartTokens?: Domain.MediaPartTokens } => {
+  if (given === undefined) return existing === undefined ? {} : { mediaPartTokens: existing }
+  if (given === null) return {}
+  const set = Object.fromEntries(
+    Object.entries(given).filter((entry): entry is [string, number] => typeof entry[1] === "number")
+  ) as Domain.MediaPartTokens
+  return Object.keys(set).length === 0 ? {} : { mediaPartTokens: set }
+}
+
 const parsePrice = (value: string | null, param: string): Effect.Effect<bigint | null, ApiError.ApiError> => {
   if (value === null) return Effect.succeed(null)
   const nanos = Money.usdToNanos(value)
@@ -369,7 +386,8 @@ export const layer = HttpApiBuilder.group(
             : { description: payload.description }),
           embedding: payload.embedding ?? existing?.embedding ?? false,
           reasoning: payload.reasoning ?? existing?.reasoning ?? false,
-          reasoningContent: payload.reasoningContent ?? existing?.reasoningContent ?? false
+          reasoningContent: payload.reasoningContent ?? existing?.reasoningContent ?? false,
+          ...mediaPartTokensOf(payload.mediaPartTokens, existing?.mediaPartTokens)
         }
         yield* orApiError(repo.upsertModel(model, "console"))
         yield* invalidate("catalog")

@@ -313,6 +313,8 @@ const en = {
     "What a call that does not set max_tokens holds from your balance before it runs (its answer at full length, plus its prompt). Setting max_tokens lowers it.",
   "models.holdWarning":
     "Your balance ({balance}) is less than what a call to {models} holds when it does not set max_tokens (from {hold}). Such calls are refused: set max_tokens, or top up.",
+  "models.belowZero":
+    "Your balance is below zero ({balance}): calls cost more than they held. Calls are refused until you top up.",
   "admin.groups.title": "Groups",
   "admin.groups.subtitle":
     "A group sets the price ratio and default limits of the keys in it, and which channels serve them.",
@@ -794,6 +796,7 @@ const zh: Record<MessageKey, string> = {
     "未设置 max_tokens 的调用在执行前从余额中预扣的金额（按最长输出计算，另加提示词部分）。设置 max_tokens 可降低预扣。",
   "models.holdWarning":
     "您的余额（{balance}）低于调用 {models} 且未设置 max_tokens 时需要预扣的金额（最低 {hold}）。此类调用会被拒绝：请设置 max_tokens 或充值。",
+  "models.belowZero": "您的余额已低于零（{balance}）：有调用的实际费用超过了预扣。充值之前，所有调用都会被拒绝。",
   "admin.groups.title": "分组",
   "admin.groups.subtitle": "分组决定其中密钥的价格倍率、默认限制，以及由哪些渠道提供服务。",
   "admin.groups.create": "新建分组",

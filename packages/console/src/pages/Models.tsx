@@ -33,7 +33,9 @@ export const limitsText = (limits: Contract.Limits, t: Translate): string => {
  * Says when the balance is below what a call to some of the user's models
  * holds when it does not set max_tokens (such calls are refused before they
  * run, with the amounts in the refusal's message): the models, and the
- * smallest such hold. Nothing when the balance covers them all.
+ * smallest such hold. Nothing when the balance covers them all. A balance
+ * below zero (calls that cost more than they held) is said as such: every
+ * call is refused until a top-up.
  *
  * @category components
  */
@@ -41,6 +43,13 @@ export function HoldWarning(
   { balance, groups }: { readonly balance: string; readonly groups: ReadonlyArray<Contract.GroupModels> }
 ) {
   const { t } = useI18n()
+  if (compareUsd(balance, "0") < 0) {
+    return (
+      <Alert color="red" mb="md" data-testid="hold-warning">
+        {t("models.belowZero", { balance: usd(balance) })}
+      </Alert>
+    )
+  }
   const short = new Map<string, string>()
   for (const group of groups) {
     for (const model of group.models) {

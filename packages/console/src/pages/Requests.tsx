@@ -69,7 +69,8 @@ export const ERROR_CODES: ReadonlyArray<string> = [
   "ClientClosed",
   "ShuttingDown",
   "InternalError",
-  "BalanceShortfall",
+  "BalanceOverdrawn",
+  "SpendingCapOverrun",
   "UsageRejected",
   "SettlementFailed"
 ]

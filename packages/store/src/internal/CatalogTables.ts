@@ -55,9 +55,31 @@ export interface ChannelRow {
 
 const source = (value: unknown, column: string): Source => Row.str(value, column) === "config" ? "config" : "console"
 
+const MEDIA_KINDS: ReadonlyArray<Domain.MediaKind> = ["image", "audio", "video", "document", "file"]
+
+/** `models.media_part_tokens` (JSON; NULL: every kind at its default) as a model's `mediaPartTokens`. */
+const decodeMediaPartTokens = (value: unknown): Domain.MediaPartTokens | undefined => {
+  if (value === null || value === undefined) return undefined
+  const parsed = jsonObject(value, "models.media_part_tokens")
+  const out: { -readonly [K in Domain.MediaKind]?: number } = {}
+  for (const kind of MEDIA_KINDS) {
+    const tokens = parsed[kind]
+    if (typeof tokens === "number" && Number.isSafeInteger(tokens) && tokens >= 0) out[kind] = tokens
+  }
+  return Object.keys(out).length === 0 ? undefined : out
+}
+
+/** A model's `mediaPartTokens` for its column: the kinds it sets, or NULL. */
+const encodeMediaPartTokens = (tokens: Domain.MediaPartTokens | undefined): string | null => {
+  if (tokens === undefined) return null
+  const set = MEDIA_KINDS.filter((kind) => tokens[kind] !== undefined)
+  return set.length === 0 ? null : JSON.stringify(Object.fromEntries(set.map((kind) => [kind, tokens[kind]])))
+}
+
 /** A `models` row as core's `Domain.Model`. */
 export const decodeModel = (row: Record<string, unknown>): Domain.Model => {
   const description = Row.strOrNull(row.description, "models.description")
+  const mediaPartTokens = decodeMediaPartTokens(row.media_part_tokens)
   return {
     id: Row.str(row.id, "models.id"),
     displayName: Row.str(row.display_name, "models.display_name"),
@@ -75,7 +97,8 @@ export const decodeModel = (row: Record<string, unknown>): Domain.Model => {
     ...(description === null ? {} : { description }),
     embedding: Row.bool(row.embedding, "models.embedding"),
     reasoning: Row.bool(row.reasoning, "models.reasoning"),
-    reasoningContent: Row.bool(row.reasoning_content, "models.reasoning_content")
+    reasoningContent: Row.bool(row.reasoning_content, "models.reasoning_content"),
+    ...(mediaPartTokens === undefined ? {} : { mediaPartTokens })
   }
 }
 
@@ -92,7 +115,8 @@ const modelColumns = (model: Domain.Model) => ({
   description: model.description ?? null,
   embedding: model.embedding ?? false,
   reasoning: model.reasoning ?? false,
-  reasoning_content: model.reasoningContent ?? false
+  reasoning_content: model.reasoningContent ?? false,
+  media_part_tokens: encodeMediaPartTokens(model.mediaPartTokens)
 })
 
 /** A `groups` row as core's `Domain.Group` with its `selectable` flag. */

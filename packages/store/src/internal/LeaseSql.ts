@@ -10,9 +10,19 @@
  * to the sum of the ledger at every commit. Releasing a lease returns what is
  * left of it to the balance with a final 'release'.
  *
+ * A call is charged what it cost, in full, even above its hold. The node
+ * normally takes such an overrun from the balance at once (an overdrawing
+ * `lease`); when it could not (the database was unreachable), the lease's
+ * charges exceed it and the lease goes below zero: it owes that much, which
+ * its release takes from the balance (a negative 'release'), and which holds
+ * and other nodes' leases count against the balance until then. No balance
+ * and no lease goes below `-MAX_NANOS`, so the 64-bit columns never
+ * overflow: what a charge would take beyond that floor is not taken, and its
+ * entry says so.
+ *
  * @since 0.1.0
  */
-import { Money } from "@modelgate/core"
+import { Accounts, Money } from "@modelgate/core"
 import { Array as Arr, Effect } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"
 import { newId } from "./random.ts"
@@ -20,7 +30,7 @@ import * as Row from "./row.ts"
 
 /**
  * One call's charge, taken from a lease (or, when `leaseId` is null or the
- * lease is gone, from the balance directly, as far as it goes).
+ * lease is gone, from the balance directly), in full.
  */
 export interface Charge {
   readonly leaseId: string | null
@@ -28,10 +38,17 @@ export interface Charge {
   readonly keyId: string
   readonly requestId: string
   readonly chargedNanos: bigint
-  /** What the call cost beyond what could be charged (the reservation ran out). */
+  /**
+   * What the call cost beyond `chargedNanos` and is not charged: only what the
+   * floor of a balance (`-MAX_NANOS`) left out. (In journals written by
+   * earlier versions, what a lease that ran out did not cover, then never charged.)
+   */
   readonly shortfallNanos: bigint
   readonly at: number
 }
+
+/** The lowest a balance or a lease may go: `-MAX_NANOS`. */
+export const FLOOR: bigint = -Money.MAX_NANOS
 
 /** The UTC day of a time, as a `key_spend` period: `d:2026-11-22`. */
 export const dayPeriod = (ms: number): string => `d:${new Date(ms).toISOString().slice(0, 10)}`
@@ -42,9 +59,26 @@ export const monthPeriod = (ms: number): string => `m:${new Date(ms).toISOString
 /** The UTC day and month of a time, as `key_spend` periods. */
 export const periodsOf = (ms: number): readonly [string, string] => [dayPeriod(ms), monthPeriod(ms)]
 
-/** The reason on a 'charge' entry that could not take all it cost (null: it could). */
-export const shortfallReason = (shortfall: bigint): string | null =>
-  shortfall > 0n ? `shortfall of ${Money.formatUsd(shortfall)} USD: the balance ran out` : null
+/**
+ * The reason on a 'charge' entry: by how much it took the balance below zero,
+ * and what it could not take at the floor of a balance (null: neither).
+ */
+export const chargeReason = (overdrawn: bigint, shortfall: bigint): string | null => {
+  const parts: Array<string> = []
+  if (overdrawn > 0n) {
+    parts.push(
+      `the call cost more than it held: ${Money.formatUsd(overdrawn)} USD of it was more than the balance had, ` +
+        "which went below zero"
+    )
+  }
+  if (shortfall > 0n) {
+    parts.push(
+      `shortfall of ${Money.formatUsd(shortfall)} USD: not charged, the balance reached the lowest the gateway keeps ` +
+        `(${Money.formatUsd(FLOOR)} USD)`
+    )
+  }
+  return parts.length === 0 ? null : parts.join("; ")
+}
 
 /** Adds to a key's spending: its lifetime counter and its `key_spend` row of one period. */
 export const addKeySpend = (
@@ -109,12 +143,15 @@ export const lockUsers = (
  * 1. Each charge is claimed by inserting its 'charge' ledger entry, keyed by
  *    the call's request id (unique among charges): insert or nothing. Only the
  *    charges whose entry was inserted go on.
- * 2. Per lease, one conditional decrement of their total and one 'release'
- *    (the reserved money that became charges).
+ * 2. Per lease, one decrement of their total (the lease may go below zero:
+ *    charges above their holds the node could not take from the balance at
+ *    once) and one 'release' (the reserved money that became charges).
  * 3. When the lease is gone (swept while this node could not reach the
- *    database, or charged after its release at a forced shutdown), the charges
- *    are taken from the balance as far as it goes: an entry that could not be
- *    taken whole is corrected to what was taken, with the shortfall as reason.
+ *    database, or charged after its release at a forced shutdown), or the
+ *    decrement would take it below the floor, the charges are taken from the
+ *    balance directly, in full, below zero if need be: an entry that reached
+ *    the floor of the balance is corrected to what was taken, its reason
+ *    naming the rest.
  * 4. The keys' spending counters, summed per key and per period.
  */
 export const applyCharges = (
@@ -134,7 +171,7 @@ export const applyCharges = (
         -charge.chargedNanos,
         charge.leaseId,
         charge.requestId,
-        shortfallReason(charge.shortfallNanos),
+        chargeReason(0n, charge.shortfallNanos),
         charge.at
       )
     }))
@@ -169,10 +206,11 @@ export const applyCharges = (
       const { leaseId, userId } = group[0]!.charge
       let total = 0n
       for (const { charge } of group) total += charge.chargedNanos
-      const taken = leaseId === null || total === 0n
+      // The lease may go below zero, not below the floor (compared against constants: nothing adds past 64 bits).
+      const taken = leaseId === null || total === 0n || total > Money.MAX_NANOS
         ? []
         : yield* sql`UPDATE leases SET amount_nanos = amount_nanos - ${total}, updated_at = ${now}
-            WHERE id = ${leaseId} AND amount_nanos >= ${total} RETURNING id`
+            WHERE id = ${leaseId} AND amount_nanos >= ${FLOOR + total} RETURNING id`
       if (taken.length > 0 || total === 0n) {
         if (total > 0n) {
           releases.push(
@@ -195,14 +233,19 @@ export const applyCharges = (
       let balance = Row.big(users[0].balance_nanos, "users.balance_nanos")
       let charged = 0n
       for (const { charge, row } of group) {
-        const take = charge.chargedNanos < balance ? charge.chargedNanos : balance
+        // Whole, below zero if need be, down to the floor.
+        const room = balance - FLOOR
+        const take = charge.chargedNanos <= room ? charge.chargedNanos : room > 0n ? room : 0n
+        const overdrawn = Accounts.overdrawn(balance, take)
         balance -= take
         charged += take
         addSpend(charge.keyId, take, charge.at)
-        if (take === charge.chargedNanos && leaseId === null) continue
-        // Taken from the balance, not the lease: the entry names no lease, and says what was short.
+        if (take === charge.chargedNanos && leaseId === null && overdrawn === 0n) continue
+        // Taken from the balance, not the lease: the entry names no lease, and says what went below zero or was short.
         yield* sql`UPDATE ledger SET amount_nanos = ${-take}, hold_id = ${null},
-            reason = ${shortfallReason(charge.shortfallNanos + charge.chargedNanos - take)} WHERE id = ${row.id}`
+            reason = ${
+          chargeReason(overdrawn, charge.shortfallNanos + charge.chargedNanos - take)
+        } WHERE id = ${row.id}`
       }
       yield* sql`UPDATE users SET balance_nanos = balance_nanos - ${charged} WHERE id = ${userId}`
     }
@@ -235,6 +278,30 @@ export const release = (
       yield* sql`INSERT INTO ledger ${
         sql.insert(ledgerRow(userId, "release", amount, leaseId, null, "reservation ended", now))
       }`
+    } else if (amount < 0n) {
+      // A lease that owes (its calls cost more than it reserved): the balance pays, below zero if need be.
+      const users = yield* sql`SELECT balance_nanos FROM users WHERE id = ${userId}`
+      const balance = users[0] === undefined ? 0n : Row.big(users[0].balance_nanos, "users.balance_nanos")
+      const room = balance - FLOOR
+      const taken = -amount <= room ? -amount : room > 0n ? room : 0n
+      if (taken > 0n) {
+        yield* sql`UPDATE users SET balance_nanos = balance_nanos - ${taken} WHERE id = ${userId}`
+        yield* sql`INSERT INTO ledger ${
+          sql.insert(
+            ledgerRow(
+              userId,
+              "release",
+              -taken,
+              leaseId,
+              null,
+              `reservation ended owing ${Money.formatUsd(-amount)} USD: its calls cost more than they held${
+                taken < -amount ? `; ${Money.formatUsd(-amount - taken)} USD of it not taken (the balance's floor)` : ""
+              }`,
+              now
+            )
+          )
+        }`
+      }
     }
     return true
   })
