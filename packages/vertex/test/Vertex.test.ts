@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Location, ServiceAccount, Token, TokenCache } from "@modelgate/vertex"
-import { Effect, Fiber, Result } from "effect"
+import { Deferred, Effect, Fiber, Result } from "effect"
 import { TestClock } from "effect/testing"
 import { generateKeyPairSync, verify } from "node:crypto"
 
@@ -173,18 +173,24 @@ describe("the token cache", () => {
 
   it.effect("concurrent callers share one fetch", () =>
     Effect.gen(function*() {
+      // Signing runs on WebCrypto (real promises), so the test waits for the
+      // fetch to have started rather than moving a clock it may not yet wait on.
       const requests: Array<Token.HttpRequest> = []
+      const started = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
       const fetch: TokenCache.Fetch = (request) =>
         Effect.gen(function*() {
           requests.push(request)
-          yield* Effect.sleep("100 millis")
+          yield* Deferred.succeed(started, undefined)
+          yield* Deferred.await(release)
           return { status: 200, headers: {}, text: "{\"access_token\":\"shared\",\"expires_in\":3600}" }
         })
       const source = yield* TokenCache.make(key, fetch)
       const fiber = yield* Effect.forkChild(
         Effect.all(Array.from({ length: 5 }, () => source.token), { concurrency: "unbounded" })
       )
-      yield* TestClock.adjust("100 millis")
+      yield* Deferred.await(started)
+      yield* Deferred.succeed(release, undefined)
       assert.deepStrictEqual(yield* Fiber.join(fiber), ["shared", "shared", "shared", "shared", "shared"])
       assert.strictEqual(requests.length, 1)
     }))
