@@ -39,7 +39,8 @@ import {
   Tokens,
   Utf8
 } from "@modelgate/core"
-import { Clock, Effect, Exit } from "effect"
+import { Clock, Effect, Exit, Option, type Tracer } from "effect"
+import * as CallSpans from "./CallSpans.ts"
 import * as Dialects from "./Dialects.ts"
 import { Draining } from "./Draining.ts"
 import * as Exchange from "./Exchange.ts"
@@ -52,6 +53,7 @@ import * as Refusals from "./Refusals.ts"
 import * as Relay from "./Relay.ts"
 import { Settings } from "./Settings.ts"
 import * as Settlement from "./Settlement.ts"
+import * as Telemetry from "./Telemetry.ts"
 import * as Upstream from "./Upstream.ts"
 
 /** One call's inputs. @category models */
@@ -65,6 +67,8 @@ export interface ChatInput {
   readonly hints: Dialect.RouteHints
   /** The request's headers (the sticky routing header is read from them). */
   readonly headers?: Dialect.HeaderBag | undefined
+  /** The call's trace, when tracing is on (`GatewayRequest.trace`). */
+  readonly trace?: Telemetry.CallTrace | undefined
 }
 
 const statusOf = (client: Dialect.ClientDialect, error: GatewayError.GatewayError) => client.renderError(error).status
@@ -87,12 +91,15 @@ export const handle = (input: ChatInput) => {
 }
 
 const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Admitting) {
-  const { client, key } = input
+  const { client, key, trace } = input
   const inspected = yield* client.inspect(input.body, input.hints)
   admitting.asked(inspected.model, inspected.stream)
-  const route = yield* Admission.authorize(key, inspected.model, "generate")
+  CallSpans.request(trace, client.dialect, inspected)
+  const route = yield* Telemetry.span(trace, "authorize")(Admission.authorize(key, inspected.model, "generate"))
   const model = route.model
   admitting.resolved(model.id)
+  const operation = CallSpans.operationName("chat", client.dialect)
+  CallSpans.admitted(trace, operation, model.id, route.group.name)
   const maxOutput = Pricing.maxOutputFor(model, inspected.maxOutputTokens)
   const bodyBytes = input.body.length
   const held = yield* Pricing.holdFor(model, route.group.ratioMicros, {
@@ -102,17 +109,18 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
   })
   const promptEstimate = Math.ceil(bodyBytes / 4)
   // Limits before money: a call refused here holds nothing.
-  const permit = yield* RateLimits.admit(
+  const permit = yield* Telemetry.span(trace, "limits")(RateLimits.admit(
     key,
     route.group,
     model.id,
     RateLimits.estimateTokens(bodyBytes, inspected.maxOutputTokens, model, inspected)
-  )
+  ))
   const limitHeaders = RateLimits.successHeaders(client, permit)
-  const settlement = yield* RateLimits.settleUnder(
+  const settlement = yield* Telemetry.span(trace, "hold")(RateLimits.settleUnder(
     permit,
     Settlement.open({
       requestId: input.requestId,
+      trace,
       startedAt: input.startedAt,
       key,
       model,
@@ -121,7 +129,7 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
       stream: inspected.stream,
       choices: inspected.choices
     }, held)
-  )
+  ))
   admitting.opened = true
 
   const settings = yield* Settings
@@ -155,11 +163,24 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
       : Effect.flatMap(parsing(() => client.decodeRequest(inspected)), (decoding) =>
         Effect.tap(decoding, (request) => Effect.sync(() => canonicalRequest = request)))
 
+  /**
+   * Tracing with `capture_content` on: the prompt (decoded for it when the call is relayed as it is) and the
+   * answer, as the conventions' event. Nothing, not even a check of the body, otherwise.
+   */
+  const captured = (channel: Domain.Channel, answer: () => Effect.Effect<Canonical.ChatResponse | undefined>) =>
+    CallSpans.capturing(trace)
+      ? Effect.gen(function*() {
+        const prompt = Option.getOrUndefined(yield* Effect.option(canonical()))
+        CallSpans.content(trace, channel, prompt, yield* answer())
+      })
+      : Effect.void
+
   const attempt = (
     target: Failover.Target,
     at: Upstream.Deadlines,
     record: Failover.AttemptRecord,
-    ticket: Health.Ticket
+    ticket: Health.Ticket,
+    span: Tracer.Span | undefined
   ) =>
     Effect.gen(function*() {
       const { channel } = target
@@ -214,10 +235,18 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
           metered = client.usageOfResponse(json, promptEstimate)
           // Relayed as the upstream wrote it, but never with the channel's secrets in it.
           out = Redaction.text(channel, upstreamModel === model.id ? text : client.renameInBody(text, model.id))
+          CallSpans.responseJson(trace, client.dialect, json)
+          yield* captured(channel, () =>
+            Effect.map(
+              Effect.option(Effect.flatMap(Ids.answerStart, (start) => upstream.decodeResponse(json, start))),
+              Option.getOrUndefined
+            ))
         } else {
           const decoded = yield* upstream.decodeResponse(json, yield* Ids.answerStart)
           metered = meteredOf(decoded, promptEstimate)
           out = client.encodeResponse(decoded, model.id, inspected)
+          CallSpans.response(trace, decoded)
+          yield* captured(channel, () => Effect.succeed(decoded))
         }
         const now = yield* Clock.currentTimeMillis
         ttfbMs = now - input.startedAt
@@ -233,9 +262,12 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
       // then the call can still fail over); after it, every upstream chunk is relayed as soon as it is complete
       // and nothing accumulates but the meter and at most one event (`max_event_bytes`).
       const opened = yield* Upstream.opening(response, upstream, settings.maxEventBytes)
+      if (same) CallSpans.streamOpening(trace, client.dialect, opened.bytes)
       let push: (chunk: Uint8Array) => Relay.Frames
       let end: () => Relay.Frames
       let metered: () => Settlement.Metered
+      // What the trace learns of the answer when the stream ends (a translated stream's assembled answer).
+      let answered: (() => Canonical.ChatResponse) | undefined
       if (same) {
         const meter = client.passthroughMeter(inspected)
         const rename = upstreamModel === model.id ? undefined : client.streamRenamer(upstreamModel, model.id)
@@ -264,6 +296,7 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
         push = (chunk) => feed(events.push(text.push(chunk)))
         end = () => feed(events.push(text.end())) + feed(events.end()) + encoder.end()
         metered = () => meteredOf(assembler.response(), promptEstimate, true)
+        answered = () => assembler.response()
       }
       // The relay turns each upstream chunk into the client's frames (Relay.ts): per chunk a decode and the
       // transform, nothing else. However it ends, the call is settled once, from its end report.
@@ -293,6 +326,15 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
             closed ? "neutral" : error === undefined ? "success" : Failover.breakerOutcome(error),
             error?.message
           )
+          if (trace !== undefined) {
+            if (closed) CallSpans.attemptInterrupted(trace, span)
+            else CallSpans.attemptEnded(trace, span, record.status, error)
+            if (answered !== undefined) {
+              const assembled = answered()
+              CallSpans.response(trace, assembled)
+              yield* captured(channel, () => Effect.succeed(assembled))
+            }
+          }
           yield* settlement.finish(metered(), outcome, legOf())
         }).pipe(Effect.uninterruptible)
       // The settlement runs after this request's fiber, tracked so a shutdown waits for it.
@@ -345,8 +387,12 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
     tried,
     sticky,
     attempt,
+    trace,
+    operation,
     // Every successful attempt ends its ticket itself: a non-stream one before it settles, a stream when it ends.
-    keepsTicket: () => true
+    keepsTicket: () => true,
+    // A stream's attempt span ends with the stream.
+    keepsSpan: (answer) => answer._tag === "Stream"
   }).pipe(
     // Admission above ran uninterruptibly (see `Settlement.interruptible`); the attempts can be cut.
     Settlement.interruptible,

@@ -10,11 +10,13 @@
  */
 import { Admission, type Dialect, Domain, GatewayError } from "@modelgate/core"
 import { Clock, Effect } from "effect"
+import * as CallSpans from "./CallSpans.ts"
 import * as Dialects from "./Dialects.ts"
 import * as Exchange from "./Exchange.ts"
 import * as Failover from "./Failover.ts"
 import * as RateLimits from "./RateLimits.ts"
 import * as Settlement from "./Settlement.ts"
+import * as Telemetry from "./Telemetry.ts"
 
 /** One count's inputs. @category models */
 export interface CountInput {
@@ -26,6 +28,8 @@ export interface CountInput {
   readonly hints: Dialect.RouteHints
   /** The request's headers (a same-dialect channel gets those the client dialect forwards). */
   readonly headers?: Dialect.HeaderBag | undefined
+  /** The call's trace, when tracing is on (`GatewayRequest.trace`). */
+  readonly trace?: Telemetry.CallTrace | undefined
 }
 
 /**
@@ -34,11 +38,13 @@ export interface CountInput {
  * @category calls
  */
 export const handle = Effect.fnUntraced(function*(input: CountInput) {
+  const trace = input.trace
   const call = yield* input.counter.decode(input.body, input.hints)
-  const route = yield* Admission.authorize(input.key, call.model, "generate")
+  const route = yield* Telemetry.span(trace, "authorize")(Admission.authorize(input.key, call.model, "generate"))
+  CallSpans.admitted(trace, "count_tokens", route.model.id, route.group.name)
   const local = call.local
   const forwarded = input.client.forwardHeaders?.(input.headers ?? {})
-  const permit = yield* RateLimits.admit(input.key, route.group, route.model.id, 0)
+  const permit = yield* Telemetry.span(trace, "limits")(RateLimits.admit(input.key, route.group, route.model.id, 0))
   const channels = route.channels.filter((c) => {
     const upstream = Dialects.ofChannel(c)
     return upstream.dialect === input.client.dialect && upstream.countTokens !== undefined
@@ -54,6 +60,8 @@ export const handle = Effect.fnUntraced(function*(input: CountInput) {
     model: route.model.id,
     channels,
     tried: [],
+    trace,
+    operation: "count_tokens",
     attempt: (target, at, record) =>
       Effect.gen(function*() {
         const { channel } = target

@@ -22,12 +22,14 @@
  */
 import { Admission, type Dialect, Domain, GatewayError, Pricing, Tokens } from "@modelgate/core"
 import { Clock, Effect, Exit } from "effect"
+import * as CallSpans from "./CallSpans.ts"
 import * as Dialects from "./Dialects.ts"
 import * as Exchange from "./Exchange.ts"
 import * as Failover from "./Failover.ts"
 import * as RateLimits from "./RateLimits.ts"
 import * as Refusals from "./Refusals.ts"
 import * as Settlement from "./Settlement.ts"
+import * as Telemetry from "./Telemetry.ts"
 
 /** One embeddings call's inputs. @category models */
 export interface EmbeddingsInput {
@@ -37,6 +39,8 @@ export interface EmbeddingsInput {
   readonly embeddings: Dialect.ClientEmbeddings
   readonly body: string
   readonly hints: Dialect.RouteHints & { readonly operation?: string | undefined }
+  /** The call's trace, when tracing is on (`GatewayRequest.trace`). */
+  readonly trace?: Telemetry.CallTrace | undefined
 }
 
 /**
@@ -51,19 +55,21 @@ export const handle = (input: EmbeddingsInput) => {
 }
 
 const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refusals.Admitting) {
-  const { client, embeddings } = input
+  const { client, embeddings, trace } = input
   const call = yield* embeddings.decode(input.body, input.hints)
   admitting.asked(call.model, false)
-  const route = yield* Admission.authorize(input.key, call.model, "embed")
+  const route = yield* Telemetry.span(trace, "authorize")(Admission.authorize(input.key, call.model, "embed"))
   const model = route.model
   admitting.resolved(model.id)
+  CallSpans.admitted(trace, "embeddings", model.id, route.group.name)
   const startedAt = yield* Clock.currentTimeMillis
   const bound = Tokens.bodyTokenBound(Tokens.utf8Length(input.body))
-  const permit = yield* RateLimits.admit(input.key, route.group, model.id, call.tokens)
-  const settlement = yield* RateLimits.settleUnder(
+  const permit = yield* Telemetry.span(trace, "limits")(RateLimits.admit(input.key, route.group, model.id, call.tokens))
+  const settlement = yield* Telemetry.span(trace, "hold")(RateLimits.settleUnder(
     permit,
     Settlement.open({
       requestId: input.requestId,
+      trace,
       startedAt,
       key: input.key,
       model,
@@ -71,7 +77,7 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
       dialectIn: client.dialect,
       stream: false
     }, yield* Pricing.holdFor(model, route.group.ratioMicros, { promptTokens: bound, outputTokens: 0 }))
-  )
+  ))
   admitting.opened = true
   const canonical = call.canonical
   const translated = GatewayError.isGatewayError(canonical) ? undefined : canonical
@@ -95,6 +101,8 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
       model: model.id,
       channels,
       tried,
+      trace,
+      operation: "embeddings",
       attempt: (target, at, record) =>
         Effect.gen(function*() {
           const { channel } = target

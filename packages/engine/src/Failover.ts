@@ -24,13 +24,15 @@
  *
  * @since 0.1.0
  */
-import { type Dialect, type Domain, GatewayError, Issues, type UsageLog } from "@modelgate/core"
-import { Clock, Effect } from "effect"
+import { type Dialect, Domain, GatewayError, Issues, type UsageLog } from "@modelgate/core"
+import { Clock, Effect, Tracer } from "effect"
 import type { Outcome } from "./Breakers.ts"
+import * as CallSpans from "./CallSpans.ts"
 import * as Health from "./Health.ts"
 import * as Redaction from "./Redaction.ts"
 import * as Selection from "./Selection.ts"
 import { Settings } from "./Settings.ts"
+import type * as Telemetry from "./Telemetry.ts"
 import * as Upstream from "./Upstream.ts"
 
 /**
@@ -155,16 +157,23 @@ export interface Attempts<A, R> {
   readonly tried: Array<AttemptRecord>
   /** The value of the call's sticky routing header, when it sent one (see `Selection.plan`). */
   readonly sticky?: string | undefined
+  /** The call's trace, when tracing is on: each attempt is a client span of it (`CallSpans.attempt`). */
+  readonly trace?: Telemetry.CallTrace | undefined
+  /** `gen_ai.operation.name` of the call (`CallSpans.operationName`), naming its attempts' spans. */
+  readonly operation?: string | undefined
   /**
    * One attempt on `target` within `at`; sets `record.status` when the
    * upstream answered (see `exchange`). `ticket` is the attempt's admission by
-   * the key's breaker.
+   * the key's breaker. `span`: the attempt's span when the call is traced
+   * (the current span while the attempt runs, so `Upstream.send` propagates
+   * it); an attempt whose answer outlives it (`keepsSpan`) ends it.
    */
   readonly attempt: (
     target: Selection.Target,
     at: Upstream.Deadlines,
     record: AttemptRecord,
-    ticket: Health.Ticket
+    ticket: Health.Ticket,
+    span: Tracer.Span | undefined
   ) => Effect.Effect<A, GatewayError.GatewayError, R>
   /**
    * Whether a successful attempt's answer outlives the attempt and ends its
@@ -172,6 +181,12 @@ export interface Attempts<A, R> {
    * the success.
    */
   readonly keepsTicket?: ((answer: A) => boolean) | undefined
+  /**
+   * Whether a successful attempt's answer outlives the attempt and ends its
+   * span itself (a stream, when it ends: `CallSpans.attemptEnded`); otherwise
+   * the loop ends it.
+   */
+  readonly keepsSpan?: ((answer: A) => boolean) | undefined
 }
 
 /**
@@ -208,16 +223,38 @@ export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
     call.tried.push(record)
     const started = yield* Clock.currentTimeMillis
     const at = Upstream.deadlines(target.channel, started, call.startedAt)
+    // Traced: the attempt runs under its own client span, whose trace context goes upstream with the request.
+    const span = call.trace === undefined ? undefined : CallSpans.attempt(
+      call.trace,
+      call.operation ?? "chat",
+      target.channel,
+      Domain.upstreamModel(target.channel, call.model),
+      call.tried.length
+    )
+    const attempt = call.attempt(target, at, record, ticket, span)
     const result = yield* Effect.result(
-      call.attempt(target, at, record, ticket).pipe(Effect.onInterrupt(() => health.end(ticket, "neutral")))
+      span === undefined
+        ? Effect.onInterrupt(attempt, () => health.end(ticket, "neutral"))
+        : Effect.onInterrupt(
+          Effect.provideService(attempt, Tracer.ParentSpan, span),
+          () =>
+            Effect.andThen(
+              Effect.sync(() => CallSpans.attemptInterrupted(call.trace, span)),
+              health.end(ticket, "neutral")
+            )
+        )
     )
     record.durationMs = (yield* Clock.currentTimeMillis) - started
     if (result._tag === "Success") {
       if (call.keepsTicket === undefined || !call.keepsTicket(result.success)) yield* health.end(ticket, "success")
+      if (call.keepsSpan === undefined || !call.keepsSpan(result.success)) {
+        CallSpans.attemptEnded(call.trace, span, record.status, undefined)
+      }
       return result.success
     }
     // Whatever failed (a classified refusal, an answer that could not be read), the channel's secrets go no further.
     const error = Redaction.error(target.channel, result.failure)
+    CallSpans.attemptEnded(call.trace, span, record.status, error)
     lastError = error
     record.errorCode = error._tag
     record.errorMessage = GatewayError.bounded(error).message

@@ -35,6 +35,7 @@ import {
   type UsageLog
 } from "@modelgate/core"
 import { Cause, Clock, Effect } from "effect"
+import * as CallSpans from "./CallSpans.ts"
 import * as Chat from "./Chat.ts"
 import * as CountTokens from "./CountTokens.ts"
 import * as Dialects from "./Dialects.ts"
@@ -45,6 +46,7 @@ import * as LegacyBilling from "./LegacyBilling.ts"
 import type * as Routes from "./Routes.ts"
 import { Settings } from "./Settings.ts"
 import type * as Settlement from "./Settlement.ts"
+import * as Telemetry from "./Telemetry.ts"
 import type { Transport } from "./Transport.ts"
 
 /**
@@ -145,8 +147,12 @@ export const serve = (
   }
   const dialect: Domain.Dialect = route.dialect
   const client = Dialects.client(dialect)
+  const trace = request.trace
   const handled = Effect.gen(function*() {
-    const key = yield* Admission.authenticate(client.presentedKey(request.headers, request.search))
+    const key = yield* Telemetry.span(trace, "authenticate")(
+      Admission.authenticate(client.presentedKey(request.headers, request.search))
+    )
+    CallSpans.caller(trace, key)
     switch (route._tag) {
       case "OpenAIModels":
       case "GeminiModels":
@@ -182,6 +188,7 @@ export const serve = (
       case "AnthropicMessages":
         return yield* Chat.handle({
           requestId,
+          trace,
           startedAt: yield* Clock.currentTimeMillis,
           key,
           client,
@@ -192,6 +199,7 @@ export const serve = (
       case "AnthropicCountTokens":
         return yield* CountTokens.handle({
           requestId,
+          trace,
           key,
           client,
           counter: client.countTokens!,
@@ -202,6 +210,7 @@ export const serve = (
       case "OpenAIEmbeddings":
         return yield* Embeddings.handle({
           requestId,
+          trace,
           key,
           client,
           embeddings: client.embeddings!,
@@ -214,6 +223,7 @@ export const serve = (
           case "streamGenerateContent":
             return yield* Chat.handle({
               requestId,
+              trace,
               startedAt: yield* Clock.currentTimeMillis,
               key,
               client,
@@ -228,6 +238,7 @@ export const serve = (
           case "countTokens":
             return yield* CountTokens.handle({
               requestId,
+              trace,
               key,
               client,
               counter: client.countTokens!,
@@ -239,6 +250,7 @@ export const serve = (
           case "batchEmbedContents":
             return yield* Embeddings.handle({
               requestId,
+              trace,
               key,
               client,
               embeddings: client.embeddings!,
@@ -255,9 +267,11 @@ export const serve = (
       if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
       for (const reason of cause.reasons) {
         if (reason._tag === "Fail" && GatewayError.isGatewayError(reason.error)) {
+          CallSpans.refused(trace, reason.error)
           return Effect.succeed(errorAnswer(client, reason.error, requestId))
         }
       }
+      trace?.span.attribute("modelgate.error_code", "InternalError")
       return Effect.logError("request failed", Cause.pretty(cause)).pipe(
         Effect.annotateLogs({ requestId, path: request.path }),
         Effect.as(errorAnswer(client, internalError(requestId), requestId))

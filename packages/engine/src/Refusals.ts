@@ -16,8 +16,10 @@
  */
 import { type Dialect, type Domain, GatewayError, UsageLog } from "@modelgate/core"
 import { Clock, Effect } from "effect"
+import * as CallSpans from "./CallSpans.ts"
 import * as Metrics from "./Metrics.ts"
 import { messageOf } from "./Settlement.ts"
+import type * as Telemetry from "./Telemetry.ts"
 
 /**
  * What is known of a call while it is admitted; the call's admission fills it
@@ -58,6 +60,8 @@ export interface Caller {
   readonly startedAt?: number | undefined
   readonly key: Domain.ApiKey
   readonly client: Dialect.ClientDialect
+  /** The call's trace, when tracing is on: a refusal's figures go on the call's span. */
+  readonly trace?: Telemetry.CallTrace | undefined
 }
 
 /**
@@ -122,6 +126,7 @@ export const logged = <A, R>(
         }
         const refused = record(caller, admitting, error, yield* Clock.currentTimeMillis)
         yield* (yield* UsageLog.UsageLog).record(refused)
+        CallSpans.settled(caller.trace, refused)
         const metrics = yield* Metrics.Current
         if (metrics === undefined) return
         metrics.callEnded(refused, admitting.modelKnown)

@@ -43,7 +43,9 @@
 import { Accounts, Dialect, type Domain, GatewayError, Money, Pricing, Tokens, UsageLog } from "@modelgate/core"
 import { Cause, Clock, Context, Effect, Exit, Fiber, Layer } from "effect"
 import { ClientAbort } from "effect/http/HttpServerError"
+import * as CallSpans from "./CallSpans.ts"
 import * as Metrics from "./Metrics.ts"
+import * as Telemetry from "./Telemetry.ts"
 
 /**
  * Makes the part of a call after its admission interruptible. The HTTP server
@@ -238,6 +240,8 @@ export interface CallInfo {
   readonly stream: boolean
   /** How many answers the call asks for (`n`, `candidateCount`; default 1), named in a refused hold's advice. */
   readonly choices?: number | undefined
+  /** The call's trace, when tracing is on: the settlement is a span of it, and its record's figures go on the call's span. */
+  readonly trace?: Telemetry.CallTrace | undefined
 }
 
 /** Where the call went. @category models */
@@ -282,13 +286,17 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
     choices: call.choices
   })
   let done = false
+  // The call's span waits for its settlement, which may run after the answer went out (a stream's).
+  call.trace?.hold()
   const finish = (given: Metered, outcome: Outcome, leg: Leg | undefined): Effect.Effect<void> =>
     Effect.suspend(() => {
       if (done) return Effect.void
       done = true
       const metered = checked(given)
       const charge = chargeFor(call, heldNanos, metered, leg)
-      return Effect.gen(function*() {
+      // Traced: a span made by hand, as a stream's settlement runs outside the call's fiber.
+      const span = Telemetry.child(call.trace, "settle")
+      const settling = Effect.gen(function*() {
         // The whole charge is taken, above the hold too; whatever goes wrong there, the record is still written.
         const settled = yield* accounts.settle(holdId, charge).pipe(
           Effect.catchCause((cause) =>
@@ -364,6 +372,7 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
         }
         yield* usage.record(record)
         metrics?.callEnded(record)
+        CallSpans.settled(call.trace, record)
         if (overdrawn || overCap !== undefined) {
           yield* Effect.logWarning(
             overdrawn
@@ -404,7 +413,16 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
             })
           )
         }
-      }).pipe(Effect.uninterruptible)
+      })
+      return (span === undefined
+        ? settling
+        : Effect.onExit(settling, (exit) =>
+          Effect.sync(() => {
+            span.end(call.trace!.now(), exit)
+            call.trace!.release()
+          }))).pipe(
+          Effect.uninterruptible
+        )
     })
   const settlement: Settlement = { holdId, heldNanos, finish }
   return settlement

@@ -327,8 +327,36 @@ export class CallTrace {
    * conventions say for server spans; a 4xx is not.
    */
   end(status: number, clientClosed = false): void {
+    if (this.span.status._tag === "Ended" || this.ending !== undefined) return
+    const time = this.clock.currentTimeNanosUnsafe()
+    if (this.pending > 0) this.ending = { status, clientClosed, time }
+    else this.close(status, clientClosed, time)
+  }
+
+  private pending = 0
+  private ending: { readonly status: number; readonly clientClosed: boolean; readonly time: bigint } | undefined =
+    undefined
+
+  /**
+   * Keeps the server span from being exported, when the host ends it, until
+   * `release`: a stream's settlement runs after its answer went out, and its
+   * figures (usage, cost) belong on the call's span. The span keeps the end
+   * time the host gave it.
+   */
+  hold(): void {
+    this.pending++
+  }
+
+  /** Undoes a `hold`; the last one exports the span if the host has ended it meanwhile. */
+  release(): void {
+    if (this.pending === 0) return
+    this.pending--
+    const ending = this.ending
+    if (this.pending === 0 && ending !== undefined) this.close(ending.status, ending.clientClosed, ending.time)
+  }
+
+  private close(status: number, clientClosed: boolean, time: bigint): void {
     const span = this.span
-    if (span.status._tag === "Ended") return
     span.attribute("http.response.status_code", status)
     if (clientClosed) {
       span.attribute("error.type", "ClientClosed")
@@ -337,7 +365,7 @@ export class CallTrace {
       span.attribute("error.type", String(status))
       span.setStatus({ code: 2 })
     }
-    span.end(this.clock.currentTimeNanosUnsafe(), Exit.void)
+    span.end(time, Exit.void)
   }
 }
 

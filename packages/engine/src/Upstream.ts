@@ -12,8 +12,9 @@
  * @since 0.1.0
  */
 import { Dialect, type Domain, GatewayError } from "@modelgate/core"
-import { Effect } from "effect"
+import { Context, Effect, Tracer } from "effect"
 import * as Redaction from "./Redaction.ts"
+import * as Telemetry from "./Telemetry.ts"
 import { type Deadlines, Transport, TransportError, type TransportResponse } from "./Transport.ts"
 
 export type { Deadlines } from "./Transport.ts"
@@ -95,9 +96,26 @@ export interface UpstreamResponse extends TransportResponse {
 }
 
 /**
+ * The headers of an upstream request with the W3C trace context of the span
+ * it is sent under (a traced call's attempt span, `CallSpans.attempt`):
+ * `traceparent` naming that span, and the caller's `tracestate`, so a
+ * provider or proxy that traces joins the call's trace. The headers as they
+ * are when nothing traces the request (tracing off, a health probe).
+ *
+ * @category sending
+ */
+export const withTraceContext = (
+  headers: Readonly<Record<string, string>>,
+  context: Context.Context<never>
+): Readonly<Record<string, string>> => {
+  const span = Context.getOrUndefined(context, Tracer.ParentSpan)
+  return span === undefined ? headers : { ...headers, ...Telemetry.propagation(span) }
+}
+
+/**
  * Sends a request upstream and returns the answer once its headers arrive
- * (the status is not judged here). Without deadlines the attempt starts the
- * call now.
+ * (the status is not judged here), with the trace context of the attempt's
+ * span when it is traced (`withTraceContext`).
  *
  * @category sending
  */
@@ -110,8 +128,9 @@ export const send = Effect.fnUntraced(function*(
   method: "GET" | "POST" = "POST"
 ) {
   const transport = yield* Transport
+  const traced = withTraceContext(headers, yield* Effect.context<never>())
   const response = yield* Effect.mapError(
-    transport.send({ channel, method, url, headers, body, deadlines: at }),
+    transport.send({ channel, method, url, headers: traced, body, deadlines: at }),
     (error) => transportError(channel, error)
   )
   const upstream: UpstreamResponse = {

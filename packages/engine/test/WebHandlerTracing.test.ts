@@ -1,9 +1,12 @@
 /**
  * Tracing in the web handler: in this Node process (the configuration's
  * `telemetry:` section), and served by Bun and by Deno (the standard
- * `OTEL_*` variables from the runtime's environment), each call's server
- * span reaches a test OTLP/HTTP receiver, continuing the caller's
- * `traceparent`; a stream's span ends when the stream does.
+ * `OTEL_*` variables from the runtime's environment), each call's spans
+ * reach a test OTLP/HTTP receiver, continuing the caller's `traceparent`:
+ * the server span with the GenAI conventions' attributes, its children for
+ * admission, the upstream attempt (whose `traceparent` the upstream
+ * receives, through `fetch`) and the settlement; a stream's spans end when
+ * the stream does. No content unless `capture_content` is on.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { FakeUpstream } from "@modelgate/fake-upstream"
@@ -13,7 +16,7 @@ import { randomBytes } from "node:crypto"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { toWebHandler } from "../src/WebHandler.ts"
-import { type OtlpReceiver, startOtlpReceiver } from "./support/OtlpReceiver.ts"
+import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "./support/OtlpReceiver.ts"
 
 const KEY = "sk-embedded-alice-0000000000000000"
 
@@ -36,6 +39,12 @@ const chatInit = (traceparent: string, stream = false): RequestInit => ({
   headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json", traceparent },
   body: JSON.stringify({ model: "gpt-4o-mini", stream, messages: [{ role: "user", content: "Hello" }] })
 })
+
+const named = (spans: ReadonlyArray<ReceivedSpan>, name: string): ReceivedSpan => {
+  const found = spans.filter((span) => span.name === name)
+  assert.strictEqual(found.length, 1, `one span named ${name} among ${spans.map((s) => s.name).join(", ")}`)
+  return found[0]!
+}
 
 describe("tracing in the web handler", () => {
   let upstream: FakeUpstream.FakeUpstream
@@ -65,13 +74,54 @@ describe("tracing in the web handler", () => {
       )
       assert.include(await stream.text(), "[DONE]")
       await Effect.runPromise(local.telemetry!.flush)
-      for (const { traceId, spanId } of [plain, streamed]) {
-        const span = receiver.spans().find((s) => s.traceId === traceId && s.kind === 2)
-        assert.isDefined(span, `the span of trace ${traceId}`)
-        assert.strictEqual(span!.parentSpanId, spanId)
-        assert.strictEqual(span!.name, "POST /v1/chat/completions")
-        assert.strictEqual(span!.attributes["http.response.status_code"], 200)
-        assert.strictEqual(span!.resource["service.instance.id"], "embedded")
+      for (const [{ traceId, spanId }, stream] of [[plain, false], [streamed, true]] as const) {
+        const spans = receiver.spans().filter((s) => s.traceId === traceId)
+        const server = spans.find((s) => s.kind === 2)
+        assert.isDefined(server, `the server span of trace ${traceId}`)
+        assert.strictEqual(server!.parentSpanId, spanId)
+        assert.strictEqual(server!.name, "chat gpt-4o-mini")
+        assert.strictEqual(server!.attributes["http.response.status_code"], 200)
+        assert.strictEqual(server!.resource["service.instance.id"], "embedded")
+        assert.strictEqual(server!.attributes["gen_ai.operation.name"], "chat")
+        assert.strictEqual(server!.attributes["gen_ai.request.model"], "gpt-4o-mini")
+        assert.strictEqual(server!.attributes["gen_ai.response.model"], "gpt-4o-mini")
+        assert.match(String(server!.attributes["gen_ai.response.id"]), /^chatcmpl-/)
+        // A stream relayed as it came is not read for its finish reasons.
+        if (!stream) assert.deepStrictEqual(server!.attributes["gen_ai.response.finish_reasons"], ["stop"])
+        assert.isAbove(Number(server!.attributes["gen_ai.usage.input_tokens"]), 0)
+        assert.isAbove(Number(server!.attributes["gen_ai.usage.output_tokens"]), 0)
+        assert.isAbove(Number(server!.attributes["modelgate.cost_usd"]), 0)
+        assert.strictEqual(server!.attributes["modelgate.attempts"], 1)
+        assert.strictEqual(server!.attributes["modelgate.channel"], "openai")
+        assert.strictEqual(server!.attributes["modelgate.group"], "default")
+        assert.strictEqual(server!.attributes["modelgate.stream"], stream)
+        assert.isString(server!.attributes["modelgate.user_id"])
+        assert.isString(server!.attributes["modelgate.key_id"])
+        assert.isUndefined(server!.attributes["modelgate.error_code"])
+        // No content by default.
+        assert.deepStrictEqual(server!.events, [])
+        // The call's children: admission, the upstream attempt, the settlement.
+        for (const name of ["authenticate", "authorize", "limits", "hold", "settle"]) {
+          const child = named(spans, name)
+          assert.strictEqual(child.parentSpanId, server!.spanId, name)
+          assert.strictEqual(child.kind, 1, name)
+        }
+        const attempt = spans.find((s) => s.kind === 3)!
+        assert.strictEqual(attempt.name, "chat gpt-4o-mini")
+        assert.strictEqual(attempt.parentSpanId, server!.spanId)
+        assert.strictEqual(attempt.attributes["gen_ai.provider.name"], "openai")
+        assert.strictEqual(attempt.attributes["server.address"], "127.0.0.1")
+        assert.strictEqual(attempt.attributes["server.port"], Number(new URL(upstream.url).port))
+        assert.strictEqual(attempt.attributes["http.response.status_code"], 200)
+        assert.strictEqual(attempt.attributes["modelgate.channel"], "openai")
+        assert.strictEqual(attempt.attributes["modelgate.attempt"], 1)
+        assert.strictEqual(spans.length, 7)
+        // A stream's attempt ends with the stream, after its settlement has what it needs.
+        assert.isTrue(attempt.endTimeUnixNano >= named(spans, "hold").endTimeUnixNano)
+        // The upstream got the attempt's own span as its parent, through fetch.
+        const received = upstream.requests.filter((r) => String(r.headers["traceparent"]).includes(traceId))
+        assert.strictEqual(received.length, 1)
+        assert.strictEqual(received[0]!.headers["traceparent"], `00-${traceId}-${attempt.spanId}-01`)
       }
     } finally {
       await local.dispose()
@@ -80,6 +130,7 @@ describe("tracing in the web handler", () => {
 
   it("makes no span at all on a call's path when nothing turns tracing on", async () => {
     const local = await toWebHandler(config(upstream.url))
+    upstream.clearRequests()
     // Every span made without a tracer of ours goes through Effect's native tracer: count them.
     const native = Tracer.nativeTracer as { span: Tracer.Tracer["span"] }
     const original = native.span
@@ -109,6 +160,8 @@ describe("tracing in the web handler", () => {
       }
       assert.deepStrictEqual(statuses, [200, 200, 200, 200, 401])
       assert.strictEqual(made, 0)
+      // And no trace context goes upstream: the caller's is not passed on either.
+      assert.isFalse(upstream.requests.some((r) => r.headers["traceparent"] !== undefined))
     } finally {
       native.span = original
       await local.dispose()
@@ -159,12 +212,18 @@ describe("tracing in the web handler", () => {
         const response = await fetch(`${base}/v1/chat/completions`, chatInit(trace.traceparent))
         assert.strictEqual(response.status, 200)
         await response.json()
-        const spans = await receiver.waitFor((all) => all.some((s) => s.traceId === trace.traceId))
-        const span = spans.find((s) => s.traceId === trace.traceId)!
+        const spans = await receiver.waitFor((all) => all.some((s) => s.traceId === trace.traceId && s.kind === 2))
+        const span = spans.find((s) => s.traceId === trace.traceId && s.kind === 2)!
         assert.strictEqual(span.kind, 2)
         assert.strictEqual(span.parentSpanId, trace.spanId)
         assert.strictEqual(span.attributes["http.response.status_code"], 200)
         assert.strictEqual(span.resource["service.name"], `modelgate-${runtime}`)
+        assert.strictEqual(span.name, "chat gpt-4o-mini")
+        // The attempt's span, ended before the server span, and the traceparent the upstream got through the runtime's fetch.
+        const attempt = spans.find((s) => s.traceId === trace.traceId && s.kind === 3)!
+        assert.strictEqual(attempt.parentSpanId, span.spanId)
+        const received = upstream.requests.find((r) => String(r.headers["traceparent"]).includes(trace.traceId))
+        assert.strictEqual(received?.headers["traceparent"], `00-${trace.traceId}-${attempt.spanId}-01`)
         assert.deepStrictEqual(receiver.malformed, [])
       })
     })
