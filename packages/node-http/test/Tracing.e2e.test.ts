@@ -1,11 +1,15 @@
 /**
  * Tracing end to end: the real server, configured through its file's
- * `telemetry:` section, exports each call's server span to a test OTLP/HTTP
+ * `telemetry:` section, exports each call's spans to a test OTLP/HTTP
  * receiver that decodes protobuf (and JSON) with the official OpenTelemetry
- * definitions. A caller's `traceparent` is continued and its sampled flag
- * honoured; no request or answer content, no key, is exported; a collector
- * that refuses, hangs or is absent leaves every call as it was, and the spans
- * lost are counted at `/metrics`.
+ * definitions: the server span with the GenAI conventions' attributes, its
+ * children for admission, each upstream attempt (whose `traceparent` the
+ * fake upstream receives, through Undici) and the settlement. A caller's
+ * `traceparent` is continued and its sampled flag honoured; a failed
+ * attempt is a span with its error; a refusal carries its code; no request
+ * or answer content, no key, is exported unless `capture_content` is on; a
+ * collector that refuses, hangs or is absent leaves every call as it was,
+ * and the spans lost are counted at `/metrics`.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { randomBytes } from "node:crypto"
@@ -32,6 +36,19 @@ const traceparent = (sampled: boolean) => {
   const traceId = randomBytes(16).toString("hex")
   const spanId = randomBytes(8).toString("hex")
   return { traceId, spanId, header: `00-${traceId}-${spanId}-${sampled ? "01" : "00"}` }
+}
+
+/** Every span of a trace, once its server span is in (the children end first, or with it). */
+const traceOf = async (receiver: OtlpReceiver, traceId: string): Promise<ReadonlyArray<ReceivedSpan>> => {
+  await serverSpanOf(receiver, traceId)
+  return receiver.spans().filter((s) => s.traceId === traceId)
+}
+
+/** The one span of that name; of the kind given (a client span can bear its call's name). */
+const named = (spans: ReadonlyArray<ReceivedSpan>, name: string, kind?: number): ReceivedSpan => {
+  const found = spans.filter((span) => span.name === name && (kind === undefined || span.kind === kind))
+  assert.strictEqual(found.length, 1, `one span named ${name} among ${spans.map((s) => s.name).join(", ")}`)
+  return found[0]!
 }
 
 const serverSpanOf = async (receiver: OtlpReceiver, traceId: string): Promise<ReceivedSpan> => {
@@ -74,13 +91,16 @@ for (const protocol of ["http/protobuf", "http/json"] as const) {
 
     it("continues a caller's sampled trace in the call's server span", async () => {
       const caller = traceparent(true)
-      const response = await chat(gateway, { traceparent: caller.header, tracestate: "vendor=abc" }, {})
+      const response = await chat(gateway, { traceparent: caller.header, tracestate: "vendor=abc" }, {
+        max_tokens: 20,
+        temperature: 0.25
+      })
       assert.strictEqual(response.status, 200)
       await response.json()
       const span = await serverSpanOf(receiver, caller.traceId)
       assert.strictEqual(span.parentSpanId, caller.spanId)
       assert.strictEqual(span.traceState, "vendor=abc")
-      assert.strictEqual(span.name, "POST /v1/chat/completions")
+      assert.strictEqual(span.name, "chat gpt-4o-mini")
       assert.strictEqual(span.flags, 0x301)
       assert.strictEqual(span.attributes["http.request.method"], "POST")
       assert.strictEqual(span.attributes["http.route"], "/v1/chat/completions")
@@ -95,6 +115,51 @@ for (const protocol of ["http/protobuf", "http/json"] as const) {
       const request = receiver.requests.find((r) => r.spans.includes(span))!
       assert.strictEqual(request.contentType, protocol === "http/json" ? "application/json" : "application/x-protobuf")
       assert.strictEqual(request.headers["x-tenant"], "team-a")
+
+      // The GenAI conventions' attributes, and the gateway's own.
+      assert.strictEqual(span.attributes["gen_ai.operation.name"], "chat")
+      assert.strictEqual(span.attributes["gen_ai.request.model"], "gpt-4o-mini")
+      assert.strictEqual(span.attributes["gen_ai.request.max_tokens"], 20)
+      assert.strictEqual(span.attributes["gen_ai.request.temperature"], 0.25)
+      assert.strictEqual(span.attributes["gen_ai.response.model"], "gpt-4o-mini")
+      assert.match(String(span.attributes["gen_ai.response.id"]), /^chatcmpl-/)
+      assert.deepStrictEqual(span.attributes["gen_ai.response.finish_reasons"], ["stop"])
+      assert.isAbove(Number(span.attributes["gen_ai.usage.input_tokens"]), 0)
+      assert.isAbove(Number(span.attributes["gen_ai.usage.output_tokens"]), 0)
+      assert.isAbove(Number(span.attributes["modelgate.cost_usd"]), 0)
+      assert.strictEqual(span.attributes["modelgate.attempts"], 1)
+      assert.strictEqual(span.attributes["modelgate.channel"], "fake-openai")
+      assert.strictEqual(span.attributes["modelgate.group"], "default")
+      assert.isString(span.attributes["modelgate.user_id"])
+      assert.isString(span.attributes["modelgate.key_id"])
+      assert.isAtLeast(Number(span.attributes["modelgate.ttfb_ms"]), 0)
+
+      // Its children: admission, the upstream attempt, the settlement (and the store's own, where it has any).
+      const spans = await traceOf(receiver, caller.traceId)
+      for (const name of ["authenticate", "authorize", "limits", "hold", "settle"]) {
+        assert.strictEqual(named(spans, name).parentSpanId, span.spanId, name)
+      }
+      // Client spans: the upstream attempt's, and the database's (the store's own spans).
+      const attempts = spans.filter((s) => s.kind === 3 && s.attributes["gen_ai.provider.name"] !== undefined)
+      assert.strictEqual(attempts.length, 1, spans.map((s) => s.name).join(", "))
+      const attempt = attempts[0]!
+      assert.strictEqual(attempt.name, "chat gpt-4o-mini")
+      assert.strictEqual(attempt.parentSpanId, span.spanId)
+      assert.strictEqual(attempt.traceState, "vendor=abc")
+      assert.strictEqual(attempt.attributes["gen_ai.provider.name"], "openai")
+      assert.strictEqual(attempt.attributes["gen_ai.request.model"], "gpt-4o-mini")
+      assert.strictEqual(attempt.attributes["server.address"], "127.0.0.1")
+      assert.strictEqual(attempt.attributes["server.port"], gateway.upstream.port)
+      assert.strictEqual(attempt.attributes["http.response.status_code"], 200)
+      assert.strictEqual(attempt.attributes["modelgate.channel"], "fake-openai")
+      assert.isUndefined(attempt.attributes["error.type"])
+      // The upstream got the attempt's span as its parent, and the caller's tracestate, through Undici.
+      const received = gateway.upstream.requests.filter((r) =>
+        String(r.headers["traceparent"]).includes(caller.traceId)
+      )
+      assert.strictEqual(received.length, 1)
+      assert.strictEqual(received[0]!.headers["traceparent"], `00-${caller.traceId}-${attempt.spanId}-01`)
+      assert.strictEqual(received[0]!.headers["tracestate"], "vendor=abc")
       assert.deepStrictEqual(receiver.malformed, [])
     })
 
@@ -108,6 +173,11 @@ for (const protocol of ["http/protobuf", "http/json"] as const) {
       await (await chat(gateway, { traceparent: later.header }, {})).json()
       await serverSpanOf(receiver, later.traceId)
       assert.isFalse(receiver.spans().some((s) => s.traceId === unsampled.traceId))
+      // The upstream still joins the caller's trace, unsampled as the caller said.
+      const received = gateway.upstream.requests.find((r) =>
+        String(r.headers["traceparent"]).includes(unsampled.traceId)
+      )
+      assert.match(String(received?.headers["traceparent"]), new RegExp(`^00-${unsampled.traceId}-[0-9a-f]{16}-00$`))
     })
 
     it("starts a trace of its own for a call without a valid traceparent", async () => {
@@ -138,6 +208,7 @@ for (const protocol of ["http/protobuf", "http/json"] as const) {
       await bad.text()
       const refusal = await serverSpanOf(receiver, refused.traceId)
       assert.strictEqual(refusal.attributes["http.response.status_code"], 401)
+      assert.strictEqual(refusal.attributes["modelgate.error_code"], "InvalidApiKey")
       // A 4xx is the client's: the server span's status stays unset.
       assert.strictEqual(refusal.status.code, 0)
 
@@ -152,6 +223,11 @@ for (const protocol of ["http/protobuf", "http/json"] as const) {
       const failure = await serverSpanOf(receiver, failed.traceId)
       assert.strictEqual(failure.status.code, 2)
       assert.strictEqual(failure.attributes["error.type"], String(broken.status))
+      assert.strictEqual(failure.attributes["modelgate.error_code"], "UpstreamUnavailable")
+      const attempt = (await traceOf(receiver, failed.traceId)).find((s) => s.name === "chat broken-model")!
+      assert.strictEqual(attempt.attributes["http.response.status_code"], 500)
+      assert.strictEqual(attempt.attributes["error.type"], "UpstreamUnavailable")
+      assert.strictEqual(attempt.status.code, 2)
     })
 
     it("exports no prompt, no answer and no key by default", async () => {
@@ -174,6 +250,125 @@ for (const protocol of ["http/protobuf", "http/json"] as const) {
     })
   })
 }
+
+describe("a call's spans in detail, with capture_content on", () => {
+  let receiver: OtlpReceiver
+  let gateway: TestGateway
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver()
+    gateway = await startGateway((upstream) => {
+      const base = baseConfig(upstream)
+      return {
+        ...base,
+        channels: [
+          // Tried first for gpt-4o, and failing: the call fails over to fake-openai.
+          {
+            name: "fake-flaky",
+            type: "openai",
+            base_url: `${upstream}/v1`,
+            api_key: "sk-upstream",
+            models: ["gpt-4o"],
+            priority: 10,
+            headers: { "x-fake-fail": "503" }
+          },
+          ...base.channels!
+        ],
+        telemetry: { endpoint: receiver.url, capture_content: true, batch: { schedule_delay_ms: 20 } }
+      }
+    })
+  }, 60_000)
+  afterAll(async () => {
+    await gateway?.close()
+    await receiver?.close()
+  })
+
+  it("fails over: each attempt is a client span with its error, and each sent its own traceparent", async () => {
+    const caller = traceparent(true)
+    const response = await chat(gateway, { traceparent: caller.header }, { model: "gpt-4o" })
+    assert.strictEqual(response.status, 200)
+    await response.json()
+    const spans = await traceOf(receiver, caller.traceId)
+    const server = spans.find((s) => s.kind === 2)!
+    assert.strictEqual(server.name, "chat gpt-4o")
+    assert.strictEqual(server.attributes["modelgate.attempts"], 2)
+    assert.strictEqual(server.attributes["modelgate.channel"], "fake-openai")
+    assert.strictEqual(server.attributes["modelgate.upstream_model"], "gpt-4o-2024-08-06")
+    assert.isUndefined(server.attributes["modelgate.error_code"])
+    const failed = named(spans, "chat gpt-4o", 3)
+    assert.strictEqual(failed.kind, 3)
+    assert.strictEqual(failed.parentSpanId, server.spanId)
+    assert.strictEqual(failed.attributes["modelgate.channel"], "fake-flaky")
+    assert.strictEqual(failed.attributes["modelgate.attempt"], 1)
+    assert.strictEqual(failed.attributes["http.response.status_code"], 503)
+    assert.strictEqual(failed.attributes["error.type"], "UpstreamUnavailable")
+    assert.strictEqual(failed.status.code, 2)
+    assert.strictEqual(failed.events[0]?.name, "exception")
+    assert.notInclude(JSON.stringify(failed.events, (_k, v) => typeof v === "bigint" ? String(v) : v), "sk-upstream")
+    const served = named(spans, "chat gpt-4o-2024-08-06")
+    assert.strictEqual(served.attributes["modelgate.channel"], "fake-openai")
+    assert.strictEqual(served.attributes["modelgate.attempt"], 2)
+    assert.strictEqual(served.attributes["http.response.status_code"], 200)
+    assert.isUndefined(served.attributes["error.type"])
+    assert.isTrue(served.startTimeUnixNano >= failed.endTimeUnixNano)
+    const sent = gateway.upstream.requests
+      .filter((r) => String(r.headers["traceparent"]).includes(caller.traceId))
+      .map((r) => r.headers["traceparent"])
+    assert.deepStrictEqual(sent, [
+      `00-${caller.traceId}-${failed.spanId}-01`,
+      `00-${caller.traceId}-${served.spanId}-01`
+    ])
+  }, 30_000)
+
+  it("exports the prompt and the answer as the conventions' event, each text cut to size", async () => {
+    const secret = `prompt-${randomBytes(12).toString("hex")}`
+    const long = "x".repeat(10_000)
+    const caller = traceparent(true)
+    const response = await chat(gateway, { traceparent: caller.header }, {
+      messages: [
+        { role: "system", content: "Be brief." },
+        { role: "user", content: long },
+        { role: "user", content: `Please repeat ${secret}` }
+      ]
+    })
+    const answer = await response.json() as { choices: Array<{ message: { content: string } }> }
+    const server = await serverSpanOf(receiver, caller.traceId)
+    const event = server.events.find((e) => e.name === "gen_ai.client.inference.operation.details")
+    assert.isDefined(event)
+    const input = JSON.parse(String(event!.attributes["gen_ai.input.messages"])) as Array<
+      { role: string; parts: Array<{ type: string; content: string }> }
+    >
+    assert.deepStrictEqual(input.map((m) => m.role), ["user", "user"])
+    assert.strictEqual(input[1]!.parts[0]!.content, `Please repeat ${secret}`)
+    assert.isBelow(input[0]!.parts[0]!.content.length, 4_200)
+    assert.match(input[0]!.parts[0]!.content, /… \[5904 more\]$/)
+    assert.deepStrictEqual(JSON.parse(String(event!.attributes["gen_ai.system_instructions"])), [
+      { type: "text", content: "Be brief." }
+    ])
+    const output = JSON.parse(String(event!.attributes["gen_ai.output.messages"])) as Array<
+      { role: string; parts: Array<{ type: string; content: string }>; finish_reason: string }
+    >
+    assert.strictEqual(output[0]!.role, "assistant")
+    assert.strictEqual(output[0]!.finish_reason, "stop")
+    assert.strictEqual(output[0]!.parts[0]!.content, answer.choices[0]!.message.content)
+  }, 30_000)
+
+  it("names a translated call's provider, and reads its answer through the canonical model", async () => {
+    const caller = traceparent(true)
+    const response = await chat(gateway, { traceparent: caller.header }, { model: "gemini-2.5-flash" })
+    assert.strictEqual(response.status, 200)
+    await response.json()
+    const spans = await traceOf(receiver, caller.traceId)
+    const server = spans.find((s) => s.kind === 2)!
+    assert.strictEqual(server.name, "chat gemini-2.5-flash")
+    assert.deepStrictEqual(server.attributes["gen_ai.response.finish_reasons"], ["stop"])
+    assert.isString(server.attributes["gen_ai.response.model"])
+    const attempt = named(spans, "chat gemini-2.5-flash", 3)
+    assert.strictEqual(attempt.attributes["gen_ai.provider.name"], "gcp.gemini")
+    const received = gateway.upstream.requests.find((r) => String(r.headers["traceparent"]).includes(caller.traceId))
+    assert.strictEqual(received?.dialect, "gemini")
+    assert.strictEqual(received?.headers["traceparent"], `00-${caller.traceId}-${attempt.spanId}-01`)
+  }, 30_000)
+})
 
 describe("a collector that is not there for us", () => {
   for (const behaviour of ["refuses", "hangs", "is absent"] as const) {
