@@ -88,7 +88,7 @@ export const handle = (input: ChatInput) => {
 
 const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Admitting) {
   const { client, key } = input
-  const inspected = yield* client.inspect(input.body, input.hints)
+  const inspected = yield* client.open(input.body, input.hints)
   admitting.asked(inspected.model, inspected.stream)
   const route = yield* Admission.authorize(key, inspected.model, "generate")
   const model = route.model
@@ -143,7 +143,7 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
       try {
         return Effect.succeed(read())
       } catch (error) {
-        const refused = error instanceof SyntaxError ? client.check?.(inspected) : undefined
+        const refused = error instanceof SyntaxError ? inspected.check() : undefined
         return refused === undefined ? Effect.die(error) : Effect.fail(refused)
       }
     })
@@ -152,7 +152,7 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
   const canonical = () =>
     canonicalRequest !== undefined
       ? Effect.succeed(canonicalRequest)
-      : Effect.flatMap(parsing(() => client.decodeRequest(inspected)), (decoding) =>
+      : Effect.flatMap(parsing(() => inspected.canonical()), (decoding) =>
         Effect.tap(decoding, (request) => Effect.sync(() => canonicalRequest = request)))
 
   const attempt = (
@@ -190,16 +190,14 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
         // A large body was forwarded without its structure checked: refused, it is checked now, and a malformed
         // one gets the error naming the field (the upstream's own refusal stands for a well-formed one).
         return yield* Failover.refused(response, target, upstream).pipe(
-          Effect.catchTag("UpstreamRejected", (refusal) =>
-            Effect.fail(same ? client.check?.(inspected) ?? refusal : refusal))
+          Effect.catchTag("UpstreamRejected", (refusal) => Effect.fail(same ? inspected.check() ?? refusal : refusal))
         )
       }
       const answerHeaders = { ...limitHeaders, "x-request-id": input.requestId }
       if (!inspected.stream) {
         const text = yield* Upstream.readText(response, settings.maxAnswerBytes)
         const json = yield* Effect.try({
-          try: () =>
-            JSON.parse(text) as unknown,
+          try: () => JSON.parse(text) as unknown,
           catch: () =>
             new GatewayError.UpstreamUnavailable({
               message: `The upstream '${channel.name}' answered with invalid JSON.`
@@ -211,13 +209,13 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
         let out: unknown
         let metered: Settlement.Metered
         if (same) {
-          metered = client.usageOfResponse(json, promptEstimate)
+          metered = inspected.relayedUsage(json, promptEstimate)
           // Relayed as the upstream wrote it, but never with the channel's secrets in it.
-          out = Redaction.text(channel, upstreamModel === model.id ? text : client.renameInBody(text, model.id))
+          out = Redaction.text(channel, upstreamModel === model.id ? text : inspected.renameInBody(text, model.id))
         } else {
           const decoded = yield* upstream.decodeResponse(json, yield* Ids.answerStart)
           metered = meteredOf(decoded, promptEstimate)
-          out = client.encodeResponse(decoded, model.id, inspected)
+          out = inspected.encodeResponse(decoded, model.id)
         }
         const now = yield* Clock.currentTimeMillis
         ttfbMs = now - input.startedAt
@@ -237,8 +235,8 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
       let end: () => Relay.Frames
       let metered: () => Settlement.Metered
       if (same) {
-        const meter = client.passthroughMeter(inspected)
-        const rename = upstreamModel === model.id ? undefined : client.streamRenamer(upstreamModel, model.id)
+        const meter = inspected.meter()
+        const rename = upstreamModel === model.id ? undefined : inspected.streamRenamer(upstreamModel, model.id)
         // Relayed event by event as the upstream wrote it (an in-band error event included), its secrets redacted:
         // whole events the meter left as they were go out as the upstream's own bytes.
         const frames = (out: Dialect.Forward): Relay.Frames => {
@@ -255,7 +253,7 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
       } else {
         const events = upstream.eventDecoder(yield* Ids.answerStart)
         const assembler = new StreamAssembly.Assembler()
-        const encoder = client.frameEncoder(inspected, model.id, promptEstimate)
+        const encoder = inspected.frameEncoder(model.id, promptEstimate)
         const text = new Utf8.StreamDecoder()
         const feed = (batch: ReadonlyArray<Canonical.StreamEvent>) => {
           for (const event of batch) assembler.add(event)
@@ -305,8 +303,7 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
         push,
         end,
         bodyError: (error) => Upstream.transportError(channel, error),
-        errorFrame: (error) =>
-          client.streamErrorFrame(GatewayError.bounded(Redaction.error(channel, error)), inspected),
+        errorFrame: (error) => inspected.errorFrame(GatewayError.bounded(Redaction.error(channel, error))),
         maxEventBytes: settings.maxEventBytes,
         eventTooLarge: () =>
           new GatewayError.UpstreamUnavailable({
@@ -327,7 +324,7 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
         status: 200,
         headers: {
           ...answerHeaders,
-          "content-type": client.streamContentType(inspected),
+          "content-type": inspected.streamContentType,
           "cache-control": "no-cache",
           "x-accel-buffering": "no"
         },
