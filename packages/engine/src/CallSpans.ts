@@ -116,15 +116,22 @@ export const request = (
     readonly stream: boolean
     readonly maxOutputTokens: number | undefined
     readonly choices: number
-    readonly json: unknown
-  }
+  },
+  bytes: Uint8Array
 ): void => {
   if (trace === undefined || !trace.span.sampled) return
   const span = trace.span
   span.attribute("modelgate.stream", asked.stream)
   if (asked.maxOutputTokens !== undefined) span.attribute("gen_ai.request.max_tokens", asked.maxOutputTokens)
   if (asked.choices !== 1) span.attribute("gen_ai.request.choice.count", asked.choices)
-  const body = asked.json
+  // The sampling settings are read from the body when it is small enough to parse again for them.
+  if (bytes.length > MAX_SETTINGS_BODY) return
+  let body: unknown
+  try {
+    body = JSON.parse(new TextDecoder().decode(bytes))
+  } catch {
+    return
+  }
   if (!isRecord(body)) return
   const settings = dialect === "gemini" ? body["generationConfig"] : body
   if (!isRecord(settings)) return
@@ -133,6 +140,9 @@ export const request = (
   const topP = finite(settings[dialect === "gemini" ? "topP" : "top_p"])
   if (topP !== undefined) span.attribute("gen_ai.request.top_p", topP)
 }
+
+/** The largest body read again for its sampling settings (`request`): a larger one is not parsed for them. @category server span */
+export const MAX_SETTINGS_BODY = 64 * 1024
 
 const string = (value: unknown): string | undefined => typeof value === "string" ? value : undefined
 
