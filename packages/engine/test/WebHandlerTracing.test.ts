@@ -15,6 +15,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
+import type { Telemetry } from "../src/Telemetry.ts"
 import { toWebHandler } from "../src/WebHandler.ts"
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "./support/OtlpReceiver.ts"
 
@@ -22,8 +23,14 @@ const KEY = "sk-embedded-alice-0000000000000000"
 
 const config = (upstream: string, telemetry?: Record<string, unknown>) => ({
   routing: { probe_interval_ms: 600_000 },
-  channels: [{ name: "openai", type: "openai", base_url: `${upstream}/v1`, api_key: "k", models: ["gpt-4o-mini"] }],
-  models: { "gpt-4o-mini": { input: 1, output: 2 } },
+  channels: [{
+    name: "openai",
+    type: "openai",
+    base_url: `${upstream}/v1`,
+    api_key: "k",
+    models: ["gpt-4o-mini", "text-embedding-3-small"]
+  }],
+  models: { "gpt-4o-mini": { input: 1, output: 2 }, "text-embedding-3-small": { input: 0.02, output: 0 } },
   users: [{ name: "alice", balance: 10, keys: [{ name: "laptop", secret: KEY }] }],
   ...(telemetry !== undefined ? { telemetry } : {})
 })
@@ -44,6 +51,18 @@ const named = (spans: ReadonlyArray<ReceivedSpan>, name: string): ReceivedSpan =
   const found = spans.filter((span) => span.name === name)
   assert.strictEqual(found.length, 1, `one span named ${name} among ${spans.map((s) => s.name).join(", ")}`)
   return found[0]!
+}
+
+/** Flushes the export until the server spans of `traceIds` are in. */
+const flushUntil = async (telemetry: Telemetry, receiver: OtlpReceiver, traceIds: ReadonlyArray<string>) => {
+  const until = Date.now() + 10_000
+  for (;;) {
+    await Effect.runPromise(telemetry.flush)
+    const spans = receiver.spans()
+    if (traceIds.every((id) => spans.some((s) => s.traceId === id && s.kind === 2))) return
+    if (Date.now() > until) assert.fail(`no server span for some of ${traceIds.join(", ")}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
 }
 
 describe("tracing in the web handler", () => {
@@ -73,7 +92,8 @@ describe("tracing in the web handler", () => {
         new Request("http://gateway.test/v1/chat/completions", chatInit(streamed.traceparent, true))
       )
       assert.include(await stream.text(), "[DONE]")
-      await Effect.runPromise(local.telemetry!.flush)
+      // A stream's server span goes out once its settlement, which runs after the last byte, is done.
+      await flushUntil(local.telemetry!, receiver, [plain.traceId, streamed.traceId])
       for (const [{ traceId, spanId }, stream] of [[plain, false], [streamed, true]] as const) {
         const spans = receiver.spans().filter((s) => s.traceId === traceId)
         const server = spans.find((s) => s.kind === 2)
@@ -128,6 +148,64 @@ describe("tracing in the web handler", () => {
     }
   })
 
+  it("traces embeddings and token counts too, each named by its operation", async () => {
+    const local = await toWebHandler(config(upstream.url, { endpoint: receiver.url }))
+    try {
+      const embedded = caller()
+      const response = await local.handler(
+        new Request("http://gateway.test/v1/embeddings", {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${KEY}`,
+            "content-type": "application/json",
+            traceparent: embedded.traceparent
+          },
+          body: JSON.stringify({ model: "text-embedding-3-small", input: "Hello" })
+        })
+      )
+      assert.strictEqual(response.status, 200)
+      await response.json()
+      const counted = caller()
+      const count = await local.handler(
+        new Request("http://gateway.test/v1/messages/count_tokens", {
+          method: "POST",
+          headers: { "x-api-key": KEY, "content-type": "application/json", traceparent: counted.traceparent },
+          body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Hello" }] })
+        })
+      )
+      assert.strictEqual(count.status, 200)
+      await count.json()
+      await flushUntil(local.telemetry!, receiver, [embedded.traceId, counted.traceId])
+
+      const embedSpans = receiver.spans().filter((s) => s.traceId === embedded.traceId)
+      const server = embedSpans.find((s) => s.kind === 2)!
+      assert.strictEqual(server.name, "embeddings text-embedding-3-small")
+      assert.strictEqual(server.attributes["gen_ai.operation.name"], "embeddings")
+      assert.isAbove(Number(server.attributes["gen_ai.usage.input_tokens"]), 0)
+      assert.strictEqual(server.attributes["gen_ai.usage.output_tokens"], 0)
+      const attempt = embedSpans.find((s) => s.kind === 3)!
+      assert.strictEqual(attempt.name, "embeddings text-embedding-3-small")
+      assert.strictEqual(attempt.attributes["gen_ai.provider.name"], "openai")
+      for (const name of ["authorize", "limits", "hold", "settle"]) named(embedSpans, name)
+      const received = upstream.requests.find((r) => String(r.headers["traceparent"]).includes(embedded.traceId))
+      assert.strictEqual(received?.path, "/v1/embeddings")
+      assert.strictEqual(received?.headers["traceparent"], `00-${embedded.traceId}-${attempt.spanId}-01`)
+
+      // No channel of the Anthropic dialect counts: the count is made here, and no upstream is tried.
+      const countSpans = receiver.spans().filter((s) => s.traceId === counted.traceId)
+      const countServer = countSpans.find((s) => s.kind === 2)!
+      assert.strictEqual(countServer.name, "count_tokens gpt-4o-mini")
+      assert.deepStrictEqual(countSpans.map((s) => s.name).sort(), [
+        "authenticate",
+        "authorize",
+        "count_tokens gpt-4o-mini",
+        "limits"
+      ])
+    } finally {
+      await local.dispose()
+    }
+  })
+
   it("makes no span at all on a call's path when nothing turns tracing on", async () => {
     const local = await toWebHandler(config(upstream.url))
     upstream.clearRequests()
@@ -150,6 +228,16 @@ describe("tracing in the web handler", () => {
           body: JSON.stringify({ contents: [{ parts: [{ text: "Hello" }] }] })
         }],
         ["/v1/models", { headers: { authorization: `Bearer ${KEY}` } }],
+        ["/v1/embeddings", {
+          method: "POST",
+          headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "text-embedding-3-small", input: "Hello" })
+        }],
+        ["/v1/messages/count_tokens", {
+          method: "POST",
+          headers: { "x-api-key": KEY, "content-type": "application/json" },
+          body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Hello" }] })
+        }],
         ["/v1/chat/completions", { ...chatInit(caller().traceparent), headers: { authorization: "Bearer sk-nobody" } }]
       ]
       const statuses: Array<number> = []
@@ -158,7 +246,7 @@ describe("tracing in the web handler", () => {
         statuses.push(response.status)
         await response.text()
       }
-      assert.deepStrictEqual(statuses, [200, 200, 200, 200, 401])
+      assert.deepStrictEqual(statuses, [200, 200, 200, 200, 200, 200, 401])
       assert.strictEqual(made, 0)
       // And no trace context goes upstream: the caller's is not passed on either.
       assert.isFalse(upstream.requests.some((r) => r.headers["traceparent"] !== undefined))
