@@ -15,7 +15,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { randomBytes } from "node:crypto"
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../../engine/test/support/OtlpReceiver.ts"
 import type { ConfigFile } from "../src/ConfigFile.ts"
-import { baseConfig, KEY, startGateway, type TestGateway } from "./support/Gateway.ts"
+import { baseConfig, KEY, NARROW_KEY, startGateway, type TestGateway } from "./support/Gateway.ts"
 
 const TOKEN = "metrics-token-0123456789abcdef"
 
@@ -350,6 +350,26 @@ describe("a call's spans in detail, with capture_content on", () => {
     assert.strictEqual(output[0]!.role, "assistant")
     assert.strictEqual(output[0]!.finish_reason, "stop")
     assert.strictEqual(output[0]!.parts[0]!.content, answer.choices[0]!.message.content)
+  }, 30_000)
+
+  it("records a call refused at admission with its reason, who made it, and no attempt", async () => {
+    const caller = traceparent(true)
+    const response = await chat(gateway, { traceparent: caller.header }, { model: "gpt-4o" }, NARROW_KEY)
+    assert.strictEqual(response.status, 403)
+    await response.text()
+    const spans = await traceOf(receiver, caller.traceId)
+    const server = spans.find((s) => s.kind === 2)!
+    assert.strictEqual(server.attributes["http.response.status_code"], 403)
+    assert.strictEqual(server.attributes["modelgate.error_code"], "ModelNotAllowed")
+    assert.isString(server.attributes["modelgate.key_id"])
+    assert.strictEqual(server.attributes["gen_ai.usage.input_tokens"], 0)
+    assert.strictEqual(server.attributes["modelgate.cost_usd"], 0)
+    assert.strictEqual(server.status.code, 0)
+    const authorize = named(spans, "authorize")
+    assert.strictEqual(authorize.status.code, 2)
+    assert.strictEqual(authorize.events[0]?.name, "exception")
+    assert.deepStrictEqual(spans.filter((s) => s.kind === 3), [])
+    assert.isFalse(spans.some((s) => s.name === "hold" || s.name === "settle"))
   }, 30_000)
 
   it("names a translated call's provider, and reads its answer through the canonical model", async () => {
