@@ -43,6 +43,7 @@ import { ClientAbort, ServeError } from "effect/http/HttpServerError"
 import * as NetAddress from "effect/net/NetAddress"
 import type { IncomingMessage, Server as HttpNodeServer, ServerResponse } from "node:http"
 import { createServer } from "node:http"
+import * as AccessLog from "./AccessLog.ts"
 import { NodeRelay } from "./NodeRelay.ts"
 import type { Settings } from "./Settings.ts"
 
@@ -166,7 +167,7 @@ const apiHandler = (
   telemetry: Telemetry.Telemetry | undefined
 ) => {
   const run = Effect.runForkWith(Telemetry.withTracer(context, telemetry))
-  const logged = settings.accessLog && (settings.logLevel === "info" || settings.logLevel === "debug")
+  const logged = AccessLog.enabled(settings)
   return (
     req: IncomingMessage,
     res: ServerResponse,
@@ -194,7 +195,9 @@ const apiHandler = (
       trace
     }
     const served = EngineGateway.serve(request, route, requestId)
-    const program = logged ? withAccessLog(served, request, requestId) : served
+    const program = logged
+      ? AccessLog.logged(served, { requestId, method: request.method, path }, (answer) => answer.status)
+      : served
     const fiber = run(trace === undefined ? program : trace.run(program))
     if (trace !== undefined) {
       res.once("close", () => trace.end(res.headersSent ? res.statusCode : 499, !res.writableEnded))
@@ -218,28 +221,6 @@ const apiHandler = (
     })
   }
 }
-
-/** The access log's line for a request on the API surface: when its answer starts, or 499 when its client left first. */
-const withAccessLog = (
-  served: Effect.Effect<Exchange.Answer, never, Requirements>,
-  request: Exchange.GatewayRequest,
-  requestId: string
-) =>
-  Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (started) =>
-    served.pipe(
-      Effect.onExit((exit) =>
-        Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (now) =>
-          Effect.logInfo("request").pipe(
-            Effect.annotateLogs({
-              request_id: requestId,
-              method: request.method,
-              path: request.path,
-              status: Exit.isSuccess(exit) ? exit.value.status : 499,
-              duration_ms: now - started
-            })
-          ))
-      )
-    ))
 
 /**
  * The listener as the `HttpServer` service: listening once built; the Effect
