@@ -298,9 +298,11 @@ export const AuthConfig = Schema.Struct({
     auto_create: Schema.optionalKey(Schema.Boolean),
     initial_balance: Schema.optionalKey(Schema.Union([Schema.Finite, Schema.String])),
     /** The callback's full public address (default: public_url + /api/auth/oidc/callback). */
-    redirect_uri: Schema.optionalKey(Schema.String.check(Schema.isPattern(/^https?:\/\/[^\s]+$/)).annotate({
-      expected: "an http(s) URL ending in /api/auth/oidc/callback"
-    }))
+    redirect_uri: Schema.optionalKey(
+      Schema.String.check(Schema.isPattern(/^https?:\/\/[^\s]+$/)).annotate({
+        expected: "an http(s) URL ending in /api/auth/oidc/callback"
+      })
+    )
   }))
 })
 export type AuthConfig = typeof AuthConfig.Type

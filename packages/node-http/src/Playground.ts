@@ -65,8 +65,9 @@ export const make = (
       lookup: (secret) => Effect.succeed(secret === credential ? call.key : undefined)
     })
     return EngineGateway.serve(request, route, requestId).pipe(
-      Effect.provideContext(context),
+      // Inside the engine's services, so this call's key store is the one its admission reads.
       Effect.provideService(KeyStore.KeyStore, keys),
+      Effect.provideContext(context),
       Effect.map((answer) => HttpServerResponse.setHeader(Gateway.toResponse(answer), "x-request-id", requestId))
     )
   }

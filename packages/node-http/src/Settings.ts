@@ -280,9 +280,10 @@ export const resolveOidc = (
   if (nanos === undefined || nanos < 0n || nanos > Money.MAX_NANOS) {
     return Effect.fail(
       new ConfigError({
-        message: `Invalid configuration in ${source}:\n  at auth.oidc.initial_balance: Expected a non-negative USD amount, got ${
-          JSON.stringify(balance)
-        }`
+        message:
+          `Invalid configuration in ${source}:\n  at auth.oidc.initial_balance: Expected a non-negative USD amount, got ${
+            JSON.stringify(balance)
+          }`
       })
     )
   }

@@ -25,8 +25,8 @@ import { Sessions } from "@modelgate/store/Sessions"
 import { Users } from "@modelgate/store/Users"
 import { Duration, Effect, Redacted } from "effect"
 import { HttpServerResponse } from "effect/http"
-import type { HttpServerRequest } from "effect/http/HttpServerRequest"
 import { HttpApiBuilder } from "effect/http-api"
+import type { HttpServerRequest } from "effect/http/HttpServerRequest"
 import * as client from "openid-client"
 import { Api, COOKIE } from "../Api.ts"
 import * as ApiError from "../ApiError.ts"
@@ -239,7 +239,9 @@ export const layer = HttpApiBuilder.group(
         user = yield* orApiError(users.create({ name, role: admin ? "admin" : "user", source: "console" }))
         if (mapped.length > 0) yield* orApiError(users.setGroups(user.id, mapped))
         if (oidc.initialBalanceNanos > 0n) {
-          yield* orApiError(accounts.topUp(user.id, oidc.initialBalanceNanos, "opening balance (single sign-on)", "sso"))
+          yield* orApiError(
+            accounts.topUp(user.id, oidc.initialBalanceNanos, "opening balance (single sign-on)", "sso")
+          )
         }
         yield* Effect.logInfo("single sign-on created a user").pipe(
           Effect.annotateLogs({ user: name, role: admin ? "admin" : "user", groups: mapped.join(",") })
@@ -321,9 +323,7 @@ export const layer = HttpApiBuilder.group(
         })
         const outcome = yield* attempt.pipe(
           Effect.map((user) => ({ _tag: "SignedIn" as const, user })),
-          Effect.catch((error) =>
-            error instanceof Refused ? Effect.succeed(error) : Effect.fail(error)
-          )
+          Effect.catch((error) => error instanceof Refused ? Effect.succeed(error) : Effect.fail(error))
         )
         if (outcome._tag === "Refused") {
           if (outcome.counts) yield* limiter.fail(LIMITER_SUBJECT, address)
@@ -352,4 +352,3 @@ const backToSignIn = (request: HttpServerRequest, config: typeof AdminApiConfig.
   HttpServerResponse.redirect(`/console/?sso_error=${encodeURIComponent(message)}`, { status: 302 }).pipe(
     HttpServerResponse.expireCookieUnsafe(FLOW_COOKIE, flowCookie(request, config))
   )
-
