@@ -110,7 +110,8 @@ describe.skipIf(missing !== undefined)(
       await page.getByRole("button", { name: "Send" }).click()
       await page.getByTestId("turn-assistant").nth(1).getByTestId("turn-cost").waitFor({ timeout: 15_000 })
       const second = gateway.upstream.requests.filter((r) => r.model.startsWith("gpt-4o")).at(-1)
-      assert.strictEqual(((second?.body as Record<string, unknown>).messages as Array<unknown>).length, 4)
+      assert.isDefined(second)
+      assert.strictEqual(((second!.body as Record<string, unknown>).messages as Array<unknown>).length, 4)
       await context.close()
     })
 
