@@ -101,12 +101,20 @@ const requireBuiltConsole = () => {
   }
 }
 
-/** Starts the fake upstream and the gateway (node-http's `Server.layer`) with the console. */
-export const startGateway = async (): Promise<E2EGateway> => {
+/**
+ * Starts the fake upstream and the gateway (node-http's `Server.layer`) with
+ * the console; `overrides` replace top-level fields of the configuration.
+ */
+export const startGateway = async (overrides: Partial<ConfigFile> = {}): Promise<E2EGateway> => {
   requireBuiltConsole()
   const upstream = await startFakeUpstream({ port: 0 })
   const dir = mkdtempSync(join(tmpdir(), "modelgate-console-e2e-"))
-  const file = { ...config(upstream.url), database: `sqlite:${join(dir, "gateway.db")}`, secret_file: join(dir, "key") }
+  const file = {
+    ...config(upstream.url),
+    ...overrides,
+    database: `sqlite:${join(dir, "gateway.db")}`,
+    secret_file: join(dir, "key")
+  }
   const settings = await Effect.runPromise(resolveSettings(file, {}, { consoleDir, source: "console e2e config" }))
   const runtime = ManagedRuntime.make(
     Layer.fresh(Server.layer(settings, file) as Layer.Layer<HttpServer.HttpServer, unknown>)
@@ -136,7 +144,8 @@ export const startGateway = async (): Promise<E2EGateway> => {
   return { url, upstream, close }
 }
 
-const freePort = () =>
+/** A free TCP port on the loopback address. */
+export const freePort = () =>
   new Promise<number>((resolvePort, reject) => {
     const probe = createServer().once("error", reject).listen(0, "127.0.0.1", () => {
       const port = (probe.address() as { port: number }).port

@@ -113,30 +113,42 @@ const configurationOf = (oidc: OidcSettings): Effect.Effect<client.Configuration
   })
 }
 
+/** The messages, codes and claims of an error and its causes (openid-client wraps oauth4webapi's). */
+const chainOf = (error: unknown) => {
+  const messages: Array<string> = []
+  const codes: Array<string> = []
+  const claims: Array<string> = []
+  let current: unknown = error
+  for (let depth = 0; depth < 6 && typeof current === "object" && current !== null; depth++) {
+    const record = current as Record<string, unknown>
+    if (typeof record.message === "string") messages.push(record.message)
+    if (typeof record.code === "string") codes.push(record.code)
+    if (typeof record.claim === "string") claims.push(record.claim)
+    if (typeof record.error_description === "string") messages.push(record.error_description)
+    current = record.cause
+  }
+  return { text: messages.join(" | "), codes: codes.join(" "), claims, first: messages[0] ?? String(error) }
+}
+
 /** An `openid-client` failure as a sentence about the ID token or the provider. @category errors */
 export const describeError = (error: unknown): string => {
-  const message = error instanceof Error ? error.message : String(error)
-  const code = typeof error === "object" && error !== null && "code" in error ? String(error.code) : ""
-  const cause = typeof error === "object" && error !== null && "cause" in error ? error.cause : undefined
-  const claim = typeof cause === "object" && cause !== null && "claim" in cause ? String(cause.claim) : ""
-  if (/"aud"|audience/i.test(message) || claim === "aud") {
+  const { text, codes, claims, first } = chainOf(error)
+  const about = (claim: string) => claims.includes(claim) || text.includes(`"${claim}"`)
+  if (about("aud") || /audience/i.test(text)) {
     return "the ID token was issued for another client: its audience (aud) is not this gateway's client_id"
   }
-  if (/"exp"|expir/i.test(message) || claim === "exp") return "the ID token has expired (exp is in the past)"
-  if (/"iss"|issuer/i.test(message) || claim === "iss") return "the ID token was issued by another issuer (iss)"
-  if (/nonce/i.test(message) || claim === "nonce") return "the ID token's nonce does not belong to this sign-in"
-  if (/signature/i.test(message) || /SIGNATURE/.test(code)) {
+  if (about("exp") || /expir/i.test(text)) return "the ID token has expired (exp is in the past)"
+  if (about("iss")) return "the ID token was issued by another issuer (iss)"
+  if (about("nonce")) return "the ID token's nonce does not belong to this sign-in"
+  if (about("iat") || about("nbf")) return "the ID token's issue time (iat) is wrong"
+  if (/signature/i.test(text) || /SIGNATURE/.test(codes)) {
     return "the ID token's signature does not verify with the issuer's published keys (JWKS)"
   }
-  if (/"iat"/i.test(message) || claim === "iat") return "the ID token's issue time (iat) is wrong"
-  if (/state/i.test(message)) return "the sign-in's state does not match (start the sign-in again)"
-  if (code === "OAUTH_AUTHORIZATION_RESPONSE_ERROR" || code === "OAUTH_RESPONSE_BODY_ERROR") {
-    const detail = typeof error === "object" && error !== null && "error_description" in error
-      ? String(error.error_description)
-      : ""
-    return `the provider refused: ${Text.clip(detail.length > 0 ? detail : message, 200)}`
+  if (/state/i.test(text)) return "the sign-in's state does not match (start the sign-in again)"
+  if (/OAUTH_AUTHORIZATION_RESPONSE_ERROR|OAUTH_RESPONSE_BODY_ERROR/.test(codes)) {
+    return `the provider refused: ${Text.clip(text, 200)}`
   }
-  return Text.clip(message, 200)
+  return Text.clip(text.length > 0 ? text : first, 300)
 }
 
 const base64url = (text: string) => Buffer.from(text, "utf8").toString("base64url")
