@@ -12,7 +12,18 @@
  */
 import type { Browser, Page } from "playwright-core"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
-import { ALICE, BOB, BOB_KEY, browserMissing, type E2EGateway, launchBrowser, signIn, startGateway } from "./support.ts"
+import {
+  ALICE,
+  BOB,
+  BOB_KEY,
+  browserMissing,
+  type E2EGateway,
+  launchBrowser,
+  overflowX,
+  screenshot,
+  signIn,
+  startGateway
+} from "./support.ts"
 
 const missing = browserMissing()
 
@@ -112,6 +123,7 @@ describe.skipIf(missing !== undefined)(
       const second = gateway.upstream.requests.filter((r) => r.model.startsWith("gpt-4o")).at(-1)
       assert.isDefined(second)
       assert.strictEqual(((second!.body as Record<string, unknown>).messages as Array<unknown>).length, 4)
+      await screenshot(page, "playground")
       await context.close()
     })
 
@@ -161,6 +173,17 @@ describe.skipIf(missing !== undefined)(
       })
       assert.isTrue(refused.status() >= 400 && refused.status() < 500)
       assert.isString((await refused.json()).error.message)
+      await context.close()
+    })
+
+    it("fits a phone's width", async () => {
+      const context = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: "en-US" })
+      const page = await context.newPage()
+      await signIn(page, gateway.url, BOB)
+      await page.goto(`${gateway.url}/console/playground`)
+      await page.getByRole("heading", { name: "Playground" }).waitFor()
+      await page.getByRole("button", { name: "Send" }).waitFor()
+      assert.strictEqual(await overflowX(page), 0)
       await context.close()
     })
   }
