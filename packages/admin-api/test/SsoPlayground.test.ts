@@ -211,3 +211,26 @@ layer(testLayer(), { excludeTestServices: true, timeout: "120 seconds" })("playg
       assert.match(back.searchParams.get("sso_error")!, /could not be discovered/)
     }))
 })
+
+layer(testLayer({ loginLimits: { maxFailures: 3, windowMs: 60_000 } }), {
+  excludeTestServices: true,
+  timeout: "60 seconds"
+})("single sign-on lockout", (it) => {
+  it.effect("locks an address out after repeated refused callbacks, as for wrong passwords", () =>
+    Effect.gen(function*() {
+      const client = new Client()
+      const withOidc = Effect.provideService(AdminApiConfig, { ...baseConfig, oidc })
+      const reason = (reply: { readonly headers: Headers }) =>
+        new URL(reply.headers.get("location")!, "https://llm.example.com").searchParams.get("sso_error")!
+      for (let i = 0; i < 3; i++) {
+        assert.match(reason(yield* client.get("/api/auth/oidc/callback?code=a&state=b").pipe(withOidc)), /not started/)
+      }
+      assert.match(
+        reason(yield* client.get("/api/auth/oidc/callback?code=a&state=b").pipe(withOidc)),
+        /too many failed sign-ins\. Try again in \d+ seconds/
+      )
+      // Another address is not locked.
+      const other = new Client()
+      assert.match(reason(yield* other.get("/api/auth/oidc/callback?code=a&state=b").pipe(withOidc)), /not started/)
+    }))
+})
