@@ -17,6 +17,7 @@ import {
   BOB,
   BOB_KEY,
   browserMissing,
+  config,
   type E2EGateway,
   launchBrowser,
   overflowX,
@@ -41,7 +42,22 @@ describe.skipIf(missing !== undefined)(
   missing === undefined ? "playground" : `playground (skipped: ${missing})`,
   () => {
     beforeAll(async () => {
-      gateway = await startGateway()
+      // One more channel whose answer stalls after three pieces (the fake upstream's `stall-3`), for Stop.
+      gateway = await startGateway((upstream) => {
+        const base = config(upstream)
+        return {
+          channels: [...(base.channels ?? []), {
+            name: "openai-stalling",
+            type: "openai",
+            base_url: `${upstream}/v1`,
+            api_key: "sk-upstream-stalling-5d1e",
+            models: ["gpt-stalling"],
+            model_map: { "gpt-stalling": "gpt-fake-stall-3" },
+            groups: ["default"]
+          }],
+          models: { ...base.models, "gpt-stalling": { input: 1, output: 2, display_name: "Stalling" } }
+        }
+      })
       const launched = await launchBrowser()
       browser = launched.browser
       closeBrowser = launched.close
@@ -173,6 +189,39 @@ describe.skipIf(missing !== undefined)(
       })
       assert.isTrue(refused.status() >= 400 && refused.status() < 500)
       assert.isString((await refused.json()).error.message)
+      await context.close()
+    })
+
+    it("stops an answer mid-stream, keeps what came and bills it", async () => {
+      const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, locale: "en-US" })
+      const page = await context.newPage()
+      await signIn(page, gateway.url, BOB)
+      await page.goto(`${gateway.url}/console/playground`)
+      await page.getByTestId("playground-model").click()
+      await page.getByRole("option", { name: "gpt-stalling", exact: true }).click()
+      await page.getByLabel("Message").fill("Tell me a long story")
+      const streamed = page.waitForResponse((r) => r.url().endsWith("/api/playground/chat"))
+      await page.getByRole("button", { name: "Send" }).click()
+      const requestId = (await streamed).headers()["x-request-id"]!
+      const answer = page.getByTestId("turn-assistant").last()
+      await page.waitForFunction(() =>
+        (document.querySelector("[data-testid=turn-assistant]:last-of-type [data-testid=turn-text]")?.textContent
+          ?.length ?? 0) > 0
+      )
+      await page.getByRole("button", { name: "Stop" }).click()
+      await answer.getByTestId("turn-error").waitFor()
+      assert.match((await answer.getByTestId("turn-error").textContent()) ?? "", /Stopped/)
+      assert.isAbove(((await answer.getByTestId("turn-text").textContent()) ?? "").length, 0)
+      // The cut call is in the request log under this id, charged for what was generated.
+      await answer.getByTestId("turn-cost").waitFor({ timeout: 15_000 })
+      const log = await apiJson(page, `/api/usage?requestId=${requestId}`)
+      assert.strictEqual(log.data.length, 1)
+      assert.strictEqual(log.data[0].model, "gpt-stalling")
+      assert.isAbove(log.data[0].completionTokens, 0)
+      assert.isAbove(Number(log.data[0].cost), 0)
+      // Send works again.
+      await page.getByLabel("Message").fill("next")
+      assert.isTrue(await page.getByRole("button", { name: "Send" }).isEnabled())
       await context.close()
     })
 

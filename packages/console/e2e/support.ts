@@ -103,15 +103,18 @@ const requireBuiltConsole = () => {
 
 /**
  * Starts the fake upstream and the gateway (node-http's `Server.layer`) with
- * the console; `overrides` replace top-level fields of the configuration.
+ * the console; `overrides` replace top-level fields of the configuration
+ * (a function of the fake upstream's address, for channels).
  */
-export const startGateway = async (overrides: Partial<ConfigFile> = {}): Promise<E2EGateway> => {
+export const startGateway = async (
+  overrides: Partial<ConfigFile> | ((upstream: string) => Partial<ConfigFile>) = {}
+): Promise<E2EGateway> => {
   requireBuiltConsole()
   const upstream = await startFakeUpstream({ port: 0 })
   const dir = mkdtempSync(join(tmpdir(), "modelgate-console-e2e-"))
   const file = {
     ...config(upstream.url),
-    ...overrides,
+    ...(typeof overrides === "function" ? overrides(upstream.url) : overrides),
     database: `sqlite:${join(dir, "gateway.db")}`,
     secret_file: join(dir, "key")
   }

@@ -46,6 +46,8 @@ interface Turn {
   readonly ttfbMs?: number | undefined
   readonly latencyMs?: number | undefined
   readonly streaming?: boolean | undefined
+  /** Stopped by the user (what came until then is kept, and billed). */
+  readonly stopped?: boolean | undefined
 }
 
 /** The models a key may use: its own list, within what its group reaches. @category models */
@@ -122,13 +124,21 @@ function TurnView({ turn }: { readonly turn: Turn }) {
       data-testid={mine ? "turn-user" : "turn-assistant"}
       style={mine ? { alignSelf: "flex-end", maxWidth: "85%" } : { alignSelf: "stretch" }}
     >
-      {turn.error !== undefined
-        ? (
-          <Alert color="red" variant="light" icon={<IconAlertTriangle />} role="alert" data-testid="turn-error">
-            {turn.error}
-          </Alert>
-        )
-        : <Text style={{ whiteSpace: "pre-wrap" }} data-testid="turn-text">{turn.content}</Text>}
+      {(turn.content.length > 0 || turn.error === undefined) && (
+        <Text style={{ whiteSpace: "pre-wrap" }} data-testid="turn-text">{turn.content}</Text>
+      )}
+      {turn.error !== undefined && (
+        <Alert
+          color={turn.stopped === true ? "gray" : "red"}
+          variant="light"
+          icon={<IconAlertTriangle />}
+          role="alert"
+          mt={turn.content.length > 0 ? "xs" : 0}
+          data-testid="turn-error"
+        >
+          {turn.error}
+        </Alert>
+      )}
       {!mine && !turn.streaming && turn.requestId !== undefined && (
         <Group gap={6} mt="xs" data-testid="turn-stats">
           {record !== undefined && (
@@ -243,8 +253,9 @@ export function PlaygroundPage() {
         latencyMs: Math.round(performance.now() - started)
       }))
     } catch (error) {
-      const reason = controller.signal.aborted ? t("playground.stop") : (error as Error).message
-      update(index, (turn) => ({ ...turn, streaming: false, requestId, error: reason }))
+      const stopped = controller.signal.aborted
+      const reason = stopped ? t("playground.stopped") : (error as Error).message
+      update(index, (turn) => ({ ...turn, streaming: false, requestId, error: reason, stopped }))
     } finally {
       setBusy(false)
       abort.current = null
