@@ -225,6 +225,16 @@ describe.skipIf(missing !== undefined)(
       })
     }
 
+    it("refuses a user name the gateway does not take, saying why", async () => {
+      const { context, page } = await newPage()
+      await signInThroughProvider(page, "eve+tag")
+      const alert = page.getByTestId("sso-error")
+      await alert.waitFor()
+      assert.match((await alert.textContent()) ?? "", /'eve\+tag' is not a valid user name/)
+      assert.strictEqual((await page.request.get(`${gateway.url}/api/auth/session`)).status(), 401)
+      await context.close()
+    })
+
     it("created no one for the refused tokens", async () => {
       const { context, page } = await newPage()
       await signInThroughProvider(page, "dave")

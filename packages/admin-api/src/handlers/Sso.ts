@@ -335,7 +335,14 @@ export const layer = HttpApiBuilder.group(
         })
         const outcome = yield* attempt.pipe(
           Effect.map((user) => ({ _tag: "SignedIn" as const, user })),
-          Effect.catch((error) => error instanceof Refused ? Effect.succeed(error) : Effect.fail(error))
+          // A refusal of the store (a name it does not take, say) goes back to the sign-in page too.
+          Effect.catch((error) =>
+            error instanceof Refused
+              ? Effect.succeed(error)
+              : error instanceof ApiError.ApiError
+              ? Effect.succeed(new Refused(error.message, false))
+              : Effect.fail(error)
+          )
         )
         if (outcome._tag === "Refused") {
           if (outcome.counts) yield* limiter.fail(LIMITER_SUBJECT, address)
