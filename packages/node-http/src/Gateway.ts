@@ -135,7 +135,15 @@ export const app = Effect.gen(function*() {
         }),
         requestId
       )))
-  const answered = Effect.map(served, (response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
+  // An answer that carries its own request id (a playground call the engine served) keeps it: it names the call
+  // in the request log.
+  const answered = Effect.map(
+    served,
+    (response) =>
+      response.headers["x-request-id"] !== undefined
+        ? response
+        : HttpServerResponse.setHeader(response, "x-request-id", requestId)
+  )
   const settings = yield* ServerSettings
   // Nothing to do (not even a clock read) when the line would be filtered out anyway.
   if (
