@@ -276,6 +276,8 @@ export type TelemetryConfig = typeof TelemetryConfig.Type
 export const ConfigFile = Schema.Struct({
   listen: Schema.optionalKey(Schema.String),
   database: Schema.optionalKey(Schema.String),
+  /** PostgreSQL's statement_timeout for the store's statements (0: none); a connection silent for 5 s more is cut. */
+  database_statement_timeout_ms: Schema.optionalKey(NonNegativeInt),
   redis: Schema.optionalKey(Schema.NullOr(Schema.String)),
   redis_failure: Schema.optionalKey(Schema.Literals(["local", "refuse"])),
   redis_key_prefix: Schema.optionalKey(Schema.NonEmptyString),
@@ -298,6 +300,10 @@ export const ConfigFile = Schema.Struct({
     flush_interval_ms: Schema.optionalKey(PositiveInt),
     max_batch: Schema.optionalKey(PositiveInt),
     journal_dir: Schema.optionalKey(Schema.NonEmptyString),
+    /** A batch the database has not finished writing after this long counts as failed and goes to the journal. */
+    flush_timeout_ms: Schema.optionalKey(PositiveInt),
+    /** At shutdown, how long the last flush retries before what is left goes to the journal. */
+    shutdown_flush_seconds: Schema.optionalKey(NonNegativeInt),
     /** Usage records (the request log) older than this many days are deleted in the background; absent or null: kept for ever. */
     retention_days: Schema.optionalKey(Schema.NullOr(PositiveInt))
   })),

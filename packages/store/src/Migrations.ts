@@ -17,6 +17,7 @@
  */
 import { Clock, Effect } from "effect"
 import { SqlClient, SqlError } from "effect/sql"
+import * as Database from "./Database.ts"
 
 /**
  * One migration: an id (strictly increasing) and its statements, per dialect.
@@ -538,6 +539,8 @@ export const migrate: Effect.Effect<ReadonlyArray<string>, SqlError.SqlError, Sq
     const sql = yield* SqlClient.SqlClient
     const dialect = sql.onDialectOrElse({ pg: () => "pg" as const, orElse: () => "sqlite" as const })
     const run = Effect.gen(function*() {
+      // A migration (or waiting for another node's) may take longer than any statement of a call.
+      if (dialect === "pg") yield* sql.unsafe("SET LOCAL statement_timeout = 0")
       if (dialect === "pg") yield* sql.unsafe(`SELECT pg_advisory_xact_lock(${PG_LOCK_KEY})`)
       yield* sql.unsafe(
         "CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)"
@@ -568,7 +571,11 @@ export const migrate: Effect.Effect<ReadonlyArray<string>, SqlError.SqlError, Sq
       }
       return applied
     })
-    if (dialect === "pg") return yield* sql.withTransaction(run)
+    if (dialect === "pg") {
+      const bounds = yield* Effect.serviceOption(Database.Bounds)
+      const transaction = sql.withTransaction(run)
+      return yield* (bounds._tag === "Some" ? bounds.value.unbounded(transaction) : transaction)
+    }
     // SQLite cannot drop a constraint: a migration that must rebuilds the table, with foreign keys off around
     // its transaction (inside one the pragma does nothing) and checked before the commit. The one connection
     // is this process's, and nothing else runs while it migrates.

@@ -9,7 +9,9 @@
  * (default 500) are queued, writing each batch of up to `maxBatch` entries in
  * one transaction, in the order they were queued (so a lease is released only
  * after the charges taken from it). A batch that fails is put back at the head
- * of the buffer and retried on the next tick. Writing a batch is idempotent:
+ * of the buffer and retried on the next tick; so does one the database has not
+ * finished after `flushTimeoutMs` (a watchdog: a silent database never holds
+ * the writer longer). Writing a batch is idempotent:
  * records and charges are keyed by request id and inserted or nothing, and a
  * charge moves money only when its entry was inserted, so a batch whose COMMIT
  * reached the database but whose answer was lost is written again without
@@ -20,7 +22,8 @@
  * down), everything queued moves to an append-only file on disk (fsync'd),
  * later entries follow it there, and the file is written to the database, in
  * order, once it answers. The layer's finalizer stops the fiber and flushes
- * what is left, retrying for `shutdownRetryMs`; what it still cannot write
+ * what is left, retrying for `shutdownRetryMs` (so it ends within that plus
+ * `flushTimeoutMs`, whatever the database does); what it still cannot write
  * stays in the journal, and the next writer started on the same directory
  * (any node id) writes it before anything else. Without a journal, a crash
  * loses what was queued in the last flush interval (those calls go unbilled,
@@ -34,9 +37,8 @@
 import { PlainMetrics, UsageLog } from "@modelgate/core"
 import type { Domain } from "@modelgate/core"
 import { OutageLog } from "@modelgate/core"
-import { Array as Arr, Clock, Context, Deferred, Effect, Exit, Layer, Semaphore } from "effect"
-import { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql"
+import { Array as Arr, Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Semaphore } from "effect"
+import { SqlClient, SqlError } from "effect/sql"
 import { rmSync } from "node:fs"
 import * as LeaseSql from "./internal/LeaseSql.ts"
 import { newId } from "./internal/random.ts"
@@ -127,7 +129,17 @@ export interface WriterOptions {
   readonly journal?: { readonly dir: string; readonly name: string } | undefined
   /** At shutdown, how long the last flush keeps retrying before what is left goes to the journal (default 0: one try). */
   readonly shutdownRetryMs?: number | undefined
+  /**
+   * A batch (one transaction) the database has not finished writing after this
+   * long counts as failed (default 5,000 ms): its entries go to the journal and
+   * the transaction is abandoned (interrupted in the background, which retires
+   * its connection). Writing it again later is safe: entries are written once.
+   */
+  readonly flushTimeoutMs?: number | undefined
 }
+
+/** Default bound of one batch's write. @category constants */
+export const DEFAULT_FLUSH_TIMEOUT_MS = 5_000
 
 const DAY_MS = 86_400_000
 
@@ -305,16 +317,51 @@ export class UsageWriter extends Context.Service<UsageWriter, {
           )
         }
         const noLabels: ReadonlyArray<string> = []
-        const writeBatch = (batch: ReadonlyArray<Entry>) =>
-          Effect.flatMap(Clock.currentTimeNanos, (started) =>
-            writeEntries(sql, batch).pipe(
-              Effect.onExit((exit) =>
-                Effect.map(Clock.currentTimeNanos, (ended) => {
-                  metrics.flushSeconds.observe(noLabels, Number(ended - started) / 1e9)
-                  if (Exit.isFailure(exit)) metrics.flushFailures.add(noLabels)
-                })
+        const flushTimeoutMs = Math.max(1, options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS)
+        /**
+         * The watchdog: the database's work runs in a fiber of its own, and this waits for it at
+         * most `flushTimeoutMs`. A database that stops answering without an error (a frozen
+         * server, a network that swallows bytes) would otherwise hold the writer for ever; after
+         * the bound the work is interrupted in the background (its connection is retired) and
+         * this fails at once.
+         */
+        const bounded = <A>(what: string, work: Effect.Effect<A, SqlError.SqlError>) =>
+          Effect.flatMap(
+            Effect.forkDetach(Effect.interruptible(work)),
+            (fiber) =>
+              Effect.interruptible(Fiber.join(fiber)).pipe(
+                Effect.timeoutOrElse({
+                  duration: flushTimeoutMs,
+                  orElse: () =>
+                    Effect.andThen(
+                      Effect.forkDetach(Fiber.interrupt(fiber)),
+                      Effect.fail(
+                        new SqlError.SqlError({
+                          reason: new SqlError.StatementTimeoutError({
+                            cause: undefined,
+                            message: `the database did not finish ${what} within ${flushTimeoutMs} ms`,
+                            operation: what
+                          })
+                        })
+                      )
+                    )
+                }),
+                Effect.onInterrupt(() => Effect.asVoid(Effect.forkDetach(Fiber.interrupt(fiber))))
               )
-            ))
+          )
+        const writeBatch = (batch: ReadonlyArray<Entry>) =>
+          Effect.flatMap(
+            Clock.currentTimeNanos,
+            (started) =>
+              bounded("writing a batch of usage records and charges", writeEntries(sql, batch)).pipe(
+                Effect.onExit((exit) =>
+                  Effect.map(Clock.currentTimeNanos, (ended) => {
+                    metrics.flushSeconds.observe(noLabels, Number(ended - started) / 1e9)
+                    if (Exit.isFailure(exit)) metrics.flushFailures.add(noLabels)
+                  })
+                )
+              )
+          )
         const journal = options.journal === undefined
           ? undefined
           : UsageJournal.make(options.journal.dir, options.journal.name, yield* Clock.currentTimeMillis)
@@ -363,7 +410,7 @@ export class UsageWriter extends Context.Service<UsageWriter, {
         const drain = Effect.suspend(() => {
           if (journal === undefined || journaled === 0) return Effect.void
           // A cheap question first: while the database is down the journal is not read every tick.
-          return sql`SELECT 1`.pipe(
+          return bounded("answering before the journal is replayed", sql`SELECT 1`).pipe(
             Effect.andThen(journal.read),
             Effect.flatMap(({ entries }) =>
               Effect.forEach(Arr.chunksOf(entries, maxBatch), writeBatch, { discard: true })
