@@ -8,7 +8,10 @@
  * their charges are queued to the batch writer (`UsageWriter.charge`), which
  * commits them with the usage records in one transaction per batch. Whatever
  * a call does not spend goes back to the lease at once. A lease that no call
- * has used for `leaseIdleMs` is released (after the charges queued before it).
+ * has used for `leaseIdleMs` is released (after the charges queued before it),
+ * or, when its calls were charged, for `leaseCoverSeconds`: a user who called
+ * within that time finds the lease still there when an outage starts, whatever
+ * their rate.
  *
  * Never admitted beyond the balance: the sum of a user's leases never exceeds
  * their balance (each was taken by a conditional update), and a node never
@@ -69,7 +72,11 @@ export interface PurseOptions {
   readonly leasePrefetchCalls?: number | undefined
   /** One lease takes at most the available balance divided by this (default 4), leaving room for other nodes. */
   readonly leaseShareDivisor?: number | undefined
-  /** A lease no call has used for this long goes back to the balance (default 1,000 ms). */
+  /**
+   * A lease no call has used for this long goes back to the balance (default
+   * 1,000 ms); a lease whose calls were charged is kept at least
+   * `leaseCoverSeconds` after its last call.
+   */
   readonly leaseIdleMs?: number | undefined
   /**
    * A lease reserves at least this many seconds of the user's recent spending
@@ -641,7 +648,10 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const released: Array<string> = []
           for (const purse of purses.values()) {
-            if (!force && (purse.inFlight > 0 || purse.waiting > 0 || now - purse.lastUsedAt < idleMs)) continue
+            // A user whose calls were charged keeps the lease for `coverSeconds` after their last call,
+            // whatever their rate: an outage that starts meanwhile finds it there.
+            const keepMs = purse.spendRate > 0 ? Math.max(idleMs, coverSeconds * 1000) : idleMs
+            if (!force && (purse.inFlight > 0 || purse.waiting > 0 || now - purse.lastUsedAt < keepMs)) continue
             purses.delete(purse.userId)
             if (purse.leaseId !== null) released.push(purse.leaseId)
           }

@@ -257,7 +257,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
     it.effect("an idle lease goes back to the balance", () =>
       Effect.gen(function*() {
         const user = yield* userWith(1_000_000_000n)
-        const { purses, writer, close } = yield* node({ leaseIdleMs: 0 })
+        const { purses, writer, close } = yield* node({ leaseIdleMs: 0, leaseCoverSeconds: 0 })
         const id = yield* purses.hold(request(user, 1_000n))
         yield* purses.settle(id, 250n)
         for (let i = 0; i < 100 && (yield* books(user)).leases > 0; i++) {
@@ -763,6 +763,44 @@ describe("leases sized by recent spending", () => {
       yield* writer.flush
       assert.deepStrictEqual(yield* books(user), {
         balance: 1_000_000_000_000n - 800n * 1_000_000n,
+        reserved: 0n,
+        leases: 0,
+        holds: 0
+      })
+    }).pipe(Effect.provide(baseLayer(makeSqlite))))
+
+  it.effect("a user calling once a second keeps their lease through a 15 s outage: it lasts lease_cover_seconds after their last call", () =>
+    Effect.gen(function*() {
+      const user = yield* userWith(1_000_000_000_000n)
+      const outage = yield* makeOutage
+      const { purses, writer, close } = yield* node({ leaseCoverSeconds: 30, leaseIdleMs: 1_000 }, outage.wrap)
+      const call = Effect.gen(function*() {
+        const id = yield* purses.hold(request(user, 2_000_000n))
+        yield* purses.settle(id, 1_000_000n)
+        yield* Effect.yieldNow
+        // A second between calls: longer than lease_idle_ms.
+        yield* TestClock.adjust(Duration.seconds(1))
+        yield* Effect.yieldNow
+      })
+      for (let i = 0; i < 60; i++) yield* call
+      outage.down = true
+      let served = 0
+      for (let i = 0; i < 15; i++) {
+        const result = yield* Effect.result(call)
+        if (result._tag === "Failure") break
+        served++
+      }
+      assert.strictEqual(served, 15, "every call of the outage was served from the lease")
+      outage.down = false
+      // Once the user stops calling, the lease goes back after lease_cover_seconds.
+      yield* TestClock.adjust(Duration.seconds(31))
+      yield* Effect.yieldNow
+      yield* writer.flush
+      assert.strictEqual((yield* books(user)).leases, 0, "released 30 s after the last call")
+      yield* close
+      yield* writer.flush
+      assert.deepStrictEqual(yield* books(user), {
+        balance: 1_000_000_000_000n - 75n * 1_000_000n,
         reserved: 0n,
         leases: 0,
         holds: 0
