@@ -202,7 +202,14 @@ export const GatewayMe = Schema.Struct({
     expires_at: Schema.NullOr(Schema.String)
   })),
   models: Schema.Array(Schema.String),
-  balance_usd: Usd
+  balance_usd: Usd,
+  /**
+   * Present (true) when the database could not be read in time: the balance
+   * is as this node last read it, less what its calls spent since, so it may
+   * be stale; `balance_read_at` (ISO 8601) says when it was read.
+   */
+  balance_stale: Schema.optionalKey(Schema.Boolean),
+  balance_read_at: Schema.optionalKey(Schema.String)
 })
 export type GatewayMe = typeof GatewayMe.Type
 

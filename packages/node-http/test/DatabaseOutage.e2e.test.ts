@@ -221,6 +221,62 @@ describe.skipIf(postgresUrl === undefined)("a PostgreSQL outage (set MODELGATE_T
     90_000
   )
 
+  it(
+    "a database that swallows every byte: calls that need it get 503 with retry-after within about a second, /api/me answers from memory marked stale",
+    async () => {
+      const fresh = await freshPostgres(postgresUrl!)
+      const frozen = await startPgProxy(targetOf(fresh.url))
+      const stateDir = mkdtempSync(join(dir, "frozen-"))
+      const port = await freePort()
+      const file = writeConfig(stateDir, "gateway", config(upstream.url, port, frozen.urlFor(fresh.url), stateDir))
+      const gateway = await start(file, port)
+      const me = () => fetch(`${gateway.url}/api/me`, { headers: { authorization: `Bearer ${LEASED_KEY}` } })
+      const timed = async <A>(work: () => Promise<A>) => {
+        const started = Date.now()
+        const result = await work()
+        return { ms: Date.now() - started, result }
+      }
+      try {
+        for (let i = 0; i < 3; i++) assert.strictEqual((await chat(gateway.url, LEASED_KEY)).status, 200)
+        const fresh = await (await me()).json() as { balance_usd: string; balance_stale?: boolean }
+        assert.isUndefined(fresh.balance_stale, "read now: not marked")
+        frozen.swallow(true)
+        const waits: Array<number> = []
+        for (let i = 0; i < 5; i++) {
+          const { ms, result } = await timed(() => chat(gateway.url, COLD_KEY))
+          assert.strictEqual(result.status, 503, `cold call ${i}`)
+          assert.strictEqual(result.headers.get("retry-after"), "5")
+          assert.strictEqual(
+            ((await result.json()) as { error: { code: string } }).error.code,
+            "database_unavailable"
+          )
+          waits.push(ms)
+        }
+        assert.isBelow(Math.max(...waits), 1_500, `503 after ${waits.join(", ")} ms`)
+        // The leased user's calls go on from the lease.
+        for (let i = 0; i < 3; i++) assert.strictEqual((await chat(gateway.url, LEASED_KEY)).status, 200)
+        const during = await timed(() => me())
+        assert.strictEqual(during.result.status, 200)
+        assert.isBelow(during.ms, 1_500, `/api/me after ${during.ms} ms`)
+        const body = await during.result.json() as {
+          balance_usd: string
+          balance_stale?: boolean
+          balance_read_at?: string
+        }
+        assert.isTrue(body.balance_stale, "marked as possibly stale")
+        assert.isTrue(Number.isFinite(Date.parse(body.balance_read_at ?? "")), "with when it was read")
+        assert.isTrue(Number(body.balance_usd) < Number(fresh.balance_usd), "less what the calls spent since")
+        console.log(`frozen database: 503 after ${waits.join(", ")} ms; /api/me after ${during.ms} ms`)
+      } finally {
+        frozen.swallow(false)
+        await gateway.stop()
+        await frozen.close()
+        await fresh.drop()
+      }
+    },
+    90_000
+  )
+
   /**
    * Serves calls, cuts the database off (`down`: connections cut and refused; `swallow`: every byte
    * dropped, no error), serves more from the lease, and stops the process with `signal`; then starts it again.

@@ -234,6 +234,8 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const holding = yield* Effect.forkChild(purses.hold(request(user, 1_000n)))
         yield* Effect.sleep("10 millis")
         yield* Fiber.interrupt(holding)
+        // The caller stopped waiting; the lease's write goes on in the background and is kept.
+        yield* Effect.sleep("100 millis")
         assert.deepStrictEqual(yield* books(user), {
           balance: 1_000_000_000n - 17_000n,
           reserved: 17_000n,

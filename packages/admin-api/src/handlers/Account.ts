@@ -62,7 +62,17 @@ export const layer = HttpApiBuilder.group(
       me: Effect.fn("account.me")(function*() {
         const principal = yield* Principal
         const snapshot = yield* (yield* Catalog.Catalog).current
-        const balance = yield* orApiError((yield* AccountsPort.Accounts).balance(principal.userId))
+        const accounts = yield* AccountsPort.Accounts
+        // Answered from memory, marked as possibly stale, when the database does not answer in time.
+        const reading = yield* orApiError(
+          accounts.balanceAsKnown === undefined
+            ? Effect.map(accounts.balance(principal.userId), (nanos) => ({ nanos, readAt: null }))
+            : accounts.balanceAsKnown(principal.userId)
+        )
+        const balance = reading.nanos
+        const freshness = reading.readAt === null
+          ? {}
+          : { balance_stale: true, balance_read_at: new Date(reading.readAt).toISOString() }
         const key = principal.key
         if (key !== undefined) {
           return {
@@ -76,7 +86,8 @@ export const layer = HttpApiBuilder.group(
               expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString()
             },
             models: Admission.allowedModels(snapshot, key).map((m) => m.id),
-            balance_usd: Money.formatUsd(balance)
+            balance_usd: Money.formatUsd(balance),
+            ...freshness
           } satisfies C.GatewayMe
         }
         const models = new Set<string>()
@@ -92,7 +103,8 @@ export const layer = HttpApiBuilder.group(
           group: null,
           key: null,
           models: [...models],
-          balance_usd: Money.formatUsd(balance)
+          balance_usd: Money.formatUsd(balance),
+          ...freshness
         } satisfies C.GatewayMe
       }),
 
