@@ -304,6 +304,8 @@ export const ConfigFile = Schema.Struct({
     flush_timeout_ms: Schema.optionalKey(PositiveInt),
     /** At shutdown, how long the last flush retries before what is left goes to the journal. */
     shutdown_flush_seconds: Schema.optionalKey(NonNegativeInt),
+    /** Entries kept in memory when neither the database nor the journal takes them; priced calls are refused at 90%. */
+    max_memory_entries: Schema.optionalKey(PositiveInt),
     /** Usage records (the request log) older than this many days are deleted in the background; absent or null: kept for ever. */
     retention_days: Schema.optionalKey(Schema.NullOr(PositiveInt))
   })),

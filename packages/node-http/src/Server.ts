@@ -75,7 +75,8 @@ export const services = (settings: Settings, file: ConfigFile) => {
     // What the database cannot take (an outage, a shutdown during one) is kept on disk, never lost.
     journal: { dir: settings.usageJournalDir, name: settings.nodeId },
     shutdownRetryMs: settings.usageShutdownFlushSeconds * 1000,
-    flushTimeoutMs: settings.usageFlushTimeoutMs
+    flushTimeoutMs: settings.usageFlushTimeoutMs,
+    maxMemoryEntries: settings.usageMaxMemoryEntries
   })
   const purses = Purses.layer({
     nodeId: settings.nodeId,
@@ -217,13 +218,14 @@ export const sweeper = (
  */
 export const extensions = (
   settings: Settings
-): Layer.Layer<Gateway.Extensions, never, AdminApi.Requirements | MetricsExport> =>
+): Layer.Layer<Gateway.Extensions, never, AdminApi.Requirements | MetricsExport | UsageWriter.UsageWriter> =>
   Layer.effect(
     Gateway.Extensions,
     Effect.gen(function*() {
       const admin = yield* AdminApi.AdminApi
       const sql = yield* SqlClient.SqlClient
       const metrics = yield* MetricsExport
+      const writer = yield* UsageWriter.UsageWriter
       const config = {
         publicUrl: settings.publicUrl ?? undefined,
         sessionTtlMs: SESSION_TTL_MS,
@@ -233,11 +235,16 @@ export const extensions = (
         api: (request) => admin.handle(request).pipe(Effect.provideService(AdminApiConfig, config)),
         console: settings.consoleDir === null ? undefined : ConsoleFiles.make(settings.consoleDir),
         metrics: metrics.handle,
-        ready: sql`SELECT 1`.pipe(
-          Effect.timeout(Duration.seconds(2)),
-          Effect.as(true),
-          Effect.orElseSucceed(() => false)
-        )
+        ready: Effect.flatMap(writer.state, (state) =>
+          !state.admitting
+            ? Effect.succeed(
+              "usage records can be written neither to the database nor to the journal; priced calls are refused"
+            )
+            : sql`SELECT 1`.pipe(
+              Effect.timeout(Duration.seconds(2)),
+              Effect.as(null),
+              Effect.orElseSucceed(() => "the database is not reachable")
+            ))
       })
     })
   ).pipe(Layer.provide(AdminApi.AdminApi.layer({ sessionTtlMs: SESSION_TTL_MS })))

@@ -64,6 +64,8 @@ export interface Settings extends EngineSettings {
   readonly usageFlushTimeoutMs: number
   /** At shutdown, how long the last flush of usage records retries before what is left goes to the journal. */
   readonly usageShutdownFlushSeconds: number
+  /** Usage entries kept in memory when neither the database nor the journal takes them (priced calls refused at 90%). */
+  readonly usageMaxMemoryEntries: number
   /** PostgreSQL's statement_timeout for the store's statements (0: none). */
   readonly databaseStatementTimeoutMs: number
   readonly usageMaxBatch: number
@@ -107,6 +109,7 @@ export const defaults = {
   usageFlushIntervalMs: 200,
   usageFlushTimeoutMs: 5_000,
   usageShutdownFlushSeconds: 10,
+  usageMaxMemoryEntries: 100_000,
   databaseStatementTimeoutMs: 15_000,
   usageMaxBatch: 500,
   leaseIdleMs: 1_000,
@@ -221,6 +224,7 @@ export const resolveSettings = (
       usageFlushIntervalMs: file.usage?.flush_interval_ms ?? defaults.usageFlushIntervalMs,
       usageFlushTimeoutMs: file.usage?.flush_timeout_ms ?? defaults.usageFlushTimeoutMs,
       usageShutdownFlushSeconds: file.usage?.shutdown_flush_seconds ?? defaults.usageShutdownFlushSeconds,
+      usageMaxMemoryEntries: file.usage?.max_memory_entries ?? defaults.usageMaxMemoryEntries,
       databaseStatementTimeoutMs: file.database_statement_timeout_ms ?? defaults.databaseStatementTimeoutMs,
       usageMaxBatch: file.usage?.max_batch ?? defaults.usageMaxBatch,
       usageJournalDir: resolve(file.usage?.journal_dir ?? join(dirname(secretFile), "journal")),

@@ -569,6 +569,17 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
       > =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           if (request.amountNanos <= 0n) return Effect.succeed(take(null, request, now))
+          // Neither the database nor the journal takes usage records and charges, and memory is
+          // nearly full: no priced call is admitted until one of them does (nothing is ever dropped).
+          if (!writer.admitting()) {
+            return Effect.fail(
+              new GatewayError.DatabaseUnavailable({
+                message: "The gateway cannot record calls right now (its database and its usage journal both fail), " +
+                  `so it takes no priced calls (nothing was charged). Retry in ${DATABASE_RETRY_AFTER_SECONDS} s.`,
+                retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS
+              })
+            )
+          }
           if (request.capped === true || !useLeases) return databaseHold(request)
           const purse = purseOf(request.userId, now)
           if (purse.remaining >= request.amountNanos) {

@@ -809,6 +809,31 @@ describe("leases sized by recent spending", () => {
       })
     }).pipe(Effect.provide(baseLayer(makeSqlite))))
 
+  it.effect("while the usage writer is not admitting (database and journal both fail, memory nearly full), priced calls get DatabaseUnavailable and free ones go on", () =>
+    Effect.gen(function*() {
+      const user = yield* userWith(1_000_000_000n)
+      const scope = yield* Scope.make()
+      const sql = yield* SqlClient.SqlClient
+      const writer = yield* Layer.buildWithScope(UsageWriter.layerWith({ flushIntervalMs: 3_600_000 }), scope).pipe(
+        Effect.provideService(SqlClient.SqlClient, sql),
+        Effect.map((context) => context.mapUnsafe.get(UsageWriter.key) as UsageWriter["Service"])
+      )
+      let admitting = false
+      const purses = yield* Layer.buildWithScope(Purses.layer({ nodeId: "node-full" }), scope).pipe(
+        Effect.provideService(Accounts, yield* Accounts),
+        Effect.provideService(UsageWriter, { ...writer, admitting: () => admitting }),
+        Effect.map((context) => context.mapUnsafe.get(AccountsPort.Accounts.key) as AccountsPort.Accounts["Service"])
+      )
+      const refused = yield* Effect.flip(purses.hold(request(user, 1_000n)))
+      assert.strictEqual(refused._tag, "DatabaseUnavailable")
+      assert.include(refused.message, "cannot record calls")
+      yield* purses.hold(request(user, 0n))
+      admitting = true
+      const id = yield* purses.hold(request(user, 1_000n))
+      yield* purses.settle(id, 100n)
+      yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.provide(baseLayer(makeSqlite))))
+
   it("the spending rate reads as what is spent per second, and decays when spending stops", () => {
     let rate = 0
     let at = 0
