@@ -10,7 +10,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type PgProxy, startPgProxy, targetOf } from "../../store/test/support/PgProxy.ts"
@@ -271,6 +271,73 @@ describe.skipIf(postgresUrl === undefined)("a PostgreSQL outage (set MODELGATE_T
         frozen.swallow(false)
         await gateway.stop()
         await frozen.close()
+        await fresh.drop()
+      }
+    },
+    90_000
+  )
+
+  it(
+    "a journal that cannot be written during an outage: entries stay in memory, priced calls get 503 before the bound, /readyz and /metrics say so, nothing is lost",
+    async () => {
+      const fresh = await freshPostgres(postgresUrl!)
+      const cut = await startPgProxy(targetOf(fresh.url))
+      const stateDir = mkdtempSync(join(dir, "nojournal-"))
+      // A regular file where the journal's directory would be: every append fails (as on a full or read-only disk).
+      writeFileSync(join(stateDir, "blocked"), "")
+      const port = await freePort()
+      const token = "metrics-token-0123456789"
+      const file = writeConfig(stateDir, "gateway", {
+        ...config(upstream.url, port, cut.urlFor(fresh.url), stateDir),
+        metrics: { token },
+        usage: { journal_dir: join(stateDir, "blocked", "journal"), max_memory_entries: 20 }
+      })
+      const gateway = await start(file, port)
+      const metrics = async () =>
+        (await fetch(`${gateway.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text()
+      const records = async () =>
+        Number((await runSql(fresh.url, (sql) => sql`SELECT COUNT(*) AS n FROM usage_records`))[0]!.n)
+      try {
+        for (let i = 0; i < 2; i++) assert.strictEqual((await chat(gateway.url, LEASED_KEY)).status, 200)
+        cut.setDown(true)
+        let served = 0
+        let refusal: { readonly status: number; readonly message: string } | undefined
+        for (let i = 0; i < 30 && refusal === undefined; i++) {
+          const answer = await chat(gateway.url, LEASED_KEY)
+          if (answer.status === 200) {
+            served++
+            await answer.arrayBuffer()
+          } else {
+            refusal = {
+              status: answer.status,
+              message: ((await answer.json()) as { error: { message: string } }).error.message
+            }
+          }
+        }
+        assert.isDefined(refusal, "priced calls are refused before memory's bound")
+        assert.strictEqual(refusal!.status, 503)
+        assert.include(refusal!.message, "cannot record calls")
+        assert.isAbove(served, 0)
+        const ready = await fetch(`${gateway.url}/readyz`)
+        assert.strictEqual(ready.status, 503)
+        assert.include(
+          ((await ready.json()) as { reason: string }).reason,
+          "neither to the database nor to the journal"
+        )
+        const text = await metrics()
+        assert.match(text, /^modelgate_usage_admitting 0$/m)
+        assert.match(text, /^modelgate_usage_journal_failing 1$/m)
+        assert.match(text, /^modelgate_usage_journal_failures_total [1-9]/m)
+        cut.setDown(false)
+        await waitFor("readiness", async () => (await fetch(`${gateway.url}/readyz`)).status === 200, 30_000)
+        assert.strictEqual((await chat(gateway.url, LEASED_KEY)).status, 200, "admitted again")
+        // Every call made is recorded: 2 before, those served and the refusal during, 1 after.
+        await waitFor("every record", async () => (await records()) === 2 + served + 1 + 1, 30_000)
+        console.log(`journal blocked: ${served} calls served during the outage before priced calls were refused`)
+      } finally {
+        cut.setDown(false)
+        await gateway.stop()
+        await cut.close()
         await fresh.drop()
       }
     },
