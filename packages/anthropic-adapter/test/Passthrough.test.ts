@@ -145,6 +145,8 @@ describe("Passthrough.inspectBody: large bodies", () => {
           "'messages' is required",
           "messages"
         ],
+        [large([], { max_tokens: "100000" }), "'max_tokens' is required", "max_tokens"],
+        [large([], { max_tokens: 1 }).slice(0, -1) + ",\"max_tokens\":100000}", "more than once", "max_tokens"],
         [large().slice(0, -1), "The request body is not valid JSON", undefined],
         [large([], { tools: "NESTED" }).replace("\"NESTED\"", nested), "nests", undefined]
       ]

@@ -63,6 +63,17 @@ const countMedia = (parts: ReadonlyArray<unknown>): number => {
   return media
 }
 
+/**
+ * The field a key names: Gemini (proto JSON) takes a field in lowerCamelCase
+ * or in snake_case (`generationConfig` or `generation_config`), so a body
+ * that sets both sets one field twice (`JsonScan.duplicateKey`), and a
+ * reader would take one and the upstream possibly the other.
+ *
+ * @category inspection
+ */
+export const sameField = (key: string): string =>
+  key.includes("_") ? key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()) : key
+
 const MEDIA_KEYS = ["inlineData", "inline_data", "fileData", "file_data"]
 
 const fail = (param: string, message: string): Result.Result<never, GatewayError.InvalidRequest> =>
@@ -131,6 +142,8 @@ export const inspectBodyResult = (
     return fail("", "The request body must be a JSON object.")
   }
   const fields = scanned.success
+  const twice = JsonScan.duplicateKey(fields, sameField)
+  if (twice !== undefined) return Result.fail(Issues.duplicateKey(twice))
   let parsed: Readonly<Record<string, unknown>> | undefined
   const json = (): Readonly<Record<string, unknown>> =>
     parsed ??= JSON.parse(JsonScan.decode(bytes)) as Readonly<Record<string, unknown>>
@@ -170,17 +183,35 @@ export const inspectBodyResult = (
   })
   if (config === undefined) return Result.succeed(inspection({ candidateCount: 1 }))
   if (!Predicate.isObject(config)) return fail("generationConfig", "'generationConfig' must be an object.")
-  const candidates = config.candidateCount ?? config.candidate_count
-  if (candidates !== undefined && (typeof candidates !== "number" || !Number.isInteger(candidates) || candidates < 1)) {
-    return fail("generationConfig.candidateCount", "'generationConfig.candidateCount' must be a positive integer.")
+  const candidates = sizing(config, "candidateCount", "candidate_count")
+  if (Result.isFailure(candidates)) return Result.fail(candidates.failure)
+  const candidateCount = candidates.success ?? 1
+  const max = sizing(config, "maxOutputTokens", "max_output_tokens")
+  if (Result.isFailure(max)) return Result.fail(max.failure)
+  if (max.success === undefined) return Result.succeed(inspection({ candidateCount }))
+  return Result.succeed(inspection({ maxOutputTokens: max.success, candidateCount }))
+}
+
+/**
+ * A `generationConfig` field that sizes the hold (`candidateCount`,
+ * `maxOutputTokens`): a positive integer when present, in either spelling but
+ * not both (a reader would take one and the upstream possibly the other).
+ */
+const sizing = (
+  config: Readonly<Record<string, unknown>>,
+  camel: string,
+  snake: string
+): Result.Result<number | undefined, GatewayError.InvalidRequest> => {
+  const param = `generationConfig.${camel}`
+  if (config[camel] !== undefined && config[snake] !== undefined) {
+    return fail(param, `'generationConfig' sets '${camel}' twice (as '${camel}' and '${snake}'): send it once.`)
   }
-  const candidateCount = typeof candidates === "number" ? candidates : 1
-  const max = config.maxOutputTokens ?? config.max_output_tokens
-  if (max === undefined) return Result.succeed(inspection({ candidateCount }))
-  if (typeof max !== "number" || !Number.isInteger(max) || max < 1) {
-    return fail("generationConfig.maxOutputTokens", "'generationConfig.maxOutputTokens' must be a positive integer.")
+  const value = config[camel] ?? config[snake]
+  if (value === undefined) return Result.succeed(undefined)
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
+    return fail(param, `'${param}' must be a positive integer.`)
   }
-  return Result.succeed(inspection({ maxOutputTokens: max, candidateCount }))
+  return Result.succeed(value)
 }
 
 /**

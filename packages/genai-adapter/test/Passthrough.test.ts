@@ -139,6 +139,28 @@ describe("Passthrough.inspectBody: large bodies", () => {
           "positive integer"
         ],
         [large([], { contents: { a: "x".repeat(Passthrough.EAGER_CHECK_BYTES) } }), "contents", "must be an array"],
+        [
+          large([], { generationConfig: { maxOutputTokens: "100000" } }),
+          "generationConfig.maxOutputTokens",
+          "positive integer"
+        ],
+        [
+          large([], { generationConfig: { maxOutputTokens: 1, max_output_tokens: 100000 } }),
+          "generationConfig.maxOutputTokens",
+          "twice"
+        ],
+        [
+          large([], { generationConfig: { candidate_count: "8" } }),
+          "generationConfig.candidateCount",
+          "positive integer"
+        ],
+        [
+          large([], { generationConfig: { maxOutputTokens: 1 } }).slice(0, -1) +
+          ",\"generation_config\":{\"maxOutputTokens\":100000}}",
+          "generation_config",
+          "more than once"
+        ],
+        [large().slice(0, -1) + ",\"contents\":[]}", "contents", "more than once"],
         [large().slice(0, -2), undefined, "not valid JSON"]
       ]
       for (const [text, param, fragment] of cases) {

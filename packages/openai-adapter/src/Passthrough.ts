@@ -20,7 +20,7 @@
  */
 import { type GatewayError, Issues, JsonScan, SseChunks } from "@modelgate/core"
 import { Effect, Predicate, Result } from "effect"
-import { checkChatBody } from "./internal/bodyShape.ts"
+import { checkChatBody, checkSizing } from "./internal/bodyShape.ts"
 import { readUsage } from "./Response.ts"
 
 /** What `inspectChatBody` learnt about a body. @category models */
@@ -33,7 +33,7 @@ export interface InspectedBody {
   readonly stream: boolean
   /** The client asked `stream_options.include_usage: true`. */
   readonly includeUsage: boolean
-  /** `max_completion_tokens`, else `max_tokens`, when a number (a bound per choice). */
+  /** `max_completion_tokens` or `max_tokens` (the larger, when both are set), when a number (a bound per choice). */
   readonly maxTokens: number | undefined
   /** `n`: how many choices to generate (1 when absent or `null`). */
   readonly choices: number
@@ -154,6 +154,12 @@ export const inspectChatBody = (
   if (n !== undefined && n !== null && !(Predicate.isNumber(n) && Number.isInteger(n) && n >= 1)) {
     return Effect.fail(Issues.invalid("n", "'n' must be a positive integer (the number of choices)"))
   }
+  // What sizes the hold is checked whatever the body's size: a large body is forwarded without `checkChatBody`.
+  const completion = fieldValue(bytes, fields, "max_completion_tokens")
+  const max = fieldValue(bytes, fields, "max_tokens")
+  if (completion === invalidValue || max === invalidValue) return Effect.fail(Issues.notJson(bytes))
+  const sizing = checkSizing({ max_tokens: max, max_completion_tokens: completion })
+  if (sizing !== undefined) return Effect.fail(Issues.invalid(sizing.param, sizing.message))
   if (eager) {
     const shape = checkChatBody(json())
     if (shape !== undefined) return Effect.fail(Issues.invalid(shape.param, shape.message))
@@ -161,9 +167,12 @@ export const inspectChatBody = (
   }
   const options = fieldValue(bytes, fields, "stream_options")
   const includeUsage = Predicate.isObject(options) && options.include_usage === true
-  const completion = fieldValue(bytes, fields, "max_completion_tokens")
-  const max = fieldValue(bytes, fields, "max_tokens")
-  const maxTokens = Predicate.isNumber(completion) ? completion : Predicate.isNumber(max) ? max : undefined
+  // Both set: an upstream may honour either, so the hold covers the larger.
+  const maxTokens = Predicate.isNumber(completion)
+    ? (Predicate.isNumber(max) ? Math.max(completion, max) : completion)
+    : Predicate.isNumber(max)
+    ? max
+    : undefined
   return Effect.succeed({
     bytes,
     get json() {

@@ -82,6 +82,12 @@ describe("ResponsesPassthrough.inspectBody: large bodies", () => {
         [large([], { input: { a: "x".repeat(EAGER_CHECK_BYTES) } }), "'input' must be a string or an array", "input"],
         [large([], { previous_response_id: "resp_1" }), "keeps no response state", "previous_response_id"],
         [large([], { store: true }), "keeps no response state", "store"],
+        [large([], { store: true }).slice(0, -1) + ",\"store\":false}", "sets 'store' more than once", "store"],
+        [
+          large([], { model: "o1-pro" }).slice(0, -1) + ",\"model\":\"vip-model\"}",
+          "sets 'model' more than once",
+          "model"
+        ],
         [large().slice(0, -1), "The request body is not valid JSON", undefined],
         [large([], { tools: "NESTED" }).replace("\"NESTED\"", nested), "nests", undefined]
       ]
