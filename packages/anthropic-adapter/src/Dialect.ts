@@ -85,6 +85,7 @@ const inspect = (body: Uint8Array) =>
       maxOutputTokens: inspected.maxTokens,
       choices: 1,
       mediaParts: inspected.mediaParts,
+      media: inspected.media,
       // Parsed only when read (the translation path, a parameter edit).
       get json() {
         return inspected.json

@@ -30,6 +30,7 @@ import type { BodyEdit } from "./Params.ts"
 import type { Snapshot } from "./RateLimiter.ts"
 import * as Sse from "./Sse.ts"
 import type * as SseChunks from "./SseChunks.ts"
+import type { MediaCounts } from "./Tokens.ts"
 
 /**
  * What a call consumed, as metered from the upstream's answer (or estimated
@@ -80,8 +81,13 @@ export interface Inspected {
   readonly maxOutputTokens: number | undefined
   /** How many answers the client asked for (OpenAI `n`, Gemini `candidateCount`; 1 when it did not say): the hold covers each. */
   readonly choices: number
-  /** Media parts (images, audio, files; inline or by URL) in the prompt: the hold adds `Tokens.MEDIA_TOKENS` for each. */
+  /** Media parts (images, audio, files; inline or by URL) in the prompt, of every kind (the rate limit's estimate). */
   readonly mediaParts: number
+  /**
+   * The same parts by kind, for the hold (`Tokens.promptBound`: each kind at
+   * the model's `media_part_tokens` figure); absent: every part is an image.
+   */
+  readonly media?: MediaCounts | undefined
   /** The parsed body, for the translation path. */
   readonly json: unknown
   /** Gemini streams: server-sent events (true) or a streamed JSON array (false). */

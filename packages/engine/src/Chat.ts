@@ -96,7 +96,7 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
   const maxOutput = Pricing.maxOutputFor(model, inspected.maxOutputTokens)
   const bodyBytes = input.body.length
   const held = yield* Pricing.holdFor(model, route.group.ratioMicros, {
-    promptTokens: Tokens.promptBound(model, bodyBytes, { image: inspected.mediaParts }),
+    promptTokens: Tokens.promptBound(model, bodyBytes, inspected.media ?? { image: inspected.mediaParts }),
     outputTokens: maxOutput,
     choices: inspected.choices
   })

@@ -95,6 +95,7 @@ const inspect = (body: Uint8Array, hints: Core.RouteHints) =>
       maxOutputTokens: inspection.maxOutputTokens,
       choices: inspection.candidateCount,
       mediaParts: inspection.mediaParts,
+      media: inspection.media,
       // Parsed only when read (the translation path, a parameter edit, a refused body's check).
       get json() {
         return inspection.body

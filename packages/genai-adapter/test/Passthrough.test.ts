@@ -287,3 +287,22 @@ describe("Passthrough.renameModelVersion", () => {
     }])
   })
 })
+
+describe("Passthrough.inspectBody: media by kind", () => {
+  it.effect("counts each media part by its mimeType, in a small body and a large one alike", () =>
+    Effect.gen(function*() {
+      const parts = [
+        { inlineData: { mimeType: "image/png", data: "iVBORw0KGgo=" } },
+        { fileData: { mimeType: "video/mp4", fileUri: "https://x/v.mp4" } },
+        { file_data: { mime_type: "audio/wav", file_uri: "gs://b/a.wav" } },
+        { fileData: { mimeType: "application/pdf", fileUri: "https://x/a.pdf" } },
+        { fileData: { fileUri: "https://x/unknown" } }
+      ]
+      const history = Array.from({ length: 40 }, (_, i) => ({ role: "user", parts: [{ text: "x".repeat(600) + i }] }))
+      for (const contents of [[{ role: "user", parts }], [...history, { role: "user", parts }]]) {
+        const inspected = yield* Passthrough.inspectBody(JSON.stringify({ contents }))
+        assert.strictEqual(inspected.mediaParts, 5)
+        assert.deepStrictEqual(inspected.media, { image: 1, video: 1, audio: 1, document: 1, file: 1 })
+      }
+    }))
+})

@@ -85,6 +85,7 @@ const inspect = (body: Uint8Array) =>
       maxOutputTokens: inspected.maxTokens,
       choices: inspected.choices,
       mediaParts: inspected.mediaParts,
+      media: inspected.media,
       // Parsed only when read (the translation path, a parameter edit, a refused body's check).
       get json() {
         return inspected.json
@@ -524,6 +525,7 @@ const responsesInspect = (body: Uint8Array) =>
       maxOutputTokens: inspected.maxOutputTokens,
       choices: 1,
       mediaParts: inspected.mediaParts,
+      media: inspected.media,
       // Parsed only when read (the translation path, a parameter edit).
       get json() {
         return inspected.json

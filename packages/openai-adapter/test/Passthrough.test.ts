@@ -433,3 +433,22 @@ describe("PassthroughMeter", () => {
     })
   })
 })
+
+describe("inspectChatBody: media by kind", () => {
+  it.effect("image_url is an image, input_audio audio, file a document, in a small body and a large one alike", () =>
+    Effect.gen(function*() {
+      const content = [
+        { type: "text", text: "what \"type\": \"file\" says" },
+        { type: "image_url", image_url: { url: "https://x/a.png" } },
+        { type: "input_audio", input_audio: { data: "UklGRg==", format: "wav" } },
+        { type: "file", file: { file_id: "file-abc" } },
+        { type: "file", file: { file_data: "data:application/pdf;base64,JVBERi0=", filename: "a.pdf" } }
+      ]
+      const history = Array.from({ length: 40 }, (_, i) => ({ role: "user", content: "x".repeat(600) + i }))
+      for (const messages of [[{ role: "user", content }], [...history, { role: "user", content }]]) {
+        const inspected = yield* inspectChatBody(JSON.stringify({ model: "m", messages }))
+        assert.strictEqual(inspected.mediaParts, 4)
+        assert.deepStrictEqual(inspected.media, { image: 1, audio: 1, document: 2 })
+      }
+    }))
+})
