@@ -423,20 +423,25 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
 export class Settlements extends Context.Service<Settlements, {
   /** Runs a settlement to its end, even if the request that started it is gone. */
   readonly run: (settle: Effect.Effect<void>) => void
+  /** Runs work that settles a call to its end, even if the request that started it is gone (`ClientGone`): its fiber. */
+  readonly fork: <A, E>(work: Effect.Effect<A, E>) => Fiber.Fiber<A, E>
 }>()("modelgate/engine/Settlements") {
   /** @category layers */
   static readonly layer: Layer.Layer<Settlements> = Layer.effect(
     Settlements,
     Effect.gen(function*() {
-      const running = new Set<Fiber.Fiber<void>>()
+      const running = new Set<Fiber.Fiber<unknown, unknown>>()
       const fork = Effect.runForkWith(yield* Effect.context<never>())
       yield* Effect.addFinalizer(() => Effect.forEach([...running], Fiber.await, { discard: true }))
+      const track = <A, E>(work: Effect.Effect<A, E>): Fiber.Fiber<A, E> => {
+        const fiber = fork(work)
+        running.add(fiber as Fiber.Fiber<unknown, unknown>)
+        fiber.addObserver(() => running.delete(fiber as Fiber.Fiber<unknown, unknown>))
+        return fiber
+      }
       return Settlements.of({
-        run: (settle) => {
-          const fiber = fork(settle)
-          running.add(fiber)
-          fiber.addObserver(() => running.delete(fiber))
-        }
+        run: (settle) => void track(settle),
+        fork: track
       })
     })
   )
