@@ -416,7 +416,9 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
  * and the layer waits for every one still running when it closes, so a
  * shutdown settles the streams it cut before the balance leases are returned
  * and the batch writer's last flush (this layer is built after them, so it
- * closes first).
+ * closes first). Work that settles a call whose client left (`fork`: a
+ * non-stream attempt reading its answer, `ClientGone`) is interrupted when
+ * the layer closes, after the server's grace period, and settles as it ends.
  *
  * @category services
  */
@@ -431,17 +433,23 @@ export class Settlements extends Context.Service<Settlements, {
     Settlements,
     Effect.gen(function*() {
       const running = new Set<Fiber.Fiber<unknown, unknown>>()
+      const working = new Set<Fiber.Fiber<unknown, unknown>>()
       const fork = Effect.runForkWith(yield* Effect.context<never>())
-      yield* Effect.addFinalizer(() => Effect.forEach([...running], Fiber.await, { discard: true }))
-      const track = <A, E>(work: Effect.Effect<A, E>): Fiber.Fiber<A, E> => {
+      yield* Effect.addFinalizer(() =>
+        Effect.andThen(
+          Fiber.interruptAll([...working]),
+          Effect.forEach([...running], Fiber.await, { discard: true })
+        )
+      )
+      const track = <A, E>(set: Set<Fiber.Fiber<unknown, unknown>>, work: Effect.Effect<A, E>): Fiber.Fiber<A, E> => {
         const fiber = fork(work)
-        running.add(fiber as Fiber.Fiber<unknown, unknown>)
-        fiber.addObserver(() => running.delete(fiber as Fiber.Fiber<unknown, unknown>))
+        set.add(fiber as Fiber.Fiber<unknown, unknown>)
+        fiber.addObserver(() => set.delete(fiber as Fiber.Fiber<unknown, unknown>))
         return fiber
       }
       return Settlements.of({
-        run: (settle) => void track(settle),
-        fork: track
+        run: (settle) => void track(running, settle),
+        fork: (work) => track(working, work)
       })
     })
   )

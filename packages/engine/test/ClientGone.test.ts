@@ -145,3 +145,40 @@ describe("a client that leaves before the first byte", () => {
     assert.strictEqual(spendable(), balance(), "no hold is left behind")
   })
 })
+
+describe("a shutdown with an answer still read for a client that left", () => {
+  it("cuts the attempt when the settlements close, and settles it for nothing", async () => {
+    const own = await toWebHandler({
+      routing: { probe_interval_ms: 600_000 },
+      channels: [{
+        name: "openai",
+        type: "openai",
+        base_url: `${fake.url}/v1`,
+        api_key: "sk-up",
+        models: ["later"],
+        // The answer would come 20 s after the request.
+        model_map: { later: "gpt-4o-mini-slow-20000" }
+      }],
+      models: { later: { input: 1, output: 2 } },
+      users: [{ name: "bob", balance: 1, keys: [{ name: "main", secret: "sk-client-gone-bob-00000000000000" }] }]
+    })
+    const client = new AbortController()
+    const answered = own.handler(
+      new Request("http://gateway.test/v1/chat/completions", {
+        method: "POST",
+        headers: { authorization: "Bearer sk-client-gone-bob-00000000000000", "content-type": "application/json" },
+        body: JSON.stringify({ model: "later", messages: [{ role: "user", content: "hi" }] }),
+        signal: client.signal
+      })
+    )
+    setTimeout(() => client.abort(), 100)
+    assert.strictEqual((await answered).status, 499)
+    const before = own.inspect!.balance("bob")
+    const started = Date.now()
+    await own.dispose()
+    assert.isBelow(Date.now() - started, 10_000, "the shutdown did not wait for the upstream's answer")
+    const record = own.inspect!.usage().find((r) => r.model === "later")!
+    assert.deepStrictEqual([record.status, record.errorCode, record.costNanos], [499, "ClientClosed", 0n])
+    assert.strictEqual(own.inspect!.balance("bob"), before)
+  }, 30_000)
+})
