@@ -1,13 +1,15 @@
 /**
- * A chat call whose client leaves before the first byte of its answer
- * (issue 20): the upstream got the whole prompt, and bills it.
+ * A billed call whose client leaves before the first byte of its answer
+ * (issue 20): the upstream got the whole request, and bills it.
  *
- * - Not a stream: the attempt under way goes on without its client (it runs
- *   in a fiber of its own, tracked by `Settlement.Settlements` so a shutdown
- *   waits for it) and reads the upstream's answer within `max_answer_bytes`
- *   and the channel's timeouts; the call is settled for the answer's usage,
- *   as client-closed (499 `ClientClosed`). No other attempt is made for a
- *   client that is gone: an attempt that fails then costs nothing.
+ * - Not a stream (a chat call, embeddings: `outliving`): the attempt under
+ *   way goes on without its client (in a fiber of its own, tracked by
+ *   `Settlement.Settlements`, which interrupts it when it closes after a
+ *   shutdown's grace period) and reads the upstream's answer within
+ *   `max_answer_bytes` and the channel's timeouts; the call is settled for
+ *   the answer's usage, as client-closed (499 `ClientClosed`). No other
+ *   attempt is made for a client that is gone: an attempt that fails then
+ *   costs nothing.
  * - A stream: the upstream is cancelled at once (the request is interrupted,
  *   as before), and the call is charged its prompt (the call's estimate) when
  *   the upstream had accepted the request (its answer's headers came), as a
@@ -22,19 +24,20 @@
  */
 import type { GatewayError } from "@modelgate/core"
 import { type Cause, Effect, Exit, Fiber } from "effect"
+import type { AttemptLog } from "./Calls.ts"
 import type { ChatCall } from "./ChatCall.ts"
 import type * as Exchange from "./Exchange.ts"
 import type * as Failover from "./Failover.ts"
 import * as Settlement from "./Settlement.ts"
 
-/** Calls whose client left while an attempt was under way: that attempt settles them. */
-const left = new WeakSet<ChatCall>()
+/** Calls (by their attempt log) whose client left while an attempt was under way: that attempt settles them. */
+const left = new WeakSet<AttemptLog>()
 
 /** Whether the call's client left before its answer (the attempt under way then settles it as client-closed). */
-export const gone = (call: ChatCall): boolean => left.has(call)
+export const gone = (log: AttemptLog): boolean => left.has(log)
 
-/** How a call whose client left ends on its usage record. */
-const closed: Settlement.Outcome = {
+/** How a call whose client left ends on its usage record. @category outcomes */
+export const closed: Settlement.Outcome = {
   status: 499,
   errorCode: "ClientClosed",
   errorMessage: Settlement.interruptionMessages.ClientClosed,
@@ -53,7 +56,7 @@ export const answeredOutcome = (
   record: Failover.AttemptRecord,
   ttfbMs: number | null
 ): Settlement.Outcome => {
-  if (!gone(call)) return { status: 200, errorCode: null, ttfbMs }
+  if (!gone(call.log)) return { status: 200, errorCode: null, ttfbMs }
   record.errorCode = closed.errorCode
   record.errorMessage = closed.errorMessage ?? null
   return closed
@@ -97,18 +100,29 @@ const streamAttempt = <R>(
     )
   })
 
-/** A non-stream attempt: run apart from the request, so it goes on when the client leaves. */
-const outliving = <R>(
-  call: ChatCall,
+/**
+ * A non-stream attempt: run apart from the request (in a fiber tracked by
+ * `Settlement.Settlements`), so it goes on when the client leaves. When it
+ * succeeds after its client left, `settle` settles the call from its answer
+ * (a chat answer settles itself: `answeredOutcome`); when it fails then, the
+ * call is settled for nothing. Either way as client-closed, and the call's
+ * own ending (`Calls.billed`) leaves it (`AttemptLog.carriedOn`). Used by
+ * every non-stream call kind that is billed (chat, embeddings).
+ *
+ * @category attempts
+ */
+export const outliving = <A, R>(
+  call: { readonly log: AttemptLog; readonly settlement: Settlement.Settlement },
   record: Failover.AttemptRecord,
-  work: Effect.Effect<Exchange.Answer, GatewayError.GatewayError, R>
-) =>
+  work: Effect.Effect<A, GatewayError.GatewayError, R>,
+  settle?: (answer: A) => Effect.Effect<void>
+): Effect.Effect<A, GatewayError.GatewayError, R | Settlement.Settlements> =>
   Effect.gen(function*() {
     const settlements = yield* Settlement.Settlements
     const context = yield* Effect.context<R>()
-    // Settled by `answered` when it succeeds; when it fails after its client left, it costs nothing.
     const settled = Effect.onExit(work, (exit) => {
-      if (Exit.isSuccess(exit) || !gone(call)) return Effect.void
+      if (!gone(call.log)) return Effect.void
+      if (Exit.isSuccess(exit)) return settle === undefined ? Effect.void : settle(exit.value)
       const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
       if (failure !== undefined && record.errorCode === null) {
         record.errorCode = failure.error._tag
@@ -122,7 +136,7 @@ const outliving = <R>(
         if (Exit.isSuccess(exit) || fiber.pollUnsafe() !== undefined) return Effect.void
         if (!clientLeft(exit.cause)) return Fiber.interrupt(fiber)
         // The client left: the attempt goes on, and settles the call (`Calls.billed` leaves it).
-        left.add(call)
+        left.add(call.log)
         call.log.carriedOn = true
         return Effect.void
       })

@@ -34,9 +34,13 @@ beforeAll(async () => {
         type: "openai",
         base_url: `${fake.url}/v1`,
         api_key: "sk-up",
-        models: ["late", "late-stream"],
+        models: ["late", "late-stream", "late-embed"],
         // The answer comes 600 ms after the request (a stream's headers too).
-        model_map: { late: "gpt-4o-mini-slow-600", "late-stream": "gpt-4o-mini-slow-3000" },
+        model_map: {
+          late: "gpt-4o-mini-slow-600",
+          "late-stream": "gpt-4o-mini-slow-3000",
+          "late-embed": "text-embedding-3-small-slow-600"
+        },
         headers: { "x-fake-usage-values": "1000,500" }
       },
       {
@@ -50,7 +54,10 @@ beforeAll(async () => {
         headers: { "x-fake-usage-values": "1000,500" }
       }
     ],
-    models: Object.fromEntries(["late", "stalled", "late-stream", "late-gemini"].map((m) => [m, priced])),
+    models: {
+      ...Object.fromEntries(["late", "stalled", "late-stream", "late-gemini"].map((m) => [m, priced])),
+      "late-embed": { input: 1, embedding: true }
+    },
     users: [{ name: "alice", balance: 100, keys: [{ name: "main", secret: KEY }] }]
   })
 })
@@ -110,6 +117,30 @@ describe("a client that leaves before the first byte", () => {
       assert.strictEqual(spendable(), balance(), "no hold is left behind")
     })
   }
+
+  it("embeddings: the upstream's answer is still read and charged its usage, as client-closed", async () => {
+    const before = balance()
+    const known = new Set(gateway.inspect!.usage().map((record) => record.requestId))
+    const client = new AbortController()
+    const answered = gateway.handler(
+      new Request("http://gateway.test/v1/embeddings", {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "late-embed", input: "hello" }),
+        signal: client.signal
+      })
+    )
+    setTimeout(() => client.abort(), 100)
+    assert.strictEqual((await answered).status, 499)
+    const record = await recordAfter(known, "late-embed")
+    assert.deepStrictEqual(
+      [record.status, record.errorCode, record.promptTokens, record.usageReported],
+      [499, "ClientClosed", 1000, true]
+    )
+    assert.strictEqual(record.costNanos, 1000n * INPUT)
+    assert.strictEqual(balance(), before - record.costNanos)
+    assert.strictEqual(spendable(), balance(), "no hold is left behind")
+  })
 
   it("a stream whose upstream had answered is cut and charged its prompt", async () => {
     const before = balance()
