@@ -1077,12 +1077,27 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
           "upstream_error"
         ])
         assert.include(refused.body.error.message, "The upstream said: Incorrect API key provided")
-        const moved = yield* admin.client.post("/api/admin/channels/models", {
+        // Another address needs its key in the same request: the saved key only goes to the saved address.
+        const elsewhere = yield* admin.client.post("/api/admin/channels/models", {
           channelId: saved.body.id,
           baseUrl: "http://good.example.test/v2"
         })
+        assert.deepStrictEqual([elsewhere.status, elsewhere.body.error.param], [400, "apiKey"])
+        assert.include(elsewhere.body.error.message, "not the channel's saved address")
+        assert.isFalse(listedBy.has("http://good.example.test/v2"), "nothing was sent there")
+        const moved = yield* admin.client.post("/api/admin/channels/models", {
+          channelId: saved.body.id,
+          baseUrl: "http://good.example.test/v2",
+          apiKey: "sk-given-key-5678"
+        })
         assert.strictEqual(moved.status, 200)
-        assert.strictEqual(listedBy.get("http://good.example.test/v2"), "sk-saved-key-1234")
+        assert.strictEqual(listedBy.get("http://good.example.test/v2"), "sk-given-key-5678")
+        // The saved address (a trailing slash is the same address) still lists with the saved key.
+        yield* admin.client.post("/api/admin/channels/models", {
+          channelId: saved.body.id,
+          baseUrl: "http://bad.example.test/v1/"
+        })
+        assert.strictEqual(listedBy.get("http://bad.example.test/v1"), "sk-saved-key-1234")
 
         const missing = yield* admin.client.post("/api/admin/channels/models", {
           type: "openai",
