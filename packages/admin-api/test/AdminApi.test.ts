@@ -388,6 +388,9 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
         assert.strictEqual(badModel.status, 400)
         assert.strictEqual(badModel.body.error.param, "models[1]")
         assert.include(badModel.body.error.message, "no-such-model")
+        const control = yield* client.post("/api/keys", { name: "k", models: ["gpt-test\u0000"] })
+        assert.deepStrictEqual([control.status, control.body.error.param], [400, "models[0]"])
+        assert.include(control.body.error.message, "control characters")
         const badQuota = yield* client.post("/api/keys", { name: "k", quota: "1.2.3" })
         assert.strictEqual(badQuota.body.error.param, "quota")
         const past = yield* client.post("/api/keys", { name: "k", expiresAt: 1000 })
@@ -1061,6 +1064,26 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
           "sk-probe-key-7777",
           "the key given, trimmed, at the address given, without its slash"
         )
+
+        // Model names with control characters are refused at the door, in the list and in the map.
+        for (
+          const [models, modelMap] of [
+            [["gpt-test\nevil"], undefined],
+            [["gpt-test"], { "gpt-test": "up\r\nstream" }],
+            [["gpt-test"], { "x\u0000": "y" }]
+          ] as const
+        ) {
+          const bad = yield* admin.client.post("/api/admin/channels", {
+            name: "control",
+            type: "openai",
+            baseUrl: "http://good.example.test/v1",
+            apiKeys: ["sk-k"],
+            models,
+            ...(modelMap === undefined ? {} : { modelMap })
+          })
+          assert.strictEqual(bad.status, 400, JSON.stringify([models, modelMap]))
+          assert.include(bad.body.error.message, "control characters")
+        }
 
         // A saved channel lists with its own key; a new address in the edit form replaces its address only.
         const saved = yield* admin.client.post("/api/admin/channels", {

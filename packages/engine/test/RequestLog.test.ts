@@ -155,6 +155,30 @@ describe("calls refused before their hold", () => {
     }
   })
 
+  it("a model name with a control character is refused with a clear 400, and recorded with escapes only", async () => {
+    for (
+      const [name, code, position] of [
+        ["gpt-4o-mini\u0000", "U+0000", 12],
+        ["=1+1\r\nevil", "U+000D", 5],
+        ["no-such\nmodel", "U+000A", 8],
+        ["tab\tbed", "U+0009", 4]
+      ] as const
+    ) {
+      const response = await chat(KEY, ask(name))
+      assert.strictEqual(response.status, 400, JSON.stringify(name))
+      const { error } = await response.clone().json() as { error: { message: string; param: string } }
+      assert.strictEqual(error.param, "model")
+      assert.include(error.message, `contains a control character (${code} at position ${position})`)
+      // oxlint-disable-next-line no-control-regex -- control characters are what it looks for
+      assert.notMatch(error.message, /[\u0000-\u001f]/, "the message quotes the name with escapes")
+      const record = await recordOf(response)
+      assert.strictEqual(record.errorCode, "InvalidRequest")
+      // oxlint-disable-next-line no-control-regex -- control characters are what it looks for
+      assert.notMatch(record.model, /[\u0000-\u001f]/, "the record keeps no control character")
+      assert.include(record.model, "\\u{")
+    }
+  })
+
   it("a refused hold says how much it needed, and a rate limit is counted by its subject", async () => {
     const poor = await chat(POOR, ask("gpt-4o-mini", true))
     assert.strictEqual(poor.status, 429)
