@@ -51,6 +51,14 @@ beforeAll(async () => {
         model_map: { "gemini-think": "gemini-thinking" }
       },
       {
+        name: "evil-gem",
+        type: "gemini",
+        base_url: fake.url,
+        api_key: "g-up-evil-5555",
+        models: ["html-model"],
+        model_map: { "html-model": "gemini-html-200" }
+      },
+      {
         name: "down-a",
         type: "openai",
         base_url: `${fake.url}/v1`,
@@ -72,7 +80,8 @@ beforeAll(async () => {
       "gpt-4o-mini": { input: 0.15, output: 0.6 },
       "o-think": { input: 1, output: 4 },
       "gemini-think": { input: 0.3, output: 2.5 },
-      flaky: { input: 1, output: 1 }
+      flaky: { input: 1, output: 1 },
+      "html-model": { input: 1, output: 1 }
     },
     users: [
       {
@@ -234,6 +243,21 @@ describe("calls that reach an upstream", () => {
       metrics.attempts.series.filter((s) => s.labels[0]!.startsWith("down-")).map((s) => [s.labels.join("|"), s.value]),
       [["down-a|unavailable", 1], ["down-b|unavailable", 1]]
     )
+  })
+
+  it("never show the caller a channel's name, in its error or its request log; admins see it in the attempts", async () => {
+    for (const stream of [false, true]) {
+      const response = await chat(KEY, ask("html-model", stream))
+      assert.strictEqual(response.status, 502)
+      const { error } = await response.clone().json() as { error: { message: string } }
+      assert.notInclude(error.message, "evil-gem")
+      assert.include(error.message, "The upstream answered")
+      const record = await recordOf(response)
+      assert.notInclude(record.errorMessage ?? "", "evil-gem", "the caller's request log")
+      assert.strictEqual(record.errorMessage, error.message)
+      assert.strictEqual(record.attemptLog[0]!.channel, "evil-gem", "the admin's view says where the call went")
+      assert.include(record.attemptLog[0]!.errorMessage ?? "", "The upstream 'evil-gem'")
+    }
   })
 
   it("keep the tokens spent reasoning, relayed (OpenAI) or translated (Gemini), streamed or not", async () => {
