@@ -463,6 +463,13 @@ export interface UpstreamModelList {
   readonly url: (channel: Channel, page: string | undefined) => string | undefined
   /** Reads one page (`channel` names the upstream in errors); a body that is not the list fails. */
   readonly decode: (text: string, channel: string) => Effect.Effect<ModelListPage, UpstreamUnavailable>
+  /**
+   * The address of a request that tests a channel's key and depends on no
+   * model (the health probe's): the list's first page (default), or for a
+   * channel that cannot list (Azure OpenAI) the resource's own model list.
+   * Its answer is read with `decode`.
+   */
+  readonly keyCheckUrl?: ((channel: Channel) => string | undefined) | undefined
 }
 
 /** The upstream side of a dialect. @category models */

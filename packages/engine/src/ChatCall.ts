@@ -234,7 +234,7 @@ export const streamed = (
       push: transform.push,
       end: transform.end,
       bodyError: (error) => Upstream.transportError(channel, error),
-      errorFrame: (error) => call.dialect.errorFrame(GatewayError.bounded(Redaction.error(channel, error))),
+      errorFrame: (error) => call.dialect.errorFrame(GatewayError.forCaller(Redaction.error(channel, error))),
       maxEventBytes,
       eventTooLarge: () =>
         new GatewayError.UpstreamUnavailable({

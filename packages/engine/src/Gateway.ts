@@ -76,7 +76,7 @@ export const errorAnswer = (
   requestId: string
 ): Exchange.TextAnswer => {
   // However an error came about, it echoes at most a short part of any value it quotes.
-  const rendered = client.renderError(GatewayError.bounded(error))
+  const rendered = client.renderError(GatewayError.forCaller(error))
   return Exchange.json(rendered.body, rendered.status, { ...rendered.headers, "x-request-id": requestId })
 }
 

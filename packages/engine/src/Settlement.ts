@@ -172,12 +172,12 @@ export const interruptionMessages = {
 } as const
 
 /**
- * An error's message as its caller was shown it (cut as every rendered error
- * is, `GatewayError.bounded`), for the usage record.
+ * An error's message as its caller was shown it (cut, and without channel names,
+ * as every rendered error is: `GatewayError.forCaller`), for the usage record.
  *
  * @category outcomes
  */
-export const messageOf = (error: GatewayError.GatewayError): string => GatewayError.bounded(error).message
+export const messageOf = (error: GatewayError.GatewayError): string => GatewayError.forCaller(error).message
 
 /**
  * How a call that did not end normally ended, for its usage record: the

@@ -276,11 +276,16 @@ export const upstreamBody = (inspected: InspectedBody, upstreamModel: string): U
 export const meteredOfUsage = (usage: unknown): Dialect.Metered | string | undefined => {
   const figures = readUsageFigures(usage)
   if (figures === undefined || typeof figures === "string") return figures
+  // Every figure the upstream reports is recorded: cached and cache-written prompt tokens, reasoning tokens.
   const cached = figures.input_tokens_details?.cached_tokens ?? 0
+  const written = figures.input_tokens_details?.cache_write_tokens
+  const reasoning = figures.output_tokens_details?.reasoning_tokens
   return {
     promptTokens: figures.input_tokens,
     completionTokens: figures.output_tokens,
-    cachedTokens: cached,
+    cachedTokens: cached ?? 0,
+    ...(written !== undefined && written !== null && written > 0 ? { cacheWriteTokens: written } : {}),
+    ...(reasoning !== undefined && reasoning !== null ? { reasoningTokens: reasoning } : {}),
     reported: true
   }
 }
