@@ -932,7 +932,30 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
         assert.strictEqual((yield* admin.client.delete("/api/admin/groups/team-a")).status, 200)
         assert.strictEqual((yield* admin.client.delete("/api/admin/groups/team-a")).status, 404)
         const inUse = yield* admin.client.delete("/api/admin/groups/default")
-        assert.strictEqual(inUse.status, 409, "keys use the default group")
+        assert.strictEqual(inUse.status, 409, "the default group is never deleted")
+        assert.include(inUse.body.error.message, "'default' cannot be deleted")
+        // A group that channels serve or users hold does not vanish: the refusal names them and where to change it.
+        yield* admin.client.post("/api/admin/groups", { name: "team-c", ratio: "1" })
+        const channel = yield* admin.client.post("/api/admin/channels", {
+          name: "serves-team-c",
+          type: "openai",
+          baseUrl: "http://team-c.example.test/v1",
+          apiKeys: ["sk-upstream-team-c-0001"],
+          models: ["gpt-4o-mini"],
+          groups: ["team-c"]
+        })
+        assert.strictEqual(channel.status, 201)
+        const served = yield* admin.client.delete("/api/admin/groups/team-c")
+        assert.strictEqual(served.status, 409)
+        assert.include(served.body.error.message, "serves-team-c")
+        assert.include(served.body.error.message, "Channels → Edit")
+        yield* admin.client.patch(`/api/admin/channels/${channel.body.id}`, { groups: ["default"] })
+        yield* admin.client.patch("/api/admin/groups/team-c", { userIds: [admin.user.id] })
+        const held = yield* admin.client.delete("/api/admin/groups/team-c")
+        assert.strictEqual(held.status, 409)
+        assert.include(held.body.error.message, "Assigned users")
+        yield* admin.client.patch("/api/admin/groups/team-c", { userIds: [] })
+        assert.strictEqual((yield* admin.client.delete("/api/admin/groups/team-c")).status, 200)
       }))
 
     it.effect("manages channels: upstream keys are write-only; Test reports latency or the upstream's error", () =>

@@ -79,7 +79,7 @@ const en = {
   "dashboard.spentMonth": "Spent this month",
   "dashboard.requestsToday": "Requests today",
   "dashboard.tokensToday": "{tokens} tokens today",
-  "dashboard.activeKeys": "{count} active keys",
+  "dashboard.activeKeys": "{count} active {count|key|keys}",
   "dashboard.spendChart": "Spend per day by model (last 30 days)",
   "dashboard.tokensChart": "Tokens per day by model",
   "dashboard.noUsage": "No usage yet",
@@ -327,6 +327,15 @@ const en = {
   "admin.groups.concurrency": "Concurrent calls",
   "admin.groups.empty": "No groups yet",
   "admin.groups.deleteTitle": "Delete the group {name}?",
+  "admin.groups.channels": "Channels serving it",
+  "admin.groups.channelsHint": "Keys in this group reach the models of these channels.",
+  "admin.groups.reaches": "Channels and models",
+  "admin.groups.models": "{count} {count|model|models}",
+  "admin.groups.noModels":
+    "Reaches no models: no enabled channel serves this group, so its keys can call nothing. Attach channels with Edit.",
+  "admin.groups.defaultKept": "The default group cannot be deleted: new users and their keys are put in it.",
+  "admin.groups.unset": "named by channels, no settings",
+  "admin.groups.setUp": "Set up",
   "admin.channels.title": "Channels",
   "admin.channels.subtitle":
     "Upstream provider accounts. Keys are write-only: they are never shown again after saving.",
@@ -334,7 +343,7 @@ const en = {
   "admin.channels.type": "Type",
   "admin.channels.baseUrl": "Base address",
   "admin.channels.apiKeys": "Upstream API keys (one per line)",
-  "admin.channels.apiKeysKeep": "Leave empty to keep the {count} saved key(s)",
+  "admin.channels.apiKeysKeep": "Leave empty to keep the {count} saved {count|key|keys}",
   "admin.channels.models": "Models",
   "admin.channels.fetchModels": "Fetch models",
   "admin.channels.fetchNeeds": "Enter the base address and an API key first",
@@ -344,8 +353,8 @@ const en = {
   "admin.channels.fetchFilter": "Filter",
   "admin.channels.fetchNone": "The upstream lists no models",
   "admin.channels.fetchAllShown": "Select all shown",
-  "admin.channels.fetchAdd": "Add {count} models",
-  "admin.channels.fetchAdded": "{count} models added: save the channel to keep them.",
+  "admin.channels.fetchAdd": "Add {count} {count|model|models}",
+  "admin.channels.fetchAdded": "{count} {count|model|models} added: save the channel to keep them.",
   "admin.channels.fetchInChannel": "in the channel",
   "admin.channels.fetchPriced": "priced",
   "admin.channels.fetchPreset": "price table",
@@ -430,7 +439,7 @@ const en = {
   "admin.codes.generate": "Generate codes",
   "admin.codes.count": "How many",
   "admin.codes.amount": "Value of each (USD)",
-  "admin.codes.generated": "{count} codes worth {amount} each",
+  "admin.codes.generated": "{count} {count|code|codes} worth {amount} each",
   "admin.codes.generatedHint": "Copy or download them now: only their prefixes are shown later.",
   "admin.codes.download": "Download .txt",
   "admin.codes.batch": "Batch",
@@ -808,6 +817,14 @@ const zh: Record<MessageKey, string> = {
   "admin.groups.concurrency": "并发数",
   "admin.groups.empty": "暂无分组",
   "admin.groups.deleteTitle": "删除分组 {name}？",
+  "admin.groups.channels": "服务此分组的渠道",
+  "admin.groups.channelsHint": "此分组中的密钥可调用这些渠道的模型。",
+  "admin.groups.reaches": "渠道与模型",
+  "admin.groups.models": "{count} 个模型",
+  "admin.groups.noModels": "无可用模型：没有启用的渠道服务此分组，其中的密钥无法调用任何模型。请在「编辑」中关联渠道。",
+  "admin.groups.defaultKept": "默认分组不能删除：新用户及其密钥都会放入其中。",
+  "admin.groups.unset": "被渠道引用，尚未设置",
+  "admin.groups.setUp": "设置",
   "admin.channels.title": "渠道",
   "admin.channels.subtitle": "上游服务商账号。密钥只写不读：保存后不会再显示。",
   "admin.channels.create": "新建渠道",
@@ -975,9 +992,20 @@ export type Language = "en" | "zh"
 /** Both dictionaries. @category dictionaries */
 export const dictionaries: Record<Language, Record<MessageKey, string>> = { en, zh }
 
-/** Fills `{name}` placeholders. @category formatting */
+/**
+ * Fills `{name}` placeholders, and `{name|one|other}` with `one` when the value
+ * is 1 and `other` otherwise ("{count} {count|model|models} added").
+ *
+ * @category formatting
+ */
 export const interpolate = (text: string, values: Readonly<Record<string, string | number>> = {}): string =>
-  text.replace(/\{(\w+)\}/g, (whole, name: string) => (name in values ? String(values[name]) : whole))
+  text
+    .replace(
+      /\{(\w+)\|([^|}]*)\|([^}]*)\}/g,
+      (whole, name: string, one: string, other: string) =>
+        name in values ? (Number(values[name]) === 1 ? one : other) : whole
+    )
+    .replace(/\{(\w+)\}/g, (whole, name: string) => (name in values ? String(values[name]) : whole))
 
 /** The translation function. @category models */
 export type Translate = (key: MessageKey, values?: Readonly<Record<string, string | number>>) => string
