@@ -7,7 +7,17 @@
  */
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
-import { ADMIN, browserMissing, type E2EGateway, launchBrowser, screenshot, signIn, startGateway } from "./support.ts"
+import {
+  ADMIN,
+  browserMissing,
+  type E2EGateway,
+  launchBrowser,
+  overflowX,
+  screenshot,
+  settled,
+  signIn,
+  startGateway
+} from "./support.ts"
 
 const missing = browserMissing()
 
@@ -16,6 +26,17 @@ let browser: Browser
 let closeBrowser: () => Promise<void>
 
 const DESKTOP = { width: 1400, height: 900 }
+const PHONE = { width: 390, height: 844 }
+
+/** Texts cut short with an ellipsis (or clipped) inside `selector`: what a crushed table shows. */
+const truncated = (page: Page, selector: string) =>
+  page.evaluate((selector) => {
+    const root = document.querySelector(selector)
+    if (root === null) throw new Error(`nothing matches ${selector}`)
+    return [...root.querySelectorAll("th, .mantine-Badge-label, td > p, td p")]
+      .filter((e) => e.scrollWidth > e.clientWidth + 1)
+      .map((e) => e.textContent ?? "")
+  }, selector)
 
 const violations: Array<string> = []
 
@@ -30,6 +51,16 @@ const newPage = async (viewport: { width: number; height: number } = DESKTOP): P
     }
   })
   return { context, page }
+}
+
+/** A screenshot (see `screenshot`), after which notifications show again for the test to read. */
+const shot = async (page: Page, name: string) => {
+  await screenshot(page, name)
+  await page.evaluate(() => {
+    for (const style of document.querySelectorAll("style")) {
+      if (style.textContent?.includes(".mantine-Notifications-root { display: none")) style.remove()
+    }
+  })
 }
 
 /** A JSON request with the session's CSRF token, from inside the page. */
@@ -75,7 +106,7 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "operator" : `ope
     const teamX = table.locator("tr[data-group='team-x']")
     await teamX.getByTestId("group-unreached").waitFor()
     assert.include(await teamX.textContent(), "Reaches no models")
-    await screenshot(page, "admin-groups")
+    await shot(page, "admin-groups")
 
     await teamX.getByRole("button", { name: "Edit" }).click()
     dialog = page.getByRole("dialog")
@@ -97,8 +128,138 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "operator" : `ope
     // A group channels serve stays: deleting it is refused, naming the channel.
     await teamX.getByRole("button", { name: "Delete" }).click()
     await page.getByRole("dialog").getByRole("button", { name: "Delete" }).click()
-    // (The screenshot above hid notifications from view: look for it in the page.)
-    await page.getByText("served by the channel(s) openai-main").waitFor({ state: "attached" })
+    await page.getByText("served by the channel(s) openai-main").waitFor()
+    await context.close()
+  })
+
+  it("keeps the Channels table readable at 1400 px, and Test results across a reload", async () => {
+    const { page, context } = await newPage()
+    await signIn(page, gateway.url, ADMIN)
+    await page.getByRole("link", { name: "Channels" }).click()
+    const table = page.getByTestId("channels-table")
+    await table.waitFor()
+    const row = page.locator("tr[data-channel='openai-main']")
+    await row.getByRole("button", { name: /^Test/ }).click()
+    await row.getByTestId("test-result").waitFor()
+    await settled(page)
+    // No sideways scroll, no group, header or model name cut short.
+    const box = await page.evaluate(() => {
+      const viewport = document.querySelector("[data-testid=channels-table]")!.closest(
+        ".mantine-ScrollArea-viewport"
+      )!
+      return viewport.scrollWidth - viewport.clientWidth
+    })
+    assert.isAtMost(box, 1, "the table fits without a sideways scroll")
+    assert.deepStrictEqual(await truncated(page, "[data-testid=channels-table]"), [])
+    assert.strictEqual(await page.getByTestId("scroll-hint").count(), 0)
+    await shot(page, "admin-channels")
+    await page.reload()
+    await row.getByTestId("test-result").waitFor()
+    assert.match((await row.getByTestId("test-result").textContent()) ?? "", /^OK in \d+ ms: gpt-4o-mini answered/)
+    await context.close()
+  })
+
+  it("at a phone's width shows channel health and status without scrolling, and prices beside the actions", async () => {
+    const { page, context } = await newPage(PHONE)
+    await signIn(page, gateway.url, ADMIN)
+    await page.goto(`${gateway.url}/console/admin/channels`)
+    const row = page.locator("tr[data-channel='openai-main'], [data-channel='openai-main']").first()
+    await row.waitFor()
+    for (const testId of ["channel-health", "channel-enabled"]) {
+      const box = await row.getByTestId(testId).first().boundingBox()
+      assert.isNotNull(box, testId)
+      assert.isAtMost(box!.x + box!.width, PHONE.width, `${testId} is on screen`)
+    }
+    assert.strictEqual(await overflowX(page), 0)
+    await shot(page, "admin-channels-phone")
+    await page.goto(`${gateway.url}/console/admin/models`)
+    const model = page.locator("[data-model='gpt-4o-mini']").first()
+    await model.waitFor()
+    // The price is not covered by the actions: nothing else is drawn on top of its centre.
+    const price = model.getByTestId("model-price").first()
+    const covered = await price.evaluate((el) => {
+      const r = el.getBoundingClientRect()
+      const top = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2)
+      return top === null || !(el === top || el.contains(top))
+    })
+    assert.isFalse(covered, "the price is visible, not under the pinned actions")
+    assert.strictEqual(await overflowX(page), 0)
+    await shot(page, "admin-models-phone")
+    await context.close()
+  })
+
+  it("starts a channel from a vendor, keeps the form on Esc in the model picker, fixes a /v1beta address, tests a chosen model and all", async () => {
+    const { page, context } = await newPage()
+    await signIn(page, gateway.url, ADMIN)
+    await page.getByRole("link", { name: "Channels" }).click()
+    await page.getByTestId("channels-table").waitFor()
+    await page.getByRole("button", { name: "New channel" }).click()
+    const dialog = page.getByRole("dialog")
+    // The vendor list fills in the address and the settings the vendor needs.
+    await dialog.getByLabel("Vendor").click()
+    await page.getByRole("option", { name: "Mistral" }).click()
+    assert.strictEqual(await dialog.getByLabel("Base address").inputValue(), "https://api.mistral.ai/v1")
+    await dialog.getByText("Routing: timeouts, breaker, headers, parameters").click()
+    assert.isFalse(await dialog.getByLabel("Send stream_options").isChecked(), "Mistral refuses stream_options")
+    await dialog.getByLabel("Vendor").click()
+    await page.getByRole("option", { name: "Google Gemini" }).click()
+    assert.strictEqual(
+      await dialog.getByLabel("Base address").inputValue(),
+      "https://generativelanguage.googleapis.com"
+    )
+    await dialog.getByLabel("Vendor").click()
+    await page.getByRole("option", { name: /Vertex AI/ }).waitFor()
+    await page.getByRole("option", { name: /AWS Bedrock/ }).waitFor()
+    await shot(page, "channel-vendors")
+    await page.keyboard.press("Escape")
+    // The hint follows the type, and an address with /v1beta is warned of and fixed.
+    assert.strictEqual(
+      await dialog.getByLabel("Base address").getAttribute("placeholder"),
+      "https://generativelanguage.googleapis.com"
+    )
+    await dialog.getByLabel("Name").fill("gemini-typed")
+    await dialog.getByLabel("Base address").fill(`${gateway.upstream.url}/v1beta`)
+    await dialog.getByTestId("base-url-warning").waitFor()
+    assert.include(await dialog.getByTestId("base-url-warning").textContent(), "/v1beta")
+    await dialog.getByLabel(/Upstream API keys/).fill("gemini-upstream-key-typed-1")
+    await dialog.getByRole("button", { name: "Fetch models" }).click()
+    const picker = page.getByTestId("model-picker")
+    await picker.locator("[data-upstream-model]").first().waitFor()
+    // Esc closes the picker only: the new channel is still there.
+    await page.keyboard.press("Escape")
+    await picker.waitFor({ state: "detached" })
+    assert.strictEqual(await dialog.getByLabel("Name").inputValue(), "gemini-typed")
+    await dialog.getByRole("button", { name: "Fetch models" }).click()
+    await picker.getByLabel("gemini-2.5-flash").check()
+    await picker.getByRole("button", { name: "Add 1 model" }).click()
+    await page.getByText("1 model added").waitFor()
+    const notice = await page.locator(".mantine-Notification-root").first().boundingBox()
+    const menu = await page.getByTestId("user-menu").boundingBox()
+    assert.isTrue(
+      notice!.y >= menu!.y + menu!.height || notice!.x + notice!.width <= menu!.x,
+      "the notice does not cover the header's controls"
+    )
+    const models = dialog.getByLabel("Models")
+    await models.fill("gemini-2.0-flash")
+    await models.press("Enter")
+    await dialog.getByRole("button", { name: "Create" }).click()
+    const row = page.locator("tr[data-channel='gemini-typed']")
+    await row.waitFor()
+    const saved = (await api(page, "GET", "/api/admin/channels")).body.data.find((c: any) => c.name === "gemini-typed")
+    assert.strictEqual(saved.baseUrl, gateway.upstream.url, "/v1beta left off, as the gateway adds it")
+    // Test one model of the admin's choosing, then all of them.
+    await row.getByRole("button", { name: "Choose what to test on gemini-typed" }).click()
+    await page.getByRole("menuitem", { name: "gemini-2.0-flash" }).click()
+    await row.getByTestId("test-result").filter({ hasText: "gemini-2.0-flash" }).waitFor()
+    await row.getByRole("button", { name: "Choose what to test on gemini-typed" }).click()
+    await page.getByRole("menuitem", { name: "Test all models" }).click()
+    await page.waitForFunction(
+      () => document.querySelectorAll("tr[data-channel='gemini-typed'] [data-testid=test-result]").length === 2
+    )
+    const results = await row.getByTestId("test-result").allTextContents()
+    assert.isTrue(
+      results.some((r) => r.includes("gemini-2.5-flash")) && results.some((r) => r.includes("gemini-2.0-flash"))
+    )
     await context.close()
   })
 })
