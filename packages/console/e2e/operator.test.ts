@@ -262,4 +262,52 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "operator" : `ope
     )
     await context.close()
   })
+
+  it("shows a balance exactly, sets it to an amount, refuses a result below zero, and shows the server's own refusal", async () => {
+    const { page, context } = await newPage()
+    await signIn(page, gateway.url, ADMIN)
+    const users = await api(page, "GET", "/api/admin/users")
+    const alice = users.body.data.find((u: any) => u.name === "alice")
+    // Spend a fraction of a cent, as calls do.
+    const spent = await api(page, "POST", `/api/admin/users/${alice.id}/adjust`, {
+      amount: "-0.00003105",
+      reason: "calls"
+    })
+    assert.strictEqual(spent.body.balance, "4.99996895")
+    await page.goto(`${gateway.url}/console/admin/users/${alice.id}`)
+    const balance = page.getByTestId("user-balance")
+    await balance.waitFor()
+    assert.strictEqual(await balance.textContent(), "$4.99996895", "every digit, not $5.00")
+
+    // Deducting more than the balance is refused before asking.
+    const form = page.locator("form").filter({ has: page.getByTestId("balance-mode") })
+    await form.getByLabel(/^Amount/).fill("-6")
+    await form.getByLabel(/^Reason/).fill("too much")
+    await form.getByRole("button", { name: "Adjust balance" }).click()
+    await form.getByText("it cannot go below zero").waitFor()
+    assert.strictEqual(await page.getByRole("dialog").count(), 0, "no confirmation of a negative result")
+
+    // Set the balance to $10: the dialog says exactly what changes.
+    await form.getByText("Set to").click()
+    await form.getByLabel("New balance (USD)").fill("10")
+    await form.getByLabel(/^Reason/).fill("top-up to 10")
+    await form.getByRole("button", { name: "Set balance" }).click()
+    const dialog = page.getByRole("dialog")
+    await dialog.getByText("Add $5.00003105 to the balance of $4.99996895 (now: $10.00)").waitFor()
+    await shot(page, "admin-user-balance")
+    await dialog.getByRole("button", { name: "Change the balance" }).click()
+    await page.waitForFunction(() => document.querySelector("[data-testid=user-balance]")?.textContent === "$10.00")
+
+    // The balance changed elsewhere after the dialog opened: the server's refusal is shown in its words.
+    await form.getByText("Add or deduct").click()
+    await form.getByLabel(/^Amount/).fill("-10")
+    await form.getByLabel(/^Reason/).fill("all of it")
+    await form.getByRole("button", { name: "Adjust balance" }).click()
+    await dialog.getByText("Take $10.00").waitFor()
+    await api(page, "POST", `/api/admin/users/${alice.id}/adjust`, { amount: "-1", reason: "meanwhile" })
+    await dialog.getByRole("button", { name: "Change the balance" }).click()
+    await dialog.getByTestId("confirm-error").getByText("the balance is $9.00; it cannot go below zero").waitFor()
+    assert.notInclude((await dialog.textContent()) ?? "", "Something went wrong")
+    await context.close()
+  })
 })

@@ -15,6 +15,7 @@ import {
   MultiSelect,
   Paper,
   PasswordInput,
+  SegmentedControl,
   Select,
   SimpleGrid,
   Stack,
@@ -256,8 +257,11 @@ export function AdminUsersPage() {
 }
 
 /**
- * The adjust-balance form: the amount and reason are checked, then a dialog
- * says what the balance becomes and asks before anything changes.
+ * The balance form: add (or, negative, deduct) an amount, or set the balance
+ * to an amount. The amount and reason are checked, a result below zero is
+ * refused before asking, then a dialog says exactly what the balance becomes
+ * and asks before anything changes; a refusal from the server shows its own
+ * words in the dialog.
  *
  * @category components
  */
@@ -268,11 +272,28 @@ export function AdjustBalanceForm(
   }
 ) {
   const { t } = useI18n()
+  const [mode, setMode] = useState<"adjust" | "set">("adjust")
   const [pending, setPending] = useState<Contract.AdjustBalanceRequest | undefined>(undefined)
+  /** The change to send: the amount typed, or (to set) the target less the balance now. */
+  const change = (amount: string) => mode === "set" ? addUsd(amount, `-${user.balance}`.replace(/^--/, "")) : amount
   const form = useForm({
     initial: { amount: "", reason: "" },
     schema: C.AdjustBalanceRequest,
-    toRequest: (v) => ({ amount: v.amount.trim(), reason: v.reason.trim() }),
+    toRequest: (v) => ({ amount: v.amount.trim() === "" ? "" : change(v.amount.trim()), reason: v.reason.trim() }),
+    check: (v) => {
+      const amount = v.amount.trim()
+      if (!/^-?\d+(\.\d{1,9})?$/.test(amount)) return {}
+      if (mode === "set" && amount.startsWith("-")) return { amount: t("admin.users.setNegative") }
+      if (mode === "set" && addUsd(amount, `-${user.balance}`.replace(/^--/, "")) === "0") {
+        return { amount: t("admin.users.setSame", { balance: exactUsd(user.balance) }) }
+      }
+      const after = addUsd(user.balance, change(amount))
+      return after.startsWith("-")
+        ? {
+          amount: t("admin.users.belowZero", { after: `-${exactUsd(after.slice(1))}`, balance: exactUsd(user.balance) })
+        }
+        : {}
+    },
     onSubmit: async (body) => setPending(body)
   })
   const taking = pending?.amount.startsWith("-") ?? false
@@ -280,15 +301,27 @@ export function AdjustBalanceForm(
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
         {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
+        <SegmentedControl
+          value={mode}
+          onChange={(v) => setMode(v as "adjust" | "set")}
+          data={[
+            { value: "adjust", label: t("admin.users.modeAdjust") },
+            { value: "set", label: t("admin.users.modeSet") }
+          ]}
+          data-testid="balance-mode"
+        />
         <TextInput
-          label={t("admin.users.adjustAmount")}
-          placeholder="10 or -2.5"
+          label={t(mode === "set" ? "admin.users.setAmount" : "admin.users.adjustAmount")}
+          description={t("admin.users.balanceNow", { balance: exactUsd(user.balance) })}
+          placeholder={mode === "set" ? "10" : "10 or -2.5"}
           inputMode="decimal"
           {...form.field("amount")}
         />
         <TextInput label={t("admin.users.adjustReason")} {...form.field("reason")} />
         <Group>
-          <Button type="submit" loading={form.submitting}>{t("admin.users.adjust")}</Button>
+          <Button type="submit" loading={form.submitting}>
+            {t(mode === "set" ? "admin.users.setBalance" : "admin.users.adjust")}
+          </Button>
         </Group>
       </Stack>
       <ConfirmDialog
@@ -482,7 +515,8 @@ export function AdminUserPage() {
               </Group>
             </Group>
             <SimpleGrid cols={{ base: 1, sm: 3 }}>
-              <StatCard label={t("admin.users.balance")} value={<Usd amount={u.balance} />} testId="user-balance" />
+              {/* Every digit: an admin setting a balance must see what it is, not $5.00 for $4.99996895. */}
+              <StatCard label={t("admin.users.balance")} value={exactUsd(u.balance)} testId="user-balance" />
               <StatCard label={t("admin.users.spentMonth")} value={<Usd amount={u.spentThisMonth} />} />
               <StatCard label={t("admin.users.keys")} value={String(u.keyCount)} />
             </SimpleGrid>
