@@ -956,6 +956,7 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
         assert.include(held.body.error.message, "Assigned users")
         yield* admin.client.patch("/api/admin/groups/team-c", { userIds: [] })
         assert.strictEqual((yield* admin.client.delete("/api/admin/groups/team-c")).status, 200)
+        assert.strictEqual((yield* admin.client.delete(`/api/admin/channels/${channel.body.id}`)).status, 200)
       }))
 
     it.effect("manages channels: upstream keys are write-only; Test reports latency or the upstream's error", () =>
