@@ -226,7 +226,9 @@ export class KeysGroup extends HttpApiGroup.make("keys")
       payload: C.CreateKeyRequest,
       success: Created(C.CreatedKey)
     })
-      .annotateMerge(describe("An admin creates a key for a user, in one of the user's groups; the secret is shown once."))
+      .annotateMerge(
+        describe("An admin creates a key for a user, in one of the user's groups; the secret is shown once.")
+      )
       .middleware(AdminOnly),
     HttpApiEndpoint.delete("adminDelete", "/api/admin/keys/:id", { params: IdParams, success: C.Ok })
       .annotateMerge(describe("An admin revokes any user's key (not the key making the call).")).middleware(AdminOnly),

@@ -342,7 +342,10 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
         const owner = yield* signedIn()
         const offered = yield* admin.client.get(`/api/admin/users/${owner.user.id}/models`)
         assert.strictEqual(offered.status, 200)
-        assert.include(offered.body.groups.find((g: any) => g.name === "default").models.map((m: any) => m.id), "gpt-test")
+        assert.include(
+          offered.body.groups.find((g: any) => g.name === "default").models.map((m: any) => m.id),
+          "gpt-test"
+        )
         const created = yield* admin.client.post(`/api/admin/users/${owner.user.id}/keys`, {
           name: "made-by-admin",
           models: ["gpt-test"],
@@ -375,7 +378,10 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
         assert.strictEqual((yield* owner.client.get("/api/keys")).body.data.length, 0)
         assert.strictEqual((yield* admin.client.delete(`/api/admin/keys/${id}`)).status, 404)
         // Users cannot reach these.
-        assert.strictEqual((yield* owner.client.post(`/api/admin/users/${owner.user.id}/keys`, { name: "x" })).status, 403)
+        assert.strictEqual(
+          (yield* owner.client.post(`/api/admin/users/${owner.user.id}/keys`, { name: "x" })).status,
+          403
+        )
         yield* admin.client.delete("/api/admin/models/unserved-model")
       }))
 

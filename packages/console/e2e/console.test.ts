@@ -449,7 +449,7 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     for (
       const control of [
         card.getByRole("switch"),
-        card.getByRole("button", { name: /^Limits:/ }),
+        card.getByRole("button", { name: /^Edit:/ }),
         card.getByRole("button", { name: /^Delete/ })
       ]
     ) {

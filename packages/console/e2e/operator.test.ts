@@ -9,6 +9,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import {
   ADMIN,
+  BOB,
   browserMissing,
   type E2EGateway,
   launchBrowser,
@@ -309,5 +310,75 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "operator" : `ope
     await dialog.getByTestId("confirm-error").getByText("the balance is $9.00; it cannot go below zero").waitFor()
     assert.notInclude((await dialog.textContent()) ?? "", "Something went wrong")
     await context.close()
+  })
+
+  it("lets an admin create, edit and revoke a user's key, and an owner change their key's models and expiry", async () => {
+    const { page, context } = await newPage()
+    await signIn(page, gateway.url, ADMIN)
+    const users = await api(page, "GET", "/api/admin/users")
+    const bob = users.body.data.find((u: any) => u.name === "bob")
+    await page.goto(`${gateway.url}/console/admin/users/${bob.id}`)
+    await page.getByRole("button", { name: "Create a key for this user" }).click()
+    let dialog = page.getByRole("dialog")
+    await dialog.getByLabel("Name").fill("made-for-bob")
+    await dialog.getByLabel("Models").click()
+    await page.getByRole("option", { name: "gpt-4o-mini" }).click()
+    await dialog.getByText("A new key for bob").click()
+    await dialog.getByRole("button", { name: "Create" }).click()
+    const secret = (await page.getByTestId("new-secret").textContent()) ?? ""
+    assert.match(secret, /^sk-/)
+    await page.getByRole("button", { name: "I have copied it" }).click()
+    const made = page.locator("[data-key-id]").filter({ hasText: "made-for-bob" })
+    await made.waitFor()
+
+    // Edit its models, expiry and lifetime cap.
+    await made.getByRole("button", { name: "Edit: made-for-bob" }).click()
+    dialog = page.getByRole("dialog")
+    await dialog.getByLabel("Models").click()
+    await page.getByRole("option", { name: "gemini-2.5-flash" }).click()
+    // Close the list of models (a click outside it, on the dialog's title).
+    await dialog.getByText("Edit made-for-bob: models").click()
+    await dialog.getByLabel("Expires").click()
+    await page.getByRole("option", { name: "In 30 days" }).click()
+    await dialog.getByLabel("Spending cap (USD)").fill("2")
+    await shot(page, "admin-user-key-edit")
+    await dialog.getByRole("button", { name: "Save" }).click()
+    await dialog.waitFor({ state: "detached" })
+    const keys = (await api(page, "GET", `/api/admin/users/${bob.id}/keys`)).body.data
+    const edited = keys.find((k: any) => k.name === "made-for-bob")
+    assert.deepStrictEqual(edited.models, ["gpt-4o-mini", "gemini-2.5-flash"])
+    assert.strictEqual(edited.quota, "2.00")
+    assert.isAbove(edited.expiresAt, Date.now() + 29 * 86_400_000)
+    // The key works as made, then is revoked.
+    const call = (model: string) =>
+      fetch(`${gateway.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+        body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] })
+      })
+    assert.strictEqual((await call("gpt-4o-mini")).status, 200)
+    const refused = await call("gpt-4o")
+    assert.strictEqual(refused.status, 403)
+    assert.include(((await refused.json()) as any).error.message, "change the key's models in the console")
+    await made.getByRole("button", { name: /^Delete/ }).click()
+    await page.getByRole("dialog").getByRole("button", { name: "Delete" }).click()
+    await made.waitFor({ state: "detached" })
+    assert.strictEqual((await call("gpt-4o-mini")).status, 401)
+    await context.close()
+
+    // The owner changes their own key's models, as the refusal above says.
+    const owner = await newPage()
+    await signIn(owner.page, gateway.url, BOB)
+    await owner.page.getByRole("link", { name: "API keys" }).click()
+    await owner.page.getByRole("button", { name: "Edit: bob-laptop" }).click()
+    const form = owner.page.getByRole("dialog")
+    await form.getByLabel("Models").click()
+    await owner.page.getByRole("option", { name: "gpt-4o", exact: true }).click()
+    await form.getByText("Edit bob-laptop: models").click()
+    await form.getByRole("button", { name: "Save" }).click()
+    await form.waitFor({ state: "detached" })
+    const mine = (await api(owner.page, "GET", "/api/keys")).body.data[0]
+    assert.deepStrictEqual(mine.models, ["gpt-4o"])
+    await owner.context.close()
   })
 })

@@ -41,7 +41,7 @@ import { addUsd, date, exactUsd, usd } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
 import { sessionKey } from "../../lib/session.tsx"
 import { useForm } from "../../lib/useForm.ts"
-import { KeyLimitsForm, KeysTable } from "../Keys.tsx"
+import { CreateKeyForm, KeyLimitsForm, KeysTable, SecretModal } from "../Keys.tsx"
 import { limitsText } from "../Models.tsx"
 import { RequestList } from "../Requests.tsx"
 import { PagedLedger } from "../Usage.tsx"
@@ -445,6 +445,13 @@ export function AdminUserPage() {
   const [confirmDisable, setConfirmDisable] = useState(false)
   const groups = useGroupNames()
   const [editingKey, setEditingKey] = useState<Contract.ApiKey | undefined>(undefined)
+  const [creatingKey, setCreatingKey] = useState(false)
+  const [createdKey, setCreatedKey] = useState<Contract.CreatedKey | undefined>(undefined)
+  // What the user's key form may offer: their groups and the models each reaches.
+  const userModels = useQuery({
+    queryKey: ["admin", "user", id, "models"],
+    queryFn: () => call((api) => api.keys.userModels({ params: { id } }))
+  })
   const refresh = () => client.invalidateQueries({ queryKey: ["admin"] })
   const update = async (body: Contract.UpdateUserRequest) => {
     try {
@@ -588,11 +595,30 @@ export function AdminUserPage() {
                 <Tabs.Tab value="ledger">{t("admin.users.ledger")}</Tabs.Tab>
               </Tabs.List>
               <Tabs.Panel value="keys" pt="sm">
+                <Group justify="flex-end" mb="xs">
+                  <Button
+                    size="xs"
+                    leftSection={<IconPlus size={14} />}
+                    disabled={userModels.data === undefined}
+                    onClick={() => setCreatingKey(true)}
+                  >
+                    {t("admin.users.createKey")}
+                  </Button>
+                </Group>
                 <QueryState query={keys}>
                   {(d) =>
                     d.data.length === 0
                       ? <EmptyState title={t("keys.empty")} />
-                      : <KeysTable keys={d.data} onEditLimits={setEditingKey} />}
+                      : (
+                        <KeysTable
+                          keys={d.data}
+                          onEditLimits={setEditingKey}
+                          onDelete={async (key) => {
+                            await call((api) => api.keys.adminDelete({ params: { id: key.id } }))
+                            await refresh()
+                          }}
+                        />
+                      )}
                 </QueryState>
               </Tabs.Panel>
               <Tabs.Panel value="usage" pt="sm">
@@ -616,6 +642,27 @@ export function AdminUserPage() {
         )}
       </QueryState>
       <Modal
+        opened={creatingKey}
+        onClose={() => setCreatingKey(false)}
+        title={<Text fw={700}>{t("admin.users.createKeyTitle", { name: user.data?.name ?? "" })}</Text>}
+        centered
+        size="lg"
+      >
+        {creatingKey && userModels.data && (
+          <CreateKeyForm
+            groups={userModels.data.groups}
+            create={(payload) => call((api) => api.keys.adminCreate({ params: { id }, payload }))}
+            onCancel={() => setCreatingKey(false)}
+            onCreated={(made) => {
+              setCreatingKey(false)
+              setCreatedKey(made)
+              void refresh()
+            }}
+          />
+        )}
+      </Modal>
+      <SecretModal created={createdKey} onClose={() => setCreatedKey(undefined)} />
+      <Modal
         opened={editingKey !== undefined}
         onClose={() => setEditingKey(undefined)}
         title={<Text fw={700}>{t("keys.editLimitsTitle", { name: editingKey?.name ?? "" })}</Text>}
@@ -625,6 +672,8 @@ export function AdminUserPage() {
         {editingKey && (
           <KeyLimitsForm
             apiKey={editingKey}
+            groupLimits={userModels.data?.groups.find((g) => g.name === editingKey.group)?.limits}
+            groupModels={userModels.data?.groups.find((g) => g.name === editingKey.group)?.models.map((m) => m.id)}
             save={(body) => call((api) => api.keys.adminUpdate({ params: { id: editingKey.id }, payload: body }))}
             onCancel={() => setEditingKey(undefined)}
             onDone={() => {
