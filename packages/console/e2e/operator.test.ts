@@ -9,6 +9,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import {
   ADMIN,
+  ALICE,
   BOB,
   browserMissing,
   type E2EGateway,
@@ -341,7 +342,6 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "operator" : `ope
     await dialog.getByLabel("Expires").click()
     await page.getByRole("option", { name: "In 30 days" }).click()
     await dialog.getByLabel("Spending cap (USD)").fill("2")
-    await shot(page, "admin-user-key-edit")
     await dialog.getByRole("button", { name: "Save" }).click()
     await dialog.waitFor({ state: "detached" })
     const keys = (await api(page, "GET", `/api/admin/users/${bob.id}/keys`)).body.data
@@ -380,5 +380,59 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "operator" : `ope
     const mine = (await api(owner.page, "GET", "/api/keys")).body.data[0]
     assert.deepStrictEqual(mine.models, ["gpt-4o"])
     await owner.context.close()
+  })
+
+  it("connects a client with a key and a model it may use: the pasted curl and openai snippets work", async () => {
+    const { page, context } = await newPage()
+    await signIn(page, gateway.url, ALICE)
+    await page.getByRole("link", { name: "API keys" }).click()
+    await page.getByRole("button", { name: "Create key" }).first().click()
+    const dialog = page.getByRole("dialog")
+    await dialog.getByLabel("Name").fill("connect-only-mini")
+    await dialog.getByLabel("Models").click()
+    await page.getByRole("option", { name: "gpt-4o-mini" }).click()
+    await dialog.getByLabel("Name").click()
+    await dialog.getByRole("button", { name: "Create" }).click()
+    const secret = (await page.getByTestId("new-secret").textContent()) ?? ""
+    await page.getByRole("button", { name: "I have copied it" }).click()
+    await page.getByRole("link", { name: "Connect a client" }).click()
+    await page.getByTestId("connect-key-picker").waitFor()
+    assert.strictEqual(
+      await page.getByTestId("connect-key-picker").inputValue(),
+      `connect-only-mini (${secret.slice(0, 10)}…)`
+    )
+    // Only the model this key may use is offered, and the snippets use it (not gemini-2.5-flash).
+    assert.strictEqual(await page.getByTestId("connect-model-picker").inputValue(), "gpt-4o-mini")
+    await page.getByTestId("connect-model-picker").click()
+    assert.strictEqual(await page.getByRole("option").count(), 1)
+    await page.keyboard.press("Escape")
+    const curl = (await page.locator("pre").filter({ hasText: "curl " }).first().textContent()) ?? ""
+    assert.include(curl, secret)
+    assert.include(curl, "gpt-4o-mini")
+    await shot(page, "connect")
+    // Pasted into a shell, the curl line answers.
+    // (Asynchronously: the gateway answers from this very process.)
+    const { execFile } = await import("node:child_process")
+    const { promisify } = await import("node:util")
+    const answer = JSON.parse(
+      (await promisify(execFile)("sh", ["-c", `${curl} -sS`], { encoding: "utf8" })).stdout
+    ) as any
+    assert.strictEqual(answer.object, "chat.completion")
+    // The openai SDK with the page's base address, key and model.
+    const OpenAI = (await import("openai")).default
+    const base = (await page.getByTestId("openai-base").textContent()) ?? ""
+    const model = /model="([^"]+)"/.exec(
+      (await page.locator("pre").filter({ hasText: "from openai import OpenAI" }).first().textContent()) ?? ""
+    )![1]!
+    const reply = await new OpenAI({ apiKey: secret, baseURL: base, maxRetries: 0 }).chat.completions.create({
+      model,
+      messages: [{ role: "user", content: "hi" }]
+    })
+    assert.isAbove(reply.usage?.total_tokens ?? 0, 0)
+    // After a reload the secret is gone from the page: the key is still picked by name, the secret a placeholder.
+    await page.reload()
+    await page.getByTestId("connect-key").getByText("was shown once").waitFor()
+    assert.notInclude(await page.content(), secret)
+    await context.close()
   })
 })

@@ -174,6 +174,12 @@ const en = {
     "Replace {placeholder} with one of your API keys. Create a key on the API keys page and come back: this page then shows it filled in.",
   "connect.keyFilled":
     "Filled in with your new key '{name}'. It is shown only in this tab and only until you reload: copy it now.",
+  "connect.pickKey": "Your key",
+  "connect.pickModel": "Model",
+  "connect.noKeys": "No usable key: create one on the API keys page",
+  "connect.noModels": "This key may call no model",
+  "connect.keyHidden":
+    "The secret of '{name}' was shown once, when it was created: paste it where {placeholder} stands.",
   "connect.curl": "Try it with curl",
   "connect.model": "Example model",
   "usage.title": "Billing",
@@ -695,6 +701,11 @@ const zh: Record<MessageKey, string> = {
   "connect.keyPlaceholder":
     "把 {placeholder} 换成你的任意一个 API 密钥。在 API 密钥页面创建密钥后回到这里，本页会自动填好。",
   "connect.keyFilled": "已填入你新建的密钥“{name}”。它只在本标签页显示、刷新后即消失，请现在复制。",
+  "connect.pickKey": "您的密钥",
+  "connect.pickModel": "模型",
+  "connect.noKeys": "没有可用的密钥：请在「API 密钥」页面创建",
+  "connect.noModels": "此密钥不能调用任何模型",
+  "connect.keyHidden": "密钥「{name}」的内容只在创建时显示一次：请将其粘贴到 {placeholder} 处。",
   "connect.curl": "用 curl 试一试",
   "connect.model": "示例模型",
   "usage.title": "账单",
