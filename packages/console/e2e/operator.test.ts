@@ -435,4 +435,33 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "operator" : `ope
     assert.notInclude(await page.content(), secret)
     await context.close()
   })
+
+  it("explains a refused call in Chinese, with a status badge in Chinese that is not cut short", async () => {
+    const { page, context } = await newPage()
+    await signIn(page, gateway.url, ALICE)
+    const made = await api(page, "POST", "/api/keys", { name: "zh-mini-only", models: ["gpt-4o-mini"] })
+    const refused = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${made.body.secret}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-4o", messages: [{ role: "user", content: "hi" }] })
+    })
+    assert.strictEqual(refused.status, 403)
+    const requestId = refused.headers.get("x-request-id")!
+    await page.getByText("中文", { exact: true }).click()
+    await page.goto(`${gateway.url}/console/requests`)
+    const row = page.locator(`tr[data-request='${requestId}']`)
+    await row.waitFor({ timeout: 15_000 })
+    const badge = row.getByTestId("status-badge")
+    assert.strictEqual(await badge.textContent(), "403 密钥不可用此模型")
+    assert.isTrue(
+      await badge.evaluate((el) => [el, ...el.querySelectorAll("*")].every((e) => e.scrollWidth <= e.clientWidth + 1)),
+      "the badge is not cut short"
+    )
+    await row.click()
+    const explained = page.getByTestId("detail-error-zh")
+    await explained.waitFor()
+    assert.include(await explained.textContent(), "该密钥不允许调用此模型")
+    await shot(page, "request-detail-zh")
+    await context.close()
+  })
 })
