@@ -83,6 +83,24 @@ export const Name = Schema.String.check(
 )
 export type Name = typeof Name.Type
 
+// oxlint-disable-next-line no-control-regex -- control characters are what it looks for
+const hasControl = (name: string) => /[\u0000-\u001f\u007f-\u009f]/.test(name)
+
+/**
+ * A model name as a channel or a key lists it: not empty, no control
+ * characters (NUL, line breaks, tabs, DEL), which calls are refused for too.
+ *
+ * @category scalars
+ */
+export const ModelNameText = Schema.String.check(
+  Schema.isMinLength(1, { message: "Required" }),
+  // oxlint-disable-next-line no-control-regex -- control characters are what it looks for
+  Schema.isPattern(/^[^\u0000-\u001f\u007f-\u009f]*$/, {
+    expected: "a model name without control characters",
+    message: "A model name may not contain control characters (NUL, line breaks, tabs, DEL)"
+  })
+)
+
 /** A user name: letters, digits, `.`, `_`, `@`, `-`; 1 to 64 characters, starting with a letter or digit. @category scalars */
 export const UserName = Schema.String.check(
   Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/, {
@@ -181,6 +199,45 @@ export const SessionInfo = Schema.Struct({
   expiresAt: Schema.NullOr(EpochMs)
 })
 export type SessionInfo = typeof SessionInfo.Type
+
+/**
+ * `GET /api/auth/methods`: how one may sign in here, for the sign-in page:
+ * with a password (unless `auth.password_login` is off), and through single
+ * sign-on (`auth.oidc`: the button's label and where it starts).
+ *
+ * @category auth
+ */
+export const AuthMethods = Schema.Struct({
+  password: Schema.Boolean,
+  sso: Schema.NullOr(Schema.Struct({ name: Schema.String, startUrl: Schema.String }))
+})
+export type AuthMethods = typeof AuthMethods.Type
+
+/** One message of a playground conversation. @category playground */
+export const PlaygroundMessage = Schema.Struct({
+  role: Schema.Literals(["user", "assistant"]),
+  content: Schema.String.check(Schema.isMinLength(1, { message: "a message cannot be empty" }))
+})
+export type PlaygroundMessage = typeof PlaygroundMessage.Type
+
+/**
+ * `POST /api/playground/chat`: one turn of the console's playground, run
+ * through the gateway's engine as the caller's own key `keyId` (its
+ * permissions, limits, caps and balance), streamed back as OpenAI chat
+ * completion chunks (server-sent events) with the call's `x-request-id`.
+ *
+ * @category playground
+ */
+export const PlaygroundChatRequest = Schema.Struct({
+  keyId: Schema.String.check(Schema.isMinLength(1, { message: "Pick a key" })),
+  model: Schema.String.check(Schema.isMinLength(1, { message: "Pick a model" })),
+  system: Schema.optional(Schema.String),
+  messages: Schema.Array(PlaygroundMessage).check(Schema.isMinLength(1, { message: "Write a message" })),
+  temperature: Schema.optional(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 2 }))),
+  maxTokens: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1_000_000 }))),
+  topP: Schema.optional(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 })))
+})
+export type PlaygroundChatRequest = typeof PlaygroundChatRequest.Type
 
 /**
  * `GET /api/me`: who is calling and what they may spend, in the snake_case
@@ -430,7 +487,7 @@ export const CreateKeyRequest = Schema.Struct({
   name: Name,
   /** Defaults to the user's first selectable group. */
   group: Schema.optionalKey(Schema.String),
-  models: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
+  models: Schema.optionalKey(Schema.Array(ModelNameText)),
   expiresAt: Schema.optionalKey(Schema.NullOr(EpochMs)),
   quota: Schema.optionalKey(Schema.NullOr(NonNegativeUsd)),
   ...keyLimitFields
@@ -445,7 +502,7 @@ export type CreatedKey = typeof CreatedKey.Type
 export const UpdateKeyRequest = Schema.Struct({
   name: Schema.optionalKey(Name),
   enabled: Schema.optionalKey(Schema.Boolean),
-  models: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
+  models: Schema.optionalKey(Schema.Array(ModelNameText)),
   expiresAt: Schema.optionalKey(Schema.NullOr(EpochMs)),
   quota: Schema.optionalKey(Schema.NullOr(NonNegativeUsd)),
   ...keyLimitFields
@@ -760,10 +817,16 @@ const channelFields = {
   name: Name,
   type: ChannelType,
   baseUrl: BaseUrl,
-  models: Schema.Array(Schema.String.check(Schema.isMinLength(1))).check(
+  models: Schema.Array(ModelNameText).check(
     Schema.isMinLength(1, { message: "List at least one model" })
   ),
-  modelMap: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  modelMap: Schema.optionalKey(
+    Schema.Record(Schema.String, ModelNameText).check(
+      Schema.makeFilter((map: Readonly<Record<string, string>>) => !Object.keys(map).some(hasControl), {
+        message: "A model name may not contain control characters (NUL, line breaks, tabs, DEL)"
+      })
+    )
+  ),
   groups: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
   priority: Schema.optionalKey(Schema.Int),
   weight: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { message: "Must be 0 or more" }))),

@@ -21,10 +21,10 @@
  *
  * @since 0.1.0
  */
-import { Result } from "effect"
+import { Effect, Result } from "effect"
 import type { InvalidRequest } from "./GatewayError.ts"
 import * as Issues from "./Issues.ts"
-import { MAX_DEPTH, tooDeep } from "./JsonDepth.ts"
+import { exceeds, MAX_DEPTH, tooDeep } from "./JsonDepth.ts"
 import * as Utf8 from "./Utf8.ts"
 
 /** Where a value lies in the bytes: `[start, end)`. @category models */
@@ -38,6 +38,11 @@ export interface Fields {
   /** The span of a top-level key's value (the last, when the key repeats), if present. */
   readonly get: (key: string) => Span | undefined
   readonly keys: () => ReadonlyArray<string>
+  /**
+   * The first key the object sets more than once, if any (JSON parsers keep
+   * the last, some upstreams and proxies the first: see `duplicateKey`).
+   */
+  readonly duplicate: string | undefined
 }
 
 /**
@@ -186,6 +191,8 @@ export const topLevel = (
   try {
     const keys: Array<string> = []
     const spans: Array<Span> = []
+    const seen = new Set<string>()
+    let duplicate: string | undefined
     let i = skipSpace(bytes, 0)
     if (bytes[i] !== OPEN_BRACE) {
       return Result.fail({ kind: "not-object", reason: "the body is not a JSON object", at: i })
@@ -204,6 +211,10 @@ export const topLevel = (
         const end = skipValue(bytes, start, visit?.[key])
         keys.push(key)
         spans.push({ start, end })
+        if (duplicate === undefined) {
+          if (seen.has(key)) duplicate = key
+          else seen.add(key)
+        }
         i = skipSpace(bytes, end)
         if (bytes[i] === COMMA) {
           i = skipSpace(bytes, i + 1)
@@ -224,7 +235,8 @@ export const topLevel = (
         const at = keys.lastIndexOf(key)
         return at === -1 ? undefined : spans[at]
       },
-      keys: () => keys
+      keys: () => keys,
+      duplicate
     })
   } catch (error) {
     if (error instanceof Malformed) return Result.fail({ kind: error.kind, reason: error.reason, at: error.at })
@@ -234,6 +246,61 @@ export const topLevel = (
     }
     throw error
   }
+}
+
+/**
+ * The first top-level key a body sets more than once, or `undefined`. A
+ * parser keeps one of the values (JSON.parse the last, some upstreams and
+ * proxies the first), so a body that says `model` twice could be authorised
+ * and priced as one model and served as the other: every front door refuses
+ * it (`Issues.duplicateKey`). `sameKey` maps a key to the one field it names
+ * where a dialect takes several spellings (Gemini: `generation_config` is
+ * `generationConfig`), so two spellings of one field count as a repeat too.
+ * Nested objects are the upstream's to judge.
+ *
+ * @example
+ * ```ts
+ * import { JsonScan } from "@modelgate/core"
+ * import { Result } from "effect"
+ *
+ * const fields = JsonScan.topLevel(JsonScan.encode('{"model":"a","messages":[],"model":"b"}'))
+ * Result.isSuccess(fields) && JsonScan.duplicateKey(fields.success) // "model"
+ * ```
+ *
+ * @category scanning
+ */
+export const duplicateKey = (fields: Fields, sameKey?: (key: string) => string): string | undefined => {
+  if (sameKey === undefined || fields.duplicate !== undefined) return fields.duplicate
+  const seen = new Set<string>()
+  for (const key of fields.keys()) {
+    const name = sameKey(key)
+    if (seen.has(name)) return key
+    seen.add(name)
+  }
+  return undefined
+}
+
+/**
+ * Checks a body that is parsed whole (embeddings, token counts) before it is:
+ * refuses one nested more than `JsonDepth.MAX_DEPTH` levels (`tooDeep`), and
+ * one whose top-level object sets a key twice (`Issues.duplicateKey`; see
+ * `duplicateKey` for `sameKey`). Other malformed JSON passes, for the parser
+ * to refuse in its own words.
+ *
+ * @category bodies
+ */
+export const checkWhole = (
+  bytes: Uint8Array,
+  sameKey?: (key: string) => string
+): InvalidRequest | undefined => {
+  const scanned = topLevel(bytes)
+  if (Result.isFailure(scanned)) {
+    if (scanned.failure.kind === "too-deep") return tooDeep()
+    // Not an object, or malformed before its end: its depth still counts, the parser names the rest.
+    return exceeds(bytes) ? tooDeep() : undefined
+  }
+  const twice = duplicateKey(scanned.success, sameKey)
+  return twice === undefined ? undefined : Issues.duplicateKey(twice)
 }
 
 /**
@@ -262,6 +329,8 @@ export const scanBody = (bytes: Uint8Array, options: {
   readonly eager: boolean
   readonly visit?: Readonly<Record<string, StringVisitor>> | undefined
   readonly notObject: (bytes: Uint8Array) => InvalidRequest
+  /** How the dialect names a key whatever its spelling (see `duplicateKey`). */
+  readonly sameKey?: ((key: string) => string) | undefined
 }): Result.Result<ScannedBody, InvalidRequest> => {
   const scanned = topLevel(bytes, options.visit)
   if (Result.isFailure(scanned)) {
@@ -270,6 +339,8 @@ export const scanBody = (bytes: Uint8Array, options: {
       kind === "too-deep" ? tooDeep() : kind === "not-object" ? options.notObject(bytes) : Issues.notJson(bytes)
     )
   }
+  const twice = duplicateKey(scanned.success, options.sameKey)
+  if (twice !== undefined) return Result.fail(Issues.duplicateKey(twice))
   let parsed: Record<string, unknown> | undefined
   const json = (): Record<string, unknown> => parsed ??= JSON.parse(decode(bytes)) as Record<string, unknown>
   if (options.eager) {
@@ -371,3 +442,47 @@ export const appendField = (bytes: Uint8Array, key: string, valueJson: string): 
   out.set(bytes.subarray(last + 1), last + 1 + field.length)
   return out
 }
+
+/**
+ * What a dialect's inspection keeps of a scanned body: its bytes, and the
+ * whole of it parsed on demand (which throws for JSON the scan let through).
+ *
+ * @category bodies
+ */
+export interface KeptBody {
+  readonly bytes: Uint8Array
+  readonly json: Record<string, unknown>
+}
+
+/**
+ * A kept body parsed whole, for a translation or the structure check a large
+ * body skipped: JSON the scan let through (a misspelt literal deep inside)
+ * fails with the parser's words (`Issues.notJson`).
+ *
+ * @category bodies
+ */
+export const parseKept = (body: KeptBody): Result.Result<Record<string, unknown>, InvalidRequest> => {
+  try {
+    return Result.succeed(body.json)
+  } catch {
+    return Result.fail(Issues.notJson(body.bytes))
+  }
+}
+
+/**
+ * `parseKept` as an Effect (parsed when run).
+ *
+ * @category bodies
+ */
+export const parsed = (body: KeptBody): Effect.Effect<Record<string, unknown>, InvalidRequest> =>
+  Effect.suspend(() => Effect.fromResult(parseKept(body)))
+
+/**
+ * The body for a channel of the client's own dialect: its bytes as they came
+ * when the model keeps its name, else the same bytes with only the model's
+ * value (at `span`) replaced.
+ *
+ * @category editing
+ */
+export const withModel = (bytes: Uint8Array, span: Span, model: string, upstreamModel: string): Uint8Array =>
+  upstreamModel === model ? bytes : edit(bytes, [{ span, text: JSON.stringify(upstreamModel) }])
