@@ -496,7 +496,7 @@ const make = (probeSoon: boolean) =>
           entry.suspect = undefined
           entry.changed = ++sequence
         }
-        for (const id of [...refusedModels.keys()]) if (id.startsWith(`${channel.id}\u0000`)) refusedModels.delete(id)
+        for (const id of refusedModels.keys()) if (id.startsWith(`${channel.id}\u0000`)) refusedModels.delete(id)
         yield* Effect.logInfo("channel health reset by an administrator").pipe(
           Effect.annotateLogs({ channel: channel.name })
         )
