@@ -336,6 +336,55 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
 
     // ---- keys ---------------------------------------------------------------
 
+    it.effect("an admin creates, edits and revokes a user's key; a key's models stay within its group", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const owner = yield* signedIn()
+        const offered = yield* admin.client.get(`/api/admin/users/${owner.user.id}/models`)
+        assert.strictEqual(offered.status, 200)
+        assert.include(
+          offered.body.groups.find((g: any) => g.name === "default").models.map((m: any) => m.id),
+          "gpt-test"
+        )
+        const created = yield* admin.client.post(`/api/admin/users/${owner.user.id}/keys`, {
+          name: "made-by-admin",
+          models: ["gpt-test"],
+          quota: "3"
+        })
+        assert.strictEqual(created.status, 201)
+        assert.match(created.body.secret, /^sk-/)
+        const id = created.body.key.id
+        // The owner sees it as their own and changes its models and expiry.
+        const mine = yield* owner.client.get("/api/keys")
+        assert.deepStrictEqual(mine.body.data.map((k: any) => k.name), ["made-by-admin"])
+        const expiresAt = Date.now() + 7 * 86_400_000
+        const changed = yield* owner.client.patch(`/api/keys/${id}`, { models: ["gemini-test"], expiresAt })
+        assert.strictEqual(changed.status, 200)
+        assert.deepStrictEqual(changed.body.models, ["gemini-test"])
+        assert.strictEqual(changed.body.expiresAt, expiresAt)
+        // A model the key's group is not served is refused, naming what it is served.
+        yield* admin.client.post("/api/admin/models", {
+          id: "unserved-model",
+          prices: { input: "1", output: "1", cachedInput: null, perRequest: null, free: false }
+        })
+        const outside = yield* owner.client.patch(`/api/keys/${id}`, { models: ["unserved-model"] })
+        assert.strictEqual(outside.status, 400)
+        assert.strictEqual(outside.body.error.param, "models[0]")
+        assert.include(outside.body.error.message, "its models are: ")
+        // The admin edits the lifetime cap, then revokes it.
+        const capped = yield* admin.client.patch(`/api/admin/keys/${id}`, { quota: "5" })
+        assert.strictEqual(capped.body.quota, "5.00")
+        assert.strictEqual((yield* admin.client.delete(`/api/admin/keys/${id}`)).status, 200)
+        assert.strictEqual((yield* owner.client.get("/api/keys")).body.data.length, 0)
+        assert.strictEqual((yield* admin.client.delete(`/api/admin/keys/${id}`)).status, 404)
+        // Users cannot reach these.
+        assert.strictEqual(
+          (yield* owner.client.post(`/api/admin/users/${owner.user.id}/keys`, { name: "x" })).status,
+          403
+        )
+        yield* admin.client.delete("/api/admin/models/unserved-model")
+      }))
+
     it.effect("creates a key (secret once), lists, updates, disables, deletes", () =>
       Effect.gen(function*() {
         const { client } = yield* signedIn()
@@ -935,7 +984,31 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
         assert.strictEqual((yield* admin.client.delete("/api/admin/groups/team-a")).status, 200)
         assert.strictEqual((yield* admin.client.delete("/api/admin/groups/team-a")).status, 404)
         const inUse = yield* admin.client.delete("/api/admin/groups/default")
-        assert.strictEqual(inUse.status, 409, "keys use the default group")
+        assert.strictEqual(inUse.status, 409, "the default group is never deleted")
+        assert.include(inUse.body.error.message, "'default' cannot be deleted")
+        // A group that channels serve or users hold does not vanish: the refusal names them and where to change it.
+        yield* admin.client.post("/api/admin/groups", { name: "team-c", ratio: "1" })
+        const channel = yield* admin.client.post("/api/admin/channels", {
+          name: "serves-team-c",
+          type: "openai",
+          baseUrl: "http://team-c.example.test/v1",
+          apiKeys: ["sk-upstream-team-c-0001"],
+          models: ["gpt-4o-mini"],
+          groups: ["team-c"]
+        })
+        assert.strictEqual(channel.status, 201)
+        const served = yield* admin.client.delete("/api/admin/groups/team-c")
+        assert.strictEqual(served.status, 409)
+        assert.include(served.body.error.message, "serves-team-c")
+        assert.include(served.body.error.message, "Channels → Edit")
+        yield* admin.client.patch(`/api/admin/channels/${channel.body.id}`, { groups: ["default"] })
+        yield* admin.client.patch("/api/admin/groups/team-c", { userIds: [admin.user.id] })
+        const held = yield* admin.client.delete("/api/admin/groups/team-c")
+        assert.strictEqual(held.status, 409)
+        assert.include(held.body.error.message, "Assigned users")
+        yield* admin.client.patch("/api/admin/groups/team-c", { userIds: [] })
+        assert.strictEqual((yield* admin.client.delete("/api/admin/groups/team-c")).status, 200)
+        assert.strictEqual((yield* admin.client.delete(`/api/admin/channels/${channel.body.id}`)).status, 200)
       }))
 
     it.effect("manages channels: upstream keys are write-only; Test reports latency or the upstream's error", () =>

@@ -163,6 +163,30 @@ export const layer = HttpApiBuilder.group(
       }),
 
       deleteGroup: Effect.fn("catalog.deleteGroup")(function*({ params }) {
+        // The default group is where new users and their keys land: it can be changed, never removed.
+        if (params.name === "default") {
+          return yield* ApiError.conflict(
+            "The group 'default' cannot be deleted: new users and their keys are put in it. " +
+              "Change its ratio and limits with Edit instead."
+          )
+        }
+        const group = yield* findGroup(params.name)
+        // A group still in use would vanish from the Groups page while channels serve it or users hold it.
+        const serving = (yield* orApiError(repo.listChannels)).filter((r) => r.channel.groups.includes(params.name))
+        if (serving.length > 0) {
+          return yield* ApiError.conflict(
+            `The group '${params.name}' is served by the channel(s) ${
+              serving.map((r) => r.channel.name).join(", ")
+            }: remove it from their Groups (Channels → Edit) first.`
+          )
+        }
+        if (group.users.length > 0) {
+          return yield* ApiError.conflict(
+            `The group '${params.name}' is assigned to the user(s) ${
+              group.users.join(", ")
+            }: remove them from its Assigned users (Groups → Edit) first.`
+          )
+        }
         yield* orApiError(repo.deleteGroup(params.name))
         yield* invalidate("catalog")
         return { ok: true } satisfies C.Ok
