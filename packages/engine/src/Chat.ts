@@ -165,12 +165,13 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
       const { channel } = target
       const attemptStart = yield* Clock.currentTimeMillis
       const upstreamModel = Domain.upstreamModel(channel, model.id)
-      const upstream = Dialects.forChat(client, channel)
+      const upstream = Dialects.forChat(client, channel, upstreamModel)
       const same = upstream.dialect === client.dialect
       lastLeg = { channel: channel.name, upstreamModel, dialectOut: upstream.dialect }
       const edit = Params.editOf(channel)
-      const body = same
-        ? yield* parsing(() => inspected.forward(upstreamModel, edit))
+      const relayed = same ? yield* parsing(() => inspected.forward(upstreamModel, edit)) : undefined
+      const body = relayed !== undefined
+        ? upstream.relayBody === undefined ? relayed : yield* upstream.relayBody(relayed)
         : yield* Effect.flatMap(canonical(), (request) => upstream.encodeRequest(request, upstreamModel, model)).pipe(
           Effect.map((encoded) => edit === undefined ? encoded : Params.editText(encoded, edit))
         )
@@ -183,7 +184,9 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
         upstream.chatUrl(channel, upstreamModel, inspected.stream),
         forwarded === undefined ? headers : { ...forwarded, ...headers },
         body,
-        at
+        at,
+        "POST",
+        target.key
       )
       record.status = response.status
       if (response.status >= 400) {
@@ -253,16 +256,24 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
         end = () => frames(meter.end())
         metered = () => meter.metered(promptEstimate)
       } else {
-        const events = upstream.eventDecoder(yield* Ids.answerStart)
+        const start = yield* Ids.answerStart
         const assembler = new StreamAssembly.Assembler()
         const encoder = client.frameEncoder(inspected, model.id, promptEstimate)
-        const text = new Utf8.StreamDecoder()
         const feed = (batch: ReadonlyArray<Canonical.StreamEvent>) => {
           for (const event of batch) assembler.add(event)
           return encoder.push(batch)
         }
-        push = (chunk) => feed(events.push(text.push(chunk)))
-        end = () => feed(events.push(text.end())) + feed(events.end()) + encoder.end()
+        if (upstream.binaryStream !== undefined) {
+          // Binary frames (Bedrock's event stream) decode on their bytes.
+          const frames = upstream.binaryStream.decoder(start)
+          push = (chunk) => feed(frames.push(chunk))
+          end = () => feed(frames.end()) + encoder.end()
+        } else {
+          const events = upstream.eventDecoder(start)
+          const text = new Utf8.StreamDecoder()
+          push = (chunk) => feed(events.push(text.push(chunk)))
+          end = () => feed(events.push(text.end())) + feed(events.end()) + encoder.end()
+        }
         metered = () => meteredOf(assembler.response(), promptEstimate, true)
       }
       // The relay turns each upstream chunk into the client's frames (Relay.ts): per chunk a decode and the
@@ -307,7 +318,8 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
         bodyError: (error) => Upstream.transportError(channel, error),
         errorFrame: (error) =>
           client.streamErrorFrame(GatewayError.bounded(Redaction.error(channel, error)), inspected),
-        maxEventBytes: settings.maxEventBytes,
+        // Server-sent events are bounded as they arrive; binary frames by their decoder (their prelude gives their length).
+        maxEventBytes: upstream.binaryStream === undefined ? settings.maxEventBytes : Infinity,
         eventTooLarge: () =>
           new GatewayError.UpstreamUnavailable({
             message:

@@ -40,7 +40,7 @@ export const handle = Effect.fnUntraced(function*(input: CountInput) {
   const forwarded = input.client.forwardHeaders?.(input.headers ?? {})
   const permit = yield* RateLimits.admit(input.key, route.group, route.model.id, 0)
   const channels = route.channels.filter((c) => {
-    const upstream = Dialects.ofChannel(c)
+    const upstream = Dialects.ofChannel(c, Domain.upstreamModel(c, route.model.id))
     return upstream.dialect === input.client.dialect && upstream.countTokens !== undefined
   })
   const headers = { "x-request-id": input.requestId }
@@ -57,12 +57,15 @@ export const handle = Effect.fnUntraced(function*(input: CountInput) {
     attempt: (target, at, record) =>
       Effect.gen(function*() {
         const { channel } = target
-        const upstream = Dialects.ofChannel(channel)
         const upstreamModel = Domain.upstreamModel(channel, route.model.id)
-        const url = upstream.countTokens!.url(channel, upstreamModel)
-        const text = yield* Failover.exchange(target, upstream, url, call.forward(upstreamModel), at, record, forwarded)
+        const upstream = Dialects.ofChannel(channel, upstreamModel)
+        const counter = upstream.countTokens!
+        const url = counter.url(channel, upstreamModel)
+        const body = call.forward(upstreamModel)
+        const sent = counter.relayBody === undefined ? body : counter.relayBody(body)
+        const text = yield* Failover.exchange(target, upstream, url, sent, at, record, forwarded)
         // Relayed as the upstream wrote it (fields beyond the count included), once it is a token count.
-        if (!upstream.countTokens!.isCount(text)) {
+        if (!counter.isCount(text)) {
           return yield* new GatewayError.UpstreamUnavailable({
             message: `The upstream '${channel.name}' answered with something that is not a token count.`
           })
