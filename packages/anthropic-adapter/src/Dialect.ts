@@ -72,36 +72,72 @@ export const forwardHeaders = (headers: Core.HeaderBag): Readonly<Record<string,
   return value === undefined || value.length === 0 ? {} : { "anthropic-beta": value }
 }
 
-/** What each inspection learnt of its body, for `check` and the translation's parse. */
-const inspections = new WeakMap<Core.Inspected, Passthrough.InspectedBody>()
-
-const inspect = (body: Uint8Array) =>
-  Effect.map(Passthrough.inspectBody(body), (inspected): Core.Inspected => {
-    const view: Core.Inspected = {
-      model: inspected.model,
-      stream: inspected.stream,
-      // Anthropic streams always carry their usage.
-      includeUsage: true,
-      maxOutputTokens: inspected.maxTokens,
-      choices: 1,
-      mediaParts: inspected.mediaParts,
-      // Parsed only when read (the translation path, a parameter edit).
-      get json() {
-        return inspected.json
-      },
-      forward: (upstreamModel, edit) =>
-        edit?.params === undefined
-          ? Passthrough.upstreamBody(inspected, upstreamModel)
-          : JSON.stringify({ ...Params.apply(inspected.json, edit.params), model: upstreamModel })
+/**
+ * One Messages call (`client.open`): what its inspection learnt of the body,
+ * and everything the call needs of the dialect, from that.
+ */
+class ChatCall implements Core.ChatCall {
+  readonly model: string
+  readonly stream: boolean
+  readonly maxOutputTokens: number | undefined
+  readonly choices = 1
+  readonly mediaParts: number
+  readonly streamContentType = AnthropicStream.SSE_CONTENT_TYPE
+  readonly body: Passthrough.InspectedBody
+  constructor(body: Passthrough.InspectedBody) {
+    this.body = body
+    this.model = body.model
+    this.stream = body.stream
+    this.maxOutputTokens = body.maxTokens
+    this.mediaParts = body.mediaParts
+  }
+  check() {
+    return Passthrough.checkStructure(this.body)
+  }
+  canonical() {
+    // A large body JSON refuses fails with the parser's words.
+    return Effect.flatMap(Passthrough.parsed(this.body), Request.decodeRequest)
+  }
+  forward(upstreamModel: string, edit?: Params.BodyEdit) {
+    return edit?.params === undefined
+      ? Passthrough.upstreamBody(this.body, upstreamModel)
+      : JSON.stringify({ ...Params.apply(this.body.json, edit.params), model: upstreamModel })
+  }
+  relayedUsage(json: unknown, promptEstimate: number) {
+    return Passthrough.usageOfResponse(json, promptEstimate)
+  }
+  renameInBody(body: string, publicModel: string) {
+    return Passthrough.renameModel(body, publicModel)
+  }
+  meter(): Core.PassthroughMeter {
+    const meter = new Passthrough.PassthroughMeter()
+    return {
+      push: (chunk) => meter.pushBytes(chunk),
+      end: () => meter.endBytes(),
+      metered: (promptEstimate) => meter.metered(promptEstimate)
     }
-    inspections.set(view, inspected)
-    return view
-  })
-
-/** The body an inspection read, parsed (a large body JSON refuses fails with the parser's words). */
-const parsedBody = (inspected: Core.Inspected) => {
-  const body = inspections.get(inspected)
-  return body === undefined ? Effect.succeed(inspected.json) : Passthrough.parsed(body)
+  }
+  // The model is named once, in `message_start`, which the meter forwards whole.
+  streamRenamer(upstreamModel: string, publicModel: string) {
+    const from = `"model":${JSON.stringify(upstreamModel)}`
+    return (text: string) => text.includes(from) ? Passthrough.renameModel(text, publicModel) : text
+  }
+  encodeResponse(response: Canonical.ChatResponse, model: string) {
+    return Response.encodeResponse(response, model)
+  }
+  frameEncoder(model: string, promptTokens: number): Core.FrameEncoder {
+    // message_start states the prompt's tokens before any upstream reported them: the call's estimate stands in.
+    const encoder = new AnthropicStream.StreamEncoder(model, { inputTokens: promptTokens })
+    const frame = (events: ReadonlyArray<{ readonly event: string; readonly data: unknown }>) => {
+      let text = ""
+      for (const event of events) text += AnthropicStream.sseEvent(event)
+      return text
+    }
+    return { push: (events) => frame(encoder.pushAll(events)), end: () => frame(encoder.end()) }
+  }
+  errorFrame(error: GatewayError.GatewayError) {
+    return ErrorEnvelope.streamError(error)
+  }
 }
 
 /**
@@ -137,41 +173,8 @@ const parseJson = (body: string) =>
 export const client: Core.ClientDialect = {
   dialect: "anthropic",
   presentedKey,
-  inspect,
-  check: (inspected) => {
-    const body = inspections.get(inspected)
-    return body === undefined ? undefined : Passthrough.checkStructure(body)
-  },
-  decodeRequest: (inspected) => Effect.flatMap(parsedBody(inspected), Request.decodeRequest),
-  passthroughMeter: () => {
-    const meter = new Passthrough.PassthroughMeter()
-    return {
-      push: (chunk) => meter.pushBytes(chunk),
-      end: () => meter.endBytes(),
-      metered: (promptEstimate) => meter.metered(promptEstimate)
-    }
-  },
-  usageOfResponse: Passthrough.usageOfResponse,
-  encodeResponse: (response, model) => Response.encodeResponse(response, model),
-  frameEncoder: (_inspected, model, promptTokens) => {
-    // message_start states the prompt's tokens before any upstream reported them: the call's estimate stands in.
-    const encoder = new AnthropicStream.StreamEncoder(model, { inputTokens: promptTokens })
-    const frame = (events: ReadonlyArray<{ readonly event: string; readonly data: unknown }>) => {
-      let text = ""
-      for (const event of events) text += AnthropicStream.sseEvent(event)
-      return text
-    }
-    return { push: (events) => frame(encoder.pushAll(events)), end: () => frame(encoder.end()) }
-  },
+  open: (body) => Effect.map(Passthrough.inspectBody(body), (inspected) => new ChatCall(inspected)),
   renderError: (error) => ErrorEnvelope.toResponse(error),
-  streamErrorFrame: (error) => ErrorEnvelope.streamError(error),
-  renameInBody: Passthrough.renameModel,
-  // The model is named once, in `message_start`, which the meter forwards whole.
-  streamRenamer: (upstreamModel, publicModel) => {
-    const from = `"model":${JSON.stringify(upstreamModel)}`
-    return (text) => text.includes(from) ? Passthrough.renameModel(text, publicModel) : text
-  },
-  streamContentType: () => AnthropicStream.SSE_CONTENT_TYPE,
   rateLimitHeaders,
   modelsList: (models) => Effect.succeed(Models.modelsList(models)),
   modelObject: Models.modelInfo,

@@ -70,27 +70,82 @@ export const nothingMetered: Metered = { promptTokens: 0, completionTokens: 0, c
  */
 export type HeaderBag = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 
-/** A chat request body inspected without a full decode (the same-dialect fast path). @category models */
-export interface Inspected {
+/**
+ * One chat call as its client's dialect serves it: made once per request by
+ * `ClientDialect.open`, which inspects the body (without decoding more of it
+ * than the call needs: a large body's full structure is left for `check`),
+ * and kept for the whole call. It owns everything the call needs of the
+ * client's dialect, and the state those parts share (what the inspection
+ * learnt, the stream writer an in-band error must end): the engine never
+ * comes back to the dialect for it.
+ *
+ * The members by the way a call is served: `forward`, `relayedUsage`,
+ * `renameInBody`, `meter` and `streamRenamer` relay a channel of the client's
+ * own dialect (bytes in, bytes out, metered); `canonical`, `encodeResponse`
+ * and `frameEncoder` translate through the canonical model; `check`,
+ * `errorFrame` and `streamContentType` serve both.
+ *
+ * @category calls
+ */
+export interface ChatCall {
+  /** The model asked for. */
   readonly model: string
   readonly stream: boolean
-  /** The client asked for usage in the stream (OpenAI `stream_options.include_usage`). */
-  readonly includeUsage: boolean
   /** Output tokens the client asked for (per answer), if it said. */
   readonly maxOutputTokens: number | undefined
   /** How many answers the client asked for (OpenAI `n`, Gemini `candidateCount`; 1 when it did not say): the hold covers each. */
   readonly choices: number
   /** Media parts (images, audio, files; inline or by URL) in the prompt: the hold adds `Tokens.MEDIA_TOKENS` for each. */
   readonly mediaParts: number
-  /** The parsed body, for the translation path. */
-  readonly json: unknown
-  /** Gemini streams: server-sent events (true) or a streamed JSON array (false). */
-  readonly sse?: boolean | undefined
+  /** The `Content-Type` of this call's stream. */
+  readonly streamContentType: string
+  /**
+   * The structure check the inspection left out for a large body, run when a
+   * channel of the client's own dialect refused it, or when parsing the body
+   * (for a translation, or a channel's parameter edit) failed: the error
+   * naming the field, or `undefined` when the body is well formed (the
+   * upstream's refusal stands).
+   */
+  check(): InvalidRequest | undefined
+  /**
+   * The request in the canonical model, for a channel of another dialect. It
+   * may throw the parser's `SyntaxError` for a large body JSON refuses deep
+   * inside (which the inspection's scan let through): `check` names it.
+   */
+  canonical(): Effect.Effect<ChatRequest, InvalidRequest | UnsupportedFeature>
   /**
    * The body to forward to a same-dialect upstream under `upstreamModel`,
-   * with the channel's parameter edit applied (none: the fast path).
+   * with the channel's parameter edit applied (none: the fast path). An edit
+   * may throw the parser's `SyntaxError`, as `canonical` may.
    */
-  readonly forward: (upstreamModel: string, edit?: BodyEdit | undefined) => string | Uint8Array
+  forward(upstreamModel: string, edit?: BodyEdit | undefined): string | Uint8Array
+  /** What a relayed non-stream answer (parsed) consumed; `promptEstimate` stands in when it reports nothing. */
+  relayedUsage(json: unknown, promptEstimate: number): Metered
+  /**
+   * A relayed non-stream answer with the public model name in place of the
+   * upstream's (channels with a `model_map`), changed at the string level so
+   * the rest of the upstream's bytes are relayed as they are.
+   */
+  renameInBody(body: string, publicModel: string): string
+  /** The meter of a relayed stream: the upstream's bytes in, the client's out, metered on the way. */
+  meter(): PassthroughMeter
+  /** `renameInBody` for a relayed stream, applied to the meter's output (complete events only). */
+  streamRenamer(upstreamModel: string, publicModel: string): (text: string) => string
+  /** A canonical answer in the client's shape (a Responses answer echoes the request's settings). */
+  encodeResponse(response: ChatResponse, model: string): unknown
+  /**
+   * The writer of a translated stream in the client's frames. `promptTokens`:
+   * the call's estimate of its prompt, for a dialect whose streams state the
+   * prompt's tokens before the upstream's usage arrives (Anthropic's
+   * `message_start`); the final frames carry the upstream's own count.
+   */
+  frameEncoder(model: string, promptTokens: number): FrameEncoder
+  /**
+   * The in-band error frame for this call's stream, which already started
+   * (relayed or translated), and the last text of that stream (a JSON array
+   * stream is closed by it).
+   */
+  errorFrame(error: GatewayError): string
 }
 
 /** What the route said of a call (Gemini puts the model and the stream flag in the path). @category models */
@@ -198,49 +253,12 @@ export interface ClientDialect {
   /** The API key presented with a request (`search`: the raw query string), or undefined when none was. */
   readonly presentedKey: (headers: HeaderBag, search: string) => string | undefined
   /**
-   * Reads what the call needs from a chat body (its UTF-8 bytes as received),
-   * without decoding more of it than that: a large body's full structure may
-   * be left for `check`.
+   * Opens a chat call: reads what it needs from the body (its UTF-8 bytes as
+   * received) and the route's hints, or fails naming what is wrong.
    */
-  readonly inspect: (body: Uint8Array, hints: RouteHints) => Effect.Effect<Inspected, InvalidRequest>
-  /**
-   * The structure check `inspect` left out for a large body, run when a
-   * channel of the client's own dialect refused it, or when parsing the body
-   * (for a translation, or a channel's parameter edit) failed: the error
-   * naming the field, or `undefined` when the body is well formed (the
-   * upstream's refusal stands). Dialects that check everything at inspection
-   * leave it out.
-   */
-  readonly check?: ((inspected: Inspected) => InvalidRequest | undefined) | undefined
-  readonly decodeRequest: (inspected: Inspected) => Effect.Effect<ChatRequest, InvalidRequest | UnsupportedFeature>
-  readonly passthroughMeter: (inspected: Inspected) => PassthroughMeter
-  readonly usageOfResponse: (json: unknown, promptEstimate: number) => Metered
-  /** A canonical answer in the client's shape; `inspected` is the request (a Responses answer echoes its settings). */
-  readonly encodeResponse: (response: ChatResponse, model: string, inspected?: Inspected) => unknown
-  /**
-   * Writes a translated stream in the client's frames. `promptTokens`: the
-   * call's estimate of its prompt, for a dialect whose streams state the
-   * prompt's tokens before the upstream's usage arrives (Anthropic's
-   * `message_start`); the final frames carry the upstream's own count.
-   */
-  readonly frameEncoder: (inspected: Inspected, model: string, promptTokens?: number) => FrameEncoder
+  readonly open: (body: Uint8Array, hints: RouteHints) => Effect.Effect<ChatCall, InvalidRequest>
   /** An error in the dialect's envelope, with its status and headers (a rate limit's own headers included). */
   readonly renderError: (error: GatewayError) => ErrorResponse
-  /**
-   * The in-band error frame for a stream that already started, and the last
-   * text of that stream (a JSON array stream is closed by it).
-   */
-  readonly streamErrorFrame: (error: GatewayError, inspected?: Inspected) => string
-  /**
-   * A same-dialect non-stream answer with the public model name in place of the
-   * upstream's (channels with a `model_map`), changed at the string level so
-   * the rest of the upstream's bytes are relayed as they are.
-   */
-  readonly renameInBody: (body: string, publicModel: string) => string
-  /** The same for a relayed stream, applied to the passthrough meter's output (complete events only). */
-  readonly streamRenamer: (upstreamModel: string, publicModel: string) => (text: string) => string
-  /** The `Content-Type` of a stream for this request. */
-  readonly streamContentType: (inspected: Inspected) => string
   /** Headers a successful answer carries about the caller's rate limits (`{}` for dialects without such headers). */
   readonly rateLimitHeaders: (snapshot: Snapshot) => Readonly<Record<string, string>>
   /** The models a key may use, in the dialect's list shape (`search`: the raw query string, for paging). */

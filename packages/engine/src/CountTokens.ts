@@ -8,13 +8,12 @@
  *
  * @since 0.1.0
  */
-import { Admission, type Dialect, Domain, GatewayError } from "@modelgate/core"
+import { type Dialect, Domain, GatewayError } from "@modelgate/core"
 import { Clock, Effect } from "effect"
+import * as Calls from "./Calls.ts"
 import * as Dialects from "./Dialects.ts"
 import * as Exchange from "./Exchange.ts"
 import * as Failover from "./Failover.ts"
-import * as RateLimits from "./RateLimits.ts"
-import * as Settlement from "./Settlement.ts"
 
 /** One count's inputs. @category models */
 export interface CountInput {
@@ -35,53 +34,64 @@ export interface CountInput {
  */
 export const handle = Effect.fnUntraced(function*(input: CountInput) {
   const call = yield* input.counter.decode(input.body, input.hints)
-  const route = yield* Admission.authorize(input.key, call.model, "generate")
   const local = call.local
-  const forwarded = input.client.forwardHeaders?.(input.headers ?? {})
-  const permit = yield* RateLimits.admit(input.key, route.group, route.model.id, 0)
-  const channels = route.channels.filter((c) => {
-    const upstream = Dialects.ofChannel(c, Domain.upstreamModel(c, route.model.id))
-    return upstream.dialect === input.client.dialect && upstream.countTokens !== undefined
-  })
   const headers = { "x-request-id": input.requestId }
-  if (channels.length === 0) {
-    yield* permit.release(0)
-    return Exchange.json(local, 200, headers)
-  }
-  return yield* Failover.run({
+  return yield* Calls.unbilled({
     requestId: input.requestId,
-    startedAt: yield* Clock.currentTimeMillis,
-    model: route.model.id,
-    channels,
-    tried: [],
-    attempt: (target, at, record) =>
-      Effect.gen(function*() {
-        const { channel } = target
-        const upstreamModel = Domain.upstreamModel(channel, route.model.id)
-        const upstream = Dialects.ofChannel(channel, upstreamModel)
-        const counter = upstream.countTokens!
-        const url = counter.url(channel, upstreamModel)
-        const body = call.forward(upstreamModel)
-        const sent = counter.relayBody === undefined ? body : counter.relayBody(body)
-        const text = yield* Failover.exchange(target, upstream, url, sent, at, record, forwarded)
-        // Relayed as the upstream wrote it (fields beyond the count included), once it is a token count.
-        if (!counter.isCount(text)) {
-          return yield* new GatewayError.UpstreamUnavailable({
-            message: `The upstream '${channel.name}' answered with something that is not a token count.`
+    key: input.key,
+    client: input.client,
+    model: call.model,
+    use: "generate",
+    stream: false,
+    tokens: () => 0
+  }, (route, log) => {
+    const channels = route.channels.filter((c) => {
+      const upstream = Dialects.ofChannel(c, Domain.upstreamModel(c, route.model.id))
+      return upstream.dialect === input.client.dialect && upstream.countTokens !== undefined
+    })
+    if (channels.length === 0) return Effect.succeed(Exchange.json(local, 200, headers))
+    const forwarded = input.client.forwardHeaders?.(input.headers ?? {})
+    return Effect.flatMap(Clock.currentTimeMillis, (startedAt) =>
+      Failover.run({
+        requestId: input.requestId,
+        startedAt,
+        model: route.model.id,
+        channels,
+        tried: log.tried,
+        attempt: (target, at, record) =>
+          Effect.gen(function*() {
+            const { channel } = target
+            const upstreamModel = Domain.upstreamModel(channel, route.model.id)
+            const upstream = Dialects.ofChannel(channel, upstreamModel)
+            const counter = upstream.countTokens!
+            const url = counter.url(channel, upstreamModel)
+            const body = call.forward(upstreamModel)
+            const text = yield* Failover.exchange(
+              target,
+              upstream,
+              url,
+              counter.relayBody === undefined ? body : counter.relayBody(body),
+              at,
+              record,
+              forwarded
+            )
+            // Relayed as the upstream wrote it (fields beyond the count included), once it is a token count.
+            if (!upstream.countTokens!.isCount(text)) {
+              return yield* new GatewayError.UpstreamUnavailable({
+                message: `The upstream '${channel.name}' answered with something that is not a token count.`
+              })
+            }
+            return Exchange.jsonText(text, 200, headers)
           })
-        }
-        return Exchange.jsonText(text, 200, headers)
-      })
-  }).pipe(
-    Effect.catch((error: GatewayError.GatewayError) =>
-      Effect.as(
-        Effect.logInfo("the token count was made locally: no upstream counted it").pipe(
-          Effect.annotateLogs({ requestId: input.requestId, error: error.message })
-        ),
-        Exchange.json(local, 200, headers)
-      )
-    ),
-    Settlement.interruptible,
-    Effect.ensuring(permit.release(0))
-  )
+      }).pipe(
+        Effect.catch((error: GatewayError.GatewayError) =>
+          Effect.as(
+            Effect.logInfo("the token count was made locally: no upstream counted it").pipe(
+              Effect.annotateLogs({ requestId: input.requestId, error: error.message })
+            ),
+            Exchange.json(local, 200, headers)
+          )
+        )
+      ))
+  })
 })

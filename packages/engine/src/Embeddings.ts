@@ -20,14 +20,14 @@
  *
  * @since 0.1.0
  */
-import { Admission, type Dialect, Domain, GatewayError, Pricing, Tokens } from "@modelgate/core"
-import { Clock, Effect, Exit } from "effect"
+import { type Dialect, Domain, GatewayError, Tokens } from "@modelgate/core"
+import { Clock, Effect } from "effect"
+import * as Calls from "./Calls.ts"
 import * as Dialects from "./Dialects.ts"
 import * as Exchange from "./Exchange.ts"
 import * as Failover from "./Failover.ts"
 import * as RateLimits from "./RateLimits.ts"
 import * as Refusals from "./Refusals.ts"
-import * as Settlement from "./Settlement.ts"
 
 /** One embeddings call's inputs. @category models */
 export interface EmbeddingsInput {
@@ -52,110 +52,97 @@ export const handle = (input: EmbeddingsInput) => {
 
 const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refusals.Admitting) {
   const { client, embeddings } = input
-  const call = yield* embeddings.decode(input.body, input.hints)
-  admitting.asked(call.model, false)
-  const route = yield* Admission.authorize(input.key, call.model, "embed")
-  const model = route.model
-  admitting.resolved(model.id)
   const startedAt = yield* Clock.currentTimeMillis
+  const call = yield* embeddings.decode(input.body, input.hints)
   const bound = Tokens.bodyTokenBound(Tokens.utf8Length(input.body))
-  const permit = yield* RateLimits.admit(input.key, route.group, model.id, call.tokens)
-  const settlement = yield* RateLimits.settleUnder(
-    permit,
-    Settlement.open({
+  return yield* Calls.billed(
+    {
       requestId: input.requestId,
       startedAt,
       key: input.key,
-      model,
-      ratioMicros: route.group.ratioMicros,
-      dialectIn: client.dialect,
-      stream: false
-    }, yield* Pricing.holdFor(model, route.group.ratioMicros, { promptTokens: bound, outputTokens: 0 }))
-  )
-  admitting.opened = true
-  const canonical = call.canonical
-  const translated = GatewayError.isGatewayError(canonical) ? undefined : canonical
-  const upstreamOf = (c: Domain.Channel) => Dialects.ofChannel(c, Domain.upstreamModel(c, model.id))
-  const embedding = route.channels.filter((c) => upstreamOf(c).embeddings !== undefined)
-  // A channel of the client's own dialect takes its body as it is, unless its endpoint takes only its own shape.
-  const relays = (c: Domain.Channel) => {
-    const upstream = upstreamOf(c)
-    return upstream.dialect === client.dialect && upstream.embeddings?.translateOnly !== true
-  }
-  const channels = embedding.filter((c) => relays(c) || translated !== undefined)
-  const tried: Array<Failover.AttemptRecord> = []
-  let lastLeg: Omit<Settlement.Leg, "attempts" | "attemptLog"> | undefined
-  const legOf = (): Settlement.Leg | undefined =>
-    lastLeg === undefined ? undefined : { ...lastLeg, attempts: tried.length, attemptLog: tried }
-  return yield* Effect.gen(function*() {
-    if (channels.length === 0) {
-      // Only other dialects' channels serve the model, and these inputs do not translate: say why.
-      if (GatewayError.isGatewayError(canonical) && embedding.length > 0) return yield* Effect.fail(canonical)
-      const bedrock = route.channels.length > 0 && route.channels.every((c) => c.type === "bedrock")
-      return yield* new GatewayError.UnsupportedFeature({
-        message: bedrock
-          ? `Embeddings are not supported on bedrock channels, and only bedrock channels serve '${model.id}' in your group.`
-          : `No channel serving '${model.id}' in your group can make embeddings.`
-      })
-    }
-    const answer = yield* Failover.run({
-      requestId: input.requestId,
-      startedAt,
-      model: model.id,
-      channels,
-      tried,
-      attempt: (target, at, record) =>
-        Effect.gen(function*() {
-          const { channel } = target
-          const upstream = upstreamOf(channel)
-          const upstreamModel = Domain.upstreamModel(channel, model.id)
-          lastLeg = { channel: channel.name, upstreamModel, dialectOut: upstream.dialect }
-          const same = relays(channel)
-          const make = upstream.embeddings!
-          const url = make.url(channel, upstreamModel, same ? call.operation : undefined)
-          if (same) {
-            const text = yield* Failover.exchange(target, upstream, url, call.forward(upstreamModel), at, record)
-            const relayed = yield* embeddings.passthrough(
-              text,
-              upstreamModel === model.id ? undefined : model.id,
-              channel.name
-            )
-            return { body: relayed.body, promptTokens: relayed.promptTokens, usageRejected: relayed.usageRejected }
-          }
-          const body = yield* make.encode(translated!, upstreamModel)
-          const text = yield* Failover.exchange(target, upstream, url, body, at, record)
-          const decoded = yield* make.decode(text, translated!.inputs.length, channel.name)
-          return {
-            body: JSON.stringify(embeddings.encode(decoded, call, model.id)),
-            promptTokens: decoded.promptTokens,
-            usageRejected: decoded.usageRejected
-          }
+      client,
+      model: call.model,
+      use: "embed",
+      stream: false,
+      tokens: () => call.tokens
+    },
+    admitting,
+    () => ({ promptTokens: bound, outputTokens: 0 }),
+    ({ log, model, permit, route, settlement }) =>
+      Effect.gen(function*() {
+        const canonical = call.canonical
+        const translated = GatewayError.isGatewayError(canonical) ? undefined : canonical
+        const upstreamOf = (c: Domain.Channel) => Dialects.ofChannel(c, Domain.upstreamModel(c, model.id))
+        const embedding = route.channels.filter((c) => upstreamOf(c).embeddings !== undefined)
+        // A channel of the client's own dialect takes its body as it is, unless its endpoint takes only its own
+        // shape (Vertex AI's `:predict`): then the request is translated like any other.
+        const relays = (c: Domain.Channel) => {
+          const upstream = upstreamOf(c)
+          return upstream.dialect === client.dialect && upstream.embeddings?.translateOnly !== true
+        }
+        const channels = embedding.filter((c) => relays(c) || translated !== undefined)
+        if (channels.length === 0) {
+          // Only other dialects' channels serve the model, and these inputs do not translate: say why.
+          if (GatewayError.isGatewayError(canonical) && embedding.length > 0) return yield* Effect.fail(canonical)
+          const bedrock = route.channels.length > 0 && route.channels.every((c) => c.type === "bedrock")
+          return yield* new GatewayError.UnsupportedFeature({
+            message: bedrock
+              ? `Embeddings are not supported on bedrock channels, and only bedrock channels serve '${model.id}' in your group.`
+              : `No channel serving '${model.id}' in your group can make embeddings.`
+          })
+        }
+        const answer = yield* Failover.run({
+          requestId: input.requestId,
+          startedAt,
+          model: model.id,
+          channels,
+          tried: log.tried,
+          attempt: (target, at, record) =>
+            Effect.gen(function*() {
+              const { channel } = target
+              const upstream = upstreamOf(channel)
+              const upstreamModel = Domain.upstreamModel(channel, model.id)
+              log.to(channel.name, upstreamModel, upstream.dialect)
+              const same = relays(channel)
+              const make = upstream.embeddings!
+              const url = make.url(channel, upstreamModel, same ? call.operation : undefined)
+              if (same) {
+                const text = yield* Failover.exchange(target, upstream, url, call.forward(upstreamModel), at, record)
+                const relayed = yield* embeddings.passthrough(
+                  text,
+                  upstreamModel === model.id ? undefined : model.id,
+                  channel.name
+                )
+                return { body: relayed.body, promptTokens: relayed.promptTokens, usageRejected: relayed.usageRejected }
+              }
+              const body = yield* make.encode(translated!, upstreamModel)
+              const text = yield* Failover.exchange(target, upstream, url, body, at, record)
+              const decoded = yield* make.decode(text, translated!.inputs.length, channel.name)
+              return {
+                body: JSON.stringify(embeddings.encode(decoded, call, model.id)),
+                promptTokens: decoded.promptTokens,
+                usageRejected: decoded.usageRejected
+              }
+            })
         })
-    })
-    const ttfbMs = (yield* Clock.currentTimeMillis) - startedAt
-    yield* settlement.finish(
-      answer.promptTokens !== undefined
-        ? { promptTokens: answer.promptTokens, completionTokens: 0, cachedTokens: 0, reported: true }
-        : {
-          promptTokens: call.tokens,
-          completionTokens: 0,
-          cachedTokens: 0,
-          reported: false,
-          usageRejected: answer.usageRejected
-        },
-      { status: 200, errorCode: null, ttfbMs },
-      legOf()
-    )
-    return Exchange.jsonText(answer.body, 200, {
-      ...RateLimits.successHeaders(client, permit),
-      "x-request-id": input.requestId
-    })
-  }).pipe(
-    Settlement.interruptible,
-    Effect.onExit((exit) =>
-      Exit.isSuccess(exit)
-        ? Effect.void
-        : settlement.finish(Settlement.nothing, Settlement.failed(exit, client.renderError), legOf())
-    )
+        log.ttfbMs = (yield* Clock.currentTimeMillis) - startedAt
+        yield* settlement.finish(
+          answer.promptTokens !== undefined
+            ? { promptTokens: answer.promptTokens, completionTokens: 0, cachedTokens: 0, reported: true }
+            : {
+              promptTokens: call.tokens,
+              completionTokens: 0,
+              cachedTokens: 0,
+              reported: false,
+              usageRejected: answer.usageRejected
+            },
+          { status: 200, errorCode: null, ttfbMs: log.ttfbMs },
+          log.leg()
+        )
+        return Exchange.jsonText(answer.body, 200, {
+          ...RateLimits.successHeaders(client, permit),
+          "x-request-id": input.requestId
+        })
+      })
   )
 })

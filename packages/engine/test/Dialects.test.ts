@@ -242,7 +242,7 @@ describe("a 200 that is not an answer, as each upstream dialect judges it", () =
         const body = new TextEncoder().encode(
           `{"model":"m","messages":[],"contents":[],"tools":[${nested(JsonDepth.MAX_DEPTH)}]}`
         )
-        const error = yield* Effect.flip(client.inspect(body, { model: "m" }))
+        const error = yield* Effect.flip(client.open(body, { model: "m" }))
         assert.strictEqual(error.message, JsonDepth.tooDeep().message, dialect)
       }
     }))

@@ -83,33 +83,6 @@ export const presentedKey = (headers: Core.HeaderBag, search: string): string | 
 // Client side
 // ---------------------------------------------------------------------------
 
-/** What each inspection learnt of its body, for `check`. */
-const inspections = new WeakMap<Core.Inspected, Passthrough.Inspection>()
-
-const inspect = (body: Uint8Array, hints: Core.RouteHints) =>
-  Effect.map(Passthrough.inspectBody(body), (inspection): Core.Inspected => {
-    const view: Core.Inspected = {
-      model: hints.model ?? "",
-      stream: hints.stream ?? false,
-      includeUsage: true,
-      maxOutputTokens: inspection.maxOutputTokens,
-      choices: inspection.candidateCount,
-      mediaParts: inspection.mediaParts,
-      // Parsed only when read (the translation path, a parameter edit, a refused body's check).
-      get json() {
-        return inspection.body
-      },
-      sse: hints.sse ?? true,
-      // The model is in the path: the client's bytes go as they came, unless the channel edits parameters.
-      forward: (_, edit) =>
-        edit?.params === undefined
-          ? body
-          : JSON.stringify(Params.apply(inspection.body as Record<string, unknown>, edit.params))
-    }
-    inspections.set(view, inspection)
-    return view
-  })
-
 /** What a relayed answer consumed: the upstream's usage, else estimates (saying why when its figures were refused). */
 const metered = (
   usage: Canonical.Usage | string | undefined,
@@ -133,28 +106,125 @@ const metered = (
     }
 
 /**
- * The array framer of each JSON-array stream being written, so that an error
- * after the stream started is written as its last element and closes the
- * array (`streamErrorFrame`).
+ * One Gemini chat call (`client.open`): what its inspection learnt of the
+ * body and the route (the model and the stream flag are in the path), and
+ * everything the call needs of the dialect, from that. A stream written as a
+ * JSON array keeps its array framer, so that an error after the stream
+ * started is written as its last element and closes the array.
  */
-const arrayFramers = new WeakMap<Core.Inspected, Framing.ArrayFramer>()
-
-const arrayFramerFor = (inspected: Core.Inspected): Framing.ArrayFramer => {
-  const framer = new Framing.ArrayFramer()
-  arrayFramers.set(inspected, framer)
-  return framer
-}
-
-/** Re-frames Gemini SSE text as a streamed JSON array, element by element. */
-const arrayReframer = (inspected: Core.Inspected) => {
-  const parser = new Sse.Parser()
-  const framer = arrayFramerFor(inspected)
-  const frame = (events: ReadonlyArray<Sse.Event>) => {
-    let out = ""
-    for (const event of events) out += framer.element(JSON.parse(event.data))
-    return out
+class ChatCall implements Core.ChatCall {
+  readonly model: string
+  readonly stream: boolean
+  readonly maxOutputTokens: number | undefined
+  readonly choices: number
+  readonly mediaParts: number
+  /** Server-sent events (`alt=sse`) rather than a streamed JSON array. */
+  readonly sse: boolean
+  readonly streamContentType: string
+  /** The array framer of this call's JSON-array stream, once it started. */
+  private framer: Framing.ArrayFramer | undefined
+  /** The body as received. */
+  readonly bytes: Uint8Array
+  readonly inspection: Passthrough.Inspection
+  constructor(bytes: Uint8Array, inspection: Passthrough.Inspection, hints: Core.RouteHints) {
+    this.bytes = bytes
+    this.inspection = inspection
+    this.model = hints.model ?? ""
+    this.stream = hints.stream ?? false
+    this.maxOutputTokens = inspection.maxOutputTokens
+    this.choices = inspection.candidateCount
+    this.mediaParts = inspection.mediaParts
+    this.sse = hints.sse ?? true
+    this.streamContentType = this.sse ? Framing.SSE_CONTENT_TYPE : Framing.ARRAY_CONTENT_TYPE
   }
-  return { push: (text: string) => frame(parser.push(text)), end: () => frame(parser.end()) + framer.end() }
+  check() {
+    return Passthrough.checkStructure(this.inspection)
+  }
+  canonical() {
+    return Request.decodeRequest(this.inspection.body, this.model, { stream: this.stream })
+  }
+  forward(_upstreamModel: string, edit?: Params.BodyEdit) {
+    // The model is in the path: the client's bytes go as they came, unless the channel edits parameters.
+    return edit?.params === undefined
+      ? this.bytes
+      : JSON.stringify(Params.apply(this.inspection.body as Record<string, unknown>, edit.params))
+  }
+  relayedUsage(json: unknown, promptEstimate: number) {
+    return metered(Passthrough.usageOfResponse(json), promptEstimate, 0)
+  }
+  renameInBody(body: string, publicModel: string) {
+    // Gemini answers name the model in `modelVersion`: the public name replaces whatever the upstream reported.
+    return Passthrough.renameModelVersion(body, publicModel)
+  }
+  meter(): Core.PassthroughMeter {
+    const meter = new Passthrough.PassthroughMeter()
+    const usage = (promptEstimate: number) => metered(meter.usage(), promptEstimate, meter.estimatedCompletionTokens())
+    if (!this.sse) {
+      // A streamed JSON array for the client: the upstream's events reframed as its elements.
+      const reframe = this.arrayReframer()
+      const text = new Utf8.StreamDecoder()
+      return {
+        push: (chunk) => reframe.push(meter.feed(text.push(chunk))),
+        end: () => {
+          const rest = meter.feed(text.end())
+          meter.end()
+          return reframe.push(rest) + reframe.end()
+        },
+        metered: usage
+      }
+    }
+    // Server-sent events are relayed as they came, whole events at a time (so a renamer sees whole events).
+    const events = new SseChunks.WholeEvents()
+    const observe = (whole: SseChunks.Events | undefined) => {
+      if (whole !== undefined) meter.feed(whole.text)
+      return whole
+    }
+    return {
+      push: (chunk) => observe(events.push(chunk)),
+      end: () => {
+        const rest = observe(events.end())
+        meter.end()
+        return rest
+      },
+      metered: usage
+    }
+  }
+  streamRenamer(_upstreamModel: string, publicModel: string) {
+    return (text: string) => Passthrough.renameModelVersionPerLine(text, publicModel)
+  }
+  encodeResponse(response: Canonical.ChatResponse, model: string) {
+    return Response.encodeResponse(response, model)
+  }
+  frameEncoder(model: string): Core.FrameEncoder {
+    const encoder = new GeminiStream.StreamEncoder(model)
+    const framer = this.sse ? undefined : (this.framer = new Framing.ArrayFramer())
+    const frame = (chunks: ReadonlyArray<unknown>) => {
+      let text = ""
+      for (const chunk of chunks) text += framer === undefined ? Framing.sseEvent(chunk) : framer.element(chunk)
+      return text
+    }
+    return {
+      push: (events) => frame(encoder.pushAll(events)),
+      end: () => frame(encoder.end()) + (framer === undefined ? "" : framer.end())
+    }
+  }
+  // SSE: one `data: {"error":...}` event. JSON array: the error as the last element, then `]`.
+  errorFrame(error: GatewayError.GatewayError) {
+    return this.sse
+      ? ErrorEnvelope.streamError(error)
+      : (this.framer ?? new Framing.ArrayFramer()).endWith(ErrorEnvelope.arrayStreamError(error))
+  }
+  /** Re-frames Gemini SSE text as a streamed JSON array, element by element. */
+  private arrayReframer() {
+    const parser = new Sse.Parser()
+    const framer = this.framer = new Framing.ArrayFramer()
+    const frame = (events: ReadonlyArray<Sse.Event>) => {
+      let out = ""
+      for (const event of events) out += framer.element(JSON.parse(event.data))
+      return out
+    }
+    return { push: (text: string) => frame(parser.push(text)), end: () => frame(parser.end()) + framer.end() }
+  }
 }
 
 /**
@@ -315,70 +385,9 @@ const embeddingsClient: Core.ClientEmbeddings = {
 export const client: Core.ClientDialect = {
   dialect: "gemini",
   presentedKey,
-  inspect,
-  check: (inspected) => {
-    const inspection = inspections.get(inspected)
-    return inspection === undefined ? undefined : Passthrough.checkStructure(inspection)
-  },
-  decodeRequest: (inspected) => Request.decodeRequest(inspected.json, inspected.model, { stream: inspected.stream }),
-  passthroughMeter: (inspected) => {
-    const meter = new Passthrough.PassthroughMeter()
-    const usage = (promptEstimate: number) => metered(meter.usage(), promptEstimate, meter.estimatedCompletionTokens())
-    if (inspected.sse === false) {
-      // A streamed JSON array for the client: the upstream's events reframed as its elements.
-      const reframe = arrayReframer(inspected)
-      const text = new Utf8.StreamDecoder()
-      return {
-        push: (chunk) => reframe.push(meter.feed(text.push(chunk))),
-        end: () => {
-          const rest = meter.feed(text.end())
-          meter.end()
-          return reframe.push(rest) + reframe.end()
-        },
-        metered: usage
-      }
-    }
-    // Server-sent events are relayed as they came, whole events at a time (so a renamer sees whole events).
-    const events = new SseChunks.WholeEvents()
-    const observe = (whole: SseChunks.Events | undefined) => {
-      if (whole !== undefined) meter.feed(whole.text)
-      return whole
-    }
-    return {
-      push: (chunk) => observe(events.push(chunk)),
-      end: () => {
-        const rest = observe(events.end())
-        meter.end()
-        return rest
-      },
-      metered: usage
-    }
-  },
-  usageOfResponse: (json, promptEstimate) => metered(Passthrough.usageOfResponse(json), promptEstimate, 0),
-  encodeResponse: (response, model) => Response.encodeResponse(response, model),
-  frameEncoder: (inspected, model) => {
-    const encoder = new GeminiStream.StreamEncoder(model)
-    const framer = inspected.sse === false ? arrayFramerFor(inspected) : undefined
-    const frame = (chunks: ReadonlyArray<unknown>) => {
-      let text = ""
-      for (const chunk of chunks) text += framer === undefined ? Framing.sseEvent(chunk) : framer.element(chunk)
-      return text
-    }
-    return {
-      push: (events) => frame(encoder.pushAll(events)),
-      end: () => frame(encoder.end()) + (framer === undefined ? "" : framer.end())
-    }
-  },
+  open: (body, hints) =>
+    Effect.map(Passthrough.inspectBody(body), (inspection) => new ChatCall(body, inspection, hints)),
   renderError: (error) => ErrorEnvelope.toResponse(error),
-  // SSE: one `data: {"error":...}` event. JSON array: the error as the last element, then `]`.
-  streamErrorFrame: (error, inspected) =>
-    inspected?.sse === false
-      ? (arrayFramers.get(inspected) ?? new Framing.ArrayFramer()).endWith(ErrorEnvelope.arrayStreamError(error))
-      : ErrorEnvelope.streamError(error),
-  // Gemini answers name the model in `modelVersion`: the public name replaces whatever the upstream reported.
-  renameInBody: (body, publicModel) => Passthrough.renameModelVersion(body, publicModel),
-  streamRenamer: (_upstreamModel, publicModel) => (text) => Passthrough.renameModelVersionPerLine(text, publicModel),
-  streamContentType: (inspected) => inspected.sse === false ? Framing.ARRAY_CONTENT_TYPE : Framing.SSE_CONTENT_TYPE,
   rateLimitHeaders: () => ({}),
   modelsList: (models, search) =>
     Models.modelsPage(models, queryParam(search, "pageSize"), queryParam(search, "pageToken"), pageOptions),

@@ -7,7 +7,6 @@
  * answer that is an error is a failure.
  */
 import { assert, describe, it } from "@effect/vitest"
-import type { Dialect as Core } from "@modelgate/core"
 import { Effect, Result } from "effect"
 import * as Dialect from "../src/Dialect.ts"
 import * as Passthrough from "../src/Passthrough.ts"
@@ -45,15 +44,18 @@ describe("Gemini usage", () => {
   })
 
   it("the passthrough path estimates a non-stream answer or a stream whose usage is refused, and says so", () => {
-    const client = Dialect.client
-    assert.deepStrictEqual(client.usageOfResponse(answer({ promptTokenCount: 1.5, candidatesTokenCount: 2.5 }), 30), {
+    const call = Effect.runSync(Dialect.client.open(
+      new TextEncoder().encode(JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hi" }] }] })),
+      { model: "m", stream: true, sse: true }
+    ))
+    assert.deepStrictEqual(call.relayedUsage(answer({ promptTokenCount: 1.5, candidatesTokenCount: 2.5 }), 30), {
       promptTokens: 30,
       completionTokens: 0,
       cachedTokens: 0,
       reported: false,
       usageRejected: "promptTokenCount: 1.5"
     })
-    const meter = client.passthroughMeter({ sse: true } as Core.Inspected)
+    const meter = call.meter()
     meter.push(
       new TextEncoder().encode(
         `data: ${JSON.stringify(answer({ promptTokenCount: -1_000_000, candidatesTokenCount: -5_000_000 }))}\r\n\r\n`

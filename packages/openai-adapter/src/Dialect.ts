@@ -73,30 +73,86 @@ const editedBody = (inspected: Passthrough.InspectedBody, upstreamModel: string,
   return JSON.stringify(out)
 }
 
-/** What each inspection learnt of its body, for `check`. */
-const inspections = new WeakMap<Core.Inspected, Passthrough.InspectedBody>()
-
-const inspect = (body: Uint8Array) =>
-  Effect.map(Passthrough.inspectChatBody(body), (inspected): Core.Inspected => {
-    const view: Core.Inspected = {
-      model: inspected.model,
-      stream: inspected.stream,
-      includeUsage: inspected.includeUsage,
-      maxOutputTokens: inspected.maxTokens,
-      choices: inspected.choices,
-      mediaParts: inspected.mediaParts,
-      // Parsed only when read (the translation path, a parameter edit, a refused body's check).
-      get json() {
-        return inspected.json
-      },
-      forward: (upstreamModel, edit) =>
-        edit === undefined
-          ? Passthrough.upstreamBody(inspected, upstreamModel)
-          : editedBody(inspected, upstreamModel, edit)
+/**
+ * One chat completions call (`client.open`): what its inspection learnt of
+ * the body, and everything the call needs of the dialect, from that.
+ */
+class ChatCall implements Core.ChatCall {
+  readonly model: string
+  readonly stream: boolean
+  readonly maxOutputTokens: number | undefined
+  readonly choices: number
+  readonly mediaParts: number
+  readonly streamContentType = "text/event-stream"
+  readonly body: Passthrough.InspectedBody
+  constructor(body: Passthrough.InspectedBody) {
+    this.body = body
+    this.model = body.model
+    this.stream = body.stream
+    this.maxOutputTokens = body.maxTokens
+    this.choices = body.choices
+    this.mediaParts = body.mediaParts
+  }
+  check() {
+    return Passthrough.checkStructure(this.body)
+  }
+  canonical() {
+    return Request.decodeRequest(this.body.json)
+  }
+  forward(upstreamModel: string, edit?: Params.BodyEdit) {
+    return edit === undefined
+      ? Passthrough.upstreamBody(this.body, upstreamModel)
+      : editedBody(this.body, upstreamModel, edit)
+  }
+  relayedUsage(json: unknown, promptEstimate: number) {
+    return Passthrough.usageOfResponse(json, promptEstimate)
+  }
+  renameInBody(body: string, publicModel: string) {
+    return renameInBody(body, publicModel)
+  }
+  meter(): Core.PassthroughMeter {
+    const meter = new Passthrough.PassthroughMeter({ includeUsage: this.body.includeUsage })
+    return {
+      push: (chunk) => meter.pushBytes(chunk),
+      end: () => meter.endBytes(),
+      metered: (promptEstimate) => {
+        const usage = meter.usage()
+        return usage.reported ? usage : { ...usage, promptTokens: promptEstimate }
+      }
     }
-    inspections.set(view, inspected)
-    return view
-  })
+  }
+  streamRenamer(upstreamModel: string, publicModel: string) {
+    return streamRenamer(upstreamModel, publicModel)
+  }
+  encodeResponse(response: Canonical.ChatResponse, model: string) {
+    return Response.encodeResponse(response, model)
+  }
+  frameEncoder(model: string): Core.FrameEncoder {
+    const encoder = new OpenAIStream.StreamEncoder({ model, includeUsage: this.body.includeUsage })
+    return {
+      push: (events) => {
+        let text = ""
+        for (const event of events) text += encoder.encode(event)
+        return text
+      },
+      end: () => encoder.finish()
+    }
+  }
+  errorFrame(error: GatewayError.GatewayError) {
+    return ErrorEnvelope.streamError(error)
+  }
+}
+
+/** The top-level "model" of a chat completion (upstreams may pretty-print it); strings inside escape their quotes. */
+const renameInBody = (body: string, publicModel: string): string =>
+  body.replace(/"model"\s*:\s*"(?:[^"\\]|\\.)*"/, `"model":${JSON.stringify(publicModel)}`)
+
+/** The model named in relayed stream events, renamed. */
+const streamRenamer = (upstreamModel: string, publicModel: string) => {
+  const from = `"model":${JSON.stringify(upstreamModel)}`
+  const to = `"model":${JSON.stringify(publicModel)}`
+  return (text: string) => text.includes(from) ? text.replaceAll(from, to) : text
+}
 
 /** The error envelope, with the `x-ratelimit-*` headers of the limit that refused a call. */
 const renderError = (error: GatewayError.GatewayError): Core.ErrorResponse => {
@@ -275,47 +331,8 @@ export const client: Core.ClientDialect = {
     const key = bearer(headers)
     return key === undefined || key.length === 0 ? undefined : key
   },
-  inspect,
-  check: (inspected) => {
-    const body = inspections.get(inspected)
-    return body === undefined ? undefined : Passthrough.checkStructure(body)
-  },
-  decodeRequest: (inspected) => Request.decodeRequest(inspected.json),
-  passthroughMeter: (inspected) => {
-    const meter = new Passthrough.PassthroughMeter({ includeUsage: inspected.includeUsage })
-    return {
-      push: (chunk) => meter.pushBytes(chunk),
-      end: () => meter.endBytes(),
-      metered: (promptEstimate) => {
-        const usage = meter.usage()
-        return usage.reported ? usage : { ...usage, promptTokens: promptEstimate }
-      }
-    }
-  },
-  usageOfResponse: (json, promptEstimate) => Passthrough.usageOfResponse(json, promptEstimate),
-  encodeResponse: (response, model) => Response.encodeResponse(response, model),
-  frameEncoder: (inspected, model) => {
-    const encoder = new OpenAIStream.StreamEncoder({ model, includeUsage: inspected.includeUsage })
-    return {
-      push: (events) => {
-        let text = ""
-        for (const event of events) text += encoder.encode(event)
-        return text
-      },
-      end: () => encoder.finish()
-    }
-  },
+  open: (body) => Effect.map(Passthrough.inspectChatBody(body), (inspected) => new ChatCall(inspected)),
   renderError,
-  streamErrorFrame: (error) => ErrorEnvelope.streamError(error),
-  // The top-level "model" of a chat completion (upstreams may pretty-print it); strings inside escape their quotes.
-  renameInBody: (body, publicModel) =>
-    body.replace(/"model"\s*:\s*"(?:[^"\\]|\\.)*"/, `"model":${JSON.stringify(publicModel)}`),
-  streamRenamer: (upstreamModel, publicModel) => {
-    const from = `"model":${JSON.stringify(upstreamModel)}`
-    const to = `"model":${JSON.stringify(publicModel)}`
-    return (text) => text.includes(from) ? text.replaceAll(from, to) : text
-  },
-  streamContentType: () => "text/event-stream",
   rateLimitHeaders: RateLimitHeaders.toHeaders,
   modelsList: (models) => Effect.succeed(Models.modelsList(models, 0)),
   modelObject: (model) => Models.modelObject(model),
@@ -492,13 +509,6 @@ export const upstream: Core.UpstreamDialect = {
 // The Responses API
 // ---------------------------------------------------------------------------
 
-/**
- * How each Responses stream being written ends on an error after its start:
- * the stream's own encoder (translation) or meter (relay) knows the
- * response's id and the next `sequence_number`.
- */
-const failures = new WeakMap<Core.Inspected, (error: { readonly code: string; readonly message: string }) => string>()
-
 const frames = (events: ReadonlyArray<Responses.OutputEvent>): string => {
   let text = ""
   for (const event of events) text += Responses.frame(event)
@@ -511,36 +521,82 @@ const failure = (error: GatewayError.GatewayError) => {
   return { code: body.code ?? body.type, message: body.message }
 }
 
-/** What each Responses inspection learnt of its body, for `check` and the translation's parse. */
-const responsesInspections = new WeakMap<Core.Inspected, ResponsesPassthrough.InspectedBody>()
+/** What a Responses stream's error frame carries: the OpenAI envelope's code and message. */
+type Failure = ReturnType<typeof failure>
 
-const responsesInspect = (body: Uint8Array) =>
-  Effect.map(ResponsesPassthrough.inspectBody(body), (inspected): Core.Inspected => {
-    const view: Core.Inspected = {
-      model: inspected.model,
-      stream: inspected.stream,
-      // The Responses stream always ends with its usage.
-      includeUsage: true,
-      maxOutputTokens: inspected.maxOutputTokens,
-      choices: 1,
-      mediaParts: inspected.mediaParts,
-      // Parsed only when read (the translation path, a parameter edit).
-      get json() {
-        return inspected.json
-      },
-      forward: (upstreamModel, edit) =>
-        edit?.params === undefined
-          ? ResponsesPassthrough.upstreamBody(inspected, upstreamModel)
-          : JSON.stringify({ ...Params.apply(inspected.json, edit.params), model: upstreamModel })
+/**
+ * One Responses API call (`responsesClient.open`): what its inspection learnt
+ * of the body, and everything the call needs of the dialect, from that. An
+ * error after its stream started ends it with `response.failed`, written by
+ * the stream's own encoder (translation) or meter (relay), which know the
+ * response's id and the next `sequence_number`.
+ */
+class ResponsesCall implements Core.ChatCall {
+  readonly model: string
+  readonly stream: boolean
+  readonly maxOutputTokens: number | undefined
+  readonly choices = 1
+  readonly mediaParts: number
+  readonly streamContentType = Responses.SSE_CONTENT_TYPE
+  /** How this call's stream ends on an error, once it started. */
+  private failed: ((error: Failure) => string) | undefined
+  readonly body: ResponsesPassthrough.InspectedBody
+  constructor(body: ResponsesPassthrough.InspectedBody) {
+    this.body = body
+    this.model = body.model
+    this.stream = body.stream
+    this.maxOutputTokens = body.maxOutputTokens
+    this.mediaParts = body.mediaParts
+  }
+  check() {
+    return ResponsesPassthrough.checkStructure(this.body)
+  }
+  canonical() {
+    // A large body JSON refuses fails with the parser's words.
+    return Effect.flatMap(ResponsesPassthrough.parsed(this.body), ResponsesRequest.decodeRequest)
+  }
+  forward(upstreamModel: string, edit?: Params.BodyEdit) {
+    return edit?.params === undefined
+      ? ResponsesPassthrough.upstreamBody(this.body, upstreamModel)
+      : JSON.stringify({ ...Params.apply(this.body.json, edit.params), model: upstreamModel })
+  }
+  relayedUsage(json: unknown, promptEstimate: number) {
+    return ResponsesPassthrough.usageOfResponse(json, promptEstimate)
+  }
+  renameInBody(body: string, publicModel: string) {
+    return renameInBody(body, publicModel)
+  }
+  meter(): Core.PassthroughMeter {
+    const meter = new ResponsesPassthrough.PassthroughMeter()
+    const model = this.model
+    this.failed = (error) =>
+      Responses.frame({
+        type: "response.failed",
+        sequence_number: meter.lastSequence + 1,
+        response: { id: meter.responseId, object: "response", status: "failed", error, output: [], model }
+      })
+    return {
+      push: (chunk) => meter.pushBytes(chunk),
+      end: () => meter.endBytes(),
+      metered: (promptEstimate) => meter.metered(promptEstimate)
     }
-    responsesInspections.set(view, inspected)
-    return view
-  })
-
-/** The body a Responses inspection read, parsed (a large body JSON refuses fails with the parser's words). */
-const responsesJson = (inspected: Core.Inspected) => {
-  const body = responsesInspections.get(inspected)
-  return body === undefined ? Effect.succeed(inspected.json) : ResponsesPassthrough.parsed(body)
+  }
+  streamRenamer(upstreamModel: string, publicModel: string) {
+    return streamRenamer(upstreamModel, publicModel)
+  }
+  encodeResponse(response: Canonical.ChatResponse, model: string) {
+    return ResponsesAnswer.encodeResponse(response, model, ResponsesAnswer.echoOf(this.body.json))
+  }
+  frameEncoder(model: string): Core.FrameEncoder {
+    const encoder = new ResponsesAnswer.StreamEncoder(model, ResponsesAnswer.echoOf(this.body.json))
+    this.failed = (error) => frames(encoder.failed(error))
+    return { push: (events) => frames(encoder.pushAll(events)), end: () => frames(encoder.end()) }
+  }
+  errorFrame(error: GatewayError.GatewayError) {
+    const body = failure(error)
+    if (this.failed !== undefined) return this.failed(body)
+    return Responses.frame({ type: "error", sequence_number: 0, code: body.code, message: body.message, param: null })
+  }
 }
 
 /**
@@ -554,51 +610,8 @@ const responsesJson = (inspected: Core.Inspected) => {
 export const responsesClient: Core.ClientDialect = {
   dialect: "responses",
   presentedKey: client.presentedKey,
-  inspect: responsesInspect,
-  check: (inspected) => {
-    const body = responsesInspections.get(inspected)
-    return body === undefined ? undefined : ResponsesPassthrough.checkStructure(body)
-  },
-  decodeRequest: (inspected) => Effect.flatMap(responsesJson(inspected), ResponsesRequest.decodeRequest),
-  passthroughMeter: (inspected) => {
-    const meter = new ResponsesPassthrough.PassthroughMeter()
-    failures.set(inspected, (error) =>
-      Responses.frame({
-        type: "response.failed",
-        sequence_number: meter.lastSequence + 1,
-        response: {
-          id: meter.responseId,
-          object: "response",
-          status: "failed",
-          error,
-          output: [],
-          model: inspected.model
-        }
-      }))
-    return {
-      push: (chunk) => meter.pushBytes(chunk),
-      end: () => meter.endBytes(),
-      metered: (promptEstimate) => meter.metered(promptEstimate)
-    }
-  },
-  usageOfResponse: ResponsesPassthrough.usageOfResponse,
-  encodeResponse: (response, model, inspected) =>
-    ResponsesAnswer.encodeResponse(response, model, ResponsesAnswer.echoOf(inspected?.json)),
-  frameEncoder: (inspected, model) => {
-    const encoder = new ResponsesAnswer.StreamEncoder(model, ResponsesAnswer.echoOf(inspected.json))
-    failures.set(inspected, (error) => frames(encoder.failed(error)))
-    return { push: (events) => frames(encoder.pushAll(events)), end: () => frames(encoder.end()) }
-  },
+  open: (body) => Effect.map(ResponsesPassthrough.inspectBody(body), (inspected) => new ResponsesCall(inspected)),
   renderError,
-  streamErrorFrame: (error, inspected) => {
-    const failed = inspected === undefined ? undefined : failures.get(inspected)
-    if (failed !== undefined) return failed(failure(error))
-    const { code, message } = failure(error)
-    return Responses.frame({ type: "error", sequence_number: 0, code, message, param: null })
-  },
-  renameInBody: client.renameInBody,
-  streamRenamer: client.streamRenamer,
-  streamContentType: () => Responses.SSE_CONTENT_TYPE,
   rateLimitHeaders: RateLimitHeaders.toHeaders,
   modelsList: client.modelsList,
   modelObject: client.modelObject,

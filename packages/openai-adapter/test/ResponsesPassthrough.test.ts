@@ -67,7 +67,7 @@ describe("ResponsesPassthrough.inspectBody: large bodies", () => {
       assert.include(checkStructure(misspelt)?.message, "The request body is not valid JSON")
       assert.include((yield* Effect.flip(parsed(misspelt))).message, "The request body is not valid JSON")
       const error = yield* Effect.flip(
-        Dialect.responsesClient.decodeRequest(yield* Dialect.responsesClient.inspect(misspelt.bytes, {}))
+        (yield* Dialect.responsesClient.open(misspelt.bytes, {})).canonical()
       )
       assert.include(error.message, "The request body is not valid JSON")
     }))

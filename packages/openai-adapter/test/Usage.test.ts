@@ -6,7 +6,6 @@
  * refused is named. A 200 embeddings answer that is an error is a failure.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type Dialect as Core } from "@modelgate/core"
 import { Effect, Result } from "effect"
 import * as Dialect from "../src/Dialect.ts"
 import * as Passthrough from "../src/Passthrough.ts"
@@ -78,7 +77,13 @@ describe("the passthrough path", () => {
   })
 
   it("the stream meter refuses a usage chunk whose figures are not counts, and counts what it relayed", () => {
-    const meter = Dialect.client.passthroughMeter({ includeUsage: true } as Core.Inspected)
+    const call = Effect.runSync(Dialect.client.open(
+      new TextEncoder().encode(
+        JSON.stringify({ model: "m", messages: [], stream: true, stream_options: { include_usage: true } })
+      ),
+      {}
+    ))
+    const meter = call.meter()
     meter.push(new TextEncoder().encode(chunk({ choices: [{ index: 0, delta: { content: "Hello there" } }] })))
     meter.push(
       new TextEncoder().encode(
