@@ -502,7 +502,9 @@ export interface UpstreamDialect {
    * as this upstream takes it (Claude on Vertex AI: without `model`, with
    * Vertex's `anthropic_version`); absent: as it is.
    */
-  readonly relayBody?: ((body: string | Uint8Array) => Effect.Effect<string | Uint8Array, UnsupportedFeature>) | undefined
+  readonly relayBody?:
+    | ((body: string | Uint8Array) => Effect.Effect<string | Uint8Array, UnsupportedFeature>)
+    | undefined
   /** Streams in binary frames rather than server-sent events (`eventDecoder` and `opening` are not used). */
   readonly binaryStream?: BinaryStream | undefined
   /** The chat endpoint of a channel for an upstream model. */

@@ -478,7 +478,9 @@ export const declaration = (file: ConfigFile, source: string): Effect.Effect<Dec
       if (cloudProblem !== undefined) problems.push(`  at ${at}.${cloudProblem.field}: ${cloudProblem.message}`)
       const baseUrl = channel.base_url ?? Credentials.defaultBaseUrl(channel.type, cloud)
       if (baseUrl === undefined && cloudProblem === undefined) {
-        problems.push(`  at ${at}.base_url: Expected the upstream's base URL (only vertex and bedrock channels have a default)`)
+        problems.push(
+          `  at ${at}.base_url: Expected the upstream's base URL (only vertex and bedrock channels have a default)`
+        )
       }
       for (const model of channel.models) {
         if (!known.has(model)) {
@@ -638,11 +640,17 @@ const cloudKeys = (channel: ChannelConfig, at: string, problems: Array<string>):
     }
     if (id === undefined || secret === undefined) {
       problems.push(
-        `  at ${at}.${id === undefined ? "access_key_id" : "secret_access_key"}: Expected both access_key_id and secret_access_key`
+        `  at ${at}.${
+          id === undefined ? "access_key_id" : "secret_access_key"
+        }: Expected both access_key_id and secret_access_key`
       )
       return []
     }
-    const pair = Credentials.bedrockKeyText({ accessKeyId: id, secretAccessKey: secret, sessionToken: channel.session_token })
+    const pair = Credentials.bedrockKeyText({
+      accessKeyId: id,
+      secretAccessKey: secret,
+      sessionToken: channel.session_token
+    })
     return [pair, ...(channel.api_key !== undefined ? [channel.api_key] : []), ...(channel.api_keys ?? [])]
   }
   return undefined

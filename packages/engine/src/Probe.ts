@@ -15,10 +15,10 @@
  */
 import { ChannelProbe, type Dialect, Domain, GatewayError } from "@modelgate/core"
 import { Clock, Effect, Layer } from "effect"
+import * as CloudAuth from "./CloudAuth.ts"
 import * as Dialects from "./Dialects.ts"
 import { isCredentialRefusal } from "./Failover.ts"
 import * as Redaction from "./Redaction.ts"
-import * as CloudAuth from "./CloudAuth.ts"
 import { Transport } from "./Transport.ts"
 import * as Upstream from "./Upstream.ts"
 

@@ -76,7 +76,7 @@ export const secretsOf = (channel: Domain.Channel): ReadonlyArray<string> => {
   for (const key of channel.apiKeys) {
     add(key)
     // A cloud channel's key is JSON (a service-account key, an access key pair): its secrets on their own too.
-    if (key.trimStart().startsWith("{")) for (const secret of structuredSecrets(key)) add(secret)
+    if (key.trimStart().startsWith("{")) { for (const secret of structuredSecrets(key)) add(secret) }
   }
   for (const [name, value] of Object.entries(channel.headers)) {
     if (PUBLIC_HEADERS.has(name.toLowerCase())) continue

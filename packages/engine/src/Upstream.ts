@@ -15,13 +15,7 @@ import { Dialect, type Domain, GatewayError, Utf8 } from "@modelgate/core"
 import { Effect } from "effect"
 import * as CloudAuth from "./CloudAuth.ts"
 import * as Redaction from "./Redaction.ts"
-import {
-  type Deadlines,
-  type ResponseBody,
-  Transport,
-  TransportError,
-  type TransportResponse
-} from "./Transport.ts"
+import { type Deadlines, type ResponseBody, Transport, TransportError, type TransportResponse } from "./Transport.ts"
 
 export type { Deadlines } from "./Transport.ts"
 

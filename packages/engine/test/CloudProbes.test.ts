@@ -14,18 +14,19 @@ import * as FetchTransport from "../src/FetchTransport.ts"
 import * as Probe from "../src/Probe.ts"
 import { toWebHandler, type WebHandler } from "../src/WebHandler.ts"
 
-const channel = (fields: Partial<Domain.Channel> & Pick<Domain.Channel, "type" | "baseUrl" | "apiKeys">) => ({
-  ...Domain.channelDefaults,
-  id: `chn_${fields.type}`,
-  name: fields.type,
-  models: ["m"],
-  modelMap: {},
-  groups: ["default"],
-  priority: 0,
-  weight: 1,
-  enabled: true,
-  ...fields
-}) satisfies Domain.Channel
+const channel = (fields: Partial<Domain.Channel> & Pick<Domain.Channel, "type" | "baseUrl" | "apiKeys">) =>
+  ({
+    ...Domain.channelDefaults,
+    id: `chn_${fields.type}`,
+    name: fields.type,
+    models: ["m"],
+    modelMap: {},
+    groups: ["default"],
+    priority: 0,
+    weight: 1,
+    enabled: true,
+    ...fields
+  }) satisfies Domain.Channel
 
 const DENIED = { accessKeyId: "AKIAFAKELISTDENIED00", secretAccessKey: "fake-upstream-list-denied-secret-0000" }
 
@@ -93,7 +94,10 @@ describe("cloud probes", () => {
     assert.isFalse(listOnly.credentialsRefused)
     assert.match(listOnly.message, /AccessDeniedException/)
 
-    const wrong = Credentials.bedrockKeyText({ ...TEST_CREDENTIALS, secretAccessKey: "not-the-secret-of-this-key-0000" })
+    const wrong = Credentials.bedrockKeyText({
+      ...TEST_CREDENTIALS,
+      secretAccessKey: "not-the-secret-of-this-key-0000"
+    })
     const refused = await probe({ ...bedrock, apiKeys: [wrong] }, wrong)
     assert.isFalse(refused.ok)
     assert.isTrue(refused.credentialsRefused, refused.message)

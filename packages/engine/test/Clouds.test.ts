@@ -191,7 +191,10 @@ describe("cloud channels", () => {
       model: "embed-vertex",
       input: ["one", "two"]
     })
-    const body = await response.json() as { data: Array<{ embedding: Array<number> }>; usage: { prompt_tokens: number } }
+    const body = await response.json() as {
+      data: Array<{ embedding: Array<number> }>
+      usage: { prompt_tokens: number }
+    }
     assert.strictEqual(response.status, 200, JSON.stringify(body))
     assert.strictEqual(body.data.length, 2)
     assert.isAbove(body.usage.prompt_tokens, 0)

@@ -62,9 +62,10 @@ export const readCredentialFiles = (file: ConfigFile, path: string): Effect.Effe
         try: () => readFile(where, "utf8"),
         catch: (cause) =>
           new ConfigError({
-            message: `Invalid configuration in ${path}:\n  at ${at}: cannot read the service-account key file ${where}: ${
-              (cause as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : String(cause)
-            }`
+            message:
+              `Invalid configuration in ${path}:\n  at ${at}: cannot read the service-account key file ${where}: ${
+                (cause as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : String(cause)
+              }`
           })
       }).pipe(Effect.map((text) => {
         const { credentials_file: _, ...rest } = channel

@@ -114,7 +114,12 @@ describe("cloud channels in the configuration file", () => {
         "at channels[0]: Expected credentials or credentials_file (a service account's key)"
       )
       assert.include(
-        yield* refused({ type: "vertex", project: "my-project", location: "us-east5", credentials: "{\"type\":\"x\"}" }),
+        yield* refused({
+          type: "vertex",
+          project: "my-project",
+          location: "us-east5",
+          credentials: "{\"type\":\"x\"}"
+        }),
         "at channels[0].credentials: the key file is of type 'x'"
       )
       assert.include(

@@ -99,7 +99,11 @@ describe.each(MODELS)("%s", (model) => {
       tools,
       stream: true,
       stream_options: { include_usage: true },
-      messages: [...messages, first.choices[0]!.message, { role: "tool", tool_call_id: call!.id, content: "21 degrees" }]
+      messages: [...messages, first.choices[0]!.message, {
+        role: "tool",
+        tool_call_id: call!.id,
+        content: "21 degrees"
+      }]
     })
     let text = ""
     let usage: OpenAI.CompletionUsage | undefined | null
@@ -125,7 +129,11 @@ describe.each(MODELS)("%s", (model) => {
       input: [
         { role: "user", content: "Weather in Paris?" },
         call as OpenAI.Responses.ResponseFunctionToolCall,
-        { type: "function_call_output", call_id: (call as OpenAI.Responses.ResponseFunctionToolCall).call_id, output: "21 degrees" }
+        {
+          type: "function_call_output",
+          call_id: (call as OpenAI.Responses.ResponseFunctionToolCall).call_id,
+          output: "21 degrees"
+        }
       ]
     })
     let completed: OpenAI.Responses.Response | undefined

@@ -516,8 +516,8 @@ const clouds: Migration = {
   id: 14,
   name: "clouds",
   rebuildsTables: true,
-  statements: (dialect) => [
-    ...(dialect === "pg"
+  statements: (dialect) =>
+    dialect === "pg"
       ? [
         "ALTER TABLE channels DROP CONSTRAINT IF EXISTS channels_type_check",
         `ALTER TABLE channels ADD CONSTRAINT channels_type_check
@@ -557,8 +557,7 @@ const clouds: Migration = {
           responses FROM channels`,
         "DROP TABLE channels",
         "ALTER TABLE channels_rebuilt RENAME TO channels"
-      ])
-  ]
+      ]
 }
 
 /**

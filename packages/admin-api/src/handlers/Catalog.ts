@@ -105,7 +105,9 @@ const baseUrlOf = (
   if (problem !== undefined) return Effect.fail(ApiError.invalid(`${problem.field}: ${problem.message}`, problem.field))
   const url = given?.replace(/\/+$/, "") ?? Credentials.defaultBaseUrl(type, cloud)
   return url === undefined
-    ? Effect.fail(ApiError.invalid(`baseUrl: required for a ${type} channel (only vertex and bedrock have a default)`, "baseUrl"))
+    ? Effect.fail(
+      ApiError.invalid(`baseUrl: required for a ${type} channel (only vertex and bedrock have a default)`, "baseUrl")
+    )
     : Effect.succeed(url)
 }
 
