@@ -162,7 +162,13 @@ describe.each(MODELS)("%s", (model) => {
         { role: "model", parts: first.candidates![0]!.content!.parts! },
         {
           role: "user",
-          parts: [{ functionResponse: { id: call!.id, name: "get_weather", response: { output: "21 degrees" } } }]
+          parts: [{
+            functionResponse: {
+              ...(call!.id === undefined ? {} : { id: call!.id }),
+              name: "get_weather",
+              response: { output: "21 degrees" }
+            }
+          }]
         }
       ]
     })
@@ -178,7 +184,10 @@ describe.each(MODELS)("%s", (model) => {
   })
 
   it("@anthropic-ai/sdk: a tool_use, then its tool_result answered in a stream", async () => {
-    const tools = [{ name: "get_weather", input_schema: CITY }]
+    const tools: Array<Anthropic.Tool> = [{
+      name: "get_weather",
+      input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
+    }]
     const first = await anthropic().messages.create({
       model,
       max_tokens: 256,
