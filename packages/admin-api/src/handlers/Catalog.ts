@@ -250,7 +250,9 @@ export const layer = HttpApiBuilder.group(
         const type = payload.type ?? current.type
         // A channel that changes type keeps nothing of where the old type was served.
         const cloud = cloudOf(payload, type === current.type ? current.cloud : undefined)
-        const baseUrl = payload.baseUrl !== undefined || type !== current.type
+        // A base URL that was the old region's default follows the region; one the operator gave stays.
+        const followsRegion = current.baseUrl === Credentials.defaultBaseUrl(current.type, current.cloud)
+        const baseUrl = payload.baseUrl !== undefined || type !== current.type || followsRegion
           ? yield* baseUrlOf(type, payload.baseUrl, cloud)
           : current.baseUrl
         const { cloud: _, ...rest } = current
