@@ -35,7 +35,9 @@ import * as Account from "./handlers/Account.ts"
 import * as Catalog_ from "./handlers/Catalog.ts"
 import * as Codes from "./handlers/Codes.ts"
 import * as Keys_ from "./handlers/Keys.ts"
+import * as Playground from "./handlers/Playground.ts"
 import * as Session from "./handlers/Session.ts"
+import * as Sso from "./handlers/Sso.ts"
 import * as Usage from "./handlers/Usage.ts"
 import * as Users_ from "./handlers/Users.ts"
 import { LoginLimiter, type Options as LimiterOptions } from "./LoginLimiter.ts"
@@ -136,7 +138,9 @@ export class AdminApi extends Context.Service<AdminApi, {
             Usage.layer,
             Users_.layer,
             Catalog_.layer,
-            Codes.layer
+            Codes.layer,
+            Sso.layer,
+            Playground.layer
           ]),
           Layer.provide(Middleware.layer),
           Layer.provide(HttpServer.layerServices),

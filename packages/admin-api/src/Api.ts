@@ -174,6 +174,52 @@ export class SessionGroup extends HttpApiGroup.make("session")
   )
 {}
 
+/**
+ * How one may sign in, and single sign-on with OpenID Connect (`auth.oidc`):
+ * `start` sends the browser to the provider (authorization code with PKCE,
+ * `state` and `nonce`), `callback` is where it comes back; a verified ID token
+ * opens the same session (cookie) a password sign-in does, and any refusal
+ * sends the browser back to the sign-in page with the reason.
+ *
+ * @category groups
+ */
+export class SsoGroup extends HttpApiGroup.make("sso")
+  .add(
+    HttpApiEndpoint.get("methods", "/api/auth/methods", { success: C.AuthMethods })
+      .annotateMerge(describe("How one may sign in here: with a password, and through single sign-on (its name).")),
+    HttpApiEndpoint.get("oidcStart", "/api/auth/oidc/start", { success: HttpApiSchema.Empty(302) })
+      .annotateMerge(describe("Starts single sign-on: redirects to the OpenID provider (auth.oidc).")),
+    HttpApiEndpoint.get("oidcCallback", "/api/auth/oidc/callback", { success: HttpApiSchema.Empty(302) })
+      .annotateMerge(
+        describe(
+          "Where the OpenID provider sends the browser back: checks state, PKCE and the ID token (signature from the " +
+            "issuer's keys, iss, aud, exp, nonce), signs in (sets mg_session) and redirects to the console; a refusal " +
+            "redirects to the sign-in page with ?sso_error=."
+        )
+      )
+  )
+{}
+
+/** The console's playground: chat through the engine as one of one's own keys. @category groups */
+export class PlaygroundGroup extends HttpApiGroup.make("playground")
+  .add(
+    HttpApiEndpoint.post("chat", "/api/playground/chat", {
+      payload: C.PlaygroundChatRequest,
+      success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
+    })
+      .annotateMerge(
+        describe(
+          "One streamed chat turn as one of one's own keys (never its secret): the same engine, permissions, limits, " +
+            "caps and billing as a call to /v1/chat/completions with that key; the answer is OpenAI chat completion " +
+            "chunks as server-sent events, with the call's x-request-id. Needs a console session and its CSRF token."
+        )
+      )
+  )
+  .middleware(SessionOnly)
+  .middleware(Csrf)
+  .middleware(Authentication)
+{}
+
 /** What the caller is, may call and spends. @category groups */
 export class AccountGroup extends HttpApiGroup.make("account")
   .add(
@@ -404,6 +450,7 @@ export class CodesGroup extends HttpApiGroup.make("codes")
  */
 export class Api extends HttpApi.make("modelgate")
   .add(SessionGroup, AccountGroup, KeysGroup, UsageGroup, UsersGroup, CatalogGroup, CodesGroup)
+  .add(SsoGroup, PlaygroundGroup)
   .middleware(Requests)
   .annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all", onExcessProperty: "error" })

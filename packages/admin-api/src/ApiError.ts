@@ -207,7 +207,8 @@ export const responses = [
   response(415),
   rateLimitedResponse,
   response(500),
-  response(502)
+  response(502),
+  response(503)
 ] as const
 
 // ---------------------------------------------------------------------------

@@ -183,6 +183,45 @@ export const SessionInfo = Schema.Struct({
 export type SessionInfo = typeof SessionInfo.Type
 
 /**
+ * `GET /api/auth/methods`: how one may sign in here, for the sign-in page:
+ * with a password (unless `auth.password_login` is off), and through single
+ * sign-on (`auth.oidc`: the button's label and where it starts).
+ *
+ * @category auth
+ */
+export const AuthMethods = Schema.Struct({
+  password: Schema.Boolean,
+  sso: Schema.NullOr(Schema.Struct({ name: Schema.String, startUrl: Schema.String }))
+})
+export type AuthMethods = typeof AuthMethods.Type
+
+/** One message of a playground conversation. @category playground */
+export const PlaygroundMessage = Schema.Struct({
+  role: Schema.Literals(["user", "assistant"]),
+  content: Schema.String.check(Schema.isMinLength(1, { message: "a message cannot be empty" }))
+})
+export type PlaygroundMessage = typeof PlaygroundMessage.Type
+
+/**
+ * `POST /api/playground/chat`: one turn of the console's playground, run
+ * through the gateway's engine as the caller's own key `keyId` (its
+ * permissions, limits, caps and balance), streamed back as OpenAI chat
+ * completion chunks (server-sent events) with the call's `x-request-id`.
+ *
+ * @category playground
+ */
+export const PlaygroundChatRequest = Schema.Struct({
+  keyId: Schema.String.check(Schema.isMinLength(1, { message: "Pick a key" })),
+  model: Schema.String.check(Schema.isMinLength(1, { message: "Pick a model" })),
+  system: Schema.optional(Schema.String),
+  messages: Schema.Array(PlaygroundMessage).check(Schema.isMinLength(1, { message: "Write a message" })),
+  temperature: Schema.optional(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 2 }))),
+  maxTokens: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1_000_000 }))),
+  topP: Schema.optional(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 })))
+})
+export type PlaygroundChatRequest = typeof PlaygroundChatRequest.Type
+
+/**
  * `GET /api/me`: who is calling and what they may spend, in the snake_case
  * shape the gateway has always answered with. With an API key: the key, its
  * group and the models it may call; with a console session: no key or group,

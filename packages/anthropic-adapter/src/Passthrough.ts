@@ -199,13 +199,7 @@ export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedB
  * @category inspection
  */
 export const parsed = (inspected: InspectedBody): Effect.Effect<Record<string, unknown>, GatewayError.InvalidRequest> =>
-  Effect.suspend(() => {
-    try {
-      return Effect.succeed(inspected.json)
-    } catch {
-      return Effect.fail(Issues.notJson(inspected.bytes))
-    }
-  })
+  JsonScan.parsed(inspected)
 
 /**
  * The check a large body skipped at inspection (see `EAGER_CHECK_BYTES`), for
@@ -218,13 +212,8 @@ export const parsed = (inspected: InspectedBody): Effect.Effect<Record<string, u
  */
 export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRequest | undefined => {
   if (inspected.checked) return undefined
-  let json: Record<string, unknown>
-  try {
-    json = inspected.json
-  } catch {
-    return Issues.notJson(inspected.bytes)
-  }
-  return checkMessages(json.messages as ReadonlyArray<unknown>)
+  const json = JsonScan.parseKept(inspected)
+  return Result.isFailure(json) ? json.failure : checkMessages(json.success.messages as ReadonlyArray<unknown>)
 }
 
 /**
@@ -234,9 +223,7 @@ export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRe
  * @category inspection
  */
 export const upstreamBody = (inspected: InspectedBody, upstreamModel: string): Uint8Array =>
-  upstreamModel === inspected.model
-    ? inspected.bytes
-    : JsonScan.edit(inspected.bytes, [{ span: inspected.fields.get("model")!, text: JSON.stringify(upstreamModel) }])
+  JsonScan.withModel(inspected.bytes, inspected.fields.get("model")!, inspected.model, upstreamModel)
 
 // ---------------------------------------------------------------------------
 // Metering

@@ -101,12 +101,23 @@ const requireBuiltConsole = () => {
   }
 }
 
-/** Starts the fake upstream and the gateway (node-http's `Server.layer`) with the console. */
-export const startGateway = async (): Promise<E2EGateway> => {
+/**
+ * Starts the fake upstream and the gateway (node-http's `Server.layer`) with
+ * the console; `overrides` replace top-level fields of the configuration
+ * (a function of the fake upstream's address, for channels).
+ */
+export const startGateway = async (
+  overrides: Partial<ConfigFile> | ((upstream: string) => Partial<ConfigFile>) = {}
+): Promise<E2EGateway> => {
   requireBuiltConsole()
   const upstream = await startFakeUpstream({ port: 0 })
   const dir = mkdtempSync(join(tmpdir(), "modelgate-console-e2e-"))
-  const file = { ...config(upstream.url), database: `sqlite:${join(dir, "gateway.db")}`, secret_file: join(dir, "key") }
+  const file = {
+    ...config(upstream.url),
+    ...(typeof overrides === "function" ? overrides(upstream.url) : overrides),
+    database: `sqlite:${join(dir, "gateway.db")}`,
+    secret_file: join(dir, "key")
+  }
   const settings = await Effect.runPromise(resolveSettings(file, {}, { consoleDir, source: "console e2e config" }))
   const runtime = ManagedRuntime.make(
     Layer.fresh(Server.layer(settings, file) as Layer.Layer<HttpServer.HttpServer, unknown>)
@@ -136,7 +147,8 @@ export const startGateway = async (): Promise<E2EGateway> => {
   return { url, upstream, close }
 }
 
-const freePort = () =>
+/** A free TCP port on the loopback address. */
+export const freePort = () =>
   new Promise<number>((resolvePort, reject) => {
     const probe = createServer().once("error", reject).listen(0, "127.0.0.1", () => {
       const port = (probe.address() as { port: number }).port

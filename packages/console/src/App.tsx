@@ -24,6 +24,7 @@ import { DashboardPage } from "./pages/Dashboard.tsx"
 import { KeysPage } from "./pages/Keys.tsx"
 import { LoginPage } from "./pages/Login.tsx"
 import { ModelsPage } from "./pages/Models.tsx"
+import { PlaygroundPage } from "./pages/Playground.tsx"
 import { RequestsPage } from "./pages/Requests.tsx"
 import { UsagePage } from "./pages/Usage.tsx"
 
@@ -81,6 +82,7 @@ export function App() {
         <Route path="keys" element={<KeysPage />} />
         <Route path="models" element={<ModelsPage />} />
         <Route path="connect" element={<ConnectPage />} />
+        <Route path="playground" element={<PlaygroundPage />} />
         <Route path="requests" element={<RequestsPage />} />
         <Route path="usage" element={<UsagePage />} />
         <Route

@@ -21,7 +21,7 @@ export interface User {
   readonly balanceNanos?: bigint | undefined
   /** Console password; omitted means the stored one (if any) is kept. */
   readonly password?: Redacted.Redacted<string> | undefined
-  /** Groups the user may pick for their keys. */
+  /** Groups the user may pick for their keys (provisioned: replaces the stored list when given). */
   readonly groups?: ReadonlyArray<string> | undefined
   /** Rate limits shared by all the user's keys; an unset field means no limit. */
   readonly limits?: Partial<Limits> | undefined

@@ -21,7 +21,7 @@
  *
  * @since 0.1.0
  */
-import { Result } from "effect"
+import { Effect, Result } from "effect"
 import type { InvalidRequest } from "./GatewayError.ts"
 import * as Issues from "./Issues.ts"
 import { MAX_DEPTH, tooDeep } from "./JsonDepth.ts"
@@ -371,3 +371,47 @@ export const appendField = (bytes: Uint8Array, key: string, valueJson: string): 
   out.set(bytes.subarray(last + 1), last + 1 + field.length)
   return out
 }
+
+/**
+ * What a dialect's inspection keeps of a scanned body: its bytes, and the
+ * whole of it parsed on demand (which throws for JSON the scan let through).
+ *
+ * @category bodies
+ */
+export interface KeptBody {
+  readonly bytes: Uint8Array
+  readonly json: Record<string, unknown>
+}
+
+/**
+ * A kept body parsed whole, for a translation or the structure check a large
+ * body skipped: JSON the scan let through (a misspelt literal deep inside)
+ * fails with the parser's words (`Issues.notJson`).
+ *
+ * @category bodies
+ */
+export const parseKept = (body: KeptBody): Result.Result<Record<string, unknown>, InvalidRequest> => {
+  try {
+    return Result.succeed(body.json)
+  } catch {
+    return Result.fail(Issues.notJson(body.bytes))
+  }
+}
+
+/**
+ * `parseKept` as an Effect (parsed when run).
+ *
+ * @category bodies
+ */
+export const parsed = (body: KeptBody): Effect.Effect<Record<string, unknown>, InvalidRequest> =>
+  Effect.suspend(() => Effect.fromResult(parseKept(body)))
+
+/**
+ * The body for a channel of the client's own dialect: its bytes as they came
+ * when the model keeps its name, else the same bytes with only the model's
+ * value (at `span`) replaced.
+ *
+ * @category editing
+ */
+export const withModel = (bytes: Uint8Array, span: Span, model: string, upstreamModel: string): Uint8Array =>
+  upstreamModel === model ? bytes : edit(bytes, [{ span, text: JSON.stringify(upstreamModel) }])

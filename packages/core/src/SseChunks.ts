@@ -55,6 +55,79 @@ export const endsWithBlankLine = (chunk: Uint8Array): boolean => {
 }
 
 /**
+ * The line ends of a byte stream, followed across its chunks: LF, CRLF or CR,
+ * a CRLF split between chunks counting once. `start` takes a chunk, then each
+ * `next` gives the index just after its next line end (and says whether that
+ * line was blank: the end of an event), until -1 at the end of the chunk. One
+ * native `indexOf` per line end; a chunk known to end with a blank line can be
+ * `skip`ped without scanning. Both the relay's event bound and `WholeEvents`
+ * read events' ends with it.
+ *
+ * @category splitting
+ */
+export class LineEnds {
+  /** The line `next` found last was blank (nothing before its line end): an event ended there. */
+  blank = false
+  /** Bytes of the line being received (0: at the start of a line). */
+  private line = 0
+  /** The last chunk ended with a CR: a LF first in the next one completes that line end. */
+  private afterCR = false
+  private chunk: Uint8Array = empty
+  private at = 0
+  private nextLf = -1
+  private nextCr = -1
+
+  /** Passes over a chunk that ends with a blank line (`endsWithBlankLine`): the next starts afresh. */
+  skip(chunk: Uint8Array): void {
+    this.line = 0
+    this.afterCR = chunk[chunk.length - 1] === CR
+  }
+
+  /** Starts on `chunk`; returns where its first line starts (1 when its LF completes a CRLF the last chunk began). */
+  start(chunk: Uint8Array): number {
+    const at = this.afterCR && chunk.length > 0 && chunk[0] === LF ? 1 : 0
+    this.afterCR = false
+    this.chunk = chunk
+    this.at = at
+    this.nextLf = chunk.indexOf(LF, at)
+    this.nextCr = chunk.indexOf(CR, at)
+    return at
+  }
+
+  /** The index just after the chunk's next line end, or -1 when it has no more (its rest is the start of a line). */
+  next(): number {
+    const chunk = this.chunk
+    const at = this.at
+    const length = chunk.length
+    if (this.nextLf !== -1 && this.nextLf < at) this.nextLf = chunk.indexOf(LF, at)
+    if (this.nextCr !== -1 && this.nextCr < at) this.nextCr = chunk.indexOf(CR, at)
+    const end = this.nextLf === -1 ? this.nextCr : this.nextCr === -1 ? this.nextLf : Math.min(this.nextLf, this.nextCr)
+    if (end === -1) {
+      this.line += length - at
+      this.chunk = empty
+      return -1
+    }
+    const crlf = chunk[end] === CR && end + 1 < length && chunk[end + 1] === LF
+    if (chunk[end] === CR && end + 1 === length) this.afterCR = true
+    const after = end + (crlf ? 2 : 1)
+    // A line end with nothing before it on its line: a blank line, the end of an event.
+    this.blank = this.line === 0 && end === at
+    this.line = 0
+    this.at = after
+    return after
+  }
+
+  /** Forgets the stream: the next chunk starts a line. */
+  reset(): void {
+    this.line = 0
+    this.afterCR = false
+    this.chunk = empty
+  }
+}
+
+const empty = new Uint8Array(0)
+
+/**
  * Splits byte chunks into whole events (see the module's comment).
  *
  * @category splitting
@@ -63,10 +136,7 @@ export class WholeEvents {
   /** Chunks (or their tails) of the event being received. */
   private held: Array<Uint8Array> = []
   private heldLength = 0
-  /** Bytes of the line being received (0: at the start of a line). */
-  private line = 0
-  /** The last byte seen was a CR: a LF first in the next chunk completes that line end. */
-  private afterCR = false
+  private readonly lines = new LineEnds()
 
   /** The events `chunk` completed, or undefined when it completed none. */
   push(chunk: Uint8Array): Events | undefined {
@@ -85,8 +155,7 @@ export class WholeEvents {
   end(): Events | undefined {
     if (this.heldLength === 0) return undefined
     const rest = this.release(undefined)
-    this.line = 0
-    this.afterCR = false
+    this.lines.reset()
     return { bytes: rest, text: Utf8.decode(rest) }
   }
 
@@ -118,33 +187,15 @@ export class WholeEvents {
    * updates the line state to the chunk's end.
    */
   private lastEventEnd(chunk: Uint8Array): number {
-    const length = chunk.length
     if (endsWithBlankLine(chunk)) {
-      this.line = 0
-      this.afterCR = chunk[length - 1] === CR
-      return length
+      this.lines.skip(chunk)
+      return chunk.length
     }
     let last = -1
-    let at = 0
-    if (this.afterCR && length > 0 && chunk[0] === LF) at = 1
-    this.afterCR = false
-    let nextLf = chunk.indexOf(LF, at)
-    let nextCr = chunk.indexOf(CR, at)
-    for (;;) {
-      if (nextLf !== -1 && nextLf < at) nextLf = chunk.indexOf(LF, at)
-      if (nextCr !== -1 && nextCr < at) nextCr = chunk.indexOf(CR, at)
-      const end = nextLf === -1 ? nextCr : nextCr === -1 ? nextLf : Math.min(nextLf, nextCr)
-      if (end === -1) {
-        this.line += length - at
-        return last
-      }
-      const crlf = chunk[end] === CR && end + 1 < length && chunk[end + 1] === LF
-      if (chunk[end] === CR && end + 1 === length) this.afterCR = true
-      const after = end + (crlf ? 2 : 1)
-      // A line end with nothing before it on its line: a blank line, the end of an event.
-      if (this.line === 0 && end === at) last = after
-      this.line = 0
-      at = after
+    this.lines.start(chunk)
+    for (let after = this.lines.next(); after !== -1; after = this.lines.next()) {
+      if (this.lines.blank) last = after
     }
+    return last
   }
 }

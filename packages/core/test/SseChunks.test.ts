@@ -88,3 +88,44 @@ describe("SseChunks.WholeEvents", () => {
     assert.strictEqual(events.push(encoder.encode("\r\n"))?.text, "data: x\r\n\r\n")
   })
 })
+
+describe("SseChunks.LineEnds", () => {
+  /** The ends of blank lines (events' ends) of a whole text, as byte offsets. */
+  const blankEnds = (bytes: Uint8Array): Array<number> => {
+    const ends: Array<number> = []
+    let line = 0
+    for (let i = 0; i < bytes.length; i++) {
+      const byte = bytes[i]
+      if (byte !== 10 && byte !== 13) {
+        line++
+        continue
+      }
+      const after = byte === 13 && bytes[i + 1] === 10 ? i + 2 : i + 1
+      if (line === 0) ends.push(after)
+      line = 0
+      i = after - 1
+    }
+    return ends
+  }
+
+  it("finds the same events' ends however the stream is cut, a CRLF split between chunks counting once", () => {
+    fc.assert(fc.property(streamArb, fc.array(fc.nat(), { maxLength: 10 }), (stream, points) => {
+      const bytes = encoder.encode(stream)
+      const lines = new SseChunks.LineEnds()
+      const found: Array<number> = []
+      let offset = 0
+      for (const chunk of cut(bytes, points)) {
+        lines.start(chunk)
+        for (let after = lines.next(); after !== -1; after = lines.next()) {
+          if (lines.blank) found.push(offset + after)
+        }
+        offset += chunk.length
+      }
+      // A CRLF cut in two is found at its CR (the next chunk's start skips its LF): the same line end.
+      assert.deepStrictEqual(
+        found.map((end) => bytes[end] === 10 && bytes[end - 1] === 13 ? end + 1 : end),
+        blankEnds(bytes)
+      )
+    }))
+  })
+})

@@ -292,6 +292,41 @@ export const TelemetryConfig = Schema.Struct({
 })
 export type TelemetryConfig = typeof TelemetryConfig.Type
 
+/**
+ * Console sign-in (docs/configuration.md, "auth"): `password_login: false`
+ * turns password sign-in off (single sign-on only); `oidc` is single sign-on
+ * with an OpenID Connect provider (docs/operations.md, "Single sign-on").
+ *
+ * @category schemas
+ */
+export const AuthConfig = Schema.Struct({
+  password_login: Schema.optionalKey(Schema.Boolean),
+  oidc: Schema.optionalKey(Schema.Struct({
+    /** The sign-in button's label. */
+    name: Schema.optionalKey(Schema.NonEmptyString),
+    issuer: Schema.String.check(Schema.isPattern(/^https?:\/\/[^\s]+$/)).annotate({
+      expected: "the provider's issuer URL, such as https://sso.example.com/realms/main"
+    }),
+    client_id: Schema.NonEmptyString,
+    client_secret: Schema.optionalKey(Schema.NonEmptyString),
+    scopes: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
+    /** Default: preferred_username, then email. */
+    username_claim: Schema.optionalKey(Schema.NonEmptyString),
+    groups_claim: Schema.optionalKey(Schema.NonEmptyString),
+    group_map: Schema.optionalKey(Schema.Record(Schema.String, Schema.NonEmptyString)),
+    admin_groups: Schema.optionalKey(Schema.Array(Schema.NonEmptyString)),
+    auto_create: Schema.optionalKey(Schema.Boolean),
+    initial_balance: Schema.optionalKey(Schema.Union([Schema.Finite, Schema.String])),
+    /** The callback's full public address (default: public_url + /api/auth/oidc/callback). */
+    redirect_uri: Schema.optionalKey(
+      Schema.String.check(Schema.isPattern(/^https?:\/\/[^\s]+$/)).annotate({
+        expected: "an http(s) URL ending in /api/auth/oidc/callback"
+      })
+    )
+  }))
+})
+export type AuthConfig = typeof AuthConfig.Type
+
 /** The whole file. Every key is optional; docs/configuration.md lists the defaults. @category schemas */
 export const ConfigFile = Schema.Struct({
   listen: Schema.optionalKey(Schema.String),
@@ -325,6 +360,8 @@ export const ConfigFile = Schema.Struct({
   metrics: Schema.optionalKey(Schema.Struct({
     token: Schema.String.check(Schema.isMinLength(16)).annotate({ expected: "a token of at least 16 characters" })
   })),
+  /** Console sign-in: password on or off, single sign-on (see `AuthConfig`). */
+  auth: Schema.optionalKey(AuthConfig),
   /** Tracing over OpenTelemetry; the `OTEL_*` variables win (see `TelemetryConfig`). */
   telemetry: Schema.optionalKey(TelemetryConfig),
   billing: Schema.optionalKey(Schema.Struct({

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import type { Dialect, GatewayError } from "@modelgate/core"
+import { type Dialect, GatewayError } from "@modelgate/core"
 import type { Effect } from "effect"
 import type { Relay } from "./Relay.ts"
 import type { CallTrace } from "./Telemetry.ts"
@@ -36,6 +36,64 @@ export interface GatewayRequest {
    */
   readonly trace?: CallTrace | undefined
 }
+
+/**
+ * A request body as a host receives it, within `maxBytes`: refused by its
+ * declared `content-length` before any of it is read (`declared`), or as soon
+ * as its chunks pass the limit (`add`: the host stops reading), else its
+ * chunks joined as they came (`body`). Every host reads bodies with it, so
+ * they refuse the same bodies in the same words.
+ *
+ * @category bodies
+ */
+export class BodyBuffer {
+  readonly maxBytes: number
+  private readonly chunks: Array<Uint8Array> = []
+  private bytes = 0
+
+  constructor(maxBytes: number) {
+    this.maxBytes = maxBytes
+  }
+
+  /** The refusal of a body whose declared length (`content-length`) passes the limit, or undefined. */
+  declared(contentLength: string | null | undefined): GatewayError.RequestTooLarge | undefined {
+    const declared = Number(contentLength ?? "")
+    return Number.isFinite(declared) && declared > this.maxBytes ? tooLarge(this.maxBytes) : undefined
+  }
+
+  /** Takes the next chunk; the refusal once the body passed the limit (the chunk is not kept). */
+  add(chunk: Uint8Array): GatewayError.RequestTooLarge | undefined {
+    this.bytes += chunk.byteLength
+    if (this.bytes > this.maxBytes) return tooLarge(this.maxBytes)
+    this.chunks.push(chunk)
+    return undefined
+  }
+
+  /** The body: its chunks joined (the one chunk as it is). */
+  body(): Uint8Array {
+    const chunks = this.chunks
+    if (chunks.length === 0) return new Uint8Array(0)
+    if (chunks.length === 1) return chunks[0]!
+    const body = new Uint8Array(this.bytes)
+    let at = 0
+    for (const chunk of chunks) {
+      body.set(chunk, at)
+      at += chunk.byteLength
+    }
+    return body
+  }
+}
+
+/** A request body larger than the gateway accepts. @category bodies */
+export const tooLarge = (maxBytes: number): GatewayError.RequestTooLarge =>
+  new GatewayError.RequestTooLarge({
+    limitBytes: maxBytes,
+    message: `The request body is larger than this gateway accepts (${maxBytes} bytes). Send a smaller request.`
+  })
+
+/** A request body the host could not read (the connection failed while it came). @category bodies */
+export const unreadable = (): GatewayError.InvalidRequest =>
+  new GatewayError.InvalidRequest({ message: "The request body could not be read." })
 
 /** A complete answer: JSON (or other) text. @category models */
 export interface TextAnswer {

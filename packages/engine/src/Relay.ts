@@ -79,9 +79,6 @@ const unreadable = () => new GatewayError.UpstreamUnavailable({ message: "The up
 const asGatewayError = (error: unknown): GatewayError.GatewayError =>
   GatewayError.isGatewayError(error) ? error : unreadable()
 
-const LF = 10
-const CR = 13
-
 /**
  * The size of the server-sent event being received, followed across chunks
  * on the raw bytes: an event ends at a blank line (a line end right after
@@ -97,10 +94,7 @@ export class EventBound {
   private readonly max: number
   /** Bytes of the event being received (since the last blank line), line ends included. */
   private size = 0
-  /** Bytes of the line being received. */
-  private line = 0
-  /** The last chunk ended with a CR: a LF first in the next one completes that line end. */
-  private afterCR = false
+  private readonly lines = new SseChunks.LineEnds()
 
   constructor(max: number) {
     this.max = max
@@ -113,37 +107,19 @@ export class EventBound {
     // it. No event in it can be too large, and the next one starts afresh: nothing to scan.
     if (this.size + length <= this.max && SseChunks.endsWithBlankLine(chunk)) {
       this.size = 0
-      this.line = 0
-      this.afterCR = chunk[length - 1] === CR
+      this.lines.skip(chunk)
       return true
     }
-    let at = 0
-    if (this.afterCR && length > 0 && chunk[0] === LF) {
-      at = 1
-      this.size++
-    }
-    this.afterCR = false
-    let nextLf = chunk.indexOf(LF, at)
-    let nextCr = chunk.indexOf(CR, at)
-    for (;;) {
-      if (nextLf !== -1 && nextLf < at) nextLf = chunk.indexOf(LF, at)
-      if (nextCr !== -1 && nextCr < at) nextCr = chunk.indexOf(CR, at)
-      const end = nextLf === -1 ? nextCr : nextCr === -1 ? nextLf : Math.min(nextLf, nextCr)
-      if (end === -1) {
-        this.line += length - at
-        this.size += length - at
-        return this.size <= this.max
-      }
-      const crlf = chunk[end] === CR && end + 1 < length && chunk[end + 1] === LF
-      if (chunk[end] === CR && end + 1 === length) this.afterCR = true
-      const terminator = crlf ? 2 : 1
-      const blank = this.line === 0 && end === at
-      this.size += end - at + terminator
+    let at = this.lines.start(chunk)
+    this.size += at
+    for (let after = this.lines.next(); after !== -1; after = this.lines.next()) {
+      this.size += after - at
       if (this.size > this.max) return false
-      if (blank) this.size = 0
-      this.line = 0
-      at = end + terminator
+      if (this.lines.blank) this.size = 0
+      at = after
     }
+    this.size += length - at
+    return this.size <= this.max
   }
 }
 

@@ -41,7 +41,7 @@ import type * as HttpClient from "effect/http/HttpClient"
 import { ClientAbort } from "effect/http/HttpServerError"
 import * as Config from "./Config.ts"
 import * as Dialects from "./Dialects.ts"
-import type * as Exchange from "./Exchange.ts"
+import * as Exchange from "./Exchange.ts"
 import * as FetchTransport from "./FetchTransport.ts"
 import * as Gateway from "./Gateway.ts"
 import * as Health from "./Health.ts"
@@ -116,45 +116,27 @@ export const settingsOf = (file: Config.ConfigFile, nodeId: string): EngineSetti
 
 const encoder = new TextEncoder()
 
-/** A request's body, at most `maxBytes` of it, its chunks joined as they came. */
+/** A request's body, at most `maxBytes` of it, its chunks joined as they came (`Exchange.BodyBuffer`). */
 const readBody = (request: Request) => (maxBytes: number) =>
   Effect.tryPromise({
     try: async () => {
-      const declared = Number(request.headers.get("content-length") ?? "")
-      if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes)
-      if (request.body === null) return new Uint8Array(0)
+      const buffer = new Exchange.BodyBuffer(maxBytes)
+      const declared = buffer.declared(request.headers.get("content-length"))
+      if (declared !== undefined) throw declared
+      if (request.body === null) return buffer.body()
       const reader = request.body.getReader()
-      const chunks: Array<Uint8Array> = []
-      let bytes = 0
       for (;;) {
         const read = await reader.read()
         if (read.done) break
-        bytes += read.value.byteLength
-        if (bytes > maxBytes) {
+        const refused = buffer.add(read.value)
+        if (refused !== undefined) {
           await reader.cancel().catch(() => {})
-          throw tooLarge(maxBytes)
+          throw refused
         }
-        chunks.push(read.value)
       }
-      if (chunks.length === 1) return chunks[0]!
-      const body = new Uint8Array(bytes)
-      let at = 0
-      for (const chunk of chunks) {
-        body.set(chunk, at)
-        at += chunk.byteLength
-      }
-      return body
+      return buffer.body()
     },
-    catch: (error) =>
-      error instanceof GatewayError.RequestTooLarge
-        ? error
-        : new GatewayError.InvalidRequest({ message: "The request body could not be read." })
-  })
-
-const tooLarge = (maxBytes: number) =>
-  new GatewayError.RequestTooLarge({
-    limitBytes: maxBytes,
-    message: `The request body is larger than this gateway accepts (${maxBytes} bytes). Send a smaller request.`
+    catch: (error) => error instanceof GatewayError.RequestTooLarge ? error : Exchange.unreadable()
   })
 
 /** An engine answer as a web `Response`; a stream's relay writes into a `ReadableStream`. */

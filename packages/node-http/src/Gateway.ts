@@ -18,8 +18,9 @@ import type * as Exchange from "@modelgate/engine/Exchange"
 import * as EngineGateway from "@modelgate/engine/Gateway"
 import * as Ids from "@modelgate/engine/Ids"
 import * as Routes from "@modelgate/engine/Routes"
-import { Clock, Context, Effect, Exit } from "effect"
+import { Context, Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as AccessLog from "./AccessLog.ts"
 import { NodeRelay } from "./NodeRelay.ts"
 import { ServerSettings } from "./Settings.ts"
 
@@ -134,27 +135,21 @@ export const app = Effect.gen(function*() {
         }),
         requestId
       )))
-  const answered = Effect.map(served, (response) => HttpServerResponse.setHeader(response, "x-request-id", requestId))
+  // An answer that carries its own request id (a playground call the engine served) keeps it: it names the call
+  // in the request log.
+  const answered = Effect.map(
+    served,
+    (response) =>
+      response.headers["x-request-id"] !== undefined
+        ? response
+        : HttpServerResponse.setHeader(response, "x-request-id", requestId)
+  )
   const settings = yield* ServerSettings
   // Nothing to do (not even a clock read) when the line would be filtered out anyway.
-  const logged = settings.accessLog && (settings.logLevel === "info" || settings.logLevel === "debug")
-  if (!logged || matched._tag === "Health" || matched._tag === "Ready" || matched._tag === "Metrics") {
+  if (
+    !AccessLog.enabled(settings) || matched._tag === "Health" || matched._tag === "Ready" || matched._tag === "Metrics"
+  ) {
     return yield* answered
   }
-  const started = yield* Clock.currentTimeMillis
-  return yield* answered.pipe(
-    Effect.onExit((exit) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.logInfo("request").pipe(
-          Effect.annotateLogs({
-            request_id: requestId,
-            method: request.method,
-            path,
-            // A client that went away before the answer started: nginx's 499.
-            status: Exit.isSuccess(exit) ? exit.value.status : 499,
-            duration_ms: now - started
-          })
-        ))
-    )
-  )
+  return yield* AccessLog.logged(answered, { requestId, method: request.method, path }, (response) => response.status)
 })

@@ -32,7 +32,7 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { GatewayError } from "@modelgate/core"
-import type * as Exchange from "@modelgate/engine/Exchange"
+import * as Exchange from "@modelgate/engine/Exchange"
 import * as EngineGateway from "@modelgate/engine/Gateway"
 import * as Ids from "@modelgate/engine/Ids"
 import * as Routes from "@modelgate/engine/Routes"
@@ -43,6 +43,7 @@ import { ClientAbort, ServeError } from "effect/http/HttpServerError"
 import * as NetAddress from "effect/net/NetAddress"
 import type { IncomingMessage, Server as HttpNodeServer, ServerResponse } from "node:http"
 import { createServer } from "node:http"
+import * as AccessLog from "./AccessLog.ts"
 import { NodeRelay } from "./NodeRelay.ts"
 import type { Settings } from "./Settings.ts"
 
@@ -70,47 +71,35 @@ export const drainingServer = (): HttpNodeServer => {
   return server
 }
 
-const tooLarge = (maxBytes: number) =>
-  new GatewayError.RequestTooLarge({
-    limitBytes: maxBytes,
-    message: `The request body is larger than this gateway accepts (${maxBytes} bytes). Send a smaller request.`
-  })
-
 /**
- * Reads a request's body as it came (its bytes, never decoded here), at most `maxBytes`: a larger one (by its
- * `content-length`, or as it arrives) fails with `RequestTooLarge` and the
- * connection is closed after the answer rather than read to its end.
+ * Reads a request's body as it came (its bytes, never decoded here), at most
+ * `maxBytes` (`Exchange.BodyBuffer`): a larger one (by its `content-length`,
+ * or as it arrives) fails with `RequestTooLarge` and the connection is closed
+ * after the answer rather than read to its end.
  */
 const bodyOf = (req: IncomingMessage, res: ServerResponse) => (maxBytes: number) =>
   Effect.callback<Uint8Array, GatewayError.RequestTooLarge | GatewayError.InvalidRequest>((resume) => {
-    const declared = Number(req.headers["content-length"] ?? "")
-    if (Number.isFinite(declared) && declared > maxBytes) {
+    const buffer = new Exchange.BodyBuffer(maxBytes)
+    const declared = buffer.declared(req.headers["content-length"])
+    if (declared !== undefined) {
       res.shouldKeepAlive = false
-      return resume(Effect.fail(tooLarge(maxBytes)))
+      return resume(Effect.fail(declared))
     }
-    const chunks: Array<Buffer> = []
-    let bytes = 0
     const onData = (chunk: Buffer) => {
-      bytes += chunk.length
-      if (bytes > maxBytes) {
-        cleanup()
-        res.shouldKeepAlive = false
-        req.pause()
-        return resume(Effect.fail(tooLarge(maxBytes)))
-      }
-      chunks.push(chunk)
+      const refused = buffer.add(chunk)
+      if (refused === undefined) return
+      cleanup()
+      res.shouldKeepAlive = false
+      req.pause()
+      resume(Effect.fail(refused))
     }
     const onEnd = () => {
       cleanup()
-      resume(
-        Effect.succeed(
-          chunks.length === 0 ? new Uint8Array(0) : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes)
-        )
-      )
+      resume(Effect.succeed(buffer.body()))
     }
     const onError = () => {
       cleanup()
-      resume(Effect.fail(new GatewayError.InvalidRequest({ message: "The request body could not be read." })))
+      resume(Effect.fail(Exchange.unreadable()))
     }
     const cleanup = () => {
       req.off("data", onData)
@@ -178,7 +167,7 @@ const apiHandler = (
   telemetry: Telemetry.Telemetry | undefined
 ) => {
   const run = Effect.runForkWith(Telemetry.withTracer(context, telemetry))
-  const logged = settings.accessLog && (settings.logLevel === "info" || settings.logLevel === "debug")
+  const logged = AccessLog.enabled(settings)
   return (
     req: IncomingMessage,
     res: ServerResponse,
@@ -206,7 +195,9 @@ const apiHandler = (
       trace
     }
     const served = EngineGateway.serve(request, route, requestId)
-    const program = logged ? withAccessLog(served, request, requestId) : served
+    const program = logged
+      ? AccessLog.logged(served, { requestId, method: request.method, path }, (answer) => answer.status)
+      : served
     const fiber = run(trace === undefined ? program : trace.run(program))
     if (trace !== undefined) {
       res.once("close", () => trace.end(res.headersSent ? res.statusCode : 499, !res.writableEnded))
@@ -230,28 +221,6 @@ const apiHandler = (
     })
   }
 }
-
-/** The access log's line for a request on the API surface: when its answer starts, or 499 when its client left first. */
-const withAccessLog = (
-  served: Effect.Effect<Exchange.Answer, never, Requirements>,
-  request: Exchange.GatewayRequest,
-  requestId: string
-) =>
-  Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (started) =>
-    served.pipe(
-      Effect.onExit((exit) =>
-        Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (now) =>
-          Effect.logInfo("request").pipe(
-            Effect.annotateLogs({
-              request_id: requestId,
-              method: request.method,
-              path: request.path,
-              status: Exit.isSuccess(exit) ? exit.value.status : 499,
-              duration_ms: now - started
-            })
-          ))
-      )
-    ))
 
 /**
  * The listener as the `HttpServer` service: listening once built; the Effect

@@ -8,10 +8,12 @@
  */
 import * as AdminApi from "@modelgate/admin-api/AdminApi"
 import { AdminApiConfig } from "@modelgate/admin-api/Config"
+import { PlaygroundEngine } from "@modelgate/admin-api/PlaygroundEngine"
 import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
 import type { RateLimiter } from "@modelgate/core"
 import { OutageLog } from "@modelgate/core"
 import { MemoryLimiter } from "@modelgate/core"
+import type * as EngineGateway from "@modelgate/engine/Gateway"
 import * as Health from "@modelgate/engine/Health"
 import * as Probe from "@modelgate/engine/Probe"
 import { Settings as EngineSettings } from "@modelgate/engine/Settings"
@@ -42,6 +44,7 @@ import * as ConsoleFiles from "./ConsoleFiles.ts"
 import * as Gateway from "./Gateway.ts"
 import * as Listener from "./Listener.ts"
 import { MetricsExport } from "./MetricsExport.ts"
+import * as Playground from "./Playground.ts"
 import * as Provision from "./Provision.ts"
 import { ServerSettings, type Settings } from "./Settings.ts"
 import * as UndiciTransport from "./UndiciTransport.ts"
@@ -216,7 +219,7 @@ export const sweeper = (
  */
 export const extensions = (
   settings: Settings
-): Layer.Layer<Gateway.Extensions, never, AdminApi.Requirements | MetricsExport> =>
+): Layer.Layer<Gateway.Extensions, never, AdminApi.Requirements | MetricsExport | EngineGateway.Requirements> =>
   Layer.effect(
     Gateway.Extensions,
     Effect.gen(function*() {
@@ -226,10 +229,17 @@ export const extensions = (
       const config = {
         publicUrl: settings.publicUrl ?? undefined,
         sessionTtlMs: SESSION_TTL_MS,
-        trustedProxies: TrustedProxies.unsafeMake(settings.trustedProxies)
+        trustedProxies: TrustedProxies.unsafeMake(settings.trustedProxies),
+        passwordLogin: settings.passwordLogin,
+        oidc: settings.oidc ?? undefined
       }
+      const playground = Playground.make(yield* Effect.context<EngineGateway.Requirements>())
       return Gateway.Extensions.of({
-        api: (request) => admin.handle(request).pipe(Effect.provideService(AdminApiConfig, config)),
+        api: (request) =>
+          admin.handle(request).pipe(
+            Effect.provideService(AdminApiConfig, config),
+            Effect.provideService(PlaygroundEngine, playground)
+          ),
         console: settings.consoleDir === null ? undefined : ConsoleFiles.make(settings.consoleDir),
         metrics: metrics.handle,
         ready: sql`SELECT 1`.pipe(

@@ -2,13 +2,15 @@
  * The server's resolved settings: the configuration file's values with every
  * default applied and the environment's overrides (`MODELGATE_LISTEN`,
  * `MODELGATE_DATABASE`, `MODELGATE_REDIS`, `MODELGATE_SECRET`,
- * `MODELGATE_METRICS_TOKEN`; an empty variable counts as unset) on top, and tracing's standard `OTEL_*`
+ * `MODELGATE_METRICS_TOKEN`, `MODELGATE_OIDC_CLIENT_SECRET`; an empty variable counts as unset) on top, and tracing's standard `OTEL_*`
  * variables over the file's `telemetry:` section (`@modelgate/engine/TelemetryConfig`). docs/configuration.md
  * lists the same defaults; this module is their one source.
  *
  * @since 0.1.0
  */
+import type { OidcSettings } from "@modelgate/admin-api/Config"
 import * as TrustedProxies from "@modelgate/admin-api/TrustedProxies"
+import { Money } from "@modelgate/core"
 import { defaults as engineDefaults, type EngineSettings } from "@modelgate/engine/Settings"
 import * as TelemetryConfig from "@modelgate/engine/TelemetryConfig"
 import * as Database from "@modelgate/store/Database"
@@ -83,6 +85,10 @@ export interface Settings extends EngineSettings {
   readonly probeIntervalMs: number
   /** Tracing over OpenTelemetry: the `OTEL_*` variables over the file's `telemetry:` section. */
   readonly telemetry: TelemetryConfig.TelemetrySettings
+  /** Whether the console accepts password sign-ins (`auth.password_login`, default true). */
+  readonly passwordLogin: boolean
+  /** Single sign-on with OpenID Connect (`auth.oidc`), or null. */
+  readonly oidc: OidcSettings | null
 }
 
 /** The settings service. @category services */
@@ -177,6 +183,13 @@ export const resolveSettings = (
     const secretFile = file.secret_file ?? defaultSecretFile(database)
     // Tracing: the standard OTEL_* variables win over the file's telemetry section.
     const telemetry = yield* TelemetryConfig.resolve(file.telemetry, env, options.source)
+    const oidc = yield* resolveOidc(file, env, options.source)
+    if (file.auth?.password_login === false && oidc === null) {
+      return yield* new ConfigError({
+        message:
+          `Invalid configuration in ${options.source}:\n  at auth.password_login: password sign-in can only be turned off when auth.oidc (single sign-on) is configured; no one could sign in`
+      })
+    }
     const shownHost = address.host === "0.0.0.0" || address.host === "::"
       ? "127.0.0.1"
       : address.host.includes(":")
@@ -221,7 +234,9 @@ export const resolveSettings = (
       maxAttempts: file.routing?.max_attempts ?? defaults.maxAttempts,
       stickyHeader: file.routing?.sticky_header?.toLowerCase() ?? null,
       probeIntervalMs: file.routing?.probe_interval_ms ?? defaults.probeIntervalMs,
-      telemetry
+      telemetry,
+      passwordLogin: file.auth?.password_login ?? true,
+      oidc
     }
   })
 
@@ -245,4 +260,46 @@ const defaultSecretFile = (database: string): string => {
     return join(dirname(resolve(database.slice("sqlite:".length))), "modelgate.key")
   }
   return resolve("data", "modelgate.key")
+}
+
+/**
+ * The `auth.oidc` block with its defaults (`MODELGATE_OIDC_CLIENT_SECRET`
+ * wins over `client_secret`), or null when it is absent.
+ *
+ * @category resolving
+ */
+export const resolveOidc = (
+  file: ConfigFile,
+  env: Readonly<Record<string, string | undefined>>,
+  source: string
+): Effect.Effect<OidcSettings | null, ConfigError> => {
+  const oidc = file.auth?.oidc
+  if (oidc === undefined) return Effect.succeed(null)
+  const balance = oidc.initial_balance ?? 0
+  const nanos = Money.usdToNanos(balance)
+  if (nanos === undefined || nanos < 0n || nanos > Money.MAX_NANOS) {
+    return Effect.fail(
+      new ConfigError({
+        message:
+          `Invalid configuration in ${source}:\n  at auth.oidc.initial_balance: Expected a non-negative USD amount, got ${
+            JSON.stringify(balance)
+          }`
+      })
+    )
+  }
+  const secret = nonEmpty(env["MODELGATE_OIDC_CLIENT_SECRET"]) ?? oidc.client_secret
+  return Effect.succeed({
+    name: oidc.name ?? "Single sign-on",
+    issuer: oidc.issuer,
+    clientId: oidc.client_id,
+    clientSecret: secret === undefined ? undefined : Redacted.make(secret),
+    scopes: oidc.scopes ?? ["openid", "email", "profile"],
+    usernameClaim: oidc.username_claim,
+    groupsClaim: oidc.groups_claim,
+    groupMap: oidc.group_map ?? {},
+    adminGroups: oidc.admin_groups ?? [],
+    autoCreate: oidc.auto_create ?? false,
+    initialBalanceNanos: nanos,
+    redirectUri: oidc.redirect_uri
+  })
 }

@@ -199,13 +199,9 @@ const notObject = (bytes: Uint8Array): GatewayError.InvalidRequest => {
  */
 export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRequest | undefined => {
   if (inspected.checked) return undefined
-  let json: Record<string, unknown>
-  try {
-    json = inspected.json
-  } catch {
-    return Issues.notJson(inspected.bytes)
-  }
-  const shape = checkChatBody(json)
+  const json = JsonScan.parseKept(inspected)
+  if (Result.isFailure(json)) return json.failure
+  const shape = checkChatBody(json.success)
   return shape === undefined ? undefined : Issues.invalid(shape.param, shape.message)
 }
 

@@ -209,13 +209,7 @@ export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedB
  * @category inspection
  */
 export const parsed = (inspected: InspectedBody): Effect.Effect<Record<string, unknown>, GatewayError.InvalidRequest> =>
-  Effect.suspend(() => {
-    try {
-      return Effect.succeed(inspected.json)
-    } catch {
-      return Effect.fail(Issues.notJson(inspected.bytes))
-    }
-  })
+  JsonScan.parsed(inspected)
 
 /**
  * The check a large body skipped at inspection (see `EAGER_CHECK_BYTES`), for
@@ -227,12 +221,8 @@ export const parsed = (inspected: InspectedBody): Effect.Effect<Record<string, u
  */
 export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRequest | undefined => {
   if (inspected.checked) return undefined
-  try {
-    void inspected.json
-  } catch {
-    return Issues.notJson(inspected.bytes)
-  }
-  return undefined
+  const json = JsonScan.parseKept(inspected)
+  return Result.isFailure(json) ? json.failure : undefined
 }
 
 /**
@@ -242,9 +232,7 @@ export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRe
  * @category inspection
  */
 export const upstreamBody = (inspected: InspectedBody, upstreamModel: string): Uint8Array =>
-  upstreamModel === inspected.model
-    ? inspected.bytes
-    : JsonScan.edit(inspected.bytes, [{ span: inspected.fields.get("model")!, text: JSON.stringify(upstreamModel) }])
+  JsonScan.withModel(inspected.bytes, inspected.fields.get("model")!, inspected.model, upstreamModel)
 
 // ---------------------------------------------------------------------------
 // Metering

@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import { GatewayError, KeyStore } from "@modelgate/core"
-import type { Domain } from "@modelgate/core"
+import type { Declaration, Domain } from "@modelgate/core"
 import { OutageLog } from "@modelgate/core"
 import { Cause, Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -50,21 +50,13 @@ export interface KeyRecord {
 }
 
 /**
- * Input of `Keys.create`. Without `secret` a new one is generated.
+ * Input of `Keys.create`: a declared key (core's `Declaration.Key`) of the
+ * user `userId`. Without `secret` a new one is generated.
  *
  * @category models
  */
-export interface CreateKey {
+export interface CreateKey extends Omit<Declaration.Key, "user" | "secret"> {
   readonly userId: string
-  readonly name: string
-  readonly group: string
-  readonly models?: ReadonlyArray<string> | undefined
-  readonly expiresAt?: number | null | undefined
-  readonly enabled?: boolean | undefined
-  readonly quotaNanos?: bigint | null | undefined
-  readonly dailyBudgetNanos?: bigint | null | undefined
-  readonly monthlyBudgetNanos?: bigint | null | undefined
-  readonly limits?: Partial<Domain.Limits> | undefined
   /** A fixed secret (from the config file); it must start with `sk-` and be at least 20 characters. */
   readonly secret?: string | undefined
   readonly source?: Source | undefined

@@ -36,7 +36,7 @@
  *
  * @since 0.1.0
  */
-import type { Domain } from "@modelgate/core"
+import type { Declaration, Domain } from "@modelgate/core"
 import { Money } from "@modelgate/core"
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
@@ -60,79 +60,22 @@ import {
 import { InvalidInput } from "./StoreError.ts"
 import { validateName, validatePassword } from "./Users.ts"
 
-/**
- * A user declared in the config file.
- *
- * @category models
- */
-export interface ProvisionUser {
-  readonly name: string
-  /** Default `user`. */
-  readonly role?: Domain.Role | undefined
-  /** Default `true`. */
-  readonly enabled?: boolean | undefined
-  /** Initial balance in nano-dollars, credited once at creation. Default 0. */
-  readonly balanceNanos?: bigint | undefined
-  /** Console password; omitted means the stored one (if any) is kept. */
-  readonly password?: Redacted.Redacted<string> | undefined
-  /** Groups the user may pick for their keys. Replaces the stored list when given. */
-  readonly groups?: ReadonlyArray<string> | undefined
-  /** Rate limits shared by all the user's keys; an unset field means no limit. */
-  readonly limits?: Partial<Domain.Limits> | undefined
-}
+/** A user declared in the config file (core's `Declaration.User`). @category models */
+export type ProvisionUser = Declaration.User
+
+/** A group declared in the config file (core's `Declaration.Group`). @category models */
+export type ProvisionGroup = Declaration.Group
+
+/** A key declared in the config file (core's `Declaration.Key`). @category models */
+export type ProvisionKey = Declaration.Key
 
 /**
- * A group declared in the config file.
+ * The declarative content of a config file (core's `Declaration`): the
+ * server maps its YAML to it, the web handler's memory store serves it.
  *
  * @category models
  */
-export interface ProvisionGroup {
-  readonly name: string
-  /** Price ratio in millionths (1.0 = 1000000). */
-  readonly ratioMicros: bigint
-  readonly limits?: Partial<Domain.Limits> | undefined
-  /** Whether users may pick the group for their own keys. Default `false`. */
-  readonly selectable?: boolean | undefined
-}
-
-/**
- * A key declared in the config file.
- *
- * @category models
- */
-export interface ProvisionKey {
-  /** The owner's user name. */
-  readonly user: string
-  readonly name: string
-  readonly group: string
-  /** A fixed secret (`sk-...`); without it one is generated at creation. */
-  readonly secret?: Redacted.Redacted<string> | undefined
-  readonly models?: ReadonlyArray<string> | undefined
-  readonly expiresAt?: number | null | undefined
-  readonly enabled?: boolean | undefined
-  readonly quotaNanos?: bigint | null | undefined
-  readonly dailyBudgetNanos?: bigint | null | undefined
-  readonly monthlyBudgetNanos?: bigint | null | undefined
-  readonly limits?: Partial<Domain.Limits> | undefined
-}
-
-/**
- * The declarative content of a config file, as plain data: money in
- * nano-dollar bigints, ratios in micros, times in epoch milliseconds. The
- * server maps its YAML to this shape; every array is optional.
- *
- * @category models
- */
-export interface ProvisionInput {
-  readonly users?: ReadonlyArray<ProvisionUser> | undefined
-  readonly groups?: ReadonlyArray<ProvisionGroup> | undefined
-  readonly models?: ReadonlyArray<Domain.Model> | undefined
-  /** In matching order. */
-  readonly aliases?: ReadonlyArray<Domain.Alias> | undefined
-  /** Channels by name; `apiKeys` in plain text (encrypted when stored). */
-  readonly channels?: ReadonlyArray<Omit<Domain.Channel, "id">> | undefined
-  readonly keys?: ReadonlyArray<ProvisionKey> | undefined
-}
+export type ProvisionInput = Declaration.Declaration
 
 /**
  * A field of a user or key that the file and the database disagree on, and

@@ -8,12 +8,11 @@
  *
  * @since 0.1.0
  */
-import type { UsageLog } from "@modelgate/core"
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { LedgerKind } from "./Accounts.ts"
 import * as Row from "./internal/row.ts"
-import { decodeAttemptLog } from "./UsageWriter.ts"
+import { decodeUsageRow, type StoredUsage } from "./UsageWriter.ts"
 
 const DAY_MS = 86_400_000
 
@@ -86,44 +85,11 @@ export interface UsageFilter {
 }
 
 /** One usage record with the names of its user and key. @category usage */
-export interface UsageRow {
-  readonly id: string
-  readonly createdAt: number
-  readonly requestId: string
-  readonly userId: string
+export interface UsageRow extends StoredUsage {
   /** The user's name (anonymised once the user is deleted). */
   readonly userName: string
-  readonly keyId: string
   /** The key's name, null once the key is deleted. */
   readonly keyName: string | null
-  readonly model: string
-  /** The model's name at the channel that served the call. */
-  readonly upstreamModel: string
-  /** The channel that served the call (or was tried last); empty when none was tried. */
-  readonly channel: string
-  /** The dialect the client spoke, and the channel's. */
-  readonly dialectIn: string
-  readonly dialectOut: string
-  readonly stream: boolean
-  readonly promptTokens: number
-  readonly completionTokens: number
-  readonly cachedTokens: number
-  /** Prompt tokens written to the upstream's prompt cache (part of `promptTokens`, billed at `cache_write`). */
-  readonly cacheWriteTokens: number
-  readonly reasoningTokens: number
-  /** Whether the token counts are the upstream's own (false: counted locally). */
-  readonly usageReported: boolean
-  readonly costNanos: bigint
-  readonly latencyMs: number
-  readonly ttfbMs: number | null
-  readonly status: number
-  readonly errorCode: string | null
-  /** What the caller was told went wrong, when it did (null for records written before messages were kept). */
-  readonly errorMessage: string | null
-  readonly attempts: number
-  readonly attemptLog: ReadonlyArray<UsageLog.Attempt>
-  /** What a translation left out of the request by decision (a Responses client's hosted tools), or null. */
-  readonly note: string | null
 }
 
 /** Spend and tokens of one model on one day. @category usage */
@@ -186,34 +152,9 @@ export interface UserStats {
 }
 
 const decodeUsage = (row: Record<string, unknown>): UsageRow => ({
-  id: Row.str(row.id, "usage_records.id"),
-  createdAt: Row.int(row.created_at, "usage_records.created_at"),
-  requestId: Row.str(row.request_id, "usage_records.request_id"),
-  userId: Row.str(row.user_id, "usage_records.user_id"),
+  ...decodeUsageRow(row),
   userName: Row.strOrNull(row.user_name, "users.name") ?? Row.str(row.user_id, "usage_records.user_id"),
-  keyId: Row.str(row.key_id, "usage_records.key_id"),
-  keyName: Row.strOrNull(row.key_name, "api_keys.name"),
-  model: Row.str(row.model, "usage_records.model"),
-  upstreamModel: Row.str(row.upstream_model, "usage_records.upstream_model"),
-  channel: Row.str(row.channel, "usage_records.channel"),
-  dialectIn: Row.str(row.dialect_in, "usage_records.dialect_in"),
-  dialectOut: Row.str(row.dialect_out, "usage_records.dialect_out"),
-  stream: Row.bool(row.stream, "usage_records.stream"),
-  promptTokens: Row.int(row.prompt_tokens, "usage_records.prompt_tokens"),
-  completionTokens: Row.int(row.completion_tokens, "usage_records.completion_tokens"),
-  cachedTokens: Row.int(row.cached_tokens, "usage_records.cached_tokens"),
-  cacheWriteTokens: Row.int(row.cache_write_tokens, "usage_records.cache_write_tokens"),
-  reasoningTokens: Row.int(row.reasoning_tokens, "usage_records.reasoning_tokens"),
-  usageReported: Row.bool(row.usage_reported, "usage_records.usage_reported"),
-  costNanos: Row.big(row.cost_nanos, "usage_records.cost_nanos"),
-  latencyMs: Row.int(row.latency_ms, "usage_records.latency_ms"),
-  ttfbMs: Row.intOrNull(row.ttfb_ms, "usage_records.ttfb_ms"),
-  status: Row.int(row.status, "usage_records.status"),
-  errorCode: Row.strOrNull(row.error_code, "usage_records.error_code"),
-  errorMessage: Row.strOrNull(row.error_message, "usage_records.error_message"),
-  attempts: Row.int(row.attempts, "usage_records.attempts"),
-  attemptLog: decodeAttemptLog(row.attempt_log),
-  note: Row.strOrNull(row.note, "usage_records.note")
+  keyName: Row.strOrNull(row.key_name, "api_keys.name")
 })
 
 /** Sums of an aggregate are NULL over no rows, and may come back as text (PostgreSQL's NUMERIC). */

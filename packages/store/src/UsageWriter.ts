@@ -60,6 +60,11 @@ type Entry = UsageJournal.Entry
  */
 export interface StoredUsage extends UsageLog.UsageRecord {
   readonly id: string
+  /** Read back, every count and message is there (0 or null when the call had none). */
+  readonly cacheWriteTokens: number
+  readonly reasoningTokens: number
+  readonly errorMessage: string | null
+  readonly note: string | null
 }
 
 /**
@@ -152,7 +157,13 @@ export const decodeAttemptLog = (value: unknown): ReadonlyArray<UsageLog.Attempt
   }))
 }
 
-const decode = (row: Record<string, unknown>): StoredUsage => ({
+/**
+ * A `usage_records` row as a stored usage record (the reports add the names
+ * of its user and key).
+ *
+ * @category decoding
+ */
+export const decodeUsageRow = (row: Record<string, unknown>): StoredUsage => ({
   id: Row.str(row.id, "usage_records.id"),
   createdAt: Row.int(row.created_at, "usage_records.created_at"),
   requestId: Row.str(row.request_id, "usage_records.request_id"),
@@ -482,7 +493,7 @@ export class UsageWriter extends Context.Service<UsageWriter, {
           return Effect.map(
             sql`SELECT * FROM usage_records WHERE ${sql.and(clauses)} ORDER BY created_at DESC, id DESC
               LIMIT ${Math.max(1, Math.min(1000, filter.limit))} OFFSET ${Math.max(0, filter.offset ?? 0)}`,
-            (rows) => rows.map(decode)
+            (rows) => rows.map(decodeUsageRow)
           )
         }
 

@@ -30,6 +30,12 @@ export const layer = HttpApiBuilder.group(
     return handlers.handleAll({
       login: Effect.fn("session.login")(function*({ payload, request }) {
         const config = yield* AdminApiConfig
+        if (config.passwordLogin === false) {
+          return yield* ApiError.forbidden(
+            "Signing in with a password is turned off on this gateway (auth.password_login): use single sign-on.",
+            "password_login_disabled"
+          )
+        }
         const address = clientAddress(request, config.trustedProxies)
         const wait = yield* limiter.retryAfter(payload.username, address)
         if (wait > 0) {

@@ -32,6 +32,7 @@ import {
   IconListSearch,
   IconLock,
   IconLogout,
+  IconMessageChatbot,
   IconMoon,
   IconPlug,
   IconReceipt,
@@ -60,6 +61,7 @@ const userItems: ReadonlyArray<Item> = [
   { to: "/keys", label: "nav.keys", icon: <IconKey size={18} /> },
   { to: "/models", label: "nav.models", icon: <IconStack2 size={18} /> },
   { to: "/connect", label: "nav.connect", icon: <IconPlug size={18} /> },
+  { to: "/playground", label: "nav.playground", icon: <IconMessageChatbot size={18} /> },
   { to: "/requests", label: "nav.requests", icon: <IconListSearch size={18} /> },
   { to: "/usage", label: "nav.usage", icon: <IconReceipt size={18} /> }
 ]

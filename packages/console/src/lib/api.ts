@@ -54,6 +54,9 @@ export const setCsrfToken = (token: string | null): void => {
   csrfToken = token
 }
 
+/** The session's CSRF token, for calls made without the typed client (the playground's stream). @category session */
+export const currentCsrfToken = (): string | null => csrfToken
+
 /** The typed client of the whole API. @category client */
 export type Client = HttpApiClient.ForApi<typeof Api>
 

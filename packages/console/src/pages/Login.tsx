@@ -7,6 +7,7 @@ import {
   Alert,
   Button,
   Center,
+  Divider,
   Group,
   Paper,
   PasswordInput,
@@ -16,7 +17,8 @@ import {
   ThemeIcon,
   Title
 } from "@mantine/core"
-import { IconAlertTriangle, IconBolt } from "@tabler/icons-react"
+import { IconAlertTriangle, IconBolt, IconLogin } from "@tabler/icons-react"
+import { useQuery } from "@tanstack/react-query"
 import { LanguageSwitch } from "../components/Layout.tsx"
 import { errorMessage } from "../components/States.tsx"
 import { call } from "../lib/api.ts"
@@ -25,10 +27,26 @@ import { useI18n } from "../lib/i18n.tsx"
 import { useSession } from "../lib/session.tsx"
 import { useForm } from "../lib/useForm.ts"
 
-/** The sign-in form. @category pages */
+/** Why single sign-on sent the browser back here (`?sso_error=`), once. */
+const ssoErrorOf = (): string | undefined => {
+  const params = new URLSearchParams(globalThis.location?.search ?? "")
+  const error = params.get("sso_error")
+  return error === null || error.length === 0 ? undefined : error.slice(0, 1_000)
+}
+
+/** The sign-in form, and the single sign-on button when the gateway has one. @category pages */
 export function LoginPage() {
   const { t } = useI18n()
   const { signedIn } = useSession()
+  const methods = useQuery({
+    queryKey: ["auth-methods"],
+    queryFn: () => call((api) => api.sso.methods()),
+    retry: false,
+    staleTime: Infinity
+  })
+  const ssoError = ssoErrorOf()
+  const password = methods.data?.password ?? true
+  const sso = methods.data?.sso ?? null
   const form = useForm({
     initial: { username: "", password: "" },
     schema: Contract.LoginRequest,
@@ -66,20 +84,49 @@ export function LoginPage() {
                   {errorMessage(form.formError, t)}
                 </Alert>
               )}
-              <TextInput
-                label={t("login.username")}
-                autoComplete="username"
-                autoFocus
-                name="username"
-                {...form.field("username")}
-              />
-              <PasswordInput
-                label={t("login.password")}
-                autoComplete="current-password"
-                name="password"
-                {...form.field("password")}
-              />
-              <Button type="submit" loading={form.submitting} fullWidth size="md">{t("login.submit")}</Button>
+              {ssoError !== undefined && (
+                <Alert
+                  color="red"
+                  variant="light"
+                  icon={<IconAlertTriangle />}
+                  title={t("login.ssoFailed")}
+                  role="alert"
+                  data-testid="sso-error"
+                >
+                  {ssoError}
+                </Alert>
+              )}
+              {sso !== null && (
+                <Button
+                  component="a"
+                  href={sso.startUrl}
+                  variant={password ? "default" : "filled"}
+                  leftSection={<IconLogin size={18} />}
+                  fullWidth
+                  size="md"
+                >
+                  {t("login.sso", { name: sso.name })}
+                </Button>
+              )}
+              {sso !== null && password && <Divider label={t("login.or")} labelPosition="center" />}
+              {password && (
+                <>
+                  <TextInput
+                    label={t("login.username")}
+                    autoComplete="username"
+                    autoFocus
+                    name="username"
+                    {...form.field("username")}
+                  />
+                  <PasswordInput
+                    label={t("login.password")}
+                    autoComplete="current-password"
+                    name="password"
+                    {...form.field("password")}
+                  />
+                  <Button type="submit" loading={form.submitting} fullWidth size="md">{t("login.submit")}</Button>
+                </>
+              )}
             </Stack>
           </form>
         </Paper>
