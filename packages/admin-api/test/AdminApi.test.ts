@@ -1014,6 +1014,9 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
         assert.deepStrictEqual(misplaced.slice(0, 2), [400, "region"])
         const noUrl = yield* refused({ type: "openai", apiKeys: ["k"] })
         assert.deepStrictEqual(noUrl.slice(0, 2), [400, "baseUrl"])
+        for (const id of [vertex.body.id, bedrock.body.id]) {
+          assert.strictEqual((yield* admin.client.delete(`/api/admin/channels/${id}`)).status, 200)
+        }
       }))
 
     it.effect("manages channels: upstream keys are write-only; Test reports latency or the upstream's error", () =>

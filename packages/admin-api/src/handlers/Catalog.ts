@@ -252,9 +252,9 @@ export const layer = HttpApiBuilder.group(
         const cloud = cloudOf(payload, type === current.type ? current.cloud : undefined)
         // A base URL that was the old region's default follows the region; one the operator gave stays.
         const followsRegion = current.baseUrl === Credentials.defaultBaseUrl(current.type, current.cloud)
-        const baseUrl = payload.baseUrl !== undefined || type !== current.type || followsRegion
+        const baseUrl = payload.baseUrl !== undefined || followsRegion
           ? yield* baseUrlOf(type, payload.baseUrl, cloud)
-          : current.baseUrl
+          : yield* Effect.as(baseUrlOf(type, current.baseUrl, cloud), current.baseUrl)
         const { cloud: _, ...rest } = current
         const next: ChannelInput = {
           ...rest,
