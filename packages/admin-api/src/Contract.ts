@@ -83,6 +83,24 @@ export const Name = Schema.String.check(
 )
 export type Name = typeof Name.Type
 
+// oxlint-disable-next-line no-control-regex -- control characters are what it looks for
+const hasControl = (name: string) => /[\u0000-\u001f\u007f-\u009f]/.test(name)
+
+/**
+ * A model name as a channel or a key lists it: not empty, no control
+ * characters (NUL, line breaks, tabs, DEL), which calls are refused for too.
+ *
+ * @category scalars
+ */
+export const ModelNameText = Schema.String.check(
+  Schema.isMinLength(1, { message: "Required" }),
+  // oxlint-disable-next-line no-control-regex -- control characters are what it looks for
+  Schema.isPattern(/^[^\u0000-\u001f\u007f-\u009f]*$/, {
+    expected: "a model name without control characters",
+    message: "A model name may not contain control characters (NUL, line breaks, tabs, DEL)"
+  })
+)
+
 /** A user name: letters, digits, `.`, `_`, `@`, `-`; 1 to 64 characters, starting with a letter or digit. @category scalars */
 export const UserName = Schema.String.check(
   Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/, {
@@ -469,7 +487,7 @@ export const CreateKeyRequest = Schema.Struct({
   name: Name,
   /** Defaults to the user's first selectable group. */
   group: Schema.optionalKey(Schema.String),
-  models: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
+  models: Schema.optionalKey(Schema.Array(ModelNameText)),
   expiresAt: Schema.optionalKey(Schema.NullOr(EpochMs)),
   quota: Schema.optionalKey(Schema.NullOr(NonNegativeUsd)),
   ...keyLimitFields
@@ -484,7 +502,7 @@ export type CreatedKey = typeof CreatedKey.Type
 export const UpdateKeyRequest = Schema.Struct({
   name: Schema.optionalKey(Name),
   enabled: Schema.optionalKey(Schema.Boolean),
-  models: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
+  models: Schema.optionalKey(Schema.Array(ModelNameText)),
   expiresAt: Schema.optionalKey(Schema.NullOr(EpochMs)),
   quota: Schema.optionalKey(Schema.NullOr(NonNegativeUsd)),
   ...keyLimitFields
@@ -818,10 +836,16 @@ const channelFields = {
   region: Schema.optionalKey(CloudName),
   /** Vertex AI: the publisher of models whose name does not say. */
   publishers: Schema.optionalKey(Schema.Record(Schema.String, Schema.Literals(["google", "anthropic"]))),
-  models: Schema.Array(Schema.String.check(Schema.isMinLength(1))).check(
+  models: Schema.Array(ModelNameText).check(
     Schema.isMinLength(1, { message: "List at least one model" })
   ),
-  modelMap: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  modelMap: Schema.optionalKey(
+    Schema.Record(Schema.String, ModelNameText).check(
+      Schema.makeFilter((map: Readonly<Record<string, string>>) => !Object.keys(map).some(hasControl), {
+        message: "A model name may not contain control characters (NUL, line breaks, tabs, DEL)"
+      })
+    )
+  ),
   groups: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
   priority: Schema.optionalKey(Schema.Int),
   weight: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { message: "Must be 0 or more" }))),

@@ -388,6 +388,9 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
         assert.strictEqual(badModel.status, 400)
         assert.strictEqual(badModel.body.error.param, "models[1]")
         assert.include(badModel.body.error.message, "no-such-model")
+        const control = yield* client.post("/api/keys", { name: "k", models: ["gpt-test\u0000"] })
+        assert.deepStrictEqual([control.status, control.body.error.param], [400, "models[0]"])
+        assert.include(control.body.error.message, "control characters")
         const badQuota = yield* client.post("/api/keys", { name: "k", quota: "1.2.3" })
         assert.strictEqual(badQuota.body.error.param, "quota")
         const past = yield* client.post("/api/keys", { name: "k", expiresAt: 1000 })
@@ -1146,6 +1149,26 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
           "the key given, trimmed, at the address given, without its slash"
         )
 
+        // Model names with control characters are refused at the door, in the list and in the map.
+        for (
+          const [models, modelMap] of [
+            [["gpt-test\nevil"], undefined],
+            [["gpt-test"], { "gpt-test": "up\r\nstream" }],
+            [["gpt-test"], { "x\u0000": "y" }]
+          ] as const
+        ) {
+          const bad = yield* admin.client.post("/api/admin/channels", {
+            name: "control",
+            type: "openai",
+            baseUrl: "http://good.example.test/v1",
+            apiKeys: ["sk-k"],
+            models,
+            ...(modelMap === undefined ? {} : { modelMap })
+          })
+          assert.strictEqual(bad.status, 400, JSON.stringify([models, modelMap]))
+          assert.include(bad.body.error.message, "control characters")
+        }
+
         // A saved channel lists with its own key; a new address in the edit form replaces its address only.
         const saved = yield* admin.client.post("/api/admin/channels", {
           name: "to-list",
@@ -1161,12 +1184,27 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
           "upstream_error"
         ])
         assert.include(refused.body.error.message, "The upstream said: Incorrect API key provided")
-        const moved = yield* admin.client.post("/api/admin/channels/models", {
+        // Another address needs its key in the same request: the saved key only goes to the saved address.
+        const elsewhere = yield* admin.client.post("/api/admin/channels/models", {
           channelId: saved.body.id,
           baseUrl: "http://good.example.test/v2"
         })
+        assert.deepStrictEqual([elsewhere.status, elsewhere.body.error.param], [400, "apiKey"])
+        assert.include(elsewhere.body.error.message, "not the channel's saved address")
+        assert.isFalse(listedBy.has("http://good.example.test/v2"), "nothing was sent there")
+        const moved = yield* admin.client.post("/api/admin/channels/models", {
+          channelId: saved.body.id,
+          baseUrl: "http://good.example.test/v2",
+          apiKey: "sk-given-key-5678"
+        })
         assert.strictEqual(moved.status, 200)
-        assert.strictEqual(listedBy.get("http://good.example.test/v2"), "sk-saved-key-1234")
+        assert.strictEqual(listedBy.get("http://good.example.test/v2"), "sk-given-key-5678")
+        // The saved address (a trailing slash is the same address) still lists with the saved key.
+        yield* admin.client.post("/api/admin/channels/models", {
+          channelId: saved.body.id,
+          baseUrl: "http://bad.example.test/v1/"
+        })
+        assert.strictEqual(listedBy.get("http://bad.example.test/v1"), "sk-saved-key-1234")
 
         const missing = yield* admin.client.post("/api/admin/channels/models", {
           type: "openai",

@@ -30,6 +30,7 @@ import type { BodyEdit } from "./Params.ts"
 import type { Snapshot } from "./RateLimiter.ts"
 import * as Sse from "./Sse.ts"
 import type * as SseChunks from "./SseChunks.ts"
+import type { MediaCounts } from "./Tokens.ts"
 
 /**
  * What a call consumed, as metered from the upstream's answer (or estimated
@@ -95,8 +96,13 @@ export interface ChatCall {
   readonly maxOutputTokens: number | undefined
   /** How many answers the client asked for (OpenAI `n`, Gemini `candidateCount`; 1 when it did not say): the hold covers each. */
   readonly choices: number
-  /** Media parts (images, audio, files; inline or by URL) in the prompt: the hold adds `Tokens.MEDIA_TOKENS` for each. */
+  /** Media parts (images, audio, files; inline or by URL) in the prompt, of every kind (the rate limit's estimate). */
   readonly mediaParts: number
+  /**
+   * The same parts by kind, for the hold (`Tokens.promptBound`: each kind at
+   * the model's `media_part_tokens` figure); absent: every part is an image.
+   */
+  readonly media?: MediaCounts | undefined
   /** The `Content-Type` of this call's stream. */
   readonly streamContentType: string
   /**
@@ -464,6 +470,13 @@ export interface UpstreamModelList {
   readonly url: (channel: Channel, page: string | undefined) => string | undefined
   /** Reads one page (`channel` names the upstream in errors); a body that is not the list fails. */
   readonly decode: (text: string, channel: string) => Effect.Effect<ModelListPage, UpstreamUnavailable>
+  /**
+   * The address of a request that tests a channel's key and depends on no
+   * model (the health probe's): the list's first page (default), or for a
+   * channel that cannot list (Azure OpenAI) the resource's own model list.
+   * Its answer is read with `decode`.
+   */
+  readonly keyCheckUrl?: ((channel: Channel) => string | undefined) | undefined
 }
 
 /**

@@ -23,11 +23,14 @@
 import { type Dialect, Domain, GatewayError, Tokens } from "@modelgate/core"
 import { Clock, Effect } from "effect"
 import * as Calls from "./Calls.ts"
+import * as ClientGone from "./ClientGone.ts"
 import * as Dialects from "./Dialects.ts"
 import * as Exchange from "./Exchange.ts"
 import * as Failover from "./Failover.ts"
 import * as RateLimits from "./RateLimits.ts"
 import * as Refusals from "./Refusals.ts"
+import type * as Settlement from "./Settlement.ts"
+import type * as Upstream from "./Upstream.ts"
 
 /** One embeddings call's inputs. @category models */
 export interface EmbeddingsInput {
@@ -91,51 +94,51 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
               : `No channel serving '${model.id}' in your group can make embeddings.`
           })
         }
+        const attempt = (target: Failover.Target, at: Upstream.Deadlines, record: Failover.AttemptRecord) =>
+          Effect.gen(function*() {
+            const { channel } = target
+            const upstream = upstreamOf(channel)
+            const upstreamModel = Domain.upstreamModel(channel, model.id)
+            log.to(channel.name, upstreamModel, upstream.dialect)
+            const same = relays(channel)
+            const make = upstream.embeddings!
+            const url = make.url(channel, upstreamModel, same ? call.operation : undefined)
+            if (same) {
+              const text = yield* Failover.exchange(target, upstream, url, call.forward(upstreamModel), at, record)
+              const relayed = yield* embeddings.passthrough(
+                text,
+                upstreamModel === model.id ? undefined : model.id,
+                channel.name
+              )
+              return { body: relayed.body, promptTokens: relayed.promptTokens, usageRejected: relayed.usageRejected }
+            }
+            const body = yield* make.encode(translated!, upstreamModel)
+            const text = yield* Failover.exchange(target, upstream, url, body, at, record)
+            const decoded = yield* make.decode(text, translated!.inputs.length, channel.name)
+            return {
+              body: JSON.stringify(embeddings.encode(decoded, call, model.id)),
+              promptTokens: decoded.promptTokens,
+              usageRejected: decoded.usageRejected
+            }
+          })
         const answer = yield* Failover.run({
           requestId: input.requestId,
           startedAt,
           model: model.id,
           channels,
           tried: log.tried,
+          // A client that leaves while an attempt is under way: the answer is still read, and charged.
           attempt: (target, at, record) =>
-            Effect.gen(function*() {
-              const { channel } = target
-              const upstream = upstreamOf(channel)
-              const upstreamModel = Domain.upstreamModel(channel, model.id)
-              log.to(channel.name, upstreamModel, upstream.dialect)
-              const same = relays(channel)
-              const make = upstream.embeddings!
-              const url = make.url(channel, upstreamModel, same ? call.operation : undefined)
-              if (same) {
-                const text = yield* Failover.exchange(target, upstream, url, call.forward(upstreamModel), at, record)
-                const relayed = yield* embeddings.passthrough(
-                  text,
-                  upstreamModel === model.id ? undefined : model.id,
-                  channel.name
-                )
-                return { body: relayed.body, promptTokens: relayed.promptTokens, usageRejected: relayed.usageRejected }
-              }
-              const body = yield* make.encode(translated!, upstreamModel)
-              const text = yield* Failover.exchange(target, upstream, url, body, at, record)
-              const decoded = yield* make.decode(text, translated!.inputs.length, channel.name)
-              return {
-                body: JSON.stringify(embeddings.encode(decoded, call, model.id)),
-                promptTokens: decoded.promptTokens,
-                usageRejected: decoded.usageRejected
-              }
-            })
+            ClientGone.outliving(
+              { log, settlement },
+              record,
+              attempt(target, at, record),
+              (answer) => settlement.finish(meteredOf(answer, call.tokens), ClientGone.closed, log.leg())
+            )
         })
         log.ttfbMs = (yield* Clock.currentTimeMillis) - startedAt
         yield* settlement.finish(
-          answer.promptTokens !== undefined
-            ? { promptTokens: answer.promptTokens, completionTokens: 0, cachedTokens: 0, reported: true }
-            : {
-              promptTokens: call.tokens,
-              completionTokens: 0,
-              cachedTokens: 0,
-              reported: false,
-              usageRejected: answer.usageRejected
-            },
+          meteredOf(answer, call.tokens),
           { status: 200, errorCode: null, ttfbMs: log.ttfbMs },
           log.leg()
         )
@@ -146,3 +149,22 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
       })
   )
 })
+
+/** An embeddings answer as the attempt read it. */
+interface EmbedAnswer {
+  readonly body: string
+  readonly promptTokens?: number | undefined
+  readonly usageRejected?: string | undefined
+}
+
+/** What an embeddings answer consumed: its reported tokens, else the local count (`tokens`). */
+const meteredOf = (answer: EmbedAnswer, tokens: number): Settlement.Metered =>
+  answer.promptTokens !== undefined
+    ? { promptTokens: answer.promptTokens, completionTokens: 0, cachedTokens: 0, reported: true }
+    : {
+      promptTokens: tokens,
+      completionTokens: 0,
+      cachedTokens: 0,
+      reported: false,
+      usageRejected: answer.usageRejected
+    }

@@ -5,9 +5,11 @@
  * model list (`listModels`, the console's Fetch models), every page of it,
  * through the same transport and timeouts.
  *
- * A probe carries nothing of a caller's (a one-word prompt), so its refusal
- * is about the key: a clear refusal of the key, and any 403, count as
- * `credentialsRefused` (the prober disables the key on it). It works only
+ * The health prober checks a key with `checkKey`: the provider's model list,
+ * which depends on no model, so its 401 or 403 is the key's
+ * (`credentialsRefused`: the prober disables the key on it). A one-token
+ * `probe` of a model counts only a clear refusal of the key: its 403 may be
+ * about that model alone (an organisation not verified for it). It works only
  * when the upstream answers with an answer of its dialect, not any 200.
  * The upstream's words it reports are redacted of the channel's secrets.
  *
@@ -72,7 +74,9 @@ const chatProbe = (channel: Domain.Channel, model: string | undefined, apiKey: s
           // The probe's audience is the operator: the upstream's own words come with the classification.
           message: `${error.message} The upstream said: ${Upstream.upstreamMessage(text)}`,
           upstreamMessage: Upstream.upstreamMessage(text),
-          credentialsRefused: isCredentialRefusal(error) || response.status === 403
+          // A 403 to a one-token request may be about its model (an organisation not verified for it): the
+          // key's own check (`checkKey`) decides about the key.
+          credentialsRefused: isCredentialRefusal(error)
         }
       }
       const text = yield* Upstream.readText(response, PROBE_ANSWER_LIMIT)
@@ -205,6 +209,74 @@ const cloudProbe = (channel: Domain.Channel, key: string) =>
     }).pipe(Effect.catch(failed))
   })
 
+/**
+ * Tests a key with the provider's model list (its first page), which depends
+ * on no model: a 401 or 403 to it is about the key (and its project), never
+ * one model's.
+ */
+const checkKey = (channel: Domain.Channel, apiKey: string | undefined) =>
+  CloudAuth.isCloud(channel) ? cloudProbe(channel, apiKey ?? channel.apiKeys[0] ?? "") : listCheck(channel, apiKey)
+
+const listCheck = (channel: Domain.Channel, apiKey: string | undefined) =>
+  Effect.gen(function*() {
+    const started = yield* Clock.currentTimeMillis
+    const elapsed = Effect.map(Clock.currentTimeMillis, (now) => now - started)
+    const upstream = Dialects.ofChannel(channel)
+    const list = upstream.listModels
+    const url = list?.keyCheckUrl?.(channel) ?? list?.url(channel, undefined)
+    if (list === undefined || url === undefined) {
+      // No model list to ask: a one-token request to the channel's first model is the only test there is.
+      return yield* probe(channel, undefined, apiKey)
+    }
+    const attempt = Effect.gen(function*() {
+      const at = Upstream.deadlines(channel, started, started)
+      const response = yield* Upstream.send(
+        channel,
+        url,
+        upstream.headers(channel, apiKey ?? channel.apiKeys[0] ?? ""),
+        undefined,
+        at,
+        "GET"
+      )
+      if (response.status >= 400) {
+        const text = yield* Upstream.errorBody(response)
+        const error = Redaction.error(channel, upstream.classify(response.status, text, response.headers))
+        return {
+          ok: false,
+          latencyMs: yield* elapsed,
+          status: response.status,
+          message: `${error.message} The upstream said: ${Upstream.upstreamMessage(text)}`,
+          upstreamMessage: Upstream.upstreamMessage(text),
+          credentialsRefused: isCredentialRefusal(error) || response.status === 401 || response.status === 403
+        }
+      }
+      const listed = yield* Effect.flatMap(
+        Upstream.readText(response, LIST_PAGE_LIMIT),
+        (text) => list.decode(text, channel.name)
+      )
+      return {
+        ok: true,
+        latencyMs: yield* elapsed,
+        status: response.status,
+        message: `the key listed ${listed.models.length} model${listed.models.length === 1 ? "" : "s"}`,
+        upstreamMessage: null,
+        credentialsRefused: false
+      }
+    })
+    return yield* attempt.pipe(
+      Effect.catch((error: GatewayError.GatewayError) =>
+        Effect.map(elapsed, (latencyMs) => ({
+          ok: false,
+          latencyMs,
+          status: null,
+          message: Redaction.error(channel, error).message,
+          upstreamMessage: null,
+          credentialsRefused: false
+        }))
+      )
+    )
+  })
+
 /** A model list's page is read no further than this. */
 const LIST_PAGE_LIMIT = 8 * 1024 * 1024
 
@@ -268,6 +340,7 @@ export const layer: Layer.Layer<ChannelProbe.ChannelProbe, never, Transport> = L
     return ChannelProbe.ChannelProbe.of({
       // The probe needs no request scope: run it in its own.
       probe: (channel, model, apiKey) => Effect.provideContext(Effect.scoped(probe(channel, model, apiKey)), context),
+      checkKey: (channel, apiKey) => Effect.provideContext(Effect.scoped(checkKey(channel, apiKey)), context),
       listModels: (channel, apiKey) => Effect.provideContext(Effect.scoped(listModels(channel, apiKey)), context)
     })
   })

@@ -316,7 +316,7 @@ const suite = (
           .error
       assert.strictEqual(geminiError.status, "RESOURCE_EXHAUSTED")
       assert.include(geminiError.message, "monthly budget of 0.02 USD")
-      assert.include(JSON.stringify(geminiError.details), "\"quotaId\":\"SpendingCapPerMonth-NoDailyReset\"")
+      assert.include(JSON.stringify(geminiError.details), "\"quotaId\":\"SpendingCapMonthBudget\"")
       // seven calls at 0.01 USD were charged: three on the capped key, two on each budget
       await assertBooks(gateway.database, "erin", 5_000_000_000n - 7n * 10_000_000n)
     })

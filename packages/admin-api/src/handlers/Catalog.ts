@@ -329,12 +329,28 @@ export const layer = HttpApiBuilder.group(
         const baseUrl = payload.baseUrl?.replace(/\/+$/, "") ?? saved?.baseUrl ??
           Credentials.defaultBaseUrl(type, cloud)
         if (baseUrl === undefined) return yield* missing("baseUrl")
-        const apiKey = payload.apiKey?.trim() ?? saved?.apiKeys[0]
+        // The saved key (and the saved headers' secrets) only ever go to the saved address: another address
+        // needs its key in the same request, or an admin key could collect every provider key.
+        const elsewhere = saved !== undefined && baseUrl !== saved.baseUrl.replace(/\/+$/, "")
+        const givenKey = payload.apiKey?.trim()
+        if (elsewhere && (givenKey === undefined || givenKey === "")) {
+          return yield* ApiError.invalid(
+            `apiKey: required to list models at ${baseUrl}, which is not the channel's saved address; ` +
+              "the saved key is only ever sent to the saved address",
+            "apiKey"
+          )
+        }
+        const apiKey = givenKey ?? saved?.apiKeys[0]
         if (apiKey === undefined) {
           return yield* saved === undefined
             ? missing("apiKey")
             : ApiError.invalid("apiKey: the channel has no key to list its models with", "apiKey")
         }
+        const savedHeaders = elsewhere
+          ? Object.fromEntries(
+            Object.entries(saved?.headers ?? {}).filter(([name, value]) => !Views.isSecretHeader(name, value))
+          )
+          : saved?.headers ?? {}
         const channel: Domain.Channel = {
           ...Domain.channelDefaults,
           id: saved?.id ?? "unsaved",
@@ -359,8 +375,8 @@ export const layer = HttpApiBuilder.group(
           apiKeys: [apiKey],
           apiVersion: payload.apiVersion !== undefined ? payload.apiVersion : saved?.apiVersion ?? null,
           headers: payload.headers === undefined
-            ? saved?.headers ?? {}
-            : Views.mergeHeaders(payload.headers, saved?.headers ?? {})
+            ? savedHeaders
+            : Views.mergeHeaders(payload.headers, savedHeaders)
         }
         const listed = yield* probe.listModels(channel, apiKey).pipe(
           Effect.mapError((error) =>
