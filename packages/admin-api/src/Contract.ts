@@ -137,7 +137,7 @@ export const Role = Schema.Literals(["user", "admin"])
 export type Role = typeof Role.Type
 
 /** Upstream channel types. @category scalars */
-export const ChannelType = Schema.Literals(["openai", "gemini", "anthropic", "azure"])
+export const ChannelType = Domain.ChannelType
 export type ChannelType = typeof ChannelType.Type
 
 // ---------------------------------------------------------------------------
@@ -368,7 +368,7 @@ export const UsageItem = Schema.Struct({
   /** Admin views only: the channel that served (or last tried) the call, its name for the model and dialect, and every attempt. */
   channel: Schema.optionalKey(Schema.String),
   upstreamModel: Schema.optionalKey(Schema.String),
-  upstreamDialect: Schema.optionalKey(Dialect),
+  upstreamDialect: Schema.optionalKey(Domain.WireDialect),
   attempts: Schema.optionalKey(Schema.Int),
   attemptLog: Schema.optionalKey(Schema.Array(UsageAttempt))
 })
@@ -804,6 +804,14 @@ export const AdminChannel = Schema.Struct({
   streamOptions: Schema.Boolean,
   /** OpenAI channels: Responses API calls are relayed to the upstream's own `/responses` (absent: false). */
   responses: Schema.optionalKey(Schema.Boolean),
+  /** Vertex AI channels: the Google Cloud project. */
+  project: Schema.optionalKey(Schema.String),
+  /** Vertex AI channels: the location (`us-east5`, `global`). */
+  location: Schema.optionalKey(Schema.String),
+  /** AWS Bedrock channels: the region. */
+  region: Schema.optionalKey(Schema.String),
+  /** Vertex AI channels: the publisher of models whose name does not say (`claude-…` is Anthropic's). */
+  publishers: Schema.optionalKey(Schema.Record(Schema.String, Schema.Literals(["google", "anthropic"]))),
   health: ChannelHealth,
   source: Schema.Literals(["config", "console"]),
   createdAt: EpochMs
@@ -820,10 +828,21 @@ const BaseUrl = Schema.String.check(
 const Millis = Schema.Int.check(Schema.isGreaterThan(0, { message: "Must be a whole number of milliseconds above 0" }))
 const Count = Schema.Int.check(Schema.isGreaterThan(0, { message: "Must be a whole number above 0" }))
 
+const CloudName = Schema.String.check(Schema.isMinLength(1, { message: "Must not be empty" }))
+
 const channelFields = {
   name: Name,
   type: ChannelType,
-  baseUrl: BaseUrl,
+  /** Optional for vertex and bedrock channels (their region's endpoint). */
+  baseUrl: Schema.optionalKey(BaseUrl),
+  /** Vertex AI: the Google Cloud project (required there; refused on other types). */
+  project: Schema.optionalKey(CloudName),
+  /** Vertex AI: the location (required there). */
+  location: Schema.optionalKey(CloudName),
+  /** AWS Bedrock: the region (required there). */
+  region: Schema.optionalKey(CloudName),
+  /** Vertex AI: the publisher of models whose name does not say. */
+  publishers: Schema.optionalKey(Schema.Record(Schema.String, Schema.Literals(["google", "anthropic"]))),
   models: Schema.Array(ModelNameText).check(
     Schema.isMinLength(1, { message: "List at least one model" })
   ),
@@ -869,7 +888,14 @@ const channelFields = {
   responses: Schema.optionalKey(Schema.Boolean)
 }
 
-/** `POST /api/admin/channels`. @category admin */
+/**
+ * `POST /api/admin/channels`. A cloud channel's `apiKeys` are its
+ * credentials: a Vertex AI channel's are service-account key files (their
+ * JSON), a Bedrock channel's Bedrock API keys or access key pairs as JSON
+ * (`{"access_key_id", "secret_access_key", "session_token"}`).
+ *
+ * @category admin
+ */
 export const CreateChannelRequest = Schema.Struct({
   ...channelFields,
   apiKeys: Schema.Array(Schema.String.check(Schema.isMinLength(1)))
@@ -880,7 +906,11 @@ export type CreateChannelRequest = typeof CreateChannelRequest.Type
 export const UpdateChannelRequest = Schema.Struct({
   name: Schema.optionalKey(channelFields.name),
   type: Schema.optionalKey(channelFields.type),
-  baseUrl: Schema.optionalKey(channelFields.baseUrl),
+  baseUrl: channelFields.baseUrl,
+  project: channelFields.project,
+  location: channelFields.location,
+  region: channelFields.region,
+  publishers: channelFields.publishers,
   models: Schema.optionalKey(channelFields.models),
   modelMap: channelFields.modelMap,
   groups: channelFields.groups,
@@ -949,6 +979,9 @@ export const FetchModelsRequest = Schema.Struct({
   channelId: Schema.optionalKey(Schema.String),
   type: Schema.optionalKey(ChannelType),
   baseUrl: Schema.optionalKey(BaseUrl),
+  project: Schema.optionalKey(CloudName),
+  location: Schema.optionalKey(CloudName),
+  region: Schema.optionalKey(CloudName),
   /** The key to list with (default: the saved channel's first). */
   apiKey: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1))),
   apiVersion: Schema.optionalKey(Schema.NullOr(Schema.String)),

@@ -1011,6 +1011,90 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
         assert.strictEqual((yield* admin.client.delete(`/api/admin/channels/${channel.body.id}`)).status, 200)
       }))
 
+    it.effect("manages Vertex AI and Bedrock channels: where they are served, their credentials write-only, refusals by field", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const keyFile = JSON.stringify({
+          type: "service_account",
+          private_key: "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n",
+          client_email: "gateway@my-project.iam.gserviceaccount.com",
+          token_uri: "https://oauth2.googleapis.com/token"
+        })
+        const vertex = yield* admin.client.post("/api/admin/channels", {
+          name: "vertex",
+          type: "vertex",
+          project: "my-project",
+          location: "us-east5",
+          apiKeys: [keyFile],
+          models: ["gemini-2.5-flash", "claude-sonnet-4-5"],
+          modelMap: { "claude-sonnet-4-5": "claude-sonnet-4-5@20250929" }
+        })
+        assert.strictEqual(vertex.status, 201, vertex.text)
+        assert.strictEqual(vertex.body.baseUrl, "https://us-east5-aiplatform.googleapis.com")
+        assert.strictEqual(vertex.body.project, "my-project")
+        assert.strictEqual(vertex.body.location, "us-east5")
+        // A service account is named by its email; its private key never shows.
+        assert.deepStrictEqual(vertex.body.keyHints, ["gateway@my-project.iam.gserviceaccount.com"])
+        assert.notInclude(vertex.text, "BEGIN PRIVATE KEY")
+
+        const pair = JSON.stringify({
+          access_key_id: "AKIAIOSFODNN7EXAMPLE",
+          secret_access_key: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+        })
+        const bedrock = yield* admin.client.post("/api/admin/channels", {
+          name: "bedrock",
+          type: "bedrock",
+          region: "eu-west-1",
+          apiKeys: [pair, "ABSKexampleBedrockApiKey0000"],
+          models: ["nova-pro"]
+        })
+        assert.strictEqual(bedrock.status, 201, bedrock.text)
+        assert.strictEqual(bedrock.body.baseUrl, "https://bedrock-runtime.eu-west-1.amazonaws.com")
+        assert.strictEqual(bedrock.body.region, "eu-west-1")
+        assert.deepStrictEqual(bedrock.body.keyHints, ["…MPLE", "…0000"])
+        assert.notInclude(bedrock.text, "wJalrXUtnFEMI")
+
+        const moved = yield* admin.client.patch(`/api/admin/channels/${bedrock.body.id}`, { region: "us-west-2" })
+        assert.strictEqual(moved.body.region, "us-west-2")
+        // The base URL was the old region's default: it follows the region.
+        assert.strictEqual(moved.body.baseUrl, "https://bedrock-runtime.us-west-2.amazonaws.com")
+        const rebased = yield* admin.client.patch(`/api/admin/channels/${bedrock.body.id}`, {
+          baseUrl: "https://bedrock.proxy.test/"
+        })
+        assert.strictEqual(rebased.body.baseUrl, "https://bedrock.proxy.test")
+        // One the operator gave (a proxy, a private endpoint) stays where it is.
+        const again = yield* admin.client.patch(`/api/admin/channels/${bedrock.body.id}`, { region: "us-east-1" })
+        assert.strictEqual(again.body.baseUrl, "https://bedrock.proxy.test")
+
+        const refused = (body: Record<string, unknown>) =>
+          Effect.map(
+            admin.client.post("/api/admin/channels", { name: "x", models: ["m"], ...body }),
+            (response) => [response.status, response.body.error.param, response.body.error.message]
+          )
+        const noProject = yield* refused({ type: "vertex", location: "us-east5", apiKeys: [keyFile] })
+        assert.deepStrictEqual(noProject.slice(0, 2), [400, "project"])
+        assert.include(noProject[2], "a vertex channel needs project")
+        const noRegion = yield* refused({ type: "bedrock", apiKeys: [pair] })
+        assert.deepStrictEqual(noRegion.slice(0, 2), [400, "region"])
+        const badKey = yield* refused({ type: "vertex", project: "my-project", location: "us-east5", apiKeys: ["{}"] })
+        assert.deepStrictEqual(badKey.slice(0, 2), [400, "apiKeys[0]"])
+        assert.include(badKey[2], "client_email")
+        const badPair = yield* refused({
+          type: "bedrock",
+          region: "us-east-1",
+          apiKeys: [JSON.stringify({ access_key_id: "AKIAIOSFODNN7EXAMPLE" })]
+        })
+        assert.deepStrictEqual(badPair.slice(0, 2), [400, "apiKeys[0]"])
+        assert.include(badPair[2], "secret_access_key")
+        const misplaced = yield* refused({ type: "openai", baseUrl: "http://x", region: "us-east-1", apiKeys: ["k"] })
+        assert.deepStrictEqual(misplaced.slice(0, 2), [400, "region"])
+        const noUrl = yield* refused({ type: "openai", apiKeys: ["k"] })
+        assert.deepStrictEqual(noUrl.slice(0, 2), [400, "baseUrl"])
+        for (const id of [vertex.body.id, bedrock.body.id]) {
+          assert.strictEqual((yield* admin.client.delete(`/api/admin/channels/${id}`)).status, 200)
+        }
+      }))
+
     it.effect("manages channels: upstream keys are write-only; Test reports latency or the upstream's error", () =>
       Effect.gen(function*() {
         const admin = yield* signedIn({ role: "admin" })

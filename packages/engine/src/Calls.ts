@@ -43,11 +43,11 @@ export class AttemptLog {
   carriedOn = false
   private channel: string | undefined
   private upstreamModel = ""
-  private dialectOut: Domain.Dialect = "openai"
+  private dialectOut: Domain.WireDialect = "openai"
   private notes: ReadonlyArray<string> | undefined
 
   /** An attempt goes to `channel`, as `upstreamModel`, in `dialectOut`. */
-  to(channel: string, upstreamModel: string, dialectOut: Domain.Dialect): void {
+  to(channel: string, upstreamModel: string, dialectOut: Domain.WireDialect): void {
     this.channel = channel
     this.upstreamModel = upstreamModel
     this.dialectOut = dialectOut

@@ -120,8 +120,8 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
         sticky: settings.stickyHeader === null ? undefined : firstValue(input.headers?.[settings.stickyHeader]),
         attempt: (target, at, record, ticket) =>
           Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
-            const upstream = Dialects.forChat(client, target.channel)
             const upstreamModel = Domain.upstreamModel(target.channel, admitted.model.id)
+            const upstream = Dialects.forChat(client, target.channel, upstreamModel)
             admitted.log.to(target.channel.name, upstreamModel, upstream.dialect)
             const strategy = upstream.dialect === client.dialect ? Relayed : Translated
             return ClientGone.attempt(

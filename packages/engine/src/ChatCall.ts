@@ -144,7 +144,9 @@ export const send = (
       upstream.chatUrl(channel, attempt.upstreamModel, call.dialect.stream),
       forwarded === undefined ? headers : { ...forwarded, ...headers },
       body,
-      attempt.at
+      attempt.at,
+      "POST",
+      target.key
     )
     attempt.record.status = response.status
     if (response.status < 400) return response
@@ -235,7 +237,8 @@ export const streamed = (
       end: transform.end,
       bodyError: (error) => Upstream.transportError(channel, error),
       errorFrame: (error) => call.dialect.errorFrame(GatewayError.forCaller(Redaction.error(channel, error))),
-      maxEventBytes,
+      // Server-sent events are bounded as they arrive; binary frames by their decoder (their prelude gives their length).
+      maxEventBytes: attempt.upstream.binaryStream === undefined ? maxEventBytes : Infinity,
       eventTooLarge: () =>
         new GatewayError.UpstreamUnavailable({
           message:

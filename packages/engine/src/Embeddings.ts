@@ -75,24 +75,32 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
       Effect.gen(function*() {
         const canonical = call.canonical
         const translated = GatewayError.isGatewayError(canonical) ? undefined : canonical
-        const embedding = route.channels.filter((c) => Dialects.ofChannel(c).embeddings !== undefined)
-        const channels = embedding.filter((c) =>
-          Dialects.ofChannel(c).dialect === client.dialect || translated !== undefined
-        )
+        const upstreamOf = (c: Domain.Channel) => Dialects.ofChannel(c, Domain.upstreamModel(c, model.id))
+        const embedding = route.channels.filter((c) => upstreamOf(c).embeddings !== undefined)
+        // A channel of the client's own dialect takes its body as it is, unless its endpoint takes only its own
+        // shape (Vertex AI's `:predict`): then the request is translated like any other.
+        const relays = (c: Domain.Channel) => {
+          const upstream = upstreamOf(c)
+          return upstream.dialect === client.dialect && upstream.embeddings?.translateOnly !== true
+        }
+        const channels = embedding.filter((c) => relays(c) || translated !== undefined)
         if (channels.length === 0) {
           // Only other dialects' channels serve the model, and these inputs do not translate: say why.
           if (GatewayError.isGatewayError(canonical) && embedding.length > 0) return yield* Effect.fail(canonical)
+          const bedrock = route.channels.length > 0 && route.channels.every((c) => c.type === "bedrock")
           return yield* new GatewayError.UnsupportedFeature({
-            message: `No channel serving '${model.id}' in your group can make embeddings.`
+            message: bedrock
+              ? `Embeddings are not supported on bedrock channels, and only bedrock channels serve '${model.id}' in your group.`
+              : `No channel serving '${model.id}' in your group can make embeddings.`
           })
         }
         const attempt = (target: Failover.Target, at: Upstream.Deadlines, record: Failover.AttemptRecord) =>
           Effect.gen(function*() {
             const { channel } = target
-            const upstream = Dialects.ofChannel(channel)
+            const upstream = upstreamOf(channel)
             const upstreamModel = Domain.upstreamModel(channel, model.id)
             log.to(channel.name, upstreamModel, upstream.dialect)
-            const same = upstream.dialect === client.dialect
+            const same = relays(channel)
             const make = upstream.embeddings!
             const url = make.url(channel, upstreamModel, same ? call.operation : undefined)
             if (same) {

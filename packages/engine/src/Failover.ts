@@ -107,7 +107,9 @@ export const exchange = Effect.fnUntraced(function*(
     url,
     forwarded === undefined ? headers : { ...forwarded, ...headers },
     body,
-    at
+    at,
+    "POST",
+    target.key
   )
   record.status = response.status
   if (response.status >= 400) return yield* refused(response, target, upstream)

@@ -30,6 +30,7 @@ import {
   ChannelHealth,
   ChannelKeyStates as KeyStates,
   ChannelProbe,
+  Credentials,
   type Domain,
   OutageLog
 } from "@modelgate/core"
@@ -113,7 +114,7 @@ export class Entry {
 }
 
 /** The display hint of an upstream key: its last 4 characters. @category models */
-export const hintOf = (key: string): string => `…${key.slice(-4)}`
+export const hintOf = (key: string): string => Credentials.keyHint(key)
 
 /**
  * The health service.

@@ -7,7 +7,9 @@
  * the console's Test results. Everything read from an upstream's error goes
  * through `text` (or `error`) first.
  *
- * A channel's secrets are its API keys and the values of its custom headers
+ * A channel's secrets are its API keys (a cloud channel's JSON keys, and the
+ * secrets within them: a service account's private key, an access key's
+ * secret and session token) and the values of its custom headers
  * (and the tokens within them, so `Authorization: Bearer sk-...` is caught
  * however it is quoted), except headers known to carry no secret
  * (`anthropic-version`, `content-type`, ...) and values too short to be one.
@@ -35,6 +37,25 @@ export const PUBLIC_HEADERS: ReadonlySet<string> = new Set([
   "content-type",
   "user-agent"
 ])
+
+/** The secret fields of a cloud channel's JSON key (`Credentials`). */
+const SECRET_FIELDS = ["private_key", "private_key_id", "secret_access_key", "session_token"] as const
+
+const structuredSecrets = (key: string): ReadonlyArray<string> => {
+  let json: unknown
+  try {
+    json = JSON.parse(key)
+  } catch {
+    return []
+  }
+  if (typeof json !== "object" || json === null) return []
+  const out: Array<string> = []
+  for (const field of SECRET_FIELDS) {
+    const value = (json as Record<string, unknown>)[field]
+    if (typeof value === "string") out.push(value)
+  }
+  return out
+}
 
 /**
  * The secrets of a channel, longest first (so a key is replaced whole before
@@ -65,7 +86,11 @@ const compiled = (channel: Domain.Channel): Compiled => {
     const escaped = JSON.stringify(trimmed).slice(1, -1)
     if (escaped !== trimmed) found.add(escaped)
   }
-  for (const key of channel.apiKeys) add(key)
+  for (const key of channel.apiKeys) {
+    add(key)
+    // A cloud channel's key is JSON (a service-account key, an access key pair): its secrets on their own too.
+    if (key.trimStart().startsWith("{")) { for (const secret of structuredSecrets(key)) add(secret) }
+  }
   for (const [name, value] of Object.entries(channel.headers)) {
     if (PUBLIC_HEADERS.has(name.toLowerCase())) continue
     add(value)

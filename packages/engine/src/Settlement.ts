@@ -244,7 +244,7 @@ export interface CallInfo {
 export interface Leg {
   readonly channel: string
   readonly upstreamModel: string
-  readonly dialectOut: Domain.Dialect
+  readonly dialectOut: Domain.WireDialect
   readonly attempts: number
   /** Each upstream attempt, in order (calls that make exactly one attempt may leave it out). */
   readonly attemptLog?: ReadonlyArray<UsageLog.Attempt> | undefined

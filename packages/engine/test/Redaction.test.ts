@@ -105,3 +105,35 @@ describe("Redaction", () => {
     assert.strictEqual(Redaction.error(channel, clean), clean)
   })
 })
+
+describe("Redaction of cloud channels' keys", () => {
+  it("cuts the secrets inside a service-account key and an access key pair, on their own and JSON-escaped", () => {
+    const pem =
+      "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----\n"
+    const cloud: Domain.Channel = {
+      ...channel,
+      type: "vertex",
+      headers: {},
+      apiKeys: [
+        JSON.stringify({
+          type: "service_account",
+          private_key_id: "5f3c0e1d2b4a69788c7b",
+          private_key: pem,
+          client_email: "gateway@p.iam.gserviceaccount.com"
+        }),
+        JSON.stringify({
+          access_key_id: "AKIAIOSFODNN7EXAMPLE",
+          secret_access_key: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+          session_token: "FwoGZXIvYXdzEBYaDEXAMPLETOKEN"
+        })
+      ]
+    }
+    const echoed =
+      `key ${JSON.stringify(pem)} id 5f3c0e1d2b4a69788c7b secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY ` +
+      `token FwoGZXIvYXdzEBYaDEXAMPLETOKEN raw ${pem}`
+    const redacted = Redaction.text(cloud, echoed)
+    for (const secret of ["MIIEvQIBADAN", "5f3c0e1d2b4a69788c7b", "wJalrXUtnFEMI", "FwoGZXIvYXdzEBYaDEXAMPLETOKEN"]) {
+      assert.notInclude(redacted, secret)
+    }
+  })
+})

@@ -504,6 +504,64 @@ const books: Migration = {
 }
 
 /**
+ * The clouds as channel types (docs/configuration.md): `vertex` (Google
+ * Vertex AI) and `bedrock` (AWS Bedrock) join the channel types the `type`
+ * check allows, and `cloud` (JSON: a Vertex channel's project, location and
+ * publishers, a Bedrock channel's region; NULL for other types) says where
+ * one is served. Its credentials are its keys, encrypted like every
+ * upstream key. PostgreSQL replaces the check; SQLite, which cannot change
+ * one, rebuilds the table (no index is on it; `channel_key_states` refers to
+ * it by name, and still does).
+ */
+const clouds: Migration = {
+  id: 14,
+  name: "clouds",
+  rebuildsTables: true,
+  statements: (dialect) =>
+    dialect === "pg"
+      ? [
+        "ALTER TABLE channels DROP CONSTRAINT IF EXISTS channels_type_check",
+        `ALTER TABLE channels ADD CONSTRAINT channels_type_check
+          CHECK (type IN ('openai', 'gemini', 'anthropic', 'azure', 'vertex', 'bedrock'))`,
+        "ALTER TABLE channels ADD COLUMN cloud TEXT NULL"
+      ]
+      : [
+        `CREATE TABLE channels_rebuilt (
+          id TEXT PRIMARY KEY,
+          name TEXT NOT NULL UNIQUE,
+          type TEXT NOT NULL CHECK (type IN ('openai', 'gemini', 'anthropic', 'azure', 'vertex', 'bedrock')),
+          base_url TEXT NOT NULL,
+          api_keys_enc TEXT NOT NULL DEFAULT '[]',
+          models TEXT NOT NULL DEFAULT '[]',
+          model_map TEXT NOT NULL DEFAULT '{}',
+          groups TEXT NOT NULL DEFAULT '[]',
+          priority INTEGER NOT NULL DEFAULT 0,
+          weight INTEGER NOT NULL DEFAULT 1,
+          enabled BOOLEAN NOT NULL DEFAULT TRUE,
+          headers TEXT NOT NULL DEFAULT '{}',
+          timeouts TEXT NOT NULL,
+          api_version TEXT NULL,
+          source TEXT NOT NULL CHECK (source IN ('config', 'console')),
+          created_at BIGINT NOT NULL,
+          updated_at BIGINT NOT NULL,
+          breaker TEXT NOT NULL DEFAULT '{}',
+          params TEXT NOT NULL DEFAULT '{}',
+          stream_options BOOLEAN NOT NULL DEFAULT TRUE,
+          responses BOOLEAN NOT NULL DEFAULT FALSE,
+          cloud TEXT NULL
+        )`,
+        `INSERT INTO channels_rebuilt (id, name, type, base_url, api_keys_enc, models, model_map, groups, priority,
+          weight, enabled, headers, timeouts, api_version, source, created_at, updated_at, breaker, params,
+          stream_options, responses)
+          SELECT id, name, type, base_url, api_keys_enc, models, model_map, groups, priority, weight, enabled,
+          headers, timeouts, api_version, source, created_at, updated_at, breaker, params, stream_options,
+          responses FROM channels`,
+        "DROP TABLE channels",
+        "ALTER TABLE channels_rebuilt RENAME TO channels"
+      ]
+}
+
+/**
  * All migrations, in order. Append only: never edit one that has shipped.
  *
  * @category migrations
@@ -521,7 +579,8 @@ export const migrations: ReadonlyArray<Migration> = [
   deletedUsers,
   agents,
   requestLog,
-  books
+  books,
+  clouds
 ]
 
 /** An arbitrary constant naming modelgate's migration lock among advisory locks. */

@@ -42,7 +42,7 @@ const UsageRecord = Schema.Struct({
   upstreamModel: Schema.String,
   channel: Schema.String,
   dialectIn: Domain.Dialect,
-  dialectOut: Domain.Dialect,
+  dialectOut: Domain.WireDialect,
   stream: Schema.Boolean,
   promptTokens: Schema.Number,
   completionTokens: Schema.Number,

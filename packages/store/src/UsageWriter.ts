@@ -215,7 +215,7 @@ export const decodeUsageRow = (row: Record<string, unknown>): StoredUsage => ({
   upstreamModel: Row.str(row.upstream_model, "usage_records.upstream_model"),
   channel: Row.str(row.channel, "usage_records.channel"),
   dialectIn: Row.str(row.dialect_in, "usage_records.dialect_in") as Domain.Dialect,
-  dialectOut: Row.str(row.dialect_out, "usage_records.dialect_out") as Domain.Dialect,
+  dialectOut: Row.str(row.dialect_out, "usage_records.dialect_out") as Domain.WireDialect,
   stream: Row.bool(row.stream, "usage_records.stream"),
   promptTokens: Row.int(row.prompt_tokens, "usage_records.prompt_tokens"),
   completionTokens: Row.int(row.completion_tokens, "usage_records.completion_tokens"),

@@ -77,11 +77,12 @@ export const ERROR_CODES: ReadonlyArray<string> = [
 
 const STATUSES: ReadonlyArray<Contract.StatusClass> = ["ok", "error", "4xx", "5xx"]
 
-const DIALECTS: Record<Contract.Dialect, string> = {
+const DIALECTS: Record<Contract.Dialect | "bedrock", string> = {
   openai: "OpenAI",
   gemini: "Gemini",
   anthropic: "Anthropic",
-  responses: "OpenAI Responses"
+  responses: "OpenAI Responses",
+  bedrock: "Bedrock Converse"
 }
 
 /** The codes of calls refused before any upstream was tried (what a user, who sees no attempts, is told by). */
