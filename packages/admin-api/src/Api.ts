@@ -266,7 +266,20 @@ export class KeysGroup extends HttpApiGroup.make("keys")
       payload: C.UpdateKeyRequest,
       success: C.ApiKey
     })
-      .annotateMerge(describe("An admin edits any user's key (not the key making the call).")).middleware(AdminOnly)
+      .annotateMerge(describe("An admin edits any user's key (not the key making the call).")).middleware(AdminOnly),
+    HttpApiEndpoint.post("adminCreate", "/api/admin/users/:id/keys", {
+      params: IdParams,
+      payload: C.CreateKeyRequest,
+      success: Created(C.CreatedKey)
+    })
+      .annotateMerge(
+        describe("An admin creates a key for a user, in one of the user's groups; the secret is shown once.")
+      )
+      .middleware(AdminOnly),
+    HttpApiEndpoint.delete("adminDelete", "/api/admin/keys/:id", { params: IdParams, success: C.Ok })
+      .annotateMerge(describe("An admin revokes any user's key (not the key making the call).")).middleware(AdminOnly),
+    HttpApiEndpoint.get("userModels", "/api/admin/users/:id/models", { params: IdParams, success: C.MyModels })
+      .annotateMerge(describe("The groups a user may put keys in, with the models each reaches.")).middleware(AdminOnly)
   )
   .middleware(Csrf)
   .middleware(Authentication)

@@ -83,6 +83,24 @@ export const Name = Schema.String.check(
 )
 export type Name = typeof Name.Type
 
+// oxlint-disable-next-line no-control-regex -- control characters are what it looks for
+const hasControl = (name: string) => /[\u0000-\u001f\u007f-\u009f]/.test(name)
+
+/**
+ * A model name as a channel or a key lists it: not empty, no control
+ * characters (NUL, line breaks, tabs, DEL), which calls are refused for too.
+ *
+ * @category scalars
+ */
+export const ModelNameText = Schema.String.check(
+  Schema.isMinLength(1, { message: "Required" }),
+  // oxlint-disable-next-line no-control-regex -- control characters are what it looks for
+  Schema.isPattern(/^[^\u0000-\u001f\u007f-\u009f]*$/, {
+    expected: "a model name without control characters",
+    message: "A model name may not contain control characters (NUL, line breaks, tabs, DEL)"
+  })
+)
+
 /** A user name: letters, digits, `.`, `_`, `@`, `-`; 1 to 64 characters, starting with a letter or digit. @category scalars */
 export const UserName = Schema.String.check(
   Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/, {
@@ -119,7 +137,7 @@ export const Role = Schema.Literals(["user", "admin"])
 export type Role = typeof Role.Type
 
 /** Upstream channel types. @category scalars */
-export const ChannelType = Schema.Literals(["openai", "gemini", "anthropic", "azure"])
+export const ChannelType = Domain.ChannelType
 export type ChannelType = typeof ChannelType.Type
 
 // ---------------------------------------------------------------------------
@@ -241,7 +259,14 @@ export const GatewayMe = Schema.Struct({
     expires_at: Schema.NullOr(Schema.String)
   })),
   models: Schema.Array(Schema.String),
-  balance_usd: Usd
+  balance_usd: Usd,
+  /**
+   * Present (true) when the database could not be read in time: the balance
+   * is as this node last read it, less what its calls spent since, so it may
+   * be stale; `balance_read_at` (ISO 8601) says when it was read.
+   */
+  balance_stale: Schema.optionalKey(Schema.Boolean),
+  balance_read_at: Schema.optionalKey(Schema.String)
 })
 export type GatewayMe = typeof GatewayMe.Type
 
@@ -343,7 +368,7 @@ export const UsageItem = Schema.Struct({
   /** Admin views only: the channel that served (or last tried) the call, its name for the model and dialect, and every attempt. */
   channel: Schema.optionalKey(Schema.String),
   upstreamModel: Schema.optionalKey(Schema.String),
-  upstreamDialect: Schema.optionalKey(Dialect),
+  upstreamDialect: Schema.optionalKey(Domain.WireDialect),
   attempts: Schema.optionalKey(Schema.Int),
   attemptLog: Schema.optionalKey(Schema.Array(UsageAttempt))
 })
@@ -469,7 +494,7 @@ export const CreateKeyRequest = Schema.Struct({
   name: Name,
   /** Defaults to the user's first selectable group. */
   group: Schema.optionalKey(Schema.String),
-  models: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
+  models: Schema.optionalKey(Schema.Array(ModelNameText)),
   expiresAt: Schema.optionalKey(Schema.NullOr(EpochMs)),
   quota: Schema.optionalKey(Schema.NullOr(NonNegativeUsd)),
   ...keyLimitFields
@@ -484,7 +509,7 @@ export type CreatedKey = typeof CreatedKey.Type
 export const UpdateKeyRequest = Schema.Struct({
   name: Schema.optionalKey(Name),
   enabled: Schema.optionalKey(Schema.Boolean),
-  models: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
+  models: Schema.optionalKey(Schema.Array(ModelNameText)),
   expiresAt: Schema.optionalKey(Schema.NullOr(EpochMs)),
   quota: Schema.optionalKey(Schema.NullOr(NonNegativeUsd)),
   ...keyLimitFields
@@ -779,6 +804,14 @@ export const AdminChannel = Schema.Struct({
   streamOptions: Schema.Boolean,
   /** OpenAI channels: Responses API calls are relayed to the upstream's own `/responses` (absent: false). */
   responses: Schema.optionalKey(Schema.Boolean),
+  /** Vertex AI channels: the Google Cloud project. */
+  project: Schema.optionalKey(Schema.String),
+  /** Vertex AI channels: the location (`us-east5`, `global`). */
+  location: Schema.optionalKey(Schema.String),
+  /** AWS Bedrock channels: the region. */
+  region: Schema.optionalKey(Schema.String),
+  /** Vertex AI channels: the publisher of models whose name does not say (`claude-…` is Anthropic's). */
+  publishers: Schema.optionalKey(Schema.Record(Schema.String, Schema.Literals(["google", "anthropic"]))),
   health: ChannelHealth,
   source: Schema.Literals(["config", "console"]),
   createdAt: EpochMs
@@ -795,14 +828,31 @@ const BaseUrl = Schema.String.check(
 const Millis = Schema.Int.check(Schema.isGreaterThan(0, { message: "Must be a whole number of milliseconds above 0" }))
 const Count = Schema.Int.check(Schema.isGreaterThan(0, { message: "Must be a whole number above 0" }))
 
+const CloudName = Schema.String.check(Schema.isMinLength(1, { message: "Must not be empty" }))
+
 const channelFields = {
   name: Name,
   type: ChannelType,
-  baseUrl: BaseUrl,
-  models: Schema.Array(Schema.String.check(Schema.isMinLength(1))).check(
+  /** Optional for vertex and bedrock channels (their region's endpoint). */
+  baseUrl: Schema.optionalKey(BaseUrl),
+  /** Vertex AI: the Google Cloud project (required there; refused on other types). */
+  project: Schema.optionalKey(CloudName),
+  /** Vertex AI: the location (required there). */
+  location: Schema.optionalKey(CloudName),
+  /** AWS Bedrock: the region (required there). */
+  region: Schema.optionalKey(CloudName),
+  /** Vertex AI: the publisher of models whose name does not say. */
+  publishers: Schema.optionalKey(Schema.Record(Schema.String, Schema.Literals(["google", "anthropic"]))),
+  models: Schema.Array(ModelNameText).check(
     Schema.isMinLength(1, { message: "List at least one model" })
   ),
-  modelMap: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  modelMap: Schema.optionalKey(
+    Schema.Record(Schema.String, ModelNameText).check(
+      Schema.makeFilter((map: Readonly<Record<string, string>>) => !Object.keys(map).some(hasControl), {
+        message: "A model name may not contain control characters (NUL, line breaks, tabs, DEL)"
+      })
+    )
+  ),
   groups: Schema.optionalKey(Schema.Array(Schema.String.check(Schema.isMinLength(1)))),
   priority: Schema.optionalKey(Schema.Int),
   weight: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { message: "Must be 0 or more" }))),
@@ -838,7 +888,14 @@ const channelFields = {
   responses: Schema.optionalKey(Schema.Boolean)
 }
 
-/** `POST /api/admin/channels`. @category admin */
+/**
+ * `POST /api/admin/channels`. A cloud channel's `apiKeys` are its
+ * credentials: a Vertex AI channel's are service-account key files (their
+ * JSON), a Bedrock channel's Bedrock API keys or access key pairs as JSON
+ * (`{"access_key_id", "secret_access_key", "session_token"}`).
+ *
+ * @category admin
+ */
 export const CreateChannelRequest = Schema.Struct({
   ...channelFields,
   apiKeys: Schema.Array(Schema.String.check(Schema.isMinLength(1)))
@@ -849,7 +906,11 @@ export type CreateChannelRequest = typeof CreateChannelRequest.Type
 export const UpdateChannelRequest = Schema.Struct({
   name: Schema.optionalKey(channelFields.name),
   type: Schema.optionalKey(channelFields.type),
-  baseUrl: Schema.optionalKey(channelFields.baseUrl),
+  baseUrl: channelFields.baseUrl,
+  project: channelFields.project,
+  location: channelFields.location,
+  region: channelFields.region,
+  publishers: channelFields.publishers,
   models: Schema.optionalKey(channelFields.models),
   modelMap: channelFields.modelMap,
   groups: channelFields.groups,
@@ -918,6 +979,9 @@ export const FetchModelsRequest = Schema.Struct({
   channelId: Schema.optionalKey(Schema.String),
   type: Schema.optionalKey(ChannelType),
   baseUrl: Schema.optionalKey(BaseUrl),
+  project: Schema.optionalKey(CloudName),
+  location: Schema.optionalKey(CloudName),
+  region: Schema.optionalKey(CloudName),
   /** The key to list with (default: the saved channel's first). */
   apiKey: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1))),
   apiVersion: Schema.optionalKey(Schema.NullOr(Schema.String)),

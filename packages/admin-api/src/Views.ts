@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { ChannelHealth, Domain, Money, Pricing, Tokens } from "@modelgate/core"
+import { ChannelHealth, Credentials, Domain, Money, Pricing, Tokens } from "@modelgate/core"
 import type { ChannelRecord, GroupRecord, ModelRecord } from "@modelgate/store/CatalogRepo"
 import type { KeyRecord } from "@modelgate/store/Keys"
 import type { CodeRow, LedgerRow, UsageRow, UserStats } from "@modelgate/store/Reports"
@@ -160,7 +160,7 @@ export const isSecretHeader = (name: string, value: string): boolean =>
   SECRET_NAME.test(name) || SECRET_VALUE.test(value.trim()) || looksLikeToken(value.trim())
 
 /** A secret as shown: its last 4 characters. @category channels */
-export const hint = (secret: string): string => `…${secret.slice(-4)}`
+export const hint = (secret: string): string => Credentials.keyHint(secret)
 
 /** Headers as the API shows them: secrets as a hint. @category channels */
 export const shownHeaders = (headers: Readonly<Record<string, string>>): Record<string, string> =>
@@ -219,6 +219,10 @@ export const adminChannel = (record: ChannelRecord, health: C.ChannelHealth | un
     params: channel.params,
     streamOptions: channel.streamOptions,
     responses: channel.responses === true,
+    ...(channel.cloud?.project === undefined ? {} : { project: channel.cloud.project }),
+    ...(channel.cloud?.location === undefined ? {} : { location: channel.cloud.location }),
+    ...(channel.cloud?.region === undefined ? {} : { region: channel.cloud.region }),
+    ...(channel.cloud?.publishers === undefined ? {} : { publishers: channel.cloud.publishers }),
     health: record.readable && health !== undefined ? health : undecryptable(record.keyCount),
     source: record.source,
     createdAt: record.createdAt
@@ -230,9 +234,13 @@ export const adminChannel = (record: ChannelRecord, health: C.ChannelHealth | un
 // ---------------------------------------------------------------------------
 
 const isDialect = Schema.is(Domain.Dialect)
+const isWireDialect = Schema.is(Domain.WireDialect)
 
 /** A dialect read back from the database (one this version does not know, written by a newer one, shows as OpenAI's). */
 const dialectOf = (value: string): C.Dialect => isDialect(value) ? value : "openai"
+
+/** An upstream's wire format read back from the database (Bedrock's Converse too). */
+const wireDialectOf = (value: string): Domain.WireDialect => isWireDialect(value) ? value : "openai"
 
 /**
  * One call, as billed and logged. With `detail` (admin views) it also
@@ -269,7 +277,7 @@ export const usageItem = (row: UsageRow, detail: boolean): C.UsageItem => ({
     ? {
       channel: row.channel,
       upstreamModel: row.upstreamModel,
-      upstreamDialect: dialectOf(row.dialectOut),
+      upstreamDialect: wireDialectOf(row.dialectOut),
       attempts: row.attempts,
       attemptLog: row.attemptLog.map((attempt) => ({ ...attempt, errorMessage: attempt.errorMessage ?? null }))
     }

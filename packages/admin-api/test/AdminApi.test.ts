@@ -336,6 +336,55 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
 
     // ---- keys ---------------------------------------------------------------
 
+    it.effect("an admin creates, edits and revokes a user's key; a key's models stay within its group", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const owner = yield* signedIn()
+        const offered = yield* admin.client.get(`/api/admin/users/${owner.user.id}/models`)
+        assert.strictEqual(offered.status, 200)
+        assert.include(
+          offered.body.groups.find((g: any) => g.name === "default").models.map((m: any) => m.id),
+          "gpt-test"
+        )
+        const created = yield* admin.client.post(`/api/admin/users/${owner.user.id}/keys`, {
+          name: "made-by-admin",
+          models: ["gpt-test"],
+          quota: "3"
+        })
+        assert.strictEqual(created.status, 201)
+        assert.match(created.body.secret, /^sk-/)
+        const id = created.body.key.id
+        // The owner sees it as their own and changes its models and expiry.
+        const mine = yield* owner.client.get("/api/keys")
+        assert.deepStrictEqual(mine.body.data.map((k: any) => k.name), ["made-by-admin"])
+        const expiresAt = Date.now() + 7 * 86_400_000
+        const changed = yield* owner.client.patch(`/api/keys/${id}`, { models: ["gemini-test"], expiresAt })
+        assert.strictEqual(changed.status, 200)
+        assert.deepStrictEqual(changed.body.models, ["gemini-test"])
+        assert.strictEqual(changed.body.expiresAt, expiresAt)
+        // A model the key's group is not served is refused, naming what it is served.
+        yield* admin.client.post("/api/admin/models", {
+          id: "unserved-model",
+          prices: { input: "1", output: "1", cachedInput: null, perRequest: null, free: false }
+        })
+        const outside = yield* owner.client.patch(`/api/keys/${id}`, { models: ["unserved-model"] })
+        assert.strictEqual(outside.status, 400)
+        assert.strictEqual(outside.body.error.param, "models[0]")
+        assert.include(outside.body.error.message, "its models are: ")
+        // The admin edits the lifetime cap, then revokes it.
+        const capped = yield* admin.client.patch(`/api/admin/keys/${id}`, { quota: "5" })
+        assert.strictEqual(capped.body.quota, "5.00")
+        assert.strictEqual((yield* admin.client.delete(`/api/admin/keys/${id}`)).status, 200)
+        assert.strictEqual((yield* owner.client.get("/api/keys")).body.data.length, 0)
+        assert.strictEqual((yield* admin.client.delete(`/api/admin/keys/${id}`)).status, 404)
+        // Users cannot reach these.
+        assert.strictEqual(
+          (yield* owner.client.post(`/api/admin/users/${owner.user.id}/keys`, { name: "x" })).status,
+          403
+        )
+        yield* admin.client.delete("/api/admin/models/unserved-model")
+      }))
+
     it.effect("creates a key (secret once), lists, updates, disables, deletes", () =>
       Effect.gen(function*() {
         const { client } = yield* signedIn()
@@ -388,6 +437,9 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
         assert.strictEqual(badModel.status, 400)
         assert.strictEqual(badModel.body.error.param, "models[1]")
         assert.include(badModel.body.error.message, "no-such-model")
+        const control = yield* client.post("/api/keys", { name: "k", models: ["gpt-test\u0000"] })
+        assert.deepStrictEqual([control.status, control.body.error.param], [400, "models[0]"])
+        assert.include(control.body.error.message, "control characters")
         const badQuota = yield* client.post("/api/keys", { name: "k", quota: "1.2.3" })
         assert.strictEqual(badQuota.body.error.param, "quota")
         const past = yield* client.post("/api/keys", { name: "k", expiresAt: 1000 })
@@ -932,7 +984,115 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
         assert.strictEqual((yield* admin.client.delete("/api/admin/groups/team-a")).status, 200)
         assert.strictEqual((yield* admin.client.delete("/api/admin/groups/team-a")).status, 404)
         const inUse = yield* admin.client.delete("/api/admin/groups/default")
-        assert.strictEqual(inUse.status, 409, "keys use the default group")
+        assert.strictEqual(inUse.status, 409, "the default group is never deleted")
+        assert.include(inUse.body.error.message, "'default' cannot be deleted")
+        // A group that channels serve or users hold does not vanish: the refusal names them and where to change it.
+        yield* admin.client.post("/api/admin/groups", { name: "team-c", ratio: "1" })
+        const channel = yield* admin.client.post("/api/admin/channels", {
+          name: "serves-team-c",
+          type: "openai",
+          baseUrl: "http://team-c.example.test/v1",
+          apiKeys: ["sk-upstream-team-c-0001"],
+          models: ["gpt-4o-mini"],
+          groups: ["team-c"]
+        })
+        assert.strictEqual(channel.status, 201)
+        const served = yield* admin.client.delete("/api/admin/groups/team-c")
+        assert.strictEqual(served.status, 409)
+        assert.include(served.body.error.message, "serves-team-c")
+        assert.include(served.body.error.message, "Channels → Edit")
+        yield* admin.client.patch(`/api/admin/channels/${channel.body.id}`, { groups: ["default"] })
+        yield* admin.client.patch("/api/admin/groups/team-c", { userIds: [admin.user.id] })
+        const held = yield* admin.client.delete("/api/admin/groups/team-c")
+        assert.strictEqual(held.status, 409)
+        assert.include(held.body.error.message, "Assigned users")
+        yield* admin.client.patch("/api/admin/groups/team-c", { userIds: [] })
+        assert.strictEqual((yield* admin.client.delete("/api/admin/groups/team-c")).status, 200)
+        assert.strictEqual((yield* admin.client.delete(`/api/admin/channels/${channel.body.id}`)).status, 200)
+      }))
+
+    it.effect("manages Vertex AI and Bedrock channels: where they are served, their credentials write-only, refusals by field", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedIn({ role: "admin" })
+        const keyFile = JSON.stringify({
+          type: "service_account",
+          private_key: "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n",
+          client_email: "gateway@my-project.iam.gserviceaccount.com",
+          token_uri: "https://oauth2.googleapis.com/token"
+        })
+        const vertex = yield* admin.client.post("/api/admin/channels", {
+          name: "vertex",
+          type: "vertex",
+          project: "my-project",
+          location: "us-east5",
+          apiKeys: [keyFile],
+          models: ["gemini-2.5-flash", "claude-sonnet-4-5"],
+          modelMap: { "claude-sonnet-4-5": "claude-sonnet-4-5@20250929" }
+        })
+        assert.strictEqual(vertex.status, 201, vertex.text)
+        assert.strictEqual(vertex.body.baseUrl, "https://us-east5-aiplatform.googleapis.com")
+        assert.strictEqual(vertex.body.project, "my-project")
+        assert.strictEqual(vertex.body.location, "us-east5")
+        // A service account is named by its email; its private key never shows.
+        assert.deepStrictEqual(vertex.body.keyHints, ["gateway@my-project.iam.gserviceaccount.com"])
+        assert.notInclude(vertex.text, "BEGIN PRIVATE KEY")
+
+        const pair = JSON.stringify({
+          access_key_id: "AKIAIOSFODNN7EXAMPLE",
+          secret_access_key: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+        })
+        const bedrock = yield* admin.client.post("/api/admin/channels", {
+          name: "bedrock",
+          type: "bedrock",
+          region: "eu-west-1",
+          apiKeys: [pair, "ABSKexampleBedrockApiKey0000"],
+          models: ["nova-pro"]
+        })
+        assert.strictEqual(bedrock.status, 201, bedrock.text)
+        assert.strictEqual(bedrock.body.baseUrl, "https://bedrock-runtime.eu-west-1.amazonaws.com")
+        assert.strictEqual(bedrock.body.region, "eu-west-1")
+        assert.deepStrictEqual(bedrock.body.keyHints, ["…MPLE", "…0000"])
+        assert.notInclude(bedrock.text, "wJalrXUtnFEMI")
+
+        const moved = yield* admin.client.patch(`/api/admin/channels/${bedrock.body.id}`, { region: "us-west-2" })
+        assert.strictEqual(moved.body.region, "us-west-2")
+        // The base URL was the old region's default: it follows the region.
+        assert.strictEqual(moved.body.baseUrl, "https://bedrock-runtime.us-west-2.amazonaws.com")
+        const rebased = yield* admin.client.patch(`/api/admin/channels/${bedrock.body.id}`, {
+          baseUrl: "https://bedrock.proxy.test/"
+        })
+        assert.strictEqual(rebased.body.baseUrl, "https://bedrock.proxy.test")
+        // One the operator gave (a proxy, a private endpoint) stays where it is.
+        const again = yield* admin.client.patch(`/api/admin/channels/${bedrock.body.id}`, { region: "us-east-1" })
+        assert.strictEqual(again.body.baseUrl, "https://bedrock.proxy.test")
+
+        const refused = (body: Record<string, unknown>) =>
+          Effect.map(
+            admin.client.post("/api/admin/channels", { name: "x", models: ["m"], ...body }),
+            (response) => [response.status, response.body.error.param, response.body.error.message]
+          )
+        const noProject = yield* refused({ type: "vertex", location: "us-east5", apiKeys: [keyFile] })
+        assert.deepStrictEqual(noProject.slice(0, 2), [400, "project"])
+        assert.include(noProject[2], "a vertex channel needs project")
+        const noRegion = yield* refused({ type: "bedrock", apiKeys: [pair] })
+        assert.deepStrictEqual(noRegion.slice(0, 2), [400, "region"])
+        const badKey = yield* refused({ type: "vertex", project: "my-project", location: "us-east5", apiKeys: ["{}"] })
+        assert.deepStrictEqual(badKey.slice(0, 2), [400, "apiKeys[0]"])
+        assert.include(badKey[2], "client_email")
+        const badPair = yield* refused({
+          type: "bedrock",
+          region: "us-east-1",
+          apiKeys: [JSON.stringify({ access_key_id: "AKIAIOSFODNN7EXAMPLE" })]
+        })
+        assert.deepStrictEqual(badPair.slice(0, 2), [400, "apiKeys[0]"])
+        assert.include(badPair[2], "secret_access_key")
+        const misplaced = yield* refused({ type: "openai", baseUrl: "http://x", region: "us-east-1", apiKeys: ["k"] })
+        assert.deepStrictEqual(misplaced.slice(0, 2), [400, "region"])
+        const noUrl = yield* refused({ type: "openai", apiKeys: ["k"] })
+        assert.deepStrictEqual(noUrl.slice(0, 2), [400, "baseUrl"])
+        for (const id of [vertex.body.id, bedrock.body.id]) {
+          assert.strictEqual((yield* admin.client.delete(`/api/admin/channels/${id}`)).status, 200)
+        }
       }))
 
     it.effect("manages channels: upstream keys are write-only; Test reports latency or the upstream's error", () =>
@@ -1062,6 +1222,26 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
           "the key given, trimmed, at the address given, without its slash"
         )
 
+        // Model names with control characters are refused at the door, in the list and in the map.
+        for (
+          const [models, modelMap] of [
+            [["gpt-test\nevil"], undefined],
+            [["gpt-test"], { "gpt-test": "up\r\nstream" }],
+            [["gpt-test"], { "x\u0000": "y" }]
+          ] as const
+        ) {
+          const bad = yield* admin.client.post("/api/admin/channels", {
+            name: "control",
+            type: "openai",
+            baseUrl: "http://good.example.test/v1",
+            apiKeys: ["sk-k"],
+            models,
+            ...(modelMap === undefined ? {} : { modelMap })
+          })
+          assert.strictEqual(bad.status, 400, JSON.stringify([models, modelMap]))
+          assert.include(bad.body.error.message, "control characters")
+        }
+
         // A saved channel lists with its own key; a new address in the edit form replaces its address only.
         const saved = yield* admin.client.post("/api/admin/channels", {
           name: "to-list",
@@ -1077,12 +1257,27 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
           "upstream_error"
         ])
         assert.include(refused.body.error.message, "The upstream said: Incorrect API key provided")
-        const moved = yield* admin.client.post("/api/admin/channels/models", {
+        // Another address needs its key in the same request: the saved key only goes to the saved address.
+        const elsewhere = yield* admin.client.post("/api/admin/channels/models", {
           channelId: saved.body.id,
           baseUrl: "http://good.example.test/v2"
         })
+        assert.deepStrictEqual([elsewhere.status, elsewhere.body.error.param], [400, "apiKey"])
+        assert.include(elsewhere.body.error.message, "not the channel's saved address")
+        assert.isFalse(listedBy.has("http://good.example.test/v2"), "nothing was sent there")
+        const moved = yield* admin.client.post("/api/admin/channels/models", {
+          channelId: saved.body.id,
+          baseUrl: "http://good.example.test/v2",
+          apiKey: "sk-given-key-5678"
+        })
         assert.strictEqual(moved.status, 200)
-        assert.strictEqual(listedBy.get("http://good.example.test/v2"), "sk-saved-key-1234")
+        assert.strictEqual(listedBy.get("http://good.example.test/v2"), "sk-given-key-5678")
+        // The saved address (a trailing slash is the same address) still lists with the saved key.
+        yield* admin.client.post("/api/admin/channels/models", {
+          channelId: saved.body.id,
+          baseUrl: "http://bad.example.test/v1/"
+        })
+        assert.strictEqual(listedBy.get("http://bad.example.test/v1"), "sk-saved-key-1234")
 
         const missing = yield* admin.client.post("/api/admin/channels/models", {
           type: "openai",

@@ -85,6 +85,7 @@ const probeOf = (channel: Domain.Channel, model: string | undefined): ChannelPro
 export const listedBy = new Map<string, string>()
 const probeLayer = Layer.succeed(ChannelProbe.ChannelProbe)({
   probe: (channel, model) => Effect.succeed(probeOf(channel, model)),
+  checkKey: (channel) => Effect.succeed(probeOf(channel, undefined)),
   listModels: (channel, apiKey) => {
     listedBy.set(channel.baseUrl, apiKey ?? channel.apiKeys[0] ?? "")
     if (channel.type === "azure") {

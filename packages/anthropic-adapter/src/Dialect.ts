@@ -20,7 +20,15 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, Dialect as Core, GatewayError, Params, type RateLimiter, Sse } from "@modelgate/core"
+import {
+  type Canonical,
+  Dialect as Core,
+  GatewayError,
+  Params,
+  type RateLimiter,
+  Sse,
+  type Tokens
+} from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as CountTokens from "./CountTokens.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
@@ -82,6 +90,7 @@ class ChatCall implements Core.ChatCall {
   readonly maxOutputTokens: number | undefined
   readonly choices = 1
   readonly mediaParts: number
+  readonly media: Tokens.MediaCounts
   readonly streamContentType = AnthropicStream.SSE_CONTENT_TYPE
   readonly body: Passthrough.InspectedBody
   constructor(body: Passthrough.InspectedBody) {
@@ -90,6 +99,7 @@ class ChatCall implements Core.ChatCall {
     this.stream = body.stream
     this.maxOutputTokens = body.maxTokens
     this.mediaParts = body.mediaParts
+    this.media = body.media
   }
   check() {
     return Passthrough.checkStructure(this.body)

@@ -91,23 +91,53 @@ const retryAfter = (seconds: number): Readonly<Record<string, string>> => ({
   "retry-after": String(Math.max(0, Math.ceil(seconds)))
 })
 
+/**
+ * Retrying will not help: the Anthropic SDKs (and Claude Code) stop at once
+ * and show the message, instead of retrying silently for minutes. Sent on
+ * refusals of the key, of the model, of the balance, and on upstream failures
+ * the gateway already failed over from (every channel it could try was tried).
+ */
 const TERMINAL = { "x-should-retry": "false" }
+
+/**
+ * Anthropic's rate-limit headers for a refused call's limiter snapshot: the
+ * limits and what is left (`anthropic-ratelimit-requests-limit`/`-remaining`,
+ * `-tokens-limit`/`-remaining`), and `retry-after`.
+ *
+ * @category mapping
+ */
+export const rateLimitHeaders = (
+  retryAfterSeconds: number,
+  snapshot: GatewayError.RateLimited["snapshot"]
+): Readonly<Record<string, string>> => {
+  const headers: Record<string, string> = { ...retryAfter(retryAfterSeconds) }
+  if (snapshot === undefined) return headers
+  if (snapshot.limitRequests !== null) headers["anthropic-ratelimit-requests-limit"] = String(snapshot.limitRequests)
+  if (snapshot.remainingRequests !== null) {
+    headers["anthropic-ratelimit-requests-remaining"] = String(snapshot.remainingRequests)
+  }
+  if (snapshot.limitTokens !== null) headers["anthropic-ratelimit-tokens-limit"] = String(snapshot.limitTokens)
+  if (snapshot.remainingTokens !== null) {
+    headers["anthropic-ratelimit-tokens-remaining"] = String(snapshot.remainingTokens)
+  }
+  return headers
+}
 
 /**
  * The Anthropic answer for a gateway error:
  *
  * | error | HTTP | type | headers |
  * |---|---|---|---|
- * | MissingApiKey, InvalidApiKey, KeyExpired | 401 | authentication_error | |
- * | KeyDisabled, ModelNotAllowed, ModelNotInGroup, ModelUnpriced, Forbidden | 403 | permission_error | |
+ * | MissingApiKey, InvalidApiKey, KeyExpired | 401 | authentication_error | `x-should-retry: false` |
+ * | KeyDisabled, ModelNotAllowed, ModelNotInGroup, ModelUnpriced, Forbidden | 403 | permission_error | `x-should-retry: false` |
  * | InvalidRequest, UnsupportedFeature | 400 | invalid_request_error | |
  * | ModelNotFound, RouteNotFound, ResourceNotFound | 404 | not_found_error | |
  * | RequestTooLarge | 413 | request_too_large | |
  * | InsufficientBalance, SpendingCapReached | 402 | billing_error | `x-should-retry: false` (terminal) |
- * | RateLimited | 429 | rate_limit_error | `retry-after` |
+ * | RateLimited | 429 | rate_limit_error | `retry-after`, `anthropic-ratelimit-*` (the limits and what is left) |
  * | UpstreamRateLimited | 429 | rate_limit_error | `retry-after` when known |
- * | UpstreamUnavailable | 529 if the upstream was overloaded (529/503), else 502 | overloaded_error / api_error | |
- * | UpstreamTimeout | 504 | timeout_error | |
+ * | UpstreamUnavailable | 529 if the upstream was overloaded (529/503), else 502 | overloaded_error / api_error | `x-should-retry: false` (failed over already) |
+ * | UpstreamTimeout | 504 | timeout_error | `x-should-retry: false` (failed over already) |
  * | UpstreamRejected | the upstream's status | its `code` if it is an Anthropic type, else by status | |
  * | MethodNotAllowed | 405 | invalid_request_error | `allow` |
  * | InternalError | 500 | api_error | |
@@ -132,13 +162,13 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
     case "MissingApiKey":
     case "InvalidApiKey":
     case "KeyExpired":
-      return make(401, error.message)
+      return make(401, error.message, TERMINAL)
     case "KeyDisabled":
     case "ModelNotAllowed":
     case "ModelNotInGroup":
     case "ModelUnpriced":
     case "Forbidden":
-      return make(403, error.message)
+      return make(403, error.message, TERMINAL)
     case "InvalidRequest":
     case "UnsupportedFeature":
       return make(
@@ -157,7 +187,7 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
     case "SpendingCapReached":
       return make(402, error.message, TERMINAL)
     case "RateLimited":
-      return make(429, error.message, retryAfter(error.retryAfterSeconds))
+      return make(429, error.message, rateLimitHeaders(error.retryAfterSeconds, error.snapshot))
     case "UpstreamRateLimited":
       return make(
         429,
@@ -165,9 +195,12 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
         error.retryAfterSeconds === undefined ? undefined : retryAfter(error.retryAfterSeconds)
       )
     case "UpstreamUnavailable":
-      return error.status === 529 || error.status === 503 ? make(529, error.message) : make(502, error.message)
+      // The gateway already failed over to every key and channel it could: a client retry would do it all again.
+      return error.status === 529 || error.status === 503
+        ? make(529, error.message, TERMINAL)
+        : make(502, error.message, TERMINAL)
     case "UpstreamTimeout":
-      return make(504, error.message)
+      return make(504, error.message, TERMINAL)
     case "UpstreamRejected": {
       const status = error.status >= 400 && error.status < 600 ? error.status : 400
       const type = error.code !== undefined && isErrorType(error.code) ? error.code : errorTypeOf(status)

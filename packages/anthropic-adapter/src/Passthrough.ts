@@ -26,7 +26,16 @@
  *
  * @since 0.1.0
  */
-import { type Dialect, type GatewayError, Issues, JsonScan, SseChunks, Utf8 } from "@modelgate/core"
+import {
+  type Dialect,
+  type Domain,
+  type GatewayError,
+  Issues,
+  JsonScan,
+  SseChunks,
+  Tokens,
+  Utf8
+} from "@modelgate/core"
 import { Effect, Predicate, Result } from "effect"
 import { readUsageFigures } from "./Response.ts"
 
@@ -41,6 +50,8 @@ export interface InspectedBody {
   readonly maxTokens: number
   /** Image and document blocks, in the messages and inside tool results. */
   readonly mediaParts: number
+  /** The same blocks by kind, for the hold: `image` an image, `document` a document. */
+  readonly media: Tokens.MediaCounts
   /** Whether the whole body was checked at inspection; large bodies are checked only when refused (`checkStructure`). */
   readonly checked: boolean
   /** Where each top-level field lies in the bytes, for `upstreamBody`. */
@@ -56,25 +67,29 @@ export interface InspectedBody {
  */
 export const EAGER_CHECK_BYTES = 16 * 1024
 
-const MEDIA = ["image", "document"]
+const MEDIA: ReadonlyArray<Domain.MediaKind> = ["image", "document"]
 
-const countMedia = (blocks: ReadonlyArray<unknown>): number => {
-  let media = 0
+/** Counts the media blocks, by kind, in `media`; returns how many. */
+const countMedia = (blocks: ReadonlyArray<unknown>, media: Tokens.MediaCounts): number => {
+  let parts = 0
   for (const block of blocks) {
     if (!Predicate.isObject(block)) continue
-    if (Predicate.isString(block.type) && MEDIA.includes(block.type)) media++
-    else if (block.type === "tool_result" && Array.isArray(block.content)) media += countMedia(block.content)
+    const kind = MEDIA.find((name) => name === block.type)
+    if (kind !== undefined) {
+      parts++
+      Tokens.countMedia(media, kind)
+    } else if (block.type === "tool_result" && Array.isArray(block.content)) parts += countMedia(block.content, media)
   }
-  return media
+  return parts
 }
 
 /** Counts the `"type": "image"` and `"type": "document"` pairs among the strings of the messages. */
-const mediaVisitor = (count: () => void): JsonScan.StringVisitor => (b, start, end) => {
+const mediaVisitor = (count: (kind: Domain.MediaKind) => void): JsonScan.StringVisitor => (b, start, end) => {
   if (!JsonScan.stringIs(b, start, end, "type")) return
   const value = JsonScan.stringValueAfter(b, end)
   if (value === undefined) return
   for (const kind of MEDIA) {
-    if (JsonScan.stringIs(b, value.start, value.end, kind)) return count()
+    if (JsonScan.stringIs(b, value.start, value.end, kind)) return count(kind)
   }
 }
 
@@ -134,11 +149,17 @@ const checkMessages = (messages: ReadonlyArray<unknown>): GatewayError.InvalidRe
 export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedBody, GatewayError.InvalidRequest> => {
   const bytes = typeof body === "string" ? JsonScan.encode(body) : body
   const eager = bytes.length <= EAGER_CHECK_BYTES
-  let media = 0
+  let mediaParts = 0
+  const media: Tokens.MediaCounts = {}
   const scanned = JsonScan.scanBody(bytes, {
     eager,
     notObject,
-    visit: eager ? undefined : { messages: mediaVisitor(() => media++) }
+    visit: eager ? undefined : {
+      messages: mediaVisitor((kind) => {
+        mediaParts++
+        Tokens.countMedia(media, kind)
+      })
+    }
   })
   if (Result.isFailure(scanned)) return Effect.fail(scanned.failure)
   const { fields, json } = scanned.success
@@ -171,7 +192,7 @@ export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedB
     const wrong = checkMessages(turns)
     if (wrong !== undefined) return Effect.fail(wrong)
     for (const turn of turns) {
-      if (Predicate.isObject(turn) && Array.isArray(turn.content)) media += countMedia(turn.content)
+      if (Predicate.isObject(turn) && Array.isArray(turn.content)) mediaParts += countMedia(turn.content, media)
     }
   }
   const stream = field("stream")
@@ -186,7 +207,8 @@ export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedB
     model,
     stream: stream === true,
     maxTokens,
-    mediaParts: media,
+    mediaParts,
+    media,
     checked: eager,
     fields
   })

@@ -19,8 +19,9 @@
  *
  * @since 0.1.0
  */
-import { type GatewayError, Issues, UpstreamErrors } from "@modelgate/core"
-import { Predicate, Result } from "effect"
+import { type Dialect as Core, type Domain, type GatewayError, Issues, UpstreamErrors, Utf8 } from "@modelgate/core"
+import { Effect, Predicate, Result } from "effect"
+import * as Dialect from "./Dialect.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 
 /** The `anthropic_version` Vertex wants in the body. @category constants */
@@ -165,3 +166,59 @@ export const classify = (
 /** Whether a parsed value is an object body (for callers holding `unknown`). @category bodies */
 export const isBody = (body: unknown): body is Readonly<Record<string, unknown>> =>
   Predicate.isObject(body) && !Array.isArray(body)
+
+/** Where a Vertex channel is served (`Channel.cloud`), as `VertexTarget`. @category urls */
+export const targetOf = (channel: Domain.Channel): VertexTarget => ({
+  baseUrl: channel.baseUrl,
+  project: channel.cloud?.project ?? "",
+  location: channel.cloud?.location ?? ""
+})
+
+const parseBody = (body: string | Uint8Array): unknown => {
+  try {
+    return JSON.parse(typeof body === "string" ? body : Utf8.decode(body))
+  } catch {
+    return undefined
+  }
+}
+
+/** A Messages body (text) as Vertex takes it (`toVertexBody`); a body that is not an object is sent as it is. */
+const vertexBodyText = (
+  body: string | Uint8Array
+): Effect.Effect<string | Uint8Array, GatewayError.UnsupportedFeature> => {
+  const json = parseBody(body)
+  if (!isBody(json)) return Effect.succeed(body)
+  return Effect.map(Effect.fromResult(toVertexBody(json)), (vertex) => JSON.stringify(vertex))
+}
+
+/**
+ * Claude on a Vertex AI channel, as the engine speaks to it: this package's
+ * Messages upstream with Vertex's paths (`:rawPredict`, `:streamRawPredict`),
+ * its body (`toVertexBody`, for a translated request and a relayed one
+ * alike), its token counter and its errors. `headers` carries no
+ * credentials (the engine adds the access token) and no `anthropic-version`
+ * (the body says it). Vertex lists no models a key could fetch.
+ *
+ * @category dialect
+ */
+export const upstream: Core.UpstreamDialect = {
+  ...Dialect.upstream,
+  chatUrl: (channel, upstreamModel, stream) => chatUrl(targetOf(channel), upstreamModel, stream),
+  headers: (channel) => ({ "content-type": "application/json", ...channel.headers }),
+  encodeRequest: (request, upstreamModel, model) =>
+    Effect.flatMap(Dialect.upstream.encodeRequest(request, upstreamModel, model), vertexBodyText) as Effect.Effect<
+      string,
+      GatewayError.InvalidRequest | GatewayError.UnsupportedFeature
+    >,
+  relayBody: vertexBodyText,
+  classify: (status, body, responseHeaders) => classify(status, body, responseHeaders),
+  countTokens: {
+    url: (channel) => countTokensUrl(targetOf(channel)),
+    isCount: Dialect.upstream.countTokens!.isCount,
+    relayBody: (body) => {
+      const json = parseBody(body)
+      return isBody(json) ? JSON.stringify(toVertexCountBody(json)) : body
+    }
+  },
+  listModels: undefined
+}

@@ -52,6 +52,56 @@ describe("toResponse", () => {
     assert.strictEqual(ErrorEnvelope.toResponse(every[every.length - 1]![0]).headers["retry-after"], "5")
   })
 
+  it("tells the client not to retry refusals and failures the gateway already failed over from", () => {
+    const terminal = [
+      new GatewayError.InvalidApiKey({ message: "m" }),
+      new GatewayError.MissingApiKey({ message: "m" }),
+      new GatewayError.KeyExpired({ message: "m" }),
+      new GatewayError.KeyDisabled({ message: "m" }),
+      new GatewayError.ModelNotAllowed({ message: "m", model: "x" }),
+      new GatewayError.InsufficientBalance({ message: "m" }),
+      new GatewayError.UpstreamUnavailable({ message: "m" }),
+      new GatewayError.UpstreamUnavailable({ message: "m", status: 529 }),
+      new GatewayError.UpstreamTimeout({ message: "m" })
+    ]
+    for (const error of terminal) {
+      assert.strictEqual(ErrorEnvelope.toResponse(error).headers["x-should-retry"], "false", error._tag)
+    }
+    assert.isUndefined(
+      ErrorEnvelope.toResponse(new GatewayError.DatabaseUnavailable({ message: "m", retryAfterSeconds: 5 }))
+        .headers["x-should-retry"],
+      "a database outage is worth retrying"
+    )
+  })
+
+  it("a 429 of the gateway's limits carries the anthropic-ratelimit-* headers", () => {
+    const response = ErrorEnvelope.toResponse(
+      new GatewayError.RateLimited({
+        message: "m",
+        retryAfterSeconds: 12,
+        limit: "rpm",
+        snapshot: {
+          limitRequests: 30,
+          remainingRequests: 0,
+          resetRequestsMs: 12_000,
+          limitTokens: 10_000,
+          remainingTokens: 9_000,
+          resetTokensMs: 1_000
+        }
+      })
+    )
+    assert.deepStrictEqual(
+      [
+        response.headers["retry-after"],
+        response.headers["anthropic-ratelimit-requests-limit"],
+        response.headers["anthropic-ratelimit-requests-remaining"],
+        response.headers["anthropic-ratelimit-tokens-limit"],
+        response.headers["anthropic-ratelimit-tokens-remaining"]
+      ],
+      ["12", "30", "0", "10000", "9000"]
+    )
+  })
+
   it("writes an error event for a started stream", () => {
     assert.strictEqual(
       ErrorEnvelope.streamError(new GatewayError.UpstreamTimeout({ message: "late" })),

@@ -145,6 +145,8 @@ describe("Passthrough.inspectBody: large bodies", () => {
           "'messages' is required",
           "messages"
         ],
+        [large([], { max_tokens: "100000" }), "'max_tokens' is required", "max_tokens"],
+        [large([], { max_tokens: 1 }).slice(0, -1) + ",\"max_tokens\":100000}", "more than once", "max_tokens"],
         [large().slice(0, -1), "The request body is not valid JSON", undefined],
         [large([], { tools: "NESTED" }).replace("\"NESTED\"", nested), "nests", undefined]
       ]
@@ -288,5 +290,26 @@ describe("CountTokens.countTokens", () => {
       assert.isAbove(more.input_tokens, small.input_tokens + 2000)
       const error = yield* Effect.flip(CountTokens.countTokens({ model: "m" }))
       assert.strictEqual(error.param, "messages")
+    }))
+})
+
+describe("Passthrough.inspectBody: media by kind", () => {
+  it.effect("image blocks are images and document blocks documents, in tool results too, small body or large", () =>
+    Effect.gen(function*() {
+      const content = [
+        { type: "image", source: { type: "url", url: "https://x/a.png" } },
+        { type: "document", source: { type: "url", url: "https://x/a.pdf" } },
+        {
+          type: "tool_result",
+          tool_use_id: "t",
+          content: [{ type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } }]
+        }
+      ]
+      const history = Array.from({ length: 40 }, (_, i) => ({ role: "user", content: "x".repeat(600) + i }))
+      for (const messages of [[{ role: "user", content }], [...history, { role: "user", content }]]) {
+        const inspected = yield* Passthrough.inspectBody(JSON.stringify({ model: "m", max_tokens: 5, messages }))
+        assert.strictEqual(inspected.mediaParts, 3)
+        assert.deepStrictEqual(inspected.media, { image: 2, document: 1 })
+      }
     }))
 })

@@ -15,6 +15,7 @@
  * @since 0.1.0
  */
 export * as Converse from "./Converse.ts"
+export * as Dialect from "./Dialect.ts"
 export * as Endpoint from "./Endpoint.ts"
 export * as ErrorEnvelope from "./ErrorEnvelope.ts"
 export * as EventStream from "./EventStream.ts"

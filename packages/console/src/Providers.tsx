@@ -8,6 +8,7 @@ import { Badge, createTheme, MantineProvider } from "@mantine/core"
 import { Notifications } from "@mantine/notifications"
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query"
 import { type ReactNode, useState } from "react"
+import notices from "./components/Notices.module.css"
 import { ApiFailure } from "./lib/api.ts"
 import { I18nProvider, type Language } from "./lib/i18n.tsx"
 import { SessionProvider } from "./lib/session.tsx"
@@ -49,7 +50,8 @@ export function Providers({ children, language, client }: {
   const [queryClient] = useState(() => client ?? makeQueryClient())
   return (
     <MantineProvider theme={theme} defaultColorScheme="light">
-      <Notifications position="top-right" />
+      {/* Below the header (60 px), so a notice never covers the language, theme or user menu. */}
+      <Notifications position="top-right" classNames={notices} />
       <QueryClientProvider client={queryClient}>
         <I18nProvider {...(language === undefined ? {} : { language })}>
           <SessionProvider>{children}</SessionProvider>

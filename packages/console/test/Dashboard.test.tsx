@@ -239,6 +239,18 @@ describe("charts", () => {
     ])
   })
 
+  it("leave out a model that only refused calls named (nothing spent, no tokens)", () => {
+    const from = Date.UTC(2026, 0, 13)
+    const { rows, models } = pivotRange(
+      [point("2026-01-14", "gpt-4o", "0.02"), point("2026-01-14", "gpt-4.1-mini", "0")],
+      (p) => Number(p.cost),
+      from,
+      from + 2 * DAY
+    )
+    assert.deepStrictEqual(models, ["gpt-4o"])
+    assert.deepStrictEqual(rows, [{ day: "01-13", "gpt-4o": 0 }, { day: "01-14", "gpt-4o": 0.02 }])
+  })
+
   it("write whole dates when the period spans years", () => {
     const { rows } = pivotRange([], () => 0, Date.UTC(2025, 11, 31), Date.UTC(2026, 0, 2))
     assert.deepStrictEqual(rows.map((r) => r["day"]), ["2025-12-31", "2026-01-01"])

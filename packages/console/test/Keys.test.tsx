@@ -186,7 +186,7 @@ describe("create key", () => {
     })
     renderWithProviders(<KeysPage />)
     const user = userEvent.setup()
-    await user.click(await screen.findByRole("button", { name: "Limits: laptop" }))
+    await user.click(await screen.findByRole("button", { name: "Edit: laptop" }))
     const dialog = await screen.findByRole("dialog")
     const rpm = within(dialog).getByLabelText("Requests / min")
     assert.strictEqual((rpm as HTMLInputElement).value, "10")

@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "vitest"
 import { exactUsd, price, tokens, usd } from "../src/lib/format.ts"
-import { dictionaries } from "../src/lib/i18n.tsx"
+import { dictionaries, interpolate } from "../src/lib/i18n.tsx"
 
 describe("usd", () => {
   it("formats exact decimal strings", () => {
@@ -80,5 +80,19 @@ describe("dictionaries", () => {
   it("have the same keys and no empty text in both languages", () => {
     assert.deepStrictEqual(Object.keys(dictionaries.zh).sort(), Object.keys(dictionaries.en).sort())
     for (const [key, text] of Object.entries(dictionaries.zh)) assert.isTrue(text.length > 0, key)
+  })
+})
+
+describe("interpolate", () => {
+  it("says one model, not 1 models", () => {
+    const added = dictionaries.en["admin.channels.fetchAdded"]
+    assert.strictEqual(interpolate(added, { count: 1 }), "1 model added: save the channel to keep them.")
+    assert.strictEqual(interpolate(added, { count: 3 }), "3 models added: save the channel to keep them.")
+    assert.strictEqual(interpolate(dictionaries.en["dashboard.activeKeys"], { count: 1 }), "1 active key")
+    assert.strictEqual(interpolate(dictionaries.en["admin.channels.fetchAdd"], { count: 2 }), "Add 2 models")
+    // No dictionary entry says "1 models" for any count.
+    for (const text of Object.values(dictionaries.en)) {
+      assert.notMatch(interpolate(text, { count: 1 }), /\b1 (models|keys|codes)\b/, text)
+    }
   })
 })

@@ -16,6 +16,8 @@ afterEach(() => {
   notifications.clean()
   vi.unstubAllGlobals()
   setCsrfToken(null)
+  // What the console keeps in the browser (kept Test results, the language) never leaks into the next test.
+  localStorage.clear()
 })
 
 Object.defineProperty(window, "matchMedia", {

@@ -66,6 +66,17 @@ export interface CapOverrun {
   readonly spentNanos: Nanos
 }
 
+/**
+ * A balance for display: `readAt` is null when it was read now, else when
+ * (epoch ms) the part of it this node could not read now was last read.
+ *
+ * @category models
+ */
+export interface BalanceReading {
+  readonly nanos: Nanos
+  readonly readAt: number | null
+}
+
 /** Nothing charged (a hold already settled, or a charge of nothing). @category constants */
 export const nothingSettled: Settled = { chargedNanos: 0n, overdrawnNanos: 0n }
 
@@ -190,6 +201,12 @@ export class Accounts extends Context.Service<Accounts, {
    * (while the database cannot be reached, as last known).
    */
   readonly balance: (userId: string) => Effect.Effect<Nanos, InternalError | DatabaseUnavailable>
+  /**
+   * The balance as `balance` gives it, and whether it is as last known (the
+   * database could not be reached in time) rather than read now. Absent: the
+   * balance is always read now.
+   */
+  readonly balanceAsKnown?: (userId: string) => Effect.Effect<BalanceReading, InternalError | DatabaseUnavailable>
   /** What the user was charged in `[fromMs, toMs)` (epoch ms), for the legacy billing endpoints. */
   readonly spent: (
     userId: string,

@@ -21,6 +21,7 @@ import type { ApiKey, Channel, Dialect, Group, Model } from "./Domain.ts"
 import {
   echo,
   InvalidApiKey,
+  InvalidRequest,
   KeyDisabled,
   KeyExpired,
   MissingApiKey,
@@ -30,6 +31,7 @@ import {
   ModelUnpriced
 } from "./GatewayError.ts"
 import { KeyStore } from "./KeyStore.ts"
+import { controlCharacter, controlCharacterMessage } from "./ModelName.ts"
 import { isPriced } from "./Pricing.ts"
 
 /**
@@ -133,7 +135,7 @@ export const keyAllows = (key: ApiKey, model: string): boolean => key.models.len
  */
 export const authorizeIn = (snapshot: Snapshot, key: ApiKey, requested: string, use?: ModelUse): Effect.Effect<
   Route,
-  ModelNotFound | ModelNotAllowed | ModelNotInGroup | ModelUnpriced
+  InvalidRequest | ModelNotFound | ModelNotAllowed | ModelNotInGroup | ModelUnpriced
 > =>
   Effect.flatMap(
     Effect.service(ClientDialect),
@@ -148,8 +150,15 @@ const check = (
   use: ModelUse | undefined
 ): Effect.Effect<
   Route,
-  ModelNotFound | ModelNotAllowed | ModelNotInGroup | ModelUnpriced
+  InvalidRequest | ModelNotFound | ModelNotAllowed | ModelNotInGroup | ModelUnpriced
 > => {
+  // A name with NUL or a line break is refused before it goes anywhere (logs, the request log, CSV files).
+  const control = controlCharacter(requested)
+  if (control !== undefined) {
+    return Effect.fail(
+      new InvalidRequest({ param: "model", message: echo(controlCharacterMessage(requested, control)) })
+    )
+  }
   const id = snapshot.resolveModel(requested, use)
   if (id === undefined) {
     return Effect.fail(

@@ -23,8 +23,9 @@ export interface ProbeResult {
   readonly upstreamMessage: string | null
   /**
    * Whether the upstream refused the key: a clear refusal of its credentials
-   * (401, or a 4xx its error names as a key problem), or any 403 (a probe
-   * carries nothing of a caller's, so a 403 to it is about the key).
+   * (401, or a 4xx its error names as a key problem); for `checkKey` (which
+   * asks for no model) any 401 or 403 too. A 403 to a model probe may be
+   * about that model (an organisation not verified for it), never the key's.
    */
   readonly credentialsRefused: boolean
 }
@@ -36,6 +37,13 @@ export class ChannelProbe extends Context.Service<ChannelProbe, {
    * model) through `channel`, with `apiKey` (default: the channel's first key).
    */
   readonly probe: (channel: Channel, model?: string, apiKey?: string) => Effect.Effect<ProbeResult>
+  /**
+   * Tests `apiKey` (default: the channel's first key) with a request that
+   * depends on no model: the first page of the provider's model list (OpenAI
+   * `GET /models`, Gemini `GET /v1beta/models`, Anthropic `GET /v1/models`,
+   * Azure OpenAI `GET /openai/models`). The health prober's check of a key.
+   */
+  readonly checkKey: (channel: Channel, apiKey?: string) => Effect.Effect<ProbeResult>
   /**
    * The upstream's own list of its models (every page), read with `apiKey`
    * (default: the channel's first key), sorted by id. Fails with

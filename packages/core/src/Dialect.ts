@@ -18,7 +18,7 @@
  */
 import type { Effect } from "effect"
 import type { ChatRequest, ChatResponse, EmbedRequest, EmbedResponse, StreamEvent } from "./Canonical.ts"
-import type { Channel, Dialect, Model } from "./Domain.ts"
+import type { Channel, Dialect, Model, WireDialect } from "./Domain.ts"
 import {
   echo,
   type GatewayError,
@@ -30,6 +30,7 @@ import type { BodyEdit } from "./Params.ts"
 import type { Snapshot } from "./RateLimiter.ts"
 import * as Sse from "./Sse.ts"
 import type * as SseChunks from "./SseChunks.ts"
+import type { MediaCounts } from "./Tokens.ts"
 
 /**
  * What a call consumed, as metered from the upstream's answer (or estimated
@@ -95,8 +96,13 @@ export interface ChatCall {
   readonly maxOutputTokens: number | undefined
   /** How many answers the client asked for (OpenAI `n`, Gemini `candidateCount`; 1 when it did not say): the hold covers each. */
   readonly choices: number
-  /** Media parts (images, audio, files; inline or by URL) in the prompt: the hold adds `Tokens.MEDIA_TOKENS` for each. */
+  /** Media parts (images, audio, files; inline or by URL) in the prompt, of every kind (the rate limit's estimate). */
   readonly mediaParts: number
+  /**
+   * The same parts by kind, for the hold (`Tokens.promptBound`: each kind at
+   * the model's `media_part_tokens` figure); absent: every part is an image.
+   */
+  readonly media?: MediaCounts | undefined
   /** The `Content-Type` of this call's stream. */
   readonly streamContentType: string
   /**
@@ -307,6 +313,11 @@ export interface ClientCountTokens {
 /** The upstream side of the embeddings call, for dialects that have one. @category embeddings */
 export interface UpstreamEmbeddings {
   /**
+   * The endpoint takes only its own request shape (Vertex AI's `:predict`),
+   * never a client's body of the same dialect: every request is translated.
+   */
+  readonly translateOnly?: boolean | undefined
+  /**
    * The embeddings endpoint of a channel. `operation`: the client's method, for
    * a client of this same dialect whose body is relayed; undefined for a
    * translated request (the dialect's method for a canonical request).
@@ -325,6 +336,8 @@ export interface UpstreamEmbeddings {
  */
 export interface UpstreamCountTokens {
   readonly url: (channel: Channel, upstreamModel: string) => string
+  /** A client's count body (same dialect) as this upstream takes it; absent: as it is. */
+  readonly relayBody?: ((body: string) => string) | undefined
   /** Whether an answer is a token count (anything else is the upstream failing). */
   readonly isCount: (text: string) => boolean
 }
@@ -457,11 +470,56 @@ export interface UpstreamModelList {
   readonly url: (channel: Channel, page: string | undefined) => string | undefined
   /** Reads one page (`channel` names the upstream in errors); a body that is not the list fails. */
   readonly decode: (text: string, channel: string) => Effect.Effect<ModelListPage, UpstreamUnavailable>
+  /**
+   * The address of a request that tests a channel's key and depends on no
+   * model (the health probe's): the list's first page (default), or for a
+   * channel that cannot list (Azure OpenAI) the resource's own model list.
+   * Its answer is read with `decode`.
+   */
+  readonly keyCheckUrl?: ((channel: Channel) => string | undefined) | undefined
+}
+
+/**
+ * Incremental decoding of a binary stream (AWS's event-stream framing) to
+ * canonical events; throws like `EventDecoder`.
+ *
+ * @category streams
+ */
+export interface ByteDecoder {
+  readonly push: (bytes: Uint8Array) => ReadonlyArray<StreamEvent>
+  readonly end: () => ReadonlyArray<StreamEvent>
+}
+
+/**
+ * The streams of an upstream whose answers are not server-sent events but
+ * binary frames (Bedrock's ConverseStream): how their opening is judged and
+ * how they decode, on the bytes.
+ *
+ * @category streams
+ */
+export interface BinaryStream {
+  /** The stream's content type (anything else answering a stream request is not a stream). */
+  readonly contentType: string
+  /** Judges the bytes a 200 stream opened with, as `UpstreamDialect.opening` judges text. */
+  readonly opening: (bytes: Uint8Array, ended: boolean, channel: string) => Opening | GatewayError
+  /** A decoder for one stream. */
+  readonly decoder: (start: AnswerStart) => ByteDecoder
 }
 
 /** The upstream side of a dialect. @category models */
 export interface UpstreamDialect {
-  readonly dialect: Dialect
+  /** The wire format (`bedrock`: spoken to upstreams only, so never relayed to a client as it is). */
+  readonly dialect: WireDialect
+  /**
+   * The body of a client of this same dialect, relayed (`Inspected.forward`),
+   * as this upstream takes it (Claude on Vertex AI: without `model`, with
+   * Vertex's `anthropic_version`); absent: as it is.
+   */
+  readonly relayBody?:
+    | ((body: string | Uint8Array) => Effect.Effect<string | Uint8Array, UnsupportedFeature>)
+    | undefined
+  /** Streams in binary frames rather than server-sent events (`eventDecoder` and `opening` are not used). */
+  readonly binaryStream?: BinaryStream | undefined
   /** The chat endpoint of a channel for an upstream model. */
   readonly chatUrl: (channel: Channel, upstreamModel: string, stream: boolean) => string
   /** The auth and content headers for a channel's key, the channel's own headers included. */

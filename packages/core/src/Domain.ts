@@ -18,12 +18,39 @@ import { Schema } from "effect"
 export const Dialect = Schema.Literals(["openai", "gemini", "anthropic", "responses"])
 export type Dialect = typeof Dialect.Type
 
-/** Upstream channel types. `azure` speaks the OpenAI dialect with Azure's paths and auth. @category models */
-export const ChannelType = Schema.Literals(["openai", "gemini", "anthropic", "azure"])
+/**
+ * Upstream channel types. `azure` speaks the OpenAI dialect with Azure's paths
+ * and auth; `vertex` (Google Vertex AI) speaks Gemini's dialect to Google's
+ * models and Anthropic's Messages to Claude, with a service account's access
+ * tokens; `bedrock` (AWS Bedrock Runtime) speaks the Converse API, signed
+ * with AWS Signature Version 4 or sent with a Bedrock API key.
+ *
+ * @category models
+ */
+export const ChannelType = Schema.Literals(["openai", "gemini", "anthropic", "azure", "vertex", "bedrock"])
 export type ChannelType = typeof ChannelType.Type
 
-/** The dialect a channel type speaks on the wire. @category models */
-export const dialectOf = (type: ChannelType): Dialect => type === "azure" ? "openai" : type
+/** Every channel type, in the order messages list them. @category constants */
+export const CHANNEL_TYPES: ReadonlyArray<ChannelType> = ChannelType.literals
+
+/**
+ * The wire formats spoken to upstreams: the client dialects, and AWS
+ * Bedrock's Converse API (spoken to upstreams only).
+ *
+ * @category models
+ */
+export const WireDialect = Schema.Literals(["openai", "gemini", "anthropic", "responses", "bedrock"])
+export type WireDialect = typeof WireDialect.Type
+
+/**
+ * The dialect a channel type speaks on the wire (a `vertex` channel: Gemini's
+ * for Google's models; its Claude models speak Anthropic's, see
+ * `@modelgate/vertex`'s `Location.publisherOf`).
+ *
+ * @category models
+ */
+export const dialectOf = (type: ChannelType): WireDialect =>
+  type === "azure" ? "openai" : type === "vertex" ? "gemini" : type
 
 /** User roles. @category models */
 /** How long a console password may be (the store, the configuration file and the console apply it). @category constants */
@@ -276,6 +303,30 @@ export interface Channel {
    * completions. Absent: false.
    */
   readonly responses?: boolean | undefined
+  /** `vertex` and `bedrock` channels: where the cloud serves them (see `ChannelCloud`). Absent for other types. */
+  readonly cloud?: ChannelCloud | undefined
+}
+
+/**
+ * Where a cloud channel is served. Its credentials are its `apiKeys` (each
+ * one key, see `Credentials`): a `vertex` channel's are service-account keys
+ * (the JSON file Google issues), a `bedrock` channel's Bedrock API keys or
+ * access key pairs.
+ *
+ * @category models
+ */
+export interface ChannelCloud {
+  /** `vertex`: the Google Cloud project. */
+  readonly project?: string | undefined
+  /** `vertex`: the location (`us-east5`, `europe-west1`, `global`). */
+  readonly location?: string | undefined
+  /** `bedrock`: the AWS region (`us-east-1`). */
+  readonly region?: string | undefined
+  /**
+   * `vertex`: the publisher of an upstream model where its name does not say
+   * (`claude-…` is Anthropic's, every other Google's).
+   */
+  readonly publishers?: Readonly<Record<string, "google" | "anthropic">> | undefined
 }
 
 /** A model-name alias: a glob pattern (`*` matches any run of characters) and its target. @category models */

@@ -329,6 +329,28 @@ export const bounded = <E extends GatewayError>(error: E): E =>
     ? error
     : mapText(error, (text, field) => field === "param" ? echo(text) : boundText(text))
 
+/**
+ * A channel's name as the gateway's messages quote it (`The upstream 'NAME'
+ * answered ...`, `the channel 'NAME'`): a name of at most 64 characters, its
+ * closing quote followed by a space, punctuation or the end.
+ */
+const CHANNEL_NAME = /\b(the (?:upstream|channel)) '.{1,64}?'(?=[\s.,;:!?)]|$)/gi
+
+/**
+ * The error as its caller sees it: `bounded`, and without the operator's
+ * channel names (`The upstream 'evil-gem' answered ...` becomes `The
+ * upstream answered ...`). Callers never learn how the operator named its
+ * channels; the usage record's attempts (admins') keep the names.
+ *
+ * @category echo
+ */
+export const forCaller = <E extends GatewayError>(error: E): E => {
+  const bound = bounded(error)
+  CHANNEL_NAME.lastIndex = 0
+  if (!CHANNEL_NAME.test(bound.message)) return bound
+  return mapText(bound, (text, field) => field === "message" ? text.replace(CHANNEL_NAME, "$1") : text)
+}
+
 /** Whether a value is one of the client-visible errors. @category guards */
 export const isGatewayError = (u: unknown): u is GatewayError =>
   typeof u === "object" && u !== null && "_tag" in u && tags.has((u as { _tag: string })._tag)

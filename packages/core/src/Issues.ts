@@ -18,7 +18,7 @@
  * @since 0.1.0
  */
 import { Predicate, SchemaIssue } from "effect"
-import { InvalidRequest, UnsupportedFeature } from "./GatewayError.ts"
+import { echo, InvalidRequest, UnsupportedFeature } from "./GatewayError.ts"
 import * as Utf8 from "./Utf8.ts"
 
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
@@ -95,6 +95,19 @@ export const invalidRequest = (issue: SchemaIssue.Issue): InvalidRequest => {
  */
 export const invalid = (param: string, message: string): InvalidRequest =>
   param.length === 0 ? new InvalidRequest({ message }) : new InvalidRequest({ message, param })
+
+/**
+ * The 400 for a body whose top-level object sets `key` more than once (see
+ * `JsonScan.duplicateKey`), naming the key, in every dialect.
+ *
+ * @category constructors
+ */
+export const duplicateKey = (key: string): InvalidRequest =>
+  invalid(
+    echo(key),
+    `The request body sets '${echo(key)}' more than once. Send each top-level field once: ` +
+      "parsers disagree on which of the values counts."
+  )
 
 /**
  * The 400 for a request body JSON refuses, in the parser's own words

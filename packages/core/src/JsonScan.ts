@@ -24,7 +24,7 @@
 import { Effect, Result } from "effect"
 import type { InvalidRequest } from "./GatewayError.ts"
 import * as Issues from "./Issues.ts"
-import { MAX_DEPTH, tooDeep } from "./JsonDepth.ts"
+import { exceeds, MAX_DEPTH, tooDeep } from "./JsonDepth.ts"
 import * as Utf8 from "./Utf8.ts"
 
 /** Where a value lies in the bytes: `[start, end)`. @category models */
@@ -38,6 +38,11 @@ export interface Fields {
   /** The span of a top-level key's value (the last, when the key repeats), if present. */
   readonly get: (key: string) => Span | undefined
   readonly keys: () => ReadonlyArray<string>
+  /**
+   * The first key the object sets more than once, if any (JSON parsers keep
+   * the last, some upstreams and proxies the first: see `duplicateKey`).
+   */
+  readonly duplicate: string | undefined
 }
 
 /**
@@ -186,6 +191,8 @@ export const topLevel = (
   try {
     const keys: Array<string> = []
     const spans: Array<Span> = []
+    const seen = new Set<string>()
+    let duplicate: string | undefined
     let i = skipSpace(bytes, 0)
     if (bytes[i] !== OPEN_BRACE) {
       return Result.fail({ kind: "not-object", reason: "the body is not a JSON object", at: i })
@@ -204,6 +211,10 @@ export const topLevel = (
         const end = skipValue(bytes, start, visit?.[key])
         keys.push(key)
         spans.push({ start, end })
+        if (duplicate === undefined) {
+          if (seen.has(key)) duplicate = key
+          else seen.add(key)
+        }
         i = skipSpace(bytes, end)
         if (bytes[i] === COMMA) {
           i = skipSpace(bytes, i + 1)
@@ -224,7 +235,8 @@ export const topLevel = (
         const at = keys.lastIndexOf(key)
         return at === -1 ? undefined : spans[at]
       },
-      keys: () => keys
+      keys: () => keys,
+      duplicate
     })
   } catch (error) {
     if (error instanceof Malformed) return Result.fail({ kind: error.kind, reason: error.reason, at: error.at })
@@ -234,6 +246,61 @@ export const topLevel = (
     }
     throw error
   }
+}
+
+/**
+ * The first top-level key a body sets more than once, or `undefined`. A
+ * parser keeps one of the values (JSON.parse the last, some upstreams and
+ * proxies the first), so a body that says `model` twice could be authorised
+ * and priced as one model and served as the other: every front door refuses
+ * it (`Issues.duplicateKey`). `sameKey` maps a key to the one field it names
+ * where a dialect takes several spellings (Gemini: `generation_config` is
+ * `generationConfig`), so two spellings of one field count as a repeat too.
+ * Nested objects are the upstream's to judge.
+ *
+ * @example
+ * ```ts
+ * import { JsonScan } from "@modelgate/core"
+ * import { Result } from "effect"
+ *
+ * const fields = JsonScan.topLevel(JsonScan.encode('{"model":"a","messages":[],"model":"b"}'))
+ * Result.isSuccess(fields) && JsonScan.duplicateKey(fields.success) // "model"
+ * ```
+ *
+ * @category scanning
+ */
+export const duplicateKey = (fields: Fields, sameKey?: (key: string) => string): string | undefined => {
+  if (sameKey === undefined || fields.duplicate !== undefined) return fields.duplicate
+  const seen = new Set<string>()
+  for (const key of fields.keys()) {
+    const name = sameKey(key)
+    if (seen.has(name)) return key
+    seen.add(name)
+  }
+  return undefined
+}
+
+/**
+ * Checks a body that is parsed whole (embeddings, token counts) before it is:
+ * refuses one nested more than `JsonDepth.MAX_DEPTH` levels (`tooDeep`), and
+ * one whose top-level object sets a key twice (`Issues.duplicateKey`; see
+ * `duplicateKey` for `sameKey`). Other malformed JSON passes, for the parser
+ * to refuse in its own words.
+ *
+ * @category bodies
+ */
+export const checkWhole = (
+  bytes: Uint8Array,
+  sameKey?: (key: string) => string
+): InvalidRequest | undefined => {
+  const scanned = topLevel(bytes)
+  if (Result.isFailure(scanned)) {
+    if (scanned.failure.kind === "too-deep") return tooDeep()
+    // Not an object, or malformed before its end: its depth still counts, the parser names the rest.
+    return exceeds(bytes) ? tooDeep() : undefined
+  }
+  const twice = duplicateKey(scanned.success, sameKey)
+  return twice === undefined ? undefined : Issues.duplicateKey(twice)
 }
 
 /**
@@ -262,6 +329,8 @@ export const scanBody = (bytes: Uint8Array, options: {
   readonly eager: boolean
   readonly visit?: Readonly<Record<string, StringVisitor>> | undefined
   readonly notObject: (bytes: Uint8Array) => InvalidRequest
+  /** How the dialect names a key whatever its spelling (see `duplicateKey`). */
+  readonly sameKey?: ((key: string) => string) | undefined
 }): Result.Result<ScannedBody, InvalidRequest> => {
   const scanned = topLevel(bytes, options.visit)
   if (Result.isFailure(scanned)) {
@@ -270,6 +339,8 @@ export const scanBody = (bytes: Uint8Array, options: {
       kind === "too-deep" ? tooDeep() : kind === "not-object" ? options.notObject(bytes) : Issues.notJson(bytes)
     )
   }
+  const twice = duplicateKey(scanned.success, options.sameKey)
+  if (twice !== undefined) return Result.fail(Issues.duplicateKey(twice))
   let parsed: Record<string, unknown> | undefined
   const json = (): Record<string, unknown> => parsed ??= JSON.parse(decode(bytes)) as Record<string, unknown>
   if (options.eager) {

@@ -182,6 +182,46 @@ export const mediaPartTokens = (
   return kind === "image" ? MEDIA_TOKENS : model.inputTokenLimit
 }
 
+/**
+ * The kind of a media part by its MIME type (Gemini's `inlineData` and
+ * `fileData` say it; a data URL does too): `image/*`, `video/*`, `audio/*`,
+ * a PDF (`document`), anything else or nothing said (`file`).
+ *
+ * @example
+ * ```ts
+ * import { Tokens } from "@modelgate/core"
+ *
+ * Tokens.mediaKindOf("video/mp4") // "video"
+ * Tokens.mediaKindOf("application/pdf") // "document"
+ * Tokens.mediaKindOf(undefined) // "file"
+ * ```
+ *
+ * @category counting
+ */
+export const mediaKindOf = (mimeType: string | undefined): MediaKind => {
+  if (mimeType === undefined) return "file"
+  const type = mimeType.trim().toLowerCase()
+  return type.startsWith("image/")
+    ? "image"
+    : type.startsWith("video/")
+    ? "video"
+    : type.startsWith("audio/")
+    ? "audio"
+    : type.startsWith("application/pdf")
+    ? "document"
+    : "file"
+}
+
+/**
+ * Counts one more media part of `kind` in `counts` (a dialect's inspection
+ * fills one as it reads a body).
+ *
+ * @category counting
+ */
+export const countMedia = (counts: { [K in MediaKind]?: number | undefined }, kind: MediaKind): void => {
+  counts[kind] = (counts[kind] ?? 0) + 1
+}
+
 const mediaKinds: ReadonlyArray<MediaKind> = ["image", "audio", "video", "document", "file"]
 
 /**

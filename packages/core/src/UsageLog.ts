@@ -4,7 +4,7 @@
  * @since 0.1.0
  */
 import { Context, type Effect } from "effect"
-import type { Dialect } from "./Domain.ts"
+import type { Dialect, WireDialect } from "./Domain.ts"
 import type { Nanos } from "./Money.ts"
 
 /**
@@ -24,7 +24,7 @@ export interface UsageRecord {
   readonly upstreamModel: string
   readonly channel: string
   readonly dialectIn: Dialect
-  readonly dialectOut: Dialect
+  readonly dialectOut: WireDialect
   readonly stream: boolean
   readonly promptTokens: number
   readonly completionTokens: number

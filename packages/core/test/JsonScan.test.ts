@@ -169,4 +169,40 @@ describe("JsonScan", () => {
     })
     assert.isTrue(Result.isFailure(deep) && deep.failure.message === JsonDepth.tooDeep().message)
   })
+
+  it("duplicateKey: names the first top-level key set twice (escaped spellings and twins included), never a nested one", () => {
+    const duplicate = (text: string, sameKey?: (key: string) => string) =>
+      JsonScan.duplicateKey(Result.getOrThrow(JsonScan.topLevel(bytes(text))), sameKey)
+    assert.strictEqual(duplicate(`{"model":"o1-pro","messages":[],"model":"vip-model"}`), "model")
+    assert.strictEqual(duplicate(`{"mod\\u0065l":"a","model":"b"}`), "model")
+    assert.strictEqual(duplicate(`{"a":1,"b":2,"b":3,"a":4}`), "b")
+    assert.isUndefined(duplicate(`{"a":{"x":1,"x":2},"b":[{"y":1,"y":2}]}`), "nested objects are the upstream's")
+    const camel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())
+    assert.isUndefined(duplicate(`{"generationConfig":{},"contents":[]}`, camel))
+    assert.strictEqual(
+      duplicate(`{"generationConfig":{},"contents":[],"generation_config":{}}`, camel),
+      "generation_config"
+    )
+  })
+
+  it("scanBody and checkWhole refuse a repeated top-level key with a 400 naming it", () => {
+    const notObject = () => Issues.invalid("", "not an object")
+    const body = JsonScan.encode(`{"store":true,"input":"hi","store":false}`)
+    for (const eager of [true, false]) {
+      const scanned = JsonScan.scanBody(body, { eager, notObject })
+      assert.isTrue(Result.isFailure(scanned))
+      if (Result.isFailure(scanned)) {
+        assert.strictEqual(scanned.failure.param, "store")
+        assert.include(scanned.failure.message, "sets 'store' more than once")
+      }
+    }
+    assert.strictEqual(JsonScan.checkWhole(body)?.param, "store")
+    assert.isUndefined(JsonScan.checkWhole(JsonScan.encode(`{"input":["a","a"],"model":"m"}`)))
+    // Malformed JSON is left for the parser to name; depth is still refused.
+    assert.isUndefined(JsonScan.checkWhole(JsonScan.encode(`{"a":tru`)))
+    assert.strictEqual(
+      JsonScan.checkWhole(JsonScan.encode("[".repeat(300) + "]".repeat(300)))?.message,
+      JsonDepth.tooDeep().message
+    )
+  })
 })

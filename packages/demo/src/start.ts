@@ -4,7 +4,13 @@
  * the fake upstream (which stands in for OpenAI, Gemini and Anthropic, so
  * nothing leaves the machine), then `modelgate serve` with no configuration,
  * which serves the demo setup on its own database (`data/demo/`) against that
- * upstream (`MODELGATE_DEMO_UPSTREAM`). Ctrl-C stops both.
+ * upstream (`MODELGATE_DEMO_UPSTREAM`). Ctrl-C stops both, and exits 0.
+ *
+ * The root `start` script runs this with SIGINT ignored in its shells (`trap
+ * '' INT`): a terminal's Ctrl-C reaches every process of the group, and the
+ * shells (pnpm's and the `node` wrapper pnpm links) would otherwise die of
+ * it, which pnpm reports as "ELIFECYCLE Command failed". This launcher and the
+ * gateway install their own SIGINT handlers, so they still stop on it.
  *
  * @since 0.1.0
  */

@@ -41,13 +41,15 @@ export class AttemptLog {
   readonly tried: Array<Failover.AttemptRecord> = []
   /** Milliseconds from the call's start to its answer's first byte; null before. */
   ttfbMs: number | null = null
+  /** The client left while an attempt was under way, which goes on and settles the call itself (`ClientGone`). */
+  carriedOn = false
   private channel: string | undefined
   private upstreamModel = ""
-  private dialectOut: Domain.Dialect = "openai"
+  private dialectOut: Domain.WireDialect = "openai"
   private notes: ReadonlyArray<string> | undefined
 
   /** An attempt goes to `channel`, as `upstreamModel`, in `dialectOut`. */
-  to(channel: string, upstreamModel: string, dialectOut: Domain.Dialect): void {
+  to(channel: string, upstreamModel: string, dialectOut: Domain.WireDialect): void {
     this.channel = channel
     this.upstreamModel = upstreamModel
     this.dialectOut = dialectOut
@@ -159,7 +161,7 @@ export const billed = Effect.fnUntraced(function*<A, R>(
     // Admission above ran uninterruptibly (see `Settlement.interruptible`); the attempts can be cut.
     Settlement.interruptible,
     Effect.onExit((exit) =>
-      Exit.isSuccess(exit)
+      Exit.isSuccess(exit) || log.carriedOn
         ? Effect.void
         : settlement.finish(Settlement.nothing, failed(exit, ask.client, log), log.leg())
     )

@@ -32,6 +32,7 @@ import { Clock, Effect } from "effect"
 import * as Calls from "./Calls.ts"
 import * as CallSpans from "./CallSpans.ts"
 import { ChatCall } from "./ChatCall.ts"
+import * as ClientGone from "./ClientGone.ts"
 import * as Dialects from "./Dialects.ts"
 import * as Failover from "./Failover.ts"
 import * as Health from "./Health.ts"
@@ -102,7 +103,7 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
     },
     admitting,
     (model) => ({
-      promptTokens: Tokens.promptBound(model, bodyBytes, { image: dialect.mediaParts }),
+      promptTokens: Tokens.promptBound(model, bodyBytes, dialect.media ?? { image: dialect.mediaParts }),
       outputTokens: Pricing.maxOutputFor(model, dialect.maxOutputTokens),
       choices: dialect.choices
     }),
@@ -130,11 +131,15 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
         operation,
         attempt: (target, at, record, ticket, span) =>
           Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
-            const upstream = Dialects.forChat(client, target.channel)
             const upstreamModel = Domain.upstreamModel(target.channel, admitted.model.id)
+            const upstream = Dialects.forChat(client, target.channel, upstreamModel)
             admitted.log.to(target.channel.name, upstreamModel, upstream.dialect)
             const strategy = upstream.dialect === client.dialect ? Relayed : Translated
-            return strategy.attempt(call, { target, at, record, ticket, startedAt, upstream, upstreamModel, span })
+            return ClientGone.attempt(
+              call,
+              record,
+              strategy.attempt(call, { target, at, record, ticket, startedAt, upstream, upstreamModel, span })
+            )
           }),
         // Every successful attempt ends its ticket itself: a non-stream one before it settles, a stream when it ends.
         keepsTicket: () => true,

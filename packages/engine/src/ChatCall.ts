@@ -11,6 +11,7 @@ import { type Canonical, type Dialect, type Domain, GatewayError } from "@modelg
 import { Clock, Effect, Option, type Tracer } from "effect"
 import type { Admitted, AttemptLog } from "./Calls.ts"
 import * as CallSpans from "./CallSpans.ts"
+import * as ClientGone from "./ClientGone.ts"
 import { Draining } from "./Draining.ts"
 import * as Exchange from "./Exchange.ts"
 import * as Failover from "./Failover.ts"
@@ -169,7 +170,9 @@ export const send = (
       upstream.chatUrl(channel, attempt.upstreamModel, call.dialect.stream),
       forwarded === undefined ? headers : { ...forwarded, ...headers },
       body,
-      attempt.at
+      attempt.at,
+      "POST",
+      target.key
     )
     attempt.record.status = response.status
     if (response.status < 400) return response
@@ -213,7 +216,11 @@ export const answered = (call: ChatCall, attempt: Attempt, out: unknown, metered
     call.log.ttfbMs = now - call.startedAt
     attempt.record.durationMs = now - attempt.startedAt
     yield* call.health.end(attempt.ticket, "success")
-    yield* call.settlement.finish(metered, { status: 200, errorCode: null, ttfbMs: call.log.ttfbMs }, call.log.leg())
+    yield* call.settlement.finish(
+      metered,
+      ClientGone.answeredOutcome(call, attempt.record, call.log.ttfbMs),
+      call.log.leg()
+    )
     return typeof out === "string"
       ? Exchange.jsonText(out, 200, call.answerHeaders)
       : Exchange.json(out, 200, call.answerHeaders)
@@ -257,8 +264,9 @@ export const streamed = (
       push: transform.push,
       end: transform.end,
       bodyError: (error) => Upstream.transportError(channel, error),
-      errorFrame: (error) => call.dialect.errorFrame(GatewayError.bounded(Redaction.error(channel, error))),
-      maxEventBytes,
+      errorFrame: (error) => call.dialect.errorFrame(GatewayError.forCaller(Redaction.error(channel, error))),
+      // Server-sent events are bounded as they arrive; binary frames by their decoder (their prelude gives their length).
+      maxEventBytes: attempt.upstream.binaryStream === undefined ? maxEventBytes : Infinity,
       eventTooLarge: () =>
         new GatewayError.UpstreamUnavailable({
           message:

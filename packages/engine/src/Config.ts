@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import { type Declaration, Domain, Money } from "@modelgate/core"
+import { Credentials, type Declaration, Domain, Money } from "@modelgate/core"
 import { Data, Effect, Redacted, Schema, SchemaIssue } from "effect"
 import { Yaml } from "effect/encoding"
 
@@ -30,11 +30,31 @@ export const LimitsFields = {
   concurrency: Schema.optionalKey(Schema.NullOr(PositiveInt))
 }
 
-/** An upstream channel. @category schemas */
+/**
+ * An upstream channel. `base_url` may be left out on `vertex` and `bedrock`
+ * channels (their region's endpoint); they name where they are served
+ * (`project` and `location`; `region`) and their credentials (`credentials`
+ * or `credentials_file`: a service-account key; `access_key_id`,
+ * `secret_access_key`, `session_token`, or `api_key`: a Bedrock API key).
+ *
+ * @category schemas
+ */
 export const ChannelConfig = Schema.Struct({
   name: Schema.NonEmptyString,
-  type: Schema.Literals(["openai", "gemini", "anthropic", "azure"]),
-  base_url: Schema.NonEmptyString,
+  type: Schema.Literals(["openai", "gemini", "anthropic", "azure", "vertex", "bedrock"]),
+  base_url: Schema.optionalKey(Schema.NonEmptyString),
+  project: Schema.optionalKey(Schema.NonEmptyString),
+  location: Schema.optionalKey(Schema.NonEmptyString),
+  /** A service account's key file, read at start (node-http; relative to the configuration file). */
+  credentials_file: Schema.optionalKey(Schema.NonEmptyString),
+  /** A service account's key, its JSON as text or as a mapping. */
+  credentials: Schema.optionalKey(Schema.Union([Schema.NonEmptyString, Schema.JsonObject])),
+  /** Vertex: the publisher of upstream models whose name does not say (`claude-…` is Anthropic's). */
+  publishers: Schema.optionalKey(Schema.Record(Schema.String, Schema.Literals(["google", "anthropic"]))),
+  region: Schema.optionalKey(Schema.NonEmptyString),
+  access_key_id: Schema.optionalKey(Schema.NonEmptyString),
+  secret_access_key: Schema.optionalKey(Schema.NonEmptyString),
+  session_token: Schema.optionalKey(Schema.NonEmptyString),
   api_key: Schema.optionalKey(Schema.String),
   api_keys: Schema.optionalKey(Schema.Array(Schema.String)),
   models: Schema.Array(Schema.NonEmptyString),
@@ -311,6 +331,8 @@ export type AuthConfig = typeof AuthConfig.Type
 export const ConfigFile = Schema.Struct({
   listen: Schema.optionalKey(Schema.String),
   database: Schema.optionalKey(Schema.String),
+  /** PostgreSQL's statement_timeout for the store's statements (0: none); a connection silent for 5 s more is cut. */
+  database_statement_timeout_ms: Schema.optionalKey(NonNegativeInt),
   redis: Schema.optionalKey(Schema.NullOr(Schema.String)),
   redis_failure: Schema.optionalKey(Schema.Literals(["local", "refuse"])),
   redis_key_prefix: Schema.optionalKey(Schema.NonEmptyString),
@@ -333,6 +355,12 @@ export const ConfigFile = Schema.Struct({
     flush_interval_ms: Schema.optionalKey(PositiveInt),
     max_batch: Schema.optionalKey(PositiveInt),
     journal_dir: Schema.optionalKey(Schema.NonEmptyString),
+    /** A batch the database has not finished writing after this long counts as failed and goes to the journal. */
+    flush_timeout_ms: Schema.optionalKey(PositiveInt),
+    /** At shutdown, how long the last flush retries before what is left goes to the journal. */
+    shutdown_flush_seconds: Schema.optionalKey(NonNegativeInt),
+    /** Entries kept in memory when neither the database nor the journal takes them; priced calls are refused at 90%. */
+    max_memory_entries: Schema.optionalKey(PositiveInt),
     /** Usage records (the request log) older than this many days are deleted in the background; absent or null: kept for ever. */
     retention_days: Schema.optionalKey(Schema.NullOr(PositiveInt))
   })),
@@ -480,9 +508,24 @@ export const declaration = (file: ConfigFile, source: string): Effect.Effect<Dec
     const known = new Set(models.map((m) => m.id))
     const groupNames = new Set<string>([DEFAULT_GROUP])
     const channels = (file.channels ?? []).map((channel, i): Omit<Domain.Channel, "id"> => {
-      const apiKeys = [...(channel.api_key !== undefined ? [channel.api_key] : []), ...(channel.api_keys ?? [])]
+      const at = `channels[${i}]`
+      const apiKeys = cloudKeys(channel, at, problems) ??
+        [...(channel.api_key !== undefined ? [channel.api_key] : []), ...(channel.api_keys ?? [])]
       if (apiKeys.length === 0) {
-        problems.push(`  at channels[${i}]: Expected api_key or api_keys (the upstream's credentials)`)
+        problems.push(`  at ${at}: Expected ${credentialsNamed(channel.type)} (the upstream's credentials)`)
+      }
+      for (const [k, key] of apiKeys.entries()) {
+        const problem = Credentials.keyProblem(channel.type, key)
+        if (problem !== undefined) problems.push(`  at ${at}${keyPath(channel, k)}: ${problem}`)
+      }
+      const cloud = cloudOf(channel)
+      const cloudProblem = Credentials.cloudProblem(channel.type, cloud)
+      if (cloudProblem !== undefined) problems.push(`  at ${at}.${cloudProblem.field}: ${cloudProblem.message}`)
+      const baseUrl = channel.base_url ?? Credentials.defaultBaseUrl(channel.type, cloud)
+      if (baseUrl === undefined && cloudProblem === undefined) {
+        problems.push(
+          `  at ${at}.base_url: Expected the upstream's base URL (only vertex and bedrock channels have a default)`
+        )
       }
       for (const model of channel.models) {
         if (!known.has(model)) {
@@ -509,7 +552,7 @@ export const declaration = (file: ConfigFile, source: string): Effect.Effect<Dec
       return {
         name: channel.name,
         type: channel.type,
-        baseUrl: channel.base_url,
+        baseUrl: baseUrl ?? "",
         apiKeys,
         models: channel.models,
         modelMap: channel.model_map ?? {},
@@ -535,7 +578,8 @@ export const declaration = (file: ConfigFile, source: string): Effect.Effect<Dec
         },
         params: { defaults: channel.params?.defaults ?? {}, overrides: channel.params?.overrides ?? {} },
         streamOptions: channel.stream_options ?? true,
-        responses: channel.responses ?? false
+        responses: channel.responses ?? false,
+        ...(cloud === undefined ? {} : { cloud })
       }
     })
     const keys: Array<Declaration.Key> = []
@@ -578,6 +622,95 @@ export const declaration = (file: ConfigFile, source: string): Effect.Effect<Dec
     }
     return Effect.succeed({ users, groups: [...declared, ...implied], models, aliases, channels, keys })
   })
+
+/** The names a channel type's credentials go by in the file. */
+const credentialsNamed = (type: Domain.ChannelType): string =>
+  type === "vertex"
+    ? "credentials or credentials_file (a service account's key)"
+    : type === "bedrock"
+    ? "access_key_id and secret_access_key, or api_key (a Bedrock API key)"
+    : "api_key or api_keys"
+
+/** Where the file gives a channel's `k`-th key, for messages. */
+const keyPath = (channel: ChannelConfig, k: number): string =>
+  channel.type === "vertex"
+    ? channel.credentials !== undefined && k === 0 ? ".credentials" : `.api_keys[${k}]`
+    : channel.type === "bedrock" && channel.access_key_id !== undefined && k === 0
+    ? ".access_key_id"
+    : channel.api_key !== undefined
+    ? k === 0 ? ".api_key" : `.api_keys[${k - 1}]`
+    : `.api_keys[${k}]`
+
+const CLOUD_FIELDS = {
+  vertex: ["project", "location", "credentials", "credentials_file", "publishers"],
+  bedrock: ["region", "access_key_id", "secret_access_key", "session_token"]
+} as const
+
+/**
+ * A cloud channel's keys from its own fields (a service-account key; an
+ * access key pair, or api_key/api_keys as Bedrock API keys after it), or
+ * undefined to take api_key/api_keys as they are. Fields of another type's
+ * credentials are refused by name.
+ */
+const cloudKeys = (channel: ChannelConfig, at: string, problems: Array<string>): Array<string> | undefined => {
+  for (const [type, fields] of Object.entries(CLOUD_FIELDS)) {
+    if (type === channel.type) continue
+    for (const field of fields) {
+      if ((channel as Record<string, unknown>)[field] !== undefined) {
+        problems.push(`  at ${at}.${field}: only a ${type} channel has ${field} (this one is ${channel.type})`)
+      }
+    }
+  }
+  if (channel.type === "vertex") {
+    if (channel.credentials_file !== undefined) {
+      problems.push(
+        `  at ${at}.credentials_file: the file could not be read here; give the key inline as credentials (node-http reads credentials_file when it starts)`
+      )
+    }
+    if (channel.credentials === undefined) return undefined
+    if (channel.api_key !== undefined) {
+      problems.push(`  at ${at}.api_key: a vertex channel's credentials are a service account's key (credentials)`)
+    }
+    const text = typeof channel.credentials === "string" ? channel.credentials : JSON.stringify(channel.credentials)
+    return [text, ...(channel.api_keys ?? [])]
+  }
+  if (channel.type === "bedrock") {
+    const id = channel.access_key_id
+    const secret = channel.secret_access_key
+    if (id === undefined && secret === undefined) {
+      if (channel.session_token !== undefined) {
+        problems.push(`  at ${at}.session_token: a session token goes with access_key_id and secret_access_key`)
+      }
+      return undefined
+    }
+    if (id === undefined || secret === undefined) {
+      problems.push(
+        `  at ${at}.${
+          id === undefined ? "access_key_id" : "secret_access_key"
+        }: Expected both access_key_id and secret_access_key`
+      )
+      return []
+    }
+    const pair = Credentials.bedrockKeyText({
+      accessKeyId: id,
+      secretAccessKey: secret,
+      sessionToken: channel.session_token
+    })
+    return [pair, ...(channel.api_key !== undefined ? [channel.api_key] : []), ...(channel.api_keys ?? [])]
+  }
+  return undefined
+}
+
+/** Where a cloud channel is served, from its fields. */
+const cloudOf = (channel: ChannelConfig): Domain.ChannelCloud | undefined => {
+  const cloud: Domain.ChannelCloud = {
+    ...(channel.project === undefined ? {} : { project: channel.project }),
+    ...(channel.location === undefined ? {} : { location: channel.location }),
+    ...(channel.region === undefined ? {} : { region: channel.region }),
+    ...(channel.publishers === undefined ? {} : { publishers: channel.publishers })
+  }
+  return Object.keys(cloud).length === 0 ? undefined : cloud
+}
 
 const keyOf = (
   user: string,

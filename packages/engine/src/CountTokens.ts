@@ -51,7 +51,7 @@ export const handle = Effect.fnUntraced(function*(input: CountInput) {
     operation: "count_tokens"
   }, (route, log) => {
     const channels = route.channels.filter((c) => {
-      const upstream = Dialects.ofChannel(c)
+      const upstream = Dialects.ofChannel(c, Domain.upstreamModel(c, route.model.id))
       return upstream.dialect === input.client.dialect && upstream.countTokens !== undefined
     })
     if (channels.length === 0) return Effect.succeed(Exchange.json(local, 200, headers))
@@ -68,14 +68,16 @@ export const handle = Effect.fnUntraced(function*(input: CountInput) {
         attempt: (target, at, record) =>
           Effect.gen(function*() {
             const { channel } = target
-            const upstream = Dialects.ofChannel(channel)
             const upstreamModel = Domain.upstreamModel(channel, route.model.id)
-            const url = upstream.countTokens!.url(channel, upstreamModel)
+            const upstream = Dialects.ofChannel(channel, upstreamModel)
+            const counter = upstream.countTokens!
+            const url = counter.url(channel, upstreamModel)
+            const body = call.forward(upstreamModel)
             const text = yield* Failover.exchange(
               target,
               upstream,
               url,
-              call.forward(upstreamModel),
+              counter.relayBody === undefined ? body : counter.relayBody(body),
               at,
               record,
               forwarded

@@ -23,12 +23,15 @@
 import { type Dialect, Domain, GatewayError, Tokens } from "@modelgate/core"
 import { Clock, Effect } from "effect"
 import * as Calls from "./Calls.ts"
+import * as ClientGone from "./ClientGone.ts"
 import * as Dialects from "./Dialects.ts"
 import * as Exchange from "./Exchange.ts"
 import * as Failover from "./Failover.ts"
 import * as RateLimits from "./RateLimits.ts"
 import * as Refusals from "./Refusals.ts"
+import type * as Settlement from "./Settlement.ts"
 import type * as Telemetry from "./Telemetry.ts"
+import type * as Upstream from "./Upstream.ts"
 
 /** One embeddings call's inputs. @category models */
 export interface EmbeddingsInput {
@@ -77,17 +80,52 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
       Effect.gen(function*() {
         const canonical = call.canonical
         const translated = GatewayError.isGatewayError(canonical) ? undefined : canonical
-        const embedding = route.channels.filter((c) => Dialects.ofChannel(c).embeddings !== undefined)
-        const channels = embedding.filter((c) =>
-          Dialects.ofChannel(c).dialect === client.dialect || translated !== undefined
-        )
+        const upstreamOf = (c: Domain.Channel) => Dialects.ofChannel(c, Domain.upstreamModel(c, model.id))
+        const embedding = route.channels.filter((c) => upstreamOf(c).embeddings !== undefined)
+        // A channel of the client's own dialect takes its body as it is, unless its endpoint takes only its own
+        // shape (Vertex AI's `:predict`): then the request is translated like any other.
+        const relays = (c: Domain.Channel) => {
+          const upstream = upstreamOf(c)
+          return upstream.dialect === client.dialect && upstream.embeddings?.translateOnly !== true
+        }
+        const channels = embedding.filter((c) => relays(c) || translated !== undefined)
         if (channels.length === 0) {
           // Only other dialects' channels serve the model, and these inputs do not translate: say why.
           if (GatewayError.isGatewayError(canonical) && embedding.length > 0) return yield* Effect.fail(canonical)
+          const bedrock = route.channels.length > 0 && route.channels.every((c) => c.type === "bedrock")
           return yield* new GatewayError.UnsupportedFeature({
-            message: `No channel serving '${model.id}' in your group can make embeddings.`
+            message: bedrock
+              ? `Embeddings are not supported on bedrock channels, and only bedrock channels serve '${model.id}' in your group.`
+              : `No channel serving '${model.id}' in your group can make embeddings.`
           })
         }
+        const attempt = (target: Failover.Target, at: Upstream.Deadlines, record: Failover.AttemptRecord) =>
+          Effect.gen(function*() {
+            const { channel } = target
+            const upstream = upstreamOf(channel)
+            const upstreamModel = Domain.upstreamModel(channel, model.id)
+            log.to(channel.name, upstreamModel, upstream.dialect)
+            const same = relays(channel)
+            const make = upstream.embeddings!
+            const url = make.url(channel, upstreamModel, same ? call.operation : undefined)
+            if (same) {
+              const text = yield* Failover.exchange(target, upstream, url, call.forward(upstreamModel), at, record)
+              const relayed = yield* embeddings.passthrough(
+                text,
+                upstreamModel === model.id ? undefined : model.id,
+                channel.name
+              )
+              return { body: relayed.body, promptTokens: relayed.promptTokens, usageRejected: relayed.usageRejected }
+            }
+            const body = yield* make.encode(translated!, upstreamModel)
+            const text = yield* Failover.exchange(target, upstream, url, body, at, record)
+            const decoded = yield* make.decode(text, translated!.inputs.length, channel.name)
+            return {
+              body: JSON.stringify(embeddings.encode(decoded, call, model.id)),
+              promptTokens: decoded.promptTokens,
+              usageRejected: decoded.usageRejected
+            }
+          })
         const answer = yield* Failover.run({
           requestId: input.requestId,
           startedAt,
@@ -96,45 +134,18 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
           tried: log.tried,
           trace: input.trace,
           operation: "embeddings",
+          // A client that leaves while an attempt is under way: the answer is still read, and charged.
           attempt: (target, at, record) =>
-            Effect.gen(function*() {
-              const { channel } = target
-              const upstream = Dialects.ofChannel(channel)
-              const upstreamModel = Domain.upstreamModel(channel, model.id)
-              log.to(channel.name, upstreamModel, upstream.dialect)
-              const same = upstream.dialect === client.dialect
-              const make = upstream.embeddings!
-              const url = make.url(channel, upstreamModel, same ? call.operation : undefined)
-              if (same) {
-                const text = yield* Failover.exchange(target, upstream, url, call.forward(upstreamModel), at, record)
-                const relayed = yield* embeddings.passthrough(
-                  text,
-                  upstreamModel === model.id ? undefined : model.id,
-                  channel.name
-                )
-                return { body: relayed.body, promptTokens: relayed.promptTokens, usageRejected: relayed.usageRejected }
-              }
-              const body = yield* make.encode(translated!, upstreamModel)
-              const text = yield* Failover.exchange(target, upstream, url, body, at, record)
-              const decoded = yield* make.decode(text, translated!.inputs.length, channel.name)
-              return {
-                body: JSON.stringify(embeddings.encode(decoded, call, model.id)),
-                promptTokens: decoded.promptTokens,
-                usageRejected: decoded.usageRejected
-              }
-            })
+            ClientGone.outliving(
+              { log, settlement },
+              record,
+              attempt(target, at, record),
+              (answer) => settlement.finish(meteredOf(answer, call.tokens), ClientGone.closed, log.leg())
+            )
         })
         log.ttfbMs = (yield* Clock.currentTimeMillis) - startedAt
         yield* settlement.finish(
-          answer.promptTokens !== undefined
-            ? { promptTokens: answer.promptTokens, completionTokens: 0, cachedTokens: 0, reported: true }
-            : {
-              promptTokens: call.tokens,
-              completionTokens: 0,
-              cachedTokens: 0,
-              reported: false,
-              usageRejected: answer.usageRejected
-            },
+          meteredOf(answer, call.tokens),
           { status: 200, errorCode: null, ttfbMs: log.ttfbMs },
           log.leg()
         )
@@ -145,3 +156,22 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
       })
   )
 })
+
+/** An embeddings answer as the attempt read it. */
+interface EmbedAnswer {
+  readonly body: string
+  readonly promptTokens?: number | undefined
+  readonly usageRejected?: string | undefined
+}
+
+/** What an embeddings answer consumed: its reported tokens, else the local count (`tokens`). */
+const meteredOf = (answer: EmbedAnswer, tokens: number): Settlement.Metered =>
+  answer.promptTokens !== undefined
+    ? { promptTokens: answer.promptTokens, completionTokens: 0, cachedTokens: 0, reported: true }
+    : {
+      promptTokens: tokens,
+      completionTokens: 0,
+      cachedTokens: 0,
+      reported: false,
+      usageRejected: answer.usageRejected
+    }

@@ -109,7 +109,9 @@ export const exchange = Effect.fnUntraced(function*(
     url,
     forwarded === undefined ? headers : { ...forwarded, ...headers },
     body,
-    at
+    at,
+    "POST",
+    target.key
   )
   record.status = response.status
   if (response.status >= 400) return yield* refused(response, target, upstream)
@@ -200,7 +202,9 @@ export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
   const settings = yield* Settings
   const health = yield* Health.Health
   const now = yield* Clock.currentTimeMillis
-  const planned = yield* Selection.plan(call.channels, {
+  // A model a channel's upstream refused with a 403 goes to its other channels while there are any.
+  const open = call.channels.filter((channel) => !health.modelRefused(channel, call.model, now))
+  const planned = yield* Selection.plan(open.length > 0 ? open : call.channels, {
     availability: (channel, apiKey) => health.availability(channel, apiKey, now),
     retryAt: health.retryAt
   }, call.sticky === undefined || call.sticky === "" ? undefined : call.sticky)
@@ -278,6 +282,11 @@ export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
           error: error.message
         })
       )
+    // A 403 about what was asked: a one-token probe of the model checks whether the model is refused on that
+    // channel (the key itself is checked by a probe of its own).
+    if (isPermissionRefusal(error) && record.status === 403) {
+      yield* health.suspectModel(target.channel, target.key, call.model)
+    }
     if (!retryable(error)) break
     previous = failureKind(error)
   }

@@ -28,12 +28,12 @@ import {
   type Dialect,
   type Domain,
   GatewayError,
-  JsonDepth,
   JsonScan,
   type KeyStore,
   type RateLimiter,
   type UsageLog
 } from "@modelgate/core"
+import { Passthrough as GeminiPassthrough } from "@modelgate/genai-adapter"
 import { Cause, Clock, Effect } from "effect"
 import * as CallSpans from "./CallSpans.ts"
 import * as Chat from "./Chat.ts"
@@ -78,7 +78,7 @@ export const errorAnswer = (
   requestId: string
 ): Exchange.TextAnswer => {
   // However an error came about, it echoes at most a short part of any value it quotes.
-  const rendered = client.renderError(GatewayError.bounded(error))
+  const rendered = client.renderError(GatewayError.forCaller(error))
   return Exchange.json(rendered.body, rendered.status, { ...rendered.headers, "x-request-id": requestId })
 }
 
@@ -121,14 +121,15 @@ const readBytes = (request: Exchange.GatewayRequest) =>
 
 /**
  * Reads a request's body within `max_body_bytes` as text, refusing one that
- * nests JSON more than `JsonDepth.MAX_DEPTH` levels deep (embeddings and
- * token counts, which parse it whole).
+ * nests JSON more than `JsonDepth.MAX_DEPTH` levels deep or sets a top-level
+ * key twice (`JsonScan.checkWhole`; for Gemini, two spellings of one field
+ * count as twice): embeddings and token counts, which parse it whole.
  */
-const readText = (request: Exchange.GatewayRequest) =>
-  Effect.flatMap(
-    readBytes(request),
-    (bytes) => JsonDepth.exceeds(bytes) ? Effect.fail(JsonDepth.tooDeep()) : Effect.succeed(JsonScan.decode(bytes))
-  )
+const readText = (request: Exchange.GatewayRequest, dialect: Domain.Dialect) =>
+  Effect.flatMap(readBytes(request), (bytes) => {
+    const refused = JsonScan.checkWhole(bytes, dialect === "gemini" ? GeminiPassthrough.sameField : undefined)
+    return refused === undefined ? Effect.succeed(JsonScan.decode(bytes)) : Effect.fail(refused)
+  })
 
 /**
  * Serves one request on a route of the API surface: never fails (every error
@@ -203,7 +204,7 @@ export const serve = (
           key,
           client,
           counter: client.countTokens!,
-          body: yield* readText(request),
+          body: yield* readText(request, dialect),
           hints: {},
           headers: request.headers
         })
@@ -214,7 +215,7 @@ export const serve = (
           key,
           client,
           embeddings: client.embeddings!,
-          body: yield* readText(request),
+          body: yield* readText(request, dialect),
           hints: {}
         })
       case "GeminiAction": {
@@ -242,7 +243,7 @@ export const serve = (
               key,
               client,
               counter: client.countTokens!,
-              body: yield* readText(request),
+              body: yield* readText(request, dialect),
               hints: { model: route.model },
               headers: request.headers
             })
@@ -254,7 +255,7 @@ export const serve = (
               key,
               client,
               embeddings: client.embeddings!,
-              body: yield* readText(request),
+              body: yield* readText(request, dialect),
               hints: { model: route.model, operation: route.action }
             })
         }

@@ -30,6 +30,7 @@ import {
   ChannelHealth,
   ChannelKeyStates as KeyStates,
   ChannelProbe,
+  Credentials,
   type Domain,
   OutageLog
 } from "@modelgate/core"
@@ -42,6 +43,9 @@ export const SYNC_INTERVAL = Duration.seconds(5)
 
 /** The longest an upstream's `retry-after` keeps a key out of rotation. @category constants */
 export const MAX_RETRY_AFTER_MS = 10 * 60 * 1000
+
+/** How long a model an upstream refused with a 403 is kept off that channel (see `Health.refuseModel`). @category constants */
+export const MODEL_REFUSAL_MS = 10 * 60 * 1000
 
 /** How many probes run at once. @category constants */
 export const PROBE_CONCURRENCY = 4
@@ -110,7 +114,7 @@ export class Entry {
 }
 
 /** The display hint of an upstream key: its last 4 characters. @category models */
-export const hintOf = (key: string): string => `…${key.slice(-4)}`
+export const hintOf = (key: string): string => Credentials.keyHint(key)
 
 /**
  * The health service.
@@ -143,6 +147,23 @@ export class Health extends Context.Service<Health, {
    * once per probe interval and leaves the key in use.
    */
   readonly suspect: (channel: Domain.Channel, key: string, refusal: Refusal) => Effect.Effect<void>
+  /**
+   * A call's upstream refused `model` on `channel` with a 403 (an organisation
+   * not verified for it, a project without access): that model's problem on
+   * that channel, not the key's. Calls for the model go to its other channels
+   * for `MODEL_REFUSAL_MS` (or until the channel is reset).
+   */
+  readonly refuseModel: (channel: Domain.Channel, model: string, status: number, reason: string) => Effect.Effect<void>
+  /**
+   * A call for `model` through `key` of `channel` was refused with a 403: a
+   * one-token probe of the model (carrying nothing of the caller's) decides,
+   * at once where the service runs its background fibers (else in the next
+   * `probeRound`), at most once per probe interval per model and channel; a
+   * 403 to it too refuses the model there (`refuseModel`).
+   */
+  readonly suspectModel: (channel: Domain.Channel, key: string, model: string) => Effect.Effect<void>
+  /** Whether `model` was refused on `channel` (see `refuseModel`) and is kept off it at `now`. */
+  readonly modelRefused: (channel: Domain.Channel, model: string, now: number) => boolean
   /** Disables a key whose credentials the upstream refused (status and the upstream's message as the reason). */
   readonly disable: (channel: Domain.Channel, key: string, status: number | null, reason: string) => Effect.Effect<void>
   /** The health of a channel's keys (the `ChannelHealth` port). */
@@ -222,6 +243,64 @@ const make = (probeSoon: boolean) =>
     const soon = Semaphore.makeUnsafe(PROBE_CONCURRENCY)
 
     const idOf = (channel: Domain.Channel, key: string) => `${channel.id}\u0000${key}`
+    // Models a channel's upstream refused with a 403, by channel id and model: until when, and why.
+    const refusedModels = new Map<string, { readonly until: number; readonly reason: string }>()
+
+    const refuseModel = (channel: Domain.Channel, model: string, status: number, reason: string) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const id = `${channel.id}\u0000${model}`
+        const first = (refusedModels.get(id)?.until ?? 0) <= now
+        refusedModels.set(id, { until: now + MODEL_REFUSAL_MS, reason })
+        if (!first) return
+        yield* Effect.logWarning(
+          "the upstream refused a model with HTTP 403; calls for it go to its other channels for a while"
+        ).pipe(Effect.annotateLogs({ channel: channel.name, model, status, reason }))
+      })
+
+    // Models whose 403 a probe is to check, by channel id and model; and when each was last checked.
+    const modelSuspects = new Map<
+      string,
+      { readonly channel: Domain.Channel; readonly key: string; readonly model: string }
+    >()
+    const modelChecked = new Map<string, number>()
+
+    const checkModel = (id: string) =>
+      Effect.gen(function*() {
+        const suspect = modelSuspects.get(id)
+        if (suspect === undefined) return
+        modelSuspects.delete(id)
+        modelChecked.set(id, yield* Clock.currentTimeMillis)
+        const result = yield* prober.probe(suspect.channel, suspect.model, suspect.key)
+        if (result.status === 403 && !result.credentialsRefused) {
+          yield* refuseModel(
+            suspect.channel,
+            suspect.model,
+            403,
+            refusal(403, result.upstreamMessage ?? result.message)
+          )
+        }
+      })
+
+    const suspectModel = (channel: Domain.Channel, key: string, model: string) =>
+      Effect.gen(function*() {
+        const id = `${channel.id}\u0000${model}`
+        const now = yield* Clock.currentTimeMillis
+        const last = modelChecked.get(id)
+        if (modelSuspects.has(id) || (last !== undefined && now - last < settings.probeIntervalMs)) return
+        modelSuspects.set(id, { channel, key, model })
+        if (probeSoon) {
+          yield* soon.withPermit(checkModel(id)).pipe(
+            Effect.catchCause((cause) => Effect.logWarning("a health probe of a refused model failed", cause)),
+            Effect.forkIn(scope)
+          )
+        }
+      })
+
+    const modelRefused = (channel: Domain.Channel, model: string, now: number): boolean => {
+      const refused = refusedModels.get(`${channel.id}\u0000${model}`)
+      return refused !== undefined && refused.until > now
+    }
     const entryFor = (channel: Domain.Channel, key: string): Entry => {
       const id = idOf(channel, key)
       let entry = entries.get(id)
@@ -418,6 +497,7 @@ const make = (probeSoon: boolean) =>
           entry.suspect = undefined
           entry.changed = ++sequence
         }
+        for (const id of refusedModels.keys()) if (id.startsWith(`${channel.id}\u0000`)) refusedModels.delete(id)
         yield* Effect.logInfo("channel health reset by an administrator").pipe(
           Effect.annotateLogs({ channel: channel.name })
         )
@@ -464,7 +544,7 @@ const make = (probeSoon: boolean) =>
         const suspicion = entry.suspect
         if (entry.disabled === undefined && suspicion !== undefined) {
           // A key a call's upstream refused: the probe's answer decides.
-          const result = yield* prober.probe(channel, undefined, key)
+          const result = yield* prober.checkKey(channel, key)
           const now = yield* Clock.currentTimeMillis
           entry.lastProbeAt = now
           entry.lastProbeOk = result.ok
@@ -490,7 +570,7 @@ const make = (probeSoon: boolean) =>
           const ticket = yield* begin(channel, key, false)
           if (ticket === undefined) return
           if (ticket.permit === "closed") return yield* end(ticket, "neutral")
-          const result = yield* prober.probe(channel, undefined, key)
+          const result = yield* prober.checkKey(channel, key)
           entry.lastProbeAt = yield* Clock.currentTimeMillis
           entry.lastProbeOk = result.ok
           if (result.credentialsRefused) {
@@ -508,7 +588,7 @@ const make = (probeSoon: boolean) =>
             result.ok ? undefined : `probe: ${result.message}`
           )
         }
-        const result = yield* prober.probe(channel, undefined, key)
+        const result = yield* prober.checkKey(channel, key)
         entry.lastProbeAt = yield* Clock.currentTimeMillis
         entry.lastProbeOk = result.ok
         if (result.ok) return yield* enable(channel, entry, "a health probe with the key succeeded")
@@ -524,9 +604,17 @@ const make = (probeSoon: boolean) =>
     // An operator's test: every key, at most PROBE_CONCURRENCY at once, each outcome recorded as a probe's.
     const testKey = (channel: Domain.Channel, key: string, index: number, model: string) =>
       Effect.gen(function*() {
-        const result = yield* prober.probe(channel, model, key)
+        const tried = yield* prober.probe(channel, model, key)
+        // A 403 to the model may be that model's alone: the key's own check decides about the key.
+        const check = tried.status === 403 && !tried.credentialsRefused
+          ? yield* prober.checkKey(channel, key)
+          : undefined
+        const result = check?.credentialsRefused === true ? { ...tried, credentialsRefused: true } : tried
         const entry = entryFor(channel, key)
         const now = yield* Clock.currentTimeMillis
+        if (check !== undefined && !check.credentialsRefused) {
+          yield* refuseModel(channel, model, 403, refusal(403, tried.upstreamMessage ?? tried.message))
+        }
         entry.lastProbeAt = now
         entry.lastProbeOk = result.ok
         if (result.ok) {
@@ -590,12 +678,28 @@ const make = (probeSoon: boolean) =>
         concurrency: PROBE_CONCURRENCY,
         discard: true
       })
+      yield* Effect.forEach([...modelSuspects.keys()], checkModel, { concurrency: PROBE_CONCURRENCY, discard: true })
     })
 
     // What an earlier run (or another node) disabled applies from the first call.
     yield* sync
 
-    return Health.of({ availability, retryAt, begin, end, suspect, disable, report, reset, test, sync, probeRound })
+    return Health.of({
+      availability,
+      retryAt,
+      begin,
+      end,
+      suspect,
+      refuseModel,
+      suspectModel,
+      modelRefused,
+      disable,
+      report,
+      reset,
+      test,
+      sync,
+      probeRound
+    })
   })
 
 /** The reason recorded for a refused key: the status and the upstream's message. @category formatting */

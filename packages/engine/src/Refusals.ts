@@ -14,7 +14,7 @@
  *
  * @since 0.1.0
  */
-import { type Dialect, type Domain, GatewayError, UsageLog } from "@modelgate/core"
+import { type Dialect, type Domain, GatewayError, ModelName, UsageLog } from "@modelgate/core"
 import { Clock, Effect } from "effect"
 import * as CallSpans from "./CallSpans.ts"
 import * as Metrics from "./Metrics.ts"
@@ -77,7 +77,8 @@ export const record = (
 ): UsageLog.UsageRecord => {
   const startedAt = caller.startedAt ?? now
   // A name the catalog does not know is the caller's: kept as an error quotes it (a 200 KB name is cut).
-  const model = admitting.modelKnown ? admitting.model : GatewayError.echo(admitting.model)
+  // Its control characters (refused at the door) are written as escapes, never as they are.
+  const model = admitting.modelKnown ? admitting.model : GatewayError.echo(ModelName.printable(admitting.model))
   return {
     createdAt: startedAt,
     requestId: caller.requestId,

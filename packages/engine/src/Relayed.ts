@@ -26,7 +26,10 @@ export const attempt = (call: ChatCall, attempt: Attempt) =>
   Effect.gen(function*() {
     const { channel } = attempt.target
     const { dialect, model } = call
-    const body = yield* call.parsing(() => dialect.forward(attempt.upstreamModel, Params.editOf(channel)))
+    const forwarded = yield* call.parsing(() => dialect.forward(attempt.upstreamModel, Params.editOf(channel)))
+    // An upstream that takes the dialect's body in its own way (Claude on Vertex AI) has it its way.
+    const relayBody = attempt.upstream.relayBody
+    const body = relayBody === undefined ? forwarded : yield* relayBody(forwarded)
     // A large body was forwarded without its structure checked: refused, it is checked now, and a malformed
     // one gets the error naming the field (the upstream's own refusal stands for a well-formed one).
     const response = yield* send(

@@ -174,12 +174,12 @@ export const interruptionMessages = {
 } as const
 
 /**
- * An error's message as its caller was shown it (cut as every rendered error
- * is, `GatewayError.bounded`), for the usage record.
+ * An error's message as its caller was shown it (cut, and without channel names,
+ * as every rendered error is: `GatewayError.forCaller`), for the usage record.
  *
  * @category outcomes
  */
-export const messageOf = (error: GatewayError.GatewayError): string => GatewayError.bounded(error).message
+export const messageOf = (error: GatewayError.GatewayError): string => GatewayError.forCaller(error).message
 
 /**
  * How a call that did not end normally ended, for its usage record: the
@@ -248,7 +248,7 @@ export interface CallInfo {
 export interface Leg {
   readonly channel: string
   readonly upstreamModel: string
-  readonly dialectOut: Domain.Dialect
+  readonly dialectOut: Domain.WireDialect
   readonly attempts: number
   /** Each upstream attempt, in order (calls that make exactly one attempt may leave it out). */
   readonly attemptLog?: ReadonlyArray<UsageLog.Attempt> | undefined
@@ -434,27 +434,40 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
  * and the layer waits for every one still running when it closes, so a
  * shutdown settles the streams it cut before the balance leases are returned
  * and the batch writer's last flush (this layer is built after them, so it
- * closes first).
+ * closes first). Work that settles a call whose client left (`fork`: a
+ * non-stream attempt reading its answer, `ClientGone`) is interrupted when
+ * the layer closes, after the server's grace period, and settles as it ends.
  *
  * @category services
  */
 export class Settlements extends Context.Service<Settlements, {
   /** Runs a settlement to its end, even if the request that started it is gone. */
   readonly run: (settle: Effect.Effect<void>) => void
+  /** Runs work that settles a call to its end, even if the request that started it is gone (`ClientGone`): its fiber. */
+  readonly fork: <A, E>(work: Effect.Effect<A, E>) => Fiber.Fiber<A, E>
 }>()("modelgate/engine/Settlements") {
   /** @category layers */
   static readonly layer: Layer.Layer<Settlements> = Layer.effect(
     Settlements,
     Effect.gen(function*() {
-      const running = new Set<Fiber.Fiber<void>>()
+      const running = new Set<Fiber.Fiber<unknown, unknown>>()
+      const working = new Set<Fiber.Fiber<unknown, unknown>>()
       const fork = Effect.runForkWith(yield* Effect.context<never>())
-      yield* Effect.addFinalizer(() => Effect.forEach([...running], Fiber.await, { discard: true }))
+      yield* Effect.addFinalizer(() =>
+        Effect.andThen(
+          Fiber.interruptAll([...working]),
+          Effect.forEach([...running], Fiber.await, { discard: true })
+        )
+      )
+      const track = <A, E>(set: Set<Fiber.Fiber<unknown, unknown>>, work: Effect.Effect<A, E>): Fiber.Fiber<A, E> => {
+        const fiber = fork(work)
+        set.add(fiber as Fiber.Fiber<unknown, unknown>)
+        fiber.addObserver(() => set.delete(fiber as Fiber.Fiber<unknown, unknown>))
+        return fiber
+      }
       return Settlements.of({
-        run: (settle) => {
-          const fiber = fork(settle)
-          running.add(fiber)
-          fiber.addObserver(() => running.delete(fiber))
-        }
+        run: (settle) => void track(running, settle),
+        fork: (work) => track(working, work)
       })
     })
   )

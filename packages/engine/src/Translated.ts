@@ -45,18 +45,29 @@ export const attempt = (call: ChatCall, attempt: Attempt) =>
     }
 
     const opened = yield* Upstream.opening(response, upstream, call.settings.maxEventBytes)
-    const events = upstream.eventDecoder(yield* Ids.answerStart)
+    const start = yield* Ids.answerStart
     const assembler = new StreamAssembly.Assembler()
     const encoder = dialect.frameEncoder(model.id, call.promptEstimate)
-    const text = new Utf8.StreamDecoder()
     const feed = (batch: ReadonlyArray<Canonical.StreamEvent>) => {
       for (const event of batch) assembler.add(event)
       return encoder.push(batch)
     }
+    const metered = () => meteredOf(assembler.response(), call.promptEstimate, true)
+    if (upstream.binaryStream !== undefined) {
+      // Binary frames (Bedrock's event stream) decode on their bytes.
+      const frames = upstream.binaryStream.decoder(start)
+      return yield* streamed(call, attempt, response, opened, {
+        push: (chunk) => feed(frames.push(chunk)),
+        end: () => feed(frames.end()) + encoder.end(),
+        metered
+      })
+    }
+    const events = upstream.eventDecoder(start)
+    const text = new Utf8.StreamDecoder()
     return yield* streamed(call, attempt, response, opened, {
       push: (chunk) => feed(events.push(text.push(chunk))),
       end: () => feed(events.push(text.end())) + feed(events.end()) + encoder.end(),
-      metered: () => meteredOf(assembler.response(), call.promptEstimate, true),
+      metered,
       answer: () => assembler.response()
     })
   })

@@ -11,11 +11,12 @@
  *
  * @since 0.1.0
  */
-import { Dialect, type Domain, GatewayError } from "@modelgate/core"
+import { Dialect, type Domain, GatewayError, Utf8 } from "@modelgate/core"
 import { Context, Effect, Tracer } from "effect"
+import * as CloudAuth from "./CloudAuth.ts"
 import * as Redaction from "./Redaction.ts"
 import * as Telemetry from "./Telemetry.ts"
-import { type Deadlines, Transport, TransportError, type TransportResponse } from "./Transport.ts"
+import { type Deadlines, type ResponseBody, Transport, TransportError, type TransportResponse } from "./Transport.ts"
 
 export type { Deadlines } from "./Transport.ts"
 
@@ -125,14 +126,40 @@ export const send = Effect.fnUntraced(function*(
   headers: Readonly<Record<string, string>>,
   body: string | Uint8Array | undefined,
   at: Deadlines,
-  method: "GET" | "POST" = "POST"
+  method: "GET" | "POST" = "POST",
+  key?: string
 ) {
   const transport = yield* Transport
+  // Traced: the attempt's trace context goes with the request (and under a cloud's signature).
   const traced = withTraceContext(headers, yield* Effect.context<never>())
-  const response = yield* Effect.mapError(
-    transport.send({ channel, method, url, headers: traced, body, deadlines: at }),
-    (error) => transportError(channel, error)
-  )
+  const sendWith = (sent: Readonly<Record<string, string>>) =>
+    Effect.mapError(
+      transport.send({ channel, method, url, headers: sent, body, deadlines: at }),
+      (error) => transportError(channel, error)
+    )
+  let response: TransportResponse
+  if (!CloudAuth.isCloud(channel)) response = yield* sendWith(traced)
+  else {
+    // A cloud channel's credentials go on last, over the request as it is sent (CloudAuth).
+    const outgoing = { method, url, headers: traced, body }
+    const keyText = key ?? channel.apiKeys[0] ?? ""
+    const authorized = yield* Effect.mapError(
+      CloudAuth.authorize(transport, channel, keyText, outgoing, at),
+      (error) => Redaction.error(channel, error)
+    )
+    response = yield* sendWith(authorized.headers)
+    if (CloudAuth.mayRefuseToken(authorized, response.status)) {
+      const text = yield* response.body.prefix(ERROR_BODY_LIMIT)
+      // Vertex refused the access token (expired early, revoked): once more with a new one.
+      if (yield* CloudAuth.refusedToken(authorized, response.status, text)) {
+        const again = yield* Effect.mapError(
+          CloudAuth.authorize(transport, channel, keyText, outgoing, at),
+          (error) => Redaction.error(channel, error)
+        )
+        response = yield* sendWith(again.headers)
+      } else response = { ...response, body: textBody(text) }
+    }
+  }
   const upstream: UpstreamResponse = {
     status: response.status,
     headers: response.headers,
@@ -141,6 +168,37 @@ export const send = Effect.fnUntraced(function*(
   }
   return upstream
 })
+
+/** A body already read (as text), read again through the `ResponseBody` interface. */
+const textBody = (text: string): ResponseBody => {
+  let bytes: Uint8Array | undefined = Utf8.encode(text)
+  return {
+    text: (maxBytes) =>
+      Utf8.encode(text).length > maxBytes
+        ? Effect.fail(new TransportError({ kind: "too-large" }))
+        : Effect.succeed(text),
+    prefix: () => Effect.succeed(text),
+    next: Effect.sync(() => {
+      const out = bytes
+      bytes = undefined
+      return out
+    }),
+    flow: (sink) => {
+      let done = false
+      const pump = () => {
+        if (done) return
+        done = true
+        if (bytes !== undefined && bytes.length > 0) sink.chunk(bytes)
+        bytes = undefined
+        sink.end()
+      }
+      return { resume: pump, pause: () => {}, cancel: () => (done = true) }
+    },
+    discard: () => {
+      bytes = undefined
+    }
+  }
+}
 
 /**
  * Reads a whole (non-stream) body as text, at most `maxBytes` of it; the
@@ -194,6 +252,7 @@ export const opening = Effect.fnUntraced(function*(
 ) {
   const channel = response.channel
   const type = response.headers["content-type"] ?? ""
+  if (upstream.binaryStream !== undefined) return yield* binaryOpening(response, upstream.binaryStream, maxBytes)
   if (NOT_A_STREAM.test(type)) {
     const text = yield* errorBody(response)
     return yield* new GatewayError.UpstreamUnavailable({
@@ -219,6 +278,60 @@ export const opening = Effect.fnUntraced(function*(
     const verdict = upstream.opening(text, ended, channel.name)
     if (verdict === "answer") {
       const opened: StreamOpening = { bytes: concat(chunks, bytes), ended }
+      return opened
+    }
+    if (verdict !== "incomplete" || ended) {
+      response.body.discard()
+      return yield* Redaction.error(channel, verdict === "incomplete" ? Dialect.emptyStream(channel.name) : verdict)
+    }
+    if (bytes > maxBytes) {
+      response.body.discard()
+      return yield* new GatewayError.UpstreamUnavailable({
+        message:
+          `The upstream '${channel.name}' sent more than ${maxBytes} bytes (max_event_bytes) without a complete first event.`
+      })
+    }
+  }
+})
+
+/**
+ * `opening` for an upstream whose streams are binary frames (Bedrock's event
+ * stream): a content type other than the stream's is not a stream (AWS
+ * answers an error before the stream as JSON), and the dialect judges the
+ * bytes, not text.
+ */
+const binaryOpening = Effect.fnUntraced(function*(
+  response: UpstreamResponse,
+  binary: Dialect.BinaryStream,
+  maxBytes: number
+) {
+  const channel = response.channel
+  const type = response.headers["content-type"] ?? ""
+  if (!type.toLowerCase().startsWith(binary.contentType)) {
+    const text = yield* errorBody(response)
+    return yield* new GatewayError.UpstreamUnavailable({
+      message: `The upstream '${channel.name}' answered a stream request with ${
+        type.split(";")[0]!.trim() || "no content type"
+      } instead of ${binary.contentType}: ${upstreamMessage(text)}`
+    })
+  }
+  const chunks: Array<Uint8Array> = []
+  let bytes = 0
+  for (;;) {
+    const chunk = yield* Effect.mapError(response.body.next, (error) => transportError(channel, error))
+    const ended = chunk === undefined
+    if (chunk !== undefined) {
+      chunks.push(chunk)
+      bytes += chunk.byteLength
+    } else if (bytes === 0) {
+      return yield* transportError(channel, new TransportError({ kind: "empty" }))
+    }
+    const all = concat(chunks, bytes)
+    chunks.length = 0
+    chunks.push(all)
+    const verdict = binary.opening(all, ended, channel.name)
+    if (verdict === "answer") {
+      const opened: StreamOpening = { bytes: all, ended }
       return opened
     }
     if (verdict !== "incomplete" || ended) {

@@ -297,7 +297,7 @@ export const toWebHandler = async (config: unknown, options: WebHandlerOptions =
         // An interrupted call's client is gone: nobody reads this answer.
         if (Exit.isSuccess(exit)) return resolve(toResponse(exit.value, requestId, request.method, trace))
         trace?.end(499, true)
-        resolve(new Response(null, { status: 499 }))
+        resolve(new Response(null, { status: 499, headers: { "x-request-id": requestId } }))
       })
     })
 

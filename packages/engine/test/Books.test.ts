@@ -80,7 +80,7 @@ const channels = (upstream: string, suffix: string, models: ReadonlyArray<string
   }
 ]
 
-const priced = (ids: ReadonlyArray<string>, price: Record<string, number>) =>
+const priced = (ids: ReadonlyArray<string>, price: Record<string, number | Record<string, number>>) =>
   Object.fromEntries(clients.flatMap((client) => ids.map((id) => [`${client}-${id}`, price])))
 
 beforeAll(async () => {
@@ -92,7 +92,7 @@ beforeAll(async () => {
       // A million prompt tokens per call, whatever the hold: $1 at $1 per million.
       ...channels(fake.url, "million", ["million", "free"], "1000000,0"),
       // 100,000 prompt tokens: $0.10.
-      ...channels(fake.url, "tenth", ["tenth", "mediaheavy"], "100000,0"),
+      ...channels(fake.url, "tenth", ["tenth", "mediaheavy", "shortclips"], "100000,0"),
       // Zero usage, on a model priced per request only.
       ...channels(fake.url, "zero", ["flat-served"], "0,0"),
       {
@@ -119,6 +119,8 @@ beforeAll(async () => {
       ...priced(["flat-served"], { per_request: 0.01 }),
       // An image counts 100,000 tokens on this model's holds ($0.10 at $1 per million).
       "openai-mediaheavy": { input: 1, output: 1, media_part_tokens: { image: 100_000 } },
+      // Short clips: a video counts 1,000 tokens here (the default is the model's input token limit).
+      ...priced(["shortclips"], { input: 1, output: 1, media_part_tokens: { video: 1_000 } }),
       "flat-unreachable": { per_request: 0.01 },
       "flat-failing": { per_request: 0.01 }
     },
@@ -347,5 +349,75 @@ describe("honest holds", () => {
     const served = await withImage("openai-tenth")
     assert.strictEqual(served.status, 200)
     await served.text()
+  })
+
+  /** A call whose prompt carries one media part that is not an image (a video, a PDF, audio), in each dialect. */
+  const withMedia = (client: Client, model: string) => {
+    switch (client) {
+      case "openai":
+        return post("/v1/chat/completions", { authorization: `Bearer ${KEYS.media}` }, {
+          model,
+          max_tokens: 16,
+          messages: [{
+            role: "user",
+            content: [{ type: "text", text: "Summarise." }, { type: "file", file: { file_id: "file-abc" } }]
+          }]
+        })
+      case "gemini":
+        return post(`/v1beta/models/${model}:generateContent`, { "x-goog-api-key": KEYS.media }, {
+          contents: [{
+            role: "user",
+            parts: [{ text: "Summarise." }, {
+              fileData: { mimeType: "video/mp4", fileUri: "https://example.com/v.mp4" }
+            }]
+          }],
+          generationConfig: { maxOutputTokens: 16 }
+        })
+      case "anthropic":
+        return post("/v1/messages", { "x-api-key": KEYS.media }, {
+          model,
+          max_tokens: 16,
+          messages: [{
+            role: "user",
+            content: [{ type: "text", text: "Summarise." }, {
+              type: "document",
+              source: { type: "url", url: "https://example.com/a.pdf" }
+            }]
+          }]
+        })
+      case "responses":
+        return post("/v1/responses", { authorization: `Bearer ${KEYS.media}` }, {
+          model,
+          max_output_tokens: 16,
+          store: false,
+          input: [{
+            role: "user",
+            content: [{ type: "input_text", text: "Summarise." }, {
+              type: "input_file",
+              file_url: "https://example.com/a.pdf"
+            }]
+          }]
+        })
+    }
+  }
+
+  for (const client of clients) {
+    it(`${client}: a video, PDF or file part is held at its kind's figure, not an image's`, async () => {
+      const before = gateway.inspect!.balance("media")!
+      const requests = fake.requests.length
+      // The default for a kind that is not an image: the model's input token limit (128,000: $0.128 here).
+      const message = await refusedForMoney(client, await withMedia(client, `${client}-tenth`))
+      assert.match(message, /this call may cost up to 0\.128\d* USD/)
+      assert.strictEqual(fake.requests.length, requests, "the upstream never saw the call")
+      assert.strictEqual(gateway.inspect!.balance("media"), before)
+    })
+  }
+
+  it("a model's media_part_tokens for a kind sizes that kind's hold", async () => {
+    // 1,000 tokens for the video, besides the text and the output: about $0.0012 at $1 per million. (The
+    // balance is below zero after the image call above, so it is refused, but for a hold of that size.)
+    const response = await withMedia("gemini", "gemini-shortclips")
+    const message = await refusedForMoney("gemini", response)
+    assert.match(message, /this call may cost up to 0\.0012\d* USD/)
   })
 })

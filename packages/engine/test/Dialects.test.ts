@@ -247,3 +247,55 @@ describe("a 200 that is not an answer, as each upstream dialect judges it", () =
       }
     }))
 })
+
+describe("cloud channels", () => {
+  const vertex = channel({
+    type: "vertex",
+    baseUrl: "https://us-east5-aiplatform.googleapis.com",
+    cloud: { project: "p", location: "us-east5", publishers: { "my-tuned-claude": "anthropic" } }
+  })
+  it("a Vertex channel speaks Gemini's dialect to Google's models and Anthropic's to Claude", () => {
+    assert.strictEqual(Dialects.ofChannel(vertex, "gemini-2.5-flash").dialect, "gemini")
+    assert.strictEqual(
+      Dialects.ofChannel(vertex, "gemini-2.5-flash").chatUrl(vertex, "gemini-2.5-flash", true),
+      "https://us-east5-aiplatform.googleapis.com/v1/projects/p/locations/us-east5/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    )
+    const claude = Dialects.ofChannel(vertex, "claude-sonnet-4-5@20250929")
+    assert.strictEqual(claude.dialect, "anthropic")
+    assert.strictEqual(
+      claude.chatUrl(vertex, "claude-sonnet-4-5@20250929", false),
+      "https://us-east5-aiplatform.googleapis.com/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict"
+    )
+    // A model whose name does not say is the channel's publishers' word.
+    assert.strictEqual(Dialects.ofChannel(vertex, "my-tuned-claude").dialect, "anthropic")
+    // No credentials in the dialect's headers: the engine adds the access token (CloudAuth).
+    assert.deepStrictEqual(claude.headers(vertex, "{}"), { "content-type": "application/json" })
+  })
+
+  it.effect("a relayed Messages body goes to Vertex without model, with Vertex's anthropic_version", () =>
+    Effect.gen(function*() {
+      const claude = Dialects.ofChannel(vertex, "claude-sonnet-4-5@20250929")
+      const body = yield* claude.relayBody!(JSON.stringify({ model: "claude-sonnet-4-5@20250929", max_tokens: 8 }))
+      assert.deepStrictEqual(JSON.parse(body as string), { max_tokens: 8, anthropic_version: "vertex-2023-10-16" })
+    }))
+
+  it("a Bedrock channel speaks the Converse API, the model id encoded in the path, its stream binary", () => {
+    const bedrock = channel({
+      type: "bedrock",
+      baseUrl: "https://bedrock-runtime.us-east-1.amazonaws.com",
+      cloud: { region: "us-east-1" }
+    })
+    const upstream = Dialects.ofChannel(bedrock)
+    assert.strictEqual(upstream.dialect, "bedrock")
+    assert.strictEqual(
+      upstream.chatUrl(bedrock, "us.anthropic.claude-sonnet-4-5-20250929-v1:0", true),
+      "https://bedrock-runtime.us-east-1.amazonaws.com/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream"
+    )
+    assert.strictEqual(upstream.binaryStream?.contentType, "application/vnd.amazon.eventstream")
+    assert.isUndefined(upstream.embeddings)
+    assert.strictEqual(
+      upstream.listModels?.url(bedrock, undefined),
+      "https://bedrock.us-east-1.amazonaws.com/foundation-models"
+    )
+  })
+})

@@ -58,54 +58,69 @@ const storeLayer = Layer.succeed(ChannelKeyStates.ChannelKeyStates)({
     Effect.sync(() => [...rows.keys()].filter((k) => k.startsWith(`${channelId}/`)).forEach((k) => rows.delete(k)))
 })
 
-/** What the probe answers, per key; probes are counted, and the models they asked for kept. */
-const probeAnswers = new Map<string, "ok" | "refused" | "down" | "unreachable" | "rejected">()
+/**
+ * What the probe answers, per key (a model probe and the key's check alike, but for `forbidden`: the model is
+ * refused with a 403 while the key's model list works); probes are counted, and the models they asked for kept
+ * (undefined: the key's check, which asks for no model).
+ */
+const probeAnswers = new Map<string, "ok" | "refused" | "down" | "unreachable" | "rejected" | "forbidden">()
 const probed: Array<string> = []
 const probedModels: Array<string | undefined> = []
+const answerOf = (apiKey: string, model: string | undefined, check: boolean): ChannelProbe.ProbeResult => {
+  probed.push(apiKey)
+  probedModels.push(check ? undefined : model)
+  const given = probeAnswers.get(apiKey) ?? "ok"
+  const answer = given === "forbidden" ? (check ? "ok" : "forbidden") : given
+  return answer === "forbidden"
+    ? {
+      ok: false,
+      latencyMs: 1,
+      status: 403,
+      message: "The upstream refused the request (HTTP 403).",
+      upstreamMessage: "Your organization must be verified to use the model",
+      credentialsRefused: false
+    }
+    : answer === "ok"
+    ? { ok: true, latencyMs: 1, status: 200, message: "ok", upstreamMessage: null, credentialsRefused: false }
+    : answer === "refused"
+    ? {
+      ok: false,
+      latencyMs: 1,
+      status: 401,
+      message: "refused",
+      upstreamMessage: "Incorrect API key provided",
+      credentialsRefused: true
+    }
+    : answer === "down"
+    ? {
+      ok: false,
+      latencyMs: 1,
+      status: 503,
+      message: "down",
+      upstreamMessage: "overloaded",
+      credentialsRefused: false
+    }
+    : answer === "unreachable"
+    ? {
+      ok: false,
+      latencyMs: 1,
+      status: null,
+      message: "The upstream 'a' could not be reached (ECONNREFUSED).",
+      upstreamMessage: null,
+      credentialsRefused: false
+    }
+    : {
+      ok: false,
+      latencyMs: 1,
+      status: 404,
+      message: "The model 'm' does not exist",
+      upstreamMessage: "The model 'm' does not exist",
+      credentialsRefused: false
+    }
+}
 const probeLayer = Layer.succeed(ChannelProbe.ChannelProbe)({
-  probe: (_channel, model, apiKey) =>
-    Effect.sync(() => {
-      probed.push(apiKey!)
-      probedModels.push(model)
-      const answer = probeAnswers.get(apiKey!) ?? "ok"
-      return answer === "ok"
-        ? { ok: true, latencyMs: 1, status: 200, message: "ok", upstreamMessage: null, credentialsRefused: false }
-        : answer === "refused"
-        ? {
-          ok: false,
-          latencyMs: 1,
-          status: 401,
-          message: "refused",
-          upstreamMessage: "Incorrect API key provided",
-          credentialsRefused: true
-        }
-        : answer === "down"
-        ? {
-          ok: false,
-          latencyMs: 1,
-          status: 503,
-          message: "down",
-          upstreamMessage: "overloaded",
-          credentialsRefused: false
-        }
-        : answer === "unreachable"
-        ? {
-          ok: false,
-          latencyMs: 1,
-          status: null,
-          message: "The upstream 'a' could not be reached (ECONNREFUSED).",
-          upstreamMessage: null,
-          credentialsRefused: false
-        }
-        : {
-          ok: false,
-          latencyMs: 1,
-          status: 404,
-          message: "The model 'm' does not exist",
-          upstreamMessage: "The model 'm' does not exist",
-          credentialsRefused: false
-        }
-    }),
+  probe: (_channel, model, apiKey) => Effect.sync(() => answerOf(apiKey!, model, false)),
+  checkKey: (_channel, apiKey) => Effect.sync(() => answerOf(apiKey!, undefined, true)),
   listModels: () => Effect.succeed([])
 })
 
@@ -544,6 +559,33 @@ describe("refused keys: only a probe disables", () => {
         yield* health.suspect(A, TWO, permission)
         yield* health.probeRound
         assert.strictEqual(health.availability(A, TWO, yield* now()), "disabled")
+      })
+    ))
+
+  it.effect("a model the upstream refuses with a 403 is that model's problem on that channel, never the key's", () =>
+    withHealth((health) =>
+      Effect.gen(function*() {
+        reset()
+        // The organisation is not verified for the model: its requests get 403, the key's model list works.
+        probeAnswers.set(ONE, "forbidden")
+        yield* health.suspect(A, ONE, permission)
+        yield* health.suspectModel(A, ONE, "m")
+        yield* health.probeRound
+        assert.strictEqual(health.availability(A, ONE, yield* now()), "available", "the key stays in use")
+        assert.strictEqual(rows.size, 0, "nothing disabled")
+        assert.includeMembers(probedModels, [undefined, "m"], "the key checked with no model, the model probed")
+        assert.isTrue(health.modelRefused(A, "m", yield* now()), "the model is kept off the channel")
+        assert.isFalse(health.modelRefused(A, "other", yield* now()))
+        // An administrator's Test of the model says the same: the key is not disabled.
+        const [one] = yield* health.test(A, "m")
+        assert.deepStrictEqual([one!.ok, one!.status, one!.credentialsRefused], [false, 403, false])
+        assert.notStrictEqual(health.availability(A, ONE, yield* now()), "disabled")
+        // The refusal lasts a while, and a reset forgets it.
+        yield* TestClock.adjust("11 minutes")
+        assert.isFalse(health.modelRefused(A, "m", yield* now()))
+        yield* health.refuseModel(A, "m", 403, "HTTP 403: not verified")
+        yield* health.reset(A)
+        assert.isFalse(health.modelRefused(A, "m", yield* now()))
       })
     ))
 })

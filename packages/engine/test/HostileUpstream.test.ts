@@ -283,9 +283,11 @@ describe("a 200 that is not an answer", () => {
       assert.strictEqual(error.code, "upstream_error")
       assert.match(
         error.message,
-        /^The upstream 'bad-alone' answered 200 with an error instead of an answer: An internal error has occurred/
+        /^The upstream answered 200 with an error instead of an answer: An internal error has occurred/,
+        "the caller never sees the channel's name"
       )
       const record = await recordOf(response)
+      assert.include(record.attemptLog[0]!.errorMessage ?? "", "The upstream 'bad-alone' answered 200")
       assert.deepStrictEqual([record.status, record.costNanos, record.errorCode], [502, 0n, "UpstreamUnavailable"])
     }
     assert.strictEqual(gateway.inspect!.balance("alice"), before)

@@ -361,3 +361,183 @@ describe("large bodies on a translated path", () => {
     assert.strictEqual(fake.requests.length, 0)
   })
 })
+
+describe("what sizes a hold, and repeated keys, whatever the body's size", () => {
+  const post = (path: string, body: string, headers: Record<string, string>) =>
+    gateway.handler(
+      new Request(`http://gateway.test${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body
+      })
+    )
+  const bearer = { authorization: `Bearer ${KEY}` }
+  const google = { "x-goog-api-key": KEY }
+  const claude = { "x-api-key": KEY }
+  /** A body with `extra` (raw JSON text) added at the end of its top level. */
+  const plus = (body: string, extra: string) => body.slice(0, -1) + "," + extra + "}"
+  type Envelope = "openai" | "gemini" | "anthropic"
+  /** The field the 400 names, read from its dialect's envelope (Gemini names it in its message). */
+  const refusal = async (response: Response, envelope: Envelope): Promise<string> => {
+    assert.strictEqual(response.status, 400)
+    const body = await response.json() as {
+      type?: string
+      error: { message: string; param?: string | null; status?: string; type?: string }
+    }
+    if (envelope === "openai") return `${body.error.param} ${body.error.message}`
+    if (envelope === "gemini") assert.strictEqual(body.error.status, "INVALID_ARGUMENT")
+    else assert.deepStrictEqual([body.type, body.error.type], ["error", "invalid_request_error"])
+    return body.error.message
+  }
+
+  it("a large body's hold-sizing field of the wrong type gets a 400 naming it, and reaches no upstream", async () => {
+    fake.clearRequests()
+    const before = balance()
+    const cases: ReadonlyArray<readonly [Promise<Response>, Envelope, string]> = [
+      [
+        post(
+          "/v1/chat/completions",
+          plus(openaiBody("agent-openai", { role: "user", content: "x" }), "\"max_completion_tokens\":\"100000\""),
+          bearer
+        ),
+        "openai",
+        "max_completion_tokens"
+      ],
+      [
+        post(
+          "/v1beta/models/agent-gemini:generateContent",
+          plus(
+            geminiBody({ role: "user", parts: [{ text: "x" }] }),
+            "\"generationConfig\":{\"maxOutputTokens\":\"9\"}"
+          ),
+          google
+        ),
+        "gemini",
+        "generationConfig.maxOutputTokens"
+      ],
+      [
+        post(
+          "/v1/messages",
+          anthropicBody("agent-anthropic", { role: "user", content: "x" }).replace(
+            "\"max_tokens\":16",
+            "\"max_tokens\":\"100000\""
+          ),
+          claude
+        ),
+        "anthropic",
+        "max_tokens"
+      ],
+      [
+        post(
+          "/v1/responses",
+          responsesBody("agent-responses", { role: "user", content: "x" }).replace(
+            "\"max_output_tokens\":16",
+            "\"max_output_tokens\":\"100000\""
+          ),
+          bearer
+        ),
+        "openai",
+        "max_output_tokens"
+      ]
+    ]
+    for (const [sent, envelope, field] of cases) {
+      const response = await sent
+      assert.include(await refusal(response, envelope), field)
+      assert.strictEqual((await recordOf(response)).costNanos, 0n)
+    }
+    assert.strictEqual(fake.requests.length, 0)
+    assert.strictEqual(balance(), before)
+  })
+
+  it("a body that sets a top-level key twice gets a 400 naming it at every front door, large or small", async () => {
+    fake.clearRequests()
+    const small = (fields: string) => `{${fields}}`
+    const cases: ReadonlyArray<readonly [Promise<Response>, Envelope, string]> = [
+      [
+        post(
+          "/v1/chat/completions",
+          plus(openaiBody("agent-openai", { role: "user", content: "x" }), "\"model\":\"vip-model\""),
+          bearer
+        ),
+        "openai",
+        "model"
+      ],
+      [
+        post(
+          "/v1/chat/completions",
+          small("\"model\":\"agent-openai\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"model\":\"vip\""),
+          bearer
+        ),
+        "openai",
+        "model"
+      ],
+      [
+        post("/v1/embeddings", small("\"model\":\"agent-openai\",\"input\":\"x\",\"model\":\"vip\""), bearer),
+        "openai",
+        "model"
+      ],
+      [
+        post(
+          "/v1/responses",
+          plus(responsesBody("agent-responses", { role: "user", content: "x" }), "\"store\":true"),
+          bearer
+        ),
+        "openai",
+        "store"
+      ],
+      [
+        post(
+          "/v1beta/models/agent-gemini:generateContent",
+          plus(
+            geminiBody({ role: "user", parts: [{ text: "x" }] }),
+            "\"generationConfig\":{\"maxOutputTokens\":1},\"generation_config\":{\"maxOutputTokens\":100000}"
+          ),
+          google
+        ),
+        "gemini",
+        "generation_config"
+      ],
+      [
+        post(
+          "/v1beta/models/agent-gemini:countTokens",
+          small("\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"contents\":[]"),
+          google
+        ),
+        "gemini",
+        "contents"
+      ],
+      [
+        post(
+          "/v1beta/models/agent-gemini:embedContent",
+          small("\"content\":{\"parts\":[{\"text\":\"x\"}]},\"content\":{\"parts\":[]}"),
+          google
+        ),
+        "gemini",
+        "content"
+      ],
+      [
+        post(
+          "/v1/messages",
+          plus(anthropicBody("agent-anthropic", { role: "user", content: "x" }), "\"model\":\"vip\""),
+          claude
+        ),
+        "anthropic",
+        "model"
+      ],
+      [
+        post(
+          "/v1/messages/count_tokens",
+          small("\"model\":\"agent-anthropic\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"model\":\"vip\""),
+          claude
+        ),
+        "anthropic",
+        "model"
+      ]
+    ]
+    for (const [sent, envelope, key] of cases) {
+      const said = await refusal(await sent, envelope)
+      assert.include(said, `'${key}' more than once`)
+    }
+    assert.strictEqual(fake.requests.length, 0)
+  })
+})

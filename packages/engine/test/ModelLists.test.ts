@@ -112,3 +112,53 @@ describe("listing a channel's models", () => {
       assert.include(azure.message, "deployment")
     }))
 })
+
+const probing = <A>(f: (probe: ChannelProbe.ChannelProbe["Service"]) => Effect.Effect<A>) =>
+  Effect.flatMap(ChannelProbe.ChannelProbe, f).pipe(
+    Effect.provide(Probe.layer.pipe(Layer.provide(FetchTransport.layer)))
+  )
+
+describe("checking a key (the health probe's request, which depends on no model)", () => {
+  it.live("asks each provider's model list: OpenAI, Gemini, Anthropic, and Azure OpenAI's resource models", () =>
+    Effect.gen(function*() {
+      for (
+        const [over, path, header] of [
+          [{}, "/v1/models", "authorization"],
+          [{ type: "gemini", baseUrl: fake.url }, "/v1beta/models", "x-goog-api-key"],
+          [{ type: "anthropic", baseUrl: fake.url }, "/v1/models", "x-api-key"],
+          [{ type: "azure", baseUrl: fake.url, apiVersion: "2024-10-21" }, "/openai/models", "api-key"]
+        ] as const
+      ) {
+        fake.clearRequests()
+        const result = yield* probing((probe) => probe.checkKey(channel(over as Partial<Domain.Channel>)))
+        assert.isTrue(result.ok, `${JSON.stringify(over)}: ${result.message}`)
+        assert.strictEqual(fake.requests.length, 1, "one request")
+        const sent = fake.requests[0]!
+        assert.deepStrictEqual([sent.method, sent.path], ["GET", path])
+        assert.include(sent.headers[header] as string, KEY)
+        const refused = yield* probing((probe) =>
+          probe.checkKey(channel(over as Partial<Domain.Channel>), "sk-wrong-key-abcdefghijklmnop")
+        )
+        assert.deepStrictEqual([refused.ok, refused.credentialsRefused], [false, true], JSON.stringify(over))
+      }
+      assert.strictEqual(fake.requests.at(-1)!.query["api-version"], "2024-10-21")
+    }))
+
+  it.live("a 403 to one model's request is not the key's; a 403 to the model list is", () =>
+    Effect.gen(function*() {
+      // The upstream refuses the model (an organisation not verified for it): the key is fine.
+      const model = yield* probing((probe) =>
+        probe.probe(channel({ models: ["gpt-5-fail-403"] }), "gpt-5-fail-403", KEY)
+      )
+      assert.deepStrictEqual([model.ok, model.status, model.credentialsRefused], [false, 403, false])
+      const key = yield* probing((probe) => probe.checkKey(channel({ models: ["gpt-5-fail-403"] })))
+      assert.isTrue(key.ok)
+      // The list itself refused with 403 (a project without access to the API): the key's problem.
+      const listRefused = yield* probing((probe) => probe.checkKey(channel({ headers: { "x-fake-fail": "403" } })))
+      assert.deepStrictEqual([listRefused.ok, listRefused.status, listRefused.credentialsRefused], [
+        false,
+        403,
+        true
+      ])
+    }))
+})

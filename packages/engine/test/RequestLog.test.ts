@@ -51,6 +51,14 @@ beforeAll(async () => {
         model_map: { "gemini-think": "gemini-thinking" }
       },
       {
+        name: "evil-gem",
+        type: "gemini",
+        base_url: fake.url,
+        api_key: "g-up-evil-5555",
+        models: ["html-model"],
+        model_map: { "html-model": "gemini-html-200" }
+      },
+      {
         name: "down-a",
         type: "openai",
         base_url: `${fake.url}/v1`,
@@ -72,7 +80,8 @@ beforeAll(async () => {
       "gpt-4o-mini": { input: 0.15, output: 0.6 },
       "o-think": { input: 1, output: 4 },
       "gemini-think": { input: 0.3, output: 2.5 },
-      flaky: { input: 1, output: 1 }
+      flaky: { input: 1, output: 1 },
+      "html-model": { input: 1, output: 1 }
     },
     users: [
       {
@@ -155,6 +164,30 @@ describe("calls refused before their hold", () => {
     }
   })
 
+  it("a model name with a control character is refused with a clear 400, and recorded with escapes only", async () => {
+    for (
+      const [name, code, position] of [
+        ["gpt-4o-mini\u0000", "U+0000", 12],
+        ["=1+1\r\nevil", "U+000D", 5],
+        ["no-such\nmodel", "U+000A", 8],
+        ["tab\tbed", "U+0009", 4]
+      ] as const
+    ) {
+      const response = await chat(KEY, ask(name))
+      assert.strictEqual(response.status, 400, JSON.stringify(name))
+      const { error } = await response.clone().json() as { error: { message: string; param: string } }
+      assert.strictEqual(error.param, "model")
+      assert.include(error.message, `contains a control character (${code} at position ${position})`)
+      // oxlint-disable-next-line no-control-regex -- control characters are what it looks for
+      assert.notMatch(error.message, /[\u0000-\u001f]/, "the message quotes the name with escapes")
+      const record = await recordOf(response)
+      assert.strictEqual(record.errorCode, "InvalidRequest")
+      // oxlint-disable-next-line no-control-regex -- control characters are what it looks for
+      assert.notMatch(record.model, /[\u0000-\u001f]/, "the record keeps no control character")
+      assert.include(record.model, "\\u{")
+    }
+  })
+
   it("a refused hold says how much it needed, and a rate limit is counted by its subject", async () => {
     const poor = await chat(POOR, ask("gpt-4o-mini", true))
     assert.strictEqual(poor.status, 429)
@@ -210,6 +243,21 @@ describe("calls that reach an upstream", () => {
       metrics.attempts.series.filter((s) => s.labels[0]!.startsWith("down-")).map((s) => [s.labels.join("|"), s.value]),
       [["down-a|unavailable", 1], ["down-b|unavailable", 1]]
     )
+  })
+
+  it("never show the caller a channel's name, in its error or its request log; admins see it in the attempts", async () => {
+    for (const stream of [false, true]) {
+      const response = await chat(KEY, ask("html-model", stream))
+      assert.strictEqual(response.status, 502)
+      const { error } = await response.clone().json() as { error: { message: string } }
+      assert.notInclude(error.message, "evil-gem")
+      assert.include(error.message, "The upstream answered")
+      const record = await recordOf(response)
+      assert.notInclude(record.errorMessage ?? "", "evil-gem", "the caller's request log")
+      assert.strictEqual(record.errorMessage, error.message)
+      assert.strictEqual(record.attemptLog[0]!.channel, "evil-gem", "the admin's view says where the call went")
+      assert.include(record.attemptLog[0]!.errorMessage ?? "", "The upstream 'evil-gem'")
+    }
   })
 
   it("keep the tokens spent reasoning, relayed (OpenAI) or translated (Gemini), streamed or not", async () => {

@@ -1,13 +1,16 @@
 /**
  * The gateway as a web handler (`toWebHandler`), against the fake upstream:
  * an OpenAI request to a Gemini channel, a Gemini `:streamGenerateContent?alt=sse`
- * request to an OpenAI channel, a bad key (401), an empty balance (429
+ * request to an OpenAI channel, Claude on Vertex AI (a service account's
+ * token, exchanged with WebCrypto's RS256) and Bedrock's Converse (signed
+ * with SigV4 over WebCrypto, its binary event stream decoded), stream and
+ * not, a bad key (401), an empty balance (429
  * `insufficient_quota`), and the embedded store's books. The same checks run
  * on the handler in this Node process, and on the handler served by Bun and
  * by Deno (the npm packages' binaries, `test/fixtures/serve.ts`).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { FakeUpstream } from "@modelgate/fake-upstream"
+import { FakeUpstream, TEST_CREDENTIALS } from "@modelgate/fake-upstream"
 import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync } from "node:fs"
@@ -17,15 +20,37 @@ import { toWebHandler, type WebHandler } from "../src/WebHandler.ts"
 const KEY = "sk-embedded-alice-0000000000000000"
 const BROKE = "sk-embedded-broke-0000000000000000"
 
-const config = (upstream: string) => ({
+const config = (upstream: string, keyFile: Record<string, string>) => ({
   routing: { probe_interval_ms: 600_000 },
   channels: [
     { name: "gemini", type: "gemini", base_url: upstream, api_key: "g", models: ["gemini-2.5-flash"] },
-    { name: "openai", type: "openai", base_url: `${upstream}/v1`, api_key: "k", models: ["gpt-4o-mini"] }
+    { name: "openai", type: "openai", base_url: `${upstream}/v1`, api_key: "k", models: ["gpt-4o-mini"] },
+    {
+      name: "vertex",
+      type: "vertex",
+      base_url: upstream,
+      project: "fake-project",
+      location: "us-east5",
+      credentials: keyFile,
+      models: ["claude-vertex"],
+      model_map: { "claude-vertex": "claude-sonnet-4-5@20250929" }
+    },
+    {
+      name: "bedrock",
+      type: "bedrock",
+      base_url: upstream,
+      region: "us-east-1",
+      access_key_id: TEST_CREDENTIALS.accessKeyId,
+      secret_access_key: TEST_CREDENTIALS.secretAccessKey,
+      models: ["nova-pro"],
+      model_map: { "nova-pro": "amazon.nova-pro-v1:0" }
+    }
   ],
   models: {
     "gemini-2.5-flash": { input: 1, output: 2 },
-    "gpt-4o-mini": { input: 1, output: 2 }
+    "gpt-4o-mini": { input: 1, output: 2 },
+    "claude-vertex": { input: 3, output: 15 },
+    "nova-pro": { input: 0.8, output: 3.2 }
   },
   users: [
     { name: "alice", balance: 10, keys: [{ name: "laptop", secret: KEY }] },
@@ -81,6 +106,50 @@ const contract = (name: string, fetchOf: () => Fetch) =>
       assert.isAbove(last.usageMetadata.totalTokenCount, 0)
     })
 
+    it("answers an Anthropic Messages call from Claude on Vertex AI, and streams it", async () => {
+      for (const stream of [false, true]) {
+        const response = await fetchOf()("/v1/messages", {
+          method: "POST",
+          headers: { "x-api-key": KEY, "anthropic-version": "2023-06-01", "content-type": "application/json" },
+          body: JSON.stringify({
+            model: "claude-vertex",
+            max_tokens: 64,
+            stream,
+            messages: [{ role: "user", content: "Hello" }]
+          })
+        })
+        const text = await response.text()
+        assert.strictEqual(response.status, 200, text)
+        if (stream) assert.include(text, "event: message_stop")
+        else assert.strictEqual((JSON.parse(text) as { model: string }).model, "claude-vertex")
+      }
+    })
+
+    it("answers an OpenAI chat call from Bedrock's Converse, signed, and streams its event stream", async () => {
+      const answer = await fetchOf()("/v1/chat/completions", {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "nova-pro", messages: [{ role: "user", content: "Hello" }] })
+      })
+      const body = await answer.json() as { choices: Array<{ message: { content: string } }> }
+      assert.strictEqual(answer.status, 200, JSON.stringify(body))
+      assert.isAbove(body.choices[0]!.message.content.length, 0)
+      const stream = await fetchOf()("/v1/chat/completions", {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          model: "nova-pro",
+          stream: true,
+          stream_options: { include_usage: true },
+          messages: [{ role: "user", content: "Tell me a story" }]
+        })
+      })
+      const text = await stream.text()
+      assert.strictEqual(stream.status, 200, text)
+      assert.include(text, "\"finish_reason\":\"stop\"")
+      assert.include(text, "data: [DONE]")
+    })
+
     it("refuses a bad key in the client's dialect: OpenAI's 401, Google's 400 API_KEY_INVALID", async () => {
       const openai = await fetchOf()("/v1/chat/completions", {
         method: "POST",
@@ -127,7 +196,7 @@ describe("the web handler", () => {
   let local: WebHandler
   beforeAll(async () => {
     upstream = await Effect.runPromise(FakeUpstream.start({ port: 0 }))
-    local = await toWebHandler(config(upstream.url))
+    local = await toWebHandler(config(upstream.url, upstream.vertexKeyFile()))
   })
   afterAll(async () => {
     await local?.dispose()
@@ -183,7 +252,11 @@ describe("the web handler", () => {
           : ["run", "--allow-net", "--allow-env", "--allow-read", "test/fixtures/serve.ts"]
         child = spawn(binary, args, {
           cwd: join(import.meta.dirname, ".."),
-          env: { ...process.env, MODELGATE_EMBED_CONFIG: JSON.stringify(config(upstream.url)), NO_COLOR: "1" },
+          env: {
+            ...process.env,
+            MODELGATE_EMBED_CONFIG: JSON.stringify(config(upstream.url, upstream.vertexKeyFile())),
+            NO_COLOR: "1"
+          },
           stdio: ["ignore", "pipe", "pipe"]
         })
         let errors = ""

@@ -35,6 +35,13 @@ export interface BedrockOptions {
   readonly apiKeys?: ReadonlyArray<string>
   /** Model ids `GET /foundation-models` lists. */
   readonly models?: ReadonlyArray<string>
+  /**
+   * Principals (access key ids; a Bedrock API key is `api-key:` and its first eight characters) that may call
+   * models but not list them: `GET /foundation-models` answers them 403
+   * `AccessDeniedException`, as AWS does an IAM identity without
+   * `bedrock:ListFoundationModels`.
+   */
+  readonly listDenied?: ReadonlyArray<string>
 }
 
 /** A test-only access key pair (not AWS's): what the fake accepts unless told otherwise. */
@@ -245,6 +252,12 @@ export const handleBedrock = async (
   if (call.path === "/foundation-models") {
     if (call.method !== "GET") {
       return sendError(res, 404, "UnknownOperationException", { message: "Unknown operation" }, headers)
+    }
+    if (options.listDenied?.includes(verdict.principal) === true) {
+      return sendError(res, 403, "AccessDeniedException", {
+        message:
+          `User: arn:aws:iam::000000000000:user/gateway is not authorized to perform: bedrock:ListFoundationModels because no identity-based policy allows the bedrock:ListFoundationModels action`
+      }, headers)
     }
     const models = options.models ?? DEFAULT_BEDROCK_MODELS
     return sendJson(

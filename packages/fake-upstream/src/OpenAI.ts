@@ -330,3 +330,40 @@ export const openaiModel = (id: string) => ({ id, object: "model", created: MODE
 
 export const openaiModelsBody = (ids: ReadonlyArray<string>): string =>
   JSON.stringify({ object: "list", data: ids.map(openaiModel) })
+
+/** Azure OpenAI's `GET /openai/models?api-version=`: the models the resource may deploy, in Azure's shape. */
+export const azureModelsBody = (ids: ReadonlyArray<string>): string =>
+  JSON.stringify({
+    data: ids.map((id) => ({
+      status: "succeeded",
+      capabilities: {
+        fine_tune: false,
+        inference: true,
+        completion: false,
+        chat_completion: !/embed/i.test(id),
+        embeddings: /embed/i.test(id)
+      },
+      lifecycle_status: "generally-available",
+      deprecation: { inference: MODEL_CREATED + 2 * 365 * 86_400 },
+      id,
+      created_at: MODEL_CREATED,
+      object: "model"
+    })),
+    object: "list"
+  })
+
+/** Azure OpenAI's `GET /openai/deployments?api-version=` (data-plane versions up to 2023-05-15): one deployment per model, named after it. */
+export const azureDeploymentsBody = (ids: ReadonlyArray<string>): string =>
+  JSON.stringify({
+    data: ids.map((id) => ({
+      scale_settings: { scale_type: "standard" },
+      model: id,
+      owner: "organization-owner",
+      id,
+      status: "succeeded",
+      created_at: MODEL_CREATED,
+      updated_at: MODEL_CREATED,
+      object: "deployment"
+    })),
+    object: "list"
+  })

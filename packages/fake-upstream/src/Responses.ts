@@ -141,7 +141,7 @@ const reasoningOf = (
 
 const usage = (prompt: number, completion: number, cached: number, reasoning: number) => ({
   input_tokens: prompt,
-  input_tokens_details: { cached_tokens: cached },
+  input_tokens_details: { cached_tokens: cached, cache_write_tokens: 0 },
   output_tokens: completion,
   output_tokens_details: { reasoning_tokens: reasoning },
   total_tokens: prompt + completion
@@ -244,7 +244,8 @@ const streamPlan = (
   let sequence = 0
   const event = (type: string, fields: Record<string, unknown>): string =>
     `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...fields })}\n\n`
-  const shell = { ...base, status: "in_progress", output: [], usage: null }
+  // As the published schema has it: no usage until the end (an object or no field, never null).
+  const shell = { ...base, status: "in_progress", output: [] }
   let head = event("response.created", { response: shell }) + event("response.in_progress", { response: shell })
   let index = 0
   if (reasoning !== undefined) {

@@ -41,7 +41,14 @@ import {
   geminiStream
 } from "./Gemini.ts"
 import { echoHeaders, sendNotAnAnswer } from "./Misbehaviour.ts"
-import { openaiChat, openaiEmbeddings, openaiModel, openaiModelsBody } from "./OpenAI.ts"
+import {
+  azureDeploymentsBody,
+  azureModelsBody,
+  openaiChat,
+  openaiEmbeddings,
+  openaiModel,
+  openaiModelsBody
+} from "./OpenAI.ts"
 import { responses } from "./Responses.ts"
 import { type CutMode, type NotAnAnswer, resolveScenario, type ScenarioDefaults } from "./Scenario.ts"
 import { handlePublisher, handleToken, isVertexPath, TOKEN_PATH, type VertexOptions, VertexState } from "./Vertex.ts"
@@ -339,6 +346,16 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
         body: id === undefined ? openaiModels : JSON.stringify(openaiModel(id))
       }
     }
+    // Azure OpenAI's lists: the resource's models, and its deployments (older API versions).
+    if (path === "/openai/models" || path === "/openai/deployments") {
+      return get
+        ? {
+          kind: "static",
+          dialect: "azure",
+          body: path === "/openai/models" ? azureModelsBody(models.openai) : azureDeploymentsBody(models.openai)
+        }
+        : { kind: "notFound", dialect: "azure" }
+    }
     if (path.startsWith("/openai/deployments/")) {
       const slash = path.indexOf("/", 20)
       if (slash > 20 && post) {
@@ -405,6 +422,10 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
       ? {}
       : { "x-request-id": requestId }
     if (r.kind === "notFound") return sendError(res, notFound(r.dialect, method, path, requestId), idHeaders)
+    // Azure OpenAI answers nothing without an api-version (its 404 says so).
+    if (r.dialect === "azure" && (query["api-version"] ?? "") === "") {
+      return sendError(res, notFound("azure", method, path, requestId), idHeaders)
+    }
 
     const scenario = resolveScenario(
       model,

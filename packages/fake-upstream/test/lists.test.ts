@@ -37,6 +37,34 @@ describe("model lists", () => {
     return { seen, pages }
   }
 
+  it("answers Azure OpenAI's resource models and deployments in Azure's shape, with api-key and api-version only", async () => {
+    const models = await fetch(`${server.url}/openai/models?api-version=2024-10-21`, { headers: { "api-key": KEY } })
+    assert.strictEqual(models.status, 200)
+    const listed = await models.json() as { object: string; data: Array<Record<string, any>> }
+    assert.strictEqual(listed.object, "list")
+    assert.deepStrictEqual(listed.data.map((m) => m["id"]), many)
+    assert.deepStrictEqual(Object.keys(listed.data[0]!).sort(), [
+      "capabilities",
+      "created_at",
+      "deprecation",
+      "id",
+      "lifecycle_status",
+      "object",
+      "status"
+    ])
+    assert.strictEqual(listed.data[0]!["capabilities"].chat_completion, true)
+    const deployments = await fetch(`${server.url}/openai/deployments?api-version=2022-12-01`, {
+      headers: { "api-key": KEY }
+    })
+    const body = await deployments.json() as { data: Array<Record<string, any>> }
+    assert.deepStrictEqual([body.data[0]!["object"], body.data[0]!["model"]], ["deployment", many[0]])
+    assert.strictEqual((await fetch(`${server.url}/openai/models`, { headers: { "api-key": KEY } })).status, 404)
+    assert.strictEqual(
+      (await fetch(`${server.url}/openai/models?api-version=2024-10-21`, { headers: { "api-key": "wrong" } })).status,
+      401
+    )
+  })
+
   it("pages Gemini's list with pageSize and pageToken", async () => {
     const base = `${server.url}/v1beta/models`
     const { seen, pages } = await all(

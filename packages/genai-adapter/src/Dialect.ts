@@ -118,6 +118,7 @@ class ChatCall implements Core.ChatCall {
   readonly maxOutputTokens: number | undefined
   readonly choices: number
   readonly mediaParts: number
+  readonly media: Tokens.MediaCounts
   /** Server-sent events (`alt=sse`) rather than a streamed JSON array. */
   readonly sse: boolean
   readonly streamContentType: string
@@ -134,6 +135,7 @@ class ChatCall implements Core.ChatCall {
     this.maxOutputTokens = inspection.maxOutputTokens
     this.choices = inspection.candidateCount
     this.mediaParts = inspection.mediaParts
+    this.media = inspection.media
     this.sse = hints.sse ?? true
     this.streamContentType = this.sse ? Framing.SSE_CONTENT_TYPE : Framing.ARRAY_CONTENT_TYPE
   }

@@ -148,15 +148,23 @@ const withRetryHint = (message: string, seconds: number): string =>
 const API_KEY_METADATA = { service: "generativelanguage.googleapis.com" }
 
 /**
- * The `quotaId` of each spending cap: it names the cap, and contains `PerDay`
- * or `Daily` so that gemini-cli treats the refusal as terminal (a monthly or
- * lifetime cap does not reset within the day either).
+ * The `quotaId` of each spending cap: it names the cap, and never contains
+ * `PerDay` or `Daily`, which gemini-cli replaces with its own words ("You have
+ * exhausted your daily quota on this model"), so the gateway's message (the
+ * balance, the amount needed, which key) would never show.
  */
 const spendingCapQuotaId: Readonly<Record<GatewayError.SpendingCapReached["cap"], string>> = {
-  daily: "SpendingCapPerDay",
-  monthly: "SpendingCapPerMonth-NoDailyReset",
-  quota: "SpendingCapLifetime-NoDailyReset"
+  daily: "SpendingCapDayBudget",
+  monthly: "SpendingCapMonthBudget",
+  quota: "SpendingCapLifetime"
 }
+
+/**
+ * The ErrorInfo reason that makes gemini-cli stop at once and show the
+ * message as it is (a terminal quota error: no retries, no words of its
+ * own). The gateway's own reason goes in its metadata (`reason`).
+ */
+const TERMINAL_REASON = "INSUFFICIENT_G1_CREDITS_BALANCE"
 
 const spendingCapDescription: Readonly<Record<GatewayError.SpendingCapReached["cap"], string>> = {
   daily: "The daily budget of this API key is spent; retrying will not help until it is raised or the UTC day ends.",
@@ -180,7 +188,7 @@ const spendingCapDescription: Readonly<Record<GatewayError.SpendingCapReached["c
  * | ModelNotFound | 404 | NOT_FOUND | |
  * | ModelNotAllowed, ModelNotInGroup, ModelUnpriced, Forbidden | 403 | PERMISSION_DENIED | ErrorInfo `MODEL_NOT_ALLOWED`, `MODEL_NOT_IN_GROUP`, `MODEL_UNPRICED`, `FORBIDDEN` |
  * | RequestTooLarge | 400 | INVALID_ARGUMENT | (Google answers an oversized payload with 400, not 413) |
- * | InsufficientBalance, SpendingCapReached | 429 | RESOURCE_EXHAUSTED | ErrorInfo `INSUFFICIENT_BALANCE` / `SPENDING_CAP_REACHED` + QuotaFailure; no RetryInfo |
+ * | InsufficientBalance, SpendingCapReached | 429 | RESOURCE_EXHAUSTED | ErrorInfo `INSUFFICIENT_G1_CREDITS_BALANCE` (metadata `reason`: `INSUFFICIENT_BALANCE` / `SPENDING_CAP_REACHED`) + QuotaFailure; no RetryInfo |
  * | RateLimited | 429 | RESOURCE_EXHAUSTED | RetryInfo + `retry-after` header + "Please retry in Ns." |
  * | UpstreamUnavailable | 503 if the upstream said 503, else 502 | UNAVAILABLE | |
  * | UpstreamTimeout | 504 | DEADLINE_EXCEEDED | |
@@ -193,11 +201,13 @@ const spendingCapDescription: Readonly<Record<GatewayError.SpendingCapReached["c
  * | DatabaseUnavailable | 503 | UNAVAILABLE | RetryInfo + `retry-after` header + "Please retry in Ns." |
  *
  * Balance and spending-cap refusals are terminal: retrying will not help, so
- * they carry no RetryInfo, and their QuotaFailure `quotaId` contains `PerDay`
- * or `Daily` on purpose, which is what makes gemini-cli stop retrying
- * (wire-formats §3.5). A spending cap's `quotaId` names the cap:
- * `SpendingCapPerDay` (daily budget), `SpendingCapPerMonth-NoDailyReset`
- * (monthly budget), `SpendingCapLifetime-NoDailyReset` (lifetime quota).
+ * they carry no RetryInfo, and their ErrorInfo reason is
+ * `INSUFFICIENT_G1_CREDITS_BALANCE` (the gateway's own, `INSUFFICIENT_BALANCE`
+ * or `SPENDING_CAP_REACHED`, in its metadata), which gemini-cli treats as
+ * terminal while showing the message as it is. Their QuotaFailure `quotaId`
+ * never contains `PerDay` or `Daily` (gemini-cli replaces those with "You
+ * have exhausted your daily quota"): `BalanceExhausted`, and for a spending
+ * cap `SpendingCapDayBudget`, `SpendingCapMonthBudget`, `SpendingCapLifetime`.
  *
  * @example
  * ```ts
@@ -247,10 +257,10 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
     case "InsufficientBalance":
       return make(429, error.message, {
         details: [
-          errorInfo("INSUFFICIENT_BALANCE"),
+          errorInfo(TERMINAL_REASON, DOMAIN, { reason: "INSUFFICIENT_BALANCE" }),
           quotaFailure(
             "modelgate/balance",
-            "BalanceExhausted-PerDay",
+            "BalanceExhausted",
             "The balance is exhausted; retrying will not help until it is topped up."
           )
         ]
@@ -258,7 +268,7 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
     case "SpendingCapReached":
       return make(429, error.message, {
         details: [
-          errorInfo("SPENDING_CAP_REACHED", DOMAIN, { cap: error.cap }),
+          errorInfo(TERMINAL_REASON, DOMAIN, { reason: "SPENDING_CAP_REACHED", cap: error.cap }),
           quotaFailure(
             `modelgate/spending_cap_${error.cap}`,
             spendingCapQuotaId[error.cap],

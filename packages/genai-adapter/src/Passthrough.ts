@@ -19,7 +19,7 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { type GatewayError, Issues, JsonDepth, JsonScan, Sse } from "@modelgate/core"
+import { type GatewayError, Issues, JsonDepth, JsonScan, Sse, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result } from "effect"
 import { readUsage } from "./Response.ts"
 
@@ -39,6 +39,12 @@ export interface Inspection {
    * in the body do not bound (a file by URI is a short string).
    */
   readonly mediaParts: number
+  /**
+   * The same parts by kind, for the hold, by their `mimeType` (`image/*`,
+   * `video/*`, `audio/*`, a PDF a document; anything else, or none said, a
+   * file: `Tokens.mediaKindOf`).
+   */
+  readonly media: Tokens.MediaCounts
   /** Whether the structure of the whole body was checked; large bodies are checked only when refused (`checkStructure`). */
   readonly checked: boolean
 }
@@ -52,16 +58,35 @@ export interface Inspection {
  */
 export const EAGER_CHECK_BYTES = 16 * 1024
 
-const isMediaPart = (part: unknown): boolean =>
-  Predicate.isObject(part) &&
-  (part.inlineData !== undefined || part.inline_data !== undefined || part.fileData !== undefined ||
-    part.file_data !== undefined)
+/** A part's media (`inlineData` or `fileData`, either spelling), if it carries or points to some. */
+const mediaOf = (part: unknown): unknown =>
+  Predicate.isObject(part)
+    ? part.inlineData ?? part.inline_data ?? part.fileData ?? part.file_data
+    : undefined
 
-const countMedia = (parts: ReadonlyArray<unknown>): number => {
-  let media = 0
-  for (const part of parts) if (isMediaPart(part)) media++
-  return media
+/** Counts the media parts, by kind, in `media`; returns how many. */
+const countMedia = (parts: ReadonlyArray<unknown>, media: Tokens.MediaCounts): number => {
+  let count = 0
+  for (const part of parts) {
+    const data = mediaOf(part)
+    if (data === undefined) continue
+    count++
+    const mime = Predicate.isObject(data) ? data.mimeType ?? data.mime_type : undefined
+    Tokens.countMedia(media, Tokens.mediaKindOf(Predicate.isString(mime) ? mime : undefined))
+  }
+  return count
 }
+
+/**
+ * The field a key names: Gemini (proto JSON) takes a field in lowerCamelCase
+ * or in snake_case (`generationConfig` or `generation_config`), so a body
+ * that sets both sets one field twice (`JsonScan.duplicateKey`), and a
+ * reader would take one and the upstream possibly the other.
+ *
+ * @category inspection
+ */
+export const sameField = (key: string): string =>
+  key.includes("_") ? key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()) : key
 
 const MEDIA_KEYS = ["inlineData", "inline_data", "fileData", "file_data"]
 
@@ -70,8 +95,11 @@ const fail = (param: string, message: string): Result.Result<never, GatewayError
 
 const notJson = (): Result.Result<never, GatewayError.InvalidRequest> => fail("", "The request body is not valid JSON.")
 
-/** The structure of `contents`, as the eager path and `checkStructure` check it, with the media parts counted. */
-const checkContents = (body: Readonly<Record<string, unknown>>): Result.Result<number, GatewayError.InvalidRequest> => {
+/** The structure of `contents`, as the eager path and `checkStructure` check it, with the media parts counted (by kind, in `media`). */
+const checkContents = (
+  body: Readonly<Record<string, unknown>>,
+  media: Tokens.MediaCounts = {}
+): Result.Result<number, GatewayError.InvalidRequest> => {
   const contents = body.contents
   if (contents === undefined) return fail("contents", "'contents' is required.")
   if (!Array.isArray(contents)) return fail("contents", "'contents' must be an array of turns.")
@@ -83,10 +111,10 @@ const checkContents = (body: Readonly<Record<string, unknown>>): Result.Result<n
     if (!Array.isArray(content.parts)) {
       return fail(`contents[${i}].parts`, `'contents[${i}].parts' must be an array of parts.`)
     }
-    mediaParts += countMedia(content.parts)
+    mediaParts += countMedia(content.parts, media)
   }
   const system = body.systemInstruction ?? body.system_instruction
-  if (Predicate.isObject(system) && Array.isArray(system.parts)) mediaParts += countMedia(system.parts)
+  if (Predicate.isObject(system) && Array.isArray(system.parts)) mediaParts += countMedia(system.parts, media)
   return Result.succeed(mediaParts)
 }
 
@@ -105,6 +133,9 @@ export const inspectBodyResult = (
   const bytes = typeof text === "string" ? JsonScan.encode(text) : text
   const eager = bytes.length <= EAGER_CHECK_BYTES
   let scannedMedia = 0
+  // The kinds said by the `mimeType` keys met in the scan; parts that said none are files.
+  const scannedKinds: { -readonly [K in keyof Tokens.MediaCounts]: Tokens.MediaCounts[K] } = {}
+  let kindsSaid = 0
   const media: JsonScan.StringVisitor = (b, start, end) => {
     for (const key of MEDIA_KEYS) {
       if (JsonScan.stringIs(b, start, end, key)) {
@@ -114,6 +145,12 @@ export const inspectBodyResult = (
         if (b[i] === 0x3a) scannedMedia++
         return
       }
+    }
+    if (JsonScan.stringIs(b, start, end, "mimeType") || JsonScan.stringIs(b, start, end, "mime_type")) {
+      const value = JsonScan.stringValueAfter(b, end)
+      if (value === undefined) return
+      kindsSaid++
+      Tokens.countMedia(scannedKinds, Tokens.mediaKindOf(JsonScan.decode(b.subarray(value.start + 1, value.end - 1))))
     }
   }
   const scanned = JsonScan.topLevel(
@@ -131,10 +168,14 @@ export const inspectBodyResult = (
     return fail("", "The request body must be a JSON object.")
   }
   const fields = scanned.success
+  const twice = JsonScan.duplicateKey(fields, sameField)
+  if (twice !== undefined) return Result.fail(Issues.duplicateKey(twice))
   let parsed: Readonly<Record<string, unknown>> | undefined
   const json = (): Readonly<Record<string, unknown>> =>
     parsed ??= JSON.parse(JsonScan.decode(bytes)) as Readonly<Record<string, unknown>>
   let mediaParts = scannedMedia
+  let mediaKinds: Tokens.MediaCounts = scannedKinds
+  if (!eager && scannedMedia > kindsSaid) scannedKinds.file = (scannedKinds.file ?? 0) + scannedMedia - kindsSaid
   if (eager) {
     let body: Readonly<Record<string, unknown>>
     try {
@@ -142,7 +183,8 @@ export const inspectBodyResult = (
     } catch {
       return notJson()
     }
-    const checked = checkContents(body)
+    mediaKinds = {}
+    const checked = checkContents(body, mediaKinds)
     if (Result.isFailure(checked)) return Result.fail(checked.failure)
     mediaParts = checked.success
   } else {
@@ -166,21 +208,40 @@ export const inspectBodyResult = (
     },
     ...extra,
     mediaParts,
+    media: mediaKinds,
     checked: eager
   })
   if (config === undefined) return Result.succeed(inspection({ candidateCount: 1 }))
   if (!Predicate.isObject(config)) return fail("generationConfig", "'generationConfig' must be an object.")
-  const candidates = config.candidateCount ?? config.candidate_count
-  if (candidates !== undefined && (typeof candidates !== "number" || !Number.isInteger(candidates) || candidates < 1)) {
-    return fail("generationConfig.candidateCount", "'generationConfig.candidateCount' must be a positive integer.")
+  const candidates = sizing(config, "candidateCount", "candidate_count")
+  if (Result.isFailure(candidates)) return Result.fail(candidates.failure)
+  const candidateCount = candidates.success ?? 1
+  const max = sizing(config, "maxOutputTokens", "max_output_tokens")
+  if (Result.isFailure(max)) return Result.fail(max.failure)
+  if (max.success === undefined) return Result.succeed(inspection({ candidateCount }))
+  return Result.succeed(inspection({ maxOutputTokens: max.success, candidateCount }))
+}
+
+/**
+ * A `generationConfig` field that sizes the hold (`candidateCount`,
+ * `maxOutputTokens`): a positive integer when present, in either spelling but
+ * not both (a reader would take one and the upstream possibly the other).
+ */
+const sizing = (
+  config: Readonly<Record<string, unknown>>,
+  camel: string,
+  snake: string
+): Result.Result<number | undefined, GatewayError.InvalidRequest> => {
+  const param = `generationConfig.${camel}`
+  if (config[camel] !== undefined && config[snake] !== undefined) {
+    return fail(param, `'generationConfig' sets '${camel}' twice (as '${camel}' and '${snake}'): send it once.`)
   }
-  const candidateCount = typeof candidates === "number" ? candidates : 1
-  const max = config.maxOutputTokens ?? config.max_output_tokens
-  if (max === undefined) return Result.succeed(inspection({ candidateCount }))
-  if (typeof max !== "number" || !Number.isInteger(max) || max < 1) {
-    return fail("generationConfig.maxOutputTokens", "'generationConfig.maxOutputTokens' must be a positive integer.")
+  const value = config[camel] ?? config[snake]
+  if (value === undefined) return Result.succeed(undefined)
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
+    return fail(param, `'${param}' must be a positive integer.`)
   }
-  return Result.succeed(inspection({ maxOutputTokens: max, candidateCount }))
+  return Result.succeed(value)
 }
 
 /**

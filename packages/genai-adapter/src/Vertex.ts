@@ -23,8 +23,16 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, GatewayError, Tokens, UpstreamErrors } from "@modelgate/core"
+import {
+  type Canonical,
+  type Dialect as Core,
+  type Domain,
+  GatewayError,
+  Tokens,
+  UpstreamErrors
+} from "@modelgate/core"
 import { Effect, Predicate } from "effect"
+import * as Dialect from "./Dialect.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 
 /** What locates a Vertex channel's models. @category models */
@@ -150,4 +158,43 @@ export const classify = (
     )
   }
   return ErrorEnvelope.classifyUpstreamError(status, error, responseHeaders)
+}
+
+/**
+ * Where a Vertex channel is served (`Channel.cloud`), as `VertexTarget`.
+ *
+ * @category urls
+ */
+export const targetOf = (channel: Domain.Channel): VertexTarget => ({
+  baseUrl: channel.baseUrl,
+  project: channel.cloud?.project ?? "",
+  location: channel.cloud?.location ?? ""
+})
+
+/**
+ * Gemini on a Vertex AI channel, as the engine speaks to it: this package's
+ * Gemini upstream with Vertex's paths, its errors, `:countTokens`, and its
+ * embeddings through `:predict` (translated, never a client's
+ * `embedContent` body relayed). `headers` carries no credentials: the engine
+ * adds the channel's access token to each request (`Authorization: Bearer`).
+ * Vertex lists no publisher models a key could fetch, so there is no list.
+ *
+ * @category dialect
+ */
+export const upstream: Core.UpstreamDialect = {
+  ...Dialect.upstream,
+  chatUrl: (channel, upstreamModel, stream) => chatUrl(targetOf(channel), upstreamModel, stream),
+  headers: (channel) => ({ "content-type": "application/json", ...channel.headers }),
+  classify: (status, body, responseHeaders) => classify(status, body, responseHeaders),
+  countTokens: {
+    url: (channel, upstreamModel) => countTokensUrl(targetOf(channel), upstreamModel),
+    isCount: Dialect.upstream.countTokens!.isCount
+  },
+  embeddings: {
+    translateOnly: true,
+    url: (channel, upstreamModel) => embeddingsUrl(targetOf(channel), upstreamModel),
+    encode: (request) => Effect.succeed(encodeEmbeddings(request)),
+    decode: decodeEmbeddings
+  },
+  listModels: undefined
 }

@@ -70,23 +70,33 @@ const table: ReadonlyArray<
     metadata: { limitBytes: "1024" }
   }]],
   [new GatewayError.InsufficientBalance({ message: "Broke." }), 429, "RESOURCE_EXHAUSTED", {}, [
-    { "@type": `${rpc}ErrorInfo`, reason: "INSUFFICIENT_BALANCE", domain: "modelgate" },
+    {
+      "@type": `${rpc}ErrorInfo`,
+      reason: "INSUFFICIENT_G1_CREDITS_BALANCE",
+      domain: "modelgate",
+      metadata: { reason: "INSUFFICIENT_BALANCE" }
+    },
     {
       "@type": `${rpc}QuotaFailure`,
       violations: [{
         quotaMetric: "modelgate/balance",
-        quotaId: "BalanceExhausted-PerDay",
+        quotaId: "BalanceExhausted",
         description: "The balance is exhausted; retrying will not help until it is topped up."
       }]
     }
   ]],
   [new GatewayError.SpendingCapReached({ message: "Cap.", cap: "daily" }), 429, "RESOURCE_EXHAUSTED", {}, [
-    { "@type": `${rpc}ErrorInfo`, reason: "SPENDING_CAP_REACHED", domain: "modelgate", metadata: { cap: "daily" } },
+    {
+      "@type": `${rpc}ErrorInfo`,
+      reason: "INSUFFICIENT_G1_CREDITS_BALANCE",
+      domain: "modelgate",
+      metadata: { reason: "SPENDING_CAP_REACHED", cap: "daily" }
+    },
     {
       "@type": `${rpc}QuotaFailure`,
       violations: [{
         quotaMetric: "modelgate/spending_cap_daily",
-        quotaId: "SpendingCapPerDay",
+        quotaId: "SpendingCapDayBudget",
         description:
           "The daily budget of this API key is spent; retrying will not help until it is raised or the UTC day ends."
       }]
@@ -149,7 +159,7 @@ describe("ErrorEnvelope.toResponse", () => {
     assert.strictEqual(response.body.error.message, "Slow down. Please retry in 12s.")
   })
 
-  it("terminal quota errors carry no RetryInfo and no retry-after, and a quotaId gemini-cli takes as terminal", () => {
+  it("terminal quota errors carry no RetryInfo and no retry-after, a reason gemini-cli takes as terminal, and no quotaId it rewrites", () => {
     const errors = [
       new GatewayError.InsufficientBalance({ message: "x" }),
       new GatewayError.SpendingCapReached({ message: "x", cap: "daily" }),
@@ -163,8 +173,11 @@ describe("ErrorEnvelope.toResponse", () => {
       const quotaIds = (response.body.error.details ?? []).flatMap((d) =>
         "violations" in d ? (d.violations as ReadonlyArray<{ quotaId: string }>).map((v) => v.quotaId) : []
       )
-      // gemini-cli stops retrying a 429 whose QuotaFailure quotaId contains PerDay or Daily
-      assert.isTrue(quotaIds.some((id) => id.includes("PerDay") || id.includes("Daily")), quotaIds.join())
+      // gemini-cli replaces the message of a 429 whose quotaId contains PerDay or Daily with its own words
+      assert.isFalse(quotaIds.some((id) => id.includes("PerDay") || id.includes("Daily")), quotaIds.join())
+      // and stops at once, showing the message as it is, on this ErrorInfo reason (the first ErrorInfo)
+      const info = (response.body.error.details ?? []).find((d) => "reason" in d) as { reason: string }
+      assert.strictEqual(info.reason, "INSUFFICIENT_G1_CREDITS_BALANCE")
     }
   })
 
@@ -177,10 +190,10 @@ describe("ErrorEnvelope.toResponse", () => {
       })
         .violations[0]!
     }
-    assert.deepStrictEqual(violation("daily").quotaId, "SpendingCapPerDay")
-    assert.deepStrictEqual(violation("monthly").quotaId, "SpendingCapPerMonth-NoDailyReset")
+    assert.deepStrictEqual(violation("daily").quotaId, "SpendingCapDayBudget")
+    assert.deepStrictEqual(violation("monthly").quotaId, "SpendingCapMonthBudget")
     assert.include(violation("monthly").description, "monthly budget")
-    assert.deepStrictEqual(violation("quota").quotaId, "SpendingCapLifetime-NoDailyReset")
+    assert.deepStrictEqual(violation("quota").quotaId, "SpendingCapLifetime")
     assert.include(violation("quota").description, "lifetime spending cap")
     assert.strictEqual(violation("quota").quotaMetric, "modelgate/spending_cap_quota")
   })

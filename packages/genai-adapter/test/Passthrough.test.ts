@@ -139,6 +139,28 @@ describe("Passthrough.inspectBody: large bodies", () => {
           "positive integer"
         ],
         [large([], { contents: { a: "x".repeat(Passthrough.EAGER_CHECK_BYTES) } }), "contents", "must be an array"],
+        [
+          large([], { generationConfig: { maxOutputTokens: "100000" } }),
+          "generationConfig.maxOutputTokens",
+          "positive integer"
+        ],
+        [
+          large([], { generationConfig: { maxOutputTokens: 1, max_output_tokens: 100000 } }),
+          "generationConfig.maxOutputTokens",
+          "twice"
+        ],
+        [
+          large([], { generationConfig: { candidate_count: "8" } }),
+          "generationConfig.candidateCount",
+          "positive integer"
+        ],
+        [
+          large([], { generationConfig: { maxOutputTokens: 1 } }).slice(0, -1) +
+          ",\"generation_config\":{\"maxOutputTokens\":100000}}",
+          "generation_config",
+          "more than once"
+        ],
+        [large().slice(0, -1) + ",\"contents\":[]}", "contents", "more than once"],
         [large().slice(0, -2), undefined, "not valid JSON"]
       ]
       for (const [text, param, fragment] of cases) {
@@ -264,4 +286,23 @@ describe("Passthrough.renameModelVersion", () => {
       modelVersion: "pub"
     }])
   })
+})
+
+describe("Passthrough.inspectBody: media by kind", () => {
+  it.effect("counts each media part by its mimeType, in a small body and a large one alike", () =>
+    Effect.gen(function*() {
+      const parts = [
+        { inlineData: { mimeType: "image/png", data: "iVBORw0KGgo=" } },
+        { fileData: { mimeType: "video/mp4", fileUri: "https://x/v.mp4" } },
+        { file_data: { mime_type: "audio/wav", file_uri: "gs://b/a.wav" } },
+        { fileData: { mimeType: "application/pdf", fileUri: "https://x/a.pdf" } },
+        { fileData: { fileUri: "https://x/unknown" } }
+      ]
+      const history = Array.from({ length: 40 }, (_, i) => ({ role: "user", parts: [{ text: "x".repeat(600) + i }] }))
+      for (const contents of [[{ role: "user", parts }], [...history, { role: "user", parts }]]) {
+        const inspected = yield* Passthrough.inspectBody(JSON.stringify({ contents }))
+        assert.strictEqual(inspected.mediaParts, 5)
+        assert.deepStrictEqual(inspected.media, { image: 1, video: 1, audio: 1, document: 1, file: 1 })
+      }
+    }))
 })

@@ -90,7 +90,7 @@ const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string 
 
 /** The store alone (no server), for the admin commands. */
 const storeLayer = (settings: Settings) => {
-  const database = Database.layer(settings.database)
+  const database = Database.layer(settings.database, { statementTimeoutMs: settings.databaseStatementTimeoutMs })
   const migrated = Layer.effectDiscard(Migrations.migrate).pipe(Layer.provideMerge(database))
   const secrets = Secrets.layer(
     settings.secret !== null ? { secret: settings.secret } : { keyFile: settings.secretFile }

@@ -34,7 +34,8 @@ export class Extensions extends Context.Service<Extensions, {
   readonly metrics:
     | ((request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>)
     | undefined
-  readonly ready: Effect.Effect<boolean>
+  /** Null when ready, else why not. */
+  readonly ready: Effect.Effect<string | null>
 }>()("modelgate/node-http/Extensions") {}
 
 /** Whether the server is shutting down (see `Draining.ts`). @category services */
@@ -69,11 +70,10 @@ const host = (route: Routes.HostRoute, request: HttpServerRequest.HttpServerRequ
           })
         }
         const extensions = yield* Extensions
-        return (yield* extensions.ready)
+        const reason = yield* extensions.ready
+        return reason === null
           ? HttpServerResponse.jsonUnsafe({ status: "ready" })
-          : HttpServerResponse.jsonUnsafe({ status: "not ready", reason: "the database is not reachable" }, {
-            status: 503
-          })
+          : HttpServerResponse.jsonUnsafe({ status: "not ready", reason }, { status: 503 })
       }
       case "Metrics": {
         const extensions = yield* Extensions

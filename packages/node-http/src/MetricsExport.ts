@@ -152,7 +152,8 @@ const make = (token: Redacted.Redacted<string>, calls: CallMetrics) =>
       histogram(calls.duration),
       histogram(calls.ttfb),
       histogram(writer.metrics.flushSeconds),
-      counter(writer.metrics.flushFailures)
+      counter(writer.metrics.flushFailures),
+      counter(writer.metrics.journalFailures)
     ]
     // Tracing's export, when it is on: spans the collector took, and those dropped (queue full, export failed).
     const tracing = yield* Telemetry.Current
@@ -165,6 +166,23 @@ const make = (token: Redacted.Redacted<string>, calls: CallMetrics) =>
       name: "modelgate_usage_queue_depth",
       help:
         "Usage records, charges and lease releases queued by the usage writer and not yet in the database (journaled ones included).",
+      registers: [registry]
+    })
+    const memoryEntries = new Prometheus.Gauge({
+      name: "modelgate_usage_memory_entries",
+      help:
+        "Usage records, charges and lease releases held in memory only: neither in the database nor in the journal.",
+      registers: [registry]
+    })
+    const journalFailing = new Prometheus.Gauge({
+      name: "modelgate_usage_journal_failing",
+      help: "1 while the usage journal cannot be written (a full, read-only or failing disk), else 0.",
+      registers: [registry]
+    })
+    const admitting = new Prometheus.Gauge({
+      name: "modelgate_usage_admitting",
+      help:
+        "0 while priced calls are refused because usage records can be written neither to the database nor to the journal and memory is nearly full, else 1.",
       registers: [registry]
     })
     const breakerOpen = new Prometheus.Gauge({
@@ -181,6 +199,10 @@ const make = (token: Redacted.Redacted<string>, calls: CallMetrics) =>
     })
     const refresh = Effect.gen(function*() {
       queue.set(yield* writer.pending)
+      const state = yield* writer.state
+      memoryEntries.set(state.memoryEntries)
+      journalFailing.set(state.journalFailing ? 1 : 0)
+      admitting.set(state.admitting ? 1 : 0)
       breakerOpen.reset()
       keys.reset()
       for (const channel of (yield* catalog.current).channels) {

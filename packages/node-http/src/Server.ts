@@ -51,7 +51,7 @@ import * as UndiciTransport from "./UndiciTransport.ts"
 
 /** Everything below the HTTP layer: database, migrations, provisioning, repositories, caches and ports. @category layers */
 export const services = (settings: Settings, file: ConfigFile) => {
-  const database = Database.layer(settings.database)
+  const database = Database.layer(settings.database, { statementTimeoutMs: settings.databaseStatementTimeoutMs })
   const secrets = Secrets.layer(
     settings.secret !== null ? { secret: settings.secret } : { keyFile: settings.secretFile }
   )
@@ -77,7 +77,9 @@ export const services = (settings: Settings, file: ConfigFile) => {
     maxBatch: settings.usageMaxBatch,
     // What the database cannot take (an outage, a shutdown during one) is kept on disk, never lost.
     journal: { dir: settings.usageJournalDir, name: settings.nodeId },
-    shutdownRetryMs: settings.shutdownGraceSeconds * 1000
+    shutdownRetryMs: settings.usageShutdownFlushSeconds * 1000,
+    flushTimeoutMs: settings.usageFlushTimeoutMs,
+    maxMemoryEntries: settings.usageMaxMemoryEntries
   })
   const purses = Purses.layer({
     nodeId: settings.nodeId,
@@ -219,13 +221,18 @@ export const sweeper = (
  */
 export const extensions = (
   settings: Settings
-): Layer.Layer<Gateway.Extensions, never, AdminApi.Requirements | MetricsExport | EngineGateway.Requirements> =>
+): Layer.Layer<
+  Gateway.Extensions,
+  never,
+  AdminApi.Requirements | MetricsExport | EngineGateway.Requirements | UsageWriter.UsageWriter
+> =>
   Layer.effect(
     Gateway.Extensions,
     Effect.gen(function*() {
       const admin = yield* AdminApi.AdminApi
       const sql = yield* SqlClient.SqlClient
       const metrics = yield* MetricsExport
+      const writer = yield* UsageWriter.UsageWriter
       const config = {
         publicUrl: settings.publicUrl ?? undefined,
         sessionTtlMs: SESSION_TTL_MS,
@@ -242,11 +249,16 @@ export const extensions = (
           ),
         console: settings.consoleDir === null ? undefined : ConsoleFiles.make(settings.consoleDir),
         metrics: metrics.handle,
-        ready: sql`SELECT 1`.pipe(
-          Effect.timeout(Duration.seconds(2)),
-          Effect.as(true),
-          Effect.orElseSucceed(() => false)
-        )
+        ready: Effect.flatMap(writer.state, (state) =>
+          !state.admitting
+            ? Effect.succeed(
+              "usage records can be written neither to the database nor to the journal; priced calls are refused"
+            )
+            : sql`SELECT 1`.pipe(
+              Effect.timeout(Duration.seconds(2)),
+              Effect.as(null),
+              Effect.orElseSucceed(() => "the database is not reachable")
+            ))
       })
     })
   ).pipe(Layer.provide(AdminApi.AdminApi.layer({ sessionTtlMs: SESSION_TTL_MS })))
@@ -294,15 +306,22 @@ const draining = Layer.effectContext(
  * server keeps accepting and serving calls, so a load balancer that polls
  * `/readyz` takes it out of rotation before the listener closes. Then the
  * listener closes and in-flight calls drain for up to `shutdown_grace_seconds`.
+ * A database connection that does not answer is cut after
+ * `Database.SHUTDOWN_NO_ANSWER_MS` from the start of the shutdown on.
  *
  * @category layers
  */
-export const drainOnShutdown = (settings: Settings): Layer.Layer<never, never, ShutdownState> =>
+export const drainOnShutdown = (
+  settings: Settings
+): Layer.Layer<never, never, ShutdownState | Database.Bounds> =>
   Layer.effectDiscard(Effect.gen(function*() {
     const flag = yield* ShutdownState
+    const bounds = yield* Database.Bounds
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         yield* Ref.set(flag, true)
+        // From now on no step of the shutdown waits on a silent database for more than a second.
+        yield* bounds.closing
         yield* Effect.logInfo("shutting down: /readyz answers 503; in-flight calls may finish").pipe(
           Effect.annotateLogs({
             delay_seconds: settings.shutdownDelaySeconds,

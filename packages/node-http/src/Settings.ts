@@ -62,6 +62,14 @@ export interface Settings extends EngineSettings {
   readonly logLevel: "debug" | "info" | "warning" | "error"
   readonly logFormat: "json" | "logfmt" | "pretty"
   readonly usageFlushIntervalMs: number
+  /** A batch of usage records the database has not finished writing after this long counts as failed (journaled). */
+  readonly usageFlushTimeoutMs: number
+  /** At shutdown, how long the last flush of usage records retries before what is left goes to the journal. */
+  readonly usageShutdownFlushSeconds: number
+  /** Usage entries kept in memory when neither the database nor the journal takes them (priced calls refused at 90%). */
+  readonly usageMaxMemoryEntries: number
+  /** PostgreSQL's statement_timeout for the store's statements (0: none). */
+  readonly databaseStatementTimeoutMs: number
   readonly usageMaxBatch: number
   /** Where usage records and charges the database cannot take are kept on disk (beside the key file by default). */
   readonly usageJournalDir: string
@@ -105,6 +113,10 @@ export const defaults = {
   shutdownDelaySeconds: 0,
   accessLog: true,
   usageFlushIntervalMs: 200,
+  usageFlushTimeoutMs: 5_000,
+  usageShutdownFlushSeconds: 10,
+  usageMaxMemoryEntries: 100_000,
+  databaseStatementTimeoutMs: 15_000,
   usageMaxBatch: 500,
   leaseIdleMs: 1_000,
   leaseCoverSeconds: 30,
@@ -223,6 +235,10 @@ export const resolveSettings = (
       logLevel: file.log_level ?? "info",
       logFormat: file.log_format ?? "logfmt",
       usageFlushIntervalMs: file.usage?.flush_interval_ms ?? defaults.usageFlushIntervalMs,
+      usageFlushTimeoutMs: file.usage?.flush_timeout_ms ?? defaults.usageFlushTimeoutMs,
+      usageShutdownFlushSeconds: file.usage?.shutdown_flush_seconds ?? defaults.usageShutdownFlushSeconds,
+      usageMaxMemoryEntries: file.usage?.max_memory_entries ?? defaults.usageMaxMemoryEntries,
+      databaseStatementTimeoutMs: file.database_statement_timeout_ms ?? defaults.databaseStatementTimeoutMs,
       usageMaxBatch: file.usage?.max_batch ?? defaults.usageMaxBatch,
       usageJournalDir: resolve(file.usage?.journal_dir ?? join(dirname(secretFile), "journal")),
       usageRetentionDays: file.usage?.retention_days ?? null,

@@ -137,6 +137,17 @@ const claude = (prompt: string, model: string, extra: ReadonlyArray<string> = []
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1"
   })
 
+/** `claude -p` with another key than the one that works. */
+const claudeWithKey = (key: string, prompt: string, model: string) =>
+  run(process.execPath, [claudeWrapper, "-p", prompt, "--model", model], {
+    HOME: join(dir, "home"),
+    ANTHROPIC_BASE_URL: gateway.url,
+    ANTHROPIC_API_KEY: key,
+    DISABLE_TELEMETRY: "1",
+    DISABLE_AUTOUPDATER: "1",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1"
+  })
+
 /** `codex exec` with the gateway as a Responses provider. */
 const codexExec = (prompt: string, model: string) =>
   run(codex, [
@@ -215,4 +226,18 @@ describe("Codex CLI (codex exec, wire_api = responses) through the gateway", () 
       )
     })
   }
+})
+
+describe("refusals reach the person at the terminal", () => {
+  it("Claude Code with a wrong key stops within seconds and prints the gateway's words", async () => {
+    const started = Date.now()
+    const result = await claudeWithKey("sk-agents-wrong-000000000000000000000000000", "Say hello", "claude-sonnet-4-5")
+    const seconds = (Date.now() - started) / 1000
+    assert.notStrictEqual(result.code, 0, result.out)
+    // The gateway's own words, which key included (cut to its first characters).
+    assert.include(result.out, "The API key 'sk-age...' is not valid", result.out)
+    // Without x-should-retry: false it retried silently for minutes; now one refusal ends it (about 20 s here,
+    // most of it Claude Code starting on a busy machine).
+    assert.isBelow(seconds, 60, `it took ${seconds} s`)
+  }, 90_000)
 })

@@ -10,14 +10,23 @@ import { execFile } from "node:child_process"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { KEY, startGateway, type TestGateway } from "./support/Gateway.ts"
+import { baseConfig, KEY, startGateway, type TestGateway } from "./support/Gateway.ts"
+
+/** A key of a user whose balance is empty. */
+const POOR_KEY = "sk-test-poor-gemini-cli-0000000000000000000"
 
 const gemini = join(import.meta.dirname, "..", "node_modules", ".bin", "gemini")
 let gateway: TestGateway
 let home: string
 
 beforeAll(async () => {
-  gateway = await startGateway()
+  gateway = await startGateway((upstream) => {
+    const config = baseConfig(upstream)
+    return {
+      ...config,
+      users: [...(config.users ?? []), { name: "poor", balance: 0, keys: [{ name: "empty", secret: POOR_KEY }] }]
+    }
+  })
   home = mkdtempSync(join(tmpdir(), "modelgate-gemini-cli-"))
   mkdirSync(join(home, ".gemini"))
   writeFileSync(
@@ -36,7 +45,7 @@ afterAll(async () => {
   rmSync(home, { recursive: true, force: true })
 })
 
-const ask = (prompt: string, model: string) =>
+const ask = (prompt: string, model: string, key: string = KEY) =>
   new Promise<{ readonly code: number; readonly out: string }>((resolve) => {
     execFile(
       gemini,
@@ -48,7 +57,7 @@ const ask = (prompt: string, model: string) =>
           PATH: process.env.PATH,
           HOME: home,
           GEMINI_CLI_TRUST_WORKSPACE: "true",
-          GEMINI_API_KEY: KEY,
+          GEMINI_API_KEY: key,
           GOOGLE_GEMINI_BASE_URL: gateway.url,
           NO_COLOR: "1"
         }
@@ -91,4 +100,21 @@ describe("gemini-cli", () => {
       assert.match(responseOf(result.out), /The tool \w+ returned/)
     })
   }
+})
+
+describe("gemini-cli refused by the gateway", () => {
+  it(
+    "with an empty balance stops at once and prints the gateway's words (the balance, the amount needed)",
+    async () => {
+      const started = Date.now()
+      const result = await ask("Say hello", "gemini-2.5-flash", POOR_KEY)
+      const seconds = (Date.now() - started) / 1000
+      assert.notStrictEqual(result.code, 0, result.out)
+      assert.notInclude(result.out, "exhausted your daily quota", "gemini-cli's own words replace the gateway's")
+      assert.match(result.out, /Your balance is 0\.00 USD/, result.out)
+      assert.match(result.out, /up to \d+\.\d+ USD/, result.out)
+      assert.isBelow(seconds, 60, `it took ${seconds} s`)
+    },
+    90_000
+  )
 })

@@ -45,8 +45,8 @@ const DRIP_INTERVAL_MS = 1500
 const moneyConfig = (upstream: string): ConfigFile => ({
   listen: "127.0.0.1:0",
   log_level: "error",
-  // Idle balance leases go back at once and charges are written quickly, so the books settle fast.
-  billing: { lease_idle_ms: 20 },
+  // Idle balance leases go back at once (no outage cover) and charges are written quickly, so the books settle fast.
+  billing: { lease_idle_ms: 20, lease_cover_seconds: 0 },
   usage: { flush_interval_ms: 20 },
   channels: [
     {
@@ -316,7 +316,7 @@ const suite = (
           .error
       assert.strictEqual(geminiError.status, "RESOURCE_EXHAUSTED")
       assert.include(geminiError.message, "monthly budget of 0.02 USD")
-      assert.include(JSON.stringify(geminiError.details), "\"quotaId\":\"SpendingCapPerMonth-NoDailyReset\"")
+      assert.include(JSON.stringify(geminiError.details), "\"quotaId\":\"SpendingCapMonthBudget\"")
       // seven calls at 0.01 USD were charged: three on the capped key, two on each budget
       await assertBooks(gateway.database, "erin", 5_000_000_000n - 7n * 10_000_000n)
     })

@@ -158,12 +158,13 @@ const config = (a: string): ConfigFile => ({
       models: ["first-chunk-wait-model"]
     },
     {
-      // No answer at all (under /silent), with the default first-byte timeout.
+      // No answer at all (under /silent) within a first-byte timeout of 1.5 s.
       name: "silent",
       type: "openai",
       base_url: `http://127.0.0.1:${(headersOnly.address() as { port: number }).port}/silent/v1`,
       api_key: "k",
-      models: ["silent-model"]
+      models: ["silent-model"],
+      timeouts: { first_byte_ms: 1500 }
     },
     {
       name: "limited",
@@ -411,8 +412,9 @@ describe("failover", () => {
     )
   })
 
-  // A client that goes away interrupts the call once it is admitted: the upstream request is aborted
-  // (here the upstream never answers, or sends its headers but no chunk, for a minute).
+  // A client that goes away before the first byte (docs/billing.md): a non-stream attempt goes on, and ends
+  // here at its first-byte timeout (the upstream never answers): nothing charged; a stream is cut at once,
+  // and charged its prompt, since its upstream had answered (headers, no chunk for a minute).
   for (
     const [when, model, stream] of [["for the answer", "silent-model", false], [
       "for a stream's first chunk",
@@ -420,14 +422,15 @@ describe("failover", () => {
       true
     ]] as const
   ) {
-    it(`a caller that hangs up while waiting ${when}: 499, nothing charged, the upstream request aborted`, async () => {
+    it(`a caller that hangs up while waiting ${when}: 499, charged what the upstream got`, async () => {
       const [requestsBefore, closedBefore] = [headersOnlyRequests, headersOnlyClosed]
       const before = await books(gateway.database, "ops")
       const controller = new AbortController()
+      const body = JSON.stringify({ model, stream, messages: [{ role: "user", content: "hello" }] })
       const pending = fetch(`${gateway.url}/v1/chat/completions`, {
         method: "POST",
         headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
-        body: JSON.stringify({ model, stream, messages: [{ role: "user", content: "hello" }] }),
+        body,
         signal: controller.signal
       }).catch((error: unknown) => error)
       await eventually(
@@ -438,7 +441,7 @@ describe("failover", () => {
       controller.abort()
       assert.instanceOf(await pending, Error)
       await eventually(
-        "the upstream request to be aborted",
+        stream ? "the upstream request to be aborted" : "the upstream request to time out",
         async () => headersOnlyClosed > closedBefore ? true : undefined
       )
       const record = await eventually("the usage record of the abandoned call", async () => {
@@ -447,10 +450,14 @@ describe("failover", () => {
       })
       assert.strictEqual(record.status, 499)
       assert.strictEqual(record.errorCode, "ClientClosed")
-      assert.strictEqual(record.cost, "0.00")
-      assert.deepStrictEqual(attemptsOf(record), [[record.channel, stream ? 200 : null, "ClientClosed"]])
+      // The stream's prompt, four body bytes per token at $1 per million; nothing for an answer that never came.
+      const prompt = stream ? BigInt(Math.ceil(Buffer.byteLength(body) / 4)) : 0n
+      assert.deepStrictEqual(
+        attemptsOf(record),
+        [[record.channel, stream ? 200 : null, stream ? "ClientClosed" : "UpstreamTimeout"]]
+      )
       const after = await books(gateway.database, "ops")
-      assert.strictEqual(after.balance, before.balance)
+      assert.strictEqual(before.balance - after.balance, prompt * 1000n)
       assert.strictEqual(after.balance, after.ledger)
     })
   }

@@ -83,6 +83,7 @@ class ChatCall implements Core.ChatCall {
   readonly maxOutputTokens: number | undefined
   readonly choices: number
   readonly mediaParts: number
+  readonly media: Tokens.MediaCounts
   readonly streamContentType = "text/event-stream"
   readonly body: Passthrough.InspectedBody
   constructor(body: Passthrough.InspectedBody) {
@@ -92,6 +93,7 @@ class ChatCall implements Core.ChatCall {
     this.maxOutputTokens = body.maxTokens
     this.choices = body.choices
     this.mediaParts = body.mediaParts
+    this.media = body.media
   }
   check() {
     return Passthrough.checkStructure(this.body)
@@ -537,6 +539,7 @@ class ResponsesCall implements Core.ChatCall {
   readonly maxOutputTokens: number | undefined
   readonly choices = 1
   readonly mediaParts: number
+  readonly media: Tokens.MediaCounts
   readonly streamContentType = Responses.SSE_CONTENT_TYPE
   /** How this call's stream ends on an error, once it started. */
   private failed: ((error: Failure) => string) | undefined
@@ -547,6 +550,7 @@ class ResponsesCall implements Core.ChatCall {
     this.stream = body.stream
     this.maxOutputTokens = body.maxOutputTokens
     this.mediaParts = body.mediaParts
+    this.media = body.media
   }
   check() {
     return ResponsesPassthrough.checkStructure(this.body)

@@ -18,9 +18,9 @@
  *
  * @since 0.1.0
  */
-import { type GatewayError, Issues, JsonScan, SseChunks } from "@modelgate/core"
+import { type Domain, type GatewayError, Issues, JsonScan, SseChunks, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result } from "effect"
-import { checkChatBody } from "./internal/bodyShape.ts"
+import { checkChatBody, checkSizing } from "./internal/bodyShape.ts"
 import { readUsage } from "./Response.ts"
 
 /** What `inspectChatBody` learnt about a body. @category models */
@@ -33,7 +33,7 @@ export interface InspectedBody {
   readonly stream: boolean
   /** The client asked `stream_options.include_usage: true`. */
   readonly includeUsage: boolean
-  /** `max_completion_tokens`, else `max_tokens`, when a number (a bound per choice). */
+  /** `max_completion_tokens` or `max_tokens` (the larger, when both are set), when a number (a bound per choice). */
   readonly maxTokens: number | undefined
   /** `n`: how many choices to generate (1 when absent or `null`). */
   readonly choices: number
@@ -43,6 +43,12 @@ export interface InspectedBody {
    * body do not bound (an image by URL is a short string).
    */
   readonly mediaParts: number
+  /**
+   * The same parts by kind, for the hold: `image_url` an image,
+   * `input_audio` audio, `file` a document (chat completions takes PDFs),
+   * any other non-text type a file.
+   */
+  readonly media: Tokens.MediaCounts
   /** Whether the structure of the whole body was checked (`checkStructure`); large bodies are checked only when refused. */
   readonly checked: boolean
   /** Where `model` and `stream_options` lie in the bytes, for `upstreamBody`. */
@@ -62,21 +68,28 @@ export const EAGER_CHECK_BYTES = 16 * 1024
 
 const TEXT_PARTS = new Set(["text", "refusal"])
 
-/** The content parts types OpenAI defines that carry or point to media. */
-const MEDIA_PARTS = ["image_url", "input_audio", "file"]
+/** The content parts types OpenAI defines that carry or point to media, and their kinds. */
+const MEDIA_PARTS: ReadonlyArray<readonly [string, Domain.MediaKind]> = [
+  ["image_url", "image"],
+  ["input_audio", "audio"],
+  ["file", "document"]
+]
 
-/** Counts the non-text content parts of the messages. */
-const countMediaParts = (messages: ReadonlyArray<unknown>): number => {
-  let media = 0
+/** Counts the non-text content parts of the messages, by kind, in `media`; returns how many. */
+const countMediaParts = (messages: ReadonlyArray<unknown>, media: Tokens.MediaCounts): number => {
+  let parts = 0
   for (const message of messages) {
     if (!Predicate.isObject(message)) continue
     const content = message.content
     if (!Array.isArray(content)) continue
     for (const part of content) {
-      if (Predicate.isObject(part) && Predicate.isString(part.type) && !TEXT_PARTS.has(part.type)) media++
+      if (Predicate.isObject(part) && Predicate.isString(part.type) && !TEXT_PARTS.has(part.type)) {
+        parts++
+        Tokens.countMedia(media, MEDIA_PARTS.find(([type]) => type === part.type)?.[1] ?? "file")
+      }
     }
   }
-  return media
+  return parts
 }
 
 /** A small top-level value, parsed; `undefined` when absent, and `invalid` when it is not JSON. */
@@ -118,7 +131,8 @@ export const inspectChatBody = (
 ): Effect.Effect<InspectedBody, GatewayError.InvalidRequest> => {
   const bytes = typeof body === "string" ? JsonScan.encode(body) : body
   const eager = bytes.length <= EAGER_CHECK_BYTES
-  let media = 0
+  let mediaParts = 0
+  const media: Tokens.MediaCounts = {}
   const scanned = JsonScan.scanBody(bytes, {
     eager,
     notObject,
@@ -127,9 +141,10 @@ export const inspectChatBody = (
         if (!JsonScan.stringIs(b, start, end, "type")) return
         const value = JsonScan.stringValueAfter(b, end)
         if (value === undefined) return
-        for (const kind of MEDIA_PARTS) {
-          if (JsonScan.stringIs(b, value.start, value.end, kind)) {
-            media++
+        for (const [type, kind] of MEDIA_PARTS) {
+          if (JsonScan.stringIs(b, value.start, value.end, type)) {
+            mediaParts++
+            Tokens.countMedia(media, kind)
             return
           }
         }
@@ -154,16 +169,25 @@ export const inspectChatBody = (
   if (n !== undefined && n !== null && !(Predicate.isNumber(n) && Number.isInteger(n) && n >= 1)) {
     return Effect.fail(Issues.invalid("n", "'n' must be a positive integer (the number of choices)"))
   }
+  // What sizes the hold is checked whatever the body's size: a large body is forwarded without `checkChatBody`.
+  const completion = fieldValue(bytes, fields, "max_completion_tokens")
+  const max = fieldValue(bytes, fields, "max_tokens")
+  if (completion === invalidValue || max === invalidValue) return Effect.fail(Issues.notJson(bytes))
+  const sizing = checkSizing({ max_tokens: max, max_completion_tokens: completion })
+  if (sizing !== undefined) return Effect.fail(Issues.invalid(sizing.param, sizing.message))
   if (eager) {
     const shape = checkChatBody(json())
     if (shape !== undefined) return Effect.fail(Issues.invalid(shape.param, shape.message))
-    media = countMediaParts(json().messages as ReadonlyArray<unknown>)
+    mediaParts = countMediaParts(json().messages as ReadonlyArray<unknown>, media)
   }
   const options = fieldValue(bytes, fields, "stream_options")
   const includeUsage = Predicate.isObject(options) && options.include_usage === true
-  const completion = fieldValue(bytes, fields, "max_completion_tokens")
-  const max = fieldValue(bytes, fields, "max_tokens")
-  const maxTokens = Predicate.isNumber(completion) ? completion : Predicate.isNumber(max) ? max : undefined
+  // Both set: an upstream may honour either, so the hold covers the larger.
+  const maxTokens = Predicate.isNumber(completion)
+    ? (Predicate.isNumber(max) ? Math.max(completion, max) : completion)
+    : Predicate.isNumber(max)
+    ? max
+    : undefined
   return Effect.succeed({
     bytes,
     get json() {
@@ -174,7 +198,8 @@ export const inspectChatBody = (
     includeUsage,
     maxTokens,
     choices: Predicate.isNumber(n) ? n : 1,
-    mediaParts: media,
+    mediaParts,
+    media,
     checked: eager,
     fields
   })

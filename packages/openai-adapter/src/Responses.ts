@@ -269,7 +269,7 @@ export const decodeTool = (
 /** `usage` of a response. @category answer */
 export interface Usage {
   readonly input_tokens: number
-  readonly input_tokens_details: { readonly cached_tokens: number }
+  readonly input_tokens_details: { readonly cached_tokens: number; readonly cache_write_tokens: number }
   readonly output_tokens: number
   readonly output_tokens_details: { readonly reasoning_tokens: number }
   readonly total_tokens: number
@@ -323,7 +323,8 @@ export interface Response {
   readonly incomplete_details: { readonly reason: "max_output_tokens" | "content_filter" } | null
   readonly model: string
   readonly output: ReadonlyArray<OutputItem>
-  readonly usage: Usage | null
+  /** Absent until the answer is complete (the published schema allows no `null`). */
+  readonly usage?: Usage | undefined
   readonly [echoed: string]: unknown
 }
 
@@ -335,7 +336,10 @@ export interface Response {
  */
 export interface UsageFigures {
   readonly input_tokens: number
-  readonly input_tokens_details?: { readonly cached_tokens?: number | null | undefined } | null | undefined
+  readonly input_tokens_details?:
+    | { readonly cached_tokens?: number | null | undefined; readonly cache_write_tokens?: number | null | undefined }
+    | null
+    | undefined
   readonly output_tokens: number
   readonly output_tokens_details?: { readonly reasoning_tokens?: number | null | undefined } | null | undefined
   readonly total_tokens?: number | null | undefined

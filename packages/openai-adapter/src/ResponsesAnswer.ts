@@ -42,7 +42,7 @@ import { OPENAI_SIGNATURE_PREFIX, wrapSignature } from "./ResponsesRequest.ts"
 /** Canonical usage as Responses usage. @category usage */
 export const usageToWire = (usage: Canonical.Usage | undefined): Responses.Usage => ({
   input_tokens: usage?.promptTokens ?? 0,
-  input_tokens_details: { cached_tokens: usage?.cachedTokens ?? 0 },
+  input_tokens_details: { cached_tokens: usage?.cachedTokens ?? 0, cache_write_tokens: usage?.cacheWriteTokens ?? 0 },
   output_tokens: usage?.completionTokens ?? 0,
   output_tokens_details: { reasoning_tokens: usage?.reasoningTokens ?? 0 },
   total_tokens: usage?.totalTokens ?? 0
@@ -57,6 +57,8 @@ export const usageFromWire = (usage: Responses.UsageFigures): Canonical.Usage =>
   }
   const cached = usage.input_tokens_details?.cached_tokens
   if (cached !== undefined && cached !== null && cached > 0) out.cachedTokens = cached
+  const written = usage.input_tokens_details?.cache_write_tokens
+  if (written !== undefined && written !== null && written > 0) out.cacheWriteTokens = written
   const reasoning = usage.output_tokens_details?.reasoning_tokens
   if (reasoning !== undefined && reasoning !== null && reasoning > 0) out.reasoningTokens = reasoning
   return out
@@ -89,6 +91,7 @@ export const readUsageFigures = (usage: unknown): Responses.UsageFigures | strin
     output_tokens: usage.output_tokens ?? "missing",
     total_tokens: usage.total_tokens,
     "input_tokens_details.cached_tokens": input?.cached_tokens,
+    "input_tokens_details.cache_write_tokens": input?.cache_write_tokens,
     "output_tokens_details.reasoning_tokens": output?.reasoning_tokens
   })
   return bad ?? (usage as unknown as Responses.UsageFigures)
@@ -125,7 +128,7 @@ const shell = (id: string, model: string, created: number, echo: Readonly<Record
   incomplete_details: null,
   model,
   output: [] as Array<Responses.OutputItem>,
-  usage: null,
+  // No `usage` until there is one: the published schema allows an object or no field, never null.
   ...echo
 })
 

@@ -27,7 +27,16 @@
  *
  * @since 0.1.0
  */
-import { type Dialect, type GatewayError, Issues, JsonScan, SseChunks, Utf8 } from "@modelgate/core"
+import {
+  type Dialect,
+  type Domain,
+  type GatewayError,
+  Issues,
+  JsonScan,
+  SseChunks,
+  Tokens,
+  Utf8
+} from "@modelgate/core"
 import { Effect, Predicate, Result } from "effect"
 import { readUsageFigures } from "./ResponsesAnswer.ts"
 
@@ -42,6 +51,8 @@ export interface InspectedBody {
   readonly maxOutputTokens: number | undefined
   /** Image, file and audio parts of the input (in messages and function results). */
   readonly mediaParts: number
+  /** The same parts by kind, for the hold: `input_image` an image, `input_file` a document, `input_audio` audio. */
+  readonly media: Tokens.MediaCounts
   /** Whether the whole body was parsed at inspection; large bodies are checked only when refused (`checkStructure`). */
   readonly checked: boolean
   /** Where each top-level field lies in the bytes, for `upstreamBody`. */
@@ -56,20 +67,30 @@ export interface InspectedBody {
  */
 export const EAGER_CHECK_BYTES = 16 * 1024
 
-const MEDIA = ["input_image", "input_file", "input_audio"]
+const MEDIA: ReadonlyArray<readonly [string, Domain.MediaKind]> = [
+  ["input_image", "image"],
+  ["input_file", "document"],
+  ["input_audio", "audio"]
+]
 
-const countMedia = (input: unknown): number => {
+const kindOf = (type: unknown): Domain.MediaKind | undefined => MEDIA.find(([name]) => name === type)?.[1]
+
+/** Counts the media parts of the input, by kind, in `media`; returns how many. */
+const countMedia = (input: unknown, media: Tokens.MediaCounts): number => {
   if (!Array.isArray(input)) return 0
-  let media = 0
+  let parts = 0
   for (const item of input) {
     if (!Predicate.isObject(item)) continue
     const content = item.type === "function_call_output" ? item.output : item.content
     if (!Array.isArray(content)) continue
     for (const part of content) {
-      if (Predicate.isObject(part) && Predicate.isString(part.type) && MEDIA.includes(part.type)) media++
+      const kind = Predicate.isObject(part) ? kindOf(part.type) : undefined
+      if (kind === undefined) continue
+      parts++
+      Tokens.countMedia(media, kind)
     }
   }
-  return media
+  return parts
 }
 
 /**
@@ -119,12 +140,12 @@ const notObject = (bytes: Uint8Array): GatewayError.InvalidRequest => {
 const invalidValue = Symbol("invalid")
 
 /** Counts the `"type": "input_image"` (and file, audio) pairs among the strings of the input. */
-const mediaVisitor = (count: () => void): JsonScan.StringVisitor => (b, start, end) => {
+const mediaVisitor = (count: (kind: Domain.MediaKind) => void): JsonScan.StringVisitor => (b, start, end) => {
   if (!JsonScan.stringIs(b, start, end, "type")) return
   const value = JsonScan.stringValueAfter(b, end)
   if (value === undefined) return
-  for (const kind of MEDIA) {
-    if (JsonScan.stringIs(b, value.start, value.end, kind)) return count()
+  for (const [type, kind] of MEDIA) {
+    if (JsonScan.stringIs(b, value.start, value.end, type)) return count(kind)
   }
 }
 
@@ -149,11 +170,17 @@ const mediaVisitor = (count: () => void): JsonScan.StringVisitor => (b, start, e
 export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedBody, GatewayError.InvalidRequest> => {
   const bytes = typeof body === "string" ? JsonScan.encode(body) : body
   const eager = bytes.length <= EAGER_CHECK_BYTES
-  let media = 0
+  let mediaParts = 0
+  const media: Tokens.MediaCounts = {}
   const scanned = JsonScan.scanBody(bytes, {
     eager,
     notObject,
-    visit: eager ? undefined : { input: mediaVisitor(() => media++) }
+    visit: eager ? undefined : {
+      input: mediaVisitor((kind) => {
+        mediaParts++
+        Tokens.countMedia(media, kind)
+      })
+    }
   })
   if (Result.isFailure(scanned)) return Effect.fail(scanned.failure)
   const { fields, json } = scanned.success
@@ -187,7 +214,7 @@ export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedB
     background: field("background")
   })
   if (refused !== undefined) return Effect.fail(refused)
-  if (eager) media = countMedia(json().input)
+  if (eager) mediaParts = countMedia(json().input, media)
   return Effect.succeed({
     bytes,
     get json() {
@@ -196,7 +223,8 @@ export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedB
     model,
     stream: stream === true,
     maxOutputTokens: Predicate.isNumber(max) ? max : undefined,
-    mediaParts: media,
+    mediaParts,
+    media,
     checked: eager,
     fields
   })
@@ -248,11 +276,16 @@ export const upstreamBody = (inspected: InspectedBody, upstreamModel: string): U
 export const meteredOfUsage = (usage: unknown): Dialect.Metered | string | undefined => {
   const figures = readUsageFigures(usage)
   if (figures === undefined || typeof figures === "string") return figures
+  // Every figure the upstream reports is recorded: cached and cache-written prompt tokens, reasoning tokens.
   const cached = figures.input_tokens_details?.cached_tokens ?? 0
+  const written = figures.input_tokens_details?.cache_write_tokens
+  const reasoning = figures.output_tokens_details?.reasoning_tokens
   return {
     promptTokens: figures.input_tokens,
     completionTokens: figures.output_tokens,
-    cachedTokens: cached,
+    cachedTokens: cached ?? 0,
+    ...(written !== undefined && written !== null && written > 0 ? { cacheWriteTokens: written } : {}),
+    ...(reasoning !== undefined && reasoning !== null ? { reasoningTokens: reasoning } : {}),
     reported: true
   }
 }

@@ -17,7 +17,7 @@
  *
  * @since 0.1.0
  */
-import { Dialect as Core } from "@modelgate/core"
+import { Dialect as Core, Domain } from "@modelgate/core"
 import { Effect, Predicate, Schema } from "effect"
 
 const Listing = Schema.Struct({
@@ -46,6 +46,14 @@ const trimSlash = (url: string) => url.endsWith("/") ? url.slice(0, -1) : url
  */
 export const list: Core.UpstreamModelList = {
   url: (channel) => channel.type === "azure" ? undefined : `${trimSlash(channel.baseUrl)}/models`,
+  // Azure OpenAI: the resource's model list (`GET /openai/models`, the same `{"data":[{"id"}]}` shape), which its
+  // keys may read, though they cannot list deployments.
+  keyCheckUrl: (channel) =>
+    channel.type === "azure"
+      ? `${trimSlash(channel.baseUrl)}/openai/models?api-version=${
+        encodeURIComponent(channel.apiVersion ?? Domain.DEFAULT_AZURE_API_VERSION)
+      }`
+      : `${trimSlash(channel.baseUrl)}/models`,
   decode: (text, channel) => {
     const result = decodeListing(text)
     if (result._tag === "Failure") {

@@ -159,6 +159,8 @@ describe("inspectChatBody: large bodies", () => {
         ["m", true, 9, 2, 3, false]
       )
       assert.isUndefined(checkStructure(inspected), "a well-formed body passes the deferred check")
+      const both = yield* inspectChatBody(large({ max_tokens: 900, max_completion_tokens: 9 }))
+      assert.strictEqual(both.maxTokens, 900, "both set: the hold covers the larger")
       // Only the model is replaced and usage asked for; every other byte goes as it came.
       assert.strictEqual(
         forwarded(inspected, "up"),
@@ -182,6 +184,13 @@ describe("inspectChatBody: large bodies", () => {
         [large({ n: 0 }), "'n' must be a positive integer", "n"],
         [large({ model: "" }), "'model' must be a non-empty string", "model"],
         [large({ messages: { a: "x".repeat(EAGER_CHECK_BYTES) } }), "'messages' must be an array", "messages"],
+        [
+          large({ max_tokens: 1, max_completion_tokens: "100000" }),
+          "Invalid 'max_completion_tokens'",
+          "max_completion_tokens"
+        ],
+        [large({ max_tokens: 1.5 }), "Invalid 'max_tokens': expected an integer", "max_tokens"],
+        [large({ model: "o1-pro" }).slice(0, -1) + ",\"model\":\"vip-model\"}", "sets 'model' more than once", "model"],
         [large().slice(0, -1), "The request body is not valid JSON", undefined],
         [large().replace("\"turn 3", "\"turn 3\"]"), "The request body is not valid JSON", undefined]
       ]
@@ -423,4 +432,23 @@ describe("PassthroughMeter", () => {
       reported: false
     })
   })
+})
+
+describe("inspectChatBody: media by kind", () => {
+  it.effect("image_url is an image, input_audio audio, file a document, in a small body and a large one alike", () =>
+    Effect.gen(function*() {
+      const content = [
+        { type: "text", text: "what \"type\": \"file\" says" },
+        { type: "image_url", image_url: { url: "https://x/a.png" } },
+        { type: "input_audio", input_audio: { data: "UklGRg==", format: "wav" } },
+        { type: "file", file: { file_id: "file-abc" } },
+        { type: "file", file: { file_data: "data:application/pdf;base64,JVBERi0=", filename: "a.pdf" } }
+      ]
+      const history = Array.from({ length: 40 }, (_, i) => ({ role: "user", content: "x".repeat(600) + i }))
+      for (const messages of [[{ role: "user", content }], [...history, { role: "user", content }]]) {
+        const inspected = yield* inspectChatBody(JSON.stringify({ model: "m", messages }))
+        assert.strictEqual(inspected.mediaParts, 4)
+        assert.deepStrictEqual(inspected.media, { image: 1, audio: 1, document: 2 })
+      }
+    }))
 })

@@ -82,6 +82,12 @@ describe("ResponsesPassthrough.inspectBody: large bodies", () => {
         [large([], { input: { a: "x".repeat(EAGER_CHECK_BYTES) } }), "'input' must be a string or an array", "input"],
         [large([], { previous_response_id: "resp_1" }), "keeps no response state", "previous_response_id"],
         [large([], { store: true }), "keeps no response state", "store"],
+        [large([], { store: true }).slice(0, -1) + ",\"store\":false}", "sets 'store' more than once", "store"],
+        [
+          large([], { model: "o1-pro" }).slice(0, -1) + ",\"model\":\"vip-model\"}",
+          "sets 'model' more than once",
+          "model"
+        ],
         [large().slice(0, -1), "The request body is not valid JSON", undefined],
         [large([], { tools: "NESTED" }).replace("\"NESTED\"", nested), "nests", undefined]
       ]
@@ -228,4 +234,22 @@ describe("Dialect.responsesUpstream: a 200 that is not an answer", () => {
     )
     assert.strictEqual(message(opening("", true, "up")), "The upstream 'up' ended its stream without an answer.")
   })
+})
+
+describe("inspectBody: media by kind", () => {
+  it.effect("input_image is an image, input_file a document, input_audio audio, in a small body and a large one alike", () =>
+    Effect.gen(function*() {
+      const content = [
+        { type: "input_text", text: "look" },
+        { type: "input_image", image_url: "https://x/a.png" },
+        { type: "input_file", file_url: "https://x/a.pdf" },
+        { type: "input_audio", input_audio: { data: "UklGRg==", format: "wav" } }
+      ]
+      const history = Array.from({ length: 40 }, (_, i) => ({ role: "user", content: "x".repeat(600) + i }))
+      for (const input of [[{ role: "user", content }], [...history, { role: "user", content }]]) {
+        const inspected = yield* inspectBody(JSON.stringify({ model: "m", input }))
+        assert.strictEqual(inspected.mediaParts, 3)
+        assert.deepStrictEqual(inspected.media, { image: 1, document: 1, audio: 1 })
+      }
+    }))
 })

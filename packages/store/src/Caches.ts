@@ -24,6 +24,7 @@ import { Clock, Context, Duration, Effect, Layer, Schedule, Semaphore } from "ef
 import type { SqlError } from "effect/sql"
 import * as CacheChanges from "./CacheChanges.ts"
 import * as CatalogRepo from "./CatalogRepo.ts"
+import * as Bounded from "./internal/bounded.ts"
 import * as Keys from "./Keys.ts"
 import type { SecretError } from "./Secrets.ts"
 import * as Secrets from "./Secrets.ts"
@@ -167,7 +168,10 @@ export class KeyCache extends Context.Service<KeyCache, {
         if (missedAt !== undefined && now - missedAt < NEGATIVE_TTL_MS) return undefined
         const startedAt = epoch
         // A key not in memory while the database is down may exist: 503, logged once per outage.
-        const found = yield* keys.findByHash(hash).pipe(
+        const found = yield* Bounded.within(keys.findByHash(hash), {
+          ms: Bounded.CALL_WAIT_MS,
+          what: "looking up an API key"
+        }).pipe(
           Effect.tap(() => outage.succeeded),
           Effect.catchCause((cause) => Effect.andThen(outage.failed(cause), Effect.fail(Keys.keyLookupUnavailable)))
         )

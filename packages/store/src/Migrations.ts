@@ -17,6 +17,7 @@
  */
 import { Clock, Effect } from "effect"
 import { SqlClient, SqlError } from "effect/sql"
+import * as Database from "./Database.ts"
 
 /**
  * One migration: an id (strictly increasing) and its statements, per dialect.
@@ -503,6 +504,64 @@ const books: Migration = {
 }
 
 /**
+ * The clouds as channel types (docs/configuration.md): `vertex` (Google
+ * Vertex AI) and `bedrock` (AWS Bedrock) join the channel types the `type`
+ * check allows, and `cloud` (JSON: a Vertex channel's project, location and
+ * publishers, a Bedrock channel's region; NULL for other types) says where
+ * one is served. Its credentials are its keys, encrypted like every
+ * upstream key. PostgreSQL replaces the check; SQLite, which cannot change
+ * one, rebuilds the table (no index is on it; `channel_key_states` refers to
+ * it by name, and still does).
+ */
+const clouds: Migration = {
+  id: 14,
+  name: "clouds",
+  rebuildsTables: true,
+  statements: (dialect) =>
+    dialect === "pg"
+      ? [
+        "ALTER TABLE channels DROP CONSTRAINT IF EXISTS channels_type_check",
+        `ALTER TABLE channels ADD CONSTRAINT channels_type_check
+          CHECK (type IN ('openai', 'gemini', 'anthropic', 'azure', 'vertex', 'bedrock'))`,
+        "ALTER TABLE channels ADD COLUMN cloud TEXT NULL"
+      ]
+      : [
+        `CREATE TABLE channels_rebuilt (
+          id TEXT PRIMARY KEY,
+          name TEXT NOT NULL UNIQUE,
+          type TEXT NOT NULL CHECK (type IN ('openai', 'gemini', 'anthropic', 'azure', 'vertex', 'bedrock')),
+          base_url TEXT NOT NULL,
+          api_keys_enc TEXT NOT NULL DEFAULT '[]',
+          models TEXT NOT NULL DEFAULT '[]',
+          model_map TEXT NOT NULL DEFAULT '{}',
+          groups TEXT NOT NULL DEFAULT '[]',
+          priority INTEGER NOT NULL DEFAULT 0,
+          weight INTEGER NOT NULL DEFAULT 1,
+          enabled BOOLEAN NOT NULL DEFAULT TRUE,
+          headers TEXT NOT NULL DEFAULT '{}',
+          timeouts TEXT NOT NULL,
+          api_version TEXT NULL,
+          source TEXT NOT NULL CHECK (source IN ('config', 'console')),
+          created_at BIGINT NOT NULL,
+          updated_at BIGINT NOT NULL,
+          breaker TEXT NOT NULL DEFAULT '{}',
+          params TEXT NOT NULL DEFAULT '{}',
+          stream_options BOOLEAN NOT NULL DEFAULT TRUE,
+          responses BOOLEAN NOT NULL DEFAULT FALSE,
+          cloud TEXT NULL
+        )`,
+        `INSERT INTO channels_rebuilt (id, name, type, base_url, api_keys_enc, models, model_map, groups, priority,
+          weight, enabled, headers, timeouts, api_version, source, created_at, updated_at, breaker, params,
+          stream_options, responses)
+          SELECT id, name, type, base_url, api_keys_enc, models, model_map, groups, priority, weight, enabled,
+          headers, timeouts, api_version, source, created_at, updated_at, breaker, params, stream_options,
+          responses FROM channels`,
+        "DROP TABLE channels",
+        "ALTER TABLE channels_rebuilt RENAME TO channels"
+      ]
+}
+
+/**
  * All migrations, in order. Append only: never edit one that has shipped.
  *
  * @category migrations
@@ -520,7 +579,8 @@ export const migrations: ReadonlyArray<Migration> = [
   deletedUsers,
   agents,
   requestLog,
-  books
+  books,
+  clouds
 ]
 
 /** An arbitrary constant naming modelgate's migration lock among advisory locks. */
@@ -538,6 +598,8 @@ export const migrate: Effect.Effect<ReadonlyArray<string>, SqlError.SqlError, Sq
     const sql = yield* SqlClient.SqlClient
     const dialect = sql.onDialectOrElse({ pg: () => "pg" as const, orElse: () => "sqlite" as const })
     const run = Effect.gen(function*() {
+      // A migration (or waiting for another node's) may take longer than any statement of a call.
+      if (dialect === "pg") yield* sql.unsafe("SET LOCAL statement_timeout = 0")
       if (dialect === "pg") yield* sql.unsafe(`SELECT pg_advisory_xact_lock(${PG_LOCK_KEY})`)
       yield* sql.unsafe(
         "CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)"
@@ -568,7 +630,11 @@ export const migrate: Effect.Effect<ReadonlyArray<string>, SqlError.SqlError, Sq
       }
       return applied
     })
-    if (dialect === "pg") return yield* sql.withTransaction(run)
+    if (dialect === "pg") {
+      const bounds = yield* Effect.serviceOption(Database.Bounds)
+      const transaction = sql.withTransaction(run)
+      return yield* (bounds._tag === "Some" ? bounds.value.unbounded(transaction) : transaction)
+    }
     // SQLite cannot drop a constraint: a migration that must rebuilds the table, with foreign keys off around
     // its transaction (inside one the pragma does nothing) and checked before the commit. The one connection
     // is this process's, and nothing else runs while it migrates.

@@ -8,7 +8,10 @@
  * their charges are queued to the batch writer (`UsageWriter.charge`), which
  * commits them with the usage records in one transaction per batch. Whatever
  * a call does not spend goes back to the lease at once. A lease that no call
- * has used for `leaseIdleMs` is released (after the charges queued before it).
+ * has used for `leaseIdleMs` is released (after the charges queued before it),
+ * or, when its calls were charged, for `leaseCoverSeconds`: a user who called
+ * within that time finds the lease still there when an outage starts, whatever
+ * their rate.
  *
  * Never admitted beyond the balance: the sum of a user's leases never exceeds
  * their balance (each was taken by a conditional update), and a node never
@@ -50,6 +53,7 @@ import { OutageLog } from "@modelgate/core"
 import { Cause, Clock, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
 import { SqlError } from "effect/sql"
 import { Accounts } from "./Accounts.ts"
+import * as Bounded from "./internal/bounded.ts"
 import { newId } from "./internal/random.ts"
 import { UsageWriter } from "./UsageWriter.ts"
 
@@ -69,7 +73,11 @@ export interface PurseOptions {
   readonly leasePrefetchCalls?: number | undefined
   /** One lease takes at most the available balance divided by this (default 4), leaving room for other nodes. */
   readonly leaseShareDivisor?: number | undefined
-  /** A lease no call has used for this long goes back to the balance (default 1,000 ms). */
+  /**
+   * A lease no call has used for this long goes back to the balance (default
+   * 1,000 ms); a lease whose calls were charged is kept at least
+   * `leaseCoverSeconds` after its last call.
+   */
   readonly leaseIdleMs?: number | undefined
   /**
    * A lease reserves at least this many seconds of the user's recent spending
@@ -77,7 +85,17 @@ export interface PurseOptions {
    * is briefly unreachable; 0 sizes leases by calls only.
    */
   readonly leaseCoverSeconds?: number | undefined
+  /**
+   * How long a call waits for the database (a lease to extend, a capped key's
+   * hold, a settlement, the balance shown) before it gets `DatabaseUnavailable`,
+   * or the balance as last read (default 1,000 ms). The work goes on in the
+   * background; what it took is kept (a lease) or given back (a hold).
+   */
+  readonly databaseWaitMs?: number | undefined
 }
+
+/** Default bound of a call's wait on the database. @category constants */
+export const DATABASE_WAIT_MS = Bounded.CALL_WAIT_MS
 
 /** How long `DatabaseUnavailable` tells a client to wait. @category constants */
 export const DATABASE_RETRY_AFTER_SECONDS = 5
@@ -195,6 +213,7 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
       const idleMs = Math.max(0, options.leaseIdleMs ?? 1_000)
       const coverSeconds = Math.max(0, options.leaseCoverSeconds ?? 30)
       const useLeases = options.leases ?? true
+      const waitMs = Math.max(1, options.databaseWaitMs ?? DATABASE_WAIT_MS)
 
       const purses = new Map<string, Purse>()
       const localHolds = new Map<string, LocalHold>()
@@ -213,8 +232,8 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         if (held === 0n) leaseHeldByKey.delete(keyId)
         else leaseHeldByKey.set(keyId, held)
       }
-      /** What the user can spend beyond this node's lease, as last read: shown while the database is down. */
-      const lastBalance = new Map<string, bigint>()
+      /** What the user can spend beyond this node's lease, as last read (and when): shown while the database is down. */
+      const lastBalance = new Map<string, { readonly nanos: bigint; readonly at: number }>()
       let sequence = 0
       const outage = OutageLog.make("balance holds and leases (the database)")
       /** Until when calls that need the database are refused at once, after a failure. */
@@ -225,8 +244,18 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
       const remember = (userId: string, nanos: bigint) => {
         lastBalance.delete(userId)
         if (lastBalance.size >= MAX_REMEMBERED_BALANCES) lastBalance.delete(lastBalance.keys().next().value!)
-        lastBalance.set(userId, nanos)
+        lastBalance.set(userId, { nanos, at: Date.now() })
       }
+
+      /**
+       * A call's wait on the database, bounded by `waitMs` (see `Bounded.within`): past it the
+       * call fails as if the database were unreachable, and the work goes on in the background.
+       */
+      const bounded = <A, E>(
+        work: Effect.Effect<A, E>,
+        what: string,
+        extra: { readonly abandoned?: () => void; readonly late?: (value: A) => Effect.Effect<unknown, unknown> } = {}
+      ) => Bounded.within(work, { ms: waitMs, what, scope, answeredAt: () => answeredAt, ...extra })
 
       const unavailable = (what: string) =>
         new GatewayError.DatabaseUnavailable({
@@ -242,8 +271,11 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           return outage.failed(cause)
         })
 
-      const databaseAnswered = Effect.suspend(() => {
+      /** When the database last answered one of these calls (effect clock): a wait on it is cut only when it is silent. */
+      let answeredAt = 0
+      const databaseAnswered = Effect.flatMap(Clock.currentTimeMillis, (now) => {
         downUntil = 0
+        answeredAt = now
         return outage.succeeded
       })
 
@@ -330,17 +362,22 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
 
       const databaseHold = (request: AccountsPort.HoldRequest) =>
         databaseGate("hold your balance for this call").pipe(
-          Effect.andThen(request.capped === true ? chargesWritten(request.keyId) : Effect.void),
-          Effect.andThen(
-            holdInDatabase(request).pipe(
-              // The balance column leaves out what this node's lease reserves: its unused part comes back, once.
-              Effect.catchTag("InsufficientBalance", (refused) =>
-                Effect.flatMap(
-                  Effect.suspend(() => giveBack(request.userId, purses.get(request.userId)?.remaining ?? 0n)),
-                  (given) => given > 0n ? holdInDatabase(request) : Effect.fail(refused)
-                ))
-            )
-          ),
+          Effect.andThen(bounded(
+            Effect.andThen(
+              request.capped === true ? chargesWritten(request.keyId) : Effect.void,
+              holdInDatabase(request).pipe(
+                // The balance column leaves out what this node's lease reserves: its unused part comes back, once.
+                Effect.catchTag("InsufficientBalance", (refused) =>
+                  Effect.flatMap(
+                    Effect.suspend(() => giveBack(request.userId, purses.get(request.userId)?.remaining ?? 0n)),
+                    (given) => given > 0n ? holdInDatabase(request) : Effect.fail(refused)
+                  ))
+              )
+            ),
+            "holding a balance in the database",
+            // A hold taken after the call gave up waiting is nobody's: released at once.
+            { late: (id) => accounts.settle(id, 0n) }
+          )),
           Effect.tap((id) => Effect.andThen(Effect.sync(() => databaseHolds.add(id)), databaseAnswered)),
           Effect.catchTag(
             ["ResourceNotFound", "InvalidInput", "SqlError", "JournalError"],
@@ -387,9 +424,11 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         )
       }
 
-      const extendAndTake = (purse: Purse, request: AccountsPort.HoldRequest) =>
+      const extendAndTake = (purse: Purse, request: AccountsPort.HoldRequest, abandoned: () => boolean) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
+          // A call that gave up waiting takes nothing (what the lease got is kept for the next one).
+          if (abandoned()) return yield* Effect.fail(unavailable("hold your balance for this call"))
           // Another call may have extended the lease while this one waited.
           if (purse.remaining >= request.amountNanos) return take(purse, request, now)
           if (now - purse.lastGrantAt < 1_000) purse.scale = Math.min(MAX_SCALE, purse.scale * 2)
@@ -411,6 +450,7 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           if (grant.grantedNanos === 0n) {
             return yield* AccountsPort.insufficientBalance(grant.availableNanos + purse.remaining, request)
           }
+          if (abandoned()) return yield* Effect.fail(unavailable("hold your balance for this call"))
           return take(purse, request, now)
         })
 
@@ -529,6 +569,17 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
       > =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           if (request.amountNanos <= 0n) return Effect.succeed(take(null, request, now))
+          // Neither the database nor the journal takes usage records and charges, and memory is
+          // nearly full: no priced call is admitted until one of them does (nothing is ever dropped).
+          if (!writer.admitting()) {
+            return Effect.fail(
+              new GatewayError.DatabaseUnavailable({
+                message: "The gateway cannot record calls right now (its database and its usage journal both fail), " +
+                  `so it takes no priced calls (nothing was charged). Retry in ${DATABASE_RETRY_AFTER_SECONDS} s.`,
+                retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS
+              })
+            )
+          }
           if (request.capped === true || !useLeases) return databaseHold(request)
           const purse = purseOf(request.userId, now)
           if (purse.remaining >= request.amountNanos) {
@@ -536,9 +587,18 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
             return Effect.as(refillIfLow(purse, request.amountNanos, now), id)
           }
           purse.waiting++
-          return purse.lock.withPermit(extendAndTake(purse, request)).pipe(
-            Effect.ensuring(Effect.sync(() => purse.waiting--))
-          )
+          let abandoned = false
+          return bounded(
+            purse.lock.withPermit(extendAndTake(purse, request, () => abandoned)).pipe(
+              Effect.ensuring(Effect.sync(() => purse.waiting--))
+            ),
+            "extending a balance lease",
+            {
+              abandoned: () => {
+                abandoned = true
+              }
+            }
+          ).pipe(Effect.catchTag("SqlError", failure("hold your balance for this call")))
         })
 
       const settle = (
@@ -550,7 +610,7 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         const chargeNanos = charge < 0n ? 0n : charge
         if (databaseHolds.has(holdId)) {
           databaseHolds.delete(holdId)
-          return accounts.settle(holdId, chargeNanos).pipe(
+          return bounded(accounts.settle(holdId, chargeNanos), "settling a call's hold").pipe(
             Effect.tap(() => databaseAnswered),
             Effect.flatMap((settled) =>
               Effect.map(
@@ -586,7 +646,7 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           if (purse !== null && purse.remaining < 0n) purse.waiting++
           const covered = purse === null || purse.remaining >= 0n
             ? Effect.succeed({ overdrawnNanos: 0n, shortfallNanos: 0n })
-            : cover(purse).pipe(
+            : bounded(cover(purse), "taking what a lease owes from the balance").pipe(
               // Counted as waiting from the charge on: the purse (and its lease) is not released as idle meanwhile.
               Effect.ensuring(Effect.sync(() => {
                 purse.waiting--
@@ -641,7 +701,10 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const released: Array<string> = []
           for (const purse of purses.values()) {
-            if (!force && (purse.inFlight > 0 || purse.waiting > 0 || now - purse.lastUsedAt < idleMs)) continue
+            // A user whose calls were charged keeps the lease for `coverSeconds` after their last call,
+            // whatever their rate: an outage that starts meanwhile finds it there.
+            const keepMs = purse.spendRate > 0 ? Math.max(idleMs, coverSeconds * 1000) : idleMs
+            if (!force && (purse.inFlight > 0 || purse.waiting > 0 || now - purse.lastUsedAt < keepMs)) continue
             purses.delete(purse.userId)
             if (purse.leaseId !== null) released.push(purse.leaseId)
           }
@@ -671,14 +734,23 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         ).pipe(Effect.andThen(releaseIdle(true)))
       )
 
-      const balance = (userId: string) => {
+      const balanceAsKnown = (userId: string): Effect.Effect<
+        AccountsPort.BalanceReading,
+        GatewayError.InternalError | GatewayError.DatabaseUnavailable
+      > => {
         // This node's lease is counted from memory (what calls in progress here do not hold,
         // with charges not yet written already taken off); other nodes' from the database,
-        // or, while it cannot be reached, as last read.
+        // or, while it cannot be reached (or does not answer within the bound), as last read.
         const purse = () => purses.get(userId)
-        const read = accounts.spendable(userId, purse() === undefined ? undefined : options.nodeId).pipe(
+        const read = bounded(
+          accounts.spendable(userId, purse() === undefined ? undefined : options.nodeId),
+          "reading a balance"
+        ).pipe(
           Effect.tap((spendable) => Effect.andThen(Effect.sync(() => remember(userId, spendable)), databaseAnswered)),
-          Effect.map((spendable) => spendable + (purse()?.remaining ?? 0n))
+          Effect.map((spendable): AccountsPort.BalanceReading => ({
+            nanos: spendable + (purse()?.remaining ?? 0n),
+            readAt: null
+          }))
         )
         return databaseGate("read your balance").pipe(
           Effect.andThen(read),
@@ -687,18 +759,19 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
             const failed = error._tag === "SqlError" ? databaseFailed(Cause.fail(error)) : Effect.void
             return known === undefined
               ? Effect.andThen(failed, Effect.fail(unavailable("read your balance")))
-              : Effect.as(failed, known + (purse()?.remaining ?? 0n))
+              : Effect.as(failed, { nanos: known.nanos + (purse()?.remaining ?? 0n), readAt: known.at })
           }),
           Effect.catchTag("ResourceNotFound", failure("read your balance"))
         )
       }
+      const balance = (userId: string) => Effect.map(balanceAsKnown(userId), (reading) => reading.nanos)
 
       const spent = (userId: string, fromMs: number, toMs: number) =>
         databaseGate("read your spending").pipe(
-          Effect.andThen(accounts.spent(userId, fromMs, toMs)),
+          Effect.andThen(bounded(accounts.spent(userId, fromMs, toMs), "reading a user's spending")),
           Effect.catchTag("SqlError", failure("read your spending"))
         )
 
-      return AccountsPort.Accounts.of({ hold, settle, balance, spent })
+      return AccountsPort.Accounts.of({ hold, settle, balance, balanceAsKnown, spent })
     })
   )

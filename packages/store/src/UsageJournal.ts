@@ -18,17 +18,8 @@
 import { Domain } from "@modelgate/core"
 import type { UsageLog } from "@modelgate/core"
 import { Effect, Result, Schema } from "effect"
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeSync
-} from "node:fs"
+import { readdirSync, readFileSync, renameSync, rmSync } from "node:fs"
+import { mkdir, open } from "node:fs/promises"
 import { basename, join } from "node:path"
 import type { Charge } from "./internal/LeaseSql.ts"
 
@@ -51,7 +42,7 @@ const UsageRecord = Schema.Struct({
   upstreamModel: Schema.String,
   channel: Schema.String,
   dialectIn: Domain.Dialect,
-  dialectOut: Domain.Dialect,
+  dialectOut: Domain.WireDialect,
   stream: Schema.Boolean,
   promptTokens: Schema.Number,
   completionTokens: Schema.Number,
@@ -173,17 +164,33 @@ export const make = (dir: string, name: string, startedAt: number): Journal => {
   const path = join(dir, `usage-${name.replace(/[^A-Za-z0-9._-]/g, "_")}-${startedAt}-${process.pid}.jsonl`)
   return {
     path,
+    // Asynchronous: a slow or failing disk never blocks the process's calls. A write that fails
+    // halfway (a full disk) is cut back to the last whole line, so no entry is half written.
     append: (entries) =>
-      Effect.try({
-        try: () => {
+      Effect.tryPromise({
+        try: async () => {
           if (entries.length === 0) return
-          mkdirSync(dir, { recursive: true, mode: 0o700 })
-          const fd = openSync(path, "a", 0o600)
+          await mkdir(dir, { recursive: true, mode: 0o700 })
+          const file = await open(path, "a", 0o600)
           try {
-            writeSync(fd, entries.map((entry) => encodeLine(entry as typeof Entry.Type)).join("\n") + "\n")
-            fsyncSync(fd)
+            const size = (await file.stat()).size
+            try {
+              // A full disk first takes part of a write without an error (a short write): the rest is
+              // written until it is all there or the disk says no.
+              const data = Buffer.from(entries.map((entry) => encodeLine(entry as typeof Entry.Type)).join("\n") + "\n")
+              let offset = 0
+              while (offset < data.length) {
+                const { bytesWritten } = await file.write(data, offset, data.length - offset)
+                if (bytesWritten <= 0) throw new Error(`no room left (${data.length - offset} bytes not written)`)
+                offset += bytesWritten
+              }
+              await file.sync()
+            } catch (error) {
+              await file.truncate(size).catch(() => undefined)
+              throw error
+            }
           } finally {
-            closeSync(fd)
+            await file.close()
           }
         },
         catch: failure(`Cannot write the usage journal ${path}`)

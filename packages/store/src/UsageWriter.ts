@@ -9,7 +9,9 @@
  * (default 500) are queued, writing each batch of up to `maxBatch` entries in
  * one transaction, in the order they were queued (so a lease is released only
  * after the charges taken from it). A batch that fails is put back at the head
- * of the buffer and retried on the next tick. Writing a batch is idempotent:
+ * of the buffer and retried on the next tick; so does one the database has not
+ * finished after `flushTimeoutMs` (a watchdog: a silent database never holds
+ * the writer longer). Writing a batch is idempotent:
  * records and charges are keyed by request id and inserted or nothing, and a
  * charge moves money only when its entry was inserted, so a batch whose COMMIT
  * reached the database but whose answer was lost is written again without
@@ -20,7 +22,8 @@
  * down), everything queued moves to an append-only file on disk (fsync'd),
  * later entries follow it there, and the file is written to the database, in
  * order, once it answers. The layer's finalizer stops the fiber and flushes
- * what is left, retrying for `shutdownRetryMs`; what it still cannot write
+ * what is left, retrying for `shutdownRetryMs` (so it ends within that plus
+ * `flushTimeoutMs`, whatever the database does); what it still cannot write
  * stays in the journal, and the next writer started on the same directory
  * (any node id) writes it before anything else. Without a journal, a crash
  * loses what was queued in the last flush interval (those calls go unbilled,
@@ -34,9 +37,8 @@
 import { PlainMetrics, UsageLog } from "@modelgate/core"
 import type { Domain } from "@modelgate/core"
 import { OutageLog } from "@modelgate/core"
-import { Array as Arr, Clock, Context, Deferred, Effect, Exit, Layer, Semaphore } from "effect"
-import { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql"
+import { Array as Arr, Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Semaphore } from "effect"
+import { SqlClient, SqlError } from "effect/sql"
 import { rmSync } from "node:fs"
 import * as LeaseSql from "./internal/LeaseSql.ts"
 import { newId } from "./internal/random.ts"
@@ -113,6 +115,8 @@ export interface WriterMetrics {
   readonly flushSeconds: PlainMetrics.Histogram
   /** Batches the database did not take (kept, and retried or journaled). */
   readonly flushFailures: PlainMetrics.Counter
+  /** Appends to the journal that failed (a full, read-only or failing disk); tried again after a growing pause. */
+  readonly journalFailures: PlainMetrics.Counter
 }
 
 /**
@@ -132,7 +136,45 @@ export interface WriterOptions {
   readonly journal?: { readonly dir: string; readonly name: string } | undefined
   /** At shutdown, how long the last flush keeps retrying before what is left goes to the journal (default 0: one try). */
   readonly shutdownRetryMs?: number | undefined
+  /**
+   * A batch (one transaction) the database has not finished writing after this
+   * long counts as failed (default 5,000 ms): its entries go to the journal and
+   * the transaction is abandoned (interrupted in the background, which retires
+   * its connection). Writing it again later is safe: entries are written once.
+   */
+  readonly flushTimeoutMs?: number | undefined
+  /**
+   * The most entries kept in memory when neither the database nor the journal
+   * takes them (default 100,000); `admitting` turns false at 90% of it.
+   */
+  readonly maxMemoryEntries?: number | undefined
 }
+
+/** Default bound of entries kept in memory only. @category constants */
+export const DEFAULT_MAX_MEMORY_ENTRIES = 100_000
+
+/** The share of `maxMemoryEntries` past which priced calls are refused. @category constants */
+export const ADMIT_SHARE = 0.9
+
+/** The longest pause between tries of a journal that fails. @category constants */
+export const JOURNAL_MAX_BACKOFF_MS = 30_000
+
+/**
+ * Where the writer's entries stand, for `/readyz` and `/metrics`.
+ *
+ * @category models
+ */
+export interface WriterState {
+  /** Entries in memory only: neither in the database nor in the journal. */
+  readonly memoryEntries: number
+  /** The last try of the journal failed (a full, read-only or failing disk). */
+  readonly journalFailing: boolean
+  /** Priced calls may be admitted: memory holds less than 90% of `maxMemoryEntries`. */
+  readonly admitting: boolean
+}
+
+/** Default bound of one batch's write. @category constants */
+export const DEFAULT_FLUSH_TIMEOUT_MS = 5_000
 
 const DAY_MS = 86_400_000
 
@@ -173,7 +215,7 @@ export const decodeUsageRow = (row: Record<string, unknown>): StoredUsage => ({
   upstreamModel: Row.str(row.upstream_model, "usage_records.upstream_model"),
   channel: Row.str(row.channel, "usage_records.channel"),
   dialectIn: Row.str(row.dialect_in, "usage_records.dialect_in") as Domain.Dialect,
-  dialectOut: Row.str(row.dialect_out, "usage_records.dialect_out") as Domain.Dialect,
+  dialectOut: Row.str(row.dialect_out, "usage_records.dialect_out") as Domain.WireDialect,
   stream: Row.bool(row.stream, "usage_records.stream"),
   promptTokens: Row.int(row.prompt_tokens, "usage_records.prompt_tokens"),
   completionTokens: Row.int(row.completion_tokens, "usage_records.completion_tokens"),
@@ -275,6 +317,10 @@ export class UsageWriter extends Context.Service<UsageWriter, {
   readonly flush: Effect.Effect<void, SqlError.SqlError | UsageJournal.JournalError>
   /** How many entries (records, charges, releases) are queued and not yet written. */
   readonly pending: Effect.Effect<number>
+  /** Entries in memory only, whether the journal fails, whether priced calls may be admitted. */
+  readonly state: Effect.Effect<WriterState>
+  /** False once memory holds 90% of `maxMemoryEntries` (the database and the journal both fail): refuse priced calls. */
+  readonly admitting: () => boolean
   /** The writer's own figures (flush times, failed batches), for metrics. */
   readonly metrics: WriterMetrics
   /** Records matching the filter, newest first. */
@@ -313,22 +359,73 @@ export class UsageWriter extends Context.Service<UsageWriter, {
             "modelgate_usage_flush_failures_total",
             "Batches of usage records and charges the database did not take (kept and retried, or journaled).",
             []
+          ),
+          journalFailures: new PlainMetrics.Counter(
+            "modelgate_usage_journal_failures_total",
+            "Appends to the usage journal that failed (a full, read-only or failing disk); the entries stay in memory.",
+            []
           )
         }
         const noLabels: ReadonlyArray<string> = []
-        const writeBatch = (batch: ReadonlyArray<Entry>) =>
-          Effect.flatMap(Clock.currentTimeNanos, (started) =>
-            writeEntries(sql, batch).pipe(
-              Effect.onExit((exit) =>
-                Effect.map(Clock.currentTimeNanos, (ended) => {
-                  metrics.flushSeconds.observe(noLabels, Number(ended - started) / 1e9)
-                  if (Exit.isFailure(exit)) metrics.flushFailures.add(noLabels)
-                })
+        const flushTimeoutMs = Math.max(1, options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS)
+        /**
+         * The watchdog: the database's work runs in a fiber of its own, and this waits for it at
+         * most `flushTimeoutMs`. A database that stops answering without an error (a frozen
+         * server, a network that swallows bytes) would otherwise hold the writer for ever; after
+         * the bound the work is interrupted in the background (its connection is retired) and
+         * this fails at once.
+         */
+        const bounded = <A>(what: string, work: Effect.Effect<A, SqlError.SqlError>) =>
+          Effect.flatMap(
+            Effect.forkDetach(Effect.interruptible(work)),
+            (fiber) =>
+              Effect.interruptible(Fiber.join(fiber)).pipe(
+                Effect.timeoutOrElse({
+                  duration: flushTimeoutMs,
+                  orElse: () =>
+                    Effect.andThen(
+                      Effect.forkDetach(Fiber.interrupt(fiber)),
+                      Effect.fail(
+                        new SqlError.SqlError({
+                          reason: new SqlError.StatementTimeoutError({
+                            cause: undefined,
+                            message: `the database did not finish ${what} within ${flushTimeoutMs} ms`,
+                            operation: what
+                          })
+                        })
+                      )
+                    )
+                }),
+                Effect.onInterrupt(() => Effect.asVoid(Effect.forkDetach(Fiber.interrupt(fiber))))
               )
-            ))
-        const journal = options.journal === undefined
+          )
+        const writeBatch = (batch: ReadonlyArray<Entry>) =>
+          Effect.flatMap(
+            Clock.currentTimeNanos,
+            (started) =>
+              bounded("writing a batch of usage records and charges", writeEntries(sql, batch)).pipe(
+                Effect.onExit((exit) =>
+                  Effect.map(Clock.currentTimeNanos, (ended) => {
+                    metrics.flushSeconds.observe(noLabels, Number(ended - started) / 1e9)
+                    if (Exit.isFailure(exit)) metrics.flushFailures.add(noLabels)
+                  })
+                )
+              )
+          )
+        const startedAt = yield* Clock.currentTimeMillis
+        let journal = options.journal === undefined
           ? undefined
-          : UsageJournal.make(options.journal.dir, options.journal.name, yield* Clock.currentTimeMillis)
+          : UsageJournal.make(options.journal.dir, options.journal.name, startedAt)
+        let rotations = 0
+        const maxMemory = Math.max(1, options.maxMemoryEntries ?? DEFAULT_MAX_MEMORY_ENTRIES)
+        const admitBelow = Math.max(1, Math.floor(maxMemory * ADMIT_SHARE))
+        let journalFailing = false
+        let journalRetryAt = 0
+        let journalBackoffMs = 0
+        /** Entries being appended to the journal right now (still only in memory). */
+        let spilling = 0
+        const inMemory = () => buffer.length + writing + spilling
+        const admitting = () => inMemory() < admitBelow
         /** Entries in the journal and not yet in the database; they come before everything in `buffer`. */
         let journaled = 0
 
@@ -364,29 +461,60 @@ export class UsageWriter extends Context.Service<UsageWriter, {
           if (journal === undefined || buffer.length === 0) return Effect.void
           const moved = buffer
           buffer = []
+          spilling = moved.length
           return journal.append(moved).pipe(
             Effect.tap(() => Effect.sync(() => journaled += moved.length)),
-            Effect.tapError(() => Effect.sync(() => buffer = moved.concat(buffer)))
+            Effect.tapError(() => Effect.sync(() => buffer = moved.concat(buffer))),
+            Effect.ensuring(Effect.sync(() => spilling = 0))
           )
         })
+
+        /**
+         * A journal that cannot be read back is left on disk, for the next start on the directory
+         * (or `modelgate usage replay`), and a new one begun: what is in memory is written without it.
+         */
+        const setAside = (current: UsageJournal.Journal, error: UsageJournal.JournalError) =>
+          Effect.suspend(() => {
+            const dir = options.journal!.dir
+            journal = UsageJournal.make(dir, options.journal!.name, startedAt + ++rotations)
+            journaled = 0
+            return Effect.logError(
+              `The usage journal ${current.path} cannot be read back; it is left for the next start on ${dir} ` +
+                `(or: modelgate usage replay FILE), and the writer goes on without it`,
+              error
+            )
+          })
 
         /** Writes the journal to the database, in order and in batches, then removes it. */
         const drain = Effect.suspend(() => {
-          if (journal === undefined || journaled === 0) return Effect.void
+          const current = journal
+          if (current === undefined || journaled === 0) return Effect.void
           // A cheap question first: while the database is down the journal is not read every tick.
-          return sql`SELECT 1`.pipe(
-            Effect.andThen(journal.read),
-            Effect.flatMap(({ entries }) =>
-              Effect.forEach(Arr.chunksOf(entries, maxBatch), writeBatch, { discard: true })
-            ),
-            Effect.andThen(journal.remove),
-            Effect.andThen(Effect.sync(() => journaled = 0))
+          return bounded("answering before the journal is replayed", sql`SELECT 1`).pipe(
+            Effect.andThen(Effect.result(current.read)),
+            Effect.flatMap((read) =>
+              read._tag === "Failure"
+                ? setAside(current, read.failure)
+                : Effect.forEach(Arr.chunksOf(read.success.entries, maxBatch), writeBatch, { discard: true }).pipe(
+                  Effect.andThen(Effect.sync(() => journaled = 0)),
+                  // Written: a file that cannot be removed is set aside (its entries are written once anyway).
+                  Effect.andThen(Effect.exit(current.remove)),
+                  Effect.flatMap((removed) =>
+                    Exit.isSuccess(removed) ? Effect.void : Effect.sync(() => {
+                      journal = UsageJournal.make(options.journal!.dir, options.journal!.name, startedAt + ++rotations)
+                    })
+                  )
+                )
+            )
           )
         })
 
-        /** Writes everything queued: the journal first (it holds the oldest entries), then memory. */
+        /**
+         * Writes everything queued: the journal first (it holds the oldest entries), then memory,
+         * straight to the database: a journal that fails never holds back a database that answers.
+         */
         const flush: Effect.Effect<void, SqlError.SqlError | UsageJournal.JournalError> = lock.withPermit(
-          Effect.suspend(() => journaled > 0 ? Effect.andThen(spill, drain) : Effect.void).pipe(
+          drain.pipe(
             Effect.andThen(Effect.whileLoop({ while: () => buffer.length > 0, body: () => flushOnce, step: () => {} }))
           )
         )
@@ -399,10 +527,31 @@ export class UsageWriter extends Context.Service<UsageWriter, {
           } and retried)`
         )
         const journalOutage = OutageLog.make("writing the usage journal (entries kept in memory)")
-        const keep = lock.withPermit(spill).pipe(
-          Effect.andThen(journalOutage.succeeded),
-          Effect.catchCause(journalOutage.failed)
-        )
+        // A journal that fails is tried again after a pause that doubles up to 30 s: no tight loop on a
+        // full disk. Meanwhile entries stay in memory (see `admitting`).
+        const keep = Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          if (now < journalRetryAt) return Effect.void
+          return lock.withPermit(spill).pipe(
+            Effect.tap(() =>
+              Effect.sync(() => {
+                journalFailing = false
+                journalBackoffMs = 0
+              })
+            ),
+            Effect.andThen(journalOutage.succeeded),
+            Effect.catchCause((cause) =>
+              Effect.andThen(
+                Effect.sync(() => {
+                  metrics.journalFailures.add(noLabels)
+                  journalFailing = true
+                  journalBackoffMs = Math.min(JOURNAL_MAX_BACKOFF_MS, Math.max(flushIntervalMs, journalBackoffMs * 2))
+                  journalRetryAt = now + journalBackoffMs
+                }),
+                journalOutage.failed(cause)
+              )
+            )
+          )
+        })
         const loop = Effect.gen(function*() {
           while (true) {
             yield* Effect.raceFirst(Effect.sleep(flushIntervalMs), Deferred.await(wake))
@@ -449,12 +598,13 @@ export class UsageWriter extends Context.Service<UsageWriter, {
         // Entries an earlier run (of any node) left in this directory's journals come first: moved
         // into this writer's journal (a copy surviving a crash in between is written once anyway)
         // and written now, before this node releases what its earlier run left.
-        if (journal !== undefined && options.journal !== undefined) {
-          for (const path of UsageJournal.leftBehind(options.journal.dir, journal.path)) {
+        const initial = journal
+        if (initial !== undefined && options.journal !== undefined) {
+          for (const path of UsageJournal.leftBehind(options.journal.dir, initial.path)) {
             const claimed = UsageJournal.claim(path)
             if (claimed === undefined) continue
             const adopted = yield* UsageJournal.read(claimed.path).pipe(
-              Effect.tap(({ entries }) => journal.append(entries)),
+              Effect.tap(({ entries }) => initial.append(entries)),
               Effect.tap(() => Effect.sync(() => rmSync(claimed.path, { force: true }))),
               Effect.result
             )
@@ -527,7 +677,9 @@ export class UsageWriter extends Context.Service<UsageWriter, {
           charge: (charge) => enqueue({ _tag: "Charge", charge }),
           releaseLease: (leaseId) => enqueue({ _tag: "Release", leaseId }),
           flush,
-          pending: Effect.sync(() => buffer.length + writing + journaled),
+          pending: Effect.sync(() => inMemory() + journaled),
+          state: Effect.sync(() => ({ memoryEntries: inMemory(), journalFailing, admitting: admitting() })),
+          admitting,
           metrics,
           query,
           dailyTotals

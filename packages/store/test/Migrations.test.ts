@@ -178,7 +178,7 @@ const books = (make: () => Promise<TestDatabase>) => {
         const refused = yield* Effect.flip(sql`UPDATE users SET balance_nanos = -1 WHERE id = 'usr_1'`)
         assert.strictEqual(refused.reason._tag, "ConstraintError", "before: a balance is never below zero")
 
-        assert.deepStrictEqual(yield* migrate, ["13_books"])
+        assert.deepStrictEqual(yield* migrate, ["13_books", "14_clouds"])
 
         // Every row that points at the user is still there (a rebuild that cascaded would have deleted them).
         const count = (table: string) =>
@@ -220,12 +220,72 @@ const books = (make: () => Promise<TestDatabase>) => {
     }))
 }
 
+const channelRow = (id: string, name: string, type: string) => ({
+  id,
+  name,
+  type,
+  base_url: "https://api.test/v1",
+  api_keys_enc: "[]",
+  timeouts: "{}",
+  source: "config",
+  created_at: 0,
+  updated_at: 0
+})
+
+const clouds = (make: () => Promise<TestDatabase>) => {
+  it.effect("clouds: vertex and bedrock channels are allowed, with where they are served; every channel and key state stays", () =>
+    Effect.gen(function*() {
+      const db = yield* Effect.promise(make)
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* migrateBefore(14)
+        yield* sql`INSERT INTO channels ${sql.insert(channelRow("chn_1", "openai", "openai"))}`
+        yield* sql`UPDATE channels SET responses = TRUE, stream_options = FALSE, breaker = '{"x":1}' WHERE id = 'chn_1'`
+        yield* sql`INSERT INTO channel_key_states ${
+          sql.insert({
+            channel_id: "chn_1",
+            key_fingerprint: "f1",
+            status: 401,
+            reason: "refused",
+            disabled_at: 1,
+            node_id: "n"
+          })
+        }`
+        const before = yield* Effect.flip(sql`INSERT INTO channels ${sql.insert(channelRow("chn_2", "v", "vertex"))}`)
+        assert.strictEqual(before.reason._tag, "ConstraintError", "before: no vertex channel")
+
+        assert.deepStrictEqual(yield* migrate, ["14_clouds"])
+
+        const kept = (yield* sql`SELECT * FROM channels WHERE id = 'chn_1'`)[0]!
+        assert.deepStrictEqual(
+          [kept.name, kept.type, Boolean(kept.responses), Boolean(kept.stream_options), kept.breaker, kept.cloud],
+          ["openai", "openai", true, false, "{\"x\":1}", null]
+        )
+        yield* sql`INSERT INTO channels ${
+          sql.insert({ ...channelRow("chn_2", "v", "vertex"), cloud: "{\"project\":\"p\",\"location\":\"us-east5\"}" })
+        }`
+        yield* sql`INSERT INTO channels ${
+          sql.insert({ ...channelRow("chn_3", "b", "bedrock"), cloud: "{\"region\":\"us-east-1\"}" })
+        }`
+        const other = yield* Effect.flip(sql`INSERT INTO channels ${sql.insert(channelRow("chn_4", "c", "carrier"))}`)
+        assert.strictEqual(other.reason._tag, "ConstraintError", "other types are still refused")
+        // The key state still belongs to its channel: deleting the channel deletes it.
+        const states = () => Effect.map(sql`SELECT COUNT(*) AS n FROM channel_key_states`, (rows) => Number(rows[0]!.n))
+        assert.strictEqual(yield* states(), 1)
+        yield* sql`DELETE FROM channels WHERE id = 'chn_1'`
+        assert.strictEqual(yield* states(), 0)
+      }).pipe(Effect.provide(databaseLayer(db)))
+    }))
+}
+
 describe("sqlite", () => {
   suite(makeSqlite)
   books(makeSqlite)
+  clouds(makeSqlite)
 })
 
 describe.skipIf(postgresUrl === undefined)("postgres (set MODELGATE_TEST_POSTGRES to run)", () => {
   suite(() => makePostgres(postgresUrl!))
   books(() => makePostgres(postgresUrl!))
+  clouds(() => makePostgres(postgresUrl!))
 })

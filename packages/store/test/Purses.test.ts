@@ -234,6 +234,8 @@ const suite = (make: () => Promise<TestDatabase>) =>
         const holding = yield* Effect.forkChild(purses.hold(request(user, 1_000n)))
         yield* Effect.sleep("10 millis")
         yield* Fiber.interrupt(holding)
+        // The caller stopped waiting; the lease's write goes on in the background and is kept.
+        yield* Effect.sleep("100 millis")
         assert.deepStrictEqual(yield* books(user), {
           balance: 1_000_000_000n - 17_000n,
           reserved: 17_000n,
@@ -257,7 +259,7 @@ const suite = (make: () => Promise<TestDatabase>) =>
     it.effect("an idle lease goes back to the balance", () =>
       Effect.gen(function*() {
         const user = yield* userWith(1_000_000_000n)
-        const { purses, writer, close } = yield* node({ leaseIdleMs: 0 })
+        const { purses, writer, close } = yield* node({ leaseIdleMs: 0, leaseCoverSeconds: 0 })
         const id = yield* purses.hold(request(user, 1_000n))
         yield* purses.settle(id, 250n)
         for (let i = 0; i < 100 && (yield* books(user)).leases > 0; i++) {
@@ -767,6 +769,69 @@ describe("leases sized by recent spending", () => {
         leases: 0,
         holds: 0
       })
+    }).pipe(Effect.provide(baseLayer(makeSqlite))))
+
+  it.effect("a user calling once a second keeps their lease through a 15 s outage: it lasts lease_cover_seconds after their last call", () =>
+    Effect.gen(function*() {
+      const user = yield* userWith(1_000_000_000_000n)
+      const outage = yield* makeOutage
+      const { purses, writer, close } = yield* node({ leaseCoverSeconds: 30, leaseIdleMs: 1_000 }, outage.wrap)
+      const call = Effect.gen(function*() {
+        const id = yield* purses.hold(request(user, 2_000_000n))
+        yield* purses.settle(id, 1_000_000n)
+        yield* Effect.yieldNow
+        // A second between calls: longer than lease_idle_ms.
+        yield* TestClock.adjust(Duration.seconds(1))
+        yield* Effect.yieldNow
+      })
+      for (let i = 0; i < 60; i++) yield* call
+      outage.down = true
+      let served = 0
+      for (let i = 0; i < 15; i++) {
+        const result = yield* Effect.result(call)
+        if (result._tag === "Failure") break
+        served++
+      }
+      assert.strictEqual(served, 15, "every call of the outage was served from the lease")
+      outage.down = false
+      // Once the user stops calling, the lease goes back after lease_cover_seconds.
+      yield* TestClock.adjust(Duration.seconds(31))
+      yield* Effect.yieldNow
+      yield* writer.flush
+      assert.strictEqual((yield* books(user)).leases, 0, "released 30 s after the last call")
+      yield* close
+      yield* writer.flush
+      assert.deepStrictEqual(yield* books(user), {
+        balance: 1_000_000_000_000n - 75n * 1_000_000n,
+        reserved: 0n,
+        leases: 0,
+        holds: 0
+      })
+    }).pipe(Effect.provide(baseLayer(makeSqlite))))
+
+  it.effect("while the usage writer is not admitting (database and journal both fail, memory nearly full), priced calls get DatabaseUnavailable and free ones go on", () =>
+    Effect.gen(function*() {
+      const user = yield* userWith(1_000_000_000n)
+      const scope = yield* Scope.make()
+      const sql = yield* SqlClient.SqlClient
+      const writer = yield* Layer.buildWithScope(UsageWriter.layerWith({ flushIntervalMs: 3_600_000 }), scope).pipe(
+        Effect.provideService(SqlClient.SqlClient, sql),
+        Effect.map((context) => context.mapUnsafe.get(UsageWriter.key) as UsageWriter["Service"])
+      )
+      let admitting = false
+      const purses = yield* Layer.buildWithScope(Purses.layer({ nodeId: "node-full" }), scope).pipe(
+        Effect.provideService(Accounts, yield* Accounts),
+        Effect.provideService(UsageWriter, { ...writer, admitting: () => admitting }),
+        Effect.map((context) => context.mapUnsafe.get(AccountsPort.Accounts.key) as AccountsPort.Accounts["Service"])
+      )
+      const refused = yield* Effect.flip(purses.hold(request(user, 1_000n)))
+      assert.strictEqual(refused._tag, "DatabaseUnavailable")
+      assert.include(refused.message, "cannot record calls")
+      yield* purses.hold(request(user, 0n))
+      admitting = true
+      const id = yield* purses.hold(request(user, 1_000n))
+      yield* purses.settle(id, 100n)
+      yield* Scope.close(scope, Exit.void)
     }).pipe(Effect.provide(baseLayer(makeSqlite))))
 
   it("the spending rate reads as what is spent per second, and decays when spending stops", () => {

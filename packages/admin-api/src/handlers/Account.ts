@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Accounts as AccountsPort, Admission, Catalog, Money, Pricing } from "@modelgate/core"
+import { Accounts as AccountsPort, Admission, Catalog, type Domain, Money, Pricing } from "@modelgate/core"
 import { Accounts } from "@modelgate/store/Accounts"
 import { CatalogRepo } from "@modelgate/store/CatalogRepo"
 import { Keys } from "@modelgate/store/Keys"
@@ -50,19 +50,53 @@ const userOf = Effect.fnUntraced(function*(principal: PrincipalShape) {
   return user
 })
 
+/**
+ * The groups a user may put keys in, each with the models it reaches (prices
+ * after the group's ratio): what their key forms offer.
+ */
+export const groupModels = Effect.fnUntraced(function*(userId: string, role: Domain.Role) {
+  const names = yield* groupsOf(userId, role)
+  const snapshot = yield* (yield* Catalog.Catalog).current
+  const stored = new Map((yield* orApiError((yield* CatalogRepo).listGroups)).map((r) => [r.group.name, r.group]))
+  const groups = names.map((name): C.GroupModels => {
+    const group = snapshot.groups.get(name) ?? stored.get(name)
+    const ratioMicros = group?.ratioMicros ?? 1_000_000n
+    const models = snapshot.modelsOfGroup(name).flatMap((id) => {
+      const model = snapshot.models.get(id)
+      return model === undefined ? [] : [Views.modelInfo(model, ratioMicros)]
+    })
+    return {
+      name,
+      ratio: Views.ratio(ratioMicros),
+      limits: group?.limits ?? { rpm: null, tpm: null, concurrency: null },
+      models
+    }
+  })
+  return { groups } satisfies C.MyModels
+})
+
 /** The handlers of the `account` group. @category handlers */
 export const layer = HttpApiBuilder.group(
   Api,
   "account",
   Effect.fn(function*(handlers) {
     const reports = yield* Reports
-    const repo = yield* CatalogRepo
 
     return handlers.handleAll({
       me: Effect.fn("account.me")(function*() {
         const principal = yield* Principal
         const snapshot = yield* (yield* Catalog.Catalog).current
-        const balance = yield* orApiError((yield* AccountsPort.Accounts).balance(principal.userId))
+        const accounts = yield* AccountsPort.Accounts
+        // Answered from memory, marked as possibly stale, when the database does not answer in time.
+        const reading = yield* orApiError(
+          accounts.balanceAsKnown === undefined
+            ? Effect.map(accounts.balance(principal.userId), (nanos) => ({ nanos, readAt: null }))
+            : accounts.balanceAsKnown(principal.userId)
+        )
+        const balance = reading.nanos
+        const freshness = reading.readAt === null
+          ? {}
+          : { balance_stale: true, balance_read_at: new Date(reading.readAt).toISOString() }
         const key = principal.key
         if (key !== undefined) {
           return {
@@ -76,7 +110,8 @@ export const layer = HttpApiBuilder.group(
               expires_at: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString()
             },
             models: Admission.allowedModels(snapshot, key).map((m) => m.id),
-            balance_usd: Money.formatUsd(balance)
+            balance_usd: Money.formatUsd(balance),
+            ...freshness
           } satisfies C.GatewayMe
         }
         const models = new Set<string>()
@@ -92,7 +127,8 @@ export const layer = HttpApiBuilder.group(
           group: null,
           key: null,
           models: [...models],
-          balance_usd: Money.formatUsd(balance)
+          balance_usd: Money.formatUsd(balance),
+          ...freshness
         } satisfies C.GatewayMe
       }),
 
@@ -117,24 +153,7 @@ export const layer = HttpApiBuilder.group(
 
       models: Effect.fn("account.models")(function*() {
         const principal = yield* Principal
-        const names = yield* groupsOf(principal.userId, principal.role)
-        const snapshot = yield* (yield* Catalog.Catalog).current
-        const stored = new Map((yield* orApiError(repo.listGroups)).map((record) => [record.group.name, record.group]))
-        const groups = names.map((name): C.GroupModels => {
-          const group = snapshot.groups.get(name) ?? stored.get(name)
-          const ratioMicros = group?.ratioMicros ?? 1_000_000n
-          const models = snapshot.modelsOfGroup(name).flatMap((id) => {
-            const model = snapshot.models.get(id)
-            return model === undefined ? [] : [Views.modelInfo(model, ratioMicros)]
-          })
-          return {
-            name,
-            ratio: Views.ratio(ratioMicros),
-            limits: group?.limits ?? { rpm: null, tpm: null, concurrency: null },
-            models
-          }
-        })
-        return { groups } satisfies C.MyModels
+        return yield* groupModels(principal.userId, principal.role)
       }),
 
       connect: Effect.fn("account.connect")(function*({ request }) {

@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { Catalog, ChannelHealth, ChannelProbe, Domain, Money, Pricing, Text } from "@modelgate/core"
+import { Catalog, ChannelHealth, ChannelProbe, Credentials, Domain, Money, Pricing, Text } from "@modelgate/core"
 import { CatalogRepo, type ChannelInput, type ChannelRecord } from "@modelgate/store/CatalogRepo"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
@@ -69,6 +69,46 @@ const checkModelMap = (models: ReadonlyArray<string>, modelMap: Readonly<Record<
     }
   }
   return Effect.void
+}
+
+/** Where a cloud channel is served: the request's fields over the current ones (undefined: none given). */
+const cloudOf = (
+  input: {
+    readonly project?: string | undefined
+    readonly location?: string | undefined
+    readonly region?: string | undefined
+    readonly publishers?: Readonly<Record<string, "google" | "anthropic">> | undefined
+  },
+  current: Domain.ChannelCloud | undefined
+): Domain.ChannelCloud | undefined => {
+  const cloud: Domain.ChannelCloud = {
+    ...current,
+    ...(input.project === undefined ? {} : { project: input.project.trim() }),
+    ...(input.location === undefined ? {} : { location: input.location.trim() }),
+    ...(input.region === undefined ? {} : { region: input.region.trim() }),
+    ...(input.publishers === undefined ? {} : { publishers: input.publishers })
+  }
+  return Object.keys(cloud).length === 0 ? undefined : cloud
+}
+
+/**
+ * A channel's base URL: the one given (without a trailing slash), else a
+ * cloud channel's default for its region; a channel of another type must
+ * give one. Where the cloud fields are wrong, the error names them.
+ */
+const baseUrlOf = (
+  type: Domain.ChannelType,
+  given: string | undefined,
+  cloud: Domain.ChannelCloud | undefined
+): Effect.Effect<string, ApiError.ApiError> => {
+  const problem = Credentials.cloudProblem(type, cloud)
+  if (problem !== undefined) return Effect.fail(ApiError.invalid(`${problem.field}: ${problem.message}`, problem.field))
+  const url = given?.replace(/\/+$/, "") ?? Credentials.defaultBaseUrl(type, cloud)
+  return url === undefined
+    ? Effect.fail(
+      ApiError.invalid(`baseUrl: required for a ${type} channel (only vertex and bedrock have a default)`, "baseUrl")
+    )
+    : Effect.succeed(url)
 }
 
 /** The routing settings of a request applied over a channel's current (or default) ones. */
@@ -163,6 +203,30 @@ export const layer = HttpApiBuilder.group(
       }),
 
       deleteGroup: Effect.fn("catalog.deleteGroup")(function*({ params }) {
+        // The default group is where new users and their keys land: it can be changed, never removed.
+        if (params.name === "default") {
+          return yield* ApiError.conflict(
+            "The group 'default' cannot be deleted: new users and their keys are put in it. " +
+              "Change its ratio and limits with Edit instead."
+          )
+        }
+        const group = yield* findGroup(params.name)
+        // A group still in use would vanish from the Groups page while channels serve it or users hold it.
+        const serving = (yield* orApiError(repo.listChannels)).filter((r) => r.channel.groups.includes(params.name))
+        if (serving.length > 0) {
+          return yield* ApiError.conflict(
+            `The group '${params.name}' is served by the channel(s) ${
+              serving.map((r) => r.channel.name).join(", ")
+            }: remove it from their Groups (Channels → Edit) first.`
+          )
+        }
+        if (group.users.length > 0) {
+          return yield* ApiError.conflict(
+            `The group '${params.name}' is assigned to the user(s) ${
+              group.users.join(", ")
+            }: remove them from its Assigned users (Groups → Edit) first.`
+          )
+        }
         yield* orApiError(repo.deleteGroup(params.name))
         yield* invalidate("catalog")
         return { ok: true } satisfies C.Ok
@@ -179,10 +243,13 @@ export const layer = HttpApiBuilder.group(
 
       createChannel: Effect.fn("catalog.createChannel")(function*({ payload }) {
         yield* checkModelMap(payload.models, payload.modelMap)
+        const cloud = cloudOf(payload, undefined)
+        const baseUrl = yield* baseUrlOf(payload.type, payload.baseUrl, cloud)
         const channel: ChannelInput = {
           name: payload.name,
           type: payload.type,
-          baseUrl: payload.baseUrl.replace(/\/+$/, ""),
+          baseUrl,
+          ...(cloud === undefined ? {} : { cloud }),
           apiKeys: payload.apiKeys.map((key) => key.trim()),
           models: payload.models,
           modelMap: payload.modelMap ?? {},
@@ -204,11 +271,21 @@ export const layer = HttpApiBuilder.group(
         // Without its secrets a channel can change only if the edit gives its keys again.
         if (!record.readable && payload.apiKeys === undefined) yield* usableChannel(params.id)
         yield* checkModelMap(payload.models ?? current.models, payload.modelMap ?? current.modelMap)
+        const type = payload.type ?? current.type
+        // A channel that changes type keeps nothing of where the old type was served.
+        const cloud = cloudOf(payload, type === current.type ? current.cloud : undefined)
+        // A base URL that was the old region's default follows the region; one the operator gave stays.
+        const followsRegion = current.baseUrl === Credentials.defaultBaseUrl(current.type, current.cloud)
+        const baseUrl = payload.baseUrl !== undefined || followsRegion
+          ? yield* baseUrlOf(type, payload.baseUrl, cloud)
+          : yield* Effect.as(baseUrlOf(type, current.baseUrl, cloud), current.baseUrl)
+        const { cloud: _, ...rest } = current
         const next: ChannelInput = {
-          ...current,
+          ...rest,
+          ...(cloud === undefined ? {} : { cloud }),
           ...(payload.name !== undefined ? { name: payload.name } : {}),
-          ...(payload.type !== undefined ? { type: payload.type } : {}),
-          ...(payload.baseUrl !== undefined ? { baseUrl: payload.baseUrl.replace(/\/+$/, "") } : {}),
+          type,
+          baseUrl,
           ...(payload.models !== undefined ? { models: payload.models } : {}),
           ...(payload.modelMap !== undefined ? { modelMap: payload.modelMap } : {}),
           ...(payload.groups !== undefined ? { groups: payload.groups } : {}),
@@ -272,14 +349,32 @@ export const layer = HttpApiBuilder.group(
           )
         const type = payload.type ?? saved?.type
         if (type === undefined) return yield* missing("type")
-        const baseUrl = payload.baseUrl?.replace(/\/+$/, "") ?? saved?.baseUrl
+        const cloud = cloudOf(payload, saved?.type === type ? saved?.cloud : undefined)
+        const baseUrl = payload.baseUrl?.replace(/\/+$/, "") ?? saved?.baseUrl ??
+          Credentials.defaultBaseUrl(type, cloud)
         if (baseUrl === undefined) return yield* missing("baseUrl")
-        const apiKey = payload.apiKey?.trim() ?? saved?.apiKeys[0]
+        // The saved key (and the saved headers' secrets) only ever go to the saved address: another address
+        // needs its key in the same request, or an admin key could collect every provider key.
+        const elsewhere = saved !== undefined && baseUrl !== saved.baseUrl.replace(/\/+$/, "")
+        const givenKey = payload.apiKey?.trim()
+        if (elsewhere && (givenKey === undefined || givenKey === "")) {
+          return yield* ApiError.invalid(
+            `apiKey: required to list models at ${baseUrl}, which is not the channel's saved address; ` +
+              "the saved key is only ever sent to the saved address",
+            "apiKey"
+          )
+        }
+        const apiKey = givenKey ?? saved?.apiKeys[0]
         if (apiKey === undefined) {
           return yield* saved === undefined
             ? missing("apiKey")
             : ApiError.invalid("apiKey: the channel has no key to list its models with", "apiKey")
         }
+        const savedHeaders = elsewhere
+          ? Object.fromEntries(
+            Object.entries(saved?.headers ?? {}).filter(([name, value]) => !Views.isSecretHeader(name, value))
+          )
+          : saved?.headers ?? {}
         const channel: Domain.Channel = {
           ...Domain.channelDefaults,
           id: saved?.id ?? "unsaved",
@@ -300,11 +395,12 @@ export const layer = HttpApiBuilder.group(
             }),
           type,
           baseUrl,
+          ...(cloud === undefined ? {} : { cloud }),
           apiKeys: [apiKey],
           apiVersion: payload.apiVersion !== undefined ? payload.apiVersion : saved?.apiVersion ?? null,
           headers: payload.headers === undefined
-            ? saved?.headers ?? {}
-            : Views.mergeHeaders(payload.headers, saved?.headers ?? {})
+            ? savedHeaders
+            : Views.mergeHeaders(payload.headers, savedHeaders)
         }
         const listed = yield* probe.listModels(channel, apiKey).pipe(
           Effect.mapError((error) =>

@@ -14,21 +14,34 @@ import { Api, Principal, type PrincipalShape } from "../Api.ts"
 import * as ApiError from "../ApiError.ts"
 import type * as C from "../Contract.ts"
 import * as Views from "../Views.ts"
-import { groupsOf } from "./Account.ts"
+import { groupModels, groupsOf } from "./Account.ts"
 import { invalidate, orApiError, parseNanos } from "./Shared.ts"
 
 const limitWording = { rpm: "requests per minute", tpm: "tokens per minute", concurrency: "concurrent calls" } as const
 
-/** Each model named must exist on the gateway; returns their ids (aliases resolved). */
-const resolveModels = Effect.fnUntraced(function*(models: ReadonlyArray<string> | undefined) {
+/**
+ * Each model named must exist on the gateway and be served to the key's group
+ * (a key cannot be allowed what its group never reaches); returns their ids
+ * (aliases resolved).
+ */
+const resolveModels = Effect.fnUntraced(function*(models: ReadonlyArray<string> | undefined, group: string) {
   if (models === undefined) return undefined
   const snapshot = yield* (yield* Catalog.Catalog).current
+  const reached = snapshot.modelsOfGroup(group)
   const ids: Array<string> = []
   for (const [i, name] of models.entries()) {
     const id = snapshot.resolveModel(name)
     if (id === undefined) {
       return yield* ApiError.invalid(
         `models[${i}]: no model named '${Text.clip(name)}' exists on this gateway`,
+        `models[${i}]`
+      )
+    }
+    if (!reached.includes(id)) {
+      return yield* ApiError.invalid(
+        `models[${i}]: the group '${group}' is not served '${Text.clip(name)}'; its models are: ${
+          reached.length === 0 ? "none" : reached.join(", ")
+        }`,
         `models[${i}]`
       )
     }
@@ -80,7 +93,7 @@ const limitsOf = (body: C.UpdateKeyRequest) => {
 /** Applies an update to a key, whoever owns it (the caller checked who may). */
 const updateKey = Effect.fnUntraced(function*(key: KeyRecord, body: C.UpdateKeyRequest) {
   const keys = yield* Keys
-  const models = yield* resolveModels(body.models)
+  const models = yield* resolveModels(body.models, key.group)
   yield* checkExpiry(body.expiresAt)
   yield* checkKeyLimits(body, key.group)
   yield* orApiError(keys.update(key.id, {
@@ -96,6 +109,47 @@ const updateKey = Effect.fnUntraced(function*(key: KeyRecord, body: C.UpdateKeyR
   yield* invalidate("keys", [key.id])
   const updated = yield* orApiError(keys.findById(key.id))
   return Views.key(updated!)
+})
+
+/** Creates a key for a user in one of the groups they may use. */
+const createKey = Effect.fnUntraced(function*(
+  userId: string,
+  role: "user" | "admin",
+  payload: C.CreateKeyRequest,
+  who: string
+) {
+  const keys = yield* Keys
+  const allowed = yield* groupsOf(userId, role)
+  const group = payload.group ?? allowed[0]!
+  if (!allowed.includes(group)) {
+    return yield* ApiError.invalid(
+      `group: the group '${Text.clip(group)}' is not one this user may use; choose one of: ${allowed.join(", ")}`,
+      "group"
+    )
+  }
+  const models = yield* resolveModels(payload.models, group)
+  yield* checkExpiry(payload.expiresAt)
+  yield* checkKeyLimits(payload, group)
+  const created = yield* orApiError(
+    keys.create({
+      userId,
+      name: payload.name,
+      group,
+      models: models ?? [],
+      expiresAt: payload.expiresAt ?? null,
+      quotaNanos: (yield* parseNanos(payload.quota, "quota")) ?? null,
+      dailyBudgetNanos: (yield* parseNanos(payload.dailyBudget, "dailyBudget")) ?? null,
+      monthlyBudgetNanos: (yield* parseNanos(payload.monthlyBudget, "monthlyBudget")) ?? null,
+      limits: { rpm: payload.rpm ?? null, tpm: payload.tpm ?? null, concurrency: payload.concurrency ?? null }
+    }).pipe(
+      Effect.catchTag(
+        "Conflict",
+        () => Effect.fail(ApiError.conflict(`${who} a key named '${payload.name}'.`))
+      )
+    )
+  )
+  yield* invalidate("keys", [created.key.id])
+  return { key: Views.key(created.key), secret: created.secret } satisfies C.CreatedKey
 })
 
 /** The caller's own key, or 404 (also for someone else's key, so ids cannot be probed). */
@@ -115,6 +169,14 @@ export const layer = HttpApiBuilder.group(
     const keys = yield* Keys
     const users = yield* Users
 
+    const existingUser = Effect.fnUntraced(function*(id: string) {
+      const user = yield* orApiError(users.findById(id))
+      if (user === undefined || user.deletedAt !== null) {
+        return yield* ApiError.notFound(`No user with id '${Text.clip(id)}'.`)
+      }
+      return user
+    })
+
     return handlers.handleAll({
       list: Effect.fn("keys.list")(function*() {
         const principal = yield* Principal
@@ -127,37 +189,7 @@ export const layer = HttpApiBuilder.group(
 
       create: Effect.fn("keys.create")(function*({ payload }) {
         const principal = yield* Principal
-        const allowed = yield* groupsOf(principal.userId, principal.role)
-        const group = payload.group ?? allowed[0]!
-        if (!allowed.includes(group)) {
-          return yield* ApiError.invalid(
-            `group: you may not use the group '${Text.clip(group)}'; choose one of: ${allowed.join(", ")}`,
-            "group"
-          )
-        }
-        const models = yield* resolveModels(payload.models)
-        yield* checkExpiry(payload.expiresAt)
-        yield* checkKeyLimits(payload, group)
-        const created = yield* orApiError(
-          keys.create({
-            userId: principal.userId,
-            name: payload.name,
-            group,
-            models: models ?? [],
-            expiresAt: payload.expiresAt ?? null,
-            quotaNanos: (yield* parseNanos(payload.quota, "quota")) ?? null,
-            dailyBudgetNanos: (yield* parseNanos(payload.dailyBudget, "dailyBudget")) ?? null,
-            monthlyBudgetNanos: (yield* parseNanos(payload.monthlyBudget, "monthlyBudget")) ?? null,
-            limits: { rpm: payload.rpm ?? null, tpm: payload.tpm ?? null, concurrency: payload.concurrency ?? null }
-          }).pipe(
-            Effect.catchTag(
-              "Conflict",
-              () => Effect.fail(ApiError.conflict(`You already have a key named '${payload.name}'.`))
-            )
-          )
-        )
-        yield* invalidate("keys", [created.key.id])
-        return { key: Views.key(created.key), secret: created.secret } satisfies C.CreatedKey
+        return yield* createKey(principal.userId, principal.role, payload, "You already have")
       }),
 
       update: Effect.fn("keys.update")(function*({ params, payload }) {
@@ -178,10 +210,7 @@ export const layer = HttpApiBuilder.group(
       }),
 
       userKeys: Effect.fn("keys.userKeys")(function*({ params }) {
-        const user = yield* orApiError(users.findById(params.id))
-        if (user === undefined || user.deletedAt !== null) {
-          return yield* ApiError.notFound(`No user with id '${Text.clip(params.id)}'.`)
-        }
+        const user = yield* existingUser(params.id)
         const list = yield* orApiError(keys.list(user.id))
         return { data: list.filter((k) => !k.revoked).map(Views.key) } satisfies C.KeyList
       }),
@@ -204,6 +233,33 @@ export const layer = HttpApiBuilder.group(
             () => Effect.fail(ApiError.conflict(`The user already has a key named '${payload.name}'.`))
           )
         )
+      }),
+
+      adminCreate: Effect.fn("keys.adminCreate")(function*({ params, payload }) {
+        const user = yield* existingUser(params.id)
+        return yield* createKey(user.id, user.role, payload, `${user.name} already has`)
+      }),
+
+      adminDelete: Effect.fn("keys.adminDelete")(function*({ params }) {
+        const principal = yield* Principal
+        if (principal.key?.id === params.id) {
+          return yield* ApiError.forbidden(
+            "A key cannot revoke itself: revoke it from a console session, or with another administrator's key.",
+            "self_change"
+          )
+        }
+        const key = yield* orApiError(keys.findById(params.id))
+        if (key === undefined || key.revoked) {
+          return yield* ApiError.notFound(`No API key with id '${Text.clip(params.id)}'.`)
+        }
+        yield* orApiError(keys.remove(key.id))
+        yield* invalidate("keys", [key.id])
+        return { ok: true } satisfies C.Ok
+      }),
+
+      userModels: Effect.fn("keys.userModels")(function*({ params }) {
+        const user = yield* existingUser(params.id)
+        return yield* groupModels(user.id, user.role)
       })
     })
   })

@@ -157,7 +157,9 @@ export const layer = HttpApiBuilder.group(
             Effect.fail(
               ApiError.invalid(
                 nanos < 0n && /below zero/.test(error.message)
-                  ? `amount: the balance is ${Money.formatUsd(user.balanceNanos)}; it cannot go below zero`
+                  ? `amount: the balance is $${Money.formatUsd(user.balanceNanos)}; it cannot go below zero (at most $${
+                    Money.formatUsd(user.balanceNanos)
+                  } can be deducted)`
                   : `amount: ${error.message.replace(/^amountNanos:\s*/, "")}`,
                 "amount"
               )

@@ -6,6 +6,7 @@
  */
 import {
   ActionIcon,
+  Alert,
   Box,
   Button,
   Code,
@@ -18,7 +19,6 @@ import {
   Title,
   Tooltip
 } from "@mantine/core"
-import { notifications } from "@mantine/notifications"
 import { IconCheck, IconCopy } from "@tabler/icons-react"
 import { type ReactNode, useState } from "react"
 import { useI18n } from "../lib/i18n.tsx"
@@ -118,7 +118,7 @@ export function StatCard({ label, value, hint, icon, testId }: {
 
 /**
  * A dialog that asks before doing something destructive. When the action
- * fails, the failure is shown as a notification and the dialog stays open.
+ * fails, the server's message is shown in the dialog, which stays open.
  *
  * @category components
  */
@@ -133,22 +133,34 @@ export function ConfirmDialog({ opened, onClose, title, body, onConfirm, color =
 }) {
   const { t } = useI18n()
   const [busy, setBusy] = useState(false)
+  const [failure, setFailure] = useState<unknown>(undefined)
+  const close = () => {
+    setFailure(undefined)
+    onClose()
+  }
   return (
-    <Modal opened={opened} onClose={onClose} title={<Text fw={700}>{title}</Text>} centered>
+    <Modal opened={opened} onClose={close} title={<Text fw={700}>{title}</Text>} centered>
       <Stack>
         <Text size="sm">{body ?? t("common.cannotUndo")}</Text>
+        {failure !== undefined && (
+          <Alert color="red" variant="light" data-testid="confirm-error">
+            <Text size="sm">{errorMessage(failure, t)}</Text>
+          </Alert>
+        )}
         <Group justify="flex-end">
-          <Button variant="default" onClick={onClose}>{t("common.cancel")}</Button>
+          <Button variant="default" onClick={close}>{t("common.cancel")}</Button>
           <Button
             color={color}
             loading={busy}
             onClick={async () => {
               setBusy(true)
+              setFailure(undefined)
               try {
                 await onConfirm()
-                onClose()
+                close()
               } catch (error) {
-                notifications.show({ color: "red", title: t("common.error"), message: errorMessage(error, t) })
+                // The server's own words, in the dialog that asked: not a generic "Something went wrong".
+                setFailure(error)
               } finally {
                 setBusy(false)
               }

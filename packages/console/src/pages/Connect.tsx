@@ -1,15 +1,17 @@
 /**
  * "Connect a client": the exact settings for OpenAI-style apps, Gemini
  * clients, gemini-cli, Claude Code and Codex CLI, filled in with this
- * server's address, and with the key the user created last in this tab (the
- * console knows a key's secret only then; otherwise a placeholder).
+ * server's address, one of the user's keys (picked by name; its secret is
+ * filled in only for the key created last in this tab, as the console knows
+ * it only then, otherwise a placeholder stands for it) and a model that key
+ * may call.
  *
  * @since 0.1.0
  */
-import { Alert, Badge, Card, Group, SimpleGrid, Stack, Text, ThemeIcon, Title } from "@mantine/core"
+import { Alert, Badge, Card, Group, Select, SimpleGrid, Stack, Text, ThemeIcon, Title } from "@mantine/core"
 import { IconBrandGoogle, IconBrandOpenai, IconKey, IconTerminal2 } from "@tabler/icons-react"
 import { useQuery } from "@tanstack/react-query"
-import type { ReactNode } from "react"
+import { type ReactNode, useState } from "react"
 import { CopyField, PageHeader, Snippet } from "../components/Bits.tsx"
 import { QueryState } from "../components/States.tsx"
 import { call, type Contract } from "../lib/api.ts"
@@ -20,8 +22,8 @@ import { useNewKey } from "../lib/newKey.ts"
 export const KEY_PLACEHOLDER = "YOUR_MODELGATE_KEY"
 
 /** The snippets of the page, for one server and a key (or the placeholder). @category snippets */
-export const snippets = (info: Contract.ConnectInfo, key: string = KEY_PLACEHOLDER) => {
-  const model = info.exampleModel ?? "MODEL"
+export const snippets = (info: Contract.ConnectInfo, key: string = KEY_PLACEHOLDER, picked?: string) => {
+  const model = picked ?? info.exampleModel ?? "MODEL"
   return {
     openaiPython: `from openai import OpenAI
 
@@ -99,19 +101,60 @@ function Section(
 export function ConnectPage() {
   const { t } = useI18n()
   const query = useQuery({ queryKey: ["connect"], queryFn: () => call((api) => api.account.connect()) })
+  const keys = useQuery({ queryKey: ["keys"], queryFn: () => call((api) => api.keys.list()) })
+  const models = useQuery({ queryKey: ["my-models"], queryFn: () => call((api) => api.account.models()) })
   const newKey = useNewKey()
+  const usable = (keys.data?.data ?? []).filter((k) => k.enabled && (k.expiresAt === null || k.expiresAt > Date.now()))
+  const [keyId, setKeyId] = useState<string | null>(null)
+  const [model, setModel] = useState<string | null>(null)
+  // The key created last in this tab first (its secret is known), else the first usable key.
+  const key = usable.find((k) => k.id === keyId) ??
+    usable.find((k) => k.name === newKey?.name) ?? usable[0]
+  /** The models the picked key may call: its own list, else every model its group reaches. */
+  const allowed = key === undefined
+    ? []
+    : key.models.length > 0
+    ? [...key.models]
+    : (models.data?.groups.find((g) => g.name === key.group)?.models ?? []).map((m) => m.id)
+  const pickedModel = model !== null && allowed.includes(model) ? model : allowed[0]
+  const secret = key !== undefined && newKey !== undefined && key.name === newKey.name ? newKey.secret : undefined
   return (
     <>
       <PageHeader title={t("connect.title")} subtitle={t("connect.subtitle")} />
       <QueryState query={query}>
         {(info) => {
-          const s = snippets(info, newKey?.secret)
+          const s = snippets(info, secret, pickedModel)
           return (
             <Stack gap="lg">
+              <Card withBorder radius="md" padding="md">
+                <SimpleGrid cols={{ base: 1, sm: 2 }}>
+                  <Select
+                    label={t("connect.pickKey")}
+                    placeholder={t("connect.noKeys")}
+                    data={usable.map((k) => ({ value: k.id, label: `${k.name} (${k.prefix}…)` }))}
+                    value={key?.id ?? null}
+                    onChange={setKeyId}
+                    allowDeselect={false}
+                    data-testid="connect-key-picker"
+                  />
+                  <Select
+                    label={t("connect.pickModel")}
+                    placeholder={t("connect.noModels")}
+                    data={allowed}
+                    value={pickedModel ?? null}
+                    onChange={setModel}
+                    allowDeselect={false}
+                    searchable
+                    data-testid="connect-model-picker"
+                  />
+                </SimpleGrid>
+              </Card>
               <Alert variant="light" icon={<IconKey size={18} />} data-testid="connect-key">
-                {newKey === undefined
+                {key === undefined
                   ? t("connect.keyPlaceholder", { placeholder: KEY_PLACEHOLDER })
-                  : t("connect.keyFilled", { name: newKey.name })}
+                  : secret !== undefined
+                  ? t("connect.keyFilled", { name: key.name })
+                  : t("connect.keyHidden", { name: key.name, placeholder: KEY_PLACEHOLDER })}
               </Alert>
               <SimpleGrid cols={{ base: 1, md: 2 }}>
                 <Section

@@ -42,7 +42,9 @@ export const pivotRange = (
   to: number
 ): { rows: Array<Record<string, string | number>>; models: Array<string> } => {
   // Chart keys may not contain dots (recharts reads them as paths), so "gemini-2.5-flash" is keyed "gemini-2_5-flash".
-  const models = [...new Set(points.map((p) => p.model.replaceAll(".", "_")))].sort()
+  // A model with nothing to show (only refused calls: no cost, no tokens) gets no series: it would list a model
+  // that was never served and stack its dot at the day's total.
+  const models = [...new Set(points.filter((p) => value(p) > 0).map((p) => p.model.replaceAll(".", "_")))].sort()
   const byDay = new Map<string, Record<string, string | number>>()
   const first = Math.floor(from / DAY) * DAY
   const years = new Set<string>()
@@ -55,7 +57,7 @@ export const pivotRange = (
   for (const point of points) {
     const row = byDay.get(point.day)
     const key = point.model.replaceAll(".", "_")
-    if (row !== undefined) row[key] = Number(row[key] ?? 0) + value(point)
+    if (row !== undefined && models.includes(key)) row[key] = Number(row[key] ?? 0) + value(point)
   }
   return { rows: [...byDay.values()], models }
 }

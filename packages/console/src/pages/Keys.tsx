@@ -151,35 +151,94 @@ function KeyLimitFields({ form, groupLimits }: {
   )
 }
 
+/** The values of the edit-key form: what a key may call, until when, its lifetime cap, and its limits. */
+interface KeyEditValues extends KeyLimitValues {
+  models: Array<string>
+  /** "keep", "never", or a number of days from now. */
+  expiry: string
+  quota: string
+}
+
 /**
- * Edits a key's limits and spending caps; `save` sends the update (to the
- * owner's endpoint or, for admins, to any key's).
+ * Edits a key: its models (within what its group is served), its expiry,
+ * lifetime cap, limits and budgets; `save` sends the update (to the owner's
+ * endpoint or, for admins, to any key's).
  *
  * @category components
  */
-export function KeyLimitsForm({ apiKey, groupLimits, save, onDone, onCancel }: {
+export function KeyLimitsForm({ apiKey, groupLimits, groupModels, save, onDone, onCancel }: {
   readonly apiKey: Contract.ApiKey
   readonly groupLimits?: Contract.Limits | undefined
+  /** The models the key's group is served (what its models may be chosen from). */
+  readonly groupModels?: ReadonlyArray<string> | undefined
   readonly save: (body: Contract.UpdateKeyRequest) => Promise<unknown>
   readonly onDone: () => void
   readonly onCancel: () => void
 }) {
-  const { t } = useI18n()
-  const form = useForm<KeyLimitValues, typeof C.UpdateKeyRequest>({
-    initial: keyLimitValues(apiKey),
+  const { t, locale } = useI18n()
+  const form = useForm<KeyEditValues, typeof C.UpdateKeyRequest>({
+    initial: { ...keyLimitValues(apiKey), models: [...apiKey.models], expiry: "keep", quota: apiKey.quota ?? "" },
     schema: C.UpdateKeyRequest,
-    toRequest: keyLimitsRequest,
+    // Models, expiry and the lifetime cap are sent when changed; limits and budgets always (empty: none).
+    toRequest: (v) => ({
+      ...keyLimitsRequest(v),
+      ...(v.models.join("\n") === apiKey.models.join("\n") ? {} : { models: v.models }),
+      ...(v.expiry === "keep"
+        ? {}
+        : { expiresAt: v.expiry === "never" ? null : Date.now() + Number(v.expiry) * DAY }),
+      ...(v.quota.trim() === (apiKey.quota ?? "") ? {} : { quota: v.quota.trim() === "" ? null : v.quota.trim() })
+    }),
     onSubmit: async (body) => {
       await save(body)
       onDone()
     }
   })
+  const offered = [...new Set([...(groupModels ?? []), ...apiKey.models])]
   return (
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
         {form.formError !== undefined && (
           <Alert color="red" icon={<IconAlertTriangle />}>{errorMessage(form.formError, t)}</Alert>
         )}
+        <MultiSelect
+          label={t("keys.models")}
+          description={t("keys.modelsEditHint", { group: apiKey.group })}
+          placeholder={form.values.models.length === 0 ? t("keys.allModels") : undefined}
+          data={offered}
+          searchable
+          clearable
+          value={form.values.models}
+          error={form.errors.models ?? Object.entries(form.errors).find(([k]) => k.startsWith("models["))?.[1]}
+          onChange={(value) => form.set("models", value)}
+        />
+        <Group grow align="flex-start">
+          <Select
+            label={t("keys.expiry")}
+            allowDeselect={false}
+            data={[
+              {
+                value: "keep",
+                label: apiKey.expiresAt === null
+                  ? t("keys.expiryKeepNever")
+                  : t("keys.expiryKeep", { when: dateTime(apiKey.expiresAt, locale) })
+              },
+              { value: "never", label: t("keys.expiryNever") },
+              { value: "7", label: t("keys.expiry7") },
+              { value: "30", label: t("keys.expiry30") },
+              { value: "90", label: t("keys.expiry90") },
+              { value: "365", label: t("keys.expiry365") }
+            ]}
+            value={form.values.expiry}
+            error={form.errors.expiresAt}
+            onChange={(value) => form.set("expiry", value ?? "keep")}
+          />
+          <TextInput
+            label={t("keys.quota")}
+            placeholder={t("common.unlimited")}
+            inputMode="decimal"
+            {...form.field("quota")}
+          />
+        </Group>
         <KeyLimitFields form={form} groupLimits={groupLimits} />
         <Group justify="flex-end">
           <Button variant="default" onClick={onCancel}>{t("common.cancel")}</Button>
@@ -196,10 +255,12 @@ export function KeyLimitsForm({ apiKey, groupLimits, save, onDone, onCancel }: {
  *
  * @category components
  */
-export function CreateKeyForm({ groups, onCreated, onCancel }: {
+export function CreateKeyForm({ groups, onCreated, onCancel, create }: {
   readonly groups: ReadonlyArray<Contract.GroupModels>
   readonly onCreated: (created: Contract.CreatedKey) => void
   readonly onCancel: () => void
+  /** Sends the request (default: the caller's own `POST /api/keys`; admins create for a user). */
+  readonly create?: (body: Contract.CreateKeyRequest) => Promise<Contract.CreatedKey>
 }) {
   const { t } = useI18n()
   const form = useForm<KeyFormValues, typeof C.CreateKeyRequest>({
@@ -217,7 +278,8 @@ export function CreateKeyForm({ groups, onCreated, onCancel }: {
     },
     schema: C.CreateKeyRequest,
     toRequest: (v) => keyRequest(v),
-    onSubmit: async (body) => onCreated(await call((api) => api.keys.create({ payload: body })))
+    onSubmit: async (body) =>
+      onCreated(await (create ?? ((payload) => call((api) => api.keys.create({ payload }))))(body))
   })
   const group = groups.find((g) => g.name === form.values.group)
   return (
@@ -586,6 +648,7 @@ export function KeysPage() {
           <KeyLimitsForm
             apiKey={editing}
             groupLimits={models.data?.groups.find((g) => g.name === editing.group)?.limits}
+            groupModels={models.data?.groups.find((g) => g.name === editing.group)?.models.map((m) => m.id)}
             save={(body) => call((api) => api.keys.update({ params: { id: editing.id }, payload: body }))}
             onCancel={() => setEditing(undefined)}
             onDone={() => {

@@ -77,11 +77,12 @@ export const ERROR_CODES: ReadonlyArray<string> = [
 
 const STATUSES: ReadonlyArray<Contract.StatusClass> = ["ok", "error", "4xx", "5xx"]
 
-const DIALECTS: Record<Contract.Dialect, string> = {
+const DIALECTS: Record<Contract.Dialect | "bedrock", string> = {
   openai: "OpenAI",
   gemini: "Gemini",
   anthropic: "Anthropic",
-  responses: "OpenAI Responses"
+  responses: "OpenAI Responses",
+  bedrock: "Bedrock Converse"
 }
 
 /** The codes of calls refused before any upstream was tried (what a user, who sees no attempts, is told by). */
@@ -104,8 +105,74 @@ export const refusedBeforeUpstream = (record: Contract.UsageItem): boolean =>
   record.status >= 400 &&
   (record.attempts !== undefined ? record.attempts === 0 : record.errorCode !== null && REFUSALS.has(record.errorCode))
 
+/**
+ * The gateway's error codes in Chinese: a short name for the badge and what
+ * it means for the explanation (English shows the code and the gateway's own
+ * words, which are English).
+ *
+ * @category dictionaries
+ */
+export const ZH_CODES: Readonly<Record<string, { readonly label: string; readonly explain: string }>> = {
+  missing_api_key: { label: "缺少密钥", explain: "请求没有带 API 密钥。" },
+  invalid_api_key: { label: "密钥无效", explain: "API 密钥无效：请检查是否完整复制，或在「API 密钥」页面新建一个。" },
+  key_disabled: {
+    label: "密钥已停用",
+    explain: "该 API 密钥已停用或已撤销：请在「API 密钥」页面启用，或换用其他密钥。"
+  },
+  key_expired: {
+    label: "密钥已过期",
+    explain: "该 API 密钥已过期：请新建密钥，或在「API 密钥」页面「编辑」中延长有效期。"
+  },
+  invalid_request: { label: "请求有误", explain: "请求内容有误，网关未转发给上游。" },
+  unsupported_feature: { label: "不支持的功能", explain: "请求用到了该模型或渠道不支持的功能。" },
+  model_not_found: { label: "模型不存在", explain: "网关上没有这个模型：请在「模型」页面查看可用模型。" },
+  model_not_allowed: {
+    label: "密钥不可用此模型",
+    explain: "该密钥不允许调用此模型：请换用允许的模型，或在「API 密钥」页面「编辑」中修改密钥的模型。"
+  },
+  model_not_in_group: {
+    label: "分组无此模型",
+    explain: "该密钥所在的分组没有渠道提供此模型：请联系管理员为分组关联渠道。"
+  },
+  model_unpriced: {
+    label: "模型未定价",
+    explain: "此模型尚未定价，网关不会放行：请联系管理员在「模型与价格」中设置价格。"
+  },
+  request_too_large: { label: "请求过大", explain: "请求体超过了网关允许的大小。" },
+  insufficient_quota: {
+    label: "余额或上限不足",
+    explain: "余额不足，或达到了密钥的消费上限：请充值，或在「API 密钥」页面「编辑」中提高上限。"
+  },
+  rate_limit_exceeded: { label: "超出速率限制", explain: "超出了每分钟请求数、token 数或并发数的限制：请稍后重试。" },
+  upstream_rate_limited: { label: "上游限流", explain: "上游服务商对该渠道限流：请稍后重试。" },
+  upstream_error: { label: "上游出错", explain: "上游服务出错，网关已按路由设置重试其他渠道。" },
+  upstream_timeout: { label: "上游超时", explain: "上游在规定时间内没有响应。" },
+  upstream_rejected: { label: "上游拒绝", explain: "上游拒绝了该请求。" },
+  forbidden: { label: "无权限", explain: "没有权限执行此操作。" },
+  not_found: { label: "未找到", explain: "请求的地址不存在。" },
+  method_not_allowed: { label: "方法不允许", explain: "该地址不支持此请求方法。" },
+  internal_error: { label: "服务器错误", explain: "网关处理请求失败，原因已记录在服务器日志中。" },
+  service_unavailable: { label: "服务不可用", explain: "网关暂时无法服务：请稍后重试。" },
+  database_unavailable: { label: "数据库不可用", explain: "网关暂时连不上数据库：请稍后重试。" },
+  insufficient_balance: { label: "余额不足", explain: "余额不足以支付这次调用：请充值或兑换兑换码。" },
+  spending_cap_reached: {
+    label: "达到消费上限",
+    explain: "密钥达到了消费上限：请在「API 密钥」页面「编辑」中提高上限，或等到周期结束。"
+  },
+  rate_limited: { label: "超出速率限制", explain: "超出了每分钟请求数、token 数或并发数的限制：请稍后重试。" },
+  upstream_unavailable: { label: "上游不可用", explain: "上游服务出错或不可用，网关已按路由设置重试其他渠道。" },
+  resource_not_found: { label: "未找到", explain: "请求的资源不存在。" },
+  route_not_found: { label: "地址不存在", explain: "请求的地址不存在。" }
+}
+
+/** The Chinese of an error code, as recorded (`ModelNotAllowed`) or as sent (`model_not_allowed`). @category helpers */
+export const zhCode = (code: string | null) =>
+  code === null ? undefined : ZH_CODES[code.replace(/([a-z0-9])([A-Z])/g, "$1_$2").toLowerCase()]
+
 /** A call's outcome as a badge: its error code when it has one, else its status. @category components */
 export function StatusBadge({ record }: { readonly record: Pick<Contract.UsageItem, "status" | "errorCode"> }) {
+  const { language } = useI18n()
+  const zh = language === "zh" ? zhCode(record.errorCode) : undefined
   const color = record.status >= 500
     ? "red"
     : record.status >= 400
@@ -114,8 +181,17 @@ export function StatusBadge({ record }: { readonly record: Pick<Contract.UsageIt
     ? "teal"
     : "yellow"
   return (
-    <Badge color={color} variant="light" style={{ textTransform: "none" }}>
-      {record.errorCode === null ? record.status : `${record.status} ${record.errorCode}`}
+    <Badge
+      color={color}
+      variant="light"
+      // Never cut short: the whole code (or its name) is what the badge says.
+      style={{ textTransform: "none", maxWidth: "none", overflow: "visible" }}
+      styles={{ label: { overflow: "visible" } }}
+      data-testid="status-badge"
+    >
+      {record.errorCode === null
+        ? record.status
+        : `${record.status} ${zh?.label ?? record.errorCode}`}
     </Badge>
   )
 }
@@ -239,7 +315,7 @@ function Fact(
 export function RequestDetail(
   { record, onClose }: { readonly record: Contract.UsageItem | undefined; readonly onClose: () => void }
 ) {
-  const { t, locale } = useI18n()
+  const { t, locale, language } = useI18n()
   const phone = useMediaQuery("(max-width: 48em)")
   const r = record
   return (
@@ -271,7 +347,16 @@ export function RequestDetail(
               icon={<IconInfoCircle />}
               data-testid="detail-error"
             >
-              <Text size="sm" style={{ overflowWrap: "anywhere" }}>{r.errorMessage}</Text>
+              {language === "zh" && zhCode(r.errorCode) !== undefined && (
+                <Text size="sm" mb={4} data-testid="detail-error-zh">{zhCode(r.errorCode)!.explain}</Text>
+              )}
+              <Text
+                size={language === "zh" ? "xs" : "sm"}
+                {...(language === "zh" ? { c: "dimmed" } : {})}
+                style={{ overflowWrap: "anywhere" }}
+              >
+                {r.errorMessage}
+              </Text>
             </Alert>
           )}
           {refusedBeforeUpstream(r) && (

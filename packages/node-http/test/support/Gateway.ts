@@ -122,19 +122,20 @@ export const baseConfig = (upstream: string): ConfigFile => ({
 })
 
 /**
- * Starts the fake upstream and a gateway configured by `configure` (on
- * `database`, default a fresh SQLite file; with the key file `secretFile`,
- * default a fresh one, which a restart on the same database needs).
+ * Starts the fake upstream and a gateway configured by `configure` (given
+ * the upstream's address, and the upstream itself: its Vertex key file), on
+ * `database` (default a fresh SQLite file), with the key file `secretFile`
+ * (default a fresh one; a restart on the same database needs the same).
  */
 export const startGateway = async (
-  configure: (upstreamUrl: string) => ConfigFile = baseConfig,
+  configure: (upstreamUrl: string, upstream: FakeUpstreamServer) => ConfigFile = baseConfig,
   database?: string,
   secretFile?: string
 ): Promise<TestGateway> => {
   const upstream = await startFakeUpstream({ port: 0 })
   const dir = mkdtempSync(join(tmpdir(), "modelgate-test-"))
   const file = {
-    ...configure(upstream.url),
+    ...configure(upstream.url, upstream),
     database: database ?? `sqlite:${join(dir, "gateway.db")}`,
     shutdown_grace_seconds: 2,
     secret_file: secretFile ?? join(dir, "key")

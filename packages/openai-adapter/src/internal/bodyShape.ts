@@ -251,6 +251,15 @@ const TYPED: ReadonlyArray<readonly [ReadonlyArray<string>, string, (value: unkn
 ]
 
 /**
+ * The fields that size a call's hold (`max_tokens`, `max_completion_tokens`),
+ * checked on every body whatever its size (`Passthrough.inspectChatBody`
+ * reads them from a scan): each an integer, or absent or `null`.
+ */
+export const checkSizing = (fields: { readonly [key: string]: unknown }): ShapeProblem | undefined =>
+  optional(fields, "max_tokens", "max_tokens", "an integer", isInteger) ??
+    optional(fields, "max_completion_tokens", "max_completion_tokens", "an integer", isInteger)
+
+/**
  * Checks the shape of a parsed chat completions body whose `model`, `messages`
  * (an array) and `stream` were already checked. Returns the first problem, or
  * `undefined` when the body has the right shape.

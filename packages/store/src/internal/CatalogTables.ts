@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import { Domain, Text } from "@modelgate/core"
+import { Credentials, Domain, Text } from "@modelgate/core"
 import { Clock, Effect } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"
 import type { SecretError, Secrets } from "../Secrets.ts"
@@ -198,8 +198,30 @@ const channelColumns = (channel: ChannelInput) => ({
   breaker: JSON.stringify(channel.breaker),
   params: JSON.stringify(channel.params),
   stream_options: channel.streamOptions,
-  responses: channel.responses ?? false
+  responses: channel.responses ?? false,
+  cloud: channel.cloud === undefined ? null : JSON.stringify(channel.cloud)
 })
+
+/** A cloud channel's `cloud` column (JSON: project, location, region, publishers), or undefined. */
+const decodeCloud = (value: unknown): Domain.ChannelCloud | undefined => {
+  if (value === null || value === undefined) return undefined
+  const parsed = jsonObject(value, "channels.cloud")
+  const out: { -readonly [K in keyof Domain.ChannelCloud]: Domain.ChannelCloud[K] } = {}
+  for (const name of ["project", "location", "region"] as const) {
+    const field = parsed[name]
+    if (field === undefined) continue
+    if (typeof field !== "string") throw new TypeError(`Column 'channels.cloud': '${name}' is not a string`)
+    out[name] = field
+  }
+  if (parsed.publishers !== undefined) {
+    out.publishers = Row.stringRecord(JSON.stringify(parsed.publishers), "channels.cloud") as Readonly<
+      Record<string, "google" | "anthropic">
+    >
+  }
+  return out
+}
+
+const cloudField = (cloud: Domain.ChannelCloud | undefined) => cloud === undefined ? {} : { cloud }
 
 /** Whether a `channels.headers` value is the plain JSON of rows written before headers were encrypted. */
 const isPlainHeaders = (value: string): boolean => value.trimStart().startsWith("{")
@@ -252,8 +274,14 @@ export const validateChannel = (channel: ChannelInput, path: string): Effect.Eff
     return Effect.fail(new InvalidInput({ path: at, message: `${at}: ${message}` }))
   }
   if (channel.name.trim().length === 0) return fail("name", "a channel needs a name")
-  if (!["openai", "gemini", "anthropic", "azure"].includes(channel.type)) {
-    return fail("type", `expected one of openai, gemini, anthropic, azure, got '${Text.clip(channel.type)}'`)
+  if (!Domain.CHANNEL_TYPES.includes(channel.type)) {
+    return fail("type", `expected one of ${Domain.CHANNEL_TYPES.join(", ")}, got '${Text.clip(channel.type)}'`)
+  }
+  const cloud = Credentials.cloudProblem(channel.type, channel.cloud)
+  if (cloud !== undefined) return fail(cloud.field, cloud.message)
+  for (const [k, key] of channel.apiKeys.entries()) {
+    const problem = Credentials.keyProblem(channel.type, key)
+    if (problem !== undefined) return fail(`apiKeys[${k}]`, problem)
   }
   if (!URL.canParse(channel.baseUrl) || !/^https?:$/.test(new URL(channel.baseUrl).protocol)) {
     return fail("baseUrl", `expected an http(s) URL, got '${Text.clip(channel.baseUrl)}'`)
@@ -335,7 +363,8 @@ export const make = (sql: SqlClient.SqlClient, secrets: Secrets["Service"]) => {
     breaker: decodeBreaker(row.breaker),
     params: decodeParams(row.params),
     streamOptions: Row.bool(row.stream_options, "channels.stream_options"),
-    responses: Row.bool(row.responses, "channels.responses")
+    responses: Row.bool(row.responses, "channels.responses"),
+    ...cloudField(decodeCloud(row.cloud))
   })
 
   /** A channel row with its secrets decrypted; fails when they do not decrypt. */

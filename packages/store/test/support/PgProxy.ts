@@ -10,7 +10,10 @@
  *   (the database is unreachable) until `setDown(false)`;
  * - `refuseStartups(message, code)`: new connections get the server's FATAL
  *   answer to their startup (`sorry, too many clients already`, 53300) without
- *   reaching the server.
+ *   reaching the server;
+ * - `swallow(true)`: every byte either way is dropped, with no error and no
+ *   close, as a frozen server (SIGSTOP) or a network that black-holes packets
+ *   does; new connections are accepted and swallowed too.
  *
  * The answer to a COMMIT is found on the server's side of the stream (the
  * client may send a COMMIT as a prepared statement, whose text it sends only
@@ -31,6 +34,8 @@ export interface PgProxy {
   readonly setDown: (down: boolean) => void
   /** Answers new connections' startup with this FATAL error, or (null) lets them through again. */
   readonly refuseStartups: (refusal: { readonly code: string; readonly message: string } | null) => void
+  /** While swallowing, bytes either way are dropped without an error or a close. */
+  readonly swallow: (swallowing: boolean) => void
   /** Connections opened through the proxy so far. */
   readonly connections: () => number
   readonly close: () => Promise<void>
@@ -78,6 +83,7 @@ export const startPgProxy = (target: { readonly host: string; readonly port: num
   let down = false
   let refusal: Buffer | null = null
   let opened = 0
+  let swallowing = false
 
   const server: Server = createServer((client) => {
     opened++
@@ -100,10 +106,13 @@ export const startPgProxy = (target: { readonly host: string; readonly port: num
     })
     client.on("error", () => {})
     upstream.on("error", () => {})
-    client.on("data", (chunk) => upstream.write(chunk))
+    client.on("data", (chunk) => {
+      if (!swallowing) upstream.write(chunk)
+    })
     // The last bytes of the previous chunk, so an answer split over two chunks is still found.
     let tail = Buffer.alloc(0)
     upstream.on("data", (chunk: Buffer) => {
+      if (swallowing) return
       if (lose > 0) {
         const seen = Buffer.concat([tail, chunk])
         if (seen.includes(COMMIT_ANSWER)) {
@@ -139,6 +148,9 @@ export const startPgProxy = (target: { readonly host: string; readonly port: num
         },
         refuseStartups: (value) => {
           refusal = value === null ? null : errorResponse(value.code, value.message)
+        },
+        swallow: (value) => {
+          swallowing = value
         },
         connections: () => opened,
         close: () =>

@@ -16,6 +16,7 @@ import {
   Button,
   Checkbox,
   Group,
+  Menu,
   Modal,
   MultiSelect,
   NumberInput,
@@ -31,8 +32,16 @@ import {
   TextInput,
   Tooltip
 } from "@mantine/core"
+import { useMediaQuery } from "@mantine/hooks"
 import { notifications } from "@mantine/notifications"
-import { IconCloudDownload, IconPlayerPlay, IconPlus, IconRefresh, IconServer } from "@tabler/icons-react"
+import {
+  IconChevronDown,
+  IconCloudDownload,
+  IconPlayerPlay,
+  IconPlus,
+  IconRefresh,
+  IconServer
+} from "@tabler/icons-react"
 import { useQuery, useQueryClient } from "@tanstack/react-query"
 import { type ReactNode, useMemo, useState } from "react"
 import { ConfirmButton, PageHeader } from "../../components/Bits.tsx"
@@ -43,6 +52,7 @@ import { Contract as C } from "../../lib/contract.ts"
 import { ago } from "../../lib/format.ts"
 import { type MessageKey, useI18n } from "../../lib/i18n.tsx"
 import { useForm } from "../../lib/useForm.ts"
+import { BASE_HINT, VENDORS, versionedAddress } from "../../lib/vendors.ts"
 
 /** Parses `public=upstream` lines into a model map. @category forms */
 export const parseModelMap = (text: string): Record<string, string> =>
@@ -287,7 +297,8 @@ export function ChannelForm({ channel, groups, onDone }: {
     return {
       name: v.name.trim(),
       type: v.type,
-      baseUrl: v.baseUrl.trim(),
+      // The version the gateway adds itself (Gemini's /v1beta, Anthropic's /v1) is left off.
+      baseUrl: versionedAddress(v.type, v.baseUrl)?.fixed ?? v.baseUrl.trim(),
       models: v.models,
       modelMap: parseModelMap(v.modelMap),
       groups: v.groups,
@@ -321,7 +332,20 @@ export function ChannelForm({ channel, groups, onDone }: {
   })
   const [listing, setListing] = useState<Contract.FetchModelsRequest | undefined>(undefined)
   const firstKey = form.values.apiKeys.split("\n").map((k) => k.trim()).find((k) => k.length > 0)
-  const baseUrl = form.values.baseUrl.trim()
+  const versioned = versionedAddress(form.values.type, form.values.baseUrl)
+  const baseUrl = versioned?.fixed ?? form.values.baseUrl.trim()
+  const [vendor, setVendor] = useState<string | null>(null)
+  const vendorNote = VENDORS.find((v) => v.id === vendor)?.note
+  const pickVendor = (id: string | null) => {
+    const picked = VENDORS.find((v) => v.id === id)
+    if (picked === undefined || picked.type === undefined) return
+    setVendor(picked.id)
+    form.set("type", picked.type)
+    form.set("baseUrl", picked.baseUrl)
+    form.set("streamOptions", picked.streamOptions)
+    form.set("paramOverrides", picked.overrides === undefined ? "" : JSON.stringify(picked.overrides, null, 2))
+    if (form.values.name.trim() === "") form.set("name", picked.id)
+  }
   const canList = /^https?:\/\/\S+$/.test(baseUrl) && (channel !== undefined || firstKey !== undefined)
   const fetchModels = () =>
     setListing({
@@ -336,6 +360,22 @@ export function ChannelForm({ channel, groups, onDone }: {
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
         {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
+        {channel === undefined && (
+          <Select
+            label={t("admin.channels.vendor")}
+            description={vendorNote ?? t("admin.channels.vendorHint")}
+            placeholder={t("admin.channels.vendorPick")}
+            searchable
+            data={VENDORS.map((v) => ({
+              value: v.id,
+              label: v.type === undefined ? `${v.label} (${t("admin.channels.vendorSoon")})` : v.label,
+              disabled: v.type === undefined
+            }))}
+            value={vendor}
+            onChange={pickVendor}
+            data-testid="vendor"
+          />
+        )}
         <SimpleGrid cols={{ base: 1, sm: 2 }}>
           <TextInput label={t("common.name")} data-autofocus {...form.field("name")} />
           <Select
@@ -349,9 +389,17 @@ export function ChannelForm({ channel, groups, onDone }: {
         </SimpleGrid>
         <TextInput
           label={t("admin.channels.baseUrl")}
-          placeholder="https://api.openai.com/v1"
+          placeholder={BASE_HINT[form.values.type]}
+          description={t(`admin.channels.baseHint.${form.values.type}` as MessageKey)}
           {...form.field("baseUrl")}
         />
+        {versioned !== undefined && (
+          <Alert color="yellow" variant="light" p="xs" data-testid="base-url-warning">
+            <Text size="xs">
+              {t("admin.channels.baseVersioned", { suffix: versioned.suffix, fixed: versioned.fixed })}
+            </Text>
+          </Alert>
+        )}
         <Textarea
           label={t("admin.channels.apiKeys")}
           description={channel !== undefined ? t("admin.channels.apiKeysKeep", { count: channel.keyCount }) : undefined}
@@ -527,43 +575,110 @@ export function ChannelForm({ channel, groups, onDone }: {
   )
 }
 
+/** A Test result as kept in the browser, so a reload does not lose it. */
+interface KeptResult {
+  readonly at: number
+  readonly result: Contract.TestChannelResult
+}
+
+const TESTS_KEY = "modelgate.channelTests"
+
+/** The kept Test results of every channel, by channel id and then by model. @category helpers */
+export const keptTests = (): Record<string, Record<string, KeptResult>> => {
+  try {
+    const parsed: unknown = JSON.parse(globalThis.localStorage?.getItem(TESTS_KEY) ?? "{}")
+    return typeof parsed === "object" && parsed !== null ? parsed as Record<string, Record<string, KeptResult>> : {}
+  } catch {
+    return {}
+  }
+}
+
+const keepTests = (channelId: string, results: Record<string, KeptResult>) => {
+  try {
+    globalThis.localStorage?.setItem(TESTS_KEY, JSON.stringify({ ...keptTests(), [channelId]: results }))
+  } catch {
+    // Storage unavailable (private mode): the results stay until the page reloads.
+  }
+}
+
 /**
- * The Test button beside the row's other actions, with the result on its own
- * line below them (so a long upstream error never pushes the buttons away).
+ * The Test button beside the row's other actions, with a menu to test one
+ * model of the channel's or all of them, and the results (kept in the browser
+ * across reloads, each with when it ran) on their own lines below the buttons,
+ * so a long upstream error never pushes the buttons away.
  */
 function TestButton({ channel, children }: { readonly channel: Contract.AdminChannel; readonly children?: ReactNode }) {
-  const { t } = useI18n()
+  const { t, locale } = useI18n()
   const client = useQueryClient()
   const [busy, setBusy] = useState(false)
-  const [result, setResult] = useState<Contract.TestChannelResult | undefined>(undefined)
+  const [results, setResults] = useState<Record<string, KeptResult>>(() => keptTests()[channel.id] ?? {})
+  const run = async (models: ReadonlyArray<string | undefined>) => {
+    setBusy(true)
+    // "Test" alone tests one model: the results of the others would be stale beside it.
+    let next: Record<string, KeptResult> = models.length > 1 ? {} : { ...results }
+    try {
+      for (const model of models) {
+        const result = await call((api) =>
+          api.catalog.testChannel({ params: { id: channel.id }, payload: model === undefined ? {} : { model } })
+        )
+        next = models.length === 1 && model === undefined
+          ? { [result.model]: { at: Date.now(), result } }
+          : { ...next, [result.model]: { at: Date.now(), result } }
+        setResults(next)
+        keepTests(channel.id, next)
+      }
+      // The test went into the keys' health: show it.
+      await client.invalidateQueries({ queryKey: ["admin", "channels"] })
+    } catch (error) {
+      notifications.show({ color: "red", message: errorMessage(error, t) })
+    } finally {
+      setBusy(false)
+    }
+  }
+  const shown = Object.values(results).filter((kept) => channel.models.includes(kept.result.model))
   return (
     <Stack gap={4} align="flex-start">
       <Group gap={4} wrap="nowrap">
-        <Button
-          size="xs"
-          variant="light"
-          leftSection={<IconPlayerPlay size={14} />}
-          loading={busy}
-          aria-label={`${t("admin.channels.test")} ${channel.name}`}
-          onClick={async () => {
-            setBusy(true)
-            try {
-              setResult(await call((api) => api.catalog.testChannel({ params: { id: channel.id }, payload: {} })))
-              // The test went into the keys' health: show it.
-              await client.invalidateQueries({ queryKey: ["admin", "channels"] })
-            } catch (error) {
-              notifications.show({ color: "red", message: errorMessage(error, t) })
-            } finally {
-              setBusy(false)
-            }
-          }}
-        >
-          {t("admin.channels.test")}
-        </Button>
+        <Button.Group>
+          <Button
+            size="xs"
+            variant="light"
+            leftSection={<IconPlayerPlay size={14} />}
+            loading={busy}
+            aria-label={`${t("admin.channels.test")} ${channel.name}`}
+            onClick={() => void run([undefined])}
+          >
+            {t("admin.channels.test")}
+          </Button>
+          <Menu position="bottom-end" withinPortal>
+            <Menu.Target>
+              <Button
+                size="xs"
+                variant="light"
+                px={4}
+                disabled={busy}
+                aria-label={t("admin.channels.testChoose", { name: channel.name })}
+              >
+                <IconChevronDown size={14} />
+              </Button>
+            </Menu.Target>
+            <Menu.Dropdown>
+              <Menu.Label>{t("admin.channels.testModel")}</Menu.Label>
+              {channel.models.map((m) => <Menu.Item key={m} ff="monospace" onClick={() => void run([m])}>{m}
+              </Menu.Item>)}
+              {channel.models.length > 1 && (
+                <>
+                  <Menu.Divider />
+                  <Menu.Item onClick={() => void run(channel.models)}>{t("admin.channels.testAll")}</Menu.Item>
+                </>
+              )}
+            </Menu.Dropdown>
+          </Menu>
+        </Button.Group>
         {children}
       </Group>
-      {result && (
-        <Stack gap={0} maw={280}>
+      {shown.map(({ at, result }) => (
+        <Stack gap={0} maw={300} key={result.model}>
           <Text size="xs" c={result.ok ? "teal" : "red"} style={{ overflowWrap: "anywhere" }} data-testid="test-result">
             {result.ok
               ? t("admin.channels.testOk", { ms: Math.round(result.latencyMs), message: result.message })
@@ -573,16 +688,20 @@ function TestButton({ channel, children }: { readonly channel: Contract.AdminCha
                 message: result.message
               })}
           </Text>
-          {result.keys.length > 1 && !result.ok && (
-            <Text size="xs" c="dimmed">
-              {t("admin.channels.testKeys", {
-                failed: result.keys.filter((k) => !k.ok).length,
-                total: result.keys.length
-              })}
-            </Text>
-          )}
+          <Text size="xs" c="dimmed">
+            {result.ok ? "" : `${result.model} · `}
+            {t("admin.channels.testedAt", { when: ago(at, locale) })}
+            {result.keys.length > 1 && !result.ok
+              ? ` · ${
+                t("admin.channels.testKeys", {
+                  failed: result.keys.filter((k) => !k.ok).length,
+                  total: result.keys.length
+                })
+              }`
+              : ""}
+          </Text>
         </Stack>
-      )}
+      ))}
     </Stack>
   )
 }
@@ -645,10 +764,11 @@ export function ChannelHealthCell(
   )
 }
 
-/** The channels page. @category pages */
+/** The channels page: a table, or one card per channel at a phone's width. @category pages */
 export function AdminChannelsPage() {
   const { t } = useI18n()
   const client = useQueryClient()
+  const phone = useMediaQuery("(max-width: 48em)")
   // Health changes on its own (breakers, probes): refresh every few seconds.
   const channels = useQuery({
     queryKey: ["admin", "channels"],
@@ -659,6 +779,93 @@ export function AdminChannelsPage() {
   const [editing, setEditing] = useState<Contract.AdminChannel | "new" | undefined>(undefined)
   const refresh = () => client.invalidateQueries({ queryKey: ["admin", "channels"] })
   const groupNames = (groups.data?.data ?? []).map((g) => g.name)
+  const failed = (error: unknown) =>
+    notifications.show({ color: "red", title: t("common.error"), message: errorMessage(error, t) })
+
+  const name = (c: Contract.AdminChannel) => (
+    <>
+      <Group gap={6} wrap="nowrap">
+        <Text fw={600} size="sm">{c.name}</Text>
+        <Badge size="xs" variant="light" style={{ flexShrink: 0 }}>{c.type}</Badge>
+      </Group>
+      <Text size="xs" c="dimmed" ff="monospace" style={{ overflowWrap: "anywhere" }}>{c.baseUrl}</Text>
+    </>
+  )
+  const models = (c: Contract.AdminChannel) => (
+    <Stack gap={2}>
+      {c.models.map((m) => (
+        <Text key={m} size="xs" ff="monospace" style={{ overflowWrap: "anywhere" }}>
+          {c.modelMap[m] ? `${m} → ${c.modelMap[m]}` : m}
+        </Text>
+      ))}
+    </Stack>
+  )
+  const groupBadges = (c: Contract.AdminChannel) => (
+    <Group gap={4}>
+      {c.groups.map((g) => <Badge key={g} size="sm" variant="light" style={{ overflow: "visible" }}>{g}</Badge>)}
+    </Group>
+  )
+  const keys = (c: Contract.AdminChannel) => (
+    <Stack gap={0}>
+      <Text size="sm">{t("admin.channels.keyCount", { count: c.keyCount })}</Text>
+      <Text size="xs" ff="monospace" c="dimmed">{c.keyHints.join(" ")}</Text>
+    </Stack>
+  )
+  const enabled = (c: Contract.AdminChannel) => (
+    <Switch
+      checked={c.enabled}
+      aria-label={`${c.name} ${t("common.enabled")}`}
+      data-testid="channel-enabled"
+      onChange={async (e) => {
+        try {
+          await call((api) =>
+            api.catalog.updateChannel({ params: { id: c.id }, payload: { enabled: e.currentTarget.checked } })
+          )
+          await refresh()
+        } catch (error) {
+          failed(error)
+        }
+      }}
+    />
+  )
+  const actions = (c: Contract.AdminChannel) => (
+    <TestButton channel={c}>
+      {c.health.state !== "healthy" && (
+        <Button
+          size="xs"
+          variant="light"
+          color="orange"
+          leftSection={<IconRefresh size={14} />}
+          aria-label={`${t("admin.channels.reset")} ${c.name}`}
+          onClick={async () => {
+            try {
+              await call((api) => api.catalog.resetChannel({ params: { id: c.id } }))
+              await refresh()
+            } catch (error) {
+              failed(error)
+            }
+          }}
+        >
+          {t("admin.channels.reset")}
+        </Button>
+      )}
+      <Button size="xs" variant="subtle" onClick={() => setEditing(c)}>
+        {t("common.edit")}
+      </Button>
+      <ConfirmButton
+        title={t("admin.channels.deleteTitle", { name: c.name })}
+        confirmLabel={t("common.delete")}
+        onConfirm={async () => {
+          await call((api) => api.catalog.deleteChannel({ params: { id: c.id } }))
+          await refresh()
+        }}
+      >
+        {t("common.delete")}
+      </ConfirmButton>
+    </TestButton>
+  )
+  const nowrap = { whiteSpace: "nowrap" } as const
+
   return (
     <>
       <PageHeader
@@ -682,6 +889,36 @@ export function AdminChannelsPage() {
                   action={<Button onClick={() => setEditing("new")}>{t("admin.channels.create")}</Button>}
                 />
               )
+              : phone
+              ? (
+                // At a phone's width: one card per channel, health and status first.
+                <Stack gap="sm" data-testid="channels-table" data-layout="cards">
+                  {data.data.map((c) => (
+                    <Paper key={c.id} withBorder radius="md" p="sm" data-channel={c.name}>
+                      <Stack gap="xs">
+                        <Group justify="space-between" wrap="nowrap" align="flex-start">
+                          <Stack gap={0} style={{ minWidth: 0 }}>{name(c)}</Stack>
+                          {enabled(c)}
+                        </Group>
+                        <ChannelHealthCell health={c.health} />
+                        <SimpleGrid cols={2} spacing="xs">
+                          <Stack gap={2}>
+                            <Text size="xs" c="dimmed">{t("admin.channels.models")}</Text>
+                            {models(c)}
+                          </Stack>
+                          <Stack gap={2}>
+                            <Text size="xs" c="dimmed">{t("admin.channels.groups")}</Text>
+                            {groupBadges(c)}
+                            <Text size="xs" c="dimmed">{t("admin.channels.keys")}</Text>
+                            {keys(c)}
+                          </Stack>
+                        </SimpleGrid>
+                        {actions(c)}
+                      </Stack>
+                    </Paper>
+                  ))}
+                </Stack>
+              )
               : (
                 <WideTable minWidth={1040} stickyLast>
                   <Table verticalSpacing="sm" highlightOnHover data-testid="channels-table">
@@ -689,108 +926,29 @@ export function AdminChannelsPage() {
                       <Table.Tr>
                         <Table.Th>{t("common.name")}</Table.Th>
                         <Table.Th>{t("admin.channels.models")}</Table.Th>
-                        <Table.Th>{t("admin.channels.groups")}</Table.Th>
-                        <Table.Th>{t("admin.channels.keys")}</Table.Th>
-                        <Table.Th ta="right">{t("admin.channels.priority")} / {t("admin.channels.weight")}</Table.Th>
-                        <Table.Th>{t("admin.channels.health")}</Table.Th>
-                        <Table.Th>{t("keys.status")}</Table.Th>
-                        <Table.Th>{t("common.actions")}</Table.Th>
+                        <Table.Th style={nowrap}>{t("admin.channels.groups")}</Table.Th>
+                        <Table.Th style={nowrap}>{t("admin.channels.keys")}</Table.Th>
+                        <Table.Th ta="right" style={nowrap}>
+                          {t("admin.channels.priority")} / {t("admin.channels.weight")}
+                        </Table.Th>
+                        <Table.Th style={nowrap}>{t("admin.channels.health")}</Table.Th>
+                        <Table.Th style={nowrap}>{t("keys.status")}</Table.Th>
+                        <Table.Th style={nowrap}>{t("common.actions")}</Table.Th>
                       </Table.Tr>
                     </Table.Thead>
                     <Table.Tbody>
                       {data.data.map((c) => (
                         <Table.Tr key={c.id} data-channel={c.name}>
-                          <Table.Td>
-                            <Group gap={6}>
-                              <Text fw={600} size="sm">{c.name}</Text>
-                              <Badge size="xs" variant="light">{c.type}</Badge>
-                            </Group>
-                            <Text size="xs" c="dimmed" ff="monospace">{c.baseUrl}</Text>
-                          </Table.Td>
-                          <Table.Td>
-                            <Group gap={4} maw={260}>
-                              {c.models.map((m) => (
-                                <Badge key={m} size="sm" variant="outline">
-                                  {c.modelMap[m] ? `${m} → ${c.modelMap[m]}` : m}
-                                </Badge>
-                              ))}
-                            </Group>
-                          </Table.Td>
-                          <Table.Td>
-                            <Group gap={4}>
-                              {c.groups.map((g) => <Badge key={g} size="sm" variant="light">{g}</Badge>)}
-                            </Group>
-                          </Table.Td>
-                          <Table.Td>
-                            <Text size="sm" ff="monospace">{c.keyCount} · {c.keyHints.join(" ")}</Text>
-                          </Table.Td>
+                          <Table.Td miw={160}>{name(c)}</Table.Td>
+                          <Table.Td miw={150}>{models(c)}</Table.Td>
+                          <Table.Td style={nowrap}>{groupBadges(c)}</Table.Td>
+                          <Table.Td style={nowrap}>{keys(c)}</Table.Td>
                           <Table.Td ta="right">{c.priority} / {c.weight}</Table.Td>
                           <Table.Td>
                             <ChannelHealthCell health={c.health} />
                           </Table.Td>
-                          <Table.Td>
-                            <Switch
-                              checked={c.enabled}
-                              aria-label={`${c.name} ${t("common.enabled")}`}
-                              onChange={async (e) => {
-                                try {
-                                  await call((api) =>
-                                    api.catalog.updateChannel({
-                                      params: { id: c.id },
-                                      payload: { enabled: e.currentTarget.checked }
-                                    })
-                                  )
-                                  await refresh()
-                                } catch (error) {
-                                  notifications.show({
-                                    color: "red",
-                                    title: t("common.error"),
-                                    message: errorMessage(error, t)
-                                  })
-                                }
-                              }}
-                            />
-                          </Table.Td>
-                          <Table.Td>
-                            <TestButton channel={c}>
-                              {c.health.state !== "healthy" && (
-                                <Button
-                                  size="xs"
-                                  variant="light"
-                                  color="orange"
-                                  leftSection={<IconRefresh size={14} />}
-                                  aria-label={`${t("admin.channels.reset")} ${c.name}`}
-                                  onClick={async () => {
-                                    try {
-                                      await call((api) => api.catalog.resetChannel({ params: { id: c.id } }))
-                                      await refresh()
-                                    } catch (error) {
-                                      notifications.show({
-                                        color: "red",
-                                        title: t("common.error"),
-                                        message: errorMessage(error, t)
-                                      })
-                                    }
-                                  }}
-                                >
-                                  {t("admin.channels.reset")}
-                                </Button>
-                              )}
-                              <Button size="xs" variant="subtle" onClick={() => setEditing(c)}>
-                                {t("common.edit")}
-                              </Button>
-                              <ConfirmButton
-                                title={t("admin.channels.deleteTitle", { name: c.name })}
-                                confirmLabel={t("common.delete")}
-                                onConfirm={async () => {
-                                  await call((api) => api.catalog.deleteChannel({ params: { id: c.id } }))
-                                  await refresh()
-                                }}
-                              >
-                                {t("common.delete")}
-                              </ConfirmButton>
-                            </TestButton>
-                          </Table.Td>
+                          <Table.Td>{enabled(c)}</Table.Td>
+                          <Table.Td>{actions(c)}</Table.Td>
                         </Table.Tr>
                       ))}
                     </Table.Tbody>
@@ -802,6 +960,9 @@ export function AdminChannelsPage() {
       <Modal
         opened={editing !== undefined}
         onClose={() => setEditing(undefined)}
+        // Esc (in the model picker or a dropdown) never throws a half-filled channel away: close with ×.
+        closeOnEscape={false}
+        closeOnClickOutside={false}
         title={<Text fw={700}>{editing === "new" ? t("admin.channels.create") : editing?.name}</Text>}
         centered
         size="lg"

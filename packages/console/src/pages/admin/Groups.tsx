@@ -1,5 +1,8 @@
 /**
- * Administration of groups: ratio, limits, who may pick them.
+ * Administration of groups: ratio, limits, who may pick them, and the
+ * channels (and so the models) each reaches: a group no channel serves is
+ * flagged, channels are attached from its form, and groups channels name
+ * without settings are listed too. The `default` group cannot be deleted.
  *
  * @since 0.1.0
  */
@@ -16,7 +19,8 @@ import {
   Switch,
   Table,
   Text,
-  TextInput
+  TextInput,
+  Tooltip
 } from "@mantine/core"
 import { notifications } from "@mantine/notifications"
 import { IconPlus } from "@tabler/icons-react"
@@ -34,15 +38,28 @@ import { limitsText } from "../Models.tsx"
 const limit = (text: string): number | null | string =>
   text.trim() === "" ? null : Number.isInteger(Number(text)) ? Number(text) : text
 
-function GroupForm({ group, users, onDone }: {
+/** The channels that serve a group, and the models they reach (sorted, unique). @category helpers */
+export const reach = (group: string, channels: ReadonlyArray<Contract.AdminChannel>) => {
+  const serving = channels.filter((c) => c.groups.includes(group))
+  const models = [...new Set(serving.filter((c) => c.enabled).flatMap((c) => c.models))].sort()
+  return { channels: serving, models }
+}
+
+function GroupForm({ group, name: suggested, users, channels, onDone }: {
   readonly group: Contract.AdminGroup | undefined
+  /** A name to start a new group with (a group channels name but that has no settings). */
+  readonly name?: string
   readonly users: ReadonlyArray<Contract.AdminUser>
+  readonly channels: ReadonlyArray<Contract.AdminChannel>
   readonly onDone: () => void
 }) {
   const { t } = useI18n()
+  const [attached, setAttached] = useState<Array<string>>(
+    group === undefined ? [] : channels.filter((c) => c.groups.includes(group.name)).map((c) => c.id)
+  )
   const form = useForm({
     initial: {
-      name: group?.name ?? "",
+      name: group?.name ?? suggested ?? "",
       ratio: group?.ratio ?? "1",
       rpm: group?.limits.rpm?.toString() ?? "",
       tpm: group?.limits.tpm?.toString() ?? "",
@@ -58,9 +75,18 @@ function GroupForm({ group, users, onDone }: {
       selectable: v.selectable
     }),
     onSubmit: async (body) => {
+      const name = group?.name ?? (body as Contract.CreateGroupRequest).name
       if (group === undefined) {
         await call((api) => api.catalog.createGroup({ payload: body as Contract.CreateGroupRequest }))
       } else await call((api) => api.catalog.updateGroup({ params: { name: group.name }, payload: body }))
+      // Attach and detach channels: each changed channel gets its groups with this one added or removed.
+      for (const channel of channels) {
+        const was = channel.groups.includes(name)
+        const now = attached.includes(channel.id)
+        if (was === now) continue
+        const groups = now ? [...channel.groups, name] : channel.groups.filter((g) => g !== name)
+        await call((api) => api.catalog.updateChannel({ params: { id: channel.id }, payload: { groups } }))
+      }
       onDone()
     }
   })
@@ -97,6 +123,15 @@ function GroupForm({ group, users, onDone }: {
           checked={form.values.selectable}
           onChange={(e) => form.set("selectable", e.currentTarget.checked)}
         />
+        <MultiSelect
+          label={t("admin.groups.channels")}
+          description={t("admin.groups.channelsHint")}
+          searchable
+          data={channels.map((c) => ({ value: c.id, label: c.name }))}
+          value={attached}
+          onChange={setAttached}
+          data-testid="group-channels"
+        />
         {group !== undefined && (
           <MultiSelect
             label={t("admin.groups.users")}
@@ -122,7 +157,17 @@ export function AdminGroupsPage() {
   const client = useQueryClient()
   const groups = useQuery({ queryKey: ["admin", "groups"], queryFn: () => call((api) => api.catalog.listGroups()) })
   const users = useQuery({ queryKey: ["admin", "users"], queryFn: () => call((api) => api.users.list()) })
-  const [editing, setEditing] = useState<Contract.AdminGroup | "new" | undefined>(undefined)
+  const channels = useQuery({
+    queryKey: ["admin", "channels"],
+    queryFn: () => call((api) => api.catalog.listChannels())
+  })
+  const [editing, setEditing] = useState<Contract.AdminGroup | "new" | { readonly name: string } | undefined>(
+    undefined
+  )
+  const channelList = channels.data?.data ?? []
+  /** Groups channels name that have no settings of their own: listed so they never vanish from view. */
+  const unset = (data: ReadonlyArray<Contract.AdminGroup>) =>
+    [...new Set(channelList.flatMap((c) => c.groups))].filter((g) => !data.some((d) => d.name === g)).sort()
   const refresh = () => client.invalidateQueries({ queryKey: ["admin"] })
   return (
     <>
@@ -153,19 +198,23 @@ export function AdminGroupsPage() {
                         <Table.Th>{t("common.name")}</Table.Th>
                         <Table.Th>{t("admin.groups.ratio")}</Table.Th>
                         <Table.Th>{t("models.limits")}</Table.Th>
+                        <Table.Th>{t("admin.groups.reaches")}</Table.Th>
                         <Table.Th>{t("admin.groups.users")}</Table.Th>
                         <Table.Th>{t("common.actions")}</Table.Th>
                       </Table.Tr>
                     </Table.Thead>
                     <Table.Tbody>
                       {data.data.map((g) => (
-                        <Table.Tr key={g.name}>
+                        <Table.Tr key={g.name} data-group={g.name}>
                           <Table.Td>
                             <Text fw={600} size="sm">{g.name}</Text>
                           </Table.Td>
                           <Table.Td>×{g.ratio}</Table.Td>
                           <Table.Td>
                             <Text size="sm">{limitsText(g.limits, t)}</Text>
+                          </Table.Td>
+                          <Table.Td>
+                            <Reach group={g.name} channels={channelList} loaded={channels.data !== undefined} />
                           </Table.Td>
                           <Table.Td>
                             <Group gap={4}>
@@ -180,17 +229,48 @@ export function AdminGroupsPage() {
                               <Button size="xs" variant="subtle" onClick={() => setEditing(g)}>
                                 {t("common.edit")}
                               </Button>
-                              <ConfirmButton
-                                title={t("admin.groups.deleteTitle", { name: g.name })}
-                                confirmLabel={t("common.delete")}
-                                onConfirm={async () => {
-                                  await call((api) => api.catalog.deleteGroup({ params: { name: g.name } }))
-                                  await refresh()
-                                }}
-                              >
-                                {t("common.delete")}
-                              </ConfirmButton>
+                              {g.name === "default"
+                                ? (
+                                  <Tooltip label={t("admin.groups.defaultKept")} withArrow multiline w={260}>
+                                    <Button size="xs" variant="subtle" color="gray" data-disabled>
+                                      {t("common.delete")}
+                                    </Button>
+                                  </Tooltip>
+                                )
+                                : (
+                                  <ConfirmButton
+                                    title={t("admin.groups.deleteTitle", { name: g.name })}
+                                    confirmLabel={t("common.delete")}
+                                    onConfirm={async () => {
+                                      await call((api) => api.catalog.deleteGroup({ params: { name: g.name } }))
+                                      await refresh()
+                                    }}
+                                  >
+                                    {t("common.delete")}
+                                  </ConfirmButton>
+                                )}
                             </Group>
+                          </Table.Td>
+                        </Table.Tr>
+                      ))}
+                      {unset(data.data).map((name) => (
+                        <Table.Tr key={name} data-group={name}>
+                          <Table.Td>
+                            <Text fw={600} size="sm">{name}</Text>
+                            <Badge size="xs" color="orange" variant="light">{t("admin.groups.unset")}</Badge>
+                          </Table.Td>
+                          <Table.Td>×1</Table.Td>
+                          <Table.Td>
+                            <Text size="sm">{t("common.unlimited")}</Text>
+                          </Table.Td>
+                          <Table.Td>
+                            <Reach group={name} channels={channelList} loaded />
+                          </Table.Td>
+                          <Table.Td />
+                          <Table.Td>
+                            <Button size="xs" variant="subtle" onClick={() => setEditing({ name })}>
+                              {t("admin.groups.setUp")}
+                            </Button>
                           </Table.Td>
                         </Table.Tr>
                       ))}
@@ -203,13 +283,21 @@ export function AdminGroupsPage() {
       <Modal
         opened={editing !== undefined}
         onClose={() => setEditing(undefined)}
-        title={<Text fw={700}>{editing === "new" ? t("admin.groups.create") : editing?.name}</Text>}
+        title={
+          <Text fw={700}>
+            {editing === "new" || (editing !== undefined && !("ratio" in editing))
+              ? t("admin.groups.create")
+              : editing?.name}
+          </Text>
+        }
         centered
       >
         {editing !== undefined && (
           <GroupForm
-            group={editing === "new" ? undefined : editing}
+            group={editing === "new" || !("ratio" in editing) ? undefined : editing}
+            {...(editing !== "new" && !("ratio" in editing) ? { name: editing.name } : {})}
             users={users.data?.data ?? []}
+            channels={channelList}
             onDone={() => {
               setEditing(undefined)
               notifications.show({ color: "teal", message: t("common.saved") })
@@ -219,5 +307,35 @@ export function AdminGroupsPage() {
         )}
       </Modal>
     </>
+  )
+}
+
+/** What a group reaches: its channels and models, or a warning that it reaches none. */
+function Reach({ group, channels, loaded }: {
+  readonly group: string
+  readonly channels: ReadonlyArray<Contract.AdminChannel>
+  readonly loaded: boolean
+}) {
+  const { t } = useI18n()
+  if (!loaded) return null
+  const { channels: serving, models } = reach(group, channels)
+  if (models.length === 0) {
+    return (
+      <Alert color="orange" variant="light" p={6} data-testid="group-unreached">
+        <Text size="xs">{t("admin.groups.noModels")}</Text>
+      </Alert>
+    )
+  }
+  return (
+    <Stack gap={2} maw={360} data-testid="group-reach">
+      <Group gap={4}>
+        {serving.map((c) => (
+          <Badge key={c.id} size="sm" variant="light" color={c.enabled ? "blue" : "gray"}>{c.name}</Badge>
+        ))}
+      </Group>
+      <Text size="xs" c="dimmed" style={{ overflowWrap: "anywhere" }}>
+        {t("admin.groups.models", { count: models.length })}: {models.join(", ")}
+      </Text>
+    </Stack>
   )
 }

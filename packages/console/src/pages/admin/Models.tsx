@@ -297,7 +297,7 @@ export function AdminModelsPage() {
                     </Table.Thead>
                     <Table.Tbody>
                       {data.data.map((m) => (
-                        <Table.Tr key={m.id}>
+                        <Table.Tr key={m.id} data-model={m.id}>
                           <Table.Td>
                             <Group gap={6}>
                               <Text fw={600} size="sm" ff="monospace">{m.id}</Text>
@@ -317,6 +317,10 @@ export function AdminModelsPage() {
                               )}
                             </Group>
                             <Text size="xs" c="dimmed">{m.displayName}</Text>
+                            {/* At a phone's width the price columns sit under the pinned actions: the prices show here. */}
+                            <Text size="xs" ff="monospace" hiddenFrom="sm" data-testid="model-price">
+                              {t("models.input")} {p(m.prices.input)} · {t("models.output")} {p(m.prices.output)}
+                            </Text>
                             {m.description !== null && (
                               <Text size="xs" c="dimmed" lineClamp={2} maw={360}>{m.description}</Text>
                             )}

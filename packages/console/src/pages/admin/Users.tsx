@@ -15,6 +15,7 @@ import {
   MultiSelect,
   Paper,
   PasswordInput,
+  SegmentedControl,
   Select,
   SimpleGrid,
   Stack,
@@ -40,7 +41,7 @@ import { addUsd, date, exactUsd, usd } from "../../lib/format.ts"
 import { useI18n } from "../../lib/i18n.tsx"
 import { sessionKey } from "../../lib/session.tsx"
 import { useForm } from "../../lib/useForm.ts"
-import { KeyLimitsForm, KeysTable } from "../Keys.tsx"
+import { CreateKeyForm, KeyLimitsForm, KeysTable, SecretModal } from "../Keys.tsx"
 import { limitsText } from "../Models.tsx"
 import { RequestList } from "../Requests.tsx"
 import { PagedLedger } from "../Usage.tsx"
@@ -256,8 +257,11 @@ export function AdminUsersPage() {
 }
 
 /**
- * The adjust-balance form: the amount and reason are checked, then a dialog
- * says what the balance becomes and asks before anything changes.
+ * The balance form: add (or, negative, deduct) an amount, or set the balance
+ * to an amount. The amount and reason are checked, a result below zero is
+ * refused before asking, then a dialog says exactly what the balance becomes
+ * and asks before anything changes; a refusal from the server shows its own
+ * words in the dialog.
  *
  * @category components
  */
@@ -268,11 +272,28 @@ export function AdjustBalanceForm(
   }
 ) {
   const { t } = useI18n()
+  const [mode, setMode] = useState<"adjust" | "set">("adjust")
   const [pending, setPending] = useState<Contract.AdjustBalanceRequest | undefined>(undefined)
+  /** The change to send: the amount typed, or (to set) the target less the balance now. */
+  const change = (amount: string) => mode === "set" ? addUsd(amount, `-${user.balance}`.replace(/^--/, "")) : amount
   const form = useForm({
     initial: { amount: "", reason: "" },
     schema: C.AdjustBalanceRequest,
-    toRequest: (v) => ({ amount: v.amount.trim(), reason: v.reason.trim() }),
+    toRequest: (v) => ({ amount: v.amount.trim() === "" ? "" : change(v.amount.trim()), reason: v.reason.trim() }),
+    check: (v) => {
+      const amount = v.amount.trim()
+      if (!/^-?\d+(\.\d{1,9})?$/.test(amount)) return {}
+      if (mode === "set" && amount.startsWith("-")) return { amount: t("admin.users.setNegative") }
+      if (mode === "set" && addUsd(amount, `-${user.balance}`.replace(/^--/, "")) === "0") {
+        return { amount: t("admin.users.setSame", { balance: exactUsd(user.balance) }) }
+      }
+      const after = addUsd(user.balance, change(amount))
+      return after.startsWith("-")
+        ? {
+          amount: t("admin.users.belowZero", { after: `-${exactUsd(after.slice(1))}`, balance: exactUsd(user.balance) })
+        }
+        : {}
+    },
     onSubmit: async (body) => setPending(body)
   })
   const taking = pending?.amount.startsWith("-") ?? false
@@ -280,15 +301,27 @@ export function AdjustBalanceForm(
     <form onSubmit={(e) => void form.submit(e)} noValidate>
       <Stack>
         {form.formError !== undefined && <Alert color="red">{errorMessage(form.formError, t)}</Alert>}
+        <SegmentedControl
+          value={mode}
+          onChange={(v) => setMode(v as "adjust" | "set")}
+          data={[
+            { value: "adjust", label: t("admin.users.modeAdjust") },
+            { value: "set", label: t("admin.users.modeSet") }
+          ]}
+          data-testid="balance-mode"
+        />
         <TextInput
-          label={t("admin.users.adjustAmount")}
-          placeholder="10 or -2.5"
+          label={t(mode === "set" ? "admin.users.setAmount" : "admin.users.adjustAmount")}
+          description={t("admin.users.balanceNow", { balance: exactUsd(user.balance) })}
+          placeholder={mode === "set" ? "10" : "10 or -2.5"}
           inputMode="decimal"
           {...form.field("amount")}
         />
         <TextInput label={t("admin.users.adjustReason")} {...form.field("reason")} />
         <Group>
-          <Button type="submit" loading={form.submitting}>{t("admin.users.adjust")}</Button>
+          <Button type="submit" loading={form.submitting}>
+            {t(mode === "set" ? "admin.users.setBalance" : "admin.users.adjust")}
+          </Button>
         </Group>
       </Stack>
       <ConfirmDialog
@@ -412,6 +445,13 @@ export function AdminUserPage() {
   const [confirmDisable, setConfirmDisable] = useState(false)
   const groups = useGroupNames()
   const [editingKey, setEditingKey] = useState<Contract.ApiKey | undefined>(undefined)
+  const [creatingKey, setCreatingKey] = useState(false)
+  const [createdKey, setCreatedKey] = useState<Contract.CreatedKey | undefined>(undefined)
+  // What the user's key form may offer: their groups and the models each reaches.
+  const userModels = useQuery({
+    queryKey: ["admin", "user", id, "models"],
+    queryFn: () => call((api) => api.keys.userModels({ params: { id } }))
+  })
   const refresh = () => client.invalidateQueries({ queryKey: ["admin"] })
   const update = async (body: Contract.UpdateUserRequest) => {
     try {
@@ -482,7 +522,8 @@ export function AdminUserPage() {
               </Group>
             </Group>
             <SimpleGrid cols={{ base: 1, sm: 3 }}>
-              <StatCard label={t("admin.users.balance")} value={<Usd amount={u.balance} />} testId="user-balance" />
+              {/* Every digit: an admin setting a balance must see what it is, not $5.00 for $4.99996895. */}
+              <StatCard label={t("admin.users.balance")} value={exactUsd(u.balance)} testId="user-balance" />
               <StatCard label={t("admin.users.spentMonth")} value={<Usd amount={u.spentThisMonth} />} />
               <StatCard label={t("admin.users.keys")} value={String(u.keyCount)} />
             </SimpleGrid>
@@ -554,11 +595,30 @@ export function AdminUserPage() {
                 <Tabs.Tab value="ledger">{t("admin.users.ledger")}</Tabs.Tab>
               </Tabs.List>
               <Tabs.Panel value="keys" pt="sm">
+                <Group justify="flex-end" mb="xs">
+                  <Button
+                    size="xs"
+                    leftSection={<IconPlus size={14} />}
+                    disabled={userModels.data === undefined}
+                    onClick={() => setCreatingKey(true)}
+                  >
+                    {t("admin.users.createKey")}
+                  </Button>
+                </Group>
                 <QueryState query={keys}>
                   {(d) =>
                     d.data.length === 0
                       ? <EmptyState title={t("keys.empty")} />
-                      : <KeysTable keys={d.data} onEditLimits={setEditingKey} />}
+                      : (
+                        <KeysTable
+                          keys={d.data}
+                          onEditLimits={setEditingKey}
+                          onDelete={async (key) => {
+                            await call((api) => api.keys.adminDelete({ params: { id: key.id } }))
+                            await refresh()
+                          }}
+                        />
+                      )}
                 </QueryState>
               </Tabs.Panel>
               <Tabs.Panel value="usage" pt="sm">
@@ -582,6 +642,27 @@ export function AdminUserPage() {
         )}
       </QueryState>
       <Modal
+        opened={creatingKey}
+        onClose={() => setCreatingKey(false)}
+        title={<Text fw={700}>{t("admin.users.createKeyTitle", { name: user.data?.name ?? "" })}</Text>}
+        centered
+        size="lg"
+      >
+        {creatingKey && userModels.data && (
+          <CreateKeyForm
+            groups={userModels.data.groups}
+            create={(payload) => call((api) => api.keys.adminCreate({ params: { id }, payload }))}
+            onCancel={() => setCreatingKey(false)}
+            onCreated={(made) => {
+              setCreatingKey(false)
+              setCreatedKey(made)
+              void refresh()
+            }}
+          />
+        )}
+      </Modal>
+      <SecretModal created={createdKey} onClose={() => setCreatedKey(undefined)} />
+      <Modal
         opened={editingKey !== undefined}
         onClose={() => setEditingKey(undefined)}
         title={<Text fw={700}>{t("keys.editLimitsTitle", { name: editingKey?.name ?? "" })}</Text>}
@@ -591,6 +672,8 @@ export function AdminUserPage() {
         {editingKey && (
           <KeyLimitsForm
             apiKey={editingKey}
+            groupLimits={userModels.data?.groups.find((g) => g.name === editingKey.group)?.limits}
+            groupModels={userModels.data?.groups.find((g) => g.name === editingKey.group)?.models.map((m) => m.id)}
             save={(body) => call((api) => api.keys.adminUpdate({ params: { id: editingKey.id }, payload: body }))}
             onCancel={() => setEditingKey(undefined)}
             onDone={() => {
