@@ -128,7 +128,9 @@ export const BASE_HINT: Readonly<Record<Contract.ChannelType, string>> = {
   openai: "https://api.openai.com/v1",
   gemini: "https://generativelanguage.googleapis.com",
   anthropic: "https://api.anthropic.com",
-  azure: "https://NAME.openai.azure.com"
+  azure: "https://NAME.openai.azure.com",
+  vertex: "https://LOCATION-aiplatform.googleapis.com (from the location when left empty)",
+  bedrock: "https://bedrock-runtime.REGION.amazonaws.com (from the region when left empty)"
 }
 
 /**
