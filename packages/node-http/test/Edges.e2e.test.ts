@@ -119,12 +119,14 @@ describe("edges", () => {
         assert.strictEqual(apiError.status, status)
         assert.strictEqual(apiError.code, code)
         assert.match(apiError.message, message)
+        // Callers never see the operator's channel names (docs/api.md).
+        assert.notMatch(apiError.message, /'slow'|'dead-only'/)
         return
       }
       assert.fail(`expected ${code}`)
     }
-    await expectError("slow-model", 504, "upstream_timeout", /'slow' did not answer within 300 ms/)
-    await expectError("unreachable-model", 502, "upstream_error", /'dead-only' could not be reached/)
+    await expectError("slow-model", 504, "upstream_timeout", /^504 The upstream did not answer within 300 ms/)
+    await expectError("unreachable-model", 502, "upstream_error", /^502 The upstream could not be reached/)
   })
 
   it("refuses a body over max_body_bytes with 413, whether its length is declared or it is sent chunked", async () => {

@@ -134,8 +134,12 @@ export const startGateway = async (
 ): Promise<TestGateway> => {
   const upstream = await startFakeUpstream({ port: 0 })
   const dir = mkdtempSync(join(tmpdir(), "modelgate-test-"))
+  const configured = configure(upstream.url, upstream)
   const file = {
-    ...configure(upstream.url, upstream),
+    ...configured,
+    // Tests read final balances (no lease open) right after their calls: a charged user's lease is not kept
+    // for the production cover window unless the test asks for it (lease cover has its own tests).
+    billing: { lease_cover_seconds: 0, ...configured.billing },
     database: database ?? `sqlite:${join(dir, "gateway.db")}`,
     shutdown_grace_seconds: 2,
     secret_file: secretFile ?? join(dir, "key")
