@@ -115,6 +115,130 @@ describe("channel form", () => {
     })
   })
 
+  it("creates a Vertex AI channel from its vendor: project, location, key file, publishers, no address", async () => {
+    const seen = fakeApi({ ...base, "POST /api/admin/channels": { status: 201, body: channel({ type: "vertex" }) } })
+    const onDone = vi.fn()
+    renderWithProviders(<ChannelForm channel={undefined} groups={["default"]} onDone={onDone} />)
+    const user = userEvent.setup()
+    await user.click(screen.getAllByLabelText("Vendor").find((e) => e.tagName === "INPUT")!)
+    await user.click(await screen.findByRole("option", { name: "Google Vertex AI", hidden: true }))
+    assert.strictEqual((screen.getByLabelText("Base address") as HTMLInputElement).value, "", "it follows the location")
+    // Nothing typed yet: each missing field is named next to it, nothing is sent.
+    await user.click(screen.getByRole("button", { name: "Create" }))
+    await screen.findByText("Enter the Google Cloud project id")
+    screen.getByText("Enter the Vertex AI location, such as us-east5 or global")
+    screen.getByText("Paste the service account's key file (JSON)")
+    const file = screen.getByLabelText("Service account key (JSON)")
+    await user.click(file)
+    await user.paste("{\"client_email\": \"x\"")
+    await user.click(screen.getByRole("button", { name: "Create" }))
+    await screen.findByText("This is not JSON: paste the whole key file Google issues")
+    assert.isFalse(seen.some((r) => r.method === "POST"))
+
+    await user.type(screen.getByLabelText("Google Cloud project"), "my-project")
+    await user.type(screen.getByLabelText("Location"), "us-east5")
+    screen.getByText(
+      "Optional: left empty, the gateway uses the location's endpoint (https://us-east5-aiplatform.googleapis.com)."
+    )
+    const key = JSON.stringify({
+      type: "service_account",
+      client_email: "gate@my-project.iam.gserviceaccount.com",
+      private_key: "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n",
+      token_uri: "https://oauth2.googleapis.com/token"
+    })
+    await user.clear(file)
+    await user.click(file)
+    await user.paste(key)
+    await user.click(screen.getByLabelText("Publishers (model=google or model=anthropic, one per line)"))
+    await user.paste("my-tuned=anthropic")
+    await user.type(
+      screen.getAllByLabelText("Models").find((e) =>
+        e.tagName === "INPUT" && (e as HTMLInputElement).type !== "hidden"
+      )!,
+      "gemini-2.5-flash{enter}"
+    )
+    await user.click(screen.getByRole("button", { name: "Create" }))
+    await waitFor(() => assert.strictEqual(onDone.mock.calls.length, 1))
+    const body = seen.find((r) => r.method === "POST")!.body as Record<string, unknown>
+    assert.notProperty(body, "baseUrl", "an empty address is the location's endpoint")
+    assert.deepInclude(body, {
+      name: "vertex",
+      type: "vertex",
+      project: "my-project",
+      location: "us-east5",
+      publishers: { "my-tuned": "anthropic" },
+      models: ["gemini-2.5-flash"],
+      apiKeys: [key]
+    })
+    assert.notProperty(body, "region")
+  })
+
+  it("creates a Bedrock channel with an access key pair, or a Bedrock API key", async () => {
+    const seen = fakeApi({ ...base, "POST /api/admin/channels": { status: 201, body: channel({ type: "bedrock" }) } })
+    const onDone = vi.fn()
+    renderWithProviders(<ChannelForm channel={undefined} groups={["default"]} onDone={onDone} />)
+    const user = userEvent.setup()
+    await user.click(screen.getAllByLabelText("Vendor").find((e) => e.tagName === "INPUT")!)
+    await user.click(await screen.findByRole("option", { name: "AWS Bedrock", hidden: true }))
+    await user.click(screen.getByRole("button", { name: "Create" }))
+    await screen.findByText("Enter the AWS region, such as us-east-1")
+    screen.getByText("Enter the access key id (AKIA…)")
+    screen.getByText("Enter the secret access key that goes with the key id")
+    await user.type(screen.getByLabelText("Access key id"), "akia-lower")
+    await user.click(screen.getByRole("button", { name: "Create" }))
+    await screen.findByText("An access key id is 16 or more capital letters and digits, such as AKIA…")
+    assert.isFalse(seen.some((r) => r.method === "POST"))
+
+    await user.type(screen.getByLabelText("AWS region"), "eu-west-1")
+    screen.getByText(
+      "Optional: left empty, the gateway uses the region's endpoint (https://bedrock-runtime.eu-west-1.amazonaws.com)."
+    )
+    await user.clear(screen.getByLabelText("Access key id"))
+    await user.click(screen.getByLabelText("Access key id"))
+    await user.paste("AKIAIOSFODNN7EXAMPLE")
+    await user.click(screen.getByLabelText("Secret access key"))
+    await user.paste("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+    await user.click(screen.getByLabelText("Session token (temporary credentials only)"))
+    await user.paste("FwoGZXIvYXdzEJr")
+    await user.type(
+      screen.getAllByLabelText("Models").find((e) =>
+        e.tagName === "INPUT" && (e as HTMLInputElement).type !== "hidden"
+      )!,
+      "nova-pro{enter}"
+    )
+    await user.type(screen.getByLabelText("Model map (public=upstream, one per line)"), "nova-pro=amazon.nova-pro-v1:0")
+    await user.click(screen.getByRole("button", { name: "Create" }))
+    await waitFor(() => assert.strictEqual(onDone.mock.calls.length, 1))
+    const body = seen.find((r) => r.method === "POST")!.body as Record<string, unknown>
+    assert.notProperty(body, "baseUrl")
+    assert.notProperty(body, "project")
+    assert.deepInclude(body, {
+      name: "bedrock",
+      type: "bedrock",
+      region: "eu-west-1",
+      models: ["nova-pro"],
+      modelMap: { "nova-pro": "amazon.nova-pro-v1:0" },
+      apiKeys: [
+        JSON.stringify({
+          access_key_id: "AKIAIOSFODNN7EXAMPLE",
+          secret_access_key: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+          session_token: "FwoGZXIvYXdzEJr"
+        })
+      ]
+    })
+
+    // A Bedrock API key instead of the pair is sent as it is.
+    await user.click(screen.getByRole("radio", { name: "Bedrock API key" }))
+    await user.click(screen.getByRole("button", { name: "Create" }))
+    await screen.findByText("Enter the Bedrock API key")
+    await user.click(screen.getByLabelText("Bedrock API key (ABSK…)"))
+    await user.paste("ABSKQmVkcm9ja0FQSUtleQ")
+    await user.click(screen.getByRole("button", { name: "Create" }))
+    await waitFor(() => assert.strictEqual(onDone.mock.calls.length, 2))
+    const second = seen.filter((r) => r.method === "POST")[1]!.body as Record<string, unknown>
+    assert.deepStrictEqual(second["apiKeys"], ["ABSKQmVkcm9ja0FQSUtleQ"])
+  })
+
   it("shows the Responses switch for an OpenAI channel only, and sends it", async () => {
     const seen = fakeApi({ ...base, "PATCH /api/admin/channels/chn_1": { body: channel({ responses: true }) } })
     const onDone = vi.fn()

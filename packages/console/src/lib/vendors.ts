@@ -14,8 +14,8 @@ import type { Contract } from "./api.ts"
 export interface Vendor {
   readonly id: string
   readonly label: string
-  /** The channel type it is served through, or undefined while this gateway has no such type. */
-  readonly type: Contract.ChannelType | undefined
+  /** The channel type it is served through. */
+  readonly type: Contract.ChannelType
   readonly baseUrl: string
   /** Whether to send `stream_options` (Mistral refuses it with a 422). */
   readonly streamOptions: boolean
@@ -26,9 +26,9 @@ export interface Vendor {
 }
 
 /**
- * The list, in the order shown. Vertex AI and AWS Bedrock are listed as the
- * channel types `vertex` and `bedrock` will serve them; until this gateway has
- * those types they are shown, disabled, as not yet available.
+ * The list, in the order shown. Vertex AI and AWS Bedrock are served by the
+ * `vertex` and `bedrock` channel types, whose address follows their location
+ * or region (see `cloudBaseUrl`).
  *
  * @category constants
  */
@@ -52,21 +52,19 @@ export const VENDORS: ReadonlyArray<Vendor> = [
   {
     id: "vertex",
     label: "Google Vertex AI",
-    type: undefined,
+    type: "vertex",
     baseUrl: "https://us-east5-aiplatform.googleapis.com",
     streamOptions: true,
-    note:
-      "Needs the vertex channel type (project, location, service-account JSON), which this server does not have yet."
+    note: "Give the project, the location and a service account's key file (JSON); the address follows the location."
   },
   { id: "anthropic", label: "Anthropic", type: "anthropic", baseUrl: "https://api.anthropic.com", streamOptions: true },
   {
     id: "bedrock",
     label: "AWS Bedrock",
-    type: undefined,
+    type: "bedrock",
     baseUrl: "https://bedrock-runtime.us-east-1.amazonaws.com",
     streamOptions: true,
-    note:
-      "Needs the bedrock channel type (region, access key pair or Bedrock API key), which this server does not have yet."
+    note: "Give the region and an access key pair or a Bedrock API key; the address follows the region."
   },
   {
     id: "deepseek",
@@ -155,4 +153,28 @@ export const versionedAddress = (
   const match = pattern?.exec(trimmed)
   if (match === undefined || match === null || !/^https?:\/\/[^/]+\//.test(trimmed)) return undefined
   return { suffix: match[0], fixed: trimmed.slice(0, match.index) }
+}
+
+/** Whether a channel type is a cloud's (`vertex`, `bedrock`): credentials and a region instead of a key and an address. @category helpers */
+export const isCloud = (type: Contract.ChannelType): type is "vertex" | "bedrock" =>
+  type === "vertex" || type === "bedrock"
+
+/**
+ * The address a cloud channel is served at when it has none, as the gateway
+ * derives it (docs/configuration.md): Vertex AI's from the location
+ * (`global`, the `us` and `eu` multi-regions, or `{location}-aiplatform`),
+ * Bedrock's from the region. Undefined for other types or an empty name.
+ *
+ * @category helpers
+ */
+export const cloudBaseUrl = (type: Contract.ChannelType, place: string): string | undefined => {
+  const name = place.trim()
+  if (name === "" || !/^[a-z0-9-]+$/.test(name)) return undefined
+  if (type === "vertex") {
+    if (name === "global") return "https://aiplatform.googleapis.com"
+    if (name === "us" || name === "eu") return `https://aiplatform.${name}.rep.googleapis.com`
+    return `https://${name}-aiplatform.googleapis.com`
+  }
+  if (type === "bedrock") return `https://bedrock-runtime.${name}.amazonaws.com`
+  return undefined
 }

@@ -15,12 +15,14 @@ import {
   Badge,
   Button,
   Checkbox,
+  FileButton,
   Group,
   Menu,
   Modal,
   MultiSelect,
   NumberInput,
   Paper,
+  SegmentedControl,
   Select,
   SimpleGrid,
   Stack,
@@ -52,7 +54,7 @@ import { Contract as C } from "../../lib/contract.ts"
 import { ago } from "../../lib/format.ts"
 import { type MessageKey, useI18n } from "../../lib/i18n.tsx"
 import { useForm } from "../../lib/useForm.ts"
-import { BASE_HINT, VENDORS, versionedAddress } from "../../lib/vendors.ts"
+import { BASE_HINT, cloudBaseUrl, isCloud, VENDORS, versionedAddress } from "../../lib/vendors.ts"
 
 /** Parses `public=upstream` lines into a model map. @category forms */
 export const parseModelMap = (text: string): Record<string, string> =>
@@ -82,6 +84,51 @@ const parseObject = (text: string): unknown => {
   }
 }
 
+/** Parses `model=google|anthropic` lines into Vertex AI publishers (anything else: undefined). */
+const parsePublishers = (text: string): Record<string, "google" | "anthropic"> | undefined => {
+  const lines = text.split("\n").map((line) => line.trim()).filter((line) => line.length > 0)
+  const map: Record<string, "google" | "anthropic"> = {}
+  for (const line of lines) {
+    const at = line.indexOf("=")
+    const publisher = at < 0 ? "" : line.slice(at + 1).trim()
+    if (at <= 0 || (publisher !== "google" && publisher !== "anthropic")) return undefined
+    map[line.slice(0, at).trim()] = publisher
+  }
+  return map
+}
+
+/**
+ * The credentials typed into a cloud channel's fields, as the admin API takes
+ * them in `apiKeys`: a Vertex AI key file's JSON, a Bedrock API key, or an
+ * access key pair as `{"access_key_id", "secret_access_key", "session_token"}`.
+ * Empty when nothing was typed (an edit keeps the saved credentials).
+ *
+ * @category forms
+ */
+export const cloudKeys = (v: {
+  readonly type: Contract.ChannelType
+  readonly serviceAccount: string
+  readonly bedrockAuth: "keys" | "apiKey"
+  readonly accessKeyId: string
+  readonly secretAccessKey: string
+  readonly sessionToken: string
+  readonly bedrockApiKey: string
+}): Array<string> => {
+  if (v.type === "vertex") return v.serviceAccount.trim() === "" ? [] : [v.serviceAccount.trim()]
+  if (v.bedrockAuth === "apiKey") return v.bedrockApiKey.trim() === "" ? [] : [v.bedrockApiKey.trim()]
+  const id = v.accessKeyId.trim()
+  const secret = v.secretAccessKey.trim()
+  const token = v.sessionToken.trim()
+  if (id === "" && secret === "" && token === "") return []
+  return [
+    JSON.stringify({
+      access_key_id: id,
+      secret_access_key: secret,
+      ...(token === "" ? {} : { session_token: token })
+    })
+  ]
+}
+
 const TIMEOUTS = ["connectMs", "firstByteMs", "idleMs", "totalMs"] as const
 const BREAKER = [
   "consecutiveFailures",
@@ -97,6 +144,18 @@ interface ChannelValues extends Record<string, unknown> {
   type: Contract.ChannelType
   baseUrl: string
   apiKeys: string
+  /** Vertex AI: the project, the location, the publishers (`model=google|anthropic` lines), the key file. */
+  project: string
+  location: string
+  publishers: string
+  serviceAccount: string
+  /** AWS Bedrock: the region and one kind of credentials. */
+  region: string
+  bedrockAuth: "keys" | "apiKey"
+  accessKeyId: string
+  secretAccessKey: string
+  sessionToken: string
+  bedrockApiKey: string
   models: Array<string>
   modelMap: string
   groups: Array<string>
@@ -258,6 +317,16 @@ export function ChannelForm({ channel, groups, onDone }: {
     type: channel?.type ?? "openai",
     baseUrl: channel?.baseUrl ?? "",
     apiKeys: "",
+    project: channel?.project ?? "",
+    location: channel?.location ?? "",
+    publishers: Object.entries(channel?.publishers ?? {}).map(([k, v]) => `${k}=${v}`).join("\n"),
+    serviceAccount: "",
+    region: channel?.region ?? "",
+    bedrockAuth: "keys",
+    accessKeyId: "",
+    secretAccessKey: "",
+    sessionToken: "",
+    bedrockApiKey: "",
     models: [...(channel?.models ?? [])],
     modelMap: Object.entries(channel?.modelMap ?? {}).map(([k, v]) => `${k}=${v}`).join("\n"),
     groups: [...(channel?.groups ?? ["default"])],
@@ -293,12 +362,24 @@ export function ChannelForm({ channel, groups, onDone }: {
   const numbers = <K extends string>(values: Record<K, number | string>) =>
     Object.fromEntries(Object.entries(values).filter(([, v]) => v !== "").map(([k, v]) => [k, Number(v)]))
   const toRequest = (v: ChannelValues) => {
-    const keys = v.apiKeys.split("\n").map((k) => k.trim()).filter((k) => k.length > 0)
+    const cloud = isCloud(v.type)
+    const keys = cloud ? cloudKeys(v) : v.apiKeys.split("\n").map((k) => k.trim()).filter((k) => k.length > 0)
     return {
       name: v.name.trim(),
       type: v.type,
-      // The version the gateway adds itself (Gemini's /v1beta, Anthropic's /v1) is left off.
-      baseUrl: versionedAddress(v.type, v.baseUrl)?.fixed ?? v.baseUrl.trim(),
+      // The version the gateway adds itself (Gemini's /v1beta, Anthropic's /v1) is left off;
+      // a cloud channel's address is optional (its location's or region's endpoint).
+      ...(cloud && v.baseUrl.trim() === ""
+        ? {}
+        : { baseUrl: versionedAddress(v.type, v.baseUrl)?.fixed ?? v.baseUrl.trim() }),
+      ...(v.type === "vertex"
+        ? {
+          project: v.project.trim(),
+          location: v.location.trim(),
+          ...(v.publishers.trim() === "" ? {} : { publishers: parsePublishers(v.publishers) ?? v.publishers })
+        }
+        : {}),
+      ...(v.type === "bedrock" ? { region: v.region.trim() } : {}),
       models: v.models,
       modelMap: parseModelMap(v.modelMap),
       groups: v.groups,
@@ -319,10 +400,60 @@ export function ChannelForm({ channel, groups, onDone }: {
   // Problems are reported per group (the Schema's top-level field); the message names the setting.
   const groupError = (name: string) =>
     form.errors[name] === undefined ? null : <Text size="xs" c="red">{form.errors[name]}</Text>
+  /** What the Schema cannot say about a cloud channel's fields, each next to its field. */
+  const check = (v: ChannelValues): Record<string, string> => {
+    const errors: Record<string, string> = {}
+    // Credentials are needed for a new channel, or for one changing its type; else empty keeps them.
+    const needKeys = channel === undefined || channel.type !== v.type
+    if (v.type === "vertex") {
+      if (v.project.trim() === "") errors["project"] = t("admin.channels.need.project")
+      if (v.location.trim() === "") errors["location"] = t("admin.channels.need.location")
+      if (v.publishers.trim() !== "" && parsePublishers(v.publishers) === undefined) {
+        errors["publishers"] = t("admin.channels.bad.publishers")
+      }
+      const text = v.serviceAccount.trim()
+      if (text === "") {
+        if (needKeys) errors["serviceAccount"] = t("admin.channels.need.serviceAccount")
+      } else {
+        let json: unknown
+        try {
+          json = JSON.parse(text)
+        } catch {
+          json = undefined
+        }
+        if (typeof json !== "object" || json === null || Array.isArray(json)) {
+          errors["serviceAccount"] = t("admin.channels.bad.serviceAccountJson")
+        } else {
+          const file = json as Record<string, unknown>
+          if (
+            typeof file["client_email"] !== "string" || typeof file["private_key"] !== "string" ||
+            !file["private_key"].includes("-----BEGIN PRIVATE KEY-----")
+          ) errors["serviceAccount"] = t("admin.channels.bad.serviceAccountFields")
+        }
+      }
+    }
+    if (v.type === "bedrock") {
+      if (v.region.trim() === "") errors["region"] = t("admin.channels.need.region")
+      if (v.bedrockAuth === "apiKey") {
+        if (v.bedrockApiKey.trim() === "" && needKeys) errors["bedrockApiKey"] = t("admin.channels.need.bedrockApiKey")
+      } else {
+        const id = v.accessKeyId.trim()
+        const secret = v.secretAccessKey.trim()
+        const any = id !== "" || secret !== "" || v.sessionToken.trim() !== ""
+        if (any || needKeys) {
+          if (id === "") errors["accessKeyId"] = t("admin.channels.need.accessKeyId")
+          else if (!/^[A-Z0-9]{16,128}$/.test(id)) errors["accessKeyId"] = t("admin.channels.bad.accessKeyId")
+          if (secret === "") errors["secretAccessKey"] = t("admin.channels.need.secretAccessKey")
+        }
+      }
+    }
+    return errors
+  }
   const form = useForm({
     initial,
     schema: channel === undefined ? C.CreateChannelRequest : C.UpdateChannelRequest,
     toRequest,
+    check,
     onSubmit: async (body) => {
       if (channel === undefined) {
         await call((api) => api.catalog.createChannel({ payload: body as Contract.CreateChannelRequest }))
@@ -331,27 +462,42 @@ export function ChannelForm({ channel, groups, onDone }: {
     }
   })
   const [listing, setListing] = useState<Contract.FetchModelsRequest | undefined>(undefined)
-  const firstKey = form.values.apiKeys.split("\n").map((k) => k.trim()).find((k) => k.length > 0)
+  const cloud = isCloud(form.values.type)
+  const firstKey = cloud
+    ? cloudKeys(form.values)[0]
+    : form.values.apiKeys.split("\n").map((k) => k.trim()).find((k) => k.length > 0)
   const versioned = versionedAddress(form.values.type, form.values.baseUrl)
   const baseUrl = versioned?.fixed ?? form.values.baseUrl.trim()
+  /** Where a cloud channel is served when its address is left empty. */
+  const cloudBase = cloudBaseUrl(
+    form.values.type,
+    form.values.type === "vertex" ? form.values.location : form.values.region
+  )
   const [vendor, setVendor] = useState<string | null>(null)
   const vendorNote = VENDORS.find((v) => v.id === vendor)?.note
   const pickVendor = (id: string | null) => {
     const picked = VENDORS.find((v) => v.id === id)
-    if (picked === undefined || picked.type === undefined) return
+    if (picked === undefined) return
     setVendor(picked.id)
     form.set("type", picked.type)
-    form.set("baseUrl", picked.baseUrl)
+    // A cloud channel's address follows its location or region: left empty.
+    form.set("baseUrl", isCloud(picked.type) ? "" : picked.baseUrl)
     form.set("streamOptions", picked.streamOptions)
     form.set("paramOverrides", picked.overrides === undefined ? "" : JSON.stringify(picked.overrides, null, 2))
     if (form.values.name.trim() === "") form.set("name", picked.id)
   }
-  const canList = /^https?:\/\/\S+$/.test(baseUrl) && (channel !== undefined || firstKey !== undefined)
+  const canList = (/^https?:\/\/\S+$/.test(baseUrl) || (cloud && baseUrl === "" && cloudBase !== undefined)) &&
+    (channel !== undefined || firstKey !== undefined)
   const fetchModels = () =>
     setListing({
       ...(channel === undefined ? {} : { channelId: channel.id }),
       type: form.values.type,
-      baseUrl,
+      ...(baseUrl === "" ? {} : { baseUrl }),
+      ...(form.values.type === "vertex"
+        ? { project: form.values.project.trim(), location: form.values.location.trim() }
+        : form.values.type === "bedrock"
+        ? { region: form.values.region.trim() }
+        : {}),
       ...(firstKey === undefined ? {} : { apiKey: firstKey }),
       ...(form.values.apiVersion.trim() === "" ? {} : { apiVersion: form.values.apiVersion.trim() }),
       headers: parseHeaders(form.values.headers)
@@ -366,11 +512,7 @@ export function ChannelForm({ channel, groups, onDone }: {
             description={vendorNote ?? t("admin.channels.vendorHint")}
             placeholder={t("admin.channels.vendorPick")}
             searchable
-            data={VENDORS.map((v) => ({
-              value: v.id,
-              label: v.type === undefined ? `${v.label} (${t("admin.channels.vendorSoon")})` : v.label,
-              disabled: v.type === undefined
-            }))}
+            data={VENDORS.map((v) => ({ value: v.id, label: v.label }))}
             value={vendor}
             onChange={pickVendor}
             data-testid="vendor"
@@ -381,7 +523,7 @@ export function ChannelForm({ channel, groups, onDone }: {
           <Select
             label={t("admin.channels.type")}
             allowDeselect={false}
-            data={["openai", "gemini", "anthropic", "azure"]}
+            data={["openai", "gemini", "anthropic", "azure", "vertex", "bedrock"]}
             value={form.values.type}
             error={form.errors.type}
             onChange={(v) => form.set("type", (v ?? "openai") as Contract.ChannelType)}
@@ -389,8 +531,10 @@ export function ChannelForm({ channel, groups, onDone }: {
         </SimpleGrid>
         <TextInput
           label={t("admin.channels.baseUrl")}
-          placeholder={BASE_HINT[form.values.type]}
-          description={t(`admin.channels.baseHint.${form.values.type}` as MessageKey)}
+          placeholder={cloudBase ?? BASE_HINT[form.values.type]}
+          description={t(`admin.channels.baseHint.${form.values.type}` as MessageKey, {
+            hint: cloudBase ?? BASE_HINT[form.values.type]
+          })}
           {...form.field("baseUrl")}
         />
         {versioned !== undefined && (
@@ -400,16 +544,129 @@ export function ChannelForm({ channel, groups, onDone }: {
             </Text>
           </Alert>
         )}
-        <Textarea
-          label={t("admin.channels.apiKeys")}
-          description={channel !== undefined ? t("admin.channels.apiKeysKeep", { count: channel.keyCount }) : undefined}
-          autosize
-          minRows={2}
-          ff="monospace"
-          autoComplete="off"
-          {...form.field("apiKeys")}
-          error={form.errors.apiKeys}
-        />
+        {form.values.type === "vertex" && (
+          <>
+            <SimpleGrid cols={{ base: 1, sm: 2 }}>
+              <TextInput label={t("admin.channels.project")} placeholder="my-project" {...form.field("project")} />
+              <TextInput
+                label={t("admin.channels.location")}
+                description={t("admin.channels.locationHint")}
+                placeholder="us-east5"
+                {...form.field("location")}
+              />
+            </SimpleGrid>
+            <Textarea
+              label={t("admin.channels.serviceAccount")}
+              description={channel !== undefined && channel.type === "vertex"
+                ? t("admin.channels.credentialsKeep")
+                : t("admin.channels.serviceAccountHint")}
+              autosize
+              minRows={3}
+              maxRows={10}
+              ff="monospace"
+              autoComplete="off"
+              placeholder={"{\"type\": \"service_account\", \"client_email\": \"…\", \"private_key\": \"…\"}"}
+              {...form.field("serviceAccount")}
+              error={form.errors["serviceAccount"] ?? form.errors.apiKeys}
+            />
+            <Group>
+              <FileButton
+                accept="application/json,.json"
+                onChange={(file) => {
+                  if (file !== null) void file.text().then((text) => form.set("serviceAccount", text))
+                }}
+              >
+                {(props) => (
+                  <Button variant="light" size="xs" {...props}>{t("admin.channels.serviceAccountFile")}</Button>
+                )}
+              </FileButton>
+            </Group>
+            <Textarea
+              label={t("admin.channels.publishers")}
+              description={t("admin.channels.publishersHint")}
+              autosize
+              minRows={1}
+              ff="monospace"
+              placeholder="my-tuned-model=anthropic"
+              {...form.field("publishers")}
+            />
+          </>
+        )}
+        {form.values.type === "bedrock" && (
+          <>
+            <TextInput
+              label={t("admin.channels.region")}
+              description={t("admin.channels.regionHint")}
+              placeholder="us-east-1"
+              {...form.field("region")}
+            />
+            <Stack gap={4}>
+              <Text size="sm" fw={500}>{t("admin.channels.bedrockAuth")}</Text>
+              <SegmentedControl
+                aria-label={t("admin.channels.bedrockAuth")}
+                value={form.values.bedrockAuth}
+                onChange={(v) => form.set("bedrockAuth", v === "apiKey" ? "apiKey" : "keys")}
+                data={[
+                  { value: "keys", label: t("admin.channels.bedrockAuth.keys") },
+                  { value: "apiKey", label: t("admin.channels.bedrockAuth.apiKey") }
+                ]}
+              />
+              {channel !== undefined && channel.type === "bedrock" && (
+                <Text size="xs" c="dimmed">{t("admin.channels.credentialsKeep")}</Text>
+              )}
+            </Stack>
+            {form.values.bedrockAuth === "keys"
+              ? (
+                <>
+                  <SimpleGrid cols={{ base: 1, sm: 2 }}>
+                    <TextInput
+                      label={t("admin.channels.accessKeyId")}
+                      placeholder="AKIA…"
+                      ff="monospace"
+                      autoComplete="off"
+                      {...form.field("accessKeyId")}
+                      error={form.errors["accessKeyId"] ?? form.errors.apiKeys}
+                    />
+                    <TextInput
+                      label={t("admin.channels.secretAccessKey")}
+                      type="password"
+                      autoComplete="off"
+                      {...form.field("secretAccessKey")}
+                    />
+                  </SimpleGrid>
+                  <TextInput
+                    label={t("admin.channels.sessionToken")}
+                    type="password"
+                    autoComplete="off"
+                    {...form.field("sessionToken")}
+                  />
+                </>
+              )
+              : (
+                <TextInput
+                  label={t("admin.channels.bedrockApiKey")}
+                  type="password"
+                  autoComplete="off"
+                  {...form.field("bedrockApiKey")}
+                  error={form.errors["bedrockApiKey"] ?? form.errors.apiKeys}
+                />
+              )}
+          </>
+        )}
+        {!cloud && (
+          <Textarea
+            label={t("admin.channels.apiKeys")}
+            description={channel !== undefined
+              ? t("admin.channels.apiKeysKeep", { count: channel.keyCount })
+              : undefined}
+            autosize
+            minRows={2}
+            ff="monospace"
+            autoComplete="off"
+            {...form.field("apiKeys")}
+            error={form.errors.apiKeys}
+          />
+        )}
         <Group align="flex-end" gap="xs" wrap="nowrap">
           <TagsInput
             label={t("admin.channels.models")}
