@@ -458,12 +458,13 @@ export class UsageWriter extends Context.Service<UsageWriter, {
          * already: while the database cannot take them, a crash loses none of them.
          */
         const spill = Effect.suspend(() => {
-          if (journal === undefined || buffer.length === 0) return Effect.void
+          if (journal === undefined || buffer.length === 0) return Effect.succeed(0)
           const moved = buffer
           buffer = []
           spilling = moved.length
           return journal.append(moved).pipe(
             Effect.tap(() => Effect.sync(() => journaled += moved.length)),
+            Effect.as(moved.length),
             Effect.tapError(() => Effect.sync(() => buffer = moved.concat(buffer))),
             Effect.ensuring(Effect.sync(() => spilling = 0))
           )
@@ -532,13 +533,17 @@ export class UsageWriter extends Context.Service<UsageWriter, {
         const keep = Effect.flatMap(Clock.currentTimeMillis, (now) => {
           if (now < journalRetryAt) return Effect.void
           return lock.withPermit(spill).pipe(
-            Effect.tap(() =>
-              Effect.sync(() => {
-                journalFailing = false
-                journalBackoffMs = 0
-              })
+            // Only a write that reached the journal says it works again: with nothing to write, it is
+            // as failing (or not) as it was.
+            Effect.flatMap((written) =>
+              written === 0 ? Effect.void : Effect.andThen(
+                Effect.sync(() => {
+                  journalFailing = false
+                  journalBackoffMs = 0
+                }),
+                journalOutage.succeeded
+              )
             ),
-            Effect.andThen(journalOutage.succeeded),
             Effect.catchCause((cause) =>
               Effect.andThen(
                 Effect.sync(() => {
