@@ -8,8 +8,7 @@
  * in for it and the full-disk part is reported as skipped). PostgreSQL is
  * reached through an in-test proxy that cuts it off (MODELGATE_TEST_POSTGRES).
  */
-import type { UsageLog } from "@modelgate/core"
-import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { execFileSync } from "node:child_process"
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
@@ -22,36 +21,7 @@ import * as UsageJournal from "../src/UsageJournal.ts"
 import { UsageWriter } from "../src/UsageWriter.ts"
 import { makePostgres, postgresUrl, type TestDatabase } from "./harness.ts"
 import { type PgProxy, startPgProxy, targetOf } from "./support/PgProxy.ts"
-
-const record = (requestId: string): UsageLog.UsageRecord => ({
-  createdAt: Date.now(),
-  requestId,
-  userId: "user-1",
-  keyId: "key-1",
-  model: "m",
-  upstreamModel: "m",
-  channel: "c",
-  dialectIn: "openai",
-  dialectOut: "openai",
-  stream: false,
-  promptTokens: 1,
-  completionTokens: 1,
-  cachedTokens: 0,
-  usageReported: true,
-  costNanos: 1n,
-  latencyMs: 1,
-  ttfbMs: null,
-  status: 200,
-  errorCode: null,
-  attempts: 1,
-  attemptLog: []
-})
-
-const build = async <I, S>(layer: Layer.Layer<I, never, never>, tag: Context.Key<I, S>) => {
-  const scope = Effect.runSync(Scope.make())
-  const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
-  return { service: Context.get(context, tag), close: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
-}
+import { build, record } from "./support/Writers.ts"
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 

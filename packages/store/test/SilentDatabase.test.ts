@@ -4,8 +4,7 @@
  * Through an in-test TCP proxy that swallows bytes between the store and
  * PostgreSQL (MODELGATE_TEST_POSTGRES).
  */
-import type { UsageLog } from "@modelgate/core"
-import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -16,37 +15,7 @@ import { migrate } from "../src/Migrations.ts"
 import { UsageWriter } from "../src/UsageWriter.ts"
 import { makePostgres, postgresUrl, type TestDatabase } from "./harness.ts"
 import { type PgProxy, startPgProxy, targetOf } from "./support/PgProxy.ts"
-
-const record = (requestId: string): UsageLog.UsageRecord => ({
-  createdAt: Date.now(),
-  requestId,
-  userId: "user-1",
-  keyId: "key-1",
-  model: "m",
-  upstreamModel: "m",
-  channel: "c",
-  dialectIn: "openai",
-  dialectOut: "openai",
-  stream: false,
-  promptTokens: 1,
-  completionTokens: 1,
-  cachedTokens: 0,
-  usageReported: true,
-  costNanos: 1n,
-  latencyMs: 1,
-  ttfbMs: null,
-  status: 200,
-  errorCode: null,
-  attempts: 1,
-  attemptLog: []
-})
-
-/** Builds a layer in a scope of its own, closed by `close`. */
-const build = async <I, S>(layer: Layer.Layer<I, never, never>, tag: Context.Key<I, S>) => {
-  const scope = Effect.runSync(Scope.make())
-  const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
-  return { service: Context.get(context, tag), close: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
-}
+import { build, record } from "./support/Writers.ts"
 
 const run = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>, sql: SqlClient.SqlClient) =>
   Effect.runPromise(Effect.provideService(effect, SqlClient.SqlClient, sql))
