@@ -323,9 +323,24 @@ export interface UpstreamEmbeddings {
    * translated request (the dialect's method for a canonical request).
    */
   readonly url: (channel: Channel, upstreamModel: string, operation: string | undefined) => string
+  /**
+   * How many inputs one translated request of a model may carry (Titan on
+   * Bedrock and Gemini's embedding models on Vertex embed one text a
+   * request): more are sent in several requests, in order, their vectors
+   * joined and their tokens summed. Absent: any number.
+   */
+  readonly inputsPerRequest?: ((upstreamModel: string) => number) | undefined
   readonly encode: (request: EmbedRequest, upstreamModel: string) => Effect.Effect<string, UnsupportedFeature>
-  /** Reads an answer; `channel` names the upstream in errors. */
-  readonly decode: (text: string, count: number, channel: string) => Effect.Effect<EmbedResponse, UpstreamUnavailable>
+  /**
+   * Reads an answer; `channel` names the upstream in errors; `headers` are
+   * the answer's (lower-case names), for an upstream that says its usage there.
+   */
+  readonly decode: (
+    text: string,
+    count: number,
+    channel: string,
+    headers?: Readonly<Record<string, string>>
+  ) => Effect.Effect<EmbedResponse, UpstreamUnavailable>
 }
 
 /**

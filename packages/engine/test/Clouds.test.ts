@@ -21,11 +21,12 @@ export const cloudChannels = (upstream: string, keyFile: Record<string, string>)
     project: "fake-project",
     location: "us-east5",
     credentials: keyFile,
-    models: ["gemini-vertex", "claude-vertex", "embed-vertex"],
+    models: ["gemini-vertex", "claude-vertex", "embed-vertex", "gemini-embed-vertex"],
     model_map: {
       "gemini-vertex": "gemini-2.5-flash",
       "claude-vertex": "claude-sonnet-4-5@20250929",
-      "embed-vertex": "text-embedding-005"
+      "embed-vertex": "text-embedding-005",
+      "gemini-embed-vertex": "gemini-embedding-001"
     }
   },
   {
@@ -35,10 +36,12 @@ export const cloudChannels = (upstream: string, keyFile: Record<string, string>)
     region: "us-east-1",
     access_key_id: TEST_CREDENTIALS.accessKeyId,
     secret_access_key: TEST_CREDENTIALS.secretAccessKey,
-    models: ["claude-bedrock", "nova-pro"],
+    models: ["claude-bedrock", "nova-pro", "titan-embed", "cohere-embed"],
     model_map: {
       "claude-bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-      "nova-pro": "amazon.nova-pro-v1:0"
+      "nova-pro": "amazon.nova-pro-v1:0",
+      "titan-embed": "amazon.titan-embed-text-v2:0",
+      "cohere-embed": "cohere.embed-english-v3"
     }
   },
   {
@@ -56,6 +59,9 @@ export const cloudModels = {
   "gemini-vertex": { input: 1, output: 2 },
   "claude-vertex": { input: 3, output: 15 },
   "embed-vertex": { input: 0.1, embedding: true },
+  "gemini-embed-vertex": { input: 0.15, embedding: true },
+  "titan-embed": { input: 0.02, embedding: true },
+  "cohere-embed": { input: 0.1, embedding: true },
   "claude-bedrock": { input: 3, output: 15 },
   "nova-pro": { input: 0.8, output: 3.2 },
   "nova-key": { input: 0.8, output: 3.2 }
@@ -186,7 +192,7 @@ describe("cloud channels", () => {
     assert.strictEqual(answered.status, "completed")
   })
 
-  it("makes embeddings with a Vertex embedding model through :predict, and refuses them on Bedrock", async () => {
+  it("makes embeddings with a Vertex embedding model through :predict, and refuses them on a Bedrock chat model", async () => {
     const response = await post(gateway.handler, "/v1/embeddings", openai, {
       model: "embed-vertex",
       input: ["one", "two"]
@@ -201,7 +207,114 @@ describe("cloud channels", () => {
     const bedrock = await post(gateway.handler, "/v1/embeddings", openai, { model: "nova-pro", input: "one" })
     const refused = await bedrock.json() as { error: { message: string } }
     assert.strictEqual(bedrock.status, 400, JSON.stringify(refused))
-    assert.match(refused.error.message, /not supported on bedrock channels/)
+    assert.match(refused.error.message, /'nova-pro' is not an embedding model on the bedrock channels/)
+  })
+
+  /** The usage records written since `count`, once the writer has them. */
+  const recordsSince = async (count: number, expected: number) => {
+    for (let i = 0; i < 100 && gateway.inspect!.usage().length < count + expected; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    return gateway.inspect!.usage().slice(count)
+  }
+  /** The fake's token estimate of a text (a quarter of its characters, rounded up). */
+  const tokensOf = (text: string) => Math.ceil(text.length / 4)
+
+  it("makes embeddings with Titan on Bedrock through InvokeModel, one text a request, billed at the tokens Bedrock counted", async () => {
+    const before = gateway.inspect!.balance("alice")!
+    const count = gateway.inspect!.usage().length
+    const inputs = ["the first text to embed", "a second", "and a third, somewhat longer than the others"]
+    const response = await post(gateway.handler, "/v1/embeddings", openai, {
+      model: "titan-embed",
+      input: inputs,
+      dimensions: 256
+    })
+    const body = await response.json() as {
+      model: string
+      data: Array<{ index: number; embedding: Array<number> }>
+      usage: { prompt_tokens: number }
+    }
+    assert.strictEqual(response.status, 200, JSON.stringify(body))
+    assert.strictEqual(body.model, "titan-embed")
+    assert.deepStrictEqual(body.data.map((d) => d.index), [0, 1, 2])
+    for (const d of body.data) assert.strictEqual(d.embedding.length, 256)
+    // Each text's vector is its own (one request each, in order).
+    assert.notDeepEqual(body.data[0]!.embedding, body.data[1]!.embedding)
+    const tokens = inputs.reduce((n, text) => n + tokensOf(text), 0)
+    assert.strictEqual(body.usage.prompt_tokens, tokens)
+    const [record] = await recordsSince(count, 1)
+    assert.strictEqual(record!.status, 200)
+    assert.isTrue(record!.usageReported)
+    assert.strictEqual(record!.promptTokens, tokens)
+    // $0.02 a million tokens: 20 nano-dollars a token.
+    assert.strictEqual(record!.costNanos, BigInt(tokens * 20))
+    assert.strictEqual(before - gateway.inspect!.balance("alice")!, record!.costNanos)
+
+    const sized = await post(gateway.handler, "/v1/embeddings", openai, {
+      model: "titan-embed",
+      input: "one",
+      dimensions: 300
+    })
+    const refused = await sized.json() as { error: { message: string } }
+    assert.strictEqual(sized.status, 400, JSON.stringify(refused))
+    assert.match(refused.error.message, /256, 512, 1024 dimensions, not 300/)
+  })
+
+  it("makes embeddings with Cohere on Bedrock from Gemini's batchEmbedContents and embedContent, tokens from Bedrock's header", async () => {
+    const count = gateway.inspect!.usage().length
+    const texts = ["alpha beta", "gamma delta epsilon"]
+    const batch = await post(gateway.handler, "/v1beta/models/cohere-embed:batchEmbedContents", gemini, {
+      requests: texts.map((text) => ({ model: "models/cohere-embed", content: { parts: [{ text }] } }))
+    })
+    const batchBody = await batch.json() as { embeddings: Array<{ values: Array<number> }> }
+    assert.strictEqual(batch.status, 200, JSON.stringify(batchBody))
+    assert.strictEqual(batchBody.embeddings.length, 2)
+    assert.strictEqual(batchBody.embeddings[0]!.values.length, 1024)
+    const single = await post(gateway.handler, "/v1beta/models/titan-embed:embedContent", gemini, {
+      content: { parts: [{ text: "just one" }] }
+    })
+    const singleBody = await single.json() as { embedding: { values: Array<number> } }
+    assert.strictEqual(single.status, 200, JSON.stringify(singleBody))
+    assert.strictEqual(singleBody.embedding.values.length, 1024)
+    const records = await recordsSince(count, 2)
+    assert.strictEqual(records.length, 2)
+    assert.deepStrictEqual(records.map((r) => [r.promptTokens, r.usageReported]), [
+      [texts.reduce((n, text) => n + tokensOf(text), 0), true],
+      [tokensOf("just one"), true]
+    ])
+    assert.strictEqual(records[0]!.costNanos, BigInt(records[0]!.promptTokens * 100))
+    assert.strictEqual(records[1]!.costNanos, BigInt(records[1]!.promptTokens * 20))
+  })
+
+  it("makes embeddings with Gemini's embedding model on Vertex from both front doors, one text a :predict", async () => {
+    const count = gateway.inspect!.usage().length
+    const openaiCall = await post(gateway.handler, "/v1/embeddings", openai, {
+      model: "gemini-embed-vertex",
+      input: ["first of two", "second of two"]
+    })
+    const openaiBody = await openaiCall.json() as { data: Array<{ embedding: Array<number> }> }
+    assert.strictEqual(openaiCall.status, 200, JSON.stringify(openaiBody))
+    assert.strictEqual(openaiBody.data.length, 2)
+    const batch = await post(gateway.handler, "/v1beta/models/gemini-embed-vertex:batchEmbedContents", gemini, {
+      requests: ["x", "yy", "zzz"].map((text) => ({
+        model: "models/gemini-embed-vertex",
+        content: { parts: [{ text }] },
+        outputDimensionality: 64
+      }))
+    })
+    const batchBody = await batch.json() as { embeddings: Array<{ values: Array<number> }> }
+    assert.strictEqual(batch.status, 200, JSON.stringify(batchBody))
+    assert.deepStrictEqual(batchBody.embeddings.map((e) => e.values.length), [64, 64, 64])
+    const single = await post(gateway.handler, "/v1beta/models/gemini-embed-vertex:embedContent", gemini, {
+      content: { parts: [{ text: "one" }] }
+    })
+    assert.strictEqual(single.status, 200, await single.clone().text())
+    const records = await recordsSince(count, 3)
+    assert.deepStrictEqual(records.map((r) => [r.status, r.usageReported, r.promptTokens]), [
+      [200, true, tokensOf("first of two") + tokensOf("second of two")],
+      [200, true, 3],
+      [200, true, 1]
+    ])
   })
 
   it("charges what the usage records say, one record per call", async () => {

@@ -329,6 +329,20 @@ export const handlePublisher = (
         ) {
           return sendJson(res, 400, geminiErrorBody(400, "Invalid instances: each instance needs a 'content' string."))
         }
+        // Gemini's embedding models embed one text a request; the text-embedding models up to 250.
+        const most = model.startsWith("gemini-embedding") ? 1 : 250
+        if (instances.length > most) {
+          return sendJson(
+            res,
+            400,
+            geminiErrorBody(
+              400,
+              `Unable to submit request because the model ${model} supports up to ${most} instance${
+                most === 1 ? "" : "s"
+              } per request, but ${instances.length} were given.`
+            )
+          )
+        }
         const parameters = isRecord(json.parameters) ? json.parameters : {}
         const dimensions = typeof parameters.outputDimensionality === "number" ? parameters.outputDimensionality : 768
         return sendJson(

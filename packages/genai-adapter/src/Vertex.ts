@@ -86,6 +86,14 @@ export const headers = (
   authorization: `Bearer ${accessToken}`
 })
 
+/**
+ * How many texts one `:predict` request of a model embeds: Gemini's embedding
+ * models (`gemini-embedding-001`) one, the text-embedding models 250.
+ *
+ * @category embeddings
+ */
+export const inputsPerRequest = (model: string): number => model.startsWith("gemini-embedding") ? 1 : 250
+
 /** The `:predict` body for a canonical embeddings request. @category embeddings */
 export const encodeEmbeddings = (request: Canonical.EmbedRequest): string =>
   JSON.stringify({
@@ -193,6 +201,7 @@ export const upstream: Core.UpstreamDialect = {
   embeddings: {
     translateOnly: true,
     url: (channel, upstreamModel) => embeddingsUrl(targetOf(channel), upstreamModel),
+    inputsPerRequest,
     encode: (request) => Effect.succeed(encodeEmbeddings(request)),
     decode: decodeEmbeddings
   },
