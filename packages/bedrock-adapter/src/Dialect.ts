@@ -75,8 +75,9 @@ export const upstream: Core.UpstreamDialect = {
   opening: (_text, _ended, channel) => notText(channel),
   binaryStream: {
     contentType: EventStream.CONTENT_TYPE,
-    opening: (bytes, ended, channel) => Stream.opening(bytes, ended, channel),
-    decoder: (start) => new Stream.ByteDecoder({ id: `chatcmpl-${start.id}`, model: "", created: start.created })
+    opening: (bytes, ended, channel, maxEventBytes) => Stream.opening(bytes, ended, channel, maxEventBytes),
+    decoder: (start, bound) =>
+      new Stream.ByteDecoder({ id: `chatcmpl-${start.id}`, model: "", created: start.created }, bound)
   },
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
   embeddings: {

@@ -515,10 +515,23 @@ export interface ByteDecoder {
 export interface BinaryStream {
   /** The stream's content type (anything else answering a stream request is not a stream). */
   readonly contentType: string
-  /** Judges the bytes a 200 stream opened with, as `UpstreamDialect.opening` judges text. */
-  readonly opening: (bytes: Uint8Array, ended: boolean, channel: string) => Opening | GatewayError
-  /** A decoder for one stream. */
-  readonly decoder: (start: AnswerStart) => ByteDecoder
+  /**
+   * Judges the bytes a 200 stream opened with, as `UpstreamDialect.opening`
+   * judges text; a first frame announcing more than `maxEventBytes` fails it.
+   */
+  readonly opening: (bytes: Uint8Array, ended: boolean, channel: string, maxEventBytes?: number) => Opening | GatewayError
+  /**
+   * A decoder for one stream. `bound`: the operator's bound on one event
+   * (`max_event_bytes`): a frame whose prelude announces more fails the stream
+   * there, before its bytes are kept (`channel` names the upstream in the error).
+   */
+  readonly decoder: (start: AnswerStart, bound?: StreamBound) => ByteDecoder
+}
+
+/** The bound on one event of a binary stream (`BinaryStream.decoder`). @category streams */
+export interface StreamBound {
+  readonly maxEventBytes: number
+  readonly channel: string
 }
 
 /** The upstream side of a dialect. @category models */

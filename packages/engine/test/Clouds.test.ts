@@ -341,3 +341,57 @@ describe("cloud channels", () => {
     assert.strictEqual(before - gateway.inspect!.balance("alice")!, spent)
   })
 })
+
+describe("a Bedrock stream's events within max_event_bytes", () => {
+  let upstream: FakeUpstream.FakeUpstream
+  let gateway: WebHandler
+  beforeAll(async () => {
+    upstream = await Effect.runPromise(FakeUpstream.start({ port: 0 }))
+    gateway = await toWebHandler({
+      routing: { probe_interval_ms: 600_000 },
+      max_event_bytes: 64 * 1024,
+      channels: [{
+        name: "bedrock",
+        type: "bedrock",
+        base_url: upstream.url,
+        region: "us-east-1",
+        access_key_id: TEST_CREDENTIALS.accessKeyId,
+        secret_access_key: TEST_CREDENTIALS.secretAccessKey,
+        models: ["nova-huge"],
+        // The fake sends one contentBlockDelta frame of 8 MB after the first text: inside AWS's 16 MiB.
+        model_map: { "nova-huge": "amazon.nova-pro-line-8000000-v1:0" }
+      }],
+      models: { "nova-huge": { input: 0.8, output: 3.2 } },
+      users: [{ name: "alice", balance: 100, keys: [{ name: "laptop", secret: KEY }] }]
+    })
+  })
+  afterAll(async () => {
+    await gateway?.dispose()
+    await upstream?.close()
+  })
+
+  it("a frame announcing more ends the stream in-band, charged for what was delivered", async () => {
+    const before = gateway.inspect!.balance("alice")!
+    const response = await post(gateway.handler, "/v1/chat/completions", openai, {
+      model: "nova-huge",
+      stream: true,
+      messages: [{ role: "user", content: "Tell me a story" }]
+    })
+    assert.strictEqual(response.status, 200)
+    const text = await response.text()
+    assert.isBelow(text.length, 64 * 1024, "nothing of the huge event reaches the client")
+    const events = text.split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice(6)))
+    assert.isAbove(events.filter((e) => e.choices?.[0]?.delta?.content).length, 0, "the text before it is delivered")
+    const last = events.at(-1)
+    assert.strictEqual(last.error.code, "upstream_error")
+    assert.match(last.error.message, /sent a stream event larger than 65536 bytes \(max_event_bytes\)/)
+    for (let i = 0; i < 100 && gateway.inspect!.usage().length === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    const [record] = gateway.inspect!.usage()
+    assert.strictEqual(record!.status, 502)
+    assert.isFalse(record!.usageReported)
+    assert.isAbove(record!.completionTokens, 0)
+    assert.strictEqual(before - gateway.inspect!.balance("alice")!, record!.costNanos)
+  })
+})

@@ -12,7 +12,7 @@
 import { randomUUID } from "node:crypto"
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from "node:http"
 import { setTimeout as sleep } from "node:timers/promises"
-import { type AwsCredential, eventFrame, exceptionFrame, verifyRequest } from "./Aws.ts"
+import { type AwsCredential, eventFrame, exceptionFrame, hugeEventFrame, verifyRequest } from "./Aws.ts"
 import {
   type Answer,
   answerText,
@@ -573,6 +573,14 @@ const sendEventStream = async (
   }
   for (let i = 0; i < frames.length; i++) {
     if (res.destroyed) return
+    // `line-B`: after its first text, one event of B bytes, sent as it is made (the stream's biggest).
+    if (scenario.lineBytes !== undefined && i === 2) {
+      for (const piece of hugeEventFrame(scenario.lineBytes)) {
+        if (res.destroyed) return
+        const pending = write(res, piece)
+        if (pending !== undefined) await pending
+      }
+    }
     if (scenario.cutAfter !== undefined && i === scenario.cutAfter + 1) return cutConnection(res, scenario.cutMode)
     if (scenario.stallAfter !== undefined && i === scenario.stallAfter + 1) return
     const pending = write(res, frames[i]!())
