@@ -91,13 +91,15 @@ export class FrameDecoder {
   private buffer: Uint8Array = new Uint8Array(0)
   private failed: GatewayError.UpstreamUnavailable | undefined
   private readonly max: number
+  private readonly bound: Core.StreamBound | undefined
 
   /**
    * `bound`: the largest message taken (the operator's `max_event_bytes`; at
    * most `MAX_MESSAGE_BYTES`). A message whose prelude announces more fails
    * the stream as soon as its first four bytes arrive: its body is never kept.
    */
-  constructor(private readonly bound?: Core.StreamBound) {
+  constructor(bound?: Core.StreamBound) {
+    this.bound = bound
     this.max = bound === undefined ? MAX_MESSAGE_BYTES : Math.min(bound.maxEventBytes, MAX_MESSAGE_BYTES)
   }
 
