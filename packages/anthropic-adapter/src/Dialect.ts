@@ -200,7 +200,19 @@ export const client: Core.ClientDialect = {
           model,
           local,
           forward: (upstreamModel) =>
-            upstreamModel === model ? body : JSON.stringify({ ...(json as object), model: upstreamModel })
+            upstreamModel === model ? body : JSON.stringify({ ...(json as object), model: upstreamModel }),
+          // A count body is a Messages body without `max_tokens`: read as one that asks for a single token.
+          canonical: () =>
+            Effect.flatMap(
+              client.open(
+                new TextEncoder().encode(
+                  JSON.stringify({ max_tokens: 1, ...(json as object), stream: false })
+                ),
+                {}
+              ),
+              (call) => call.canonical()
+            ),
+          answer: (tokens) => ({ input_tokens: tokens })
         }
       })
   }

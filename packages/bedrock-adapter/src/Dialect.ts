@@ -10,6 +10,8 @@
  * key's access key pair) or adds a Bedrock API key (`Signer.bearer`), since
  * both need the request as it is sent.
  *
+ * Token counts go to `CountTokens` (`/model/{id}/count-tokens`, the request
+ * translated to Converse's `messages`, `system` and `toolConfig`).
  * Embeddings go through `InvokeModel` (`/model/{id}/invoke`) in each
  * embedding family's own shape (Amazon Titan Text Embeddings, Cohere Embed:
  * `Embeddings.ts`), always translated (no client speaks Bedrock); a model of
@@ -80,6 +82,15 @@ export const upstream: Core.UpstreamDialect = {
       new Stream.ByteDecoder({ id: `chatcmpl-${start.id}`, model: "", created: start.created }, bound)
   },
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
+  countTokens: {
+    url: (channel, upstreamModel) => Endpoint.countTokensUrl(channel.baseUrl, upstreamModel),
+    isCount: Endpoint.isCountAnswer,
+    translated: {
+      encode: (request, upstreamModel) =>
+        Effect.map(Request.encodeRequest(request, upstreamModel), (body) => Endpoint.countTokensBody(body)),
+      read: Endpoint.countOf
+    }
+  },
   embeddings: {
     translateOnly: true,
     url: (channel, upstreamModel) => Embeddings.invokeUrl(channel.baseUrl, upstreamModel),

@@ -296,6 +296,14 @@ export interface CountCall {
   readonly local: unknown
   /** The body for a channel of the client's own dialect that counts, naming `upstreamModel`. */
   readonly forward: (upstreamModel: string) => string
+  /**
+   * The request in the canonical model, for a channel whose counter takes a
+   * translated request (`UpstreamCountTokens.translated`: Bedrock's
+   * `CountTokens`); absent: such channels are not asked.
+   */
+  readonly canonical?: (() => Effect.Effect<ChatRequest, InvalidRequest | UnsupportedFeature>) | undefined
+  /** An upstream's count of input tokens in the dialect's answer shape (with `canonical`). */
+  readonly answer?: ((tokens: number) => unknown) | undefined
 }
 
 /**
@@ -355,6 +363,18 @@ export interface UpstreamCountTokens {
   readonly relayBody?: ((body: string) => string) | undefined
   /** Whether an answer is a token count (anything else is the upstream failing). */
   readonly isCount: (text: string) => boolean
+  /**
+   * The counter takes a translated request, never a client's body (Bedrock's
+   * `CountTokens`, which no client speaks): its body for a canonical request,
+   * and the input tokens read from an answer (undefined: not a count).
+   */
+  readonly translated?: {
+    readonly encode: (
+      request: ChatRequest,
+      upstreamModel: string
+    ) => Effect.Effect<string, InvalidRequest | UnsupportedFeature>
+    readonly read: (text: string) => number | undefined
+  } | undefined
 }
 
 /**

@@ -210,6 +210,37 @@ describe("cloud channels", () => {
     assert.match(refused.error.message, /'nova-pro' is not an embedding model on the bedrock channels/)
   })
 
+  it("counts tokens with Bedrock's CountTokens from the Anthropic and Gemini front doors, a profile counted as its model", async () => {
+    const before = upstream.requests.length
+    const records = gateway.inspect!.usage().length
+    const anthropicCount = await post(gateway.handler, "/v1/messages/count_tokens", anthropic, {
+      model: "claude-bedrock",
+      system: "Be brief.",
+      messages: [{ role: "user", content: "How many tokens is this?" }]
+    })
+    const counted = await anthropicCount.json() as { input_tokens: number }
+    assert.strictEqual(anthropicCount.status, 200, JSON.stringify(counted))
+    // The fake's count: a quarter of the prompt's characters ("Be brief." and the question), rounded up.
+    assert.deepStrictEqual(counted, { input_tokens: Math.ceil(("Be brief.".length + 24) / 4) })
+    const geminiCount = await post(gateway.handler, "/v1beta/models/nova-pro:countTokens", gemini, {
+      contents: [{ role: "user", parts: [{ text: "Count these words for me" }] }]
+    })
+    const geminiCounted = await geminiCount.json() as { totalTokens: number }
+    assert.strictEqual(geminiCount.status, 200, JSON.stringify(geminiCounted))
+    assert.deepStrictEqual(geminiCounted, { totalTokens: Math.ceil("Count these words for me".length / 4) })
+    const asked = upstream.requests.slice(before).filter((r) => r.path.endsWith("/count-tokens"))
+    assert.deepStrictEqual(asked.map((r) => r.path), [
+      "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/count-tokens",
+      "/model/amazon.nova-pro-v1%3A0/count-tokens"
+    ])
+    assert.deepStrictEqual((asked[0]!.body as { input: { converse: { system: unknown } } }).input.converse.system, [
+      { text: "Be brief." }
+    ])
+    // Counts are never billed.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    assert.strictEqual(gateway.inspect!.usage().length, records)
+  })
+
   /** The usage records written since `count`, once the writer has them. */
   const recordsSince = async (count: number, expected: number) => {
     for (let i = 0; i < 100 && gateway.inspect!.usage().length < count + expected; i++) {

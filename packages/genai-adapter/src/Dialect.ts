@@ -399,11 +399,24 @@ export const client: Core.ClientDialect = {
   countTokens: {
     // The model is in the path, so the body goes to a Gemini channel as it came.
     decode: (body, hints) =>
-      Effect.map(Effect.flatMap(parseJson(body), CountTokens.countTokens), (local) => ({
-        model: hints.model ?? "",
-        local,
-        forward: () => body
-      }))
+      Effect.flatMap(parseJson(body), (json) =>
+        Effect.map(CountTokens.countTokens(json), (local) => ({
+          model: hints.model ?? "",
+          local,
+          forward: () => body,
+          // `{contents, ...}` or `{generateContentRequest: {model, contents, ...}}`: read as a generateContent call.
+          canonical: () => {
+            const request = Predicate.isObject(json) && Predicate.isObject(json.generateContentRequest)
+              ? json.generateContentRequest
+              : json
+            const { model: _, ...fields } = Predicate.isObject(request) ? request : {}
+            return Effect.flatMap(
+              client.open(new TextEncoder().encode(JSON.stringify(fields)), { model: hints.model, stream: false }),
+              (call) => call.canonical()
+            )
+          },
+          answer: (tokens) => ({ totalTokens: tokens })
+        })))
   }
 }
 
