@@ -27,7 +27,8 @@ import {
   Params,
   type RateLimiter,
   Sse,
-  type Tokens
+  type Tokens,
+  Utf8
 } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as CountTokens from "./CountTokens.ts"
@@ -205,7 +206,7 @@ export const client: Core.ClientDialect = {
           canonical: () =>
             Effect.flatMap(
               client.open(
-                new TextEncoder().encode(
+                Utf8.encode(
                   JSON.stringify({ max_tokens: 1, ...(json as object), stream: false })
                 ),
                 {}

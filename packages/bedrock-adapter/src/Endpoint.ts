@@ -66,8 +66,7 @@ export const countTokensUrl = (baseUrl: string, modelId: string): string =>
  *
  * @category token counts
  */
-export const countingModel = (modelId: string): string =>
-  modelId.replace(/^(us|eu|apac|global|jp|au|ca|us-gov)\./, "")
+export const countingModel = (modelId: string): string => modelId.replace(/^(us|eu|apac|global|jp|au|ca|us-gov)\./, "")
 
 /** The input tokens of a `CountTokens` answer, or undefined when it is not one. @category token counts */
 export const countOf = (text: string): number | undefined => {

@@ -539,7 +539,12 @@ export interface BinaryStream {
    * Judges the bytes a 200 stream opened with, as `UpstreamDialect.opening`
    * judges text; a first frame announcing more than `maxEventBytes` fails it.
    */
-  readonly opening: (bytes: Uint8Array, ended: boolean, channel: string, maxEventBytes?: number) => Opening | GatewayError
+  readonly opening: (
+    bytes: Uint8Array,
+    ended: boolean,
+    channel: string,
+    maxEventBytes?: number
+  ) => Opening | GatewayError
   /**
    * A decoder for one stream. `bound`: the operator's bound on one event
    * (`max_event_bytes`): a frame whose prelude announces more fails the stream

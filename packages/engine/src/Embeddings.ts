@@ -139,7 +139,8 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
               { log, settlement },
               record,
               attempt(target, at, record),
-              (answer) => settlement.finish(meteredOf(answer, call.tokens), ClientGone.closed, log.leg())
+              (answer) =>
+                settlement.finish(meteredOf(answer, call.tokens), ClientGone.closed, log.leg())
             )
         })
         log.ttfbMs = (yield* Clock.currentTimeMillis) - startedAt
@@ -168,7 +169,9 @@ const translatedAnswer = Effect.fnUntraced(function*<E, R>(
   request: Canonical.EmbedRequest,
   upstreamModel: string,
   channel: string,
-  send: (body: string) => Effect.Effect<{ readonly text: string; readonly headers: Readonly<Record<string, string>> }, E, R>
+  send: (
+    body: string
+  ) => Effect.Effect<{ readonly text: string; readonly headers: Readonly<Record<string, string>> }, E, R>
 ) {
   const per = Math.max(1, make.inputsPerRequest?.(upstreamModel) ?? request.inputs.length)
   if (request.inputs.length <= per) {

@@ -293,7 +293,8 @@ describe("the Bedrock fake", () => {
       stream: false
     }, "anthropic.claude-haiku-4-5-20251001-v1:0"))
     const post = async (model: string) => {
-      const url = Endpoint.countTokensUrl(upstream.url, model)
+      // By hand: the gateway's `countTokensUrl` asks about a profile's foundation model instead.
+      const url = `${upstream.url}/model/${Endpoint.encodeSegment(model)}/count-tokens`
       const body = Endpoint.countTokensBody(request)
       const signed = await Signer.sign(
         { method: "POST", url, headers: { "content-type": "application/json" }, body },
@@ -305,6 +306,10 @@ describe("the Bedrock fake", () => {
     assert.isTrue(Endpoint.isCountAnswer(counted))
     const profile = await refusal(await post(MODEL))
     assert.deepStrictEqual(profile.type, "ValidationException")
+    assert.strictEqual(
+      Endpoint.countTokensUrl(upstream.url, MODEL),
+      `${upstream.url}/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/count-tokens`
+    )
   })
 
   it("embeds through InvokeModel with Titan's and Cohere's own bodies, signed, validated as Bedrock does", async () => {

@@ -411,7 +411,7 @@ export const client: Core.ClientDialect = {
               : json
             const { model: _, ...fields } = Predicate.isObject(request) ? request : {}
             return Effect.flatMap(
-              client.open(new TextEncoder().encode(JSON.stringify(fields)), { model: hints.model, stream: false }),
+              client.open(Utf8.encode(JSON.stringify(fields)), { model: hints.model, stream: false }),
               (call) => call.canonical()
             )
           },

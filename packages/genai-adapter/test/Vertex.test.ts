@@ -125,6 +125,9 @@ describe("Vertex AI's model list", () => {
       models: [{ id: "claude-sonnet-4-5" }]
     })
     assert.deepStrictEqual(decode("{}"), { models: [] })
-    assert.strictEqual(Effect.runSync(Effect.flip(Vertex.decodePublisherModels("<html>", "vertex")))._tag, "UpstreamUnavailable")
+    assert.strictEqual(
+      Effect.runSync(Effect.flip(Vertex.decodePublisherModels("<html>", "vertex")))._tag,
+      "UpstreamUnavailable"
+    )
   })
 })
