@@ -241,6 +241,31 @@ describe("cloud channels", () => {
     assert.strictEqual(gateway.inspect!.usage().length, records)
   })
 
+  it("sends an OpenAI client's image to Bedrock as Converse image bytes, and to Gemini and Claude on Vertex", async () => {
+    // A 1x1 PNG.
+    const png =
+      "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    const before = upstream.requests.length
+    for (const model of ["claude-bedrock", "gemini-vertex", "claude-vertex"]) {
+      const response = await post(gateway.handler, "/v1/chat/completions", openai, {
+        model,
+        messages: [{
+          role: "user",
+          content: [
+            { type: "text", text: "What is in this picture?" },
+            { type: "image_url", image_url: { url: `data:image/png;base64,${png}` } }
+          ]
+        }]
+      })
+      assert.strictEqual(response.status, 200, `${model}: ${await response.clone().text()}`)
+    }
+    const sent = upstream.requests.slice(before).map((r) => JSON.stringify(r.body))
+    assert.strictEqual(sent.length, 3)
+    assert.include(sent[0], JSON.stringify({ image: { format: "png", source: { bytes: png } } }))
+    assert.include(sent[1], JSON.stringify({ inlineData: { mimeType: "image/png", data: png } }))
+    assert.include(sent[2], JSON.stringify({ type: "image", source: { type: "base64", media_type: "image/png", data: png } }))
+  })
+
   /** The usage records written since `count`, once the writer has them. */
   const recordsSince = async (count: number, expected: number) => {
     for (let i = 0; i < 100 && gateway.inspect!.usage().length < count + expected; i++) {
