@@ -364,9 +364,11 @@ export interface UpstreamCountTokens {
   /** Whether an answer is a token count (anything else is the upstream failing). */
   readonly isCount: (text: string) => boolean
   /**
-   * The counter takes a translated request, never a client's body (Bedrock's
-   * `CountTokens`, which no client speaks): its body for a canonical request,
-   * and the input tokens read from an answer (undefined: not a count).
+   * The counter takes a translated request from a client of another dialect
+   * (Bedrock's `CountTokens`, which no client speaks; Claude's and Gemini's
+   * counters on Vertex AI for each other's clients): its body for a canonical
+   * request, and the input tokens read from an answer (undefined: not a count).
+   * A client of the upstream's own dialect has its body relayed.
    */
   readonly translated?: {
     readonly encode: (

@@ -54,8 +54,7 @@ export const handle = Effect.fnUntraced(function*(input: CountInput) {
   }, (route, log) => {
     // A channel of the client's dialect that counts gets the client's body; one whose counter takes a
     // translated request (Bedrock's CountTokens) gets the request translated.
-    const relays = (upstream: Dialect.UpstreamDialect) =>
-      upstream.dialect === input.client.dialect && upstream.countTokens?.translated === undefined
+    const relays = (upstream: Dialect.UpstreamDialect) => upstream.dialect === input.client.dialect
     const channels = route.channels.filter((c) => {
       const upstream = Dialects.ofChannel(c, Domain.upstreamModel(c, route.model.id))
       if (upstream.countTokens === undefined) return false

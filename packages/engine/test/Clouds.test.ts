@@ -241,10 +241,36 @@ describe("cloud channels", () => {
     assert.strictEqual(gateway.inspect!.usage().length, records)
   })
 
+  it("counts a Gemini client's tokens with Claude's counter on Vertex, and an Anthropic client's with Gemini's", async () => {
+    const before = upstream.requests.length
+    const geminiCount = await post(gateway.handler, "/v1beta/models/claude-vertex:countTokens", gemini, {
+      contents: [{ role: "user", parts: [{ text: "Count these words for me" }] }]
+    })
+    const geminiCounted = await geminiCount.json() as { totalTokens: number }
+    assert.strictEqual(geminiCount.status, 200, JSON.stringify(geminiCounted))
+    const anthropicCount = await post(gateway.handler, "/v1/messages/count_tokens", anthropic, {
+      model: "gemini-vertex",
+      messages: [{ role: "user", content: "How many tokens is this?" }]
+    })
+    const anthropicCounted = await anthropicCount.json() as { input_tokens: number }
+    assert.strictEqual(anthropicCount.status, 200, JSON.stringify(anthropicCounted))
+    const asked = upstream.requests.slice(before).filter((r) => !r.path.endsWith("/token"))
+    assert.deepStrictEqual(asked.map((r) => r.path.replace(/^.*\/publishers\//, "")), [
+      "anthropic/models/count-tokens:rawPredict",
+      "google/models/gemini-2.5-flash:countTokens"
+    ])
+    const claudeBody = asked[0]!.body as Record<string, unknown>
+    assert.deepStrictEqual(Object.keys(claudeBody).sort(), ["anthropic_version", "messages", "model"])
+    assert.strictEqual(claudeBody.model, "claude-sonnet-4-5@20250929")
+    assert.deepStrictEqual(Object.keys(asked[1]!.body as object), ["contents"])
+    // The answers are the upstreams' counts, in each client's shape.
+    assert.deepStrictEqual(Object.keys(geminiCounted), ["totalTokens"])
+    assert.deepStrictEqual(Object.keys(anthropicCounted), ["input_tokens"])
+  })
+
   it("sends an OpenAI client's image to Bedrock as Converse image bytes, and to Gemini and Claude on Vertex", async () => {
     // A 1x1 PNG.
-    const png =
-      "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
     const before = upstream.requests.length
     for (const model of ["claude-bedrock", "gemini-vertex", "claude-vertex"]) {
       const response = await post(gateway.handler, "/v1/chat/completions", openai, {
@@ -263,7 +289,10 @@ describe("cloud channels", () => {
     assert.strictEqual(sent.length, 3)
     assert.include(sent[0], JSON.stringify({ image: { format: "png", source: { bytes: png } } }))
     assert.include(sent[1], JSON.stringify({ inlineData: { mimeType: "image/png", data: png } }))
-    assert.include(sent[2], JSON.stringify({ type: "image", source: { type: "base64", media_type: "image/png", data: png } }))
+    assert.include(
+      sent[2],
+      JSON.stringify({ type: "image", source: { type: "base64", media_type: "image/png", data: png } })
+    )
   })
 
   /** The usage records written since `count`, once the writer has them. */

@@ -239,6 +239,9 @@ export const decodePublisherModels = (
   return Effect.succeed(next === undefined ? { models } : { models, next })
 }
 
+/** The fields of a generateContent body Vertex's `:countTokens` takes. */
+const COUNT_FIELDS = ["contents", "systemInstruction", "tools"] as const
+
 /**
  * Where a Vertex channel is served (`Channel.cloud`), as `VertexTarget`.
  *
@@ -269,7 +272,23 @@ export const upstream: Core.UpstreamDialect = {
   classify: (status, body, responseHeaders) => classify(status, body, responseHeaders),
   countTokens: {
     url: (channel, upstreamModel) => countTokensUrl(targetOf(channel), upstreamModel),
-    isCount: Dialect.upstream.countTokens!.isCount
+    isCount: Dialect.upstream.countTokens!.isCount,
+    // Another dialect's client (Anthropic's count_tokens): its request as a countTokens body.
+    translated: {
+      encode: (request, upstreamModel) =>
+        Effect.map(Dialect.upstream.encodeRequest(request, upstreamModel), (text) => {
+          const json = JSON.parse(text) as Record<string, unknown>
+          const body: Record<string, unknown> = {}
+          for (const field of COUNT_FIELDS) if (json[field] !== undefined) body[field] = json[field]
+          return JSON.stringify(body)
+        }),
+      read: (text) => {
+        const json = UpstreamErrors.parseBody(text)
+        return Predicate.isObject(json) && Number.isInteger(json.totalTokens) && (json.totalTokens as number) >= 0
+          ? json.totalTokens as number
+          : undefined
+      }
+    }
   },
   embeddings: {
     translateOnly: true,
