@@ -9,8 +9,8 @@
  *   `{"inputText"}` alone (1536 dimensions).
  * - Cohere Embed (`cohere.embed-english-v3`, `cohere.embed-multilingual-v3`,
  *   `cohere.embed-v4:0`): up to 96 texts a request, `{"texts", "input_type"}`
- *   (`search_document`: the texts are stored to be searched, what an
- *   embeddings call without a task says) -> `{"embeddings": [[...]]}`, or
+ *   (from the request's task, `cohereInputType`; `search_document`, texts
+ *   stored to be searched, when it says none) -> `{"embeddings": [[...]]}`, or
  *   `{"embeddings": {"float": [[...]]}}` when `embedding_types` is asked
  *   (v4 always is, with `output_dimension` for 256, 512, 1024 or 1536). Its
  *   body carries no usage: Bedrock says the tokens in the
@@ -102,14 +102,36 @@ export const encode = (
     case "titan-v1":
       return Effect.succeed(JSON.stringify({ inputText: inputs[0] ?? "" }))
     case "cohere-v3":
-      return Effect.succeed(JSON.stringify({ texts: inputs, input_type: "search_document" }))
+      return Effect.succeed(JSON.stringify({ texts: inputs, input_type: cohereInputType(request.task) }))
     case "cohere-v4":
       return Effect.succeed(JSON.stringify({
         texts: inputs,
-        input_type: "search_document",
+        input_type: cohereInputType(request.task),
         embedding_types: ["float"],
         ...(dimensions === undefined ? {} : { output_dimension: dimensions })
       }))
+  }
+}
+
+/**
+ * Cohere's `input_type` for a task: a query (`search_query`) for the query
+ * tasks, `classification` and `clustering` as they are, else a document
+ * (`search_document`: also when the caller said nothing).
+ *
+ * @category embeddings
+ */
+export const cohereInputType = (task: Canonical.EmbedTask | undefined): string => {
+  switch (task) {
+    case "retrieval_query":
+    case "question_answering":
+    case "fact_verification":
+    case "code_retrieval_query":
+      return "search_query"
+    case "classification":
+    case "clustering":
+      return task
+    default:
+      return "search_document"
   }
 }
 

@@ -67,6 +67,14 @@ describe("Bedrock embeddings", () => {
         assert.include(result.failure.message, words)
       }
     }
+    const query = Effect.runSync(
+      Embeddings.encode({ model: "m", inputs: ["a"], task: "question_answering" }, "cohere.embed-english-v3")
+    )
+    assert.strictEqual(JSON.parse(query).input_type, "search_query")
+    assert.deepStrictEqual(
+      (["clustering", "classification", "semantic_similarity", undefined] as const).map(Embeddings.cohereInputType),
+      ["clustering", "classification", "search_document", "search_document"]
+    )
     assert.strictEqual(Embeddings.inputsPerRequest("titan-v2"), 1)
     assert.strictEqual(Embeddings.inputsPerRequest("cohere-v3"), 96)
   })

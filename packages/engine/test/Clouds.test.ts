@@ -348,13 +348,23 @@ describe("cloud channels", () => {
   it("makes embeddings with Cohere on Bedrock from Gemini's batchEmbedContents and embedContent, tokens from Bedrock's header", async () => {
     const count = gateway.inspect!.usage().length
     const texts = ["alpha beta", "gamma delta epsilon"]
+    const before = upstream.requests.length
     const batch = await post(gateway.handler, "/v1beta/models/cohere-embed:batchEmbedContents", gemini, {
-      requests: texts.map((text) => ({ model: "models/cohere-embed", content: { parts: [{ text }] } }))
+      requests: texts.map((text) => ({
+        model: "models/cohere-embed",
+        content: { parts: [{ text }] },
+        taskType: "RETRIEVAL_QUERY"
+      }))
     })
     const batchBody = await batch.json() as { embeddings: Array<{ values: Array<number> }> }
     assert.strictEqual(batch.status, 200, JSON.stringify(batchBody))
     assert.strictEqual(batchBody.embeddings.length, 2)
     assert.strictEqual(batchBody.embeddings[0]!.values.length, 1024)
+    // Gemini's taskType is Cohere's input_type.
+    assert.deepStrictEqual(upstream.requests.slice(before).map((r) => r.body), [{
+      texts,
+      input_type: "search_query"
+    }])
     const single = await post(gateway.handler, "/v1beta/models/titan-embed:embedContent", gemini, {
       content: { parts: [{ text: "just one" }] }
     })
@@ -380,16 +390,27 @@ describe("cloud channels", () => {
     const openaiBody = await openaiCall.json() as { data: Array<{ embedding: Array<number> }> }
     assert.strictEqual(openaiCall.status, 200, JSON.stringify(openaiBody))
     assert.strictEqual(openaiBody.data.length, 2)
+    const before = upstream.requests.length
     const batch = await post(gateway.handler, "/v1beta/models/gemini-embed-vertex:batchEmbedContents", gemini, {
       requests: ["x", "yy", "zzz"].map((text) => ({
         model: "models/gemini-embed-vertex",
         content: { parts: [{ text }] },
-        outputDimensionality: 64
+        outputDimensionality: 64,
+        taskType: "SEMANTIC_SIMILARITY"
       }))
     })
     const batchBody = await batch.json() as { embeddings: Array<{ values: Array<number> }> }
     assert.strictEqual(batch.status, 200, JSON.stringify(batchBody))
     assert.deepStrictEqual(batchBody.embeddings.map((e) => e.values.length), [64, 64, 64])
+    // Gemini's taskType is each :predict instance's task_type.
+    const predicted = upstream.requests.slice(before).filter((r) => r.path.endsWith(":predict")).map((r) => r.body)
+    assert.deepStrictEqual(
+      predicted,
+      ["x", "yy", "zzz"].map((content) => ({
+        instances: [{ content, task_type: "SEMANTIC_SIMILARITY" }],
+        parameters: { outputDimensionality: 64 }
+      }))
+    )
     const single = await post(gateway.handler, "/v1beta/models/gemini-embed-vertex:embedContent", gemini, {
       content: { parts: [{ text: "one" }] }
     })

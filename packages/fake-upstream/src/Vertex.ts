@@ -39,6 +39,18 @@ export interface VertexOptions {
   readonly tokenTtlSeconds?: number
 }
 
+/** The embedding task types `:predict` takes in an instance's `task_type`. */
+const TASK_TYPES = [
+  "RETRIEVAL_QUERY",
+  "RETRIEVAL_DOCUMENT",
+  "SEMANTIC_SIMILARITY",
+  "CLASSIFICATION",
+  "CLUSTERING",
+  "QUESTION_ANSWERING",
+  "FACT_VERIFICATION",
+  "CODE_RETRIEVAL_QUERY"
+]
+
 /** The token endpoint's path. */
 export const TOKEN_PATH = "/token"
 
@@ -398,6 +410,20 @@ export const handlePublisher = (
           !instances.every((i) => isRecord(i) && typeof i.content === "string")
         ) {
           return sendJson(res, 400, geminiErrorBody(400, "Invalid instances: each instance needs a 'content' string."))
+        }
+        const badTask = instances.find((i) =>
+          (i as Record<string, unknown>).task_type !== undefined &&
+          !TASK_TYPES.includes((i as Record<string, unknown>).task_type as string)
+        )
+        if (badTask !== undefined) {
+          return sendJson(
+            res,
+            400,
+            geminiErrorBody(
+              400,
+              `Invalid task_type: ${JSON.stringify((badTask as Record<string, unknown>).task_type)}.`
+            )
+          )
         }
         // Gemini's embedding models embed one text a request; the text-embedding models up to 250.
         const most = model.startsWith("gemini-embedding") ? 1 : 250

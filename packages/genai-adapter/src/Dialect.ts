@@ -279,8 +279,9 @@ const textOf = (request: GenerateContent.EmbedContentRequest): string => {
  * and `dimensions` from `outputDimensionality`. Parts that are not text
  * (images, files) cannot be embedded by another dialect's channel, and one
  * canonical request has one size, so both are refused by name rather than
- * embedded wrongly. `taskType` and `title` are retrieval hints other dialects
- * have no field for, and are left out.
+ * embedded wrongly. `taskType` goes as the canonical `task` when every
+ * request of the batch says the same (else none); `title` has no field
+ * elsewhere and is left out.
  */
 const canonicalEmbed = (
   model: string,
@@ -314,7 +315,16 @@ const canonicalEmbed = (
     }
   }
   const inputs = requests.map(textOf)
-  return dimensions === undefined ? { model, inputs } : { model, inputs, dimensions }
+  const tasks = new Set(requests.map((request) => request.taskType))
+  const taskType = tasks.size === 1 ? requests[0]?.taskType : undefined
+  return {
+    model,
+    inputs,
+    ...(dimensions === undefined ? {} : { dimensions }),
+    ...(taskType === undefined || taskType === "TASK_TYPE_UNSPECIFIED"
+      ? {}
+      : { task: taskType.toLowerCase() as Canonical.EmbedTask })
+  }
 }
 
 const parseJson = (body: string) =>

@@ -94,10 +94,12 @@ export const headers = (
  */
 export const inputsPerRequest = (model: string): number => model.startsWith("gemini-embedding") ? 1 : 250
 
-/** The `:predict` body for a canonical embeddings request. @category embeddings */
+/** The `:predict` body for a canonical embeddings request (its task as each instance's `task_type`). @category embeddings */
 export const encodeEmbeddings = (request: Canonical.EmbedRequest): string =>
   JSON.stringify({
-    instances: request.inputs.map((content) => ({ content })),
+    instances: request.inputs.map((content) =>
+      request.task === undefined ? { content } : { content, task_type: request.task.toUpperCase() }
+    ),
     ...(request.dimensions === undefined ? {} : { parameters: { outputDimensionality: request.dimensions } })
   })
 
