@@ -18,7 +18,7 @@
  *
  * @since 0.1.0
  */
-import { type Domain, type GatewayError, Issues, JsonScan, SseChunks, Tokens } from "@modelgate/core"
+import { type Domain, type GatewayError, Inspection, Issues, JsonScan, SseChunks, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result } from "effect"
 import { checkChatBody, checkSizing } from "../internal/bodyShape.ts"
 import { readUsage } from "./Response.ts"
@@ -57,14 +57,13 @@ export interface InspectedBody {
 
 /**
  * Bodies up to this size are parsed and their whole structure checked at
- * once; larger ones (what coding agents send: 100 KB and more of history) are
- * only scanned for the fields the call needs, forwarded as they are, and
- * checked if the upstream refuses them (`checkStructure`), so a call costs the
- * same whatever the length of its history.
+ * once; larger ones are only scanned, forwarded as they are, and checked if
+ * the upstream refuses them (`checkStructure`): core's
+ * `Inspection.EAGER_CHECK_BYTES`, the same for every dialect.
  *
  * @category inspection
  */
-export const EAGER_CHECK_BYTES = 16 * 1024
+export const EAGER_CHECK_BYTES = Inspection.EAGER_CHECK_BYTES
 
 const TEXT_PARTS = new Set(["text", "refusal"])
 
@@ -90,16 +89,6 @@ const countMediaParts = (messages: ReadonlyArray<unknown>, media: Tokens.MediaCo
     }
   }
   return parts
-}
-
-/** A small top-level value, parsed; `undefined` when absent, and `invalid` when it is not JSON. */
-const invalidValue = Symbol("invalid")
-const fieldValue = (bytes: Uint8Array, fields: JsonScan.Fields, key: string): unknown => {
-  try {
-    return JsonScan.valueOf(bytes, fields.get(key))
-  } catch {
-    return invalidValue
-  }
 }
 
 /**
@@ -129,31 +118,14 @@ const fieldValue = (bytes: Uint8Array, fields: JsonScan.Fields, key: string): un
 export const inspectChatBody = (
   body: string | Uint8Array
 ): Effect.Effect<InspectedBody, GatewayError.InvalidRequest> => {
-  const bytes = typeof body === "string" ? JsonScan.encode(body) : body
-  const eager = bytes.length <= EAGER_CHECK_BYTES
-  let mediaParts = 0
-  const media: Tokens.MediaCounts = {}
-  const scanned = JsonScan.scanBody(bytes, {
-    eager,
-    notObject,
-    visit: eager ? undefined : {
-      messages: (b, start, end) => {
-        if (!JsonScan.stringIs(b, start, end, "type")) return
-        const value = JsonScan.stringValueAfter(b, end)
-        if (value === undefined) return
-        for (const [type, kind] of MEDIA_PARTS) {
-          if (JsonScan.stringIs(b, value.start, value.end, type)) {
-            mediaParts++
-            Tokens.countMedia(media, kind)
-            return
-          }
-        }
-      }
-    }
+  const scanned = Inspection.scan(body, {
+    notObject: "The request body must be a JSON object with 'model' and 'messages'",
+    media: { in: ["messages"], types: MEDIA_PARTS }
   })
   if (Result.isFailure(scanned)) return Effect.fail(scanned.failure)
-  const { fields, json } = scanned.success
-  const model = fieldValue(bytes, fields, "model")
+  const { bytes, eager, field, fields, json, media } = scanned.success
+  let mediaParts = scanned.success.mediaParts
+  const model = field("model")
   if (model === undefined) return Effect.fail(Issues.invalid("model", "'model' is required"))
   if (!Predicate.isString(model) || model.length === 0) {
     return Effect.fail(Issues.invalid("model", "'model' must be a non-empty string"))
@@ -161,18 +133,18 @@ export const inspectChatBody = (
   const messages = fields.get("messages")
   if (messages === undefined) return Effect.fail(Issues.invalid("messages", "'messages' is required"))
   if (bytes[messages.start] !== 0x5b) return Effect.fail(Issues.invalid("messages", "'messages' must be an array"))
-  const stream = fieldValue(bytes, fields, "stream")
+  const stream = field("stream")
   if (stream !== undefined && stream !== null && !Predicate.isBoolean(stream)) {
     return Effect.fail(Issues.invalid("stream", "'stream' must be a boolean"))
   }
-  const n = fieldValue(bytes, fields, "n")
+  const n = field("n")
   if (n !== undefined && n !== null && !(Predicate.isNumber(n) && Number.isInteger(n) && n >= 1)) {
     return Effect.fail(Issues.invalid("n", "'n' must be a positive integer (the number of choices)"))
   }
   // What sizes the hold is checked whatever the body's size: a large body is forwarded without `checkChatBody`.
-  const completion = fieldValue(bytes, fields, "max_completion_tokens")
-  const max = fieldValue(bytes, fields, "max_tokens")
-  if (completion === invalidValue || max === invalidValue) return Effect.fail(Issues.notJson(bytes))
+  const completion = field("max_completion_tokens")
+  const max = field("max_tokens")
+  if (completion === Inspection.invalid || max === Inspection.invalid) return Effect.fail(Issues.notJson(bytes))
   const sizing = checkSizing({ max_tokens: max, max_completion_tokens: completion })
   if (sizing !== undefined) return Effect.fail(Issues.invalid(sizing.param, sizing.message))
   if (eager) {
@@ -180,7 +152,7 @@ export const inspectChatBody = (
     if (shape !== undefined) return Effect.fail(Issues.invalid(shape.param, shape.message))
     mediaParts = countMediaParts(json().messages as ReadonlyArray<unknown>, media)
   }
-  const options = fieldValue(bytes, fields, "stream_options")
+  const options = field("stream_options")
   const includeUsage = Predicate.isObject(options) && options.include_usage === true
   // Both set: an upstream may honour either, so the hold covers the larger.
   const maxTokens = Predicate.isNumber(completion)
@@ -205,15 +177,6 @@ export const inspectChatBody = (
   })
 }
 
-const notObject = (bytes: Uint8Array): GatewayError.InvalidRequest => {
-  try {
-    JSON.parse(JsonScan.decode(bytes))
-  } catch {
-    return Issues.notJson(bytes)
-  }
-  return Issues.invalid("", "The request body must be a JSON object with 'model' and 'messages'")
-}
-
 /**
  * The structure check a large body skipped at inspection (see
  * `EAGER_CHECK_BYTES`), for when the upstream refused it: the failure naming
@@ -222,13 +185,11 @@ const notObject = (bytes: Uint8Array): GatewayError.InvalidRequest => {
  *
  * @category inspection
  */
-export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRequest | undefined => {
-  if (inspected.checked) return undefined
-  const json = JsonScan.parseKept(inspected)
-  if (Result.isFailure(json)) return json.failure
-  const shape = checkChatBody(json.success)
-  return shape === undefined ? undefined : Issues.invalid(shape.param, shape.message)
-}
+export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRequest | undefined =>
+  Inspection.checkKept(inspected, (json) => {
+    const shape = checkChatBody(json)
+    return shape === undefined ? undefined : Issues.invalid(shape.param, shape.message)
+  })
 
 /**
  * The body for the upstream: the client's own bytes when the model keeps its

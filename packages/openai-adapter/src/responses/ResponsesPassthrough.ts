@@ -31,6 +31,7 @@ import {
   type Dialect,
   type Domain,
   type GatewayError,
+  Inspection,
   Issues,
   JsonScan,
   SseChunks,
@@ -61,11 +62,12 @@ export interface InspectedBody {
 
 /**
  * Bodies up to this size are parsed whole at inspection; larger ones are only
- * scanned for the fields the call needs and forwarded as they are.
+ * scanned for the fields the call needs and forwarded as they are: core's
+ * `Inspection.EAGER_CHECK_BYTES`, the same for every dialect.
  *
  * @category inspection
  */
-export const EAGER_CHECK_BYTES = 16 * 1024
+export const EAGER_CHECK_BYTES = Inspection.EAGER_CHECK_BYTES
 
 const MEDIA: ReadonlyArray<readonly [string, Domain.MediaKind]> = [
   ["input_image", "image"],
@@ -127,28 +129,6 @@ export const stateRefusal = (body: Readonly<Record<string, unknown>>): GatewayEr
   return undefined
 }
 
-const notObject = (bytes: Uint8Array): GatewayError.InvalidRequest => {
-  try {
-    JSON.parse(JsonScan.decode(bytes))
-  } catch {
-    return Issues.notJson(bytes)
-  }
-  return Issues.invalid("", "The request body must be a JSON object with 'model' and 'input'.")
-}
-
-/** A top-level value that JSON refuses though the scan let it through. */
-const invalidValue = Symbol("invalid")
-
-/** Counts the `"type": "input_image"` (and file, audio) pairs among the strings of the input. */
-const mediaVisitor = (count: (kind: Domain.MediaKind) => void): JsonScan.StringVisitor => (b, start, end) => {
-  if (!JsonScan.stringIs(b, start, end, "type")) return
-  const value = JsonScan.stringValueAfter(b, end)
-  if (value === undefined) return
-  for (const [type, kind] of MEDIA) {
-    if (JsonScan.stringIs(b, value.start, value.end, type)) return count(kind)
-  }
-}
-
 /**
  * Reads a `POST /v1/responses` body for the call (see the module doc):
  * `model` (a non-empty string), `input` (a string or an array, when present),
@@ -168,29 +148,13 @@ const mediaVisitor = (count: (kind: Domain.MediaKind) => void): JsonScan.StringV
  * @category inspection
  */
 export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedBody, GatewayError.InvalidRequest> => {
-  const bytes = typeof body === "string" ? JsonScan.encode(body) : body
-  const eager = bytes.length <= EAGER_CHECK_BYTES
-  let mediaParts = 0
-  const media: Tokens.MediaCounts = {}
-  const scanned = JsonScan.scanBody(bytes, {
-    eager,
-    notObject,
-    visit: eager ? undefined : {
-      input: mediaVisitor((kind) => {
-        mediaParts++
-        Tokens.countMedia(media, kind)
-      })
-    }
+  const scanned = Inspection.scan(body, {
+    notObject: "The request body must be a JSON object with 'model' and 'input'.",
+    media: { in: ["input"], types: MEDIA }
   })
   if (Result.isFailure(scanned)) return Effect.fail(scanned.failure)
-  const { fields, json } = scanned.success
-  const field = (key: string): unknown => {
-    try {
-      return JsonScan.valueOf(bytes, fields.get(key))
-    } catch {
-      return invalidValue
-    }
-  }
+  const { bytes, eager, field, fields, json, media } = scanned.success
+  let mediaParts = scanned.success.mediaParts
   const model = field("model")
   if (!Predicate.isString(model) || model.length === 0) {
     return Effect.fail(Issues.invalid("model", "'model' is required (a model name)."))
@@ -247,11 +211,8 @@ export const parsed = (inspected: InspectedBody): Effect.Effect<Record<string, u
  *
  * @category inspection
  */
-export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRequest | undefined => {
-  if (inspected.checked) return undefined
-  const json = JsonScan.parseKept(inspected)
-  return Result.isFailure(json) ? json.failure : undefined
-}
+export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRequest | undefined =>
+  Inspection.checkKept(inspected, () => undefined)
 
 /**
  * The body for the channel: the client's own bytes when the model keeps its
