@@ -142,12 +142,16 @@ const countPages = async (pid: number, run: () => Promise<unknown>) => {
   await new Promise((done) => setTimeout(done, 1500))
   tracer.kill("SIGINT")
   await new Promise((done) => tracer.once("exit", done))
-  const counts = { walFrames: 0, dbPages: 0 }
+  const counts = { walFrames: 0, dbPages: 0, pages: new Map<number, number>() }
   for (const line of readFileSync(out, "utf8").split("\n")) {
-    const match = /pwrite64\(\d+<([^>]+)>, .*, (\d+), \d+\) = (\d+)/.exec(line)
+    const match = /pwrite64\(\d+<([^>]+)>, .*, (\d+), (\d+)\) = (\d+)/.exec(line)
     if (match === null || Number(match[2]) < 512) continue
     if (match[1]!.endsWith("-wal")) counts.walFrames++
-    else if (match[1]!.endsWith(".db")) counts.dbPages++
+    else if (match[1]!.endsWith(".db")) {
+      counts.dbPages++
+      const page = Number(match[3]) / Number(match[2]) + 1
+      counts.pages.set(page, (counts.pages.get(page) ?? 0) + 1)
+    }
   }
   rmSync(out, { force: true })
   return counts
@@ -255,6 +259,22 @@ const main = async () => {
           (pages.dbPages / calls).toFixed(3)
         } checkpointed database pages (${pages.walFrames} and ${pages.dbPages} over ${calls} calls)`
       )
+      // Which table or index each checkpointed page belongs to (SQLite's dbstat).
+      const { DatabaseSync } = await import("node:sqlite")
+      const db = new DatabaseSync(join(work, "modelgate.db"), { readOnly: true })
+      const owner = new Map<number, string>()
+      for (const row of db.prepare("SELECT name, pageno FROM dbstat").all()) {
+        owner.set(Number(row["pageno"]), String(row["name"]))
+      }
+      db.close()
+      const byName = new Map<string, number>()
+      for (const [page, n] of pages.pages) {
+        const name = owner.get(page) ?? "(free or header)"
+        byName.set(name, (byName.get(name) ?? 0) + n)
+      }
+      for (const [name, n] of [...byName].sort((a, b) => b[1] - a[1])) {
+        console.log(`${(n / calls).toFixed(3).padStart(8)}  ${name}`)
+      }
     }
     console.log(`load average at the end: ${loadavg().map((l) => l.toFixed(2)).join(" ")}`)
   } finally {

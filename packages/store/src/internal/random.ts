@@ -46,6 +46,24 @@ const poolChar = (): string => {
   }
 }
 
+/**
+ * A new record id that sorts by time: the prefix, an underscore, the time in
+ * milliseconds as 8 base62 characters (the alphabet is in ASCII order, so
+ * the text sorts as the number) and 12 random ones (~71 bits): 20 characters,
+ * like `newId`'s. For the rows written on every call (usage records, ledger
+ * entries), so their primary-key index grows at its end instead of taking a
+ * random page per row.
+ */
+export const newSortableId = (prefix: string, now: number = Date.now()): string => {
+  let time = ""
+  for (let rest = Math.max(0, Math.floor(now)), i = 0; i < 8; i++, rest = Math.floor(rest / 62)) {
+    time = ALPHABET[rest % 62]! + time
+  }
+  let id = `${prefix}_${time}`
+  for (let i = 0; i < 12; i++) id += poolChar()
+  return id
+}
+
 /** A new record id such as `usr_3kT9...`: the prefix, an underscore and 20 base62 characters (~119 bits). */
 export const newId = (prefix: string): string => {
   let id = `${prefix}_`
