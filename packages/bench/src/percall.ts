@@ -23,7 +23,8 @@
  *   pages SQLite writes: write-ahead-log frames (the commits) and database pages (the
  *   checkpoint's copies), per call;
  * - `--sources`: run the gateway from its TypeScript sources even when the bundle is built (the
- *   heap profile then names source files and lines).
+ *   heap profile then names source files and lines);
+ * - `--bin FILE`: run this gateway executable instead (another commit's bundle, for a before and after).
  *
  * @since 0.1.0
  */
@@ -48,7 +49,8 @@ const { values } = parseArgs({
     rounds: { type: "string", default: "1" },
     "heap-profile": { type: "string" },
     pages: { type: "boolean", default: false },
-    sources: { type: "boolean", default: false }
+    sources: { type: "boolean", default: false },
+    bin: { type: "string" }
   }
 })
 const calls = Number(values.calls)
@@ -190,7 +192,7 @@ const main = async () => {
       })
     )
     const bundle = join(repoRoot, "packages/node-http/dist/modelgate.mjs")
-    const bin = existsSync(bundle) && !values.sources ? bundle : join(repoRoot, "packages/node-http/src/bin.ts")
+    const bin = values.bin !== undefined ? resolve(values.bin) : existsSync(bundle) && !values.sources ? bundle : join(repoRoot, "packages/node-http/src/bin.ts")
     const gateway = await startService({
       name: "modelgate",
       command: node,
