@@ -24,6 +24,7 @@ import {
   type Canonical,
   Dialect as Core,
   GatewayError,
+  JsonScan,
   Params,
   type RateLimiter,
   Sse,
@@ -100,6 +101,10 @@ class ChatCall implements Core.ChatCall {
     this.maxOutputTokens = body.maxTokens
     this.mediaParts = body.mediaParts
     this.media = body.media
+  }
+  sampling(): Core.SamplingSettings {
+    const { bytes, fields } = this.body
+    return { temperature: JsonScan.numberOf(bytes, fields, "temperature"), topP: JsonScan.numberOf(bytes, fields, "top_p") }
   }
   check() {
     return Passthrough.checkStructure(this.body)

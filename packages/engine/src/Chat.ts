@@ -84,7 +84,7 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
   const dialect = yield* client.open(input.body, input.hints)
   const bodyBytes = input.body.length
   const operation = CallSpans.operationName("chat", client.dialect)
-  CallSpans.request(trace, client.dialect, dialect, input.body)
+  CallSpans.request(trace, dialect)
   const settings = yield* Settings
   const health = yield* Health.Health
   return yield* Calls.billed(

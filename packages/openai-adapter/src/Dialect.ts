@@ -22,7 +22,7 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, Dialect as Core, Domain, GatewayError, Issues, Params, Sse, Tokens } from "@modelgate/core"
+import { type Canonical, Dialect as Core, Domain, GatewayError, Issues, JsonScan, Params, Sse, Tokens } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import { base64 } from "./internal/base64.ts"
@@ -94,6 +94,10 @@ class ChatCall implements Core.ChatCall {
     this.choices = body.choices
     this.mediaParts = body.mediaParts
     this.media = body.media
+  }
+  sampling(): Core.SamplingSettings {
+    const { bytes, fields } = this.body
+    return { temperature: JsonScan.numberOf(bytes, fields, "temperature"), topP: JsonScan.numberOf(bytes, fields, "top_p") }
   }
   check() {
     return Passthrough.checkStructure(this.body)
@@ -551,6 +555,10 @@ class ResponsesCall implements Core.ChatCall {
     this.maxOutputTokens = body.maxOutputTokens
     this.mediaParts = body.mediaParts
     this.media = body.media
+  }
+  sampling(): Core.SamplingSettings {
+    const { bytes, fields } = this.body
+    return { temperature: JsonScan.numberOf(bytes, fields, "temperature"), topP: JsonScan.numberOf(bytes, fields, "top_p") }
   }
   check() {
     return ResponsesPassthrough.checkStructure(this.body)
