@@ -138,7 +138,10 @@ export class Writer {
     const bytes = hex.length >>> 1
     this.varint(bytes)
     this.ensure(bytes)
-    for (let i = 0; i < bytes; i++) this.buffer[this.length++] = parseInt(hex.slice(i * 2, i * 2 + 2), 16)
+    const buffer = this.buffer
+    for (let i = 0; i < bytes; i++) {
+      buffer[this.length++] = (nibble(hex.charCodeAt(i * 2)) << 4) | nibble(hex.charCodeAt(i * 2 + 1))
+    }
   }
 
   /** An embedded message: its tag, then what `write` writes, prefixed with its length. */
@@ -174,6 +177,9 @@ export class Writer {
     this.length += bytes.length
   }
 }
+
+/** A hex digit's value (`0-9`, `a-f`, `A-F`): ids are written without a string per byte. */
+const nibble = (code: number): number => (code <= 57 ? code - 48 : (code | 0x20) - 87)
 
 const INT64_BOUND = 2 ** 63
 
