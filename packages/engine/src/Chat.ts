@@ -34,6 +34,7 @@ import * as CallSpans from "./CallSpans.ts"
 import { ChatCall } from "./ChatCall.ts"
 import * as ClientGone from "./ClientGone.ts"
 import * as Dialects from "./Dialects.ts"
+import type * as Exchange from "./Exchange.ts"
 import * as Failover from "./Failover.ts"
 import * as Health from "./Health.ts"
 import * as RateLimits from "./RateLimits.ts"
@@ -57,6 +58,12 @@ export interface ChatInput {
   /** The call's trace, when tracing is on (`GatewayRequest.trace`). */
   readonly trace?: Telemetry.CallTrace | undefined
 }
+
+/** Every successful attempt ends its ticket itself: a non-stream one before it settles, a stream when it ends. */
+const keepsTicket = (): boolean => true
+
+/** A stream's attempt span ends with the stream. (Made once: a call, traced or not, allocates no closure for it.) */
+const keepsSpan = (answer: Exchange.Answer): boolean => answer._tag === "Stream"
 
 const firstValue = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
   typeof value === "string" ? value : value?.[0]
@@ -141,10 +148,8 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
               strategy.attempt(call, { target, at, record, ticket, startedAt, upstream, upstreamModel, span })
             )
           }),
-        // Every successful attempt ends its ticket itself: a non-stream one before it settles, a stream when it ends.
-        keepsTicket: () => true,
-        // A stream's attempt span ends with the stream.
-        keepsSpan: (answer) => answer._tag === "Stream"
+        keepsTicket,
+        keepsSpan
       })
     }
   )
