@@ -127,7 +127,9 @@ describe("CallSpans", () => {
     const data = (event: unknown) => `data: ${JSON.stringify(event)}\n\n`
     const cases: ReadonlyArray<[Domain.Dialect, ReadonlyArray<string>, ReadonlyArray<string>]> = [
       ["openai", [
-        data({ choices: [{ index: 0, delta: { content: "He said \"finish_reason\": \"fake\"" }, finish_reason: null }] }),
+        data({
+          choices: [{ index: 0, delta: { content: "He said \"finish_reason\": \"fake\"" }, finish_reason: null }]
+        }),
         data({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }) +
         data({ choices: [{ index: 1, delta: {}, finish_reason: "length" }] }),
         "data: [DONE]\n\n"
