@@ -104,7 +104,10 @@ class ChatCall implements Core.ChatCall {
   }
   sampling(): Core.SamplingSettings {
     const { bytes, fields } = this.body
-    return { temperature: JsonScan.numberOf(bytes, fields, "temperature"), topP: JsonScan.numberOf(bytes, fields, "top_p") }
+    return {
+      temperature: JsonScan.numberOf(bytes, fields, "temperature"),
+      topP: JsonScan.numberOf(bytes, fields, "top_p")
+    }
   }
   check() {
     return Passthrough.checkStructure(this.body)

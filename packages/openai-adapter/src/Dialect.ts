@@ -22,7 +22,17 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, Dialect as Core, Domain, GatewayError, Issues, JsonScan, Params, Sse, Tokens } from "@modelgate/core"
+import {
+  type Canonical,
+  Dialect as Core,
+  Domain,
+  GatewayError,
+  Issues,
+  JsonScan,
+  Params,
+  Sse,
+  Tokens
+} from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import { base64 } from "./internal/base64.ts"
@@ -97,7 +107,10 @@ class ChatCall implements Core.ChatCall {
   }
   sampling(): Core.SamplingSettings {
     const { bytes, fields } = this.body
-    return { temperature: JsonScan.numberOf(bytes, fields, "temperature"), topP: JsonScan.numberOf(bytes, fields, "top_p") }
+    return {
+      temperature: JsonScan.numberOf(bytes, fields, "temperature"),
+      topP: JsonScan.numberOf(bytes, fields, "top_p")
+    }
   }
   check() {
     return Passthrough.checkStructure(this.body)
@@ -558,7 +571,10 @@ class ResponsesCall implements Core.ChatCall {
   }
   sampling(): Core.SamplingSettings {
     const { bytes, fields } = this.body
-    return { temperature: JsonScan.numberOf(bytes, fields, "temperature"), topP: JsonScan.numberOf(bytes, fields, "top_p") }
+    return {
+      temperature: JsonScan.numberOf(bytes, fields, "temperature"),
+      topP: JsonScan.numberOf(bytes, fields, "top_p")
+    }
   }
   check() {
     return ResponsesPassthrough.checkStructure(this.body)
