@@ -16,6 +16,7 @@
  * | stream-200 (50, 100/s) | 10.75 s | 4 | 43 s |
  * | translate-gemini (250, 1,000/s) | 10.75 s | 3 | 32 s |
  * | translate-gemini-stream (100/s) | 7.5 s | 3 | 22.5 s |
+ * | tracing (off and sampled, 3 rounds) | 7 s | 6 gateways | 42 s |
  * | soak (modelgate, 300/s) | | 1 | 600 s + drain |
  * | stop, billing check, report | | | 10 s |
  *
@@ -87,8 +88,9 @@ export interface Plan {
 
 /**
  * The plan of a run: the memory scenario first (fresh processes), then the
- * latency scenarios in order, then the soak on `soakTarget` (null: no soak),
- * with the fixed start and stop allowances.
+ * latency scenarios in order, then the tracing step (`tracingMs`, null: not
+ * run), then the soak on `soakTarget` (null: no soak), with the fixed start
+ * and stop allowances.
  *
  * @category plan
  */
@@ -96,7 +98,8 @@ export const planRun = (
   list: ReadonlyArray<Scenario>,
   targets: ReadonlyArray<PlanTarget>,
   timing: Timing,
-  soakTarget: TargetName | null
+  soakTarget: TargetName | null,
+  tracingMs: number | null = null
 ): Plan => {
   const steps: Array<PlanStep> = [{ name: "startup", targets: [], ms: STARTUP_MS }]
   const ordered = [...list.filter((s) => s.kind === "memory"), ...list.filter((s) => s.kind !== "memory")]
@@ -108,6 +111,7 @@ export const planRun = (
         (s.rates.length + 1) * POINT_OVERHEAD_MS
     steps.push({ name: s.name, targets: who.map((t) => t.name), ms: who.length * perTarget })
   }
+  if (tracingMs !== null) steps.push({ name: "tracing", targets: ["modelgate"], ms: tracingMs })
   if (soakTarget !== null) steps.push({ name: "soak", targets: [soakTarget], ms: timing.soakMs + POINT_OVERHEAD_MS })
   steps.push({ name: "teardown", targets: [], ms: TEARDOWN_MS })
   return { steps, totalMs: steps.reduce((sum, s) => sum + s.ms, 0) }
