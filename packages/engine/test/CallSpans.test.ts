@@ -10,9 +10,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Canonical, Domain, GatewayError, UsageLog } from "@modelgate/core"
 import { Clock, Context, Effect, Option } from "effect"
-import * as CallSpans from "../src/CallSpans.ts"
-import * as Dialects from "../src/Dialects.ts"
-import * as Telemetry from "../src/Telemetry.ts"
+import * as Dialects from "../src/call/Dialects.ts"
+import * as CallSpans from "../src/telemetry/CallSpans.ts"
+import * as Telemetry from "../src/telemetry/Telemetry.ts"
 
 const clock = Context.get(Context.empty(), Clock.Clock)
 

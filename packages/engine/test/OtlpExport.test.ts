@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect } from "effect"
-import * as OtlpExport from "../src/OtlpExport.ts"
+import * as OtlpExport from "../src/telemetry/OtlpExport.ts"
 
 describe("OtlpExport.batcher", () => {
   it.live("sends full batches as they fill, and leaves what came during a send for the next batch", () =>
