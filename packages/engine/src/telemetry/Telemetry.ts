@@ -376,8 +376,8 @@ const identity = <A>(a: A): A => a
 
 /**
  * Wraps an effect of the call's own fiber (admission) in a child span of the
- * call's server span, when the call is traced; the identity (no allocation)
- * when `trace` is undefined. The span is made by hand (`child`) and ended
+ * call's server span, when the call is traced and sampled; the identity (no
+ * allocation) when `trace` is undefined or not sampled. The span is made by hand (`child`) and ended
  * with the effect's exit: no fiber references read, no options object.
  * `nested`: the effect may make spans of its own (the store's, under a
  * balance lease), which go under this one (the span is provided as their
@@ -394,7 +394,8 @@ export const span = (
   name: string,
   nested = false
 ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> =>
-  trace === undefined ? identity : (self) =>
+  // An unsampled call records nothing of its admission: no span at all (its upstream's context names the call's).
+  trace === undefined || !trace.span.sampled ? identity : (self) =>
     Effect.suspend(() => {
       const made = child(trace, name)!
       return Effect.onExit(
