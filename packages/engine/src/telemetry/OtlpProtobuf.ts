@@ -111,20 +111,27 @@ export class Writer {
 
   string(field: number, value: string): void {
     this.tag(field, 2)
-    // ASCII (the usual case) is its own UTF-8: one byte a character, written without an encoder.
-    let ascii = true
-    for (let i = 0; i < value.length; i++) {
-      if (value.charCodeAt(i) > 0x7f) {
-        ascii = false
-        break
+    // ASCII (the usual case) is its own UTF-8: one byte a character, written in one pass without an encoder;
+    // a string that is not is written again from its start by the encoder.
+    const start = this.length
+    const length = value.length
+    this.varint(length)
+    this.ensure(length)
+    const buffer = this.buffer
+    let at = this.length
+    for (let i = 0; i < length; i++) {
+      const code = value.charCodeAt(i)
+      if (code > 0x7f) {
+        this.length = start
+        return this.utf8(value)
       }
+      buffer[at++] = code
     }
-    if (ascii) {
-      this.varint(value.length)
-      this.ensure(value.length)
-      for (let i = 0; i < value.length; i++) this.buffer[this.length++] = value.charCodeAt(i)
-      return
-    }
+    this.length = at
+  }
+
+  /** A string's UTF-8 bytes, prefixed with their length. */
+  private utf8(value: string): void {
     const bytes = textEncoder.encode(value)
     this.varint(bytes.length)
     this.ensure(bytes.length)
@@ -139,9 +146,11 @@ export class Writer {
     this.varint(bytes)
     this.ensure(bytes)
     const buffer = this.buffer
+    let at = this.length
     for (let i = 0; i < bytes; i++) {
-      buffer[this.length++] = (nibble(hex.charCodeAt(i * 2)) << 4) | nibble(hex.charCodeAt(i * 2 + 1))
+      buffer[at++] = (nibble(hex.charCodeAt(i * 2)) << 4) | nibble(hex.charCodeAt(i * 2 + 1))
     }
+    this.length = at
   }
 
   /** An embedded message: its tag, then what `write` writes, prefixed with its length. */
