@@ -79,7 +79,7 @@ export class TraceSpan implements Tracer.Span {
   status: Tracer.SpanStatus
   /** Set by `setStatus`; otherwise the status follows the span's exit. */
   explicitStatus: SpanStatus | undefined = undefined
-  private attributeMap: Map<string, unknown> | undefined = undefined
+  private attributeList: OtlpProtobuf.Attributes | undefined = undefined
   private eventList: Array<SpanEvent> | undefined = undefined
   private readonly onEnd: (span: TraceSpan) => void
 
@@ -113,7 +113,7 @@ export class TraceSpan implements Tracer.Span {
   }
 
   get attributes(): ReadonlyMap<string, unknown> {
-    return this.attributeMap ??= new Map()
+    return this.attributeList ??= new OtlpProtobuf.Attributes()
   }
 
   get events(): ReadonlyArray<SpanEvent> {
@@ -127,7 +127,7 @@ export class TraceSpan implements Tracer.Span {
 
   attribute(key: string, value: unknown): void {
     if (!this.recording) return
-    ;(this.attributeMap ??= new Map()).set(key, value)
+    ;(this.attributeList ??= new OtlpProtobuf.Attributes()).set(key, value)
   }
 
   event(name: string, startTime: bigint, attributes?: Record<string, unknown>): void {
