@@ -20,7 +20,8 @@
  * | soak (modelgate, 300/s) | | 1 | 600 s + drain |
  * | stop, billing check, report | | | 10 s |
  *
- * About 14 min 13 s in all. A target that cannot keep up with a rate adds
+ * About 14 min 13 s in all without the tracing step (issue 24), which adds
+ * 24 s: over issue 8's 15 minutes with `chat-200k` (15 min 20 s). A target that cannot keep up with a rate adds
  * at most `drainMs` (3 s) per open-loop point; the plan does not assume it.
  *
  * @since 0.1.0
