@@ -20,15 +20,7 @@
  *
  * @since 0.1.0
  */
-import {
-  type Canonical,
-  Dialect as Core,
-  GatewayError,
-  Params,
-  type RateLimiter,
-  Sse,
-  type Tokens
-} from "@modelgate/core"
+import { type Canonical, Dialect as Core, GatewayError, PassthroughCall, type RateLimiter, Sse } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as CountTokens from "./CountTokens.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
@@ -84,37 +76,14 @@ export const forwardHeaders = (headers: Core.HeaderBag): Readonly<Record<string,
  * One Messages call (`client.open`): what its inspection learnt of the body,
  * and everything the call needs of the dialect, from that.
  */
-class ChatCall implements Core.ChatCall {
-  readonly model: string
-  readonly stream: boolean
-  readonly maxOutputTokens: number | undefined
-  readonly choices = 1
-  readonly mediaParts: number
-  readonly media: Tokens.MediaCounts
+class ChatCall extends PassthroughCall.PassthroughCall<Passthrough.InspectedBody> {
   readonly streamContentType = AnthropicStream.SSE_CONTENT_TYPE
-  readonly body: Passthrough.InspectedBody
   constructor(body: Passthrough.InspectedBody) {
-    this.body = body
-    this.model = body.model
-    this.stream = body.stream
-    this.maxOutputTokens = body.maxTokens
-    this.mediaParts = body.mediaParts
-    this.media = body.media
-  }
-  check() {
-    return Passthrough.checkStructure(this.body)
+    super(body, Passthrough, body.maxTokens)
   }
   canonical() {
     // A large body JSON refuses fails with the parser's words.
     return Effect.flatMap(Passthrough.parsed(this.body), Request.decodeRequest)
-  }
-  forward(upstreamModel: string, edit?: Params.BodyEdit) {
-    return edit?.params === undefined
-      ? Passthrough.upstreamBody(this.body, upstreamModel)
-      : JSON.stringify({ ...Params.apply(this.body.json, edit.params), model: upstreamModel })
-  }
-  relayedUsage(json: unknown, promptEstimate: number) {
-    return Passthrough.usageOfResponse(json, promptEstimate)
   }
   renameInBody(body: string, publicModel: string) {
     return Passthrough.renameModel(body, publicModel)
