@@ -20,7 +20,7 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, Dialect as Core, GatewayError, PassthroughCall, type RateLimiter, Sse } from "@modelgate/core"
+import { type Canonical, Dialect as Core, GatewayError, PassthroughCall, Sse } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as CountTokens from "./CountTokens.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
@@ -119,24 +119,6 @@ class ChatCall extends PassthroughCall.PassthroughCall<Passthrough.InspectedBody
   }
 }
 
-/**
- * Anthropic's rate-limit headers for a limiter snapshot (the limits and what
- * is left; Anthropic's reset times are dates, which a dialect without a clock
- * leaves out).
- */
-const rateLimitHeaders = (snapshot: RateLimiter.Snapshot): Readonly<Record<string, string>> => {
-  const headers: Record<string, string> = {}
-  if (snapshot.limitRequests !== null) headers["anthropic-ratelimit-requests-limit"] = String(snapshot.limitRequests)
-  if (snapshot.remainingRequests !== null) {
-    headers["anthropic-ratelimit-requests-remaining"] = String(snapshot.remainingRequests)
-  }
-  if (snapshot.limitTokens !== null) headers["anthropic-ratelimit-tokens-limit"] = String(snapshot.limitTokens)
-  if (snapshot.remainingTokens !== null) {
-    headers["anthropic-ratelimit-tokens-remaining"] = String(snapshot.remainingTokens)
-  }
-  return headers
-}
-
 const parseJson = (body: string) =>
   Effect.try({
     try: () => JSON.parse(body) as unknown,
@@ -154,7 +136,7 @@ export const client: Core.ClientDialect = {
   presentedKey,
   open: (body) => Effect.map(Passthrough.inspectBody(body), (inspected) => new ChatCall(inspected)),
   renderError: (error) => ErrorEnvelope.toResponse(error),
-  rateLimitHeaders,
+  rateLimitHeaders: ErrorEnvelope.limitHeaders,
   modelsList: (models) => Effect.succeed(Models.modelsList(models)),
   modelObject: Models.modelInfo,
   modelsListPath: "GET /v1/models",
