@@ -20,7 +20,7 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, Dialect as Core, GatewayError, PassthroughCall, Sse } from "@modelgate/core"
+import { type Canonical, Dialect as Core, GatewayError, PassthroughCall, Sse, Utf8 } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as CountTokens from "./CountTokens.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
@@ -151,7 +151,19 @@ export const client: Core.ClientDialect = {
           model,
           local,
           forward: (upstreamModel) =>
-            upstreamModel === model ? body : JSON.stringify({ ...(json as object), model: upstreamModel })
+            upstreamModel === model ? body : JSON.stringify({ ...(json as object), model: upstreamModel }),
+          // A count body is a Messages body without `max_tokens`: read as one that asks for a single token.
+          canonical: () =>
+            Effect.flatMap(
+              client.open(
+                Utf8.encode(
+                  JSON.stringify({ max_tokens: 1, ...(json as object), stream: false })
+                ),
+                {}
+              ),
+              (call) => call.canonical()
+            ),
+          answer: (tokens) => ({ input_tokens: tokens })
         }
       })
   }
