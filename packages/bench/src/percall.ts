@@ -192,7 +192,11 @@ const main = async () => {
       })
     )
     const bundle = join(repoRoot, "packages/node-http/dist/modelgate.mjs")
-    const bin = values.bin !== undefined ? resolve(values.bin) : existsSync(bundle) && !values.sources ? bundle : join(repoRoot, "packages/node-http/src/bin.ts")
+    const bin = values.bin !== undefined
+      ? resolve(values.bin)
+      : existsSync(bundle) && !values.sources
+      ? bundle
+      : join(repoRoot, "packages/node-http/src/bin.ts")
     const gateway = await startService({
       name: "modelgate",
       command: node,
