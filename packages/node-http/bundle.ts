@@ -12,7 +12,7 @@
  *
  * @since 0.1.0
  */
-import { chmodSync } from "node:fs"
+import { chmodSync, rmSync } from "node:fs"
 import { basename, dirname, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
@@ -22,6 +22,8 @@ const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 const { values } = parseArgs({ options: { out: { type: "string" } } })
 const file = values.out === undefined ? here("./dist/modelgate.mjs") : resolve(values.out)
 
+// Chunks of an earlier build would stay beside the new ones (their names carry a hash).
+rmSync(resolve(dirname(file), "chunks"), { recursive: true, force: true })
 await build({
   input: here("./src/bin.ts"),
   platform: "node",

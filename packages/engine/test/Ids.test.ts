@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import * as Ids from "../src/Ids.ts"
+import * as Ids from "../src/call/Ids.ts"
 
 describe("Ids.requestId", () => {
   it("is req_ and 24 hex characters, and ids made later sort later", async () => {

@@ -99,14 +99,16 @@ describe("the production bundle", () => {
     assert.notInclude(text, "@since 0.1.0")
   })
 
-  it("keeps node-redis and pg out of the executable: chunks loaded only when a Redis or PostgreSQL is configured", () => {
+  it("keeps node-redis, pg and prom-client out of the executable: chunks loaded only when configured", () => {
     const text = readFileSync(bundle, "utf8")
     assert.notInclude(text, "RedisSocket")
     assert.notInclude(text, "SCRAM-SHA-256")
+    assert.notInclude(text, "process_cpu_user_seconds_total")
     const chunks = readdirSync(join(dir, "chunks")).filter((name) => name.endsWith(".mjs"))
     const inChunks = chunks.map((name) => readFileSync(join(dir, "chunks", name), "utf8")).join("\n")
     assert.include(inChunks, "RedisSocket")
     assert.include(inChunks, "SCRAM-SHA-256")
+    assert.include(inChunks, "process_cpu_user_seconds_total")
   })
 
   it("serves chat in OpenAI's and Gemini's dialects, each through the other's channel too", async () => {

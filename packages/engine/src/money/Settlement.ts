@@ -444,6 +444,12 @@ export class Settlements extends Context.Service<Settlements, {
   /** Runs a settlement to its end, even if the request that started it is gone. */
   readonly run: (settle: Effect.Effect<void>) => void
   /**
+   * Runs a settlement to its end with a request's services (`context`, as the request's fiber had them),
+   * even if that request is gone. Its own fiber gets the context as it is: providing it to a fiber of the
+   * layer's would copy the whole service map on every call.
+   */
+  readonly runWith: <R>(context: Context.Context<R>, settle: Effect.Effect<void, never, R>) => void
+  /**
    * Runs work that settles a call to its end, even if the request that started it is gone (`ClientGone`): its fiber.
    * The fiber is forked from the request's (detached, started at once), so it runs with the request's services as
    * they are: providing them to a fiber of the layer's would copy the whole context on every call.
@@ -471,6 +477,7 @@ export class Settlements extends Context.Service<Settlements, {
       const trackWorking = <A, E>(fiber: Fiber.Fiber<A, E>) => track(working, fiber)
       return Settlements.of({
         run: (settle) => void track(running, fork(settle)),
+        runWith: (context, settle) => void track(running, Effect.runForkWith(context)(settle)),
         fork: (work) => Effect.map(Effect.forkDetach(work, { startImmediately: true }), trackWorking)
       })
     })
