@@ -1,8 +1,8 @@
 /**
  * What a first day with the console tripped over (issue 25), each in a real
  * browser against the real server: groups that reach no models, the default
- * group, keys an admin manages for a user, the Connect page's pickers, the
- * upstream's own words on a 5xx, the Channels table at 1400 px and at a
+ * group, keys an admin manages for a user, the Connect page's pickers and
+ * snippets, the Channels table at 1400 px and at a
  * phone's width, balances, Chinese, and the channel form with its vendor list.
  */
 import type { Browser, BrowserContext, Page } from "playwright-core"
