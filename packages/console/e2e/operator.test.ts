@@ -562,7 +562,7 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "operator" : `ope
       )
     }
 
-    /** The clients as installed from npm, on \`PATH\` under their own names. */
+    /** The clients as installed from npm, on `PATH` under their own names. */
     let bin: string
 
     beforeAll(() => {
