@@ -20,15 +20,7 @@
  *
  * @since 0.1.0
  */
-import {
-  type Canonical,
-  Dialect as Core,
-  GatewayError,
-  Params,
-  type RateLimiter,
-  Sse,
-  type Tokens
-} from "@modelgate/core"
+import { type Canonical, Dialect as Core, GatewayError, PassthroughCall, Sse, Utf8 } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as CountTokens from "./CountTokens.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
@@ -84,37 +76,14 @@ export const forwardHeaders = (headers: Core.HeaderBag): Readonly<Record<string,
  * One Messages call (`client.open`): what its inspection learnt of the body,
  * and everything the call needs of the dialect, from that.
  */
-class ChatCall implements Core.ChatCall {
-  readonly model: string
-  readonly stream: boolean
-  readonly maxOutputTokens: number | undefined
-  readonly choices = 1
-  readonly mediaParts: number
-  readonly media: Tokens.MediaCounts
+class ChatCall extends PassthroughCall.PassthroughCall<Passthrough.InspectedBody> {
   readonly streamContentType = AnthropicStream.SSE_CONTENT_TYPE
-  readonly body: Passthrough.InspectedBody
   constructor(body: Passthrough.InspectedBody) {
-    this.body = body
-    this.model = body.model
-    this.stream = body.stream
-    this.maxOutputTokens = body.maxTokens
-    this.mediaParts = body.mediaParts
-    this.media = body.media
-  }
-  check() {
-    return Passthrough.checkStructure(this.body)
+    super(body, Passthrough, body.maxTokens)
   }
   canonical() {
     // A large body JSON refuses fails with the parser's words.
     return Effect.flatMap(Passthrough.parsed(this.body), Request.decodeRequest)
-  }
-  forward(upstreamModel: string, edit?: Params.BodyEdit) {
-    return edit?.params === undefined
-      ? Passthrough.upstreamBody(this.body, upstreamModel)
-      : JSON.stringify({ ...Params.apply(this.body.json, edit.params), model: upstreamModel })
-  }
-  relayedUsage(json: unknown, promptEstimate: number) {
-    return Passthrough.usageOfResponse(json, promptEstimate)
   }
   renameInBody(body: string, publicModel: string) {
     return Passthrough.renameModel(body, publicModel)
@@ -150,24 +119,6 @@ class ChatCall implements Core.ChatCall {
   }
 }
 
-/**
- * Anthropic's rate-limit headers for a limiter snapshot (the limits and what
- * is left; Anthropic's reset times are dates, which a dialect without a clock
- * leaves out).
- */
-const rateLimitHeaders = (snapshot: RateLimiter.Snapshot): Readonly<Record<string, string>> => {
-  const headers: Record<string, string> = {}
-  if (snapshot.limitRequests !== null) headers["anthropic-ratelimit-requests-limit"] = String(snapshot.limitRequests)
-  if (snapshot.remainingRequests !== null) {
-    headers["anthropic-ratelimit-requests-remaining"] = String(snapshot.remainingRequests)
-  }
-  if (snapshot.limitTokens !== null) headers["anthropic-ratelimit-tokens-limit"] = String(snapshot.limitTokens)
-  if (snapshot.remainingTokens !== null) {
-    headers["anthropic-ratelimit-tokens-remaining"] = String(snapshot.remainingTokens)
-  }
-  return headers
-}
-
 const parseJson = (body: string) =>
   Effect.try({
     try: () => JSON.parse(body) as unknown,
@@ -185,7 +136,7 @@ export const client: Core.ClientDialect = {
   presentedKey,
   open: (body) => Effect.map(Passthrough.inspectBody(body), (inspected) => new ChatCall(inspected)),
   renderError: (error) => ErrorEnvelope.toResponse(error),
-  rateLimitHeaders,
+  rateLimitHeaders: ErrorEnvelope.limitHeaders,
   modelsList: (models) => Effect.succeed(Models.modelsList(models)),
   modelObject: Models.modelInfo,
   modelsListPath: "GET /v1/models",
@@ -200,7 +151,19 @@ export const client: Core.ClientDialect = {
           model,
           local,
           forward: (upstreamModel) =>
-            upstreamModel === model ? body : JSON.stringify({ ...(json as object), model: upstreamModel })
+            upstreamModel === model ? body : JSON.stringify({ ...(json as object), model: upstreamModel }),
+          // A count body is a Messages body without `max_tokens`: read as one that asks for a single token.
+          canonical: () =>
+            Effect.flatMap(
+              client.open(
+                Utf8.encode(
+                  JSON.stringify({ max_tokens: 1, ...(json as object), stream: false })
+                ),
+                {}
+              ),
+              (call) => call.canonical()
+            ),
+          answer: (tokens) => ({ input_tokens: tokens })
         }
       })
   }

@@ -100,18 +100,31 @@ const retryAfter = (seconds: number): Readonly<Record<string, string>> => ({
 const TERMINAL = { "x-should-retry": "false" }
 
 /**
- * Anthropic's rate-limit headers for a refused call's limiter snapshot: the
- * limits and what is left (`anthropic-ratelimit-requests-limit`/`-remaining`,
- * `-tokens-limit`/`-remaining`), and `retry-after`.
+ * Anthropic's rate-limit headers for a refused call's limiter snapshot:
+ * `retry-after`, and the limits and what is left (`limitHeaders`).
  *
  * @category mapping
  */
 export const rateLimitHeaders = (
   retryAfterSeconds: number,
   snapshot: GatewayError.RateLimited["snapshot"]
+): Readonly<Record<string, string>> =>
+  snapshot === undefined
+    ? retryAfter(retryAfterSeconds)
+    : { ...retryAfter(retryAfterSeconds), ...limitHeaders(snapshot) }
+
+/**
+ * Anthropic's headers for a limiter snapshot: the limits and what is left
+ * (`anthropic-ratelimit-requests-limit`/`-remaining`,
+ * `-tokens-limit`/`-remaining`; Anthropic's reset times are dates, which a
+ * dialect without a clock leaves out).
+ *
+ * @category mapping
+ */
+export const limitHeaders = (
+  snapshot: NonNullable<GatewayError.RateLimited["snapshot"]>
 ): Readonly<Record<string, string>> => {
-  const headers: Record<string, string> = { ...retryAfter(retryAfterSeconds) }
-  if (snapshot === undefined) return headers
+  const headers: Record<string, string> = {}
   if (snapshot.limitRequests !== null) headers["anthropic-ratelimit-requests-limit"] = String(snapshot.limitRequests)
   if (snapshot.remainingRequests !== null) {
     headers["anthropic-ratelimit-requests-remaining"] = String(snapshot.remainingRequests)

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { ErrorEnvelope } from "@modelgate/anthropic-adapter"
+import { Dialect, ErrorEnvelope } from "@modelgate/anthropic-adapter"
 import { GatewayError } from "@modelgate/core"
 
 const every: ReadonlyArray<[GatewayError.GatewayError, number, string]> = [
@@ -100,6 +100,25 @@ describe("toResponse", () => {
       ],
       ["12", "30", "0", "10000", "9000"]
     )
+  })
+
+  it("an answered call carries the same anthropic-ratelimit-* headers, without retry-after or unknown limits", () => {
+    const snapshot = {
+      limitRequests: 30,
+      remainingRequests: 29,
+      resetRequestsMs: 2_000,
+      limitTokens: null,
+      remainingTokens: null,
+      resetTokensMs: null
+    }
+    assert.deepStrictEqual(Dialect.client.rateLimitHeaders(snapshot), {
+      "anthropic-ratelimit-requests-limit": "30",
+      "anthropic-ratelimit-requests-remaining": "29"
+    })
+    const refused = ErrorEnvelope.toResponse(
+      new GatewayError.RateLimited({ message: "m", retryAfterSeconds: 2, limit: "rpm", snapshot })
+    ).headers
+    assert.deepStrictEqual(refused, { ...refused, ...Dialect.client.rateLimitHeaders(snapshot) })
   })
 
   it("writes an error event for a started stream", () => {
