@@ -21,13 +21,16 @@
  *
  * @since 0.1.0
  */
-import { PgClient } from "@effect/sql-pg"
+import type * as SqlPg from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { type SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
 import { connect } from "node:net"
 import { Duplex } from "node:stream"
 import * as SqliteClient from "./SqliteClient.ts"
+
+/** `@effect/sql-pg` (and `pg`), loaded when a PostgreSQL database is configured. */
+const loadPg: Effect.Effect<typeof SqlPg> = Effect.promise(() => import("@effect/sql-pg"))
 
 /**
  * The SQL dialect of the connected database.
@@ -269,23 +272,25 @@ export const layerFor = (
   const host = socketHost.replace(/^\[(.*)\]$/, "$1")
   const port = Number(parsed.searchParams.get("port") ?? (parsed.port || "5432"))
   return Layer.mergeAll(
-    PgClient.layer({
-      url: Redacted.make(target.url),
-      maxConnections: options.maxConnections ?? 10,
-      ...(statementTimeoutMs > 0 ? { startupParameters: { statement_timeout: String(statementTimeoutMs) } } : {}),
-      ...(tcp
-        ? {
-          stream: () =>
-            watchedSocket(host, port, {
-              keepAliveSeconds,
-              noAnswerMs: () =>
-                unboundedTasks > 0 ? undefined : closing ? Math.min(noAnswerMs, SHUTDOWN_NO_ANSWER_MS) : noAnswerMs,
-              onCut: () => cut++,
-              tickMs: Math.max(10, Math.min(250, Math.floor(Math.min(noAnswerMs, SHUTDOWN_NO_ANSWER_MS) / 4)))
-            })
-        }
-        : { keepAlive: `${keepAliveSeconds} seconds` })
-    }),
+    // Loaded when a PostgreSQL database is configured: a gateway on SQLite does not keep its modules in memory.
+    Layer.unwrap(Effect.map(loadPg, ({ PgClient }) =>
+      PgClient.layer({
+        url: Redacted.make(target.url),
+        maxConnections: options.maxConnections ?? 10,
+        ...(statementTimeoutMs > 0 ? { startupParameters: { statement_timeout: String(statementTimeoutMs) } } : {}),
+        ...(tcp
+          ? {
+            stream: () =>
+              watchedSocket(host, port, {
+                keepAliveSeconds,
+                noAnswerMs: () =>
+                  unboundedTasks > 0 ? undefined : closing ? Math.min(noAnswerMs, SHUTDOWN_NO_ANSWER_MS) : noAnswerMs,
+                onCut: () => cut++,
+                tickMs: Math.max(10, Math.min(250, Math.floor(Math.min(noAnswerMs, SHUTDOWN_NO_ANSWER_MS) / 4)))
+              })
+          }
+          : { keepAlive: `${keepAliveSeconds} seconds` })
+      }))),
     Layer.succeed(Dialect, "pg"),
     bounds
   )

@@ -450,6 +450,24 @@ export interface OpeningEvent {
 export const isOpeningEvent = (first: OpeningEvent | Opening): first is OpeningEvent =>
   typeof first === "object" && "json" in first
 
+/** Text parsed at a time while looking for the first event. */
+const OPENING_SLICE = 2048
+
+/**
+ * The first event of `text` (`ended`: the stream ended with it), or
+ * undefined: parsed a slice at a time, so an opening that holds a whole
+ * burst of events (a fast upstream's stream read at once) costs its first
+ * event, not the burst.
+ */
+const firstOf = (text: string, ended: boolean): Sse.Event | undefined => {
+  const parser = new Sse.Parser()
+  for (let at = 0; at < text.length; at += OPENING_SLICE) {
+    const events = parser.push(at === 0 && text.length <= OPENING_SLICE ? text : text.slice(at, at + OPENING_SLICE))
+    if (events.length > 0) return events[0]
+  }
+  return ended ? parser.end()[0] : undefined
+}
+
 /**
  * The first event of a 200 stream's opening, with its data parsed as a JSON
  * object, for a dialect's `opening` to judge; or what the opening already
@@ -468,8 +486,7 @@ export const firstEvent = (
   what: string,
   endMarker?: string
 ): OpeningEvent | Opening => {
-  const parser = new Sse.Parser()
-  const event = parser.push(text)[0] ?? (ended ? parser.end()[0] : undefined)
+  const event = firstOf(text, ended)
   if (event === undefined) return ended ? emptyStream(channel) : "incomplete"
   if (event.data === endMarker) return emptyStream(channel)
   let json: unknown

@@ -274,7 +274,7 @@ export const streamed = (
           message:
             `The upstream '${channel.name}' sent a stream event larger than ${maxEventBytes} bytes (max_event_bytes).`
         }),
-      onEnd: (ended) => settlements.run(Effect.provideContext(settleStream(call, attempt, transform, ended), context))
+      onEnd: (ended) => settlements.runWith(context, settleStream(call, attempt, transform, ended))
     })
     // The opening goes through the transform now: an event the upstream's decoder cannot read still fails over.
     const primed = relay.prime()
