@@ -151,22 +151,33 @@ class ChatCall implements Core.ChatCall {
 }
 
 /**
- * Anthropic's rate-limit headers for a limiter snapshot (the limits and what
- * is left; Anthropic's reset times are dates, which a dialect without a clock
- * leaves out).
+ * Anthropic's rate-limit headers for a limiter snapshot: the limits, what is
+ * left, and when each frees up again (`anthropic-ratelimit-requests-reset`,
+ * `-tokens-reset`: RFC 3339 dates, whole seconds rounded up, from `nowMs`,
+ * when the call was admitted).
  */
-const rateLimitHeaders = (snapshot: RateLimiter.Snapshot): Readonly<Record<string, string>> => {
+const rateLimitHeaders = (snapshot: RateLimiter.Snapshot, nowMs: number): Readonly<Record<string, string>> => {
   const headers: Record<string, string> = {}
   if (snapshot.limitRequests !== null) headers["anthropic-ratelimit-requests-limit"] = String(snapshot.limitRequests)
   if (snapshot.remainingRequests !== null) {
     headers["anthropic-ratelimit-requests-remaining"] = String(snapshot.remainingRequests)
   }
+  if (snapshot.resetRequestsMs !== null) {
+    headers["anthropic-ratelimit-requests-reset"] = resetDate(nowMs, snapshot.resetRequestsMs)
+  }
   if (snapshot.limitTokens !== null) headers["anthropic-ratelimit-tokens-limit"] = String(snapshot.limitTokens)
   if (snapshot.remainingTokens !== null) {
     headers["anthropic-ratelimit-tokens-remaining"] = String(snapshot.remainingTokens)
   }
+  if (snapshot.resetTokensMs !== null) {
+    headers["anthropic-ratelimit-tokens-reset"] = resetDate(nowMs, snapshot.resetTokensMs)
+  }
   return headers
 }
+
+/** `nowMs + inMs` as Anthropic writes reset times: RFC 3339 in UTC, whole seconds (rounded up). */
+export const resetDate = (nowMs: number, inMs: number): string =>
+  new Date(Math.ceil((nowMs + Math.max(0, inMs)) / 1000) * 1000).toISOString().replace(".000Z", "Z")
 
 const parseJson = (body: string) =>
   Effect.try({
