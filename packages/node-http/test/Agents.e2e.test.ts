@@ -281,18 +281,22 @@ describe("refusals reach the person at the terminal", () => {
     assert.isBelow(seconds, 60, `it took ${seconds} s`)
   }, 90_000)
 
-  it("Codex with an empty balance stops within seconds and prints the gateway's words, not its own quota text", async () => {
-    const started = Date.now()
-    const result = await codexExec("Say hello", "gpt-4o-mini", POOR_KEY)
-    const seconds = (Date.now() - started) / 1000
-    assert.notStrictEqual(result.code, 0, result.out)
-    assert.notInclude(result.out, "Quota exceeded. Check your plan", "Codex's own words replace the gateway's")
-    assert.match(result.out, /Your balance is 0\.00 USD/, result.out)
-    assert.match(result.out, /up to \d+\.\d+ USD/, result.out)
-    // Codex reconnects 5 times on a 4xx other than 400, after the delay retry-after says (0 s), else backing off
-    // from 0.2 s to 3.2 s (about 7 s in all).
-    assert.isBelow(seconds, 5, `it took ${seconds} s`)
-  }, 90_000)
+  it(
+    "Codex with an empty balance stops within seconds and prints the gateway's words, not its own quota text",
+    async () => {
+      const started = Date.now()
+      const result = await codexExec("Say hello", "gpt-4o-mini", POOR_KEY)
+      const seconds = (Date.now() - started) / 1000
+      assert.notStrictEqual(result.code, 0, result.out)
+      assert.notInclude(result.out, "Quota exceeded. Check your plan", "Codex's own words replace the gateway's")
+      assert.match(result.out, /Your balance is 0\.00 USD/, result.out)
+      assert.match(result.out, /up to \d+\.\d+ USD/, result.out)
+      // Codex reconnects 5 times on a 4xx other than 400, after the delay retry-after says (0 s), else backing off
+      // from 0.2 s to 3.2 s (about 7 s in all).
+      assert.isBelow(seconds, 5, `it took ${seconds} s`)
+    },
+    90_000
+  )
 
   it("Codex with a wrong key stops within seconds and prints the gateway's words (which key)", async () => {
     const started = Date.now()

@@ -166,7 +166,12 @@ describe("ErrorEnvelope.toResponsesResponse (the Responses API, Codex's door)", 
         status: 402,
         headers: { ...json, ...final },
         body: {
-          error: { message: "Your balance is 0.00 USD", type: "insufficient_quota", param: null, code: "insufficient_quota" }
+          error: {
+            message: "Your balance is 0.00 USD",
+            type: "insufficient_quota",
+            param: null,
+            code: "insufficient_quota"
+          }
         }
       })
     }
