@@ -298,6 +298,22 @@ describe("refusals reach the person at the terminal", () => {
     90_000
   )
 
+  it(
+    "Codex stops within seconds on the gateway's 502 once every channel failed, printing the gateway's words",
+    async () => {
+      const started = Date.now()
+      const result = await codexExec("Say hello", "claude-broken")
+      const seconds = (Date.now() - started) / 1000
+      assert.notStrictEqual(result.code, 0, result.out)
+      assert.include(result.out, "unexpected status 502", result.out)
+      assert.include(result.out, "The upstream failed (HTTP 500)", result.out)
+      // Codex retries a 5xx 30 times whatever x-should-retry says: with retry-after 0 in about a second, else with
+      // back-off for about 25 s.
+      assert.isBelow(seconds, 10, `it took ${seconds} s`)
+    },
+    90_000
+  )
+
   it("Codex with a wrong key stops within seconds and prints the gateway's words (which key)", async () => {
     const started = Date.now()
     const result = await codexExec("Say hello", "gpt-4o-mini", WRONG_KEY)

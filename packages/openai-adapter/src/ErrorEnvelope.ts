@@ -174,11 +174,13 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
  *   other 429 into "exceeded retry limit", never showing the message; a 402
  *   it prints as `unexpected status 402 Payment Required: <message>`.
  * - The refusals that a retry cannot change (the key's 401s, the 402s, the
- *   403s of the key, model and group) carry `retry-after: 0` next to
- *   `x-should-retry: false`. Codex retries every 4xx but 400 five times and
- *   honours no `x-should-retry`, only `retry-after` for the delay: with 0 its
- *   five retries take about a second instead of about 7 s of back-off. The
- *   `openai` SDKs read `x-should-retry: false` first and retry none of them.
+ *   403s of the key, model and group) and the upstream failures the gateway
+ *   already failed over from (502, 504) carry `retry-after: 0` next to
+ *   `x-should-retry: false`. Codex retries every 4xx but 400 five times, and
+ *   a 5xx thirty, and honours no `x-should-retry`, only `retry-after` for the
+ *   delay: with 0 its retries take about a second instead of about 7 s (4xx)
+ *   or 25 s (5xx) of back-off. The `openai` SDKs read `x-should-retry: false`
+ *   first and retry none of them.
  *
  * @category mapping
  */
@@ -194,7 +196,10 @@ export const toResponsesResponse = (error: GatewayError.GatewayError): ErrorResp
     case "ModelNotAllowed":
     case "ModelNotInGroup":
     case "ModelUnpriced":
-    case "Forbidden": {
+    case "Forbidden":
+    // The gateway already failed over to every key and channel it could: a retry would do it all again.
+    case "UpstreamUnavailable":
+    case "UpstreamTimeout": {
       const rendered = toResponse(error)
       return { ...rendered, headers: { ...rendered.headers, ...FINAL } }
     }

@@ -176,7 +176,7 @@ describe("ErrorEnvelope.toResponsesResponse (the Responses API, Codex's door)", 
       })
     }
   })
-  it("gives the refusals a retry cannot change retry-after 0 (Codex's delay) and x-should-retry false", () => {
+  it("gives the refusals a retry cannot change, and failures already failed over, retry-after 0 (Codex's delay) and x-should-retry false", () => {
     const finals = table.filter(([error]) =>
       [
         "MissingApiKey",
@@ -186,10 +186,12 @@ describe("ErrorEnvelope.toResponsesResponse (the Responses API, Codex's door)", 
         "ModelNotAllowed",
         "ModelNotInGroup",
         "ModelUnpriced",
-        "Forbidden"
+        "Forbidden",
+        "UpstreamUnavailable",
+        "UpstreamTimeout"
       ].includes(error._tag)
     )
-    assert.strictEqual(finals.length, 8)
+    assert.strictEqual(finals.length, 10)
     for (const [error, status, type, code, headers, param] of finals) {
       assert.deepStrictEqual(toResponsesResponse(error), {
         status,
