@@ -16,7 +16,7 @@
  * `responses`).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { execFile } from "node:child_process"
+import { spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -129,17 +129,34 @@ interface Run {
   readonly out: string
 }
 
-/** Runs a client with its standard input closed (codex exec would otherwise wait to read more of the prompt from it). */
+/**
+ * Runs a client with its standard input closed (codex exec would otherwise wait to read more of the prompt from
+ * it), in a process group of its own: a client still running after 85 s is killed with everything it started
+ * (Claude Code's wrapper starts the platform binary, which killing the wrapper alone would leave running).
+ */
 const run = (file: string, args: ReadonlyArray<string>, env: Record<string, string>) =>
   new Promise<Run>((resolve) => {
-    const child = execFile(
-      file,
-      args,
-      { cwd: join(dir, "work"), timeout: 90_000, env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...env } },
-      (error, stdout, stderr) =>
-        resolve({ code: error === null ? 0 : (error as { code?: number }).code ?? 1, out: `${stdout}\n${stderr}` })
-    )
-    child.stdin?.end()
+    const child = spawn(file, args, {
+      cwd: join(dir, "work"),
+      env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...env },
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let out = ""
+    child.stdout.on("data", (chunk) => out += String(chunk))
+    child.stderr.on("data", (chunk) => out += String(chunk))
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, "SIGKILL")
+      } catch {
+        // Already gone.
+      }
+    }, 85_000)
+    child.on("close", (code, signal) => {
+      clearTimeout(timer)
+      resolve({ code: code ?? (signal === null ? 1 : 128), out })
+    })
+    child.stdin.end()
   })
 
 /** `claude -p prompt --model model`, on this repository's Node, with only the gateway to talk to. */
