@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import type { Accounts as AccountsPort, ChannelHealth, ChannelProbe, Invalidation, KeyStore } from "@modelgate/core"
-import type { Catalog } from "@modelgate/core/Catalog"
+import type { Catalog } from "@modelgate/core/domain/Catalog"
 import type { Accounts } from "@modelgate/store/Accounts"
 import type { CatalogRepo } from "@modelgate/store/CatalogRepo"
 import type { Keys } from "@modelgate/store/Keys"

@@ -5,7 +5,7 @@
  * sign-in is rate limited.
  */
 import { assert, layer } from "@effect/vitest"
-import { Catalog } from "@modelgate/core/Catalog"
+import { Catalog } from "@modelgate/core/domain/Catalog"
 import { Effect } from "effect"
 import { AdminApiConfig } from "../src/Config.ts"
 import * as TrustedProxies from "../src/TrustedProxies.ts"

@@ -14,7 +14,7 @@ import {
   Invalidation,
   type UsageLog
 } from "@modelgate/core"
-import { Catalog } from "@modelgate/core/Catalog"
+import { Catalog } from "@modelgate/core/domain/Catalog"
 import { Accounts } from "@modelgate/store/Accounts"
 import { CatalogRepo } from "@modelgate/store/CatalogRepo"
 import * as Store from "@modelgate/store/Store"

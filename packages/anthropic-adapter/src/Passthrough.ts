@@ -30,6 +30,7 @@ import {
   type Dialect,
   type Domain,
   type GatewayError,
+  Inspection,
   Issues,
   JsonScan,
   SseChunks,
@@ -61,13 +62,16 @@ export interface InspectedBody {
 /**
  * Bodies up to this size are parsed and each turn checked at inspection;
  * larger ones are only scanned for the fields the call needs and forwarded as
- * they are.
+ * they are: core's `Inspection.EAGER_CHECK_BYTES`, the same for every dialect.
  *
  * @category inspection
  */
-export const EAGER_CHECK_BYTES = 16 * 1024
+export const EAGER_CHECK_BYTES = Inspection.EAGER_CHECK_BYTES
 
 const MEDIA: ReadonlyArray<Domain.MediaKind> = ["image", "document"]
+
+/** The block types that are media, each its own kind. */
+const MEDIA_TYPES: ReadonlyArray<readonly [string, Domain.MediaKind]> = MEDIA.map((kind) => [kind, kind])
 
 /** Counts the media blocks, by kind, in `media`; returns how many. */
 const countMedia = (blocks: ReadonlyArray<unknown>, media: Tokens.MediaCounts): number => {
@@ -82,28 +86,6 @@ const countMedia = (blocks: ReadonlyArray<unknown>, media: Tokens.MediaCounts): 
   }
   return parts
 }
-
-/** Counts the `"type": "image"` and `"type": "document"` pairs among the strings of the messages. */
-const mediaVisitor = (count: (kind: Domain.MediaKind) => void): JsonScan.StringVisitor => (b, start, end) => {
-  if (!JsonScan.stringIs(b, start, end, "type")) return
-  const value = JsonScan.stringValueAfter(b, end)
-  if (value === undefined) return
-  for (const kind of MEDIA) {
-    if (JsonScan.stringIs(b, value.start, value.end, kind)) return count(kind)
-  }
-}
-
-const notObject = (bytes: Uint8Array): GatewayError.InvalidRequest => {
-  try {
-    JSON.parse(JsonScan.decode(bytes))
-  } catch {
-    return Issues.notJson(bytes)
-  }
-  return Issues.invalid("", "The request body must be a JSON object with 'model', 'max_tokens' and 'messages'.")
-}
-
-/** A top-level value that JSON refuses though the scan let it through. */
-const invalidValue = Symbol("invalid")
 
 /**
  * Each turn's `role` (`user`, `assistant`, or `system`, which Claude Code
@@ -147,29 +129,13 @@ const checkMessages = (messages: ReadonlyArray<unknown>): GatewayError.InvalidRe
  * @category inspection
  */
 export const inspectBody = (body: string | Uint8Array): Effect.Effect<InspectedBody, GatewayError.InvalidRequest> => {
-  const bytes = typeof body === "string" ? JsonScan.encode(body) : body
-  const eager = bytes.length <= EAGER_CHECK_BYTES
-  let mediaParts = 0
-  const media: Tokens.MediaCounts = {}
-  const scanned = JsonScan.scanBody(bytes, {
-    eager,
-    notObject,
-    visit: eager ? undefined : {
-      messages: mediaVisitor((kind) => {
-        mediaParts++
-        Tokens.countMedia(media, kind)
-      })
-    }
+  const scanned = Inspection.scan(body, {
+    notObject: "The request body must be a JSON object with 'model', 'max_tokens' and 'messages'.",
+    media: { in: ["messages"], types: MEDIA_TYPES }
   })
   if (Result.isFailure(scanned)) return Effect.fail(scanned.failure)
-  const { fields, json } = scanned.success
-  const field = (key: string): unknown => {
-    try {
-      return JsonScan.valueOf(bytes, fields.get(key))
-    } catch {
-      return invalidValue
-    }
-  }
+  const { bytes, eager, field, fields, json, media } = scanned.success
+  let mediaParts = scanned.success.mediaParts
   const model = field("model")
   if (!Predicate.isString(model) || model.length === 0) {
     return Effect.fail(Issues.invalid("model", "'model' is required (a model name)."))
@@ -232,11 +198,8 @@ export const parsed = (inspected: InspectedBody): Effect.Effect<Record<string, u
  *
  * @category inspection
  */
-export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRequest | undefined => {
-  if (inspected.checked) return undefined
-  const json = JsonScan.parseKept(inspected)
-  return Result.isFailure(json) ? json.failure : checkMessages(json.success.messages as ReadonlyArray<unknown>)
-}
+export const checkStructure = (inspected: InspectedBody): GatewayError.InvalidRequest | undefined =>
+  Inspection.checkKept(inspected, (json) => checkMessages(json.messages as ReadonlyArray<unknown>))
 
 /**
  * The body for an Anthropic channel: the client's own bytes when the model

@@ -4,7 +4,7 @@
  * in the channel form (timeouts, breaker, headers, parameters, the
  * stream_options switch) sent as the API expects them.
  */
-import { unseenKey } from "@modelgate/core/ChannelHealth"
+import { unseenKey } from "@modelgate/core/health/ChannelHealth"
 import { screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
 import { assert, describe, it, vi } from "vitest"

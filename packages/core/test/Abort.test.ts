@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import * as Abort from "../src/Abort.ts"
-import * as Issues from "../src/Issues.ts"
+import * as Abort from "../src/errors/Abort.ts"
+import * as Issues from "../src/errors/Issues.ts"
 
 describe("Abort", () => {
   it("run returns what the function returns", () => {

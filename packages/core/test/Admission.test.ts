@@ -1,11 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import { allowedModels, authenticate, authorize, ClientDialect } from "../src/Admission.ts"
-import { Catalog, makeSnapshot } from "../src/Catalog.ts"
-import * as Domain from "../src/Domain.ts"
-import type { ApiKey, Channel, Model } from "../src/Domain.ts"
-import { KeyStore } from "../src/KeyStore.ts"
+import { allowedModels, authenticate, authorize, ClientDialect } from "../src/admission/Admission.ts"
+import { KeyStore } from "../src/admission/KeyStore.ts"
+import { Catalog, makeSnapshot } from "../src/domain/Catalog.ts"
+import * as Domain from "../src/domain/Domain.ts"
+import type { ApiKey, Channel, Model } from "../src/domain/Domain.ts"
 
 const model = (id: string, over: Partial<Model> = {}): Model => ({
   id,

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import type { StreamEvent } from "../src/Canonical.ts"
+import type { StreamEvent } from "../src/dialect/Canonical.ts"
 import * as Cuts from "../src/testing/Cuts.ts"
 
 describe("Cuts", () => {

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import * as Dialect from "../src/Dialect.ts"
-import { UpstreamUnavailable } from "../src/GatewayError.ts"
+import * as Dialect from "../src/dialect/Dialect.ts"
+import { UpstreamUnavailable } from "../src/errors/GatewayError.ts"
 
 const message = (opening: Dialect.OpeningEvent | Dialect.Opening): string =>
   opening instanceof UpstreamUnavailable ? opening.message : String(opening)

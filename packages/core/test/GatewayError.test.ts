@@ -4,8 +4,8 @@
  * the whole message, `param`) so a huge field of a request never returns.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as GatewayError from "../src/GatewayError.ts"
-import * as Tokens from "../src/Tokens.ts"
+import * as Tokens from "../src/dialect/Tokens.ts"
+import * as GatewayError from "../src/errors/GatewayError.ts"
 
 describe("GatewayError", () => {
   it("mapText rewrites message and param, keeps the class and every other field, and returns an unchanged error as is", () => {

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { InvalidRequest, UnsupportedFeature, UpstreamTimeout } from "../src/GatewayError.ts"
-import * as Issues from "../src/Issues.ts"
+import { InvalidRequest, UnsupportedFeature, UpstreamTimeout } from "../src/errors/GatewayError.ts"
+import * as Issues from "../src/errors/Issues.ts"
 
 const Body = Schema.Struct({
   model: Schema.String,

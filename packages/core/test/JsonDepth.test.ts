@@ -4,7 +4,7 @@
  * level too deep.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as JsonDepth from "../src/JsonDepth.ts"
+import * as JsonDepth from "../src/wire/JsonDepth.ts"
 
 describe("JsonDepth", () => {
   it("counts objects and arrays, not brackets inside strings", () => {

@@ -7,9 +7,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as fc from "fast-check"
-import * as Issues from "../src/Issues.ts"
-import * as JsonDepth from "../src/JsonDepth.ts"
-import * as JsonScan from "../src/JsonScan.ts"
+import * as Issues from "../src/errors/Issues.ts"
+import * as JsonDepth from "../src/wire/JsonDepth.ts"
+import * as JsonScan from "../src/wire/JsonScan.ts"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { effectiveKeyLimits, forCall } from "../src/LimitSubjects.ts"
+import { effectiveKeyLimits, forCall } from "../src/admission/LimitSubjects.ts"
 
 const none = { rpm: null, tpm: null, concurrency: null }
 

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
 import * as fc from "fast-check"
-import { divCeil, formatUsd, MAX_NANOS, numberText, parseScaled, UsdAmount, usdToNanos } from "../src/Money.ts"
+import { divCeil, formatUsd, MAX_NANOS, numberText, parseScaled, UsdAmount, usdToNanos } from "../src/money/Money.ts"
 
 describe("Money", () => {
   it("parses decimal USD exactly into nano-dollars", () => {

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Domain } from "@modelgate/core"
-import * as Params from "../src/Params.ts"
+import * as Params from "../src/dialect/Params.ts"
 
 const channel = (over: Partial<Domain.Channel>): Domain.Channel => ({
   id: "c",

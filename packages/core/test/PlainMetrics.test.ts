@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Counter, Histogram, MAX_SERIES } from "../src/PlainMetrics.ts"
+import { Counter, Histogram, MAX_SERIES } from "../src/health/PlainMetrics.ts"
 
 describe("PlainMetrics", () => {
   it("counts per label set, in the order the sets first appeared", () => {

@@ -3,9 +3,6 @@ import { Effect, Exit } from "effect"
 import * as fc from "fast-check"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import type { Model } from "../src/Domain.ts"
-import { MAX_NANOS, parseScaled, usdToNanos } from "../src/Money.ts"
-import { cost, holdFor, isPriced, maxOutputFor, worstCase } from "../src/Pricing.ts"
 import {
   bodyTokenBound,
   MEDIA_TOKENS,
@@ -13,7 +10,10 @@ import {
   mediaPartTokens,
   MESSAGE_OVERHEAD_TOKENS,
   promptBound
-} from "../src/Tokens.ts"
+} from "../src/dialect/Tokens.ts"
+import type { Model } from "../src/domain/Domain.ts"
+import { MAX_NANOS, parseScaled, usdToNanos } from "../src/money/Money.ts"
+import { cost, holdFor, isPriced, maxOutputFor, worstCase } from "../src/money/Pricing.ts"
 
 const model = (over: Partial<Model> = {}): Model => ({
   id: "m",

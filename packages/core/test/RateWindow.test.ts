@@ -4,7 +4,7 @@
  * (never longer than it), at most 61 token buckets.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as Window from "../src/RateWindow.ts"
+import * as Window from "../src/admission/RateWindow.ts"
 
 const windowMs = 60_000
 

@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import * as fc from "fast-check"
-import * as Sse from "../src/Sse.ts"
 import * as Cuts from "../src/testing/Cuts.ts"
+import * as Sse from "../src/wire/Sse.ts"
 
 const message = (data: string, id = ""): Sse.Event => ({ event: "message", data, id })
 

@@ -6,8 +6,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import * as Sse from "../src/Sse.ts"
-import * as SseChunks from "../src/SseChunks.ts"
+import * as Sse from "../src/wire/Sse.ts"
+import * as SseChunks from "../src/wire/SseChunks.ts"
 
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()

@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import * as fc from "fast-check"
-import type { ChatResponse, StreamEvent } from "../src/Canonical.ts"
-import { assemble, assembleStream, toEvents } from "../src/StreamAssembly.ts"
+import type { ChatResponse, StreamEvent } from "../src/dialect/Canonical.ts"
+import { assemble, assembleStream, toEvents } from "../src/dialect/StreamAssembly.ts"
 
 const textArb = fc.string({ maxLength: 20 })
 const partArb = fc.oneof(

@@ -1,6 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
-import { UpstreamRateLimited, UpstreamRejected, UpstreamTimeout, UpstreamUnavailable } from "../src/GatewayError.ts"
-import * as UpstreamErrors from "../src/UpstreamErrors.ts"
+import {
+  UpstreamRateLimited,
+  UpstreamRejected,
+  UpstreamTimeout,
+  UpstreamUnavailable
+} from "../src/errors/GatewayError.ts"
+import * as UpstreamErrors from "../src/errors/UpstreamErrors.ts"
 
 describe("UpstreamErrors", () => {
   it("header finds a name in any case, and the first value of a repeated header", () => {

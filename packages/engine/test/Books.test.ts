@@ -17,7 +17,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Money, type UsageLog } from "@modelgate/core"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { createServer } from "node:net"
-import { toWebHandler, type WebHandler } from "../src/WebHandler.ts"
+import { toWebHandler, type WebHandler } from "../src/host/WebHandler.ts"
 
 const UPSTREAM_KEY = "sk-upstream-books-0123456789"
 const KEYS = {

@@ -10,8 +10,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Canonical, Domain, GatewayError, UsageLog } from "@modelgate/core"
 import { Clock, Context, Option } from "effect"
-import * as CallSpans from "../src/CallSpans.ts"
-import * as Telemetry from "../src/Telemetry.ts"
+import * as CallSpans from "../src/telemetry/CallSpans.ts"
+import * as Telemetry from "../src/telemetry/Telemetry.ts"
 
 const clock = Context.get(Context.empty(), Clock.Clock)
 

@@ -13,7 +13,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { UsageLog } from "@modelgate/core"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
-import { toWebHandler, type WebHandler } from "../src/WebHandler.ts"
+import { toWebHandler, type WebHandler } from "../src/host/WebHandler.ts"
 
 const KEY = "sk-client-gone-alice-000000000000"
 /** Nano-dollars per prompt token and per completion token ($1 and $2 per million). */

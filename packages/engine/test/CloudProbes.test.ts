@@ -10,9 +10,9 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { ChannelProbe, Credentials, Domain } from "@modelgate/core"
 import { FakeUpstream, TEST_API_KEY, TEST_CREDENTIALS } from "@modelgate/fake-upstream"
 import { Effect, Layer } from "effect"
-import * as FetchTransport from "../src/FetchTransport.ts"
-import * as Probe from "../src/Probe.ts"
-import { toWebHandler, type WebHandler } from "../src/WebHandler.ts"
+import * as Probe from "../src/call/Probe.ts"
+import { toWebHandler, type WebHandler } from "../src/host/WebHandler.ts"
+import * as FetchTransport from "../src/wire/FetchTransport.ts"
 
 const channel = (fields: Partial<Domain.Channel> & Pick<Domain.Channel, "type" | "baseUrl" | "apiKeys">) =>
   ({

@@ -9,7 +9,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { FakeUpstream, TEST_API_KEY, TEST_CREDENTIALS } from "@modelgate/fake-upstream"
 import { Effect } from "effect"
-import { toWebHandler, type WebHandler } from "../src/WebHandler.ts"
+import { toWebHandler, type WebHandler } from "../src/host/WebHandler.ts"
 
 const KEY = "sk-embedded-alice-0000000000000000"
 

@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { Dialect } from "@modelgate/core"
-import * as Dialects from "../src/Dialects.ts"
+import * as Dialects from "../src/call/Dialects.ts"
 
 const presentedKey = (dialect: "openai" | "gemini" | "anthropic", headers: Dialect.HeaderBag, search: string) =>
   Dialects.client(dialect).presentedKey(headers, search)

@@ -6,8 +6,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Domain, JsonDepth } from "@modelgate/core"
 import { Effect } from "effect"
-import * as Dialects from "../src/Dialects.ts"
-import * as Upstream from "../src/Upstream.ts"
+import * as Dialects from "../src/call/Dialects.ts"
+import * as Upstream from "../src/wire/Upstream.ts"
 
 const channel = (over: Partial<Domain.Channel> = {}): Domain.Channel => ({
   id: "c",

@@ -5,7 +5,7 @@
  * chunks are joined as they came.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as Exchange from "../src/Exchange.ts"
+import * as Exchange from "../src/wire/Exchange.ts"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 

@@ -9,9 +9,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Catalog, ChannelKeyStates, ChannelProbe, Domain } from "@modelgate/core"
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import { Breaker } from "../src/Breakers.ts"
-import { Health } from "../src/Health.ts"
-import { defaults, Settings } from "../src/Settings.ts"
+import { defaults, Settings } from "../src/config/Settings.ts"
+import { Breaker } from "../src/routing/Breakers.ts"
+import { Health } from "../src/routing/Health.ts"
 
 const breaker: Domain.BreakerSettings = {
   consecutiveFailures: 3,

@@ -19,7 +19,7 @@ import { Money, type UsageLog } from "@modelgate/core"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { toWebHandler, type WebHandler } from "../src/WebHandler.ts"
+import { toWebHandler, type WebHandler } from "../src/host/WebHandler.ts"
 
 const KEY = "sk-hostile-alice-000000000000000"
 const UPSTREAM_KEY = "sk-upstream-secret-key-0123456789"

@@ -17,8 +17,8 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Money, type UsageLog } from "@modelgate/core"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
-import { EAGER_CHECK_BYTES } from "@modelgate/openai-adapter/Passthrough"
-import { toWebHandler, type WebHandler } from "../src/WebHandler.ts"
+import { EAGER_CHECK_BYTES } from "@modelgate/openai-adapter/chat/Passthrough"
+import { toWebHandler, type WebHandler } from "../src/host/WebHandler.ts"
 
 const KEY = "sk-large-bodies-alice-0000000000"
 

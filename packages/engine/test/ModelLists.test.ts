@@ -10,8 +10,8 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { ChannelProbe, Domain } from "@modelgate/core"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { Effect, Layer } from "effect"
-import * as FetchTransport from "../src/FetchTransport.ts"
-import * as Probe from "../src/Probe.ts"
+import * as Probe from "../src/call/Probe.ts"
+import * as FetchTransport from "../src/wire/FetchTransport.ts"
 
 const KEY = "sk-lists-upstream-key-0123456789"
 const openai = ["gpt-4o-mini", "gpt-4o", "text-embedding-3-small"]

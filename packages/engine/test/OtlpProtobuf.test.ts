@@ -6,7 +6,7 @@
  * arrays, events, links, statuses, trace states).
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as OtlpProtobuf from "../src/OtlpProtobuf.ts"
+import * as OtlpProtobuf from "../src/telemetry/OtlpProtobuf.ts"
 import { decodeTraces } from "./support/OtlpReceiver.ts"
 
 const base: OtlpProtobuf.SpanFields = {

@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { type Domain, Pricing, Tokens } from "@modelgate/core"
 import fc from "fast-check"
-import * as RateLimits from "../src/RateLimits.ts"
+import * as RateLimits from "../src/call/RateLimits.ts"
 
 const model: Domain.Model = {
   id: "m",

@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Domain, GatewayError } from "@modelgate/core"
-import * as Redaction from "../src/Redaction.ts"
+import * as Redaction from "../src/telemetry/Redaction.ts"
 
 const channel: Domain.Channel = {
   id: "c",

@@ -9,8 +9,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { GatewayError } from "@modelgate/core"
 import { Effect } from "effect"
-import { EventBound, Relay, type RelayEnd, type RelayOptions } from "../src/Relay.ts"
-import type { BodySink, ResponseBody } from "../src/Transport.ts"
+import { EventBound, Relay, type RelayEnd, type RelayOptions } from "../src/wire/Relay.ts"
+import type { BodySink, ResponseBody } from "../src/wire/Transport.ts"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 

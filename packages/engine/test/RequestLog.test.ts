@@ -17,8 +17,8 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { UsageLog } from "@modelgate/core"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
-import { CallMetrics } from "../src/Metrics.ts"
-import { toWebHandler, type WebHandler } from "../src/WebHandler.ts"
+import { toWebHandler, type WebHandler } from "../src/host/WebHandler.ts"
+import { CallMetrics } from "../src/telemetry/Metrics.ts"
 
 const KEY = "sk-requestlog-alice-00000000000000"
 const NARROW = "sk-requestlog-narrow-0000000000000"

@@ -8,7 +8,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { UsageLog } from "@modelgate/core"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
-import { toWebHandler, type WebHandler } from "../src/WebHandler.ts"
+import { toWebHandler, type WebHandler } from "../src/host/WebHandler.ts"
 import * as OpenAISchema from "./support/OpenAISchema.ts"
 
 const KEY = "sk-responses-schema-0000000000000000"

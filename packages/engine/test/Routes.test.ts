@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { isHostRoute, match } from "../src/Routes.ts"
+import { isHostRoute, match } from "../src/wire/Routes.ts"
 
 describe("Routes", () => {
   it("leaves /metrics to the host, for GET only", () => {

@@ -7,8 +7,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Domain } from "@modelgate/core"
 import { Effect, Random } from "effect"
-import type { Availability } from "../src/Health.ts"
-import * as Selection from "../src/Selection.ts"
+import type { Availability } from "../src/routing/Health.ts"
+import * as Selection from "../src/routing/Selection.ts"
 
 const channel = (
   name: string,

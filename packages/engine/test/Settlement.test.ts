@@ -7,8 +7,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Accounts, type Domain, KeyStore } from "@modelgate/core"
 import { Effect, Layer, Redacted } from "effect"
-import * as MemoryStore from "../src/MemoryStore.ts"
-import * as Settlement from "../src/Settlement.ts"
+import * as MemoryStore from "../src/host/MemoryStore.ts"
+import * as Settlement from "../src/money/Settlement.ts"
 
 const model: Domain.Model = {
   id: "m",

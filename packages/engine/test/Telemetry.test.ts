@@ -8,9 +8,9 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
-import type * as Routes from "../src/Routes.ts"
-import * as Telemetry from "../src/Telemetry.ts"
-import * as TelemetryConfig from "../src/TelemetryConfig.ts"
+import * as TelemetryConfig from "../src/config/TelemetryConfig.ts"
+import * as Telemetry from "../src/telemetry/Telemetry.ts"
+import type * as Routes from "../src/wire/Routes.ts"
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "./support/OtlpReceiver.ts"
 
 const chatRoute: Routes.ApiRoute = { _tag: "OpenAIChat", dialect: "openai" }

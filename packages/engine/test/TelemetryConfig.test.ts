@@ -5,8 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import { parse, type TelemetryConfig as FileTelemetry } from "../src/Config.ts"
-import * as TelemetryConfig from "../src/TelemetryConfig.ts"
+import { parse, type TelemetryConfig as FileTelemetry } from "../src/config/Config.ts"
+import * as TelemetryConfig from "../src/config/TelemetryConfig.ts"
 
 const resolve = (file: FileTelemetry | undefined, env: Record<string, string | undefined>) =>
   Effect.runSync(TelemetryConfig.resolve(file, env, "gateway.yaml"))

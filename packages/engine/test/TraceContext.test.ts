@@ -3,7 +3,7 @@
  * specification's examples and rules have them.
  */
 import { assert, describe, it } from "@effect/vitest"
-import * as TraceContext from "../src/TraceContext.ts"
+import * as TraceContext from "../src/telemetry/TraceContext.ts"
 
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 const SPAN = "00f067aa0ba902b7"

@@ -15,7 +15,7 @@ import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { toWebHandler, type WebHandler } from "../src/WebHandler.ts"
+import { toWebHandler, type WebHandler } from "../src/host/WebHandler.ts"
 
 const KEY = "sk-embedded-alice-0000000000000000"
 const BROKE = "sk-embedded-broke-0000000000000000"

@@ -19,7 +19,15 @@
  * @since 0.1.0
  */
 import type { Canonical } from "@modelgate/core"
-import { type GatewayError, Issues, JsonDepth, JsonScan, Sse, Tokens } from "@modelgate/core"
+import {
+  type GatewayError,
+  Inspection as BodyInspection,
+  Issues,
+  JsonDepth,
+  JsonScan,
+  Sse,
+  Tokens
+} from "@modelgate/core"
 import { Effect, Predicate, Result } from "effect"
 import { readUsage } from "./Response.ts"
 
@@ -52,11 +60,12 @@ export interface Inspection {
 /**
  * Bodies up to this size are parsed and their structure checked at once;
  * larger ones are only scanned for what the call needs, forwarded as they are,
- * and checked if the upstream refuses them (`checkStructure`).
+ * and checked if the upstream refuses them (`checkStructure`): core's
+ * `Inspection.EAGER_CHECK_BYTES`, the same for every dialect.
  *
  * @category inspection
  */
-export const EAGER_CHECK_BYTES = 16 * 1024
+export const EAGER_CHECK_BYTES = BodyInspection.EAGER_CHECK_BYTES
 
 /** A part's media (`inlineData` or `fileData`, either spelling), if it carries or points to some. */
 const mediaOf = (part: unknown): unknown =>

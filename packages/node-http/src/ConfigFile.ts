@@ -6,12 +6,12 @@
  *
  * @since 0.1.0
  */
-import { ConfigError, type ConfigFile, parse } from "@modelgate/engine/Config"
+import { ConfigError, type ConfigFile, parse } from "@modelgate/engine/config/Config"
 import { Effect } from "effect"
 import { readFile } from "node:fs/promises"
 import { dirname, resolve } from "node:path"
 
-export * from "@modelgate/engine/Config"
+export * from "@modelgate/engine/config/Config"
 
 /**
  * Reads and decodes a configuration file. A Vertex AI channel's

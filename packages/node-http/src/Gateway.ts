@@ -12,12 +12,12 @@
  * @since 0.1.0
  */
 import { GatewayError } from "@modelgate/core"
-import * as Dialects from "@modelgate/engine/Dialects"
-import { Draining } from "@modelgate/engine/Draining"
-import type * as Exchange from "@modelgate/engine/Exchange"
-import * as EngineGateway from "@modelgate/engine/Gateway"
-import * as Ids from "@modelgate/engine/Ids"
-import * as Routes from "@modelgate/engine/Routes"
+import * as Dialects from "@modelgate/engine/call/Dialects"
+import * as Ids from "@modelgate/engine/call/Ids"
+import * as EngineGateway from "@modelgate/engine/host/Gateway"
+import { Draining } from "@modelgate/engine/routing/Draining"
+import type * as Exchange from "@modelgate/engine/wire/Exchange"
+import * as Routes from "@modelgate/engine/wire/Routes"
 import { Context, Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as AccessLog from "./AccessLog.ts"
@@ -39,7 +39,7 @@ export class Extensions extends Context.Service<Extensions, {
 }>()("modelgate/node-http/Extensions") {}
 
 /** Whether the server is shutting down (see `Draining.ts`). @category services */
-export { Draining } from "@modelgate/engine/Draining"
+export { Draining } from "@modelgate/engine/routing/Draining"
 
 /** An engine answer as the HTTP server's response. @category answers */
 export const toResponse = (answer: Exchange.Answer): HttpServerResponse.HttpServerResponse => {

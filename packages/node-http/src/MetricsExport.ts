@@ -17,9 +17,9 @@
  * @since 0.1.0
  */
 import { Catalog, ChannelHealth, type PlainMetrics } from "@modelgate/core"
-import * as Metrics from "@modelgate/engine/Metrics"
-import { CallMetrics } from "@modelgate/engine/Metrics"
-import * as Telemetry from "@modelgate/engine/Telemetry"
+import * as Metrics from "@modelgate/engine/telemetry/Metrics"
+import { CallMetrics } from "@modelgate/engine/telemetry/Metrics"
+import * as Telemetry from "@modelgate/engine/telemetry/Telemetry"
 import { UsageWriter } from "@modelgate/store/UsageWriter"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"

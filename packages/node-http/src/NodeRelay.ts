@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import type { Relay } from "@modelgate/engine/Relay"
+import type { Relay } from "@modelgate/engine/wire/Relay"
 import { Readable } from "node:stream"
 
 /**

@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import * as Config from "@modelgate/engine/Config"
+import * as Config from "@modelgate/engine/config/Config"
 import * as Provisioning from "@modelgate/store/Provisioning"
 import type { InvalidInput } from "@modelgate/store/StoreError"
 import * as Users from "@modelgate/store/Users"

@@ -16,9 +16,9 @@
  */
 import { Agent, type Dispatcher } from "@effect/platform-node/Undici"
 import type { Domain } from "@modelgate/core"
-import { Transport } from "@modelgate/engine/Transport"
-import type { BodyFlow, BodySink, Deadlines, ResponseBody, TransportResponse } from "@modelgate/engine/Transport"
-import { TransportError } from "@modelgate/engine/Transport"
+import { Transport } from "@modelgate/engine/wire/Transport"
+import type { BodyFlow, BodySink, Deadlines, ResponseBody, TransportResponse } from "@modelgate/engine/wire/Transport"
+import { TransportError } from "@modelgate/engine/wire/Transport"
 import { Effect, Layer } from "effect"
 
 /**

@@ -61,9 +61,9 @@ import {
   Tokens,
   UsageLog
 } from "@modelgate/core"
-import * as FetchTransport from "@modelgate/engine/FetchTransport"
-import { Transport, TransportError } from "@modelgate/engine/Transport"
-import { toWebHandler, type WebHandler } from "@modelgate/engine/WebHandler"
+import { toWebHandler, type WebHandler } from "@modelgate/engine/host/WebHandler"
+import * as FetchTransport from "@modelgate/engine/wire/FetchTransport"
+import { Transport, TransportError } from "@modelgate/engine/wire/Transport"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { Accounts } from "@modelgate/store/Accounts"
 import { CatalogRepo } from "@modelgate/store/CatalogRepo"

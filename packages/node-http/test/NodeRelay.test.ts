@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { GatewayError } from "@modelgate/core"
-import { Relay, type RelayEnd, type RelayOptions } from "@modelgate/engine/Relay"
+import { Relay, type RelayEnd, type RelayOptions } from "@modelgate/engine/wire/Relay"
 import { PassThrough, type Readable } from "node:stream"
 import { NodeRelay } from "../src/NodeRelay.ts"
 import { bodyOf } from "../src/UndiciTransport.ts"

@@ -6,8 +6,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Domain } from "@modelgate/core"
-import * as Dialects from "@modelgate/engine/Dialects"
-import * as Upstream from "@modelgate/engine/Upstream"
+import * as Dialects from "@modelgate/engine/call/Dialects"
+import * as Upstream from "@modelgate/engine/wire/Upstream"
 import { Effect, Exit, Fiber } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"

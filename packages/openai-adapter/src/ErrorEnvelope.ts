@@ -14,7 +14,7 @@
  */
 import { GatewayError, UpstreamErrors } from "@modelgate/core"
 import { Predicate, Result, Schema } from "effect"
-import * as ChatCompletions from "./ChatCompletions.ts"
+import * as ChatCompletions from "./chat/ChatCompletions.ts"
 import { frame } from "./Framing.ts"
 
 /** A complete error answer. @category models */

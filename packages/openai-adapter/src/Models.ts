@@ -4,7 +4,7 @@
  * @since 0.1.0
  */
 import type { Domain } from "@modelgate/core"
-import type * as ChatCompletions from "./ChatCompletions.ts"
+import type * as ChatCompletions from "./chat/ChatCompletions.ts"
 
 /** The `owned_by` reported for every model. @category constants */
 export const OWNER = "modelgate"

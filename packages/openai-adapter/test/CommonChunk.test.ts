@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
 import * as fc from "fast-check"
-import * as ChatCompletions from "../src/ChatCompletions.ts"
-import { parseChunk, StreamDecoder } from "../src/Stream.ts"
+import * as ChatCompletions from "../src/chat/ChatCompletions.ts"
+import { parseChunk, StreamDecoder } from "../src/chat/Stream.ts"
 import * as Arbitraries from "../src/testing/Arbitraries.ts"
 
 // `readCommonChunk` is the hand-written reader of the usual upstream chunk; the schema is the reference.

@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Canonical } from "@modelgate/core"
 import { Effect, Stream } from "effect"
+import { decodeUpstream, encodeClient } from "../src/chat/Stream.ts"
 import * as Framing from "../src/Framing.ts"
-import { decodeUpstream, encodeClient } from "../src/Stream.ts"
 
 describe("Framing", () => {
   it("frames one JSON text per event and ends with [DONE]", () => {

@@ -3,9 +3,9 @@ import type { Canonical } from "@modelgate/core"
 import { Result } from "effect"
 import { readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { decodeRequestResult, encodeRequest, type EncodeRequestOptions } from "../src/Request.ts"
-import { decodeResponseResult, encodeResponse } from "../src/Response.ts"
-import { decodeSseText, encodeSseText, type StreamEncoderOptions } from "../src/Stream.ts"
+import { decodeRequestResult, encodeRequest, type EncodeRequestOptions } from "../src/chat/Request.ts"
+import { decodeResponseResult, encodeResponse } from "../src/chat/Response.ts"
+import { decodeSseText, encodeSseText, type StreamEncoderOptions } from "../src/chat/Stream.ts"
 
 /**
  * Golden files: test/golden/*.json hold an `input` and the `expected` output of

@@ -8,8 +8,8 @@ import {
   PassthroughMeter,
   upstreamBody,
   usageOfResponse
-} from "../src/Passthrough.ts"
-import { decodeRequestResult } from "../src/Request.ts"
+} from "../src/chat/Passthrough.ts"
+import { decodeRequestResult } from "../src/chat/Request.ts"
 import * as Arbitraries from "../src/testing/Arbitraries.ts"
 
 const chunk = (delta: Record<string, unknown>) =>

@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result } from "effect"
 import * as fc from "fast-check"
-import { inspectChatBody } from "../src/Passthrough.ts"
-import { decodeRequest, decodeRequestResult, encodeRequest, ensureEncodable } from "../src/Request.ts"
+import { inspectChatBody } from "../src/chat/Passthrough.ts"
+import { decodeRequest, decodeRequestResult, encodeRequest, ensureEncodable } from "../src/chat/Request.ts"
 
 const base = { model: "gpt-4o", messages: [{ role: "user", content: "Hi" }] }
 

@@ -3,8 +3,8 @@ import { StreamAssembly } from "@modelgate/core"
 import type { Canonical } from "@modelgate/core"
 import * as Cuts from "@modelgate/core/testing/Cuts"
 import * as fc from "fast-check"
+import { StreamEncoder } from "../src/chat/Stream.ts"
 import * as Framing from "../src/Framing.ts"
-import { StreamEncoder } from "../src/Stream.ts"
 import * as Arbitraries from "../src/testing/Arbitraries.ts"
 
 /** The reference framing: every chunk `push` returns, stringified and framed. */

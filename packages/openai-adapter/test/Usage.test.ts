@@ -7,10 +7,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result } from "effect"
+import * as Passthrough from "../src/chat/Passthrough.ts"
+import * as Response from "../src/chat/Response.ts"
+import * as Stream from "../src/chat/Stream.ts"
 import * as Dialect from "../src/Dialect.ts"
-import * as Passthrough from "../src/Passthrough.ts"
-import * as Response from "../src/Response.ts"
-import * as Stream from "../src/Stream.ts"
 
 const answer = (usage: unknown) => ({
   id: "chatcmpl-1",

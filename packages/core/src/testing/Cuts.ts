@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import type { StreamEvent } from "../Canonical.ts"
+import type { StreamEvent } from "../dialect/Canonical.ts"
 
 const points = (length: number, cuts: ReadonlyArray<number>): Array<number> =>
   [...new Set(cuts.map((cut) => cut % (length + 1)))].sort((a, b) => a - b)

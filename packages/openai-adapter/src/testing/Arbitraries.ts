@@ -17,7 +17,7 @@
  */
 import { type Canonical, Sse } from "@modelgate/core"
 import * as fc from "fast-check"
-import type * as ChatCompletions from "../ChatCompletions.ts"
+import type * as ChatCompletions from "../chat/ChatCompletions.ts"
 
 const opt = <K extends string, V>(key: K, arb: fc.Arbitrary<V>): fc.Arbitrary<{ [P in K]?: V }> =>
   fc.option(arb, { nil: undefined }).map((value) => (value === undefined ? {} : { [key]: value }) as { [P in K]?: V })

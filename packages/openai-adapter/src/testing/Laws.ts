@@ -43,16 +43,16 @@ import * as Cuts from "@modelgate/core/testing/Cuts"
 import * as Equality from "@modelgate/core/testing/Equality"
 import { Result } from "effect"
 import * as fc from "fast-check"
-import { PassthroughMeter } from "../Passthrough.ts"
+import { PassthroughMeter } from "../chat/Passthrough.ts"
 import {
   decodeRequestResult,
   encodeRequest,
   type EncodeRequestOptions,
   JSON_MODE_HINT,
   mentionsJson
-} from "../Request.ts"
-import { decodeResponseResult, encodeResponse } from "../Response.ts"
-import { decodeSseText, encodeSseText } from "../Stream.ts"
+} from "../chat/Request.ts"
+import { decodeResponseResult, encodeResponse } from "../chat/Response.ts"
+import { decodeSseText, encodeSseText } from "../chat/Stream.ts"
 import * as Arbitraries from "./Arbitraries.ts"
 
 /** `JSON.parse(JSON.stringify(x))`: what a value looks like after the wire. @category helpers */
