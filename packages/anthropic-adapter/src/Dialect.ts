@@ -27,7 +27,8 @@ import {
   Params,
   type RateLimiter,
   Sse,
-  type Tokens
+  type Tokens,
+  Utf8
 } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as CountTokens from "./CountTokens.ts"
@@ -211,7 +212,19 @@ export const client: Core.ClientDialect = {
           model,
           local,
           forward: (upstreamModel) =>
-            upstreamModel === model ? body : JSON.stringify({ ...(json as object), model: upstreamModel })
+            upstreamModel === model ? body : JSON.stringify({ ...(json as object), model: upstreamModel }),
+          // A count body is a Messages body without `max_tokens`: read as one that asks for a single token.
+          canonical: () =>
+            Effect.flatMap(
+              client.open(
+                Utf8.encode(
+                  JSON.stringify({ max_tokens: 1, ...(json as object), stream: false })
+                ),
+                {}
+              ),
+              (call) => call.canonical()
+            ),
+          answer: (tokens) => ({ input_tokens: tokens })
         }
       })
   }

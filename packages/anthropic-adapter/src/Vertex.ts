@@ -218,7 +218,26 @@ export const upstream: Core.UpstreamDialect = {
     relayBody: (body) => {
       const json = parseBody(body)
       return isBody(json) ? JSON.stringify(toVertexCountBody(json)) : body
+    },
+    // Another dialect's client (Gemini's countTokens): its request as a Messages count body.
+    translated: {
+      encode: (request, upstreamModel) =>
+        Effect.map(Dialect.upstream.encodeRequest(request, upstreamModel), (text) => {
+          const json = JSON.parse(text) as Record<string, unknown>
+          const body: Record<string, unknown> = {}
+          for (const field of COUNT_FIELDS) if (json[field] !== undefined) body[field] = json[field]
+          return JSON.stringify(toVertexCountBody(body))
+        }),
+      read: (text) => {
+        const json = parseBody(text)
+        return isBody(json) && Number.isInteger(json.input_tokens) && (json.input_tokens as number) >= 0
+          ? json.input_tokens as number
+          : undefined
+      }
     }
   },
   listModels: undefined
 }
+
+/** The fields of a Messages body a token count takes (the rest, `max_tokens` and sampling, it refuses). */
+const COUNT_FIELDS = ["model", "messages", "system", "tools", "tool_choice", "thinking"] as const

@@ -10,14 +10,19 @@
  * key's access key pair) or adds a Bedrock API key (`Signer.bearer`), since
  * both need the request as it is sent.
  *
- * Embeddings are not offered: Bedrock's embedding models (Titan, Cohere)
- * answer `InvokeModel` in each family's own shape, not Converse, and the
- * engine refuses embeddings on Bedrock channels with a message that says so.
+ * Token counts go to `CountTokens` (`/model/{id}/count-tokens`, the request
+ * translated to Converse's `messages`, `system` and `toolConfig`).
+ * Embeddings go through `InvokeModel` (`/model/{id}/invoke`) in each
+ * embedding family's own shape (Amazon Titan Text Embeddings, Cohere Embed:
+ * `Embeddings.ts`), always translated (no client speaks Bedrock); a model of
+ * neither family makes none (`embeddings` is for the engine to offer only
+ * where `Embeddings.familyOf` knows the model).
  *
  * @since 0.1.0
  */
 import { type Dialect as Core, type Domain, GatewayError } from "@modelgate/core"
 import { Effect } from "effect"
+import * as Embeddings from "./Embeddings.ts"
 import * as Endpoint from "./Endpoint.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import * as EventStream from "./EventStream.ts"
@@ -46,7 +51,8 @@ const notText = (channel: string): GatewayError.UpstreamUnavailable =>
   })
 
 /**
- * The Bedrock upstream.
+ * The Bedrock upstream (embeddings included: see `chatOnly` for a model that
+ * makes none).
  *
  * @category dialect
  */
@@ -71,12 +77,40 @@ export const upstream: Core.UpstreamDialect = {
   opening: (_text, _ended, channel) => notText(channel),
   binaryStream: {
     contentType: EventStream.CONTENT_TYPE,
-    opening: (bytes, ended, channel) => Stream.opening(bytes, ended, channel),
-    decoder: (start) => new Stream.ByteDecoder({ id: `chatcmpl-${start.id}`, model: "", created: start.created })
+    opening: (bytes, ended, channel, maxEventBytes) => Stream.opening(bytes, ended, channel, maxEventBytes),
+    decoder: (start, bound) =>
+      new Stream.ByteDecoder({ id: `chatcmpl-${start.id}`, model: "", created: start.created }, bound)
   },
   classify: (status, body, headers) => ErrorEnvelope.classifyUpstream(status, body, headers),
+  countTokens: {
+    url: (channel, upstreamModel) => Endpoint.countTokensUrl(channel.baseUrl, upstreamModel),
+    isCount: Endpoint.isCountAnswer,
+    translated: {
+      encode: (request, upstreamModel) =>
+        Effect.map(Request.encodeRequest(request, upstreamModel), (body) => Endpoint.countTokensBody(body)),
+      read: Endpoint.countOf
+    }
+  },
+  embeddings: {
+    translateOnly: true,
+    url: (channel, upstreamModel) => Embeddings.invokeUrl(channel.baseUrl, upstreamModel),
+    inputsPerRequest: (upstreamModel) => {
+      const family = Embeddings.familyOf(upstreamModel)
+      return family === undefined ? 1 : Embeddings.inputsPerRequest(family)
+    },
+    encode: Embeddings.encode,
+    decode: Embeddings.decode
+  },
   listModels: {
     url: (channel, page) => page === undefined ? Endpoint.foundationModelsUrl(controlBaseUrl(channel)) : undefined,
     decode: Endpoint.decodeFoundationModels
   }
 }
+
+/**
+ * The Bedrock upstream for a model that makes no embeddings (a chat model):
+ * the same, without `embeddings`, so an embeddings call leaves its channels out.
+ *
+ * @category dialect
+ */
+export const chatOnly: Core.UpstreamDialect = { ...upstream, embeddings: undefined }

@@ -57,7 +57,22 @@ export const converseUrl = (baseUrl: string, modelId: string, stream: boolean): 
  * @category token counts
  */
 export const countTokensUrl = (baseUrl: string, modelId: string): string =>
-  `${trimSlash(baseUrl)}/model/${encodeSegment(modelId)}/count-tokens`
+  `${trimSlash(baseUrl)}/model/${encodeSegment(countingModel(modelId))}/count-tokens`
+
+/**
+ * The model `CountTokens` is asked about for a model id: a cross-region
+ * inference profile's foundation model (`us.anthropic.claude-…` counts as
+ * `anthropic.claude-…`: the same model, and `CountTokens` takes no profile).
+ *
+ * @category token counts
+ */
+export const countingModel = (modelId: string): string => modelId.replace(/^(us|eu|apac|global|jp|au|ca|us-gov)\./, "")
+
+/** The input tokens of a `CountTokens` answer, or undefined when it is not one. @category token counts */
+export const countOf = (text: string): number | undefined => {
+  if (!isCountAnswer(text)) return undefined
+  return (JSON.parse(text) as { inputTokens: number }).inputTokens
+}
 
 /**
  * The `CountTokens` body for a Converse request: `{"input": {"converse":

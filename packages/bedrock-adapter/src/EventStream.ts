@@ -9,12 +9,13 @@
  * `FrameDecoder` only buffers the bytes as the network delivers them, in
  * pieces cut anywhere, and hands each complete message (its length is the
  * prelude's first four bytes) to the codec, which checks both CRCs and parses
- * the headers. `encodeMessage` writes a message with the codec (for the laws,
+ * the headers. A message larger than the operator's bound (`max_event_bytes`)
+ * is refused from its prelude, never buffered. `encodeMessage` writes a message with the codec (for the laws,
  * the fakes and tests).
  *
  * @since 0.1.0
  */
-import { GatewayError, Utf8 } from "@modelgate/core"
+import { type Dialect as Core, GatewayError, Utf8 } from "@modelgate/core"
 import { EventStreamCodec } from "@smithy/eventstream-codec"
 
 /** The content type of an event stream. @category constants */
@@ -43,6 +44,12 @@ const broken = (detail: string): GatewayError.UpstreamUnavailable =>
   new GatewayError.UpstreamUnavailable({
     status: 502,
     message: `The upstream sent an event stream the gateway cannot read (${detail}).`
+  })
+
+const tooLarge = (bound: Core.StreamBound, total: number): GatewayError.UpstreamUnavailable =>
+  new GatewayError.UpstreamUnavailable({
+    message:
+      `The upstream '${bound.channel}' sent a stream event larger than ${bound.maxEventBytes} bytes (max_event_bytes): its frame announced ${total} bytes.`
   })
 
 const toMessage = (bytes: Uint8Array): Message => {
@@ -83,6 +90,18 @@ const toMessage = (bytes: Uint8Array): Message => {
 export class FrameDecoder {
   private buffer: Uint8Array = new Uint8Array(0)
   private failed: GatewayError.UpstreamUnavailable | undefined
+  private readonly max: number
+  private readonly bound: Core.StreamBound | undefined
+
+  /**
+   * `bound`: the largest message taken (the operator's `max_event_bytes`; at
+   * most `MAX_MESSAGE_BYTES`). A message whose prelude announces more fails
+   * the stream as soon as its first four bytes arrive: its body is never kept.
+   */
+  constructor(bound?: Core.StreamBound) {
+    this.bound = bound
+    this.max = bound === undefined ? MAX_MESSAGE_BYTES : Math.min(bound.maxEventBytes, MAX_MESSAGE_BYTES)
+  }
 
   /** The messages completed by `chunk`. */
   push(chunk: Uint8Array): Array<Message> {
@@ -103,6 +122,7 @@ export class FrameDecoder {
         if (total < MIN_MESSAGE_BYTES || total > MAX_MESSAGE_BYTES) {
           throw broken(`a message of ${total} bytes`)
         }
+        if (total > this.max) throw tooLarge(this.bound!, total)
         if (bytes.length - at < total) break
         out.push(toMessage(bytes.subarray(at, at + total)))
         at += total

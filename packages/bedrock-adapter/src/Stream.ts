@@ -225,12 +225,14 @@ export class StreamDecoder {
  * @category decoding
  */
 export class ByteDecoder {
-  private readonly frames = new EventStream.FrameDecoder()
+  private readonly frames: EventStream.FrameDecoder
   private readonly decoder: StreamDecoder
   private failure: StreamError | undefined
 
-  constructor(facts: StreamFacts) {
+  /** `bound`: the operator's bound on one event (`max_event_bytes`), checked on each frame's prelude. */
+  constructor(facts: StreamFacts, bound?: Core.StreamBound) {
     this.decoder = new StreamDecoder(facts)
+    this.frames = new EventStream.FrameDecoder(bound)
   }
 
   /** The canonical events completed by `chunk`. */
@@ -437,8 +439,15 @@ export class StreamEncoder {
  *
  * @category decoding
  */
-export const opening = (bytes: Uint8Array, ended: boolean, channel: string): Core.Opening | StreamError => {
-  const frames = new EventStream.FrameDecoder()
+export const opening = (
+  bytes: Uint8Array,
+  ended: boolean,
+  channel: string,
+  maxEventBytes?: number
+): Core.Opening | StreamError => {
+  const frames = new EventStream.FrameDecoder(
+    maxEventBytes === undefined ? undefined : { maxEventBytes, channel }
+  )
   let messages: Array<EventStream.Message>
   try {
     messages = frames.push(bytes)

@@ -16,6 +16,7 @@
  */
 export * as Converse from "./Converse.ts"
 export * as Dialect from "./Dialect.ts"
+export * as Embeddings from "./Embeddings.ts"
 export * as Endpoint from "./Endpoint.ts"
 export * as ErrorEnvelope from "./ErrorEnvelope.ts"
 export * as EventStream from "./EventStream.ts"

@@ -61,6 +61,27 @@ describe("ConverseStream bytes", () => {
     assert.throws(() => decoder.end(), /ended inside a message/)
   })
 
+  it("a frame whose prelude announces more than max_event_bytes fails the stream from its first four bytes", () => {
+    const bound = { maxEventBytes: 1024, channel: "bedrock" }
+    const decoder = new Stream.ByteDecoder(facts, bound)
+    const first = frame("contentBlockDelta", { contentBlockIndex: 0, delta: { text: "Hi" } })
+    assert.isAbove(decoder.push(Cuts.joinBytes([frame("messageStart", { role: "assistant" }), first])).length, 0)
+    // Four bytes of a 5 MB frame: refused there, nothing of it kept.
+    const prelude = new Uint8Array(4)
+    new DataView(prelude.buffer).setUint32(0, 5_000_000, false)
+    assert.throws(
+      () => decoder.push(prelude),
+      /sent a stream event larger than 1024 bytes \(max_event_bytes\): its frame announced 5000000 bytes/
+    )
+    // A frame within the bound is taken; the bound is the operator's, not AWS's 16 MiB.
+    const within = new Stream.ByteDecoder(facts, { maxEventBytes: first.length, channel: "bedrock" })
+    assert.isAbove(within.push(first).length, 0)
+    const opening = Stream.opening(prelude, false, "bedrock", 1024)
+    assert.notStrictEqual(opening, "incomplete")
+    assert.match((opening as { message: string }).message, /larger than 1024 bytes \(max_event_bytes\)/)
+    assert.strictEqual(Stream.opening(prelude, false, "bedrock"), "incomplete")
+  })
+
   it("a toolUse delta for a block no start opened is refused", () => {
     const decoder = new Stream.StreamDecoder(facts)
     const result = decoder.push({

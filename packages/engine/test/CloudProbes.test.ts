@@ -75,6 +75,38 @@ describe("cloud probes", () => {
     assert.isTrue(refused.credentialsRefused, refused.message)
   })
 
+  it("lists a Vertex channel's models from Model Garden: Google's Gemini and embedding models, then Anthropic's Claude", async () => {
+    const keyFile = JSON.stringify(upstream.vertexKeyFile())
+    const vertex = channel({
+      type: "vertex",
+      baseUrl: upstream.url,
+      apiKeys: [keyFile],
+      cloud: { project: "fake-project", location: "us-east5" }
+    })
+    const listed = await Effect.runPromise(
+      Effect.flatMap(ChannelProbe.ChannelProbe, (prober) => prober.listModels(vertex, keyFile)).pipe(
+        Effect.provide(Probe.layer.pipe(Layer.provide(FetchTransport.layer)))
+      )
+    )
+    assert.deepStrictEqual(listed.map((m) => [m.id, m.embedding === true]), [
+      ["claude-haiku-4-5", false],
+      ["claude-opus-4-1", false],
+      ["claude-sonnet-4-5", false],
+      ["gemini-2.5-flash", false],
+      ["gemini-2.5-flash-lite", false],
+      ["gemini-2.5-pro", false],
+      ["gemini-embedding-001", true],
+      ["text-embedding-005", true],
+      ["text-multilingual-embedding-002", true]
+    ])
+    const lists = upstream.requests.filter((r) => r.path.startsWith("/v1beta1/publishers/"))
+    assert.deepStrictEqual(lists.map((r) => [r.method, r.path]), [
+      ["GET", "/v1beta1/publishers/google/models"],
+      ["GET", "/v1beta1/publishers/anthropic/models"]
+    ])
+    assert.isTrue(lists.every((r) => String(r.headers.authorization).startsWith("Bearer ")))
+  })
+
   it("checks a Bedrock key with ListFoundationModels: AccessDenied there is no refusal, a bad signature is", async () => {
     const key = Credentials.bedrockKeyText(TEST_CREDENTIALS)
     const bedrock = channel({

@@ -292,7 +292,20 @@ describe("cloud channels", () => {
       "https://bedrock-runtime.us-east-1.amazonaws.com/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream"
     )
     assert.strictEqual(upstream.binaryStream?.contentType, "application/vnd.amazon.eventstream")
-    assert.isUndefined(upstream.embeddings)
+    // Embeddings for its embedding models only (InvokeModel), none for a chat model.
+    assert.isUndefined(Dialects.ofChannel(bedrock, "amazon.nova-pro-v1:0").embeddings)
+    assert.strictEqual(
+      Dialects.ofChannel(bedrock, "amazon.titan-embed-text-v2:0").embeddings?.url(
+        bedrock,
+        "amazon.titan-embed-text-v2:0",
+        undefined
+      ),
+      "https://bedrock-runtime.us-east-1.amazonaws.com/model/amazon.titan-embed-text-v2%3A0/invoke"
+    )
+    assert.strictEqual(
+      upstream.countTokens?.url(bedrock, "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+      "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/count-tokens"
+    )
     assert.strictEqual(
       upstream.listModels?.url(bedrock, undefined),
       "https://bedrock.us-east-1.amazonaws.com/foundation-models"

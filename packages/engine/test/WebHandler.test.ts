@@ -42,15 +42,16 @@ const config = (upstream: string, keyFile: Record<string, string>) => ({
       region: "us-east-1",
       access_key_id: TEST_CREDENTIALS.accessKeyId,
       secret_access_key: TEST_CREDENTIALS.secretAccessKey,
-      models: ["nova-pro"],
-      model_map: { "nova-pro": "amazon.nova-pro-v1:0" }
+      models: ["nova-pro", "cohere-embed"],
+      model_map: { "nova-pro": "amazon.nova-pro-v1:0", "cohere-embed": "cohere.embed-english-v3" }
     }
   ],
   models: {
     "gemini-2.5-flash": { input: 1, output: 2 },
     "gpt-4o-mini": { input: 1, output: 2 },
     "claude-vertex": { input: 3, output: 15 },
-    "nova-pro": { input: 0.8, output: 3.2 }
+    "nova-pro": { input: 0.8, output: 3.2 },
+    "cohere-embed": { input: 0.1, embedding: true }
   },
   users: [
     { name: "alice", balance: 10, keys: [{ name: "laptop", secret: KEY }] },
@@ -148,6 +149,22 @@ const contract = (name: string, fetchOf: () => Fetch) =>
       assert.strictEqual(stream.status, 200, text)
       assert.include(text, "\"finish_reason\":\"stop\"")
       assert.include(text, "data: [DONE]")
+    })
+
+    it("makes embeddings with Cohere on Bedrock (InvokeModel), its tokens from Bedrock's header", async () => {
+      const response = await fetchOf()("/v1/embeddings", {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "cohere-embed", input: ["one two", "three"] })
+      })
+      const body = await response.json() as {
+        data: Array<{ embedding: Array<number> }>
+        usage: { prompt_tokens: number }
+      }
+      assert.strictEqual(response.status, 200, JSON.stringify(body))
+      assert.deepStrictEqual(body.data.map((d) => d.embedding.length), [1024, 1024])
+      // The fake's count, said in X-Amzn-Bedrock-Input-Token-Count: a quarter of each text's characters, rounded up.
+      assert.strictEqual(body.usage.prompt_tokens, 2 + 2)
     })
 
     it("refuses a bad key in the client's dialect: OpenAI's 401, Google's 400 API_KEY_INVALID", async () => {

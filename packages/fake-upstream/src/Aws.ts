@@ -244,6 +244,40 @@ export const eventStreamFrame = (headers: Readonly<Record<string, string>>, payl
   return frame
 }
 
+/**
+ * A `contentBlockDelta` event whose frame is `total` bytes (its text filler),
+ * generated piece by piece (`pieceBytes` at a time), both CRCs right: what an
+ * upstream sending one huge event writes. The gateway must refuse it from its
+ * prelude (`max_event_bytes`) rather than hold it.
+ */
+export function* hugeEventFrame(total: number, pieceBytes = 64 * 1024): Generator<Buffer> {
+  const headers = { ":event-type": "contentBlockDelta", ":content-type": "application/json", ":message-type": "event" }
+  const empty = eventStreamFrame(headers, Buffer.alloc(0))
+  const headerBytes = empty.subarray(12, empty.length - 4)
+  const open = Buffer.from("{\"contentBlockIndex\":0,\"delta\":{\"text\":\"", "utf8")
+  const close = Buffer.from("\"}}", "utf8")
+  const fill = Math.max(0, total - 16 - headerBytes.length - open.length - close.length)
+  const size = 12 + headerBytes.length + open.length + fill + close.length + 4
+  const prelude = Buffer.alloc(12)
+  prelude.writeUInt32BE(size, 0)
+  prelude.writeUInt32BE(headerBytes.length, 4)
+  prelude.writeUInt32BE(crc32(prelude.subarray(0, 8)), 8)
+  let crc = crc32(prelude)
+  const head = Buffer.concat([prelude, headerBytes, open])
+  crc = crc32(head.subarray(12), crc)
+  yield head
+  const piece = Buffer.alloc(pieceBytes, "a")
+  for (let sent = 0; sent < fill; sent += piece.length) {
+    const part = fill - sent >= piece.length ? piece : piece.subarray(0, fill - sent)
+    crc = crc32(part, crc)
+    yield part
+  }
+  const tail = Buffer.alloc(close.length + 4)
+  close.copy(tail)
+  tail.writeUInt32BE(crc32(close, crc), close.length)
+  yield tail
+}
+
 /** An `event` message of a ConverseStream. */
 export const eventFrame = (eventType: string, payload: unknown): Buffer =>
   eventStreamFrame(

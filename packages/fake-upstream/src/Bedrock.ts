@@ -1,6 +1,8 @@
 /**
  * AWS Bedrock, strict: `POST /model/{modelId}/converse` and
- * `/converse-stream` (the Converse API) and `GET /foundation-models` (the
+ * `/converse-stream` (the Converse API), `/count-tokens`, `/invoke` for the
+ * embedding models (Amazon Titan Text Embeddings, Cohere Embed, each in its
+ * own body, validated as Bedrock does) and `GET /foundation-models` (the
  * control plane's model list), each refused unless signed with Signature
  * Version 4 by a known access key (or sent with a known Bedrock API key),
  * checked as AWS checks it (`Aws.verifyRequest`). Answers in Converse's
@@ -10,11 +12,12 @@
 import { randomUUID } from "node:crypto"
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerResponse } from "node:http"
 import { setTimeout as sleep } from "node:timers/promises"
-import { type AwsCredential, eventFrame, exceptionFrame, verifyRequest } from "./Aws.ts"
+import { type AwsCredential, eventFrame, exceptionFrame, hugeEventFrame, verifyRequest } from "./Aws.ts"
 import {
   type Answer,
   answerText,
   type Conversation,
+  embedding,
   estimateTokens,
   isRecord,
   planAnswer,
@@ -57,7 +60,8 @@ export const DEFAULT_BEDROCK_MODELS: ReadonlyArray<string> = [
   "anthropic.claude-sonnet-4-5-20250929-v1:0",
   "amazon.nova-pro-v1:0",
   "meta.llama3-3-70b-instruct-v1:0",
-  "amazon.titan-embed-text-v2:0"
+  "amazon.titan-embed-text-v2:0",
+  "cohere.embed-english-v3"
 ]
 
 /** The Bedrock paths this fake serves. */
@@ -281,7 +285,7 @@ export const handleBedrock = async (
     )
   }
 
-  const match = /^\/model\/([^/]+)\/(converse|converse-stream|count-tokens)$/.exec(call.path)
+  const match = /^\/model\/([^/]+)\/(converse|converse-stream|count-tokens|invoke)$/.exec(call.path)
   if (match === null || call.method !== "POST") {
     return sendError(res, 404, "UnknownOperationException", { message: "Unknown operation" }, headers)
   }
@@ -294,6 +298,7 @@ export const handleBedrock = async (
   const stream = match[2] === "converse-stream"
   const scenario = call.scenario
   if (match[2] === "count-tokens") return countTokens(res, modelId, call.body, headers)
+  if (match[2] === "invoke" && scenario.failStatus === undefined) return invoke(res, modelId, call.body, headers)
   if (scenario.failStatus !== undefined) {
     const [type, message] = FAILURES[scenario.failStatus] ??
       [
@@ -375,6 +380,106 @@ const countTokens = (res: ServerResponse, modelId: string, raw: Buffer, headers:
   if (problem !== undefined) return validation(res, problem, headers)
   const conversation = conversationOf(converse, modelId)
   sendJson(res, 200, JSON.stringify({ inputTokens: estimateTokens(conversation.promptChars) }), headers)
+}
+
+/** Bedrock's words for a body its model's JSON schema refuses. */
+const malformed = (res: ServerResponse, detail: string, headers: OutgoingHttpHeaders): void =>
+  validation(res, `Malformed input request: ${detail}, please reformat your input and try again.`, headers)
+
+const COHERE_INPUT_TYPES = ["search_document", "search_query", "classification", "clustering"]
+
+/**
+ * `InvokeModel` for the embedding models, each body checked against its
+ * family's schema as Bedrock checks it: Titan Text Embeddings v2 (`{"inputText",
+ * "dimensions", "normalize"}` -> `{"embedding", "inputTextTokenCount"}`) and
+ * Cohere Embed v3 (`{"texts", "input_type", "truncate", "embedding_types"}` ->
+ * `{"embeddings", "id", "response_type", "texts"}`). Every answer says its input
+ * tokens in `X-Amzn-Bedrock-Input-Token-Count`, as Bedrock's do. Other models
+ * are chat models here: `InvokeModel` with an embeddings body is refused.
+ */
+const invoke = (res: ServerResponse, modelId: string, raw: Buffer, headers: OutgoingHttpHeaders): void => {
+  let body: unknown
+  try {
+    body = JSON.parse(raw.toString("utf8"))
+  } catch {
+    return sendError(res, 400, "SerializationException", {
+      Message: "Unexpected character: was expecting a JSON value"
+    }, headers)
+  }
+  if (!isRecord(body)) return malformed(res, "#: expected type: JSONObject", headers)
+  const answer = (json: unknown, tokens: number) =>
+    sendJson(res, 200, JSON.stringify(json), {
+      ...headers,
+      "x-amzn-bedrock-input-token-count": String(tokens),
+      "x-amzn-bedrock-invocation-latency": "42"
+    })
+  if (modelId.includes("amazon.titan-embed-text-v2")) {
+    for (const key of Object.keys(body)) {
+      if (!["inputText", "dimensions", "normalize", "embeddingTypes"].includes(key)) {
+        return malformed(res, `#: extraneous key [${key}] is not permitted`, headers)
+      }
+    }
+    if (typeof body.inputText !== "string") {
+      return malformed(
+        res,
+        body.inputText === undefined ? "#: required key [inputText] not found" : "#/inputText: expected type: String",
+        headers
+      )
+    }
+    if (body.inputText.length === 0) return malformed(res, "#/inputText: expected minLength: 1, actual: 0", headers)
+    const dimensions = body.dimensions ?? 1024
+    if (dimensions !== 256 && dimensions !== 512 && dimensions !== 1024) {
+      return malformed(res, `#/dimensions: ${JSON.stringify(dimensions)} is not a valid enum value`, headers)
+    }
+    if (body.normalize !== undefined && typeof body.normalize !== "boolean") {
+      return malformed(res, "#/normalize: expected type: Boolean", headers)
+    }
+    const tokens = estimateTokens(body.inputText.length)
+    return answer({ embedding: embedding(body.inputText, dimensions), inputTextTokenCount: tokens }, tokens)
+  }
+  if (modelId.includes("cohere.embed-")) {
+    for (const key of Object.keys(body)) {
+      if (!["texts", "input_type", "truncate", "embedding_types", "images"].includes(key)) {
+        return malformed(res, `#: extraneous key [${key}] is not permitted`, headers)
+      }
+    }
+    if (!Array.isArray(body.texts)) return malformed(res, "#: required key [texts] not found", headers)
+    if (body.texts.length > 96) {
+      return malformed(res, `#/texts: expected maximum item count: 96, found: ${body.texts.length}`, headers)
+    }
+    const bad = body.texts.findIndex((t) => typeof t !== "string" || t.length > 2048)
+    if (bad >= 0) {
+      return malformed(
+        res,
+        typeof body.texts[bad] === "string"
+          ? `#/texts/${bad}: expected maxLength: 2048, actual: ${(body.texts[bad] as string).length}`
+          : `#/texts/${bad}: expected type: String`,
+        headers
+      )
+    }
+    if (body.input_type === undefined) return malformed(res, "#: required key [input_type] not found", headers)
+    if (!COHERE_INPUT_TYPES.includes(body.input_type as string)) {
+      return malformed(res, `#/input_type: ${JSON.stringify(body.input_type)} is not a valid enum value`, headers)
+    }
+    const texts = body.texts as ReadonlyArray<string>
+    const vectors = texts.map((text) => embedding(text, 1024))
+    const tokens = texts.reduce((n, text) => n + estimateTokens(text.length), 0)
+    const byType = Array.isArray(body.embedding_types)
+    return answer({
+      id: randomUUID(),
+      texts,
+      ...(byType
+        ? { embeddings: { float: vectors }, response_type: "embeddings_by_type" }
+        : { embeddings: vectors, response_type: "embeddings_floats" })
+    }, tokens)
+  }
+  return validation(
+    res,
+    modelId.includes("embed")
+      ? "The provided model identifier is invalid."
+      : `Malformed input request: #: required key [messages] not found, please reformat your input and try again.`,
+    headers
+  )
 }
 
 const stopReason = (answer: Answer): string => answer._tag === "tool" ? "tool_use" : "end_turn"
@@ -468,6 +573,14 @@ const sendEventStream = async (
   }
   for (let i = 0; i < frames.length; i++) {
     if (res.destroyed) return
+    // `line-B`: after its first text, one event of B bytes, sent as it is made (the stream's biggest).
+    if (scenario.lineBytes !== undefined && i === 2) {
+      for (const piece of hugeEventFrame(scenario.lineBytes)) {
+        if (res.destroyed) return
+        const pending = write(res, piece)
+        if (pending !== undefined) await pending
+      }
+    }
     if (scenario.cutAfter !== undefined && i === scenario.cutAfter + 1) return cutConnection(res, scenario.cutMode)
     if (scenario.stallAfter !== undefined && i === scenario.stallAfter + 1) return
     const pending = write(res, frames[i]!())

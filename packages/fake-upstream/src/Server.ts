@@ -51,7 +51,16 @@ import {
 } from "./OpenAI.ts"
 import { responses } from "./Responses.ts"
 import { type CutMode, type NotAnAnswer, resolveScenario, type ScenarioDefaults } from "./Scenario.ts"
-import { handlePublisher, handleToken, isVertexPath, TOKEN_PATH, type VertexOptions, VertexState } from "./Vertex.ts"
+import {
+  handlePublisher,
+  handlePublisherList,
+  handleToken,
+  isVertexListPath,
+  isVertexPath,
+  TOKEN_PATH,
+  type VertexOptions,
+  VertexState
+} from "./Vertex.ts"
 import { type CallContext, cutConnection, sendJson } from "./Writer.ts"
 
 export interface FakeUpstreamModels {
@@ -566,6 +575,9 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
       )
     }
     if (path === TOKEN_PATH) return handleToken(res, vertex, method, raw, baseUrl, now)
+    if (method === "GET" && isVertexListPath(path)) {
+      return handlePublisherList(res, vertex, { path, query, authorization: first(req.headers.authorization), now })
+    }
     if (method !== "POST") {
       return sendJson(res, 404, JSON.stringify({ error: { code: 404, message: "Not Found", status: "NOT_FOUND" } }))
     }

@@ -39,14 +39,96 @@ export interface VertexOptions {
   readonly tokenTtlSeconds?: number
 }
 
+/** The embedding task types `:predict` takes in an instance's `task_type`. */
+const TASK_TYPES = [
+  "RETRIEVAL_QUERY",
+  "RETRIEVAL_DOCUMENT",
+  "SEMANTIC_SIMILARITY",
+  "CLASSIFICATION",
+  "CLUSTERING",
+  "QUESTION_ANSWERING",
+  "FACT_VERIFICATION",
+  "CODE_RETRIEVAL_QUERY"
+]
+
 /** The token endpoint's path. */
 export const TOKEN_PATH = "/token"
 
 const PUBLISHER_PATH =
   /^\/v1(?:beta1)?\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/([^/]+)\/models\/([^/:]+):([A-Za-z]+)$/
 
+/** Model Garden's list of a publisher's models (`GET /v1beta1/publishers/{publisher}/models`). */
+const LIST_PATH = /^\/v1beta1\/publishers\/([^/]+)\/models$/
+
 /** The Vertex paths this fake serves. */
-export const isVertexPath = (path: string): boolean => path === TOKEN_PATH || PUBLISHER_PATH.test(path)
+export const isVertexPath = (path: string): boolean =>
+  path === TOKEN_PATH || PUBLISHER_PATH.test(path) || LIST_PATH.test(path)
+
+/** Whether a path is Model Garden's list of a publisher's models. */
+export const isVertexListPath = (path: string): boolean => LIST_PATH.test(path)
+
+/** The publisher models the fake's Model Garden lists (image and speech models among them, as Google's does). */
+export const VERTEX_PUBLISHER_MODELS: Readonly<Record<string, ReadonlyArray<string>>> = {
+  google: [
+    "gemini-2.5-flash",
+    "gemini-2.5-pro",
+    "gemini-2.5-flash-lite",
+    "gemini-embedding-001",
+    "text-embedding-005",
+    "text-multilingual-embedding-002",
+    "imagen-4.0-generate-001",
+    "chirp-3"
+  ],
+  anthropic: ["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"]
+}
+
+/**
+ * `GET /v1beta1/publishers/{publisher}/models?pageSize&pageToken`: Model
+ * Garden's list (a valid token of any project; no project in the path),
+ * `{"publisherModels": [{"name": "publishers/google/models/…", "versionId",
+ * "launchStage", "openSourceCategory", "publisherModelTemplate"}],
+ * "nextPageToken"}`, pages of `pageSize` (default 100).
+ */
+export const handlePublisherList = (
+  res: ServerResponse,
+  state: VertexState,
+  call: Pick<VertexCall, "path" | "query" | "authorization" | "now">
+): void => {
+  const publisher = LIST_PATH.exec(call.path)![1]!
+  const rpc = "ListPublisherModels"
+  const bearer = /^Bearer\s+(.+)$/i.exec(call.authorization ?? "")
+  if (bearer === null) return unauthenticated(res, "CREDENTIALS_MISSING", rpc)
+  const tokenState = state.tokenState(bearer[1]!.trim(), call.now)
+  if (tokenState === "expired") return unauthenticated(res, "ACCESS_TOKEN_EXPIRED", rpc)
+  if (tokenState === "unknown") return unauthenticated(res, "ACCESS_TOKEN_TYPE_UNSUPPORTED", rpc)
+  const models = VERTEX_PUBLISHER_MODELS[publisher]
+  if (models === undefined) {
+    return sendJson(res, 404, geminiErrorBody(404, `Publisher ${publisher} not found.`))
+  }
+  const size = call.query.pageSize === undefined ? 100 : Number(call.query.pageSize)
+  const start = call.query.pageToken === undefined || call.query.pageToken === ""
+    ? 0
+    : Number(Buffer.from(call.query.pageToken, "base64url").toString("utf8"))
+  if (!Number.isInteger(size) || size < 1 || !Number.isInteger(start) || start < 0) {
+    return sendJson(res, 400, geminiErrorBody(400, "Invalid page size or page token."))
+  }
+  const page = models.slice(start, start + size)
+  const next = start + size < models.length ? Buffer.from(String(start + size)).toString("base64url") : undefined
+  sendJson(
+    res,
+    200,
+    JSON.stringify({
+      publisherModels: page.map((model) => ({
+        name: `publishers/${publisher}/models/${model}`,
+        versionId: "001",
+        openSourceCategory: publisher === "google" ? "PROPRIETARY" : "THIRD_PARTY_OWNED_OSS",
+        launchStage: "GA",
+        publisherModelTemplate: `projects/{project}/locations/{location}/publishers/${publisher}/models/${model}@001`
+      })),
+      ...(next === undefined ? {} : { nextPageToken: next })
+    })
+  )
+}
 
 /** The test key this fake made (private half included), its email and id. */
 interface TestKey {
@@ -328,6 +410,34 @@ export const handlePublisher = (
           !instances.every((i) => isRecord(i) && typeof i.content === "string")
         ) {
           return sendJson(res, 400, geminiErrorBody(400, "Invalid instances: each instance needs a 'content' string."))
+        }
+        const badTask = instances.find((i) =>
+          (i as Record<string, unknown>).task_type !== undefined &&
+          !TASK_TYPES.includes((i as Record<string, unknown>).task_type as string)
+        )
+        if (badTask !== undefined) {
+          return sendJson(
+            res,
+            400,
+            geminiErrorBody(
+              400,
+              `Invalid task_type: ${JSON.stringify((badTask as Record<string, unknown>).task_type)}.`
+            )
+          )
+        }
+        // Gemini's embedding models embed one text a request; the text-embedding models up to 250.
+        const most = model.startsWith("gemini-embedding") ? 1 : 250
+        if (instances.length > most) {
+          return sendJson(
+            res,
+            400,
+            geminiErrorBody(
+              400,
+              `Unable to submit request because the model ${model} supports up to ${most} instance${
+                most === 1 ? "" : "s"
+              } per request, but ${instances.length} were given.`
+            )
+          )
         }
         const parameters = isRecord(json.parameters) ? json.parameters : {}
         const dimensions = typeof parameters.outputDimensionality === "number" ? parameters.outputDimensionality : 768

@@ -4,7 +4,7 @@
  * answers read with its decoders and streams with its event-stream codec.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Endpoint, ErrorEnvelope, Request, Response, Signer, Stream } from "@modelgate/bedrock-adapter"
+import { Embeddings, Endpoint, ErrorEnvelope, Request, Response, Signer, Stream } from "@modelgate/bedrock-adapter"
 import { type FakeUpstreamServer, startFakeUpstream, TEST_API_KEY, TEST_CREDENTIALS } from "@modelgate/fake-upstream"
 import { Effect } from "effect"
 
@@ -293,7 +293,8 @@ describe("the Bedrock fake", () => {
       stream: false
     }, "anthropic.claude-haiku-4-5-20251001-v1:0"))
     const post = async (model: string) => {
-      const url = Endpoint.countTokensUrl(upstream.url, model)
+      // By hand: the gateway's `countTokensUrl` asks about a profile's foundation model instead.
+      const url = `${upstream.url}/model/${Endpoint.encodeSegment(model)}/count-tokens`
       const body = Endpoint.countTokensBody(request)
       const signed = await Signer.sign(
         { method: "POST", url, headers: { "content-type": "application/json" }, body },
@@ -305,6 +306,57 @@ describe("the Bedrock fake", () => {
     assert.isTrue(Endpoint.isCountAnswer(counted))
     const profile = await refusal(await post(MODEL))
     assert.deepStrictEqual(profile.type, "ValidationException")
+    assert.strictEqual(
+      Endpoint.countTokensUrl(upstream.url, MODEL),
+      `${upstream.url}/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/count-tokens`
+    )
+  })
+
+  it("embeds through InvokeModel with Titan's and Cohere's own bodies, signed, validated as Bedrock does", async () => {
+    const invoke = async (model: string, body: string, credentials: Signer.AwsCredentials = TEST_CREDENTIALS) => {
+      const url = Embeddings.invokeUrl(upstream.url, model)
+      const signed = await Signer.sign(
+        { method: "POST", url, headers: { "content-type": "application/json" }, body },
+        options(credentials)
+      )
+      return send(url, body, signed)
+    }
+    const titan = await Effect.runPromise(
+      Embeddings.encode({ model: "m", inputs: ["Hello Titan"], dimensions: 512 }, "amazon.titan-embed-text-v2:0")
+    )
+    const answer = await invoke("amazon.titan-embed-text-v2:0", titan)
+    assert.strictEqual(answer.status, 200)
+    const headers = Object.fromEntries(answer.headers)
+    const decoded = await Effect.runPromise(Embeddings.decode(await answer.text(), 1, "bedrock", headers))
+    assert.strictEqual(decoded.vectors[0]!.length, 512)
+    assert.strictEqual(decoded.promptTokens, 3)
+    const cohere = await Effect.runPromise(
+      Embeddings.encode({ model: "m", inputs: ["one", "two"] }, "cohere.embed-english-v3")
+    )
+    const cohereAnswer = await invoke("cohere.embed-english-v3", cohere)
+    assert.strictEqual(cohereAnswer.headers.get(Embeddings.INPUT_TOKEN_COUNT_HEADER), "2")
+    const cohereDecoded = await Effect.runPromise(
+      Embeddings.decode(await cohereAnswer.text(), 2, "bedrock", Object.fromEntries(cohereAnswer.headers))
+    )
+    assert.deepStrictEqual([cohereDecoded.vectors.length, cohereDecoded.promptTokens], [2, 2])
+
+    const wrongSecret = await refusal(
+      await invoke("amazon.titan-embed-text-v2:0", titan, { ...TEST_CREDENTIALS, secretAccessKey: "wrong" })
+    )
+    assert.strictEqual(wrongSecret.type, "InvalidSignatureException")
+    for (
+      const [model, body, words] of [
+        ["amazon.titan-embed-text-v2:0", "{\"texts\":[\"a\"]}", "#: extraneous key [texts] is not permitted"],
+        ["amazon.titan-embed-text-v2:0", "{\"inputText\":\"a\",\"dimensions\":300}", "#/dimensions: 300"],
+        ["amazon.titan-embed-text-v2:0", "{\"inputText\":\"\"}", "expected minLength: 1"],
+        ["cohere.embed-english-v3", "{\"texts\":[\"a\"]}", "required key [input_type] not found"],
+        ["amazon.nova-pro-v1:0", "{\"inputText\":\"a\"}", "required key [messages] not found"]
+      ] as const
+    ) {
+      const refused = await refusal(await invoke(model, body))
+      assert.deepStrictEqual([refused.status, refused.type], [400, "ValidationException"])
+      assert.include(refused.body.message, words)
+    }
   })
 
   it("the gateway's signer and the fake agree on query strings too", async () => {

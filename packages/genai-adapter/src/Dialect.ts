@@ -279,8 +279,9 @@ const textOf = (request: GenerateContent.EmbedContentRequest): string => {
  * and `dimensions` from `outputDimensionality`. Parts that are not text
  * (images, files) cannot be embedded by another dialect's channel, and one
  * canonical request has one size, so both are refused by name rather than
- * embedded wrongly. `taskType` and `title` are retrieval hints other dialects
- * have no field for, and are left out.
+ * embedded wrongly. `taskType` goes as the canonical `task` when every
+ * request of the batch says the same (else none); `title` has no field
+ * elsewhere and is left out.
  */
 const canonicalEmbed = (
   model: string,
@@ -314,7 +315,16 @@ const canonicalEmbed = (
     }
   }
   const inputs = requests.map(textOf)
-  return dimensions === undefined ? { model, inputs } : { model, inputs, dimensions }
+  const tasks = new Set(requests.map((request) => request.taskType))
+  const taskType = tasks.size === 1 ? requests[0]?.taskType : undefined
+  return {
+    model,
+    inputs,
+    ...(dimensions === undefined ? {} : { dimensions }),
+    ...(taskType === undefined || taskType === "TASK_TYPE_UNSPECIFIED"
+      ? {}
+      : { task: taskType.toLowerCase() as Canonical.EmbedTask })
+  }
 }
 
 const parseJson = (body: string) =>
@@ -399,11 +409,24 @@ export const client: Core.ClientDialect = {
   countTokens: {
     // The model is in the path, so the body goes to a Gemini channel as it came.
     decode: (body, hints) =>
-      Effect.map(Effect.flatMap(parseJson(body), CountTokens.countTokens), (local) => ({
-        model: hints.model ?? "",
-        local,
-        forward: () => body
-      }))
+      Effect.flatMap(parseJson(body), (json) =>
+        Effect.map(CountTokens.countTokens(json), (local) => ({
+          model: hints.model ?? "",
+          local,
+          forward: () => body,
+          // `{contents, ...}` or `{generateContentRequest: {model, contents, ...}}`: read as a generateContent call.
+          canonical: () => {
+            const request = Predicate.isObject(json) && Predicate.isObject(json.generateContentRequest)
+              ? json.generateContentRequest
+              : json
+            const { model: _, ...fields } = Predicate.isObject(request) ? request : {}
+            return Effect.flatMap(
+              client.open(Utf8.encode(JSON.stringify(fields)), { model: hints.model, stream: false }),
+              (call) => call.canonical()
+            )
+          },
+          answer: (tokens) => ({ totalTokens: tokens })
+        })))
   }
 }
 

@@ -86,10 +86,20 @@ export const headers = (
   authorization: `Bearer ${accessToken}`
 })
 
-/** The `:predict` body for a canonical embeddings request. @category embeddings */
+/**
+ * How many texts one `:predict` request of a model embeds: Gemini's embedding
+ * models (`gemini-embedding-001`) one, the text-embedding models 250.
+ *
+ * @category embeddings
+ */
+export const inputsPerRequest = (model: string): number => model.startsWith("gemini-embedding") ? 1 : 250
+
+/** The `:predict` body for a canonical embeddings request (its task as each instance's `task_type`). @category embeddings */
 export const encodeEmbeddings = (request: Canonical.EmbedRequest): string =>
   JSON.stringify({
-    instances: request.inputs.map((content) => ({ content })),
+    instances: request.inputs.map((content) =>
+      request.task === undefined ? { content } : { content, task_type: request.task.toUpperCase() }
+    ),
     ...(request.dimensions === undefined ? {} : { parameters: { outputDimensionality: request.dimensions } })
   })
 
@@ -160,6 +170,80 @@ export const classify = (
   return ErrorEnvelope.classifyUpstreamError(status, error, responseHeaders)
 }
 
+/** The publishers whose models a Vertex channel lists, in order. @category models */
+export const LISTED_PUBLISHERS: ReadonlyArray<string> = ["google", "anthropic"]
+
+/**
+ * One page of Model Garden's list of a publisher's models:
+ * `{base}/v1beta1/publishers/{publisher}/models?pageSize=100`. `page`: the
+ * list's own token for a page, as `decodePublisherModels` gave it
+ * (`{publisher}|{pageToken}`; undefined: Google's first page).
+ *
+ * @category models
+ */
+export const publisherModelsUrl = (baseUrl: string, page: string | undefined): string => {
+  const bar = page === undefined ? -1 : page.indexOf("|")
+  const publisher = page === undefined ? LISTED_PUBLISHERS[0]! : page.slice(0, bar)
+  const token = page === undefined ? "" : page.slice(bar + 1)
+  return `${trimSlash(baseUrl)}/v1beta1/publishers/${segment(publisher)}/models?pageSize=100${
+    token === "" ? "" : `&pageToken=${encodeURIComponent(token)}`
+  }`
+}
+
+/** Google's publisher models a channel serves through this dialect: Gemini's and the text-embedding ones. */
+const servedGoogleModel = (id: string): boolean =>
+  (id.startsWith("gemini-") && !/-(image|tts)\b|-live\b|native-audio/.test(id)) ||
+  /^(text-embedding|text-multilingual-embedding)-/.test(id)
+
+/**
+ * Reads a page of Model Garden's list (`{"publisherModels": [{"name":
+ * "publishers/{publisher}/models/{model}", ...}], "nextPageToken"}`) as
+ * listed models: Google's Gemini and embedding models (image, speech and
+ * other models left out) and Anthropic's Claude. The next page is the
+ * publisher's next, then the next publisher's first (`LISTED_PUBLISHERS`).
+ *
+ * @category models
+ */
+export const decodePublisherModels = (
+  text: string,
+  channel: string
+): Effect.Effect<Core.ModelListPage, GatewayError.UpstreamUnavailable> => {
+  const json = UpstreamErrors.parseBody(text)
+  if (!Predicate.isObject(json) || (json.publisherModels !== undefined && !Array.isArray(json.publisherModels))) {
+    return Effect.fail(
+      new GatewayError.UpstreamUnavailable({
+        message: `The upstream '${channel}' answered with something that is not a list of Vertex AI publisher models.`
+      })
+    )
+  }
+  const entries: ReadonlyArray<unknown> = Array.isArray(json.publisherModels) ? json.publisherModels : []
+  const models: Array<Core.ListedModel> = []
+  let publisher: string | undefined
+  for (const entry of entries) {
+    const name = Predicate.isObject(entry) && typeof entry.name === "string" ? entry.name : undefined
+    const match = name === undefined ? null : /^publishers\/([^/]+)\/models\/([^/]+)$/.exec(name)
+    if (match === null) continue
+    const [, owner, id] = match as unknown as [string, string, string]
+    publisher ??= owner
+    const served = owner === "anthropic" ? id.startsWith("claude-") : owner === "google" && servedGoogleModel(id)
+    if (!served) continue
+    models.push({ id, ...(id.includes("embedding") ? { embedding: true } : {}) })
+  }
+  const token = typeof json.nextPageToken === "string" && json.nextPageToken !== "" ? json.nextPageToken : undefined
+  const following = publisher === undefined ? undefined : LISTED_PUBLISHERS[LISTED_PUBLISHERS.indexOf(publisher) + 1]
+  const next = publisher === undefined
+    ? undefined
+    : token !== undefined
+    ? `${publisher}|${token}`
+    : following === undefined
+    ? undefined
+    : `${following}|`
+  return Effect.succeed(next === undefined ? { models } : { models, next })
+}
+
+/** The fields of a generateContent body Vertex's `:countTokens` takes. */
+const COUNT_FIELDS = ["contents", "systemInstruction", "tools"] as const
+
 /**
  * Where a Vertex channel is served (`Channel.cloud`), as `VertexTarget`.
  *
@@ -177,7 +261,9 @@ export const targetOf = (channel: Domain.Channel): VertexTarget => ({
  * embeddings through `:predict` (translated, never a client's
  * `embedContent` body relayed). `headers` carries no credentials: the engine
  * adds the channel's access token to each request (`Authorization: Bearer`).
- * Vertex lists no publisher models a key could fetch, so there is no list.
+ * Its model list is Model Garden's (`publisherModelsUrl`): Google's Gemini and
+ * embedding models, then Anthropic's Claude, which a channel's service account
+ * may call.
  *
  * @category dialect
  */
@@ -188,13 +274,33 @@ export const upstream: Core.UpstreamDialect = {
   classify: (status, body, responseHeaders) => classify(status, body, responseHeaders),
   countTokens: {
     url: (channel, upstreamModel) => countTokensUrl(targetOf(channel), upstreamModel),
-    isCount: Dialect.upstream.countTokens!.isCount
+    isCount: Dialect.upstream.countTokens!.isCount,
+    // Another dialect's client (Anthropic's count_tokens): its request as a countTokens body.
+    translated: {
+      encode: (request, upstreamModel) =>
+        Effect.map(Dialect.upstream.encodeRequest(request, upstreamModel), (text) => {
+          const json = JSON.parse(text) as Record<string, unknown>
+          const body: Record<string, unknown> = {}
+          for (const field of COUNT_FIELDS) if (json[field] !== undefined) body[field] = json[field]
+          return JSON.stringify(body)
+        }),
+      read: (text) => {
+        const json = UpstreamErrors.parseBody(text)
+        return Predicate.isObject(json) && Number.isInteger(json.totalTokens) && (json.totalTokens as number) >= 0
+          ? json.totalTokens as number
+          : undefined
+      }
+    }
   },
   embeddings: {
     translateOnly: true,
     url: (channel, upstreamModel) => embeddingsUrl(targetOf(channel), upstreamModel),
+    inputsPerRequest,
     encode: (request) => Effect.succeed(encodeEmbeddings(request)),
     decode: decodeEmbeddings
   },
-  listModels: undefined
+  listModels: {
+    url: (channel, page) => publisherModelsUrl(channel.baseUrl, page),
+    decode: decodePublisherModels
+  }
 }

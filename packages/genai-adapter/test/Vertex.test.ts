@@ -87,3 +87,47 @@ describe("Gemini on Vertex AI", () => {
     )
   })
 })
+
+describe("Vertex AI's model list", () => {
+  const page = (names: ReadonlyArray<string>, next?: string) =>
+    JSON.stringify({
+      publisherModels: names.map((name) => ({ name, versionId: "001", launchStage: "GA" })),
+      ...(next === undefined ? {} : { nextPageToken: next })
+    })
+  const decode = (text: string) => Effect.runSync(Vertex.decodePublisherModels(text, "vertex"))
+
+  it("reads Model Garden's pages, Google's then Anthropic's, keeping the models a channel can call", () => {
+    assert.strictEqual(
+      Vertex.publisherModelsUrl("https://us-east5-aiplatform.googleapis.com/", undefined),
+      "https://us-east5-aiplatform.googleapis.com/v1beta1/publishers/google/models?pageSize=100"
+    )
+    const first = decode(page([
+      "publishers/google/models/gemini-2.5-flash",
+      "publishers/google/models/gemini-2.5-flash-image",
+      "publishers/google/models/imagen-4.0-generate-001",
+      "publishers/google/models/text-embedding-005"
+    ], "tok/en="))
+    assert.deepStrictEqual(first, {
+      models: [{ id: "gemini-2.5-flash" }, { id: "text-embedding-005", embedding: true }],
+      next: "google|tok/en="
+    })
+    assert.strictEqual(
+      Vertex.publisherModelsUrl("https://x", first.next),
+      "https://x/v1beta1/publishers/google/models?pageSize=100&pageToken=tok%2Fen%3D"
+    )
+    const last = decode(page(["publishers/google/models/gemini-embedding-001"]))
+    assert.deepStrictEqual(last, { models: [{ id: "gemini-embedding-001", embedding: true }], next: "anthropic|" })
+    assert.strictEqual(
+      Vertex.publisherModelsUrl("https://x", last.next),
+      "https://x/v1beta1/publishers/anthropic/models?pageSize=100"
+    )
+    assert.deepStrictEqual(decode(page(["publishers/anthropic/models/claude-sonnet-4-5"])), {
+      models: [{ id: "claude-sonnet-4-5" }]
+    })
+    assert.deepStrictEqual(decode("{}"), { models: [] })
+    assert.strictEqual(
+      Effect.runSync(Effect.flip(Vertex.decodePublisherModels("<html>", "vertex")))._tag,
+      "UpstreamUnavailable"
+    )
+  })
+})

@@ -6,7 +6,10 @@
  * endpoints only tokens it issued; Bedrock recomputes every SigV4 signature
  * and streams real event-stream frames): Gemini and Claude on Vertex, Claude
  * and Nova on Bedrock (signed, and with a Bedrock API key), from every front
- * door, stream and not, a tool call and its result each time. The books:
+ * door, stream and not, a tool call and its result each time; embeddings
+ * (Gemini's embedding model on Vertex, Titan and Cohere on Bedrock) from the
+ * openai and genai SDKs; token counts on Bedrock from the Anthropic and genai
+ * SDKs. The books:
  * one usage record per call, each charged its tokens at the operator's
  * prices, and the balance down by exactly their sum.
  */
@@ -26,6 +29,8 @@ const KEY = "sk-clouds-e2e-0000000000000000000000000000"
 const PRICE = { input: 1, output: 2, cached_input: 1, cache_write: 1 }
 
 const MODELS = ["gemini-vertex", "claude-vertex", "claude-bedrock", "nova-bedrock"] as const
+/** Embedding models: Gemini's on Vertex (`:predict`), Titan and Cohere on Bedrock (`InvokeModel`). */
+const EMBEDDERS = ["embed-vertex", "titan-bedrock", "cohere-bedrock"] as const
 
 let gateway: TestGateway
 let calls = 0
@@ -45,8 +50,12 @@ beforeAll(async () => {
         project: "fake-project",
         location: "us-east5",
         credentials: fake.vertexKeyFile(),
-        models: ["gemini-vertex", "claude-vertex"],
-        model_map: { "gemini-vertex": "gemini-2.5-flash", "claude-vertex": "claude-sonnet-4-5@20250929" }
+        models: ["gemini-vertex", "claude-vertex", "embed-vertex"],
+        model_map: {
+          "gemini-vertex": "gemini-2.5-flash",
+          "claude-vertex": "claude-sonnet-4-5@20250929",
+          "embed-vertex": "gemini-embedding-001"
+        }
       },
       {
         name: "bedrock",
@@ -56,8 +65,11 @@ beforeAll(async () => {
         region: "us-east-1",
         access_key_id: TEST_CREDENTIALS.accessKeyId,
         secret_access_key: TEST_CREDENTIALS.secretAccessKey,
-        models: ["claude-bedrock"],
-        model_map: { "claude-bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0" }
+        models: ["claude-bedrock", "titan-bedrock"],
+        model_map: {
+          "claude-bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+          "titan-bedrock": "amazon.titan-embed-text-v2:0"
+        }
       },
       {
         name: "bedrock-api-key",
@@ -66,11 +78,14 @@ beforeAll(async () => {
         headers: { "x-fake-tool-call": "1" },
         region: "us-east-1",
         api_key: TEST_API_KEY,
-        models: ["nova-bedrock"],
-        model_map: { "nova-bedrock": "amazon.nova-pro-v1:0" }
+        models: ["nova-bedrock", "cohere-bedrock"],
+        model_map: { "nova-bedrock": "amazon.nova-pro-v1:0", "cohere-bedrock": "cohere.embed-english-v3" }
       }
     ],
-    models: Object.fromEntries(MODELS.map((model) => [model, PRICE])),
+    models: {
+      ...Object.fromEntries(MODELS.map((model) => [model, PRICE])),
+      ...Object.fromEntries(EMBEDDERS.map((model) => [model, { ...PRICE, embedding: true }]))
+    },
     users: [{ name: "cloe", balance: 100, keys: [{ name: "k", secret: KEY }] }]
   }))
 })
@@ -219,9 +234,36 @@ describe.each(MODELS)("%s", (model) => {
   })
 })
 
+describe.each(EMBEDDERS)("%s", (model) => {
+  it("embeddings from the openai SDK and @google/genai, several texts each", async () => {
+    const texts = ["The quick brown fox", "jumps over the lazy dog", "and runs away"]
+    const made = await openai().embeddings.create({ model, input: texts, encoding_format: "float" })
+    calls++
+    assert.strictEqual(made.data.length, 3)
+    assert.isAbove(made.usage.prompt_tokens, 0)
+    assert.notDeepEqual(made.data[0]!.embedding, made.data[1]!.embedding)
+    const embedded = await genai().models.embedContent({ model, contents: texts.slice(0, 2) })
+    calls++
+    assert.strictEqual(embedded.embeddings?.length, 2)
+    assert.isAbove(embedded.embeddings![0]!.values!.length, 0)
+  })
+})
+
+describe("token counts on Bedrock, from the SDKs", () => {
+  it("Anthropic's countTokens and Gemini's countTokens are Bedrock's CountTokens, never billed", async () => {
+    const counted = await anthropic().messages.countTokens({
+      model: "claude-bedrock",
+      messages: [{ role: "user", content: "How many tokens is this?" }]
+    })
+    assert.strictEqual(counted.input_tokens, Math.ceil(24 / 4))
+    const total = await genai().models.countTokens({ model: "nova-bedrock", contents: "Count these words for me" })
+    assert.strictEqual(total.totalTokens, Math.ceil("Count these words for me".length / 4))
+  })
+})
+
 describe("the books", () => {
   it("one usage record per call, each charged its tokens at the operator's prices, the balance down by their sum", async () => {
-    assert.strictEqual(calls, MODELS.length * 8)
+    assert.strictEqual(calls, MODELS.length * 8 + EMBEDDERS.length * 2)
     const books = await settledBooks(gateway.database, "cloe")
     interface Row {
       readonly model: string
@@ -261,6 +303,11 @@ describe("the books", () => {
       spent += record.cost
     }
     for (const model of MODELS) assert.strictEqual(records.filter((r) => r.model === model).length, 8, model)
+    for (const model of EMBEDDERS) {
+      const made = records.filter((r) => r.model === model)
+      assert.strictEqual(made.length, 2, model)
+      for (const record of made) assert.strictEqual(record.completion, 0, model)
+    }
     assert.strictEqual(books.balance, 100_000_000_000n - spent)
     assert.strictEqual(books.balance, books.ledger)
   })

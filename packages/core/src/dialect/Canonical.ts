@@ -341,15 +341,35 @@ export const StreamEvent = Schema.Union([
 export type StreamEvent = typeof StreamEvent.Type
 
 /**
- * An embeddings request: texts to embed, in order, and the size of the
- * vectors when the caller asked for one.
+ * What embeddings are for, when the caller said (Gemini's `taskType`, in lower
+ * case): models that take a task embed for it (Vertex AI's `task_type`,
+ * Cohere's `input_type`); the others ignore it.
+ *
+ * @category embeddings
+ */
+export const EmbedTask = Schema.Literals([
+  "retrieval_query",
+  "retrieval_document",
+  "semantic_similarity",
+  "classification",
+  "clustering",
+  "question_answering",
+  "fact_verification",
+  "code_retrieval_query"
+])
+export type EmbedTask = typeof EmbedTask.Type
+
+/**
+ * An embeddings request: texts to embed, in order, the size of the vectors
+ * when the caller asked for one, and what they are for when it said.
  *
  * @category embeddings
  */
 export const EmbedRequest = Schema.Struct({
   model: Schema.String,
   inputs: Schema.Array(Schema.String),
-  dimensions: Schema.optionalKey(Schema.Int)
+  dimensions: Schema.optionalKey(Schema.Int),
+  task: Schema.optionalKey(EmbedTask)
 })
 export type EmbedRequest = typeof EmbedRequest.Type
 

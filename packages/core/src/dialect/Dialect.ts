@@ -300,6 +300,14 @@ export interface CountCall {
   readonly local: unknown
   /** The body for a channel of the client's own dialect that counts, naming `upstreamModel`. */
   readonly forward: (upstreamModel: string) => string
+  /**
+   * The request in the canonical model, for a channel whose counter takes a
+   * translated request (`UpstreamCountTokens.translated`: Bedrock's
+   * `CountTokens`); absent: such channels are not asked.
+   */
+  readonly canonical?: (() => Effect.Effect<ChatRequest, InvalidRequest | UnsupportedFeature>) | undefined
+  /** An upstream's count of input tokens in the dialect's answer shape (with `canonical`). */
+  readonly answer?: ((tokens: number) => unknown) | undefined
 }
 
 /**
@@ -327,9 +335,24 @@ export interface UpstreamEmbeddings {
    * translated request (the dialect's method for a canonical request).
    */
   readonly url: (channel: Channel, upstreamModel: string, operation: string | undefined) => string
+  /**
+   * How many inputs one translated request of a model may carry (Titan on
+   * Bedrock and Gemini's embedding models on Vertex embed one text a
+   * request): more are sent in several requests, in order, their vectors
+   * joined and their tokens summed. Absent: any number.
+   */
+  readonly inputsPerRequest?: ((upstreamModel: string) => number) | undefined
   readonly encode: (request: EmbedRequest, upstreamModel: string) => Effect.Effect<string, UnsupportedFeature>
-  /** Reads an answer; `channel` names the upstream in errors. */
-  readonly decode: (text: string, count: number, channel: string) => Effect.Effect<EmbedResponse, UpstreamUnavailable>
+  /**
+   * Reads an answer; `channel` names the upstream in errors; `headers` are
+   * the answer's (lower-case names), for an upstream that says its usage there.
+   */
+  readonly decode: (
+    text: string,
+    count: number,
+    channel: string,
+    headers?: Readonly<Record<string, string>>
+  ) => Effect.Effect<EmbedResponse, UpstreamUnavailable>
 }
 
 /**
@@ -344,6 +367,20 @@ export interface UpstreamCountTokens {
   readonly relayBody?: ((body: string) => string) | undefined
   /** Whether an answer is a token count (anything else is the upstream failing). */
   readonly isCount: (text: string) => boolean
+  /**
+   * The counter takes a translated request from a client of another dialect
+   * (Bedrock's `CountTokens`, which no client speaks; Claude's and Gemini's
+   * counters on Vertex AI for each other's clients): its body for a canonical
+   * request, and the input tokens read from an answer (undefined: not a count).
+   * A client of the upstream's own dialect has its body relayed.
+   */
+  readonly translated?: {
+    readonly encode: (
+      request: ChatRequest,
+      upstreamModel: string
+    ) => Effect.Effect<string, InvalidRequest | UnsupportedFeature>
+    readonly read: (text: string) => number | undefined
+  } | undefined
 }
 
 /**
@@ -504,10 +541,28 @@ export interface ByteDecoder {
 export interface BinaryStream {
   /** The stream's content type (anything else answering a stream request is not a stream). */
   readonly contentType: string
-  /** Judges the bytes a 200 stream opened with, as `UpstreamDialect.opening` judges text. */
-  readonly opening: (bytes: Uint8Array, ended: boolean, channel: string) => Opening | GatewayError
-  /** A decoder for one stream. */
-  readonly decoder: (start: AnswerStart) => ByteDecoder
+  /**
+   * Judges the bytes a 200 stream opened with, as `UpstreamDialect.opening`
+   * judges text; a first frame announcing more than `maxEventBytes` fails it.
+   */
+  readonly opening: (
+    bytes: Uint8Array,
+    ended: boolean,
+    channel: string,
+    maxEventBytes?: number
+  ) => Opening | GatewayError
+  /**
+   * A decoder for one stream. `bound`: the operator's bound on one event
+   * (`max_event_bytes`): a frame whose prelude announces more fails the stream
+   * there, before its bytes are kept (`channel` names the upstream in the error).
+   */
+  readonly decoder: (start: AnswerStart, bound?: StreamBound) => ByteDecoder
+}
+
+/** The bound on one event of a binary stream (`BinaryStream.decoder`). @category streams */
+export interface StreamBound {
+  readonly maxEventBytes: number
+  readonly channel: string
 }
 
 /** The upstream side of a dialect. @category models */

@@ -1,7 +1,9 @@
 /**
  * Token counts (Gemini `:countTokens`, Anthropic `/v1/messages/count_tokens`):
  * never billed, and answered by a channel of the client's own dialect that
- * counts (routed with failover, like any upstream call), else counted locally. A count is a request for the
+ * counts, or by one whose counter takes a translated request (Bedrock's
+ * `CountTokens`; routed with failover, like any upstream call), else counted
+ * locally (also when every such channel failed or refused to count). A count is a request for the
  * rate limits (`rpm`, a concurrency slot while it runs) but generates nothing,
  * so it counts no tokens (`tpm`). It writes no usage record; failed attempts
  * are logged.
@@ -50,9 +52,14 @@ export const handle = Effect.fnUntraced(function*(input: CountInput) {
     trace: input.trace,
     operation: "count_tokens"
   }, (route, log) => {
+    // A channel of the client's dialect that counts gets the client's body; one whose counter takes a
+    // translated request (Bedrock's CountTokens) gets the request translated.
+    const relays = (upstream: Dialect.UpstreamDialect) => upstream.dialect === input.client.dialect
     const channels = route.channels.filter((c) => {
       const upstream = Dialects.ofChannel(c, Domain.upstreamModel(c, route.model.id))
-      return upstream.dialect === input.client.dialect && upstream.countTokens !== undefined
+      if (upstream.countTokens === undefined) return false
+      return relays(upstream) ||
+        (upstream.countTokens.translated !== undefined && call.canonical !== undefined && call.answer !== undefined)
     })
     if (channels.length === 0) return Effect.succeed(Exchange.json(local, 200, headers))
     const forwarded = input.client.forwardHeaders?.(input.headers ?? {})
@@ -72,6 +79,19 @@ export const handle = Effect.fnUntraced(function*(input: CountInput) {
             const upstream = Dialects.ofChannel(channel, upstreamModel)
             const counter = upstream.countTokens!
             const url = counter.url(channel, upstreamModel)
+            const translated = relays(upstream) ? undefined : counter.translated
+            if (translated !== undefined) {
+              const request = yield* call.canonical!()
+              const body = yield* translated.encode(request, upstreamModel)
+              const text = yield* Failover.exchange(target, upstream, url, body, at, record)
+              const tokens = translated.read(text)
+              if (tokens === undefined) {
+                return yield* new GatewayError.UpstreamUnavailable({
+                  message: `The upstream '${channel.name}' answered with something that is not a token count.`
+                })
+              }
+              return Exchange.json(call.answer!(tokens), 200, headers)
+            }
             const body = call.forward(upstreamModel)
             const text = yield* Failover.exchange(
               target,

@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import { Dialect as Anthropic, Vertex as AnthropicVertex } from "@modelgate/anthropic-adapter"
-import { Dialect as Bedrock } from "@modelgate/bedrock-adapter"
+import { Dialect as Bedrock, Embeddings as BedrockEmbeddings } from "@modelgate/bedrock-adapter"
 import { type Dialect, Domain } from "@modelgate/core"
 import { Dialect as Gemini, Vertex as GeminiVertex } from "@modelgate/genai-adapter"
 import { Dialect as OpenAI } from "@modelgate/openai-adapter"
@@ -49,12 +49,18 @@ export const vertex = (channel: Domain.Channel, upstreamModel: string | undefine
 /**
  * The upstream side a channel speaks (Azure OpenAI speaks OpenAI's; a Vertex
  * AI channel Gemini's or, for its Claude models, Anthropic's: give the
- * upstream model when known; Bedrock the Converse API).
+ * upstream model when known; Bedrock the Converse API, and `InvokeModel`
+ * for the embeddings of its embedding models).
  *
  * @category dialects
  */
 export const ofChannel = (channel: Domain.Channel, upstreamModel?: string): Dialect.UpstreamDialect =>
-  channel.type === "vertex" ? vertex(channel, upstreamModel) : upstreams[Domain.dialectOf(channel.type)]
+  channel.type === "vertex"
+    ? vertex(channel, upstreamModel)
+    : channel.type === "bedrock" && upstreamModel !== undefined &&
+        BedrockEmbeddings.familyOf(upstreamModel) === undefined
+    ? Bedrock.chatOnly
+    : upstreams[Domain.dialectOf(channel.type)]
 
 /**
  * The upstream side a chat call of `client` speaks to `channel`: the

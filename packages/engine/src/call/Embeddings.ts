@@ -20,7 +20,7 @@
  *
  * @since 0.1.0
  */
-import { type Dialect, Domain, GatewayError, Tokens } from "@modelgate/core"
+import { type Canonical, type Dialect, Domain, GatewayError, Tokens } from "@modelgate/core"
 import { Clock, Effect } from "effect"
 import type * as Settlement from "../money/Settlement.ts"
 import type * as Telemetry from "../telemetry/Telemetry.ts"
@@ -95,7 +95,7 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
           const bedrock = route.channels.length > 0 && route.channels.every((c) => c.type === "bedrock")
           return yield* new GatewayError.UnsupportedFeature({
             message: bedrock
-              ? `Embeddings are not supported on bedrock channels, and only bedrock channels serve '${model.id}' in your group.`
+              ? `'${model.id}' is not an embedding model on the bedrock channels serving it in your group: Bedrock makes embeddings with Amazon Titan Text Embeddings and Cohere Embed models.`
               : `No channel serving '${model.id}' in your group can make embeddings.`
           })
         }
@@ -117,9 +117,8 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
               )
               return { body: relayed.body, promptTokens: relayed.promptTokens, usageRejected: relayed.usageRejected }
             }
-            const body = yield* make.encode(translated!, upstreamModel)
-            const text = yield* Failover.exchange(target, upstream, url, body, at, record)
-            const decoded = yield* make.decode(text, translated!.inputs.length, channel.name)
+            const decoded = yield* translatedAnswer(make, translated!, upstreamModel, channel.name, (body) =>
+              Failover.exchangeAnswer(target, upstream, url, body, at, record))
             return {
               body: JSON.stringify(embeddings.encode(decoded, call, model.id)),
               promptTokens: decoded.promptTokens,
@@ -140,7 +139,8 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
               { log, settlement },
               record,
               attempt(target, at, record),
-              (answer) => settlement.finish(meteredOf(answer, call.tokens), ClientGone.closed, log.leg())
+              (answer) =>
+                settlement.finish(meteredOf(answer, call.tokens), ClientGone.closed, log.leg())
             )
         })
         log.ttfbMs = (yield* Clock.currentTimeMillis) - startedAt
@@ -155,6 +155,50 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
         })
       })
   )
+})
+
+/**
+ * A translated request's answer: one request, or several in order when the
+ * model takes fewer inputs a request than were given
+ * (`UpstreamEmbeddings.inputsPerRequest`), their vectors joined and their
+ * tokens summed (a part that reports none, or a figure refused, makes the
+ * whole unreported, to be counted locally).
+ */
+const translatedAnswer = Effect.fnUntraced(function*<E, R>(
+  make: Dialect.UpstreamEmbeddings,
+  request: Canonical.EmbedRequest,
+  upstreamModel: string,
+  channel: string,
+  send: (
+    body: string
+  ) => Effect.Effect<{ readonly text: string; readonly headers: Readonly<Record<string, string>> }, E, R>
+) {
+  const per = Math.max(1, make.inputsPerRequest?.(upstreamModel) ?? request.inputs.length)
+  if (request.inputs.length <= per) {
+    const body = yield* make.encode(request, upstreamModel)
+    const answer = yield* send(body)
+    return yield* make.decode(answer.text, request.inputs.length, channel, answer.headers)
+  }
+  const vectors: Array<ReadonlyArray<number>> = []
+  let promptTokens: number | undefined = 0
+  let usageRejected: string | undefined
+  for (let at = 0; at < request.inputs.length; at += per) {
+    const inputs = request.inputs.slice(at, at + per)
+    const body = yield* make.encode({ ...request, inputs }, upstreamModel)
+    const answer = yield* send(body)
+    const part = yield* make.decode(answer.text, inputs.length, channel, answer.headers)
+    vectors.push(...part.vectors)
+    usageRejected ??= part.usageRejected
+    promptTokens = promptTokens === undefined || part.promptTokens === undefined
+      ? undefined
+      : promptTokens + part.promptTokens
+  }
+  const response: Canonical.EmbedResponse = usageRejected !== undefined
+    ? { vectors, usageRejected }
+    : promptTokens !== undefined
+    ? { vectors, promptTokens }
+    : { vectors }
+  return response
 })
 
 /** An embeddings answer as the attempt read it. */

@@ -94,7 +94,24 @@ export const allKeysDisabled = (model: string): GatewayError.UpstreamUnavailable
  *
  * @category attempts
  */
-export const exchange = Effect.fnUntraced(function*(
+export const exchange = (
+  target: Selection.Target,
+  upstream: Dialect.UpstreamDialect,
+  url: string,
+  body: string | Uint8Array,
+  at: Upstream.Deadlines,
+  record: AttemptRecord,
+  forwarded?: Readonly<Record<string, string>>
+) => Effect.map(exchangeAnswer(target, upstream, url, body, at, record, forwarded), (answer) => answer.text)
+
+/**
+ * `exchange`, with the answer's headers beside its text (names in lower case),
+ * for an upstream that says something there (Bedrock's `InvokeModel` its
+ * input tokens).
+ *
+ * @category attempts
+ */
+export const exchangeAnswer = Effect.fnUntraced(function*(
   target: Selection.Target,
   upstream: Dialect.UpstreamDialect,
   url: string,
@@ -116,7 +133,8 @@ export const exchange = Effect.fnUntraced(function*(
   )
   record.status = response.status
   if (response.status >= 400) return yield* refused(response, target, upstream)
-  return yield* Upstream.readText(response, (yield* Settings).maxAnswerBytes)
+  const text = yield* Upstream.readText(response, (yield* Settings).maxAnswerBytes)
+  return { text, headers: response.headers }
 })
 
 /**

@@ -54,8 +54,11 @@ export const attempt = (call: ChatCall, attempt: Attempt) =>
     }
     const metered = () => meteredOf(assembler.response(), call.promptEstimate, true)
     if (upstream.binaryStream !== undefined) {
-      // Binary frames (Bedrock's event stream) decode on their bytes.
-      const frames = upstream.binaryStream.decoder(start)
+      // Binary frames (Bedrock's event stream) decode on their bytes, each frame bounded from its prelude.
+      const frames = upstream.binaryStream.decoder(start, {
+        maxEventBytes: call.settings.maxEventBytes,
+        channel: attempt.target.channel.name
+      })
       return yield* streamed(call, attempt, response, opened, {
         push: (chunk) => feed(frames.push(chunk)),
         end: () => feed(frames.end()) + encoder.end(),

@@ -329,7 +329,7 @@ const binaryOpening = Effect.fnUntraced(function*(
     const all = concat(chunks, bytes)
     chunks.length = 0
     chunks.push(all)
-    const verdict = binary.opening(all, ended, channel.name)
+    const verdict = binary.opening(all, ended, channel.name, maxBytes)
     if (verdict === "answer") {
       const opened: StreamOpening = { bytes: all, ended }
       return opened
