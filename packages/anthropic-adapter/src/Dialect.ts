@@ -196,7 +196,12 @@ export const client: Core.ClientDialect = {
   dialect: "anthropic",
   presentedKey,
   open: (body) => Effect.map(Passthrough.inspectBody(body), (inspected) => new ChatCall(inspected)),
-  renderError: (error) => ErrorEnvelope.toResponse(error),
+  renderError: (error, nowMs) => {
+    const rendered = ErrorEnvelope.toResponse(error)
+    // A limit's refusal says when each limit resets too, as a date, when the time of the refusal is known.
+    if (error._tag !== "RateLimited" || error.snapshot === undefined || nowMs === undefined) return rendered
+    return { ...rendered, headers: { ...rendered.headers, ...rateLimitHeaders(error.snapshot, nowMs) } }
+  },
   rateLimitHeaders,
   modelsList: (models) => Effect.succeed(Models.modelsList(models)),
   modelObject: Models.modelInfo,

@@ -134,7 +134,7 @@ export const rateLimitHeaders = (
  * | ModelNotFound, RouteNotFound, ResourceNotFound | 404 | not_found_error | |
  * | RequestTooLarge | 413 | request_too_large | |
  * | InsufficientBalance, SpendingCapReached | 402 | billing_error | `x-should-retry: false` (terminal) |
- * | RateLimited | 429 | rate_limit_error | `retry-after`, `anthropic-ratelimit-*` (the limits and what is left) |
+ * | RateLimited | 429 | rate_limit_error | `retry-after`, `anthropic-ratelimit-*` (the limits and what is left; the dialect's `renderError` adds the reset dates when it knows the time) |
  * | UpstreamRateLimited | 429 | rate_limit_error | `retry-after` when known |
  * | UpstreamUnavailable | 529 if the upstream was overloaded (529/503), else 502 | overloaded_error / api_error | `x-should-retry: false` (failed over already) |
  * | UpstreamTimeout | 504 | timeout_error | `x-should-retry: false` (failed over already) |

@@ -263,8 +263,12 @@ export interface ClientDialect {
    * received) and the route's hints, or fails naming what is wrong.
    */
   readonly open: (body: Uint8Array, hints: RouteHints) => Effect.Effect<ChatCall, InvalidRequest>
-  /** An error in the dialect's envelope, with its status and headers (a rate limit's own headers included). */
-  readonly renderError: (error: GatewayError) => ErrorResponse
+  /**
+   * An error in the dialect's envelope, with its status and headers (a rate
+   * limit's own headers included); `nowMs` (epoch milliseconds), when given, is
+   * when it happened, for dialects whose reset headers are dates.
+   */
+  readonly renderError: (error: GatewayError, nowMs?: number) => ErrorResponse
   /**
    * Headers a successful answer carries about the caller's rate limits (`{}`
    * for dialects without such headers); `nowMs` is when the call was admitted
