@@ -20,16 +20,7 @@
  *
  * @since 0.1.0
  */
-import {
-  type Canonical,
-  Dialect as Core,
-  GatewayError,
-  Params,
-  type RateLimiter,
-  Sse,
-  type Tokens,
-  Utf8
-} from "@modelgate/core"
+import { type Canonical, Dialect as Core, GatewayError, PassthroughCall, Sse, Utf8 } from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as CountTokens from "./CountTokens.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
@@ -85,37 +76,14 @@ export const forwardHeaders = (headers: Core.HeaderBag): Readonly<Record<string,
  * One Messages call (`client.open`): what its inspection learnt of the body,
  * and everything the call needs of the dialect, from that.
  */
-class ChatCall implements Core.ChatCall {
-  readonly model: string
-  readonly stream: boolean
-  readonly maxOutputTokens: number | undefined
-  readonly choices = 1
-  readonly mediaParts: number
-  readonly media: Tokens.MediaCounts
+class ChatCall extends PassthroughCall.PassthroughCall<Passthrough.InspectedBody> {
   readonly streamContentType = AnthropicStream.SSE_CONTENT_TYPE
-  readonly body: Passthrough.InspectedBody
   constructor(body: Passthrough.InspectedBody) {
-    this.body = body
-    this.model = body.model
-    this.stream = body.stream
-    this.maxOutputTokens = body.maxTokens
-    this.mediaParts = body.mediaParts
-    this.media = body.media
-  }
-  check() {
-    return Passthrough.checkStructure(this.body)
+    super(body, Passthrough, body.maxTokens)
   }
   canonical() {
     // A large body JSON refuses fails with the parser's words.
     return Effect.flatMap(Passthrough.parsed(this.body), Request.decodeRequest)
-  }
-  forward(upstreamModel: string, edit?: Params.BodyEdit) {
-    return edit?.params === undefined
-      ? Passthrough.upstreamBody(this.body, upstreamModel)
-      : JSON.stringify({ ...Params.apply(this.body.json, edit.params), model: upstreamModel })
-  }
-  relayedUsage(json: unknown, promptEstimate: number) {
-    return Passthrough.usageOfResponse(json, promptEstimate)
   }
   renameInBody(body: string, publicModel: string) {
     return Passthrough.renameModel(body, publicModel)
@@ -151,35 +119,6 @@ class ChatCall implements Core.ChatCall {
   }
 }
 
-/**
- * Anthropic's rate-limit headers for a limiter snapshot: the limits, what is
- * left, and when each frees up again (`anthropic-ratelimit-requests-reset`,
- * `-tokens-reset`: RFC 3339 dates, whole seconds rounded up, from `nowMs`,
- * when the call was admitted).
- */
-const rateLimitHeaders = (snapshot: RateLimiter.Snapshot, nowMs: number): Readonly<Record<string, string>> => {
-  const headers: Record<string, string> = {}
-  if (snapshot.limitRequests !== null) headers["anthropic-ratelimit-requests-limit"] = String(snapshot.limitRequests)
-  if (snapshot.remainingRequests !== null) {
-    headers["anthropic-ratelimit-requests-remaining"] = String(snapshot.remainingRequests)
-  }
-  if (snapshot.resetRequestsMs !== null) {
-    headers["anthropic-ratelimit-requests-reset"] = resetDate(nowMs, snapshot.resetRequestsMs)
-  }
-  if (snapshot.limitTokens !== null) headers["anthropic-ratelimit-tokens-limit"] = String(snapshot.limitTokens)
-  if (snapshot.remainingTokens !== null) {
-    headers["anthropic-ratelimit-tokens-remaining"] = String(snapshot.remainingTokens)
-  }
-  if (snapshot.resetTokensMs !== null) {
-    headers["anthropic-ratelimit-tokens-reset"] = resetDate(nowMs, snapshot.resetTokensMs)
-  }
-  return headers
-}
-
-/** `nowMs + inMs` as Anthropic writes reset times: RFC 3339 in UTC, whole seconds (rounded up). */
-export const resetDate = (nowMs: number, inMs: number): string =>
-  new Date(Math.ceil((nowMs + Math.max(0, inMs)) / 1000) * 1000).toISOString().replace(".000Z", "Z")
-
 const parseJson = (body: string) =>
   Effect.try({
     try: () => JSON.parse(body) as unknown,
@@ -200,9 +139,9 @@ export const client: Core.ClientDialect = {
     const rendered = ErrorEnvelope.toResponse(error)
     // A limit's refusal says when each limit resets too, as a date, when the time of the refusal is known.
     if (error._tag !== "RateLimited" || error.snapshot === undefined || nowMs === undefined) return rendered
-    return { ...rendered, headers: { ...rendered.headers, ...rateLimitHeaders(error.snapshot, nowMs) } }
+    return { ...rendered, headers: { ...rendered.headers, ...ErrorEnvelope.limitHeaders(error.snapshot, nowMs) } }
   },
-  rateLimitHeaders,
+  rateLimitHeaders: (snapshot, nowMs) => ErrorEnvelope.limitHeaders(snapshot, nowMs),
   modelsList: (models) => Effect.succeed(Models.modelsList(models)),
   modelObject: Models.modelInfo,
   modelsListPath: "GET /v1/models",

@@ -100,28 +100,59 @@ const retryAfter = (seconds: number): Readonly<Record<string, string>> => ({
 const TERMINAL = { "x-should-retry": "false" }
 
 /**
- * Anthropic's rate-limit headers for a refused call's limiter snapshot: the
- * limits and what is left (`anthropic-ratelimit-requests-limit`/`-remaining`,
- * `-tokens-limit`/`-remaining`), and `retry-after`.
+ * Anthropic's rate-limit headers for a refused call's limiter snapshot:
+ * `retry-after`, and the limits and what is left (`limitHeaders`).
  *
  * @category mapping
  */
 export const rateLimitHeaders = (
   retryAfterSeconds: number,
   snapshot: GatewayError.RateLimited["snapshot"]
+): Readonly<Record<string, string>> =>
+  snapshot === undefined
+    ? retryAfter(retryAfterSeconds)
+    : { ...retryAfter(retryAfterSeconds), ...limitHeaders(snapshot) }
+
+/**
+ * Anthropic's headers for a limiter snapshot: the limits and what is left
+ * (`anthropic-ratelimit-requests-limit`/`-remaining`,
+ * `-tokens-limit`/`-remaining`) and, given `nowMs` (when the call was
+ * admitted or refused, epoch milliseconds), when each frees up again
+ * (`-requests-reset`, `-tokens-reset`: RFC 3339 dates, as Anthropic writes
+ * them; without it they are left out).
+ *
+ * @category mapping
+ */
+export const limitHeaders = (
+  snapshot: NonNullable<GatewayError.RateLimited["snapshot"]>,
+  nowMs?: number
 ): Readonly<Record<string, string>> => {
-  const headers: Record<string, string> = { ...retryAfter(retryAfterSeconds) }
-  if (snapshot === undefined) return headers
+  const headers: Record<string, string> = {}
   if (snapshot.limitRequests !== null) headers["anthropic-ratelimit-requests-limit"] = String(snapshot.limitRequests)
   if (snapshot.remainingRequests !== null) {
     headers["anthropic-ratelimit-requests-remaining"] = String(snapshot.remainingRequests)
+  }
+  if (nowMs !== undefined && snapshot.resetRequestsMs !== null) {
+    headers["anthropic-ratelimit-requests-reset"] = resetDate(nowMs, snapshot.resetRequestsMs)
   }
   if (snapshot.limitTokens !== null) headers["anthropic-ratelimit-tokens-limit"] = String(snapshot.limitTokens)
   if (snapshot.remainingTokens !== null) {
     headers["anthropic-ratelimit-tokens-remaining"] = String(snapshot.remainingTokens)
   }
+  if (nowMs !== undefined && snapshot.resetTokensMs !== null) {
+    headers["anthropic-ratelimit-tokens-reset"] = resetDate(nowMs, snapshot.resetTokensMs)
+  }
   return headers
 }
+
+/**
+ * `nowMs + inMs` as Anthropic writes reset times: RFC 3339 in UTC, whole
+ * seconds (rounded up).
+ *
+ * @category mapping
+ */
+export const resetDate = (nowMs: number, inMs: number): string =>
+  new Date(Math.ceil((nowMs + Math.max(0, inMs)) / 1000) * 1000).toISOString().replace(".000Z", "Z")
 
 /**
  * The Anthropic answer for a gateway error:

@@ -33,24 +33,24 @@
  *
  * @since 0.1.0
  */
+import { ToolIds } from "@modelgate/core"
 import { Result } from "effect"
 import { Base64Url } from "effect/encoding"
 
-/** The marker of an encoded tool-call id. @category ids */
-export const ID_MARKER = "mgid_"
-
-const SAFE_ID = /^[A-Za-z0-9_-]+$/
+/** The marker of an encoded tool-call id (core's `ToolIds.ID_MARKER`). @category ids */
+export const ID_MARKER = ToolIds.ID_MARKER
 
 /**
  * Whether Anthropic accepts `id` as a `tool_use.id` as it is.
  *
  * @category ids
  */
-export const isSafeToolId = (id: string): boolean => SAFE_ID.test(id)
+export const isSafeToolId: (id: string) => boolean = ToolIds.isSafe
 
 /**
- * An Anthropic-safe id for `id` (see the module doc); the identity on safe ids
- * that do not start with `mgid_`.
+ * An Anthropic-safe id for `id` (see the module doc; core's `ToolIds.encode`,
+ * the scheme the Bedrock adapter uses too); the identity on safe ids that do
+ * not start with `mgid_`.
  *
  * @example
  * ```ts
@@ -61,8 +61,7 @@ export const isSafeToolId = (id: string): boolean => SAFE_ID.test(id)
  *
  * @category ids
  */
-export const encodeToolId = (id: string): string =>
-  SAFE_ID.test(id) && !id.startsWith(ID_MARKER) ? id : ID_MARKER + Base64Url.encode(id)
+export const encodeToolId: (id: string) => string = ToolIds.encode
 
 /**
  * The original id of an id written by `encodeToolId`. Ids without the marker,
@@ -71,12 +70,7 @@ export const encodeToolId = (id: string): string =>
  *
  * @category ids
  */
-export const decodeToolId = (id: string): string => {
-  if (!id.startsWith(ID_MARKER)) return id
-  const decoded = Base64Url.decodeString(id.slice(ID_MARKER.length))
-  if (Result.isFailure(decoded)) return id
-  return encodeToolId(decoded.success) === id ? decoded.success : id
-}
+export const decodeToolId: (id: string) => string = ToolIds.decode
 
 /** The marker of a tool-call id that carries a thought signature. @category ids */
 export const SIGNED_ID_MARKER = "mgsg_"

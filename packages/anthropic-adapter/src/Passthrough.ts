@@ -245,9 +245,6 @@ const countStringValues = (text: string, key: string): number => {
   }
 }
 
-/** Tokens for generated characters: about four per token (`Tokens.estimateGeneratedTokens`). */
-const estimateTokens = (characters: number): number => characters === 0 ? 0 : Math.ceil(characters / 4)
-
 /** Generated characters of an event or an answer: text, thinking and tool input fragments. */
 const countGenerated = (text: string): number =>
   countStringValues(text, "\"text\"") + countStringValues(text, "\"thinking\"") +
@@ -287,17 +284,6 @@ const meteredOf = (usage: WireUsage, output: number): Dialect.Metered => {
     cacheWriteTokens: written,
     reported: true
   }
-}
-
-/** The joined `data:` lines of one raw event. */
-const dataOf = (raw: string): string => {
-  let data: string | undefined
-  for (const line of raw.split(/\r\n|\r|\n/)) {
-    if (!line.startsWith("data:")) continue
-    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5)
-    data = data === undefined ? value : `${data}\n${value}`
-  }
-  return data ?? ""
 }
 
 /**
@@ -367,7 +353,7 @@ export class PassthroughMeter {
    * caller's prompt estimate and the estimated output.
    */
   metered(promptEstimate: number): Dialect.Metered {
-    const estimate = estimateTokens(this.generated)
+    const estimate = Tokens.estimateGeneratedLength(this.generated)
     if (this.rejected !== undefined) {
       return {
         promptTokens: promptEstimate,
@@ -390,7 +376,7 @@ export class PassthroughMeter {
     this.generated += countGenerated(text)
     if (!text.includes("\"message_start\"") && !text.includes("\"message_delta\"")) return
     for (let from = 0; from < text.length;) {
-      const end = eventEnd(text, from)
+      const end = SseChunks.eventEnd(text, from)
       const stop = end === -1 ? text.length : end
       this.usageOf(text.slice(from, stop))
       from = stop
@@ -401,7 +387,7 @@ export class PassthroughMeter {
     if (!raw.includes("message_start") && !raw.includes("message_delta")) return
     let json: unknown
     try {
-      json = JSON.parse(dataOf(raw))
+      json = JSON.parse(SseChunks.dataOf(raw))
     } catch {
       return
     }
@@ -418,25 +404,6 @@ export class PassthroughMeter {
       if (delta) this.delta = true
     }
   }
-}
-
-/** Where the event starting at `from` ends (just after its blank line), or -1 when it is not complete. */
-const eventEnd = (text: string, from: number): number => {
-  let lineStart = true
-  for (let i = from; i < text.length; i++) {
-    const code = text.charCodeAt(i)
-    if (code !== 10 && code !== 13) {
-      lineStart = false
-      continue
-    }
-    if (code === 13) {
-      if (i + 1 === text.length) return -1 // a `\r` that may be half of `\r\n`
-      if (text.charCodeAt(i + 1) === 10) i++
-    }
-    if (lineStart) return i + 1
-    lineStart = true
-  }
-  return -1
 }
 
 /**
@@ -461,7 +428,7 @@ export const usageOfResponse = (json: unknown, promptEstimate: number): Dialect.
   }
   const estimate = {
     promptTokens: promptEstimate,
-    completionTokens: estimateTokens(generated),
+    completionTokens: Tokens.estimateGeneratedLength(generated),
     cachedTokens: 0,
     reported: false
   }

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { ErrorEnvelope } from "@modelgate/anthropic-adapter"
+import { Dialect, ErrorEnvelope } from "@modelgate/anthropic-adapter"
 import { GatewayError } from "@modelgate/core"
 
 const every: ReadonlyArray<[GatewayError.GatewayError, number, string]> = [
@@ -100,6 +100,36 @@ describe("toResponse", () => {
       ],
       ["12", "30", "0", "10000", "9000"]
     )
+  })
+
+  it("an answered call carries the same anthropic-ratelimit-* headers, with reset dates, without retry-after or unknown limits", () => {
+    const snapshot = {
+      limitRequests: 30,
+      remainingRequests: 29,
+      resetRequestsMs: 2_000,
+      limitTokens: null,
+      remainingTokens: null,
+      resetTokensMs: null
+    }
+    const now = Date.UTC(2026, 10, 29, 0, 0, 0, 500)
+    assert.deepStrictEqual(Dialect.client.rateLimitHeaders(snapshot, now), {
+      "anthropic-ratelimit-requests-limit": "30",
+      "anthropic-ratelimit-requests-remaining": "29",
+      // 2.5 s after the whole second, rounded up.
+      "anthropic-ratelimit-requests-reset": "2026-11-29T00:00:03Z"
+    })
+    const error = new GatewayError.RateLimited({ message: "m", retryAfterSeconds: 2, limit: "rpm", snapshot })
+    const refused = ErrorEnvelope.toResponse(error).headers
+    const { ["anthropic-ratelimit-requests-reset"]: _reset, ...withoutReset } = Dialect.client.rateLimitHeaders(
+      snapshot,
+      now
+    )
+    assert.deepStrictEqual(refused, { ...refused, ...withoutReset })
+    // The dialect's refusal, the time known, says when the limit resets too.
+    assert.deepStrictEqual(Dialect.client.renderError(error, now).headers, {
+      ...refused,
+      ...Dialect.client.rateLimitHeaders(snapshot, now)
+    })
   })
 
   it("writes an error event for a started stream", () => {

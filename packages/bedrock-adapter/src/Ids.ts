@@ -7,7 +7,8 @@
  * `decodeToolId` inverts it, without per-request state: an id that already
  * matches the pattern (and does not start with the marker `mgid_`) is kept;
  * any other becomes `mgid_` + the unpadded base64url of its UTF-8 bytes (the
- * same scheme the Anthropic adapter uses, so one id is written alike for both).
+ * scheme of core's `ToolIds`, which the Anthropic adapter uses too, so one id is
+ * written alike for both).
  *
  * **Reasoning signatures.** A canonical `ThinkingPart.signature` is only valid
  * for the provider that produced it. Signatures Bedrock returned
@@ -18,16 +19,14 @@
  *
  * @since 0.1.0
  */
-import { Result } from "effect"
-import { Base64Url } from "effect/encoding"
+import { ToolIds } from "@modelgate/core"
 
-/** The marker of an encoded tool-call id. @category ids */
-export const ID_MARKER = "mgid_"
-
-const SAFE_ID = /^[A-Za-z0-9_-]+$/
+/** The marker of an encoded tool-call id (core's `ToolIds.ID_MARKER`). @category ids */
+export const ID_MARKER = ToolIds.ID_MARKER
 
 /**
- * A Converse-safe id for `id`; the identity on safe ids that do not start
+ * A Converse-safe id for `id` (core's `ToolIds.encode`, the scheme the
+ * Anthropic adapter uses too); the identity on safe ids that do not start
  * with `mgid_`.
  *
  * @example
@@ -38,20 +37,14 @@ const SAFE_ID = /^[A-Za-z0-9_-]+$/
  *
  * @category ids
  */
-export const encodeToolId = (id: string): string =>
-  SAFE_ID.test(id) && !id.startsWith(ID_MARKER) ? id : ID_MARKER + Base64Url.encode(id)
+export const encodeToolId: (id: string) => string = ToolIds.encode
 
 /**
  * The original id of an id written by `encodeToolId`; any other id as it is.
  *
  * @category ids
  */
-export const decodeToolId = (id: string): string => {
-  if (!id.startsWith(ID_MARKER)) return id
-  const decoded = Base64Url.decodeString(id.slice(ID_MARKER.length))
-  if (Result.isFailure(decoded)) return id
-  return encodeToolId(decoded.success) === id ? decoded.success : id
-}
+export const decodeToolId: (id: string) => string = ToolIds.decode
 
 /** The canonical prefix of a reasoning signature Bedrock produced. @category signatures */
 export const SIGNATURE_PREFIX = "bedrock:"

@@ -1,5 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
+import type { ChatResponse } from "../src/dialect/Canonical.ts"
 import * as Equality from "../src/testing/Equality.ts"
+
+const answer = (...texts: Array<string>): ChatResponse => ({
+  id: "r",
+  model: "m",
+  created: 0,
+  choices: [{ index: 0, content: texts.map((text) => ({ type: "text", text })), finishReason: "stop" }]
+})
 
 describe("Equality", () => {
   it("compares JSON-like values structurally, ignoring the order of keys", () => {
@@ -32,5 +40,11 @@ describe("Equality", () => {
       () => Equality.assertEqual({ a: 1 }, { a: 2, big: 3n }, "round trip"),
       "round trip: the values differ\n  actual:   {\"a\":1}\n  expected: {\"a\":2,\"big\":\"3n\"}"
     )
+  })
+
+  it("assertRechunked holds for two equal assemblies of an answer whose parts assembly merges, and fails otherwise", () => {
+    Equality.assertRechunked(answer("ab"), answer("ab"), answer("a", "b"))
+    assert.throws(() => Equality.assertRechunked(answer("ab"), answer("a"), answer("ab")), /assembled streams/)
+    assert.throws(() => Equality.assertRechunked(answer("ab"), answer("ab"), answer("a")), /non-stream answer/)
   })
 })

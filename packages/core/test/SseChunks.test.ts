@@ -129,3 +129,32 @@ describe("SseChunks.LineEnds", () => {
     }))
   })
 })
+
+describe("SseChunks.eventEnd and dataOf", () => {
+  it("cut a stream into its events, each with the data the parser reads", () => {
+    fc.assert(fc.property(streamArb, (text) => {
+      const data: Array<string> = []
+      let from = 0
+      while (from < text.length) {
+        const end = SseChunks.eventEnd(text, from)
+        if (end === -1) {
+          // Only a CR at the very end (half of a CRLF, perhaps) leaves an event open.
+          assert.strictEqual(text.charCodeAt(text.length - 1), 13)
+          data.push(SseChunks.dataOf(text.slice(from)))
+          break
+        }
+        data.push(SseChunks.dataOf(text.slice(from, end)))
+        from = end
+      }
+      assert.deepStrictEqual(data, eventsOf(text).map((event) => event.data))
+    }))
+  })
+
+  it("say an event without its blank line is not complete, and one without data has none", () => {
+    assert.strictEqual(SseChunks.eventEnd("data: a\n", 0), -1)
+    assert.strictEqual(SseChunks.eventEnd("data: a\r", 0), -1)
+    assert.strictEqual(SseChunks.eventEnd("data: a\n\ndata: b\n\n", 9), 18)
+    assert.strictEqual(SseChunks.dataOf("event: ping\n\n"), "")
+    assert.strictEqual(SseChunks.dataOf("data:a\ndata:  b\n\n"), "a\n b")
+  })
+})

@@ -22,7 +22,17 @@
  *
  * @since 0.1.0
  */
-import { type Canonical, Dialect as Core, Domain, GatewayError, Issues, Params, Sse, Tokens } from "@modelgate/core"
+import {
+  type Canonical,
+  Dialect as Core,
+  Domain,
+  GatewayError,
+  Issues,
+  Params,
+  PassthroughCall,
+  Sse,
+  Tokens
+} from "@modelgate/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as Passthrough from "./chat/Passthrough.ts"
 import * as Request from "./chat/Request.ts"
@@ -77,37 +87,19 @@ const editedBody = (inspected: Passthrough.InspectedBody, upstreamModel: string,
  * One chat completions call (`client.open`): what its inspection learnt of
  * the body, and everything the call needs of the dialect, from that.
  */
-class ChatCall implements Core.ChatCall {
-  readonly model: string
-  readonly stream: boolean
-  readonly maxOutputTokens: number | undefined
-  readonly choices: number
-  readonly mediaParts: number
-  readonly media: Tokens.MediaCounts
+class ChatCall extends PassthroughCall.PassthroughCall<Passthrough.InspectedBody> {
   readonly streamContentType = "text/event-stream"
-  readonly body: Passthrough.InspectedBody
   constructor(body: Passthrough.InspectedBody) {
-    this.body = body
-    this.model = body.model
-    this.stream = body.stream
-    this.maxOutputTokens = body.maxTokens
-    this.choices = body.choices
-    this.mediaParts = body.mediaParts
-    this.media = body.media
-  }
-  check() {
-    return Passthrough.checkStructure(this.body)
+    super(body, Passthrough, body.maxTokens, body.choices)
   }
   canonical() {
     return Request.decodeRequest(this.body.json)
   }
-  forward(upstreamModel: string, edit?: Params.BodyEdit) {
+  // A channel's edit may also add or remove `stream_options`, not only parameters.
+  override forward(upstreamModel: string, edit?: Params.BodyEdit) {
     return edit === undefined
       ? Passthrough.upstreamBody(this.body, upstreamModel)
       : editedBody(this.body, upstreamModel, edit)
-  }
-  relayedUsage(json: unknown, promptEstimate: number) {
-    return Passthrough.usageOfResponse(json, promptEstimate)
   }
   renameInBody(body: string, publicModel: string) {
     return renameInBody(body, publicModel)
@@ -540,39 +532,16 @@ type Failure = ReturnType<typeof failure>
  * the stream's own encoder (translation) or meter (relay), which know the
  * response's id and the next `sequence_number`.
  */
-class ResponsesCall implements Core.ChatCall {
-  readonly model: string
-  readonly stream: boolean
-  readonly maxOutputTokens: number | undefined
-  readonly choices = 1
-  readonly mediaParts: number
-  readonly media: Tokens.MediaCounts
+class ResponsesCall extends PassthroughCall.PassthroughCall<ResponsesPassthrough.InspectedBody> {
   readonly streamContentType = Responses.SSE_CONTENT_TYPE
   /** How this call's stream ends on an error, once it started. */
   private failed: ((error: Failure) => string) | undefined
-  readonly body: ResponsesPassthrough.InspectedBody
   constructor(body: ResponsesPassthrough.InspectedBody) {
-    this.body = body
-    this.model = body.model
-    this.stream = body.stream
-    this.maxOutputTokens = body.maxOutputTokens
-    this.mediaParts = body.mediaParts
-    this.media = body.media
-  }
-  check() {
-    return ResponsesPassthrough.checkStructure(this.body)
+    super(body, ResponsesPassthrough, body.maxOutputTokens)
   }
   canonical() {
     // A large body JSON refuses fails with the parser's words.
     return Effect.flatMap(ResponsesPassthrough.parsed(this.body), ResponsesRequest.decodeRequest)
-  }
-  forward(upstreamModel: string, edit?: Params.BodyEdit) {
-    return edit?.params === undefined
-      ? ResponsesPassthrough.upstreamBody(this.body, upstreamModel)
-      : JSON.stringify({ ...Params.apply(this.body.json, edit.params), model: upstreamModel })
-  }
-  relayedUsage(json: unknown, promptEstimate: number) {
-    return ResponsesPassthrough.usageOfResponse(json, promptEstimate)
   }
   renameInBody(body: string, publicModel: string) {
     return renameInBody(body, publicModel)

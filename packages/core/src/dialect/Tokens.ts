@@ -92,7 +92,15 @@ export const utf8Length = (text: string): number => {
  *
  * @category counting
  */
-export const estimateGeneratedTokens = (text: string): number => text.length === 0 ? 0 : Math.ceil(text.length / 4)
+export const estimateGeneratedTokens = (text: string): number => estimateGeneratedLength(text.length)
+
+/**
+ * `estimateGeneratedTokens` for text of which only the length was counted
+ * (a relayed stream's generated characters).
+ *
+ * @category counting
+ */
+export const estimateGeneratedLength = (characters: number): number => characters === 0 ? 0 : Math.ceil(characters / 4)
 
 const partBound = (part: Part): number => {
   switch (part.type) {

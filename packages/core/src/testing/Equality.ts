@@ -22,6 +22,8 @@
  *
  * @since 0.1.0
  */
+import type { ChatResponse } from "../dialect/Canonical.ts"
+import * as StreamAssembly from "../dialect/StreamAssembly.ts"
 
 const definedKeys = (value: object): Array<string> => {
   const keys: Array<string> = []
@@ -69,4 +71,25 @@ export const assertEqual = (actual: unknown, expected: unknown, what: string): v
   if (!deepEqual(actual, expected)) {
     throw new Error(`${what}: the values differ\n  actual:   ${show(actual)}\n  expected: ${show(expected)}`)
   }
+}
+
+/**
+ * A response as assembling its events gives it back: adjacent text (and
+ * unsigned thinking) parts merged.
+ *
+ * @category streams
+ */
+export const merged = (response: ChatResponse): ChatResponse =>
+  StreamAssembly.assemble(StreamAssembly.toEvents(response))
+
+/**
+ * What every adapter's stream-rechunking law concludes: one answer's stream
+ * cut two ways assembles alike (`one`, `two`), and equals the non-stream
+ * decoding of the same answer (`whole`, its adjacent parts merged).
+ *
+ * @category streams
+ */
+export const assertRechunked = (one: ChatResponse, two: ChatResponse, whole: ChatResponse): void => {
+  assertEqual(one, two, "assembled streams")
+  assertEqual(one, merged(whole), "assembled stream and non-stream answer")
 }

@@ -199,3 +199,44 @@ export class WholeEvents {
     return last
   }
 }
+
+/**
+ * Where the event that starts at `from` in `text` ends (just after its blank
+ * line: LF, CRLF or CR line ends), or -1 when it is not complete yet (a CR
+ * at the very end may be half of a CRLF).
+ *
+ * @category text
+ */
+export const eventEnd = (text: string, from: number): number => {
+  let lineStart = true
+  for (let i = from; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code !== 10 && code !== 13) {
+      lineStart = false
+      continue
+    }
+    if (code === 13) {
+      if (i + 1 === text.length) return -1
+      if (text.charCodeAt(i + 1) === 10) i++
+    }
+    if (lineStart) return i + 1
+    lineStart = true
+  }
+  return -1
+}
+
+/**
+ * The `data:` lines of one raw event, joined with line feeds (one space after
+ * the colon dropped, as the SSE specification says); "" when it has none.
+ *
+ * @category text
+ */
+export const dataOf = (raw: string): string => {
+  let data: string | undefined
+  for (const line of raw.split(/\r\n|\r|\n/)) {
+    if (!line.startsWith("data:")) continue
+    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5)
+    data = data === undefined ? value : `${data}\n${value}`
+  }
+  return data ?? ""
+}

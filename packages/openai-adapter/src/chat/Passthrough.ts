@@ -447,7 +447,7 @@ export class PassthroughMeter {
     if (!USAGE_OBJECT.test(raw)) return true
     let json: unknown
     try {
-      json = JSON.parse(dataOf(raw))
+      json = JSON.parse(SseChunks.dataOf(raw))
     } catch {
       return true
     }
@@ -499,18 +499,6 @@ const eventEnd = (text: string, at: number, crlf: boolean): number => {
     if (found !== -1 && found + blank.length < end) end = found + blank.length
   }
   return end
-}
-
-const dataOf = (raw: string): string => {
-  let data = ""
-  let first = true
-  for (const line of raw.split(/\r\n|\r|\n/)) {
-    if (!line.startsWith("data:")) continue
-    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5)
-    data = first ? value : data + "\n" + value
-    first = false
-  }
-  return data
 }
 
 /**

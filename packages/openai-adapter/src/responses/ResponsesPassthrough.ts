@@ -251,8 +251,6 @@ export const meteredOfUsage = (usage: unknown): Dialect.Metered | string | undef
   }
 }
 
-const estimateTokens = (characters: number): number => characters === 0 ? 0 : Math.ceil(characters / 4)
-
 /** The decoded characters of every `"delta"` string value in `text` (the deltas of whole events), without parsing. */
 const deltaCharacters = (text: string): number => {
   let total = 0
@@ -279,37 +277,8 @@ const lastSequenceOf = (text: string): number | undefined => {
   return match === null ? undefined : Number(match[1])
 }
 
-const dataOf = (raw: string): string => {
-  let data: string | undefined
-  for (const line of raw.split(/\r\n|\r|\n/)) {
-    if (!line.startsWith("data:")) continue
-    const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5)
-    data = data === undefined ? value : `${data}\n${value}`
-  }
-  return data ?? ""
-}
-
 const FINAL = /"type"\s*:\s*"response\.(completed|incomplete|failed)"/
 const CREATED = /"type"\s*:\s*"response\.created"/
-
-/** Where the event starting at `from` ends (after its blank line), or -1 when it is not complete. */
-const eventEnd = (text: string, from: number): number => {
-  let lineStart = true
-  for (let i = from; i < text.length; i++) {
-    const code = text.charCodeAt(i)
-    if (code !== 10 && code !== 13) {
-      lineStart = false
-      continue
-    }
-    if (code === 13) {
-      if (i + 1 === text.length) return -1
-      if (text.charCodeAt(i + 1) === 10) i++
-    }
-    if (lineStart) return i + 1
-    lineStart = true
-  }
-  return -1
-}
 
 /**
  * Meters a relayed Responses stream (see the module doc). Feed it the
@@ -365,7 +334,7 @@ export class PassthroughMeter {
     if (this.reported !== undefined) return this.reported
     const estimate = {
       promptTokens: promptEstimate,
-      completionTokens: estimateTokens(this.generated),
+      completionTokens: Tokens.estimateGeneratedLength(this.generated),
       cachedTokens: 0,
       reported: false
     }
@@ -379,7 +348,7 @@ export class PassthroughMeter {
     this.generated += deltaCharacters(text)
     if (!FINAL.test(text) && !CREATED.test(text)) return
     for (let from = 0; from < text.length;) {
-      const end = eventEnd(text, from)
+      const end = SseChunks.eventEnd(text, from)
       const stop = end === -1 ? text.length : end
       this.response(text.slice(from, stop))
       from = stop
@@ -391,7 +360,7 @@ export class PassthroughMeter {
     if (!FINAL.test(raw) && !CREATED.test(raw)) return
     let json: unknown
     try {
-      json = JSON.parse(dataOf(raw))
+      json = JSON.parse(SseChunks.dataOf(raw))
     } catch {
       return
     }
@@ -430,7 +399,7 @@ export const usageOfResponse = (json: unknown, promptEstimate: number): Dialect.
   }
   const estimate = {
     promptTokens: promptEstimate,
-    completionTokens: estimateTokens(generated),
+    completionTokens: Tokens.estimateGeneratedLength(generated),
     cachedTokens: 0,
     reported: false
   }
