@@ -16,10 +16,12 @@
  * | stream-200 (50, 100/s) | 10.75 s | 4 | 43 s |
  * | translate-gemini (250, 1,000/s) | 10.75 s | 3 | 32 s |
  * | translate-gemini-stream (100/s) | 7.5 s | 3 | 22.5 s |
+ * | tracing (off and sampled, 3 rounds) | 7 s | 6 gateways | 42 s |
  * | soak (modelgate, 300/s) | | 1 | 600 s + drain |
  * | stop, billing check, report | | | 10 s |
  *
- * About 14 min 13 s in all. A target that cannot keep up with a rate adds
+ * About 14 min 13 s in all without the tracing step (issue 24), which adds
+ * 24 s: over issue 8's 15 minutes with `chat-200k` (15 min 20 s). A target that cannot keep up with a rate adds
  * at most `drainMs` (3 s) per open-loop point; the plan does not assume it.
  *
  * @since 0.1.0
@@ -87,8 +89,9 @@ export interface Plan {
 
 /**
  * The plan of a run: the memory scenario first (fresh processes), then the
- * latency scenarios in order, then the soak on `soakTarget` (null: no soak),
- * with the fixed start and stop allowances.
+ * latency scenarios in order, then the tracing step (`tracingMs`, null: not
+ * run), then the soak on `soakTarget` (null: no soak), with the fixed start
+ * and stop allowances.
  *
  * @category plan
  */
@@ -96,7 +99,8 @@ export const planRun = (
   list: ReadonlyArray<Scenario>,
   targets: ReadonlyArray<PlanTarget>,
   timing: Timing,
-  soakTarget: TargetName | null
+  soakTarget: TargetName | null,
+  tracingMs: number | null = null
 ): Plan => {
   const steps: Array<PlanStep> = [{ name: "startup", targets: [], ms: STARTUP_MS }]
   const ordered = [...list.filter((s) => s.kind === "memory"), ...list.filter((s) => s.kind !== "memory")]
@@ -108,6 +112,7 @@ export const planRun = (
         (s.rates.length + 1) * POINT_OVERHEAD_MS
     steps.push({ name: s.name, targets: who.map((t) => t.name), ms: who.length * perTarget })
   }
+  if (tracingMs !== null) steps.push({ name: "tracing", targets: ["modelgate"], ms: tracingMs })
   if (soakTarget !== null) steps.push({ name: "soak", targets: [soakTarget], ms: timing.soakMs + POINT_OVERHEAD_MS })
   steps.push({ name: "teardown", targets: [], ms: TEARDOWN_MS })
   return { steps, totalMs: steps.reduce((sum, s) => sum + s.ms, 0) }

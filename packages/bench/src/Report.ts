@@ -17,6 +17,7 @@ import { barChart, lineChart } from "./plot/Chart.ts"
 import { profileMarkdown, type ProfileSummary } from "./ProfileSummary.ts"
 import type { AddedPoint, LatencyResult, MemoryResult, Point, SoakResult, TargetName, Timing } from "./Runner.ts"
 import type { Dialect } from "./Scenarios.ts"
+import { TRACING_TARGET, tracingHeadline, tracingMarkdown, type TracingResult } from "./TracingCost.ts"
 
 /** The machine a run was measured on. @category models */
 export interface Machine {
@@ -67,6 +68,8 @@ export interface Results {
   readonly latency: ReadonlyArray<LatencyResult>
   readonly memory: ReadonlyArray<MemoryResult>
   readonly soak: SoakResult | null
+  /** Tracing's cost (the `tracing` step); absent or null: not measured. */
+  readonly tracing?: TracingResult | null | undefined
   readonly billing: BillingCheck
   readonly profile: ProfileSummary | null
   /** Where the profiles and heap snapshots are, relative to the output directory. */
@@ -110,7 +113,8 @@ const band = (a: AddedPoint): string => `${fmtUs(a.latencyP99Band.lowUs)} to ${f
 export const verdicts = (
   latency: ReadonlyArray<LatencyResult>,
   memory: ReadonlyArray<MemoryResult>,
-  soak: SoakResult | null
+  soak: SoakResult | null,
+  tracing: TracingResult | null = null
 ): Array<Verdict> => {
   const out: Array<Verdict> = []
   const scenario = (name: string) => latency.find((l) => l.scenario === name)
@@ -315,8 +319,27 @@ export const verdicts = (
       ))
     }
   }
+  {
+    const percent = tracing?.sampledPercent ?? null
+    if (tracing === null || percent === null) {
+      out.push(unmeasured(TRACING_TARGET, "the tracing step was not in this run"))
+    } else {
+      out.push(judged(
+        TRACING_TARGET,
+        percent <= TRACING_BUDGET_PERCENT,
+        tracingHeadline(tracing) ?? "",
+        () =>
+          `${percent.toFixed(1)} % against ${TRACING_BUDGET_PERCENT} %: ${
+            (percent - TRACING_BUDGET_PERCENT).toFixed(1)
+          } points over`
+      ))
+    }
+  }
   return out
 }
+
+/** The most CPU per call tracing may add with every call sampled (issue 24: "at most about a tenth"). @category verdicts */
+export const TRACING_BUDGET_PERCENT = 10
 
 const floorPeak = (m: MemoryResult): number | undefined => m.points.find((p) => p.target === "floor")?.peakRssBytes
 
@@ -812,6 +835,9 @@ export const writeReport = async (results: Results, outDir: string): Promise<Wri
   for (const file of ["throughput.png", "cpu-per-call.png", "rss-per-scenario.png"]) {
     const p = plots.find((x) => x.file === file)
     if (p !== undefined) lines.push(`![${p.title}](benchmarks/${p.file})`, "")
+  }
+  if (results.tracing != null) {
+    lines.push("## What tracing costs (`tracing`)", "", ...tracingMarkdown(results.tracing), "")
   }
   if (results.notes.length > 0) lines.push("## Notes", "", ...results.notes.map((n) => `- ${n}`), "")
   lines.push(`Raw results: \`${relative(outDir, json)}\`.`, "")

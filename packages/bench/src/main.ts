@@ -58,11 +58,22 @@ import {
 } from "./Runner.ts"
 import { authHeaders, type Dialect, DIALECTS, type Scenario, SCENARIO_NAMES, scenarios } from "./Scenarios.ts"
 import { freePort, killAll, type Service, startService } from "./Services.ts"
+import {
+  FULL_TRACING,
+  measureTracing,
+  QUICK_TRACING,
+  TRACING_ROUND_MS,
+  tracingHeadline,
+  type TracingResult,
+  type TracingTiming
+} from "./TracingCost.ts"
 
 const USAGE = `usage: node packages/bench/src/main.ts [options]     (pnpm bench [-- options])
 
   --quick                  smoke run: short durations, fewer rates, 20 s soak (about 2 min)
-  --only NAME[,NAME]       run only these scenarios: ${[...SCENARIO_NAMES, "soak"].join(", ")}
+  --only NAME[,NAME]       run only these scenarios: ${[...SCENARIO_NAMES, "tracing", "soak"].join(", ")}
+                           (tracing: the CPU per call of gateways with tracing off and with every call
+                           sampled and exported to a local collector; --only tracing runs it alone)
   --without-portkey        do not start or measure @portkey-ai/gateway (it is measured by default)
   --gateway-dialect D      the client dialect spoken to the gateway: openai (default) or gemini
   --without-profile        do not run the gateway under --cpu-prof (by default it is, and its profile is
@@ -100,6 +111,8 @@ export interface Options {
   readonly gatewayKey: string
   readonly headers: Readonly<Record<string, string>>
   readonly timing: Timing
+  /** The tracing step's sizes. */
+  readonly tracing: TracingTiming
   readonly outDir: string
 }
 
@@ -141,7 +154,7 @@ export const parseOptions = (argv: ReadonlyArray<string>, repoRoot: string): Opt
     allowPositionals: false
   })
   if (values.help) return "help"
-  const known = new Set<string>([...SCENARIO_NAMES, "soak"])
+  const known = new Set<string>([...SCENARIO_NAMES, "tracing", "soak"])
   let only: Set<string> | null = null
   if (values.only !== undefined) {
     only = new Set(values.only.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v !== ""))
@@ -180,6 +193,7 @@ export const parseOptions = (argv: ReadonlyArray<string>, repoRoot: string): Opt
       soakMs: integer("soak-ms", values["soak-ms"], 1000) ?? base.soakMs,
       soakRate: integer("soak-rate", values["soak-rate"], 1) ?? base.soakRate
     },
+    tracing: quick ? QUICK_TRACING : FULL_TRACING,
     outDir: resolve(values["out-dir"] ?? repoRoot)
   }
 }
@@ -209,19 +223,41 @@ export const planLine = (
   const pick = (quick: boolean) =>
     scenarios(quick, options.dialect).filter((s) => options.only === null || options.only.has(s.name))
   const wantSoak = options.only === null || options.only.has("soak")
-  const plan = planRun(pick(options.quick), targets, options.timing, wantSoak ? soakTarget : null)
+  const tracing = (quick: boolean) =>
+    wantsTracing(options, targets) ? tracingPlanMs(quick ? QUICK_TRACING : FULL_TRACING) : null
+  const plan = planRun(
+    pick(options.quick),
+    targets,
+    options.timing,
+    wantSoak ? soakTarget : null,
+    tracing(options.quick)
+  )
   const names = targets.map((t) => t.name).join(", ")
   let line = `plan (${options.dialect} dialect; ${names}): ${formatPlan(plan)}`
   if (options.quick) {
-    const full = planRun(pick(false), targets, {
-      ...FULL_TIMING,
-      soakMs: FULL_TIMING.soakMs,
-      soakRate: FULL_TIMING.soakRate
-    }, wantSoak ? soakTarget : null)
+    const full = planRun(
+      pick(false),
+      targets,
+      {
+        ...FULL_TIMING,
+        soakMs: FULL_TIMING.soakMs,
+        soakRate: FULL_TIMING.soakRate
+      },
+      wantSoak ? soakTarget : null,
+      tracing(false)
+    )
     line += `; the full run of this selection: about ${formatDuration(full.totalMs)}`
   }
   return line
 }
+
+/** Whether the run measures tracing: selected, and a gateway the run starts itself (it starts one per mode and round). */
+const wantsTracing = (options: Options, targets: ReadonlyArray<PlanTarget>): boolean =>
+  (options.only === null || options.only.has("tracing")) && options.gatewayUrl === null &&
+  targets.some((t) => t.name === "modelgate")
+
+/** The tracing step's allowance: off and sampled, each round. */
+const tracingPlanMs = (timing: TracingTiming): number => 2 * timing.rounds * TRACING_ROUND_MS
 
 const log = (line: string): void => {
   process.stderr.write(`${line}\n`)
@@ -501,11 +537,21 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
       proxy: t.pid !== null,
       runs: (s) => t.request(s) !== null
     }))
+    const tracingWanted = (options.only === null || options.only.has("tracing")) && options.gatewayUrl === null
+    const tracingRuns = tracingWanted && gateway !== null
+    if ((options.only === null || options.only.has("tracing")) && !tracingRuns) {
+      notes.push(
+        options.gatewayUrl !== null
+          ? "Tracing's cost was not measured: it needs gateways the benchmark starts itself (one per mode and round), not --gateway-url."
+          : "Tracing's cost was not measured: no gateway could be started."
+      )
+    }
     const plan = planRun(
       list,
       plannedTargets,
       options.timing,
-      wantSoak && soakTarget !== undefined ? soakTarget.name : null
+      wantSoak && soakTarget !== undefined ? soakTarget.name : null,
+      tracingRuns ? tracingPlanMs(options.tracing) : null
     )
     log(planLine(options, plannedTargets, wantSoak && soakTarget !== undefined ? soakTarget.name : null))
 
@@ -548,6 +594,26 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
       notes.push(
         "Portkey answered streamed calls with HTTP 500 in this run (seen with @portkey-ai/gateway 1.15.2 on Node 24: its log says `tryTargetsRecursively error: immutable`, a TypeError from changing the headers of a fetch Response), so it has no stream figures."
       )
+    }
+    // Tracing: gateways of their own (off, then every call sampled), one at a time, the main gateway idle meanwhile.
+    let tracing: TracingResult | null = null
+    if (tracingRuns) {
+      log("tracing: off against every call sampled")
+      try {
+        tracing = await measureTracing({
+          node,
+          bin,
+          upstreamUrl: upstream.url,
+          modes: ["off", "sampled"],
+          timing: options.tracing,
+          log
+        })
+        const headline = tracingHeadline(tracing)
+        if (headline !== null) log(`  ${headline}`)
+      } catch (error) {
+        notes.push(`Tracing's cost could not be measured: ${errorText(error).split("\n").slice(0, 4).join(" / ")}`)
+        log(`! tracing: ${errorText(error)}`)
+      }
     }
     let soak: SoakResult | null = null
     if (wantSoak) {
@@ -661,11 +727,12 @@ const main = async (argv: ReadonlyArray<string>): Promise<void> => {
       latency,
       memory,
       soak,
+      tracing,
       billing,
       profile,
       profileDir: options.profile ? relative(options.outDir, profileDir) : null,
       heapSnapshots: heapSnapshots.map((f) => relative(options.outDir, f)),
-      verdicts: verdicts(latency, memory, soak),
+      verdicts: verdicts(latency, memory, soak, tracing),
       notes
     }
     const written = await writeReport(results, options.outDir)

@@ -1,23 +1,28 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import type { ChatRequest } from "../src/dialect/Canonical.ts"
 import type { Metered } from "../src/dialect/Dialect.ts"
 import * as PassthroughCall from "../src/dialect/PassthroughCall.ts"
 import { InvalidRequest } from "../src/errors/GatewayError.ts"
+import * as JsonScan from "../src/wire/JsonScan.ts"
 
 interface Body extends PassthroughCall.InspectedBody {
   readonly limit: number
 }
 
-const body = (json: Record<string, unknown>, model = "m"): Body => ({
-  bytes: new TextEncoder().encode(JSON.stringify(json)),
-  json,
-  model,
-  stream: true,
-  mediaParts: 2,
-  media: { image: 2 },
-  limit: 7
-})
+const body = (json: Record<string, unknown>, model = "m"): Body => {
+  const bytes = new TextEncoder().encode(JSON.stringify(json))
+  return {
+    bytes,
+    json,
+    fields: Result.getOrThrow(JsonScan.topLevel(bytes)),
+    model,
+    stream: true,
+    mediaParts: 2,
+    media: { image: 2 },
+    limit: 7
+  }
+}
 
 const seen: Array<string> = []
 const metered: Metered = { promptTokens: 1, completionTokens: 2, cachedTokens: 0, reported: true }
@@ -65,6 +70,17 @@ describe("PassthroughCall", () => {
       [call.model, call.stream, call.maxOutputTokens, call.choices, call.mediaParts, call.media],
       ["m", true, 7, 1, 2, { image: 2 }]
     )
+  })
+
+  it("reads the sampling settings for the trace from the scan, numbers only", () => {
+    assert.deepStrictEqual(new Call(body({ temperature: 0.2, top_p: 1, messages: [] })).sampling(), {
+      temperature: 0.2,
+      topP: 1
+    })
+    assert.deepStrictEqual(new Call(body({ temperature: "warm" })).sampling(), {
+      temperature: undefined,
+      topP: undefined
+    })
   })
 
   it("checks, forwards and meters through the adapter's passthrough module", () => {

@@ -9,7 +9,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { Canonical, Domain, GatewayError, UsageLog } from "@modelgate/core"
-import { Clock, Context, Option } from "effect"
+import { Clock, Context, Effect, Option } from "effect"
+import * as Dialects from "../src/call/Dialects.ts"
 import * as CallSpans from "../src/telemetry/CallSpans.ts"
 import * as Telemetry from "../src/telemetry/Telemetry.ts"
 
@@ -122,36 +123,120 @@ describe("CallSpans", () => {
     }
   })
 
-  it("records the request's settings where it set them, Gemini's under generationConfig", () => {
-    const body = (value: unknown) => new TextEncoder().encode(JSON.stringify(value))
-    const { trace } = callTrace()
-    CallSpans.request(
-      trace,
-      "gemini",
-      { stream: true, maxOutputTokens: 100, choices: 2 },
-      body({
-        generationConfig: { temperature: 0.7, topP: 0.9 }
-      })
-    )
-    assert.strictEqual(trace.span.attributes.get("modelgate.stream"), true)
-    assert.strictEqual(trace.span.attributes.get("gen_ai.request.max_tokens"), 100)
-    assert.strictEqual(trace.span.attributes.get("gen_ai.request.choice.count"), 2)
-    assert.strictEqual(trace.span.attributes.get("gen_ai.request.temperature"), 0.7)
-    assert.strictEqual(trace.span.attributes.get("gen_ai.request.top_p"), 0.9)
-
-    const openai = callTrace().trace
-    CallSpans.request(
-      openai,
-      "openai",
-      { stream: false, maxOutputTokens: undefined, choices: 1 },
-      body({
-        temperature: "hot"
-      })
-    )
-    assert.isFalse(openai.span.attributes.has("gen_ai.request.temperature"))
-    assert.isFalse(openai.span.attributes.has("gen_ai.request.max_tokens"))
-    assert.isFalse(openai.span.attributes.has("gen_ai.request.choice.count"))
+  it("reads a relayed stream's finish reasons from its events as they go out", () => {
+    const data = (event: unknown) => `data: ${JSON.stringify(event)}\n\n`
+    const cases: ReadonlyArray<[Domain.Dialect, ReadonlyArray<string>, ReadonlyArray<string>]> = [
+      ["openai", [
+        data({
+          choices: [{ index: 0, delta: { content: "He said \"finish_reason\": \"fake\"" }, finish_reason: null }]
+        }),
+        data({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }) +
+        data({ choices: [{ index: 1, delta: {}, finish_reason: "length" }] }),
+        "data: [DONE]\n\n"
+      ], ["stop", "length"]],
+      ["anthropic", [
+        `event: message_start\n${data({ type: "message_start", message: { id: "m", stop_reason: null } })}`,
+        `event: message_delta\n${data({ type: "message_delta", delta: { stop_reason: "tool_use" } })}`
+      ], ["tool_use"]],
+      ["gemini", [
+        data({ candidates: [{ content: { parts: [{ text: "Hi" }] } }] }),
+        data({ candidates: [{ content: { parts: [] }, finishReason: "MAX_TOKENS" }] })
+      ], ["MAX_TOKENS"]],
+      ["responses", [
+        `event: response.created\n${data({ type: "response.created", response: { status: "in_progress" } })}`,
+        `event: response.incomplete\n${
+          data({ type: "response.incomplete", response: { incomplete_details: { reason: "max_output_tokens" } } })
+        }`
+      ], ["max_output_tokens"]],
+      ["responses", [data({ type: "response.completed", response: { status: "completed" } })], ["completed"]]
+    ]
+    for (const [dialect, events, reasons] of cases) {
+      const { trace } = callTrace()
+      const scanner = CallSpans.streamReasons(trace, dialect)!
+      for (const text of events) scanner.scan(text)
+      scanner.end()
+      assert.deepStrictEqual(trace.span.attributes.get("gen_ai.response.finish_reasons"), reasons, dialect)
+    }
+    // A stream cut before any reason: nothing recorded. Not sampled, or not traced: no scanner at all.
+    const cut = callTrace().trace
+    const scanner = CallSpans.streamReasons(cut, "openai")!
+    scanner.scan(data({ choices: [{ index: 0, delta: { content: "Hi" }, finish_reason: null }] }))
+    scanner.end()
+    assert.isFalse(cut.span.attributes.has("gen_ai.response.finish_reasons"))
+    assert.isUndefined(CallSpans.streamReasons(callTrace({ sampled: false }).trace, "openai"))
+    assert.isUndefined(CallSpans.streamReasons(undefined, "openai"))
   })
+
+  it.effect("records the request's settings from each dialect's scan, for a 200 KB body too, without parsing it", () =>
+    Effect.gen(function*() {
+      const history = "x".repeat(200 * 1024)
+      const cases: ReadonlyArray<[Domain.Dialect, Record<string, unknown>]> = [
+        ["openai", {
+          model: "gpt-4o-mini",
+          messages: [{ role: "user", content: history }],
+          temperature: 0.7,
+          top_p: 0.9,
+          max_tokens: 100,
+          n: 2,
+          stream: true
+        }],
+        ["responses", { model: "gpt-5", input: history, temperature: 0.7, top_p: 0.9, stream: true }],
+        ["anthropic", {
+          model: "claude-x",
+          max_tokens: 100,
+          messages: [{ role: "user", content: history }],
+          temperature: 0.7,
+          top_p: 0.9,
+          stream: true
+        }],
+        ["gemini", {
+          contents: [{ role: "user", parts: [{ text: history }] }],
+          generationConfig: { temperature: 0.7, topP: 0.9, maxOutputTokens: 100, candidateCount: 2 }
+        }]
+      ]
+      for (const [dialect, body] of cases) {
+        const bytes = new TextEncoder().encode(JSON.stringify(body))
+        assert.isAbove(bytes.length, 200 * 1024)
+        const call = yield* Dialects.client(dialect).open(bytes, { model: "gemini-2.5-flash", stream: true })
+        const { trace } = callTrace()
+        const parse = JSON.parse
+        let parsed = 0
+        JSON.parse = (text: string, reviver?: (this: unknown, key: string, value: unknown) => unknown) => {
+          if (text.length > 1024) parsed++
+          return parse(text, reviver)
+        }
+        try {
+          CallSpans.request(trace, call)
+        } finally {
+          JSON.parse = parse
+        }
+        assert.strictEqual(parsed, 0, `${dialect}: the body is not parsed for the trace`)
+        const attributes = trace.span.attributes
+        assert.strictEqual(attributes.get("modelgate.stream"), true, dialect)
+        assert.strictEqual(attributes.get("gen_ai.request.temperature"), 0.7, dialect)
+        assert.strictEqual(attributes.get("gen_ai.request.top_p"), 0.9, dialect)
+        if (dialect !== "responses") assert.strictEqual(attributes.get("gen_ai.request.max_tokens"), 100, dialect)
+        if (dialect === "openai" || dialect === "gemini") {
+          assert.strictEqual(attributes.get("gen_ai.request.choice.count"), 2, dialect)
+        }
+      }
+    }))
+
+  it.effect("records no setting a request did not set as a number", () =>
+    Effect.gen(function*() {
+      // Large enough for its structure check to wait for a refusal: a string passes the inspection.
+      const bytes = new TextEncoder().encode(JSON.stringify({
+        model: "gpt-4o-mini",
+        messages: [{ role: "user", content: "x".repeat(20_000) }],
+        temperature: "hot"
+      }))
+      const { trace } = callTrace()
+      CallSpans.request(trace, yield* Dialects.client("openai").open(bytes, {}))
+      assert.isFalse(trace.span.attributes.has("gen_ai.request.temperature"))
+      assert.isFalse(trace.span.attributes.has("gen_ai.request.top_p"))
+      assert.isFalse(trace.span.attributes.has("gen_ai.request.max_tokens"))
+      assert.isFalse(trace.span.attributes.has("gen_ai.request.choice.count"))
+    }))
 
   it("makes an attempt's client span under the call's, and ends it with its status and error", () => {
     const { trace, ended } = callTrace()

@@ -82,6 +82,29 @@ describe("OtlpProtobuf", () => {
     assert.strictEqual(span!.scope, "modelgate")
   })
 
+  it("keeps a span's attributes as one flat list: a key set again keeps its place with its last value", () => {
+    const attributes = new OtlpProtobuf.Attributes()
+    attributes.set("gen_ai.response.model", "gpt-4o-mini")
+    attributes.set("modelgate.stream", true)
+    attributes.set("gen_ai.response.model", "gpt-4o-mini-2024-07-18")
+    attributes.set("gen_ai.response.finish_reasons", ["stop"])
+    assert.strictEqual(attributes.size, 3)
+    assert.strictEqual(attributes.get("gen_ai.response.model"), "gpt-4o-mini-2024-07-18")
+    assert.isTrue(attributes.has("modelgate.stream"))
+    assert.isFalse(attributes.has("absent"))
+    assert.deepStrictEqual([...attributes.keys()], [
+      "gen_ai.response.model",
+      "modelgate.stream",
+      "gen_ai.response.finish_reasons"
+    ])
+    const [span] = decodeTraces(encode([{ ...base, attributes }]))
+    assert.deepStrictEqual(span!.attributes, {
+      "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+      "modelgate.stream": true,
+      "gen_ai.response.finish_reasons": ["stop"]
+    })
+  })
+
   it("writes lengths of more than one byte: long values, and a batch of many spans", () => {
     const long = "x".repeat(200_000) + "é"
     const spans = Array.from({ length: 600 }, (_, i) => ({

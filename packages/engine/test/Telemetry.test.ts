@@ -46,7 +46,8 @@ const serveOne = async (telemetry: Telemetry.Telemetry, headers: Record<string, 
   })
   let sent: Record<string, string> = {}
   const program = Effect.gen(function*() {
-    yield* Telemetry.span(trace, "admission", { attributes: { "modelgate.step": "limits" } })(Effect.void)
+    // A nested span is the current one for what it wraps.
+    yield* Telemetry.span(trace, "admission", true)(Effect.annotateCurrentSpan("modelgate.step", "limits"))
     yield* Telemetry.useSpan(trace, "chat gpt-4o-mini", { kind: "client" }, (span) =>
       Effect.sync(() => {
         sent = span === undefined ? {} : Telemetry.propagation(span)

@@ -17,6 +17,7 @@ import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { toWebHandler } from "../src/host/WebHandler.ts"
 import type { Telemetry } from "../src/telemetry/Telemetry.ts"
+import { cloudChannels, cloudModels } from "./Clouds.test.ts"
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "./support/OtlpReceiver.ts"
 
 const KEY = "sk-embedded-alice-0000000000000000"
@@ -106,8 +107,8 @@ describe("tracing in the web handler", () => {
         assert.strictEqual(server!.attributes["gen_ai.request.model"], "gpt-4o-mini")
         assert.strictEqual(server!.attributes["gen_ai.response.model"], "gpt-4o-mini")
         assert.match(String(server!.attributes["gen_ai.response.id"]), /^chatcmpl-/)
-        // A stream relayed as it came is not read for its finish reasons.
-        if (!stream) assert.deepStrictEqual(server!.attributes["gen_ai.response.finish_reasons"], ["stop"])
+        // A stream relayed as it came is read for its finish reasons on the way.
+        assert.deepStrictEqual(server!.attributes["gen_ai.response.finish_reasons"], ["stop"])
         assert.isAbove(Number(server!.attributes["gen_ai.usage.input_tokens"]), 0)
         assert.isAbove(Number(server!.attributes["gen_ai.usage.output_tokens"]), 0)
         assert.isAbove(Number(server!.attributes["modelgate.cost_usd"]), 0)
@@ -147,6 +148,109 @@ describe("tracing in the web handler", () => {
       await local.dispose()
     }
   })
+
+  it(
+    "records the answer's id, model, finish reasons and usage on every path: relayed and translated, streams or not, from every front door",
+    async () => {
+      const local = await toWebHandler({
+        routing: { probe_interval_ms: 600_000 },
+        channels: [
+          { name: "openai", type: "openai", base_url: `${upstream.url}/v1`, api_key: "k", models: ["gpt-4o-mini"] },
+          {
+            name: "responses",
+            type: "openai",
+            responses: true,
+            base_url: `${upstream.url}/v1`,
+            api_key: "k",
+            models: ["gpt-4.1"]
+          },
+          { name: "gemini", type: "gemini", base_url: upstream.url, api_key: "g", models: ["gemini-2.5-flash"] },
+          {
+            name: "anthropic",
+            type: "anthropic",
+            base_url: upstream.url,
+            api_key: "a",
+            models: ["claude-sonnet-4-5"]
+          },
+          ...cloudChannels(upstream.url, upstream.vertexKeyFile()).filter((c) => c.name === "bedrock")
+        ],
+        models: {
+          "gpt-4o-mini": { input: 1, output: 2 },
+          "gpt-4.1": { input: 1, output: 2 },
+          "gemini-2.5-flash": { input: 1, output: 2 },
+          "claude-sonnet-4-5": { input: 3, output: 15 },
+          ...cloudModels
+        },
+        users: [{ name: "alice", balance: 100, keys: [{ name: "laptop", secret: KEY }] }],
+        telemetry: { endpoint: receiver.url }
+      })
+      const doors = {
+        openai: (model: string, stream: boolean) => ({
+          path: "/v1/chat/completions",
+          headers: { authorization: `Bearer ${KEY}` },
+          body: { model, stream, messages: [{ role: "user", content: "Hello" }] }
+        }),
+        responses: (model: string, stream: boolean) => ({
+          path: "/v1/responses",
+          headers: { authorization: `Bearer ${KEY}` },
+          body: { model, stream, input: "Hello" }
+        }),
+        anthropic: (model: string, stream: boolean) => ({
+          path: "/v1/messages",
+          headers: { "x-api-key": KEY, "anthropic-version": "2023-06-01" },
+          body: { model, stream, max_tokens: 64, messages: [{ role: "user", content: "Hello" }] }
+        }),
+        gemini: (model: string, stream: boolean) => ({
+          path: `/v1beta/models/${model}:${stream ? "streamGenerateContent?alt=sse" : "generateContent"}`,
+          headers: { "x-goog-api-key": KEY },
+          body: { contents: [{ role: "user", parts: [{ text: "Hello" }] }] }
+        })
+      }
+      const models = ["gpt-4o-mini", "gpt-4.1", "gemini-2.5-flash", "claude-sonnet-4-5", "claude-bedrock"]
+      try {
+        const calls: Array<{ readonly what: string; readonly traceId: string }> = []
+        for (const [door, make] of Object.entries(doors)) {
+          for (const model of models) {
+            for (const stream of [false, true]) {
+              const what = `${door} -> ${model}${stream ? ", streamed" : ""}`
+              const { traceId, traceparent } = caller()
+              const call = make(model, stream)
+              const response = await local.handler(
+                new Request(`http://gateway.test${call.path}`, {
+                  method: "POST",
+                  headers: { "content-type": "application/json", traceparent, ...call.headers },
+                  body: JSON.stringify(call.body)
+                })
+              )
+              const text = await response.text()
+              assert.strictEqual(response.status, 200, `${what}: ${text.slice(0, 300)}`)
+              calls.push({ what, traceId })
+            }
+          }
+        }
+        await flushUntil(local.telemetry!, receiver, calls.map((c) => c.traceId))
+        const missing: Array<string> = []
+        for (const { what, traceId } of calls) {
+          const server = receiver.spans().find((s) => s.traceId === traceId && s.kind === 2)!
+          const a = server.attributes
+          const reasons = a["gen_ai.response.finish_reasons"]
+          if (!Array.isArray(reasons) || reasons.length === 0) missing.push(`${what}: finish_reasons`)
+          if (typeof a["gen_ai.response.id"] !== "string" || a["gen_ai.response.id"] === "") {
+            missing.push(`${what}: response.id`)
+          }
+          if (typeof a["gen_ai.response.model"] !== "string" || a["gen_ai.response.model"] === "") {
+            missing.push(`${what}: response.model`)
+          }
+          if (!(Number(a["gen_ai.usage.input_tokens"]) > 0)) missing.push(`${what}: usage.input_tokens`)
+          if (!(Number(a["gen_ai.usage.output_tokens"]) > 0)) missing.push(`${what}: usage.output_tokens`)
+        }
+        assert.deepStrictEqual(missing, [])
+      } finally {
+        await local.dispose()
+      }
+    },
+    60_000
+  )
 
   it("traces embeddings and token counts too, each named by its operation", async () => {
     const local = await toWebHandler(config(upstream.url, { endpoint: receiver.url }))

@@ -139,6 +139,14 @@ class ChatCall implements Core.ChatCall {
     this.sse = hints.sse ?? true
     this.streamContentType = this.sse ? Framing.SSE_CONTENT_TYPE : Framing.ARRAY_CONTENT_TYPE
   }
+  sampling(): Core.SamplingSettings {
+    const config = this.inspection.config
+    const number = (value: unknown) => typeof value === "number" && Number.isFinite(value) ? value : undefined
+    return {
+      temperature: number(config?.["temperature"]),
+      topP: number(config?.["topP"] ?? config?.["top_p"])
+    }
+  }
   check() {
     return Passthrough.checkStructure(this.inspection)
   }

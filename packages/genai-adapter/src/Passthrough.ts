@@ -55,6 +55,8 @@ export interface Inspection {
   readonly media: Tokens.MediaCounts
   /** Whether the structure of the whole body was checked; large bodies are checked only when refused (`checkStructure`). */
   readonly checked: boolean
+  /** `generationConfig` (either spelling), parsed on its own from the scan, when the body has one. */
+  readonly config?: Readonly<Record<string, unknown>> | undefined
 }
 
 /**
@@ -218,7 +220,8 @@ export const inspectBodyResult = (
     ...extra,
     mediaParts,
     media: mediaKinds,
-    checked: eager
+    checked: eager,
+    config: Predicate.isObject(config) ? config : undefined
   })
   if (config === undefined) return Result.succeed(inspection({ candidateCount: 1 }))
   if (!Predicate.isObject(config)) return fail("generationConfig", "'generationConfig' must be an object.")

@@ -106,6 +106,13 @@ export interface ChatCall {
   /** The `Content-Type` of this call's stream. */
   readonly streamContentType: string
   /**
+   * The request's sampling settings where it set them as numbers, for the
+   * call's trace (`gen_ai.request.temperature`, `gen_ai.request.top_p`):
+   * read from what the inspection's top-level scan found, never by parsing
+   * the body, whatever its size. Only a traced call asks.
+   */
+  sampling?(): SamplingSettings
+  /**
    * The structure check the inspection left out for a large body, run when a
    * channel of the client's own dialect refused it, or when parsing the body
    * (for a translation, or a channel's parameter edit) failed: the error
@@ -152,6 +159,12 @@ export interface ChatCall {
    * stream is closed by it).
    */
   errorFrame(error: GatewayError): string
+}
+
+/** A request's sampling settings, where it set them. @category models */
+export interface SamplingSettings {
+  readonly temperature: number | undefined
+  readonly topP: number | undefined
 }
 
 /** What the route said of a call (Gemini puts the model and the stream flag in the path). @category models */

@@ -13,9 +13,9 @@
  */
 import type { Effect } from "effect"
 import type { GatewayError, InvalidRequest, UnsupportedFeature } from "../errors/GatewayError.ts"
-import type { KeptBody } from "../wire/JsonScan.ts"
+import { type Fields, type KeptBody, numberOf } from "../wire/JsonScan.ts"
 import type { ChatRequest, ChatResponse } from "./Canonical.ts"
-import type { ChatCall, FrameEncoder, Metered, PassthroughMeter } from "./Dialect.ts"
+import type { ChatCall, FrameEncoder, Metered, PassthroughMeter, SamplingSettings } from "./Dialect.ts"
 import * as Params from "./Params.ts"
 import type { MediaCounts } from "./Tokens.ts"
 
@@ -29,6 +29,8 @@ export interface InspectedBody extends KeptBody {
   readonly stream: boolean
   readonly mediaParts: number
   readonly media: MediaCounts
+  /** Where each top-level field lies in the bytes (the inspection's scan). */
+  readonly fields: Fields
 }
 
 /**
@@ -80,6 +82,11 @@ export abstract class PassthroughCall<Body extends InspectedBody> implements Cha
   }
   relayedUsage(json: unknown, promptEstimate: number): Metered {
     return this.passthrough.usageOfResponse(json, promptEstimate)
+  }
+  /** `temperature` and `top_p` (the same keys in every dialect of this kind), from the scan: the body is not parsed. */
+  sampling(): SamplingSettings {
+    const { bytes, fields } = this.body
+    return { temperature: numberOf(bytes, fields, "temperature"), topP: numberOf(bytes, fields, "top_p") }
   }
   abstract canonical(): Effect.Effect<ChatRequest, InvalidRequest | UnsupportedFeature>
   abstract renameInBody(body: string, publicModel: string): string

@@ -363,6 +363,24 @@ export const valueOf = (bytes: Uint8Array, span: Span | undefined): unknown =>
   span === undefined ? undefined : JSON.parse(Utf8.decode(bytes.subarray(span.start, span.end)))
 
 /**
+ * A top-level number of a scanned body, parsed on its own: `undefined` when
+ * the field is absent, not a finite number, or not JSON.
+ *
+ * @category decoding
+ */
+export const numberOf = (bytes: Uint8Array, fields: Fields, key: string): number | undefined => {
+  const span = fields.get(key)
+  if (span === undefined) return undefined
+  let value: unknown
+  try {
+    value = valueOf(bytes, span)
+  } catch {
+    return undefined
+  }
+  return typeof value === "number" && Number.isFinite(value) ? value : undefined
+}
+
+/**
  * Whether the string at `[start, end)` (its quotes included) is exactly
  * `text` (ASCII, without escapes).
  *

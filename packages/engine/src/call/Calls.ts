@@ -141,7 +141,7 @@ export const billed = Effect.fnUntraced(function*<A, R>(
   const permit = yield* Telemetry.span(trace, "limits")(
     RateLimits.admit(ask.key, route.group, model.id, ask.tokens(model))
   )
-  const settlement = yield* Telemetry.span(trace, "hold")(RateLimits.settleUnder(
+  const settlement = yield* Telemetry.span(trace, "hold", true)(RateLimits.settleUnder(
     permit,
     Settlement.open({
       requestId: ask.requestId,

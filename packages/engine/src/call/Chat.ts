@@ -33,6 +33,7 @@ import { Settings } from "../config/Settings.ts"
 import * as Health from "../routing/Health.ts"
 import * as CallSpans from "../telemetry/CallSpans.ts"
 import type * as Telemetry from "../telemetry/Telemetry.ts"
+import type * as Exchange from "../wire/Exchange.ts"
 import * as Calls from "./Calls.ts"
 import { ChatCall } from "./ChatCall.ts"
 import * as ClientGone from "./ClientGone.ts"
@@ -57,6 +58,12 @@ export interface ChatInput {
   /** The call's trace, when tracing is on (`GatewayRequest.trace`). */
   readonly trace?: Telemetry.CallTrace | undefined
 }
+
+/** Every successful attempt ends its ticket itself: a non-stream one before it settles, a stream when it ends. */
+const keepsTicket = (): boolean => true
+
+/** A stream's attempt span ends with the stream. (Made once: a call, traced or not, allocates no closure for it.) */
+const keepsSpan = (answer: Exchange.Answer): boolean => answer._tag === "Stream"
 
 const firstValue = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
   typeof value === "string" ? value : value?.[0]
@@ -84,7 +91,7 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
   const dialect = yield* client.open(input.body, input.hints)
   const bodyBytes = input.body.length
   const operation = CallSpans.operationName("chat", client.dialect)
-  CallSpans.request(trace, client.dialect, dialect, input.body)
+  CallSpans.request(trace, dialect)
   const settings = yield* Settings
   const health = yield* Health.Health
   return yield* Calls.billed(
@@ -141,10 +148,8 @@ const run = Effect.fnUntraced(function*(input: ChatInput, admitting: Refusals.Ad
               strategy.attempt(call, { target, at, record, ticket, startedAt, upstream, upstreamModel, span })
             )
           }),
-        // Every successful attempt ends its ticket itself: a non-stream one before it settles, a stream when it ends.
-        keepsTicket: () => true,
-        // A stream's attempt span ends with the stream.
-        keepsSpan: (answer) => answer._tag === "Stream"
+        keepsTicket,
+        keepsSpan
       })
     }
   )

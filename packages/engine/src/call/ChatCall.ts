@@ -233,6 +233,8 @@ export interface StreamTransform {
   readonly metered: () => Settlement.Metered
   /** The answer in the canonical model, when the transform assembles it (a translated stream), for the trace. */
   readonly answer?: (() => Canonical.ChatResponse) | undefined
+  /** A relayed stream, sampled: what it read on the way goes on the trace (its finish reasons). */
+  readonly traced?: (() => void) | undefined
 }
 
 /**
@@ -330,9 +332,10 @@ const settleStream = (call: ChatCall, attempt: Attempt, transform: StreamTransfo
       else CallSpans.attemptEnded(trace, attempt.span, record.status, error)
       if (transform.answer !== undefined) {
         const assembled = transform.answer()
-        CallSpans.response(trace, assembled)
+        CallSpans.response(trace, assembled, attempt.upstreamModel)
         yield* call.captured(attempt.target.channel, () => Effect.succeed(assembled))
       }
+      transform.traced?.()
     }
     yield* call.settlement.finish(transform.metered(), outcome, call.log.leg())
   }).pipe(Effect.uninterruptible)

@@ -58,10 +58,13 @@ export const attempt = (call: ChatCall, attempt: Attempt) =>
     CallSpans.streamOpening(call.trace, call.client.dialect, opened.bytes)
     const meter = dialect.meter()
     const rename = renamed ? dialect.streamRenamer(attempt.upstreamModel, model.id) : undefined
+    // A sampled call's finish reasons are read from the events as they go out.
+    const reasons = CallSpans.streamReasons(call.trace, call.client.dialect)
     // Relayed event by event as the upstream wrote it (an in-band error event included), its secrets redacted:
     // whole events the meter left as they were go out as the upstream's own bytes.
     const frames = (out: Dialect.Forward): Relay.Frames => {
       if (out === undefined) return ""
+      if (reasons !== undefined) reasons.scan(typeof out === "string" ? out : out.text)
       if (typeof out !== "string") {
         if (rename === undefined && !Redaction.quotes(channel, out.text)) return out.bytes
         out = out.text
@@ -71,6 +74,7 @@ export const attempt = (call: ChatCall, attempt: Attempt) =>
     return yield* streamed(call, attempt, response, opened, {
       push: (chunk) => frames(meter.push(chunk)),
       end: () => frames(meter.end()),
-      metered: () => meter.metered(call.promptEstimate)
+      metered: () => meter.metered(call.promptEstimate),
+      traced: reasons === undefined ? undefined : () => reasons.end()
     })
   })

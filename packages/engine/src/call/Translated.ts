@@ -34,7 +34,7 @@ export const attempt = (call: ChatCall, attempt: Attempt) =>
     if (!dialect.stream) {
       const { json } = yield* readAnswer(call, attempt, response)
       const decoded = yield* upstream.decodeResponse(json, yield* Ids.answerStart)
-      CallSpans.response(call.trace, decoded)
+      CallSpans.response(call.trace, decoded, upstreamModel)
       yield* call.captured(attempt.target.channel, () => Effect.succeed(decoded))
       return yield* answered(
         call,
@@ -62,7 +62,8 @@ export const attempt = (call: ChatCall, attempt: Attempt) =>
       return yield* streamed(call, attempt, response, opened, {
         push: (chunk) => feed(frames.push(chunk)),
         end: () => feed(frames.end()) + encoder.end(),
-        metered
+        metered,
+        answer: () => assembler.response()
       })
     }
     const events = upstream.eventDecoder(start)

@@ -152,7 +152,7 @@ export const serve = (
   const client = Dialects.client(dialect)
   const trace = request.trace
   const handled = Effect.gen(function*() {
-    const key = yield* Telemetry.span(trace, "authenticate")(
+    const key = yield* Telemetry.span(trace, "authenticate", true)(
       Admission.authenticate(client.presentedKey(request.headers, request.search))
     )
     CallSpans.caller(trace, key)

@@ -14,7 +14,7 @@
  *
  * @since 0.1.0
  */
-import type { Canonical, Domain, GatewayError, UsageLog } from "@modelgate/core"
+import type { Canonical, Dialect, Domain, GatewayError, UsageLog } from "@modelgate/core"
 import { Exit, type Tracer } from "effect"
 import * as Redaction from "./Redaction.ts"
 import * as Telemetry from "./Telemetry.ts"
@@ -98,51 +98,34 @@ export const refused = (trace: Trace, error: GatewayError.GatewayError): void =>
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
-const finite = (value: unknown): number | undefined =>
-  typeof value === "number" && Number.isFinite(value) ? value : undefined
-
 /**
- * What the request asked for, where it said (a body parsed for inspection):
- * `gen_ai.request.max_tokens`, `gen_ai.request.temperature`,
- * `gen_ai.request.top_p`, `gen_ai.request.choice.count` (when not 1), and
- * whether it streams (`modelgate.stream`).
+ * What the request asked for, where it said: `gen_ai.request.max_tokens`,
+ * `gen_ai.request.temperature`, `gen_ai.request.top_p` (the dialect's
+ * `sampling`, read from its inspection's top-level scan: the body is not
+ * parsed for them, whatever its size), `gen_ai.request.choice.count` (when
+ * not 1), and whether it streams (`modelgate.stream`).
  *
  * @category server span
  */
 export const request = (
   trace: Trace,
-  dialect: Domain.Dialect,
   asked: {
     readonly stream: boolean
     readonly maxOutputTokens: number | undefined
     readonly choices: number
-  },
-  bytes: Uint8Array
+    sampling?(): Dialect.SamplingSettings
+  }
 ): void => {
   if (trace === undefined || !trace.span.sampled) return
   const span = trace.span
   span.attribute("modelgate.stream", asked.stream)
   if (asked.maxOutputTokens !== undefined) span.attribute("gen_ai.request.max_tokens", asked.maxOutputTokens)
   if (asked.choices !== 1) span.attribute("gen_ai.request.choice.count", asked.choices)
-  // The sampling settings are read from the body when it is small enough to parse again for them.
-  if (bytes.length > MAX_SETTINGS_BODY) return
-  let body: unknown
-  try {
-    body = JSON.parse(new TextDecoder().decode(bytes))
-  } catch {
-    return
-  }
-  if (!isRecord(body)) return
-  const settings = dialect === "gemini" ? body["generationConfig"] : body
-  if (!isRecord(settings)) return
-  const temperature = finite(settings["temperature"])
-  if (temperature !== undefined) span.attribute("gen_ai.request.temperature", temperature)
-  const topP = finite(settings[dialect === "gemini" ? "topP" : "top_p"])
-  if (topP !== undefined) span.attribute("gen_ai.request.top_p", topP)
+  const sampling = asked.sampling?.()
+  if (sampling === undefined) return
+  if (sampling.temperature !== undefined) span.attribute("gen_ai.request.temperature", sampling.temperature)
+  if (sampling.topP !== undefined) span.attribute("gen_ai.request.top_p", sampling.topP)
 }
-
-/** The largest body read again for its sampling settings (`request`): a larger one is not parsed for them. @category server span */
-export const MAX_SETTINGS_BODY = 64 * 1024
 
 const string = (value: unknown): string | undefined => typeof value === "string" ? value : undefined
 
@@ -237,16 +220,79 @@ export const streamOpening = (trace: Trace, dialect: Domain.Dialect, opening: Ui
 }
 
 /**
- * The answer decoded to the canonical model (a translated call, or a stream
- * assembled from its events): its id, model and finish reasons.
+ * A stream relayed as the upstream wrote it, read for its finish reasons as
+ * its events go out (`scan` each forwarded text: whole events), written on
+ * the server span by `end`: OpenAI's `finish_reason` of each choice,
+ * Anthropic's `stop_reason` (its `message_delta`), Gemini's `finishReason` of
+ * each candidate, and the Responses API's final event (`completed`,
+ * `failed`, or an incomplete answer's reason), as a non-stream answer's are
+ * read (`responseJson`). A match is a key followed by a string: the same
+ * text inside a string is escaped, so never taken for one. Undefined (nothing
+ * to scan) when the call is not sampled.
  *
  * @category server span
  */
-export const response = (trace: Trace, answer: Canonical.ChatResponse): void => {
+export const streamReasons = (trace: Trace, dialect: Domain.Dialect): StreamReasons | undefined =>
+  trace === undefined || !trace.span.sampled ? undefined : new StreamReasons(trace, dialect)
+
+/** The most finish reasons a stream's span records (one per choice). @category server span */
+export const MAX_REASONS = 16
+
+const REASON_KEYS: Record<Domain.Dialect, RegExp> = {
+  openai: /"finish_reason"\s*:\s*"([^"\\]*)"/g,
+  anthropic: /"stop_reason"\s*:\s*"([^"\\]*)"/g,
+  gemini: /"finishReason"\s*:\s*"([^"\\]*)"/g,
+  responses: /"type"\s*:\s*"response\.(completed|incomplete|failed)"/g
+}
+
+const INCOMPLETE_REASON = /"incomplete_details"\s*:\s*\{\s*"reason"\s*:\s*"([^"\\]*)"/
+
+/** The finish reasons of a relayed stream, read as it goes out (`streamReasons`). @category server span */
+export class StreamReasons {
+  private readonly trace: Telemetry.CallTrace
+  private readonly pattern: RegExp
+  private readonly responses: boolean
+  private readonly reasons: Array<string> = []
+
+  constructor(trace: Telemetry.CallTrace, dialect: Domain.Dialect) {
+    this.trace = trace
+    this.pattern = REASON_KEYS[dialect]
+    this.responses = dialect === "responses"
+  }
+
+  /** Reads forwarded text (whole events) for finish reasons. */
+  scan(text: string): void {
+    const pattern = this.pattern
+    pattern.lastIndex = 0
+    for (let found = pattern.exec(text); found !== null; found = pattern.exec(text)) {
+      if (this.reasons.length >= MAX_REASONS) return
+      let reason = found[1]!
+      if (this.responses && reason === "incomplete") {
+        reason = INCOMPLETE_REASON.exec(text.slice(found.index))?.[1] ?? reason
+      }
+      this.reasons.push(reason)
+    }
+  }
+
+  /** The stream ended: its finish reasons on the server span (none read: nothing recorded). */
+  end(): void {
+    if (this.reasons.length > 0) this.trace.span.attribute("gen_ai.response.finish_reasons", this.reasons)
+  }
+}
+
+/**
+ * The answer decoded to the canonical model (a translated call, or a stream
+ * assembled from its events): its id, model and finish reasons. An answer
+ * that names no model (Bedrock's Converse) was made by the model the channel
+ * was asked for, `asked`.
+ *
+ * @category server span
+ */
+export const response = (trace: Trace, answer: Canonical.ChatResponse, asked: string): void => {
   if (trace === undefined || !trace.span.sampled) return
   const span = trace.span
   if (answer.id !== "") span.attribute("gen_ai.response.id", answer.id)
-  if (answer.model !== "") span.attribute("gen_ai.response.model", answer.model)
+  span.attribute("gen_ai.response.model", answer.model !== "" ? answer.model : asked)
   const reasons: Array<string> = []
   for (const choice of answer.choices) if (choice.finishReason !== null) reasons.push(choice.finishReason)
   if (reasons.length > 0) span.attribute("gen_ai.response.finish_reasons", reasons)

@@ -22,7 +22,7 @@
  * @since 0.1.0
  */
 import { PlainMetrics } from "@modelgate/core"
-import { Duration, Effect, Fiber, Latch, type Scope, Semaphore } from "effect"
+import { Duration, Effect, Fiber, Latch, Option, type Scope, Semaphore } from "effect"
 import type * as HttpBody from "effect/http/HttpBody"
 import * as HttpClient from "effect/http/HttpClient"
 import * as HttpClientRequest from "effect/http/HttpClientRequest"
@@ -131,9 +131,12 @@ export const batcher = <T>(options: BatchOptions<T>): Effect.Effect<Batcher<T>, 
         })
       )
 
-    const drain = (retries: boolean) =>
+    // Everything queued (`all`: the timer's turn, a flush, the shutdown), or only full batches (the queue
+    // filled one): what arrives while a batch is being sent waits for its own full batch or the timer, so a
+    // fast collector is not sent a trickle of tiny batches.
+    const drain = (retries: boolean, all = true) =>
       Effect.gen(function*() {
-        while (queue.length > 0) {
+        while (queue.length >= (all ? 1 : options.maxExportBatchSize)) {
           const batch = queue.length <= options.maxExportBatchSize ? queue : queue.slice(0, options.maxExportBatchSize)
           queue = batch === queue ? [] : queue.slice(options.maxExportBatchSize)
           yield* exportOnce(batch, retries)
@@ -144,9 +147,9 @@ export const batcher = <T>(options: BatchOptions<T>): Effect.Effect<Batcher<T>, 
     const lock = Semaphore.makeUnsafe(1)
     const loop = Effect.gen(function*() {
       for (;;) {
-        yield* full.await.pipe(Effect.timeoutOption(Duration.millis(options.scheduleDelayMs)))
+        const filled = yield* full.await.pipe(Effect.timeoutOption(Duration.millis(options.scheduleDelayMs)))
         full.closeUnsafe()
-        yield* lock.withPermits(1)(drain(true))
+        yield* lock.withPermits(1)(drain(true, Option.isNone(filled)))
       }
     })
     const fiber = yield* Effect.forkDetach(loop)

@@ -111,20 +111,27 @@ export class Writer {
 
   string(field: number, value: string): void {
     this.tag(field, 2)
-    // ASCII (the usual case) is its own UTF-8: one byte a character, written without an encoder.
-    let ascii = true
-    for (let i = 0; i < value.length; i++) {
-      if (value.charCodeAt(i) > 0x7f) {
-        ascii = false
-        break
+    // ASCII (the usual case) is its own UTF-8: one byte a character, written in one pass without an encoder;
+    // a string that is not is written again from its start by the encoder.
+    const start = this.length
+    const length = value.length
+    this.varint(length)
+    this.ensure(length)
+    const buffer = this.buffer
+    let at = this.length
+    for (let i = 0; i < length; i++) {
+      const code = value.charCodeAt(i)
+      if (code > 0x7f) {
+        this.length = start
+        return this.utf8(value)
       }
+      buffer[at++] = code
     }
-    if (ascii) {
-      this.varint(value.length)
-      this.ensure(value.length)
-      for (let i = 0; i < value.length; i++) this.buffer[this.length++] = value.charCodeAt(i)
-      return
-    }
+    this.length = at
+  }
+
+  /** A string's UTF-8 bytes, prefixed with their length. */
+  private utf8(value: string): void {
     const bytes = textEncoder.encode(value)
     this.varint(bytes.length)
     this.ensure(bytes.length)
@@ -138,16 +145,34 @@ export class Writer {
     const bytes = hex.length >>> 1
     this.varint(bytes)
     this.ensure(bytes)
-    for (let i = 0; i < bytes; i++) this.buffer[this.length++] = parseInt(hex.slice(i * 2, i * 2 + 2), 16)
+    const buffer = this.buffer
+    let at = this.length
+    for (let i = 0; i < bytes; i++) {
+      buffer[at++] = (nibble(hex.charCodeAt(i * 2)) << 4) | nibble(hex.charCodeAt(i * 2 + 1))
+    }
+    this.length = at
   }
 
   /** An embedded message: its tag, then what `write` writes, prefixed with its length. */
   message(field: number, write: () => void): void {
-    this.tag(field, 2)
-    // One byte for the length, moved over when the message needs more.
-    this.ensure(1)
-    const at = this.length++
+    const at = this.begin(field)
     write()
+    this.end(at)
+  }
+
+  /**
+   * Starts an embedded message (its tag, and one byte kept for its length):
+   * what follows until `end(at)` is its content. `message` without a closure,
+   * for the hot parts of an export.
+   */
+  begin(field: number): number {
+    this.tag(field, 2)
+    this.ensure(1)
+    return this.length++
+  }
+
+  /** Ends the message `begin` started at `at`: its length written before it (moved over when it needs more than a byte). */
+  end(at: number): void {
     const size = this.length - at - 1
     if (size < 0x80) {
       this.buffer[at] = size
@@ -174,6 +199,9 @@ export class Writer {
     this.length += bytes.length
   }
 }
+
+/** A hex digit's value (`0-9`, `a-f`, `A-F`): ids are written without a string per byte. */
+const nibble = (code: number): number => (code <= 57 ? code - 48 : (code | 0x20) - 87)
 
 const INT64_BOUND = 2 ** 63
 
@@ -204,11 +232,14 @@ const anyValue = (w: Writer, value: Value): void => {
       return w.string(1, String(value))
     default:
       if (Array.isArray(value)) {
-        return w.message(5, () => {
-          for (const item of value) {
-            if (item !== undefined && item !== null) w.message(1, () => anyValue(w, asValue(item)))
-          }
-        })
+        const array = w.begin(5)
+        for (const item of value) {
+          if (item === undefined || item === null) continue
+          const element = w.begin(1)
+          anyValue(w, asValue(item))
+          w.end(element)
+        }
+        return w.end(array)
       }
       return w.string(1, String(value))
   }
@@ -234,10 +265,90 @@ const asValue = (value: unknown): Value => {
 /** `KeyValue` (common.proto): key 1, value 2. A null or undefined value is not written. */
 export const keyValue = (w: Writer, field: number, key: string, value: unknown): void => {
   if (value === undefined || value === null) return
-  w.message(field, () => {
-    w.string(1, key)
-    w.message(2, () => anyValue(w, asValue(value)))
-  })
+  const pair = w.begin(field)
+  w.string(1, key)
+  const inner = w.begin(2)
+  anyValue(w, asValue(value))
+  w.end(inner)
+  w.end(pair)
+}
+
+/**
+ * A span's attributes, kept as one flat list (key, value, key, value, ...):
+ * cheaper to fill than a `Map` for the twenty or so a span has, and written
+ * without an entry array per attribute. Setting a key again replaces its
+ * value. Read as a `ReadonlyMap` (its iterators allocate as a `Map`'s do).
+ *
+ * @category models
+ */
+export class Attributes implements ReadonlyMap<string, unknown> {
+  /** Keys at even indexes, each followed by its value. */
+  readonly flat: Array<unknown> = []
+
+  set(key: string, value: unknown): void {
+    const flat = this.flat
+    for (let i = 0; i < flat.length; i += 2) {
+      if (flat[i] === key) {
+        flat[i + 1] = value
+        return
+      }
+    }
+    flat.push(key, value)
+  }
+
+  get size(): number {
+    return this.flat.length >> 1
+  }
+
+  get(key: string): unknown {
+    const flat = this.flat
+    for (let i = 0; i < flat.length; i += 2) if (flat[i] === key) return flat[i + 1]
+    return undefined
+  }
+
+  has(key: string): boolean {
+    const flat = this.flat
+    for (let i = 0; i < flat.length; i += 2) if (flat[i] === key) return true
+    return false
+  }
+
+  forEach(f: (value: unknown, key: string, map: ReadonlyMap<string, unknown>) => void): void {
+    const flat = this.flat
+    for (let i = 0; i < flat.length; i += 2) f(flat[i + 1], flat[i] as string, this)
+  }
+
+  *entries(): MapIterator<[string, unknown]> {
+    const flat = this.flat
+    for (let i = 0; i < flat.length; i += 2) yield [flat[i] as string, flat[i + 1]]
+  }
+
+  *keys(): MapIterator<string> {
+    const flat = this.flat
+    for (let i = 0; i < flat.length; i += 2) yield flat[i] as string
+  }
+
+  *values(): MapIterator<unknown> {
+    const flat = this.flat
+    for (let i = 0; i < flat.length; i += 2) yield flat[i + 1]
+  }
+
+  [Symbol.iterator](): MapIterator<[string, unknown]> {
+    return this.entries()
+  }
+}
+
+/** Attributes as `KeyValue`s under `field`: `Attributes` and a `Map` walked without an entry array per attribute. */
+const keyValues = (w: Writer, field: number, attributes: Iterable<readonly [string, unknown]>): void => {
+  if (attributes instanceof Attributes) {
+    const flat = attributes.flat
+    for (let i = 0; i < flat.length; i += 2) keyValue(w, field, flat[i] as string, flat[i + 1])
+    return
+  }
+  if (attributes instanceof Map) {
+    attributes.forEach((value: unknown, key: string) => keyValue(w, field, key, value))
+    return
+  }
+  for (const [key, value] of attributes) keyValue(w, field, key, value)
 }
 
 /** What a span gives the writer. @category models */
@@ -251,6 +362,7 @@ export interface SpanFields {
   readonly kind: number
   readonly startTimeUnixNano: bigint
   readonly endTimeUnixNano: bigint
+  /** The span's attributes: a `Map` is walked without an entry array per attribute. */
   readonly attributes: Iterable<readonly [string, unknown]>
   readonly events: ReadonlyArray<{
     readonly name: string
@@ -283,25 +395,25 @@ const span = (w: Writer, s: SpanFields): void => {
   w.uint(6, s.kind)
   w.fixed64(7, s.startTimeUnixNano)
   w.fixed64(8, s.endTimeUnixNano)
-  for (const [key, value] of s.attributes) keyValue(w, 9, key, value)
+  keyValues(w, 9, s.attributes)
   for (const event of s.events) {
-    w.message(11, () => {
-      w.fixed64(1, event.timeUnixNano)
-      w.string(2, event.name)
-      for (const [key, value] of event.attributes) keyValue(w, 3, key, value)
-    })
+    const at = w.begin(11)
+    w.fixed64(1, event.timeUnixNano)
+    w.string(2, event.name)
+    keyValues(w, 3, event.attributes)
+    w.end(at)
   }
   for (const link of s.links) {
-    w.message(13, () => {
-      w.hexBytes(1, link.traceId)
-      w.hexBytes(2, link.spanId)
-      for (const [key, value] of link.attributes) keyValue(w, 4, key, value)
-    })
+    const at = w.begin(13)
+    w.hexBytes(1, link.traceId)
+    w.hexBytes(2, link.spanId)
+    keyValues(w, 4, link.attributes)
+    w.end(at)
   }
-  w.message(15, () => {
-    if (s.status.message !== undefined && s.status.message !== "") w.string(2, s.status.message)
-    if (s.status.code !== 0) w.uint(3, s.status.code)
-  })
+  const status = w.begin(15)
+  if (s.status.message !== undefined && s.status.message !== "") w.string(2, s.status.message)
+  if (s.status.code !== 0) w.uint(3, s.status.code)
+  w.end(status)
   w.fixed32(16, s.flags)
 }
 
@@ -335,13 +447,17 @@ export const tracesEncoder = <S>(origin: Origin, fields: (span: S) => SpanFields
   const scope = scopeWriter.finish().slice()
   return (spans: ReadonlyArray<S>): Uint8Array => {
     const w = new Writer(1024 + spans.length * 768)
-    w.message(1, () => {
-      w.raw(resource)
-      w.message(2, () => {
-        w.raw(scope)
-        for (const s of spans) w.message(2, () => span(w, fields(s)))
-      })
-    })
+    const resourceSpans = w.begin(1)
+    w.raw(resource)
+    const scopeSpans = w.begin(2)
+    w.raw(scope)
+    for (const s of spans) {
+      const at = w.begin(2)
+      span(w, fields(s))
+      w.end(at)
+    }
+    w.end(scopeSpans)
+    w.end(resourceSpans)
     return w.finish()
   }
 }

@@ -79,7 +79,7 @@ export class TraceSpan implements Tracer.Span {
   status: Tracer.SpanStatus
   /** Set by `setStatus`; otherwise the status follows the span's exit. */
   explicitStatus: SpanStatus | undefined = undefined
-  private attributeMap: Map<string, unknown> | undefined = undefined
+  private attributeList: OtlpProtobuf.Attributes | undefined = undefined
   private eventList: Array<SpanEvent> | undefined = undefined
   private readonly onEnd: (span: TraceSpan) => void
 
@@ -113,7 +113,7 @@ export class TraceSpan implements Tracer.Span {
   }
 
   get attributes(): ReadonlyMap<string, unknown> {
-    return this.attributeMap ??= new Map()
+    return this.attributeList ??= new OtlpProtobuf.Attributes()
   }
 
   get events(): ReadonlyArray<SpanEvent> {
@@ -127,7 +127,7 @@ export class TraceSpan implements Tracer.Span {
 
   attribute(key: string, value: unknown): void {
     if (!this.recording) return
-    ;(this.attributeMap ??= new Map()).set(key, value)
+    ;(this.attributeList ??= new OtlpProtobuf.Attributes()).set(key, value)
   }
 
   event(name: string, startTime: bigint, attributes?: Record<string, unknown>): void {
@@ -375,11 +375,16 @@ export class CallTrace {
 const identity = <A>(a: A): A => a
 
 /**
- * Wraps an effect in a child span of the current one, when the call is
- * traced; the identity (no allocation) when `trace` is undefined.
+ * Wraps an effect of the call's own fiber (admission) in a child span of the
+ * call's server span, when the call is traced and sampled; the identity (no
+ * allocation) when `trace` is undefined or not sampled. The span is made by hand (`child`) and ended
+ * with the effect's exit: no fiber references read, no options object.
+ * `nested`: the effect may make spans of its own (the store's, under a
+ * balance lease), which go under this one (the span is provided as their
+ * parent, which costs a change of the fiber's context).
  *
  * ```ts
- * yield* Telemetry.span(request.trace, "authorise")(Admission.authorise(...))
+ * yield* Telemetry.span(request.trace, "authorize")(Admission.authorize(...))
  * ```
  *
  * @category helpers
@@ -387,11 +392,17 @@ const identity = <A>(a: A): A => a
 export const span = (
   trace: CallTrace | undefined,
   name: string,
-  options?: Tracer.SpanOptionsNoTrace
+  nested = false
 ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> =>
-  trace === undefined
-    ? identity
-    : (self) => Effect.useSpan(name, options ?? {}, (span) => Effect.provideService(self, Tracer.ParentSpan, span))
+  // An unsampled call records nothing of its admission: no span at all (its upstream's context names the call's).
+  trace === undefined || !trace.span.sampled ? identity : (self) =>
+    Effect.suspend(() => {
+      const made = child(trace, name)!
+      return Effect.onExit(
+        nested ? Effect.provideService(self, Tracer.ParentSpan, made) : self,
+        (exit) => Effect.sync(() => made.end(trace.now(), exit))
+      )
+    })
 
 /**
  * Runs `f` with a child span of the current one (ended when `f`'s effect
@@ -705,18 +716,24 @@ const outcomeOf = (span: TraceSpan) => {
   return { start: status.startTime, end: status.endTime, status: otlpStatus, exceptions, interrupted }
 }
 
+const NONE: Array<never> = []
+
 /** An ended span as `OtlpProtobuf`'s writer takes it. @category otlp */
 export const spanFields = (span: TraceSpan): OtlpProtobuf.SpanFields => {
   const outcome = outcomeOf(span)
   const attributes: Iterable<readonly [string, unknown]> = outcome.interrupted
     ? [...span.attributes.entries(), ["effect.fiber.interrupted", true] as const]
-    : span.attributes.entries()
-  const events = span.events.map(([name, time, eventAttributes]) => ({
-    name,
-    timeUnixNano: time,
-    attributes: eventAttributes === undefined ? [] : Object.entries(eventAttributes)
-  }))
-  for (const exception of outcome.exceptions) events.push(exception)
+    : span.attributes
+  // Most spans have no event and no link: no arrays made for them.
+  const events: Array<{ name: string; timeUnixNano: bigint; attributes: Iterable<readonly [string, unknown]> }> =
+    span.events.length === 0 && outcome.exceptions.length === 0
+      ? NONE
+      : span.events.map(([name, time, eventAttributes]) => ({
+        name,
+        timeUnixNano: time,
+        attributes: eventAttributes === undefined ? [] : Object.entries(eventAttributes)
+      }))
+  if (events !== NONE) { for (const exception of outcome.exceptions) events.push(exception) }
   return {
     traceId: span.traceId,
     spanId: span.spanId,
@@ -728,7 +745,7 @@ export const spanFields = (span: TraceSpan): OtlpProtobuf.SpanFields => {
     endTimeUnixNano: outcome.end,
     attributes,
     events,
-    links: span.links.map((link) => ({
+    links: span.links.length === 0 ? NONE : span.links.map((link) => ({
       traceId: link.span.traceId,
       spanId: link.span.spanId,
       attributes: Object.entries(link.attributes)
