@@ -10,7 +10,7 @@ import userEvent from "@testing-library/user-event"
 import { assert, describe, it, vi } from "vitest"
 import { setCsrfToken } from "../src/lib/api.ts"
 import { AdminChannelsPage, ChannelForm, ChannelHealthCell } from "../src/pages/admin/Channels.tsx"
-import { fakeApi, renderWithProviders, session } from "./render.tsx"
+import { fakeApi, fill, renderWithProviders, session } from "./render.tsx"
 
 const NOW = 1_700_000_600_000
 
@@ -153,7 +153,7 @@ describe("channel form", () => {
     await user.type(failures, "3")
     const headers = screen.getByLabelText("Extra headers (one per line, as Header: value)")
     assert.strictEqual((headers as HTMLTextAreaElement).value, "X-Api-Token: …9999")
-    await user.type(headers, "\nHTTP-Referer: https://app.example")
+    await fill(user, headers, "\nHTTP-Referer: https://app.example")
     await user.click(screen.getByLabelText("Parameter defaults (JSON)"))
     await user.paste("{\"temperature\": 0.2}")
     await user.click(screen.getByRole("switch", { name: /Send stream_options/ }))

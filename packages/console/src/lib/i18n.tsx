@@ -207,7 +207,7 @@ const en = {
   "connect.keyHidden":
     "The secret of '{name}' was shown once, when it was created: paste it where {placeholder} stands.",
   "connect.curl": "Try it with curl",
-  "connect.model": "Example model",
+  "connect.model": "Model",
   "usage.title": "Billing",
   "usage.ledger": "Balance history",
   "usage.redeem": "Redeem a code",
@@ -793,7 +793,7 @@ const zh: Record<MessageKey, string> = {
   "connect.noModels": "此密钥不能调用任何模型",
   "connect.keyHidden": "密钥「{name}」的内容只在创建时显示一次：请将其粘贴到 {placeholder} 处。",
   "connect.curl": "用 curl 试一试",
-  "connect.model": "示例模型",
+  "connect.model": "模型",
   "usage.title": "账单",
   "usage.ledger": "余额明细",
   "usage.redeem": "使用兑换码",

@@ -72,8 +72,26 @@ export const failureKind = (error: GatewayError.GatewayError): Selection.Failure
 export const breakerOutcome = (error: GatewayError.GatewayError): Outcome =>
   retryable(error) ? "failure" : error._tag === "UpstreamRejected" ? "success" : "neutral"
 
-/** One attempt as the usage record lists it, filled in as the attempt goes. @category models */
+/**
+ * One attempt as the usage record lists it, filled in as the attempt goes.
+ * While the attempt runs, `errorMessage` holds what the upstream itself said
+ * when it answered with an error (`refused`, the channel's secrets redacted);
+ * `run` then puts the gateway's words in front of it (`quoting`).
+ *
+ * @category models
+ */
 export type AttemptRecord = { -readonly [K in keyof UsageLog.Attempt]: UsageLog.Attempt[K] }
+
+/**
+ * An attempt's message for the request log's attempts (which only admins
+ * see): the gateway's words, then the upstream's own (`said`) unless they
+ * already quote it, as a failed channel Test words it. A 5xx is "The upstream
+ * failed (HTTP 500). Retry later." to its caller; the operator also reads why.
+ *
+ * @category attempts
+ */
+export const quoting = (message: string, said: string | null | undefined): string =>
+  said === null || said === undefined || message.includes(said) ? message : `${message} The upstream said: ${said}`
 
 /** The error of a call none of whose candidate keys may be tried: all are disabled. @category errors */
 export const allKeysDisabled = (model: string): GatewayError.UpstreamUnavailable =>
@@ -132,14 +150,15 @@ export const exchangeAnswer = Effect.fnUntraced(function*(
     target.key
   )
   record.status = response.status
-  if (response.status >= 400) return yield* refused(response, target, upstream)
+  if (response.status >= 400) return yield* refused(response, target, upstream, record)
   const text = yield* Upstream.readText(response, (yield* Settings).maxAnswerBytes)
   return { text, headers: response.headers }
 })
 
 /**
  * Reads an upstream's error answer (the channel's secrets redacted) and
- * fails with its classification. A clear refusal of the key has the key kept
+ * fails with its classification; `record` (the attempt's) keeps what the
+ * upstream said in its own words (see `AttemptRecord`). A clear refusal of the key has the key kept
  * out of calls until a probe with it decides (`Health.suspect`); a 403 the
  * caller gets has a probe check the key, which stays in use. Only a probe's
  * refusal disables a key: a request cannot.
@@ -149,10 +168,12 @@ export const exchangeAnswer = Effect.fnUntraced(function*(
 export const refused = Effect.fnUntraced(function*(
   response: Upstream.UpstreamResponse,
   target: Selection.Target,
-  upstream: Dialect.UpstreamDialect
+  upstream: Dialect.UpstreamDialect,
+  record?: AttemptRecord
 ) {
   const text = yield* Upstream.errorBody(response)
   const error = Redaction.error(target.channel, upstream.classify(response.status, text, response.headers))
+  if (record !== undefined) record.errorMessage = Upstream.upstreamMessage(Redaction.text(target.channel, text))
   const clear = isCredentialRefusal(error)
   if (clear || isPermissionRefusal(error)) {
     const health = yield* Health.Health
@@ -280,7 +301,7 @@ export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
     CallSpans.attemptEnded(call.trace, span, record.status, error)
     lastError = error
     record.errorCode = error._tag
-    record.errorMessage = GatewayError.bounded(error).message
+    record.errorMessage = quoting(GatewayError.bounded(error).message, record.errorMessage)
     yield* health.end(
       ticket,
       isCredentialRefusal(error) ? "neutral" : breakerOutcome(error),
