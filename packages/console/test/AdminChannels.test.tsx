@@ -37,7 +37,7 @@ const channel = (over: Partial<Contract.AdminChannel> = {}): Contract.AdminChann
   },
   params: { defaults: {}, overrides: {} },
   streamOptions: true,
-  health: { state: "healthy", keys: [] },
+  health: { state: "healthy", keys: [], refusedModels: [] },
   source: "console",
   createdAt: 1,
   ...over
@@ -484,7 +484,8 @@ describe("channels table", () => {
                   lastError: null,
                   lastProbeAt: 1,
                   lastProbeOk: false
-                }]
+                }],
+                refusedModels: []
               }
             })
           ]

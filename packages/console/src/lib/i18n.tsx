@@ -475,6 +475,10 @@ const en = {
   "admin.channels.retryAt": "retry {when}",
   "admin.channels.probeOk": "probe OK {when}",
   "admin.channels.probeFailed": "probe failed {when}",
+  "admin.channels.modelRefused": "Model kept off",
+  "admin.channels.modelRefused.title":
+    "The upstream refused this model with a 403 about the model (an organisation not verified for it, a project without access): its calls go to its other channels for a while, or until Reset. The keys serve the channel's other models.",
+  "admin.channels.modelBack": "back {when}",
   "admin.channels.reset": "Reset",
   "admin.channels.advanced": "Routing: timeouts, breaker, headers, parameters",
   "admin.channels.timeouts": "Timeouts (ms)",
@@ -1049,6 +1053,10 @@ const zh: Record<MessageKey, string> = {
   "admin.channels.retryAt": "{when}重试",
   "admin.channels.probeOk": "{when}探测成功",
   "admin.channels.probeFailed": "{when}探测失败",
+  "admin.channels.modelRefused": "模型暂避",
+  "admin.channels.modelRefused.title":
+    "上游以针对该模型的 403 拒绝了它（组织未获该模型的验证、项目无权访问）：一段时间内（或重置前）它的调用改走其他渠道。密钥照常服务本渠道的其他模型。",
+  "admin.channels.modelBack": "{when}恢复",
   "admin.channels.reset": "重置",
   "admin.channels.advanced": "路由：超时、熔断、请求头、参数",
   "admin.channels.timeouts": "超时（毫秒）",

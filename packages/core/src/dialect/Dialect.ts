@@ -276,10 +276,18 @@ export interface ClientDialect {
    * received) and the route's hints, or fails naming what is wrong.
    */
   readonly open: (body: Uint8Array, hints: RouteHints) => Effect.Effect<ChatCall, InvalidRequest>
-  /** An error in the dialect's envelope, with its status and headers (a rate limit's own headers included). */
-  readonly renderError: (error: GatewayError) => ErrorResponse
-  /** Headers a successful answer carries about the caller's rate limits (`{}` for dialects without such headers). */
-  readonly rateLimitHeaders: (snapshot: Snapshot) => Readonly<Record<string, string>>
+  /**
+   * An error in the dialect's envelope, with its status and headers (a rate
+   * limit's own headers included); `nowMs` (epoch milliseconds), when given, is
+   * when it happened, for dialects whose reset headers are dates.
+   */
+  readonly renderError: (error: GatewayError, nowMs?: number) => ErrorResponse
+  /**
+   * Headers a successful answer carries about the caller's rate limits (`{}`
+   * for dialects without such headers); `nowMs` is when the call was admitted
+   * (epoch milliseconds), for dialects whose reset headers are dates.
+   */
+  readonly rateLimitHeaders: (snapshot: Snapshot, nowMs: number) => Readonly<Record<string, string>>
   /** The models a key may use, in the dialect's list shape (`search`: the raw query string, for paging). */
   readonly modelsList: (models: ReadonlyArray<Model>, search: string) => Effect.Effect<unknown, InvalidRequest>
   /** One model in the dialect's shape. */

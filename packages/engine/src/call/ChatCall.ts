@@ -75,7 +75,7 @@ export class ChatCall {
     this.log = options.admitted.log
     this.promptEstimate = options.promptEstimate
     this.answerHeaders = {
-      ...RateLimits.successHeaders(options.client, options.admitted.permit),
+      ...RateLimits.successHeaders(options.client, options.admitted.permit, options.startedAt),
       "x-request-id": options.requestId
     }
     this.settings = options.settings

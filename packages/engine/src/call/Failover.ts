@@ -14,8 +14,9 @@
  * or not, embeddings, token counts): candidates in the order `Selection`
  * plans them, each attempt admitted by its key's breaker (`Health`) and its
  * outcome fed back to it, at most `routing.max_attempts` attempts, failing
- * over on retryable errors only, and every attempt recorded for the usage
- * record. An attempt whose answer outlives it (a stream, relayed after the
+ * over on retryable errors and, to other channels only, on a 403 about what
+ * was asked (a model the channel's organisation may not use), and every
+ * attempt recorded for the usage record. An attempt whose answer outlives it (a stream, relayed after the
  * loop returned) keeps its breaker ticket and ends it when the stream ends.
  * `exchange` sends one request and reads its answer within the channel's
  * timeouts, having a refused key checked (`Health.suspect`). Every failure is
@@ -323,8 +324,11 @@ export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
       )
     // A 403 about what was asked: a one-token probe of the model checks whether the model is refused on that
     // channel (the key itself is checked by a probe of its own).
+    // The call itself goes to the model's other channels, if it has any (else the caller gets the 403).
     if (isPermissionRefusal(error) && record.status === 403) {
       yield* health.suspectModel(target.channel, target.key, call.model)
+      previous = "model"
+      continue
     }
     if (!retryable(error)) break
     previous = failureKind(error)
