@@ -19,6 +19,8 @@
  *   heap profiler (collected objects included, so it shows what a call allocates, not what
  *   survives), write the profile (`.heapprofile`, opens in Chrome's DevTools) and print the top
  *   allocation sites by bytes per call;
+ * - `--cpu-profile FILE`: after the measured loop, run `--calls` more calls under V8's CPU profiler
+ *   (100 µs sampling), write the profile (`.cpuprofile`) and print the top functions by self time;
  * - `--pages`: after the measured loop, run `--calls` more calls under `strace` and count the
  *   pages SQLite writes: write-ahead-log frames (the commits) and database pages (the
  *   checkpoint's copies), per call;
@@ -48,6 +50,7 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "8" },
     rounds: { type: "string", default: "1" },
     "heap-profile": { type: "string" },
+    "cpu-profile": { type: "string" },
     pages: { type: "boolean", default: false },
     sources: { type: "boolean", default: false },
     bin: { type: "string" }
@@ -132,6 +135,24 @@ const topSites = (head: ProfileNode, n: number) => {
   return { total, top: [...sites].sort((a, b) => b[1] - a[1]).slice(0, n) }
 }
 
+interface CpuProfile {
+  readonly nodes: ReadonlyArray<{ readonly id: number; readonly callFrame: ProfileNode["callFrame"] }>
+  readonly samples: ReadonlyArray<number>
+}
+
+/** Self time by function (file and line) of a CPU profile, in samples. */
+const selfTime = (profile: CpuProfile, n: number) => {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node.callFrame]))
+  const sites = new Map<string, number>()
+  for (const id of profile.samples) {
+    const { functionName, url, lineNumber } = byId.get(id)!
+    const file = url.replace(/^.*\/(packages|node_modules)\//, "$1/")
+    const key = `${functionName || "(anonymous)"} ${file}:${lineNumber + 1}`
+    sites.set(key, (sites.get(key) ?? 0) + 1)
+  }
+  return { total: profile.samples.length, top: [...sites].sort((a, b) => b[1] - a[1]).slice(0, n) }
+}
+
 /** Counts SQLite's page writes (`pwrite64` of a whole page) by file while `run` runs. */
 const countPages = async (pid: number, run: () => Promise<unknown>) => {
   const out = join(tmpdir(), `modelgate-percall-strace-${process.pid}.txt`)
@@ -202,7 +223,9 @@ const main = async () => {
       command: node,
       args: [
         "--trace-gc-nvp",
-        ...(values["heap-profile"] !== undefined ? [`--inspect=127.0.0.1:${inspectPort}`] : []),
+        ...(values["heap-profile"] !== undefined || values["cpu-profile"] !== undefined
+          ? [`--inspect=127.0.0.1:${inspectPort}`]
+          : []),
         bin,
         "serve",
         "--config",
@@ -257,6 +280,19 @@ const main = async () => {
       const { top, total } = topSites(profile.head, 40)
       console.log(`\nsampled allocation: ${(total / 1024 / calls).toFixed(1)} KB per call; top sites (bytes per call):`)
       for (const [site, bytes] of top) console.log(`${(bytes / calls).toFixed(0).padStart(7)}  ${site}`)
+    }
+    if (values["cpu-profile"] !== undefined) {
+      const session = await inspector(inspectPort)
+      await session.send("Profiler.enable")
+      await session.send("Profiler.setSamplingInterval", { interval: 100 })
+      await session.send("Profiler.start")
+      await closedLoop({ ...gatewaySpec, requests: calls })
+      const { profile } = await session.send("Profiler.stop")
+      session.close()
+      writeFileSync(values["cpu-profile"], JSON.stringify(profile))
+      const { top, total } = selfTime(profile, 40)
+      console.log(`\nsampled CPU: ${total} samples; top functions by self time (% of samples):`)
+      for (const [site, n] of top) console.log(`${(n * 100 / total).toFixed(1).padStart(6)}%  ${site}`)
     }
     if (values.pages) {
       const pages = await countPages(gateway.pid, () => closedLoop({ ...gatewaySpec, requests: calls }))

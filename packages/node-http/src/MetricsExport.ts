@@ -199,6 +199,13 @@ const make = (token: Redacted.Redacted<string>, calls: CallMetrics) =>
       labelNames: ["channel", "state"],
       registers: [registry]
     })
+    const refusedModels = new Prometheus.Gauge({
+      name: "modelgate_upstream_models_refused",
+      help:
+        "Models kept off a channel after its upstream refused them with a 403 about the model (their calls go to their other channels).",
+      labelNames: ["channel"],
+      registers: [registry]
+    })
     const refresh = Effect.gen(function*() {
       queue.set(yield* writer.pending)
       const state = yield* writer.state
@@ -207,12 +214,14 @@ const make = (token: Redacted.Redacted<string>, calls: CallMetrics) =>
       admitting.set(state.admitting ? 1 : 0)
       breakerOpen.reset()
       keys.reset()
+      refusedModels.reset()
       for (const channel of (yield* catalog.current).channels) {
         const report = yield* health.report(channel)
         const counts = { healthy: 0, open: 0, half_open: 0, disabled: 0 }
         for (const key of report.keys) counts[key.state]++
         breakerOpen.set({ channel: channel.name }, counts.open + counts.half_open)
         for (const [state, count] of Object.entries(counts)) keys.set({ channel: channel.name, state }, count)
+        refusedModels.set({ channel: channel.name }, report.refusedModels.length)
       }
     })
 

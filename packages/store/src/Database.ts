@@ -104,7 +104,7 @@ export const parseUrl = (url: string): Effect.Effect<Target, InvalidDatabaseUrl>
 }
 
 /**
- * Options for the PostgreSQL pool.
+ * Options for the PostgreSQL pool, and SQLite's busy timeout.
  *
  * @category models
  */
@@ -120,7 +120,16 @@ export interface Options {
   readonly noAnswerMs?: number | undefined
   /** Idle seconds before TCP keepalive probes start (default 10). */
   readonly keepAliveSeconds?: number | undefined
+  /**
+   * SQLite: how long a statement waits for a lock another connection or process
+   * holds before it fails with `SQLITE_BUSY` (its `busy_timeout`; default 5,000 ms).
+   * node:sqlite waits synchronously, so the whole process waits with it.
+   */
+  readonly busyTimeoutMs?: number | undefined
 }
+
+/** Default SQLite busy timeout. @category constants */
+export const DEFAULT_BUSY_TIMEOUT_MS = 5_000
 
 /** Default PostgreSQL statement timeout. @category constants */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000
@@ -257,7 +266,14 @@ export const layerFor = (
     cut: () => cut
   })
   if (target._tag === "sqlite") {
-    return Layer.mergeAll(SqliteClient.layer({ filename: target.filename }), Layer.succeed(Dialect, "sqlite"), bounds)
+    return Layer.mergeAll(
+      SqliteClient.layer({
+        filename: target.filename,
+        busyTimeoutMs: Math.max(0, options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)
+      }),
+      Layer.succeed(Dialect, "sqlite"),
+      bounds
+    )
   }
   const statementTimeoutMs = Math.max(0, options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS)
   const noAnswerMs = Math.max(

@@ -75,7 +75,7 @@ export class ChatCall {
     this.log = options.admitted.log
     this.promptEstimate = options.promptEstimate
     this.answerHeaders = {
-      ...RateLimits.successHeaders(options.client, options.admitted.permit),
+      ...RateLimits.successHeaders(options.client, options.admitted.permit, options.startedAt),
       "x-request-id": options.requestId
     }
     this.settings = options.settings
@@ -176,7 +176,7 @@ export const send = (
     )
     attempt.record.status = response.status
     if (response.status < 400) return response
-    const failing = Failover.refused(response, target, upstream)
+    const failing = Failover.refused(response, target, upstream, attempt.record)
     return yield* (refused === undefined
       ? failing
       : failing.pipe(Effect.catchTag("UpstreamRejected", (refusal) => Effect.fail(refused(refusal)))))
