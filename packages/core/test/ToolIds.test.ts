@@ -17,4 +17,10 @@ describe("ToolIds", () => {
     assert.notStrictEqual(ToolIds.encode("mgid_abc"), "mgid_abc")
     assert.strictEqual(ToolIds.decode("mgid_!!"), "mgid_!!")
   })
+
+  it("keeps a leading U+FEFF, which a UTF-8 decoder would drop as a byte-order mark", () => {
+    for (const id of ["\uFEFF", "\uFEFFcall:1", "a\uFEFF"]) {
+      assert.strictEqual(ToolIds.decode(ToolIds.encode(id)), id)
+    }
+  })
 })

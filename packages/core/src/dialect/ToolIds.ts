@@ -14,6 +14,7 @@
  */
 import { Result } from "effect"
 import { Base64Url } from "effect/encoding"
+import * as Utf8 from "../wire/Utf8.ts"
 
 /** The marker of an encoded tool-call id. @category ids */
 export const ID_MARKER = "mgid_"
@@ -52,7 +53,9 @@ export const encode = (id: string): string =>
  */
 export const decode = (id: string): string => {
   if (!id.startsWith(ID_MARKER)) return id
-  const decoded = Base64Url.decodeString(id.slice(ID_MARKER.length))
+  const decoded = Base64Url.decode(id.slice(ID_MARKER.length))
   if (Result.isFailure(decoded)) return id
-  return encode(decoded.success) === id ? decoded.success : id
+  // A leading U+FEFF is part of the id, not a byte-order mark to drop.
+  const text = Utf8.decodeExact(decoded.success)
+  return encode(text) === id ? text : id
 }

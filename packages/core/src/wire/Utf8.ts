@@ -6,10 +6,14 @@
  * @since 0.1.0
  */
 
-declare const TextDecoder: new() => { decode(input?: Uint8Array, options?: { readonly stream?: boolean }): string }
+declare const TextDecoder: new(
+  label?: string,
+  options?: { readonly ignoreBOM?: boolean }
+) => { decode(input?: Uint8Array, options?: { readonly stream?: boolean }): string }
 declare const TextEncoder: new() => { encode(input: string): Uint8Array }
 
 const decoder = new TextDecoder()
+const exact = new TextDecoder("utf-8", { ignoreBOM: true })
 const encoder = new TextEncoder()
 
 /**
@@ -18,6 +22,14 @@ const encoder = new TextEncoder()
  * @category decoding
  */
 export const decode = (bytes: Uint8Array): string => decoder.decode(bytes)
+
+/**
+ * UTF-8 bytes as text, a leading U+FEFF kept as a character (not dropped as a
+ * byte-order mark): for bytes that encode a value exactly, such as an id.
+ *
+ * @category decoding
+ */
+export const decodeExact = (bytes: Uint8Array): string => exact.decode(bytes)
 
 /**
  * The UTF-8 bytes of a text.
