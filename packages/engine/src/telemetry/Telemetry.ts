@@ -684,11 +684,19 @@ const flagsOf = (span: TraceSpan): number => (span.sampled ? 0x01 : 0) | 0x100 |
 
 const MAX_MESSAGE = 1_024
 
+const NONE: Array<never> = []
+
+const UNSET: { code: 0 | 1 | 2; message?: string | undefined } = { code: 0 }
+
 const bounded = (text: string): string => text.length <= MAX_MESSAGE ? text : `${text.slice(0, MAX_MESSAGE)}…`
 
 /** What an ended span's exit says: its OTLP status, the `exception` events of its errors, whether it was interrupted. */
 const outcomeOf = (span: TraceSpan) => {
   const status = span.status as Extract<Tracer.SpanStatus, { _tag: "Ended" }>
+  // The usual span: ended by success, no status set: nothing to make but the answer.
+  if (span.explicitStatus === undefined && status.exit._tag === "Success") {
+    return { start: status.startTime, end: status.endTime, status: UNSET, exceptions: NONE, interrupted: false }
+  }
   const exceptions: Array<{ name: string; timeUnixNano: bigint; attributes: Array<[string, unknown]> }> = []
   let interrupted = false
   let otlpStatus: { code: 0 | 1 | 2; message?: string | undefined } = { code: 0 }
@@ -715,8 +723,6 @@ const outcomeOf = (span: TraceSpan) => {
   }
   return { start: status.startTime, end: status.endTime, status: otlpStatus, exceptions, interrupted }
 }
-
-const NONE: Array<never> = []
 
 /** An ended span as `OtlpProtobuf`'s writer takes it. @category otlp */
 export const spanFields = (span: TraceSpan): OtlpProtobuf.SpanFields => {
