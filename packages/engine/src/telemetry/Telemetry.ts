@@ -53,6 +53,9 @@ export interface SpanStatus {
 /** An event of a span: name, time (epoch ns) and attributes. @category models */
 export type SpanEvent = readonly [name: string, time: bigint, attributes: Record<string, unknown> | undefined]
 
+/** The links of a span made without any: shared, and replaced by a list of its own by `addLinks`. */
+const NO_LINKS: Array<Tracer.SpanLink> = []
+
 /**
  * A span of this module's tracer: Effect's `Tracer.Span`, plus the W3C
  * `tracestate` it carries, whether its parent is remote (a caller's), an
@@ -69,7 +72,7 @@ export class TraceSpan implements Tracer.Span {
   readonly spanId: string
   readonly parent: Option.Option<Tracer.AnySpan>
   readonly annotations: Context.Context<never>
-  readonly links: Array<Tracer.SpanLink>
+  links: Array<Tracer.SpanLink>
   readonly kind: Tracer.SpanKind
   readonly sampled: boolean
   /** The caller's `tracestate`, passed on as it came. */
@@ -137,6 +140,7 @@ export class TraceSpan implements Tracer.Span {
 
   addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {
     if (!this.recording) return
+    if (this.links === NO_LINKS) this.links = []
     for (const link of links) this.links.push(link)
   }
 
@@ -400,7 +404,11 @@ export const span = (
       const made = child(trace, name)!
       return Effect.onExit(
         nested ? Effect.provideService(self, Tracer.ParentSpan, made) : self,
-        (exit) => Effect.sync(() => made.end(trace.now(), exit))
+        // Ended as the exit is seen (the finalizer runs once, at the exit): no effect made to end it.
+        (exit) => {
+          made.end(trace.now(), exit)
+          return Effect.void
+        }
       )
     })
 
@@ -448,7 +456,7 @@ export const child = (
     name,
     parent: Option.some(options?.parent ?? trace.span),
     annotations: Context.empty(),
-    links: [],
+    links: NO_LINKS,
     startTime: trace.now(),
     kind: options?.kind ?? "internal",
     root: false,
@@ -607,7 +615,7 @@ export const make = (
         traceId,
         parent,
         annotations: Context.empty(),
-        links: [],
+        links: NO_LINKS,
         startTime: clock.currentTimeNanosUnsafe(),
         kind: "server",
         sampled: shouldSample(settings.sampler, Option.getOrUndefined(parent), traceId),
