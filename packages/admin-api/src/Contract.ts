@@ -57,6 +57,7 @@ export {
   ModelList,
   PricePreset,
   PricePresets,
+  RefusedModel,
   SetAliasRequest,
   TestChannelRequest,
   TestChannelResult,

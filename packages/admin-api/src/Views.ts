@@ -192,7 +192,8 @@ const undecryptable = (count: number): C.ChannelHealth => ({
     ...ChannelHealth.unseenKey(index, "????"),
     state: "disabled" as const,
     reason: "The key cannot be decrypted with this server's secret; enter it again."
-  }))
+  })),
+  refusedModels: []
 })
 
 /** A channel as an admin sees it, with its health (never its upstream keys). @category channels */

@@ -1434,10 +1434,23 @@ layer(testLayer({ loginLimits: { maxFailures: 5, windowMs: 60_000 } }), {
         assert.strictEqual(listed.health.keys[1].since, 1_700_000_000_000)
         const text = (yield* admin.client.get(`/api/admin/channels/${id}`)).text
         assert.notInclude(text, "sk-watched")
+        assert.deepStrictEqual(listed.health.refusedModels, [])
+        // A model the upstream refused with a 403 about the model is kept off the channel: the health says which.
+        const kept = {
+          model: "gpt-test",
+          since: 1_700_000_000_000,
+          until: 1_700_000_600_000,
+          status: 403,
+          reason: "HTTP 403: Your organization must be verified to use the model"
+        }
+        board.refused.set("watched", [kept])
+        const withModel = (yield* admin.client.get(`/api/admin/channels/${id}`)).body
+        assert.deepStrictEqual(withModel.health.refusedModels, [kept])
 
         const reset = yield* admin.client.post(`/api/admin/channels/${id}/reset`)
         assert.strictEqual(reset.status, 200)
         assert.strictEqual(reset.body.health.state, "healthy")
+        assert.deepStrictEqual(reset.body.health.refusedModels, [])
         const user = yield* signedIn()
         assert.strictEqual((yield* user.client.post(`/api/admin/channels/${id}/reset`)).status, 403)
         assert.strictEqual((yield* admin.client.post("/api/admin/channels/chn_missing/reset")).status, 404)

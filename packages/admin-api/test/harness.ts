@@ -118,6 +118,8 @@ const probeLayer = Layer.succeed(ChannelProbe.ChannelProbe)({
  */
 export class HealthBoard extends Context.Service<HealthBoard, {
   readonly states: Map<string, Omit<ChannelHealth.KeyHealth, "index" | "hint">>
+  /** Models kept off a channel, by the channel's name. */
+  readonly refused: Map<string, ReadonlyArray<ChannelHealth.RefusedModel>>
 }>()("test/HealthBoard") {}
 
 const healthLayer = Layer.effect(
@@ -131,9 +133,14 @@ const healthLayer = Layer.effect(
             ...ChannelHealth.unseenKey(index, `…${key.slice(-4)}`),
             ...board.states.get(key)
           }))
-          return { state: ChannelHealth.channelStateOf(keys), keys }
+          const refusedModels = board.refused.get(channel.name) ?? []
+          return { state: ChannelHealth.channelStateOf(keys, refusedModels.length), keys, refusedModels }
         }),
-      reset: (channel) => Effect.sync(() => channel.apiKeys.forEach((key) => board.states.delete(key))),
+      reset: (channel) =>
+        Effect.sync(() => {
+          channel.apiKeys.forEach((key) => board.states.delete(key))
+          board.refused.delete(channel.name)
+        }),
       // As the health service does: a key that works is healthy again, one that is refused is disabled.
       test: (channel, model) =>
         Effect.sync(() =>
@@ -152,7 +159,7 @@ const healthLayer = Layer.effect(
         )
     })
   })
-).pipe(Layer.provideMerge(Layer.sync(HealthBoard, () => ({ states: new Map() }))))
+).pipe(Layer.provideMerge(Layer.sync(HealthBoard, () => ({ states: new Map(), refused: new Map() }))))
 
 /** The whole graph on a fresh SQLite database, removed afterwards. */
 export const testLayer = (options: Parameters<typeof AdminApi.layer>[0] = {}) =>

@@ -135,8 +135,13 @@ export const client: Core.ClientDialect = {
   dialect: "anthropic",
   presentedKey,
   open: (body) => Effect.map(Passthrough.inspectBody(body), (inspected) => new ChatCall(inspected)),
-  renderError: (error) => ErrorEnvelope.toResponse(error),
-  rateLimitHeaders: ErrorEnvelope.limitHeaders,
+  renderError: (error, nowMs) => {
+    const rendered = ErrorEnvelope.toResponse(error)
+    // A limit's refusal says when each limit resets too, as a date, when the time of the refusal is known.
+    if (error._tag !== "RateLimited" || error.snapshot === undefined || nowMs === undefined) return rendered
+    return { ...rendered, headers: { ...rendered.headers, ...ErrorEnvelope.limitHeaders(error.snapshot, nowMs) } }
+  },
+  rateLimitHeaders: (snapshot, nowMs) => ErrorEnvelope.limitHeaders(snapshot, nowMs),
   modelsList: (models) => Effect.succeed(Models.modelsList(models)),
   modelObject: Models.modelInfo,
   modelsListPath: "GET /v1/models",

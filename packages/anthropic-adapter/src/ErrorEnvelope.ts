@@ -116,25 +116,43 @@ export const rateLimitHeaders = (
 /**
  * Anthropic's headers for a limiter snapshot: the limits and what is left
  * (`anthropic-ratelimit-requests-limit`/`-remaining`,
- * `-tokens-limit`/`-remaining`; Anthropic's reset times are dates, which a
- * dialect without a clock leaves out).
+ * `-tokens-limit`/`-remaining`) and, given `nowMs` (when the call was
+ * admitted or refused, epoch milliseconds), when each frees up again
+ * (`-requests-reset`, `-tokens-reset`: RFC 3339 dates, as Anthropic writes
+ * them; without it they are left out).
  *
  * @category mapping
  */
 export const limitHeaders = (
-  snapshot: NonNullable<GatewayError.RateLimited["snapshot"]>
+  snapshot: NonNullable<GatewayError.RateLimited["snapshot"]>,
+  nowMs?: number
 ): Readonly<Record<string, string>> => {
   const headers: Record<string, string> = {}
   if (snapshot.limitRequests !== null) headers["anthropic-ratelimit-requests-limit"] = String(snapshot.limitRequests)
   if (snapshot.remainingRequests !== null) {
     headers["anthropic-ratelimit-requests-remaining"] = String(snapshot.remainingRequests)
   }
+  if (nowMs !== undefined && snapshot.resetRequestsMs !== null) {
+    headers["anthropic-ratelimit-requests-reset"] = resetDate(nowMs, snapshot.resetRequestsMs)
+  }
   if (snapshot.limitTokens !== null) headers["anthropic-ratelimit-tokens-limit"] = String(snapshot.limitTokens)
   if (snapshot.remainingTokens !== null) {
     headers["anthropic-ratelimit-tokens-remaining"] = String(snapshot.remainingTokens)
   }
+  if (nowMs !== undefined && snapshot.resetTokensMs !== null) {
+    headers["anthropic-ratelimit-tokens-reset"] = resetDate(nowMs, snapshot.resetTokensMs)
+  }
   return headers
 }
+
+/**
+ * `nowMs + inMs` as Anthropic writes reset times: RFC 3339 in UTC, whole
+ * seconds (rounded up).
+ *
+ * @category mapping
+ */
+export const resetDate = (nowMs: number, inMs: number): string =>
+  new Date(Math.ceil((nowMs + Math.max(0, inMs)) / 1000) * 1000).toISOString().replace(".000Z", "Z")
 
 /**
  * The Anthropic answer for a gateway error:
@@ -147,7 +165,7 @@ export const limitHeaders = (
  * | ModelNotFound, RouteNotFound, ResourceNotFound | 404 | not_found_error | |
  * | RequestTooLarge | 413 | request_too_large | |
  * | InsufficientBalance, SpendingCapReached | 402 | billing_error | `x-should-retry: false` (terminal) |
- * | RateLimited | 429 | rate_limit_error | `retry-after`, `anthropic-ratelimit-*` (the limits and what is left) |
+ * | RateLimited | 429 | rate_limit_error | `retry-after`, `anthropic-ratelimit-*` (the limits and what is left; the dialect's `renderError` adds the reset dates when it knows the time) |
  * | UpstreamRateLimited | 429 | rate_limit_error | `retry-after` when known |
  * | UpstreamUnavailable | 529 if the upstream was overloaded (529/503), else 502 | overloaded_error / api_error | `x-should-retry: false` (failed over already) |
  * | UpstreamTimeout | 504 | timeout_error | `x-should-retry: false` (failed over already) |

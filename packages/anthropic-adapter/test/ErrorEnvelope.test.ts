@@ -102,7 +102,7 @@ describe("toResponse", () => {
     )
   })
 
-  it("an answered call carries the same anthropic-ratelimit-* headers, without retry-after or unknown limits", () => {
+  it("an answered call carries the same anthropic-ratelimit-* headers, with reset dates, without retry-after or unknown limits", () => {
     const snapshot = {
       limitRequests: 30,
       remainingRequests: 29,
@@ -111,14 +111,25 @@ describe("toResponse", () => {
       remainingTokens: null,
       resetTokensMs: null
     }
-    assert.deepStrictEqual(Dialect.client.rateLimitHeaders(snapshot), {
+    const now = Date.UTC(2026, 10, 29, 0, 0, 0, 500)
+    assert.deepStrictEqual(Dialect.client.rateLimitHeaders(snapshot, now), {
       "anthropic-ratelimit-requests-limit": "30",
-      "anthropic-ratelimit-requests-remaining": "29"
+      "anthropic-ratelimit-requests-remaining": "29",
+      // 2.5 s after the whole second, rounded up.
+      "anthropic-ratelimit-requests-reset": "2026-11-29T00:00:03Z"
     })
-    const refused = ErrorEnvelope.toResponse(
-      new GatewayError.RateLimited({ message: "m", retryAfterSeconds: 2, limit: "rpm", snapshot })
-    ).headers
-    assert.deepStrictEqual(refused, { ...refused, ...Dialect.client.rateLimitHeaders(snapshot) })
+    const error = new GatewayError.RateLimited({ message: "m", retryAfterSeconds: 2, limit: "rpm", snapshot })
+    const refused = ErrorEnvelope.toResponse(error).headers
+    const { ["anthropic-ratelimit-requests-reset"]: _reset, ...withoutReset } = Dialect.client.rateLimitHeaders(
+      snapshot,
+      now
+    )
+    assert.deepStrictEqual(refused, { ...refused, ...withoutReset })
+    // The dialect's refusal, the time known, says when the limit resets too.
+    assert.deepStrictEqual(Dialect.client.renderError(error, now).headers, {
+      ...refused,
+      ...Dialect.client.rateLimitHeaders(snapshot, now)
+    })
   })
 
   it("writes an error event for a started stream", () => {

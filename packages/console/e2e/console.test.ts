@@ -3,10 +3,12 @@
  * key and see its secret once; call the gateway with it through the openai
  * SDK; see the usage and the balance change (header and dashboard alike); as
  * admin create a channel and press Test; generate a code and redeem it as a
- * user; a user is refused an admin page and another user's key; every page
- * fits a phone's width; Chinese; and the one-time admin password printed at
- * the first start of a server with no admin signs in. Screenshots of the main
- * pages go to docs/screenshots/ when MODELGATE_SCREENSHOTS=1 (else a scratch folder).
+ * user; a user is refused an admin page and another user's key; a failed
+ * call found by its request id (the admin also reads each attempt, with what
+ * the upstream said, redacted); every page fits a phone's width; Chinese; and
+ * the one-time admin password printed at the first start of a server with no
+ * admin signs in. Screenshots of the main pages go to docs/screenshots/ when
+ * MODELGATE_SCREENSHOTS=1 (else a scratch folder).
  *
  * Without Chromium (`/usr/bin/chromium`, or `CHROMIUM_PATH`) the tests are
  * skipped with the reason in their name; .ci/run installs it.
@@ -479,7 +481,7 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     await admin.context.close()
   })
 
-  it("finds a failed call by its request id: the user sees its error, the admin also the channel and each attempt", async () => {
+  it("finds a failed call by its request id: the user sees its error, the admin also the channel and each attempt, with what the upstream said", async () => {
     const admin = await newPage()
     await signIn(admin.page, gateway.url, ADMIN)
     // A priced model served only by a channel whose upstream fails.
@@ -503,7 +505,8 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
           baseUrl: `${upstream}/v1`,
           apiKeys: ["sk-upstream-flaky-5150"],
           models: ["flaky-model"],
-          headers: { "x-fake-fail": "503" }
+          // A 503 whose message quotes the request's headers, the channel's key among them.
+          headers: { "x-fake-echo-headers": "503" }
         })
       })
       return [model.status, channel.status]
@@ -541,12 +544,15 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     await page.locator(`tr[data-request='${requestId}']`).click()
     const detail = page.getByTestId("request-detail")
     await detail.getByTestId("detail-error").waitFor()
+    assert.strictEqual(message, "The upstream failed (HTTP 503). Retry later.")
     assert.include(await detail.getByTestId("detail-error").textContent(), message)
     assert.strictEqual(
       await detail.getByTestId("detail-channel").count(),
       0,
       "a user does not see the operator's channels"
     )
+    assert.strictEqual(await detail.getByTestId("detail-attempts").count(), 0, "nor their attempts")
+    assert.notInclude(await detail.textContent(), "The upstream said", "nor what the upstream said")
 
     // The admin sees the channel that failed and each attempt.
     await admin.page.getByRole("link", { name: "Requests" }).click()
@@ -562,7 +568,15 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "console" : `cons
     assert.include(await adminDetail.getByTestId("detail-channel").textContent(), "flaky-upstream")
     assert.include(await adminDetail.getByTestId("detail-attempts").textContent(), "flaky-upstream")
     assert.include(await adminDetail.getByTestId("detail-attempts").textContent(), "…5150")
-    assert.include(await adminDetail.getByTestId("detail-attempts").textContent(), "UpstreamUnavailable")
+    const attempts = (await adminDetail.getByTestId("detail-attempts").textContent()) ?? ""
+    assert.include(attempts, "UpstreamUnavailable")
+    // What the upstream said, as a failed channel Test quotes it, with the channel's key redacted.
+    assert.include(
+      attempts,
+      "The upstream failed (HTTP 503). Retry later. The upstream said: The request could not be processed."
+    )
+    assert.include(attempts, "authorization: Bearer [redacted]")
+    assert.notInclude(attempts, "sk-upstream-flaky-5150")
     await screenshot(admin.page, "request-detail")
     await admin.page.keyboard.press("Escape")
     await admin.page.getByPlaceholder("Search by request id (req_…)").fill("")

@@ -1,10 +1,15 @@
 /**
  * What a first day with the console tripped over (issue 25), each in a real
  * browser against the real server: groups that reach no models, the default
- * group, keys an admin manages for a user, the Connect page's pickers, the
- * upstream's own words on a 5xx, the Channels table at 1400 px and at a
+ * group, keys an admin manages for a user, the Connect page's pickers and
+ * snippets, the Channels table at 1400 px and at a
  * phone's width, balances, Chinese, and the channel form with its vendor list.
  */
+import { execFile } from "node:child_process"
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { promisify } from "node:util"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 import {
@@ -13,6 +18,7 @@ import {
   BOB,
   browserMissing,
   type E2EGateway,
+  eventually,
   launchBrowser,
   overflowX,
   screenshot,
@@ -434,6 +440,205 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "operator" : `ope
     await page.getByTestId("connect-key").getByText("was shown once").waitFor()
     assert.notInclude(await page.content(), secret)
     await context.close()
+  })
+
+  describe("every snippet of the Connect page, pasted as the page shows it for a picked key and model", () => {
+    /** What the page showed, read from its blocks of code, and what it was shown for. */
+    let shown: {
+      readonly secret: string
+      readonly keyId: string
+      readonly model: string
+      readonly code: (marker: string) => string
+    }
+    let dir: string
+    let page: Page
+    let context: BrowserContext
+
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), "modelgate-connect-"))
+      ;({ page, context } = await newPage())
+      await signIn(page, gateway.url, ALICE)
+      await page.getByRole("link", { name: "API keys" }).click()
+      await page.getByRole("button", { name: "Create key" }).first().click()
+      const dialog = page.getByRole("dialog")
+      await dialog.getByLabel("Name").fill("connect-clients")
+      await dialog.getByLabel("Models").click()
+      await page.getByRole("option", { name: "gpt-4o-mini" }).click()
+      await page.getByRole("option", { name: "gemini-2.5-flash" }).click()
+      await dialog.getByLabel("Name").click()
+      await dialog.getByRole("button", { name: "Create" }).click()
+      const secret = (await page.getByTestId("new-secret").textContent()) ?? ""
+      await page.getByRole("button", { name: "I have copied it" }).click()
+      await page.getByRole("link", { name: "Connect a client" }).click()
+      await page.getByTestId("connect-key-picker").waitFor()
+      assert.strictEqual(await page.getByTestId("connect-model-picker").inputValue(), "gpt-4o-mini")
+      // The second model the key may use, picked: every snippet follows.
+      await page.getByTestId("connect-model-picker").click()
+      await page.getByRole("option", { name: "gemini-2.5-flash" }).click()
+      await page.locator("pre").filter({ hasText: "claude --model gemini-2.5-flash" }).waitFor()
+      const blocks = await page.locator("pre").allTextContents()
+      const keys = await api(page, "GET", "/api/keys")
+      shown = {
+        secret,
+        keyId: keys.body.data.find((k: any) => k.name === "connect-clients").id,
+        model: "gemini-2.5-flash",
+        code: (marker) => {
+          const found = blocks.filter((b) => b.includes(marker))
+          assert.lengthOf(found, 1, `one block of code shows '${marker}'`)
+          return found[0]!
+        }
+      }
+    })
+
+    afterAll(async () => {
+      await context?.close()
+      if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
+    })
+
+    /** The key's calls in the request log, newest first. */
+    const calls = async () =>
+      (await api(page, "GET", `/api/usage?keyId=${shown.keyId}&limit=100`)).body.data as Array<
+        { requestId: string; status: number; model: string; errorMessage: string | null }
+      >
+
+    /**
+     * A call of our own with the key, once it is in the request log: records are written in the
+     * order calls end, so every call that ended before it is there too.
+     */
+    const mark = async () => {
+      const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${shown.secret}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: shown.model, messages: [{ role: "user", content: "mark" }] })
+      })
+      await response.text()
+      const id = response.headers.get("x-request-id")!
+      await eventually("the mark is in the request log", async () => (await calls()).some((c) => c.requestId === id))
+      return id
+    }
+
+    /** `run`, and the calls it made with the key, as the request log has them. */
+    const logged = async <A>(run: () => Promise<A>) => {
+      const before = await mark()
+      const result = await run()
+      const after = await mark()
+      const log = await calls()
+      const made = log.slice(
+        log.findIndex((c) => c.requestId === after) + 1,
+        log.findIndex((c) => c.requestId === before)
+      )
+      return { result, made }
+    }
+
+    /** Calls that all went through, with the picked model. */
+    const answered = (made: ReadonlyArray<{ status: number; model: string; errorMessage: string | null }>) => {
+      assert.isAbove(made.length, 0, "the client called the gateway")
+      for (const c of made) assert.deepStrictEqual([c.model, c.status, c.errorMessage], [shown.model, 200, null])
+    }
+
+    /**
+     * A shell snippet run with `sh` in a fresh home, as pasted into a terminal, the command it ends
+     * with given `headless` (the clients' non-interactive mode) in place of a person at the keyboard;
+     * `files` are written into that home first, as the page says to.
+     */
+    const paste = async (snippet: string, headless: string, files: Record<string, string> = {}) => {
+      const home = mkdtempSync(join(dir, "home-"))
+      const work = join(home, "work")
+      mkdirSync(work)
+      for (const [path, content] of Object.entries(files)) {
+        mkdirSync(dirname(join(home, path)), { recursive: true })
+        writeFileSync(join(home, path), content)
+      }
+      return logged(() =>
+        new Promise<{ code: number; out: string }>((resolve) => {
+          const child = execFile("sh", ["-c", `${snippet.trimEnd()} ${headless}`], {
+            cwd: work,
+            timeout: 100_000,
+            env: { PATH: `${bin}:${dirname(process.execPath)}:/usr/bin:/bin`, HOME: home, NO_COLOR: "1" }
+          }, (error, stdout, stderr) =>
+            resolve({ code: error === null ? 0 : (error as { code?: number }).code ?? 1, out: `${stdout}\n${stderr}` }))
+          child.stdin?.end()
+        })
+      )
+    }
+
+    /** The clients as installed from npm, on `PATH` under their own names. */
+    let bin: string
+
+    beforeAll(() => {
+      bin = join(dir, "bin")
+      mkdirSync(bin)
+      const modules = join(import.meta.dirname, "..", "node_modules")
+      // Claude Code's launcher finds the platform binary its optional dependency installed (its postinstall stays off).
+      writeFileSync(
+        join(bin, "claude"),
+        `#!/bin/sh\nexec "${process.execPath}" "${
+          join(modules, "@anthropic-ai", "claude-code", "cli-wrapper.cjs")
+        }" "$@"\n`
+      )
+      chmodSync(join(bin, "claude"), 0o755)
+      for (const name of ["gemini", "codex"]) {
+        writeFileSync(join(bin, name), `#!/bin/sh\nexec "${join(modules, ".bin", name)}" "$@"\n`)
+        chmodSync(join(bin, name), 0o755)
+      }
+    })
+
+    const hello = (model: string) => `Hello from fake-upstream (model ${model})`
+
+    it("the Google genai SDK for JavaScript, as a module", async () => {
+      const project = mkdtempSync(join(dir, "genai-"))
+      symlinkSync(join(import.meta.dirname, "..", "node_modules"), join(project, "node_modules"))
+      writeFileSync(join(project, "hello.mjs"), shown.code("new GoogleGenAI("))
+      const { result, made } = await logged(() =>
+        promisify(execFile)(process.execPath, ["hello.mjs"], { cwd: project, encoding: "utf8" })
+      )
+      assert.include(result.stdout, hello(shown.model))
+      answered(made)
+    })
+
+    it("gemini-cli, with its environment and settings.json", async () => {
+      // Headless, gemini-cli asks for the folder's trust on the command line (a person answers its prompt).
+      const { result: { code, out }, made } = await paste(
+        shown.code("export GEMINI_API_KEY="),
+        "--skip-trust -p \"Say hello\"",
+        {
+          ".gemini/settings.json": shown.code("\"selectedType\"")
+        }
+      )
+      assert.strictEqual(code, 0, out)
+      assert.include(out, hello(shown.model))
+      answered(made)
+    })
+
+    it("Claude Code, with its environment", async () => {
+      const { result: { code, out }, made } = await paste(
+        shown.code("export ANTHROPIC_AUTH_TOKEN="),
+        "-p \"Say hello\""
+      )
+      assert.strictEqual(code, 0, out)
+      assert.include(out, hello(shown.model))
+      answered(made)
+    })
+
+    it("Claude Code, with its settings.json", async () => {
+      const { result: { code, out }, made } = await paste("claude", "-p \"Say hello\"", {
+        ".claude/settings.json": shown.code("\"ANTHROPIC_MODEL\"")
+      })
+      assert.strictEqual(code, 0, out)
+      assert.include(out, hello(shown.model))
+      answered(made)
+    })
+
+    it("Codex CLI, with its config.toml and environment", async () => {
+      const { result: { code, out }, made } = await paste(
+        shown.code("export MODELGATE_API_KEY="),
+        "exec --skip-git-repo-check \"Say hello\"",
+        { ".codex/config.toml": shown.code("[model_providers.modelgate]") }
+      )
+      assert.strictEqual(code, 0, out)
+      assert.include(out, hello(shown.model))
+      answered(made)
+    })
   })
 
   it("explains a refused call in Chinese, with a status badge in Chinese that is not cut short", async () => {

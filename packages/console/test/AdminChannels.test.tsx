@@ -9,7 +9,7 @@ import userEvent from "@testing-library/user-event"
 import { assert, describe, it, vi } from "vitest"
 import { type Contract } from "../src/lib/api.ts"
 import { AdminChannelsPage, ChannelForm, parseModelMap } from "../src/pages/admin/Channels.tsx"
-import { fakeApi, refusal, renderWithProviders, session } from "./render.tsx"
+import { fakeApi, fill, refusal, renderWithProviders, session } from "./render.tsx"
 
 const channel = (over: Partial<Contract.AdminChannel> = {}): Contract.AdminChannel => ({
   id: "chn_1",
@@ -37,7 +37,7 @@ const channel = (over: Partial<Contract.AdminChannel> = {}): Contract.AdminChann
   },
   params: { defaults: {}, overrides: {} },
   streamOptions: true,
-  health: { state: "healthy", keys: [] },
+  health: { state: "healthy", keys: [], refusedModels: [] },
   source: "console",
   createdAt: 1,
   ...over
@@ -59,7 +59,7 @@ describe("channel form", () => {
     const seen = fakeApi(base)
     renderWithProviders(<ChannelForm channel={undefined} groups={["default"]} onDone={() => {}} />)
     const user = userEvent.setup()
-    await user.type(screen.getByLabelText("Base address"), "api.openai.com")
+    await fill(user, screen.getByLabelText("Base address"), "api.openai.com")
     await user.click(screen.getByRole("button", { name: "Create" }))
     await screen.findByText("Required")
     screen.getByText("Enter an address starting with http:// or https://")
@@ -82,16 +82,16 @@ describe("channel form", () => {
     const onDone = vi.fn()
     renderWithProviders(<ChannelForm channel={undefined} groups={["default", "vip"]} onDone={onDone} />)
     const user = userEvent.setup()
-    await user.type(screen.getByLabelText("Name"), "openai-backup")
-    await user.type(screen.getByLabelText("Base address"), "https://api.example.com/v1")
-    await user.type(screen.getByLabelText("Upstream API keys (one per line)"), "sk-one{enter}  {enter}sk-two")
+    await fill(user, screen.getByLabelText("Name"), "openai-backup")
+    await fill(user, screen.getByLabelText("Base address"), "https://api.example.com/v1")
+    await fill(user, screen.getByLabelText("Upstream API keys (one per line)"), "sk-one\n  \nsk-two")
     await user.type(
       screen.getAllByLabelText("Models").find((e) =>
         e.tagName === "INPUT" && (e as HTMLInputElement).type !== "hidden"
       )!,
       "gpt-4o{enter}"
     )
-    await user.type(screen.getByLabelText("Model map (public=upstream, one per line)"), "gpt-4o=gpt-4o-2024-08-06")
+    await fill(user, screen.getByLabelText("Model map (public=upstream, one per line)"), "gpt-4o=gpt-4o-2024-08-06")
     await user.click(screen.getByRole("button", { name: "Create" }))
     await waitFor(() => assert.strictEqual(onDone.mock.calls.length, 1))
     assert.deepStrictEqual(seen.find((r) => r.method === "POST")!.body, {
@@ -135,8 +135,8 @@ describe("channel form", () => {
     await screen.findByText("This is not JSON: paste the whole key file Google issues")
     assert.isFalse(seen.some((r) => r.method === "POST"))
 
-    await user.type(screen.getByLabelText("Google Cloud project"), "my-project")
-    await user.type(screen.getByLabelText("Location"), "us-east5")
+    await fill(user, screen.getByLabelText("Google Cloud project"), "my-project")
+    await fill(user, screen.getByLabelText("Location"), "us-east5")
     screen.getByText(
       "Optional: left empty, the gateway uses the location's endpoint (https://us-east5-aiplatform.googleapis.com)."
     )
@@ -184,12 +184,12 @@ describe("channel form", () => {
     await screen.findByText("Enter the AWS region, such as us-east-1")
     screen.getByText("Enter the access key id (AKIA…)")
     screen.getByText("Enter the secret access key that goes with the key id")
-    await user.type(screen.getByLabelText("Access key id"), "akia-lower")
+    await fill(user, screen.getByLabelText("Access key id"), "akia-lower")
     await user.click(screen.getByRole("button", { name: "Create" }))
     await screen.findByText("An access key id is 16 or more capital letters and digits, such as AKIA…")
     assert.isFalse(seen.some((r) => r.method === "POST"))
 
-    await user.type(screen.getByLabelText("AWS region"), "eu-west-1")
+    await fill(user, screen.getByLabelText("AWS region"), "eu-west-1")
     screen.getByText(
       "Optional: left empty, the gateway uses the region's endpoint (https://bedrock-runtime.eu-west-1.amazonaws.com)."
     )
@@ -206,7 +206,11 @@ describe("channel form", () => {
       )!,
       "nova-pro{enter}"
     )
-    await user.type(screen.getByLabelText("Model map (public=upstream, one per line)"), "nova-pro=amazon.nova-pro-v1:0")
+    await fill(
+      user,
+      screen.getByLabelText("Model map (public=upstream, one per line)"),
+      "nova-pro=amazon.nova-pro-v1:0"
+    )
     await user.click(screen.getByRole("button", { name: "Create" }))
     await waitFor(() => assert.strictEqual(onDone.mock.calls.length, 1))
     const body = seen.find((r) => r.method === "POST")!.body as Record<string, unknown>
@@ -354,8 +358,8 @@ describe("fetch models", () => {
     const user = userEvent.setup()
     const fetchButton = screen.getByRole("button", { name: "Fetch models" })
     assert.isTrue((fetchButton as HTMLButtonElement).disabled, "nothing to list with yet")
-    await user.type(screen.getByLabelText("Base address"), "https://api.example.com/v1")
-    await user.type(screen.getByLabelText("Upstream API keys (one per line)"), "  {enter}sk-first{enter}sk-second")
+    await fill(user, screen.getByLabelText("Base address"), "https://api.example.com/v1")
+    await fill(user, screen.getByLabelText("Upstream API keys (one per line)"), "  \nsk-first\nsk-second")
     await user.click(fetchButton)
     const picker = await screen.findByTestId("model-picker")
     await within(picker).findByText("my-finetune")
@@ -480,7 +484,8 @@ describe("channels table", () => {
                   lastError: null,
                   lastProbeAt: 1,
                   lastProbeOk: false
-                }]
+                }],
+                refusedModels: []
               }
             })
           ]

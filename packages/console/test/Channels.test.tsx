@@ -10,7 +10,7 @@ import userEvent from "@testing-library/user-event"
 import { assert, describe, it, vi } from "vitest"
 import { setCsrfToken } from "../src/lib/api.ts"
 import { AdminChannelsPage, ChannelForm, ChannelHealthCell } from "../src/pages/admin/Channels.tsx"
-import { fakeApi, renderWithProviders, session } from "./render.tsx"
+import { fakeApi, fill, renderWithProviders, session } from "./render.tsx"
 
 const NOW = 1_700_000_600_000
 
@@ -45,7 +45,7 @@ const channel = (over: Record<string, unknown> = {}) => ({
   },
   params: { defaults: {}, overrides: {} },
   streamOptions: true,
-  health: { state: "healthy", keys: [key(0, "…aaaa"), key(1, "…bbbb")] },
+  health: { state: "healthy", keys: [key(0, "…aaaa"), key(1, "…bbbb")], refusedModels: [] },
   source: "console",
   createdAt: 1_700_000_000_000,
   ...over
@@ -70,7 +70,14 @@ const unhealthy = {
       lastProbeAt: NOW - 10_000,
       lastProbeOk: false
     })
-  ]
+  ],
+  refusedModels: [{
+    model: "o3-pro",
+    since: NOW - 60_000,
+    until: NOW + 540_000,
+    status: 403,
+    reason: "HTTP 403: Your organization must be verified to use the model"
+  }]
 } as const
 
 describe("channel health", () => {
@@ -85,11 +92,20 @@ describe("channel health", () => {
     within(cell).getByText(/HTTP 401: Incorrect API key provided · since 1 hour ago · probe failed 10 seconds ago/)
   })
 
+  it("shows the models kept off the channel after a 403 about the model, why and until when", () => {
+    renderWithProviders(<ChannelHealthCell health={unhealthy as never} now={NOW} />)
+    const model = screen.getByTestId("refused-model")
+    within(model).getByText("o3-pro")
+    within(model).getByText("Model kept off")
+    within(model).getByText(/must be verified to use the model · since 1 minute ago · back in 9 minutes/)
+  })
+
   it("speaks Chinese", () => {
     renderWithProviders(<ChannelHealthCell health={unhealthy as never} now={NOW} />, { language: "zh" })
     screen.getByText("部分异常")
     screen.getByText("熔断中")
     screen.getByText("已停用")
+    screen.getByText("模型暂避")
   })
 
   it("offers Reset for an unhealthy channel and sends it", async () => {
@@ -137,7 +153,7 @@ describe("channel form", () => {
     await user.type(failures, "3")
     const headers = screen.getByLabelText("Extra headers (one per line, as Header: value)")
     assert.strictEqual((headers as HTMLTextAreaElement).value, "X-Api-Token: …9999")
-    await user.type(headers, "\nHTTP-Referer: https://app.example")
+    await fill(user, headers, "\nHTTP-Referer: https://app.example")
     await user.click(screen.getByLabelText("Parameter defaults (JSON)"))
     await user.paste("{\"temperature\": 0.2}")
     await user.click(screen.getByRole("switch", { name: /Send stream_options/ }))
@@ -170,7 +186,7 @@ describe("channel health, quietly", () => {
   it("lists no key lines for a healthy channel without recent failures", () => {
     renderWithProviders(
       <ChannelHealthCell
-        health={{ state: "healthy", keys: [key(0, "…aaaa", { recentCalls: 40 })] } as never}
+        health={{ state: "healthy", keys: [key(0, "…aaaa", { recentCalls: 40 })], refusedModels: [] } as never}
         now={NOW}
       />
     )

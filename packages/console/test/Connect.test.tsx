@@ -38,6 +38,9 @@ describe("connect page", () => {
     assert.include(s.codexConfig, "wire_api = \"responses\"")
     assert.include(s.codexConfig, "env_key = \"MODELGATE_API_KEY\"")
     assert.include(s.codexEnv, "export MODELGATE_API_KEY=\"sk-abc\"")
+    // gemini-cli is started with the model (its own default may be one the key cannot use).
+    assert.include(s.geminiCliEnv, "export GEMINI_API_KEY=\"sk-abc\"")
+    assert.include(s.geminiCliEnv, "\ngemini --model claude-sonnet-4-5")
     assert.include(snippets(info).claudeCodeEnv, KEY_PLACEHOLDER)
   })
 
@@ -73,8 +76,10 @@ describe("connect page", () => {
     // The key is picked by name, but its secret is not known here: a placeholder stands for it.
     await waitFor(() => assert.include(screen.getByTestId("connect-key").textContent ?? "", "was shown once"))
     assert.isAbove(screen.getAllByText(/YOUR_MODELGATE_KEY/).length, 3)
-    // The snippets use a model the key may call.
+    // The snippets use a model the key may call, and nothing names the server's example model it may not.
     assert.isAbove(screen.getAllByText(/gpt-4o-mini/).length, 3)
+    assert.include(screen.getByText(/^Model: /).textContent ?? "", "gpt-4o-mini")
+    assert.strictEqual(screen.queryAllByText(/claude-sonnet-4-5/).length, 0)
     act(() => rememberNewKey({ name: "laptop", secret: "sk-new-secret-123" }))
     assert.include(screen.getByTestId("connect-key").textContent ?? "", "laptop")
     assert.isAbove(screen.getAllByText(/sk-new-secret-123/).length, 3)

@@ -4,13 +4,13 @@
  * filters and the CSV export they feed, the request id search, paging, and
  * new calls appearing without a reload.
  */
-import { screen, waitFor, within } from "@testing-library/react"
+import { act, screen, waitFor, within } from "@testing-library/react"
 import userEvent from "@testing-library/user-event"
-import { assert, describe, it } from "vitest"
+import { assert, describe, it, vi } from "vitest"
 import { type Contract } from "../src/lib/api.ts"
 import { ModelsPage } from "../src/pages/Models.tsx"
 import { LIVE_INTERVAL_MS, RequestsPage, RequestTable } from "../src/pages/Requests.tsx"
-import { fakeApi, page, queryOf, renderWithProviders, session } from "./render.tsx"
+import { fakeApi, fill, page, queryOf, renderWithProviders, session } from "./render.tsx"
 
 const record = (over: Partial<Contract.UsageItem> = {}): Contract.UsageItem => ({
   id: "use_1",
@@ -220,13 +220,22 @@ describe("the request log", () => {
     const user = userEvent.setup()
     await screen.findByTestId("requests-table")
     const search = screen.getByPlaceholderText("Search by request id (req_…)")
-    await user.type(search, `  ${failed.requestId} `)
-    await waitFor(() => assert.strictEqual(within(screen.getByTestId("requests-table")).getAllByRole("row").length, 2))
+    // Pasted, as request ids are (typed key by key on a loaded machine, each prefix is searched in turn).
+    await fill(user, search, `  ${failed.requestId} `)
+    // Only the call searched for is listed.
+    await waitFor(() =>
+      assert.deepStrictEqual(
+        [...screen.getByTestId("requests-table").querySelectorAll("tbody tr")].map((r) =>
+          r.getAttribute("data-request")
+        ),
+        [failed.requestId]
+      )
+    )
     const last = queryOf(usageRequests(seen).at(-1)!)
     assert.strictEqual(last["requestId"], failed.requestId, "trimmed")
     assert.isUndefined(last["from"], "the period does not hide it")
     await user.clear(search)
-    await user.type(search, "req_nothing")
+    await fill(user, search, "req_nothing")
     await screen.findByText(/No request with the id req_nothing/)
   })
 
@@ -304,20 +313,32 @@ describe("the request log", () => {
   })
 
   it("shows a new call without a reload, by reading the first page again every second; switched off, it does not", async () => {
-    let calls = [record()]
-    const seen = fakeApi(userRoutes(() => page(calls)))
-    renderWithProviders(<RequestsPage />, { path: "/requests" })
-    await screen.findByTestId("requests-table")
-    assert.strictEqual(LIVE_INTERVAL_MS, 1_000)
-    calls = [failed, record()]
-    await screen.findByText("502 UpstreamUnavailable", undefined, { timeout: 5_000 })
+    // The page's clock is the test's: a second passes when the test says so, however loaded the machine.
+    vi.useFakeTimers({
+      shouldAdvanceTime: true,
+      toFake: ["setInterval", "clearInterval", "setTimeout", "clearTimeout"]
+    })
+    try {
+      let calls = [record()]
+      const seen = fakeApi(userRoutes(() => page(calls)))
+      renderWithProviders(<RequestsPage />, { path: "/requests" })
+      await screen.findByTestId("requests-table")
+      assert.strictEqual(LIVE_INTERVAL_MS, 1_000)
+      calls = [failed, record()]
+      const read = usageRequests(seen).length
+      await act(() => vi.advanceTimersByTimeAsync(LIVE_INTERVAL_MS))
+      await waitFor(() => assert.isAbove(usageRequests(seen).length, read, "read again after a second"))
+      await screen.findByText("502 UpstreamUnavailable")
 
-    const user = userEvent.setup()
-    await user.click(screen.getByRole("switch", { name: "Live" }))
-    const before = usageRequests(seen).length
-    calls = [refused, failed, record()]
-    await new Promise((resolve) => setTimeout(resolve, 2.5 * LIVE_INTERVAL_MS))
-    assert.strictEqual(usageRequests(seen).length, before, "nothing read while live is off")
-    assert.isNull(screen.queryByText("429 InsufficientBalance"))
+      const user = userEvent.setup({ advanceTimers: vi.advanceTimersByTime })
+      await user.click(screen.getByRole("switch", { name: "Live" }))
+      const before = usageRequests(seen).length
+      calls = [refused, failed, record()]
+      await act(() => vi.advanceTimersByTimeAsync(3 * LIVE_INTERVAL_MS))
+      assert.strictEqual(usageRequests(seen).length, before, "nothing read while live is off")
+      assert.isNull(screen.queryByText("429 InsufficientBalance"))
+    } finally {
+      vi.useRealTimers()
+    }
   })
 })

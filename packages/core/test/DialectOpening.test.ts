@@ -15,6 +15,24 @@ describe("Dialect.firstEvent", () => {
     }
   })
 
+  it("finds the first event of a long burst read at once, however the slices it is parsed in cut it", () => {
+    const burst = (end: string) =>
+      Array.from({ length: 400 }, (_, i) => `data: {"i":${i},"pad":"${"x".repeat(i % 50)}"}${end}${end}`).join("")
+    for (const end of ["\n", "\r\n", "\r"]) {
+      // Padded so the first event's line end falls on each side of a slice boundary.
+      for (const lead of [2030, 2040, 2045, 2046, 2047, 2048, 5000]) {
+        const first = Dialect.firstEvent(`: ${"c".repeat(lead)}${end}${burst(end)}`, false, "c", "a chunk")
+        assert.isTrue(Dialect.isOpeningEvent(first))
+        if (Dialect.isOpeningEvent(first)) assert.deepStrictEqual(first.json, { i: 0, pad: "" })
+      }
+    }
+    // A first event longer than a slice, complete only at the end of the text or with the stream's end.
+    const long = `data: {"x":"${"y".repeat(10_000)}"}`
+    assert.strictEqual(Dialect.firstEvent(long, false, "c", "a chunk"), "incomplete")
+    assert.isTrue(Dialect.isOpeningEvent(Dialect.firstEvent(long, true, "c", "a chunk")))
+    assert.isTrue(Dialect.isOpeningEvent(Dialect.firstEvent(`${long}\n\n`, false, "c", "a chunk")))
+  })
+
   it("is incomplete before a whole event, and the upstream failing once the stream ended without one", () => {
     assert.strictEqual(Dialect.firstEvent("data: {\"x\"", false, "c", "a chunk"), "incomplete")
     assert.strictEqual(message(Dialect.firstEvent("", true, "c", "a chunk")), Dialect.emptyStream("c").message)

@@ -199,7 +199,8 @@ const refusedForMoney = async (client: Client, response: Response): Promise<stri
   switch (client) {
     case "openai":
     case "responses":
-      assert.strictEqual(response.status, 429)
+      // The Responses API answers 402 (what Codex shows), chat completions 429 (what OpenAI answers).
+      assert.strictEqual(response.status, client === "responses" ? 402 : 429)
       assert.strictEqual(body.error.code, "insufficient_quota")
       return body.error.message
     case "gemini":
@@ -276,8 +277,8 @@ describe("a key's spending cap", () => {
     assert.include(shown.at(-1)!.errorMessage ?? "", "lifetime spending cap of 0.01 USD is exceeded (0.50 USD spent)")
     for (const client of clients) {
       const refused = await call(client, KEYS.capped, `${client}-tenth`)
-      // Anthropic has no quota status of its own: 402, as its billing errors.
-      assert.strictEqual(refused.status, client === "anthropic" ? 402 : 429)
+      // Anthropic has no quota status of its own: 402, as its billing errors; the Responses API 402, what Codex shows.
+      assert.strictEqual(refused.status, client === "anthropic" || client === "responses" ? 402 : 429)
       const record = await recordOf(refused)
       assert.strictEqual(record.errorCode, "SpendingCapReached")
       assert.include(record.errorMessage ?? "", "has spent 0.50 USD of it")

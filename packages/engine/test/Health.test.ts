@@ -576,6 +576,16 @@ describe("refused keys: only a probe disables", () => {
         assert.includeMembers(probedModels, [undefined, "m"], "the key checked with no model, the model probed")
         assert.isTrue(health.modelRefused(A, "m", yield* now()), "the model is kept off the channel")
         assert.isFalse(health.modelRefused(A, "other", yield* now()))
+        // The health report shows it: which model, since when, until when and why; the channel is degraded.
+        const refusedAt = yield* now()
+        const report = yield* health.report(A)
+        assert.strictEqual(report.state, "degraded")
+        assert.isTrue(report.keys.every((key) => key.state === "healthy"))
+        assert.strictEqual(report.refusedModels.length, 1)
+        const [kept] = report.refusedModels
+        assert.deepStrictEqual([kept!.model, kept!.status, kept!.since], ["m", 403, refusedAt])
+        assert.strictEqual(kept!.until, refusedAt + 10 * 60_000)
+        assert.match(kept!.reason, /403/)
         // An administrator's Test of the model says the same: the key is not disabled.
         const [one] = yield* health.test(A, "m")
         assert.deepStrictEqual([one!.ok, one!.status, one!.credentialsRefused], [false, 403, false])
@@ -583,9 +593,13 @@ describe("refused keys: only a probe disables", () => {
         // The refusal lasts a while, and a reset forgets it.
         yield* TestClock.adjust("11 minutes")
         assert.isFalse(health.modelRefused(A, "m", yield* now()))
+        assert.deepStrictEqual((yield* health.report(A)).refusedModels, [])
+        assert.strictEqual((yield* health.report(A)).state, "healthy")
         yield* health.refuseModel(A, "m", 403, "HTTP 403: not verified")
+        assert.deepStrictEqual((yield* health.report(A)).refusedModels.map((r) => r.reason), ["HTTP 403: not verified"])
         yield* health.reset(A)
         assert.isFalse(health.modelRefused(A, "m", yield* now()))
+        assert.deepStrictEqual((yield* health.report(A)).refusedModels, [])
       })
     ))
 })

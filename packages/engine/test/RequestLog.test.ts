@@ -74,6 +74,15 @@ beforeAll(async () => {
         api_key: "sk-up-down-4444",
         models: ["flaky"],
         headers: { "x-fake-fail": "500" }
+      },
+      {
+        name: "echoing",
+        type: "gemini",
+        base_url: fake.url,
+        api_key: "g-up-echoing-6666",
+        models: ["echoes"],
+        // Fails with a 503 whose message quotes every request header, the channel's key among them.
+        headers: { "x-fake-echo-headers": "503", "x-tenant-token": "tenant-secret-7777" }
       }
     ],
     models: {
@@ -81,7 +90,8 @@ beforeAll(async () => {
       "o-think": { input: 1, output: 4 },
       "gemini-think": { input: 0.3, output: 2.5 },
       flaky: { input: 1, output: 1 },
-      "html-model": { input: 1, output: 1 }
+      "html-model": { input: 1, output: 1 },
+      echoes: { input: 1, output: 1 }
     },
     users: [
       {
@@ -243,6 +253,31 @@ describe("calls that reach an upstream", () => {
       metrics.attempts.series.filter((s) => s.labels[0]!.startsWith("down-")).map((s) => [s.labels.join("|"), s.value]),
       [["down-a|unavailable", 1], ["down-b|unavailable", 1]]
     )
+  })
+
+  it("keep what the upstream said on a 5xx in the attempts (admins'), its channel's secrets redacted; the caller gets the gateway's words", async () => {
+    for (const stream of [false, true]) {
+      const response = await chat(KEY, ask("echoes", stream))
+      assert.strictEqual(response.status, 502)
+      const { error } = await response.clone().json() as { error: { message: string } }
+      const record = await recordOf(response)
+      assert.strictEqual(error.message, "The upstream failed (HTTP 503). Retry later.")
+      assert.strictEqual(record.errorMessage, error.message, "the caller's request log")
+      const attempt = record.attemptLog[0]!
+      assert.deepStrictEqual([attempt.channel, attempt.status, attempt.errorCode], [
+        "echoing",
+        503,
+        "UpstreamUnavailable"
+      ])
+      assert.include(
+        attempt.errorMessage ?? "",
+        "The upstream failed (HTTP 503). Retry later. The upstream said: The request could not be processed. Request headers were:"
+      )
+      assert.include(attempt.errorMessage ?? "", "x-goog-api-key: [redacted]")
+      assert.include(attempt.errorMessage ?? "", "x-tenant-token: [redacted]")
+      assert.notInclude(attempt.errorMessage ?? "", "g-up-echoing-6666")
+      assert.notInclude(attempt.errorMessage ?? "", "tenant-secret-7777")
+    }
   })
 
   it("never show the caller a channel's name, in its error or its request log; admins see it in the attempts", async () => {

@@ -165,6 +165,14 @@ describe("Selection", () => {
       assert.strictEqual(withOpen.length, 3)
     }))
 
+  it.effect("moves a channel's refusal of the model (a 403) to the next channel, never back to that one", () =>
+    Effect.gen(function*() {
+      const channels = [channel("multi", { priority: 1, keys: ["k1", "k2", "k3"] }), channel("other", { keys: ["o1"] })]
+      const modelFailures = drain(yield* Selection.plan(channels, Selection.allHealthy), "model")
+      assert.strictEqual(modelFailures.length, 2, modelFailures.join(", "))
+      assert.deepStrictEqual(modelFailures.map((t) => t.split("/")[0]), ["multi", "other"])
+    }))
+
   it.effect("spreads calls over a channel's keys", () =>
     Effect.gen(function*() {
       const counts = new Map<string, number>()

@@ -257,6 +257,73 @@ describe("the web handler", () => {
     assert.match(String(error?.message), /at channels\[0\]\.type/)
   })
 
+  describe("a model one channel's upstream refuses with a 403", () => {
+    let guarded: WebHandler
+    beforeAll(async () => {
+      // Two channels serve gpt-guarded; the preferred one's organisation may not use it (the fake upstream
+      // answers its requests for the model with 403, and its model list, the key's check, with 200).
+      guarded = await toWebHandler({
+        routing: { probe_interval_ms: 600_000 },
+        channels: [
+          {
+            name: "refusing",
+            type: "openai",
+            base_url: `${upstream.url}/v1`,
+            api_key: "k-refusing",
+            priority: 10,
+            models: ["gpt-guarded"],
+            model_map: { "gpt-guarded": "gpt-4o-mini-fail-403" }
+          },
+          {
+            name: "serving",
+            type: "openai",
+            base_url: `${upstream.url}/v1`,
+            api_key: "k-serving",
+            models: ["gpt-guarded"],
+            model_map: { "gpt-guarded": "gpt-4o-mini" }
+          }
+        ],
+        models: { "gpt-guarded": { input: 1, output: 2 } },
+        users: [{ name: "alice", balance: 10, keys: [{ name: "laptop", secret: KEY }] }]
+      })
+    })
+    afterAll(async () => {
+      await guarded?.dispose()
+    })
+
+    const ask = () =>
+      guarded.handler(
+        new Request("http://gateway.test/v1/chat/completions", {
+          method: "POST",
+          headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "gpt-guarded", messages: [{ role: "user", content: "Hello" }] })
+        })
+      )
+
+    it("serves the call from the other channel, then keeps the model off the refusing one", async () => {
+      const first = await ask()
+      assert.strictEqual(first.status, 200, await first.clone().text())
+      const served = guarded.inspect!.usage().at(-1)!
+      assert.deepStrictEqual(
+        served.attemptLog.map((a) => [a.channel, a.status]),
+        [["refusing", 403], ["serving", 200]],
+        "the 403 moved the call to the other channel"
+      )
+      assert.strictEqual(served.channel, "serving")
+      // A one-token probe of the model confirms the 403 is the model's (at once, in the background): the next
+      // calls go straight to the other channel.
+      let attempts: ReadonlyArray<string> = []
+      for (let i = 0; i < 50; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        const next = await ask()
+        assert.strictEqual(next.status, 200)
+        attempts = guarded.inspect!.usage().at(-1)!.attemptLog.map((a) => a.channel)
+        if (attempts.length === 1) break
+      }
+      assert.deepStrictEqual(attempts, ["serving"])
+    })
+  })
+
   for (const runtime of ["bun", "deno"] as const) {
     describe(`served by ${runtime}`, () => {
       const binary = join(import.meta.dirname, "..", "node_modules", ".bin", runtime)

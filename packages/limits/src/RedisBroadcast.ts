@@ -21,7 +21,6 @@
  */
 import { Effect } from "effect"
 import type { Scope } from "effect"
-import { createClient } from "redis"
 import * as RedisClient from "./internal/redisClient.ts"
 
 /** Options of a broadcast channel. @category models */
@@ -98,6 +97,7 @@ export const make = Effect.fnUntraced(function*(
   }
 
   // A publish right after start (a CLI command) reaches Redis once the first connection is made.
+  const { createClient } = yield* RedisClient.load
   const publisher = yield* RedisClient.commandClient(options.url, timeoutMs)
   yield* RedisClient.firstConnection(publisher, timeoutMs)
 

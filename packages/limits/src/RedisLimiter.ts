@@ -54,7 +54,6 @@
 import { GatewayError, MemoryLimiter, RateLimiter as Port, RateWindow as Window } from "@modelgate/core"
 import { Clock, Context, Effect, Layer, Option, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
-import { ClientOfflineError } from "redis"
 import * as RedisClient from "./internal/redisClient.ts"
 import * as Scripts from "./internal/scripts.ts"
 
@@ -194,6 +193,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   let catchUpUntil = 0
 
   // Commands fail at once while disconnected; outages are reported by the limiter itself, once each.
+  const { ClientOfflineError } = yield* RedisClient.load
   const client = yield* RedisClient.commandClient(options.url, commandTimeoutMs)
   yield* RedisClient.firstConnection(client, commandTimeoutMs)
 

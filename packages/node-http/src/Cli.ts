@@ -90,7 +90,10 @@ const loadConfig = (flag: Option.Option<string>, env: Env, demoUpstream: string 
 
 /** The store alone (no server), for the admin commands. */
 const storeLayer = (settings: Settings) => {
-  const database = Database.layer(settings.database, { statementTimeoutMs: settings.databaseStatementTimeoutMs })
+  const database = Database.layer(settings.database, {
+    statementTimeoutMs: settings.databaseStatementTimeoutMs,
+    busyTimeoutMs: settings.databaseBusyTimeoutMs
+  })
   const migrated = Layer.effectDiscard(Migrations.migrate).pipe(Layer.provideMerge(database))
   const secrets = Secrets.layer(
     settings.secret !== null ? { secret: settings.secret } : { keyFile: settings.secretFile }

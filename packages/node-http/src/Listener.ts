@@ -6,7 +6,7 @@
  *   goes straight from Node's request to the engine's program
  *   (`Gateway.serve`), run as one fiber in the server's long-lived context,
  *   and its answer straight to Node's response: a text body, or the stream
- *   relay piped to the socket (`NodeRelay`). No per-request Effect HTTP
+ *   relay writing its frames to the response itself. No per-request Effect HTTP
  *   objects, router or middleware sit on this path, which every model call
  *   takes.
  * - The rest (health checks, the management API, the console's files) goes to
@@ -15,7 +15,7 @@
  *
  * A client that goes away before its answer started interrupts the call's
  * fiber with effect's `ClientAbort` annotation (settled as `499
- * ClientClosed`); one that goes away mid-stream destroys the relay.
+ * ClientClosed`); one that goes away mid-stream cancels the relay.
  *
  * With tracing on (`Telemetry.Current`, read once here), each API call gets
  * its server span (`Telemetry.startCall`, continuing the caller's
@@ -36,6 +36,7 @@ import * as Ids from "@modelgate/engine/call/Ids"
 import * as EngineGateway from "@modelgate/engine/host/Gateway"
 import * as Telemetry from "@modelgate/engine/telemetry/Telemetry"
 import * as Exchange from "@modelgate/engine/wire/Exchange"
+import type { Relay } from "@modelgate/engine/wire/Relay"
 import * as Routes from "@modelgate/engine/wire/Routes"
 import { type Context, Duration, Effect, Exit, type Fiber, Layer, Scope } from "effect"
 import { HttpServer } from "effect/http"
@@ -44,7 +45,6 @@ import * as NetAddress from "effect/net/NetAddress"
 import type { IncomingMessage, Server as HttpNodeServer, ServerResponse } from "node:http"
 import { createServer } from "node:http"
 import * as AccessLog from "./AccessLog.ts"
-import { NodeRelay } from "./NodeRelay.ts"
 import type { Settings } from "./Settings.ts"
 
 /** What the engine path needs from the server's context. @category models */
@@ -115,12 +115,12 @@ const bodyOf = (req: IncomingMessage, res: ServerResponse) => (maxBytes: number)
 /** The API surface's calls in flight: their fibers and their open streams, cut at the end of a shutdown's grace period. */
 class InFlight {
   readonly fibers = new Set<Fiber.Fiber<Exchange.Answer>>()
-  readonly streams = new Set<NodeRelay>()
+  readonly streams = new Set<Relay>()
 
   /** Interrupts the calls still running (settled as `503 ShuttingDown`) and cuts the streams still open. */
   cut(): void {
     for (const fiber of this.fibers) fiber.interruptUnsafe()
-    for (const stream of this.streams) stream.destroy()
+    for (const stream of this.streams) stream.cancel()
   }
 }
 
@@ -145,15 +145,23 @@ const write = (
   // The headers go out with the first frames (already primed: the relay writes them as it starts), in one write:
   // flushing them alone would cost a socket write of its own on every stream.
   res.writeHead(answer.status, headers)
-  const relay = new NodeRelay(answer.relay)
+  const relay = answer.relay
   inFlight.streams.add(relay)
-  // The relay is destroyed with the response (a client that went away), and reports it once. A plain pipe, not
-  // `stream.pipeline`, which makes an AbortController per stream and aborts it, with an exception, when it ends.
+  // The relay writes its frames straight to the response (no `Readable` piped to it: a stream object, its
+  // state and the pipe's listeners per stream, and two more hops per chunk), waits for `drain` when the socket
+  // is full, and is cancelled when the response closes first (a client that went away; once it ended, the
+  // relay has already reported how, and the cancel is nothing).
+  res.on("drain", () => relay.pull())
   res.once("close", () => {
     inFlight.streams.delete(relay)
-    relay.destroy()
+    relay.cancel()
   })
-  relay.pipe(res)
+  relay.start({
+    write: (frames) => res.write(frames),
+    close: () => {
+      res.end()
+    }
+  })
 }
 
 /**

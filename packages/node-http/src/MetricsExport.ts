@@ -24,7 +24,7 @@ import { UsageWriter } from "@modelgate/store/UsageWriter"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { timingSafeEqual } from "node:crypto"
-import * as Prometheus from "prom-client"
+import type * as PromClient from "prom-client"
 
 /**
  * A metric read from plain numbers when scraped. prom-client's registry
@@ -140,6 +140,8 @@ const make = (token: Redacted.Redacted<string>, calls: CallMetrics) =>
     const writer = yield* UsageWriter
     const catalog = yield* Catalog.Catalog
     const health = yield* ChannelHealth.ChannelHealth
+    // Loaded when /metrics is configured: a gateway without it does not keep prom-client in memory.
+    const Prometheus: typeof PromClient = yield* Effect.promise(() => import("prom-client"))
     const registry = new Prometheus.Registry()
     Prometheus.collectDefaultMetrics({ register: registry })
     yield* Effect.addFinalizer(() => Effect.sync(() => registry.clear()))
@@ -159,7 +161,7 @@ const make = (token: Redacted.Redacted<string>, calls: CallMetrics) =>
     const tracing = yield* Telemetry.Current
     if (tracing !== undefined) collected.push(counter(tracing.metrics.exported), counter(tracing.metrics.dropped))
     // The registry only calls `get()` (see `Collected`); its own metric classes are the type it names.
-    for (const metric of collected) registry.registerMetric(metric as unknown as Prometheus.Metric)
+    for (const metric of collected) registry.registerMetric(metric as unknown as PromClient.Metric)
 
     // Read at the scrape: set by `refresh` just before the registry reads them.
     const queue = new Prometheus.Gauge({
@@ -197,6 +199,13 @@ const make = (token: Redacted.Redacted<string>, calls: CallMetrics) =>
       labelNames: ["channel", "state"],
       registers: [registry]
     })
+    const refusedModels = new Prometheus.Gauge({
+      name: "modelgate_upstream_models_refused",
+      help:
+        "Models kept off a channel after its upstream refused them with a 403 about the model (their calls go to their other channels).",
+      labelNames: ["channel"],
+      registers: [registry]
+    })
     const refresh = Effect.gen(function*() {
       queue.set(yield* writer.pending)
       const state = yield* writer.state
@@ -205,12 +214,14 @@ const make = (token: Redacted.Redacted<string>, calls: CallMetrics) =>
       admitting.set(state.admitting ? 1 : 0)
       breakerOpen.reset()
       keys.reset()
+      refusedModels.reset()
       for (const channel of (yield* catalog.current).channels) {
         const report = yield* health.report(channel)
         const counts = { healthy: 0, open: 0, half_open: 0, disabled: 0 }
         for (const key of report.keys) counts[key.state]++
         breakerOpen.set({ channel: channel.name }, counts.open + counts.half_open)
         for (const [state, count] of Object.entries(counts)) keys.set({ channel: channel.name, state }, count)
+        refusedModels.set({ channel: channel.name }, report.refusedModels.length)
       }
     })
 

@@ -52,7 +52,10 @@ import * as UndiciTransport from "./UndiciTransport.ts"
 
 /** Everything below the HTTP layer: database, migrations, provisioning, repositories, caches and ports. @category layers */
 export const services = (settings: Settings, file: ConfigFile) => {
-  const database = Database.layer(settings.database, { statementTimeoutMs: settings.databaseStatementTimeoutMs })
+  const database = Database.layer(settings.database, {
+    statementTimeoutMs: settings.databaseStatementTimeoutMs,
+    busyTimeoutMs: settings.databaseBusyTimeoutMs
+  })
   const secrets = Secrets.layer(
     settings.secret !== null ? { secret: settings.secret } : { keyFile: settings.secretFile }
   )

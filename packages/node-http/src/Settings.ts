@@ -70,6 +70,8 @@ export interface Settings extends EngineSettings {
   readonly usageMaxMemoryEntries: number
   /** PostgreSQL's statement_timeout for the store's statements (0: none). */
   readonly databaseStatementTimeoutMs: number
+  /** SQLite's busy_timeout: how long a statement waits for a lock another process holds. */
+  readonly databaseBusyTimeoutMs: number
   readonly usageMaxBatch: number
   /** Where usage records and charges the database cannot take are kept on disk (beside the key file by default). */
   readonly usageJournalDir: string
@@ -117,6 +119,7 @@ export const defaults = {
   usageShutdownFlushSeconds: 10,
   usageMaxMemoryEntries: 100_000,
   databaseStatementTimeoutMs: 15_000,
+  databaseBusyTimeoutMs: 5_000,
   usageMaxBatch: 500,
   leaseIdleMs: 1_000,
   leaseCoverSeconds: 30,
@@ -239,6 +242,7 @@ export const resolveSettings = (
       usageShutdownFlushSeconds: file.usage?.shutdown_flush_seconds ?? defaults.usageShutdownFlushSeconds,
       usageMaxMemoryEntries: file.usage?.max_memory_entries ?? defaults.usageMaxMemoryEntries,
       databaseStatementTimeoutMs: file.database_statement_timeout_ms ?? defaults.databaseStatementTimeoutMs,
+      databaseBusyTimeoutMs: file.database_busy_timeout_ms ?? defaults.databaseBusyTimeoutMs,
       usageMaxBatch: file.usage?.max_batch ?? defaults.usageMaxBatch,
       usageJournalDir: resolve(file.usage?.journal_dir ?? join(dirname(secretFile), "journal")),
       usageRetentionDays: file.usage?.retention_days ?? null,

@@ -86,6 +86,12 @@ const discard = (body: UndiciBody): void => {
   body.destroy()
 }
 
+/** UTF-8 bytes as text, as `TextDecoder` reads them (malformed sequences replaced, a leading byte-order mark dropped). */
+const utf8 = (bytes: Buffer): string => {
+  const text = bytes.toString("utf8")
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
+}
+
 /** The earlier of the two deadlines, and its kind. */
 const firstDeadline = (at: Deadlines) =>
   at.total < at.firstByte
@@ -110,40 +116,43 @@ export const bodyOf = (body: UndiciBody, at: Deadlines): ResponseBody => {
       catch: (error) => error instanceof TransportError ? error : transportFailure(error, at, "body")
     })
 
+  // A callback rather than a promise: no AbortController and abort listener per read (interruption is the
+  // returned finaliser), and the chunks are decoded once, at the end.
   const text = (maxBytes: number) =>
-    readAll(() =>
-      new Promise<string>((resolve, reject) => {
-        const decoder = new TextDecoder()
-        let out = ""
-        let bytes = 0
-        const onData = (chunk: Uint8Array) => {
-          bytes += chunk.byteLength
-          if (bytes > maxBytes) {
-            cleanup()
-            discard(body)
-            reject(new TransportError({ kind: "too-large", detail: `over ${maxBytes} bytes` }))
-            return
-          }
-          out += decoder.decode(chunk, { stream: true })
-        }
-        const onEnd = () => {
+    Effect.callback<string, TransportError>((resume) => {
+      const chunks: Array<Buffer> = []
+      let bytes = 0
+      const onData = (chunk: Buffer) => {
+        bytes += chunk.byteLength
+        if (bytes > maxBytes) {
           cleanup()
-          resolve(out + decoder.decode())
+          discard(body)
+          resume(Effect.fail(new TransportError({ kind: "too-large", detail: `over ${maxBytes} bytes` })))
+          return
         }
-        const onError = (error: unknown) => {
-          cleanup()
-          reject(error)
-        }
-        const cleanup = () => {
-          body.off("data", onData)
-          body.off("end", onEnd)
-          body.off("error", onError)
-        }
-        body.on("data", onData)
-        body.once("end", onEnd)
-        body.once("error", onError)
+        chunks.push(chunk)
+      }
+      const onEnd = () => {
+        cleanup()
+        resume(Effect.succeed(utf8(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes))))
+      }
+      const onError = (error: unknown) => {
+        cleanup()
+        resume(Effect.fail(error instanceof TransportError ? error : transportFailure(error, at, "body")))
+      }
+      const cleanup = () => {
+        body.off("data", onData)
+        body.off("end", onEnd)
+        body.off("error", onError)
+      }
+      body.on("data", onData)
+      body.once("end", onEnd)
+      body.once("error", onError)
+      return Effect.sync(() => {
+        cleanup()
+        discard(body)
       })
-    )
+    })
 
   const prefix = (maxBytes: number) =>
     readAll(async () => {
@@ -243,6 +252,18 @@ export const bodyOf = (body: UndiciBody, at: Deadlines): ResponseBody => {
   return { text, prefix, next, flow, discard: () => discard(body) }
 }
 
+/** Undici's answer as the engine's `TransportResponse` (its headers made into a record when first read). */
+const responseOf = (data: Dispatcher.ResponseData, at: Deadlines): TransportResponse => {
+  let headers: Record<string, string> | undefined
+  return {
+    status: data.statusCode,
+    get headers() {
+      return headers ??= headersOf(data.headers)
+    },
+    body: bodyOf(data.body, at)
+  }
+}
+
 /** The response headers as a record (a header sent several times has its values joined by ", "), made when read. */
 const headersOf = (headers: Dispatcher.ResponseData["headers"]): Record<string, string> => {
   const out: Record<string, string> = {}
@@ -276,21 +297,19 @@ export const layer: Layer.Layer<Transport> = Layer.effect(
       return agent
     }
     return Transport.of({
+      // A callback rather than a promise: one AbortController per call (Undici's signal, aborted by the total
+      // deadline or an interruption), where `Effect.tryPromise` would add its own and a listener forwarding it.
       send: (request) =>
-        Effect.tryPromise({
-          try: (signal) => {
-            const at = request.deadlines
-            const now = Date.now()
-            const controller = new AbortController()
-            const forward = () => controller.abort(signal.reason)
-            signal.addEventListener("abort", forward, { once: true })
-            const timer = setTimeout(() => controller.abort(new TotalDeadlinePassed()), timerMs(at.total - now))
-            const done = () => {
-              clearTimeout(timer)
-              signal.removeEventListener("abort", forward)
-            }
+        Effect.callback<TransportResponse, TransportError>((resume) => {
+          const at = request.deadlines
+          const controller = new AbortController()
+          let interrupted = false
+          try {
             const target = new URL(request.url)
-            return agentFor(request.channel).request({
+            const now = Date.now()
+            const timer = setTimeout(() => controller.abort(new TotalDeadlinePassed()), timerMs(at.total - now))
+            const done = () => clearTimeout(timer)
+            agentFor(request.channel).request({
               origin: target.origin,
               path: target.pathname + target.search,
               method: request.method,
@@ -300,29 +319,24 @@ export const layer: Layer.Layer<Transport> = Layer.effect(
               headersTimeout: timerMs(Math.min(at.firstByte, at.total) - now),
               bodyTimeout: timerMs(request.channel.timeouts.idleMs)
             }).then(
-              (response) => {
-                response.body.once("close", done)
-                return response
+              (data) => {
+                data.body.once("close", done)
+                if (interrupted) return discard(data.body)
+                resume(Effect.succeed(responseOf(data, at)))
               },
               (error: unknown) => {
                 done()
-                throw error
+                resume(Effect.fail(transportFailure(error, at, "send")))
               }
             )
-          },
-          catch: (error) => transportFailure(error, request.deadlines, "send")
-        }).pipe(
-          Effect.map((data): TransportResponse => {
-            let headers: Record<string, string> | undefined
-            return {
-              status: data.statusCode,
-              get headers() {
-                return headers ??= headersOf(data.headers)
-              },
-              body: bodyOf(data.body, request.deadlines)
-            }
+          } catch (error) {
+            resume(Effect.fail(transportFailure(error, at, "send")))
+          }
+          return Effect.sync(() => {
+            interrupted = true
+            controller.abort()
           })
-        )
+        })
     })
   })
 )

@@ -16,7 +16,7 @@
  * `responses`).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { execFile } from "node:child_process"
+import { spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -24,6 +24,10 @@ import type { ConfigFile } from "../src/ConfigFile.ts"
 import { startGateway, type TestGateway } from "./support/Gateway.ts"
 
 const KEY = "sk-agents-alice-00000000000000000000000000000"
+/** A key of a user whose balance is empty. */
+const POOR_KEY = "sk-agents-poor-000000000000000000000000000000"
+/** A key the gateway does not know. */
+const WRONG_KEY = "sk-agents-wrong-000000000000000000000000000"
 const modules = join(import.meta.dirname, "..", "node_modules")
 const claudeWrapper = join(modules, "@anthropic-ai", "claude-code", "cli-wrapper.cjs")
 const codex = join(modules, ".bin", "codex")
@@ -83,14 +87,26 @@ const config = (upstream: string): ConfigFile => {
       models: ["gpt-5"]
     },
     ...channels(upstream, "Read", "read"),
-    ...channels(upstream, "exec_command", "exec")
+    ...channels(upstream, "exec_command", "exec"),
+    // Two channels whose upstream always fails with a 500: the gateway fails over from one to the other, then gives up.
+    ...["a", "b"].map((name) => ({
+      name: `broken-${name}`,
+      type: "anthropic" as const,
+      base_url: upstream,
+      api_key: "a-up",
+      models: ["claude-broken"],
+      model_map: { "claude-broken": "claude-sonnet-4-5-fail-500" }
+    }))
   ]
   return {
     listen: "127.0.0.1:0",
     log_level: "error",
     channels: all,
     models: Object.fromEntries(all.flatMap((c) => c.models).map((id) => [id, { input: 1, output: 2 }])),
-    users: [{ name: "alice", balance: 100, keys: [{ name: "agents", secret: KEY }] }]
+    users: [
+      { name: "alice", balance: 100, keys: [{ name: "agents", secret: KEY }] },
+      { name: "poor", balance: 0, keys: [{ name: "empty", secret: POOR_KEY }] }
+    ]
   }
 }
 
@@ -113,17 +129,34 @@ interface Run {
   readonly out: string
 }
 
-/** Runs a client with its standard input closed (codex exec would otherwise wait to read more of the prompt from it). */
+/**
+ * Runs a client with its standard input closed (codex exec would otherwise wait to read more of the prompt from
+ * it), in a process group of its own: a client still running after 85 s is killed with everything it started
+ * (Claude Code's wrapper starts the platform binary, which killing the wrapper alone would leave running).
+ */
 const run = (file: string, args: ReadonlyArray<string>, env: Record<string, string>) =>
   new Promise<Run>((resolve) => {
-    const child = execFile(
-      file,
-      args,
-      { cwd: join(dir, "work"), timeout: 90_000, env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...env } },
-      (error, stdout, stderr) =>
-        resolve({ code: error === null ? 0 : (error as { code?: number }).code ?? 1, out: `${stdout}\n${stderr}` })
-    )
-    child.stdin?.end()
+    const child = spawn(file, args, {
+      cwd: join(dir, "work"),
+      env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...env },
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let out = ""
+    child.stdout.on("data", (chunk) => out += String(chunk))
+    child.stderr.on("data", (chunk) => out += String(chunk))
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, "SIGKILL")
+      } catch {
+        // Already gone.
+      }
+    }, 85_000)
+    child.on("close", (code, signal) => {
+      clearTimeout(timer)
+      resolve({ code: code ?? (signal === null ? 1 : 128), out })
+    })
+    child.stdin.end()
   })
 
 /** `claude -p prompt --model model`, on this repository's Node, with only the gateway to talk to. */
@@ -149,7 +182,7 @@ const claudeWithKey = (key: string, prompt: string, model: string) =>
   })
 
 /** `codex exec` with the gateway as a Responses provider. */
-const codexExec = (prompt: string, model: string) =>
+const codexExec = (prompt: string, model: string, key: string = KEY) =>
   run(codex, [
     "exec",
     "--skip-git-repo-check",
@@ -160,7 +193,7 @@ const codexExec = (prompt: string, model: string) =>
     "-m",
     model,
     prompt
-  ], { CODEX_HOME: join(dir, "codex"), HOME: join(dir, "home"), MG_KEY: KEY })
+  ], { CODEX_HOME: join(dir, "codex"), HOME: join(dir, "home"), MG_KEY: key })
 
 const since = (from: number) => gateway.upstream.requests.slice(from)
 
@@ -231,7 +264,7 @@ describe("Codex CLI (codex exec, wire_api = responses) through the gateway", () 
 describe("refusals reach the person at the terminal", () => {
   it("Claude Code with a wrong key stops within seconds and prints the gateway's words", async () => {
     const started = Date.now()
-    const result = await claudeWithKey("sk-agents-wrong-000000000000000000000000000", "Say hello", "claude-sonnet-4-5")
+    const result = await claudeWithKey(WRONG_KEY, "Say hello", "claude-sonnet-4-5")
     const seconds = (Date.now() - started) / 1000
     assert.notStrictEqual(result.code, 0, result.out)
     // The gateway's own words, which key included (cut to its first characters).
@@ -239,5 +272,71 @@ describe("refusals reach the person at the terminal", () => {
     // Without x-should-retry: false it retried silently for minutes; now one refusal ends it (about 20 s here,
     // most of it Claude Code starting on a busy machine).
     assert.isBelow(seconds, 60, `it took ${seconds} s`)
+  }, 90_000)
+
+  it("Claude Code with an empty balance stops within seconds and prints the gateway's words", async () => {
+    const started = Date.now()
+    const result = await claudeWithKey(POOR_KEY, "Say hello", "claude-sonnet-4-5")
+    const seconds = (Date.now() - started) / 1000
+    assert.notStrictEqual(result.code, 0, result.out)
+    // The balance and the amount the call may cost, as the gateway says them.
+    assert.match(result.out, /Your balance is 0\.00 USD/, result.out)
+    assert.match(result.out, /up to \d+\.\d+ USD/, result.out)
+    assert.isBelow(seconds, 60, `it took ${seconds} s`)
+  }, 90_000)
+
+  it("Claude Code stops on the gateway's 502 once every channel failed, without retrying it", async () => {
+    const from = gateway.upstream.requests.length
+    const started = Date.now()
+    const result = await claude("Say hello", "claude-broken")
+    const seconds = (Date.now() - started) / 1000
+    assert.notStrictEqual(result.code, 0, result.out)
+    assert.include(result.out, "502", result.out)
+    // One call from Claude Code: the gateway tried each of the two channels once (a retry would have tried them again).
+    const upstreamCalls = since(from).filter((r) => JSON.stringify(r.body).includes("fail-500")).length
+    assert.isAtMost(upstreamCalls, 2, `the upstream was called ${upstreamCalls} times`)
+    assert.isBelow(seconds, 60, `it took ${seconds} s`)
+  }, 90_000)
+
+  it(
+    "Codex with an empty balance stops within seconds and prints the gateway's words, not its own quota text",
+    async () => {
+      const started = Date.now()
+      const result = await codexExec("Say hello", "gpt-4o-mini", POOR_KEY)
+      const seconds = (Date.now() - started) / 1000
+      assert.notStrictEqual(result.code, 0, result.out)
+      assert.notInclude(result.out, "Quota exceeded. Check your plan", "Codex's own words replace the gateway's")
+      assert.match(result.out, /Your balance is 0\.00 USD/, result.out)
+      assert.match(result.out, /up to \d+\.\d+ USD/, result.out)
+      // Codex reconnects 5 times on a 4xx other than 400, after the delay retry-after says (0 s), else backing off
+      // from 0.2 s to 3.2 s (about 7 s in all).
+      assert.isBelow(seconds, 5, `it took ${seconds} s`)
+    },
+    90_000
+  )
+
+  it(
+    "Codex stops within seconds on the gateway's 502 once every channel failed, printing the gateway's words",
+    async () => {
+      const started = Date.now()
+      const result = await codexExec("Say hello", "claude-broken")
+      const seconds = (Date.now() - started) / 1000
+      assert.notStrictEqual(result.code, 0, result.out)
+      assert.include(result.out, "unexpected status 502", result.out)
+      assert.include(result.out, "The upstream failed (HTTP 500)", result.out)
+      // Codex retries a 5xx 30 times whatever x-should-retry says: with retry-after 0 in about a second, else with
+      // back-off for about 25 s.
+      assert.isBelow(seconds, 10, `it took ${seconds} s`)
+    },
+    90_000
+  )
+
+  it("Codex with a wrong key stops within seconds and prints the gateway's words (which key)", async () => {
+    const started = Date.now()
+    const result = await codexExec("Say hello", "gpt-4o-mini", WRONG_KEY)
+    const seconds = (Date.now() - started) / 1000
+    assert.notStrictEqual(result.code, 0, result.out)
+    assert.include(result.out, "The API key 'sk-age...' is not valid", result.out)
+    assert.isBelow(seconds, 5, `it took ${seconds} s`)
   }, 90_000)
 })

@@ -9,7 +9,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
 import { type ChildProcess, execFile, spawn } from "node:child_process"
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
@@ -89,6 +89,28 @@ afterAll(async () => {
 })
 
 describe("the production bundle", () => {
+  it("is ASCII, so V8 holds its source text at one byte a character, and has no comments", () => {
+    const text = readFileSync(bundle, "utf8")
+    const wide = /[^\t\n\r\x20-\x7e]/.exec(text)
+    assert.isNull(
+      wide,
+      `a character above ASCII at ${wide?.index}: ${text.slice((wide?.index ?? 0) - 40, (wide?.index ?? 0) + 10)}`
+    )
+    assert.notInclude(text, "@since 0.1.0")
+  })
+
+  it("keeps node-redis, pg and prom-client out of the executable: chunks loaded only when configured", () => {
+    const text = readFileSync(bundle, "utf8")
+    assert.notInclude(text, "RedisSocket")
+    assert.notInclude(text, "SCRAM-SHA-256")
+    assert.notInclude(text, "process_cpu_user_seconds_total")
+    const chunks = readdirSync(join(dir, "chunks")).filter((name) => name.endsWith(".mjs"))
+    const inChunks = chunks.map((name) => readFileSync(join(dir, "chunks", name), "utf8")).join("\n")
+    assert.include(inChunks, "RedisSocket")
+    assert.include(inChunks, "SCRAM-SHA-256")
+    assert.include(inChunks, "process_cpu_user_seconds_total")
+  })
+
   it("serves chat in OpenAI's and Gemini's dialects, each through the other's channel too", async () => {
     for (const model of ["gpt-4o-mini", "gemini-2.5-flash"]) {
       const response = await fetch(`${url}/v1/chat/completions`, {

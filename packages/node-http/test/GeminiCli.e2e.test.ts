@@ -117,4 +117,13 @@ describe("gemini-cli refused by the gateway", () => {
     },
     90_000
   )
+
+  it("with a wrong key stops within seconds and prints the gateway's words (which key)", async () => {
+    const started = Date.now()
+    const result = await ask("Say hello", "gemini-2.5-flash", "sk-test-wrong-gemini-cli-00000000000000000")
+    const seconds = (Date.now() - started) / 1000
+    assert.notStrictEqual(result.code, 0, result.out)
+    assert.include(result.out, "The API key 'sk-tes...' is not valid", result.out)
+    assert.isBelow(seconds, 60, `it took ${seconds} s`)
+  }, 90_000)
 })

@@ -8,6 +8,9 @@
  *   work; a real refusal of a key (401) is confirmed by a probe before the key
  *   is disabled, and neither the client, the key's health reason nor the
  *   console's Test result carries the channel's secrets the upstream echoed;
+ * - a model one channel's organisation may not use (403 to every request for
+ *   it) is served by its other channel, and the admin API's channel health
+ *   lists it as kept off;
  * - memory stays flat: a 200 MB non-stream answer ends at `max_answer_bytes`
  *   with a 502, a 300 MB stream line ends the stream at `max_event_bytes`
  *   with an in-band error (retained heap measured after full collections, as
@@ -52,7 +55,17 @@ const config = (upstream: string): ConfigFile => ({
       type: "openai",
       base_url: `${upstream}/v1`,
       api_key: "sk-fallback-0000",
-      models: ["echo-model"]
+      models: ["echo-model", "locked-model"]
+    },
+    // Its organisation may not use locked-model: every request for it gets 403 (its model list works).
+    {
+      name: "org-locked",
+      type: "openai",
+      base_url: `${upstream}/v1`,
+      api_key: "sk-org-locked-0000",
+      priority: 10,
+      models: ["locked-model"],
+      model_map: { "locked-model": "gpt-4o-mini-fail-403" }
     },
     {
       name: "huge",
@@ -66,6 +79,7 @@ const config = (upstream: string): ConfigFile => ({
   models: {
     "shared-model": { input: 1, output: 2 },
     "echo-model": { input: 1, output: 2 },
+    "locked-model": { input: 1, output: 2 },
     "huge-answer": { input: 0.01, output: 0.01 },
     "huge-line": { input: 0.01, output: 0.01 }
   },
@@ -171,6 +185,32 @@ describe("a 403 about the request", () => {
       })
       assert.strictEqual(served.status, 200)
     }
+  })
+})
+
+describe("a model one channel's upstream refuses with a 403", () => {
+  it("the call is served by the model's other channel, and the channel's health lists the model kept off", async () => {
+    const answer = await chat(BOB, "locked-model")
+    assert.strictEqual(answer.status, 200, await answer.clone().text())
+    const record = await usageOf(answer.headers.get("x-request-id")!)
+    assert.deepStrictEqual([record.status, record.attempts], [200, 2])
+    // The one-token probe of the model confirms it: the admin API's health of the channel says which model, why.
+    const locked = await eventually(
+      "the model kept off org-locked",
+      async () => {
+        const health = (await channel("org-locked")).health
+        return health.refusedModels.length > 0 ? health : undefined
+      }
+    )
+    assert.strictEqual(locked.state, "degraded")
+    assert.deepStrictEqual(locked.keys.map((key: any) => key.state), ["healthy"], "the key stays in use")
+    assert.deepStrictEqual(locked.refusedModels.map((m: any) => [m.model, m.status]), [["locked-model", 403]])
+    assert.match(locked.refusedModels[0].reason, /403/)
+    assert.isAbove(locked.refusedModels[0].until, locked.refusedModels[0].since)
+    // The next call goes straight to the other channel.
+    const next = await chat(BOB, "locked-model")
+    assert.strictEqual(next.status, 200)
+    assert.strictEqual((await usageOf(next.headers.get("x-request-id")!)).attempts, 1)
   })
 })
 

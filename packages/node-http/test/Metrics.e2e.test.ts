@@ -193,6 +193,7 @@ describe("/metrics", () => {
     // The channels' keys, the usage writer, and the process.
     assert.strictEqual(value(metrics, "modelgate_breaker_open", { channel: "fake-openai" }), 0)
     assert.strictEqual(value(metrics, "modelgate_upstream_keys", { channel: "fake-openai", state: "healthy" }), 1)
+    assert.strictEqual(value(metrics, "modelgate_upstream_models_refused", { channel: "fake-openai" }), 0)
     assert.strictEqual(family(metrics, "modelgate_usage_queue_depth").type, "GAUGE")
     assert.isAtLeast(Number(family(metrics, "modelgate_usage_flush_seconds").metrics[0]!.count), 1)
     assert.isAbove(Number(family(metrics, "process_cpu_user_seconds_total").metrics[0]!.value), 0)

@@ -32,7 +32,8 @@ const KEYS = {
   lower: secret("lower"),
   retry: secret("retry"),
   genaiRetry: secret("genairetry"),
-  perModel: secret("permodel")
+  perModel: secret("permodel"),
+  anthropic: secret("anthropic")
 } as const
 
 /** The channels and prices every configuration here shares. */
@@ -71,7 +72,8 @@ const limitsConfig = (redis: string | undefined) => (upstream: string): ConfigFi
         { name: "rpm3", secret: KEYS.rpm3, rpm: 3 },
         { name: "tpm", secret: KEYS.tpm, tpm: 200 },
         { name: "conc", secret: KEYS.conc, concurrency: 1 },
-        { name: "gem", secret: KEYS.gem, rpm: 1 }
+        { name: "gem", secret: KEYS.gem, rpm: 1 },
+        { name: "anthropic", secret: KEYS.anthropic, rpm: 5, tpm: 100_000 }
       ]
     },
     {
@@ -128,6 +130,46 @@ for (const [backend, redis] of backends) {
     })
     afterAll(async () => {
       await gateway.close()
+    })
+
+    it("an Anthropic client's answer carries anthropic-ratelimit-* with the limits, what is left and when each resets", async () => {
+      const before = Date.now()
+      const messages = () =>
+        fetch(`${gateway.url}/v1/messages`, {
+          method: "POST",
+          headers: {
+            "x-api-key": KEYS.anthropic,
+            "anthropic-version": "2023-06-01",
+            "content-type": "application/json"
+          },
+          body: JSON.stringify({ model: "gpt-4o-mini", max_tokens: 16, messages: hello })
+        })
+      const response = await messages()
+      assert.strictEqual(response.status, 200, await response.clone().text())
+      const header = (name: string) => response.headers.get(`anthropic-ratelimit-${name}`)
+      assert.strictEqual(header("requests-limit"), "5")
+      assert.strictEqual(header("requests-remaining"), "4")
+      assert.strictEqual(header("tokens-limit"), "100000")
+      assert.isNotNull(header("tokens-remaining"))
+      // Reset times are RFC 3339 dates, as Anthropic sends them: within the minute's window from now.
+      for (const name of ["requests-reset", "tokens-reset"]) {
+        const value = header(name) ?? ""
+        assert.match(value, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/, `${name}: ${value}`)
+        const at = Date.parse(value)
+        assert.isAtLeast(at, Math.floor(before / 1000) * 1000, name)
+        assert.isAtMost(at, Date.now() + 61_000, name)
+      }
+      // The refusal of the 6th call says so too: nothing left, and when the requests limit resets.
+      for (let i = 0; i < 4; i++) assert.strictEqual((await messages()).status, 200)
+      const refused = await messages()
+      assert.strictEqual(refused.status, 429)
+      assert.strictEqual(refused.headers.get("anthropic-ratelimit-requests-limit"), "5")
+      assert.strictEqual(refused.headers.get("anthropic-ratelimit-requests-remaining"), "0")
+      const reset = refused.headers.get("anthropic-ratelimit-requests-reset") ?? ""
+      assert.match(reset, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/, reset)
+      const retryAfter = Number(refused.headers.get("retry-after"))
+      // The reset is when retry-after says a request frees up (both rounded up to whole seconds).
+      assert.approximately(Date.parse(reset), Date.now() + retryAfter * 1000, 2_000)
     })
 
     it("rpm: the 4th call of a 3 rpm key is refused with 429 rate_limit_exceeded, retry-after and x-ratelimit-*, without touching money", async () => {

@@ -16,6 +16,8 @@ import { runSql, settledBooks } from "./support/Databases.ts"
 import { startGateway, type TestGateway } from "./support/Gateway.ts"
 
 const KEY = "sk-responses-alice-000000000000000000000000"
+/** A key of a user whose balance is empty. */
+const POOR_KEY = "sk-responses-poor-0000000000000000000000000"
 
 /** gpt-5's list prices (USD per 1M tokens). */
 const GPT5 = { input: 1.25, output: 10, cached_input: 0.125 }
@@ -71,7 +73,10 @@ const config = (upstream: string): ConfigFile => ({
     "gpt-5-tools": GPT5,
     "gpt-5-cut": GPT5
   },
-  users: [{ name: "alice", balance: 10, keys: [{ name: "main", secret: KEY }] }]
+  users: [
+    { name: "alice", balance: 10, keys: [{ name: "main", secret: KEY }] },
+    { name: "poor", balance: 0, keys: [{ name: "empty", secret: POOR_KEY }] }
+  ]
 })
 
 let gateway: TestGateway
@@ -292,6 +297,31 @@ describe("Gemini 3 thought signatures", () => {
       modelTurn.parts[0]!.thoughtSignature,
       Buffer.from(`fake-thought:${issued}:get_weather`).toString("base64")
     )
+  })
+})
+
+describe("refusals", () => {
+  it("an empty balance is a 402 insufficient_quota APIError with the gateway's words, not retried by the SDK", async () => {
+    let requests = 0
+    // The SDK's default retries are on: x-should-retry: false keeps it to one request.
+    const client = new OpenAI({
+      apiKey: POOR_KEY,
+      baseURL: `${gateway.url}/v1`,
+      fetch: (input, init) => {
+        requests++
+        return fetch(input, init)
+      }
+    })
+    const refused = await client.responses.create({ model: "gpt-4o-mini", input: "hi" }).then(
+      () => undefined,
+      (e: unknown) => e
+    )
+    assert.instanceOf(refused, OpenAI.APIError)
+    const error = refused as InstanceType<typeof OpenAI.APIError>
+    assert.strictEqual(error.status, 402)
+    assert.strictEqual(error.code, "insufficient_quota")
+    assert.match(error.message, /Your balance is 0\.00 USD but this call may cost up to \d+\.\d+ USD/)
+    assert.strictEqual(requests, 1)
   })
 })
 

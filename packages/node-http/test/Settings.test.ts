@@ -2,7 +2,7 @@
  * `trusted_proxies` in the configuration: loopback by default, a list of
  * addresses and CIDR ranges when set, and a bad entry refused with a message
  * that names the file and the entry. The limits on what is read from an
- * upstream (`max_answer_bytes`, `max_event_bytes`).
+ * upstream (`max_answer_bytes`, `max_event_bytes`). SQLite's busy timeout.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -53,5 +53,16 @@ describe("what is read from an upstream", () => {
       assert.deepStrictEqual([set.maxAnswerBytes, set.maxEventBytes], [1_000_000, 65_536])
       const error = yield* Effect.flip(resolve({ max_event_bytes: 0 }))
       assert.include(error.message, "at max_event_bytes")
+    }))
+})
+
+describe("the database's bounds", () => {
+  it.effect("database_busy_timeout_ms (SQLite) defaults to 5 s, is taken from the file, and may be 0", () =>
+    Effect.gen(function*() {
+      assert.strictEqual((yield* resolve({})).databaseBusyTimeoutMs, 5_000)
+      assert.strictEqual((yield* resolve({ database_busy_timeout_ms: 250 })).databaseBusyTimeoutMs, 250)
+      assert.strictEqual((yield* resolve({ database_busy_timeout_ms: 0 })).databaseBusyTimeoutMs, 0)
+      const error = yield* Effect.flip(resolve({ database_busy_timeout_ms: -1 }))
+      assert.include(error.message, "at database_busy_timeout_ms")
     }))
 })

@@ -149,11 +149,18 @@ const streamRenamer = (upstreamModel: string, publicModel: string) => {
 }
 
 /** The error envelope, with the `x-ratelimit-*` headers of the limit that refused a call. */
-const renderError = (error: GatewayError.GatewayError): Core.ErrorResponse => {
-  const rendered = ErrorEnvelope.toResponse(error)
-  if (error._tag !== "RateLimited" || error.snapshot === undefined) return rendered
-  return { ...rendered, headers: { ...RateLimitHeaders.toHeaders(error.snapshot), ...rendered.headers } }
-}
+const withRateLimitHeaders =
+  (toResponse: (error: GatewayError.GatewayError) => ErrorEnvelope.ErrorResponse) =>
+  (error: GatewayError.GatewayError): Core.ErrorResponse => {
+    const rendered = toResponse(error)
+    if (error._tag !== "RateLimited" || error.snapshot === undefined) return rendered
+    return { ...rendered, headers: { ...RateLimitHeaders.toHeaders(error.snapshot), ...rendered.headers } }
+  }
+
+const renderError = withRateLimitHeaders(ErrorEnvelope.toResponse)
+
+/** The Responses API's errors: as chat completions', but what Codex shows (`ErrorEnvelope.toResponsesResponse`). */
+const renderResponsesError = withRateLimitHeaders(ErrorEnvelope.toResponsesResponse)
 
 /** What the OpenAI side remembers of an embeddings request: its body, and whether it wants base64 vectors. */
 interface EmbedState {
@@ -584,7 +591,7 @@ export const responsesClient: Core.ClientDialect = {
   dialect: "responses",
   presentedKey: client.presentedKey,
   open: (body) => Effect.map(ResponsesPassthrough.inspectBody(body), (inspected) => new ResponsesCall(inspected)),
-  renderError,
+  renderError: renderResponsesError,
   rateLimitHeaders: RateLimitHeaders.toHeaders,
   modelsList: client.modelsList,
   modelObject: client.modelObject,

@@ -164,6 +164,54 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
 }
 
 /**
+ * The Responses API's answer for a gateway error: `toResponse`, with two
+ * changes so that Codex CLI (whose door this is) prints the gateway's words
+ * and stops within seconds.
+ *
+ * - The balance and spending-cap refusals are 402 (code and type still
+ *   `insufficient_quota`) instead of 429: Codex turns a 429 `insufficient_quota`
+ *   into its own "Quota exceeded. Check your plan and billing details.", and any
+ *   other 429 into "exceeded retry limit", never showing the message; a 402
+ *   it prints as `unexpected status 402 Payment Required: <message>`.
+ * - The refusals that a retry cannot change (the key's 401s, the 402s, the
+ *   403s of the key, model and group) and the upstream failures the gateway
+ *   already failed over from (502, 504) carry `retry-after: 0` next to
+ *   `x-should-retry: false`. Codex retries every 4xx but 400 five times, and
+ *   a 5xx thirty, and honours no `x-should-retry`, only `retry-after` for the
+ *   delay: with 0 its retries take about a second instead of about 7 s (4xx)
+ *   or 25 s (5xx) of back-off. The `openai` SDKs read `x-should-retry: false`
+ *   first and retry none of them.
+ *
+ * @category mapping
+ */
+export const toResponsesResponse = (error: GatewayError.GatewayError): ErrorResponse => {
+  switch (error._tag) {
+    case "InsufficientBalance":
+    case "SpendingCapReached":
+      return make(402, "insufficient_quota", error.message, { type: "insufficient_quota", headers: FINAL })
+    case "MissingApiKey":
+    case "InvalidApiKey":
+    case "KeyDisabled":
+    case "KeyExpired":
+    case "ModelNotAllowed":
+    case "ModelNotInGroup":
+    case "ModelUnpriced":
+    case "Forbidden":
+    // The gateway already failed over to every key and channel it could: a retry would do it all again.
+    case "UpstreamUnavailable":
+    case "UpstreamTimeout": {
+      const rendered = toResponse(error)
+      return { ...rendered, headers: { ...rendered.headers, ...FINAL } }
+    }
+    default:
+      return toResponse(error)
+  }
+}
+
+/** A refusal a retry cannot change: no retry, and no wait before the retries a client makes all the same. */
+const FINAL: Readonly<Record<string, string>> = { "x-should-retry": "false", "retry-after": "0" }
+
+/**
  * The in-band error event for a stream whose 200 headers are already sent:
  * `data: {"error":{...}}\n\n`. Both official SDKs raise it as an `APIError`.
  * Close the stream after it (no `[DONE]`).

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { GatewayError } from "@modelgate/core"
-import { classifyUpstream, streamError, toResponse } from "../src/ErrorEnvelope.ts"
+import { classifyUpstream, streamError, toResponse, toResponsesResponse } from "../src/ErrorEnvelope.ts"
 
 const json = { "content-type": "application/json" }
 
@@ -150,6 +150,62 @@ describe("ErrorEnvelope.toResponse", () => {
       streamError(new GatewayError.UpstreamTimeout({ message: "slow" })),
       "data: {\"error\":{\"message\":\"slow\",\"type\":\"api_error\",\"param\":null,\"code\":\"upstream_timeout\"}}\n\n"
     )
+  })
+})
+
+describe("ErrorEnvelope.toResponsesResponse (the Responses API, Codex's door)", () => {
+  const final = { "x-should-retry": "false", "retry-after": "0" }
+  it("refuses a balance or a spending cap with 402 insufficient_quota, never a 429 Codex words for itself", () => {
+    for (
+      const error of [
+        new GatewayError.InsufficientBalance({ message: "Your balance is 0.00 USD" }),
+        new GatewayError.SpendingCapReached({ message: "Your balance is 0.00 USD", cap: "daily" })
+      ]
+    ) {
+      assert.deepStrictEqual(toResponsesResponse(error), {
+        status: 402,
+        headers: { ...json, ...final },
+        body: {
+          error: {
+            message: "Your balance is 0.00 USD",
+            type: "insufficient_quota",
+            param: null,
+            code: "insufficient_quota"
+          }
+        }
+      })
+    }
+  })
+  it("gives the refusals a retry cannot change, and failures already failed over, retry-after 0 (Codex's delay) and x-should-retry false", () => {
+    const finals = table.filter(([error]) =>
+      [
+        "MissingApiKey",
+        "InvalidApiKey",
+        "KeyDisabled",
+        "KeyExpired",
+        "ModelNotAllowed",
+        "ModelNotInGroup",
+        "ModelUnpriced",
+        "Forbidden",
+        "UpstreamUnavailable",
+        "UpstreamTimeout"
+      ].includes(error._tag)
+    )
+    assert.strictEqual(finals.length, 10)
+    for (const [error, status, type, code, headers, param] of finals) {
+      assert.deepStrictEqual(toResponsesResponse(error), {
+        status,
+        headers: { ...json, ...headers, ...final },
+        body: { error: { message: "m", type, param, code } }
+      }, error._tag)
+    }
+  })
+  it("answers everything else as chat completions do", () => {
+    for (const [error] of table) {
+      if (["InsufficientBalance", "SpendingCapReached"].includes(error._tag)) continue
+      if (toResponsesResponse(error).headers["retry-after"] === "0") continue
+      assert.deepStrictEqual(toResponsesResponse(error), toResponse(error), error._tag)
+    }
   })
 })
 

@@ -34,7 +34,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
 import * as LeaseSql from "./internal/LeaseSql.ts"
-import { newId } from "./internal/random.ts"
+import { newId, newSortableId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
 import { InvalidInput } from "./StoreError.ts"
 
@@ -304,7 +304,7 @@ export class Accounts extends Context.Service<Accounts, {
       const entry = (e: Omit<LedgerEntry, "id">) =>
         sql`INSERT INTO ledger ${
           sql.insert({
-            id: newId("led"),
+            id: newSortableId("led"),
             user_id: e.userId,
             kind: e.kind,
             amount_nanos: e.amountNanos,

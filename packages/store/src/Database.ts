@@ -21,13 +21,16 @@
  *
  * @since 0.1.0
  */
-import { PgClient } from "@effect/sql-pg"
+import type * as SqlPg from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { type SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
 import { connect } from "node:net"
 import { Duplex } from "node:stream"
 import * as SqliteClient from "./SqliteClient.ts"
+
+/** `@effect/sql-pg` (and `pg`), loaded when a PostgreSQL database is configured. */
+const loadPg: Effect.Effect<typeof SqlPg> = Effect.promise(() => import("@effect/sql-pg"))
 
 /**
  * The SQL dialect of the connected database.
@@ -101,7 +104,7 @@ export const parseUrl = (url: string): Effect.Effect<Target, InvalidDatabaseUrl>
 }
 
 /**
- * Options for the PostgreSQL pool.
+ * Options for the PostgreSQL pool, and SQLite's busy timeout.
  *
  * @category models
  */
@@ -117,7 +120,16 @@ export interface Options {
   readonly noAnswerMs?: number | undefined
   /** Idle seconds before TCP keepalive probes start (default 10). */
   readonly keepAliveSeconds?: number | undefined
+  /**
+   * SQLite: how long a statement waits for a lock another connection or process
+   * holds before it fails with `SQLITE_BUSY` (its `busy_timeout`; default 5,000 ms).
+   * node:sqlite waits synchronously, so the whole process waits with it.
+   */
+  readonly busyTimeoutMs?: number | undefined
 }
+
+/** Default SQLite busy timeout. @category constants */
+export const DEFAULT_BUSY_TIMEOUT_MS = 5_000
 
 /** Default PostgreSQL statement timeout. @category constants */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000
@@ -254,7 +266,14 @@ export const layerFor = (
     cut: () => cut
   })
   if (target._tag === "sqlite") {
-    return Layer.mergeAll(SqliteClient.layer({ filename: target.filename }), Layer.succeed(Dialect, "sqlite"), bounds)
+    return Layer.mergeAll(
+      SqliteClient.layer({
+        filename: target.filename,
+        busyTimeoutMs: Math.max(0, options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)
+      }),
+      Layer.succeed(Dialect, "sqlite"),
+      bounds
+    )
   }
   const statementTimeoutMs = Math.max(0, options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS)
   const noAnswerMs = Math.max(
@@ -269,23 +288,25 @@ export const layerFor = (
   const host = socketHost.replace(/^\[(.*)\]$/, "$1")
   const port = Number(parsed.searchParams.get("port") ?? (parsed.port || "5432"))
   return Layer.mergeAll(
-    PgClient.layer({
-      url: Redacted.make(target.url),
-      maxConnections: options.maxConnections ?? 10,
-      ...(statementTimeoutMs > 0 ? { startupParameters: { statement_timeout: String(statementTimeoutMs) } } : {}),
-      ...(tcp
-        ? {
-          stream: () =>
-            watchedSocket(host, port, {
-              keepAliveSeconds,
-              noAnswerMs: () =>
-                unboundedTasks > 0 ? undefined : closing ? Math.min(noAnswerMs, SHUTDOWN_NO_ANSWER_MS) : noAnswerMs,
-              onCut: () => cut++,
-              tickMs: Math.max(10, Math.min(250, Math.floor(Math.min(noAnswerMs, SHUTDOWN_NO_ANSWER_MS) / 4)))
-            })
-        }
-        : { keepAlive: `${keepAliveSeconds} seconds` })
-    }),
+    // Loaded when a PostgreSQL database is configured: a gateway on SQLite does not keep its modules in memory.
+    Layer.unwrap(Effect.map(loadPg, ({ PgClient }) =>
+      PgClient.layer({
+        url: Redacted.make(target.url),
+        maxConnections: options.maxConnections ?? 10,
+        ...(statementTimeoutMs > 0 ? { startupParameters: { statement_timeout: String(statementTimeoutMs) } } : {}),
+        ...(tcp
+          ? {
+            stream: () =>
+              watchedSocket(host, port, {
+                keepAliveSeconds,
+                noAnswerMs: () =>
+                  unboundedTasks > 0 ? undefined : closing ? Math.min(noAnswerMs, SHUTDOWN_NO_ANSWER_MS) : noAnswerMs,
+                onCut: () => cut++,
+                tickMs: Math.max(10, Math.min(250, Math.floor(Math.min(noAnswerMs, SHUTDOWN_NO_ANSWER_MS) / 4)))
+              })
+          }
+          : { keepAlive: `${keepAliveSeconds} seconds` })
+      }))),
     Layer.succeed(Dialect, "pg"),
     bounds
   )

@@ -41,7 +41,7 @@ import { Array as Arr, Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Sem
 import { SqlClient, SqlError } from "effect/sql"
 import { rmSync } from "node:fs"
 import * as LeaseSql from "./internal/LeaseSql.ts"
-import { newId } from "./internal/random.ts"
+import { newSortableId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
 import * as UsageJournal from "./UsageJournal.ts"
 
@@ -238,7 +238,7 @@ export const decodeUsageRow = (row: Record<string, unknown>): StoredUsage => ({
 const MAX_ERROR_MESSAGE = 2_000
 
 const encode = (r: UsageLog.UsageRecord): Record<string, unknown> => ({
-  id: newId("use"),
+  id: newSortableId("use"),
   created_at: r.createdAt,
   request_id: r.requestId,
   user_id: r.userId,

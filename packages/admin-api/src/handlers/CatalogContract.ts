@@ -106,15 +106,32 @@ export const KeyHealth = Schema.Struct({
 export type KeyHealth = typeof KeyHealth.Type
 
 /**
- * A channel's health as the serving gateway process sees it: breakers are per
- * process, disabled keys are shared. `healthy`, `degraded` (some keys are not
- * healthy), `open` (no key is healthy), `disabled` (every key is disabled).
+ * A model kept off a channel: its upstream refused it with a 403 about the
+ * model, confirmed by a probe; its other channels serve it until `until` or a
+ * reset. @category admin
+ */
+export const RefusedModel = Schema.Struct({
+  model: Schema.String,
+  since: EpochMs,
+  until: EpochMs,
+  status: Schema.Int,
+  reason: Schema.String
+})
+export type RefusedModel = typeof RefusedModel.Type
+
+/**
+ * A channel's health as the serving gateway process sees it: breakers and
+ * models kept off are per process, disabled keys are shared. `healthy`,
+ * `degraded` (some keys are not healthy, or a model is kept off), `open` (no
+ * key is healthy), `disabled` (every key is disabled).
  *
  * @category admin
  */
 export const ChannelHealth = Schema.Struct({
   state: Schema.Literals(["healthy", "degraded", "open", "disabled"]),
-  keys: Schema.Array(KeyHealth)
+  keys: Schema.Array(KeyHealth),
+  /** Models kept off the channel after the upstream refused them with a 403 about the model (core's `RefusedModel`). */
+  refusedModels: Schema.Array(RefusedModel)
 })
 export type ChannelHealth = typeof ChannelHealth.Type
 

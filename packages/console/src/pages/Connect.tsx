@@ -42,7 +42,8 @@ const ai = new GoogleGenAI({
 const reply = await ai.models.generateContent({ model: "${model}", contents: "Hello!" })
 console.log(reply.text)`,
     geminiCliEnv: `export GEMINI_API_KEY="${key}"
-export GOOGLE_GEMINI_BASE_URL="${info.geminiBaseUrl}"`,
+export GOOGLE_GEMINI_BASE_URL="${info.geminiBaseUrl}"
+gemini --model ${model}`,
     geminiCliSettings: `{
   "security": {
     "auth": { "selectedType": "gemini-api-key" }
@@ -212,7 +213,7 @@ export function ConnectPage() {
               <Section
                 icon={<IconTerminal2 size={20} />}
                 title={t("connect.curl")}
-                hint={`${t("connect.model")}: ${info.exampleModel ?? "—"}`}
+                hint={`${t("connect.model")}: ${pickedModel ?? "—"}`}
               >
                 <Snippet code={s.curl} />
               </Section>

@@ -276,10 +276,18 @@ export interface ClientDialect {
    * received) and the route's hints, or fails naming what is wrong.
    */
   readonly open: (body: Uint8Array, hints: RouteHints) => Effect.Effect<ChatCall, InvalidRequest>
-  /** An error in the dialect's envelope, with its status and headers (a rate limit's own headers included). */
-  readonly renderError: (error: GatewayError) => ErrorResponse
-  /** Headers a successful answer carries about the caller's rate limits (`{}` for dialects without such headers). */
-  readonly rateLimitHeaders: (snapshot: Snapshot) => Readonly<Record<string, string>>
+  /**
+   * An error in the dialect's envelope, with its status and headers (a rate
+   * limit's own headers included); `nowMs` (epoch milliseconds), when given, is
+   * when it happened, for dialects whose reset headers are dates.
+   */
+  readonly renderError: (error: GatewayError, nowMs?: number) => ErrorResponse
+  /**
+   * Headers a successful answer carries about the caller's rate limits (`{}`
+   * for dialects without such headers); `nowMs` is when the call was admitted
+   * (epoch milliseconds), for dialects whose reset headers are dates.
+   */
+  readonly rateLimitHeaders: (snapshot: Snapshot, nowMs: number) => Readonly<Record<string, string>>
   /** The models a key may use, in the dialect's list shape (`search`: the raw query string, for paging). */
   readonly modelsList: (models: ReadonlyArray<Model>, search: string) => Effect.Effect<unknown, InvalidRequest>
   /** One model in the dialect's shape. */
@@ -450,6 +458,24 @@ export interface OpeningEvent {
 export const isOpeningEvent = (first: OpeningEvent | Opening): first is OpeningEvent =>
   typeof first === "object" && "json" in first
 
+/** Text parsed at a time while looking for the first event. */
+const OPENING_SLICE = 2048
+
+/**
+ * The first event of `text` (`ended`: the stream ended with it), or
+ * undefined: parsed a slice at a time, so an opening that holds a whole
+ * burst of events (a fast upstream's stream read at once) costs its first
+ * event, not the burst.
+ */
+const firstOf = (text: string, ended: boolean): Sse.Event | undefined => {
+  const parser = new Sse.Parser()
+  for (let at = 0; at < text.length; at += OPENING_SLICE) {
+    const events = parser.push(at === 0 && text.length <= OPENING_SLICE ? text : text.slice(at, at + OPENING_SLICE))
+    if (events.length > 0) return events[0]
+  }
+  return ended ? parser.end()[0] : undefined
+}
+
 /**
  * The first event of a 200 stream's opening, with its data parsed as a JSON
  * object, for a dialect's `opening` to judge; or what the opening already
@@ -468,8 +494,7 @@ export const firstEvent = (
   what: string,
   endMarker?: string
 ): OpeningEvent | Opening => {
-  const parser = new Sse.Parser()
-  const event = parser.push(text)[0] ?? (ended ? parser.end()[0] : undefined)
+  const event = firstOf(text, ended)
   if (event === undefined) return ended ? emptyStream(channel) : "incomplete"
   if (event.data === endMarker) return emptyStream(channel)
   let json: unknown

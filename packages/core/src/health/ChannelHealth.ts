@@ -27,7 +27,7 @@ export type KeyState = "healthy" | "open" | "half_open" | "disabled"
 
 /**
  * The state of a channel, from its keys: `healthy` (every key healthy),
- * `degraded` (some keys are not), `open` (no key is healthy and at least one
+ * `degraded` (some keys are not, or a model is kept off it), `open` (no key is healthy and at least one
  * is open or half-open), `disabled` (every key is disabled).
  *
  * @category models
@@ -80,14 +80,43 @@ export const unseenKey = (index: number, hint: string): KeyHealth => ({
   lastProbeOk: null
 })
 
+/**
+ * A model the channel's upstream refused with a 403 that was about the model
+ * (an organisation not verified for it, a project without access), confirmed
+ * by a probe: calls for it go to its other channels until `until`, or until
+ * the channel is reset. The keys stay in use for the channel's other models.
+ *
+ * @category models
+ */
+export interface RefusedModel {
+  /** The model's public name (as callers ask for it). */
+  readonly model: string
+  /** Epoch ms since the model is kept off the channel. */
+  readonly since: number
+  /** Epoch ms when calls for it may go to the channel again. */
+  readonly until: number
+  /** The upstream's HTTP status (403). */
+  readonly status: number
+  /** The upstream's words, redacted. */
+  readonly reason: string
+}
+
 /** A channel's health. @category models */
 export interface ChannelReport {
   readonly state: ChannelState
   readonly keys: ReadonlyArray<KeyHealth>
+  /** The models kept off the channel now (see `RefusedModel`), by name. */
+  readonly refusedModels: ReadonlyArray<RefusedModel>
 }
 
-/** The state of a channel from its keys' states. @category models */
-export const channelStateOf = (keys: ReadonlyArray<{ readonly state: KeyState }>): ChannelState => {
+/**
+ * The state of a channel from its keys' states, and how many of its models
+ * are kept off it: a channel whose keys are all healthy is `degraded` while
+ * a model is.
+ *
+ * @category models
+ */
+export const channelStateOf = (keys: ReadonlyArray<{ readonly state: KeyState }>, refusedModels = 0): ChannelState => {
   if (keys.length === 0) return "disabled"
   let healthy = 0
   let disabled = 0
@@ -95,7 +124,7 @@ export const channelStateOf = (keys: ReadonlyArray<{ readonly state: KeyState }>
     if (key.state === "healthy") healthy++
     else if (key.state === "disabled") disabled++
   }
-  if (healthy === keys.length) return "healthy"
+  if (healthy === keys.length) return refusedModels > 0 ? "degraded" : "healthy"
   if (healthy > 0) return "degraded"
   return disabled === keys.length ? "disabled" : "open"
 }

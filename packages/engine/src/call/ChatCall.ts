@@ -75,7 +75,7 @@ export class ChatCall {
     this.log = options.admitted.log
     this.promptEstimate = options.promptEstimate
     this.answerHeaders = {
-      ...RateLimits.successHeaders(options.client, options.admitted.permit),
+      ...RateLimits.successHeaders(options.client, options.admitted.permit, options.startedAt),
       "x-request-id": options.requestId
     }
     this.settings = options.settings
@@ -176,7 +176,7 @@ export const send = (
     )
     attempt.record.status = response.status
     if (response.status < 400) return response
-    const failing = Failover.refused(response, target, upstream)
+    const failing = Failover.refused(response, target, upstream, attempt.record)
     return yield* (refused === undefined
       ? failing
       : failing.pipe(Effect.catchTag("UpstreamRejected", (refusal) => Effect.fail(refused(refusal)))))
@@ -274,7 +274,7 @@ export const streamed = (
           message:
             `The upstream '${channel.name}' sent a stream event larger than ${maxEventBytes} bytes (max_event_bytes).`
         }),
-      onEnd: (ended) => settlements.run(Effect.provideContext(settleStream(call, attempt, transform, ended), context))
+      onEnd: (ended) => settlements.runWith(context, settleStream(call, attempt, transform, ended))
     })
     // The opening goes through the transform now: an event the upstream's decoder cannot read still fails over.
     const primed = relay.prime()

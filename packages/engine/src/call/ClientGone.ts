@@ -119,7 +119,6 @@ export const outliving = <A, R>(
 ): Effect.Effect<A, GatewayError.GatewayError, R | Settlement.Settlements> =>
   Effect.gen(function*() {
     const settlements = yield* Settlement.Settlements
-    const context = yield* Effect.context<R>()
     const settled = Effect.onExit(work, (exit) => {
       if (!gone(call.log)) return Effect.void
       if (Exit.isSuccess(exit)) return settle === undefined ? Effect.void : settle(exit.value)
@@ -130,7 +129,7 @@ export const outliving = <A, R>(
       }
       return call.settlement.finish(Settlement.nothing, closed, call.log.leg())
     })
-    const fiber = settlements.fork(Effect.provideContext(settled, context))
+    const fiber = yield* settlements.fork(settled)
     return yield* Fiber.join(fiber).pipe(
       Effect.onExit((exit) => {
         if (Exit.isSuccess(exit) || fiber.pollUnsafe() !== undefined) return Effect.void

@@ -150,7 +150,7 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
           log.leg()
         )
         return Exchange.jsonText(answer.body, 200, {
-          ...RateLimits.successHeaders(client, permit),
+          ...RateLimits.successHeaders(client, permit, startedAt),
           "x-request-id": input.requestId
         })
       })

@@ -14,8 +14,9 @@
  * or not, embeddings, token counts): candidates in the order `Selection`
  * plans them, each attempt admitted by its key's breaker (`Health`) and its
  * outcome fed back to it, at most `routing.max_attempts` attempts, failing
- * over on retryable errors only, and every attempt recorded for the usage
- * record. An attempt whose answer outlives it (a stream, relayed after the
+ * over on retryable errors and, to other channels only, on a 403 about what
+ * was asked (a model the channel's organisation may not use), and every
+ * attempt recorded for the usage record. An attempt whose answer outlives it (a stream, relayed after the
  * loop returned) keeps its breaker ticket and ends it when the stream ends.
  * `exchange` sends one request and reads its answer within the channel's
  * timeouts, having a refused key checked (`Health.suspect`). Every failure is
@@ -71,8 +72,26 @@ export const failureKind = (error: GatewayError.GatewayError): Selection.Failure
 export const breakerOutcome = (error: GatewayError.GatewayError): Outcome =>
   retryable(error) ? "failure" : error._tag === "UpstreamRejected" ? "success" : "neutral"
 
-/** One attempt as the usage record lists it, filled in as the attempt goes. @category models */
+/**
+ * One attempt as the usage record lists it, filled in as the attempt goes.
+ * While the attempt runs, `errorMessage` holds what the upstream itself said
+ * when it answered with an error (`refused`, the channel's secrets redacted);
+ * `run` then puts the gateway's words in front of it (`quoting`).
+ *
+ * @category models
+ */
 export type AttemptRecord = { -readonly [K in keyof UsageLog.Attempt]: UsageLog.Attempt[K] }
+
+/**
+ * An attempt's message for the request log's attempts (which only admins
+ * see): the gateway's words, then the upstream's own (`said`) unless they
+ * already quote it, as a failed channel Test words it. A 5xx is "The upstream
+ * failed (HTTP 500). Retry later." to its caller; the operator also reads why.
+ *
+ * @category attempts
+ */
+export const quoting = (message: string, said: string | null | undefined): string =>
+  said === null || said === undefined || message.includes(said) ? message : `${message} The upstream said: ${said}`
 
 /** The error of a call none of whose candidate keys may be tried: all are disabled. @category errors */
 export const allKeysDisabled = (model: string): GatewayError.UpstreamUnavailable =>
@@ -131,14 +150,15 @@ export const exchangeAnswer = Effect.fnUntraced(function*(
     target.key
   )
   record.status = response.status
-  if (response.status >= 400) return yield* refused(response, target, upstream)
+  if (response.status >= 400) return yield* refused(response, target, upstream, record)
   const text = yield* Upstream.readText(response, (yield* Settings).maxAnswerBytes)
   return { text, headers: response.headers }
 })
 
 /**
  * Reads an upstream's error answer (the channel's secrets redacted) and
- * fails with its classification. A clear refusal of the key has the key kept
+ * fails with its classification; `record` (the attempt's) keeps what the
+ * upstream said in its own words (see `AttemptRecord`). A clear refusal of the key has the key kept
  * out of calls until a probe with it decides (`Health.suspect`); a 403 the
  * caller gets has a probe check the key, which stays in use. Only a probe's
  * refusal disables a key: a request cannot.
@@ -148,10 +168,12 @@ export const exchangeAnswer = Effect.fnUntraced(function*(
 export const refused = Effect.fnUntraced(function*(
   response: Upstream.UpstreamResponse,
   target: Selection.Target,
-  upstream: Dialect.UpstreamDialect
+  upstream: Dialect.UpstreamDialect,
+  record?: AttemptRecord
 ) {
   const text = yield* Upstream.errorBody(response)
   const error = Redaction.error(target.channel, upstream.classify(response.status, text, response.headers))
+  if (record !== undefined) record.errorMessage = Upstream.upstreamMessage(Redaction.text(target.channel, text))
   const clear = isCredentialRefusal(error)
   if (clear || isPermissionRefusal(error)) {
     const health = yield* Health.Health
@@ -279,7 +301,7 @@ export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
     CallSpans.attemptEnded(call.trace, span, record.status, error)
     lastError = error
     record.errorCode = error._tag
-    record.errorMessage = GatewayError.bounded(error).message
+    record.errorMessage = quoting(GatewayError.bounded(error).message, record.errorMessage)
     yield* health.end(
       ticket,
       isCredentialRefusal(error) ? "neutral" : breakerOutcome(error),
@@ -302,8 +324,11 @@ export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
       )
     // A 403 about what was asked: a one-token probe of the model checks whether the model is refused on that
     // channel (the key itself is checked by a probe of its own).
+    // The call itself goes to the model's other channels, if it has any (else the caller gets the 403).
     if (isPermissionRefusal(error) && record.status === 403) {
       yield* health.suspectModel(target.channel, target.key, call.model)
+      previous = "model"
+      continue
     }
     if (!retryable(error)) break
     previous = failureKind(error)

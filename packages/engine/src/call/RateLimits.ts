@@ -98,15 +98,18 @@ export const admit = Effect.fnUntraced(function*(
 
 /**
  * The headers a successful answer carries about the caller's rate limits, in
- * the client's dialect (OpenAI's `x-ratelimit-*`; none for a call no limit
- * applies to).
+ * the client's dialect (OpenAI's `x-ratelimit-*`, Anthropic's
+ * `anthropic-ratelimit-*` with reset dates from `nowMs`, when the call was
+ * admitted; none for a call no limit applies to).
  *
  * @category headers
  */
 export const successHeaders = (
   client: Dialect.ClientDialect,
-  permit: RateLimiter.Permit
-): Readonly<Record<string, string>> => permit === unlimitedPermit ? noHeaders : client.rateLimitHeaders(permit.snapshot)
+  permit: RateLimiter.Permit,
+  nowMs: number
+): Readonly<Record<string, string>> =>
+  permit === unlimitedPermit ? noHeaders : client.rateLimitHeaders(permit.snapshot, nowMs)
 
 const noHeaders: Readonly<Record<string, string>> = {}
 

@@ -333,6 +333,8 @@ export const ConfigFile = Schema.Struct({
   database: Schema.optionalKey(Schema.String),
   /** PostgreSQL's statement_timeout for the store's statements (0: none); a connection silent for 5 s more is cut. */
   database_statement_timeout_ms: Schema.optionalKey(NonNegativeInt),
+  /** SQLite's busy_timeout: how long a statement waits for a lock held elsewhere before it fails. */
+  database_busy_timeout_ms: Schema.optionalKey(NonNegativeInt),
   redis: Schema.optionalKey(Schema.NullOr(Schema.String)),
   redis_failure: Schema.optionalKey(Schema.Literals(["local", "refuse"])),
   redis_key_prefix: Schema.optionalKey(Schema.NonEmptyString),

@@ -68,17 +68,19 @@ export type Requirements =
   | Transport
 
 /**
- * An error as an answer in a client's dialect.
+ * An error as an answer in a client's dialect; `nowMs`, when known, is when
+ * it happened (Anthropic's rate-limit resets are dates).
  *
  * @category answers
  */
 export const errorAnswer = (
   client: Dialect.ClientDialect,
   error: GatewayError.GatewayError,
-  requestId: string
+  requestId: string,
+  nowMs?: number
 ): Exchange.TextAnswer => {
   // However an error came about, it echoes at most a short part of any value it quotes.
-  const rendered = client.renderError(GatewayError.forCaller(error))
+  const rendered = client.renderError(GatewayError.forCaller(error), nowMs)
   return Exchange.json(rendered.body, rendered.status, { ...rendered.headers, "x-request-id": requestId })
 }
 
@@ -269,7 +271,8 @@ export const serve = (
       for (const reason of cause.reasons) {
         if (reason._tag === "Fail" && GatewayError.isGatewayError(reason.error)) {
           CallSpans.refused(trace, reason.error)
-          return Effect.succeed(errorAnswer(client, reason.error, requestId))
+          const error = reason.error
+          return Effect.map(Clock.currentTimeMillis, (now) => errorAnswer(client, error, requestId, now))
         }
       }
       trace?.span.attribute("modelgate.error_code", "InternalError")

@@ -443,8 +443,18 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
 export class Settlements extends Context.Service<Settlements, {
   /** Runs a settlement to its end, even if the request that started it is gone. */
   readonly run: (settle: Effect.Effect<void>) => void
-  /** Runs work that settles a call to its end, even if the request that started it is gone (`ClientGone`): its fiber. */
-  readonly fork: <A, E>(work: Effect.Effect<A, E>) => Fiber.Fiber<A, E>
+  /**
+   * Runs a settlement to its end with a request's services (`context`, as the request's fiber had them),
+   * even if that request is gone. Its own fiber gets the context as it is: providing it to a fiber of the
+   * layer's would copy the whole service map on every call.
+   */
+  readonly runWith: <R>(context: Context.Context<R>, settle: Effect.Effect<void, never, R>) => void
+  /**
+   * Runs work that settles a call to its end, even if the request that started it is gone (`ClientGone`): its fiber.
+   * The fiber is forked from the request's (detached, started at once), so it runs with the request's services as
+   * they are: providing them to a fiber of the layer's would copy the whole context on every call.
+   */
+  readonly fork: <A, E, R>(work: Effect.Effect<A, E, R>) => Effect.Effect<Fiber.Fiber<A, E>, never, R>
 }>()("modelgate/engine/Settlements") {
   /** @category layers */
   static readonly layer: Layer.Layer<Settlements> = Layer.effect(
@@ -459,15 +469,16 @@ export class Settlements extends Context.Service<Settlements, {
           Effect.forEach([...running], Fiber.await, { discard: true })
         )
       )
-      const track = <A, E>(set: Set<Fiber.Fiber<unknown, unknown>>, work: Effect.Effect<A, E>): Fiber.Fiber<A, E> => {
-        const fiber = fork(work)
+      const track = <A, E>(set: Set<Fiber.Fiber<unknown, unknown>>, fiber: Fiber.Fiber<A, E>): Fiber.Fiber<A, E> => {
         set.add(fiber as Fiber.Fiber<unknown, unknown>)
         fiber.addObserver(() => set.delete(fiber as Fiber.Fiber<unknown, unknown>))
         return fiber
       }
+      const trackWorking = <A, E>(fiber: Fiber.Fiber<A, E>) => track(working, fiber)
       return Settlements.of({
-        run: (settle) => void track(running, settle),
-        fork: (work) => track(working, work)
+        run: (settle) => void track(running, fork(settle)),
+        runWith: (context, settle) => void track(running, Effect.runForkWith(context)(settle)),
+        fork: (work) => Effect.map(Effect.forkDetach(work, { startImmediately: true }), trackWorking)
       })
     })
   )

@@ -244,14 +244,21 @@ const make = (probeSoon: boolean) =>
 
     const idOf = (channel: Domain.Channel, key: string) => `${channel.id}\u0000${key}`
     // Models a channel's upstream refused with a 403, by channel id and model: until when, and why.
-    const refusedModels = new Map<string, { readonly until: number; readonly reason: string }>()
+    const refusedModels = new Map<string, ChannelHealth.RefusedModel>()
 
     const refuseModel = (channel: Domain.Channel, model: string, status: number, reason: string) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         const id = `${channel.id}\u0000${model}`
-        const first = (refusedModels.get(id)?.until ?? 0) <= now
-        refusedModels.set(id, { until: now + MODEL_REFUSAL_MS, reason })
+        const previous = refusedModels.get(id)
+        const first = (previous?.until ?? 0) <= now
+        refusedModels.set(id, {
+          model,
+          since: first ? now : previous!.since,
+          until: now + MODEL_REFUSAL_MS,
+          status,
+          reason
+        })
         if (!first) return
         yield* Effect.logWarning(
           "the upstream refused a model with HTTP 403; calls for it go to its other channels for a while"
@@ -484,7 +491,11 @@ const make = (probeSoon: boolean) =>
             retryAt: state === "open" ? breaker!.retryAt : null
           }
         })
-        return { state: ChannelHealth.channelStateOf(keys), keys }
+        const refused: Array<ChannelHealth.RefusedModel> = []
+        const prefix = `${channel.id}\u0000`
+        for (const [id, model] of refusedModels) if (id.startsWith(prefix) && model.until > now) refused.push(model)
+        refused.sort((a, b) => a.model < b.model ? -1 : a.model > b.model ? 1 : 0)
+        return { state: ChannelHealth.channelStateOf(keys, refused.length), keys, refusedModels: refused }
       })
 
     const reset = (channel: Domain.Channel) =>

@@ -19,7 +19,9 @@
  *   is the key's own (`"key"`: refused credentials, 429) is retried with
  *   another key of the same channel; one that is the server's (`"server"`:
  *   connection, timeout, 5xx) moves to the next channel. When every channel
- *   was tried and attempts remain, the channels' other keys come next.
+ *   was tried and attempts remain, the channels' other keys come next. One
+ *   that is the channel's for the model (`"model"`: a 403 about what was
+ *   asked) moves to the next channel and never comes back to that one.
  *
  * @since 0.1.0
  */
@@ -42,8 +44,14 @@ export interface View {
   readonly retryAt: (channel: Domain.Channel, key: string) => number
 }
 
-/** Why the previous attempt failed: the key's own problem, or the server's. @category models */
-export type Failure = "key" | "server"
+/**
+ * Why the previous attempt failed: the key's own problem, the server's, or
+ * the channel's for this call (its upstream refused what was asked, with a
+ * 403: the channel's other keys would be refused too).
+ *
+ * @category models
+ */
+export type Failure = "key" | "server" | "model"
 
 /** Every key is healthy. @category constructors */
 export const allHealthy: View = { availability: () => "available", retryAt: () => 0 }
@@ -84,6 +92,10 @@ export class Plan {
     if (previous === "key" && this.current >= 0) {
       const other = this.take(this.current)
       if (other !== undefined) return other
+    }
+    if (previous === "model" && this.current >= 0) {
+      const candidate = this.candidates[this.current]!
+      for (const keyIndex of candidate.keys) this.used[this.current]!.add(keyIndex)
     }
     while (this.current + 1 < this.candidates.length) {
       this.current++

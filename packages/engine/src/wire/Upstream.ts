@@ -233,6 +233,9 @@ const concat = (chunks: ReadonlyArray<Uint8Array>, bytes: number): Uint8Array =>
   return out
 }
 
+/** Bytes of an opening's chunk decoded and judged at a time. */
+const OPENING_WINDOW = 4096
+
 /**
  * A stream's opening, read before anything is sent to the client (so a
  * stream that stalls, breaks, ends, or opens with something that is not an
@@ -268,14 +271,26 @@ export const opening = Effect.fnUntraced(function*(
   for (;;) {
     const chunk = yield* Effect.mapError(response.body.next, (error) => transportError(channel, error))
     const ended = chunk === undefined
+    let verdict: Dialect.Opening
     if (chunk !== undefined) {
       chunks.push(chunk)
       bytes += chunk.byteLength
-      text += decoder.decode(chunk, { stream: true })
+      // Judged a window at a time (as if the chunk had come in pieces, which the dialect's judgement allows):
+      // a fast upstream's whole stream read at once is decoded only as far as its first event.
+      let from = 0
+      do {
+        const to = Math.min(chunk.byteLength, from + OPENING_WINDOW)
+        text += decoder.decode(from === 0 && to === chunk.byteLength ? chunk : chunk.subarray(from, to), {
+          stream: true
+        })
+        from = to
+        verdict = upstream.opening(text, false, channel.name)
+      } while (verdict === "incomplete" && from < chunk.byteLength)
     } else if (bytes === 0) {
       return yield* transportError(channel, new TransportError({ kind: "empty" }))
+    } else {
+      verdict = upstream.opening(text, true, channel.name)
     }
-    const verdict = upstream.opening(text, ended, channel.name)
     if (verdict === "answer") {
       const opened: StreamOpening = { bytes: concat(chunks, bytes), ended }
       return opened

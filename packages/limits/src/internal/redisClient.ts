@@ -4,7 +4,13 @@
  * @since 0.1.0
  */
 import { Effect } from "effect"
-import { createClient } from "redis"
+import type * as Redis from "redis"
+
+/**
+ * node-redis, loaded when a Redis is configured: a gateway without one does
+ * not keep its modules in memory (issue 22, idle memory).
+ */
+export const load: Effect.Effect<typeof Redis> = Effect.promise(() => import("redis"))
 
 /** Reconnection backoff: 100 ms doubling per attempt, at most 5 s. */
 export const reconnectStrategy = (retries: number): number => Math.min(100 * 2 ** Math.min(retries, 10), 5_000)
@@ -21,7 +27,7 @@ export const connectTimeoutMs = (commandTimeoutMs: number): number => Math.max(c
  */
 export const commandClient = (url: string, commandTimeoutMs: number) =>
   Effect.acquireRelease(
-    Effect.sync(() => {
+    Effect.map(load, ({ createClient }) => {
       const client = createClient({
         url,
         disableOfflineQueue: true,

@@ -25,7 +25,7 @@
 import { Accounts, Money } from "@modelgate/core"
 import { Array as Arr, Effect } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"
-import { newId } from "./random.ts"
+import { newSortableId } from "./random.ts"
 import * as Row from "./row.ts"
 
 /**
@@ -107,7 +107,7 @@ const ledgerRow = (
   reason: string | null,
   createdAt: number
 ) => ({
-  id: newId("led"),
+  id: newSortableId("led"),
   user_id: userId,
   kind,
   amount_nanos: amountNanos,

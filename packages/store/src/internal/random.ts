@@ -46,6 +46,47 @@ const poolChar = (): string => {
   }
 }
 
+/**
+ * A new record id that sorts by time: the prefix, an underscore, the time in
+ * milliseconds as 8 base62 characters (the alphabet is in ASCII order, so
+ * the text sorts as the number) and 12 random ones (~71 bits): 20 characters,
+ * like `newId`'s. For the rows written on every call (usage records, ledger
+ * entries), so their primary-key index grows at its end instead of taking a
+ * random page per row.
+ */
+export const newSortableId = (prefix: string, now: number = Date.now()): string =>
+  `${prefix}_${timeChars(Math.max(0, Math.floor(now)))}${randomChars(12)}`
+
+// Two ids per call (the usage record's, the ledger charge's): built of a few strings, not 20 one-character ones.
+let lastTime = -1
+let lastTimeChars = ""
+
+/** The time as 8 base62 characters, kept for the millisecond. */
+const timeChars = (time: number): string => {
+  if (time === lastTime) return lastTimeChars
+  let chars = ""
+  for (let rest = time, i = 0; i < 8; i++, rest = Math.floor(rest / 62)) chars = ALPHABET[rest % 62]! + chars
+  lastTime = time
+  lastTimeChars = chars
+  return chars
+}
+
+let charPool = ""
+let charPoolAt = 0
+
+/** `length` random base62 characters, cut from a string of 1,020 made at a time. */
+const randomChars = (length: number): string => {
+  if (charPoolAt + length > charPool.length) {
+    const codes = new Array<number>(1020)
+    for (let i = 0; i < codes.length; i++) codes[i] = poolChar().charCodeAt(0)
+    charPool = String.fromCharCode(...codes)
+    charPoolAt = 0
+  }
+  const chars = charPool.slice(charPoolAt, charPoolAt + length)
+  charPoolAt += length
+  return chars
+}
+
 /** A new record id such as `usr_3kT9...`: the prefix, an underscore and 20 base62 characters (~119 bits). */
 export const newId = (prefix: string): string => {
   let id = `${prefix}_`

@@ -971,7 +971,13 @@ const STATE_COLOR: Record<Contract.KeyHealth["state"] | Contract.ChannelHealth["
   disabled: "red"
 }
 
-/** A channel's health: its state, and for each key its state, why and since when (never the key itself). @category components */
+/**
+ * A channel's health: its state, for each key its state, why and since when
+ * (never the key itself), and the models kept off the channel after a 403
+ * about the model, why and until when.
+ *
+ * @category components
+ */
 export function ChannelHealthCell(
   { health, now = Date.now() }: { readonly health: Contract.ChannelHealth; readonly now?: number }
 ) {
@@ -979,7 +985,12 @@ export function ChannelHealthCell(
   // Keys worth a line: those not healthy, or healthy with recent failures.
   const shown = health.keys.filter((key) => key.state !== "healthy" || key.recentFailures > 0)
   return (
-    <Stack gap={4} miw={shown.length > 0 ? 220 : 100} maw={340} data-testid="channel-health">
+    <Stack
+      gap={4}
+      miw={shown.length > 0 || health.refusedModels.length > 0 ? 220 : 100}
+      maw={340}
+      data-testid="channel-health"
+    >
       <Badge size="sm" color={STATE_COLOR[health.state]} variant="light">
         {t(`admin.channels.state.${health.state}` as MessageKey)}
       </Badge>
@@ -1015,6 +1026,29 @@ export function ChannelHealthCell(
               ].filter((part) => part !== null).join(" · ")}
             </Text>
           )}
+        </Stack>
+      ))}
+      {health.refusedModels.map((refused) => (
+        <Stack key={`model:${refused.model}`} gap={0} data-testid="refused-model">
+          <Group gap={6} wrap="nowrap">
+            <Text size="xs" ff="monospace" style={{ whiteSpace: "nowrap" }}>{refused.model}</Text>
+            <Badge
+              size="xs"
+              color="orange"
+              variant="filled"
+              style={{ flexShrink: 0 }}
+              title={t("admin.channels.modelRefused.title")}
+            >
+              {t("admin.channels.modelRefused")}
+            </Badge>
+          </Group>
+          <Text size="xs" c="dimmed">
+            {[
+              refused.reason,
+              t("admin.channels.since", { when: ago(refused.since, locale, now) }),
+              t("admin.channels.modelBack", { when: ago(refused.until, locale, now) })
+            ].join(" · ")}
+          </Text>
         </Stack>
       ))}
     </Stack>
