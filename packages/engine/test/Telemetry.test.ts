@@ -240,6 +240,39 @@ describe("Telemetry", () => {
     }
   })
 
+  it("keeps no value of what a span wrapped once it ends: a span waiting for export holds none of the call", async () => {
+    const { close, telemetry } = await running({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" })
+    try {
+      const trace = telemetry.startCall({
+        method: "POST",
+        path: "/v1/chat/completions",
+        route: chatRoute,
+        headers: {},
+        requestId: "req_exit",
+        scheme: "http"
+      })
+      const held = { hold: "a large object of the call" }
+      let made: Telemetry.TraceSpan | undefined
+      const value = await Effect.runPromise(
+        trace.run(
+          Telemetry.span(trace, "hold", true)(Effect.map(Effect.currentSpan, (span) => {
+            made = span as Telemetry.TraceSpan
+            return held
+          }))
+        )
+      )
+      assert.strictEqual(value, held)
+      const status = made!.status
+      assert.strictEqual(status._tag, "Ended")
+      if (status._tag === "Ended") {
+        assert.strictEqual(status.exit._tag, "Success")
+        assert.notStrictEqual(Exit.isSuccess(status.exit) ? status.exit.value : undefined, held)
+      }
+    } finally {
+      await close()
+    }
+  })
+
   it("decides a ratio from the trace id, alike for every process of the trace", () => {
     const sampler = { name: "traceidratio", ratio: 0.25 } as const
     // The last 56 bits as a fraction: 0x00...: 0, 0x80...: 0.5.

@@ -156,7 +156,15 @@ export class TraceSpan implements Tracer.Span {
 
   end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
     if (this.status._tag === "Ended") return
-    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
+    // A success is kept without its value: an ended span waits in the export's queue (up to a batch, or the
+    // schedule's delay), and the value of what it wrapped (a key, a permit, a hold) would wait with it, kept
+    // alive past the call into the old generation. Only a failure's cause is exported.
+    this.status = {
+      _tag: "Ended",
+      startTime: this.status.startTime,
+      endTime,
+      exit: exit._tag === "Success" ? Exit.void : exit
+    }
     if (this.sampled) this.onEnd(this)
   }
 }
