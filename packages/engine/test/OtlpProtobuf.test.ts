@@ -119,4 +119,29 @@ describe("OtlpProtobuf", () => {
     assert.strictEqual(decoded[7]!.attributes["long"], long)
     assert.strictEqual(decoded[599]!.attributes["i"], 599)
   })
+
+  it("writes each batch into a body of its own: a body stays as it was when the next batch is written", () => {
+    const encoder = OtlpProtobuf.tracesEncoder<OtlpProtobuf.SpanFields>(
+      { resource: { "service.name": "modelgate" }, scope: { name: "modelgate" } },
+      (s) => s
+    )
+    const many = Array.from(
+      { length: 300 },
+      (_, i) => ({ ...base, name: `first ${i}`, attributes: [["i", i] as const] })
+    )
+    const first = encoder(many)
+    const copy = first.slice()
+    const second = encoder([{ ...base, name: "second", spanId: "b7ad6b7169203331" }])
+    // The buffer is reused: the earlier body is not a view of it.
+    assert.deepStrictEqual(first, copy)
+    assert.strictEqual(first.buffer.byteLength, first.length)
+    assert.deepStrictEqual(decodeTraces(first).map((s) => s.name), many.map((s) => s.name))
+    assert.deepStrictEqual(decodeTraces(second).map((s) => [s.name, s.spanId]), [["second", "b7ad6b7169203331"]])
+  })
+
+  it("reads trace and span ids in either case", () => {
+    const [span] = decodeTraces(encode([{ ...base, traceId: base.traceId.toUpperCase(), spanId: "00F067AA0BA902B7" }]))
+    assert.strictEqual(span!.traceId, base.traceId)
+    assert.strictEqual(span!.spanId, "00f067aa0ba902b7")
+  })
 })

@@ -217,6 +217,62 @@ describe("Telemetry", () => {
     assert.strictEqual(parentBased.telemetry.metrics.exportedTotal, 4)
   })
 
+  it("keeps a span's links its own: spans made without links share none, a link added goes on one span only", async () => {
+    const { close, telemetry } = await running({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" })
+    try {
+      const trace = telemetry.startCall({
+        method: "POST",
+        path: "/v1/chat/completions",
+        route: chatRoute,
+        headers: {},
+        requestId: "req_links",
+        scheme: "http"
+      })
+      const linked = Telemetry.child(trace, "linked")!
+      const plain = Telemetry.child(trace, "plain")!
+      linked.addLinks([{ span: trace.span, attributes: { why: "test" } }])
+      assert.strictEqual(linked.links.length, 1)
+      assert.strictEqual(plain.links.length, 0)
+      assert.strictEqual(trace.span.links.length, 0)
+      assert.strictEqual(Telemetry.child(trace, "later")!.links.length, 0)
+    } finally {
+      await close()
+    }
+  })
+
+  it("keeps no value of what a span wrapped once it ends: a span waiting for export holds none of the call", async () => {
+    const { close, telemetry } = await running({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" })
+    try {
+      const trace = telemetry.startCall({
+        method: "POST",
+        path: "/v1/chat/completions",
+        route: chatRoute,
+        headers: {},
+        requestId: "req_exit",
+        scheme: "http"
+      })
+      const held = { hold: "a large object of the call" }
+      let made: Telemetry.TraceSpan | undefined
+      const value = await Effect.runPromise(
+        trace.run(
+          Telemetry.span(trace, "hold", true)(Effect.map(Effect.currentSpan, (span) => {
+            made = span as Telemetry.TraceSpan
+            return held
+          }))
+        )
+      )
+      assert.strictEqual(value, held)
+      const status = made!.status
+      assert.strictEqual(status._tag, "Ended")
+      if (status._tag === "Ended") {
+        assert.strictEqual(status.exit._tag, "Success")
+        assert.notStrictEqual(Exit.isSuccess(status.exit) ? status.exit.value : undefined, held)
+      }
+    } finally {
+      await close()
+    }
+  })
+
   it("decides a ratio from the trace id, alike for every process of the trace", () => {
     const sampler = { name: "traceidratio", ratio: 0.25 } as const
     // The last 56 bits as a fraction: 0x00...: 0, 0x80...: 0.5.

@@ -46,6 +46,11 @@ export class Writer {
     this.view = new DataView(next.buffer)
   }
 
+  /** Starts over, keeping the buffer (grown to what the largest body needed). */
+  reset(): void {
+    this.length = 0
+  }
+
   /** The bytes written, as a view of the buffer (not copied). */
   finish(): Uint8Array {
     return this.buffer.subarray(0, this.length)
@@ -147,8 +152,8 @@ export class Writer {
     this.ensure(bytes)
     const buffer = this.buffer
     let at = this.length
-    for (let i = 0; i < bytes; i++) {
-      buffer[at++] = (nibble(hex.charCodeAt(i * 2)) << 4) | nibble(hex.charCodeAt(i * 2 + 1))
+    for (let i = 0; i < hex.length - 1; i += 2) {
+      buffer[at++] = (HEX[hex.charCodeAt(i)]! << 4) | HEX[hex.charCodeAt(i + 1)]!
     }
     this.length = at
   }
@@ -200,8 +205,13 @@ export class Writer {
   }
 }
 
-/** A hex digit's value (`0-9`, `a-f`, `A-F`): ids are written without a string per byte. */
-const nibble = (code: number): number => (code <= 57 ? code - 48 : (code | 0x20) - 87)
+/** A hex digit's value (`0-9`, `a-f`, `A-F`) by its character code, 0 for anything else: ids are written by lookup. */
+const HEX = (() => {
+  const table = new Uint8Array(65536)
+  for (let i = 0; i < 10; i++) table[48 + i] = i
+  for (let i = 0; i < 6; i++) table[65 + i] = table[97 + i] = 10 + i
+  return table
+})()
 
 const INT64_BOUND = 2 ** 63
 
@@ -445,8 +455,11 @@ export const tracesEncoder = <S>(origin: Origin, fields: (span: S) => SpanFields
     if (origin.scope.version !== undefined) scopeWriter.string(2, origin.scope.version)
   })
   const scope = scopeWriter.finish().slice()
+  // One buffer for every batch (batches are encoded one at a time, in the export's fiber), grown to the largest
+  // body: a batch costs one allocation, its body's exact size, not a fresh zeroed buffer sized for the worst case.
+  const w = new Writer(64 * 1024)
   return (spans: ReadonlyArray<S>): Uint8Array => {
-    const w = new Writer(1024 + spans.length * 768)
+    w.reset()
     const resourceSpans = w.begin(1)
     w.raw(resource)
     const scopeSpans = w.begin(2)
@@ -458,6 +471,7 @@ export const tracesEncoder = <S>(origin: Origin, fields: (span: S) => SpanFields
     }
     w.end(scopeSpans)
     w.end(resourceSpans)
-    return w.finish()
+    // A copy: the body may still be read (a request cut short by its timeout) when the next batch is written.
+    return w.finish().slice()
   }
 }

@@ -53,6 +53,9 @@ export interface SpanStatus {
 /** An event of a span: name, time (epoch ns) and attributes. @category models */
 export type SpanEvent = readonly [name: string, time: bigint, attributes: Record<string, unknown> | undefined]
 
+/** The links of a span made without any: shared, and replaced by a list of its own by `addLinks`. */
+const NO_LINKS: Array<Tracer.SpanLink> = []
+
 /**
  * A span of this module's tracer: Effect's `Tracer.Span`, plus the W3C
  * `tracestate` it carries, whether its parent is remote (a caller's), an
@@ -69,7 +72,7 @@ export class TraceSpan implements Tracer.Span {
   readonly spanId: string
   readonly parent: Option.Option<Tracer.AnySpan>
   readonly annotations: Context.Context<never>
-  readonly links: Array<Tracer.SpanLink>
+  links: Array<Tracer.SpanLink>
   readonly kind: Tracer.SpanKind
   readonly sampled: boolean
   /** The caller's `tracestate`, passed on as it came. */
@@ -137,6 +140,7 @@ export class TraceSpan implements Tracer.Span {
 
   addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {
     if (!this.recording) return
+    if (this.links === NO_LINKS) this.links = []
     for (const link of links) this.links.push(link)
   }
 
@@ -152,7 +156,15 @@ export class TraceSpan implements Tracer.Span {
 
   end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
     if (this.status._tag === "Ended") return
-    this.status = { _tag: "Ended", startTime: this.status.startTime, endTime, exit }
+    // A success is kept without its value: an ended span waits in the export's queue (up to a batch, or the
+    // schedule's delay), and the value of what it wrapped (a key, a permit, a hold) would wait with it, kept
+    // alive past the call into the old generation. Only a failure's cause is exported.
+    this.status = {
+      _tag: "Ended",
+      startTime: this.status.startTime,
+      endTime,
+      exit: exit._tag === "Success" ? Exit.void : exit
+    }
     if (this.sampled) this.onEnd(this)
   }
 }
@@ -400,7 +412,11 @@ export const span = (
       const made = child(trace, name)!
       return Effect.onExit(
         nested ? Effect.provideService(self, Tracer.ParentSpan, made) : self,
-        (exit) => Effect.sync(() => made.end(trace.now(), exit))
+        // Ended as the exit is seen (the finalizer runs once, at the exit): no effect made to end it.
+        (exit) => {
+          made.end(trace.now(), exit)
+          return Effect.void
+        }
       )
     })
 
@@ -448,7 +464,7 @@ export const child = (
     name,
     parent: Option.some(options?.parent ?? trace.span),
     annotations: Context.empty(),
-    links: [],
+    links: NO_LINKS,
     startTime: trace.now(),
     kind: options?.kind ?? "internal",
     root: false,
@@ -607,7 +623,7 @@ export const make = (
         traceId,
         parent,
         annotations: Context.empty(),
-        links: [],
+        links: NO_LINKS,
         startTime: clock.currentTimeNanosUnsafe(),
         kind: "server",
         sampled: shouldSample(settings.sampler, Option.getOrUndefined(parent), traceId),
@@ -684,11 +700,19 @@ const flagsOf = (span: TraceSpan): number => (span.sampled ? 0x01 : 0) | 0x100 |
 
 const MAX_MESSAGE = 1_024
 
+const NONE: Array<never> = []
+
+const UNSET: { code: 0 | 1 | 2; message?: string | undefined } = { code: 0 }
+
 const bounded = (text: string): string => text.length <= MAX_MESSAGE ? text : `${text.slice(0, MAX_MESSAGE)}…`
 
 /** What an ended span's exit says: its OTLP status, the `exception` events of its errors, whether it was interrupted. */
 const outcomeOf = (span: TraceSpan) => {
   const status = span.status as Extract<Tracer.SpanStatus, { _tag: "Ended" }>
+  // The usual span: ended by success, no status set: nothing to make but the answer.
+  if (span.explicitStatus === undefined && status.exit._tag === "Success") {
+    return { start: status.startTime, end: status.endTime, status: UNSET, exceptions: NONE, interrupted: false }
+  }
   const exceptions: Array<{ name: string; timeUnixNano: bigint; attributes: Array<[string, unknown]> }> = []
   let interrupted = false
   let otlpStatus: { code: 0 | 1 | 2; message?: string | undefined } = { code: 0 }
@@ -715,8 +739,6 @@ const outcomeOf = (span: TraceSpan) => {
   }
   return { start: status.startTime, end: status.endTime, status: otlpStatus, exceptions, interrupted }
 }
-
-const NONE: Array<never> = []
 
 /** An ended span as `OtlpProtobuf`'s writer takes it. @category otlp */
 export const spanFields = (span: TraceSpan): OtlpProtobuf.SpanFields => {
