@@ -12,10 +12,8 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { FakeUpstream, TEST_CREDENTIALS } from "@modelgate/fake-upstream"
 import { Effect } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
-import { existsSync } from "node:fs"
-import { join } from "node:path"
 import { toWebHandler, type WebHandler } from "../src/host/WebHandler.ts"
+import { type Served, serveOn } from "./support/Runtimes.ts"
 
 const KEY = "sk-embedded-alice-0000000000000000"
 const BROKE = "sk-embedded-broke-0000000000000000"
@@ -326,38 +324,15 @@ describe("the web handler", () => {
 
   for (const runtime of ["bun", "deno"] as const) {
     describe(`served by ${runtime}`, () => {
-      const binary = join(import.meta.dirname, "..", "node_modules", ".bin", runtime)
-      let child: ChildProcess | undefined
+      let served: Served | undefined
       let base = ""
       beforeAll(async () => {
-        if (!existsSync(binary)) throw new Error(`${binary} is missing: run pnpm install`)
-        const args = runtime === "bun"
-          ? ["test/fixtures/serve.ts"]
-          : ["run", "--allow-net", "--allow-env", "--allow-read", "test/fixtures/serve.ts"]
-        child = spawn(binary, args, {
-          cwd: join(import.meta.dirname, ".."),
-          env: {
-            ...process.env,
-            MODELGATE_EMBED_CONFIG: JSON.stringify(config(upstream.url, upstream.vertexKeyFile())),
-            NO_COLOR: "1"
-          },
-          stdio: ["ignore", "pipe", "pipe"]
+        served = await serveOn(runtime, {
+          MODELGATE_EMBED_CONFIG: JSON.stringify(config(upstream.url, upstream.vertexKeyFile()))
         })
-        let errors = ""
-        child.stderr!.on("data", (chunk) => errors += String(chunk))
-        base = await new Promise<string>((resolve, reject) => {
-          let out = ""
-          child!.stdout!.on("data", (chunk) => {
-            out += String(chunk)
-            const port = /listening (\d+)/.exec(out)?.[1]
-            if (port !== undefined) resolve(`http://127.0.0.1:${port}`)
-          })
-          child!.once("exit", (code) => reject(new Error(`${runtime} exited with ${code}: ${errors}`)))
-        })
+        base = served.base
       }, 60_000)
-      afterAll(() => {
-        child?.kill()
-      })
+      afterAll(() => served?.stop())
       contract(`the same checks over HTTP`, () => (path, init) => fetch(`${base}${path}`, init))
     })
   }

@@ -11,14 +11,12 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { FakeUpstream } from "@modelgate/fake-upstream"
 import { Effect, Tracer } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { existsSync } from "node:fs"
-import { join } from "node:path"
 import { toWebHandler } from "../src/host/WebHandler.ts"
 import type { Telemetry } from "../src/telemetry/Telemetry.ts"
-import { cloudChannels, cloudModels } from "./Clouds.test.ts"
+import { cloudChannels, cloudModels } from "./support/CloudChannels.ts"
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "./support/OtlpReceiver.ts"
+import { type Served, serveOn } from "./support/Runtimes.ts"
 
 const KEY = "sk-embedded-alice-0000000000000000"
 
@@ -362,42 +360,19 @@ describe("tracing in the web handler", () => {
 
   for (const runtime of ["bun", "deno"] as const) {
     describe(`served by ${runtime}, with the OTEL_* variables`, () => {
-      const binary = join(import.meta.dirname, "..", "node_modules", ".bin", runtime)
-      let child: ChildProcess | undefined
+      let served: Served | undefined
       let base = ""
       beforeAll(async () => {
-        if (!existsSync(binary)) throw new Error(`${binary} is missing: run pnpm install`)
-        const args = runtime === "bun"
-          ? ["test/fixtures/serve.ts"]
-          : ["run", "--allow-net", "--allow-env", "--allow-read", "test/fixtures/serve.ts"]
-        child = spawn(binary, args, {
-          cwd: join(import.meta.dirname, ".."),
-          env: {
-            ...process.env,
-            MODELGATE_EMBED_CONFIG: JSON.stringify(config(upstream.url)),
-            OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-            OTEL_EXPORTER_OTLP_PROTOCOL: runtime === "bun" ? "http/protobuf" : "http/json",
-            OTEL_BSP_SCHEDULE_DELAY: "20",
-            OTEL_SERVICE_NAME: `modelgate-${runtime}`,
-            NO_COLOR: "1"
-          },
-          stdio: ["ignore", "pipe", "pipe"]
+        served = await serveOn(runtime, {
+          MODELGATE_EMBED_CONFIG: JSON.stringify(config(upstream.url)),
+          OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+          OTEL_EXPORTER_OTLP_PROTOCOL: runtime === "bun" ? "http/protobuf" : "http/json",
+          OTEL_BSP_SCHEDULE_DELAY: "20",
+          OTEL_SERVICE_NAME: `modelgate-${runtime}`
         })
-        let errors = ""
-        child.stderr!.on("data", (chunk) => errors += String(chunk))
-        base = await new Promise<string>((resolve, reject) => {
-          let out = ""
-          child!.stdout!.on("data", (chunk) => {
-            out += String(chunk)
-            const port = /listening (\d+)/.exec(out)?.[1]
-            if (port !== undefined) resolve(`http://127.0.0.1:${port}`)
-          })
-          child!.once("exit", (code) => reject(new Error(`${runtime} exited with ${code}: ${errors}`)))
-        })
+        base = served.base
       }, 60_000)
-      afterAll(() => {
-        child?.kill()
-      })
+      afterAll(() => served?.stop())
 
       it("exports the call's server span, continuing the caller's trace", async () => {
         const trace = caller()
