@@ -139,6 +139,43 @@ describe("OtlpProtobuf", () => {
     assert.deepStrictEqual(decodeTraces(second).map((s) => [s.name, s.spanId]), [["second", "b7ad6b7169203331"]])
   })
 
+  it("sends spans written as they ended: each batch the spans since the last, a retry the same body", () => {
+    const encoded = new OtlpProtobuf.EncodedSpans(
+      OtlpProtobuf.tracesBody({ resource: { "service.name": "modelgate" }, scope: { name: "modelgate" } })
+    )
+    const long = "x".repeat(300)
+    const ends = Array.from(
+      { length: 5 },
+      (_, i) => encoded.append({ ...base, name: `span ${i}`, attributes: [["i", i], ["long", long]] })
+    )
+    const first = [ends[0]!, ends[1]!]
+    const body = encoded.take(first)
+    assert.strictEqual(encoded.take(first), body)
+    // A span that ends meanwhile waits behind the ones queued.
+    const late = encoded.append({ ...base, name: "late" })
+    const second = encoded.take([ends[2]!, ends[3]!, ends[4]!])
+    const third = encoded.take([late])
+    assert.deepStrictEqual(decodeTraces(body).map((s) => s.name), ["span 0", "span 1"])
+    assert.deepStrictEqual(decodeTraces(second).map((s) => [s.name, s.attributes["i"]]), [
+      ["span 2", 2],
+      ["span 3", 3],
+      ["span 4", 4]
+    ])
+    assert.strictEqual(decodeTraces(second)[0]!.attributes["long"], long)
+    assert.deepStrictEqual(decodeTraces(third).map((s) => s.name), ["late"])
+    assert.strictEqual(encoded.waiting, 0)
+    // A span that cannot be written leaves nothing behind.
+    const bad = {
+      ...base,
+      get name(): string {
+        throw new Error("no name")
+      }
+    }
+    assert.throws(() => encoded.append(bad))
+    assert.strictEqual(encoded.waiting, 0)
+    assert.deepStrictEqual(decodeTraces(encoded.take([encoded.append(base)])).map((s) => s.name), [base.name])
+  })
+
   it("reads trace and span ids in either case", () => {
     const [span] = decodeTraces(encode([{ ...base, traceId: base.traceId.toUpperCase(), spanId: "00F067AA0BA902B7" }]))
     assert.strictEqual(span!.traceId, base.traceId)

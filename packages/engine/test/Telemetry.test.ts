@@ -8,6 +8,8 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { setFlagsFromString } from "node:v8"
+import { runInNewContext } from "node:vm"
 import * as TelemetryConfig from "../src/config/TelemetryConfig.ts"
 import * as Telemetry from "../src/telemetry/Telemetry.ts"
 import type * as Routes from "../src/wire/Routes.ts"
@@ -268,6 +270,27 @@ describe("Telemetry", () => {
         assert.strictEqual(status.exit._tag, "Success")
         assert.notStrictEqual(Exit.isSuccess(status.exit) ? status.exit.value : undefined, held)
       }
+    } finally {
+      await close()
+    }
+  })
+
+  it("writes a span as it ends: no span of a call waits for its batch (protobuf)", async () => {
+    const { close, telemetry } = await running({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" })
+    try {
+      setFlagsFromString("--expose-gc")
+      const gc = runInNewContext("gc") as () => void
+      const refs: Array<WeakRef<object>> = []
+      await (async () => {
+        for (let i = 0; i < 3; i++) {
+          const { trace } = await serveOne(telemetry)
+          refs.push(new WeakRef(trace.span))
+        }
+      })()
+      await new Promise((resolve) => setTimeout(resolve, 0))
+      gc()
+      // The schedule is long: every span is still waiting for export, as bytes.
+      assert.deepStrictEqual(refs.map((ref) => ref.deref() === undefined), [true, true, true])
     } finally {
       await close()
     }

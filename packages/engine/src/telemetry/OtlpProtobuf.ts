@@ -197,6 +197,18 @@ export class Writer {
     this.buffer[i] = n
   }
 
+  /** The bytes from `start` to `end` written so far, as a view of the buffer (not copied). */
+  written(start: number, end: number): Uint8Array {
+    return this.buffer.subarray(start, end)
+  }
+
+  /** Forgets the first `count` bytes written, moving the rest to the front. */
+  shift(count: number): void {
+    if (count <= 0) return
+    this.buffer.copyWithin(0, count, this.length)
+    this.length -= count
+  }
+
   /** Raw bytes already encoded (a cached message). */
   raw(bytes: Uint8Array): void {
     this.ensure(bytes.length)
@@ -444,6 +456,54 @@ export interface Origin {
  * @category encoding
  */
 export const tracesEncoder = <S>(origin: Origin, fields: (span: S) => SpanFields) => {
+  const body = tracesBody(origin)
+  // One buffer for every batch, grown to the largest; each body is a copy of its exact size.
+  const w = new Writer(64 * 1024)
+  return (spans: ReadonlyArray<S>): Uint8Array => {
+    w.reset()
+    for (const s of spans) writeSpan(w, fields(s))
+    return body(w.finish())
+  }
+}
+
+/**
+ * One span appended to `w` as an element of `ScopeSpans.spans` (field 2):
+ * spans written one by one as they end, and sent later in one body by
+ * `tracesBody`.
+ *
+ * @category encoding
+ */
+export const writeSpan = (w: Writer, s: SpanFields): void => {
+  const at = w.begin(2)
+  span(w, s)
+  w.end(at)
+}
+
+const varintSize = (value: number): number => {
+  let size = 1
+  for (let n = value; n >= 0x80; n = Math.floor(n / 0x80)) size++
+  return size
+}
+
+const putVarint = (out: Uint8Array, at: number, value: number): number => {
+  let n = value
+  while (n >= 0x80) {
+    out[at++] = (n % 0x80) | 0x80
+    n = Math.floor(n / 0x80)
+  }
+  out[at++] = n
+  return at
+}
+
+/**
+ * A maker of `ExportTraceServiceRequest` bodies for one origin from spans
+ * already written by `writeSpan` (their bytes, one after the other): the
+ * resource and the scope are encoded once, and each body is one allocation
+ * of its exact size, the spans' bytes copied into it once.
+ *
+ * @category encoding
+ */
+export const tracesBody = (origin: Origin): (spans: Uint8Array) => Uint8Array => {
   const head = new Writer(256)
   head.message(1, () => {
     for (const key in origin.resource) keyValue(head, 1, key, origin.resource[key])
@@ -455,23 +515,85 @@ export const tracesEncoder = <S>(origin: Origin, fields: (span: S) => SpanFields
     if (origin.scope.version !== undefined) scopeWriter.string(2, origin.scope.version)
   })
   const scope = scopeWriter.finish().slice()
-  // One buffer for every batch (batches are encoded one at a time, in the export's fiber), grown to the largest
-  // body: a batch costs one allocation, its body's exact size, not a fresh zeroed buffer sized for the worst case.
-  const w = new Writer(64 * 1024)
-  return (spans: ReadonlyArray<S>): Uint8Array => {
-    w.reset()
-    const resourceSpans = w.begin(1)
-    w.raw(resource)
-    const scopeSpans = w.begin(2)
-    w.raw(scope)
-    for (const s of spans) {
-      const at = w.begin(2)
-      span(w, fields(s))
-      w.end(at)
+  return (spans) => {
+    const scopeSpans = scope.length + spans.length
+    const resourceSpans = resource.length + 1 + varintSize(scopeSpans) + scopeSpans
+    const out = new Uint8Array(1 + varintSize(resourceSpans) + resourceSpans)
+    // ExportTraceServiceRequest.resource_spans (1), ResourceSpans.scope_spans (2): length-delimited.
+    out[0] = 0x0a
+    let at = putVarint(out, 1, resourceSpans)
+    out.set(resource, at)
+    at += resource.length
+    out[at++] = 0x12
+    at = putVarint(out, at, scopeSpans)
+    out.set(scope, at)
+    at += scope.length
+    out.set(spans, at)
+    return out
+  }
+}
+
+/**
+ * Spans encoded as they end, waiting for export: their bytes one after the
+ * other in one buffer, each span known by where its bytes end (counted from
+ * the first span ever appended). An export's queue then holds numbers rather
+ * than span objects: a call's spans, their attributes and what those name
+ * are garbage as soon as the call is over, instead of waiting for their batch
+ * (up to `max_export_batch_size` spans, or the schedule's delay) and being
+ * carried into the old generation.
+ *
+ * Batches are taken in the order their spans were appended (the export's
+ * queue is first in, first out): a batch's body is every span from where
+ * the previous batch ended to its last one's end.
+ *
+ * @category encoding
+ */
+export class EncodedSpans {
+  private readonly w = new Writer(16 * 1024)
+  /** Where the buffer's first byte is, counted from the first span ever appended. */
+  private base = 0
+  /** Where the last batch taken ended. */
+  private taken = 0
+  private lastBatch: ReadonlyArray<number> | undefined = undefined
+  private lastBody: Uint8Array = new Uint8Array(0)
+  private readonly body: (spans: Uint8Array) => Uint8Array
+
+  constructor(body: (spans: Uint8Array) => Uint8Array) {
+    this.body = body
+  }
+
+  /** Appends a span and returns where it ends; a span that cannot be written leaves nothing behind (and throws). */
+  append(fields: SpanFields): number {
+    const before = this.w.length
+    try {
+      writeSpan(this.w, fields)
+    } catch (error) {
+      this.w.length = before
+      throw error
     }
-    w.end(scopeSpans)
-    w.end(resourceSpans)
-    // A copy: the body may still be read (a request cut short by its timeout) when the next batch is written.
-    return w.finish().slice()
+    return this.base + this.w.length
+  }
+
+  /**
+   * The body of a batch (the ends `append` returned, in order): the spans
+   * after the previous batch up to the batch's last. The same batch again (a
+   * retry) is the same body.
+   */
+  take(batch: ReadonlyArray<number>): Uint8Array {
+    if (batch === this.lastBatch) return this.lastBody
+    const end = Math.max(batch[batch.length - 1] ?? this.taken, this.taken)
+    const body = this.body(this.w.written(this.taken - this.base, end - this.base))
+    // What was taken is dropped: the spans appended since move to the front.
+    this.w.shift(end - this.base)
+    this.base = end
+    this.taken = end
+    this.lastBatch = batch
+    this.lastBody = body
+    return body
+  }
+
+  /** Bytes of spans waiting. */
+  get waiting(): number {
+    return this.w.length
   }
 }

@@ -22,7 +22,9 @@
  * which keep the W3C `tracestate`, can be renamed once the model is known
  * (the GenAI conventions name a call `{gen_ai.operation.name}
  * {gen_ai.request.model}`), and are exported when they end, if sampled, by
- * the bounded batch processor of `OtlpExport`.
+ * the bounded batch processor of `OtlpExport`: in protobuf (the default) a
+ * span is written into the export's buffer as it ends (`OtlpProtobuf.EncodedSpans`),
+ * so no span object outlives its call.
  *
  * @since 0.1.0
  */
@@ -55,6 +57,10 @@ export type SpanEvent = readonly [name: string, time: bigint, attributes: Record
 
 /** The links of a span made without any: shared, and replaced by a list of its own by `addLinks`. */
 const NO_LINKS: Array<Tracer.SpanLink> = []
+
+/** The attributes and events of a span that recorded none (an admission step's): shared, never written. */
+const NO_ATTRIBUTES: ReadonlyMap<string, unknown> = new OtlpProtobuf.Attributes()
+const NO_EVENTS: ReadonlyArray<SpanEvent> = []
 
 /**
  * A span of this module's tracer: Effect's `Tracer.Span`, plus the W3C
@@ -116,11 +122,11 @@ export class TraceSpan implements Tracer.Span {
   }
 
   get attributes(): ReadonlyMap<string, unknown> {
-    return this.attributeList ??= new OtlpProtobuf.Attributes()
+    return this.attributeList ?? NO_ATTRIBUTES
   }
 
   get events(): ReadonlyArray<SpanEvent> {
-    return this.eventList ?? []
+    return this.eventList ?? NO_EVENTS
   }
 
   /** Whether the span still records (sampled and not ended). */
@@ -207,14 +213,19 @@ export const ratioSampled = (traceId: string, ratio: number): boolean => {
   return parseInt(traceId.slice(-14), 16) / 2 ** 56 < ratio
 }
 
+/** A child span made by this module's tracer directly, without Effect's span options (`child`). */
+type Spawner = (name: string, parent: Tracer.AnySpan, kind: Tracer.SpanKind, startTime: bigint) => TraceSpan
+
+const spawners = new WeakMap<Tracer.Tracer, Spawner>()
+
 /**
  * An Effect `Tracer` whose spans are `TraceSpan`s sampled by `sampler`, and
  * handed to `onEnd` when a sampled one ends.
  *
  * @category tracers
  */
-export const makeTracer = (sampler: Sampler, onEnd: (span: TraceSpan) => void): Tracer.Tracer =>
-  Tracer.make({
+export const makeTracer = (sampler: Sampler, onEnd: (span: TraceSpan) => void): Tracer.Tracer => {
+  const tracer = Tracer.make({
     span(options) {
       const parent = Option.getOrUndefined(options.parent)
       const traceId = parent?.traceId ?? Hex.random(32)
@@ -235,6 +246,21 @@ export const makeTracer = (sampler: Sampler, onEnd: (span: TraceSpan) => void): 
       }, onEnd)
     }
   })
+  spawners.set(tracer, (name, parent, kind, startTime) =>
+    new TraceSpan({
+      name,
+      traceId: parent.traceId,
+      parent: Option.some(parent),
+      annotations: Context.empty(),
+      links: NO_LINKS,
+      startTime,
+      kind,
+      sampled: shouldSample(sampler, parent, parent.traceId),
+      traceState: parent instanceof TraceSpan ? parent.traceState : undefined,
+      remoteParent: parent._tag === "ExternalSpan"
+    }, onEnd))
+  return tracer
+}
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Calls
@@ -460,16 +486,19 @@ export const child = (
   }
 ): Tracer.Span | undefined => {
   if (trace === undefined) return undefined
-  const made = trace.tracer.span({
-    name,
-    parent: Option.some(options?.parent ?? trace.span),
-    annotations: Context.empty(),
-    links: NO_LINKS,
-    startTime: trace.now(),
-    kind: options?.kind ?? "internal",
-    root: false,
-    sampled: true
-  })
+  const spawn = spawners.get(trace.tracer)
+  const made = spawn !== undefined
+    ? spawn(name, options?.parent ?? trace.span, options?.kind ?? "internal", trace.now())
+    : trace.tracer.span({
+      name,
+      parent: Option.some(options?.parent ?? trace.span),
+      annotations: Context.empty(),
+      links: NO_LINKS,
+      startTime: trace.now(),
+      kind: options?.kind ?? "internal",
+      root: false,
+      sampled: true
+    })
   if (options?.attributes !== undefined) {
     for (const key in options.attributes) made.attribute(key, options.attributes[key])
   }
@@ -561,14 +590,6 @@ export const make = (
       name: "modelgate",
       ...(options.serviceVersion !== undefined ? { version: options.serviceVersion } : {})
     }
-    // Protobuf by this module's own writer (OtlpProtobuf: Effect's costs several times as much); JSON by Effect's.
-    const encode = traces.protocol === "http/protobuf"
-      ? protobufBody(resource, scope)
-      : jsonBody(
-        Context.get(yield* Layer.build(OtlpSerialization.layerJson), OtlpSerialization.OtlpSerialization),
-        resource,
-        scope
-      )
     const send = yield* OtlpExport.sender({
       url: traces.url,
       headers: Redacted.value(traces.headers),
@@ -577,21 +598,60 @@ export const make = (
     })
     const metrics = new OtlpExport.ExportMetrics("spans")
     const failed: OtlpExport.Outcome = { _tag: "Failed", retryable: false, retryAfterMs: undefined }
-    const batcher = yield* OtlpExport.batcher<TraceSpan>({
+    const guarded = (body: () => HttpBody.HttpBody) =>
+      Effect.suspend(() => send(body())).pipe(
+        Effect.catchDefect((defect) =>
+          Effect.as(Effect.logWarning("could not encode spans for export; dropped", defect), failed)
+        )
+      )
+    const batchOptions = {
       maxQueueSize: traces.maxQueueSize,
       maxExportBatchSize: traces.maxExportBatchSize,
       scheduleDelayMs: traces.scheduleDelayMs,
       exportTimeoutMs: traces.exportTimeoutMs,
       retryDelayMs: options.retryDelayMs,
-      metrics,
-      // Converting and encoding happen here, in the export's fiber, never when a span ends.
-      send: (spans) =>
-        Effect.suspend(() => send(encode(spans))).pipe(
-          Effect.catchDefect((defect) =>
-            Effect.as(Effect.logWarning("could not encode spans for export; dropped", defect), failed)
-          )
-        )
-    })
+      metrics
+    }
+    let onEnd: (span: TraceSpan) => void
+    let flush: Effect.Effect<void>
+    if (traces.protocol === "http/protobuf") {
+      // Protobuf by this module's own writer (OtlpProtobuf: Effect's costs several times as much), each span
+      // written as it ends: the queue holds where each span's bytes end, and the span itself is garbage with
+      // its call rather than waiting for its batch (which carried every sampled call's spans into the old
+      // generation).
+      const encoded = new OtlpProtobuf.EncodedSpans(protobufBody(resource, scope))
+      const batcher = yield* OtlpExport.batcher<number>({
+        ...batchOptions,
+        send: (ends) => guarded(() => HttpBody.uint8Array(encoded.take(ends), "application/x-protobuf"))
+      })
+      onEnd = (span) => {
+        // A full queue drops the span (counted by `push`): not written.
+        if (batcher.queued() >= traces.maxQueueSize) return batcher.push(0)
+        let end: number
+        try {
+          end = encoded.append(spanFields(span))
+        } catch {
+          // Never the call's failure: the span is lost, and counted.
+          metrics.dropped.add(["export_failed"])
+          return
+        }
+        batcher.push(end)
+      }
+      flush = batcher.flush
+    } else {
+      // JSON by Effect's serialization, converting and encoding in the export's fiber.
+      const serialization = Context.get(
+        yield* Layer.build(OtlpSerialization.layerJson),
+        OtlpSerialization.OtlpSerialization
+      )
+      const encode = jsonBody(serialization, resource, scope)
+      const batcher = yield* OtlpExport.batcher<TraceSpan>({
+        ...batchOptions,
+        send: (spans) => guarded(() => encode(spans))
+      })
+      onEnd = batcher.push
+      flush = batcher.flush
+    }
     const shown = new URL(traces.url)
     shown.username = ""
     shown.password = ""
@@ -605,7 +665,7 @@ export const make = (
         service: settings.serviceName
       })
     )
-    const tracer = makeTracer(settings.sampler, batcher.push)
+    const tracer = makeTracer(settings.sampler, onEnd)
     const startCall = (call: CallStart): CallTrace => {
       const remote = TraceContext.fromHeaders(call.headers)
       const traceId = remote?.traceId ?? Hex.random(32)
@@ -629,7 +689,7 @@ export const make = (
         sampled: shouldSample(settings.sampler, Option.getOrUndefined(parent), traceId),
         traceState: remote?.traceState,
         remoteParent: remote !== undefined
-      }, batcher.push)
+      }, onEnd)
       if (span.sampled) {
         span.attribute("http.request.method", method)
         if (method === "_OTHER") span.attribute("http.request.method_original", call.method)
@@ -643,7 +703,7 @@ export const make = (
       }
       return new CallTrace(span, tracer, clock, settings.captureContent)
     }
-    return { settings, tracer, metrics, startCall, flush: batcher.flush }
+    return { settings, tracer, metrics, startCall, flush }
   })
 
 /**
@@ -663,15 +723,13 @@ export const layer = (
 // ---------------------------------------------------------------------------------------------------------------------
 // OTLP
 
-/** A batch of spans as an OTLP/HTTP protobuf body, by `OtlpProtobuf`'s writer. */
+/** OTLP/HTTP protobuf bodies of spans already written (`OtlpProtobuf.EncodedSpans`), for this process's origin. */
 const protobufBody = (resource: OtlpResource.Resource, scope: OtlpProtobuf.Origin["scope"]) => {
   const attributes: Record<string, unknown> = {}
   for (const { key, value } of resource.attributes) {
     attributes[key] = value.stringValue ?? value.boolValue ?? value.intValue ?? value.doubleValue ?? undefined
   }
-  const encode = OtlpProtobuf.tracesEncoder({ resource: attributes, scope }, spanFields)
-  return (spans: ReadonlyArray<TraceSpan>): HttpBody.HttpBody =>
-    HttpBody.uint8Array(encode(spans), "application/x-protobuf")
+  return OtlpProtobuf.tracesBody({ resource: attributes, scope })
 }
 
 /** A batch of spans as an OTLP/JSON body, by Effect's `OtlpSerialization`. */
@@ -705,6 +763,8 @@ const NONE: Array<never> = []
 const UNSET: { code: 0 | 1 | 2; message?: string | undefined } = { code: 0 }
 
 const bounded = (text: string): string => text.length <= MAX_MESSAGE ? text : `${text.slice(0, MAX_MESSAGE)}…`
+
+const USUAL = { status: UNSET, exceptions: NONE, interrupted: false } as const
 
 /** What an ended span's exit says: its OTLP status, the `exception` events of its errors, whether it was interrupted. */
 const outcomeOf = (span: TraceSpan) => {
@@ -742,7 +802,9 @@ const outcomeOf = (span: TraceSpan) => {
 
 /** An ended span as `OtlpProtobuf`'s writer takes it. @category otlp */
 export const spanFields = (span: TraceSpan): OtlpProtobuf.SpanFields => {
-  const outcome = outcomeOf(span)
+  const ended = span.status as Extract<Tracer.SpanStatus, { _tag: "Ended" }>
+  // The usual span (ended by success, no status set) has nothing more to say: no outcome made for it.
+  const outcome = span.explicitStatus === undefined && ended.exit._tag === "Success" ? USUAL : outcomeOf(span)
   const attributes: Iterable<readonly [string, unknown]> = outcome.interrupted
     ? [...span.attributes.entries(), ["effect.fiber.interrupted", true] as const]
     : span.attributes
@@ -763,8 +825,8 @@ export const spanFields = (span: TraceSpan): OtlpProtobuf.SpanFields => {
     parentSpanId: Option.getOrUndefined(span.parent)?.spanId,
     name: span.name,
     kind: SPAN_KIND[span.kind],
-    startTimeUnixNano: outcome.start,
-    endTimeUnixNano: outcome.end,
+    startTimeUnixNano: ended.startTime,
+    endTimeUnixNano: ended.endTime,
     attributes,
     events,
     links: span.links.length === 0 ? NONE : span.links.map((link) => ({
