@@ -71,6 +71,27 @@ const shot = async (page: Page, name: string) => {
   })
 }
 
+/**
+ * Creates a key named `name` for `models` from the API keys page, as its
+ * owner would, and opens the Connect page with it picked: the key's secret,
+ * shown once.
+ */
+const createKeyAndConnect = async (page: Page, name: string, models: ReadonlyArray<string>): Promise<string> => {
+  await page.getByRole("link", { name: "API keys" }).click()
+  await page.getByRole("button", { name: "Create key" }).first().click()
+  const dialog = page.getByRole("dialog")
+  await dialog.getByLabel("Name").fill(name)
+  await dialog.getByLabel("Models").click()
+  for (const model of models) await page.getByRole("option", { name: model }).click()
+  await dialog.getByLabel("Name").click()
+  await dialog.getByRole("button", { name: "Create" }).click()
+  const secret = (await page.getByTestId("new-secret").textContent()) ?? ""
+  await page.getByRole("button", { name: "I have copied it" }).click()
+  await page.getByRole("link", { name: "Connect a client" }).click()
+  await page.getByTestId("connect-key-picker").waitFor()
+  return secret
+}
+
 /** A JSON request with the session's CSRF token, from inside the page. */
 const api = (page: Page, method: string, path: string, body?: unknown) =>
   page.evaluate(async ({ method, path, body }) => {
@@ -391,18 +412,7 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "operator" : `ope
   it("connects a client with a key and a model it may use: the pasted curl and openai snippets work", async () => {
     const { page, context } = await newPage()
     await signIn(page, gateway.url, ALICE)
-    await page.getByRole("link", { name: "API keys" }).click()
-    await page.getByRole("button", { name: "Create key" }).first().click()
-    const dialog = page.getByRole("dialog")
-    await dialog.getByLabel("Name").fill("connect-only-mini")
-    await dialog.getByLabel("Models").click()
-    await page.getByRole("option", { name: "gpt-4o-mini" }).click()
-    await dialog.getByLabel("Name").click()
-    await dialog.getByRole("button", { name: "Create" }).click()
-    const secret = (await page.getByTestId("new-secret").textContent()) ?? ""
-    await page.getByRole("button", { name: "I have copied it" }).click()
-    await page.getByRole("link", { name: "Connect a client" }).click()
-    await page.getByTestId("connect-key-picker").waitFor()
+    const secret = await createKeyAndConnect(page, "connect-only-mini", ["gpt-4o-mini"])
     assert.strictEqual(
       await page.getByTestId("connect-key-picker").inputValue(),
       `connect-only-mini (${secret.slice(0, 10)}…)`
@@ -458,19 +468,7 @@ describe.skipIf(missing !== undefined)(missing === undefined ? "operator" : `ope
       dir = mkdtempSync(join(tmpdir(), "modelgate-connect-"))
       ;({ page, context } = await newPage())
       await signIn(page, gateway.url, ALICE)
-      await page.getByRole("link", { name: "API keys" }).click()
-      await page.getByRole("button", { name: "Create key" }).first().click()
-      const dialog = page.getByRole("dialog")
-      await dialog.getByLabel("Name").fill("connect-clients")
-      await dialog.getByLabel("Models").click()
-      await page.getByRole("option", { name: "gpt-4o-mini" }).click()
-      await page.getByRole("option", { name: "gemini-2.5-flash" }).click()
-      await dialog.getByLabel("Name").click()
-      await dialog.getByRole("button", { name: "Create" }).click()
-      const secret = (await page.getByTestId("new-secret").textContent()) ?? ""
-      await page.getByRole("button", { name: "I have copied it" }).click()
-      await page.getByRole("link", { name: "Connect a client" }).click()
-      await page.getByTestId("connect-key-picker").waitFor()
+      const secret = await createKeyAndConnect(page, "connect-clients", ["gpt-4o-mini", "gemini-2.5-flash"])
       assert.strictEqual(await page.getByTestId("connect-model-picker").inputValue(), "gpt-4o-mini")
       // The second model the key may use, picked: every snippet follows.
       await page.getByTestId("connect-model-picker").click()
