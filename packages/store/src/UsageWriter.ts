@@ -469,10 +469,13 @@ export class UsageWriter extends Context.Service<UsageWriter, {
         /** Entries in the journal and not yet in the database; they come before everything in `buffer`. */
         let journaled = 0
 
+        // A full batch, or memory reaching the admission bound, starts a write at once: at the bound
+        // priced calls are refused until the database or the journal takes the queue, and the next
+        // tick may be far. Only the crossing wakes the writer, so an outage is not retried per call.
         const enqueue = (entry: Entry) =>
           Effect.sync(() => {
             buffer.push(entry)
-            if (buffer.length >= maxBatch) Deferred.doneUnsafe(wake, Exit.void)
+            if (buffer.length >= maxBatch || inMemory() === admitBelow) Deferred.doneUnsafe(wake, Exit.void)
           })
 
         // One batch at a time; uninterruptible so shutdown waits for a write in flight,

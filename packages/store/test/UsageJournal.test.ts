@@ -96,14 +96,19 @@ const writerIn = Effect.fnUntraced(
   function*(
     dir: string,
     name: string,
-    options: { readonly shutdownRetryMs?: number; readonly flushIntervalMs?: number } = {}
+    options: {
+      readonly shutdownRetryMs?: number
+      readonly flushIntervalMs?: number
+      readonly maxMemoryEntries?: number
+    } = {}
   ) {
     const scope = yield* Scope.make()
     const writer = yield* Layer.buildWithScope(
       UsageWriter.layerWith({
         flushIntervalMs: options.flushIntervalMs ?? 3_600_000,
         journal: { dir, name },
-        shutdownRetryMs: options.shutdownRetryMs
+        shutdownRetryMs: options.shutdownRetryMs,
+        maxMemoryEntries: options.maxMemoryEntries
       }),
       scope
     ).pipe(Effect.map((context) => Context.get(context, UsageWriter)))
@@ -263,6 +268,33 @@ describe.skipIf(postgresUrl === undefined)(
             charges: 7
           })
           yield* next.close
+        }))
+
+      it.effect("memory reaching the admission bound moves what is queued to the journal at once, not at the next tick", () =>
+        Effect.gen(function*() {
+          const proxy = yield* Proxy
+          const dir = yield* tempDir
+          const user = yield* userWith(1_000_000n)
+          // An hour between ticks: only the bound itself can start the move.
+          const { writer, close } = yield* writerIn(dir, "node-c", { maxMemoryEntries: 20 })
+          proxy.setDown(true)
+          // 9 calls, 18 entries: 90% of 20, where priced calls stop being admitted.
+          for (const entry of calls(user, "bound", 9, 1_000n)) yield* enqueue(writer, entry)
+          for (let i = 0; i < 250 && !writer.admitting(); i++) yield* Effect.sleep(20)
+          const state = yield* writer.state
+          assert.isTrue(state.admitting, "admitting again: the queue went to the journal, which works")
+          assert.strictEqual(state.memoryEntries, 0)
+          assert.isFalse(state.journalFailing)
+          assert.strictEqual(yield* writer.pending, 18, "every entry is on disk, waiting for the database")
+          proxy.setDown(false)
+          yield* writer.flush
+          assert.deepStrictEqual(yield* written(user), {
+            balance: 1_000_000n - 9_000n,
+            ledger: 1_000_000n - 9_000n,
+            records: 9,
+            charges: 9
+          })
+          yield* close
         }))
 
       it.effect("during an outage what is queued moves to the journal (a crash loses none of it), and is written once when the database is back", () =>
