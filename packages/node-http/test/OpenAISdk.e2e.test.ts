@@ -284,6 +284,24 @@ describe("openai SDK", () => {
     )
   })
 
+  it("a 502 after failover is not retried by the SDK (its default retries on): the gateway already tried every channel", async () => {
+    let requests = 0
+    const client = new OpenAI({
+      apiKey: KEY,
+      baseURL: `${gateway.url}/v1`,
+      fetch: (input, init) => {
+        requests++
+        return fetch(input, init)
+      }
+    })
+    const error = await expectError(
+      () => client.chat.completions.create({ model: "broken-model", messages: hello }),
+      { status: 502, code: "upstream_error", Class: OpenAI.InternalServerError }
+    )
+    assert.strictEqual(error.headers?.get("x-should-retry"), "false")
+    assert.strictEqual(requests, 1, "one request: without x-should-retry: false the SDK sends three")
+  })
+
   it("answers wrong paths with a JSON 404 that names the fix, and wrong methods with 405", async () => {
     await expectError(() => sdk(KEY, `${gateway.url}/v1/v1`).models.list(), {
       status: 404,

@@ -130,10 +130,11 @@ export const toResponse = (error: GatewayError.GatewayError): ErrorResponse => {
       return make(429, "rate_limit_exceeded", error.message, {
         headers: { "retry-after": retryAfter(error.retryAfterSeconds), "x-should-retry": "true" }
       })
+    // Said after failing over to every key and channel the gateway could try: a retry would do it all again.
     case "UpstreamUnavailable":
-      return make(502, "upstream_error", error.message)
+      return make(502, "upstream_error", error.message, { headers: NO_RETRY })
     case "UpstreamTimeout":
-      return make(504, "upstream_timeout", error.message)
+      return make(504, "upstream_timeout", error.message, { headers: NO_RETRY })
     case "UpstreamRejected": {
       const status = Number.isInteger(error.status) && error.status >= 400 && error.status <= 599 ? error.status : 400
       return make(status, error.code ?? "upstream_rejected", error.message, { param: error.param })
@@ -207,6 +208,9 @@ export const toResponsesResponse = (error: GatewayError.GatewayError): ErrorResp
       return toResponse(error)
   }
 }
+
+/** A failure the gateway already retried on every key and channel it could: the `openai` SDKs retry it no more. */
+const NO_RETRY: Readonly<Record<string, string>> = { "x-should-retry": "false" }
 
 /** A refusal a retry cannot change: no retry, and no wait before the retries a client makes all the same. */
 const FINAL: Readonly<Record<string, string>> = { "x-should-retry": "false", "retry-after": "0" }

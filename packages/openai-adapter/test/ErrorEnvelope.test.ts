@@ -78,8 +78,12 @@ const table: Array<[GatewayError.GatewayError, number, string, string, Record<st
     { "retry-after": "2", "x-should-retry": "true" },
     null
   ],
-  [new GatewayError.UpstreamUnavailable({ message: "m" }), 502, "api_error", "upstream_error", {}, null],
-  [new GatewayError.UpstreamTimeout({ message: "m" }), 504, "api_error", "upstream_timeout", {}, null],
+  [new GatewayError.UpstreamUnavailable({ message: "m" }), 502, "api_error", "upstream_error", {
+    "x-should-retry": "false"
+  }, null],
+  [new GatewayError.UpstreamTimeout({ message: "m" }), 504, "api_error", "upstream_timeout", {
+    "x-should-retry": "false"
+  }, null],
   [
     new GatewayError.UpstreamRejected({ message: "m", status: 422, code: "bad_schema", param: "tools" }),
     422,
