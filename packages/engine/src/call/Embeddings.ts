@@ -16,7 +16,11 @@
  * model in routing order, failing over on connection errors, timeouts, 5xx
  * and 429 up to `routing.max_attempts`, every attempt feeding its key's
  * breaker (refused credentials disable the key) and listed on the usage
- * record, the answer read within the channel's timeouts.
+ * record, the answer read within the channel's timeouts. An attempt sent in
+ * several requests (a model that takes fewer texts a request than were
+ * given) that fails at a later one has had its earlier ones answered, and
+ * billed by its upstream: the call is charged them however it ends
+ * (`Calls.AttemptLog.answeredParts`).
  *
  * @since 0.1.0
  */
