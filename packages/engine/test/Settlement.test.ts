@@ -62,6 +62,38 @@ describe("Settlement", () => {
     )
   })
 
+  it("plus adds two meterings of one call (each upstream's bill), reported only when both were", () => {
+    const parts: Settlement.Metered = { promptTokens: 9, completionTokens: 0, cachedTokens: 0, reported: true }
+    const served: Settlement.Metered = { promptTokens: 19, completionTokens: 0, cachedTokens: 0, reported: true }
+    assert.strictEqual(Settlement.plus(Settlement.nothing, served), served)
+    assert.strictEqual(Settlement.plus(parts, Settlement.nothing), parts)
+    assert.deepStrictEqual(Settlement.plus(parts, served), { ...parts, promptTokens: 28 })
+    const counted: Settlement.Metered = { ...parts, reported: false, usageRejected: "token_count: -1" }
+    const both = Settlement.plus(counted, { ...served, cacheWriteTokens: 2, reasoningTokens: 1 })
+    assert.deepStrictEqual(both, {
+      promptTokens: 28,
+      completionTokens: 0,
+      cachedTokens: 0,
+      cacheWriteTokens: 2,
+      reasoningTokens: 1,
+      reported: false,
+      usageRejected: "token_count: -1"
+    })
+    // Parts answered are an answer, charged as one; nothing consumed is not.
+    const leg: Settlement.Leg = {
+      channel: "c",
+      upstreamModel: "m",
+      dialectOut: "bedrock",
+      attempts: 1,
+      attemptLog: [{ channel: "c", keyHint: "…abcd", status: 500, errorCode: "UpstreamUnavailable", durationMs: 1 }]
+    }
+    assert.strictEqual(Settlement.chargeFor({ model, ratioMicros: 1_000_000n }, 1_000_000n, parts, leg), 9_000n)
+    assert.strictEqual(
+      Settlement.chargeFor({ model, ratioMicros: 1_000_000n }, 1_000_000n, Settlement.nothing, leg),
+      0n
+    )
+  })
+
   it.effect("a settlement given fractional and negative figures completes: charged as counts, recorded as UsageRejected, the hold released", () =>
     withStore((key) =>
       Effect.gen(function*() {

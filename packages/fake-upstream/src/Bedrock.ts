@@ -298,7 +298,9 @@ export const handleBedrock = async (
   const stream = match[2] === "converse-stream"
   const scenario = call.scenario
   if (match[2] === "count-tokens") return countTokens(res, modelId, call.body, headers)
-  if (match[2] === "invoke" && scenario.failStatus === undefined) return invoke(res, modelId, call.body, headers)
+  if (match[2] === "invoke" && scenario.failStatus === undefined) {
+    return invoke(res, modelId, call.body, headers, call.scenario.usage)
+  }
   if (scenario.failStatus !== undefined) {
     const [type, message] = FAILURES[scenario.failStatus] ??
       [
@@ -394,10 +396,17 @@ const COHERE_INPUT_TYPES = ["search_document", "search_query", "classification",
  * "dimensions", "normalize"}` -> `{"embedding", "inputTextTokenCount"}`) and
  * Cohere Embed v3 (`{"texts", "input_type", "truncate", "embedding_types"}` ->
  * `{"embeddings", "id", "response_type", "texts"}`). Every answer says its input
- * tokens in `X-Amzn-Bedrock-Input-Token-Count`, as Bedrock's do. Other models
+ * tokens in `X-Amzn-Bedrock-Input-Token-Count`, as Bedrock's do (and Titan's
+ * body in `inputTextTokenCount`), unless the scenario omits usage. Other models
  * are chat models here: `InvokeModel` with an embeddings body is refused.
  */
-const invoke = (res: ServerResponse, modelId: string, raw: Buffer, headers: OutgoingHttpHeaders): void => {
+const invoke = (
+  res: ServerResponse,
+  modelId: string,
+  raw: Buffer,
+  headers: OutgoingHttpHeaders,
+  usage: boolean
+): void => {
   let body: unknown
   try {
     body = JSON.parse(raw.toString("utf8"))
@@ -407,12 +416,14 @@ const invoke = (res: ServerResponse, modelId: string, raw: Buffer, headers: Outg
     }, headers)
   }
   if (!isRecord(body)) return malformed(res, "#: expected type: JSONObject", headers)
-  const answer = (json: unknown, tokens: number) =>
-    sendJson(res, 200, JSON.stringify(json), {
+  const answer = (json: Record<string, unknown>, tokens: number) => {
+    if (!usage) delete json.inputTextTokenCount
+    return sendJson(res, 200, JSON.stringify(json), {
       ...headers,
-      "x-amzn-bedrock-input-token-count": String(tokens),
+      ...(usage ? { "x-amzn-bedrock-input-token-count": String(tokens) } : {}),
       "x-amzn-bedrock-invocation-latency": "42"
     })
+  }
   if (modelId.includes("amazon.titan-embed-text-v2")) {
     for (const key of Object.keys(body)) {
       if (!["inputText", "dimensions", "normalize", "embeddingTypes"].includes(key)) {

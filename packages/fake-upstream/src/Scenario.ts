@@ -11,6 +11,10 @@
  *                    `x-fake-tool-call` in a name, for gateways whose channel headers are secrets
  *   slow / slow-N    delay the first byte by `slowMs` (default 1000) / N ms
  *   fail-NNN         fail with HTTP status NNN in the dialect's error envelope
+ *
+ * Header only: `x-fake-fail-on: TEXT` fails only the requests whose body
+ * contains TEXT (with `x-fake-fail`'s status, 500 by default): one request of
+ * several a call is sent in (an embeddings model that takes one text a request).
  *   cut-N            stream N content chunks, then kill the connection
  *   stall-N          stream N content chunks, then stall forever
  *   chunks-NxB       N content chunks of B bytes each
@@ -41,6 +45,8 @@ export interface Scenario {
   readonly toolCall: boolean | string
   readonly delayFirstMs: number
   readonly failStatus: number | undefined
+  /** Fail (`failStatus`, 500 by default) only a request whose body contains this text. */
+  readonly failOn: string | undefined
   readonly cutAfter: number | undefined
   readonly cutMode: CutMode
   readonly stallAfter: number | undefined
@@ -181,6 +187,8 @@ const fromHeaders = (headers: IncomingHttpHeaders, s: Mutable): void => {
   if (delay !== undefined) s.delayFirstMs = delay
   const fail = header(headers, "x-fake-fail")
   if (fail !== undefined) s.failStatus = status(fail)
+  const failOn = header(headers, "x-fake-fail-on")
+  if (failOn !== undefined && failOn !== "") s.failOn = failOn
   const cut = int(header(headers, "x-fake-cut-after"), MAX_CHUNKS)
   if (cut !== undefined) s.cutAfter = cut
   const cutMode = header(headers, "x-fake-cut-mode")
@@ -218,12 +226,15 @@ const hasFakeHeader = (headers: IncomingHttpHeaders): boolean => {
 export const resolveScenario = (
   model: string,
   headers: IncomingHttpHeaders,
-  defaults: ScenarioDefaults
+  defaults: ScenarioDefaults,
+  /** The request's body as text (for `x-fake-fail-on`). */
+  body = ""
 ): Scenario => {
   const s: Mutable = {
     toolCall: false,
     delayFirstMs: 0,
     failStatus: undefined,
+    failOn: undefined,
     cutAfter: undefined,
     cutMode: "close",
     stallAfter: undefined,
@@ -240,5 +251,6 @@ export const resolveScenario = (
   }
   fromModel(model, s, defaults)
   if (hasFakeHeader(headers)) fromHeaders(headers, s)
+  if (s.failOn !== undefined) s.failStatus = body.includes(s.failOn) ? s.failStatus ?? 500 : undefined
   return s
 }

@@ -102,6 +102,8 @@ export interface FakeUpstreamOptions {
 export interface FakeControls {
   /** `x-fake-fail`: answer with this status (400-599) in the dialect's envelope. */
   readonly fail?: number | undefined
+  /** `x-fake-fail-on`: fail only the requests whose body contains this text. */
+  readonly failOn?: string | undefined
   /** `x-fake-delay-first-ms`. */
   readonly delayFirstMs?: number | undefined
   /** `x-fake-cut-after`. */
@@ -127,6 +129,7 @@ export interface FakeControls {
 const controlHeadersOf = (controls: FakeControls): IncomingHttpHeaders | undefined => {
   const headers: IncomingHttpHeaders = {}
   if (controls.fail !== undefined) headers["x-fake-fail"] = String(controls.fail)
+  if (controls.failOn !== undefined) headers["x-fake-fail-on"] = controls.failOn
   if (controls.delayFirstMs !== undefined) headers["x-fake-delay-first-ms"] = String(controls.delayFirstMs)
   if (controls.cutAfter !== undefined) headers["x-fake-cut-after"] = String(controls.cutAfter)
   if (controls.cutMode !== undefined) headers["x-fake-cut-mode"] = controls.cutMode
@@ -401,11 +404,13 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
     const r = route(method, path, req.headers)
 
     let body: unknown = undefined
+    let bodyText = ""
     let bodyError = false
     if (method !== "GET" && method !== "HEAD") {
       const raw = await readBody(req)
       if (raw !== undefined) {
         const text = raw.toString("utf8")
+        bodyText = text
         try {
           body = JSON.parse(text)
         } catch {
@@ -439,7 +444,8 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
     const scenario = resolveScenario(
       model,
       controlHeaders === undefined ? req.headers : { ...controlHeaders, ...req.headers },
-      defaults
+      defaults,
+      bodyText
     )
     const wait = defaults.latencyMs + scenario.delayFirstMs
     if (wait > 0) {
@@ -535,8 +541,9 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
     const raw = (await readBody(req)) ?? Buffer.alloc(0)
     const bedrock = isBedrockPath(path)
     let body: unknown = undefined
+    let text = ""
     if (raw.length > 0) {
-      const text = raw.toString("utf8")
+      text = raw.toString("utf8")
       try {
         body = path === TOKEN_PATH ? text : JSON.parse(text)
       } catch {
@@ -559,7 +566,8 @@ export const startFakeUpstream = (options: FakeUpstreamOptions = {}): Promise<Fa
     const scenario = resolveScenario(
       model,
       controlHeaders === undefined ? req.headers : { ...controlHeaders, ...req.headers },
-      defaults
+      defaults,
+      text
     )
     const wait = defaults.latencyMs + scenario.delayFirstMs
     if (wait > 0) {

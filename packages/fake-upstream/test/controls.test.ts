@@ -40,6 +40,24 @@ describe("behaviour controls", () => {
     assert.strictEqual((await byModel.json()).error.type, "server_error")
   })
 
+  it("x-fake-fail-on fails only the requests whose body holds its text, 500 unless x-fake-fail says", async () => {
+    const on = { ...auth, "x-fake-fail-on": "the third text" }
+    const third = chat("gpt-4o-mini", { messages: [{ role: "user", content: "and the third text" }] })
+    assert.strictEqual((await postJson(url, chat(), on)).status, 200)
+    const failed = await postJson(url, third, on)
+    assert.strictEqual(failed.status, 500)
+    assert.strictEqual((await failed.json()).error.type, "server_error")
+    assert.strictEqual((await postJson(url, third, { ...on, "x-fake-fail": "503" })).status, 503)
+    assert.strictEqual((await postJson(url, chat(), { ...on, "x-fake-fail": "503" })).status, 200)
+    server.setControls({ failOn: "the third text" })
+    try {
+      assert.strictEqual((await postJson(url, third, auth)).status, 500)
+      assert.strictEqual((await postJson(url, chat(), auth)).status, 200)
+    } finally {
+      server.setControls({})
+    }
+  })
+
   it("x-fake-delay-first-ms delays the headers", async () => {
     const started = performance.now()
     const res = await postJson(url, chat(), { ...auth, "x-fake-delay-first-ms": "150" })

@@ -350,7 +350,7 @@ const embeddingsClient: Core.ClientEmbeddings = {
       const requests = yield* embedRequests(operation, body)
       const model = hints.model ?? ""
       let tokens = 0
-      for (const request of requests) tokens += Math.ceil(Tokens.utf8Length(textOf(request)) / 4)
+      for (const request of requests) tokens += Tokens.embedTextTokens(textOf(request))
       return {
         model,
         tokens,

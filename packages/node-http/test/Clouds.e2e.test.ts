@@ -32,6 +32,13 @@ const MODELS = ["gemini-vertex", "claude-vertex", "claude-bedrock", "nova-bedroc
 /** Embedding models: Gemini's on Vertex (`:predict`), Titan and Cohere on Bedrock (`InvokeModel`). */
 const EMBEDDERS = ["embed-vertex", "titan-bedrock", "cohere-bedrock"] as const
 
+/** Titan on Bedrock, whose third request (of three texts) fails: alone (`titan-parts`), or failing over to another channel. */
+const PARTS = ["titan-parts", "titan-failover"] as const
+const FAIL = "zzfailpartzz"
+const PART_TEXTS = ["The quick brown fox", "jumps over the lazy dog", `and ${FAIL}`]
+/** The tokens Bedrock (the fake: a quarter of the characters, rounded up) counts for the texts. */
+const tokensOf = (texts: ReadonlyArray<string>) => texts.reduce((n, text) => n + Math.ceil(text.length / 4), 0)
+
 let gateway: TestGateway
 let calls = 0
 
@@ -65,11 +72,26 @@ beforeAll(async () => {
         region: "us-east-1",
         access_key_id: TEST_CREDENTIALS.accessKeyId,
         secret_access_key: TEST_CREDENTIALS.secretAccessKey,
-        models: ["claude-bedrock", "titan-bedrock"],
+        models: ["claude-bedrock", "titan-bedrock", "titan-failover"],
         model_map: {
           "claude-bedrock": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-          "titan-bedrock": "amazon.titan-embed-text-v2:0"
+          "titan-bedrock": "amazon.titan-embed-text-v2:0",
+          "titan-failover": "amazon.titan-embed-text-v2:0"
         }
+      },
+      {
+        // Fails the one request (of the several an embeddings call is sent in) whose text holds `FAIL`.
+        name: "bedrock-failing",
+        type: "bedrock",
+        base_url: upstream,
+        headers: { "x-fake-fail-on": FAIL },
+        priority: 10,
+        breaker: { consecutive_failures: 1000 },
+        region: "us-east-1",
+        access_key_id: TEST_CREDENTIALS.accessKeyId,
+        secret_access_key: TEST_CREDENTIALS.secretAccessKey,
+        models: ["titan-parts", "titan-failover"],
+        model_map: { "titan-parts": "amazon.titan-embed-text-v2:0", "titan-failover": "amazon.titan-embed-text-v2:0" }
       },
       {
         name: "bedrock-api-key",
@@ -84,7 +106,7 @@ beforeAll(async () => {
     ],
     models: {
       ...Object.fromEntries(MODELS.map((model) => [model, PRICE])),
-      ...Object.fromEntries(EMBEDDERS.map((model) => [model, { ...PRICE, embedding: true }]))
+      ...Object.fromEntries([...EMBEDDERS, ...PARTS].map((model) => [model, { ...PRICE, embedding: true }]))
     },
     users: [{ name: "cloe", balance: 100, keys: [{ name: "k", secret: KEY }] }]
   }))
@@ -261,9 +283,41 @@ describe("token counts on Bedrock, from the SDKs", () => {
   })
 })
 
+describe("Titan embeddings whose third request fails", () => {
+  it("a 502 charged the two texts answered before it; failover charged both upstreams' bills", async () => {
+    const failed = await openai().embeddings.create({ model: "titan-parts", input: PART_TEXTS }).catch((e) => e)
+    calls++
+    assert.instanceOf(failed, OpenAI.APIError)
+    assert.strictEqual((failed as InstanceType<typeof OpenAI.APIError>).status, 502)
+    const words = `2 of 3 texts were answered (and billed by the upstream) before attempt 1 failed: charged ${
+      tokensOf(PART_TEXTS.slice(0, 2))
+    } tokens for them.`
+    assert.include((failed as Error).message, words)
+    const served = await openai().embeddings.create({
+      model: "titan-failover",
+      input: PART_TEXTS,
+      encoding_format: "float"
+    })
+    calls++
+    assert.strictEqual(served.data.length, 3)
+    assert.strictEqual(served.usage.prompt_tokens, tokensOf(PART_TEXTS))
+    let notes: ReadonlyArray<unknown> = []
+    for (let i = 0; i < 200 && notes.length < PARTS.length; i++) {
+      notes = await runSql(gateway.database, (sql) =>
+        Effect.map(
+          sql`SELECT note FROM usage_records WHERE model IN ('titan-parts', 'titan-failover')`,
+          (rows) => rows.map((row) => row.note)
+        ))
+      if (notes.length < PARTS.length) await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    assert.strictEqual(notes.length, PARTS.length)
+    for (const note of notes) assert.include(note as string, words)
+  })
+})
+
 describe("the books", () => {
   it("one usage record per call, each charged its tokens at the operator's prices, the balance down by their sum", async () => {
-    assert.strictEqual(calls, MODELS.length * 8 + EMBEDDERS.length * 2)
+    assert.strictEqual(calls, MODELS.length * 8 + EMBEDDERS.length * 2 + PARTS.length)
     const books = await settledBooks(gateway.database, "cloe")
     interface Row {
       readonly model: string
@@ -296,7 +350,11 @@ describe("the books", () => {
     assert.strictEqual(records.length, calls)
     let spent = 0n
     for (const record of records) {
-      assert.strictEqual(record.status, 200, `${record.model} on ${record.channel}`)
+      assert.strictEqual(
+        record.status,
+        record.model === "titan-parts" ? 502 : 200,
+        `${record.model} on ${record.channel}`
+      )
       assert.isTrue(record.reported, `${record.model}: the upstream's own usage`)
       assert.isAbove(record.prompt, 0)
       assert.strictEqual(record.cost, BigInt(record.prompt) * 1_000n + BigInt(record.completion) * 2_000n)
@@ -308,6 +366,13 @@ describe("the books", () => {
       assert.strictEqual(made.length, 2, model)
       for (const record of made) assert.strictEqual(record.completion, 0, model)
     }
+    // The texts answered before the third failed are charged: alone, and with the serving attempt's.
+    const answered = tokensOf(PART_TEXTS.slice(0, 2))
+    assert.deepStrictEqual(records.filter((r) => r.model === "titan-parts").map((r) => r.prompt), [answered])
+    assert.deepStrictEqual(
+      records.filter((r) => r.model === "titan-failover").map((r) => [r.channel, r.prompt]),
+      [["bedrock", tokensOf(PART_TEXTS) + answered]]
+    )
     assert.strictEqual(books.balance, 100_000_000_000n - spent)
     assert.strictEqual(books.balance, books.ledger)
   })

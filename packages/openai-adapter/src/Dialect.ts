@@ -215,7 +215,7 @@ const decodeEmbeddings = (text: string): Effect.Effect<Core.EmbedCall, GatewayEr
       for (const ids of input as ReadonlyArray<ReadonlyArray<number>>) tokens += ids.length
     } else return bad()
   } else return bad()
-  for (const item of inputs) tokens += Math.ceil(Tokens.utf8Length(item) / 4)
+  for (const item of inputs) tokens += Tokens.embedTextTokens(item)
   const dimensions = body.dimensions
   if (
     dimensions !== undefined && dimensions !== null &&

@@ -87,6 +87,15 @@ export const utf8Length = (text: string): number => {
 }
 
 /**
+ * The local count of a text's tokens for an embeddings call (a quarter of its
+ * UTF-8 bytes, rounded up): what the call's rate limit admits it on, and what
+ * it is billed when its upstream reports none.
+ *
+ * @category counting
+ */
+export const embedTextTokens = (text: string): number => Math.ceil(utf8Length(text) / 4)
+
+/**
  * A typical-case estimate of the tokens in generated text (about four
  * characters per token), used only when an upstream reports no usage.
  *

@@ -17,7 +17,7 @@ import {
   type Catalog,
   type Dialect,
   type Domain,
-  type GatewayError,
+  GatewayError,
   Pricing,
   type RateLimiter
 } from "@modelgate/core"
@@ -28,6 +28,25 @@ import * as Telemetry from "../telemetry/Telemetry.ts"
 import type * as Failover from "./Failover.ts"
 import * as RateLimits from "./RateLimits.ts"
 import type * as Refusals from "./Refusals.ts"
+
+/**
+ * The parts of a failed attempt its upstream answered, and billed, before the
+ * attempt failed: an embeddings attempt sent in several requests (a model
+ * that takes one text a request), whose later request failed. The call is
+ * charged them however it ends (`AttemptLog.consumed`).
+ *
+ * @category models
+ */
+export interface AnsweredParts {
+  /** The attempt's number in the call (1: its first). */
+  readonly attempt: number
+  /** How many of the attempt's texts were answered before it failed. */
+  readonly answered: number
+  /** How many texts the attempt was sent. */
+  readonly of: number
+  /** What the answered parts consumed: the tokens they reported, else the local count of their texts. */
+  readonly metered: Settlement.Metered
+}
 
 /**
  * The attempts of one call as its usage record lists them, where its last
@@ -43,6 +62,8 @@ export class AttemptLog {
   ttfbMs: number | null = null
   /** The client left while an attempt was under way, which goes on and settles the call itself (`ClientGone`). */
   carriedOn = false
+  /** The parts of failed attempts their upstreams answered (and billed) before they failed, in order. */
+  readonly answeredParts: Array<AnsweredParts> = []
   private channel: string | undefined
   private upstreamModel = ""
   private dialectOut: Domain.WireDialect = "openai"
@@ -61,6 +82,42 @@ export class AttemptLog {
     this.notes = notes
   }
 
+  /**
+   * What the parts of failed attempts their upstreams answered consumed
+   * (`Settlement.nothing` when there are none): the call is charged it
+   * however it ends, with what served it when something did.
+   */
+  consumed(): Settlement.Metered {
+    let metered = Settlement.nothing
+    for (const parts of this.answeredParts) metered = Settlement.plus(metered, parts.metered)
+    return metered
+  }
+
+  /**
+   * What the usage record and the caller are told of the answered parts
+   * charged (`consumed`), or undefined when there are none: "2 of 3 texts
+   * were answered (and billed by the upstream) before attempt 1 failed:
+   * charged 8 tokens for them."
+   */
+  answeredNote(): string | undefined {
+    const [first, ...rest] = this.answeredParts
+    if (first === undefined) return undefined
+    const consumed = this.consumed()
+    const tokens = consumed.promptTokens + consumed.completionTokens
+    const others = rest.map((parts) => `, ${parts.answered} of ${parts.of} before attempt ${parts.attempt} failed`)
+    return `${first.answered} of ${first.of} texts were answered (and billed by the upstream) before attempt ${first.attempt} failed${
+      others.join("")
+    }: charged ${tokens} tokens for them${consumed.reported ? "" : " (counted here: the upstream reported none)"}.`
+  }
+
+  /** `error` as its caller is told it: with `answeredNote` when parts of failed attempts were charged. */
+  explained(error: GatewayError.GatewayError): GatewayError.GatewayError {
+    const note = this.answeredNote()
+    return note === undefined
+      ? error
+      : GatewayError.mapText(error, (text, field) => field === "message" ? `${text} ${note}` : text)
+  }
+
   /** Where the call went, for its settlement (undefined: no attempt was made). */
   leg(): Settlement.Leg | undefined {
     if (this.channel === undefined) return undefined
@@ -71,7 +128,9 @@ export class AttemptLog {
       attempts: this.tried.length,
       attemptLog: this.tried
     }
-    return this.notes === undefined ? leg : { ...leg, notes: this.notes }
+    const answered = this.answeredNote()
+    const notes = answered === undefined ? this.notes : [...this.notes ?? [], answered]
+    return notes === undefined ? leg : { ...leg, notes }
   }
 }
 
@@ -117,7 +176,10 @@ export interface Admitted {
  * Runs a billed call (chat, embeddings): `ask` admitted and its worst case
  * (`bounds`) held, then `serve`d. A failure of `serve` (or its interruption)
  * settles the call for nothing, with the status its client got and the
- * attempts made; `serve` settles a success itself (a stream, when it ends).
+ * attempts made, except the parts of failed attempts their upstreams answered
+ * (and billed), which it is charged and its caller told of
+ * (`AttemptLog.consumed`, `explained`); `serve` settles a success itself (a
+ * stream, when it ends), and charges those parts with it.
  * `admitting` is the call's record while it is admitted: run under
  * `Refusals.logged`, a call refused before its hold is logged.
  *
@@ -158,12 +220,13 @@ export const billed = Effect.fnUntraced(function*<A, R>(
   admitting.opened = true
   const log = new AttemptLog()
   return yield* serve({ route, model, permit, settlement, log }).pipe(
+    Effect.mapError((error) => log.explained(error)),
     // Admission above ran uninterruptibly (see `Settlement.interruptible`); the attempts can be cut.
     Settlement.interruptible,
     Effect.onExit((exit) =>
       Exit.isSuccess(exit) || log.carriedOn
         ? Effect.void
-        : settlement.finish(Settlement.nothing, failed(exit, ask.client, log), log.leg())
+        : settlement.finish(log.consumed(), failed(exit, ask.client, log), log.leg())
     )
   )
 })

@@ -9,7 +9,8 @@
  *   `max_answer_bytes` and the channel's timeouts; the call is settled for
  *   the answer's usage, as client-closed (499 `ClientClosed`). No other
  *   attempt is made for a client that is gone: an attempt that fails then
- *   costs nothing.
+ *   costs nothing (but the parts of it its upstream answered, for an
+ *   embeddings attempt sent in several requests).
  * - A stream: the upstream is cancelled at once (the request is interrupted,
  *   as before), and the call is charged its prompt (the call's estimate) when
  *   the upstream had accepted the request (its answer's headers came), as a
@@ -105,7 +106,8 @@ const streamAttempt = <R>(
  * `Settlement.Settlements`), so it goes on when the client leaves. When it
  * succeeds after its client left, `settle` settles the call from its answer
  * (a chat answer settles itself: `answeredOutcome`); when it fails then, the
- * call is settled for nothing. Either way as client-closed, and the call's
+ * call is settled for nothing but the parts of failed attempts their
+ * upstreams answered (`AttemptLog.consumed`). Either way as client-closed, and the call's
  * own ending (`Calls.billed`) leaves it (`AttemptLog.carriedOn`). Used by
  * every non-stream call kind that is billed (chat, embeddings).
  *
@@ -127,7 +129,8 @@ export const outliving = <A, R>(
         record.errorCode = failure.error._tag
         record.errorMessage = Settlement.messageOf(failure.error)
       }
-      return call.settlement.finish(Settlement.nothing, closed, call.log.leg())
+      // Nothing for the attempt; parts of failed attempts their upstreams answered are charged all the same.
+      return call.settlement.finish(call.log.consumed(), closed, call.log.leg())
     })
     const fiber = yield* settlements.fork(settled)
     return yield* Fiber.join(fiber).pipe(

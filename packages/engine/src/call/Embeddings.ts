@@ -16,13 +16,17 @@
  * model in routing order, failing over on connection errors, timeouts, 5xx
  * and 429 up to `routing.max_attempts`, every attempt feeding its key's
  * breaker (refused credentials disable the key) and listed on the usage
- * record, the answer read within the channel's timeouts.
+ * record, the answer read within the channel's timeouts. An attempt sent in
+ * several requests (a model that takes fewer texts a request than were
+ * given) that fails at a later one has had its earlier ones answered, and
+ * billed by its upstream: the call is charged them however it ends
+ * (`Calls.AttemptLog.answeredParts`).
  *
  * @since 0.1.0
  */
 import { type Canonical, type Dialect, Domain, GatewayError, Tokens } from "@modelgate/core"
 import { Clock, Effect } from "effect"
-import type * as Settlement from "../money/Settlement.ts"
+import * as Settlement from "../money/Settlement.ts"
 import type * as Telemetry from "../telemetry/Telemetry.ts"
 import * as Exchange from "../wire/Exchange.ts"
 import type * as Upstream from "../wire/Upstream.ts"
@@ -117,8 +121,21 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
               )
               return { body: relayed.body, promptTokens: relayed.promptTokens, usageRejected: relayed.usageRejected }
             }
-            const decoded = yield* translatedAnswer(make, translated!, upstreamModel, channel.name, (body) =>
-              Failover.exchangeAnswer(target, upstream, url, body, at, record))
+            const decoded = yield* translatedAnswer(
+              make,
+              translated!,
+              upstreamModel,
+              channel.name,
+              (body) => Failover.exchangeAnswer(target, upstream, url, body, at, record),
+              // Parts answered before a later one failed: billed by the upstream, charged with the call.
+              (answered, metered) =>
+                log.answeredParts.push({
+                  attempt: log.tried.indexOf(record) + 1,
+                  answered,
+                  of: translated!.inputs.length,
+                  metered
+                })
+            )
             return {
               body: JSON.stringify(embeddings.encode(decoded, call, model.id)),
               promptTokens: decoded.promptTokens,
@@ -140,12 +157,17 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
               record,
               attempt(target, at, record),
               (answer) =>
-                settlement.finish(meteredOf(answer, call.tokens), ClientGone.closed, log.leg())
+                settlement.finish(
+                  Settlement.plus(log.consumed(), meteredOf(answer, call.tokens)),
+                  ClientGone.closed,
+                  log.leg()
+                )
             )
         })
         log.ttfbMs = (yield* Clock.currentTimeMillis) - startedAt
+        // Each upstream's bill: the answer's, and the parts of failed attempts answered before it.
         yield* settlement.finish(
-          meteredOf(answer, call.tokens),
+          Settlement.plus(log.consumed(), meteredOf(answer, call.tokens)),
           { status: 200, errorCode: null, ttfbMs: log.ttfbMs },
           log.leg()
         )
@@ -163,43 +185,64 @@ const run = Effect.fnUntraced(function*(input: EmbeddingsInput, admitting: Refus
  * (`UpstreamEmbeddings.inputsPerRequest`), their vectors joined and their
  * tokens summed (a part that reports none, or a figure refused, makes the
  * whole unreported, to be counted locally).
+ *
+ * When a part fails (or the attempt is cut) after others were answered, the
+ * upstream has billed those: `answeredBefore` gets how many texts they held
+ * and what they consumed (the tokens they reported, summed as above, else the
+ * local count of their texts), and the attempt fails as it would have.
  */
-const translatedAnswer = Effect.fnUntraced(function*<E, R>(
+const translatedAnswer = <E, R>(
   make: Dialect.UpstreamEmbeddings,
   request: Canonical.EmbedRequest,
   upstreamModel: string,
   channel: string,
   send: (
     body: string
-  ) => Effect.Effect<{ readonly text: string; readonly headers: Readonly<Record<string, string>> }, E, R>
-) {
+  ) => Effect.Effect<{ readonly text: string; readonly headers: Readonly<Record<string, string>> }, E, R>,
+  answeredBefore: (texts: number, metered: Settlement.Metered) => void
+) => {
   const per = Math.max(1, make.inputsPerRequest?.(upstreamModel) ?? request.inputs.length)
   if (request.inputs.length <= per) {
-    const body = yield* make.encode(request, upstreamModel)
-    const answer = yield* send(body)
-    return yield* make.decode(answer.text, request.inputs.length, channel, answer.headers)
+    return Effect.gen(function*() {
+      const body = yield* make.encode(request, upstreamModel)
+      const answer = yield* send(body)
+      return yield* make.decode(answer.text, request.inputs.length, channel, answer.headers)
+    })
   }
-  const vectors: Array<ReadonlyArray<number>> = []
-  let promptTokens: number | undefined = 0
-  let usageRejected: string | undefined
-  for (let at = 0; at < request.inputs.length; at += per) {
-    const inputs = request.inputs.slice(at, at + per)
-    const body = yield* make.encode({ ...request, inputs }, upstreamModel)
-    const answer = yield* send(body)
-    const part = yield* make.decode(answer.text, inputs.length, channel, answer.headers)
-    vectors.push(...part.vectors)
-    usageRejected ??= part.usageRejected
-    promptTokens = promptTokens === undefined || part.promptTokens === undefined
-      ? undefined
-      : promptTokens + part.promptTokens
-  }
-  const response: Canonical.EmbedResponse = usageRejected !== undefined
-    ? { vectors, usageRejected }
-    : promptTokens !== undefined
-    ? { vectors, promptTokens }
-    : { vectors }
-  return response
-})
+  return Effect.suspend(() => {
+    const vectors: Array<ReadonlyArray<number>> = []
+    let promptTokens: number | undefined = 0
+    let usageRejected: string | undefined
+    // The texts the parts answered so far, and their local count.
+    let answered = 0
+    let counted = 0
+    const parts = Effect.gen(function*() {
+      for (let at = 0; at < request.inputs.length; at += per) {
+        const inputs = request.inputs.slice(at, at + per)
+        const body = yield* make.encode({ ...request, inputs }, upstreamModel)
+        const answer = yield* send(body)
+        const part = yield* make.decode(answer.text, inputs.length, channel, answer.headers)
+        vectors.push(...part.vectors)
+        usageRejected ??= part.usageRejected
+        promptTokens = promptTokens === undefined || part.promptTokens === undefined
+          ? undefined
+          : promptTokens + part.promptTokens
+        answered += inputs.length
+        for (const input of inputs) counted += Tokens.embedTextTokens(input)
+      }
+      const response: Canonical.EmbedResponse = usageRejected !== undefined
+        ? { vectors, usageRejected }
+        : promptTokens !== undefined
+        ? { vectors, promptTokens }
+        : { vectors }
+      return response
+    })
+    return Effect.onError(parts, () =>
+      Effect.sync(() => {
+        if (answered > 0) answeredBefore(answered, meteredOf({ promptTokens, usageRejected }, counted))
+      }))
+  })
+}
 
 /** An embeddings answer as the attempt read it. */
 interface EmbedAnswer {
@@ -209,7 +252,7 @@ interface EmbedAnswer {
 }
 
 /** What an embeddings answer consumed: its reported tokens, else the local count (`tokens`). */
-const meteredOf = (answer: EmbedAnswer, tokens: number): Settlement.Metered =>
+const meteredOf = (answer: Omit<EmbedAnswer, "body">, tokens: number): Settlement.Metered =>
   answer.promptTokens !== undefined
     ? { promptTokens: answer.promptTokens, completionTokens: 0, cachedTokens: 0, reported: true }
     : {

@@ -21,7 +21,11 @@
  *   its first byte, the client gone before it) and a call whose attempts all
  *   failed before an upstream accepted the request (connection refused, DNS,
  *   TLS, a timeout before the headers: no attempt has a status) cost nothing,
- *   `per_request` included.
+ *   `per_request` included;
+ * - an embeddings attempt sent in several requests that fails after some of
+ *   them were answered: its upstream billed those, so the call is charged
+ *   them (with `per_request`, as a call its upstream answered), whether it
+ *   then fails or another attempt serves it (`plus`; `Calls.AttemptLog`).
  *
  * A settlement that failed (the database refused it) charged nothing: the
  * record's cost is 0 and its error code `SettlementFailed` (the hold stays
@@ -79,6 +83,36 @@ export const nothing: Metered = Dialect.nothingMetered
 export const consumedNothing = (metered: Metered): boolean =>
   !metered.reported && metered.usageRejected === undefined && metered.promptTokens === 0 &&
   metered.completionTokens === 0 && metered.cachedTokens === 0 && (metered.cacheWriteTokens ?? 0) === 0
+
+/**
+ * What two meterings of one call consumed together (the parts of an
+ * embeddings attempt its upstream answered before the attempt failed, and the
+ * answer that served the call: each upstream's bill): their figures added,
+ * reported only when both were, a refusal kept. A metering that consumed
+ * nothing adds nothing, and leaves the other as it is.
+ *
+ * @category settlement
+ */
+export const plus = (a: Metered, b: Metered): Metered => {
+  if (consumedNothing(a)) return b
+  if (consumedNothing(b)) return a
+  const cacheWrite = a.cacheWriteTokens === undefined && b.cacheWriteTokens === undefined
+    ? undefined
+    : (a.cacheWriteTokens ?? 0) + (b.cacheWriteTokens ?? 0)
+  const reasoning = a.reasoningTokens === undefined && b.reasoningTokens === undefined
+    ? undefined
+    : (a.reasoningTokens ?? 0) + (b.reasoningTokens ?? 0)
+  const rejected = a.usageRejected ?? b.usageRejected
+  return {
+    promptTokens: a.promptTokens + b.promptTokens,
+    completionTokens: a.completionTokens + b.completionTokens,
+    cachedTokens: a.cachedTokens + b.cachedTokens,
+    ...(cacheWrite === undefined ? {} : { cacheWriteTokens: cacheWrite }),
+    ...(reasoning === undefined ? {} : { reasoningTokens: reasoning }),
+    reported: a.reported && b.reported,
+    ...(rejected === undefined ? {} : { usageRejected: rejected })
+  }
+}
 
 /**
  * Whether the upstream answered the call: it was metered from an answer (see
