@@ -56,8 +56,25 @@ export const dayPeriod = (ms: number): string => `d:${new Date(ms).toISOString()
 /** The UTC month of a time, as a `key_spend` period: `m:2026-11`. */
 export const monthPeriod = (ms: number): string => `m:${new Date(ms).toISOString().slice(0, 7)}`
 
-/** The UTC day and month of a time, as `key_spend` periods. */
-export const periodsOf = (ms: number): readonly [string, string] => [dayPeriod(ms), monthPeriod(ms)]
+const DAY_MS = 86_400_000
+
+/** The day (days since the epoch, UTC) `periodsOf` last named, and its periods. */
+let lastDay = Number.NaN
+let lastPeriods: readonly [string, string] = ["", ""]
+
+/**
+ * The UTC day and month of a time, as `key_spend` periods. Every charge asks
+ * for them, nearly always for the day asked last: that day's pair is kept
+ * (two dates formatted once a day, not on every charge).
+ */
+export const periodsOf = (ms: number): readonly [string, string] => {
+  const day = Math.floor(ms / DAY_MS)
+  if (day !== lastDay) {
+    lastPeriods = [dayPeriod(ms), monthPeriod(ms)]
+    lastDay = day
+  }
+  return lastPeriods
+}
 
 /**
  * The reason on a 'charge' entry: by how much it took the balance below zero,
