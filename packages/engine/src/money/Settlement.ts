@@ -307,18 +307,49 @@ export interface Settlement {
  *
  * @category settlement
  */
-export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigint) {
-  const accounts = yield* Accounts.Accounts
-  const usage = yield* UsageLog.UsageLog
-  const metrics = yield* Metrics.Current
-  const holdId = yield* accounts.hold({
-    userId: call.key.userId,
-    keyId: call.key.id,
-    amountNanos: heldNanos,
-    requestId: call.requestId,
-    capped: call.key.quotaNanos !== null || call.key.dailyBudgetNanos !== null || call.key.monthlyBudgetNanos !== null,
-    choices: call.choices
+export const open = (
+  call: CallInfo,
+  heldNanos: bigint
+): Effect.Effect<
+  Settlement,
+  Effect.Error<ReturnType<Accounts.Accounts["Service"]["hold"]>>,
+  Accounts.Accounts | UsageLog.UsageLog
+> =>
+  // A plain chain (no generator): the services read from the context in one step, then the hold.
+  Effect.contextWith((context: Context.Context<Accounts.Accounts | UsageLog.UsageLog>) => {
+    const accounts = Context.get(context, Accounts.Accounts)
+    const hold = accounts.hold({
+      userId: call.key.userId,
+      keyId: call.key.id,
+      amountNanos: heldNanos,
+      requestId: call.requestId,
+      capped: call.key.quotaNanos !== null || call.key.dailyBudgetNanos !== null ||
+        call.key.monthlyBudgetNanos !== null,
+      choices: call.choices
+    })
+    return Effect.map(
+      hold,
+      (holdId) =>
+        settlementOf(
+          call,
+          heldNanos,
+          holdId,
+          accounts,
+          Context.get(context, UsageLog.UsageLog),
+          Context.get(context, Metrics.Current)
+        )
+    )
   })
+
+/** The settlement of a hold taken (`open`). */
+const settlementOf = (
+  call: CallInfo,
+  heldNanos: bigint,
+  holdId: string,
+  accounts: Accounts.Accounts["Service"],
+  usage: UsageLog.UsageLog["Service"],
+  metrics: Metrics.CallMetrics | undefined
+): Settlement => {
   let done = false
   // The call's span waits for its settlement, which may run after the answer went out (a stream's).
   call.trace?.hold()
@@ -477,7 +508,7 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
     })
   const settlement: Settlement = { holdId, heldNanos, finish }
   return settlement
-})
+}
 
 /**
  * Where settlements that run after their request's fiber go: a stream's is
