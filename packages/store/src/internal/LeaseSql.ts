@@ -25,6 +25,7 @@
 import { Accounts, Money } from "@modelgate/core"
 import { Array as Arr, Effect } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"
+import * as MultiInsert from "./MultiInsert.ts"
 import { newSortableId } from "./random.ts"
 import * as Row from "./row.ts"
 
@@ -194,8 +195,14 @@ export const applyCharges = (
     }))
     const rows: Array<Record<string, unknown>> = entries.map((entry) => entry.row)
     if (!Arr.isReadonlyArrayNonEmpty(rows)) return
-    const inserted = yield* sql<{ readonly request_id: string }>`INSERT INTO ledger ${sql.insert(rows)}
-      ON CONFLICT (request_id) WHERE kind = 'charge' DO NOTHING RETURNING request_id`
+    // Written by hand (`MultiInsert`): the batch's one statement per call kind, not compiled anew per batch.
+    const [text, params] = MultiInsert.multiInsert(
+      "ledger",
+      rows,
+      sql.onDialectOrElse({ pg: () => true, orElse: () => false }),
+      "ON CONFLICT (request_id) WHERE kind = 'charge' DO NOTHING RETURNING request_id"
+    )
+    const inserted = yield* sql.unsafe<{ readonly request_id: string }>(text, params)
     const claimed = new Set(inserted.map((row) => row.request_id))
     const groups = new Map<string, Array<(typeof entries)[number]>>()
     for (const entry of entries) {
