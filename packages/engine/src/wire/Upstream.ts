@@ -142,15 +142,28 @@ export const send = (
     })
   })
 
-/** The transport's answer as the upstream's, its headers read through (the transport may make them when first read). */
-const upstreamOf = (response: TransportResponse, channel: Domain.Channel): UpstreamResponse => ({
-  status: response.status,
-  get headers() {
-    return response.headers
-  },
-  body: response.body,
-  channel
-})
+/**
+ * The transport's answer as the upstream's, its headers read through (the transport may make them when first
+ * read). A class: its getter is on the prototype, where an object literal's would be made for every answer.
+ */
+class Answered implements UpstreamResponse {
+  readonly status: number
+  readonly body: ResponseBody
+  readonly channel: Domain.Channel
+  readonly #response: TransportResponse
+  constructor(response: TransportResponse, channel: Domain.Channel) {
+    this.status = response.status
+    this.body = response.body
+    this.channel = channel
+    this.#response = response
+  }
+  get headers(): Readonly<Record<string, string>> {
+    return this.#response.headers
+  }
+}
+
+const upstreamOf = (response: TransportResponse, channel: Domain.Channel): UpstreamResponse =>
+  new Answered(response, channel)
 
 /** `send` to a cloud channel: its credentials go on last, over the request as it is sent (`CloudAuth`). */
 const cloudSend = Effect.fnUntraced(function*(
