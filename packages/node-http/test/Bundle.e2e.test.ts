@@ -4,7 +4,10 @@
  * sources: built into a temporary directory, it serves chat in both dialects,
  * the console's files, the management API with the price table it carries
  * inside (a file read beside a source module is not there once bundled),
- * `/metrics` (prom-client bundled), and runs a CLI command.
+ * `/metrics` (prom-client bundled), and runs a CLI command. It also holds
+ * what the idle memory work took out of a gateway that serves only chat
+ * (docs/design/performance.md): a probe preloaded into the server reports the
+ * Node built-ins it loaded.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
@@ -28,6 +31,7 @@ let server: ChildProcess | undefined
 let url: string
 let config: string
 let output = ""
+let probeOut: string
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "modelgate-bundle-"))
@@ -55,7 +59,16 @@ beforeAll(async () => {
       ""
     ].join("\n")
   )
-  server = spawn(process.execPath, [bundle, "serve", "--config", config], {
+  // On SIGUSR2 the server writes the Node built-ins it has loaded (`process.moduleLoadList`).
+  const probe = join(dir, "probe.mjs")
+  probeOut = join(dir, "probe.json")
+  writeFileSync(
+    probe,
+    `import { writeFileSync } from "node:fs"
+process.on("SIGUSR2", () => writeFileSync(${JSON.stringify(probeOut)}, JSON.stringify(process.moduleLoadList)))
+`
+  )
+  server = spawn(process.execPath, ["--import", probe, bundle, "serve", "--config", config], {
     stdio: ["ignore", "pipe", "pipe"],
     // Copied away from the checkout, the bundle is told where the console's files are.
     env: {
@@ -87,6 +100,15 @@ afterAll(async () => {
   await upstream?.close()
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
 })
+
+/** The Node built-ins the server has loaded, as its probe reports them. */
+const builtinsLoaded = async (): Promise<Array<string>> => {
+  rmSync(probeOut, { force: true })
+  server!.kill("SIGUSR2")
+  for (let i = 0; i < 100 && !existsSync(probeOut); i++) await new Promise((r) => setTimeout(r, 20))
+  await new Promise((r) => setTimeout(r, 50))
+  return JSON.parse(readFileSync(probeOut, "utf8")) as Array<string>
+}
 
 describe("the production bundle", () => {
   it("is ASCII, so V8 holds its source text at one byte a character, and has no comments", () => {
@@ -129,6 +151,20 @@ describe("the production bundle", () => {
       assert.strictEqual(gemini.status, 200, model)
       assert.include(await gemini.text(), "\"usageMetadata\"")
     }
+  })
+
+  it("has not loaded Node's own fetch (its bundled undici, 7 MB) after serving chat", async () => {
+    // An ESM import of node:http reads all its exports, WebSocket among them, which loads Node's undici.
+    const response = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] })
+    })
+    assert.strictEqual(response.status, 200)
+    await response.text()
+    const loaded = await builtinsLoaded()
+    assert.include(loaded, "NativeModule http")
+    assert.notInclude(loaded, "NativeModule internal/deps/undici/undici")
   })
 
   it("serves the management API, with the price table it carries, to a signed-in admin", async () => {
