@@ -59,7 +59,7 @@ export type Requirements = EngineGateway.Requirements
  */
 export const drainingServer = (): HttpNodeServer => {
   // Not a static `import { createServer } from "node:http"`: an ES module import of a built-in reads every
-  // export, and node:http's `WebSocket` loads Node's own undici (about 7 MB at idle, never used here).
+  // export, and node:http's `WebSocket` loads Node's own undici (3 MB at idle, never used here).
   const server = process.getBuiltinModule("node:http").createServer({ keepAliveTimeout: 65_000 })
   const close = server.close.bind(server)
   server.close = (callback?: (error?: Error) => void) => {
