@@ -22,6 +22,28 @@ const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 const { values } = parseArgs({ options: { out: { type: "string" } } })
 const file = values.out === undefined ? here("./dist/modelgate.mjs") : resolve(values.out)
 
+/**
+ * Module-level work in dependencies that a started gateway does not need, deferred to first use. Each
+ * rewrite names the text it replaces, and the build fails if that text is gone (a dependency changed),
+ * rather than silently holding the memory again.
+ */
+const deferrals: ReadonlyArray<
+  { readonly file: RegExp; readonly from: string; readonly to: string; readonly why: string }
+> = [
+  {
+    // Effect's CLI measures help text in graphemes. Built at load, the segmenter maps ICU's break data
+    // (about 8 MB of the node binary made resident); a server that never prints help never needs it.
+    why: "Intl.Segmenter built when effect/cli loads",
+    file: /[\\/]effect[\\/]dist[\\/]cli[\\/]CliOutput\.js$/,
+    from: `const graphemeSegmenter = /*#__PURE__*/new Intl.Segmenter(undefined, {
+  granularity: "grapheme"
+});`,
+    to: `let graphemeSegmenterMade;
+const graphemeSegmenter = { segment: text => (graphemeSegmenterMade ??=
+  new Intl.Segmenter(undefined, { granularity: "grapheme" })).segment(text) };`
+  }
+]
+
 // Chunks of an earlier build would stay beside the new ones (their names carry a hash).
 rmSync(resolve(dirname(file), "chunks"), { recursive: true, force: true })
 await build({
@@ -29,6 +51,19 @@ await build({
   platform: "node",
   logLevel: "warn",
   external: [/^node:/],
+  plugins: [{
+    name: "modelgate-deferrals",
+    transform(code, id) {
+      let out = code
+      for (const d of deferrals) {
+        if (!d.file.test(id)) continue
+        if (!out.includes(d.from)) throw new Error(`bundle.ts: ${id} changed; cannot defer the ${d.why}`)
+        out = out.replace(d.from, d.to)
+      }
+      // A rewrite keeps the lines where they were: the module's source map is declared unchanged.
+      return out === code ? null : { code: out, map: { mappings: "" } }
+    }
+  }],
   output: {
     // The executable, and beside it in chunks/ what it imports only when configured (node-redis, `pg`).
     dir: dirname(file),

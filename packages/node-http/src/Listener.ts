@@ -43,7 +43,6 @@ import { HttpServer } from "effect/http"
 import { ClientAbort, ServeError } from "effect/http/HttpServerError"
 import * as NetAddress from "effect/net/NetAddress"
 import type { IncomingMessage, Server as HttpNodeServer, ServerResponse } from "node:http"
-import { createServer } from "node:http"
 import * as AccessLog from "./AccessLog.ts"
 import type { Settings } from "./Settings.ts"
 
@@ -59,7 +58,9 @@ export type Requirements = EngineGateway.Requirements
  * @category servers
  */
 export const drainingServer = (): HttpNodeServer => {
-  const server = createServer({ keepAliveTimeout: 65_000 })
+  // Not a static `import { createServer } from "node:http"`: an ES module import of a built-in reads every
+  // export, and node:http's `WebSocket` loads Node's own undici (3 MB at idle, never used here).
+  const server = process.getBuiltinModule("node:http").createServer({ keepAliveTimeout: 65_000 })
   const close = server.close.bind(server)
   server.close = (callback?: (error?: Error) => void) => {
     const timer = setInterval(() => server.closeIdleConnections(), 50)

@@ -89,9 +89,13 @@ export const services = (settings: Settings, file: ConfigFile) => {
     nodeId: settings.nodeId,
     leases: settings.balanceLeases,
     leaseIdleMs: settings.leaseIdleMs,
-    leaseCoverSeconds: settings.leaseCoverSeconds
+    leaseCoverSeconds: settings.leaseCoverSeconds,
+    databaseWaitMs: settings.databaseCallWaitMs
   })
-  const caches = Layer.mergeAll(Caches.KeyCache.layer, Caches.CatalogCache.layer).pipe(
+  const caches = Layer.mergeAll(
+    Caches.KeyCache.layerWith({ waitMs: settings.databaseCallWaitMs }),
+    Caches.CatalogCache.layer
+  ).pipe(
     Layer.provideMerge(Caches.Baseline.layer)
   )
   const ports = Caches.ports.pipe(Layer.provide(caches))

@@ -72,6 +72,8 @@ export interface Settings extends EngineSettings {
   readonly databaseStatementTimeoutMs: number
   /** SQLite's busy_timeout: how long a statement waits for a lock another process holds. */
   readonly databaseBusyTimeoutMs: number
+  /** How long a call waits for a database that answers nothing before its 503 (or memory's answer). */
+  readonly databaseCallWaitMs: number
   readonly usageMaxBatch: number
   /** Where usage records and charges the database cannot take are kept on disk (beside the key file by default). */
   readonly usageJournalDir: string
@@ -120,6 +122,7 @@ export const defaults = {
   usageMaxMemoryEntries: 100_000,
   databaseStatementTimeoutMs: 15_000,
   databaseBusyTimeoutMs: 5_000,
+  databaseCallWaitMs: 1_000,
   usageMaxBatch: 500,
   leaseIdleMs: 1_000,
   leaseCoverSeconds: 30,
@@ -243,6 +246,7 @@ export const resolveSettings = (
       usageMaxMemoryEntries: file.usage?.max_memory_entries ?? defaults.usageMaxMemoryEntries,
       databaseStatementTimeoutMs: file.database_statement_timeout_ms ?? defaults.databaseStatementTimeoutMs,
       databaseBusyTimeoutMs: file.database_busy_timeout_ms ?? defaults.databaseBusyTimeoutMs,
+      databaseCallWaitMs: file.database_call_wait_ms ?? defaults.databaseCallWaitMs,
       usageMaxBatch: file.usage?.max_batch ?? defaults.usageMaxBatch,
       usageJournalDir: resolve(file.usage?.journal_dir ?? join(dirname(secretFile), "journal")),
       usageRetentionDays: file.usage?.retention_days ?? null,

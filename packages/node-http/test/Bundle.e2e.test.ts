@@ -4,7 +4,10 @@
  * sources: built into a temporary directory, it serves chat in both dialects,
  * the console's files, the management API with the price table it carries
  * inside (a file read beside a source module is not there once bundled),
- * `/metrics` (prom-client bundled), and runs a CLI command.
+ * `/metrics` (prom-client bundled), and runs a CLI command. It also holds
+ * what the idle memory work took out of a gateway that serves only chat
+ * (docs/design/performance.md): a probe preloaded into the server reports the
+ * Node built-ins it loaded.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type FakeUpstreamServer, startFakeUpstream } from "@modelgate/fake-upstream"
@@ -28,6 +31,7 @@ let server: ChildProcess | undefined
 let url: string
 let config: string
 let output = ""
+let probeOut: string
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "modelgate-bundle-"))
@@ -55,7 +59,26 @@ beforeAll(async () => {
       ""
     ].join("\n")
   )
-  server = spawn(process.execPath, [bundle, "serve", "--config", config], {
+  // On SIGUSR2 the server writes the Node built-ins it has loaded (`process.moduleLoadList`) and how many
+  // `Intl.Segmenter`s it made (each maps part of ICU's data into memory).
+  const probe = join(dir, "probe.mjs")
+  probeOut = join(dir, "probe.json")
+  writeFileSync(
+    probe,
+    `import { writeFileSync } from "node:fs"
+let segmenters = 0
+const Segmenter = Intl.Segmenter
+Intl.Segmenter = class extends Segmenter {
+  constructor(...args) {
+    super(...args)
+    segmenters++
+  }
+}
+process.on("SIGUSR2", () =>
+  writeFileSync(${JSON.stringify(probeOut)}, JSON.stringify({ builtins: process.moduleLoadList, segmenters })))
+`
+  )
+  server = spawn(process.execPath, ["--import", probe, bundle, "serve", "--config", config], {
     stdio: ["ignore", "pipe", "pipe"],
     // Copied away from the checkout, the bundle is told where the console's files are.
     env: {
@@ -87,6 +110,15 @@ afterAll(async () => {
   await upstream?.close()
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
 })
+
+/** What the server's probe reports: the Node built-ins it has loaded, the `Intl.Segmenter`s it made. */
+const probed = async (): Promise<{ readonly builtins: Array<string>; readonly segmenters: number }> => {
+  rmSync(probeOut, { force: true })
+  server!.kill("SIGUSR2")
+  for (let i = 0; i < 100 && !existsSync(probeOut); i++) await new Promise((r) => setTimeout(r, 20))
+  await new Promise((r) => setTimeout(r, 50))
+  return JSON.parse(readFileSync(probeOut, "utf8")) as { builtins: Array<string>; segmenters: number }
+}
 
 describe("the production bundle", () => {
   it("is ASCII, so V8 holds its source text at one byte a character, and has no comments", () => {
@@ -129,6 +161,26 @@ describe("the production bundle", () => {
       assert.strictEqual(gemini.status, 200, model)
       assert.include(await gemini.text(), "\"usageMetadata\"")
     }
+  })
+
+  it("has not loaded Node's own fetch (its bundled undici, 3 MB at idle) after serving chat", async () => {
+    // An ESM import of node:http reads all its exports, WebSocket among them, which loads Node's undici.
+    const response = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] })
+    })
+    assert.strictEqual(response.status, 200)
+    await response.text()
+    const { builtins } = await probed()
+    assert.include(builtins, "NativeModule http")
+    assert.notInclude(builtins, "NativeModule internal/deps/undici/undici")
+  })
+
+  it("has made no Intl.Segmenter (ICU's break data, about 4 MB resident) after serving chat", async () => {
+    // Effect's CLI builds one when it loads, to measure help text; bundle.ts defers it to first use.
+    const { segmenters } = await probed()
+    assert.strictEqual(segmenters, 0)
   })
 
   it("serves the management API, with the price table it carries, to a signed-in admin", async () => {

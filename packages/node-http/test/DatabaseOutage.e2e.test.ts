@@ -278,6 +278,45 @@ describe.skipIf(postgresUrl === undefined)("a PostgreSQL outage (set MODELGATE_T
   )
 
   it(
+    "database_call_wait_ms sets how long a call waits for a silent database: 300 ms, for a hold and for a key not in memory",
+    async () => {
+      const fresh = await freshPostgres(postgresUrl!)
+      const frozen = await startPgProxy(targetOf(fresh.url))
+      const stateDir = mkdtempSync(join(dir, "wait-"))
+      const port = await freePort()
+      const file = writeConfig(stateDir, "gateway", {
+        ...config(upstream.url, port, frozen.urlFor(fresh.url), stateDir),
+        database_call_wait_ms: 300
+      })
+      const gateway = await start(file, port)
+      const timed = async (key: string) => {
+        const started = Date.now()
+        const result = await chat(gateway.url, key)
+        const code = ((await result.json()) as { error?: { code: string } }).error?.code
+        return { ms: Date.now() - started, status: result.status, code }
+      }
+      try {
+        assert.strictEqual((await chat(gateway.url, LEASED_KEY)).status, 200)
+        frozen.swallow(true)
+        const hold = await timed(COLD_KEY)
+        const lookup = await timed("sk-outage-not-in-memory-000000000000000000")
+        assert.deepStrictEqual([hold.status, hold.code], [503, "database_unavailable"])
+        assert.deepStrictEqual([lookup.status, lookup.code], [503, "database_unavailable"])
+        // The default bound (1,000 ms) is the floor of both without the setting.
+        assert.isBelow(hold.ms, 900, `the hold's 503 after ${hold.ms} ms`)
+        assert.isBelow(lookup.ms, 900, `the lookup's 503 after ${lookup.ms} ms`)
+        console.log(`database_call_wait_ms 300: a hold's 503 after ${hold.ms} ms, a key lookup's after ${lookup.ms} ms`)
+      } finally {
+        frozen.swallow(false)
+        await gateway.stop()
+        await frozen.close()
+        await fresh.drop()
+      }
+    },
+    60_000
+  )
+
+  it(
     "a journal that cannot be written during an outage: entries stay in memory, priced calls get 503 before the bound, /readyz and /metrics say so, nothing is lost",
     async () => {
       const fresh = await freshPostgres(postgresUrl!)

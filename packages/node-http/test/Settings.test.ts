@@ -65,4 +65,12 @@ describe("the database's bounds", () => {
       const error = yield* Effect.flip(resolve({ database_busy_timeout_ms: -1 }))
       assert.include(error.message, "at database_busy_timeout_ms")
     }))
+
+  it.effect("database_call_wait_ms defaults to 1 s, is taken from the file, and must be positive", () =>
+    Effect.gen(function*() {
+      assert.strictEqual((yield* resolve({})).databaseCallWaitMs, 1_000)
+      assert.strictEqual((yield* resolve({ database_call_wait_ms: 2_500 })).databaseCallWaitMs, 2_500)
+      const error = yield* Effect.flip(resolve({ database_call_wait_ms: 0 }))
+      assert.include(error.message, "at database_call_wait_ms")
+    }))
 })

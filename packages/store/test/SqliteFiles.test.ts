@@ -1,7 +1,8 @@
 /**
  * The SQLite database holds balances, hashes and sessions: its files are
  * readable by the gateway's user only, whatever the umask. Its write-ahead
- * log is checkpointed by a thread of its own, never inside a COMMIT.
+ * log is checkpointed by a thread of its own, never inside a COMMIT, and that
+ * thread starts only once the log has grown (an idle gateway does not carry it).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -64,5 +65,34 @@ describe("SQLite files", () => {
         for (let i = 0; i < 50 && statSync(file).size <= before; i++) yield* Effect.sleep("100 millis")
         assert.isAbove(statSync(file).size, before + 1_000_000, "the thread copied the log into the database file")
       }).pipe(Effect.provide(SqliteClient.layer({ filename: file, checkpointIntervalMs: 50 })), Effect.orDie)
+    }))
+
+  it.live("starts checkpointing only once the log holds checkpointStartBytes", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "modelgate-sqlite-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const file = join(dir, "gateway.db")
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        // 100 rows of 2,000 characters: about 50 pages of the log.
+        const write = sql.unsafe(
+          `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) INSERT INTO t SELECT hex(randomblob(1000)) FROM n`
+        )
+        yield* sql.unsafe("CREATE TABLE t (x TEXT)")
+        const before = statSync(file).size
+        for (let i = 0; i < 5; i++) yield* write
+        // About 1 MB in the log, under the 3 MB at which the thread starts: nothing is copied back.
+        yield* Effect.sleep("400 millis")
+        assert.isBelow(statSync(`${file}-wal`).size, 3_000_000)
+        assert.strictEqual(statSync(file).size, before, "no checkpoint before the log holds 3 MB")
+        for (let i = 0; i < 15; i++) yield* write
+        for (let i = 0; i < 50 && statSync(file).size <= before; i++) yield* Effect.sleep("100 millis")
+        assert.isAbove(statSync(file).size, before + 3_000_000, "the thread, started, copied the log")
+      }).pipe(
+        Effect.provide(
+          SqliteClient.layer({ filename: file, checkpointIntervalMs: 50, checkpointStartBytes: 3_000_000 })
+        ),
+        Effect.orDie
+      )
     }))
 })

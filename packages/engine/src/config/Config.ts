@@ -335,6 +335,8 @@ export const ConfigFile = Schema.Struct({
   database_statement_timeout_ms: Schema.optionalKey(NonNegativeInt),
   /** SQLite's busy_timeout: how long a statement waits for a lock held elsewhere before it fails. */
   database_busy_timeout_ms: Schema.optionalKey(NonNegativeInt),
+  /** How long a call waits for the database (a hold, a lease, a key lookup) before its 503, while it answers nothing. */
+  database_call_wait_ms: Schema.optionalKey(PositiveInt),
   redis: Schema.optionalKey(Schema.NullOr(Schema.String)),
   redis_failure: Schema.optionalKey(Schema.Literals(["local", "refuse"])),
   redis_key_prefix: Schema.optionalKey(Schema.NonEmptyString),
