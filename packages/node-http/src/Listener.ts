@@ -137,7 +137,10 @@ const write = (
     if (answer._tag === "Stream") answer.relay.cancel()
     return
   }
-  const headers = { ...answer.headers, "x-request-id": requestId }
+  // An engine answer names its request already (every call's does): its headers go out as they are, not copied.
+  const headers = answer.headers["x-request-id"] === requestId
+    ? answer.headers
+    : { ...answer.headers, "x-request-id": requestId }
   if (answer._tag === "Text") {
     res.writeHead(answer.status, headers)
     res.end(req.method === "HEAD" ? undefined : answer.body)

@@ -20,7 +20,7 @@
  */
 import { Catalog, type Domain, type GatewayError, KeyStore } from "@modelgate/core"
 import { OutageLog } from "@modelgate/core"
-import { Clock, Context, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
+import { Context, Duration, Effect, Layer, Schedule, Semaphore } from "effect"
 import type { SqlError } from "effect/sql"
 import * as CacheChanges from "./CacheChanges.ts"
 import * as CatalogRepo from "./CatalogRepo.ts"
@@ -162,18 +162,23 @@ export class KeyCache extends Context.Service<KeyCache, {
           hashes.set(secret, hash)
         }
 
-        const lookup = Effect.fnUntraced(function*(secret: string) {
-          const known = hashes.get(secret)
-          const hash = known ?? hasher.hash(secret)
-          const now = yield* Clock.currentTimeMillis
-          const cached = byHash.get(hash)
-          if (cached !== undefined) {
-            if (known === undefined) remembered(secret, hash)
-            used.set(cached.id, now)
-            return cached
-          }
-          const missedAt = unknown.get(hash)
-          if (missedAt !== undefined && now - missedAt < NEGATIVE_TTL_MS) return undefined
+        // A key in memory is answered in one step (the clock read directly); only a miss goes on to the store.
+        const lookup = (secret: string): Effect.Effect<Domain.ApiKey | undefined, GatewayError.DatabaseUnavailable> =>
+          Effect.clockWith((clock) => {
+            const known = hashes.get(secret)
+            const hash = known ?? hasher.hash(secret)
+            const now = clock.currentTimeMillisUnsafe()
+            const cached = byHash.get(hash)
+            if (cached !== undefined) {
+              if (known === undefined) remembered(secret, hash)
+              used.set(cached.id, now)
+              return Effect.succeed(cached)
+            }
+            const missedAt = unknown.get(hash)
+            if (missedAt !== undefined && now - missedAt < NEGATIVE_TTL_MS) return Effect.undefined
+            return lookupStored(hash, now)
+          })
+        const lookupStored = Effect.fnUntraced(function*(hash: string, now: number) {
           const startedAt = epoch
           // A key not in memory while the database is down may exist: 503, logged once per outage.
           const found = yield* Bounded.within(keys.findByHash(hash), {

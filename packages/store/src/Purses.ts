@@ -567,7 +567,9 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         | GatewayError.InternalError
         | GatewayError.DatabaseUnavailable
       > =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        // Memory work on the usual path (a hold from the lease): one step, the clock read directly.
+        Effect.clockWith((clock) => {
+          const now = clock.currentTimeMillisUnsafe()
           if (request.amountNanos <= 0n) return Effect.succeed(take(null, request, now))
           // Neither the database nor the journal takes usage records and charges, and memory is
           // nearly full: no priced call is admitted until one of them does (nothing is ever dropped).
@@ -584,7 +586,8 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
           const purse = purseOf(request.userId, now)
           if (purse.remaining >= request.amountNanos) {
             const id = take(purse, request, now)
-            return Effect.as(refillIfLow(purse, request.amountNanos, now), id)
+            const refill = refillIfLow(purse, request.amountNanos, now)
+            return refill === Effect.void ? Effect.succeed(id) : Effect.as(refill, id)
           }
           purse.waiting++
           let abandoned = false
@@ -628,7 +631,8 @@ export const layer = (options: PurseOptions): Layer.Layer<AccountsPort.Accounts,
         const local = localHolds.get(holdId)
         if (local === undefined) return Effect.succeed(AccountsPort.nothingSettled)
         localHolds.delete(holdId)
-        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        return Effect.clockWith((clock) => {
+          const now = clock.currentTimeMillisUnsafe()
           const { purse } = local
           if (purse !== null) {
             purse.inFlight--

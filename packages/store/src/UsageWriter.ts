@@ -41,6 +41,7 @@ import { Array as Arr, Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Sem
 import { SqlClient, SqlError } from "effect/sql"
 import { rmSync } from "node:fs"
 import * as LeaseSql from "./internal/LeaseSql.ts"
+import * as MultiInsert from "./internal/MultiInsert.ts"
 import { newSortableId } from "./internal/random.ts"
 import * as Row from "./internal/row.ts"
 import * as UsageJournal from "./UsageJournal.ts"
@@ -268,44 +269,16 @@ const encode = (r: UsageLog.UsageRecord): Record<string, unknown> => ({
   note: r.note ?? null
 })
 
-/** The usage records' multi-row INSERT by row count and dialect (`pg`: `$n` placeholders), as SQLite prepares it. */
-const insertTexts = new Map<string, string>()
-
 /**
  * A batch's usage records as one multi-row INSERT (insert or nothing, by
- * request id) and its parameters, row after row. Written here rather than by
- * `sql.insert`, whose compiler builds the statement and its parameters anew
- * for every batch (about 2.4 KB per record in the heap profile, issue 22); the
- * text is kept per row count, so SQLite's statement cache finds it prepared.
+ * request id) and its parameters, row after row (`MultiInsert`: the text is
+ * kept per row count, so SQLite's statement cache finds it prepared).
  */
 const insertUsage = (
   rows: Arr.NonEmptyReadonlyArray<Record<string, unknown>>,
   pg: boolean
-): readonly [string, Array<unknown>] => {
-  const columns = Object.keys(rows[0])
-  const params: Array<unknown> = []
-  for (const row of rows) {
-    for (const column of columns) params.push(row[column] ?? null)
-  }
-  const key = `${pg ? "pg" : "sqlite"}:${rows.length}:${columns.length}`
-  let text = insertTexts.get(key)
-  if (text === undefined) {
-    const values: Array<string> = []
-    let at = 0
-    for (let row = 0; row < rows.length; row++) {
-      const marks: Array<string> = []
-      for (let column = 0; column < columns.length; column++) marks.push(pg ? `$${++at}` : "?")
-      values.push(`(${marks.join(", ")})`)
-    }
-    text = `INSERT INTO usage_records (${columns.map((column) => `"${column}"`).join(", ")}) VALUES ${
-      values.join(", ")
-    } ON CONFLICT (request_id) DO NOTHING`
-    // Batch sizes vary with the load; a few hundred texts at most are kept.
-    if (insertTexts.size >= 512) insertTexts.clear()
-    insertTexts.set(key, text)
-  }
-  return [text, params]
-}
+): readonly [string, Array<unknown>] =>
+  MultiInsert.multiInsert("usage_records", rows, pg, "ON CONFLICT (request_id) DO NOTHING")
 
 /**
  * Writes a batch of queued entries in one transaction, idempotently: usage

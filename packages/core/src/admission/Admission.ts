@@ -15,12 +15,14 @@
  *
  * @since 0.1.0
  */
-import { Clock, Context, Effect } from "effect"
+import { Context, Effect } from "effect"
 import { Catalog, type ModelUse, type Snapshot } from "../domain/Catalog.ts"
 import type { ApiKey, Channel, Dialect, Group, Model } from "../domain/Domain.ts"
 import { controlCharacter, controlCharacterMessage } from "../domain/ModelName.ts"
 import {
+  type DatabaseUnavailable,
   echo,
+  type InternalError,
   InvalidApiKey,
   InvalidRequest,
   KeyDisabled,
@@ -39,46 +41,69 @@ import { KeyStore } from "./KeyStore.ts"
  *
  * @category admission
  */
-export const authenticate = Effect.fnUntraced(function*(secret: string | undefined) {
+export const authenticate = (
+  secret: string | undefined
+): Effect.Effect<
+  ApiKey,
+  MissingApiKey | InvalidApiKey | KeyDisabled | KeyExpired | InternalError | DatabaseUnavailable,
+  KeyStore
+> => {
   if (secret === undefined || secret.length === 0) {
-    return yield* new MissingApiKey({
-      message: "No API key was sent. Send your modelgate key as 'Authorization: Bearer <key>' " +
-        "(Gemini clients: the 'x-goog-api-key' header or '?key='). Keys are created in the console."
-    })
+    return Effect.fail(
+      new MissingApiKey({
+        message: "No API key was sent. Send your modelgate key as 'Authorization: Bearer <key>' " +
+          "(Gemini clients: the 'x-goog-api-key' header or '?key='). Keys are created in the console."
+      })
+    )
   }
-  const keys = yield* KeyStore
-  const key = yield* keys.lookup(secret)
+  // A plain chain (no generator): every call runs it.
+  return Effect.flatMap(KeyStore, (keys) => Effect.flatMap(keys.lookup(secret), (key) => usable(secret, key)))
+}
+
+/** Checks 2 and 3 of `authenticate`: the key found for the secret exists, is enabled and has not expired. */
+const usable = (
+  secret: string,
+  key: ApiKey | undefined
+): Effect.Effect<ApiKey, InvalidApiKey | KeyDisabled | KeyExpired> => {
   if (key === undefined) {
-    return yield* new InvalidApiKey({
-      message: `The API key ${
-        redact(secret)
-      } is not valid. Check that you copied the whole key, or create a new one in the console.`
-    })
+    return Effect.fail(
+      new InvalidApiKey({
+        message: `The API key ${
+          redact(secret)
+        } is not valid. Check that you copied the whole key, or create a new one in the console.`
+      })
+    )
   }
   if (!key.userEnabled) {
-    return yield* new KeyDisabled({
-      message:
-        `The API key '${key.name}' (${key.prefix}...) belongs to a disabled account. Ask an administrator to enable it.`
-    })
+    return Effect.fail(
+      new KeyDisabled({
+        message:
+          `The API key '${key.name}' (${key.prefix}...) belongs to a disabled account. Ask an administrator to enable it.`
+      })
+    )
   }
   if (!key.enabled) {
-    return yield* new KeyDisabled({
-      message:
-        `The API key '${key.name}' (${key.prefix}...) has been disabled or revoked. Enable it in the console or use another key.`
-    })
-  }
-  if (key.expiresAt !== null) {
-    const now = yield* Clock.currentTimeMillis
-    if (now >= key.expiresAt) {
-      return yield* new KeyExpired({
-        message: `The API key '${key.name}' (${key.prefix}...) expired at ${
-          new Date(key.expiresAt).toISOString()
-        }. Create a new key or extend this one in the console.`
+    return Effect.fail(
+      new KeyDisabled({
+        message:
+          `The API key '${key.name}' (${key.prefix}...) has been disabled or revoked. Enable it in the console or use another key.`
       })
-    }
+    )
   }
-  return key
-})
+  const expiresAt = key.expiresAt
+  if (expiresAt === null) return Effect.succeed(key)
+  return Effect.clockWith((clock) =>
+    clock.currentTimeMillisUnsafe() >= expiresAt
+      ? Effect.fail(
+        new KeyExpired({
+          message: `The API key '${key.name}' (${key.prefix}...) expired at ${
+            new Date(expiresAt).toISOString()
+          }. Create a new key or extend this one in the console.`
+        })
+      )
+      : Effect.succeed(key)
+  )
+}
 
 /**
  * The dialect of the client being served, so that messages point at that
@@ -211,11 +236,19 @@ const check = (
  *
  * @category admission
  */
-export const authorize = Effect.fnUntraced(function*(key: ApiKey, requested: string, use?: ModelUse) {
-  const catalog = yield* Catalog
-  const snapshot = yield* catalog.current
-  return yield* authorizeIn(snapshot, key, requested, use)
-})
+export const authorize = (
+  key: ApiKey,
+  requested: string,
+  use?: ModelUse
+): Effect.Effect<
+  Route,
+  InvalidRequest | ModelNotFound | ModelNotAllowed | ModelNotInGroup | ModelUnpriced,
+  Catalog
+> =>
+  Effect.flatMap(
+    Catalog,
+    (catalog) => Effect.flatMap(catalog.current, (snapshot) => authorizeIn(snapshot, key, requested, use))
+  )
 
 /**
  * The models a key may call: its permissions intersected with what its group's

@@ -12,6 +12,7 @@
  * @since 0.1.0
  */
 import { Clock, Effect, Layer } from "effect"
+import type * as GatewayError from "../errors/GatewayError.ts"
 import * as Port from "./RateLimiter.ts"
 import * as Window from "./RateWindow.ts"
 
@@ -79,13 +80,20 @@ const makeUnsafe = ({ leaseMs, windowMs }: Window.ResolvedOptions): MemoryLimite
     }
   }
 
-  /** Admits a call if every limit of every subject allows it (`check`), or in any case (`!check`). */
-  const admit = Effect.fnUntraced(
-    function*(subjects: ReadonlyArray<Port.Subject>, estimatedTokens: number, check: boolean) {
+  /**
+   * Admits a call if every limit of every subject allows it (`check`), or in any case (`!check`). Memory work
+   * only: one step, the clock read directly.
+   */
+  const admit = (
+    subjects: ReadonlyArray<Port.Subject>,
+    estimatedTokens: number,
+    check: boolean
+  ): Effect.Effect<Port.Permit, GatewayError.RateLimited> =>
+    Effect.clockWith((clock) => {
       const invalid = Window.checkInput(subjects, estimatedTokens)
-      if (invalid !== undefined) return yield* Effect.die(new Error(`RateLimiter.acquire: ${invalid}`))
+      if (invalid !== undefined) return Effect.die(new Error(`RateLimiter.acquire: ${invalid}`))
       const estimate = Window.wholeTokens(estimatedTokens)
-      const now = yield* Clock.currentTimeMillis
+      const now = clock.currentTimeMillisUnsafe()
       if (now - lastSweep >= windowMs) sweep(now)
 
       const limited: Array<Port.Subject> = []
@@ -112,7 +120,7 @@ const makeUnsafe = ({ leaseMs, windowMs }: Window.ResolvedOptions): MemoryLimite
         for (let i = 0; i < touched.length; i++) {
           if (touched[i].isIdle()) states.delete(limited[i].id)
         }
-        return yield* Window.refusal(limited, observations, estimate, windowMs)
+        return Effect.fail(Window.refusal(limited, observations, estimate, windowMs))
       }
 
       const callId = nextCallId++
@@ -125,19 +133,19 @@ const makeUnsafe = ({ leaseMs, windowMs }: Window.ResolvedOptions): MemoryLimite
 
       let released = false
       const release = (actualTokens: number): Effect.Effect<void> =>
-        Effect.flatMap(Clock.currentTimeMillis, (at) =>
-          Effect.sync(() => {
-            if (released) return
-            released = true
-            const actual = Window.correctedTokens(actualTokens, estimate)
-            for (let i = 0; i < touched.length; i++) {
-              touched[i].release(buckets[i], callId, at, estimate, actual, windowMs)
-            }
-          }))
+        Effect.clockWith((releasing) => {
+          if (released) return Effect.void
+          released = true
+          const at = releasing.currentTimeMillisUnsafe()
+          const actual = Window.correctedTokens(actualTokens, estimate)
+          for (let i = 0; i < touched.length; i++) {
+            touched[i].release(buckets[i], callId, at, estimate, actual, windowMs)
+          }
+          return Effect.void
+        })
 
-      return { snapshot: Window.snapshot(limited, observations), release } satisfies Port.Permit
-    }
-  )
+      return Effect.succeed({ snapshot: Window.snapshot(limited, observations), release } satisfies Port.Permit)
+    })
 
   return {
     acquire: (subjects, estimatedTokens) => admit(subjects, estimatedTokens, true),

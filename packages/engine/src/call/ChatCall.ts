@@ -161,25 +161,29 @@ export const send = (
   forwarded?: Readonly<Record<string, string>>,
   refused?: (refusal: GatewayError.UpstreamRejected) => GatewayError.GatewayError
 ) =>
-  Effect.gen(function*() {
+  Effect.suspend(() => {
     const { target, upstream } = attempt
     const { channel } = target
     const headers = upstream.headers(channel, target.key)
-    const response = yield* Upstream.send(
-      channel,
-      upstream.chatUrl(channel, attempt.upstreamModel, call.dialect.stream),
-      forwarded === undefined ? headers : { ...forwarded, ...headers },
-      body,
-      attempt.at,
-      "POST",
-      target.key
+    return Effect.flatMap(
+      Upstream.send(
+        channel,
+        upstream.chatUrl(channel, attempt.upstreamModel, call.dialect.stream),
+        forwarded === undefined ? headers : { ...forwarded, ...headers },
+        body,
+        attempt.at,
+        "POST",
+        target.key
+      ),
+      (response) => {
+        attempt.record.status = response.status
+        if (response.status < 400) return Effect.succeed(response)
+        const failing = Failover.refused(response, target, upstream, attempt.record)
+        return refused === undefined
+          ? failing
+          : failing.pipe(Effect.catchTag("UpstreamRejected", (refusal) => Effect.fail(refused(refusal))))
+      }
     )
-    attempt.record.status = response.status
-    if (response.status < 400) return response
-    const failing = Failover.refused(response, target, upstream, attempt.record)
-    return yield* (refused === undefined
-      ? failing
-      : failing.pipe(Effect.catchTag("UpstreamRejected", (refusal) => Effect.fail(refused(refusal)))))
   })
 
 /**
@@ -189,18 +193,26 @@ export const send = (
  *
  * @category non-stream
  */
-export const readAnswer = (call: ChatCall, attempt: Attempt, response: Upstream.UpstreamResponse) =>
-  Effect.gen(function*() {
+export const readAnswer = (
+  call: ChatCall,
+  attempt: Attempt,
+  response: Upstream.UpstreamResponse
+): Effect.Effect<
+  { readonly text: string; readonly json: unknown },
+  GatewayError.UpstreamUnavailable | GatewayError.UpstreamTimeout
+> =>
+  Effect.flatMap(Upstream.readText(response, call.settings.maxAnswerBytes), (text) => {
     const channel = attempt.target.channel.name
-    const text = yield* Upstream.readText(response, call.settings.maxAnswerBytes)
-    const json = yield* Effect.try({
-      try: () => JSON.parse(text) as unknown,
-      catch: () =>
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch {
+      return Effect.fail(
         new GatewayError.UpstreamUnavailable({ message: `The upstream '${channel}' answered with invalid JSON.` })
-    })
+      )
+    }
     const notAnAnswer = attempt.upstream.notAnAnswer(json, channel)
-    if (notAnAnswer !== undefined) return yield* notAnAnswer
-    return { text, json }
+    return notAnAnswer === undefined ? Effect.succeed({ text, json }) : Effect.fail(notAnAnswer)
   })
 
 /**
@@ -210,20 +222,32 @@ export const readAnswer = (call: ChatCall, attempt: Attempt, response: Upstream.
  *
  * @category non-stream
  */
-export const answered = (call: ChatCall, attempt: Attempt, out: unknown, metered: Settlement.Metered) =>
-  Effect.gen(function*() {
-    const now = yield* Clock.currentTimeMillis
+export const answered = (
+  call: ChatCall,
+  attempt: Attempt,
+  out: unknown,
+  metered: Settlement.Metered
+): Effect.Effect<Exchange.Answer> =>
+  Effect.clockWith((clock) => {
+    const now = clock.currentTimeMillisUnsafe()
     call.log.ttfbMs = now - call.startedAt
     attempt.record.durationMs = now - attempt.startedAt
-    yield* call.health.end(attempt.ticket, "success")
-    yield* call.settlement.finish(
-      metered,
-      ClientGone.answeredOutcome(call, attempt.record, call.log.ttfbMs),
-      call.log.leg()
+    return Effect.andThen(
+      call.health.end(attempt.ticket, "success"),
+      Effect.suspend(() =>
+        Effect.map(
+          call.settlement.finish(
+            metered,
+            ClientGone.answeredOutcome(call, attempt.record, call.log.ttfbMs),
+            call.log.leg()
+          ),
+          (): Exchange.Answer =>
+            typeof out === "string"
+              ? Exchange.jsonText(out, 200, call.answerHeaders)
+              : Exchange.json(out, 200, call.answerHeaders)
+        )
+      )
     )
-    return typeof out === "string"
-      ? Exchange.jsonText(out, 200, call.answerHeaders)
-      : Exchange.json(out, 200, call.answerHeaders)
   })
 
 /** How a relayed stream turns the upstream's bytes into the client's frames, and what it consumed. @category streams */

@@ -119,8 +119,8 @@ export const outliving = <A, R>(
   work: Effect.Effect<A, GatewayError.GatewayError, R>,
   settle?: (answer: A) => Effect.Effect<void>
 ): Effect.Effect<A, GatewayError.GatewayError, R | Settlement.Settlements> =>
-  Effect.gen(function*() {
-    const settlements = yield* Settlement.Settlements
+  // A plain chain (no generator): every non-stream attempt runs it.
+  Effect.flatMap(Settlement.Settlements, (settlements) => {
     const settled = Effect.onExit(work, (exit) => {
       if (!gone(call.log)) return Effect.void
       if (Exit.isSuccess(exit)) return settle === undefined ? Effect.void : settle(exit.value)
@@ -132,15 +132,15 @@ export const outliving = <A, R>(
       // Nothing for the attempt; parts of failed attempts their upstreams answered are charged all the same.
       return call.settlement.finish(call.log.consumed(), closed, call.log.leg())
     })
-    const fiber = yield* settlements.fork(settled)
-    return yield* Fiber.join(fiber).pipe(
-      Effect.onExit((exit) => {
-        if (Exit.isSuccess(exit) || fiber.pollUnsafe() !== undefined) return Effect.void
-        if (!clientLeft(exit.cause)) return Fiber.interrupt(fiber)
-        // The client left: the attempt goes on, and settles the call (`Calls.billed` leaves it).
-        left.add(call.log)
-        call.log.carriedOn = true
-        return Effect.void
-      })
-    )
+    return Effect.flatMap(settlements.fork(settled), (fiber) =>
+      Fiber.join(fiber).pipe(
+        Effect.onExit((exit) => {
+          if (Exit.isSuccess(exit) || fiber.pollUnsafe() !== undefined) return Effect.void
+          if (!clientLeft(exit.cause)) return Fiber.interrupt(fiber)
+          // The client left: the attempt goes on, and settles the call (`Calls.billed` leaves it).
+          left.add(call.log)
+          call.log.carriedOn = true
+          return Effect.void
+        })
+      ))
   })

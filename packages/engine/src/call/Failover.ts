@@ -241,7 +241,9 @@ export interface Attempts<A, R> {
 export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
   const settings = yield* Settings
   const health = yield* Health.Health
-  const now = yield* Clock.currentTimeMillis
+  // The clock is read directly (one step for the service, none per reading).
+  const clock = yield* Clock.Clock
+  const now = clock.currentTimeMillisUnsafe()
   // A model a channel's upstream refused with a 403 goes to its other channels while there are any.
   const open = call.channels.filter((channel) => !health.modelRefused(channel, call.model, now))
   const planned = yield* Selection.plan(open.length > 0 ? open : call.channels, {
@@ -265,7 +267,7 @@ export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
       durationMs: 0
     }
     call.tried.push(record)
-    const started = yield* Clock.currentTimeMillis
+    const started = clock.currentTimeMillisUnsafe()
     const at = Upstream.deadlines(target.channel, started, call.startedAt)
     // Traced: the attempt runs under its own client span, whose trace context goes upstream with the request.
     const span = call.trace === undefined ? undefined : CallSpans.attempt(
@@ -288,7 +290,7 @@ export const run = Effect.fnUntraced(function*<A, R>(call: Attempts<A, R>) {
             )
         )
     )
-    record.durationMs = (yield* Clock.currentTimeMillis) - started
+    record.durationMs = clock.currentTimeMillisUnsafe() - started
     if (result._tag === "Success") {
       if (call.keepsTicket === undefined || !call.keepsTicket(result.success)) yield* health.end(ticket, "success")
       if (call.keepsSpan === undefined || !call.keepsSpan(result.success)) {

@@ -26,7 +26,7 @@
  *
  * @since 0.1.0
  */
-import { type Dialect, type Domain, LimitSubjects, RateLimiter, Tokens } from "@modelgate/core"
+import { type Dialect, type Domain, type GatewayError, LimitSubjects, RateLimiter, Tokens } from "@modelgate/core"
 import { Effect } from "effect"
 import { Settings } from "../config/Settings.ts"
 import type * as Settlement from "../money/Settlement.ts"
@@ -74,27 +74,27 @@ export const unlimitedPermit: RateLimiter.Permit = { snapshot: RateLimiter.unlim
  *
  * @category admission
  */
-export const admit = Effect.fnUntraced(function*(
+export const admit = (
   key: Domain.ApiKey,
   group: Domain.Group,
   model: string,
   estimatedTokens: number
-) {
-  const settings = yield* Settings
-  const subjects = LimitSubjects.forCall({
-    keyId: key.id,
-    keyName: key.name,
-    keyLimits: key.limits,
-    userId: key.userId,
-    userName: key.userName,
-    userLimits: key.userLimits,
-    groupLimits: group.limits,
-    model: settings.rateLimitsPerModel ? model : undefined
+): Effect.Effect<RateLimiter.Permit, GatewayError.RateLimited, Settings | RateLimiter.RateLimiter> =>
+  // A plain chain (no generator): every call runs it.
+  Effect.flatMap(Settings, (settings) => {
+    const subjects = LimitSubjects.forCall({
+      keyId: key.id,
+      keyName: key.name,
+      keyLimits: key.limits,
+      userId: key.userId,
+      userName: key.userName,
+      userLimits: key.userLimits,
+      groupLimits: group.limits,
+      model: settings.rateLimitsPerModel ? model : undefined
+    })
+    if (subjects.length === 0) return Effect.succeed(unlimitedPermit)
+    return Effect.flatMap(RateLimiter.RateLimiter, (limiter) => limiter.acquire(subjects, estimatedTokens))
   })
-  if (subjects.length === 0) return unlimitedPermit
-  const limiter = yield* RateLimiter.RateLimiter
-  return yield* limiter.acquire(subjects, estimatedTokens)
-})
 
 /**
  * The headers a successful answer carries about the caller's rate limits, in

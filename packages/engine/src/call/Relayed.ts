@@ -46,11 +46,14 @@ export const attempt = (call: ChatCall, attempt: Attempt) =>
       // Relayed as the upstream wrote it, but never with the channel's secrets in it.
       const out = Redaction.text(channel, renamed ? dialect.renameInBody(text, model.id) : text)
       CallSpans.responseJson(call.trace, call.client.dialect, json)
-      yield* call.captured(channel, () =>
-        Effect.map(
-          Effect.option(Effect.flatMap(Ids.answerStart, (start) => attempt.upstream.decodeResponse(json, start))),
-          Option.getOrUndefined
-        ))
+      // Only a trace that captures content has the answer decoded (`captured`); no closure for it otherwise.
+      if (CallSpans.capturing(call.trace)) {
+        yield* call.captured(channel, () =>
+          Effect.map(
+            Effect.option(Effect.flatMap(Ids.answerStart, (start) => attempt.upstream.decodeResponse(json, start))),
+            Option.getOrUndefined
+          ))
+      }
       return yield* answered(call, attempt, out, dialect.relayedUsage(json, call.promptEstimate))
     }
 

@@ -45,7 +45,7 @@
  * @since 0.1.0
  */
 import { Accounts, Dialect, type Domain, GatewayError, Money, Pricing, Tokens, UsageLog } from "@modelgate/core"
-import { Cause, Clock, Context, Effect, Exit, Fiber, Layer } from "effect"
+import { Cause, Context, Effect, Exit, Fiber, Layer } from "effect"
 import { ClientAbort } from "effect/http/HttpServerError"
 import * as CallSpans from "../telemetry/CallSpans.ts"
 import * as Metrics from "../telemetry/Metrics.ts"
@@ -307,18 +307,49 @@ export interface Settlement {
  *
  * @category settlement
  */
-export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigint) {
-  const accounts = yield* Accounts.Accounts
-  const usage = yield* UsageLog.UsageLog
-  const metrics = yield* Metrics.Current
-  const holdId = yield* accounts.hold({
-    userId: call.key.userId,
-    keyId: call.key.id,
-    amountNanos: heldNanos,
-    requestId: call.requestId,
-    capped: call.key.quotaNanos !== null || call.key.dailyBudgetNanos !== null || call.key.monthlyBudgetNanos !== null,
-    choices: call.choices
+export const open = (
+  call: CallInfo,
+  heldNanos: bigint
+): Effect.Effect<
+  Settlement,
+  Effect.Error<ReturnType<Accounts.Accounts["Service"]["hold"]>>,
+  Accounts.Accounts | UsageLog.UsageLog
+> =>
+  // A plain chain (no generator): the services read from the context in one step, then the hold.
+  Effect.contextWith((context: Context.Context<Accounts.Accounts | UsageLog.UsageLog>) => {
+    const accounts = Context.get(context, Accounts.Accounts)
+    const hold = accounts.hold({
+      userId: call.key.userId,
+      keyId: call.key.id,
+      amountNanos: heldNanos,
+      requestId: call.requestId,
+      capped: call.key.quotaNanos !== null || call.key.dailyBudgetNanos !== null ||
+        call.key.monthlyBudgetNanos !== null,
+      choices: call.choices
+    })
+    return Effect.map(
+      hold,
+      (holdId) =>
+        settlementOf(
+          call,
+          heldNanos,
+          holdId,
+          accounts,
+          Context.get(context, UsageLog.UsageLog),
+          Context.get(context, Metrics.Current)
+        )
+    )
   })
+
+/** The settlement of a hold taken (`open`). */
+const settlementOf = (
+  call: CallInfo,
+  heldNanos: bigint,
+  holdId: string,
+  accounts: Accounts.Accounts["Service"],
+  usage: UsageLog.UsageLog["Service"],
+  metrics: Metrics.CallMetrics | undefined
+): Settlement => {
   let done = false
   // The call's span waits for its settlement, which may run after the answer went out (a stream's).
   call.trace?.hold()
@@ -330,124 +361,141 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
       const charge = chargeFor(call, heldNanos, metered, leg)
       // Traced: a span made by hand, as a stream's settlement runs outside the call's fiber.
       const span = Telemetry.child(call.trace, "settle")
-      const settling = Effect.gen(function*() {
-        // The whole charge is taken, above the hold too; whatever goes wrong there, the record is still written.
-        const settled = yield* accounts.settle(holdId, charge).pipe(
+      // What the log is told of an unusual settlement (run only when there is something to say).
+      const warnings = (
+        settled: Accounts.Settled | undefined,
+        charged: bigint,
+        overdrawn: boolean,
+        overCap: Accounts.Settled["overCap"]
+      ) =>
+        Effect.gen(function*() {
+          if (overdrawn || overCap !== undefined) {
+            yield* Effect.logWarning(
+              overdrawn
+                ? "the call cost more than its hold and the balance had: charged in full, the balance is below zero"
+                : "the call cost more than its hold: charged in full, the key is past a spending cap"
+            ).pipe(
+              Effect.annotateLogs({
+                requestId: call.requestId,
+                userId: call.key.userId,
+                keyId: call.key.id,
+                costNanos: String(charged),
+                heldNanos: String(heldNanos),
+                ...(overdrawn ? { overdrawnNanos: String(settled!.overdrawnNanos) } : {}),
+                ...(overCap === undefined ? {} : { cap: overCap.cap, capSpentNanos: String(overCap.spentNanos) })
+              })
+            )
+          }
+          if (metered.usageRejected !== undefined) {
+            yield* Effect.logWarning(
+              "the upstream reported usage that is not token counts; it was refused and the call counted locally"
+            ).pipe(
+              Effect.annotateLogs({
+                requestId: call.requestId,
+                channel: leg?.channel ?? "",
+                refused: metered.usageRejected,
+                promptTokens: metered.promptTokens,
+                completionTokens: metered.completionTokens
+              })
+            )
+          } else if (!metered.reported && metered.promptTokens + metered.completionTokens > 0) {
+            // The design promise: tokens counted here rather than reported by the upstream are said so in the log.
+            yield* Effect.logInfo("the upstream reported no usage; tokens were counted locally").pipe(
+              Effect.annotateLogs({
+                requestId: call.requestId,
+                channel: leg?.channel ?? "",
+                promptTokens: metered.promptTokens,
+                completionTokens: metered.completionTokens
+              })
+            )
+          }
+        })
+      // A plain chain (no generator): the settle, the clock, the record, and the log lines only when they are due.
+      // The whole charge is taken, above the hold too; whatever goes wrong there, the record is still written.
+      const settling = Effect.flatMap(
+        accounts.settle(holdId, charge).pipe(
           Effect.catchCause((cause) =>
             Effect.as(
               Effect.logError("settlement failed; the sweeper will release the hold", Cause.pretty(cause)),
               undefined
             )
           )
-        )
-        const charged = settled?.chargedNanos ?? 0n
-        const overdrawn = settled !== undefined && settled.overdrawnNanos > 0n
-        const overCap = settled?.overCap
-        const errorCode = outcome.errorCode ??
-          (settled === undefined
-            ? "SettlementFailed"
-            : overdrawn
-            ? "BalanceOverdrawn"
-            : overCap !== undefined
-            ? "SpendingCapOverrun"
-            : metered.usageRejected !== undefined
-            ? "UsageRejected"
-            : null)
-        const errorMessage = outcome.errorCode !== null
-          ? outcome.errorMessage ?? null
-          : settled === undefined
-          ? "The charge could not be written (the database refused it): nothing was charged, and the hold is released by the sweeper."
-          : overdrawn
-          ? `The call cost ${Money.formatUsd(charged)} USD, more than it held (${
-            Money.formatUsd(heldNanos)
-          } USD) and than the balance had: it was charged in full, and the balance went ${
-            Money.formatUsd(settled.overdrawnNanos)
-          } USD below zero. Calls are refused until it is topped up.`
-          : overCap !== undefined
-          ? `The call cost ${Money.formatUsd(charged)} USD, more than it held (${
-            Money.formatUsd(heldNanos)
-          } USD): it was charged in full, and the key's ${capName[overCap.cap]} of ${
-            Money.formatUsd(overCap.limitNanos)
-          } USD is exceeded (${
-            Money.formatUsd(overCap.spentNanos)
-          } USD spent). The key's calls are refused until the cap is raised${
-            overCap.cap === "quota" ? "" : " or its period ends"
-          }.`
-          : metered.usageRejected !== undefined
-          ? `The upstream reported usage that is not token counts (${metered.usageRejected}); it was refused and the call counted locally.`
-          : null
-        const now = yield* Clock.currentTimeMillis
-        const record: UsageLog.UsageRecord = {
-          createdAt: call.startedAt,
-          requestId: call.requestId,
-          userId: call.key.userId,
-          keyId: call.key.id,
-          model: call.model.id,
-          upstreamModel: leg?.upstreamModel ?? call.model.id,
-          channel: leg?.channel ?? "",
-          dialectIn: call.dialectIn,
-          dialectOut: leg?.dialectOut ?? call.dialectIn,
-          stream: call.stream,
-          promptTokens: metered.promptTokens,
-          completionTokens: metered.completionTokens,
-          cachedTokens: metered.cachedTokens,
-          cacheWriteTokens: metered.cacheWriteTokens ?? 0,
-          reasoningTokens: metered.reasoningTokens ?? 0,
-          usageReported: metered.reported,
-          costNanos: charged,
-          latencyMs: now - call.startedAt,
-          ttfbMs: outcome.ttfbMs,
-          status: outcome.status,
-          errorCode,
-          errorMessage,
-          attempts: leg?.attempts ?? 0,
-          attemptLog: leg?.attemptLog ?? [],
-          note: leg?.notes === undefined || leg.notes.length === 0 ? null : leg.notes.join("; ")
-        }
-        yield* usage.record(record)
-        metrics?.callEnded(record)
-        CallSpans.settled(call.trace, record)
-        if (overdrawn || overCap !== undefined) {
-          yield* Effect.logWarning(
-            overdrawn
-              ? "the call cost more than its hold and the balance had: charged in full, the balance is below zero"
-              : "the call cost more than its hold: charged in full, the key is past a spending cap"
-          ).pipe(
-            Effect.annotateLogs({
+        ),
+        (settled) =>
+          Effect.clockWith((clock) => {
+            const charged = settled?.chargedNanos ?? 0n
+            const overdrawn = settled !== undefined && settled.overdrawnNanos > 0n
+            const overCap = settled?.overCap
+            const errorCode = outcome.errorCode ??
+              (settled === undefined
+                ? "SettlementFailed"
+                : overdrawn
+                ? "BalanceOverdrawn"
+                : overCap !== undefined
+                ? "SpendingCapOverrun"
+                : metered.usageRejected !== undefined
+                ? "UsageRejected"
+                : null)
+            const errorMessage = outcome.errorCode !== null
+              ? outcome.errorMessage ?? null
+              : settled === undefined
+              ? "The charge could not be written (the database refused it): nothing was charged, and the hold is released by the sweeper."
+              : overdrawn
+              ? `The call cost ${Money.formatUsd(charged)} USD, more than it held (${
+                Money.formatUsd(heldNanos)
+              } USD) and than the balance had: it was charged in full, and the balance went ${
+                Money.formatUsd(settled.overdrawnNanos)
+              } USD below zero. Calls are refused until it is topped up.`
+              : overCap !== undefined
+              ? `The call cost ${Money.formatUsd(charged)} USD, more than it held (${
+                Money.formatUsd(heldNanos)
+              } USD): it was charged in full, and the key's ${capName[overCap.cap]} of ${
+                Money.formatUsd(overCap.limitNanos)
+              } USD is exceeded (${
+                Money.formatUsd(overCap.spentNanos)
+              } USD spent). The key's calls are refused until the cap is raised${
+                overCap.cap === "quota" ? "" : " or its period ends"
+              }.`
+              : metered.usageRejected !== undefined
+              ? `The upstream reported usage that is not token counts (${metered.usageRejected}); it was refused and the call counted locally.`
+              : null
+            const now = clock.currentTimeMillisUnsafe()
+            const record: UsageLog.UsageRecord = {
+              createdAt: call.startedAt,
               requestId: call.requestId,
               userId: call.key.userId,
               keyId: call.key.id,
-              costNanos: String(charged),
-              heldNanos: String(heldNanos),
-              ...(overdrawn ? { overdrawnNanos: String(settled!.overdrawnNanos) } : {}),
-              ...(overCap === undefined ? {} : { cap: overCap.cap, capSpentNanos: String(overCap.spentNanos) })
-            })
-          )
-        }
-        if (metered.usageRejected !== undefined) {
-          yield* Effect.logWarning(
-            "the upstream reported usage that is not token counts; it was refused and the call counted locally"
-          ).pipe(
-            Effect.annotateLogs({
-              requestId: call.requestId,
+              model: call.model.id,
+              upstreamModel: leg?.upstreamModel ?? call.model.id,
               channel: leg?.channel ?? "",
-              refused: metered.usageRejected,
+              dialectIn: call.dialectIn,
+              dialectOut: leg?.dialectOut ?? call.dialectIn,
+              stream: call.stream,
               promptTokens: metered.promptTokens,
-              completionTokens: metered.completionTokens
+              completionTokens: metered.completionTokens,
+              cachedTokens: metered.cachedTokens,
+              cacheWriteTokens: metered.cacheWriteTokens ?? 0,
+              reasoningTokens: metered.reasoningTokens ?? 0,
+              usageReported: metered.reported,
+              costNanos: charged,
+              latencyMs: now - call.startedAt,
+              ttfbMs: outcome.ttfbMs,
+              status: outcome.status,
+              errorCode,
+              errorMessage,
+              attempts: leg?.attempts ?? 0,
+              attemptLog: leg?.attemptLog ?? [],
+              note: leg?.notes === undefined || leg.notes.length === 0 ? null : leg.notes.join("; ")
+            }
+            return Effect.flatMap(usage.record(record), () => {
+              metrics?.callEnded(record)
+              CallSpans.settled(call.trace, record)
+              const logged = overdrawn || overCap !== undefined || metered.usageRejected !== undefined ||
+                (!metered.reported && metered.promptTokens + metered.completionTokens > 0)
+              return logged ? warnings(settled, charged, overdrawn, overCap) : Effect.void
             })
-          )
-        } else if (!metered.reported && metered.promptTokens + metered.completionTokens > 0) {
-          // The design promise: tokens counted here rather than reported by the upstream are said so in the log.
-          yield* Effect.logInfo("the upstream reported no usage; tokens were counted locally").pipe(
-            Effect.annotateLogs({
-              requestId: call.requestId,
-              channel: leg?.channel ?? "",
-              promptTokens: metered.promptTokens,
-              completionTokens: metered.completionTokens
-            })
-          )
-        }
-      })
+          })
+      )
       return (span === undefined
         ? settling
         : Effect.onExit(settling, (exit) =>
@@ -460,7 +508,7 @@ export const open = Effect.fnUntraced(function*(call: CallInfo, heldNanos: bigin
     })
   const settlement: Settlement = { holdId, heldNanos, finish }
   return settlement
-})
+}
 
 /**
  * Where settlements that run after their request's fiber go: a stream's is

@@ -329,16 +329,21 @@ const make = (probeSoon: boolean) =>
     const retryAt = (channel: Domain.Channel, key: string): number =>
       entries.get(idOf(channel, key))?.breaker.retryAt ?? 0
 
+    // Both read the clock directly in one step (`Clock.currentTimeMillis` would be a second): every attempt runs them.
     const begin = (channel: Domain.Channel, key: string, force: boolean) =>
-      Effect.map(Clock.currentTimeMillis, (now): Ticket | undefined => {
+      Effect.clockWith((clock): Effect.Effect<Ticket | undefined> => {
+        const now = clock.currentTimeMillisUnsafe()
         const entry = entryFor(channel, key)
-        if (entry.disabled !== undefined) return undefined
+        if (entry.disabled !== undefined) return Effect.undefined
         const permit = entry.breaker.acquire(now, channel.breaker, force)
-        return permit === undefined ? undefined : { entry, permit, settings: channel.breaker, done: false }
+        return Effect.succeed(
+          permit === undefined ? undefined : { entry, permit, settings: channel.breaker, done: false }
+        )
       })
 
     const end = (ticket: Ticket, outcome: Outcome, error?: string, retryAfterMs?: number) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      Effect.clockWith((clock) => {
+        const now = clock.currentTimeMillisUnsafe()
         if (ticket.done) return Effect.void
         ticket.done = true
         const breaker = ticket.entry.breaker

@@ -116,11 +116,13 @@ export const withTraceContext = (
 /**
  * Sends a request upstream and returns the answer once its headers arrive
  * (the status is not judged here), with the trace context of the attempt's
- * span when it is traced (`withTraceContext`).
+ * span when it is traced (`withTraceContext`). The answer's headers stay as
+ * the transport made them: read when something reads them (an error's
+ * classification, a stream's content type), not copied on every call.
  *
  * @category sending
  */
-export const send = Effect.fnUntraced(function*(
+export const send = (
   channel: Domain.Channel,
   url: string,
   headers: Readonly<Record<string, string>>,
@@ -128,45 +130,76 @@ export const send = Effect.fnUntraced(function*(
   at: Deadlines,
   method: "GET" | "POST" = "POST",
   key?: string
+): Effect.Effect<UpstreamResponse, GatewayError.GatewayError, Transport> =>
+  Effect.contextWith((context: Context.Context<Transport>) => {
+    const transport = Context.get(context, Transport)
+    // Traced: the attempt's trace context goes with the request (and under a cloud's signature).
+    const traced = withTraceContext(headers, context)
+    if (CloudAuth.isCloud(channel)) return cloudSend(transport, channel, url, traced, body, at, method, key)
+    return Effect.mapBothEager(transport.send({ channel, method, url, headers: traced, body, deadlines: at }), {
+      onFailure: (error) => transportError(channel, error),
+      onSuccess: (response) => upstreamOf(response, channel)
+    })
+  })
+
+/**
+ * The transport's answer as the upstream's, its headers read through (the transport may make them when first
+ * read). A class: its getter is on the prototype, where an object literal's would be made for every answer.
+ */
+class Answered implements UpstreamResponse {
+  readonly status: number
+  readonly body: ResponseBody
+  readonly channel: Domain.Channel
+  readonly #response: TransportResponse
+  constructor(response: TransportResponse, channel: Domain.Channel) {
+    this.status = response.status
+    this.body = response.body
+    this.channel = channel
+    this.#response = response
+  }
+  get headers(): Readonly<Record<string, string>> {
+    return this.#response.headers
+  }
+}
+
+const upstreamOf = (response: TransportResponse, channel: Domain.Channel): UpstreamResponse =>
+  new Answered(response, channel)
+
+/** `send` to a cloud channel: its credentials go on last, over the request as it is sent (`CloudAuth`). */
+const cloudSend = Effect.fnUntraced(function*(
+  transport: Transport["Service"],
+  channel: Domain.Channel,
+  url: string,
+  traced: Readonly<Record<string, string>>,
+  body: string | Uint8Array | undefined,
+  at: Deadlines,
+  method: "GET" | "POST",
+  key: string | undefined
 ) {
-  const transport = yield* Transport
-  // Traced: the attempt's trace context goes with the request (and under a cloud's signature).
-  const traced = withTraceContext(headers, yield* Effect.context<never>())
   const sendWith = (sent: Readonly<Record<string, string>>) =>
     Effect.mapError(
       transport.send({ channel, method, url, headers: sent, body, deadlines: at }),
       (error) => transportError(channel, error)
     )
-  let response: TransportResponse
-  if (!CloudAuth.isCloud(channel)) response = yield* sendWith(traced)
-  else {
-    // A cloud channel's credentials go on last, over the request as it is sent (CloudAuth).
-    const outgoing = { method, url, headers: traced, body }
-    const keyText = key ?? channel.apiKeys[0] ?? ""
-    const authorized = yield* Effect.mapError(
-      CloudAuth.authorize(transport, channel, keyText, outgoing, at),
-      (error) => Redaction.error(channel, error)
-    )
-    response = yield* sendWith(authorized.headers)
-    if (CloudAuth.mayRefuseToken(authorized, response.status)) {
-      const text = yield* response.body.prefix(ERROR_BODY_LIMIT)
-      // Vertex refused the access token (expired early, revoked): once more with a new one.
-      if (yield* CloudAuth.refusedToken(authorized, response.status, text)) {
-        const again = yield* Effect.mapError(
-          CloudAuth.authorize(transport, channel, keyText, outgoing, at),
-          (error) => Redaction.error(channel, error)
-        )
-        response = yield* sendWith(again.headers)
-      } else response = { ...response, body: textBody(text) }
-    }
+  const outgoing = { method, url, headers: traced, body }
+  const keyText = key ?? channel.apiKeys[0] ?? ""
+  const authorized = yield* Effect.mapError(
+    CloudAuth.authorize(transport, channel, keyText, outgoing, at),
+    (error) => Redaction.error(channel, error)
+  )
+  let response: TransportResponse = yield* sendWith(authorized.headers)
+  if (CloudAuth.mayRefuseToken(authorized, response.status)) {
+    const text = yield* response.body.prefix(ERROR_BODY_LIMIT)
+    // Vertex refused the access token (expired early, revoked): once more with a new one.
+    if (yield* CloudAuth.refusedToken(authorized, response.status, text)) {
+      const again = yield* Effect.mapError(
+        CloudAuth.authorize(transport, channel, keyText, outgoing, at),
+        (error) => Redaction.error(channel, error)
+      )
+      response = yield* sendWith(again.headers)
+    } else response = { ...response, body: textBody(text) }
   }
-  const upstream: UpstreamResponse = {
-    status: response.status,
-    headers: response.headers,
-    body: response.body,
-    channel
-  }
-  return upstream
+  return upstreamOf(response, channel)
 })
 
 /** A body already read (as text), read again through the `ResponseBody` interface. */

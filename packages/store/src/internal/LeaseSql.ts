@@ -25,6 +25,7 @@
 import { Accounts, Money } from "@modelgate/core"
 import { Array as Arr, Effect } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"
+import * as MultiInsert from "./MultiInsert.ts"
 import { newSortableId } from "./random.ts"
 import * as Row from "./row.ts"
 
@@ -56,8 +57,25 @@ export const dayPeriod = (ms: number): string => `d:${new Date(ms).toISOString()
 /** The UTC month of a time, as a `key_spend` period: `m:2026-11`. */
 export const monthPeriod = (ms: number): string => `m:${new Date(ms).toISOString().slice(0, 7)}`
 
-/** The UTC day and month of a time, as `key_spend` periods. */
-export const periodsOf = (ms: number): readonly [string, string] => [dayPeriod(ms), monthPeriod(ms)]
+const DAY_MS = 86_400_000
+
+/** The day (days since the epoch, UTC) `periodsOf` last named, and its periods. */
+let lastDay = Number.NaN
+let lastPeriods: readonly [string, string] = ["", ""]
+
+/**
+ * The UTC day and month of a time, as `key_spend` periods. Every charge asks
+ * for them, nearly always for the day asked last: that day's pair is kept
+ * (two dates formatted once a day, not on every charge).
+ */
+export const periodsOf = (ms: number): readonly [string, string] => {
+  const day = Math.floor(ms / DAY_MS)
+  if (day !== lastDay) {
+    lastPeriods = [dayPeriod(ms), monthPeriod(ms)]
+    lastDay = day
+  }
+  return lastPeriods
+}
 
 /**
  * The reason on a 'charge' entry: by how much it took the balance below zero,
@@ -177,8 +195,14 @@ export const applyCharges = (
     }))
     const rows: Array<Record<string, unknown>> = entries.map((entry) => entry.row)
     if (!Arr.isReadonlyArrayNonEmpty(rows)) return
-    const inserted = yield* sql<{ readonly request_id: string }>`INSERT INTO ledger ${sql.insert(rows)}
-      ON CONFLICT (request_id) WHERE kind = 'charge' DO NOTHING RETURNING request_id`
+    // Written by hand (`MultiInsert`): the batch's one statement per call kind, not compiled anew per batch.
+    const [text, params] = MultiInsert.multiInsert(
+      "ledger",
+      rows,
+      sql.onDialectOrElse({ pg: () => true, orElse: () => false }),
+      "ON CONFLICT (request_id) WHERE kind = 'charge' DO NOTHING RETURNING request_id"
+    )
+    const inserted = yield* sql.unsafe<{ readonly request_id: string }>(text, params)
     const claimed = new Set(inserted.map((row) => row.request_id))
     const groups = new Map<string, Array<(typeof entries)[number]>>()
     for (const entry of entries) {
