@@ -14,6 +14,17 @@ import * as SqliteClient from "../src/SqliteClient.ts"
 
 const modeOf = (path: string): number => statSync(path).mode & 0o777
 
+/** A database file's place in a directory of its own, removed when the test's scope closes. */
+const freshFile = Effect.gen(function*() {
+  const dir = mkdtempSync(join(tmpdir(), "modelgate-sqlite-"))
+  yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+  return join(dir, "gateway.db")
+})
+
+/** 100 rows of 2,000 characters into `t`: about 50 pages of the write-ahead log. */
+const HUNDRED_ROWS =
+  `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) INSERT INTO t SELECT hex(randomblob(1000)) FROM n`
+
 describe("SQLite files", () => {
   it.effect("are created 0600 (the database, its -wal and -shm), in a new directory created 0700", () =>
     Effect.gen(function*() {
@@ -47,9 +58,7 @@ describe("SQLite files", () => {
 
   it.live("checkpoints the write-ahead log in a worker thread, not in the connection that commits", () =>
     Effect.gen(function*() {
-      const dir = mkdtempSync(join(tmpdir(), "modelgate-sqlite-"))
-      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
-      const file = join(dir, "gateway.db")
+      const file = yield* freshFile
       yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const [setting] = yield* sql.unsafe<{ readonly wal_autocheckpoint: bigint }>("PRAGMA wal_autocheckpoint")
@@ -58,9 +67,7 @@ describe("SQLite files", () => {
         const before = statSync(file).size
         // About 2,000 pages of rows, in commits: only a checkpoint moves them from the log into the file.
         for (let i = 0; i < 40; i++) {
-          yield* sql.unsafe(
-            `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) INSERT INTO t SELECT hex(randomblob(1000)) FROM n`
-          )
+          yield* sql.unsafe(HUNDRED_ROWS)
         }
         for (let i = 0; i < 50 && statSync(file).size <= before; i++) yield* Effect.sleep("100 millis")
         assert.isAbove(statSync(file).size, before + 1_000_000, "the thread copied the log into the database file")
@@ -69,15 +76,10 @@ describe("SQLite files", () => {
 
   it.live("starts checkpointing only once the log holds checkpointStartBytes", () =>
     Effect.gen(function*() {
-      const dir = mkdtempSync(join(tmpdir(), "modelgate-sqlite-"))
-      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
-      const file = join(dir, "gateway.db")
+      const file = yield* freshFile
       yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        // 100 rows of 2,000 characters: about 50 pages of the log.
-        const write = sql.unsafe(
-          `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) INSERT INTO t SELECT hex(randomblob(1000)) FROM n`
-        )
+        const write = sql.unsafe(HUNDRED_ROWS)
         yield* sql.unsafe("CREATE TABLE t (x TEXT)")
         const before = statSync(file).size
         for (let i = 0; i < 5; i++) yield* write
